@@ -1,0 +1,2 @@
+/* boundary.c - placeholder until the implementation lands. */
+typedef int fg_placeholder_boundary;

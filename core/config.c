@@ -1,0 +1,2 @@
+/* config.c - placeholder until the implementation lands. */
+typedef int fg_placeholder_config;

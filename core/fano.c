@@ -1,0 +1,2 @@
+/* fano.c - placeholder until the implementation lands. */
+typedef int fg_placeholder_fano;

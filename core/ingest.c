@@ -1,0 +1,2 @@
+/* ingest.c - placeholder until the implementation lands. */
+typedef int fg_placeholder_ingest;

@@ -1,0 +1,2 @@
+/* line.c - placeholder until the implementation lands. */
+typedef int fg_placeholder_line;

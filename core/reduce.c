@@ -1,0 +1,2 @@
+/* reduce.c - placeholder until the implementation lands. */
+typedef int fg_placeholder_reduce;

@@ -1,0 +1,2 @@
+/* slot.c - placeholder until the implementation lands. */
+typedef int fg_placeholder_slot;

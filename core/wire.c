@@ -1,0 +1,2 @@
+/* wire.c - placeholder until the implementation lands. */
+typedef int fg_placeholder_wire;

@@ -1,0 +1,124 @@
+/* boundary.h - THE one boundary between the control plane and the dataplane.
+ *
+ * The control plane (io_uring thread) and the dataplane (DPDK lcores) touch
+ * each other only through what this header declares:
+ *   1. lanes: per lcore, two SPSC rings of fixed-size messages (fg_bmsg),
+ *      cp -> dp and dp -> cp, and two buffer pools whose free lists are SPSC
+ *      rings too; a message that names a buffer moves its ownership;
+ *   2. published line facts: one atomic 64-bit word (fg_linefacts) written by
+ *      the control plane, read by the dataplane once per burst;
+ *   3. counter snapshots: per-lcore arrays written only by their lcore with
+ *      relaxed atomic stores, read by the control plane at any time.
+ *
+ * Slot ownership: lcore i owns slot shard i (fg_shard_of). A frame from a TLS
+ * peer goes to the owner's lane as FG_BM_FRAME; the owner answers with
+ * FG_BM_OUTCOME carrying the same req_id. Resolved seeds, canonical reports,
+ * conflicts and expiries flow back as messages. When the daemon runs with no
+ * dataplane (--no-dataplane, tests), the control plane owns one shard itself
+ * and no lane exists.
+ *
+ * Pure C11; no DPDK types. Memory for lanes may come from hugepages. */
+#ifndef FG_BOUNDARY_H
+#define FG_BOUNDARY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fg/common.h"
+#include "fg/ingest.h"
+#include "fg/ring.h"
+#include "fg/wire.h"
+
+#define FG_BUF_NONE 0xFFFFFFFFu
+
+/* A pool of n fixed-size buffers. The allocating side pops indices from
+ * `free`; the releasing side pushes them back. Exactly one thread each. */
+struct fg_pool {
+	struct fg_ring *free;
+	uint8_t *bufs;
+	uint32_t n, size;
+};
+/* Memory needed for a pool (ring + buffers, 64-byte aligned). */
+size_t fg_pool_mem_size(uint32_t n, uint32_t size);
+/* Lay a pool out in mem and fill the free list with every index. Call before
+ * the threads start. Returns 0 or -EINVAL. */
+FG_MUST_CHECK int fg_pool_init(struct fg_pool *p, void *mem, uint32_t n, uint32_t size);
+static inline uint32_t fg_pool_get(struct fg_pool *p)
+{
+	uint32_t i;
+	return fg_ring_pop(p->free, &i) ? i : FG_BUF_NONE;
+}
+static inline void fg_pool_put(struct fg_pool *p, uint32_t i) { (void)fg_ring_push(p->free, &i); }
+static inline uint8_t *fg_pool_buf(const struct fg_pool *p, uint32_t i) { return p->bufs + (size_t)i * p->size; }
+
+enum fg_bmsg_type {
+	FG_BM_FRAME = 1,  /* cp->dp: one whole frame (buf from pool cp2dp, len bytes); req_id != 0 wants an OUTCOME */
+	FG_BM_FLUSH,      /* cp->dp: model epoch changed to `epoch`: flush open slots */
+	FG_BM_OUTCOME,    /* dp->cp: the result of a FRAME: status (+ fingerprint) */
+	FG_BM_RESOLVED,   /* dp->cp: a resolved-seed frame (fg_resolved_encode) in buf from pool dp2cp */
+	FG_BM_CANONICAL,  /* dp->cp: a canonical report frame as received, in buf from pool dp2cp */
+	FG_BM_CONFLICT,   /* dp->cp: conflicting duplicate on `line`; slot poisoned */
+	FG_BM_EXPIRED,    /* dp->cp: slot expired; status.bitset = landed, expected */
+	FG_BM_PEER,       /* dp->cp: a UDP source was seen (for peers / degraded lines) */
+};
+
+struct fg_bmsg {
+	uint8_t type;
+	uint8_t line;
+	uint16_t layer;
+	uint32_t token_seq;
+	uint32_t req_id;
+	uint32_t buf;      /* pool index or FG_BUF_NONE */
+	uint32_t len;
+	uint32_t epoch;
+	uint64_t fingerprint;
+	uint64_t t_ns;     /* CLOCK_MONOTONIC ns of the event */
+	uint8_t peer[16];  /* PEER: source address; family in `line` (4 or 6) */
+	struct fg_status status;
+};
+
+struct fg_lane {
+	struct fg_ring *to_dp;  /* producer: control plane; consumer: lcore */
+	struct fg_ring *to_cp;  /* producer: lcore; consumer: control plane */
+	struct fg_pool cp2dp;   /* buffers the control plane fills, the lcore releases */
+	struct fg_pool dp2cp;   /* buffers the lcore fills, the control plane releases */
+};
+
+/* Every figure the dataplane counts, per lcore. Written only by the owning
+ * lcore (relaxed stores), read by anyone (relaxed loads). */
+enum fg_dp_counter {
+	FG_C_RX_PKTS, FG_C_RX_BYTES, FG_C_TX_PKTS, FG_C_TX_BYTES,
+	FG_C_DROP_MALFORMED, FG_C_DROP_NOT_ALLOWED, FG_C_DROP_UNKNOWN_STREAM, FG_C_DROP_LATE,
+	FG_C_DROP_DUPLICATE, FG_C_DROP_CONFLICT, FG_C_DROP_NO_SLOT, FG_C_DROP_REASM_OVERFLOW,
+	FG_C_DROP_TX_FULL, FG_C_DROP_NOT_UDP, FG_C_DROP_BAD_PORT, FG_C_DROP_EXPIRED, FG_C_DROP_STALE,
+	FG_C_DROP_LANE_FULL,
+	FG_C_FRAGS, FG_C_FRAMES, FG_C_CONTRIB_ACCEPTED, FG_C_SEEDS_RESOLVED, FG_C_SLOTS_EXPIRED,
+	FG_C_ACKS_SENT, FG_C_STATUS_SENT, FG_C_SEEDS_SENT, FG_C_CANONICAL,
+	FG_C_REASM_TIMEOUT,
+	FG_C__COUNT
+};
+const char *fg_dp_counter_name(enum fg_dp_counter c);
+
+struct fg_dp_counters {
+	_Alignas(FG_CACHE_LINE) _Atomic uint64_t c[FG_C__COUNT];
+	_Atomic uint64_t per_line[FG_LINES];  /* contributions accepted per line */
+	_Atomic uint64_t malformed[FG_R__COUNT]; /* per codec reason */
+};
+static inline void fg_count(struct fg_dp_counters *k, enum fg_dp_counter c, uint64_t n)
+{
+	/* single writer: a relaxed load + store is enough and avoids a locked add */
+	atomic_store_explicit(&k->c[c], atomic_load_explicit(&k->c[c], memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
+/* The published state shared by both sides (one instance, lives as long as the process). */
+struct fg_boundary {
+	_Alignas(FG_CACHE_LINE) _Atomic fg_linefacts linefacts;
+	unsigned n_lanes;
+	struct fg_lane *lanes;                /* [n_lanes] */
+	struct fg_dp_counters *counters;      /* [n_lanes] */
+	_Atomic bool stop;                    /* set by the control plane to stop the lcores */
+};
+
+#endif

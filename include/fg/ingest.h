@@ -1,0 +1,60 @@
+/* ingest.h - one decoded frame into one slot table, and the status to answer.
+ *
+ * Owns: the one path every ingress (DPDK UDP, kernel UDP, WebSocket, HTTPS)
+ * takes from "a whole aeon-flow frame" to "slot outcome + seed status", so
+ * the acceptance rules live in one place. Pure core; same single-writer
+ * contract as slot.h (the caller owns the table).
+ *
+ * Canonical reports are decoded and validated here but not compared: they
+ * are returned to the caller, who hands them to the shadow audit. */
+#ifndef FG_INGEST_H
+#define FG_INGEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fg/common.h"
+#include "fg/line.h"
+#include "fg/slot.h"
+#include "fg/wire.h"
+
+/* Line facts the engine needs, packed so the control plane can publish them
+ * with one atomic 64-bit store (boundary.h):
+ *   bits  0..13  effective state of line i in bits 2i..2i+1 (enum fg_line_state)
+ *   bits 16..47  model epoch
+ */
+typedef uint64_t fg_linefacts;
+static inline enum fg_line_state fg_linefacts_state(fg_linefacts f, unsigned line)
+{
+	return (enum fg_line_state)((f >> (2 * line)) & 3u);
+}
+static inline uint32_t fg_linefacts_epoch(fg_linefacts f) { return (uint32_t)(f >> 16); }
+fg_linefacts fg_linefacts_pack(const struct fg_lines *ls, uint32_t epoch);
+
+struct fg_ingest_ctx {
+	const struct fg_bands *bands;
+	const struct fg_seed_limits *limits;
+	fg_linefacts lines; /* snapshot taken by the caller for this burst */
+};
+
+struct fg_ingest_result {
+	enum fg_band band;         /* what the frame was */
+	int reason;                /* fg_reason when malformed, else 0 */
+	struct fg_slot_result slot;/* for seeds */
+	struct fg_seed seed;       /* for seeds: decoded fields (body points into the frame) */
+	struct fg_canon canon;     /* for canonical reports */
+	struct fg_status status;   /* the status to send back (encode with fg_status_encode) */
+};
+
+/* Classify and decode f; place a seed into s; build the status.
+ * Returns 0 (see out->slot.outcome / out->band) or -reason when the frame was
+ * malformed or on an unknown stream (out->reason and out->status are still
+ * filled so the caller can answer and count). */
+FG_MUST_CHECK int fg_ingest_frame(struct fg_slots *s, const struct fg_ingest_ctx *ctx,
+				  const struct fg_frame *f, uint64_t now_ns, struct fg_ingest_result *out);
+
+/* Build a status for a slot result (also used by the fragment path). */
+void fg_status_from_result(const struct fg_ingest_ctx *ctx, const struct fg_seed *seed,
+			   const struct fg_slot_result *r, int reason, struct fg_status *st);
+
+#endif

@@ -1,0 +1,201 @@
+/* slot.h - the seed slot engine (pure core: no DPDK, no sockets, no logging).
+ *
+ * Owns: a fixed-capacity table of seed slots keyed by (token_seq, dst_layer)
+ * in memory the caller provides (hugepages in the dataplane, malloc in tests),
+ * per-line contribution buffers, byte-range placement, resolution in the
+ * rule's canonical order, XXH3-64 fingerprints, duplicates and conflicts,
+ * deadlines and expiry.
+ *
+ * Key -> slot: direct mapped, no hash table. The coordinator allocates
+ * token_seq densely, so index = (token_seq * n_layers + layer) mod capacity
+ * puts a window of capacity / n_layers consecutive tokens side by side (the
+ * SwitchML idea of mapping the sender's pool index directly). A key whose
+ * index is held by another live (open) slot gets FG_O_NO_SLOT; a resolved,
+ * expired or poisoned occupant is reclaimed, its buffers are not read again
+ * (every line's landed count is reset, so no stale byte is ever used).
+ *
+ * Concurrency contract: SINGLE WRITER PER TABLE. One table is one shard; it is
+ * mutated and read only by the thread that owns it. Several threads scale by
+ * owning several tables (fg_shard_of picks the table for a key) and handing
+ * frames to the owner through an fg_ring (ring.h). Nothing here is atomic.
+ *
+ * Invariants (per slot):
+ *  1. state FREE: no line has landed bytes; key fields are meaningless.
+ *  2. state OPEN: complete <= expected; every complete line has landed == body_len;
+ *     all landed contributions share start_pos and seq_len.
+ *  3. state RESOLVED: complete == expected; the resolved body is in the
+ *     slot's own result buffer (one more buffer per slot) and its
+ *     fingerprint is set.
+ *  4. state EXPIRED / POISONED: no further bytes are accepted for this key.
+ *  5. A slot is on the open FIFO iff its state is OPEN; the FIFO is in
+ *     deadline order because every slot gets the same deadline.
+ */
+#ifndef FG_SLOT_H
+#define FG_SLOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg/common.h"
+#include "fg/fano.h"
+#include "fg/wire.h"
+
+#define FG_MAX_LAYERS 256u
+
+/* A per-layer resolution rule: the lines expected and the canonical order. */
+struct fg_rule {
+	uint8_t n;                /* 1..7 lines */
+	uint8_t order[FG_LINES];  /* line indices in reduction order */
+	uint8_t mask;             /* bit i set when line i is expected */
+};
+/* Fill a rule from an ordered list; returns 0 or -EINVAL (dup/out of range). */
+FG_MUST_CHECK int fg_rule_make(struct fg_rule *r, const uint8_t *lines, unsigned n);
+
+enum fg_outcome {
+	FG_O_ACCEPTED = 0,   /* "accepted": contribution complete, slot awaits other lines */
+	FG_O_RESOLVED,       /* "resolved": this contribution completed the slot */
+	FG_O_PARTIAL,        /* "partial": bytes placed, contribution not whole yet */
+	FG_O_DUPLICATE,      /* "duplicate": same line, identical body: no-op */
+	FG_O_DUP_PENDING,    /* "duplicate_pending": line already whole; present the whole body to fg_slot_put */
+	FG_O_CONFLICT,       /* "conflict": same line, different body: slot poisoned */
+	FG_O_LATE,           /* "late": slot already resolved; not re-added */
+	FG_O_EXPIRED,        /* "expired": slot expired; not re-added */
+	FG_O_POISONED,       /* "poisoned": slot poisoned by an earlier conflict */
+	FG_O_NO_SLOT,        /* "no_slot": table index held by another live slot */
+	FG_O_SHAPE_MISMATCH, /* "shape_mismatch": start_pos/seq_len disagree with the slot */
+	FG_O_UNEXPECTED_LINE,/* "unexpected_line": the layer's rule does not expect this line */
+	FG_O_STALE,          /* "stale": fragment of a superseded attempt */
+	FG_O_BAD_RANGE,      /* "bad_range": placement outside the body */
+	FG_O_MALFORMED,      /* "malformed": the codec refused the frame (see reason) */
+	FG_O_LINE_DISABLED,  /* "line_disabled": the line is disabled by the operator */
+	FG_O__COUNT
+};
+const char *fg_outcome_name(enum fg_outcome o);
+
+struct fg_slots_cfg {
+	uint32_t capacity;    /* slots in this table, >= 1 */
+	uint32_t hidden;      /* floats per row */
+	uint32_t max_seq_len; /* rows per contribution */
+	uint16_t n_layers;    /* destination layers, <= FG_MAX_LAYERS */
+	uint64_t deadline_ns; /* from slot open to expiry */
+	struct fg_rule rules[FG_MAX_LAYERS]; /* per layer */
+};
+
+/* Bytes of caller memory needed for a table (64-byte aligned pieces). */
+size_t fg_slots_mem_size(const struct fg_slots_cfg *cfg);
+
+struct fg_slot; /* opaque, lives in the caller's memory */
+
+/* The table handle (caller-owned storage, small). */
+struct fg_slots {
+	struct fg_slots_cfg cfg;
+	uint8_t max_lines;     /* max rule n: buffers per slot */
+	uint32_t body_max;     /* bytes per line buffer */
+	size_t slot_stride;
+	uint8_t *mem;
+	uint32_t fifo_head, fifo_tail; /* open slots in opening order */
+	uint32_t epoch;        /* model epoch; advanced on conflict */
+	/* accounting (all monotonic except in_use) */
+	uint64_t opened, resolved, expired, poisoned, reclaimed;
+	uint32_t in_use;       /* slots OPEN */
+};
+
+/* Initialise a table in mem[0..len). Returns 0, -EINVAL (bad cfg) or
+ * -ENOSPC (len < fg_slots_mem_size). mem must be 64-byte aligned. */
+FG_MUST_CHECK int fg_slots_init(struct fg_slots *s, void *mem, size_t len, const struct fg_slots_cfg *cfg);
+
+struct fg_slot_result {
+	enum fg_outcome outcome;
+	uint32_t slot;       /* index, valid unless NO_SLOT */
+	uint8_t landed;      /* lines whose whole body is present */
+	uint8_t expected;    /* rule mask */
+	uint32_t epoch;      /* table epoch after the call */
+	uint64_t fingerprint;/* resolved fingerprint when RESOLVED/LATE/DUPLICATE-of-resolved, else 0 */
+	uint32_t bytes;      /* contribution body bytes */
+};
+
+/* Place one whole contribution (TLS, raw UDP, one-fragment UDP, reassembled
+ * duplicates). seed must come from fg_seed_decode. Returns 0 and fills *res;
+ * the outcome says what happened. When RESOLVED, the resolved body is
+ * available through fg_slot_seed until the next mutating call. */
+FG_MUST_CHECK int fg_slot_put(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_ns,
+			      struct fg_slot_result *res);
+
+/* Fragment path. fg_slot_begin opens (or finds) the slot for a contribution
+ * whose header and prefix are known (fg_seed_decode_prefix) and starts an
+ * attempt for its line; fg_slot_place copies body bytes [off, off+len) into
+ * the line's buffer in place. The contribution counts only once body_len
+ * bytes have landed: the caller places each byte range at most once per
+ * attempt (the reassembler deduplicates fragments). A new begin for a line
+ * whose previous attempt is still partial supersedes it (fragments of the old
+ * attempt then get FG_O_STALE). begin on a line that is already whole returns
+ * FG_O_DUP_PENDING: reassemble the frame elsewhere and call fg_slot_put. */
+struct fg_slot_ref {
+	uint32_t slot;
+	uint32_t gen;     /* slot generation at begin */
+	uint32_t attempt; /* line attempt at begin */
+	uint8_t pos;      /* buffer position (index in rule order) */
+	uint32_t body_len;
+};
+FG_MUST_CHECK int fg_slot_begin(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_ns,
+				struct fg_slot_ref *ref, struct fg_slot_result *res);
+FG_MUST_CHECK int fg_slot_place(struct fg_slots *s, const struct fg_slot_ref *ref, uint32_t off,
+				const void *src, uint32_t len, uint64_t now_ns, struct fg_slot_result *res);
+/* The reassembler gave up on an attempt: its bytes no longer count. */
+void fg_slot_abort(struct fg_slots *s, const struct fg_slot_ref *ref);
+
+/* The resolved seed of a slot: body pointer and length, start_pos, seq_len.
+ * Returns 0 or -ENOENT when the slot is not RESOLVED. */
+struct fg_seed_view {
+	uint32_t token_seq;
+	uint16_t dst_layer;
+	uint32_t start_pos, seq_len;
+	const uint8_t *body;
+	uint32_t body_len;
+	uint64_t fingerprint;
+	uint8_t lines; /* mask of lines reduced */
+};
+FG_MUST_CHECK int fg_slot_seed(const struct fg_slots *s, uint32_t slot, struct fg_seed_view *out);
+
+/* Expire open slots whose deadline has passed, oldest first; writes up to max
+ * of them to out and returns how many expired (call again while it returns max). */
+struct fg_slot_expired {
+	uint32_t token_seq;
+	uint16_t dst_layer;
+	uint8_t landed, expected;
+};
+int fg_slots_expire(struct fg_slots *s, uint64_t now_ns, struct fg_slot_expired *out, int max);
+
+/* Discard every open slot (model epoch change: the fleet's plan clears the
+ * affected slots). Returns how many were dropped; they count as expired. */
+uint32_t fg_slots_flush(struct fg_slots *s);
+
+/* Look a key up without changing anything (fanoctl slot, GET waits). */
+enum fg_slot_state { FG_SLOT_FREE = 0, FG_SLOT_OPEN, FG_SLOT_RESOLVED, FG_SLOT_EXPIRED, FG_SLOT_POISONED };
+const char *fg_slot_state_name(enum fg_slot_state st);
+struct fg_slot_info {
+	enum fg_slot_state state;
+	uint32_t token_seq;
+	uint16_t dst_layer;
+	uint8_t landed, expected;
+	uint64_t opened_ns, deadline_ns;
+	uint64_t fingerprint;            /* resolved */
+	uint64_t line_fp[FG_LINES];      /* per landed line */
+};
+/* Returns 0 when the key holds the slot, -ENOENT otherwise. */
+FG_MUST_CHECK int fg_slot_lookup(const struct fg_slots *s, uint32_t token_seq, uint16_t layer,
+				 struct fg_slot_info *out);
+
+/* Which of n shards owns a key. */
+static inline uint32_t fg_shard_of(uint32_t token_seq, uint16_t layer, uint16_t n_layers, uint32_t n)
+{
+	return (uint32_t)(((uint64_t)token_seq * n_layers + layer) % n);
+}
+
+/* The canonical-order reduction itself (exposed for tests and bench):
+ * out = s0*c[0]; out = out (+/-) c[i] ... one IEEE f32 rounding per addition,
+ * compiled with -ffp-contract=off. n_floats floats each; little-endian hosts. */
+void fg_reduce(float *out, const float *const *c, const uint8_t *neg, unsigned n, size_t n_floats);
+
+#endif

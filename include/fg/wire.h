@@ -1,0 +1,315 @@
+/* wire.h - codecs for the fanogate wire contract (spec: docs/wire-decisions.md
+ * and the fleet's wire.md).
+ *
+ * Owns: stateless parsers and encoders for the 10-byte aeon-flow header and
+ * back-to-back batches, the UDP fragmented profile (fragment header, ACK
+ * entries, ACK frames), residual-seed contributions, canonical reports,
+ * resolved-seed frames and the seed status frame.
+ *
+ * Who may call: anyone, from any thread. Nothing here allocates, logs or
+ * keeps state; every function reads only its arguments.
+ *
+ * Return convention for every parser:
+ *   > 0              bytes consumed (a whole unit was decoded; out is written)
+ *   -FG_R_INCOMPLETE more bytes are needed (stream transports only)
+ *   -FG_R_xxx        malformed, with a stable named reason (fg_reason_name)
+ * Out-parameters are written only on success. Encoders return the number of
+ * bytes written, or -FG_R_NOSPACE / -FG_R_UNENCODABLE and write nothing
+ * meaningful.
+ *
+ * Byte order: header fields big-endian, payload fields little-endian (as the
+ * fleet does). */
+#ifndef FG_WIRE_H
+#define FG_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fg/common.h"
+
+#define FG_HDR_LEN 10u
+#define FG_LEN_MAX 0xFFFFFFu
+#define FG_FRAG_HDR_LEN 4u
+#define FG_FRAG_MAX 255u
+#define FG_ACK_ENTRY_LEN 14u
+#define FG_SEED_PREFIX_LEN 8u
+#define FG_DIGEST_PAYLOAD_LEN 16u
+#define FG_STATUS_PAYLOAD_LEN 28u
+
+#define FG_STREAM_STATUS 0xFFFEu
+#define FG_STREAM_ACK 0xFFFFu
+#define FG_FLAG_ACK 0x80u
+#define FG_FLAG_FIN 0x10u
+
+/* Stable reasons. Names (fg_reason_name) are part of the operator and fleet
+ * contract: they appear in JSON acks, counters and logs. Append only. */
+enum fg_reason {
+	FG_R_OK = 0,
+	FG_R_INCOMPLETE,          /* "incomplete" */
+	FG_R_SHORT_HEADER,        /* "short_header": < 10 bytes on a message transport */
+	FG_R_TRUNCATED_FRAME,     /* "truncated_frame": length runs past the buffer, or 1..9 stray bytes */
+	FG_R_FRAG_SHORT,          /* "frag_short": datagram shorter than the 4-byte fragment header */
+	FG_R_FRAG_TOTAL_ZERO,     /* "frag_total_zero" */
+	FG_R_FRAG_INDEX_RANGE,    /* "frag_index_range": frag_index >= frag_total */
+	FG_R_FRAG_TOTAL_CHANGED,  /* "frag_total_changed": inside one reassembly group */
+	FG_R_FRAG_CHUNK_SIZE,     /* "frag_chunk_size": chunk empty, too big, or not C bytes before the last */
+	FG_R_ACK_HEADER,          /* "ack_header": ACK frame not (0xFFFF, seq 0, flags 0x80) */
+	FG_R_ACK_LENGTH,          /* "ack_length": ACK payload not a multiple of 14 */
+	FG_R_UNKNOWN_STREAM,      /* "unknown_stream" */
+	FG_R_UNKNOWN_LAYER,       /* "unknown_layer": band offset >= configured layers */
+	FG_R_SEED_PREFIX,         /* "seed_prefix": payload shorter than the 8-byte prefix */
+	FG_R_SEED_LINE,           /* "seed_line": line 7 */
+	FG_R_SEED_ORIENTATION,    /* "seed_orientation": orientation not 0 or 1 */
+	FG_R_SEED_BODY_ROWS,      /* "seed_body_rows": body not a whole number of f32 rows of hidden */
+	FG_R_SEED_BODY_LENGTH,    /* "seed_body_length": body != seq_len * hidden f32 */
+	FG_R_SEED_EMPTY,          /* "seed_empty": seq_len == 0 */
+	FG_R_SEED_TOO_LARGE,      /* "seed_too_large": seq_len above the configured maximum */
+	FG_R_CANON_KIND,          /* "canonical_kind": flags low nibble not 0 (full) or 1 (digest) */
+	FG_R_CANON_DIGEST_LENGTH, /* "canonical_digest_length": digest payload != 16 bytes */
+	FG_R_STATUS_LENGTH,       /* "status_length" */
+	FG_R_STATUS_VERSION,      /* "status_version" */
+	FG_R_NOSPACE,             /* "no_space": encoder output buffer too small */
+	FG_R_UNENCODABLE,         /* "unencodable": encoder refuses its input */
+	FG_R__COUNT
+};
+
+/* Stable lower-case name of a reason; "unknown" for out-of-range values.
+ * Accepts the reason or its negation. */
+const char *fg_reason_name(int reason);
+
+/* ---- 1. The aeon-flow header ---------------------------------------- */
+
+struct fg_hdr {
+	uint16_t stream_id;
+	uint32_t sequence;
+	uint8_t flags;
+	uint32_t length; /* payload bytes, 0..FG_LEN_MAX */
+};
+
+/* How a short buffer is judged: stream transports wait for more bytes,
+ * datagram and message transports call it malformed. */
+enum fg_transport { FG_TRANSPORT_STREAM, FG_TRANSPORT_MESSAGE };
+
+/* Parse one header from buf[0..len). Returns 10 on success. */
+FG_MUST_CHECK ssize_t fg_hdr_decode(const uint8_t *buf, size_t len, enum fg_transport t,
+				    struct fg_hdr *out);
+/* Write 10 header bytes. Refuses length > FG_LEN_MAX. */
+FG_MUST_CHECK ssize_t fg_hdr_encode(const struct fg_hdr *h, uint8_t *buf, size_t cap);
+
+/* One whole frame: header plus payload (payload points into buf). Returns
+ * 10 + length. */
+struct fg_frame {
+	struct fg_hdr hdr;
+	const uint8_t *payload;
+};
+FG_MUST_CHECK ssize_t fg_frame_decode(const uint8_t *buf, size_t len, enum fg_transport t,
+				      struct fg_frame *out);
+FG_MUST_CHECK ssize_t fg_frame_encode(const struct fg_hdr *h, const void *payload, uint8_t *buf,
+				      size_t cap);
+
+/* Batch: frames back to back in one message. Validates the whole buffer
+ * first (a complete frame followed by 1..9 stray bytes, or a frame that runs
+ * past the end, makes the whole batch malformed); on success returns the
+ * number of frames n (>= 0) and fills out[0..min(n,max)). An empty buffer is
+ * a valid batch of 0 frames. */
+FG_MUST_CHECK int fg_batch_decode(const uint8_t *buf, size_t len, struct fg_frame *out,
+				  size_t max);
+
+/* ---- 2.1 UDP fragmented profile --------------------------------------- */
+
+struct fg_frag {
+	uint16_t frame_id;
+	uint8_t index;
+	uint8_t total;
+	const uint8_t *chunk;
+	uint32_t chunk_len;
+};
+/* Parse one datagram. Rejects frag_total 0 and frag_index >= frag_total.
+ * Returns the datagram length. */
+FG_MUST_CHECK ssize_t fg_frag_decode(const uint8_t *dgram, size_t len, struct fg_frag *out);
+FG_MUST_CHECK ssize_t fg_frag_encode(const struct fg_frag *f, uint8_t *buf, size_t cap);
+/* Chunk size C for an MTU (MTU - 4); 0 if the MTU is too small (< 4 + 10). */
+uint32_t fg_frag_chunk_size(uint32_t mtu);
+/* Number of fragments for an encoded frame of frame_len bytes at chunk C;
+ * 0 if it would need more than 255. */
+uint32_t fg_frag_count(uint32_t frame_len, uint32_t chunk);
+
+struct fg_ack_entry {
+	uint16_t stream_id;
+	uint32_t base_seq;
+	uint32_t bitmap_hi; /* bit k acks base_seq + 32 + k */
+	uint32_t bitmap_lo; /* bit k acks base_seq + k */
+};
+FG_MUST_CHECK ssize_t fg_ack_entry_decode(const uint8_t *buf, size_t len, struct fg_ack_entry *out);
+FG_MUST_CHECK ssize_t fg_ack_entry_encode(const struct fg_ack_entry *e, uint8_t *buf, size_t cap);
+/* True when the entry acknowledges seq. */
+bool fg_ack_entry_covers(const struct fg_ack_entry *e, uint32_t seq);
+
+/* An ACK frame's payload: validates header (0xFFFF, seq 0, flags 0x80) and
+ * length (multiple of 14). Returns the entry count; fills out[0..min(n,max)). */
+FG_MUST_CHECK int fg_ack_frame_decode(const struct fg_frame *f, struct fg_ack_entry *out, size_t max);
+
+/* Build ACK datagrams (fragment header + ACK frame) for n entries so that no
+ * datagram exceeds mtu bytes. Writes datagrams back to back into buf and
+ * their lengths into lens[0..max_dgrams). frame_id is the first fragment
+ * frame_id used; each datagram takes the next one. Returns the number of
+ * datagrams written, -FG_R_NOSPACE, or -FG_R_UNENCODABLE (mtu too small for
+ * one entry). */
+FG_MUST_CHECK int fg_ack_build(const struct fg_ack_entry *e, size_t n, uint32_t mtu, uint16_t frame_id,
+			       uint8_t *buf, size_t cap, uint32_t *lens, size_t max_dgrams);
+
+/* ---- 3. Stream bands --------------------------------------------------- */
+
+struct fg_bands {
+	uint16_t seed_base;      /* default 0xAF60 */
+	uint16_t canonical_base; /* default 0xAF80 */
+	uint16_t resolved_base;  /* default 0xAFA0 */
+	uint8_t layer_bits;      /* default 5: 32 layers per band */
+	uint16_t n_layers;       /* configured model layers, <= 1 << layer_bits */
+};
+void fg_bands_default(struct fg_bands *b);
+
+enum fg_band { FG_BAND_SEED, FG_BAND_CANONICAL, FG_BAND_RESOLVED, FG_BAND_STATUS, FG_BAND_ACK };
+/* Classify a stream id. Returns 0 and writes band and layer, or
+ * -FG_R_UNKNOWN_STREAM / -FG_R_UNKNOWN_LAYER. */
+FG_MUST_CHECK int fg_stream_classify(const struct fg_bands *b, uint16_t stream_id, enum fg_band *band,
+				     uint16_t *layer);
+
+/* ---- 3.1 Residual-seed contribution ------------------------------------ */
+
+struct fg_seed {
+	uint32_t token_seq;
+	uint16_t dst_layer;
+	uint8_t line;        /* 0..6 */
+	uint8_t orientation; /* 0 add, 1 subtract */
+	uint32_t start_pos;
+	uint32_t seq_len;
+	const uint8_t *body; /* f32 LE, seq_len * hidden floats */
+	uint32_t body_len;   /* bytes */
+};
+
+/* Seed decode limits from configuration. */
+struct fg_seed_limits {
+	uint32_t hidden;      /* floats per row */
+	uint32_t max_seq_len; /* rows per contribution */
+};
+
+/* Decode the payload of a frame already known to be on the seed band.
+ * Checks line, orientation, prefix, row multiple, seq_len * hidden, limits.
+ * Returns the payload length. */
+FG_MUST_CHECK ssize_t fg_seed_decode(const struct fg_frame *f, uint16_t dst_layer,
+				     const struct fg_seed_limits *lim, struct fg_seed *out);
+/* Validate only the 10-byte header and the 8-byte prefix of a seed frame
+ * (what the first UDP fragment carries): flags, prefix, and that
+ * hdr.length == 8 + seq_len * hidden * 4. body/body_len are set to NULL and
+ * the expected body length. Returns 18. */
+FG_MUST_CHECK ssize_t fg_seed_decode_prefix(const struct fg_hdr *h, const uint8_t *prefix, size_t len,
+					    uint16_t dst_layer, const struct fg_seed_limits *lim,
+					    struct fg_seed *out);
+FG_MUST_CHECK ssize_t fg_seed_encode(const struct fg_bands *b, const struct fg_seed *s, uint8_t *buf,
+				     size_t cap);
+
+/* ---- 3.2 Canonical report ---------------------------------------------- */
+
+enum fg_canon_kind { FG_CANON_FULL = 0, FG_CANON_DIGEST = 1 };
+struct fg_canon {
+	uint32_t token_seq;
+	uint16_t dst_layer;
+	enum fg_canon_kind kind;
+	uint32_t start_pos;
+	uint32_t seq_len;
+	const uint8_t *body; /* FULL only */
+	uint32_t body_len;   /* FULL only */
+	uint64_t digest;     /* DIGEST: as sent; FULL: 0 (caller hashes) */
+};
+FG_MUST_CHECK ssize_t fg_canon_decode(const struct fg_frame *f, uint16_t dst_layer,
+				      const struct fg_seed_limits *lim, struct fg_canon *out);
+FG_MUST_CHECK ssize_t fg_canon_encode(const struct fg_bands *b, const struct fg_canon *c, uint8_t *buf,
+				      size_t cap);
+
+/* ---- 3.3 Resolved seed ------------------------------------------------- */
+
+struct fg_resolved {
+	uint32_t token_seq;
+	uint16_t dst_layer;
+	uint32_t start_pos;
+	uint32_t seq_len;
+	const uint8_t *body;
+	uint32_t body_len;
+};
+/* flags = FG_FLAG_FIN (0x10), stream = resolved_base + layer. */
+FG_MUST_CHECK ssize_t fg_resolved_encode(const struct fg_bands *b, const struct fg_resolved *r,
+					 uint8_t *buf, size_t cap);
+FG_MUST_CHECK ssize_t fg_resolved_decode(const struct fg_frame *f, uint16_t dst_layer,
+					 const struct fg_seed_limits *lim, struct fg_resolved *out);
+
+/* ---- 5. Seed status frame (fanogate's own layout, docs/wire-decisions.md)
+ *
+ * stream 0xFFFE, sequence = token_seq, flags 0x00 (never 0x80),
+ * payload 28 bytes, little-endian:
+ *   0  u8  version (1)
+ *   1  u8  outcome (enum fg_outcome)
+ *   2  u8  line (0..6; 0xFF when not about one line)
+ *   3  u8  sign (0 +, 1 -)
+ *   4  u16 dst_layer
+ *   6  u8  bitset: lines landed so far (bit i = line i)
+ *   7  u8  expected: lines the rule expects
+ *   8  u8  facts: bit0 ack, bit1 shadow_mode, bit2 fully_resolved,
+ *              bit3 awaiting_resolution, bit4 degraded
+ *   9  u8  line_state (enum fg_line_state of `line`)
+ *   10 u16 reason (enum fg_reason for malformed, else 0)
+ *   12 u32 bytes (contribution body bytes)
+ *   16 u32 model_epoch
+ *   20 u64 fingerprint (resolved seed's XXH3-64 when fully resolved, else 0)
+ */
+#define FG_STATUS_VERSION 1u
+#define FG_FACT_ACK 0x01u
+#define FG_FACT_SHADOW 0x02u
+#define FG_FACT_RESOLVED 0x04u
+#define FG_FACT_AWAITING 0x08u
+#define FG_FACT_DEGRADED 0x10u
+struct fg_status {
+	uint32_t token_seq;
+	uint16_t dst_layer;
+	uint8_t outcome;
+	uint8_t line;
+	uint8_t sign;
+	uint8_t bitset;
+	uint8_t expected;
+	uint8_t facts;
+	uint8_t line_state;
+	uint16_t reason;
+	uint32_t bytes;
+	uint32_t model_epoch;
+	uint64_t fingerprint;
+};
+FG_MUST_CHECK ssize_t fg_status_encode(const struct fg_status *s, uint8_t *buf, size_t cap);
+FG_MUST_CHECK ssize_t fg_status_decode(const struct fg_frame *f, struct fg_status *out);
+
+/* ---- Fingerprint --------------------------------------------------------- */
+/* XXH3-64, seed 0, over body bytes exactly as on the wire. */
+uint64_t fg_fingerprint(const void *body, size_t len);
+
+/* Little-endian / big-endian helpers used by every codec. */
+static inline uint16_t fg_be16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
+static inline uint32_t fg_be24(const uint8_t *p) { return ((uint32_t)p[0] << 16) | ((uint32_t)p[1] << 8) | p[2]; }
+static inline uint32_t fg_be32(const uint8_t *p)
+{
+	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+static inline uint16_t fg_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t fg_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static inline uint64_t fg_le64(const uint8_t *p) { return (uint64_t)fg_le32(p) | ((uint64_t)fg_le32(p + 4) << 32); }
+static inline void fg_put_be16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static inline void fg_put_be24(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 16); p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)v; }
+static inline void fg_put_be32(uint8_t *p, uint32_t v) { fg_put_be16(p, (uint16_t)(v >> 16)); fg_put_be16(p + 2, (uint16_t)v); }
+static inline void fg_put_le16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void fg_put_le32(uint8_t *p, uint32_t v) { fg_put_le16(p, (uint16_t)v); fg_put_le16(p + 2, (uint16_t)(v >> 16)); }
+static inline void fg_put_le64(uint8_t *p, uint64_t v) { fg_put_le32(p, (uint32_t)v); fg_put_le32(p + 4, (uint32_t)(v >> 32)); }
+
+#endif

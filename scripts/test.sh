@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# test.sh - on a fresh Debian 12 machine: install what the tests need, build
+# (normal and ASan/UBSan), run the whole suite, replay the fuzz corpora.
+# Tests that need root, hugepages or a network namespace skip (exit 77) and
+# say so when they cannot have them.
+# Usage: scripts/test.sh [--quick]   (--quick: skip the sanitizer build and fuzzing)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+scripts/deps.sh
+if [ -f tests/package.json ] && [ ! -d tests/node_modules ]; then
+  (cd tests && npm ci --no-audit --no-fund --silent)
+fi
+
+meson setup build --reconfigure >/dev/null 2>&1 || meson setup build
+ninja -C build
+meson test -C build --print-errorlogs --num-processes 2
+
+if [ $quick -eq 0 ]; then
+  # Sanitizer build: ASan + UBSan over the same suite.
+  meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false --reconfigure >/dev/null 2>&1 ||
+    meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
+  ninja -C build-asan
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    meson test -C build-asan --print-errorlogs --num-processes 2 --suite core
+  if [ -x scripts/fuzz.sh ]; then
+    scripts/fuzz.sh --ci
+  fi
+fi
+echo "test.sh: all suites passed"
