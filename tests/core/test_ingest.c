@@ -1,0 +1,7 @@
+/* test_ingest.c - placeholder: skips (77) until the real tests land. */
+#include <stdio.h>
+int main(void)
+{
+	puts("test_ingest: not written yet, skipping");
+	return 77;
+}

@@ -1,0 +1,7 @@
+/* test_slot.c - placeholder: skips (77) until the real tests land. */
+#include <stdio.h>
+int main(void)
+{
+	puts("test_slot: not written yet, skipping");
+	return 77;
+}
