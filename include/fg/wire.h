@@ -72,6 +72,8 @@ enum fg_reason {
 	FG_R_STATUS_VERSION,      /* "status_version" */
 	FG_R_NOSPACE,             /* "no_space": encoder output buffer too small */
 	FG_R_UNENCODABLE,         /* "unencodable": encoder refuses its input */
+	FG_R_BAD_FLAGS,           /* "bad_flags": resolved frame flags != 0x10, status frame flags != 0 */
+	FG_R_STATUS_FIELD,        /* "status_field": a status field out of its range (line, sign, masks, state, reason) */
 	FG_R__COUNT
 };
 
@@ -98,8 +100,12 @@ FG_MUST_CHECK ssize_t fg_hdr_decode(const uint8_t *buf, size_t len, enum fg_tran
 /* Write 10 header bytes. Refuses length > FG_LEN_MAX. */
 FG_MUST_CHECK ssize_t fg_hdr_encode(const struct fg_hdr *h, uint8_t *buf, size_t cap);
 
-/* One whole frame: header plus payload (payload points into buf). Returns
- * 10 + length. */
+/* One whole frame at the start of buf: header plus payload (payload points
+ * into buf). Returns 10 + length. Bytes after the frame are not looked at:
+ * a caller that needs "exactly one frame" compares the return with len, a
+ * caller that holds several frames uses fg_batch_decode. Short buffers:
+ * STREAM -> -FG_R_INCOMPLETE; MESSAGE -> -FG_R_SHORT_HEADER (< 10 bytes) or
+ * -FG_R_TRUNCATED_FRAME (length runs past the end). */
 struct fg_frame {
 	struct fg_hdr hdr;
 	const uint8_t *payload;
@@ -126,10 +132,19 @@ struct fg_frag {
 	const uint8_t *chunk;
 	uint32_t chunk_len;
 };
-/* Parse one datagram. Rejects frag_total 0 and frag_index >= frag_total.
- * Returns the datagram length. */
+/* Parse one datagram. Rejects a datagram shorter than 4 bytes (frag_short),
+ * frag_total 0, frag_index >= frag_total and an empty chunk (no encoded frame
+ * is shorter than 10 bytes, so no fragment is empty). chunk points into
+ * dgram. Returns the datagram length. */
 FG_MUST_CHECK ssize_t fg_frag_decode(const uint8_t *dgram, size_t len, struct fg_frag *out);
 FG_MUST_CHECK ssize_t fg_frag_encode(const struct fg_frag *f, uint8_t *buf, size_t cap);
+/* Check a decoded fragment's chunk against the chunk size C of its profile:
+ * every fragment carries 1..C bytes and every fragment but the last exactly
+ * C (the sender splits at multiples of C). The last fragment's exact size is
+ * only known once the frame header (first fragment) is known: the
+ * reassembler checks 10 + length == (total - 1) * C + last chunk_len.
+ * Returns 0 or -FG_R_FRAG_CHUNK_SIZE. */
+FG_MUST_CHECK int fg_frag_check(const struct fg_frag *f, uint32_t chunk);
 /* Chunk size C for an MTU (MTU - 4); 0 if the MTU is too small (< 4 + 10). */
 uint32_t fg_frag_chunk_size(uint32_t mtu);
 /* Number of fragments for an encoded frame of frame_len bytes at chunk C;
