@@ -1,2 +1,275 @@
-/* line.c - placeholder until the implementation lands. */
-typedef int fg_placeholder_line;
+/* line.c - the line state machine of include/fg/line.h (diagram and
+ * transition table there; docs/lines.md for operators).
+ *
+ * Who may call: the single writer that owns the table (the control plane's
+ * event loop); readers elsewhere use a published copy. No I/O, no logging:
+ * every transition is returned as a fg_line_change for the caller to audit. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fg/line.h"
+
+static const char *const state_name[] = {
+	[FG_LINE_DISABLED] = "disabled",
+	[FG_LINE_SHADOW] = "shadow",
+	[FG_LINE_ACTIVE] = "active",
+	[FG_LINE_DEGRADED] = "degraded",
+};
+
+static const char *const event_name[] = {
+	[FG_LEV_OP_ENABLE] = "op_enable",
+	[FG_LEV_OP_DISABLE] = "op_disable",
+	[FG_LEV_OP_SHADOW] = "op_shadow",
+	[FG_LEV_OP_ACTIVE] = "op_active",
+	[FG_LEV_CLEAN] = "clean",
+	[FG_LEV_DIVERGENCE] = "divergence",
+	[FG_LEV_CONFLICT] = "conflict",
+	[FG_LEV_POINT_DOWN] = "point_down",
+	[FG_LEV_POINT_UP] = "point_up",
+};
+
+const char *fg_line_state_name(enum fg_line_state s)
+{
+	return (unsigned)s < FG_ARRAY_LEN(state_name) ? state_name[s] : "unknown";
+}
+
+const char *fg_line_event_name(enum fg_line_event ev)
+{
+	return (unsigned)ev < FG_ARRAY_LEN(event_name) ? event_name[ev] : "unknown";
+}
+
+int fg_line_state_parse(const char *s)
+{
+	if (!s)
+		return -1;
+	/* Only base states are configurable; "degraded" is an observation. */
+	for (int i = FG_LINE_DISABLED; i <= FG_LINE_ACTIVE; i++)
+		if (strcmp(s, state_name[i]) == 0)
+			return i;
+	return -1;
+}
+
+void fg_lines_init(struct fg_lines *ls, const enum fg_line_state initial[FG_LINES],
+		   const struct fg_line_policy *pol, uint64_t now_ns)
+{
+	memset(ls, 0, sizeof(*ls));
+	ls->policy = *pol;
+	for (unsigned i = 0; i < FG_LINES; i++) {
+		enum fg_line_state st = initial ? initial[i] : FG_LINE_SHADOW;
+
+		if (st != FG_LINE_DISABLED && st != FG_LINE_ACTIVE)
+			st = FG_LINE_SHADOW;
+		ls->line[i].base = st;
+		ls->line[i].auto_promote = pol->auto_promote;
+		ls->line[i].window_start_ns = now_ns;
+	}
+}
+
+static bool line_degraded(const struct fg_lines *ls, unsigned line)
+{
+	const uint8_t *t = fg_fano_line(line);
+
+	for (unsigned k = 0; k < 3; k++)
+		if (ls->points_down & (1u << (t[k] - 1)))
+			return true;
+	return false;
+}
+
+enum fg_line_state fg_line_effective(const struct fg_lines *ls, unsigned line)
+{
+	if (line >= FG_LINES)
+		return FG_LINE_DISABLED;
+	enum fg_line_state b = ls->line[line].base;
+
+	if (b != FG_LINE_DISABLED && line_degraded(ls, line))
+		return FG_LINE_DEGRADED;
+	return b;
+}
+
+bool fg_line_is_usable(const struct fg_lines *ls, unsigned line)
+{
+	return fg_line_effective(ls, line) == FG_LINE_ACTIVE;
+}
+
+bool fg_line_is_shadow(const struct fg_lines *ls, unsigned line)
+{
+	enum fg_line_state e = fg_line_effective(ls, line);
+
+	return e == FG_LINE_SHADOW || e == FG_LINE_DEGRADED;
+}
+
+void fg_line_set_auto_promote(struct fg_lines *ls, unsigned line, bool on)
+{
+	if (line < FG_LINES)
+		ls->line[line].auto_promote = on;
+}
+
+static void window_reset(struct fg_line *l, uint64_t now_ns)
+{
+	l->clean = 0;
+	l->window_start_ns = now_ns;
+}
+
+static bool window_ready(const struct fg_lines *ls, const struct fg_line *l, uint64_t now_ns)
+{
+	uint64_t elapsed = now_ns >= l->window_start_ns ? now_ns - l->window_start_ns : 0;
+
+	return l->auto_promote && l->clean >= ls->policy.promote_count && elapsed >= ls->policy.promote_ns;
+}
+
+static void default_why(char *out, size_t cap, enum fg_line_event ev, const struct fg_line *l,
+			uint64_t now_ns)
+{
+	switch (ev) {
+	case FG_LEV_OP_ENABLE:
+		snprintf(out, cap, "operator enable");
+		break;
+	case FG_LEV_OP_DISABLE:
+		snprintf(out, cap, "operator disable");
+		break;
+	case FG_LEV_OP_SHADOW:
+		snprintf(out, cap, "operator shadow");
+		break;
+	case FG_LEV_OP_ACTIVE:
+		snprintf(out, cap, "operator force active");
+		break;
+	case FG_LEV_CLEAN:
+		snprintf(out, cap, "promoted: %u clean verdicts in %llu ms", l->clean,
+			 (unsigned long long)((now_ns - l->window_start_ns) / 1000000u));
+		break;
+	case FG_LEV_DIVERGENCE:
+		snprintf(out, cap, "demoted: fingerprint divergence");
+		break;
+	case FG_LEV_CONFLICT:
+		snprintf(out, cap, "demoted: conflicting duplicate");
+		break;
+	default:
+		snprintf(out, cap, "%s", fg_line_event_name(ev));
+		break;
+	}
+}
+
+int fg_line_apply(struct fg_lines *ls, unsigned line, enum fg_line_event ev, uint64_t now_ns, uint32_t uid,
+		  int32_t pid, const char *why, struct fg_line_change *chg)
+{
+	if (line >= FG_LINES)
+		return -EINVAL;
+	struct fg_line *l = &ls->line[line];
+	enum fg_line_state base_from = l->base, eff_from = fg_line_effective(ls, line);
+	enum fg_line_state to = base_from;
+	char why_default[128];
+
+	/* why_default must describe the window before it is reset. */
+	why_default[0] = '\0';
+	switch (ev) {
+	case FG_LEV_OP_ENABLE:
+		if (base_from != FG_LINE_DISABLED)
+			return -EALREADY;
+		to = FG_LINE_SHADOW;
+		window_reset(l, now_ns);
+		break;
+	case FG_LEV_OP_DISABLE:
+		to = FG_LINE_DISABLED;
+		break;
+	case FG_LEV_OP_SHADOW:
+		to = FG_LINE_SHADOW;
+		if (base_from != FG_LINE_SHADOW)
+			window_reset(l, now_ns);
+		break;
+	case FG_LEV_OP_ACTIVE:
+		to = FG_LINE_ACTIVE;
+		break;
+	case FG_LEV_CLEAN:
+		l->verdicts++;
+		if (base_from != FG_LINE_SHADOW)
+			break;
+		l->clean++;
+		/* A window measured while a point is down says nothing about the
+		 * line with all its peers: no promotion while degraded. */
+		if (window_ready(ls, l, now_ns) && !line_degraded(ls, line)) {
+			default_why(why_default, sizeof(why_default), ev, l, now_ns);
+			to = FG_LINE_ACTIVE;
+		}
+		break;
+	case FG_LEV_DIVERGENCE:
+	case FG_LEV_CONFLICT:
+		if (ev == FG_LEV_DIVERGENCE) {
+			l->verdicts++;
+			l->divergences++;
+		} else {
+			l->conflicts++;
+		}
+		if (base_from == FG_LINE_DISABLED)
+			break;
+		to = FG_LINE_SHADOW;
+		window_reset(l, now_ns);
+		break;
+	default:
+		return -EINVAL;
+	}
+	l->base = to;
+	enum fg_line_state eff_to = fg_line_effective(ls, line);
+
+	if (to == base_from && eff_to == eff_from)
+		return 0;
+	if (chg) {
+		memset(chg, 0, sizeof(*chg));
+		chg->line = line;
+		chg->from = eff_from;
+		chg->to = eff_to;
+		chg->base_from = base_from;
+		chg->base_to = to;
+		chg->event = ev;
+		chg->uid = uid;
+		chg->pid = pid;
+		if (why)
+			snprintf(chg->why, sizeof(chg->why), "%s", why);
+		else if (why_default[0])
+			snprintf(chg->why, sizeof(chg->why), "%s", why_default);
+		else
+			default_why(chg->why, sizeof(chg->why), ev, l, now_ns);
+	}
+	return 1;
+}
+
+int fg_lines_point(struct fg_lines *ls, unsigned point, bool down, uint64_t now_ns,
+		   struct fg_line_change chg[3])
+{
+	if (point < 1 || point > FG_POINTS)
+		return -EINVAL;
+	enum fg_line_state before[FG_LINES];
+
+	for (unsigned i = 0; i < FG_LINES; i++)
+		before[i] = fg_line_effective(ls, i);
+	if (down)
+		ls->points_down |= (uint8_t)(1u << (point - 1));
+	else
+		ls->points_down &= (uint8_t)~(1u << (point - 1));
+
+	int n = 0;
+	uint8_t through = fg_fano_lines_through(point);
+
+	for (unsigned i = 0; i < FG_LINES; i++) {
+		if (!(through & (1u << i)))
+			continue;
+		enum fg_line_state after = fg_line_effective(ls, i);
+
+		if (after == before[i])
+			continue;
+		struct fg_line_change *c = &chg[n++];
+
+		memset(c, 0, sizeof(*c));
+		c->line = i;
+		c->from = before[i];
+		c->to = after;
+		c->base_from = c->base_to = ls->line[i].base;
+		c->event = down ? FG_LEV_POINT_DOWN : FG_LEV_POINT_UP;
+		c->uid = FG_UID_AUDIT;
+		c->pid = 0;
+		snprintf(c->why, sizeof(c->why), "point e%u %s", point,
+			 down ? "has no live peer" : "has a live peer again");
+	}
+	(void)now_ns;
+	return n;
+}

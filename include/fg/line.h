@@ -10,16 +10,36 @@
  * when every point is live again. The effective state is DEGRADED when the
  * base state is SHADOW or ACTIVE and a point is down.
  *
- * Transition table (event -> from -> to):
- *   op_enable       DISABLED -> SHADOW ; others unchanged (refused -EALREADY)
- *   op_disable      any -> DISABLED
- *   op_shadow       any -> SHADOW
- *   op_active       any -> ACTIVE (operator force)
- *   clean verdict   SHADOW: counts toward the window; promotes to ACTIVE when
- *                   auto_promote && clean >= promote_count && elapsed >= promote_ns
- *   divergence      ACTIVE/SHADOW -> SHADOW, window reset
- *   conflict        ACTIVE/SHADOW -> SHADOW, window reset
- *   point down/up   sets/clears the degraded overlay
+ * Transition table (event: from -> to; "window reset" = clean := 0,
+ * window_start := now). fg_line_apply returns 1 when the base or the
+ * effective state changed (the caller audits fg_line_change), 0 when
+ * nothing changed, a negative errno when refused:
+ *
+ *   event            from                 to          notes
+ *   op_enable        DISABLED             SHADOW      window reset
+ *   op_enable        SHADOW, ACTIVE       (same)      refused -EALREADY
+ *   op_disable       SHADOW, ACTIVE       DISABLED
+ *   op_disable       DISABLED             DISABLED    0, no change
+ *   op_shadow        DISABLED, ACTIVE     SHADOW      window reset
+ *   op_shadow        SHADOW               SHADOW      0, no change (window kept)
+ *   op_active        DISABLED, SHADOW     ACTIVE      operator force
+ *   op_active        ACTIVE               ACTIVE      0, no change
+ *   clean verdict    SHADOW               ACTIVE      when auto_promote (per line)
+ *                                                     && ++clean >= promote_count
+ *                                                     && now - window_start >= promote_ns
+ *                                                     && not degraded; else counts only
+ *   clean verdict    DISABLED, ACTIVE     (same)      counts only
+ *   divergence       ACTIVE               SHADOW      window reset
+ *   divergence       SHADOW               SHADOW      window reset, returns 0
+ *   divergence       DISABLED             DISABLED    counts only
+ *   conflict         (as divergence)
+ *   point down/up    (base kept)          overlay     fg_lines_point; DEGRADED shows
+ *                                                     only over SHADOW/ACTIVE
+ *
+ * Operator events (op_*) carry the operator's uid/pid from SO_PEERCRED and
+ * the reason typed at the CLI; audit events carry FG_UID_AUDIT. When why is
+ * NULL a default text ("operator enable", "promoted: 64 clean verdicts in
+ * 10000 ms", ...) is written.
  *
  * Single writer: the control plane owns the table; the dataplane reads a
  * published copy (boundary.h). Every transition yields a fg_line_change with
@@ -46,7 +66,11 @@ enum fg_line_event {
 	FG_LEV_CLEAN,
 	FG_LEV_DIVERGENCE,
 	FG_LEV_CONFLICT,
+	FG_LEV_POINT_DOWN, /* only from fg_lines_point */
+	FG_LEV_POINT_UP,   /* only from fg_lines_point */
 };
+/* "op_enable", "clean", "divergence", ... ("unknown" out of range). */
+const char *fg_line_event_name(enum fg_line_event ev);
 
 struct fg_line_policy {
 	bool auto_promote;      /* operator allowed shadow -> active by window */
@@ -72,6 +96,7 @@ struct fg_lines {
 struct fg_line_change {
 	unsigned line;
 	enum fg_line_state from, to; /* effective states */
+	enum fg_line_state base_from, base_to; /* base states (DISABLED/SHADOW/ACTIVE) */
 	enum fg_line_event event;
 	uint32_t uid;   /* operator uid from SO_PEERCRED, or FG_UID_AUDIT */
 	int32_t pid;
@@ -79,24 +104,34 @@ struct fg_line_change {
 };
 #define FG_UID_AUDIT 0xFFFFFFFFu
 
+/* Every line gets initial[i] (DEGRADED is not a base state: taken as
+ * SHADOW), the policy's auto_promote, an empty window opened at now_ns; no
+ * point down. */
 void fg_lines_init(struct fg_lines *ls, const enum fg_line_state initial[FG_LINES],
 		   const struct fg_line_policy *pol, uint64_t now_ns);
+/* Effective state: DEGRADED over SHADOW/ACTIVE while a point is down,
+ * else the base state. DISABLED for a bad line. */
 enum fg_line_state fg_line_effective(const struct fg_lines *ls, unsigned line);
 /* Usable for jump delivery: effective state ACTIVE. */
 bool fg_line_is_usable(const struct fg_lines *ls, unsigned line);
-/* True while the line's effective state is SHADOW or DEGRADED-over-SHADOW... i.e. its
- * seeds must still be checked against the canonical chain (shadow_mode). */
+/* True while the line's seeds must still be checked against the canonical
+ * chain (shadow_mode in the status): effective state SHADOW or DEGRADED
+ * (a degraded line is never trusted, whatever its base state). */
 bool fg_line_is_shadow(const struct fg_lines *ls, unsigned line);
 
-/* Apply an event. Returns 1 and fills *chg when the effective state changed,
- * 0 when nothing changed, -EINVAL for a bad line/event. */
+/* Apply an event (table above). Returns 1 and fills *chg when the base or
+ * the effective state changed, 0 when nothing changed (counters and the
+ * window may still move), -EALREADY for op_enable on an enabled line,
+ * -EINVAL for a bad line/event (point events go through fg_lines_point).
+ * why may be NULL; it is copied (truncated to 127 bytes). chg may be NULL. */
 FG_MUST_CHECK int fg_line_apply(struct fg_lines *ls, unsigned line, enum fg_line_event ev, uint64_t now_ns,
 				uint32_t uid, int32_t pid, const char *why, struct fg_line_change *chg);
 /* Set auto-promotion for one line. */
 void fg_line_set_auto_promote(struct fg_lines *ls, unsigned line, bool on);
 /* Mark point p (1..7) down or up; fills chg[] (up to 3) with the lines whose
- * effective state changed and returns how many. */
-int fg_lines_point(struct fg_lines *ls, unsigned point, bool down, uint64_t now_ns,
+ * effective state changed (uid FG_UID_AUDIT, event FG_LEV_POINT_DOWN/UP) and
+ * returns how many; -EINVAL for a bad point. */
+FG_MUST_CHECK int fg_lines_point(struct fg_lines *ls, unsigned point, bool down, uint64_t now_ns,
 		   struct fg_line_change chg[3]);
 
 #endif
