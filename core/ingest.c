@@ -1,2 +1,195 @@
-/* ingest.c - placeholder until the implementation lands. */
-typedef int fg_placeholder_ingest;
+/* ingest.c - one whole aeon-flow frame into one slot table, and the seed
+ * status to answer with.
+ *
+ * Who may call: the thread that owns the slot table (slot.h's single-writer
+ * contract); fg_status_from_result and fg_linefacts_pack read only their
+ * arguments and may be called from any thread.
+ *
+ * The status facts, and why they are computed this way (wire.md section 5:
+ * the dispatcher skips the canonical hop only when
+ * shadow_mode == false && fully_resolved == true && awaiting_resolution != true):
+ *   ack                 the contribution is held by the slot: ACCEPTED,
+ *                       RESOLVED, DUPLICATE (and PARTIAL on the fragment path
+ *                       is not answered); canonical reports that decoded.
+ *   shadow_mode         the contributing line, or any line the slot's rule
+ *                       expects, is not ACTIVE. The spec's wording is "the
+ *                       line is in shadow"; we extend it to every non-active
+ *                       state (DEGRADED, DISABLED) and to the slot's other
+ *                       lines because a resolved seed is only as trusted as
+ *                       its least trusted line. Never says false unless the
+ *                       dispatcher may really skip.
+ *   fully_resolved      the slot is RESOLVED after this call.
+ *   awaiting_resolution the slot is OPEN after this call.
+ *   degraded            the contributing line or an expected line is DEGRADED.
+ *   fingerprint         the resolved seed's XXH3-64 when fully_resolved.
+ *   model_epoch         the table's epoch, which fg_ingest_frame first raises
+ *                       to the control plane's published epoch (linefacts):
+ *                       the later of the two, so a conflict seen here shows
+ *                       at once, before the control plane has heard of it. */
+#include <errno.h>
+#include <string.h>
+
+#include "fg/ingest.h"
+
+fg_linefacts fg_linefacts_pack(const struct fg_lines *ls, uint32_t epoch)
+{
+	fg_linefacts f = (fg_linefacts)epoch << 16;
+
+	for (unsigned i = 0; i < FG_LINES; i++)
+		f |= (fg_linefacts)(fg_line_effective(ls, i) & 3u) << (2 * i);
+	return f;
+}
+
+static bool outcome_is_ack(enum fg_outcome o)
+{
+	return o == FG_O_ACCEPTED || o == FG_O_RESOLVED || o == FG_O_DUPLICATE;
+}
+
+/* Shadow and degraded facts for a line and the lines of its slot's rule. */
+static uint8_t line_facts(fg_linefacts lf, unsigned line, uint8_t expected)
+{
+	uint8_t facts = 0;
+	uint8_t mask = expected;
+
+	if (line < FG_LINES)
+		mask |= (uint8_t)(1u << line);
+	for (unsigned i = 0; i < FG_LINES; i++) {
+		enum fg_line_state st;
+		if (!(mask & (1u << i)))
+			continue;
+		st = fg_linefacts_state(lf, i);
+		if (st != FG_LINE_ACTIVE)
+			facts |= FG_FACT_SHADOW;
+		if (st == FG_LINE_DEGRADED)
+			facts |= FG_FACT_DEGRADED;
+	}
+	return facts;
+}
+
+void fg_status_from_result(const struct fg_ingest_ctx *ctx, const struct fg_seed *seed,
+			   const struct fg_slot_result *r, int reason, struct fg_status *st)
+{
+	fg_linefacts lf = ctx ? ctx->lines : 0;
+
+	memset(st, 0, sizeof(*st));
+	st->line = FG_LINE_NONE;
+	st->outcome = (uint8_t)(r ? r->outcome : FG_O_MALFORMED);
+	st->reason = (uint16_t)(reason < 0 ? -reason : reason);
+	st->model_epoch = fg_linefacts_epoch(lf);
+	if (seed) {
+		st->token_seq = seed->token_seq;
+		st->dst_layer = seed->dst_layer;
+		st->line = seed->line;
+		st->sign = seed->orientation;
+		st->bytes = seed->body_len;
+		if (seed->line < FG_LINES)
+			st->line_state = (uint8_t)fg_linefacts_state(lf, seed->line);
+	}
+	if (!r)
+		return;
+	st->bitset = r->landed;
+	st->expected = r->expected;
+	if (r->epoch > st->model_epoch)
+		st->model_epoch = r->epoch;
+	if (outcome_is_ack(r->outcome))
+		st->facts |= FG_FACT_ACK;
+	if (seed)
+		st->facts |= line_facts(lf, seed->line, r->expected);
+	else
+		st->facts |= FG_FACT_SHADOW;
+	if (r->state == FG_SLOT_RESOLVED) {
+		st->facts |= FG_FACT_RESOLVED;
+		st->fingerprint = r->fingerprint;
+	} else if (r->state == FG_SLOT_OPEN) {
+		st->facts |= FG_FACT_AWAITING;
+	}
+}
+
+/* Status for a frame that never reached a slot (bad stream, bad payload). */
+static void status_malformed(const struct fg_ingest_ctx *ctx, const struct fg_frame *f, uint16_t layer,
+			     int reason, struct fg_ingest_result *out)
+{
+	struct fg_slot_result r = { .outcome = FG_O_MALFORMED, .slot = UINT32_MAX };
+
+	out->reason = reason < 0 ? -reason : reason;
+	fg_status_from_result(ctx, NULL, &r, out->reason, &out->status);
+	out->status.token_seq = f->hdr.sequence;
+	out->status.dst_layer = layer;
+	out->status.facts = FG_FACT_SHADOW; /* never a reason to skip the canonical hop */
+	out->slot = r;
+}
+
+/* Canonical reports are not placed; the status says what the slot of the
+ * same key looks like now, so a canonical sender can see a resolution. */
+static void status_canonical(struct fg_slots *s, const struct fg_ingest_ctx *ctx, struct fg_ingest_result *out)
+{
+	struct fg_slot_info info;
+	struct fg_slot_result r = { .outcome = FG_O_ACCEPTED, .slot = UINT32_MAX, .epoch = s->epoch };
+
+	if (fg_slot_lookup(s, out->canon.token_seq, out->canon.dst_layer, &info) == 0) {
+		r.landed = info.landed;
+		r.expected = info.expected;
+		r.state = (uint8_t)info.state;
+		r.fingerprint = info.fingerprint;
+	}
+	out->slot = r;
+	fg_status_from_result(ctx, NULL, &r, 0, &out->status);
+	out->status.token_seq = out->canon.token_seq;
+	out->status.dst_layer = out->canon.dst_layer;
+	out->status.bytes = out->canon.body_len;
+}
+
+int fg_ingest_frame(struct fg_slots *s, const struct fg_ingest_ctx *ctx, const struct fg_frame *f, uint64_t now_ns,
+		    struct fg_ingest_result *out)
+{
+	uint16_t layer = 0;
+	ssize_t rc;
+	int crc;
+
+	if (!s || !ctx || !ctx->bands || !ctx->limits || !f || !out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->slot.slot = UINT32_MAX;
+	/* The table's epoch never runs behind the published one. */
+	if ((int32_t)(fg_linefacts_epoch(ctx->lines) - s->epoch) > 0)
+		s->epoch = fg_linefacts_epoch(ctx->lines);
+
+	crc = fg_stream_classify(ctx->bands, f->hdr.stream_id, &out->band, &layer);
+	if (crc < 0) {
+		status_malformed(ctx, f, layer, crc, out);
+		return -out->reason;
+	}
+	if (out->band == FG_BAND_CANONICAL) {
+		rc = fg_canon_decode(f, layer, ctx->limits, &out->canon);
+		if (rc < 0) {
+			status_malformed(ctx, f, layer, (int)rc, out);
+			return -out->reason;
+		}
+		status_canonical(s, ctx, out);
+		return 0;
+	}
+	if (out->band != FG_BAND_SEED) {
+		/* Resolved, status and ACK streams are fanogate's own output;
+		 * they never enter a slot. */
+		status_malformed(ctx, f, layer, -FG_R_UNKNOWN_STREAM, out);
+		return -out->reason;
+	}
+	rc = fg_seed_decode(f, layer, ctx->limits, &out->seed);
+	if (rc < 0) {
+		status_malformed(ctx, f, layer, (int)rc, out);
+		return -out->reason;
+	}
+	if (fg_linefacts_state(ctx->lines, out->seed.line) == FG_LINE_DISABLED) {
+		out->slot.outcome = FG_O_LINE_DISABLED;
+		out->slot.bytes = out->seed.body_len;
+		out->slot.epoch = s->epoch;
+		if (out->seed.dst_layer < s->cfg.n_layers)
+			out->slot.expected = s->cfg.rules[out->seed.dst_layer].mask;
+	} else {
+		crc = fg_slot_put(s, &out->seed, now_ns, &out->slot);
+		if (crc < 0)
+			return crc;
+	}
+	fg_status_from_result(ctx, &out->seed, &out->slot, 0, &out->status);
+	return 0;
+}

@@ -105,13 +105,22 @@ struct fg_slots {
  * -ENOSPC (len < fg_slots_mem_size). mem must be 64-byte aligned. */
 FG_MUST_CHECK int fg_slots_init(struct fg_slots *s, void *mem, size_t len, const struct fg_slots_cfg *cfg);
 
+/* Slot states; see the state diagram in docs/slots.md. */
+enum fg_slot_state { FG_SLOT_FREE = 0, FG_SLOT_OPEN, FG_SLOT_RESOLVED, FG_SLOT_EXPIRED, FG_SLOT_POISONED };
+/* Stable lower-case name ("free", "open", ...); "unknown" out of range. */
+const char *fg_slot_state_name(enum fg_slot_state st);
+
 struct fg_slot_result {
 	enum fg_outcome outcome;
-	uint32_t slot;       /* index, valid unless NO_SLOT */
-	uint8_t landed;      /* lines whose whole body is present */
+	uint32_t slot;       /* index; UINT32_MAX when no slot was involved
+			      * (NO_SLOT, UNEXPECTED_LINE, MALFORMED) */
+	uint8_t landed;      /* lines whose whole body is present (bit i = line i) */
 	uint8_t expected;    /* rule mask */
+	uint8_t state;       /* enum fg_slot_state of the slot after the call
+			      * (FREE when no slot was involved) */
 	uint32_t epoch;      /* table epoch after the call */
-	uint64_t fingerprint;/* resolved fingerprint when RESOLVED/LATE/DUPLICATE-of-resolved, else 0 */
+	uint64_t fingerprint;/* resolved seed's fingerprint whenever the slot is
+			      * RESOLVED after the call (RESOLVED, LATE), else 0 */
 	uint32_t bytes;      /* contribution body bytes */
 };
 
@@ -172,8 +181,6 @@ int fg_slots_expire(struct fg_slots *s, uint64_t now_ns, struct fg_slot_expired 
 uint32_t fg_slots_flush(struct fg_slots *s);
 
 /* Look a key up without changing anything (fanoctl slot, GET waits). */
-enum fg_slot_state { FG_SLOT_FREE = 0, FG_SLOT_OPEN, FG_SLOT_RESOLVED, FG_SLOT_EXPIRED, FG_SLOT_POISONED };
-const char *fg_slot_state_name(enum fg_slot_state st);
 struct fg_slot_info {
 	enum fg_slot_state state;
 	uint32_t token_seq;
