@@ -38,24 +38,28 @@
 #define FG_CLONES
 #endif
 
-/* o = (n0 ? -a : a) (+|-) b, for one block. Four loops so each is a plain
- * branch-free elementwise loop gcc turns into packed add/sub. */
+/* o = a (+|-) b, for one block: the common case (first line added). Two
+ * plain branch-free elementwise loops gcc turns into packed add/sub. */
 static inline __attribute__((always_inline)) void pair_block(float *restrict o, const float *restrict a,
-							      const float *restrict b, unsigned n0,
-							      unsigned n1, size_t n)
+							      const float *restrict b, unsigned n1, size_t n)
 {
-	if (!n0 && !n1)
+	if (!n1)
 		for (size_t i = 0; i < n; i++)
 			o[i] = a[i] + b[i];
-	else if (!n0 && n1)
-		for (size_t i = 0; i < n; i++)
-			o[i] = a[i] - b[i];
-	else if (n0 && !n1)
-		for (size_t i = 0; i < n; i++)
-			o[i] = -a[i] + b[i];
 	else
 		for (size_t i = 0; i < n; i++)
-			o[i] = -a[i] - b[i];
+			o[i] = a[i] - b[i];
+}
+
+/* o = -a, for one block. Kept as its own pass on purpose: written as
+ * o = -a + b in one loop, gcc folds it into o = b - a, which is the same
+ * number but not the same NaN (x86 returns the first NaN operand, so the
+ * sign of a NaN result would depend on the fold). Negate, store, then add,
+ * exactly as the reference does. */
+static inline __attribute__((always_inline)) void neg_block(float *restrict o, const float *restrict a, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		o[i] = -a[i];
 }
 
 /* o = o (+|-) c, for one block. */
@@ -84,8 +88,15 @@ void fg_reduce(float *out, const float *const *c, const uint8_t *neg, unsigned n
 		size_t m = n_floats - base < FG_REDUCE_BLOCK ? n_floats - base : FG_REDUCE_BLOCK;
 		float *o = out + base;
 
-		pair_block(o, c[0] + base, c[1] + base, neg[0] & 1u, neg[1] & 1u, m);
-		for (unsigned k = 2; k < n; k++)
+		unsigned k = 1;
+
+		if (!(neg[0] & 1u)) {
+			pair_block(o, c[0] + base, c[1] + base, neg[1] & 1u, m);
+			k = 2;
+		} else {
+			neg_block(o, c[0] + base, m);
+		}
+		for (; k < n; k++)
 			acc_block(o, c[k] + base, neg[k] & 1u, m);
 	}
 }

@@ -202,7 +202,12 @@ static inline uint32_t fg_shard_of(uint32_t token_seq, uint16_t layer, uint16_t 
 
 /* The canonical-order reduction itself (exposed for tests and bench):
  * out = s0*c[0]; out = out (+/-) c[i] ... one IEEE f32 rounding per addition,
- * compiled with -ffp-contract=off. n_floats floats each; little-endian hosts. */
+ * compiled with -ffp-contract=off. n_floats floats each; little-endian hosts.
+ * s0*c[0] is exact negation (sign flip) when neg[0] is set; neg[i] != 0
+ * means subtract. out must not overlap any c[i]; n may be 0 (no-op).
+ * Bit-identical to the obvious scalar loop for every element, except that
+ * when an addition meets two NaN operands only NaN-ness is promised (IEEE
+ * 754 leaves that payload to the implementation). Any thread. */
 void fg_reduce(float *out, const float *const *c, const uint8_t *neg, unsigned n, size_t n_floats);
 
 #endif
