@@ -1,2 +1,1037 @@
-/* config.c - placeholder until the implementation lands. */
-typedef int fg_placeholder_config;
+/* config.c - the fanogate configuration file: defaults, parsing with
+ * libinih, per-key validation, cross-field validation, and a refusal with
+ * file, line and reason for every invalid value (include/fg/config.h).
+ *
+ * Who may call: any thread; no shared state (inih's globals are only read).
+ * The only I/O is reading the file in fg_config_load; nothing is logged.
+ *
+ * One table (config_keys) drives parsing, defaults documentation and
+ * `fanoctl config keys` (fg_config_key); families of keys (layer.N, line.N) are entries
+ * whose name ends in ".N". */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ini.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "fg/config.h"
+
+/* ---- the key table --------------------------------------------------- */
+
+enum ktype {
+	KT_U8,
+	KT_U16,
+	KT_U32,
+	KT_BYTES32,
+	KT_BYTES64,
+	KT_MS_NS,    /* milliseconds in the file, nanoseconds in the struct (u64) */
+	KT_HEX16,    /* a u16 usually written 0x... */
+	KT_BOOL,
+	KT_FRAC,     /* double in [min, max] / 1 */
+	KT_STR,      /* char[size] */
+	KT_ADDR,     /* struct fg_addr */
+	KT_ADDR_OFF, /* struct fg_addr, or "off" */
+	KT_PREFIXES, /* [udp] allow */
+	KT_RULE,     /* [rules] default */
+	KT_LAYER_RULE,
+	KT_LINE_STATE,
+	KT_LAYER_ADDR,
+};
+
+struct ckey {
+	struct fg_config_key_doc doc;
+	enum ktype t;
+	size_t off;   /* offsetof in struct fg_config */
+	size_t size;  /* KT_STR: buffer size */
+	uint64_t min, max;
+};
+
+#define OFF(f) offsetof(struct fg_config, f)
+#define SZ(f) sizeof(((struct fg_config *)0)->f)
+#define KIB 1024ull
+#define MIB (1024ull * 1024ull)
+#define GIB (1024ull * 1024ull * 1024ull)
+#define SUN_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path))
+
+/* Sorted by section in file order, then as documented in docs/config.md. */
+static const struct ckey config_keys[] = {
+	{{"model", "hidden", "uint", "1536", "1..65536", "f32 values per row of the residual stream (the model's hidden size)"},
+	 KT_U32, OFF(hidden), 0, 1, 65536},
+	{{"model", "layers", "uint", "28", "1..256, at most 1 << layer_bits", "destination layers; slot keys and band offsets run 0..layers-1"},
+	 KT_U16, OFF(layers), 0, 1, FG_MAX_LAYERS},
+	{{"model", "max_seq_len", "uint", "1", "1..65536", "most rows (tokens) one contribution may carry"},
+	 KT_U32, OFF(max_seq_len), 0, 1, 65536},
+
+	{{"bands", "seed_base", "hex16", "0xAF60", "0x0000..0xFFFD, bands disjoint", "first stream id of the residual-seed band"},
+	 KT_HEX16, OFF(bands.seed_base), 0, 0, 0xFFFD},
+	{{"bands", "canonical_base", "hex16", "0xAF80", "0x0000..0xFFFD, bands disjoint", "first stream id of the canonical-report band"},
+	 KT_HEX16, OFF(bands.canonical_base), 0, 0, 0xFFFD},
+	{{"bands", "resolved_base", "hex16", "0xAFA0", "0x0000..0xFFFD, bands disjoint", "first stream id of the resolved-seed band"},
+	 KT_HEX16, OFF(bands.resolved_base), 0, 0, 0xFFFD},
+	{{"bands", "layer_bits", "uint", "5", "0..8", "each band spans 1 << layer_bits stream ids"},
+	 KT_U8, OFF(bands.layer_bits), 0, 0, 8},
+
+	{{"rules", "default", "rule", "1,3,5", "1..7 distinct line indices 0..6", "lines expected for every layer without its own rule, in reduction order (Pair X)"},
+	 KT_RULE, 0, 0, 0, 0},
+	{{"rules", "layer.N", "rule", "(default)", "N < layers; 1..7 distinct line indices 0..6", "lines expected for destination layer N, in reduction order"},
+	 KT_LAYER_RULE, 0, 0, 0, 0},
+
+	{{"slots", "capacity", "uint", "4096", "1..16777216, >= dataplane lcores", "slots in the whole table (split evenly over the shards)"},
+	 KT_U32, OFF(slot_capacity), 0, 1, 1u << 24},
+	{{"slots", "deadline_ms", "ms", "500", "1..600000", "time from a slot's first contribution to its expiry"},
+	 KT_MS_NS, OFF(slot_deadline_ns), 0, 1, 600000},
+
+	{{"lines", "line.N", "state", "shadow", "disabled | shadow | active; N = index 0..6 or triple like 1,4,5", "initial state of line N"},
+	 KT_LINE_STATE, 0, 0, 0, 0},
+	{{"lines", "auto_promote", "bool", "false", "true | false", "let a clean audit window promote shadow lines to active"},
+	 KT_BOOL, OFF(policy.auto_promote), 0, 0, 0},
+	{{"lines", "promote_count", "uint", "64", "1..100000000", "clean verdicts a window needs before promotion"},
+	 KT_U32, OFF(policy.promote_count), 0, 1, 100000000},
+	{{"lines", "promote_ms", "ms", "10000", "0..86400000", "and at least this long since the window opened"},
+	 KT_MS_NS, OFF(policy.promote_ns), 0, 0, 86400000},
+	{{"lines", "shadow_sample", "fraction", "0.01", "0..1", "fraction of active-line seeds still audited against the canonical chain"},
+	 KT_FRAC, OFF(shadow_sample), 0, 0, 1},
+
+	{{"udp", "port", "uint", "4242", "1..65535", "UDP port of the fragmented profile"},
+	 KT_U16, OFF(udp_port), 0, 1, 65535},
+	{{"udp", "raw_port", "uint", "0", "0 (off) or 1..65535, != port", "UDP port of the raw profile (one frame per datagram, no ACKs)"},
+	 KT_U16, OFF(udp_raw_port), 0, 0, 65535},
+	{{"udp", "mtu", "uint", "1472", "64..65507", "UDP payload bytes per fragment and per ACK datagram"},
+	 KT_U32, OFF(mtu), 0, 64, 65507},
+	{{"udp", "ack_interval_ms", "uint", "50", "1..10000", "how often pending ACK entries are flushed"},
+	 KT_U32, OFF(ack_interval_ms), 0, 1, 10000},
+	{{"udp", "send_status", "bool", "true", "true | false", "answer UDP seed and canonical frames with a status frame"},
+	 KT_BOOL, OFF(send_status), 0, 0, 0},
+	{{"udp", "allow", "prefixes", "", "comma list of IPv4/IPv6 prefixes, at most 32", "UDP source allowlist; empty allows every source"},
+	 KT_PREFIXES, 0, 0, 0, 0},
+	{{"udp", "reasm_contexts", "uint", "1024", "1..1048576", "fragment reassembly groups in flight per lcore"},
+	 KT_U32, OFF(reasm_contexts), 0, 1, 1u << 20},
+	{{"udp", "reasm_timeout_ms", "uint", "250", "1..60000", "an incomplete fragment group is dropped after this long"},
+	 KT_U32, OFF(reasm_timeout_ms), 0, 1, 60000},
+
+	{{"consumers", "default", "address", "", "host:port", "UDP consumer of resolved seeds for layers without their own; empty: none"},
+	 KT_ADDR, OFF(consumer_default), 0, 0, 0},
+	{{"consumers", "layer.N", "address", "(default)", "N < layers; host:port", "UDP consumer of layer N's resolved seeds"},
+	 KT_LAYER_ADDR, 0, 0, 0, 0},
+
+	{{"dataplane", "profile", "string", "af_xdp", "a drivers-config profile name or path", "how DPDK gets packets (drivers-config/)"},
+	 KT_STR, OFF(dp_profile), SZ(dp_profile), 0, 0},
+	{{"dataplane", "lcores", "uint", "1", "1..128", "poll lcores; lcore i owns slot shard i"},
+	 KT_U32, OFF(lcores), 0, 1, 128},
+
+	{{"tls", "listen", "address", "0.0.0.0:8443", "host:port", "TLS listener (WebSocket /flow, POST /residual-seed, pulls, health)"},
+	 KT_ADDR, OFF(tls_listen), 0, 0, 0},
+	{{"tls", "cert", "string", "", "path; with key", "server certificate chain (PEM); empty: self-signed, generated on first run"},
+	 KT_STR, OFF(tls_cert), SZ(tls_cert), 0, 0},
+	{{"tls", "key", "string", "", "path; with cert", "server private key (PEM)"},
+	 KT_STR, OFF(tls_key), SZ(tls_key), 0, 0},
+	{{"tls", "ca", "string", "", "path", "CA bundle (PEM) for client certificates"},
+	 KT_STR, OFF(tls_ca), SZ(tls_ca), 0, 0},
+	{{"tls", "require_client_cert", "bool", "false", "true | false; needs ca", "mutual TLS: refuse clients without a certificate signed by ca"},
+	 KT_BOOL, OFF(tls_require_client_cert), 0, 0, 0},
+	{{"tls", "tokens_file", "string", "", "path", "bearer tokens, one per line, optional role after a space; empty: no token auth"},
+	 KT_STR, OFF(tokens_file), SZ(tokens_file), 0, 0},
+	{{"tls", "max_connections", "uint", "1024", "1..1000000", "concurrent TLS connections"},
+	 KT_U32, OFF(max_connections), 0, 1, 1000000},
+	{{"tls", "ws_max_message", "bytes", "1M", "1K..64M, >= the largest seed frame", "largest WebSocket message accepted"},
+	 KT_BYTES32, OFF(ws_max_message), 0, KIB, 64 * MIB},
+	{{"tls", "handshake_timeout_ms", "uint", "5000", "1..600000", "TLS + HTTP upgrade must finish within this"},
+	 KT_U32, OFF(handshake_timeout_ms), 0, 1, 600000},
+	{{"tls", "idle_timeout_ms", "uint", "60000", "1..86400000", "a connection with no traffic is closed after this"},
+	 KT_U32, OFF(idle_timeout_ms), 0, 1, 86400000},
+	{{"tls", "send_queue_max", "bytes", "4M", "4K..1G, >= the largest seed frame", "queued output bytes per connection before it is dropped as slow"},
+	 KT_BYTES32, OFF(send_queue_max), 0, 4 * KIB, GIB},
+
+	{{"audit", "path", "string", "/var/lib/fanogate/audit.log", "path", "append-only, hash-chained audit log"},
+	 KT_STR, OFF(audit_path), SZ(audit_path), 0, 0},
+	{{"audit", "rotate_bytes", "bytes", "64M", "0 (never) .. 1T", "start a new log file after this many bytes"},
+	 KT_BYTES64, OFF(audit_rotate_bytes), 0, 0, 1024 * GIB},
+	{{"audit", "group_commit_us", "uint", "1000", "0..1000000", "records wait at most this long to share one fdatasync"},
+	 KT_U32, OFF(group_commit_us), 0, 0, 1000000},
+	{{"audit", "alert_command", "string", "", "path and arguments", "run on every divergence (page the on-call); empty: none"},
+	 KT_STR, OFF(alert_command), SZ(alert_command), 0, 0},
+	{{"audit", "alert_min_interval_ms", "uint", "10000", "0..86400000", "the alert command runs at most once per interval"},
+	 KT_U32, OFF(alert_min_interval_ms), 0, 0, 86400000},
+
+	{{"operator", "socket", "string", "/run/fanogate/fanoctl.sock", "path, < 108 bytes", "Unix socket fanoctl talks to"},
+	 KT_STR, OFF(op_socket), SUN_PATH_MAX, 0, 0},
+	{{"operator", "group", "string", "", "group name", "group allowed to use the operator socket; empty: root only"},
+	 KT_STR, OFF(op_group), SZ(op_group), 0, 0},
+
+	{{"metrics", "listen", "address", "127.0.0.1:9464", "host:port or off", "Prometheus metrics endpoint"},
+	 KT_ADDR_OFF, OFF(metrics_listen), 0, 0, 0},
+};
+#define N_KEYS FG_ARRAY_LEN(config_keys)
+
+static const char *const config_sections[] = {
+	"model", "bands", "rules", "slots", "lines", "udp", "consumers", "dataplane", "tls", "audit", "operator", "metrics",
+};
+
+size_t fg_config_key_count(void)
+{
+	return N_KEYS;
+}
+
+const struct fg_config_key_doc *fg_config_key(size_t i)
+{
+	return i < N_KEYS ? &config_keys[i].doc : NULL;
+}
+
+/* ---- defaults -------------------------------------------------------- */
+
+static const uint8_t pair_x[] = {1, 3, 5}; /* x_l, attn_l, ffn_l: ((x + attn) + ffn) */
+
+static void addr_v4(struct fg_addr *a, uint8_t b0, uint8_t b1, uint8_t b2, uint8_t b3, uint16_t port)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = AF_INET;
+	a->addr[0] = b0;
+	a->addr[1] = b1;
+	a->addr[2] = b2;
+	a->addr[3] = b3;
+	a->port = port;
+	a->set = true;
+}
+
+void fg_config_default(struct fg_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->hidden = 1536;
+	c->layers = 28;
+	c->max_seq_len = 1;
+	fg_bands_default(&c->bands);
+	c->bands.n_layers = c->layers;
+	for (unsigned i = 0; i < FG_MAX_LAYERS; i++)
+		if (fg_rule_make(&c->rules[i], pair_x, FG_ARRAY_LEN(pair_x)) != 0)
+			abort(); /* a constant rule; cannot fail */
+	c->slot_capacity = 4096;
+	c->slot_deadline_ns = 500ull * 1000000ull;
+	for (unsigned i = 0; i < FG_LINES; i++)
+		c->line_initial[i] = FG_LINE_SHADOW;
+	c->policy.auto_promote = false;
+	c->policy.promote_count = 64;
+	c->policy.promote_ns = 10000ull * 1000000ull;
+	c->shadow_sample = 0.01;
+	c->udp_port = 4242;
+	c->udp_raw_port = 0;
+	c->mtu = 1472;
+	c->ack_interval_ms = 50;
+	c->send_status = true;
+	c->n_allow = 0;
+	c->reasm_contexts = 1024;
+	c->reasm_timeout_ms = 250;
+	snprintf(c->dp_profile, sizeof(c->dp_profile), "af_xdp");
+	c->lcores = 1;
+	addr_v4(&c->tls_listen, 0, 0, 0, 0, 8443);
+	c->tls_require_client_cert = false;
+	c->max_connections = 1024;
+	c->ws_max_message = 1u << 20;
+	c->handshake_timeout_ms = 5000;
+	c->idle_timeout_ms = 60000;
+	c->send_queue_max = 4u << 20;
+	snprintf(c->audit_path, sizeof(c->audit_path), "/var/lib/fanogate/audit.log");
+	c->audit_rotate_bytes = 64ull << 20;
+	c->group_commit_us = 1000;
+	c->alert_min_interval_ms = 10000;
+	snprintf(c->op_socket, sizeof(c->op_socket), "/run/fanogate/fanoctl.sock");
+	addr_v4(&c->metrics_listen, 127, 0, 0, 1, 9464);
+}
+
+/* ---- value parsers (no side effects on failure) ------------------------ */
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return false;
+	char *end;
+
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || end == s || *end)
+		return false;
+	/* strtoull base 0 reads a leading 0 as octal: refuse "010" (a likely
+	 * decimal typo) rather than read 8. */
+	if (s[0] == '0' && s[1] >= '0' && s[1] <= '9')
+		return false;
+	*out = v;
+	return true;
+}
+
+/* Byte sizes: a number with an optional K, M, G or T suffix (binary),
+ * optionally followed by "iB" or "B". */
+static bool parse_bytes(const char *s, uint64_t *out)
+{
+	char buf[64];
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= sizeof(buf))
+		return false;
+	memcpy(buf, s, n + 1);
+	uint64_t mult = 1;
+
+	if (n >= 3 && strcmp(buf + n - 2, "iB") == 0)
+		buf[n -= 2] = '\0';
+	else if (n >= 2 && buf[n - 1] == 'B' && strchr("KMGTkmgt", buf[n - 2]))
+		buf[--n] = '\0';
+	switch (buf[n - 1]) {
+	case 'k': case 'K': mult = KIB; break;
+	case 'm': case 'M': mult = MIB; break;
+	case 'g': case 'G': mult = GIB; break;
+	case 't': case 'T': mult = 1024 * GIB; break;
+	default: break;
+	}
+	if (mult != 1)
+		buf[--n] = '\0';
+	uint64_t v;
+
+	if (!parse_u64(buf, &v) || (v && mult > UINT64_MAX / v))
+		return false;
+	*out = v * mult;
+	return true;
+}
+
+static int parse_bool(const char *s)
+{
+	static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off", "0"};
+
+	for (size_t i = 0; i < FG_ARRAY_LEN(yes); i++) {
+		if (strcmp(s, yes[i]) == 0)
+			return 1;
+		if (strcmp(s, no[i]) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+bool fg_prefix_match(const struct fg_prefix *p, int family, const uint8_t *addr)
+{
+	if (p->family != family)
+		return false;
+	unsigned full = p->len / 8, rest = p->len % 8;
+
+	if (memcmp(p->addr, addr, full) != 0)
+		return false;
+	if (rest) {
+		uint8_t mask = (uint8_t)(0xFFu << (8 - rest));
+		if ((p->addr[full] & mask) != (addr[full] & mask))
+			return false;
+	}
+	return true;
+}
+
+int fg_prefix_parse(const char *s, struct fg_prefix *out)
+{
+	char buf[64];
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0 || n >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, n + 1);
+	struct fg_prefix p;
+
+	memset(&p, 0, sizeof(p));
+	char *slash = strchr(buf, '/');
+	if (slash)
+		*slash = '\0';
+	if (inet_pton(AF_INET, buf, p.addr) == 1) {
+		p.family = AF_INET;
+		p.len = 32;
+	} else if (inet_pton(AF_INET6, buf, p.addr) == 1) {
+		p.family = AF_INET6;
+		p.len = 128;
+	} else {
+		return -EINVAL;
+	}
+	if (slash) {
+		uint64_t len;
+		if (!parse_u64(slash + 1, &len) || len > p.len || (slash[1] == '0' && slash[2]))
+			return -EINVAL;
+		p.len = (uint8_t)len;
+	}
+	/* host bits must be clear */
+	unsigned bytes = p.family == AF_INET ? 4 : 16;
+	for (unsigned bit = p.len; bit < bytes * 8; bit++)
+		if (p.addr[bit / 8] & (0x80u >> (bit % 8)))
+			return -EINVAL;
+	*out = p;
+	return 0;
+}
+
+/* Returns NULL on success, else the reason. */
+static const char *addr_parse_reason(const char *s, struct fg_addr *out)
+{
+	char host[64];
+	const char *colon, *hs;
+	size_t hl;
+
+	if (!s || !*s)
+		return "empty address (expected host:port)";
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+		if (!rb || rb[1] != ':')
+			return "expected [IPv6]:port";
+		hs = s + 1;
+		hl = (size_t)(rb - hs);
+		colon = rb + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return "missing :port (expected host:port)";
+		hs = s;
+		hl = (size_t)(colon - s);
+		if (memchr(hs, ':', hl))
+			return "IPv6 addresses need brackets: [addr]:port";
+	}
+	if (hl == 0 || hl >= sizeof(host))
+		return "bad host (expected an IPv4 address, [IPv6], localhost or *)";
+	memcpy(host, hs, hl);
+	host[hl] = '\0';
+	uint64_t port;
+
+	if (!parse_u64(colon + 1, &port) || port > 65535)
+		return "bad port (expected 1..65535)";
+	if (port == 0)
+		return "port 0 is not allowed";
+	struct fg_addr a;
+
+	memset(&a, 0, sizeof(a));
+	if (strcmp(host, "localhost") == 0) {
+		addr_v4(&a, 127, 0, 0, 1, 0);
+	} else if (strcmp(host, "*") == 0) {
+		addr_v4(&a, 0, 0, 0, 0, 0);
+	} else if (s[0] != '[' && inet_pton(AF_INET, host, a.addr) == 1) {
+		a.family = AF_INET;
+	} else if (s[0] == '[' && inet_pton(AF_INET6, host, a.addr) == 1) {
+		a.family = AF_INET6;
+	} else {
+		return "bad host (expected an IPv4 address, [IPv6], localhost or *; no name lookup)";
+	}
+	a.port = (uint16_t)port;
+	a.set = true;
+	*out = a;
+	return NULL;
+}
+
+int fg_addr_parse(const char *s, struct fg_addr *out)
+{
+	return addr_parse_reason(s, out) ? -EINVAL : 0;
+}
+
+/* ---- the parse ------------------------------------------------------- */
+
+struct pstate {
+	struct fg_config *c;
+	struct fg_config_error *err;
+	bool failed;
+	int lineno;             /* line the reader last returned */
+	const char *cur;        /* reader position */
+	int key_line[N_KEYS];   /* 0 = not given */
+	int rule_line[FG_MAX_LAYERS];
+	int consumer_line[FG_MAX_LAYERS];
+	int line_line[FG_LINES];
+	struct fg_rule default_rule;
+	char section_seen[FG_ARRAY_LEN(config_sections)];
+};
+
+static void fail(struct pstate *ps, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fail(struct pstate *ps, int line, const char *fmt, ...)
+{
+	if (ps->failed)
+		return; /* the first error is the one reported */
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ps->err->reason, sizeof(ps->err->reason), fmt, ap);
+	va_end(ap);
+	ps->err->line = line;
+	ps->failed = true;
+}
+
+/* fgets-like reader over the text that counts lines and refuses a line
+ * longer than inih's fixed buffer (inih would split it silently). */
+static char *config_reader(char *str, int num, void *stream)
+{
+	struct pstate *ps = stream;
+
+	if (ps->failed || !*ps->cur)
+		return NULL;
+	const char *nl = strchr(ps->cur, '\n');
+	size_t len = nl ? (size_t)(nl - ps->cur) + 1 : strlen(ps->cur);
+	size_t content = len - (nl ? 1 : 0);
+
+	if (content && ps->cur[content - 1] == '\r')
+		content--;
+	ps->lineno++;
+	if (content > FG_CONFIG_LINE_MAX || len + 1 > (size_t)num) {
+		fail(ps, ps->lineno, "line longer than %u bytes", FG_CONFIG_LINE_MAX);
+		return NULL;
+	}
+	memcpy(str, ps->cur, len);
+	str[len] = '\0';
+	ps->cur += len;
+	return str;
+}
+
+/* Parse "a,b,c" (line indices) into a rule; NULL or the reason. */
+static const char *rule_parse(const char *v, struct fg_rule *r, char *why, size_t cap)
+{
+	uint8_t lines[FG_LINES];
+	unsigned n = 0;
+	const char *p = v;
+
+	for (;;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p < '0' || *p > '9') {
+			snprintf(why, cap, "expected a comma list of line indices 0..6, like 1,3,5");
+			return why;
+		}
+		unsigned d = 0;
+		while (*p >= '0' && *p <= '9') {
+			d = d * 10 + (unsigned)(*p - '0');
+			if (d > 99)
+				break;
+			p++;
+		}
+		if (d >= FG_LINES) {
+			snprintf(why, cap, "line %u does not exist (lines are 0..6)", d);
+			return why;
+		}
+		for (unsigned k = 0; k < n; k++)
+			if (lines[k] == d) {
+				snprintf(why, cap, "line %u listed twice", d);
+				return why;
+			}
+		if (n == FG_LINES) {
+			snprintf(why, cap, "more than 7 lines");
+			return why;
+		}
+		lines[n++] = (uint8_t)d;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '\0')
+			break;
+		if (*p != ',') {
+			snprintf(why, cap, "expected a comma list of line indices 0..6, like 1,3,5");
+			return why;
+		}
+		p++;
+	}
+	if (fg_rule_make(r, lines, n) != 0) {
+		snprintf(why, cap, "invalid rule");
+		return why;
+	}
+	return NULL;
+}
+
+static bool parse_layer_suffix(const char *s, unsigned *layer)
+{
+	uint64_t v;
+
+	if (!parse_u64(s, &v) || (s[0] == '0' && s[1] == 'x') || v >= FG_MAX_LAYERS)
+		return false;
+	*layer = (unsigned)v;
+	return true;
+}
+
+static const struct ckey *key_find(const char *section, const char *name, const char **suffix)
+{
+	for (size_t i = 0; i < N_KEYS; i++) {
+		const struct ckey *k = &config_keys[i];
+		size_t kl = strlen(k->doc.key);
+
+		if (strcmp(k->doc.section, section) != 0)
+			continue;
+		if (kl > 2 && strcmp(k->doc.key + kl - 2, ".N") == 0) {
+			if (strncmp(name, k->doc.key, kl - 1) == 0) {
+				*suffix = name + kl - 1;
+				return k;
+			}
+		} else if (strcmp(k->doc.key, name) == 0) {
+			*suffix = NULL;
+			return k;
+		}
+	}
+	return NULL;
+}
+
+static int config_handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct pstate *ps = user;
+	struct fg_config *c = ps->c;
+	int ln = ps->lineno;
+	char why[160];
+
+	if (ps->failed)
+		return 1; /* keep inih quiet; the first error stands */
+	if (!*section) {
+		fail(ps, ln, "key '%s' outside any section", name);
+		return 0;
+	}
+	size_t sec;
+	for (sec = 0; sec < FG_ARRAY_LEN(config_sections); sec++)
+		if (strcmp(section, config_sections[sec]) == 0)
+			break;
+	if (sec == FG_ARRAY_LEN(config_sections)) {
+		fail(ps, ln, "unknown section [%s]", section);
+		return 0;
+	}
+	const char *suffix;
+	const struct ckey *k = key_find(section, name, &suffix);
+
+	if (!k) {
+		fail(ps, ln, "[%s] unknown key '%s'", section, name);
+		return 0;
+	}
+	size_t ki = (size_t)(k - config_keys);
+
+	if (!suffix) {
+		if (ps->key_line[ki]) {
+			fail(ps, ln, "[%s] %s: already set on line %d%s", section, name, ps->key_line[ki],
+			     ps->key_line[ki] == ln - 1 ? " (an indented line continues the previous key)" : "");
+			return 0;
+		}
+		ps->key_line[ki] = ln;
+	}
+	uint8_t *field = (uint8_t *)c + k->off;
+	uint64_t u;
+
+	switch (k->t) {
+	case KT_U8:
+	case KT_U16:
+	case KT_U32:
+	case KT_HEX16:
+	case KT_MS_NS:
+	case KT_BYTES32:
+	case KT_BYTES64: {
+		bool bytes = k->t == KT_BYTES32 || k->t == KT_BYTES64;
+		if (!(bytes ? parse_bytes(value, &u) : parse_u64(value, &u))) {
+			fail(ps, ln, "[%s] %s = %s: not a number%s", section, name, value,
+			     bytes ? " (a byte count, optionally with K, M or G)" : "");
+			return 0;
+		}
+		if (u < k->min || u > k->max) {
+			fail(ps, ln, "[%s] %s = %s: out of range (%s)", section, name, value, k->doc.range);
+			return 0;
+		}
+		switch (k->t) {
+		case KT_U8: *(uint8_t *)field = (uint8_t)u; break;
+		case KT_U16: case KT_HEX16: *(uint16_t *)field = (uint16_t)u; break;
+		case KT_U32: case KT_BYTES32: *(uint32_t *)field = (uint32_t)u; break;
+		case KT_BYTES64: *(uint64_t *)field = u; break;
+		default: *(uint64_t *)field = u * 1000000ull; break; /* KT_MS_NS */
+		}
+		break;
+	}
+	case KT_BOOL: {
+		int b = parse_bool(value);
+		if (b < 0) {
+			fail(ps, ln, "[%s] %s = %s: not a boolean (true/false, yes/no, on/off, 1/0)", section, name, value);
+			return 0;
+		}
+		*(bool *)field = b;
+		break;
+	}
+	case KT_FRAC: {
+		char *end;
+		errno = 0;
+		double d = strtod(value, &end);
+		if (!*value || *end || errno || !isfinite(d)) {
+			fail(ps, ln, "[%s] %s = %s: not a number", section, name, value);
+			return 0;
+		}
+		if (d < (double)k->min || d > (double)k->max) {
+			fail(ps, ln, "[%s] %s = %s: out of range (%s)", section, name, value, k->doc.range);
+			return 0;
+		}
+		*(double *)field = d;
+		break;
+	}
+	case KT_STR: {
+		size_t n = strlen(value);
+		if (n >= k->size) {
+			fail(ps, ln, "[%s] %s: value too long (%zu bytes, at most %zu)", section, name, n, k->size - 1);
+			return 0;
+		}
+		memcpy(field, value, n + 1);
+		break;
+	}
+	case KT_ADDR_OFF:
+		if (strcmp(value, "off") == 0) {
+			memset(field, 0, sizeof(struct fg_addr));
+			break;
+		}
+		/* fall through */
+	case KT_ADDR: {
+		if (k->t == KT_ADDR && !*value && strcmp(section, "consumers") == 0) {
+			memset(field, 0, sizeof(struct fg_addr));
+			break;
+		}
+		const char *r = addr_parse_reason(value, (struct fg_addr *)field);
+		if (r) {
+			fail(ps, ln, "[%s] %s = %s: %s", section, name, value, r);
+			return 0;
+		}
+		break;
+	}
+	case KT_PREFIXES: {
+		char list[FG_CONFIG_LINE_MAX + 1];
+		struct fg_prefix tmp[FG_ALLOW_MAX];
+		unsigned n = 0;
+		snprintf(list, sizeof(list), "%s", value);
+		for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			while (*tok == ' ' || *tok == '\t')
+				tok++;
+			for (char *e = tok + strlen(tok); e > tok && (e[-1] == ' ' || e[-1] == '\t');)
+				*--e = '\0';
+			if (n == FG_ALLOW_MAX) {
+				fail(ps, ln, "[udp] allow: more than %u prefixes", FG_ALLOW_MAX);
+				return 0;
+			}
+			if (fg_prefix_parse(tok, &tmp[n]) != 0) {
+				fail(ps, ln, "[udp] allow: '%s' is not an IPv4/IPv6 prefix (like 10.0.0.0/8 or fd00::/8, host bits zero)", tok);
+				return 0;
+			}
+			n++;
+		}
+		memcpy(c->allow, tmp, n * sizeof(tmp[0]));
+		c->n_allow = n;
+		break;
+	}
+	case KT_RULE:
+		if (rule_parse(value, &ps->default_rule, why, sizeof(why))) {
+			fail(ps, ln, "[rules] default = %s: %s", value, why);
+			return 0;
+		}
+		break;
+	case KT_LAYER_RULE:
+	case KT_LAYER_ADDR: {
+		unsigned layer;
+		int *seen = k->t == KT_LAYER_RULE ? ps->rule_line : ps->consumer_line;
+		if (!parse_layer_suffix(suffix, &layer)) {
+			fail(ps, ln, "[%s] %s: layer must be a number 0..%u", section, name, FG_MAX_LAYERS - 1);
+			return 0;
+		}
+		if (seen[layer]) {
+			fail(ps, ln, "[%s] layer.%u: already set on line %d", section, layer, seen[layer]);
+			return 0;
+		}
+		if (k->t == KT_LAYER_RULE) {
+			if (rule_parse(value, &c->rules[layer], why, sizeof(why))) {
+				fail(ps, ln, "[rules] %s = %s: %s", name, value, why);
+				return 0;
+			}
+		} else {
+			const char *r = addr_parse_reason(value, &c->consumer[layer]);
+			if (r) {
+				fail(ps, ln, "[consumers] %s = %s: %s", name, value, r);
+				return 0;
+			}
+		}
+		seen[layer] = ln;
+		break;
+	}
+	case KT_LINE_STATE: {
+		int line = fg_fano_line_parse(suffix);
+		if (line < 0) {
+			fail(ps, ln, "[lines] %s: '%s' is not a line (an index 0..6 or an oriented triple like 1,4,5)", name, suffix);
+			return 0;
+		}
+		if (ps->line_line[line]) {
+			fail(ps, ln, "[lines] line %s: already set on line %d", fg_fano_line_name((unsigned)line),
+			     ps->line_line[line]);
+			return 0;
+		}
+		int st = fg_line_state_parse(value);
+		if (st < 0) {
+			fail(ps, ln, "[lines] %s = %s: expected disabled, shadow or active", name, value);
+			return 0;
+		}
+		c->line_initial[line] = (enum fg_line_state)st;
+		ps->line_line[line] = ln;
+		break;
+	}
+	}
+	return 1;
+}
+
+static int key_line(const struct pstate *ps, const char *section, const char *name)
+{
+	for (size_t i = 0; i < N_KEYS; i++)
+		if (strcmp(config_keys[i].doc.section, section) == 0 && strcmp(config_keys[i].doc.key, name) == 0)
+			return ps->key_line[i];
+	return 0;
+}
+
+/* First non-zero line among candidates: where the reader should look. */
+static int first_line(int a, int b)
+{
+	return a ? a : b;
+}
+
+struct band_span {
+	const char *name;
+	uint32_t lo, hi; /* [lo, hi) */
+};
+
+/* Cross-field checks, after every key is read (sections may come in any
+ * order). Reports the line of the key most worth editing. */
+static void config_validate(struct pstate *ps)
+{
+	struct fg_config *c = ps->c;
+	int l_layers = key_line(ps, "model", "layers");
+	int l_bits = key_line(ps, "bands", "layer_bits");
+
+	if ((uint32_t)c->layers > (1u << c->bands.layer_bits)) {
+		fail(ps, first_line(l_layers, l_bits), "[model] layers = %u: more than the %u layers a band holds "
+			  "(1 << [bands] layer_bits = %u)", c->layers, 1u << c->bands.layer_bits, c->bands.layer_bits);
+		return;
+	}
+	c->bands.n_layers = c->layers;
+
+	struct band_span b[3] = {
+		{"seed_base", c->bands.seed_base, (uint32_t)c->bands.seed_base + (1u << c->bands.layer_bits)},
+		{"canonical_base", c->bands.canonical_base, (uint32_t)c->bands.canonical_base + (1u << c->bands.layer_bits)},
+		{"resolved_base", c->bands.resolved_base, (uint32_t)c->bands.resolved_base + (1u << c->bands.layer_bits)},
+	};
+	for (unsigned i = 0; i < 3; i++) {
+		if (b[i].hi > FG_STREAM_STATUS) {
+			fail(ps, first_line(key_line(ps, "bands", b[i].name), l_bits),
+			     "[bands] %s = 0x%04X: band 0x%04X..0x%04X reaches the status/ACK streams 0xFFFE/0xFFFF",
+			     b[i].name, b[i].lo, b[i].lo, b[i].hi - 1);
+			return;
+		}
+		for (unsigned j = 0; j < i; j++) {
+			if (b[i].lo < b[j].hi && b[j].lo < b[i].hi) {
+				int li = key_line(ps, "bands", b[i].name), lj = key_line(ps, "bands", b[j].name);
+				fail(ps, li > lj ? li : first_line(lj, l_bits),
+				     "[bands] overlapping bands: %s 0x%04X..0x%04X and %s 0x%04X..0x%04X", b[j].name, b[j].lo,
+				     b[j].hi - 1, b[i].name, b[i].lo, b[i].hi - 1);
+				return;
+			}
+		}
+	}
+
+	uint64_t body = (uint64_t)c->hidden * c->max_seq_len * 4u;
+	int l_shape = first_line(key_line(ps, "model", "max_seq_len"), key_line(ps, "model", "hidden"));
+
+	if (body + FG_SEED_PREFIX_LEN > FG_LEN_MAX) {
+		fail(ps, l_shape, "[model] hidden * max_seq_len * 4 = %llu bytes: a seed frame holds at most %u body bytes",
+		     (unsigned long long)body, FG_LEN_MAX - FG_SEED_PREFIX_LEN);
+		return;
+	}
+	uint64_t frame = fg_config_max_frame(c);
+	uint64_t chunk = c->mtu - FG_FRAG_HDR_LEN;
+
+	if (frame > FG_FRAG_MAX * chunk) {
+		fail(ps, first_line(key_line(ps, "udp", "mtu"), l_shape),
+		     "[udp] mtu = %u: a %llu-byte seed frame needs %llu fragments, at most %u allowed "
+		     "(raise mtu or lower hidden * max_seq_len)", c->mtu, (unsigned long long)frame,
+		     (unsigned long long)((frame + chunk - 1) / chunk), FG_FRAG_MAX);
+		return;
+	}
+	if (c->ws_max_message < frame) {
+		fail(ps, first_line(key_line(ps, "tls", "ws_max_message"), l_shape),
+		     "[tls] ws_max_message = %u: smaller than the largest seed frame (%llu bytes)", c->ws_max_message,
+		     (unsigned long long)frame);
+		return;
+	}
+	if (c->send_queue_max < frame) {
+		fail(ps, first_line(key_line(ps, "tls", "send_queue_max"), l_shape),
+		     "[tls] send_queue_max = %u: smaller than the largest seed frame (%llu bytes)", c->send_queue_max,
+		     (unsigned long long)frame);
+		return;
+	}
+
+	for (unsigned l = 0; l < FG_MAX_LAYERS; l++) {
+		if (ps->rule_line[l] && l >= c->layers) {
+			fail(ps, ps->rule_line[l], "[rules] layer.%u: layer >= [model] layers (%u)", l, c->layers);
+			return;
+		}
+		if (ps->consumer_line[l] && l >= c->layers) {
+			fail(ps, ps->consumer_line[l], "[consumers] layer.%u: layer >= [model] layers (%u)", l, c->layers);
+			return;
+		}
+	}
+	for (unsigned l = 0; l < FG_MAX_LAYERS; l++) {
+		if (!ps->rule_line[l])
+			c->rules[l] = ps->default_rule;
+		if (!ps->consumer_line[l])
+			c->consumer[l] = c->consumer_default;
+	}
+
+	if (c->udp_raw_port && c->udp_raw_port == c->udp_port) {
+		fail(ps, first_line(key_line(ps, "udp", "raw_port"), key_line(ps, "udp", "port")),
+		     "[udp] raw_port = %u: same port as the fragmented profile; a port speaks one profile", c->udp_raw_port);
+		return;
+	}
+	if (c->slot_capacity < c->lcores) {
+		fail(ps, first_line(key_line(ps, "slots", "capacity"), key_line(ps, "dataplane", "lcores")),
+		     "[slots] capacity = %u: fewer slots than [dataplane] lcores (%u); every shard needs one", c->slot_capacity,
+		     c->lcores);
+		return;
+	}
+	if (!c->tls_cert[0] != !c->tls_key[0]) {
+		fail(ps, first_line(key_line(ps, "tls", "cert"), key_line(ps, "tls", "key")),
+		     "[tls] cert and key go together: set both or neither (neither: self-signed)");
+		return;
+	}
+	if (c->tls_require_client_cert && !c->tls_ca[0]) {
+		fail(ps, key_line(ps, "tls", "require_client_cert"),
+		     "[tls] require_client_cert = true needs ca (the CA that signs client certificates)");
+		return;
+	}
+	if (!c->op_socket[0]) {
+		fail(ps, key_line(ps, "operator", "socket"), "[operator] socket: empty path");
+		return;
+	}
+	if (!c->audit_path[0]) {
+		fail(ps, key_line(ps, "audit", "path"), "[audit] path: empty path");
+		return;
+	}
+	if (!c->dp_profile[0]) {
+		fail(ps, key_line(ps, "dataplane", "profile"), "[dataplane] profile: empty");
+		return;
+	}
+}
+
+int fg_config_parse(struct fg_config *c, const char *text, const char *name, struct fg_config_error *err)
+{
+	struct pstate *ps = calloc(1, sizeof(*ps));
+	struct fg_config *tmp = malloc(sizeof(*tmp));
+
+	memset(err, 0, sizeof(*err));
+	snprintf(err->file, sizeof(err->file), "%s", name ? name : "(string)");
+	if (!ps || !tmp) {
+		free(ps);
+		free(tmp);
+		snprintf(err->reason, sizeof(err->reason), "out of memory");
+		return -ENOMEM;
+	}
+	fg_config_default(tmp);
+	ps->c = tmp;
+	ps->err = err;
+	ps->cur = text ? text : "";
+	if (fg_rule_make(&ps->default_rule, pair_x, FG_ARRAY_LEN(pair_x)) != 0)
+		abort();
+
+	int rc = ini_parse_stream(config_reader, ps, config_handler, ps);
+
+	/* inih reports the first failing line, ours or its own syntax error;
+	 * a syntax error on an earlier line than ours comes first. */
+	if (rc > 0 && (!ps->failed || rc < err->line)) {
+		ps->failed = false;
+		fail(ps, rc, "syntax error: expected [section], key = value, or a comment");
+	} else if (rc < 0 && !ps->failed) {
+		fail(ps, 0, "parser failure (%d)", rc);
+	}
+	if (!ps->failed)
+		config_validate(ps);
+
+	int ret = ps->failed ? -EINVAL : 0;
+
+	if (!ret)
+		*c = *tmp;
+	free(ps);
+	free(tmp);
+	return ret;
+}
+
+int fg_config_load(struct fg_config *c, const char *path, struct fg_config_error *err)
+{
+	memset(err, 0, sizeof(*err));
+	snprintf(err->file, sizeof(err->file), "%s", path ? path : "");
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		int e = errno;
+		snprintf(err->reason, sizeof(err->reason), "cannot open: %s", strerror(e));
+		return -e;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		snprintf(err->reason, sizeof(err->reason), "cannot stat: %s", strerror(e));
+		return -e;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		snprintf(err->reason, sizeof(err->reason), "not a regular file");
+		return -EINVAL;
+	}
+	if ((uint64_t)st.st_size > FG_CONFIG_FILE_MAX) {
+		close(fd);
+		snprintf(err->reason, sizeof(err->reason), "file larger than %u bytes", FG_CONFIG_FILE_MAX);
+		return -EFBIG;
+	}
+	char *buf = malloc((size_t)st.st_size + 1);
+	size_t have = 0;
+
+	if (!buf) {
+		close(fd);
+		snprintf(err->reason, sizeof(err->reason), "out of memory");
+		return -ENOMEM;
+	}
+	while (have < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + have, (size_t)st.st_size - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int e = n < 0 ? errno : EIO;
+			free(buf);
+			close(fd);
+			snprintf(err->reason, sizeof(err->reason), "cannot read: %s", strerror(e));
+			return -e;
+		}
+		have += (size_t)n;
+	}
+	close(fd);
+	buf[have] = '\0';
+	if (memchr(buf, '\0', have)) {
+		free(buf);
+		snprintf(err->reason, sizeof(err->reason), "binary file (NUL byte)");
+		return -EINVAL;
+	}
+	int rc = fg_config_parse(c, buf, path, err);
+
+	free(buf);
+	return rc;
+}
+
+/* ---- derived views ----------------------------------------------------- */
+
+uint64_t fg_config_max_frame(const struct fg_config *c)
+{
+	return FG_HDR_LEN + FG_SEED_PREFIX_LEN + (uint64_t)c->hidden * c->max_seq_len * 4u;
+}
+
+void fg_config_slots(const struct fg_config *c, uint32_t n_shards, struct fg_slots_cfg *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (n_shards == 0)
+		n_shards = 1;
+	out->capacity = c->slot_capacity / n_shards;
+	if (out->capacity == 0)
+		out->capacity = 1;
+	out->hidden = c->hidden;
+	out->max_seq_len = c->max_seq_len;
+	out->n_layers = c->layers;
+	out->deadline_ns = c->slot_deadline_ns;
+	memcpy(out->rules, c->rules, sizeof(out->rules));
+}
+
+void fg_config_limits(const struct fg_config *c, struct fg_seed_limits *out)
+{
+	out->hidden = c->hidden;
+	out->max_seq_len = c->max_seq_len;
+}

@@ -6,8 +6,16 @@
  * I/O, no logging; errors are returned in struct fg_config_error.
  *
  * Who may call: any thread; the result is a plain value the caller owns.
- * docs/config.md documents every key; fanogate.ini.example is generated
- * from the same table (fg_config_keys). */
+ * docs/config.md documents every key and docs/fanogate.ini.example is a
+ * complete example; both are checked against the key table
+ * (fg_config_key, printed by `fanoctl config keys`) by the tools tests.
+ *
+ * Syntax: inih's (sections, key = value, ';' or '#' comment lines, ';'
+ * inline comments, an indented line continues the previous key's value,
+ * which here means the key is given twice and is refused). Lines are at most
+ * FG_CONFIG_LINE_MAX bytes. Every key may be given once. Numbers are decimal
+ * or 0x-hex; byte sizes take K, M or G (binary) suffixes; booleans are
+ * true/false, yes/no, on/off, 1/0. */
 #ifndef FG_CONFIG_H
 #define FG_CONFIG_H
 
@@ -21,6 +29,8 @@
 #include "fg/wire.h"
 
 #define FG_PATH_MAX 256
+#define FG_CONFIG_LINE_MAX 197  /* inih's fixed line buffer, minus CR LF NUL */
+#define FG_CONFIG_FILE_MAX (1u << 20)
 #define FG_ALLOW_MAX 32
 #define FG_CONSUMERS_MAX FG_MAX_LAYERS
 
@@ -32,10 +42,14 @@ struct fg_prefix {
 };
 /* True when addr (4 or 16 bytes per family) lies inside p. */
 bool fg_prefix_match(const struct fg_prefix *p, int family, const uint8_t *addr);
-/* Parse "10.0.0.0/8", "fd00::/8", or a bare address (full length). 0 or -EINVAL. */
+/* Parse "10.0.0.0/8", "fd00::/8", or a bare address (full length). Host
+ * bits beyond the prefix must be zero (10.0.0.1/8 is refused as a likely
+ * typo). 0 or -EINVAL; *out written only on success. */
 FG_MUST_CHECK int fg_prefix_parse(const char *s, struct fg_prefix *out);
 
-/* "host:port" / "[v6]:port" listener or peer address. */
+/* "a.b.c.d:port", "[v6]:port", "localhost:port" (127.0.0.1) or "*:port"
+ * (0.0.0.0) listener or peer address; no name resolution. Port 1..65535.
+ * 0 or -EINVAL; *out written only on success (set = true). */
 struct fg_addr {
 	int family;
 	uint8_t addr[16];
@@ -68,7 +82,11 @@ struct fg_config {
 	bool send_status;       /* status frames to UDP senders, default true */
 	struct fg_prefix allow[FG_ALLOW_MAX];
 	unsigned n_allow;       /* 0 = allow all */
-	struct fg_addr consumer[FG_CONSUMERS_MAX]; /* [consumers] layer.N = host:port; default = ... */
+	/* [consumers] layer.N = host:port; default = host:port. After loading,
+	 * consumer[L] is the effective UDP consumer of layer L (its own entry,
+	 * else the default); set == false: no UDP delivery for that layer
+	 * (WebSocket subscribers and pulls still get the seed). Default: none. */
+	struct fg_addr consumer[FG_CONSUMERS_MAX];
 	struct fg_addr consumer_default;
 	uint32_t reasm_contexts;  /* default 1024 */
 	uint32_t reasm_timeout_ms;/* default 250 */
@@ -78,8 +96,9 @@ struct fg_config {
 	/* [tls] */
 	struct fg_addr tls_listen;    /* default 0.0.0.0:8443 */
 	char tls_cert[FG_PATH_MAX], tls_key[FG_PATH_MAX], tls_ca[FG_PATH_MAX];
-	bool tls_require_client_cert;
-	char tokens_file[FG_PATH_MAX];
+					/* cert/key empty (default): self-signed, generated on first run */
+	bool tls_require_client_cert;   /* default false; needs tls_ca */
+	char tokens_file[FG_PATH_MAX];  /* bearer tokens, one per line; empty = no token auth */
 	uint32_t max_connections;     /* default 1024 */
 	uint32_t ws_max_message;      /* default 1 MiB */
 	uint32_t handshake_timeout_ms;/* default 5000 */
@@ -89,13 +108,13 @@ struct fg_config {
 	char audit_path[FG_PATH_MAX]; /* default /var/lib/fanogate/audit.log */
 	uint64_t audit_rotate_bytes;  /* default 64 MiB */
 	uint32_t group_commit_us;     /* default 1000 */
-	char alert_command[FG_PATH_MAX];
+	char alert_command[FG_PATH_MAX]; /* run on divergence; empty = none */
 	uint32_t alert_min_interval_ms; /* default 10000 */
 	/* [operator] */
 	char op_socket[FG_PATH_MAX];  /* default /run/fanogate/fanoctl.sock */
-	char op_group[64];
+	char op_group[64];            /* group allowed on the socket; empty = root only */
 	/* [metrics] */
-	struct fg_addr metrics_listen;/* default 127.0.0.1:9464 */
+	struct fg_addr metrics_listen;/* default 127.0.0.1:9464; "off" = set false */
 };
 
 struct fg_config_error {
@@ -106,13 +125,36 @@ struct fg_config_error {
 
 /* Fill every default (the embedded default configuration). */
 void fg_config_default(struct fg_config *c);
-/* Parse a file over the defaults. Returns 0, or -EINVAL / -errno with *err filled. */
+/* Read a file (at most FG_CONFIG_FILE_MAX bytes) and parse it over the
+ * defaults (keys not in the file keep their default). Returns 0 with *c
+ * written, or -EINVAL (invalid value; err->line says where) / -errno (cannot
+ * read; err->line 0) with *err filled and *c untouched. */
 FG_MUST_CHECK int fg_config_load(struct fg_config *c, const char *path, struct fg_config_error *err);
-/* Same from a string (tests, fuzzing, the embedded default). name is used in errors. */
+/* Same from a NUL-terminated string (tests, fuzzing, the embedded default).
+ * name is used as err->file. */
 FG_MUST_CHECK int fg_config_parse(struct fg_config *c, const char *text, const char *name,
 				  struct fg_config_error *err);
-/* Derived: slot table configuration for one shard of n (capacity / n each). */
+/* Derived: slot table configuration for one shard of n (capacity / n each,
+ * at least 1), the model shape, the deadline and every layer's rule. */
 void fg_config_slots(const struct fg_config *c, uint32_t n_shards, struct fg_slots_cfg *out);
 void fg_config_limits(const struct fg_config *c, struct fg_seed_limits *out);
+/* Bytes of the largest seed frame the configuration admits:
+ * 10 + 8 + hidden * max_seq_len * 4. */
+uint64_t fg_config_max_frame(const struct fg_config *c);
+
+/* The key table, for documentation and `fanoctl config keys`. Keys written
+ * "layer.N" / "line.N" stand for a family (N a layer number, or a line index
+ * or triple). All strings are static. */
+struct fg_config_key_doc {
+	const char *section; /* "model", ... */
+	const char *key;     /* "hidden", "layer.N", ... */
+	const char *type;    /* "uint", "bytes", "bool", "fraction", "string", "address", "prefixes", "rule", "state", "hex16", "ms" */
+	const char *def;     /* default as written in a file; "" when empty */
+	const char *range;   /* accepted values */
+	const char *help;    /* one sentence */
+};
+/* Number of keys, and key i (NULL when i >= the count). */
+size_t fg_config_key_count(void);
+const struct fg_config_key_doc *fg_config_key(size_t i);
 
 #endif
