@@ -266,21 +266,20 @@ static int hdr_content_length(struct cp_http_str v, const struct cp_http_limits 
 	if (v.len == 0)
 		return -CP_HTTP_R_BAD_CONTENT_LENGTH;
 	uint64_t n = 0;
+	bool overflow = false;
 	for (size_t i = 0; i < v.len; i++) {
 		if (v.p[i] < '0' || v.p[i] > '9')
 			return -CP_HTTP_R_BAD_CONTENT_LENGTH;
 		unsigned d = (unsigned)(v.p[i] - '0');
-		/* Saturate instead of wrapping: anything past max_body is 413
-		 * however many digits follow, as long as they are digits. */
+		/* Keep checking the digits after an overflow: a non-digit is
+		 * 400 wherever it is; an overflow is always 413, never a wrap. */
 		if (n > (UINT64_MAX - d) / 10)
-			n = UINT64_MAX;
+			overflow = true;
 		else
 			n = n * 10 + d;
 	}
-	if (n > lim->max_body) {
-		/* finish validating the digits first: done above */
+	if (overflow || n > lim->max_body)
 		return -CP_HTTP_R_BODY_TOO_LARGE;
-	}
 	r->has_content_length = true;
 	r->content_length = n;
 	return 0;
