@@ -32,7 +32,11 @@
 
 #define FG_REDUCE_BLOCK 2048u
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(FG_NO_TARGET_CLONES)
+/* Not under TSan: the ifunc resolver runs during relocation, before the
+ * TSan runtime is initialised, and crashes there (seen with gcc 12). The
+ * TSan build then uses the baseline loop, which has the same semantics. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(FG_NO_TARGET_CLONES) && \
+	!defined(__SANITIZE_THREAD__)
 #define FG_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define FG_CLONES

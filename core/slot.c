@@ -268,7 +268,11 @@ static void slot_close(struct fg_slots *s, uint32_t i, enum fg_slot_state st)
 
 static inline uint32_t slot_index(const struct fg_slots *s, uint32_t token_seq, uint16_t layer)
 {
-	return fg_shard_of(token_seq, layer, s->cfg.n_layers, s->cfg.capacity);
+	uint64_t k = (uint64_t)token_seq * s->cfg.n_layers + layer;
+
+	if (s->cfg.n_shards > 1)
+		k /= s->cfg.n_shards;
+	return (uint32_t)(k % s->cfg.capacity);
 }
 
 /* Position of line in the rule order; the caller checked it is expected. */

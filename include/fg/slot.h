@@ -7,9 +7,13 @@
  * deadlines and expiry.
  *
  * Key -> slot: direct mapped, no hash table. The coordinator allocates
- * token_seq densely, so index = (token_seq * n_layers + layer) mod capacity
- * puts a window of capacity / n_layers consecutive tokens side by side (the
- * SwitchML idea of mapping the sender's pool index directly). A key whose
+ * token_seq densely, so with k = token_seq * n_layers + layer,
+ * index = (k / n_shards) mod capacity puts a window of
+ * capacity * n_shards / n_layers consecutive tokens side by side (the
+ * SwitchML idea of mapping the sender's pool index directly). Dividing by
+ * n_shards matters: fg_shard_of gives a table only keys with
+ * k mod n_shards == shard, and without the division those would use only
+ * capacity / n_shards of its indices. A key whose
  * index is held by another live (open) slot gets FG_O_NO_SLOT; a resolved,
  * expired or poisoned occupant is reclaimed, its buffers are not read again
  * (every line's landed count is reset, so no stale byte is ever used).
@@ -78,6 +82,8 @@ struct fg_slots_cfg {
 	uint32_t hidden;      /* floats per row */
 	uint32_t max_seq_len; /* rows per contribution */
 	uint16_t n_layers;    /* destination layers, <= FG_MAX_LAYERS */
+	uint32_t n_shards;    /* tables the key space is split over by
+			       * fg_shard_of; 0 and 1 both mean one */
 	uint64_t deadline_ns; /* from slot open to expiry */
 	struct fg_rule rules[FG_MAX_LAYERS]; /* per layer */
 };
