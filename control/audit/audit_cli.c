@@ -1,0 +1,432 @@
+/* audit_cli.c - `fanoctl audit verify FILE...` and
+ * `fanoctl audit tail [--json] [-n N] [-f] FILE`.
+ *
+ * Owns: the offline reading of audit log files (no daemon needed: the log
+ * is self-describing). tools/fanoctl (C's dispatcher) calls fg_audit_cli
+ * with the words after "audit" (see audit_cli.h).
+ * Runs in the CLI's only thread; prints to stdout, errors to stderr.
+ *
+ * Exit codes: 0 ok; 1 the log is bad (verify) ; 2 usage or I/O error. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit_cli.h"
+#include "fg/audit.h"
+
+static const char *state_name(unsigned s)
+{
+	static const char *const n[] = { "disabled", "shadow", "active", "degraded" };
+	return s < 4 ? n[s] : "unknown";
+}
+
+static const char *event_name(unsigned e)
+{
+	static const char *const n[] = { "op_enable", "op_disable", "op_shadow", "op_active",
+					 "clean",     "divergence", "conflict" };
+	return e < 7 ? n[e] : "unknown";
+}
+
+static int read_file(const char *path, uint8_t **out, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat sb;
+	if (fstat(fd, &sb) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	size_t n = (size_t)sb.st_size;
+	uint8_t *buf = malloc(n ? n : 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = read(fd, buf + got, n - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	*out = buf;
+	*len = got;
+	return 0;
+}
+
+/* ---- verify ---------------------------------------------------------------- */
+
+static int cmd_verify(int argc, char **argv)
+{
+	if (argc < 1) {
+		fprintf(stderr, "usage: fanoctl audit verify FILE... (oldest first: "
+				"fanogate.audit.1 fanogate.audit.2 ... fanogate.audit)\n");
+		return 2;
+	}
+	struct fg_audit_chain chain;
+	bool have_chain = false, anchored = true;
+	uint64_t total = 0, first_seq = 0;
+	for (int i = 0; i < argc; i++) {
+		uint8_t *buf;
+		size_t len;
+		int rc = read_file(argv[i], &buf, &len);
+		if (rc < 0) {
+			fprintf(stderr, "fanoctl audit verify: %s: %s\n", argv[i], strerror(-rc));
+			return 2;
+		}
+		struct fg_audit_scan s;
+		rc = fg_audit_verify(buf, len, have_chain ? &chain : NULL, &s);
+		free(buf);
+		if (i == 0) {
+			anchored = s.anchored;
+			first_seq = s.first_seq;
+		}
+		if (rc < 0) {
+			printf("BAD %s: first bad record at offset %" PRIu64 ", seq %" PRIu64 ": %s"
+			       " (%" PRIu64 " good records before it%s)\n",
+			       argv[i], s.bad_offset, s.bad_seq, fg_audit_reason_name(s.reason), s.records,
+			       fg_audit_reason_is_torn(s.reason) && len - s.bad_offset <= FG_AUDIT_TAIL_MAX
+				       ? "; looks like a torn tail the daemon would cut on start-up"
+				       : "");
+			return 1;
+		}
+		if (s.records == 0) {
+			printf("BAD %s: empty file\n", argv[i]);
+			return 1;
+		}
+		printf("ok  %s: %" PRIu64 " records, seq %" PRIu64 "..%" PRIu64 ", %zu bytes\n", argv[i],
+		       s.records, s.first_seq, s.last_seq, len);
+		chain = s.chain;
+		have_chain = true;
+		total += s.records;
+	}
+	char hex[2 * FG_AUDIT_HASH_LEN + 1];
+	fg_audit_hex(chain.head, hex);
+	if (anchored)
+		printf("OK: %" PRIu64 " records in %d file(s), chain verified from genesis; head seq %" PRIu64
+		       " hash %s\n", total, argc, chain.next_seq - 1, hex);
+	else
+		printf("OK: %" PRIu64 " records in %d file(s), chain verified from seq %" PRIu64
+		       " (earlier files not given: the start is taken on trust); head seq %" PRIu64 " hash %s\n",
+		       total, argc, first_seq, chain.next_seq - 1, hex);
+	return 0;
+}
+
+/* ---- tail ------------------------------------------------------------------ */
+
+static void json_str(FILE *o, const char *s)
+{
+	fputc('"', o);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(o, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(o, "\\u%04x", c);
+		else
+			fputc(c, o);
+	}
+	fputc('"', o);
+}
+
+static void fmt_time(uint64_t ns, char *out, size_t cap)
+{
+	time_t t = (time_t)(ns / 1000000000u);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	size_t k = strftime(out, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + k, cap - k, ".%06uZ", (unsigned)(ns % 1000000000u / 1000u));
+}
+
+static void lines_list(uint8_t m, char *out, size_t cap)
+{
+	size_t k = 0;
+	out[0] = '\0';
+	for (unsigned i = 0; i < 7; i++)
+		if (m & (1u << i))
+			k += (size_t)snprintf(out + k, cap - k, "%s%u", k ? "," : "", i);
+}
+
+static void json_double(FILE *o, double d)
+{
+	if (isfinite(d))
+		fprintf(o, "%.9g", d);
+	else
+		fputs(isnan(d) ? "\"nan\"" : (d > 0 ? "\"inf\"" : "\"-inf\""), o);
+}
+
+static void print_json(FILE *o, const struct fg_audit_rec *r)
+{
+	char t[40], hex[2 * FG_AUDIT_HASH_LEN + 1];
+	fmt_time(r->time_ns, t, sizeof(t));
+	fg_audit_hex(r->hash, hex);
+	fprintf(o, "{\"seq\":%" PRIu64 ",\"time\":\"%s\",\"type\":\"%s\",\"hash\":\"%s\"", r->seq, t,
+		fg_audit_type_name(r->type), hex);
+	const union fg_audit_payload *p = &r->p;
+	switch (r->type) {
+	case FG_AREC_GENESIS:
+		fprintf(o, ",\"format\":%u,\"who\":", p->genesis.format);
+		json_str(o, p->genesis.who);
+		break;
+	case FG_AREC_VERDICT: {
+		const struct fg_audit_verdict *v = &p->verdict;
+		char l[32];
+		lines_list(v->lines, l, sizeof(l));
+		fprintf(o, ",\"token_seq\":%u,\"dst_layer\":%u,\"lines\":[%s],\"verdict\":\"%s\",\"epoch\":%u,"
+			   "\"sampled\":%s,\"fp_jump\":\"%016" PRIx64 "\",\"fp_canon\":\"%016" PRIx64 "\","
+			   "\"canonical\":\"%s\",\"shape_mismatch\":%s",
+			v->token_seq, v->dst_layer, l, fg_verdict_kind_name(v->kind), v->epoch,
+			v->sampled ? "true" : "false", v->fp_jump, v->fp_canon,
+			v->canon_kind == 0 ? "full" : v->canon_kind == 1 ? "digest" : "none",
+			v->shape_mismatch ? "true" : "false");
+		if (v->has_diff) {
+			fprintf(o, ",\"diff\":{\"elements\":%u,\"count\":%u,\"nan\":%u,\"max_abs\":", v->diff.n_elems,
+				v->diff.count, v->diff.nan_count);
+			json_double(o, v->diff.max_abs);
+			fprintf(o, ",\"max_ulp\":%" PRIu64 ",\"first_index\":", v->diff.max_ulp);
+			if (v->diff.first_index == UINT32_MAX)
+				fputs("null}", o);
+			else
+				fprintf(o, "%u}", v->diff.first_index);
+		}
+		break;
+	}
+	case FG_AREC_LINE:
+		fprintf(o, ",\"line\":%u,\"from\":\"%s\",\"to\":\"%s\",\"event\":\"%s\",\"uid\":%u,\"pid\":%d,\"origin\":",
+			p->line.line, state_name(p->line.from), state_name(p->line.to), event_name(p->line.event),
+			p->line.uid, p->line.pid);
+		json_str(o, p->line.origin);
+		fputs(",\"why\":", o);
+		json_str(o, p->line.why);
+		break;
+	case FG_AREC_EPOCH:
+		fprintf(o, ",\"from\":%u,\"to\":%u,\"uid\":%u,\"pid\":%d,\"why\":", p->epoch.from, p->epoch.to,
+			p->epoch.uid, p->epoch.pid);
+		json_str(o, p->epoch.why);
+		break;
+	case FG_AREC_CONFLICT:
+		fprintf(o, ",\"token_seq\":%u,\"dst_layer\":%u,\"line\":%u,\"epoch\":%u", p->conflict.token_seq,
+			p->conflict.dst_layer, p->conflict.line, p->conflict.epoch);
+		break;
+	case FG_AREC_PEER_AUTH:
+		fputs(",\"peer\":", o);
+		json_str(o, p->peer_auth.peer);
+		fputs(",\"reason\":", o);
+		json_str(o, p->peer_auth.reason);
+		break;
+	case FG_AREC_RECOVERY:
+		fprintf(o, ",\"cut_offset\":%" PRIu64 ",\"cut_bytes\":%" PRIu64 ",\"last_seq\":%" PRIu64
+			   ",\"reason\":\"%s\"", p->recovery.cut_offset, p->recovery.cut_bytes, p->recovery.last_seq,
+			fg_audit_reason_name(p->recovery.reason));
+		break;
+	case FG_AREC_ROTATION:
+		fprintf(o, ",\"prev_file_records\":%" PRIu64 ",\"prev_file_bytes\":%" PRIu64
+			   ",\"prev_file_index\":%u", p->rotation.prev_file_records, p->rotation.prev_file_bytes,
+			p->rotation.prev_file_index);
+		break;
+	default:
+		break;
+	}
+	fputs("}\n", o);
+}
+
+static void print_human(FILE *o, const struct fg_audit_rec *r)
+{
+	char t[40];
+	fmt_time(r->time_ns, t, sizeof(t));
+	fprintf(o, "%-8" PRIu64 " %s  %-9s ", r->seq, t, fg_audit_type_name(r->type));
+	const union fg_audit_payload *p = &r->p;
+	switch (r->type) {
+	case FG_AREC_GENESIS:
+		fprintf(o, "new log, format %u, by %s", p->genesis.format, p->genesis.who);
+		break;
+	case FG_AREC_VERDICT: {
+		const struct fg_audit_verdict *v = &p->verdict;
+		char l[32];
+		lines_list(v->lines, l, sizeof(l));
+		fprintf(o, "token %u layer %u lines %s %s%s jump %016" PRIx64 " canon %016" PRIx64, v->token_seq,
+			v->dst_layer, l, fg_verdict_kind_name(v->kind), v->sampled ? " (sampled)" : "", v->fp_jump,
+			v->fp_canon);
+		if (v->shape_mismatch)
+			fputs(" shape mismatch", o);
+		if (v->has_diff && v->diff.count)
+			fprintf(o, " diff %u/%u max_abs %.9g max_ulp %" PRIu64 " nan %u", v->diff.count, v->diff.n_elems,
+				v->diff.max_abs, v->diff.max_ulp, v->diff.nan_count);
+		break;
+	}
+	case FG_AREC_LINE:
+		fprintf(o, "line %u %s -> %s (%s) by uid %u pid %d via %s: %s", p->line.line, state_name(p->line.from),
+			state_name(p->line.to), event_name(p->line.event), p->line.uid, p->line.pid, p->line.origin,
+			p->line.why);
+		break;
+	case FG_AREC_EPOCH:
+		fprintf(o, "model epoch %u -> %u by uid %u pid %d: %s", p->epoch.from, p->epoch.to, p->epoch.uid,
+			p->epoch.pid, p->epoch.why);
+		break;
+	case FG_AREC_CONFLICT:
+		fprintf(o, "token %u layer %u line %u epoch %u", p->conflict.token_seq, p->conflict.dst_layer,
+			p->conflict.line, p->conflict.epoch);
+		break;
+	case FG_AREC_PEER_AUTH:
+		fprintf(o, "peer %s: %s", p->peer_auth.peer, p->peer_auth.reason);
+		break;
+	case FG_AREC_RECOVERY:
+		fprintf(o, "cut %" PRIu64 " bytes at offset %" PRIu64 " (%s); last intact seq %" PRIu64,
+			p->recovery.cut_bytes, p->recovery.cut_offset, fg_audit_reason_name(p->recovery.reason),
+			p->recovery.last_seq);
+		break;
+	case FG_AREC_ROTATION:
+		fprintf(o, "continues from file .%u (%" PRIu64 " records, %" PRIu64 " bytes)",
+			p->rotation.prev_file_index, p->rotation.prev_file_records, p->rotation.prev_file_bytes);
+		break;
+	default:
+		break;
+	}
+	fputc('\n', o);
+}
+
+static void print_rec(const struct fg_audit_rec *r, bool json)
+{
+	if (json)
+		print_json(stdout, r);
+	else
+		print_human(stdout, r);
+}
+
+/* Decode whole records from buf[0..len); returns bytes consumed. A record
+ * that does not decode (yet) ends the walk: the writer may be mid-batch. */
+static size_t walk(const uint8_t *buf, size_t len, struct fg_audit_rec *ring, size_t n, size_t *count)
+{
+	size_t off = 0;
+	while (off < len) {
+		struct fg_audit_rec r;
+		ssize_t k = fg_audit_decode(buf + off, len - off, &r);
+		if (k < 0)
+			break;
+		if (n)
+			ring[*count % n] = r;
+		(*count)++;
+		off += (size_t)k;
+	}
+	return off;
+}
+
+static int cmd_tail(int argc, char **argv)
+{
+	bool json = false, follow = false;
+	long nlast = 10;
+	const char *path = NULL;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--follow"))
+			follow = true;
+		else if (!strcmp(argv[i], "-n") && i + 1 < argc) {
+			char *end;
+			nlast = strtol(argv[++i], &end, 10);
+			if (*end || nlast < 0 || nlast > 1000000) {
+				fprintf(stderr, "fanoctl audit tail: bad -n %s\n", argv[i]);
+				return 2;
+			}
+		} else if (argv[i][0] == '-' || path) {
+			fprintf(stderr, "usage: fanoctl audit tail [--json] [-n N] [-f] FILE\n");
+			return 2;
+		} else
+			path = argv[i];
+	}
+	if (!path) {
+		fprintf(stderr, "usage: fanoctl audit tail [--json] [-n N] [-f] FILE\n");
+		return 2;
+	}
+	uint8_t *buf;
+	size_t len;
+	int rc = read_file(path, &buf, &len);
+	if (rc < 0) {
+		fprintf(stderr, "fanoctl audit tail: %s: %s\n", path, strerror(-rc));
+		return 2;
+	}
+	struct fg_audit_rec *ring = NULL;
+	if (nlast) {
+		ring = calloc((size_t)nlast, sizeof(*ring));
+		if (!ring) {
+			free(buf);
+			return 2;
+		}
+	}
+	size_t count = 0;
+	size_t off = walk(buf, len, ring, (size_t)nlast, &count);
+	free(buf);
+	size_t first = count > (size_t)nlast ? count - (size_t)nlast : 0;
+	for (size_t i = first; i < count; i++)
+		print_rec(&ring[i % (size_t)nlast], json);
+	free(ring);
+	fflush(stdout);
+	if (!follow)
+		return 0;
+
+	/* Follow: poll every 200 ms; a rotation (new inode at path, or the file
+	 * shrinking) restarts at offset 0 of the new file. */
+	struct stat sb;
+	ino_t ino = stat(path, &sb) == 0 ? sb.st_ino : 0;
+	for (;;) {
+		struct timespec ts = { 0, 200 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		if (stat(path, &sb) != 0)
+			continue;
+		if (sb.st_ino != ino || (uint64_t)sb.st_size < off) {
+			ino = sb.st_ino;
+			off = 0;
+		}
+		if ((uint64_t)sb.st_size == off)
+			continue;
+		rc = read_file(path, &buf, &len);
+		if (rc < 0 || len <= off) {
+			if (rc == 0)
+				free(buf);
+			continue;
+		}
+		size_t off0 = off;
+		size_t k = 0;
+		while (off < len) {
+			struct fg_audit_rec r;
+			ssize_t n = fg_audit_decode(buf + off, len - off, &r);
+			if (n < 0)
+				break;
+			print_rec(&r, json);
+			off += (size_t)n;
+			k++;
+		}
+		(void)off0;
+		(void)k;
+		free(buf);
+		fflush(stdout);
+	}
+}
+
+int fg_audit_cli(int argc, char **argv)
+{
+	if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
+		fprintf(argc < 1 ? stderr : stdout,
+			"usage: fanoctl audit verify FILE...            check checksums and the hash chain\n"
+			"       fanoctl audit tail [--json] [-n N] [-f] FILE   show the last records\n");
+		return argc < 1 ? 2 : 0;
+	}
+	if (!strcmp(argv[0], "verify"))
+		return cmd_verify(argc - 1, argv + 1);
+	if (!strcmp(argv[0], "tail"))
+		return cmd_tail(argc - 1, argv + 1);
+	fprintf(stderr, "fanoctl audit: unknown command %s (verify, tail)\n", argv[0]);
+	return 2;
+}

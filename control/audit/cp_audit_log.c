@@ -1,0 +1,747 @@
+/* cp_audit_log.c - the audit log file: group commit over a private io_uring,
+ * durability tracking, fail-closed on I/O errors, start-up recovery and
+ * rotation. Contract: cp_audit_log.h. One thread (the daemon's loop).
+ *
+ * Batch state machine (one batch in flight at most):
+ *
+ *   IDLE --append, group_commit_us == 0 or batch_max waiting--> IN_FLIGHT
+ *   IDLE --append, otherwise: arm timer--> IDLE(timer) --timer--> IN_FLIGHT
+ *   IN_FLIGHT --write short, fsync cancelled--> IN_FLIGHT (rest resubmitted)
+ *   IN_FLIGHT --write+fdatasync ok: on_durable(last seq)--> IDLE, or
+ *             IN_FLIGHT again at once when records gathered meanwhile
+ *   IN_FLIGHT --write error / fdatasync error--> FAILED (terminal)
+ *
+ * Invariants:
+ *  1. Records [0, durable_next) are on disk and fdatasync'ed; the current
+ *     file's first file_off bytes hold the durable records of this file.
+ *  2. The in-flight buffer holds whole records [durable_next, ilast_seq]
+ *     destined for file offset file_off; fill holds the whole records after
+ *     them, in sequence order, chained (their prev fields are final).
+ *  3. When has_boundary, fill[0, boundary) belongs to the current file and
+ *     fill[boundary, ...) starts with the ROTATION record of the next file;
+ *     no batch crosses the boundary, and the file switch happens only with
+ *     nothing in flight.
+ *  4. Once failed, nothing is submitted and durable_next never moves. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <liburing.h>
+#include <openssl/sha.h>
+
+#include "cp_audit_log.h"
+#include "fg/wire.h"
+
+#define TAG_WRITE 1u
+#define TAG_FSYNC 2u
+#define TAG_TIMER 3u
+#define BACKLOG_DEFAULT (8u << 20)
+
+struct cp_audit_log {
+	struct cp_audit_log_cfg cfg;
+	char path[PATH_MAX];
+	int fd, dirfd, efd;
+	struct io_uring ring;
+	bool ring_up;
+
+	struct fg_audit_chain chain; /* after the last appended record */
+	uint8_t durable_head[FG_AUDIT_HASH_LEN];
+	uint64_t durable_next;
+
+	uint8_t *fill;
+	uint32_t fill_len, buf_cap;
+	bool has_boundary;
+	uint32_t boundary;
+
+	uint8_t *ibuf;
+	bool inflight;
+	uint32_t ilen, idone, ilast_off, irecords;
+	uint64_t ilast_seq;
+	int pending_cqes, wres, fres;
+
+	uint64_t file_off;        /* durable bytes of the current file */
+	uint64_t assigned_bytes;  /* bytes given to the newest file (durable, in flight, waiting) */
+	uint64_t assigned_records;
+	uint32_t file_index;      /* highest rotated N */
+
+	bool timer_armed;
+	struct __kernel_timespec ts;
+
+	bool failed;
+	int err;
+	int inject_err;
+	struct cp_audit_log_stats st;
+};
+
+static uint64_t now_realtime_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+int cp_audit_log_rotated_name(const char *path, uint32_t n, char *out, size_t cap)
+{
+	int k = snprintf(out, cap, "%s.%" PRIu32, path, n);
+	return k < 0 || (size_t)k >= cap ? -ENAMETOOLONG : 0;
+}
+
+uint32_t cp_audit_log_highest_rotated(const char *path)
+{
+	/* Names are dense from 1 (only this file creates them), so probing
+	 * upward is enough; a gap ends the search. */
+	uint32_t n = 0;
+	char name[PATH_MAX];
+	for (;;) {
+		if (cp_audit_log_rotated_name(path, n + 1, name, sizeof(name)) < 0)
+			break;
+		struct stat sb;
+		if (stat(name, &sb) != 0)
+			break;
+		n++;
+	}
+	return n;
+}
+
+/* ---- blocking helpers used at start-up and rotation only ----------------- */
+
+static int read_all(int fd, uint8_t **out, size_t *len)
+{
+	struct stat sb;
+	if (fstat(fd, &sb) < 0)
+		return -errno;
+	size_t n = (size_t)sb.st_size;
+	uint8_t *buf = malloc(n ? n : 1);
+	if (!buf)
+		return -ENOMEM;
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = pread(fd, buf + got, n - got, (off_t)got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			int e = r < 0 ? -errno : -EIO;
+			free(buf);
+			return e;
+		}
+		got += (size_t)r;
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+static int write_sync(int fd, const uint8_t *buf, size_t n, uint64_t off)
+{
+	size_t done = 0;
+	while (done < n) {
+		ssize_t r = pwrite(fd, buf + done, n - done, (off_t)(off + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -EIO;
+		done += (size_t)r;
+	}
+	return fdatasync(fd) < 0 ? -errno : 0;
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, const char *a, int e)
+{
+	if (err && errlen)
+		snprintf(err, errlen, fmt, a, strerror(e));
+}
+
+/* ---- failure ---------------------------------------------------------------- */
+
+static void fail(struct cp_audit_log *l, int err, const char *what)
+{
+	if (l->failed)
+		return;
+	l->failed = true;
+	l->err = err;
+	if (l->cfg.on_failed)
+		l->cfg.on_failed(l->cfg.arg, err, what);
+}
+
+/* ---- io_uring submission ------------------------------------------------------ */
+
+static int queue_io(struct cp_audit_log *l)
+{
+	struct io_uring_sqe *w = io_uring_get_sqe(&l->ring);
+	struct io_uring_sqe *f = io_uring_get_sqe(&l->ring);
+	if (!w || !f)
+		return -EBUSY; /* cannot happen: the ring holds 8 and we use 3 */
+	io_uring_prep_write(w, l->fd, l->ibuf + l->idone, l->ilen - l->idone, l->file_off + l->idone);
+	/* The fdatasync runs only after the write completed in full; a short
+	 * write cancels it (-ECANCELED) and the rest is resubmitted. */
+	w->flags |= IOSQE_IO_LINK;
+	io_uring_sqe_set_data64(w, TAG_WRITE);
+	io_uring_prep_fsync(f, l->fd, IORING_FSYNC_DATASYNC);
+	io_uring_sqe_set_data64(f, TAG_FSYNC);
+	l->pending_cqes = 2;
+	l->wres = l->fres = 0;
+	int rc = io_uring_submit(&l->ring);
+	return rc < 0 ? rc : 0;
+}
+
+static int switch_file(struct cp_audit_log *l)
+{
+	char name[PATH_MAX];
+	uint32_t n = l->file_index + 1;
+	int rc = cp_audit_log_rotated_name(l->path, n, name, sizeof(name));
+	if (rc < 0)
+		return rc;
+	if (rename(l->path, name) < 0)
+		return -errno;
+	if (fsync(l->dirfd) < 0)
+		return -errno;
+	int fd = open(l->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return -errno;
+	if (fsync(l->dirfd) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	close(l->fd);
+	l->fd = fd;
+	l->file_off = 0;
+	l->file_index = n;
+	l->st.rotations++;
+	return 0;
+}
+
+/* Move the next batch from fill to the in-flight buffer and submit it. */
+static int submit_batch(struct cp_audit_log *l)
+{
+	if (l->failed || l->inflight || l->fill_len == 0)
+		return 0;
+	if (l->has_boundary && l->boundary == 0) {
+		int rc = switch_file(l);
+		if (rc < 0) {
+			fail(l, -rc, "rotate");
+			return -EIO;
+		}
+		l->has_boundary = false;
+	}
+	uint32_t limit = l->has_boundary ? l->boundary : l->fill_len;
+	uint32_t batch_max = l->cfg.batch_max;
+	uint32_t off = 0, last = 0, n = 0;
+	while (off < limit) {
+		uint32_t rl = fg_le32(l->fill + off);
+		if (n > 0 && (off + rl > batch_max || (l->cfg.batch_max_records && n >= l->cfg.batch_max_records)))
+			break;
+		last = off;
+		off += rl;
+		n++;
+	}
+	if (off == l->fill_len) {
+		uint8_t *t = l->ibuf; /* both buffers are buf_cap bytes: swap, no copy */
+		l->ibuf = l->fill;
+		l->fill = t;
+	} else {
+		memcpy(l->ibuf, l->fill, off);
+		memmove(l->fill, l->fill + off, l->fill_len - off);
+	}
+	l->fill_len -= off;
+	if (l->has_boundary)
+		l->boundary -= off;
+	l->ilen = off;
+	l->idone = 0;
+	l->ilast_off = last;
+	l->irecords = n;
+	l->ilast_seq = fg_le64(l->ibuf + last + 8);
+	l->inflight = true;
+	l->st.batches++;
+	int rc = queue_io(l);
+	if (rc < 0) {
+		fail(l, -rc, "io_uring submit");
+		return -EIO;
+	}
+	return 0;
+}
+
+static void arm_timer(struct cp_audit_log *l)
+{
+	if (l->timer_armed)
+		return;
+	struct io_uring_sqe *t = io_uring_get_sqe(&l->ring);
+	if (!t) {
+		(void)submit_batch(l);
+		return;
+	}
+	uint64_t ns = (uint64_t)l->cfg.group_commit_us * 1000u;
+	l->ts.tv_sec = (long long)(ns / 1000000000u);
+	l->ts.tv_nsec = (long long)(ns % 1000000000u);
+	io_uring_prep_timeout(t, &l->ts, 0, 0);
+	io_uring_sqe_set_data64(t, TAG_TIMER);
+	l->timer_armed = true;
+	if (io_uring_submit(&l->ring) < 0) {
+		/* No timer: submit now rather than let the record wait forever. */
+		l->timer_armed = false;
+		(void)submit_batch(l);
+	}
+}
+
+/* Both completions of the in-flight write+fdatasync are in. */
+static void finish_io(struct cp_audit_log *l)
+{
+	if (l->wres < 0) {
+		fail(l, -l->wres, "write");
+		return;
+	}
+	l->idone += (uint32_t)l->wres;
+	l->st.bytes_written += (uint64_t)l->wres;
+	if (l->idone < l->ilen) {
+		if (l->wres == 0) {
+			fail(l, EIO, "write (no progress)");
+			return;
+		}
+		l->st.short_writes++;
+		int rc = queue_io(l);
+		if (rc < 0)
+			fail(l, -rc, "io_uring submit");
+		return;
+	}
+	l->st.fsyncs++;
+	if (l->inject_err) {
+		l->fres = -l->inject_err;
+		l->inject_err = 0;
+	}
+	if (l->fres < 0) {
+		/* Fail closed, no retry: see the header. */
+		fail(l, -l->fres, "fdatasync");
+		return;
+	}
+	l->file_off += l->ilen;
+	l->durable_next = l->ilast_seq + 1;
+	uint32_t last_len = fg_le32(l->ibuf + l->ilast_off);
+	SHA256(l->ibuf + l->ilast_off, last_len - FG_AUDIT_TRAILER_LEN, l->durable_head);
+	l->st.durable_records += l->irecords;
+	l->inflight = false;
+	if (l->cfg.on_durable)
+		l->cfg.on_durable(l->cfg.arg, l->ilast_seq);
+	/* Records that gathered while this batch was in flight have waited
+	 * long enough: out at once. */
+	(void)submit_batch(l);
+}
+
+int cp_audit_log_process(struct cp_audit_log *l)
+{
+	uint64_t v;
+	while (read(l->efd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+		;
+	struct io_uring_cqe *cqe;
+	while (io_uring_peek_cqe(&l->ring, &cqe) == 0) {
+		uint64_t tag = io_uring_cqe_get_data64(cqe);
+		int res = cqe->res;
+		io_uring_cqe_seen(&l->ring, cqe);
+		switch (tag) {
+		case TAG_TIMER:
+			l->timer_armed = false;
+			(void)submit_batch(l);
+			break;
+		case TAG_WRITE:
+			l->wres = res;
+			if (--l->pending_cqes == 0)
+				finish_io(l);
+			break;
+		case TAG_FSYNC:
+			l->fres = res;
+			if (--l->pending_cqes == 0)
+				finish_io(l);
+			break;
+		default:
+			break;
+		}
+	}
+	return l->failed ? -EIO : 0;
+}
+
+int cp_audit_log_flush(struct cp_audit_log *l)
+{
+	if (l->failed)
+		return -EIO;
+	return submit_batch(l);
+}
+
+int cp_audit_log_drain(struct cp_audit_log *l, int timeout_ms)
+{
+	struct timespec start;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	if (cp_audit_log_flush(l) < 0)
+		return -EIO;
+	while (!l->failed && (l->inflight || l->fill_len)) {
+		struct timespec t;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long long el = (t.tv_sec - start.tv_sec) * 1000LL + (t.tv_nsec - start.tv_nsec) / 1000000;
+		if (el >= timeout_ms)
+			return -ETIMEDOUT;
+		struct __kernel_timespec ts = { .tv_sec = 0, .tv_nsec = 10 * 1000 * 1000 };
+		struct io_uring_cqe *cqe;
+		(void)io_uring_wait_cqe_timeout(&l->ring, &cqe, &ts);
+		(void)cp_audit_log_process(l);
+		if (!l->inflight && l->fill_len)
+			(void)submit_batch(l);
+	}
+	return l->failed ? -EIO : 0;
+}
+
+/* ---- append ------------------------------------------------------------------ */
+
+static int encode_into_fill(struct cp_audit_log *l, unsigned type, const union fg_audit_payload *p)
+{
+	ssize_t n = fg_audit_encode(&l->chain, type, now_realtime_ns(), p, l->fill + l->fill_len,
+				    l->buf_cap - l->fill_len);
+	if (n < 0)
+		return n == -FG_AR_NOSPACE ? -ENOBUFS : -EINVAL;
+	l->fill_len += (uint32_t)n;
+	l->assigned_bytes += (uint64_t)n;
+	l->assigned_records++;
+	l->st.appended++;
+	return 0;
+}
+
+int cp_audit_log_append(struct cp_audit_log *l, unsigned type, const union fg_audit_payload *p, uint64_t *seq)
+{
+	if (l->failed)
+		return -EIO;
+	if (type == FG_AREC_GENESIS || type == FG_AREC_ROTATION)
+		return -EINVAL; /* only this file writes those */
+	if (l->buf_cap - l->fill_len < 2 * FG_AUDIT_REC_MAX || l->fill_len >= l->cfg.backlog_max) {
+		l->st.enobufs++;
+		return -ENOBUFS;
+	}
+	if (l->cfg.rotate_bytes && !l->has_boundary && l->assigned_bytes >= l->cfg.rotate_bytes) {
+		union fg_audit_payload rp;
+		memset(&rp, 0, sizeof(rp));
+		rp.rotation.prev_file_records = l->assigned_records;
+		rp.rotation.prev_file_bytes = l->assigned_bytes;
+		rp.rotation.prev_file_index = l->file_index + 1;
+		uint32_t at = l->fill_len;
+		uint64_t rb = l->assigned_bytes, rr = l->assigned_records;
+		l->assigned_bytes = 0;
+		l->assigned_records = 0;
+		int rc = encode_into_fill(l, FG_AREC_ROTATION, &rp);
+		if (rc < 0) {
+			l->assigned_bytes = rb;
+			l->assigned_records = rr;
+			return rc;
+		}
+		l->has_boundary = true;
+		l->boundary = at;
+	}
+	uint64_t s = l->chain.next_seq;
+	int rc = encode_into_fill(l, type, p);
+	if (rc < 0)
+		return rc;
+	*seq = s;
+	if (!l->inflight) {
+		if (l->cfg.group_commit_us == 0 || l->fill_len >= l->cfg.batch_max)
+			(void)submit_batch(l);
+		else
+			arm_timer(l);
+	}
+	return 0;
+}
+
+/* ---- queries -------------------------------------------------------------------- */
+
+int cp_audit_log_fd(const struct cp_audit_log *l) { return l->efd; }
+bool cp_audit_log_is_durable(const struct cp_audit_log *l, uint64_t seq) { return seq < l->durable_next; }
+uint64_t cp_audit_log_durable_next(const struct cp_audit_log *l) { return l->durable_next; }
+
+bool cp_audit_log_failed(const struct cp_audit_log *l, int *err)
+{
+	if (err)
+		*err = l->err;
+	return l->failed;
+}
+
+void cp_audit_log_head(const struct cp_audit_log *l, uint8_t hash[FG_AUDIT_HASH_LEN], uint64_t *next_seq)
+{
+	memcpy(hash, l->chain.head, FG_AUDIT_HASH_LEN);
+	*next_seq = l->chain.next_seq;
+}
+
+void cp_audit_log_durable_head(const struct cp_audit_log *l, uint8_t hash[FG_AUDIT_HASH_LEN],
+			       uint64_t *durable_next)
+{
+	memcpy(hash, l->durable_head, FG_AUDIT_HASH_LEN);
+	*durable_next = l->durable_next;
+}
+
+void cp_audit_log_stats(const struct cp_audit_log *l, struct cp_audit_log_stats *out)
+{
+	*out = l->st;
+	out->backlog_bytes = l->fill_len;
+	out->inflight_bytes = l->inflight ? l->ilen : 0;
+	out->file_bytes = l->file_off;
+	out->file_index = l->file_index;
+}
+
+void cp_audit_log_inject_fsync_error(struct cp_audit_log *l, int err) { l->inject_err = err; }
+
+/* ---- open / recovery ---------------------------------------------------------- */
+
+/* Write one record synchronously at the end of the current file (start-up only). */
+static int append_sync(struct cp_audit_log *l, unsigned type, const union fg_audit_payload *p)
+{
+	uint8_t rec[FG_AUDIT_REC_MAX];
+	ssize_t n = fg_audit_encode(&l->chain, type, now_realtime_ns(), p, rec, sizeof(rec));
+	if (n < 0)
+		return -EINVAL;
+	int rc = write_sync(l->fd, rec, (size_t)n, l->file_off);
+	if (rc < 0)
+		return rc;
+	l->file_off += (uint64_t)n;
+	l->assigned_bytes += (uint64_t)n;
+	l->assigned_records++;
+	return 0;
+}
+
+/* Start an empty current file: ROTATION from the highest rotated file, or GENESIS. */
+static int start_file(struct cp_audit_log *l, char *err, size_t errlen)
+{
+	union fg_audit_payload p;
+	memset(&p, 0, sizeof(p));
+	if (l->file_index > 0) {
+		char name[PATH_MAX];
+		int rc = cp_audit_log_rotated_name(l->path, l->file_index, name, sizeof(name));
+		if (rc < 0)
+			return rc;
+		int fd = open(name, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			rc = -errno;
+			set_err(err, errlen, "open %s: %s", name, -rc);
+			return rc;
+		}
+		uint8_t *buf;
+		size_t len;
+		rc = read_all(fd, &buf, &len);
+		close(fd);
+		if (rc < 0) {
+			set_err(err, errlen, "read %s: %s", name, -rc);
+			return rc;
+		}
+		struct fg_audit_scan s;
+		rc = fg_audit_verify(buf, len, NULL, &s);
+		free(buf);
+		if (rc < 0) {
+			if (err && errlen)
+				snprintf(err, errlen, "%s: record seq %" PRIu64 " at offset %" PRIu64 ": %s; "
+					 "a rotated file must verify, refusing to continue its chain",
+					 name, s.bad_seq, s.bad_offset, fg_audit_reason_name(s.reason));
+			return -EBADMSG;
+		}
+		l->chain = s.chain;
+		p.rotation.prev_file_records = s.records;
+		p.rotation.prev_file_bytes = len;
+		p.rotation.prev_file_index = l->file_index;
+		return append_sync(l, FG_AREC_ROTATION, &p);
+	}
+	fg_audit_chain_init(&l->chain);
+	p.genesis.format = FG_AUDIT_VERSION;
+	snprintf(p.genesis.who, sizeof(p.genesis.who), "%s", l->cfg.who ? l->cfg.who : "fanogate");
+	return append_sync(l, FG_AREC_GENESIS, &p);
+}
+
+static int recover(struct cp_audit_log *l, struct cp_audit_open_report *rep, char *err, size_t errlen)
+{
+	uint8_t *buf;
+	size_t len;
+	int rc = read_all(l->fd, &buf, &len);
+	if (rc < 0) {
+		set_err(err, errlen, "read %s: %s", l->path, -rc);
+		return rc;
+	}
+	bool cut = false;
+	struct fg_audit_recovery cutrec = { 0 };
+	if (len > 0) {
+		struct fg_audit_scan s;
+		rc = fg_audit_verify(buf, len, NULL, &s);
+		free(buf);
+		if (rc < 0) {
+			if (!fg_audit_tail_is_torn(&s, len)) {
+				if (err && errlen)
+					snprintf(err, errlen, "%s: record seq %" PRIu64 " at offset %" PRIu64
+						 " is bad (%s) and is not a torn tail; refusing to cut it "
+						 "(run fanoctl audit verify)", l->path, s.bad_seq, s.bad_offset,
+						 fg_audit_reason_name(s.reason));
+				return -EBADMSG;
+			}
+			if (ftruncate(l->fd, (off_t)s.bad_offset) < 0 || fsync(l->fd) < 0) {
+				rc = -errno;
+				set_err(err, errlen, "truncate %s: %s", l->path, -rc);
+				return rc;
+			}
+			cut = true;
+			cutrec.cut_offset = s.bad_offset;
+			cutrec.cut_bytes = len - s.bad_offset;
+			cutrec.last_seq = s.records ? s.last_seq : 0;
+			cutrec.reason = (uint16_t)s.reason;
+			len = s.bad_offset;
+		}
+		if (len > 0) {
+			l->chain = s.chain;
+			l->file_off = len;
+			l->assigned_bytes = len;
+			l->assigned_records = s.records;
+			rep->records = s.records;
+		}
+	} else {
+		free(buf);
+	}
+	if (len == 0) {
+		rc = start_file(l, err, errlen);
+		if (rc < 0) {
+			if (rc != -EBADMSG)
+				set_err(err, errlen, "start %s: %s", l->path, -rc);
+			return rc;
+		}
+		if (fsync(l->dirfd) < 0) {
+			rc = -errno;
+			set_err(err, errlen, "fsync directory of %s: %s", l->path, -rc);
+			return rc;
+		}
+		rep->created = true;
+	}
+	if (cut) {
+		union fg_audit_payload p;
+		memset(&p, 0, sizeof(p));
+		p.recovery = cutrec;
+		rc = append_sync(l, FG_AREC_RECOVERY, &p);
+		if (rc < 0) {
+			set_err(err, errlen, "write recovery record to %s: %s", l->path, -rc);
+			return rc;
+		}
+		rep->cut = true;
+		rep->recovery = cutrec;
+	}
+	return 0;
+}
+
+int cp_audit_log_open(struct cp_audit_log **out, const struct cp_audit_log_cfg *cfg,
+		      struct cp_audit_open_report *rep, char *err, size_t errlen)
+{
+	struct cp_audit_open_report dummy;
+	if (!rep)
+		rep = &dummy;
+	memset(rep, 0, sizeof(*rep));
+	if (err && errlen)
+		err[0] = '\0';
+	if (!cfg || !cfg->path || !cfg->path[0] || strlen(cfg->path) >= PATH_MAX - 12 ||
+	    cfg->batch_max > FG_AUDIT_TAIL_MAX) {
+		set_err(err, errlen, "bad audit log configuration (%s): %s", cfg && cfg->path ? cfg->path : "",
+			EINVAL);
+		return -EINVAL;
+	}
+	struct cp_audit_log *l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->cfg = *cfg;
+	snprintf(l->path, sizeof(l->path), "%s", cfg->path);
+	l->cfg.path = l->path;
+	if (!l->cfg.batch_max)
+		l->cfg.batch_max = FG_AUDIT_TAIL_MAX;
+	if (!l->cfg.backlog_max)
+		l->cfg.backlog_max = BACKLOG_DEFAULT;
+	if (l->cfg.backlog_max < l->cfg.batch_max)
+		l->cfg.backlog_max = l->cfg.batch_max;
+	l->fd = l->dirfd = l->efd = -1;
+	l->buf_cap = l->cfg.backlog_max + 2 * FG_AUDIT_REC_MAX;
+	l->fill = malloc(l->buf_cap);
+	l->ibuf = malloc(l->buf_cap);
+	int rc = -ENOMEM;
+	if (!l->fill || !l->ibuf)
+		goto fail;
+
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", l->path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	l->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (l->dirfd < 0) {
+		rc = -errno;
+		set_err(err, errlen, "open directory %s: %s", dir, -rc);
+		goto fail;
+	}
+	l->file_index = cp_audit_log_highest_rotated(l->path);
+	l->fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+	if (l->fd < 0) {
+		rc = -errno;
+		set_err(err, errlen, "open %s: %s", l->path, -rc);
+		goto fail;
+	}
+	rc = recover(l, rep, err, errlen);
+	if (rc < 0)
+		goto fail;
+	l->durable_next = l->chain.next_seq;
+	memcpy(l->durable_head, l->chain.head, FG_AUDIT_HASH_LEN);
+	rep->next_seq = l->chain.next_seq;
+
+	l->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (l->efd < 0) {
+		rc = -errno;
+		set_err(err, errlen, "eventfd for %s: %s", l->path, -rc);
+		goto fail;
+	}
+	rc = io_uring_queue_init(8, &l->ring, 0);
+	if (rc < 0) {
+		set_err(err, errlen, "io_uring for %s: %s", l->path, -rc);
+		goto fail;
+	}
+	l->ring_up = true;
+	rc = io_uring_register_eventfd(&l->ring, l->efd);
+	if (rc < 0) {
+		set_err(err, errlen, "io_uring eventfd for %s: %s", l->path, -rc);
+		goto fail;
+	}
+	*out = l;
+	return 0;
+fail:
+	if (l->ring_up)
+		io_uring_queue_exit(&l->ring);
+	if (l->efd >= 0)
+		close(l->efd);
+	if (l->fd >= 0)
+		close(l->fd);
+	if (l->dirfd >= 0)
+		close(l->dirfd);
+	free(l->fill);
+	free(l->ibuf);
+	free(l);
+	return rc;
+}
+
+void cp_audit_log_free(struct cp_audit_log *l)
+{
+	if (!l)
+		return;
+	if (!l->failed) {
+		int rc = cp_audit_log_drain(l, 5000);
+		(void)rc; /* nothing left to tell: the durable callbacks already ran */
+	}
+	/* A batch may still be in flight after a failure or timeout: its
+	 * buffer must outlive the kernel's use of it, which queue_exit waits for. */
+	io_uring_queue_exit(&l->ring);
+	close(l->efd);
+	close(l->fd);
+	close(l->dirfd);
+	free(l->fill);
+	free(l->ibuf);
+	free(l);
+}

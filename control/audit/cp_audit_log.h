@@ -1,0 +1,154 @@
+/* cp_audit_log.h - the append-only, hash-chained, crash-safe audit log file.
+ *
+ * Owns: the log files (the current one and its rotated predecessors), a
+ * private io_uring for the writes, group commit, durability tracking,
+ * start-up recovery and rotation. Record format: include/fg/audit.h.
+ *
+ * Who may call: ONE control-plane thread (the daemon's event loop); nothing
+ * here is thread-safe. Every call is non-blocking except cp_audit_log_open
+ * (start-up recovery reads the current file and fsyncs), the rare rotation
+ * inside cp_audit_log_process (rename + create + fsync of the directory:
+ * a few ms every rotate_bytes), and cp_audit_log_drain.
+ *
+ * Durability contract: a record counts as recorded only once the
+ * IORING_OP_FSYNC (IORING_FSYNC_DATASYNC) linked after the write that holds
+ * it has completed successfully; then on_durable(seq) reports the highest
+ * durable sequence number (every record <= seq is durable). A write or
+ * fdatasync error makes the log FAIL CLOSED: on_failed is called once,
+ * nothing after the last durable record is ever reported durable, every
+ * later append returns -EIO, and nothing is retried (after a failed
+ * fdatasync the page cache may already have dropped the dirty pages, so a
+ * retry that "succeeds" would prove nothing). The daemon must stop
+ * acknowledging; a restart runs recovery.
+ *
+ * Group commit: appended records gather in memory. When no batch is in
+ * flight, a batch is submitted group_commit_us after its first record (0 =
+ * at once) or as soon as batch_max bytes are waiting; while a batch's
+ * write+fdatasync is in flight, new records gather and go out together the
+ * moment it completes. One batch is in flight at a time, so at most one
+ * batch (<= FG_AUDIT_TAIL_MAX bytes) is ever on disk without being durable:
+ * that is the bound recovery relies on.
+ *
+ * File naming: the current file is cfg.path (e.g. fanogate.audit). When it
+ * reaches rotate_bytes it is renamed cfg.path + ".N" with N one above the
+ * highest existing N (N starts at 1, so .1 is the OLDEST file and names
+ * never change once given), and a new cfg.path starts with a ROTATION record
+ * chained to the old file's last record. Verify a whole log oldest first:
+ * fanogate.audit.1 fanogate.audit.2 ... fanogate.audit.
+ *
+ * Start-up recovery (cp_audit_log_open), idempotent:
+ *  1. cfg.path missing or empty: if a rotated file exists, verify the highest
+ *     one and start cfg.path with a ROTATION record continuing its chain
+ *     (a crash between rename and the first write lands here); otherwise
+ *     start a new log with GENESIS.
+ *  2. cfg.path present: verify it. Intact: reopen for append. Bad record
+ *     within FG_AUDIT_TAIL_MAX of the end with a torn reason (truncated,
+ *     zeroed, bad length or checksum): truncate there, fdatasync, append a
+ *     RECOVERY record saying what was cut. Anything else (a broken chain,
+ *     or damage further in): refuse with -EBADMSG and a message; a person
+ *     must look (fanoctl audit verify).
+ *  Reopening an intact log appends nothing, so a second open after a
+ *  recovery changes nothing.
+ */
+#ifndef CP_AUDIT_LOG_H
+#define CP_AUDIT_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg/audit.h"
+#include "fg/common.h"
+
+struct cp_audit_log;
+
+struct cp_audit_log_cfg {
+	const char *path;          /* current file; rotated files are path.N */
+	uint64_t rotate_bytes;     /* rotate when the current file reaches this; 0 = never */
+	uint32_t group_commit_us;  /* how long a lone record waits for company; 0 = none */
+	uint32_t batch_max;        /* bytes per write+fdatasync; 0 = FG_AUDIT_TAIL_MAX */
+	uint32_t batch_max_records;/* records per batch; 0 = no limit, 1 = fdatasync per record */
+	uint32_t backlog_max;      /* bytes waiting for a batch before append says -ENOBUFS; 0 = 8 MiB */
+	const char *who;           /* written in a GENESIS record, e.g. "fanogate 0.1.0" */
+	/* Callbacks run inside cp_audit_log_process (or _drain), on the caller's thread. */
+	void (*on_durable)(void *arg, uint64_t seq);
+	void (*on_failed)(void *arg, int err, const char *what);
+	void *arg;
+};
+
+/* What start-up recovery found and did. */
+struct cp_audit_open_report {
+	bool created;          /* a new file was started (GENESIS or ROTATION) */
+	bool cut;              /* a torn tail was truncated; recovery says what */
+	struct fg_audit_recovery recovery;
+	uint64_t records;      /* intact records found in the current file */
+	uint64_t next_seq;     /* sequence number the next append gets */
+};
+
+/* Open (create, recover) the log and its io_uring. On failure returns
+ * -errno (-EBADMSG: corruption recovery will not cut) and writes a one-line
+ * explanation into err[0..errlen). *out is heap-owned by the caller
+ * (cp_audit_log_free). rep may be NULL. Blocking; call before the loop. */
+FG_MUST_CHECK int cp_audit_log_open(struct cp_audit_log **out, const struct cp_audit_log_cfg *cfg,
+				    struct cp_audit_open_report *rep, char *err, size_t errlen);
+
+/* Finish: submits what waits and waits for it (bounded), then closes the
+ * ring and the file. NULL is fine. */
+void cp_audit_log_free(struct cp_audit_log *l);
+
+/* Append one record (encoded now, chained, in memory). Writes its sequence
+ * number to *seq. Returns 0, -EIO when the log has failed closed, -ENOBUFS
+ * when the backlog is full (the disk cannot keep up: the caller should stop
+ * taking work), or -EINVAL on a payload the codec refuses. Non-blocking. */
+FG_MUST_CHECK int cp_audit_log_append(struct cp_audit_log *l, unsigned type, const union fg_audit_payload *p,
+				      uint64_t *seq);
+
+/* The fd the caller polls for readability (an eventfd registered with the
+ * log's io_uring); call cp_audit_log_process when it is readable. */
+int cp_audit_log_fd(const struct cp_audit_log *l);
+
+/* Reap completions, report durability, rotate, submit the next batch.
+ * Non-blocking apart from a rotation. Returns 0, or -EIO once failed. */
+int cp_audit_log_process(struct cp_audit_log *l);
+
+/* Submit what waits now, ignoring group_commit_us. Returns 0 or -errno. */
+FG_MUST_CHECK int cp_audit_log_flush(struct cp_audit_log *l);
+
+/* Block until every appended record is durable or the log failed, at most
+ * timeout_ms. Returns 0, -EIO (failed) or -ETIMEDOUT. For shutdown, tests
+ * and tools; the daemon's loop never calls it. */
+FG_MUST_CHECK int cp_audit_log_drain(struct cp_audit_log *l, int timeout_ms);
+
+/* True when record seq is durable. */
+bool cp_audit_log_is_durable(const struct cp_audit_log *l, uint64_t seq);
+/* Records [0, n) are durable: returns n (0 before the first). */
+uint64_t cp_audit_log_durable_next(const struct cp_audit_log *l);
+/* True once the log has failed closed; *err gets the errno (may be NULL). */
+bool cp_audit_log_failed(const struct cp_audit_log *l, int *err);
+
+/* The chain head: hash of the last APPENDED record and the next seq. */
+void cp_audit_log_head(const struct cp_audit_log *l, uint8_t hash[FG_AUDIT_HASH_LEN], uint64_t *next_seq);
+/* The hash of the last DURABLE record (what metrics and the CLI publish). */
+void cp_audit_log_durable_head(const struct cp_audit_log *l, uint8_t hash[FG_AUDIT_HASH_LEN],
+			       uint64_t *durable_next);
+
+struct cp_audit_log_stats {
+	uint64_t appended, durable_records, batches, bytes_written, fsyncs;
+	uint64_t short_writes, rotations, enobufs;
+	uint32_t backlog_bytes, inflight_bytes;
+	uint64_t file_bytes;   /* durable bytes in the current file */
+	uint32_t file_index;   /* highest rotated N so far (0 = none) */
+};
+void cp_audit_log_stats(const struct cp_audit_log *l, struct cp_audit_log_stats *out);
+
+/* TEST HOOK: the next fdatasync completion is treated as failing with -err
+ * (the real fdatasync still ran). io_uring's fsync does not go through the
+ * fdatasync syscall, so strace/seccomp injection cannot reach it. */
+void cp_audit_log_inject_fsync_error(struct cp_audit_log *l, int err);
+
+/* Path of rotated file n: "<path>.<n>" into out. Returns 0 or -ENAMETOOLONG. */
+FG_MUST_CHECK int cp_audit_log_rotated_name(const char *path, uint32_t n, char *out, size_t cap);
+/* Highest N such that path.N exists (0 when none). */
+uint32_t cp_audit_log_highest_rotated(const char *path);
+
+#endif

@@ -1,0 +1,463 @@
+/* cp_shadow.c - shadow audit glue: comparisons -> verdict records -> line
+ * state -> alerts. Contract: cp_shadow.h. One control-plane thread.
+ *
+ * Order of effects for one verdict (why this order):
+ *  1. append the VERDICT record (if that fails, a clean verdict changes
+ *     nothing: no promotion without its evidence on record; a divergence
+ *     still demotes, because demotion is the safe direction);
+ *  2. apply it to the line table and append one LINE record per transition;
+ *  3. alert on divergence, after the record exists, so FG_AUDIT_SEQ names it. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cp_shadow.h"
+
+struct cp_shadow {
+	struct fg_lines *lines;
+	struct cp_shadow_hooks hooks;
+	struct fg_shadow core;
+	void *core_mem;
+	struct cp_audit_log *log;
+	struct cp_alert *alert;
+	bool failed;
+	struct cp_shadow_stats st;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void slog(struct cp_shadow *sh, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void slog(struct cp_shadow *sh, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (sh->hooks.log)
+		sh->hooks.log(sh->hooks.arg, msg);
+	else
+		fprintf(stderr, "fanogate audit: %s\n", msg);
+}
+
+static void alert_log(void *arg, const char *msg)
+{
+	struct cp_shadow *sh = arg;
+	slog(sh, "%s", msg);
+}
+
+static void lines_changed(struct cp_shadow *sh, const struct fg_line_change *chg, uint64_t seq)
+{
+	if (chg->to == FG_LINE_ACTIVE && chg->from != FG_LINE_ACTIVE)
+		sh->st.promotions++;
+	if (chg->from == FG_LINE_ACTIVE && chg->to != FG_LINE_ACTIVE)
+		sh->st.demotions++;
+	sh->st.line_changes++;
+	if (sh->hooks.on_lines_changed)
+		sh->hooks.on_lines_changed(sh->hooks.arg, chg, seq);
+}
+
+/* The log failed closed (called from inside the log, possibly in the middle
+ * of an append): demote, alert, tell the daemon. Appends nothing. */
+static void log_failed(void *arg, int err, const char *what)
+{
+	struct cp_shadow *sh = arg;
+	if (sh->failed)
+		return;
+	sh->failed = true;
+	char reason[128];
+	snprintf(reason, sizeof(reason), "audit log %s failed: %s", what, strerror(err));
+	slog(sh, "%s; failing closed: no further acknowledgements, active lines demoted to shadow", reason);
+	uint64_t now = mono_ns();
+	for (unsigned i = 0; i < FG_LINES; i++) {
+		if (sh->lines->line[i].base != FG_LINE_ACTIVE)
+			continue;
+		struct fg_line_change chg;
+		if (fg_line_apply(sh->lines, i, FG_LEV_OP_SHADOW, now, FG_UID_AUDIT, 0, reason, &chg) == 1)
+			lines_changed(sh, &chg, CP_SHADOW_NO_SEQ);
+	}
+	struct cp_alert_event ev;
+	cp_alert_event_init(&ev, "audit_failed");
+	ev.reason = reason;
+	(void)cp_alert_raise(sh->alert, &ev, now);
+	if (sh->hooks.on_failed)
+		sh->hooks.on_failed(sh->hooks.arg, err);
+}
+
+static void log_durable(void *arg, uint64_t seq)
+{
+	struct cp_shadow *sh = arg;
+	if (sh->hooks.on_durable)
+		sh->hooks.on_durable(sh->hooks.arg, seq);
+}
+
+int cp_shadow_new(struct cp_shadow **out, const struct fg_config *cfg, struct fg_lines *lines,
+		  const struct cp_shadow_hooks *hooks, const struct cp_shadow_opts *opts, char *err, size_t errlen)
+{
+	struct cp_shadow *sh = calloc(1, sizeof(*sh));
+	if (!sh)
+		return -ENOMEM;
+	sh->lines = lines;
+	if (hooks)
+		sh->hooks = *hooks;
+	struct cp_shadow_opts o = { 0 };
+	if (opts)
+		o = *opts;
+
+	struct fg_shadow_cfg scfg = {
+		.capacity = cfg->slot_capacity ? cfg->slot_capacity : 1,
+		.body_max = cfg->hidden * cfg->max_seq_len * 4u,
+		.n_layers = cfg->layers ? cfg->layers : 1,
+		.expiry_ns = o.expiry_ns,
+		.sample = cfg->shadow_sample,
+	};
+	if (!scfg.expiry_ns) {
+		/* Canonical reports come from the fleet's own chain, which runs
+		 * behind the jump: give them ten slot deadlines, at least 2 s. */
+		scfg.expiry_ns = cfg->slot_deadline_ns * 10u;
+		if (scfg.expiry_ns < 2000000000ull)
+			scfg.expiry_ns = 2000000000ull;
+	}
+	size_t need = fg_shadow_mem_size(&scfg);
+	int rc = -EINVAL;
+	if (!need) {
+		snprintf(err, errlen, "shadow table: bad sizes");
+		goto fail;
+	}
+	need = (need + 63u) & ~(size_t)63u;
+	sh->core_mem = aligned_alloc(64, need);
+	if (!sh->core_mem) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "shadow table: cannot allocate %zu bytes", need);
+		goto fail;
+	}
+	rc = fg_shadow_init(&sh->core, sh->core_mem, need, &scfg);
+	if (rc < 0) {
+		snprintf(err, errlen, "shadow table: invalid configuration (shadow_sample %g)", cfg->shadow_sample);
+		goto fail;
+	}
+
+	struct cp_alert_cfg acfg = {
+		.command = cfg->alert_command,
+		.min_interval_ms = cfg->alert_min_interval_ms,
+		.log = alert_log,
+		.arg = sh,
+	};
+	rc = cp_alert_new(&sh->alert, &acfg);
+	if (rc < 0) {
+		snprintf(err, errlen, "alert runner: %s", strerror(-rc));
+		goto fail;
+	}
+
+	struct cp_audit_log_cfg lcfg = {
+		.path = cfg->audit_path,
+		.rotate_bytes = cfg->audit_rotate_bytes,
+		.group_commit_us = cfg->group_commit_us,
+		.batch_max_records = o.batch_max_records,
+		.who = o.who ? o.who : "fanogate",
+		.on_durable = log_durable,
+		.on_failed = log_failed,
+		.arg = sh,
+	};
+	struct cp_audit_open_report rep;
+	rc = cp_audit_log_open(&sh->log, &lcfg, &rep, err, errlen);
+	if (rc < 0)
+		goto fail;
+	if (rep.cut)
+		slog(sh, "recovery: cut %" PRIu64 " bytes of torn tail at offset %" PRIu64 " of %s (%s); "
+		     "last intact record seq %" PRIu64, rep.recovery.cut_bytes, rep.recovery.cut_offset,
+		     cfg->audit_path, fg_audit_reason_name(rep.recovery.reason), rep.recovery.last_seq);
+	*out = sh;
+	return 0;
+fail:
+	cp_alert_free(sh->alert);
+	free(sh->core_mem);
+	free(sh);
+	return rc;
+}
+
+void cp_shadow_free(struct cp_shadow *sh)
+{
+	if (!sh)
+		return;
+	cp_audit_log_free(sh->log);
+	cp_alert_free(sh->alert);
+	free(sh->core_mem);
+	free(sh);
+}
+
+void cp_shadow_fds(const struct cp_shadow *sh, int fds[2])
+{
+	fds[0] = cp_audit_log_fd(sh->log);
+	fds[1] = cp_alert_fd(sh->alert);
+}
+
+int cp_shadow_process(struct cp_shadow *sh, uint64_t now_ns)
+{
+	int rc = cp_audit_log_process(sh->log);
+	(void)cp_alert_process(sh->alert, now_ns);
+	return rc;
+}
+
+static int append(struct cp_shadow *sh, unsigned type, const union fg_audit_payload *p, uint64_t *seq)
+{
+	int rc = cp_audit_log_append(sh->log, type, p, seq);
+	if (rc < 0)
+		sh->st.append_failed++;
+	return rc;
+}
+
+static int record_change(struct cp_shadow *sh, const struct fg_line_change *chg, const char *origin,
+			 uint64_t *seq)
+{
+	union fg_audit_payload p;
+	memset(&p, 0, sizeof(p));
+	p.line.line = (uint8_t)chg->line;
+	p.line.from = (uint8_t)chg->from;
+	p.line.to = (uint8_t)chg->to;
+	p.line.event = (uint8_t)chg->event;
+	p.line.uid = chg->uid;
+	p.line.pid = chg->pid;
+	snprintf(p.line.origin, sizeof(p.line.origin), "%s", origin ? origin : "");
+	snprintf(p.line.why, sizeof(p.line.why), "%s", chg->why);
+	return append(sh, FG_AREC_LINE, &p, seq);
+}
+
+/* Record a verdict, apply it, alert. */
+static int handle_verdict(struct cp_shadow *sh, struct fg_shadow_verdict *v, uint32_t epoch, uint64_t now_ns,
+			  uint64_t *seq)
+{
+	v->v.epoch = epoch;
+	switch (v->v.kind) {
+	case FG_VERDICT_CLEAN: sh->st.verdicts_clean++; break;
+	case FG_VERDICT_DIVERGENT: sh->st.verdicts_divergent++; break;
+	default: sh->st.verdicts_unmatched++; break;
+	}
+	union fg_audit_payload p;
+	memset(&p, 0, sizeof(p));
+	p.verdict = v->v;
+	uint64_t last = CP_SHADOW_NO_SEQ;
+	int rc = append(sh, FG_AREC_VERDICT, &p, &last);
+	bool recorded = rc == 0;
+	if (!recorded && v->v.kind != FG_VERDICT_DIVERGENT)
+		return rc;
+	struct fg_line_change chg[FG_LINES];
+	int n = fg_shadow_apply(sh->lines, v, now_ns, chg);
+	for (int i = 0; i < n; i++) {
+		uint64_t s = CP_SHADOW_NO_SEQ;
+		if (record_change(sh, &chg[i], "audit", &s) == 0)
+			last = s;
+		lines_changed(sh, &chg[i], s);
+	}
+	if (v->v.kind == FG_VERDICT_DIVERGENT) {
+		struct cp_alert_event ev;
+		cp_alert_event_init(&ev, "divergence");
+		for (unsigned i = 0; i < FG_LINES; i++)
+			if (v->v.lines & (1u << i)) {
+				ev.line = (int)i;
+				break;
+			}
+		ev.lines = v->v.lines;
+		ev.token_seq = v->v.token_seq;
+		ev.dst_layer = v->v.dst_layer;
+		ev.epoch = epoch;
+		ev.verdict = &v->v;
+		ev.audit_seq = recorded ? (int64_t)last : -1;
+		(void)cp_alert_raise(sh->alert, &ev, now_ns);
+	}
+	if (!recorded)
+		return rc;
+	*seq = last;
+	return 1;
+}
+
+int cp_shadow_on_resolved(struct cp_shadow *sh, const struct fg_seed_view *v, uint32_t epoch, uint64_t now_ns,
+			  uint64_t *seq)
+{
+	if (sh->failed)
+		return -EIO;
+	struct fg_shadow_verdict out;
+	int rc = fg_shadow_seed(&sh->core, v, sh->lines, now_ns, &out);
+	if (rc <= 0)
+		return rc;
+	return handle_verdict(sh, &out, epoch, now_ns, seq);
+}
+
+int cp_shadow_on_canonical(struct cp_shadow *sh, const struct fg_canon *c, uint32_t epoch, uint64_t now_ns,
+			   uint64_t *seq)
+{
+	if (sh->failed)
+		return -EIO;
+	struct fg_shadow_verdict out;
+	int rc = fg_shadow_canon(&sh->core, c, now_ns, &out);
+	if (rc <= 0)
+		return rc;
+	return handle_verdict(sh, &out, epoch, now_ns, seq);
+}
+
+int cp_shadow_on_conflict(struct cp_shadow *sh, uint32_t token_seq, uint16_t dst_layer, uint8_t line,
+			  uint32_t epoch, uint64_t now_ns, uint64_t *seq)
+{
+	if (sh->failed)
+		return -EIO;
+	if (line >= FG_LINES)
+		return -EINVAL;
+	sh->st.conflicts++;
+	union fg_audit_payload p;
+	memset(&p, 0, sizeof(p));
+	p.conflict.token_seq = token_seq;
+	p.conflict.dst_layer = dst_layer;
+	p.conflict.line = line;
+	p.conflict.epoch = epoch;
+	uint64_t last = CP_SHADOW_NO_SEQ;
+	int arc = append(sh, FG_AREC_CONFLICT, &p, &last);
+	char why[FG_AUDIT_WHY_MAX];
+	snprintf(why, sizeof(why), "conflicting duplicate token %u layer %u epoch %u", token_seq, dst_layer, epoch);
+	struct fg_line_change chg;
+	/* Demote even when the record could not be written: the safe direction. */
+	if (fg_line_apply(sh->lines, line, FG_LEV_CONFLICT, now_ns, FG_UID_AUDIT, 0, why, &chg) == 1) {
+		uint64_t s = CP_SHADOW_NO_SEQ;
+		if (arc == 0 && record_change(sh, &chg, "audit", &s) == 0)
+			last = s;
+		lines_changed(sh, &chg, s);
+	}
+	struct cp_alert_event ev;
+	cp_alert_event_init(&ev, "conflict");
+	ev.line = line;
+	ev.lines = (uint8_t)(1u << line);
+	ev.token_seq = token_seq;
+	ev.dst_layer = dst_layer;
+	ev.epoch = epoch;
+	ev.audit_seq = arc == 0 ? (int64_t)last : -1;
+	(void)cp_alert_raise(sh->alert, &ev, now_ns);
+	if (arc < 0)
+		return arc;
+	*seq = last;
+	return 1;
+}
+
+int cp_shadow_line_op(struct cp_shadow *sh, unsigned line, enum fg_line_event ev, uint32_t uid, int32_t pid,
+		      const char *origin, const char *why, uint64_t now_ns, uint64_t *seq)
+{
+	if (sh->failed)
+		return -EIO;
+	/* Apply to a copy first: the change stands only if its record was appended. */
+	struct fg_lines next = *sh->lines;
+	struct fg_line_change chg;
+	int rc = fg_line_apply(&next, line, ev, now_ns, uid, pid, why ? why : "", &chg);
+	if (rc <= 0)
+		return rc;
+	uint64_t s;
+	rc = record_change(sh, &chg, origin ? origin : "operator", &s);
+	if (rc < 0)
+		return rc;
+	*sh->lines = next;
+	lines_changed(sh, &chg, s);
+	*seq = s;
+	return 1;
+}
+
+int cp_shadow_on_line_change(struct cp_shadow *sh, const struct fg_line_change *chg, const char *origin,
+			     uint64_t *seq)
+{
+	if (sh->failed)
+		return -EIO;
+	int rc = record_change(sh, chg, origin, seq);
+	if (rc < 0)
+		return rc;
+	sh->st.line_changes++;
+	return 1;
+}
+
+int cp_shadow_on_epoch_change(struct cp_shadow *sh, uint32_t from, uint32_t to, uint32_t uid, int32_t pid,
+			      const char *why, uint64_t *seq)
+{
+	if (sh->failed)
+		return -EIO;
+	union fg_audit_payload p;
+	memset(&p, 0, sizeof(p));
+	p.epoch.from = from;
+	p.epoch.to = to;
+	p.epoch.uid = uid;
+	p.epoch.pid = pid;
+	snprintf(p.epoch.why, sizeof(p.epoch.why), "%s", why ? why : "");
+	int rc = append(sh, FG_AREC_EPOCH, &p, seq);
+	if (rc < 0)
+		return rc;
+	/* Pending comparisons belong to the old model: they cannot be judged. */
+	(void)fg_shadow_flush(&sh->core);
+	return 1;
+}
+
+int cp_shadow_on_peer_auth_failure(struct cp_shadow *sh, const char *peer, const char *reason, uint64_t now_ns,
+				   uint64_t *seq)
+{
+	if (sh->failed)
+		return -EIO;
+	sh->st.peer_auth_failures++;
+	union fg_audit_payload p;
+	memset(&p, 0, sizeof(p));
+	snprintf(p.peer_auth.peer, sizeof(p.peer_auth.peer), "%s", peer ? peer : "");
+	snprintf(p.peer_auth.reason, sizeof(p.peer_auth.reason), "%s", reason ? reason : "");
+	int rc = append(sh, FG_AREC_PEER_AUTH, &p, seq);
+	struct cp_alert_event ev;
+	cp_alert_event_init(&ev, "peer_auth_failure");
+	ev.peer = p.peer_auth.peer;
+	ev.reason = p.peer_auth.reason;
+	ev.audit_seq = rc == 0 ? (int64_t)*seq : -1;
+	(void)cp_alert_raise(sh->alert, &ev, now_ns);
+	return rc < 0 ? rc : 1;
+}
+
+int cp_shadow_tick(struct cp_shadow *sh, uint64_t now_ns)
+{
+	(void)cp_alert_process(sh->alert, now_ns);
+	if (sh->failed)
+		return -EIO;
+	struct fg_shadow_verdict out[16];
+	int n;
+	do {
+		n = fg_shadow_expire(&sh->core, now_ns, out, (int)FG_ARRAY_LEN(out));
+		for (int i = 0; i < n; i++) {
+			uint64_t s;
+			int rc = handle_verdict(sh, &out[i], 0, now_ns, &s);
+			if (rc < 0)
+				return rc;
+		}
+	} while (n == (int)FG_ARRAY_LEN(out));
+	return 0;
+}
+
+bool cp_shadow_is_durable(const struct cp_shadow *sh, uint64_t seq)
+{
+	return seq != CP_SHADOW_NO_SEQ && cp_audit_log_is_durable(sh->log, seq);
+}
+
+bool cp_shadow_failed(const struct cp_shadow *sh) { return sh->failed; }
+
+void cp_shadow_head(const struct cp_shadow *sh, uint8_t hash[FG_AUDIT_HASH_LEN], uint64_t *durable_next)
+{
+	cp_audit_log_durable_head(sh->log, hash, durable_next);
+}
+
+void cp_shadow_stats(const struct cp_shadow *sh, struct cp_shadow_stats *out)
+{
+	*out = sh->st;
+	out->sampled_in = sh->core.sampled_in;
+	out->sampled_out = sh->core.sampled_out;
+	out->evicted = sh->core.evicted;
+	cp_audit_log_stats(sh->log, &out->log);
+	cp_alert_stats(sh->alert, &out->alert);
+}
+
+struct cp_audit_log *cp_shadow_log(struct cp_shadow *sh) { return sh->log; }
+struct cp_alert *cp_shadow_alert(struct cp_shadow *sh) { return sh->alert; }

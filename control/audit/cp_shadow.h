@@ -1,0 +1,136 @@
+/* cp_shadow.h - shadow audit glue for the daemon: shadow comparisons
+ * (core/shadow.c) + the line table + the audit log (cp_audit_log) + the
+ * alert runner (cp_alert).
+ *
+ * Who may call: the ONE control-plane thread that owns the line table
+ * (struct fg_lines, owned by the daemon); every call is non-blocking.
+ *
+ * How the daemon (D1) drives it:
+ *
+ *   cp_shadow_new(&sh, cfg, &lines, &hooks, err, sizeof err)   at start-up
+ *   cp_shadow_fds(sh, fds)        poll fds[0] (audit io_uring eventfd) and
+ *                                 fds[1] (alert children epoll) for POLLIN
+ *   cp_shadow_process(sh, now)    when either is readable
+ *   cp_shadow_tick(sh, now)       every ~100 ms (expiry, alert timeouts)
+ *   cp_shadow_on_resolved(...)    a slot resolved (seed view incl. body)
+ *   cp_shadow_on_canonical(...)   a canonical report arrived
+ *   cp_shadow_on_conflict(...)    the slot engine reported FG_O_CONFLICT
+ *   cp_shadow_line_op(...)        an operator command (applies + audits), or
+ *   cp_shadow_on_line_change(...) audit a change the daemon applied itself
+ *   cp_shadow_on_epoch_change(...), cp_shadow_on_peer_auth_failure(...)
+ *   cp_shadow_free(sh)            at shutdown (drains the log, bounded)
+ *
+ * Every on_* call returns 1 and writes *seq (the sequence number of the
+ * LAST audit record it appended) when it recorded something, 0 when there
+ * was nothing to record, or -errno: -EIO once the log has failed closed,
+ * -ENOBUFS when the log's backlog is full (stop taking work), -EINVAL.
+ * An acknowledgement that depends on the record (operator command reply,
+ * canonical report ack) is sent only once hooks.on_durable(s) reports
+ * s >= seq, or cp_shadow_is_durable(sh, seq) says so.
+ *
+ * Line changes this glue makes itself (promotion after a clean window,
+ * demotion on divergence or conflict, demotion of every active line when
+ * the log fails closed) are written into the daemon's fg_lines and reported
+ * through hooks.on_lines_changed(chg, seq): publish demotions to the
+ * dataplane at once (always safe), promotions once seq is durable.
+ * seq is CP_SHADOW_NO_SEQ when the change could not be recorded (log
+ * failed): it is a demotion, publish it at once.
+ *
+ * Fail closed: when the log fails, hooks.on_failed(err) runs once, an
+ * "audit_failed" alert is raised, every ACTIVE line is demoted to SHADOW,
+ * clean verdicts stop promoting, and every later on_* call returns -EIO.
+ * The daemon must stop acknowledging anything that waits for durability. */
+#ifndef CP_SHADOW_H
+#define CP_SHADOW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cp_alert.h"
+#include "cp_audit_log.h"
+#include "fg/config.h"
+#include "fg/line.h"
+#include "fg/shadow.h"
+#include "fg/slot.h"
+#include "fg/wire.h"
+
+#define CP_SHADOW_NO_SEQ UINT64_MAX
+
+struct cp_shadow;
+
+struct cp_shadow_hooks {
+	void (*on_durable)(void *arg, uint64_t seq);  /* every record <= seq is durable */
+	void (*on_failed)(void *arg, int err);        /* the log failed closed */
+	void (*on_lines_changed)(void *arg, const struct fg_line_change *chg, uint64_t seq);
+	void (*log)(void *arg, const char *msg);      /* NULL = stderr */
+	void *arg;
+};
+
+/* Knobs not in struct fg_config (tests, bench); NULL = defaults. */
+struct cp_shadow_opts {
+	uint64_t expiry_ns;        /* pending half lifetime; 0 = max(10 * slot deadline, 2 s) */
+	uint32_t batch_max_records;/* passed to the log (1 = fdatasync per record) */
+	const char *who;           /* GENESIS writer name */
+};
+
+/* Build from cfg ([audit] path/rotation/group commit/alerts, [lines]
+ * shadow_sample, [model] sizes, [slots] capacity/deadline). lines is the
+ * daemon's table; it must outlive sh. Opens (recovers) the log. Returns 0,
+ * or -errno with a one-line reason in err (-EBADMSG: the log is corrupt
+ * beyond a torn tail; refuse to start). */
+FG_MUST_CHECK int cp_shadow_new(struct cp_shadow **out, const struct fg_config *cfg, struct fg_lines *lines,
+				const struct cp_shadow_hooks *hooks, const struct cp_shadow_opts *opts,
+				char *err, size_t errlen);
+void cp_shadow_free(struct cp_shadow *sh);
+
+/* fds[0]: the audit log's eventfd; fds[1]: the alert runner's epoll fd. */
+void cp_shadow_fds(const struct cp_shadow *sh, int fds[2]);
+/* Handle whatever is ready on both fds. Returns 0, or -EIO once failed. */
+int cp_shadow_process(struct cp_shadow *sh, uint64_t now_ns);
+/* Expire pending halves (UNMATCHED verdicts for shadow seeds) and alert
+ * timeouts. Returns 0 or -errno as the on_* calls. */
+int cp_shadow_tick(struct cp_shadow *sh, uint64_t now_ns);
+
+/* now_ns is CLOCK_MONOTONIC (the slot engine's clock). epoch: model epoch. */
+FG_MUST_CHECK int cp_shadow_on_resolved(struct cp_shadow *sh, const struct fg_seed_view *v, uint32_t epoch,
+					uint64_t now_ns, uint64_t *seq);
+FG_MUST_CHECK int cp_shadow_on_canonical(struct cp_shadow *sh, const struct fg_canon *c, uint32_t epoch,
+					 uint64_t now_ns, uint64_t *seq);
+FG_MUST_CHECK int cp_shadow_on_conflict(struct cp_shadow *sh, uint32_t token_seq, uint16_t dst_layer,
+					uint8_t line, uint32_t epoch, uint64_t now_ns, uint64_t *seq);
+/* Apply an operator event (FG_LEV_OP_*) to a line and audit it. Returns 1
+ * with *seq when the state changed and was recorded, 0 when nothing changed,
+ * -EALREADY/-EINVAL from fg_line_apply, -EIO/-ENOBUFS from the log (the
+ * change is then NOT applied). */
+FG_MUST_CHECK int cp_shadow_line_op(struct cp_shadow *sh, unsigned line, enum fg_line_event ev, uint32_t uid,
+				    int32_t pid, const char *origin, const char *why, uint64_t now_ns,
+				    uint64_t *seq);
+/* Audit a change the daemon applied itself (e.g. degraded overlay). */
+FG_MUST_CHECK int cp_shadow_on_line_change(struct cp_shadow *sh, const struct fg_line_change *chg,
+					   const char *origin, uint64_t *seq);
+FG_MUST_CHECK int cp_shadow_on_epoch_change(struct cp_shadow *sh, uint32_t from, uint32_t to, uint32_t uid,
+					    int32_t pid, const char *why, uint64_t *seq);
+FG_MUST_CHECK int cp_shadow_on_peer_auth_failure(struct cp_shadow *sh, const char *peer, const char *reason,
+						 uint64_t now_ns, uint64_t *seq);
+
+bool cp_shadow_is_durable(const struct cp_shadow *sh, uint64_t seq);
+bool cp_shadow_failed(const struct cp_shadow *sh);
+/* Hash of the last durable record (hex for metrics: fg_audit_hex) and the
+ * next not-yet-durable sequence number. */
+void cp_shadow_head(const struct cp_shadow *sh, uint8_t hash[FG_AUDIT_HASH_LEN], uint64_t *durable_next);
+
+struct cp_shadow_stats {
+	uint64_t verdicts_clean, verdicts_divergent, verdicts_unmatched;
+	uint64_t sampled_in, sampled_out, evicted;
+	uint64_t conflicts, line_changes, peer_auth_failures, promotions, demotions;
+	uint64_t append_failed;
+	struct cp_audit_log_stats log;
+	struct cp_alert_stats alert;
+};
+void cp_shadow_stats(const struct cp_shadow *sh, struct cp_shadow_stats *out);
+
+/* For tests and tools. */
+struct cp_audit_log *cp_shadow_log(struct cp_shadow *sh);
+struct cp_alert *cp_shadow_alert(struct cp_shadow *sh);
+
+#endif

@@ -1,0 +1,519 @@
+/* audit_rec.c - audit record codec, hash chain and verification (pure: no
+ * I/O, no logging, no state beyond the caller's chain).
+ *
+ * Owns the byte layout documented in include/fg/audit.h. Any thread may call
+ * it. SHA-256 comes from OpenSSL's libcrypto one-shot SHA256() (computation
+ * only); the checksum is XXH3-64 from libxxhash.
+ *
+ * Payload layouts (little-endian; "str" is a u8 length then that many bytes,
+ * length < the field's size so the decoded string always has its NUL):
+ *   GENESIS   u32 format, str who
+ *   VERDICT   u32 token_seq, u16 dst_layer, u8 lines, u8 kind, u8 canon_kind,
+ *             u8 sampled, u8 has_diff, u8 shape_mismatch, u32 epoch,
+ *             u64 fp_jump, u64 fp_canon, u32 n_elems, u32 count,
+ *             u32 nan_count, u32 first_index, f64 max_abs (IEEE bits),
+ *             u64 max_ulp                                     (64 bytes)
+ *   LINE      u8 line, u8 from, u8 to, u8 event, u32 uid, i32 pid,
+ *             str origin, str why
+ *   EPOCH     u32 from, u32 to, u32 uid, i32 pid, str why
+ *   CONFLICT  u32 token_seq, u16 dst_layer, u8 line, u8 0, u32 epoch (12)
+ *   PEER_AUTH str peer, str reason
+ *   RECOVERY  u64 cut_offset, u64 cut_bytes, u64 last_seq, u16 reason (26)
+ *   ROTATION  u64 prev_file_records, u64 prev_file_bytes,
+ *             u32 prev_file_index                             (20)
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <openssl/sha.h>
+#include <xxhash.h>
+
+#include "fg/audit.h"
+#include "fg/wire.h"
+
+#define VERDICT_LEN 64u
+#define CONFLICT_LEN 12u
+#define RECOVERY_LEN 26u
+#define ROTATION_LEN 20u
+
+const char *fg_audit_type_name(unsigned type)
+{
+	static const char *const names[] = {
+		[FG_AREC_GENESIS] = "genesis",   [FG_AREC_VERDICT] = "verdict",
+		[FG_AREC_LINE] = "line",         [FG_AREC_EPOCH] = "epoch",
+		[FG_AREC_CONFLICT] = "conflict", [FG_AREC_PEER_AUTH] = "peer_auth",
+		[FG_AREC_RECOVERY] = "recovery", [FG_AREC_ROTATION] = "rotation",
+	};
+	if (type >= FG_ARRAY_LEN(names) || !names[type])
+		return "unknown";
+	return names[type];
+}
+
+const char *fg_verdict_kind_name(unsigned k)
+{
+	switch (k) {
+	case FG_VERDICT_CLEAN: return "clean";
+	case FG_VERDICT_DIVERGENT: return "divergent";
+	case FG_VERDICT_UNMATCHED: return "unmatched";
+	default: return "unknown";
+	}
+}
+
+const char *fg_audit_reason_name(int r)
+{
+	static const char *const names[FG_AR__COUNT] = {
+		[FG_AR_OK] = "ok",
+		[FG_AR_TRUNCATED] = "truncated",
+		[FG_AR_LENGTH] = "bad_length",
+		[FG_AR_ZERO] = "zeroed",
+		[FG_AR_CHECKSUM] = "bad_checksum",
+		[FG_AR_VERSION] = "bad_version",
+		[FG_AR_TYPE] = "bad_type",
+		[FG_AR_PAYLOAD] = "bad_payload",
+		[FG_AR_SEQ] = "bad_sequence",
+		[FG_AR_CHAIN] = "broken_chain",
+		[FG_AR_GENESIS] = "bad_start",
+		[FG_AR_NOSPACE] = "no_space",
+	};
+	if (r < 0)
+		r = -r;
+	if (r >= FG_AR__COUNT)
+		return "unknown";
+	return names[r];
+}
+
+void fg_audit_chain_init(struct fg_audit_chain *ch)
+{
+	memset(ch, 0, sizeof(*ch));
+}
+
+void fg_audit_hex(const uint8_t hash[FG_AUDIT_HASH_LEN], char out[2 * FG_AUDIT_HASH_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	for (unsigned i = 0; i < FG_AUDIT_HASH_LEN; i++) {
+		out[2 * i] = hex[hash[i] >> 4];
+		out[2 * i + 1] = hex[hash[i] & 15];
+	}
+	out[2 * FG_AUDIT_HASH_LEN] = '\0';
+}
+
+/* ---- a bounded writer / reader over a byte range ------------------------ */
+
+struct wbuf {
+	uint8_t *p;
+	size_t cap, n;
+	bool over;
+};
+
+static uint8_t *w_take(struct wbuf *w, size_t k)
+{
+	if (w->over || w->cap - w->n < k) {
+		w->over = true;
+		return NULL;
+	}
+	uint8_t *p = w->p + w->n;
+	w->n += k;
+	return p;
+}
+static void w_u8(struct wbuf *w, uint8_t v)
+{
+	uint8_t *p = w_take(w, 1);
+	if (p)
+		*p = v;
+}
+static void w_u16(struct wbuf *w, uint16_t v)
+{
+	uint8_t *p = w_take(w, 2);
+	if (p)
+		fg_put_le16(p, v);
+}
+static void w_u32(struct wbuf *w, uint32_t v)
+{
+	uint8_t *p = w_take(w, 4);
+	if (p)
+		fg_put_le32(p, v);
+}
+static void w_u64(struct wbuf *w, uint64_t v)
+{
+	uint8_t *p = w_take(w, 8);
+	if (p)
+		fg_put_le64(p, v);
+}
+/* A string field of `size` bytes (incl. NUL) in memory: at most size - 1 go out. */
+static void w_str(struct wbuf *w, const char *s, size_t size)
+{
+	size_t n = strnlen(s, size - 1);
+	w_u8(w, (uint8_t)n);
+	uint8_t *p = w_take(w, n);
+	if (p)
+		memcpy(p, s, n);
+}
+
+struct rbuf {
+	const uint8_t *p;
+	size_t len, n;
+	bool bad;
+};
+
+static const uint8_t *r_take(struct rbuf *r, size_t k)
+{
+	if (r->bad || r->len - r->n < k) {
+		r->bad = true;
+		return NULL;
+	}
+	const uint8_t *p = r->p + r->n;
+	r->n += k;
+	return p;
+}
+static uint8_t r_u8(struct rbuf *r)
+{
+	const uint8_t *p = r_take(r, 1);
+	return p ? *p : 0;
+}
+static uint16_t r_u16(struct rbuf *r)
+{
+	const uint8_t *p = r_take(r, 2);
+	return p ? fg_le16(p) : 0;
+}
+static uint32_t r_u32(struct rbuf *r)
+{
+	const uint8_t *p = r_take(r, 4);
+	return p ? fg_le32(p) : 0;
+}
+static uint64_t r_u64(struct rbuf *r)
+{
+	const uint8_t *p = r_take(r, 8);
+	return p ? fg_le64(p) : 0;
+}
+static void r_str(struct rbuf *r, char *out, size_t size)
+{
+	size_t n = r_u8(r);
+	out[0] = '\0';
+	if (n >= size) {
+		r->bad = true;
+		return;
+	}
+	const uint8_t *p = r_take(r, n);
+	if (!p)
+		return;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	/* An embedded NUL would make the printed string differ from the bytes. */
+	if (memchr(out, '\0', n))
+		r->bad = true;
+}
+
+static uint64_t f64_bits(double d)
+{
+	uint64_t u;
+	memcpy(&u, &d, sizeof(u));
+	return u;
+}
+static double bits_f64(uint64_t u)
+{
+	double d;
+	memcpy(&d, &u, sizeof(d));
+	return d;
+}
+
+static void encode_payload(struct wbuf *w, unsigned type, const union fg_audit_payload *p)
+{
+	switch (type) {
+	case FG_AREC_GENESIS:
+		w_u32(w, p->genesis.format);
+		w_str(w, p->genesis.who, sizeof(p->genesis.who));
+		break;
+	case FG_AREC_VERDICT: {
+		const struct fg_audit_verdict *v = &p->verdict;
+		w_u32(w, v->token_seq);
+		w_u16(w, v->dst_layer);
+		w_u8(w, v->lines);
+		w_u8(w, v->kind);
+		w_u8(w, v->canon_kind);
+		w_u8(w, v->sampled);
+		w_u8(w, v->has_diff);
+		w_u8(w, v->shape_mismatch);
+		w_u32(w, v->epoch);
+		w_u64(w, v->fp_jump);
+		w_u64(w, v->fp_canon);
+		w_u32(w, v->diff.n_elems);
+		w_u32(w, v->diff.count);
+		w_u32(w, v->diff.nan_count);
+		w_u32(w, v->diff.first_index);
+		w_u64(w, f64_bits(v->diff.max_abs));
+		w_u64(w, v->diff.max_ulp);
+		break;
+	}
+	case FG_AREC_LINE:
+		w_u8(w, p->line.line);
+		w_u8(w, p->line.from);
+		w_u8(w, p->line.to);
+		w_u8(w, p->line.event);
+		w_u32(w, p->line.uid);
+		w_u32(w, (uint32_t)p->line.pid);
+		w_str(w, p->line.origin, sizeof(p->line.origin));
+		w_str(w, p->line.why, sizeof(p->line.why));
+		break;
+	case FG_AREC_EPOCH:
+		w_u32(w, p->epoch.from);
+		w_u32(w, p->epoch.to);
+		w_u32(w, p->epoch.uid);
+		w_u32(w, (uint32_t)p->epoch.pid);
+		w_str(w, p->epoch.why, sizeof(p->epoch.why));
+		break;
+	case FG_AREC_CONFLICT:
+		w_u32(w, p->conflict.token_seq);
+		w_u16(w, p->conflict.dst_layer);
+		w_u8(w, p->conflict.line);
+		w_u8(w, 0);
+		w_u32(w, p->conflict.epoch);
+		break;
+	case FG_AREC_PEER_AUTH:
+		w_str(w, p->peer_auth.peer, sizeof(p->peer_auth.peer));
+		w_str(w, p->peer_auth.reason, sizeof(p->peer_auth.reason));
+		break;
+	case FG_AREC_RECOVERY:
+		w_u64(w, p->recovery.cut_offset);
+		w_u64(w, p->recovery.cut_bytes);
+		w_u64(w, p->recovery.last_seq);
+		w_u16(w, p->recovery.reason);
+		break;
+	case FG_AREC_ROTATION:
+		w_u64(w, p->rotation.prev_file_records);
+		w_u64(w, p->rotation.prev_file_bytes);
+		w_u32(w, p->rotation.prev_file_index);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Decode a payload; false when its length or a field is wrong for the type. */
+static bool decode_payload(struct rbuf *r, unsigned type, union fg_audit_payload *p)
+{
+	memset(p, 0, sizeof(*p));
+	switch (type) {
+	case FG_AREC_GENESIS:
+		p->genesis.format = r_u32(r);
+		r_str(r, p->genesis.who, sizeof(p->genesis.who));
+		break;
+	case FG_AREC_VERDICT: {
+		struct fg_audit_verdict *v = &p->verdict;
+		v->token_seq = r_u32(r);
+		v->dst_layer = r_u16(r);
+		v->lines = r_u8(r);
+		v->kind = r_u8(r);
+		v->canon_kind = r_u8(r);
+		v->sampled = r_u8(r);
+		v->has_diff = r_u8(r);
+		v->shape_mismatch = r_u8(r);
+		v->epoch = r_u32(r);
+		v->fp_jump = r_u64(r);
+		v->fp_canon = r_u64(r);
+		v->diff.n_elems = r_u32(r);
+		v->diff.count = r_u32(r);
+		v->diff.nan_count = r_u32(r);
+		v->diff.first_index = r_u32(r);
+		v->diff.max_abs = bits_f64(r_u64(r));
+		v->diff.max_ulp = r_u64(r);
+		if (v->kind > FG_VERDICT_UNMATCHED || v->lines > 0x7F || v->sampled > 1 || v->has_diff > 1 ||
+		    v->shape_mismatch > 1 || v->diff.count > v->diff.n_elems ||
+		    v->diff.nan_count > v->diff.count)
+			return false;
+		break;
+	}
+	case FG_AREC_LINE:
+		p->line.line = r_u8(r);
+		p->line.from = r_u8(r);
+		p->line.to = r_u8(r);
+		p->line.event = r_u8(r);
+		p->line.uid = r_u32(r);
+		p->line.pid = (int32_t)r_u32(r);
+		r_str(r, p->line.origin, sizeof(p->line.origin));
+		r_str(r, p->line.why, sizeof(p->line.why));
+		if (p->line.line >= 7 || p->line.from > 3 || p->line.to > 3)
+			return false;
+		break;
+	case FG_AREC_EPOCH:
+		p->epoch.from = r_u32(r);
+		p->epoch.to = r_u32(r);
+		p->epoch.uid = r_u32(r);
+		p->epoch.pid = (int32_t)r_u32(r);
+		r_str(r, p->epoch.why, sizeof(p->epoch.why));
+		break;
+	case FG_AREC_CONFLICT:
+		p->conflict.token_seq = r_u32(r);
+		p->conflict.dst_layer = r_u16(r);
+		p->conflict.line = r_u8(r);
+		if (r_u8(r) != 0 || p->conflict.line >= 7)
+			return false;
+		p->conflict.epoch = r_u32(r);
+		break;
+	case FG_AREC_PEER_AUTH:
+		r_str(r, p->peer_auth.peer, sizeof(p->peer_auth.peer));
+		r_str(r, p->peer_auth.reason, sizeof(p->peer_auth.reason));
+		break;
+	case FG_AREC_RECOVERY:
+		p->recovery.cut_offset = r_u64(r);
+		p->recovery.cut_bytes = r_u64(r);
+		p->recovery.last_seq = r_u64(r);
+		p->recovery.reason = r_u16(r);
+		break;
+	case FG_AREC_ROTATION:
+		p->rotation.prev_file_records = r_u64(r);
+		p->rotation.prev_file_bytes = r_u64(r);
+		p->rotation.prev_file_index = r_u32(r);
+		break;
+	default:
+		return false;
+	}
+	/* Every byte of the payload must have been consumed, no more. */
+	return !r->bad && r->n == r->len;
+}
+
+ssize_t fg_audit_encode(struct fg_audit_chain *ch, unsigned type, uint64_t time_ns,
+			const union fg_audit_payload *p, uint8_t *buf, size_t cap)
+{
+	if (type < FG_AREC_GENESIS || type >= FG_AREC__END)
+		return -FG_AR_TYPE;
+	struct wbuf w = { .p = buf, .cap = cap < FG_AUDIT_REC_MAX ? cap : FG_AUDIT_REC_MAX };
+	uint8_t *hdr = w_take(&w, FG_AUDIT_HDR_LEN);
+	encode_payload(&w, type, p);
+	uint8_t *trailer = w_take(&w, FG_AUDIT_TRAILER_LEN);
+	if (w.over || !hdr || !trailer)
+		return -FG_AR_NOSPACE;
+	fg_put_le32(hdr, (uint32_t)w.n);
+	fg_put_le16(hdr + 4, (uint16_t)type);
+	fg_put_le16(hdr + 6, FG_AUDIT_VERSION);
+	fg_put_le64(hdr + 8, ch->next_seq);
+	fg_put_le64(hdr + 16, time_ns);
+	memcpy(hdr + 24, ch->head, FG_AUDIT_HASH_LEN);
+	size_t body = w.n - FG_AUDIT_TRAILER_LEN;
+	fg_put_le64(trailer, XXH3_64bits(buf, body));
+	SHA256(buf, body, ch->head);
+	ch->next_seq++;
+	return (ssize_t)w.n;
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+ssize_t fg_audit_decode(const uint8_t *buf, size_t len, struct fg_audit_rec *out)
+{
+	if (len < 4)
+		return all_zero(buf, len) && len > 0 ? -FG_AR_ZERO : -FG_AR_TRUNCATED;
+	uint32_t rlen = fg_le32(buf);
+	if (rlen == 0) {
+		size_t n = len < FG_AUDIT_HDR_LEN ? len : FG_AUDIT_HDR_LEN;
+		if (all_zero(buf, n))
+			return -FG_AR_ZERO;
+	}
+	if (rlen < FG_AUDIT_HDR_LEN + FG_AUDIT_TRAILER_LEN || rlen > FG_AUDIT_REC_MAX)
+		return -FG_AR_LENGTH;
+	if (rlen > len)
+		return -FG_AR_TRUNCATED;
+	size_t body = rlen - FG_AUDIT_TRAILER_LEN;
+	if (XXH3_64bits(buf, body) != fg_le64(buf + body))
+		return all_zero(buf + 4, rlen - 4) ? -FG_AR_ZERO : -FG_AR_CHECKSUM;
+	if (fg_le16(buf + 6) != FG_AUDIT_VERSION)
+		return -FG_AR_VERSION;
+	unsigned type = fg_le16(buf + 4);
+	if (type < FG_AREC_GENESIS || type >= FG_AREC__END)
+		return -FG_AR_TYPE;
+	struct fg_audit_rec rec;
+	rec.len = rlen;
+	rec.type = (uint16_t)type;
+	rec.seq = fg_le64(buf + 8);
+	rec.time_ns = fg_le64(buf + 16);
+	memcpy(rec.prev, buf + 24, FG_AUDIT_HASH_LEN);
+	struct rbuf r = { .p = buf + FG_AUDIT_HDR_LEN, .len = body - FG_AUDIT_HDR_LEN };
+	if (!decode_payload(&r, type, &rec.p))
+		return -FG_AR_PAYLOAD;
+	SHA256(buf, body, rec.hash);
+	*out = rec;
+	return (ssize_t)rlen;
+}
+
+int fg_audit_verify(const uint8_t *buf, size_t len, const struct fg_audit_chain *from,
+		    struct fg_audit_scan *out)
+{
+	struct fg_audit_scan s;
+	memset(&s, 0, sizeof(s));
+	if (from)
+		s.chain = *from;
+	else
+		fg_audit_chain_init(&s.chain);
+	s.anchored = true;
+	size_t off = 0;
+	int reason = FG_AR_OK;
+	uint64_t bad_seq = 0;
+	while (off < len) {
+		struct fg_audit_rec rec;
+		ssize_t n = fg_audit_decode(buf + off, len - off, &rec);
+		if (n < 0) {
+			reason = (int)-n;
+			bad_seq = s.chain.next_seq;
+			break;
+		}
+		bad_seq = rec.seq;
+		bool first = s.records == 0;
+		if (first && !from) {
+			if (rec.type == FG_AREC_ROTATION) {
+				/* A later file verified alone: take its start as given. */
+				s.anchored = false;
+				s.chain.next_seq = rec.seq;
+				memcpy(s.chain.head, rec.prev, FG_AUDIT_HASH_LEN);
+			} else if (rec.type != FG_AREC_GENESIS) {
+				reason = FG_AR_GENESIS;
+				break;
+			}
+		}
+		if (rec.type == FG_AREC_GENESIS && (!first || rec.seq != 0)) {
+			reason = FG_AR_GENESIS;
+			break;
+		}
+		if (rec.type == FG_AREC_ROTATION && !first) {
+			reason = FG_AR_GENESIS;
+			break;
+		}
+		if (first && from && from->next_seq > 0 && rec.type != FG_AREC_ROTATION) {
+			reason = FG_AR_GENESIS;
+			break;
+		}
+		if (rec.seq != s.chain.next_seq) {
+			reason = FG_AR_SEQ;
+			break;
+		}
+		if (memcmp(rec.prev, s.chain.head, FG_AUDIT_HASH_LEN) != 0) {
+			reason = FG_AR_CHAIN;
+			break;
+		}
+		if (first)
+			s.first_seq = rec.seq;
+		s.last_seq = rec.seq;
+		s.records++;
+		s.chain.next_seq = rec.seq + 1;
+		memcpy(s.chain.head, rec.hash, FG_AUDIT_HASH_LEN);
+		off += (size_t)n;
+	}
+	s.good_bytes = off;
+	s.bad_offset = off;
+	s.reason = reason;
+	s.bad_seq = reason ? bad_seq : 0;
+	*out = s;
+	return reason ? -reason : 0;
+}
+
+bool fg_audit_tail_is_torn(const struct fg_audit_scan *s, uint64_t file_len)
+{
+	if (s->reason == FG_AR_OK || !fg_audit_reason_is_torn(s->reason))
+		return false;
+	if (s->bad_offset > file_len)
+		return false;
+	return file_len - s->bad_offset <= FG_AUDIT_TAIL_MAX;
+}

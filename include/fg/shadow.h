@@ -1,0 +1,129 @@
+/* shadow.h - shadow-mode comparison of jumped seeds with the canonical chain
+ * (pure core: no I/O, no logging, no clock of its own).
+ *
+ * Owns: the pending comparisons keyed by (token_seq, dst_layer) in a bounded
+ * direct-mapped table in caller memory, the sampling decision, the
+ * fingerprint comparison, the elementwise residual figures (differing
+ * elements, largest absolute difference, largest ULP distance) and the
+ * mapping of a verdict onto the line state machine (fg_line_apply).
+ *
+ * Who may call: the one control-plane thread that owns the line table;
+ * SINGLE WRITER, nothing here is atomic. control/audit/cp_shadow.c glues it
+ * to the audit log and the alert runner.
+ *
+ * A comparison needs two halves that arrive in either order: the resolved
+ * seed (fg_shadow_seed, from the slot engine) and the canonical report
+ * (fg_shadow_canon, from the fleet). The first half waits in the table with
+ * a deadline; the second half produces the verdict and frees the entry.
+ *
+ * Invariants (per entry):
+ *  1. state EMPTY: nothing else is meaningful.
+ *  2. state SEED: the resolved seed's fingerprint, shape and lines are kept;
+ *     its body is kept too when it fits body_max (has_body).
+ *  3. state CANON: the canonical report's kind, shape and fingerprint (digest
+ *     as sent, or fg_fingerprint of the full body) are kept; a full body
+ *     that fits body_max is kept (has_body).
+ *  4. index = (token_seq * n_layers + dst_layer) mod capacity; a new key
+ *     whose index holds another key evicts it (counted in `evicted`).
+ *
+ * Sampling: every seed that reduces a line in shadow is compared; a seed
+ * whose lines are all active is compared when
+ *   XXH3-64("token_seq(le32) dst_layer(le16)") >> 32  <  sample * 2^32,
+ * a deterministic choice (no RNG state, the same seed is always in or out),
+ * so the fleet and the tests can predict which keys are audited. A canonical
+ * report that finds its seed already there is compared regardless.
+ *
+ * NaN and signed zero in the residual figures: elements are compared by
+ * their bits, so +0 vs -0 counts as a differing element (abs 0, ULP 0) and
+ * two NaNs with the same bits are equal. A differing element where either
+ * side is NaN is counted in count and nan_count but left out of max_abs and
+ * max_ulp (a distance to NaN means nothing). ULP distance maps each f32 to
+ * a signed integer ordered like the reals (negative values mirrored below
+ * zero, both zeros at 0), so a difference across zero is the sum of the
+ * two sides' distances to zero, and +-inf are one step past the largest
+ * finite value. */
+#ifndef FG_SHADOW_H
+#define FG_SHADOW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg/audit.h"
+#include "fg/common.h"
+#include "fg/line.h"
+#include "fg/slot.h"
+#include "fg/wire.h"
+
+struct fg_shadow_cfg {
+	uint32_t capacity;  /* entries, >= 1 */
+	uint32_t body_max;  /* bytes of body kept per entry (hidden * max_seq_len * 4) */
+	uint16_t n_layers;  /* >= 1 */
+	uint64_t expiry_ns; /* how long half a comparison waits for the other half */
+	double sample;      /* fraction of all-active seeds audited, 0..1 */
+};
+
+struct fg_shadow {
+	struct fg_shadow_cfg cfg;
+	uint8_t *mem;
+	size_t stride;
+	uint64_t sample_threshold; /* of 2^32 */
+	uint32_t live;             /* entries not EMPTY */
+	/* accounting, monotonic */
+	uint64_t seeds, canons, sampled_out, sampled_in;
+	uint64_t clean, divergent, unmatched, evicted, duplicate_half;
+};
+
+/* One comparison's outcome; the glue audits it (struct fg_audit_verdict). */
+struct fg_shadow_verdict {
+	struct fg_audit_verdict v; /* epoch is left 0: the caller knows the model epoch */
+	uint8_t shadow_lines;      /* lines of v.lines that were in shadow at seed time */
+	bool seed_side;            /* UNMATCHED only: true when the seed waited alone */
+};
+
+/* Bytes of caller memory for a table (8-byte aligned). 0 on a bad cfg. */
+size_t fg_shadow_mem_size(const struct fg_shadow_cfg *cfg);
+/* Initialise in mem[0..len), 8-byte aligned. 0, -EINVAL (cfg) or -ENOSPC. */
+FG_MUST_CHECK int fg_shadow_init(struct fg_shadow *sh, void *mem, size_t len, const struct fg_shadow_cfg *cfg);
+
+/* True when a seed reducing `lines` must be compared: a line of it is in
+ * shadow in ls, or the deterministic sample picks (token_seq, layer). */
+bool fg_shadow_wants(const struct fg_shadow *sh, const struct fg_lines *ls, uint32_t token_seq,
+		     uint16_t layer, uint8_t lines, bool *sampled);
+
+/* A slot resolved. v->body is read (copied when it must wait); ls decides
+ * shadow versus sampling. Returns 1 with *out filled when the canonical
+ * report was already there (a verdict), 0 when the seed now waits or was not
+ * sampled, -EINVAL on a bad view. */
+FG_MUST_CHECK int fg_shadow_seed(struct fg_shadow *sh, const struct fg_seed_view *v, const struct fg_lines *ls,
+				 uint64_t now_ns, struct fg_shadow_verdict *out);
+
+/* A canonical report arrived (c from fg_canon_decode; c->body for FULL).
+ * Returns 1 with *out filled when the seed was waiting, 0 when the report now
+ * waits, -EINVAL on a bad report. */
+FG_MUST_CHECK int fg_shadow_canon(struct fg_shadow *sh, const struct fg_canon *c, uint64_t now_ns,
+				  struct fg_shadow_verdict *out);
+
+/* Expire halves older than expiry_ns. Writes up to max UNMATCHED verdicts
+ * (only for seeds that had a line in shadow; lone sampled seeds and lone
+ * canonical reports are only counted) and returns how many; call again
+ * while it returns max. */
+int fg_shadow_expire(struct fg_shadow *sh, uint64_t now_ns, struct fg_shadow_verdict *out, int max);
+
+/* Drop every pending half (model epoch change). Returns how many. */
+uint32_t fg_shadow_flush(struct fg_shadow *sh);
+
+/* Feed a verdict to the line state machine: FG_LEV_CLEAN or
+ * FG_LEV_DIVERGENCE on each line of v->v.lines (UNMATCHED changes nothing).
+ * Writes the transitions into chg[0..7) and returns how many, or -EINVAL. */
+FG_MUST_CHECK int fg_shadow_apply(struct fg_lines *ls, const struct fg_shadow_verdict *v, uint64_t now_ns,
+				  struct fg_line_change chg[FG_LINES]);
+
+/* Elementwise figures of two f32 little-endian bodies of len bytes each
+ * (len a multiple of 4). See the NaN/zero rules above. */
+void fg_residual_diff(const uint8_t *a, const uint8_t *b, size_t len, struct fg_diff *out);
+
+/* ULP distance between two f32 bit patterns, neither NaN. */
+uint64_t fg_f32_ulp_distance(uint32_t a, uint32_t b);
+
+#endif
