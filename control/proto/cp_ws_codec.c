@@ -439,7 +439,8 @@ ssize_t cp_ws_close_encode(uint16_t code, const char *reason, uint8_t *out, size
 			while (rl > 0 && ((uint8_t)reason[rl] & 0xc0) == 0x80)
 				rl--;
 		}
-		memcpy(pl + 2, reason, rl);
+		if (rl)
+			memcpy(pl + 2, reason, rl);
 		n += rl;
 	}
 	return cp_ws_frame_encode(CP_WS_OP_CLOSE, pl, n, out, cap);
