@@ -1,0 +1,699 @@
+/* cp_conn.c - the TLS listener, the connection table and each connection's
+ * socket I/O: recv -> TLS -> plaintext, plaintext -> TLS -> bounded send
+ * queue -> sendmsg, deadlines, and closing (see cp_server.h for the state
+ * machine and invariants). Loop thread only. */
+#include "cp_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cp_log.h"
+
+#define CP_HOUSE_NS (100ull * 1000 * 1000)
+#define CP_LINGER_NS (2ull * 1000 * 1000 * 1000)
+#define CP_IN_INITIAL 16384u
+
+static void conn_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
+static void conn_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
+static void conn_free_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
+static void conn_arm_recv(struct cp_conn *c);
+static void conn_process(struct cp_conn *c);
+static void server_accept_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
+
+/* ---- lists ---------------------------------------------------------------- */
+void cp_conn_list_add(struct cp_conn **head, struct cp_conn *c)
+{
+	if (c->on_list)
+		return;
+	c->lprev = NULL;
+	c->lnext = *head;
+	if (*head)
+		(*head)->lprev = c;
+	*head = c;
+	c->on_list = true;
+}
+
+void cp_conn_list_del(struct cp_conn **head, struct cp_conn *c)
+{
+	if (!c->on_list)
+		return;
+	if (c->lprev)
+		c->lprev->lnext = c->lnext;
+	else
+		*head = c->lnext;
+	if (c->lnext)
+		c->lnext->lprev = c->lprev;
+	c->lprev = c->lnext = NULL;
+	c->on_list = false;
+}
+
+struct cp_conn *cp_conn_by_cookie(struct cp_server *s, uint64_t cookie)
+{
+	uint32_t idx = (uint32_t)cookie, gen = (uint32_t)(cookie >> 32);
+	if (idx >= s->max_conns)
+		return NULL;
+	struct cp_conn *c = s->table[idx];
+	return c && c->gen == gen && !c->dead ? c : NULL;
+}
+
+void cp_conn_set_deadline(struct cp_conn *c, enum cp_deadline_kind k, uint64_t ns_from_now)
+{
+	c->dl_kind = k;
+	c->deadline_ns = k == CP_DL_NONE ? 0 : cp_now_ns() + ns_from_now;
+}
+
+/* ---- freeing -------------------------------------------------------------- */
+static void conn_maybe_free(struct cp_conn *c)
+{
+	if (!c->dead || c->recv_armed || c->send_armed || c->busy || c->free_queued)
+		return;
+	/* Invariant 1: free from a completion of our own, never from a caller's
+	 * stack (a push loop or an engine callback may still hold c). */
+	c->free_op.fn = conn_free_done;
+	struct io_uring_sqe *sqe = cp_loop_sqe(c->srv->loop, &c->free_op);
+	if (!sqe) {
+		cp_err("conn %s: cannot queue its release; retrying from housekeeping", c->peer);
+		return;
+	}
+	io_uring_prep_nop(sqe);
+	c->free_queued = true;
+}
+
+static void conn_free_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
+{
+	(void)l; (void)res; (void)flags;
+	struct cp_conn *c = cp_container_of(op, struct cp_conn, free_op);
+	struct cp_server *s = c->srv;
+	if (c->fd >= 0)
+		close(c->fd);
+	cp_ws_fini(c);
+	cp_tls_conn_fini(&c->tls);
+	for (struct cp_chunk *k = c->sq_head, *n; k; k = n) {
+		n = k->next;
+		free(k);
+	}
+	free(c->in);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->all = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->table[c->idx] = NULL;
+	s->n_conns--;
+	s->st.closed++;
+	free(c);
+	/* A refused accept may be waiting for room. */
+	if (!s->accept_armed && !s->stopping && s->listen_fd >= 0) {
+		if (cp_loop_accept(s->loop, &s->accept_op, s->listen_fd) == 0)
+			s->accept_armed = true;
+	}
+}
+
+void cp_conn_close(struct cp_conn *c, const char *why)
+{
+	if (c->dead)
+		return;
+	c->dead = true;
+	cp_debug("conn %s: closed: %s", c->peer, why);
+	struct cp_server *s = c->srv;
+	if (c->state == CP_CONN_WS)
+		cp_conn_list_del(&s->ws_list, c);
+	else
+		cp_conn_list_del(&s->wait_list, c);
+	/* shutdown() completes a pending recv with 0 and fails a pending send;
+	 * the explicit cancel covers sockets where it would not. */
+	shutdown(c->fd, SHUT_RDWR);
+	if (c->recv_armed && cp_loop_cancel(s->loop, &cp_op_ignore, &c->recv_op) < 0)
+		cp_err("conn %s: cannot cancel its recv", c->peer);
+	if (c->send_armed && cp_loop_cancel(s->loop, &cp_op_ignore, &c->send_op) < 0)
+		cp_err("conn %s: cannot cancel its send", c->peer);
+	conn_maybe_free(c);
+}
+
+void cp_conn_close_after_flush(struct cp_conn *c, const char *why)
+{
+	if (c->dead || c->closing)
+		return;
+	c->closing = true;
+	cp_debug("conn %s: closing: %s", c->peer, why);
+	cp_tls_close_notify(&c->tls);
+	cp_conn_flush(c);
+	cp_conn_set_deadline(c, CP_DL_LINGER, CP_LINGER_NS);
+	if (!c->sq_head && !c->send_armed)
+		cp_conn_close(c, why);
+}
+
+/* ---- sending -------------------------------------------------------------- */
+bool cp_conn_has_room(const struct cp_conn *c, size_t len)
+{
+	return c->sq_bytes + cp_tls_out_pending(&c->tls) + len <= c->srv->cfg->send_queue_max;
+}
+
+int cp_conn_put(struct cp_conn *c, const void *buf, size_t len)
+{
+	if (c->dead)
+		return -EPIPE;
+	return cp_tls_write(&c->tls, buf, len);
+}
+
+static void conn_kick_send(struct cp_conn *c)
+{
+	if (c->send_armed || c->dead || !c->sq_head)
+		return;
+	unsigned n = 0;
+	for (struct cp_chunk *k = c->sq_head; k && n < CP_IOV_MAX; k = k->next, n++) {
+		c->iov[n].iov_base = k->data + k->off;
+		c->iov[n].iov_len = k->len - k->off;
+	}
+	memset(&c->msg, 0, sizeof(c->msg));
+	c->msg.msg_iov = c->iov;
+	c->msg.msg_iovlen = n;
+	c->send_op.fn = conn_send_done;
+	struct io_uring_sqe *sqe = cp_loop_sqe(c->srv->loop, &c->send_op);
+	if (!sqe) {
+		cp_conn_close(c, "send: ring full");
+		return;
+	}
+	io_uring_prep_sendmsg(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
+	c->send_armed = true;
+}
+
+void cp_conn_flush(struct cp_conn *c)
+{
+	if (c->dead)
+		return;
+	size_t n = cp_tls_out_pending(&c->tls);
+	if (n) {
+		struct cp_chunk *k = malloc(sizeof(*k) + n);
+		if (!k) {
+			cp_conn_close(c, "send: out of memory");
+			return;
+		}
+		k->next = NULL;
+		k->off = 0;
+		k->len = (uint32_t)cp_tls_out_take(&c->tls, k->data, n);
+		if (c->sq_tail)
+			c->sq_tail->next = k;
+		else
+			c->sq_head = k;
+		c->sq_tail = k;
+		c->sq_bytes += k->len;
+	}
+	conn_kick_send(c);
+}
+
+static void conn_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
+{
+	(void)l; (void)flags;
+	struct cp_conn *c = cp_container_of(op, struct cp_conn, send_op);
+	c->send_armed = false;
+	if (c->dead) {
+		conn_maybe_free(c);
+		return;
+	}
+	if (res < 0) {
+		cp_conn_close(c, res == -EPIPE || res == -ECONNRESET ? "peer reset" : "send failed");
+		return;
+	}
+	size_t done = (size_t)res;
+	while (done && c->sq_head) {
+		struct cp_chunk *k = c->sq_head;
+		size_t left = k->len - k->off;
+		if (done < left) {
+			k->off += (uint32_t)done;
+			c->sq_bytes -= done;
+			break;
+		}
+		done -= left;
+		c->sq_bytes -= left;
+		c->sq_head = k->next;
+		if (!c->sq_head)
+			c->sq_tail = NULL;
+		free(k);
+	}
+	if (c->sq_head) {
+		conn_kick_send(c);
+	} else if (c->closing) {
+		cp_conn_close(c, "flushed");
+		return;
+	}
+	/* Invariant 3: resume reading once the queue drained below a quarter. */
+	if (c->read_paused && c->sq_bytes < c->srv->cfg->send_queue_max / 4) {
+		c->read_paused = false;
+		c->busy++;
+		conn_process(c);
+		c->busy--;
+		conn_arm_recv(c);
+		conn_maybe_free(c);
+	}
+}
+
+/* ---- receiving ------------------------------------------------------------- */
+static void conn_arm_recv(struct cp_conn *c)
+{
+	if (c->recv_armed || c->dead || c->closing || c->read_paused || c->proto_blocked)
+		return;
+	c->recv_op.fn = conn_recv_done;
+	if (cp_loop_recv(c->srv->loop, &c->recv_op, c->fd, c->rbuf, sizeof(c->rbuf)) < 0) {
+		cp_conn_close(c, "recv: ring full");
+		return;
+	}
+	c->recv_armed = true;
+}
+
+void cp_conn_unblock(struct cp_conn *c)
+{
+	if (!c->proto_blocked || c->dead)
+		return;
+	c->proto_blocked = false;
+	/* Called from inside conn_process (local engine: synchronous outcome):
+	 * the running loop picks the next request up by itself. */
+	if (c->in_process)
+		return;
+	c->busy++;
+	/* Pipelined bytes already decrypted go first. */
+	if (c->in_len) {
+		c->in_process = true;
+		if (c->state == CP_CONN_WS)
+			cp_ws_on_data(c);
+		else
+			cp_http_on_data(c);
+		c->in_process = false;
+	}
+	conn_process(c);
+	c->busy--;
+	conn_arm_recv(c);
+	conn_maybe_free(c);
+}
+
+static int conn_in_reserve(struct cp_conn *c)
+{
+	if (c->in_cap - c->in_len >= 4096 || c->in_cap >= c->in_max)
+		return c->in_cap > c->in_len ? 0 : -ENOSPC;
+	size_t cap = c->in_cap ? c->in_cap * 2 : CP_IN_INITIAL;
+	if (cap > c->in_max)
+		cap = c->in_max;
+	uint8_t *p = realloc(c->in, cap);
+	if (!p)
+		return -ENOMEM;
+	c->in = p;
+	c->in_cap = cap;
+	return 0;
+}
+
+/* Pull plaintext out of TLS and hand it to the protocol until TLS wants more
+ * ciphertext, the protocol blocks, or the send queue is over half full. */
+static void conn_process(struct cp_conn *c)
+{
+	struct cp_server *s = c->srv;
+	if (c->in_process)
+		return;
+	c->in_process = true;
+	while (!c->dead && !c->closing) {
+		if (c->proto_blocked)
+			break;
+		if (c->sq_bytes > s->cfg->send_queue_max / 2) {
+			c->read_paused = true; /* invariant 3 */
+			break;
+		}
+		if (conn_in_reserve(c) < 0) {
+			/* The protocol left a full buffer unconsumed: its limits
+			 * should have refused earlier; refuse now. */
+			if (c->state == CP_CONN_WS)
+				cp_ws_close(c, CP_WS_CLOSE_TOO_BIG, "input buffer full");
+			else
+				cp_http_error(c, 431, "headers_too_large", false);
+			break;
+		}
+		ssize_t n = cp_tls_read(&s->tls, &c->tls, c->in + c->in_len, c->in_cap - c->in_len);
+		if (n == -EPIPE) {
+			cp_conn_close_after_flush(c, "peer close_notify");
+			break;
+		}
+		if (n < 0) {
+			if (!c->tls.handshake_done) {
+				s->st.tls_failed++;
+				cp_info("conn %s: TLS handshake refused", c->peer);
+			}
+			cp_conn_flush(c); /* the alert */
+			cp_conn_close_after_flush(c, "tls error");
+			break;
+		}
+		if (c->state == CP_CONN_TLS && c->tls.handshake_done) {
+			c->state = CP_CONN_HTTP;
+			cp_debug("conn %s: TLS %s %s%s%s%s", c->peer, SSL_get_version(c->tls.ssl),
+				 SSL_get_cipher_name(c->tls.ssl), c->tls.resumed ? " resumed" : "",
+				 c->tls.peer_verified ? " client-cert CN=" : "",
+				 c->tls.peer_verified ? c->tls.cn : "");
+		}
+		if (n == 0)
+			break;
+		c->in_len += (size_t)n;
+		if (c->state == CP_CONN_WS)
+			cp_ws_on_data(c);
+		else
+			cp_http_on_data(c);
+	}
+	c->in_process = false;
+	cp_conn_flush(c);
+}
+
+static void conn_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
+{
+	(void)l; (void)flags;
+	struct cp_conn *c = cp_container_of(op, struct cp_conn, recv_op);
+	c->recv_armed = false;
+	if (c->dead) {
+		conn_maybe_free(c);
+		return;
+	}
+	if (res <= 0) {
+		cp_conn_close(c, res == 0 ? "peer closed" : "recv failed");
+		return;
+	}
+	if (cp_tls_feed(&c->tls, c->rbuf, (size_t)res) < 0) {
+		cp_conn_close(c, "out of memory");
+		return;
+	}
+	c->busy++;
+	conn_process(c);
+	c->busy--;
+	conn_arm_recv(c);
+	conn_maybe_free(c);
+}
+
+/* ---- accepting -------------------------------------------------------------- */
+static void conn_new(struct cp_server *s, int fd)
+{
+	uint32_t idx = 0;
+	while (idx < s->max_conns && s->table[idx])
+		idx++;
+	struct cp_conn *c = idx < s->max_conns ? calloc(1, sizeof(*c)) : NULL;
+	if (!c) {
+		close(fd);
+		s->st.refused_max++;
+		return;
+	}
+	static uint32_t gen;
+	c->srv = s;
+	c->idx = idx;
+	c->gen = ++gen;
+	c->fd = fd;
+	c->state = CP_CONN_TLS;
+	c->in_max = (size_t)s->hlim.max_header_bytes + s->hlim.max_request_line + s->hlim.max_body;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[INET6_ADDRSTRLEN] = "?";
+	uint16_t port = 0;
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
+		if (ss.ss_family == AF_INET) {
+			struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+			inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+			port = ntohs(a->sin_port);
+		} else if (ss.ss_family == AF_INET6) {
+			struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+			inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+			port = ntohs(a->sin6_port);
+		}
+	}
+	snprintf(c->peer, sizeof(c->peer), "%s:%u#%u", host, port, c->gen);
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (cp_tls_conn_init(&c->tls, &s->tls) < 0) {
+		close(fd);
+		free(c);
+		return;
+	}
+	s->table[idx] = c;
+	s->n_conns++;
+	c->next = s->all;
+	if (s->all)
+		s->all->prev = c;
+	s->all = c;
+	s->st.accepted++;
+	/* Slowloris defence: the TLS handshake and the first request head must
+	 * both complete within handshake_timeout_ms of the accept. */
+	cp_conn_set_deadline(c, CP_DL_HEAD, (uint64_t)s->cfg->handshake_timeout_ms * 1000000ull);
+	cp_debug("conn %s: accepted (%u open)", c->peer, s->n_conns);
+	conn_arm_recv(c);
+}
+
+static void server_accept_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
+{
+	struct cp_server *s = cp_container_of(op, struct cp_server, accept_op);
+	bool more = (flags & IORING_CQE_F_MORE) != 0;
+	if (!more)
+		s->accept_armed = false;
+	if (res >= 0) {
+		if (s->stopping) {
+			close(res);
+		} else if (s->n_conns >= s->max_conns) {
+			/* Over the limit: accept and close, so the backlog does not
+			 * hold peers in limbo; counted and logged once per 1000. */
+			close(res);
+			if (s->st.refused_max++ % 1000 == 0)
+				cp_warn("max_connections (%u) reached: refusing connections (%llu so far)",
+					s->max_conns, (unsigned long long)s->st.refused_max);
+		} else {
+			conn_new(s, res);
+		}
+	} else if (res == -EINVAL && l->multishot_accept_ok) {
+		cp_info("kernel refuses multishot accept: using single-shot accept");
+		l->multishot_accept_ok = false;
+	} else if (res != -ECANCELED) {
+		cp_warn("accept failed: %s", strerror(-res));
+		if (res == -EMFILE || res == -ENFILE || res == -ENOMEM)
+			return; /* housekeeping re-arms in 100 ms */
+	}
+	if (!s->accept_armed && !s->stopping && s->n_conns < s->max_conns) {
+		if (cp_loop_accept(l, &s->accept_op, s->listen_fd) == 0)
+			s->accept_armed = true;
+	}
+}
+
+/* ---- housekeeping ------------------------------------------------------------ */
+static void server_house(struct cp_loop *l, struct cp_timer *t)
+{
+	struct cp_server *s = cp_container_of(t, struct cp_server, house);
+	uint64_t now = cp_now_ns();
+	for (struct cp_conn *c = s->all, *n; c; c = n) {
+		n = c->next;
+		if (c->dead) {
+			conn_maybe_free(c);
+			continue;
+		}
+		if (!c->deadline_ns || now < c->deadline_ns)
+			continue;
+		enum cp_deadline_kind k = c->dl_kind;
+		cp_conn_set_deadline(c, CP_DL_NONE, 0);
+		switch (k) {
+		case CP_DL_HEAD:
+			s->st.handshake_timeouts++;
+			cp_info("conn %s: %s not complete within %u ms: closing", c->peer,
+				c->state == CP_CONN_TLS ? "TLS handshake" : "request head", s->cfg->handshake_timeout_ms);
+			if (c->state == CP_CONN_TLS)
+				cp_conn_close(c, "handshake timeout");
+			else
+				cp_http_on_timeout(c);
+			break;
+		case CP_DL_IDLE:
+			s->st.idle_timeouts++;
+			if (c->state == CP_CONN_WS)
+				cp_ws_close(c, CP_WS_CLOSE_GOING_AWAY, "idle timeout");
+			else
+				cp_conn_close_after_flush(c, "idle timeout");
+			break;
+		case CP_DL_WAIT:
+			cp_http_on_timeout(c);
+			break;
+		case CP_DL_LINGER:
+		default:
+			cp_conn_close(c, "linger timeout");
+			break;
+		}
+	}
+	if (!s->accept_armed && !s->stopping && s->n_conns < s->max_conns) {
+		if (cp_loop_accept(l, &s->accept_op, s->listen_fd) == 0)
+			s->accept_armed = true;
+	}
+	if (cp_timer_start(l, &s->house, CP_HOUSE_NS, server_house) < 0)
+		cp_err("server: cannot re-arm the housekeeping timer");
+}
+
+/* ---- engine events ------------------------------------------------------------ */
+void cp_server_on_done(void *arg, uint64_t cookie, const struct cp_engine_result *r)
+{
+	struct cp_server *s = arg;
+	struct cp_conn *c = cp_conn_by_cookie(s, cookie);
+	if (!c)
+		return; /* the peer left before its answer */
+	c->busy++;
+	if (c->state == CP_CONN_WS)
+		cp_ws_on_done(c, r);
+	else
+		cp_http_on_done(c, r);
+	c->busy--;
+	conn_maybe_free(c);
+}
+
+void cp_server_on_resolved(void *arg, uint16_t layer, uint32_t token_seq, const uint8_t *frame, size_t len)
+{
+	struct cp_server *s = arg;
+	for (struct cp_conn *c = s->ws_list, *n; c; c = n) {
+		n = c->lnext;
+		if (cp_flow_query_has_layer(&c->ws.sub, layer)) {
+			c->busy++;
+			cp_ws_push(c, layer, frame, len);
+			c->busy--;
+			conn_maybe_free(c);
+		}
+	}
+	for (struct cp_conn *c = s->wait_list, *n; c; c = n) {
+		n = c->lnext;
+		if (c->http.wait_layer == layer && c->http.wait_token == token_seq) {
+			c->busy++;
+			cp_http_on_seed(c, FG_SLOT_RESOLVED, frame, len);
+			c->busy--;
+			conn_maybe_free(c);
+		}
+	}
+}
+
+void cp_server_on_ended(void *arg, uint16_t layer, uint32_t token_seq, enum fg_slot_state st)
+{
+	struct cp_server *s = arg;
+	for (struct cp_conn *c = s->wait_list, *n; c; c = n) {
+		n = c->lnext;
+		if (c->http.wait_layer == layer && c->http.wait_token == token_seq) {
+			c->busy++;
+			cp_http_on_seed(c, st, NULL, 0);
+			c->busy--;
+			conn_maybe_free(c);
+		}
+	}
+}
+
+/* ---- server lifecycle ----------------------------------------------------------- */
+static int listen_open(const struct fg_addr *a, uint16_t *port_out, char *why, size_t why_len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	memset(&ss, 0, sizeof(ss));
+	int family = a->set ? a->family : AF_INET;
+	if (family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+		s6->sin6_family = AF_INET6;
+		memcpy(&s6->sin6_addr, a->addr, 16);
+		s6->sin6_port = htons(a->port);
+		sl = sizeof(*s6);
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+		s4->sin_family = AF_INET;
+		if (a->set)
+			memcpy(&s4->sin_addr, a->addr, 4);
+		s4->sin_port = htons(a->set ? a->port : 8443);
+		sl = sizeof(*s4);
+	}
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(why, why_len, "socket: %s", strerror(e));
+		return -e;
+	}
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 512) < 0) {
+		int e = errno;
+		char host[INET6_ADDRSTRLEN] = "?";
+		inet_ntop(family, a->addr, host, sizeof(host));
+		snprintf(why, why_len, "[tls] listen %s port %u: %s", host, a->port, strerror(e));
+		close(fd);
+		return -e;
+	}
+	sl = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+		*port_out = ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+						       : ((struct sockaddr_in *)&ss)->sin_port);
+	return fd;
+}
+
+int cp_server_start(struct cp_server *s, struct cp_loop *l, const struct fg_config *cfg, struct cp_engine *engine,
+		    char *why, size_t why_len)
+{
+	memset(s, 0, sizeof(*s));
+	s->loop = l;
+	s->cfg = cfg;
+	s->engine = engine;
+	s->listen_fd = -1;
+	s->started_ns = cp_now_ns();
+	cp_http_limits_default(&s->hlim);
+	/* A body is one frame (POST) and is bounded like a WebSocket message. */
+	s->hlim.max_body = cfg->ws_max_message;
+	int r = cp_tls_init(&s->tls, cfg, why, why_len);
+	if (r < 0)
+		return r;
+	if (!s->tls.n_tokens && !s->tls.mtls)
+		cp_warn("no bearer tokens and no client CA: /flow and POST refuse everyone (401)");
+	s->max_conns = cfg->max_connections ? cfg->max_connections : 1;
+	s->table = calloc(s->max_conns, sizeof(*s->table));
+	if (!s->table) {
+		cp_tls_fini(&s->tls);
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
+	int fd = listen_open(&cfg->tls_listen, &s->port, why, why_len);
+	if (fd < 0) {
+		free(s->table);
+		cp_tls_fini(&s->tls);
+		return fd;
+	}
+	s->listen_fd = fd;
+	s->accept_op.fn = server_accept_done;
+	if ((r = cp_loop_accept(l, &s->accept_op, fd)) < 0 ||
+	    (r = cp_timer_start(l, &s->house, CP_HOUSE_NS, server_house)) < 0) {
+		snprintf(why, why_len, "io_uring: %s", strerror(-r));
+		close(fd);
+		free(s->table);
+		cp_tls_fini(&s->tls);
+		return r;
+	}
+	s->accept_armed = true;
+	return 0;
+}
+
+void cp_server_stop(struct cp_server *s)
+{
+	s->stopping = true;
+	if (s->listen_fd >= 0) {
+		if (s->accept_armed && cp_loop_cancel(s->loop, &cp_op_ignore, &s->accept_op) < 0)
+			cp_err("server: cannot cancel accept");
+		close(s->listen_fd);
+		s->listen_fd = -1;
+	}
+	for (struct cp_conn *c = s->all; c; c = c->next) {
+		if (c->dead)
+			continue;
+		if (c->state == CP_CONN_WS)
+			cp_ws_close(c, CP_WS_CLOSE_GOING_AWAY, "server shutting down");
+		else
+			cp_conn_close_after_flush(c, "server shutting down");
+	}
+}
+
+bool cp_server_drained(const struct cp_server *s) { return s->n_conns == 0; }
+
+void cp_server_fini(struct cp_server *s)
+{
+	/* Connections still alive here had no completion in time; their fds go
+	 * with the process. */
+	free(s->table);
+	s->table = NULL;
+	cp_tls_fini(&s->tls);
+}

@@ -1,0 +1,423 @@
+/* cp_engine.c - the slot backend of the control plane: local table or
+ * dataplane lanes, slot endings cache, line table (see cp_engine.h).
+ * Loop thread only. */
+#include "cp_engine.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cp_hooks.h"
+#include "cp_log.h"
+
+#define CP_ENGINE_ENDINGS 1024u
+#define CP_TICK_LOCAL_NS (5ull * 1000 * 1000)
+#define CP_TICK_LANES_NS (1ull * 1000 * 1000)
+#define CP_DRAIN_MAX 256
+
+static void engine_tick(struct cp_loop *l, struct cp_timer *t);
+
+fg_linefacts cp_engine_linefacts(const struct cp_engine *e) { return fg_linefacts_pack(&e->lines, e->epoch); }
+
+void cp_engine_publish(struct cp_engine *e)
+{
+	if (e->b)
+		atomic_store_explicit(&e->b->linefacts, cp_engine_linefacts(e), memory_order_release);
+}
+
+static struct cp_ending *ending_slot(const struct cp_engine *e, uint16_t layer, uint32_t token_seq)
+{
+	uint64_t k = (uint64_t)token_seq * (e->bands.n_layers ? e->bands.n_layers : 1) + layer;
+	return &e->endings[k % e->n_endings];
+}
+
+static void ending_put(struct cp_engine *e, uint16_t layer, uint32_t token_seq, enum fg_slot_state st,
+		       const uint8_t *frame, size_t len)
+{
+	struct cp_ending *en = ending_slot(e, layer, token_seq);
+	en->layer = layer;
+	en->token_seq = token_seq;
+	en->state = (uint8_t)st;
+	en->len = 0;
+	if (st == FG_SLOT_RESOLVED && frame) {
+		if (en->cap < len) {
+			uint8_t *p = realloc(en->frame, len);
+			if (!p) {
+				/* Out of memory: forget the entry rather than lie. */
+				en->state = FG_SLOT_FREE;
+				return;
+			}
+			en->frame = p;
+			en->cap = (uint32_t)len;
+		}
+		memcpy(en->frame, frame, len);
+		en->len = (uint32_t)len;
+	}
+}
+
+enum fg_slot_state cp_engine_lookup(const struct cp_engine *e, uint16_t layer, uint32_t token_seq,
+				    const uint8_t **frame, size_t *len)
+{
+	const struct cp_ending *en = ending_slot(e, layer, token_seq);
+	if (en->state != FG_SLOT_FREE && en->layer == layer && en->token_seq == token_seq) {
+		if (en->state == FG_SLOT_RESOLVED) {
+			*frame = en->frame;
+			*len = en->len;
+		}
+		return (enum fg_slot_state)en->state;
+	}
+	if (!e->lanes_mode) {
+		struct fg_slot_info info;
+		if (fg_slot_lookup(&e->slots, token_seq, layer, &info) == 0 && info.state == FG_SLOT_OPEN)
+			return FG_SLOT_OPEN;
+	}
+	return FG_SLOT_FREE;
+}
+
+int cp_engine_line_event(struct cp_engine *e, unsigned line, enum fg_line_event ev, uint32_t uid, int32_t pid,
+			 const char *why)
+{
+	struct fg_line_change chg;
+	int r = fg_line_apply(&e->lines, line, ev, cp_now_ns(), uid, pid, why, &chg);
+	if (r == 1) {
+		cp_info("line %u %s: %s -> %s (uid %u: %s)", line, fg_fano_line_name(line),
+			fg_line_state_name(chg.from), fg_line_state_name(chg.to), (unsigned)uid, why);
+		cp_engine_publish(e);
+	}
+	return r;
+}
+
+/* A slot resolved (either mode): cache, deliver, audit. */
+static void on_resolved(struct cp_engine *e, const uint8_t *frame, size_t len, const struct fg_seed_view *v)
+{
+	e->st.resolved++;
+	ending_put(e, v->dst_layer, v->token_seq, FG_SLOT_RESOLVED, frame, len);
+	if (e->ops.resolved)
+		e->ops.resolved(e->arg, v->dst_layer, v->token_seq, frame, len);
+	cp_hook_shadow_resolved(e, v);
+}
+
+static void on_ended(struct cp_engine *e, uint16_t layer, uint32_t token_seq, enum fg_slot_state st)
+{
+	if (st == FG_SLOT_EXPIRED)
+		e->st.expired++;
+	else
+		e->st.poisoned++;
+	ending_put(e, layer, token_seq, st, NULL, 0);
+	if (e->ops.ended)
+		e->ops.ended(e->arg, layer, token_seq, st);
+}
+
+static void on_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq, unsigned line, uint32_t epoch)
+{
+	e->epoch = epoch;
+	cp_engine_publish(e);
+	on_ended(e, layer, token_seq, FG_SLOT_POISONED);
+	cp_hook_shadow_conflict(e, layer, token_seq, line);
+	/* With the shadow audit running, it demotes the line (and records why);
+	 * without it the engine does, so the rule holds either way. */
+	if (!cp_hooks_have_audit() && line < FG_LINES &&
+	    cp_engine_line_event(e, line, FG_LEV_CONFLICT, FG_UID_AUDIT, 0, "conflicting duplicate contribution") < 0)
+		cp_warn("line %u: conflict event refused", line);
+}
+
+/* ---- local mode ----------------------------------------------------------- */
+
+static int local_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t cookie)
+{
+	struct fg_ingest_ctx ctx = {.bands = &e->bands, .limits = &e->limits, .lines = cp_engine_linefacts(e)};
+	struct fg_ingest_result res;
+	memset(&res, 0, sizeof(res));
+	int r = fg_ingest_frame(&e->slots, &ctx, f, cp_now_ns(), &res);
+	struct cp_engine_result out = {.band = res.band, .reason = r < 0 ? -r : 0, .status = res.status};
+	if (r < 0) {
+		e->st.malformed++;
+		e->st.reason[(unsigned)-r < FG_R__COUNT ? (unsigned)-r : 0]++;
+	} else if (res.band == FG_BAND_SEED && res.slot.outcome < FG_O__COUNT) {
+		e->st.outcome[res.slot.outcome]++;
+	}
+	if (e->ops.done)
+		e->ops.done(e->arg, cookie, &out);
+	if (r < 0)
+		return 0;
+	if (res.band == FG_BAND_SEED) {
+		if (res.slot.epoch != e->epoch) {
+			e->epoch = res.slot.epoch;
+			cp_engine_publish(e);
+		}
+		if (res.slot.outcome == FG_O_RESOLVED) {
+			struct fg_seed_view v;
+			if (fg_slot_seed(&e->slots, res.slot.slot, &v) == 0) {
+				struct fg_resolved rr = {.token_seq = v.token_seq, .dst_layer = v.dst_layer,
+							 .start_pos = v.start_pos, .seq_len = v.seq_len,
+							 .body = v.body, .body_len = v.body_len};
+				ssize_t n = fg_resolved_encode(&e->bands, &rr, e->resolved_buf, e->resolved_cap);
+				if (n > 0)
+					on_resolved(e, e->resolved_buf, (size_t)n, &v);
+				else
+					cp_err("engine: cannot encode resolved seed layer=%u token_seq=%u: %s",
+					       v.dst_layer, v.token_seq, fg_reason_name((int)n));
+			}
+		} else if (res.slot.outcome == FG_O_CONFLICT) {
+			on_conflict(e, res.seed.dst_layer, res.seed.token_seq, res.seed.line, res.slot.epoch);
+		}
+	} else if (res.band == FG_BAND_CANONICAL) {
+		e->st.canonical++;
+		struct fg_canon cn = res.canon;
+		if (cn.kind == FG_CANON_FULL && !cn.digest)
+			cn.digest = fg_fingerprint(cn.body, cn.body_len);
+		cp_hook_shadow_canonical(e, &cn);
+	}
+	return 0;
+}
+
+static void local_expire(struct cp_engine *e)
+{
+	struct fg_slot_expired ex[64];
+	int n;
+	do {
+		n = fg_slots_expire(&e->slots, cp_now_ns(), ex, (int)FG_ARRAY_LEN(ex));
+		for (int i = 0; i < n; i++)
+			on_ended(e, ex[i].dst_layer, ex[i].token_seq, FG_SLOT_EXPIRED);
+	} while (n == (int)FG_ARRAY_LEN(ex));
+}
+
+/* ---- lanes mode ----------------------------------------------------------- */
+
+static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t cookie)
+{
+	enum fg_band band;
+	uint16_t layer = 0;
+	uint32_t lane = 0;
+	/* Frames that do not classify still go to a lane (lane 0): the owner's
+	 * ingest answers them with the stable reason, so both modes answer
+	 * malformed input the same way. */
+	if (fg_stream_classify(&e->bands, f->hdr.stream_id, &band, &layer) == 0 &&
+	    (band == FG_BAND_SEED || band == FG_BAND_CANONICAL))
+		lane = fg_shard_of(f->hdr.sequence, layer, e->bands.n_layers, e->b->n_lanes);
+	struct fg_lane *ln = &e->b->lanes[lane];
+	size_t len = FG_HDR_LEN + (size_t)f->hdr.length;
+	if (len > ln->cp2dp.size) {
+		e->st.too_big++;
+		return -EMSGSIZE;
+	}
+	uint32_t id = ++e->next_req;
+	if (id == 0)
+		id = ++e->next_req;
+	struct cp_engine_req *rq = &e->reqs[id & (CP_ENGINE_REQS - 1)];
+	if (rq->req_id != 0) {
+		e->st.req_table_full++;
+		return -EBUSY;
+	}
+	/* We are the only producer of to_dp: when it has room now, the push
+	 * below succeeds, so a pool buffer is never taken and then stranded
+	 * (we may not push it back: the lcore is the free list's producer). */
+	if (fg_ring_count(ln->to_dp) > ln->to_dp->mask) {
+		e->st.lane_full++;
+		return -ENOBUFS;
+	}
+	uint32_t bi = fg_pool_get(&ln->cp2dp);
+	if (bi == FG_BUF_NONE) {
+		e->st.pool_empty++;
+		return -ENOBUFS;
+	}
+	memcpy(fg_pool_buf(&ln->cp2dp, bi), f->payload - FG_HDR_LEN, len);
+	struct fg_bmsg m;
+	memset(&m, 0, sizeof(m));
+	m.type = FG_BM_FRAME;
+	m.layer = layer;
+	m.token_seq = f->hdr.sequence;
+	m.req_id = id;
+	m.buf = bi;
+	m.len = (uint32_t)len;
+	m.t_ns = cp_now_ns();
+	if (!fg_ring_push(ln->to_dp, &m)) {
+		/* Cannot happen (checked above); keep the buffer for nobody rather
+		 * than break the SPSC contract, and say so. */
+		e->st.lane_full++;
+		cp_err("engine: lane %u push failed after the room check; buffer %u leaked", lane, bi);
+		return -ENOBUFS;
+	}
+	rq->req_id = id;
+	rq->cookie = cookie;
+	return 0;
+}
+
+static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const struct fg_bmsg *m)
+{
+	const uint8_t *buf = m->buf != FG_BUF_NONE && m->buf < ln->dp2cp.n ? fg_pool_buf(&ln->dp2cp, m->buf) : NULL;
+	switch (m->type) {
+	case FG_BM_OUTCOME: {
+		struct cp_engine_req *rq = &e->reqs[m->req_id & (CP_ENGINE_REQS - 1)];
+		if (m->req_id == 0 || rq->req_id != m->req_id) {
+			e->st.outcomes_unmatched++;
+			break;
+		}
+		struct cp_engine_result out = {.band = FG_BAND_SEED, .reason = m->status.reason, .status = m->status};
+		if (m->status.outcome == FG_O_MALFORMED)
+			e->st.malformed++;
+		else if (m->status.outcome < FG_O__COUNT)
+			e->st.outcome[m->status.outcome]++;
+		uint64_t cookie = rq->cookie;
+		rq->req_id = 0;
+		if (m->epoch != e->epoch && m->epoch != 0) {
+			e->epoch = m->epoch;
+			cp_engine_publish(e);
+		}
+		if (e->ops.done)
+			e->ops.done(e->arg, cookie, &out);
+		break;
+	}
+	case FG_BM_RESOLVED: {
+		struct fg_frame f;
+		struct fg_resolved rr;
+		if (!buf || m->len > ln->dp2cp.size ||
+		    fg_frame_decode(buf, m->len, FG_TRANSPORT_MESSAGE, &f) != (ssize_t)m->len ||
+		    fg_resolved_decode(&f, m->layer, &e->limits, &rr) < 0) {
+			e->st.bad_lane_msgs++;
+			break;
+		}
+		struct fg_seed_view v = {.token_seq = rr.token_seq, .dst_layer = rr.dst_layer,
+					 .start_pos = rr.start_pos, .seq_len = rr.seq_len, .body = rr.body,
+					 .body_len = rr.body_len,
+					 .fingerprint = m->fingerprint ? m->fingerprint : fg_fingerprint(rr.body, rr.body_len),
+					 .lines = m->status.bitset};
+		on_resolved(e, buf, m->len, &v);
+		break;
+	}
+	case FG_BM_CANONICAL: {
+		struct fg_frame f;
+		struct fg_canon cn;
+		e->st.canonical++;
+		if (!buf || m->len > ln->dp2cp.size ||
+		    fg_frame_decode(buf, m->len, FG_TRANSPORT_MESSAGE, &f) != (ssize_t)m->len ||
+		    fg_canon_decode(&f, m->layer, &e->limits, &cn) < 0) {
+			e->st.bad_lane_msgs++;
+			break;
+		}
+		if (cn.kind == FG_CANON_FULL)
+			cn.digest = fg_fingerprint(cn.body, cn.body_len);
+		cp_hook_shadow_canonical(e, &cn);
+		break;
+	}
+	case FG_BM_CONFLICT:
+		on_conflict(e, m->layer, m->token_seq, m->line, m->epoch);
+		break;
+	case FG_BM_EXPIRED:
+		on_ended(e, m->layer, m->token_seq, FG_SLOT_EXPIRED);
+		break;
+	default:
+		break;
+	}
+	/* Whatever the message, a dp2cp buffer it names is ours now: release it. */
+	if (m->buf != FG_BUF_NONE && m->buf < ln->dp2cp.n)
+		fg_pool_put(&ln->dp2cp, m->buf);
+}
+
+static void lanes_drain(struct cp_engine *e)
+{
+	for (unsigned i = 0; i < e->b->n_lanes; i++) {
+		struct fg_lane *ln = &e->b->lanes[i];
+		struct fg_bmsg m;
+		for (int n = 0; n < CP_DRAIN_MAX && fg_ring_pop(ln->to_cp, &m); n++)
+			lanes_msg(e, ln, &m);
+	}
+}
+
+/* ---- both ------------------------------------------------------------------ */
+
+int cp_engine_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t cookie)
+{
+	e->st.frames++;
+	return e->lanes_mode ? lanes_submit(e, f, cookie) : local_submit(e, f, cookie);
+}
+
+static void engine_tick(struct cp_loop *l, struct cp_timer *t)
+{
+	struct cp_engine *e = cp_container_of(t, struct cp_engine, tick);
+	if (e->stopping)
+		return;
+	if (e->lanes_mode)
+		lanes_drain(e);
+	else
+		local_expire(e);
+	if (cp_timer_start(l, &e->tick, e->tick_ns, engine_tick) < 0)
+		cp_err("engine: cannot re-arm the tick timer");
+}
+
+int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_config *cfg, struct fg_boundary *b,
+		   const struct cp_engine_ops *ops, void *arg)
+{
+	memset(e, 0, sizeof(*e));
+	e->loop = l;
+	e->cfg = cfg;
+	e->bands = cfg->bands;
+	e->bands.n_layers = cfg->layers;
+	fg_config_limits(cfg, &e->limits);
+	e->ops = *ops;
+	e->arg = arg;
+	fg_lines_init(&e->lines, cfg->line_initial, &cfg->policy, cp_now_ns());
+	e->n_endings = CP_ENGINE_ENDINGS;
+	e->endings = calloc(e->n_endings, sizeof(*e->endings));
+	if (!e->endings)
+		return -ENOMEM;
+	if (b) {
+		if (b->n_lanes == 0 || !b->lanes) {
+			cp_engine_fini(e);
+			return -EINVAL;
+		}
+		e->b = b;
+		e->lanes_mode = true;
+		e->reqs = calloc(CP_ENGINE_REQS, sizeof(*e->reqs));
+		if (!e->reqs) {
+			cp_engine_fini(e);
+			return -ENOMEM;
+		}
+		e->tick_ns = CP_TICK_LANES_NS;
+	} else {
+		struct fg_slots_cfg scfg;
+		fg_config_slots(cfg, 1, &scfg);
+		size_t sz = fg_slots_mem_size(&scfg);
+		sz = (sz + 63) & ~(size_t)63;
+		e->slots_mem = aligned_alloc(64, sz ? sz : 64);
+		if (!e->slots_mem) {
+			cp_engine_fini(e);
+			return -ENOMEM;
+		}
+		int r = fg_slots_init(&e->slots, e->slots_mem, sz, &scfg);
+		if (r < 0) {
+			cp_engine_fini(e);
+			return r;
+		}
+		e->resolved_cap = FG_HDR_LEN + FG_SEED_PREFIX_LEN + (size_t)cfg->hidden * 4u * cfg->max_seq_len;
+		e->resolved_buf = malloc(e->resolved_cap);
+		if (!e->resolved_buf) {
+			cp_engine_fini(e);
+			return -ENOMEM;
+		}
+		e->tick_ns = CP_TICK_LOCAL_NS;
+	}
+	cp_engine_publish(e);
+	int r = cp_timer_start(l, &e->tick, e->tick_ns, engine_tick);
+	if (r < 0) {
+		cp_engine_fini(e);
+		return r;
+	}
+	return 0;
+}
+
+void cp_engine_fini(struct cp_engine *e)
+{
+	e->stopping = true;
+	if (e->endings)
+		for (uint32_t i = 0; i < e->n_endings; i++)
+			free(e->endings[i].frame);
+	free(e->endings);
+	free(e->reqs);
+	free(e->slots_mem);
+	free(e->resolved_buf);
+	e->endings = NULL;
+	e->reqs = NULL;
+	e->slots_mem = NULL;
+	e->resolved_buf = NULL;
+}

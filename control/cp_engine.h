@@ -1,0 +1,142 @@
+/* cp_engine.h - the control plane's slot backend.
+ *
+ * Owns: where a frame received over TLS (WebSocket or HTTPS) goes and how its
+ * outcome comes back, in one of two modes:
+ *   - local (--no-dataplane): one fg_slots table owned by the loop thread;
+ *     frames are ingested synchronously (fg_ingest_frame) and open slots
+ *     expire on a timer;
+ *   - lanes (dataplane running): each frame is copied into a cp2dp buffer and
+ *     sent to the lcore that owns its shard (fg_shard_of) as FG_BM_FRAME with a
+ *     req_id; a periodic 1 ms tick drains every dp->cp ring: OUTCOME messages
+ *     complete the request with the same req_id; RESOLVED, CANONICAL,
+ *     CONFLICT and EXPIRED messages become events.
+ * Also owns the line table (struct fg_lines) of the loop thread, published as
+ * fg_linefacts to the boundary after every change, and a small direct-mapped
+ * cache of recent slot endings (resolved-seed frames, expiries, poisonings)
+ * that serves GET /residual-seed in both modes.
+ *
+ * Events go to the cp_engine_ops the server registers: resolved seeds to
+ * subscribed WebSocket sessions and pending GETs, and to the shadow audit
+ * hook (cp_hooks.h).
+ *
+ * Who may call: the loop thread only. */
+#ifndef CP_ENGINE_H
+#define CP_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cp_loop.h"
+#include "fg/boundary.h"
+#include "fg/common.h"
+#include "fg/config.h"
+#include "fg/ingest.h"
+#include "fg/line.h"
+#include "fg/slot.h"
+#include "fg/wire.h"
+
+/* What a submitted frame came to. */
+struct cp_engine_result {
+	enum fg_band band;
+	int reason;              /* fg_reason when malformed, else 0 */
+	struct fg_status status; /* the status to answer with */
+};
+
+struct cp_engine_ops {
+	/* The outcome of cp_engine_submit(cookie). Local mode: called before
+	 * submit returns. Lanes mode: called from the tick. */
+	void (*done)(void *arg, uint64_t cookie, const struct cp_engine_result *r);
+	/* A slot resolved: frame is the resolved-seed frame (wire.md 3.3),
+	 * valid during the call. */
+	void (*resolved)(void *arg, uint16_t layer, uint32_t token_seq, const uint8_t *frame, size_t len);
+	/* A slot ended without a seed: expired, or poisoned by a conflict. */
+	void (*ended)(void *arg, uint16_t layer, uint32_t token_seq, enum fg_slot_state st);
+};
+
+/* One entry of the ending cache. */
+struct cp_ending {
+	uint32_t token_seq;
+	uint16_t layer;
+	uint8_t state;   /* FG_SLOT_RESOLVED / EXPIRED / POISONED; FREE = empty */
+	uint32_t len;
+	uint8_t *frame;  /* resolved-seed frame when RESOLVED */
+	uint32_t cap;
+};
+
+struct cp_engine_req {
+	uint32_t req_id; /* 0 = free */
+	uint64_t cookie;
+};
+
+struct cp_engine_stats {
+	uint64_t frames, resolved, expired, poisoned, canonical, malformed;
+	uint64_t lane_full, pool_empty, req_table_full, too_big, outcomes_unmatched, bad_lane_msgs;
+	uint64_t reason[FG_R__COUNT];
+	uint64_t outcome[FG_O__COUNT];
+};
+
+struct cp_engine {
+	struct cp_loop *loop;
+	const struct fg_config *cfg;
+	struct fg_bands bands;
+	struct fg_seed_limits limits;
+	struct cp_engine_ops ops;
+	void *arg;
+	struct fg_lines lines;
+	uint32_t epoch;
+	bool lanes_mode;
+	/* local mode */
+	struct fg_slots slots;
+	void *slots_mem;
+	uint8_t *resolved_buf; /* one resolved frame: 10 + 8 + body_max */
+	size_t resolved_cap;
+	/* lanes mode */
+	struct fg_boundary *b;
+	uint32_t next_req;
+	struct cp_engine_req *reqs; /* [CP_ENGINE_REQS] */
+	/* both */
+	struct cp_ending *endings;  /* [n_endings], direct mapped */
+	uint32_t n_endings;
+	struct cp_timer tick;
+	uint64_t tick_ns;
+	bool stopping;
+	struct cp_engine_stats st;
+};
+
+#define CP_ENGINE_REQS 4096u
+
+/* Set up the engine. b == NULL selects local mode. The config must outlive
+ * the engine. Starts the tick timer. Returns 0 or -errno. */
+FG_MUST_CHECK int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_config *cfg,
+				 struct fg_boundary *b, const struct cp_engine_ops *ops, void *arg);
+/* Stop the tick (the timer callback does not re-arm) and free everything. */
+void cp_engine_fini(struct cp_engine *e);
+
+/* Hand one whole decoded frame (f from fg_batch_decode/fg_frame_decode: its
+ * 10 header bytes sit right before f->payload) to the slot owner; the bytes
+ * are copied if they must travel.
+ * The outcome arrives through ops->done(cookie). Returns 0, or -ENOBUFS when
+ * the lane or its buffer pool is full, -EMSGSIZE when the frame does not fit a
+ * lane buffer, -EBUSY when too many requests are outstanding; on an error
+ * done is not called (the caller answers "no_slot"). */
+FG_MUST_CHECK int cp_engine_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t cookie);
+
+/* How a slot ended, if the cache still knows. Returns the state
+ * (FG_SLOT_RESOLVED with *frame and *len set, FG_SLOT_EXPIRED, FG_SLOT_POISONED),
+ * FG_SLOT_OPEN when the local table holds it open, or FG_SLOT_FREE. */
+enum fg_slot_state cp_engine_lookup(const struct cp_engine *e, uint16_t layer, uint32_t token_seq,
+				    const uint8_t **frame, size_t *len);
+
+/* Apply a line event (operator or audit), log and republish the facts.
+ * Returns what fg_line_apply returns. */
+FG_MUST_CHECK int cp_engine_line_event(struct cp_engine *e, unsigned line, enum fg_line_event ev, uint32_t uid,
+				       int32_t pid, const char *why);
+
+/* Publish the line facts (after a change made by the shadow audit). */
+void cp_engine_publish(struct cp_engine *e);
+
+/* The facts as currently published. */
+fg_linefacts cp_engine_linefacts(const struct cp_engine *e);
+
+#endif

@@ -1,0 +1,193 @@
+/* cp_hooks.c - forwards engine events to the shadow audit (see cp_hooks.h).
+ * Loop thread only. */
+#include "cp_hooks.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cp_engine.h"
+#include "cp_log.h"
+
+#ifdef FG_HAVE_AUDIT
+#include "cp_shadow.h"
+#endif
+
+struct cp_hook_stats cp_hook_stats;
+
+#ifdef FG_HAVE_AUDIT
+#define CP_SHADOW_TICK_NS (100ull * 1000 * 1000)
+
+static struct {
+	struct cp_shadow *sh;
+	struct cp_engine *e;
+	struct cp_poll fdpoll[2];
+	struct cp_timer tick;
+	bool stopping;
+} g;
+
+static void sh_log(void *arg, const char *msg)
+{
+	(void)arg;
+	cp_info("audit: %s", msg);
+}
+
+static void sh_failed(void *arg, int err)
+{
+	(void)arg;
+	cp_err("audit: the log failed closed (%s): active lines demoted, nothing waits for durability any more",
+	       strerror(err < 0 ? -err : err));
+}
+
+static void sh_lines_changed(void *arg, const struct fg_line_change *chg, uint64_t seq)
+{
+	(void)arg;
+	(void)seq;
+	cp_info("line %u %s: %s -> %s (uid %u: %s)", chg->line, fg_fano_line_name(chg->line),
+		fg_line_state_name(chg->from), fg_line_state_name(chg->to), (unsigned)chg->uid, chg->why);
+	/* Demotions are always safe to publish at once; promotions the audit
+	 * only reports once recorded, so publishing here is right for both. */
+	cp_engine_publish(g.e);
+}
+
+static void sh_durable(void *arg, uint64_t seq)
+{
+	(void)arg;
+	(void)seq;
+}
+
+static void sh_ready(struct cp_loop *l, struct cp_poll *p, int revents)
+{
+	(void)l;
+	(void)p;
+	if (revents < 0) {
+		cp_err("audit: polling its fd failed: %s", strerror(-revents));
+		return;
+	}
+	if (g.sh && cp_shadow_process(g.sh, cp_now_ns()) < 0)
+		cp_hook_stats.refused++;
+}
+
+static void sh_tick(struct cp_loop *l, struct cp_timer *t)
+{
+	if (g.stopping || !g.sh)
+		return;
+	if (cp_shadow_tick(g.sh, cp_now_ns()) < 0)
+		cp_hook_stats.refused++;
+	if (cp_timer_start(l, t, CP_SHADOW_TICK_NS, sh_tick) < 0)
+		cp_err("audit: cannot re-arm its tick");
+}
+
+int cp_hooks_start(struct cp_loop *l, const struct fg_config *cfg, struct cp_engine *e, char *why, size_t why_len)
+{
+	static const struct cp_shadow_hooks hooks = {
+		.on_durable = sh_durable,
+		.on_failed = sh_failed,
+		.on_lines_changed = sh_lines_changed,
+		.log = sh_log,
+	};
+	g.e = e;
+	int r = cp_shadow_new(&g.sh, cfg, &e->lines, &hooks, NULL, why, why_len);
+	if (r < 0) {
+		g.sh = NULL;
+		return r;
+	}
+	int fds[2];
+	cp_shadow_fds(g.sh, fds);
+	for (int i = 0; i < 2; i++) {
+		if (fds[i] < 0)
+			continue;
+		r = cp_poll_start(l, &g.fdpoll[i], fds[i], POLLIN, sh_ready);
+		if (r < 0) {
+			snprintf(why, why_len, "cannot poll the audit's fd %d: %s", fds[i], strerror(-r));
+			cp_shadow_free(g.sh);
+			g.sh = NULL;
+			return r;
+		}
+	}
+	r = cp_timer_start(l, &g.tick, CP_SHADOW_TICK_NS, sh_tick);
+	if (r < 0) {
+		snprintf(why, why_len, "cannot start the audit tick: %s", strerror(-r));
+		return r;
+	}
+	cp_info("audit: shadow audit running, log %s", cfg->audit_path);
+	return 0;
+}
+
+void cp_hooks_stop(void)
+{
+	g.stopping = true;
+	if (g.sh)
+		cp_shadow_free(g.sh);
+	g.sh = NULL;
+}
+
+bool cp_hooks_have_audit(void) { return g.sh != NULL; }
+
+void cp_hook_shadow_resolved(struct cp_engine *e, const struct fg_seed_view *v)
+{
+	cp_hook_stats.resolved++;
+	uint64_t seq;
+	if (g.sh && cp_shadow_on_resolved(g.sh, v, e->epoch, cp_now_ns(), &seq) < 0)
+		cp_hook_stats.refused++;
+}
+
+void cp_hook_shadow_canonical(struct cp_engine *e, const struct fg_canon *c)
+{
+	cp_hook_stats.canonical++;
+	uint64_t seq;
+	if (g.sh && cp_shadow_on_canonical(g.sh, c, e->epoch, cp_now_ns(), &seq) < 0)
+		cp_hook_stats.refused++;
+}
+
+void cp_hook_shadow_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq, unsigned line)
+{
+	cp_hook_stats.conflict++;
+	cp_info("conflict: layer=%u token_seq=%u line=%u model_epoch=%u: slot poisoned", layer, token_seq, line,
+		e->epoch);
+	uint64_t seq;
+	if (g.sh && cp_shadow_on_conflict(g.sh, token_seq, layer, (uint8_t)line, e->epoch, cp_now_ns(), &seq) < 0)
+		cp_hook_stats.refused++;
+}
+
+void cp_hook_auth_failure(const char *peer, const char *reason)
+{
+	cp_hook_stats.auth_failures++;
+	uint64_t seq;
+	if (g.sh && cp_shadow_on_peer_auth_failure(g.sh, peer, reason, cp_now_ns(), &seq) < 0)
+		cp_hook_stats.refused++;
+}
+
+#else /* !FG_HAVE_AUDIT: count only */
+
+int cp_hooks_start(struct cp_loop *l, const struct fg_config *cfg, struct cp_engine *e, char *why, size_t why_len)
+{
+	(void)l; (void)cfg; (void)e; (void)why; (void)why_len;
+	cp_warn("built without the shadow audit: verdicts are not recorded");
+	return 0;
+}
+void cp_hooks_stop(void) {}
+bool cp_hooks_have_audit(void) { return false; }
+void cp_hook_shadow_resolved(struct cp_engine *e, const struct fg_seed_view *v)
+{
+	(void)e; (void)v;
+	cp_hook_stats.resolved++;
+}
+void cp_hook_shadow_canonical(struct cp_engine *e, const struct fg_canon *c)
+{
+	(void)e; (void)c;
+	cp_hook_stats.canonical++;
+}
+void cp_hook_shadow_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq, unsigned line)
+{
+	cp_hook_stats.conflict++;
+	cp_info("conflict: layer=%u token_seq=%u line=%u model_epoch=%u: slot poisoned", layer, token_seq, line,
+		e->epoch);
+}
+void cp_hook_auth_failure(const char *peer, const char *reason)
+{
+	(void)peer; (void)reason;
+	cp_hook_stats.auth_failures++;
+}
+#endif

@@ -1,0 +1,47 @@
+/* cp_hooks.h - the control plane's hand-off points to the shadow audit.
+ *
+ * Owns: the seam between the slot engine and the shadow audit (helper F's
+ * control/audit/cp_shadow.h). When the daemon is built with the audit
+ * (FG_HAVE_AUDIT) these calls forward every resolved seed, canonical report,
+ * conflict and authentication failure to cp_shadow, poll the audit log's and
+ * alert runner's fds from the loop (cp_poll) and tick it every 100 ms; line
+ * changes the audit makes are logged and republished to the dataplane.
+ * Without it they only count, and conflicts demote the line through the
+ * engine itself. Keeping the seam in one place means the engine does not
+ * change when the audit changes.
+ *
+ * Who may call: the loop thread only. Pointers are valid during the call. */
+#ifndef CP_HOOKS_H
+#define CP_HOOKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cp_loop.h"
+#include "fg/config.h"
+#include "fg/slot.h"
+#include "fg/wire.h"
+
+struct cp_engine;
+
+struct cp_hook_stats {
+	uint64_t resolved, canonical, conflict, auth_failures, refused;
+};
+extern struct cp_hook_stats cp_hook_stats;
+
+/* Open the shadow audit (its log under [audit] path) and start polling its
+ * fds. Returns 0 or -errno with a one-line reason. A no-op without the audit. */
+FG_MUST_CHECK int cp_hooks_start(struct cp_loop *l, const struct fg_config *cfg, struct cp_engine *e, char *why,
+				 size_t why_len);
+/* Drain and close the audit (bounded). */
+void cp_hooks_stop(void);
+/* Whether a shadow audit is running (it then owns conflict demotions). */
+bool cp_hooks_have_audit(void);
+
+void cp_hook_shadow_resolved(struct cp_engine *e, const struct fg_seed_view *v);
+void cp_hook_shadow_canonical(struct cp_engine *e, const struct fg_canon *c);
+void cp_hook_shadow_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq, unsigned line);
+void cp_hook_auth_failure(const char *peer, const char *reason);
+
+#endif

@@ -1,0 +1,210 @@
+/* cp_loop.c - the io_uring event loop of the control plane (see cp_loop.h).
+ * Loop thread only. */
+#include "cp_loop.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+static void op_ignore_fn(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
+{
+	(void)l; (void)op; (void)res; (void)flags;
+}
+struct cp_op cp_op_ignore = {.fn = op_ignore_fn};
+
+uint64_t cp_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int cp_loop_init(struct cp_loop *l, unsigned entries)
+{
+	memset(l, 0, sizeof(*l));
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	/* A single thread submits and reaps: let the kernel skip the IPIs
+	 * (6.x kernels); fall back to plain setup on older ones. */
+	p.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER;
+	p.cq_entries = entries * 4;
+	p.flags |= IORING_SETUP_CQSIZE;
+	int r = io_uring_queue_init_params(entries, &l->ring, &p);
+	if (r == -EINVAL) {
+		memset(&p, 0, sizeof(p));
+		r = io_uring_queue_init_params(entries, &l->ring, &p);
+	}
+	if (r < 0)
+		return r;
+	l->multishot_accept_ok = true;
+	return 0;
+}
+
+void cp_loop_fini(struct cp_loop *l) { io_uring_queue_exit(&l->ring); }
+
+struct io_uring_sqe *cp_loop_sqe(struct cp_loop *l, struct cp_op *op)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
+	if (!sqe) {
+		/* SQ full: push the batch to the kernel and try once more. */
+		l->st.sqe_full++;
+		if (io_uring_submit(&l->ring) < 0)
+			return NULL;
+		l->pending = 0;
+		sqe = io_uring_get_sqe(&l->ring);
+		if (!sqe)
+			return NULL;
+	}
+	io_uring_sqe_set_data(sqe, op);
+	l->pending++;
+	return sqe;
+}
+
+void cp_loop_stop(struct cp_loop *l) { l->stop = true; }
+
+int cp_loop_run(struct cp_loop *l)
+{
+	while (!l->stop) {
+		int r = io_uring_submit_and_wait(&l->ring, 1);
+		l->pending = 0;
+		l->st.submits++;
+		if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY && r != -ETIME)
+			return r;
+		struct io_uring_cqe *cqe;
+		unsigned head, n = 0;
+		/* Batch reaping: walk every ready CQE, then advance once. The
+		 * callbacks may queue SQEs; they go out with the next submit. */
+		io_uring_for_each_cqe(&l->ring, head, cqe) {
+			struct cp_op *op = io_uring_cqe_get_data(cqe);
+			int res = cqe->res;
+			uint32_t flags = cqe->flags;
+			n++;
+			if (op && op->fn)
+				op->fn(l, op, res, flags);
+		}
+		io_uring_cq_advance(&l->ring, n);
+		l->st.cqes += n;
+		l->st.batches++;
+	}
+	return 0;
+}
+
+/* ---- timers ---------------------------------------------------------- */
+static void timer_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
+{
+	(void)flags;
+	struct cp_timer *t = cp_container_of(op, struct cp_timer, op);
+	t->armed = false;
+	/* -ETIME is the normal expiry of IORING_OP_TIMEOUT. */
+	if (res == -ETIME || res == 0)
+		t->fn(l, t);
+}
+
+int cp_timer_start(struct cp_loop *l, struct cp_timer *t, uint64_t ns, cp_timer_fn fn)
+{
+	if (t->armed)
+		return -EBUSY;
+	t->op.fn = timer_done;
+	t->fn = fn;
+	t->ts.tv_sec = (long long)(ns / 1000000000ull);
+	t->ts.tv_nsec = (long long)(ns % 1000000000ull);
+	struct io_uring_sqe *sqe = cp_loop_sqe(l, &t->op);
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_timeout(sqe, &t->ts, 0, 0);
+	t->armed = true;
+	return 0;
+}
+
+/* ---- poll -------------------------------------------------------------- */
+static int poll_arm(struct cp_loop *l, struct cp_poll *p);
+
+static void poll_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
+{
+	(void)flags;
+	struct cp_poll *p = cp_container_of(op, struct cp_poll, op);
+	p->armed = false;
+	if (!p->active)
+		return;
+	if (res == -ECANCELED)
+		return;
+	p->fn(l, p, res);
+	if (p->active && !p->armed && poll_arm(l, p) < 0)
+		p->fn(l, p, -EBUSY);
+}
+
+static int poll_arm(struct cp_loop *l, struct cp_poll *p)
+{
+	struct io_uring_sqe *sqe = cp_loop_sqe(l, &p->op);
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_poll_add(sqe, p->fd, p->events);
+	p->armed = true;
+	return 0;
+}
+
+int cp_poll_start(struct cp_loop *l, struct cp_poll *p, int fd, unsigned events, cp_poll_fn fn)
+{
+	if (fd < 0 || !fn)
+		return -EINVAL;
+	if (p->armed)
+		return -EBUSY;
+	p->op.fn = poll_done;
+	p->fd = fd;
+	p->events = events;
+	p->fn = fn;
+	p->active = true;
+	return poll_arm(l, p);
+}
+
+void cp_poll_stop(struct cp_loop *l, struct cp_poll *p)
+{
+	p->active = false;
+	if (p->armed) {
+		struct io_uring_sqe *sqe = cp_loop_sqe(l, &cp_op_ignore);
+		if (sqe)
+			io_uring_prep_poll_remove(sqe, (__u64)(uintptr_t)&p->op);
+	}
+}
+
+/* ---- sockets ----------------------------------------------------------- */
+int cp_loop_accept(struct cp_loop *l, struct cp_op *op, int listen_fd)
+{
+	struct io_uring_sqe *sqe = cp_loop_sqe(l, op);
+	if (!sqe)
+		return -EBUSY;
+	if (l->multishot_accept_ok)
+		io_uring_prep_multishot_accept(sqe, listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	else
+		io_uring_prep_accept(sqe, listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	return 0;
+}
+
+int cp_loop_recv(struct cp_loop *l, struct cp_op *op, int fd, void *buf, size_t len)
+{
+	struct io_uring_sqe *sqe = cp_loop_sqe(l, op);
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_recv(sqe, fd, buf, len, 0);
+	return 0;
+}
+
+int cp_loop_send(struct cp_loop *l, struct cp_op *op, int fd, const void *buf, size_t len)
+{
+	struct io_uring_sqe *sqe = cp_loop_sqe(l, op);
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_send(sqe, fd, buf, len, MSG_NOSIGNAL);
+	return 0;
+}
+
+int cp_loop_cancel(struct cp_loop *l, struct cp_op *op, struct cp_op *target)
+{
+	struct io_uring_sqe *sqe = cp_loop_sqe(l, op);
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_cancel(sqe, target, IORING_ASYNC_CANCEL_ALL);
+	return 0;
+}

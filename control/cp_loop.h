@@ -1,0 +1,121 @@
+/* cp_loop.h - the control plane's one io_uring event loop.
+ *
+ * Owns: the ring, submission and batch reaping of completions, and the small
+ * facilities everything else in control/ is built on:
+ *   - cp_op: a completion callback embedded in its owner; every SQE's
+ *     user_data is a struct cp_op *;
+ *   - cp_timer: a one-shot IORING_OP_TIMEOUT (re-arm it from its callback for
+ *     a periodic tick);
+ *   - cp_poll: "poll this fd and call me" (audit log, alert runner, signalfd),
+ *     re-armed after each callback until stopped;
+ *   - accept (multishot when the kernel takes it, else single-shot re-arm),
+ *     recv and send helpers, cancellation.
+ * There is no thread per connection: every socket of the control plane is
+ * driven by this loop.
+ *
+ * Who may call: only the thread that runs cp_loop_run (the loop thread),
+ * except cp_loop_stop, which is async-signal-safe-ish (one relaxed store) but
+ * the daemon stops through signalfd anyway.
+ *
+ * Errors: functions return 0 or -errno. A callback receives the raw CQE
+ * result (>= 0 or -errno) and flags (IORING_CQE_F_MORE for multishot). */
+#ifndef CP_LOOP_H
+#define CP_LOOP_H
+
+#include <liburing.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg/common.h"
+
+struct cp_loop;
+struct cp_op;
+
+typedef void (*cp_op_fn)(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
+
+/* Embedded in its owner; the owner recovers itself with container_of. */
+struct cp_op {
+	cp_op_fn fn;
+};
+
+#define cp_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+struct cp_loop_stats {
+	uint64_t cqes, submits, batches, sqe_full;
+};
+
+struct cp_loop {
+	struct io_uring ring;
+	bool stop;
+	bool multishot_accept_ok; /* cleared when the kernel refuses multishot accept */
+	unsigned pending;          /* SQEs prepared but not yet submitted */
+	struct cp_loop_stats st;
+};
+
+/* Set up a ring of `entries` SQEs. Returns 0 or -errno. */
+FG_MUST_CHECK int cp_loop_init(struct cp_loop *l, unsigned entries);
+void cp_loop_fini(struct cp_loop *l);
+
+/* A fresh SQE with user_data = op; submits the pending batch when the SQ is
+ * full and retries. NULL only when the ring is broken (then -EBUSY is the
+ * caller's answer). */
+struct io_uring_sqe *cp_loop_sqe(struct cp_loop *l, struct cp_op *op);
+
+/* Run until cp_loop_stop: submit, wait for at least one CQE, reap the whole
+ * batch with io_uring_for_each_cqe and call each op's callback. Returns 0 on
+ * a clean stop, -errno when the ring fails. */
+FG_MUST_CHECK int cp_loop_run(struct cp_loop *l);
+void cp_loop_stop(struct cp_loop *l);
+
+/* CLOCK_MONOTONIC in nanoseconds (same clock as the core's now_ns). */
+uint64_t cp_now_ns(void);
+
+/* ---- timers ---------------------------------------------------------- */
+struct cp_timer;
+typedef void (*cp_timer_fn)(struct cp_loop *l, struct cp_timer *t);
+struct cp_timer {
+	struct cp_op op;
+	struct __kernel_timespec ts;
+	cp_timer_fn fn;
+	bool armed;
+};
+/* Arm a one-shot timeout `ns` from now; fn runs on the loop thread when it
+ * fires (not when it is cancelled). Returns 0 or -EBUSY (already armed). */
+FG_MUST_CHECK int cp_timer_start(struct cp_loop *l, struct cp_timer *t, uint64_t ns, cp_timer_fn fn);
+
+/* ---- poll this fd and call me ---------------------------------------- */
+struct cp_poll;
+typedef void (*cp_poll_fn)(struct cp_loop *l, struct cp_poll *p, int revents);
+struct cp_poll {
+	struct cp_op op;
+	int fd;
+	unsigned events; /* POLLIN / POLLOUT ... */
+	cp_poll_fn fn;
+	bool active;     /* re-arm after the callback */
+	bool armed;      /* an SQE is in flight */
+};
+/* Watch fd for events; fn(revents) runs on the loop thread each time the fd
+ * is ready, until cp_poll_stop. Negative revents is -errno from the ring.
+ * Returns 0 or -errno. */
+FG_MUST_CHECK int cp_poll_start(struct cp_loop *l, struct cp_poll *p, int fd, unsigned events, cp_poll_fn fn);
+/* Stop re-arming; a poll in flight is cancelled. The struct must stay valid
+ * until p->armed is false (the cancel completion clears it). */
+void cp_poll_stop(struct cp_loop *l, struct cp_poll *p);
+
+/* ---- sockets --------------------------------------------------------- */
+/* Queue an accept on listen_fd. Multishot when l->multishot_accept_ok (the
+ * callback sees IORING_CQE_F_MORE while it stays armed; when it does not,
+ * re-queue). Returns 0 or -errno. */
+FG_MUST_CHECK int cp_loop_accept(struct cp_loop *l, struct cp_op *op, int listen_fd);
+FG_MUST_CHECK int cp_loop_recv(struct cp_loop *l, struct cp_op *op, int fd, void *buf, size_t len);
+FG_MUST_CHECK int cp_loop_send(struct cp_loop *l, struct cp_op *op, int fd, const void *buf, size_t len);
+/* Cancel every request whose user_data is target (its callback then sees
+ * -ECANCELED); the cancel's own completion goes to op (may be a shared
+ * no-op op). */
+FG_MUST_CHECK int cp_loop_cancel(struct cp_loop *l, struct cp_op *op, struct cp_op *target);
+
+/* A shared callback that ignores its completion (cancel requests). */
+extern struct cp_op cp_op_ignore;
+
+#endif

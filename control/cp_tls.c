@@ -1,0 +1,372 @@
+/* cp_tls.c - server TLS context, bearer tokens, and per-connection TLS over
+ * memory BIOs (see cp_tls.h). Loop thread only. */
+#include "cp_tls.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cp_log.h"
+
+/* TLS 1.2: forward-secret AEAD suites only. TLS 1.3 keeps OpenSSL's default
+ * suites (all AEAD). */
+static const char tls12_ciphers[] =
+	"ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+	"ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+	"ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
+static void why_ssl(char *why, size_t len, const char *what, const char *arg)
+{
+	unsigned long e = ERR_peek_last_error();
+	char ebuf[256] = "";
+	if (e)
+		ERR_error_string_n(e, ebuf, sizeof(ebuf));
+	snprintf(why, len, "%s %s: %s", what, arg ? arg : "", e ? ebuf : "unknown OpenSSL error");
+	ERR_clear_error();
+}
+
+static void sha256(const void *p, size_t n, uint8_t out[32])
+{
+	unsigned int len = 32;
+	if (EVP_Digest(p, n, out, &len, EVP_sha256(), NULL) != 1)
+		memset(out, 0, 32); /* cannot happen with the default provider */
+}
+
+static char *trim(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	size_t n = strlen(s);
+	while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+		s[--n] = '\0';
+	return s;
+}
+
+int cp_tokens_load(struct cp_tls *t, const char *path, char *why, size_t why_len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(why, why_len, "tokens file %s: %s", path, strerror(e));
+		return -e;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		snprintf(why, why_len, "tokens file %s: fstat: %s", path, strerror(e));
+		return -e;
+	}
+	if (!S_ISREG(st.st_mode) || (st.st_mode & 077) != 0 || st.st_uid != geteuid()) {
+		close(fd);
+		snprintf(why, why_len,
+			 "tokens file %s has mode %04o owner %u: it must be a regular file of mode 0600 "
+			 "owned by uid %u (chmod 600 %s)",
+			 path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, (unsigned)geteuid(), path);
+		return -EPERM;
+	}
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		int e = errno;
+		close(fd);
+		snprintf(why, why_len, "tokens file %s: %s", path, strerror(e));
+		return -e;
+	}
+	char line[1024];
+	int lineno = 0, rc = 0;
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		char *s = trim(line);
+		if (!*s || *s == '#')
+			continue;
+		char *sp = strpbrk(s, " \t");
+		const char *role = "fleet";
+		if (sp) {
+			*sp = '\0';
+			role = trim(sp + 1);
+			if (!*role || strlen(role) >= CP_ROLE_MAX || strpbrk(role, " \t")) {
+				snprintf(why, why_len, "tokens file %s:%d: bad role", path, lineno);
+				rc = -EINVAL;
+				break;
+			}
+		}
+		if (!strncmp(s, "cn:", 3)) {
+			if (!s[3] || strlen(s + 3) >= CP_CN_MAX) {
+				snprintf(why, why_len, "tokens file %s:%d: bad cn: entry", path, lineno);
+				rc = -EINVAL;
+				break;
+			}
+			struct cp_cnmap *m = realloc(t->cnmap, (t->n_cnmap + 1) * sizeof(*m));
+			if (!m) {
+				rc = -ENOMEM;
+				break;
+			}
+			t->cnmap = m;
+			snprintf(m[t->n_cnmap].cn, CP_CN_MAX, "%s", s + 3);
+			snprintf(m[t->n_cnmap].role, CP_ROLE_MAX, "%s", role);
+			t->n_cnmap++;
+			continue;
+		}
+		if (strlen(s) < 16) {
+			snprintf(why, why_len, "tokens file %s:%d: token shorter than 16 characters", path, lineno);
+			rc = -EINVAL;
+			break;
+		}
+		struct cp_token *tk = realloc(t->tokens, (t->n_tokens + 1) * sizeof(*tk));
+		if (!tk) {
+			rc = -ENOMEM;
+			break;
+		}
+		t->tokens = tk;
+		sha256(s, strlen(s), tk[t->n_tokens].sha);
+		snprintf(tk[t->n_tokens].role, CP_ROLE_MAX, "%s", role);
+		t->n_tokens++;
+		OPENSSL_cleanse(line, sizeof(line));
+	}
+	OPENSSL_cleanse(line, sizeof(line));
+	fclose(f);
+	if (rc == -ENOMEM)
+		snprintf(why, why_len, "tokens file %s: out of memory", path);
+	return rc < 0 ? rc : (int)t->n_tokens;
+}
+
+bool cp_tls_token_ok(const struct cp_tls *t, const char *token, size_t len, const char **role)
+{
+	uint8_t h[32];
+	sha256(token, len, h);
+	const char *found = NULL;
+	/* Every entry is compared, whatever matched: the time taken does not
+	 * depend on which token (if any) matched. */
+	for (size_t i = 0; i < t->n_tokens; i++) {
+		int diff = CRYPTO_memcmp(h, t->tokens[i].sha, 32);
+		if (diff == 0 && !found)
+			found = t->tokens[i].role;
+	}
+	OPENSSL_cleanse(h, sizeof(h));
+	if (found && role)
+		*role = found;
+	return found != NULL;
+}
+
+int cp_tls_init(struct cp_tls *t, const struct fg_config *cfg, char *why, size_t why_len)
+{
+	memset(t, 0, sizeof(*t));
+	if (!cfg->tls_cert[0] || !cfg->tls_key[0]) {
+		snprintf(why, why_len,
+			 "[tls] cert and key are required (scripts/gen-cert.sh makes a self-signed pair)");
+		return -EINVAL;
+	}
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	if (!ctx) {
+		why_ssl(why, why_len, "SSL_CTX_new", NULL);
+		return -ENOMEM;
+	}
+	t->ctx = ctx;
+	if (!SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) ||
+	    !SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION)) {
+		why_ssl(why, why_len, "protocol versions", NULL);
+		goto fail;
+	}
+	/* Renegotiation is refused outright (SSL_OP_NO_RENEGOTIATION: a TLS 1.2
+	 * client's renegotiation ClientHello gets a no_renegotiation alert);
+	 * compression is off (CRIME). */
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
+					 SSL_OP_CIPHER_SERVER_PREFERENCE);
+	if (!SSL_CTX_set_cipher_list(ctx, tls12_ciphers)) {
+		why_ssl(why, why_len, "cipher list", NULL);
+		goto fail;
+	}
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	if (SSL_CTX_use_certificate_chain_file(ctx, cfg->tls_cert) != 1) {
+		why_ssl(why, why_len, "certificate", cfg->tls_cert);
+		goto fail;
+	}
+	if (SSL_CTX_use_PrivateKey_file(ctx, cfg->tls_key, SSL_FILETYPE_PEM) != 1) {
+		why_ssl(why, why_len, "private key", cfg->tls_key);
+		goto fail;
+	}
+	if (SSL_CTX_check_private_key(ctx) != 1) {
+		why_ssl(why, why_len, "key does not match certificate", cfg->tls_key);
+		goto fail;
+	}
+	/* Session resumption: tickets on (OpenSSL default), and a session id
+	 * context so resumption works with client verification. */
+	static const unsigned char sid_ctx[] = "fanogate";
+	SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx) - 1);
+	if (cfg->tls_ca[0]) {
+		if (SSL_CTX_load_verify_locations(ctx, cfg->tls_ca, NULL) != 1) {
+			why_ssl(why, why_len, "CA file", cfg->tls_ca);
+			goto fail;
+		}
+		STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(cfg->tls_ca);
+		if (names)
+			SSL_CTX_set_client_CA_list(ctx, names);
+		t->mtls = true;
+		t->mtls_required = cfg->tls_require_client_cert;
+		SSL_CTX_set_verify(ctx,
+				   SSL_VERIFY_PEER | (t->mtls_required ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
+				   NULL);
+		SSL_CTX_set_verify_depth(ctx, 4);
+	} else if (cfg->tls_require_client_cert) {
+		snprintf(why, why_len, "[tls] require_client_cert needs [tls] ca");
+		goto fail_noerr;
+	}
+	if (cfg->tokens_file[0]) {
+		int r = cp_tokens_load(t, cfg->tokens_file, why, why_len);
+		if (r < 0) {
+			cp_tls_fini(t);
+			return r;
+		}
+	}
+	return 0;
+fail:
+fail_noerr:
+	cp_tls_fini(t);
+	return -EINVAL;
+}
+
+void cp_tls_fini(struct cp_tls *t)
+{
+	if (t->ctx)
+		SSL_CTX_free(t->ctx);
+	if (t->tokens)
+		OPENSSL_cleanse(t->tokens, t->n_tokens * sizeof(*t->tokens));
+	free(t->tokens);
+	free(t->cnmap);
+	memset(t, 0, sizeof(*t));
+}
+
+int cp_tls_conn_init(struct cp_tls_conn *c, const struct cp_tls *t)
+{
+	memset(c, 0, sizeof(*c));
+	c->ssl = SSL_new(t->ctx);
+	c->rbio = BIO_new(BIO_s_mem());
+	c->wbio = BIO_new(BIO_s_mem());
+	if (!c->ssl || !c->rbio || !c->wbio) {
+		SSL_free(c->ssl);
+		BIO_free(c->rbio);
+		BIO_free(c->wbio);
+		memset(c, 0, sizeof(*c));
+		cp_log_ssl(CP_LOG_ERR, "tls: cannot allocate a connection");
+		return -ENOMEM;
+	}
+	/* An empty read BIO means "want read", not EOF. */
+	BIO_set_mem_eof_return(c->rbio, -1);
+	SSL_set_bio(c->ssl, c->rbio, c->wbio); /* the SSL owns both BIOs now */
+	SSL_set_accept_state(c->ssl);
+	return 0;
+}
+
+void cp_tls_conn_fini(struct cp_tls_conn *c)
+{
+	if (c->ssl)
+		SSL_free(c->ssl);
+	memset(c, 0, sizeof(*c));
+}
+
+int cp_tls_feed(struct cp_tls_conn *c, const void *buf, size_t len)
+{
+	while (len) {
+		int chunk = len > (1u << 30) ? (1 << 30) : (int)len;
+		int n = BIO_write(c->rbio, buf, chunk);
+		if (n <= 0)
+			return -ENOMEM;
+		buf = (const uint8_t *)buf + n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void tls_identity(const struct cp_tls *t, struct cp_tls_conn *c)
+{
+	c->resumed = SSL_session_reused(c->ssl) == 1;
+	X509 *cert = SSL_get0_peer_certificate(c->ssl);
+	if (!cert || SSL_get_verify_result(c->ssl) != X509_V_OK || !t->mtls)
+		return;
+	X509_NAME *name = X509_get_subject_name(cert);
+	int idx = X509_NAME_get_index_by_NID(name, NID_commonName, -1);
+	if (idx < 0)
+		return;
+	ASN1_STRING *d = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, idx));
+	unsigned char *utf8 = NULL;
+	int n = ASN1_STRING_to_UTF8(&utf8, d);
+	/* A CN with an embedded NUL or too long is not an identity. */
+	if (n > 0 && n < CP_CN_MAX && memchr(utf8, 0, (size_t)n) == NULL) {
+		memcpy(c->cn, utf8, (size_t)n);
+		c->cn[n] = '\0';
+		c->peer_verified = true;
+		c->cert_role = "fleet";
+		/* Re-derived on every connection, resumed or not. */
+		for (size_t i = 0; i < t->n_cnmap; i++)
+			if (!strcmp(t->cnmap[i].cn, c->cn)) {
+				c->cert_role = t->cnmap[i].role;
+				break;
+			}
+	}
+	OPENSSL_free(utf8);
+}
+
+ssize_t cp_tls_read(const struct cp_tls *t, struct cp_tls_conn *c, void *buf, size_t cap)
+{
+	if (!c->handshake_done) {
+		int r = SSL_do_handshake(c->ssl);
+		if (r != 1) {
+			int e = SSL_get_error(c->ssl, r);
+			if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+				return 0;
+			cp_log_ssl(CP_LOG_DEBUG, "tls: handshake failed (ssl error %d)", e);
+			return -EPROTO;
+		}
+		c->handshake_done = true;
+		tls_identity(t, c);
+	}
+	int n = SSL_read(c->ssl, buf, cap > INT32_MAX ? INT32_MAX : (int)cap);
+	if (n > 0)
+		return n;
+	int e = SSL_get_error(c->ssl, n);
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+		return 0;
+	if (e == SSL_ERROR_ZERO_RETURN)
+		return -EPIPE;
+	cp_log_ssl(CP_LOG_DEBUG, "tls: read failed (ssl error %d)", e);
+	return -EPROTO;
+}
+
+int cp_tls_write(struct cp_tls_conn *c, const void *buf, size_t len)
+{
+	while (len) {
+		int chunk = len > (1u << 30) ? (1 << 30) : (int)len;
+		int n = SSL_write(c->ssl, buf, chunk);
+		if (n <= 0) {
+			cp_log_ssl(CP_LOG_DEBUG, "tls: write failed (ssl error %d)", SSL_get_error(c->ssl, n));
+			return -EPROTO;
+		}
+		buf = (const uint8_t *)buf + n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+size_t cp_tls_out_pending(const struct cp_tls_conn *c) { return BIO_ctrl_pending(c->wbio); }
+
+size_t cp_tls_out_take(struct cp_tls_conn *c, void *buf, size_t cap)
+{
+	int n = BIO_read(c->wbio, buf, cap > INT32_MAX ? INT32_MAX : (int)cap);
+	return n > 0 ? (size_t)n : 0;
+}
+
+void cp_tls_close_notify(struct cp_tls_conn *c)
+{
+	if (c->handshake_done) {
+		(void)SSL_shutdown(c->ssl);
+		ERR_clear_error();
+	}
+}

@@ -1,0 +1,274 @@
+/* main.c - the fanogate daemon.
+ *
+ * Owns: option parsing, configuration loading (the embedded default when no
+ * --config), the start-up order (dataplane EAL and lanes before any thread,
+ * then the control plane's loop, engine, shadow audit and TLS listener),
+ * signals (SIGINT/SIGTERM through a signalfd polled by the loop -> clean
+ * stop), and the shutdown order. It generates nothing (certificates, tokens
+ * and configuration files come from scripts/).
+ *
+ * Threads: this main thread runs the control plane's io_uring loop (cp_loop)
+ * and owns the line table (in cp_engine) and the shadow audit; DPDK lcores
+ * (when built with FG_HAVE_DPDK and run without --no-dataplane) own the slot
+ * shards and talk to it only through include/fg/boundary.h.
+ *
+ * Logs: stderr, one timestamped line per event (cp_log.h). fanogate never
+ * forks: --foreground is accepted for compatibility and is the only mode
+ * (systemd runs it as Type=simple). */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "cp_engine.h"
+#include "cp_hooks.h"
+#include "cp_log.h"
+#include "cp_loop.h"
+#include "cp_server.h"
+#include "fg/boundary.h"
+#include "fg/config.h"
+
+#ifdef FG_HAVE_DPDK
+#include "dp.h"
+#endif
+
+#define FANOGATE_VERSION "0.1.0"
+#define STOP_GRACE_NS (3ull * 1000 * 1000 * 1000)
+
+struct daemon {
+	struct fg_config cfg;
+	struct cp_loop loop;
+	struct cp_engine engine;
+	struct cp_server server;
+	struct fg_boundary boundary;
+	bool dataplane;
+	int sigfd;
+	struct cp_poll sigpoll;
+	struct cp_timer stop_timer;
+	uint64_t stop_deadline;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: fanogate [options]\n"
+		"  --config FILE        configuration (INI); default: the embedded default\n"
+		"  --check-config FILE  validate FILE, print the verdict, exit 0 (valid) or 1\n"
+		"  --no-dataplane       no DPDK: the control plane owns one slot shard itself\n"
+		"  --dp-profile FILE    drivers-config profile (overrides [dataplane] profile)\n"
+		"  --foreground         stay in the foreground (the only mode; never forks)\n"
+		"  --help               this text\n"
+		"  --version            print the version\n"
+		"Logs go to stderr, one line per event. FANOGATE_DEBUG=1 adds debug lines.\n");
+}
+
+static void stop_poll(struct cp_loop *l, struct cp_timer *t)
+{
+	struct daemon *d = cp_container_of(t, struct daemon, stop_timer);
+	if (cp_server_drained(&d->server) || cp_now_ns() >= d->stop_deadline) {
+		if (!cp_server_drained(&d->server))
+			cp_warn("stop: %u connections still open after the grace period", d->server.n_conns);
+		cp_loop_stop(l);
+		return;
+	}
+	if (cp_timer_start(l, &d->stop_timer, 20ull * 1000 * 1000, stop_poll) < 0)
+		cp_loop_stop(l);
+}
+
+static void on_signal(struct cp_loop *l, struct cp_poll *p, int revents)
+{
+	struct daemon *d = cp_container_of(p, struct daemon, sigpoll);
+	struct signalfd_siginfo si;
+	if (revents < 0) {
+		cp_err("signalfd poll failed: %s", strerror(-revents));
+		cp_loop_stop(l);
+		return;
+	}
+	while (read(d->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (d->server.stopping) {
+			cp_info("signal %u again: stopping now", si.ssi_signo);
+			cp_loop_stop(l);
+			return;
+		}
+		cp_info("signal %u (%s): stopping", si.ssi_signo, strsignal((int)si.ssi_signo));
+		cp_server_stop(&d->server);
+		d->stop_deadline = cp_now_ns() + STOP_GRACE_NS;
+		if (cp_timer_start(l, &d->stop_timer, 1000000ull, stop_poll) < 0)
+			cp_loop_stop(l);
+	}
+}
+
+static int signals_open(struct daemon *d)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -errno;
+	signal(SIGPIPE, SIG_IGN);
+	d->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (d->sigfd < 0)
+		return -errno;
+	return cp_poll_start(&d->loop, &d->sigpoll, d->sigfd, POLLIN, on_signal);
+}
+
+static int load_config(struct fg_config *cfg, const char *path)
+{
+	struct fg_config_error err;
+	memset(&err, 0, sizeof(err));
+	if (!path) {
+		fg_config_default(cfg);
+		return 0;
+	}
+	int r = fg_config_load(cfg, path, &err);
+	if (r < 0) {
+		if (err.line > 0)
+			cp_err("config %s:%d: %s", err.file[0] ? err.file : path, err.line, err.reason);
+		else
+			cp_err("config %s: %s", err.file[0] ? err.file : path, err.reason[0] ? err.reason : strerror(-r));
+	}
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	static struct daemon d; /* large: keep it off the stack */
+	const char *config_path = NULL, *check_path = NULL, *profile = NULL;
+	bool no_dp = false;
+	enum { OPT_CONFIG = 1, OPT_CHECK, OPT_NODP, OPT_PROFILE, OPT_FG, OPT_HELP, OPT_VERSION };
+	static const struct option opts[] = {
+		{"config", required_argument, NULL, OPT_CONFIG},
+		{"check-config", required_argument, NULL, OPT_CHECK},
+		{"no-dataplane", no_argument, NULL, OPT_NODP},
+		{"dp-profile", required_argument, NULL, OPT_PROFILE},
+		{"foreground", no_argument, NULL, OPT_FG},
+		{"help", no_argument, NULL, OPT_HELP},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{NULL, 0, NULL, 0},
+	};
+	int o;
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (o) {
+		case OPT_CONFIG: config_path = optarg; break;
+		case OPT_CHECK: check_path = optarg; break;
+		case OPT_NODP: no_dp = true; break;
+		case OPT_PROFILE: profile = optarg; break;
+		case OPT_FG: break;
+		case OPT_HELP: usage(stdout); return 0;
+		case OPT_VERSION: printf("fanogate %s\n", FANOGATE_VERSION); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "fanogate: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	const char *dbg = getenv("FANOGATE_DEBUG");
+	if (dbg && *dbg && strcmp(dbg, "0") != 0)
+		cp_log_set_level(CP_LOG_DEBUG);
+
+	if (check_path) {
+		struct fg_config *c = calloc(1, sizeof(*c));
+		if (!c)
+			return 1;
+		int r = load_config(c, check_path);
+		if (r == 0)
+			printf("%s: ok\n", check_path);
+		free(c);
+		return r == 0 ? 0 : 1;
+	}
+
+	if (load_config(&d.cfg, config_path) < 0)
+		return 1;
+	if (profile)
+		snprintf(d.cfg.dp_profile, sizeof(d.cfg.dp_profile), "%s", profile);
+	cp_info("fanogate %s starting (config %s)", FANOGATE_VERSION, config_path ? config_path : "embedded default");
+
+	int r;
+	struct fg_boundary *b = NULL;
+#ifdef FG_HAVE_DPDK
+	if (!no_dp) {
+		/* EAL, ports, slots and lanes before any thread exists. */
+		r = dp_init(&d.cfg, profile, &d.boundary);
+		if (r < 0) {
+			cp_err("dataplane: init failed: %s (see the DPDK log above; --no-dataplane runs without it)",
+			       strerror(-r));
+			return 1;
+		}
+		d.dataplane = true;
+		b = &d.boundary;
+	}
+#else
+	if (!no_dp)
+		cp_info("built without DPDK: running as with --no-dataplane");
+#endif
+	r = cp_loop_init(&d.loop, 1024);
+	if (r < 0) {
+		cp_err("io_uring setup failed: %s", strerror(-r));
+		goto out_dp;
+	}
+	static const struct cp_engine_ops ops = {
+		.done = cp_server_on_done,
+		.resolved = cp_server_on_resolved,
+		.ended = cp_server_on_ended,
+	};
+	r = cp_engine_init(&d.engine, &d.loop, &d.cfg, b, &ops, &d.server);
+	if (r < 0) {
+		cp_err("slot engine: %s", strerror(-r));
+		goto out_loop;
+	}
+	char why[512] = "";
+	r = cp_hooks_start(&d.loop, &d.cfg, &d.engine, why, sizeof(why));
+	if (r < 0) {
+		cp_err("shadow audit: %s", why);
+		goto out_engine;
+	}
+	r = cp_server_start(&d.server, &d.loop, &d.cfg, &d.engine, why, sizeof(why));
+	if (r < 0) {
+		cp_err("tls: %s", why);
+		goto out_hooks;
+	}
+	r = signals_open(&d);
+	if (r < 0) {
+		cp_err("signals: %s", strerror(-r));
+		goto out_server;
+	}
+#ifdef FG_HAVE_DPDK
+	if (d.dataplane && (r = dp_start()) < 0) {
+		cp_err("dataplane: start failed: %s", strerror(-r));
+		goto out_server;
+	}
+#endif
+	cp_info("ready: tls listening on port %u, mode %s, %u layers, hidden %u, slot deadline %llu ms", d.server.port,
+		d.dataplane ? "dataplane" : "local", d.cfg.layers, d.cfg.hidden,
+		(unsigned long long)(d.cfg.slot_deadline_ns / 1000000ull));
+	r = cp_loop_run(&d.loop);
+	if (r < 0)
+		cp_err("event loop failed: %s", strerror(-r));
+	cp_info("stopped: %llu connections served, %llu frames, %llu seeds resolved, %llu expired",
+		(unsigned long long)d.server.st.accepted, (unsigned long long)d.engine.st.frames,
+		(unsigned long long)d.engine.st.resolved, (unsigned long long)d.engine.st.expired);
+out_server:
+	cp_server_fini(&d.server);
+out_hooks:
+	cp_hooks_stop();
+out_engine:
+	cp_engine_fini(&d.engine);
+out_loop:
+	cp_loop_fini(&d.loop);
+out_dp:
+#ifdef FG_HAVE_DPDK
+	if (d.dataplane)
+		dp_stop();
+#endif
+	if (d.sigfd > 0)
+		close(d.sigfd);
+	return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,291 @@
+"""d1_harness.py - shared helpers for the control-plane integration tests
+(tests/control/d1_*): a temp dir with a CA, a server certificate, client
+certificates (trusted and untrusted), a 0600 tokens file and a config; the
+fanogate daemon started on a free loopback port in --no-dataplane mode and
+always killed (context manager + atexit + SIGTERM handler); aeon-flow frame
+builders and an f32 reference reduction for bit-exact checks.
+
+Environment: FANOGATE = path of the daemon binary (meson passes it).
+Run with /usr/bin/python3 (Debian's python3-websockets 10.4)."""
+import atexit
+import os
+import shutil
+import signal
+import socket
+import ssl
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+TOKEN = "d1-test-token-0123456789abcdef"
+TOKEN_CONSUMER = "d1-consumer-token-0123456789"
+SEED_BASE, CANON_BASE, RESOLVED_BASE, STATUS_STREAM = 0xAF60, 0xAF80, 0xAFA0, 0xFFFE
+
+_live = []
+
+
+def _kill_all():
+    for p in _live:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+atexit.register(_kill_all)
+signal.signal(signal.SIGTERM, lambda *_: (_kill_all(), sys.exit(1)))
+
+
+def fail(msg):
+    print("FAIL: " + msg, flush=True)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+    print("ok - " + msg, flush=True)
+
+
+def binary():
+    b = os.environ.get("FANOGATE")
+    if not b or not os.access(b, os.X_OK):
+        print("SKIP: FANOGATE not set to the daemon binary", flush=True)
+        sys.exit(SKIP)
+    return b
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
+
+
+def make_pki(d):
+    """CA, server cert (CN=localhost, SAN 127.0.0.1), client cert signed by
+    the CA (CN=fleet-worker-1), and a self-signed client (untrusted)."""
+    if not shutil.which("openssl"):
+        print("SKIP: openssl CLI missing", flush=True)
+        sys.exit(SKIP)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    run(["openssl", "req", "-x509", *ec, "-keyout", f"{d}/ca.key", "-out", f"{d}/ca.pem", "-days", "2",
+         "-subj", "/CN=fanogate-test-ca"])
+    for name, cn in (("server", "localhost"), ("client", "fleet-worker-1"), ("consumer", "consumer-1")):
+        run(["openssl", "req", *ec, "-keyout", f"{d}/{name}.key", "-out", f"{d}/{name}.csr", "-subj", f"/CN={cn}"])
+        ext = f"{d}/{name}.ext"
+        with open(ext, "w") as f:
+            if name == "server":
+                f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+            else:
+                f.write("extendedKeyUsage=clientAuth\n")
+        run(["openssl", "x509", "-req", "-in", f"{d}/{name}.csr", "-CA", f"{d}/ca.pem", "-CAkey", f"{d}/ca.key",
+             "-CAcreateserial", "-out", f"{d}/{name}.pem", "-days", "2", "-extfile", ext])
+    run(["openssl", "req", "-x509", *ec, "-keyout", f"{d}/rogue.key", "-out", f"{d}/rogue.pem", "-days", "2",
+         "-subj", "/CN=fleet-worker-1"])
+
+
+class Daemon:
+    """with Daemon(**overrides) as d: d.port, d.dir, d.log()"""
+
+    def __init__(self, mtls=False, require_cert=False, tokens_mode=0o600, extra="", hidden=8, layers=4,
+                 deadline_ms=400, send_queue_max="4M", handshake_ms=3000, idle_ms=20000, max_conns=64,
+                 expect_start=True):
+        self.dir = tempfile.mkdtemp(prefix="fg-d1-")
+        self.port = free_port()
+        self.hidden, self.layers, self.deadline_ms = hidden, layers, deadline_ms
+        make_pki(self.dir)
+        tok = f"{self.dir}/tokens"
+        with open(tok, "w") as f:
+            f.write(f"# test tokens\n{TOKEN}\n{TOKEN_CONSUMER} consumer\ncn:consumer-1 consumer\n")
+        os.chmod(tok, tokens_mode)
+        cfg = f"""[model]
+hidden = {hidden}
+layers = {layers}
+max_seq_len = 4
+[slots]
+capacity = 4096
+deadline_ms = {deadline_ms}
+[tls]
+listen = 127.0.0.1:{self.port}
+cert = {self.dir}/server.pem
+key = {self.dir}/server.key
+tokens_file = {tok}
+handshake_timeout_ms = {handshake_ms}
+idle_timeout_ms = {idle_ms}
+send_queue_max = {send_queue_max}
+max_connections = {max_conns}
+{"ca = " + self.dir + "/ca.pem" if mtls else ""}
+{"require_client_cert = true" if require_cert else ""}
+[audit]
+path = {self.dir}/audit.log
+[operator]
+socket = {self.dir}/fanoctl.sock
+{extra}
+"""
+        self.cfg = f"{self.dir}/fanogate.ini"
+        with open(self.cfg, "w") as f:
+            f.write(cfg)
+        self.expect_start = expect_start
+        self.proc = None
+
+    def __enter__(self):
+        self.logf = open(f"{self.dir}/daemon.log", "wb")
+        self.proc = subprocess.Popen([binary(), "--config", self.cfg, "--no-dataplane"], stdout=self.logf,
+                                     stderr=subprocess.STDOUT)
+        _live.append(self.proc)
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            if "ready: tls listening" in self.log():
+                return self
+            if self.proc.poll() is not None:
+                if not self.expect_start:
+                    return self
+                fail("daemon exited early:\n" + self.log())
+            time.sleep(0.05)
+        fail("daemon did not become ready:\n" + self.log())
+
+    def __exit__(self, *exc):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.logf.close()
+        if exc[0] is not None or os.environ.get("D1_KEEP"):
+            sys.stdout.write("---- daemon log ----\n" + self.log())
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        return False
+
+    def log(self):
+        try:
+            with open(f"{self.dir}/daemon.log", "r", errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def ssl_ctx(self, cert=None):
+        ctx = ssl.create_default_context(cafile=f"{self.dir}/ca.pem")
+        if cert:
+            ctx.load_cert_chain(f"{self.dir}/{cert}.pem", f"{self.dir}/{cert}.key")
+        return ctx
+
+    def tls_socket(self, cert=None, timeout=10):
+        raw = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        return self.ssl_ctx(cert).wrap_socket(raw, server_hostname="localhost")
+
+
+# ---- HTTP over TLS (raw, so malformed requests can be sent) ------------------
+
+def http_read_response(s):
+    """Read one response: (status, headers dict lower-case, body bytes)."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed before a response head: %r" % buf)
+        buf += chunk
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    hdrs = {}
+    for ln in lines[1:]:
+        k, _, v = ln.partition(":")
+        hdrs[k.strip().lower()] = v.strip()
+    n = int(hdrs.get("content-length", "0"))
+    while len(rest) < n:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed inside a body")
+        rest += chunk
+    return status, hdrs, rest[:n], rest[n:]
+
+
+def http(d, method, path, body=b"", token=TOKEN, headers=None, cert=None, sock=None):
+    s = sock or d.tls_socket(cert)
+    h = [f"{method} {path} HTTP/1.1", "Host: localhost"]
+    if token:
+        h.append(f"Authorization: Bearer {token}")
+    if body or method == "POST":
+        h.append("Content-Type: application/octet-stream")
+        h.append(f"Content-Length: {len(body)}")
+    for k, v in (headers or {}).items():
+        h.append(f"{k}: {v}")
+    s.sendall(("\r\n".join(h) + "\r\n\r\n").encode() + body)
+    st, hd, bd, _ = http_read_response(s)
+    if not sock:
+        s.close()
+    return st, hd, bd
+
+
+# ---- aeon-flow frames --------------------------------------------------------
+
+def hdr(stream, seq, flags, length):
+    return struct.pack(">HIB", stream, seq, flags) + length.to_bytes(3, "big")
+
+
+def f32(x):
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def seed(layer, token_seq, line, values, neg=0, start_pos=0, seq_len=1):
+    body = struct.pack("<II", start_pos, seq_len) + struct.pack("<%df" % len(values), *values)
+    return hdr(SEED_BASE + layer, token_seq, (line << 4) | neg, len(body)) + body
+
+
+def canonical(layer, token_seq, values, start_pos=0, seq_len=1):
+    body = struct.pack("<II", start_pos, seq_len) + struct.pack("<%df" % len(values), *values)
+    return hdr(CANON_BASE + layer, token_seq, 0, len(body)) + body
+
+
+def reduce_pair_x(contribs):
+    """contribs: list of (values, neg) in canonical order (lines 1, 3, 5).
+    f32 addition, one rounding per step: a double sum of two f32 rounded to f32
+    is the correctly rounded f32 sum (53 >= 2*24 + 2)."""
+    out = [f32(v) for v in contribs[0][0]]
+    if contribs[0][1]:
+        out = [-v for v in out]
+    for vals, neg in contribs[1:]:
+        out = [f32(a - f32(b)) if neg else f32(a + f32(b)) for a, b in zip(out, vals)]
+    return out
+
+
+def resolved_frame(layer, token_seq, values, start_pos=0, seq_len=1):
+    body = struct.pack("<II", start_pos, seq_len) + struct.pack("<%df" % len(values), *values)
+    return hdr(RESOLVED_BASE + layer, token_seq, 0x10, len(body)) + body
+
+
+def parse_frames(buf):
+    out, off = [], 0
+    while off < len(buf):
+        stream, seq, flags = struct.unpack(">HIB", buf[off:off + 7])
+        length = int.from_bytes(buf[off + 7:off + 10], "big")
+        out.append((stream, seq, flags, buf[off + 10:off + 10 + length]))
+        off += 10 + length
+    if off != len(buf):
+        raise ValueError("trailing bytes")
+    return out
+
+
+def parse_status(payload):
+    """The 28-byte status payload (include/fg/wire.h)."""
+    (ver, outcome, line, sign, layer, bitset, expected, facts, line_state, reason, nbytes, epoch,
+     fp) = struct.unpack("<BBBBHBBBBHIIQ", payload)
+    return dict(version=ver, outcome=outcome, line=line, sign=sign, dst_layer=layer, bitset=bitset,
+                expected=expected, facts=facts, line_state=line_state, reason=reason, bytes=nbytes,
+                model_epoch=epoch, fingerprint=fp)
+
+
+OUTCOMES = ["accepted", "resolved", "partial", "duplicate", "duplicate_pending", "conflict", "late", "expired",
+            "poisoned", "no_slot", "shape_mismatch", "unexpected_line", "stale", "bad_range", "malformed",
+            "line_disabled"]
