@@ -1,0 +1,159 @@
+/* fanoctl.c - the operator CLI's dispatcher: global options, the command
+ * table, help, exit codes. Each command group lives in its own file
+ * (fanoctl_decode.c, fanoctl_config.c, fanoctl_op.c; `audit` is
+ * control/audit's fg_audit_cli).
+ *
+ * Who may call: this is main(); single-threaded.
+ *
+ * Exit codes: 0 ok, 1 refused/invalid, 2 usage or malformed input,
+ * 3 daemon unreachable. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fanoctl.h"
+
+#ifdef FG_HAVE_AUDIT
+/* control/audit (helper F's fgaudit): `fanoctl audit ...`, argv[0] = "audit".
+ * Declared here until control/audit exports a header for it. */
+int fg_audit_cli(int argc, char **argv);
+#endif
+
+/* Sorted by name; one entry per command. */
+static const struct fanoctl_cmd commands[] = {
+#ifdef FG_HAVE_AUDIT
+	{"audit", "audit log: tail, verify (fanoctl audit --help)", fg_audit_cli, NULL},
+#endif
+	{"config", "check a configuration file, list the keys", fanoctl_config, fanoctl_config_help},
+	{"decode", "decode aeon-flow frames, batches and UDP datagrams given as hex", fanoctl_decode,
+	 fanoctl_decode_help},
+	{"lines", "show the lines; enable, disable, shadow or force one (daemon)", fanoctl_op_lines,
+	 fanoctl_op_lines_help},
+	{"peers", "live peers per Fano point (daemon)", fanoctl_op_peers, fanoctl_op_peers_help},
+	{"slots", "slot table occupancy, or one slot by layer and token (daemon)", fanoctl_op_slots,
+	 fanoctl_op_slots_help},
+	{"stats", "counters: ingress, outcomes, reasons, latency (daemon)", fanoctl_op_stats, fanoctl_op_stats_help},
+	{"status", "daemon status summary (daemon)", fanoctl_op_status, fanoctl_op_status_help},
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: fanoctl [--socket PATH] COMMAND [ARGS...]\n"
+		     "       fanoctl COMMAND --help\n\n"
+		     "fanogate's operator CLI.\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\noptions:\n"
+		     "  --socket PATH  operator socket (default: $FANOCTL_SOCKET, else\n"
+		     "                 /run/fanogate/fanoctl.sock)\n"
+		     "  -h, --help     this help\n"
+		     "  --version      print the version\n"
+		     "\nexit codes:\n"
+		     "  0  ok\n"
+		     "  1  refused or invalid (bad configuration, the daemon refused)\n"
+		     "  2  usage error, or malformed input (decode prints the stable reason)\n"
+		     "  3  the daemon's operator socket cannot be reached\n");
+}
+
+bool fanoctl_wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			return false;
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+			return true;
+	}
+	return false;
+}
+
+void fanoctl_json_print(json_t *v)
+{
+	char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+
+	if (s) {
+		puts(s);
+		free(s);
+	}
+	json_decref(v);
+}
+
+void fanoctl_float_text(float f, char *buf, size_t cap)
+{
+	if (isnan(f)) {
+		snprintf(buf, cap, "nan");
+		return;
+	}
+	/* The shortest %g that reads back as the same float: 0.1f prints
+	 * "0.1", not "0.100000001". 9 digits always round-trips. */
+	for (int prec = 1; prec <= 9; prec++) {
+		snprintf(buf, cap, "%.*g", prec, (double)f);
+		if (strtof(buf, NULL) == f)
+			return;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int i = 1;
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			usage(stdout);
+			return FANOCTL_OK;
+		}
+		if (strcmp(argv[i], "--version") == 0) {
+			printf("fanoctl %s\n", FANOGATE_VERSION);
+			return FANOCTL_OK;
+		}
+		if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
+			setenv("FANOCTL_SOCKET", argv[++i], 1);
+			continue;
+		}
+		if (strncmp(argv[i], "--socket=", 9) == 0) {
+			setenv("FANOCTL_SOCKET", argv[i] + 9, 1);
+			continue;
+		}
+		fprintf(stderr, "fanoctl: unknown option '%s' (fanoctl --help)\n", argv[i]);
+		return FANOCTL_USAGE;
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return FANOCTL_USAGE;
+	}
+	const char *name = argv[i];
+
+	if (strcmp(name, "help") == 0) {
+		if (i + 1 >= argc) {
+			usage(stdout);
+			return FANOCTL_OK;
+		}
+		name = argv[i + 1];
+		for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++) {
+			if (strcmp(commands[k].name, name) != 0)
+				continue;
+			if (commands[k].help) {
+				commands[k].help(stdout);
+				return FANOCTL_OK;
+			}
+			char *hv[] = {(char *)commands[k].name, (char *)"--help", NULL};
+			return commands[k].run(2, hv);
+		}
+		fprintf(stderr, "fanoctl: unknown command '%s' (fanoctl --help)\n", name);
+		return FANOCTL_USAGE;
+	}
+	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++) {
+		if (strcmp(commands[k].name, name) != 0)
+			continue;
+		int cargc = argc - i;
+		char **cargv = argv + i;
+
+		if (commands[k].help && fanoctl_wants_help(cargc, cargv)) {
+			commands[k].help(stdout);
+			return FANOCTL_OK;
+		}
+		return commands[k].run(cargc, cargv);
+	}
+	fprintf(stderr, "fanoctl: unknown command '%s' (fanoctl --help)\n", name);
+	return FANOCTL_USAGE;
+}

@@ -1,0 +1,422 @@
+/* fanoctl_op.c - the commands that ask the running daemon, over its
+ * operator socket: status, lines (and line changes), slots, peers, stats.
+ *
+ * Who may call: fanoctl's main (single-threaded).
+ *
+ * Operator socket protocol (the daemon side is control/, D1; this is the
+ * client's half and the contract proposed to it):
+ *   - AF_UNIX SOCK_STREAM at [operator] socket (default
+ *     /run/fanogate/fanoctl.sock); the daemon checks the peer with
+ *     SO_PEERCRED and file permissions.
+ *   - One request per connection: one JSON object and '\n'. The object has
+ *     "cmd" plus arguments:
+ *       {"cmd":"status"}
+ *       {"cmd":"lines"}
+ *       {"cmd":"line","line":1,"op":"enable|disable|shadow|active|auto_promote","on":true,"why":"text"}
+ *       {"cmd":"slots"}   {"cmd":"slot","layer":3,"token_seq":42}
+ *       {"cmd":"peers"}   {"cmd":"stats"}
+ *   - One reply: one JSON object and '\n' (at most 16 MiB), then the daemon
+ *     closes. {"ok":true, ...fields...} or {"ok":false,"error":"reason"}.
+ * The human output prints whatever fields the reply holds, so the daemon
+ * can add fields without a fanoctl change; --json prints the reply as is.
+ *
+ * Adding a daemon command: one function below that builds the request (or
+ * op_simple) plus one entry in fanoctl.c's table. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "fanoctl.h"
+#include "fg/fano.h"
+
+#define OP_REPLY_MAX (16u << 20)
+#define OP_TIMEOUT_S 10
+#define OP_SOCKET_DEFAULT "/run/fanogate/fanoctl.sock"
+
+static const char *op_socket_path(void)
+{
+	const char *p = getenv("FANOCTL_SOCKET");
+
+	return p && *p ? p : OP_SOCKET_DEFAULT;
+}
+
+/* Send req, read the reply. Returns 0 with *reply set, or an exit code
+ * (FANOCTL_UNREACHABLE, FANOCTL_REFUSED) after printing why. Takes req. */
+static int op_call(json_t *req, json_t **reply)
+{
+	const char *path = op_socket_path();
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char *text = json_dumps(req, JSON_COMPACT);
+
+	json_decref(req);
+	if (!text)
+		return FANOCTL_REFUSED;
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "fanoctl: socket path too long: %s\n", path);
+		free(text);
+		return FANOCTL_USAGE;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		fprintf(stderr, "fanoctl: cannot reach fanogate at %s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		free(text);
+		return FANOCTL_UNREACHABLE;
+	}
+	struct timeval tv = {.tv_sec = OP_TIMEOUT_S};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+
+	size_t n = strlen(text);
+	text[n] = '\n'; /* json_dumps' NUL becomes the request terminator */
+	for (size_t off = 0; off < n + 1;) {
+		ssize_t w = send(fd, text + off, n + 1 - off, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			fprintf(stderr, "fanoctl: sending to %s: %s\n", path, strerror(errno));
+			close(fd);
+			free(text);
+			return FANOCTL_UNREACHABLE;
+		}
+		off += (size_t)w;
+	}
+	free(text);
+
+	size_t cap = 4096, have = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (have + 1 == cap) {
+			if (cap >= OP_REPLY_MAX)
+				break;
+			char *nb = realloc(buf, cap * 2);
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t r = recv(fd, buf + have, cap - 1 - have, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			fprintf(stderr, "fanoctl: no reply from %s: %s\n", path, strerror(errno));
+			free(buf);
+			close(fd);
+			return FANOCTL_UNREACHABLE;
+		}
+		if (r == 0)
+			break;
+		have += (size_t)r;
+		if (memchr(buf + have - (size_t)r, '\n', (size_t)r))
+			break;
+	}
+	close(fd);
+	if (!buf)
+		return FANOCTL_REFUSED;
+	buf[have] = '\0';
+	json_error_t jerr;
+	json_t *rep = json_loads(buf, JSON_DISABLE_EOF_CHECK, &jerr);
+	free(buf);
+	if (!json_is_object(rep)) {
+		fprintf(stderr, "fanoctl: unreadable reply from %s: %s\n", path, have ? jerr.text : "empty");
+		json_decref(rep);
+		return FANOCTL_UNREACHABLE;
+	}
+	*reply = rep;
+	return 0;
+}
+
+/* Generic human printing: scalars as "key: value", nested objects
+ * indented, arrays of objects one per line. */
+static void print_value(const char *key, json_t *v, int indent);
+
+static void print_scalar(json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_STRING: printf("%s", json_string_value(v)); break;
+	case JSON_INTEGER: printf("%lld", (long long)json_integer_value(v)); break;
+	case JSON_REAL: printf("%g", json_real_value(v)); break;
+	case JSON_TRUE: printf("true"); break;
+	case JSON_FALSE: printf("false"); break;
+	case JSON_NULL: printf("-"); break;
+	default: {
+		char *s = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		printf("%s", s ? s : "?");
+		free(s);
+	}
+	}
+}
+
+static void print_value(const char *key, json_t *v, int indent)
+{
+	if (json_is_object(v)) {
+		const char *k;
+		json_t *x;
+		if (key)
+			printf("%*s%s:\n", indent, "", key);
+		json_object_foreach(v, k, x) print_value(k, x, key ? indent + 2 : indent);
+		return;
+	}
+	if (json_is_array(v) && json_array_size(v) && json_is_object(json_array_get(v, 0))) {
+		size_t i;
+		json_t *x;
+		printf("%*s%s:\n", indent, "", key);
+		json_array_foreach(v, i, x) {
+			const char *k;
+			json_t *y;
+			printf("%*s", indent + 2, "");
+			json_object_foreach(x, k, y) {
+				printf("%s=", k);
+				print_scalar(y);
+				printf(" ");
+			}
+			printf("\n");
+		}
+		return;
+	}
+	printf("%*s%s: ", indent, "", key);
+	print_scalar(v);
+	printf("\n");
+}
+
+/* Run a request and print the reply. Exit 1 when the daemon says no. */
+static int op_run(json_t *req, bool json)
+{
+	json_t *rep = NULL;
+	int rc = op_call(req, &rep);
+
+	if (rc)
+		return rc;
+	json_t *ok = json_object_get(rep, "ok");
+	bool good = json_is_true(ok);
+
+	if (json) {
+		fanoctl_json_print(rep);
+		return good ? FANOCTL_OK : FANOCTL_REFUSED;
+	}
+	if (!good) {
+		json_t *e = json_object_get(rep, "error");
+		fprintf(stderr, "fanoctl: refused: %s\n", json_is_string(e) ? json_string_value(e) : "(no reason)");
+		json_decref(rep);
+		return FANOCTL_REFUSED;
+	}
+	json_object_del(rep, "ok");
+	print_value(NULL, rep, 0);
+	json_decref(rep);
+	return FANOCTL_OK;
+}
+
+/* Options shared by the daemon commands: --json only. Leaves optind at
+ * the first operand; returns -1 after printing usage, else json. */
+static int op_opts(int argc, char **argv, void (*help)(FILE *))
+{
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int json = 0, c;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
+		if (c == 'j')
+			json = 1;
+		else {
+			help(c == 'h' ? stdout : stderr);
+			return -1;
+		}
+	}
+	return json;
+}
+
+static int op_simple(int argc, char **argv, const char *cmd, void (*help)(FILE *))
+{
+	int json = op_opts(argc, argv, help);
+
+	if (json < 0)
+		return FANOCTL_USAGE;
+	if (optind != argc) {
+		fprintf(stderr, "fanoctl %s: unexpected argument '%s'\n", argv[0], argv[optind]);
+		return FANOCTL_USAGE;
+	}
+	json_t *req = json_object();
+	json_object_set_new(req, "cmd", json_string(cmd));
+	return op_run(req, json);
+}
+
+static void op_common_help(FILE *out)
+{
+	fprintf(out, "\nAsks the running daemon over its operator socket (fanoctl --socket PATH,\n"
+		     "or $FANOCTL_SOCKET). --json prints the daemon's reply as JSON.\n"
+		     "exit: 0 ok, 1 refused by the daemon, 2 usage error, 3 daemon unreachable.\n");
+}
+
+void fanoctl_op_status_help(FILE *out)
+{
+	fprintf(out, "usage: fanoctl status [--json]\n\nVersion, uptime, model epoch, line states, slot use, ingress totals.\n");
+	op_common_help(out);
+}
+
+int fanoctl_op_status(int argc, char **argv)
+{
+	return op_simple(argc, argv, "status", fanoctl_op_status_help);
+}
+
+void fanoctl_op_peers_help(FILE *out)
+{
+	fprintf(out, "usage: fanoctl peers [--json]\n\nLive peers per Fano point e1..e7, and the lines each down point degrades.\n");
+	op_common_help(out);
+}
+
+int fanoctl_op_peers(int argc, char **argv)
+{
+	return op_simple(argc, argv, "peers", fanoctl_op_peers_help);
+}
+
+void fanoctl_op_stats_help(FILE *out)
+{
+	fprintf(out, "usage: fanoctl stats [--json]\n\nCounters: frames per ingress, outcomes, malformed reasons, audit verdicts.\n");
+	op_common_help(out);
+}
+
+int fanoctl_op_stats(int argc, char **argv)
+{
+	return op_simple(argc, argv, "stats", fanoctl_op_stats_help);
+}
+
+void fanoctl_op_slots_help(FILE *out)
+{
+	fprintf(out, "usage: fanoctl slots [--json] [LAYER TOKEN_SEQ]\n\n"
+		     "Without operands: occupancy of the slot table per shard. With LAYER and\n"
+		     "TOKEN_SEQ: that slot's state, landed lines, deadline and fingerprints.\n");
+	op_common_help(out);
+}
+
+static bool parse_u32(const char *s, uint32_t max, uint32_t *out)
+{
+	char *end;
+
+	if (!s || !*s || *s == '-')
+		return false;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 0);
+	if (errno || *end || v > max)
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
+int fanoctl_op_slots(int argc, char **argv)
+{
+	int json = op_opts(argc, argv, fanoctl_op_slots_help);
+
+	if (json < 0)
+		return FANOCTL_USAGE;
+	json_t *req = json_object();
+	if (optind == argc) {
+		json_object_set_new(req, "cmd", json_string("slots"));
+		return op_run(req, json);
+	}
+	uint32_t layer, seq;
+	if (argc - optind != 2 || !parse_u32(argv[optind], 0xFFFF, &layer) ||
+	    !parse_u32(argv[optind + 1], UINT32_MAX, &seq)) {
+		json_decref(req);
+		fprintf(stderr, "fanoctl slots: want LAYER TOKEN_SEQ (numbers)\n");
+		return FANOCTL_USAGE;
+	}
+	json_object_set_new(req, "cmd", json_string("slot"));
+	json_object_set_new(req, "layer", json_integer(layer));
+	json_object_set_new(req, "token_seq", json_integer(seq));
+	return op_run(req, json);
+}
+
+void fanoctl_op_lines_help(FILE *out)
+{
+	fprintf(out, "usage: fanoctl lines [--json]\n"
+		     "       fanoctl lines enable|disable|shadow|active LINE [--why TEXT] [--json]\n"
+		     "       fanoctl lines auto-promote LINE on|off [--why TEXT] [--json]\n\n"
+		     "Without a verb: every line's state (disabled, shadow, active, degraded),\n"
+		     "window and counters. LINE is an index 0..6 or an oriented triple such\n"
+		     "as 1,4,5. enable: disabled -> shadow (refused when already enabled);\n"
+		     "active forces the line active without a clean window. Every change is\n"
+		     "audited with your uid and the --why text (docs/lines.md).\n");
+	op_common_help(out);
+}
+
+int fanoctl_op_lines(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"why", required_argument, NULL, 'w'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	static const char *const verbs[] = {"enable", "disable", "shadow", "active", "auto-promote"};
+	bool json = false;
+	const char *why = NULL;
+	int c;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = true; break;
+		case 'w': why = optarg; break;
+		case 'h': fanoctl_op_lines_help(stdout); return FANOCTL_OK;
+		default: fanoctl_op_lines_help(stderr); return FANOCTL_USAGE;
+		}
+	}
+	json_t *req = json_object();
+	if (optind == argc) {
+		if (why) {
+			json_decref(req);
+			fprintf(stderr, "fanoctl lines: --why goes with a verb\n");
+			return FANOCTL_USAGE;
+		}
+		json_object_set_new(req, "cmd", json_string("lines"));
+		return op_run(req, json);
+	}
+	const char *verb = argv[optind];
+	size_t v;
+	for (v = 0; v < sizeof(verbs) / sizeof(verbs[0]); v++)
+		if (strcmp(verb, verbs[v]) == 0)
+			break;
+	bool auto_promote = v == 4;
+	int want = auto_promote ? 3 : 2;
+	if (v == sizeof(verbs) / sizeof(verbs[0]) || argc - optind != want) {
+		json_decref(req);
+		fprintf(stderr, "fanoctl lines: want enable|disable|shadow|active LINE, or auto-promote LINE on|off\n");
+		return FANOCTL_USAGE;
+	}
+	int line = fg_fano_line_parse(argv[optind + 1]);
+	if (line < 0) {
+		json_decref(req);
+		fprintf(stderr, "fanoctl lines: '%s' is not a line (an index 0..6 or an oriented triple like 1,4,5)\n",
+			argv[optind + 1]);
+		return FANOCTL_USAGE;
+	}
+	json_object_set_new(req, "cmd", json_string("line"));
+	json_object_set_new(req, "line", json_integer(line));
+	json_object_set_new(req, "op", json_string(auto_promote ? "auto_promote" : verb));
+	if (auto_promote) {
+		const char *on = argv[optind + 2];
+		if (strcmp(on, "on") != 0 && strcmp(on, "off") != 0) {
+			json_decref(req);
+			fprintf(stderr, "fanoctl lines auto-promote: on or off\n");
+			return FANOCTL_USAGE;
+		}
+		json_object_set_new(req, "on", json_boolean(strcmp(on, "on") == 0));
+	}
+	if (why)
+		json_object_set_new(req, "why", json_string(why));
+	return op_run(req, json);
+}

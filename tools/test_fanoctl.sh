@@ -1,0 +1,221 @@
+#!/bin/bash
+# test_fanoctl.sh - fanoctl end to end: decode on the conformance vectors
+# (tests/data/vectors.txt via FG_TEST_DATA), config check on good and bad
+# files, docs/fanogate.ini.example and docs/config.md against the key table,
+# help and exit codes.
+# usage: test_fanoctl.sh FANOCTL SOURCE_ROOT
+set -u
+FANOCTL=$1
+ROOT=$2
+DATA=${FG_TEST_DATA:-$ROOT/tests/data}
+VEC=$DATA/vectors.txt
+PY=/usr/bin/python3
+TMP=$(mktemp -d /tmp/fanoctl-test.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+n=0
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# vec ID: the hex column of a vector
+vec() { awk -F' [|] ' -v id="$1" '$1 == id { gsub(/ /, "", $3); print $3 }' "$VEC"; }
+
+# expect CODE NEEDLE... -- ARGS: run fanoctl ARGS, check the exit code and
+# that stdout+stderr contain every needle.
+expect() {
+	local code=$1; shift
+	local needles=()
+	while [ "$1" != "--" ]; do needles+=("$1"); shift; done
+	shift
+	n=$((n + 1))
+	local out rc
+	out=$("$FANOCTL" "$@" 2>&1); rc=$?
+	if [ "$rc" != "$code" ]; then
+		fail "fanoctl $* -> exit $rc, want $code"; echo "$out" | head -20; return
+	fi
+	for s in "${needles[@]}"; do
+		if ! grep -qF -- "$s" <<<"$out"; then
+			fail "fanoctl $* : output lacks '$s'"; echo "$out" | head -20; return
+		fi
+	done
+}
+
+[ -r "$VEC" ] || { echo "no vectors at $VEC"; exit 77; }
+[ -x "$PY" ] || { echo "no $PY"; exit 77; }
+
+# ---- decode: seeds -----------------------------------------------------
+expect 0 "line=1 (1,4,5)" "sign=+" "start_pos=0" "seq_len=1" "hidden=4" "floats[4]: 0.1 0.2 0.3 0.4" \
+	"fingerprint=5e2de06ec4043aa2" "dst_layer=1" "token_seq=42" -- decode --hidden 4 "$(vec S01)"
+expect 0 "hidden=4 (inferred)" "0.1 0.2 0.3 0.4" -- decode "$(vec S01)"
+expect 0 "line=6 (3,6,5)" "sign=-" "start_pos=5" "floats[4]: 1 -2 0.5 0" "dst_layer=27" "token_seq=9001" \
+	-- decode --hidden 4 "$(vec S02)"
+expect 2 "malformed: seed_line" -- decode --hidden 4 "$(vec S03)"
+expect 2 "malformed: seed_orientation" -- decode --hidden 4 "$(vec S04)"
+expect 2 "malformed: seed_body_rows" -- decode --hidden 4 "$(vec S05)"
+expect 2 "malformed: seed_body_length" -- decode --hidden 4 "$(vec S06)"
+expect 2 "malformed: seed_prefix" -- decode --hidden 4 "$(vec S07)"
+expect 2 "malformed: seed_too_large" -- decode --hidden 4 --max-seq-len 1 "$(vec S06)"
+expect 2 "malformed: unknown_layer" -- decode --layers 20 "$(vec S02)"
+# the hex may come on stdin, with whitespace
+n=$((n + 1))
+out=$(vec S01 | sed 's/../& /g' | "$FANOCTL" decode --hidden 4 - 2>&1) || fail "decode - (stdin): $out"
+grep -qF "(1,4,5)" <<<"$out" || fail "decode - (stdin) lacks the line"
+
+# --json: parse it and check the fields
+n=$((n + 1))
+"$FANOCTL" decode --json --hidden 4 "$(vec S01)" >"$TMP/s01.json" || fail "decode --json S01 exit $?"
+$PY - "$TMP/s01.json" <<'EOF' || fail "decode --json S01 fields"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["ok"] is True, d
+f = d["frames"][0]
+assert f["band"] == "seed" and f["dst_layer"] == 1 and f["token_seq"] == 42, f
+assert f["line"] == 1 and f["triple"] == "(1,4,5)" and f["sign"] == "+", f
+assert f["start_pos"] == 0 and f["seq_len"] == 1 and f["hidden"] == 4, f
+assert f["floats"] == ["0.1", "0.2", "0.3", "0.4"], f["floats"]
+assert f["fingerprint"] == "5e2de06ec4043aa2", f
+EOF
+n=$((n + 1))
+"$FANOCTL" decode --json --hidden 4 "$(vec S03)" >"$TMP/s03.json"; rc=$?
+[ $rc = 2 ] || fail "decode --json S03 exit $rc, want 2"
+$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ok"] is False and d["reason"]=="seed_line", d' \
+	"$TMP/s03.json" || fail "decode --json S03 reason"
+
+# ---- decode: frames, batches, transports --------------------------------
+expect 0 "stream=0x002a seq=7 flags=0x03 len=5" "payload=0102030405" "not a fanogate stream" -- decode "$(vec F01)"
+expect 0 "3 frames" "frame 2: stream=0x0002 seq=0 flags=0x10 len=0" -- decode "$(vec F10)"
+expect 2 "malformed: truncated_frame" -- decode "$(vec F11)"
+expect 2 "malformed: incomplete" -- decode --transport stream "$(vec F11)"
+expect 2 "malformed: truncated_frame" -- decode "$(vec F12)"
+expect 2 "malformed: short_header" -- decode "$(vec F13)"
+expect 2 "malformed: incomplete" -- decode --transport stream "$(vec F13)"
+expect 0 "0 frames" -- decode ""
+
+# ---- decode: datagrams and ACKs -----------------------------------------
+expect 0 "frame_id=42 index=0 total=1" "stream=0x3039 seq=67890" -- decode --datagram "$(vec U01)"
+expect 0 "frame_id=9 index=0 total=3 chunk=1468" "first fragment of a 3082-byte frame" "stream=0x0007" \
+	-- decode --datagram "$(vec U02)"
+expect 0 "frame_id=9 index=2 total=3 chunk=146" -- decode --datagram "$(vec U04)"
+expect 2 "malformed: frag_total_zero" -- decode --datagram "$(vec U05)"
+expect 2 "malformed: frag_index_range" -- decode --datagram "$(vec U06)"
+expect 2 "malformed: frag_short" -- decode --datagram "$(vec U07)"
+expect 0 "frame_id=77" "band=ack" "stream=0x002a base_seq=100" "acks {100,101,103,107,163}" \
+	-- decode --datagram "$(vec A02)"
+
+# ---- decode: canonical and status ---------------------------------------
+expect 0 "band=canonical dst_layer=1" "kind=full" "fingerprint=5e2de06ec4043aa2" -- decode --hidden 4 "$(vec C01)"
+expect 0 "kind=digest" "fingerprint=5e2de06ec4043aa2 (xxh3_64, as reported)" -- decode "$(vec C02)"
+# status frame (layout in include/fg/wire.h): token 42, resolved, line 1,
+# layer 1, bitset/expected 0x02, facts ack|resolved, line_state active
+status=fffe0000002a0000001c0101010001000202050200001000000000000000a23a04c46ee02d5e
+expect 0 "band=status" "outcome=resolved line=(1,4,5)" "line_state=active" "shadow_mode=0 fully_resolved=1" \
+	"fingerprint=5e2de06ec4043aa2" -- decode "$status"
+
+# ---- decode: usage --------------------------------------------------------
+expect 2 "not hex" -- decode zz
+expect 2 "not hex" -- decode abc
+expect 2 "exactly one HEX" -- decode
+expect 2 "--transport is stream or message" -- decode --transport udp 00
+expect 2 "--hidden" -- decode --hidden 0 00
+
+# ---- config check -------------------------------------------------------
+EXAMPLE=$ROOT/docs/fanogate.ini.example
+expect 0 "valid" "[model]" "hidden = 1536" -- config check "$EXAMPLE"
+# the summary is itself a valid configuration with the same meaning
+n=$((n + 1))
+"$FANOCTL" config check "$EXAMPLE" >"$TMP/summary.ini" || fail "config check example"
+"$FANOCTL" config check --json "$EXAMPLE" >"$TMP/a.json" || fail "config check --json example"
+"$FANOCTL" config check --json "$TMP/summary.ini" >"$TMP/b.json" || fail "config check of the summary"
+$PY - "$TMP/a.json" "$TMP/b.json" <<'EOF' || fail "summary round trip differs"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["ok"] and b["ok"]
+assert a["config"] == b["config"], [k for k in a["config"] if a["config"][k] != b["config"][k]]
+EOF
+printf '[model]\nhidden = 4\n[udp]\nport = 0\n' >"$TMP/bad.ini"
+expect 1 "$TMP/bad.ini:4: [udp] port = 0: out of range" -- config check "$TMP/bad.ini"
+printf '[rules]\ndefault = 1,3,1\n' >"$TMP/dup.ini"
+expect 1 "$TMP/dup.ini:2: [rules] default = 1,3,1: line 1 listed twice" -- config check "$TMP/dup.ini"
+expect 1 "$TMP/nope.ini:0: cannot open" -- config check "$TMP/nope.ini"
+n=$((n + 1))
+"$FANOCTL" config check --json "$TMP/bad.ini" >"$TMP/bad.json"; rc=$?
+[ $rc = 1 ] || fail "config check --json bad exit $rc"
+$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ok"] is False and d["line"]==4 and "port" in d["reason"], d' \
+	"$TMP/bad.json" || fail "config check --json bad fields"
+expect 2 "exactly one FILE" -- config check
+expect 2 "unknown subcommand" -- config frob
+
+# ---- docs against the key table -----------------------------------------
+n=$((n + 1))
+"$FANOCTL" config keys --json >"$TMP/keys.json" || fail "config keys --json"
+$PY - "$TMP/keys.json" "$ROOT/docs/config.md" "$EXAMPLE" <<'EOF' || fail "docs do not cover every key"
+import json, re, sys
+keys = json.load(open(sys.argv[1]))
+md = open(sys.argv[2]).read()
+ex = open(sys.argv[3]).read()
+missing = []
+for k in keys:
+    # config.md: a "## [section]" heading, and the key in backticks in that section
+    m = re.search(r"^## \[%s\]\s*$(.*?)(?=^## |\Z)" % re.escape(k["section"]), md, re.S | re.M)
+    if not m or ("`%s`" % k["key"]) not in m.group(1):
+        missing.append("config.md [%s] %s" % (k["section"], k["key"]))
+    # the example: the key set or shown commented out in its section
+    m = re.search(r"^\[%s\]\s*$(.*?)(?=^\[|\Z)" % re.escape(k["section"]), ex, re.S | re.M)
+    name = k["key"].replace(".N", r"\.[0-9(]")
+    if not m or not re.search(r"^[;#]?\s*%s" % name, m.group(1), re.M):
+        missing.append("example [%s] %s" % (k["section"], k["key"]))
+if missing:
+    print("\n".join(missing))
+    sys.exit(1)
+EOF
+expect 0 "[model] hidden (uint) default \"1536\"" -- config keys
+
+# ---- help, dispatcher, exit codes -----------------------------------------
+expect 0 "usage: fanoctl" "exit codes" "3  the daemon" -- --help
+expect 0 "usage: fanoctl" -- help
+expect 2 "usage: fanoctl" --
+expect 2 "unknown command 'frob'" -- frob
+expect 2 "unknown option" -- --frob
+expect 0 "fanoctl " -- --version
+for cmd in decode config status lines slots peers stats; do
+	expect 0 "usage: fanoctl $cmd" -- "$cmd" --help
+	expect 0 "usage: fanoctl $cmd" -- help "$cmd"
+done
+if "$FANOCTL" --help | grep -q '^  audit'; then
+	n=$((n + 1))
+	"$FANOCTL" audit --help >/dev/null 2>&1; rc=$?
+	[ $rc = 0 ] || fail "fanoctl audit --help exit $rc"
+fi
+
+# ---- daemon commands without a daemon: exit 3 ---------------------------------
+for cmd in status peers stats slots lines; do
+	expect 3 "cannot reach fanogate at $TMP/none.sock" -- --socket "$TMP/none.sock" "$cmd"
+done
+expect 2 "is not a line" -- --socket "$TMP/none.sock" lines enable 1,5,4
+expect 2 "want LAYER TOKEN_SEQ" -- --socket "$TMP/none.sock" slots 1
+# a fake daemon: checks the request, answers, and the exit code follows "ok"
+n=$((n + 1))
+$PY - "$TMP/op.sock" <<'EOF' &
+import json, os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); s.listen(4)
+s.settimeout(20)
+for reply in ({"ok": True, "lines": [{"line": 1, "state": "shadow"}]},
+              {"ok": False, "error": "already_enabled"}):
+    c, _ = s.accept()
+    req = json.loads(c.makefile().readline())
+    if reply["ok"]:
+        assert req == {"cmd": "lines"}, req
+    else:
+        assert req == {"cmd": "line", "line": 1, "op": "enable", "why": "OPS-1"}, req
+    c.sendall((json.dumps(reply) + "\n").encode())
+    c.close()
+EOF
+fake=$!
+for _ in $(seq 50); do [ -S "$TMP/op.sock" ] && break; sleep 0.1; done
+expect 0 "line=1 state=shadow" -- --socket "$TMP/op.sock" lines
+expect 1 "refused: already_enabled" -- --socket "$TMP/op.sock" lines enable 1,4,5 --why OPS-1
+wait $fake || fail "fake daemon saw a wrong request"
+
+echo "$n checks, $fails failed"
+[ $fails = 0 ]
