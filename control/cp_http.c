@@ -170,6 +170,9 @@ static int ack_status(const struct fg_status *st)
 		return 403;
 	case FG_O_NO_SLOT:
 		return 503;
+	case FG_O_LATE:
+	case FG_O_EXPIRED:
+		return 410; /* the slot is gone: answered, not re-added */
 	default:
 		return 409;
 	}

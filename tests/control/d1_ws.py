@@ -1,0 +1,204 @@
+#!/usr/bin/python3
+"""d1_ws.py - WebSocket /flow sessions against a real client (Debian's
+python3-websockets 10.4): Bearer handshake, coalesced binary frames answered
+with one status message each, subscriptions (layers=..., layers=all)
+receiving resolved seeds bit-exact, status=0, ping/pong, close handshake
+codes (1000 echo, 1003 text, 1009 too big, 1008 consumer role), malformed
+messages answered with a status, refusals (401, 400 bad layer), and the slow
+consumer dropped with 1008 while the loop keeps serving others."""
+import asyncio
+import socket
+import ssl
+import struct
+import time
+
+import websockets
+
+from d1_harness import (STATUS_STREAM, TOKEN, TOKEN_CONSUMER, Daemon, OUTCOMES, check, hdr, parse_frames,
+                        parse_status, reduce_pair_x, resolved_frame, seed)
+
+V1 = [1.0, -2.5, 3.25, 1e-7, 6.0, 7.5, -8.0, 9.125]
+V3 = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
+V5 = [-1e6, 3.0e-3, 2.0, 2.0, 2.0, -0.1, 1e30, 1.0]
+
+
+def connect(d, query="", token=TOKEN, **kw):
+    ctx = d.ssl_ctx(kw.pop("cert", None))
+    headers = {"Authorization": "Bearer " + token} if token else {}
+    return websockets.connect(f"wss://localhost:{d.port}/flow{query}", ssl=ctx, extra_headers=headers,
+                              max_size=None, **kw)
+
+
+async def statuses(ws, n):
+    out = []
+    for _ in range(n):
+        m = await asyncio.wait_for(ws.recv(), 5)
+        fr = parse_frames(m)
+        if len(fr) != 1 or fr[0][0] != STATUS_STREAM:
+            raise AssertionError("expected one status frame per message, got %r" % (fr,))
+        st = parse_status(fr[0][3])
+        st["token_seq"] = fr[0][1]
+        out.append(st)
+    return out
+
+
+async def nothing_within(ws, secs):
+    try:
+        m = await asyncio.wait_for(ws.recv(), secs)
+        return m
+    except asyncio.TimeoutError:
+        return None
+
+
+async def main(d):
+    async with connect(d, "?layers=2") as sub2, connect(d, "?layers=all") as suball, connect(d) as tx:
+        check(tx.response_headers.get("Sec-WebSocket-Protocol") is None, "no subprotocol when none offered")
+        # one message, three coalesced frames, scrambled order
+        await tx.send(seed(2, 10, 5, V5) + seed(2, 10, 1, V1) + seed(2, 10, 3, V3, neg=1))
+        sts = await statuses(tx, 3)
+        names = [OUTCOMES[s["outcome"]] for s in sts]
+        check(names == ["accepted", "accepted", "resolved"], "3 coalesced frames -> 3 status messages " + str(names))
+        check(all(s["token_seq"] == 10 and s["dst_layer"] == 2 for s in sts), "statuses carry token_seq and layer")
+        check(sts[2]["facts"] & 0x04 and not sts[2]["facts"] & 0x08 and sts[2]["fingerprint"] != 0,
+              "resolving status: fully_resolved, not awaiting, fingerprint set")
+        check(sts[0]["facts"] & 0x02, "shadow_mode fact set (lines start in shadow)")
+        expect = resolved_frame(2, 10, reduce_pair_x([(V1, 0), (V3, 1), (V5, 0)]))
+        m = await asyncio.wait_for(sub2.recv(), 5)
+        check(m == expect, "layers=2 subscriber gets the resolved seed, bit-exact")
+        m = await asyncio.wait_for(suball.recv(), 5)
+        check(m == expect, "layers=all subscriber gets it too")
+        check(await nothing_within(tx, 0.2) is None, "the unsubscribed sender gets no seed")
+
+        # a layer-1 seed reaches layers=all only
+        await tx.send(seed(1, 11, 1, V1) + seed(1, 11, 3, V3) + seed(1, 11, 5, V5))
+        await statuses(tx, 3)
+        m = await asyncio.wait_for(suball.recv(), 5)
+        check(parse_frames(m)[0][0] == 0xAFA1 and parse_frames(m)[0][1] == 11, "layer-1 seed reaches layers=all")
+        check(await nothing_within(sub2, 0.2) is None, "layer-1 seed does not reach layers=2")
+
+        # many slots in one message (coalescing like the fleet: 16 frames)
+        msg = b"".join(seed(0, 100 + i // 3, (1, 3, 5)[i % 3], V1) for i in range(15))
+        await tx.send(msg)
+        sts = await statuses(tx, 15)
+        check(sum(1 for s in sts if OUTCOMES[s["outcome"]] == "resolved") == 5, "15 frames, 5 slots resolved")
+        got = [await asyncio.wait_for(suball.recv(), 5) for _ in range(5)]
+        check(sorted(parse_frames(g)[0][1] for g in got) == [100, 101, 102, 103, 104], "5 seeds pushed in order")
+
+        # malformed message: one status, session continues
+        await tx.send(seed(2, 12, 1, V1) + b"\x01\x02\x03")
+        st = (await statuses(tx, 1))[0]
+        check(OUTCOMES[st["outcome"]] == "malformed" and st["reason"] == 3, "stray bytes: malformed status (truncated_frame)")
+        await tx.send(hdr(0x1234, 5, 0, 0))
+        st = (await statuses(tx, 1))[0]
+        check(OUTCOMES[st["outcome"]] == "malformed", "unknown stream: malformed status, session alive")
+
+        # ping/pong
+        pong = await tx.ping(b"hello")
+        await asyncio.wait_for(pong, 5)
+        check(True, "ping answered with pong")
+
+    # status=0: frames accepted silently
+    async with connect(d, "?status=0&layers=3") as q:
+        await q.send(seed(3, 20, 1, V1) + seed(3, 20, 3, V3) + seed(3, 20, 5, V5))
+        m = await asyncio.wait_for(q.recv(), 5)
+        fr = parse_frames(m)
+        check(fr[0][0] == 0xAFA3 and fr[0][1] == 20, "status=0: no status messages, only the subscribed seed")
+
+    # close handshake: our code echoed
+    ws = await connect(d)
+    await ws.close(code=1000, reason="bye")
+    check(ws.close_code == 1000, "client close 1000 echoed by the server")
+
+    # text message -> 1003
+    ws = await connect(d)
+    await ws.send("text is refused")
+    try:
+        await asyncio.wait_for(ws.recv(), 5)
+    except websockets.ConnectionClosed as e:
+        pass
+    check(ws.close_code == 1003, "text message: close 1003")
+
+    # message over ws_max_message (1 MiB) -> 1009
+    ws = await connect(d)
+    try:
+        await ws.send(b"\x00" * (1024 * 1024 + 16))
+        await asyncio.wait_for(ws.recv(), 5)
+    except websockets.ConnectionClosed:
+        pass
+    check(ws.close_code == 1009, "message over ws_max_message: close 1009")
+
+    # consumer role may subscribe but not send
+    ws = await connect(d, "?layers=all", token=TOKEN_CONSUMER)
+    await ws.send(seed(2, 30, 1, V1))
+    try:
+        await asyncio.wait_for(ws.recv(), 5)
+    except websockets.ConnectionClosed:
+        pass
+    check(ws.close_code == 1008, "consumer role sending frames: close 1008")
+
+    # refusals at the upgrade
+    for q, tok, code, what in (("", None, 401, "missing token"), ("", "not-the-token-xxxxxxxx", 401, "bad token"),
+                               ("?layers=99", TOKEN, 400, "layer out of range"),
+                               ("?bogus=1", TOKEN, 400, "unknown query parameter")):
+        try:
+            await connect(d, q, token=tok)
+            check(False, "upgrade refused: " + what)
+        except websockets.InvalidStatusCode as e:
+            check(e.status_code == code, f"upgrade refused: {what} -> {e.status_code}")
+
+
+async def slow_consumer(d):
+    """A subscriber that never reads: its send queue (send_queue_max 64K here)
+    fills, the daemon drops it with 1008, and other sessions keep working."""
+    raw = socket.create_connection(("127.0.0.1", d.port))
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s = d.ssl_ctx().wrap_socket(raw, server_hostname="localhost")
+    s.sendall(b"GET /flow?layers=all HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+              b"Authorization: Bearer " + TOKEN.encode() + b"\r\n\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)
+    check(head.startswith(b"HTTP/1.1 101"), "raw subscriber upgraded")
+    big = [float(i) for i in range(d.hidden)]
+    async with connect(d, "?status=0") as tx:
+        for k in range(40):  # 40 x 16 slots x 4 KiB seeds = 2.5 MiB offered
+            await tx.send(b"".join(seed(0, 1000 + k * 16 + j, ln, big) for j in range(16) for ln in (1, 3, 5)))
+        await asyncio.sleep(0.5)
+        # The session is dropped; read what was queued until the close frame.
+        s.settimeout(5)
+        data = b""
+        try:
+            while True:
+                c = s.recv(65536)
+                if not c:
+                    break
+                data += c
+        except (ssl.SSLError, socket.timeout, ConnectionError):
+            pass
+        # find a close frame (opcode 0x88) carrying 1008
+        i, code = 0, None
+        while i + 2 <= len(data):
+            b1, b2 = data[i], data[i + 1]
+            ln, off = b2 & 0x7F, 2
+            if ln == 126:
+                ln, off = struct.unpack(">H", data[i + 2:i + 4])[0], 4
+            elif ln == 127:
+                ln, off = struct.unpack(">Q", data[i + 2:i + 10])[0], 10
+            if b1 == 0x88:
+                code = struct.unpack(">H", data[i + off:i + off + 2])[0]
+                break
+            i += off + ln
+        check(code == 1008, "slow consumer dropped with close 1008")
+        pong = await tx.ping()
+        await asyncio.wait_for(pong, 5)
+        check(True, "other sessions still served after the drop")
+    check("slow consumer" in d.log(), "drop logged")
+    s.close()
+
+
+if __name__ == "__main__":
+    with Daemon() as d:
+        asyncio.run(main(d))
+    with Daemon(hidden=1024, send_queue_max="64K") as d:
+        asyncio.run(slow_consumer(d))
