@@ -289,3 +289,35 @@ def parse_status(payload):
 OUTCOMES = ["accepted", "resolved", "partial", "duplicate", "duplicate_pending", "conflict", "late", "expired",
             "poisoned", "no_slot", "shape_mismatch", "unexpected_line", "stale", "bad_range", "malformed",
             "line_disabled"]
+
+
+def serve_main(argv):
+    """d1_harness.py [--mtls] [--hidden N] -- CMD ARGS...: start the daemon,
+    run CMD with FG_PORT, FG_DIR (certs: ca.pem, client.pem/key), FG_TOKEN,
+    FG_HIDDEN, FG_LAYERS in its environment, stop the daemon, exit with CMD's
+    status (77 passes through as a skip)."""
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mtls", action="store_true")
+    ap.add_argument("--hidden", type=int, default=8)
+    ap.add_argument("--send-queue-max", default="4M")
+    ap.add_argument("cmd", nargs=argparse.REMAINDER)
+    a = ap.parse_args(argv)
+    cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
+    if not cmd:
+        fail("no command")
+    if not shutil.which(cmd[0]):
+        print("SKIP: %s not installed" % cmd[0], flush=True)
+        sys.exit(SKIP)
+    with Daemon(mtls=a.mtls, hidden=a.hidden, send_queue_max=a.send_queue_max) as d:
+        env = dict(os.environ, FG_PORT=str(d.port), FG_DIR=d.dir, FG_TOKEN=TOKEN, FG_HIDDEN=str(d.hidden),
+                   FG_LAYERS=str(d.layers))
+        rc = subprocess.run(cmd, env=env).returncode
+        if rc not in (0, SKIP):
+            print("command failed with status %d" % rc, flush=True)
+            raise SystemExit(rc)
+    sys.exit(rc)
+
+
+if __name__ == "__main__":
+    serve_main(sys.argv[1:])
