@@ -1,0 +1,366 @@
+/* fleet_main.c - fanofleet's command line: parses options into a run
+ * (fleet_run.c), the loopback fake receiver (fleet_fake.c) or the relay
+ * benchmark (fleet_relay.c), and owns the address parser.
+ *
+ * Who may call: the process entry point only (main thread). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include "fleet_run.h"
+
+int fl_addr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *len)
+{
+	char host[128];
+	const char *p;
+	memset(ss, 0, sizeof *ss);
+	if (s[0] == '[') {
+		const char *e = strchr(s, ']');
+		if (!e || e[1] != ':' || (size_t)(e - s - 1) >= sizeof host)
+			return -EINVAL;
+		memcpy(host, s + 1, (size_t)(e - s - 1));
+		host[e - s - 1] = 0;
+		p = e + 2;
+	} else {
+		const char *c = strrchr(s, ':');
+		if (!c || (size_t)(c - s) >= sizeof host)
+			return -EINVAL;
+		memcpy(host, s, (size_t)(c - s));
+		host[c - s] = 0;
+		p = c + 1;
+	}
+	char *end;
+	unsigned long port = strtoul(p, &end, 10);
+	if (*p == 0 || *end != 0 || port > 65535)
+		return -EINVAL;
+	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+	if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)port);
+		*len = sizeof *a4;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)port);
+		*len = sizeof *a6;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static void usage(FILE *f)
+{
+	fputs(
+"usage: fanofleet [options]                 emulate the fleet against fanogate\n"
+"       fanofleet --fake-receiver [options]  loopback stand-in for the appliance (UDP)\n"
+"       fanofleet --relay-bench [options]    DOWN -> coordinator -> ATTN over HTTPS\n"
+"\n"
+"model:\n"
+"  --tokens N            tokens to decode (200)\n"
+"  --layers N            model layers (28); slots per token = layers - 1\n"
+"  --hidden N            floats per row (1536)\n"
+"  --seed N              generator seed (1)\n"
+"  --token-base N        token_seq of the first token (1)\n"
+"traffic:\n"
+"  --mix udp=W,wss=W,https=W   ingress weights (1,1,1; unavailable ones are skipped)\n"
+"  --assign layer|slot|station how stations pick an ingress (layer)\n"
+"  --mode chain|burst    chain: a token's next layer waits for the resolved seed (chain)\n"
+"  --rate R              tokens per second, 0 = as fast as the window allows (0)\n"
+"  --window N            tokens in flight (8)\n"
+"  --canonical digest|full|none   canonical reports of the coordinator (digest)\n"
+"  --canonical-via udp|wss|https  their ingress (wss, else https, else udp)\n"
+"faults:\n"
+"  --corrupt-at T        token index whose contribution gets one flipped low bit\n"
+"  --corrupt-line N      Fano line of that contribution: 1 (x), 3 (attn), 5 (ffn) (3)\n"
+"  --corrupt-layer D     its destination layer (layers / 2)\n"
+"  --corrupt-index I     float index whose lowest bit flips (7)\n"
+"  --loss P, --dup P     UDP: drop / duplicate each fragment with probability P\n"
+"  --udp-drop-over-cwnd  UDP: drop sends beyond cwnd like the fleet (default: queue)\n"
+"targets:\n"
+"  --udp HOST:PORT       fanogate's fragmented-profile UDP port (dataplane)\n"
+"  --udp-bind HOST       source address of the UDP stations\n"
+"  --mtu N               UDP payload MTU (1472)\n"
+"  --rto-ms N            UDP retransmit timeout (200)\n"
+"  --consumer HOST:PORT  bind the UDP consumer of resolved seeds here\n"
+"  --no-consumer-ack     do not ACK resolved seeds on the consumer socket\n"
+"  --tls HOST:PORT       fanogate's TLS listener (wss:///flow, https:///residual-seed)\n"
+"  --sni NAME            TLS server name to send and verify\n"
+"  --ca FILE | --insecure   verify the server with FILE / not at all\n"
+"  --cert FILE --key FILE   client certificate (mutual TLS)\n"
+"  --token TOKEN | --token-file FILE   Bearer token (file: first word of first line)\n"
+"  --wss-conns N         WebSocket connections (2); the first subscribes ?layers=all\n"
+"  --https-conns N       HTTPS keep-alive connections (4)\n"
+"  --no-subscribe        do not subscribe to resolved seeds over WSS\n"
+"run:\n"
+"  --slot-timeout-ms N   a slot without a resolved seed by then is missing (2000)\n"
+"  --duration S          hard time limit (none)\n"
+"  --max-missing N       missing seeds tolerated before exit 2 (0)\n"
+"  --json FILE           write the results as JSON\n"
+"  --samples FILE        write every latency sample: class path ns\n"
+"  --quiet               no progress lines\n"
+"fake receiver:\n"
+"  --listen HOST:PORT    UDP port to receive on (127.0.0.1:14242)\n"
+"  --consumer HOST:PORT  where resolved seeds go\n"
+"  --fake-drop P         drop incoming fragments with probability P\n"
+"  --no-ack              never ACK (exercises the sender's retransmits)\n"
+"relay bench:\n"
+"  --hops N, --warmup N, --cert FILE --key FILE, --samples FILE\n"
+"exit codes: 0 pass, 1 wrong seed or injected corruption not seen, 2 missing seeds,\n"
+"            3 set-up failure, 4 interrupted\n", f);
+}
+
+static int parse_mix(const char *s, double *mix)
+{
+	double m[FL_IN_COUNT] = { 0, 0, 0 };
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", s);
+	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		double w = 1.0;
+		if (eq) {
+			*eq = 0;
+			char *end;
+			w = strtod(eq + 1, &end);
+			if (*end || w < 0)
+				return -EINVAL;
+		}
+		unsigned i;
+		for (i = 0; i < FL_IN_COUNT; i++)
+			if (strcmp(tok, fl_ingress_name(i)) == 0)
+				break;
+		if (i == FL_IN_COUNT)
+			return -EINVAL;
+		m[i] = w;
+	}
+	memcpy(mix, m, sizeof m);
+	return 0;
+}
+
+static int ingress_of(const char *s)
+{
+	for (unsigned i = 0; i < FL_IN_COUNT; i++)
+		if (strcmp(s, fl_ingress_name(i)) == 0)
+			return (int)i;
+	return -1;
+}
+
+static char *read_token(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	char line[512];
+	char *t = NULL;
+	if (fgets(line, sizeof line, f)) {
+		line[strcspn(line, " \t\r\n")] = 0;
+		if (line[0])
+			t = strdup(line);
+	}
+	fclose(f);
+	return t;
+}
+
+enum {
+	O_TOKENS = 256, O_LAYERS, O_HIDDEN, O_SEED, O_TOKEN_BASE, O_MIX, O_ASSIGN, O_MODE, O_RATE, O_WINDOW,
+	O_CANON, O_CANON_VIA, O_CORRUPT_AT, O_CORRUPT_LINE, O_CORRUPT_LAYER, O_CORRUPT_INDEX, O_LOSS, O_DUP,
+	O_DROP_CWND, O_UDP, O_UDP_BIND, O_MTU, O_RTO, O_CONSUMER, O_NO_CACK, O_TLS, O_SNI, O_CA, O_INSECURE,
+	O_CERT, O_KEY, O_TOKEN, O_TOKEN_FILE, O_WSS_CONNS, O_HTTPS_CONNS, O_NO_SUB, O_SLOT_TO, O_DURATION,
+	O_MAX_MISSING, O_JSON, O_SAMPLES, O_QUIET, O_FAKE, O_LISTEN, O_FAKE_DROP, O_NO_ACK, O_RELAY, O_HOPS,
+	O_WARMUP, O_HELP, O_VERSION,
+};
+
+static const struct option longopts[] = {
+	{ "tokens", 1, 0, O_TOKENS }, { "layers", 1, 0, O_LAYERS }, { "hidden", 1, 0, O_HIDDEN },
+	{ "seed", 1, 0, O_SEED }, { "token-base", 1, 0, O_TOKEN_BASE }, { "mix", 1, 0, O_MIX },
+	{ "assign", 1, 0, O_ASSIGN }, { "mode", 1, 0, O_MODE }, { "rate", 1, 0, O_RATE },
+	{ "window", 1, 0, O_WINDOW }, { "canonical", 1, 0, O_CANON }, { "canonical-via", 1, 0, O_CANON_VIA },
+	{ "corrupt-at", 1, 0, O_CORRUPT_AT }, { "corrupt-line", 1, 0, O_CORRUPT_LINE },
+	{ "corrupt-layer", 1, 0, O_CORRUPT_LAYER }, { "corrupt-index", 1, 0, O_CORRUPT_INDEX },
+	{ "loss", 1, 0, O_LOSS }, { "dup", 1, 0, O_DUP }, { "udp-drop-over-cwnd", 0, 0, O_DROP_CWND },
+	{ "udp", 1, 0, O_UDP }, { "udp-bind", 1, 0, O_UDP_BIND }, { "mtu", 1, 0, O_MTU }, { "rto-ms", 1, 0, O_RTO },
+	{ "consumer", 1, 0, O_CONSUMER }, { "no-consumer-ack", 0, 0, O_NO_CACK }, { "tls", 1, 0, O_TLS },
+	{ "sni", 1, 0, O_SNI }, { "ca", 1, 0, O_CA }, { "insecure", 0, 0, O_INSECURE }, { "cert", 1, 0, O_CERT },
+	{ "key", 1, 0, O_KEY }, { "token", 1, 0, O_TOKEN }, { "token-file", 1, 0, O_TOKEN_FILE },
+	{ "wss-conns", 1, 0, O_WSS_CONNS }, { "https-conns", 1, 0, O_HTTPS_CONNS },
+	{ "no-subscribe", 0, 0, O_NO_SUB }, { "slot-timeout-ms", 1, 0, O_SLOT_TO },
+	{ "duration", 1, 0, O_DURATION }, { "max-missing", 1, 0, O_MAX_MISSING }, { "json", 1, 0, O_JSON },
+	{ "samples", 1, 0, O_SAMPLES }, { "quiet", 0, 0, O_QUIET }, { "fake-receiver", 0, 0, O_FAKE },
+	{ "listen", 1, 0, O_LISTEN }, { "fake-drop", 1, 0, O_FAKE_DROP }, { "no-ack", 0, 0, O_NO_ACK },
+	{ "relay-bench", 0, 0, O_RELAY }, { "hops", 1, 0, O_HOPS }, { "warmup", 1, 0, O_WARMUP },
+	{ "help", 0, 0, O_HELP }, { "version", 0, 0, O_VERSION }, { 0, 0, 0, 0 },
+};
+
+static int bad(const char *opt, const char *val)
+{
+	fprintf(stderr, "fanofleet: invalid value for --%s: '%s' (see --help)\n", opt, val);
+	return 3;
+}
+
+static bool num(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	struct fl_run_opts o;
+	fl_run_opts_default(&o);
+	struct fl_fake_opts fk = { .listen = "127.0.0.1:14242", .consumer = NULL, .mtu = 1472 };
+	struct fl_relay_opts rl = { .hops = 2000, .warmup = 200 };
+	bool fake = false, relay = false;
+	const char *consumer_str = NULL, *tls_str = NULL, *token_file = NULL;
+	int c;
+	double v;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		const char *name = "?";
+		for (const struct option *p = longopts; p->name; p++)
+			if (p->val == c)
+				name = p->name;
+		switch (c) {
+		case O_TOKENS: if (!num(optarg, 1, 1e9, &v)) return bad(name, optarg); o.tokens = (uint64_t)v; break;
+		case O_LAYERS: if (!num(optarg, 2, 32, &v)) return bad(name, optarg); o.layers = (uint16_t)v; break;
+		case O_HIDDEN: if (!num(optarg, 1, 65536, &v)) return bad(name, optarg); o.hidden = (uint32_t)v; fk.hidden = o.hidden; rl.hidden = o.hidden; break;
+		case O_SEED: if (!num(optarg, 0, 1.8e19, &v)) return bad(name, optarg); o.seed = (uint64_t)v; break;
+		case O_TOKEN_BASE: if (!num(optarg, 0, 4e9, &v)) return bad(name, optarg); o.token_base = (uint32_t)v; break;
+		case O_MIX: if (parse_mix(optarg, o.mix) < 0) return bad(name, optarg); break;
+		case O_ASSIGN:
+			if (!strcmp(optarg, "layer")) o.assign = FL_ASSIGN_LAYER;
+			else if (!strcmp(optarg, "slot")) o.assign = FL_ASSIGN_SLOT;
+			else if (!strcmp(optarg, "station")) o.assign = FL_ASSIGN_STATION;
+			else return bad(name, optarg);
+			break;
+		case O_MODE:
+			if (!strcmp(optarg, "chain")) o.mode = FL_MODE_CHAIN;
+			else if (!strcmp(optarg, "burst")) o.mode = FL_MODE_BURST;
+			else return bad(name, optarg);
+			break;
+		case O_RATE: if (!num(optarg, 0, 1e7, &o.rate)) return bad(name, optarg); break;
+		case O_WINDOW: if (!num(optarg, 1, 4096, &v)) return bad(name, optarg); o.window = (uint32_t)v; break;
+		case O_CANON:
+			if (!strcmp(optarg, "digest")) o.canon = FL_CANON_DIGEST;
+			else if (!strcmp(optarg, "full")) o.canon = FL_CANON_FULL;
+			else if (!strcmp(optarg, "none")) o.canon = FL_CANON_NONE;
+			else return bad(name, optarg);
+			break;
+		case O_CANON_VIA: if ((o.canon_via = ingress_of(optarg)) < 0) return bad(name, optarg); break;
+		case O_CORRUPT_AT: if (!num(optarg, 0, 1e9, &v)) return bad(name, optarg); o.corrupt_at = (int64_t)v; break;
+		case O_CORRUPT_LINE:
+			if (!num(optarg, 0, 6, &v) || (v != FL_LINE_X && v != FL_LINE_ATTN && v != FL_LINE_FFN))
+				return bad(name, optarg);
+			o.corrupt_line = (unsigned)v;
+			break;
+		case O_CORRUPT_LAYER: if (!num(optarg, 1, 31, &v)) return bad(name, optarg); o.corrupt_layer = (int)v; break;
+		case O_CORRUPT_INDEX: if (!num(optarg, 0, 65535, &v)) return bad(name, optarg); o.corrupt_index = (uint32_t)v; break;
+		case O_LOSS: if (!num(optarg, 0, 0.9, &o.udp.loss)) return bad(name, optarg); break;
+		case O_DUP: if (!num(optarg, 0, 1, &o.udp.dup)) return bad(name, optarg); break;
+		case O_DROP_CWND: o.udp.drop_over_cwnd = true; break;
+		case O_UDP: if (fl_addr_parse(optarg, &o.udp_dst, &o.udp_dlen) < 0) return bad(name, optarg); o.have_udp = true; break;
+		case O_UDP_BIND: {
+			/* HOST, HOST:PORT, [V6]:PORT or a bare V6 address. */
+			char b[160];
+			if (fl_addr_parse(optarg, &o.udp_bind, &o.udp_blen) < 0) {
+				snprintf(b, sizeof b, strchr(optarg, ':') ? "[%s]:0" : "%s:0", optarg);
+				if (fl_addr_parse(b, &o.udp_bind, &o.udp_blen) < 0)
+					return bad(name, optarg);
+			}
+			o.have_udp_bind = true;
+			break;
+		}
+		case O_MTU: if (!num(optarg, 64, 9000, &v)) return bad(name, optarg); o.udp.mtu = (uint32_t)v; fk.mtu = o.udp.mtu; break;
+		case O_RTO: if (!num(optarg, 1, 60000, &v)) return bad(name, optarg); o.udp.rto_ms = (uint32_t)v; break;
+		case O_CONSUMER: consumer_str = optarg; break;
+		case O_NO_CACK: o.consumer_ack = false; break;
+		case O_TLS: tls_str = optarg; break;
+		case O_SNI: o.tls.sni = optarg; break;
+		case O_CA: o.tls.ca_file = optarg; break;
+		case O_INSECURE: o.tls.insecure = true; break;
+		case O_CERT: o.tls.cert_file = optarg; rl.cert = optarg; break;
+		case O_KEY: o.tls.key_file = optarg; rl.key = optarg; break;
+		case O_TOKEN: o.tls.token = optarg; break;
+		case O_TOKEN_FILE: token_file = optarg; break;
+		case O_WSS_CONNS: if (!num(optarg, 0, 64, &v)) return bad(name, optarg); o.wss_conns = (uint32_t)v; break;
+		case O_HTTPS_CONNS: if (!num(optarg, 0, 64, &v)) return bad(name, optarg); o.https_conns = (uint32_t)v; break;
+		case O_NO_SUB: o.subscribe = false; break;
+		case O_SLOT_TO: if (!num(optarg, 1, 600000, &v)) return bad(name, optarg); o.slot_timeout_ms = (uint32_t)v; break;
+		case O_DURATION: if (!num(optarg, 0, 86400, &v)) return bad(name, optarg); o.duration_s = (uint32_t)v; fk.duration_s = o.duration_s; break;
+		case O_MAX_MISSING: if (!num(optarg, 0, 1e12, &v)) return bad(name, optarg); o.max_missing = (uint64_t)v; break;
+		case O_JSON: o.json_path = optarg; break;
+		case O_SAMPLES: o.samples_path = optarg; rl.json = optarg; break;
+		case O_QUIET: o.quiet = true; break;
+		case O_FAKE: fake = true; break;
+		case O_LISTEN: fk.listen = optarg; break;
+		case O_FAKE_DROP: if (!num(optarg, 0, 0.9, &fk.drop)) return bad(name, optarg); break;
+		case O_NO_ACK: fk.no_ack = true; break;
+		case O_RELAY: relay = true; break;
+		case O_HOPS: if (!num(optarg, 1, 1e7, &v)) return bad(name, optarg); rl.hops = (uint32_t)v; break;
+		case O_WARMUP: if (!num(optarg, 0, 1e7, &v)) return bad(name, optarg); rl.warmup = (uint32_t)v; break;
+		case O_VERSION: printf("fanofleet 0.1.0\n"); return 0;
+		case 'h':
+		case O_HELP: usage(stdout); return 0;
+		default: usage(stderr); return 3;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "fanofleet: unexpected argument '%s'\n", argv[optind]);
+		return 3;
+	}
+	if (!fk.hidden)
+		fk.hidden = o.hidden;
+	fk.layers = o.layers;
+	if (!rl.hidden)
+		rl.hidden = o.hidden;
+	if (fake) {
+		fk.consumer = consumer_str;
+		if (!fk.consumer) {
+			fprintf(stderr, "fanofleet: --fake-receiver needs --consumer HOST:PORT\n");
+			return 3;
+		}
+		return fl_fake_run(&fk);
+	}
+	if (relay)
+		return fl_relay_run(&rl);
+	if (consumer_str) {
+		if (fl_addr_parse(consumer_str, &o.consumer, &o.consumer_len) < 0)
+			return bad("consumer", consumer_str);
+		o.have_consumer = true;
+	}
+	static char host[128];
+	if (tls_str) {
+		struct sockaddr_storage ss;
+		socklen_t sl;
+		if (fl_addr_parse(tls_str, &ss, &sl) < 0)
+			return bad("tls", tls_str);
+		const char *colon = strrchr(tls_str, ':');
+		size_t hl = (size_t)(colon - tls_str);
+		if (tls_str[0] == '[')
+			snprintf(host, sizeof host, "%.*s", (int)(hl - 2), tls_str + 1);
+		else
+			snprintf(host, sizeof host, "%.*s", (int)hl, tls_str);
+		o.tls.host = host;
+		o.tls.port = (uint16_t)atoi(colon + 1);
+		o.have_tls = true;
+	}
+	if (token_file) {
+		o.tls.token = read_token(token_file);
+		if (!o.tls.token) {
+			fprintf(stderr, "fanofleet: cannot read a token from %s\n", token_file);
+			return 3;
+		}
+	}
+	if (!o.have_udp && !o.have_tls) {
+		fprintf(stderr, "fanofleet: give --udp HOST:PORT and/or --tls HOST:PORT (see --help)\n");
+		return 3;
+	}
+	return fl_run(&o);
+}

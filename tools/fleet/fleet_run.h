@@ -1,0 +1,65 @@
+/* fleet_run.h - the fanofleet run engine: options of one emulation run and
+ * its entry point. Who may call: fleet_main.c, on the main thread. */
+#ifndef FLEET_RUN_H
+#define FLEET_RUN_H
+
+#include "fleet.h"
+
+enum fl_assign { FL_ASSIGN_LAYER, FL_ASSIGN_SLOT, FL_ASSIGN_STATION };
+enum fl_mode { FL_MODE_CHAIN, FL_MODE_BURST };
+enum fl_canon_mode { FL_CANON_DIGEST, FL_CANON_FULL, FL_CANON_NONE };
+
+struct fl_run_opts {
+	/* model */
+	uint64_t tokens;
+	uint16_t layers;
+	uint32_t hidden;
+	uint64_t seed;
+	uint32_t token_base;     /* token_seq of token 0 */
+	/* traffic */
+	double mix[FL_IN_COUNT]; /* weights per ingress */
+	enum fl_assign assign;
+	enum fl_mode mode;
+	double rate;             /* tokens per second, 0 = as fast as the window allows */
+	uint32_t window;         /* tokens in flight */
+	enum fl_canon_mode canon;
+	int canon_via;           /* enum fl_ingress, or -1 = first available of wss, https, udp */
+	/* fault injection */
+	int64_t corrupt_at;      /* token index, -1 = none */
+	unsigned corrupt_line;   /* Fano line index of the corrupted contribution: 1, 3 or 5 */
+	int corrupt_layer;       /* destination layer, -1 = layers / 2 */
+	uint32_t corrupt_index;  /* float index whose low bit flips */
+	/* UDP */
+	bool have_udp;
+	struct sockaddr_storage udp_dst;
+	socklen_t udp_dlen;
+	bool have_udp_bind;
+	struct sockaddr_storage udp_bind; /* source address (port 0 = any) */
+	socklen_t udp_blen;
+	struct fl_udp_opts udp;
+	bool have_consumer;
+	struct sockaddr_storage consumer;
+	socklen_t consumer_len;
+	bool consumer_ack;
+	/* TLS */
+	bool have_tls;
+	struct fl_tls_opts tls;
+	uint32_t wss_conns, https_conns;
+	bool subscribe;
+	/* run control */
+	uint32_t slot_timeout_ms;
+	uint32_t duration_s;     /* hard cap, 0 = none */
+	uint64_t max_missing;
+	const char *json_path;
+	const char *samples_path;
+	bool quiet;
+};
+
+void fl_run_opts_default(struct fl_run_opts *o);
+/* Run the emulation. Returns the process exit code:
+ * 0 all seeds bit-exact and present; 1 a wrong seed (or an injected
+ * corruption that did not show); 2 more missing seeds than allowed;
+ * 3 set-up failure; 4 interrupted. */
+int fl_run(const struct fl_run_opts *o);
+
+#endif
