@@ -132,6 +132,15 @@ a, b = (json.load(open(p)) for p in sys.argv[1:3])
 assert a["ok"] and b["ok"]
 assert a["config"] == b["config"], [k for k in a["config"] if a["config"][k] != b["config"][k]]
 EOF
+# the example sets every key to its default: same meaning as an empty file
+n=$((n + 1))
+: >"$TMP/empty.ini"
+"$FANOCTL" config check --json "$TMP/empty.ini" >"$TMP/e.json" || fail "config check of an empty file"
+$PY - "$TMP/a.json" "$TMP/e.json" <<'EOF' || fail "the example's values differ from the defaults"
+import json, sys
+a, e = (json.load(open(p))["config"] for p in sys.argv[1:3])
+assert a == e, [k for k in a if a[k] != e[k]]
+EOF
 printf '[model]\nhidden = 4\n[udp]\nport = 0\n' >"$TMP/bad.ini"
 expect 1 "$TMP/bad.ini:4: [udp] port = 0: out of range" -- config check "$TMP/bad.ini"
 printf '[rules]\ndefault = 1,3,1\n' >"$TMP/dup.ini"
@@ -216,6 +225,14 @@ for _ in $(seq 50); do [ -S "$TMP/op.sock" ] && break; sleep 0.1; done
 expect 0 "line=1 state=shadow" -- --socket "$TMP/op.sock" lines
 expect 1 "refused: already_enabled" -- --socket "$TMP/op.sock" lines enable 1,4,5 --why OPS-1
 wait $fake || fail "fake daemon saw a wrong request"
+
+# ---- bash completion ------------------------------------------------------
+n=$((n + 1))
+comp=$(bash -c 'source "$1"; c() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _fanoctl; echo "${COMPREPLY[*]}"; }
+	c fanoctl de; c fanoctl lines enable 1,; c fanoctl lines auto-promote 1 o; c fanoctl --socket /x config ""' \
+	_ "$ROOT/tools/fanoctl.bash-completion" 2>&1)
+want=$'decode\n1,2,3 1,4,5 1,7,6\non off\ncheck keys --help'
+[ "$comp" = "$want" ] || fail "bash completion: got [$comp] want [$want]"
 
 echo "$n checks, $fails failed"
 [ $fails = 0 ]
