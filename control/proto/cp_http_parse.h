@@ -206,8 +206,8 @@ const char *cp_http_reason_name(int reason);
 /* HTTP status code for a reason (accepts its negation); 0 for OK and
  * incomplete, 400 for out-of-range values. */
 int cp_http_reason_status(int reason);
-/* Reason phrase of a status code this module can produce plus 200, 101, 404,
- * 500, 503 and 504 ("Unknown" otherwise). */
+/* Reason phrase of a status code this module can produce plus 101, 200, 403,
+ * 404, 408, 409, 429, 500, 502, 503 and 504 ("Unknown" otherwise). */
 const char *cp_http_status_text(int status);
 
 #endif

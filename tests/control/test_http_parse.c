@@ -699,6 +699,9 @@ static void test_reason_names(void **state)
 	assert_string_equal(cp_http_reason_name(5), "unknown");
 	assert_int_equal(cp_http_reason_status(5), 400);
 	assert_string_equal(cp_http_status_text(999), "Unknown");
+	static const int extra[] = { 101, 200, 403, 404, 408, 409, 429, 500, 502, 503, 504 };
+	for (size_t i = 0; i < FG_ARRAY_LEN(extra); i++)
+		assert_string_not_equal(cp_http_status_text(extra[i]), "Unknown");
 	/* the statuses the brief fixes */
 	assert_int_equal(cp_http_reason_status(CP_HTTP_R_METHOD_NOT_ALLOWED), 405);
 	assert_int_equal(cp_http_reason_status(CP_HTTP_R_LENGTH_REQUIRED), 411);
