@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# test_fleet_selfcheck.sh - fanofleet checks itself, then fanogate.
+#
+# 1. fanofleet's encoder against the core decoders: the loopback fake
+#    receiver (fanofleet --fake-receiver) decodes every datagram with the
+#    fg_* codecs and resolves Pair X slots with its own, separate reduction;
+#    the emulator must get every resolved seed back bit for bit, see the one
+#    injected corruption in the resolved seed, and the fake must flag exactly
+#    that slot as divergent and count no malformed frame. Run with injected
+#    loss and duplication (retransmits under new frame_ids must heal it).
+# 2. The retransmit path: a fake that never ACKs must make the sender resend
+#    (and still see every seed, since the first attempt lands).
+# 3. A negative control: a fake that drops most fragments with a short slot
+#    timeout must make fanofleet fail (exit 2), so the checks above can fail.
+# 4. Against the daemon when it is built: fanogate --no-dataplane on
+#    loopback, fanofleet over wss:// and HTTPS POST with a Bearer token and a
+#    self-signed CA, a corruption injected on line 3: exit 0, every seed bit
+#    exact, divergence visible.
+#
+# Usage: test_fleet_selfcheck.sh FANOFLEET [FANOGATE]
+#        (or FANOFLEET / FANOGATE in the environment; FANOGATE may be absent)
+# Loopback only; every process is bounded in time and killed on exit.
+set -uo pipefail
+
+FLEET=${1:-${FANOFLEET:-}}
+GATE=${2:-${FANOGATE:-}}
+if [ -z "$FLEET" ] || [ ! -x "$FLEET" ]; then
+	echo "SKIP: fanofleet binary not given (arg 1 or FANOFLEET)"; exit 77
+fi
+T=$(mktemp -d /tmp/fgfl-selfcheck.XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+pass=0 fail=0
+ok()  { echo "ok   - $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL - $*"; fail=$((fail + 1)); }
+jget() { /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {"d": d}))' "$@"; }
+
+# A free UDP port pair on loopback, chosen by the kernel.
+port() { /usr/bin/python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+start_fake() { # listen consumer log [extra...]
+	local l=$1 c=$2 log=$3; shift 3
+	"$FLEET" --fake-receiver --listen "127.0.0.1:$l" --consumer "127.0.0.1:$c" --duration 120 "$@" >"$log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 50); do grep -q "fake: receiving" "$log" 2>/dev/null && return 0; sleep 0.1; done
+	return 1
+}
+stop_fake() { kill -INT "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+
+# ---- 1. encoder vs decoders, loss and duplication ----------------------
+L=$(port); C=$(port)
+start_fake "$L" "$C" "$T/fake1.log" || bad "fake receiver did not start"
+fake=${pids[-1]}
+timeout 120 "$FLEET" --udp "127.0.0.1:$L" --consumer "127.0.0.1:$C" --mix udp=1 --tokens 40 --window 8 \
+	--loss 0.01 --dup 0.02 --corrupt-at 20 --corrupt-line 5 --json "$T/r1.json" --quiet >"$T/fleet1.log" 2>&1
+rc=$?
+stop_fake "$fake"
+[ $rc -eq 0 ] && ok "self-check over UDP with loss and duplication exits 0" || { bad "self-check exit $rc"; cat "$T/fleet1.log"; }
+if [ -f "$T/r1.json" ]; then
+	[ "$(jget "$T/r1.json" 'd["bit_exact"] == d["slots"] == 40*27')" = True ] && ok "1080 slots, all bit-exact" || bad "not all slots bit-exact: $(cat "$T/r1.json")"
+	[ "$(jget "$T/r1.json" 'd["divergence_seen"]')" = 1 ] && ok "injected corruption visible in the resolved seed" || bad "divergence_seen != 1"
+	[ "$(jget "$T/r1.json" 'd["wrong"]')" = 0 ] && ok "no wrong seed" || bad "wrong seeds"
+fi
+grep -q "malformed 0" "$T/fake1.log" && ok "core decoders accept every frame fanofleet encodes" || { bad "fake counted malformed frames"; cat "$T/fake1.log"; }
+[ "$(grep -c '^fake: DIVERGENCE' "$T/fake1.log")" = 1 ] && ok "fake flags exactly one divergent slot" || bad "fake divergence count: $(grep -c DIVERGENCE "$T/fake1.log")"
+grep -q "canonical match 1079 divergence 1" "$T/fake1.log" && ok "1079 canonical matches + 1 divergence" || bad "canonical counts: $(tail -1 "$T/fake1.log")"
+
+# ---- 2. retransmits when nobody ACKs -----------------------------------
+L=$(port); C=$(port)
+start_fake "$L" "$C" "$T/fake2.log" --no-ack || bad "fake (no-ack) did not start"
+fake=${pids[-1]}
+timeout 60 "$FLEET" --udp "127.0.0.1:$L" --consumer "127.0.0.1:$C" --mix udp=1 --tokens 4 --window 4 --rto-ms 50 \
+	--json "$T/r2.json" >"$T/fleet2.log" 2>&1
+rc=$?
+stop_fake "$fake"
+[ $rc -eq 0 ] && ok "no-ACK receiver: every seed still resolves" || bad "no-ACK run exit $rc"
+resends=$(sed -n 's/.*resends \([0-9]*\).*/\1/p' "$T/fleet2.log" | head -1)
+[ "${resends:-0}" -gt 0 ] && ok "sender retransmits without ACKs ($resends resends)" || bad "no resends without ACKs"
+seeds=$(sed -n 's/.* seeds \([0-9]*\) .*/\1/p' "$T/fake2.log")
+[ "${seeds:-0}" -gt 324 ] && ok "resends reach the receiver ($seeds seed frames for 324 contributions)" || bad "fake saw ${seeds:-0} seed frames, expected more than 324"
+
+# ---- 3. negative control -----------------------------------------------
+L=$(port); C=$(port)
+start_fake "$L" "$C" "$T/fake3.log" --fake-drop 0.6 || bad "fake (drop) did not start"
+fake=${pids[-1]}
+timeout 60 "$FLEET" --udp "127.0.0.1:$L" --consumer "127.0.0.1:$C" --mix udp=1 --tokens 2 --window 2 \
+	--mode burst --slot-timeout-ms 300 --rto-ms 1000 --quiet >"$T/fleet3.log" 2>&1
+rc=$?
+stop_fake "$fake"
+[ $rc -eq 2 ] && ok "missing seeds make fanofleet exit 2" || bad "lossy run exit $rc, expected 2"
+
+# ---- 4. against fanogate ------------------------------------------------
+if [ -z "$GATE" ] || [ ! -x "$GATE" ]; then
+	echo "note: fanogate not built; daemon part skipped"
+else
+	D="$T/gate"; mkdir -p "$D"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+		-subj /CN=fanogate.test -addext "subjectAltName=DNS:fanogate.test,IP:127.0.0.1" \
+		-keyout "$D/key.pem" -out "$D/cert.pem" 2>/dev/null
+	tok=$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	(umask 077; echo "$tok fleet" >"$D/tokens")
+	TP=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	MP=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	cat >"$D/gate.ini" <<INI
+[model]
+hidden = 1536
+layers = 28
+[lines]
+line.1,4,5 = active
+line.2,4,6 = active
+line.3,4,7 = active
+shadow_sample = 1.0
+[tls]
+listen = 127.0.0.1:$TP
+cert = $D/cert.pem
+key = $D/key.pem
+tokens_file = $D/tokens
+[audit]
+path = $D/audit.log
+alert_command = echo "\$FG_EVENT line=\$FG_LINE layer=\$FG_LAYER token=\$FG_TOKEN" >> $D/alerts.log
+alert_min_interval_ms = 0
+[operator]
+socket = $D/fanoctl.sock
+[metrics]
+listen = 127.0.0.1:$MP
+INI
+	timeout 120 "$GATE" --no-dataplane --config "$D/gate.ini" >"$D/gate.log" 2>&1 &
+	gpid=$!; pids+=($gpid)
+	up=0
+	for _ in $(seq 100); do
+		if (exec 3<>/dev/tcp/127.0.0.1/$TP) 2>/dev/null; then up=1; break; fi
+		kill -0 $gpid 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ $up -eq 0 ]; then
+		bad "fanogate did not listen on 127.0.0.1:$TP"; tail -20 "$D/gate.log"
+	else
+		timeout 120 "$FLEET" --tls "127.0.0.1:$TP" --sni fanogate.test --ca "$D/cert.pem" --token-file "$D/tokens" \
+			--mix wss=1,https=1 --assign slot --tokens 20 --corrupt-at 10 --corrupt-line 3 \
+			--json "$T/r4.json" --quiet >"$T/fleet4.log" 2>&1
+		rc=$?
+		[ $rc -eq 0 ] && ok "fanogate: every seed over wss/https bit-exact, corruption seen" || { bad "fanofleet vs fanogate exit $rc"; tail -25 "$T/fleet4.log"; tail -20 "$D/gate.log"; }
+		sleep 0.5
+		[ -s "$D/alerts.log" ] && ok "fanogate ran the alert command: $(head -1 "$D/alerts.log")" || bad "no alert from fanogate"
+	fi
+fi
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
