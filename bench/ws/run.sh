@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# run.sh - bench/ws: WebSocket-over-TLS messages/s and latency (p50/p99) of
+# fanogate against a Node `ws` TLS server doing the same 10-byte header
+# decode + one status reply per frame (ws_bench_server.js), in the same run,
+# with the same core budget: each server pinned to CPU 0 (taskset), the one
+# load generator (ws_bench_client.js) pinned to CPU 1. Sizes: 1 KiB (hidden
+# 252 -> 1026-byte frames) and 6 KiB (hidden 1536 -> 6162 bytes, Pair X).
+# Prints a markdown table and the raw JSON lines; nothing is asserted.
+# Usage: bench/ws/run.sh [fanogate-binary]   (env: CONNS, WINDOW, WARM_S, RUN_S)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+fanogate=${1:-${FANOGATE:-$root/build/control/daemon/fanogate}}
+conns=${CONNS:-4} window=${WINDOW:-16} warm=${WARM_S:-1} run=${RUN_S:-5}
+[ -x "$fanogate" ] || { echo "run.sh: no fanogate binary at $fanogate" >&2; exit 77; }
+[ -d "$root/tests/node_modules/ws" ] || { echo "run.sh: npm ws missing (cd tests && npm ci)" >&2; exit 77; }
+ncpu=$(nproc)
+srv_cpu=0 cli_cpu=$(( ncpu > 1 ? 1 : 0 ))
+
+tmp=$(mktemp -d /tmp/fg-wsbench.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+openssl req -x509 "${ec[@]}" -keyout "$tmp/ca.key" -out "$tmp/ca.pem" -days 2 -subj /CN=bench-ca 2>/dev/null
+openssl req "${ec[@]}" -keyout "$tmp/srv.key" -out "$tmp/srv.csr" -subj /CN=localhost 2>/dev/null
+echo "subjectAltName=DNS:localhost,IP:127.0.0.1" > "$tmp/ext"
+openssl x509 -req -in "$tmp/srv.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" -CAcreateserial \
+  -out "$tmp/srv.pem" -days 2 -extfile "$tmp/ext" 2>/dev/null
+token=bench-token-0123456789abcdef
+echo "$token" > "$tmp/tokens"; chmod 600 "$tmp/tokens"
+
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_for() { # file pattern
+  for _ in $(seq 1 200); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
+  echo "run.sh: server did not start:"; cat "$1"; return 1
+}
+client() { # port frame_bytes
+  taskset -c "$cli_cpu" node "$here/ws_bench_client.js" "$1" "$tmp/ca.pem" "$token" "$2" "$conns" "$window" "$warm" "$run"
+}
+
+results=()
+for hidden in 252 1536; do
+  bytes=$(( 18 + 4 * hidden ))
+  port=$(free_port)
+  cat > "$tmp/fg.ini" <<INI
+[model]
+hidden = $hidden
+layers = 4
+[slots]
+capacity = 65536
+[tls]
+listen = 127.0.0.1:$port
+cert = $tmp/srv.pem
+key = $tmp/srv.key
+tokens_file = $tmp/tokens
+[audit]
+path = $tmp/audit-$hidden.log
+[operator]
+socket = $tmp/op.sock
+INI
+  taskset -c "$srv_cpu" "$fanogate" --config "$tmp/fg.ini" --no-dataplane > "$tmp/fg.log" 2>&1 &
+  pids+=($!); fpid=$!
+  wait_for "$tmp/fg.log" "ready: tls listening"
+  r=$(client "$port" "$bytes"); results+=("fanogate $r")
+  kill "$fpid"; wait "$fpid" 2>/dev/null || true
+
+  port=$(free_port)
+  taskset -c "$srv_cpu" node "$here/ws_bench_server.js" "$port" "$tmp/srv.pem" "$tmp/srv.key" > "$tmp/node.log" 2>&1 &
+  pids+=($!); npid=$!
+  wait_for "$tmp/node.log" "listening"
+  r=$(client "$port" "$bytes"); results+=("node-ws $r")
+  kill "$npid"; wait "$npid" 2>/dev/null || true
+done
+
+echo "| server | frame bytes | msgs/s | p50 us | p99 us | samples |"
+echo "|---|---|---|---|---|---|"
+for line in "${results[@]}"; do
+  name=${line%% *}; json=${line#* }
+  /usr/bin/python3 - "$name" "$json" <<'PY'
+import json, sys
+n, j = sys.argv[1], json.loads(sys.argv[2])
+print(f"| {n} | {j['frame_bytes']} | {j['msgs_per_s']} | {j['p50_us']} | {j['p99_us']} | {j['samples']} |")
+PY
+done
+/usr/bin/python3 - "${results[@]}" <<'PY'
+import json, sys
+r = {}
+for line in sys.argv[1:]:
+    n, j = line.split(" ", 1)
+    j = json.loads(j)
+    r[(n, j["frame_bytes"])] = j
+for b in sorted({k[1] for k in r}):
+    f, w = r.get(("fanogate", b)), r.get(("node-ws", b))
+    if f and w and w["msgs_per_s"]:
+        print(f"ratio fanogate/node-ws at {b} B: msgs/s x{f['msgs_per_s'] / w['msgs_per_s']:.2f}, "
+              f"p50 x{f['p50_us'] / max(w['p50_us'], 1):.2f}, p99 x{f['p99_us'] / max(w['p99_us'], 1):.2f}")
+PY
+printf '%s\n' "${results[@]}"
