@@ -46,14 +46,23 @@ struct fg_ingest_result {
 	struct fg_status status;   /* the status to send back (encode with fg_status_encode) */
 };
 
-/* Classify and decode f; place a seed into s; build the status.
+/* Classify and decode f; place a seed into s (a seed of a DISABLED line is
+ * refused with FG_O_LINE_DISABLED and not placed); build the status (facts
+ * as documented in docs/slots.md section 7). Raises s->epoch to the epoch in
+ * ctx->lines first, so the table's epoch never runs behind the published one.
  * Returns 0 (see out->slot.outcome / out->band) or -reason when the frame was
- * malformed or on an unknown stream (out->reason and out->status are still
- * filled so the caller can answer and count). */
+ * malformed, on an unknown stream, or on one of fanogate's own output
+ * streams (resolved, status, ACK: -FG_R_UNKNOWN_STREAM with out->band set);
+ * out->reason and out->status are still filled so the caller can answer and
+ * count. out->band is meaningless when classification itself failed.
+ * -EINVAL for NULL arguments. Owner thread of s only. */
 FG_MUST_CHECK int fg_ingest_frame(struct fg_slots *s, const struct fg_ingest_ctx *ctx,
 				  const struct fg_frame *f, uint64_t now_ns, struct fg_ingest_result *out);
 
-/* Build a status for a slot result (also used by the fragment path). */
+/* Build a status for a slot result (also used by the fragment path).
+ * seed may be NULL (then the status is about no line: line 0xFF, and
+ * shadow_mode is set); reason is an fg_reason (either sign). Reads only its
+ * arguments; any thread. */
 void fg_status_from_result(const struct fg_ingest_ctx *ctx, const struct fg_seed *seed,
 			   const struct fg_slot_result *r, int reason, struct fg_status *st);
 
