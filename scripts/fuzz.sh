@@ -69,7 +69,7 @@ for t in "${targets[@]}"; do
   # 1. replay: every seed and every kept crasher, once
   n=$(find "$corpus" -type f | wc -l)
   if [ "$n" -gt 0 ]; then
-    if ! "$bin" -runs=0 "$corpus" >"$bdir/$t.replay.log" 2>&1; then
+    if ! "$bin" -runs=0 -artifact_prefix="$bdir/replay-" "$corpus" >"$bdir/$t.replay.log" 2>&1; then
       echo "fuzz.sh: $t: replay of $corpus FAILED (log: $bdir/$t.replay.log)" >&2
       tail -30 "$bdir/$t.replay.log" >&2
       failed+=("$t:replay")
