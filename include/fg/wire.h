@@ -212,8 +212,10 @@ struct fg_seed_limits {
 };
 
 /* Decode the payload of a frame already known to be on the seed band.
- * Checks line, orientation, prefix, row multiple, seq_len * hidden, limits.
- * Returns the payload length. */
+ * Checks, in this order (the first fault decides the reason): line,
+ * orientation, 8-byte prefix, seq_len 0 (refused), seq_len above the limit,
+ * whole rows of hidden f32, exactly seq_len rows. Returns the payload
+ * length; body points into the frame. */
 FG_MUST_CHECK ssize_t fg_seed_decode(const struct fg_frame *f, uint16_t dst_layer,
 				     const struct fg_seed_limits *lim, struct fg_seed *out);
 /* Validate only the 10-byte header and the 8-byte prefix of a seed frame
@@ -254,7 +256,9 @@ struct fg_resolved {
 	const uint8_t *body;
 	uint32_t body_len;
 };
-/* flags = FG_FLAG_FIN (0x10), stream = resolved_base + layer. */
+/* flags = FG_FLAG_FIN (0x10), stream = resolved_base + layer. The decoder
+ * refuses other flags (-FG_R_BAD_FLAGS) and applies the seed body rules;
+ * both return the payload length / bytes written like the seed codec. */
 FG_MUST_CHECK ssize_t fg_resolved_encode(const struct fg_bands *b, const struct fg_resolved *r,
 					 uint8_t *buf, size_t cap);
 FG_MUST_CHECK ssize_t fg_resolved_decode(const struct fg_frame *f, uint16_t dst_layer,
@@ -300,7 +304,14 @@ struct fg_status {
 	uint32_t model_epoch;
 	uint64_t fingerprint;
 };
+/* Writes the whole frame (10 + 28 bytes). Refuses (-FG_R_UNENCODABLE) any
+ * field outside its range: outcome >= FG_O__COUNT, line not 0..6/0xFF,
+ * sign > 1, bit 7 in bitset/expected, unknown fact bits, line_state > 3,
+ * reason >= FG_R__COUNT. */
 FG_MUST_CHECK ssize_t fg_status_encode(const struct fg_status *s, uint8_t *buf, size_t cap);
+/* Returns 28 (the payload length), or -FG_R_UNKNOWN_STREAM (not 0xFFFE),
+ * -FG_R_BAD_FLAGS (flags != 0), -FG_R_STATUS_LENGTH, -FG_R_STATUS_VERSION,
+ * -FG_R_STATUS_FIELD (the encoder's range rules). */
 FG_MUST_CHECK ssize_t fg_status_decode(const struct fg_frame *f, struct fg_status *out);
 
 /* ---- Fingerprint --------------------------------------------------------- */
