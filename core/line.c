@@ -134,10 +134,13 @@ static void default_why(char *out, size_t cap, enum fg_line_event ev, const stru
 	case FG_LEV_OP_ACTIVE:
 		snprintf(out, cap, "operator force active");
 		break;
-	case FG_LEV_CLEAN:
+	case FG_LEV_CLEAN: {
+		uint64_t elapsed = now_ns >= l->window_start_ns ? now_ns - l->window_start_ns : 0;
+
 		snprintf(out, cap, "promoted: %u clean verdicts in %llu ms", l->clean,
-			 (unsigned long long)((now_ns - l->window_start_ns) / 1000000u));
+			 (unsigned long long)(elapsed / 1000000u));
 		break;
+	}
 	case FG_LEV_DIVERGENCE:
 		snprintf(out, cap, "demoted: fingerprint divergence");
 		break;
