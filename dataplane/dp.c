@@ -1,0 +1,679 @@
+/* dp.c - dataplane lifecycle: EAL start-up from a drivers-config profile,
+ * the port, mempools, per-lcore state and the boundary lanes (dp_init),
+ * launching the poll lcores (dp_start), and teardown with a final report
+ * (dp_stop).
+ *
+ * Who may call: one thread (the control plane's main thread, or
+ * fanogate-dp's main), in the order init, start, stop. Logs through RTE_LOG
+ * once per failure, at this edge. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <rte_malloc.h>
+#include <rte_pdump.h>
+
+#include "dp_internal.h"
+
+#define DP_LOG(level, fmt, ...) RTE_LOG(level, USER1, "fanogate-dp: " fmt "\n", ##__VA_ARGS__)
+
+struct dp_state dp_g;
+
+static const char *const xnames[DP_X__COUNT] = {
+	[DP_X_ARP] = "arp",
+	[DP_X_IP_FRAG] = "drop_ip_fragment",
+	[DP_X_MULTISEG] = "drop_multiseg",
+	[DP_X_PKT_MALFORMED] = "pkt_malformed",
+	[DP_X_RAW_DGRAMS] = "raw_datagrams",
+	[DP_X_FRAG_SINGLE] = "frag_single",
+	[DP_X_FRAG_TAKEN] = "frag_taken",
+	[DP_X_FRAG_DUP] = "frag_duplicate",
+	[DP_X_FRAG_DISCARDED] = "frag_discarded",
+	[DP_X_FRAG_NOBUF] = "frag_nobuf",
+	[DP_X_FRAG_MALFORMED] = "frag_malformed",
+	[DP_X_HANDOFF_OUT] = "handoff_out",
+	[DP_X_HANDOFF_IN] = "handoff_in",
+	[DP_X_ACK_RX] = "ack_rx",
+	[DP_X_LANE_FRAMES] = "lane_frames",
+	[DP_X_LANE_FLUSH] = "lane_flush",
+	[DP_X_NEIGH_MISS] = "neigh_miss",
+	[DP_X_NO_CONSUMER] = "no_consumer",
+	[DP_X_NO_SRC_ADDR] = "no_src_addr",
+	[DP_X_TX_NOMBUF] = "tx_nombuf",
+	[DP_X_PEERS_NEW] = "peer_msgs",
+	[DP_X_ACK_FULL] = "ack_table_full",
+};
+
+const char *dp_xcounter_name(enum dp_xcounter c)
+{
+	return (unsigned)c < DP_X__COUNT && xnames[c] ? xnames[c] : "unknown";
+}
+
+/* ---- EAL arguments -------------------------------------------------------- */
+
+struct argv_buf {
+	char *v[128];
+	int n;
+	char store[8192];
+	size_t used;
+};
+
+static int arg_add(struct argv_buf *a, const char *s)
+{
+	size_t l = strlen(s) + 1;
+	if (a->n >= 127 || a->used + l > sizeof(a->store))
+		return -E2BIG;
+	memcpy(a->store + a->used, s, l);
+	a->v[a->n++] = a->store + a->used;
+	a->v[a->n] = NULL;
+	a->used += l;
+	return 0;
+}
+
+/* A hugetlbfs mount for 2 MiB pages, from /proc/mounts. */
+static bool hugetlbfs_mounted(const char *want_dir)
+{
+	FILE *f = fopen("/proc/mounts", "r");
+	char dev[256], dir[256], type[64], opts[512];
+	bool found = false;
+	if (!f)
+		return false;
+	while (fscanf(f, "%255s %255s %63s %511s %*d %*d", dev, dir, type, opts) == 4) {
+		if (strcmp(type, "hugetlbfs"))
+			continue;
+		if (strstr(opts, "pagesize=1G") || strstr(opts, "pagesize=1024M"))
+			continue;
+		if (want_dir && *want_dir && strcmp(want_dir, dir))
+			continue;
+		found = true;
+		break;
+	}
+	fclose(f);
+	return found;
+}
+
+static uint64_t read_u64_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	unsigned long long v = 0;
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+/* Memory the dataplane will ask the EAL for, in bytes (without DPDK's own). */
+static uint64_t memory_needed(const struct dp_state *g, uint32_t n_mbufs, uint32_t n_xfer)
+{
+	struct dp_reasm_cfg rc = {.contexts = g->cfg.reasm_contexts, .chunk = g->chunk, .frame_max = g->frame_max};
+	uint64_t per_lcore = fg_slots_mem_size(&g->scfg) + dp_reasm_mem_size(&rc) + dp_ack_mem_size(g->prof.ack_peers) +
+			     sizeof(struct dp_lcore) + g->frame_max + 65536;
+	uint64_t lanes = 2ull * fg_ring_mem_size(g->prof.lane_ring, sizeof(struct fg_bmsg)) +
+			 2ull * fg_pool_mem_size(g->prof.lane_bufs, g->frame_max);
+	uint64_t rings = (uint64_t)g->prof.handoff_ring * 8 + 4096;
+	return (uint64_t)g->n * (per_lcore + lanes + rings) + (uint64_t)n_mbufs * (RTE_MBUF_DEFAULT_BUF_SIZE + 256) +
+	       (uint64_t)n_xfer * (g->frame_max + DP_XFER_HDR + 64);
+}
+
+static int build_eal_args(struct dp_state *g, struct argv_buf *a, uint64_t need_bytes)
+{
+	const struct dp_profile *p = &g->prof;
+	char tmp[512];
+	int rc = 0;
+	uint64_t need_mb = need_bytes / (1024 * 1024) + 128; /* + DPDK's own heap and telemetry */
+	if (p->memory_mb)
+		need_mb = p->memory_mb;
+
+	rc |= arg_add(a, "fanogate-dp");
+	rc |= arg_add(a, "--log-level");
+	rc |= arg_add(a, p->log_level);
+	/* Hugepages: only when a 2 MiB hugetlbfs mount exists and has enough free pages. */
+	uint64_t free_pages = read_u64_file("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
+	bool mount = hugetlbfs_mounted(p->huge_dir);
+	bool huge = p->hugepages != DP_HUGE_OFF && mount && free_pages * 2 >= need_mb;
+	if (p->hugepages == DP_HUGE_ON && !huge) {
+		DP_LOG(ERR, "%s: hugepages = on but %s (%llu free 2 MiB pages, %llu MiB needed)", p->path,
+		       mount ? "not enough are free" : "no 2 MiB hugetlbfs is mounted", (unsigned long long)free_pages,
+		       (unsigned long long)need_mb);
+		return -ENOMEM;
+	}
+	if (huge) {
+		if (p->multiprocess) {
+			rc |= arg_add(a, "--file-prefix");
+			rc |= arg_add(a, p->file_prefix);
+		} else {
+			rc |= arg_add(a, "--in-memory");
+		}
+		if (p->huge_dir[0]) {
+			rc |= arg_add(a, "--huge-dir");
+			rc |= arg_add(a, p->huge_dir);
+		}
+	} else {
+		if (p->hugepages == DP_HUGE_AUTO)
+			DP_LOG(WARNING,
+			       "no usable hugepages (%s, %llu free 2 MiB pages, %llu MiB needed): running with --no-huge "
+			       "(slower, not for production; dpdk-dumpcap cannot attach)",
+			       mount ? "hugetlbfs mounted" : "no hugetlbfs mount", (unsigned long long)free_pages,
+			       (unsigned long long)need_mb);
+		rc |= arg_add(a, "--no-huge");
+		rc |= arg_add(a, "--no-shconf");
+		rc |= arg_add(a, "-m");
+		snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)need_mb);
+		rc |= arg_add(a, tmp);
+		rc |= arg_add(a, "--file-prefix");
+		snprintf(tmp, sizeof(tmp), "fgdp%d", (int)getpid());
+		rc |= arg_add(a, tmp);
+	}
+	g->hugepages = huge;
+	rc |= arg_add(a, "--lcores");
+	if (p->lcores[0]) {
+		rc |= arg_add(a, p->lcores);
+	} else {
+		/* lcore 0 = this (control) thread, floating; poll lcore k pinned
+		 * from the last CPU downwards so it stays off CPU 0 when it can. */
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		if (ncpu < 1)
+			ncpu = 1;
+		int o = snprintf(tmp, sizeof(tmp), "0@(0-%ld)", ncpu - 1);
+		for (unsigned k = 1; k <= g->n && o < (int)sizeof(tmp) - 16; k++)
+			o += snprintf(tmp + o, sizeof(tmp) - (size_t)o, ",%u@%ld", k,
+				      (ncpu - (long)k % ncpu + ncpu) % ncpu);
+		rc |= arg_add(a, tmp);
+	}
+	for (unsigned i = 0; i < p->n_vdev; i++) {
+		rc |= arg_add(a, "--vdev");
+		rc |= arg_add(a, p->vdev[i]);
+	}
+	for (unsigned i = 0; i < p->n_pci; i++) {
+		rc |= arg_add(a, "-a");
+		rc |= arg_add(a, p->pci[i]);
+	}
+	if (!p->n_pci)
+		rc |= arg_add(a, "--no-pci");
+	/* extra arguments, split on blanks */
+	char extra[DP_PROFILE_STR];
+	snprintf(extra, sizeof(extra), "%s", p->eal_args);
+	for (char *save = NULL, *t = strtok_r(extra, " \t", &save); t; t = strtok_r(NULL, " \t", &save))
+		rc |= arg_add(a, t);
+	return rc ? -E2BIG : 0;
+}
+
+/* ---- port ---------------------------------------------------------------- */
+
+static int port_setup(struct dp_state *g)
+{
+	struct rte_eth_dev_info info;
+	struct rte_eth_conf conf;
+	int rc;
+	uint16_t pid = RTE_MAX_ETHPORTS;
+	unsigned nports = 0;
+	uint16_t p;
+
+	RTE_ETH_FOREACH_DEV(p)
+	{
+		if (pid == RTE_MAX_ETHPORTS)
+			pid = p;
+		nports++;
+	}
+	if (!nports) {
+		DP_LOG(ERR, "%s: no port was probed (check the vdev/pci lines and the device)", g->prof.path);
+		return -ENODEV;
+	}
+	if (nports > 1)
+		DP_LOG(WARNING, "%u ports probed; the dataplane uses port %u only", nports, pid);
+	g->port = pid;
+	rc = rte_eth_dev_info_get(pid, &info);
+	if (rc < 0) {
+		DP_LOG(ERR, "port %u: dev_info: %s", pid, rte_strerror(-rc));
+		return rc;
+	}
+	g->n_rxq = (uint16_t)RTE_MIN(g->n, (unsigned)info.max_rx_queues);
+	g->n_txq = (uint16_t)g->n;
+	if (info.max_tx_queues < g->n) {
+		DP_LOG(ERR, "port %u (%s): %u TX queues, but [dataplane] lcores = %u needs one per lcore (raise the "
+			    "device's queue count in the profile, e.g. qpairs= / queue_count= / one tx_pcap per lcore)",
+		       pid, info.driver_name, info.max_tx_queues, g->n);
+		return -EINVAL;
+	}
+	memset(&conf, 0, sizeof(conf));
+	uint64_t rss_hf = (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP) & info.flow_type_rss_offloads;
+	if (g->n_rxq > 1 && g->prof.rss && rss_hf) {
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
+	} else if (g->n_rxq > 1) {
+		DP_LOG(NOTICE, "port %u (%s): %u RX queues without device RSS; the driver spreads flows itself "
+			       "(af_packet: PACKET_FANOUT_HASH)", pid, info.driver_name, g->n_rxq);
+	}
+	rc = rte_eth_dev_configure(pid, g->n_rxq, g->n_txq, &conf);
+	if (rc < 0) {
+		DP_LOG(ERR, "port %u (%s): configure %u rx / %u tx queues: %s", pid, info.driver_name, g->n_rxq,
+		       g->n_txq, rte_strerror(-rc));
+		return rc;
+	}
+	if (g->prof.mtu) {
+		rc = rte_eth_dev_set_mtu(pid, (uint16_t)g->prof.mtu);
+		if (rc < 0 && rc != -ENOTSUP)
+			DP_LOG(WARNING, "port %u: set MTU %u: %s (kept the device's)", pid, g->prof.mtu, rte_strerror(-rc));
+	}
+	uint16_t rxd = g->prof.rx_desc, txd = g->prof.tx_desc;
+	rc = rte_eth_dev_adjust_nb_rx_tx_desc(pid, &rxd, &txd);
+	if (rc < 0) {
+		DP_LOG(ERR, "port %u: descriptor counts: %s", pid, rte_strerror(-rc));
+		return rc;
+	}
+	int socket = rte_eth_dev_socket_id(pid);
+	if (socket < 0)
+		socket = 0;
+	for (uint16_t q = 0; q < g->n_rxq; q++) {
+		rc = rte_eth_rx_queue_setup(pid, q, rxd, (unsigned)socket, NULL, g->mbufs);
+		if (rc < 0) {
+			DP_LOG(ERR, "port %u: rx queue %u: %s", pid, q, rte_strerror(-rc));
+			return rc;
+		}
+	}
+	for (uint16_t q = 0; q < g->n_txq; q++) {
+		rc = rte_eth_tx_queue_setup(pid, q, txd, (unsigned)socket, NULL);
+		if (rc < 0) {
+			DP_LOG(ERR, "port %u: tx queue %u: %s", pid, q, rte_strerror(-rc));
+			return rc;
+		}
+	}
+	rc = rte_eth_dev_start(pid);
+	if (rc < 0) {
+		DP_LOG(ERR, "port %u (%s): start: %s", pid, info.driver_name, rte_strerror(-rc));
+		return rc;
+	}
+	if (g->prof.promiscuous && rte_eth_promiscuous_enable(pid) < 0)
+		DP_LOG(WARNING, "port %u: promiscuous mode refused", pid);
+	if (rte_eth_macaddr_get(pid, &g->mac) < 0)
+		memset(&g->mac, 0, sizeof(g->mac));
+	DP_LOG(INFO, "port %u (%s): %u rx / %u tx queues, %u/%u descriptors, rss %s, mac " RTE_ETHER_ADDR_PRT_FMT,
+	       pid, info.driver_name, g->n_rxq, g->n_txq, rxd, txd,
+	       conf.rxmode.mq_mode == RTE_ETH_MQ_RX_RSS ? "on" : "off", RTE_ETHER_ADDR_BYTES(&g->mac));
+	return 0;
+}
+
+/* ---- per-lcore state and lanes ------------------------------------------------ */
+
+static void *xfer_get(void *arg)
+{
+	void *e;
+	if (rte_mempool_get(arg, &e) < 0)
+		return NULL;
+	return dp_xfer_data(e);
+}
+
+static void xfer_put(void *arg, void *buf) { rte_mempool_put(arg, dp_xfer_of(buf)); }
+
+static int lane_setup(struct dp_state *g, unsigned i, struct fg_lane *lane)
+{
+	size_t ring = fg_ring_mem_size(g->prof.lane_ring, sizeof(struct fg_bmsg));
+	ring = (ring + 63) & ~(size_t)63;
+	size_t pool = fg_pool_mem_size(g->prof.lane_bufs, g->frame_max);
+	char name[32];
+	snprintf(name, sizeof(name), "fgdp_lane%u", i);
+	uint8_t *m = rte_zmalloc(name, 2 * ring + 2 * pool, 64);
+	if (!m)
+		return -ENOMEM;
+	g->lane_mem[i] = m;
+	lane->to_dp = (struct fg_ring *)m;
+	lane->to_cp = (struct fg_ring *)(m + ring);
+	if (fg_ring_init(lane->to_dp, g->prof.lane_ring, sizeof(struct fg_bmsg)) < 0 ||
+	    fg_ring_init(lane->to_cp, g->prof.lane_ring, sizeof(struct fg_bmsg)) < 0)
+		return -EINVAL;
+	if (fg_pool_init(&lane->cp2dp, m + 2 * ring, g->prof.lane_bufs, g->frame_max) < 0 ||
+	    fg_pool_init(&lane->dp2cp, m + 2 * ring + pool, g->prof.lane_bufs, g->frame_max) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+static int lcore_setup(struct dp_state *g, unsigned i, unsigned lcore_id)
+{
+	char name[32];
+	int rc;
+	snprintf(name, sizeof(name), "fgdp_lc%u", i);
+	struct dp_lcore *lc = rte_zmalloc(name, sizeof(*lc), RTE_CACHE_LINE_SIZE);
+	if (!lc)
+		return -ENOMEM;
+	g->lc[i] = lc;
+	lc->idx = i;
+	lc->lcore_id = lcore_id;
+	lc->rxq = i < g->n_rxq ? (int)i : -1;
+	lc->txq = (uint16_t)i;
+	lc->k = &g->b->counters[i];
+	lc->xk = &g->xk[i];
+	lc->lane = &g->b->lanes[i];
+	lc->ictx.bands = &g->cfg.bands;
+	lc->ictx.limits = &g->limits;
+	lc->frame_id = (uint16_t)(i * 4099u);
+
+	size_t sz = fg_slots_mem_size(&g->scfg);
+	snprintf(name, sizeof(name), "fgdp_slots%u", i);
+	lc->slots_mem = rte_malloc(name, sz, 64);
+	if (!lc->slots_mem)
+		return -ENOMEM;
+	rc = fg_slots_init(&lc->slots, lc->slots_mem, sz, &g->scfg);
+	if (rc < 0) {
+		DP_LOG(ERR, "slot shard %u: %s", i, strerror(-rc));
+		return rc;
+	}
+	struct dp_reasm_cfg rcfg = {
+		.contexts = g->cfg.reasm_contexts,
+		.chunk = g->chunk,
+		.frame_max = g->frame_max,
+		.timeout_ns = (uint64_t)g->cfg.reasm_timeout_ms * 1000000ull,
+		.slots = &lc->slots,
+		.shard_self = i,
+		.n_shards = g->n,
+		.n_layers = g->cfg.layers,
+		.bufs = {.get = xfer_get, .put = xfer_put, .arg = g->xfer},
+	};
+	sz = dp_reasm_mem_size(&rcfg);
+	snprintf(name, sizeof(name), "fgdp_reasm%u", i);
+	lc->reasm_mem = rte_malloc(name, sz, 64);
+	if (!lc->reasm_mem)
+		return -ENOMEM;
+	rc = dp_reasm_init(&lc->reasm, lc->reasm_mem, sz, &rcfg);
+	if (rc < 0) {
+		DP_LOG(ERR, "reassembly table %u: %s (mtu %u, chunk %u, frame_max %u)", i, strerror(-rc), g->cfg.mtu,
+		       g->chunk, g->frame_max);
+		return rc;
+	}
+	sz = dp_ack_mem_size(g->prof.ack_peers);
+	snprintf(name, sizeof(name), "fgdp_ack%u", i);
+	lc->ack_mem = rte_malloc(name, sz, 64);
+	if (!lc->ack_mem)
+		return -ENOMEM;
+	rc = dp_ack_init(&lc->ack, lc->ack_mem, sz, g->prof.ack_peers);
+	if (rc < 0)
+		return rc;
+	snprintf(name, sizeof(name), "fgdp_scratch%u", i);
+	lc->scratch = rte_malloc(name, g->frame_max, 64);
+	if (!lc->scratch)
+		return -ENOMEM;
+	snprintf(name, sizeof(name), "fgdp_inbox%u", i);
+	lc->inbox = rte_ring_create(name, g->prof.handoff_ring, (int)rte_socket_id(), RING_F_SC_DEQ);
+	if (!lc->inbox) {
+		DP_LOG(ERR, "hand-off ring %u: %s", i, rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+	if (g->prof.has_ip4) {
+		lc->has_local4 = true;
+		memcpy(lc->local4, g->prof.ip4, 4);
+	}
+	if (g->prof.has_ip6) {
+		lc->has_local6 = true;
+		memcpy(lc->local6, g->prof.ip6, 16);
+	}
+	return 0;
+}
+
+static void free_all(struct dp_state *g)
+{
+	for (unsigned i = 0; i < DP_MAX_LCORES; i++) {
+		struct dp_lcore *lc = g->lc[i];
+		if (lc) {
+			if (lc->reasm.ctx)
+				dp_reasm_fini(&lc->reasm);
+			if (lc->inbox) {
+				void *e;
+				while (rte_ring_dequeue(lc->inbox, &e) == 0)
+					rte_mempool_put(g->xfer, e);
+				rte_ring_free(lc->inbox);
+			}
+			rte_free(lc->slots_mem);
+			rte_free(lc->reasm_mem);
+			rte_free(lc->ack_mem);
+			rte_free(lc->scratch);
+			rte_free(lc);
+			g->lc[i] = NULL;
+		}
+		rte_free(g->lane_mem[i]);
+		g->lane_mem[i] = NULL;
+	}
+}
+
+int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_boundary *b)
+{
+	struct dp_state *g = &dp_g;
+	char path[256], err[512];
+	int rc;
+
+	if (g->inited)
+		return -EALREADY;
+	if (!cfg || !b)
+		return -EINVAL;
+	memset(g, 0, sizeof(*g));
+	g->cfg = *cfg;
+	g->b = b;
+	const char *name = profile_path && *profile_path ? profile_path : cfg->dp_profile;
+	rc = dp_profile_find(name, path, sizeof(path));
+	if (rc < 0) {
+		DP_LOG(ERR, "drivers-config profile '%s' not found ($FG_DRIVERS_CONFIG, /etc/fanogate/drivers-config, "
+			    "source tree)", name);
+		return rc;
+	}
+	rc = dp_profile_load(&g->prof, path, err, sizeof(err));
+	if (rc < 0) {
+		DP_LOG(ERR, "%s", err);
+		return rc;
+	}
+	g->n = cfg->lcores ? cfg->lcores : 1;
+	if (g->n > DP_MAX_LCORES) {
+		DP_LOG(ERR, "[dataplane] lcores = %u: at most %u", g->n, DP_MAX_LCORES);
+		return -EINVAL;
+	}
+	fg_config_slots(cfg, g->n, &g->scfg);
+	fg_config_limits(cfg, &g->limits);
+	g->chunk = fg_frag_chunk_size(cfg->mtu);
+	uint64_t fmax = FG_HDR_LEN + FG_SEED_PREFIX_LEN + (uint64_t)cfg->max_seq_len * cfg->hidden * 4u;
+	if (fmax < 256)
+		fmax = 256; /* status, ACK and digest frames */
+	if (g->chunk < 64 || fmax > (uint64_t)FG_FRAG_MAX * g->chunk) {
+		DP_LOG(ERR, "[udp] mtu = %u: chunk %u cannot carry a %llu-byte frame in 255 fragments (or is < 64)",
+		       cfg->mtu, g->chunk, (unsigned long long)fmax);
+		return -EINVAL;
+	}
+	g->frame_max = (uint32_t)((fmax + 63) & ~63ull);
+	g->ack_interval_ns = (uint64_t)(cfg->ack_interval_ms ? cfg->ack_interval_ms : 50) * 1000000ull;
+
+	uint32_t n_mbufs = g->prof.mbufs;
+	if (!n_mbufs)
+		n_mbufs = (uint32_t)(g->n * (g->prof.rx_desc + g->prof.tx_desc + DP_TX_MAX + 2 * DP_BURST + 512) + 2048);
+	uint32_t n_xfer = g->n * (cfg->reasm_contexts + g->prof.handoff_ring) + 1024;
+
+	struct argv_buf a = {.n = 0};
+	rc = build_eal_args(g, &a, memory_needed(g, n_mbufs, n_xfer));
+	if (rc < 0)
+		return rc;
+	{
+		char line[2048];
+		int o = 0;
+		for (int i = 0; i < a.n && o < (int)sizeof(line) - 2; i++)
+			o += snprintf(line + o, sizeof(line) - (size_t)o, "%s ", a.v[i]);
+		DP_LOG(INFO, "EAL: %s", line);
+	}
+	rc = rte_eal_init(a.n, a.v);
+	if (rc < 0) {
+		DP_LOG(ERR, "EAL init failed: %s (profile %s)", rte_strerror(rte_errno), path);
+		return -rte_errno ? -rte_errno : -EINVAL;
+	}
+	g->inited = true;
+	if (rte_lcore_count() < g->n + 1) {
+		DP_LOG(ERR, "EAL gave %u lcores; need %u poll lcores + the main one", rte_lcore_count(), g->n);
+		rc = -EINVAL;
+		goto fail;
+	}
+	g->mbufs = rte_pktmbuf_pool_create("fgdp_mbuf", n_mbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
+	g->xfer = rte_mempool_create("fgdp_xfer", n_xfer, DP_XFER_HDR + g->frame_max, 64, 0, NULL, NULL, NULL, NULL,
+				     (int)rte_socket_id(), 0);
+	if (!g->mbufs || !g->xfer) {
+		DP_LOG(ERR, "mempools (%u mbufs, %u frame buffers of %u bytes): %s", n_mbufs, n_xfer, g->frame_max,
+		       rte_strerror(rte_errno));
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rc = port_setup(g);
+	if (rc < 0)
+		goto fail;
+
+	/* Boundary: lanes and counters, one per poll lcore. */
+	b->lanes = rte_zmalloc("fgdp_lanes", g->n * sizeof(struct fg_lane), 64);
+	b->counters = rte_zmalloc("fgdp_counters", g->n * sizeof(struct fg_dp_counters), 64);
+	g->xk = rte_zmalloc("fgdp_xcounters", g->n * sizeof(struct dp_xcounters), 64);
+	if (!b->lanes || !b->counters || !g->xk) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	unsigned i = 0, lcore_id;
+	RTE_LCORE_FOREACH_WORKER(lcore_id)
+	{
+		if (i == g->n)
+			break;
+		rc = lane_setup(g, i, &b->lanes[i]);
+		if (rc < 0) {
+			DP_LOG(ERR, "lane %u: %s", i, strerror(-rc));
+			goto fail;
+		}
+		rc = lcore_setup(g, i, lcore_id);
+		if (rc < 0) {
+			DP_LOG(ERR, "lcore %u (shard %u): %s", lcore_id, i, strerror(-rc));
+			goto fail;
+		}
+		i++;
+	}
+	b->n_lanes = g->n;
+	atomic_store(&b->stop, false);
+	if (dp_telemetry_register() < 0)
+		DP_LOG(WARNING, "telemetry commands not registered");
+	rc = rte_pdump_init();
+	if (rc < 0)
+		DP_LOG(NOTICE, "pdump: %s (dpdk-dumpcap needs [eal] multiprocess = on with hugepages)",
+		       rte_strerror(rte_errno));
+	DP_LOG(INFO, "ready: %u poll lcores, %s, shard capacity %u, chunk %u, frame_max %u", g->n,
+	       g->hugepages ? "hugepages" : "no hugepages", g->scfg.capacity, g->chunk, g->frame_max);
+	return 0;
+fail:
+	dp_stop();
+	return rc;
+}
+
+int dp_start(void)
+{
+	struct dp_state *g = &dp_g;
+	if (!g->inited || !g->lc[0])
+		return -ENODEV;
+	if (g->started)
+		return -EALREADY;
+	for (unsigned i = 0; i < g->n; i++) {
+		int rc = rte_eal_remote_launch(dp_lcore_main, g->lc[i], g->lc[i]->lcore_id);
+		if (rc < 0) {
+			DP_LOG(ERR, "launch lcore %u: %s", g->lc[i]->lcore_id, rte_strerror(-rc));
+			atomic_store(&g->b->stop, true);
+			rte_eal_mp_wait_lcore();
+			return rc;
+		}
+	}
+	g->started = true;
+	return 0;
+}
+
+void dp_counters_sum(struct dp_report *r)
+{
+	struct dp_state *g = &dp_g;
+	memset(r, 0, sizeof(*r));
+	r->lcores = g->n;
+	r->hugepages = g->hugepages;
+	if (!g->b || !g->b->counters || !g->xk)
+		return;
+	for (unsigned i = 0; i < g->n; i++) {
+		struct fg_dp_counters *k = &g->b->counters[i];
+		for (unsigned c = 0; c < FG_C__COUNT; c++)
+			r->c[c] += atomic_load_explicit(&k->c[c], memory_order_relaxed);
+		for (unsigned c = 0; c < FG_R__COUNT; c++)
+			r->malformed[c] += atomic_load_explicit(&k->malformed[c], memory_order_relaxed);
+		for (unsigned c = 0; c < DP_X__COUNT; c++)
+			r->x[c] += atomic_load_explicit(&g->xk[i].x[c], memory_order_relaxed);
+		for (unsigned c = 0; c < FG_O__COUNT; c++)
+			r->outcome[c] += atomic_load_explicit(&g->xk[i].outcome[c], memory_order_relaxed);
+	}
+}
+
+int dp_report_get(struct dp_report *out)
+{
+	struct dp_state *g = &dp_g;
+	if (g->have_report) {
+		*out = g->report;
+		return 0;
+	}
+	if (!g->inited)
+		return -ENODEV;
+	dp_counters_sum(out);
+	return 0;
+}
+
+void dp_stop(void)
+{
+	struct dp_state *g = &dp_g;
+	if (!g->inited)
+		return;
+	if (g->b)
+		atomic_store(&g->b->stop, true);
+	if (g->started)
+		rte_eal_mp_wait_lcore();
+	g->started = false;
+	struct dp_report *r = &g->report;
+	dp_counters_sum(r);
+	for (unsigned i = 0; i < g->n; i++) {
+		struct dp_lcore *lc = g->lc[i];
+		if (!lc || !lc->slots_mem)
+			continue;
+		r->slots_opened += lc->slots.opened;
+		r->slots_resolved += lc->slots.resolved;
+		r->slots_expired += lc->slots.expired;
+		r->slots_poisoned += lc->slots.poisoned;
+		r->slots_in_use += lc->slots.in_use;
+		r->reasm_timeouts += lc->reasm.timeouts;
+	}
+	if (g->port != RTE_MAX_ETHPORTS && rte_eth_dev_is_valid_port(g->port)) {
+		(void)rte_eth_dev_stop(g->port);
+		(void)rte_eth_dev_close(g->port);
+	}
+	free_all(g);
+	if (g->mbufs) {
+		r->mbuf_pool_size = g->mbufs->size;
+		r->mbuf_pool_avail = rte_mempool_avail_count(g->mbufs);
+	}
+	if (g->xfer) {
+		r->xfer_pool_size = g->xfer->size;
+		r->xfer_pool_avail = rte_mempool_avail_count(g->xfer);
+	}
+	g->have_report = true;
+	if (g->b) {
+		/* The control plane must not touch the lanes after dp_stop. */
+		g->b->n_lanes = 0;
+		rte_free(g->b->lanes);
+		g->b->lanes = NULL;
+		/* counters are kept readable in the report; the array goes. */
+		rte_free(g->b->counters);
+		g->b->counters = NULL;
+	}
+	rte_free(g->xk);
+	g->xk = NULL;
+	(void)rte_pdump_uninit();
+	rte_mempool_free(g->xfer);
+	rte_mempool_free(g->mbufs);
+	g->xfer = g->mbufs = NULL;
+	(void)rte_eal_cleanup();
+	g->inited = false;
+}

@@ -1,0 +1,74 @@
+/* dp_ack.h - per-sender ACK bookkeeping of one lcore (wire.md 2.1), pure C.
+ *
+ * Owns: the table of UDP peers seen by one lcore (set-associative, bounded),
+ * each with the (stream_id, sequence) pairs of frames fully received since
+ * its last ACK, and the packing of those pairs into 14-byte ACK entries
+ * (base_seq + 64-bit bitmap). The caller turns entries into datagrams with
+ * fg_ack_build and sends them every ack_interval_ms and on resolution.
+ *
+ * Who may call: the owning lcore only. No allocation after init. */
+#ifndef DP_ACK_H
+#define DP_ACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg/common.h"
+#include "fg/wire.h"
+#include "dp_pkt.h"
+#include "dp_reasm.h"
+
+#define DP_ACK_WAYS 8u
+#define DP_ACK_PEND 64u /* pending pairs per peer; a full list is flushed at once */
+
+struct dp_ack_pend {
+	uint16_t stream;
+	uint32_t seq;
+};
+
+struct dp_ack_peer {
+	struct dp_peer peer;
+	struct dp_route route;
+	bool used;
+	bool dirty;        /* on the dirty list */
+	uint16_t n;        /* pending pairs */
+	uint64_t last_ns;  /* last frame seen from this peer */
+	uint64_t peer_msg_ns; /* last FG_BM_PEER about it (caller's field) */
+	struct dp_ack_pend pend[DP_ACK_PEND];
+};
+
+struct dp_ack {
+	struct dp_ack_peer *p;  /* [n_sets * DP_ACK_WAYS] */
+	uint32_t *dirty;        /* indices of peers with n > 0 */
+	uint32_t n_sets, n_dirty;
+	uint64_t evicted;
+};
+
+/* Memory for a table of at least `peers` entries (rounded up to a power of
+ * two number of sets). */
+size_t dp_ack_mem_size(uint32_t peers);
+/* 0, -EINVAL or -ENOSPC. mem 64-byte aligned. */
+FG_MUST_CHECK int dp_ack_init(struct dp_ack *a, void *mem, size_t len, uint32_t peers);
+
+/* Find or insert a peer (refreshing its route and last_ns). A new peer takes
+ * a free way, else the least recently seen way with nothing pending. NULL
+ * when every way of the set has pending pairs: flush, then retry. *is_new is
+ * set when the entry was (re)created. */
+struct dp_ack_peer *dp_ack_peer_get(struct dp_ack *a, const struct dp_peer *p, const struct dp_route *rt,
+				    uint64_t now_ns, bool *is_new);
+
+/* Record that frame (stream, seq) from pp was fully received. Returns true
+ * when pp's list is now full: take its entries before noting more. */
+bool dp_ack_note(struct dp_ack *a, struct dp_ack_peer *pp, uint16_t stream, uint32_t seq);
+
+/* Pack pp's pending pairs into entries (sorted by stream then sequence;
+ * each entry covers base_seq .. base_seq + 63), clear them, and return the
+ * entry count (<= max; max >= DP_ACK_PEND always suffices). Does not touch
+ * the dirty list (see dp_ack_dirty_reset). */
+unsigned dp_ack_take(struct dp_ack_peer *pp, struct fg_ack_entry *out, unsigned max);
+
+/* After taking every dirty peer: empty the dirty list. */
+void dp_ack_dirty_reset(struct dp_ack *a);
+
+#endif

@@ -1,0 +1,121 @@
+/* dp_internal.h - state shared by the dataplane's own files (dp.c,
+ * dp_lcore.c, dp_telemetry.c). Not for the control plane: it sees dp.h and
+ * boundary.h only.
+ *
+ * Ownership: `struct dp_state` is written by the init thread before the
+ * lcores launch and read-only afterwards, except each `struct dp_lcore`,
+ * which belongs to its lcore while it runs. */
+#ifndef DP_INTERNAL_H
+#define DP_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_ether.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include "fg/boundary.h"
+#include "fg/config.h"
+#include "fg/ingest.h"
+#include "fg/slot.h"
+#include "dp.h"
+#include "dp_ack.h"
+#include "dp_pkt.h"
+#include "dp_profile.h"
+#include "dp_reasm.h"
+
+#define DP_BURST 32u
+#define DP_TX_MAX 128u
+#define DP_NEIGH 64u
+#define DP_XFER_HDR 128u /* bytes in front of a frame in an xfer buffer */
+#define DP_MAX_LCORES 64u
+
+/* An xfer buffer: a whole frame plus where it came from. Lives in the
+ * shared xfer mempool; used as reassembly buffer and for hand-off. */
+struct dp_xfer {
+	struct dp_peer peer;
+	struct dp_route route;
+	uint32_t len;
+	bool ack; /* fragmented profile: the receiver ACKs (already done) */
+};
+static inline uint8_t *dp_xfer_data(struct dp_xfer *x) { return (uint8_t *)x + DP_XFER_HDR; }
+static inline struct dp_xfer *dp_xfer_of(void *data) { return (struct dp_xfer *)((uint8_t *)data - DP_XFER_HDR); }
+
+struct dp_xcounters {
+	_Alignas(64) _Atomic uint64_t x[DP_X__COUNT];
+	_Atomic uint64_t outcome[FG_O__COUNT];
+};
+static inline void dp_xcount(struct dp_xcounters *k, enum dp_xcounter c, uint64_t n)
+{
+	atomic_store_explicit(&k->x[c], atomic_load_explicit(&k->x[c], memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
+struct dp_neigh {
+	uint8_t family;
+	uint8_t addr[16];
+	uint8_t mac[6];
+};
+
+struct dp_lcore {
+	unsigned idx;       /* shard index */
+	unsigned lcore_id;
+	int rxq;            /* -1: this lcore has no RX queue (device has fewer) */
+	uint16_t txq;
+	struct fg_slots slots;
+	void *slots_mem;
+	struct dp_reasm reasm;
+	void *reasm_mem;
+	struct dp_ack ack;
+	void *ack_mem;
+	struct rte_ring *inbox;  /* MP/SC: dp_xfer pointers from other lcores */
+	struct fg_lane *lane;
+	struct fg_dp_counters *k;
+	struct dp_xcounters *xk;
+	struct fg_ingest_ctx ictx;
+	struct rte_mbuf *tx[DP_TX_MAX];
+	unsigned n_tx;
+	uint16_t frame_id, ip_id;
+	uint64_t next_ack_ns, next_timer_ns;
+	bool ack_now;
+	uint8_t *scratch;       /* frame_max bytes */
+	struct dp_neigh neigh[DP_NEIGH];
+	bool has_local4, has_local6;
+	uint8_t local4[16], local6[16]; /* last local address seen per family */
+} __rte_cache_aligned;
+
+struct dp_state {
+	bool inited, started;
+	struct fg_config cfg;
+	struct dp_profile prof;
+	struct fg_boundary *b;
+	struct fg_seed_limits limits;
+	struct fg_slots_cfg scfg;
+	uint16_t port;
+	struct rte_ether_addr mac;
+	uint16_t n_rxq, n_txq;
+	unsigned n;                  /* poll lcores = shards = lanes */
+	uint32_t chunk, frame_max;
+	uint64_t ack_interval_ns;
+	struct rte_mempool *mbufs, *xfer;
+	struct dp_lcore *lc[DP_MAX_LCORES];
+	struct dp_xcounters *xk;     /* [n] */
+	void *lane_mem[DP_MAX_LCORES];
+	bool hugepages;
+	bool have_report;
+	struct dp_report report;
+};
+
+extern struct dp_state dp_g;
+
+/* The poll loop (rte_eal_remote_launch entry); arg is the struct dp_lcore. */
+int dp_lcore_main(void *arg);
+/* Sum the live counters into out (fg counters, x counters, outcomes). */
+void dp_counters_sum(struct dp_report *out);
+/* Register /fanogate/... telemetry commands. 0 or -errno. */
+int dp_telemetry_register(void);
+
+#endif

@@ -1,0 +1,206 @@
+/* dp_pkt.c - L2/L3/L4 parsing and building on byte buffers (see dp_pkt.h).
+ * Stateless; any thread. */
+#include "dp_pkt.h"
+
+#include <string.h>
+
+#include "fg/wire.h"
+
+#define IPPROTO_UDP_ 17u
+
+enum dp_pkt_kind dp_pkt_parse(const uint8_t *p, uint32_t len, struct dp_pkt *out)
+{
+	memset(&out->src, 0, sizeof(out->src));
+	out->kind = DP_PKT_MALFORMED;
+	if (len < DP_ETH_HLEN)
+		return out->kind;
+	memcpy(out->route.mac, p + 6, 6);
+	memcpy(out->route.our_mac, p, 6);
+	out->route.has_vlan = false;
+	out->route.vlan_tci = 0;
+	uint32_t off = 12;
+	uint16_t et = fg_be16(p + off);
+	if (et == DP_ETHERTYPE_QINQ) { /* outer tag: skipped, replies keep only the inner one */
+		if (len < off + 8)
+			return out->kind;
+		off += 4;
+		et = fg_be16(p + off);
+	}
+	if (et == DP_ETHERTYPE_VLAN) {
+		if (len < off + 6)
+			return out->kind;
+		out->route.has_vlan = true;
+		out->route.vlan_tci = fg_be16(p + off + 2);
+		off += 4;
+		et = fg_be16(p + off);
+	}
+	off += 2;
+	const uint8_t *l3 = p + off;
+	uint32_t l3len = len - off;
+	if (et == DP_ETHERTYPE_ARP) {
+		/* htype 1, ptype IPv4, hlen 6, plen 4 */
+		if (l3len < 28 || fg_be16(l3) != 1 || fg_be16(l3 + 2) != DP_ETHERTYPE_IPV4 || l3[4] != 6 || l3[5] != 4)
+			return out->kind;
+		out->arp_op = fg_be16(l3 + 6);
+		memcpy(out->arp_sha, l3 + 8, 6);
+		memcpy(out->arp_spa, l3 + 14, 4);
+		memcpy(out->arp_tpa, l3 + 24, 4);
+		return out->kind = DP_PKT_ARP;
+	}
+	const uint8_t *l4;
+	uint32_t l4len;
+	if (et == DP_ETHERTYPE_IPV4) {
+		if (l3len < 20 || (l3[0] >> 4) != 4)
+			return out->kind;
+		uint32_t ihl = (uint32_t)(l3[0] & 15u) * 4u;
+		uint32_t tot = fg_be16(l3 + 2);
+		if (ihl < 20 || tot < ihl || tot > l3len)
+			return out->kind;
+		if (fg_be16(l3 + 6) & 0x3FFFu) /* MF or a fragment offset */
+			return out->kind = DP_PKT_IP_FRAG;
+		if (l3[9] != IPPROTO_UDP_)
+			return out->kind = DP_PKT_NOT_UDP;
+		out->src.family = 4;
+		memcpy(out->src.addr, l3 + 12, 4);
+		memset(out->dst, 0, 16);
+		memcpy(out->dst, l3 + 16, 4);
+		l4 = l3 + ihl;
+		l4len = tot - ihl;
+	} else if (et == DP_ETHERTYPE_IPV6) {
+		if (l3len < 40 || (l3[0] >> 4) != 6)
+			return out->kind;
+		uint32_t plen = fg_be16(l3 + 4);
+		if (plen > l3len - 40)
+			return out->kind;
+		if (l3[6] != IPPROTO_UDP_)
+			return out->kind = DP_PKT_NOT_UDP;
+		out->src.family = 6;
+		memcpy(out->src.addr, l3 + 8, 16);
+		memcpy(out->dst, l3 + 24, 16);
+		l4 = l3 + 40;
+		l4len = plen;
+	} else {
+		return out->kind = DP_PKT_NOT_UDP;
+	}
+	if (l4len < 8)
+		return out->kind;
+	uint32_t ulen = fg_be16(l4 + 4);
+	if (ulen < 8 || ulen > l4len)
+		return out->kind;
+	out->src.port = fg_be16(l4);
+	out->dst_port = fg_be16(l4 + 2);
+	out->payload = l4 + 8;
+	out->payload_len = ulen - 8;
+	memcpy(out->route.local, out->dst, 16);
+	return out->kind = DP_PKT_UDP;
+}
+
+uint32_t dp_pkt_hdr_len(const struct dp_route *rt, int family)
+{
+	return DP_ETH_HLEN + (rt->has_vlan ? 4u : 0u) + (family == 6 ? 40u : 20u) + 8u;
+}
+
+static uint32_t csum_add(uint32_t sum, const uint8_t *p, uint32_t len)
+{
+	while (len > 1) {
+		sum += (uint32_t)((p[0] << 8) | p[1]);
+		p += 2;
+		len -= 2;
+	}
+	if (len)
+		sum += (uint32_t)(p[0] << 8);
+	return sum;
+}
+
+static uint16_t csum_fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xFFFFu) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+uint32_t dp_pkt_build_udp(uint8_t *buf, const struct dp_route *rt, int family, const uint8_t *src_ip,
+			  uint16_t src_port, const uint8_t *dst_ip, uint16_t dst_port, uint32_t payload_len,
+			  uint16_t ip_id)
+{
+	uint8_t *p = buf;
+	memcpy(p, rt->mac, 6);
+	memcpy(p + 6, rt->our_mac, 6);
+	p += 12;
+	if (rt->has_vlan) {
+		fg_put_be16(p, DP_ETHERTYPE_VLAN);
+		fg_put_be16(p + 2, rt->vlan_tci);
+		p += 4;
+	}
+	fg_put_be16(p, family == 6 ? DP_ETHERTYPE_IPV6 : DP_ETHERTYPE_IPV4);
+	p += 2;
+	uint32_t ulen = 8 + payload_len;
+	uint8_t *udp;
+	uint32_t sum = 0;
+	if (family == 6) {
+		p[0] = 0x60;
+		p[1] = p[2] = p[3] = 0;
+		fg_put_be16(p + 4, (uint16_t)ulen);
+		p[6] = IPPROTO_UDP_;
+		p[7] = 64;
+		memcpy(p + 8, src_ip, 16);
+		memcpy(p + 24, dst_ip, 16);
+		sum = csum_add(sum, p + 8, 32);
+		udp = p + 40;
+	} else {
+		p[0] = 0x45;
+		p[1] = 0;
+		fg_put_be16(p + 2, (uint16_t)(20 + ulen));
+		fg_put_be16(p + 4, ip_id);
+		fg_put_be16(p + 6, 0x4000); /* DF */
+		p[8] = 64;
+		p[9] = IPPROTO_UDP_;
+		p[10] = p[11] = 0;
+		memcpy(p + 12, src_ip, 4);
+		memcpy(p + 16, dst_ip, 4);
+		fg_put_be16(p + 10, csum_fold(csum_add(0, p, 20)));
+		sum = csum_add(sum, p + 12, 8);
+		udp = p + 20;
+	}
+	fg_put_be16(udp, src_port);
+	fg_put_be16(udp + 2, dst_port);
+	fg_put_be16(udp + 4, (uint16_t)ulen);
+	udp[6] = udp[7] = 0;
+	sum += IPPROTO_UDP_ + ulen;
+	sum = csum_add(sum, udp, ulen);
+	uint16_t c = csum_fold(sum);
+	fg_put_be16(udp + 6, c ? c : 0xFFFF);
+	return (uint32_t)(udp - buf) + ulen;
+}
+
+uint32_t dp_pkt_build_arp_reply(uint8_t *buf, const struct dp_pkt *req, const uint8_t our_mac[6],
+				const uint8_t our_ip[4])
+{
+	uint8_t *p = buf;
+	memcpy(p, req->arp_sha, 6);
+	memcpy(p + 6, our_mac, 6);
+	p += 12;
+	if (req->route.has_vlan) {
+		fg_put_be16(p, DP_ETHERTYPE_VLAN);
+		fg_put_be16(p + 2, req->route.vlan_tci);
+		p += 4;
+	}
+	fg_put_be16(p, DP_ETHERTYPE_ARP);
+	p += 2;
+	fg_put_be16(p, 1);
+	fg_put_be16(p + 2, DP_ETHERTYPE_IPV4);
+	p[4] = 6;
+	p[5] = 4;
+	fg_put_be16(p + 6, 2);
+	memcpy(p + 8, our_mac, 6);
+	memcpy(p + 14, our_ip, 4);
+	memcpy(p + 18, req->arp_sha, 6);
+	memcpy(p + 24, req->arp_spa, 4);
+	p += 28;
+	uint32_t n = (uint32_t)(p - buf);
+	if (n < 60) {
+		memset(p, 0, 60 - n);
+		n = 60;
+	}
+	return n;
+}

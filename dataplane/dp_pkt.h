@@ -1,0 +1,81 @@
+/* dp_pkt.h - Ethernet (+VLAN), IPv4/IPv6 and UDP parsing and building on
+ * plain byte buffers, plus ARP replies. Pure C (no DPDK types) so it is
+ * unit-tested without an EAL.
+ *
+ * Who may call: any thread; stateless.
+ *
+ * Parsing rules (docs/dataplane.md): at most two VLAN tags (802.1ad outer,
+ * 802.1Q inner); IPv4 with a valid header length and total length, not an IP
+ * fragment; IPv6 whose next header is UDP (extension headers are refused);
+ * UDP whose length fits the IP payload. Checksums are left to the NIC's
+ * verdict (veth and af_packet deliver CHECKSUM_PARTIAL packets whose UDP
+ * checksum is not final yet). */
+#ifndef DP_PKT_H
+#define DP_PKT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg/common.h"
+#include "dp_reasm.h"
+
+#define DP_ETH_HLEN 14u
+#define DP_ETHERTYPE_IPV4 0x0800u
+#define DP_ETHERTYPE_IPV6 0x86DDu
+#define DP_ETHERTYPE_ARP 0x0806u
+#define DP_ETHERTYPE_VLAN 0x8100u
+#define DP_ETHERTYPE_QINQ 0x88A8u
+
+/* How to answer a peer at L2/L3. */
+struct dp_route {
+	uint8_t mac[6];     /* peer's MAC: destination of replies */
+	uint8_t our_mac[6]; /* our MAC on that port */
+	uint16_t vlan_tci;  /* 802.1Q TCI of the received packet, 0 = untagged */
+	bool has_vlan;
+	uint8_t local[16];  /* our address the peer sent to: source of replies */
+};
+
+enum dp_pkt_kind {
+	DP_PKT_UDP = 0,   /* a UDP datagram for us: see fields */
+	DP_PKT_ARP,       /* an ARP packet (arp_op, arp_tpa, arp_spa, arp_sha) */
+	DP_PKT_NOT_UDP,   /* another protocol (or IPv6 extension headers, ICMP, TCP) */
+	DP_PKT_MALFORMED, /* a header is truncated or inconsistent */
+	DP_PKT_IP_FRAG,   /* an IPv4 fragment (not reassembled at L3) */
+};
+
+struct dp_pkt {
+	enum dp_pkt_kind kind;
+	struct dp_peer src;  /* UDP source */
+	uint8_t dst[16];     /* IP destination */
+	uint16_t dst_port;
+	const uint8_t *payload; /* UDP payload */
+	uint32_t payload_len;
+	struct dp_route route;  /* reply route (mac = source MAC) */
+	/* ARP */
+	uint16_t arp_op;
+	uint8_t arp_sha[6];
+	uint8_t arp_spa[4], arp_tpa[4];
+};
+
+/* Parse one Ethernet frame p[0..len). Returns the kind (also in out->kind). */
+enum dp_pkt_kind dp_pkt_parse(const uint8_t *p, uint32_t len, struct dp_pkt *out);
+
+/* Bytes of Ethernet + (VLAN) + IP + UDP headers for a route and family. */
+uint32_t dp_pkt_hdr_len(const struct dp_route *rt, int family);
+
+/* Write Ethernet/(VLAN)/IP/UDP headers in front of a UDP payload that is
+ * already at buf + dp_pkt_hdr_len(rt, family). Computes the IPv4 header
+ * checksum and the UDP checksum (mandatory for IPv6; always done so a veth
+ * peer accepts the packet). family 4 or 6; dst/src addresses as in dp_peer.
+ * Returns the total frame length. */
+uint32_t dp_pkt_build_udp(uint8_t *buf, const struct dp_route *rt, int family, const uint8_t *src_ip,
+			  uint16_t src_port, const uint8_t *dst_ip, uint16_t dst_port, uint32_t payload_len,
+			  uint16_t ip_id);
+
+/* Build an ARP reply to a request parsed into req, answering for our_ip with
+ * our_mac. Returns the frame length (42 or 46 with VLAN; padded to 60). */
+uint32_t dp_pkt_build_arp_reply(uint8_t *buf, const struct dp_pkt *req, const uint8_t our_mac[6],
+				const uint8_t our_ip[4]);
+
+#endif

@@ -1,0 +1,312 @@
+/* dp_profile.c - drivers-config profile parsing (see dp_profile.h).
+ * Any thread before the lcores start; no logging. */
+#include "dp_profile.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <ini.h>
+
+#ifndef FG_DRIVERS_SRC_DIR
+#define FG_DRIVERS_SRC_DIR "drivers-config"
+#endif
+
+void dp_profile_default(struct dp_profile *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->hugepages = DP_HUGE_AUTO;
+	snprintf(p->file_prefix, sizeof(p->file_prefix), "fanogate");
+	snprintf(p->log_level, sizeof(p->log_level), "*:notice");
+	p->rx_desc = 1024;
+	p->tx_desc = 1024;
+	p->rss = true;
+	p->arp_reply = true;
+	p->handoff_ring = 1024;
+	p->lane_ring = 4096;
+	p->lane_bufs = 1024;
+	p->ack_peers = 1024;
+}
+
+int dp_profile_expand(const char *in, char *out, size_t outlen)
+{
+	size_t o = 0;
+	while (*in) {
+		const char *add = in;
+		size_t n = 1;
+		char tmp[256];
+		if (in[0] == '$' && in[1] == '{') {
+			const char *end = strchr(in + 2, '}');
+			if (!end)
+				return -EINVAL;
+			size_t len = (size_t)(end - (in + 2));
+			if (len >= sizeof(tmp))
+				return -ENAMETOOLONG;
+			memcpy(tmp, in + 2, len);
+			tmp[len] = 0;
+			char *def = strstr(tmp, ":-");
+			if (def) {
+				*def = 0;
+				def += 2;
+			}
+			const char *v = getenv(tmp);
+			if (!v || !*v)
+				v = def;
+			if (!v)
+				return -EINVAL;
+			add = v;
+			n = strlen(v);
+			in = end + 1;
+		} else {
+			in++;
+		}
+		if (o + n >= outlen)
+			return -ENAMETOOLONG;
+		memcpy(out + o, add, n);
+		o += n;
+	}
+	out[o] = 0;
+	return 0;
+}
+
+struct parse_state {
+	struct dp_profile *p;
+	FILE *f;
+	char *err;
+	size_t errlen;
+	int line;
+	bool failed;
+};
+
+static bool parse_bool(const char *v, bool *out)
+{
+	if (!strcasecmp(v, "on") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcmp(v, "1"))
+		*out = true;
+	else if (!strcasecmp(v, "off") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcmp(v, "0"))
+		*out = false;
+	else
+		return false;
+	return true;
+}
+
+static bool parse_u32(const char *v, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(v, &end, 0);
+	if (errno || end == v || *end || x < lo || x > hi)
+		return false;
+	*out = (uint32_t)x;
+	return true;
+}
+
+static bool parse_mac(const char *v, uint8_t mac[6])
+{
+	unsigned b[6];
+	char tail;
+	if (sscanf(v, "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) != 6)
+		return false;
+	for (int i = 0; i < 6; i++) {
+		if (b[i] > 255)
+			return false;
+		mac[i] = (uint8_t)b[i];
+	}
+	return true;
+}
+
+static bool is_pow2(uint32_t x) { return x >= 2 && !(x & (x - 1)); }
+
+static int set_str(char *dst, size_t cap, const char *v)
+{
+	if (strlen(v) >= cap)
+		return -1;
+	snprintf(dst, cap, "%s", v);
+	return 0;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *raw)
+{
+	struct parse_state *st = user;
+	int lineno = st->line;
+	struct dp_profile *p = st->p;
+	char v[DP_PROFILE_STR];
+	const char *why = NULL;
+	uint32_t u = 0;
+	bool b;
+
+	if (!name) /* a section header: nothing to check */
+		return 1;
+	int rc = dp_profile_expand(raw, v, sizeof(v));
+	if (rc < 0) {
+		why = rc == -EINVAL ? "unset ${VAR} without a default, or an unterminated ${" : "value too long";
+		goto bad;
+	}
+#define IS(s, k) (!strcmp(section, s) && !strcmp(name, k))
+	if (IS("eal", "args")) {
+		if (set_str(p->eal_args, sizeof(p->eal_args), v))
+			why = "too long";
+	} else if (IS("eal", "hugepages")) {
+		if (!strcmp(v, "auto"))
+			p->hugepages = DP_HUGE_AUTO;
+		else if (parse_bool(v, &b))
+			p->hugepages = b ? DP_HUGE_ON : DP_HUGE_OFF;
+		else
+			why = "expected auto, on or off";
+	} else if (IS("eal", "huge_dir")) {
+		if (set_str(p->huge_dir, sizeof(p->huge_dir), v))
+			why = "too long";
+	} else if (IS("eal", "memory_mb")) {
+		if (!parse_u32(v, 0, 1u << 20, &p->memory_mb))
+			why = "expected 0..1048576";
+	} else if (IS("eal", "lcores")) {
+		if (set_str(p->lcores, sizeof(p->lcores), v))
+			why = "too long";
+	} else if (IS("eal", "multiprocess")) {
+		if (!parse_bool(v, &p->multiprocess))
+			why = "expected on or off";
+	} else if (IS("eal", "file_prefix")) {
+		if (!*v || set_str(p->file_prefix, sizeof(p->file_prefix), v))
+			why = "expected a short non-empty name";
+	} else if (IS("eal", "log_level")) {
+		if (!*v || set_str(p->log_level, sizeof(p->log_level), v))
+			why = "expected a DPDK log level like *:notice";
+	} else if (IS("port", "vdev")) {
+		if (p->n_vdev == DP_PROFILE_DEVS)
+			why = "too many vdev lines";
+		else if (!*v || set_str(p->vdev[p->n_vdev++], DP_PROFILE_STR, v))
+			why = "expected driver<id>[,key=value...]";
+	} else if (IS("port", "pci")) {
+		if (p->n_pci == DP_PROFILE_DEVS)
+			why = "too many pci lines";
+		else if (!*v || set_str(p->pci[p->n_pci++], DP_PROFILE_STR, v))
+			why = "expected domain:bus:dev.fn[,devargs]";
+	} else if (IS("port", "rx_desc") || IS("port", "tx_desc")) {
+		if (!parse_u32(v, 64, 16384, &u) || (u & (u - 1)))
+			why = "expected a power of two 64..16384";
+		else if (!strcmp(name, "rx_desc"))
+			p->rx_desc = (uint16_t)u;
+		else
+			p->tx_desc = (uint16_t)u;
+	} else if (IS("port", "rss")) {
+		if (!parse_bool(v, &p->rss))
+			why = "expected on or off";
+	} else if (IS("port", "mtu")) {
+		if (!parse_u32(v, 0, 9702, &p->mtu) || (p->mtu && p->mtu < 576))
+			why = "expected 0 (device default) or 576..9702";
+	} else if (IS("port", "promiscuous")) {
+		if (!parse_bool(v, &p->promiscuous))
+			why = "expected on or off";
+	} else if (IS("port", "mbufs")) {
+		if (!parse_u32(v, 0, 1u << 24, &p->mbufs) || (p->mbufs && p->mbufs < 1024))
+			why = "expected 0 (computed) or 1024..16777216";
+	} else if (IS("net", "ip4")) {
+		p->has_ip4 = *v != 0;
+		if (*v && inet_pton(AF_INET, v, p->ip4) != 1)
+			why = "expected an IPv4 address";
+	} else if (IS("net", "ip6")) {
+		p->has_ip6 = *v != 0;
+		if (*v && inet_pton(AF_INET6, v, p->ip6) != 1)
+			why = "expected an IPv6 address";
+	} else if (IS("net", "gateway_mac")) {
+		p->has_gateway = *v != 0;
+		if (*v && !parse_mac(v, p->gateway_mac))
+			why = "expected aa:bb:cc:dd:ee:ff";
+	} else if (IS("net", "arp_reply")) {
+		if (!parse_bool(v, &p->arp_reply))
+			why = "expected on or off";
+	} else if (IS("poll", "idle_sleep_us")) {
+		if (!parse_u32(v, 0, 100000, &p->idle_sleep_us))
+			why = "expected 0..100000";
+	} else if (IS("poll", "handoff_ring")) {
+		if (!parse_u32(v, 2, 1u << 20, &p->handoff_ring) || !is_pow2(p->handoff_ring))
+			why = "expected a power of two 2..1048576";
+	} else if (IS("poll", "lane_ring")) {
+		if (!parse_u32(v, 2, 1u << 20, &p->lane_ring) || !is_pow2(p->lane_ring))
+			why = "expected a power of two 2..1048576";
+	} else if (IS("poll", "lane_bufs")) {
+		if (!parse_u32(v, 2, 1u << 20, &p->lane_bufs) || !is_pow2(p->lane_bufs))
+			why = "expected a power of two 2..1048576";
+	} else if (IS("poll", "ack_peers")) {
+		if (!parse_u32(v, 8, 1u << 20, &p->ack_peers))
+			why = "expected 8..1048576";
+	} else if (!strcmp(section, "profile")) {
+		/* [profile] name/description/prerequisites: documentation only */
+	} else {
+		why = "unknown key";
+	}
+#undef IS
+	if (!why)
+		return 1;
+bad:
+	if (!st->failed)
+		snprintf(st->err, st->errlen, "%s:%d: [%s] %s = %s: %s", p->path, lineno, section, name, raw, why);
+	st->failed = true;
+	return 0;
+}
+
+/* inih reader that counts lines, so errors name them (the system libinih is
+ * built without INI_HANDLER_LINENO). */
+static char *read_line(char *str, int num, void *stream)
+{
+	struct parse_state *st = stream;
+	char *r = fgets(str, num, st->f);
+	if (r)
+		st->line++;
+	return r;
+}
+
+int dp_profile_load(struct dp_profile *p, const char *path, char *err, size_t errlen)
+{
+	dp_profile_default(p);
+	snprintf(p->path, sizeof(p->path), "%s", path);
+	struct parse_state st = {.p = p, .err = err, .errlen = errlen};
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		int e = errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	st.f = f;
+	int rc = ini_parse_stream(read_line, &st, handler, &st);
+	fclose(f);
+	if (rc != 0) {
+		if (!st.failed)
+			snprintf(err, errlen, "%s:%d: syntax error", path, rc);
+		return -EINVAL;
+	}
+	if (p->n_vdev + p->n_pci == 0) {
+		snprintf(err, errlen, "%s: [port] needs a vdev or pci line", path);
+		return -EINVAL;
+	}
+	if (p->multiprocess && p->hugepages == DP_HUGE_OFF) {
+		snprintf(err, errlen, "%s: [eal] multiprocess needs hugepages (dpdk-dumpcap attaches through them)", path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static bool readable(const char *path) { return access(path, R_OK) == 0; }
+
+int dp_profile_find(const char *name, char *out, size_t outlen)
+{
+	size_t n = strlen(name);
+	if (strchr(name, '/') || (n > 4 && !strcmp(name + n - 4, ".ini"))) {
+		if (!readable(name))
+			return -ENOENT;
+		snprintf(out, outlen, "%s", name);
+		return 0;
+	}
+	const char *dirs[3] = {getenv("FG_DRIVERS_CONFIG"), "/etc/fanogate/drivers-config", FG_DRIVERS_SRC_DIR};
+	for (unsigned i = 0; i < 3; i++) {
+		if (!dirs[i] || !*dirs[i])
+			continue;
+		snprintf(out, outlen, "%s/%s.ini", dirs[i], name);
+		if (readable(out))
+			return 0;
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,74 @@
+/* dp_profile.h - drivers-config profiles: one INI file per device kind
+ * (drivers-config/<name>.ini) holding the EAL arguments, the devices (vdev
+ * devargs or PCI addresses), queue and descriptor counts, RSS, MTU, the
+ * dataplane's own addresses and poll-loop knobs. Parsed with libinih.
+ *
+ * Who may call: the thread running dp_init (before any lcore starts), tests.
+ * Pure: reads one file and the environment (for ${VAR} / ${VAR:-default}
+ * expansion in values), no logging; errors come back in a message buffer.
+ * docs/dataplane.md documents every key. */
+#ifndef DP_PROFILE_H
+#define DP_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg/common.h"
+
+#define DP_PROFILE_DEVS 8
+#define DP_PROFILE_STR 512
+
+enum dp_huge { DP_HUGE_AUTO = 0, DP_HUGE_ON, DP_HUGE_OFF };
+
+struct dp_profile {
+	char path[256];
+	/* [eal] */
+	char eal_args[DP_PROFILE_STR]; /* extra EAL arguments, split on blanks */
+	enum dp_huge hugepages;        /* auto: --in-memory when a hugetlbfs mount has enough free pages */
+	char huge_dir[256];            /* --huge-dir (optional) */
+	uint32_t memory_mb;            /* 0 = computed from the sizes */
+	char lcores[128];              /* EAL --lcores map; "" = derived */
+	bool multiprocess;             /* shared config so dpdk-dumpcap can attach (needs hugepages) */
+	char file_prefix[64];          /* with multiprocess; default "fanogate" */
+	char log_level[64];            /* --log-level, default "*:notice" */
+	/* [port] */
+	char vdev[DP_PROFILE_DEVS][DP_PROFILE_STR];
+	unsigned n_vdev;
+	char pci[DP_PROFILE_DEVS][DP_PROFILE_STR]; /* "-a" arguments: address[,devargs] */
+	unsigned n_pci;
+	uint16_t rx_desc, tx_desc;     /* default 1024 / 1024 */
+	bool rss;                      /* default true (used when the port has > 1 RX queue) */
+	uint32_t mtu;                  /* L3 MTU set on the port; 0 = leave the device's */
+	bool promiscuous;              /* default false */
+	uint32_t mbufs;                /* 0 = computed */
+	/* [net] */
+	bool has_ip4, has_ip6, has_gateway;
+	uint8_t ip4[4], ip6[16], gateway_mac[6];
+	bool arp_reply;                /* answer ARP requests for ip4 (default true) */
+	/* [poll] */
+	uint32_t idle_sleep_us;        /* after 64 empty polls sleep this long; 0 = pure polling (default) */
+	uint32_t handoff_ring;         /* frames queued per lcore from other lcores (power of two, 1024) */
+	uint32_t lane_ring;            /* boundary lane messages per direction (power of two, 4096) */
+	uint32_t lane_bufs;            /* boundary buffers per pool (1024) */
+	uint32_t ack_peers;            /* ACK table entries per lcore (1024) */
+};
+
+/* Defaults (also what a key left out means). */
+void dp_profile_default(struct dp_profile *p);
+
+/* Parse a file over the defaults. Returns 0, or -errno / -EINVAL with a
+ * human message "file:line: reason" in err[0..errlen). */
+FG_MUST_CHECK int dp_profile_load(struct dp_profile *p, const char *path, char *err, size_t errlen);
+
+/* Resolve a profile name ("af_xdp") or path ("./x.ini") to a readable file:
+ * a value holding '/' or ending in ".ini" is a path; a name is looked up as
+ * <dir>/<name>.ini in $FG_DRIVERS_CONFIG, /etc/fanogate/drivers-config and
+ * the source tree's drivers-config. Returns 0 and writes out, or -ENOENT. */
+FG_MUST_CHECK int dp_profile_find(const char *name, char *out, size_t outlen);
+
+/* Expand ${VAR} and ${VAR:-default} from the environment. Returns 0 or
+ * -ENAMETOOLONG / -EINVAL (unterminated, or VAR unset with no default). */
+FG_MUST_CHECK int dp_profile_expand(const char *in, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,534 @@
+/* dp_reasm.c - UDP fragmented-profile reassembly (see dp_reasm.h).
+ *
+ * Owner: the lcore that owns the table; pure C (no DPDK, no logging). */
+#include "dp_reasm.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define NIL UINT32_MAX
+#define SEED_HDR (FG_HDR_LEN + FG_SEED_PREFIX_LEN) /* frame bytes before the body */
+
+enum ra_state { RA_FREE = 0, RA_HOLD, RA_SLOT, RA_BUFFER, RA_DISCARD, RA_DONE };
+
+struct dp_ra_ctx {
+	struct dp_peer peer;
+	uint16_t frame_id;
+	uint8_t state;
+	uint8_t total;
+	uint8_t nrecv;
+	bool has_last;
+	bool bad;          /* DISCARD because the fragmentation itself was malformed: never ACKed */
+	bool on_done;
+	uint32_t last_len;
+	uint32_t frame_len; /* 0 until fragment 0 */
+	uint64_t t_ns;
+	uint64_t bits[4];
+	uint8_t *buf;
+	uint16_t stream_id;
+	uint32_t sequence;
+	struct fg_slot_ref ref;
+	struct fg_seed seed; /* SLOT/DISCARD of a seed: header and prefix facts, body NULL */
+	uint32_t hnext, prev, next;
+};
+
+bool dp_peer_eq(const struct dp_peer *a, const struct dp_peer *b)
+{
+	return a->family == b->family && a->port == b->port && memcmp(a->addr, b->addr, 16) == 0;
+}
+
+uint32_t dp_peer_hash(const struct dp_peer *p, uint32_t extra)
+{
+	/* FNV-1a over the key bytes, then a final avalanche (murmur3 fmix). */
+	uint32_t h = 2166136261u;
+	for (unsigned i = 0; i < 16; i++)
+		h = (h ^ p->addr[i]) * 16777619u;
+	h = (h ^ p->port) * 16777619u;
+	h = (h ^ p->family) * 16777619u;
+	h = (h ^ extra) * 16777619u;
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h;
+}
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+size_t dp_reasm_mem_size(const struct dp_reasm_cfg *cfg)
+{
+	return align64((size_t)cfg->contexts * sizeof(struct dp_ra_ctx)) +
+	       align64((size_t)pow2_at_least(cfg->contexts * 2) * sizeof(uint32_t));
+}
+
+int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_reasm_cfg *cfg)
+{
+	if (!cfg->contexts || cfg->contexts > (1u << 24) || cfg->chunk < 64 || !cfg->frame_max ||
+	    cfg->frame_max > FG_FRAG_MAX * cfg->chunk || !cfg->bufs.get || !cfg->bufs.put ||
+	    !cfg->n_shards || cfg->shard_self >= cfg->n_shards || ((uintptr_t)mem & 63))
+		return -EINVAL;
+	if (len < dp_reasm_mem_size(cfg))
+		return -ENOSPC;
+	memset(r, 0, sizeof(*r));
+	r->cfg = *cfg;
+	r->ctx = mem;
+	r->n_buckets = pow2_at_least(cfg->contexts * 2);
+	r->bucket = (uint32_t *)((uint8_t *)mem + align64((size_t)cfg->contexts * sizeof(struct dp_ra_ctx)));
+	memset(r->ctx, 0, (size_t)cfg->contexts * sizeof(struct dp_ra_ctx));
+	for (uint32_t i = 0; i < r->n_buckets; i++)
+		r->bucket[i] = NIL;
+	for (uint32_t i = 0; i < cfg->contexts; i++)
+		r->ctx[i].next = i + 1 < cfg->contexts ? i + 1 : NIL;
+	r->free_head = 0;
+	r->act_head = r->act_tail = r->done_head = r->done_tail = NIL;
+	return 0;
+}
+
+/* ---- lists and hash ---------------------------------------------------- */
+
+static uint32_t bucket_of(const struct dp_reasm *r, const struct dp_peer *p, uint16_t frame_id)
+{
+	return dp_peer_hash(p, frame_id) & (r->n_buckets - 1);
+}
+
+static void list_unlink(struct dp_reasm *r, uint32_t i)
+{
+	struct dp_ra_ctx *c = &r->ctx[i];
+	uint32_t *head = c->on_done ? &r->done_head : &r->act_head;
+	uint32_t *tail = c->on_done ? &r->done_tail : &r->act_tail;
+	if (c->prev != NIL)
+		r->ctx[c->prev].next = c->next;
+	else
+		*head = c->next;
+	if (c->next != NIL)
+		r->ctx[c->next].prev = c->prev;
+	else
+		*tail = c->prev;
+	if (c->on_done)
+		r->n_done--;
+	else
+		r->n_active--;
+}
+
+static void list_append(struct dp_reasm *r, uint32_t i, bool done)
+{
+	struct dp_ra_ctx *c = &r->ctx[i];
+	uint32_t *head = done ? &r->done_head : &r->act_head;
+	uint32_t *tail = done ? &r->done_tail : &r->act_tail;
+	c->on_done = done;
+	c->next = NIL;
+	c->prev = *tail;
+	if (*tail != NIL)
+		r->ctx[*tail].next = i;
+	else
+		*head = i;
+	*tail = i;
+	if (done)
+		r->n_done++;
+	else
+		r->n_active++;
+}
+
+static void hash_remove(struct dp_reasm *r, uint32_t i)
+{
+	uint32_t *pp = &r->bucket[bucket_of(r, &r->ctx[i].peer, r->ctx[i].frame_id)];
+	while (*pp != NIL) {
+		if (*pp == i) {
+			*pp = r->ctx[i].hnext;
+			return;
+		}
+		pp = &r->ctx[*pp].hnext;
+	}
+}
+
+static uint32_t hash_find(const struct dp_reasm *r, const struct dp_peer *p, uint16_t frame_id)
+{
+	for (uint32_t i = r->bucket[bucket_of(r, p, frame_id)]; i != NIL; i = r->ctx[i].hnext)
+		if (r->ctx[i].frame_id == frame_id && dp_peer_eq(&r->ctx[i].peer, p))
+			return i;
+	return NIL;
+}
+
+/* Return a context to the free list; releases its buffer and aborts a slot
+ * attempt still in progress (timeouts, shutdown). */
+static void ctx_free(struct dp_reasm *r, uint32_t i, bool abort_slot)
+{
+	struct dp_ra_ctx *c = &r->ctx[i];
+	if (c->state == RA_SLOT && abort_slot && r->cfg.slots)
+		fg_slot_abort(r->cfg.slots, &c->ref);
+	if (c->buf) {
+		r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
+		c->buf = NULL;
+	}
+	hash_remove(r, i);
+	list_unlink(r, i);
+	c->state = RA_FREE;
+	c->next = r->free_head;
+	r->free_head = i;
+}
+
+static uint32_t ctx_alloc(struct dp_reasm *r, const struct dp_peer *p, const struct fg_frag *f, uint64_t now)
+{
+	if (r->free_head == NIL && r->done_head != NIL) {
+		/* Full: recycle the oldest tombstone before refusing a new group. */
+		ctx_free(r, r->done_head, false);
+		r->recycled++;
+	}
+	if (r->free_head == NIL)
+		return NIL;
+	uint32_t i = r->free_head;
+	struct dp_ra_ctx *c = &r->ctx[i];
+	r->free_head = c->next;
+	memset(c, 0, sizeof(*c));
+	c->peer = *p;
+	c->frame_id = f->frame_id;
+	c->state = RA_HOLD;
+	c->total = f->total;
+	c->t_ns = now;
+	uint32_t b = bucket_of(r, p, f->frame_id);
+	c->hnext = r->bucket[b];
+	r->bucket[b] = i;
+	list_append(r, i, false);
+	return i;
+}
+
+static void ctx_done(struct dp_reasm *r, uint32_t i, uint64_t now)
+{
+	struct dp_ra_ctx *c = &r->ctx[i];
+	if (c->buf) {
+		r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
+		c->buf = NULL;
+	}
+	list_unlink(r, i);
+	c->state = RA_DONE;
+	c->t_ns = now;
+	list_append(r, i, true);
+}
+
+/* ---- placement ----------------------------------------------------------- */
+
+static bool bit_test(const struct dp_ra_ctx *c, unsigned i) { return (c->bits[i >> 6] >> (i & 63)) & 1u; }
+static void bit_set(struct dp_ra_ctx *c, unsigned i) { c->bits[i >> 6] |= 1ull << (i & 63); }
+
+static uint32_t frag_len(const struct dp_reasm *r, const struct dp_ra_ctx *c, unsigned i)
+{
+	return i + 1u == c->total ? c->last_len : r->cfg.chunk;
+}
+
+static void judge(struct dp_ra_ctx *c, struct dp_reasm_out *out, enum fg_outcome o, int reason)
+{
+	c->state = RA_DISCARD;
+	out->events |= DP_RA_EV_OUTCOME;
+	out->res.outcome = o;
+	out->reason = reason;
+}
+
+/* Place frame bytes [foff, foff+len) of a SLOT context into the slot. Returns
+ * false when the attempt ended (the context was judged). */
+static bool slot_place(struct dp_reasm *r, struct dp_ra_ctx *c, uint32_t foff, const uint8_t *src, uint32_t len,
+		       uint64_t now, struct dp_reasm_out *out)
+{
+	if (foff < SEED_HDR) {
+		uint32_t skip = SEED_HDR - foff;
+		if (len <= skip)
+			return true;
+		src += skip;
+		len -= skip;
+		foff = SEED_HDR;
+	}
+	struct fg_slot_result res;
+	if (fg_slot_place(r->cfg.slots, &c->ref, foff - SEED_HDR, src, len, now, &res) < 0) {
+		judge(c, out, FG_O_BAD_RANGE, 0);
+		return false;
+	}
+	switch (res.outcome) {
+	case FG_O_PARTIAL:
+		return true;
+	case FG_O_ACCEPTED:
+	case FG_O_RESOLVED:
+		out->events |= DP_RA_EV_OUTCOME;
+		out->res = res;
+		return true;
+	default:
+		out->res = res;
+		judge(c, out, res.outcome, 0);
+		return false;
+	}
+}
+
+/* Fragment 0 arrived: read the header (and the seed prefix) and choose the
+ * context's path. chunk holds frame bytes [0, len). */
+static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_t *chunk, uint32_t len,
+			   const struct fg_ingest_ctx *ictx, uint64_t now, struct dp_reasm_out *out)
+{
+	struct fg_hdr h;
+	if (fg_hdr_decode(chunk, len, FG_TRANSPORT_STREAM, &h) < 0) {
+		c->state = RA_DISCARD; /* unreachable with chunk >= 64; keeps the group inert */
+		c->bad = true;
+		out->reason = FG_R_SHORT_HEADER;
+		return;
+	}
+	uint32_t flen = FG_HDR_LEN + h.length;
+	uint32_t need = (flen + r->cfg.chunk - 1) / r->cfg.chunk;
+	if (need != c->total || (c->has_last && c->last_len != flen - (c->total - 1u) * r->cfg.chunk)) {
+		/* The header disagrees with the fragmentation: the group is malformed. */
+		if (c->state == RA_HOLD && c->buf) {
+			r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
+			c->buf = NULL;
+		}
+		c->state = RA_DISCARD;
+		c->bad = true;
+		out->disp = DP_RA_MALFORMED;
+		out->reason = FG_R_FRAG_CHUNK_SIZE;
+		return;
+	}
+	c->frame_len = flen;
+	c->stream_id = h.stream_id;
+	c->sequence = h.sequence;
+	out->stream_id = h.stream_id;
+	out->sequence = h.sequence;
+
+	enum fg_band band;
+	uint16_t layer = 0;
+	bool direct = false;
+	if (flen > r->cfg.frame_max) {
+		/* Too big for any buffer: judged now, still ACKed when complete. */
+		if (c->buf) {
+			r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
+			c->buf = NULL;
+		}
+		memset(&out->seed, 0, sizeof(out->seed));
+		out->seed.token_seq = h.sequence;
+		judge(c, out, FG_O_MALFORMED, FG_R_SEED_TOO_LARGE);
+		return;
+	}
+	if (fg_stream_classify(ictx->bands, h.stream_id, &band, &layer) == 0 && band == FG_BAND_SEED) {
+		struct fg_seed s;
+		ssize_t rc = fg_seed_decode_prefix(&h, chunk + FG_HDR_LEN, len - FG_HDR_LEN, layer, ictx->limits, &s);
+		if (rc < 0) {
+			memset(&out->seed, 0, sizeof(out->seed));
+			out->seed.token_seq = h.sequence;
+			out->seed.dst_layer = layer;
+			out->seed.line = FG_LINE_NONE;
+			if (c->buf) {
+				r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
+				c->buf = NULL;
+			}
+			judge(c, out, FG_O_MALFORMED, (int)-rc);
+			return;
+		}
+		s.body = NULL;
+		c->seed = s;
+		out->seed = s;
+		if (fg_linefacts_state(ictx->lines, s.line) == FG_LINE_DISABLED) {
+			if (c->buf) {
+				r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
+				c->buf = NULL;
+			}
+			memset(&out->res, 0, sizeof(out->res));
+			out->res.bytes = s.body_len;
+			judge(c, out, FG_O_LINE_DISABLED, 0);
+			return;
+		}
+		direct = r->cfg.slots &&
+			 fg_shard_of(s.token_seq, s.dst_layer, r->cfg.n_layers, r->cfg.n_shards) == r->cfg.shard_self;
+		if (direct) {
+			struct fg_slot_result res;
+			if (fg_slot_begin(r->cfg.slots, &s, now, &c->ref, &res) < 0) {
+				if (c->buf) {
+					r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
+					c->buf = NULL;
+				}
+				memset(&out->res, 0, sizeof(out->res));
+				judge(c, out, FG_O_MALFORMED, FG_R_UNENCODABLE);
+				return;
+			}
+			if (res.outcome == FG_O_DUP_PENDING) {
+				direct = false; /* whole frame to fg_slot_put (duplicate or conflict) */
+			} else if (res.outcome != FG_O_PARTIAL && res.outcome != FG_O_ACCEPTED) {
+				if (c->buf) {
+					r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
+					c->buf = NULL;
+				}
+				out->res = res;
+				judge(c, out, res.outcome, 0);
+				return;
+			}
+		}
+	}
+	if (direct) {
+		c->state = RA_SLOT;
+		uint8_t *held = c->buf;
+		if (!slot_place(r, c, 0, chunk, len, now, out))
+			goto release;
+		/* Drain the fragments that arrived before fragment 0. */
+		for (unsigned i = 1; held && i < c->total; i++) {
+			if (!bit_test(c, i))
+				continue;
+			if (!slot_place(r, c, i * r->cfg.chunk, held + (size_t)i * r->cfg.chunk, frag_len(r, c, i), now,
+					out))
+				break;
+		}
+	release:
+		if (c->buf) {
+			r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
+			c->buf = NULL;
+		}
+		return;
+	}
+	/* BUFFER: held fragments are already at their frame offsets. */
+	if (!c->buf) {
+		c->buf = r->cfg.bufs.get(r->cfg.bufs.arg);
+		if (!c->buf) {
+			c->state = RA_DISCARD;
+			c->bad = true; /* cannot be completed: let the sender resend */
+			out->disp = DP_RA_NOBUF;
+			return;
+		}
+	}
+	memcpy(c->buf, chunk, len);
+	c->state = RA_BUFFER;
+}
+
+int dp_reasm_push(struct dp_reasm *r, const struct dp_peer *peer, const struct fg_frag *f,
+		  const struct fg_ingest_ctx *ictx, uint64_t now, struct dp_reasm_out *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->disp = DP_RA_TAKEN;
+	uint32_t C = r->cfg.chunk;
+	/* Chunk sizes: every fragment but the last is exactly C, the last 1..C. */
+	if (f->total < 2 || f->index >= f->total) {
+		out->disp = DP_RA_MALFORMED;
+		out->reason = f->total ? FG_R_FRAG_INDEX_RANGE : FG_R_FRAG_TOTAL_ZERO;
+		return 0;
+	}
+	bool last = f->index + 1u == f->total;
+	if ((!last && f->chunk_len != C) || (last && (f->chunk_len == 0 || f->chunk_len > C))) {
+		out->disp = DP_RA_MALFORMED;
+		out->reason = FG_R_FRAG_CHUNK_SIZE;
+		return 0;
+	}
+	uint32_t i = hash_find(r, peer, f->frame_id);
+	if (i == NIL) {
+		i = ctx_alloc(r, peer, f, now);
+		if (i == NIL) {
+			out->disp = DP_RA_OVERFLOW;
+			return 0;
+		}
+	}
+	struct dp_ra_ctx *c = &r->ctx[i];
+	if (c->state == RA_DONE) {
+		out->disp = DP_RA_DUP;
+		return 0;
+	}
+	if (f->total != c->total) {
+		out->disp = DP_RA_MALFORMED;
+		out->reason = FG_R_FRAG_TOTAL_CHANGED;
+		return 0;
+	}
+	if (bit_test(c, f->index)) {
+		out->disp = DP_RA_DUP;
+		return 0;
+	}
+	if (last && c->frame_len && f->chunk_len != c->frame_len - (c->total - 1u) * C) {
+		out->disp = DP_RA_MALFORMED;
+		out->reason = FG_R_FRAG_CHUNK_SIZE;
+		return 0;
+	}
+	if (c->state == RA_DISCARD) {
+		bit_set(c, f->index);
+		c->nrecv++;
+		out->disp = DP_RA_DISCARDED;
+		out->stream_id = c->stream_id;
+		out->sequence = c->sequence;
+		goto complete;
+	}
+	if (c->state == RA_HOLD && f->index != 0) {
+		if (!c->buf) {
+			c->buf = r->cfg.bufs.get(r->cfg.bufs.arg);
+			if (!c->buf) {
+				out->disp = DP_RA_NOBUF;
+				return 0;
+			}
+		}
+		if ((size_t)f->index * C + f->chunk_len > r->cfg.frame_max) {
+			/* Cannot fit whatever the header says: the frame is too large. */
+			out->disp = DP_RA_MALFORMED;
+			out->reason = FG_R_SEED_TOO_LARGE;
+			return 0;
+		}
+		memcpy(c->buf + (size_t)f->index * C, f->chunk, f->chunk_len);
+	}
+	bit_set(c, f->index);
+	c->nrecv++;
+	if (last) {
+		c->has_last = true;
+		c->last_len = f->chunk_len;
+	}
+	switch (c->state) {
+	case RA_HOLD:
+		if (f->index == 0)
+			first_fragment(r, c, f->chunk, f->chunk_len, ictx, now, out);
+		break;
+	case RA_SLOT:
+		out->stream_id = c->stream_id;
+		out->sequence = c->sequence;
+		(void)slot_place(r, c, (uint32_t)f->index * C, f->chunk, f->chunk_len, now, out);
+		break;
+	case RA_BUFFER:
+		memcpy(c->buf + (size_t)f->index * C, f->chunk, f->chunk_len);
+		break;
+	default:
+		break;
+	}
+	if ((out->events & DP_RA_EV_OUTCOME) && f->index != 0)
+		out->seed = c->seed; /* the status needs fragment 0's prefix facts */
+complete:
+	if (c->nrecv == c->total && !c->bad && c->state != RA_HOLD) {
+		out->events |= DP_RA_EV_COMPLETE;
+		out->stream_id = c->stream_id;
+		out->sequence = c->sequence;
+		if (c->state == RA_BUFFER) {
+			out->events |= DP_RA_EV_FRAME;
+			out->buf = c->buf;
+			out->len = c->frame_len;
+			c->buf = NULL;
+		}
+		ctx_done(r, i, now);
+	}
+	return 0;
+}
+
+uint32_t dp_reasm_expire(struct dp_reasm *r, uint64_t now, uint32_t max)
+{
+	uint32_t n = 0, seen = 0;
+	while (r->act_head != NIL && seen < max && r->ctx[r->act_head].t_ns + r->cfg.timeout_ns <= now) {
+		/* every active context is an incomplete group: count it */
+		n++;
+		ctx_free(r, r->act_head, true);
+		seen++;
+	}
+	while (r->done_head != NIL && seen < max && r->ctx[r->done_head].t_ns + r->cfg.timeout_ns <= now) {
+		ctx_free(r, r->done_head, false);
+		seen++;
+	}
+	r->timeouts += n;
+	return n;
+}
+
+void dp_reasm_fini(struct dp_reasm *r)
+{
+	while (r->act_head != NIL)
+		ctx_free(r, r->act_head, true);
+	while (r->done_head != NIL)
+		ctx_free(r, r->done_head, false);
+}

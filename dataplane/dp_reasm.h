@@ -1,0 +1,143 @@
+/* dp_reasm.h - UDP fragmented-profile reassembly (wire.md 2.1), pure C.
+ *
+ * Owns: the bounded table of reassembly contexts of ONE lcore, keyed by
+ * (source address, source port, frame_id); fragment validation; the choice,
+ * when fragment 0 arrives, between placing chunks straight into the local
+ * slot shard (fg_slot_begin / fg_slot_place) and assembling the whole frame
+ * in a buffer (non-seed frames, seeds owned by another lcore's shard,
+ * FG_O_DUP_PENDING); holding fragments that arrive before fragment 0;
+ * bounded lifetime (timeout) and tombstones that absorb late duplicates.
+ *
+ * Who may call: the lcore that owns the table (and its slot shard), only.
+ * No DPDK types, no allocation after dp_reasm_init, no logging, no I/O:
+ * frame buffers come from the caller's dp_buf_ops (an rte_mempool in the
+ * dataplane, malloc in the unit test).
+ *
+ * Frame-size rule (written down in docs/dataplane.md): every fragment except
+ * the last carries exactly C = mtu - 4 bytes, C taken from the configuration;
+ * a sender with a different MTU is refused with frag_chunk_size. Fragments
+ * with frag_total == 1 never enter this table (the caller handles them whole).
+ *
+ * Context life:
+ *
+ *     (new) --frag i>0--> HOLD --frag 0, local seed, begin ok--> SLOT --all--> DONE
+ *       |                  |  \--frag 0, other frame / remote shard /     |
+ *       |                  |      DUP_PENDING----------------> BUFFER --all--> DONE
+ *       |                  \--frag 0 refused / malformed -----> DISCARD --all--> DONE
+ *       \--------- frag 0 goes straight to the same choice      (bad group: no DONE)
+ *     any non-DONE state --timeout--> freed (SLOT: fg_slot_abort), counted
+ *     DONE --timeout, or recycled when the table is full--> freed
+ *
+ * Invariants:
+ *  1. A context is on exactly one list: active (HOLD/SLOT/BUFFER/DISCARD,
+ *     creation order = deadline order) or done (completion order).
+ *  2. buf != NULL only in HOLD and BUFFER (and transiently while SLOT
+ *     drains held fragments); every buffer obtained is returned exactly once,
+ *     either by the table or by the caller that received EV_FRAME.
+ *  3. nrecv == popcount(bits) <= total.
+ */
+#ifndef DP_REASM_H
+#define DP_REASM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg/common.h"
+#include "fg/ingest.h"
+#include "fg/slot.h"
+#include "fg/wire.h"
+
+/* A UDP source: family 4 or 6, address in network byte order (IPv4 in the
+ * first 4 bytes, rest zero), port in host order. */
+struct dp_peer {
+	uint8_t family;
+	uint8_t addr[16];
+	uint16_t port;
+};
+bool dp_peer_eq(const struct dp_peer *a, const struct dp_peer *b);
+uint32_t dp_peer_hash(const struct dp_peer *p, uint32_t extra);
+
+/* Where frame buffers come from (each buffer holds frame_max bytes). */
+struct dp_buf_ops {
+	void *(*get)(void *arg);         /* NULL when none is free */
+	void (*put)(void *arg, void *buf);
+	void *arg;
+};
+
+struct dp_reasm_cfg {
+	uint32_t contexts;   /* live contexts, >= 1 */
+	uint32_t chunk;      /* C = mtu - 4; >= 64 */
+	uint32_t frame_max;  /* largest frame assembled (bytes); <= 255 * chunk */
+	uint64_t timeout_ns; /* lifetime of an incomplete group, and of a tombstone */
+	struct fg_slots *slots; /* the local shard, or NULL: never place directly */
+	uint32_t shard_self, n_shards; /* fg_shard_of(..., n_shards) == shard_self: local */
+	uint16_t n_layers;
+	struct dp_buf_ops bufs;
+};
+
+/* What happened to one fragment (exactly one per push). */
+enum dp_ra_disp {
+	DP_RA_TAKEN = 0,   /* stored, placed or judged; see events */
+	DP_RA_DUP,         /* duplicate fragment (same index, or of a finished frame) */
+	DP_RA_OVERFLOW,    /* no free context */
+	DP_RA_NOBUF,       /* no frame buffer free */
+	DP_RA_MALFORMED,   /* refused; out->reason says why */
+	DP_RA_DISCARDED,   /* absorbed by a group already judged or refused */
+};
+
+#define DP_RA_EV_OUTCOME 0x1u  /* a slot outcome for a seed on the direct path: seed, res, reason */
+#define DP_RA_EV_FRAME 0x2u    /* a whole frame is in buf[0..len): the caller owns buf now */
+#define DP_RA_EV_COMPLETE 0x4u /* every fragment arrived: ACK (stream_id, sequence) */
+
+struct dp_reasm_out {
+	enum dp_ra_disp disp;
+	unsigned events;
+	int reason;            /* fg_reason for MALFORMED or an OUTCOME of FG_O_MALFORMED */
+	uint16_t stream_id;    /* COMPLETE, OUTCOME */
+	uint32_t sequence;
+	void *buf;             /* FRAME */
+	uint32_t len;
+	struct fg_seed seed;   /* OUTCOME: decoded header and prefix (body NULL) */
+	struct fg_slot_result res; /* OUTCOME */
+};
+
+struct dp_ra_ctx;
+struct dp_reasm {
+	struct dp_reasm_cfg cfg;
+	struct dp_ra_ctx *ctx;   /* [contexts] */
+	uint32_t *bucket;        /* [n_buckets] */
+	uint32_t n_buckets;
+	uint32_t free_head;
+	uint32_t act_head, act_tail, done_head, done_tail;
+	uint32_t n_active, n_done;
+	/* monotonic */
+	uint64_t timeouts, recycled;
+};
+
+/* Bytes of caller memory for a table (64-byte aligned). */
+size_t dp_reasm_mem_size(const struct dp_reasm_cfg *cfg);
+/* Lay a table out in mem[0..len). 0, -EINVAL (cfg) or -ENOSPC (len). */
+FG_MUST_CHECK int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_reasm_cfg *cfg);
+
+/* One fragment with frag->total >= 2 (fg_frag_decode already checked
+ * total != 0 and index < total). ctx gives bands, limits and the line facts
+ * of this burst. Fills *out; returns 0 (the disposition is out->disp).
+ * When out->events has EV_OUTCOME with RESOLVED, the seed is readable with
+ * fg_slot_seed(slots, out->res.slot) until the next call that mutates the
+ * shard. */
+FG_MUST_CHECK int dp_reasm_push(struct dp_reasm *r, const struct dp_peer *peer, const struct fg_frag *frag,
+				const struct fg_ingest_ctx *ctx, uint64_t now_ns, struct dp_reasm_out *out);
+
+/* Free contexts whose lifetime ended (oldest first, at most max); aborts the
+ * slot attempt of a timed-out SLOT context. Returns how many INCOMPLETE
+ * groups timed out (tombstones are freed silently). */
+uint32_t dp_reasm_expire(struct dp_reasm *r, uint64_t now_ns, uint32_t max);
+
+/* Release every context and buffer (shutdown). */
+void dp_reasm_fini(struct dp_reasm *r);
+
+/* Live contexts (active + tombstones). */
+static inline uint32_t dp_reasm_live(const struct dp_reasm *r) { return r->n_active + r->n_done; }
+
+#endif

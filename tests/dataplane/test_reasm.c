@@ -1,0 +1,606 @@
+/* test_reasm.c - unit tests for dataplane/dp_reasm.c (pure, no DPDK).
+ *
+ * Covers: in-order and out-of-order reassembly straight into a slot, held
+ * fragments drained when fragment 0 arrives last, duplicates (live and
+ * after completion), every fragment validation of wire.md 2.1, a frame whose
+ * shard belongs to another lcore (whole-frame buffer), non-seed frames,
+ * FG_O_DUP_PENDING -> whole frame -> fg_slot_put (duplicate and conflict),
+ * timeouts aborting the slot attempt, context overflow and tombstone
+ * recycling, disabled lines, malformed prefixes, the U02..U04 vectors in
+ * every arrival order, and that every buffer taken is returned. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fg/ingest.h"
+#include "fg/slot.h"
+#include "fg/wire.h"
+#include "dp_reasm.h"
+
+#define HIDDEN 64u
+#define CHUNK 64u
+#define LAYERS 4u
+
+struct env {
+	struct fg_slots slots;
+	void *slots_mem;
+	struct dp_reasm r;
+	void *rmem;
+	struct fg_bands bands;
+	struct fg_seed_limits lim;
+	struct fg_ingest_ctx ictx;
+	int bufs_out;
+	uint32_t frame_max;
+};
+
+static void *buf_get(void *arg)
+{
+	struct env *e = arg;
+	e->bufs_out++;
+	return malloc(e->frame_max);
+}
+
+static void buf_put(void *arg, void *b)
+{
+	struct env *e = arg;
+	e->bufs_out--;
+	free(b);
+}
+
+static fg_linefacts facts_all(unsigned state)
+{
+	fg_linefacts f = 0;
+	for (unsigned i = 0; i < 7; i++)
+		f |= (fg_linefacts)state << (2 * i);
+	return f;
+}
+
+static struct env *env_new(uint32_t contexts, uint32_t n_shards, uint32_t self, uint32_t frame_max)
+{
+	struct env *e = calloc(1, sizeof(*e));
+	struct fg_slots_cfg sc;
+	memset(&sc, 0, sizeof(sc));
+	sc.capacity = 64;
+	sc.hidden = HIDDEN;
+	sc.max_seq_len = 1;
+	sc.n_layers = LAYERS;
+	sc.deadline_ns = 1000000000ull;
+	const uint8_t order[3] = {1, 3, 5};
+	for (unsigned l = 0; l < LAYERS; l++)
+		assert_int_equal(fg_rule_make(&sc.rules[l], order, 3), 0);
+	size_t sz = fg_slots_mem_size(&sc);
+	e->slots_mem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+	assert_int_equal(fg_slots_init(&e->slots, e->slots_mem, sz, &sc), 0);
+	fg_bands_default(&e->bands);
+	e->bands.n_layers = LAYERS;
+	e->lim.hidden = HIDDEN;
+	e->lim.max_seq_len = 1;
+	e->ictx.bands = &e->bands;
+	e->ictx.limits = &e->lim;
+	e->ictx.lines = facts_all(1 /* shadow */);
+	e->frame_max = frame_max;
+	struct dp_reasm_cfg rc = {
+		.contexts = contexts,
+		.chunk = CHUNK,
+		.frame_max = frame_max,
+		.timeout_ns = 1000000,
+		.slots = &e->slots,
+		.shard_self = self,
+		.n_shards = n_shards,
+		.n_layers = LAYERS,
+		.bufs = {.get = buf_get, .put = buf_put, .arg = e},
+	};
+	sz = dp_reasm_mem_size(&rc);
+	e->rmem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+	assert_int_equal(dp_reasm_init(&e->r, e->rmem, sz, &rc), 0);
+	return e;
+}
+
+static void env_free(struct env *e)
+{
+	dp_reasm_fini(&e->r);
+	assert_int_equal(e->bufs_out, 0); /* every buffer came back */
+	free(e->rmem);
+	free(e->slots_mem);
+	free(e);
+}
+
+/* A seed frame for (token, layer, line, sign) with floats base + k * step. */
+static uint32_t make_seed(struct env *e, uint8_t *out, uint32_t token, uint16_t layer, uint8_t line, uint8_t neg,
+			  float base, float step)
+{
+	float body[HIDDEN];
+	for (unsigned k = 0; k < HIDDEN; k++)
+		body[k] = base + (float)k * step;
+	struct fg_seed s = {.token_seq = token, .dst_layer = layer, .line = line, .orientation = neg, .start_pos = 3,
+			    .seq_len = 1, .body = (const uint8_t *)body, .body_len = sizeof(body)};
+	ssize_t n = fg_seed_encode(&e->bands, &s, out, 4096);
+	assert_true(n > 0);
+	return (uint32_t)n;
+}
+
+static struct dp_peer peer_of(uint16_t port)
+{
+	struct dp_peer p = {.family = 4, .port = port};
+	p.addr[0] = 10;
+	p.addr[3] = 7;
+	return p;
+}
+
+/* Push fragment idx of frame[0..len) under frame_id. */
+static struct dp_reasm_out push(struct env *e, const struct dp_peer *p, uint16_t fid, const uint8_t *frame,
+			       uint32_t len, unsigned idx, uint64_t now)
+{
+	struct fg_frag f;
+	f.frame_id = fid;
+	f.index = (uint8_t)idx;
+	f.total = (uint8_t)fg_frag_count(len, CHUNK);
+	f.chunk = frame + idx * CHUNK;
+	f.chunk_len = (len - idx * CHUNK) < CHUNK ? len - idx * CHUNK : CHUNK;
+	struct dp_reasm_out out;
+	assert_int_equal(dp_reasm_push(&e->r, p, &f, &e->ictx, now, &out), 0);
+	return out;
+}
+
+static void reference(float *out, const float *x, const float *a, const float *f, int nx, int na, int nf)
+{
+	for (unsigned k = 0; k < HIDDEN; k++) {
+		volatile float r = nx ? -x[k] : x[k];
+		r = na ? r - a[k] : r + a[k];
+		r = nf ? r - f[k] : r + f[k];
+		out[k] = r;
+	}
+}
+
+static void fill(float *v, float base, float step)
+{
+	for (unsigned k = 0; k < HIDDEN; k++)
+		v[k] = base + (float)k * step;
+}
+
+/* Three lines, each fragmented into 5 pieces; `perm` orders fragments. */
+static void resolve_with_orders(const unsigned *order)
+{
+	struct env *e = env_new(16, 1, 0, 4096);
+	uint8_t fr[3][4096];
+	uint32_t len[3];
+	len[0] = make_seed(e, fr[0], 42, 2, 1, 0, 0.1f, 1e-3f);
+	len[1] = make_seed(e, fr[1], 42, 2, 3, 1, 1e8f, 3.0f);
+	len[2] = make_seed(e, fr[2], 42, 2, 5, 0, -1e8f, 7.0f);
+	assert_int_equal(fg_frag_count(len[0], CHUNK), 5);
+	struct dp_peer p = peer_of(5000);
+	int resolved = 0, completes = 0;
+	uint32_t slot = 0;
+	for (unsigned line = 0; line < 3; line++) {
+		for (unsigned k = 0; k < 5; k++) {
+			struct dp_reasm_out o = push(e, &p, (uint16_t)(100 + line), fr[line], len[line], order[k], 1000);
+			assert_int_equal(o.disp, DP_RA_TAKEN);
+			assert_false(o.events & DP_RA_EV_FRAME);
+			if (o.events & DP_RA_EV_COMPLETE) {
+				completes++;
+				assert_int_equal(o.sequence, 42);
+				assert_int_equal(o.stream_id, 0xAF62);
+				assert_int_equal(k, 4); /* only the last fragment completes */
+			}
+			if (o.events & DP_RA_EV_OUTCOME) {
+				assert_int_equal(k, 4);
+				assert_int_equal(o.seed.token_seq, 42);
+				assert_int_equal(o.seed.dst_layer, 2);
+				if (line < 2) {
+					assert_int_equal(o.res.outcome, FG_O_ACCEPTED);
+				} else {
+					assert_int_equal(o.res.outcome, FG_O_RESOLVED);
+					resolved++;
+					slot = o.res.slot;
+				}
+			}
+		}
+	}
+	assert_int_equal(completes, 3);
+	assert_int_equal(resolved, 1);
+	struct fg_seed_view v;
+	assert_int_equal(fg_slot_seed(&e->slots, slot, &v), 0);
+	float x[HIDDEN], a[HIDDEN], f[HIDDEN], want[HIDDEN];
+	fill(x, 0.1f, 1e-3f);
+	fill(a, 1e8f, 3.0f);
+	fill(f, -1e8f, 7.0f);
+	reference(want, x, a, f, 0, 1, 0);
+	assert_int_equal(v.body_len, sizeof(want));
+	assert_memory_equal(v.body, want, sizeof(want));
+	assert_int_equal(v.start_pos, 3);
+	/* a duplicate of a finished frame is absorbed by its tombstone */
+	struct dp_reasm_out o = push(e, &p, 100, fr[0], len[0], 2, 2000);
+	assert_int_equal(o.disp, DP_RA_DUP);
+	assert_int_equal(o.events, 0);
+	env_free(e);
+}
+
+static void test_in_order(void **st)
+{
+	(void)st;
+	const unsigned order[5] = {0, 1, 2, 3, 4};
+	resolve_with_orders(order);
+}
+
+static void test_first_last(void **st)
+{
+	(void)st;
+	const unsigned order[5] = {4, 2, 3, 1, 0};
+	resolve_with_orders(order);
+}
+
+static void test_first_middle(void **st)
+{
+	(void)st;
+	const unsigned order[5] = {3, 1, 0, 4, 2};
+	resolve_with_orders(order);
+}
+
+static void test_duplicate_fragment(void **st)
+{
+	(void)st;
+	struct env *e = env_new(16, 1, 0, 4096);
+	uint8_t fr[4096];
+	uint32_t len = make_seed(e, fr, 7, 1, 1, 0, 1.0f, 0.5f);
+	struct dp_peer p = peer_of(1);
+	assert_int_equal(push(e, &p, 9, fr, len, 1, 0).disp, DP_RA_TAKEN);
+	assert_int_equal(push(e, &p, 9, fr, len, 1, 0).disp, DP_RA_DUP);
+	assert_int_equal(push(e, &p, 9, fr, len, 0, 0).disp, DP_RA_TAKEN);
+	assert_int_equal(push(e, &p, 9, fr, len, 0, 0).disp, DP_RA_DUP);
+	assert_int_equal(dp_reasm_live(&e->r), 1);
+	env_free(e);
+}
+
+static void test_validation(void **st)
+{
+	(void)st;
+	struct env *e = env_new(16, 1, 0, 4096);
+	uint8_t fr[4096];
+	uint32_t len = make_seed(e, fr, 7, 1, 1, 0, 1.0f, 0.5f); /* 274 bytes: 5 fragments */
+	struct dp_peer p = peer_of(2);
+	struct dp_reasm_out o;
+	struct fg_frag f = {.frame_id = 1, .index = 1, .total = 5, .chunk = fr + CHUNK, .chunk_len = CHUNK};
+
+	/* frag_total changing inside a group */
+	assert_int_equal(dp_reasm_push(&e->r, &p, &f, &e->ictx, 0, &o), 0);
+	assert_int_equal(o.disp, DP_RA_TAKEN);
+	f.index = 2;
+	f.total = 6;
+	assert_int_equal(dp_reasm_push(&e->r, &p, &f, &e->ictx, 0, &o), 0);
+	assert_int_equal(o.disp, DP_RA_MALFORMED);
+	assert_int_equal(o.reason, FG_R_FRAG_TOTAL_CHANGED);
+
+	/* a non-last fragment shorter than C */
+	f.total = 5;
+	f.chunk_len = CHUNK - 1;
+	assert_int_equal(dp_reasm_push(&e->r, &p, &f, &e->ictx, 0, &o), 0);
+	assert_int_equal(o.disp, DP_RA_MALFORMED);
+	assert_int_equal(o.reason, FG_R_FRAG_CHUNK_SIZE);
+	/* a last fragment longer than C */
+	f.index = 4;
+	f.chunk_len = CHUNK + 1;
+	assert_int_equal(dp_reasm_push(&e->r, &p, &f, &e->ictx, 0, &o), 0);
+	assert_int_equal(o.reason, FG_R_FRAG_CHUNK_SIZE);
+	/* empty last fragment */
+	f.chunk_len = 0;
+	assert_int_equal(dp_reasm_push(&e->r, &p, &f, &e->ictx, 0, &o), 0);
+	assert_int_equal(o.reason, FG_R_FRAG_CHUNK_SIZE);
+	/* index >= total, total 0, total 1 are the caller's, but refused anyway */
+	f.index = 5;
+	f.chunk_len = 10;
+	assert_int_equal(dp_reasm_push(&e->r, &p, &f, &e->ictx, 0, &o), 0);
+	assert_int_equal(o.reason, FG_R_FRAG_INDEX_RANGE);
+	f.total = 0;
+	f.index = 0;
+	assert_int_equal(dp_reasm_push(&e->r, &p, &f, &e->ictx, 0, &o), 0);
+	assert_int_equal(o.reason, FG_R_FRAG_TOTAL_ZERO);
+
+	/* last fragment's size disagrees with the header (checked at fragment 0) */
+	struct dp_peer q = peer_of(3);
+	f = (struct fg_frag){.frame_id = 2, .index = 4, .total = 5, .chunk = fr + 4 * CHUNK, .chunk_len = 17};
+	assert_int_equal(dp_reasm_push(&e->r, &q, &f, &e->ictx, 0, &o), 0);
+	assert_int_equal(o.disp, DP_RA_TAKEN);
+	o = push(e, &q, 2, fr, len, 0, 0);
+	assert_int_equal(o.disp, DP_RA_MALFORMED);
+	assert_int_equal(o.reason, FG_R_FRAG_CHUNK_SIZE);
+	for (unsigned i = 1; i < 4; i++) {
+		o = push(e, &q, 2, fr, len, i, 0);
+		assert_int_equal(o.disp, DP_RA_DISCARDED);
+		assert_false(o.events & DP_RA_EV_COMPLETE); /* a malformed group is never ACKed */
+	}
+
+	/* the header says 6 fragments are needed but the group says 5 */
+	uint8_t big[4096];
+	memcpy(big, fr, len);
+	fg_put_be24(big + 7, (uint32_t)(len - 10 + CHUNK)); /* length + C */
+	struct dp_peer r = peer_of(4);
+	o = push(e, &r, 3, big, len, 0, 0);
+	assert_int_equal(o.disp, DP_RA_MALFORMED);
+	assert_int_equal(o.reason, FG_R_FRAG_CHUNK_SIZE);
+
+	/* nothing of the bad groups reached the slot */
+	struct fg_slot_info info;
+	if (fg_slot_lookup(&e->slots, 7, 1, &info) == 0)
+		assert_int_equal(info.landed, 0);
+	env_free(e);
+}
+
+static void test_remote_shard_buffer(void **st)
+{
+	(void)st;
+	/* two shards; find a token owned by shard 1 while this table is shard 0 */
+	struct env *e = env_new(16, 2, 0, 4096);
+	uint32_t token = 0;
+	while (fg_shard_of(token, 1, LAYERS, 2) != 1)
+		token++;
+	uint8_t fr[4096];
+	uint32_t len = make_seed(e, fr, token, 1, 3, 0, 2.0f, 0.25f);
+	struct dp_peer p = peer_of(6);
+	const unsigned order[5] = {2, 0, 4, 1, 3};
+	for (unsigned k = 0; k < 5; k++) {
+		struct dp_reasm_out o = push(e, &p, 77, fr, len, order[k], 0);
+		assert_int_equal(o.disp, DP_RA_TAKEN);
+		assert_false(o.events & DP_RA_EV_OUTCOME);
+		if (k < 4) {
+			assert_int_equal(o.events, 0);
+			continue;
+		}
+		assert_int_equal(o.events, DP_RA_EV_FRAME | DP_RA_EV_COMPLETE);
+		assert_int_equal(o.len, len);
+		assert_memory_equal(o.buf, fr, len);
+		assert_int_equal(o.sequence, token);
+		buf_put(e, o.buf); /* the caller owns it now */
+	}
+	assert_int_equal(e->slots.opened, 0); /* never touched the local shard */
+	env_free(e);
+}
+
+static void test_dup_pending(void **st)
+{
+	(void)st;
+	struct env *e = env_new(16, 1, 0, 4096);
+	uint8_t fr[4096], other[4096];
+	uint32_t len = make_seed(e, fr, 5, 0, 1, 0, 1.0f, 1.0f);
+	(void)make_seed(e, other, 5, 0, 1, 0, 1.0f, 2.0f);
+	struct dp_peer p = peer_of(7);
+	for (unsigned k = 0; k < 5; k++)
+		(void)push(e, &p, 1, fr, len, k, 0);
+	/* the same line again under a new frame_id: begin says DUP_PENDING */
+	struct dp_reasm_out o;
+	for (unsigned k = 0; k < 5; k++)
+		o = push(e, &p, 2, fr, len, k, 0);
+	assert_int_equal(o.events, DP_RA_EV_FRAME | DP_RA_EV_COMPLETE);
+	struct fg_frame f;
+	assert_int_equal(fg_frame_decode(o.buf, o.len, FG_TRANSPORT_MESSAGE, &f), (ssize_t)len);
+	struct fg_ingest_result ir;
+	assert_int_equal(fg_ingest_frame(&e->slots, &e->ictx, &f, 0, &ir), 0);
+	assert_int_equal(ir.slot.outcome, FG_O_DUPLICATE);
+	buf_put(e, o.buf);
+	/* a different body on the same line: conflict */
+	for (unsigned k = 0; k < 5; k++)
+		o = push(e, &p, 3, other, len, 4 - k, 0);
+	assert_int_equal(o.events, DP_RA_EV_FRAME | DP_RA_EV_COMPLETE);
+	assert_int_equal(fg_frame_decode(o.buf, o.len, FG_TRANSPORT_MESSAGE, &f), (ssize_t)len);
+	assert_int_equal(fg_ingest_frame(&e->slots, &e->ictx, &f, 0, &ir), 0);
+	assert_int_equal(ir.slot.outcome, FG_O_CONFLICT);
+	buf_put(e, o.buf);
+	env_free(e);
+}
+
+static void test_timeout_aborts_attempt(void **st)
+{
+	(void)st;
+	struct env *e = env_new(16, 1, 0, 4096);
+	uint8_t fr[4096];
+	uint32_t len = make_seed(e, fr, 11, 3, 1, 0, 4.0f, 1.0f);
+	struct dp_peer p = peer_of(8);
+	/* fragments 0..3 land in the slot, fragment 4 is lost */
+	for (unsigned k = 0; k < 4; k++)
+		assert_int_equal(push(e, &p, 50, fr, len, k, 0).disp, DP_RA_TAKEN);
+	assert_int_equal(dp_reasm_expire(&e->r, 999999, 100), 0);
+	assert_int_equal(dp_reasm_expire(&e->r, 1000000, 100), 1);
+	assert_int_equal(dp_reasm_live(&e->r), 0);
+	/* the late fragment starts a new group that also times out, alone */
+	assert_int_equal(push(e, &p, 50, fr, len, 4, 1000001).disp, DP_RA_TAKEN);
+	assert_int_equal(e->bufs_out, 1); /* held */
+	assert_int_equal(dp_reasm_expire(&e->r, 2000001, 100), 1);
+	assert_int_equal(e->bufs_out, 0);
+	/* the sender resends under a new frame_id: the whole body lands */
+	struct dp_reasm_out o;
+	for (unsigned k = 0; k < 5; k++)
+		o = push(e, &p, 51, fr, len, k, 3000000);
+	assert_true(o.events & DP_RA_EV_OUTCOME);
+	assert_int_equal(o.res.outcome, FG_O_ACCEPTED);
+	struct fg_slot_info info;
+	assert_int_equal(fg_slot_lookup(&e->slots, 11, 3, &info), 0);
+	assert_int_equal(info.landed, 1u << 1);
+	env_free(e);
+}
+
+static void test_overflow_and_recycling(void **st)
+{
+	(void)st;
+	struct env *e = env_new(2, 1, 0, 4096);
+	uint8_t fr[4096];
+	uint32_t len = make_seed(e, fr, 1, 0, 1, 0, 1.0f, 1.0f);
+	struct dp_peer p = peer_of(9);
+	assert_int_equal(push(e, &p, 1, fr, len, 1, 0).disp, DP_RA_TAKEN);
+	assert_int_equal(push(e, &p, 2, fr, len, 1, 0).disp, DP_RA_TAKEN);
+	assert_int_equal(push(e, &p, 3, fr, len, 1, 0).disp, DP_RA_OVERFLOW);
+	/* finish group 1: it becomes a tombstone, which a new group may recycle */
+	for (unsigned k = 0; k < 5; k++)
+		if (k != 1)
+			(void)push(e, &p, 1, fr, len, k, 0);
+	assert_int_equal(push(e, &p, 3, fr, len, 1, 0).disp, DP_RA_TAKEN);
+	assert_int_equal(e->r.recycled, 1);
+	assert_int_equal(dp_reasm_live(&e->r), 2);
+	env_free(e);
+}
+
+static void test_line_disabled_and_bad_prefix(void **st)
+{
+	(void)st;
+	struct env *e = env_new(16, 1, 0, 4096);
+	uint8_t fr[4096];
+	uint32_t len = make_seed(e, fr, 12, 0, 3, 0, 1.0f, 1.0f);
+	struct dp_peer p = peer_of(10);
+	e->ictx.lines = facts_all(1) & ~((fg_linefacts)3 << 6); /* line 3 disabled */
+	struct dp_reasm_out o = push(e, &p, 1, fr, len, 0, 0);
+	assert_true(o.events & DP_RA_EV_OUTCOME);
+	assert_int_equal(o.res.outcome, FG_O_LINE_DISABLED);
+	for (unsigned k = 1; k < 5; k++)
+		o = push(e, &p, 1, fr, len, k, 0);
+	assert_int_equal(o.disp, DP_RA_DISCARDED);
+	assert_int_equal(o.events, DP_RA_EV_COMPLETE); /* still ACKed: it was received */
+	assert_int_equal(e->slots.opened, 0);
+
+	e->ictx.lines = facts_all(1);
+	len = make_seed(e, fr, 13, 0, 1, 0, 1.0f, 1.0f);
+	fr[6] = 0x12; /* line 1, orientation 2 */
+	o = push(e, &p, 2, fr, len, 3, 0);
+	o = push(e, &p, 2, fr, len, 0, 0);
+	assert_true(o.events & DP_RA_EV_OUTCOME);
+	assert_int_equal(o.res.outcome, FG_O_MALFORMED);
+	assert_int_equal(o.reason, FG_R_SEED_ORIENTATION);
+	assert_int_equal(e->bufs_out, 0);
+	env_free(e);
+}
+
+static void test_too_large(void **st)
+{
+	(void)st;
+	struct env *e = env_new(16, 1, 0, 256); /* frames up to 256 bytes */
+	uint8_t fr[4096];
+	uint32_t len = make_seed(e, fr, 1, 0, 1, 0, 1.0f, 1.0f); /* 274 */
+	struct dp_peer p = peer_of(11);
+	struct dp_reasm_out o = push(e, &p, 1, fr, len, 4, 0);
+	assert_int_equal(o.disp, DP_RA_MALFORMED);
+	assert_int_equal(o.reason, FG_R_SEED_TOO_LARGE);
+	o = push(e, &p, 1, fr, len, 0, 0);
+	assert_true(o.events & DP_RA_EV_OUTCOME);
+	assert_int_equal(o.res.outcome, FG_O_MALFORMED);
+	assert_int_equal(o.reason, FG_R_SEED_TOO_LARGE);
+	env_free(e);
+}
+
+/* ---- U02..U04: the 3082-byte frame at C = 1468, every arrival order ---- */
+
+static int hexval(int c) { return c <= '9' ? c - '0' : (c | 32) - 'a' + 10; }
+
+static size_t vector(const char *id, uint8_t *out, size_t cap)
+{
+	const char *dir = getenv("FG_TEST_DATA");
+	char path[512], line[16384];
+	snprintf(path, sizeof(path), "%s/vectors.txt", dir ? dir : "tests/data");
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	size_t n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, id, strlen(id)) || line[strlen(id)] != ' ')
+			continue;
+		char *h = strchr(strchr(line, '|') + 1, '|') + 1;
+		while (*h == ' ')
+			h++;
+		while (h[0] && h[0] != ' ' && h[1] && n < cap) {
+			out[n++] = (uint8_t)(hexval(h[0]) << 4 | hexval(h[1]));
+			h += 2;
+		}
+		break;
+	}
+	fclose(f);
+	assert_true(n > 0);
+	return n;
+}
+
+static void test_vectors_u02_u04(void **st)
+{
+	(void)st;
+	static uint8_t d[3][2000];
+	size_t dl[3] = {vector("U02", d[0], 2000), vector("U03", d[1], 2000), vector("U04", d[2], 2000)};
+	uint8_t want[3082];
+	for (unsigned i = 0; i < 3072; i++)
+		want[10 + i] = (uint8_t)i;
+	memcpy(want, "\x00\x07\x00\x00\x00\x00\x00\x00\x0c\x00", 10);
+	const unsigned perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+	for (unsigned pi = 0; pi < 6; pi++) {
+		struct env *e = calloc(1, sizeof(*e));
+		e->frame_max = 4096;
+		fg_bands_default(&e->bands);
+		e->bands.n_layers = LAYERS;
+		e->lim.hidden = HIDDEN;
+		e->lim.max_seq_len = 1;
+		e->ictx.bands = &e->bands;
+		e->ictx.limits = &e->lim;
+		struct dp_reasm_cfg rc = {.contexts = 4, .chunk = 1468, .frame_max = 4096, .timeout_ns = 1,
+					  .n_shards = 1, .n_layers = LAYERS,
+					  .bufs = {.get = buf_get, .put = buf_put, .arg = e}};
+		size_t sz = dp_reasm_mem_size(&rc);
+		e->rmem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+		assert_int_equal(dp_reasm_init(&e->r, e->rmem, sz, &rc), 0);
+		struct dp_peer p = peer_of(12);
+		struct dp_reasm_out o;
+		for (unsigned k = 0; k < 3; k++) {
+			struct fg_frag f;
+			unsigned i = perms[pi][k];
+			assert_int_equal(fg_frag_decode(d[i], dl[i], &f), (ssize_t)dl[i]);
+			assert_int_equal(f.frame_id, 9);
+			assert_int_equal(dp_reasm_push(&e->r, &p, &f, &e->ictx, 0, &o), 0);
+			assert_int_equal(o.disp, DP_RA_TAKEN);
+		}
+		assert_int_equal(o.events, DP_RA_EV_FRAME | DP_RA_EV_COMPLETE);
+		assert_int_equal(o.len, 3082);
+		assert_memory_equal(o.buf, want, 3082);
+		buf_put(e, o.buf);
+		dp_reasm_fini(&e->r);
+		assert_int_equal(e->bufs_out, 0);
+		free(e->rmem);
+		free(e);
+	}
+}
+
+static void test_init_refuses(void **st)
+{
+	(void)st;
+	static _Alignas(64) uint8_t mem[1 << 16];
+	struct dp_reasm r;
+	struct env e0 = {.frame_max = 4096};
+	struct dp_reasm_cfg rc = {.contexts = 4, .chunk = 63, .frame_max = 4096, .n_shards = 1,
+				  .bufs = {.get = buf_get, .put = buf_put, .arg = &e0}};
+	assert_int_equal(dp_reasm_init(&r, mem, sizeof(mem), &rc), -EINVAL); /* chunk < 64 */
+	rc.chunk = 64;
+	rc.frame_max = 255 * 64 + 1;
+	assert_int_equal(dp_reasm_init(&r, mem, sizeof(mem), &rc), -EINVAL);
+	rc.frame_max = 4096;
+	rc.shard_self = 1;
+	assert_int_equal(dp_reasm_init(&r, mem, sizeof(mem), &rc), -EINVAL);
+	rc.shard_self = 0;
+	assert_int_equal(dp_reasm_init(&r, mem, 64, &rc), -ENOSPC);
+	assert_int_equal(dp_reasm_init(&r, mem, sizeof(mem), &rc), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_in_order),
+		cmocka_unit_test(test_first_last),
+		cmocka_unit_test(test_first_middle),
+		cmocka_unit_test(test_duplicate_fragment),
+		cmocka_unit_test(test_validation),
+		cmocka_unit_test(test_remote_shard_buffer),
+		cmocka_unit_test(test_dup_pending),
+		cmocka_unit_test(test_timeout_aborts_attempt),
+		cmocka_unit_test(test_overflow_and_recycling),
+		cmocka_unit_test(test_line_disabled_and_bad_prefix),
+		cmocka_unit_test(test_too_large),
+		cmocka_unit_test(test_vectors_u02_u04),
+		cmocka_unit_test(test_init_refuses),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
