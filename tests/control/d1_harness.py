@@ -187,22 +187,23 @@ socket = {self.dir}/fanoctl.sock
 
 # ---- HTTP over TLS (raw, so malformed requests can be sent) ------------------
 
-def http_read_response(s):
-    """Read one response: (status, headers dict lower-case, body bytes)."""
+def http_read_response(s, head=False):
+    """Read one response: (status, headers dict lower-case, body bytes, rest).
+    head: the response to a HEAD request (Content-Length but no body)."""
     buf = b""
     while b"\r\n\r\n" not in buf:
         chunk = s.recv(65536)
         if not chunk:
             raise ConnectionError("closed before a response head: %r" % buf)
         buf += chunk
-    head, _, rest = buf.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
+    top, _, rest = buf.partition(b"\r\n\r\n")
+    lines = top.decode("latin-1").split("\r\n")
     status = int(lines[0].split()[1])
     hdrs = {}
     for ln in lines[1:]:
         k, _, v = ln.partition(":")
         hdrs[k.strip().lower()] = v.strip()
-    n = int(hdrs.get("content-length", "0"))
+    n = 0 if head else int(hdrs.get("content-length", "0"))
     while len(rest) < n:
         chunk = s.recv(65536)
         if not chunk:
@@ -222,7 +223,7 @@ def http(d, method, path, body=b"", token=TOKEN, headers=None, cert=None, sock=N
     for k, v in (headers or {}).items():
         h.append(f"{k}: {v}")
     s.sendall(("\r\n".join(h) + "\r\n\r\n").encode() + body)
-    st, hd, bd, _ = http_read_response(s)
+    st, hd, bd, _ = http_read_response(s, head=method == "HEAD")
     if not sock:
         s.close()
     return st, hd, bd

@@ -1,0 +1,348 @@
+/* d1_test_engine.c - unit tests of control/cp_engine.c:
+ *   local mode: outcomes through ops->done, the resolved-seed frame through
+ *   ops->resolved (decoded and compared with a reference reduction),
+ *   lookups (open, resolved, poisoned, expired, unknown), expiry on the
+ *   loop's timer, malformed frames answered with their reason;
+ *   lanes mode: a frame goes to the owning lane (fg_shard_of) with its bytes
+ *   in a cp2dp buffer; OUTCOME/RESOLVED/EXPIRED/CONFLICT messages from a
+ *   fake lcore complete requests and raise events; dp2cp buffers are
+ *   released; a full lane is refused with -ENOBUFS. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cp_engine.h"
+#include "cp_loop.h"
+
+#define HIDDEN 4u
+
+static struct cp_loop L;
+static struct fg_config cfg;
+static struct {
+	int done, resolved, ended;
+	uint64_t cookie;
+	struct cp_engine_result r;
+	uint8_t frame[256];
+	size_t len;
+	uint16_t layer;
+	uint32_t token;
+	enum fg_slot_state st;
+} ev;
+
+static void on_done(void *arg, uint64_t cookie, const struct cp_engine_result *r)
+{
+	(void)arg;
+	ev.done++;
+	ev.cookie = cookie;
+	ev.r = *r;
+}
+
+static void on_resolved(void *arg, uint16_t layer, uint32_t token_seq, const uint8_t *frame, size_t len)
+{
+	(void)arg;
+	ev.resolved++;
+	ev.layer = layer;
+	ev.token = token_seq;
+	assert_true(len <= sizeof(ev.frame));
+	memcpy(ev.frame, frame, len);
+	ev.len = len;
+}
+
+static void on_ended(void *arg, uint16_t layer, uint32_t token_seq, enum fg_slot_state st)
+{
+	(void)arg;
+	ev.ended++;
+	ev.layer = layer;
+	ev.token = token_seq;
+	ev.st = st;
+}
+
+static const struct cp_engine_ops ops = {.done = on_done, .resolved = on_resolved, .ended = on_ended};
+
+static int setup(void **state)
+{
+	(void)state;
+	fg_config_default(&cfg);
+	cfg.hidden = HIDDEN;
+	cfg.layers = 4;
+	cfg.bands.n_layers = 4;
+	cfg.max_seq_len = 1;
+	cfg.slot_capacity = 64;
+	cfg.slot_deadline_ns = 30ull * 1000 * 1000;
+	return cp_loop_init(&L, 64);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	cp_loop_fini(&L);
+	return 0;
+}
+
+static size_t mk_seed(uint8_t *buf, size_t cap, uint16_t layer, uint32_t tok, uint8_t line, uint8_t neg,
+		      const float *v)
+{
+	struct fg_seed s = {.token_seq = tok, .dst_layer = layer, .line = line, .orientation = neg,
+			    .start_pos = 0, .seq_len = 1, .body = (const uint8_t *)v, .body_len = HIDDEN * 4};
+	ssize_t n = fg_seed_encode(&cfg.bands, &s, buf, cap);
+	assert_true(n > 0);
+	return (size_t)n;
+}
+
+static int submit(struct cp_engine *e, const uint8_t *buf, size_t len, uint64_t cookie)
+{
+	struct fg_frame f;
+	assert_int_equal(fg_frame_decode(buf, len, FG_TRANSPORT_MESSAGE, &f), (ssize_t)len);
+	return cp_engine_submit(e, &f, cookie);
+}
+
+static void stop_cb(struct cp_loop *l, struct cp_timer *t)
+{
+	(void)t;
+	cp_loop_stop(l);
+}
+
+static void run_for(uint64_t ns)
+{
+	struct cp_timer t = {0};
+	assert_int_equal(cp_timer_start(&L, &t, ns, stop_cb), 0);
+	L.stop = false;
+	assert_int_equal(cp_loop_run(&L), 0);
+}
+
+static void test_local(void **state)
+{
+	(void)state;
+	struct cp_engine e;
+	assert_int_equal(cp_engine_init(&e, &L, &cfg, NULL, &ops, NULL), 0);
+	assert_false(e.lanes_mode);
+	const float x[HIDDEN] = {1.0f, 2.0f, 0.1f, -3.0f}, a[HIDDEN] = {0.5f, 0.25f, 0.2f, 1e-8f},
+		    f[HIDDEN] = {8.0f, -1.0f, 0.3f, 3.0f};
+	uint8_t buf[128];
+	memset(&ev, 0, sizeof(ev));
+	size_t n = mk_seed(buf, sizeof(buf), 2, 7, 5, 0, f);
+	assert_int_equal(submit(&e, buf, n, 11), 0);
+	assert_int_equal(ev.done, 1);
+	assert_int_equal(ev.cookie, 11);
+	assert_int_equal(ev.r.status.outcome, FG_O_ACCEPTED);
+	const uint8_t *fr = NULL;
+	size_t fl = 0;
+	assert_int_equal(cp_engine_lookup(&e, 2, 7, &fr, &fl), FG_SLOT_OPEN);
+	n = mk_seed(buf, sizeof(buf), 2, 7, 1, 0, x);
+	assert_int_equal(submit(&e, buf, n, 12), 0);
+	n = mk_seed(buf, sizeof(buf), 2, 7, 3, 1, a);
+	assert_int_equal(submit(&e, buf, n, 13), 0);
+	assert_int_equal(ev.done, 3);
+	assert_int_equal(ev.r.status.outcome, FG_O_RESOLVED);
+	assert_int_equal(ev.resolved, 1);
+	assert_int_equal(ev.layer, 2);
+	assert_int_equal(ev.token, 7);
+	/* the pushed frame is the reference reduction ((x - a) + f) */
+	struct fg_frame rf;
+	struct fg_resolved rr;
+	struct fg_seed_limits lim = {.hidden = HIDDEN, .max_seq_len = 1};
+	assert_int_equal(fg_frame_decode(ev.frame, ev.len, FG_TRANSPORT_MESSAGE, &rf), (ssize_t)ev.len);
+	assert_int_equal(rf.hdr.stream_id, cfg.bands.resolved_base + 2);
+	assert_int_equal(rf.hdr.flags, FG_FLAG_FIN);
+	assert_true(fg_resolved_decode(&rf, 2, &lim, &rr) > 0);
+	for (unsigned i = 0; i < HIDDEN; i++) {
+		volatile float r = x[i];
+		r = r - a[i];
+		r = r + f[i];
+		float got;
+		memcpy(&got, rr.body + 4 * i, 4);
+		assert_memory_equal(&got, (const void *)&r, 4);
+	}
+	assert_int_equal(cp_engine_lookup(&e, 2, 7, &fr, &fl), FG_SLOT_RESOLVED);
+	assert_int_equal(fl, ev.len);
+	assert_memory_equal(fr, ev.frame, fl);
+	assert_int_equal(cp_engine_lookup(&e, 2, 8, &fr, &fl), FG_SLOT_FREE);
+
+	/* conflict: poisoned, epoch advanced, event raised */
+	uint32_t epoch = e.epoch;
+	n = mk_seed(buf, sizeof(buf), 1, 9, 1, 0, x);
+	assert_int_equal(submit(&e, buf, n, 14), 0);
+	n = mk_seed(buf, sizeof(buf), 1, 9, 1, 0, a);
+	ev.ended = 0;
+	assert_int_equal(submit(&e, buf, n, 15), 0);
+	assert_int_equal(ev.r.status.outcome, FG_O_CONFLICT);
+	assert_int_equal(ev.ended, 1);
+	assert_int_equal(ev.st, FG_SLOT_POISONED);
+	assert_true(e.epoch > epoch);
+	assert_int_equal(fg_linefacts_epoch(cp_engine_linefacts(&e)), e.epoch);
+	assert_int_equal(cp_engine_lookup(&e, 1, 9, &fr, &fl), FG_SLOT_POISONED);
+
+	/* malformed: answered with the codec's reason */
+	uint8_t junk[12] = {0xAF, 0x61, 0, 0, 0, 1, 0x10, 0, 0, 2, 0, 0};
+	struct fg_frame jf;
+	assert_int_equal(fg_frame_decode(junk, sizeof(junk), FG_TRANSPORT_MESSAGE, &jf), 12);
+	ev.done = 0;
+	assert_int_equal(cp_engine_submit(&e, &jf, 16), 0);
+	assert_int_equal(ev.done, 1);
+	assert_int_equal(ev.r.status.outcome, FG_O_MALFORMED);
+	assert_int_equal(ev.r.reason, FG_R_SEED_PREFIX);
+
+	/* expiry on the engine's timer */
+	n = mk_seed(buf, sizeof(buf), 3, 20, 1, 0, x);
+	assert_int_equal(submit(&e, buf, n, 17), 0);
+	ev.ended = 0;
+	run_for(80ull * 1000 * 1000);
+	assert_int_equal(ev.ended, 1);
+	assert_int_equal(ev.st, FG_SLOT_EXPIRED);
+	assert_int_equal(ev.layer, 3);
+	assert_int_equal(ev.token, 20);
+	assert_int_equal(cp_engine_lookup(&e, 3, 20, &fr, &fl), FG_SLOT_EXPIRED);
+	cp_engine_fini(&e);
+	run_for(10ull * 1000 * 1000); /* let the stopped tick complete */
+}
+
+/* ---- lanes ----------------------------------------------------------- */
+struct fake_lane {
+	void *mem[6];
+};
+
+static struct fg_ring *mk_ring(void **keep, uint32_t count)
+{
+	size_t sz = (fg_ring_mem_size(count, sizeof(struct fg_bmsg)) + 63) & ~(size_t)63;
+	struct fg_ring *r = aligned_alloc(64, sz);
+	assert_non_null(r);
+	assert_int_equal(fg_ring_init(r, count, sizeof(struct fg_bmsg)), 0);
+	*keep = r;
+	return r;
+}
+
+static void mk_pool(struct fg_pool *p, void **keep, uint32_t n, uint32_t size)
+{
+	size_t sz = (fg_pool_mem_size(n, size) + 63) & ~(size_t)63;
+	void *m = aligned_alloc(64, sz);
+	assert_non_null(m);
+	assert_int_equal(fg_pool_init(p, m, n, size), 0);
+	*keep = m;
+}
+
+static void test_lanes(void **state)
+{
+	(void)state;
+	enum { NL = 2, RING = 4 };
+	struct fg_lane lanes[NL];
+	struct fake_lane keep[NL];
+	memset(lanes, 0, sizeof(lanes));
+	for (int i = 0; i < NL; i++) {
+		lanes[i].to_dp = mk_ring(&keep[i].mem[0], RING);
+		lanes[i].to_cp = mk_ring(&keep[i].mem[1], 64);
+		mk_pool(&lanes[i].cp2dp, &keep[i].mem[2], 8, 256);
+		mk_pool(&lanes[i].dp2cp, &keep[i].mem[3], 8, 256);
+	}
+	static struct fg_boundary b;
+	b.n_lanes = NL;
+	b.lanes = lanes;
+	struct cp_engine e;
+	memset(&ev, 0, sizeof(ev));
+	assert_int_equal(cp_engine_init(&e, &L, &cfg, &b, &ops, NULL), 0);
+	assert_true(e.lanes_mode);
+	assert_int_equal(atomic_load(&b.linefacts), cp_engine_linefacts(&e));
+
+	const float x[HIDDEN] = {1, 2, 3, 4};
+	uint8_t buf[128];
+	size_t n = mk_seed(buf, sizeof(buf), 3, 1001, 1, 0, x);
+	assert_int_equal(submit(&e, buf, n, 77), 0);
+	assert_int_equal(ev.done, 0); /* asynchronous */
+	uint32_t lane = fg_shard_of(1001, 3, 4, NL);
+	struct fg_bmsg m;
+	assert_false(fg_ring_pop(lanes[1 - lane].to_dp, &m));
+	assert_true(fg_ring_pop(lanes[lane].to_dp, &m));
+	assert_int_equal(m.type, FG_BM_FRAME);
+	assert_int_equal(m.len, n);
+	assert_int_equal(m.token_seq, 1001);
+	assert_int_equal(m.layer, 3);
+	assert_memory_equal(fg_pool_buf(&lanes[lane].cp2dp, m.buf), buf, n);
+	assert_int_not_equal(m.req_id, 0);
+
+	/* the lcore answers: OUTCOME, then a RESOLVED seed in a dp2cp buffer */
+	struct fg_bmsg o;
+	memset(&o, 0, sizeof(o));
+	o.type = FG_BM_OUTCOME;
+	o.req_id = m.req_id;
+	o.status.outcome = FG_O_ACCEPTED;
+	o.status.token_seq = 1001;
+	o.buf = FG_BUF_NONE;
+	assert_true(fg_ring_push(lanes[lane].to_cp, &o));
+	uint32_t bi = fg_pool_get(&lanes[lane].dp2cp);
+	assert_int_not_equal(bi, FG_BUF_NONE);
+	struct fg_resolved rr = {.token_seq = 1001, .dst_layer = 3, .start_pos = 0, .seq_len = 1,
+				 .body = (const uint8_t *)x, .body_len = sizeof(x)};
+	ssize_t rl = fg_resolved_encode(&cfg.bands, &rr, fg_pool_buf(&lanes[lane].dp2cp, bi), 256);
+	assert_true(rl > 0);
+	memset(&o, 0, sizeof(o));
+	o.type = FG_BM_RESOLVED;
+	o.layer = 3;
+	o.token_seq = 1001;
+	o.buf = bi;
+	o.len = (uint32_t)rl;
+	assert_true(fg_ring_push(lanes[lane].to_cp, &o));
+	memset(&o, 0, sizeof(o));
+	o.type = FG_BM_EXPIRED;
+	o.layer = 1;
+	o.token_seq = 5;
+	o.buf = FG_BUF_NONE;
+	assert_true(fg_ring_push(lanes[lane].to_cp, &o));
+	uint32_t before = fg_ring_count(lanes[lane].dp2cp.free);
+	run_for(5ull * 1000 * 1000);
+	assert_int_equal(ev.done, 1);
+	assert_int_equal(ev.cookie, 77);
+	assert_int_equal(ev.r.status.outcome, FG_O_ACCEPTED);
+	assert_int_equal(ev.resolved, 1);
+	assert_int_equal(ev.len, (size_t)rl);
+	assert_int_equal(ev.ended, 1);
+	assert_int_equal(fg_ring_count(lanes[lane].dp2cp.free), before + 1); /* released */
+	const uint8_t *fr;
+	size_t fl;
+	assert_int_equal(cp_engine_lookup(&e, 3, 1001, &fr, &fl), FG_SLOT_RESOLVED);
+	assert_int_equal(cp_engine_lookup(&e, 1, 5, &fr, &fl), FG_SLOT_EXPIRED);
+
+	/* an OUTCOME for an unknown req_id is counted, not delivered */
+	memset(&o, 0, sizeof(o));
+	o.type = FG_BM_OUTCOME;
+	o.req_id = 999999;
+	o.buf = FG_BUF_NONE;
+	assert_true(fg_ring_push(lanes[0].to_cp, &o));
+	run_for(5ull * 1000 * 1000);
+	assert_int_equal(ev.done, 1);
+	assert_int_equal(e.st.outcomes_unmatched, 1);
+
+	/* a full lane: -ENOBUFS, and no buffer is taken */
+	int ok = 0, full = 0;
+	for (uint32_t t = 0; t < 64; t++) {
+		n = mk_seed(buf, sizeof(buf), 0, 2000 + t * NL, 1, 0, x); /* same shard: (t*2*4) % 2 == 0 */
+		int r = submit(&e, buf, n, t);
+		if (r == 0)
+			ok++;
+		else {
+			assert_int_equal(r, -ENOBUFS);
+			full++;
+		}
+	}
+	assert_int_equal(ok, RING);
+	assert_true(full > 0);
+	assert_int_equal(fg_ring_count(lanes[0].cp2dp.free), 8 - RING);
+	cp_engine_fini(&e);
+	run_for(5ull * 1000 * 1000);
+	for (int i = 0; i < NL; i++)
+		for (int k = 0; k < 4; k++)
+			free(keep[i].mem[k]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_local),
+		cmocka_unit_test(test_lanes),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
