@@ -13,7 +13,10 @@
  *     fully_resolved clear;
  *  4. when the outcome is RESOLVED, fg_slot_seed hands back a body whose
  *     XXH3-64 is the fingerprint in the status;
- *  5. open slots never exceed the capacity. */
+ *  5. open slots never exceed the capacity;
+ *  6. a resolved body is, bit for bit, the scalar reduction (wire.md 4) of
+ *     the contributions this input delivered to that key, in rule order
+ *     (any NaN matches any NaN: NaN sign/payload are not IEEE-specified). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +27,67 @@
 #include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* What this input delivered per key and line, pointing into the input. */
+struct delivered {
+	uint32_t token_seq;
+	uint16_t layer;
+	uint8_t line, neg;
+	const uint8_t *body;
+	uint32_t body_len;
+};
+static struct delivered dl[1024];
+static unsigned n_dl;
+
+static void dl_forget_key(uint32_t token_seq, uint16_t layer)
+{
+	for (unsigned i = 0; i < n_dl;)
+		if (dl[i].token_seq == token_seq && dl[i].layer == layer)
+			dl[i] = dl[--n_dl];
+		else
+			i++;
+}
+
+static const struct delivered *dl_find(uint32_t token_seq, uint16_t layer, uint8_t line)
+{
+	for (unsigned i = 0; i < n_dl; i++)
+		if (dl[i].token_seq == token_seq && dl[i].layer == layer && dl[i].line == line)
+			return &dl[i];
+	return NULL;
+}
+
+static void dl_record(const struct fg_seed *sd, const struct fg_slot_result *r)
+{
+	/* only this line landed: a fresh slot for the key, older records are stale */
+	if (r->landed == (1u << sd->line))
+		dl_forget_key(sd->token_seq, sd->dst_layer);
+	if (dl_find(sd->token_seq, sd->dst_layer, sd->line) || n_dl == FG_ARRAY_LEN(dl))
+		return;
+	dl[n_dl++] = (struct delivered){ sd->token_seq, sd->dst_layer, sd->line, sd->orientation, sd->body,
+					 sd->body_len };
+}
+
+static void check_resolution(const struct fg_seed_view *v, const struct fg_rule *rule)
+{
+	const struct delivered *c[FG_LINES];
+	for (unsigned k = 0; k < rule->n; k++) {
+		c[k] = dl_find(v->token_seq, v->dst_layer, rule->order[k]);
+		if (!c[k])
+			return; /* record table full: nothing to compare against */
+		FUZZ_CHECK(c[k]->body_len == v->body_len);
+	}
+	for (uint32_t i = 0; i < v->body_len / 4; i++) {
+		float r, x, got;
+		memcpy(&x, c[0]->body + 4 * i, 4);
+		r = c[0]->neg ? -x : x;
+		for (unsigned k = 1; k < rule->n; k++) {
+			memcpy(&x, c[k]->body + 4 * i, 4);
+			r = c[k]->neg ? r - x : r + x;
+		}
+		memcpy(&got, v->body + 4 * i, 4);
+		FUZZ_CHECK((r != r && got != got) || !memcmp(&r, &got, 4));
+	}
+}
 
 static struct fg_slots_cfg cfg;
 static void *mem;
@@ -65,6 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fg_ingest_ctx ctx = { &bands, &lim, (fg_linefacts)(data[0] | (data[1] << 8)) & 0x3FFF };
 	uint64_t step = data[2], now = 1;
 	size_t off = 3;
+	n_dl = 0;
 
 	while (off < size) {
 		struct fg_frame f;
@@ -82,6 +147,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(res.status.facts & FG_FACT_SHADOW);
 			FUZZ_CHECK(!(res.status.facts & FG_FACT_RESOLVED));
 		}
+		if (rc == 0 && res.band == FG_BAND_SEED &&
+		    (res.slot.outcome == FG_O_ACCEPTED || res.slot.outcome == FG_O_RESOLVED))
+			dl_record(&res.seed, &res.slot);
 		if (rc == 0 && res.band == FG_BAND_SEED && res.slot.outcome == FG_O_RESOLVED) {
 			struct fg_seed_view v;
 			FUZZ_CHECK(fg_slot_seed(&s, res.slot.slot, &v) == 0);
@@ -89,6 +157,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(res.status.fingerprint == v.fingerprint);
 			FUZZ_CHECK(res.status.facts & FG_FACT_RESOLVED);
 			FUZZ_CHECK(v.body_len == res.seed.body_len);
+			check_resolution(&v, &cfg.rules[v.dst_layer]);
 		}
 		FUZZ_CHECK(s.in_use <= cfg.capacity);
 		struct fg_slot_expired ex[8];
