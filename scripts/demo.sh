@@ -353,7 +353,7 @@ if [ -f "$RUN/fleet.json" ]; then
 	printf '   %-34s %s\n' "wrong seeds / missing" "$(jq_ 'd["wrong"]') / $(jq_ 'd["missing"]')"
 	printf '   %-34s %s\n' "injected corruption" "$(jq_ 'd["injected_corruption"]')"
 	printf '   %-34s %s\n' "seen by the fleet" "$(jq_ '"yes" if d["divergence_seen"] else "NO"')"
-	printf '   %-34s %s clean, %s divergent\n' "audit verdicts" "$(grep -c ' clean ' "$RUN/audit.txt" 2>/dev/null || echo 0)" "$AUDIT_DIV"
+	printf '   %-34s %s clean, %s divergent\n' "audit verdicts" "$(grep -c ' clean ' "$RUN/audit.txt" 2>/dev/null || true)" "$AUDIT_DIV"
 	printf '   %-34s %s\n' "audit log verify" "$([ $AUDIT_OK = 1 ] && echo ok || echo FAILED)"
 	printf '   %-34s %s\n' "lines demoted (active -> shadow)" "$( { [ $DEMOTED = 1 ] && grep -hoE 'line [0-9] \([0-9,]+\): active -> shadow' "$RUN/fanogate.log" | sed 's/: active -> shadow//' | paste -sd,; } || echo NO)"
 	printf '   %-34s %s\n' "alerts fired" "$(wc -l <"$RUN/alerts.log")"
