@@ -350,18 +350,16 @@ int fg_shadow_apply(struct fg_lines *ls, const struct fg_shadow_verdict *v, uint
 	if (v->v.kind != FG_VERDICT_CLEAN && v->v.kind != FG_VERDICT_DIVERGENT)
 		return -EINVAL;
 	enum fg_line_event ev = v->v.kind == FG_VERDICT_CLEAN ? FG_LEV_CLEAN : FG_LEV_DIVERGENCE;
+	/* A promotion's reason is the window itself, which fg_line_apply
+	 * describes (why = NULL); a demotion names the verdict. */
 	char why[FG_AUDIT_WHY_MAX];
-	if (ev == FG_LEV_CLEAN)
-		snprintf(why, sizeof(why), "audit window clean (last token %u layer %u)", v->v.token_seq,
-			 v->v.dst_layer);
-	else
-		snprintf(why, sizeof(why), "divergence token %u layer %u: %u elements differ%s", v->v.token_seq,
-			 v->v.dst_layer, v->v.diff.count, v->v.shape_mismatch ? " (shape)" : "");
+	snprintf(why, sizeof(why), "divergence token %u layer %u: %u elements differ%s", v->v.token_seq,
+		 v->v.dst_layer, v->v.diff.count, v->v.shape_mismatch ? " (shape)" : "");
 	int n = 0;
 	for (unsigned i = 0; i < FG_LINES; i++) {
 		if (!(v->v.lines & (1u << i)))
 			continue;
-		int rc = fg_line_apply(ls, i, ev, now_ns, FG_UID_AUDIT, 0, why, &chg[n]);
+		int rc = fg_line_apply(ls, i, ev, now_ns, FG_UID_AUDIT, 0, ev == FG_LEV_CLEAN ? NULL : why, &chg[n]);
 		if (rc < 0)
 			return rc;
 		n += rc;

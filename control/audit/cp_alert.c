@@ -291,7 +291,7 @@ int cp_alert_process(struct cp_alert *a, uint64_t now_ns)
 			n++;
 			continue;
 		}
-		if (!c->killed && now_ns - c->start_ns > tmo) {
+		if (!c->killed && now_ns > c->start_ns && now_ns - c->start_ns > tmo) {
 			/* The whole process group: sh and whatever it started. */
 			(void)kill(-c->pid, SIGKILL);
 			(void)syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);

@@ -17,10 +17,10 @@
  *  2. The in-flight buffer holds whole records [durable_next, ilast_seq]
  *     destined for file offset file_off; fill holds the whole records after
  *     them, in sequence order, chained (their prev fields are final).
- *  3. When has_boundary, fill[0, boundary) belongs to the current file and
- *     fill[boundary, ...) starts with the ROTATION record of the next file;
- *     no batch crosses the boundary, and the file switch happens only with
- *     nothing in flight.
+ *  3. fill[0, boundary[0]) belongs to the current file; each
+ *     fill[boundary[i], ...) starts with the ROTATION record of a later
+ *     file; no batch crosses a boundary, and a file switch happens only
+ *     with nothing in flight.
  *  4. Once failed, nothing is submitted and durable_next never moves. */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +44,9 @@
 #define TAG_FSYNC 2u
 #define TAG_TIMER 3u
 #define BACKLOG_DEFAULT (8u << 20)
+/* Rotations that may wait in the backlog at once; beyond that a file grows
+ * past rotate_bytes until the earlier switches are done. */
+#define MAX_BOUNDARIES 16u
 
 struct cp_audit_log {
 	struct cp_audit_log_cfg cfg;
@@ -58,8 +61,8 @@ struct cp_audit_log {
 
 	uint8_t *fill;
 	uint32_t fill_len, buf_cap;
-	bool has_boundary;
-	uint32_t boundary;
+	uint32_t boundary[MAX_BOUNDARIES]; /* fill offsets where a new file starts, ascending */
+	uint32_t nb;
 
 	uint8_t *ibuf;
 	bool inflight;
@@ -224,15 +227,16 @@ static int submit_batch(struct cp_audit_log *l)
 {
 	if (l->failed || l->inflight || l->fill_len == 0)
 		return 0;
-	if (l->has_boundary && l->boundary == 0) {
+	if (l->nb && l->boundary[0] == 0) {
 		int rc = switch_file(l);
 		if (rc < 0) {
 			fail(l, -rc, "rotate");
 			return -EIO;
 		}
-		l->has_boundary = false;
+		memmove(l->boundary, l->boundary + 1, (l->nb - 1) * sizeof(l->boundary[0]));
+		l->nb--;
 	}
-	uint32_t limit = l->has_boundary ? l->boundary : l->fill_len;
+	uint32_t limit = l->nb ? l->boundary[0] : l->fill_len;
 	uint32_t batch_max = l->cfg.batch_max;
 	uint32_t off = 0, last = 0, n = 0;
 	while (off < limit) {
@@ -252,8 +256,8 @@ static int submit_batch(struct cp_audit_log *l)
 		memmove(l->fill, l->fill + off, l->fill_len - off);
 	}
 	l->fill_len -= off;
-	if (l->has_boundary)
-		l->boundary -= off;
+	for (uint32_t i = 0; i < l->nb; i++)
+		l->boundary[i] -= off;
 	l->ilen = off;
 	l->idone = 0;
 	l->ilast_off = last;
@@ -420,12 +424,12 @@ int cp_audit_log_append(struct cp_audit_log *l, unsigned type, const union fg_au
 		l->st.enobufs++;
 		return -ENOBUFS;
 	}
-	if (l->cfg.rotate_bytes && !l->has_boundary && l->assigned_bytes >= l->cfg.rotate_bytes) {
+	if (l->cfg.rotate_bytes && l->nb < MAX_BOUNDARIES && l->assigned_bytes >= l->cfg.rotate_bytes) {
 		union fg_audit_payload rp;
 		memset(&rp, 0, sizeof(rp));
 		rp.rotation.prev_file_records = l->assigned_records;
 		rp.rotation.prev_file_bytes = l->assigned_bytes;
-		rp.rotation.prev_file_index = l->file_index + 1;
+		rp.rotation.prev_file_index = l->file_index + 1 + l->nb; /* after the switches still pending */
 		uint32_t at = l->fill_len;
 		uint64_t rb = l->assigned_bytes, rr = l->assigned_records;
 		l->assigned_bytes = 0;
@@ -436,8 +440,7 @@ int cp_audit_log_append(struct cp_audit_log *l, unsigned type, const union fg_au
 			l->assigned_records = rr;
 			return rc;
 		}
-		l->has_boundary = true;
-		l->boundary = at;
+		l->boundary[l->nb++] = at;
 	}
 	uint64_t s = l->chain.next_seq;
 	int rc = encode_into_fill(l, type, p);
@@ -554,6 +557,10 @@ static int start_file(struct cp_audit_log *l, char *err, size_t errlen)
 	return append_sync(l, FG_AREC_GENESIS, &p);
 }
 
+/* Recovery writes the RECOVERY record over the start of the torn tail and
+ * only then truncates after it, so that a crash in the middle of recovery
+ * still leaves the cut on record: the next start-up sees the recovery
+ * record followed by junk, cuts again, and records that too. */
 static int recover(struct cp_audit_log *l, struct cp_audit_open_report *rep, char *err, size_t errlen)
 {
 	uint8_t *buf;
@@ -563,44 +570,35 @@ static int recover(struct cp_audit_log *l, struct cp_audit_open_report *rep, cha
 		set_err(err, errlen, "read %s: %s", l->path, -rc);
 		return rc;
 	}
-	bool cut = false;
+	struct fg_audit_scan s;
+	memset(&s, 0, sizeof(s));
+	rc = len ? fg_audit_verify(buf, len, NULL, &s) : 0;
+	free(buf);
 	struct fg_audit_recovery cutrec = { 0 };
-	if (len > 0) {
-		struct fg_audit_scan s;
-		rc = fg_audit_verify(buf, len, NULL, &s);
-		free(buf);
-		if (rc < 0) {
-			if (!fg_audit_tail_is_torn(&s, len)) {
-				if (err && errlen)
-					snprintf(err, errlen, "%s: record seq %" PRIu64 " at offset %" PRIu64
-						 " is bad (%s) and is not a torn tail; refusing to cut it "
-						 "(run fanoctl audit verify)", l->path, s.bad_seq, s.bad_offset,
-						 fg_audit_reason_name(s.reason));
-				return -EBADMSG;
-			}
-			if (ftruncate(l->fd, (off_t)s.bad_offset) < 0 || fsync(l->fd) < 0) {
-				rc = -errno;
-				set_err(err, errlen, "truncate %s: %s", l->path, -rc);
-				return rc;
-			}
-			cut = true;
-			cutrec.cut_offset = s.bad_offset;
-			cutrec.cut_bytes = len - s.bad_offset;
-			cutrec.last_seq = s.records ? s.last_seq : 0;
-			cutrec.reason = (uint16_t)s.reason;
-			len = s.bad_offset;
+	bool cut = rc < 0;
+	if (cut) {
+		if (!fg_audit_tail_is_torn(&s, len)) {
+			if (err && errlen)
+				snprintf(err, errlen, "%s: record seq %" PRIu64 " at offset %" PRIu64
+					 " is bad (%s) and is not a torn tail; refusing to cut it "
+					 "(run fanoctl audit verify)", l->path, s.bad_seq, s.bad_offset,
+					 fg_audit_reason_name(s.reason));
+			return -EBADMSG;
 		}
-		if (len > 0) {
-			l->chain = s.chain;
-			l->file_off = len;
-			l->assigned_bytes = len;
-			l->assigned_records = s.records;
-			rep->records = s.records;
-		}
-	} else {
-		free(buf);
+		cutrec.cut_offset = s.bad_offset;
+		cutrec.cut_bytes = len - s.bad_offset;
+		cutrec.last_seq = s.records ? s.last_seq : 0;
+		cutrec.reason = (uint16_t)s.reason;
+		rep->cut = true;
+		rep->recovery = cutrec;
 	}
-	if (len == 0) {
+	if (s.records == 0) {
+		/* Nothing intact (new file, or a torn first record): start over. */
+		if (len && (ftruncate(l->fd, 0) < 0 || fsync(l->fd) < 0)) {
+			rc = -errno;
+			set_err(err, errlen, "truncate %s: %s", l->path, -rc);
+			return rc;
+		}
 		rc = start_file(l, err, errlen);
 		if (rc < 0) {
 			if (rc != -EBADMSG)
@@ -613,18 +611,41 @@ static int recover(struct cp_audit_log *l, struct cp_audit_open_report *rep, cha
 			return rc;
 		}
 		rep->created = true;
+	} else {
+		l->chain = s.chain;
+		l->file_off = s.good_bytes;
+		l->assigned_bytes = s.good_bytes;
+		l->assigned_records = s.records;
+		rep->records = s.records;
 	}
-	if (cut) {
-		union fg_audit_payload p;
-		memset(&p, 0, sizeof(p));
-		p.recovery = cutrec;
-		rc = append_sync(l, FG_AREC_RECOVERY, &p);
-		if (rc < 0) {
+	if (!cut)
+		return 0;
+	union fg_audit_payload p;
+	memset(&p, 0, sizeof(p));
+	p.recovery = cutrec;
+	uint8_t rec[FG_AUDIT_REC_MAX];
+	ssize_t n = fg_audit_encode(&l->chain, FG_AREC_RECOVERY, now_realtime_ns(), &p, rec, sizeof(rec));
+	if (n < 0)
+		return -EINVAL;
+	size_t done = 0;
+	while (done < (size_t)n) {
+		ssize_t w = pwrite(l->fd, rec + done, (size_t)n - done, (off_t)(l->file_off + done));
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			rc = w < 0 ? -errno : -EIO;
 			set_err(err, errlen, "write recovery record to %s: %s", l->path, -rc);
 			return rc;
 		}
-		rep->cut = true;
-		rep->recovery = cutrec;
+		done += (size_t)w;
+	}
+	l->file_off += (uint64_t)n;
+	l->assigned_bytes += (uint64_t)n;
+	l->assigned_records++;
+	if (ftruncate(l->fd, (off_t)l->file_off) < 0 || fsync(l->fd) < 0) {
+		rc = -errno;
+		set_err(err, errlen, "truncate %s after recovery: %s", l->path, -rc);
+		return rc;
 	}
 	return 0;
 }

@@ -1,0 +1,262 @@
+/* test_audit_cli.c - `fanoctl audit verify|tail` (fg_audit_cli, in process
+ * with stdout captured): a good log across rotated files, each kind of
+ * tampering (flip a byte, drop a record, reorder two, truncate) named by its
+ * first bad record's file, offset, seq and reason, wrong file order, usage
+ * errors, and tail's human and JSON output. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "audit_cli.h"
+#include "cp_audit_log.h"
+#include "fg/audit.h"
+#include "fg/wire.h"
+
+static char dir[256], path[300], out_path[300];
+static char out[1 << 16];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/fg-test-cli-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/fanogate.audit", dir);
+	snprintf(out_path, sizeof(out_path), "%s/out.txt", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+/* Run fg_audit_cli with stdout into a file; returns its exit code, text in out. */
+static int cli(int argc, ...)
+{
+	char *argv[16];
+	va_list ap;
+	va_start(ap, argc);
+	for (int i = 0; i < argc; i++)
+		argv[i] = va_arg(ap, char *);
+	va_end(ap);
+	argv[argc] = NULL;
+	fflush(stdout);
+	int saved = dup(1);
+	int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0 && saved >= 0);
+	dup2(fd, 1);
+	close(fd);
+	int rc = fg_audit_cli(argc, argv);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	FILE *f = fopen(out_path, "r");
+	size_t n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	fclose(f);
+	return rc;
+}
+
+/* A log with rotation: genesis, verdicts, one line change, rotated at 2 KiB. */
+static unsigned make_log(unsigned n)
+{
+	struct cp_audit_log_cfg cfg = { .path = path, .rotate_bytes = 2048 };
+	struct cp_audit_log *l;
+	char err[256];
+	assert_int_equal(cp_audit_log_open(&l, &cfg, NULL, err, sizeof(err)), 0);
+	uint64_t seq;
+	for (unsigned i = 0; i < n; i++) {
+		union fg_audit_payload p;
+		memset(&p, 0, sizeof(p));
+		if (i == 3) {
+			p.line.line = 1;
+			p.line.from = 1;
+			p.line.to = 2;
+			p.line.event = 3;
+			p.line.uid = 1000;
+			p.line.pid = 99;
+			strcpy(p.line.origin, "operator socket");
+			strcpy(p.line.why, "say \"hi\"\n");
+			assert_int_equal(cp_audit_log_append(l, FG_AREC_LINE, &p, &seq), 0);
+			continue;
+		}
+		p.verdict.token_seq = 100 + i;
+		p.verdict.dst_layer = 2;
+		p.verdict.lines = 0x2A;
+		p.verdict.kind = i == 5 ? FG_VERDICT_DIVERGENT : FG_VERDICT_CLEAN;
+		p.verdict.has_diff = 1;
+		p.verdict.diff.n_elems = 1536;
+		p.verdict.diff.count = i == 5 ? 2 : 0;
+		p.verdict.diff.max_ulp = i == 5 ? 9 : 0;
+		p.verdict.diff.first_index = i == 5 ? 4 : UINT32_MAX;
+		assert_int_equal(cp_audit_log_append(l, FG_AREC_VERDICT, &p, &seq), 0);
+	}
+	assert_int_equal(cp_audit_log_drain(l, 10000), 0);
+	cp_audit_log_free(l);
+	return cp_audit_log_highest_rotated(path);
+}
+
+static uint8_t *slurp(const char *p, size_t *len)
+{
+	struct stat sb;
+	assert_int_equal(stat(p, &sb), 0);
+	*len = (size_t)sb.st_size;
+	uint8_t *b = malloc(*len + 1);
+	FILE *f = fopen(p, "rb");
+	assert_int_equal(fread(b, 1, *len, f), *len);
+	fclose(f);
+	return b;
+}
+
+static void spit(const char *p, const uint8_t *b, size_t len)
+{
+	FILE *f = fopen(p, "wb");
+	assert_int_equal(fwrite(b, 1, len, f), len);
+	fclose(f);
+}
+
+static size_t rec_off(const uint8_t *b, unsigned k)
+{
+	size_t off = 0;
+	for (unsigned i = 0; i < k; i++)
+		off += fg_le32(b + off);
+	return off;
+}
+
+static void test_verify_good_across_files(void **state)
+{
+	(void)state;
+	unsigned hi = make_log(40);
+	assert_true(hi >= 1);
+	char f1[320], f2[320];
+	snprintf(f1, sizeof(f1), "%s.1", path);
+	snprintf(f2, sizeof(f2), "%s.2", path);
+	char *files[8];
+	int nf = 0;
+	files[nf++] = "verify";
+	files[nf++] = f1;
+	if (hi >= 2)
+		files[nf++] = f2;
+	assert_true(hi <= 2);
+	files[nf++] = path;
+	int rc = nf == 3 ? cli(3, files[0], files[1], files[2]) : cli(4, files[0], files[1], files[2], files[3]);
+	assert_int_equal(rc, 0);
+	char want[64];
+	snprintf(want, sizeof(want), "OK: %u records in %d file(s)", 41 + hi, nf - 1);
+	assert_non_null(strstr(out, want));
+	assert_non_null(strstr(out, "verified from genesis"));
+	/* the current file alone: good, but not anchored */
+	assert_int_equal(cli(2, "verify", path), 0);
+	assert_non_null(strstr(out, "taken on trust"));
+	/* files in the wrong order: the second does not continue the first */
+	assert_int_equal(cli(3, "verify", path, f1), 1);
+	assert_non_null(strstr(out, "BAD"));
+	assert_non_null(strstr(out, "bad_start"));
+	/* usage and I/O errors */
+	assert_int_equal(cli(1, "verify"), 2);
+	assert_int_equal(cli(2, "verify", "/nonexistent/x"), 2);
+	assert_int_equal(cli(1, "frobnicate"), 2);
+}
+
+static void expect_bad_at(const char *file, size_t off, uint64_t seq, const char *reason)
+{
+	assert_int_equal(cli(2, "verify", file), 1);
+	char want[512];
+	snprintf(want, sizeof(want), "BAD %s: first bad record at offset %zu, seq %" PRIu64 ": %s", file, off, seq,
+		 reason);
+	if (!strstr(out, want))
+		fail_msg("wanted \"%s\" in \"%s\"", want, out);
+}
+
+static void test_verify_names_tampering(void **state)
+{
+	(void)state;
+	assert_int_equal(make_log(12), 0); /* one file */
+	const char *f1 = path;
+	size_t len;
+	uint8_t *orig = slurp(f1, &len);
+	uint8_t *b = malloc(len);
+	size_t o4 = rec_off(orig, 4), o5 = rec_off(orig, 5), o6 = rec_off(orig, 6);
+
+	memcpy(b, orig, len); /* flip a byte in record 4 */
+	b[o4 + FG_AUDIT_HDR_LEN + 1] ^= 0x40;
+	spit(f1, b, len);
+	expect_bad_at(f1, o4, 4, "bad_checksum");
+
+	memcpy(b, orig, o4); /* drop record 4 */
+	memcpy(b + o4, orig + o5, len - o5);
+	spit(f1, b, len - (o5 - o4));
+	expect_bad_at(f1, o4, 5, "bad_sequence");
+
+	memcpy(b, orig, len); /* reorder records 4 and 5 */
+	memcpy(b + o4, orig + o5, o6 - o5);
+	memcpy(b + o4 + (o6 - o5), orig + o4, o5 - o4);
+	spit(f1, b, len);
+	expect_bad_at(f1, o4, 5, "bad_sequence");
+
+	spit(f1, orig, o5 + 7); /* truncate inside record 5 */
+	expect_bad_at(f1, o5, 5, "truncated");
+	assert_non_null(strstr(out, "torn tail"));
+
+	spit(f1, orig, len);
+	assert_int_equal(cli(2, "verify", f1), 0);
+	free(b);
+	free(orig);
+}
+
+static void test_tail(void **state)
+{
+	(void)state;
+	make_log(40);
+	char f1[320];
+	snprintf(f1, sizeof(f1), "%s.1", path);
+	/* human: the last 3 records of .1 */
+	assert_int_equal(cli(4, "tail", "-n", "3", f1), 0);
+	unsigned lines = 0;
+	for (char *p = out; *p; p++)
+		lines += *p == '\n';
+	assert_int_equal(lines, 3);
+	/* everything of .1, JSON, one object per line */
+	assert_int_equal(cli(5, "tail", "--json", "-n", "1000", f1), 0);
+	assert_non_null(strstr(out, "{\"seq\":0,"));
+	assert_non_null(strstr(out, "\"type\":\"genesis\""));
+	assert_non_null(strstr(out, "\"type\":\"line\""));
+	assert_non_null(strstr(out, "\"why\":\"say \\\"hi\\\"\\u000a\""));
+	assert_non_null(strstr(out, "\"verdict\":\"divergent\""));
+	assert_non_null(strstr(out, "\"max_ulp\":9"));
+	assert_non_null(strstr(out, "\"first_index\":4"));
+	for (char *p = out; *p;) {
+		char *nl = strchr(p, '\n');
+		assert_non_null(nl);
+		assert_true(p[0] == '{' && nl[-1] == '}');
+		p = nl + 1;
+	}
+	assert_int_equal(cli(4, "tail", "-n", "1000", path), 0);
+	assert_non_null(strstr(out, "rotation"));
+	assert_int_equal(cli(3, "tail", "-n", "x"), 2);
+	assert_int_equal(cli(1, "tail"), 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_verify_good_across_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_verify_names_tampering, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tail, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
