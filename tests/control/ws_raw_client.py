@@ -279,6 +279,35 @@ def split_records(cfg):
     c.close()
 
 
+def at_the_limits(cfg):
+    """What is exactly at a limit is accepted: a 125-byte ping (pong with the
+    same payload), a 125-byte close reason, and a message of exactly
+    ws_max_message bytes in fragments around a ping (its contents are not
+    whole aeon frames, so it is answered with one status frame, outcome
+    malformed, and the session goes on)."""
+    c = Conn(cfg)
+    check(c.status == 101, "limits: upgraded")
+    ping = bytes(range(125))
+    c.send(frame(0x89, ping))
+    fin, rsv, op, p = c.read_frame()
+    check(fin and op == 0xA and p == ping, "limits: 125-byte ping -> pong with the same payload")
+    n = cfg.max_message
+    body = bytes(n)
+    c.send(frame(0x02, body[: n // 2]) + frame(0x89, b"mid") + frame(0x80, body[n // 2:]))
+    fin, rsv, op, p = c.read_frame()
+    check(op == 0xA and p == b"mid", "limits: ping between fragments of a max-size message answered")
+    fin, rsv, op, p = c.read_frame()
+    check(op == 0x2 and struct.unpack(">H", p[:2])[0] == STATUS_STREAM,
+          "limits: message of exactly ws_max_message bytes accepted (status frame back)")
+    c.send(frame(0x82, aeon_seed(0, 11, 1, cfg.hidden)))
+    fin, rsv, op, p = c.read_frame()
+    check(op == 0x2 and struct.unpack(">H", p[:2])[0] == STATUS_STREAM, "limits: session still serves frames")
+    c.send(frame(0x88, struct.pack(">H", 4000) + b"r" * 123))
+    code, why = c.read_close()
+    check(code == 4000, "limits: close with a 123-byte reason echoed")
+    c.close()
+
+
 def frames_after_close(cfg):
     """Bytes after the client's close: the server answers the close and
     ignores the rest (no second close, no crash)."""
@@ -329,6 +358,7 @@ def run_all(cfg):
         normal_client(cfg, name)
     truncated_then_eof(cfg)
     split_records(cfg)
+    at_the_limits(cfg)
     frames_after_close(cfg)
     normal_client(cfg, "all cases")
     print(f"{passed} passed, {failed} failed", flush=True)
