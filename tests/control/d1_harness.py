@@ -161,6 +161,12 @@ socket = {self.dir}/fanoctl.sock
                 self.proc.kill()
                 self.proc.wait()
         self.logf.close()
+        log = self.log()
+        if exc[0] is None and self.expect_start:
+            # SIGTERM is a clean stop: exit 0, and nothing from the sanitizers.
+            if self.proc.returncode != 0 or "Sanitizer" in log or "runtime error" in log:
+                sys.stdout.write("---- daemon log ----\n" + log)
+                fail("daemon did not stop cleanly on SIGTERM (status %s)" % self.proc.returncode)
         if exc[0] is not None or os.environ.get("D1_KEEP"):
             sys.stdout.write("---- daemon log ----\n" + self.log())
         else:
