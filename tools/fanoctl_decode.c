@@ -38,13 +38,17 @@ void fanoctl_decode_help(FILE *out)
 	fprintf(out,
 		"usage: fanoctl decode [--json] [--transport stream|message] [--datagram]\n"
 		"                      [--hidden N] [--max-seq-len N] [--layers N]\n"
-		"                      [--config FILE] HEX|-\n\n"
+		"                      [--config FILE] HEX|-\n"
+		"       fanoctl decode --datagram [OPTIONS] HEX HEX...|-\n\n"
 		"Decode aeon-flow bytes given as hex (whitespace ignored; '-' reads the\n"
 		"hex from stdin): one frame or a batch of frames back to back, or with\n"
 		"--datagram one UDP datagram of the fragmented profile (4-byte fragment\n"
 		"header + chunk). Frames on the seed, canonical, resolved, status (0xFFFE)\n"
 		"and ACK (0xFFFF) streams are decoded down to their fields: line triple,\n"
-		"sign, start_pos, seq_len, floats, XXH3-64 fingerprint, ACKed sequences.\n\n"
+		"sign, start_pos, seq_len, floats, XXH3-64 fingerprint, ACKed sequences.\n"
+		"Several datagrams (arguments, or one hex line each on stdin) are\n"
+		"reassembled per frame_id in any order, as fanogate does, and the frames\n"
+		"decoded; a missing fragment is reported as 'incomplete'.\n\n"
 		"options:\n"
 		"  --json                 one JSON document on stdout\n"
 		"  --transport T          message (default): a short buffer is malformed;\n"
@@ -560,6 +564,136 @@ static int decode_datagram(struct dec *d, json_t *doc, const uint8_t *buf, size_
 	return FANOCTL_OK;
 }
 
+/* Several datagrams: reassemble each frame_id's fragments (in any order)
+ * the way fanogate does for one sender, then decode the frames as a batch.
+ * Fragment rules: frag_total fixed within a group, every chunk before the
+ * last of equal size C, the last 1..C bytes, no index twice with different
+ * bytes. */
+static int decode_reassemble(struct dec *d, json_t *doc, uint8_t **bufs, const size_t *lens, size_t n)
+{
+	struct fg_frag *fr = calloc(n, sizeof(*fr));
+	bool *used = calloc(n, sizeof(*used));
+	uint8_t *out = NULL;
+	size_t out_len = 0;
+	char where[96];
+	int rc = FANOCTL_OK;
+	json_t *jfrags = json_array(), *jgroups = json_array();
+
+	if (!fr || !used) {
+		rc = malformed(d, doc, -FG_R_NOSPACE, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ssize_t r = fg_frag_decode(bufs[i], lens[i], &fr[i]);
+		if (r < 0) {
+			snprintf(where, sizeof(where), "datagram %zu: fragment header", i);
+			rc = malformed(d, doc, (int)r, where);
+			goto done;
+		}
+		if (d->json) {
+			json_t *jf = json_object();
+			json_object_set_new(jf, "frame_id", json_integer(fr[i].frame_id));
+			json_object_set_new(jf, "index", json_integer(fr[i].index));
+			json_object_set_new(jf, "total", json_integer(fr[i].total));
+			json_object_set_new(jf, "chunk_len", json_integer(fr[i].chunk_len));
+			json_array_append_new(jfrags, jf);
+		} else {
+			printf("datagram %zu: frame_id=%u index=%u total=%u chunk=%u bytes\n", i, fr[i].frame_id,
+			       fr[i].index, fr[i].total, fr[i].chunk_len);
+		}
+	}
+	for (size_t g = 0; g < n; g++) {
+		if (used[g])
+			continue;
+		/* The group of g's frame_id: slot k holds the datagram of index k. */
+		size_t slot[FG_FRAG_MAX];
+		unsigned have = 0, total = fr[g].total;
+		uint32_t c = 0;
+
+		for (unsigned k = 0; k < FG_FRAG_MAX; k++)
+			slot[k] = SIZE_MAX;
+		for (size_t i = g; i < n; i++) {
+			if (used[i] || fr[i].frame_id != fr[g].frame_id)
+				continue;
+			used[i] = true;
+			snprintf(where, sizeof(where), "datagram %zu (frame_id %u index %u)", i, fr[i].frame_id, fr[i].index);
+			if (fr[i].total != total) {
+				rc = malformed(d, doc, -FG_R_FRAG_TOTAL_CHANGED, where);
+				goto done;
+			}
+			size_t prev = slot[fr[i].index];
+			if (prev != SIZE_MAX) {
+				if (fr[prev].chunk_len != fr[i].chunk_len ||
+				    memcmp(fr[prev].chunk, fr[i].chunk, fr[i].chunk_len) != 0) {
+					rc = malformed(d, doc, -FG_R_FRAG_CHUNK_SIZE, where);
+					goto done;
+				}
+				continue; /* an identical duplicate: ignored */
+			}
+			slot[fr[i].index] = i;
+			have++;
+		}
+		if (have != total) {
+			snprintf(where, sizeof(where), "frame_id %u: %u of %u fragments", fr[g].frame_id, have, total);
+			rc = malformed(d, doc, -FG_R_INCOMPLETE, where);
+			goto done;
+		}
+		c = total > 1 ? fr[slot[0]].chunk_len : 0;
+		size_t frame_len = 0;
+		for (unsigned k = 0; k < total; k++) {
+			const struct fg_frag *f = &fr[slot[k]];
+			bool last = k + 1 == total;
+			if (f->chunk_len == 0 || (!last && f->chunk_len != c) || (last && total > 1 && f->chunk_len > c)) {
+				snprintf(where, sizeof(where), "frame_id %u index %u", f->frame_id, k);
+				rc = malformed(d, doc, -FG_R_FRAG_CHUNK_SIZE, where);
+				goto done;
+			}
+			frame_len += f->chunk_len;
+		}
+		uint8_t *nb = realloc(out, out_len + frame_len + 1);
+		if (!nb) {
+			rc = malformed(d, doc, -FG_R_NOSPACE, "out of memory");
+			goto done;
+		}
+		out = nb;
+		size_t start = out_len;
+		for (unsigned k = 0; k < total; k++) {
+			memcpy(out + out_len, fr[slot[k]].chunk, fr[slot[k]].chunk_len);
+			out_len += fr[slot[k]].chunk_len;
+		}
+		/* The reassembled bytes must be exactly one frame. */
+		struct fg_frame one;
+		ssize_t fl = fg_frame_decode(out + start, frame_len, FG_TRANSPORT_MESSAGE, &one);
+		snprintf(where, sizeof(where), "reassembled frame_id %u", fr[g].frame_id);
+		if (fl < 0 || (size_t)fl != frame_len) {
+			rc = malformed(d, doc, fl < 0 ? (int)fl : -FG_R_TRUNCATED_FRAME, where);
+			goto done;
+		}
+		if (d->json) {
+			json_t *jg = json_object();
+			json_object_set_new(jg, "frame_id", json_integer(fr[g].frame_id));
+			json_object_set_new(jg, "fragments", json_integer(total));
+			json_object_set_new(jg, "bytes", json_integer((json_int_t)frame_len));
+			json_array_append_new(jgroups, jg);
+		} else {
+			printf("frame_id=%u: reassembled %u fragment%s, %zu bytes\n", fr[g].frame_id, total,
+			       total == 1 ? "" : "s", frame_len);
+		}
+	}
+	json_object_set_new(doc, "fragments", jfrags);
+	json_object_set_new(doc, "reassembled", jgroups);
+	jfrags = jgroups = NULL;
+	rc = decode_frames(d, doc, out, out_len);
+	doc = NULL;
+done:
+	json_decref(jfrags);
+	json_decref(jgroups);
+	free(out);
+	free(fr);
+	free(used);
+	return rc;
+}
+
 static bool parse_uint(const char *s, uint64_t max, uint64_t *out)
 {
 	char *end;
@@ -631,8 +765,9 @@ int fanoctl_decode(int argc, char **argv)
 		default: fanoctl_decode_help(stderr); return FANOCTL_USAGE;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "fanoctl decode: want exactly one HEX argument or '-' (fanoctl decode --help)\n");
+	if (optind == argc || (!d.datagram && optind != argc - 1)) {
+		fprintf(stderr, "fanoctl decode: want exactly one HEX argument or '-' (several only with --datagram; "
+				"fanoctl decode --help)\n");
 		return FANOCTL_USAGE;
 	}
 	if (config_path) {
@@ -659,33 +794,96 @@ int fanoctl_decode(int argc, char **argv)
 		d.bands.n_layers = (uint16_t)layers;
 	}
 
-	const char *arg = argv[optind];
+	/* Inputs: the HEX arguments; '-' reads stdin, where with --datagram
+	 * every non-empty line is one datagram. */
 	char *text = NULL;
-	if (strcmp(arg, "-") == 0) {
+	char **inputs = calloc((size_t)(argc - optind) + 1, sizeof(*inputs));
+	size_t n_in = 0;
+
+	if (!inputs)
+		return FANOCTL_USAGE;
+	for (int i = optind; i < argc; i++) {
+		if (strcmp(argv[i], "-") != 0) {
+			inputs[n_in++] = argv[i];
+			continue;
+		}
+		if (text || argc - optind != 1) {
+			fprintf(stderr, "fanoctl decode: '-' must be the only input\n");
+			free(inputs);
+			return FANOCTL_USAGE;
+		}
 		text = read_stdin();
 		if (!text) {
 			fprintf(stderr, "fanoctl decode: cannot read stdin (more than %u hex digits?)\n", HEX_INPUT_MAX);
+			free(inputs);
 			return FANOCTL_USAGE;
 		}
-		arg = text;
+		if (!d.datagram) {
+			inputs[n_in++] = text;
+			continue;
+		}
+		size_t lines = 1;
+		for (const char *q = text; *q; q++)
+			lines += *q == '\n';
+		free(inputs);
+		inputs = calloc(lines + 1, sizeof(*inputs));
+		if (!inputs) {
+			free(text);
+			return FANOCTL_USAGE;
+		}
+		for (char *save = NULL, *ln = strtok_r(text, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
+			char *q = ln;
+			while (isspace((unsigned char)*q))
+				q++;
+			if (*q)
+				inputs[n_in++] = ln;
+		}
 	}
-	uint8_t *buf;
-	size_t len;
-	int rc = hex_parse(arg, &buf, &len);
-	free(text);
+	uint8_t **bufs = calloc(n_in + 1, sizeof(*bufs));
+	size_t *lens = calloc(n_in + 1, sizeof(*lens));
+	int rc = bufs && lens ? 0 : -ENOMEM;
+
+	for (size_t i = 0; rc == 0 && i < n_in; i++) {
+		rc = hex_parse(inputs[i], &bufs[i], &lens[i]);
+		if (rc != 0)
+			fprintf(stderr, "fanoctl decode: input %zu is not hex (an even number of 0-9a-f digits)\n", i);
+	}
+	if (rc == 0 && n_in == 0) {
+		fprintf(stderr, "fanoctl decode: no datagram on stdin\n");
+		rc = -EINVAL;
+	}
+	free(inputs);
 	if (rc != 0) {
-		fprintf(stderr, "fanoctl decode: the input is not hex (an even number of 0-9a-f digits)\n");
+		for (size_t i = 0; bufs && i < n_in; i++)
+			free(bufs[i]);
+		free(bufs);
+		free(lens);
+		free(text);
 		return FANOCTL_USAGE;
 	}
+	uint8_t *buf = bufs[0];
+	size_t len = lens[0];
 
 	json_t *doc = json_object();
 	d.jframes = json_array();
-	json_object_set_new(doc, "bytes", json_integer((json_int_t)len));
+	size_t total_len = 0;
+	for (size_t i = 0; i < n_in; i++)
+		total_len += lens[i];
+	json_object_set_new(doc, "bytes", json_integer((json_int_t)total_len));
 	json_object_set_new(doc, "transport",
 			    json_string(d.datagram ? "datagram"
 					: d.transport == FG_TRANSPORT_STREAM ? "stream" : "message"));
-	rc = d.datagram ? decode_datagram(&d, doc, buf, len) : decode_frames(&d, doc, buf, len);
+	if (n_in > 1) {
+		json_object_set_new(doc, "datagrams", json_integer((json_int_t)n_in));
+		rc = decode_reassemble(&d, doc, bufs, lens, n_in);
+	} else {
+		rc = d.datagram ? decode_datagram(&d, doc, buf, len) : decode_frames(&d, doc, buf, len);
+	}
 	json_decref(d.jframes);
-	free(buf);
+	for (size_t i = 0; i < n_in; i++)
+		free(bufs[i]);
+	free(bufs);
+	free(lens);
+	free(text);
 	return rc;
 }

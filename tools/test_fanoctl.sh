@@ -102,6 +102,33 @@ expect 2 "malformed: frag_short" -- decode --datagram "$(vec U07)"
 expect 0 "frame_id=77" "band=ack" "stream=0x002a base_seq=100" "acks {100,101,103,107,163}" \
 	-- decode --datagram "$(vec A02)"
 
+# several datagrams: reassembled per frame_id in any order
+expect 0 "frame_id=9: reassembled 3 fragments, 3082 bytes" "stream=0x0007 seq=0 flags=0x00 len=3072" "1 frame" \
+	-- decode --datagram "$(vec U04)" "$(vec U02)" "$(vec U03)"
+expect 2 "malformed: incomplete (frame_id 9: 2 of 3 fragments)" -- decode --datagram "$(vec U04)" "$(vec U02)"
+u3=$(vec U03)
+expect 2 "malformed: frag_total_changed" -- decode --datagram "$(vec U02)" "${u3:0:6}04${u3:8}" "$(vec U04)"
+expect 0 "2 frames" "band=ack" "stream=0x3039" -- decode --datagram "$(vec U01)" "$(vec A02)"
+expect 2 "several only with --datagram" -- decode "$(vec F01)" "$(vec F02)"
+# a Pair X seed of the default shape (hidden 1536) cut at MTU 1472, lines on stdin
+n=$((n + 1))
+$PY - >"$TMP/frags.txt" <<'EOF'
+import struct
+hidden = 1536
+body = b"".join(struct.pack("<f", i * 0.25) for i in range(hidden))
+payload = struct.pack("<II", 7, 1) + body
+frame = struct.pack(">HI", 0xAF60 + 2, 1234) + bytes([0x31]) + len(payload).to_bytes(3, "big") + payload
+C = 1472 - 4
+chunks = [frame[i:i + C] for i in range(0, len(frame), C)]
+for i in reversed(range(len(chunks))):
+    print((struct.pack(">HBB", 500, i, len(chunks)) + chunks[i]).hex())
+EOF
+out=$("$FANOCTL" decode --datagram --hidden 1536 - <"$TMP/frags.txt" 2>&1) || fail "reassembled seed: $out"
+for s in "frame_id=500: reassembled 5 fragments, 6162 bytes" "line=3 (2,4,6) sign=-" "start_pos=7 seq_len=1 hidden=1536" \
+	"floats[1536]: 0 0.25 0.5 0.75 1"; do
+	grep -qF "$s" <<<"$out" || fail "reassembled seed lacks '$s'"
+done
+
 # ---- decode: canonical and status ---------------------------------------
 expect 0 "band=canonical dst_layer=1" "kind=full" "fingerprint=5e2de06ec4043aa2" -- decode --hidden 4 "$(vec C01)"
 expect 0 "kind=digest" "fingerprint=5e2de06ec4043aa2 (xxh3_64, as reported)" -- decode "$(vec C02)"
@@ -115,6 +142,9 @@ expect 0 "band=status" "outcome=resolved line=(1,4,5)" "line_state=active" "shad
 expect 2 "not hex" -- decode zz
 expect 2 "not hex" -- decode abc
 expect 2 "exactly one HEX" -- decode
+n=$((n + 1))
+out=$(: | "$FANOCTL" decode --datagram - 2>&1); rc=$?
+[ $rc = 2 ] && grep -qF "no datagram on stdin" <<<"$out" || fail "empty stdin with --datagram: $rc $out"
 expect 2 "--transport is stream or message" -- decode --transport udp 00
 expect 2 "--hidden" -- decode --hidden 0 00
 
