@@ -100,7 +100,12 @@ ssize_t cp_ws_hdr_parse(const uint8_t *b, size_t len, struct cp_ws_hdr *h)
 	return (ssize_t)(n + 4);
 }
 
-void cp_ws_unmask(uint8_t *p, size_t n, const uint8_t mask[4], uint64_t offset)
+/* dst[i] = src[i] ^ key; dst == src is allowed (each chunk is loaded before
+ * it is stored). Copying and unmasking in one pass instead of memcpy then
+ * cp_ws_unmask: bench_proto measured cp_ws_rx_feed at 0.38x memcpy with two
+ * passes. */
+static void unmask_copy(uint8_t *dst, const uint8_t *src, size_t n, const uint8_t mask[4],
+			uint64_t offset)
 {
 	uint8_t m[8];
 	for (int i = 0; i < 8; i++)
@@ -112,22 +117,27 @@ void cp_ws_unmask(uint8_t *p, size_t n, const uint8_t mask[4], uint64_t offset)
 	 * into unaligned 64-bit (or vector) loads. */
 	for (; i + 32 <= n; i += 32) {
 		uint64_t w[4];
-		memcpy(w, p + i, 32);
+		memcpy(w, src + i, 32);
 		w[0] ^= m64;
 		w[1] ^= m64;
 		w[2] ^= m64;
 		w[3] ^= m64;
-		memcpy(p + i, w, 32);
+		memcpy(dst + i, w, 32);
 	}
 	for (; i + 8 <= n; i += 8) {
 		uint64_t w;
-		memcpy(&w, p + i, 8);
+		memcpy(&w, src + i, 8);
 		w ^= m64;
-		memcpy(p + i, &w, 8);
+		memcpy(dst + i, &w, 8);
 	}
 	/* i is a multiple of 8 here, so m[i & 7] is still in phase. */
 	for (; i < n; i++)
-		p[i] ^= m[i & 7];
+		dst[i] = src[i] ^ m[i & 7];
+}
+
+void cp_ws_unmask(uint8_t *p, size_t n, const uint8_t mask[4], uint64_t offset)
+{
+	unmask_copy(p, p, n, mask, offset);
 }
 
 /* State: 0 = between characters; otherwise need (continuation bytes still
@@ -359,8 +369,7 @@ ssize_t cp_ws_rx_feed(struct cp_ws_rx *rx, const uint8_t *buf, size_t len, struc
 		if (take) {
 			/* computed only when take > 0: msg may still be NULL */
 			uint8_t *dst = control ? rx->ctl + rx->got : rx->msg + rx->msg_len;
-			memcpy(dst, buf + used, take);
-			cp_ws_unmask(dst, take, rx->cur.mask, rx->got);
+			unmask_copy(dst, buf + used, take, rx->cur.mask, rx->got);
 			used += take;
 			rx->got += take;
 			if (!control) {
