@@ -28,34 +28,33 @@ enum {
 	C_B64 = 1 << 5,    /* base64 alphabet without '=' */
 };
 
-static uint8_t cls[256];
+#define V C_VALUE
+#define PT (C_PCHAR | C_TARGET | C_VALUE)  /* pchar, not a token character */
+#define TPT (C_TCHAR | PT)                 /* token character and pchar */
+#define AN (TPT | C_T68 | C_B64)           /* ALPHA / DIGIT */
 
-/* Filled once before main; tables are read-only afterwards, so threads may
- * share them. */
-__attribute__((constructor)) static void cls_init(void)
-{
-	static const char tchar_extra[] = "!#$%&'*+-.^_`|~";
-	static const char sub_delims[] = "!$&'()*+,;=";
-	for (int c = 0; c < 256; c++) {
-		bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
-		bool digit = c >= '0' && c <= '9';
-		uint8_t m = 0;
-		if (alpha || digit || (c && strchr(tchar_extra, c)))
-			m |= C_TCHAR;
-		if (alpha || digit || (c && strchr("-._~", c)) || (c && strchr(sub_delims, c)) ||
-		    c == ':' || c == '@')
-			m |= C_PCHAR;
-		if ((m & C_PCHAR) || c == '/' || c == '?' || c == '%')
-			m |= C_TARGET;
-		if ((c >= 0x21 && c <= 0x7e) || c >= 0x80 || c == ' ' || c == '\t')
-			m |= C_VALUE;
-		if (alpha || digit || (c && strchr("-._~+/", c)))
-			m |= C_T68;
-		if (alpha || digit || c == '+' || c == '/')
-			m |= C_B64;
-		cls[c] = m;
-	}
-}
+/* Read-only, so any thread may use it. GNU range designators. */
+static const uint8_t cls[256] = {
+	['\t'] = V, [' '] = V,
+	['!'] = TPT, ['"'] = V, ['#'] = C_TCHAR | V, ['$'] = TPT,
+	['%'] = C_TCHAR | C_TARGET | V, ['&'] = TPT, ['\''] = TPT, ['('] = PT, [')'] = PT,
+	['*'] = TPT, ['+'] = TPT | C_T68 | C_B64, [','] = PT, ['-'] = TPT | C_T68,
+	['.'] = TPT | C_T68, ['/'] = C_TARGET | V | C_T68 | C_B64,
+	['0' ... '9'] = AN,
+	[':'] = PT, [';'] = PT, ['<'] = V, ['='] = PT, ['>'] = V, ['?'] = C_TARGET | V,
+	['@'] = PT,
+	['A' ... 'Z'] = AN,
+	['['] = V, ['\\'] = V, [']'] = V, ['^'] = C_TCHAR | V, ['_'] = TPT | C_T68,
+	['`'] = C_TCHAR | V,
+	['a' ... 'z'] = AN,
+	['{'] = V, ['|'] = C_TCHAR | V, ['}'] = V, ['~'] = TPT | C_T68,
+	[0x80 ... 0xff] = V,
+};
+
+#undef V
+#undef PT
+#undef TPT
+#undef AN
 
 static inline bool is(uint8_t c, unsigned m)
 {
