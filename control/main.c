@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +48,7 @@ struct daemon {
 	struct cp_server server;
 	struct fg_boundary boundary;
 	bool dataplane;
-	int sigfd;
+	int sigfd; /* -1 until opened */
 	struct cp_poll sigpoll;
 	struct cp_timer stop_timer;
 	uint64_t stop_deadline;
@@ -103,15 +104,27 @@ static void on_signal(struct cp_loop *l, struct cp_poll *p, int revents)
 	}
 }
 
+/* Block SIGINT/SIGTERM before any thread exists (the EAL starts some in
+ * dp_init): every thread inherits the mask, so the signals stay pending for
+ * the signalfd instead of killing the process from a DPDK thread. */
+static int signals_block(void)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
+		return -EINVAL;
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
+
 static int signals_open(struct daemon *d)
 {
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
-		return -errno;
-	signal(SIGPIPE, SIG_IGN);
 	d->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (d->sigfd < 0)
 		return -errno;
@@ -139,6 +152,7 @@ static int load_config(struct fg_config *cfg, const char *path)
 int main(int argc, char **argv)
 {
 	static struct daemon d; /* large: keep it off the stack */
+	d.sigfd = -1;
 	const char *config_path = NULL, *check_path = NULL, *profile = NULL;
 	bool no_dp = false;
 	enum { OPT_CONFIG = 1, OPT_CHECK, OPT_NODP, OPT_PROFILE, OPT_FG, OPT_HELP, OPT_VERSION };
@@ -191,7 +205,11 @@ int main(int argc, char **argv)
 		snprintf(d.cfg.dp_profile, sizeof(d.cfg.dp_profile), "%s", profile);
 	cp_info("fanogate %s starting (config %s)", FANOGATE_VERSION, config_path ? config_path : "embedded default");
 
-	int r;
+	int r = signals_block();
+	if (r < 0) {
+		cp_err("cannot block SIGINT/SIGTERM");
+		return 1;
+	}
 	struct fg_boundary *b = NULL;
 #ifdef FG_HAVE_DPDK
 	if (!no_dp) {
@@ -268,7 +286,7 @@ out_dp:
 	if (d.dataplane)
 		dp_stop();
 #endif
-	if (d.sigfd > 0)
+	if (d.sigfd >= 0)
 		close(d.sigfd);
 	return r < 0 ? 1 : 0;
 }

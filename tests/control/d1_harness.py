@@ -97,7 +97,7 @@ class Daemon:
 
     def __init__(self, mtls=False, require_cert=False, tokens_mode=0o600, extra="", hidden=8, layers=4,
                  deadline_ms=400, send_queue_max="4M", handshake_ms=3000, idle_ms=20000, max_conns=64,
-                 expect_start=True):
+                 expect_start=True, dp_profile=None):
         self.dir = tempfile.mkdtemp(prefix="fg-d1-")
         self.port = free_port()
         self.hidden, self.layers, self.deadline_ms = hidden, layers, deadline_ms
@@ -134,11 +134,13 @@ socket = {self.dir}/fanoctl.sock
         with open(self.cfg, "w") as f:
             f.write(cfg)
         self.expect_start = expect_start
+        self.dp_profile = dp_profile
         self.proc = None
 
     def __enter__(self):
         self.logf = open(f"{self.dir}/daemon.log", "wb")
-        self.proc = subprocess.Popen([binary(), "--config", self.cfg, "--no-dataplane"], stdout=self.logf,
+        mode = ["--dp-profile", self.dp_profile] if self.dp_profile else ["--no-dataplane"]
+        self.proc = subprocess.Popen([binary(), "--config", self.cfg, *mode], stdout=self.logf,
                                      stderr=subprocess.STDOUT)
         _live.append(self.proc)
         deadline = time.time() + 15

@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+"""d1_lanes.py - the daemon in lanes mode: the DPDK dataplane owns the slot
+shards (drivers-config ring profile: no NIC, --no-huge when hugepages are
+missing) and every TLS frame crosses include/fg/boundary.h lanes to its
+owner lcore and back (FG_BM_FRAME -> FG_BM_OUTCOME; RESOLVED, CONFLICT and
+EXPIRED messages become pushes and GET answers). Same answers as local mode:
+JSON acks, WebSocket statuses, the resolved seed bit-exact, expiry.
+Skips (77) when the daemon was built without DPDK or the EAL cannot start."""
+import asyncio
+import json
+import sys
+import time
+
+import websockets
+
+from d1_harness import (SKIP, STATUS_STREAM, TOKEN, Daemon, OUTCOMES, check, http, parse_frames, parse_status,
+                        reduce_pair_x, resolved_frame, seed)
+
+V = {1: [1.5, -2.0, 0.1, 3e-7, 5.0, 6.0, 7.0, 8.0], 3: [0.3, 0.2, 0.1, 1e5, 5.0, 6.0, -7.0, 8.0],
+     5: [2.0, 2.0, 2.0, 2.0, -1.0, 1e-30, 7.0, 0.0]}
+
+
+def post(d, body):
+    st, h, b = http(d, "POST", "/residual-seed", body)
+    return st, json.loads(b)
+
+
+async def ws_part(d):
+    ctx = d.ssl_ctx()
+    hdrs = {"Authorization": "Bearer " + TOKEN}
+    url = f"wss://localhost:{d.port}/flow"
+    async with websockets.connect(url + "?layers=all", ssl=ctx, extra_headers=hdrs) as sub, \
+            websockets.connect(url, ssl=ctx, extra_headers=hdrs) as tx:
+        await tx.send(seed(1, 60, 3, V[3]) + seed(1, 60, 1, V[1]) + seed(1, 60, 5, V[5], neg=1))
+        outs = []
+        for _ in range(3):
+            fr = parse_frames(await asyncio.wait_for(tx.recv(), 5))
+            check(fr[0][0] == STATUS_STREAM, "status message over the lanes")
+            outs.append(OUTCOMES[parse_status(fr[0][3])["outcome"]])
+        check(sorted(outs) == ["accepted", "accepted", "resolved"], "3 frames through the lanes: " + str(outs))
+        m = await asyncio.wait_for(sub.recv(), 5)
+        check(m == resolved_frame(1, 60, reduce_pair_x([(V[1], 0), (V[3], 0), (V[5], 1)])),
+              "resolved seed from the lcore pushed bit-exact")
+
+
+def main():
+    with Daemon(dp_profile="ring", expect_start=False) as d:
+        if d.proc.poll() is not None or "mode dataplane" not in d.log():
+            print("SKIP: the dataplane did not start here (built without DPDK, or the EAL refused):\n" + d.log())
+            d.proc.kill()
+            sys.exit(SKIP)
+        st, h, b = http(d, "GET", "/healthz", token=None)
+        check(json.loads(b)["mode"] == "dataplane", "healthz says mode dataplane")
+        st, j = post(d, seed(2, 50, 5, V[5]))
+        check(st == 200 and j["outcome"] == "accepted" and j["line"] == 5, "POST accepted by the owner lcore")
+        st, j = post(d, seed(2, 50, 5, V[5]))
+        check(j["outcome"] == "duplicate", "duplicate from the lcore")
+        st, j = post(d, seed(2, 50, 1, V[1]))
+        st, j = post(d, seed(2, 50, 3, V[3]))
+        check(st == 200 and j["outcome"] == "resolved" and j["fully_resolved"], "resolved by the lcore")
+        st, h, b = http(d, "GET", "/residual-seed/2/50")
+        check(st == 200 and b == resolved_frame(2, 50, reduce_pair_x([(V[1], 0), (V[3], 0), (V[5], 0)])),
+              "GET answered from the lanes' RESOLVED message, bit-exact")
+        st, j = post(d, seed(0, 51, 1, V[1]))
+        st, j = post(d, seed(0, 51, 1, V[3]))
+        check(st == 409 and j["outcome"] == "conflict", "conflict from the lcore")
+        st, h, b = http(d, "GET", "/residual-seed/0/51")
+        check(st == 409, "GET of the poisoned slot: 409 (CONFLICT message)")
+        st, j = post(d, seed(3, 52, 1, V[1])[:-1])
+        check(st == 400 and j["outcome"] == "malformed", "malformed body refused before the lanes")
+        st, j = post(d, seed(3, 53, 1, V[1]))
+        time.sleep(d.deadline_ms / 1000 + 0.4)
+        st, h, b = http(d, "GET", "/residual-seed/3/53")
+        check(st == 504 and json.loads(b)["error"] == "expired", "EXPIRED message from the lcore: GET 504")
+        asyncio.run(ws_part(d))
+
+
+if __name__ == "__main__":
+    main()
