@@ -694,6 +694,16 @@ int cp_audit_log_open(struct cp_audit_log **out, const struct cp_audit_log_cfg *
 		dir[1] = '\0';
 	else
 		*slash = '\0';
+	/* The embedded default points into /var/lib/fanogate, which a fresh box
+	 * may not have yet: create the parents (0750) rather than refuse. */
+	for (char *q = dir + 1; *q; q++) {
+		if (*q != '/')
+			continue;
+		*q = '\0';
+		(void)mkdir(dir, 0750);
+		*q = '/';
+	}
+	(void)mkdir(dir, 0750);
 	l->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (l->dirfd < 0) {
 		rc = -errno;
