@@ -887,6 +887,186 @@ static void test_shape_and_line_refusals(void **state)
 	table_free(&t);
 }
 
+/* ---- random operations against a model ------------------------------------ */
+
+/* A long random mix of puts, fragment attempts (begin/place/abort), expiry
+ * sweeps and flushes over few keys (so indices collide) and few bodies (so
+ * duplicates and conflicts happen), with unexpected lines and wrong shapes
+ * thrown in. The model records which body and sign each line holds since
+ * the key's slot was last opened; every resolution is checked against the
+ * scalar reference of exactly those bodies, and the table's accounting
+ * against lookups of every key. */
+enum { RM_H = 16, RM_KEYS = 24, RM_BODIES = 3, RM_REFS = 6, RM_CAP = 8, RM_LAYERS = 2 };
+
+struct rm_key {
+	int body[FG_LINES]; /* body id per line, -1 = not whole */
+	uint8_t sign[FG_LINES];
+};
+
+struct rm_ref {
+	bool live;
+	struct fg_slot_ref ref;
+	unsigned key, line, body;
+	uint8_t sign;
+	uint32_t next; /* next byte to place, in order */
+};
+
+static void rm_reset(struct rm_key *k)
+{
+	for (unsigned l = 0; l < FG_LINES; l++)
+		k->body[l] = -1;
+}
+
+static void test_random_ops_against_model(void **state)
+{
+	const uint8_t lines[3] = { 1, 3, 5 };
+	struct fg_slots_cfg cfg;
+	struct table t;
+	float pool[RM_BODIES][2 * RM_H];
+	struct rm_key model[RM_KEYS];
+	struct rm_ref refs[RM_REFS] = { 0 };
+	uint64_t now = 0;
+	unsigned resolutions = 0, conflicts = 0, duplicates = 0, no_slot = 0, stale = 0, frag_done = 0;
+	(void)state;
+
+	for (unsigned b = 0; b < RM_BODIES; b++)
+		for (unsigned i = 0; i < 2 * RM_H; i++)
+			pool[b][i] = rand_normal();
+	for (unsigned k = 0; k < RM_KEYS; k++)
+		rm_reset(&model[k]);
+	cfg_default(&cfg, RM_CAP, RM_H, 2, RM_LAYERS, lines, 3);
+	cfg.deadline_ns = 500;
+	table_new(&t, &cfg, 0xA5);
+
+	for (unsigned step = 0; step < 40000; step++) {
+		unsigned op = (unsigned)(rng() % 16), key = (unsigned)(rng() % RM_KEYS);
+		uint32_t tok = key / RM_LAYERS;
+		uint16_t layer = (uint16_t)(key % RM_LAYERS);
+		unsigned line = (rng() % 10) ? lines[rng() % 3] : (unsigned)(rng() % FG_LINES);
+		unsigned body = (unsigned)(rng() % RM_BODIES);
+		uint8_t sign = (uint8_t)(rng() % 4 == 0);
+		uint32_t seq = (rng() % 20) ? 1 : 2;
+		struct fg_seed sd = mkseed(tok, layer, (uint8_t)line, sign, 0, seq, pool[body], seq * RM_H * 4);
+		struct fg_slot_result r;
+		uint64_t opened = t.s.opened;
+
+		now += rng() % 8;
+		if (op < 7) {
+			assert_int_equal(fg_slot_put(&t.s, &sd, now, &r), 0);
+		} else if (op < 9) {
+			/* start a fragment attempt in a free ref */
+			unsigned i = (unsigned)(rng() % RM_REFS);
+			struct fg_slot_ref ref;
+			sd.body = NULL;
+			assert_int_equal(fg_slot_begin(&t.s, &sd, now, &ref, &r), 0);
+			if (r.outcome == FG_O_PARTIAL) {
+				refs[i] = (struct rm_ref){ .live = true, .ref = ref, .key = key, .line = line,
+							   .body = body, .sign = sign, .next = 0 };
+				/* a new attempt: the line is no longer whole in the model */
+				if (t.s.opened != opened)
+					rm_reset(&model[key]);
+				model[key].body[line] = -1;
+			}
+		} else if (op < 14) {
+			/* place the next chunk of a live attempt */
+			unsigned i = (unsigned)(rng() % RM_REFS);
+			struct rm_ref *f = &refs[i];
+			if (!f->live)
+				continue;
+			uint32_t len = 1 + (uint32_t)(rng() % 40);
+			if (len > f->ref.body_len - f->next)
+				len = f->ref.body_len - f->next;
+			assert_int_equal(fg_slot_place(&t.s, &f->ref, f->next, (const uint8_t *)pool[f->body] + f->next,
+						       len, now, &r), 0);
+			if (r.outcome != FG_O_PARTIAL)
+				f->live = false;
+			f->next += len;
+			if (r.outcome == FG_O_STALE)
+				stale++;
+			if (r.outcome == FG_O_ACCEPTED || r.outcome == FG_O_RESOLVED) {
+				model[f->key].body[f->line] = (int)f->body;
+				model[f->key].sign[f->line] = f->sign;
+				frag_done++;
+				key = f->key; /* for the resolution check below */
+			}
+		} else if (op == 14) {
+			unsigned i = (unsigned)(rng() % RM_REFS);
+			if (refs[i].live && rng() % 2) {
+				fg_slot_abort(&t.s, &refs[i].ref);
+				refs[i].live = false;
+			}
+			struct fg_slot_expired ex[4];
+			int n = fg_slots_expire(&t.s, now, ex, 4);
+			assert_true(n >= 0 && n <= 4);
+			if (rng() % 200 == 0)
+				(void)fg_slots_flush(&t.s);
+			continue;
+		} else {
+			/* garbage references never write anything */
+			struct fg_slot_ref bad = { .slot = RM_CAP + (uint32_t)(rng() % 5), .body_len = 4 };
+			assert_int_equal(fg_slot_place(&t.s, &bad, 0, pool[0], 4, now, &r), -EINVAL);
+			bad.slot = (uint32_t)(rng() % RM_CAP);
+			bad.gen = 0xFFFFFFF0u;
+			assert_int_equal(fg_slot_place(&t.s, &bad, 0, pool[0], 4, now, &r), 0);
+			assert_int_equal(r.outcome, FG_O_STALE);
+			continue;
+		}
+		assert_true((unsigned)r.outcome < FG_O__COUNT);
+		if (op < 7) {
+			if (t.s.opened != opened)
+				rm_reset(&model[key]);
+			if (r.outcome == FG_O_ACCEPTED || r.outcome == FG_O_RESOLVED) {
+				model[key].body[line] = (int)body;
+				model[key].sign[line] = sign;
+			}
+			conflicts += r.outcome == FG_O_CONFLICT;
+			duplicates += r.outcome == FG_O_DUPLICATE || r.outcome == FG_O_LATE;
+			no_slot += r.outcome == FG_O_NO_SLOT;
+			if (r.outcome == FG_O_DUPLICATE || r.outcome == FG_O_LATE) {
+				assert_int_equal(model[key].body[line], (int)body);
+				assert_int_equal(model[key].sign[line], sign);
+			}
+			if (r.outcome == FG_O_CONFLICT)
+				assert_true(model[key].body[line] != (int)body || model[key].sign[line] != sign);
+		}
+		if (r.outcome == FG_O_RESOLVED) {
+			struct fg_seed_view v;
+			const float *c[3];
+			uint8_t neg[3];
+			float ref[RM_H * 2];
+			uint32_t tk = key / RM_LAYERS;
+			assert_int_equal(fg_slot_seed(&t.s, r.slot, &v), 0);
+			assert_int_equal(v.token_seq, tk);
+			for (unsigned p = 0; p < 3; p++) {
+				assert_true(model[key].body[lines[p]] >= 0);
+				c[p] = pool[model[key].body[lines[p]]];
+				neg[p] = model[key].sign[lines[p]];
+			}
+			ref_reduce(ref, c, neg, 3, v.body_len / 4);
+			assert_memory_equal(v.body, ref, v.body_len);
+			assert_int_equal(v.fingerprint, XXH3_64bits(ref, v.body_len));
+			resolutions++;
+		}
+		/* accounting: in_use equals the keys whose slot is OPEN */
+		if (step % 64 == 0) {
+			uint32_t open = 0;
+			for (unsigned k = 0; k < RM_KEYS; k++) {
+				struct fg_slot_info info;
+				if (fg_slot_lookup(&t.s, k / RM_LAYERS, (uint16_t)(k % RM_LAYERS), &info) == 0 &&
+				    info.state == FG_SLOT_OPEN)
+					open++;
+			}
+			assert_int_equal(open, t.s.in_use);
+			assert_true(t.s.in_use <= RM_CAP);
+		}
+	}
+	print_message("random ops: %u resolutions, %u conflicts, %u duplicates/late, %u no_slot, %u stale, "
+		      "%u fragment lines\n", resolutions, conflicts, duplicates, no_slot, stale, frag_done);
+	assert_true(resolutions > 100 && conflicts > 100 && duplicates > 100 && no_slot > 10 && stale > 10 &&
+		    frag_done > 100);
+	table_free(&t);
+}
+
 /* ---- configuration, names ---------------------------------------------- */
 
 static void test_init_and_rules(void **state)
@@ -971,6 +1151,7 @@ int main(void)
 		cmocka_unit_test(test_reuse_no_stale_data),
 		cmocka_unit_test(test_capacity_exhaustion),
 		cmocka_unit_test(test_shape_and_line_refusals),
+		cmocka_unit_test(test_random_ops_against_model),
 		cmocka_unit_test(test_init_and_rules),
 		cmocka_unit_test(test_names),
 	};
