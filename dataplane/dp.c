@@ -456,6 +456,13 @@ int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_bou
 	memset(g, 0, sizeof(*g));
 	g->cfg = *cfg;
 	g->b = b;
+	g->n = cfg->lcores ? cfg->lcores : 1;
+	{
+		/* profiles size their queues with ${FG_LCORES} */
+		char v[16];
+		snprintf(v, sizeof(v), "%u", g->n);
+		setenv("FG_LCORES", v, 1);
+	}
 	const char *name = profile_path && *profile_path ? profile_path : cfg->dp_profile;
 	rc = dp_profile_find(name, path, sizeof(path));
 	if (rc < 0) {
@@ -468,7 +475,6 @@ int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_bou
 		DP_LOG(ERR, "%s", err);
 		return rc;
 	}
-	g->n = cfg->lcores ? cfg->lcores : 1;
 	if (g->n > DP_MAX_LCORES) {
 		DP_LOG(ERR, "[dataplane] lcores = %u: at most %u", g->n, DP_MAX_LCORES);
 		return -EINVAL;
@@ -477,8 +483,8 @@ int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_bou
 	fg_config_limits(cfg, &g->limits);
 	g->chunk = fg_frag_chunk_size(cfg->mtu);
 	uint64_t fmax = FG_HDR_LEN + FG_SEED_PREFIX_LEN + (uint64_t)cfg->max_seq_len * cfg->hidden * 4u;
-	if (fmax < 256)
-		fmax = 256; /* status, ACK and digest frames */
+	if (fmax < 4096)
+		fmax = 4096; /* floor for non-seed frames (digests, ACKs, the fleet's test frames) */
 	if (g->chunk < 64 || fmax > (uint64_t)FG_FRAG_MAX * g->chunk) {
 		DP_LOG(ERR, "[udp] mtu = %u: chunk %u cannot carry a %llu-byte frame in 255 fragments (or is < 64)",
 		       cfg->mtu, g->chunk, (unsigned long long)fmax);
