@@ -257,6 +257,12 @@ int fg_shadow_seed(struct fg_shadow *sh, const struct fg_seed_view *v, const str
 	return 0;
 }
 
+bool fg_shadow_has_seed(const struct fg_shadow *sh, uint32_t token_seq, uint16_t layer)
+{
+	const struct entry *e = entry_at(sh, index_of(sh, token_seq, layer));
+	return e->state == E_SEED && e->token_seq == token_seq && e->layer == layer;
+}
+
 int fg_shadow_canon(struct fg_shadow *sh, const struct fg_canon *c, uint64_t now_ns, struct fg_shadow_verdict *out)
 {
 	if (!c || (c->kind != FG_CANON_FULL && c->kind != FG_CANON_DIGEST) ||

@@ -766,8 +766,14 @@ void cp_audit_log_free(struct cp_audit_log *l)
 		int rc = cp_audit_log_drain(l, 5000);
 		(void)rc; /* nothing left to tell: the durable callbacks already ran */
 	}
-	/* A batch may still be in flight after a failure or timeout: its
-	 * buffer must outlive the kernel's use of it, which queue_exit waits for. */
+	/* A batch may still be in flight after a drain timeout: its buffer must
+	 * outlive the kernel's use of it, so wait (bounded) for its completions. */
+	for (int i = 0; i < 500 && l->inflight && l->pending_cqes > 0; i++) {
+		struct __kernel_timespec ts = { .tv_sec = 0, .tv_nsec = 10 * 1000 * 1000 };
+		struct io_uring_cqe *cqe;
+		(void)io_uring_wait_cqe_timeout(&l->ring, &cqe, &ts);
+		(void)cp_audit_log_process(l);
+	}
 	io_uring_queue_exit(&l->ring);
 	close(l->efd);
 	close(l->fd);

@@ -25,8 +25,14 @@ struct cp_shadow {
 	struct cp_audit_log *log;
 	struct cp_alert *alert;
 	bool failed;
+	uint8_t rule_mask[FG_MAX_LAYERS]; /* lines each layer's rule expects */
+	uint16_t n_layers;
 	struct cp_shadow_stats st;
 };
+
+/* Per-entry body budget: the whole table stays under this. Bodies larger
+ * than the budget are compared by fingerprint only (no elementwise figures). */
+#define SHADOW_TABLE_BUDGET (64u << 20)
 
 static uint64_t mono_ns(void)
 {
@@ -113,9 +119,15 @@ int cp_shadow_new(struct cp_shadow **out, const struct fg_config *cfg, struct fg
 	if (opts)
 		o = *opts;
 
+	sh->n_layers = cfg->layers;
+	for (unsigned i = 0; i < FG_MAX_LAYERS; i++)
+		sh->rule_mask[i] = cfg->rules[i].mask;
+	uint32_t capacity = cfg->slot_capacity ? cfg->slot_capacity : 1;
+	uint64_t body_full = (uint64_t)cfg->hidden * cfg->max_seq_len * 4u;
+	uint64_t body_budget = (SHADOW_TABLE_BUDGET / capacity) & ~(uint64_t)3;
 	struct fg_shadow_cfg scfg = {
-		.capacity = cfg->slot_capacity ? cfg->slot_capacity : 1,
-		.body_max = cfg->hidden * cfg->max_seq_len * 4u,
+		.capacity = capacity,
+		.body_max = (uint32_t)(body_full < body_budget ? body_full : body_budget),
 		.n_layers = cfg->layers ? cfg->layers : 1,
 		.expiry_ns = o.expiry_ns,
 		.sample = cfg->shadow_sample,
@@ -297,6 +309,16 @@ int cp_shadow_on_canonical(struct cp_shadow *sh, const struct fg_canon *c, uint3
 {
 	if (sh->failed)
 		return -EIO;
+	/* A report whose seed will not be compared (all its lines active and the
+	 * deterministic sample says no) would only occupy the table until it
+	 * expires, evicting halves that matter: drop it now, counted. */
+	bool sampled;
+	if (c && c->dst_layer < FG_MAX_LAYERS && !fg_shadow_has_seed(&sh->core, c->token_seq, c->dst_layer) &&
+	    sh->rule_mask[c->dst_layer] &&
+	    !fg_shadow_wants(&sh->core, sh->lines, c->token_seq, c->dst_layer, sh->rule_mask[c->dst_layer], &sampled)) {
+		sh->st.canon_not_sampled++;
+		return 0;
+	}
 	struct fg_shadow_verdict out;
 	int rc = fg_shadow_canon(&sh->core, c, now_ns, &out);
 	if (rc <= 0)

@@ -122,6 +122,7 @@ void cp_shadow_head(const struct cp_shadow *sh, uint8_t hash[FG_AUDIT_HASH_LEN],
 struct cp_shadow_stats {
 	uint64_t verdicts_clean, verdicts_divergent, verdicts_unmatched;
 	uint64_t sampled_in, sampled_out, evicted;
+	uint64_t canon_not_sampled; /* canonical reports dropped: their seed is not audited */
 	uint64_t conflicts, line_changes, peer_auth_failures, promotions, demotions;
 	uint64_t append_failed;
 	struct cp_audit_log_stats log;

@@ -98,6 +98,9 @@ bool fg_shadow_wants(const struct fg_shadow *sh, const struct fg_lines *ls, uint
 FG_MUST_CHECK int fg_shadow_seed(struct fg_shadow *sh, const struct fg_seed_view *v, const struct fg_lines *ls,
 				 uint64_t now_ns, struct fg_shadow_verdict *out);
 
+/* True when a resolved seed for the key waits for its canonical report. */
+bool fg_shadow_has_seed(const struct fg_shadow *sh, uint32_t token_seq, uint16_t layer);
+
 /* A canonical report arrived (c from fg_canon_decode; c->body for FULL).
  * Returns 1 with *out filled when the seed was waiting, 0 when the report now
  * waits, -EINVAL on a bad report. */

@@ -405,14 +405,15 @@ static bool wait_file(struct cp_shadow *sh, const char *path, const char *needle
 	return false;
 }
 
-static struct cp_shadow *glue_new(struct fg_config *cfg, struct fg_lines *lines, struct hooks_seen *hs)
+static struct cp_shadow *glue_new_s(struct fg_config *cfg, struct fg_lines *lines, struct hooks_seen *hs,
+				    double sample)
 {
 	fg_config_default(cfg);
 	cfg->hidden = HIDDEN;
 	cfg->max_seq_len = 1;
 	cfg->layers = 28;
 	cfg->slot_capacity = 64;
-	cfg->shadow_sample = 1.0;
+	cfg->shadow_sample = sample;
 	cfg->group_commit_us = 0;
 	cfg->alert_min_interval_ms = 0;
 	snprintf(cfg->audit_path, sizeof(cfg->audit_path), "%s/fanogate.audit", tmpdir);
@@ -431,6 +432,11 @@ static struct cp_shadow *glue_new(struct fg_config *cfg, struct fg_lines *lines,
 	if (rc < 0)
 		fail_msg("cp_shadow_new: %s", err);
 	return sh;
+}
+
+static struct cp_shadow *glue_new(struct fg_config *cfg, struct fg_lines *lines, struct hooks_seen *hs)
+{
+	return glue_new_s(cfg, lines, hs, 1.0);
 }
 
 static void drain(struct cp_shadow *sh)
@@ -600,6 +606,41 @@ static void test_glue_fail_closed(void **state)
 	rm_tmpdir();
 }
 
+static void test_glue_unsampled_reports(void **state)
+{
+	(void)state;
+	mk_tmpdir();
+	struct fg_config cfg;
+	struct fg_lines lines;
+	struct hooks_seen hs = { 0 };
+	struct cp_shadow *sh = glue_new_s(&cfg, &lines, &hs, 0.0);
+	uint64_t seq;
+	for (unsigned l = 0; l < FG_LINES; l++)
+		assert_int_equal(cp_shadow_line_op(sh, l, FG_LEV_OP_ACTIVE, 0, 1, "test", "go", 0, &seq), 1);
+	uint8_t body[HIDDEN * 4] = { 0 };
+	/* Pair X (lines 1, 3, 5) all active, sample 0: the report is dropped at
+	 * once instead of waiting for a seed that will not be compared. */
+	struct fg_canon c = canon_full(body, 7, 2);
+	assert_int_equal(cp_shadow_on_canonical(sh, &c, 0, 0, &seq), 0);
+	struct fg_seed_view sv = view(body, 7, 2);
+	assert_int_equal(cp_shadow_on_resolved(sh, &sv, 0, 0, &seq), 0);
+	struct cp_shadow_stats st;
+	cp_shadow_stats(sh, &st);
+	assert_int_equal(st.canon_not_sampled, 1);
+	assert_int_equal(st.sampled_out, 1);
+	/* line 3 back in shadow: the same kind of report now waits and matches */
+	assert_int_equal(cp_shadow_line_op(sh, 3, FG_LEV_OP_SHADOW, 0, 1, "test", "watch", 0, &seq), 1);
+	c = canon_full(body, 8, 2);
+	assert_int_equal(cp_shadow_on_canonical(sh, &c, 0, 0, &seq), 0);
+	sv = view(body, 8, 2);
+	assert_int_equal(cp_shadow_on_resolved(sh, &sv, 0, 0, &seq), 1);
+	cp_shadow_stats(sh, &st);
+	assert_int_equal(st.canon_not_sampled, 1);
+	assert_int_equal(st.verdicts_clean, 1);
+	cp_shadow_free(sh);
+	rm_tmpdir();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -610,6 +651,7 @@ int main(void)
 		cmocka_unit_test(test_promotion_and_demotion),
 		cmocka_unit_test(test_glue_verdicts_alerts),
 		cmocka_unit_test(test_glue_fail_closed),
+		cmocka_unit_test(test_glue_unsampled_reports),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
