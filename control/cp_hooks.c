@@ -19,6 +19,15 @@ struct cp_hook_stats cp_hook_stats;
 #ifdef FG_HAVE_AUDIT
 #define CP_SHADOW_TICK_NS (100ull * 1000 * 1000)
 
+static void (*durable_fn)(void *arg, uint64_t seq);
+static void *durable_arg;
+
+void cp_hooks_on_durable(void (*fn)(void *arg, uint64_t seq), void *arg)
+{
+	durable_fn = fn;
+	durable_arg = arg;
+}
+
 static struct {
 	struct cp_shadow *sh;
 	struct cp_engine *e;
@@ -54,8 +63,28 @@ static void sh_lines_changed(void *arg, const struct fg_line_change *chg, uint64
 static void sh_durable(void *arg, uint64_t seq)
 {
 	(void)arg;
-	(void)seq;
+	if (durable_fn)
+		durable_fn(durable_arg, seq);
 }
+
+int cp_hooks_line_op(struct cp_engine *e, unsigned line, enum fg_line_event ev, uint32_t uid, int32_t pid,
+		     const char *why, uint64_t *seq)
+{
+	*seq = CP_HOOK_NO_SEQ;
+	if (!g.sh)
+		return cp_engine_line_event(e, line, ev, uid, pid, why);
+	int r = cp_shadow_line_op(g.sh, line, ev, uid, pid, "fanoctl", why, cp_now_ns(), seq);
+	if (r == 1) {
+		/* Logged by sh_lines_changed; an operator command is the
+		 * operator's decision, recorded before the reply: publish now. */
+		cp_engine_publish(e);
+	} else {
+		*seq = CP_HOOK_NO_SEQ;
+	}
+	return r;
+}
+
+bool cp_hooks_is_durable(uint64_t seq) { return !g.sh || seq == CP_HOOK_NO_SEQ || cp_shadow_is_durable(g.sh, seq); }
 
 static void sh_ready(struct cp_loop *l, struct cp_poll *p, int revents)
 {
@@ -160,6 +189,23 @@ void cp_hook_auth_failure(const char *peer, const char *reason)
 }
 
 #else /* !FG_HAVE_AUDIT: count only */
+
+void cp_hooks_on_durable(void (*fn)(void *arg, uint64_t seq), void *arg)
+{
+	(void)fn;
+	(void)arg;
+}
+int cp_hooks_line_op(struct cp_engine *e, unsigned line, enum fg_line_event ev, uint32_t uid, int32_t pid,
+		     const char *why, uint64_t *seq)
+{
+	*seq = CP_HOOK_NO_SEQ;
+	return cp_engine_line_event(e, line, ev, uid, pid, why);
+}
+bool cp_hooks_is_durable(uint64_t seq)
+{
+	(void)seq;
+	return true;
+}
 
 int cp_hooks_start(struct cp_loop *l, const struct fg_config *cfg, struct cp_engine *e, char *why, size_t why_len)
 {

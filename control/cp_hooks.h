@@ -20,6 +20,7 @@
 
 #include "cp_loop.h"
 #include "fg/config.h"
+#include "fg/line.h"
 #include "fg/slot.h"
 #include "fg/wire.h"
 
@@ -38,6 +39,19 @@ FG_MUST_CHECK int cp_hooks_start(struct cp_loop *l, const struct fg_config *cfg,
 void cp_hooks_stop(void);
 /* Whether a shadow audit is running (it then owns conflict demotions). */
 bool cp_hooks_have_audit(void);
+
+/* An operator line command (FG_LEV_OP_*): applied and audited through the
+ * shadow audit when it runs (then *seq is the record to wait for before
+ * answering, CP_HOOK_NO_SEQ when nothing needs waiting), else applied by the
+ * engine. Returns what fg_line_apply returns (1 changed, 0 unchanged,
+ * -EALREADY/-EINVAL), or -EIO/-ENOBUFS when the audit refuses (not applied). */
+#define CP_HOOK_NO_SEQ UINT64_MAX
+FG_MUST_CHECK int cp_hooks_line_op(struct cp_engine *e, unsigned line, enum fg_line_event ev, uint32_t uid,
+				   int32_t pid, const char *why, uint64_t *seq);
+/* Whether the audit record seq is durable (true without an audit). */
+bool cp_hooks_is_durable(uint64_t seq);
+/* Called with the highest durable sequence number as records become durable. */
+void cp_hooks_on_durable(void (*fn)(void *arg, uint64_t seq), void *arg);
 
 void cp_hook_shadow_resolved(struct cp_engine *e, const struct fg_seed_view *v);
 void cp_hook_shadow_canonical(struct cp_engine *e, const struct fg_canon *c);

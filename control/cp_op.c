@@ -1,0 +1,597 @@
+/* cp_op.c - the operator socket: fanoctl's commands on the loop (see
+ * cp_op.h). Loop thread only.
+ *
+ * Connection life: accept -> SO_PEERCRED check -> recv until '\n' (at most
+ * CP_OP_REQ_MAX bytes, 10 s) -> execute -> [wait until the audit record is
+ * durable] -> send the reply -> close. One op in flight per connection, so
+ * a connection is freed from its last completion. */
+#include "cp_op.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <jansson.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cp_hooks.h"
+#include "cp_log.h"
+
+#define CP_OP_TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
+#define CP_OP_HOUSE_NS (200ull * 1000 * 1000)
+
+struct cp_opconn {
+	struct cp_opsrv *o;
+	struct cp_opconn *next;
+	int fd;
+	struct cp_op recv_op, send_op;
+	bool recv_armed, send_armed, dead, waiting;
+	uint32_t uid;
+	int32_t pid;
+	uint64_t deadline_ns, wait_seq;
+	json_t *pending; /* reply held until wait_seq is durable */
+	char *out;
+	size_t out_len, out_off;
+	size_t len;
+	char buf[CP_OP_REQ_MAX];
+};
+
+static struct cp_opsrv *g_op; /* for the durable callback */
+
+static void opc_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
+static void opc_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
+
+static void opc_free(struct cp_opconn *c)
+{
+	struct cp_opsrv *o = c->o;
+	for (struct cp_opconn **pp = &o->conns; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	o->n_conns--;
+	if (c->fd >= 0)
+		close(c->fd);
+	json_decref(c->pending);
+	free(c->out);
+	free(c);
+}
+
+static void opc_close(struct cp_opconn *c)
+{
+	c->dead = true;
+	if (c->recv_armed || c->send_armed) {
+		shutdown(c->fd, SHUT_RDWR); /* the op in flight completes; it frees */
+		return;
+	}
+	opc_free(c);
+}
+
+static void opc_reply(struct cp_opconn *c, json_t *rep)
+{
+	char *s = rep ? json_dumps(rep, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(rep);
+	if (!s) {
+		opc_close(c);
+		return;
+	}
+	size_t n = strlen(s);
+	c->out = realloc(s, n + 1);
+	if (!c->out) {
+		free(s);
+		opc_close(c);
+		return;
+	}
+	c->out[n] = '\n';
+	c->out_len = n + 1;
+	c->out_off = 0;
+	c->send_op.fn = opc_send_done;
+	if (cp_loop_send(c->o->loop, &c->send_op, c->fd, c->out, c->out_len) < 0) {
+		opc_close(c);
+		return;
+	}
+	c->send_armed = true;
+	c->o->served++;
+}
+
+static json_t *err_reply(const char *reason)
+{
+	return json_pack("{s:b,s:s}", "ok", 0, "error", reason);
+}
+
+/* ---- commands ------------------------------------------------------------- */
+static json_t *line_json(const struct fg_lines *ls, unsigned i)
+{
+	const struct fg_line *ln = &ls->line[i];
+	return json_pack("{s:i,s:s,s:s,s:s,s:b,s:I,s:I,s:I,s:I}", "line", (int)i, "name", fg_fano_line_name(i), "state",
+			 fg_line_state_name(fg_line_effective(ls, i)), "base", fg_line_state_name(ln->base),
+			 "auto_promote", ln->auto_promote, "clean", (json_int_t)ln->clean, "verdicts",
+			 (json_int_t)ln->verdicts, "divergences", (json_int_t)ln->divergences, "conflicts",
+			 (json_int_t)ln->conflicts);
+}
+
+static json_t *cmd_lines(struct cp_opsrv *o)
+{
+	json_t *arr = json_array();
+	for (unsigned i = 0; i < FG_LINES; i++)
+		json_array_append_new(arr, line_json(&o->engine->lines, i));
+	return json_pack("{s:b,s:o,s:I}", "ok", 1, "lines", arr, "model_epoch", (json_int_t)o->engine->epoch);
+}
+
+static json_t *cmd_status(struct cp_opsrv *o)
+{
+	struct cp_engine *e = o->engine;
+	char states[FG_LINES * 12] = "";
+	for (unsigned i = 0; i < FG_LINES; i++) {
+		strcat(states, fg_line_state_name(fg_line_effective(&e->lines, i)));
+		if (i + 1 < FG_LINES)
+			strcat(states, ",");
+	}
+	json_t *j = json_pack("{s:b,s:s,s:s,s:i,s:I,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:b}", "ok", 1, "version",
+			      "0.1.0", "mode", e->lanes_mode ? "dataplane" : "local", "pid", (int)getpid(), "uptime_ms",
+			      (json_int_t)((cp_now_ns() - o->started_ns) / 1000000ull), "tls_port", (int)o->srv->port,
+			      "tls_connections", (json_int_t)o->srv->n_conns, "ws_sessions_total",
+			      (json_int_t)o->srv->st.ws_sessions, "model_epoch", (json_int_t)e->epoch, "frames_tls",
+			      (json_int_t)e->st.frames, "seeds_resolved", (json_int_t)e->st.resolved, "slots_expired",
+			      (json_int_t)e->st.expired, "lines", states, "audit", cp_hooks_have_audit());
+	if (j && !e->lanes_mode)
+		json_object_set_new(j, "slots_open", json_integer(e->slots.in_use));
+	return j;
+}
+
+static json_t *cmd_line(struct cp_opconn *c, json_t *req)
+{
+	struct cp_opsrv *o = c->o;
+	json_t *jl = json_object_get(req, "line");
+	const char *op = json_string_value(json_object_get(req, "op"));
+	const char *why = json_string_value(json_object_get(req, "why"));
+	if (!json_is_integer(jl) || json_integer_value(jl) < 0 || json_integer_value(jl) >= FG_LINES || !op)
+		return err_reply("bad_request");
+	unsigned line = (unsigned)json_integer_value(jl);
+	char whybuf[160];
+	snprintf(whybuf, sizeof(whybuf), "fanoctl line %s (uid %u pid %d)%s%s", op, (unsigned)c->uid, (int)c->pid,
+		 why ? ": " : "", why ? why : "");
+	if (!strcmp(op, "auto_promote")) {
+		json_t *on = json_object_get(req, "on");
+		if (!json_is_boolean(on))
+			return err_reply("bad_request");
+		fg_line_set_auto_promote(&o->engine->lines, line, json_is_true(on));
+		cp_info("line %u: auto_promote %s by uid %u", line, json_is_true(on) ? "on" : "off", (unsigned)c->uid);
+		return json_pack("{s:b,s:o}", "ok", 1, "line", line_json(&o->engine->lines, line));
+	}
+	enum fg_line_event ev;
+	if (!strcmp(op, "enable"))
+		ev = FG_LEV_OP_ENABLE;
+	else if (!strcmp(op, "disable"))
+		ev = FG_LEV_OP_DISABLE;
+	else if (!strcmp(op, "shadow"))
+		ev = FG_LEV_OP_SHADOW;
+	else if (!strcmp(op, "active"))
+		ev = FG_LEV_OP_ACTIVE;
+	else
+		return err_reply("unknown_op");
+	uint64_t seq;
+	int r = cp_hooks_line_op(o->engine, line, ev, c->uid, c->pid, whybuf, &seq);
+	if (r == -EALREADY)
+		return err_reply("already");
+	if (r == -EIO)
+		return err_reply("audit_failed");
+	if (r == -ENOBUFS)
+		return err_reply("audit_busy");
+	if (r < 0)
+		return err_reply("refused");
+	json_t *rep = json_pack("{s:b,s:b,s:o}", "ok", 1, "changed", r == 1, "line", line_json(&o->engine->lines, line));
+	if (r == 1 && !cp_hooks_is_durable(seq)) {
+		c->waiting = true;
+		c->wait_seq = seq;
+		c->pending = rep;
+		return NULL;
+	}
+	return rep;
+}
+
+static json_t *cmd_slots(struct cp_opsrv *o)
+{
+	struct cp_engine *e = o->engine;
+	json_t *j = json_pack("{s:b,s:s,s:I,s:I,s:I,s:I}", "ok", 1, "mode", e->lanes_mode ? "dataplane" : "local",
+			      "capacity", (json_int_t)o->cfg->slot_capacity, "resolved", (json_int_t)e->st.resolved,
+			      "expired", (json_int_t)e->st.expired, "poisoned", (json_int_t)e->st.poisoned);
+	if (j && !e->lanes_mode) {
+		json_t *sh = json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I}", "shard", 0, "in_use", (json_int_t)e->slots.in_use,
+				       "opened", (json_int_t)e->slots.opened, "resolved", (json_int_t)e->slots.resolved,
+				       "expired", (json_int_t)e->slots.expired, "poisoned", (json_int_t)e->slots.poisoned,
+				       "reclaimed", (json_int_t)e->slots.reclaimed);
+		json_object_set_new(j, "shards", json_pack("[o]", sh));
+	}
+	return j;
+}
+
+static json_t *cmd_slot(struct cp_opsrv *o, json_t *req)
+{
+	json_t *jl = json_object_get(req, "layer"), *jt = json_object_get(req, "token_seq");
+	if (!json_is_integer(jl) || !json_is_integer(jt) || json_integer_value(jl) < 0 ||
+	    json_integer_value(jl) >= o->cfg->layers || json_integer_value(jt) < 0 ||
+	    json_integer_value(jt) > UINT32_MAX)
+		return err_reply("bad_request");
+	uint16_t layer = (uint16_t)json_integer_value(jl);
+	uint32_t tok = (uint32_t)json_integer_value(jt);
+	struct cp_engine *e = o->engine;
+	if (!e->lanes_mode) {
+		struct fg_slot_info info;
+		if (fg_slot_lookup(&e->slots, tok, layer, &info) == 0) {
+			char fp[17];
+			snprintf(fp, sizeof(fp), "%016llx", (unsigned long long)info.fingerprint);
+			return json_pack("{s:b,s:i,s:I,s:s,s:i,s:i,s:s}", "ok", 1, "layer", (int)layer, "token_seq",
+					 (json_int_t)tok, "state", fg_slot_state_name(info.state), "landed", info.landed,
+					 "expected", info.expected, "fingerprint", fp);
+		}
+	}
+	const uint8_t *fr = NULL;
+	size_t len = 0;
+	enum fg_slot_state st = cp_engine_lookup(e, layer, tok, &fr, &len);
+	return json_pack("{s:b,s:i,s:I,s:s}", "ok", 1, "layer", (int)layer, "token_seq", (json_int_t)tok, "state",
+			 st == FG_SLOT_FREE ? "unknown" : fg_slot_state_name(st));
+}
+
+static json_t *cmd_peers(struct cp_opsrv *o)
+{
+	json_t *arr = json_array();
+	static const char *const states[] = {"tls", "http", "websocket"};
+	for (struct cp_conn *c = o->srv->all; c; c = c->next) {
+		if (c->dead)
+			continue;
+		json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:I}", "peer", c->peer, "state", states[c->state],
+						     "role", c->role ? c->role : "-", "cn",
+						     c->tls.peer_verified ? c->tls.cn : "-", "send_queue",
+						     (json_int_t)c->sq_bytes));
+	}
+	json_t *down = json_array();
+	for (unsigned p = 1; p <= FG_POINTS; p++)
+		if (o->engine->lines.points_down & (1u << (p - 1)))
+			json_array_append_new(down, json_integer(p));
+	return json_pack("{s:b,s:o,s:o}", "ok", 1, "tls_peers", arr, "points_down", down);
+}
+
+static json_t *cmd_stats(struct cp_opsrv *o)
+{
+	const struct cp_server_stats *s = &o->srv->st;
+	const struct cp_engine_stats *es = &o->engine->st;
+	json_t *tls = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "accepted",
+				(json_int_t)s->accepted, "refused_max", (json_int_t)s->refused_max, "tls_failed",
+				(json_int_t)s->tls_failed, "handshake_timeouts", (json_int_t)s->handshake_timeouts,
+				"idle_timeouts", (json_int_t)s->idle_timeouts, "http_requests", (json_int_t)s->http_requests,
+				"http_errors", (json_int_t)s->http_errors, "auth_failures", (json_int_t)s->auth_failures,
+				"ws_sessions", (json_int_t)s->ws_sessions, "ws_msgs_in", (json_int_t)s->ws_msgs_in,
+				"ws_frames_in", (json_int_t)s->ws_frames_in, "ws_msgs_out", (json_int_t)s->ws_msgs_out,
+				"slow_consumer_drops", (json_int_t)s->slow_consumer_drops);
+	json_t *outcomes = json_object();
+	for (unsigned i = 0; i < FG_O__COUNT; i++)
+		if (es->outcome[i])
+			json_object_set_new(outcomes, fg_outcome_name((enum fg_outcome)i), json_integer((json_int_t)es->outcome[i]));
+	json_t *malformed = json_object();
+	for (unsigned i = 1; i < FG_R__COUNT; i++)
+		if (es->reason[i])
+			json_object_set_new(malformed, fg_reason_name((int)i), json_integer((json_int_t)es->reason[i]));
+	json_t *eng = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o}", "frames", (json_int_t)es->frames,
+				"resolved", (json_int_t)es->resolved, "expired", (json_int_t)es->expired, "poisoned",
+				(json_int_t)es->poisoned, "canonical", (json_int_t)es->canonical, "lane_full",
+				(json_int_t)es->lane_full, "pool_empty", (json_int_t)es->pool_empty, "outcomes_unmatched",
+				(json_int_t)es->outcomes_unmatched, "outcomes", outcomes, "malformed", malformed);
+	json_t *j = json_pack("{s:b,s:o,s:o}", "ok", 1, "tls", tls, "engine_tls", eng);
+	if (j && o->b && o->b->counters) {
+		json_t *dp = json_object();
+		for (unsigned c = 0; c < FG_C__COUNT; c++) {
+			uint64_t sum = 0;
+			for (unsigned i = 0; i < o->b->n_lanes; i++)
+				sum += atomic_load_explicit(&o->b->counters[i].c[c], memory_order_relaxed);
+			json_object_set_new(dp, fg_dp_counter_name((enum fg_dp_counter)c), json_integer((json_int_t)sum));
+		}
+		json_object_set_new(j, "dataplane", dp);
+	}
+	json_object_set_new(j, "audit", json_pack("{s:I,s:I,s:I,s:I}", "resolved_in", (json_int_t)cp_hook_stats.resolved,
+						  "canonical_in", (json_int_t)cp_hook_stats.canonical, "conflicts",
+						  (json_int_t)cp_hook_stats.conflict, "refused",
+						  (json_int_t)cp_hook_stats.refused));
+	return j;
+}
+
+static void opc_execute(struct cp_opconn *c)
+{
+	struct cp_opsrv *o = c->o;
+	json_error_t jerr;
+	json_t *req = json_loadb(c->buf, c->len, 0, &jerr);
+	const char *cmd = json_string_value(json_object_get(req, "cmd"));
+	json_t *rep;
+	if (!json_is_object(req) || !cmd)
+		rep = err_reply("bad_request");
+	else if (!strcmp(cmd, "status"))
+		rep = cmd_status(o);
+	else if (!strcmp(cmd, "lines"))
+		rep = cmd_lines(o);
+	else if (!strcmp(cmd, "line"))
+		rep = cmd_line(c, req);
+	else if (!strcmp(cmd, "slots"))
+		rep = cmd_slots(o);
+	else if (!strcmp(cmd, "slot"))
+		rep = cmd_slot(o, req);
+	else if (!strcmp(cmd, "peers"))
+		rep = cmd_peers(o);
+	else if (!strcmp(cmd, "stats"))
+		rep = cmd_stats(o);
+	else
+		rep = err_reply("unknown_command");
+	cp_debug("operator: uid %u pid %d: %s", (unsigned)c->uid, (int)c->pid, cmd ? cmd : "(bad request)");
+	json_decref(req);
+	if (c->waiting)
+		return; /* answered from the durable callback */
+	opc_reply(c, rep ? rep : err_reply("no_memory"));
+}
+
+static void op_durable(void *arg, uint64_t seq)
+{
+	struct cp_opsrv *o = arg;
+	for (struct cp_opconn *c = o->conns, *n; c; c = n) {
+		n = c->next;
+		if (c->waiting && !c->dead && seq >= c->wait_seq) {
+			c->waiting = false;
+			json_t *rep = c->pending;
+			c->pending = NULL;
+			opc_reply(c, rep);
+		}
+	}
+}
+
+/* ---- I/O -------------------------------------------------------------------- */
+static void opc_arm_recv(struct cp_opconn *c)
+{
+	c->recv_op.fn = opc_recv_done;
+	if (cp_loop_recv(c->o->loop, &c->recv_op, c->fd, c->buf + c->len, sizeof(c->buf) - c->len) < 0) {
+		opc_close(c);
+		return;
+	}
+	c->recv_armed = true;
+}
+
+static void opc_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
+{
+	(void)l; (void)flags;
+	struct cp_opconn *c = cp_container_of(op, struct cp_opconn, recv_op);
+	c->recv_armed = false;
+	if (c->dead || res <= 0) {
+		opc_close(c);
+		return;
+	}
+	size_t old = c->len;
+	c->len += (size_t)res;
+	char *nl = memchr(c->buf + old, '\n', (size_t)res);
+	if (nl) {
+		c->len = (size_t)(nl - c->buf);
+		opc_execute(c);
+		return;
+	}
+	if (c->len == sizeof(c->buf)) {
+		opc_reply(c, err_reply("request_too_large"));
+		return;
+	}
+	opc_arm_recv(c);
+}
+
+static void opc_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
+{
+	(void)flags;
+	struct cp_opconn *c = cp_container_of(op, struct cp_opconn, send_op);
+	c->send_armed = false;
+	if (!c->dead && res > 0 && c->out_off + (size_t)res < c->out_len) {
+		c->out_off += (size_t)res;
+		if (cp_loop_send(l, &c->send_op, c->fd, c->out + c->out_off, c->out_len - c->out_off) == 0) {
+			c->send_armed = true;
+			return;
+		}
+	}
+	opc_close(c); /* one request per connection */
+}
+
+static bool peer_allowed(const struct cp_opsrv *o, const struct ucred *cr)
+{
+	if (cr->uid == 0 || cr->uid == geteuid())
+		return true;
+	if (!o->have_group)
+		return false;
+	if (cr->gid == o->group)
+		return true;
+	struct passwd pw, *pwp = NULL;
+	char pbuf[4096];
+	if (getpwuid_r(cr->uid, &pw, pbuf, sizeof(pbuf), &pwp) != 0 || !pwp)
+		return false;
+	gid_t groups[256];
+	int ng = (int)FG_ARRAY_LEN(groups);
+	if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &ng) < 0)
+		return false;
+	for (int i = 0; i < ng; i++)
+		if (groups[i] == o->group)
+			return true;
+	return false;
+}
+
+static void op_accept_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
+{
+	struct cp_opsrv *o = cp_container_of(op, struct cp_opsrv, accept_op);
+	if (!(flags & IORING_CQE_F_MORE))
+		o->accept_armed = false;
+	if (res >= 0) {
+		struct ucred cr;
+		socklen_t cl = sizeof(cr);
+		if (o->stopping || o->n_conns >= CP_OP_CONNS_MAX ||
+		    getsockopt(res, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
+			o->refused++;
+			close(res);
+		} else if (!peer_allowed(o, &cr)) {
+			o->refused++;
+			cp_warn("operator: uid %u pid %d refused (not root, not uid %u, not in the operator group)",
+				(unsigned)cr.uid, (int)cr.pid, (unsigned)geteuid());
+			static const char msg[] = "{\"ok\":false,\"error\":\"permission_denied\"}\n";
+			ssize_t w = send(res, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+			(void)w;
+			close(res);
+		} else {
+			struct cp_opconn *c = calloc(1, sizeof(*c));
+			if (!c) {
+				close(res);
+			} else {
+				c->o = o;
+				c->fd = res;
+				c->uid = cr.uid;
+				c->pid = cr.pid;
+				c->deadline_ns = cp_now_ns() + CP_OP_TIMEOUT_NS;
+				c->next = o->conns;
+				o->conns = c;
+				o->n_conns++;
+				opc_arm_recv(c);
+			}
+		}
+	} else if (res == -EINVAL && l->multishot_accept_ok) {
+		l->multishot_accept_ok = false;
+	} else if (res != -ECANCELED) {
+		cp_warn("operator: accept failed: %s", strerror(-res));
+	}
+	if (!o->accept_armed && !o->stopping && o->fd >= 0 && cp_loop_accept(l, &o->accept_op, o->fd) == 0)
+		o->accept_armed = true;
+}
+
+static void op_house(struct cp_loop *l, struct cp_timer *t)
+{
+	struct cp_opsrv *o = cp_container_of(t, struct cp_opsrv, house);
+	uint64_t now = cp_now_ns();
+	for (struct cp_opconn *c = o->conns, *n; c; c = n) {
+		n = c->next;
+		if (!c->dead && now >= c->deadline_ns) {
+			if (c->waiting) {
+				/* the audit did not make the record durable in time */
+				c->waiting = false;
+				json_decref(c->pending);
+				c->pending = NULL;
+				opc_reply(c, err_reply("audit_timeout"));
+			} else {
+				opc_close(c);
+			}
+		}
+	}
+	if (!o->accept_armed && !o->stopping && o->fd >= 0 && cp_loop_accept(l, &o->accept_op, o->fd) == 0)
+		o->accept_armed = true;
+	if (!o->stopping && cp_timer_start(l, &o->house, CP_OP_HOUSE_NS, op_house) < 0)
+		cp_err("operator: cannot re-arm its timer");
+}
+
+static int mkdir_parent(const char *path, char *why, size_t why_len)
+{
+	char dir[FG_PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
+		int e = errno;
+		snprintf(why, why_len, "[operator] socket: cannot create %s: %s", dir, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+int cp_op_start(struct cp_opsrv *o, struct cp_loop *l, const struct fg_config *cfg, struct cp_engine *e,
+		struct cp_server *srv, const struct fg_boundary *b, char *why, size_t why_len)
+{
+	memset(o, 0, sizeof(*o));
+	o->loop = l;
+	o->cfg = cfg;
+	o->engine = e;
+	o->srv = srv;
+	o->b = b;
+	o->fd = -1;
+	o->started_ns = cp_now_ns();
+	const char *path = cfg->op_socket;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (!path[0] || strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(why, why_len, "[operator] socket: empty or too long path");
+		return -EINVAL;
+	}
+	if (cfg->op_group[0]) {
+		struct group gr, *grp = NULL;
+		char gbuf[4096];
+		if (getgrnam_r(cfg->op_group, &gr, gbuf, sizeof(gbuf), &grp) != 0 || !grp) {
+			snprintf(why, why_len, "[operator] group %s: no such group", cfg->op_group);
+			return -ENOENT;
+		}
+		o->group = gr.gr_gid;
+		o->have_group = true;
+	}
+	int r = mkdir_parent(path, why, why_len);
+	if (r < 0)
+		return r;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	/* A stale socket from a previous run: only a socket is removed. */
+	struct stat st;
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(why, why_len, "[operator] socket %s exists and is not a socket", path);
+			return -EEXIST;
+		}
+		unlink(path);
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		r = -errno;
+		snprintf(why, why_len, "[operator] socket: %s", strerror(-r));
+		return r;
+	}
+	/* Permissions before anyone can connect: bind under a tight umask. */
+	mode_t old = umask(o->have_group ? 0117 : 0177);
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
+	umask(old);
+	if (r == 0 && o->have_group && chown(path, (uid_t)-1, o->group) < 0)
+		r = -errno;
+	if (r == 0 && listen(fd, 16) < 0)
+		r = -errno;
+	if (r < 0) {
+		snprintf(why, why_len, "[operator] socket %s: %s", path, strerror(-r));
+		close(fd);
+		return r;
+	}
+	o->fd = fd;
+	o->accept_op.fn = op_accept_done;
+	if ((r = cp_loop_accept(l, &o->accept_op, fd)) < 0 || (r = cp_timer_start(l, &o->house, CP_OP_HOUSE_NS, op_house)) < 0) {
+		snprintf(why, why_len, "[operator] io_uring: %s", strerror(-r));
+		close(fd);
+		o->fd = -1;
+		return r;
+	}
+	o->accept_armed = true;
+	g_op = o;
+	cp_hooks_on_durable(op_durable, o);
+	cp_info("operator socket %s (mode %s)", path, o->have_group ? "0660" : "0600");
+	return 0;
+}
+
+void cp_op_stop(struct cp_opsrv *o)
+{
+	o->stopping = true;
+	if (o->fd >= 0) {
+		if (o->accept_armed && cp_loop_cancel(o->loop, &cp_op_ignore, &o->accept_op) < 0)
+			cp_err("operator: cannot cancel accept");
+		close(o->fd);
+		o->fd = -1;
+		unlink(o->cfg->op_socket);
+	}
+	for (struct cp_opconn *c = o->conns, *n; c; c = n) {
+		n = c->next;
+		if (!c->dead)
+			opc_close(c);
+	}
+	cp_hooks_on_durable(NULL, NULL);
+	g_op = NULL;
+}

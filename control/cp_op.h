@@ -1,0 +1,57 @@
+/* cp_op.h - the operator socket (fanoctl's daemon side).
+ *
+ * Owns: the AF_UNIX stream socket at [operator] socket, its permissions
+ * (mode 0660 with [operator] group, else 0600; parent directory created
+ * 0750), the SO_PEERCRED check (root, the daemon's own uid, or a member of
+ * the operator group), and the commands of the protocol fanoctl speaks
+ * (tools/fanoctl_op.c): one JSON object + '\n' per connection, one JSON reply
+ * + '\n', then close.
+ *   status | lines | line {line, op: enable|disable|shadow|active|auto_promote,
+ *   on, why} | slots | slot {layer, token_seq} | peers | stats
+ * A line change is answered only once its audit record is durable.
+ *
+ * Who may call: the loop thread only. */
+#ifndef CP_OP_H
+#define CP_OP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cp_engine.h"
+#include "cp_loop.h"
+#include "cp_server.h"
+#include "fg/boundary.h"
+#include "fg/config.h"
+
+#define CP_OP_CONNS_MAX 16u
+#define CP_OP_REQ_MAX 65536u
+
+struct cp_opconn;
+
+struct cp_opsrv {
+	struct cp_loop *loop;
+	const struct fg_config *cfg;
+	struct cp_engine *engine;
+	struct cp_server *srv;
+	const struct fg_boundary *b; /* NULL in local mode */
+	int fd;
+	struct cp_op accept_op;
+	bool accept_armed, stopping;
+	bool have_group;
+	gid_t group;
+	struct cp_timer house;
+	struct cp_opconn *conns;
+	unsigned n_conns;
+	uint64_t started_ns;
+	uint64_t served, refused;
+};
+
+/* Bind and listen; start accepting. Returns 0 or -errno with a reason. */
+FG_MUST_CHECK int cp_op_start(struct cp_opsrv *o, struct cp_loop *l, const struct fg_config *cfg,
+			      struct cp_engine *e, struct cp_server *srv, const struct fg_boundary *b, char *why,
+			      size_t why_len);
+/* Stop accepting, close the socket and unlink its path. */
+void cp_op_stop(struct cp_opsrv *o);
+
+#endif

@@ -1,0 +1,89 @@
+#!/usr/bin/python3
+"""d1_op.py - the daemon's operator socket with the real fanoctl client:
+status, lines, line changes (disable -> a POST on that line is refused
+line_disabled 403; enable; enable again refused "already"; auto-promote),
+slots (table and one slot), peers, stats; the socket is mode 0600 (another
+uid cannot even connect), and with the file opened up the daemon's
+SO_PEERCRED check still refuses another uid. FANOCTL = the fanoctl binary."""
+import json
+import os
+import stat
+import subprocess
+import sys
+
+from d1_harness import SKIP, Daemon, check, http, seed
+
+V = [1.0] * 8
+
+
+def main():
+    fanoctl = os.environ.get("FANOCTL")
+    if not fanoctl or not os.access(fanoctl, os.X_OK):
+        print("SKIP: FANOCTL not set to the fanoctl binary")
+        sys.exit(SKIP)
+    with Daemon() as d:
+        sock = f"{d.dir}/fanoctl.sock"
+        env = dict(os.environ, FANOCTL_SOCKET=sock)
+
+        def ctl(*args, user=None):
+            cmd = [fanoctl, *args]
+            if user:
+                cmd = ["setpriv", "--reuid", str(user), "--regid", str(user), "--clear-groups", *cmd]
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=20)
+            return p.returncode, p.stdout, p.stderr
+
+        st = os.stat(sock)
+        check(stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600, "operator socket is mode 0600")
+        rc, out, _ = ctl("status", "--json")
+        j = json.loads(out)
+        check(rc == 0 and j["ok"] and j["mode"] == "local" and j["tls_port"] == d.port, "fanoctl status")
+        http(d, "POST", "/residual-seed", seed(1, 5, 1, V))
+        rc, out, _ = ctl("lines", "--json")
+        j = json.loads(out)
+        check(rc == 0 and len(j["lines"]) == 7 and j["lines"][1]["state"] == "shadow", "fanoctl lines: 7 lines, shadow")
+        rc, out, _ = ctl("lines", "disable", "1", "--why", "d1 test", "--json")
+        j = json.loads(out)
+        check(rc == 0 and j["changed"] and j["line"]["state"] == "disabled", "fanoctl lines disable 1")
+        st_, h, b = http(d, "POST", "/residual-seed", seed(1, 6, 1, V))
+        jb = json.loads(b)
+        check(st_ == 403 and jb["outcome"] == "line_disabled", "POST on a disabled line: 403 line_disabled")
+        rc, out, _ = ctl("lines", "enable", "1", "--json")
+        check(rc == 0 and json.loads(out)["line"]["state"] == "shadow", "fanoctl lines enable 1 -> shadow")
+        rc, out, err = ctl("lines", "enable", "1")
+        check(rc == 1 and "already" in err, "enable an enabled line: refused (exit 1)")
+        rc, out, _ = ctl("lines", "auto-promote", "2", "on", "--json")
+        check(rc == 0 and json.loads(out)["line"]["auto_promote"], "auto-promote on")
+        rc, out, _ = ctl("slots", "--json")
+        j = json.loads(out)
+        check(rc == 0 and j["shards"][0]["in_use"] == 1, "fanoctl slots: one open slot")
+        rc, out, _ = ctl("slots", "--json", "1", "5")
+        j = json.loads(out)
+        check(rc == 0 and j["state"] == "open" and j["landed"] == 2, "fanoctl slots 1 5: open, line 1 landed")
+        s = d.tls_socket()  # one live TLS peer
+        http(d, "GET", "/healthz", token=None, sock=s)
+        rc, out, _ = ctl("peers", "--json")
+        j = json.loads(out)
+        check(rc == 0 and len(j["tls_peers"]) == 1, "fanoctl peers lists the TLS peer")
+        s.close()
+        rc, out, _ = ctl("stats", "--json")
+        j = json.loads(out)
+        check(rc == 0 and j["engine_tls"]["frames"] == 2 and j["engine_tls"]["outcomes"]["accepted"] == 1,
+              "fanoctl stats counts frames and outcomes")
+        if os.geteuid() != 0:
+            print("# not root: the other-uid checks need setpriv as root")
+            return
+        rc, out, err = ctl("status", user=65534)
+        check(rc == 3, "uid 65534 cannot connect to the 0600 socket (exit 3)")
+        os.chmod(sock, 0o666)
+        os.chmod(d.dir, 0o755)
+        rc, out, err = ctl("status", user=65534)
+        # The daemon answers permission_denied and closes at once; fanoctl sees
+        # the answer (exit 1) or, if it was still sending, a reset (exit 3).
+        check(rc in (1, 3) and "operator: uid 65534" in d.log() and "refused" in d.log(),
+              "socket opened up: SO_PEERCRED still refuses uid 65534 (exit %d: %s)" % (rc, err.strip()))
+        rc, out, err = ctl("status")
+        check(rc == 0, "root still served after the refusal")
+
+
+if __name__ == "__main__":
+    main()
