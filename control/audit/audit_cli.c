@@ -376,42 +376,52 @@ static int cmd_tail(int argc, char **argv)
 	if (!follow)
 		return 0;
 
-	/* Follow: poll every 200 ms; a rotation (new inode at path, or the file
-	 * shrinking) restarts at offset 0 of the new file. */
-	struct stat sb;
-	ino_t ino = stat(path, &sb) == 0 ? sb.st_ino : 0;
+	/* Follow: poll every 200 ms. The open fd keeps reading the file it was
+	 * opened on; when path names a new file (rotation) the old one is read
+	 * to its end first, so no record written just before the rename is
+	 * missed, then the new one from offset 0. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "fanoctl audit tail: %s: %s\n", path, strerror(errno));
+		return 2;
+	}
+	static uint8_t chunk[1 << 16];
+	size_t have = 0; /* bytes of chunk not yet decoded (a record in progress) */
 	for (;;) {
+		for (;;) {
+			ssize_t n = pread(fd, chunk + have, sizeof(chunk) - have, (off_t)(off + have));
+			if (n <= 0)
+				break;
+			have += (size_t)n;
+			size_t used = 0;
+			while (used < have) {
+				struct fg_audit_rec r;
+				ssize_t k = fg_audit_decode(chunk + used, have - used, &r);
+				if (k < 0)
+					break;
+				print_rec(&r, json);
+				used += (size_t)k;
+			}
+			memmove(chunk, chunk + used, have - used);
+			have -= used;
+			off += used;
+			if (have == sizeof(chunk))
+				have = 0; /* undecodable 64 KiB: not a record stream; skip it */
+		}
+		fflush(stdout);
+		struct stat cur, now;
+		if (fstat(fd, &cur) == 0 && stat(path, &now) == 0 && now.st_ino != cur.st_ino) {
+			int nfd = open(path, O_RDONLY | O_CLOEXEC);
+			if (nfd >= 0) {
+				close(fd);
+				fd = nfd;
+				off = 0;
+				have = 0;
+				continue; /* read the new file at once */
+			}
+		}
 		struct timespec ts = { 0, 200 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
-		if (stat(path, &sb) != 0)
-			continue;
-		if (sb.st_ino != ino || (uint64_t)sb.st_size < off) {
-			ino = sb.st_ino;
-			off = 0;
-		}
-		if ((uint64_t)sb.st_size == off)
-			continue;
-		rc = read_file(path, &buf, &len);
-		if (rc < 0 || len <= off) {
-			if (rc == 0)
-				free(buf);
-			continue;
-		}
-		size_t off0 = off;
-		size_t k = 0;
-		while (off < len) {
-			struct fg_audit_rec r;
-			ssize_t n = fg_audit_decode(buf + off, len - off, &r);
-			if (n < 0)
-				break;
-			print_rec(&r, json);
-			off += (size_t)n;
-			k++;
-		}
-		(void)off0;
-		(void)k;
-		free(buf);
-		fflush(stdout);
 	}
 }
 

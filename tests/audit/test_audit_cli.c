@@ -13,7 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -251,12 +255,86 @@ static void test_tail(void **state)
 	assert_int_equal(cli(1, "tail"), 2);
 }
 
+/* Read from fd until `lines` newlines arrived or 10 s passed. */
+static size_t read_lines(int fd, char *buf, size_t cap, size_t have, unsigned lines)
+{
+	for (int waited = 0; waited < 10000;) {
+		unsigned nl = 0;
+		for (size_t i = 0; i < have; i++)
+			nl += buf[i] == '\n';
+		if (nl >= lines)
+			break;
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, 100) == 0) {
+			waited += 100;
+			continue;
+		}
+		ssize_t n = read(fd, buf + have, cap - 1 - have);
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+	}
+	buf[have] = '\0';
+	return have;
+}
+
+static void test_tail_follow(void **state)
+{
+	(void)state;
+	struct cp_audit_log_cfg cfg = { .path = path, .rotate_bytes = 1024 };
+	struct cp_audit_log *l;
+	char err[256];
+	assert_int_equal(cp_audit_log_open(&l, &cfg, NULL, err, sizeof(err)), 0);
+	int pfd[2];
+	assert_int_equal(pipe(pfd), 0);
+	fflush(stdout);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(pfd[1], 1);
+		close(pfd[0]);
+		char *argv[] = { "tail", "--json", "-n", "1", "-f", path, NULL };
+		_exit(fg_audit_cli(6, argv));
+	}
+	close(pfd[1]);
+	static char buf[1 << 16];
+	size_t have = read_lines(pfd[0], buf, sizeof(buf), 0, 1);
+	assert_non_null(strstr(buf, "\"type\":\"genesis\""));
+	/* 12 verdicts of 128 bytes: the file rotates at 1 KiB; tail follows the
+	 * new file (new inode) and shows its rotation record and the rest. */
+	uint64_t seq = 0;
+	for (unsigned i = 0; i < 12; i++) {
+		union fg_audit_payload p;
+		memset(&p, 0, sizeof(p));
+		p.verdict.token_seq = 500 + i;
+		p.verdict.diff.first_index = UINT32_MAX;
+		assert_int_equal(cp_audit_log_append(l, FG_AREC_VERDICT, &p, &seq), 0);
+		assert_int_equal(cp_audit_log_drain(l, 10000), 0);
+		struct timespec ts = { 0, 30 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	/* genesis + 12 verdicts + at least one rotation record */
+	have = read_lines(pfd[0], buf, sizeof(buf), have, 14);
+	assert_non_null(strstr(buf, "\"type\":\"rotation\""));
+	for (unsigned i = 0; i < 12; i++) {
+		char tok[64];
+		snprintf(tok, sizeof(tok), "\"token_seq\":%u,", 500 + i);
+		if (!strstr(buf, tok))
+			fail_msg("tail -f missed %s in:\n%s", tok, buf);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(pfd[0]);
+	cp_audit_log_free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_verify_good_across_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_verify_names_tampering, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tail, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tail_follow, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
