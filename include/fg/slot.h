@@ -131,9 +131,13 @@ struct fg_slot_result {
 };
 
 /* Place one whole contribution (TLS, raw UDP, one-fragment UDP, reassembled
- * duplicates). seed must come from fg_seed_decode. Returns 0 and fills *res;
- * the outcome says what happened. When RESOLVED, the resolved body is
- * available through fg_slot_seed until the next mutating call. */
+ * duplicates). seed should come from fg_seed_decode (impossible fields are
+ * refused as FG_O_MALFORMED anyway); seed->body is copied, not kept.
+ * Returns 0 and fills *res (outcome table: docs/slots.md section 3), or
+ * -EINVAL for NULL arguments. When RESOLVED, the resolved body is available
+ * through fg_slot_seed until the slot is poisoned or reclaimed by another
+ * key, which any later mutating call may do: send or copy it first.
+ * Owner thread only. */
 FG_MUST_CHECK int fg_slot_put(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_ns,
 			      struct fg_slot_result *res);
 
@@ -153,6 +157,11 @@ struct fg_slot_ref {
 	uint8_t pos;      /* buffer position (index in rule order) */
 	uint32_t body_len;
 };
+/* begin: seed->body may be NULL (body_len = the expected length). Returns 0
+ * (outcome FG_O_PARTIAL and *ref written when an attempt started; any other
+ * outcome leaves *ref untouched) or -EINVAL. place: returns 0 with PARTIAL,
+ * ACCEPTED, RESOLVED, STALE, BAD_RANGE, EXPIRED or POISONED, or -EINVAL for
+ * NULL arguments or ref->slot out of range. Owner thread only. */
 FG_MUST_CHECK int fg_slot_begin(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_ns,
 				struct fg_slot_ref *ref, struct fg_slot_result *res);
 FG_MUST_CHECK int fg_slot_place(struct fg_slots *s, const struct fg_slot_ref *ref, uint32_t off,
