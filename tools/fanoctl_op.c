@@ -174,11 +174,12 @@ static void print_value(const char *key, json_t *v, int indent)
 		json_array_foreach(v, i, x) {
 			const char *k;
 			json_t *y;
+			const char *sep = "";
 			printf("%*s", indent + 2, "");
 			json_object_foreach(x, k, y) {
-				printf("%s=", k);
+				printf("%s%s=", sep, k);
 				print_scalar(y);
-				printf(" ");
+				sep = " ";
 			}
 			printf("\n");
 		}
