@@ -30,6 +30,7 @@
 #include "cp_hooks.h"
 #include "cp_log.h"
 #include "cp_loop.h"
+#include "cp_metrics.h"
 #include "cp_op.h"
 #include "cp_server.h"
 #include "fg/boundary.h"
@@ -48,6 +49,7 @@ struct daemon {
 	struct cp_engine engine;
 	struct cp_server server;
 	struct cp_opsrv op;
+	struct cp_metrics metrics;
 	struct fg_boundary boundary;
 	bool dataplane;
 	int sigfd; /* -1 until opened */
@@ -101,6 +103,7 @@ static void on_signal(struct cp_loop *l, struct cp_poll *p, int revents)
 		cp_info("signal %u (%s): stopping", si.ssi_signo, strsignal((int)si.ssi_signo));
 		cp_server_stop(&d->server);
 		cp_op_stop(&d->op);
+		cp_metrics_stop(&d->metrics);
 		d->stop_deadline = cp_now_ns() + STOP_GRACE_NS;
 		if (cp_timer_start(l, &d->stop_timer, 1000000ull, stop_poll) < 0)
 			cp_loop_stop(l);
@@ -261,15 +264,20 @@ int main(int argc, char **argv)
 		cp_err("operator: %s", why);
 		goto out_server;
 	}
+	r = cp_metrics_start(&d.metrics, &d.loop, &d.cfg, &d.engine, &d.server, b, why, sizeof(why));
+	if (r < 0) {
+		cp_err("metrics: %s", why);
+		goto out_op;
+	}
 	r = signals_open(&d);
 	if (r < 0) {
 		cp_err("signals: %s", strerror(-r));
-		goto out_op;
+		goto out_metrics;
 	}
 #ifdef FG_HAVE_DPDK
 	if (d.dataplane && (r = dp_start()) < 0) {
 		cp_err("dataplane: start failed: %s", strerror(-r));
-		goto out_op;
+		goto out_metrics;
 	}
 #endif
 	cp_info("ready: tls listening on port %u, mode %s, %u layers, hidden %u, slot deadline %llu ms", d.server.port,
@@ -281,6 +289,9 @@ int main(int argc, char **argv)
 	cp_info("stopped: %llu connections served, %llu frames, %llu seeds resolved, %llu expired",
 		(unsigned long long)d.server.st.accepted, (unsigned long long)d.engine.st.frames,
 		(unsigned long long)d.engine.st.resolved, (unsigned long long)d.engine.st.expired);
+out_metrics:
+	if (!d.metrics.stopping)
+		cp_metrics_stop(&d.metrics);
 out_op:
 	if (!d.op.stopping)
 		cp_op_stop(&d.op);

@@ -100,6 +100,7 @@ class Daemon:
                  expect_start=True, dp_profile=None):
         self.dir = tempfile.mkdtemp(prefix="fg-d1-")
         self.port = free_port()
+        self.metrics_port = free_port()
         self.hidden, self.layers, self.deadline_ms = hidden, layers, deadline_ms
         make_pki(self.dir)
         tok = f"{self.dir}/tokens"
@@ -128,6 +129,8 @@ max_connections = {max_conns}
 path = {self.dir}/audit.log
 [operator]
 socket = {self.dir}/fanoctl.sock
+[metrics]
+listen = 127.0.0.1:{self.metrics_port}
 {extra}
 """
         self.cfg = f"{self.dir}/fanogate.ini"

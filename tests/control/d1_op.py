@@ -1,15 +1,19 @@
 #!/usr/bin/python3
-"""d1_op.py - the daemon's operator socket with the real fanoctl client:
+"""d1_op.py - the daemon's operator socket with the real fanoctl client, and
+its Prometheus endpoint:
 status, lines, line changes (disable -> a POST on that line is refused
 line_disabled 403; enable; enable again refused "already"; auto-promote),
 slots (table and one slot), peers, stats; the socket is mode 0600 (another
 uid cannot even connect), and with the file opened up the daemon's
-SO_PEERCRED check still refuses another uid. FANOCTL = the fanoctl binary."""
+SO_PEERCRED check still refuses another uid. GET /metrics: counters match what was sent, 404 elsewhere.
+FANOCTL = the fanoctl binary."""
 import json
 import os
 import stat
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 
 from d1_harness import SKIP, Daemon, check, http, seed
 
@@ -69,6 +73,18 @@ def main():
         j = json.loads(out)
         check(rc == 0 and j["engine_tls"]["frames"] == 2 and j["engine_tls"]["outcomes"]["accepted"] == 1,
               "fanoctl stats counts frames and outcomes")
+        body = urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=5).read().decode()
+        vals = {ln.split()[0]: ln.split()[1] for ln in body.splitlines() if ln and not ln.startswith("#")}
+        check(vals.get("fanogate_tls_frames_total") == "2"
+              and vals.get('fanogate_tls_outcomes_total{outcome="accepted"}') == "1"
+              and vals.get('fanogate_tls_outcomes_total{outcome="line_disabled"}') == "1"
+              and vals.get('fanogate_line_state{line="2",state="shadow"}') == "1",
+              "GET /metrics: frames, outcomes and line states exposed")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/other", timeout=5)
+            check(False, "metrics: other path 404")
+        except urllib.error.HTTPError as e:
+            check(e.code == 404, "metrics: other path 404")
         if os.geteuid() != 0:
             print("# not root: the other-uid checks need setpriv as root")
             return
