@@ -161,7 +161,9 @@ int cp_tls_init(struct cp_tls *t, const struct fg_config *cfg, char *why, size_t
 	memset(t, 0, sizeof(*t));
 	if (!cfg->tls_cert[0] || !cfg->tls_key[0]) {
 		snprintf(why, why_len,
-			 "[tls] cert and key are required (scripts/gen-cert.sh makes a self-signed pair)");
+			 "[tls] cert and key are required; fanogate generates nothing. A self-signed pair: "
+			 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 365 "
+			 "-subj /CN=fanogate -keyout key.pem -out cert.pem");
 		return -EINVAL;
 	}
 	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());

@@ -63,6 +63,8 @@ tokens_file = $tmp/tokens
 path = $tmp/audit-$hidden.log
 [operator]
 socket = $tmp/op.sock
+[metrics]
+listen = off
 INI
   taskset -c "$srv_cpu" "$fanogate" --config "$tmp/fg.ini" --no-dataplane > "$tmp/fg.log" 2>&1 &
   pids+=($!); fpid=$!
