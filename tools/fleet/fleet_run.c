@@ -570,7 +570,9 @@ static void check_timeouts(struct engine *e, uint64_t now)
 			continue;
 		for (unsigned d = 1; d <= e->n_slots && t->live; d++) {
 			struct slot *s = &t->slots[d - 1];
-			if (s->opened && !s->resolved && !s->timed_out && now - s->t_open > to) {
+			/* t_open may be later than now: a slot opened by chain
+			 * progress earlier in this very scan. */
+			if (s->opened && !s->resolved && !s->timed_out && now > s->t_open && now - s->t_open > to) {
 				s->timed_out = true;
 				e->missing++;
 				if (!e->o->quiet && e->missing <= 5)

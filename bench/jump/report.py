@@ -1,0 +1,137 @@
+#!/usr/bin/python3
+"""report.py - combine one bench/jump run into a table, a JSON file and a PNG.
+
+Usage: report.py OUTDIR
+OUTDIR holds what scripts/bench.sh produced:
+  path-<name>.json      fanofleet --json of one path (latency_by_ingress ...)
+  path-<name>.samples   fanofleet --samples of that path ("class path ns")
+  path-<name>.skip      a one-line reason when the path could not run
+  relay.samples, relay.txt   fanofleet --relay-bench (coordinator hop)
+  core.json             bench/core's bench_core --json (resolution vs memcpy)
+  meta.json             machine, date, commit, settings
+Writes OUTDIR/jump.json, OUTDIR/table.txt, OUTDIR/cdf-*.dat, OUTDIR/jump.png.
+Standard library only (runs on /usr/bin/python3)."""
+import json
+import os
+import subprocess
+import sys
+
+ORDER = [
+    ("dpdk-udp", "UDP fragmented -> fanogate DPDK dataplane"),
+    ("kernel-udp", "UDP fragmented -> kernel-socket receiver"),
+    ("wss", "wss:// /flow -> fanogate (push over wss)"),
+    ("https", "HTTPS POST -> fanogate (push over wss)"),
+    ("relay", "canonical chain: DOWN -> coordinator -> ATTN (HTTPS keep-alive)"),
+]
+
+
+def pct(v, q):
+    if not v:
+        return None
+    k = max(1, min(len(v), int(-(-q / 100.0 * len(v) // 1))))
+    return v[k - 1]
+
+
+def load_samples(path):
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                p = line.split()
+                if len(p) == 3:
+                    out.append(int(p[2]) / 1000.0)
+    except OSError:
+        pass
+    out.sort()
+    return out
+
+
+def main():
+    d = sys.argv[1]
+    here = os.path.dirname(os.path.abspath(__file__))
+    meta = {}
+    if os.path.exists(os.path.join(d, "meta.json")):
+        meta = json.load(open(os.path.join(d, "meta.json")))
+    res = {"meta": meta, "paths": {}, "resolution": None}
+    rows = []
+    for name, desc in ORDER:
+        entry = {"description": desc}
+        skip = os.path.join(d, "path-%s.skip" % name)
+        if name == "relay":
+            s = load_samples(os.path.join(d, "relay.samples"))
+        else:
+            s = load_samples(os.path.join(d, "path-%s.samples" % name))
+            fj = os.path.join(d, "path-%s.json" % name)
+            if os.path.exists(fj):
+                j = json.load(open(fj))
+                entry.update({k: j.get(k) for k in ("slots", "resolved", "bit_exact", "wrong", "missing", "seconds")})
+                if j.get("seconds"):
+                    entry["seeds_per_s"] = j["resolved"] / j["seconds"]
+        if os.path.exists(skip):
+            entry["skipped"] = open(skip).read().strip()
+        if s:
+            entry.update({"samples": len(s), "p50_us": pct(s, 50), "p90_us": pct(s, 90), "p99_us": pct(s, 99),
+                          "p999_us": pct(s, 99.9), "max_us": s[-1]})
+            with open(os.path.join(d, "cdf-%s.dat" % name), "w") as f:
+                n = len(s)
+                step = max(1, n // 2000)
+                for i in range(0, n, step):
+                    f.write("%.3f %.6f\n" % (s[i], (i + 1) / n))
+                f.write("%.3f 1.0\n" % s[-1])
+        res["paths"][name] = entry
+        rows.append((name, entry))
+    core = os.path.join(d, "core.json")
+    if os.path.exists(core):
+        c = json.load(open(core))
+        r = [x for x in c.get("resolution", []) if x.get("hidden") == 1536 and x.get("lines") == 3]
+        res["resolution"] = {"isa": c.get("reduce_isa"), "hidden_1536_lines_3": r[0] if r else None,
+                             "all": c.get("resolution")}
+    base = res["paths"].get("relay", {}).get("p50_us")
+    lines = []
+    lines.append("%-11s %8s %9s %9s %9s %9s %9s  %s" % ("path", "seeds", "p50 us", "p99 us", "p99.9 us", "max us",
+                                                        "p50/relay", "notes"))
+    for name, e in rows:
+        if "samples" not in e:
+            lines.append("%-11s %8s %9s %9s %9s %9s %9s  %s" % (name, "-", "-", "-", "-", "-", "-",
+                                                                e.get("skipped", "no samples")))
+            continue
+        ratio = "%.2f" % (e["p50_us"] / base) if base else "-"
+        note = ""
+        if e.get("wrong"):
+            note = "%d WRONG seeds" % e["wrong"]
+        elif e.get("missing"):
+            note = "%d missing" % e["missing"]
+        elif "bit_exact" in e and e["bit_exact"] is not None:
+            note = "%d/%d bit-exact" % (e["bit_exact"], e["slots"])
+        lines.append("%-11s %8d %9.1f %9.1f %9.1f %9.1f %9s  %s" % (name, e["samples"], e["p50_us"], e["p99_us"],
+                                                                    e["p999_us"], e["max_us"], ratio, note))
+    if res["resolution"] and res["resolution"]["hidden_1536_lines_3"]:
+        r = res["resolution"]["hidden_1536_lines_3"]
+        lines.append("")
+        lines.append("resolution, hidden 1536, 3 lines, one core (%s): reduce+fingerprint %.2f GB/s = %.2f x memcpy "
+                     "(%.2f GB/s); full slot engine %.2f GB/s = %.2f x memcpy, %d slots/s"
+                     % (res["resolution"]["isa"], r["reduce_fp_gbs"], r["reduce_fp_ratio"], r["memcpy_gbs"],
+                        r["engine_gbs"], r["engine_ratio"], r["slots_per_s"]))
+    table = "\n".join(lines)
+    print(table)
+    open(os.path.join(d, "table.txt"), "w").write(table + "\n")
+    json.dump(res, open(os.path.join(d, "jump.json"), "w"), indent=2, sort_keys=True)
+    plots = []
+    for name, desc in ORDER:
+        f = os.path.join(d, "cdf-%s.dat" % name)
+        if os.path.exists(f):
+            plots.append("'%s' using 1:2 with lines lw 2 title '%s'" % (f, desc.replace("'", "")))
+    png = os.path.join(d, "jump.png")
+    if plots:
+        gp = os.path.join(d, "paths.gp")
+        open(gp, "w").write("plot " + ", \\\n     ".join(plots) + "\n")
+        rc = subprocess.call(["gnuplot", "-e", "out='%s'; paths='%s'" % (png, gp), os.path.join(here, "latency.gp")])
+        if rc != 0:
+            print("report: gnuplot failed (%d)" % rc, file=sys.stderr)
+            return 1
+    print("\nwrote %s, %s, %s" % (os.path.join(d, "table.txt"), os.path.join(d, "jump.json"), png))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,282 @@
+#!/usr/bin/env bash
+# bench.sh - jump delivery, side by side in one run (bench/jump):
+#   dpdk-udp    fanofleet -> UDP fragmented profile -> fanogate's DPDK dataplane
+#               (af_xdp, else af_packet, on a veth into namespace fgfl-bench)
+#   kernel-udp  the same traffic to a kernel-socket receiver (bench/dp's
+#               receiver when it is built, else fanofleet --fake-receiver)
+#   wss         fanofleet -> wss:///flow -> fanogate, seeds pushed over wss
+#   https       fanofleet -> HTTPS POST /residual-seed -> fanogate, pushed over wss
+#   relay       the canonical chain's extra hop: DOWN -> coordinator -> next
+#               ATTN over HTTPS keep-alive on loopback (fanofleet --relay-bench)
+#   resolution  bench/core's bench_core --json: reduce + fingerprint vs memcpy
+# Latency = last contribution sent -> the next layer's input received, one
+# token in flight (window 1, chain mode), 28 layers x hidden 1536.
+# Output: a terminal table, OUT/jump.json, OUT/jump.png (CDF per path),
+# OUT/table.txt and the raw samples. No timing is asserted anywhere.
+#
+# Usage: scripts/bench.sh [--smoke] [--tokens N] [--out DIR] [--build-dir DIR]
+#   --smoke      CI: a few tokens per path; checks that every output exists
+#   --tokens N   tokens per path (default 300 = 8100 seeds; smoke 4)
+#   --out DIR    output directory (default BUILD/bench-jump)
+# Needs root for the namespace and the dataplane; without root the dpdk-udp
+# path is skipped and the others run on loopback. Cleans up on exit and on
+# Ctrl-C (processes, namespace fgfl-bench, veths, hugepages it reserved).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${FG_BUILD_DIR:-build}
+SMOKE=0 TOKENS= OUT=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--smoke) SMOKE=1 ;;
+	--tokens) TOKENS=$2; shift ;;
+	--out) OUT=$2; shift ;;
+	--build-dir) BUILD=$2; shift ;;
+	-h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "bench: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+[ -n "$TOKENS" ] || { [ $SMOKE -eq 1 ] && TOKENS=4 || TOKENS=300; }
+[ -n "$OUT" ] || OUT=$BUILD/bench-jump
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+rm -f "$OUT"/path-* "$OUT"/cdf-* "$OUT"/relay.* "$OUT"/core.json "$OUT"/jump.* "$OUT"/table.txt
+
+GATE=$BUILD/control/daemon/fanogate
+FLEET=$BUILD/tools/fleet/fanofleet
+CORE=$BUILD/bench/core/bench_core
+KRX=
+for k in "$BUILD/bench/dp/bench_dp_kernel" "$BUILD/bench/dp/kernel_rx" "$BUILD/bench/dp/udp_kernel_rx"; do
+	[ -x "$k" ] && KRX=$k && break
+done
+if [ ! -x "$FLEET" ] || [ ! -x "$GATE" ]; then
+	echo "bench: build first (ninja -C ${BUILD#"$ROOT"/}): need fanogate and fanofleet" >&2
+	exit 1
+fi
+
+NS=fgfl-bench VH=fgfl-bd0 VN=fgfl-bd1 CH=fgfl-bc0 CN=fgfl-bc1
+FLEET_IP=10.214.0.2 DP_IP=10.214.0.3 HOST_IP=10.214.1.1 FLEET_CIP=10.214.1.2
+ROOTED=0; [ "$(id -u)" -eq 0 ] && ROOTED=1
+T=$(mktemp -d /tmp/fgfl-bench.XXXXXX)
+GATE_PID= KPID= HUGE_ORIG= HUGE_MOUNT=
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	for p in $KPID $GATE_PID; do
+		kill -TERM "$p" 2>/dev/null || true
+		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	if [ $ROOTED -eq 1 ]; then
+		ip netns del "$NS" 2>/dev/null || true
+		ip link del "$VH" 2>/dev/null || true
+		ip link del "$CH" 2>/dev/null || true
+		[ -n "$HUGE_MOUNT" ] && umount "$HUGE_MOUNT" 2>/dev/null || true
+		[ -n "$HUGE_ORIG" ] && echo "$HUGE_ORIG" >/proc/sys/vm/nr_hugepages 2>/dev/null || true
+		if ip netns list | grep -qw "$NS" || ip link show "$VH" >/dev/null 2>&1; then
+			echo "bench: LEFT BEHIND: namespace or veth" >&2; [ $rc -eq 0 ] && rc=3
+		fi
+	fi
+	rm -rf "$T"
+	exit $rc
+}
+trap cleanup EXIT
+trap 'echo "bench: interrupted"; exit 130' INT TERM
+say() { printf '== %s\n' "$*"; }
+skip() { echo "$2" >"$OUT/path-$1.skip"; say "$1: skipped: $2"; }
+freeport() { /usr/bin/python3 -c 'import socket,sys; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM if sys.argv[1]=="u" else socket.SOCK_STREAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' "$1"; }
+
+# ---- metadata ---------------------------------------------------------------
+/usr/bin/python3 - "$OUT/meta.json" "$ROOT" "$TOKENS" "$SMOKE" <<'PY'
+import json, os, platform, subprocess, sys, time
+out, root, tokens, smoke = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+def sh(*a):
+    try: return subprocess.check_output(a, cwd=root, stderr=subprocess.DEVNULL).decode().strip()
+    except Exception: return None
+cpu = None
+for l in open("/proc/cpuinfo"):
+    if l.startswith("model name"): cpu = l.split(":", 1)[1].strip(); break
+json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": sh("git", "rev-parse", "--short", "HEAD"),
+           "kernel": platform.release(), "cpu": cpu, "cpus": os.cpu_count(), "tokens_per_path": tokens,
+           "layers": 28, "hidden": 1536, "window": 1, "mode": "chain", "smoke": smoke},
+          open(out, "w"), indent=2)
+PY
+
+# ---- TLS material, config ----------------------------------------------------
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=fanogate.bench \
+	-addext "subjectAltName=DNS:fanogate.bench,IP:127.0.0.1,IP:$HOST_IP" -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null
+(umask 077; printf '%s bench\n' "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$T/tokens")
+METRICS_PORT=$(freeport t)
+if [ $ROOTED -eq 1 ]; then TLS_IP=$HOST_IP; else TLS_IP=127.0.0.1; fi
+TLS_PORT=$(freeport t) # not 8443: another fanogate on this box may hold it
+write_config() { # profile
+	cat >"$T/fanogate.ini" <<EOF
+[lines]
+line.1,4,5 = active
+line.2,4,6 = active
+line.3,4,7 = active
+[consumers]
+default = $FLEET_IP:5000
+[dataplane]
+profile = ${1:-af_xdp}
+[tls]
+listen = $TLS_IP:$TLS_PORT
+cert = $T/cert.pem
+key = $T/key.pem
+tokens_file = $T/tokens
+[audit]
+path = $T/audit.log
+[operator]
+socket = $T/fanoctl.sock
+[metrics]
+listen = 127.0.0.1:$METRICS_PORT
+EOF
+}
+start_gate() {
+	rm -f "$T/audit.log"
+	"$GATE" --config "$T/fanogate.ini" "$@" >"$T/fanogate.log" 2>&1 &
+	GATE_PID=$!
+	for _ in $(seq 200); do
+		kill -0 "$GATE_PID" 2>/dev/null || return 1
+		(exec 3<>"/dev/tcp/$TLS_IP/$TLS_PORT") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+stop_gate() {
+	[ -n "$GATE_PID" ] || return 0
+	kill -TERM "$GATE_PID" 2>/dev/null || true
+	for _ in $(seq 50); do kill -0 "$GATE_PID" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$GATE_PID" 2>/dev/null || true
+	wait "$GATE_PID" 2>/dev/null || true
+	GATE_PID=
+}
+INNS=()
+[ $ROOTED -eq 1 ] && INNS=(ip netns exec "$NS")
+run_fleet() { # name args...
+	local name=$1; shift
+	say "$name: fanofleet $TOKENS tokens"
+	if "${INNS[@]}" "$FLEET" --tokens "$TOKENS" --window 1 --canonical none --quiet \
+		--json "$OUT/path-$name.json" --samples "$OUT/path-$name.samples" "$@" >"$OUT/path-$name.log" 2>&1; then
+		grep -E '^  (udp|wss|https) ' "$OUT/path-$name.log" || true
+	else
+		echo "   fanofleet exit $? (see $OUT/path-$name.log):"; tail -4 "$OUT/path-$name.log" | sed 's/^/   /'
+	fi
+}
+
+# ---- namespace, hugepages ------------------------------------------------------
+MODE=none
+if [ $ROOTED -eq 1 ]; then
+	ip netns del "$NS" 2>/dev/null || true; ip link del "$VH" 2>/dev/null || true; ip link del "$CH" 2>/dev/null || true
+	ip netns add "$NS"
+	ip link add "$VH" type veth peer name "$VN"
+	ip link add "$CH" type veth peer name "$CN"
+	ip link set "$VN" netns "$NS"; ip link set "$CN" netns "$NS"
+	ip link set "$VH" up
+	ip addr add "$HOST_IP/24" dev "$CH"; ip link set "$CH" up
+	ip -n "$NS" addr add "$FLEET_IP/24" dev "$VN"; ip -n "$NS" addr add "$FLEET_CIP/24" dev "$CN"
+	ip -n "$NS" link set "$VN" up; ip -n "$NS" link set "$CN" up; ip -n "$NS" link set lo up
+	command -v ethtool >/dev/null && ip netns exec "$NS" ethtool -K "$VN" tx off >/dev/null 2>&1 || true
+	HUGE=off
+	if [ -w /proc/sys/vm/nr_hugepages ]; then
+		HUGE_ORIG=$(cat /proc/sys/vm/nr_hugepages)
+		echo $((HUGE_ORIG + 512)) >/proc/sys/vm/nr_hugepages 2>/dev/null || true
+		if [ $(($(cat /proc/sys/vm/nr_hugepages) - HUGE_ORIG)) -ge 512 ]; then
+			if ! grep -q hugetlbfs /proc/mounts; then
+				HUGE_MOUNT=$T/huge; mkdir -p "$HUGE_MOUNT"; mount -t hugetlbfs nodev "$HUGE_MOUNT" || HUGE_MOUNT=
+			fi
+			grep -q hugetlbfs /proc/mounts && HUGE=on
+		fi
+		[ $HUGE = on ] || echo "$HUGE_ORIG" >/proc/sys/vm/nr_hugepages
+	fi
+	if ldd "$GATE" | grep -q librte_eal; then
+		for kind in af_xdp af_packet; do
+			case $kind in
+			af_xdp) vdev="net_af_xdp0,iface=$VH,start_queue=0,queue_count=1" ;;
+			af_packet) vdev="net_af_packet0,iface=$VH,qpairs=1" ;;
+			esac
+			printf '[eal]\nhugepages = %s\nlog_level = *:error\n[port]\nvdev = %s\nmtu = 1500\n[net]\nip4 = %s\n' \
+				"$HUGE" "$vdev" "$DP_IP" >"$T/dp-$kind.ini"
+			write_config "$T/dp-$kind.ini"
+			if start_gate && "${INNS[@]}" "$FLEET" --udp "$DP_IP:4242" --consumer "$FLEET_IP:5000" --mix udp=1 \
+				--tokens 1 --window 1 --token-base 3000000 --canonical none --quiet --slot-timeout-ms 1500 \
+				>"$T/probe.log" 2>&1; then
+				MODE=$kind; break
+			fi
+			cp "$T/fanogate.log" "$OUT/fanogate-$kind.log" 2>/dev/null || true
+			cp "$T/probe.log" "$OUT/probe-$kind.log" 2>/dev/null || true
+			stop_gate
+		done
+	fi
+fi
+
+# ---- 1. DPDK UDP ------------------------------------------------------------------
+if [ $MODE != none ]; then
+	say "fanogate up with the DPDK dataplane over $MODE (hugepages $HUGE)"
+	run_fleet dpdk-udp --udp "$DP_IP:4242" --consumer "$FLEET_IP:5000" --mix udp=1 --token-base 100000
+else
+	if [ $ROOTED -eq 0 ]; then skip dpdk-udp "needs root (namespace, DPDK)"
+	else skip dpdk-udp "the DPDK dataplane did not come up (af_xdp, af_packet); see $OUT/fanogate-*.log"; fi
+	write_config ""
+	start_gate --no-dataplane || { echo "bench: fanogate did not start"; tail "$T/fanogate.log"; exit 1; }
+	say "fanogate up with --no-dataplane (TLS paths only)"
+fi
+
+# ---- 2. wss, https -----------------------------------------------------------------
+TLSARGS=(--tls "$TLS_IP:$TLS_PORT" --sni fanogate.bench --ca "$T/cert.pem" --token-file "$T/tokens")
+run_fleet wss "${TLSARGS[@]}" --mix wss=1 --wss-conns 1 --token-base 200000
+run_fleet https "${TLSARGS[@]}" --mix https=1 --https-conns 3 --token-base 300000
+stop_gate
+
+# ---- 3. kernel UDP ------------------------------------------------------------------
+KPORT=14242 KCONS=5001
+if [ $ROOTED -eq 1 ]; then KIP=$HOST_IP KCIP=$FLEET_CIP; else KIP=127.0.0.1 KCIP=127.0.0.1; KPORT=$(freeport u); KCONS=$(freeport u); fi
+if [ -n "$KRX" ]; then
+	KDESC="bench/dp receiver $(basename "$KRX")"
+	"$KRX" --listen "$KIP:$KPORT" --consumer "$KCIP:$KCONS" >"$OUT/kernel-rx.log" 2>&1 &
+else
+	KDESC="fanofleet --fake-receiver (kernel socket, own reassembly and reduction)"
+	"$FLEET" --fake-receiver --listen "$KIP:$KPORT" --consumer "$KCIP:$KCONS" --duration 600 >"$OUT/kernel-rx.log" 2>&1 &
+fi
+KPID=$!
+sleep 0.3
+say "kernel-udp: $KDESC"
+# Warm-up (discarded): the first datagrams into a fresh veth/namespace are
+# sometimes lost for about a second; the measured run must not start there.
+"${INNS[@]}" "$FLEET" --udp "$KIP:$KPORT" --consumer "$KCIP:$KCONS" --mix udp=1 --tokens 1 --window 1 \
+	--token-base 3100000 --canonical none --quiet --slot-timeout-ms 4000 >"$T/warm.log" 2>&1 || true
+run_fleet kernel-udp --udp "$KIP:$KPORT" --consumer "$KCIP:$KCONS" --mix udp=1 --token-base 400000
+kill -INT $KPID 2>/dev/null || true; wait $KPID 2>/dev/null || true; KPID=
+echo "$KDESC" >"$OUT/kernel-udp.receiver"
+
+# ---- 4. the coordinator hop ------------------------------------------------------------
+say "relay: DOWN -> coordinator -> ATTN over HTTPS keep-alive (loopback)"
+HOPS=$((TOKENS * 27))
+"$FLEET" --relay-bench --cert "$T/cert.pem" --key "$T/key.pem" --hops "$HOPS" --warmup $((HOPS / 10 + 1)) \
+	--samples "$OUT/relay.samples" | tee "$OUT/relay.txt" | sed 's/^/   /' || echo "   relay failed"
+
+# ---- 5. resolution vs memcpy ----------------------------------------------------------
+if [ -x "$CORE" ]; then
+	say "resolution throughput vs memcpy (bench_core)"
+	"$CORE" --seconds "$([ $SMOKE -eq 1 ] && echo 0.02 || echo 0.5)" --json "$OUT/core.json" >"$OUT/core.txt" 2>&1 || echo "   bench_core failed"
+else
+	say "bench_core not built: resolution throughput skipped"
+fi
+
+# ---- report ------------------------------------------------------------------------------
+say "report"
+/usr/bin/python3 "$ROOT/bench/jump/report.py" "$OUT"
+
+if [ $SMOKE -eq 1 ]; then
+	missing=()
+	for f in jump.json jump.png table.txt relay.samples path-wss.json path-https.json path-kernel-udp.json; do
+		[ -s "$OUT/$f" ] || missing+=("$f")
+	done
+	[ $MODE = none ] || [ -s "$OUT/path-dpdk-udp.json" ] || missing+=(path-dpdk-udp.json)
+	[ -x "$CORE" ] && { [ -s "$OUT/core.json" ] || missing+=(core.json); }
+	if [ ${#missing[@]} -gt 0 ]; then echo "bench smoke: MISSING ${missing[*]}" >&2; exit 1; fi
+	echo "bench smoke: all outputs present in $OUT"
+fi
