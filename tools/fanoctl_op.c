@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fanoctl.h"
@@ -255,6 +256,20 @@ static int op_simple(int argc, char **argv, const char *cmd, void (*help)(FILE *
 	return op_run(req, json);
 }
 
+static bool parse_u32(const char *s, uint32_t max, uint32_t *out)
+{
+	char *end;
+
+	if (!s || !*s || *s == '-')
+		return false;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 0);
+	if (errno || *end || v > max)
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
 static void op_common_help(FILE *out)
 {
 	fprintf(out, "\nAsks the running daemon over its operator socket (fanoctl --socket PATH,\n"
@@ -286,13 +301,122 @@ int fanoctl_op_peers(int argc, char **argv)
 
 void fanoctl_op_stats_help(FILE *out)
 {
-	fprintf(out, "usage: fanoctl stats [--json]\n\nCounters: frames per ingress, outcomes, malformed reasons, audit verdicts.\n");
+	fprintf(out, "usage: fanoctl stats [--json]\n"
+		     "       fanoctl stats --watch SECONDS [--count N]\n\n"
+		     "Counters: frames per ingress, outcomes, malformed reasons, audit verdicts.\n"
+		     "--watch polls every SECONDS (1..3600) and prints the counters that moved,\n"
+		     "with their rate per second, N times (default: until interrupted).\n");
 	op_common_help(out);
+}
+
+/* Print every integer leaf of cur that differs from prev, with its rate. */
+static unsigned watch_diff(const char *prefix, json_t *cur, json_t *prev, double secs)
+{
+	const char *k;
+	json_t *v;
+	unsigned n = 0;
+	char path[256];
+
+	json_object_foreach(cur, k, v) {
+		json_t *pv = prev ? json_object_get(prev, k) : NULL;
+		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", k);
+		if (json_is_object(v)) {
+			n += watch_diff(path, v, json_is_object(pv) ? pv : NULL, secs);
+		} else if (json_is_integer(v)) {
+			long long now = json_integer_value(v), was = json_is_integer(pv) ? json_integer_value(pv) : 0;
+			if (now != was) {
+				printf("  %-40s %14lld  %+12.1f/s\n", path, now, (double)(now - was) / secs);
+				n++;
+			}
+		}
+	}
+	return n;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 int fanoctl_op_stats(int argc, char **argv)
 {
-	return op_simple(argc, argv, "stats", fanoctl_op_stats_help);
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"watch", required_argument, NULL, 'w'},
+		{"count", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	bool json = false;
+	uint32_t every = 0, count = 0;
+	int c;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = true; break;
+		case 'w':
+			if (!parse_u32(optarg, 3600, &every) || every == 0) {
+				fprintf(stderr, "fanoctl stats: --watch wants 1..3600 seconds\n");
+				return FANOCTL_USAGE;
+			}
+			break;
+		case 'c':
+			if (!parse_u32(optarg, UINT32_MAX, &count) || count == 0) {
+				fprintf(stderr, "fanoctl stats: --count wants a number >= 1\n");
+				return FANOCTL_USAGE;
+			}
+			break;
+		case 'h': fanoctl_op_stats_help(stdout); return FANOCTL_OK;
+		default: fanoctl_op_stats_help(stderr); return FANOCTL_USAGE;
+		}
+	}
+	if (optind != argc || (count && !every) || (json && every)) {
+		fprintf(stderr, "fanoctl stats: takes --json, or --watch SECONDS [--count N]\n");
+		return FANOCTL_USAGE;
+	}
+	if (!every) {
+		json_t *req = json_object();
+		json_object_set_new(req, "cmd", json_string("stats"));
+		return op_run(req, json);
+	}
+	json_t *prev = NULL;
+	double t_prev = 0;
+
+	for (uint32_t i = 0; !count || i <= count; i++) {
+		json_t *req = json_object(), *rep = NULL;
+		json_object_set_new(req, "cmd", json_string("stats"));
+		int rc = op_call(req, &rep);
+		if (rc) {
+			json_decref(prev);
+			return rc;
+		}
+		double t = mono_s();
+		if (!json_is_true(json_object_get(rep, "ok"))) {
+			json_t *e = json_object_get(rep, "error");
+			fprintf(stderr, "fanoctl: refused: %s\n", json_is_string(e) ? json_string_value(e) : "(no reason)");
+			json_decref(rep);
+			json_decref(prev);
+			return FANOCTL_REFUSED;
+		}
+		if (prev) {
+			printf("after %.1f s:\n", t - t_prev);
+			if (watch_diff("", rep, prev, t - t_prev) == 0)
+				printf("  (no counter moved)\n");
+			fflush(stdout);
+		}
+		json_decref(prev);
+		prev = rep;
+		t_prev = t;
+		if (count && i == count)
+			break;
+		sleep(every);
+	}
+	json_decref(prev);
+	return FANOCTL_OK;
 }
 
 void fanoctl_op_slots_help(FILE *out)
@@ -303,19 +427,6 @@ void fanoctl_op_slots_help(FILE *out)
 	op_common_help(out);
 }
 
-static bool parse_u32(const char *s, uint32_t max, uint32_t *out)
-{
-	char *end;
-
-	if (!s || !*s || *s == '-')
-		return false;
-	errno = 0;
-	unsigned long v = strtoul(s, &end, 0);
-	if (errno || *end || v > max)
-		return false;
-	*out = (uint32_t)v;
-	return true;
-}
 
 int fanoctl_op_slots(int argc, char **argv)
 {

@@ -232,6 +232,8 @@ for cmd in status peers stats slots lines; do
 done
 expect 2 "is not a line" -- --socket "$TMP/none.sock" lines enable 1,5,4
 expect 2 "want LAYER TOKEN_SEQ" -- --socket "$TMP/none.sock" slots 1
+expect 2 "--watch wants" -- stats --watch 0
+expect 2 "takes --json, or --watch" -- stats --count 3
 # a fake daemon: checks the request, answers, and the exit code follows "ok"
 n=$((n + 1))
 $PY - "$TMP/op.sock" <<'EOF' &
@@ -239,14 +241,16 @@ import json, os, socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.bind(sys.argv[1]); s.listen(4)
 s.settimeout(20)
-for reply in ({"ok": True, "lines": [{"line": 1, "state": "shadow"}]},
-              {"ok": False, "error": "already_enabled"}):
+script = [
+    ({"cmd": "lines"}, {"ok": True, "lines": [{"line": 1, "state": "shadow"}]}),
+    ({"cmd": "line", "line": 1, "op": "enable", "why": "OPS-1"}, {"ok": False, "error": "already_enabled"}),
+    ({"cmd": "stats"}, {"ok": True, "tls": {"accepted": 5, "ws_sessions": 1}, "up": 1}),
+    ({"cmd": "stats"}, {"ok": True, "tls": {"accepted": 9, "ws_sessions": 1}, "up": 1}),
+]
+for want, reply in script:
     c, _ = s.accept()
     req = json.loads(c.makefile().readline())
-    if reply["ok"]:
-        assert req == {"cmd": "lines"}, req
-    else:
-        assert req == {"cmd": "line", "line": 1, "op": "enable", "why": "OPS-1"}, req
+    assert req == want, req
     c.sendall((json.dumps(reply) + "\n").encode())
     c.close()
 EOF
@@ -254,6 +258,7 @@ fake=$!
 for _ in $(seq 50); do [ -S "$TMP/op.sock" ] && break; sleep 0.1; done
 expect 0 "line=1 state=shadow" -- --socket "$TMP/op.sock" lines
 expect 1 "refused: already_enabled" -- --socket "$TMP/op.sock" lines enable 1,4,5 --why OPS-1
+expect 0 "after " "tls.accepted" " 9 " "/s" -- --socket "$TMP/op.sock" stats --watch 1 --count 1
 wait $fake || fail "fake daemon saw a wrong request"
 
 # ---- bash completion ------------------------------------------------------
