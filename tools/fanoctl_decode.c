@@ -40,7 +40,7 @@ void fanoctl_decode_help(FILE *out)
 		"                      [--hidden N] [--max-seq-len N] [--layers N]\n"
 		"                      [--config FILE] HEX|-\n"
 		"       fanoctl decode --datagram [OPTIONS] HEX HEX...|-\n\n"
-		"Decode aeon-flow bytes given as hex (whitespace ignored; '-' reads the\n"
+		"Decode aeon-flow bytes given as hex (whitespace and ':' ignored; '-' reads the\n"
 		"hex from stdin): one frame or a batch of frames back to back, or with\n"
 		"--datagram one UDP datagram of the fragmented profile (4-byte fragment\n"
 		"header + chunk). Frames on the seed, canonical, resolved, status (0xFFFE)\n"
@@ -66,7 +66,7 @@ void fanoctl_decode_help(FILE *out)
 		"(the stable reason, e.g. seed_line, is printed).\n");
 }
 
-/* Hex text to bytes; whitespace ignored, an optional 0x prefix allowed. */
+/* Hex text to bytes; whitespace and ':' ignored, an optional 0x prefix allowed. */
 static int hex_parse(const char *s, uint8_t **out, size_t *len)
 {
 	size_t n = strlen(s);
@@ -83,8 +83,8 @@ static int hex_parse(const char *s, uint8_t **out, size_t *len)
 	for (; *s; s++) {
 		int v;
 
-		if (isspace((unsigned char)*s))
-			continue;
+		if (isspace((unsigned char)*s) || *s == ':')
+			continue; /* "01 02", "01:02" (tshark, Wireshark "copy as hex") */
 		if (*s >= '0' && *s <= '9')
 			v = *s - '0';
 		else if (*s >= 'a' && *s <= 'f')

@@ -60,6 +60,7 @@ expect 2 "malformed: unknown_layer" -- decode --layers 20 "$(vec S02)"
 n=$((n + 1))
 out=$(vec S01 | sed 's/../& /g' | "$FANOCTL" decode --hidden 4 - 2>&1) || fail "decode - (stdin): $out"
 grep -qF "(1,4,5)" <<<"$out" || fail "decode - (stdin) lacks the line"
+expect 0 "line=1 (1,4,5)" -- decode "$(vec S01 | sed 's/../&:/g; s/:$//')"
 
 # --json: parse it and check the fields
 n=$((n + 1))
