@@ -81,6 +81,8 @@ struct cp_audit_log {
 	bool failed;
 	int err;
 	int inject_err;
+	int inject_werr;
+	uint32_t inject_short;
 	struct cp_audit_log_stats st;
 };
 
@@ -182,7 +184,12 @@ static int queue_io(struct cp_audit_log *l)
 	struct io_uring_sqe *f = io_uring_get_sqe(&l->ring);
 	if (!w || !f)
 		return -EBUSY; /* cannot happen: the ring holds 8 and we use 3 */
-	io_uring_prep_write(w, l->fd, l->ibuf + l->idone, l->ilen - l->idone, l->file_off + l->idone);
+	uint32_t len = l->ilen - l->idone;
+	if (l->inject_short && l->inject_short < len) {
+		len = l->inject_short; /* test hook: a short write */
+		l->inject_short = 0;
+	}
+	io_uring_prep_write(w, l->fd, l->ibuf + l->idone, len, l->file_off + l->idone);
 	/* The fdatasync runs only after the write completed in full; a short
 	 * write cancels it (-ECANCELED) and the rest is resubmitted. */
 	w->flags |= IOSQE_IO_LINK;
@@ -298,6 +305,10 @@ static void arm_timer(struct cp_audit_log *l)
 /* Both completions of the in-flight write+fdatasync are in. */
 static void finish_io(struct cp_audit_log *l)
 {
+	if (l->inject_werr) {
+		l->wres = -l->inject_werr;
+		l->inject_werr = 0;
+	}
 	if (l->wres < 0) {
 		fail(l, -l->wres, "write");
 		return;
@@ -492,6 +503,12 @@ void cp_audit_log_stats(const struct cp_audit_log *l, struct cp_audit_log_stats 
 }
 
 void cp_audit_log_inject_fsync_error(struct cp_audit_log *l, int err) { l->inject_err = err; }
+
+void cp_audit_log_inject_write(struct cp_audit_log *l, int err, uint32_t short_bytes)
+{
+	l->inject_werr = err;
+	l->inject_short = short_bytes;
+}
 
 /* ---- open / recovery ---------------------------------------------------------- */
 

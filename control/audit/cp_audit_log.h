@@ -146,6 +146,11 @@ void cp_audit_log_stats(const struct cp_audit_log *l, struct cp_audit_log_stats 
  * fdatasync syscall, so strace/seccomp injection cannot reach it. */
 void cp_audit_log_inject_fsync_error(struct cp_audit_log *l, int err);
 
+/* TEST HOOK: the next write is submitted for at most short_bytes (> 0) so
+ * its completion is short and the rest must be resubmitted; or, with err
+ * > 0, the next write completion is treated as failing with -err. */
+void cp_audit_log_inject_write(struct cp_audit_log *l, int err, uint32_t short_bytes);
+
 /* Path of rotated file n: "<path>.<n>" into out. Returns 0 or -ENAMETOOLONG. */
 FG_MUST_CHECK int cp_audit_log_rotated_name(const char *path, uint32_t n, char *out, size_t cap);
 /* Highest N such that path.N exists (0 when none). */

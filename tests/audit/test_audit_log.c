@@ -401,6 +401,34 @@ static void test_backlog_limit(void **state)
 	cp_audit_log_free(l);
 }
 
+static void test_short_write_and_write_error(void **state)
+{
+	(void)state;
+	struct seen s = { 0 };
+	struct cp_audit_log *l = open_log(&s, 0, 0, 0, NULL);
+	cp_audit_log_inject_write(l, 0, 100); /* the first batch's write stops after 100 bytes */
+	uint64_t last = append_verdicts(l, 20);
+	assert_int_equal(cp_audit_log_drain(l, 10000), 0);
+	assert_true(cp_audit_log_is_durable(l, last));
+	struct cp_audit_log_stats st;
+	cp_audit_log_stats(l, &st);
+	assert_int_equal(st.short_writes, 1);
+	assert_int_equal(st.durable_records, 20);
+	cp_audit_log_free(l);
+	verify_file(path, 21);
+
+	/* a write error fails closed like an fdatasync error */
+	l = open_log(&s, 0, 0, 0, NULL);
+	cp_audit_log_inject_write(l, ENOSPC, 0);
+	uint64_t bad = append_verdicts(l, 3);
+	assert_int_equal(cp_audit_log_drain(l, 10000), -EIO);
+	assert_int_equal(s.failed, ENOSPC);
+	assert_string_equal(s.what, "write");
+	assert_false(cp_audit_log_is_durable(l, bad));
+	assert_int_equal(cp_audit_log_durable_next(l), 21);
+	cp_audit_log_free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -411,6 +439,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rotation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fail_closed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_backlog_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_short_write_and_write_error, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
