@@ -99,6 +99,7 @@ static void conn_free_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 		free(k);
 	}
 	free(c->in);
+	free(c->pout);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -143,6 +144,7 @@ void cp_conn_close_after_flush(struct cp_conn *c, const char *why)
 		return;
 	c->closing = true;
 	cp_debug("conn %s: closing: %s", c->peer, why);
+	cp_conn_flush(c); /* staged plaintext goes before close_notify */
 	cp_tls_close_notify(&c->tls);
 	cp_conn_flush(c);
 	cp_conn_set_deadline(c, CP_DL_LINGER, CP_LINGER_NS);
@@ -153,14 +155,26 @@ void cp_conn_close_after_flush(struct cp_conn *c, const char *why)
 /* ---- sending -------------------------------------------------------------- */
 bool cp_conn_has_room(const struct cp_conn *c, size_t len)
 {
-	return c->sq_bytes + cp_tls_out_pending(&c->tls) + len <= c->srv->cfg->send_queue_max;
+	return c->sq_bytes + c->pout_len + cp_tls_out_pending(&c->tls) + len <= c->srv->cfg->send_queue_max;
 }
 
 int cp_conn_put(struct cp_conn *c, const void *buf, size_t len)
 {
 	if (c->dead)
 		return -EPIPE;
-	return cp_tls_write(&c->tls, buf, len);
+	if (c->pout_cap - c->pout_len < len) {
+		size_t cap = c->pout_cap ? c->pout_cap : 4096;
+		while (cap - c->pout_len < len)
+			cap *= 2;
+		uint8_t *p = realloc(c->pout, cap);
+		if (!p)
+			return -ENOMEM;
+		c->pout = p;
+		c->pout_cap = cap;
+	}
+	memcpy(c->pout + c->pout_len, buf, len);
+	c->pout_len += len;
+	return 0;
 }
 
 static void conn_kick_send(struct cp_conn *c)
@@ -189,6 +203,20 @@ void cp_conn_flush(struct cp_conn *c)
 {
 	if (c->dead)
 		return;
+	if (c->pout_len) {
+		int r = cp_tls_write(&c->tls, c->pout, c->pout_len);
+		c->pout_len = 0;
+		if (r < 0) {
+			cp_conn_close(c, "tls write failed");
+			return;
+		}
+		/* Do not keep a large staging buffer around for an idle peer. */
+		if (c->pout_cap > 65536) {
+			free(c->pout);
+			c->pout = NULL;
+			c->pout_cap = 0;
+		}
+	}
 	size_t n = cp_tls_out_pending(&c->tls);
 	if (n) {
 		struct cp_chunk *k = malloc(sizeof(*k) + n);

@@ -105,6 +105,8 @@ struct cp_conn {
 	const char *role; /* after authentication */
 	uint8_t *in;
 	size_t in_len, in_cap, in_max;
+	uint8_t *pout; /* plaintext staged for one SSL_write per flush (fewer TLS records) */
+	size_t pout_len, pout_cap;
 	struct cp_chunk *sq_head, *sq_tail;
 	size_t sq_bytes;
 	struct iovec iov[CP_IOV_MAX];
@@ -164,9 +166,10 @@ void cp_server_on_ended(void *arg, uint16_t layer, uint32_t token_seq, enum fg_s
 static inline uint64_t cp_conn_cookie(const struct cp_conn *c) { return ((uint64_t)c->gen << 32) | c->idx; }
 struct cp_conn *cp_conn_by_cookie(struct cp_server *s, uint64_t cookie);
 
-/* Encrypt plaintext into the TLS output (not yet queued for the socket). */
+/* Stage plaintext for the next flush (not yet encrypted nor queued). */
 FG_MUST_CHECK int cp_conn_put(struct cp_conn *c, const void *buf, size_t len);
-/* Move the TLS output to the send queue and start sending. */
+/* Encrypt the staged plaintext (one SSL_write: records of up to 16 KiB),
+ * move the TLS output to the send queue and start sending. */
 void cp_conn_flush(struct cp_conn *c);
 /* Whether len more bytes fit under the send-queue bound. */
 bool cp_conn_has_room(const struct cp_conn *c, size_t len);

@@ -25,7 +25,7 @@ def main():
     if not fanoctl or not os.access(fanoctl, os.X_OK):
         print("SKIP: FANOCTL not set to the fanoctl binary")
         sys.exit(SKIP)
-    with Daemon() as d:
+    with Daemon(deadline_ms=20000) as d:  # the open slot must outlive a loaded CI box
         sock = f"{d.dir}/fanoctl.sock"
         env = dict(os.environ, FANOCTL_SOCKET=sock)
 
