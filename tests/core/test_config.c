@@ -268,6 +268,50 @@ static void test_full_file(void **state)
 	assert_int_equal(fg_config_max_frame(&c), 10 + 8 + 4 * 8 * 4);
 }
 
+/* Every prefix of the full file (cut anywhere, even mid-key): accepted, or
+ * refused with a reason on a line that exists; never anything else. The
+ * prefixes that end on a line boundary are all accepted except those that
+ * cut [tls] between cert and key or before ca (cross-field rules). */
+static void test_full_file_prefixes(void **state)
+{
+	(void)state;
+	size_t n = strlen(full_file);
+	char *buf = malloc(n + 1);
+	unsigned accepted = 0, refused = 0;
+
+	assert_non_null(buf);
+	for (size_t cut = 0; cut <= n; cut++) {
+		struct fg_config c;
+		struct fg_config_error err;
+		int lines = 1;
+
+		memcpy(buf, full_file, cut);
+		buf[cut] = '\0';
+		for (size_t i = 0; i < cut; i++)
+			lines += buf[i] == '\n';
+		int rc = fg_config_parse(&c, buf, "prefix", &err);
+		if (rc == 0) {
+			accepted++;
+			continue;
+		}
+		refused++;
+		if (rc != -EINVAL || err.line < 1 || err.line > lines || !err.reason[0])
+			fail_msg("cut %zu: rc %d line %d of %d \"%s\"", cut, rc, err.line, lines, err.reason);
+		if (cut > 0 && buf[cut - 1] == '\n') {
+			/* a whole-line prefix is refused only for a cross-field rule */
+			bool cross = strstr(err.reason, "cert and key") || strstr(err.reason, "needs ca") ||
+				     strstr(err.reason, "layer >=") || strstr(err.reason, "a band holds") ||
+				     strstr(err.reason, "overlapping") || strstr(err.reason, "fewer slots") ||
+				     strstr(err.reason, "same port");
+			if (!cross)
+				fail_msg("whole-line cut %zu refused: %d: %s", cut, err.line, err.reason);
+		}
+	}
+	assert_true(accepted > 100);
+	assert_true(refused > 100);
+	free(buf);
+}
+
 /* One refusal per rule: the text, the line the error must name, and a
  * piece of the reason. */
 struct refusal {
@@ -645,6 +689,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_full_file),
+		cmocka_unit_test(test_full_file_prefixes),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_crlf_and_inline_comments),
 		cmocka_unit_test(test_bytes_and_numbers),
