@@ -44,7 +44,7 @@ async def ws_part(d):
 
 
 def main():
-    with Daemon(dp_profile="ring", expect_start=False) as d:
+    with Daemon(dp_profile="ring", expect_start=False, deadline_ms=2000) as d:
         if d.proc.poll() is not None or "mode dataplane" not in d.log():
             print("SKIP: the dataplane did not start here (built without DPDK, or the EAL refused):\n" + d.log())
             d.proc.kill()
