@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "audit_cli.h"
+#include "cp_audit_log.h"
 #include "fg/audit.h"
 
 static const char *state_name(unsigned s)
@@ -117,10 +118,15 @@ static int cmd_verify(int argc, char **argv)
 	if (anchored)
 		printf("OK: %" PRIu64 " records in %d file(s), chain verified from genesis; head seq %" PRIu64
 		       " hash %s\n", total, argc, chain.next_seq - 1, hex);
-	else
+	else {
 		printf("OK: %" PRIu64 " records in %d file(s), chain verified from seq %" PRIu64
 		       " (earlier files not given: the start is taken on trust); head seq %" PRIu64 " hash %s\n",
 		       total, argc, first_seq, chain.next_seq - 1, hex);
+		uint32_t hi = cp_audit_log_highest_rotated(argv[0]);
+		if (hi > 0)
+			printf("hint: to verify from genesis pass the rotated files first, oldest first: "
+			       "%s.1 .. %s.%u %s\n", argv[0], argv[0], hi, argv[0]);
+	}
 	return 0;
 }
 

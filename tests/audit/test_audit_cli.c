@@ -166,6 +166,7 @@ static void test_verify_good_across_files(void **state)
 	/* the current file alone: good, but not anchored */
 	assert_int_equal(cli(2, "verify", path), 0);
 	assert_non_null(strstr(out, "taken on trust"));
+	assert_non_null(strstr(out, "hint: to verify from genesis pass the rotated files first"));
 	/* files in the wrong order: the second does not continue the first */
 	assert_int_equal(cli(3, "verify", path, f1), 1);
 	assert_non_null(strstr(out, "BAD"));
