@@ -219,6 +219,8 @@ void cp_ws_push(struct cp_conn *c, uint16_t layer, const uint8_t *frame, size_t 
 	c->ws.msgs_out++;
 	c->srv->st.ws_msgs_out++;
 	c->srv->st.seeds_pushed++;
+	/* Pushes are traffic: a pure subscriber is not idle while seeds flow. */
+	ws_idle(c);
 	if (!c->in_process)
 		cp_conn_flush(c);
 }
