@@ -130,7 +130,7 @@ static const struct ckey config_keys[] = {
 
 	{{"tls", "listen", "address", "0.0.0.0:8443", "host:port", "TLS listener (WebSocket /flow, POST /residual-seed, pulls, health)"},
 	 KT_ADDR, OFF(tls_listen), 0, 0, 0},
-	{{"tls", "cert", "string", "", "path; with key", "server certificate chain (PEM); empty: self-signed, generated on first run"},
+	{{"tls", "cert", "string", "", "path; with key", "server certificate chain (PEM); the daemon needs cert and key to serve TLS"},
 	 KT_STR, OFF(tls_cert), SZ(tls_cert), 0, 0},
 	{{"tls", "key", "string", "", "path; with cert", "server private key (PEM)"},
 	 KT_STR, OFF(tls_key), SZ(tls_key), 0, 0},
@@ -882,7 +882,7 @@ static void config_validate(struct pstate *ps)
 	}
 	if (!c->tls_cert[0] != !c->tls_key[0]) {
 		fail(ps, first_line(key_line(ps, "tls", "cert"), key_line(ps, "tls", "key")),
-		     "[tls] cert and key go together: set both or neither (neither: self-signed)");
+		     "[tls] cert and key go together: set both or neither");
 		return;
 	}
 	if (c->tls_require_client_cert && !c->tls_ca[0]) {

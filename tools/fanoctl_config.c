@@ -242,7 +242,7 @@ static void config_print(const struct fg_config *c)
 
 	addr_text(&c->tls_listen, t, sizeof(t));
 	printf("\n[tls]\nlisten = %s\ncert = %s\nkey = %s\nca = %s\nrequire_client_cert = %s\ntokens_file = %s\n", t,
-	       str_or(c->tls_cert, " ; self-signed"), str_or(c->tls_key, " ; self-signed"), c->tls_ca,
+	       str_or(c->tls_cert, " ; none: TLS needs cert and key"), str_or(c->tls_key, " ; none"), c->tls_ca,
 	       c->tls_require_client_cert ? "true" : "false", str_or(c->tokens_file, " ; no token auth"));
 	printf("max_connections = %u\nws_max_message = %u\nhandshake_timeout_ms = %u\nidle_timeout_ms = %u\n"
 	       "send_queue_max = %u\n",

@@ -96,7 +96,7 @@ struct fg_config {
 	/* [tls] */
 	struct fg_addr tls_listen;    /* default 0.0.0.0:8443 */
 	char tls_cert[FG_PATH_MAX], tls_key[FG_PATH_MAX], tls_ca[FG_PATH_MAX];
-					/* cert/key empty (default): self-signed, generated on first run */
+					/* cert/key: both or neither; the daemon (cp_tls) needs both */
 	bool tls_require_client_cert;   /* default false; needs tls_ca */
 	char tokens_file[FG_PATH_MAX];  /* bearer tokens, one per line; empty = no token auth */
 	uint32_t max_connections;     /* default 1024 */
