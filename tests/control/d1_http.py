@@ -212,6 +212,34 @@ def main():
               "tokens file of mode 0644 refused at start with a clear error")
 
 
+def limits():
+    """max_connections and the idle timeout."""
+    with Daemon(max_conns=2, idle_ms=600) as d:
+        a, b = d.tls_socket(), d.tls_socket()
+        http(d, "GET", "/healthz", token=None, sock=a)
+        http(d, "GET", "/healthz", token=None, sock=b)
+        try:
+            c = d.tls_socket(timeout=5)
+            c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            third = c.recv(100)
+        except (ssl.SSLError, ConnectionError, OSError):
+            third = b""
+        check(third == b"", "third connection over max_connections=2 is closed unanswered")
+        check("max_connections (2) reached" in d.log(), "refusal over max_connections logged")
+        t0 = time.time()
+        try:
+            data = a.recv(100)
+        except (ssl.SSLError, ConnectionError, OSError):
+            data = b""
+        check(data == b"" and 0.3 < time.time() - t0 < 5, "idle keep-alive connection closed after idle_timeout_ms")
+        a.close()
+        b.close()
+        time.sleep(0.3)
+        st, _, _ = http(d, "GET", "/healthz", token=None)
+        check(st == 200, "room again once the idle connections are gone")
+
+
 if __name__ == "__main__":
     main()
     expiry()
+    limits()

@@ -197,8 +197,19 @@ async def slow_consumer(d):
     s.close()
 
 
+async def idle(d):
+    ws = await connect(d, "?layers=all", ping_interval=None)
+    try:
+        await asyncio.wait_for(ws.recv(), 5)
+    except websockets.ConnectionClosed:
+        pass
+    check(ws.close_code == 1001, "idle session closed with 1001 after idle_timeout_ms")
+
+
 if __name__ == "__main__":
     with Daemon() as d:
         asyncio.run(main(d))
+    with Daemon(idle_ms=500) as d:
+        asyncio.run(idle(d))
     with Daemon(hidden=1024, send_queue_max="64K") as d:
         asyncio.run(slow_consumer(d))
