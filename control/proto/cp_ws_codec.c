@@ -287,6 +287,15 @@ static int frame_begin(struct cp_ws_rx *rx, const struct cp_ws_hdr *h)
 		rx->msg_opcode = h->opcode;
 		rx->msg_len = 0;
 		rx->utf8 = CP_UTF8_ACCEPT;
+		/* A buffer grown for one large message is not kept for the
+		 * connection's life: idle memory per connection stays at most
+		 * CP_WS_RX_KEEP (the fleet's messages are <= 64 KiB, so its
+		 * steady state never reallocates). */
+		if (rx->msg_cap > CP_WS_RX_KEEP) {
+			free(rx->msg);
+			rx->msg = NULL;
+			rx->msg_cap = 0;
+		}
 	}
 	if (h->payload_len > rx->cfg.max_message - rx->msg_len)
 		return -CP_WS_R_MESSAGE_TOO_BIG;

@@ -52,6 +52,7 @@ enum cp_ws_close_code {
 #define CP_WS_HDR_MAX 14u         /* 2 + 8 length + 4 mask */
 #define CP_WS_SERVER_HDR_MAX 10u  /* unmasked */
 #define CP_WS_ACCEPT_LEN 28u      /* base64 of a SHA-1 */
+#define CP_WS_RX_KEEP (64u * 1024u) /* message buffer kept between messages */
 
 /* Stable reasons, above errno's range and apart from cp_http's. Names
  * (cp_ws_reason_name) are part of the operator interface: only append. The
@@ -162,7 +163,9 @@ struct cp_ws_rx {
 	 * 2. state == RX_PAYLOAD: cur is the current frame, got < cur.payload_len
 	 *    or the frame is empty and about to complete.
 	 * 3. in_message => msg_opcode is TEXT or BINARY and msg_len <= max_message.
-	 * 4. msg_len <= msg_cap; msg is NULL iff msg_cap == 0. */
+	 * 4. msg_len <= msg_cap; msg is NULL iff msg_cap == 0.
+	 * 5. between messages msg_cap <= CP_WS_RX_KEEP once the next message
+	 *    starts (a larger buffer is freed then). */
 	uint8_t state;
 	uint8_t hdr_have;
 	uint8_t hdr[CP_WS_HDR_MAX];

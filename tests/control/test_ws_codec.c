@@ -504,6 +504,33 @@ static void test_limits(void **state)
 	assert_int_equal(r.err, CP_WS_R_MESSAGE_TOO_BIG);
 }
 
+static void test_buffer_shrinks(void **state)
+{
+	/* a 200 KiB message grows the buffer; the next message frees it */
+	static uint8_t b[210000], pl[200000];
+	struct cp_ws_rx rx;
+	struct cp_ws_event ev;
+	cp_ws_rx_init(&rx, &cfg_bin);
+	size_t o = mk(b, 0x82, true, 0, pl, sizeof(pl));
+	assert_int_equal(cp_ws_rx_feed(&rx, b, o, &ev), (ssize_t)o);
+	assert_int_equal(ev.kind, CP_WS_EV_MESSAGE);
+	assert_true(rx.msg_cap >= sizeof(pl));
+	o = mk(b, 0x82, true, 0, "abc", 3);
+	assert_int_equal(cp_ws_rx_feed(&rx, b, o, &ev), (ssize_t)o);
+	assert_int_equal(ev.len, 3);
+	assert_memory_equal(ev.data, "abc", 3);
+	assert_true(rx.msg_cap <= CP_WS_RX_KEEP);
+	/* a 64 KiB buffer is kept */
+	o = mk(b, 0x82, true, 0, pl, CP_WS_RX_KEEP);
+	assert_int_equal(cp_ws_rx_feed(&rx, b, o, &ev), (ssize_t)o);
+	uint8_t *kept = rx.msg;
+	o = mk(b, 0x82, true, 0, "abc", 3);
+	assert_int_equal(cp_ws_rx_feed(&rx, b, o, &ev), (ssize_t)o);
+	assert_ptr_equal(rx.msg, kept);
+	cp_ws_rx_fini(&rx);
+	assert_null(rx.msg);
+}
+
 static bool code_valid_ref(unsigned c)
 {
 	if (c >= 1000 && c <= 1003)
@@ -850,6 +877,7 @@ int main(void)
 		cmocka_unit_test(test_fragmented_with_controls),
 		cmocka_unit_test(test_sequence_errors),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_buffer_shrinks),
 		cmocka_unit_test(test_close_codes),
 		cmocka_unit_test(test_text),
 		cmocka_unit_test(test_unmask),
