@@ -1027,6 +1027,7 @@ void fg_config_slots(const struct fg_config *c, uint32_t n_shards, struct fg_slo
 	out->max_seq_len = c->max_seq_len;
 	out->n_layers = c->layers;
 	out->deadline_ns = c->slot_deadline_ns;
+	out->n_shards = n_shards;
 	memcpy(out->rules, c->rules, sizeof(out->rules));
 }
 
