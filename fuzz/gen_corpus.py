@@ -71,6 +71,29 @@ def main():
     write("fuzz_ingest", "shadow-malformed", bytes([0x55, 0x15, 200]) + seed(2, 1, 7, 0, 0, [1.0, 1.0]) +
           seed(9, 1, 0, 0, 0, [1.0, 1.0]) + seed(2, 1, 0, 0, 0, [1.0]) + status(1, 1))
 
+    # slot fragment path: layer 1 (lines 1,3,5), seq_len 1 (8-byte bodies)
+    def body(*fs):
+        return struct.pack("<%df" % len(fs), *fs)
+
+    def begin(tok, layer, line, neg, chunk, b):
+        return bytes([0, tok, layer, line, neg, 0, chunk - 1]) + b
+
+    def place(att, pick):
+        return bytes([1, att, pick])
+
+    def put(tok, layer, line, neg, b):
+        return bytes([3, tok, layer, line, neg, 0]) + b
+
+    frag = (begin(1, 1, 1, 0, 3, body(1.0, 2.0)) + b"".join(place(1, 2) for _ in range(3)) +
+            put(1, 1, 3, 1, body(0.5, 0.25)) +
+            begin(1, 1, 5, 0, 1, body(1e8, -1e8)) + b"".join(place(1, 7 - i) for i in range(8)))
+    write("fuzz_slot_frag", "layer1-chunks", frag)
+    write("fuzz_slot_frag", "supersede-abort",
+          begin(2, 0, 2, 1, 4, body(3.0, 4.0)) + place(2, 0) + begin(2, 0, 2, 0, 2, body(5.0, 6.0)) +
+          place(2, 0) + place(2, 0) + bytes([2, 2]) + put(2, 0, 2, 1, body(3.0, 4.0)))
+    write("fuzz_slot_frag", "expire", begin(3, 2, 4, 0, 8, body(1.0, 1.0)) + bytes([4, 255, 4, 255]) +
+          place(3, 0) + put(3, 2, 0, 0, body(1.0, 1.0)))
+
 
 if __name__ == "__main__":
     main()
