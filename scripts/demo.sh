@@ -15,7 +15,9 @@
 #   --keep       keep the runtime directory (config, logs, audit log, JSON)
 #   --no-build   use the existing build directory as it is
 # Environment: FG_BUILD_DIR (default build), FG_DEMO_NO_DATAPLANE=1 to skip
-# the dataplane attempts.
+# the dataplane attempts, FG_DEMO_PROFILES (default "af_xdp af_packet") to
+# choose the drivers tried, FG_DEMO_CANON_VIA (default udp with the
+# dataplane) for the canonical reports' ingress.
 # Exit status: 0 when every resolved seed was bit-exact, the divergence was
 # detected (verdict + demotion + alert + audit record) and nothing was left
 # behind; non-zero otherwise.
@@ -31,7 +33,7 @@ while [ $# -gt 0 ]; do
 	--keep) KEEP=1 ;;
 	--no-build) BUILD_IT=0 ;;
 	--tokens) TOKENS=$2; shift ;;
-	-h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "demo: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -60,7 +62,12 @@ cleanup() {
 	CLEANED=1
 	trap - INT TERM EXIT
 	say "cleaning up"
-	[ -n "$FLEET_PID" ] && kill "$FLEET_PID" 2>/dev/null && wait "$FLEET_PID" 2>/dev/null || true
+	if [ -n "$FLEET_PID" ] && kill -0 "$FLEET_PID" 2>/dev/null; then
+		kill -TERM "$FLEET_PID" 2>/dev/null || true
+		for _ in $(seq 30); do kill -0 "$FLEET_PID" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$FLEET_PID" 2>/dev/null || true
+		wait "$FLEET_PID" 2>/dev/null || true
+	fi
 	if [ -n "$GATE_PID" ] && kill -0 "$GATE_PID" 2>/dev/null; then
 		kill -TERM "$GATE_PID" 2>/dev/null || true
 		for _ in $(seq 50); do kill -0 "$GATE_PID" 2>/dev/null || break; sleep 0.1; done
@@ -76,6 +83,13 @@ cleanup() {
 	local left=()
 	[ -n "$GATE_PID" ] && kill -0 "$GATE_PID" 2>/dev/null && left+=("fanogate pid $GATE_PID")
 	[ -n "$FLEET_PID" ] && kill -0 "$FLEET_PID" 2>/dev/null && left+=("fanofleet pid $FLEET_PID")
+	# Anything still running from our runtime directory (our own processes only).
+	if [ -n "$RUN" ]; then
+		local p
+		for p in $(pgrep -f -- "$RUN/" 2>/dev/null); do
+			[ "$p" != $$ ] && left+=("pid $p ($(tr '\0' ' ' </proc/$p/cmdline 2>/dev/null | cut -c1-60))")
+		done
+	fi
 	ip netns list 2>/dev/null | grep -qw "$NS" && left+=("namespace $NS")
 	ip link show "$VH" >/dev/null 2>&1 && left+=("veth $VH")
 	ip link show "$CH" >/dev/null 2>&1 && left+=("veth $CH")
@@ -255,15 +269,17 @@ stop_gate() {
 	wait "$GATE_PID" 2>/dev/null || true
 	GATE_PID=
 }
-fleet() { # args...
-	ip netns exec "$NS" "$FLEET" --tls "$HOST_IP:8443" --sni fanogate.demo --ca "$RUN/cert.pem" \
-		--token-file "$RUN/tokens" --consumer "$FLEET_IP:5000" "$@"
+FLEET_CMD=()
+fleet_cmd() { # args...: the fanofleet command line, in the namespace
+	FLEET_CMD=(ip netns exec "$NS" "$FLEET" --tls "$HOST_IP:8443" --sni fanogate.demo --ca "$RUN/cert.pem"
+		--token-file "$RUN/tokens" --consumer "$FLEET_IP:5000" "$@")
 }
+fleet() { fleet_cmd "$@"; "${FLEET_CMD[@]}"; }
 
 say "starting fanogate"
 MODE=none
-if [ "${FG_DEMO_NO_DATAPLANE:-0}" != 1 ] && ldd "$GATE" 2>/dev/null | grep -q librte_eal; then
-	for kind in af_xdp af_packet; do
+if [ "${FG_DEMO_NO_DATAPLANE:-0}" != 1 ] && ldd "$GATE" 2>/dev/null | grep librte_eal >/dev/null; then
+	for kind in ${FG_DEMO_PROFILES:-af_xdp af_packet}; do
 		write_profile $kind
 		write_config "$RUN/dp-$kind.ini"
 		rm -f "$RUN/audit.log"
@@ -271,8 +287,12 @@ if [ "${FG_DEMO_NO_DATAPLANE:-0}" != 1 ] && ldd "$GATE" 2>/dev/null | grep -q li
 		if start_gate; then
 			# Probe the UDP path end to end: one token over UDP only.
 			# (token_seq 1000000: far from the demo's tokens, whose slots it must not occupy)
-			if fleet --udp "$DP_IP:4242" --mix udp=1 --tokens 1 --window 1 --slot-timeout-ms 1500 \
-				--token-base 1000000 --canonical none --quiet --no-subscribe >"$RUN/probe-$kind.log" 2>&1; then
+			# Twice: the first datagrams into a fresh veth are sometimes lost
+			# for about a second.
+			if fleet --udp "$DP_IP:4242" --mix udp=1 --tokens 1 --window 1 --slot-timeout-ms 3000 \
+				--token-base 1000000 --canonical none --quiet --no-subscribe >"$RUN/probe-$kind.log" 2>&1 ||
+				fleet --udp "$DP_IP:4242" --mix udp=1 --tokens 1 --window 1 --slot-timeout-ms 3000 \
+				--token-base 1000100 --canonical none --quiet --no-subscribe >"$RUN/probe-$kind.log" 2>&1; then
 				MODE=$kind; break
 			fi
 			note "UDP probe over $kind failed: $(grep -m1 -E 'first problem|no resolved|error' "$RUN/probe-$kind.log" || tail -1 "$RUN/probe-$kind.log")"
@@ -293,7 +313,9 @@ if [ $MODE = none ]; then
 	MIX="wss=1,https=1"; UDP_ARGS=()
 else
 	note "dataplane up over $MODE: UDP ingress on $DP_IP:4242"
-	MIX="udp=2,wss=1,https=1"; UDP_ARGS=(--udp "$DP_IP:4242")
+	# The coordinator's canonical reports travel over UDP like the stations'
+	# contributions (FG_DEMO_CANON_VIA=wss|https to send them over TLS).
+	MIX="udp=2,wss=1,https=1"; UDP_ARGS=(--udp "$DP_IP:4242" --canonical-via "${FG_DEMO_CANON_VIA:-udp}")
 fi
 note "fanogate pid $GATE_PID, log $RUN/fanogate.log"
 # Show the alert hook's lines as they happen.
@@ -303,8 +325,11 @@ touch "$RUN/alerts.log"
 HALF=$((TOKENS / 2))
 say "fanofleet: $TOKENS tokens, 28 layers x hidden 1536, ingress mix $MIX; corrupted contribution at token $HALF"
 set +e
-fleet "${UDP_ARGS[@]}" --mix "$MIX" --assign slot --tokens "$TOKENS" --window 8 --canonical full \
-	--corrupt-at "$HALF" --corrupt-line 3 --json "$RUN/fleet.json" &
+# Started directly (not through a shell function, which would background a
+# subshell) so that FLEET_PID is fanofleet itself (ip netns exec execs it).
+fleet_cmd "${UDP_ARGS[@]}" --mix "$MIX" --assign slot --tokens "$TOKENS" --window 8 --canonical full \
+	--corrupt-at "$HALF" --corrupt-line 3 --json "$RUN/fleet.json"
+"${FLEET_CMD[@]}" &
 FLEET_PID=$!
 wait $FLEET_PID
 FLEET_RC=$?

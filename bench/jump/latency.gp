@@ -13,7 +13,7 @@ set logscale x 10
 set format x "%g"
 set yrange [0:1.02]
 set grid xtics ytics mxtics
-set key right bottom box opaque
+set key left top box opaque
 set arrow from graph 0, first 0.5 to graph 1, first 0.5 nohead dt 3 lc rgb "#888888"
 set arrow from graph 0, first 0.99 to graph 1, first 0.99 nohead dt 3 lc rgb "#888888"
 load paths
