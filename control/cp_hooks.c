@@ -84,6 +84,8 @@ int cp_hooks_line_op(struct cp_engine *e, unsigned line, enum fg_line_event ev, 
 	return r;
 }
 
+struct cp_shadow *cp_hooks_shadow(void) { return g.sh; }
+
 bool cp_hooks_is_durable(uint64_t seq) { return !g.sh || seq == CP_HOOK_NO_SEQ || cp_shadow_is_durable(g.sh, seq); }
 
 static void sh_ready(struct cp_loop *l, struct cp_poll *p, int revents)
@@ -215,6 +217,7 @@ int cp_hooks_start(struct cp_loop *l, const struct fg_config *cfg, struct cp_eng
 }
 void cp_hooks_stop(void) {}
 bool cp_hooks_have_audit(void) { return false; }
+struct cp_shadow *cp_hooks_shadow(void) { return NULL; }
 void cp_hook_shadow_resolved(struct cp_engine *e, const struct fg_seed_view *v)
 {
 	(void)e; (void)v;

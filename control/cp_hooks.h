@@ -39,6 +39,11 @@ FG_MUST_CHECK int cp_hooks_start(struct cp_loop *l, const struct fg_config *cfg,
 void cp_hooks_stop(void);
 /* Whether a shadow audit is running (it then owns conflict demotions). */
 bool cp_hooks_have_audit(void);
+/* The running shadow audit (control/audit/cp_shadow.h), NULL without one:
+ * the metrics read its head hash and counters through it, a config reload
+ * audits through it. */
+struct cp_shadow;
+struct cp_shadow *cp_hooks_shadow(void);
 
 /* An operator line command (FG_LEV_OP_*): applied and audited through the
  * shadow audit when it runs (then *seq is the record to wait for before
