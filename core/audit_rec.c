@@ -439,16 +439,10 @@ ssize_t fg_audit_decode(const uint8_t *buf, size_t len, struct fg_audit_rec *out
 	return (ssize_t)rlen;
 }
 
-int fg_audit_verify(const uint8_t *buf, size_t len, const struct fg_audit_chain *from,
-		    struct fg_audit_scan *out)
+/* Walk records of buf[0..len), which sits at file offset s->good_bytes,
+ * continuing the scan in *s. */
+static int verify_run(const uint8_t *buf, size_t len, struct fg_audit_scan *s)
 {
-	struct fg_audit_scan s;
-	memset(&s, 0, sizeof(s));
-	if (from)
-		s.chain = *from;
-	else
-		fg_audit_chain_init(&s.chain);
-	s.anchored = true;
 	size_t off = 0;
 	int reason = FG_AR_OK;
 	uint64_t bad_seq = 0;
@@ -457,17 +451,17 @@ int fg_audit_verify(const uint8_t *buf, size_t len, const struct fg_audit_chain 
 		ssize_t n = fg_audit_decode(buf + off, len - off, &rec);
 		if (n < 0) {
 			reason = (int)-n;
-			bad_seq = s.chain.next_seq;
+			bad_seq = s->chain.next_seq;
 			break;
 		}
 		bad_seq = rec.seq;
-		bool first = s.records == 0;
-		if (first && !from) {
+		bool first = s->records == 0;
+		if (first && !s->from_given) {
 			if (rec.type == FG_AREC_ROTATION) {
 				/* A later file verified alone: take its start as given. */
-				s.anchored = false;
-				s.chain.next_seq = rec.seq;
-				memcpy(s.chain.head, rec.prev, FG_AUDIT_HASH_LEN);
+				s->anchored = false;
+				s->chain.next_seq = rec.seq;
+				memcpy(s->chain.head, rec.prev, FG_AUDIT_HASH_LEN);
 			} else if (rec.type != FG_AREC_GENESIS) {
 				reason = FG_AR_GENESIS;
 				break;
@@ -481,32 +475,52 @@ int fg_audit_verify(const uint8_t *buf, size_t len, const struct fg_audit_chain 
 			reason = FG_AR_GENESIS;
 			break;
 		}
-		if (first && from && from->next_seq > 0 && rec.type != FG_AREC_ROTATION) {
+		if (first && s->from_given && s->chain.next_seq > 0 && rec.type != FG_AREC_ROTATION) {
 			reason = FG_AR_GENESIS;
 			break;
 		}
-		if (rec.seq != s.chain.next_seq) {
+		if (rec.seq != s->chain.next_seq) {
 			reason = FG_AR_SEQ;
 			break;
 		}
-		if (memcmp(rec.prev, s.chain.head, FG_AUDIT_HASH_LEN) != 0) {
+		if (memcmp(rec.prev, s->chain.head, FG_AUDIT_HASH_LEN) != 0) {
 			reason = FG_AR_CHAIN;
 			break;
 		}
 		if (first)
-			s.first_seq = rec.seq;
-		s.last_seq = rec.seq;
-		s.records++;
-		s.chain.next_seq = rec.seq + 1;
-		memcpy(s.chain.head, rec.hash, FG_AUDIT_HASH_LEN);
+			s->first_seq = rec.seq;
+		s->last_seq = rec.seq;
+		s->records++;
+		s->chain.next_seq = rec.seq + 1;
+		memcpy(s->chain.head, rec.hash, FG_AUDIT_HASH_LEN);
 		off += (size_t)n;
 	}
-	s.good_bytes = off;
-	s.bad_offset = off;
-	s.reason = reason;
-	s.bad_seq = reason ? bad_seq : 0;
-	*out = s;
+	s->good_bytes += off;
+	s->bad_offset = s->good_bytes;
+	s->reason = reason;
+	s->bad_seq = reason ? bad_seq : 0;
 	return reason ? -reason : 0;
+}
+
+int fg_audit_verify(const uint8_t *buf, size_t len, const struct fg_audit_chain *from,
+		    struct fg_audit_scan *out)
+{
+	struct fg_audit_scan s;
+	memset(&s, 0, sizeof(s));
+	if (from)
+		s.chain = *from;
+	else
+		fg_audit_chain_init(&s.chain);
+	s.from_given = from != NULL;
+	s.anchored = true;
+	int rc = verify_run(buf, len, &s);
+	*out = s;
+	return rc;
+}
+
+int fg_audit_verify_more(const uint8_t *buf, size_t len, struct fg_audit_scan *s)
+{
+	return verify_run(buf, len, s);
 }
 
 bool fg_audit_tail_is_torn(const struct fg_audit_scan *s, uint64_t file_len)

@@ -35,38 +35,6 @@ static const char *event_name(unsigned e)
 	return e < 7 ? n[e] : "unknown";
 }
 
-static int read_file(const char *path, uint8_t **out, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	struct stat sb;
-	if (fstat(fd, &sb) < 0) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	size_t n = (size_t)sb.st_size;
-	uint8_t *buf = malloc(n ? n : 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	size_t got = 0;
-	while (got < n) {
-		ssize_t r = read(fd, buf + got, n - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	close(fd);
-	*out = buf;
-	*len = got;
-	return 0;
-}
-
 /* ---- verify ---------------------------------------------------------------- */
 
 static int cmd_verify(int argc, char **argv)
@@ -80,21 +48,21 @@ static int cmd_verify(int argc, char **argv)
 	bool have_chain = false, anchored = true;
 	uint64_t total = 0, first_seq = 0;
 	for (int i = 0; i < argc; i++) {
-		uint8_t *buf;
-		size_t len;
-		int rc = read_file(argv[i], &buf, &len);
+		int fd = open(argv[i], O_RDONLY | O_CLOEXEC);
+		struct fg_audit_scan s;
+		uint64_t len = 0;
+		int rc = fd < 0 ? -errno : cp_audit_log_scan_fd(fd, have_chain ? &chain : NULL, &s, &len);
+		if (fd >= 0)
+			close(fd);
 		if (rc < 0) {
 			fprintf(stderr, "fanoctl audit verify: %s: %s\n", argv[i], strerror(-rc));
 			return 2;
 		}
-		struct fg_audit_scan s;
-		rc = fg_audit_verify(buf, len, have_chain ? &chain : NULL, &s);
-		free(buf);
 		if (i == 0) {
 			anchored = s.anchored;
 			first_seq = s.first_seq;
 		}
-		if (rc < 0) {
+		if (rc > 0) {
 			printf("BAD %s: first bad record at offset %" PRIu64 ", seq %" PRIu64 ": %s"
 			       " (%" PRIu64 " good records before it%s)\n",
 			       argv[i], s.bad_offset, s.bad_seq, fg_audit_reason_name(s.reason), s.records,
@@ -107,7 +75,7 @@ static int cmd_verify(int argc, char **argv)
 			printf("BAD %s: empty file\n", argv[i]);
 			return 1;
 		}
-		printf("ok  %s: %" PRIu64 " records, seq %" PRIu64 "..%" PRIu64 ", %zu bytes\n", argv[i],
+		printf("ok  %s: %" PRIu64 " records, seq %" PRIu64 "..%" PRIu64 ", %" PRIu64 " bytes\n", argv[i],
 		       s.records, s.first_seq, s.last_seq, len);
 		chain = s.chain;
 		have_chain = true;
@@ -356,42 +324,47 @@ static int cmd_tail(int argc, char **argv)
 		fprintf(stderr, "usage: fanoctl audit tail [--json] [-n N] [-f] FILE\n");
 		return 2;
 	}
-	uint8_t *buf;
-	size_t len;
-	int rc = read_file(path, &buf, &len);
-	if (rc < 0) {
-		fprintf(stderr, "fanoctl audit tail: %s: %s\n", path, strerror(-rc));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "fanoctl audit tail: %s: %s\n", path, strerror(errno));
 		return 2;
 	}
 	struct fg_audit_rec *ring = NULL;
 	if (nlast) {
 		ring = calloc((size_t)nlast, sizeof(*ring));
 		if (!ring) {
-			free(buf);
+			close(fd);
 			return 2;
 		}
 	}
+	/* Walk the file in chunks (bounded memory for any size), keeping the
+	 * last N records; stop at the first record that does not decode. */
+	static uint8_t chunk[1 << 20];
 	size_t count = 0;
-	size_t off = walk(buf, len, ring, (size_t)nlast, &count);
-	free(buf);
+	uint64_t off = 0;
+	for (;;) {
+		ssize_t n = pread(fd, chunk, sizeof(chunk), (off_t)off);
+		if (n <= 0)
+			break;
+		size_t used = walk(chunk, (size_t)n, ring, (size_t)nlast, &count);
+		off += used;
+		if (used == 0)
+			break;
+	}
 	size_t first = count > (size_t)nlast ? count - (size_t)nlast : 0;
 	for (size_t i = first; i < count; i++)
 		print_rec(&ring[i % (size_t)nlast], json);
 	free(ring);
 	fflush(stdout);
-	if (!follow)
+	if (!follow) {
+		close(fd);
 		return 0;
+	}
 
 	/* Follow: poll every 200 ms. The open fd keeps reading the file it was
 	 * opened on; when path names a new file (rotation) the old one is read
 	 * to its end first, so no record written just before the rename is
 	 * missed, then the new one from offset 0. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, "fanoctl audit tail: %s: %s\n", path, strerror(errno));
-		return 2;
-	}
-	static uint8_t chunk[1 << 16];
 	size_t have = 0; /* bytes of chunk not yet decoded (a record in progress) */
 	for (;;) {
 		for (;;) {

@@ -118,30 +118,58 @@ uint32_t cp_audit_log_highest_rotated(const char *path)
 
 /* ---- blocking helpers used at start-up and rotation only ----------------- */
 
-static int read_all(int fd, uint8_t **out, size_t *len)
+#define SCAN_CHUNK (4u << 20)
+
+static int pread_full(int fd, uint8_t *buf, size_t n, uint64_t off)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = pread(fd, buf + got, n - got, (off_t)(off + got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -EIO; /* the file shrank under us */
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+int cp_audit_log_scan_fd(int fd, const struct fg_audit_chain *from, struct fg_audit_scan *out, uint64_t *file_len)
 {
 	struct stat sb;
 	if (fstat(fd, &sb) < 0)
 		return -errno;
-	size_t n = (size_t)sb.st_size;
-	uint8_t *buf = malloc(n ? n : 1);
+	uint64_t size = (uint64_t)sb.st_size;
+	uint8_t *buf = malloc(SCAN_CHUNK);
 	if (!buf)
 		return -ENOMEM;
-	size_t got = 0;
-	while (got < n) {
-		ssize_t r = pread(fd, buf + got, n - got, (off_t)got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			int e = r < 0 ? -errno : -EIO;
-			free(buf);
-			return e;
-		}
-		got += (size_t)r;
+	struct fg_audit_scan s;
+	bool first = true;
+	int rc = 0, io = 0;
+	for (;;) {
+		uint64_t pos = first ? 0 : s.good_bytes;
+		size_t want = size - pos < SCAN_CHUNK ? (size_t)(size - pos) : SCAN_CHUNK;
+		io = pread_full(fd, buf, want, pos);
+		if (io < 0)
+			break;
+		rc = first ? fg_audit_verify(buf, want, from, &s) : fg_audit_verify_more(buf, want, &s);
+		first = false;
+		uint64_t end = pos + want;
+		if (end >= size)
+			break;
+		/* A record cut by the end of this chunk (records are at most
+		 * FG_AUDIT_REC_MAX bytes): read on from the last good record. */
+		if (rc < 0 && end - s.bad_offset >= FG_AUDIT_REC_MAX)
+			break;
 	}
-	*out = buf;
-	*len = n;
-	return 0;
+	free(buf);
+	if (io < 0)
+		return io;
+	*out = s;
+	*file_len = size;
+	return rc < 0 ? 1 : 0;
 }
 
 static int write_sync(int fd, const uint8_t *buf, size_t n, uint64_t off)
@@ -544,18 +572,15 @@ static int start_file(struct cp_audit_log *l, char *err, size_t errlen)
 			set_err(err, errlen, "open %s: %s", name, -rc);
 			return rc;
 		}
-		uint8_t *buf;
-		size_t len;
-		rc = read_all(fd, &buf, &len);
+		struct fg_audit_scan s;
+		uint64_t len;
+		rc = cp_audit_log_scan_fd(fd, NULL, &s, &len);
 		close(fd);
 		if (rc < 0) {
 			set_err(err, errlen, "read %s: %s", name, -rc);
 			return rc;
 		}
-		struct fg_audit_scan s;
-		rc = fg_audit_verify(buf, len, NULL, &s);
-		free(buf);
-		if (rc < 0) {
+		if (rc > 0) {
 			if (err && errlen)
 				snprintf(err, errlen, "%s: record seq %" PRIu64 " at offset %" PRIu64 ": %s; "
 					 "a rotated file must verify, refusing to continue its chain",
@@ -580,19 +605,15 @@ static int start_file(struct cp_audit_log *l, char *err, size_t errlen)
  * record followed by junk, cuts again, and records that too. */
 static int recover(struct cp_audit_log *l, struct cp_audit_open_report *rep, char *err, size_t errlen)
 {
-	uint8_t *buf;
-	size_t len;
-	int rc = read_all(l->fd, &buf, &len);
+	struct fg_audit_scan s;
+	uint64_t len;
+	int rc = cp_audit_log_scan_fd(l->fd, NULL, &s, &len);
 	if (rc < 0) {
 		set_err(err, errlen, "read %s: %s", l->path, -rc);
 		return rc;
 	}
-	struct fg_audit_scan s;
-	memset(&s, 0, sizeof(s));
-	rc = len ? fg_audit_verify(buf, len, NULL, &s) : 0;
-	free(buf);
 	struct fg_audit_recovery cutrec = { 0 };
-	bool cut = rc < 0;
+	bool cut = rc == 1;
 	if (cut) {
 		if (!fg_audit_tail_is_torn(&s, len)) {
 			if (err && errlen)

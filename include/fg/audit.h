@@ -229,6 +229,7 @@ struct fg_audit_scan {
 	uint64_t bad_offset;   /* offset of the first bad record (== good_bytes) */
 	uint64_t bad_seq;      /* its seq if its header could be read, else last_seq + 1 */
 	bool anchored;         /* the chain was checked from GENESIS or from `from` */
+	bool from_given;       /* the scan started from a previous file's chain */
 };
 
 /* Check every record of buf[0..len) in order: self-check, sequence and
@@ -240,6 +241,13 @@ struct fg_audit_scan {
  * both cases. */
 FG_MUST_CHECK int fg_audit_verify(const uint8_t *buf, size_t len, const struct fg_audit_chain *from,
 				  struct fg_audit_scan *out);
+
+/* Continue a scan over the next bytes of the same file: buf[0..len) must
+ * start at file offset s->good_bytes (re-read from there after a failure,
+ * e.g. a record cut by the end of the previous chunk). Offsets in *s stay
+ * file offsets. Lets a caller verify a file of any size in bounded memory.
+ * Returns 0 or -reason like fg_audit_verify. */
+FG_MUST_CHECK int fg_audit_verify_more(const uint8_t *buf, size_t len, struct fg_audit_scan *s);
 
 /* Recovery decision for a file whose scan stopped at a bad record: true when
  * everything from the bad record on may be cut as a torn tail (reason is a

@@ -429,6 +429,64 @@ static void test_short_write_and_write_error(void **state)
 	cp_audit_log_free(l);
 }
 
+/* cp_audit_log_scan_fd reads 4 MiB at a time: a 5 MB file, records across
+ * the chunk boundary, damage there, and a torn tail give the same answers
+ * as fg_audit_verify over the whole buffer. */
+static void test_scan_fd_chunks(void **state)
+{
+	(void)state;
+	size_t cap = 6u << 20, len = 0;
+	uint8_t *b = malloc(cap);
+	struct fg_audit_chain ch;
+	fg_audit_chain_init(&ch);
+	size_t cross = 0; /* offset of the record that straddles 4 MiB */
+	for (unsigned i = 0; len < (5u << 20); i++) {
+		union fg_audit_payload p;
+		memset(&p, 0, sizeof(p));
+		unsigned t = i == 0 ? FG_AREC_GENESIS : FG_AREC_PEER_AUTH;
+		/* varying lengths so boundaries fall everywhere */
+		memset(p.peer_auth.peer, 'a' + i % 26, i % 60);
+		ssize_t k = fg_audit_encode(&ch, t, i, &p, b + len, cap - len);
+		assert_true(k > 0);
+		if (len < (4u << 20) && len + (size_t)k > (4u << 20))
+			cross = len;
+		len += (size_t)k;
+	}
+	assert_true(cross > 0);
+	struct fg_audit_scan whole, chunked;
+	uint64_t flen;
+	for (int variant = 0; variant < 3; variant++) {
+		size_t n = len;
+		uint8_t saved = b[cross + 30];
+		if (variant == 1)
+			b[cross + 30] ^= 0x10; /* damage the straddling record */
+		if (variant == 2)
+			n = len - 50; /* torn tail */
+		FILE *f = fopen(path, "wb");
+		assert_int_equal(fwrite(b, 1, n, f), n);
+		fclose(f);
+		int wr = fg_audit_verify(b, n, NULL, &whole);
+		int fd = open(path, O_RDONLY);
+		int rc = cp_audit_log_scan_fd(fd, NULL, &chunked, &flen);
+		close(fd);
+		assert_int_equal(flen, n);
+		assert_int_equal(rc, wr == 0 ? 0 : 1);
+		assert_int_equal(chunked.reason, whole.reason);
+		assert_int_equal(chunked.good_bytes, whole.good_bytes);
+		assert_int_equal(chunked.records, whole.records);
+		assert_int_equal(chunked.bad_seq, whole.bad_seq);
+		assert_memory_equal(chunked.chain.head, whole.chain.head, FG_AUDIT_HASH_LEN);
+		if (variant == 1) {
+			assert_int_equal(chunked.reason, FG_AR_CHECKSUM);
+			assert_int_equal(chunked.bad_offset, cross);
+		}
+		if (variant == 2)
+			assert_int_equal(chunked.reason, FG_AR_TRUNCATED);
+		b[cross + 30] = saved;
+	}
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -440,6 +498,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fail_closed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_backlog_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_short_write_and_write_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scan_fd_chunks, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
