@@ -48,6 +48,8 @@ static uint64_t rank(const uint64_t *v, size_t n, double q)
 
 uint64_t fl_lat_pct(struct fl_lat *l, double q)
 {
+	if (l->n == 0)
+		return 0;
 	qsort(l->ns, l->n, sizeof *l->ns, cmp_u64);
 	return rank(l->ns, l->n, q);
 }

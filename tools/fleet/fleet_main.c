@@ -362,5 +362,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fanofleet: give --udp HOST:PORT and/or --tls HOST:PORT (see --help)\n");
 		return 3;
 	}
-	return fl_run(&o);
+	int rc = fl_run(&o);
+	if (token_file)
+		free((char *)o.tls.token);
+	return rc;
 }
