@@ -293,6 +293,7 @@ static int port_setup(struct dp_state *g)
 		DP_LOG(ERR, "port %u (%s): start: %s", pid, info.driver_name, rte_strerror(-rc));
 		return rc;
 	}
+	g->mbufs_out_started = g->mbufs->size - rte_mempool_avail_count(g->mbufs);
 	if (g->prof.promiscuous && rte_eth_promiscuous_enable(pid) < 0)
 		DP_LOG(WARNING, "port %u: promiscuous mode refused", pid);
 	if (rte_eth_macaddr_get(pid, &g->mac) < 0)
@@ -651,9 +652,14 @@ void dp_stop(void)
 		r->slots_in_use += lc->slots.in_use;
 		r->reasm_timeouts += lc->reasm.timeouts;
 	}
+	r->mbufs_out_started = g->mbufs_out_started;
 	if (g->port != RTE_MAX_ETHPORTS && rte_eth_dev_is_valid_port(g->port)) {
 		(void)rte_eth_dev_stop(g->port);
+		if (g->mbufs)
+			r->mbufs_out_stopped = g->mbufs->size - rte_mempool_avail_count(g->mbufs);
 		(void)rte_eth_dev_close(g->port);
+		if (g->mbufs)
+			r->mbufs_out_closed = g->mbufs->size - rte_mempool_avail_count(g->mbufs);
 	}
 	free_all(g);
 	if (g->mbufs) {

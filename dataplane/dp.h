@@ -75,6 +75,10 @@ struct dp_report {
 	uint64_t slots_opened, slots_resolved, slots_expired, slots_poisoned;
 	uint32_t slots_in_use;
 	uint64_t reasm_timeouts;
+	/* mbufs out of the pool: after the port started (posted to RX rings by
+	 * PMDs that pre-fill them), after the lcores stopped and the port
+	 * stopped, and after the port closed; then the pool figures */
+	uint32_t mbufs_out_started, mbufs_out_stopped, mbufs_out_closed;
 	/* filled by dp_stop after the port is closed */
 	uint32_t mbuf_pool_size, mbuf_pool_avail;
 	uint32_t xfer_pool_size, xfer_pool_avail;

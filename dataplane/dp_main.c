@@ -91,6 +91,9 @@ static int write_report(const char *path, const struct dp_report *r, const struc
 	json_object_set_new(o, "slots_poisoned", json_integer((json_int_t)r->slots_poisoned));
 	json_object_set_new(o, "slots_in_use", json_integer(r->slots_in_use));
 	json_object_set_new(o, "reasm_timeouts", json_integer((json_int_t)r->reasm_timeouts));
+	json_object_set_new(o, "mbufs_out_started", json_integer(r->mbufs_out_started));
+	json_object_set_new(o, "mbufs_out_stopped", json_integer(r->mbufs_out_stopped));
+	json_object_set_new(o, "mbufs_out_closed", json_integer(r->mbufs_out_closed));
 	json_object_set_new(o, "mbuf_pool_size", json_integer(r->mbuf_pool_size));
 	json_object_set_new(o, "mbuf_pool_avail", json_integer(r->mbuf_pool_avail));
 	json_object_set_new(o, "xfer_pool_size", json_integer(r->xfer_pool_size));

@@ -72,6 +72,8 @@ enum dp_pkt_kind dp_pkt_parse(const uint8_t *p, uint32_t len, struct dp_pkt *out
 		uint32_t plen = fg_be16(l3 + 4);
 		if (plen > l3len - 40)
 			return out->kind;
+		if (l3[6] == 44) /* fragment header: not reassembled at L3 */
+			return out->kind = DP_PKT_IP_FRAG;
 		if (l3[6] != IPPROTO_UDP_)
 			return out->kind = DP_PKT_NOT_UDP;
 		out->src.family = 6;

@@ -41,7 +41,7 @@ enum dp_pkt_kind {
 	DP_PKT_ARP,       /* an ARP packet (arp_op, arp_tpa, arp_spa, arp_sha) */
 	DP_PKT_NOT_UDP,   /* another protocol (or IPv6 extension headers, ICMP, TCP) */
 	DP_PKT_MALFORMED, /* a header is truncated or inconsistent */
-	DP_PKT_IP_FRAG,   /* an IPv4 fragment (not reassembled at L3) */
+	DP_PKT_IP_FRAG,   /* an IPv4 fragment or an IPv6 fragment header (not reassembled at L3) */
 };
 
 struct dp_pkt {

@@ -1,0 +1,156 @@
+#!/bin/sh
+# run_veth.sh DRIVER LCORES FANOGATE_DP - test (b): the dataplane on one end
+# of a veth pair (af_packet or af_xdp), a synthetic fleet (veth_fleet.py,
+# kernel UDP sockets) in a network namespace on the other end.
+#
+# Everything it creates is named fgdp* and removed on exit (trap): the
+# namespace, the veth pair, the private hugetlbfs mount (in a private mount
+# namespace), and the hugepage reservation is restored to its old value.
+# Exit 77 with a reason when not root or when namespaces/veth are missing.
+set -u
+DRIVER=${1:-af_packet}
+LCORES=${2:-1}
+DP=${3:?usage: run_veth.sh DRIVER LCORES FANOGATE_DP}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+PY=/usr/bin/python3
+
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (namespaces, veth, AF_PACKET)"; exit 77; }
+command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
+[ -x "$PY" ] || { echo "SKIP: /usr/bin/python3 missing"; exit 77; }
+
+ID=$$
+NS=fgdp-t$ID
+VA=fgdp${ID}a   # dataplane side (root namespace)
+VB=fgdp${ID}b   # fleet side (in $NS)
+TMP=$(mktemp -d /tmp/fgdp-veth-XXXXXX)
+HP=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+HP_ADDED=0
+DPPID=""
+
+cleanup() {
+	[ -n "$DPPID" ] && kill "$DPPID" 2>/dev/null && sleep 0.5 && kill -9 "$DPPID" 2>/dev/null
+	ip netns del "$NS" 2>/dev/null
+	ip link del "$VA" 2>/dev/null
+	if [ "$HP_ADDED" -gt 0 ]; then
+		# give back exactly what this test added (others may hold hugepages
+		# too); retry while the dataplane's pages are being released
+		target=$(( $(cat $HP) - HP_ADDED ))
+		[ $target -lt 0 ] && target=0
+		for i in 1 2 3 4 5 6 7 8 9 10; do
+			echo $target > $HP 2>/dev/null
+			[ "$(cat $HP)" -le $target ] && break
+			sleep 0.2
+		done
+	fi
+	[ -n "${FG_KEEP_TMP:-}" ] || rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+ip netns add "$NS" 2>/dev/null || { echo "SKIP: cannot create a network namespace"; exit 77; }
+# as many queues as poll lcores: af_xdp binds one socket per queue and must
+# see them all
+ip link add "$VA" numtxqueues $LCORES numrxqueues $LCORES type veth peer name "$VB" numtxqueues $LCORES numrxqueues $LCORES 2>/dev/null ||
+	{ echo "SKIP: cannot create a veth pair"; exit 77; }
+ip link set "$VB" netns "$NS"
+# IPv6 carries a 1472-byte fragment in 1520 bytes: a 1500 MTU would make the
+# kernel fragment at L3, which the dataplane refuses (docs/dataplane.md)
+ip link set "$VA" mtu 1600
+ip -n "$NS" link set "$VB" mtu 1600
+ip link set "$VA" up
+ip -n "$NS" link set lo up
+ip -n "$NS" addr add 10.98.0.2/24 dev "$VB"
+ip -n "$NS" link set "$VB" up
+# IPv6 neighbour: static (the dataplane answers ARP for IPv4 only)
+MAC=$(cat /sys/class/net/$VA/address)
+ip -n "$NS" -6 addr add fd98::2/64 dev "$VB" nodad
+ip -n "$NS" -6 neigh add fd98::1 lladdr "$MAC" dev "$VB" 2>/dev/null
+# the kernel must not answer for the dataplane's address on the root side
+sysctl -qw net.ipv6.conf.$VA.disable_ipv6=1 2>/dev/null
+
+# Hugepages when they can be reserved: 2 MiB pages, a private hugetlbfs in a
+# private mount namespace, --in-memory. Otherwise --no-huge.
+HUGE=off
+if [ -w $HP ] && [ "${FG_TEST_NO_HUGE:-}" = "" ]; then
+	before=$(cat $HP)
+	echo $((before + 320)) > $HP 2>/dev/null
+	HP_ADDED=$(( $(cat $HP) - before ))
+	[ $HP_ADDED -lt 0 ] && HP_ADDED=0
+	[ $HP_ADDED -ge 300 ] && HUGE=on
+fi
+
+cat > "$TMP/fanogate.ini" <<EOC
+[model]
+hidden = 1536
+layers = 28
+[rules]
+default = 1,3,5
+[slots]
+capacity = 4096
+deadline_ms = 1500
+[udp]
+port = 4242
+mtu = 1472
+ack_interval_ms = 50
+reasm_timeout_ms = 250
+allow = 10.98.0.0/24,fd98::/64
+[consumers]
+default = 10.98.0.2:7000
+[dataplane]
+lcores = $LCORES
+EOC
+
+export FG_IFACE=$VA FG_DP_IP4=10.98.0.1 FG_DP_IP6=fd98::1 FG_IDLE_SLEEP_US=20
+PROFILE=$ROOT/drivers-config/$DRIVER.ini
+start_dp() {
+	rm -f "$TMP/ready"
+	if [ "$HUGE" = on ]; then
+		export FG_HUGEPAGES=on FG_HUGE_DIR=$TMP/huge
+		mkdir -p "$FG_HUGE_DIR"
+		unshare -m sh -c "mount -t hugetlbfs -o pagesize=2M fgdphuge '$FG_HUGE_DIR' && exec '$DP' --config '$TMP/fanogate.ini' --profile '$PROFILE' --duration 60 --report '$TMP/report.json' --ready-file '$TMP/ready'" 2> "$TMP/dp.log" &
+	else
+		export FG_HUGEPAGES=off
+		"$DP" --config "$TMP/fanogate.ini" --profile "$PROFILE" --duration 60 --report "$TMP/report.json" --ready-file "$TMP/ready" 2> "$TMP/dp.log" &
+	fi
+	DPPID=$!
+	[ -n "${FG_TEST_PCAP:-}" ] && { tshark -q -i "$VA" -w "$FG_TEST_PCAP" -a duration:8 >/dev/null 2>&1 & }
+	for i in $(seq 1 150); do
+		[ -f "$TMP/ready" ] && return 0
+		kill -0 $DPPID 2>/dev/null || break
+		sleep 0.1
+	done
+	wait $DPPID 2>/dev/null
+	DPPID=""
+	return 1
+}
+if ! start_dp && [ "$HUGE" = on ] && grep -q "Cannot allocate memory" "$TMP/dp.log"; then
+	echo "note: hugepages taken by another process meanwhile; retrying with --no-huge" >&2
+	HUGE=off
+	start_dp
+fi
+if [ ! -f "$TMP/ready" ]; then
+	cat "$TMP/dp.log"
+	if [ "$DRIVER" = af_xdp ] && grep -qiE "xdp|bpf|umem" "$TMP/dp.log"; then
+		echo "SKIP: af_xdp is not usable on this kernel/veth (see the log above)"
+		exit 77
+	fi
+	echo "FAIL: fanogate-dp did not start"
+	exit 1
+fi
+sleep 0.3
+V6=""
+[ "${FG_TEST_V6:-1}" = 1 ] && V6="--src-ip6 fd98::2"
+ip netns exec "$NS" $PY "$HERE/veth_fleet.py" send --expect "$TMP/expect.json" $V6 --slots ${FG_TEST_SLOTS:-120}
+RC=$?
+# let the incomplete slots pass their deadline and the reassembly contexts time out
+sleep 2
+kill -TERM $DPPID 2>/dev/null
+wait $DPPID
+DPRC=$?
+DPPID=""
+cat "$TMP/dp.log" | grep -v "^TELEMETRY" >&2
+[ $RC = 0 ] || { echo "FAIL: fleet checks"; exit 1; }
+[ $DPRC = 0 ] || { echo "FAIL: fanogate-dp exited $DPRC"; exit 1; }
+$PY "$HERE/veth_fleet.py" check --expect "$TMP/expect.json" --report "$TMP/report.json" || exit 1
+echo "hugepages: $HUGE"
+exit 0
