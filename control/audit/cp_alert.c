@@ -21,6 +21,7 @@
 #endif
 
 #define MAX_CHILDREN 16u
+#define MAX_KINDS 8u
 #define ENV_MAX 24u
 #define ENV_LEN 160u
 
@@ -36,11 +37,30 @@ struct cp_alert {
 	char command[1024];
 	int ep;
 	struct child child[MAX_CHILDREN];
-	bool have_last;
-	uint64_t last_ns;
-	uint64_t pending_suppressed;
+	/* The rate limit is per event kind, so a storm of one kind (say peer
+	 * authentication failures from a scanner) cannot hide another (a
+	 * divergence). Kinds beyond MAX_KINDS share the last slot. */
+	struct kind {
+		char name[24];
+		bool have_last;
+		uint64_t last_ns;
+		uint64_t pending_suppressed;
+	} kind[MAX_KINDS];
+	unsigned n_kinds;
 	struct cp_alert_stats st;
 };
+
+static struct kind *kind_of(struct cp_alert *a, const char *event)
+{
+	for (unsigned i = 0; i < a->n_kinds; i++)
+		if (!strncmp(a->kind[i].name, event, sizeof(a->kind[i].name) - 1))
+			return &a->kind[i];
+	if (a->n_kinds == MAX_KINDS)
+		return &a->kind[MAX_KINDS - 1];
+	struct kind *k = &a->kind[a->n_kinds++];
+	snprintf(k->name, sizeof(k->name), "%s", event);
+	return k;
+}
 
 static void alog(struct cp_alert *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void alog(struct cp_alert *a, const char *fmt, ...)
@@ -182,19 +202,16 @@ int cp_alert_raise(struct cp_alert *a, const struct cp_alert_event *ev, uint64_t
 		return 0;
 	}
 	uint64_t min_ns = (uint64_t)a->cfg.min_interval_ms * 1000000u;
-	if ((a->have_last && now_ns - a->last_ns < min_ns) || a->st.running >= a->cfg.max_running) {
-		a->st.suppressed++;
-		a->pending_suppressed++;
-		return 0;
-	}
+	struct kind *k = kind_of(a, ev->event ? ev->event : "");
 	struct child *c = free_child(a);
-	if (!c) {
+	if ((k->have_last && now_ns >= k->last_ns && now_ns - k->last_ns < min_ns) ||
+	    a->st.running >= a->cfg.max_running || !c) {
 		a->st.suppressed++;
-		a->pending_suppressed++;
+		k->pending_suppressed++;
 		return 0;
 	}
 	static struct envb env; /* one thread; keeps 4 KiB off the stack */
-	build_env(&env, ev, a->pending_suppressed);
+	build_env(&env, ev, k->pending_suppressed);
 
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -234,9 +251,9 @@ int cp_alert_raise(struct cp_alert *a, const struct cp_alert_event *ev, uint64_t
 		(void)waitpid(pid, &status, 0);
 		a->st.spawned++;
 		a->st.reaped++;
-		a->have_last = true;
-		a->last_ns = now_ns;
-		a->pending_suppressed = 0;
+		k->have_last = true;
+		k->last_ns = now_ns;
+		k->pending_suppressed = 0;
 		return 1;
 	}
 	struct epoll_event eev = { .events = EPOLLIN, .data.u32 = (uint32_t)(c - a->child) };
@@ -248,9 +265,9 @@ int cp_alert_raise(struct cp_alert *a, const struct cp_alert_event *ev, uint64_t
 	c->killed = false;
 	a->st.spawned++;
 	a->st.running++;
-	a->have_last = true;
-	a->last_ns = now_ns;
-	a->pending_suppressed = 0;
+	k->have_last = true;
+	k->last_ns = now_ns;
+	k->pending_suppressed = 0;
 	return 1;
 }
 

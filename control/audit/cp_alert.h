@@ -4,8 +4,9 @@
  *
  * Owns: spawning (posix_spawn of /bin/sh -c "$alert_command" with the event
  * in FG_* environment variables, stdin from /dev/null, stdout/stderr
- * inherited), the rate limit (at most one alert per alert_min_interval_ms;
- * suppressed alerts are counted and the next alert carries FG_SUPPRESSED),
+ * inherited), the rate limit (at most one alert per alert_min_interval_ms
+ * PER EVENT KIND, so a storm of one kind cannot hide another; suppressed
+ * alerts are counted and the kind's next alert carries FG_SUPPRESSED),
  * a cap on children running at once, a kill after timeout_ms, and reaping.
  *
  * Never blocks: each child gets a pidfd in a private epoll set; the caller
@@ -28,7 +29,7 @@
  *   FG_AUDIT_SEQ    the audit record that holds the event
  *   FG_REASON       free text (peer auth reason, audit error, ...)
  *   FG_PEER         peer address or subject
- *   FG_SUPPRESSED   alerts dropped by the rate limit since the last one
+ *   FG_SUPPRESSED   alerts of this kind dropped by the rate limit since its last one
  *   PATH            /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
  */
 #ifndef CP_ALERT_H

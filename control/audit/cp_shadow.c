@@ -27,8 +27,16 @@ struct cp_shadow {
 	bool failed;
 	uint8_t rule_mask[FG_MAX_LAYERS]; /* lines each layer's rule expects */
 	uint16_t n_layers;
+	bool peer_auth_any;
+	uint64_t peer_auth_last_ns, peer_auth_pending;
 	struct cp_shadow_stats st;
 };
+
+/* Peer authentication failures come from outside (a scanner can make
+ * thousands a second): at most one record per this interval, the rest
+ * counted and summed into the next record's reason, so they cannot fill
+ * the disk or drown the verdicts. */
+#define PEER_AUTH_MIN_NS (100ull * 1000 * 1000)
 
 /* Per-entry body budget: the whole table stays under this. Bodies larger
  * than the budget are compared by fingerprint only (no elementwise figures). */
@@ -429,8 +437,22 @@ int cp_shadow_on_peer_auth_failure(struct cp_shadow *sh, const char *peer, const
 	union fg_audit_payload p;
 	memset(&p, 0, sizeof(p));
 	snprintf(p.peer_auth.peer, sizeof(p.peer_auth.peer), "%s", peer ? peer : "");
-	snprintf(p.peer_auth.reason, sizeof(p.peer_auth.reason), "%s", reason ? reason : "");
+	if (sh->peer_auth_any && now_ns >= sh->peer_auth_last_ns && now_ns - sh->peer_auth_last_ns < PEER_AUTH_MIN_NS) {
+		sh->peer_auth_pending++;
+		sh->st.peer_auth_suppressed++;
+		return 0;
+	}
+	if (sh->peer_auth_pending)
+		snprintf(p.peer_auth.reason, sizeof(p.peer_auth.reason), "%s (+%llu more failures not recorded)",
+			 reason ? reason : "", (unsigned long long)sh->peer_auth_pending);
+	else
+		snprintf(p.peer_auth.reason, sizeof(p.peer_auth.reason), "%s", reason ? reason : "");
 	int rc = append(sh, FG_AREC_PEER_AUTH, &p, seq);
+	if (rc == 0) {
+		sh->peer_auth_any = true;
+		sh->peer_auth_last_ns = now_ns;
+		sh->peer_auth_pending = 0;
+	}
 	struct cp_alert_event ev;
 	cp_alert_event_init(&ev, "peer_auth_failure");
 	ev.peer = p.peer_auth.peer;

@@ -110,6 +110,8 @@ FG_MUST_CHECK int cp_shadow_on_line_change(struct cp_shadow *sh, const struct fg
 					   const char *origin, uint64_t *seq);
 FG_MUST_CHECK int cp_shadow_on_epoch_change(struct cp_shadow *sh, uint32_t from, uint32_t to, uint32_t uid,
 					    int32_t pid, const char *why, uint64_t *seq);
+/* At most one PEER_AUTH record per 100 ms; failures in between return 0,
+ * are counted, and the next record's reason says how many were skipped. */
 FG_MUST_CHECK int cp_shadow_on_peer_auth_failure(struct cp_shadow *sh, const char *peer, const char *reason,
 						 uint64_t now_ns, uint64_t *seq);
 
@@ -124,6 +126,7 @@ struct cp_shadow_stats {
 	uint64_t sampled_in, sampled_out, evicted;
 	uint64_t canon_not_sampled; /* canonical reports dropped: their seed is not audited */
 	uint64_t conflicts, line_changes, peer_auth_failures, promotions, demotions;
+	uint64_t peer_auth_suppressed; /* not recorded: more than one per 100 ms */
 	uint64_t append_failed;
 	struct cp_audit_log_stats log;
 	struct cp_alert_stats alert;

@@ -641,6 +641,51 @@ static void test_glue_unsampled_reports(void **state)
 	rm_tmpdir();
 }
 
+static void test_glue_peer_auth_storm(void **state)
+{
+	(void)state;
+	mk_tmpdir();
+	struct fg_config cfg;
+	struct fg_lines lines;
+	struct hooks_seen hs = { 0 };
+	struct cp_shadow *sh = glue_new(&cfg, &lines, &hs);
+	uint64_t seq = 0, first = 0;
+	assert_int_equal(cp_shadow_on_peer_auth_failure(sh, "10.1.1.1:1", "bad_token", 5 * SEC, &first), 1);
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(cp_shadow_on_peer_auth_failure(sh, "10.1.1.1:1", "bad_token", 5 * SEC + (uint64_t)i,
+								&seq), 0);
+	assert_int_equal(cp_shadow_on_peer_auth_failure(sh, "10.1.1.1:1", "bad_token", 5 * SEC + SEC / 5, &seq), 1);
+	assert_int_equal(seq, first + 1);
+	drain(sh);
+	struct cp_shadow_stats st;
+	cp_shadow_stats(sh, &st);
+	assert_int_equal(st.peer_auth_failures, 1002);
+	assert_int_equal(st.peer_auth_suppressed, 1000);
+	cp_shadow_free(sh);
+	char audit[400];
+	snprintf(audit, sizeof(audit), "%s/fanogate.audit", tmpdir);
+	FILE *fl = fopen(audit, "rb");
+	static uint8_t buf[1 << 16];
+	size_t n = fread(buf, 1, sizeof(buf), fl);
+	fclose(fl);
+	size_t off = 0;
+	unsigned recs = 0;
+	bool summed = false;
+	while (off < n) {
+		struct fg_audit_rec r;
+		ssize_t k = fg_audit_decode(buf + off, n - off, &r);
+		assert_true(k > 0);
+		if (r.type == FG_AREC_PEER_AUTH) {
+			recs++;
+			summed |= strstr(r.p.peer_auth.reason, "bad_token (+1000 more failures not recorded)") != NULL;
+		}
+		off += (size_t)k;
+	}
+	assert_int_equal(recs, 2);
+	assert_true(summed);
+	rm_tmpdir();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -652,6 +697,7 @@ int main(void)
 		cmocka_unit_test(test_glue_verdicts_alerts),
 		cmocka_unit_test(test_glue_fail_closed),
 		cmocka_unit_test(test_glue_unsampled_reports),
+		cmocka_unit_test(test_glue_peer_auth_storm),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
