@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "cp_hooks.h"
 #include "cp_log.h"
@@ -378,12 +379,17 @@ int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_confi
 		struct fg_slots_cfg scfg;
 		fg_config_slots(cfg, 1, &scfg);
 		size_t sz = fg_slots_mem_size(&scfg);
-		sz = (sz + 63) & ~(size_t)63;
-		e->slots_mem = aligned_alloc(64, sz ? sz : 64);
-		if (!e->slots_mem) {
+		sz = (sz + 4095) & ~(size_t)4095;
+		/* Populated up front: first-touch page faults would otherwise land
+		 * on the first contributions (measured: most of a short bench run). */
+		void *mem = mmap(NULL, sz ? sz : 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+				 -1, 0);
+		if (mem == MAP_FAILED) {
 			cp_engine_fini(e);
 			return -ENOMEM;
 		}
+		e->slots_mem = mem;
+		e->slots_len = sz ? sz : 4096;
 		int r = fg_slots_init(&e->slots, e->slots_mem, sz, &scfg);
 		if (r < 0) {
 			cp_engine_fini(e);
@@ -414,7 +420,8 @@ void cp_engine_fini(struct cp_engine *e)
 			free(e->endings[i].frame);
 	free(e->endings);
 	free(e->reqs);
-	free(e->slots_mem);
+	if (e->slots_mem)
+		munmap(e->slots_mem, e->slots_len);
 	free(e->resolved_buf);
 	e->endings = NULL;
 	e->reqs = NULL;

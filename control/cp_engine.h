@@ -88,7 +88,8 @@ struct cp_engine {
 	bool lanes_mode;
 	/* local mode */
 	struct fg_slots slots;
-	void *slots_mem;
+	void *slots_mem; /* mmap'd, populated */
+	size_t slots_len;
 	uint8_t *resolved_buf; /* one resolved frame: 10 + 8 + body_max */
 	size_t resolved_cap;
 	/* lanes mode */

@@ -53,7 +53,7 @@ for hidden in 252 1536; do
 hidden = $hidden
 layers = 4
 [slots]
-capacity = 65536
+capacity = 8192
 [tls]
 listen = 127.0.0.1:$port
 cert = $tmp/srv.pem

@@ -25,7 +25,7 @@ function seedFrame(layer, tok, line) {
   return b;
 }
 
-let measuring = false, stopping = false, answered = 0, errors = 0;
+let measuring = false, stopping = false, answered = 0, total = 0, errors = 0;
 const lat = [];
 const now = () => Number(process.hrtime.bigint()) / 1e3; // microseconds
 
@@ -50,6 +50,7 @@ function startConn(ci) {
     ws.on('message', (m) => {
       const t0 = sent.shift();
       if (m.length !== 38 || m.readUInt16BE(0) !== 0xFFFE) errors++;
+      total++;
       if (measuring) { answered++; lat.push(now() - t0); }
       if (!stopping) send();
     });
@@ -69,7 +70,7 @@ function startConn(ci) {
   lat.sort((a, b) => a - b);
   const pct = (p) => lat.length ? lat[Math.min(lat.length - 1, Math.floor(p * lat.length))] : 0;
   console.log(JSON.stringify({ frame_bytes: frameBytes, conns, window: win, msgs_per_s: Math.round(answered / secs),
-    p50_us: Math.round(pct(0.5)), p99_us: Math.round(pct(0.99)), samples: lat.length, errors }));
+    p50_us: Math.round(pct(0.5)), p99_us: Math.round(pct(0.99)), samples: lat.length, total, errors }));
   all.forEach((ws) => ws.terminate());
   process.exit(0);
 })().catch((e) => { console.error('client failed: ' + e.message); process.exit(1); });
