@@ -15,6 +15,17 @@
 #include "cp_hooks.h"
 #include "cp_http_parse.h"
 #include "cp_log.h"
+#include "cp_reload.h"
+#include "fg/fano.h"
+
+#ifdef FG_HAVE_AUDIT
+#include "cp_shadow.h"
+#include "fg/audit.h"
+#endif
+
+#ifndef FANOGATE_VERSION
+#define FANOGATE_VERSION "0.1.0"
+#endif
 
 #define CP_M_CONNS_MAX 16u
 #define CP_M_REQ_MAX 8192u
@@ -69,29 +80,249 @@ static void sb_printf(struct sbuf *b, const char *fmt, ...)
 	}
 }
 
+/* "# HELP" and "# TYPE" of one family. */
+static void fam(struct sbuf *b, const char *name, const char *type, const char *help)
+{
+	sb_printf(b, "# HELP fanogate_%s %s\n# TYPE fanogate_%s %s\n", name, help, name, type);
+}
+
 static void counter(struct sbuf *b, const char *name, const char *help, uint64_t v)
 {
-	sb_printf(b, "# HELP fanogate_%s %s\n# TYPE fanogate_%s counter\nfanogate_%s %llu\n", name, help, name, name,
-		  (unsigned long long)v);
+	fam(b, name, "counter", help);
+	sb_printf(b, "fanogate_%s %llu\n", name, (unsigned long long)v);
 }
 
 static void gauge(struct sbuf *b, const char *name, const char *help, uint64_t v)
 {
-	sb_printf(b, "# HELP fanogate_%s %s\n# TYPE fanogate_%s gauge\nfanogate_%s %llu\n", name, help, name, name,
-		  (unsigned long long)v);
+	fam(b, name, "gauge", help);
+	sb_printf(b, "fanogate_%s %llu\n", name, (unsigned long long)v);
+}
+
+/* line="i",triple="a,b,c" (points of the oriented triple). */
+static const char *line_labels(unsigned line, char *buf, size_t len)
+{
+	const uint8_t *t = fg_fano_line(line);
+	snprintf(buf, len, "line=\"%u\",triple=\"%u,%u,%u\"", line, t[0], t[1], t[2]);
+	return buf;
+}
+
+/* What each dataplane counter counts (HELP text), by enum fg_dp_counter. */
+static const char *const dp_help[FG_C__COUNT] = {
+	[FG_C_RX_PKTS] = "packets received by the poll lcore",
+	[FG_C_RX_BYTES] = "bytes received by the poll lcore",
+	[FG_C_TX_PKTS] = "packets sent by the poll lcore",
+	[FG_C_TX_BYTES] = "bytes sent by the poll lcore",
+	[FG_C_FRAGS] = "fragments received (fragmented UDP profile)",
+	[FG_C_FRAMES] = "whole aeon frames decoded",
+	[FG_C_CONTRIB_ACCEPTED] = "contributions accepted into a slot",
+	[FG_C_SEEDS_RESOLVED] = "slots resolved",
+	[FG_C_SLOTS_EXPIRED] = "slots expired",
+	[FG_C_ACKS_SENT] = "ACKs sent",
+	[FG_C_STATUS_SENT] = "status frames sent",
+	[FG_C_SEEDS_SENT] = "resolved seeds sent to UDP consumers",
+	[FG_C_CANONICAL] = "canonical reports received",
+	[FG_C_REASM_TIMEOUT] = "incomplete fragment groups dropped after reasm_timeout_ms",
+};
+
+static uint64_t dp_load(const struct fg_boundary *bd, unsigned lcore, unsigned c)
+{
+	return atomic_load_explicit(&bd->counters[lcore].c[c], memory_order_relaxed);
+}
+
+static void render_dataplane(struct sbuf *b, const struct fg_boundary *bd)
+{
+	if (!bd || !bd->counters)
+		return;
+	/* drop_* counters are one family with a reason label. */
+	fam(b, "dp_drops_total", "counter", "packets or frames the dataplane dropped, by reason and lcore");
+	for (unsigned c = 0; c < FG_C__COUNT; c++) {
+		const char *n = fg_dp_counter_name((enum fg_dp_counter)c);
+		if (strncmp(n, "drop_", 5) != 0)
+			continue;
+		for (unsigned i = 0; i < bd->n_lanes; i++)
+			sb_printf(b, "fanogate_dp_drops_total{lcore=\"%u\",reason=\"%s\"} %llu\n", i, n + 5,
+				  (unsigned long long)dp_load(bd, i, c));
+	}
+	for (unsigned c = 0; c < FG_C__COUNT; c++) {
+		const char *n = fg_dp_counter_name((enum fg_dp_counter)c);
+		if (strncmp(n, "drop_", 5) == 0)
+			continue;
+		char name[64];
+		snprintf(name, sizeof(name), "dp_%s_total", n);
+		fam(b, name, "counter", dp_help[c] ? dp_help[c] : n);
+		for (unsigned i = 0; i < bd->n_lanes; i++)
+			sb_printf(b, "fanogate_%s{lcore=\"%u\"} %llu\n", name, i, (unsigned long long)dp_load(bd, i, c));
+	}
+	char lb[64];
+	fam(b, "dp_line_contributions_total", "counter", "contributions accepted by the dataplane, by line and lcore");
+	for (unsigned i = 0; i < bd->n_lanes; i++)
+		for (unsigned l = 0; l < FG_LINES; l++)
+			sb_printf(b, "fanogate_dp_line_contributions_total{lcore=\"%u\",%s} %llu\n", i,
+				  line_labels(l, lb, sizeof(lb)),
+				  (unsigned long long)atomic_load_explicit(&bd->counters[i].per_line[l],
+									   memory_order_relaxed));
+	fam(b, "dp_malformed_total", "counter", "malformed frames or datagrams in the dataplane, by codec reason and lcore");
+	for (unsigned i = 0; i < bd->n_lanes; i++)
+		for (unsigned r = 1; r < FG_R__COUNT; r++)
+			sb_printf(b, "fanogate_dp_malformed_total{lcore=\"%u\",reason=\"%s\"} %llu\n", i,
+				  fg_reason_name((int)r),
+				  (unsigned long long)atomic_load_explicit(&bd->counters[i].malformed[r],
+									   memory_order_relaxed));
+}
+
+static void render_lines(struct sbuf *b, const struct cp_engine *e)
+{
+	const struct fg_lines *ls = &e->lines;
+	char lb[64];
+	/* Kept label-for-label as first published (tests and dashboards key on it). */
+	fam(b, "line_state", "gauge", "effective state of each line (1 for the current state)");
+	for (unsigned i = 0; i < FG_LINES; i++) {
+		enum fg_line_state cur = fg_line_effective(ls, i);
+		for (unsigned st = FG_LINE_DISABLED; st <= FG_LINE_DEGRADED; st++)
+			sb_printf(b, "fanogate_line_state{line=\"%u\",state=\"%s\"} %d\n", i,
+				  fg_line_state_name((enum fg_line_state)st), cur == st);
+	}
+	fam(b, "line_info", "gauge", "one series per line: its triple, effective state and base state (value 1)");
+	for (unsigned i = 0; i < FG_LINES; i++)
+		sb_printf(b, "fanogate_line_info{%s,state=\"%s\",base=\"%s\"} 1\n", line_labels(i, lb, sizeof(lb)),
+			  fg_line_state_name(fg_line_effective(ls, i)), fg_line_state_name(ls->line[i].base));
+	fam(b, "line_auto_promote", "gauge", "1 when a clean audit window may promote the line to active");
+	for (unsigned i = 0; i < FG_LINES; i++)
+		sb_printf(b, "fanogate_line_auto_promote{%s} %d\n", line_labels(i, lb, sizeof(lb)),
+			  ls->line[i].auto_promote ? 1 : 0);
+	fam(b, "line_window_clean", "gauge", "clean verdicts in the line's current promotion window");
+	for (unsigned i = 0; i < FG_LINES; i++)
+		sb_printf(b, "fanogate_line_window_clean{%s} %u\n", line_labels(i, lb, sizeof(lb)), ls->line[i].clean);
+	fam(b, "line_verdicts_total", "counter", "audit verdicts about the line's seeds");
+	for (unsigned i = 0; i < FG_LINES; i++)
+		sb_printf(b, "fanogate_line_verdicts_total{%s} %llu\n", line_labels(i, lb, sizeof(lb)),
+			  (unsigned long long)ls->line[i].verdicts);
+	fam(b, "line_divergences_total", "counter", "divergent audit verdicts about the line's seeds");
+	for (unsigned i = 0; i < FG_LINES; i++)
+		sb_printf(b, "fanogate_line_divergences_total{%s} %llu\n", line_labels(i, lb, sizeof(lb)),
+			  (unsigned long long)ls->line[i].divergences);
+	fam(b, "line_conflicts_total", "counter", "conflicting duplicate contributions on the line");
+	for (unsigned i = 0; i < FG_LINES; i++)
+		sb_printf(b, "fanogate_line_conflicts_total{%s} %llu\n", line_labels(i, lb, sizeof(lb)),
+			  (unsigned long long)ls->line[i].conflicts);
+	fam(b, "point_down", "gauge", "1 while the Fano point has no live peer (its lines are degraded)");
+	for (unsigned p = 1; p <= FG_POINTS; p++)
+		sb_printf(b, "fanogate_point_down{point=\"%u\"} %d\n", p, (ls->points_down >> (p - 1)) & 1);
+	gauge(b, "lines_promote_verdicts", "[lines] promote_count: clean verdicts a window needs", ls->policy.promote_count);
+	fam(b, "lines_promote_window_seconds", "gauge", "[lines] promote_ms: minimum age of a window before promotion");
+	sb_printf(b, "fanogate_lines_promote_window_seconds %.3f\n", (double)ls->policy.promote_ns / 1e9);
+	gauge(b, "lines_auto_promote_default", "[lines] auto_promote as configured (1 = on)", ls->policy.auto_promote);
+}
+
+static void render_peers(struct sbuf *b, const struct cp_server *srv)
+{
+	static const char *const states[] = {"tls", "http", "websocket"};
+	uint64_t n[3] = {0}, queued = 0;
+	for (const struct cp_conn *c = srv->all; c; c = c->next) {
+		if (c->dead)
+			continue;
+		if ((unsigned)c->state < 3)
+			n[c->state]++;
+		queued += c->sq_bytes;
+	}
+	fam(b, "tls_peers", "gauge", "live TLS peers by protocol state");
+	for (unsigned i = 0; i < 3; i++)
+		sb_printf(b, "fanogate_tls_peers{state=\"%s\"} %llu\n", states[i], (unsigned long long)n[i]);
+	gauge(b, "tls_send_queue_bytes", "ciphertext queued to TLS peers and not yet sent", queued);
+}
+
+static void render_slots(struct sbuf *b, const struct cp_metrics *m)
+{
+	const struct cp_engine *e = m->engine;
+	gauge(b, "slot_capacity", "[slots] capacity: slot table size over all shards", m->cfg->slot_capacity);
+	if (e->lanes_mode)
+		return; /* the shards belong to the lcores: see fanogate_dp_* */
+	const struct fg_slots *s = &e->slots;
+	fam(b, "slots_open", "gauge", "slots open in the control plane's shard (local mode)");
+	sb_printf(b, "fanogate_slots_open{shard=\"0\"} %u\n", s->in_use);
+	static const char *const what[] = {"opened", "resolved", "expired", "poisoned", "reclaimed"};
+	const uint64_t v[] = {s->opened, s->resolved, s->expired, s->poisoned, s->reclaimed};
+	for (unsigned i = 0; i < FG_ARRAY_LEN(what); i++) {
+		char name[48], help[96];
+		snprintf(name, sizeof(name), "shard_slots_%s_total", what[i]);
+		snprintf(help, sizeof(help), "slots %s in the control plane's shard (local mode)", what[i]);
+		fam(b, name, "counter", help);
+		sb_printf(b, "fanogate_%s{shard=\"0\"} %llu\n", name, (unsigned long long)v[i]);
+	}
+}
+
+static void render_audit(struct sbuf *b)
+{
+	counter(b, "audit_resolved_in_total", "resolved seeds handed to the shadow audit", cp_hook_stats.resolved);
+	counter(b, "audit_canonical_in_total", "canonical reports handed to the shadow audit", cp_hook_stats.canonical);
+	counter(b, "audit_conflicts_in_total", "conflicts handed to the shadow audit", cp_hook_stats.conflict);
+	counter(b, "audit_refused_total", "hand-offs the audit refused (failed closed or busy)", cp_hook_stats.refused);
+#ifdef FG_HAVE_AUDIT
+	struct cp_shadow *sh = cp_hooks_shadow();
+	if (!sh)
+		return;
+	uint8_t hash[FG_AUDIT_HASH_LEN];
+	char hex[2 * FG_AUDIT_HASH_LEN + 1];
+	uint64_t next = 0;
+	cp_shadow_head(sh, hash, &next);
+	fg_audit_hex(hash, hex);
+	fam(b, "audit_head_info", "gauge", "SHA-256 of the last durable audit record (value 1)");
+	sb_printf(b, "fanogate_audit_head_info{hash=\"%s\"} 1\n", hex);
+	gauge(b, "audit_durable_records", "audit records durable on disk (the next sequence number)", next);
+	gauge(b, "audit_failed", "1 once the audit log has failed closed", cp_shadow_failed(sh));
+	struct cp_shadow_stats st;
+	cp_shadow_stats(sh, &st);
+	fam(b, "audit_verdicts_total", "counter", "shadow audit verdicts by kind");
+	sb_printf(b, "fanogate_audit_verdicts_total{kind=\"clean\"} %llu\n", (unsigned long long)st.verdicts_clean);
+	sb_printf(b, "fanogate_audit_verdicts_total{kind=\"divergent\"} %llu\n",
+		  (unsigned long long)st.verdicts_divergent);
+	sb_printf(b, "fanogate_audit_verdicts_total{kind=\"unmatched\"} %llu\n",
+		  (unsigned long long)st.verdicts_unmatched);
+	counter(b, "audit_sampled_in_total", "active-line seeds chosen by shadow_sample", st.sampled_in);
+	counter(b, "audit_sampled_out_total", "active-line seeds not sampled", st.sampled_out);
+	counter(b, "audit_evicted_total", "pending comparisons evicted from a full table", st.evicted);
+	counter(b, "audit_canonical_not_sampled_total", "canonical reports whose seed is not audited",
+		st.canon_not_sampled);
+	counter(b, "audit_line_changes_total", "line changes recorded", st.line_changes);
+	counter(b, "audit_promotions_total", "lines promoted by a clean window", st.promotions);
+	counter(b, "audit_demotions_total", "lines demoted by the audit", st.demotions);
+	counter(b, "audit_peer_auth_failures_total", "peer authentication failures recorded", st.peer_auth_failures);
+	counter(b, "audit_append_failures_total", "records the log could not take", st.append_failed);
+	counter(b, "audit_records_appended_total", "records appended to the log", st.log.appended);
+	counter(b, "audit_written_bytes_total", "bytes written to the log", st.log.bytes_written);
+	counter(b, "audit_fsyncs_total", "fdatasync calls of the log", st.log.fsyncs);
+	counter(b, "audit_rotations_total", "log file rotations", st.log.rotations);
+	gauge(b, "audit_backlog_bytes", "bytes appended and not yet written", st.log.backlog_bytes);
+	gauge(b, "audit_file_bytes", "durable bytes in the current log file", st.log.file_bytes);
+	counter(b, "alerts_raised_total", "alerts raised", st.alert.raised);
+	counter(b, "alerts_spawned_total", "alert commands started", st.alert.spawned);
+	counter(b, "alerts_suppressed_total", "alerts dropped by the rate limit or the running cap", st.alert.suppressed);
+	counter(b, "alerts_failed_total", "alert commands that could not start or exited non-zero",
+		st.alert.spawn_failed + st.alert.exit_failed);
+	gauge(b, "alerts_running", "alert commands running", st.alert.running);
+#endif
 }
 
 ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 {
-	struct sbuf b = {.cap = 16384};
+	struct sbuf b = {.cap = 65536};
 	b.p = malloc(b.cap);
 	if (!b.p)
 		return -ENOMEM;
 	b.p[0] = '\0';
 	const struct cp_server_stats *s = &m->srv->st;
 	const struct cp_engine *e = m->engine;
+	fam(&b, "build_info", "gauge", "version and slot mode of this daemon (value 1)");
+	sb_printf(&b, "fanogate_build_info{version=\"%s\",mode=\"%s\"} 1\n", FANOGATE_VERSION,
+		  e->lanes_mode ? "dataplane" : "local");
+	fam(&b, "uptime_seconds", "gauge", "seconds since the TLS listener started");
+	sb_printf(&b, "fanogate_uptime_seconds %.3f\n", (double)(cp_now_ns() - m->srv->started_ns) / 1e9);
+	gauge(&b, "audit_enabled", "1 when the shadow audit runs", cp_hooks_have_audit());
+	counter(&b, "metrics_scrapes_total", "GET /metrics answered before this one", m->scrapes);
 	gauge(&b, "tls_connections", "open TLS connections", m->srv->n_conns);
+	gauge(&b, "tls_max_connections", "[tls] max_connections in force", m->srv->max_conns);
 	counter(&b, "tls_accepted_total", "TLS connections accepted", s->accepted);
+	counter(&b, "tls_closed_total", "TLS connections closed", s->closed);
 	counter(&b, "tls_refused_max_total", "connections refused over max_connections", s->refused_max);
 	counter(&b, "tls_handshake_failures_total", "TLS handshakes refused", s->tls_failed);
 	counter(&b, "tls_head_timeouts_total", "handshake or request head not complete in time", s->handshake_timeouts);
@@ -101,46 +332,45 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	counter(&b, "auth_failures_total", "authentication refusals", s->auth_failures);
 	counter(&b, "ws_sessions_total", "WebSocket /flow sessions opened", s->ws_sessions);
 	counter(&b, "ws_messages_in_total", "WebSocket data messages received", s->ws_msgs_in);
+	counter(&b, "ws_frames_in_total", "aeon frames received in WebSocket messages", s->ws_frames_in);
 	counter(&b, "ws_messages_out_total", "WebSocket messages sent (statuses and seeds)", s->ws_msgs_out);
 	counter(&b, "ws_slow_consumer_drops_total", "sessions dropped with 1008 over send_queue_max",
 		s->slow_consumer_drops);
 	counter(&b, "seeds_pushed_total", "resolved seeds pushed to subscribers", s->seeds_pushed);
+	render_peers(&b, m->srv);
 	counter(&b, "tls_frames_total", "frames received over TLS (WebSocket and POST)", e->st.frames);
 	counter(&b, "seeds_resolved_total", "slots resolved (seen by the control plane)", e->st.resolved);
 	counter(&b, "slots_expired_total", "slots expired", e->st.expired);
 	counter(&b, "slots_poisoned_total", "slots poisoned by a conflict", e->st.poisoned);
+	counter(&b, "canonical_total", "canonical reports received over TLS", e->st.canonical);
+	counter(&b, "lane_full_total", "frames refused: the lane to the lcore was full (dataplane mode)",
+		e->st.lane_full);
+	counter(&b, "lane_pool_empty_total", "frames refused: no lane buffer free (dataplane mode)", e->st.pool_empty);
+	counter(&b, "lane_outcomes_unmatched_total", "outcomes from an lcore that matched no request",
+		e->st.outcomes_unmatched);
 	gauge(&b, "model_epoch", "model epoch", e->epoch);
-	sb_printf(&b, "# HELP fanogate_tls_outcomes_total outcomes of frames received over TLS\n"
-		      "# TYPE fanogate_tls_outcomes_total counter\n");
+	fam(&b, "tls_outcomes_total", "counter", "outcomes of frames received over TLS");
 	for (unsigned i = 0; i < FG_O__COUNT; i++)
 		sb_printf(&b, "fanogate_tls_outcomes_total{outcome=\"%s\"} %llu\n", fg_outcome_name((enum fg_outcome)i),
 			  (unsigned long long)e->st.outcome[i]);
-	sb_printf(&b, "# HELP fanogate_tls_malformed_total malformed frames over TLS by reason\n"
-		      "# TYPE fanogate_tls_malformed_total counter\n");
+	fam(&b, "tls_malformed_total", "counter", "malformed frames over TLS by reason");
 	for (unsigned i = 1; i < FG_R__COUNT; i++)
 		sb_printf(&b, "fanogate_tls_malformed_total{reason=\"%s\"} %llu\n", fg_reason_name((int)i),
 			  (unsigned long long)e->st.reason[i]);
-	sb_printf(&b, "# HELP fanogate_line_state effective state of each line (1 for the current state)\n"
-		      "# TYPE fanogate_line_state gauge\n");
-	for (unsigned i = 0; i < FG_LINES; i++) {
-		enum fg_line_state cur = fg_line_effective(&e->lines, i);
-		for (unsigned st = FG_LINE_DISABLED; st <= FG_LINE_DEGRADED; st++)
-			sb_printf(&b, "fanogate_line_state{line=\"%u\",state=\"%s\"} %d\n", i,
-				  fg_line_state_name((enum fg_line_state)st), cur == st);
-	}
-	counter(&b, "audit_resolved_in_total", "resolved seeds handed to the shadow audit", cp_hook_stats.resolved);
-	counter(&b, "audit_canonical_in_total", "canonical reports handed to the shadow audit", cp_hook_stats.canonical);
-	counter(&b, "audit_refused_total", "hand-offs the audit refused (failed closed or busy)", cp_hook_stats.refused);
-	if (m->b && m->b->counters) {
-		for (unsigned c = 0; c < FG_C__COUNT; c++) {
-			const char *n = fg_dp_counter_name((enum fg_dp_counter)c);
-			sb_printf(&b, "# TYPE fanogate_dp_%s_total counter\n", n);
-			for (unsigned i = 0; i < m->b->n_lanes; i++)
-				sb_printf(&b, "fanogate_dp_%s_total{lcore=\"%u\"} %llu\n", n, i,
-					  (unsigned long long)atomic_load_explicit(&m->b->counters[i].c[c],
-										   memory_order_relaxed));
-		}
-	}
+	render_slots(&b, m);
+	render_lines(&b, e);
+	render_audit(&b);
+	fam(&b, "config_reloads_total", "counter", "configuration reloads (fanoctl config reload, SIGHUP) by result");
+	sb_printf(&b, "fanogate_config_reloads_total{result=\"applied\"} %llu\n",
+		  (unsigned long long)cp_reload_stats.applied);
+	sb_printf(&b, "fanogate_config_reloads_total{result=\"unchanged\"} %llu\n",
+		  (unsigned long long)cp_reload_stats.unchanged);
+	sb_printf(&b, "fanogate_config_reloads_total{result=\"refused\"} %llu\n",
+		  (unsigned long long)cp_reload_stats.refused);
+	gauge(&b, "config_last_reload_success", "1 unless the last reload was refused", !cp_reload_stats.last_refused);
+	counter(&b, "loop_completions_total", "io_uring completions reaped by the control-plane loop", m->loop->st.cqes);
+	counter(&b, "loop_submits_total", "io_uring_submit calls of the control-plane loop", m->loop->st.submits);
+	render_dataplane(&b, m->b);
 	if (b.oom) {
 		free(b.p);
 		return -ENOMEM;
