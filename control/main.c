@@ -32,6 +32,7 @@
 #include "cp_loop.h"
 #include "cp_metrics.h"
 #include "cp_op.h"
+#include "cp_reload.h"
 #include "cp_server.h"
 #include "fg/boundary.h"
 #include "fg/config.h"
@@ -119,6 +120,7 @@ static int signals_block(void)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP); /* config reload: cp_reload's signalfd */
 	if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
 		return -EINVAL;
 	signal(SIGPIPE, SIG_IGN);
@@ -268,6 +270,11 @@ int main(int argc, char **argv)
 	if (r < 0) {
 		cp_err("metrics: %s", why);
 		goto out_op;
+	}
+	r = cp_reload_start(&d.loop, config_path, profile, &d.cfg, &d.engine, &d.server, why, sizeof(why));
+	if (r < 0) {
+		cp_err("config reload: %s", why);
+		goto out_metrics;
 	}
 	r = signals_open(&d);
 	if (r < 0) {
