@@ -21,6 +21,7 @@
 
 #include "cp_hooks.h"
 #include "cp_log.h"
+#include "cp_reload.h"
 
 #define CP_OP_TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
 #define CP_OP_HOUSE_NS (200ull * 1000 * 1000)
@@ -120,7 +121,10 @@ static json_t *cmd_lines(struct cp_opsrv *o)
 	json_t *arr = json_array();
 	for (unsigned i = 0; i < FG_LINES; i++)
 		json_array_append_new(arr, line_json(&o->engine->lines, i));
-	return json_pack("{s:b,s:o,s:I}", "ok", 1, "lines", arr, "model_epoch", (json_int_t)o->engine->epoch);
+	const struct fg_line_policy *p = &o->engine->lines.policy;
+	return json_pack("{s:b,s:o,s:I,s:{s:b,s:I,s:I}}", "ok", 1, "lines", arr, "model_epoch",
+			 (json_int_t)o->engine->epoch, "policy", "auto_promote", p->auto_promote, "promote_count",
+			 (json_int_t)p->promote_count, "promote_ms", (json_int_t)(p->promote_ns / 1000000u));
 }
 
 static json_t *cmd_status(struct cp_opsrv *o)
@@ -300,6 +304,30 @@ static json_t *cmd_stats(struct cp_opsrv *o)
 	return j;
 }
 
+/* config reload (cp_reload.h): answered once its audit records are durable. */
+static json_t *cmd_reload(struct cp_opconn *c)
+{
+	struct cp_reload_result *res = malloc(sizeof(*res));
+	if (!res)
+		return err_reply("no_memory");
+	int r = cp_reload_run(c->uid, c->pid, "fanoctl", res);
+	json_t *rep, *ch = json_array();
+	for (unsigned i = 0; i < res->n_changes; i++)
+		json_array_append_new(ch, json_string(res->changes[i]));
+	if (r < 0)
+		rep = json_pack("{s:b,s:s,s:s,s:o}", "ok", 0, "error", res->error, "detail", res->detail, "changes", ch);
+	else
+		rep = json_pack("{s:b,s:b,s:o}", "ok", 1, "changed", r == 1, "changes", ch);
+	if (rep && !cp_hooks_is_durable(res->seq)) {
+		c->waiting = true;
+		c->wait_seq = res->seq;
+		c->pending = rep;
+		rep = NULL;
+	}
+	free(res);
+	return rep;
+}
+
 static void opc_execute(struct cp_opconn *c)
 {
 	struct cp_opsrv *o = c->o;
@@ -323,6 +351,8 @@ static void opc_execute(struct cp_opconn *c)
 		rep = cmd_peers(o);
 	else if (!strcmp(cmd, "stats"))
 		rep = cmd_stats(o);
+	else if (!strcmp(cmd, "reload"))
+		rep = cmd_reload(c);
 	else
 		rep = err_reply("unknown_command");
 	cp_debug("operator: uid %u pid %d: %s", (unsigned)c->uid, (int)c->pid, cmd ? cmd : "(bad request)");
