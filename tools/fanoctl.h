@@ -44,6 +44,7 @@ void fanoctl_op_slots_help(FILE *out);
 int fanoctl_op_peers(int argc, char **argv);
 void fanoctl_op_peers_help(FILE *out);
 int fanoctl_op_stats(int argc, char **argv);
+int fanoctl_op_reload(int argc, char **argv); /* `fanoctl config reload` */
 void fanoctl_op_stats_help(FILE *out);
 
 /* True when argv[1..] holds -h or --help before any "--". */

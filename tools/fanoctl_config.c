@@ -16,12 +16,20 @@
 void fanoctl_config_help(FILE *out)
 {
 	fprintf(out, "usage: fanoctl config check FILE [--json]\n"
-		     "       fanoctl config keys [--json]\n\n"
+		     "       fanoctl config keys [--json]\n"
+		     "       fanoctl config reload [--json]\n\n"
 		     "check  parse and validate FILE as fanogate would (fanogate --check-config\n"
 		     "       does the same) and print the effective configuration: every value,\n"
 		     "       defaults included. A refusal prints FILE:LINE: REASON and exits 1.\n"
-		     "keys   list every key: section, name, type, default, accepted range, meaning.\n\n"
-		     "exit: 0 valid, 1 invalid or unreadable, 2 usage error.\n");
+		     "keys   list every key: section, name, type, default, accepted range, meaning.\n"
+		     "reload ask the running daemon to re-read the file it was started with\n"
+		     "       (also SIGHUP): the whole file is validated; [lines] auto_promote,\n"
+		     "       promote_count, promote_ms and [tls] ws_max_message, handshake and idle\n"
+		     "       timeouts, send_queue_max, max_connections (grow only) change live, all\n"
+		     "       at once; any other changed key refuses the reload as a whole, naming\n"
+		     "       the keys that need a restart. Audited. Prints the changes applied.\n\n"
+		     "exit: 0 valid (reload: applied or unchanged), 1 invalid, unreadable or refused\n"
+		     "(reload prints FILE:LINE: REASON), 2 usage error, 3 daemon unreachable.\n");
 }
 
 static void addr_text(const struct fg_addr *a, char *buf, size_t cap)
@@ -350,6 +358,8 @@ int fanoctl_config(int argc, char **argv)
 		return config_check(argc - 1, argv + 1);
 	if (strcmp(argv[1], "keys") == 0)
 		return config_keys(argc - 1, argv + 1);
-	fprintf(stderr, "fanoctl config: unknown subcommand '%s' (check, keys)\n", argv[1]);
+	if (strcmp(argv[1], "reload") == 0)
+		return fanoctl_op_reload(argc - 1, argv + 1);
+	fprintf(stderr, "fanoctl config: unknown subcommand '%s' (check, keys, reload)\n", argv[1]);
 	return FANOCTL_USAGE;
 }

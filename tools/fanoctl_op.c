@@ -14,9 +14,10 @@
  *       {"cmd":"lines"}
  *       {"cmd":"line","line":1,"op":"enable|disable|shadow|active|auto_promote","on":true,"why":"text"}
  *       {"cmd":"slots"}   {"cmd":"slot","layer":3,"token_seq":42}
- *       {"cmd":"peers"}   {"cmd":"stats"}
+ *       {"cmd":"peers"}   {"cmd":"stats"}   {"cmd":"reload"}
  *   - One reply: one JSON object and '\n' (at most 16 MiB), then the daemon
- *     closes. {"ok":true, ...fields...} or {"ok":false,"error":"reason"}.
+ *     closes. {"ok":true, ...fields...} or {"ok":false,"error":"reason"}
+ *     (optionally "detail": a human sentence, printed after the reason).
  * The human output prints whatever fields the reply holds, so the daemon
  * can add fields without a fanoctl change; --json prints the reply as is.
  *
@@ -208,7 +209,9 @@ static int op_run(json_t *req, bool json)
 	}
 	if (!good) {
 		json_t *e = json_object_get(rep, "error");
-		fprintf(stderr, "fanoctl: refused: %s\n", json_is_string(e) ? json_string_value(e) : "(no reason)");
+		json_t *d = json_object_get(rep, "detail");
+		fprintf(stderr, "fanoctl: refused: %s%s%s\n", json_is_string(e) ? json_string_value(e) : "(no reason)",
+			json_is_string(d) ? ": " : "", json_is_string(d) ? json_string_value(d) : "");
 		json_decref(rep);
 		return FANOCTL_REFUSED;
 	}
@@ -531,4 +534,9 @@ int fanoctl_op_lines(int argc, char **argv)
 	if (why)
 		json_object_set_new(req, "why", json_string(why));
 	return op_run(req, json);
+}
+
+int fanoctl_op_reload(int argc, char **argv)
+{
+	return op_simple(argc, argv, "reload", fanoctl_config_help);
 }
