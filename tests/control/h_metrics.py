@@ -1,0 +1,240 @@
+"""h_metrics.py - the Prometheus endpoint and the configuration reload,
+against a real daemon (--no-dataplane, generated PKI and tokens: d1_harness).
+
+Metrics: scrape, drive contributions over HTTPS POST /residual-seed (one
+slot resolved by Pair X lines 1,3,5, one left open, a duplicate, a
+malformed frame), scrape again and check that every counter moved by what
+the acks say (outcomes), by the known amounts (frames, requests, resolved,
+open slots, per-line labels), that the audit head hash is exposed and moves,
+and that `promtool check metrics` accepts both scrapes (exit 77 without
+promtool: Debian package prometheus).
+
+Reload: `fanoctl config reload` with a changed [lines] policy and [tls]
+timeout is applied (visible in `fanoctl lines --json` and in the metrics,
+recorded in the audit log); a bad value is refused with file:line: reason
+(fanoctl exits 1, the daemon keeps the old values); a changed key that needs
+a restart is refused naming it; SIGHUP reloads too.
+
+Environment: FANOGATE, FANOCTL (meson passes both). Run with /usr/bin/python3."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from d1_harness import SKIP, Daemon, check, fail, http, seed  # noqa: E402
+
+V = [1.0, 2.0, 0.5, -1.0, 0.0, 3.0, 1.5, -2.0]
+POLICY = "[lines]\nauto_promote = false\npromote_count = 64\npromote_ms = 10000\n"
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
+
+
+def scrape(d):
+    body = urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=5).read().decode()
+    return body
+
+
+def parse(body):
+    """{'name{labels}': float} plus the set of families with # TYPE and # HELP."""
+    vals, types, helps = {}, {}, set()
+    for ln in body.splitlines():
+        if ln.startswith("# TYPE "):
+            _, _, name, typ = ln.split(" ", 3)
+            types[name] = typ
+        elif ln.startswith("# HELP "):
+            helps.add(ln.split(" ", 3)[2])
+        elif ln:
+            m = SAMPLE.match(ln)
+            if not m:
+                fail("unparsable sample line: %r" % ln)
+            vals[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    return vals, types, helps
+
+
+def promtool(body, what):
+    p = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0, "promtool check metrics accepts the %s scrape%s" % (
+        what, "" if p.returncode == 0 else ": " + (p.stdout + p.stderr).strip()[:2000]))
+
+
+def families_documented(vals, types, helps):
+    for key in vals:
+        name = key.split("{")[0]
+        if name not in types or name not in helps:
+            fail("sample %s has no # TYPE or # HELP for its family" % key)
+        if types[name] == "counter" and not name.endswith("_total"):
+            fail("counter %s does not end in _total" % name)
+    check(True, "every sample has # HELP and # TYPE; every counter ends in _total (%d series)" % len(vals))
+
+
+def main():
+    fanoctl = os.environ.get("FANOCTL")
+    if not fanoctl or not os.access(fanoctl, os.X_OK):
+        print("SKIP: FANOCTL not set to the fanoctl binary")
+        sys.exit(SKIP)
+    if not shutil.which("promtool"):
+        print("SKIP: promtool missing (apt-get install prometheus)")
+        sys.exit(SKIP)
+    with Daemon(deadline_ms=20000, extra=POLICY) as d:
+        env = dict(os.environ, FANOCTL_SOCKET=f"{d.dir}/fanoctl.sock")
+
+        def ctl(*args):
+            p = subprocess.run([fanoctl, *args], env=env, capture_output=True, text=True, timeout=20)
+            return p.returncode, p.stdout, p.stderr
+
+        # ---- metrics ---------------------------------------------------------
+        b0 = scrape(d)
+        v0, types, helps = parse(b0)
+        promtool(b0, "first")
+        families_documented(v0, types, helps)
+        check(v0.get('fanogate_build_info{version="0.1.0",mode="local"}') == 1, "build_info: version and mode")
+        check(v0.get("fanogate_tls_max_connections") == 64 and v0.get("fanogate_slot_capacity") == 4096,
+              "configured limits exposed")
+
+        outcomes, errors = {}, 0
+        for line in (1, 3, 5):  # Pair X on layer 1, token 7: resolves
+            st, _, body = http(d, "POST", "/residual-seed", seed(1, 7, line, V))
+            j = json.loads(body)
+            outcomes[j["outcome"]] = outcomes.get(j["outcome"], 0) + 1
+            errors += st >= 400
+        check(sum(outcomes.values()) == 3 and outcomes.get("resolved") == 1,
+              "three contributions, the last resolves (%s)" % outcomes)
+        for _ in range(2):  # token 8: one accepted, then a duplicate
+            st, _, body = http(d, "POST", "/residual-seed", seed(1, 8, 1, V))
+            j = json.loads(body)
+            outcomes[j["outcome"]] = outcomes.get(j["outcome"], 0) + 1
+            errors += st >= 400
+        bad = seed(1, 9, 1, V)[:-3]  # header says more bytes than the body holds
+        st, _, body = http(d, "POST", "/residual-seed", bad)
+        jb = json.loads(body)
+        errors += st >= 400
+        check(st >= 400 and jb.get("error"), "truncated frame refused (%d %s)" % (st, jb.get("error")))
+
+        b1 = scrape(d)
+        v1, types, helps = parse(b1)
+        promtool(b1, "second")
+        families_documented(v1, types, helps)
+
+        def delta(key):
+            return v1.get(key, 0) - v0.get(key, 0)
+
+        for name, n in outcomes.items():
+            key = 'fanogate_tls_outcomes_total{outcome="%s"}' % name
+            check(delta(key) == n, "%s moved by %d" % (key, n))
+        others = [k for k in v1 if k.startswith("fanogate_tls_outcomes_total") and
+                  re.search(r'"(.*)"', k).group(1) not in outcomes]
+        check(all(delta(k) == 0 for k in others), "no other outcome moved")
+        check(delta("fanogate_http_requests_total") == 6, "http_requests_total +6")
+        check(delta("fanogate_seeds_resolved_total") == 1, "seeds_resolved_total +1")
+        check(delta('fanogate_shard_slots_opened_total{shard="0"}') == 2, "two slots opened")
+        check(delta('fanogate_shard_slots_resolved_total{shard="0"}') == 1, "one slot resolved in the shard")
+        check(v1.get('fanogate_slots_open{shard="0"}') == 1, "one slot still open (token 8)")
+        check(delta("fanogate_http_errors_total") == errors, "http_errors_total +%d (statuses >= 400 seen)" % errors)
+        moved = [k for k in v1 if k.startswith("fanogate_tls_malformed_total") and delta(k) != 0]
+        check(moved in ([], ['fanogate_tls_malformed_total{reason="%s"}' % jb["error"]]),
+              "malformed series: only the truncated frame's reason may move (%s)" % moved)
+        check(delta("fanogate_metrics_scrapes_total") == 1, "metrics_scrapes_total +1")
+        check(delta("fanogate_uptime_seconds") > 0, "uptime_seconds grows")
+        rc, out, _ = ctl("lines", "--json")
+        names = {ln["line"]: ln["name"].strip("()") for ln in json.loads(out)["lines"]}
+        check(all(v1.get('fanogate_line_info{line="%d",triple="%s",state="shadow",base="shadow"}' % (i, t)) == 1
+                  for i, t in names.items()) and len(names) == 7,
+              "line_info carries line and triple labels (as fanoctl lines names them)")
+        heads = [k for k in v1 if k.startswith("fanogate_audit_head_info")]
+        check(len(heads) == 1 and re.fullmatch(r'fanogate_audit_head_info\{hash="[0-9a-f]{64}"\}', heads[0])
+              and v1[heads[0]] == 1, "audit head exposed as an info metric")
+        check(v1.get("fanogate_audit_enabled") == 1 and delta("fanogate_audit_resolved_in_total") == 1,
+              "the resolved seed was handed to the audit")
+
+        # ---- reload: applied ---------------------------------------------------
+        rc, out, _ = ctl("lines", "--json")
+        j = json.loads(out)
+        check(rc == 0 and j["policy"]["promote_count"] == 64 and not j["lines"][0]["auto_promote"],
+              "fanoctl lines --json shows the policy in force")
+        text = open(d.cfg).read()
+        with open(d.cfg, "w") as f:
+            f.write(text.replace("auto_promote = false", "auto_promote = true")
+                    .replace("promote_count = 64", "promote_count = 5")
+                    .replace("idle_timeout_ms = 20000", "idle_timeout_ms = 25000"))
+        rc, out, err = ctl("config", "reload", "--json")
+        j = json.loads(out) if out else {}
+        check(rc == 0 and j.get("changed") and any("promote_count: 64 -> 5" in c for c in j["changes"])
+              and any("idle_timeout_ms: 20000 -> 25000" in c for c in j["changes"]),
+              "fanoctl config reload: applied (%s)" % (j.get("changes") or err.strip()))
+        rc, out, _ = ctl("lines", "--json")
+        j = json.loads(out)
+        check(rc == 0 and j["policy"]["promote_count"] == 5 and j["policy"]["auto_promote"]
+              and all(ln["auto_promote"] for ln in j["lines"]),
+              "fanoctl lines --json: promote_count 5, auto_promote on every line")
+        v2, _, _ = parse(scrape(d))
+        check(v2.get("fanogate_lines_promote_verdicts") == 5 and
+              v2.get('fanogate_config_reloads_total{result="applied"}') == 1, "metrics see the reload")
+        rc, out, _ = ctl("config", "reload")
+        check(rc == 0 and "changed: false" in out, "reload of an unchanged file: nothing to do")
+
+        # ---- reload: refused, bad value ------------------------------------------
+        good = open(d.cfg).read()
+        lines = good.splitlines()
+        bad_no = next(i for i, ln in enumerate(lines) if ln.startswith("promote_count")) + 1
+        with open(d.cfg, "w") as f:
+            f.write(good.replace("promote_count = 5", "promote_count = 0").replace(
+                "auto_promote = true", "auto_promote = false"))
+        rc, out, err = ctl("config", "reload")
+        check(rc == 1 and ("%s:%d:" % (d.cfg, bad_no)) in err and "promote_count" in err,
+              "bad value refused with file:line: reason, exit 1 (%s)" % err.strip())
+        rc, out, _ = ctl("lines", "--json")
+        j = json.loads(out)
+        check(j["policy"]["promote_count"] == 5 and j["policy"]["auto_promote"], "refused reload: old values kept")
+
+        # ---- reload: refused, key needs a restart ------------------------------------
+        with open(d.cfg, "w") as f:
+            f.write(good.replace("hidden = 8", "hidden = 16").replace("promote_count = 5", "promote_count = 9"))
+        rc, out, err = ctl("config", "reload")
+        check(rc == 1 and "needs_restart" in err and "[model] hidden" in err and "promote_count" not in err,
+              "changed [model] hidden refused as a whole, naming the key (%s)" % err.strip())
+        rc, out, _ = ctl("lines", "--json")
+        check(json.loads(out)["policy"]["promote_count"] == 5, "nothing of it applied (promote_count still 5)")
+        v3, _, _ = parse(scrape(d))
+        check(v3.get('fanogate_config_reloads_total{result="refused"}') == 2 and
+              v3.get("fanogate_config_last_reload_success") == 0, "metrics count the refusals")
+
+        # ---- SIGHUP ----------------------------------------------------------------
+        with open(d.cfg, "w") as f:
+            f.write(good.replace("promote_count = 5", "promote_count = 7"))
+        d.proc.send_signal(signal.SIGHUP)
+        deadline, pc = time.time() + 10, None
+        while time.time() < deadline:
+            rc, out, _ = ctl("lines", "--json")
+            pc = json.loads(out)["policy"]["promote_count"] if rc == 0 else None
+            if pc == 7:
+                break
+            time.sleep(0.1)
+        check(pc == 7 and d.proc.poll() is None, "SIGHUP reloads (promote_count 7), the daemon keeps running")
+
+        # ---- audit -------------------------------------------------------------------
+        v4, _, _ = parse(scrape(d))
+        h1 = [k for k in v1 if k.startswith("fanogate_audit_head_info")][0]
+        h4 = [k for k in v4 if k.startswith("fanogate_audit_head_info")][0]
+        check(h1 != h4, "the audit head hash moved with the reload records")
+        rc, out, _ = ctl("audit", "tail", "--json", "-n", "200", f"{d.dir}/audit.log")
+        recs = [json.loads(x) for x in out.splitlines() if x.strip()]
+        rel = [r for r in recs if "config reload" in r.get("origin", "")]
+        check(rc == 0 and any("promote_count: 64 -> 5" in r.get("why", "") for r in rel)
+              and any("refused" in r.get("why", "") for r in rel)
+              and any("SIGHUP" in r.get("origin", "") for r in rel),
+              "reloads (applied, refused, SIGHUP) are in the audit log (%d records)" % len(rel))
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/nope", timeout=5)
+            check(False, "other path 404")
+        except urllib.error.HTTPError as e:
+            check(e.code == 404, "other path 404")
+
+
+if __name__ == "__main__":
+    main()
