@@ -78,7 +78,10 @@ def aeon_seed(layer, token_seq, line, hidden):
 # ---- connection -----------------------------------------------------------
 
 class Conn:
-    def __init__(self, cfg, query="?layers=0"):
+    def __init__(self, cfg, query="?layers=0", head_step=0, early=b""):
+        """head_step > 0 sends the upgrade request that many bytes per TLS
+        record; early is sent in the same write as the request (frames
+        before the 101 arrives)."""
         raw = socket.create_connection(("127.0.0.1", cfg.port), timeout=10)
         ctx = ssl.create_default_context(cafile=cfg.ca) if cfg.ca else ssl._create_unverified_context()
         self.s = ctx.wrap_socket(raw, server_hostname="localhost")
@@ -88,7 +91,12 @@ class Conn:
                 f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n")
         if cfg.token:
             head += f"Authorization: Bearer {cfg.token}\r\n"
-        self.s.sendall((head + "\r\n").encode())
+        req = (head + "\r\n").encode() + early
+        if head_step:
+            for i in range(0, len(req), head_step):
+                self.s.sendall(req[i:i + head_step])
+        else:
+            self.s.sendall(req)
         while b"\r\n\r\n" not in self.buf:
             d = self.s.recv(65536)
             if not d:
@@ -308,6 +316,31 @@ def at_the_limits(cfg):
     c.close()
 
 
+def handshake_pieces(cfg):
+    """The upgrade request one byte per TLS record, and a request with a
+    frame right behind it in the same record: both upgrade and the frame is
+    answered."""
+    c = Conn(cfg, head_step=1)
+    check(c.status == 101 and c.accept_ok, "upgrade request sent one byte per TLS record: upgraded")
+    c.send(frame(0x82, aeon_seed(0, 12, 1, cfg.hidden)))
+    fin, rsv, op, p = c.read_frame()
+    check(op == 0x2 and struct.unpack(">H", p[:2])[0] == STATUS_STREAM, "byte-wise upgrade: frames served")
+    c.close()
+    c = Conn(cfg, early=frame(0x82, aeon_seed(0, 13, 1, cfg.hidden)) + frame(0x89, b"early"))
+    check(c.status == 101 and c.accept_ok, "frames behind the upgrade request: upgraded")
+    fin, rsv, op, p = c.read_frame()
+    check(op == 0x2 and struct.unpack(">H", p[:2])[0] == STATUS_STREAM,
+          "a frame in the same record as the upgrade request is answered")
+    fin, rsv, op, p = c.read_frame()
+    check(op == 0xA and p == b"early", "a ping behind it is answered too")
+    c.close()
+    c = Conn(cfg, early=frame(0x82, b"x", mask=False))
+    check(c.status == 101, "unmasked frame behind the upgrade request: upgraded first")
+    code, why = c.read_close()
+    check(code == 1002 and why == "unmasked", "... then closed 1002 unmasked")
+    c.close()
+
+
 def frames_after_close(cfg):
     """Bytes after the client's close: the server answers the close and
     ignores the rest (no second close, no crash)."""
@@ -359,6 +392,7 @@ def run_all(cfg):
     truncated_then_eof(cfg)
     split_records(cfg)
     at_the_limits(cfg)
+    handshake_pieces(cfg)
     frames_after_close(cfg)
     normal_client(cfg, "all cases")
     print(f"{passed} passed, {failed} failed", flush=True)
