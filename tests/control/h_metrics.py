@@ -229,6 +229,16 @@ def main():
               and any("refused" in r.get("why", "") for r in rel)
               and any("SIGHUP" in r.get("origin", "") for r in rel),
               "reloads (applied, refused, SIGHUP) are in the audit log (%d records)" % len(rel))
+        rc, out, _ = ctl("audit", "verify", f"{d.dir}/audit.log")
+        m = re.search(r"hash ([0-9a-f]{64})", out)
+        want = 'fanogate_audit_head_info{hash="%s"}' % (m.group(1) if m else "?")
+        deadline, got = time.time() + 10, None
+        while time.time() < deadline:  # the last records may still be on their way to disk
+            got = [k for k in parse(scrape(d))[0] if k.startswith("fanogate_audit_head_info")]
+            if got == [want]:
+                break
+            time.sleep(0.1)
+        check(rc == 0 and got == [want], "audit_head_info hash == the head `fanoctl audit verify` reports")
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/nope", timeout=5)
             check(False, "other path 404")
