@@ -6,6 +6,7 @@
 #               receiver when it is built, else fanofleet --fake-receiver)
 #   wss         fanofleet -> wss:///flow -> fanogate, seeds pushed over wss
 #   https       fanofleet -> HTTPS POST /residual-seed -> fanogate, pushed over wss
+#   wss-local, https-local   the same with fanogate --no-dataplane (no lanes)
 #   relay       the canonical chain's extra hop: DOWN -> coordinator -> next
 #               ATTN over HTTPS keep-alive on loopback (fanofleet --relay-bench)
 #   resolution  bench/core's bench_core --json: reduce + fingerprint vs memcpy
@@ -234,6 +235,21 @@ TLSARGS=(--tls "$TLS_IP:$TLS_PORT" --sni fanogate.bench --ca "$T/cert.pem" --tok
 run_fleet wss "${TLSARGS[@]}" --mix wss=1 --wss-conns 1 --token-base 200000
 run_fleet https "${TLSARGS[@]}" --mix https=1 --https-conns 3 --token-base 300000
 stop_gate
+# The same TLS paths with the control plane owning the slots itself
+# (--no-dataplane): no dataplane lanes between TLS and the slot table.
+if [ $MODE != none ]; then
+	write_config ""
+	if start_gate --no-dataplane; then
+		say "fanogate --no-dataplane (TLS paths, slots in the control plane)"
+		run_fleet wss-local "${TLSARGS[@]}" --mix wss=1 --wss-conns 1 --token-base 500000
+		run_fleet https-local "${TLSARGS[@]}" --mix https=1 --https-conns 3 --token-base 600000
+	else
+		skip wss-local "fanogate --no-dataplane did not start"; skip https-local "fanogate --no-dataplane did not start"
+	fi
+	stop_gate
+else
+	skip wss-local "same as wss (no dataplane in this run)"; skip https-local "same as https (no dataplane in this run)"
+fi
 
 # ---- 3. kernel UDP ------------------------------------------------------------------
 KPORT=14242 KCONS=5001
