@@ -4,7 +4,7 @@
 # where GENERATED.gp (written by report.py) holds the `plot` command over the
 # per-path CDF files (two columns: latency in us, fraction of samples <= it).
 if (!exists("out")) out = 'jump-latency.png'
-set terminal pngcairo size 1100,650 font ",10"
+set terminal pngcairo size 1100,760 font ",10"
 set output out
 set title "Jump delivery latency: last contribution sent -> next layer's input received"
 set xlabel "latency (us, log scale)"
@@ -13,7 +13,7 @@ set logscale x 10
 set format x "%g"
 set yrange [0:1.02]
 set grid xtics ytics mxtics
-set key left top box opaque
+set key outside below center vertical maxrows 4 box
 set arrow from graph 0, first 0.5 to graph 1, first 0.5 nohead dt 3 lc rgb "#888888"
 set arrow from graph 0, first 0.99 to graph 1, first 0.99 nohead dt 3 lc rgb "#888888"
 load paths
