@@ -40,12 +40,13 @@ wait_for() { # file pattern
   for _ in $(seq 1 200); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
   echo "run.sh: server did not start:"; cat "$1"; return 1
 }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # utime + stime, clock ticks
 client() { # port frame_bytes
   taskset -c "$cli_cpu" node "$here/ws_bench_client.js" "$1" "$tmp/ca.pem" "$token" "$2" "$conns" "$window" "$warm" "$run"
 }
 
 results=()
-for hidden in 252 1536; do
+for hidden in ${HIDDEN_LIST:-252 1536}; do
   bytes=$(( 18 + 4 * hidden ))
   port=$(free_port)
   cat > "$tmp/fg.ini" <<INI
@@ -69,38 +70,23 @@ INI
   taskset -c "$srv_cpu" "$fanogate" --config "$tmp/fg.ini" --no-dataplane > "$tmp/fg.log" 2>&1 &
   pids+=($!); fpid=$!
   wait_for "$tmp/fg.log" "ready: tls listening"
-  r=$(client "$port" "$bytes"); results+=("fanogate $r")
+  t0=$(cpu_ticks "$fpid"); r=$(client "$port" "$bytes"); t1=$(cpu_ticks "$fpid")
+  results+=("fanogate $(( t1 - t0 )) $r")
   kill "$fpid"; wait "$fpid" 2>/dev/null || true
 
   port=$(free_port)
   taskset -c "$srv_cpu" node "$here/ws_bench_server.js" "$port" "$tmp/srv.pem" "$tmp/srv.key" > "$tmp/node.log" 2>&1 &
   pids+=($!); npid=$!
   wait_for "$tmp/node.log" "listening"
-  r=$(client "$port" "$bytes"); results+=("node-ws $r")
+  t0=$(cpu_ticks "$npid"); r=$(client "$port" "$bytes"); t1=$(cpu_ticks "$npid")
+  results+=("node-ws $(( t1 - t0 )) $r")
   kill "$npid"; wait "$npid" 2>/dev/null || true
 done
 
-echo "| server | frame bytes | msgs/s | p50 us | p99 us | samples |"
-echo "|---|---|---|---|---|---|"
-for line in "${results[@]}"; do
-  name=${line%% *}; json=${line#* }
-  /usr/bin/python3 - "$name" "$json" <<'PY'
-import json, sys
-n, j = sys.argv[1], json.loads(sys.argv[2])
-print(f"| {n} | {j['frame_bytes']} | {j['msgs_per_s']} | {j['p50_us']} | {j['p99_us']} | {j['samples']} |")
-PY
-done
-/usr/bin/python3 - "${results[@]}" <<'PY'
-import json, sys
-r = {}
-for line in sys.argv[1:]:
-    n, j = line.split(" ", 1)
-    j = json.loads(j)
-    r[(n, j["frame_bytes"])] = j
-for b in sorted({k[1] for k in r}):
-    f, w = r.get(("fanogate", b)), r.get(("node-ws", b))
-    if f and w and w["msgs_per_s"]:
-        print(f"ratio fanogate/node-ws at {b} B: msgs/s x{f['msgs_per_s'] / w['msgs_per_s']:.2f}, "
-              f"p50 x{f['p50_us'] / max(w['p50_us'], 1):.2f}, p99 x{f['p99_us'] / max(w['p99_us'], 1):.2f}")
-PY
+echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load: $conns connections x $window messages in flight, warm-up ${warm}s, measured ${run}s; servers on CPU $srv_cpu, client on CPU $cli_cpu"
+echo
+/usr/bin/python3 "$here/summarize.py" "$(getconf CLK_TCK)" "${results[@]}"
+echo
 printf '%s\n' "${results[@]}"
