@@ -34,6 +34,7 @@
 #include "cp_op.h"
 #include "cp_reload.h"
 #include "cp_server.h"
+#include "cp_tls.h"
 #include "fg/boundary.h"
 #include "fg/config.h"
 
@@ -213,6 +214,18 @@ int main(int argc, char **argv)
 		snprintf(d.cfg.dp_profile, sizeof(d.cfg.dp_profile), "%s", profile);
 	cp_info("fanogate %s starting (config %s)", FANOGATE_VERSION, config_path ? config_path : "embedded default");
 
+	/* Check the TLS material before anything with side effects (the EAL,
+	 * hugepages, the audit log created on first start): a daemon that
+	 * cannot serve TLS refuses before touching anything. */
+	char why[512] = "";
+	{
+		struct cp_tls probe;
+		if (cp_tls_init(&probe, &d.cfg, why, sizeof(why)) < 0) {
+			cp_err("tls: %s", why);
+			return 1;
+		}
+		cp_tls_fini(&probe);
+	}
 	int r = signals_block();
 	if (r < 0) {
 		cp_err("cannot block SIGINT/SIGTERM");
@@ -250,7 +263,6 @@ int main(int argc, char **argv)
 		cp_err("slot engine: %s", strerror(-r));
 		goto out_loop;
 	}
-	char why[512] = "";
 	r = cp_hooks_start(&d.loop, &d.cfg, &d.engine, why, sizeof(why));
 	if (r < 0) {
 		cp_err("shadow audit: %s", why);
