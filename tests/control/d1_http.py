@@ -164,6 +164,31 @@ def main():
               "keep-alive and pipelining: 3 responses on one connection")
         s.close()
 
+        # Expect: 100-continue gets an interim 100 before the body is sent
+        s = d.tls_socket()
+        body = seed(0, 700, 1, V[1])
+        s.sendall(b"POST /residual-seed HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode() +
+                  b"\r\nExpect: 100-continue\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+        interim = b""
+        while b"\r\n\r\n" not in interim:
+            interim += s.recv(1)
+        s.sendall(body)
+        st, h, b, _ = http_read_response(s)
+        check(interim.startswith(b"HTTP/1.1 100") and st == 200 and json.loads(b)["ack"],
+              "Expect: 100-continue -> 100, then the ack")
+        s.close()
+
+        # HTTP/1.0 without keep-alive: answered with Connection: close, then closed
+        s = d.tls_socket()
+        s.sendall(b"GET /healthz HTTP/1.0\r\n\r\n")
+        st, h, b, _ = http_read_response(s)
+        try:
+            rest = s.recv(10)
+        except (ssl.SSLError, ConnectionError):
+            rest = b""
+        check(st == 200 and h.get("connection") == "close" and rest == b"", "HTTP/1.0: Connection: close and closed")
+        s.close()
+
         # malformed request lines and oversize headers
         def raw(data, read=True):
             s = d.tls_socket()

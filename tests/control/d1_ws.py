@@ -104,6 +104,10 @@ async def main(d):
         fr = parse_frames(m)
         check(fr[0][0] == 0xAFA3 and fr[0][1] == 20, "status=0: no status messages, only the subscribed seed")
 
+    # subprotocol: aeon-flow accepted when offered
+    async with connect(d, subprotocols=["aeon-flow"]) as ws:
+        check(ws.subprotocol == "aeon-flow", "subprotocol aeon-flow negotiated when offered")
+
     # close handshake: our code echoed
     ws = await connect(d)
     await ws.close(code=1000, reason="bye")
