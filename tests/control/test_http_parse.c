@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "cp_http_parse.h"
+#include "doc_check.h"
 #include "guard_buf.h"
 
 static struct cp_http_limits lim;
@@ -715,6 +716,20 @@ static void test_reason_names(void **state)
 	assert_int_equal(cp_http_reason_status(CP_HTTP_R_TRANSFER_ENCODING), 501);
 }
 
+static void test_reasons_documented(void **state)
+{
+	char *doc = doc_load();
+	if (!doc)
+		skip();
+	for (int r = CP_HTTP_R_INCOMPLETE + 1; r < CP_HTTP_R__END; r++) {
+		int c = doc_code(doc, cp_http_reason_name(r));
+		if (c != cp_http_reason_status(r))
+			fail_msg("docs/websocket.md: %s documented as %d, answered %d", cp_http_reason_name(r), c,
+				 cp_http_reason_status(r));
+	}
+	free(doc);
+}
+
 /* ---- 5. mutations ----------------------------------------------------------- */
 
 static void test_mutations(void **state)
@@ -770,6 +785,7 @@ int main(void)
 		cmocka_unit_test(test_query_next),
 		cmocka_unit_test(test_flow_query),
 		cmocka_unit_test(test_reason_names),
+		cmocka_unit_test(test_reasons_documented),
 		cmocka_unit_test(test_mutations),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "cp_ws_codec.h"
+#include "doc_check.h"
 #include "guard_buf.h"
 
 static const uint8_t mkey[4] = { 0x37, 0xfa, 0x21, 0x3d }; /* RFC 6455 5.7 */
@@ -865,6 +866,22 @@ static void test_reason_names(void **state)
 	assert_int_equal(cp_ws_reason_close_code(CP_WS_R_BAD_UTF8), 1007);
 }
 
+static void test_reasons_documented(void **state)
+{
+	char *doc = doc_load();
+	if (!doc)
+		skip();
+	for (int r = CP_WS_R_INCOMPLETE + 1; r < CP_WS_R__END; r++) {
+		if (r == CP_WS_R_NOSPACE || r == CP_WS_R_UNENCODABLE)
+			continue; /* encoder results, never sent */
+		int c = doc_code(doc, cp_ws_reason_name(r));
+		if (c != cp_ws_reason_close_code(r))
+			fail_msg("docs/websocket.md: %s documented as %d, sent %d", cp_ws_reason_name(r), c,
+				 cp_ws_reason_close_code(r));
+	}
+	free(doc);
+}
+
 int main(void)
 {
 	guard_setup();
@@ -884,6 +901,7 @@ int main(void)
 		cmocka_unit_test(test_utf8),
 		cmocka_unit_test(test_encode),
 		cmocka_unit_test(test_reason_names),
+		cmocka_unit_test(test_reasons_documented),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
