@@ -384,6 +384,34 @@ def handshake_refusals(cfg):
         check(raw(head) == want, f"handshake refused: {name} -> {want}")
 
 
+def library_client(cfg):
+    """After everything, a mainstream client (python3-websockets) is still
+    served: upgrade with the aeon-flow subprotocol, one seed -> one status."""
+    try:
+        import asyncio
+        import websockets
+    except ImportError:
+        print("skip - python3-websockets not installed: library client not run", flush=True)
+        return
+
+    async def go():
+        ctx = ssl.create_default_context(cafile=cfg.ca) if cfg.ca else ssl._create_unverified_context()
+        headers = {"Authorization": "Bearer " + cfg.token} if cfg.token else {}
+        async with websockets.connect(f"wss://localhost:{cfg.port}/flow?layers=0", ssl=ctx,
+                                      extra_headers=headers, subprotocols=["aeon-flow"]) as ws:
+            sub = ws.subprotocol
+            await ws.send(aeon_seed(0, 14, 1, cfg.hidden))
+            m = await asyncio.wait_for(ws.recv(), 10)
+            await ws.close()
+            return sub, m, ws.close_code
+
+    sub, m, code = asyncio.run(go())
+    check(sub == "aeon-flow", "library client: aeon-flow subprotocol selected")
+    check(isinstance(m, bytes) and struct.unpack(">H", m[:2])[0] == STATUS_STREAM,
+          "library client: seed answered with a status frame")
+    check(code == 1000, "library client: clean close 1000")
+
+
 def run_all(cfg):
     handshake_refusals(cfg)
     for name, data, code, reason in cases(cfg):
@@ -395,6 +423,7 @@ def run_all(cfg):
     handshake_pieces(cfg)
     frames_after_close(cfg)
     normal_client(cfg, "all cases")
+    library_client(cfg)
     print(f"{passed} passed, {failed} failed", flush=True)
     return 0 if failed == 0 else 1
 
