@@ -253,6 +253,11 @@ static void apply(const struct fg_config *b)
 	a->max_connections = b->max_connections;
 	a->ws_max_message = b->ws_max_message;
 	g.srv->hlim.max_body = b->ws_max_message;
+	/* HTTP connections already open may now take the larger body too. */
+	size_t in_max = (size_t)g.srv->hlim.max_header_bytes + g.srv->hlim.max_request_line + g.srv->hlim.max_body;
+	for (struct cp_conn *c = g.srv->all; c; c = c->next)
+		if (c->state != CP_CONN_WS && c->in_max < in_max)
+			c->in_max = in_max;
 	a->handshake_timeout_ms = b->handshake_timeout_ms;
 	a->idle_timeout_ms = b->idle_timeout_ms;
 	a->send_queue_max = b->send_queue_max;

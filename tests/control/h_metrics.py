@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from d1_harness import SKIP, Daemon, check, fail, http, seed  # noqa: E402
 
 V = [1.0, 2.0, 0.5, -1.0, 0.0, 3.0, 1.5, -2.0]
-POLICY = "[lines]\nauto_promote = false\npromote_count = 64\npromote_ms = 10000\n"
+POLICY = "[lines]\nauto_promote = false\npromote_count = 64\npromote_ms = 10000\n[tls]\nws_max_message = 1K\n"
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
 
 
@@ -153,6 +153,14 @@ def main():
               "the resolved seed was handed to the audit")
 
         # ---- reload: applied ---------------------------------------------------
+        # 40 KB: over 1K, and over the input buffer a connection accepted under 1K has
+        # (head limits 24K + 1K): the reload must widen it; too long for hidden 8
+        big = seed(1, 11, 1, [0.0] * 10000)
+        st, _, _ = http(d, "POST", "/residual-seed", big)
+        check(st == 413, "ws_max_message 1K: a 40 KB POST body is refused with 413")
+        keep = d.tls_socket()  # opened before the reload (keep-alive): must get the new limit too
+        st, _, _ = http(d, "GET", "/healthz", token=None, sock=keep)
+        check(st == 200, "keep-alive connection open before the reload")
         rc, out, _ = ctl("lines", "--json")
         j = json.loads(out)
         check(rc == 0 and j["policy"]["promote_count"] == 64 and not j["lines"][0]["auto_promote"],
@@ -161,7 +169,8 @@ def main():
         with open(d.cfg, "w") as f:
             f.write(text.replace("auto_promote = false", "auto_promote = true")
                     .replace("promote_count = 64", "promote_count = 5")
-                    .replace("idle_timeout_ms = 20000", "idle_timeout_ms = 25000"))
+                    .replace("idle_timeout_ms = 20000", "idle_timeout_ms = 25000")
+                    .replace("ws_max_message = 1K", "ws_max_message = 64K"))
         rc, out, err = ctl("config", "reload", "--json")
         j = json.loads(out) if out else {}
         check(rc == 0 and j.get("changed") and any("promote_count: 64 -> 5" in c for c in j["changes"])
@@ -175,6 +184,12 @@ def main():
         v2, _, _ = parse(scrape(d))
         check(v2.get("fanogate_lines_promote_verdicts") == 5 and
               v2.get('fanogate_config_reloads_total{result="applied"}') == 1, "metrics see the reload")
+        st_new, _, body_new = http(d, "POST", "/residual-seed", big)  # a fresh connection
+        st, _, body = http(d, "POST", "/residual-seed", big, sock=keep)
+        check(st_new not in (413, 431) and (st, json.loads(body)) == (st_new, json.loads(body_new)),
+              "ws_max_message 64K after the reload: the old connection answers like a new one (%d %s)"
+              % (st, json.loads(body).get("error")))
+        keep.close()
         rc, out, _ = ctl("config", "reload")
         check(rc == 0 and "changed: false" in out, "reload of an unchanged file: nothing to do")
 
