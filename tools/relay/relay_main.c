@@ -59,6 +59,7 @@ struct relay {
 	bool json, quiet;
 	const char *stats_path, *ready_path;
 	uint64_t t0;
+	int last_send_errno[RL_DIRS]; /* of the most recent failed send, for the report */
 };
 
 static volatile sig_atomic_t g_stop, g_dump;
@@ -148,8 +149,10 @@ static void big_buffers(int fd)
 static int emit_up(void *ctx, uint32_t s, const uint8_t *buf, uint32_t len)
 {
 	struct relay *r = ctx;
-	if (send(r->sess[s].fd, buf, len, 0) < 0)
+	if (send(r->sess[s].fd, buf, len, 0) < 0) {
+		r->last_send_errno[RL_UP] = errno;
 		return -errno;
+	}
 	if (r->ack)
 		rl_ack_up(r->ack, s, buf, len, mono_ns());
 	return 0;
@@ -158,8 +161,10 @@ static int emit_up(void *ctx, uint32_t s, const uint8_t *buf, uint32_t len)
 static int emit_down(void *ctx, uint32_t s, const uint8_t *buf, uint32_t len)
 {
 	struct relay *r = ctx;
-	if (sendto(r->lfd, buf, len, 0, (const struct sockaddr *)&r->sess[s].client, r->sess[s].clen) < 0)
+	if (sendto(r->lfd, buf, len, 0, (const struct sockaddr *)&r->sess[s].client, r->sess[s].clen) < 0) {
+		r->last_send_errno[RL_DOWN] = errno;
 		return -errno;
+	}
 	return 0;
 }
 
@@ -204,7 +209,7 @@ static int session_of(struct relay *r, const struct sockaddr_storage *src, sockl
 
 /* ---- counters -------------------------------------------------------------- */
 
-static json_t *dir_json(const struct rl_dir *d)
+static json_t *dir_json(const struct rl_dir *d, int last_errno)
 {
 	const struct rl_dir_stats *s = &d->st;
 	const struct rl_fault *f = &d->f;
@@ -224,6 +229,7 @@ static json_t *dir_json(const struct rl_dir *d)
 	json_object_set_new(j, "dropped_at_exit", json_integer((json_int_t)s->dropped_at_exit));
 	json_object_set_new(j, "queued", json_integer(rl_dir_queued(d)));
 	json_object_set_new(j, "queue_max", json_integer(s->queue_max));
+	json_object_set_new(j, "last_send_error", last_errno ? json_string(strerror(last_errno)) : json_null());
 	json_object_set_new(j, "fault", json_pack("{s:f,s:f,s:f,s:i,s:f,s:f,s:f}", "loss", f->loss, "dup", f->dup,
 						  "reorder", f->reorder, "reorder_gap", (int)f->reorder_gap,
 						  "reorder_ms", (double)f->reorder_ns / 1e6, "delay_ms",
@@ -245,7 +251,7 @@ static json_t *stats_json(const struct relay *r, uint64_t now)
 	json_object_set_new(j, "clients", json_integer(r->n_sess));
 	json_object_set_new(j, "clients_refused", json_integer((json_int_t)r->clients_refused));
 	for (unsigned d = 0; d < RL_DIRS; d++)
-		json_object_set_new(j, rl_dir_name(d), dir_json(&r->dir[d]));
+		json_object_set_new(j, rl_dir_name(d), dir_json(&r->dir[d], r->last_send_errno[d]));
 	if (r->ack) {
 		const struct rl_ack_stats *s = rl_ack_stats(r->ack);
 		json_t *k = json_object();
@@ -294,6 +300,8 @@ static void print_stats(const struct relay *r, uint64_t now, const char *when)
 		       (unsigned long long)s->delayed, (unsigned long long)s->out, (unsigned long long)s->queue_full,
 		       (unsigned long long)s->send_failed, (unsigned long long)s->dropped_at_exit,
 		       rl_dir_queued(&r->dir[d]), s->queue_max);
+		if (r->last_send_errno[d])
+			printf("  %-4s last send error: %s\n", rl_dir_name(d), strerror(r->last_send_errno[d]));
 	}
 	if (r->ack) {
 		const struct rl_ack_stats *s = rl_ack_stats(r->ack);
