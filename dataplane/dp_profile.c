@@ -79,6 +79,7 @@ struct parse_state {
 	char *err;
 	size_t errlen;
 	int line;
+	int failed_line;
 	bool failed;
 };
 
@@ -242,8 +243,10 @@ static int handler(void *user, const char *section, const char *name, const char
 	if (!why)
 		return 1;
 bad:
-	if (!st->failed)
+	if (!st->failed) {
 		snprintf(st->err, st->errlen, "%s:%d: [%s] %s = %s: %s", p->path, lineno, section, name, raw, why);
+		st->failed_line = lineno;
+	}
 	st->failed = true;
 	return 0;
 }
@@ -274,8 +277,11 @@ int dp_profile_load(struct dp_profile *p, const char *path, char *err, size_t er
 	int rc = ini_parse_stream(read_line, &st, handler, &st);
 	fclose(f);
 	if (rc != 0) {
-		if (!st.failed)
-			snprintf(err, errlen, "%s:%d: syntax error", path, rc);
+		/* inih reports the first line it could not parse; an earlier bad value wins */
+		if (rc > 0 && (!st.failed || rc < st.failed_line))
+			snprintf(err, errlen, "%s:%d: syntax error (expected [section] or key = value)", path, rc);
+		else if (!st.failed)
+			snprintf(err, errlen, "%s: cannot be read", path);
 		return -EINVAL;
 	}
 	if (p->n_vdev + p->n_pci == 0) {

@@ -20,11 +20,11 @@
 
 #include "dp_pkt.h"
 
-static int tu_hexval(int c) { return c <= '9' ? c - '0' : (c | 32) - 'a' + 10; }
+static inline int tu_hexval(int c) { return c <= '9' ? c - '0' : (c | 32) - 'a' + 10; }
 
 /* Bytes of vector `id` (the hex column) into out; returns the length, or
  * -1 when absent. An empty hex column gives 0. */
-static int tu_vector(const char *id, uint8_t *out, size_t cap)
+static inline int tu_vector(const char *id, uint8_t *out, size_t cap)
 {
 	const char *dir = getenv("FG_TEST_DATA");
 	char path[512];
@@ -62,7 +62,7 @@ struct tu_pcap {
 	uint32_t ts;
 };
 
-static bool tu_pcap_open(struct tu_pcap *p, const char *path)
+static inline bool tu_pcap_open(struct tu_pcap *p, const char *path)
 {
 	p->f = fopen(path, "wb");
 	p->ts = 0;
@@ -72,7 +72,7 @@ static bool tu_pcap_open(struct tu_pcap *p, const char *path)
 	return fwrite(gh, sizeof(gh), 1, p->f) == 1;
 }
 
-static void tu_pcap_add(struct tu_pcap *p, const uint8_t *pkt, uint32_t len)
+static inline void tu_pcap_add(struct tu_pcap *p, const uint8_t *pkt, uint32_t len)
 {
 	uint32_t rh[4] = {1700000000u + p->ts / 1000000u, p->ts % 1000000u, len, len};
 	p->ts += 10;
@@ -80,10 +80,10 @@ static void tu_pcap_add(struct tu_pcap *p, const uint8_t *pkt, uint32_t len)
 	fwrite(pkt, 1, len, p->f);
 }
 
-static void tu_pcap_close(struct tu_pcap *p) { fclose(p->f); }
+static inline void tu_pcap_close(struct tu_pcap *p) { fclose(p->f); }
 
 /* Call fn(pkt, len, arg) for every record of a pcap file. Returns records or -1. */
-static int tu_pcap_each(const char *path, void (*fn)(const uint8_t *, uint32_t, void *), void *arg)
+static inline int tu_pcap_each(const char *path, void (*fn)(const uint8_t *, uint32_t, void *), void *arg)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
@@ -111,7 +111,7 @@ static const uint8_t tu_dp_mac[6] = {0x02, 0xfd, 0, 0, 0, 1};
 static const uint8_t tu_peer_mac[6] = {0x02, 0xfd, 0, 0, 0, 2};
 
 /* An Ethernet/IPvN/UDP packet carrying payload; returns its length. */
-static uint32_t tu_udp_pkt(uint8_t *out, int family, const uint8_t *src, uint16_t sport, const uint8_t *dst,
+static inline uint32_t tu_udp_pkt(uint8_t *out, int family, const uint8_t *src, uint16_t sport, const uint8_t *dst,
 			   uint16_t dport, const uint8_t *payload, uint32_t plen, int vlan)
 {
 	struct dp_route rt;
@@ -128,7 +128,7 @@ static uint32_t tu_udp_pkt(uint8_t *out, int family, const uint8_t *src, uint16_
 /* ---- fanogate-dp ---- */
 
 /* Run argv with a timeout; returns the exit status (0..255), or -1. */
-static int tu_run(char *const argv[], int timeout_s)
+static inline int tu_run(char *const argv[], int timeout_s)
 {
 	pid_t pid = fork();
 	if (pid < 0)
@@ -149,7 +149,7 @@ static int tu_run(char *const argv[], int timeout_s)
 	return -1;
 }
 
-static uint64_t tu_json_u64(json_t *root, const char *obj, const char *key)
+static inline uint64_t tu_json_u64(json_t *root, const char *obj, const char *key)
 {
 	json_t *o = obj ? json_object_get(root, obj) : root;
 	json_t *v = o ? json_object_get(o, key) : NULL;

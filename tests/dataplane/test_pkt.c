@@ -1,0 +1,204 @@
+/* test_pkt.c - unit tests for dataplane/dp_pkt.c: build -> parse round
+ * trips (IPv4, IPv6, 802.1Q, QinQ), checksums that verify, every prefix of
+ * a valid packet (truncation never reads past the end), inconsistent
+ * lengths, IP fragments, other protocols, ARP parse and reply. */
+#include <arpa/inet.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dp_pkt.h"
+#include "fg/wire.h"
+
+static uint8_t a4[16], b4[16], a6[16], b6[16];
+static const uint8_t mac_a[6] = {2, 0, 0, 0, 0, 0xa}, mac_b[6] = {2, 0, 0, 0, 0, 0xb};
+
+static uint32_t build(uint8_t *buf, int fam, bool vlan, uint32_t plen)
+{
+	struct dp_route rt = {0};
+	memcpy(rt.mac, mac_b, 6);
+	memcpy(rt.our_mac, mac_a, 6);
+	rt.has_vlan = vlan;
+	rt.vlan_tci = 0x2064;
+	uint32_t hl = dp_pkt_hdr_len(&rt, fam);
+	for (uint32_t i = 0; i < plen; i++)
+		buf[hl + i] = (uint8_t)(i * 7);
+	return dp_pkt_build_udp(buf, &rt, fam, fam == 6 ? a6 : a4, 5555, fam == 6 ? b6 : b4, 4242, plen, 9);
+}
+
+static uint16_t sum16(const uint8_t *p, size_t n, uint32_t s)
+{
+	for (size_t i = 0; i + 1 < n; i += 2)
+		s += (uint32_t)(p[i] << 8 | p[i + 1]);
+	if (n & 1)
+		s += (uint32_t)(p[n - 1] << 8);
+	while (s >> 16)
+		s = (s & 0xFFFF) + (s >> 16);
+	return (uint16_t)s;
+}
+
+static void roundtrip(int fam, bool vlan)
+{
+	uint8_t buf[2048];
+	uint32_t n = build(buf, fam, vlan, 301);
+	struct dp_pkt pk;
+	assert_int_equal(dp_pkt_parse(buf, n, &pk), DP_PKT_UDP);
+	assert_int_equal(pk.src.family, fam);
+	assert_memory_equal(pk.src.addr, fam == 6 ? a6 : a4, fam == 6 ? 16 : 4);
+	assert_memory_equal(pk.dst, fam == 6 ? b6 : b4, fam == 6 ? 16 : 4);
+	assert_int_equal(pk.src.port, 5555);
+	assert_int_equal(pk.dst_port, 4242);
+	assert_int_equal(pk.payload_len, 301);
+	for (uint32_t i = 0; i < 301; i++)
+		assert_int_equal(pk.payload[i], (uint8_t)(i * 7));
+	assert_memory_equal(pk.route.mac, mac_a, 6); /* replies go back to the source MAC */
+	assert_int_equal(pk.route.has_vlan, vlan);
+	if (vlan)
+		assert_int_equal(pk.route.vlan_tci, 0x2064);
+	/* checksums verify: IPv4 header sums to 0xFFFF; UDP over the pseudo-header too */
+	const uint8_t *l3 = buf + 14 + (vlan ? 4 : 0);
+	const uint8_t *udp = pk.payload - 8;
+	uint32_t ulen = 8 + 301, ps = 17 + ulen;
+	if (fam == 4) {
+		assert_int_equal(sum16(l3, 20, 0), 0xFFFF);
+		ps = sum16(l3 + 12, 8, ps);
+	} else {
+		ps = sum16(l3 + 8, 32, ps);
+	}
+	assert_int_equal(sum16(udp, ulen, ps), 0xFFFF);
+	/* every prefix is refused, never read past */
+	for (uint32_t k = 0; k < n; k++) {
+		uint8_t *cut = malloc(k ? k : 1);
+		memcpy(cut, buf, k);
+		enum dp_pkt_kind kind = dp_pkt_parse(cut, k, &pk);
+		assert_int_not_equal(kind, DP_PKT_UDP);
+		free(cut);
+	}
+}
+
+static void test_roundtrip_v4(void **st) { (void)st; roundtrip(4, false); }
+static void test_roundtrip_v4_vlan(void **st) { (void)st; roundtrip(4, true); }
+static void test_roundtrip_v6(void **st) { (void)st; roundtrip(6, false); }
+static void test_roundtrip_v6_vlan(void **st) { (void)st; roundtrip(6, true); }
+
+static void test_qinq(void **st)
+{
+	(void)st;
+	uint8_t buf[2048], q[2100];
+	uint32_t n = build(buf, 4, true, 20);
+	/* insert an 802.1ad outer tag in front of the 802.1Q one */
+	memcpy(q, buf, 12);
+	q[12] = 0x88, q[13] = 0xa8, q[14] = 0x00, q[15] = 0x05;
+	memcpy(q + 16, buf + 12, n - 12);
+	struct dp_pkt pk;
+	assert_int_equal(dp_pkt_parse(q, n + 4, &pk), DP_PKT_UDP);
+	assert_int_equal(pk.route.vlan_tci, 0x2064); /* the inner tag is the one replies keep */
+	assert_int_equal(pk.payload_len, 20);
+}
+
+static void test_inconsistent_lengths(void **st)
+{
+	(void)st;
+	uint8_t buf[2048];
+	uint32_t n = build(buf, 4, false, 100);
+	struct dp_pkt pk;
+	uint8_t c[2048];
+	memcpy(c, buf, n);
+	fg_put_be16(c + 14 + 2, (uint16_t)(n - 14 + 1)); /* IP total length past the frame */
+	assert_int_equal(dp_pkt_parse(c, n, &pk), DP_PKT_MALFORMED);
+	memcpy(c, buf, n);
+	fg_put_be16(c + 34 + 4, 200); /* UDP length past the IP payload */
+	assert_int_equal(dp_pkt_parse(c, n, &pk), DP_PKT_MALFORMED);
+	memcpy(c, buf, n);
+	fg_put_be16(c + 34 + 4, 7); /* UDP length below its header */
+	assert_int_equal(dp_pkt_parse(c, n, &pk), DP_PKT_MALFORMED);
+	memcpy(c, buf, n);
+	c[14] = 0x44; /* IHL 4 */
+	assert_int_equal(dp_pkt_parse(c, n, &pk), DP_PKT_MALFORMED);
+	memcpy(c, buf, n);
+	c[14] = 0x65; /* version 6 in an IPv4 ethertype */
+	assert_int_equal(dp_pkt_parse(c, n, &pk), DP_PKT_MALFORMED);
+	/* Ethernet padding after the IP packet is fine */
+	memcpy(c, buf, n);
+	memset(c + n, 0, 10);
+	assert_int_equal(dp_pkt_parse(c, n + 10, &pk), DP_PKT_UDP);
+	assert_int_equal(pk.payload_len, 100);
+}
+
+static void test_fragments_and_protocols(void **st)
+{
+	(void)st;
+	uint8_t buf[2048], c[2048];
+	uint32_t n = build(buf, 4, false, 100);
+	struct dp_pkt pk;
+	memcpy(c, buf, n);
+	c[14 + 6] = 0x20; /* MF */
+	assert_int_equal(dp_pkt_parse(c, n, &pk), DP_PKT_IP_FRAG);
+	memcpy(c, buf, n);
+	c[14 + 7] = 0x10; /* offset */
+	assert_int_equal(dp_pkt_parse(c, n, &pk), DP_PKT_IP_FRAG);
+	memcpy(c, buf, n);
+	c[14 + 9] = 6; /* TCP */
+	assert_int_equal(dp_pkt_parse(c, n, &pk), DP_PKT_NOT_UDP);
+	n = build(buf, 6, false, 100);
+	memcpy(c, buf, n);
+	c[14 + 6] = 44; /* IPv6 fragment header */
+	assert_int_equal(dp_pkt_parse(c, n, &pk), DP_PKT_IP_FRAG);
+	c[14 + 6] = 0; /* hop-by-hop options: extension headers are refused */
+	assert_int_equal(dp_pkt_parse(c, n, &pk), DP_PKT_NOT_UDP);
+	memcpy(c, buf, n);
+	c[12] = 0x88, c[13] = 0xcc; /* LLDP */
+	assert_int_equal(dp_pkt_parse(c, n, &pk), DP_PKT_NOT_UDP);
+}
+
+static void test_arp(void **st)
+{
+	(void)st;
+	uint8_t req[60] = {0};
+	memset(req, 0xff, 6);
+	memcpy(req + 6, mac_b, 6);
+	req[12] = 0x08, req[13] = 0x06, req[15] = 1, req[16] = 8, req[18] = 6, req[19] = 4, req[21] = 1;
+	memcpy(req + 22, mac_b, 6);
+	memcpy(req + 28, b4, 4);
+	memcpy(req + 38, a4, 4);
+	struct dp_pkt pk;
+	assert_int_equal(dp_pkt_parse(req, 60, &pk), DP_PKT_ARP);
+	assert_int_equal(pk.arp_op, 1);
+	assert_memory_equal(pk.arp_tpa, a4, 4);
+	uint8_t rep[64];
+	uint32_t n = dp_pkt_build_arp_reply(rep, &pk, mac_a, a4);
+	assert_int_equal(n, 60);
+	struct dp_pkt r;
+	assert_int_equal(dp_pkt_parse(rep, n, &r), DP_PKT_ARP);
+	assert_int_equal(r.arp_op, 2);
+	assert_memory_equal(r.arp_sha, mac_a, 6);
+	assert_memory_equal(r.arp_spa, a4, 4);
+	assert_memory_equal(r.arp_tpa, b4, 4);
+	assert_memory_equal(rep, mac_b, 6);
+	/* a truncated ARP is malformed */
+	assert_int_equal(dp_pkt_parse(req, 14 + 27, &pk), DP_PKT_MALFORMED);
+}
+
+int main(void)
+{
+	inet_pton(AF_INET, "10.1.2.3", a4);
+	inet_pton(AF_INET, "10.1.2.4", b4);
+	inet_pton(AF_INET6, "fd00::3", a6);
+	inet_pton(AF_INET6, "fd00::4", b6);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip_v4),
+		cmocka_unit_test(test_roundtrip_v4_vlan),
+		cmocka_unit_test(test_roundtrip_v6),
+		cmocka_unit_test(test_roundtrip_v6_vlan),
+		cmocka_unit_test(test_qinq),
+		cmocka_unit_test(test_inconsistent_lengths),
+		cmocka_unit_test(test_fragments_and_protocols),
+		cmocka_unit_test(test_arp),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
