@@ -17,15 +17,17 @@
 #    self-signed CA, a corruption injected on line 3: exit 0, every seed bit
 #    exact, divergence visible.
 #
-# Usage: test_fleet_selfcheck.sh FANOFLEET [FANOGATE]
-#        (or FANOFLEET / FANOGATE in the environment; FANOGATE may be absent)
+# Usage: test_fleet_selfcheck.sh [FANOFLEET [FANOGATE]]
+#        (or FANOFLEET / FANOGATE, or FG_BUILD_DIR, in the environment;
+#        fanogate may be absent: its part is then skipped)
 # Loopback only; every process is bounded in time and killed on exit.
 set -uo pipefail
 
-FLEET=${1:-${FANOFLEET:-}}
-GATE=${2:-${FANOGATE:-}}
+B=${FG_BUILD_DIR:-}
+FLEET=${1:-${FANOFLEET:-${B:+$B/tools/fleet/fanofleet}}}
+GATE=${2:-${FANOGATE:-${B:+$B/control/daemon/fanogate}}}
 if [ -z "$FLEET" ] || [ ! -x "$FLEET" ]; then
-	echo "SKIP: fanofleet binary not given (arg 1 or FANOFLEET)"; exit 77
+	echo "SKIP: fanofleet binary not found (arg 1, FANOFLEET or FG_BUILD_DIR)"; exit 77
 fi
 T=$(mktemp -d /tmp/fgfl-selfcheck.XXXXXX)
 pids=()
