@@ -1,9 +1,10 @@
 /* audit_rec.c - audit record codec, hash chain and verification (pure: no
- * I/O, no logging, no state beyond the caller's chain).
+ * I/O, no logging, no state beyond the caller's chain and a process-wide
+ * fetched SHA-256 method).
  *
  * Owns the byte layout documented in include/fg/audit.h. Any thread may call
- * it. SHA-256 comes from OpenSSL's libcrypto one-shot SHA256() (computation
- * only); the checksum is XXH3-64 from libxxhash.
+ * it. SHA-256 comes from OpenSSL's libcrypto (EVP, computation only); the
+ * checksum is XXH3-64 from libxxhash.
  *
  * Payload layouts (little-endian; "str" is a u8 length then that many bytes,
  * length < the field's size so the decoded string always has its NUL):
@@ -25,11 +26,33 @@
 #include <errno.h>
 #include <string.h>
 
+#include <pthread.h>
+
+#include <openssl/evp.h>
 #include <openssl/sha.h>
 #include <xxhash.h>
 
 #include "fg/audit.h"
 #include "fg/wire.h"
+
+/* OpenSSL 3's one-shot SHA256() looks the algorithm up in the provider
+ * store on every call (1.26 us per 120-byte record here); fetching it once
+ * and using EVP_Digest costs 0.55 us (measured, bench/audit). The fetched
+ * method lives as long as the process. SHA256() stays as the fallback. */
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void sha256_fetch(void)
+{
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+static void sha256(const uint8_t *p, size_t n, uint8_t out[FG_AUDIT_HASH_LEN])
+{
+	(void)pthread_once(&sha256_once, sha256_fetch);
+	if (!sha256_md || EVP_Digest(p, n, out, NULL, sha256_md, NULL) != 1)
+		SHA256(p, n, out);
+}
 
 #define VERDICT_LEN 64u
 #define CONFLICT_LEN 12u
@@ -85,6 +108,11 @@ const char *fg_audit_reason_name(int r)
 void fg_audit_chain_init(struct fg_audit_chain *ch)
 {
 	memset(ch, 0, sizeof(*ch));
+}
+
+void fg_audit_record_hash(const uint8_t *rec, uint8_t out[FG_AUDIT_HASH_LEN])
+{
+	sha256(rec, fg_le32(rec) - FG_AUDIT_TRAILER_LEN, out);
 }
 
 void fg_audit_hex(const uint8_t hash[FG_AUDIT_HASH_LEN], char out[2 * FG_AUDIT_HASH_LEN + 1])
@@ -390,7 +418,7 @@ ssize_t fg_audit_encode(struct fg_audit_chain *ch, unsigned type, uint64_t time_
 	memcpy(hdr + 24, ch->head, FG_AUDIT_HASH_LEN);
 	size_t body = w.n - FG_AUDIT_TRAILER_LEN;
 	fg_put_le64(trailer, XXH3_64bits(buf, body));
-	SHA256(buf, body, ch->head);
+	sha256(buf, body, ch->head);
 	ch->next_seq++;
 	return (ssize_t)w.n;
 }
@@ -434,7 +462,7 @@ ssize_t fg_audit_decode(const uint8_t *buf, size_t len, struct fg_audit_rec *out
 	struct rbuf r = { .p = buf + FG_AUDIT_HDR_LEN, .len = body - FG_AUDIT_HDR_LEN };
 	if (!decode_payload(&r, type, &rec.p))
 		return -FG_AR_PAYLOAD;
-	SHA256(buf, body, rec.hash);
+	sha256(buf, body, rec.hash);
 	*out = rec;
 	return (ssize_t)rlen;
 }

@@ -35,7 +35,6 @@
 #include <unistd.h>
 
 #include <liburing.h>
-#include <openssl/sha.h>
 
 #include "cp_audit_log.h"
 #include "fg/wire.h"
@@ -366,8 +365,7 @@ static void finish_io(struct cp_audit_log *l)
 	}
 	l->file_off += l->ilen;
 	l->durable_next = l->ilast_seq + 1;
-	uint32_t last_len = fg_le32(l->ibuf + l->ilast_off);
-	SHA256(l->ibuf + l->ilast_off, last_len - FG_AUDIT_TRAILER_LEN, l->durable_head);
+	fg_audit_record_hash(l->ibuf + l->ilast_off, l->durable_head);
 	l->st.durable_records += l->irecords;
 	l->inflight = false;
 	if (l->cfg.on_durable)

@@ -255,6 +255,10 @@ FG_MUST_CHECK int fg_audit_verify_more(const uint8_t *buf, size_t len, struct fg
  * end), false when it is corruption a person must look at. */
 bool fg_audit_tail_is_torn(const struct fg_audit_scan *s, uint64_t file_len);
 
+/* The chain hash of one encoded record at rec (its len field is trusted:
+ * call on records this process encoded or decoded). */
+void fg_audit_record_hash(const uint8_t *rec, uint8_t out[FG_AUDIT_HASH_LEN]);
+
 /* Hex of a hash into out[65]. */
 void fg_audit_hex(const uint8_t hash[FG_AUDIT_HASH_LEN], char out[2 * FG_AUDIT_HASH_LEN + 1]);
 
