@@ -382,6 +382,18 @@ if [ -f "$RUN/fleet.json" ]; then
 	printf '   %-34s %s\n' "audit log verify" "$([ $AUDIT_OK = 1 ] && echo ok || echo FAILED)"
 	printf '   %-34s %s\n' "lines demoted (active -> shadow)" "$( { [ $DEMOTED = 1 ] && grep -hoE 'line [0-9] \([0-9,]+\): active -> shadow' "$RUN/fanogate.log" | sed 's/: active -> shadow//' | paste -sd,; } || echo NO)"
 	printf '   %-34s %s\n' "alerts fired" "$(wc -l <"$RUN/alerts.log")"
+	if echo "$LINES_TXT" | grep -q 'line=.*state='; then
+		printf '   %-34s\n' "line states after the run (fanoctl lines)"
+		echo "$LINES_TXT" | awk '/line=[0-9] .*state=/ {
+			n = ""; st = ""; v = ""; d = ""
+			for (i = 1; i <= NF; i++) {
+				split($i, kv, "=")
+				if (kv[1] == "name") n = kv[2]; else if (kv[1] == "state") st = kv[2]
+				else if (kv[1] == "verdicts") v = kv[2]; else if (kv[1] == "divergences") d = kv[2]
+			}
+			if (v + 0 > 0) printf "     %-9s %-8s %6s verdicts %3s divergent\n", n, st, v, d
+		}'
+	fi
 	printf '   %-34s\n' "jump delivery latency (last contribution sent -> resolved seed received)"
 	/usr/bin/python3 - "$RUN/fleet.json" <<'PY'
 import json, sys
