@@ -17,9 +17,11 @@
 
 #define CP_HOUSE_NS (100ull * 1000 * 1000)
 #define CP_LINGER_NS (2ull * 1000 * 1000 * 1000)
+#define CP_LINGER_BYTES (4u << 20)
 #define CP_IN_INITIAL 16384u
 
 static void conn_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
+static void conn_linger(struct cp_conn *c);
 static void conn_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
 static void conn_free_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
 static void conn_arm_recv(struct cp_conn *c);
@@ -90,6 +92,12 @@ static void conn_free_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 	(void)l; (void)res; (void)flags;
 	struct cp_conn *c = cp_container_of(op, struct cp_conn, free_op);
 	struct cp_server *s = c->srv;
+	if (c->dirty) /* rare: unlink from the batch's flush list */
+		for (struct cp_conn **pp = &s->dirty; *pp; pp = &(*pp)->dnext)
+			if (*pp == c) {
+				*pp = c->dnext;
+				break;
+			}
 	if (c->fd >= 0)
 		close(c->fd);
 	cp_ws_fini(c);
@@ -138,6 +146,28 @@ void cp_conn_close(struct cp_conn *c, const char *why)
 	conn_maybe_free(c);
 }
 
+/* Everything we had to say is on the wire: half-close and keep reading
+ * (discarding) until the peer closes, the linger deadline passes, or
+ * CP_LINGER_BYTES arrived. Closing with unread input would make the kernel
+ * send a RST that can destroy our last answer before the peer reads it (a
+ * client still sending a refused oversize body). */
+static void conn_linger(struct cp_conn *c)
+{
+	if (c->lingering || c->dead)
+		return;
+	c->lingering = true;
+	shutdown(c->fd, SHUT_WR);
+	cp_conn_set_deadline(c, CP_DL_LINGER, CP_LINGER_NS);
+	if (!c->recv_armed) {
+		c->recv_op.fn = conn_recv_done;
+		if (cp_loop_recv(c->srv->loop, &c->recv_op, c->fd, c->rbuf, sizeof(c->rbuf)) < 0) {
+			cp_conn_close(c, "recv: ring full");
+			return;
+		}
+		c->recv_armed = true;
+	}
+}
+
 void cp_conn_close_after_flush(struct cp_conn *c, const char *why)
 {
 	if (c->dead || c->closing)
@@ -149,10 +179,32 @@ void cp_conn_close_after_flush(struct cp_conn *c, const char *why)
 	cp_conn_flush(c);
 	cp_conn_set_deadline(c, CP_DL_LINGER, CP_LINGER_NS);
 	if (!c->sq_head && !c->send_armed)
-		cp_conn_close(c, why);
+		conn_linger(c);
 }
 
 /* ---- sending -------------------------------------------------------------- */
+void cp_conn_flush_later(struct cp_conn *c)
+{
+	if (c->dirty || c->dead)
+		return;
+	c->dirty = true;
+	c->dnext = c->srv->dirty;
+	c->srv->dirty = c;
+}
+
+static void server_batch_end(struct cp_loop *l, void *arg)
+{
+	(void)l;
+	struct cp_server *s = arg;
+	while (s->dirty) {
+		struct cp_conn *c = s->dirty;
+		s->dirty = c->dnext;
+		c->dirty = false;
+		c->dnext = NULL;
+		cp_conn_flush(c);
+	}
+}
+
 bool cp_conn_has_room(const struct cp_conn *c, size_t len)
 {
 	return c->sq_bytes + c->pout_len + cp_tls_out_pending(&c->tls) + len <= c->srv->cfg->send_queue_max;
@@ -269,7 +321,7 @@ static void conn_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 	if (c->sq_head) {
 		conn_kick_send(c);
 	} else if (c->closing) {
-		cp_conn_close(c, "flushed");
+		conn_linger(c);
 		return;
 	}
 	/* Invariant 3: resume reading once the queue drained below a quarter. */
@@ -404,6 +456,22 @@ static void conn_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 	}
 	if (res <= 0) {
 		cp_conn_close(c, res == 0 ? "peer closed" : "recv failed");
+		return;
+	}
+	if (c->closing) {
+		/* Input after we decided to close is discarded (bounded). */
+		c->lingered += (size_t)res;
+		if (!c->lingering)
+			return; /* conn_linger re-arms once the output is out */
+		if (c->lingered > CP_LINGER_BYTES) {
+			cp_conn_close(c, "linger limit");
+			return;
+		}
+		c->recv_op.fn = conn_recv_done;
+		if (cp_loop_recv(c->srv->loop, &c->recv_op, c->fd, c->rbuf, sizeof(c->rbuf)) < 0)
+			cp_conn_close(c, "recv: ring full");
+		else
+			c->recv_armed = true;
 		return;
 	}
 	if (cp_tls_feed(&c->tls, c->rbuf, (size_t)res) < 0) {
@@ -693,6 +761,8 @@ int cp_server_start(struct cp_server *s, struct cp_loop *l, const struct fg_conf
 		return r;
 	}
 	s->accept_armed = true;
+	l->batch_end = server_batch_end;
+	l->batch_arg = s;
 	return 0;
 }
 

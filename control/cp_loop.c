@@ -87,6 +87,8 @@ int cp_loop_run(struct cp_loop *l)
 		io_uring_cq_advance(&l->ring, n);
 		l->st.cqes += n;
 		l->st.batches++;
+		if (l->batch_end)
+			l->batch_end(l, l->batch_arg);
 	}
 	return 0;
 }

@@ -51,6 +51,10 @@ struct cp_loop {
 	bool multishot_accept_ok; /* cleared when the kernel refuses multishot accept */
 	unsigned pending;          /* SQEs prepared but not yet submitted */
 	struct cp_loop_stats st;
+	/* Called once after each batch of completions, before the next submit
+	 * (the server flushes output that several callbacks queued). */
+	void (*batch_end)(struct cp_loop *l, void *arg);
+	void *batch_arg;
 };
 
 /* Set up a ring of `entries` SQEs. Returns 0 or -errno. */

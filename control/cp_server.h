@@ -94,7 +94,8 @@ struct cp_conn {
 	uint32_t idx, gen;
 	int fd;
 	enum cp_conn_state state;
-	bool dead, closing, read_paused, proto_blocked, free_queued, in_process;
+	bool dead, closing, lingering, read_paused, proto_blocked, free_queued, in_process, dirty;
+	size_t lingered; /* bytes discarded while closing */
 	bool recv_armed, send_armed;
 	int busy;
 	struct cp_op recv_op, send_op, free_op;
@@ -115,6 +116,7 @@ struct cp_conn {
 	struct cp_ws_state ws;
 	struct cp_conn *prev, *next;   /* all connections */
 	struct cp_conn *lprev, *lnext; /* WS sessions, or GETs waiting for a seed */
+	struct cp_conn *dnext;         /* output staged, flush at the end of the batch */
 	bool on_list;
 	uint8_t rbuf[CP_RBUF_LEN];
 };
@@ -141,6 +143,7 @@ struct cp_server {
 	struct cp_conn *all;
 	struct cp_conn *ws_list;   /* WebSocket sessions (subscribers) */
 	struct cp_conn *wait_list; /* GETs waiting for a seed */
+	struct cp_conn *dirty;     /* connections to flush at the end of the loop batch */
 	bool stopping;
 	uint64_t started_ns;
 	struct cp_server_stats st;
@@ -171,6 +174,10 @@ FG_MUST_CHECK int cp_conn_put(struct cp_conn *c, const void *buf, size_t len);
 /* Encrypt the staged plaintext (one SSL_write: records of up to 16 KiB),
  * move the TLS output to the send queue and start sending. */
 void cp_conn_flush(struct cp_conn *c);
+/* Flush at the end of the current batch of completions: output queued by
+ * several events (statuses from the lanes, pushes of several seeds) leaves
+ * in one TLS write and one sendmsg. */
+void cp_conn_flush_later(struct cp_conn *c);
 /* Whether len more bytes fit under the send-queue bound. */
 bool cp_conn_has_room(const struct cp_conn *c, size_t len);
 /* Close at once (why is logged at debug). Safe to call twice. */

@@ -109,7 +109,7 @@ static void ws_status(struct cp_conn *c, const struct fg_status *st)
 	c->ws.msgs_out++;
 	c->srv->st.ws_msgs_out++;
 	if (!c->in_process)
-		cp_conn_flush(c);
+		cp_conn_flush_later(c);
 }
 
 void cp_ws_on_done(struct cp_conn *c, const struct cp_engine_result *r) { ws_status(c, &r->status); }
@@ -222,5 +222,5 @@ void cp_ws_push(struct cp_conn *c, uint16_t layer, const uint8_t *frame, size_t 
 	/* Pushes are traffic: a pure subscriber is not idle while seeds flow. */
 	ws_idle(c);
 	if (!c->in_process)
-		cp_conn_flush(c);
+		cp_conn_flush_later(c);
 }

@@ -212,6 +212,15 @@ def main():
         r = raw(b"POST /residual-seed HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode() +
                 b"\r\nContent-Length: 99999999\r\n\r\n")
         check(r[0] == 413, "Content-Length above ws_max_message: 413")
+        # ... and a client that keeps sending the refused body still reads the
+        # 413 (lingering close: no RST over unread input)
+        s = d.tls_socket()
+        big = b"\x00" * (1536 * 1024)
+        s.sendall(b"POST /residual-seed HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode() +
+                  b"\r\nContent-Length: " + str(len(big)).encode() + b"\r\n\r\n" + big)
+        st, h, b, _ = http_read_response(s)
+        check(st == 413 and h.get("connection") == "close", "oversize body sent in full: the 413 still arrives")
+        s.close()
 
     # slowloris: a head that never completes is cut at handshake_timeout_ms
     with Daemon(handshake_ms=400) as d:
