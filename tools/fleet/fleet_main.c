@@ -69,6 +69,8 @@ static void usage(FILE *f)
 "traffic:\n"
 "  --mix udp=W,wss=W,https=W   ingress weights (1,1,1; unavailable ones are skipped)\n"
 "  --assign layer|slot|station how stations pick an ingress (layer)\n"
+"  --station SPEC=INGRESS  force stations (repeatable): SPEC attn|down|all[FIRST[-LAST]],\n"
+"                        e.g. attn=wss, down0-13=udp (DOWN sends x and ffn, ATTN attn)\n"
 "  --mode chain|burst    chain: a token's next layer waits for the resolved seed (chain)\n"
 "  --rate R              tokens per second, 0 = as fast as the window allows (0)\n"
 "  --window N            tokens in flight (8)\n"
@@ -141,6 +143,51 @@ static int parse_mix(const char *s, double *mix)
 	return 0;
 }
 
+static int ingress_of(const char *s);
+
+/* --station SPEC=INGRESS, SPEC = attn|down|all [FIRST[-LAST]] (layer indices
+ * of the stations, 0-based): "attn=wss", "down0-13=udp", "all5=https". */
+static int parse_station(const char *arg, struct fl_run_opts *o)
+{
+	char spec[64];
+	const char *eq = strchr(arg, '=');
+	if (!eq || (size_t)(eq - arg) >= sizeof spec)
+		return -EINVAL;
+	memcpy(spec, arg, (size_t)(eq - arg));
+	spec[eq - arg] = 0;
+	int ing = ingress_of(eq + 1);
+	if (ing < 0)
+		return -EINVAL;
+	bool down = false, attn = false;
+	char *p = spec;
+	if (!strncmp(p, "attn", 4)) { attn = true; p += 4; }
+	else if (!strncmp(p, "down", 4)) { down = true; p += 4; }
+	else if (!strncmp(p, "all", 3)) { attn = down = true; p += 3; }
+	else return -EINVAL;
+	unsigned lo = 0, hi = 31;
+	if (*p) {
+		char *end;
+		lo = hi = (unsigned)strtoul(p, &end, 10);
+		if (end == p)
+			return -EINVAL;
+		if (*end == '-') {
+			p = end + 1;
+			hi = (unsigned)strtoul(p, &end, 10);
+			if (end == p)
+				return -EINVAL;
+		}
+		if (*end || lo > hi || hi > 31)
+			return -EINVAL;
+	}
+	for (unsigned l = lo; l <= hi; l++) {
+		if (down)
+			o->station_ingress[0][l] = (int8_t)ing;
+		if (attn)
+			o->station_ingress[1][l] = (int8_t)ing;
+	}
+	return 0;
+}
+
 static int ingress_of(const char *s)
 {
 	for (unsigned i = 0; i < FL_IN_COUNT; i++)
@@ -171,7 +218,7 @@ enum {
 	O_DROP_CWND, O_UDP, O_UDP_BIND, O_MTU, O_RTO, O_CONSUMER, O_NO_CACK, O_TLS, O_SNI, O_CA, O_INSECURE,
 	O_CERT, O_KEY, O_TOKEN, O_TOKEN_FILE, O_WSS_CONNS, O_HTTPS_CONNS, O_NO_SUB, O_SLOT_TO, O_DURATION,
 	O_MAX_MISSING, O_JSON, O_SAMPLES, O_QUIET, O_FAKE, O_LISTEN, O_FAKE_DROP, O_NO_ACK, O_RELAY, O_HOPS,
-	O_WARMUP, O_HELP, O_VERSION,
+	O_WARMUP, O_HELP, O_VERSION, O_STATION,
 };
 
 static const struct option longopts[] = {
@@ -192,7 +239,7 @@ static const struct option longopts[] = {
 	{ "samples", 1, 0, O_SAMPLES }, { "quiet", 0, 0, O_QUIET }, { "fake-receiver", 0, 0, O_FAKE },
 	{ "listen", 1, 0, O_LISTEN }, { "fake-drop", 1, 0, O_FAKE_DROP }, { "no-ack", 0, 0, O_NO_ACK },
 	{ "relay-bench", 0, 0, O_RELAY }, { "hops", 1, 0, O_HOPS }, { "warmup", 1, 0, O_WARMUP },
-	{ "help", 0, 0, O_HELP }, { "version", 0, 0, O_VERSION }, { 0, 0, 0, 0 },
+	{ "station", 1, 0, O_STATION }, { "help", 0, 0, O_HELP }, { "version", 0, 0, O_VERSION }, { 0, 0, 0, 0 },
 };
 
 static int bad(const char *opt, const char *val)
@@ -234,6 +281,7 @@ int main(int argc, char **argv)
 		case O_SEED: if (!num(optarg, 0, 1.8e19, &v)) return bad(name, optarg); o.seed = (uint64_t)v; break;
 		case O_TOKEN_BASE: if (!num(optarg, 0, 4e9, &v)) return bad(name, optarg); o.token_base = (uint32_t)v; break;
 		case O_MIX: if (parse_mix(optarg, o.mix) < 0) return bad(name, optarg); break;
+		case O_STATION: if (parse_station(optarg, &o) < 0) return bad(name, optarg); break;
 		case O_ASSIGN:
 			if (!strcmp(optarg, "layer")) o.assign = FL_ASSIGN_LAYER;
 			else if (!strcmp(optarg, "slot")) o.assign = FL_ASSIGN_SLOT;

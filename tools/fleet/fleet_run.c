@@ -130,6 +130,7 @@ void fl_run_opts_default(struct fl_run_opts *o)
 	o->token_base = 1;
 	o->mix[FL_IN_UDP] = o->mix[FL_IN_WSS] = o->mix[FL_IN_HTTPS] = 1.0;
 	o->assign = FL_ASSIGN_LAYER;
+	memset(o->station_ingress, -1, sizeof o->station_ingress);
 	o->mode = FL_MODE_CHAIN;
 	o->window = 8;
 	o->canon = FL_CANON_DIGEST;
@@ -373,6 +374,9 @@ static unsigned pick_ingress(struct engine *e, uint64_t key)
 
 static unsigned ingress_for(struct engine *e, uint64_t idx, unsigned d, unsigned role)
 {
+	int8_t forced = e->o->station_ingress[role == 1 ? 1 : 0][(d - 1) & 31u];
+	if (forced >= 0)
+		return (unsigned)forced; /* checked available at set-up */
 	switch (e->o->assign) {
 	case FL_ASSIGN_SLOT:
 		return pick_ingress(e, (idx << 8) | d);
@@ -643,6 +647,18 @@ static int setup(struct engine *e)
 		}
 		e->avail[FL_IN_HTTPS] = o->mix[FL_IN_HTTPS] > 0 && e->n_https > 0;
 	}
+	for (unsigned k = 0; k < 2; k++)
+		for (unsigned l = 0; l + 1 < o->layers; l++) {
+			int8_t g = o->station_ingress[k][l];
+			bool ok = g < 0 || (g == FL_IN_UDP && e->udp[0]) || (g == FL_IN_WSS && e->n_wss > 0) ||
+				  (g == FL_IN_HTTPS && e->n_https > 0);
+			if (!ok) {
+				fprintf(stderr, "fleet: --station: the %s station of layer %u uses %s, which is not "
+					"configured (give its target and a --mix weight > 0)\n", k ? "ATTN" : "DOWN", l,
+					fl_ingress_name((unsigned)g));
+				return -1;
+			}
+		}
 	double sum = 0;
 	for (unsigned i = 0; i < FL_IN_COUNT; i++)
 		sum += e->avail[i] ? o->mix[i] : 0;

@@ -19,6 +19,10 @@ struct fl_run_opts {
 	/* traffic */
 	double mix[FL_IN_COUNT]; /* weights per ingress */
 	enum fl_assign assign;
+	/* Explicit per-station ingress (--station), -1 = by the mix:
+	 * [0][l] the DOWN station of layer l (sends x_l and ffn_l),
+	 * [1][l] the ATTN station of layer l (sends attn_l). */
+	int8_t station_ingress[2][32];
 	enum fl_mode mode;
 	double rate;             /* tokens per second, 0 = as fast as the window allows */
 	uint32_t window;         /* tokens in flight */
