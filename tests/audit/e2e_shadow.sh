@@ -41,6 +41,9 @@ path = $DIR/fanogate.audit
 group_commit_us = 0
 alert_command = env | grep ^FG_ | sort > $DIR/alert.tmp && mv $DIR/alert.tmp $DIR/alert.\$FG_EVENT
 alert_min_interval_ms = 0
+[slots]
+# generous: under a sanitizer on a loaded box a slot must not expire
+deadline_ms = 10000
 [lines]
 auto_promote = true
 promote_count = 100000
