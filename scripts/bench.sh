@@ -6,6 +6,7 @@
 #               receiver when it is built, else fanofleet --fake-receiver)
 #   wss         fanofleet -> wss:///flow -> fanogate, seeds pushed over wss
 #   https       fanofleet -> HTTPS POST /residual-seed -> fanogate, pushed over wss
+#   https-pull  HTTPS POST in, GET /residual-seed/L/T (long poll) out: all-HTTPS
 #   wss-local, https-local   the same with fanogate --no-dataplane (no lanes)
 #   relay       the canonical chain's extra hop: DOWN -> coordinator -> next
 #               ATTN over HTTPS keep-alive on loopback (fanofleet --relay-bench)
@@ -234,6 +235,7 @@ fi
 TLSARGS=(--tls "$TLS_IP:$TLS_PORT" --sni fanogate.bench --ca "$T/cert.pem" --token-file "$T/tokens")
 run_fleet wss "${TLSARGS[@]}" --mix wss=1 --wss-conns 1 --token-base 200000
 run_fleet https "${TLSARGS[@]}" --mix https=1 --https-conns 3 --token-base 300000
+run_fleet https-pull "${TLSARGS[@]}" --mix https=1 --https-conns 3 --no-subscribe --pull 2 --token-base 350000
 stop_gate
 # The same TLS paths with the control plane owning the slots itself
 # (--no-dataplane): no dataplane lanes between TLS and the slot table.
@@ -292,7 +294,8 @@ say "report"
 
 if [ $SMOKE -eq 1 ]; then
 	missing=()
-	for f in jump.json jump.png table.txt relay.samples path-wss.json path-https.json path-kernel-udp.json; do
+	for f in jump.json jump.png table.txt relay.samples path-wss.json path-https.json path-https-pull.json \
+		path-kernel-udp.json; do
 		[ -s "$OUT/$f" ] || missing+=("$f")
 	done
 	[ $MODE = none ] || [ -s "$OUT/path-dpdk-udp.json" ] || missing+=(path-dpdk-udp.json)

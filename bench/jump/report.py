@@ -21,6 +21,7 @@ ORDER = [
     ("kernel-udp", "UDP fragmented -> kernel-socket receiver"),
     ("wss", "wss:// /flow -> fanogate (push over wss)"),
     ("https", "HTTPS POST -> fanogate (push over wss)"),
+    ("https-pull", "HTTPS POST -> fanogate, GET long poll back"),
     ("wss-local", "wss:// -> fanogate --no-dataplane"),
     ("https-local", "HTTPS POST -> fanogate --no-dataplane"),
     ("relay", "canonical chain: DOWN -> coordinator -> ATTN (HTTPS keep-alive)"),

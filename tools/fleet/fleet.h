@@ -217,6 +217,8 @@ void fl_ws_flush(struct fl_conn *c, uint64_t now);
  * connection (keep-alive), the rest wait in order. */
 FG_MUST_CHECK int fl_https_post(struct fl_conn *c, const char *path, const uint8_t *body, uint32_t len,
 				uint64_t tag, uint64_t now);
+/* HTTPS: queue a GET of path (same ordering rules as fl_https_post). */
+FG_MUST_CHECK int fl_https_get(struct fl_conn *c, const char *path, uint64_t tag, uint64_t now);
 /* Requests queued or awaiting a response (HTTPS). */
 size_t fl_conn_backlog(const struct fl_conn *c);
 const struct fl_conn_stats *fl_conn_stats(const struct fl_conn *c);

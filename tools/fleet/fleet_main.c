@@ -98,6 +98,8 @@ static void usage(FILE *f)
 "  --wss-conns N         WebSocket connections (2); the first subscribes ?layers=all\n"
 "  --https-conns N       HTTPS keep-alive connections (4)\n"
 "  --no-subscribe        do not subscribe to resolved seeds over WSS\n"
+"  --pull N              also fetch every seed with GET /residual-seed/L/T (long poll)\n"
+"                        over N HTTPS connections (give N >= --window)\n"
 "run:\n"
 "  --slot-timeout-ms N   a slot without a resolved seed by then is missing (2000)\n"
 "  --duration S          hard time limit (none)\n"
@@ -218,7 +220,7 @@ enum {
 	O_DROP_CWND, O_UDP, O_UDP_BIND, O_MTU, O_RTO, O_CONSUMER, O_NO_CACK, O_TLS, O_SNI, O_CA, O_INSECURE,
 	O_CERT, O_KEY, O_TOKEN, O_TOKEN_FILE, O_WSS_CONNS, O_HTTPS_CONNS, O_NO_SUB, O_SLOT_TO, O_DURATION,
 	O_MAX_MISSING, O_JSON, O_SAMPLES, O_QUIET, O_FAKE, O_LISTEN, O_FAKE_DROP, O_NO_ACK, O_RELAY, O_HOPS,
-	O_WARMUP, O_HELP, O_VERSION, O_STATION,
+	O_WARMUP, O_HELP, O_VERSION, O_STATION, O_PULL,
 };
 
 static const struct option longopts[] = {
@@ -239,7 +241,7 @@ static const struct option longopts[] = {
 	{ "samples", 1, 0, O_SAMPLES }, { "quiet", 0, 0, O_QUIET }, { "fake-receiver", 0, 0, O_FAKE },
 	{ "listen", 1, 0, O_LISTEN }, { "fake-drop", 1, 0, O_FAKE_DROP }, { "no-ack", 0, 0, O_NO_ACK },
 	{ "relay-bench", 0, 0, O_RELAY }, { "hops", 1, 0, O_HOPS }, { "warmup", 1, 0, O_WARMUP },
-	{ "station", 1, 0, O_STATION }, { "help", 0, 0, O_HELP }, { "version", 0, 0, O_VERSION }, { 0, 0, 0, 0 },
+	{ "station", 1, 0, O_STATION }, { "pull", 1, 0, O_PULL }, { "help", 0, 0, O_HELP }, { "version", 0, 0, O_VERSION }, { 0, 0, 0, 0 },
 };
 
 static int bad(const char *opt, const char *val)
@@ -340,6 +342,7 @@ int main(int argc, char **argv)
 		case O_WSS_CONNS: if (!num(optarg, 0, 64, &v)) return bad(name, optarg); o.wss_conns = (uint32_t)v; break;
 		case O_HTTPS_CONNS: if (!num(optarg, 0, 64, &v)) return bad(name, optarg); o.https_conns = (uint32_t)v; break;
 		case O_NO_SUB: o.subscribe = false; break;
+		case O_PULL: if (!num(optarg, 0, 64, &v)) return bad(name, optarg); o.pull_conns = (uint32_t)v; break;
 		case O_SLOT_TO: if (!num(optarg, 1, 600000, &v)) return bad(name, optarg); o.slot_timeout_ms = (uint32_t)v; break;
 		case O_DURATION: if (!num(optarg, 0, 86400, &v)) return bad(name, optarg); o.duration_s = (uint32_t)v; fk.duration_s = o.duration_s; break;
 		case O_MAX_MISSING: if (!num(optarg, 0, 1e12, &v)) return bad(name, optarg); o.max_missing = (uint64_t)v; break;

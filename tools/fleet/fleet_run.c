@@ -39,6 +39,7 @@
 #include "fleet_run.h"
 
 #define ROLE_CANON 3u
+#define TAG_PULL 0x8000u /* tag bit: the answer to a pull GET */
 #define MAX_CONNS 64u
 #define NAME_SLOTS 40u
 
@@ -95,7 +96,9 @@ struct engine {
 	SSL_CTX *ssl;
 	struct fl_conn *wss[MAX_CONNS];
 	struct fl_conn *https[MAX_CONNS];
-	uint32_t n_wss, n_https;
+	struct fl_conn *pull[MAX_CONNS];
+	uint32_t n_wss, n_https, n_pull;
+	uint64_t pull_sent, pull_ok, pull_other;
 	bool avail[FL_IN_COUNT];
 	double cum[FL_IN_COUNT]; /* cumulative normalised weights */
 	/* results */
@@ -215,11 +218,21 @@ static void on_status(void *ctx, const struct fg_status *st, enum fl_ingress via
 		note_error(e, "status reason %s (layer %u)", fg_reason_name(st->reason), (unsigned)st->dst_layer);
 }
 
+static void on_frame(void *ctx, const struct fg_frame *f, enum fl_path path, uint64_t now);
+
 static void on_response(void *ctx, uint64_t tag, int status, const char *body, size_t len, uint64_t now)
 {
 	struct engine *e = ctx;
-	(void)now;
-	(void)tag;
+	if (tag & TAG_PULL) {
+		struct fg_frame f;
+		if (status == 200 && fg_frame_decode((const uint8_t *)body, len, FG_TRANSPORT_MESSAGE, &f) > 0) {
+			e->pull_ok++;
+			on_frame(e, &f, FL_PATH_HTTPS_PULL, now);
+		} else {
+			e->pull_other++;
+		}
+		return;
+	}
 	e->statuses[FL_IN_HTTPS]++;
 	json_error_t je;
 	json_t *j = json_loadb(body, len, 0, &je);
@@ -501,6 +514,15 @@ static void send_slot(struct engine *e, struct token *t, unsigned d, uint64_t no
 	}
 	if (s->dropped)
 		e->dropped++;
+	if (e->n_pull > 0) {
+		/* Long poll: the appliance holds the GET until the slot resolves
+		 * (or its deadline passes). */
+		char path[64];
+		snprintf(path, sizeof path, "/residual-seed/%u/%u", d, token_seq);
+		struct fl_conn *c = least_backlog(e->pull, e->n_pull);
+		if (c && fl_https_get(c, path, tag_of(t->idx, d, ROLE_CANON) | TAG_PULL, now) == 0)
+			e->pull_sent++;
+	}
 	if (o->canon == FL_CANON_NONE)
 		return;
 	/* The coordinator's canonical report for the shadow audit. */
@@ -646,6 +668,14 @@ static int setup(struct engine *e)
 			e->n_https++;
 		}
 		e->avail[FL_IN_HTTPS] = o->mix[FL_IN_HTTPS] > 0 && e->n_https > 0;
+		for (uint32_t i = 0; i < o->pull_conns && i < MAX_CONNS; i++) {
+			e->pull[i] = fl_conn_open(e->ssl, &o->tls, FL_CONN_HTTPS, NULL, &cb, err, sizeof err);
+			if (!e->pull[i]) {
+				fprintf(stderr, "fleet: https://%s:%u (pull): %s\n", o->tls.host, o->tls.port, err);
+				return -1;
+			}
+			e->n_pull++;
+		}
 	}
 	for (unsigned k = 0; k < 2; k++)
 		for (unsigned l = 0; l + 1 < o->layers; l++) {
@@ -671,7 +701,7 @@ static int setup(struct engine *e)
 		acc += e->avail[i] ? o->mix[i] / sum : 0;
 		e->cum[i] = acc;
 	}
-	if (!e->cons && !(e->n_wss > 0 && o->subscribe))
+	if (!e->cons && !(e->n_wss > 0 && o->subscribe) && e->n_pull == 0)
 		fprintf(stderr, "fleet: warning: no --consumer and no WSS subscription: resolved seeds cannot arrive\n");
 	return 0;
 }
@@ -739,6 +769,10 @@ static void summary(struct engine *e, uint64_t now, int rc)
 	       (unsigned long long)e->statuses[0], (unsigned long long)e->statuses[1], (unsigned long long)e->statuses[2],
 	       (unsigned long long)e->facts_shadow, (unsigned long long)e->facts_resolved,
 	       (unsigned long long)e->facts_awaiting, (unsigned long long)e->facts_degraded);
+	if (e->n_pull)
+		printf("  https pulls: %llu sent, %llu answered with the seed, %llu other answers\n",
+		       (unsigned long long)e->pull_sent, (unsigned long long)e->pull_ok,
+		       (unsigned long long)e->pull_other);
 	if (e->outcomes[0].name[0]) {
 		printf("  outcomes:");
 		for (unsigned i = 0; i < NAME_SLOTS && e->outcomes[i].name[0]; i++)
@@ -878,7 +912,7 @@ int fl_run(const struct fl_run_opts *o)
 	uint64_t next_progress = e->t0 + 1000000000ull, next_timeouts = e->t0;
 	uint64_t hard_end = o->duration_s ? e->t0 + (uint64_t)o->duration_s * 1000000000ull : UINT64_MAX;
 	double period = o->rate > 0 ? 1e9 / o->rate : 0;
-	struct pollfd pfd[2 * MAX_CONNS + FL_ROLES + 2];
+	struct pollfd pfd[3 * MAX_CONNS + FL_ROLES + 2];
 	while (!g_stop) {
 		uint64_t now = fl_now_ns();
 		if (now >= hard_end) {
@@ -929,6 +963,9 @@ int fl_run(const struct fl_run_opts *o)
 		for (uint32_t i = 0; i < e->n_https; i++)
 			pfd[n++] = (struct pollfd){ .fd = fl_conn_is_dead(e->https[i]) ? -1 : fl_conn_fd(e->https[i]),
 						    .events = fl_conn_events(e->https[i]) };
+		for (uint32_t i = 0; i < e->n_pull; i++)
+			pfd[n++] = (struct pollfd){ .fd = fl_conn_is_dead(e->pull[i]) ? -1 : fl_conn_fd(e->pull[i]),
+						    .events = fl_conn_events(e->pull[i]) };
 		struct timespec ts = { .tv_sec = (time_t)(wait / 1000000000ull), .tv_nsec = (long)(wait % 1000000000ull) };
 		if (ppoll(pfd, n, &ts, NULL) < 0 && errno != EINTR)
 			break;
@@ -947,6 +984,9 @@ int fl_run(const struct fl_run_opts *o)
 		for (uint32_t i = 0; i < e->n_https; i++, k++)
 			if (pfd[k].revents && fl_conn_io(e->https[i], now) < 0)
 				note_error(e, "HTTPS connection %u closed", i);
+		for (uint32_t i = 0; i < e->n_pull; i++, k++)
+			if (pfd[k].revents && fl_conn_io(e->pull[i], now) < 0)
+				note_error(e, "HTTPS pull connection %u closed", i);
 	}
 	/* A short grace period for the last status answers. */
 	uint64_t end = fl_now_ns();
@@ -990,6 +1030,8 @@ out:
 		fl_conn_free(e->wss[i]);
 	for (uint32_t i = 0; i < e->n_https; i++)
 		fl_conn_free(e->https[i]);
+	for (uint32_t i = 0; i < e->n_pull; i++)
+		fl_conn_free(e->pull[i]);
 	if (e->ssl)
 		SSL_CTX_free(e->ssl);
 	for (unsigned c = 0; c < FL_CLS_COUNT; c++)

@@ -50,6 +50,7 @@ struct fl_run_opts {
 	struct fl_tls_opts tls;
 	uint32_t wss_conns, https_conns;
 	bool subscribe;
+	uint32_t pull_conns;     /* > 0: also GET /residual-seed/<layer>/<token_seq> per slot */
 	/* run control */
 	uint32_t slot_timeout_ms;
 	uint32_t duration_s;     /* hard cap, 0 = none */

@@ -465,17 +465,18 @@ static void http_parse(struct fl_conn *c, uint64_t now)
 	}
 }
 
-int fl_https_post(struct fl_conn *c, const char *path, const uint8_t *body, uint32_t len, uint64_t tag,
-		  uint64_t now)
+static int http_queue(struct fl_conn *c, const char *method, const char *path, const uint8_t *body,
+		      uint32_t len, uint64_t tag)
 {
-	(void)now;
 	if (c->dead)
 		return -EPIPE;
 	char h[1024];
-	int hl = snprintf(h, sizeof h,
-			  "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/octet-stream\r\n"
-			  "Content-Length: %u\r\n%s\r\n",
-			  path, c->host_hdr, len, c->auth_hdr);
+	int hl = body ? snprintf(h, sizeof h,
+				 "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/octet-stream\r\n"
+				 "Content-Length: %u\r\n%s\r\n",
+				 method, path, c->host_hdr, len, c->auth_hdr)
+		      : snprintf(h, sizeof h, "%s %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", method, path, c->host_hdr,
+				 c->auth_hdr);
 	if (hl < 0 || (size_t)hl >= sizeof h)
 		return -EINVAL;
 	if (c->rq_tail == c->rq_cap) {
@@ -496,10 +497,26 @@ int fl_https_post(struct fl_conn *c, const char *path, const uint8_t *body, uint
 	if (!b)
 		return -ENOMEM;
 	memcpy(b, h, (size_t)hl);
-	memcpy(b + hl, body, len);
+	if (body)
+		memcpy(b + hl, body, len);
+	else
+		len = 0;
 	c->rq[c->rq_tail++] = (struct http_req){ .buf = b, .len = (size_t)hl + len, .tag = tag };
 	http_start_next(c);
 	return 0;
+}
+
+int fl_https_post(struct fl_conn *c, const char *path, const uint8_t *body, uint32_t len, uint64_t tag,
+		  uint64_t now)
+{
+	(void)now;
+	return http_queue(c, "POST", path, body, len, tag);
+}
+
+int fl_https_get(struct fl_conn *c, const char *path, uint64_t tag, uint64_t now)
+{
+	(void)now;
+	return http_queue(c, "GET", path, NULL, 0, tag);
 }
 
 size_t fl_conn_backlog(const struct fl_conn *c)
