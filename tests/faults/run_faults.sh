@@ -1,6 +1,6 @@
 #!/bin/bash
-# run_faults.sh SCENARIO FANOGATE_DP FANOFLEET FANORELAY - one network-fault
-# scenario on the real UDP path:
+# run_faults.sh SCENARIO FANOGATE_DP FANOFLEET FANORELAY [FANOGATE] - one
+# network-fault scenario on the real UDP path:
 #
 #   [namespace fgft-n$$]                                  [root namespace]
 #   fanofleet stations --> fanorelay #1 (faults) --veth--> fanogate-dp
@@ -24,16 +24,22 @@
 #    fleet gave up on + resolved-seed datagrams relay #2 dropped;
 #  - fanogate-dp: exits 0, resolved at least as many slots as the fleet saw
 #    resolved, never answered a frame as malformed.
+# Scenarios daemon_*: the daemon fanogate (control plane + the same DPDK
+# dataplane) instead of fanogate-dp, with its TLS listener on a second veth
+# pair; the fleet also subscribes to resolved seeds over wss:// (/flow
+# ?layers=all), so a seed whose UDP delivery relay #2 dropped must still
+# arrive, over the WebSocket push: no missing seed allowed.
 # One JSON line with the figures goes to stdout (prefixed "RESULT ") and is
 # appended to $FG_FAULTS_RESULTS when set.
 #
 # Everything it creates is named fgft* and removed on exit (trap).
 # Exit 77 with a reason when not root, no namespaces/veth, or no binaries.
 set -u
-SCEN=${1:?usage: run_faults.sh SCENARIO FANOGATE_DP FANOFLEET FANORELAY}
+SCEN=${1:?usage: run_faults.sh SCENARIO FANOGATE_DP FANOFLEET FANORELAY [FANOGATE]}
 DP=${2:?fanogate-dp}
 FLEET=${3:?fanofleet}
 RELAY=${4:?fanorelay}
+GATE=${5:-}
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -57,21 +63,31 @@ mixed)    R1="--loss 0.05 --dup 0.05 --reorder 0.1 --delay-ms 1 --jitter-ms 2" ;
 # them over UDP, so each lost delivery is a missing seed (chain mode stalls a
 # token for the slot timeout: keep the run short)
 delivery) R2="--up-loss 0.05"; STRICT=0; TOKENS=${FG_FAULTS_TOKENS:-60}; SLOT_TO=1000 ;;
+# the daemon: the same seeds also pushed over wss://, which must cover every
+# UDP delivery relay #2 drops
+daemon_delivery) R1="--loss 0.05"; R2="--up-loss 0.2 --reorder 0.1" ;;
+daemon_mixed) R1="--loss 0.05 --dup 0.05 --reorder 0.1 --jitter-ms 2"; R2="--up-loss 0.05 --dup 0.05" ;;
 *) echo "run_faults.sh: unknown scenario $SCEN"; exit 2 ;;
 esac
 
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (namespace, veth, AF_PACKET)"; exit 77; }
 command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
 [ -x "$PY" ] || { echo "SKIP: /usr/bin/python3 missing"; exit 77; }
+DAEMON=0
+case $SCEN in daemon_*) DAEMON=1; DP=$GATE ;; esac
+command -v openssl >/dev/null || [ $DAEMON = 0 ] || { echo "SKIP: openssl missing (daemon certificate)"; exit 77; }
 for b in "$DP" "$FLEET" "$RELAY"; do
-	[ -x "$b" ] || { echo "SKIP: $b not built"; exit 77; }
+	[ -n "$b" ] && [ -x "$b" ] || { echo "SKIP: '$b' not built"; exit 77; }
 done
 
 ID=$$
 NS=fgft-n$ID
 VA=fgft${ID}a # dataplane side (root namespace)
 VB=fgft${ID}b # fleet side (in $NS)
+CA=fgft${ID}c # daemon scenarios: TLS, root side
+CB=fgft${ID}d # ... fleet side
 NET=10.97.$((ID % 250)).
+CNET=10.96.$((ID % 250)).
 TMP=$(mktemp -d /tmp/fgft-XXXXXX)
 DPPID="" R1PID="" R2PID=""
 
@@ -87,6 +103,7 @@ cleanup() {
 	stop_pid "$R1PID"; stop_pid "$R2PID"; stop_pid "$DPPID"
 	ip netns del "$NS" 2>/dev/null
 	ip link del "$VA" 2>/dev/null
+	ip link del "$CA" 2>/dev/null
 	[ -n "${FG_KEEP_TMP:-}" ] && echo "kept $TMP" || rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -102,6 +119,18 @@ ip -n "$NS" addr add ${NET}2/24 dev "$VB"
 ip -n "$NS" link set "$VB" up
 # the dataplane does not verify checksums, but a capture should show final ones
 command -v ethtool >/dev/null && ip netns exec "$NS" ethtool -K "$VB" tx off >/dev/null 2>&1
+if [ $DAEMON = 1 ]; then
+	ip link add "$CA" type veth peer name "$CB" 2>/dev/null || { echo "SKIP: cannot create a second veth pair"; exit 77; }
+	ip link set "$CB" netns "$NS"
+	ip addr add ${CNET}1/24 dev "$CA"
+	ip link set "$CA" up
+	ip -n "$NS" addr add ${CNET}2/24 dev "$CB"
+	ip -n "$NS" link set "$CB" up
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=fanogate.test \
+		-addext "subjectAltName=DNS:fanogate.test" -keyout "$TMP/key.pem" -out "$TMP/cert.pem" 2>/dev/null ||
+		{ echo "FAIL: openssl req"; exit 1; }
+	(umask 077; echo "fgft$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n') fleet" > "$TMP/tokens")
+fi
 
 cat > "$TMP/fanogate.ini" <<EOC
 [model]
@@ -124,24 +153,50 @@ allow = ${NET}0/24
 default = ${NET}2:17000
 [dataplane]
 lcores = 1
+profile = $ROOT/drivers-config/af_packet.ini
 EOC
+if [ $DAEMON = 1 ]; then
+	cat >> "$TMP/fanogate.ini" <<EOC
+[tls]
+listen = ${CNET}1:8443
+cert = $TMP/cert.pem
+key = $TMP/key.pem
+tokens_file = $TMP/tokens
+[audit]
+path = $TMP/audit.log
+[operator]
+socket = $TMP/op.sock
+[metrics]
+listen = off
+EOC
+fi
 
 export FG_IFACE=$VA FG_DP_IP4=${NET}1 FG_DP_IP6= FG_IDLE_SLEEP_US=50 FG_HUGEPAGES=off
-"$DP" --config "$TMP/fanogate.ini" --profile "$ROOT/drivers-config/af_packet.ini" --duration 150 \
-	--report "$TMP/dp.json" --ready-file "$TMP/dp.ready" > "$TMP/dp.out" 2> "$TMP/dp.log" &
-DPPID=$!
-for _ in $(seq 200); do
-	[ -f "$TMP/dp.ready" ] && break
-	kill -0 $DPPID 2>/dev/null || break
-	sleep 0.1
-done
+if [ $DAEMON = 1 ]; then
+	"$DP" --config "$TMP/fanogate.ini" > "$TMP/dp.out" 2> "$TMP/dp.log" &
+	DPPID=$!
+	for _ in $(seq 200); do
+		kill -0 $DPPID 2>/dev/null || break
+		if (exec 3<>"/dev/tcp/${CNET}1/8443") 2>/dev/null; then touch "$TMP/dp.ready"; break; fi
+		sleep 0.1
+	done
+else
+	"$DP" --config "$TMP/fanogate.ini" --profile "$ROOT/drivers-config/af_packet.ini" --duration 150 \
+		--report "$TMP/dp.json" --ready-file "$TMP/dp.ready" > "$TMP/dp.out" 2> "$TMP/dp.log" &
+	DPPID=$!
+	for _ in $(seq 200); do
+		[ -f "$TMP/dp.ready" ] && break
+		kill -0 $DPPID 2>/dev/null || break
+		sleep 0.1
+	done
+fi
 if [ ! -f "$TMP/dp.ready" ]; then
 	tail -20 "$TMP/dp.log"
 	wait $DPPID 2>/dev/null; DPPID=""
 	if grep -qiE "cannot|EAL|No such device|permission" "$TMP/dp.log"; then
-		echo "SKIP: fanogate-dp cannot run its af_packet port here (log above)"; exit 77
+		echo "SKIP: $(basename "$DP") cannot run its af_packet port here (log above)"; exit 77
 	fi
-	echo "FAIL: fanogate-dp did not start"; exit 1
+	echo "FAIL: $(basename "$DP") did not start"; exit 1
 fi
 
 # shellcheck disable=SC2086
@@ -165,7 +220,9 @@ ip netns exec "$NS" "$FLEET" --udp 127.0.0.1:14000 --consumer 127.0.0.1:17001 --
 	> "$TMP/probe.log" 2>&1
 
 # The run. Missing seeds are judged here, not by fanofleet's exit code.
-ip netns exec "$NS" "$FLEET" --udp 127.0.0.1:14000 --consumer 127.0.0.1:17001 --mix udp=1 --layers 8 --hidden 512 \
+TLS=()
+[ $DAEMON = 1 ] && TLS=(--tls ${CNET}1:8443 --sni fanogate.test --ca "$TMP/cert.pem" --token-file "$TMP/tokens")
+ip netns exec "$NS" "$FLEET" "${TLS[@]}" --udp 127.0.0.1:14000 --consumer 127.0.0.1:17001 --mix udp=1 --layers 8 --hidden 512 \
 	--tokens "$TOKENS" --window 8 --seed $((ID % 1000 + 1)) --token-base 1000 --canonical digest --canonical-via udp \
 	--slot-timeout-ms $SLOT_TO --max-missing 1000000 --duration 100 --quiet --json "$TMP/fleet.json" \
 	> "$TMP/fleet.log" 2>&1
@@ -176,9 +233,10 @@ stop_pid "$R1PID"; R1PID=""
 stop_pid "$R2PID"; R2PID=""
 stop_pid "$DPPID"; DPRC=$?; DPPID=""
 
-$PY - "$SCEN" "$STRICT" "$FRC" "$DPRC" "$TMP" "$R1" "$R2" "${FG_FAULTS_RESULTS:-}" <<'PY'
+$PY - "$SCEN" "$STRICT" "$FRC" "$DPRC" "$TMP" "$R1" "$R2" "${FG_FAULTS_RESULTS:-}" "$DAEMON" <<'PY'
 import json, re, sys, time
-scen, strict, frc, dprc, tmp, r1args, r2args, out = sys.argv[1:9]
+scen, strict, frc, dprc, tmp, r1args, r2args, out, daemon = sys.argv[1:10]
+daemon = daemon == "1"
 strict = strict == "1"
 fails = []
 def load(name):
@@ -187,7 +245,8 @@ def load(name):
     except Exception as e:
         fails.append(f"{name}: {e}")
         return {}
-fleet, dp, r1, r2 = load("fleet.json"), load("dp.json"), load("r1.json"), load("r2.json")
+fleet, r1, r2 = load("fleet.json"), load("r1.json"), load("r2.json")
+dp = {} if daemon else load("dp.json")
 log = open(f"{tmp}/fleet.log").read()
 m = re.search(r"udp sender: frames (\d+) fragments (\d+) resends (\d+) gave-up (\d+) acks (\d+) acked-frames (\d+)", log)
 frames, fragments, resends, gave_up, acks, acked = (int(x) for x in m.groups()) if m else (0,) * 6
@@ -214,7 +273,10 @@ if strict and missing != 0:
 if missing > gave_up + delivery_lost:
     fails.append(f"{missing} missing seeds but only {gave_up} frames given up + {delivery_lost} deliveries dropped")
 if int(dprc) != 0:
-    fails.append(f"fanogate-dp exit {dprc}")
+    fails.append(f"{'fanogate' if daemon else 'fanogate-dp'} exit {dprc}")
+paths = fleet.get("latency_by_delivery_path", {})
+if daemon and paths.get("wss-push", {}).get("deliveries", 0) == 0:
+    fails.append("no seed arrived over the wss:// subscription")
 if dp:
     if dp.get("slots_resolved", 0) < fleet.get("resolved", 0):
         fails.append(f"fanogate-dp resolved {dp.get('slots_resolved')} slots < {fleet.get('resolved')} seen by the fleet")
@@ -238,6 +300,7 @@ res = {
     "dp_slots_resolved": dp.get("slots_resolved"), "dp_slots_expired": dp.get("slots_expired"),
     "dp_outcomes": {k: v for k, v in dp.get("outcomes", {}).items() if v},
     "fleet_outcomes": fleet.get("outcomes"),
+    "deliveries": {k: v.get("deliveries") for k, v in paths.items()},
     "result": "pass" if not fails else "fail",
 }
 line = json.dumps(res, sort_keys=True)
