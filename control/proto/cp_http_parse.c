@@ -15,6 +15,7 @@
  */
 #include "cp_http_parse.h"
 
+#include <stddef.h>
 #include <string.h>
 #include <strings.h>
 
@@ -365,7 +366,11 @@ ssize_t cp_http_parse_request(const uint8_t *b, size_t len, const struct cp_http
 {
 	struct cp_http_req r;
 	struct head_flags f = { false, false };
-	memset(&r, 0, sizeof(r));
+	/* Only the fixed part is cleared and, on success, only it and the
+	 * headers found are copied out: clearing and copying the whole 2 KiB
+	 * array cost roughly 15-25% of a parse in alternating bench_proto
+	 * runs (noisy machine). */
+	memset(&r, 0, offsetof(struct cp_http_req, headers));
 
 	ssize_t rl = request_line(b, len, lim, &r);
 	if (rl < 0)
@@ -442,7 +447,7 @@ ssize_t cp_http_parse_request(const uint8_t *b, size_t len, const struct cp_http
 		return -CP_HTTP_R_LENGTH_REQUIRED;
 	/* RFC 9112 9.3: 1.1 persists unless "close"; 1.0 only with "keep-alive". */
 	r.keep_alive = !f.close && (r.version_minor == 1 || f.keep);
-	*out = r;
+	memcpy(out, &r, offsetof(struct cp_http_req, headers) + r.n_headers * sizeof(r.headers[0]));
 	return (ssize_t)i;
 }
 

@@ -115,9 +115,6 @@ struct cp_http_req {
 	struct cp_http_str query;       /* after '?', without it; len 0 if none */
 	bool has_query;
 	uint8_t version_minor;          /* HTTP/1.<minor>: 0 or 1 */
-	unsigned n_headers;
-	struct cp_http_header headers[CP_HTTP_HEADERS_CAP];
-
 	struct cp_http_str host;        /* len 0 if absent (HTTP/1.0 only) */
 	bool has_content_length;
 	uint64_t content_length;        /* 0 when absent */
@@ -134,6 +131,9 @@ struct cp_http_req {
 	bool ws_protocol_aeon_flow;     /* ... and it lists "aeon-flow" */
 	uint8_t n_authorization;
 	struct cp_http_str authorization;
+	/* Last, so a parse writes only headers[0..n_headers) of the array. */
+	unsigned n_headers;
+	struct cp_http_header headers[CP_HTTP_HEADERS_CAP]; /* [n_headers..] unspecified */
 };
 
 /* Fill the defaults listed in struct cp_http_limits. */
