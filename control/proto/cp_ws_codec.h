@@ -105,8 +105,9 @@ FG_MUST_CHECK ssize_t cp_ws_hdr_parse(const uint8_t *buf, size_t len, struct cp_
  * payload bytes already unmasked). Eight bytes at a time. Any thread. */
 void cp_ws_unmask(uint8_t *p, size_t n, const uint8_t mask[4], uint64_t offset);
 
-/* Incremental UTF-8 validation (RFC 3629 table 4 as a state machine). State starts at
- * CP_UTF8_ACCEPT; cp_utf8_step returns CP_UTF8_REJECT as soon as the bytes
+/* Incremental UTF-8 validation: the UTF8-octets syntax of RFC 3629 section 4
+ * as a state machine. State starts at CP_UTF8_ACCEPT; cp_utf8_step returns
+ * CP_UTF8_REJECT as soon as the bytes
  * can no longer be valid UTF-8 (overlongs, surrogates, > U+10FFFF included);
  * a complete valid text ends in CP_UTF8_ACCEPT. */
 #define CP_UTF8_ACCEPT 0u
