@@ -107,9 +107,9 @@ void cp_ws_unmask(uint8_t *p, size_t n, const uint8_t mask[4], uint64_t offset);
 
 /* Incremental UTF-8 validation: the UTF8-octets syntax of RFC 3629 section 4
  * as a state machine. State starts at CP_UTF8_ACCEPT; cp_utf8_step returns
- * CP_UTF8_REJECT as soon as the bytes
- * can no longer be valid UTF-8 (overlongs, surrogates, > U+10FFFF included);
- * a complete valid text ends in CP_UTF8_ACCEPT. */
+ * CP_UTF8_REJECT as soon as the bytes can no longer be valid UTF-8
+ * (overlongs, surrogates, > U+10FFFF included); a complete valid text ends in
+ * CP_UTF8_ACCEPT. Any thread. */
 #define CP_UTF8_ACCEPT 0u
 #define CP_UTF8_REJECT 1u
 uint32_t cp_utf8_step(uint32_t state, const uint8_t *p, size_t n);
