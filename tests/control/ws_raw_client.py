@@ -250,6 +250,8 @@ def cases(cfg):
     for code in (1000, 1001, 1003, 1007, 1011, 3000, 4999):
         add((f"valid close {code} echoed", frame(0x88, struct.pack(">H", code) + "bye κ".encode()), code, ""))
     add(("empty close echoed empty", frame(0x88, b""), None, ""))
+    add(("close between fragments of a message echoed",
+         frame(0x02, seed[:4]) + frame(0x88, struct.pack(">H", 1000)), 1000, ""))
     return C
 
 
