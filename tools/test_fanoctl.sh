@@ -267,7 +267,7 @@ n=$((n + 1))
 comp=$(bash -c 'source "$1"; c() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _fanoctl; echo "${COMPREPLY[*]}"; }
 	c fanoctl de; c fanoctl lines enable 1,; c fanoctl lines auto-promote 1 o; c fanoctl --socket /x config ""' \
 	_ "$ROOT/tools/fanoctl.bash-completion" 2>&1)
-want=$'decode\n1,2,3 1,4,5 1,7,6\non off\ncheck keys --help'
+want=$'decode\n1,2,3 1,4,5 1,7,6\non off\ncheck keys reload --help'
 [ "$comp" = "$want" ] || fail "bash completion: got [$comp] want [$want]"
 
 echo "$n checks, $fails failed"
