@@ -92,6 +92,17 @@ async def main(d):
         st = (await statuses(tx, 1))[0]
         check(OUTCOMES[st["outcome"]] == "malformed", "unknown stream: malformed status, session alive")
 
+        # a message sent in WebSocket fragments (continuation frames), split
+        # inside aeon frames: reassembled before decoding
+        whole = seed(3, 13, 1, V1) + seed(3, 13, 3, V3) + seed(3, 13, 5, V5)
+        await tx.send([whole[:7], whole[7:50], whole[50:]])
+        sts = await statuses(tx, 3)
+        check([OUTCOMES[s["outcome"]] for s in sts] == ["accepted", "accepted", "resolved"],
+              "fragmented WebSocket message reassembled: 3 statuses")
+        m = await asyncio.wait_for(suball.recv(), 5)
+        check(m == resolved_frame(3, 13, reduce_pair_x([(V1, 0), (V3, 0), (V5, 0)])),
+              "seed from the fragmented message pushed bit-exact")
+
         # ping/pong
         pong = await tx.ping(b"hello")
         await asyncio.wait_for(pong, 5)
