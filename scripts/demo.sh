@@ -174,7 +174,13 @@ ip -n "$NS" link set lo up
 if command -v ethtool >/dev/null; then
 	ip netns exec "$NS" ethtool -K "$VN" tx off >/dev/null 2>&1 || true
 fi
-note "fleet $FLEET_IP / $FLEET_CIP (in $NS), dataplane $DP_IP:4242 on $VH, control plane $HOST_IP:8443 on $CH"
+# 8443 is fanogate's default; if something on this box already listens on
+# it (on any address), take a free port instead.
+TLS_PORT=8443
+if ss -Hltn 2>/dev/null | awk '{print $4}' | grep -qE ':8443$'; then
+	TLS_PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+fi
+note "fleet $FLEET_IP / $FLEET_CIP (in $NS), dataplane $DP_IP:4242 on $VH, control plane $HOST_IP:$TLS_PORT on $CH"
 
 # ---- 4. certificate, token, alert hook, configuration ------------------------
 say "runtime directory $RUN"
@@ -215,7 +221,7 @@ default = $FLEET_IP:5000
 profile = ${1:-af_xdp}
 lcores = 1
 [tls]
-listen = $HOST_IP:8443
+listen = $HOST_IP:$TLS_PORT
 cert = $RUN/cert.pem
 key = $RUN/key.pem
 tokens_file = $RUN/tokens
@@ -256,7 +262,7 @@ start_gate() { # extra args...
 	GATE_PID=$!
 	for _ in $(seq 200); do
 		kill -0 "$GATE_PID" 2>/dev/null || return 1
-		if (exec 3<>"/dev/tcp/$HOST_IP/8443") 2>/dev/null; then return 0; fi
+		if (exec 3<>"/dev/tcp/$HOST_IP/$TLS_PORT") 2>/dev/null; then return 0; fi
 		sleep 0.1
 	done
 	return 1
@@ -271,7 +277,7 @@ stop_gate() {
 }
 FLEET_CMD=()
 fleet_cmd() { # args...: the fanofleet command line, in the namespace
-	FLEET_CMD=(ip netns exec "$NS" "$FLEET" --tls "$HOST_IP:8443" --sni fanogate.demo --ca "$RUN/cert.pem"
+	FLEET_CMD=(ip netns exec "$NS" "$FLEET" --tls "$HOST_IP:$TLS_PORT" --sni fanogate.demo --ca "$RUN/cert.pem"
 		--token-file "$RUN/tokens" --consumer "$FLEET_IP:5000" "$@")
 }
 fleet() { fleet_cmd "$@"; "${FLEET_CMD[@]}"; }
