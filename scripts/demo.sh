@@ -370,7 +370,8 @@ fi
 DEMOTED=0
 if grep -qE 'active -> shadow' "$RUN/fanogate.log" "$RUN/audit.txt" 2>/dev/null; then DEMOTED=1; fi
 
-METRICS=$(curl -s --max-time 2 "http://127.0.0.1:$METRICS_PORT/metrics" || true)
+METRICS=$(/usr/bin/python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=2).read().decode())' \
+	"http://127.0.0.1:$METRICS_PORT/metrics" 2>/dev/null || true)
 metric() { echo "$METRICS" | awk -v m="$1" '$1 ~ "^"m {s += $2} END {printf "%d", s}'; }
 
 # ---- 8. summary ---------------------------------------------------------------
