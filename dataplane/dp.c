@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <rte_eal.h>
+#include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_launch.h>
@@ -50,6 +51,7 @@ static const char *const xnames[DP_X__COUNT] = {
 	[DP_X_TX_NOMBUF] = "tx_nombuf",
 	[DP_X_PEERS_NEW] = "peer_msgs",
 	[DP_X_ACK_FULL] = "ack_table_full",
+	[DP_X_BUSY_CYCLES] = "busy_cycles",
 };
 
 const char *dp_xcounter_name(enum dp_xcounter c)
@@ -601,6 +603,7 @@ void dp_counters_sum(struct dp_report *r)
 	memset(r, 0, sizeof(*r));
 	r->lcores = g->n;
 	r->hugepages = g->hugepages;
+	r->tsc_hz = g->inited ? rte_get_tsc_hz() : 0;
 	if (!g->b || !g->b->counters || !g->xk)
 		return;
 	for (unsigned i = 0; i < g->n; i++) {

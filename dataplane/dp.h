@@ -61,6 +61,7 @@ enum dp_xcounter {
 	DP_X_TX_NOMBUF,      /* TX mbuf allocation failures */
 	DP_X_PEERS_NEW,      /* FG_BM_PEER messages sent */
 	DP_X_ACK_FULL,       /* ACK table full: flushed early */
+	DP_X_BUSY_CYCLES,    /* TSC cycles of poll iterations that found work (CPU cost per seed) */
 	DP_X__COUNT
 };
 const char *dp_xcounter_name(enum dp_xcounter c);
@@ -83,6 +84,7 @@ struct dp_report {
 	uint32_t mbuf_pool_size, mbuf_pool_avail;
 	uint32_t xfer_pool_size, xfer_pool_avail;
 	bool hugepages;
+	uint64_t tsc_hz;
 };
 /* Copy the last report (dp_stop) or, while running, a live sum of the
  * counters (pool and slot figures then read 0). 0 or -ENODEV. */

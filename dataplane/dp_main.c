@@ -80,6 +80,7 @@ static int write_report(const char *path, const struct dp_report *r, const struc
 		json_object_set_new(lanes, lane_names[i], json_integer((json_int_t)ls->msgs[i]));
 	json_object_set_new(o, "lcores", json_integer(r->lcores));
 	json_object_set_new(o, "hugepages", json_boolean(r->hugepages));
+	json_object_set_new(o, "tsc_hz", json_integer((json_int_t)r->tsc_hz));
 	json_object_set_new(o, "counters", c);
 	json_object_set_new(o, "x", x);
 	json_object_set_new(o, "outcomes", oc);

@@ -1,0 +1,131 @@
+#!/bin/sh
+# bench/dp/run.sh BUILD_DIR [SLOTS] - the DPDK dataplane (af_packet, af_xdp)
+# against a kernel UDP receiver doing the same slot work (kudp_rx), in ONE
+# run, on the same receiver CPU, with the same load generator (dp_load).
+#
+# Topology (all names fgdp*, removed on exit):
+#   ns fgdp-bl (load, CPU 0) --veth fgdpb0a/fgdpb0b-- root: fanogate-dp (lcore on CPU 1)
+#   ns fgdp-bl (load, CPU 0) --veth fgdpb1a/fgdpb1b-- ns fgdp-bk: kudp_rx (CPU 1)
+# For each receiver and hidden size: latency (closed loop, one slot at a
+# time) and throughput (32 slots in flight). Writes raw JSON lines to
+# $OUT/results.jsonl and a summary to stdout. Needs root.
+set -u
+B=${1:?usage: run.sh BUILD_DIR [SLOTS]}
+SLOTS=${2:-3000}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+B=$(cd "$B" && pwd)
+DP=$B/dataplane/fanogate-dp
+LOAD=$B/bench/dp/dp_load
+KRX=$B/bench/dp/kudp_rx
+MEMCPY=$B/bench/dp/dp_memcpy
+[ "$(id -u)" = 0 ] || { echo "needs root"; exit 77; }
+OUT=${FG_BENCH_OUT:-$(mktemp -d /tmp/fgdp-bench-XXXXXX)}
+mkdir -p "$OUT"
+RES=$OUT/results.jsonl
+: > "$RES"
+HP=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+HP_ADDED=0
+DPPID=""
+KPID=""
+cleanup() {
+	[ -n "$DPPID" ] && kill "$DPPID" 2>/dev/null && wait "$DPPID" 2>/dev/null
+	[ -n "$KPID" ] && kill "$KPID" 2>/dev/null && wait "$KPID" 2>/dev/null
+	ip netns del fgdp-bl 2>/dev/null
+	ip netns del fgdp-bk 2>/dev/null
+	ip link del fgdpb0a 2>/dev/null
+	if [ "$HP_ADDED" -gt 0 ]; then
+		t=$(( $(cat $HP) - HP_ADDED )); [ $t -lt 0 ] && t=0
+		for i in 1 2 3 4 5 6 7 8 9 10; do echo $t > $HP 2>/dev/null; [ "$(cat $HP)" -le $t ] && break; sleep 0.2; done
+	fi
+}
+trap cleanup EXIT INT TERM
+
+ip netns add fgdp-bl && ip netns add fgdp-bk || exit 1
+ip link add fgdpb0a type veth peer name fgdpb0b
+ip link add fgdpb1a type veth peer name fgdpb1b
+ip link set fgdpb0b netns fgdp-bl
+ip link set fgdpb1b netns fgdp-bl
+ip link set fgdpb1a netns fgdp-bk
+ip link set fgdpb0a up
+sysctl -qw net.ipv6.conf.fgdpb0a.disable_ipv6=1
+ip -n fgdp-bl link set lo up
+ip -n fgdp-bl addr add 10.97.0.2/24 dev fgdpb0b
+ip -n fgdp-bl addr add 10.97.1.2/24 dev fgdpb1b
+ip -n fgdp-bl link set fgdpb0b up
+ip -n fgdp-bl link set fgdpb1b up
+ip -n fgdp-bk link set lo up
+ip -n fgdp-bk addr add 10.97.1.1/24 dev fgdpb1a
+ip -n fgdp-bk link set fgdpb1a up
+
+before=$(cat $HP); echo $((before + 400)) > $HP 2>/dev/null; HP_ADDED=$(( $(cat $HP) - before ))
+HUGE=off; [ $HP_ADDED -ge 380 ] && HUGE=on
+mkdir -p "$OUT/huge"
+
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r)"
+echo "memcpy baseline (1 core):"
+taskset -c 1 "$MEMCPY" 1.0 | tee -a "$RES"
+
+for HIDDEN in 1536 4096; do
+	for who in kernel af_packet af_xdp; do
+		consumer=10.97.0.2; [ $who = kernel ] && consumer=10.97.1.2
+		cat > "$OUT/fg-$HIDDEN.ini" <<EOC
+[model]
+hidden = $HIDDEN
+layers = 28
+[rules]
+default = 1,3,5
+[slots]
+capacity = 4096
+deadline_ms = 1000
+[udp]
+port = 4242
+mtu = 1472
+[consumers]
+default = $consumer:7000
+[dataplane]
+lcores = 1
+EOC
+		dst=10.97.0.1
+		if [ $who = kernel ]; then
+			dst=10.97.1.1
+			ip netns exec fgdp-bk taskset -c 1 "$KRX" --config "$OUT/fg-$HIDDEN.ini" --bind 10.97.1.1 \
+				> "$OUT/krx-$HIDDEN.json" 2> "$OUT/krx.log" &
+			KPID=$!
+			sleep 0.5
+		else
+			rm -f "$OUT/ready"
+			export FG_IFACE=fgdpb0a FG_DP_IP4=10.97.0.1 FG_IDLE_SLEEP_US=0 FG_HUGEPAGES=$HUGE FG_HUGE_DIR=$OUT/huge
+			# poll lcore 1 on CPU 1 (the default map); the main thread floats
+			unshare -m sh -c "{ [ $HUGE = off ] || mount -t hugetlbfs -o pagesize=2M fgdphuge '$OUT/huge'; } && exec '$DP' --config '$OUT/fg-$HIDDEN.ini' --profile '$ROOT/drivers-config/$who.ini' --duration 600 --report '$OUT/dp-$who-$HIDDEN.json' --ready-file '$OUT/ready'" 2> "$OUT/dp-$who.log" &
+			DPPID=$!
+			for i in $(seq 1 200); do [ -f "$OUT/ready" ] && break; kill -0 $DPPID 2>/dev/null || break; sleep 0.1; done
+			if [ ! -f "$OUT/ready" ]; then echo "$who did not start:"; tail -5 "$OUT/dp-$who.log"; DPPID=""; continue; fi
+			sleep 0.5
+		fi
+		base=$(( (HIDDEN == 1536 ? 1 : 5) * 1000000 ))
+		# warm-up (ARP, caches), then the measured phases
+		ip netns exec fgdp-bl taskset -c 0 "$LOAD" --dst $dst --hidden $HIDDEN --slots 200 --mode latency \
+			--label warm --token-base $((base + 900000)) > /dev/null
+		ip netns exec fgdp-bl taskset -c 0 "$LOAD" --dst $dst --hidden $HIDDEN --slots $SLOTS --mode latency \
+			--label $who --token-base $base | tee -a "$RES"
+		ip netns exec fgdp-bl taskset -c 0 "$LOAD" --dst $dst --hidden $HIDDEN --slots $((SLOTS * 3)) \
+			--mode throughput --window 32 --label $who --token-base $((base + 100000)) | tee -a "$RES"
+		if [ $who = kernel ]; then
+			kill -TERM $KPID; wait $KPID; KPID=""
+			echo "{\"label\":\"kernel\",\"hidden\":$HIDDEN,\"rx\":$(cat "$OUT/krx-$HIDDEN.json")}" | tee -a "$RES"
+		else
+			kill -TERM $DPPID; wait $DPPID; DPPID=""
+			/usr/bin/python3 - "$OUT/dp-$who-$HIDDEN.json" "$who" "$HIDDEN" <<'EOP' | tee -a "$RES"
+import json, sys
+r = json.load(open(sys.argv[1]))
+c, x = r['counters'], r['x']
+print(json.dumps(dict(label=sys.argv[2], hidden=int(sys.argv[3]), rx=dict(
+    resolved=c['seeds_resolved'], busy_s=x['busy_cycles'] / r['tsc_hz'], rx_pkts=c['rx_pkts'],
+    tx_pkts=c['tx_pkts'], hugepages=r['hugepages'], drop_tx_full=c['drop_tx_full'],
+    reasm_timeout=c['reasm_timeout'], expired=r['slots_expired']))))
+EOP
+		fi
+	done
+done
+echo "raw results: $RES"
