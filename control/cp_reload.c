@@ -330,16 +330,19 @@ int cp_reload_run(uint32_t uid, int32_t pid, const char *origin, struct cp_reloa
 	}
 	if (error) {
 		free(nc);
-		textf(what, sizeof(what), "uid %u pid %d refused: %s", (unsigned)uid, (int)pid, res->detail);
+		textf(what, sizeof(what), "refused: %s", res->detail); /* the record carries uid and pid */
 		if (audit(uid, pid, origin, what, &res->seq) < 0)
 			res->seq = CP_HOOK_NO_SEQ; /* the refusal stands; it is logged below */
 		cp_warn("config reload by uid %u pid %d (%s) refused: %s", (unsigned)uid, (int)pid, origin, res->detail);
 		return refuse(res, -EINVAL, error);
 	}
 	/* Audit first: an applied change is always on record. */
-	int n = snprintf(what, sizeof(what), "uid %u pid %d:", (unsigned)uid, (int)pid);
-	for (unsigned i = 0; i < res->n_changes && n > 0 && (size_t)n < sizeof(what); i++)
-		n += snprintf(what + n, sizeof(what) - (size_t)n, "%s %s", i ? ";" : "", res->changes[i]);
+	size_t n = 0;
+	what[0] = '\0';
+	for (unsigned i = 0; i < res->n_changes && n + 1 < sizeof(what); i++) {
+		int w = snprintf(what + n, sizeof(what) - n, "%s%s", i ? "; " : "", res->changes[i]);
+		n += w > 0 ? (size_t)w : 0;
+	}
 	r = audit(uid, pid, origin, what, &res->seq);
 	if (r < 0) {
 		free(nc);
