@@ -358,6 +358,8 @@ static void http_healthz(struct cp_conn *c)
 			      s->engine->lanes_mode ? "dataplane" : "local", "connections", (json_int_t)s->n_conns,
 			      "uptime_ms", (json_int_t)((cp_now_ns() - s->started_ns) / 1000000ull), "model_epoch",
 			      (json_int_t)s->engine->epoch, "seeds_resolved", (json_int_t)s->engine->st.resolved);
+	if (j)
+		json_object_set_new(j, "lanes", json_integer(s->engine->b ? s->engine->b->n_lanes : 0));
 	http_json(c, 200, j, NULL, c->http.keep_alive);
 }
 

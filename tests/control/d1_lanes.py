@@ -8,6 +8,7 @@ JSON acks, WebSocket statuses, the resolved seed bit-exact, expiry.
 Skips (77) when the daemon was built without DPDK or the EAL cannot start."""
 import asyncio
 import json
+import os
 import sys
 import time
 
@@ -43,8 +44,30 @@ async def ws_part(d):
               "resolved seed from the lcore pushed bit-exact")
 
 
+async def many_slots(d, n):
+    """n slots spread over every lane (fg_shard_of), all resolved and pushed."""
+    ctx = d.ssl_ctx()
+    hdrs = {"Authorization": "Bearer " + TOKEN}
+    url = f"wss://localhost:{d.port}/flow"
+    async with websockets.connect(url + "?layers=all", ssl=ctx, extra_headers=hdrs) as sub, \
+            websockets.connect(url + "?status=0", ssl=ctx, extra_headers=hdrs) as tx:
+        for t in range(n):
+            await tx.send(b"".join(seed(t % 4, 5000 + t, ln, V[ln]) for ln in (1, 3, 5)))
+        got = set()
+        for _ in range(n):
+            fr = parse_frames(await asyncio.wait_for(sub.recv(), 5))[0]
+            got.add((fr[0] - 0xAFA0, fr[1]))
+        check(got == {(t % 4, 5000 + t) for t in range(n)}, f"{n} slots over every lane: all resolved and pushed")
+
+
 def main():
-    with Daemon(dp_profile="ring", expect_start=False, deadline_ms=2000) as d:
+    for lcores in (1, 2):
+        run(lcores)
+
+
+def run(lcores):
+    extra = f"[dataplane]\nlcores = {lcores}\n"
+    with Daemon(dp_profile="ring", expect_start=False, deadline_ms=2000, extra=extra) as d:
         if d.proc.poll() is not None or "mode dataplane" not in d.log():
             print("SKIP: the dataplane did not start here (built without DPDK, or the EAL refused):\n" + d.log())
             d.proc.kill()
@@ -73,6 +96,9 @@ def main():
         st, h, b = http(d, "GET", "/residual-seed/3/53")
         check(st == 504 and json.loads(b)["error"] == "expired", "EXPIRED message from the lcore: GET 504")
         asyncio.run(ws_part(d))
+        asyncio.run(many_slots(d, 40))
+        st, h, b = http(d, "GET", "/healthz", token=None)
+        check(json.loads(b)["lanes"] == lcores, f"healthz: {lcores} lane(s), one per lcore")
 
 
 if __name__ == "__main__":
