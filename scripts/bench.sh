@@ -3,7 +3,7 @@
 #   dpdk-udp    fanofleet -> UDP fragmented profile -> fanogate's DPDK dataplane
 #               (af_xdp, else af_packet, on a veth into namespace fgfl-bench)
 #   kernel-udp  the same traffic to a kernel-socket receiver (bench/dp's
-#               receiver when it is built, else fanofleet --fake-receiver)
+#               kudp_rx when it is built, else fanofleet --fake-receiver)
 #   wss         fanofleet -> wss:///flow -> fanogate, seeds pushed over wss
 #   https       fanofleet -> HTTPS POST /residual-seed -> fanogate, pushed over wss
 #   https-pull  HTTPS POST in, GET /residual-seed/L/T (long poll) out: all-HTTPS
@@ -49,10 +49,8 @@ rm -f "$OUT"/path-* "$OUT"/cdf-* "$OUT"/relay.* "$OUT"/core.json "$OUT"/jump.* "
 GATE=$BUILD/control/daemon/fanogate
 FLEET=$BUILD/tools/fleet/fanofleet
 CORE=$BUILD/bench/core/bench_core
-KRX=
-for k in "$BUILD/bench/dp/bench_dp_kernel" "$BUILD/bench/dp/kernel_rx" "$BUILD/bench/dp/udp_kernel_rx"; do
-	[ -x "$k" ] && KRX=$k && break
-done
+KRX=$BUILD/bench/dp/kudp_rx # helper E's kernel receiver (same reassembler, ACK table and slot work)
+[ -x "$KRX" ] || KRX=
 if [ ! -x "$FLEET" ] || [ ! -x "$GATE" ]; then
 	echo "bench: build first (ninja -C ${BUILD#"$ROOT"/}): need fanogate and fanofleet" >&2
 	exit 1
@@ -257,8 +255,9 @@ fi
 KPORT=14242 KCONS=5001
 if [ $ROOTED -eq 1 ]; then KIP=$HOST_IP KCIP=$FLEET_CIP; else KIP=127.0.0.1 KCIP=127.0.0.1; KPORT=$(freeport u); KCONS=$(freeport u); fi
 if [ -n "$KRX" ]; then
-	KDESC="bench/dp receiver $(basename "$KRX")"
-	"$KRX" --listen "$KIP:$KPORT" --consumer "$KCIP:$KCONS" >"$OUT/kernel-rx.log" 2>&1 &
+	KDESC="bench/dp kudp_rx (recvmmsg, the dataplane's reassembler, ACK table and slot engine, one thread)"
+	printf '[udp]\nport = %s\n[consumers]\ndefault = %s:%s\n' "$KPORT" "$KCIP" "$KCONS" >"$T/kudp.ini"
+	"$KRX" --config "$T/kudp.ini" --bind "$KIP" >"$OUT/kernel-rx.log" 2>&1 &
 else
 	KDESC="fanofleet --fake-receiver (kernel socket, own reassembly and reduction)"
 	"$FLEET" --fake-receiver --listen "$KIP:$KPORT" --consumer "$KCIP:$KCONS" --duration 600 >"$OUT/kernel-rx.log" 2>&1 &
@@ -271,7 +270,7 @@ say "kernel-udp: $KDESC"
 "${INNS[@]}" "$FLEET" --udp "$KIP:$KPORT" --consumer "$KCIP:$KCONS" --mix udp=1 --tokens 1 --window 1 \
 	--token-base 3100000 --canonical none --quiet --slot-timeout-ms 4000 >"$T/warm.log" 2>&1 || true
 run_fleet kernel-udp --udp "$KIP:$KPORT" --consumer "$KCIP:$KCONS" --mix udp=1 --token-base 400000
-kill -INT $KPID 2>/dev/null || true; wait $KPID 2>/dev/null || true; KPID=
+kill -TERM $KPID 2>/dev/null || true; wait $KPID 2>/dev/null || true; KPID=
 echo "$KDESC" >"$OUT/kernel-udp.receiver"
 
 # ---- 4. the coordinator hop ------------------------------------------------------------
