@@ -13,7 +13,11 @@
  *     UTF-8, control payload <= 125, close code valid or 1005;
  *  4. cp_ws_hdr_parse on the stream start agrees with its prefixes;
  *  5. every delivered message re-encodes as a server frame whose header the
- *     parser reads back (after setting MASK) with the same length. */
+ *     parser reads back (after setting MASK) with the same length;
+ *  6. a close frame encoded with a valid code and the stream's first bytes
+ *     as reason (when they are UTF-8) parses back to the same code and a
+ *     reason that is the longest prefix fitting 123 bytes at a character
+ *     boundary. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -152,6 +156,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(a.err == b.err && a.n == b.n);
 	for (int i = 0; i < a.n && i < MAX_EV; i++)
 		FUZZ_CHECK(memcmp(&a.ev[i], &b.ev[i], sizeof(a.ev[i])) == 0);
+
+	/* 6. close encode -> parse round trip */
+	char reason[300];
+	size_t rl = n < sizeof(reason) - 1 ? n : sizeof(reason) - 1;
+	memcpy(reason, p, rl);
+	reason[rl] = 0;
+	rl = strlen(reason);
+	uint16_t code = (uint16_t)(3000 + seed * 7);
+	if (cp_utf8_is_valid((const uint8_t *)reason, rl)) {
+		uint8_t cf[CP_WS_CONTROL_MAX + 2];
+		ssize_t e = cp_ws_close_encode(code, reason, cf, sizeof(cf));
+		FUZZ_CHECK(e >= 4 && cf[0] == 0x88 && (size_t)cf[1] + 2 == (size_t)e);
+		uint16_t got;
+		const uint8_t *gr;
+		size_t gl;
+		FUZZ_CHECK(cp_ws_close_parse(cf + 2, (size_t)e - 2, &got, &gr, &gl) == 0);
+		FUZZ_CHECK(got == code && gl <= rl && gl <= CP_WS_CONTROL_MAX - 2 && memcmp(gr, reason, gl) == 0);
+		FUZZ_CHECK(gl == rl || gl > CP_WS_CONTROL_MAX - 2 - 4);
+	}
 
 	struct cp_ws_hdr h, h2;
 	ssize_t r = cp_ws_hdr_parse(p, n, &h);
