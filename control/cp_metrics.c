@@ -321,6 +321,13 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	counter(&b, "metrics_scrapes_total", "GET /metrics answered before this one", m->scrapes);
 	gauge(&b, "tls_connections", "open TLS connections", m->srv->n_conns);
 	gauge(&b, "tls_max_connections", "[tls] max_connections in force", m->srv->max_conns);
+	gauge(&b, "tls_ws_max_message_bytes", "[tls] ws_max_message in force (largest WebSocket message or POST body)",
+	      m->cfg->ws_max_message);
+	gauge(&b, "tls_send_queue_max_bytes", "[tls] send_queue_max in force (per connection)", m->cfg->send_queue_max);
+	fam(&b, "tls_handshake_timeout_seconds", "gauge", "[tls] handshake_timeout_ms in force");
+	sb_printf(&b, "fanogate_tls_handshake_timeout_seconds %.3f\n", m->cfg->handshake_timeout_ms / 1e3);
+	fam(&b, "tls_idle_timeout_seconds", "gauge", "[tls] idle_timeout_ms in force");
+	sb_printf(&b, "fanogate_tls_idle_timeout_seconds %.3f\n", m->cfg->idle_timeout_ms / 1e3);
 	counter(&b, "tls_accepted_total", "TLS connections accepted", s->accepted);
 	counter(&b, "tls_closed_total", "TLS connections closed", s->closed);
 	counter(&b, "tls_refused_max_total", "connections refused over max_connections", s->refused_max);

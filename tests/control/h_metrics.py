@@ -182,6 +182,8 @@ def main():
               and all(ln["auto_promote"] for ln in j["lines"]),
               "fanoctl lines --json: promote_count 5, auto_promote on every line")
         v2, _, _ = parse(scrape(d))
+        check(v2.get("fanogate_tls_idle_timeout_seconds") == 25 and v2.get("fanogate_tls_ws_max_message_bytes") == 65536
+              and v0.get("fanogate_tls_idle_timeout_seconds") == 20, "metrics show the [tls] limits in force")
         check(v2.get("fanogate_lines_promote_verdicts") == 5 and
               v2.get('fanogate_config_reloads_total{result="applied"}') == 1, "metrics see the reload")
         st_new, _, body_new = http(d, "POST", "/residual-seed", big)  # a fresh connection
