@@ -73,6 +73,17 @@ def families_documented(vals, types, helps):
     check(True, "every sample has # HELP and # TYPE; every counter ends in _total (%d series)" % len(vals))
 
 
+DOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "metrics.md")
+
+
+def documented(types, what):
+    """Every family of the scrape has a row in docs/metrics.md."""
+    with open(DOCS) as f:
+        doc = set(re.findall(r"^\| `(fanogate_[a-z_]+)`", f.read(), re.M))
+    missing = sorted(set(types) - doc)
+    check(not missing, "docs/metrics.md lists every %s family (missing: %s)" % (what, missing))
+
+
 def main():
     fanoctl = os.environ.get("FANOCTL")
     if not fanoctl or not os.access(fanoctl, os.X_OK):
@@ -120,6 +131,7 @@ def main():
         v1, types, helps = parse(b1)
         promtool(b1, "second")
         families_documented(v1, types, helps)
+        documented(types, "local-mode")
 
         def delta(key):
             return v1.get(key, 0) - v0.get(key, 0)
@@ -283,6 +295,7 @@ def lanes_part():
         v1, types, helps = parse(b1)
         promtool(b1, "dataplane-mode")
         families_documented(v1, types, helps)
+        documented(types, "dataplane-mode")
         check(v1.get('fanogate_build_info{version="0.1.0",mode="dataplane"}') == 1, "build_info says dataplane")
         lcores = sorted({re.search(r'lcore="(\d+)"', k).group(1) for k in v1 if k.startswith("fanogate_dp_rx_pkts_total")})
         check(len(lcores) >= 1 and all('fanogate_dp_drops_total{lcore="%s",reason="malformed"}' % c in v1 for c in lcores),
