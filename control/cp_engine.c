@@ -244,6 +244,30 @@ static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t 
 	return 0;
 }
 
+static void peer_seen(struct cp_engine *e, const struct fg_bmsg *m)
+{
+	uint8_t fam = m->line == 6 || m->line == 10 /* AF_INET6 */ ? 6 : 4;
+	uint16_t port = (uint16_t)m->token_seq;
+	for (unsigned i = 0; i < e->n_peers; i++) {
+		struct cp_peer *p = &e->peers[i];
+		if (p->family == fam && p->port == port && !memcmp(p->addr, m->peer, 16)) {
+			p->last_ns = m->t_ns;
+			p->reports++;
+			return;
+		}
+	}
+	if (e->n_peers == CP_PEERS_MAX) {
+		e->st.peers_dropped++;
+		return;
+	}
+	struct cp_peer *p = &e->peers[e->n_peers++];
+	memcpy(p->addr, m->peer, 16);
+	p->family = fam;
+	p->port = port;
+	p->first_ns = p->last_ns = m->t_ns;
+	p->reports = 1;
+}
+
 static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const struct fg_bmsg *m)
 {
 	const uint8_t *buf = m->buf != FG_BUF_NONE && m->buf < ln->dp2cp.n ? fg_pool_buf(&ln->dp2cp, m->buf) : NULL;
@@ -306,6 +330,9 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const struct fg_b
 		break;
 	case FG_BM_EXPIRED:
 		on_ended(e, m->layer, m->token_seq, FG_SLOT_EXPIRED);
+		break;
+	case FG_BM_PEER:
+		peer_seen(e, m);
 		break;
 	default:
 		break;

@@ -64,6 +64,16 @@ struct cp_ending {
 	uint32_t cap;
 };
 
+/* A UDP source the dataplane reported (FG_BM_PEER, at most once a second
+ * per source). */
+#define CP_PEERS_MAX 256u
+struct cp_peer {
+	uint8_t addr[16];
+	uint8_t family; /* 4 or 6 */
+	uint16_t port;
+	uint64_t first_ns, last_ns, reports;
+};
+
 struct cp_engine_req {
 	uint32_t req_id; /* 0 = free */
 	uint64_t cookie;
@@ -71,7 +81,7 @@ struct cp_engine_req {
 
 struct cp_engine_stats {
 	uint64_t frames, resolved, expired, poisoned, canonical, malformed;
-	uint64_t lane_full, pool_empty, req_table_full, too_big, outcomes_unmatched, bad_lane_msgs;
+	uint64_t lane_full, pool_empty, req_table_full, too_big, outcomes_unmatched, bad_lane_msgs, peers_dropped;
 	uint64_t reason[FG_R__COUNT];
 	uint64_t outcome[FG_O__COUNT];
 };
@@ -96,6 +106,8 @@ struct cp_engine {
 	struct fg_boundary *b;
 	uint32_t next_req;
 	struct cp_engine_req *reqs; /* [CP_ENGINE_REQS] */
+	struct cp_peer peers[CP_PEERS_MAX];
+	unsigned n_peers;
 	/* both */
 	struct cp_ending *endings;  /* [n_endings], direct mapped */
 	uint32_t n_endings;

@@ -7,6 +7,7 @@
  * a connection is freed from its last completion. */
 #include "cp_op.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <grp.h>
 #include <jansson.h>
@@ -254,11 +255,21 @@ static json_t *cmd_peers(struct cp_opsrv *o)
 						     c->tls.peer_verified ? c->tls.cn : "-", "send_queue",
 						     (json_int_t)c->sq_bytes));
 	}
+	json_t *udp = json_array();
+	uint64_t now = cp_now_ns();
+	for (unsigned i = 0; i < o->engine->n_peers; i++) {
+		const struct cp_peer *p = &o->engine->peers[i];
+		char host[INET6_ADDRSTRLEN] = "?";
+		inet_ntop(p->family == 6 ? AF_INET6 : AF_INET, p->addr, host, sizeof(host));
+		json_array_append_new(udp, json_pack("{s:s,s:i,s:I,s:I}", "addr", host, "port", (int)p->port, "last_seen_ms",
+						     (json_int_t)(now > p->last_ns ? (now - p->last_ns) / 1000000ull : 0),
+						     "reports", (json_int_t)p->reports));
+	}
 	json_t *down = json_array();
 	for (unsigned p = 1; p <= FG_POINTS; p++)
 		if (o->engine->lines.points_down & (1u << (p - 1)))
 			json_array_append_new(down, json_integer(p));
-	return json_pack("{s:b,s:o,s:o}", "ok", 1, "tls_peers", arr, "points_down", down);
+	return json_pack("{s:b,s:o,s:o,s:o}", "ok", 1, "tls_peers", arr, "udp_peers", udp, "points_down", down);
 }
 
 static json_t *cmd_stats(struct cp_opsrv *o)

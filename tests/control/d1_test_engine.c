@@ -306,6 +306,26 @@ static void test_lanes(void **state)
 	assert_int_equal(cp_engine_lookup(&e, 3, 1001, &fr, &fl), FG_SLOT_RESOLVED);
 	assert_int_equal(cp_engine_lookup(&e, 1, 5, &fr, &fl), FG_SLOT_EXPIRED);
 
+	/* PEER reports: one entry per (family, address, port), refreshed */
+	for (int k = 0; k < 3; k++) {
+		memset(&o, 0, sizeof(o));
+		o.type = FG_BM_PEER;
+		o.line = 4;
+		o.token_seq = k == 2 ? 4243 : 4242;
+		o.peer[0] = 10;
+		o.peer[3] = 7;
+		o.t_ns = 1000 + (uint64_t)k;
+		o.buf = FG_BUF_NONE;
+		assert_true(fg_ring_push(lanes[0].to_cp, &o));
+	}
+	run_for(5ull * 1000 * 1000);
+	assert_int_equal(e.n_peers, 2);
+	assert_int_equal(e.peers[0].port, 4242);
+	assert_int_equal(e.peers[0].reports, 2);
+	assert_int_equal(e.peers[0].last_ns, 1001);
+	assert_int_equal(e.peers[0].family, 4);
+	assert_int_equal(e.peers[1].port, 4243);
+
 	/* an OUTCOME for an unknown req_id is counted, not delivered */
 	memset(&o, 0, sizeof(o));
 	o.type = FG_BM_OUTCOME;
