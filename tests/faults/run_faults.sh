@@ -55,7 +55,9 @@ case $SCEN in
 clean)    R1="" ;;
 loss1)    R1="--loss 0.01" ;;
 loss5)    R1="--loss 0.05" ;;
+loss10)   R1="--loss 0.10"; STRICT=0 ;;
 loss20)   R1="--loss 0.20"; STRICT=0 ;;
+loss30)   R1="--loss 0.30"; STRICT=0; TOKENS=${FG_FAULTS_TOKENS:-60} ;;
 reorder)  R1="--reorder 0.2 --reorder-gap 3 --reorder-ms 20 --jitter-ms 1"; R2="--reorder 0.2 --reorder-gap 2 --reorder-ms 10" ;;
 dup)      R1="--dup 0.2"; R2="--dup 0.2" ;;
 mixed)    R1="--loss 0.05 --dup 0.05 --reorder 0.1 --delay-ms 1 --jitter-ms 2" ;;

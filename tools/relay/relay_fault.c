@@ -252,9 +252,9 @@ int rl_dir_input(struct rl_dir *d, uint32_t sess, const uint8_t *buf, uint32_t l
 
 uint64_t rl_dir_tick(struct rl_dir *d, uint64_t now)
 {
-	/* Held datagrams whose time ran out first: they were admitted before
-	 * anything still in the heap that is due now only if their deadline is
-	 * earlier, and a reordered datagram should not overtake on a timer. */
+	/* Held datagrams whose timer ran out leave first, oldest first (the
+	 * held array is in admission order); each emission ages the others
+	 * and may release some by gap, so the scan restarts. */
 	for (uint32_t i = 0; i < d->n_held;) {
 		if (d->held[i]->due <= now) {
 			struct rl_item *it = held_remove(d, i);
