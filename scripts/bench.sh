@@ -221,6 +221,11 @@ fi
 if [ $MODE != none ]; then
 	say "fanogate up with the DPDK dataplane over $MODE (hugepages $HUGE)"
 	run_fleet dpdk-udp --udp "$DP_IP:4242" --consumer "$FLEET_IP:5000" --mix udp=1 --token-base 100000
+	# Throughput: all layers of a token at once, 16 tokens in flight (the
+	# window that fills cwnd); latency here includes queueing.
+	LOAD_ARGS=(--mode burst --window 16 --tokens $((TOKENS * 2)))
+	run_fleet load-dpdk-udp --udp "$DP_IP:4242" --consumer "$FLEET_IP:5000" --mix udp=1 --token-base 150000 \
+		"${LOAD_ARGS[@]}"
 else
 	if [ $ROOTED -eq 0 ]; then skip dpdk-udp "needs root (namespace, DPDK)"
 	else skip dpdk-udp "the DPDK dataplane did not come up (af_xdp, af_packet); see $OUT/fanogate-*.log"; fi
@@ -270,6 +275,8 @@ say "kernel-udp: $KDESC"
 "${INNS[@]}" "$FLEET" --udp "$KIP:$KPORT" --consumer "$KCIP:$KCONS" --mix udp=1 --tokens 1 --window 1 \
 	--token-base 3100000 --canonical none --quiet --slot-timeout-ms 4000 >"$T/warm.log" 2>&1 || true
 run_fleet kernel-udp --udp "$KIP:$KPORT" --consumer "$KCIP:$KCONS" --mix udp=1 --token-base 400000
+run_fleet load-kernel-udp --udp "$KIP:$KPORT" --consumer "$KCIP:$KCONS" --mix udp=1 --token-base 450000 \
+	--mode burst --window 16 --tokens $((TOKENS * 2))
 kill -TERM $KPID 2>/dev/null || true; wait $KPID 2>/dev/null || true; KPID=
 echo "$KDESC" >"$OUT/kernel-udp.receiver"
 

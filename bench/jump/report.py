@@ -83,6 +83,18 @@ def main():
                 f.write("%.3f 1.0\n" % s[-1])
         res["paths"][name] = entry
         rows.append((name, entry))
+    load = {}
+    for name in ("load-dpdk-udp", "load-kernel-udp"):
+        fj = os.path.join(d, "path-%s.json" % name)
+        if os.path.exists(fj):
+            j = json.load(open(fj))
+            lat = j.get("latency_by_ingress", {}).get("udp", {})
+            load[name] = {"seeds": j.get("resolved"), "bit_exact": j.get("bit_exact"), "slots": j.get("slots"),
+                          "seconds": j.get("seconds"),
+                          "seeds_per_s": (j["resolved"] / j["seconds"]) if j.get("seconds") else None,
+                          "bytes_per_s": (j["resolved"] * 3 * 1536 * 4 / j["seconds"]) if j.get("seconds") else None,
+                          "p50_us": lat.get("p50_us"), "p99_us": lat.get("p99_us")}
+    res["throughput"] = load
     core = os.path.join(d, "core.json")
     if os.path.exists(core):
         c = json.load(open(core))
@@ -108,6 +120,14 @@ def main():
             note = "%d/%d bit-exact" % (e["bit_exact"], e["slots"])
         lines.append("%-11s %8d %9.1f %9.1f %9.1f %9.1f %9s  %s" % (name, e["samples"], e["p50_us"], e["p99_us"],
                                                                     e["p999_us"], e["max_us"], ratio, note))
+    if load:
+        lines.append("")
+        lines.append("throughput (burst, 16 tokens in flight, one fanofleet process as the whole fleet):")
+        for name, v in load.items():
+            if v["seeds_per_s"]:
+                lines.append("  %-16s %8.0f seeds/s  %6.1f MB/s contributions  p50 %.0f us  p99 %.0f us  %d/%d bit-exact"
+                             % (name, v["seeds_per_s"], v["bytes_per_s"] / 1e6, v["p50_us"] or 0, v["p99_us"] or 0,
+                                v["bit_exact"] or 0, v["slots"] or 0))
     if res["resolution"] and res["resolution"]["hidden_1536_lines_3"]:
         r = res["resolution"]["hidden_1536_lines_3"]
         lines.append("")
