@@ -1,0 +1,171 @@
+/* test_dp_lanes.c - the boundary as the daemon uses it: dp_init on a
+ * net_ring port (no traffic), dp_start with 2 poll lcores, then frames over
+ * the cp -> dp lanes to the shard owner (FG_BM_FRAME), their FG_BM_OUTCOME
+ * and FG_BM_RESOLVED answers (resolved frame bytes checked), a malformed
+ * frame's reason, FG_BM_FLUSH of an open slot, every lane buffer returned,
+ * and dp_stop's report. One EAL per process: one test function.
+ *
+ * usage: test_dp_lanes   (exit 77 when not root) */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fg/boundary.h"
+#include "fg/config.h"
+#include "fg/line.h"
+#include "dp.h"
+#include "dp_test_util.h"
+
+static struct fg_config cfg;
+static struct fg_boundary b;
+
+static void push_frame(unsigned lane, const uint8_t *frame, uint32_t len, uint32_t req)
+{
+	struct fg_lane *l = &b.lanes[lane];
+	uint32_t bi = fg_pool_get(&l->cp2dp);
+	assert_int_not_equal(bi, FG_BUF_NONE);
+	memcpy(fg_pool_buf(&l->cp2dp, bi), frame, len);
+	struct fg_bmsg m = {.type = FG_BM_FRAME, .buf = bi, .len = len, .req_id = req};
+	assert_true(fg_ring_push(l->to_dp, &m));
+}
+
+/* Wait for a message of `type` (and req_id when non-zero) on any lane. */
+static bool wait_msg(uint8_t type, uint32_t req, struct fg_bmsg *out, unsigned *lane_out)
+{
+	for (int t = 0; t < 3000; t++) {
+		for (unsigned i = 0; i < b.n_lanes; i++) {
+			struct fg_bmsg m;
+			while (fg_ring_pop(b.lanes[i].to_cp, &m)) {
+				if (m.type == type && (!req || m.req_id == req)) {
+					*out = m;
+					*lane_out = i;
+					return true;
+				}
+				if (m.buf != FG_BUF_NONE)
+					fg_pool_put(&b.lanes[i].dp2cp, m.buf);
+			}
+		}
+		usleep(1000);
+	}
+	return false;
+}
+
+static void test_lanes(void **state)
+{
+	(void)state;
+	char cfgtext[] = "[model]\nhidden = 4\nlayers = 32\n[rules]\ndefault = 1,3,5\nlayer.1 = 1\n"
+			 "[slots]\ncapacity = 64\ndeadline_ms = 60000\n[dataplane]\nlcores = 2\n";
+	struct fg_config_error err;
+	fg_config_default(&cfg);
+	assert_int_equal(fg_config_parse(&cfg, cfgtext, "test", &err), 0);
+	struct fg_lines ls;
+	fg_lines_init(&ls, cfg.line_initial, &cfg.policy, 0);
+	atomic_store(&b.linefacts, fg_linefacts_pack(&ls, 0));
+	char prof[512];
+	snprintf(prof, sizeof(prof), "%s/drivers-config/ring.ini", FG_SOURCE_ROOT);
+	setenv("FG_HUGEPAGES", "off", 1);
+	assert_int_equal(dp_init(&cfg, prof, &b), 0);
+	assert_int_equal(b.n_lanes, 2);
+	assert_non_null(b.lanes);
+	assert_non_null(b.counters);
+	assert_int_equal(dp_start(), 0);
+
+	/* S01 resolves alone (layer 1 expects line 1): to its shard owner */
+	uint8_t f[256];
+	int n = tu_vector("S01", f, sizeof(f));
+	assert_int_equal(n, 34);
+	unsigned owner = fg_shard_of(42, 1, cfg.layers, 2);
+	push_frame(owner, f, (uint32_t)n, 7);
+	struct fg_bmsg m;
+	unsigned lane;
+	assert_true(wait_msg(FG_BM_OUTCOME, 7, &m, &lane));
+	assert_int_equal(lane, owner);
+	assert_int_equal(m.status.outcome, FG_O_RESOLVED);
+	assert_int_equal(m.status.token_seq, 42);
+	assert_true(m.fingerprint == 0x5e2de06ec4043aa2ull);
+	/* the RESOLVED message came first on the same lane; look for it again */
+	push_frame(owner, f, (uint32_t)n, 8); /* late duplicate: answered, not re-added */
+	assert_true(wait_msg(FG_BM_OUTCOME, 8, &m, &lane));
+	assert_int_equal(m.status.outcome, FG_O_LATE);
+
+	/* a second slot, to catch its RESOLVED frame */
+	uint8_t g[256];
+	memcpy(g, f, (size_t)n);
+	fg_put_be32(g + 2, 43);
+	unsigned owner43 = fg_shard_of(43, 1, cfg.layers, 2);
+	push_frame(owner43, g, (uint32_t)n, 9);
+	assert_true(wait_msg(FG_BM_RESOLVED, 0, &m, &lane));
+	assert_int_equal(lane, owner43);
+	assert_int_equal(m.token_seq, 43);
+	assert_int_equal(m.layer, 1);
+	const uint8_t *rf = fg_pool_buf(&b.lanes[lane].dp2cp, m.buf);
+	assert_int_equal(m.len, 34);
+	assert_int_equal(fg_be16(rf), 0xAFA1);
+	assert_int_equal(fg_be32(rf + 2), 43);
+	assert_int_equal(rf[6], 0x10);
+	assert_memory_equal(rf + 10, f + 10, 24); /* prefix + body = S01's */
+	fg_pool_put(&b.lanes[lane].dp2cp, m.buf);
+	assert_true(wait_msg(FG_BM_OUTCOME, 9, &m, &lane));
+
+	/* a malformed frame: the reason comes back in len */
+	n = tu_vector("S03", f, sizeof(f));
+	push_frame(0, f, (uint32_t)n, 10);
+	assert_true(wait_msg(FG_BM_OUTCOME, 10, &m, &lane));
+	assert_int_equal(m.len, FG_R_SEED_LINE);
+	assert_int_equal(m.status.outcome, FG_O_MALFORMED);
+
+	/* an open slot (layer 0 expects 1,3,5; one line sent), then FLUSH */
+	n = tu_vector("S01", f, sizeof(f));
+	fg_put_be16(f, 0xAF60);
+	fg_put_be32(f + 2, 500);
+	unsigned o500 = fg_shard_of(500, 0, cfg.layers, 2);
+	push_frame(o500, f, (uint32_t)n, 11);
+	assert_true(wait_msg(FG_BM_OUTCOME, 11, &m, &lane));
+	assert_int_equal(m.status.outcome, FG_O_ACCEPTED);
+	assert_true(m.status.facts & FG_FACT_AWAITING);
+	struct fg_bmsg fl = {.type = FG_BM_FLUSH, .buf = FG_BUF_NONE, .epoch = 1};
+	assert_true(fg_ring_push(b.lanes[o500].to_dp, &fl));
+	struct dp_report r;
+	for (int t = 0; t < 2000; t++) {
+		assert_int_equal(dp_report_get(&r), 0);
+		if (r.x[DP_X_LANE_FLUSH] == 1)
+			break;
+		usleep(1000);
+	}
+	assert_int_equal(r.x[DP_X_LANE_FLUSH], 1);
+	assert_int_equal(r.c[FG_C_SLOTS_EXPIRED], 1);
+	assert_int_equal(r.x[DP_X_LANE_FRAMES], 5);
+	/* every cp2dp buffer came back to its pool */
+	for (unsigned i = 0; i < b.n_lanes; i++)
+		assert_int_equal(fg_ring_count(b.lanes[i].cp2dp.free), b.lanes[i].cp2dp.n);
+	dp_stop();
+	assert_null(b.lanes);
+	assert_int_equal(dp_report_get(&r), 0);
+	assert_int_equal(r.outcome[FG_O_RESOLVED], 2);
+	assert_int_equal(r.outcome[FG_O_LATE], 1);
+	assert_int_equal(r.outcome[FG_O_ACCEPTED], 1);
+	assert_int_equal(r.outcome[FG_O_MALFORMED], 1);
+	assert_int_equal(r.slots_opened, 3);
+	assert_int_equal(r.slots_resolved, 2);
+	assert_int_equal(r.slots_expired, 1);
+	assert_int_equal(r.mbuf_pool_avail, r.mbuf_pool_size);
+	assert_int_equal(r.xfer_pool_avail, r.xfer_pool_size);
+}
+
+int main(void)
+{
+	if (geteuid() != 0) {
+		printf("SKIP: the DPDK EAL needs root here\n");
+		return 77;
+	}
+	const struct CMUnitTest tests[] = {cmocka_unit_test(test_lanes)};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
