@@ -6,6 +6,7 @@
  * Who may call: one thread (the control plane's main thread, or
  * fanogate-dp's main), in the order init, start, stop. Logs through RTE_LOG
  * once per failure, at this edge. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,11 +151,16 @@ static int build_eal_args(struct dp_state *g, struct argv_buf *a, uint64_t need_
 		return -ENOMEM;
 	}
 	if (huge) {
+		rc |= arg_add(a, "--file-prefix");
 		if (p->multiprocess) {
-			rc |= arg_add(a, "--file-prefix");
 			rc |= arg_add(a, p->file_prefix);
 		} else {
+			/* a private prefix: the telemetry socket is then
+			 * /var/run/dpdk/fgdp<pid>/dpdk_telemetry.v2, removed at dp_stop */
+			snprintf(tmp, sizeof(tmp), "fgdp%d", (int)getpid());
+			rc |= arg_add(a, tmp);
 			rc |= arg_add(a, "--in-memory");
+			g->own_prefix = true;
 		}
 		if (p->huge_dir[0]) {
 			rc |= arg_add(a, "--huge-dir");
@@ -175,6 +181,7 @@ static int build_eal_args(struct dp_state *g, struct argv_buf *a, uint64_t need_
 		rc |= arg_add(a, "--file-prefix");
 		snprintf(tmp, sizeof(tmp), "fgdp%d", (int)getpid());
 		rc |= arg_add(a, tmp);
+		g->own_prefix = true;
 	}
 	g->hugepages = huge;
 	rc |= arg_add(a, "--lcores");
@@ -446,6 +453,29 @@ static void free_all(struct dp_state *g)
 	}
 }
 
+/* The EAL leaves its runtime directory behind; ours is per process
+ * (fgdp<pid>) so nobody else can be using it. */
+static void remove_runtime_dir(void)
+{
+	char dir[128], path[512];
+	const char *base = getuid() == 0 ? "/var/run/dpdk" : getenv("XDG_RUNTIME_DIR");
+	if (!base)
+		base = "/tmp";
+	snprintf(dir, sizeof(dir), "%s%s/fgdp%d", base, getuid() == 0 ? "" : "/dpdk", (int)getpid());
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		(void)unlink(path);
+	}
+	closedir(d);
+	(void)rmdir(dir);
+}
+
 int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_boundary *b)
 {
 	struct dp_state *g = &dp_g;
@@ -690,5 +720,7 @@ void dp_stop(void)
 	rte_mempool_free(g->mbufs);
 	g->xfer = g->mbufs = NULL;
 	(void)rte_eal_cleanup();
+	if (g->own_prefix)
+		remove_runtime_dir();
 	g->inited = false;
 }

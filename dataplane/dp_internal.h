@@ -105,6 +105,7 @@ struct dp_state {
 	struct dp_xcounters *xk;     /* [n] */
 	void *lane_mem[DP_MAX_LCORES];
 	bool hugepages;
+	bool own_prefix;             /* --file-prefix fgdp<pid>: runtime dir removed at stop */
 	uint32_t mbufs_out_started;
 	bool have_report;
 	struct dp_report report;

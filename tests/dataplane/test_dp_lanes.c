@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "fg/boundary.h"
 #include "fg/config.h"
@@ -56,6 +58,29 @@ static bool wait_msg(uint8_t type, uint32_t req, struct fg_bmsg *out, unsigned *
 		usleep(1000);
 	}
 	return false;
+}
+
+/* Ask the EAL telemetry socket (per-process prefix fgdp<pid>) for cmd. */
+static bool telemetry(const char *cmd, char *out, size_t cap)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/var/run/dpdk/fgdp%d/dpdk_telemetry.v2", (int)getpid());
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	ssize_t n = read(fd, out, cap - 1); /* the greeting */
+	bool ok = n > 0 && write(fd, cmd, strlen(cmd)) == (ssize_t)strlen(cmd);
+	if (ok) {
+		n = read(fd, out, cap - 1);
+		ok = n > 0;
+		if (ok)
+			out[n] = 0;
+	}
+	close(fd);
+	return ok;
 }
 
 static void test_lanes(void **state)
@@ -146,8 +171,18 @@ static void test_lanes(void **state)
 	/* every cp2dp buffer came back to its pool */
 	for (unsigned i = 0; i < b.n_lanes; i++)
 		assert_int_equal(fg_ring_count(b.lanes[i].cp2dp.free), b.lanes[i].cp2dp.n);
+	/* the same figures through rte_telemetry */
+	static char js[65536];
+	assert_true(telemetry("/fanogate/counters", js, sizeof(js)));
+	assert_non_null(strstr(js, "\"lane_frames\": 5") ? strstr(js, "\"lane_frames\": 5") : strstr(js, "\"lane_frames\":5"));
+	assert_non_null(strstr(js, "outcome_resolved"));
+	assert_true(telemetry("/fanogate/lcore_counters,1", js, sizeof(js)));
+	assert_non_null(strstr(js, "\"lcore\""));
 	dp_stop();
 	assert_null(b.lanes);
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/var/run/dpdk/fgdp%d", (int)getpid());
+	assert_int_not_equal(access(dir, F_OK), 0); /* the runtime directory is gone */
 	assert_int_equal(dp_report_get(&r), 0);
 	assert_int_equal(r.outcome[FG_O_RESOLVED], 2);
 	assert_int_equal(r.outcome[FG_O_LATE], 1);
