@@ -8,6 +8,12 @@
  * Who may call: fleet_main.c; everything runs on the calling thread in one
  * poll loop.
  *
+ * Ingress per contribution: by the --mix weights per layer, slot or station
+ * (--assign), unless --station forces a station's ingress. Delivery paths:
+ * the UDP consumer socket, the WSS subscription (?layers=all on the first
+ * connection) and, with --pull, one long-poll GET /residual-seed/L/T per
+ * slot; the first arrival is timed, every arrival is checked.
+ *
  * Tokens and slots. Token t (token_seq = token_base + t) opens the slots
  * (token_seq, d) for d = 1 .. layers-1; slot d receives x_{d-1} on line 1,
  * attn_{d-1} on line 3 and ffn_{d-1} on line 5 (orientation +) in a
