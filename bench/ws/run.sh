@@ -6,7 +6,9 @@
 # load generator (ws_bench_client.js) pinned to CPU 1. Sizes: 1 KiB (hidden
 # 252 -> 1026-byte frames) and 6 KiB (hidden 1536 -> 6162 bytes, Pair X).
 # Prints a markdown table and the raw JSON lines; nothing is asserted.
-# Usage: bench/ws/run.sh [fanogate-binary]   (env: CONNS, WINDOW, WARM_S, RUN_S)
+# Usage: bench/ws/run.sh [fanogate-binary]
+#   env: ROUNDS (default 3: interleaved rounds, medians reported), CONNS,
+#        WINDOW, WARM_S, RUN_S, HIDDEN_LIST ("252 1536")
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -46,6 +48,7 @@ client() { # port frame_bytes
 }
 
 results=()
+for round in $(seq 1 "${ROUNDS:-3}"); do
 for hidden in ${HIDDEN_LIST:-252 1536}; do
   bytes=$(( 18 + 4 * hidden ))
   port=$(free_port)
@@ -82,10 +85,11 @@ INI
   results+=("node-ws $(( t1 - t0 )) $r")
   kill "$npid"; wait "$npid" 2>/dev/null || true
 done
+done
 
 echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "load: $conns connections x $window messages in flight, warm-up ${warm}s, measured ${run}s; servers on CPU $srv_cpu, client on CPU $cli_cpu"
+echo "load: $conns connections x $window messages in flight, warm-up ${warm}s, measured ${run}s; servers on CPU $srv_cpu, client on CPU $cli_cpu; ${ROUNDS:-3} interleaved rounds, medians"
 echo
 /usr/bin/python3 "$here/summarize.py" "$(getconf CLK_TCK)" "${results[@]}"
 echo

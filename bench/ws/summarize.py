@@ -1,26 +1,34 @@
 #!/usr/bin/python3
 """summarize.py HZ LINE... - bench/ws: turn run.sh's result lines
-("NAME CPU_TICKS JSON") into a markdown table and ratios fanogate/node-ws.
-Server CPU per message = (utime + stime ticks over the client's whole run) /
-(messages answered over the whole run): robust to a shared, loaded machine
-in a way msgs/s is not."""
+("NAME CPU_TICKS JSON", several interleaved rounds) into a markdown table of
+medians and ratios fanogate/node-ws. Server CPU per message = (utime +
+stime ticks over the client's whole run) / (messages answered over the whole
+run): robust to a shared, loaded machine in a way msgs/s is not."""
 import json
+import statistics
 import sys
 
 hz = int(sys.argv[1])
-rows = {}
-print("| server | frame bytes | msgs/s | p50 us | p99 us | server CPU us/msg | samples |")
-print("|---|---|---|---|---|---|---|")
+runs = {}
 for line in sys.argv[2:]:
     name, ticks, js = line.split(" ", 2)
     j = json.loads(js)
-    cpu = int(ticks) * 1e6 / hz / max(j["total"], 1)
-    rows[(name, j["frame_bytes"])] = (j, cpu)
-    print(f"| {name} | {j['frame_bytes']} | {j['msgs_per_s']} | {j['p50_us']} | {j['p99_us']} | {cpu:.1f} | {j['samples']} |")
+    j["cpu"] = int(ticks) * 1e6 / hz / max(j["total"], 1)
+    runs.setdefault((name, j["frame_bytes"]), []).append(j)
+
+med = {}
+print("| server | frame bytes | rounds | msgs/s | p50 us | p99 us | server CPU us/msg (min..max) |")
+print("|---|---|---|---|---|---|---|")
+for (name, b), rs in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+    m = {k: statistics.median(r[k] for r in rs) for k in ("msgs_per_s", "p50_us", "p99_us", "cpu")}
+    med[(name, b)] = m
+    cpus = [r["cpu"] for r in rs]
+    print(f"| {name} | {b} | {len(rs)} | {m['msgs_per_s']:.0f} | {m['p50_us']:.0f} | {m['p99_us']:.0f} | "
+          f"{m['cpu']:.1f} ({min(cpus):.1f}..{max(cpus):.1f}) |")
 print()
-for b in sorted({k[1] for k in rows}):
-    f, w = rows.get(("fanogate", b)), rows.get(("node-ws", b))
-    if f and w and w[0]["msgs_per_s"]:
-        print(f"- {b} B: fanogate/node-ws msgs/s x{f[0]['msgs_per_s'] / w[0]['msgs_per_s']:.2f}, "
-              f"p50 x{f[0]['p50_us'] / max(w[0]['p50_us'], 1):.2f}, p99 x{f[0]['p99_us'] / max(w[0]['p99_us'], 1):.2f}, "
-              f"server CPU per message x{f[1] / max(w[1], 1e-9):.2f}")
+for b in sorted({k[1] for k in med}):
+    f, w = med.get(("fanogate", b)), med.get(("node-ws", b))
+    if f and w and w["msgs_per_s"]:
+        print(f"- {b} B, medians: fanogate/node-ws msgs/s x{f['msgs_per_s'] / w['msgs_per_s']:.2f}, "
+              f"p50 x{f['p50_us'] / max(w['p50_us'], 1):.2f}, p99 x{f['p99_us'] / max(w['p99_us'], 1):.2f}, "
+              f"server CPU per message x{f['cpu'] / max(w['cpu'], 1e-9):.2f}")
