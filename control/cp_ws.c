@@ -173,6 +173,8 @@ void cp_ws_on_data(struct cp_conn *c)
 			cp_ws_close(c, cp_ws_reason_close_code((int)r), cp_ws_reason_name((int)r));
 			break;
 		}
+		if (r == 0) /* the codec promises progress; never spin if it does not */
+			break;
 		off += (size_t)r;
 		switch (ev.kind) {
 		case CP_WS_EV_MESSAGE:
