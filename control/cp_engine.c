@@ -241,6 +241,8 @@ static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t 
 	}
 	rq->req_id = id;
 	rq->cookie = cookie;
+	rq->t_ns = m.t_ns;
+	e->outstanding++;
 	return 0;
 }
 
@@ -285,6 +287,7 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const struct fg_b
 			e->st.outcome[m->status.outcome]++;
 		uint64_t cookie = rq->cookie;
 		rq->req_id = 0;
+		e->outstanding--;
 		if (m->epoch != e->epoch && m->epoch != 0) {
 			e->epoch = m->epoch;
 			cp_engine_publish(e);
@@ -342,6 +345,29 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const struct fg_b
 		fg_pool_put(&ln->dp2cp, m->buf);
 }
 
+/* Answer requests whose OUTCOME never came (at most once a second, and
+ * only while some are outstanding: the sweep is 4096 entries). */
+static void lanes_sweep(struct cp_engine *e, uint64_t now)
+{
+	if (!e->outstanding || now < e->next_sweep_ns)
+		return;
+	e->next_sweep_ns = now + 1000000000ull;
+	for (uint32_t i = 0; i < CP_ENGINE_REQS; i++) {
+		struct cp_engine_req *rq = &e->reqs[i];
+		if (!rq->req_id || now - rq->t_ns < CP_ENGINE_REQ_TIMEOUT_NS)
+			continue;
+		uint64_t cookie = rq->cookie;
+		rq->req_id = 0;
+		e->outstanding--;
+		e->st.outcomes_lost++;
+		struct cp_engine_result out = {.band = FG_BAND_SEED};
+		out.status.outcome = FG_O_NO_SLOT;
+		out.status.line = FG_LINE_NONE;
+		if (e->ops.done)
+			e->ops.done(e->arg, cookie, &out);
+	}
+}
+
 static void lanes_drain(struct cp_engine *e)
 {
 	for (unsigned i = 0; i < e->b->n_lanes; i++) {
@@ -365,9 +391,10 @@ static void engine_tick(struct cp_loop *l, struct cp_timer *t)
 	struct cp_engine *e = cp_container_of(t, struct cp_engine, tick);
 	if (e->stopping)
 		return;
-	if (e->lanes_mode)
+	if (e->lanes_mode) {
 		lanes_drain(e);
-	else
+		lanes_sweep(e, cp_now_ns());
+	} else
 		local_expire(e);
 	if (cp_timer_start(l, &e->tick, e->tick_ns, engine_tick) < 0)
 		cp_err("engine: cannot re-arm the tick timer");

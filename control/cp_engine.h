@@ -77,11 +77,16 @@ struct cp_peer {
 struct cp_engine_req {
 	uint32_t req_id; /* 0 = free */
 	uint64_t cookie;
+	uint64_t t_ns;   /* sent */
 };
+/* A lanes request whose OUTCOME has not come back after this long (the
+ * dp->cp ring was full and the lcore dropped it) is answered "no_slot". */
+#define CP_ENGINE_REQ_TIMEOUT_NS (2ull * 1000 * 1000 * 1000)
 
 struct cp_engine_stats {
 	uint64_t frames, resolved, expired, poisoned, canonical, malformed;
 	uint64_t lane_full, pool_empty, req_table_full, too_big, outcomes_unmatched, bad_lane_msgs, peers_dropped;
+	uint64_t outcomes_lost; /* requests answered no_slot after CP_ENGINE_REQ_TIMEOUT_NS */
 	uint64_t reason[FG_R__COUNT];
 	uint64_t outcome[FG_O__COUNT];
 };
@@ -105,6 +110,8 @@ struct cp_engine {
 	/* lanes mode */
 	struct fg_boundary *b;
 	uint32_t next_req;
+	unsigned outstanding;       /* requests waiting for an OUTCOME */
+	uint64_t next_sweep_ns;
 	struct cp_engine_req *reqs; /* [CP_ENGINE_REQS] */
 	struct cp_peer peers[CP_PEERS_MAX];
 	unsigned n_peers;

@@ -336,6 +336,22 @@ static void test_lanes(void **state)
 	assert_int_equal(ev.done, 1);
 	assert_int_equal(e.st.outcomes_unmatched, 1);
 
+	/* a request whose OUTCOME never comes is answered no_slot after the
+	 * timeout (the lcore dropped it on a full dp->cp ring) */
+	n = mk_seed(buf, sizeof(buf), 1, 3001, 1, 0, x);
+	assert_int_equal(submit(&e, buf, n, 99), 0);
+	uint32_t lost_lane = fg_shard_of(3001, 1, 4, NL);
+	assert_true(fg_ring_pop(lanes[lost_lane].to_dp, &m)); /* the "lcore" takes it and says nothing */
+	ev.done = 0;
+	e.reqs[m.req_id & (CP_ENGINE_REQS - 1)].t_ns -= CP_ENGINE_REQ_TIMEOUT_NS + 1;
+	e.next_sweep_ns = 0;
+	run_for(5ull * 1000 * 1000);
+	assert_int_equal(ev.done, 1);
+	assert_int_equal(ev.cookie, 99);
+	assert_int_equal(ev.r.status.outcome, FG_O_NO_SLOT);
+	assert_int_equal(e.st.outcomes_lost, 1);
+	assert_int_equal(e.outstanding, 0);
+
 	/* a full lane: -ENOBUFS, and no buffer is taken */
 	int ok = 0, full = 0;
 	for (uint32_t t = 0; t < 64; t++) {
