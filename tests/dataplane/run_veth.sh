@@ -58,6 +58,12 @@ ip link set "$VB" netns "$NS"
 ip link set "$VA" mtu 1600
 ip -n "$NS" link set "$VB" mtu 1600
 ip link set "$VA" up
+# no segmentation/coalescing offloads: af_packet would see a coalesced or
+# unsegmented super-packet truncated to its ring frame
+if command -v ethtool >/dev/null; then
+	ethtool -K "$VA" gro off gso off tso off tx-udp-segmentation off >/dev/null 2>&1
+	ip netns exec "$NS" ethtool -K "$VB" gro off gso off tso off tx-udp-segmentation off >/dev/null 2>&1
+fi
 ip -n "$NS" link set lo up
 ip -n "$NS" addr add 10.98.0.2/24 dev "$VB"
 ip -n "$NS" link set "$VB" up
