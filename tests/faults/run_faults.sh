@@ -21,7 +21,8 @@
 #  - scenarios with ACK-path faults only on relay #1 and a loss rate at which
 #    six attempts per frame cannot all fail in practice: no missing seed;
 #    otherwise every missing seed is accounted for: missing <= frames the
-#    fleet gave up on + resolved-seed datagrams relay #2 dropped;
+#    fleet gave up on + resolved-seed datagrams relay #2 dropped + slots
+#    fanogate expired (counted, with the reason "expired");
 #  - fanogate-dp: exits 0, resolved at least as many slots as the fleet saw
 #    resolved, never answered a frame as malformed.
 # Scenarios daemon_*: the daemon fanogate (control plane + the same DPDK
@@ -50,6 +51,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 # two fragments), chain mode, window 8.
 TOKENS=${FG_FAULTS_TOKENS:-150}
 SLOT_TO=5000 # ms the fleet waits for a resolved seed before counting it missing
+DEADLINE=3000 # fanogate's [slots] deadline_ms
 R1="" R2="" STRICT=1
 case $SCEN in
 clean)    R1="" ;;
@@ -58,6 +60,10 @@ loss5)    R1="--loss 0.05" ;;
 loss10)   R1="--loss 0.10"; STRICT=0 ;;
 loss20)   R1="--loss 0.20"; STRICT=0 ;;
 loss30)   R1="--loss 0.30"; STRICT=0; TOKENS=${FG_FAULTS_TOKENS:-60} ;;
+# the shipped default deadline (500 ms) against the fleet's RTO (200 ms):
+# a contribution that needs its third attempt arrives after the slot expired
+loss5_d500)  R1="--loss 0.05"; STRICT=0; DEADLINE=500 ;;
+loss10_d500) R1="--loss 0.10"; STRICT=0; DEADLINE=500 ;;
 reorder)  R1="--reorder 0.2 --reorder-gap 3 --reorder-ms 20 --jitter-ms 1"; R2="--reorder 0.2 --reorder-gap 2 --reorder-ms 10" ;;
 dup)      R1="--dup 0.2"; R2="--dup 0.2" ;;
 mixed)    R1="--loss 0.05 --dup 0.05 --reorder 0.1 --delay-ms 1 --jitter-ms 2" ;;
@@ -102,7 +108,7 @@ stop_pid() { # pid: TERM, wait up to 5 s, then KILL; returns its exit status
 	wait "$1" 2>/dev/null
 }
 cleanup() {
-	stop_pid "$R1PID"; stop_pid "$R2PID"; stop_pid "$DPPID"
+	stop_pid "$R1PID"; stop_pid "$R2PID"; stop_pid "$DPPID"; stop_pid "${TSPID:-}"
 	ip netns del "$NS" 2>/dev/null
 	ip link del "$VA" 2>/dev/null
 	ip link del "$CA" 2>/dev/null
@@ -142,9 +148,10 @@ layers = 8
 default = 1,3,5
 [slots]
 capacity = 8192
-; longer than the fleet's six attempts (RTO 200 ms) so retransmissions can
-; still complete a slot; expiries are counted by the report
-deadline_ms = 3000
+; 3000 unless the scenario says otherwise: longer than the fleet's six
+; attempts (RTO 200 ms) so retransmissions can still complete a slot;
+; expiries are counted by the report
+deadline_ms = $DEADLINE
 [udp]
 port = 4242
 mtu = 1472
@@ -214,6 +221,14 @@ R2PID=$!
 for _ in $(seq 50); do [ -f "$TMP/r1.ready" ] && [ -f "$TMP/r2.ready" ] && break; sleep 0.1; done
 [ -f "$TMP/r1.ready" ] && [ -f "$TMP/r2.ready" ] || { cat "$TMP/r1.log" "$TMP/r2.log"; echo "FAIL: relays did not start"; exit 1; }
 
+# FG_FAULTS_PCAP=FILE: capture the dataplane's veth for the whole run
+TSPID=""
+if [ -n "${FG_FAULTS_PCAP:-}" ] && command -v tshark >/dev/null; then
+	tshark -q -i "$VA" -w "$FG_FAULTS_PCAP" -a duration:150 >/dev/null 2>&1 &
+	TSPID=$!
+	sleep 2
+fi
+
 # A probe token first: the first datagrams into a fresh veth are sometimes
 # lost while the dataplane learns the neighbour (as scripts/demo.sh found);
 # its own token range, not part of the figures.
@@ -235,9 +250,9 @@ stop_pid "$R1PID"; R1PID=""
 stop_pid "$R2PID"; R2PID=""
 stop_pid "$DPPID"; DPRC=$?; DPPID=""
 
-$PY - "$SCEN" "$STRICT" "$FRC" "$DPRC" "$TMP" "$R1" "$R2" "${FG_FAULTS_RESULTS:-}" "$DAEMON" <<'PY'
+$PY - "$SCEN" "$STRICT" "$FRC" "$DPRC" "$TMP" "$R1" "$R2" "${FG_FAULTS_RESULTS:-}" "$DAEMON" "$DEADLINE" <<'PY'
 import json, re, sys, time
-scen, strict, frc, dprc, tmp, r1args, r2args, out, daemon = sys.argv[1:10]
+scen, strict, frc, dprc, tmp, r1args, r2args, out, daemon, deadline = sys.argv[1:11]
 daemon = daemon == "1"
 strict = strict == "1"
 fails = []
@@ -272,8 +287,12 @@ missing = fleet.get("missing", -1)
 delivery_lost = r2.get("up", {}).get("lost", 0)
 if strict and missing != 0:
     fails.append(f"{missing} missing seeds at {scen}")
-if missing > gave_up + delivery_lost:
-    fails.append(f"{missing} missing seeds but only {gave_up} frames given up + {delivery_lost} deliveries dropped")
+# expired with a reason: fanogate's report (fanogate-dp) or the "expired"
+# status frames the fleet received (the daemon writes no report)
+expired = max(dp.get("slots_expired", 0), (fleet.get("outcomes") or {}).get("expired", 0))
+if missing > gave_up + delivery_lost + expired:
+    fails.append(f"{missing} missing seeds but only {gave_up} frames given up + {delivery_lost} deliveries "
+                 f"dropped + {expired} slots expired")
 if int(dprc) != 0:
     fails.append(f"{'fanogate' if daemon else 'fanogate-dp'} exit {dprc}")
 paths = fleet.get("latency_by_delivery_path", {})
@@ -286,7 +305,7 @@ if dp:
         fails.append(f"fanogate-dp malformed: {dp.get('malformed')}")
 res = {
     "scenario": scen, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    "relay1": r1args, "relay2": r2args,
+    "relay1": r1args, "relay2": r2args, "deadline_ms": int(deadline),
     "slots": fleet.get("slots"), "resolved": fleet.get("resolved"), "bit_exact": fleet.get("bit_exact"),
     "wrong": fleet.get("wrong"), "missing": missing, "late": fleet.get("late"),
     "frames": frames, "fragments": fragments, "resends": resends, "gave_up": gave_up,
@@ -300,6 +319,7 @@ res = {
     "acks_checked": r1.get("acks", {}).get("acked_seqs", 0) + r2.get("acks", {}).get("acked_seqs", 0),
     "acks_unproven": r1.get("acks", {}).get("ack_unproven", 0) + r2.get("acks", {}).get("ack_unproven", 0),
     "dp_slots_resolved": dp.get("slots_resolved"), "dp_slots_expired": dp.get("slots_expired"),
+    "expired": expired,
     "dp_outcomes": {k: v for k, v in dp.get("outcomes", {}).items() if v},
     "fleet_outcomes": fleet.get("outcomes"),
     "deliveries": {k: v.get("deliveries") for k, v in paths.items()},

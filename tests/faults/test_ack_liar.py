@@ -1,0 +1,124 @@
+#!/usr/bin/python3
+"""test_ack_liar.py FANORELAY - fanorelay's --check-acks end to end, on
+loopback, against a server that lies.
+
+A client sends fragmented frames (wire.md 2.1: 4-byte fragment header,
+10-byte aeon header, 2 fragments per frame) through fanorelay with 30% loss
+upward to a small server here. Run 1, honest: the server ACKs a frame only
+once it holds both fragments; the relay must prove every ACK (exit 0,
+unproven 0, proven > 0). Run 2, liar: the server ACKs on the first fragment
+it sees, so frames the relay dropped half of get ACKed; the relay must
+count them as unproven and exit 1. Exits 0 when both hold.
+"""
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+CHUNK = 100
+STREAM = 0xAF61
+
+
+def frame_fragments(fid, seq):
+    payload = bytes((seq + i) & 0xFF for i in range(150))
+    frame = struct.pack('>HIB', STREAM, seq, 0) + len(payload).to_bytes(3, 'big') + payload
+    total = (len(frame) + CHUNK - 1) // CHUNK
+    return [struct.pack('>HBB', fid, i, total) + frame[i * CHUNK:(i + 1) * CHUNK] for i in range(total)]
+
+
+def ack_datagram(ack_id, seq):
+    entry = struct.pack('>HIII', STREAM, seq, 0, 1)
+    frame = struct.pack('>HIB', 0xFFFF, 0, 0x80) + len(entry).to_bytes(3, 'big') + entry
+    return struct.pack('>HBB', ack_id, 0, 1) + frame
+
+
+def server(sock, liar, stop):
+    got = {}
+    ack_id = 0
+    sock.settimeout(0.05)
+    while not stop.is_set():
+        try:
+            dg, src = sock.recvfrom(2048)
+        except socket.timeout:
+            continue
+        fid, idx, total = struct.unpack('>HBB', dg[:4])
+        key = (src, fid)
+        have = got.setdefault(key, {})
+        have[idx] = dg[4:]
+        if liar and idx == 0:
+            seq = struct.unpack('>I', dg[6:10])[0]
+        elif not liar and len(have) == total:
+            seq = struct.unpack('>I', have[0][2:6])[0]
+        else:
+            continue
+        sock.sendto(ack_datagram(ack_id, seq), src)
+        ack_id = (ack_id + 1) & 0xFFFF
+
+
+def run(relay, liar, tmp):
+    srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    srv.bind(('127.0.0.1', 0))
+    lsock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    lsock.bind(('127.0.0.1', 0))
+    listen = lsock.getsockname()[1]
+    lsock.close()  # the relay binds it next; a small race on a loopback port
+    stats = os.path.join(tmp, 'liar.json' if liar else 'honest.json')
+    ready = stats + '.ready'
+    p = subprocess.Popen([relay, '--listen', '127.0.0.1:%d' % listen, '--server',
+                          '127.0.0.1:%d' % srv.getsockname()[1], '--up-loss', '0.3', '--seed', '5',
+                          '--check-acks', '--duration', '30', '--quiet', '--stats', stats,
+                          '--ready-file', ready], stdout=subprocess.DEVNULL)
+    stop = threading.Event()
+    th = threading.Thread(target=server, args=(srv, liar, stop))
+    th.start()
+    try:
+        for _ in range(100):
+            if os.path.exists(ready):
+                break
+            time.sleep(0.05)
+        else:
+            raise SystemExit('FAIL: fanorelay did not start')
+        cli = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for seq in range(300):
+            for dg in frame_fragments(seq, 1000 + seq):
+                cli.sendto(dg, ('127.0.0.1', listen))
+            if seq % 20 == 0:
+                time.sleep(0.005)
+        time.sleep(0.5)
+        p.terminate()
+        rc = p.wait(timeout=10)
+    finally:
+        stop.set()
+        th.join()
+        if p.poll() is None:
+            p.kill()
+    return rc, json.load(open(stats))['acks']
+
+
+def main():
+    relay = sys.argv[1]
+    with tempfile.TemporaryDirectory(prefix='fgft-liar-') as tmp:
+        rc, a = run(relay, False, tmp)
+        print('honest: exit %d, acked %d proven %d unproven %d' % (rc, a['acked_seqs'], a['ack_proven'],
+                                                                     a['ack_unproven']))
+        if rc != 0 or a['ack_unproven'] != 0 or a['ack_proven'] < 100:
+            print('FAIL: the honest server\'s ACKs must all be proven')
+            return 1
+        rc, a = run(relay, True, tmp)
+        print('liar:   exit %d, acked %d proven %d unproven %d' % (rc, a['acked_seqs'], a['ack_proven'],
+                                                                     a['ack_unproven']))
+        # 300 frames, 30% loss per fragment: about 63 first fragments go
+        # through without their second one
+        if rc != 1 or a['ack_unproven'] < 20:
+            print('FAIL: the liar\'s ACKs for half-delivered frames must be caught')
+            return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
