@@ -97,7 +97,7 @@ class Daemon:
 
     def __init__(self, mtls=False, require_cert=False, tokens_mode=0o600, extra="", hidden=8, layers=4,
                  deadline_ms=400, send_queue_max="4M", handshake_ms=3000, idle_ms=20000, max_conns=64,
-                 expect_start=True, dp_profile=None):
+                 expect_start=True, dp_profile=None, capacity=4096):
         self.dir = tempfile.mkdtemp(prefix="fg-d1-")
         self.port = free_port()
         self.metrics_port = free_port()
@@ -112,7 +112,7 @@ hidden = {hidden}
 layers = {layers}
 max_seq_len = 4
 [slots]
-capacity = 4096
+capacity = {capacity}
 deadline_ms = {deadline_ms}
 [tls]
 listen = 127.0.0.1:{self.port}

@@ -246,6 +246,18 @@ def main():
               "tokens file of mode 0644 refused at start with a clear error")
 
 
+def table_outcomes():
+    """no_slot (table index held by another open slot) and shape_mismatch."""
+    with Daemon(capacity=4, deadline_ms=30000) as d:
+        st, j = post(d, seed(0, 1, 1, V[1]))
+        check(st == 200 and j["outcome"] == "accepted", "slot (1, 0) open in a 4-slot table")
+        st, j = post(d, seed(0, 2, 1, V[1]))  # index (2*4 + 0) % 4 == (1*4 + 0) % 4
+        check(st == 503 and j["outcome"] == "no_slot" and j["error"] == "no_slot",
+              "same table index held by an open slot: 503 no_slot")
+        st, j = post(d, seed(0, 1, 3, V[3] + V[3], seq_len=2))
+        check(st == 409 and j["outcome"] == "shape_mismatch", "seq_len differs from the slot's: 409 shape_mismatch")
+
+
 def limits():
     """max_connections and the idle timeout."""
     with Daemon(max_conns=2, idle_ms=600) as d:
@@ -276,4 +288,5 @@ def limits():
 if __name__ == "__main__":
     main()
     expiry()
+    table_outcomes()
     limits()
