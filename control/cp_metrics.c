@@ -231,6 +231,31 @@ static void render_peers(struct sbuf *b, const struct cp_server *srv)
 	gauge(b, "tls_send_queue_bytes", "ciphertext queued to TLS peers and not yet sent", queued);
 }
 
+/* UDP sources the dataplane reported (FG_BM_PEER), as `fanoctl peers` lists them. */
+static void render_udp_peers(struct sbuf *b, const struct cp_engine *e)
+{
+	gauge(b, "udp_peers", "UDP sources the dataplane reported (at most CP_PEERS_MAX tracked)", e->n_peers);
+	counter(b, "udp_peers_dropped_total", "UDP sources not tracked: the peer table was full", e->st.peers_dropped);
+	if (!e->n_peers)
+		return;
+	uint64_t now = cp_now_ns();
+	char host[INET6_ADDRSTRLEN];
+	fam(b, "udp_peer_reports_total", "counter", "reports of the UDP source by the dataplane (about one a second while it sends)");
+	for (unsigned i = 0; i < e->n_peers; i++) {
+		const struct cp_peer *p = &e->peers[i];
+		inet_ntop(p->family == 6 ? AF_INET6 : AF_INET, p->addr, host, sizeof(host));
+		sb_printf(b, "fanogate_udp_peer_reports_total{peer=\"%s\",port=\"%u\"} %llu\n", host, p->port,
+			  (unsigned long long)p->reports);
+	}
+	fam(b, "udp_peer_last_seen_seconds", "gauge", "seconds since the dataplane last reported the UDP source");
+	for (unsigned i = 0; i < e->n_peers; i++) {
+		const struct cp_peer *p = &e->peers[i];
+		inet_ntop(p->family == 6 ? AF_INET6 : AF_INET, p->addr, host, sizeof(host));
+		sb_printf(b, "fanogate_udp_peer_last_seen_seconds{peer=\"%s\",port=\"%u\"} %.3f\n", host, p->port,
+			  now > p->last_ns ? (double)(now - p->last_ns) / 1e9 : 0.0);
+	}
+}
+
 static void render_slots(struct sbuf *b, const struct cp_metrics *m)
 {
 	const struct cp_engine *e = m->engine;
@@ -345,6 +370,7 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 		s->slow_consumer_drops);
 	counter(&b, "seeds_pushed_total", "resolved seeds pushed to subscribers", s->seeds_pushed);
 	render_peers(&b, m->srv);
+	render_udp_peers(&b, e);
 	counter(&b, "tls_frames_total", "frames received over TLS (WebSocket and POST)", e->st.frames);
 	counter(&b, "seeds_resolved_total", "slots resolved (seen by the control plane)", e->st.resolved);
 	counter(&b, "slots_expired_total", "slots expired", e->st.expired);
