@@ -3,12 +3,14 @@
 #include "cp_metrics.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -328,6 +330,64 @@ static void render_audit(struct sbuf *b)
 #endif
 }
 
+/* The standard process_* families (Prometheus client conventions), from
+ * /proc/self. A figure /proc does not give is left out, never invented. */
+/* "# HELP" and "# TYPE" of a family without the fanogate_ prefix. */
+static void pfam(struct sbuf *b, const char *name, const char *type, const char *help)
+{
+	sb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void render_process(struct sbuf *b)
+{
+	char buf[1024];
+	FILE *f = fopen("/proc/self/stat", "re");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')'); /* comm may hold spaces */
+	unsigned long long ut = 0, st = 0, start = 0, vsize = 0, rss = 0;
+	/* fields 3.. after the comm: state(3) ... utime(14) stime(15) ... starttime(22) vsize(23) rss(24) */
+	bool have = p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d "
+				    "%llu %llu %llu", &ut, &st, &start, &vsize, &rss) == 5;
+	long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	if (have && tck > 0 && page > 0) {
+		pfam(b, "process_cpu_seconds_total", "counter", "user and system CPU time of the daemon");
+		sb_printf(b, "process_cpu_seconds_total %.2f\n", (double)(ut + st) / (double)tck);
+		pfam(b, "process_resident_memory_bytes", "gauge", "resident set size");
+		sb_printf(b, "process_resident_memory_bytes %llu\n", rss * (unsigned long long)page);
+		pfam(b, "process_virtual_memory_bytes", "gauge", "virtual memory size");
+		sb_printf(b, "process_virtual_memory_bytes %llu\n", vsize);
+		unsigned long long btime = 0;
+		char line[256];
+		FILE *s = fopen("/proc/stat", "re");
+		while (s && fgets(line, sizeof(line), s))
+			if (sscanf(line, "btime %llu", &btime) == 1)
+				break;
+		if (s)
+			fclose(s);
+		if (btime) {
+			pfam(b, "process_start_time_seconds", "gauge", "start time of the daemon since the Unix epoch");
+			sb_printf(b, "process_start_time_seconds %.2f\n", (double)btime + (double)start / (double)tck);
+		}
+	}
+	DIR *d = opendir("/proc/self/fd");
+	if (d) {
+		unsigned long fds = 0;
+		for (struct dirent *de; (de = readdir(d));)
+			fds += de->d_name[0] != '.';
+		closedir(d);
+		pfam(b, "process_open_fds", "gauge", "open file descriptors (the count includes the one reading them)");
+		sb_printf(b, "process_open_fds %lu\n", fds);
+	}
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+		pfam(b, "process_max_fds", "gauge", "RLIMIT_NOFILE soft limit");
+		sb_printf(b, "process_max_fds %llu\n", (unsigned long long)rl.rlim_cur);
+	}
+}
+
 ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 {
 	struct sbuf b = {.cap = 65536};
@@ -404,6 +464,7 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	counter(&b, "loop_completions_total", "io_uring completions reaped by the control-plane loop", m->loop->st.cqes);
 	counter(&b, "loop_submits_total", "io_uring_submit calls of the control-plane loop", m->loop->st.submits);
 	render_dataplane(&b, m->b);
+	render_process(&b);
 	if (b.oom) {
 		free(b.p);
 		return -ENOMEM;

@@ -79,7 +79,7 @@ DOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "doc
 def documented(types, what):
     """Every family of the scrape has a row in docs/metrics.md."""
     with open(DOCS) as f:
-        doc = set(re.findall(r"^\| `(fanogate_[a-z_]+)`", f.read(), re.M))
+        doc = set(re.findall(r"^\| `([a-z_]+)`", f.read(), re.M))
     missing = sorted(set(types) - doc)
     check(not missing, "docs/metrics.md lists every %s family (missing: %s)" % (what, missing))
 
@@ -105,6 +105,9 @@ def main():
         promtool(b0, "first")
         families_documented(v0, types, helps)
         check(v0.get('fanogate_build_info{version="0.1.0",mode="local"}') == 1, "build_info: version and mode")
+        check(v0.get("process_open_fds", 0) > 3 and v0.get("process_resident_memory_bytes", 0) > 0 and
+              time.time() - 3600 < v0.get("process_start_time_seconds", 0) <= time.time() + 5,
+              "process_* families from /proc/self")
         check(v0.get("fanogate_tls_max_connections") == 64 and v0.get("fanogate_slot_capacity") == 4096,
               "configured limits exposed")
 
