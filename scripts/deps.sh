@@ -17,6 +17,8 @@ PKGS=(
   python3 python3-websockets iproute2 tshark xxd procps util-linux strace
   # benchmarks
   gnuplot-nox hyperfine
+  # metrics check (promtool)
+  prometheus
 )
 
 missing=()
