@@ -303,6 +303,10 @@ static void conn_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 		return;
 	}
 	size_t done = (size_t)res;
+	/* The peer is consuming our output: that is traffic, not idleness (a
+	 * paused sender that reads its answers slowly must not be cut). */
+	if (done && c->dl_kind == CP_DL_IDLE)
+		cp_conn_set_deadline(c, CP_DL_IDLE, (uint64_t)c->srv->cfg->idle_timeout_ms * 1000000ull);
 	while (done && c->sq_head) {
 		struct cp_chunk *k = c->sq_head;
 		size_t left = k->len - k->off;

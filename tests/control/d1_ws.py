@@ -212,6 +212,77 @@ async def slow_consumer(d):
     s.close()
 
 
+def backpressure(d):
+    """A sender that never reads its statuses: once its answers fill the
+    send queue (send_queue_max 64K) the daemon stops reading from it (the
+    client's writes block) instead of dropping or growing; when the client
+    reads again every status arrives, none lost, the session alive."""
+    import os as _os
+    raw = socket.create_connection(("127.0.0.1", d.port))
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    s = d.ssl_ctx().wrap_socket(raw, server_hostname="localhost")
+    s.sendall(b"GET /flow HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+              b"Authorization: Bearer " + TOKEN.encode() + b"\r\n\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)
+    rest = head.split(b"\r\n\r\n", 1)[1]
+    v = [0.5] * d.hidden
+    # 64 frames per message, lines 0..6 cycling over fresh slots: every frame
+    # gets a 38-byte status (most are unexpected_line: cheap for the engine)
+    msg_frames = 64
+    sent_frames = 0
+    s.settimeout(2.0)
+    blocked = False
+    for k in range(20000):
+        payload = b"".join(seed(1, 100000 + k * msg_frames + i, i % 7, v) for i in range(msg_frames))
+        key = _os.urandom(4)
+        n = len(payload)
+        hdr = bytes([0x82, 0x80 | 126]) + struct.pack(">H", n) + key  # minimal form: 126..65535
+        try:
+            s.sendall(hdr + bytes(c ^ key[i % 4] for i, c in enumerate(payload)))
+        except socket.timeout:
+            blocked = True
+            break
+        sent_frames += msg_frames
+    check(blocked, f"the daemon stopped reading a peer that does not read (blocked after {sent_frames} frames)")
+    check(d.proc.poll() is None, "daemon alive while the peer is paused")
+    # read everything back: one status per frame sent in whole messages (a
+    # normal receive window now, so TCP is not the bottleneck)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.settimeout(10.0)
+    buf = bytearray(rest)
+    pos = 0
+    got = 0
+    closed_early = False
+    while got < sent_frames:
+        while len(buf) - pos >= 2:
+            ln, off = buf[pos + 1] & 0x7F, 2
+            if ln == 126:
+                if len(buf) - pos < 4:
+                    break
+                ln, off = struct.unpack(">H", buf[pos + 2:pos + 4])[0], 4
+            if len(buf) - pos < off + ln:
+                break
+            if buf[pos] == 0x88:
+                closed_early = True
+            pos += off + ln
+            got += 1
+        if got >= sent_frames or closed_early:
+            break
+        del buf[:pos]
+        pos = 0
+        chunk = s.recv(262144)
+        if not chunk:
+            break
+        buf += chunk
+    check(not closed_early, "no close frame while the peer was paused")
+    check(got >= sent_frames, f"every status arrived once the peer read again ({got} for {sent_frames} frames)")
+    s.close()
+
+
 async def idle(d):
     ws = await connect(d, "?layers=all", ping_interval=None)
     try:
@@ -226,5 +297,7 @@ if __name__ == "__main__":
         asyncio.run(main(d))
     with Daemon(idle_ms=500) as d:
         asyncio.run(idle(d))
+    with Daemon(send_queue_max="64K", idle_ms=30000) as d:
+        backpressure(d)
     with Daemon(hidden=1024, send_queue_max="64K") as d:
         asyncio.run(slow_consumer(d))
