@@ -195,7 +195,10 @@ int main(int argc, char **argv)
 	}
 	csk = socket(AF_INET, SOCK_DGRAM, 0);
 	int sz = 32 << 20;
-	setsockopt(csk, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	/* SO_RCVBUFFORCE (root) passes net.core.rmem_max, which would cap the
+	 * buffer at ~208 KiB and drop bursts of resolved seeds */
+	if (setsockopt(csk, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)) < 0)
+		setsockopt(csk, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	struct sockaddr_in cme = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o.cport)};
 	if (bind(csk, (struct sockaddr *)&cme, sizeof(cme)) < 0) {
 		perror("bind consumer");

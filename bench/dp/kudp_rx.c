@@ -223,7 +223,10 @@ int main(int argc, char **argv)
 
 	sock = socket(AF_INET, SOCK_DGRAM, 0);
 	int b = 32 << 20;
-	setsockopt(sock, SOL_SOCKET, SO_RCVBUF, &b, sizeof(b));
+	/* SO_RCVBUFFORCE (root) passes net.core.rmem_max (~208 KiB), so a burst
+	 * of fragments is not dropped by the socket before we read it */
+	if (setsockopt(sock, SOL_SOCKET, SO_RCVBUFFORCE, &b, sizeof(b)) < 0)
+		setsockopt(sock, SOL_SOCKET, SO_RCVBUF, &b, sizeof(b));
 	struct sockaddr_in me = {.sin_family = AF_INET, .sin_port = htons(cfg.udp_port)};
 	inet_pton(AF_INET, bind_ip, &me.sin_addr);
 	if (bind(sock, (struct sockaddr *)&me, sizeof(me)) < 0) {
