@@ -64,6 +64,8 @@ loss30)   R1="--loss 0.30"; STRICT=0; TOKENS=${FG_FAULTS_TOKENS:-60} ;;
 # a contribution that needs its third attempt arrives after the slot expired
 loss5_d500)  R1="--loss 0.05"; STRICT=0; DEADLINE=500 ;;
 loss10_d500) R1="--loss 0.10"; STRICT=0; DEADLINE=500 ;;
+# losses in bursts of 4 datagrams on average (about 7.5% of the datagrams)
+burst)    R1="--loss 0.02 --burst 4"; STRICT=0 ;;
 reorder)  R1="--reorder 0.2 --reorder-gap 3 --reorder-ms 20 --jitter-ms 1"; R2="--reorder 0.2 --reorder-gap 2 --reorder-ms 10" ;;
 dup)      R1="--dup 0.2"; R2="--dup 0.2" ;;
 mixed)    R1="--loss 0.05 --dup 0.05 --reorder 0.1 --delay-ms 1 --jitter-ms 2" ;;

@@ -117,6 +117,63 @@ static void test_loss_rate_and_determinism(void **state)
 	free(c);
 }
 
+/* Loss bursts: runs of consecutive lost datagrams have the configured mean
+ * length, and the long-run rate is loss * burst / (1 + loss * (burst - 1)). */
+enum { BN = 100000 };
+static uint8_t g_got[BN];
+
+static int emit_mark(void *ctx, uint32_t sess, const uint8_t *buf, uint32_t len)
+{
+	(void)ctx;
+	(void)sess;
+	uint32_t id;
+	assert_true(len >= 4);
+	memcpy(&id, buf, 4);
+	assert_true(id < BN);
+	g_got[id] = 1;
+	return 0;
+}
+
+static void burst_run(double loss, double burst, double *rate, double *mean_run)
+{
+	struct rl_dir d;
+	struct rl_fault f = { .loss = loss, .burst = burst };
+	memset(g_got, 0, sizeof g_got);
+	assert_int_equal(rl_dir_init(&d, &f, 21, 16, emit_mark, NULL), 0);
+	for (uint32_t i = 0; i < BN; i++) {
+		uint8_t buf[8] = { 0 };
+		memcpy(buf, &i, 4);
+		assert_int_equal(rl_dir_input(&d, 0, buf, sizeof buf, 0), 0);
+	}
+	uint32_t lost = 0, runs = 0;
+	for (uint32_t i = 0; i < BN; i++) {
+		if (!g_got[i]) {
+			lost++;
+			runs += i == 0 || g_got[i - 1];
+		}
+	}
+	assert_int_equal(lost, d.st.lost);
+	check_invariants(&d);
+	rl_dir_fini(&d);
+	*rate = (double)lost / BN;
+	*mean_run = runs ? (double)lost / runs : 0;
+}
+
+static void test_loss_bursts(void **state)
+{
+	(void)state;
+	double rate, run;
+	burst_run(0.02, 4.0, &rate, &run);
+	assert_true(run > 3.5 && run < 4.5);
+	assert_true(rate > 0.065 && rate < 0.086); /* 0.0755 expected */
+	burst_run(0.05, 0.0, &rate, &run);          /* independent losses */
+	assert_true(run > 1.0 && run < 1.1);        /* 1 / (1 - 0.05) = 1.053 */
+	assert_true(rate > 0.045 && rate < 0.055);
+	struct rl_dir d;
+	struct rl_fault bad = { .burst = -1 };
+	assert_int_equal(rl_dir_init(&d, &bad, 1, 4, emit_mark, NULL), -EINVAL);
+}
+
 static void test_loss_all(void **state)
 {
 	(void)state;
@@ -339,6 +396,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pass_through),
 		cmocka_unit_test(test_loss_rate_and_determinism),
+		cmocka_unit_test(test_loss_bursts),
 		cmocka_unit_test(test_loss_all),
 		cmocka_unit_test(test_dup),
 		cmocka_unit_test(test_reorder_gap_bound),

@@ -15,7 +15,7 @@
  *
  * One datagram through one direction (struct rl_dir):
  *
- *   in --loss?--> lost
+ *   in --loss? (or still in a loss burst)--> lost
  *      \--dup?--> 2 copies, else 1
  *          each copy: reorder? --> held until `gap` later datagrams of this
  *                      |           direction went out, or reorder_us passed
@@ -41,7 +41,8 @@ const char *rl_dir_name(unsigned d);
 
 /* Fault parameters of one direction. Probabilities in [0, 1]. */
 struct rl_fault {
-	double loss;          /* drop the datagram */
+	double loss;          /* drop the datagram (with burst > 1: start a loss burst) */
+	double burst;         /* mean loss-burst length in datagrams; <= 1: independent losses */
 	double dup;           /* send it twice */
 	double reorder;       /* hold it back */
 	uint32_t reorder_gap; /* ... until this many later datagrams went out (>= 1) */
@@ -72,6 +73,7 @@ struct rl_dir {
 	struct rl_fault f;
 	uint64_t rng;
 	uint64_t seq;           /* admission order: FIFO among equal due times */
+	bool in_burst;          /* the previous datagram was lost and burst > 1 */
 	uint32_t cap;           /* datagrams queued (delayed + held) at most */
 	struct rl_item **heap;  /* min-heap by (due, seq): delayed datagrams */
 	uint32_t n_heap;
@@ -84,8 +86,13 @@ struct rl_dir {
 
 /* Set up a direction with fault parameters f, PRNG seed and queue bound cap
  * (>= 1). emit/ctx are called for every datagram that goes out. Returns 0,
- * -EINVAL (a probability outside [0,1], reorder_gap 0 with reorder > 0,
- * cap 0) or -ENOMEM. */
+ * -EINVAL (a probability outside [0,1], burst < 0, reorder_gap 0 with
+ * reorder > 0, cap 0) or -ENOMEM.
+ *
+ * Loss bursts (a two-state Gilbert model): after a lost datagram the next
+ * one is lost with probability 1 - 1/burst, so burst lengths are geometric
+ * with mean `burst`; `loss` is then the probability that a burst starts,
+ * and the long-run loss rate is loss * burst / (1 + loss * (burst - 1)). */
 FG_MUST_CHECK int rl_dir_init(struct rl_dir *d, const struct rl_fault *f, uint64_t seed, uint32_t cap,
 			      rl_emit_fn emit, void *ctx);
 /* Free queued datagrams (counted as dropped_at_exit) and the arrays. */

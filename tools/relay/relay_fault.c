@@ -54,7 +54,8 @@ static bool prob_ok(double p)
 int rl_dir_init(struct rl_dir *d, const struct rl_fault *f, uint64_t seed, uint32_t cap, rl_emit_fn emit,
 		void *ctx)
 {
-	if (!prob_ok(f->loss) || !prob_ok(f->dup) || !prob_ok(f->reorder) || (f->reorder > 0 && f->reorder_gap == 0) ||
+	if (!prob_ok(f->loss) || !prob_ok(f->dup) || !prob_ok(f->reorder) || !(f->burst >= 0) ||
+	    (f->reorder > 0 && f->reorder_gap == 0) ||
 	    cap == 0 || !emit)
 		return -EINVAL;
 	memset(d, 0, sizeof *d);
@@ -210,7 +211,9 @@ int rl_dir_input(struct rl_dir *d, uint32_t sess, const uint8_t *buf, uint32_t l
 	int rc = 0;
 	d->st.in++;
 	d->st.in_bytes += len;
-	if (roll(&d->rng, d->f.loss)) {
+	bool lost = d->in_burst ? roll(&d->rng, 1.0 - 1.0 / d->f.burst) : roll(&d->rng, d->f.loss);
+	d->in_burst = lost && d->f.burst > 1.0;
+	if (lost) {
 		d->st.lost++;
 		return 0;
 	}

@@ -230,7 +230,8 @@ static json_t *dir_json(const struct rl_dir *d, int last_errno)
 	json_object_set_new(j, "queued", json_integer(rl_dir_queued(d)));
 	json_object_set_new(j, "queue_max", json_integer(s->queue_max));
 	json_object_set_new(j, "last_send_error", last_errno ? json_string(strerror(last_errno)) : json_null());
-	json_object_set_new(j, "fault", json_pack("{s:f,s:f,s:f,s:i,s:f,s:f,s:f}", "loss", f->loss, "dup", f->dup,
+	json_object_set_new(j, "fault", json_pack("{s:f,s:f,s:f,s:f,s:i,s:f,s:f,s:f}", "loss", f->loss, "burst", f->burst,
+						  "dup", f->dup,
 						  "reorder", f->reorder, "reorder_gap", (int)f->reorder_gap,
 						  "reorder_ms", (double)f->reorder_ns / 1e6, "delay_ms",
 						  (double)f->delay_ns / 1e6, "jitter_ms", (double)f->jitter_ns / 1e6));
@@ -427,6 +428,9 @@ static void usage(FILE *f)
 "  --bind HOST            source address of the upstream sockets\n"
 "faults (both directions; --up-NAME / --down-NAME for one of them):\n"
 "  --loss P               drop a datagram with probability P (0)\n"
+"  --burst N              losses come in bursts of mean length N: after a loss\n"
+"                         the next datagram is lost with probability 1 - 1/N;\n"
+"                         --loss is then the chance a burst starts (1: off)\n"
 "  --dup P                send it twice with probability P (0)\n"
 "  --reorder P            hold it back with probability P (0) ...\n"
 "  --reorder-gap N        ... until N later datagrams went out (3) ...\n"
@@ -449,9 +453,9 @@ static void usage(FILE *f)
 "Exit: 0 ok, 1 unproven ACKs (--check-acks), 2 usage or set-up error.\n", f);
 }
 
-enum { F_LOSS, F_DUP, F_REORDER, F_GAP, F_REORDER_MS, F_DELAY, F_JITTER, F__COUNT };
+enum { F_LOSS, F_DUP, F_REORDER, F_GAP, F_REORDER_MS, F_DELAY, F_JITTER, F_BURST, F__COUNT };
 static const char *const fault_names[F__COUNT] = { "loss", "dup", "reorder", "reorder-gap", "reorder-ms",
-						   "delay-ms", "jitter-ms" };
+						   "delay-ms", "jitter-ms", "burst" };
 enum {
 	O_LISTEN = 1000, O_SERVER, O_BIND, O_SEED, O_QUEUE, O_MAXC, O_DURATION, O_COUNT, O_CHECK, O_JSON, O_STATS,
 	O_READY, O_QUIET, O_HELP, O_FAULT = 2000, /* + dir * 100 + F_xx; dir 2 = both */
@@ -482,6 +486,7 @@ static int set_fault(struct rl_fault *f, unsigned which, double v)
 	case F_REORDER_MS: f->reorder_ns = (uint64_t)(v * 1e6); break;
 	case F_DELAY: f->delay_ns = (uint64_t)(v * 1e6); break;
 	case F_JITTER: f->jitter_ns = (uint64_t)(v * 1e6); break;
+	case F_BURST: f->burst = v; break;
 	default: return -EINVAL;
 	}
 	return 0;
