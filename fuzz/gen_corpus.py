@@ -94,6 +94,79 @@ def main():
     write("fuzz_slot_frag", "expire", begin(3, 2, 4, 0, 8, body(1.0, 1.0)) + bytes([4, 255, 4, 255]) +
           place(3, 0) + put(3, 2, 0, 0, body(1.0, 1.0)))
 
+    # UDP receive path (fuzz_udp_rx): c0 = shards-1 | (contexts-1) << 1 |
+    # buffers << 4 | chunk index << 6; c1 = capacity-1 | disabled line << 2 |
+    # timeout << 5 (line 7: none disabled); hidden = 2, so a row is 8 bytes.
+    def cfg(shards=1, contexts=8, bufs=3, chunk=0, cap=4, dis=7, tmo=2):
+        return bytes([(shards - 1) | (contexts - 1) << 1 | bufs << 4 | chunk << 6, (cap - 1) | dis << 2 | tmo << 5])
+
+    def send(peer, fid, tok, layer, line, neg, rows, order=0, kind=0, mode=0, fill=1.0):
+        return (bytes([0, peer, fid, kind, tok, layer, line | neg << 4, rows - 1, mode, order]) +
+                struct.pack("<%df" % (2 * rows), *[fill * (i + 1) for i in range(2 * rows)]))
+
+    def one(peer, fid, idx):
+        return bytes([1, peer, fid, idx])
+
+    def raw(peer, dgram):
+        return bytes([2, peer, len(dgram)]) + dgram
+
+    def tick(dt, mx=7):
+        return bytes([3, dt, mx])
+
+    def fraghdr(fid, idx, total):
+        return struct.pack(">HBB", fid, idx, total)
+
+    l1 = send(0, 1, 1, 1, 1, 0, 10) + send(1, 1, 1, 1, 3, 1, 10, order=1, fill=0.5) + send(2, 1, 1, 1, 5, 0, 10, order=2, fill=3.0)
+    write("fuzz_udp_rx", "layer1-orders", cfg() + l1)
+    write("fuzz_udp_rx", "two-shards", cfg(shards=2) + l1 + send(0, 2, 2, 2, 4, 0, 20) + send(1, 2, 2, 2, 0, 1, 20, order=1))
+    write("fuzz_udp_rx", "timeout-resend", cfg(tmo=0) + send(0, 3, 3, 0, 2, 0, 30, order=3 | 2 << 3) + tick(255) +
+          one(0, 3, 2) + send(0, 3, 3, 0, 2, 0, 30, order=2))
+    write("fuzz_udp_rx", "dup-conflict", cfg() + send(0, 4, 4, 2, 4, 0, 8) + send(1, 4, 4, 2, 4, 0, 8, fill=2.0) +
+          send(2, 4, 4, 2, 4, 0, 8) + send(0, 4, 4, 2, 4, 0, 8))
+    write("fuzz_udp_rx", "nobuf-overflow", cfg(contexts=1, bufs=0) + send(0, 5, 1, 1, 1, 0, 10, order=1) +
+          send(1, 5, 1, 1, 3, 0, 10, order=2) + send(2, 6, 1, 3, 6, 0, 35, kind=5))
+    s0 = seed(1, 7, 1, 0, 0, [1.0, 2.0])
+    big = seed(0, 8, 2, 0, 0, [float(i) for i in range(2 * 12)])
+    big = big[:8] + struct.pack("<II", 0, 12) + big[18:]
+    write("fuzz_udp_rx", "raw", cfg(chunk=0) + raw(4, fraghdr(9, 0, 1) + s0) +
+          raw(5, fraghdr(3, 1, 2) + big[64:]) + raw(5, fraghdr(3, 0, 2) + big[:64]) + raw(4, fraghdr(3, 0, 0)) +
+          raw(4, fraghdr(3, 2, 2) + b"x") + send(3, 7, 5, 3, 0, 0, 40, mode=5) + send(3, 8, 5, 3, 7, 0, 4, mode=0x40))
+
+    # HTTP router (fuzz_http_route): op 0 = bytes arrive (<= 255 per op),
+    # 1 = engine outcome, 2 = seed event, 3 = deadline, 4 = mode byte
+    # (submit: 0 now, 1 later, 2 busy, 3 too large | lookup state << 2 |
+    # peer verified << 5). Token "secret" is a sender, "reader" a consumer.
+    def data(b):
+        out = b""
+        for i in range(0, len(b), 255):
+            part = b[i:i + 255]
+            out += bytes([0, len(part)]) + part
+        return out
+
+    def mode(submit=0, lookup=1, verified=0):
+        return bytes([4, submit | lookup << 2 | verified << 5])
+
+    auth = b"Authorization: Bearer secret\r\n"
+    sf = seed(1, 9, 1, 0, 0, [1.0, 2.0, 3.0, 4.0])
+    post = b"POST /residual-seed HTTP/1.1\r\nHost: x\r\n" + auth + b"Content-Length: %d\r\n\r\n" % len(sf) + sf
+    write("fuzz_http_route", "healthz-head", data(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nHEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
+    write("fuzz_http_route", "post-now-later", mode(0) + data(post) + mode(1) + data(post + post) + bytes([1, 1, 1, 0]) +
+          bytes([1, 0, 2, 0]))
+    write("fuzz_http_route", "post-busy-large", mode(2) + data(post) + mode(3) + data(post))
+    get = b"GET /residual-seed/3/9 HTTP/1.1\r\nHost: x\r\n" + auth + b"\r\n"
+    write("fuzz_http_route", "get-wait", mode(lookup=1) + data(get) + bytes([2, 2]) + mode(lookup=2) + data(get) +
+          mode(lookup=1) + data(get) + bytes([3]))
+    write("fuzz_http_route", "flow", data(b"GET /flow?layers=1,2&status=0 HTTP/1.1\r\nHost: x\r\n" + auth +
+          b"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+          b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: aeon-flow\r\n\r\n\x82\x00"))
+    cf = frame(0xAF81, 9, 0, struct.pack("<II", 0, 1) + struct.pack("<4f", 1.0, 2.0, 3.0, 4.0))
+    write("fuzz_http_route", "canonical-continue", data(b"POST /canonical HTTP/1.1\r\nHost: x\r\n" + auth +
+          b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(cf)) + data(cf))
+    write("fuzz_http_route", "refusals", mode(verified=1) + data(
+        b"POST /residual-seed HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer reader\r\nContent-Length: 0\r\n\r\n") +
+        data(b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n") +
+        data(b"GET /residual-seed/99/1 HTTP/1.1\r\nHost: x\r\n\r\n") + data(b"BREW / HTTP/1.1\r\n\r\n"))
+
 
 if __name__ == "__main__":
     main()

@@ -7,7 +7,7 @@
 #   scripts/fuzz.sh --replay          replay the corpora only
 #   add --target NAME to restrict to one target (repeatable)
 #
-# Build: build-fuzz/ with CC=clang-14 -Dfuzz=true -Ddataplane=disabled
+# Build: build-fuzz/ (or $FUZZ_BUILD_DIR) with CC=clang-14 -Dfuzz=true -Ddataplane=disabled
 # -Dtests=disabled; only the fuzz targets are compiled.
 # Corpora: fuzz/corpus/<target>/ (committed seeds and kept crashers, replayed
 # every time); new inputs found while fuzzing go to build-fuzz/corpus-work/
@@ -35,7 +35,7 @@ done
 
 command -v clang-14 >/dev/null || { echo "fuzz.sh: clang-14 not installed (scripts/deps.sh)" >&2; exit 1; }
 
-bdir=build-fuzz
+bdir="${FUZZ_BUILD_DIR:-build-fuzz}"
 if [ -f "$bdir/build.ninja" ]; then
   meson setup "$bdir" --reconfigure >/dev/null
 else
