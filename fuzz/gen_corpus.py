@@ -167,6 +167,37 @@ def main():
         data(b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n") +
         data(b"GET /residual-seed/99/1 HTTP/1.1\r\nHost: x\r\n\r\n") + data(b"BREW / HTTP/1.1\r\n\r\n"))
 
+    # L2/L3/L4 (fuzz_dp_pkt): byte 0 even = parse the rest as an Ethernet
+    # frame; odd = build+parse from parameters.
+    def eth(et, tags=b""):
+        return bytes.fromhex("020000000001") + bytes.fromhex("020000000002") + tags + struct.pack(">H", et)
+
+    def ipv4(payload, proto=17, frag=0x4000):
+        tot = 20 + len(payload)
+        return struct.pack(">BBHHHBBH4s4s", 0x45, 0, tot, 1, frag, 64, proto, 0, bytes([10, 0, 0, 2]),
+                           bytes([10, 0, 0, 1])) + payload
+
+    def ipv6(payload, nh=17):
+        return struct.pack(">IHBB", 0x60000000, len(payload), nh, 64) + bytes(15) + b"\x02" + bytes(15) + b"\x01" + payload
+
+    def udp(payload, sport=5000, dport=4242):
+        return struct.pack(">HHHH", sport, dport, 8 + len(payload), 0) + payload
+
+    dg = struct.pack(">HBB", 7, 0, 1) + s0
+    write("fuzz_dp_pkt", "ipv4-udp", b"\x00" + eth(0x0800) + ipv4(udp(dg)))
+    write("fuzz_dp_pkt", "ipv6-udp", b"\x00" + eth(0x86DD) + ipv6(udp(dg)))
+    write("fuzz_dp_pkt", "vlan-ipv4", b"\x00" + eth(0x0800, struct.pack(">HH", 0x8100, 5)) + ipv4(udp(dg)))
+    write("fuzz_dp_pkt", "qinq-ipv6", b"\x00" + eth(0x86DD, struct.pack(">HHHH", 0x88A8, 9, 0x8100, 5)) + ipv6(udp(dg)))
+    write("fuzz_dp_pkt", "ipv4-frag-tcp", b"\x00" + eth(0x0800) + ipv4(udp(dg), frag=0x2000) + ipv4(b"x" * 20, proto=6))
+    write("fuzz_dp_pkt", "ipv6-frag", b"\x00" + eth(0x86DD) + ipv6(b"\x11\x00\x00\x01" + bytes(4) + udp(dg), nh=44))
+    arp = struct.pack(">HHBBH6s4s6s4s", 1, 0x0800, 6, 4, 1, bytes.fromhex("020000000002"), bytes([10, 0, 0, 2]),
+                      bytes(6), bytes([10, 0, 0, 1]))
+    write("fuzz_dp_pkt", "arp-request", b"\x00" + eth(0x0806, struct.pack(">HH", 0x8100, 5)) + arp)
+    params = (bytes([2]) + struct.pack(">H", 5) + bytes.fromhex("020000000001020000000002") + bytes([10, 0, 0, 2]) +
+              bytes(12) + bytes([10, 0, 0, 1]) + bytes(12) + struct.pack(">HHH", 5000, 4242, 1))
+    write("fuzz_dp_pkt", "build-v4-vlan", b"\x01" + params + dg)
+    write("fuzz_dp_pkt", "build-v6", b"\x01" + bytes([1]) + params[1:] + dg + b"\x00")
+
 
 if __name__ == "__main__":
     main()
