@@ -41,6 +41,8 @@ int fanoctl_op_lines(int argc, char **argv);
 void fanoctl_op_lines_help(FILE *out);
 int fanoctl_op_slots(int argc, char **argv);
 void fanoctl_op_slots_help(FILE *out);
+int fanoctl_op_slot(int argc, char **argv);
+void fanoctl_op_slot_help(FILE *out);
 int fanoctl_op_peers(int argc, char **argv);
 void fanoctl_op_peers_help(FILE *out);
 int fanoctl_op_stats(int argc, char **argv);

@@ -455,11 +455,44 @@ int fanoctl_op_slots(int argc, char **argv)
 	return op_run(req, json);
 }
 
+void fanoctl_op_slot_help(FILE *out)
+{
+	fprintf(out, "usage: fanoctl slot [--json] TOKEN_SEQ LAYER\n\n"
+		     "One slot: state, landed lines, deadline and fingerprints (the same as\n"
+		     "`fanoctl slots LAYER TOKEN_SEQ`, operands in the token-first order).\n");
+	op_common_help(out);
+}
+
+int fanoctl_op_slot(int argc, char **argv)
+{
+	/* Swap the two operands (the last two words) and reuse `slots`. */
+	int n = 0, idx[2] = {0, 0};
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] == '-' && argv[i][1] != '\0')
+			continue;
+		if (n < 2)
+			idx[n] = i;
+		n++;
+	}
+	if (n != 2) {
+		bool help = false;
+		for (int i = 1; i < argc; i++)
+			help |= strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
+		fanoctl_op_slot_help(help ? stdout : stderr);
+		return help ? FANOCTL_OK : FANOCTL_USAGE;
+	}
+	char *t = argv[idx[0]];
+	argv[idx[0]] = argv[idx[1]];
+	argv[idx[1]] = t;
+	return fanoctl_op_slots(argc, argv);
+}
+
 void fanoctl_op_lines_help(FILE *out)
 {
 	fprintf(out, "usage: fanoctl lines [--json]\n"
 		     "       fanoctl lines enable|disable|shadow|active LINE [--why TEXT] [--json]\n"
-		     "       fanoctl lines auto-promote LINE on|off [--why TEXT] [--json]\n\n"
+		     "       fanoctl lines auto-promote LINE on|off [--why TEXT] [--json]\n"
+		     "       (also spelled: fanoctl line VERB ..., --reason TEXT, auto-promote on|off LINE)\n\n"
 		     "Without a verb: every line's state (disabled, shadow, active, degraded),\n"
 		     "window and counters. LINE is an index 0..6 or an oriented triple such\n"
 		     "as 1,4,5. enable: disabled -> shadow (refused when already enabled);\n"
@@ -473,6 +506,7 @@ int fanoctl_op_lines(int argc, char **argv)
 	static const struct option opts[] = {
 		{"json", no_argument, NULL, 'j'},
 		{"why", required_argument, NULL, 'w'},
+		{"reason", required_argument, NULL, 'w'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -511,6 +545,13 @@ int fanoctl_op_lines(int argc, char **argv)
 		json_decref(req);
 		fprintf(stderr, "fanoctl lines: want enable|disable|shadow|active LINE, or auto-promote LINE on|off\n");
 		return FANOCTL_USAGE;
+	}
+	/* Both spellings of auto-promote: "auto-promote LINE on|off" and the
+	 * operator guide's "auto-promote on|off LINE". */
+	if (auto_promote && (strcmp(argv[optind + 1], "on") == 0 || strcmp(argv[optind + 1], "off") == 0)) {
+		char *t = argv[optind + 1];
+		argv[optind + 1] = argv[optind + 2];
+		argv[optind + 2] = t;
 	}
 	int line = fg_fano_line_parse(argv[optind + 1]);
 	if (line < 0) {

@@ -247,6 +247,8 @@ script = [
     ({"cmd": "line", "line": 1, "op": "enable", "why": "OPS-1"}, {"ok": False, "error": "already_enabled"}),
     ({"cmd": "stats"}, {"ok": True, "tls": {"accepted": 5, "ws_sessions": 1}, "up": 1}),
     ({"cmd": "stats"}, {"ok": True, "tls": {"accepted": 9, "ws_sessions": 1}, "up": 1}),
+    ({"cmd": "line", "line": 6, "op": "auto_promote", "on": False, "why": "OPS-2"}, {"ok": True}),
+    ({"cmd": "slot", "layer": 3, "token_seq": 42}, {"ok": True, "state": "open"}),
 ]
 for want, reply in script:
     c, _ = s.accept()
@@ -260,6 +262,9 @@ for _ in $(seq 50); do [ -S "$TMP/op.sock" ] && break; sleep 0.1; done
 expect 0 "line=1 state=shadow" -- --socket "$TMP/op.sock" lines
 expect 1 "refused: already_enabled" -- --socket "$TMP/op.sock" lines enable 1,4,5 --why OPS-1
 expect 0 "after " "tls.accepted" " 9 " "/s" -- --socket "$TMP/op.sock" stats --watch 1 --count 1
+# the operator guide's spellings: line, --reason, auto-promote on|off LINE, slot TOKEN LAYER
+expect 0 "" -- --socket "$TMP/op.sock" line auto-promote off 3,6,5 --reason OPS-2
+expect 0 "" -- --socket "$TMP/op.sock" slot 42 3
 wait $fake || fail "fake daemon saw a wrong request"
 
 # ---- bash completion ------------------------------------------------------
