@@ -120,7 +120,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 ip netns add "$NS" 2>/dev/null || { echo "SKIP: cannot create a network namespace"; exit 77; }
-ip link add "$VA" type veth peer name "$VB" 2>/dev/null || { echo "SKIP: cannot create a veth pair"; exit 77; }
+# FG_FAULTS_LCORES=N: dataplane poll lcores (1); the veth gets 4 queue pairs
+# so af_packet's fanout spreads the relay's per-station flows over them
+LCORES=${FG_FAULTS_LCORES:-1}
+ip link add "$VA" numtxqueues 4 numrxqueues 4 type veth peer name "$VB" numtxqueues 4 numrxqueues 4 2>/dev/null ||
+	{ echo "SKIP: cannot create a veth pair"; exit 77; }
 ip link set "$VB" netns "$NS"
 ip link set "$VA" up
 sysctl -qw net.ipv6.conf.$VA.disable_ipv6=1 2>/dev/null
@@ -163,7 +167,7 @@ allow = ${NET}0/24
 [consumers]
 default = ${NET}2:17000
 [dataplane]
-lcores = 1
+lcores = $LCORES
 profile = $ROOT/drivers-config/af_packet.ini
 EOC
 if [ $DAEMON = 1 ]; then
@@ -252,9 +256,9 @@ stop_pid "$R1PID"; R1PID=""
 stop_pid "$R2PID"; R2PID=""
 stop_pid "$DPPID"; DPRC=$?; DPPID=""
 
-$PY - "$SCEN" "$STRICT" "$FRC" "$DPRC" "$TMP" "$R1" "$R2" "${FG_FAULTS_RESULTS:-}" "$DAEMON" "$DEADLINE" <<'PY'
+$PY - "$SCEN" "$STRICT" "$FRC" "$DPRC" "$TMP" "$R1" "$R2" "${FG_FAULTS_RESULTS:-}" "$DAEMON" "$DEADLINE" "$LCORES" <<'PY'
 import json, re, sys, time
-scen, strict, frc, dprc, tmp, r1args, r2args, out, daemon, deadline = sys.argv[1:11]
+scen, strict, frc, dprc, tmp, r1args, r2args, out, daemon, deadline, lcores = sys.argv[1:12]
 daemon = daemon == "1"
 strict = strict == "1"
 fails = []
@@ -307,7 +311,7 @@ if dp:
         fails.append(f"fanogate-dp malformed: {dp.get('malformed')}")
 res = {
     "scenario": scen, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    "relay1": r1args, "relay2": r2args, "deadline_ms": int(deadline),
+    "relay1": r1args, "relay2": r2args, "deadline_ms": int(deadline), "lcores": int(lcores),
     "slots": fleet.get("slots"), "resolved": fleet.get("resolved"), "bit_exact": fleet.get("bit_exact"),
     "wrong": fleet.get("wrong"), "missing": missing, "late": fleet.get("late"),
     "frames": frames, "fragments": fragments, "resends": resends, "gave_up": gave_up,
