@@ -87,7 +87,7 @@ static const struct ckey config_keys[] = {
 
 	{{"slots", "capacity", "uint", "4096", "1..16777216, >= dataplane lcores", "slots in the whole table (split evenly over the shards)"},
 	 KT_U32, OFF(slot_capacity), 0, 1, 1u << 24},
-	{{"slots", "deadline_ms", "ms", "500", "1..600000", "time from a slot's first contribution to its expiry"},
+	{{"slots", "deadline_ms", "ms", "2000", "1..600000", "time from a slot's first contribution to its expiry; covers the fleet's 5 resends at 200 ms"},
 	 KT_MS_NS, OFF(slot_deadline_ns), 0, 1, 600000},
 
 	{{"lines", "line.N", "state", "shadow", "disabled | shadow | active; N = index 0..6 or triple like 1,4,5", "initial state of line N"},
@@ -214,7 +214,7 @@ void fg_config_default(struct fg_config *c)
 		if (fg_rule_make(&c->rules[i], pair_x, FG_ARRAY_LEN(pair_x)) != 0)
 			abort(); /* a constant rule; cannot fail */
 	c->slot_capacity = 4096;
-	c->slot_deadline_ns = 500ull * 1000000ull;
+	c->slot_deadline_ns = 2000ull * 1000000ull;
 	for (unsigned i = 0; i < FG_LINES; i++)
 		c->line_initial[i] = FG_LINE_SHADOW;
 	c->policy.auto_promote = false;

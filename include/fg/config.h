@@ -69,7 +69,7 @@ struct fg_config {
 	struct fg_rule rules[FG_MAX_LAYERS];
 	/* [slots] */
 	uint32_t slot_capacity;   /* default 4096 */
-	uint64_t slot_deadline_ns;/* default 500 ms */
+	uint64_t slot_deadline_ns;/* default 2000 ms */
 	/* [lines] */
 	enum fg_line_state line_initial[FG_LINES]; /* default shadow for every line */
 	struct fg_line_policy policy;             /* auto_promote off, 64 clean, 10 s */
