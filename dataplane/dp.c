@@ -53,6 +53,7 @@ static const char *const xnames[DP_X__COUNT] = {
 	[DP_X_PEERS_NEW] = "peer_msgs",
 	[DP_X_ACK_FULL] = "ack_table_full",
 	[DP_X_BUSY_CYCLES] = "busy_cycles",
+	[DP_X_NDP] = "ndp_solicitations",
 };
 
 const char *dp_xcounter_name(enum dp_xcounter c)

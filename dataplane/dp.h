@@ -62,6 +62,7 @@ enum dp_xcounter {
 	DP_X_PEERS_NEW,      /* FG_BM_PEER messages sent */
 	DP_X_ACK_FULL,       /* ACK table full: flushed early */
 	DP_X_BUSY_CYCLES,    /* TSC cycles of poll iterations that found work (CPU cost per seed) */
+	DP_X_NDP,            /* IPv6 neighbour solicitations (answered when for [net] ip6) */
 	DP_X__COUNT
 };
 const char *dp_xcounter_name(enum dp_xcounter c);

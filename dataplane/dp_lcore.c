@@ -607,6 +607,20 @@ static void on_packet(struct dp_lcore *lc, struct rte_mbuf *m, uint64_t now)
 			neigh_learn(lc, 4, a, pk.arp_sha);
 		}
 		return;
+	case DP_PKT_NDP_NS:
+		xcount(lc, DP_X_NDP);
+		if (dp_g.prof.has_ip6 && !memcmp(pk.nd_target, dp_g.prof.ip6, 16)) {
+			struct rte_mbuf *r = rte_pktmbuf_alloc(dp_g.mbufs);
+			uint8_t *q = r ? (uint8_t *)rte_pktmbuf_append(r, 96) : NULL;
+			if (q) {
+				uint32_t n = dp_pkt_build_ndp_na(q, &pk, dp_g.mac.addr_bytes, dp_g.prof.ip6);
+				rte_pktmbuf_trim(r, (uint16_t)(96 - n));
+				tx_queue(lc, r);
+			} else if (r) {
+				rte_pktmbuf_free(r);
+			}
+		}
+		return;
 	case DP_PKT_NOT_UDP:
 		count(lc, FG_C_DROP_NOT_UDP, 1);
 		return;

@@ -74,6 +74,14 @@ enum dp_pkt_kind dp_pkt_parse(const uint8_t *p, uint32_t len, struct dp_pkt *out
 			return out->kind;
 		if (l3[6] == 44) /* fragment header: not reassembled at L3 */
 			return out->kind = DP_PKT_IP_FRAG;
+		if (l3[6] == 58 && plen >= 24 && l3[40] == 135 && l3[41] == 0 && l3[7] == 255) {
+			/* ICMPv6 neighbour solicitation (RFC 4861 4.3): hop limit 255 */
+			out->src.family = 6;
+			memcpy(out->src.addr, l3 + 8, 16);
+			memcpy(out->dst, l3 + 24, 16);
+			memcpy(out->nd_target, l3 + 48, 16);
+			return out->kind = DP_PKT_NDP_NS;
+		}
 		if (l3[6] != IPPROTO_UDP_)
 			return out->kind = DP_PKT_NOT_UDP;
 		out->src.family = 6;
@@ -205,4 +213,52 @@ uint32_t dp_pkt_build_arp_reply(uint8_t *buf, const struct dp_pkt *req, const ui
 		n = 60;
 	}
 	return n;
+}
+
+uint32_t dp_pkt_build_ndp_na(uint8_t *buf, const struct dp_pkt *ns, const uint8_t our_mac[6],
+			     const uint8_t our_ip[16])
+{
+	static const uint8_t unspec[16] = {0};
+	static const uint8_t all_nodes[16] = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+	bool dad = !memcmp(ns->src.addr, unspec, 16); /* solicitor without an address: answer all nodes */
+	const uint8_t *dst = dad ? all_nodes : ns->src.addr;
+	uint8_t *p = buf;
+	if (dad) {
+		const uint8_t mc[6] = {0x33, 0x33, 0, 0, 0, 1};
+		memcpy(p, mc, 6);
+	} else {
+		memcpy(p, ns->route.mac, 6);
+	}
+	memcpy(p + 6, our_mac, 6);
+	p += 12;
+	if (ns->route.has_vlan) {
+		fg_put_be16(p, DP_ETHERTYPE_VLAN);
+		fg_put_be16(p + 2, ns->route.vlan_tci);
+		p += 4;
+	}
+	fg_put_be16(p, DP_ETHERTYPE_IPV6);
+	p += 2;
+	uint8_t *ip = p;
+	const uint32_t icmp_len = 32; /* header 8 + target 16 + target link-layer option 8 */
+	ip[0] = 0x60;
+	ip[1] = ip[2] = ip[3] = 0;
+	fg_put_be16(ip + 4, icmp_len);
+	ip[6] = 58;
+	ip[7] = 255;
+	memcpy(ip + 8, our_ip, 16);
+	memcpy(ip + 24, dst, 16);
+	uint8_t *ic = ip + 40;
+	ic[0] = 136;
+	ic[1] = 0;
+	ic[2] = ic[3] = 0;
+	fg_put_be32(ic + 4, dad ? 0x20000000u : 0x60000000u); /* S (unless DAD) and O */
+	memcpy(ic + 8, our_ip, 16);
+	ic[24] = 2; /* target link-layer address */
+	ic[25] = 1;
+	memcpy(ic + 26, our_mac, 6);
+	uint32_t sum = csum_add(0, ip + 8, 32);
+	sum += icmp_len + 58;
+	sum = csum_add(sum, ic, icmp_len);
+	fg_put_be16(ic + 2, csum_fold(sum));
+	return (uint32_t)(ic + icmp_len - buf);
 }

@@ -42,6 +42,7 @@ enum dp_pkt_kind {
 	DP_PKT_NOT_UDP,   /* another protocol (or IPv6 extension headers, ICMP, TCP) */
 	DP_PKT_MALFORMED, /* a header is truncated or inconsistent */
 	DP_PKT_IP_FRAG,   /* an IPv4 fragment or an IPv6 fragment header (not reassembled at L3) */
+	DP_PKT_NDP_NS,    /* an IPv6 neighbour solicitation (nd_target, src.addr, route.mac) */
 };
 
 struct dp_pkt {
@@ -56,6 +57,8 @@ struct dp_pkt {
 	uint16_t arp_op;
 	uint8_t arp_sha[6];
 	uint8_t arp_spa[4], arp_tpa[4];
+	/* neighbour solicitation */
+	uint8_t nd_target[16];
 };
 
 /* Parse one Ethernet frame p[0..len). Returns the kind (also in out->kind). */
@@ -77,5 +80,11 @@ uint32_t dp_pkt_build_udp(uint8_t *buf, const struct dp_route *rt, int family, c
  * our_mac. Returns the frame length (42 or 46 with VLAN; padded to 60). */
 uint32_t dp_pkt_build_arp_reply(uint8_t *buf, const struct dp_pkt *req, const uint8_t our_mac[6],
 				const uint8_t our_ip[4]);
+
+/* Build a neighbour advertisement answering a solicitation parsed into ns
+ * for our_ip (solicited, override; to the solicitor, or all-nodes when it
+ * had no address yet), ICMPv6 checksum included. Returns the frame length. */
+uint32_t dp_pkt_build_ndp_na(uint8_t *buf, const struct dp_pkt *ns, const uint8_t our_mac[6],
+			     const uint8_t our_ip[16]);
 
 #endif

@@ -261,6 +261,11 @@ static bool slot_place(struct dp_reasm *r, struct dp_ra_ctx *c, uint32_t foff, c
 	default:
 		out->res = res;
 		judge(c, out, res.outcome, 0);
+		/* A superseded attempt (a resend under a new frame_id began for the
+		 * same line) landed nothing: do not ACK it, or a resend that later
+		 * times out would leave the sender believing the line arrived. */
+		if (res.outcome == FG_O_STALE)
+			c->bad = true;
 		return false;
 	}
 }

@@ -25,6 +25,8 @@
  *       |                  |      DUP_PENDING----------------> BUFFER --all--> DONE
  *       |                  \--frag 0 refused / malformed -----> DISCARD --all--> DONE
  *       \--------- frag 0 goes straight to the same choice      (bad group: no DONE)
+ *     SLOT --fragment of an attempt superseded by a resend (STALE)--> DISCARD, bad:
+ *           never ACKed (the newer attempt decides what the sender learns)
  *     any non-DONE state --timeout--> freed (SLOT: fg_slot_abort), counted
  *     DONE --timeout, or recycled when the table is full--> freed
  *

@@ -67,10 +67,8 @@ fi
 ip -n "$NS" link set lo up
 ip -n "$NS" addr add 10.98.0.2/24 dev "$VB"
 ip -n "$NS" link set "$VB" up
-# IPv6 neighbour: static (the dataplane answers ARP for IPv4 only)
-MAC=$(cat /sys/class/net/$VA/address)
+# IPv6: the dataplane answers neighbour solicitations for fd98::1 itself
 ip -n "$NS" -6 addr add fd98::2/64 dev "$VB" nodad
-ip -n "$NS" -6 neigh add fd98::1 lladdr "$MAC" dev "$VB" 2>/dev/null
 # the kernel must not answer for the dataplane's address on the root side
 sysctl -qw net.ipv6.conf.$VA.disable_ipv6=1 2>/dev/null
 
@@ -155,7 +153,13 @@ wait $DPPID
 DPRC=$?
 DPPID=""
 cat "$TMP/dp.log" | grep -v "^TELEMETRY" >&2
-[ $RC = 0 ] || { echo "FAIL: fleet checks"; exit 1; }
+if [ $RC != 0 ]; then
+	# show the dataplane's side of the failure (outcomes, counters)
+	[ -f "$TMP/expect.json" ] && $PY "$HERE/veth_fleet.py" check --expect "$TMP/expect.json" --report "$TMP/report.json"
+	python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print('outcomes', {k:v for k,v in r['outcomes'].items() if v}, 'x', {k:v for k,v in r['x'].items() if v})" "$TMP/report.json" 2>/dev/null
+	echo "FAIL: fleet checks"
+	exit 1
+fi
 [ $DPRC = 0 ] || { echo "FAIL: fanogate-dp exited $DPRC"; exit 1; }
 $PY "$HERE/veth_fleet.py" check --expect "$TMP/expect.json" --report "$TMP/report.json" || exit 1
 echo "hugepages: $HUGE"

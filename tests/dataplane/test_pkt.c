@@ -184,6 +184,64 @@ static void test_arp(void **st)
 	assert_int_equal(dp_pkt_parse(req, 14 + 27, &pk), DP_PKT_MALFORMED);
 }
 
+static void test_ndp(void **st)
+{
+	(void)st;
+	/* a neighbour solicitation from a6 for b6 (built by hand, RFC 4861 4.3) */
+	uint8_t ns[86] = {0};
+	memcpy(ns, "\x33\x33\xff\x00\x00\x04", 6);
+	memcpy(ns + 6, mac_b, 6);
+	ns[12] = 0x86, ns[13] = 0xdd;
+	uint8_t *ip = ns + 14;
+	ip[0] = 0x60;
+	fg_put_be16(ip + 4, 32);
+	ip[6] = 58;
+	ip[7] = 255;
+	memcpy(ip + 8, a6, 16);
+	memcpy(ip + 24, "\xff\x02\0\0\0\0\0\0\0\0\0\x01\xff\x00\x00\x04", 16);
+	ip[40] = 135;
+	memcpy(ip + 48, b6, 16);
+	ip[64] = 1, ip[65] = 1;
+	memcpy(ip + 66, mac_b, 6);
+	struct dp_pkt pk;
+	assert_int_equal(dp_pkt_parse(ns, sizeof(ns), &pk), DP_PKT_NDP_NS);
+	assert_memory_equal(pk.nd_target, b6, 16);
+	assert_memory_equal(pk.src.addr, a6, 16);
+	/* hop limit other than 255 is not a valid solicitation */
+	ip[7] = 64;
+	assert_int_equal(dp_pkt_parse(ns, sizeof(ns), &pk), DP_PKT_NOT_UDP);
+	ip[7] = 255;
+	assert_int_equal(dp_pkt_parse(ns, sizeof(ns), &pk), DP_PKT_NDP_NS);
+	uint8_t na[128];
+	uint32_t n = dp_pkt_build_ndp_na(na, &pk, mac_a, b6);
+	assert_int_equal(n, 14 + 40 + 32);
+	assert_memory_equal(na, mac_b, 6);       /* to the solicitor */
+	assert_memory_equal(na + 6, mac_a, 6);
+	const uint8_t *nip = na + 14;
+	assert_int_equal(nip[6], 58);
+	assert_int_equal(nip[7], 255);
+	assert_memory_equal(nip + 8, b6, 16);
+	assert_memory_equal(nip + 24, a6, 16);
+	const uint8_t *ic = nip + 40;
+	assert_int_equal(ic[0], 136);
+	assert_int_equal(ic[4], 0x60);            /* solicited, override */
+	assert_memory_equal(ic + 8, b6, 16);
+	assert_int_equal(ic[24], 2);
+	assert_memory_equal(ic + 26, mac_a, 6);
+	/* the ICMPv6 checksum verifies over the pseudo-header */
+	uint32_t ps = sum16(nip + 8, 32, 32 + 58);
+	assert_int_equal(sum16(ic, 32, ps), 0xFFFF);
+	/* DAD (unspecified source): to all nodes, not solicited */
+	memset(ip + 8, 0, 16);
+	assert_int_equal(dp_pkt_parse(ns, sizeof(ns), &pk), DP_PKT_NDP_NS);
+	n = dp_pkt_build_ndp_na(na, &pk, mac_a, b6);
+	assert_memory_equal(na, "\x33\x33\x00\x00\x00\x01", 6);
+	assert_int_equal(na[14 + 40 + 4], 0x20);
+	/* every prefix is refused */
+	for (uint32_t k = 0; k < sizeof(ns); k++)
+		assert_int_not_equal(dp_pkt_parse(ns, k, &pk), DP_PKT_NDP_NS);
+}
+
 int main(void)
 {
 	inet_pton(AF_INET, "10.1.2.3", a4);
@@ -199,6 +257,7 @@ int main(void)
 		cmocka_unit_test(test_inconsistent_lengths),
 		cmocka_unit_test(test_fragments_and_protocols),
 		cmocka_unit_test(test_arp),
+		cmocka_unit_test(test_ndp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -424,6 +424,33 @@ static void test_timeout_aborts_attempt(void **st)
 	env_free(e);
 }
 
+static void test_superseded_attempt_not_acked(void **st)
+{
+	(void)st;
+	struct env *e = env_new(16, 1, 0, 4096);
+	uint8_t fr[4096];
+	uint32_t len = make_seed(e, fr, 21, 2, 3, 0, 1.0f, 1.0f);
+	struct dp_peer p = peer_of(13);
+	/* attempt A: fragments 0..3, the last one is late */
+	for (unsigned k = 0; k < 4; k++)
+		assert_int_equal(push(e, &p, 60, fr, len, k, 0).disp, DP_RA_TAKEN);
+	/* the sender resends under frame_id 61: begin supersedes A */
+	struct dp_reasm_out o = push(e, &p, 61, fr, len, 0, 10);
+	assert_int_equal(o.events, 0);
+	/* A's late fragment: STALE, judged, and A is never ACKed */
+	o = push(e, &p, 60, fr, len, 4, 20);
+	assert_true(o.events & DP_RA_EV_OUTCOME);
+	assert_int_equal(o.res.outcome, FG_O_STALE);
+	assert_false(o.events & DP_RA_EV_COMPLETE);
+	/* B completes: accepted and ACKed */
+	for (unsigned k = 1; k < 5; k++)
+		o = push(e, &p, 61, fr, len, k, 30);
+	assert_true(o.events & DP_RA_EV_OUTCOME);
+	assert_int_equal(o.res.outcome, FG_O_ACCEPTED);
+	assert_true(o.events & DP_RA_EV_COMPLETE);
+	env_free(e);
+}
+
 static void test_overflow_and_recycling(void **st)
 {
 	(void)st;
@@ -596,6 +623,7 @@ int main(void)
 		cmocka_unit_test(test_remote_shard_buffer),
 		cmocka_unit_test(test_dup_pending),
 		cmocka_unit_test(test_timeout_aborts_attempt),
+		cmocka_unit_test(test_superseded_attempt_not_acked),
 		cmocka_unit_test(test_overflow_and_recycling),
 		cmocka_unit_test(test_line_disabled_and_bad_prefix),
 		cmocka_unit_test(test_too_large),

@@ -63,7 +63,14 @@ def reference(contribs, hidden):
 
 def fail(msg):
     print('FAIL: ' + msg, file=sys.stderr)
+    if REPORT:
+        c, o = REPORT['counters'], REPORT['outcomes']
+        print('report: outcomes %s; counters %s' % ({k: v for k, v in o.items() if v},
+                                                     {k: v for k, v in c.items() if v}), file=sys.stderr)
     sys.exit(1)
+
+
+REPORT = None
 
 
 def send_phase(a):
@@ -289,8 +296,10 @@ def send_phase(a):
 
 
 def check_phase(a):
+    global REPORT
     exp = json.load(open(a.expect))
     r = json.load(open(a.report))
+    REPORT = r
     c, x, o = r['counters'], r['x'], r['outcomes']
 
     def eq(name, got, want):
@@ -309,7 +318,7 @@ def check_phase(a):
         fail('outcome late %d < %d late duplicates sent' % (o['late'], exp['late']))
     eq('slots_in_use', r['slots_in_use'], 0)
     eq('drop_malformed', c['drop_malformed'], 0)
-    eq('rx_pkts identity', c['rx_pkts'], x['arp'] + x['drop_ip_fragment'] + x['drop_multiseg'] + x['pkt_malformed'] +
+    eq('rx_pkts identity', c['rx_pkts'], x['arp'] + x['ndp_solicitations'] + x['drop_ip_fragment'] + x['drop_multiseg'] + x['pkt_malformed'] +
        c['drop_not_udp'] + c['drop_bad_port'] + c['drop_not_allowed'] + x['raw_datagrams'] + c['frags'])
     eq('frags identity', c['frags'], x['frag_single'] + x['frag_taken'] + x['frag_duplicate'] + x['frag_discarded'] +
        x['frag_nobuf'] + x['frag_malformed'] + c['drop_reasm_overflow'])
