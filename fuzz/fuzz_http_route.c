@@ -14,14 +14,15 @@
  *   2 seed     state: the engine's resolved/ended event for the waited slot
  *   3 timeout  the connection's deadline passed (cp_http_on_timeout)
  *   4 mode     submit behaviour (answer now / later / -EBUSY / -EMSGSIZE),
- *              lookup state, mTLS peer verified
+ *              lookup state, mTLS peer verified, the next put fails
  * Properties:
  *  1. no crash, no out-of-bounds access, no leak;
  *  2. the output is a sequence of well-formed responses: each head is
  *     "HTTP/1.1 <100..599> " ... CRLFCRLF in one put, carries a
  *     Content-Length (except 100/101) and is followed by exactly that many
  *     body bytes (none for HEAD), and the next head starts only after it;
- *  3. nothing is written after the connection was closed;
+ *  3. nothing is written after the connection was closed, and a failed
+ *     put always ends in a close;
  *  4. the input buffer never exceeds its capacity, and a connection never
  *     waits for a seed without being on the wait list. */
 #include <errno.h>
@@ -47,6 +48,8 @@ static struct {
 	uint64_t now;
 	unsigned submit_mode; /* 0 answer now, 1 later, 2 -EBUSY, 3 -EMSGSIZE */
 	enum fg_slot_state lookup;
+	bool fail_put; /* the next cp_conn_put fails (send queue full) */
+	bool put_failed;
 	bool pending;
 	uint64_t pending_cookie;
 	/* output checker */
@@ -110,6 +113,13 @@ int cp_conn_put(struct cp_conn *c, const void *buf, size_t len)
 	FUZZ_CHECK(c == &conn);
 	FUZZ_CHECK(!h.closed && !c->dead); /* nothing after close */
 	FUZZ_CHECK(len > 0);
+	if (h.fail_put) {
+		/* the caller must close: the half-written response is abandoned */
+		h.fail_put = false;
+		h.in_body = false;
+		h.put_failed = true;
+		return -ENOBUFS;
+	}
 	if (h.in_body) {
 		FUZZ_CHECK(len <= h.body_left);
 		h.body_left -= len;
@@ -375,10 +385,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			h.submit_mode = *p & 3;
 			h.lookup = (enum fg_slot_state)((*p >> 2) % 5);
 			conn.tls.peer_verified = (*p >> 5) & 1;
+			h.fail_put = (*p >> 6) & 1;
 			p++;
 		}
 		check_conn();
 	}
 	FUZZ_CHECK(!h.in_body);
+	FUZZ_CHECK(!h.put_failed || h.closed);
 	return 0;
 }

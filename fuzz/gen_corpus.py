@@ -135,7 +135,7 @@ def main():
     # HTTP router (fuzz_http_route): op 0 = bytes arrive (<= 255 per op),
     # 1 = engine outcome, 2 = seed event, 3 = deadline, 4 = mode byte
     # (submit: 0 now, 1 later, 2 busy, 3 too large | lookup state << 2 |
-    # peer verified << 5). Token "secret" is a sender, "reader" a consumer.
+    # peer verified << 5 | next put fails << 6). Token "secret" is a sender, "reader" a consumer.
     def data(b):
         out = b""
         for i in range(0, len(b), 255):
@@ -143,8 +143,8 @@ def main():
             out += bytes([0, len(part)]) + part
         return out
 
-    def mode(submit=0, lookup=1, verified=0):
-        return bytes([4, submit | lookup << 2 | verified << 5])
+    def mode(submit=0, lookup=1, verified=0, fail=0):
+        return bytes([4, submit | lookup << 2 | verified << 5 | fail << 6])
 
     auth = b"Authorization: Bearer secret\r\n"
     sf = seed(1, 9, 1, 0, 0, [1.0, 2.0, 3.0, 4.0])
@@ -152,6 +152,7 @@ def main():
     write("fuzz_http_route", "healthz-head", data(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nHEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
     write("fuzz_http_route", "post-now-later", mode(0) + data(post) + mode(1) + data(post + post) + bytes([1, 1, 1, 0]) +
           bytes([1, 0, 2, 0]))
+    write("fuzz_http_route", "put-fails", mode(fail=1) + data(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
     write("fuzz_http_route", "post-busy-large", mode(2) + data(post) + mode(3) + data(post))
     get = b"GET /residual-seed/3/9 HTTP/1.1\r\nHost: x\r\n" + auth + b"\r\n"
     write("fuzz_http_route", "get-wait", mode(lookup=1) + data(get) + bytes([2, 2]) + mode(lookup=2) + data(get) +
