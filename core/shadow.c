@@ -23,6 +23,7 @@ struct entry {
 	uint32_t token_seq;
 	uint32_t start_pos, seq_len;
 	uint32_t body_len; /* the half's body length (kept or not) */
+	uint32_t prev, next; /* deadline list links (fg/shadow.h invariant 5) */
 	uint64_t deadline_ns;
 	uint64_t fp;
 	uint8_t body[];    /* body_max bytes */
@@ -58,8 +59,12 @@ int fg_shadow_init(struct fg_shadow *sh, void *mem, size_t len, const struct fg_
 	sh->stride = stride_of(cfg);
 	/* sample * 2^32, with 1.0 meaning "every key" (threshold above any value). */
 	sh->sample_threshold = (uint64_t)(cfg->sample * 4294967296.0);
-	for (uint32_t i = 0; i < cfg->capacity; i++)
-		entry_at(sh, i)->state = E_EMPTY;
+	sh->head = sh->tail = FG_SHADOW_NIL;
+	for (uint32_t i = 0; i < cfg->capacity; i++) {
+		struct entry *e = entry_at(sh, i);
+		e->state = E_EMPTY;
+		e->prev = e->next = FG_SHADOW_NIL;
+	}
 	return 0;
 }
 
@@ -146,6 +151,55 @@ void fg_residual_diff(const uint8_t *a, const uint8_t *b, size_t len, struct fg_
 
 /* ---- the table ------------------------------------------------------------ */
 
+static uint32_t index_of_entry(const struct fg_shadow *sh, const struct entry *e)
+{
+	return (uint32_t)(((const uint8_t *)e - sh->mem) / sh->stride);
+}
+
+/* Take a live entry off the deadline list. O(1). */
+static void unlink_entry(struct fg_shadow *sh, struct entry *e)
+{
+	if (e->prev != FG_SHADOW_NIL)
+		entry_at(sh, e->prev)->next = e->next;
+	else
+		sh->head = e->next;
+	if (e->next != FG_SHADOW_NIL)
+		entry_at(sh, e->next)->prev = e->prev;
+	else
+		sh->tail = e->prev;
+	e->prev = e->next = FG_SHADOW_NIL;
+}
+
+/* Put an entry whose deadline_ns is set on the deadline list, after every
+ * entry with a deadline <= its own. With a monotonic clock and one expiry_ns
+ * the new deadline is the latest and the walk stops at once. */
+static void link_entry(struct fg_shadow *sh, struct entry *e)
+{
+	uint32_t i = index_of_entry(sh, e);
+	uint32_t after = sh->tail;
+	while (after != FG_SHADOW_NIL && entry_at(sh, after)->deadline_ns > e->deadline_ns)
+		after = entry_at(sh, after)->prev;
+	e->prev = after;
+	if (after == FG_SHADOW_NIL) {
+		e->next = sh->head;
+		sh->head = i;
+	} else {
+		e->next = entry_at(sh, after)->next;
+		entry_at(sh, after)->next = i;
+	}
+	if (e->next != FG_SHADOW_NIL)
+		entry_at(sh, e->next)->prev = i;
+	else
+		sh->tail = i;
+}
+
+static void release(struct fg_shadow *sh, struct entry *e)
+{
+	unlink_entry(sh, e);
+	e->state = E_EMPTY;
+	sh->live--;
+}
+
 /* Take the entry for a key: the key's own entry, or a free/evicted one. */
 static struct entry *claim(struct fg_shadow *sh, uint32_t token_seq, uint16_t layer, bool *mine)
 {
@@ -153,16 +207,9 @@ static struct entry *claim(struct fg_shadow *sh, uint32_t token_seq, uint16_t la
 	*mine = e->state != E_EMPTY && e->token_seq == token_seq && e->layer == layer;
 	if (!*mine && e->state != E_EMPTY) {
 		sh->evicted++;
-		e->state = E_EMPTY;
-		sh->live--;
+		release(sh, e);
 	}
 	return e;
-}
-
-static void release(struct fg_shadow *sh, struct entry *e)
-{
-	e->state = E_EMPTY;
-	sh->live--;
 }
 
 struct half {
@@ -236,7 +283,7 @@ int fg_shadow_seed(struct fg_shadow *sh, const struct fg_seed_view *v, const str
 		/* A second resolved seed for the key: the slot engine resolves once,
 		 * so this is a reclaimed slot reused; the newer seed replaces it. */
 		sh->duplicate_half++;
-		sh->live--;
+		release(sh, e);
 	}
 	e->state = E_SEED;
 	e->token_seq = v->token_seq;
@@ -253,6 +300,7 @@ int fg_shadow_seed(struct fg_shadow *sh, const struct fg_seed_view *v, const str
 	e->has_body = v->body_len <= sh->cfg.body_max;
 	if (e->has_body && v->body_len)
 		memcpy(e->body, v->body, v->body_len);
+	link_entry(sh, e);
 	sh->live++;
 	return 0;
 }
@@ -284,7 +332,7 @@ int fg_shadow_canon(struct fg_shadow *sh, const struct fg_canon *c, uint64_t now
 	if (mine) {
 		/* A second canonical report for the key: keep the newer one. */
 		sh->duplicate_half++;
-		sh->live--;
+		release(sh, e);
 	}
 	e->state = E_CANON;
 	e->token_seq = c->token_seq;
@@ -301,6 +349,7 @@ int fg_shadow_canon(struct fg_shadow *sh, const struct fg_canon *c, uint64_t now
 	e->has_body = c->kind == FG_CANON_FULL && c->body_len <= sh->cfg.body_max;
 	if (e->has_body && c->body_len)
 		memcpy(e->body, c->body, c->body_len);
+	link_entry(sh, e);
 	sh->live++;
 	return 0;
 }
@@ -308,12 +357,13 @@ int fg_shadow_canon(struct fg_shadow *sh, const struct fg_canon *c, uint64_t now
 int fg_shadow_expire(struct fg_shadow *sh, uint64_t now_ns, struct fg_shadow_verdict *out, int max)
 {
 	int n = 0;
-	/* A linear sweep: the table is a few thousand entries and this runs on
-	 * the control plane's timer, not per packet. */
-	for (uint32_t i = 0; i < sh->cfg.capacity && n < max && sh->live; i++) {
-		struct entry *e = entry_at(sh, i);
-		if (e->state == E_EMPTY || e->deadline_ns > now_ns)
-			continue;
+	/* Pop from the head of the deadline list (invariant 5): each call looks
+	 * at the entries it expires plus the first one not due yet. */
+	while (n < max && sh->head != FG_SHADOW_NIL) {
+		struct entry *e = entry_at(sh, sh->head);
+		sh->expire_visits++;
+		if (e->deadline_ns > now_ns)
+			break;
 		sh->unmatched++;
 		if (e->state == E_SEED && e->shadow_lines) {
 			struct fg_shadow_verdict *o = &out[n++];
@@ -343,7 +393,9 @@ uint32_t fg_shadow_flush(struct fg_shadow *sh)
 			e->state = E_EMPTY;
 			n++;
 		}
+		e->prev = e->next = FG_SHADOW_NIL;
 	}
+	sh->head = sh->tail = FG_SHADOW_NIL;
 	sh->live = 0;
 	return n;
 }

@@ -25,6 +25,12 @@
  *     that fits body_max is kept (has_body).
  *  4. index = (token_seq * n_layers + dst_layer) mod capacity; a new key
  *     whose index holds another key evicts it (counted in `evicted`).
+ *  5. every non-EMPTY entry is on one doubly linked list (head..tail, links
+ *     in the entries) ordered by deadline, oldest first; EMPTY entries are
+ *     on no list. Insertion walks back from the tail past later deadlines
+ *     (O(1) when now_ns is monotonic, as the daemon's clock is), release is
+ *     O(1), and fg_shadow_expire pops from the head, so expiring k entries
+ *     costs O(k + 1) per call instead of a sweep of the table.
  *
  * Sampling: every seed that reduces a line in shadow is compared; a seed
  * whose lines are all active is compared when
@@ -69,10 +75,14 @@ struct fg_shadow {
 	size_t stride;
 	uint64_t sample_threshold; /* of 2^32 */
 	uint32_t live;             /* entries not EMPTY */
+	uint32_t head, tail;       /* deadline list (invariant 5), FG_SHADOW_NIL when empty */
 	/* accounting, monotonic */
 	uint64_t seeds, canons, sampled_out, sampled_in;
 	uint64_t clean, divergent, unmatched, evicted, duplicate_half;
+	uint64_t expire_visits;    /* entries fg_shadow_expire looked at (work counter for tests/bench) */
 };
+
+#define FG_SHADOW_NIL UINT32_MAX
 
 /* One comparison's outcome; the glue audits it (struct fg_audit_verdict). */
 struct fg_shadow_verdict {
@@ -110,7 +120,8 @@ FG_MUST_CHECK int fg_shadow_canon(struct fg_shadow *sh, const struct fg_canon *c
 /* Expire halves older than expiry_ns. Writes up to max UNMATCHED verdicts
  * (only for seeds that had a line in shadow; lone sampled seeds and lone
  * canonical reports are only counted) and returns how many; call again
- * while it returns max. */
+ * while it returns max. Work: the entries expired plus at most one that is
+ * not due yet (expire_visits counts them); never a sweep of the table. */
 int fg_shadow_expire(struct fg_shadow *sh, uint64_t now_ns, struct fg_shadow_verdict *out, int max);
 
 /* Drop every pending half (model epoch change). Returns how many. */
