@@ -14,9 +14,14 @@
 #define CP_ENGINE_ENDINGS 1024u
 #define CP_TICK_LOCAL_NS (5ull * 1000 * 1000)
 #define CP_TICK_LANES_NS (1ull * 1000 * 1000)
+/* While requests await their OUTCOME: TLS ingress answers within tens of
+ * microseconds instead of up to a whole 1 ms tick; idle costs nothing. */
+#define CP_TICK_FAST_NS (50ull * 1000)
 #define CP_DRAIN_MAX 256
 
 static void engine_tick(struct cp_loop *l, struct cp_timer *t);
+static void engine_fast(struct cp_loop *l, struct cp_timer *t);
+static void lanes_flush_push(struct cp_engine *e);
 
 fg_linefacts cp_engine_linefacts(const struct cp_engine *e) { return fg_linefacts_pack(&e->lines, e->epoch); }
 
@@ -109,10 +114,31 @@ static void on_ended(struct cp_engine *e, uint16_t layer, uint32_t token_seq, en
 		e->ops.ended(e->arg, layer, token_seq, st);
 }
 
+/* Advance the one model epoch to `to` (or by one): publish it, flush every
+ * shard's open slots (the fleet's plan clears them), audit the change. */
+static void epoch_advance(struct cp_engine *e, uint32_t to, const char *why)
+{
+	uint32_t from = e->epoch;
+	if ((int32_t)(to - from) <= 0)
+		to = from + 1;
+	e->epoch = to;
+	e->st.epoch_changes++;
+	cp_engine_publish(e);
+	if (e->lanes_mode) {
+		for (unsigned i = 0; i < e->b->n_lanes; i++)
+			e->flush_pending[i] = to;
+		lanes_flush_push(e);
+	} else {
+		if ((int32_t)(to - e->slots.epoch) > 0)
+			e->slots.epoch = to;
+		e->st.slots_flushed += fg_slots_flush(&e->slots);
+	}
+	cp_info("model epoch %u -> %u: %s; open slots flushed", from, to, why);
+	cp_hook_epoch_change(e, from, to, why);
+}
+
 static void on_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq, unsigned line, uint32_t epoch)
 {
-	e->epoch = epoch;
-	cp_engine_publish(e);
 	on_ended(e, layer, token_seq, FG_SLOT_POISONED);
 	cp_hook_shadow_conflict(e, layer, token_seq, line);
 	/* With the shadow audit running, it demotes the line (and records why);
@@ -120,6 +146,9 @@ static void on_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq,
 	if (!cp_hooks_have_audit() && line < FG_LINES &&
 	    cp_engine_line_event(e, line, FG_LEV_CONFLICT, FG_UID_AUDIT, 0, "conflicting duplicate contribution") < 0)
 		cp_warn("line %u: conflict event refused", line);
+	/* The shard's table moved to epoch (its own ++); the global epoch moves
+	 * by one, or to the shard's when that is ahead. */
+	epoch_advance(e, epoch, "conflicting duplicate contribution");
 }
 
 /* ---- local mode ----------------------------------------------------------- */
@@ -142,10 +171,6 @@ static int local_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t 
 	if (r < 0)
 		return 0;
 	if (res.band == FG_BAND_SEED) {
-		if (res.slot.epoch != e->epoch) {
-			e->epoch = res.slot.epoch;
-			cp_engine_publish(e);
-		}
 		if (res.slot.outcome == FG_O_RESOLVED) {
 			struct fg_seed_view v;
 			if (fg_slot_seed(&e->slots, res.slot.slot, &v) == 0) {
@@ -187,15 +212,18 @@ static void local_expire(struct cp_engine *e)
 
 static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t cookie)
 {
-	enum fg_band band;
+	enum fg_band band = FG_BAND_STATUS;
 	uint16_t layer = 0;
 	uint32_t lane = 0;
+	bool canonical = false;
 	/* Frames that do not classify still go to a lane (lane 0): the owner's
 	 * ingest answers them with the stable reason, so both modes answer
 	 * malformed input the same way. */
 	if (fg_stream_classify(&e->bands, f->hdr.stream_id, &band, &layer) == 0 &&
-	    (band == FG_BAND_SEED || band == FG_BAND_CANONICAL))
+	    (band == FG_BAND_SEED || band == FG_BAND_CANONICAL)) {
+		canonical = band == FG_BAND_CANONICAL;
 		lane = fg_shard_of(f->hdr.sequence, layer, e->bands.n_layers, e->b->n_lanes);
+	}
 	struct fg_lane *ln = &e->b->lanes[lane];
 	size_t len = FG_HDR_LEN + (size_t)f->hdr.length;
 	if (len > ln->cp2dp.size) {
@@ -243,7 +271,40 @@ static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t 
 	rq->cookie = cookie;
 	rq->t_ns = m.t_ns;
 	e->outstanding++;
+	if (!e->fast.armed && cp_timer_start(e->loop, &e->fast, CP_TICK_FAST_NS, engine_fast) < 0)
+		cp_err("engine: cannot arm the fast tick");
+	/* The lcore reports canonical frames it received over UDP (FG_BM_CANONICAL),
+	 * not the ones we hand it: audit those here, once, like local mode. */
+	if (canonical) {
+		struct fg_canon cn;
+		if (fg_canon_decode(f, layer, &e->limits, &cn) >= 0) {
+			e->st.canonical++;
+			if (cn.kind == FG_CANON_FULL && !cn.digest)
+				cn.digest = fg_fingerprint(cn.body, cn.body_len);
+			cp_hook_shadow_canonical(e, &cn);
+		}
+	}
 	return 0;
+}
+
+/* Push the FLUSH messages an epoch change left pending (ring full). */
+static void lanes_flush_push(struct cp_engine *e)
+{
+	for (unsigned i = 0; i < e->b->n_lanes; i++) {
+		if (!e->flush_pending[i])
+			continue;
+		struct fg_bmsg m;
+		memset(&m, 0, sizeof(m));
+		m.type = FG_BM_FLUSH;
+		m.epoch = e->flush_pending[i];
+		m.buf = FG_BUF_NONE;
+		m.line = FG_LINE_NONE;
+		m.t_ns = cp_now_ns();
+		if (fg_ring_push(e->b->lanes[i].to_dp, &m)) {
+			e->flush_pending[i] = 0;
+			e->st.flush_sent++;
+		}
+	}
 }
 
 static void peer_seen(struct cp_engine *e, const struct fg_bmsg *m)
@@ -288,10 +349,6 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const struct fg_b
 		uint64_t cookie = rq->cookie;
 		rq->req_id = 0;
 		e->outstanding--;
-		if (m->epoch != e->epoch && m->epoch != 0) {
-			e->epoch = m->epoch;
-			cp_engine_publish(e);
-		}
 		if (e->ops.done)
 			e->ops.done(e->arg, cookie, &out);
 		break;
@@ -392,12 +449,25 @@ static void engine_tick(struct cp_loop *l, struct cp_timer *t)
 	if (e->stopping)
 		return;
 	if (e->lanes_mode) {
+		lanes_flush_push(e);
 		lanes_drain(e);
 		lanes_sweep(e, cp_now_ns());
 	} else
 		local_expire(e);
 	if (cp_timer_start(l, &e->tick, e->tick_ns, engine_tick) < 0)
 		cp_err("engine: cannot re-arm the tick timer");
+}
+
+/* While requests are outstanding: drain every CP_TICK_FAST_NS. */
+static void engine_fast(struct cp_loop *l, struct cp_timer *t)
+{
+	struct cp_engine *e = cp_container_of(t, struct cp_engine, fast);
+	if (e->stopping)
+		return;
+	e->st.fast_ticks++;
+	lanes_drain(e);
+	if (e->outstanding && cp_timer_start(l, &e->fast, CP_TICK_FAST_NS, engine_fast) < 0)
+		cp_err("engine: cannot re-arm the fast tick");
 }
 
 int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_config *cfg, struct fg_boundary *b,
@@ -424,7 +494,8 @@ int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_confi
 		e->b = b;
 		e->lanes_mode = true;
 		e->reqs = calloc(CP_ENGINE_REQS, sizeof(*e->reqs));
-		if (!e->reqs) {
+		e->flush_pending = calloc(b->n_lanes, sizeof(*e->flush_pending));
+		if (!e->reqs || !e->flush_pending) {
 			cp_engine_fini(e);
 			return -ENOMEM;
 		}
@@ -480,6 +551,8 @@ void cp_engine_fini(struct cp_engine *e)
 			free(e->endings[i].frame);
 	free(e->endings);
 	free(e->reqs);
+	free(e->flush_pending);
+	e->flush_pending = NULL;
 	if (e->slots_mem)
 		munmap(e->slots_mem, e->slots_len);
 	free(e->resolved_buf);

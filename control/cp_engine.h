@@ -7,9 +7,15 @@
  *     expire on a timer;
  *   - lanes (dataplane running): each frame is copied into a cp2dp buffer and
  *     sent to the lcore that owns its shard (fg_shard_of) as FG_BM_FRAME with a
- *     req_id; a periodic 1 ms tick drains every dp->cp ring: OUTCOME messages
- *     complete the request with the same req_id; RESOLVED, CANONICAL,
- *     CONFLICT and EXPIRED messages become events.
+ *     req_id; a periodic 1 ms tick (50 us while any request awaits its
+ *     OUTCOME) drains every dp->cp ring: OUTCOME messages complete the request
+ *     with the same req_id; RESOLVED, CANONICAL, CONFLICT and EXPIRED messages
+ *     become events. Canonical reports received over TLS go to the shadow
+ *     audit at submit (the lcore only reports the canonical frames it
+ *     received over UDP).
+ * Model epoch: a conflict outcome (either mode) advances the one global
+ * epoch, flushes every shard's open slots (local table / FG_BM_FLUSH to
+ * every lane) and records the change in the audit log.
  * Also owns the line table (struct fg_lines) of the loop thread, published as
  * fg_linefacts to the boundary after every change, and a small direct-mapped
  * cache of recent slot endings (resolved-seed frames, expiries, poisonings)
@@ -87,6 +93,7 @@ struct cp_engine_stats {
 	uint64_t frames, resolved, expired, poisoned, canonical, malformed;
 	uint64_t lane_full, pool_empty, req_table_full, too_big, outcomes_unmatched, bad_lane_msgs, peers_dropped;
 	uint64_t outcomes_lost; /* requests answered no_slot after CP_ENGINE_REQ_TIMEOUT_NS */
+	uint64_t epoch_changes, slots_flushed, flush_sent, fast_ticks;
 	uint64_t reason[FG_R__COUNT];
 	uint64_t outcome[FG_O__COUNT];
 };
@@ -99,6 +106,9 @@ struct cp_engine {
 	struct cp_engine_ops ops;
 	void *arg;
 	struct fg_lines lines;
+	/* The ONE model epoch: advanced by the control plane on every conflict
+	 * outcome (either mode), published in the line facts, recorded in the
+	 * audit log; every shard's open slots are flushed when it moves. */
 	uint32_t epoch;
 	bool lanes_mode;
 	/* local mode */
@@ -113,6 +123,8 @@ struct cp_engine {
 	unsigned outstanding;       /* requests waiting for an OUTCOME */
 	uint64_t next_sweep_ns;
 	struct cp_engine_req *reqs; /* [CP_ENGINE_REQS] */
+	uint32_t *flush_pending;    /* [n_lanes]: epoch of a FLUSH not yet pushed (ring full), 0 = none */
+	struct cp_timer fast;       /* CP_TICK_FAST_NS drain while requests are outstanding */
 	struct cp_peer peers[CP_PEERS_MAX];
 	unsigned n_peers;
 	/* both */

@@ -190,6 +190,15 @@ void cp_hook_auth_failure(const char *peer, const char *reason)
 		cp_hook_stats.refused++;
 }
 
+void cp_hook_epoch_change(struct cp_engine *e, uint32_t from, uint32_t to, const char *why)
+{
+	(void)e;
+	cp_hook_stats.epoch_changes++;
+	uint64_t seq;
+	if (g.sh && cp_shadow_on_epoch_change(g.sh, from, to, FG_UID_AUDIT, 0, why, &seq) < 0)
+		cp_hook_stats.refused++;
+}
+
 #else /* !FG_HAVE_AUDIT: count only */
 
 void cp_hooks_on_durable(void (*fn)(void *arg, uint64_t seq), void *arg)
@@ -238,5 +247,10 @@ void cp_hook_auth_failure(const char *peer, const char *reason)
 {
 	(void)peer; (void)reason;
 	cp_hook_stats.auth_failures++;
+}
+void cp_hook_epoch_change(struct cp_engine *e, uint32_t from, uint32_t to, const char *why)
+{
+	(void)e; (void)from; (void)to; (void)why;
+	cp_hook_stats.epoch_changes++;
 }
 #endif

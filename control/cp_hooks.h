@@ -27,7 +27,7 @@
 struct cp_engine;
 
 struct cp_hook_stats {
-	uint64_t resolved, canonical, conflict, auth_failures, refused;
+	uint64_t resolved, canonical, conflict, auth_failures, refused, epoch_changes;
 };
 extern struct cp_hook_stats cp_hook_stats;
 
@@ -62,5 +62,8 @@ void cp_hook_shadow_resolved(struct cp_engine *e, const struct fg_seed_view *v);
 void cp_hook_shadow_canonical(struct cp_engine *e, const struct fg_canon *c);
 void cp_hook_shadow_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq, unsigned line);
 void cp_hook_auth_failure(const char *peer, const char *reason);
+/* The model epoch moved from -> to (the engine already published it):
+ * recorded in the audit log (cp_shadow_on_epoch_change). */
+void cp_hook_epoch_change(struct cp_engine *e, uint32_t from, uint32_t to, const char *why);
 
 #endif
