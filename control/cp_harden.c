@@ -117,6 +117,7 @@ int cp_harden_apply(bool dataplane, char *why, size_t why_len)
 	}
 	snprintf(why, why_len, "capabilities kept %#llx (%s), no_new_privs%s", (unsigned long long)keep,
 		 keep ? "net_admin net_raw ipc_lock" : "none", note);
+	cp_info("hardening: %s", why);
 	return 0;
 }
 
@@ -150,10 +151,13 @@ int cp_harden_ring(struct io_uring *ring, const uint8_t *ops, unsigned n, uint8_
 	res[n].sqe_flags = sqe_flags;
 	/* No IORING_RESTRICTION_REGISTER_OP: once enabled, the ring refuses
 	 * every io_uring_register opcode. */
-	int r = io_uring_register_restrictions(ring, res, n + 1);
-	if (r < 0)
-		return r;
-	return io_uring_enable_rings(ring);
+	/* Raw io_uring_register: Debian's liburing 2.3 does not export
+	 * io_uring_register_restrictions / io_uring_enable_rings. */
+	if (syscall(__NR_io_uring_register, ring->ring_fd, IORING_REGISTER_RESTRICTIONS, res, n + 1) < 0)
+		return -errno;
+	if (syscall(__NR_io_uring_register, ring->ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
+		return -errno;
+	return 0;
 }
 
 /* ---- the operator socket: no fd passing ---------------------------------------- */
