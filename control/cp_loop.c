@@ -1,6 +1,7 @@
 /* cp_loop.c - the io_uring event loop of the control plane (see cp_loop.h).
  * Loop thread only. */
 #include "cp_loop.h"
+#include "cp_harden.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -29,15 +30,22 @@ int cp_loop_init(struct cp_loop *l, unsigned entries)
 	/* A single thread submits and reaps: let the kernel skip the IPIs
 	 * (6.x kernels); fall back to plain setup on older ones. */
 	p.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER;
+	p.flags |= IORING_SETUP_R_DISABLED; /* restricted to cp_harden_loop_ops, then enabled */
 	p.cq_entries = entries * 4;
 	p.flags |= IORING_SETUP_CQSIZE;
 	int r = io_uring_queue_init_params(entries, &l->ring, &p);
 	if (r == -EINVAL) {
 		memset(&p, 0, sizeof(p));
+		p.flags = IORING_SETUP_R_DISABLED;
 		r = io_uring_queue_init_params(entries, &l->ring, &p);
 	}
 	if (r < 0)
 		return r;
+	r = cp_harden_ring(&l->ring, cp_harden_loop_ops, cp_harden_loop_ops_n, 0);
+	if (r < 0) {
+		io_uring_queue_exit(&l->ring);
+		return r;
+	}
 	l->multishot_accept_ok = true;
 	return 0;
 }
