@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "cp_engine.h"
+#include "cp_harden.h"
 #include "cp_hooks.h"
 #include "cp_log.h"
 #include "cp_loop.h"
@@ -299,6 +300,10 @@ int main(int argc, char **argv)
 		goto out_metrics;
 	}
 #endif
+	if ((r = cp_harden_apply(d.dataplane, why, sizeof(why))) < 0) {
+		cp_err("hardening: %s", why);
+		goto out_metrics;
+	}
 	cp_info("ready: tls listening on port %u, mode %s, %u layers, hidden %u, slot deadline %llu ms", d.server.port,
 		d.dataplane ? "dataplane" : "local", d.cfg.layers, d.cfg.hidden,
 		(unsigned long long)(d.cfg.slot_deadline_ns / 1000000ull));
