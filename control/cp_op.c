@@ -20,6 +20,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cp_harden.h"
 #include "cp_hooks.h"
 #include "cp_log.h"
 #include "cp_reload.h"
@@ -37,6 +38,7 @@ struct cp_opconn {
 	int32_t pid;
 	uint64_t deadline_ns, wait_seq;
 	json_t *pending; /* reply held until wait_seq is durable */
+	struct cp_harden_rx rx; /* recvmsg: passed fds are closed and refused */
 	char *out;
 	size_t out_len, out_off;
 	size_t len;
@@ -391,7 +393,7 @@ static void op_durable(void *arg, uint64_t seq)
 static void opc_arm_recv(struct cp_opconn *c)
 {
 	c->recv_op.fn = opc_recv_done;
-	if (cp_loop_recv(c->o->loop, &c->recv_op, c->fd, c->buf + c->len, sizeof(c->buf) - c->len) < 0) {
+	if (cp_harden_recv(c->o->loop, &c->recv_op, &c->rx, c->fd, c->buf + c->len, sizeof(c->buf) - c->len) < 0) {
 		opc_close(c);
 		return;
 	}
@@ -403,6 +405,10 @@ static void opc_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t
 	(void)l; (void)flags;
 	struct cp_opconn *c = cp_container_of(op, struct cp_opconn, recv_op);
 	c->recv_armed = false;
+	if ((res = cp_harden_recv_check(&c->rx, res)) == -EBADMSG && !c->dead) {
+		opc_reply(c, err_reply(CP_HARDEN_FD_REASON));
+		return;
+	}
 	if (c->dead || res <= 0) {
 		opc_close(c);
 		return;
