@@ -183,6 +183,7 @@ int cp_harden_recv(struct cp_loop *l, struct cp_op *op, struct cp_harden_rx *rx,
 int cp_harden_recv_check(struct cp_harden_rx *rx, int res)
 {
 	bool refuse = (rx->msg.msg_flags & MSG_CTRUNC) != 0;
+	uint64_t closed0 = cp_harden_st.fds_closed;
 	size_t clen = rx->msg.msg_controllen;
 	if (clen > sizeof(rx->ctl.buf))
 		clen = sizeof(rx->ctl.buf);
@@ -209,5 +210,8 @@ int cp_harden_recv_check(struct cp_harden_rx *rx, int res)
 	if (!refuse)
 		return res;
 	cp_harden_st.fd_requests_refused++;
+	cp_warn("operator: request carrying control data refused (%s), %llu fds closed",
+		(rx->msg.msg_flags & MSG_CTRUNC) ? "truncated" : "SCM_RIGHTS",
+		(unsigned long long)(cp_harden_st.fds_closed - closed0));
 	return -EBADMSG;
 }
