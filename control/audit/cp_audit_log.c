@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -601,6 +602,28 @@ static int start_file(struct cp_audit_log *l, char *err, size_t errlen)
  * only then truncates after it, so that a crash in the middle of recovery
  * still leaves the cut on record: the next start-up sees the recovery
  * record followed by junk, cuts again, and records that too. */
+/* Confine the log's ring (created IORING_SETUP_R_DISABLED) to what it
+ * submits: WRITE linked (IOSQE_IO_LINK) to FSYNC, and the TIMEOUT of the
+ * write-back; no io_uring_register opcode once enabled. Then enable it.
+ * (The same scheme as control/cp_harden.c, which this library cannot call;
+ * raw syscalls: Debian's liburing 2.3 does not export the helpers.) */
+static int ring_restrict(struct io_uring *ring)
+{
+	static const uint8_t ops[] = { IORING_OP_FSYNC, IORING_OP_TIMEOUT, IORING_OP_WRITE };
+	struct io_uring_restriction res[FG_ARRAY_LEN(ops) + 1];
+	memset(res, 0, sizeof(res));
+	for (size_t i = 0; i < FG_ARRAY_LEN(ops); i++) {
+		res[i].opcode = IORING_RESTRICTION_SQE_OP;
+		res[i].sqe_op = ops[i];
+	}
+	res[FG_ARRAY_LEN(ops)].opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED;
+	res[FG_ARRAY_LEN(ops)].sqe_flags = IOSQE_IO_LINK;
+	if (syscall(__NR_io_uring_register, ring->ring_fd, IORING_REGISTER_RESTRICTIONS, res, FG_ARRAY_LEN(res)) < 0 ||
+	    syscall(__NR_io_uring_register, ring->ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
+		return -errno;
+	return 0;
+}
+
 static int recover(struct cp_audit_log *l, struct cp_audit_open_report *rep, char *err, size_t errlen)
 {
 	struct fg_audit_scan s;
@@ -766,7 +789,7 @@ int cp_audit_log_open(struct cp_audit_log **out, const struct cp_audit_log_cfg *
 		set_err(err, errlen, "eventfd for %s: %s", l->path, -rc);
 		goto fail;
 	}
-	rc = io_uring_queue_init(8, &l->ring, 0);
+	rc = io_uring_queue_init(8, &l->ring, IORING_SETUP_R_DISABLED);
 	if (rc < 0) {
 		set_err(err, errlen, "io_uring for %s: %s", l->path, -rc);
 		goto fail;
@@ -775,6 +798,11 @@ int cp_audit_log_open(struct cp_audit_log **out, const struct cp_audit_log_cfg *
 	rc = io_uring_register_eventfd(&l->ring, l->efd);
 	if (rc < 0) {
 		set_err(err, errlen, "io_uring eventfd for %s: %s", l->path, -rc);
+		goto fail;
+	}
+	rc = ring_restrict(&l->ring);
+	if (rc < 0) {
+		set_err(err, errlen, "io_uring restrictions for %s: %s", l->path, -rc);
 		goto fail;
 	}
 	*out = l;
