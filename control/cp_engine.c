@@ -271,7 +271,7 @@ static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t 
 	rq->cookie = cookie;
 	rq->t_ns = m.t_ns;
 	e->outstanding++;
-	if (!e->fast.armed && cp_timer_start(e->loop, &e->fast, CP_TICK_FAST_NS, engine_fast) < 0)
+	if (e->fast_ns && !e->fast.armed && cp_timer_start(e->loop, &e->fast, e->fast_ns, engine_fast) < 0)
 		cp_err("engine: cannot arm the fast tick");
 	/* The lcore reports canonical frames it received over UDP (FG_BM_CANONICAL),
 	 * not the ones we hand it: audit those here, once, like local mode. */
@@ -466,7 +466,7 @@ static void engine_fast(struct cp_loop *l, struct cp_timer *t)
 		return;
 	e->st.fast_ticks++;
 	lanes_drain(e);
-	if (e->outstanding && cp_timer_start(l, &e->fast, CP_TICK_FAST_NS, engine_fast) < 0)
+	if (e->outstanding && cp_timer_start(l, &e->fast, e->fast_ns, engine_fast) < 0)
 		cp_err("engine: cannot re-arm the fast tick");
 }
 
@@ -500,6 +500,12 @@ int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_confi
 			return -ENOMEM;
 		}
 		e->tick_ns = CP_TICK_LANES_NS;
+		/* Bench knob (bench/ws/RESULTS.md): FANOGATE_LANES_FAST_US=0 turns the
+		 * fast drain off (1 ms tick only), N sets it to N us. */
+		e->fast_ns = CP_TICK_FAST_NS;
+		const char *fu = getenv("FANOGATE_LANES_FAST_US");
+		if (fu && *fu)
+			e->fast_ns = strtoull(fu, NULL, 10) * 1000u;
 	} else {
 		struct fg_slots_cfg scfg;
 		fg_config_slots(cfg, 1, &scfg);

@@ -124,7 +124,8 @@ struct cp_engine {
 	uint64_t next_sweep_ns;
 	struct cp_engine_req *reqs; /* [CP_ENGINE_REQS] */
 	uint32_t *flush_pending;    /* [n_lanes]: epoch of a FLUSH not yet pushed (ring full), 0 = none */
-	struct cp_timer fast;       /* CP_TICK_FAST_NS drain while requests are outstanding */
+	struct cp_timer fast;       /* drain every fast_ns while requests are outstanding */
+	uint64_t fast_ns;           /* 0 = off */
 	struct cp_peer peers[CP_PEERS_MAX];
 	unsigned n_peers;
 	/* both */
