@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cp_log.h"
+#include "cp_selfsigned.h"
 
 /* TLS 1.2: forward-secret AEAD suites only. TLS 1.3 keeps OpenSSL's default
  * suites (all AEAD). */
@@ -159,12 +160,31 @@ bool cp_tls_token_ok(const struct cp_tls *t, const char *token, size_t len, cons
 int cp_tls_init(struct cp_tls *t, const struct fg_config *cfg, char *why, size_t why_len)
 {
 	memset(t, 0, sizeof(*t));
-	if (!cfg->tls_cert[0] || !cfg->tls_key[0]) {
-		snprintf(why, why_len,
-			 "[tls] cert and key are required; fanogate generates nothing. A self-signed pair: "
-			 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 365 "
-			 "-subj /CN=fanogate -keyout key.pem -out cert.pem");
+	const char *cert = cfg->tls_cert, *key = cfg->tls_key;
+	struct cp_selfsigned ss;
+	if (!cfg->tls_cert[0] && !cfg->tls_key[0]) {
+		/* The embedded default: a self-signed pair generated on first run
+		 * in the state directory, reused later (cp_selfsigned.h). */
+		int r = cp_selfsigned_ensure(cfg, &ss, why, why_len);
+		if (r < 0)
+			return r;
+		cp_info("tls: %s self-signed certificate %s (key %s), SHA-256 fingerprint %s",
+			ss.generated ? "generated" : "reusing", ss.cert, ss.key, ss.fingerprint);
+		cert = ss.cert;
+		key = ss.key;
+	} else if (!cfg->tls_cert[0] || !cfg->tls_key[0]) {
+		snprintf(why, why_len, "[tls] cert and key go together: set both, or neither for a self-signed pair");
 		return -EINVAL;
+	} else {
+		const char *paths[2] = {cert, key};
+		for (int i = 0; i < 2; i++) {
+			if (access(paths[i], R_OK) != 0) {
+				int e = errno;
+				snprintf(why, why_len, "[tls] %s %s: %s (set it to an existing PEM file, or leave both "
+					 "cert and key unset for a self-signed pair)", i ? "key" : "cert", paths[i], strerror(e));
+				return -e;
+			}
+		}
 	}
 	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
 	if (!ctx) {
@@ -189,16 +209,16 @@ int cp_tls_init(struct cp_tls *t, const struct fg_config *cfg, char *why, size_t
 	/* No SSL_MODE_RELEASE_BUFFERS: freeing and reallocating the record
 	 * buffers around every record cost more than the ~34 KiB per
 	 * connection it saves (bench/ws). */
-	if (SSL_CTX_use_certificate_chain_file(ctx, cfg->tls_cert) != 1) {
-		why_ssl(why, why_len, "certificate", cfg->tls_cert);
+	if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
+		why_ssl(why, why_len, "certificate", cert);
 		goto fail;
 	}
-	if (SSL_CTX_use_PrivateKey_file(ctx, cfg->tls_key, SSL_FILETYPE_PEM) != 1) {
-		why_ssl(why, why_len, "private key", cfg->tls_key);
+	if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+		why_ssl(why, why_len, "private key", key);
 		goto fail;
 	}
 	if (SSL_CTX_check_private_key(ctx) != 1) {
-		why_ssl(why, why_len, "key does not match certificate", cfg->tls_key);
+		why_ssl(why, why_len, "key does not match certificate", key);
 		goto fail;
 	}
 	/* Session resumption: tickets on (OpenSSL default), and a session id

@@ -4,8 +4,9 @@
  * --config), the start-up order (dataplane EAL and lanes before any thread,
  * then the control plane's loop, engine, shadow audit and TLS listener),
  * signals (SIGINT/SIGTERM through a signalfd polled by the loop -> clean
- * stop), and the shutdown order. It generates nothing (certificates, tokens
- * and configuration files come from scripts/).
+ * stop), and the shutdown order. It generates nothing but the self-signed
+ * TLS pair of the embedded default (cp_selfsigned.c, when [tls] cert/key are
+ * unset); tokens and configuration files come from the operator or scripts/.
  *
  * Threads: this main thread runs the control plane's io_uring loop (cp_loop)
  * and owns the line table (in cp_engine) and the shadow audit; DPDK lcores
