@@ -140,12 +140,25 @@ static void test_init_refusals(void **state)
 	fg_config_default(cfg);
 	struct cp_tls t;
 	char why[512];
+	/* Both unset: the self-signed pair of the embedded default, generated in
+	 * the directory of [audit] path (k_selfsigned.py tests it end to end). */
 	cfg->tls_cert[0] = cfg->tls_key[0] = '\0';
+	snprintf(cfg->audit_path, sizeof(cfg->audit_path), "%s/state/audit.log", dir);
+	assert_int_equal(cp_tls_init(&t, cfg, why, sizeof(why)), 0);
+	cp_tls_fini(&t);
+	char p[600];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/state/tls-selfsigned.key", dir);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	/* One of the two: refused. */
+	snprintf(cfg->tls_cert, sizeof(cfg->tls_cert), "%s/state/tls-selfsigned.pem", dir);
 	assert_int_equal(cp_tls_init(&t, cfg, why, sizeof(why)), -EINVAL);
-	assert_non_null(strstr(why, "cert"));
+	assert_non_null(strstr(why, "cert and key"));
+	/* Set but missing: refused, naming the file. */
 	snprintf(cfg->tls_cert, sizeof(cfg->tls_cert), "%s/missing.pem", dir);
 	snprintf(cfg->tls_key, sizeof(cfg->tls_key), "%s/missing.key", dir);
-	assert_int_equal(cp_tls_init(&t, cfg, why, sizeof(why)), -EINVAL);
+	assert_int_equal(cp_tls_init(&t, cfg, why, sizeof(why)), -ENOENT);
 	assert_non_null(strstr(why, "missing.pem"));
 	free(cfg);
 }
