@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cp_log.h"
+#include "cp_points.h"
 
 #define CP_HOUSE_NS (100ull * 1000 * 1000)
 #define CP_LINGER_NS (2ull * 1000 * 1000 * 1000)
@@ -131,6 +132,7 @@ void cp_conn_close(struct cp_conn *c, const char *why)
 		return;
 	c->dead = true;
 	cp_debug("conn %s: closed: %s", c->peer, why);
+	cp_points_detach(c);
 	struct cp_server *s = c->srv;
 	if (c->state == CP_CONN_WS)
 		cp_conn_list_del(&s->ws_list, c);

@@ -199,6 +199,24 @@ void cp_hook_epoch_change(struct cp_engine *e, uint32_t from, uint32_t to, const
 		cp_hook_stats.refused++;
 }
 
+void cp_hooks_point(struct cp_engine *e, unsigned p, bool down, const char *who)
+{
+	struct fg_line_change chg[3];
+	int n = fg_lines_point(&e->lines, p, down, cp_now_ns(), chg);
+	cp_info("point e%u %s: %s (peer %s)", p, down ? "down" : "up",
+		down ? "its last TLS peer disconnected" : "a TLS peer is back", who ? who : "-");
+	for (int i = 0; i < n; i++) {
+		snprintf(chg[i].why, sizeof(chg[i].why), "point e%u %s (TLS peers)", p, down ? "down" : "up");
+		cp_info("line %u %s: %s -> %s (point e%u %s)", chg[i].line, fg_fano_line_name(chg[i].line),
+			fg_line_state_name(chg[i].from), fg_line_state_name(chg[i].to), p, down ? "down" : "up");
+		uint64_t seq;
+		if (g.sh && cp_shadow_on_line_change(g.sh, &chg[i], "peers", &seq) < 0)
+			cp_hook_stats.refused++;
+	}
+	if (n > 0)
+		cp_engine_publish(e);
+}
+
 #else /* !FG_HAVE_AUDIT: count only */
 
 void cp_hooks_on_durable(void (*fn)(void *arg, uint64_t seq), void *arg)
@@ -247,6 +265,17 @@ void cp_hook_auth_failure(const char *peer, const char *reason)
 {
 	(void)peer; (void)reason;
 	cp_hook_stats.auth_failures++;
+}
+void cp_hooks_point(struct cp_engine *e, unsigned p, bool down, const char *who)
+{
+	struct fg_line_change chg[3];
+	int n = fg_lines_point(&e->lines, p, down, cp_now_ns(), chg);
+	cp_info("point e%u %s (peer %s)", p, down ? "down" : "up", who ? who : "-");
+	for (int i = 0; i < n; i++)
+		cp_info("line %u %s: %s -> %s (point e%u %s)", chg[i].line, fg_fano_line_name(chg[i].line),
+			fg_line_state_name(chg[i].from), fg_line_state_name(chg[i].to), p, down ? "down" : "up");
+	if (n > 0)
+		cp_engine_publish(e);
 }
 void cp_hook_epoch_change(struct cp_engine *e, uint32_t from, uint32_t to, const char *why)
 {

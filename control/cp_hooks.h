@@ -62,6 +62,10 @@ void cp_hook_shadow_resolved(struct cp_engine *e, const struct fg_seed_view *v);
 void cp_hook_shadow_canonical(struct cp_engine *e, const struct fg_canon *c);
 void cp_hook_shadow_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq, unsigned line);
 void cp_hook_auth_failure(const char *peer, const char *reason);
+/* Mark Fano point p (1..7) down or up (fg_lines_point): the lines through
+ * it degrade or come back; each change is logged, audited as a line change
+ * (origin "peers") and the facts republished. who: the peer that caused it. */
+void cp_hooks_point(struct cp_engine *e, unsigned p, bool down, const char *who);
 /* The model epoch moved from -> to (the engine already published it):
  * recorded in the audit log (cp_shadow_on_epoch_change). */
 void cp_hook_epoch_change(struct cp_engine *e, uint32_t from, uint32_t to, const char *why);

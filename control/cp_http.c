@@ -24,6 +24,7 @@
 
 #include "cp_hooks.h"
 #include "cp_log.h"
+#include "cp_points.h"
 #include "cp_server.h"
 
 static const char ct_json[] = "application/json";
@@ -124,11 +125,13 @@ static int http_auth(struct cp_conn *c, const struct cp_http_req *req)
 	if (r == 0) {
 		if (cp_tls_token_ok(&s->tls, tok.p, tok.len, &role)) {
 			c->role = role;
+			cp_points_attach(c);
 			return 0;
 		}
 		reason = "bad_token";
 	} else if (r == -CP_HTTP_R_AUTH_MISSING && c->tls.peer_verified) {
 		c->role = c->tls.cert_role;
+		cp_points_attach(c);
 		return 0;
 	} else {
 		reason = cp_http_reason_name(r);

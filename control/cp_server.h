@@ -104,6 +104,7 @@ struct cp_conn {
 	char peer[CP_PEER_MAX];
 	struct cp_tls_conn tls;
 	const char *role; /* after authentication */
+	uint8_t point;    /* Fano point counted for this connection (cp_points.c), 0 = none */
 	uint8_t *in;
 	size_t in_len, in_cap, in_max;
 	uint8_t *pout; /* plaintext staged for one SSL_write per flush (fewer TLS records) */
@@ -146,6 +147,7 @@ struct cp_server {
 	struct cp_conn *dirty;     /* connections to flush at the end of the loop batch */
 	bool stopping;
 	uint64_t started_ns;
+	uint32_t point_peers[8]; /* live authenticated connections per Fano point 1..7 (cp_points.c) */
 	struct cp_server_stats st;
 };
 
