@@ -300,6 +300,9 @@ static json_t *cmd_stats(struct cp_opsrv *o)
 				(json_int_t)es->lane_full, "pool_empty", (json_int_t)es->pool_empty, "outcomes_unmatched",
 				(json_int_t)es->outcomes_unmatched, "outcomes", outcomes, "malformed", malformed);
 	json_t *j = json_pack("{s:b,s:o,s:o}", "ok", 1, "tls", tls, "engine_tls", eng);
+	if (j) /* the operator socket itself: refused peers, refused fd passing (cp_harden) */
+		json_object_set_new(j, "operator", json_pack("{s:I,s:I,s:I}", "refused", (json_int_t)o->refused,
+			"fd_requests_refused", (json_int_t)cp_harden_st.fd_requests_refused, "fds_closed", (json_int_t)cp_harden_st.fds_closed));
 	if (j && o->b && o->b->counters) {
 		json_t *dp = json_object();
 		for (unsigned c = 0; c < FG_C__COUNT; c++) {
