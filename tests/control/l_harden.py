@@ -112,6 +112,10 @@ def main():
         rep = op_request(sock, b'{"cmd":"status"}\n')
         check(rep and rep.get("ok") is True, "plain operator request answered after the refusals")
         check(d.log().count("operator: request carrying control data refused") == 2, "each refusal logged")
+        rep = op_request(sock, b'{"cmd":"stats"}\n')
+        opst = (rep or {}).get("operator", {})
+        check(opst.get("fd_requests_refused") == 2 and opst.get("fds_closed", 0) >= 2,
+              f"fanoctl stats counts the refusals: {opst}")
         check(d.proc.poll() is None, "daemon still running")
     print("l_harden: ok")
 
