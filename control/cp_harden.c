@@ -80,9 +80,11 @@ int cp_harden_apply(bool dataplane, char *why, size_t why_len)
 	const char *note = "";
 	if (eff & (1ull << CAP_SETPCAP)) {
 		/* Root gets no capabilities from exec or setuid any more, and
-		 * nobody can undo it. */
-		unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-				     SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+		 * nobody can undo it. Bits already set (by systemd's SecureBits=,
+		 * or a newer kernel's) are kept: a locked bit cannot change. */
+		int old = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+		unsigned long bits = (old > 0 ? (unsigned long)old : 0) | SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
+				     SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
 				     SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
 		if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0) {
 			r = -errno;

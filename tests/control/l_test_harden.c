@@ -28,6 +28,8 @@
 
 #include <cmocka.h>
 #include <linux/capability.h>
+#include <linux/securebits.h>
+#include <sys/prctl.h>
 
 #include "cp_harden.h"
 #include "cp_loop.h"
@@ -206,10 +208,13 @@ static uint64_t status_hex(const char *key)
 }
 
 /* In a child: apply, then check; the exit code says which check failed. */
-static int child_apply(bool dataplane)
+static int child_apply(bool dataplane, bool preset)
 {
 	uint64_t prm0 = status_hex("CapPrm");
 	bool setpcap = (status_hex("CapEff") >> CAP_SETPCAP) & 1;
+	/* as systemd's SecureBits=keep-caps-locked would leave them */
+	if (preset && setpcap && prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS | SECBIT_KEEP_CAPS_LOCKED, 0, 0, 0) < 0)
+		return 9;
 	uint64_t bnd0 = status_hex("CapBnd");
 	char why[256];
 	if (cp_harden_apply(dataplane, why, sizeof(why)) != 0)
@@ -222,6 +227,10 @@ static int child_apply(bool dataplane)
 		return 12;
 	if (setpcap ? status_hex("CapBnd") != (cp_harden_keep(dataplane) & bnd0) : status_hex("CapBnd") != bnd0)
 		return 13;
+	int sb = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+	if (setpcap && (sb < 0 || !(sb & SECBIT_NOROOT_LOCKED) || !(sb & SECBIT_NO_SETUID_FIXUP_LOCKED) ||
+			(preset && !(sb & SECBIT_KEEP_CAPS))))
+		return 15;
 	/* nothing can be regained */
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
 	struct __user_cap_data_struct d[2];
@@ -238,11 +247,11 @@ static void test_apply_in_child(void **state)
 	assert_int_equal(cp_harden_keep(false), 0);
 	assert_int_equal(cp_harden_keep(true),
 			 (1ull << CAP_NET_ADMIN) | (1ull << CAP_NET_RAW) | (1ull << CAP_IPC_LOCK));
-	for (int dp = 0; dp < 2; dp++) {
+	for (int dp = 0; dp < 3; dp++) {
 		pid_t pid = fork();
 		assert_true(pid >= 0);
 		if (pid == 0)
-			_exit(child_apply(dp != 0));
+			_exit(child_apply(dp == 1, dp == 2));
 		int st;
 		assert_int_equal(waitpid(pid, &st, 0), pid);
 		assert_true(WIFEXITED(st));
