@@ -2,8 +2,8 @@
  * router (control/cp_http.c, D1) on top of the request parser
  * (control/proto/cp_http_parse.c), driven without sockets or TLS: the
  * connection API it calls (cp_conn_put/flush/close/unblock/deadline/lists,
- * cp_engine_submit/lookup, cp_tls_token_ok, cp_ws_start/on_data, logging,
- * the clock) is stubbed here, mirroring cp_conn.c's semantics where they
+ * cp_engine_submit/lookup, cp_tls_token_ok, cp_points_attach,
+ * cp_ws_start/on_data, logging, the clock) is stubbed here, mirroring cp_conn.c's semantics where they
  * matter (cp_conn_unblock re-runs pipelined input, the wait list).
  *
  * Input: ops, one byte each plus arguments:
@@ -34,6 +34,7 @@
 #include "cp_engine.h"
 #include "cp_hooks.h"
 #include "cp_log.h"
+#include "cp_points.h"
 #include "cp_loop.h"
 #include "cp_server.h"
 #include "cp_tls.h"
@@ -98,6 +99,13 @@ bool cp_tls_token_ok(const struct cp_tls *t, const char *token, size_t len, cons
 		return true;
 	}
 	return false;
+}
+
+/* Fano point liveness (cp_points.c): only that it is told about this
+ * connection once authenticated. */
+void cp_points_attach(struct cp_conn *c)
+{
+	FUZZ_CHECK(c == &conn && !c->dead);
 }
 
 /* ---- stubs: the connection ---- */
