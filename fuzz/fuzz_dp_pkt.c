@@ -1,5 +1,5 @@
 /* fuzz_dp_pkt.c - libFuzzer target for the dataplane's L2/L3/L4 parser and
- * builders (dataplane/dp_pkt.c, pure C): the first thing every received
+ * builders (dataplane/dp_pkt.c, pure C: UDP, ARP reply, NDP advertisement): the first thing every received
  * Ethernet frame meets, before fuzz_udp_rx's part of the path.
  *
  * Input: byte 0 selects the mode, the rest is the frame or the parameters.
@@ -17,7 +17,10 @@
  *     checksum (with its pseudo-header) verify; the length is
  *     dp_pkt_hdr_len + payload;
  *  4. an ARP reply to a parsed request parses as ARP op 2 from our address
- *     to the requester's, is at least 60 bytes and keeps the VLAN tag. */
+ *     to the requester's, is at least 60 bytes and keeps the VLAN tag;
+ *  5. a neighbour advertisement built for a parsed solicitation has the
+ *     documented length, our address as source and target, hop limit 255,
+ *     a verifying ICMPv6 checksum, and does not parse as a solicitation. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +53,7 @@ static void parse_only(const uint8_t *d, size_t n)
 	memcpy(f, d, n);
 	struct dp_pkt pk;
 	enum dp_pkt_kind k = dp_pkt_parse(f, (uint32_t)n, &pk);
-	FUZZ_CHECK(k == pk.kind && (unsigned)k <= DP_PKT_IP_FRAG);
+	FUZZ_CHECK(k == pk.kind && (unsigned)k <= DP_PKT_NDP_NS);
 	if (k == DP_PKT_UDP) {
 		FUZZ_CHECK(pk.src.family == 4 || pk.src.family == 6);
 		FUZZ_CHECK(pk.payload >= f + DP_ETH_HLEN + 20 + 8);
@@ -71,6 +74,21 @@ static void parse_only(const uint8_t *d, size_t n)
 		FUZZ_CHECK(rp.arp_op == 2 && !memcmp(rp.arp_spa, ip, 4) && !memcmp(rp.arp_tpa, pk.arp_spa, 4));
 		FUZZ_CHECK(!memcmp(rp.arp_sha, mac, 6) && !memcmp(rp.route.our_mac, pk.arp_sha, 6));
 		FUZZ_CHECK(rp.route.has_vlan == pk.route.has_vlan && rp.route.vlan_tci == pk.route.vlan_tci);
+	}
+	if (k == DP_PKT_NDP_NS) {
+		uint8_t na[128];
+		static const uint8_t mac[6] = { 2, 0, 0, 0, 0, 1 };
+		static const uint8_t ip6[16] = { 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
+		uint32_t nn = dp_pkt_build_ndp_na(na, &pk, mac, ip6);
+		uint32_t vl = pk.route.has_vlan ? 4u : 0u;
+		FUZZ_CHECK(nn == DP_ETH_HLEN + vl + 40 + 32);
+		const uint8_t *ip = na + DP_ETH_HLEN + vl;
+		FUZZ_CHECK(fg_be16(ip - 2) == DP_ETHERTYPE_IPV6 && ip[6] == 58 && ip[7] == 255 && ip[40] == 136);
+		FUZZ_CHECK(!memcmp(ip + 8, ip6, 16) && !memcmp(ip + 48, ip6, 16) && !memcmp(na + 6, mac, 6));
+		/* ICMPv6 checksum over the pseudo-header verifies */
+		FUZZ_CHECK(fold(sum16(ip + 40, 32, sum16(ip + 8, 32, 0) + 32 + 58)) == 0xFFFF);
+		struct dp_pkt rp;
+		FUZZ_CHECK(dp_pkt_parse(na, nn, &rp) == DP_PKT_NOT_UDP); /* an advertisement is not answered */
 	}
 	free(f);
 }

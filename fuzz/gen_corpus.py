@@ -193,6 +193,9 @@ def main():
     write("fuzz_dp_pkt", "ipv6-frag", b"\x00" + eth(0x86DD) + ipv6(b"\x11\x00\x00\x01" + bytes(4) + udp(dg), nh=44))
     arp = struct.pack(">HHBBH6s4s6s4s", 1, 0x0800, 6, 4, 1, bytes.fromhex("020000000002"), bytes([10, 0, 0, 2]),
                       bytes(6), bytes([10, 0, 0, 1]))
+    ns = bytes([135, 0, 0, 0]) + bytes(4) + bytes([0xfd] + [0] * 14 + [1]) + bytes([1, 1]) + bytes.fromhex("020000000002")
+    ns6 = struct.pack(">IHBB", 0x60000000, len(ns), 58, 255) + bytes([0xfd] + [0] * 14 + [2]) + bytes([0xff, 2] + [0] * 9 + [1, 0xff, 0, 0, 1]) + ns
+    write("fuzz_dp_pkt", "ndp-ns", b"\x00" + eth(0x86DD, struct.pack(">HH", 0x8100, 5)) + ns6)
     write("fuzz_dp_pkt", "arp-request", b"\x00" + eth(0x0806, struct.pack(">HH", 0x8100, 5)) + arp)
     params = (bytes([2]) + struct.pack(">H", 5) + bytes.fromhex("020000000001020000000002") + bytes([10, 0, 0, 2]) +
               bytes(12) + bytes([10, 0, 0, 1]) + bytes(12) + struct.pack(">HHH", 5000, 4242, 1))
