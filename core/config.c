@@ -130,7 +130,7 @@ static const struct ckey config_keys[] = {
 
 	{{"tls", "listen", "address", "0.0.0.0:8443", "host:port", "TLS listener (WebSocket /flow, POST /residual-seed, pulls, health)"},
 	 KT_ADDR, OFF(tls_listen), 0, 0, 0},
-	{{"tls", "cert", "string", "", "path; with key", "server certificate chain (PEM); the daemon needs cert and key to serve TLS"},
+	{{"tls", "cert", "string", "", "path; with key", "server certificate chain (PEM); with key unset too, a self-signed pair is generated on first run"},
 	 KT_STR, OFF(tls_cert), SZ(tls_cert), 0, 0},
 	{{"tls", "key", "string", "", "path; with cert", "server private key (PEM)"},
 	 KT_STR, OFF(tls_key), SZ(tls_key), 0, 0},
