@@ -19,21 +19,14 @@
 #include <unistd.h>
 
 #include "audit_cli.h"
+#include "fg/line.h"
 #include "cp_audit_log.h"
 #include "fg/audit.h"
 
-static const char *state_name(unsigned s)
-{
-	static const char *const n[] = { "disabled", "shadow", "active", "degraded" };
-	return s < 4 ? n[s] : "unknown";
-}
-
-static const char *event_name(unsigned e)
-{
-	static const char *const n[] = { "op_enable", "op_disable", "op_shadow", "op_active",
-					 "clean",     "divergence", "conflict" };
-	return e < 7 ? n[e] : "unknown";
-}
+/* The line module's own names, so a new event (point_down, point_up, ...)
+ * shows up here without a second table. */
+static const char *state_name(unsigned s) { return fg_line_state_name((enum fg_line_state)s); }
+static const char *event_name(unsigned e) { return fg_line_event_name((enum fg_line_event)e); }
 
 /* ---- verify ---------------------------------------------------------------- */
 
