@@ -311,7 +311,9 @@ static void check_conn(void)
 	FUZZ_CHECK(c->in_len <= c->in_cap);
 	if (c->state == CP_CONN_HTTP && !c->dead && !c->closing && c->http.phase == CP_H_WAIT_SEED)
 		FUZZ_CHECK(c->on_list && c->proto_blocked);
-	if (c->state == CP_CONN_HTTP && c->http.phase == CP_H_HEAD)
+	/* a connection that stays open and reads heads is not blocked (one that
+	 * is closing may be: a 504 no_outcome closes while the outcome wait is on) */
+	if (c->state == CP_CONN_HTTP && !c->dead && !c->closing && c->http.phase == CP_H_HEAD)
 		FUZZ_CHECK(!c->proto_blocked);
 }
 
