@@ -274,13 +274,16 @@ def churn_thread(d, led, stop, target):
     ctx = d.ssl_ctx()
     kinds = ["healthz", "tcp_close", "garbage", "half_hello", "handshake_close", "healthz"]
     n = 0
+    held = []   # "silent": connected, never a byte; the daemon's handshake timeout closes them
     while not stop.is_set() and n < target:
-        kind = kinds[n % len(kinds)]
+        kind = "silent" if n % 25 == 24 else kinds[n % len(kinds)]
         n += 1
         try:
             raw = socket.create_connection(("127.0.0.1", d.port), timeout=5)
             led.conn(kind)
-            if kind == "tcp_close":
+            if kind == "silent":
+                held.append(raw)
+            elif kind == "tcp_close":
                 raw.close()
             elif kind == "garbage":
                 raw.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -304,6 +307,16 @@ def churn_thread(d, led, stop, target):
         except (OSError, ssl.SSLError, ConnectionError) as e:
             led.error("churn %s: %r" % (kind, e))
         time.sleep(0.12)
+    for raw in held:
+        raw.settimeout(15)
+        try:
+            if raw.recv(100) != b"":
+                led.error("a silent connection got bytes instead of a close")
+        except ConnectionResetError:
+            pass
+        except OSError as e:
+            led.error("a silent connection was not closed by the daemon: %r" % e)
+        raw.close()
 
 
 # ---- the daemon's counters ---------------------------------------------------
@@ -469,6 +482,9 @@ def main():
         h.check(live == 0 and acc == closed + live, "connections accepted %d = closed %d + open %d"
                 % (acc, closed, live))
         h.check(st["tls"]["accepted"] == acc, "fanoctl stats tls.accepted = metrics")
+        hto = int(m["fanogate_tls_head_timeouts_total"])
+        silent = led.conn_kinds.get("silent", 0)
+        h.check(silent > 0 and hto == silent, "handshake timeouts %d = silent connections %d" % (hto, silent))
         made = led.conns + led.fleet_conns
         h.check(acc == made, "connections accepted %d = made by the clients %d (%s, fanofleet %d)"
                 % (acc, made, led.conn_kinds, led.fleet_conns))
