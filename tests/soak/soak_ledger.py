@@ -67,7 +67,7 @@ class Ledger:
         self.conn_kinds = {}
         self.outcomes = {}        # injector: outcome name -> contributions
         self.unresolved_in = 0    # injector: contributions accepted into slots that never resolve
-        self.unresolved_slots = set()
+        self.unresolved_slots = []   # (layer, token) of every slot instance that never resolves
         self.inj_resolved = 0     # injector: slots it resolved
         self.malformed_sent = 0   # whole frames the codec refuses (a reason counter each)
         self.undecodable_sent = 0 # POST bodies that are no whole frame (truncated, short header)
@@ -202,7 +202,7 @@ def inject_thread(d, led, stop):
                     if out == "accepted":
                         led.add(unresolved_in=1)
                 with led.lock:
-                    led.unresolved_slots.add((layer, tok))
+                    led.unresolved_slots.append((layer, tok))
                 pending_expire.append((time.time(), layer, tok))
             elif kind in (1, 2):  # identical duplicates: while pending, and after resolution
                 v1, v3, v5 = vals(rng), vals(rng), vals(rng)
@@ -234,8 +234,10 @@ def inject_thread(d, led, stop):
                 _, layer, tok = pending_expire.pop(0)
                 if rng.random() < 0.5:
                     _, out = send(layer, tok, 5, vals(rng))
-                    if out == "accepted":
+                    if out == "accepted":   # the index was reclaimed: a new slot, it expires too
                         led.add(unresolved_in=1)
+                        with led.lock:
+                            led.unresolved_slots.append((layer, tok))
             time.sleep(0.02)
     except Exception as e:  # noqa: BLE001 - a broken injector is a test failure, reported
         led.error("injector: %r" % e)
@@ -261,7 +263,7 @@ def conflict_phase(d, led, n=3):
                 st, j = p.post(h.seed(layer, tok, line, vals(rng)))
                 led.outcome(j.get("outcome", "?"))
             with led.lock:
-                led.unresolved_slots.add((layer, tok))
+                led.unresolved_slots.append((layer, tok))
     finally:
         p.close()
 
@@ -361,7 +363,7 @@ def main():
     led = Ledger()
     t0 = time.time()
     with h.Daemon(layers=LAYERS, hidden=HIDDEN, deadline_ms=DEADLINE_MS, max_conns=256, handshake_ms=2000,
-                  idle_ms=20000, capacity=8192) as d:
+                  idle_ms=20000, capacity=16384) as d:
         pid = d.proc.pid
         stop = threading.Event()
         threads = [threading.Thread(target=fleet_thread, args=(d, led, stop, fleet_bin, 0, 2)),
