@@ -24,7 +24,7 @@ if [ $quick -eq 0 ]; then
     meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
   ninja -C build-asan
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    meson test -C build-asan --print-errorlogs --num-processes 2 --suite core --suite tools --suite audit
+    meson test -C build-asan --print-errorlogs --num-processes 2 --suite core --suite tools --suite audit --suite soak
   if [ -x scripts/fuzz.sh ]; then
     scripts/fuzz.sh --ci
   fi
