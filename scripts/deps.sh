@@ -17,6 +17,8 @@ PKGS=(
   python3 python3-websockets iproute2 tshark xxd procps util-linux strace ethtool
   # benchmarks
   gnuplot-nox hyperfine
+  # TLS scan in the extended test suite
+  testssl.sh bsdmainutils dnsutils
   # metrics check (promtool)
   prometheus
 )
