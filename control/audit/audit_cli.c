@@ -28,6 +28,16 @@
 static const char *state_name(unsigned s) { return fg_line_state_name((enum fg_line_state)s); }
 static const char *event_name(unsigned e) { return fg_line_event_name((enum fg_line_event)e); }
 
+/* "uid U pid P" for an operator, "audit" for the daemon's own decisions
+ * (FG_UID_AUDIT); the JSON output keeps the raw numbers. */
+static const char *who(uint32_t uid, int32_t pid, char *buf, size_t cap)
+{
+	if (uid == FG_UID_AUDIT)
+		return "audit";
+	snprintf(buf, cap, "uid %u pid %d", uid, pid);
+	return buf;
+}
+
 /* ---- verify ---------------------------------------------------------------- */
 
 static int cmd_verify(int argc, char **argv)
@@ -211,7 +221,7 @@ static void print_json(FILE *o, const struct fg_audit_rec *r)
 
 static void print_human(FILE *o, const struct fg_audit_rec *r)
 {
-	char t[40];
+	char t[40], by[48];
 	fmt_time(r->time_ns, t, sizeof(t));
 	fprintf(o, "%-8" PRIu64 " %s  %-9s ", r->seq, t, fg_audit_type_name(r->type));
 	const union fg_audit_payload *p = &r->p;
@@ -234,13 +244,13 @@ static void print_human(FILE *o, const struct fg_audit_rec *r)
 		break;
 	}
 	case FG_AREC_LINE:
-		fprintf(o, "line %u %s -> %s (%s) by uid %u pid %d via %s: %s", p->line.line, state_name(p->line.from),
-			state_name(p->line.to), event_name(p->line.event), p->line.uid, p->line.pid, p->line.origin,
-			p->line.why);
+		fprintf(o, "line %u %s -> %s (%s) by %s via %s: %s", p->line.line, state_name(p->line.from),
+			state_name(p->line.to), event_name(p->line.event), who(p->line.uid, p->line.pid, by, sizeof(by)),
+			p->line.origin, p->line.why);
 		break;
 	case FG_AREC_EPOCH:
-		fprintf(o, "model epoch %u -> %u by uid %u pid %d: %s", p->epoch.from, p->epoch.to, p->epoch.uid,
-			p->epoch.pid, p->epoch.why);
+		fprintf(o, "model epoch %u -> %u by %s: %s", p->epoch.from, p->epoch.to,
+			who(p->epoch.uid, p->epoch.pid, by, sizeof(by)), p->epoch.why);
 		break;
 	case FG_AREC_CONFLICT:
 		fprintf(o, "token %u layer %u line %u epoch %u", p->conflict.token_seq, p->conflict.dst_layer,
