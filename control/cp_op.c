@@ -38,11 +38,14 @@ struct cp_opconn {
 	int32_t pid;
 	uint64_t deadline_ns, wait_seq;
 	json_t *pending; /* reply held until wait_seq is durable */
-	struct cp_harden_rx rx; /* recvmsg: passed fds are closed and refused */
 	char *out;
 	size_t out_len, out_off;
 	size_t len;
 	char buf[CP_OP_REQ_MAX];
+	/* Last: its control buffer is a union with struct cmsghdr, whose
+	 * flexible array member makes the type variable-sized; anywhere else
+	 * it is a GNU extension clang refuses (-Wgnu-variable-sized-type-not-at-end). */
+	struct cp_harden_rx rx; /* recvmsg: passed fds are closed and refused */
 };
 
 static struct cp_opsrv *g_op; /* for the durable callback */
