@@ -21,7 +21,8 @@
  *            open (put/begin on a FREE or reclaimable index)
  *   FREE ------------------------------------------------> OPEN
  *   OPEN --- last expected line whole (put/place) ------> RESOLVED
- *   OPEN --- deadline passed (fg_slots_expire), flush --> EXPIRED
+ *   OPEN --- deadline passed (fg_slots_expire) -------> EXPIRED
+ *   OPEN --- fg_slots_flush (model epoch change) ------> FREE
  *   OPEN/RESOLVED --- same line, different body ------> POISONED (epoch++)
  *   RESOLVED/EXPIRED/POISONED --- another key's open --> OPEN (reclaimed)
  *
@@ -38,6 +39,7 @@
  *   begin, OPEN, line whole          -> DUP_PENDING
  *   begin, OPEN, line not whole      -> PARTIAL (new attempt, old one stale)
  *   place, generation/attempt moved  -> STALE
+ *   place, slot flushed since begin  -> STALE (FREE, or reopened: gen moved)
  */
 #include <errno.h>
 #include <string.h>
@@ -647,8 +649,17 @@ uint32_t fg_slots_flush(struct fg_slots *s)
 	if (!s)
 		return 0;
 	while (s->fifo_head != NIL) {
-		slot_close(s, s->fifo_head, FG_SLOT_EXPIRED);
-		s->expired++;
+		uint32_t i = s->fifo_head;
+		struct fg_slot *sl = slot_at(s, i);
+
+		/* Back to FREE, not EXPIRED: the key's next contribution opens a
+		 * fresh slot in the new epoch. gen is kept, so a fragment
+		 * reference taken before the flush is STALE (fg_slot_place checks
+		 * FREE, and a reopen bumps gen). Invariant 1: nothing landed. */
+		slot_close(s, i, FG_SLOT_FREE);
+		sl->complete = 0;
+		memset(sl->landed, 0, sizeof(sl->landed));
+		s->flushed++;
 		n++;
 	}
 	return n;

@@ -30,7 +30,8 @@
  *  3. state RESOLVED: complete == expected; the resolved body is in the
  *     slot's own result buffer (one more buffer per slot) and its
  *     fingerprint is set.
- *  4. state EXPIRED / POISONED: no further bytes are accepted for this key.
+ *  4. state EXPIRED / POISONED: no further bytes are accepted for this key
+ *     (a flushed slot is FREE, not EXPIRED: see fg_slots_flush).
  *  5. A slot is on the open FIFO iff its state is OPEN; the FIFO is in
  *     deadline order because every slot gets the same deadline.
  */
@@ -105,6 +106,9 @@ struct fg_slots {
 	/* accounting (all monotonic except in_use) */
 	uint64_t opened, resolved, expired, poisoned, reclaimed;
 	uint32_t in_use;       /* slots OPEN */
+	uint64_t flushed;      /* open slots freed by fg_slots_flush (not in expired).
+				* Ledger: opened = in_use + resolved + expired + flushed
+				* + slots poisoned while OPEN */
 };
 
 /* Initialise a table in mem[0..len). Returns 0, -EINVAL (bad cfg) or
@@ -192,7 +196,10 @@ struct fg_slot_expired {
 int fg_slots_expire(struct fg_slots *s, uint64_t now_ns, struct fg_slot_expired *out, int max);
 
 /* Discard every open slot (model epoch change: the fleet's plan clears the
- * affected slots). Returns how many were dropped; they count as expired. */
+ * affected slots). Each goes back to FREE: its lines are forgotten and the
+ * key's next contribution opens a fresh slot (in the new epoch); a fragment
+ * attempt begun before the flush gets FG_O_STALE from fg_slot_place.
+ * Returns how many were dropped; they count in s->flushed, not expired. */
 uint32_t fg_slots_flush(struct fg_slots *s);
 
 /* Look a key up without changing anything (fanoctl slot, GET waits). */

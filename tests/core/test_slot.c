@@ -2,7 +2,8 @@
  * (core/reduce.c): conformance vectors R01/R02 in every arrival order, the
  * Pair X default at hidden 1536 against a scalar reference, fragments,
  * superseded attempts, duplicates, conflicts, expiry on a fake clock, late
- * answers, slot reuse, capacity exhaustion, shape and line refusals.
+ * answers, epoch flushes (the key reopens), slot reuse, capacity
+ * exhaustion, shape and line refusals.
  *
  * Reads tests/data/vectors.txt through FG_TEST_DATA. Single-threaded. */
 #include <errno.h>
@@ -689,16 +690,143 @@ static void test_expiry_fake_clock(void **state)
 	assert_int_equal(fg_slots_expire(&t.s, 2500, ex, 8), 2); /* 104 and 105 */
 	assert_int_equal(fg_slot_place(&t.s, &rf, 0, a, 4, 2500, &r), 0);
 	assert_int_equal(r.outcome, FG_O_EXPIRED);
-	/* flush drops every open slot */
+	/* flush drops every open slot, counted apart from expiry; the key's
+	 * next contribution opens a fresh slot (test_flush_reopens below) */
 	for (unsigned k = 0; k < 3; k++) {
 		struct fg_seed sd = mkseed(200 + k, 1, 3, 0, 0, 1, a, sizeof(a));
 		assert_int_equal(put(&t.s, &sd, 3000, &r), FG_O_ACCEPTED);
 	}
+	uint64_t expired = t.s.expired;
 	assert_int_equal(fg_slots_flush(&t.s), 3);
 	assert_int_equal(t.s.in_use, 0);
+	assert_int_equal(t.s.flushed, 3);
+	assert_int_equal(t.s.expired, expired);
 	assert_int_equal(fg_slots_expire(&t.s, UINT64_MAX, ex, 8), 0);
+	assert_int_equal(fg_slot_lookup(&t.s, 201, 1, &info), -ENOENT);
 	struct fg_seed sd = mkseed(201, 1, 1, 0, 0, 1, a, sizeof(a));
-	assert_int_equal(put(&t.s, &sd, 3001, &r), FG_O_EXPIRED);
+	assert_int_equal(put(&t.s, &sd, 3001, &r), FG_O_ACCEPTED);
+	assert_int_equal(r.landed, 1u << 1); /* line 3 of before the flush is gone */
+	assert_int_equal(fg_slots_flush(&t.s), 1);
+	assert_int_equal(fg_slots_flush(&t.s), 0);
+	assert_int_equal(t.s.flushed, 4);
+	table_free(&t);
+}
+
+/* A model epoch change: a conflict poisons one slot, the caller flushes
+ * every open slot. The flushed keys reopen in the new epoch with none of
+ * their old lines; a fragment attempt begun before the flush is STALE and
+ * never lands (in the free slot, nor in the slot reopened for its key);
+ * the slot ledger closes with the new flushed counter. */
+static void test_flush_reopens_in_new_epoch(void **state)
+{
+	enum { H = 16 };
+	const uint8_t lines[3] = { 1, 3, 5 };
+	struct fg_slots_cfg cfg;
+	struct table t;
+	float a[H], b[H], c[H], x[H], y[H];
+	struct fg_slot_result r;
+	struct fg_slot_info info;
+	struct fg_seed_view v;
+	(void)state;
+
+	for (unsigned i = 0; i < H; i++) {
+		a[i] = rand_normal();
+		b[i] = rand_normal();
+		c[i] = rand_normal();
+		x[i] = rand_normal();
+		y[i] = rand_normal();
+	}
+	cfg_default(&cfg, 32, H, 1, 4, lines, 3);
+	table_new(&t, &cfg, 0xA5);
+	/* epoch e0: slot 7/2 holds lines 1 and 3; slot 8/2 has a fragment
+	 * attempt of line 5 half placed; slot 9/2 resolves */
+	struct fg_seed s71 = mkseed(7, 2, 1, 0, 0, 1, x, sizeof(x));
+	struct fg_seed s73 = mkseed(7, 2, 3, 1, 0, 1, y, sizeof(y));
+	assert_int_equal(put(&t.s, &s71, 10, &r), FG_O_ACCEPTED);
+	assert_int_equal(put(&t.s, &s73, 11, &r), FG_O_ACCEPTED);
+	uint32_t e0 = r.epoch;
+	struct fg_seed h85 = mkseed(8, 2, 5, 0, 0, 1, NULL, sizeof(x));
+	struct fg_slot_ref old_ref;
+	assert_int_equal(fg_slot_begin(&t.s, &h85, 12, &old_ref, &r), 0);
+	assert_int_equal(r.outcome, FG_O_PARTIAL);
+	assert_int_equal(fg_slot_place(&t.s, &old_ref, 0, x, 8, 12, &r), 0);
+	assert_int_equal(r.outcome, FG_O_PARTIAL);
+	for (unsigned p = 0; p < 3; p++) {
+		struct fg_seed sd = mkseed(9, 2, lines[p], 0, 0, 1, a, sizeof(a));
+		assert_int_equal(put(&t.s, &sd, 13, &r), p == 2 ? FG_O_RESOLVED : FG_O_ACCEPTED);
+	}
+	uint64_t fp9 = r.fingerprint;
+	/* a conflict on slot 10/2 moves the epoch; the caller flushes */
+	struct fg_seed s101 = mkseed(10, 2, 1, 0, 0, 1, a, sizeof(a));
+	struct fg_seed s101x = mkseed(10, 2, 1, 0, 0, 1, b, sizeof(b));
+	assert_int_equal(put(&t.s, &s101, 14, &r), FG_O_ACCEPTED);
+	assert_int_equal(t.s.in_use, 3);
+	assert_int_equal(put(&t.s, &s101x, 15, &r), FG_O_CONFLICT);
+	assert_int_equal(r.epoch, e0 + 1);
+	assert_int_equal(fg_slots_flush(&t.s), 2); /* 7/2 and 8/2 */
+	assert_int_equal(t.s.flushed, 2);
+	assert_int_equal(t.s.expired, 0);
+	assert_int_equal(t.s.in_use, 0);
+	assert_int_equal(fg_slot_lookup(&t.s, 7, 2, &info), -ENOENT);
+	assert_int_equal(fg_slot_lookup(&t.s, 8, 2, &info), -ENOENT);
+	/* what the flush did not touch: the resolved and the poisoned slot */
+	assert_int_equal(fg_slot_lookup(&t.s, 9, 2, &info), 0);
+	assert_int_equal(info.state, FG_SLOT_RESOLVED);
+	assert_int_equal(info.fingerprint, fp9);
+	assert_int_equal(fg_slot_lookup(&t.s, 10, 2, &info), 0);
+	assert_int_equal(info.state, FG_SLOT_POISONED);
+
+	/* the old attempt's next fragment: stale, nothing placed */
+	assert_int_equal(fg_slot_place(&t.s, &old_ref, 8, x + 2, 8, 16, &r), 0);
+	assert_int_equal(r.outcome, FG_O_STALE);
+	assert_int_equal(t.s.in_use, 0);
+	fg_slot_abort(&t.s, &old_ref); /* harmless on a free slot */
+
+	/* epoch e0+1: 7/2 reopens with line 3 only (line 1 of e0 is gone), and
+	 * a line 1 body other than e0's is no conflict */
+	uint64_t opened = t.s.opened, reclaimed = t.s.reclaimed;
+	struct fg_seed n73 = mkseed(7, 2, 3, 0, 0, 1, b, sizeof(b));
+	assert_int_equal(put(&t.s, &n73, 20, &r), FG_O_ACCEPTED);
+	assert_int_equal(r.landed, 1u << 3);
+	assert_int_equal(r.state, FG_SLOT_OPEN);
+	assert_int_equal(r.epoch, e0 + 1);
+	assert_int_equal(t.s.opened, opened + 1);
+	assert_int_equal(t.s.reclaimed, reclaimed); /* a flushed slot is free, not reclaimed */
+	struct fg_seed n71 = mkseed(7, 2, 1, 0, 0, 1, a, sizeof(a));
+	struct fg_seed n75 = mkseed(7, 2, 5, 1, 0, 1, c, sizeof(c));
+	assert_int_equal(put(&t.s, &n71, 21, &r), FG_O_ACCEPTED);
+	assert_int_equal(put(&t.s, &n75, 22, &r), FG_O_RESOLVED);
+	assert_int_equal(r.epoch, e0 + 1);
+	assert_int_equal(fg_slot_seed(&t.s, r.slot, &v), 0);
+	{
+		const float *cc[3] = { a, b, c };
+		const uint8_t neg[3] = { 0, 0, 1 };
+		float ref[H];
+		ref_reduce(ref, cc, neg, 3, H);
+		assert_memory_equal(v.body, ref, sizeof(ref));
+		assert_int_equal(v.fingerprint, XXH3_64bits(ref, sizeof(ref)));
+	}
+	assert_int_equal(put(&t.s, &n73, 23, &r), FG_O_LATE);
+
+	/* 8/2 reopens by a new attempt of line 5; the e0 reference stays
+	 * stale (the generation moved), the new one completes the line */
+	struct fg_slot_ref new_ref;
+	assert_int_equal(fg_slot_begin(&t.s, &h85, 24, &new_ref, &r), 0);
+	assert_int_equal(r.outcome, FG_O_PARTIAL);
+	assert_int_equal(r.landed, 0);
+	assert_int_equal(fg_slot_place(&t.s, &old_ref, 0, y, sizeof(y), 24, &r), 0);
+	assert_int_equal(r.outcome, FG_O_STALE);
+	assert_int_equal(fg_slot_place(&t.s, &new_ref, 0, c, sizeof(c), 25, &r), 0);
+	assert_int_equal(r.outcome, FG_O_ACCEPTED);
+	assert_int_equal(r.landed, 1u << 5);
+
+	/* ledger: every slot opened is open, resolved, expired, flushed or
+	 * was poisoned while open (10/2 here) */
+	assert_int_equal(t.s.opened, t.s.in_use + t.s.resolved + t.s.expired + t.s.flushed + 1);
+	assert_int_equal(t.s.opened, 6);
+	assert_int_equal(t.s.in_use, 1);
+	assert_int_equal(t.s.resolved, 2);
+	assert_int_equal(t.s.poisoned, 1);
 	table_free(&t);
 }
 
@@ -1148,6 +1276,7 @@ int main(void)
 		cmocka_unit_test(test_put_supersedes_fragments),
 		cmocka_unit_test(test_duplicate_and_conflict),
 		cmocka_unit_test(test_expiry_fake_clock),
+		cmocka_unit_test(test_flush_reopens_in_new_epoch),
 		cmocka_unit_test(test_reuse_no_stale_data),
 		cmocka_unit_test(test_capacity_exhaustion),
 		cmocka_unit_test(test_shape_and_line_refusals),
