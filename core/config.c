@@ -41,10 +41,12 @@ enum ktype {
 	KT_ADDR,     /* struct fg_addr */
 	KT_ADDR_OFF, /* struct fg_addr, or "off" */
 	KT_PREFIXES, /* [udp] allow */
+	KT_POINT_PREFIXES, /* [points] eN; off = point index 0..6 */
 	KT_RULE,     /* [rules] default */
 	KT_LAYER_RULE,
 	KT_LINE_STATE,
 	KT_LAYER_ADDR,
+	KT_SECCOMP,  /* [daemon] seccomp: on | off | kill | log */
 };
 
 struct ckey {
@@ -122,6 +124,29 @@ static const struct ckey config_keys[] = {
 	 KT_ADDR, OFF(consumer_default), 0, 0, 0},
 	{{"consumers", "layer.N", "address", "(default)", "N < layers; host:port", "UDP consumer of layer N's resolved seeds"},
 	 KT_LAYER_ADDR, 0, 0, 0, 0},
+	{{"consumers", "resend_ms", "uint", "200", "1..60000", "an unACKed resolved-seed delivery is resent after this long (the fleet's RTO)"},
+	 KT_U32, OFF(delivery_resend_ms), 0, 1, 60000},
+	{{"consumers", "resends", "uint", "5", "0..255", "resends of an unACKed delivery before it is given up (counted delivery_given_up)"},
+	 KT_U32, OFF(delivery_resends), 0, 0, 255},
+	{{"consumers", "pending_max", "uint", "4096", "1..1048576", "unACKed deliveries tracked per lcore; when full the oldest is given up"},
+	 KT_U32, OFF(delivery_pending_max), 0, 1, 1u << 20},
+
+	{{"points", "e1", "prefixes", "", "comma list of IPv4/IPv6 prefixes, at most 8", "UDP sources serving point e1; empty: e1's liveness comes from TLS peers only"},
+	 KT_POINT_PREFIXES, 0, 0, 0, 0},
+	{{"points", "e2", "prefixes", "", "as e1", "UDP sources serving point e2"},
+	 KT_POINT_PREFIXES, 1, 0, 0, 0},
+	{{"points", "e3", "prefixes", "", "as e1", "UDP sources serving point e3"},
+	 KT_POINT_PREFIXES, 2, 0, 0, 0},
+	{{"points", "e4", "prefixes", "", "as e1", "UDP sources serving point e4"},
+	 KT_POINT_PREFIXES, 3, 0, 0, 0},
+	{{"points", "e5", "prefixes", "", "as e1", "UDP sources serving point e5"},
+	 KT_POINT_PREFIXES, 4, 0, 0, 0},
+	{{"points", "e6", "prefixes", "", "as e1", "UDP sources serving point e6"},
+	 KT_POINT_PREFIXES, 5, 0, 0, 0},
+	{{"points", "e7", "prefixes", "", "as e1", "UDP sources serving point e7"},
+	 KT_POINT_PREFIXES, 6, 0, 0, 0},
+	{{"points", "peer_timeout_ms", "uint", "3000", "1..600000", "a point with prefixes is live while a datagram from one of them came within this long"},
+	 KT_U32, OFF(peer_timeout_ms), 0, 1, 600000},
 
 	{{"dataplane", "profile", "string", "af_xdp", "a drivers-config profile name or path", "how DPDK gets packets (drivers-config/)"},
 	 KT_STR, OFF(dp_profile), SZ(dp_profile), 0, 0},
@@ -169,11 +194,18 @@ static const struct ckey config_keys[] = {
 
 	{{"metrics", "listen", "address", "127.0.0.1:9464", "host:port or off", "Prometheus metrics endpoint"},
 	 KT_ADDR_OFF, OFF(metrics_listen), 0, 0, 0},
+
+	{{"daemon", "user", "string", "", "user name", "user to run as once start-up is done; empty: stay uid 0 with no capabilities in any thread"},
+	 KT_STR, OFF(run_user), SZ(run_user), 0, 0},
+	{{"daemon", "group", "string", "", "group name", "group to run as with user; empty: the user's primary group"},
+	 KT_STR, OFF(run_group), SZ(run_group), 0, 0},
+	{{"daemon", "seccomp", "mode", "on", "on | off | kill | log", "system call allow-list once started: on refuses others with EPERM (counted, logged), kill ends the process, log only logs"},
+	 KT_SECCOMP, OFF(seccomp), 0, 0, 0},
 };
 #define N_KEYS FG_ARRAY_LEN(config_keys)
 
 static const char *const config_sections[] = {
-	"model", "bands", "rules", "slots", "lines", "udp", "consumers", "dataplane", "tls", "audit", "operator", "metrics",
+	"model", "bands", "rules", "slots", "lines", "udp", "consumers", "points", "dataplane", "tls", "audit", "operator", "metrics", "daemon",
 };
 
 size_t fg_config_key_count(void)
@@ -229,6 +261,10 @@ void fg_config_default(struct fg_config *c)
 	c->n_allow = 0;
 	c->reasm_contexts = 1024;
 	c->reasm_timeout_ms = 250;
+	c->delivery_resend_ms = 200;
+	c->delivery_resends = 5;
+	c->delivery_pending_max = 4096;
+	c->peer_timeout_ms = 3000;
 	snprintf(c->dp_profile, sizeof(c->dp_profile), "af_xdp");
 	c->lcores = 1;
 	addr_v4(&c->tls_listen, 0, 0, 0, 0, 8443);
@@ -244,6 +280,7 @@ void fg_config_default(struct fg_config *c)
 	c->alert_min_interval_ms = 10000;
 	snprintf(c->op_socket, sizeof(c->op_socket), "/run/fanogate/fanoctl.sock");
 	addr_v4(&c->metrics_listen, 127, 0, 0, 1, 9464);
+	c->seccomp = FG_SECCOMP_ON;
 }
 
 /* ---- value parsers (no side effects on failure) ------------------------ */
@@ -665,6 +702,21 @@ static int config_handler(void *user, const char *section, const char *name, con
 		memcpy(field, value, n + 1);
 		break;
 	}
+	case KT_SECCOMP: {
+		static const char *const modes[] = {[FG_SECCOMP_OFF] = "off", [FG_SECCOMP_ON] = "on",
+						    [FG_SECCOMP_KILL] = "kill", [FG_SECCOMP_LOG] = "log"};
+		int b = parse_bool(value);
+		int m = b < 0 ? -1 : b ? FG_SECCOMP_ON : FG_SECCOMP_OFF;
+		for (unsigned i = 0; m < 0 && i < FG_ARRAY_LEN(modes); i++)
+			if (strcmp(value, modes[i]) == 0)
+				m = (int)i;
+		if (m < 0) {
+			fail(ps, ln, "[%s] %s = %s: not a mode (%s)", section, name, value, k->doc.range);
+			return 0;
+		}
+		*(uint8_t *)field = (uint8_t)m;
+		break;
+	}
 	case KT_ADDR_OFF:
 		if (strcmp(value, "off") == 0) {
 			memset(field, 0, sizeof(struct fg_addr));
@@ -683,28 +735,35 @@ static int config_handler(void *user, const char *section, const char *name, con
 		}
 		break;
 	}
-	case KT_PREFIXES: {
+	case KT_PREFIXES:
+	case KT_POINT_PREFIXES: {
 		char list[FG_CONFIG_LINE_MAX + 1];
 		struct fg_prefix tmp[FG_ALLOW_MAX];
-		unsigned n = 0;
+		unsigned n = 0, max = k->t == KT_PREFIXES ? FG_ALLOW_MAX : FG_POINT_PREFIX_MAX;
 		snprintf(list, sizeof(list), "%s", value);
 		for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 			while (*tok == ' ' || *tok == '\t')
 				tok++;
 			for (char *e = tok + strlen(tok); e > tok && (e[-1] == ' ' || e[-1] == '\t');)
 				*--e = '\0';
-			if (n == FG_ALLOW_MAX) {
-				fail(ps, ln, "[udp] allow: more than %u prefixes", FG_ALLOW_MAX);
+			if (n == max) {
+				fail(ps, ln, "[%s] %s: more than %u prefixes", section, name, max);
 				return 0;
 			}
 			if (fg_prefix_parse(tok, &tmp[n]) != 0) {
-				fail(ps, ln, "[udp] allow: '%s' is not an IPv4/IPv6 prefix (like 10.0.0.0/8 or fd00::/8, host bits zero)", tok);
+				fail(ps, ln, "[%s] %s: '%s' is not an IPv4/IPv6 prefix (like 10.0.0.0/8 or fd00::/8, host bits zero)",
+				     section, name, tok);
 				return 0;
 			}
 			n++;
 		}
-		memcpy(c->allow, tmp, n * sizeof(tmp[0]));
-		c->n_allow = n;
+		if (k->t == KT_PREFIXES) {
+			memcpy(c->allow, tmp, n * sizeof(tmp[0]));
+			c->n_allow = n;
+		} else {
+			memcpy(c->point_prefix[k->off], tmp, n * sizeof(tmp[0]));
+			c->n_point_prefix[k->off] = (uint8_t)n;
+		}
 		break;
 	}
 	case KT_RULE:
@@ -782,6 +841,22 @@ struct band_span {
 	const char *name;
 	uint32_t lo, hi; /* [lo, hi) */
 };
+
+/* A user or group name as useradd takes it (letters, digits, '.', '_', '-',
+ * not starting with '-'; an optional trailing '$'), or empty. Whether it
+ * exists is the daemon's question (name lookup is I/O). */
+static bool account_name_ok(const char *s)
+{
+	if (s[0] == '-')
+		return false;
+	for (const char *p = s; *p; p++) {
+		bool ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
+			  *p == '_' || *p == '-' || (*p == '$' && p[1] == '\0');
+		if (!ok)
+			return false;
+	}
+	return true;
+}
 
 /* Cross-field checks, after every key is read (sections may come in any
  * order). Reports the line of the key most worth editing. */
@@ -900,6 +975,18 @@ static void config_validate(struct pstate *ps)
 	}
 	if (!c->dp_profile[0]) {
 		fail(ps, key_line(ps, "dataplane", "profile"), "[dataplane] profile: empty");
+		return;
+	}
+	if (!account_name_ok(c->run_user)) {
+		fail(ps, key_line(ps, "daemon", "user"), "[daemon] user = %s: not a user name", c->run_user);
+		return;
+	}
+	if (!account_name_ok(c->run_group)) {
+		fail(ps, key_line(ps, "daemon", "group"), "[daemon] group = %s: not a group name", c->run_group);
+		return;
+	}
+	if (c->run_group[0] && !c->run_user[0]) {
+		fail(ps, key_line(ps, "daemon", "group"), "[daemon] group needs user (the daemon drops both or neither)");
 		return;
 	}
 }

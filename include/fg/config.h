@@ -33,6 +33,7 @@
 #define FG_CONFIG_FILE_MAX (1u << 20)
 #define FG_ALLOW_MAX 32
 #define FG_CONSUMERS_MAX FG_MAX_LAYERS
+#define FG_POINT_PREFIX_MAX 8 /* [points] prefixes per point */
 
 /* An address prefix for the UDP source allowlist (IPv4 or IPv6). */
 struct fg_prefix {
@@ -57,6 +58,15 @@ struct fg_addr {
 	bool set;
 };
 FG_MUST_CHECK int fg_addr_parse(const char *s, struct fg_addr *out);
+
+/* [daemon] seccomp: what a system call outside the daemon's allow-list gets
+ * once it is up (control/cp_harden.c). */
+enum fg_seccomp_mode {
+	FG_SECCOMP_OFF,  /* no filter */
+	FG_SECCOMP_ON,   /* refused with EPERM, counted and logged (default) */
+	FG_SECCOMP_KILL, /* the whole process is killed (SIGSYS) */
+	FG_SECCOMP_LOG,  /* allowed, and the kernel logs it (finding the set) */
+};
 
 struct fg_config {
 	/* [model] */
@@ -88,6 +98,18 @@ struct fg_config {
 	 * (WebSocket subscribers and pulls still get the seed). Default: none. */
 	struct fg_addr consumer[FG_CONSUMERS_MAX];
 	struct fg_addr consumer_default;
+	/* [consumers] reliable UDP delivery: an unACKed resolved seed is resent
+	 * after resend_ms, at most resends times, then given up (counted);
+	 * pending_max unACKed deliveries are tracked per lcore. */
+	uint32_t delivery_resend_ms;  /* default 200 */
+	uint32_t delivery_resends;    /* default 5 */
+	uint32_t delivery_pending_max;/* default 4096 */
+	/* [points] eN = prefixes: UDP sources serving Fano point N (liveness:
+	 * a datagram within peer_timeout_ms); point_prefix[p-1][0..n-1]. A point
+	 * with no prefix is judged by its TLS peers only (today's behaviour). */
+	struct fg_prefix point_prefix[FG_POINTS][FG_POINT_PREFIX_MAX];
+	uint8_t n_point_prefix[FG_POINTS];
+	uint32_t peer_timeout_ms;     /* default 3000 */
 	uint32_t reasm_contexts;  /* default 1024 */
 	uint32_t reasm_timeout_ms;/* default 250 */
 	/* [dataplane] */
@@ -115,6 +137,10 @@ struct fg_config {
 	char op_group[64];            /* group allowed on the socket; empty = root only */
 	/* [metrics] */
 	struct fg_addr metrics_listen;/* default 127.0.0.1:9464; "off" = set false */
+	/* [daemon] */
+	char run_user[64];            /* run as this user once started; empty = uid 0, no capabilities */
+	char run_group[64];           /* with run_user; empty = the user's primary group */
+	uint8_t seccomp;              /* enum fg_seccomp_mode, default FG_SECCOMP_ON */
 };
 
 struct fg_config_error {
@@ -148,7 +174,7 @@ uint64_t fg_config_max_frame(const struct fg_config *c);
 struct fg_config_key_doc {
 	const char *section; /* "model", ... */
 	const char *key;     /* "hidden", "layer.N", ... */
-	const char *type;    /* "uint", "bytes", "bool", "fraction", "string", "address", "prefixes", "rule", "state", "hex16", "ms" */
+	const char *type;    /* "uint", "bytes", "bool", "fraction", "string", "address", "prefixes", "rule", "state", "hex16", "ms", "mode" */
 	const char *def;     /* default as written in a file; "" when empty */
 	const char *range;   /* accepted values */
 	const char *help;    /* one sentence */
