@@ -124,11 +124,22 @@ static const char *const dp_help[FG_C__COUNT] = {
 	[FG_C_SEEDS_SENT] = "resolved seeds sent to UDP consumers",
 	[FG_C_CANONICAL] = "canonical reports received",
 	[FG_C_REASM_TIMEOUT] = "incomplete fragment groups dropped after reasm_timeout_ms",
+	[FG_C_SLOTS_FLUSHED] = "open slots freed by a model epoch change (FG_BM_FLUSH)",
 };
 
 static uint64_t dp_load(const struct fg_boundary *bd, unsigned lcore, unsigned c)
 {
 	return atomic_load_explicit(&bd->counters[lcore].c[c], memory_order_relaxed);
+}
+
+/* Open slots freed by epoch changes: the local table's, or every lcore's. */
+static uint64_t slots_flushed(const struct cp_engine *e, const struct fg_boundary *bd)
+{
+	uint64_t n = e->st.slots_flushed;
+	if (e->lanes_mode && bd && bd->counters)
+		for (unsigned i = 0; i < bd->n_lanes; i++)
+			n += dp_load(bd, i, FG_C_SLOTS_FLUSHED);
+	return n;
 }
 
 static void render_dataplane(struct sbuf *b, const struct fg_boundary *bd)
@@ -267,8 +278,8 @@ static void render_slots(struct sbuf *b, const struct cp_metrics *m)
 	const struct fg_slots *s = &e->slots;
 	fam(b, "slots_open", "gauge", "slots open in the control plane's shard (local mode)");
 	sb_printf(b, "fanogate_slots_open{shard=\"0\"} %u\n", s->in_use);
-	static const char *const what[] = {"opened", "resolved", "expired", "poisoned", "reclaimed"};
-	const uint64_t v[] = {s->opened, s->resolved, s->expired, s->poisoned, s->reclaimed};
+	static const char *const what[] = {"opened", "resolved", "expired", "poisoned", "reclaimed", "flushed"};
+	const uint64_t v[] = {s->opened, s->resolved, s->expired, s->poisoned, s->reclaimed, s->flushed};
 	for (unsigned i = 0; i < FG_ARRAY_LEN(what); i++) {
 		char name[48], help[96];
 		snprintf(name, sizeof(name), "shard_slots_%s_total", what[i]);
@@ -435,6 +446,8 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	counter(&b, "seeds_resolved_total", "slots resolved (seen by the control plane)", e->st.resolved);
 	counter(&b, "slots_expired_total", "slots expired", e->st.expired);
 	counter(&b, "slots_poisoned_total", "slots poisoned by a conflict", e->st.poisoned);
+	counter(&b, "slots_flushed_total", "open slots freed by a model epoch change (not expired: the key reopens)",
+		slots_flushed(e, m->b));
 	counter(&b, "canonical_total", "canonical reports received over TLS", e->st.canonical);
 	counter(&b, "lane_full_total", "frames refused: the lane to the lcore was full (dataplane mode)",
 		e->st.lane_full);

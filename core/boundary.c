@@ -80,6 +80,7 @@ static const char *const counter_names[FG_C__COUNT] = {
 	[FG_C_SEEDS_SENT] = "seeds_sent",
 	[FG_C_CANONICAL] = "canonical",
 	[FG_C_REASM_TIMEOUT] = "reasm_timeout",
+	[FG_C_SLOTS_FLUSHED] = "slots_flushed",
 };
 
 const char *fg_dp_counter_name(enum fg_dp_counter c)

@@ -689,7 +689,7 @@ static unsigned lane_poll(struct dp_lcore *lc, uint64_t now)
 		n++;
 		if (m.type == FG_BM_FLUSH) {
 			uint32_t k = fg_slots_flush(&lc->slots);
-			count(lc, FG_C_SLOTS_EXPIRED, k);
+			count(lc, FG_C_SLOTS_FLUSHED, k);
 			if ((int32_t)(m.epoch - lc->slots.epoch) > 0)
 				lc->slots.epoch = m.epoch;
 			xcount(lc, DP_X_LANE_FLUSH);

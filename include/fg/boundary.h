@@ -96,6 +96,7 @@ enum fg_dp_counter {
 	FG_C_FRAGS, FG_C_FRAMES, FG_C_CONTRIB_ACCEPTED, FG_C_SEEDS_RESOLVED, FG_C_SLOTS_EXPIRED,
 	FG_C_ACKS_SENT, FG_C_STATUS_SENT, FG_C_SEEDS_SENT, FG_C_CANONICAL,
 	FG_C_REASM_TIMEOUT,
+	FG_C_SLOTS_FLUSHED, /* open slots freed by FG_BM_FLUSH (model epoch change) */
 	FG_C__COUNT
 };
 const char *fg_dp_counter_name(enum fg_dp_counter c);
