@@ -22,6 +22,7 @@
 static void engine_tick(struct cp_loop *l, struct cp_timer *t);
 static void engine_fast(struct cp_loop *l, struct cp_timer *t);
 static void lanes_flush_push(struct cp_engine *e);
+static void count_malformed(struct cp_engine *e, int reason);
 
 fg_linefacts cp_engine_linefacts(const struct cp_engine *e) { return fg_linefacts_pack(&e->lines, e->epoch); }
 
@@ -161,8 +162,7 @@ static int local_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t 
 	int r = fg_ingest_frame(&e->slots, &ctx, f, cp_now_ns(), &res);
 	struct cp_engine_result out = {.band = res.band, .reason = r < 0 ? -r : 0, .status = res.status};
 	if (r < 0) {
-		e->st.malformed++;
-		e->st.reason[(unsigned)-r < FG_R__COUNT ? (unsigned)-r : 0]++;
+		count_malformed(e, r);
 	} else if (res.band == FG_BAND_SEED && res.slot.outcome < FG_O__COUNT) {
 		e->st.outcome[res.slot.outcome]++;
 	}
@@ -343,7 +343,7 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const struct fg_b
 		}
 		struct cp_engine_result out = {.band = FG_BAND_SEED, .reason = m->status.reason, .status = m->status};
 		if (m->status.outcome == FG_O_MALFORMED)
-			e->st.malformed++;
+			count_malformed(e, m->status.reason); /* by reason in this mode too */
 		else if (m->status.outcome < FG_O__COUNT)
 			e->st.outcome[m->status.outcome]++;
 		uint64_t cookie = rq->cookie;
@@ -436,6 +436,20 @@ static void lanes_drain(struct cp_engine *e)
 }
 
 /* ---- both ------------------------------------------------------------------ */
+
+/* The one place a malformed frame is counted, under its reason (either sign). */
+static void count_malformed(struct cp_engine *e, int reason)
+{
+	unsigned r = (unsigned)(reason < 0 ? -reason : reason);
+	e->st.malformed++;
+	e->st.reason[r < FG_R__COUNT ? r : 0]++;
+}
+
+void cp_engine_count_malformed(struct cp_engine *e, int reason)
+{
+	e->st.frames++;
+	count_malformed(e, reason);
+}
 
 int cp_engine_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t cookie)
 {

@@ -155,6 +155,12 @@ void cp_engine_fini(struct cp_engine *e);
  * done is not called (the caller answers "no_slot"). */
 FG_MUST_CHECK int cp_engine_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t cookie);
 
+/* A POST body or WebSocket message refused as a whole before any frame of
+ * it reached the engine (fg_batch_decode < 0: short_header, truncated_frame):
+ * counted like a frame the ingest refuses, one frame received over TLS and
+ * one malformed under its reason (fanogate_tls_malformed_total{reason}). */
+void cp_engine_count_malformed(struct cp_engine *e, int reason);
+
 /* How a slot ended, if the cache still knows. Returns the state
  * (FG_SLOT_RESOLVED with *frame and *len set, FG_SLOT_EXPIRED, FG_SLOT_POISONED),
  * FG_SLOT_OPEN when the local table holds it open, or FG_SLOT_FREE. */

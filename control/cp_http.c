@@ -248,9 +248,16 @@ static void http_post_body(struct cp_conn *c)
 	struct fg_frame f[2];
 	int n = fg_batch_decode(body, len, f, 2);
 	if (n < 0) {
+		/* Not whole frames: a malformed frame under its codec reason, the
+		 * same counter and the same reason in the ack as a frame the
+		 * ingest refuses. */
+		cp_engine_count_malformed(s->engine, n);
 		http_refuse_frame(c, body, len, FG_O_MALFORMED, fg_reason_name(n), 400);
 		return;
 	}
+	/* Whole frames, but not exactly one of the route's band: refused at
+	 * the HTTP level (empty_body, multiple_frames, wrong_band), no frame
+	 * is counted. */
 	if (n != 1) {
 		http_refuse_frame(c, body, len, FG_O_MALFORMED, n == 0 ? "empty_body" : "multiple_frames", 400);
 		return;

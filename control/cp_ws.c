@@ -5,7 +5,8 @@
  * the engine and answers each one with a status frame (stream 0xFFFE), one
  * per binary message, unless the upgrade asked status=0. A message that is
  * malformed as a whole is answered with one status (outcome "malformed",
- * reason in the status) and the session continues. Resolved seeds of the
+ * reason in the status), counted as one malformed frame under that reason
+ * (cp_engine_count_malformed), and the session continues. Resolved seeds of the
  * subscribed layers are pushed as one binary message each.
  *
  * Backpressure: reading pauses while the connection's send queue is above
@@ -144,6 +145,8 @@ static void ws_message(struct cp_conn *c, const uint8_t *data, size_t len)
 	int n = fg_batch_decode(data, len, &one, 0);
 	if (n < 0) {
 		cp_debug("conn %s: malformed message: %s", c->peer, fg_reason_name(n));
+		/* One malformed frame under the codec reason the status carries. */
+		cp_engine_count_malformed(s->engine, n);
 		ws_refused(c, data, len, FG_O_MALFORMED, -n);
 		return;
 	}
