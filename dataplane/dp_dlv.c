@@ -1,0 +1,186 @@
+/* dp_dlv.c - pending resolved-seed deliveries of one lcore (see dp_dlv.h).
+ * Owning lcore only. */
+#include "dp_dlv.h"
+
+#include <errno.h>
+#include <string.h>
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static uint32_t buckets_for(uint32_t capacity)
+{
+	uint32_t b = 2;
+	while (b < 2u * capacity)
+		b <<= 1;
+	return b;
+}
+
+size_t dp_dlv_mem_size(uint32_t capacity)
+{
+	return align64((size_t)capacity * sizeof(struct dp_dlv_entry)) +
+	       align64((size_t)buckets_for(capacity) * sizeof(uint32_t));
+}
+
+int dp_dlv_init(struct dp_dlv *d, void *mem, size_t len, const struct dp_dlv_cfg *cfg)
+{
+	if (!d || !mem || !cfg || !cfg->capacity || cfg->capacity > DP_DLV_MAX || !cfg->retry_ns ||
+	    cfg->retries > 255 || ((uintptr_t)mem & 63))
+		return -EINVAL;
+	if (len < dp_dlv_mem_size(cfg->capacity))
+		return -ENOSPC;
+	memset(d, 0, sizeof(*d));
+	d->cfg = *cfg;
+	d->e = mem;
+	d->idx = (uint32_t *)((uint8_t *)mem + align64((size_t)cfg->capacity * sizeof(struct dp_dlv_entry)));
+	d->mask = buckets_for(cfg->capacity) - 1;
+	memset(d->e, 0, (size_t)cfg->capacity * sizeof(struct dp_dlv_entry));
+	memset(d->idx, 0xFF, ((size_t)d->mask + 1) * sizeof(uint32_t));
+	for (uint32_t i = 0; i < cfg->capacity; i++)
+		d->e[i].next = i + 1 < cfg->capacity ? i + 1 : DP_DLV_NONE;
+	d->free_head = 0;
+	d->head = d->tail = DP_DLV_NONE;
+	return 0;
+}
+
+static uint32_t key_hash(uint16_t stream, uint32_t seq)
+{
+	uint64_t k = ((uint64_t)stream << 32 | seq) * 0x9E3779B97F4A7C15ull;
+	return (uint32_t)(k >> 32);
+}
+
+/* Bucket holding key, or the empty bucket where it would go. */
+static uint32_t find_bucket(const struct dp_dlv *d, uint16_t stream, uint32_t seq)
+{
+	uint32_t b = key_hash(stream, seq) & d->mask;
+	for (;;) {
+		uint32_t i = d->idx[b];
+		if (i == DP_DLV_NONE || (d->e[i].stream == stream && d->e[i].token_seq == seq))
+			return b;
+		b = (b + 1) & d->mask;
+	}
+}
+
+/* Remove bucket b's entry from the index (backward-shift deletion keeps
+ * every probe chain unbroken without tombstones). */
+static void index_remove(struct dp_dlv *d, uint32_t b)
+{
+	uint32_t hole = b;
+	for (uint32_t j = (b + 1) & d->mask;; j = (j + 1) & d->mask) {
+		uint32_t i = d->idx[j];
+		if (i == DP_DLV_NONE)
+			break;
+		uint32_t home = key_hash(d->e[i].stream, d->e[i].token_seq) & d->mask;
+		/* move i back into the hole unless its home lies in (hole, j] cyclically */
+		bool stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+		if (!stays) {
+			d->idx[hole] = i;
+			hole = j;
+		}
+	}
+	d->idx[hole] = DP_DLV_NONE;
+}
+
+static void list_unlink(struct dp_dlv *d, uint32_t i)
+{
+	struct dp_dlv_entry *x = &d->e[i];
+	if (x->prev != DP_DLV_NONE)
+		d->e[x->prev].next = x->next;
+	else
+		d->head = x->next;
+	if (x->next != DP_DLV_NONE)
+		d->e[x->next].prev = x->prev;
+	else
+		d->tail = x->prev;
+	x->prev = x->next = DP_DLV_NONE;
+}
+
+static void list_append(struct dp_dlv *d, uint32_t i)
+{
+	struct dp_dlv_entry *x = &d->e[i];
+	x->prev = d->tail;
+	x->next = DP_DLV_NONE;
+	if (d->tail != DP_DLV_NONE)
+		d->e[d->tail].next = i;
+	else
+		d->head = i;
+	d->tail = i;
+}
+
+/* Take entry i out entirely (index, due list) and free it. */
+static void entry_release(struct dp_dlv *d, uint32_t i)
+{
+	struct dp_dlv_entry *x = &d->e[i];
+	index_remove(d, find_bucket(d, x->stream, x->token_seq));
+	list_unlink(d, i);
+	x->used = false;
+	x->next = d->free_head;
+	d->free_head = i;
+	d->n--;
+}
+
+enum dp_dlv_track_result dp_dlv_track(struct dp_dlv *d, uint16_t stream, uint32_t token_seq, uint16_t layer,
+				      uint32_t slot, uint64_t fingerprint, uint64_t now_ns,
+				      struct dp_dlv_entry *evicted)
+{
+	enum dp_dlv_track_result r = DP_DLV_NEW;
+	uint32_t b = find_bucket(d, stream, token_seq);
+	uint32_t i = d->idx[b];
+	if (i != DP_DLV_NONE) {
+		r = DP_DLV_SUPERSEDED;
+		list_unlink(d, i);
+	} else {
+		if (d->free_head == DP_DLV_NONE) {
+			uint32_t old = d->head; /* full: n == capacity, so the list is not empty */
+			if (evicted)
+				*evicted = d->e[old];
+			entry_release(d, old);
+			r = DP_DLV_EVICTED;
+			b = find_bucket(d, stream, token_seq); /* the removal may have shifted buckets */
+		}
+		i = d->free_head;
+		d->free_head = d->e[i].next;
+		d->idx[b] = i;
+		d->n++;
+	}
+	struct dp_dlv_entry *x = &d->e[i];
+	x->stream = stream;
+	x->token_seq = token_seq;
+	x->layer = layer;
+	x->slot = slot;
+	x->fingerprint = fingerprint;
+	x->tries = 0;
+	x->due_ns = now_ns + d->cfg.retry_ns;
+	x->used = true;
+	list_append(d, i);
+	return r;
+}
+
+bool dp_dlv_ack(struct dp_dlv *d, uint16_t stream, uint32_t token_seq)
+{
+	uint32_t i = d->idx[find_bucket(d, stream, token_seq)];
+	if (i == DP_DLV_NONE)
+		return false;
+	entry_release(d, i);
+	return true;
+}
+
+uint32_t dp_dlv_due(const struct dp_dlv *d, uint64_t now_ns)
+{
+	return d->head != DP_DLV_NONE && d->e[d->head].due_ns <= now_ns ? d->head : DP_DLV_NONE;
+}
+
+void dp_dlv_rearm(struct dp_dlv *d, uint32_t i, uint64_t now_ns)
+{
+	struct dp_dlv_entry *x = &d->e[i];
+	if (x->tries < 255)
+		x->tries++;
+	x->due_ns = now_ns + d->cfg.retry_ns;
+	list_unlink(d, i);
+	list_append(d, i);
+}
+
+void dp_dlv_drop(struct dp_dlv *d, uint32_t i)
+{
+	if (i < d->cfg.capacity && d->e[i].used)
+		entry_release(d, i);
+}

@@ -1,0 +1,248 @@
+/* test_dlv.c - unit tests for dataplane/dp_dlv.c (pending resolved-seed
+ * deliveries): track/ACK, idempotent duplicate ACKs, the resend schedule
+ * (retry_ns, retries, then give-up), due order, eviction when full, a key
+ * delivered again (superseded), bad configurations, and a randomised run
+ * against a naive model that checks the ledger
+ *   tracked == acked + dropped + evicted + superseded + pending
+ * and that every pending key stays findable after many deletions (the
+ * backward-shift index). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dp_dlv.h"
+
+#define MS 1000000ull
+
+static struct dp_dlv *dlv_new(uint32_t cap, uint32_t retries, void **mem)
+{
+	static struct dp_dlv d;
+	struct dp_dlv_cfg c = {.capacity = cap, .retry_ns = 200 * MS, .retries = retries};
+	size_t sz = dp_dlv_mem_size(cap);
+	*mem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+	assert_non_null(*mem);
+	assert_int_equal(dp_dlv_init(&d, *mem, sz, &c), 0);
+	return &d;
+}
+
+static void test_bad_cfg(void **st)
+{
+	(void)st;
+	struct dp_dlv d;
+	size_t sz = dp_dlv_mem_size(8);
+	void *mem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+	struct dp_dlv_cfg c = {.capacity = 8, .retry_ns = 200 * MS, .retries = 5};
+	assert_int_equal(dp_dlv_init(&d, mem, sz - 1, &c), -ENOSPC);
+	assert_int_equal(dp_dlv_init(&d, (uint8_t *)mem + 8, sz, &c), -EINVAL);
+	c.capacity = 0;
+	assert_int_equal(dp_dlv_init(&d, mem, sz, &c), -EINVAL);
+	c.capacity = 8;
+	c.retry_ns = 0;
+	assert_int_equal(dp_dlv_init(&d, mem, sz, &c), -EINVAL);
+	c.retry_ns = 1;
+	c.retries = 256;
+	assert_int_equal(dp_dlv_init(&d, mem, sz, &c), -EINVAL);
+	c.retries = 0;
+	assert_int_equal(dp_dlv_init(&d, mem, sz, &c), 0);
+	free(mem);
+}
+
+static void test_ack_idempotent(void **st)
+{
+	(void)st;
+	void *mem;
+	struct dp_dlv *d = dlv_new(16, 5, &mem);
+	assert_int_equal(dp_dlv_track(d, 0xAFA3, 1000, 3, 7, 0x1234, 0, NULL), DP_DLV_NEW);
+	assert_int_equal(dp_dlv_track(d, 0xAFA4, 1000, 4, 8, 0x5678, 0, NULL), DP_DLV_NEW);
+	assert_int_equal(d->n, 2);
+	/* same sequence, other stream: not covered */
+	assert_false(dp_dlv_ack(d, 0xAFA5, 1000));
+	assert_true(dp_dlv_ack(d, 0xAFA3, 1000));
+	assert_int_equal(d->n, 1);
+	/* the ACK of a duplicate delivery, or a repeated ACK: nothing happens */
+	assert_false(dp_dlv_ack(d, 0xAFA3, 1000));
+	assert_false(dp_dlv_ack(d, 0xAFA3, 1000));
+	assert_int_equal(d->n, 1);
+	assert_true(dp_dlv_ack(d, 0xAFA4, 1000));
+	assert_int_equal(d->n, 0);
+	assert_int_equal(dp_dlv_due(d, UINT64_MAX), DP_DLV_NONE);
+	free(mem);
+}
+
+static void test_schedule(void **st)
+{
+	(void)st;
+	void *mem;
+	struct dp_dlv *d = dlv_new(16, 5, &mem);
+	assert_int_equal(dp_dlv_track(d, 0xAFA1, 5, 1, 2, 9, 1000 * MS, NULL), DP_DLV_NEW);
+	uint64_t now = 1000 * MS;
+	assert_int_equal(dp_dlv_due(d, now + 199 * MS), DP_DLV_NONE);
+	unsigned resends = 0;
+	for (;;) {
+		now += 200 * MS;
+		uint32_t i = dp_dlv_due(d, now);
+		assert_int_not_equal(i, DP_DLV_NONE);
+		assert_int_equal(d->e[i].token_seq, 5);
+		if (dp_dlv_exhausted(d, i)) {
+			dp_dlv_drop(d, i);
+			break;
+		}
+		dp_dlv_rearm(d, i, now);
+		resends++;
+		assert_int_equal(dp_dlv_due(d, now + 199 * MS), DP_DLV_NONE);
+	}
+	assert_int_equal(resends, 5); /* 6 transmissions in all, as the fleet's sender */
+	assert_int_equal(d->n, 0);
+	/* after the give-up, a late ACK is harmless */
+	assert_false(dp_dlv_ack(d, 0xAFA1, 5));
+	free(mem);
+}
+
+static void test_due_order_and_evict(void **st)
+{
+	(void)st;
+	void *mem;
+	struct dp_dlv *d = dlv_new(4, 5, &mem);
+	for (uint32_t s = 0; s < 4; s++)
+		assert_int_equal(dp_dlv_track(d, 0xAFA0, s, 0, s, s, s * MS, NULL), DP_DLV_NEW);
+	/* rearm seq 0: it goes behind the others */
+	uint32_t i = dp_dlv_due(d, 200 * MS);
+	assert_int_equal(d->e[i].token_seq, 0);
+	dp_dlv_rearm(d, i, 200 * MS);
+	assert_int_equal(d->e[dp_dlv_due(d, 201 * MS)].token_seq, 1);
+	/* full: the entry due first (seq 1) is evicted and reported */
+	struct dp_dlv_entry ev;
+	assert_int_equal(dp_dlv_track(d, 0xAFA0, 99, 0, 99, 99, 300 * MS, &ev), DP_DLV_EVICTED);
+	assert_int_equal(ev.token_seq, 1);
+	assert_int_equal(d->n, 4);
+	assert_false(dp_dlv_ack(d, 0xAFA0, 1));
+	assert_true(dp_dlv_ack(d, 0xAFA0, 99));
+	assert_true(dp_dlv_ack(d, 0xAFA0, 0));
+	assert_true(dp_dlv_ack(d, 0xAFA0, 2));
+	assert_true(dp_dlv_ack(d, 0xAFA0, 3));
+	assert_int_equal(d->n, 0);
+	free(mem);
+}
+
+static void test_superseded(void **st)
+{
+	(void)st;
+	void *mem;
+	struct dp_dlv *d = dlv_new(4, 5, &mem);
+	assert_int_equal(dp_dlv_track(d, 0xAFA2, 7, 2, 1, 111, 0, NULL), DP_DLV_NEW);
+	uint32_t i = dp_dlv_due(d, 200 * MS);
+	dp_dlv_rearm(d, i, 200 * MS);
+	assert_int_equal(d->e[i].tries, 1);
+	assert_int_equal(dp_dlv_track(d, 0xAFA2, 7, 2, 3, 222, 300 * MS, NULL), DP_DLV_SUPERSEDED);
+	assert_int_equal(d->n, 1);
+	assert_int_equal(d->e[i].tries, 0);
+	assert_int_equal(d->e[i].slot, 3);
+	assert_int_equal(d->e[i].fingerprint, 222);
+	assert_int_equal(dp_dlv_due(d, 499 * MS), DP_DLV_NONE);
+	assert_int_equal(dp_dlv_due(d, 500 * MS), i);
+	free(mem);
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t xs(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* Random operations against a model (array of pending flags per key). */
+static void test_random_ledger(void **st)
+{
+	(void)st;
+	enum { CAP = 64, KEYS = 512 };
+	void *mem;
+	struct dp_dlv *d = dlv_new(CAP, 3, &mem);
+	static bool pend[KEYS];
+	memset(pend, 0, sizeof(pend));
+	uint64_t tracked = 0, acked = 0, dropped = 0, evicted = 0, superseded = 0, now = 0;
+	for (int step = 0; step < 200000; step++) {
+		now += (xs() % 6) * MS;
+		uint32_t k = (uint32_t)(xs() % KEYS);
+		uint16_t stream = (uint16_t)(0xAFA0 + k % 8);
+		uint32_t seq = k / 8 * 7919u;
+		switch (xs() % 3) {
+		case 0: {
+			struct dp_dlv_entry ev;
+			tracked++;
+			enum dp_dlv_track_result r = dp_dlv_track(d, stream, seq, 0, k, k, now, &ev);
+			if (r == DP_DLV_SUPERSEDED) {
+				assert_true(pend[k]);
+				superseded++;
+			} else {
+				assert_false(pend[k]);
+			}
+			if (r == DP_DLV_EVICTED) {
+				uint32_t ek = (uint32_t)ev.slot;
+				assert_true(pend[ek]);
+				pend[ek] = false;
+				evicted++;
+			}
+			pend[k] = true;
+			break;
+		}
+		case 1: {
+			bool was = dp_dlv_ack(d, stream, seq);
+			assert_int_equal(was, pend[k]);
+			if (was)
+				acked++;
+			pend[k] = false;
+			break;
+		}
+		default: {
+			uint32_t i;
+			while ((i = dp_dlv_due(d, now)) != DP_DLV_NONE) {
+				assert_true(d->e[i].due_ns <= now);
+				if (dp_dlv_exhausted(d, i)) {
+					pend[d->e[i].slot] = false;
+					dp_dlv_drop(d, i);
+					dropped++;
+				} else {
+					dp_dlv_rearm(d, i, now);
+				}
+			}
+			break;
+		}
+		}
+		uint32_t n = 0;
+		for (int j = 0; j < KEYS; j++)
+			n += pend[j];
+		assert_int_equal(n, d->n);
+		assert_true(d->n <= CAP);
+		assert_int_equal(tracked, acked + dropped + evicted + superseded + d->n);
+	}
+	/* every key the model says is pending is found, and nothing else */
+	for (uint32_t k = 0; k < KEYS; k++)
+		assert_int_equal(dp_dlv_ack(d, (uint16_t)(0xAFA0 + k % 8), k / 8 * 7919u), pend[k]);
+	assert_int_equal(d->n, 0);
+	print_message("tracked %llu acked %llu dropped %llu evicted %llu superseded %llu\n", (unsigned long long)tracked,
+		      (unsigned long long)acked, (unsigned long long)dropped, (unsigned long long)evicted,
+		      (unsigned long long)superseded);
+	assert_true(evicted > 0 && dropped > 0 && superseded > 0 && acked > 0);
+	free(mem);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bad_cfg),
+		cmocka_unit_test(test_ack_idempotent),
+		cmocka_unit_test(test_schedule),
+		cmocka_unit_test(test_due_order_and_evict),
+		cmocka_unit_test(test_superseded),
+		cmocka_unit_test(test_random_ledger),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
