@@ -81,6 +81,10 @@ static const char *const counter_names[FG_C__COUNT] = {
 	[FG_C_CANONICAL] = "canonical",
 	[FG_C_REASM_TIMEOUT] = "reasm_timeout",
 	[FG_C_SLOTS_FLUSHED] = "slots_flushed",
+	[FG_C_DELIVERY_ACKED] = "delivery_acked",
+	[FG_C_DELIVERY_RESENT] = "delivery_resent",
+	[FG_C_DELIVERY_GIVEN_UP] = "delivery_given_up",
+	[FG_C_DELIVERY_ACK_UNMATCHED] = "delivery_ack_unmatched",
 };
 
 const char *fg_dp_counter_name(enum fg_dp_counter c)

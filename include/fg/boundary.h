@@ -8,7 +8,9 @@
  *   2. published line facts: one atomic 64-bit word (fg_linefacts) written by
  *      the control plane, read by the dataplane once per burst;
  *   3. counter snapshots: per-lcore arrays written only by their lcore with
- *      relaxed atomic stores, read by the control plane at any time.
+ *      relaxed atomic stores, read by the control plane at any time;
+ *   4. UDP point liveness: one atomic last-seen time per Fano point, written
+ *      by the lcores, read by the control plane.
  *
  * Slot ownership: lcore i owns slot shard i (fg_shard_of). A frame from a TLS
  * peer goes to the owner's lane as FG_BM_FRAME; the owner answers with
@@ -26,6 +28,7 @@
 #include <stdint.h>
 
 #include "fg/common.h"
+#include "fg/fano.h"
 #include "fg/ingest.h"
 #include "fg/ring.h"
 #include "fg/wire.h"
@@ -97,6 +100,12 @@ enum fg_dp_counter {
 	FG_C_ACKS_SENT, FG_C_STATUS_SENT, FG_C_SEEDS_SENT, FG_C_CANONICAL,
 	FG_C_REASM_TIMEOUT,
 	FG_C_SLOTS_FLUSHED, /* open slots freed by FG_BM_FLUSH (model epoch change) */
+	/* reliable resolved-seed delivery (dataplane/dp_dlv.h). Ledger per lcore:
+	 * seeds_sent = delivery_acked + delivery_given_up + pending */
+	FG_C_DELIVERY_ACKED,     /* deliveries the consumer ACKed */
+	FG_C_DELIVERY_RESENT,    /* resends of unACKed deliveries */
+	FG_C_DELIVERY_GIVEN_UP,  /* deliveries that ended unACKed (resends exhausted, slot reclaimed, table full, superseded) */
+	FG_C_DELIVERY_ACK_UNMATCHED, /* ACKed seqs with nothing pending (duplicate or late ACKs): no effect */
 	FG_C__COUNT
 };
 const char *fg_dp_counter_name(enum fg_dp_counter c);
@@ -120,6 +129,13 @@ struct fg_boundary {
 	struct fg_lane *lanes;                /* [n_lanes] */
 	struct fg_dp_counters *counters;      /* [n_lanes] */
 	_Atomic bool stop;                    /* set by the control plane to stop the lcores */
+	/* UDP point liveness ([points] in the configuration): CLOCK_MONOTONIC ns
+	 * of the last datagram from a source mapped to point p (index 1..7;
+	 * 0 unused). Written by any lcore (relaxed stores, at most about once a
+	 * millisecond per lcore and point; a lagging lcore may store a slightly
+	 * older time, which only delays a point-down by that much), seeded with
+	 * the start time by dp_init, read by the control plane (cp_points.c). */
+	_Atomic uint64_t point_seen_ns[FG_POINTS + 1];
 };
 
 #endif
