@@ -2,8 +2,9 @@
  * cp_op.h). Loop thread only.
  *
  * Connection life: accept -> SO_PEERCRED check -> recv until '\n' (at most
- * CP_OP_REQ_MAX bytes, 10 s) -> execute -> [wait until the audit record is
- * durable] -> send the reply -> close. One op in flight per connection, so
+ * CP_OP_REQ_MAX bytes, 10 s) -> parse (control/proto/cp_op_parse.c: framing,
+ * JSON, commands, argument checks) -> execute -> [wait until the audit
+ * record is durable] -> send the reply -> close. One op in flight per connection, so
  * a connection is freed from its last completion. */
 #include "cp_op.h"
 
@@ -154,37 +155,26 @@ static json_t *cmd_status(struct cp_opsrv *o)
 	return j;
 }
 
-static json_t *cmd_line(struct cp_opconn *c, json_t *req)
+/* req: a parsed CP_OP_CMD_LINE request (cp_op_parse checked its arguments). */
+static json_t *cmd_line(struct cp_opconn *c, const struct cp_op_req *req)
 {
 	struct cp_opsrv *o = c->o;
-	json_t *jl = json_object_get(req, "line");
-	const char *op = json_string_value(json_object_get(req, "op"));
-	const char *why = json_string_value(json_object_get(req, "why"));
-	if (!json_is_integer(jl) || json_integer_value(jl) < 0 || json_integer_value(jl) >= FG_LINES || !op)
-		return err_reply("bad_request");
-	unsigned line = (unsigned)json_integer_value(jl);
-	char whybuf[160];
-	snprintf(whybuf, sizeof(whybuf), "fanoctl line %s (uid %u pid %d)%s%s", op, (unsigned)c->uid, (int)c->pid,
-		 why ? ": " : "", why ? why : "");
-	if (!strcmp(op, "auto_promote")) {
-		json_t *on = json_object_get(req, "on");
-		if (!json_is_boolean(on))
-			return err_reply("bad_request");
-		fg_line_set_auto_promote(&o->engine->lines, line, json_is_true(on));
-		cp_info("line %u: auto_promote %s by uid %u", line, json_is_true(on) ? "on" : "off", (unsigned)c->uid);
+	unsigned line = req->line;
+	if (req->op == CP_OP_LINE_AUTO_PROMOTE) {
+		fg_line_set_auto_promote(&o->engine->lines, line, req->on);
+		cp_info("line %u: auto_promote %s by uid %u", line, req->on ? "on" : "off", (unsigned)c->uid);
 		return json_pack("{s:b,s:o}", "ok", 1, "line", line_json(&o->engine->lines, line));
 	}
 	enum fg_line_event ev;
-	if (!strcmp(op, "enable"))
-		ev = FG_LEV_OP_ENABLE;
-	else if (!strcmp(op, "disable"))
-		ev = FG_LEV_OP_DISABLE;
-	else if (!strcmp(op, "shadow"))
-		ev = FG_LEV_OP_SHADOW;
-	else if (!strcmp(op, "active"))
-		ev = FG_LEV_OP_ACTIVE;
-	else
-		return err_reply("unknown_op");
+	switch (req->op) {
+	case CP_OP_LINE_ENABLE: ev = FG_LEV_OP_ENABLE; break;
+	case CP_OP_LINE_DISABLE: ev = FG_LEV_OP_DISABLE; break;
+	case CP_OP_LINE_SHADOW: ev = FG_LEV_OP_SHADOW; break;
+	case CP_OP_LINE_ACTIVE: ev = FG_LEV_OP_ACTIVE; break;
+	default: return err_reply(cp_op_reason_name(CP_OP_R_UNKNOWN_OP));
+	}
+	char whybuf[CP_OP_AUDIT_WHY_MAX];
+	cp_op_why_format(whybuf, sizeof(whybuf), req, c->uid, c->pid);
 	uint64_t seq;
 	int r = cp_hooks_line_op(o->engine, line, ev, c->uid, c->pid, whybuf, &seq);
 	if (r == -EALREADY)
@@ -221,15 +211,11 @@ static json_t *cmd_slots(struct cp_opsrv *o)
 	return j;
 }
 
-static json_t *cmd_slot(struct cp_opsrv *o, json_t *req)
+/* req: a parsed CP_OP_CMD_SLOT request (layer below [slots] layers). */
+static json_t *cmd_slot(struct cp_opsrv *o, const struct cp_op_req *req)
 {
-	json_t *jl = json_object_get(req, "layer"), *jt = json_object_get(req, "token_seq");
-	if (!json_is_integer(jl) || !json_is_integer(jt) || json_integer_value(jl) < 0 ||
-	    json_integer_value(jl) >= o->cfg->layers || json_integer_value(jt) < 0 ||
-	    json_integer_value(jt) > UINT32_MAX)
-		return err_reply("bad_request");
-	uint16_t layer = (uint16_t)json_integer_value(jl);
-	uint32_t tok = (uint32_t)json_integer_value(jt);
+	uint16_t layer = req->layer;
+	uint32_t tok = req->token_seq;
 	struct cp_engine *e = o->engine;
 	if (!e->lanes_mode) {
 		struct fg_slot_info info;
@@ -350,32 +336,27 @@ static json_t *cmd_reload(struct cp_opconn *c)
 static void opc_execute(struct cp_opconn *c)
 {
 	struct cp_opsrv *o = c->o;
-	json_error_t jerr;
-	json_t *req = json_loadb(c->buf, c->len, 0, &jerr);
-	const char *cmd = json_string_value(json_object_get(req, "cmd"));
+	const struct cp_op_limits lim = {.layers = o->cfg->layers};
+	struct cp_op_req req;
+	int r = cp_op_parse(c->buf, c->len, &lim, &req);
 	json_t *rep;
-	if (!json_is_object(req) || !cmd)
-		rep = err_reply("bad_request");
-	else if (!strcmp(cmd, "status"))
-		rep = cmd_status(o);
-	else if (!strcmp(cmd, "lines"))
-		rep = cmd_lines(o);
-	else if (!strcmp(cmd, "line"))
-		rep = cmd_line(c, req);
-	else if (!strcmp(cmd, "slots"))
-		rep = cmd_slots(o);
-	else if (!strcmp(cmd, "slot"))
-		rep = cmd_slot(o, req);
-	else if (!strcmp(cmd, "peers"))
-		rep = cmd_peers(o);
-	else if (!strcmp(cmd, "stats"))
-		rep = cmd_stats(o);
-	else if (!strcmp(cmd, "reload"))
-		rep = cmd_reload(c);
-	else
-		rep = err_reply("unknown_command");
-	cp_debug("operator: uid %u pid %d: %s", (unsigned)c->uid, (int)c->pid, cmd ? cmd : "(bad request)");
-	json_decref(req);
+	if (r < 0) {
+		rep = err_reply(cp_op_reason_name(r));
+	} else {
+		switch (req.cmd) {
+		case CP_OP_CMD_STATUS: rep = cmd_status(o); break;
+		case CP_OP_CMD_LINES: rep = cmd_lines(o); break;
+		case CP_OP_CMD_LINE: rep = cmd_line(c, &req); break;
+		case CP_OP_CMD_SLOTS: rep = cmd_slots(o); break;
+		case CP_OP_CMD_SLOT: rep = cmd_slot(o, &req); break;
+		case CP_OP_CMD_PEERS: rep = cmd_peers(o); break;
+		case CP_OP_CMD_STATS: rep = cmd_stats(o); break;
+		case CP_OP_CMD_RELOAD: rep = cmd_reload(c); break;
+		default: rep = err_reply(cp_op_reason_name(CP_OP_R_UNKNOWN_COMMAND)); break;
+		}
+	}
+	cp_debug("operator: uid %u pid %d: %s", (unsigned)c->uid, (int)c->pid,
+		 r < 0 ? cp_op_reason_name(r) : cp_op_cmd_name(req.cmd));
 	if (c->waiting)
 		return; /* answered from the durable callback */
 	opc_reply(c, rep ? rep : err_reply("no_memory"));
@@ -419,16 +400,15 @@ static void opc_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t
 		opc_close(c);
 		return;
 	}
-	size_t old = c->len;
 	c->len += (size_t)res;
-	char *nl = memchr(c->buf + old, '\n', (size_t)res);
-	if (nl) {
-		c->len = (size_t)(nl - c->buf);
+	ssize_t end = cp_op_frame(c->buf, c->len);
+	if (end >= 0) {
+		c->len = (size_t)end;
 		opc_execute(c);
 		return;
 	}
-	if (c->len == sizeof(c->buf)) {
-		opc_reply(c, err_reply("request_too_large"));
+	if (end != -CP_OP_R_INCOMPLETE) {
+		opc_reply(c, err_reply(cp_op_reason_name(end)));
 		return;
 	}
 	opc_arm_recv(c);

@@ -5,9 +5,10 @@
  * 0750), the SO_PEERCRED check (root, the daemon's own uid, or a member of
  * the operator group), and the commands of the protocol fanoctl speaks
  * (tools/fanoctl_op.c): one JSON object + '\n' per connection, one JSON reply
- * + '\n', then close.
+ * + '\n', then close. The request's parsing and argument checks are the pure
+ * control/proto/cp_op_parse.c (fuzzed: fuzz/fuzz_op_parse.c).
  *   status | lines | line {line, op: enable|disable|shadow|active|auto_promote,
- *   on, why} | slots | slot {layer, token_seq} | peers | stats
+ *   on, why} | slots | slot {layer, token_seq} | peers | stats | reload
  * A line change is answered only once its audit record is durable.
  *
  * Who may call: the loop thread only. */
@@ -20,12 +21,13 @@
 
 #include "cp_engine.h"
 #include "cp_loop.h"
+#include "cp_op_parse.h"
 #include "cp_server.h"
 #include "fg/boundary.h"
 #include "fg/config.h"
 
 #define CP_OP_CONNS_MAX 16u
-#define CP_OP_REQ_MAX 65536u
+/* CP_OP_REQ_MAX (bytes of a request with its '\n') is the parser's. */
 
 struct cp_opconn;
 
