@@ -219,6 +219,10 @@ static void http_refuse_frame(struct cp_conn *c, const uint8_t *body, size_t len
 	memset(&st, 0, sizeof(st));
 	st.outcome = (uint8_t)o;
 	st.line = FG_LINE_NONE;
+	/* As the ingest answers a malformed frame: never a reason to skip the
+	 * canonical hop, and the current epoch. */
+	st.facts = FG_FACT_SHADOW;
+	st.model_epoch = c->srv->engine->epoch;
 	if (len >= FG_HDR_LEN) {
 		st.token_seq = fg_be32(body + 2);
 		enum fg_band band;

@@ -122,6 +122,10 @@ static void ws_refused(struct cp_conn *c, const uint8_t *frame, size_t len, enum
 	st.outcome = (uint8_t)o;
 	st.line = FG_LINE_NONE;
 	st.reason = (uint16_t)(reason > 0 && reason < FG_R__COUNT ? reason : 0);
+	/* As the ingest answers a malformed frame: never a reason to skip the
+	 * canonical hop, and the current epoch. */
+	st.facts = FG_FACT_SHADOW;
+	st.model_epoch = c->srv->engine->epoch;
 	if (len >= FG_HDR_LEN) {
 		enum fg_band band;
 		uint16_t layer;
