@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -54,6 +55,13 @@ static const char *const xnames[DP_X__COUNT] = {
 	[DP_X_ACK_FULL] = "ack_table_full",
 	[DP_X_BUSY_CYCLES] = "busy_cycles",
 	[DP_X_NDP] = "ndp_solicitations",
+	[DP_X_DLV_GIVEUP_RESENDS] = "delivery_giveup_resends",
+	[DP_X_DLV_GIVEUP_RECLAIMED] = "delivery_giveup_reclaimed",
+	[DP_X_DLV_GIVEUP_FULL] = "delivery_giveup_full",
+	[DP_X_DLV_SUPERSEDED] = "delivery_superseded",
+	[DP_X_DLV_ACK_FWD] = "delivery_ack_forwarded",
+	[DP_X_DLV_ACK_FWD_FAIL] = "delivery_ack_forward_failed",
+	[DP_X_POINT_SEEN] = "point_seen_stores",
 };
 
 const char *dp_xcounter_name(enum dp_xcounter c)
@@ -121,6 +129,7 @@ static uint64_t memory_needed(const struct dp_state *g, uint32_t n_mbufs, uint32
 {
 	struct dp_reasm_cfg rc = {.contexts = g->cfg.reasm_contexts, .chunk = g->chunk, .frame_max = g->frame_max};
 	uint64_t per_lcore = fg_slots_mem_size(&g->scfg) + dp_reasm_mem_size(&rc) + dp_ack_mem_size(g->prof.ack_peers) +
+			     dp_dlv_mem_size(g->cfg.delivery_pending_max ? g->cfg.delivery_pending_max : 1) +
 			     sizeof(struct dp_lcore) + g->frame_max + 65536;
 	uint64_t lanes = 2ull * fg_ring_mem_size(g->prof.lane_ring, sizeof(struct fg_bmsg)) +
 			 2ull * fg_pool_mem_size(g->prof.lane_bufs, g->frame_max);
@@ -408,6 +417,21 @@ static int lcore_setup(struct dp_state *g, unsigned i, unsigned lcore_id)
 	rc = dp_ack_init(&lc->ack, lc->ack_mem, sz, g->prof.ack_peers);
 	if (rc < 0)
 		return rc;
+	struct dp_dlv_cfg dcfg = {
+		.capacity = g->cfg.delivery_pending_max ? g->cfg.delivery_pending_max : 1,
+		.retry_ns = (uint64_t)(g->cfg.delivery_resend_ms ? g->cfg.delivery_resend_ms : 200) * 1000000ull,
+		.retries = g->cfg.delivery_resends,
+	};
+	sz = dp_dlv_mem_size(dcfg.capacity);
+	snprintf(name, sizeof(name), "fgdp_dlv%u", i);
+	lc->dlv_mem = rte_malloc(name, sz, 64);
+	if (!lc->dlv_mem)
+		return -ENOMEM;
+	rc = dp_dlv_init(&lc->dlv, lc->dlv_mem, sz, &dcfg);
+	if (rc < 0) {
+		DP_LOG(ERR, "delivery table %u: %s ([consumers] pending_max %u)", i, strerror(-rc), dcfg.capacity);
+		return rc;
+	}
 	snprintf(name, sizeof(name), "fgdp_scratch%u", i);
 	lc->scratch = rte_malloc(name, g->frame_max, 64);
 	if (!lc->scratch)
@@ -445,6 +469,7 @@ static void free_all(struct dp_state *g)
 			rte_free(lc->slots_mem);
 			rte_free(lc->reasm_mem);
 			rte_free(lc->ack_mem);
+			rte_free(lc->dlv_mem);
 			rte_free(lc->scratch);
 			rte_free(lc);
 			g->lc[i] = NULL;
@@ -526,6 +551,8 @@ int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_bou
 	}
 	g->frame_max = (uint32_t)((fmax + 63) & ~63ull);
 	g->ack_interval_ns = (uint64_t)(cfg->ack_interval_ms ? cfg->ack_interval_ms : 50) * 1000000ull;
+	for (unsigned p = 0; p < FG_POINTS; p++)
+		g->have_points |= g->cfg.n_point_prefix[p] != 0;
 
 	uint32_t n_mbufs = g->prof.mbufs;
 	if (!n_mbufs)
@@ -594,6 +621,14 @@ int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_bou
 	}
 	b->n_lanes = g->n;
 	atomic_store(&b->stop, false);
+	/* Mapped points start live: each gets peer_timeout_ms from now to be heard. */
+	{
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t t0 = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		for (unsigned p = 1; p <= FG_POINTS; p++)
+			atomic_store(&b->point_seen_ns[p], t0);
+	}
 	if (dp_telemetry_register() < 0)
 		DP_LOG(WARNING, "telemetry commands not registered");
 	rc = rte_pdump_init();
@@ -685,6 +720,7 @@ void dp_stop(void)
 		r->slots_poisoned += lc->slots.poisoned;
 		r->slots_in_use += lc->slots.in_use;
 		r->reasm_timeouts += lc->reasm.timeouts;
+		r->delivery_pending += lc->dlv.n;
 	}
 	r->mbufs_out_started = g->mbufs_out_started;
 	if (g->port != RTE_MAX_ETHPORTS && rte_eth_dev_is_valid_port(g->port)) {

@@ -63,6 +63,15 @@ enum dp_xcounter {
 	DP_X_ACK_FULL,       /* ACK table full: flushed early */
 	DP_X_BUSY_CYCLES,    /* TSC cycles of poll iterations that found work (CPU cost per seed) */
 	DP_X_NDP,            /* IPv6 neighbour solicitations (answered when for [net] ip6) */
+	/* reliable delivery (dp_dlv.h): why deliveries were given up (their sum
+	 * is delivery_given_up), and the ACK traffic of consumers */
+	DP_X_DLV_GIVEUP_RESENDS,  /* resends exhausted without an ACK */
+	DP_X_DLV_GIVEUP_RECLAIMED,/* the slot no longer held the seed when a resend was due */
+	DP_X_DLV_GIVEUP_FULL,     /* pending table full ([consumers] pending_max): the oldest was given up */
+	DP_X_DLV_SUPERSEDED,      /* the same (layer, token_seq) was delivered again before its ACK */
+	DP_X_DLV_ACK_FWD,         /* consumer ACK frames copied to the lcore owning some of their seqs */
+	DP_X_DLV_ACK_FWD_FAIL,    /* ... copies that found no buffer or ring room (the consumer ACKs the resend) */
+	DP_X_POINT_SEEN,          /* point last-seen stores ([points] liveness) */
 	DP_X__COUNT
 };
 const char *dp_xcounter_name(enum dp_xcounter c);
@@ -77,6 +86,7 @@ struct dp_report {
 	uint64_t slots_opened, slots_resolved, slots_expired, slots_poisoned;
 	uint32_t slots_in_use;
 	uint64_t reasm_timeouts;
+	uint32_t delivery_pending; /* deliveries still unACKed at dp_stop (ledger: seeds_sent = acked + given_up + pending) */
 	/* mbufs out of the pool: after the port started (posted to RX rings by
 	 * PMDs that pre-fill them), after the lcores stopped and the port
 	 * stopped, and after the port closed; then the pool figures */

@@ -23,6 +23,7 @@
 #include "fg/slot.h"
 #include "dp.h"
 #include "dp_ack.h"
+#include "dp_dlv.h"
 #include "dp_pkt.h"
 #include "dp_profile.h"
 #include "dp_reasm.h"
@@ -71,6 +72,9 @@ struct dp_lcore {
 	void *reasm_mem;
 	struct dp_ack ack;
 	void *ack_mem;
+	struct dp_dlv dlv;       /* resolved seeds sent and not ACKed yet */
+	void *dlv_mem;
+	uint64_t point_store_ns[FG_POINTS + 1]; /* last point_seen_ns store per point */
 	struct rte_ring *inbox;  /* MP/SC: dp_xfer pointers from other lcores */
 	struct fg_lane *lane;
 	struct fg_dp_counters *k;
@@ -100,6 +104,7 @@ struct dp_state {
 	unsigned n;                  /* poll lcores = shards = lanes */
 	uint32_t chunk, frame_max;
 	uint64_t ack_interval_ns;
+	bool have_points;            /* [points] maps some UDP prefix to a point */
 	struct rte_mempool *mbufs, *xfer;
 	struct dp_lcore *lc[DP_MAX_LCORES];
 	struct dp_xcounters *xk;     /* [n] */

@@ -17,7 +17,19 @@
  * shard (fg_shard_of) is its own, chunks go straight into the slot buffer;
  * otherwise the whole frame is assembled in an xfer buffer and that buffer
  * (not a copy) is enqueued on the owner's MP/SC rte_ring. The receiver ACKs
- * (it saw the frame complete); the owner answers with the status frame. */
+ * (it saw the frame complete); the owner answers with the status frame.
+ *
+ * Reliable delivery (dp_dlv.h): the owner of a slot sends its resolved seed
+ * to the layer's consumer and tracks it until the consumer ACKs (stream =
+ * resolved band + layer, sequence = token_seq); the timer resends unACKed
+ * seeds from their slot and gives up after [consumers] resends, counted.
+ * A consumer's ACK frame reaches whichever lcore RSS picks: that lcore
+ * retires the seqs of its own shard and copies the frame to the owners of
+ * the others (their inbox, like a handed-off frame).
+ *
+ * Point liveness ([points]): every datagram that passed the allowlist
+ * stores `now` into b->point_seen_ns[p] for each point p whose prefixes hold
+ * its source, at most once a millisecond per lcore and point. */
 #include <string.h>
 #include <time.h>
 
@@ -281,6 +293,175 @@ static void ack_note(struct dp_lcore *lc, const struct dp_xfer *from, uint16_t s
 		ack_send_peer(lc, pp);
 }
 
+/* ---- reliable delivery -------------------------------------------------------- */
+
+static const struct fg_addr *consumer_of(uint16_t layer)
+{
+	if (layer < FG_CONSUMERS_MAX && dp_g.cfg.consumer[layer].set)
+		return &dp_g.cfg.consumer[layer];
+	if (dp_g.cfg.consumer_default.set)
+		return &dp_g.cfg.consumer_default;
+	return NULL;
+}
+
+/* Send an encoded resolved-seed frame to its layer's consumer. */
+static bool dlv_send(struct dp_lcore *lc, const struct fg_addr *c, const uint8_t *frame, uint32_t len)
+{
+	int fam = c->family == AF_INET6 ? 6 : 4;
+	struct dp_route rt;
+	uint8_t dst[16] = {0};
+	memcpy(dst, c->addr, fam == 6 ? 16 : 4);
+	if (!route_to(lc, fam, dst, &rt)) {
+		xcount(lc, DP_X_NO_SRC_ADDR);
+		return false;
+	}
+	return tx_frame(lc, &rt, fam, rt.local, dst, c->port, frame, len);
+}
+
+static void dlv_give_up(struct dp_lcore *lc, enum dp_xcounter why)
+{
+	count(lc, FG_C_DELIVERY_GIVEN_UP, 1);
+	xcount(lc, why);
+}
+
+/* Start tracking a delivery just sent (or attempted: a failed first send is
+ * resent by the timer like a lost one). */
+static void dlv_track(struct dp_lcore *lc, const struct fg_seed_view *v, uint32_t slot, uint64_t now)
+{
+	uint16_t stream = (uint16_t)(dp_g.cfg.bands.resolved_base + v->dst_layer);
+	switch (dp_dlv_track(&lc->dlv, stream, v->token_seq, v->dst_layer, slot, v->fingerprint, now, NULL)) {
+	case DP_DLV_NEW:
+		break;
+	case DP_DLV_SUPERSEDED:
+		dlv_give_up(lc, DP_X_DLV_SUPERSEDED);
+		break;
+	case DP_DLV_EVICTED:
+		dlv_give_up(lc, DP_X_DLV_GIVEUP_FULL);
+		break;
+	}
+}
+
+/* Resend what is due, give up what is exhausted or no longer in its slot.
+ * At most 256 per call (the timer runs every millisecond). */
+static void dlv_timer(struct dp_lcore *lc, uint64_t now)
+{
+	uint32_t i;
+	for (unsigned n = 0; n < 256 && (i = dp_dlv_due(&lc->dlv, now)) != DP_DLV_NONE; n++) {
+		const struct dp_dlv_entry *e = &lc->dlv.e[i];
+		if (dp_dlv_exhausted(&lc->dlv, i)) {
+			dp_dlv_drop(&lc->dlv, i);
+			dlv_give_up(lc, DP_X_DLV_GIVEUP_RESENDS);
+			continue;
+		}
+		/* The slot is the only copy of the seed: it must still be the
+		 * same resolved key (the table reclaims slots for newer tokens). */
+		struct fg_seed_view v;
+		const struct fg_addr *c = consumer_of(e->layer);
+		if (!c || fg_slot_seed(&lc->slots, e->slot, &v) < 0 || v.token_seq != e->token_seq ||
+		    v.dst_layer != e->layer || v.fingerprint != e->fingerprint) {
+			dp_dlv_drop(&lc->dlv, i);
+			dlv_give_up(lc, DP_X_DLV_GIVEUP_RECLAIMED);
+			continue;
+		}
+		struct fg_resolved r = {.token_seq = v.token_seq, .dst_layer = v.dst_layer, .start_pos = v.start_pos,
+					.seq_len = v.seq_len, .body = v.body, .body_len = v.body_len};
+		ssize_t len = fg_resolved_encode(&dp_g.cfg.bands, &r, lc->scratch, dp_g.frame_max);
+		if (len < 0) {
+			dp_dlv_drop(&lc->dlv, i);
+			dlv_give_up(lc, DP_X_DLV_GIVEUP_RECLAIMED);
+			continue;
+		}
+		(void)dlv_send(lc, c, lc->scratch, (uint32_t)len);
+		dp_dlv_rearm(&lc->dlv, i, now);
+		count(lc, FG_C_DELIVERY_RESENT, 1);
+	}
+}
+
+/* Which lcore owns resolved-band stream `stream`, sequence seq; -1 when the
+ * stream is not a resolved-seed stream of a configured layer. */
+static int dlv_owner(uint16_t stream, uint32_t seq)
+{
+	enum fg_band band;
+	uint16_t layer;
+	if (fg_stream_classify(&dp_g.cfg.bands, stream, &band, &layer) < 0 || band != FG_BAND_RESOLVED)
+		return -1;
+	return dp_g.n > 1 ? (int)fg_shard_of(seq, layer, dp_g.cfg.layers, dp_g.n) : 0;
+}
+
+/* A consumer's ACK frame (whole, frame[0..len)): retire this lcore's seqs;
+ * when forward, copy the frame to every other lcore owning a covered seq. */
+static void dlv_on_ack(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, bool forward)
+{
+	struct fg_frame f;
+	struct fg_ack_entry e[128];
+	if (fg_frame_decode(frame, len, FG_TRANSPORT_MESSAGE, &f) < 0)
+		return;
+	int n = fg_ack_frame_decode(&f, e, FG_ARRAY_LEN(e));
+	if (n <= 0)
+		return;
+	uint64_t others = 0; /* bit i: lcore i owns a covered seq */
+	for (int k = 0; k < n; k++) {
+		for (unsigned bit = 0; bit < 64; bit++) {
+			uint32_t word = bit < 32 ? e[k].bitmap_lo : e[k].bitmap_hi;
+			if (!(word & (1u << (bit & 31))))
+				continue;
+			uint32_t seq = e[k].base_seq + bit;
+			int owner = dlv_owner(e[k].stream_id, seq);
+			if (owner < 0)
+				break; /* not a resolved-seed stream: the fleet ACKing something else */
+			if ((unsigned)owner != lc->idx) {
+				others |= 1ull << owner;
+				continue;
+			}
+			if (dp_dlv_ack(&lc->dlv, e[k].stream_id, seq))
+				count(lc, FG_C_DELIVERY_ACKED, 1);
+			else
+				count(lc, FG_C_DELIVERY_ACK_UNMATCHED, 1);
+		}
+	}
+	if (!forward || !others)
+		return;
+	for (unsigned o = 0; o < dp_g.n; o++) {
+		if (!(others & (1ull << o)))
+			continue;
+		void *p;
+		if (len > dp_g.frame_max || rte_mempool_get(dp_g.xfer, &p) < 0) {
+			xcount(lc, DP_X_DLV_ACK_FWD_FAIL);
+			continue;
+		}
+		struct dp_xfer *x = p;
+		memset(x, 0, sizeof(*x));
+		x->len = len;
+		memcpy(dp_xfer_data(x), frame, len);
+		if (rte_ring_mp_enqueue(dp_g.lc[o]->inbox, x) < 0) {
+			rte_mempool_put(dp_g.xfer, x);
+			xcount(lc, DP_X_DLV_ACK_FWD_FAIL);
+			continue;
+		}
+		xcount(lc, DP_X_DLV_ACK_FWD);
+	}
+}
+
+/* ---- point liveness ---------------------------------------------------------- */
+
+static void points_seen(struct dp_lcore *lc, int family, const uint8_t *addr, uint64_t now)
+{
+	int fam = family == 6 ? AF_INET6 : AF_INET;
+	for (unsigned p = 1; p <= FG_POINTS; p++) {
+		unsigned np = dp_g.cfg.n_point_prefix[p - 1];
+		if (!np || now - lc->point_store_ns[p] < 1000000ull)
+			continue;
+		for (unsigned j = 0; j < np; j++) {
+			if (fg_prefix_match(&dp_g.cfg.point_prefix[p - 1][j], fam, addr)) {
+				atomic_store_explicit(&dp_g.b->point_seen_ns[p], now, memory_order_relaxed);
+				lc->point_store_ns[p] = now;
+				xcount(lc, DP_X_POINT_SEEN);
+				break;
+			}
+		}
+	}
+}
+
 static void deliver(struct dp_lcore *lc, uint32_t slot, uint64_t now)
 {
 	struct fg_seed_view v;
@@ -300,20 +481,12 @@ static void deliver(struct dp_lcore *lc, uint32_t slot, uint64_t now)
 			fg_pool_put(&lc->lane->dp2cp, bi);
 		return;
 	}
-	const struct fg_addr *c = NULL;
-	if (v.dst_layer < FG_CONSUMERS_MAX && dp_g.cfg.consumer[v.dst_layer].set)
-		c = &dp_g.cfg.consumer[v.dst_layer];
-	else if (dp_g.cfg.consumer_default.set)
-		c = &dp_g.cfg.consumer_default;
+	const struct fg_addr *c = consumer_of(v.dst_layer);
 	if (c) {
-		int fam = c->family == AF_INET6 ? 6 : 4;
-		struct dp_route rt;
-		uint8_t dst[16] = {0};
-		memcpy(dst, c->addr, fam == 6 ? 16 : 4);
-		if (!route_to(lc, fam, dst, &rt))
-			xcount(lc, DP_X_NO_SRC_ADDR);
-		else if (tx_frame(lc, &rt, fam, rt.local, dst, c->port, buf, (uint32_t)n))
-			count(lc, FG_C_SEEDS_SENT, 1);
+		/* counted as sent once tracked: it ends ACKed or given up */
+		(void)dlv_send(lc, c, buf, (uint32_t)n);
+		count(lc, FG_C_SEEDS_SENT, 1);
+		dlv_track(lc, &v, slot, now);
 	} else {
 		xcount(lc, DP_X_NO_CONSUMER);
 	}
@@ -458,7 +631,8 @@ static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64
 		return;
 	}
 	if (h.stream_id == FG_STREAM_ACK && (h.flags & FG_FLAG_ACK)) {
-		xcount(lc, DP_X_ACK_RX); /* the fleet ACKing our sends: nothing to retire here */
+		xcount(lc, DP_X_ACK_RX); /* a consumer ACKing resolved seeds */
+		dlv_on_ack(lc, frame, x->len, true);
 		rte_mempool_put(dp_g.xfer, x);
 		return;
 	}
@@ -516,6 +690,7 @@ static void on_whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, co
 	count(lc, FG_C_FRAMES, 1);
 	if (h.stream_id == FG_STREAM_ACK && (h.flags & FG_FLAG_ACK)) {
 		xcount(lc, DP_X_ACK_RX);
+		dlv_on_ack(lc, frame, len, true);
 		return;
 	}
 	struct fg_ingest_result r;
@@ -651,6 +826,8 @@ static void on_packet(struct dp_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	}
 	memcpy(pk.route.our_mac, dp_g.mac.addr_bytes, 6);
 	neigh_learn(lc, pk.src.family, pk.src.addr, pk.route.mac);
+	if (dp_g.have_points)
+		points_seen(lc, pk.src.family, pk.src.addr, now);
 	if (pk.src.family == 4 && !lc->has_local4) {
 		lc->has_local4 = true;
 		memcpy(lc->local4, pk.dst, 16);
@@ -728,6 +905,7 @@ static unsigned lane_poll(struct dp_lcore *lc, uint64_t now)
 
 static void timers(struct dp_lcore *lc, uint64_t now)
 {
+	dlv_timer(lc, now);
 	uint32_t t = dp_reasm_expire(&lc->reasm, now, 1024);
 	if (t)
 		count(lc, FG_C_REASM_TIMEOUT, t);
@@ -794,7 +972,13 @@ int dp_lcore_main(void *arg)
 			struct dp_xfer *x = in[i];
 			struct fg_ingest_result r;
 			xcount(lc, DP_X_HANDOFF_IN);
-			(void)process_frame(lc, dp_xfer_data(x), x->len, x, &r, now);
+			const uint8_t *fr = dp_xfer_data(x);
+			struct fg_hdr h;
+			if (fg_hdr_decode(fr, x->len, FG_TRANSPORT_MESSAGE, &h) >= 0 && h.stream_id == FG_STREAM_ACK &&
+			    (h.flags & FG_FLAG_ACK))
+				dlv_on_ack(lc, fr, x->len, false); /* a copy from the lcore that received it */
+			else
+				(void)process_frame(lc, fr, x->len, x, &r, now);
 			rte_mempool_put(dp_g.xfer, x);
 		}
 		work += k;

@@ -102,6 +102,8 @@ static void usage(FILE *f)
 "                        over N HTTPS connections (give N >= --window)\n"
 "run:\n"
 "  --slot-timeout-ms N   a slot without a resolved seed by then is missing (2000)\n"
+"  --linger-ms N         after the last token, keep ACKing resolved seeds on the UDP\n"
+"                        consumer for N ms (the appliance's resends of lost ACKs) (0)\n"
 "  --duration S          hard time limit (none)\n"
 "  --max-missing N       missing seeds tolerated before exit 2 (0)\n"
 "  --json FILE           write the results as JSON\n"
@@ -220,7 +222,7 @@ enum {
 	O_DROP_CWND, O_UDP, O_UDP_BIND, O_MTU, O_RTO, O_CONSUMER, O_NO_CACK, O_TLS, O_SNI, O_CA, O_INSECURE,
 	O_CERT, O_KEY, O_TOKEN, O_TOKEN_FILE, O_WSS_CONNS, O_HTTPS_CONNS, O_NO_SUB, O_SLOT_TO, O_DURATION,
 	O_MAX_MISSING, O_JSON, O_SAMPLES, O_QUIET, O_FAKE, O_LISTEN, O_FAKE_DROP, O_NO_ACK, O_RELAY, O_HOPS,
-	O_WARMUP, O_HELP, O_VERSION, O_STATION, O_PULL,
+	O_WARMUP, O_HELP, O_VERSION, O_STATION, O_PULL, O_LINGER,
 };
 
 static const struct option longopts[] = {
@@ -237,6 +239,7 @@ static const struct option longopts[] = {
 	{ "key", 1, 0, O_KEY }, { "token", 1, 0, O_TOKEN }, { "token-file", 1, 0, O_TOKEN_FILE },
 	{ "wss-conns", 1, 0, O_WSS_CONNS }, { "https-conns", 1, 0, O_HTTPS_CONNS },
 	{ "no-subscribe", 0, 0, O_NO_SUB }, { "slot-timeout-ms", 1, 0, O_SLOT_TO },
+	{ "linger-ms", 1, 0, O_LINGER },
 	{ "duration", 1, 0, O_DURATION }, { "max-missing", 1, 0, O_MAX_MISSING }, { "json", 1, 0, O_JSON },
 	{ "samples", 1, 0, O_SAMPLES }, { "quiet", 0, 0, O_QUIET }, { "fake-receiver", 0, 0, O_FAKE },
 	{ "listen", 1, 0, O_LISTEN }, { "fake-drop", 1, 0, O_FAKE_DROP }, { "no-ack", 0, 0, O_NO_ACK },
@@ -344,6 +347,7 @@ int main(int argc, char **argv)
 		case O_NO_SUB: o.subscribe = false; break;
 		case O_PULL: if (!num(optarg, 0, 64, &v)) return bad(name, optarg); o.pull_conns = (uint32_t)v; break;
 		case O_SLOT_TO: if (!num(optarg, 1, 600000, &v)) return bad(name, optarg); o.slot_timeout_ms = (uint32_t)v; break;
+		case O_LINGER: if (!num(optarg, 0, 600000, &v)) return bad(name, optarg); o.linger_ms = (uint32_t)v; break;
 		case O_DURATION: if (!num(optarg, 0, 86400, &v)) return bad(name, optarg); o.duration_s = (uint32_t)v; fk.duration_s = o.duration_s; break;
 		case O_MAX_MISSING: if (!num(optarg, 0, 1e12, &v)) return bad(name, optarg); o.max_missing = (uint64_t)v; break;
 		case O_JSON: o.json_path = optarg; break;

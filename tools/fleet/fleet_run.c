@@ -1014,6 +1014,16 @@ int fl_run(const struct fl_run_opts *o)
 					fl_udp_sender_input(e->udp[r], fl_now_ns());
 		}
 	}
+	/* Linger: a real consumer outlives the last seed; the appliance resends
+	 * a seed whose ACK was lost, and only an ACK ends that. */
+	if (!g_stop && o->linger_ms && e->cons) {
+		uint64_t until = fl_now_ns() + (uint64_t)o->linger_ms * 1000000ull;
+		while (!g_stop && fl_now_ns() < until) {
+			struct pollfd p = { .fd = fl_udp_consumer_fd(e->cons), .events = POLLIN };
+			if (poll(&p, 1, 10) > 0)
+				fl_udp_consumer_input(e->cons, fl_now_ns());
+		}
+	}
 	if (g_stop)
 		rc = 4;
 	else if (e->wrong > 0 || (o->corrupt_at >= 0 && e->corrupt_desc[0] && e->divergence_seen == 0 &&

@@ -53,6 +53,8 @@ struct fl_run_opts {
 	uint32_t pull_conns;     /* > 0: also GET /residual-seed/<layer>/<token_seq> per slot */
 	/* run control */
 	uint32_t slot_timeout_ms;
+	uint32_t linger_ms;      /* after the last token, keep serving the UDP consumer (ACKing the
+				  * appliance's resends of seeds whose ACK was lost) this long */
 	uint32_t duration_s;     /* hard cap, 0 = none */
 	uint64_t max_missing;
 	const char *json_path;

@@ -1,0 +1,272 @@
+#!/bin/bash
+# run_delivery.sh SCENARIO FANOGATE_DP FANOFLEET FANORELAY - reliable
+# resolved-seed delivery over UDP (dataplane/dp_dlv.h) under faults on the
+# delivery path (owner: dataplane helper; same topology as run_faults.sh):
+#
+#   [namespace fgdr-n$$]                                  [root namespace]
+#   fanofleet stations --> fanorelay #1 (clean) --veth---> fanogate-dp
+#     127.0.0.1:14000       bind 10.93.X.2                  (af_packet on fgdr$$a,
+#   fanofleet consumer <-- fanorelay #2 (faults) <--veth--  10.93.X.1:4242)
+#     127.0.0.1:17001       listen 10.93.X.2:17000
+#
+# Relay #2 carries the resolved seeds down to the fleet's consumer ("up",
+# as the relay sees it) and the consumer's ACK frames back ("down"); it
+# runs --check-acks (an ACK of a frame it never delivered whole fails).
+#
+# Scenarios:
+#   loss5     5% of the delivery datagrams lost (ACKs clean)
+#   loss20    20% lost both ways (deliveries and ACKs), 5% duplicated,
+#             some reordered; [consumers] resends = 10
+#   silent    the consumer never ACKs (fanofleet --no-consumer-ack) and
+#             [consumers] pending_max = 32: every delivery must end given
+#             up (resends exhausted, or the oldest evicted from the full
+#             table), none pending, none ACKed
+#
+# Checks (any failure exits 1):
+#  - fanofleet: no wrong seed; loss5/loss20: no missing seed (every seed
+#    reached the consumer despite the losses); silent: every seed arrived
+#    (the path is clean), each more than once;
+#  - the dataplane's ledger closes: seeds_sent = delivery_acked +
+#    delivery_given_up + delivery_pending (0 after the drain), and the
+#    given-up reasons add up to delivery_given_up;
+#  - loss5/loss20: resends happened (delivery_resent > 0); loss5 (clean
+#    ACK path): nothing given up; loss20: duplicate deliveries were ACKed
+#    again and those ACKs were no-ops (delivery_ack_unmatched > 0, acked
+#    never exceeds sent);
+#  - silent: delivery_acked = 0, delivery_given_up = seeds_sent,
+#    delivery_giveup_full > 0 (the bound was hit), resends = 5 per seed that
+#    was not evicted early at most;
+#  - both relays: no unproven ACK, no queue overflow, no send failure.
+# One JSON line with the figures goes to stdout ("RESULT ...") and is
+# appended to $FG_FAULTS_RESULTS when set.
+#
+# Everything it creates is named fgdr* and removed on exit (trap).
+# Exit 77 with a reason when not root, no namespaces/veth, or no binaries.
+set -u
+SCEN=${1:?usage: run_delivery.sh SCENARIO FANOGATE_DP FANOFLEET FANORELAY}
+DP=${2:?fanogate-dp}
+FLEET=${3:?fanofleet}
+RELAY=${4:?fanorelay}
+PY=/usr/bin/python3
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+
+TOKENS=${FG_FAULTS_TOKENS:-60}
+R2="" RESENDS=5 PENDING=4096 CACK=()
+case $SCEN in
+loss5)  R2="--up-loss 0.05" ;;
+loss20) R2="--loss 0.20 --dup 0.05 --reorder 0.05 --reorder-gap 2"; RESENDS=10 ;;
+silent) CACK=(--no-consumer-ack); PENDING=32 ;;
+*) echo "run_delivery.sh: unknown scenario $SCEN"; exit 2 ;;
+esac
+
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (namespace, veth, AF_PACKET)"; exit 77; }
+command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
+[ -x "$PY" ] || { echo "SKIP: /usr/bin/python3 missing"; exit 77; }
+for b in "$DP" "$FLEET" "$RELAY"; do
+	[ -x "$b" ] || { echo "SKIP: '$b' not built"; exit 77; }
+done
+
+ID=$$
+NS=fgdr-n$ID
+VA=fgdr${ID}a
+VB=fgdr${ID}b
+NET=10.93.$((ID % 250)).
+TMP=$(mktemp -d /tmp/fgdr-XXXXXX)
+DPPID="" R1PID="" R2PID=""
+
+alive() { [ -r /proc/$1/stat ] && ! grep -q '^[0-9]* (.*) Z' /proc/$1/stat 2>/dev/null; }
+stop_pid() {
+	[ -n "$1" ] || return 0
+	kill -TERM "$1" 2>/dev/null
+	for _ in $(seq 50); do alive "$1" || break; sleep 0.1; done
+	alive "$1" && kill -KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+cleanup() {
+	stop_pid "$R1PID"; stop_pid "$R2PID"; stop_pid "$DPPID"
+	ip netns del "$NS" 2>/dev/null
+	ip link del "$VA" 2>/dev/null
+	[ -n "${FG_KEEP_TMP:-}" ] && echo "kept $TMP" || rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ip netns add "$NS" 2>/dev/null || { echo "SKIP: cannot create a network namespace"; exit 77; }
+LCORES=${FG_FAULTS_LCORES:-1}
+ip link add "$VA" numtxqueues 4 numrxqueues 4 type veth peer name "$VB" numtxqueues 4 numrxqueues 4 2>/dev/null ||
+	{ echo "SKIP: cannot create a veth pair"; exit 77; }
+ip link set "$VB" netns "$NS"
+ip link set "$VA" up
+sysctl -qw net.ipv6.conf.$VA.disable_ipv6=1 2>/dev/null
+ip -n "$NS" link set lo up
+ip -n "$NS" addr add ${NET}2/24 dev "$VB"
+ip -n "$NS" link set "$VB" up
+command -v ethtool >/dev/null && ip netns exec "$NS" ethtool -K "$VB" tx off >/dev/null 2>&1
+
+cat > "$TMP/fanogate.ini" <<EOC
+[model]
+hidden = 512
+layers = 8
+[rules]
+default = 1,3,5
+[slots]
+capacity = 8192
+deadline_ms = 3000
+[udp]
+port = 4242
+mtu = 1472
+ack_interval_ms = 20
+reasm_timeout_ms = 250
+allow = ${NET}0/24
+[consumers]
+default = ${NET}2:17000
+resend_ms = 200
+resends = $RESENDS
+pending_max = $PENDING
+[dataplane]
+lcores = $LCORES
+profile = $ROOT/drivers-config/af_packet.ini
+EOC
+
+export FG_IFACE=$VA FG_DP_IP4=${NET}1 FG_DP_IP6= FG_IDLE_SLEEP_US=50 FG_HUGEPAGES=off
+"$DP" --config "$TMP/fanogate.ini" --profile "$ROOT/drivers-config/af_packet.ini" --duration 150 \
+	--report "$TMP/dp.json" --ready-file "$TMP/dp.ready" > "$TMP/dp.out" 2> "$TMP/dp.log" &
+DPPID=$!
+for _ in $(seq 200); do
+	[ -f "$TMP/dp.ready" ] && break
+	kill -0 $DPPID 2>/dev/null || break
+	sleep 0.1
+done
+if [ ! -f "$TMP/dp.ready" ]; then
+	tail -20 "$TMP/dp.log"
+	wait $DPPID 2>/dev/null; DPPID=""
+	if grep -qiE "cannot|EAL|No such device|permission" "$TMP/dp.log"; then
+		echo "SKIP: fanogate-dp cannot run its af_packet port here (log above)"; exit 77
+	fi
+	echo "FAIL: fanogate-dp did not start"; exit 1
+fi
+
+ip netns exec "$NS" "$RELAY" --listen 127.0.0.1:14000 --server ${NET}1:4242 --bind ${NET}2 \
+	--seed $ID --check-acks --duration 120 --quiet --stats "$TMP/r1.json" --ready-file "$TMP/r1.ready" \
+	> "$TMP/r1.log" 2>&1 &
+R1PID=$!
+# shellcheck disable=SC2086
+ip netns exec "$NS" "$RELAY" --listen ${NET}2:17000 --server 127.0.0.1:17001 \
+	--seed $((ID + 1)) $R2 --check-acks --duration 120 --quiet --stats "$TMP/r2.json" --ready-file "$TMP/r2.ready" \
+	> "$TMP/r2.log" 2>&1 &
+R2PID=$!
+for _ in $(seq 50); do [ -f "$TMP/r1.ready" ] && [ -f "$TMP/r2.ready" ] && break; sleep 0.1; done
+[ -f "$TMP/r1.ready" ] && [ -f "$TMP/r2.ready" ] || { cat "$TMP/r1.log" "$TMP/r2.log"; echo "FAIL: relays did not start"; exit 1; }
+
+# the probe token (neighbour learning; see run_faults.sh), not in the figures
+ip netns exec "$NS" "$FLEET" --udp 127.0.0.1:14000 --consumer 127.0.0.1:17001 --mix udp=1 --layers 8 --hidden 512 \
+	--tokens 1 --window 1 --token-base 900000 --canonical none --quiet --slot-timeout-ms 3000 --max-missing 7 \
+	"${CACK[@]}" > "$TMP/probe.log" 2>&1
+
+ip netns exec "$NS" "$FLEET" "${CACK[@]}" --udp 127.0.0.1:14000 --consumer 127.0.0.1:17001 --mix udp=1 --layers 8 \
+	--hidden 512 --tokens "$TOKENS" --window 8 --seed $((ID % 1000 + 1)) --token-base 1000 --canonical none \
+	--slot-timeout-ms 5000 --max-missing 1000000 --duration 100 --quiet --json "$TMP/fleet.json" \
+	--linger-ms $(( (RESENDS + 1) * 200 + 500 )) > "$TMP/fleet.log" 2>&1
+FRC=$?
+# the consumer lingered through the last resends ((resends + 1) x resend_ms),
+# ACKing them (or, silent, not); the last give-ups are done by now
+sleep 0.5
+stop_pid "$R1PID"; R1PID=""
+stop_pid "$R2PID"; R2PID=""
+stop_pid "$DPPID"; DPRC=$?; DPPID=""
+
+$PY - "$SCEN" "$FRC" "$DPRC" "$TMP" "$R2" "$RESENDS" "$PENDING" "${FG_FAULTS_RESULTS:-}" "$LCORES" <<'PY'
+import json, sys, time
+scen, frc, dprc, tmp, r2args, resends, pending, out, lcores = sys.argv[1:10]
+resends, pending = int(resends), int(pending)
+fails = []
+def load(name):
+    try:
+        return json.load(open(f"{tmp}/{name}"))
+    except Exception as e:
+        fails.append(f"{name}: {e}")
+        return {}
+fleet, r1, r2, dp = load("fleet.json"), load("r1.json"), load("r2.json"), load("dp.json")
+c, x = dp.get("counters", {}), dp.get("x", {})
+sent, acked, given = c.get("seeds_sent", -1), c.get("delivery_acked", -1), c.get("delivery_given_up", -1)
+resent, unmatched, pend = c.get("delivery_resent", -1), c.get("delivery_ack_unmatched", -1), dp.get("delivery_pending", -1)
+why = {k: x.get("delivery_" + k, 0) for k in ("giveup_resends", "giveup_reclaimed", "giveup_full", "superseded")}
+if int(frc) == 1 or fleet.get("wrong", 1) != 0:
+    fails.append(f"fanofleet saw {fleet.get('wrong')} WRONG resolved seeds (exit {frc})")
+if int(dprc) != 0:
+    fails.append(f"fanogate-dp exit {dprc}")
+for name, r in (("relay1", r1), ("relay2", r2)):
+    if r.get("acks", {}).get("ack_unproven", 1) != 0:
+        fails.append(f"{name}: {r.get('acks', {}).get('ack_unproven')} ACKed sequences never went through whole")
+    for d in ("up", "down"):
+        if r.get(d, {}).get("queue_full", 1) or r.get(d, {}).get("send_failed", 1):
+            fails.append(f"{name} {d}: queue overflow or send failure")
+# the ledger: every delivery ends ACKed or given up, counted
+if sent <= 0:
+    fails.append(f"seeds_sent = {sent}")
+if sent != acked + given + pend:
+    fails.append(f"ledger open: seeds_sent {sent} != acked {acked} + given_up {given} + pending {pend}")
+if pend != 0:
+    fails.append(f"{pend} deliveries still pending after the drain")
+if sum(why.values()) != given:
+    fails.append(f"given-up reasons {why} do not add up to delivery_given_up {given}")
+missing, dups = fleet.get("missing", -1), sum((fleet.get("dup_deliveries") or {}).values()) if isinstance(fleet.get("dup_deliveries"), dict) else fleet.get("dup_deliveries", 0)
+lost_dn = r2.get("up", {}).get("lost", 0)
+lost_acks = r2.get("down", {}).get("lost", 0)
+if scen in ("loss5", "loss20"):
+    if missing != 0:
+        fails.append(f"{missing} seeds never reached the consumer ({given} given up)")
+    if lost_dn == 0:
+        fails.append("relay 2 dropped no delivery: the scenario tested nothing")
+    if resent <= 0:
+        fails.append("no resend although deliveries were lost")
+    # loss5: the ACK path is clean and the consumer lingers, so six lost
+    # transmissions in a row (about 1e-6 per seed) is the only way to give up
+    if scen == "loss5" and given != 0:
+        fails.append(f"{given} deliveries given up at {scen}")
+    # loss20: a delivery whose every ACK was lost ends given up after the
+    # consumer got it: counted (the ledger above), never a missing seed
+if scen == "loss20":
+    if unmatched <= 0:
+        fails.append("no ACK of a duplicate delivery was seen (delivery_ack_unmatched 0)")
+    if acked > sent:
+        fails.append(f"acked {acked} > sent {sent}: a duplicate ACK retired something twice")
+if scen == "silent":
+    if missing != 0:
+        fails.append(f"{missing} seeds missing on a clean path")
+    if acked != 0 or given != sent:
+        fails.append(f"silent consumer: acked {acked}, given_up {given}, sent {sent}")
+    if why["giveup_full"] <= 0:
+        fails.append(f"pending_max {pending} never reached (giveup_full 0)")
+    if why["giveup_resends"] <= 0:
+        fails.append("no delivery ran out of resends")
+    if resent > resends * sent:
+        fails.append(f"{resent} resends > {resends} x {sent}")
+res = {
+    "scenario": "delivery_" + scen, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    "relay2": r2args, "resends_max": resends, "pending_max": pending, "lcores": int(lcores),
+    "slots": fleet.get("slots"), "resolved": fleet.get("resolved"), "wrong": fleet.get("wrong"), "missing": missing,
+    "seeds_sent": sent, "delivery_acked": acked, "delivery_resent": resent, "delivery_given_up": given,
+    "giveup_reasons": why, "delivery_ack_unmatched": unmatched, "delivery_pending": pend,
+    "r2_deliveries_lost": lost_dn, "r2_acks_lost": lost_acks,
+    "r2_dup": r2.get("up", {}).get("dup", 0) + r2.get("down", {}).get("dup", 0),
+    "acks_checked": r2.get("acks", {}).get("acked_seqs", 0), "seconds": round(fleet.get("seconds", 0), 2),
+    "result": "pass" if not fails else "fail",
+}
+line = json.dumps(res, sort_keys=True)
+print("RESULT " + line)
+if out:
+    with open(out, "a") as f:
+        f.write(line + "\n")
+for f in fails:
+    print("FAIL: " + f)
+sys.exit(1 if fails else 0)
+PY
+RC=$?
+if [ $RC != 0 ]; then
+	echo "---- fleet"; tail -25 "$TMP/fleet.log"
+	echo "---- relay 2"; cat "$TMP/r2.log"
+	echo "---- fanogate-dp"; grep -v "^TELEMETRY" "$TMP/dp.log" | tail -20
+fi
+exit $RC
