@@ -2,6 +2,7 @@
  * dataplane lanes, slot endings cache, line table (see cp_engine.h).
  * Loop thread only. */
 #include "cp_engine.h"
+#include "cp_points.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -465,7 +466,9 @@ static void engine_tick(struct cp_loop *l, struct cp_timer *t)
 	if (e->lanes_mode) {
 		lanes_flush_push(e);
 		lanes_drain(e);
-		lanes_sweep(e, cp_now_ns());
+		uint64_t now = cp_now_ns();
+		lanes_sweep(e, now);
+		(void)cp_points_udp_tick(e, now); /* [points]: UDP sources heard by the lcores */
 	} else
 		local_expire(e);
 	if (cp_timer_start(l, &e->tick, e->tick_ns, engine_tick) < 0)

@@ -1,7 +1,9 @@
-/* cp_points.c - Fano point liveness from TLS peers' roles (see cp_points.h).
- * Loop thread only. */
+/* cp_points.c - Fano point liveness from TLS peers' roles and mapped UDP
+ * sources (see cp_points.h). Loop thread only. */
 #include "cp_points.h"
 
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -31,6 +33,89 @@ unsigned cp_point_of_role(const char *role)
 	return 0;
 }
 
+/* UDP side. One daemon has one engine; the state follows the engine it was
+ * built for (tests may make several in turn). */
+static struct {
+	const struct cp_engine *e;
+	const uint32_t *tls;   /* the server's point_peers, once a TLS peer attached */
+	uint8_t mapped;        /* bit p-1: point p has [points] prefixes (snapshot) */
+	uint8_t udp_live;      /* bit p-1: heard within peer_timeout_ms at the last tick */
+	uint64_t timeout_ns;
+	uint64_t next_ns;
+} U;
+
+static void udp_state_for(const struct cp_engine *e)
+{
+	if (U.e == e)
+		return;
+	memset(&U, 0, sizeof(U));
+	U.e = e;
+	for (unsigned p = 1; p <= FG_POINTS; p++)
+		if (e->cfg && e->cfg->n_point_prefix[p - 1])
+			U.mapped |= (uint8_t)(1u << (p - 1));
+	U.udp_live = U.mapped; /* mapped points start live (dp_init seeds last-seen) */
+	U.timeout_ns = e->cfg ? (uint64_t)e->cfg->peer_timeout_ms * 1000000ull : 0;
+	if (!U.timeout_ns)
+		U.timeout_ns = 3000ull * 1000000ull;
+}
+
+static bool udp_is_live(unsigned p)
+{
+	return (U.udp_live >> (p - 1)) & 1u;
+}
+
+static uint32_t tls_count(unsigned p)
+{
+	return U.tls ? U.tls[p] : 0;
+}
+
+uint8_t cp_points_udp_live(void)
+{
+	return U.udp_live;
+}
+
+uint8_t cp_points_udp_mapped(void)
+{
+	return U.mapped;
+}
+
+unsigned cp_points_udp_tick(struct cp_engine *e, uint64_t now)
+{
+	udp_state_for(e);
+	if (!U.mapped || !e->b || now < U.next_ns)
+		return 0;
+	U.next_ns = now + 50ull * 1000000ull;
+	unsigned changed = 0;
+	for (unsigned p = 1; p <= FG_POINTS; p++) {
+		uint8_t bit = (uint8_t)(1u << (p - 1));
+		if (!(U.mapped & bit))
+			continue;
+		uint64_t seen = atomic_load_explicit(&e->b->point_seen_ns[p], memory_order_relaxed);
+		/* seen may be a hair ahead of now (another core's clock read): live */
+		bool live = seen >= now || now - seen <= U.timeout_ns;
+		if (live == udp_is_live(p))
+			continue;
+		char who[96];
+		if (live) {
+			U.udp_live |= bit;
+			snprintf(who, sizeof(who), "udp: a [points] e%u source sent again", p);
+			if (e->lines.points_down & bit) {
+				cp_hooks_point(e, p, false, who);
+				changed++;
+			}
+		} else {
+			U.udp_live &= (uint8_t)~bit;
+			snprintf(who, sizeof(who), "udp: no datagram from [points] e%u for %llu ms", p,
+				 (unsigned long long)((now - seen) / 1000000ull));
+			if (!tls_count(p) && !(e->lines.points_down & bit)) {
+				cp_hooks_point(e, p, true, who);
+				changed++;
+			}
+		}
+	}
+	return changed;
+}
+
 void cp_points_attach(struct cp_conn *c)
 {
 	struct cp_server *s = c->srv;
@@ -40,6 +125,8 @@ void cp_points_attach(struct cp_conn *c)
 	if (!p || !s->engine)
 		return;
 	c->point = (uint8_t)p;
+	udp_state_for(s->engine);
+	U.tls = s->point_peers;
 	if (s->point_peers[p]++ == 0 && (s->engine->lines.points_down & (1u << (p - 1))))
 		cp_hooks_point(s->engine, p, false, c->peer);
 }
@@ -51,6 +138,10 @@ void cp_points_detach(struct cp_conn *c)
 	if (!p)
 		return;
 	c->point = 0;
-	if (s->point_peers[p] && --s->point_peers[p] == 0 && !s->stopping && s->engine)
-		cp_hooks_point(s->engine, p, true, c->peer);
+	if (s->point_peers[p] && --s->point_peers[p] == 0 && !s->stopping && s->engine) {
+		udp_state_for(s->engine);
+		/* a mapped point whose UDP sources are live stays up */
+		if (!udp_is_live(p))
+			cp_hooks_point(s->engine, p, true, c->peer);
+	}
 }
