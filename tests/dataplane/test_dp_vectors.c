@@ -169,7 +169,8 @@ static json_t *run_dp(unsigned hidden, const char *rules, struct out *o)
 		 "[rules]\ndefault = 1,3,5\nlayer.1 = 1\nlayer.27 = 6\n%s"
 		 "[slots]\ncapacity = 256\ndeadline_ms = 5000\n"
 		 "[udp]\nport = 4242\nraw_port = 4243\nmtu = 1472\nallow = 10.99.0.0/24,fd99::/64\n"
-		 "[consumers]\ndefault = 10.99.0.2:7000\n"
+		 /* no consumer can ACK a pcap: one transmission per seed, then given up */
+		 "[consumers]\ndefault = 10.99.0.2:7000\nresends = 0\n"
 		 "[dataplane]\nlcores = %d\n",
 		 hidden, rules, g_lcores);
 	snprintf(path, sizeof(path), "%s/fanogate.ini", g_dir);
@@ -247,6 +248,11 @@ static void check_identities(json_t *r, uint64_t pkts)
 	assert_int_equal(tu_json_u64(r, NULL, "xfer_pool_avail"), tu_json_u64(r, NULL, "xfer_pool_size"));
 	assert_int_equal(C("drop_lane_full"), 0);
 	assert_int_equal(C("drop_tx_full"), 0);
+	/* delivery ledger: nothing ACKs on a pcap, so every seed sent ends
+	 * given up (resends = 0) or is still pending at exit, and none resent */
+	assert_int_equal(C("delivery_acked"), 0);
+	assert_int_equal(C("delivery_resent"), 0);
+	assert_int_equal(C("seeds_sent"), C("delivery_given_up") + tu_json_u64(r, NULL, "delivery_pending"));
 #undef C
 #undef X
 }

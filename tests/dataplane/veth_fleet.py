@@ -127,6 +127,7 @@ def send_phase(a):
     resolved = {}     # (token, layer) -> body bytes
     cons_groups = {}
     counts = dict(datagrams=0, dup_frags=0, dropped_frags=0, resends=0)
+    stats = dict(dup_deliveries=0, acks_sent=0)  # consumer side
 
     def next_fid():
         fid[0] = (fid[0] + 1) & 0xFFFF
@@ -183,9 +184,19 @@ def send_phase(a):
                             if flags != 0x10 or length != len(frame) - 10:
                                 fail('bad resolved frame header')
                             key = (seq, stream - RESOLVED_BASE)
+                            # a resend (our ACK was lost or late) must be the same seed
+                            if key in resolved and resolved[key] != frame[18:]:
+                                fail('slot %s resolved twice with different bodies' % (key,))
                             if key in resolved:
-                                fail('slot %s resolved twice' % (key,))
+                                stats['dup_deliveries'] += 1
                             resolved[key] = frame[18:]
+                            # ACK it, as the fleet's consumer does (wire.md 2.1); every
+                            # third one is ACKed twice: a repeated ACK must be a no-op
+                            ack = struct.pack('>HIB', 0xFFFF, 0, 0x80) + (14).to_bytes(3, 'big') + \
+                                struct.pack('>HIII', stream, seq, 0, 1)
+                            for _ in range(2 if seq % 3 == 0 else 1):
+                                cons.sendto(struct.pack('>HBB', next_fid(), 0, 1) + ack, src)
+                                stats['acks_sent'] += 1
                         continue
                     if tot != 1:
                         fail('the dataplane fragmented an ACK or status')
@@ -286,7 +297,7 @@ def send_phase(a):
     if any(not (st['facts'] & 0x04) or st['fp'] == 0 for st in res_status):
         fail('RESOLVED status without fully_resolved or fingerprint')
     exp = dict(resolved=len(complete), incomplete=len(incomplete), late=len(late), conflicts=len(conflicts),
-               **counts)
+               consumer_acks=stats['acks_sent'], dup_deliveries=stats['dup_deliveries'], **counts)
     with open(a.expect, 'w') as f:
         json.dump(exp, f)
     print('fleet: %d slots resolved bit-exact, %d incomplete, %d datagrams (%d dup, %d dropped), %d resends, '
@@ -341,6 +352,17 @@ def check_phase(a):
     eq('frame buffers returned', r['xfer_pool_avail'], r['xfer_pool_size'])
     eq('drop_lane_full', c['drop_lane_full'], 0)
     eq('drop_tx_full', c['drop_tx_full'], 0)
+    # reliable delivery: every seed sent is ACKed, given up, or still pending at exit;
+    # the consumer ACKed every one (some twice: those repeats match nothing)
+    eq('delivery ledger', c['seeds_sent'], c['delivery_acked'] + c['delivery_given_up'] + r['delivery_pending'])
+    eq('delivery given-up reasons', c['delivery_given_up'],
+       x['delivery_giveup_resends'] + x['delivery_giveup_reclaimed'] + x['delivery_giveup_full'] +
+       x['delivery_superseded'])
+    eq('deliveries given up after every resend', x['delivery_giveup_resends'], 0)
+    if c['delivery_acked'] + r['delivery_pending'] + x['delivery_giveup_reclaimed'] < exp['resolved']:
+        fail('delivery_acked %d: fewer than the %d seeds the consumer ACKed' % (c['delivery_acked'], exp['resolved']))
+    if exp['consumer_acks'] > exp['resolved'] and c['delivery_ack_unmatched'] < 1:
+        fail('repeated consumer ACKs were not counted as unmatched')
     print('report: rx %d frags %d accepted %d resolved %d expired %d duplicate %d late %d conflict %d stale %d '
           'acks %d status %d handoff %d hugepages %s' % (c['rx_pkts'], c['frags'], c['contrib_accepted'],
                                                        c['seeds_resolved'], r['slots_expired'], o['duplicate'],
