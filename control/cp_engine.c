@@ -271,6 +271,7 @@ static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t 
 	rq->req_id = id;
 	rq->cookie = cookie;
 	rq->t_ns = m.t_ns;
+	rq->canonical = canonical;
 	e->outstanding++;
 	if (e->fast_ns && !e->fast.armed && cp_timer_start(e->loop, &e->fast, e->fast_ns, engine_fast) < 0)
 		cp_err("engine: cannot arm the fast tick");
@@ -342,10 +343,13 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const struct fg_b
 			e->st.outcomes_unmatched++;
 			break;
 		}
-		struct cp_engine_result out = {.band = FG_BAND_SEED, .reason = m->status.reason, .status = m->status};
+		struct cp_engine_result out = {.band = rq->canonical ? FG_BAND_CANONICAL : FG_BAND_SEED,
+					       .reason = m->status.reason, .status = m->status};
+		/* Counted as in local mode: malformed by reason, seeds by outcome,
+		 * canonical reports only in st.canonical (at submit). */
 		if (m->status.outcome == FG_O_MALFORMED)
-			count_malformed(e, m->status.reason); /* by reason in this mode too */
-		else if (m->status.outcome < FG_O__COUNT)
+			count_malformed(e, m->status.reason);
+		else if (!rq->canonical && m->status.outcome < FG_O__COUNT)
 			e->st.outcome[m->status.outcome]++;
 		uint64_t cookie = rq->cookie;
 		rq->req_id = 0;

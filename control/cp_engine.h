@@ -84,6 +84,7 @@ struct cp_engine_req {
 	uint32_t req_id; /* 0 = free */
 	uint64_t cookie;
 	uint64_t t_ns;   /* sent */
+	bool canonical;  /* a canonical report: its OUTCOME is no slot outcome (as in local mode) */
 };
 /* A lanes request whose OUTCOME has not come back after this long (the
  * dp->cp ring was full and the lcore dropped it) is answered "no_slot". */

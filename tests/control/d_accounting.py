@@ -15,7 +15,9 @@ can start on the ring profile) in lanes mode:
 - a whole frame on an unknown stream (it reaches the ingest) is counted by
   reason in both modes;
 - HTTP-level refusals of a body made of whole frames (empty_body,
-  multiple_frames) stay HTTP errors only: no frame, no malformed count.
+  multiple_frames) stay HTTP errors only: no frame, no malformed count;
+- a canonical report is one frame and one canonical, no slot outcome, in
+  lanes mode too; frames = outcomes + canonical + malformed.
 
 Every figure is a difference of two scrapes of /metrics."""
 import asyncio
@@ -26,7 +28,8 @@ import urllib.request
 
 import websockets
 
-from d1_harness import OUTCOMES, STATUS_STREAM, TOKEN, Daemon, check, hdr, http, parse_frames, parse_status, seed
+from d1_harness import (OUTCOMES, STATUS_STREAM, TOKEN, Daemon, canonical, check, hdr, http, parse_frames,
+                        parse_status, seed)
 
 V = [1.0, -2.5, 3.25, 1e-7, 6.0, 7.5, -8.0, 9.125]
 # enum fg_reason (include/fg/wire.h): the status frame carries the number
@@ -130,10 +133,18 @@ def scenario(d, mode):
     check(delta(m2, m1, "fanogate_tls_frames_total") == len(WS_MSGS) + 1,
           f"{mode}: wss frames = 3 malformed messages + 1 good frame ({delta(m2, m1, 'fanogate_tls_frames_total')})")
     check(delta(m2, m1, "fanogate_http_errors_total") == 0, f"{mode}: WebSocket refusals are no HTTP errors")
+    # a canonical report is counted as canonical, not as a slot outcome (both modes)
+    st, h, b = http(d, "POST", "/canonical", canonical(1, 4, V))
+    check(st == 200, f"{mode}: POST /canonical answered 200 ({st})")
+    m3 = metrics(d)
+    outs = sum(v for k, v in m3.items() if k.startswith("fanogate_tls_outcomes_total{")) - \
+        sum(v for k, v in m2.items() if k.startswith("fanogate_tls_outcomes_total{"))
+    check(delta(m3, m2, "fanogate_canonical_total") == 1 and delta(m3, m2, "fanogate_tls_frames_total") == 1
+          and outs == 0, f"{mode}: a canonical report is one frame and one canonical, no slot outcome ({outs})")
     # the ledger the soak closes: frames = outcomes + canonical + malformed
     tot = lambda m, p: sum(v for k, v in m.items() if k.startswith(p))
-    check(tot(m2, "fanogate_tls_frames_total") == tot(m2, "fanogate_tls_outcomes_total{")
-          + tot(m2, "fanogate_canonical_total") + tot(m2, "fanogate_tls_malformed_total{"),
+    check(tot(m3, "fanogate_tls_frames_total") == tot(m3, "fanogate_tls_outcomes_total{")
+          + tot(m3, "fanogate_canonical_total") + tot(m3, "fanogate_tls_malformed_total{"),
           f"{mode}: frames = outcomes + canonical + malformed")
 
 
