@@ -151,6 +151,7 @@ void fl_run_opts_default(struct fl_run_opts *o)
 	o->udp = (struct fl_udp_opts){ .mtu = 1472, .cwnd_init = 16, .cwnd_max = 256, .rto_ms = 200,
 				       .max_resends = 5, .rng = 1 };
 	o->consumer_ack = true;
+	o->linger_ms = 2000;
 	o->tls.timeout_ms = 5000;
 	o->wss_conns = 2;
 	o->https_conns = 4;
@@ -1017,11 +1018,17 @@ int fl_run(const struct fl_run_opts *o)
 	/* Linger: a real consumer outlives the last seed; the appliance resends
 	 * a seed whose ACK was lost, and only an ACK ends that. */
 	if (!g_stop && o->linger_ms && e->cons) {
-		uint64_t until = fl_now_ns() + (uint64_t)o->linger_ms * 1000000ull;
-		while (!g_stop && fl_now_ns() < until) {
+		/* Up to linger_ms, ending early once FL_LINGER_QUIET_MS pass without a
+		 * datagram: longer than the appliance's resend interval (200 ms), so a
+		 * quiet consumer socket means nothing is waiting for our ACK. */
+		uint64_t t = fl_now_ns(), until = t + (uint64_t)o->linger_ms * 1000000ull;
+		uint64_t quiet_end = t + FL_LINGER_QUIET_MS * 1000000ull;
+		while (!g_stop && (t = fl_now_ns()) < until && t < quiet_end) {
 			struct pollfd p = { .fd = fl_udp_consumer_fd(e->cons), .events = POLLIN };
-			if (poll(&p, 1, 10) > 0)
+			if (poll(&p, 1, 10) > 0) {
 				fl_udp_consumer_input(e->cons, fl_now_ns());
+				quiet_end = fl_now_ns() + FL_LINGER_QUIET_MS * 1000000ull;
+			}
 		}
 	}
 	if (g_stop)

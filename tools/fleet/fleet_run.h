@@ -54,13 +54,17 @@ struct fl_run_opts {
 	/* run control */
 	uint32_t slot_timeout_ms;
 	uint32_t linger_ms;      /* after the last token, keep serving the UDP consumer (ACKing the
-				  * appliance's resends of seeds whose ACK was lost) this long */
+				  * appliance's resends of seeds whose ACK was lost or that arrived
+				  * by another path first) up to this long, until the socket has
+				  * been quiet for FL_LINGER_QUIET_MS; default 2000, 0 = off */
 	uint32_t duration_s;     /* hard cap, 0 = none */
 	uint64_t max_missing;
 	const char *json_path;
 	const char *samples_path;
 	bool quiet;
 };
+
+#define FL_LINGER_QUIET_MS 400ull
 
 void fl_run_opts_default(struct fl_run_opts *o);
 /* Run the emulation. Returns the process exit code:
