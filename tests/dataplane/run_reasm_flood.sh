@@ -1,0 +1,145 @@
+#!/bin/bash
+# run_reasm_flood.sh FANOGATE_DP - reassembly-context exhaustion from the
+# network: fanogate-dp on af_packet over a veth pair, [udp] reasm_contexts =
+# 16 and reasm_timeout_ms = 1000; in the namespace (reasm_flood.py) a
+# flooder opens 64 incomplete fragment groups, an honest station sends
+# single-fragment contributions while the table is full, then two-fragment
+# ones after the timeout.
+#
+# Checks (any failure exits 1):
+#  - exactly 64 - 16 + 2 = 50 fragments refused with drop_reasm_overflow
+#    (48 of the flood, the station's two-fragment frame while full);
+#  - token A (single-fragment frames) resolved bit-exact while the table
+#    was full; token B (two-fragment frames) resolved after the contexts
+#    came back; both reached the consumer;
+#  - the 16 flood groups ended by the timeout (reasm_timeout >= 16), every
+#    frame buffer returned to its pool, the fragment identity holds.
+# Everything it creates is named fgdr* and removed on exit (trap); exit 77
+# when not root, no namespaces/veth, or fanogate-dp cannot run here.
+set -u
+DP=${1:?usage: run_reasm_flood.sh FANOGATE_DP}
+PY=/usr/bin/python3
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (namespace, veth, AF_PACKET)"; exit 77; }
+command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
+[ -x "$PY" ] || { echo "SKIP: /usr/bin/python3 missing"; exit 77; }
+[ -x "$DP" ] || { echo "SKIP: '$DP' not built"; exit 77; }
+
+ID=$$
+NS=fgdr-r$ID
+VA=fgdr${ID}r
+VB=fgdr${ID}s
+NET=10.91.$((ID % 250)).
+TMP=$(mktemp -d /tmp/fgdr-XXXXXX)
+DPPID=""
+alive() { [ -r /proc/$1/stat ] && ! grep -q '^[0-9]* (.*) Z' /proc/$1/stat 2>/dev/null; }
+stop_pid() {
+	[ -n "$1" ] || return 0
+	kill -TERM "$1" 2>/dev/null
+	for _ in $(seq 50); do alive "$1" || break; sleep 0.1; done
+	alive "$1" && kill -KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+cleanup() {
+	stop_pid "$DPPID"
+	ip netns del "$NS" 2>/dev/null
+	ip link del "$VA" 2>/dev/null
+	[ -n "${FG_KEEP_TMP:-}" ] && echo "kept $TMP" || rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ip netns add "$NS" 2>/dev/null || { echo "SKIP: cannot create a network namespace"; exit 77; }
+ip link add "$VA" type veth peer name "$VB" 2>/dev/null || { echo "SKIP: cannot create a veth pair"; exit 77; }
+ip link set "$VB" netns "$NS"
+ip link set "$VA" up
+sysctl -qw net.ipv6.conf.$VA.disable_ipv6=1 2>/dev/null
+ip -n "$NS" link set lo up
+ip -n "$NS" addr add ${NET}2/24 dev "$VB"
+ip -n "$NS" addr add ${NET}3/24 dev "$VB"
+ip -n "$NS" link set "$VB" up
+command -v ethtool >/dev/null && ip netns exec "$NS" ethtool -K "$VB" tx off >/dev/null 2>&1
+
+cat > "$TMP/fanogate.ini" <<EOC
+[model]
+hidden = 256
+layers = 4
+max_seq_len = 2
+[slots]
+deadline_ms = 10000
+[udp]
+port = 4242
+mtu = 1472
+reasm_contexts = 16
+reasm_timeout_ms = 1000
+allow = ${NET}0/24
+[consumers]
+default = ${NET}2:7000
+resends = 0
+[dataplane]
+lcores = 1
+EOC
+export FG_IFACE=$VA FG_DP_IP4=${NET}1 FG_DP_IP6= FG_IDLE_SLEEP_US=50 FG_HUGEPAGES=off
+"$DP" --config "$TMP/fanogate.ini" --profile "$ROOT/drivers-config/af_packet.ini" --duration 60 \
+	--report "$TMP/dp.json" --ready-file "$TMP/dp.ready" > "$TMP/dp.out" 2> "$TMP/dp.log" &
+DPPID=$!
+for _ in $(seq 200); do
+	[ -f "$TMP/dp.ready" ] && break
+	kill -0 $DPPID 2>/dev/null || break
+	sleep 0.1
+done
+if [ ! -f "$TMP/dp.ready" ]; then
+	tail -20 "$TMP/dp.log"
+	stop_pid "$DPPID"; DPPID=""
+	if grep -qiE "cannot|EAL|No such device|permission" "$TMP/dp.log"; then
+		echo "SKIP: fanogate-dp cannot run its af_packet port here (log above)"; exit 77
+	fi
+	echo "FAIL: fanogate-dp did not start"; exit 1
+fi
+
+ip netns exec "$NS" $PY "$HERE/reasm_flood.py" --src ${NET}2 --flood-src ${NET}3 --dst ${NET}1 --groups 64 \
+	--hidden 256 --wait 1.5 > "$TMP/flood.json" 2> "$TMP/flood.err"
+FRC=$?
+stop_pid "$DPPID"; DPRC=$?; DPPID=""
+
+$PY - "$TMP/dp.json" "$TMP/flood.json" "$FRC" "$DPRC" <<'PY'
+import json, sys
+rep, fl, frc, dprc = sys.argv[1:5]
+fails = []
+try:
+    r = json.load(open(rep))
+except Exception as e:
+    print("FAIL: report: %s" % e); sys.exit(1)
+try:
+    f = json.loads(open(fl).read().strip().splitlines()[-1])
+except Exception as e:
+    f = {}
+    fails.append("flood script output: %s" % e)
+c, x = r["counters"], r["x"]
+if int(frc) != 0 or not f.get("a_resolved") or not f.get("b_resolved"):
+    fails.append("seeds: %s (exit %s)" % (f, frc))
+if int(dprc) != 0:
+    fails.append("fanogate-dp exit %s" % dprc)
+if c["drop_reasm_overflow"] != 64 - 16 + 2:
+    fails.append("drop_reasm_overflow %d, expected 50 (48 flood + the station's 2 while full)" % c["drop_reasm_overflow"])
+if c["reasm_timeout"] < 16:
+    fails.append("reasm_timeout %d: the flood's 16 contexts did not time out" % c["reasm_timeout"])
+if r["slots_resolved"] != 2:
+    fails.append("slots_resolved %d, expected 2" % r["slots_resolved"])
+if c["frags"] != x["frag_single"] + x["frag_taken"] + x["frag_duplicate"] + x["frag_discarded"] + \
+        x["frag_nobuf"] + x["frag_malformed"] + c["drop_reasm_overflow"]:
+    fails.append("fragment identity broken")
+if r["xfer_pool_avail"] != r["xfer_pool_size"]:
+    fails.append("frame buffers not returned: %d of %d" % (r["xfer_pool_avail"], r["xfer_pool_size"]))
+print("reasm flood: overflow %d, timeouts %d, resolved %d, frags %d (single %d, taken %d)" % (
+    c["drop_reasm_overflow"], c["reasm_timeout"], r["slots_resolved"], c["frags"], x["frag_single"], x["frag_taken"]))
+for m in fails:
+    print("FAIL: " + m)
+print("%d passed, %d failed" % (0 if fails else 1, 1 if fails else 0))
+sys.exit(1 if fails else 0)
+PY
+RC=$?
+[ $RC != 0 ] && { cat "$TMP/flood.err"; grep -v "^TELEMETRY" "$TMP/dp.log" | tail -10; }
+exit $RC
