@@ -50,8 +50,9 @@ static void udp_state_for(const struct cp_engine *e)
 		return;
 	memset(&U, 0, sizeof(U));
 	U.e = e;
+	/* without the dataplane no UDP arrives: mapped points are judged by TLS only */
 	for (unsigned p = 1; p <= FG_POINTS; p++)
-		if (e->cfg && e->cfg->n_point_prefix[p - 1])
+		if (e->cfg && e->lanes_mode && e->b && e->cfg->n_point_prefix[p - 1])
 			U.mapped |= (uint8_t)(1u << (p - 1));
 	U.udp_live = U.mapped; /* mapped points start live (dp_init seeds last-seen) */
 	U.timeout_ns = e->cfg ? (uint64_t)e->cfg->peer_timeout_ms * 1000000ull : 0;
