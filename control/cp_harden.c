@@ -1,31 +1,49 @@
-/* cp_harden.c - confining the running daemon: capabilities, io_uring
- * restrictions, refusing fds on the operator socket (see cp_harden.h).
- * Loop thread only. libcap is not used: capget/capset are raw syscalls. */
+/* cp_harden.c - confining the running daemon: privileges of every thread,
+ * the run-as user, the seccomp allow-list, io_uring restrictions, refusing
+ * fds on the operator socket (see cp_harden.h). Loop thread, except the two
+ * signal handlers (any thread). libcap and libseccomp are not used:
+ * capget/capset are raw system calls and the filter is plain BPF. */
 #include "cp_harden.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/audit.h>
 #include <linux/capability.h>
+#include <linux/seccomp.h>
 #include <linux/securebits.h>
+#include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "cp_log.h"
 
 struct cp_harden_stats cp_harden_st;
 
-/* ---- capabilities ------------------------------------------------------------ */
+/* ---- privileges: one thread ------------------------------------------------ */
 
-uint64_t cp_harden_keep(bool dataplane)
-{
-	if (!dataplane)
-		return 0;
-	/* af_packet/af_xdp sockets and their link state (rte_eth_dev_set_link_*,
-	 * promiscuous mode), and locked hugepage memory. */
-	return (1ull << CAP_NET_ADMIN) | (1ull << CAP_NET_RAW) | (1ull << CAP_IPC_LOCK);
-}
+/* What one thread does to itself (drop_self). Async-signal-safe: system
+ * calls only, no locks, no allocation. */
+struct drop_plan {
+	uint64_t keep;  /* permitted = effective afterwards; inheritable and ambient empty */
+	bool lock;      /* also lock the securebits and empty the bounding set (needs CAP_SETPCAP) */
+};
+
+enum drop_stage { DS_CAPGET = 1, DS_SECUREBITS, DS_BOUNDING, DS_AMBIENT, DS_NNP, DS_CAPSET, DS_VERIFY, DS_TIMEOUT };
+static const char *const drop_stage_name[] = {
+	[DS_CAPGET] = "capget", [DS_SECUREBITS] = "PR_SET_SECUREBITS", [DS_BOUNDING] = "PR_CAPBSET_DROP",
+	[DS_AMBIENT] = "PR_CAP_AMBIENT_CLEAR_ALL", [DS_NNP] = "PR_SET_NO_NEW_PRIVS", [DS_CAPSET] = "capset",
+	[DS_VERIFY] = "capabilities still set after capset", [DS_TIMEOUT] = "no answer within 2 s",
+};
 
 static int caps_get(uint64_t *eff, uint64_t *prm)
 {
@@ -51,10 +69,9 @@ static int caps_set(uint64_t keep)
 }
 
 /* Drop from the bounding set every capability the kernel knows but keep.
- * Returns how many were dropped or -errno. */
+ * 0 or -errno. */
 static int bounding_reduce(uint64_t keep)
 {
-	int n = 0;
 	for (unsigned c = 0; c < 64; c++) {
 		int in = prctl(PR_CAPBSET_READ, (unsigned long)c, 0, 0, 0);
 		if (in < 0)
@@ -63,12 +80,383 @@ static int bounding_reduce(uint64_t keep)
 			continue;
 		if (prctl(PR_CAPBSET_DROP, (unsigned long)c, 0, 0, 0) < 0)
 			return -errno;
-		n++;
 	}
-	return n;
+	return 0;
 }
 
-int cp_harden_apply(bool dataplane, char *why, size_t why_len)
+/* The calling thread drops to p. Returns 0 or -errno with *stage set. */
+static int drop_self(const struct drop_plan *p, int *stage)
+{
+	uint64_t eff, prm;
+	int r;
+	*stage = DS_CAPGET;
+	if ((r = caps_get(&eff, &prm)) < 0)
+		return r;
+	uint64_t keep = p->keep & prm;
+	if (p->lock && (eff & (1ull << CAP_SETPCAP))) {
+		/* Root gets no capabilities from exec or setuid any more, and
+		 * nobody can undo it. Bits already set (by systemd's SecureBits=,
+		 * or a newer kernel's) are kept: a locked bit cannot change. */
+		*stage = DS_SECUREBITS;
+		int old = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+		unsigned long bits = (old > 0 ? (unsigned long)old : 0) | SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
+				     SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+				     SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+		if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0)
+			return -errno;
+		*stage = DS_BOUNDING;
+		if ((r = bounding_reduce(0)) < 0)
+			return r;
+	}
+	*stage = DS_AMBIENT;
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	*stage = DS_NNP;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	*stage = DS_CAPSET;
+	if ((r = caps_set(keep)) < 0)
+		return r;
+	*stage = DS_VERIFY;
+	if ((r = caps_get(&eff, &prm)) < 0)
+		return r;
+	if (eff != keep || prm != keep)
+		return -EPERM;
+	*stage = 0;
+	return 0;
+}
+
+/* ---- privileges: every thread ------------------------------------------------ */
+
+/* The broadcast: the loop thread signals one thread at a time with
+ * harden_signo() and waits for its answer; the handler runs drop_self on
+ * that thread. Threads are listed from /proc/self/task until a listing shows
+ * none not yet done (a thread created meanwhile by a thread not yet done
+ * shows up in the next listing; one created by a thread already done
+ * inherits its credentials). */
+static struct {
+	struct drop_plan plan;
+	_Atomic int done; /* 0 while the signalled thread works, then 1 */
+	_Atomic int res;
+	_Atomic int stage;
+} bc;
+
+static int harden_signo(void)
+{
+	return SIGRTMAX - 3; /* glibc keeps 32/33 for itself; DPDK uses none */
+}
+
+static void on_harden_signal(int sig)
+{
+	(void)sig;
+	int saved = errno, stage = 0;
+	int r = drop_self(&bc.plan, &stage);
+	atomic_store(&bc.res, r);
+	atomic_store(&bc.stage, stage);
+	atomic_store(&bc.done, 1);
+	errno = saved;
+}
+
+/* io_uring's worker threads (PF_IO_WORKER, /proc/PID/stat flags) belong to
+ * the process but never run user code and take no signals: they run each
+ * request with the credentials of the thread that submitted it. */
+#define PF_IO_WORKER_FLAG 0x10u
+static bool task_is_io_worker(const char *tid)
+{
+	char path[300], buf[512];
+	snprintf(path, sizeof(path), "/proc/self/task/%s/stat", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')'); /* the name may hold anything but ends here */
+	if (!p)
+		return false;
+	/* ") S ppid pgrp session tty_nr tpgid flags" */
+	unsigned long flags = 0;
+	if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return false;
+	return (flags & PF_IO_WORKER_FLAG) != 0;
+}
+
+static void task_name(const char *tid, char *out, size_t cap)
+{
+	char path[300];
+	snprintf(path, sizeof(path), "/proc/self/task/%s/comm", tid);
+	out[0] = '\0';
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, out, cap - 1);
+	close(fd);
+	out[n > 0 ? n : 0] = '\0';
+	char *nl = strchr(out, '\n');
+	if (nl)
+		*nl = '\0';
+}
+
+#define MAX_TASKS 1024
+
+/* Run plan on every thread: this one directly, the others by signal.
+ * Returns the number of threads done, or -errno with the reason in why. */
+static int all_threads(const struct drop_plan *plan, char *why, size_t why_len)
+{
+	static pid_t done[MAX_TASKS];
+	unsigned n_done = 0;
+	int stage = 0, r = drop_self(plan, &stage);
+	if (r < 0) {
+		snprintf(why, why_len, "%s: %s", drop_stage_name[stage], strerror(-r));
+		return r;
+	}
+	bc.plan = *plan;
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_harden_signal;
+	sa.sa_flags = SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	if (sigaction(harden_signo(), &sa, &old) < 0) {
+		r = -errno;
+		snprintf(why, why_len, "sigaction: %s", strerror(-r));
+		return r;
+	}
+	pid_t self = gettid(), pid = getpid();
+	bool fresh = true;
+	for (unsigned round = 0; fresh && r == 0; round++) {
+		fresh = false;
+		DIR *d = opendir("/proc/self/task");
+		if (!d || round > 64) {
+			r = d ? -EAGAIN : -errno;
+			snprintf(why, why_len, "%s", d ? "threads keep appearing" : "cannot list /proc/self/task");
+			if (d)
+				closedir(d);
+			break;
+		}
+		struct dirent *e;
+		while (r == 0 && (e = readdir(d)) != NULL) {
+			pid_t tid = (pid_t)strtol(e->d_name, NULL, 10);
+			if (tid <= 0 || tid == self || task_is_io_worker(e->d_name))
+				continue;
+			bool seen = false;
+			for (unsigned i = 0; i < n_done && !seen; i++)
+				seen = done[i] == tid;
+			if (seen)
+				continue;
+			if (n_done == MAX_TASKS) {
+				r = -E2BIG;
+				snprintf(why, why_len, "more than %u threads", MAX_TASKS);
+				break;
+			}
+			fresh = true;
+			done[n_done++] = tid;
+			atomic_store(&bc.done, 0);
+			if (syscall(SYS_tgkill, pid, tid, harden_signo()) < 0) {
+				if (errno == ESRCH)
+					continue; /* it ended meanwhile */
+				r = -errno;
+				snprintf(why, why_len, "tgkill thread %d: %s", (int)tid, strerror(-r));
+				break;
+			}
+			/* 2 s: a lcore polls in user space and takes the signal at
+			 * once; a thread blocked in a system call is interrupted. */
+			for (unsigned w = 0; !atomic_load(&bc.done) && w < 20000; w++) {
+				struct timespec ts = { 0, 100000 };
+				nanosleep(&ts, NULL);
+				if (w % 100 == 99 && syscall(SYS_tgkill, pid, tid, 0) < 0 && errno == ESRCH)
+					break; /* ended before it answered */
+			}
+			char name[32];
+			if (!atomic_load(&bc.done)) {
+				if (syscall(SYS_tgkill, pid, tid, 0) < 0 && errno == ESRCH)
+					continue;
+				task_name(e->d_name, name, sizeof(name));
+				r = -ETIMEDOUT;
+				snprintf(why, why_len, "thread %d (%s): %s", (int)tid, name, drop_stage_name[DS_TIMEOUT]);
+			} else if ((r = atomic_load(&bc.res)) < 0) {
+				task_name(e->d_name, name, sizeof(name));
+				snprintf(why, why_len, "thread %d (%s): %s: %s", (int)tid, name,
+					 drop_stage_name[atomic_load(&bc.stage)], strerror(-r));
+			}
+		}
+		closedir(d);
+	}
+	/* A late duplicate signal must not kill the process (the default action
+	 * of a real-time signal): leave it ignored. */
+	(void)old;
+	signal(harden_signo(), SIG_IGN);
+	return r < 0 ? r : (int)n_done + 1;
+}
+
+/* ---- the run-as user ------------------------------------------------------------ */
+
+static struct {
+	bool set;
+	uid_t uid;
+	gid_t gid;
+} ids;
+
+int cp_harden_prepare(const struct fg_config *cfg, char *why, size_t why_len)
+{
+	ids.set = false;
+	if (!cfg->run_user[0])
+		return 0;
+	char buf[4096];
+	struct passwd pw, *pwp = NULL;
+	int r = getpwnam_r(cfg->run_user, &pw, buf, sizeof(buf), &pwp);
+	if (r != 0 || !pwp) {
+		snprintf(why, why_len, "[daemon] user %s: %s", cfg->run_user, r ? strerror(r) : "no such user");
+		return r ? -r : -ENOENT;
+	}
+	ids.uid = pw.pw_uid;
+	ids.gid = pw.pw_gid;
+	if (cfg->run_group[0]) {
+		struct group gr, *grp = NULL;
+		r = getgrnam_r(cfg->run_group, &gr, buf, sizeof(buf), &grp);
+		if (r != 0 || !grp) {
+			snprintf(why, why_len, "[daemon] group %s: %s", cfg->run_group, r ? strerror(r) : "no such group");
+			return r ? -r : -ENOENT;
+		}
+		ids.gid = gr.gr_gid;
+	}
+	ids.set = true;
+	return 0;
+}
+
+/* The directory of [audit] path is the daemon's state directory (the audit
+ * log, its rotated files, the self-signed TLS pair): give it and those
+ * files to the run-as user, so rotation can create and rename files. A
+ * directory anybody may write to (say /tmp) is left alone (and so are files
+ * that are not regular). Returns how many were changed or -errno. */
+static int chown_state(const char *audit_path, char *why, size_t why_len)
+{
+	char dir[FG_PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", audit_path);
+	char *slash = strrchr(dir, '/');
+	const char *base = audit_path;
+	if (!slash) {
+		snprintf(dir, sizeof(dir), ".");
+	} else {
+		base = audit_path + (slash - dir) + 1;
+		if (slash == dir)
+			dir[1] = '\0';
+		else
+			*slash = '\0';
+	}
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		int e = errno;
+		snprintf(why, why_len, "state directory %s: %s", dir, strerror(e));
+		return -e;
+	}
+	struct stat st;
+	int n = 0, r = 0;
+	if (fstat(dfd, &st) == 0 && !(st.st_mode & S_IWOTH)) {
+		if (fchown(dfd, ids.uid, ids.gid) < 0) {
+			r = -errno;
+			snprintf(why, why_len, "chown %s: %s", dir, strerror(-r));
+		}
+		n++;
+	}
+	int dfd2 = r == 0 ? dup(dfd) : -1;
+	DIR *d = dfd2 >= 0 ? fdopendir(dfd2) : NULL;
+	if (!d && r == 0) {
+		r = -errno;
+		snprintf(why, why_len, "list %s: %s", dir, strerror(-r));
+		if (dfd2 >= 0)
+			close(dfd2);
+	}
+	size_t bl = strlen(base);
+	struct dirent *e;
+	while (d && r == 0 && (e = readdir(d)) != NULL) {
+		bool ours = (!strncmp(e->d_name, base, bl) && (e->d_name[bl] == '\0' || e->d_name[bl] == '.')) ||
+			    !strcmp(e->d_name, "tls-selfsigned.pem") || !strcmp(e->d_name, "tls-selfsigned.key");
+		if (!ours || fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (fchownat(dfd, e->d_name, ids.uid, ids.gid, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = -errno;
+			snprintf(why, why_len, "chown %s/%s: %s", dir, e->d_name, strerror(-r));
+		}
+		n++;
+	}
+	if (d)
+		closedir(d);
+	close(dfd);
+	return r < 0 ? r : n;
+}
+
+/* ---- the whole process --------------------------------------------------------- */
+
+/* Expected state of every thread after cp_harden_apply, checked in
+ * /proc/self/task/<tid>/status. Returns how many threads were checked or
+ * -EPERM with the first difference in why. */
+static int verify_threads(bool bounding, bool seccomp, char *why, size_t why_len)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d) {
+		int e = errno;
+		snprintf(why, why_len, "cannot list /proc/self/task: %s", strerror(e));
+		return -e;
+	}
+	int n = 0, r = 0;
+	struct dirent *e;
+	while (r == 0 && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || task_is_io_worker(e->d_name))
+			continue;
+		char path[300], line[256], name[32] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue; /* ended */
+		unsigned long long v;
+		unsigned u[4];
+		int got = 0;
+		while (r == 0 && fgets(line, sizeof(line), f)) {
+			const char *bad = NULL;
+			if (sscanf(line, "Name: %31s", name) == 1)
+				continue;
+			if (sscanf(line, "CapInh: %llx", &v) == 1 || sscanf(line, "CapPrm: %llx", &v) == 1 ||
+			    sscanf(line, "CapEff: %llx", &v) == 1 || sscanf(line, "CapAmb: %llx", &v) == 1) {
+				got++;
+				bad = v ? "a capability" : NULL;
+			} else if (sscanf(line, "CapBnd: %llx", &v) == 1) {
+				bad = bounding && v ? "a bounding set" : NULL;
+			} else if (sscanf(line, "NoNewPrivs: %llu", &v) == 1) {
+				got++;
+				bad = v != 1 ? "no no_new_privs" : NULL;
+			} else if (sscanf(line, "Seccomp: %llu", &v) == 1) {
+				bad = seccomp && v != 2 ? "no seccomp filter" : NULL;
+			} else if (sscanf(line, "Uid: %u %u %u %u", &u[0], &u[1], &u[2], &u[3]) == 4) {
+				bad = ids.set && (u[0] != ids.uid || u[1] != ids.uid || u[2] != ids.uid || u[3] != ids.uid)
+					      ? "another uid"
+					      : NULL;
+			} else if (sscanf(line, "Gid: %u %u %u %u", &u[0], &u[1], &u[2], &u[3]) == 4) {
+				bad = ids.set && (u[0] != ids.gid || u[1] != ids.gid || u[2] != ids.gid || u[3] != ids.gid)
+					      ? "another gid"
+					      : NULL;
+			}
+			if (bad) {
+				char *nl = strchr(line, '\n');
+				if (nl)
+					*nl = '\0';
+				r = -EPERM;
+				snprintf(why, why_len, "thread %s (%s) still has %s (%s)", e->d_name, name, bad, line);
+			}
+		}
+		fclose(f);
+		if (r == 0 && got < 5) {
+			r = -EPERM;
+			snprintf(why, why_len, "thread %s (%s): capability lines missing in %s", e->d_name, name, path);
+		}
+		n++;
+	}
+	closedir(d);
+	return r < 0 ? r : n;
+}
+
+int cp_harden_apply(const struct fg_config *cfg, char *why, size_t why_len)
 {
 	uint64_t eff, prm;
 	int r = caps_get(&eff, &prm);
@@ -76,51 +464,251 @@ int cp_harden_apply(bool dataplane, char *why, size_t why_len)
 		snprintf(why, why_len, "capget: %s", strerror(-r));
 		return r;
 	}
-	uint64_t keep = cp_harden_keep(dataplane) & prm;
-	const char *note = "";
-	if (eff & (1ull << CAP_SETPCAP)) {
-		/* Root gets no capabilities from exec or setuid any more, and
-		 * nobody can undo it. Bits already set (by systemd's SecureBits=,
-		 * or a newer kernel's) are kept: a locked bit cannot change. */
-		int old = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
-		unsigned long bits = (old > 0 ? (unsigned long)old : 0) | SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
-				     SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
-				     SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
-		if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0) {
+	bool setpcap = (eff >> CAP_SETPCAP) & 1;
+	bool spawn = cfg->alert_command[0] != '\0';
+	int n_chown = 0;
+	if (ids.set && (n_chown = chown_state(cfg->audit_path, why, why_len)) < 0)
+		return n_chown;
+	/* 1. every thread: securebits, bounding set, ambient, no_new_privs;
+	 *    keep only what the uid change below needs. */
+	struct drop_plan p = { .keep = ids.set ? (1ull << CAP_SETUID) | (1ull << CAP_SETGID) : 0, .lock = true };
+	int n = all_threads(&p, why, why_len);
+	if (n < 0)
+		return n;
+	if (ids.set) {
+		/* 2. glibc runs these in every thread (its setxid broadcast). */
+		if (setgroups(1, &ids.gid) < 0 || setresgid(ids.gid, ids.gid, ids.gid) < 0 ||
+		    setresuid(ids.uid, ids.uid, ids.uid) < 0) {
 			r = -errno;
-			snprintf(why, why_len, "PR_SET_SECUREBITS: %s", strerror(-r));
+			snprintf(why, why_len, "cannot become %s (uid %u gid %u): %s", cfg->run_user, (unsigned)ids.uid,
+				 (unsigned)ids.gid, strerror(-r));
 			return r;
 		}
-		if ((r = bounding_reduce(keep)) < 0) {
-			snprintf(why, why_len, "PR_CAPBSET_DROP: %s", strerror(-r));
-			return r;
-		}
-	} else {
-		note = " (no CAP_SETPCAP: securebits and bounding set left as they were)";
+		/* 3. and now nothing at all (NO_SETUID_FIXUP kept them). */
+		p.keep = 0;
+		p.lock = false;
+		if ((n = all_threads(&p, why, why_len)) < 0)
+			return n;
 	}
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL) {
-		r = -errno;
-		snprintf(why, why_len, "PR_CAP_AMBIENT_CLEAR_ALL: %s", strerror(-r));
+	bool filter = cfg->seccomp != FG_SECCOMP_OFF;
+	enum fg_seccomp_mode mode = (enum fg_seccomp_mode)cfg->seccomp;
+#ifdef CP_HARDEN_DISCOVER
+	/* A build for finding the list (docs/hardening.md): every daemon any
+	 * test starts logs the calls outside it to the kernel log instead. */
+	if (mode == FG_SECCOMP_ON)
+		mode = FG_SECCOMP_LOG;
+#endif
+	if (filter && (r = cp_harden_seccomp(mode, spawn, why, why_len)) < 0)
 		return r;
-	}
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
-		r = -errno;
-		snprintf(why, why_len, "PR_SET_NO_NEW_PRIVS: %s", strerror(-r));
-		return r;
-	}
-	if ((r = caps_set(keep)) < 0) {
-		snprintf(why, why_len, "capset: %s", strerror(-r));
-		return r;
-	}
-	if ((r = caps_get(&eff, &prm)) < 0 || eff != keep || prm != keep) {
-		snprintf(why, why_len, "capabilities still %llx/%llx after capset, wanted %llx",
-			 (unsigned long long)eff, (unsigned long long)prm, (unsigned long long)keep);
-		return r < 0 ? r : -EPERM;
-	}
-	snprintf(why, why_len, "capabilities kept %#llx (%s), no_new_privs%s", (unsigned long long)keep,
-		 keep ? "net_admin net_raw ipc_lock" : "none", note);
+	int checked = verify_threads(setpcap, filter, why, why_len);
+	if (checked < 0)
+		return checked;
+	static const char *const mode_name[] = {[FG_SECCOMP_OFF] = "off", [FG_SECCOMP_ON] = "on (EPERM)",
+					   [FG_SECCOMP_KILL] = "kill", [FG_SECCOMP_LOG] = "log"};
+	char user[160];
+	if (ids.set)
+		snprintf(user, sizeof(user), "user %s uid %u gid %u (%d state files given)", cfg->run_user,
+			 (unsigned)ids.uid, (unsigned)ids.gid, n_chown);
+	else
+		snprintf(user, sizeof(user), "uid %u", (unsigned)getuid());
+	snprintf(why, why_len,
+		 "capabilities kept 0 (none) in %d threads, no_new_privs, %s, seccomp %s%s%s", checked, user,
+		 mode_name[mode < FG_ARRAY_LEN(mode_name) ? mode : 0], filter && spawn ? " with exec for the alert command" : "",
+		 setpcap ? "" : " (no CAP_SETPCAP: securebits and bounding set left as they were)");
 	cp_info("hardening: %s", why);
 	return 0;
+}
+
+/* ---- seccomp ------------------------------------------------------------------ */
+
+/* The system calls the running daemon makes (found by running every test
+ * suite that starts it with seccomp = log and reading the kernel's log, see
+ * docs/hardening.md), hottest first. SPAWN: only with [audit] alert_command
+ * (posix_spawn's child before exec, and the command itself, which inherits
+ * the filter). */
+enum { DAEMON = 0, SPAWN = 1 };
+struct sc {
+	long nr;
+	const char *name;
+	int when;
+};
+#define SC(n, w) { __NR_##n, #n, w }
+static const struct sc allow_list[] = {
+	/* the loop, the lcores, the lanes */
+	SC(io_uring_enter, DAEMON), SC(futex, DAEMON), SC(sendto, DAEMON), SC(recvfrom, DAEMON),
+	SC(sendmsg, DAEMON), SC(recvmsg, DAEMON), SC(sendmmsg, DAEMON), SC(recvmmsg, DAEMON),
+	SC(read, DAEMON), SC(write, DAEMON), SC(readv, DAEMON), SC(writev, DAEMON), SC(pread64, DAEMON),
+	SC(pwrite64, DAEMON), SC(clock_gettime, DAEMON), SC(clock_nanosleep, DAEMON), SC(nanosleep, DAEMON),
+	SC(gettimeofday, DAEMON), SC(sched_yield, DAEMON), SC(getpid, DAEMON), SC(gettid, DAEMON),
+	SC(poll, DAEMON), SC(ppoll, DAEMON), SC(epoll_wait, DAEMON), SC(epoll_pwait, DAEMON), SC(epoll_ctl, DAEMON),
+	SC(epoll_create1, DAEMON),
+	/* memory (malloc, OpenSSL, DPDK) */
+	SC(brk, DAEMON), SC(mmap, DAEMON), SC(munmap, DAEMON), SC(mremap, DAEMON), SC(madvise, DAEMON),
+	SC(mprotect, DAEMON),
+	/* files: audit log rotation, config reload, /proc reads for metrics */
+	SC(openat, DAEMON), SC(close, DAEMON), SC(fstat, DAEMON), SC(newfstatat, DAEMON), SC(statx, DAEMON),
+	SC(lseek, DAEMON), SC(fsync, DAEMON), SC(fdatasync, DAEMON), SC(rename, DAEMON), SC(renameat, DAEMON),
+	SC(renameat2, DAEMON), SC(unlink, DAEMON), SC(unlinkat, DAEMON), SC(rmdir, DAEMON), SC(getdents64, DAEMON),
+	SC(fcntl, DAEMON), SC(dup, DAEMON), SC(ftruncate, DAEMON), SC(fallocate, DAEMON), SC(access, DAEMON),
+	SC(faccessat, DAEMON), SC(faccessat2, DAEMON), SC(readlink, DAEMON), SC(readlinkat, DAEMON),
+	SC(getcwd, DAEMON),
+	/* sockets already bound; accepting and closing connections */
+	SC(accept, DAEMON), SC(accept4, DAEMON), SC(shutdown, DAEMON), SC(getsockopt, DAEMON),
+	SC(setsockopt, DAEMON), SC(getsockname, DAEMON), SC(getpeername, DAEMON), SC(ioctl, DAEMON),
+	/* signals, threads, exit */
+	SC(rt_sigaction, DAEMON), SC(rt_sigprocmask, DAEMON), SC(rt_sigreturn, DAEMON), SC(sigaltstack, DAEMON),
+	SC(tgkill, DAEMON), SC(clone, DAEMON), SC(clone3, DAEMON), SC(set_robust_list, DAEMON), SC(rseq, DAEMON),
+	SC(exit, DAEMON), SC(exit_group, DAEMON), SC(sched_getaffinity, DAEMON), SC(sched_setaffinity, DAEMON),
+	SC(prctl, DAEMON), SC(getrandom, DAEMON), SC(uname, DAEMON), SC(sysinfo, DAEMON), SC(getuid, DAEMON),
+	SC(geteuid, DAEMON), SC(getgid, DAEMON), SC(getegid, DAEMON), SC(getrlimit, DAEMON), SC(prlimit64, DAEMON),
+	SC(eventfd2, DAEMON), SC(timerfd_create, DAEMON), SC(timerfd_settime, DAEMON), SC(pipe2, DAEMON),
+	/* the alert runner: posix_spawn, reaping through a pidfd, timeouts */
+	SC(pidfd_open, DAEMON), SC(waitid, DAEMON), SC(wait4, DAEMON), SC(kill, DAEMON),
+	SC(vfork, SPAWN), SC(execve, SPAWN), SC(setpgid, SPAWN), SC(dup2, SPAWN), SC(dup3, SPAWN),
+	SC(getppid, SPAWN), SC(getpgrp, SPAWN), SC(chdir, SPAWN), SC(fchdir, SPAWN), SC(stat, SPAWN),
+	SC(lstat, SPAWN), SC(open, SPAWN), SC(pipe, SPAWN), SC(arch_prctl, SPAWN), SC(set_tid_address, SPAWN),
+	SC(fadvise64, SPAWN), SC(umask, SPAWN), SC(fchmod, SPAWN), SC(mkdir, SPAWN), SC(mkdirat, SPAWN),
+	SC(socket, SPAWN), SC(connect, SPAWN), SC(select, SPAWN), SC(pselect6, SPAWN), SC(getpgid, SPAWN),
+	SC(sendfile, SPAWN), SC(copy_file_range, SPAWN), SC(utimensat, SPAWN), SC(getresuid, SPAWN),
+	SC(getresgid, SPAWN), SC(getgroups, SPAWN), SC(statfs, SPAWN), SC(fstatfs, SPAWN), SC(times, SPAWN),
+	SC(getrusage, SPAWN), SC(alarm, SPAWN), SC(setitimer, SPAWN), SC(getitimer, SPAWN), SC(chmod, SPAWN),
+	SC(fchmodat, SPAWN), SC(truncate, SPAWN), SC(link, SPAWN), SC(linkat, SPAWN), SC(symlink, SPAWN),
+	SC(symlinkat, SPAWN), SC(flock, SPAWN),
+#ifdef __SANITIZE_ADDRESS__
+	/* ASan/UBSan test builds only: LeakSanitizer's exit-time check stops
+	 * every thread with ptrace from a clone of the process. */
+	SC(ptrace, DAEMON), SC(getppid, DAEMON),
+#endif
+};
+#undef SC
+
+bool cp_harden_syscall_allowed(long nr, bool spawn)
+{
+	for (size_t i = 0; i < FG_ARRAY_LEN(allow_list); i++)
+		if (allow_list[i].nr == nr && (spawn || allow_list[i].when == DAEMON))
+			return true;
+	return false;
+}
+
+#if defined(__x86_64__)
+#define FILTER_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define FILTER_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+int cp_harden_filter_build(enum fg_seccomp_mode mode, bool spawn, struct sock_filter *out, unsigned cap)
+{
+#ifndef FILTER_ARCH
+	(void)mode; (void)spawn; (void)out; (void)cap;
+	return -ENOSYS;
+#else
+	uint32_t deny;
+	switch (mode) {
+	case FG_SECCOMP_ON: deny = SECCOMP_RET_TRAP; break; /* on_sigsys: EPERM + count */
+	case FG_SECCOMP_KILL: deny = SECCOMP_RET_KILL_PROCESS; break;
+	case FG_SECCOMP_LOG: deny = SECCOMP_RET_LOG; break;
+	default: return -EINVAL;
+	}
+	unsigned n = 0;
+#define EMIT(...) do { if (n == cap) return -E2BIG; out[n++] = (struct sock_filter)__VA_ARGS__; } while (0)
+	/* another architecture's numbers mean other calls: never allowed */
+	EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
+	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, FILTER_ARCH, 1, 0));
+	EMIT(BPF_STMT(BPF_RET | BPF_K, mode == FG_SECCOMP_LOG ? SECCOMP_RET_LOG : SECCOMP_RET_KILL_PROCESS));
+	EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+#ifdef __x86_64__
+	/* the x32 ABI shares the architecture value: refuse its numbers */
+	EMIT(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1));
+	EMIT(BPF_STMT(BPF_RET | BPF_K, deny));
+#endif
+	/* one compare and one return per call: no jump is longer than 1, and
+	 * the kernel caches the (argument-free) verdict per number anyway */
+	for (size_t i = 0; i < FG_ARRAY_LEN(allow_list); i++) {
+		if (allow_list[i].when == SPAWN && !spawn)
+			continue;
+		EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)allow_list[i].nr, 0, 1));
+		EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+	}
+	EMIT(BPF_STMT(BPF_RET | BPF_K, deny));
+#undef EMIT
+	return (int)n;
+#endif
+}
+
+_Atomic uint64_t cp_harden_sys_refused;
+_Atomic long cp_harden_sys_last = -1;
+
+/* SECCOMP_RET_TRAP: the refused call returns -EPERM in the thread that made
+ * it, and is counted. Async-signal-safe: atomics only. */
+static void on_sigsys(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig;
+	ucontext_t *uc = ctx;
+	atomic_fetch_add(&cp_harden_sys_refused, 1);
+	atomic_store(&cp_harden_sys_last, (long)si->si_syscall);
+#if defined(__x86_64__)
+	uc->uc_mcontext.gregs[REG_RAX] = -EPERM;
+#elif defined(__aarch64__)
+	uc->uc_mcontext.regs[0] = (uint64_t)(int64_t)-EPERM;
+#else
+	(void)uc;
+#endif
+}
+
+int cp_harden_seccomp(enum fg_seccomp_mode mode, bool spawn, char *why, size_t why_len)
+{
+	static struct sock_filter insn[CP_HARDEN_FILTER_MAX];
+	int n = cp_harden_filter_build(mode, spawn, insn, CP_HARDEN_FILTER_MAX);
+	if (n < 0) {
+		snprintf(why, why_len, "seccomp filter: %s", n == -ENOSYS ? "none for this architecture (set [daemon] seccomp = off)"
+											: strerror(-n));
+		return n;
+	}
+	if (mode == FG_SECCOMP_ON) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_sigsys;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGSYS, &sa, NULL) < 0) {
+			int e = errno;
+			snprintf(why, why_len, "sigaction SIGSYS: %s", strerror(e));
+			return -e;
+		}
+	}
+	struct sock_fprog prog = { .len = (unsigned short)n, .filter = insn };
+	long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+	if (r != 0) {
+		/* r > 0: the id of a thread that could not be synchronised */
+		int e = r > 0 ? EAGAIN : errno;
+		snprintf(why, why_len, "seccomp: %s%s", strerror(e), r > 0 ? " (a thread has another filter)" : "");
+		return -e;
+	}
+	return 0;
+}
+
+static struct {
+	struct cp_timer t;
+	uint64_t seen;
+} watch;
+
+static void watch_tick(struct cp_loop *l, struct cp_timer *t)
+{
+	uint64_t n = atomic_load(&cp_harden_sys_refused);
+	if (n != watch.seen) {
+		cp_warn("seccomp: %llu system calls refused with EPERM (%llu in all), the last one number %ld: a call "
+			"the daemon needs is missing from the list in control/cp_harden.c (docs/hardening.md)",
+			(unsigned long long)(n - watch.seen), (unsigned long long)n, atomic_load(&cp_harden_sys_last));
+		watch.seen = n;
+	}
+	if (cp_timer_start(l, t, 1000ull * 1000 * 1000, watch_tick) < 0)
+		cp_warn("seccomp: cannot re-arm the refused-call watch");
+}
+
+int cp_harden_watch(struct cp_loop *l)
+{
+	watch.seen = atomic_load(&cp_harden_sys_refused);
+	return cp_timer_start(l, &watch.t, 1000ull * 1000 * 1000, watch_tick);
 }
 
 /* ---- io_uring restrictions ----------------------------------------------------- */

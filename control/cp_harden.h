@@ -1,29 +1,36 @@
 /* cp_harden.h - confining the running daemon (issue 8 item 6).
  *
- * Owns: three confinements and what they keep.
- *  1. Capabilities, once everything privileged is done (DPDK up, listeners
- *     bound): securebits locked (no root magic on exec or setuid), the
- *     bounding set reduced, ambient cleared, PR_SET_NO_NEW_PRIVS, and the
- *     permitted/effective/inheritable sets reduced to cp_harden_keep():
- *     nothing with --no-dataplane; CAP_NET_ADMIN, CAP_NET_RAW, CAP_IPC_LOCK
- *     while the dataplane runs (af_packet/af_xdp sockets and link state,
- *     locked hugepage memory). Capabilities are per thread in Linux: this
- *     confines the calling (loop) thread and every thread or child it creates
- *     afterwards; DPDK's threads, created in dp_init, keep theirs (the
- *     systemd unit's CapabilityBoundingSet is the process-wide limit).
- *  2. The io_uring rings: a ring created with IORING_SETUP_R_DISABLED is
+ * Owns: four confinements and what they keep.
+ *  1. Privileges, once everything privileged is done (DPDK up, listeners
+ *     bound): in EVERY thread of the process (the loop, DPDK's lcores, EAL's
+ *     interrupt/telemetry threads; capabilities, securebits, the bounding
+ *     set and no_new_privs are per thread in Linux, so each thread is made
+ *     to drop its own through a real-time signal, the way glibc's setxid
+ *     broadcast works): securebits locked, bounding set and ambient set
+ *     emptied, PR_SET_NO_NEW_PRIVS, permitted/effective/inheritable = 0.
+ *     With [daemon] user set: the state directory is given to that user and
+ *     setgroups/setresgid/setresuid (glibc applies them to every thread).
+ *     Every thread is then checked in /proc/self/task (fail closed).
+ *  2. A seccomp-BPF allow-list of the system calls the running daemon makes,
+ *     for every thread (SECCOMP_FILTER_FLAG_TSYNC), [daemon] seccomp: on =
+ *     anything else fails with EPERM, counted (cp_harden_sys_refused) and
+ *     logged by cp_harden_watch; kill = the process dies; log = allowed and
+ *     logged by the kernel; off = no filter. Process creation and execve are
+ *     on the list only when [audit] alert_command is set.
+ *  3. The io_uring rings: a ring created with IORING_SETUP_R_DISABLED is
  *     limited to a list of opcodes (and no SQE flags beyond sqe_flags, no
  *     register opcodes) and then enabled; anything else completes with
  *     -EACCES. cp_loop_init does it for the loop's ring with
  *     cp_harden_loop_ops (a new opcode in the loop must be added there).
- *  3. File descriptors passed over the operator socket (SCM_RIGHTS): the
+ *  4. File descriptors passed over the operator socket (SCM_RIGHTS): the
  *     operator's recv is a recvmsg with room for control messages; every fd
  *     received is closed, the request is refused (CP_HARDEN_FD_REASON) and
  *     counted.
  *
- * Who may call: the loop thread (cp_harden_apply once, from main.c, after
- * the "ready" preconditions; the rest from the loop's setup and the
- * operator socket). Docs: docs/hardening.md. */
+ * Who may call: the loop thread (cp_harden_prepare at start-up,
+ * cp_harden_apply once from main.c after the "ready" preconditions, the rest
+ * from the loop's setup and the operator socket); the SIGSYS handler runs in
+ * whichever thread made a refused call. Docs: docs/hardening.md. */
 #ifndef CP_HARDEN_H
 #define CP_HARDEN_H
 
@@ -34,8 +41,12 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <linux/filter.h>
+#include <stdatomic.h>
+
 #include "cp_loop.h"
 #include "fg/common.h"
+#include "fg/config.h"
 
 /* The stable reason an operator request carrying fds is refused with. */
 #define CP_HARDEN_FD_REASON "fd_passing_refused"
@@ -43,15 +54,40 @@
  * kernel closes the ones that did not fit; the request is refused too). */
 #define CP_HARDEN_RX_FDS 16
 
-/* Capability mask (bit n = capability n) kept after cp_harden_apply. */
-uint64_t cp_harden_keep(bool dataplane);
+/* Look up [daemon] user and group (getpwnam/getgrnam). Call before
+ * anything with side effects: an unknown name stops the daemon at once.
+ * 0, or -ENOENT / -errno with the reason in why. */
+FG_MUST_CHECK int cp_harden_prepare(const struct fg_config *cfg, char *why, size_t why_len);
 
-/* Drop everything but cp_harden_keep(dataplane) and set no_new_privs, for
- * the calling thread and what it creates later. Without CAP_SETPCAP (a
- * daemon started unprivileged) the securebits and the bounding set cannot be
- * changed: that step is skipped and said in why (returns 0); the rest always
- * works. Returns 0 or -errno with the reason in why. */
-FG_MUST_CHECK int cp_harden_apply(bool dataplane, char *why, size_t why_len);
+/* Confine the whole process for good (section 1 and 2 above), from the
+ * loop thread once start-up is done: uses cfg's [daemon] keys (looked up by
+ * cp_harden_prepare; without it, user/group are ignored) and [audit] path
+ * (the state directory) and alert_command (whether exec stays allowed).
+ * Without CAP_SETPCAP (a daemon started unprivileged) the securebits and the
+ * bounding set are left as they were (said in why); the rest always works.
+ * Returns 0 with a summary in why, or -errno with the reason (the daemon
+ * must then stop: some thread may be half confined). */
+FG_MUST_CHECK int cp_harden_apply(const struct fg_config *cfg, char *why, size_t why_len);
+
+/* Loop thread: a 1 s timer that logs a warning when system calls were
+ * refused by the filter since the last look. 0 or -EBUSY. */
+FG_MUST_CHECK int cp_harden_watch(struct cp_loop *l);
+
+/* The seccomp filter, exposed for tests. Up to CP_HARDEN_FILTER_MAX
+ * instructions; spawn adds process creation and execve (alert_command).
+ * Returns the instruction count, or -EINVAL (mode off) / -ENOSYS (no filter
+ * for this architecture) / -E2BIG. */
+#define CP_HARDEN_FILTER_MAX 1024
+FG_MUST_CHECK int cp_harden_filter_build(enum fg_seccomp_mode mode, bool spawn, struct sock_filter *out, unsigned cap);
+/* Whether system call nr (this architecture's number) is on the list. */
+bool cp_harden_syscall_allowed(long nr, bool spawn);
+/* Install the SIGSYS handler (mode on) and the filter for every thread of
+ * the process (TSYNC). Needs no_new_privs or CAP_SYS_ADMIN. 0 or -errno. */
+FG_MUST_CHECK int cp_harden_seccomp(enum fg_seccomp_mode mode, bool spawn, char *why, size_t why_len);
+/* Written by the SIGSYS handler (any thread): refused calls, and the last
+ * refused system call number. Read with atomic_load. */
+extern _Atomic uint64_t cp_harden_sys_refused;
+extern _Atomic long cp_harden_sys_last;
 
 /* Restrict a ring created with IORING_SETUP_R_DISABLED to ops[0..n) and the
  * SQE flags in sqe_flags, then enable it. 0 or -errno (-EBADFD: the ring was

@@ -220,6 +220,11 @@ int main(int argc, char **argv)
 	 * hugepages, the audit log created on first start): a daemon that
 	 * cannot serve TLS refuses before touching anything. */
 	char why[512] = "";
+	/* The run-as user of [daemon]: an unknown name stops here. */
+	if (cp_harden_prepare(&d.cfg, why, sizeof(why)) < 0) {
+		cp_err("%s", why);
+		return 1;
+	}
 	{
 		struct cp_tls probe;
 		if (cp_tls_init(&probe, &d.cfg, why, sizeof(why)) < 0) {
@@ -301,8 +306,14 @@ int main(int argc, char **argv)
 		goto out_metrics;
 	}
 #endif
-	if ((r = cp_harden_apply(d.dataplane, why, sizeof(why))) < 0) {
+	/* Every thread (the lcores too) drops its privileges; then the
+	 * seccomp filter. Nothing privileged may happen after this line. */
+	if ((r = cp_harden_apply(&d.cfg, why, sizeof(why))) < 0) {
 		cp_err("hardening: %s", why);
+		goto out_metrics;
+	}
+	if (d.cfg.seccomp == FG_SECCOMP_ON && (r = cp_harden_watch(&d.loop)) < 0) {
+		cp_err("hardening: seccomp watch: %s", strerror(-r));
 		goto out_metrics;
 	}
 	cp_info("ready: tls listening on port %u, mode %s, %u layers, hidden %u, slot deadline %llu ms", d.server.port,

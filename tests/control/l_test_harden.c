@@ -9,11 +9,28 @@
  * - cp_harden_recv + cp_harden_recv_check on a socketpair through the loop:
  *   plain data passes, SCM_RIGHTS is refused (-EBADMSG) with every fd closed
  *   (a pipe end we passed reads EOF once our copy is closed);
- * - cp_harden_apply in a forked child: CapEff/CapPrm/CapBnd and NoNewPrivs
- *   in /proc/self/status match cp_harden_keep (root only for the bounding
- *   set; otherwise that part is skipped). */
+ * - the [daemon] keys parse and refuse as documented; an unknown user or
+ *   group is refused by cp_harden_prepare;
+ * - the seccomp list has what the daemon needs and none of ptrace, mount,
+ *   bpf, module loading, namespaces, setuid...; exec only with an alert
+ *   command; a call off the list gets EPERM (on) or kills the process (kill);
+ *   a shell command still runs under the filter when exec is allowed, and
+ *   cannot be started when it is not;
+ * - cp_harden_apply in a forked child with two more threads (one polling in
+ *   user space like a lcore, one blocked in read like EAL's interrupt
+ *   thread): every thread in /proc/self/task ends with CapEff = CapPrm =
+ *   CapInh = CapAmb = 0, CapBnd = 0 (root), NoNewPrivs 1, Seccomp 2; a call
+ *   off the list from the polling thread gets EPERM and is counted; the
+ *   blocked read still completes; with user = nobody (root only) every
+ *   thread has uid/gid 65534, the state directory is nobody's and a rotation
+ *   (rename + create) works, and uid 0 cannot come back. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -192,9 +209,13 @@ static void test_recv_refuses_fds(void **state)
 	cp_loop_fini(&l);
 }
 
-static uint64_t status_hex(const char *key)
+/* The value of key in /proc/self/task/<tid>/status (hex for Cap*, decimal
+ * otherwise; Uid/Gid: the first of the four), or UINT64_MAX. */
+static uint64_t task_status(const char *tid, const char *key)
 {
-	FILE *f = fopen("/proc/self/status", "r");
+	char path[300];
+	snprintf(path, sizeof(path), "/proc/self/task/%s/status", tid);
+	FILE *f = fopen(path, "r");
 	if (!f)
 		return UINT64_MAX;
 	char line[256];
@@ -202,63 +223,355 @@ static uint64_t status_hex(const char *key)
 	size_t kl = strlen(key);
 	while (fgets(line, sizeof(line), f))
 		if (!strncmp(line, key, kl) && line[kl] == ':')
-			v = strtoull(line + kl + 1, NULL, 16);
+			v = strtoull(line + kl + 1, NULL, strncmp(key, "Cap", 3) ? 10 : 16);
 	fclose(f);
 	return v;
 }
 
-/* In a child: apply, then check; the exit code says which check failed. */
-static int child_apply(bool dataplane, bool preset)
+static uint64_t status_hex(const char *key)
 {
-	uint64_t prm0 = status_hex("CapPrm");
+	return task_status("self", key) == UINT64_MAX ? UINT64_MAX : task_status("self", key);
+}
+
+/* Threads like DPDK's: one polls in user space (an lcore), one sits in a
+ * blocking read (EAL's interrupt thread). Each, once told, makes a call the
+ * filter refuses and records what it got. */
+static struct {
+	atomic_int go;
+	atomic_int stop;
+	int pipe[2];
+	long spin_res, spin_errno;
+	char got;
+} th;
+
+static void *spinner(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&th.go))
+		; /* poll, no system call */
+	errno = 0;
+	th.spin_res = syscall(SYS_personality, 0xffffffffUL); /* a query; not on the list */
+	th.spin_errno = errno;
+	while (!atomic_load(&th.stop))
+		;
+	return NULL;
+}
+
+static void *reader(void *arg)
+{
+	(void)arg;
+	char c = 0;
+	/* interrupted by the hardening signal and restarted (SA_RESTART) */
+	if (read(th.pipe[0], &c, 1) == 1)
+		th.got = c;
+	return NULL;
+}
+
+/* Every thread (not io_uring workers) shows the state the daemon wants:
+ * returns how many threads, or -(line) of the first failed check. */
+static int all_tasks_confined(bool bounding, bool seccomp, uint64_t uid)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return -1;
+	struct dirent *e;
+	int n = 0, bad = 0;
+	while (!bad && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (task_status(e->d_name, "CapEff") != 0 || task_status(e->d_name, "CapPrm") != 0 ||
+		    task_status(e->d_name, "CapInh") != 0 || task_status(e->d_name, "CapAmb") != 0)
+			bad = -__LINE__;
+		else if (bounding && task_status(e->d_name, "CapBnd") != 0)
+			bad = -__LINE__;
+		else if (task_status(e->d_name, "NoNewPrivs") != 1)
+			bad = -__LINE__;
+		else if (seccomp && task_status(e->d_name, "Seccomp") != 2)
+			bad = -__LINE__;
+		else if (task_status(e->d_name, "Uid") != uid || task_status(e->d_name, "Gid") != (uid ? 65534 : 0))
+			bad = -__LINE__;
+		n++;
+	}
+	closedir(d);
+	return bad ? bad : n;
+}
+
+/* In a child: three threads, apply, check every thread; the exit code says
+ * which check failed. user: run as nobody with a state directory. */
+static int child_apply(enum fg_seccomp_mode mode, bool user)
+{
+	bool root = geteuid() == 0;
 	bool setpcap = (status_hex("CapEff") >> CAP_SETPCAP) & 1;
-	/* as systemd's SecureBits=keep-caps-locked would leave them */
-	if (preset && setpcap && prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS | SECBIT_KEEP_CAPS_LOCKED, 0, 0, 0) < 0)
-		return 9;
-	uint64_t bnd0 = status_hex("CapBnd");
-	char why[256];
-	if (cp_harden_apply(dataplane, why, sizeof(why)) != 0)
+	struct fg_config *cfg = calloc(1, sizeof(*cfg));
+	if (!cfg)
+		return 2;
+	fg_config_default(cfg);
+	cfg->seccomp = (uint8_t)mode;
+	char dir[] = "/tmp/l-harden-state-XXXXXX";
+	if (user) {
+		if (!mkdtemp(dir))
+			return 3;
+		snprintf(cfg->audit_path, sizeof(cfg->audit_path), "%s/audit.log", dir);
+		int fd = open(cfg->audit_path, O_CREAT | O_WRONLY | O_CLOEXEC, 0640);
+		if (fd < 0)
+			return 4;
+		close(fd);
+		snprintf(cfg->run_user, sizeof(cfg->run_user), "nobody");
+		snprintf(cfg->run_group, sizeof(cfg->run_group), "nogroup");
+	}
+	char why[512];
+	if (cp_harden_prepare(cfg, why, sizeof(why)) != 0)
+		return 5;
+	memset(&th, 0, sizeof(th));
+	if (pipe2(th.pipe, O_CLOEXEC) < 0)
+		return 6;
+	pthread_t a, b;
+	if (pthread_create(&a, NULL, spinner, NULL) || pthread_create(&b, NULL, reader, NULL))
+		return 7;
+	uint64_t refused0 = atomic_load(&cp_harden_sys_refused);
+	if (cp_harden_apply(cfg, why, sizeof(why)) != 0) {
+		fprintf(stderr, "cp_harden_apply: %s\n", why);
 		return 10;
-	uint64_t keep = cp_harden_keep(dataplane) & prm0;
-	if (status_hex("CapEff") != keep || status_hex("CapPrm") != keep || status_hex("CapInh") != 0 ||
-	    status_hex("CapAmb") != 0)
+	}
+	if (!strstr(why, "in 3 threads"))
 		return 11;
-	if (status_hex("NoNewPrivs") != 1)
+	int r = all_tasks_confined(setpcap, mode != FG_SECCOMP_OFF, user ? 65534 : getuid());
+	if (r < 0) {
+		fprintf(stderr, "thread check failed at l_test_harden.c:%d\n", -r);
 		return 12;
-	if (setpcap ? status_hex("CapBnd") != (cp_harden_keep(dataplane) & bnd0) : status_hex("CapBnd") != bnd0)
+	}
+	/* the blocked reader was interrupted and restarted: it still reads */
+	if (write(th.pipe[1], "x", 1) != 1 || pthread_join(b, NULL) != 0 || th.got != 'x')
 		return 13;
-	int sb = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
-	if (setpcap && (sb < 0 || !(sb & SECBIT_NOROOT_LOCKED) || !(sb & SECBIT_NO_SETUID_FIXUP_LOCKED) ||
-			(preset && !(sb & SECBIT_KEEP_CAPS))))
-		return 15;
-	/* nothing can be regained */
+	atomic_store(&th.go, 1);
+	/* nothing can be regained, in any mode */
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
-	struct __user_cap_data_struct d[2];
-	memset(d, 0, sizeof(d));
-	d[0].effective = d[0].permitted = 1u << CAP_SYS_ADMIN;
-	if (syscall(SYS_capset, &h, d) == 0)
+	struct __user_cap_data_struct cd[2];
+	memset(cd, 0, sizeof(cd));
+	cd[0].effective = cd[0].permitted = 1u << CAP_SYS_ADMIN;
+	if (syscall(SYS_capset, &h, cd) == 0)
 		return 14;
+	errno = 0;
+	long pers = syscall(SYS_personality, 0xffffffffUL);
+	int pers_errno = errno;
+	atomic_store(&th.stop, 1);
+	if (pthread_join(a, NULL) != 0)
+		return 15;
+	uint64_t refused = atomic_load(&cp_harden_sys_refused) - refused0;
+	if (mode == FG_SECCOMP_ON) {
+		/* refused with EPERM in the main thread and in the polling one,
+		 * counted; capset is not on the list either */
+		if (pers != -1 || pers_errno != EPERM || th.spin_res != -1 || th.spin_errno != EPERM)
+			return 16;
+		if (refused != 3 || atomic_load(&cp_harden_sys_last) != SYS_personality)
+			return 17;
+		/* what the daemon uses still works */
+		if (getpid() <= 0 || write(th.pipe[1], "y", 1) != 1)
+			return 18;
+	} else {
+		if (pers < 0 || th.spin_res < 0 || refused != 0)
+			return 19;
+	}
+	if (user) {
+		struct stat st;
+		if (stat(dir, &st) != 0 || st.st_uid != 65534 || stat(cfg->audit_path, &st) != 0 || st.st_uid != 65534)
+			return 20;
+		/* rotation: a new file in the state directory, as nobody */
+		char rot[300];
+		snprintf(rot, sizeof(rot), "%s.1", cfg->audit_path);
+		if (rename(cfg->audit_path, rot) != 0)
+			return 21;
+		int fd = open(cfg->audit_path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0640);
+		if (fd < 0)
+			return 22;
+		close(fd);
+		if (setresuid(0, 0, 0) == 0)
+			return 23;
+	}
+	(void)root;
 	return 0;
 }
 
-static void test_apply_in_child(void **state)
+static int run_child(enum fg_seccomp_mode mode, bool user, int *sig)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(child_apply(mode, user));
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	*sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_apply_every_thread(void **state)
 {
 	(void)state;
-	assert_int_equal(cp_harden_keep(false), 0);
-	assert_int_equal(cp_harden_keep(true),
-			 (1ull << CAP_NET_ADMIN) | (1ull << CAP_NET_RAW) | (1ull << CAP_IPC_LOCK));
-	for (int dp = 0; dp < 3; dp++) {
+	int sig;
+	assert_int_equal(run_child(FG_SECCOMP_OFF, false, &sig), 0);
+	assert_int_equal(run_child(FG_SECCOMP_ON, false, &sig), 0);
+	assert_int_equal(run_child(FG_SECCOMP_LOG, false, &sig), 0);
+	if (geteuid() != 0) {
+		print_message("not root: running as [daemon] user not checked; bounding set checked unchanged only\n");
+		return;
+	}
+	assert_int_equal(run_child(FG_SECCOMP_ON, true, &sig), 0);
+	/* and the tree it made is gone with the test: nobody owns it now */
+	assert_int_equal(system("rm -rf /tmp/l-harden-state-*"), 0);
+}
+
+/* In a child: only the filter, then a call off the list. */
+static int child_filter(enum fg_seccomp_mode mode, bool spawn)
+{
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return 2;
+	char why[256];
+	if (cp_harden_seccomp(mode, spawn, why, sizeof(why)) != 0)
+		return 3;
+	errno = 0;
+	long r = syscall(SYS_mount, "none", "/nonexistent", "tmpfs", 0, NULL);
+	return r == -1 && errno == EPERM && atomic_load(&cp_harden_sys_refused) == 1 ? 0 : 4;
+}
+
+static void test_filter_actions(void **state)
+{
+	(void)state;
+	for (int m = 0; m < 2; m++) {
 		pid_t pid = fork();
 		assert_true(pid >= 0);
 		if (pid == 0)
-			_exit(child_apply(dp == 1, dp == 2));
+			_exit(child_filter(m ? FG_SECCOMP_KILL : FG_SECCOMP_ON, false));
+		int st;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		if (m == 0) { /* on: EPERM, the process goes on */
+			assert_true(WIFEXITED(st));
+			assert_int_equal(WEXITSTATUS(st), 0);
+		} else { /* kill: the process dies of SIGSYS at that call */
+			assert_true(WIFSIGNALED(st));
+			assert_int_equal(WTERMSIG(st), SIGSYS);
+		}
+	}
+}
+
+/* In a child with the filter: can the alert runner's posix_spawn run a
+ * shell command? Returns the command's exit status, 100 + signal, or 99. */
+static int child_spawn(bool spawn, const char *flag)
+{
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return 2;
+	char why[256];
+	if (cp_harden_seccomp(FG_SECCOMP_ON, spawn, why, sizeof(why)) != 0)
+		return 3;
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "env | grep ^FG_ | sort > %s.tmp && mv %s.tmp %s; exit 7", flag, flag, flag);
+	char *argv[] = { "sh", "-c", cmd, NULL };
+	char *envp[] = { "FG_EVENT=divergence", "PATH=/usr/bin:/bin", NULL };
+	pid_t pid;
+	int rc = posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, envp);
+	if (rc != 0)
+		return 99;
+	int st;
+	if (waitpid(pid, &st, 0) != pid)
+		return 98;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
+}
+
+static void test_filter_spawn(void **state)
+{
+	(void)state;
+	char flag[] = "/tmp/l-harden-spawn-XXXXXX";
+	int fd = mkstemp(flag);
+	assert_true(fd >= 0);
+	close(fd);
+	for (int spawn = 1; spawn >= 0; spawn--) {
+		unlink(flag);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			_exit(child_spawn(spawn, flag));
 		int st;
 		assert_int_equal(waitpid(pid, &st, 0), pid);
 		assert_true(WIFEXITED(st));
-		assert_int_equal(WEXITSTATUS(st), 0);
+		struct stat sb;
+		if (spawn) { /* alert_command set: the command runs, under the filter */
+			assert_int_equal(WEXITSTATUS(st), 7);
+			assert_int_equal(stat(flag, &sb), 0);
+		} else { /* no alert command: nothing can be executed */
+			assert_int_not_equal(WEXITSTATUS(st), 7);
+			assert_int_not_equal(stat(flag, &sb), 0);
+		}
 	}
-	if (geteuid() != 0)
-		print_message("not root: the bounding set part was checked unchanged only\n");
+	unlink(flag);
+}
+
+static void test_filter_list(void **state)
+{
+	(void)state;
+	struct sock_filter insn[CP_HARDEN_FILTER_MAX];
+	assert_int_equal(cp_harden_filter_build(FG_SECCOMP_OFF, false, insn, CP_HARDEN_FILTER_MAX), -EINVAL);
+	int n = cp_harden_filter_build(FG_SECCOMP_ON, false, insn, CP_HARDEN_FILTER_MAX);
+	int ns = cp_harden_filter_build(FG_SECCOMP_ON, true, insn, CP_HARDEN_FILTER_MAX);
+	assert_true(n > 20 && ns > n);
+	assert_int_equal(cp_harden_filter_build(FG_SECCOMP_ON, true, insn, (unsigned)ns - 1), -E2BIG);
+	/* what the running daemon needs */
+	static const long need[] = { SYS_io_uring_enter, SYS_futex, SYS_sendto, SYS_recvfrom, SYS_openat, SYS_rename,
+				     SYS_fdatasync, SYS_mmap, SYS_munmap, SYS_madvise, SYS_clock_gettime, SYS_exit_group,
+				     SYS_rt_sigreturn };
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		assert_true(cp_harden_syscall_allowed(need[i], false));
+	/* what nobody inside the daemon may do, alert command or not */
+	static const long never[] = {
+#ifndef __SANITIZE_ADDRESS__ /* LeakSanitizer needs ptrace at exit: allowed in ASan builds */
+		SYS_ptrace,
+#endif
+		SYS_mount, SYS_umount2, SYS_pivot_root, SYS_chroot, SYS_bpf,
+				      SYS_perf_event_open, SYS_kexec_load, SYS_init_module, SYS_finit_module,
+				      SYS_delete_module, SYS_setns, SYS_unshare, SYS_keyctl, SYS_add_key,
+				      SYS_process_vm_readv, SYS_process_vm_writev, SYS_userfaultfd, SYS_io_uring_setup,
+				      SYS_io_uring_register, SYS_capset, SYS_setuid, SYS_setresuid, SYS_setgid,
+				      SYS_open_by_handle_at, SYS_reboot, SYS_swapon, SYS_personality, SYS_seccomp,
+				      SYS_memfd_create, SYS_execveat };
+	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
+		assert_false(cp_harden_syscall_allowed(never[i], false));
+		assert_false(cp_harden_syscall_allowed(never[i], true));
+	}
+	/* exec only for the alert command */
+	assert_false(cp_harden_syscall_allowed(SYS_execve, false));
+	assert_true(cp_harden_syscall_allowed(SYS_execve, true));
+}
+
+static void test_config_keys(void **state)
+{
+	(void)state;
+	struct fg_config c;
+	struct fg_config_error err;
+	assert_int_equal(fg_config_parse(&c, "", "t", &err), 0);
+	assert_int_equal(c.seccomp, FG_SECCOMP_ON);
+	assert_string_equal(c.run_user, "");
+	assert_int_equal(fg_config_parse(&c, "[daemon]\nseccomp = kill\nuser = fanogate\ngroup = fanogate\n", "t", &err), 0);
+	assert_int_equal(c.seccomp, FG_SECCOMP_KILL);
+	assert_string_equal(c.run_user, "fanogate");
+	assert_int_equal(fg_config_parse(&c, "[daemon]\nseccomp = off\n", "t", &err), 0);
+	assert_int_equal(c.seccomp, FG_SECCOMP_OFF);
+	assert_int_equal(fg_config_parse(&c, "[daemon]\nseccomp = log\n", "t", &err), 0);
+	assert_int_equal(c.seccomp, FG_SECCOMP_LOG);
+	assert_int_equal(fg_config_parse(&c, "[daemon]\nseccomp = maybe\n", "t", &err), -EINVAL);
+	assert_int_equal(err.line, 2);
+	assert_non_null(strstr(err.reason, "not a mode"));
+	assert_int_equal(fg_config_parse(&c, "[daemon]\ngroup = adm\n", "t", &err), -EINVAL);
+	assert_non_null(strstr(err.reason, "group needs user"));
+	assert_int_equal(fg_config_parse(&c, "[daemon]\nuser = ro ot\n", "t", &err), -EINVAL);
+	assert_non_null(strstr(err.reason, "not a user name"));
+	assert_int_equal(fg_config_parse(&c, "[daemon]\nuser = -x\n", "t", &err), -EINVAL);
+	/* names are looked up by the daemon */
+	char why[256];
+	assert_int_equal(fg_config_parse(&c, "[daemon]\nuser = fanogate-no-such-user\n", "t", &err), 0);
+	assert_int_equal(cp_harden_prepare(&c, why, sizeof(why)), -ENOENT);
+	assert_non_null(strstr(why, "no such user"));
+	assert_int_equal(fg_config_parse(&c, "[daemon]\nuser = root\ngroup = fanogate-no-such-group\n", "t", &err), 0);
+	assert_int_equal(cp_harden_prepare(&c, why, sizeof(why)), -ENOENT);
+	assert_int_equal(fg_config_parse(&c, "", "t", &err), 0);
+	assert_int_equal(cp_harden_prepare(&c, why, sizeof(why)), 0);
 }
 
 int main(void)
@@ -267,7 +580,11 @@ int main(void)
 		cmocka_unit_test(test_ring_restricted),
 		cmocka_unit_test(test_loop_ring),
 		cmocka_unit_test(test_recv_refuses_fds),
-		cmocka_unit_test(test_apply_in_child),
+		cmocka_unit_test(test_config_keys),
+		cmocka_unit_test(test_filter_list),
+		cmocka_unit_test(test_filter_actions),
+		cmocka_unit_test(test_filter_spawn),
+		cmocka_unit_test(test_apply_every_thread),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
