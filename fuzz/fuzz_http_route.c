@@ -2,7 +2,7 @@
  * router (control/cp_http.c, D1) on top of the request parser
  * (control/proto/cp_http_parse.c), driven without sockets or TLS: the
  * connection API it calls (cp_conn_put/flush/close/unblock/deadline/lists,
- * cp_engine_submit/lookup, cp_tls_token_ok, cp_points_attach,
+ * cp_engine_submit/lookup/count_malformed, cp_tls_token_ok, cp_points_attach,
  * cp_ws_start/on_data, logging, the clock) is stubbed here, mirroring cp_conn.c's semantics where they
  * matter (cp_conn_unblock re-runs pipelined input, the wait list).
  *
@@ -273,6 +273,12 @@ int cp_engine_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t coo
 	default:
 		return -EMSGSIZE;
 	}
+}
+/* A POST body that is not whole frames (cp_engine.c counts it): the reason
+ * is fg_batch_decode's, negative or not, never 0. */
+void cp_engine_count_malformed(struct cp_engine *e, int reason)
+{
+	FUZZ_CHECK(e == &eng && reason != 0 && (reason < 0 ? -reason : reason) < FG_R__COUNT);
 }
 enum fg_slot_state cp_engine_lookup(const struct cp_engine *e, uint16_t layer, uint32_t token_seq,
 				    const uint8_t **frame, size_t *len)
