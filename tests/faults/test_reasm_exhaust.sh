@@ -1,0 +1,159 @@
+#!/bin/bash
+# test_reasm_exhaust.sh FANOGATE FANOCTL - issue 8, overload: reassembly
+# contexts exhausted, end to end. The daemon fanogate with its DPDK
+# dataplane on af_packet over a veth pair, [udp] reasm_contexts = 64,
+# reasm_timeout_ms = 500; two sources in a network namespace:
+#
+#   [namespace fgrx-n$$]                                  [root namespace]
+#   X.3 flood: one datagram per fragment group,            fanogate
+#       64 source ports, groups never complete  --veth-->  (af_packet on fgrx$$a,
+#   X.2 good station: whole 3-fragment contributions,       X.1:4242; TLS and the
+#       resends, its own consumer (:7000)                   operator socket local)
+#
+# The driver (test_reasm_exhaust.py, run in the namespace) checks, through
+# the EAL telemetry socket (/fanogate/counters), /proc and fanoctl stats:
+#  - a quiet table of 64 takes exactly 64 groups of a 256-group burst; the
+#    other 192 and a good frame sent while full are refused, counted in
+#    drop_reasm_overflow (exactly 192 + 3), the refused frame is not ACKed;
+#  - after reasm_timeout_ms all 64 time out (reasm_timeout += 64) and a new
+#    burst gets all 64 again (the contexts came back);
+#  - under a sustained flood (FG_REASM_PPS, default 10000/s for
+#    FG_REASM_SECONDS, default 4 s) the good station's 40 slots all resolve
+#    bit-exact (during the flood or through resends after it), refusals are
+#    at least the flood minus what 64 contexts could hold; the share of its
+#    attempts that got through during the flood is reported (fairness);
+#  - afterwards all 64 contexts are free again (no leak); the packet and
+#    fragment identities close, every datagram sent was counted, no frame
+#    buffer ran out, fanoctl stats shows the same refusals, RSS growth under
+#    the flood stays under 32 MiB.
+# One "RESULT {json}" line with the figures; appended to $FG_FAULTS_RESULTS
+# when set. Everything it creates is named fgrx* and removed on exit (trap).
+# Exit 77 with a reason when not root, no namespaces/veth, openssl or the
+# binaries missing, or the dataplane cannot run its af_packet port here.
+set -u
+GATE=${1:?usage: test_reasm_exhaust.sh FANOGATE FANOCTL}
+FANOCTL=${2:?fanoctl}
+PY=/usr/bin/python3
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+CONTEXTS=64
+TIMEOUT_MS=500
+
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (namespace, veth, AF_PACKET)"; exit 77; }
+command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
+command -v openssl >/dev/null || { echo "SKIP: openssl missing (daemon certificate)"; exit 77; }
+[ -x "$PY" ] || { echo "SKIP: /usr/bin/python3 missing"; exit 77; }
+for b in "$GATE" "$FANOCTL"; do [ -x "$b" ] || { echo "SKIP: '$b' not built"; exit 77; }; done
+
+ID=$$
+NS=fgrx-n$ID
+VA=fgrx${ID}a # dataplane side (root namespace)
+VB=fgrx${ID}b # sources (in $NS)
+NET=10.89.$((ID % 250)).
+TMP=$(mktemp -d /tmp/fgrx-XXXXXX)
+GPID=""
+
+alive() { [ -r /proc/$1/stat ] && ! grep -q '^[0-9]* (.*) Z' /proc/$1/stat 2>/dev/null; }
+stop_pid() { # pid: TERM, wait up to 5 s, then KILL; returns its exit status
+	[ -n "$1" ] || return 0
+	kill -TERM "$1" 2>/dev/null
+	for _ in $(seq 50); do alive "$1" || break; sleep 0.1; done
+	alive "$1" && kill -KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+cleanup() {
+	stop_pid "$GPID"
+	ip netns del "$NS" 2>/dev/null
+	ip link del "$VA" 2>/dev/null
+	[ -n "${FG_KEEP_TMP:-}" ] && echo "kept $TMP" || rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ip netns add "$NS" 2>/dev/null || { echo "SKIP: cannot create a network namespace"; exit 77; }
+ip link add "$VA" type veth peer name "$VB" 2>/dev/null || { echo "SKIP: cannot create a veth pair"; exit 77; }
+ip link set "$VB" netns "$NS"
+ip link set "$VA" up
+sysctl -qw net.ipv6.conf.$VA.disable_ipv6=1 2>/dev/null
+ip netns exec "$NS" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null
+ip -n "$NS" link set lo up
+ip -n "$NS" addr add ${NET}2/24 dev "$VB"
+ip -n "$NS" addr add ${NET}3/24 dev "$VB"
+ip -n "$NS" link set "$VB" up
+command -v ethtool >/dev/null && ip netns exec "$NS" ethtool -K "$VB" tx off >/dev/null 2>&1
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=fanogate.test \
+	-keyout "$TMP/key.pem" -out "$TMP/cert.pem" 2>/dev/null || { echo "FAIL: openssl req"; exit 1; }
+TLSPORT=$((20000 + ID % 20000))
+# deadline_ms: the good station's slots must outlive the flood (they resolve
+# through resends once it ends); the flood's own slots are never completed
+cat > "$TMP/fanogate.ini" <<EOC
+[model]
+hidden = 768
+layers = 8
+[rules]
+default = 1,3,5
+[slots]
+capacity = 4096
+deadline_ms = 30000
+[udp]
+port = 4242
+mtu = 1472
+ack_interval_ms = 20
+reasm_contexts = $CONTEXTS
+reasm_timeout_ms = $TIMEOUT_MS
+allow = ${NET}0/24
+[consumers]
+default = ${NET}2:7000
+[dataplane]
+lcores = 1
+profile = $ROOT/drivers-config/af_packet.ini
+[tls]
+listen = 127.0.0.1:$TLSPORT
+cert = $TMP/cert.pem
+key = $TMP/key.pem
+[audit]
+path = $TMP/audit.log
+[operator]
+socket = $TMP/op.sock
+[metrics]
+listen = off
+EOC
+
+export FG_IFACE=$VA FG_DP_IP4=${NET}1 FG_DP_IP6= FG_IDLE_SLEEP_US=50 FG_HUGEPAGES=off
+"$GATE" --config "$TMP/fanogate.ini" > "$TMP/gate.out" 2> "$TMP/gate.log" &
+GPID=$!
+TEL=/var/run/dpdk/fgdp$GPID/dpdk_telemetry.v2
+for _ in $(seq 200); do
+	kill -0 $GPID 2>/dev/null || break
+	[ -S "$TMP/op.sock" ] && [ -S "$TEL" ] && "$FANOCTL" --socket "$TMP/op.sock" status >/dev/null 2>&1 && break
+	sleep 0.1
+done
+if ! "$FANOCTL" --socket "$TMP/op.sock" status >/dev/null 2>&1; then
+	tail -20 "$TMP/gate.log"
+	stop_pid "$GPID"; GPID=""
+	if grep -qiE "cannot|EAL|No such device|permission" "$TMP/gate.log"; then
+		echo "SKIP: fanogate cannot run its af_packet dataplane here (log above)"; exit 77
+	fi
+	echo "FAIL: fanogate did not start"; exit 1
+fi
+[ -S "$TEL" ] || { tail -20 "$TMP/gate.log"; echo "FAIL: no EAL telemetry socket at $TEL"; exit 1; }
+
+ip netns exec "$NS" $PY "$HERE/test_reasm_exhaust.py" --good-src ${NET}2 --flood-src ${NET}3 --dst ${NET}1 \
+	--contexts $CONTEXTS --timeout-ms $TIMEOUT_MS --pps "${FG_REASM_PPS:-10000}" --seconds "${FG_REASM_SECONDS:-4}" \
+	--telemetry "$TEL" --gate-pid $GPID --fanoctl "$FANOCTL" --op-sock "$TMP/op.sock" > "$TMP/drv.log" 2>&1
+RC=$?
+cat "$TMP/drv.log"
+alive "$GPID" || { echo "FAIL: fanogate died during the run"; RC=1; }
+stop_pid "$GPID"; GRC=$?; GPID=""
+if [ "$GRC" != 0 ]; then echo "FAIL: fanogate exit $GRC"; RC=1; fi
+if [ -n "${FG_FAULTS_RESULTS:-}" ]; then
+	grep '^RESULT ' "$TMP/drv.log" | sed 's/^RESULT //' >> "$FG_FAULTS_RESULTS"
+fi
+if [ $RC != 0 ]; then
+	echo "---- fanogate log"; grep -v "^TELEMETRY" "$TMP/gate.log" | tail -30
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+echo "1 passed, 0 failed"
+exit 0
