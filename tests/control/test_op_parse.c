@@ -304,16 +304,14 @@ static void test_check_order(void **state)
 static void test_deep_nesting(void **state)
 {
 	(void)state;
-	size_t n = CP_OP_REQ_MAX - 1;
-	char *s = malloc(n);
-	assert_non_null(s);
+	static char s[CP_OP_REQ_MAX - 1];
+	size_t n = sizeof(s);
 	static const char head[] = "{\"cmd\":\"status\",\"x\":";
 	memcpy(s, head, sizeof(head) - 1);
 	memset(s + sizeof(head) - 1, '[', n - (sizeof(head) - 1));
 	assert_string_equal(verdict(s, n), "bad_request");
 	memset(s, '{', n);
 	assert_string_equal(verdict(s, n), "bad_request");
-	free(s);
 }
 
 /* ---- 3. limits -------------------------------------------------------------- */
@@ -322,8 +320,7 @@ static void test_size_limit(void **state)
 {
 	(void)state;
 	static const char head[] = "{\"cmd\":\"line\",\"line\":2,\"op\":\"disable\",\"why\":\"";
-	char *s = malloc(CP_OP_REQ_MAX + 1);
-	assert_non_null(s);
+	static char s[CP_OP_REQ_MAX + 1];
 	/* CP_OP_REQ_MAX bytes with the '\n' last: accepted; the why is cut */
 	memcpy(s, head, sizeof(head) - 1);
 	memset(s + sizeof(head) - 1, 'w', CP_OP_REQ_MAX - (sizeof(head) - 1));
@@ -350,7 +347,6 @@ static void test_size_limit(void **state)
 	assert_int_equal(cp_op_frame(p, CP_OP_REQ_MAX + 1), -CP_OP_R_REQUEST_TOO_LARGE);
 	/* the parser refuses a line the framer could never have passed */
 	assert_int_equal(cp_op_parse(p, CP_OP_REQ_MAX, &lim, &r), -CP_OP_R_REQUEST_TOO_LARGE);
-	free(s);
 }
 
 static void test_range_limits(void **state)
