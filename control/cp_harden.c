@@ -705,6 +705,15 @@ static void watch_tick(struct cp_loop *l, struct cp_timer *t)
 		cp_warn("seccomp: cannot re-arm the refused-call watch");
 }
 
+void cp_harden_report(void)
+{
+	uint64_t n = atomic_load(&cp_harden_sys_refused);
+	if (n)
+		cp_warn("seccomp: %llu system calls refused with EPERM in this run, %llu after the last look, the last one "
+			"number %ld", (unsigned long long)n, (unsigned long long)(n - watch.seen),
+			atomic_load(&cp_harden_sys_last));
+}
+
 int cp_harden_watch(struct cp_loop *l)
 {
 	watch.seen = atomic_load(&cp_harden_sys_refused);

@@ -73,6 +73,11 @@ FG_MUST_CHECK int cp_harden_apply(const struct fg_config *cfg, char *why, size_t
  * refused by the filter since the last look. 0 or -EBUSY. */
 FG_MUST_CHECK int cp_harden_watch(struct cp_loop *l);
 
+/* At exit (after the loop and the dataplane stopped): log how many system
+ * calls the filter refused in this run, if any (the watch no longer runs
+ * then; the dataplane's teardown is the usual source). Main thread. */
+void cp_harden_report(void);
+
 /* The seccomp filter, exposed for tests. Up to CP_HARDEN_FILTER_MAX
  * instructions; spawn adds process creation and execve (alert_command).
  * Returns the instruction count, or -EINVAL (mode off) / -ENOSYS (no filter

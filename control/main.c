@@ -346,5 +346,6 @@ out_dp:
 #endif
 	if (d.sigfd >= 0)
 		close(d.sigfd);
+	cp_harden_report();
 	return r < 0 ? 1 : 0;
 }

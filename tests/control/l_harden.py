@@ -30,6 +30,7 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -149,10 +150,23 @@ def no_refusals(d, what):
     check(d.proc.poll() is None, f"{what}: daemon still running")
 
 
+def stop_clean(d, what):
+    """SIGTERM under the filter: exit 0, and no call refused during the
+    shutdown either (cp_harden_report logs them at exit)."""
+    d.proc.send_signal(signal.SIGTERM)
+    d.proc.wait(timeout=15)
+    check(d.proc.returncode == 0, f"{what}: clean stop under the filter (exit {d.proc.returncode})")
+    check("system calls refused" not in d.log(), f"{what}: no system call refused, shutdown included")
+
+
 def part_dataplane():
     with Daemon(dp_profile="ring", expect_start=False, deadline_ms=2000) as d:
         if d.proc.poll() is not None:
-            print("note: dataplane part skipped (the EAL could not start here):\n" + d.log()[-400:])
+            # only the EAL may be missing here; a refusal by the hardening is a failure
+            check("hardening:" not in d.log() and "dataplane: init failed" in d.log(),
+                  "the daemon with the dataplane exited before ready only because the EAL could not start:\n"
+                  + d.log()[-600:])
+            print("note: dataplane part skipped (the EAL could not start here)")
             return
         names = check_threads(d.proc.pid, "dataplane", min_threads=2)
         check(any(n.startswith("lcore") or n.startswith("rte") or n.startswith("eal") for n in names),
@@ -166,6 +180,7 @@ def part_dataplane():
               "the log says every thread dropped")
         no_refusals(d, "dataplane")
         check_threads(d.proc.pid, "dataplane, after traffic", min_threads=2)
+        stop_clean(d, "dataplane")
 
 
 def part_user(fanoctl):
@@ -209,6 +224,7 @@ def part_user(fanoctl):
                 p = subprocess.run([fanoctl, "audit", "verify", *[f"{d.dir}/{f}" for f in files],
                                     f"{d.dir}/audit.log"], capture_output=True, text=True, timeout=30)
                 check(p.returncode == 0, "the rotated audit log verifies: " + (p.stdout + p.stderr).strip()[-160:])
+            stop_clean(d, "user")
     finally:
         shutil.rmtree(adir, ignore_errors=True)
         if created:
@@ -282,6 +298,7 @@ def main():
             check(p.returncode == 0, "the audit log verifies: " + (p.stdout + p.stderr).strip()[-120:])
         no_refusals(d, "local")
         check_threads(pid, "local, at the end")
+        stop_clean(d, "local")
     shutil.rmtree(adir, ignore_errors=True)
     part_dataplane()
     part_user(fanoctl)
