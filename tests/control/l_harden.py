@@ -23,7 +23,9 @@ Owner: helper L (issue 8 item 6: helper B). Needs root (exit 77 otherwise).
    after, unless it existed): every thread has that uid/gid and no
    capabilities, the state directory and audit files are the user's, the
    audit log rotates (rotate_bytes = 1K) as that user, the alert command runs
-   as that user, the operator socket answers root, and the stop is clean.
+   as that user, the operator socket answers root, and the stop is clean;
+   and with the dataplane (ring profile) every thread, lcores included,
+   has that uid/gid.
 FANOGATE = the daemon binary (d1_harness)."""
 import array
 import json
@@ -225,6 +227,15 @@ def part_user(fanoctl):
                                     f"{d.dir}/audit.log"], capture_output=True, text=True, timeout=30)
                 check(p.returncode == 0, "the rotated audit log verifies: " + (p.stdout + p.stderr).strip()[-160:])
             stop_clean(d, "user")
+        # the same with the dataplane: glibc's setresuid reaches the lcores too
+        with Daemon(dp_profile="ring", expect_start=False, deadline_ms=2000,
+                    extra=f"[daemon]\nuser = {TEST_USER}\n") as d:
+            if d.proc.poll() is None:
+                check_threads(d.proc.pid, "user with the dataplane", uid=pw.pw_uid, gid=pw.pw_gid, min_threads=2)
+                stop_clean(d, "user with the dataplane")
+            else:
+                check("hardening:" not in d.log(), "user with the dataplane: not stopped by the hardening:\n"
+                      + d.log()[-600:])
     finally:
         shutil.rmtree(adir, ignore_errors=True)
         if created:
