@@ -447,22 +447,35 @@ def main():
         note('P1: the burst took %.0f ms (timeout %d ms): again' % (span * 1000, a.timeout_ms))
         time.sleep(T + 0.3)
     F = len(fragments(good.contribs[probe]['frame'], 0, C))
-    exp = dict(frags=K + F, drop_reasm_overflow=K - a.contexts + F, frag_taken=a.contexts)
     got = dict(frags=delta(c1, c0, 'frags'), drop_reasm_overflow=delta(c1, c0, 'drop_reasm_overflow'),
                frag_taken=delta(c1, c0, 'frag_taken'))
     res['p1_burst_ms'] = round(span * 1000, 1)
     res['p1'] = got
-    if got != exp:
+    good.pump(0.1)
+    # the good frame is refused (one table per lcore, first come first served:
+    # the design today) or, with per-source fairness, admitted in place of the
+    # flood's oldest group; either way every datagram is counted exactly once
+    refused = dict(frags=K + F, drop_reasm_overflow=K - a.contexts + F, frag_taken=a.contexts)
+    admitted = dict(frags=K + F, drop_reasm_overflow=K - a.contexts, frag_taken=a.contexts + F)
+    acked = good.contribs[probe]['acked']
+    if got == refused:
+        res['p1_good_frame'] = 'refused'
+        if acked:
+            fail('P1: the good frame refused with drop_reasm_overflow was ACKed')
+    elif got == admitted:
+        res['p1_good_frame'] = 'admitted'
+        if not acked:
+            fail('P1: the good frame was taken whole but not ACKed')
+    else:
         fail('P1 burst of %d flood groups + one good frame of %d fragments on a quiet table of %d: %s, '
-             'expected %s' % (K, F, a.contexts, got, exp))
-    good.pump(0.05)
-    if good.contribs[probe]['acked']:
-        fail('P1: the good frame refused with drop_reasm_overflow was ACKed')
+             'expected %s (good frame refused) or %s (admitted)' % (K, F, a.contexts, got, refused, admitted))
     # the contexts come back after reasm_timeout_ms
     time.sleep(T + 0.3)
     c2 = dm.counters()
     res['p1_timeouts'] = delta(c2, c1, 'reasm_timeout')
-    if res['p1_timeouts'] != a.contexts:
+    # (a flood group that gave way to the good frame may or may not count as a timeout)
+    lo = a.contexts - (1 if res.get('p1_good_frame') == 'admitted' else 0)
+    if not lo <= res['p1_timeouts'] <= a.contexts:
         fail('P1: %d reassembly timeouts after %d ms, expected the %d flood groups' %
              (res['p1_timeouts'], a.timeout_ms, a.contexts))
     flood.burst(K)
