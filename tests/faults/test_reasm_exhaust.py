@@ -23,14 +23,18 @@ Phases (the table has C = --contexts contexts, T = --timeout-ms):
   P0  warm-up: the good peer resolves a few slots with no flood.
   P1  quiet table, one burst of K = 4C flood groups, then one good frame:
       exactly C flood groups get a context, K - C + 3 datagrams are refused
-      (drop_reasm_overflow), the good frame among them; after T all C
-      contexts time out (reasm_timeout += C); a second burst gets exactly C
-      contexts again (they all came back).
+      (drop_reasm_overflow), the good frame among them and not ACKed (or,
+      with per-source fairness, K - C refused and the good frame admitted in
+      place of the flood's oldest group, and ACKed); after T the C contexts
+      time out (reasm_timeout += C); a second burst gets exactly C contexts
+      again (they all came back).
   P2  sustained flood (--pps for --seconds) while the good peer sends
       --slots slots: every slot resolves bit-exact (during the flood or
       after it, through resends); refusals are bounded below by what the
       table could have taken; the share of the good peer's attempts that got
-      through while the flood ran is measured (the fairness figure).
+      through while the flood ran is measured (the fairness figure). A table
+      that admitted the good frame in P1 (per-source fairness) must let every
+      good frame through during the flood.
   P3  after the flood, T later: a burst of K gets exactly C contexts (no
       context leaked), and they all time out again.
   End: the per-packet identities close (docs/dataplane.md, Counters), every
@@ -497,7 +501,6 @@ def main():
         good.add_slot(*k)
         keys.add(k)
     ck = [k for k in good.contribs if (k[0], k[1]) in keys]
-    flood_n0 = flood.n
     fpid, fpipe = flood.sustained(a.pps, a.seconds)
     t_flood0 = time.monotonic()
     time.sleep(0.1)  # the table is full before the good peer starts
@@ -561,6 +564,11 @@ def main():
         seed_latency_p50_s=round(lat[len(lat) // 2], 3) if lat else None,
         slots_expired=delta(c6, c4, 'slots_expired'))
     res['rss_kb_max_during_flood'] = rss_max
+    # a table that admitted the good frame in P1 claims per-source fairness:
+    # then one flooding source must not keep the good station's frames out
+    if res.get('p1_good_frame') == 'admitted' and (during != len(keys) or acked_during < len(ck)):
+        fail('P2: per-source fairness (the good frame was admitted in P1), yet during the flood only %d of %d '
+             'slots resolved and %d of %d frames were ACKed' % (during, len(keys), acked_during, len(ck)))
 
     # ---- P3: after the flood, every context is back ----
     time.sleep(T + 0.3)

@@ -14,7 +14,10 @@
 # the EAL telemetry socket (/fanogate/counters), /proc and fanoctl stats:
 #  - a quiet table of 64 takes exactly 64 groups of a 256-group burst; the
 #    other 192 and a good frame sent while full are refused, counted in
-#    drop_reasm_overflow (exactly 192 + 3), the refused frame is not ACKed;
+#    drop_reasm_overflow (exactly 192 + 3), the refused frame is not ACKed
+#    (or, with per-source fairness, the good frame is admitted in place of
+#    the flood's oldest group: exactly 192 refused, the frame ACKed, and then
+#    every good frame must get through during the sustained flood too);
 #  - after reasm_timeout_ms all 64 time out (reasm_timeout += 64) and a new
 #    burst gets all 64 again (the contexts came back);
 #  - under a sustained flood (FG_REASM_PPS, default 10000/s for
