@@ -18,6 +18,7 @@
 #include "cp_http_parse.h"
 #include "cp_log.h"
 #include "cp_reload.h"
+#include "cp_small_srv.h"
 #include "fg/fano.h"
 
 #ifdef FG_HAVE_AUDIT
@@ -35,12 +36,11 @@
 #define CP_M_HOUSE_NS (500ull * 1000 * 1000)
 
 struct cp_mconn {
+	struct cp_small_conn sc; /* list, deadline, dead (cp_small_srv) */
 	struct cp_metrics *m;
-	struct cp_mconn *next;
 	int fd;
 	struct cp_op recv_op, send_op;
-	bool recv_armed, send_armed, dead;
-	uint64_t deadline_ns;
+	bool recv_armed, send_armed;
 	char *out;
 	size_t out_len, out_off, len;
 	uint8_t buf[CP_M_REQ_MAX];
@@ -491,18 +491,12 @@ static void mc_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t 
 
 static void mc_close(struct cp_mconn *c)
 {
-	c->dead = true;
+	c->sc.dead = true;
 	if (c->recv_armed || c->send_armed) {
 		shutdown(c->fd, SHUT_RDWR);
 		return;
 	}
-	struct cp_metrics *m = c->m;
-	for (struct cp_mconn **pp = &m->conns; *pp; pp = &(*pp)->next)
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
-	m->n_conns--;
+	cp_small_srv_unlink(&c->m->ls, &c->sc);
 	close(c->fd);
 	free(c->out);
 	free(c);
@@ -513,7 +507,7 @@ static void mc_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t 
 	(void)flags;
 	struct cp_mconn *c = cp_container_of(op, struct cp_mconn, send_op);
 	c->send_armed = false;
-	if (!c->dead && res > 0 && c->out_off + (size_t)res < c->out_len) {
+	if (!c->sc.dead && res > 0 && c->out_off + (size_t)res < c->out_len) {
 		c->out_off += (size_t)res;
 		if (cp_loop_send(l, &c->send_op, c->fd, c->out + c->out_off, c->out_len - c->out_off) == 0) {
 			c->send_armed = true;
@@ -583,7 +577,7 @@ static void mc_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t 
 	(void)l; (void)flags;
 	struct cp_mconn *c = cp_container_of(op, struct cp_mconn, recv_op);
 	c->recv_armed = false;
-	if (c->dead || res <= 0) {
+	if (c->sc.dead || res <= 0) {
 		mc_close(c);
 		return;
 	}
@@ -607,47 +601,35 @@ static void mc_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t 
 	mc_request(c, &req);
 }
 
-static void m_accept_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
+/* cp_small_srv: a connection arrived. */
+static void m_on_accept(struct cp_small_srv *s, int fd)
 {
-	struct cp_metrics *m = cp_container_of(op, struct cp_metrics, accept_op);
-	if (!(flags & IORING_CQE_F_MORE))
-		m->accept_armed = false;
-	if (res >= 0) {
-		struct cp_mconn *c = m->stopping || m->n_conns >= CP_M_CONNS_MAX ? NULL : calloc(1, sizeof(*c));
-		if (!c) {
-			close(res);
-		} else {
-			c->m = m;
-			c->fd = res;
-			c->deadline_ns = cp_now_ns() + CP_M_TIMEOUT_NS;
-			c->next = m->conns;
-			m->conns = c;
-			m->n_conns++;
-			mc_arm_recv(c);
-		}
-	} else if (res == -EINVAL && l->multishot_accept_ok) {
-		l->multishot_accept_ok = false;
-	} else if (res != -ECANCELED) {
-		cp_warn("metrics: accept failed: %s", strerror(-res));
+	struct cp_metrics *m = cp_container_of(s, struct cp_metrics, ls);
+	struct cp_mconn *c = s->stopping || s->n_conns >= CP_M_CONNS_MAX ? NULL : calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return;
 	}
-	if (!m->accept_armed && !m->stopping && m->fd >= 0 && cp_loop_accept(l, &m->accept_op, m->fd) == 0)
-		m->accept_armed = true;
+	c->m = m;
+	c->fd = fd;
+	cp_small_srv_link(s, &c->sc, CP_M_TIMEOUT_NS);
+	mc_arm_recv(c);
 }
 
-static void m_house(struct cp_loop *l, struct cp_timer *t)
+/* cp_small_srv: past the deadline, or stopping: close. */
+static void m_on_close(struct cp_small_srv *s, struct cp_small_conn *sc)
 {
-	struct cp_metrics *m = cp_container_of(t, struct cp_metrics, house);
-	uint64_t now = cp_now_ns();
-	for (struct cp_mconn *c = m->conns, *n; c; c = n) {
-		n = c->next;
-		if (!c->dead && now >= c->deadline_ns)
-			mc_close(c);
-	}
-	if (!m->accept_armed && !m->stopping && m->fd >= 0 && cp_loop_accept(l, &m->accept_op, m->fd) == 0)
-		m->accept_armed = true;
-	if (!m->stopping && cp_timer_start(l, &m->house, CP_M_HOUSE_NS, m_house) < 0)
-		cp_err("metrics: cannot re-arm its timer");
+	(void)s;
+	mc_close(cp_container_of(sc, struct cp_mconn, sc));
 }
+
+static const struct cp_small_srv_ops m_srv_ops = {
+	.name = "metrics",
+	.house_ns = CP_M_HOUSE_NS,
+	.on_accept = m_on_accept,
+	.on_deadline = m_on_close,
+	.on_stop = m_on_close,
+};
 
 int cp_metrics_start(struct cp_metrics *m, struct cp_loop *l, const struct fg_config *cfg, struct cp_engine *e,
 		     struct cp_server *srv, const struct fg_boundary *b, char *why, size_t why_len)
@@ -658,7 +640,7 @@ int cp_metrics_start(struct cp_metrics *m, struct cp_loop *l, const struct fg_co
 	m->engine = e;
 	m->srv = srv;
 	m->b = b;
-	m->fd = -1;
+	cp_small_srv_init(&m->ls, l, &m_srv_ops);
 	const struct fg_addr *a = &cfg->metrics_listen;
 	if (!a->set) {
 		cp_info("metrics endpoint off");
@@ -695,16 +677,12 @@ int cp_metrics_start(struct cp_metrics *m, struct cp_loop *l, const struct fg_co
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
 		m->port = ntohs(a->family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 						      : ((struct sockaddr_in *)&ss)->sin_port);
-	m->fd = fd;
-	m->accept_op.fn = m_accept_done;
 	int r;
-	if ((r = cp_loop_accept(l, &m->accept_op, fd)) < 0 || (r = cp_timer_start(l, &m->house, CP_M_HOUSE_NS, m_house)) < 0) {
+	if ((r = cp_small_srv_start(&m->ls, fd)) < 0) {
 		snprintf(why, why_len, "[metrics] io_uring: %s", strerror(-r));
 		close(fd);
-		m->fd = -1;
 		return r;
 	}
-	m->accept_armed = true;
 	cp_info("metrics on port %u (GET /metrics)", m->port);
 	return 0;
 }
@@ -712,15 +690,5 @@ int cp_metrics_start(struct cp_metrics *m, struct cp_loop *l, const struct fg_co
 void cp_metrics_stop(struct cp_metrics *m)
 {
 	m->stopping = true;
-	if (m->fd >= 0) {
-		if (m->accept_armed && cp_loop_cancel(m->loop, &cp_op_ignore, &m->accept_op) < 0)
-			cp_err("metrics: cannot cancel accept");
-		close(m->fd);
-		m->fd = -1;
-	}
-	for (struct cp_mconn *c = m->conns, *n; c; c = n) {
-		n = c->next;
-		if (!c->dead)
-			mc_close(c);
-	}
+	cp_small_srv_stop(&m->ls); /* closes the socket, then every connection */
 }

@@ -18,10 +18,9 @@
 #include "cp_engine.h"
 #include "cp_loop.h"
 #include "cp_server.h"
+#include "cp_small_srv.h"
 #include "fg/boundary.h"
 #include "fg/config.h"
-
-struct cp_mconn;
 
 struct cp_metrics {
 	struct cp_loop *loop;
@@ -29,13 +28,9 @@ struct cp_metrics {
 	struct cp_engine *engine;
 	struct cp_server *srv;
 	const struct fg_boundary *b;
-	int fd;
+	struct cp_small_srv ls; /* the listening socket, its connections, housekeeping */
+	bool stopping;          /* cp_metrics_stop was called (main.c reads it) */
 	uint16_t port;
-	struct cp_op accept_op;
-	bool accept_armed, stopping;
-	struct cp_timer house;
-	struct cp_mconn *conns;
-	unsigned n_conns;
 	uint64_t scrapes;
 };
 

@@ -30,14 +30,14 @@
 #define CP_OP_HOUSE_NS (200ull * 1000 * 1000)
 
 struct cp_opconn {
+	struct cp_small_conn sc; /* list, deadline, dead (cp_small_srv) */
 	struct cp_opsrv *o;
-	struct cp_opconn *next;
 	int fd;
 	struct cp_op recv_op, send_op;
-	bool recv_armed, send_armed, dead, waiting;
+	bool recv_armed, send_armed, waiting;
 	uint32_t uid;
 	int32_t pid;
-	uint64_t deadline_ns, wait_seq;
+	uint64_t wait_seq;
 	json_t *pending; /* reply held until wait_seq is durable */
 	char *out;
 	size_t out_len, out_off;
@@ -56,13 +56,7 @@ static void opc_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t
 
 static void opc_free(struct cp_opconn *c)
 {
-	struct cp_opsrv *o = c->o;
-	for (struct cp_opconn **pp = &o->conns; *pp; pp = &(*pp)->next)
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
-	o->n_conns--;
+	cp_small_srv_unlink(&c->o->ls, &c->sc);
 	if (c->fd >= 0)
 		close(c->fd);
 	json_decref(c->pending);
@@ -72,7 +66,7 @@ static void opc_free(struct cp_opconn *c)
 
 static void opc_close(struct cp_opconn *c)
 {
-	c->dead = true;
+	c->sc.dead = true;
 	if (c->recv_armed || c->send_armed) {
 		shutdown(c->fd, SHUT_RDWR); /* the op in flight completes; it frees */
 		return;
@@ -365,9 +359,10 @@ static void opc_execute(struct cp_opconn *c)
 static void op_durable(void *arg, uint64_t seq)
 {
 	struct cp_opsrv *o = arg;
-	for (struct cp_opconn *c = o->conns, *n; c; c = n) {
-		n = c->next;
-		if (c->waiting && !c->dead && seq >= c->wait_seq) {
+	for (struct cp_small_conn *sc = o->ls.conns, *n; sc; sc = n) {
+		n = sc->next; /* opc_reply may free c */
+		struct cp_opconn *c = cp_container_of(sc, struct cp_opconn, sc);
+		if (c->waiting && !c->sc.dead && seq >= c->wait_seq) {
 			c->waiting = false;
 			json_t *rep = c->pending;
 			c->pending = NULL;
@@ -392,11 +387,11 @@ static void opc_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t
 	(void)l; (void)flags;
 	struct cp_opconn *c = cp_container_of(op, struct cp_opconn, recv_op);
 	c->recv_armed = false;
-	if ((res = cp_harden_recv_check(&c->rx, res)) == -EBADMSG && !c->dead) {
+	if ((res = cp_harden_recv_check(&c->rx, res)) == -EBADMSG && !c->sc.dead) {
 		opc_reply(c, err_reply(CP_HARDEN_FD_REASON));
 		return;
 	}
-	if (c->dead || res <= 0) {
+	if (c->sc.dead || res <= 0) {
 		opc_close(c);
 		return;
 	}
@@ -419,7 +414,7 @@ static void opc_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t
 	(void)flags;
 	struct cp_opconn *c = cp_container_of(op, struct cp_opconn, send_op);
 	c->send_armed = false;
-	if (!c->dead && res > 0 && c->out_off + (size_t)res < c->out_len) {
+	if (!c->sc.dead && res > 0 && c->out_off + (size_t)res < c->out_len) {
 		c->out_off += (size_t)res;
 		if (cp_loop_send(l, &c->send_op, c->fd, c->out + c->out_off, c->out_len - c->out_off) == 0) {
 			c->send_armed = true;
@@ -451,74 +446,67 @@ static bool peer_allowed(const struct cp_opsrv *o, const struct ucred *cr)
 	return false;
 }
 
-static void op_accept_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
+/* cp_small_srv: a connection arrived. */
+static void op_on_accept(struct cp_small_srv *s, int fd)
 {
-	struct cp_opsrv *o = cp_container_of(op, struct cp_opsrv, accept_op);
-	if (!(flags & IORING_CQE_F_MORE))
-		o->accept_armed = false;
-	if (res >= 0) {
-		struct ucred cr;
-		socklen_t cl = sizeof(cr);
-		if (o->stopping || o->n_conns >= CP_OP_CONNS_MAX ||
-		    getsockopt(res, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
-			o->refused++;
-			close(res);
-		} else if (!peer_allowed(o, &cr)) {
-			o->refused++;
-			cp_warn("operator: uid %u pid %d refused (not root, not uid %u, not in the operator group)",
-				(unsigned)cr.uid, (int)cr.pid, (unsigned)geteuid());
-			static const char msg[] = "{\"ok\":false,\"error\":\"permission_denied\"}\n";
-			ssize_t w = send(res, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-			(void)w;
-			close(res);
+	struct cp_opsrv *o = cp_container_of(s, struct cp_opsrv, ls);
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	if (s->stopping || s->n_conns >= CP_OP_CONNS_MAX || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
+		o->refused++;
+		close(fd);
+	} else if (!peer_allowed(o, &cr)) {
+		o->refused++;
+		cp_warn("operator: uid %u pid %d refused (not root, not uid %u, not in the operator group)",
+			(unsigned)cr.uid, (int)cr.pid, (unsigned)geteuid());
+		static const char msg[] = "{\"ok\":false,\"error\":\"permission_denied\"}\n";
+		ssize_t w = send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void)w;
+		close(fd);
+	} else {
+		struct cp_opconn *c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
 		} else {
-			struct cp_opconn *c = calloc(1, sizeof(*c));
-			if (!c) {
-				close(res);
-			} else {
-				c->o = o;
-				c->fd = res;
-				c->uid = cr.uid;
-				c->pid = cr.pid;
-				c->deadline_ns = cp_now_ns() + CP_OP_TIMEOUT_NS;
-				c->next = o->conns;
-				o->conns = c;
-				o->n_conns++;
-				opc_arm_recv(c);
-			}
+			c->o = o;
+			c->fd = fd;
+			c->uid = cr.uid;
+			c->pid = cr.pid;
+			cp_small_srv_link(s, &c->sc, CP_OP_TIMEOUT_NS);
+			opc_arm_recv(c);
 		}
-	} else if (res == -EINVAL && l->multishot_accept_ok) {
-		l->multishot_accept_ok = false;
-	} else if (res != -ECANCELED) {
-		cp_warn("operator: accept failed: %s", strerror(-res));
 	}
-	if (!o->accept_armed && !o->stopping && o->fd >= 0 && cp_loop_accept(l, &o->accept_op, o->fd) == 0)
-		o->accept_armed = true;
 }
 
-static void op_house(struct cp_loop *l, struct cp_timer *t)
+/* cp_small_srv: a connection's 10 s are up. */
+static void op_on_deadline(struct cp_small_srv *s, struct cp_small_conn *sc)
 {
-	struct cp_opsrv *o = cp_container_of(t, struct cp_opsrv, house);
-	uint64_t now = cp_now_ns();
-	for (struct cp_opconn *c = o->conns, *n; c; c = n) {
-		n = c->next;
-		if (!c->dead && now >= c->deadline_ns) {
-			if (c->waiting) {
-				/* the audit did not make the record durable in time */
-				c->waiting = false;
-				json_decref(c->pending);
-				c->pending = NULL;
-				opc_reply(c, err_reply("audit_timeout"));
-			} else {
-				opc_close(c);
-			}
-		}
+	(void)s;
+	struct cp_opconn *c = cp_container_of(sc, struct cp_opconn, sc);
+	if (c->waiting) {
+		/* the audit did not make the record durable in time */
+		c->waiting = false;
+		json_decref(c->pending);
+		c->pending = NULL;
+		opc_reply(c, err_reply("audit_timeout"));
+	} else {
+		opc_close(c);
 	}
-	if (!o->accept_armed && !o->stopping && o->fd >= 0 && cp_loop_accept(l, &o->accept_op, o->fd) == 0)
-		o->accept_armed = true;
-	if (!o->stopping && cp_timer_start(l, &o->house, CP_OP_HOUSE_NS, op_house) < 0)
-		cp_err("operator: cannot re-arm its timer");
 }
+
+static void op_on_stop(struct cp_small_srv *s, struct cp_small_conn *sc)
+{
+	(void)s;
+	opc_close(cp_container_of(sc, struct cp_opconn, sc));
+}
+
+static const struct cp_small_srv_ops op_srv_ops = {
+	.name = "operator",
+	.house_ns = CP_OP_HOUSE_NS,
+	.on_accept = op_on_accept,
+	.on_deadline = op_on_deadline,
+	.on_stop = op_on_stop,
+};
 
 static int mkdir_parent(const char *path, char *why, size_t why_len)
 {
@@ -545,7 +533,7 @@ int cp_op_start(struct cp_opsrv *o, struct cp_loop *l, const struct fg_config *c
 	o->engine = e;
 	o->srv = srv;
 	o->b = b;
-	o->fd = -1;
+	cp_small_srv_init(&o->ls, l, &op_srv_ops);
 	o->started_ns = cp_now_ns();
 	const char *path = cfg->op_socket;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -595,15 +583,11 @@ int cp_op_start(struct cp_opsrv *o, struct cp_loop *l, const struct fg_config *c
 		close(fd);
 		return r;
 	}
-	o->fd = fd;
-	o->accept_op.fn = op_accept_done;
-	if ((r = cp_loop_accept(l, &o->accept_op, fd)) < 0 || (r = cp_timer_start(l, &o->house, CP_OP_HOUSE_NS, op_house)) < 0) {
+	if ((r = cp_small_srv_start(&o->ls, fd)) < 0) {
 		snprintf(why, why_len, "[operator] io_uring: %s", strerror(-r));
 		close(fd);
-		o->fd = -1;
 		return r;
 	}
-	o->accept_armed = true;
 	g_op = o;
 	cp_hooks_on_durable(op_durable, o);
 	cp_info("operator socket %s (mode %s)", path, o->have_group ? "0660" : "0600");
@@ -613,18 +597,10 @@ int cp_op_start(struct cp_opsrv *o, struct cp_loop *l, const struct fg_config *c
 void cp_op_stop(struct cp_opsrv *o)
 {
 	o->stopping = true;
-	if (o->fd >= 0) {
-		if (o->accept_armed && cp_loop_cancel(o->loop, &cp_op_ignore, &o->accept_op) < 0)
-			cp_err("operator: cannot cancel accept");
-		close(o->fd);
-		o->fd = -1;
+	bool listening = o->ls.fd >= 0;
+	cp_small_srv_stop(&o->ls); /* closes the socket, then every connection */
+	if (listening)
 		unlink(o->cfg->op_socket);
-	}
-	for (struct cp_opconn *c = o->conns, *n; c; c = n) {
-		n = c->next;
-		if (!c->dead)
-			opc_close(c);
-	}
 	cp_hooks_on_durable(NULL, NULL);
 	g_op = NULL;
 }

@@ -23,13 +23,13 @@
 #include "cp_loop.h"
 #include "cp_op_parse.h"
 #include "cp_server.h"
+#include "cp_small_srv.h"
 #include "fg/boundary.h"
 #include "fg/config.h"
 
 #define CP_OP_CONNS_MAX 16u
 /* CP_OP_REQ_MAX (bytes of a request with its '\n') is the parser's. */
 
-struct cp_opconn;
 
 struct cp_opsrv {
 	struct cp_loop *loop;
@@ -37,14 +37,10 @@ struct cp_opsrv {
 	struct cp_engine *engine;
 	struct cp_server *srv;
 	const struct fg_boundary *b; /* NULL in local mode */
-	int fd;
-	struct cp_op accept_op;
-	bool accept_armed, stopping;
+	struct cp_small_srv ls;      /* the listening socket, its connections, housekeeping */
+	bool stopping;               /* cp_op_stop was called (main.c reads it) */
 	bool have_group;
 	gid_t group;
-	struct cp_timer house;
-	struct cp_opconn *conns;
-	unsigned n_conns;
 	uint64_t started_ns;
 	uint64_t served, refused;
 };

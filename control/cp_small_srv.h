@@ -1,0 +1,76 @@
+/* cp_small_srv.h - the listener under the control plane's small
+ * one-request-per-connection servers: the operator socket (cp_op.c) and the
+ * metrics endpoint (cp_metrics.c).
+ *
+ * Owns: the listening fd once started (closed by cp_small_srv_stop), the
+ * io_uring accept on it (multishot when the kernel allows it, re-armed
+ * when it ends; -EINVAL turns multishot off for the loop), a housekeeping
+ * timer every ops->house_ns that re-arms a lost accept and hands each live
+ * connection past its deadline to ops->on_deadline, and the list of the
+ * service's connections (struct cp_small_conn embedded in each).
+ * Not here: what a connection reads, writes or refuses; the service does
+ * that in its callbacks and frees its connections itself (after
+ * cp_small_srv_unlink).
+ *
+ * Who may call: the loop thread only; every callback runs on it. */
+#ifndef CP_SMALL_SRV_H
+#define CP_SMALL_SRV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cp_loop.h"
+#include "fg/common.h"
+
+/* Embedded in each connection of a service. */
+struct cp_small_conn {
+	struct cp_small_conn *next;
+	uint64_t deadline_ns; /* on_deadline once cp_now_ns() reaches it */
+	bool dead;            /* closing: no deadline, no stop callback any more */
+};
+
+struct cp_small_srv;
+
+struct cp_small_srv_ops {
+	const char *name;  /* log prefix: "operator", "metrics" */
+	uint64_t house_ns; /* housekeeping period */
+	/* fd >= 0 was accepted: take it (cp_small_srv_link) or close it. Runs
+	 * also while stopping (check s->stopping). */
+	void (*on_accept)(struct cp_small_srv *s, int fd);
+	/* A connection that is not dead reached its deadline. */
+	void (*on_deadline)(struct cp_small_srv *s, struct cp_small_conn *c);
+	/* cp_small_srv_stop: close a connection that is not dead. */
+	void (*on_stop)(struct cp_small_srv *s, struct cp_small_conn *c);
+};
+
+struct cp_small_srv {
+	struct cp_loop *loop;
+	const struct cp_small_srv_ops *ops;
+	int fd; /* -1 when not listening */
+	struct cp_op accept_op;
+	bool accept_armed, stopping;
+	struct cp_timer house;
+	struct cp_small_conn *conns;
+	unsigned n_conns;
+};
+
+/* Set up s (not listening: fd -1). ops is static; l outlives s. */
+void cp_small_srv_init(struct cp_small_srv *s, struct cp_loop *l, const struct cp_small_srv_ops *ops);
+
+/* Accept on listen_fd and start the housekeeping timer. Returns 0, or
+ * -errno with s->fd back at -1 (the caller still owns listen_fd then and
+ * closes it). */
+FG_MUST_CHECK int cp_small_srv_start(struct cp_small_srv *s, int listen_fd);
+
+/* Stop accepting (cancel, close the fd), stop the timer re-arming, then
+ * on_stop for every connection that is not dead. Idempotent. */
+void cp_small_srv_stop(struct cp_small_srv *s);
+
+/* Add c (a new connection) at the head of the list with a deadline of
+ * timeout_ns from now. */
+void cp_small_srv_link(struct cp_small_srv *s, struct cp_small_conn *c, uint64_t timeout_ns);
+
+/* Take c off the list (before the service frees it). */
+void cp_small_srv_unlink(struct cp_small_srv *s, struct cp_small_conn *c);
+
+#endif
