@@ -26,7 +26,7 @@
 #    at least the flood minus what 64 contexts could hold; the share of its
 #    attempts that got through during the flood is reported (fairness);
 #  - afterwards all 64 contexts are free again (no leak); the packet and
-#    fragment identities close, every datagram sent was counted, no frame
+#    fragment identities close, no datagram counted twice, no frame
 #    buffer ran out, fanoctl stats shows the same refusals, RSS growth under
 #    the flood stays under 32 MiB.
 # One "RESULT {json}" line with the figures; appended to $FG_FAULTS_RESULTS
