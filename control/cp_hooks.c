@@ -203,10 +203,15 @@ void cp_hooks_point(struct cp_engine *e, unsigned p, bool down, const char *who)
 {
 	struct fg_line_change chg[3];
 	int n = fg_lines_point(&e->lines, p, down, cp_now_ns(), chg);
-	cp_info("point e%u %s: %s (peer %s)", p, down ? "down" : "up",
-		down ? "its last TLS peer disconnected" : "a TLS peer is back", who ? who : "-");
+	/* cp_points names UDP-driven changes "udp: ..."; the rest are TLS peers. */
+	bool udp = who && !strncmp(who, "udp:", 4);
+	const char *src = udp ? "UDP sources" : "TLS peers";
+	cp_info("point e%u %s: %s (%s)", p, down ? "down" : "up",
+		down ? (udp ? "no live TLS peer or UDP source" : "its last TLS peer disconnected")
+		     : (udp ? "a UDP source sent again" : "a TLS peer is back"),
+		who ? who : "-");
 	for (int i = 0; i < n; i++) {
-		snprintf(chg[i].why, sizeof(chg[i].why), "point e%u %s (TLS peers)", p, down ? "down" : "up");
+		snprintf(chg[i].why, sizeof(chg[i].why), "point e%u %s (%s)", p, down ? "down" : "up", src);
 		cp_info("line %u %s: %s -> %s (point e%u %s)", chg[i].line, fg_fano_line_name(chg[i].line),
 			fg_line_state_name(chg[i].from), fg_line_state_name(chg[i].to), p, down ? "down" : "up");
 		uint64_t seq;

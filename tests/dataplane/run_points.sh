@@ -179,8 +179,8 @@ stop_pid "$GPID"; GPID=""
 
 # 5. the audit trail
 "$FANOCTL" audit tail --json -n 200 "$TMP/audit.log" > "$TMP/audit.json" 2>&1 || fail "fanoctl audit tail ($(head -3 "$TMP/audit.json"))"
-n_down=$(grep -c 'point e2 down' "$TMP/audit.json")
-n_up=$(grep -c 'point e2 up' "$TMP/audit.json")
+n_down=$(grep -c 'point e2 down (UDP sources)' "$TMP/audit.json")
+n_up=$(grep -c 'point e2 up (UDP sources)' "$TMP/audit.json")
 echo "audit: $n_down records 'point e2 down', $n_up 'point e2 up'"
 [ "$n_down" -ge 3 ] && [ "$n_up" -ge 3 ] || { fail "audit: expected 3 line changes down and 3 up naming point e2"; head -40 "$TMP/audit.json"; }
 
