@@ -576,8 +576,10 @@ static const struct sc allow_list[] = {
 	SC(symlinkat, SPAWN), SC(flock, SPAWN),
 #ifdef __SANITIZE_ADDRESS__
 	/* ASan/UBSan test builds only: LeakSanitizer's exit-time check stops
-	 * every thread with ptrace from a clone of the process. */
-	SC(ptrace, DAEMON), SC(getppid, DAEMON),
+	 * every thread with ptrace from a clone of the process, which lists
+	 * /proc/self/task with the sanitizer runtime's own (legacy) calls. */
+	SC(ptrace, DAEMON), SC(getppid, DAEMON), SC(open, DAEMON), SC(getdents, DAEMON), SC(stat, DAEMON),
+	SC(lstat, DAEMON), SC(readlink, DAEMON), SC(dup2, DAEMON), SC(pipe, DAEMON), SC(unlink, DAEMON),
 #endif
 };
 #undef SC
@@ -677,7 +679,8 @@ int cp_harden_seccomp(enum fg_seccomp_mode mode, bool spawn, char *why, size_t w
 		}
 	}
 	struct sock_fprog prog = { .len = (unsigned short)n, .filter = insn };
-	long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+	/* FLAG_LOG: the kernel logs every refused call too (dmesg: type=1326 ... syscall=N) */
+	long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC | SECCOMP_FILTER_FLAG_LOG, &prog);
 	if (r != 0) {
 		/* r > 0: the id of a thread that could not be synchronised */
 		int e = r > 0 ? EAGAIN : errno;
