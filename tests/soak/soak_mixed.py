@@ -50,7 +50,8 @@ Checks (exact unless a bound is named):
 Environment: FANOGATE, FANOCTL, FANOFLEET, FANORELAY (meson passes them),
 SOAK_SECONDS, SOAK_UDP_LOSS, SOAK_RSS_GROWTH, SOAK_RESULTS (append the
 figures as one JSON line), SOAK_KEEP=1 (keep the temp dir),
-SOAK_STOP_STACKS=1 (print the daemon's thread stacks 1.5 s into its stop).
+SOAK_STOP_STACKS=1 (print the daemon's thread stacks 1.5 s into its stop),
+SOAK_SECCOMP=on|log|off (the daemon's [daemon] seccomp; default: its own).
 Exit 77 with a reason without root, network namespaces, veth, a daemon
 built with the dataplane, or a usable af_packet port.
 Run with /usr/bin/python3."""
@@ -261,14 +262,16 @@ def bad_udp_thread(uled, rounds, seconds):
 def start_relay(relay_bin, tmp, name, listen, server, bind, faults, seed, seconds):
     # every fanofleet run brings new stations (source ports): one upstream
     # socket each for the relay's whole life
-    clients = min(65535, 256 + 16 * int(seconds))
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    hard = 65535 + 256 if hard == resource.RLIM_INFINITY else hard
+    clients = max(64, min(65535, 256 + 16 * int(seconds), hard - 256))
     args = [relay_bin, "--listen", listen, "--server", server] + (["--bind", bind] if bind else []) + [
         "--seed", str(seed), *faults.split(), "--check-acks", "--duration", str(int(seconds)), "--quiet",
         "--max-clients", str(clients), "--stats", "%s/%s.json" % (tmp, name),
         "--ready-file", "%s/%s.ready" % (tmp, name)]
 
     def fds():
-        resource.setrlimit(resource.RLIMIT_NOFILE, (clients + 256, clients + 256))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (clients + 256, hard))
     p = subprocess.Popen(in_ns(*args), stdout=open("%s/%s.log" % (tmp, name), "w"), stderr=subprocess.STDOUT,
                          preexec_fn=fds)
     _procs.append(p)
@@ -338,6 +341,8 @@ default = %s:17000
 [dataplane]
 lcores = 1
 """ % (NET, NS_IP)
+    if os.environ.get("SOAK_SECCOMP"):   # on (the default), log, off: see the report on LSan and seccomp
+        extra += "[daemon]\nseccomp = %s\n" % os.environ["SOAK_SECCOMP"]
     led, uled = sl.Ledger(), UdpLedger()
     t0 = time.time()
     d = h.Daemon(layers=LAYERS, hidden=HIDDEN, deadline_ms=DEADLINE_MS, max_conns=256, handshake_ms=2000,
@@ -429,7 +434,8 @@ lcores = 1
                   % ("%.0f s" % (load_s - warm[0][0]) if warm else "before", wrap), flush=True)
         figures.update(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t0)), seconds=round(load_s, 1),
                        udp_loss=loss, rss_start_kib=samples[0][1], rss_warm_kib=r25, warm_s=round(t25, 1), rss_peak_kib=peak,
-                       rss_end_load_kib=r100, rss_after_kib=rss_end, daemon=fanogate)
+                       rss_end_load_kib=r100, rss_after_kib=rss_end, daemon=fanogate,
+                       rss_series=[(round(t), r) for t, r, _ in samples[::max(1, len(samples) // 20)]])
         if os.environ.get("SOAK_KEEP"):
             os.environ["D1_KEEP"] = "1"
             print("kept %s" % tmp)
