@@ -71,6 +71,17 @@ static json_t *addr_json(const struct fg_addr *a)
 	return json_string(t);
 }
 
+static const char *seccomp_text(uint8_t m)
+{
+	switch (m) {
+	case FG_SECCOMP_OFF: return "off";
+	case FG_SECCOMP_ON: return "on";
+	case FG_SECCOMP_KILL: return "kill";
+	case FG_SECCOMP_LOG: return "log";
+	}
+	return "?";
+}
+
 /* The effective configuration as JSON (sections as objects). */
 static json_t *config_json(const struct fg_config *c)
 {
@@ -138,7 +149,23 @@ static json_t *config_json(const struct fg_config *c)
 		snprintf(t, sizeof(t), "layer.%u", l);
 		json_object_set_new(s, t, addr_json(&c->consumer[l]));
 	}
+	json_object_set_new(s, "resend_ms", json_integer(c->delivery_resend_ms));
+	json_object_set_new(s, "resends", json_integer(c->delivery_resends));
+	json_object_set_new(s, "pending_max", json_integer(c->delivery_pending_max));
 	json_object_set_new(root, "consumers", s);
+
+	s = json_object();
+	for (unsigned p = 0; p < FG_POINTS; p++) {
+		json_t *arr = json_array();
+		for (unsigned i = 0; i < c->n_point_prefix[p]; i++) {
+			prefix_text(&c->point_prefix[p][i], t, sizeof(t));
+			json_array_append_new(arr, json_string(t));
+		}
+		snprintf(t, sizeof(t), "e%u", p + 1);
+		json_object_set_new(s, t, arr);
+	}
+	json_object_set_new(s, "peer_timeout_ms", json_integer(c->peer_timeout_ms));
+	json_object_set_new(root, "points", s);
 
 	s = json_object();
 	json_object_set_new(s, "profile", json_string(c->dp_profile));
@@ -175,6 +202,12 @@ static json_t *config_json(const struct fg_config *c)
 	s = json_object();
 	json_object_set_new(s, "listen", addr_json(&c->metrics_listen));
 	json_object_set_new(root, "metrics", s);
+
+	s = json_object();
+	json_object_set_new(s, "user", json_string(c->run_user));
+	json_object_set_new(s, "group", json_string(c->run_group));
+	json_object_set_new(s, "seccomp", json_string(seccomp_text(c->seccomp)));
+	json_object_set_new(root, "daemon", s);
 	return root;
 }
 
@@ -245,6 +278,19 @@ static void config_print(const struct fg_config *c)
 		addr_text(&c->consumer[l], t, sizeof(t));
 		printf("layer.%u = %s\n", l, t);
 	}
+	printf("resend_ms = %u\nresends = %u\npending_max = %u\n", c->delivery_resend_ms, c->delivery_resends,
+	       c->delivery_pending_max);
+
+	printf("\n[points]\n");
+	for (unsigned p = 0; p < FG_POINTS; p++) {
+		printf("e%u =", p + 1);
+		for (unsigned i = 0; i < c->n_point_prefix[p]; i++) {
+			prefix_text(&c->point_prefix[p][i], t, sizeof(t));
+			printf("%s%s", i ? ", " : " ", t);
+		}
+		printf("%s\n", c->n_point_prefix[p] ? "" : "  ; TLS peers only");
+	}
+	printf("peer_timeout_ms = %u\n", c->peer_timeout_ms);
 
 	printf("\n[dataplane]\nprofile = %s\nlcores = %u\n", c->dp_profile, c->lcores);
 
@@ -265,6 +311,9 @@ static void config_print(const struct fg_config *c)
 
 	addr_text(&c->metrics_listen, u, sizeof(u));
 	printf("\n[metrics]\nlisten = %s\n", u);
+
+	printf("\n[daemon]\nuser = %s\ngroup = %s\nseccomp = %s\n", str_or(c->run_user, " ; uid 0, no capabilities"),
+	       str_or(c->run_group, " ; the user's primary group"), seccomp_text(c->seccomp));
 }
 
 static int config_check(int argc, char **argv)

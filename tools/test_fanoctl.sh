@@ -163,6 +163,22 @@ a, b = (json.load(open(p)) for p in sys.argv[1:3])
 assert a["ok"] and b["ok"]
 assert a["config"] == b["config"], [k for k in a["config"] if a["config"][k] != b["config"][k]]
 EOF
+# non-default [consumers] delivery, [points] and [daemon] keys are shown and round trip
+n=$((n + 1))
+printf '[consumers]\ndefault = 127.0.0.1:5000\nresend_ms = 150\nresends = 3\npending_max = 64\n[points]\ne2 = 10.0.0.0/24, fd00::/64\npeer_timeout_ms = 1500\n[daemon]\nuser = nobody\nseccomp = log\n' >"$TMP/nd.ini"
+"$FANOCTL" config check "$TMP/nd.ini" >"$TMP/nd-summary.ini" || fail "config check of non-default keys"
+grep -q '^e2 = 10.0.0.0/24, fd00::/64$' "$TMP/nd-summary.ini" || fail "summary lacks [points] e2"
+grep -q '^seccomp = log$' "$TMP/nd-summary.ini" || fail "summary lacks [daemon] seccomp"
+"$FANOCTL" config check --json "$TMP/nd.ini" >"$TMP/nd-a.json" || fail "config check --json non-default"
+"$FANOCTL" config check --json "$TMP/nd-summary.ini" >"$TMP/nd-b.json" || fail "config check of the non-default summary"
+$PY - "$TMP/nd-a.json" "$TMP/nd-b.json" <<'EOF' || fail "non-default summary round trip differs"
+import json, sys
+a, b = (json.load(open(p))["config"] for p in sys.argv[1:3])
+assert a == b, [k for k in a if a[k] != b[k]]
+assert a["points"]["e2"] == ["10.0.0.0/24", "fd00::/64"] and a["points"]["peer_timeout_ms"] == 1500, a["points"]
+assert a["consumers"]["resends"] == 3 and a["consumers"]["pending_max"] == 64, a["consumers"]
+assert a["daemon"] == {"user": "nobody", "group": "", "seccomp": "log"}, a["daemon"]
+EOF
 # the example sets every key to its default: same meaning as an empty file
 n=$((n + 1))
 : >"$TMP/empty.ini"
