@@ -113,12 +113,13 @@ class Daemon:
                     return int(line.split()[1])
         return -1
 
-    def settle(self, want_frags, limit=3.0):
-        """counters once the dataplane has counted want_frags fragments (or limit s)."""
+    def settle(self, base, n, limit=3.0):
+        """counters once the dataplane has counted n more fragments than in
+        base (or after limit s, when some never arrived)."""
         end = time.monotonic() + limit
         while True:
             c = self.counters()
-            if c['frags'] >= want_frags or time.monotonic() > end:
+            if c['frags'] - base['frags'] >= n or time.monotonic() > end:
                 return c
             time.sleep(0.02)
 
@@ -465,14 +466,15 @@ def main():
 
     # ---- P1: exhaust a quiet table ----
     for attempt in range(2):
-        c0 = dm.settle(c_start['frags'] + sent(), 1.0)
+        c0 = dm.settle(c_start, sent(), 1.0)
+        n0 = sent()
         span = flood.burst(K)
         # one whole good frame while the table is full: refused, all three fragments
         good.add_slot(700000 + attempt, 0)
         probe = (700000 + attempt, 0, RULE[0])
         good.send(probe)
         t_probe = time.monotonic()
-        c1 = dm.settle(c_start['frags'] + sent())
+        c1 = dm.settle(c0, sent() - n0)
         if span + (time.monotonic() - t_probe) < T / 2 or attempt == 1:
             break
         note('P1: the burst took %.0f ms (timeout %d ms): again' % (span * 1000, a.timeout_ms))
@@ -510,7 +512,7 @@ def main():
         fail('P1: %d reassembly timeouts after %d ms, expected the %d flood groups' %
              (res['p1_timeouts'], a.timeout_ms, a.contexts))
     flood.burst(K)
-    c3 = dm.settle(c_start['frags'] + sent())
+    c3 = dm.settle(c2, K)
     got = dict(taken=delta(c3, c2, 'frag_taken'), overflow=delta(c3, c2, 'drop_reasm_overflow'))
     res['p1_second_burst'] = got
     if got != dict(taken=a.contexts, overflow=K - a.contexts):
@@ -523,6 +525,7 @@ def main():
 
     # ---- P2: sustained flood while the good peer works ----
     c4 = dm.counters()
+    g_sent0 = good.datagrams
     keys = set()
     for n in range(a.slots):
         k = (2000 + n, n % a.layers)
@@ -534,7 +537,6 @@ def main():
     time.sleep(0.1)  # the table is full before the good peer starts
     rss_max = rss0
     t_rss = 0.0
-    g_sent0 = good.datagrams
     while time.monotonic() - t_flood0 < a.seconds:
         good.resend_due(rto, ck)
         good.pump(0.02)
@@ -546,7 +548,9 @@ def main():
     os.close(fpipe)
     t_flood_end = time.monotonic()
     flood.n += fl.get('sent', 0)  # the child's datagrams (its own counter copy)
-    c5 = dm.settle(c_start['frags'] + sent(), 2.0)
+    flood_sent = fl.get('sent', 0)
+    c5 = dm.settle(c4, flood_sent + good.datagrams - g_sent0, 2.0)
+    g_sent1 = good.datagrams
     rss_max = max(rss_max, dm.rss_kb())
     during = sum(1 for k in keys if k in good.resolved)
     attempts_during = sum(good.contribs[k]['attempts'] for k in ck)
@@ -563,8 +567,7 @@ def main():
                                                    acked=good.contribs[k + (line,)]['acked'],
                                                    status=good.outcomes.get(k + (line,)))
                                         for line in RULE}))
-    c6 = dm.settle(c_start['frags'] + sent(), 2.0)
-    flood_sent = fl.get('sent', 0)
+    c6 = dm.settle(c5, good.datagrams - g_sent1, 2.0)
     fsec = fl.get('seconds', a.seconds)
     # the flood can hold each context for T at most, plus the tombstones of
     # the good peer's finished groups it may recycle
@@ -573,7 +576,7 @@ def main():
     ovf = delta(c5, c4, 'drop_reasm_overflow')
     # datagrams the kernel dropped before the dataplane (its af_packet ring
     # overflows when a loaded host runs the poll lcore late)
-    lost = c_start['frags'] + sent() - c5['frags']
+    lost = flood_sent + g_sent1 - g_sent0 - delta(c5, c4, 'frags')
     if ovf < flood_sent - lost - flood_cap:
         fail('P2: drop_reasm_overflow grew by %d; the flood alone sent %d groups (%d datagrams lost before the '
              'dataplane) and could hold at most %d' % (ovf, flood_sent, lost, flood_cap))
@@ -607,7 +610,7 @@ def main():
     good.pump(0.05)
     c7 = dm.counters()
     flood.burst(K)
-    c8 = dm.settle(c_start['frags'] + sent())
+    c8 = dm.settle(c7, K)
     got = dict(taken=delta(c8, c7, 'frag_taken'), overflow=delta(c8, c7, 'drop_reasm_overflow'))
     res['p3'] = got
     if got != dict(taken=a.contexts, overflow=K - a.contexts):
