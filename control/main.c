@@ -204,6 +204,9 @@ int main(int argc, char **argv)
 		if (!c)
 			return 1;
 		int r = load_config(c, check_path);
+		char cwhy[256];
+		if (r == 0 && (r = cp_harden_prepare(c, cwhy, sizeof(cwhy))) < 0)
+			cp_err("config %s: %s", check_path, cwhy); /* [daemon] user/group must exist here */
 		if (r == 0)
 			printf("%s: ok\n", check_path);
 		free(c);

@@ -19,6 +19,7 @@ Owner: helper L (issue 8 item 6: helper B). Needs root (exit 77 otherwise).
    skipped when the EAL cannot start): the lcores and EAL's threads are
    confined the same (capabilities are per thread: each dropped its own),
    and a slot resolves through the lcore under the filter.
+0. An unknown [daemon] user stops the daemon at once (and --check-config).
 5. [daemon] user = fanogate-test (a system user made here and removed
    after, unless it existed): every thread has that uid/gid and no
    capabilities, the state directory and audit files are the user's, the
@@ -242,11 +243,26 @@ def part_user(fanoctl):
             subprocess.run(["userdel", TEST_USER], capture_output=True)
 
 
+def unknown_user_refused():
+    """An unknown [daemon] user stops the daemon before anything else, and
+    --check-config (systemd's ExecStartPre) says so."""
+    extra = "[daemon]\nuser = fanogate-no-such-user\n"
+    with Daemon(extra=extra, expect_start=False) as d:
+        d.proc.wait(timeout=15)
+        check(d.proc.returncode == 1 and "[daemon] user fanogate-no-such-user: no such user" in d.log(),
+              f"an unknown user stops the daemon at start (exit {d.proc.returncode})")
+        check("audit: shadow audit running" not in d.log(), "before the audit log or any listener")
+        p = subprocess.run([os.environ["FANOGATE"], "--check-config", d.cfg], capture_output=True, text=True,
+                           timeout=20)
+        check(p.returncode == 1 and "no such user" in p.stderr, "--check-config refuses the unknown user")
+
+
 def main():
     if os.geteuid() != 0:
         print("SKIP: needs root (the capability checks start from a full set)")
         sys.exit(SKIP)
     fanoctl = os.environ.get("FANOCTL")
+    unknown_user_refused()
     adir = tempfile.mkdtemp(prefix="l-harden-alerts-")
     alerts = f"{adir}/alerts.log"
     extra = f"[audit]\nalert_command = echo \"$FG_EVENT\" >> {alerts}\n"
