@@ -293,6 +293,22 @@ def stop_relay(p):
         return p.wait()
 
 
+def arena_kib(pid):
+    """Resident KiB of the DPDK memory arena (--no-huge: the memfd the EAL
+    maps; hugepages are not counted in RSS at all)."""
+    kib, name = 0, ""
+    try:
+        with open("/proc/%d/smaps" % pid) as f:
+            for ln in f:
+                if ln[0] in "0123456789abcdef" and "-" in ln.split(" ", 1)[0]:
+                    name = ln.rstrip("\n")
+                elif ln.startswith("Rss:") and ("nohuge" in name or "rtemap" in name):
+                    kib += int(ln.split()[1])
+    except OSError:
+        pass
+    return kib
+
+
 def metric_sum(m, prefix, **labels):
     """Sum of the samples of a family, optionally those whose labels match."""
     tot = 0
@@ -374,11 +390,13 @@ lcores = 1
                    threading.Thread(target=sl.inject_thread, args=(d, led, stop)),
                    threading.Thread(target=sl.churn_thread, args=(d, led, stop, 100000))]
         for t in threads:
+            t.daemon = True   # a SIGTERM to this script must not wait for them
             t.start()
-        samples = []
+        samples = []   # (s, VmRSS KiB, next token, DPDK arena KiB every 10th sample else -1)
         start = time.time()
         while time.time() - start < seconds:
-            samples.append((time.time() - start, sl.rss_kib(pid), led.next_token))
+            samples.append((time.time() - start, sl.rss_kib(pid), led.next_token,
+                            arena_kib(pid) if len(samples) % 10 == 0 else -1))
             if d.proc.poll() is not None:
                 stop.set()
                 h.fail("the daemon died during the load (status %s)" % d.proc.returncode)
@@ -389,7 +407,7 @@ lcores = 1
             if t.is_alive():
                 h.fail("a load thread did not stop")
         load_s = time.time() - start
-        samples.append((load_s, sl.rss_kib(pid), led.next_token))
+        samples.append((load_s, sl.rss_kib(pid), led.next_token, arena_kib(pid)))
         time.sleep(1)   # the last ACKs and deliveries through the relays
         sl.conflict_phase(d, led)
         # past every deadline: incomplete slots expire, reassembly groups time out
@@ -415,27 +433,14 @@ lcores = 1
         print("dp counters: %s" % {k: v for k, v in dpc.items() if v}, flush=True)
         print("fanoctl slots: %s" % slots, flush=True)
         h.check(not led.errors and not uled.errors, "no client-side errors (%s)" % (led.errors + uled.errors)[:5])
-        figures = ledger(d, led, uled, m, st, dpc, slots, pools0, pools1, tmp, r1rc, r2rc, loss)
-        # ---- memory ----
-        # warm-up: 25 % of the load and the dense token sequence once through
-        # the slot table (the first pass touches the slots' memory); a run too
-        # short to leave a quarter of its samples after that has no RSS bound
-        wrap = CAPACITY // LAYERS + 64
-        warm = [(t, r) for t, r, tok in samples if t >= 0.25 * load_s and tok > wrap]
-        r100 = samples[-1][1]
-        if len(warm) >= 0.25 * len(samples):
-            t25, r25 = warm[0]
-            peak = max(r for _, r in warm)
-            h.check(peak <= r25 * (1 + growth), "VmRSS after warm-up: %d KiB at %.0f s, peak %d, %d at the end "
-                    "(bound +%d%%)" % (r25, t25, peak, r100, growth * 100))
-        else:
-            t25, r25, peak = -1, 0, max(r for _, r, _ in samples)
-            print("note: no RSS bound: the load ended %s after the slot table's first pass (token %d)"
-                  % ("%.0f s" % (load_s - warm[0][0]) if warm else "before", wrap), flush=True)
+        failed = None
+        try:
+            figures = ledger(d, led, uled, m, st, dpc, slots, pools0, pools1, tmp, r1rc, r2rc, loss)
+            figures.update(memory(d, samples, load_s, growth))
+        except SystemExit as e:   # a failed check: still stop the daemon below, so its leak check runs
+            failed, figures = e, {}
         figures.update(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t0)), seconds=round(load_s, 1),
-                       udp_loss=loss, rss_start_kib=samples[0][1], rss_warm_kib=r25, warm_s=round(t25, 1), rss_peak_kib=peak,
-                       rss_end_load_kib=r100, rss_after_kib=rss_end, daemon=fanogate,
-                       rss_series=[(round(t), r) for t, r, _ in samples[::max(1, len(samples) // 20)]])
+                       udp_loss=loss, rss_after_kib=rss_end, daemon=fanogate)
         if os.environ.get("SOAK_KEEP"):
             os.environ["D1_KEEP"] = "1"
             print("kept %s" % tmp)
@@ -455,6 +460,9 @@ lcores = 1
             print(r.stdout[-6000:])
             h.fail("the daemon did not exit within 30 s of SIGTERM")
         figures["stop_s"] = round(time.time() - t_term, 2)
+        print("daemon: exit %d %.2f s after SIGTERM" % (d.proc.returncode, figures["stop_s"]), flush=True)
+        if failed is not None:
+            raise failed
         h.check(d.proc.returncode == 0, "SIGTERM: exit %d after %.2f s" % (d.proc.returncode, figures["stop_s"]))
     print("ok - the daemon stopped cleanly on SIGTERM (exit 0, no sanitizer report)", flush=True)
     figures["wall_s"] = round(time.time() - t0, 1)
@@ -463,6 +471,39 @@ lcores = 1
     if out:
         with open(out, "a") as f:
             f.write(json.dumps(figures) + "\n")
+
+
+def memory(d, samples, load_s, growth):
+    """RSS bound. The DPDK arena (the EAL's -m reservation, allocated once at
+    dp_init) is touched page by page as slots and buffers are first used:
+    bounded by its size. Everything else (the control plane's heap, TLS,
+    the audit, ASan's own) must stay within (1 + growth) x its size at the
+    end of the warm-up: 25 % of the load and the dense token sequence once
+    through the slot table. A run too short to leave a quarter of its
+    samples after that has no RSS bound (a note says so)."""
+    mm = re.search(r" -m (\d+) ", d.log())
+    arena_max = int(mm.group(1)) * 1024 if mm else 0
+    wrap = CAPACITY // LAYERS + 64
+    split = [(t, r - a, a, tok) for t, r, tok, a in samples if a >= 0]
+    arena_peak = max(a for _, _, a, _ in split)
+    h.check(arena_max and arena_peak <= arena_max, "DPDK arena resident %d KiB <= its reservation -m %d KiB"
+            % (arena_peak, arena_max))
+    warm = [(t, o) for t, o, _, tok in split if t >= 0.25 * load_s and tok > wrap]
+    out = dict(rss_start_kib=samples[0][1], rss_peak_kib=max(r for _, r, _, _ in samples),
+               rss_end_load_kib=samples[-1][1], arena_start_kib=split[0][2], arena_end_kib=split[-1][2],
+               arena_max_kib=arena_max, other_start_kib=split[0][1],
+               rss_series=[(round(t), o, a) for t, o, a, _ in split[::max(1, len(split) // 20)]])
+    if len(warm) >= 0.25 * len(split) and len(warm) >= 2:
+        t25, o25 = warm[0]
+        peak = max(o for _, o in warm)
+        h.check(peak <= o25 * (1 + growth), "RSS outside the DPDK arena after warm-up: %d KiB at %.0f s, peak %d, "
+                "%d at the end (bound +%d%%); arena %d -> %d KiB of %d" % (o25, t25, peak, split[-1][1], growth * 100,
+                                                                            split[0][2], split[-1][2], arena_max))
+        out.update(other_warm_kib=o25, warm_s=round(t25, 1), other_peak_kib=peak, other_end_kib=split[-1][1])
+    else:
+        print("note: no RSS bound: the load ended too soon after the slot table's first pass (token %d)" % wrap,
+              flush=True)
+    return out
 
 
 def ledger(d, led, uled, m, st, dpc, slots, pools0, pools1, tmp, r1rc, r2rc, loss):
@@ -478,9 +519,12 @@ def ledger(d, led, uled, m, st, dpc, slots, pools0, pools1, tmp, r1rc, r2rc, los
              "rx_pkts", "status_sent", "seeds_sent")}
     ck(all(dp_m[k] == int(dpc[k]) for k in dp_m), "/metrics fanogate_dp_* = telemetry /fanogate/counters %s"
        % {k: dp_m[k] for k in ("contrib_accepted", "seeds_resolved", "slots_expired")})
+    # an outcome may come back for a request whose connection has gone: a
+    # fanofleet run closing with its last canonical report in flight
+    unmatched = st["engine_tls"]["outcomes_unmatched"]
     ck(not dpc.get("drop_lane_full") and not st["engine_tls"]["lane_full"] and not st["engine_tls"]["pool_empty"]
-       and not st["engine_tls"]["outcomes_unmatched"] and not dpc.get("drop_no_slot") and not dpc.get("drop_stale"),
-       "no lane full, pool empty, unmatched outcome, no_slot or stale")
+       and unmatched <= len(led.fleet) and not dpc.get("drop_no_slot") and not dpc.get("drop_stale"),
+       "no lane full, pool empty, no_slot or stale; %d outcomes for requests of closed connections" % unmatched)
 
     # ---- the clients' side ----
     bad = uled.bad_sent
