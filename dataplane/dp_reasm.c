@@ -176,12 +176,28 @@ static void ctx_free(struct dp_reasm *r, uint32_t i, bool abort_slot)
 	r->free_head = i;
 }
 
+/* Same source address (port ignored: one station may use many ports). */
+static bool same_addr(const struct dp_peer *a, const struct dp_peer *b)
+{
+	return a->family == b->family && !memcmp(a->addr, b->addr, sizeof(a->addr));
+}
+
 static uint32_t ctx_alloc(struct dp_reasm *r, const struct dp_peer *p, const struct fg_frag *f, uint64_t now)
 {
 	if (r->free_head == NIL && r->done_head != NIL) {
 		/* Full: recycle the oldest tombstone before refusing a new group. */
 		ctx_free(r, r->done_head, false);
 		r->recycled++;
+	}
+	if (r->free_head == NIL && r->act_head != NIL && !same_addr(&r->ctx[r->act_head].peer, p)) {
+		/* Full of incomplete groups: the oldest gives way to a group from
+		 * another source, so one flooding address only ever refuses itself
+		 * (it holds the oldest groups). The evicted group ends as if timed
+		 * out: its slot attempt is aborted, nothing of it was ACKed, and
+		 * dp_reasm_expire reports it with the timeouts. */
+		ctx_free(r, r->act_head, true);
+		r->evicted++;
+		r->evict_unreported++;
 	}
 	if (r->free_head == NIL)
 		return NIL;
@@ -526,6 +542,8 @@ uint32_t dp_reasm_expire(struct dp_reasm *r, uint64_t now, uint32_t max)
 		ctx_free(r, r->done_head, false);
 		seen++;
 	}
+	n += r->evict_unreported;
+	r->evict_unreported = 0;
 	r->timeouts += n;
 	return n;
 }

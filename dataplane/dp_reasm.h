@@ -115,6 +115,8 @@ struct dp_reasm {
 	uint32_t n_active, n_done;
 	/* monotonic */
 	uint64_t timeouts, recycled;
+	uint64_t evicted;          /* incomplete groups evicted for another source's group */
+	uint32_t evict_unreported; /* evictions not yet returned by dp_reasm_expire */
 };
 
 /* Bytes of caller memory for a table (64-byte aligned). */
@@ -133,7 +135,9 @@ FG_MUST_CHECK int dp_reasm_push(struct dp_reasm *r, const struct dp_peer *peer, 
 
 /* Free contexts whose lifetime ended (oldest first, at most max); aborts the
  * slot attempt of a timed-out SLOT context. Returns how many INCOMPLETE
- * groups timed out (tombstones are freed silently). */
+ * groups timed out (tombstones are freed silently), plus the incomplete
+ * groups evicted since the last call (a full table gives its oldest group
+ * to a new group from another source address: counted as timed out). */
 uint32_t dp_reasm_expire(struct dp_reasm *r, uint64_t now_ns, uint32_t max);
 
 /* Release every context and buffer (shutdown). */

@@ -10,7 +10,8 @@ sockets:
      contributions as single-fragment frames (seq_len 1: they never need a
      context) and must get the resolved seed on the consumer socket; it also
      sends token B's first contribution as a two-fragment frame (seq_len 2),
-     which the full table must refuse;
+     which the full table admits by evicting the flood's oldest group (the
+     flooder is another source address);
   3. after --wait seconds (past reasm_timeout_ms) the station sends token B's
      three contributions as two-fragment frames under new frame_ids: the
      contexts are back, so B must resolve too.
@@ -117,7 +118,7 @@ def main():
         fl.sendto(frags(frame, 30000 + g, C)[1], dp)
     pump(0.1)
 
-    # 2. table full: single-fragment contributions still resolve; a two-fragment one is refused
+    # 2. table full: single-fragment contributions still resolve; a two-fragment one evicts a flood group
     A, B = 1000, 2000
     for line in RULE:
         for d in frags(seed_frame(a.layer, A, line, values(A, line, a.hidden), 1), nfid(), C):

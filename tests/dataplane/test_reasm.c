@@ -471,6 +471,44 @@ static void test_overflow_and_recycling(void **st)
 	env_free(e);
 }
 
+/* A table full of one address's incomplete groups: that address is refused,
+ * another address's new group evicts the oldest (reported as a timeout, its
+ * slot attempt aborted) and completes. */
+static void test_full_table_evicts_for_other_source(void **st)
+{
+	(void)st;
+	struct env *e = env_new(2, 1, 0, 4096);
+	uint8_t fl[4096], good[4096];
+	uint32_t flen = make_seed(e, fl, 5, 1, 1, 0, 1.0f, 1.0f);
+	uint32_t glen = make_seed(e, good, 6, 2, 3, 0, 2.0f, 0.5f);
+	struct dp_peer a = peer_of(100), a2 = peer_of(101), b = peer_of(200);
+	b.addr[3] = 8; /* another station */
+	/* fragment 0 opens a slot attempt: the evicted group must abort it */
+	assert_int_equal(push(e, &a, 1, fl, flen, 0, 0).disp, DP_RA_TAKEN);
+	assert_int_equal(push(e, &a2, 2, fl, flen, 1, 10).disp, DP_RA_TAKEN);
+	/* same address, any port: refused, nothing evicted */
+	assert_int_equal(push(e, &a, 3, fl, flen, 1, 20).disp, DP_RA_OVERFLOW);
+	assert_int_equal(e->r.evicted, 0);
+	/* another address: the oldest group (a, 1) gives way */
+	struct dp_reasm_out o;
+	for (unsigned k = 0; k < 5; k++)
+		o = push(e, &b, 7, good, glen, k, 30);
+	assert_true(o.events & DP_RA_EV_OUTCOME);
+	assert_int_equal(o.res.outcome, FG_O_ACCEPTED);
+	assert_true(o.events & DP_RA_EV_COMPLETE);
+	assert_int_equal(e->r.evicted, 1);
+	/* the eviction is reported once, with the timeouts */
+	assert_int_equal(dp_reasm_expire(&e->r, 31, 100), 1);
+	assert_int_equal(dp_reasm_expire(&e->r, 32, 100), 0);
+	assert_int_equal(e->r.timeouts, 1);
+	/* (a, 1)'s slot attempt was aborted: a resend of its body lands whole */
+	for (unsigned k = 0; k < 5; k++)
+		o = push(e, &a, 9, fl, flen, k, 1000000000);
+	assert_true(o.events & DP_RA_EV_OUTCOME);
+	assert_int_equal(o.res.outcome, FG_O_ACCEPTED);
+	env_free(e);
+}
+
 static void test_line_disabled_and_bad_prefix(void **st)
 {
 	(void)st;
@@ -625,6 +663,7 @@ int main(void)
 		cmocka_unit_test(test_timeout_aborts_attempt),
 		cmocka_unit_test(test_superseded_attempt_not_acked),
 		cmocka_unit_test(test_overflow_and_recycling),
+		cmocka_unit_test(test_full_table_evicts_for_other_source),
 		cmocka_unit_test(test_line_disabled_and_bad_prefix),
 		cmocka_unit_test(test_too_large),
 		cmocka_unit_test(test_vectors_u02_u04),
