@@ -119,7 +119,7 @@ done
 if ! "$FANOCTL" --socket "$TMP/op.sock" status >/dev/null 2>&1; then
 	tail -20 "$TMP/gate.log"
 	stop_pid "$GPID"; GPID=""
-	if grep -qiE "cannot|EAL|No such device|permission" "$TMP/gate.log"; then
+	if grep -qiE "EAL: (Error|Cannot|FATAL)|EAL init failed|no port was probed|rte_eal_init|No such device|ermission denied|Operation not permitted" "$TMP/gate.log"; then
 		echo "SKIP: fanogate cannot run its af_packet dataplane here (log above)"; exit 77
 	fi
 	echo "FAIL: fanogate did not start"; exit 1

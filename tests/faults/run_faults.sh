@@ -208,7 +208,7 @@ fi
 if [ ! -f "$TMP/dp.ready" ]; then
 	tail -20 "$TMP/dp.log"
 	wait $DPPID 2>/dev/null; DPPID=""
-	if grep -qiE "cannot|EAL|No such device|permission" "$TMP/dp.log"; then
+	if grep -qiE "EAL: (Error|Cannot|FATAL)|EAL init failed|no port was probed|rte_eal_init|No such device|ermission denied|Operation not permitted" "$TMP/dp.log"; then
 		echo "SKIP: $(basename "$DP") cannot run its af_packet port here (log above)"; exit 77
 	fi
 	echo "FAIL: $(basename "$DP") did not start"; exit 1

@@ -137,7 +137,7 @@ if ! "$FANOCTL" --socket "$TMP/op.sock" status >/dev/null 2>&1; then
 	stop_pid "$GPID"; GPID=""
 	# only a dataplane that cannot get its port is a skip (the log always
 	# shows the EAL command line: a daemon that fails otherwise is a failure)
-	if grep -qiE "EAL: (Error|Cannot|FATAL)|rte_eal_init|No such device|ermission denied|Operation not permitted" "$TMP/gate.log"; then
+	if grep -qiE "EAL: (Error|Cannot|FATAL)|EAL init failed|no port was probed|rte_eal_init|No such device|ermission denied|Operation not permitted" "$TMP/gate.log"; then
 		echo "SKIP: fanogate cannot run its af_packet dataplane here (log above)"; exit 77
 	fi
 	echo "FAIL: fanogate did not start"; exit 1
