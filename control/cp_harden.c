@@ -6,6 +6,7 @@
 #include "cp_harden.h"
 
 #include <dirent.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -14,6 +15,7 @@
 #include <linux/seccomp.h>
 #include <linux/securebits.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -557,7 +559,7 @@ static const struct sc allow_list[] = {
 	SC(setsockopt, DAEMON), SC(getsockname, DAEMON), SC(getpeername, DAEMON), SC(ioctl, DAEMON),
 	/* signals, threads, exit */
 	SC(rt_sigaction, DAEMON), SC(rt_sigprocmask, DAEMON), SC(rt_sigreturn, DAEMON), SC(sigaltstack, DAEMON),
-	SC(tgkill, DAEMON), SC(clone, DAEMON), SC(clone3, DAEMON), SC(set_robust_list, DAEMON), SC(rseq, DAEMON),
+	SC(tgkill, DAEMON), SC(set_robust_list, DAEMON), SC(rseq, DAEMON),
 	SC(exit, DAEMON), SC(exit_group, DAEMON), SC(sched_getaffinity, DAEMON), SC(sched_setaffinity, DAEMON),
 	SC(prctl, DAEMON), SC(getrandom, DAEMON), SC(uname, DAEMON), SC(sysinfo, DAEMON), SC(getuid, DAEMON),
 	SC(geteuid, DAEMON), SC(getgid, DAEMON), SC(getegid, DAEMON), SC(getrlimit, DAEMON), SC(prlimit64, DAEMON),
@@ -586,11 +588,20 @@ static const struct sc allow_list[] = {
 
 bool cp_harden_syscall_allowed(long nr, bool spawn)
 {
+	if (nr == __NR_clone) /* threads always; processes only with spawn (cp_harden_filter_build) */
+		return true;
 	for (size_t i = 0; i < FG_ARRAY_LEN(allow_list); i++)
 		if (allow_list[i].nr == nr && (spawn || allow_list[i].when == DAEMON))
 			return true;
 	return false;
 }
+
+/* the low 32 bits of a 64-bit argument in struct seccomp_data */
+#if __BYTE_ORDER == __LITTLE_ENDIAN
+#define ARG_LOW 0
+#else
+#define ARG_LOW 4
+#endif
 
 #if defined(__x86_64__)
 #define FILTER_ARCH AUDIT_ARCH_X86_64
@@ -623,6 +634,26 @@ int cp_harden_filter_build(enum fg_seccomp_mode mode, bool spawn, struct sock_fi
 	EMIT(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1));
 	EMIT(BPF_STMT(BPF_RET | BPF_K, deny));
 #endif
+	/* clone3's flags are behind a pointer the filter cannot read: ENOSYS
+	 * makes glibc fall back to clone, whose flags it can. */
+	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1));
+	EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)));
+	/* clone: a thread (CLONE_THREAD) always; a new process (posix_spawn's
+	 * CLONE_VM | CLONE_VFORK, fork) only for the alert command */
+	bool processes = spawn;
+#ifdef __SANITIZE_ADDRESS__
+	processes = true; /* LeakSanitizer's tracer is a clone without CLONE_THREAD */
+#endif
+	if (processes) {
+		EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 1));
+		EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+	} else {
+		EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4));
+		EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]) + ARG_LOW));
+		EMIT(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1));
+		EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+		EMIT(BPF_STMT(BPF_RET | BPF_K, deny));
+	}
 	/* one compare and one return per call: no jump is longer than 1, and
 	 * the kernel caches the (argument-free) verdict per number anyway */
 	for (size_t i = 0; i < FG_ARRAY_LEN(allow_list); i++) {
