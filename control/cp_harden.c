@@ -556,7 +556,7 @@ static const struct sc allow_list[] = {
 	SC(getcwd, DAEMON),
 	/* sockets already bound; accepting and closing connections */
 	SC(accept, DAEMON), SC(accept4, DAEMON), SC(shutdown, DAEMON), SC(getsockopt, DAEMON),
-	SC(setsockopt, DAEMON), SC(getsockname, DAEMON), SC(getpeername, DAEMON), SC(ioctl, DAEMON),
+	SC(setsockopt, DAEMON), SC(getsockname, DAEMON), SC(getpeername, DAEMON), SC(ioctl, SPAWN),
 	/* signals, threads, exit */
 	SC(rt_sigaction, DAEMON), SC(rt_sigprocmask, DAEMON), SC(rt_sigreturn, DAEMON), SC(sigaltstack, DAEMON),
 	SC(tgkill, DAEMON), SC(set_robust_list, DAEMON), SC(rseq, DAEMON),
@@ -670,6 +670,8 @@ int cp_harden_filter_build(enum fg_seccomp_mode mode, bool spawn, struct sock_fi
 
 _Atomic uint64_t cp_harden_sys_refused;
 _Atomic long cp_harden_sys_last = -1;
+/* Which numbers were refused (bit n = system call n), for the log. */
+static _Atomic uint64_t refused_nr[8];
 
 /* SECCOMP_RET_TRAP: the refused call returns -EPERM in the thread that made
  * it, and is counted. Async-signal-safe: atomics only. */
@@ -679,6 +681,9 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
 	ucontext_t *uc = ctx;
 	atomic_fetch_add(&cp_harden_sys_refused, 1);
 	atomic_store(&cp_harden_sys_last, (long)si->si_syscall);
+	unsigned nr = (unsigned)si->si_syscall;
+	if (nr < 64 * FG_ARRAY_LEN(refused_nr))
+		atomic_fetch_or(&refused_nr[nr / 64], 1ull << (nr % 64));
 #if defined(__x86_64__)
 	uc->uc_mcontext.gregs[REG_RAX] = -EPERM;
 #elif defined(__aarch64__)
@@ -710,8 +715,9 @@ int cp_harden_seccomp(enum fg_seccomp_mode mode, bool spawn, char *why, size_t w
 		}
 	}
 	struct sock_fprog prog = { .len = (unsigned short)n, .filter = insn };
-	/* FLAG_LOG: the kernel logs every refused call too (dmesg: type=1326 ... syscall=N) */
-	long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC | SECCOMP_FILTER_FLAG_LOG, &prog);
+	/* No SECCOMP_FILTER_FLAG_LOG: the kernel would log every clone3
+	 * (ENOSYS) too; cp_harden_watch names the refused numbers. */
+	long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
 	if (r != 0) {
 		/* r > 0: the id of a thread that could not be synchronised */
 		int e = r > 0 ? EAGAIN : errno;
@@ -726,13 +732,28 @@ static struct {
 	uint64_t seen;
 } watch;
 
+/* "41 49 321": the refused system call numbers seen so far. */
+static void refused_numbers(char *out, size_t cap)
+{
+	size_t o = 0;
+	out[0] = '\0';
+	for (unsigned w = 0; w < FG_ARRAY_LEN(refused_nr); w++) {
+		uint64_t bits = atomic_load(&refused_nr[w]);
+		for (unsigned b = 0; b < 64 && o + 8 < cap; b++)
+			if (bits & (1ull << b))
+				o += (size_t)snprintf(out + o, cap - o, "%s%u", o ? " " : "", w * 64 + b);
+	}
+}
+
 static void watch_tick(struct cp_loop *l, struct cp_timer *t)
 {
 	uint64_t n = atomic_load(&cp_harden_sys_refused);
 	if (n != watch.seen) {
-		cp_warn("seccomp: %llu system calls refused with EPERM (%llu in all), the last one number %ld: a call "
-			"the daemon needs is missing from the list in control/cp_harden.c (docs/hardening.md)",
-			(unsigned long long)(n - watch.seen), (unsigned long long)n, atomic_load(&cp_harden_sys_last));
+		char nrs[256];
+		refused_numbers(nrs, sizeof(nrs));
+		cp_warn("seccomp: %llu system calls refused with EPERM (%llu in all; numbers %s): a call the daemon needs "
+			"is missing from the list in control/cp_harden.c (docs/hardening.md)",
+			(unsigned long long)(n - watch.seen), (unsigned long long)n, nrs);
 		watch.seen = n;
 	}
 	if (cp_timer_start(l, t, 1000ull * 1000 * 1000, watch_tick) < 0)
@@ -742,10 +763,12 @@ static void watch_tick(struct cp_loop *l, struct cp_timer *t)
 void cp_harden_report(void)
 {
 	uint64_t n = atomic_load(&cp_harden_sys_refused);
-	if (n)
-		cp_warn("seccomp: %llu system calls refused with EPERM in this run, %llu after the last look, the last one "
-			"number %ld", (unsigned long long)n, (unsigned long long)(n - watch.seen),
-			atomic_load(&cp_harden_sys_last));
+	if (n) {
+		char nrs[256];
+		refused_numbers(nrs, sizeof(nrs));
+		cp_warn("seccomp: %llu system calls refused with EPERM in this run (numbers %s), %llu after the last look",
+			(unsigned long long)n, nrs, (unsigned long long)(n - watch.seen));
+	}
 }
 
 int cp_harden_watch(struct cp_loop *l)

@@ -431,6 +431,12 @@ static int child_filter(enum fg_seccomp_mode mode, bool spawn)
 {
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return 2;
+	/* the log goes to a file we read back at the end */
+	char logf[] = "/tmp/l-harden-log-XXXXXX";
+	int lfd = mkstemp(logf);
+	if (lfd < 0 || dup2(lfd, 2) < 0)
+		return 8;
+	unlink(logf);
 	char why[256];
 	if (cp_harden_seccomp(mode, spawn, why, sizeof(why)) != 0)
 		return 3;
@@ -454,7 +460,18 @@ static int child_filter(enum fg_seccomp_mode mode, bool spawn)
 		waitpid(p, NULL, 0);
 		return 6;
 	}
-	return errno == EPERM && atomic_load(&cp_harden_sys_refused) == 2 ? 0 : 7;
+	if (errno != EPERM || atomic_load(&cp_harden_sys_refused) != 2)
+		return 7;
+	/* the exit report names both numbers */
+	cp_harden_report();
+	char buf[1024], want[64];
+	ssize_t n = pread(lfd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	snprintf(want, sizeof(want), "numbers %d %d)", SYS_clone < SYS_mount ? SYS_clone : SYS_mount,
+		 SYS_clone < SYS_mount ? SYS_mount : SYS_clone);
+	if (!strstr(buf, "seccomp: 2 system calls refused with EPERM in this run") || !strstr(buf, want))
+		return 9;
+	return 0;
 }
 
 static void test_filter_actions(void **state)
