@@ -229,6 +229,32 @@ static int build_eal_args(struct dp_state *g, struct argv_buf *a, uint64_t need_
 
 /* ---- port ---------------------------------------------------------------- */
 
+/* net_af_packet (DPDK 22.11) creates each queue's ETH_P_ALL socket and its
+ * RX ring before bind()ing it to the interface, so the ring starts with
+ * whatever crossed ANY interface in that window (loopback TCP, other links'
+ * multicast): seen in the veth tests as stray "malformed" and "not allowed"
+ * packets. They are not input from this port: discard them once, before the
+ * lcores start counting, and say how many. (Only af_packet: a pcap or ring
+ * port's first packets are real input.) */
+static void drain_unbound_af_packet(struct dp_state *g, uint16_t pid, const char *driver)
+{
+	if (strcmp(driver, "net_af_packet") != 0)
+		return;
+	struct rte_mbuf *pk[32];
+	uint64_t n = 0;
+	for (uint16_t q = 0; q < g->n_rxq; q++)
+		for (unsigned i = 0; i < 1024; i++) { /* bounded: the ring holds at most framecnt */
+			uint16_t k = rte_eth_rx_burst(pid, q, pk, FG_ARRAY_LEN(pk));
+			if (!k)
+				break;
+			rte_pktmbuf_free_bulk(pk, k);
+			n += k;
+		}
+	if (n)
+		DP_LOG(NOTICE, "port %u (%s): discarded %llu frames the sockets caught before they were bound "
+			       "to the interface", pid, driver, (unsigned long long)n);
+}
+
 static int port_setup(struct dp_state *g)
 {
 	struct rte_eth_dev_info info;
@@ -312,6 +338,7 @@ static int port_setup(struct dp_state *g)
 		DP_LOG(ERR, "port %u (%s): start: %s", pid, info.driver_name, rte_strerror(-rc));
 		return rc;
 	}
+	drain_unbound_af_packet(g, pid, info.driver_name);
 	g->mbufs_out_started = g->mbufs->size - rte_mempool_avail_count(g->mbufs);
 	if (g->prof.promiscuous && rte_eth_promiscuous_enable(pid) < 0)
 		DP_LOG(WARNING, "port %u: promiscuous mode refused", pid);
