@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cp_harden.h"
 #include "cp_hooks.h"
 #include "cp_http_parse.h"
 #include "cp_log.h"
@@ -415,6 +416,12 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	sb_printf(&b, "fanogate_uptime_seconds %.3f\n", (double)(cp_now_ns() - m->srv->started_ns) / 1e9);
 	gauge(&b, "audit_enabled", "1 when the shadow audit runs", cp_hooks_have_audit());
 	counter(&b, "metrics_scrapes_total", "GET /metrics answered before this one", m->scrapes);
+	counter(&b, "seccomp_refused_total", "system calls the seccomp allow-list refused with EPERM ([daemon] seccomp = on)",
+		atomic_load(&cp_harden_sys_refused));
+	counter(&b, "operator_fd_requests_refused_total", "operator requests that carried file descriptors (refused)",
+		cp_harden_st.fd_requests_refused);
+	counter(&b, "operator_fds_closed_total", "file descriptors passed on the operator socket and closed unread",
+		cp_harden_st.fds_closed);
 	gauge(&b, "tls_connections", "open TLS connections", m->srv->n_conns);
 	gauge(&b, "tls_max_connections", "[tls] max_connections in force", m->srv->max_conns);
 	gauge(&b, "tls_ws_max_message_bytes", "[tls] ws_max_message in force (largest WebSocket message or POST body)",

@@ -283,6 +283,8 @@ static json_t *cmd_stats(struct cp_opsrv *o)
 				(json_int_t)es->lane_full, "pool_empty", (json_int_t)es->pool_empty, "outcomes_unmatched",
 				(json_int_t)es->outcomes_unmatched, "outcomes", outcomes, "malformed", malformed);
 	json_t *j = json_pack("{s:b,s:o,s:o}", "ok", 1, "tls", tls, "engine_tls", eng);
+	if (j) /* system calls the seccomp allow-list refused (cp_harden) */
+		json_object_set_new(j, "seccomp", json_pack("{s:I}", "refused", (json_int_t)atomic_load(&cp_harden_sys_refused)));
 	if (j) /* the operator socket itself: refused peers, refused fd passing (cp_harden) */
 		json_object_set_new(j, "operator", json_pack("{s:I,s:I,s:I}", "refused", (json_int_t)o->refused,
 			"fd_requests_refused", (json_int_t)cp_harden_st.fd_requests_refused, "fds_closed", (json_int_t)cp_harden_st.fds_closed));

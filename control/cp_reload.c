@@ -66,6 +66,12 @@ static const struct kfield fields[] = {
 	KF("[udp] reasm_timeout_ms", reasm_timeout_ms, K_RESTART),
 	KF("[consumers]", consumer, K_RESTART),
 	KF("[consumers] default", consumer_default, K_RESTART),
+	KF("[consumers] resend_ms", delivery_resend_ms, K_RESTART),
+	KF("[consumers] resends", delivery_resends, K_RESTART),
+	KF("[consumers] pending_max", delivery_pending_max, K_RESTART),
+	KF("[points] eN", point_prefix, K_RESTART),
+	KF("[points] eN", n_point_prefix, K_RESTART),
+	KF("[points] peer_timeout_ms", peer_timeout_ms, K_RESTART),
 	KF("[dataplane] profile", dp_profile, K_RESTART),
 	KF("[dataplane] lcores", lcores, K_RESTART),
 	KF("[tls] listen", tls_listen, K_RESTART),
@@ -87,6 +93,9 @@ static const struct kfield fields[] = {
 	KF("[operator] socket", op_socket, K_RESTART),
 	KF("[operator] group", op_group, K_RESTART),
 	KF("[metrics] listen", metrics_listen, K_RESTART),
+	KF("[daemon] user", run_user, K_RESTART),
+	KF("[daemon] group", run_group, K_RESTART),
+	KF("[daemon] seccomp", seccomp, K_RESTART),
 };
 
 static bool field_differs(const struct kfield *f, const struct fg_config *a, const struct fg_config *b)

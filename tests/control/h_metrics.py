@@ -110,6 +110,13 @@ def main():
               "process_* families from /proc/self")
         check(v0.get("fanogate_tls_max_connections") == 64 and v0.get("fanogate_slot_capacity") == 4096,
               "configured limits exposed")
+        check(v0.get("fanogate_seccomp_refused_total") == 0 and
+              v0.get("fanogate_operator_fd_requests_refused_total") == 0,
+              "hardening counters exposed, nothing refused (%s, %s)" % (
+                  v0.get("fanogate_seccomp_refused_total"), v0.get("fanogate_operator_fd_requests_refused_total")))
+        rc, out, _ = ctl("stats", "--json")
+        check(rc == 0 and json.loads(out).get("seccomp", {}).get("refused") == 0,
+              "fanoctl stats: seccomp.refused 0")
 
         outcomes, errors = {}, 0
         for line in (1, 3, 5):  # Pair X on layer 1, token 7: resolves
