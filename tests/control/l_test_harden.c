@@ -140,9 +140,9 @@ static void test_loop_ring(void **state)
 
 struct rx_case {
 	struct cp_op op;
-	struct cp_harden_rx rx;
 	int res;
 	char buf[64];
+	struct cp_harden_rx rx; /* last: holds a struct cmsghdr (flexible array; clang) */
 };
 
 static void rx_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
