@@ -361,7 +361,7 @@ lcores = 1
         extra += "[daemon]\nseccomp = %s\n" % os.environ["SOAK_SECCOMP"]
     led, uled = sl.Ledger(), UdpLedger()
     t0 = time.time()
-    d = h.Daemon(layers=LAYERS, hidden=HIDDEN, deadline_ms=DEADLINE_MS, max_conns=256, handshake_ms=2000,
+    d = h.Daemon(layers=LAYERS, hidden=HIDDEN, deadline_ms=DEADLINE_MS, max_conns=256, handshake_ms=4000,
                  idle_ms=20000, capacity=CAPACITY, extra=extra, expect_start=False,
                  dp_profile=os.path.join(ROOT, "drivers-config", "af_packet.ini"))
     with d:
@@ -434,7 +434,13 @@ lcores = 1
               % (load_s, len(uled.runs), len(led.fleet), led.conns + led.fleet_conns), flush=True)
         print("dp counters: %s" % {k: v for k, v in dpc.items() if v}, flush=True)
         print("fanoctl slots: %s" % slots, flush=True)
-        h.check(not led.errors and not uled.errors, "no client-side errors (%s)" % (led.errors + uled.errors)[:5])
+        # a churn connection whose handshake the daemon closed (its handshake
+        # timeout, on a loaded box) is counted against the timeouts below
+        hs_closed = [e for e in led.errors if e.startswith("churn ") and ("SSLEOFError" in e or "ConnectionReset" in e)]
+        others = [e for e in led.errors if e not in hs_closed] + uled.errors
+        h.check(not others, "no client-side errors (%s); %d churn handshakes closed by the daemon"
+                % (others[:5], len(hs_closed)))
+        led.hs_closed = len(hs_closed)
         failed = None
         try:
             figures = ledger(d, led, uled, m, st, dpc, slots, pools0, pools1, tmp, r1rc, r2rc, loss)
@@ -675,7 +681,8 @@ def ledger(d, led, uled, m, st, dpc, slots, pools0, pools1, tmp, r1rc, r2rc, los
     ck(live == 0 and acc_c == closed == made, "TLS connections accepted %d = closed %d = made %d (%s), open %d"
        % (acc_c, closed, made, led.conn_kinds, live))
     hto, silent = int(m["fanogate_tls_head_timeouts_total"]), led.conn_kinds.get("silent", 0)
-    ck(silent > 0 and hto == silent, "handshake timeouts %d = silent connections %d" % (hto, silent))
+    ck(silent > 0 and hto == silent + led.hs_closed, "handshake timeouts %d = silent connections %d + churn handshakes"
+       " the daemon closed %d" % (hto, silent, led.hs_closed))
     # ---- relays: no ACK for a frame that never arrived whole; faults applied ----
     # (relay #2's sends to the consumer fail while no UDP fleet run has it bound:
     # every resolved seed, TLS ones too, goes to the [consumers] address)
