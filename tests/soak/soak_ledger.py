@@ -146,6 +146,8 @@ def fleet_thread(d, led, stop, fleet_bin, lane, corrupt_run):
         j["_run"] = (lane, k, corrupt_run == k)
         mc = re.search(r"canonical reports (\d+)", r.stdout)
         j["_canonical"] = int(mc.group(1)) if mc else 0
+        with open(out, "w") as f:   # kept for a post-mortem
+            json.dump(j, f)
         with led.lock:
             led.fleet.append(j)
         if r.returncode != 0:
