@@ -61,6 +61,7 @@ import os
 import random
 import re
 import resource
+import shutil
 import socket
 import struct
 import subprocess
@@ -89,7 +90,12 @@ _procs = []   # relays (the daemon is d1_harness's)
 
 
 def sh(*cmd, check=True):
-    r = subprocess.run(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        r = subprocess.run(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    except FileNotFoundError:   # ethtool is optional
+        if check:
+            raise
+        return subprocess.CompletedProcess(cmd, 127, "")
     if check and r.returncode != 0:
         raise RuntimeError("%s: %s" % (" ".join(cmd), r.stdout.strip()))
     return r
@@ -465,9 +471,10 @@ lcores = 1
         try:
             d.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            r = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt"],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
-            print(r.stdout[-6000:])
+            if shutil.which("gdb"):
+                r = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+                print(r.stdout[-6000:])
             h.fail("the daemon did not exit within 30 s of SIGTERM")
         figures["stop_s"] = round(time.time() - t_term, 2)
         print("daemon: exit %d %.2f s after SIGTERM" % (d.proc.returncode, figures["stop_s"]), flush=True)
