@@ -1,12 +1,15 @@
 /* dp_telemetry.c - rte_telemetry commands for the dataplane's counters:
  *   /fanogate/counters            sums over every poll lcore
  *   /fanogate/lcore_counters,<i>  one lcore (shard i)
+ *   /fanogate/pools               mbuf and frame-buffer pools: size, available,
+ *                                 in use, and the mbufs the RX rings held at start
  * Read with dpdk-telemetry.py (the socket lives in the EAL runtime dir).
  *
  * Who may call: dp_telemetry_register from dp_init; the callbacks run on
  * the EAL telemetry thread and only read counters (relaxed atomic loads). */
 #include <stdlib.h>
 
+#include <rte_mempool.h>
 #include <rte_telemetry.h>
 
 #include "dp_internal.h"
@@ -56,6 +59,28 @@ static int cmd_lcore(const char *cmd, const char *params, struct rte_tel_data *d
 	return 0;
 }
 
+/* In use = size - available (available counts the per-lcore caches too).
+ * Once traffic stops and reasm_timeout_ms has passed, every mbuf but those
+ * the RX rings held at start, and every frame buffer, must be back. */
+static int cmd_pools(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct dp_state *g = &dp_g;
+	(void)cmd;
+	(void)params;
+	if (!g->mbufs || !g->xfer)
+		return -EINVAL;
+	unsigned ma = rte_mempool_avail_count(g->mbufs), xa = rte_mempool_avail_count(g->xfer);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "mbuf_size", g->mbufs->size);
+	rte_tel_data_add_dict_u64(d, "mbuf_avail", ma);
+	rte_tel_data_add_dict_u64(d, "mbuf_in_use", g->mbufs->size - ma);
+	rte_tel_data_add_dict_u64(d, "mbuf_in_use_at_start", g->mbufs_out_started);
+	rte_tel_data_add_dict_u64(d, "xfer_size", g->xfer->size);
+	rte_tel_data_add_dict_u64(d, "xfer_avail", xa);
+	rte_tel_data_add_dict_u64(d, "xfer_in_use", g->xfer->size - xa);
+	return 0;
+}
+
 int dp_telemetry_register(void)
 {
 	int rc = rte_telemetry_register_cmd("/fanogate/counters", cmd_counters,
@@ -63,5 +88,8 @@ int dp_telemetry_register(void)
 	if (rc == 0)
 		rc = rte_telemetry_register_cmd("/fanogate/lcore_counters", cmd_lcore,
 						"fanogate dataplane counters of one poll lcore. Parameter: lcore index");
+	if (rc == 0)
+		rc = rte_telemetry_register_cmd("/fanogate/pools", cmd_pools,
+						"fanogate dataplane mbuf and frame-buffer pools: size, available, in use. No parameters");
 	return rc;
 }
