@@ -41,8 +41,9 @@ Checks (exact unless a bound is named):
   poisoned slots = the slots the clients left unresolved; nothing open;
 - fleet: every seed it got is bit-exact vs its reference sum, none wrong,
   none missing unless it gave a frame up; daemon resolved = fleets + injector;
-- dataplane: malformed by reason = the bad datagrams sent; mbufs in use in
-  every DPDK mempool at the end = at the start (telemetry /mempool/info);
+- dataplane: malformed by reason = the bad datagrams sent; the dataplane's
+  mbuf and frame-buffer pools in use at the end = at the start (telemetry
+  /fanogate/pools);
 - relays: no ACK for a frame that never arrived whole (--check-acks);
 - VmRSS peak after the 25 % mark <= (1 + SOAK_RSS_GROWTH) x VmRSS there;
 - SIGTERM: exit 0, no sanitizer report (under ASan: leak check at exit).
@@ -429,6 +430,7 @@ lcores = 1
         m = sl.scrape(d)
         st = sl.stats(d, fanoctl)
         dpc = tel.query("/fanogate/counters")
+        dpc["pools"] = tel.query("/fanogate/pools") or {}
         pools1 = tel.pools()
         slots = json.loads(subprocess.run([fanoctl, "--socket", f"{d.dir}/fanoctl.sock", "slots", "--json"],
                                           capture_output=True, text=True, timeout=20).stdout or "{}")
@@ -713,13 +715,13 @@ def ledger(d, led, uled, m, st, dpc, slots, pools0, pools1, tmp, r1rc, r2rc, los
     ck(loss == 0 or (r1["up"].get("lost", 0) > 0 and r1["down"].get("lost", 0) > 0), "relay #1 lost %d datagrams up, %d down"
        % (r1["up"]["lost"], r1["down"]["lost"]))
     # ---- mbufs ----
-    mb = {k: v for k, v in dpc.items() if "mbuf" in k or "xfer" in k}
-    inuse = {k: v for k, v in mb.items() if "in_use" in k}
-    if inuse:
-        ck(all(v == 0 for v in inuse.values()), "dataplane pools: nothing in use at the end (%s)" % inuse)
-    else:
-        print("note: the daemon exposes no mempool in-use figure (gap 4); DPDK's /mempool/info has sizes only",
-              flush=True)
+    # telemetry /fanogate/pools: after the load and past reasm_timeout_ms every
+    # mbuf but those the RX rings held at start is back, and every frame buffer
+    pl = dpc.get("pools") or {}
+    ck(bool(pl) and pl.get("mbuf_in_use") == pl.get("mbuf_in_use_at_start") and pl.get("xfer_in_use") == 0,
+       "dataplane pools returned: mbufs in use %s = at start %s (of %s), frame buffers in use %s (of %s)"
+       % (pl.get("mbuf_in_use"), pl.get("mbuf_in_use_at_start"), pl.get("mbuf_size"), pl.get("xfer_in_use"),
+          pl.get("xfer_size")))
     pool = max(s for s, _ in pools1.values()) if pools1 else 0
     # a pool that lost even a small share of its buffers per packet would run dry
     # over more packets than it holds: allocations would fail, and traffic stop
