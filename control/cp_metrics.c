@@ -461,6 +461,9 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	counter(&b, "lane_pool_empty_total", "frames refused: no lane buffer free (dataplane mode)", e->st.pool_empty);
 	counter(&b, "lane_outcomes_unmatched_total", "outcomes from an lcore that matched no request",
 		e->st.outcomes_unmatched);
+	counter(&b, "lane_requests_timed_out_total",
+		"TLS requests answered no_slot because their lcore's outcome did not come within 2 s",
+		e->st.outcomes_lost);
 	gauge(&b, "model_epoch", "model epoch", e->epoch);
 	fam(&b, "tls_outcomes_total", "counter", "outcomes of frames received over TLS");
 	for (unsigned i = 0; i < FG_O__COUNT; i++)

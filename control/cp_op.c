@@ -277,11 +277,12 @@ static json_t *cmd_stats(struct cp_opsrv *o)
 	for (unsigned i = 1; i < FG_R__COUNT; i++)
 		if (es->reason[i])
 			json_object_set_new(malformed, fg_reason_name((int)i), json_integer((json_int_t)es->reason[i]));
-	json_t *eng = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o}", "frames", (json_int_t)es->frames,
+	json_t *eng = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o}", "frames", (json_int_t)es->frames,
 				"resolved", (json_int_t)es->resolved, "expired", (json_int_t)es->expired, "poisoned",
 				(json_int_t)es->poisoned, "canonical", (json_int_t)es->canonical, "lane_full",
 				(json_int_t)es->lane_full, "pool_empty", (json_int_t)es->pool_empty, "outcomes_unmatched",
-				(json_int_t)es->outcomes_unmatched, "outcomes", outcomes, "malformed", malformed);
+				(json_int_t)es->outcomes_unmatched, "requests_timed_out", (json_int_t)es->outcomes_lost,
+				"outcomes", outcomes, "malformed", malformed);
 	json_t *j = json_pack("{s:b,s:o,s:o}", "ok", 1, "tls", tls, "engine_tls", eng);
 	if (j) /* system calls the seccomp allow-list refused (cp_harden) */
 		json_object_set_new(j, "seccomp", json_pack("{s:I}", "refused", (json_int_t)atomic_load(&cp_harden_sys_refused)));
