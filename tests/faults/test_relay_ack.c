@@ -114,6 +114,13 @@ static void test_other_session_unproven(void **state)
 	const struct rl_ack_stats *s = rl_ack_stats(a);
 	assert_int_equal(s->ack_unproven, 2);
 	assert_int_equal(s->ack_proven, 1);
+	/* the unproven ones are kept for a post-mortem, in order */
+	assert_int_equal(s->unproven[0].sess, 2);
+	assert_int_equal(s->unproven[0].stream, 0xAF62);
+	assert_int_equal(s->unproven[0].seq, 77);
+	assert_int_equal(s->unproven[1].sess, 1);
+	assert_int_equal(s->unproven[1].stream, 0xAF63);
+	assert_int_equal(s->unproven[1].seq, 77);
 	rl_ack_free(a);
 }
 

@@ -124,6 +124,9 @@ struct rl_ack_stats {
 	uint64_t down_datagrams, down_bad, down_status, down_other;
 	uint64_t acks, ack_entries, acked_seqs, ack_proven, ack_unproven, ack_unchecked;
 	bool seen_overflow;
+	/* the first RL_UNPROVEN_KEEP unproven (session, stream, seq), for a post-mortem */
+#define RL_UNPROVEN_KEEP 16
+	struct { uint32_t sess, seq; uint16_t stream; } unproven[RL_UNPROVEN_KEEP];
 };
 struct rl_ack;
 /* New checker with frame_cap reassembly records (power of two is not

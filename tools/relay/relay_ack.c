@@ -236,8 +236,14 @@ void rl_ack_down(struct rl_ack *a, uint32_t sess, const uint8_t *dg, size_t len)
 				a->st.ack_proven++;
 			else if (a->st.seen_overflow)
 				a->st.ack_unchecked++;
-			else
+			else {
+				if (a->st.ack_unproven < RL_UNPROVEN_KEEP) {
+					a->st.unproven[a->st.ack_unproven].sess = sess;
+					a->st.unproven[a->st.ack_unproven].stream = e[i].stream_id;
+					a->st.unproven[a->st.ack_unproven].seq = seq;
+				}
 				a->st.ack_unproven++;
+			}
 		}
 	}
 }

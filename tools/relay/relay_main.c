@@ -271,6 +271,12 @@ static json_t *stats_json(const struct relay *r, uint64_t now)
 		json_object_set_new(k, "ack_unproven", json_integer((json_int_t)s->ack_unproven));
 		json_object_set_new(k, "ack_unchecked", json_integer((json_int_t)s->ack_unchecked));
 		json_object_set_new(k, "seen_overflow", json_boolean(s->seen_overflow));
+		json_t *un = json_array();
+		for (uint64_t i = 0; i < s->ack_unproven && i < RL_UNPROVEN_KEEP; i++)
+			json_array_append_new(un, json_pack("{s:I,s:I,s:I}", "session", (json_int_t)s->unproven[i].sess,
+							    "stream", (json_int_t)s->unproven[i].stream, "seq",
+							    (json_int_t)s->unproven[i].seq));
+		json_object_set_new(k, "unproven", un);
 		json_object_set_new(j, "acks", k);
 	}
 	return j;
@@ -314,6 +320,9 @@ static void print_stats(const struct relay *r, uint64_t now, const char *when)
 		       (unsigned long long)s->frames_through, (unsigned long long)s->frames_evicted,
 		       (unsigned long long)s->down_status, (unsigned long long)s->down_other,
 		       (unsigned long long)s->up_bad, (unsigned long long)s->down_bad);
+		for (uint64_t i = 0; i < s->ack_unproven && i < RL_UNPROVEN_KEEP; i++)
+			printf("  unproven: session %u stream 0x%04X seq %u\n", s->unproven[i].sess,
+			       s->unproven[i].stream, s->unproven[i].seq);
 	}
 	fflush(stdout);
 }
