@@ -45,14 +45,7 @@ NET=10.92.$((ID % 250)).
 TMP=$(mktemp -d /tmp/fgdr-XXXXXX)
 GPID="" BGPID=""
 
-alive() { [ -r /proc/$1/stat ] && ! grep -q '^[0-9]* (.*) Z' /proc/$1/stat 2>/dev/null; }
-stop_pid() {
-	[ -n "$1" ] || return 0
-	kill -TERM "$1" 2>/dev/null
-	for _ in $(seq 50); do alive "$1" || break; sleep 0.1; done
-	alive "$1" && kill -KILL "$1" 2>/dev/null
-	wait "$1" 2>/dev/null
-}
+. "$(dirname "$0")/../lib/proc.sh" # alive, stop_pid, dp_env_failure
 cleanup() {
 	stop_pid "$BGPID"; stop_pid "$GPID"
 	ip netns del "$NS" 2>/dev/null
@@ -119,7 +112,7 @@ done
 if ! "$FANOCTL" --socket "$TMP/op.sock" status >/dev/null 2>&1; then
 	tail -20 "$TMP/gate.log"
 	stop_pid "$GPID"; GPID=""
-	if grep -qiE "EAL: (Error|Cannot|FATAL)|EAL init failed|no port was probed|rte_eal_init|No such device|ermission denied|Operation not permitted" "$TMP/gate.log"; then
+	if dp_env_failure "$TMP/gate.log"; then
 		echo "SKIP: fanogate cannot run its af_packet dataplane here (log above)"; exit 77
 	fi
 	echo "FAIL: fanogate did not start"; exit 1

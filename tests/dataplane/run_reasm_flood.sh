@@ -36,14 +36,7 @@ VB=fgdr${ID}s
 NET=10.91.$((ID % 250)).
 TMP=$(mktemp -d /tmp/fgdr-XXXXXX)
 DPPID=""
-alive() { [ -r /proc/$1/stat ] && ! grep -q '^[0-9]* (.*) Z' /proc/$1/stat 2>/dev/null; }
-stop_pid() {
-	[ -n "$1" ] || return 0
-	kill -TERM "$1" 2>/dev/null
-	for _ in $(seq 50); do alive "$1" || break; sleep 0.1; done
-	alive "$1" && kill -KILL "$1" 2>/dev/null
-	wait "$1" 2>/dev/null
-}
+. "$(dirname "$0")/../lib/proc.sh" # alive, stop_pid, dp_env_failure
 cleanup() {
 	stop_pid "$DPPID"
 	ip netns del "$NS" 2>/dev/null
@@ -95,7 +88,7 @@ done
 if [ ! -f "$TMP/dp.ready" ]; then
 	tail -20 "$TMP/dp.log"
 	stop_pid "$DPPID"; DPPID=""
-	if grep -qiE "EAL: (Error|Cannot|FATAL)|EAL init failed|no port was probed|rte_eal_init|No such device|ermission denied|Operation not permitted" "$TMP/dp.log"; then
+	if dp_env_failure "$TMP/dp.log"; then
 		echo "SKIP: fanogate-dp cannot run its af_packet port here (log above)"; exit 77
 	fi
 	echo "FAIL: fanogate-dp did not start"; exit 1

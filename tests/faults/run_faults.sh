@@ -101,14 +101,7 @@ CNET=10.96.$((ID % 250)).
 TMP=$(mktemp -d /tmp/fgft-XXXXXX)
 DPPID="" R1PID="" R2PID=""
 
-alive() { [ -r /proc/$1/stat ] && ! grep -q '^[0-9]* (.*) Z' /proc/$1/stat 2>/dev/null; }
-stop_pid() { # pid: TERM, wait up to 5 s, then KILL; returns its exit status
-	[ -n "$1" ] || return 0
-	kill -TERM "$1" 2>/dev/null
-	for _ in $(seq 50); do alive "$1" || break; sleep 0.1; done
-	alive "$1" && kill -KILL "$1" 2>/dev/null
-	wait "$1" 2>/dev/null
-}
+. "$(dirname "$0")/../lib/proc.sh" # alive, stop_pid, dp_env_failure
 cleanup() {
 	stop_pid "$R1PID"; stop_pid "$R2PID"; stop_pid "$DPPID"; stop_pid "${TSPID:-}"
 	ip netns del "$NS" 2>/dev/null
@@ -208,7 +201,7 @@ fi
 if [ ! -f "$TMP/dp.ready" ]; then
 	tail -20 "$TMP/dp.log"
 	wait $DPPID 2>/dev/null; DPPID=""
-	if grep -qiE "EAL: (Error|Cannot|FATAL)|EAL init failed|no port was probed|rte_eal_init|No such device|ermission denied|Operation not permitted" "$TMP/dp.log"; then
+	if dp_env_failure "$TMP/dp.log"; then
 		echo "SKIP: $(basename "$DP") cannot run its af_packet port here (log above)"; exit 77
 	fi
 	echo "FAIL: $(basename "$DP") did not start"; exit 1

@@ -56,14 +56,7 @@ NET=10.89.$((ID % 250)).
 TMP=$(mktemp -d /tmp/fgrx-XXXXXX)
 GPID=""
 
-alive() { [ -r /proc/$1/stat ] && ! grep -q '^[0-9]* (.*) Z' /proc/$1/stat 2>/dev/null; }
-stop_pid() { # pid: TERM, wait up to 5 s, then KILL; returns its exit status
-	[ -n "$1" ] || return 0
-	kill -TERM "$1" 2>/dev/null
-	for _ in $(seq 50); do alive "$1" || break; sleep 0.1; done
-	alive "$1" && kill -KILL "$1" 2>/dev/null
-	wait "$1" 2>/dev/null
-}
+. "$(dirname "$0")/../lib/proc.sh" # alive, stop_pid, dp_env_failure
 cleanup() {
 	stop_pid "$GPID"
 	ip netns del "$NS" 2>/dev/null
@@ -137,7 +130,7 @@ if ! "$FANOCTL" --socket "$TMP/op.sock" status >/dev/null 2>&1; then
 	stop_pid "$GPID"; GPID=""
 	# only a dataplane that cannot get its port is a skip (the log always
 	# shows the EAL command line: a daemon that fails otherwise is a failure)
-	if grep -qiE "EAL: (Error|Cannot|FATAL)|EAL init failed|no port was probed|rte_eal_init|No such device|ermission denied|Operation not permitted" "$TMP/gate.log"; then
+	if dp_env_failure "$TMP/gate.log"; then
 		echo "SKIP: fanogate cannot run its af_packet dataplane here (log above)"; exit 77
 	fi
 	echo "FAIL: fanogate did not start"; exit 1
