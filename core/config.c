@@ -201,11 +201,30 @@ static const struct ckey config_keys[] = {
 	 KT_STR, OFF(run_group), SZ(run_group), 0, 0},
 	{{"daemon", "seccomp", "mode", "on", "on | off | kill | log", "system call allow-list once started: on refuses others with EPERM (counted, logged), kill ends the process, log only logs"},
 	 KT_SECCOMP, OFF(seccomp), 0, 0, 0},
+
+	{{"cluster", "node", "string", "", "[A-Za-z0-9._-], 1..47 bytes; empty: no cluster", "this node's name in the fleet; empty: one appliance, nothing in etcd"},
+	 KT_STR, OFF(cluster.node), SZ(cluster.node), 0, 0},
+	{{"cluster", "endpoints", "string", "", "comma list of http://IP:port or https://IP:port, at most 8, one scheme", "etcd v3 JSON gateway endpoints (the etcd members' client URLs); needed with node"},
+	 KT_STR, OFF(cluster.endpoints_text), SZ(cluster.endpoints_text), 0, 0},
+	{{"cluster", "ca", "string", "", "path; https endpoints only", "CA bundle (PEM) that signs the etcd members' certificates; empty: the system's"},
+	 KT_STR, OFF(cluster.ca), SZ(cluster.ca), 0, 0},
+	{{"cluster", "cert", "string", "", "path; with key; https endpoints only", "client certificate (PEM) presented to etcd"},
+	 KT_STR, OFF(cluster.cert), SZ(cluster.cert), 0, 0},
+	{{"cluster", "key", "string", "", "path; with cert", "client private key (PEM)"},
+	 KT_STR, OFF(cluster.key), SZ(cluster.key), 0, 0},
+	{{"cluster", "layers", "string", "all", "all, or a comma list of layers and ranges like 0-13,20 (each < layers)", "destination layers this node serves (reported in etcd)"},
+	 KT_STR, OFF(cluster.layers_text), SZ(cluster.layers_text), 0, 0},
+	{{"cluster", "prefix", "string", "/fanogate/", "starts and ends with /, printable, no spaces, < 64 bytes", "etcd key prefix; every fanogate of one fleet uses the same"},
+	 KT_STR, OFF(cluster.prefix), SZ(cluster.prefix), 0, 0},
+	{{"cluster", "lease_ttl_s", "uint", "3", "1..60", "this node's etcd lease; the others see it gone this long after it stops"},
+	 KT_U32, OFF(cluster.lease_ttl_s), 0, 1, 60},
+	{{"cluster", "timeout_ms", "uint", "1000", "50..60000", "an etcd request slower than this fails; every line is then held in shadow until etcd answers again"},
+	 KT_U32, OFF(cluster.timeout_ms), 0, 50, 60000},
 };
 #define N_KEYS FG_ARRAY_LEN(config_keys)
 
 static const char *const config_sections[] = {
-	"model", "bands", "rules", "slots", "lines", "udp", "consumers", "points", "dataplane", "tls", "audit", "operator", "metrics", "daemon",
+	"model", "bands", "rules", "slots", "lines", "udp", "consumers", "points", "dataplane", "tls", "audit", "operator", "metrics", "daemon", "cluster",
 };
 
 size_t fg_config_key_count(void)
@@ -281,6 +300,11 @@ void fg_config_default(struct fg_config *c)
 	snprintf(c->op_socket, sizeof(c->op_socket), "/run/fanogate/fanoctl.sock");
 	addr_v4(&c->metrics_listen, 127, 0, 0, 1, 9464);
 	c->seccomp = FG_SECCOMP_ON;
+	snprintf(c->cluster.layers_text, sizeof(c->cluster.layers_text), "all");
+	memset(c->cluster.serves, 0xFF, sizeof(c->cluster.serves));
+	snprintf(c->cluster.prefix, sizeof(c->cluster.prefix), "/fanogate/");
+	c->cluster.lease_ttl_s = 3;
+	c->cluster.timeout_ms = 1000;
 }
 
 /* ---- value parsers (no side effects on failure) ------------------------ */
@@ -858,6 +882,125 @@ static bool account_name_ok(const char *s)
 	return true;
 }
 
+/* [cluster]: the endpoint and layer lists are strings in the key table and
+ * parsed here, once every key (and [model] layers) is known. */
+static void cluster_validate(struct pstate *ps)
+{
+	struct fg_cluster_cfg *k = &ps->c->cluster;
+	int l_node = key_line(ps, "cluster", "node"), l_ep = key_line(ps, "cluster", "endpoints");
+	int l_layers = key_line(ps, "cluster", "layers"), l_prefix = key_line(ps, "cluster", "prefix");
+	char list[FG_CONFIG_LINE_MAX + 1];
+	struct fg_addr a;
+	const char *r;
+
+	for (const char *p = k->node; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
+		      *p == '_' || *p == '-')) {
+			fail(ps, l_node, "[cluster] node = %s: only letters, digits, '.', '_' and '-'", k->node);
+			return;
+		}
+	k->n_endpoints = 0;
+	k->tls = false;
+	snprintf(list, sizeof(list), "%s", k->endpoints_text);
+	for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		while (*tok == ' ' || *tok == '\t')
+			tok++;
+		for (char *e = tok + strlen(tok); e > tok && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '/');)
+			*--e = '\0';
+		bool https = strncmp(tok, "https://", 8) == 0;
+		if (!https && strncmp(tok, "http://", 7) != 0) {
+			fail(ps, l_ep, "[cluster] endpoints: '%s' is not http://IP:port or https://IP:port", tok);
+			return;
+		}
+		if ((r = addr_parse_reason(tok + (https ? 8 : 7), &a)) != NULL) {
+			fail(ps, l_ep, "[cluster] endpoints: '%s': %s", tok, r);
+			return;
+		}
+		if (k->n_endpoints == FG_CLUSTER_ENDPOINTS_MAX) {
+			fail(ps, l_ep, "[cluster] endpoints: more than %u", FG_CLUSTER_ENDPOINTS_MAX);
+			return;
+		}
+		if (k->n_endpoints && https != k->tls) {
+			fail(ps, l_ep, "[cluster] endpoints: http:// and https:// mixed; one scheme for every member");
+			return;
+		}
+		if (strlen(tok) >= sizeof(k->endpoint[0])) {
+			fail(ps, l_ep, "[cluster] endpoints: '%s' too long", tok);
+			return;
+		}
+		k->tls = https;
+		snprintf(k->endpoint[k->n_endpoints++], sizeof(k->endpoint[0]), "%s", tok);
+	}
+	if (k->node[0] && k->n_endpoints == 0) {
+		fail(ps, first_line(l_ep, l_node), "[cluster] node = %s needs endpoints (the etcd members)", k->node);
+		return;
+	}
+	if (!k->node[0] && k->n_endpoints) {
+		fail(ps, l_ep, "[cluster] endpoints need node (this appliance's name in the fleet)");
+		return;
+	}
+	if (!k->cert[0] != !k->key[0]) {
+		fail(ps, first_line(key_line(ps, "cluster", "cert"), key_line(ps, "cluster", "key")),
+		     "[cluster] cert and key go together: set both or neither");
+		return;
+	}
+	if ((k->ca[0] || k->cert[0]) && !k->tls) {
+		fail(ps, first_line(key_line(ps, "cluster", "ca"), key_line(ps, "cluster", "cert")),
+		     "[cluster] ca/cert/key need https:// endpoints");
+		return;
+	}
+	memset(k->serves, 0, sizeof(k->serves));
+	if (strcmp(k->layers_text, "all") == 0) {
+		for (unsigned l = 0; l < ps->c->layers; l++)
+			k->serves[l / 8] |= (uint8_t)(1u << (l % 8));
+	} else {
+		bool any = false;
+		snprintf(list, sizeof(list), "%s", k->layers_text);
+		for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			while (*tok == ' ' || *tok == '\t')
+				tok++;
+			for (char *e = tok + strlen(tok); e > tok && (e[-1] == ' ' || e[-1] == '\t');)
+				*--e = '\0';
+			char *dash = strchr(tok, '-');
+			uint64_t lo, hi;
+			if (dash)
+				*dash = '\0';
+			if (!parse_u64(tok, &lo) || !(dash ? parse_u64(dash + 1, &hi) : (hi = lo, true)) || lo > hi) {
+				fail(ps, l_layers, "[cluster] layers = %s: expected all, or layers and ranges like 0-13,20",
+				     k->layers_text);
+				return;
+			}
+			if (hi >= ps->c->layers) {
+				fail(ps, l_layers, "[cluster] layers = %s: layer %llu >= [model] layers (%u)", k->layers_text,
+				     (unsigned long long)hi, ps->c->layers);
+				return;
+			}
+			for (uint64_t l = lo; l <= hi; l++)
+				k->serves[l / 8] |= (uint8_t)(1u << (l % 8));
+			any = true;
+		}
+		if (!any) {
+			fail(ps, l_layers, "[cluster] layers: empty (all, or a list like 0-13,20)");
+			return;
+		}
+	}
+	size_t pl = strlen(k->prefix);
+	bool ok = pl >= 1 && k->prefix[0] == '/' && k->prefix[pl - 1] == '/';
+	for (size_t i = 0; ok && i < pl; i++)
+		ok = k->prefix[i] > ' ' && k->prefix[i] < 0x7F && k->prefix[i] != '"' && k->prefix[i] != '\\';
+	if (!ok) {
+		fail(ps, l_prefix, "[cluster] prefix = %s: must start and end with '/', printable, no spaces or quotes",
+		     k->prefix);
+		return;
+	}
+	if (k->lease_ttl_s * 1000ull <= k->timeout_ms) {
+		fail(ps, first_line(key_line(ps, "cluster", "timeout_ms"), key_line(ps, "cluster", "lease_ttl_s")),
+		     "[cluster] timeout_ms = %u: not shorter than lease_ttl_s (%u s); a keepalive could never arrive in time",
+		     k->timeout_ms, k->lease_ttl_s);
+		return;
+	}
+}
+
 /* Cross-field checks, after every key is read (sections may come in any
  * order). Reports the line of the key most worth editing. */
 static void config_validate(struct pstate *ps)
@@ -989,6 +1132,7 @@ static void config_validate(struct pstate *ps)
 		fail(ps, key_line(ps, "daemon", "group"), "[daemon] group needs user (the daemon drops both or neither)");
 		return;
 	}
+	cluster_validate(ps);
 }
 
 int fg_config_parse(struct fg_config *c, const char *text, const char *name, struct fg_config_error *err)

@@ -21,6 +21,9 @@ PKGS=(
   testssl.sh bsdmainutils dnsutils
   # metrics check (promtool)
   prometheus
+  # [cluster]: the etcd v3 JSON gateway client (libcurl) and a real etcd
+  # cluster in tests/cluster
+  libcurl4-openssl-dev etcd-server etcd-client
 )
 
 missing=()

@@ -61,6 +61,24 @@ FG_MUST_CHECK int fg_addr_parse(const char *s, struct fg_addr *out);
 
 /* [daemon] seccomp: what a system call outside the daemon's allow-list gets
  * once it is up (control/cp_harden.c). */
+/* [cluster]: fleet-wide line states, model epoch and liveness in etcd
+ * (docs/cluster.md, control/cluster/). node empty = one appliance, no etcd. */
+#define FG_CLUSTER_ENDPOINTS_MAX 8
+#define FG_CLUSTER_NAME_MAX 48
+struct fg_cluster_cfg {
+	char node[FG_CLUSTER_NAME_MAX];       /* this node's name: [A-Za-z0-9._-], unique in the fleet */
+	char endpoints_text[FG_CONFIG_LINE_MAX + 1]; /* as written; parsed into endpoint[] */
+	char endpoint[FG_CLUSTER_ENDPOINTS_MAX][64]; /* "http://127.0.0.1:2379" (no trailing '/') */
+	unsigned n_endpoints;
+	bool tls;                             /* endpoints are https:// */
+	char ca[FG_PATH_MAX], cert[FG_PATH_MAX], key[FG_PATH_MAX]; /* https only; cert with key */
+	char layers_text[FG_CONFIG_LINE_MAX + 1]; /* "all" or "0-13,20"; parsed into serves[] */
+	uint8_t serves[FG_MAX_LAYERS / 8];    /* bit L: this node serves destination layer L */
+	char prefix[64];                      /* etcd key prefix, default "/fanogate/" */
+	uint32_t lease_ttl_s;                 /* node lease TTL, default 3 */
+	uint32_t timeout_ms;                  /* one etcd request, default 1000 */
+};
+
 enum fg_seccomp_mode {
 	FG_SECCOMP_OFF,  /* no filter */
 	FG_SECCOMP_ON,   /* refused with EPERM, counted and logged (default) */
@@ -141,6 +159,8 @@ struct fg_config {
 	char run_user[64];            /* run as this user once started; empty = uid 0, no capabilities */
 	char run_group[64];           /* with run_user; empty = the user's primary group */
 	uint8_t seccomp;              /* enum fg_seccomp_mode, default FG_SECCOMP_ON */
+	/* [cluster] */
+	struct fg_cluster_cfg cluster;
 };
 
 struct fg_config_error {
