@@ -89,7 +89,7 @@ static int bounding_reduce(uint64_t keep)
 /* The calling thread drops to p. Returns 0 or -errno with *stage set. */
 static int drop_self(const struct drop_plan *p, int *stage)
 {
-	uint64_t eff, prm;
+	uint64_t eff = 0, prm = 0; /* caps_get writes them on success only; gcc -O3 cannot see it */
 	int r;
 	*stage = DS_CAPGET;
 	if ((r = caps_get(&eff, &prm)) < 0)
@@ -460,7 +460,7 @@ static int verify_threads(bool bounding, bool seccomp, char *why, size_t why_len
 
 int cp_harden_apply(const struct fg_config *cfg, char *why, size_t why_len)
 {
-	uint64_t eff, prm;
+	uint64_t eff = 0, prm = 0; /* written on success only (gcc -O3 warns otherwise) */
 	int r = caps_get(&eff, &prm);
 	if (r < 0) {
 		snprintf(why, why_len, "capget: %s", strerror(-r));

@@ -91,8 +91,8 @@ static void load_all(struct all *a, bool allow_torn)
 			assert_int_equal(cp_audit_log_rotated_name(path, i, name, sizeof(name)), 0);
 		else
 			snprintf(name, sizeof(name), "%s", path);
-		uint8_t *buf;
-		size_t len;
+		uint8_t *buf = NULL;
+		size_t len = 0;
 		if (slurp(name, &buf, &len) < 0) {
 			/* the current file may be missing after a kill between rename and create */
 			assert_true(i == hi + 1 && allow_torn);
@@ -225,8 +225,8 @@ static uint64_t rnd(void)
  * Returns true when a tail was torn. */
 static bool tear_tail(bool any, uint64_t max_durable)
 {
-	uint8_t *b;
-	size_t len;
+	uint8_t *b = NULL;
+	size_t len = 0;
 	if (slurp(path, &b, &len) < 0)
 		return false;
 	size_t off = 0, at = 0, n = 0;
@@ -319,8 +319,8 @@ static void test_sigkill_rounds(void **state)
 	assert_int_equal(stat(path, &s1), 0);
 	uint8_t h1[FG_AUDIT_HASH_LEN], h2[FG_AUDIT_HASH_LEN];
 	{
-		uint8_t *b;
-		size_t l;
+		uint8_t *b = NULL;
+		size_t l = 0;
 		assert_int_equal(slurp(path, &b, &l), 0);
 		struct fg_audit_scan s;
 		assert_int_equal(fg_audit_verify(b, l, NULL, &s), 0);
@@ -332,8 +332,8 @@ static void test_sigkill_rounds(void **state)
 	assert_int_equal(s1.st_size, s2.st_size);
 	assert_int_equal(r1.open_next, r2.open_next);
 	{
-		uint8_t *b;
-		size_t l;
+		uint8_t *b = NULL;
+		size_t l = 0;
 		assert_int_equal(slurp(path, &b, &l), 0);
 		struct fg_audit_scan s;
 		assert_int_equal(fg_audit_verify(b, l, NULL, &s), 0);

@@ -44,7 +44,7 @@ static bool wait_msg(uint8_t type, uint32_t req, struct fg_bmsg *out, unsigned *
 {
 	for (int t = 0; t < 3000; t++) {
 		for (unsigned i = 0; i < b.n_lanes; i++) {
-			struct fg_bmsg m;
+			struct fg_bmsg m = { 0 };
 			while (fg_ring_pop(b.lanes[i].to_cp, &m)) {
 				if (m.type == type && (!req || m.req_id == req)) {
 					*out = m;
@@ -109,7 +109,7 @@ static void test_lanes(void **state)
 	assert_int_equal(n, 34);
 	unsigned owner = fg_shard_of(42, 1, cfg.layers, 2);
 	push_frame(owner, f, (uint32_t)n, 7);
-	struct fg_bmsg m;
+	struct fg_bmsg m = { 0 };
 	unsigned lane;
 	assert_true(wait_msg(FG_BM_OUTCOME, 7, &m, &lane));
 	assert_int_equal(lane, owner);
