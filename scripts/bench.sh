@@ -308,4 +308,9 @@ if [ $SMOKE -eq 1 ]; then
 	[ -x "$CORE" ] && { [ -s "$OUT/core.json" ] || missing+=(core.json); }
 	if [ ${#missing[@]} -gt 0 ]; then echo "bench smoke: MISSING ${missing[*]}" >&2; exit 1; fi
 	echo "bench smoke: all outputs present in $OUT"
+	# bench/cap: one lcore over net_memif (no kernel in the path), functional check only
+	if [ -x "$BUILD/bench/cap/cap_gen" ]; then
+		rc=0; "$ROOT/bench/cap/run.sh" --smoke --out "$OUT/cap" "$BUILD" || rc=$?
+		case $rc in 0) ;; 77) echo "bench smoke: bench/cap skipped" ;; *) echo "bench smoke: bench/cap FAILED" >&2; exit 1 ;; esac
+	fi
 fi

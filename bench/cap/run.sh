@@ -1,0 +1,147 @@
+#!/bin/sh
+# bench/cap/run.sh - one poll lcore's capacity with no kernel in the path.
+#
+#   cap_gen (CPU 0: a DPDK memif client playing the three Pair X workers and
+#   the consumer, ACKing every resolved seed)  <== net_memif ==>  fanogate-dp
+#   (memif server, one poll lcore on CPU 1, reliable delivery on)
+#
+# Fresh slots (token_seq advancing), hidden 1536 and 4096, 1468-byte chunks,
+# every resolved seed checked bit for bit by cap_gen. Beside it, cap_memcpy:
+# the cost of copying the same bytes on the same core (hot and cold).
+# Per run it reports fragments/s, seeds/s, contribution bytes/s, cycles per
+# fragment on the lcore (wall: the lcore spins on its own core, so every TSC
+# cycle of the measured window is its; busy: the dataplane's own busy-cycle
+# counter) and fanogate's packets per seed (received, sent, ACKs, statuses).
+#
+# Usage: bench/cap/run.sh [--smoke] [--runs N] [--seeds N] [--hidden "1536 4096"]
+#                         [--window N] [--out DIR] BUILD_DIR
+#   --smoke   CI: hidden 1536, 2000 seeds, one run, no memcpy timing; fails
+#             unless every seed came back bit-exact, ACKed, none lost
+#   default   3 runs x hidden 1536 and 4096 x 300000 seeds (bounded: each
+#             run stops after its seeds or 60 s, whichever comes first)
+# Output: OUT/results.json (every run, the memcpy baseline, the load average
+# before and after) and a table on stdout. Timing figures only mean something
+# on a quiet machine: the script prints the load average it saw.
+# Hugepages: FG_HUGEPAGES=auto|on|off (default auto: used when a 2 MiB
+# hugetlbfs is mounted with enough free pages, else --no-huge).
+# Needs no network: the packets only exist in the memif shared memory
+# (addresses from 198.18.0.0/15, the benchmarking range).
+set -u
+SMOKE=0 RUNS=3 SEEDS=300000 HIDDENS="1536 4096" WINDOW=512 OUT=
+while [ $# -gt 1 ]; do
+	case $1 in
+	--smoke) SMOKE=1 ;;
+	--runs) RUNS=$2; shift ;;
+	--seeds) SEEDS=$2; shift ;;
+	--hidden) HIDDENS=$2; shift ;;
+	--window) WINDOW=$2; shift ;;
+	--out) OUT=$2; shift ;;
+	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+[ $# -eq 1 ] || { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+B=$(cd "$1" && pwd) || exit 2
+HERE=$(cd "$(dirname "$0")" && pwd)
+DP=$B/dataplane/fanogate-dp
+GEN=$B/bench/cap/cap_gen
+MEMCPY=$B/bench/cap/cap_memcpy
+for x in "$DP" "$GEN" "$MEMCPY"; do
+	[ -x "$x" ] || { echo "run.sh: SKIP: $x not built (DPDK missing?)"; exit 77; }
+done
+pmd=$(pkg-config --variable=pmdsdir libdpdk 2>/dev/null)
+if [ -n "$pmd" ] && ! ls "$pmd"/librte_net_memif.so* >/dev/null 2>&1; then
+	echo "run.sh: SKIP: no net_memif PMD in $pmd"; exit 77
+fi
+if [ $SMOKE = 1 ]; then
+	RUNS=1 SEEDS=2000 HIDDENS=1536 WINDOW=128
+	: "${FG_HUGEPAGES:=off}"
+fi
+export FG_HUGEPAGES=${FG_HUGEPAGES:-auto}
+OUT=${OUT:-$(mktemp -d /tmp/fgcap-XXXXXX)}
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
+DPPID=""
+cleanup() {
+	if [ -n "$DPPID" ]; then kill "$DPPID" 2>/dev/null; wait "$DPPID" 2>/dev/null; fi
+	rm -f "$OUT/memif.sock"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+: > "$OUT/runs.jsonl"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/load.txt"
+if [ $SMOKE = 0 ]; then
+	echo "copy baseline on CPU 1 (cap_memcpy):"
+	taskset -c 1 "$MEMCPY" 1.0 1468 | tee "$OUT/memcpy.json"
+else
+	echo '{}' > "$OUT/memcpy.json"
+fi
+
+fail=0
+for H in $HIDDENS; do
+	cat > "$OUT/fg-$H.ini" <<EOC
+[model]
+hidden = $H
+layers = 28
+[rules]
+default = 1,3,5
+[slots]
+capacity = 8192
+deadline_ms = 2500
+[udp]
+port = 4242
+mtu = 1472
+[consumers]
+default = 198.18.0.2:7000
+[dataplane]
+lcores = 1
+EOC
+	cat > "$OUT/memif-bench.ini" <<EOP
+[profile]
+name = memif-bench
+description = bench/cap: memif server for cap_gen
+[eal]
+hugepages = \${FG_HUGEPAGES:-auto}
+log_level = *:notice
+[port]
+vdev = net_memif0,role=server,id=0,socket=$OUT/memif.sock,bsize=2048,rsize=11
+rx_desc = 1024
+tx_desc = 1024
+rss = off
+[net]
+ip4 = 198.18.0.1
+arp_reply = on
+[poll]
+idle_sleep_us = 0
+EOP
+	r=1
+	while [ $r -le $RUNS ]; do
+		tag=$H-$r
+		rm -f "$OUT/ready" "$OUT/memif.sock"
+		"$DP" --config "$OUT/fg-$H.ini" --profile "$OUT/memif-bench.ini" --duration 120 \
+			--report "$OUT/dp-$tag.json" --ready-file "$OUT/ready" 2> "$OUT/dp-$tag.log" &
+		DPPID=$!
+		i=0
+		while [ ! -f "$OUT/ready" ] && kill -0 $DPPID 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+		if [ ! -f "$OUT/ready" ]; then
+			echo "fanogate-dp did not start:"; tail -5 "$OUT/dp-$tag.log"
+			kill $DPPID 2>/dev/null; wait $DPPID 2>/dev/null; DPPID=""
+			exit 1
+		fi
+		taskset -c 0 "$GEN" -l 0 --no-huge -m 256 --no-shconf --file-prefix "fgcapgen$$" --no-pci \
+			--log-level '*:warning' \
+			--vdev="net_memif0,role=client,id=0,socket=$OUT/memif.sock,bsize=2048,rsize=11" -- \
+			--hidden "$H" --seeds "$SEEDS" --window "$WINDOW" --max-seconds 60 --label "memif-$H" \
+			--json "$OUT/gen-$tag.json" 2> "$OUT/gen-$tag.log"
+		grc=$?
+		kill -TERM $DPPID; wait $DPPID; DPPID=""
+		if [ $grc = 77 ]; then cat "$OUT/gen-$tag.log"; exit 77; fi
+		[ $grc = 0 ] || { echo "cap_gen exit $grc:"; tail -5 "$OUT/gen-$tag.log"; fail=1; }
+		python3 "$HERE/summarize.py" run "$OUT/gen-$tag.json" "$OUT/dp-$tag.json" >> "$OUT/runs.jsonl" || fail=1
+		r=$((r + 1))
+	done
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/load.txt"
+python3 "$HERE/summarize.py" report "$OUT" $([ $SMOKE = 1 ] && echo --smoke) || fail=1
+echo "wrote $OUT/results.json"
+exit $fail

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""bench/cap/summarize.py - bench/cap/run.sh's arithmetic.
+
+  summarize.py run GEN.json DP.json   one JSON line for one run (stdout)
+  summarize.py report OUT [--smoke]   OUT/results.json and a table; with
+                                      --smoke, exit 1 unless every run is
+                                      whole (bit-exact, none lost, all ACKed)
+"""
+import json
+import sys
+
+
+def run(gen_path, dp_path):
+    g = json.load(open(gen_path))
+    d = json.load(open(dp_path))
+    c, x = d["counters"], d["x"]
+    resolved_dp = max(c["seeds_resolved"], 1)
+    frags_dp = max(c["frags"], 1)
+    out = dict(
+        label=g["label"], hidden=g["hidden"], seeds=g["seeds"], resolved=g["resolved"],
+        wrong=g["wrong"], lost=g["lost"], dup=g["dup"], seconds=g["seconds"],
+        frags_per_s=g["frags_per_s"], seeds_per_s=g["seeds_per_s"],
+        contrib_gbit_per_s=g["contrib_bytes_per_s"] * 8 / 1e9,
+        frags_per_seed=g["frags_per_seed"] * g["lines"],
+        # the poll lcore spins alone on its core for the whole window, so
+        # every TSC cycle of the window is the lcore's
+        cycles_per_frag_wall=g["tsc_hz"] / g["frags_per_s"] if g["frags_per_s"] else None,
+        # the dataplane's own count of cycles in iterations that found work,
+        # over its whole life (warm-up included) / fragments over its life
+        cycles_per_frag_busy=x["busy_cycles"] / frags_dp,
+        dp_rx_per_seed=c["rx_pkts"] / resolved_dp,
+        dp_tx_per_seed=c["tx_pkts"] / resolved_dp,
+        dp_acks_per_seed=c["acks_sent"] / resolved_dp,
+        dp_status_per_seed=c["status_sent"] / resolved_dp,
+        dp_seed_frags_per_seed=(c["tx_pkts"] - c["acks_sent"] - c["status_sent"]) / resolved_dp,
+        delivery=dict(acked=c["delivery_acked"], resent=c["delivery_resent"],
+                      given_up=c["delivery_given_up"], pending=d.get("delivery_pending")),
+        drops={k: v for k, v in c.items() if k.startswith("drop_") and v},
+        hugepages=d["hugepages"], gen_cpu_s=g["gen_cpu_s"], gen_tx_full=g["gen_tx_full"],
+        gen_rx=g["rx"],
+    )
+    print(json.dumps(out))
+
+
+def report(out_dir, smoke):
+    runs = [json.loads(line) for line in open(out_dir + "/runs.jsonl") if line.strip()]
+    memcpy = json.load(open(out_dir + "/memcpy.json"))
+    load = open(out_dir + "/load.txt").read().strip().splitlines()
+    json.dump(dict(runs=runs, memcpy=memcpy, load=load), open(out_dir + "/results.json", "w"), indent=1)
+    hdr = "%-12s %8s %6s %5s %12s %10s %8s %10s %10s %6s %6s %6s" % (
+        "path", "resolved", "wrong", "lost", "frags/s", "seeds/s", "Gbit/s", "cyc/frag", "busy/frag",
+        "rx/sd", "tx/sd", "st/sd")
+    print(hdr)
+    for r in runs:
+        print("%-12s %8d %6d %5d %12.0f %10.0f %8.2f %10.0f %10.0f %6.2f %6.2f %6.2f" % (
+            r["label"], r["resolved"], r["wrong"], r["lost"], r["frags_per_s"], r["seeds_per_s"],
+            r["contrib_gbit_per_s"], r["cycles_per_frag_wall"] or 0, r["cycles_per_frag_busy"],
+            r["dp_rx_per_seed"], r["dp_tx_per_seed"], r["dp_status_per_seed"]))
+    if memcpy:
+        print("copy of one %d-byte chunk on the same core: hot %.0f cycles, cold %.0f cycles" % (
+            memcpy["chunk"], memcpy["memcpy_chunk_hot_cycles"], memcpy["memcpy_chunk_cold_cycles"]))
+    if smoke:
+        bad = [r for r in runs if r["wrong"] or r["lost"] or r["resolved"] != r["seeds"]
+               or r["delivery"]["given_up"] or r["delivery"]["pending"]
+               or r["delivery"]["acked"] < r["resolved"]]
+        if not runs or bad:
+            print("smoke: FAILED: %s" % (json.dumps(bad) if bad else "no run"))
+            sys.exit(1)
+        print("smoke: %d seeds bit-exact, every delivery ACKed (%d resent before their ACK)" % (
+            sum(r["resolved"] for r in runs), sum(r["delivery"]["resent"] for r in runs)))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "run":
+        run(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "report":
+        report(sys.argv[2], "--smoke" in sys.argv[3:])
+    else:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
