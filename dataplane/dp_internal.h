@@ -1,5 +1,7 @@
-/* dp_internal.h - state shared by the dataplane's own files (dp.c,
- * dp_lcore.c, dp_telemetry.c). Not for the control plane: it sees dp.h and
+/* dp_internal.h - state shared by the dataplane's own files (dp.c, the
+ * lcore's files dp_lcore.c, dp_rx.c, dp_shard.c, dp_deliver.c, dp_reply.c,
+ * dp_lanes.c, dp_neigh.c, dp_tx.c, and dp_telemetry.c), and the per-lcore
+ * counting helpers they share. Not for the control plane: it sees dp.h and
  * boundary.h only.
  *
  * Ownership: `struct dp_state` is written by the init thread before the
@@ -117,6 +119,30 @@ struct dp_state {
 };
 
 extern struct dp_state dp_g;
+
+/* Per-lcore counting (single writer: the lcore that owns lc). */
+static inline void dp_lc_count(struct dp_lcore *lc, enum fg_dp_counter c, uint64_t n) { fg_count(lc->k, c, n); }
+static inline void dp_lc_xcount(struct dp_lcore *lc, enum dp_xcounter c) { dp_xcount(lc->xk, c, 1); }
+
+/* A malformed input with codec reason `reason` (either sign). */
+static inline void dp_lc_malformed(struct dp_lcore *lc, int reason)
+{
+	dp_lc_count(lc, FG_C_DROP_MALFORMED, 1);
+	if (reason < 0)
+		reason = -reason;
+	if ((unsigned)reason < FG_R__COUNT)
+		atomic_store_explicit(&lc->k->malformed[reason],
+				      atomic_load_explicit(&lc->k->malformed[reason], memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+}
+
+static inline void dp_lc_outcome(struct dp_lcore *lc, enum fg_outcome o)
+{
+	if ((unsigned)o < FG_O__COUNT)
+		atomic_store_explicit(&lc->xk->outcome[o],
+				      atomic_load_explicit(&lc->xk->outcome[o], memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+}
 
 /* The poll loop (rte_eal_remote_launch entry); arg is the struct dp_lcore. */
 int dp_lcore_main(void *arg);

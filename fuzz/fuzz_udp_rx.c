@@ -3,7 +3,7 @@
  * dp_reasm_push (dataplane/dp_reasm.c, pure C) -> slot placement in place
  * (fg_slot_begin/place) or a reassembled buffer -> fg_ingest_frame, into
  * real fg_slots tables (core/slot.c), with a fake clock, reassembly and slot
- * expiry. It mirrors dp_lcore.c's on_packet/on_fragment/on_whole/on_xfer
+ * expiry. It mirrors dp_rx.c/dp_shard.c's rx_packet/dp_shard_fragment/dp_shard_whole/on_xfer
  * for lcore 0 of n_shards (1 or 2): a whole frame owned by the other shard
  * is ingested into a second table, as the inbox hand-off would.
  *
@@ -216,8 +216,8 @@ static unsigned frame_owner(const struct rx *x, const struct fg_hdr *h)
 	return 0;
 }
 
-/* A whole frame (frag_total 1, or reassembled): dp_lcore's on_whole/on_xfer
- * + process_frame, with the hand-off to the other shard done in place. */
+/* A whole frame (frag_total 1, or reassembled): dp_shard.c's dp_shard_whole/on_xfer
+ * + dp_shard_frame, with the hand-off to the other shard done in place. */
 static void whole(struct rx *x, const uint8_t *frame, uint32_t len)
 {
 	struct fg_hdr h;

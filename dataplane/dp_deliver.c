@@ -1,0 +1,214 @@
+/* dp_deliver.c - reliable delivery of resolved seeds (dp_dlv.h): the owner
+ * of a slot encodes its resolved seed, sends it to the layer's consumer,
+ * copies it to the control plane (FG_BM_RESOLVED), and tracks it until the
+ * consumer ACKs (stream = resolved band + layer, sequence = token_seq); the
+ * timer resends unACKed seeds from their slot and gives up after
+ * [consumers] resends, counted. A consumer's ACK frame reaches whichever
+ * lcore RSS picks: that lcore retires the seqs of its own shard and copies
+ * the frame to the owners of the others (their inbox, like a handed-off
+ * frame).
+ *
+ * Who may call: the lcore that owns `lc` (dp_shard.c on resolution, on an
+ * ACK frame and from its timers). */
+#include <string.h>
+
+#include "dp_deliver.h"
+#include "dp_lanes.h"
+#include "dp_neigh.h"
+#include "dp_tx.h"
+
+static const struct fg_addr *consumer_of(uint16_t layer)
+{
+	if (layer < FG_CONSUMERS_MAX && dp_g.cfg.consumer[layer].set)
+		return &dp_g.cfg.consumer[layer];
+	if (dp_g.cfg.consumer_default.set)
+		return &dp_g.cfg.consumer_default;
+	return NULL;
+}
+
+/* Send an encoded resolved-seed frame to its layer's consumer. */
+static bool dlv_send(struct dp_lcore *lc, const struct fg_addr *c, const uint8_t *frame, uint32_t len)
+{
+	int fam = c->family == AF_INET6 ? 6 : 4;
+	struct dp_route rt;
+	uint8_t dst[16] = {0};
+	memcpy(dst, c->addr, fam == 6 ? 16 : 4);
+	if (!dp_neigh_route(lc, fam, dst, &rt)) {
+		dp_lc_xcount(lc, DP_X_NO_SRC_ADDR);
+		return false;
+	}
+	return dp_tx_frame(lc, &rt, fam, rt.local, dst, c->port, frame, len);
+}
+
+static void dlv_give_up(struct dp_lcore *lc, enum dp_xcounter why)
+{
+	dp_lc_count(lc, FG_C_DELIVERY_GIVEN_UP, 1);
+	dp_lc_xcount(lc, why);
+}
+
+/* Start tracking a delivery just sent (or attempted: a failed first send is
+ * resent by the timer like a lost one). */
+static void dlv_track(struct dp_lcore *lc, const struct fg_seed_view *v, uint32_t slot, uint64_t now)
+{
+	uint16_t stream = (uint16_t)(dp_g.cfg.bands.resolved_base + v->dst_layer);
+	switch (dp_dlv_track(&lc->dlv, stream, v->token_seq, v->dst_layer, slot, v->fingerprint, now, NULL)) {
+	case DP_DLV_NEW:
+		break;
+	case DP_DLV_SUPERSEDED:
+		dlv_give_up(lc, DP_X_DLV_SUPERSEDED);
+		break;
+	case DP_DLV_EVICTED:
+		dlv_give_up(lc, DP_X_DLV_GIVEUP_FULL);
+		break;
+	}
+}
+
+/* Resend what is due, give up what is exhausted or no longer in its slot.
+ * At most 256 per call (the timer runs every millisecond). */
+void dp_deliver_timer(struct dp_lcore *lc, uint64_t now)
+{
+	uint32_t i;
+	for (unsigned n = 0; n < 256 && (i = dp_dlv_due(&lc->dlv, now)) != DP_DLV_NONE; n++) {
+		const struct dp_dlv_entry *e = &lc->dlv.e[i];
+		if (dp_dlv_exhausted(&lc->dlv, i)) {
+			dp_dlv_drop(&lc->dlv, i);
+			dlv_give_up(lc, DP_X_DLV_GIVEUP_RESENDS);
+			continue;
+		}
+		/* The slot is the only copy of the seed: it must still be the
+		 * same resolved key (the table reclaims slots for newer tokens). */
+		struct fg_seed_view v;
+		const struct fg_addr *c = consumer_of(e->layer);
+		if (!c || fg_slot_seed(&lc->slots, e->slot, &v) < 0 || v.token_seq != e->token_seq ||
+		    v.dst_layer != e->layer || v.fingerprint != e->fingerprint) {
+			dp_dlv_drop(&lc->dlv, i);
+			dlv_give_up(lc, DP_X_DLV_GIVEUP_RECLAIMED);
+			continue;
+		}
+		struct fg_resolved r = {.token_seq = v.token_seq, .dst_layer = v.dst_layer, .start_pos = v.start_pos,
+					.seq_len = v.seq_len, .body = v.body, .body_len = v.body_len};
+		ssize_t len = fg_resolved_encode(&dp_g.cfg.bands, &r, lc->scratch, dp_g.frame_max);
+		if (len < 0) {
+			dp_dlv_drop(&lc->dlv, i);
+			dlv_give_up(lc, DP_X_DLV_GIVEUP_RECLAIMED);
+			continue;
+		}
+		(void)dlv_send(lc, c, lc->scratch, (uint32_t)len);
+		dp_dlv_rearm(&lc->dlv, i, now);
+		dp_lc_count(lc, FG_C_DELIVERY_RESENT, 1);
+	}
+}
+
+/* Which lcore owns resolved-band stream `stream`, sequence seq; -1 when the
+ * stream is not a resolved-seed stream of a configured layer. */
+static int dlv_owner(uint16_t stream, uint32_t seq)
+{
+	enum fg_band band;
+	uint16_t layer;
+	if (fg_stream_classify(&dp_g.cfg.bands, stream, &band, &layer) < 0 || band != FG_BAND_RESOLVED)
+		return -1;
+	return dp_g.n > 1 ? (int)fg_shard_of(seq, layer, dp_g.cfg.layers, dp_g.n) : 0;
+}
+
+/* A consumer's ACK frame (whole, frame[0..len)): retire this lcore's seqs;
+ * when forward, copy the frame to every other lcore owning a covered seq. */
+void dp_deliver_on_ack(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, bool forward)
+{
+	struct fg_frame f;
+	struct fg_ack_entry e[128];
+	if (fg_frame_decode(frame, len, FG_TRANSPORT_MESSAGE, &f) < 0)
+		return;
+	int n = fg_ack_frame_decode(&f, e, FG_ARRAY_LEN(e));
+	if (n <= 0)
+		return;
+	uint64_t others = 0; /* bit i: lcore i owns a covered seq */
+	for (int k = 0; k < n; k++) {
+		for (unsigned bit = 0; bit < 64; bit++) {
+			uint32_t word = bit < 32 ? e[k].bitmap_lo : e[k].bitmap_hi;
+			if (!(word & (1u << (bit & 31))))
+				continue;
+			uint32_t seq = e[k].base_seq + bit;
+			int owner = dlv_owner(e[k].stream_id, seq);
+			if (owner < 0)
+				break; /* not a resolved-seed stream: the fleet ACKing something else */
+			if ((unsigned)owner != lc->idx) {
+				others |= 1ull << owner;
+				continue;
+			}
+			if (dp_dlv_ack(&lc->dlv, e[k].stream_id, seq))
+				dp_lc_count(lc, FG_C_DELIVERY_ACKED, 1);
+			else
+				dp_lc_count(lc, FG_C_DELIVERY_ACK_UNMATCHED, 1);
+		}
+	}
+	if (!forward || !others)
+		return;
+	for (unsigned o = 0; o < dp_g.n; o++) {
+		if (!(others & (1ull << o)))
+			continue;
+		void *p;
+		if (len > dp_g.frame_max || rte_mempool_get(dp_g.xfer, &p) < 0) {
+			dp_lc_xcount(lc, DP_X_DLV_ACK_FWD_FAIL);
+			continue;
+		}
+		struct dp_xfer *x = p;
+		memset(x, 0, sizeof(*x));
+		x->len = len;
+		memcpy(dp_xfer_data(x), frame, len);
+		if (rte_ring_mp_enqueue(dp_g.lc[o]->inbox, x) < 0) {
+			rte_mempool_put(dp_g.xfer, x);
+			dp_lc_xcount(lc, DP_X_DLV_ACK_FWD_FAIL);
+			continue;
+		}
+		dp_lc_xcount(lc, DP_X_DLV_ACK_FWD);
+	}
+}
+
+void dp_deliver_seed(struct dp_lcore *lc, uint32_t slot, uint64_t now)
+{
+	struct fg_seed_view v;
+	if (fg_slot_seed(&lc->slots, slot, &v) < 0)
+		return;
+	struct fg_resolved r = {.token_seq = v.token_seq,
+				.dst_layer = v.dst_layer,
+				.start_pos = v.start_pos,
+				.seq_len = v.seq_len,
+				.body = v.body,
+				.body_len = v.body_len};
+	uint32_t bi = fg_pool_get(&lc->lane->dp2cp);
+	uint8_t *buf = bi != FG_BUF_NONE ? fg_pool_buf(&lc->lane->dp2cp, bi) : lc->scratch;
+	ssize_t n = fg_resolved_encode(&dp_g.cfg.bands, &r, buf, dp_g.frame_max);
+	if (n < 0) {
+		if (bi != FG_BUF_NONE)
+			fg_pool_put(&lc->lane->dp2cp, bi);
+		return;
+	}
+	const struct fg_addr *c = consumer_of(v.dst_layer);
+	if (c) {
+		/* counted as sent once tracked: it ends ACKed or given up */
+		(void)dlv_send(lc, c, buf, (uint32_t)n);
+		dp_lc_count(lc, FG_C_SEEDS_SENT, 1);
+		dlv_track(lc, &v, slot, now);
+	} else {
+		dp_lc_xcount(lc, DP_X_NO_CONSUMER);
+	}
+	if (bi != FG_BUF_NONE) {
+		struct fg_bmsg m = {.type = FG_BM_RESOLVED,
+				    .line = FG_LINE_NONE,
+				    .layer = v.dst_layer,
+				    .token_seq = v.token_seq,
+				    .buf = bi,
+				    .len = (uint32_t)n,
+				    .epoch = lc->slots.epoch,
+				    .fingerprint = v.fingerprint,
+				    .t_ns = now};
+		m.status.token_seq = v.token_seq;
+		m.status.dst_layer = v.dst_layer;
+		m.status.bitset = v.lines;
+		m.status.fingerprint = v.fingerprint;
+		dp_lane_send(lc, &m);
+	} else {
+		dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
+	}
+	lc->ack_now = true; /* ACK on resolution */
+}

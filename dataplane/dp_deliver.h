@@ -1,0 +1,18 @@
+/* dp_deliver.h - reliable delivery of resolved seeds (dp_deliver.c). Every
+ * function runs on the lcore that owns `lc` only. */
+#ifndef DP_DELIVER_H
+#define DP_DELIVER_H
+
+#include "dp_internal.h"
+
+/* Slot `slot` of lc's shard just resolved: send the seed to its consumer,
+ * track the delivery, pass it to the control plane, ACK soon. */
+void dp_deliver_seed(struct dp_lcore *lc, uint32_t slot, uint64_t now);
+/* Resend due deliveries, give up exhausted or reclaimed ones (at most 256). */
+void dp_deliver_timer(struct dp_lcore *lc, uint64_t now);
+/* A consumer's ACK frame (whole, frame[0..len), borrowed): retire this
+ * lcore's seqs; when forward, copy the frame to every other lcore owning a
+ * covered seq. */
+void dp_deliver_on_ack(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, bool forward);
+
+#endif

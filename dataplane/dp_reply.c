@@ -1,0 +1,84 @@
+/* dp_reply.c - what a UDP sender hears back from an lcore: status frames
+ * (one per contribution, when [udp] send_status is on) and ACKs aggregated
+ * per peer (dp_ack.h) and flushed on resolution, when a peer's entry fills,
+ * or every ack_interval. Also tells the control plane a source is alive
+ * (FG_BM_PEER, at most once a second per peer).
+ *
+ * Who may call: the lcore that owns `lc` (dp_shard.c, and the loop for the
+ * periodic flush). */
+#include <string.h>
+
+#include "dp_lanes.h"
+#include "dp_reply.h"
+#include "dp_tx.h"
+
+void dp_reply_status(struct dp_lcore *lc, const struct dp_xfer *from, const struct fg_status *st)
+{
+	uint8_t buf[FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN];
+	ssize_t n = fg_status_encode(st, buf, sizeof(buf));
+	if (n < 0)
+		return;
+	uint8_t h[4];
+	fg_put_be16(h, lc->frame_id++);
+	h[2] = 0;
+	h[3] = 1;
+	if (dp_tx_dgram(lc, &from->route, from->peer.family, from->route.local, from->peer.addr, from->peer.port, h, buf,
+		     (uint32_t)n))
+		dp_lc_count(lc, FG_C_STATUS_SENT, 1);
+}
+
+static void ack_send_peer(struct dp_lcore *lc, struct dp_ack_peer *pp)
+{
+	struct fg_ack_entry e[DP_ACK_PEND];
+	unsigned n = dp_ack_take(pp, e, DP_ACK_PEND);
+	if (!n)
+		return;
+	uint8_t buf[8192];
+	uint32_t lens[16];
+	int k = fg_ack_build(e, n, dp_g.cfg.mtu, lc->frame_id, buf, sizeof(buf), lens, 16);
+	if (k <= 0)
+		return;
+	lc->frame_id = (uint16_t)(lc->frame_id + k);
+	uint32_t off = 0;
+	for (int i = 0; i < k; i++) {
+		/* fg_ack_build wrote fragment header + ACK frame: the whole UDP payload */
+		if (dp_tx_dgram(lc, &pp->route, pp->peer.family, pp->route.local, pp->peer.addr, pp->peer.port, NULL,
+			     buf + off, lens[i]))
+			dp_lc_count(lc, FG_C_ACKS_SENT, 1);
+		off += lens[i];
+	}
+}
+
+void dp_reply_ack_flush(struct dp_lcore *lc)
+{
+	for (uint32_t i = 0; i < lc->ack.n_dirty; i++) {
+		struct dp_ack_peer *pp = &lc->ack.p[lc->ack.dirty[i]];
+		if (pp->n)
+			ack_send_peer(lc, pp);
+	}
+	dp_ack_dirty_reset(&lc->ack);
+}
+
+void dp_reply_ack_note(struct dp_lcore *lc, const struct dp_xfer *from, uint16_t stream, uint32_t seq, uint64_t now)
+{
+	bool is_new;
+	struct dp_ack_peer *pp = dp_ack_peer_get(&lc->ack, &from->peer, &from->route, now, &is_new);
+	if (!pp) {
+		dp_lc_xcount(lc, DP_X_ACK_FULL);
+		dp_reply_ack_flush(lc);
+		pp = dp_ack_peer_get(&lc->ack, &from->peer, &from->route, now, &is_new);
+		if (!pp)
+			return;
+	}
+	if (is_new || now - pp->peer_msg_ns > 1000000000ull) {
+		/* Tell the control plane a source is alive (peers, degraded lines), at most once a second. */
+		struct fg_bmsg m = {.type = FG_BM_PEER, .buf = FG_BUF_NONE, .t_ns = now, .line = from->peer.family,
+				    .token_seq = from->peer.port};
+		memcpy(m.peer, from->peer.addr, 16);
+		pp->peer_msg_ns = now;
+		dp_lane_send(lc, &m);
+		dp_lc_xcount(lc, DP_X_PEERS_NEW);
+	}
+	if (dp_ack_note(&lc->ack, pp, stream, seq))
+		ack_send_peer(lc, pp);
+}

@@ -1,0 +1,16 @@
+/* dp_reply.h - status frames and aggregated ACKs to UDP senders
+ * (dp_reply.c). Every function runs on the lcore that owns `lc` only. */
+#ifndef DP_REPLY_H
+#define DP_REPLY_H
+
+#include "dp_internal.h"
+
+/* Send status st to the sender of `from` (a single-fragment frame). */
+void dp_reply_status(struct dp_lcore *lc, const struct dp_xfer *from, const struct fg_status *st);
+/* Send every pending ACK of every peer touched since the last flush. */
+void dp_reply_ack_flush(struct dp_lcore *lc);
+/* Note that (stream, seq) from `from`'s peer was received whole; sends at
+ * once when that peer's entry is full. */
+void dp_reply_ack_note(struct dp_lcore *lc, const struct dp_xfer *from, uint16_t stream, uint32_t seq, uint64_t now);
+
+#endif

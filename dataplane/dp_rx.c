@@ -1,0 +1,132 @@
+/* dp_rx.c - an lcore's receive side: the RX burst, L2-L4 parse
+ * (dp_pkt_parse), ARP/NDP to dp_neigh.c, the UDP port demux (fragmented
+ * profile on [udp] port, raw profile on raw_port), the source allowlist,
+ * point liveness, and the hand-over of each datagram's frame or fragment to
+ * the shard work (dp_shard.c).
+ *
+ * Point liveness ([points]): every datagram that passed the allowlist
+ * stores `now` into b->point_seen_ns[p] for each point p whose prefixes hold
+ * its source, at most once a millisecond per lcore and point.
+ *
+ * Who may call: the lcore that owns `lc` (its poll loop, dp_lcore.c). Every
+ * received mbuf is only read here; dp_rx_burst frees the whole burst. */
+#include <string.h>
+
+#include <rte_ethdev.h>
+#include <rte_prefetch.h>
+
+#include "dp_neigh.h"
+#include "dp_rx.h"
+#include "dp_shard.h"
+
+static void points_seen(struct dp_lcore *lc, int family, const uint8_t *addr, uint64_t now)
+{
+	int fam = family == 6 ? AF_INET6 : AF_INET;
+	for (unsigned p = 1; p <= FG_POINTS; p++) {
+		unsigned np = dp_g.cfg.n_point_prefix[p - 1];
+		if (!np || now - lc->point_store_ns[p] < 1000000ull)
+			continue;
+		for (unsigned j = 0; j < np; j++) {
+			if (fg_prefix_match(&dp_g.cfg.point_prefix[p - 1][j], fam, addr)) {
+				atomic_store_explicit(&dp_g.b->point_seen_ns[p], now, memory_order_relaxed);
+				lc->point_store_ns[p] = now;
+				dp_lc_xcount(lc, DP_X_POINT_SEEN);
+				break;
+			}
+		}
+	}
+}
+
+static void rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, uint64_t now)
+{
+	dp_lc_count(lc, FG_C_RX_PKTS, 1);
+	dp_lc_count(lc, FG_C_RX_BYTES, m->pkt_len);
+	if (m->nb_segs > 1) {
+		dp_lc_xcount(lc, DP_X_MULTISEG);
+		return;
+	}
+	struct dp_pkt pk;
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	switch (dp_pkt_parse(p, rte_pktmbuf_data_len(m), &pk)) {
+	case DP_PKT_ARP:
+		dp_neigh_on_arp(lc, &pk);
+		return;
+	case DP_PKT_NDP_NS:
+		dp_neigh_on_ndp(lc, &pk);
+		return;
+	case DP_PKT_NOT_UDP:
+		dp_lc_count(lc, FG_C_DROP_NOT_UDP, 1);
+		return;
+	case DP_PKT_IP_FRAG:
+		dp_lc_xcount(lc, DP_X_IP_FRAG);
+		return;
+	case DP_PKT_MALFORMED:
+		dp_lc_xcount(lc, DP_X_PKT_MALFORMED);
+		dp_lc_count(lc, FG_C_DROP_MALFORMED, 1);
+		return;
+	case DP_PKT_UDP:
+		break;
+	}
+	bool frag = pk.dst_port == dp_g.cfg.udp_port;
+	if (!frag && !(dp_g.cfg.udp_raw_port && pk.dst_port == dp_g.cfg.udp_raw_port)) {
+		dp_lc_count(lc, FG_C_DROP_BAD_PORT, 1);
+		return;
+	}
+	if (dp_g.cfg.n_allow) {
+		bool ok = false;
+		int fam = pk.src.family == 6 ? AF_INET6 : AF_INET;
+		for (unsigned i = 0; i < dp_g.cfg.n_allow && !ok; i++)
+			ok = fg_prefix_match(&dp_g.cfg.allow[i], fam, pk.src.addr);
+		if (!ok) {
+			dp_lc_count(lc, FG_C_DROP_NOT_ALLOWED, 1);
+			return;
+		}
+	}
+	memcpy(pk.route.our_mac, dp_g.mac.addr_bytes, 6);
+	dp_neigh_learn(lc, pk.src.family, pk.src.addr, pk.route.mac);
+	if (dp_g.have_points)
+		points_seen(lc, pk.src.family, pk.src.addr, now);
+	if (pk.src.family == 4 && !lc->has_local4) {
+		lc->has_local4 = true;
+		memcpy(lc->local4, pk.dst, 16);
+	} else if (pk.src.family == 6 && !lc->has_local6) {
+		lc->has_local6 = true;
+		memcpy(lc->local6, pk.dst, 16);
+	}
+	if (!frag) {
+		dp_lc_xcount(lc, DP_X_RAW_DGRAMS);
+		dp_shard_whole(lc, pk.payload, pk.payload_len, &pk, false, now);
+		return;
+	}
+	struct fg_frag f;
+	ssize_t rc = fg_frag_decode(pk.payload, pk.payload_len, &f);
+	if (rc < 0) {
+		dp_lc_xcount(lc, DP_X_PKT_MALFORMED);
+		dp_lc_malformed(lc, (int)rc);
+		return;
+	}
+	dp_lc_count(lc, FG_C_FRAGS, 1);
+	if (f.total == 1) {
+		dp_lc_xcount(lc, DP_X_FRAG_SINGLE);
+		dp_shard_whole(lc, f.chunk, f.chunk_len, &pk, true, now);
+		return;
+	}
+	dp_shard_fragment(lc, &f, &pk, now);
+}
+
+unsigned dp_rx_burst(struct dp_lcore *lc, uint64_t now)
+{
+	struct rte_mbuf *pkts[DP_BURST];
+	if (lc->rxq < 0)
+		return 0;
+	uint16_t n = rte_eth_rx_burst(dp_g.port, (uint16_t)lc->rxq, pkts, DP_BURST);
+	for (uint16_t i = 0; i < n; i++) {
+		if (i + 3 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 3], void *));
+		rx_packet(lc, pkts[i], now);
+	}
+	/* every mbuf was only read: this burst's owner frees them all */
+	if (n)
+		rte_pktmbuf_free_bulk(pkts, n);
+	return n;
+}

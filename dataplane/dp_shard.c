@@ -1,0 +1,313 @@
+/* dp_shard.c - the shard work of one lcore: whole frames and fragments
+ * into the slot engine (fg_ingest_frame, dp_reasm placing chunks straight
+ * into the slot's contribution buffer), hand-off of frames whose slot shard
+ * belongs to another lcore, outcomes and their counters, and the shard's
+ * housekeeping timers (reassembly and slot expiry, delivery resends).
+ *
+ * Cross-lcore design (a slot's contributions may arrive on different
+ * queues): fragments of one frame share a 5-tuple, so RSS keeps them on one
+ * queue; the receiving lcore reassembles. When fragment 0 names a seed whose
+ * shard (fg_shard_of) is its own, chunks go straight into the slot buffer;
+ * otherwise the whole frame is assembled in an xfer buffer and that buffer
+ * (not a copy) is enqueued on the owner's MP/SC rte_ring. The receiver ACKs
+ * (it saw the frame complete); the owner answers with the status frame.
+ *
+ * Who may call: the lcore that owns `lc` (dp_rx.c per datagram, dp_lanes.c
+ * for frames from the control plane, the loop for its inbox and timers).
+ * Other lcores reach it only through lc->inbox. */
+#include <string.h>
+
+#include "dp_deliver.h"
+#include "dp_lanes.h"
+#include "dp_reply.h"
+#include "dp_shard.h"
+
+static void on_outcome(struct dp_lcore *lc, const struct fg_seed *seed, const struct fg_slot_result *res,
+		       const struct fg_status *st, const struct dp_xfer *from, uint64_t now)
+{
+	enum fg_outcome o = res->outcome;
+	dp_lc_outcome(lc, o);
+	switch (o) {
+	case FG_O_ACCEPTED:
+	case FG_O_RESOLVED:
+		dp_lc_count(lc, FG_C_CONTRIB_ACCEPTED, 1);
+		if (seed && seed->line < FG_LINES)
+			atomic_store_explicit(&lc->k->per_line[seed->line],
+					      atomic_load_explicit(&lc->k->per_line[seed->line], memory_order_relaxed) + 1,
+					      memory_order_relaxed);
+		break;
+	case FG_O_DUPLICATE:
+		dp_lc_count(lc, FG_C_DROP_DUPLICATE, 1);
+		break;
+	case FG_O_CONFLICT: {
+		dp_lc_count(lc, FG_C_DROP_CONFLICT, 1);
+		struct fg_bmsg m = {.type = FG_BM_CONFLICT,
+				    .line = seed ? seed->line : FG_LINE_NONE,
+				    .layer = seed ? seed->dst_layer : 0,
+				    .token_seq = seed ? seed->token_seq : 0,
+				    .buf = FG_BUF_NONE,
+				    .epoch = res->epoch,
+				    .t_ns = now,
+				    .status = *st};
+		dp_lane_send(lc, &m);
+		break;
+	}
+	case FG_O_LATE:
+		dp_lc_count(lc, FG_C_DROP_LATE, 1);
+		break;
+	case FG_O_EXPIRED:
+		dp_lc_count(lc, FG_C_DROP_EXPIRED, 1);
+		break;
+	case FG_O_NO_SLOT:
+		dp_lc_count(lc, FG_C_DROP_NO_SLOT, 1);
+		break;
+	case FG_O_STALE:
+		dp_lc_count(lc, FG_C_DROP_STALE, 1);
+		break;
+	default:
+		break; /* poisoned, shape_mismatch, unexpected_line, line_disabled, bad_range: outcome[] only */
+	}
+	if (from && dp_g.cfg.send_status)
+		dp_reply_status(lc, from, st);
+	if (o == FG_O_RESOLVED) {
+		dp_lc_count(lc, FG_C_SEEDS_RESOLVED, 1);
+		dp_deliver_seed(lc, res->slot, now);
+	}
+}
+
+/* A whole frame this lcore owns (its shard, or not a seed). Returns the
+ * ingest return code; *r is filled. */
+int dp_shard_frame(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const struct dp_xfer *from,
+			 struct fg_ingest_result *r, uint64_t now)
+{
+	struct fg_frame f;
+	ssize_t n = fg_frame_decode(frame, len, FG_TRANSPORT_MESSAGE, &f);
+	if (n < 0 || (uint32_t)n != len) {
+		dp_lc_malformed(lc, n < 0 ? (int)n : -FG_R_TRUNCATED_FRAME);
+		memset(r, 0, sizeof(*r));
+		r->reason = n < 0 ? (int)-n : FG_R_TRUNCATED_FRAME;
+		fg_status_from_result(&lc->ictx, NULL, NULL, r->reason, &r->status);
+		return -r->reason;
+	}
+	int rc = fg_ingest_frame(&lc->slots, &lc->ictx, &f, now, r);
+	if (rc < 0) {
+		if (rc == -FG_R_UNKNOWN_STREAM || rc == -FG_R_UNKNOWN_LAYER) {
+			dp_lc_count(lc, FG_C_DROP_UNKNOWN_STREAM, 1);
+		} else {
+			dp_lc_malformed(lc, rc);
+			if (r->band == FG_BAND_SEED) {
+				dp_lc_outcome(lc, FG_O_MALFORMED);
+				if (from && dp_g.cfg.send_status)
+					dp_reply_status(lc, from, &r->status);
+			}
+		}
+		return rc;
+	}
+	if (r->band == FG_BAND_CANONICAL) {
+		dp_lc_count(lc, FG_C_CANONICAL, 1);
+		if (from) {
+			dp_lane_send_frame(lc, FG_BM_CANONICAL, frame, len, &r->status, now);
+			if (dp_g.cfg.send_status)
+				dp_reply_status(lc, from, &r->status);
+		}
+		return 0;
+	}
+	on_outcome(lc, &r->seed, &r->slot, &r->status, from, now);
+	return 0;
+}
+
+/* Owner of a whole frame: the seed's shard, else this lcore. */
+static unsigned frame_owner(const struct dp_lcore *lc, const struct fg_hdr *h)
+{
+	enum fg_band band;
+	uint16_t layer;
+	if (dp_g.n > 1 && fg_stream_classify(&dp_g.cfg.bands, h->stream_id, &band, &layer) == 0 &&
+	    band == FG_BAND_SEED)
+		return fg_shard_of(h->sequence, layer, dp_g.cfg.layers, dp_g.n);
+	return lc->idx;
+}
+
+/* A whole frame in an xfer buffer x (owned by the caller of this function,
+ * which gives it up here: processed and returned, or handed to the owner). */
+static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64_t now)
+{
+	uint8_t *frame = dp_xfer_data(x);
+	struct fg_hdr h;
+	dp_lc_count(lc, FG_C_FRAMES, 1);
+	if (fg_hdr_decode(frame, x->len, FG_TRANSPORT_MESSAGE, &h) < 0) {
+		dp_lc_malformed(lc, FG_R_SHORT_HEADER);
+		rte_mempool_put(dp_g.xfer, x);
+		return;
+	}
+	if (h.stream_id == FG_STREAM_ACK && (h.flags & FG_FLAG_ACK)) {
+		dp_lc_xcount(lc, DP_X_ACK_RX); /* a consumer ACKing resolved seeds */
+		dp_deliver_on_ack(lc, frame, x->len, true);
+		rte_mempool_put(dp_g.xfer, x);
+		return;
+	}
+	unsigned owner = frame_owner(lc, &h);
+	if (owner != lc->idx) {
+		struct dp_xfer from = *x; /* x belongs to the owner once enqueued */
+		if (rte_ring_mp_enqueue(dp_g.lc[owner]->inbox, x) < 0) {
+			dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
+			rte_mempool_put(dp_g.xfer, x);
+			return; /* not ACKed: the sender resends */
+		}
+		dp_lc_xcount(lc, DP_X_HANDOFF_OUT);
+		if (ackable)
+			dp_reply_ack_note(lc, &from, h.stream_id, h.sequence, now);
+		return;
+	}
+	struct fg_ingest_result r;
+	(void)dp_shard_frame(lc, frame, x->len, x, &r, now);
+	if (ackable)
+		dp_reply_ack_note(lc, x, h.stream_id, h.sequence, now);
+	rte_mempool_put(dp_g.xfer, x);
+}
+
+/* A whole frame still inside an mbuf (frag_total 1, or the raw profile). */
+void dp_shard_whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const struct dp_pkt *pk,
+		     bool ackable, uint64_t now)
+{
+	struct fg_hdr h;
+	if (fg_hdr_decode(frame, len, FG_TRANSPORT_MESSAGE, &h) < 0 || FG_HDR_LEN + h.length != len) {
+		dp_lc_malformed(lc, len < FG_HDR_LEN ? FG_R_SHORT_HEADER : FG_R_TRUNCATED_FRAME);
+		return;
+	}
+	unsigned owner = frame_owner(lc, &h);
+	struct dp_xfer from = {.peer = pk->src, .route = pk->route, .len = len, .ack = ackable};
+	if (owner != lc->idx) {
+		void *e;
+		if (len > dp_g.frame_max || rte_mempool_get(dp_g.xfer, &e) < 0) {
+			dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
+			return;
+		}
+		struct dp_xfer *x = e;
+		*x = from;
+		memcpy(dp_xfer_data(x), frame, len);
+		dp_lc_count(lc, FG_C_FRAMES, 1);
+		if (rte_ring_mp_enqueue(dp_g.lc[owner]->inbox, x) < 0) {
+			dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
+			rte_mempool_put(dp_g.xfer, x);
+			return;
+		}
+		dp_lc_xcount(lc, DP_X_HANDOFF_OUT);
+		if (ackable)
+			dp_reply_ack_note(lc, &from, h.stream_id, h.sequence, now);
+		return;
+	}
+	dp_lc_count(lc, FG_C_FRAMES, 1);
+	if (h.stream_id == FG_STREAM_ACK && (h.flags & FG_FLAG_ACK)) {
+		dp_lc_xcount(lc, DP_X_ACK_RX);
+		dp_deliver_on_ack(lc, frame, len, true);
+		return;
+	}
+	struct fg_ingest_result r;
+	(void)dp_shard_frame(lc, frame, len, &from, &r, now);
+	if (ackable)
+		dp_reply_ack_note(lc, &from, h.stream_id, h.sequence, now);
+}
+
+void dp_shard_fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct dp_pkt *pk, uint64_t now)
+{
+	struct dp_reasm_out out;
+	if (dp_reasm_push(&lc->reasm, &pk->src, f, &lc->ictx, now, &out) < 0)
+		return; /* never: push reports through out->disp */
+	struct dp_xfer from = {.peer = pk->src, .route = pk->route, .ack = true};
+	switch (out.disp) {
+	case DP_RA_TAKEN:
+		dp_lc_xcount(lc, DP_X_FRAG_TAKEN);
+		break;
+	case DP_RA_DUP:
+		dp_lc_xcount(lc, DP_X_FRAG_DUP);
+		break;
+	case DP_RA_OVERFLOW:
+		dp_lc_count(lc, FG_C_DROP_REASM_OVERFLOW, 1);
+		break;
+	case DP_RA_NOBUF:
+		dp_lc_xcount(lc, DP_X_FRAG_NOBUF);
+		break;
+	case DP_RA_MALFORMED:
+		dp_lc_xcount(lc, DP_X_FRAG_MALFORMED);
+		dp_lc_malformed(lc, out.reason);
+		break;
+	case DP_RA_DISCARDED:
+		dp_lc_xcount(lc, DP_X_FRAG_DISCARDED);
+		break;
+	}
+	if (out.events & DP_RA_EV_OUTCOME) {
+		struct fg_status st;
+		if (out.res.outcome == FG_O_MALFORMED) {
+			dp_lc_malformed(lc, out.reason);
+			dp_lc_outcome(lc, FG_O_MALFORMED);
+			fg_status_from_result(&lc->ictx, NULL, NULL, out.reason, &st);
+			st.token_seq = out.seed.token_seq;
+			st.dst_layer = out.seed.dst_layer;
+			if (dp_g.cfg.send_status)
+				dp_reply_status(lc, &from, &st);
+		} else {
+			fg_status_from_result(&lc->ictx, &out.seed, &out.res, 0, &st);
+			on_outcome(lc, &out.seed, &out.res, &st, &from, now);
+		}
+	}
+	if (out.events & DP_RA_EV_FRAME) {
+		struct dp_xfer *x = dp_xfer_of(out.buf);
+		*x = from;
+		x->len = out.len;
+		on_xfer(lc, x, true, now); /* counts the frame and ACKs it */
+	} else if (out.events & DP_RA_EV_COMPLETE) {
+		dp_lc_count(lc, FG_C_FRAMES, 1);
+		dp_reply_ack_note(lc, &from, out.stream_id, out.sequence, now);
+	}
+}
+
+void dp_shard_timers(struct dp_lcore *lc, uint64_t now)
+{
+	dp_deliver_timer(lc, now);
+	uint32_t t = dp_reasm_expire(&lc->reasm, now, 1024);
+	if (t)
+		dp_lc_count(lc, FG_C_REASM_TIMEOUT, t);
+	struct fg_slot_expired ex[32];
+	int k;
+	do {
+		k = fg_slots_expire(&lc->slots, now, ex, 32);
+		for (int i = 0; i < k; i++) {
+			struct fg_bmsg m = {.type = FG_BM_EXPIRED,
+					    .line = FG_LINE_NONE,
+					    .layer = ex[i].dst_layer,
+					    .token_seq = ex[i].token_seq,
+					    .buf = FG_BUF_NONE,
+					    .epoch = lc->slots.epoch,
+					    .t_ns = now};
+			m.status.token_seq = ex[i].token_seq;
+			m.status.dst_layer = ex[i].dst_layer;
+			m.status.outcome = FG_O_EXPIRED;
+			m.status.line = FG_LINE_NONE;
+			m.status.bitset = ex[i].landed;
+			m.status.expected = ex[i].expected;
+			dp_lane_send(lc, &m);
+		}
+		if (k > 0)
+			dp_lc_count(lc, FG_C_SLOTS_EXPIRED, (uint64_t)k);
+	} while (k == 32);
+}
+
+unsigned dp_shard_inbox_poll(struct dp_lcore *lc, uint64_t now)
+{
+	void *in[DP_BURST];
+	unsigned k = rte_ring_sc_dequeue_burst(lc->inbox, in, DP_BURST, NULL);
+	for (unsigned i = 0; i < k; i++) {
+		struct dp_xfer *x = in[i];
+		struct fg_ingest_result r;
+		dp_lc_xcount(lc, DP_X_HANDOFF_IN);
+		const uint8_t *fr = dp_xfer_data(x);
+		struct fg_hdr h;
+		if (fg_hdr_decode(fr, x->len, FG_TRANSPORT_MESSAGE, &h) >= 0 && h.stream_id == FG_STREAM_ACK &&
+		    (h.flags & FG_FLAG_ACK))
+			dp_deliver_on_ack(lc, fr, x->len, false); /* a copy from the lcore that received it */
+		else
+			(void)dp_shard_frame(lc, fr, x->len, x, &r, now);
+		rte_mempool_put(dp_g.xfer, x);
+	}
+	return k;
+}

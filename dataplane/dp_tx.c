@@ -1,0 +1,90 @@
+/* dp_tx.c - an lcore's transmit side: the TX buffer of struct dp_lcore
+ * (lc->tx, flushed once per loop iteration and when full), and building
+ * UDP datagrams (one, or a frame split into fragments at C) into mbufs.
+ *
+ * Who may call: the lcore that owns `lc`, from its poll loop (dp_lcore.c)
+ * and the per-packet code (dp_rx.c, dp_neigh.c, dp_reply.c, dp_deliver.c).
+ * Every mbuf queued here belongs to the TX buffer until dp_tx_flush sends
+ * it or frees and counts it (drop_tx_full). No heap, no locks, no logs. */
+#include <string.h>
+
+#include <rte_ethdev.h>
+
+#include "dp_tx.h"
+
+void dp_tx_flush(struct dp_lcore *lc)
+{
+	if (!lc->n_tx)
+		return;
+	uint64_t bytes = 0;
+	for (unsigned i = 0; i < lc->n_tx; i++)
+		bytes += lc->tx[i]->pkt_len;
+	unsigned sent = 0;
+	for (int tries = 0; sent < lc->n_tx && tries < 4; tries++)
+		sent += rte_eth_tx_burst(dp_g.port, lc->txq, lc->tx + sent, (uint16_t)(lc->n_tx - sent));
+	for (unsigned i = sent; i < lc->n_tx; i++) {
+		bytes -= lc->tx[i]->pkt_len;
+		rte_pktmbuf_free(lc->tx[i]);
+	}
+	if (sent < lc->n_tx)
+		dp_lc_count(lc, FG_C_DROP_TX_FULL, lc->n_tx - sent);
+	dp_lc_count(lc, FG_C_TX_PKTS, sent);
+	dp_lc_count(lc, FG_C_TX_BYTES, bytes);
+	lc->n_tx = 0;
+}
+
+void dp_tx_queue(struct dp_lcore *lc, struct rte_mbuf *m)
+{
+	if (lc->n_tx == DP_TX_MAX)
+		dp_tx_flush(lc);
+	lc->tx[lc->n_tx++] = m;
+}
+
+/* One UDP datagram whose payload is hdr4 (4 bytes, optional) + data. */
+bool dp_tx_dgram(struct dp_lcore *lc, const struct dp_route *rt, int family, const uint8_t *src_ip,
+		     const uint8_t *dst_ip, uint16_t dst_port, const uint8_t *hdr4, const uint8_t *data, uint32_t len)
+{
+	uint32_t hl = dp_pkt_hdr_len(rt, family);
+	uint32_t plen = (hdr4 ? 4u : 0u) + len;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(dp_g.mbufs);
+	if (!m) {
+		dp_lc_xcount(lc, DP_X_TX_NOMBUF);
+		return false;
+	}
+	uint8_t *p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(hl + plen));
+	if (!p) {
+		rte_pktmbuf_free(m);
+		dp_lc_xcount(lc, DP_X_TX_NOMBUF);
+		return false;
+	}
+	uint8_t *u = p + hl;
+	if (hdr4) {
+		memcpy(u, hdr4, 4);
+		u += 4;
+	}
+	memcpy(u, data, len);
+	dp_pkt_build_udp(p, rt, family, src_ip, dp_g.cfg.udp_port, dst_ip, dst_port, plen, lc->ip_id++);
+	dp_tx_queue(lc, m);
+	return true;
+}
+
+/* A frame in the fragmented profile (split at C) to one destination. */
+bool dp_tx_frame(struct dp_lcore *lc, const struct dp_route *rt, int family, const uint8_t *src_ip,
+		     const uint8_t *dst_ip, uint16_t dst_port, const uint8_t *frame, uint32_t len)
+{
+	uint32_t C = dp_g.chunk;
+	uint32_t total = fg_frag_count(len, C);
+	if (!total)
+		return false;
+	uint16_t fid = lc->frame_id++;
+	bool ok = true;
+	for (uint32_t i = 0; i < total; i++) {
+		uint8_t h[4];
+		fg_put_be16(h, fid);
+		h[2] = (uint8_t)i;
+		h[3] = (uint8_t)total;
+		uint32_t off = i * C, n = RTE_MIN(C, len - off);
+		ok &= dp_tx_dgram(lc, rt, family, src_ip, dst_ip, dst_port, h, frame + off, n);
+	}
+	return ok;
+}

@@ -1,0 +1,23 @@
+/* dp_tx.h - an lcore's transmit side (dp_tx.c). Every function runs on the
+ * lcore that owns `lc` only. */
+#ifndef DP_TX_H
+#define DP_TX_H
+
+#include "dp_internal.h"
+
+/* Send the queued mbufs; the ones the device refuses after 4 tries are
+ * freed and counted as drop_tx_full. */
+void dp_tx_flush(struct dp_lcore *lc);
+/* Queue m (ownership moves to the TX buffer); flushes when full. */
+void dp_tx_queue(struct dp_lcore *lc, struct rte_mbuf *m);
+/* Queue one UDP datagram from our data port to dst_ip:dst_port whose
+ * payload is hdr4 (4 bytes, or NULL for none) then data[0..len). Returns
+ * false (counted tx_nombuf) when no mbuf was free. Pointers are borrowed. */
+bool dp_tx_dgram(struct dp_lcore *lc, const struct dp_route *rt, int family, const uint8_t *src_ip,
+		 const uint8_t *dst_ip, uint16_t dst_port, const uint8_t *hdr4, const uint8_t *data, uint32_t len);
+/* Queue a whole frame in the fragmented profile (fragments of dp_g.chunk
+ * bytes, one frame id). Returns false when any fragment could not be built. */
+bool dp_tx_frame(struct dp_lcore *lc, const struct dp_route *rt, int family, const uint8_t *src_ip,
+		 const uint8_t *dst_ip, uint16_t dst_port, const uint8_t *frame, uint32_t len);
+
+#endif
