@@ -727,12 +727,13 @@ static int listen_open(const struct fg_addr *a, uint16_t *port_out, char *why, s
 }
 
 int cp_server_start(struct cp_server *s, struct cp_loop *l, const struct fg_config *cfg, struct cp_engine *engine,
-		    char *why, size_t why_len)
+		    struct cp_audit *audit, char *why, size_t why_len)
 {
 	memset(s, 0, sizeof(*s));
 	s->loop = l;
 	s->cfg = cfg;
 	s->engine = engine;
+	s->audit = audit;
 	s->listen_fd = -1;
 	s->started_ns = cp_now_ns();
 	cp_http_limits_default(&s->hlim);

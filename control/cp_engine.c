@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "cp_hooks.h"
 #include "cp_log.h"
 
 #define CP_ENGINE_ENDINGS 1024u
@@ -95,6 +94,24 @@ int cp_engine_line_event(struct cp_engine *e, unsigned line, enum fg_line_event 
 	return r;
 }
 
+static void emit_canonical(struct cp_engine *e, const struct fg_canon *cn)
+{
+	if (e->audit)
+		e->audit->canonical(e->audit_arg, cn, e->epoch);
+}
+
+void cp_engine_set_audit(struct cp_engine *e, const struct cp_engine_audit_ops *ops, void *arg)
+{
+	e->audit = ops;
+	e->audit_arg = arg;
+}
+
+void cp_engine_line_changed(struct cp_engine *e, const struct fg_line_change *chg, const char *origin)
+{
+	if (e->audit)
+		e->audit->line_changed(e->audit_arg, chg, origin);
+}
+
 /* A slot resolved (either mode): cache, deliver, audit. */
 static void on_resolved(struct cp_engine *e, const uint8_t *frame, size_t len, const struct fg_seed_view *v)
 {
@@ -102,7 +119,8 @@ static void on_resolved(struct cp_engine *e, const uint8_t *frame, size_t len, c
 	ending_put(e, v->dst_layer, v->token_seq, FG_SLOT_RESOLVED, frame, len);
 	if (e->ops.resolved)
 		e->ops.resolved(e->arg, v->dst_layer, v->token_seq, frame, len);
-	cp_hook_shadow_resolved(e, v);
+	if (e->audit)
+		e->audit->resolved(e->audit_arg, v, e->epoch);
 }
 
 static void on_ended(struct cp_engine *e, uint16_t layer, uint32_t token_seq, enum fg_slot_state st)
@@ -136,18 +154,16 @@ static void epoch_advance(struct cp_engine *e, uint32_t to, const char *why)
 		e->st.slots_flushed += fg_slots_flush(&e->slots);
 	}
 	cp_info("model epoch %u -> %u: %s; open slots flushed", from, to, why);
-	cp_hook_epoch_change(e, from, to, why);
+	if (e->audit)
+		e->audit->epoch_changed(e->audit_arg, from, to, why);
 }
 
 static void on_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq, unsigned line, uint32_t epoch)
 {
 	on_ended(e, layer, token_seq, FG_SLOT_POISONED);
-	cp_hook_shadow_conflict(e, layer, token_seq, line);
-	/* With the shadow audit running, it demotes the line (and records why);
-	 * without it the engine does, so the rule holds either way. */
-	if (!cp_hooks_have_audit() && line < FG_LINES &&
-	    cp_engine_line_event(e, line, FG_LEV_CONFLICT, FG_UID_AUDIT, 0, "conflicting duplicate contribution") < 0)
-		cp_warn("line %u: conflict event refused", line);
+	/* The shadow audit demotes the line and records why. */
+	if (e->audit)
+		e->audit->conflict(e->audit_arg, layer, token_seq, line, e->epoch);
 	/* The shard's table moved to epoch (its own ++); the global epoch moves
 	 * by one, or to the shard's when that is ahead. */
 	epoch_advance(e, epoch, "conflicting duplicate contribution");
@@ -193,7 +209,7 @@ static int local_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t 
 		struct fg_canon cn = res.canon;
 		if (cn.kind == FG_CANON_FULL && !cn.digest)
 			cn.digest = fg_fingerprint(cn.body, cn.body_len);
-		cp_hook_shadow_canonical(e, &cn);
+		emit_canonical(e, &cn);
 	}
 	return 0;
 }
@@ -283,7 +299,7 @@ static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t 
 			e->st.canonical++;
 			if (cn.kind == FG_CANON_FULL && !cn.digest)
 				cn.digest = fg_fingerprint(cn.body, cn.body_len);
-			cp_hook_shadow_canonical(e, &cn);
+			emit_canonical(e, &cn);
 		}
 	}
 	return 0;
@@ -387,7 +403,7 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const struct fg_b
 		}
 		if (cn.kind == FG_CANON_FULL)
 			cn.digest = fg_fingerprint(cn.body, cn.body_len);
-		cp_hook_shadow_canonical(e, &cn);
+		emit_canonical(e, &cn);
 		break;
 	}
 	case FG_BM_CONFLICT:

@@ -21,9 +21,9 @@
  * cache of recent slot endings (resolved-seed frames, expiries, poisonings)
  * that serves GET /residual-seed in both modes.
  *
- * Events go to the cp_engine_ops the server registers: resolved seeds to
- * subscribed WebSocket sessions and pending GETs, and to the shadow audit
- * hook (cp_hooks.h).
+ * Events go to the cp_engine_ops the server registers (resolved seeds to
+ * subscribed WebSocket sessions and pending GETs) and to the
+ * cp_engine_audit_ops the shadow audit registers (control/cp_audit.h).
  *
  * Who may call: the loop thread only. */
 #ifndef CP_ENGINE_H
@@ -58,6 +58,25 @@ struct cp_engine_ops {
 	void (*resolved)(void *arg, uint16_t layer, uint32_t token_seq, const uint8_t *frame, size_t len);
 	/* A slot ended without a seed: expired, or poisoned by a conflict. */
 	void (*ended)(void *arg, uint16_t layer, uint32_t token_seq, enum fg_slot_state st);
+};
+
+/* What the shadow audit judges, emitted by the engine (either mode). The
+ * daemon always registers one (cp_audit_start); an engine without one (unit
+ * harnesses) records no verdicts and demotes no line on a conflict.
+ * Pointers are valid during the call. */
+struct cp_engine_audit_ops {
+	/* A slot resolved: v has the seed's body. */
+	void (*resolved)(void *arg, const struct fg_seed_view *v, uint32_t epoch);
+	/* A canonical report arrived (digest filled in for full reports). */
+	void (*canonical)(void *arg, const struct fg_canon *c, uint32_t epoch);
+	/* A conflicting duplicate poisoned a slot: the audit records it and
+	 * demotes the line. */
+	void (*conflict)(void *arg, uint16_t layer, uint32_t token_seq, unsigned line, uint32_t epoch);
+	/* The model epoch moved from -> to (already published and flushed). */
+	void (*epoch_changed)(void *arg, uint32_t from, uint32_t to, const char *why);
+	/* The line table changed outside the audit (a Fano point went down or
+	 * up, cp_points.c): recorded as a line change from origin. */
+	void (*line_changed)(void *arg, const struct fg_line_change *chg, const char *origin);
 };
 
 /* One entry of the ending cache. */
@@ -106,6 +125,8 @@ struct cp_engine {
 	struct fg_seed_limits limits;
 	struct cp_engine_ops ops;
 	void *arg;
+	const struct cp_engine_audit_ops *audit; /* NULL = none registered */
+	void *audit_arg;
 	struct fg_lines lines;
 	/* The ONE model epoch: advanced by the control plane on every conflict
 	 * outcome (either mode), published in the line facts, recorded in the
@@ -144,6 +165,9 @@ struct cp_engine {
  * the engine. Starts the tick timer. Returns 0 or -errno. */
 FG_MUST_CHECK int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_config *cfg,
 				 struct fg_boundary *b, const struct cp_engine_ops *ops, void *arg);
+/* Register (ops != NULL) or remove (NULL) the audit sink; ops must outlive
+ * the registration. */
+void cp_engine_set_audit(struct cp_engine *e, const struct cp_engine_audit_ops *ops, void *arg);
 /* Stop the tick (the timer callback does not re-arm) and free everything. */
 void cp_engine_fini(struct cp_engine *e);
 
@@ -172,6 +196,10 @@ enum fg_slot_state cp_engine_lookup(const struct cp_engine *e, uint16_t layer, u
  * Returns what fg_line_apply returns. */
 FG_MUST_CHECK int cp_engine_line_event(struct cp_engine *e, unsigned line, enum fg_line_event ev, uint32_t uid,
 				       int32_t pid, const char *why);
+
+/* Emit a change of e->lines made outside the audit (cp_points.c) to the
+ * audit sink, origin naming the cause ("peers"). Does not publish. */
+void cp_engine_line_changed(struct cp_engine *e, const struct fg_line_change *chg, const char *origin);
 
 /* Publish the line facts (after a change made by the shadow audit). */
 void cp_engine_publish(struct cp_engine *e);

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cp_hooks.h"
+#include "cp_audit.h"
 #include "cp_log.h"
 #include "cp_points.h"
 #include "cp_server.h"
@@ -138,7 +138,7 @@ static int http_auth(struct cp_conn *c, const struct cp_http_req *req)
 	}
 	s->st.auth_failures++;
 	cp_info("conn %s: authentication refused: %s", c->peer, reason);
-	cp_hook_auth_failure(c->peer, reason);
+	cp_audit_auth_failure(s->audit, c->peer, reason);
 	cp_http_error(c, 401, reason, false);
 	return -EACCES;
 }

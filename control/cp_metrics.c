@@ -15,17 +15,15 @@
 #include <unistd.h>
 
 #include "cp_harden.h"
-#include "cp_hooks.h"
+#include "cp_audit.h"
 #include "cp_http_parse.h"
 #include "cp_log.h"
 #include "cp_reload.h"
 #include "cp_small_srv.h"
 #include "fg/fano.h"
 
-#ifdef FG_HAVE_AUDIT
 #include "cp_shadow.h"
 #include "fg/audit.h"
-#endif
 
 #ifndef FANOGATE_VERSION
 #define FANOGATE_VERSION "0.1.0"
@@ -290,16 +288,18 @@ static void render_slots(struct sbuf *b, const struct cp_metrics *m)
 	}
 }
 
-static void render_audit(struct sbuf *b)
+/* a: the daemon's audit runner (NULL in render tests without one). */
+static void render_audit(struct sbuf *b, const struct cp_audit *a)
 {
-	counter(b, "audit_resolved_in_total", "resolved seeds handed to the shadow audit", cp_hook_stats.resolved);
-	counter(b, "audit_canonical_in_total", "canonical reports handed to the shadow audit", cp_hook_stats.canonical);
-	counter(b, "audit_conflicts_in_total", "conflicts handed to the shadow audit", cp_hook_stats.conflict);
-	counter(b, "audit_refused_total", "hand-offs the audit refused (failed closed or busy)", cp_hook_stats.refused);
-#ifdef FG_HAVE_AUDIT
-	struct cp_shadow *sh = cp_hooks_shadow();
-	if (!sh)
+	static const struct cp_audit_stats none;
+	const struct cp_audit_stats *hs = a ? &a->st : &none;
+	counter(b, "audit_resolved_in_total", "resolved seeds handed to the shadow audit", hs->resolved);
+	counter(b, "audit_canonical_in_total", "canonical reports handed to the shadow audit", hs->canonical);
+	counter(b, "audit_conflicts_in_total", "conflicts handed to the shadow audit", hs->conflict);
+	counter(b, "audit_refused_total", "hand-offs the audit refused (failed closed or busy)", hs->refused);
+	if (!cp_audit_is_running(a))
 		return;
+	struct cp_shadow *sh = a->sh;
 	uint8_t hash[FG_AUDIT_HASH_LEN];
 	char hex[2 * FG_AUDIT_HASH_LEN + 1];
 	uint64_t next = 0;
@@ -339,7 +339,6 @@ static void render_audit(struct sbuf *b)
 	counter(b, "alerts_failed_total", "alert commands that could not start or exited non-zero",
 		st.alert.spawn_failed + st.alert.exit_failed);
 	gauge(b, "alerts_running", "alert commands running", st.alert.running);
-#endif
 }
 
 /* The standard process_* families (Prometheus client conventions), from
@@ -414,7 +413,7 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 		  e->lanes_mode ? "dataplane" : "local");
 	fam(&b, "uptime_seconds", "gauge", "seconds since the TLS listener started");
 	sb_printf(&b, "fanogate_uptime_seconds %.3f\n", (double)(cp_now_ns() - m->srv->started_ns) / 1e9);
-	gauge(&b, "audit_enabled", "1 when the shadow audit runs", cp_hooks_have_audit());
+	gauge(&b, "audit_enabled", "1 when the shadow audit runs", cp_audit_is_running(m->srv->audit));
 	counter(&b, "metrics_scrapes_total", "GET /metrics answered before this one", m->scrapes);
 	counter(&b, "seccomp_refused_total", "system calls the seccomp allow-list refused with EPERM ([daemon] seccomp = on)",
 		atomic_load(&cp_harden_sys_refused));
@@ -475,7 +474,7 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 			  (unsigned long long)e->st.reason[i]);
 	render_slots(&b, m);
 	render_lines(&b, e);
-	render_audit(&b);
+	render_audit(&b, m->srv->audit);
 	fam(&b, "config_reloads_total", "counter", "configuration reloads (fanoctl config reload, SIGHUP) by result");
 	sb_printf(&b, "fanogate_config_reloads_total{result=\"applied\"} %llu\n",
 		  (unsigned long long)cp_reload_stats.applied);

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "cp_harden.h"
-#include "cp_hooks.h"
+#include "cp_audit.h"
 #include "cp_log.h"
 #include "cp_reload.h"
 
@@ -49,7 +49,6 @@ struct cp_opconn {
 	struct cp_harden_rx rx; /* recvmsg: passed fds are closed and refused */
 };
 
-static struct cp_opsrv *g_op; /* for the durable callback */
 
 static void opc_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
 static void opc_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
@@ -143,7 +142,7 @@ static json_t *cmd_status(struct cp_opsrv *o)
 			      "tls_connections", (json_int_t)o->srv->n_conns, "ws_sessions_total",
 			      (json_int_t)o->srv->st.ws_sessions, "model_epoch", (json_int_t)e->epoch, "frames_tls",
 			      (json_int_t)e->st.frames, "seeds_resolved", (json_int_t)e->st.resolved, "slots_expired",
-			      (json_int_t)e->st.expired, "lines", states, "audit", cp_hooks_have_audit());
+			      (json_int_t)e->st.expired, "lines", states, "audit", cp_audit_is_running(o->srv->audit));
 	if (j && !e->lanes_mode)
 		json_object_set_new(j, "slots_open", json_integer(e->slots.in_use));
 	return j;
@@ -170,7 +169,7 @@ static json_t *cmd_line(struct cp_opconn *c, const struct cp_op_req *req)
 	char whybuf[CP_OP_AUDIT_WHY_MAX];
 	cp_op_why_format(whybuf, sizeof(whybuf), req, c->uid, c->pid);
 	uint64_t seq;
-	int r = cp_hooks_line_op(o->engine, line, ev, c->uid, c->pid, whybuf, &seq);
+	int r = cp_audit_line_op(o->srv->audit, line, ev, c->uid, c->pid, whybuf, &seq);
 	if (r == -EALREADY)
 		return err_reply("already");
 	if (r == -EIO)
@@ -180,7 +179,7 @@ static json_t *cmd_line(struct cp_opconn *c, const struct cp_op_req *req)
 	if (r < 0)
 		return err_reply("refused");
 	json_t *rep = json_pack("{s:b,s:b,s:o}", "ok", 1, "changed", r == 1, "line", line_json(&o->engine->lines, line));
-	if (r == 1 && !cp_hooks_is_durable(seq)) {
+	if (r == 1 && !cp_audit_is_durable(o->srv->audit, seq)) {
 		c->waiting = true;
 		c->wait_seq = seq;
 		c->pending = rep;
@@ -299,10 +298,10 @@ static json_t *cmd_stats(struct cp_opsrv *o)
 		}
 		json_object_set_new(j, "dataplane", dp);
 	}
-	json_object_set_new(j, "audit", json_pack("{s:I,s:I,s:I,s:I}", "resolved_in", (json_int_t)cp_hook_stats.resolved,
-						  "canonical_in", (json_int_t)cp_hook_stats.canonical, "conflicts",
-						  (json_int_t)cp_hook_stats.conflict, "refused",
-						  (json_int_t)cp_hook_stats.refused));
+	json_object_set_new(j, "audit", json_pack("{s:I,s:I,s:I,s:I}", "resolved_in", (json_int_t)o->srv->audit->st.resolved,
+						  "canonical_in", (json_int_t)o->srv->audit->st.canonical, "conflicts",
+						  (json_int_t)o->srv->audit->st.conflict, "refused",
+						  (json_int_t)o->srv->audit->st.refused));
 	return j;
 }
 
@@ -320,7 +319,7 @@ static json_t *cmd_reload(struct cp_opconn *c)
 		rep = json_pack("{s:b,s:s,s:s,s:o}", "ok", 0, "error", res->error, "detail", res->detail, "changes", ch);
 	else
 		rep = json_pack("{s:b,s:b,s:o}", "ok", 1, "changed", r == 1, "changes", ch);
-	if (rep && !cp_hooks_is_durable(res->seq)) {
+	if (rep && !cp_audit_is_durable(c->o->srv->audit, res->seq)) {
 		c->waiting = true;
 		c->wait_seq = res->seq;
 		c->pending = rep;
@@ -591,8 +590,7 @@ int cp_op_start(struct cp_opsrv *o, struct cp_loop *l, const struct fg_config *c
 		close(fd);
 		return r;
 	}
-	g_op = o;
-	cp_hooks_on_durable(op_durable, o);
+	cp_audit_on_durable(srv->audit, op_durable, o);
 	cp_info("operator socket %s (mode %s)", path, o->have_group ? "0660" : "0600");
 	return 0;
 }
@@ -604,6 +602,6 @@ void cp_op_stop(struct cp_opsrv *o)
 	cp_small_srv_stop(&o->ls); /* closes the socket, then every connection */
 	if (listening)
 		unlink(o->cfg->op_socket);
-	cp_hooks_on_durable(NULL, NULL);
-	g_op = NULL;
+	if (o->srv)
+		cp_audit_on_durable(o->srv->audit, NULL, NULL);
 }

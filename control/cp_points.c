@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "cp_engine.h"
-#include "cp_hooks.h"
+#include "cp_log.h"
 #include "cp_server.h"
 #include "fg/fano.h"
 
@@ -31,6 +31,30 @@ unsigned cp_point_of_role(const char *role)
 		if (!strcasecmp(role, role_points[i].role))
 			return role_points[i].point;
 	return 0;
+}
+
+/* Mark Fano point p (1..7) down or up in the engine's line table: the lines
+ * through it degrade or come back; each change is logged, emitted to the
+ * audit as a line change (origin "peers") and the facts republished.
+ * who: the peer that caused it ("udp: ..." for UDP sources). */
+static void point_set(struct cp_engine *e, unsigned p, bool down, const char *who)
+{
+	struct fg_line_change chg[3];
+	int n = fg_lines_point(&e->lines, p, down, cp_now_ns(), chg);
+	bool udp = who && !strncmp(who, "udp:", 4);
+	const char *src = udp ? "UDP sources" : "TLS peers";
+	cp_info("point e%u %s: %s (%s)", p, down ? "down" : "up",
+		down ? (udp ? "no live TLS peer or UDP source" : "its last TLS peer disconnected")
+		     : (udp ? "a UDP source sent again" : "a TLS peer is back"),
+		who ? who : "-");
+	for (int i = 0; i < n; i++) {
+		snprintf(chg[i].why, sizeof(chg[i].why), "point e%u %s (%s)", p, down ? "down" : "up", src);
+		cp_info("line %u %s: %s -> %s (point e%u %s)", chg[i].line, fg_fano_line_name(chg[i].line),
+			fg_line_state_name(chg[i].from), fg_line_state_name(chg[i].to), p, down ? "down" : "up");
+		cp_engine_line_changed(e, &chg[i], "peers");
+	}
+	if (n > 0)
+		cp_engine_publish(e);
 }
 
 /* UDP side. One daemon has one engine; the state follows the engine it was
@@ -101,7 +125,7 @@ unsigned cp_points_udp_tick(struct cp_engine *e, uint64_t now)
 			U.udp_live |= bit;
 			snprintf(who, sizeof(who), "udp: a [points] e%u source sent again", p);
 			if (e->lines.points_down & bit) {
-				cp_hooks_point(e, p, false, who);
+				point_set(e, p, false, who);
 				changed++;
 			}
 		} else {
@@ -109,7 +133,7 @@ unsigned cp_points_udp_tick(struct cp_engine *e, uint64_t now)
 			snprintf(who, sizeof(who), "udp: no datagram from [points] e%u for %llu ms", p,
 				 (unsigned long long)((now - seen) / 1000000ull));
 			if (!tls_count(p) && !(e->lines.points_down & bit)) {
-				cp_hooks_point(e, p, true, who);
+				point_set(e, p, true, who);
 				changed++;
 			}
 		}
@@ -129,7 +153,7 @@ void cp_points_attach(struct cp_conn *c)
 	udp_state_for(s->engine);
 	U.tls = s->point_peers;
 	if (s->point_peers[p]++ == 0 && (s->engine->lines.points_down & (1u << (p - 1))))
-		cp_hooks_point(s->engine, p, false, c->peer);
+		point_set(s->engine, p, false, c->peer);
 }
 
 void cp_points_detach(struct cp_conn *c)
@@ -143,6 +167,6 @@ void cp_points_detach(struct cp_conn *c)
 		udp_state_for(s->engine);
 		/* a mapped point whose UDP sources are live stays up */
 		if (!udp_is_live(p))
-			cp_hooks_point(s->engine, p, true, c->peer);
+			point_set(s->engine, p, true, c->peer);
 	}
 }

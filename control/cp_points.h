@@ -6,8 +6,8 @@
  * connections each point has; which mapped points have heard a UDP datagram
  * within [points] peer_timeout_ms (the lcores store last-seen times in the
  * boundary, b->point_seen_ns); and marking a point down (fg_lines_point, the
- * lines through it degrade; audited as line changes through
- * cp_hooks_point) when it has neither, and up again when either comes back.
+ * lines through it degrade; emitted to the audit as line changes through
+ * cp_engine_line_changed) when it has neither, and up again when either comes back.
  *
  *   live(p) = TLS connections of p's role > 0
  *             OR (p has [points] prefixes AND a datagram from them came

@@ -15,13 +15,10 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "cp_hooks.h"
+#include "cp_audit.h"
 #include "cp_log.h"
 #include "fg/fano.h"
 
-#ifdef FG_HAVE_AUDIT
-#include "cp_shadow.h"
-#endif
 
 struct cp_reload_stats cp_reload_stats;
 
@@ -205,10 +202,9 @@ static void describe(const struct fg_config *a, const struct fg_config *b, struc
  * is what changed. Returns 0, or -EIO/-ENOBUFS when the audit refuses. */
 static int audit(uint32_t uid, int32_t pid, const char *origin, const char *what, uint64_t *seq)
 {
-	*seq = CP_HOOK_NO_SEQ;
-#ifdef FG_HAVE_AUDIT
-	struct cp_shadow *sh = cp_hooks_shadow();
-	if (!sh)
+	*seq = CP_AUDIT_NO_SEQ;
+	struct cp_audit *a = g.srv->audit;
+	if (!cp_audit_is_running(a))
 		return 0;
 	for (unsigned i = 0; i < FG_LINES; i++) {
 		struct fg_line_change chg;
@@ -222,16 +218,13 @@ static int audit(uint32_t uid, int32_t pid, const char *origin, const char *what
 		snprintf(chg.why, sizeof(chg.why), "%s", what);
 		char org[48];
 		snprintf(org, sizeof(org), "config reload (%s)", origin);
-		uint64_t s = CP_HOOK_NO_SEQ;
-		int r = cp_shadow_on_line_change(sh, &chg, org, &s);
+		uint64_t s = CP_AUDIT_NO_SEQ;
+		int r = cp_audit_line_change(a, &chg, org, &s);
 		if (r < 0)
 			return r;
 		if (r == 1)
 			*seq = s;
 	}
-#else
-	(void)uid; (void)pid; (void)origin; (void)what;
-#endif
 	return 0;
 }
 
@@ -295,7 +288,7 @@ static int refuse(struct cp_reload_result *res, int status, const char *error)
 int cp_reload_run(uint32_t uid, int32_t pid, const char *origin, struct cp_reload_result *res)
 {
 	memset(res, 0, sizeof(*res));
-	res->seq = CP_HOOK_NO_SEQ;
+	res->seq = CP_AUDIT_NO_SEQ;
 	if (!g.started || !g.path) {
 		textf(res->detail, sizeof(res->detail),
 			 "the daemon runs on the embedded default configuration (no --config): nothing to reload");
@@ -341,7 +334,7 @@ int cp_reload_run(uint32_t uid, int32_t pid, const char *origin, struct cp_reloa
 		free(nc);
 		textf(what, sizeof(what), "refused: %s", res->detail); /* the record carries uid and pid */
 		if (audit(uid, pid, origin, what, &res->seq) < 0)
-			res->seq = CP_HOOK_NO_SEQ; /* the refusal stands; it is logged below */
+			res->seq = CP_AUDIT_NO_SEQ; /* the refusal stands; it is logged below */
 		cp_warn("config reload by uid %u pid %d (%s) refused: %s", (unsigned)uid, (int)pid, origin, res->detail);
 		return refuse(res, -EINVAL, error);
 	}

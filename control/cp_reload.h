@@ -19,10 +19,10 @@
  * refused reload.
  *
  * Audit: every reload that changes something or is refused is recorded by
- * the shadow audit (when it runs) BEFORE it is applied, as one line record
+ * the shadow audit BEFORE it is applied, as one line record
  * per line (from == to, origin "config reload", why = who and the keys), so
  * the log says who changed the policy every line runs under; the operator
- * reply waits until the records are durable (cp_hooks_is_durable). Every
+ * reply waits until the records are durable (cp_audit_is_durable). Every
  * result is also logged.
  *
  * Who may call: the loop thread only. */
@@ -54,7 +54,7 @@ struct cp_reload_result {
 	char detail[512];      /* refused: "file:line: reason", or the keys that need a restart */
 	unsigned n_changes;    /* applied: "[section] key: old -> new" */
 	char changes[CP_RELOAD_CHANGES_MAX][CP_RELOAD_CHANGE_LEN];
-	uint64_t seq;          /* last audit record written, CP_HOOK_NO_SEQ when none */
+	uint64_t seq;          /* last audit record written, CP_AUDIT_NO_SEQ when none */
 };
 
 /* Remember what a reload needs and watch SIGHUP (the caller has blocked it

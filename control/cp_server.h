@@ -40,6 +40,7 @@
 #include <sys/uio.h>
 #include <sys/socket.h>
 
+#include "cp_audit.h"
 #include "cp_engine.h"
 #include "cp_http_parse.h"
 #include "cp_loop.h"
@@ -133,6 +134,7 @@ struct cp_server {
 	const struct fg_config *cfg;
 	struct cp_tls tls;
 	struct cp_engine *engine;
+	struct cp_audit *audit; /* the running shadow audit (cp_audit.h), for the parts the server carries */
 	struct cp_http_limits hlim;
 	int listen_fd;
 	uint16_t port;
@@ -152,10 +154,11 @@ struct cp_server {
 };
 
 /* Open the listener on [tls] listen (port 0 picks a free one: see srv->port),
- * build the TLS context, start accepting and the housekeeping timer.
+ * build the TLS context, start accepting and the housekeeping timer. engine
+ * and audit are the daemon's; they must outlive the server.
  * Returns 0 or -errno with a one-line reason in why. */
 FG_MUST_CHECK int cp_server_start(struct cp_server *s, struct cp_loop *l, const struct fg_config *cfg,
-				  struct cp_engine *engine, char *why, size_t why_len);
+				  struct cp_engine *engine, struct cp_audit *audit, char *why, size_t why_len);
 /* Stop accepting and close every connection (WS sessions get 1001). The loop
  * must run a little longer for the completions (cp_server_drained). */
 void cp_server_stop(struct cp_server *s);

@@ -29,7 +29,7 @@
 
 #include "cp_engine.h"
 #include "cp_harden.h"
-#include "cp_hooks.h"
+#include "cp_audit.h"
 #include "cp_log.h"
 #include "cp_loop.h"
 #include "cp_metrics.h"
@@ -51,6 +51,7 @@ struct daemon {
 	struct fg_config cfg;
 	struct cp_loop loop;
 	struct cp_engine engine;
+	struct cp_audit audit;
 	struct cp_server server;
 	struct cp_opsrv op;
 	struct cp_metrics metrics;
@@ -273,15 +274,15 @@ int main(int argc, char **argv)
 		cp_err("slot engine: %s", strerror(-r));
 		goto out_loop;
 	}
-	r = cp_hooks_start(&d.loop, &d.cfg, &d.engine, why, sizeof(why));
+	r = cp_audit_start(&d.audit, &d.loop, &d.cfg, &d.engine, why, sizeof(why));
 	if (r < 0) {
 		cp_err("shadow audit: %s", why);
 		goto out_engine;
 	}
-	r = cp_server_start(&d.server, &d.loop, &d.cfg, &d.engine, why, sizeof(why));
+	r = cp_server_start(&d.server, &d.loop, &d.cfg, &d.engine, &d.audit, why, sizeof(why));
 	if (r < 0) {
 		cp_err("tls: %s", why);
-		goto out_hooks;
+		goto out_audit;
 	}
 	r = cp_op_start(&d.op, &d.loop, &d.cfg, &d.engine, &d.server, b, why, sizeof(why));
 	if (r < 0) {
@@ -336,8 +337,8 @@ out_op:
 		cp_op_stop(&d.op);
 out_server:
 	cp_server_fini(&d.server);
-out_hooks:
-	cp_hooks_stop();
+out_audit:
+	cp_audit_stop(&d.audit);
 out_engine:
 	cp_engine_fini(&d.engine);
 out_loop:

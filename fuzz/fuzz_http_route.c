@@ -32,7 +32,7 @@
 #include <string.h>
 
 #include "cp_engine.h"
-#include "cp_hooks.h"
+#include "cp_audit.h"
 #include "cp_log.h"
 #include "cp_points.h"
 #include "cp_loop.h"
@@ -83,8 +83,9 @@ void cp_log_ssl(enum cp_log_level lv, const char *fmt, ...)
 	(void)fmt;
 }
 uint64_t cp_now_ns(void) { return h.now; }
-void cp_hook_auth_failure(const char *peer, const char *reason)
+void cp_audit_auth_failure(struct cp_audit *a, const char *peer, const char *reason)
 {
+	(void)a;
 	FUZZ_CHECK(peer != NULL && reason != NULL);
 }
 bool cp_tls_token_ok(const struct cp_tls *t, const char *token, size_t len, const char **role)

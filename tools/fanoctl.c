@@ -14,7 +14,6 @@
 
 #include "fanoctl.h"
 
-#ifdef FG_HAVE_AUDIT
 #include "audit_cli.h" /* control/audit (fgaudit_dep): fg_audit_cli */
 
 /* fg_audit_cli takes the words after "audit". */
@@ -22,13 +21,10 @@ static int fanoctl_audit(int argc, char **argv)
 {
 	return fg_audit_cli(argc - 1, argv + 1);
 }
-#endif
 
 /* Sorted by name; one entry per command. */
 static const struct fanoctl_cmd commands[] = {
-#ifdef FG_HAVE_AUDIT
 	{"audit", "audit log: verify, tail (offline; fanoctl audit --help)", fanoctl_audit, NULL},
-#endif
 	{"config", "check a configuration file, list the keys", fanoctl_config, fanoctl_config_help},
 	{"decode", "decode aeon-flow frames, batches and UDP datagrams given as hex", fanoctl_decode,
 	 fanoctl_decode_help},
