@@ -543,7 +543,7 @@ static const struct sc allow_list[] = {
 	SC(pwrite64, DAEMON), SC(clock_gettime, DAEMON), SC(clock_nanosleep, DAEMON), SC(nanosleep, DAEMON),
 	SC(gettimeofday, DAEMON), SC(sched_yield, DAEMON), SC(getpid, DAEMON), SC(gettid, DAEMON),
 	SC(poll, DAEMON), SC(ppoll, DAEMON), SC(epoll_wait, DAEMON), SC(epoll_pwait, DAEMON), SC(epoll_ctl, DAEMON),
-	SC(epoll_create1, DAEMON),
+	SC(epoll_create1, DAEMON), SC(epoll_create, DAEMON), /* EAL interrupt thread (net_memif control channel) */
 	/* memory (malloc, OpenSSL, DPDK) */
 	SC(brk, DAEMON), SC(mmap, DAEMON), SC(munmap, DAEMON), SC(mremap, DAEMON), SC(madvise, DAEMON),
 	SC(mprotect, DAEMON),
