@@ -110,16 +110,50 @@ uint32_t dp_pkt_hdr_len(const struct dp_route *rt, int family)
 	return DP_ETH_HLEN + (rt->has_vlan ? 4u : 0u) + (family == 6 ? 40u : 20u) + 8u;
 }
 
+/* RFC 1071 sum of p[0..len) as big-endian 16-bit words, added to sum (a
+ * partial sum in the same big-endian domain, not folded). The data are read
+ * 8 bytes at a time in host order and the folded 16-bit result is swapped
+ * back to network order (RFC 1071 2(B): the sum is byte-order independent).
+ * Measured (callgrind, bench/cap/callgrind.sh): ~0.4 instructions per byte
+ * against ~3 for the byte-pair loop it replaced. */
 static uint32_t csum_add(uint32_t sum, const uint8_t *p, uint32_t len)
 {
-	while (len > 1) {
-		sum += (uint32_t)((p[0] << 8) | p[1]);
+	uint64_t s = 0;
+	while (len >= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		s += (uint32_t)w;
+		s += w >> 32;
+		p += 8;
+		len -= 8;
+	}
+	if (len >= 4) {
+		uint32_t w;
+		memcpy(&w, p, 4);
+		s += w;
+		p += 4;
+		len -= 4;
+	}
+	if (len >= 2) {
+		uint16_t w;
+		memcpy(&w, p, 2);
+		s += w;
 		p += 2;
 		len -= 2;
 	}
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	if (len)
-		sum += (uint32_t)(p[0] << 8);
-	return sum;
+		s += p[0]; /* a lone last byte is the high byte of a zero-padded big-endian word */
+	while (s >> 16)
+		s = (s & 0xFFFFu) + (s >> 16);
+	return sum + (uint32_t)__builtin_bswap16((uint16_t)s);
+#else
+	if (len)
+		s += (uint32_t)p[0] << 8;
+	while (s >> 16)
+		s = (s & 0xFFFFu) + (s >> 16);
+	return sum + (uint32_t)s;
+#endif
 }
 
 static uint16_t csum_fold(uint32_t sum)
@@ -169,17 +203,22 @@ uint32_t dp_pkt_build_udp(uint8_t *buf, const struct dp_route *rt, int family, c
 		memcpy(p + 12, src_ip, 4);
 		memcpy(p + 16, dst_ip, 4);
 		fg_put_be16(p + 10, csum_fold(csum_add(0, p, 20)));
-		sum = csum_add(sum, p + 12, 8);
 		udp = p + 20;
 	}
 	fg_put_be16(udp, src_port);
 	fg_put_be16(udp + 2, dst_port);
 	fg_put_be16(udp + 4, (uint16_t)ulen);
 	udp[6] = udp[7] = 0;
-	sum += IPPROTO_UDP_ + ulen;
-	sum = csum_add(sum, udp, ulen);
-	uint16_t c = csum_fold(sum);
-	fg_put_be16(udp + 6, c ? c : 0xFFFF);
+	if (family == 6) { /* mandatory over IPv6 (RFC 8200 8.1) */
+		sum += IPPROTO_UDP_ + ulen;
+		sum = csum_add(sum, udp, ulen);
+		uint16_t c = csum_fold(sum);
+		fg_put_be16(udp + 6, c ? c : 0xFFFF);
+	}
+	/* IPv4: 0 = no checksum (RFC 768), which every receiver accepts (the
+	 * Linux stack, veth, af_packet/af_xdp peers): summing every byte sent
+	 * was 13-14% of the lcore (issue 18) for a check the Ethernet FCS and
+	 * the frame's own consistency checks already cover. */
 	return (uint32_t)(udp - buf) + ulen;
 }
 

@@ -69,9 +69,10 @@ uint32_t dp_pkt_hdr_len(const struct dp_route *rt, int family);
 
 /* Write Ethernet/(VLAN)/IP/UDP headers in front of a UDP payload that is
  * already at buf + dp_pkt_hdr_len(rt, family). Computes the IPv4 header
- * checksum and the UDP checksum (mandatory for IPv6; always done so a veth
- * peer accepts the packet). family 4 or 6; dst/src addresses as in dp_peer.
- * Returns the total frame length. */
+ * checksum; the UDP checksum only over IPv6, where it is mandatory; over
+ * IPv4 it is 0 ("none", RFC 768), which veth, af_packet, af_xdp and the
+ * kernel's UDP sockets accept. family 4 or 6; dst/src addresses as in
+ * dp_peer. Returns the total frame length. */
 uint32_t dp_pkt_build_udp(uint8_t *buf, const struct dp_route *rt, int family, const uint8_t *src_ip,
 			  uint16_t src_port, const uint8_t *dst_ip, uint16_t dst_port, uint32_t payload_len,
 			  uint16_t ip_id);

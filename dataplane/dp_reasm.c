@@ -39,19 +39,22 @@ bool dp_peer_eq(const struct dp_peer *a, const struct dp_peer *b)
 
 uint32_t dp_peer_hash(const struct dp_peer *p, uint32_t extra)
 {
-	/* FNV-1a over the key bytes, then a final avalanche (murmur3 fmix). */
-	uint32_t h = 2166136261u;
-	for (unsigned i = 0; i < 16; i++)
-		h = (h ^ p->addr[i]) * 16777619u;
-	h = (h ^ p->port) * 16777619u;
-	h = (h ^ p->family) * 16777619u;
-	h = (h ^ extra) * 16777619u;
-	h ^= h >> 16;
-	h *= 0x85ebca6bu;
-	h ^= h >> 13;
-	h *= 0xc2b2ae35u;
-	h ^= h >> 16;
-	return h;
+	/* Three multiply-xorshift rounds (splitmix64's constants) over the key
+	 * as words: the address as two 64-bit loads, then port, family and
+	 * extra in one. ~20 instructions where byte-wise FNV-1a took ~130 per
+	 * call (callgrind, bench/cap/callgrind.sh); it runs 2-3 times per
+	 * packet (reassembly bucket, ACK set, neighbour slot). */
+	uint64_t a, b;
+	memcpy(&a, p->addr, 8);
+	memcpy(&b, p->addr + 8, 8);
+	uint64_t k = (uint64_t)p->port << 40 | (uint64_t)p->family << 32 | extra;
+	uint64_t h = (a ^ 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
+	h ^= h >> 31;
+	h = (h ^ b) * 0x94D049BB133111EBull;
+	h ^= h >> 29;
+	h = (h ^ k) * 0xBF58476D1CE4E5B9ull;
+	h ^= h >> 32;
+	return (uint32_t)h;
 }
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }

@@ -1,5 +1,6 @@
 /* test_pkt.c - unit tests for dataplane/dp_pkt.c: build -> parse round
- * trips (IPv4, IPv6, 802.1Q, QinQ), checksums that verify, every prefix of
+ * trips (IPv4, IPv6, 802.1Q, QinQ), checksums that verify (UDP over IPv6;
+ * none over IPv4), every prefix of
  * a valid packet (truncation never reads past the end), inconsistent
  * lengths, IP fragments, other protocols, ARP parse and reply. */
 #include <arpa/inet.h>
@@ -60,17 +61,19 @@ static void roundtrip(int fam, bool vlan)
 	assert_int_equal(pk.route.has_vlan, vlan);
 	if (vlan)
 		assert_int_equal(pk.route.vlan_tci, 0x2064);
-	/* checksums verify: IPv4 header sums to 0xFFFF; UDP over the pseudo-header too */
+	/* checksums: the IPv4 header sums to 0xFFFF and its UDP checksum is 0
+	 * (none, RFC 768); over IPv6 the UDP checksum verifies over the
+	 * pseudo-header */
 	const uint8_t *l3 = buf + 14 + (vlan ? 4 : 0);
 	const uint8_t *udp = pk.payload - 8;
 	uint32_t ulen = 8 + 301, ps = 17 + ulen;
 	if (fam == 4) {
 		assert_int_equal(sum16(l3, 20, 0), 0xFFFF);
-		ps = sum16(l3 + 12, 8, ps);
+		assert_int_equal(fg_be16(udp + 6), 0);
 	} else {
 		ps = sum16(l3 + 8, 32, ps);
+		assert_int_equal(sum16(udp, ulen, ps), 0xFFFF);
 	}
-	assert_int_equal(sum16(udp, ulen, ps), 0xFFFF);
 	/* every prefix is refused, never read past */
 	for (uint32_t k = 0; k < n; k++) {
 		uint8_t *cut = malloc(k ? k : 1);
@@ -78,6 +81,24 @@ static void roundtrip(int fam, bool vlan)
 		enum dp_pkt_kind kind = dp_pkt_parse(cut, k, &pk);
 		assert_int_not_equal(kind, DP_PKT_UDP);
 		free(cut);
+	}
+}
+
+/* The IPv6 UDP checksum (8 bytes at a time, then 4, 2, 1) verifies for
+ * every payload length around each of those steps. */
+static void test_v6_checksum_lengths(void **st)
+{
+	(void)st;
+	for (uint32_t plen = 0; plen < 80; plen++) {
+		uint8_t buf[2048];
+		uint32_t n = build(buf, 6, plen & 1, plen);
+		struct dp_pkt pk;
+		assert_int_equal(dp_pkt_parse(buf, n, &pk), DP_PKT_UDP);
+		const uint8_t *l3 = buf + 14 + ((plen & 1) ? 4 : 0);
+		uint32_t ulen = 8 + plen;
+		uint32_t ps = sum16(l3 + 8, 32, 17 + ulen);
+		assert_int_equal(sum16(pk.payload - 8, ulen, ps), 0xFFFF);
+		assert_int_not_equal(fg_be16(pk.payload - 2), 0); /* 0 is sent as 0xFFFF */
 	}
 }
 
@@ -252,6 +273,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip_v4),
 		cmocka_unit_test(test_roundtrip_v4_vlan),
 		cmocka_unit_test(test_roundtrip_v6),
+		cmocka_unit_test(test_v6_checksum_lengths),
 		cmocka_unit_test(test_roundtrip_v6_vlan),
 		cmocka_unit_test(test_qinq),
 		cmocka_unit_test(test_inconsistent_lengths),

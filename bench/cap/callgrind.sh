@@ -1,0 +1,104 @@
+#!/bin/sh
+# bench/cap/callgrind.sh - load-independent per-packet cost of the dataplane:
+# fanogate-dp (memif server) under callgrind, cap_gen feeding it SEEDS seeds
+# (hidden 1536, Pair X, ACKed), then the inclusive instruction count (Ir) of
+# each per-packet function divided by the fragments received and by the seeds
+# resolved. Those functions only run per packet, so their counts do not
+# depend on the machine's load or on how many idle polls the lcore made
+# (dp_lcore_main's own count does, and is not reported).
+#
+# Usage: bench/cap/callgrind.sh BUILD_DIR [SEEDS] [OUT_DIR]
+# Output: OUT_DIR/callgrind.out, OUT_DIR/ir.json and a table on stdout.
+# Takes about a minute (valgrind runs the dataplane ~50x slower).
+set -u
+B=$(cd "${1:?usage: callgrind.sh BUILD_DIR [SEEDS] [OUT_DIR]}" && pwd) || exit 2
+SEEDS=${2:-2000}
+OUT=${3:-$(mktemp -d /tmp/fgcapcg-XXXXXX)}
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+command -v valgrind >/dev/null || { echo "callgrind.sh: SKIP: no valgrind"; exit 77; }
+[ -x "$B/bench/cap/cap_gen" ] || { echo "callgrind.sh: SKIP: cap_gen not built"; exit 77; }
+VPID=""
+cleanup() { if [ -n "$VPID" ]; then kill "$VPID" 2>/dev/null; wait "$VPID" 2>/dev/null; fi; rm -f "$OUT/memif.sock"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+cat > "$OUT/fg.ini" <<EOC
+[model]
+hidden = 1536
+layers = 28
+[rules]
+default = 1,3,5
+[slots]
+capacity = 8192
+deadline_ms = 2500
+[udp]
+port = 4242
+mtu = 1472
+[consumers]
+default = 198.18.0.2:7000
+# valgrind slows the lcore ~50x: a generous resend timer, so that the
+# instruction counts are not those of resends
+resend_ms = 5000
+[dataplane]
+lcores = 1
+EOC
+cat > "$OUT/memif.ini" <<EOP
+[profile]
+name = memif-callgrind
+[eal]
+hugepages = off
+log_level = *:notice
+[port]
+vdev = net_memif0,role=server,id=0,socket=$OUT/memif.sock,bsize=2048,rsize=11
+rx_desc = 1024
+tx_desc = 1024
+rss = off
+[net]
+ip4 = 198.18.0.1
+arp_reply = on
+[poll]
+idle_sleep_us = 0
+EOP
+rm -f "$OUT/ready" "$OUT/callgrind.out"
+valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.out" "$B/dataplane/fanogate-dp" \
+	--config "$OUT/fg.ini" --profile "$OUT/memif.ini" --duration 600 --report "$OUT/dp.json" \
+	--ready-file "$OUT/ready" > "$OUT/dp.log" 2>&1 &
+VPID=$!
+i=0
+while [ ! -f "$OUT/ready" ] && kill -0 $VPID 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+[ -f "$OUT/ready" ] || { echo "fanogate-dp did not start under valgrind:"; tail -5 "$OUT/dp.log"; exit 1; }
+"$B/bench/cap/cap_gen" -l 0 --no-huge -m 256 --no-shconf --file-prefix "fgcapcg$$" --no-pci --log-level '*:warning' \
+	--vdev="net_memif0,role=client,id=0,socket=$OUT/memif.sock,bsize=2048,rsize=11" -- \
+	--hidden 1536 --seeds "$SEEDS" --window 32 --warmup 64 --max-seconds 300 --json "$OUT/gen.json" 2> "$OUT/gen.log"
+grc=$?
+kill -TERM $VPID; wait $VPID; VPID=""
+[ $grc = 0 ] || { echo "cap_gen exit $grc"; tail -5 "$OUT/gen.log"; exit 1; }
+callgrind_annotate --inclusive=yes --threshold=100 "$OUT/callgrind.out" > "$OUT/inclusive.txt" 2>/dev/null
+python3 - "$OUT" <<'EOPY'
+import json, re, sys
+out = sys.argv[1]
+d = json.load(open(out + "/dp.json"))
+c = d["counters"]
+frags, seeds, tx = c["rx_pkts"], c["seeds_resolved"], c["tx_pkts"]
+# inclusive Ir per function (fanogate's own files), first listing wins
+ir = {}
+for line in open(out + "/inclusive.txt"):
+    m = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+(\S+):(\S+)", line)
+    if not m or "/dataplane/" not in m.group(2) and "/core/" not in m.group(2):
+        continue
+    fn = m.group(3)
+    ir.setdefault(fn, int(m.group(1).replace(",", "")))
+fns = ["dp_pkt_parse", "dp_pkt_build_udp", "dp_peer_hash", "dp_reasm_push", "tx_dgram", "tx_flush",
+       "send_status", "ack_flush", "on_outcome", "dlv_send.isra.0", "fg_slot_place", "fg_reduce.avx2"]
+res = dict(rx_pkts=frags, tx_pkts=tx, seeds=seeds, status_sent=c["status_sent"], acks_sent=c["acks_sent"],
+           ir_per_rx_pkt={f: round(ir[f] / frags, 1) for f in fns if f in ir},
+           ir_per_seed={f: round(ir[f] / seeds) for f in fns if f in ir})
+json.dump(res, open(out + "/ir.json", "w"), indent=1)
+print("fanogate-dp under callgrind: %d packets received, %d sent (%d statuses, %d ACKs), %d seeds resolved"
+      % (frags, tx, c["status_sent"], c["acks_sent"], seeds))
+print("%-20s %14s %12s %10s" % ("function (incl.)", "Ir total", "Ir/rx pkt", "Ir/seed"))
+for f in fns:
+    if f in ir:
+        print("%-20s %14d %12.1f %10.0f" % (f, ir[f], ir[f] / frags, ir[f] / seeds))
+EOPY
+echo "wrote $OUT/ir.json"
