@@ -1,8 +1,9 @@
 /* cp_harden.c - confining the running daemon: privileges of every thread,
  * the run-as user, the seccomp allow-list, io_uring restrictions, refusing
  * fds on the operator socket (see cp_harden.h). Loop thread, except the two
- * signal handlers (any thread). libcap and libseccomp are not used:
- * capget/capset are raw system calls and the filter is plain BPF. */
+ * signal handlers (any thread). libcap is not used (capget/capset are raw
+ * system calls); the filter is built by libseccomp from system call names,
+ * resolved for the architecture it runs on. */
 #include "cp_harden.h"
 
 #include <dirent.h>
@@ -12,9 +13,9 @@
 #include <grp.h>
 #include <linux/audit.h>
 #include <linux/capability.h>
-#include <linux/seccomp.h>
 #include <linux/securebits.h>
 #include <pwd.h>
+#include <seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -527,14 +528,16 @@ int cp_harden_apply(const struct fg_config *cfg, char *why, size_t why_len)
  * suite that starts it with seccomp = log and reading the kernel's log, see
  * docs/hardening.md), hottest first. SPAWN: only with [audit] alert_command
  * (posix_spawn's child before exec, and the command itself, which inherits
- * the filter). */
+ * the filter). Names, not numbers: libseccomp resolves each for the
+ * architecture the filter is built for, and a name that architecture does
+ * not have (open, poll, epoll_wait, access, rename, unlink, ... on arm64,
+ * which only has the *at and p* forms glibc calls there) is skipped. */
 enum { DAEMON = 0, SPAWN = 1 };
 struct sc {
-	long nr;
-	const char *name;
+	const char *name; /* libseccomp resolves it per architecture */
 	int when;
 };
-#define SC(n, w) { __NR_##n, #n, w }
+#define SC(n, w) { #n, w }
 static const struct sc allow_list[] = {
 	/* the loop, the lcores, the lanes */
 	SC(io_uring_enter, DAEMON), SC(futex, DAEMON), SC(sendto, DAEMON), SC(recvfrom, DAEMON),
@@ -586,86 +589,91 @@ static const struct sc allow_list[] = {
 };
 #undef SC
 
+/* The number of name on arch (SCMP_ARCH_NATIVE: this one), or -1 when that
+ * architecture has no such call (libseccomp's pseudo numbers are < 0). */
+static int sc_number(uint32_t arch, const char *name)
+{
+	int nr = seccomp_syscall_resolve_name_arch(arch, name);
+	return nr < 0 ? -1 : nr;
+}
+
 bool cp_harden_syscall_allowed(long nr, bool spawn)
 {
-	if (nr == __NR_clone) /* threads always; processes only with spawn (cp_harden_filter_build) */
+	if (nr == __NR_clone) /* threads always; processes only with spawn (cp_harden_filter_new) */
 		return true;
 	for (size_t i = 0; i < FG_ARRAY_LEN(allow_list); i++)
-		if (allow_list[i].nr == nr && (spawn || allow_list[i].when == DAEMON))
+		if (sc_number(SCMP_ARCH_NATIVE, allow_list[i].name) == nr && (spawn || allow_list[i].when == DAEMON))
 			return true;
 	return false;
 }
 
-/* the low 32 bits of a 64-bit argument in struct seccomp_data */
-#if __BYTE_ORDER == __LITTLE_ENDIAN
-#define ARG_LOW 0
-#else
-#define ARG_LOW 4
-#endif
-
-#if defined(__x86_64__)
-#define FILTER_ARCH AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define FILTER_ARCH AUDIT_ARCH_AARCH64
-#endif
-
-int cp_harden_filter_build(enum fg_seccomp_mode mode, bool spawn, struct sock_filter *out, unsigned cap)
+int cp_harden_filter_new(enum fg_seccomp_mode mode, bool spawn, uint32_t arch, scmp_filter_ctx *out,
+			 unsigned *n_rules)
 {
-#ifndef FILTER_ARCH
-	(void)mode; (void)spawn; (void)out; (void)cap;
-	return -ENOSYS;
-#else
 	uint32_t deny;
 	switch (mode) {
-	case FG_SECCOMP_ON: deny = SECCOMP_RET_TRAP; break; /* on_sigsys: EPERM + count */
-	case FG_SECCOMP_KILL: deny = SECCOMP_RET_KILL_PROCESS; break;
-	case FG_SECCOMP_LOG: deny = SECCOMP_RET_LOG; break;
+	case FG_SECCOMP_ON: deny = SCMP_ACT_TRAP; break; /* on_sigsys: EPERM + count */
+	case FG_SECCOMP_KILL: deny = SCMP_ACT_KILL_PROCESS; break;
+	case FG_SECCOMP_LOG: deny = SCMP_ACT_LOG; break;
 	default: return -EINVAL;
 	}
+	scmp_filter_ctx ctx = seccomp_init(deny);
+	if (!ctx)
+		return -ENOMEM;
+	int r = 0;
 	unsigned n = 0;
-#define EMIT(...) do { if (n == cap) return -E2BIG; out[n++] = (struct sock_filter)__VA_ARGS__; } while (0)
-	/* another architecture's numbers mean other calls: never allowed */
-	EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
-	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, FILTER_ARCH, 1, 0));
-	EMIT(BPF_STMT(BPF_RET | BPF_K, mode == FG_SECCOMP_LOG ? SECCOMP_RET_LOG : SECCOMP_RET_KILL_PROCESS));
-	EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
-#ifdef __x86_64__
-	/* the x32 ABI shares the architecture value: refuse its numbers */
-	EMIT(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1));
-	EMIT(BPF_STMT(BPF_RET | BPF_K, deny));
-#endif
+	/* Another architecture's numbers mean other calls: never allowed
+	 * (killed; logged only in log mode). On x86_64 libseccomp also refuses
+	 * the x32 ABI's numbers, which share the architecture value. */
+	if ((r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH,
+				  mode == FG_SECCOMP_LOG ? SCMP_ACT_LOG : SCMP_ACT_KILL_PROCESS)) < 0)
+		goto fail;
+	/* every thread of the process, now (no_new_privs is already set) */
+	if ((r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1)) < 0)
+		goto fail;
+	if (arch != SCMP_ARCH_NATIVE && seccomp_arch_native() != arch) {
+		/* a filter for another architecture (tests: arm64 on x86_64) */
+		if ((r = seccomp_arch_add(ctx, arch)) < 0 || (r = seccomp_arch_remove(ctx, SCMP_ARCH_NATIVE)) < 0)
+			goto fail;
+	}
 	/* clone3's flags are behind a pointer the filter cannot read: ENOSYS
 	 * makes glibc fall back to clone, whose flags it can. */
-	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1));
-	EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)));
+	int nr = sc_number(arch, "clone3");
+	if (nr >= 0 && (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0)) < 0)
+		goto fail;
 	/* clone: a thread (CLONE_THREAD) always; a new process (posix_spawn's
-	 * CLONE_VM | CLONE_VFORK, fork) only for the alert command */
+	 * CLONE_VM | CLONE_VFORK, fork) only for the alert command. clone's
+	 * flags are its first argument on every architecture we build for. */
 	bool processes = spawn;
 #ifdef __SANITIZE_ADDRESS__
 	processes = true; /* LeakSanitizer's tracer is a clone without CLONE_THREAD */
 #endif
-	if (processes) {
-		EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 1));
-		EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
-	} else {
-		EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4));
-		EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]) + ARG_LOW));
-		EMIT(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1));
-		EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
-		EMIT(BPF_STMT(BPF_RET | BPF_K, deny));
+	nr = sc_number(arch, "clone");
+	if (nr >= 0) {
+		r = processes ? seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0)
+			      : seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1,
+						 SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
+		if (r < 0)
+			goto fail;
+		n++;
 	}
-	/* one compare and one return per call: no jump is longer than 1, and
-	 * the kernel caches the (argument-free) verdict per number anyway */
 	for (size_t i = 0; i < FG_ARRAY_LEN(allow_list); i++) {
 		if (allow_list[i].when == SPAWN && !spawn)
 			continue;
-		EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)allow_list[i].nr, 0, 1));
-		EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+		if ((nr = sc_number(arch, allow_list[i].name)) < 0)
+			continue; /* not on this architecture */
+		/* -EEXIST: listed twice (an ASan extra also on the SPAWN list) */
+		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0)) < 0 && r != -EEXIST)
+			goto fail;
+		n++;
 	}
-	EMIT(BPF_STMT(BPF_RET | BPF_K, deny));
-#undef EMIT
-	return (int)n;
-#endif
+	*out = ctx;
+	if (n_rules)
+		*n_rules = n;
+	return 0;
+fail:
+	seccomp_release(ctx);
+	return r < 0 ? r : -EINVAL;
 }
 
 _Atomic uint64_t cp_harden_sys_refused;
@@ -695,12 +703,13 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
 
 int cp_harden_seccomp(enum fg_seccomp_mode mode, bool spawn, char *why, size_t why_len)
 {
-	static struct sock_filter insn[CP_HARDEN_FILTER_MAX];
-	int n = cp_harden_filter_build(mode, spawn, insn, CP_HARDEN_FILTER_MAX);
-	if (n < 0) {
-		snprintf(why, why_len, "seccomp filter: %s", n == -ENOSYS ? "none for this architecture (set [daemon] seccomp = off)"
-											: strerror(-n));
-		return n;
+	scmp_filter_ctx ctx;
+	int r = cp_harden_filter_new(mode, spawn, SCMP_ARCH_NATIVE, &ctx, NULL);
+	if (r < 0) {
+		snprintf(why, why_len, "seccomp filter: %s", r == -EOPNOTSUPP || r == -EINVAL
+								 ? "none for this architecture (set [daemon] seccomp = off)"
+								 : strerror(-r));
+		return r;
 	}
 	if (mode == FG_SECCOMP_ON) {
 		struct sigaction sa;
@@ -709,20 +718,20 @@ int cp_harden_seccomp(enum fg_seccomp_mode mode, bool spawn, char *why, size_t w
 		sa.sa_flags = SA_SIGINFO | SA_RESTART;
 		sigemptyset(&sa.sa_mask);
 		if (sigaction(SIGSYS, &sa, NULL) < 0) {
-			int e = errno;
-			snprintf(why, why_len, "sigaction SIGSYS: %s", strerror(e));
-			return -e;
+			r = -errno;
+			seccomp_release(ctx);
+			snprintf(why, why_len, "sigaction SIGSYS: %s", strerror(-r));
+			return r;
 		}
 	}
-	struct sock_fprog prog = { .len = (unsigned short)n, .filter = insn };
-	/* No SECCOMP_FILTER_FLAG_LOG: the kernel would log every clone3
-	 * (ENOSYS) too; cp_harden_watch names the refused numbers. */
-	long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
-	if (r != 0) {
-		/* r > 0: the id of a thread that could not be synchronised */
-		int e = r > 0 ? EAGAIN : errno;
-		snprintf(why, why_len, "seccomp: %s%s", strerror(e), r > 0 ? " (a thread has another filter)" : "");
-		return -e;
+	/* No SCMP_FLTATR_CTL_LOG (SECCOMP_FILTER_FLAG_LOG): the kernel would log
+	 * every clone3 (ENOSYS) too; cp_harden_watch names the refused numbers.
+	 * TSYNC failing (a thread with another filter) comes back as -ESRCH. */
+	r = seccomp_load(ctx);
+	seccomp_release(ctx);
+	if (r < 0) {
+		snprintf(why, why_len, "seccomp: %s%s", strerror(-r), r == -ESRCH ? " (a thread has another filter)" : "");
+		return r;
 	}
 	return 0;
 }

@@ -11,8 +11,9 @@
  *     With [daemon] user set: the state directory is given to that user and
  *     setgroups/setresgid/setresuid (glibc applies them to every thread).
  *     Every thread is then checked in /proc/self/task (fail closed).
- *  2. A seccomp-BPF allow-list of the system calls the running daemon makes,
- *     for every thread (SECCOMP_FILTER_FLAG_TSYNC), [daemon] seccomp: on =
+ *  2. A seccomp allow-list (built with libseccomp from names, so each
+ *     architecture gets its own numbers) of the system calls the running
+ *     daemon makes, for every thread (SECCOMP_FILTER_FLAG_TSYNC), [daemon] seccomp: on =
  *     anything else fails with EPERM, counted (cp_harden_sys_refused) and
  *     logged by cp_harden_watch; kill = the process dies; log = allowed and
  *     logged by the kernel; off = no filter. Process creation and execve are
@@ -41,7 +42,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include <linux/filter.h>
+#include <seccomp.h>
 #include <stdatomic.h>
 
 #include "cp_loop.h"
@@ -78,12 +79,14 @@ FG_MUST_CHECK int cp_harden_watch(struct cp_loop *l);
  * then; the dataplane's teardown is the usual source). Main thread. */
 void cp_harden_report(void);
 
-/* The seccomp filter, exposed for tests. Up to CP_HARDEN_FILTER_MAX
- * instructions; spawn adds process creation and execve (alert_command).
- * Returns the instruction count, or -EINVAL (mode off) / -ENOSYS (no filter
- * for this architecture) / -E2BIG. */
-#define CP_HARDEN_FILTER_MAX 1024
-FG_MUST_CHECK int cp_harden_filter_build(enum fg_seccomp_mode mode, bool spawn, struct sock_filter *out, unsigned cap);
+/* The seccomp filter (libseccomp), exposed for tests: for arch (an
+ * SCMP_ARCH_* value; SCMP_ARCH_NATIVE in the daemon), the allow-list's
+ * names that architecture has; spawn adds process creation and execve
+ * (alert_command). On success *out is the caller's (seccomp_release) and
+ * *n_rules (may be NULL) the number of calls allowed. 0, or -EINVAL (mode
+ * off) / -ENOMEM / another -errno from libseccomp. Any thread. */
+FG_MUST_CHECK int cp_harden_filter_new(enum fg_seccomp_mode mode, bool spawn, uint32_t arch, scmp_filter_ctx *out,
+				       unsigned *n_rules);
 /* Whether system call nr (this architecture's number) is on the list. */
 bool cp_harden_syscall_allowed(long nr, bool spawn);
 /* Install the SIGSYS handler (mode on) and the filter for every thread of

@@ -10,7 +10,7 @@ PKGS=(
   meson ninja-build pkg-config gcc
   # libraries (see README, "Dependencies")
   dpdk dpdk-dev libdpdk-dev liburing-dev libxxhash-dev libcmocka-dev
-  libinih-dev libjansson-dev libssl-dev openssl libpcap-dev libbpf-dev libxdp-dev
+  libinih-dev libjansson-dev libseccomp-dev libssl-dev openssl libpcap-dev libbpf-dev libxdp-dev
   # fuzzing and sanitizers
   clang-14 libclang-rt-14-dev
   # test peers and tools
