@@ -22,6 +22,12 @@ static void sh_log(void *arg, const char *msg)
 	cp_info("audit: %s", msg);
 }
 
+static void sh_log_err(void *arg, const char *msg)
+{
+	(void)arg;
+	cp_err("audit: %s", msg);
+}
+
 static void sh_failed(void *arg, int err)
 {
 	(void)arg;
@@ -149,6 +155,7 @@ int cp_audit_start(struct cp_audit *a, struct cp_loop *l, const struct fg_config
 		.on_failed = sh_failed,
 		.on_lines_changed = sh_lines_changed,
 		.log = sh_log,
+		.log_err = sh_log_err,
 		.arg = a,
 	};
 	int r = cp_shadow_new(&a->sh, cfg, &e->lines, &hooks, NULL, why, why_len);

@@ -97,6 +97,7 @@ const char *fg_audit_reason_name(int r)
 		[FG_AR_CHAIN] = "broken_chain",
 		[FG_AR_GENESIS] = "bad_start",
 		[FG_AR_NOSPACE] = "no_space",
+		[FG_AR_HEAD] = "head_mismatch",
 	};
 	if (r < 0)
 		r = -r;

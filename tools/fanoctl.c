@@ -24,7 +24,7 @@ static int fanoctl_audit(int argc, char **argv)
 
 /* Sorted by name; one entry per command. */
 static const struct fanoctl_cmd commands[] = {
-	{"audit", "audit log: verify, tail (offline; fanoctl audit --help)", fanoctl_audit, NULL},
+	{"audit", "audit log: verify, tail, repair (offline; fanoctl audit --help)", fanoctl_audit, NULL},
 	{"config", "check a configuration file, list the keys", fanoctl_config, fanoctl_config_help},
 	{"decode", "decode aeon-flow frames, batches and UDP datagrams given as hex", fanoctl_decode,
 	 fanoctl_decode_help},

@@ -1,5 +1,6 @@
-/* audit_cli.c - `fanoctl audit verify FILE...` and
- * `fanoctl audit tail [--json] [-n N] [-f] FILE`.
+/* audit_cli.c - `fanoctl audit verify FILE...`,
+ * `fanoctl audit tail [--json] [-n N] [-f] FILE` and
+ * `fanoctl audit repair FILE`.
  *
  * Owns: the offline reading of audit log files (no daemon needed: the log
  * is self-describing). tools/fanoctl (C's dispatcher) calls fg_audit_cli
@@ -407,18 +408,56 @@ static int cmd_tail(int argc, char **argv)
 	}
 }
 
+/* ---- repair ---------------------------------------------------------------- */
+
+/* The daemon must be stopped (the log's head file is locked while it runs).
+ * Damage is moved aside, never deleted: see cp_audit_log_repair. */
+static int cmd_repair(int argc, char **argv)
+{
+	if (argc != 1 || argv[0][0] == '-') {
+		fprintf(stderr, "usage: fanoctl audit repair FILE (the current log file; stop fanogate first)\n");
+		return 2;
+	}
+	struct cp_audit_open_report rep;
+	char err[1024];
+	int rc = cp_audit_log_repair(argv[0], &rep, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "fanoctl audit repair: %s\n", err[0] ? err : strerror(-rc));
+		return 2;
+	}
+	if (rc == 0) {
+		if (rep.cut)
+			printf("ok  %s: cut a torn tail of %" PRIu64 " bytes at offset %" PRIu64 "; nothing else to repair\n",
+			       argv[0], rep.recovery.cut_bytes, rep.recovery.cut_offset);
+		else
+			printf("ok  %s: intact, nothing to repair\n", argv[0]);
+		return 0;
+	}
+	printf("repaired %s\n  found: %s\n", argv[0], rep.damage);
+	if (rep.aside[0])
+		printf("  moved aside: %" PRIu64 " bytes from offset %" PRIu64 " to %s (kept, not deleted)\n",
+		       rep.recovery.cut_bytes, rep.recovery.cut_offset, rep.aside);
+	else
+		printf("  nothing to move aside; a recovery record (head_mismatch) now says so\n");
+	printf("  the log continues at seq %" PRIu64 "\n", rep.next_seq);
+	return 0;
+}
+
 int fg_audit_cli(int argc, char **argv)
 {
 	if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
 		fprintf(argc < 1 ? stderr : stdout,
 			"usage: fanoctl audit verify FILE...            check checksums and the hash chain\n"
-			"       fanoctl audit tail [--json] [-n N] [-f] FILE   show the last records\n");
+			"       fanoctl audit tail [--json] [-n N] [-f] FILE   show the last records\n"
+			"       fanoctl audit repair FILE               move damage aside (fanogate stopped)\n");
 		return argc < 1 ? 2 : 0;
 	}
 	if (!strcmp(argv[0], "verify"))
 		return cmd_verify(argc - 1, argv + 1);
 	if (!strcmp(argv[0], "tail"))
 		return cmd_tail(argc - 1, argv + 1);
-	fprintf(stderr, "fanoctl audit: unknown command %s (verify, tail)\n", argv[0]);
+	if (!strcmp(argv[0], "repair"))
+		return cmd_repair(argc - 1, argv + 1);
+	fprintf(stderr, "fanoctl audit: unknown command %s (verify, tail, repair)\n", argv[0]);
 	return 2;
 }

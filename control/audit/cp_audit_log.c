@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -37,12 +38,15 @@
 
 #include <liburing.h>
 
+#include "cp_audit_head.h"
 #include "cp_audit_log.h"
 #include "fg/wire.h"
 
 #define TAG_WRITE 1u
 #define TAG_FSYNC 2u
 #define TAG_TIMER 3u
+#define TAG_HWRITE 4u
+#define TAG_HFSYNC 5u
 #define BACKLOG_DEFAULT (8u << 20)
 /* Rotations that may wait in the backlog at once; beyond that a file grows
  * past rotate_bytes until the earlier switches are done. */
@@ -52,6 +56,12 @@ struct cp_audit_log {
 	struct cp_audit_log_cfg cfg;
 	char path[PATH_MAX];
 	int fd, dirfd, efd;
+	int hfd;                  /* <path>.head, flock'ed while open */
+	char hname[PATH_MAX];
+	unsigned hslot;           /* head slot the next batch writes */
+	uint32_t hgen;            /* generation the next head write gets */
+	uint8_t hbuf[CP_AUDIT_HEAD_LEN]; /* head of the in-flight batch (the kernel reads it) */
+	uint8_t ihash[FG_AUDIT_HASH_LEN];/* hash of the in-flight batch's last record */
 	struct io_uring ring;
 	bool ring_up;
 
@@ -68,7 +78,7 @@ struct cp_audit_log {
 	bool inflight;
 	uint32_t ilen, idone, ilast_off, irecords;
 	uint64_t ilast_seq;
-	int pending_cqes, wres, fres;
+	int pending_cqes, wres, fres, hwres, hfres;
 
 	uint64_t file_off;        /* durable bytes of the current file */
 	uint64_t assigned_bytes;  /* bytes given to the newest file (durable, in flight, waiting) */
@@ -136,12 +146,16 @@ static int pread_full(int fd, uint8_t *buf, size_t n, uint64_t off)
 	return 0;
 }
 
-int cp_audit_log_scan_fd(int fd, const struct fg_audit_chain *from, struct fg_audit_scan *out, uint64_t *file_len)
+/* cp_audit_log_scan_fd over the first min(size, limit) bytes only. */
+static int cp_audit_log_scan_upto(int fd, const struct fg_audit_chain *from, struct fg_audit_scan *out,
+				  uint64_t *file_len, uint64_t limit)
 {
 	struct stat sb;
 	if (fstat(fd, &sb) < 0)
 		return -errno;
 	uint64_t size = (uint64_t)sb.st_size;
+	if (size > limit)
+		size = limit;
 	uint8_t *buf = malloc(SCAN_CHUNK);
 	if (!buf)
 		return -ENOMEM;
@@ -170,6 +184,11 @@ int cp_audit_log_scan_fd(int fd, const struct fg_audit_chain *from, struct fg_au
 	*out = s;
 	*file_len = size;
 	return rc < 0 ? 1 : 0;
+}
+
+int cp_audit_log_scan_fd(int fd, const struct fg_audit_chain *from, struct fg_audit_scan *out, uint64_t *file_len)
+{
+	return cp_audit_log_scan_upto(fd, from, out, file_len, UINT64_MAX);
 }
 
 static int write_sync(int fd, const uint8_t *buf, size_t n, uint64_t off)
@@ -210,8 +229,10 @@ static int queue_io(struct cp_audit_log *l)
 {
 	struct io_uring_sqe *w = io_uring_get_sqe(&l->ring);
 	struct io_uring_sqe *f = io_uring_get_sqe(&l->ring);
-	if (!w || !f)
-		return -EBUSY; /* cannot happen: the ring holds 8 and we use 3 */
+	struct io_uring_sqe *hw = io_uring_get_sqe(&l->ring);
+	struct io_uring_sqe *hf = io_uring_get_sqe(&l->ring);
+	if (!w || !f || !hw || !hf)
+		return -EBUSY; /* cannot happen: the ring holds 8 and we use 5 */
 	uint32_t len = l->ilen - l->idone;
 	if (l->inject_short && l->inject_short < len) {
 		len = l->inject_short; /* test hook: a short write */
@@ -224,8 +245,18 @@ static int queue_io(struct cp_audit_log *l)
 	io_uring_sqe_set_data64(w, TAG_WRITE);
 	io_uring_prep_fsync(f, l->fd, IORING_FSYNC_DATASYNC);
 	io_uring_sqe_set_data64(f, TAG_FSYNC);
-	l->pending_cqes = 2;
-	l->wres = l->fres = 0;
+	/* Then pin the new chain head in the head file (alternate slots, so a
+	 * torn head write leaves the previous head readable): a record is
+	 * reported durable only once the head that covers it is, so recovery
+	 * can tell a clean cut of acknowledged records from a torn tail. */
+	f->flags |= IOSQE_IO_LINK;
+	io_uring_prep_write(hw, l->hfd, l->hbuf, CP_AUDIT_HEAD_LEN, l->hslot ? CP_AUDIT_HEAD_SLOT_OFF : 0);
+	hw->flags |= IOSQE_IO_LINK;
+	io_uring_sqe_set_data64(hw, TAG_HWRITE);
+	io_uring_prep_fsync(hf, l->hfd, IORING_FSYNC_DATASYNC);
+	io_uring_sqe_set_data64(hf, TAG_HFSYNC);
+	l->pending_cqes = 4;
+	l->wres = l->fres = l->hwres = l->hfres = 0;
 	int rc = io_uring_submit(&l->ring);
 	return rc < 0 ? rc : 0;
 }
@@ -298,6 +329,15 @@ static int submit_batch(struct cp_audit_log *l)
 	l->ilast_off = last;
 	l->irecords = n;
 	l->ilast_seq = fg_le64(l->ibuf + last + 8);
+	fg_audit_record_hash(l->ibuf + last, l->ihash);
+	struct cp_audit_head h = {
+		.seq = l->ilast_seq,
+		.end_off = l->file_off + off,
+		.file_index = l->file_index,
+		.gen = l->hgen,
+	};
+	memcpy(h.hash, l->ihash, FG_AUDIT_HASH_LEN);
+	cp_audit_head_encode(&h, l->hbuf);
 	l->inflight = true;
 	l->st.batches++;
 	int rc = queue_io(l);
@@ -364,9 +404,18 @@ static void finish_io(struct cp_audit_log *l)
 		fail(l, -l->fres, "fdatasync");
 		return;
 	}
+	if (l->hwres != (int)CP_AUDIT_HEAD_LEN || l->hfres < 0) {
+		/* The records are on disk but their head is not pinned: a
+		 * restart would still find them (the head only lags), but this
+		 * run can no longer promise what it pins, so fail closed too. */
+		fail(l, l->hwres < 0 ? -l->hwres : l->hfres < 0 ? -l->hfres : EIO, "head write");
+		return;
+	}
+	l->hslot ^= 1u;
+	l->hgen++;
 	l->file_off += l->ilen;
 	l->durable_next = l->ilast_seq + 1;
-	fg_audit_record_hash(l->ibuf + l->ilast_off, l->durable_head);
+	memcpy(l->durable_head, l->ihash, FG_AUDIT_HASH_LEN);
 	l->st.durable_records += l->irecords;
 	l->inflight = false;
 	if (l->cfg.on_durable)
@@ -398,6 +447,16 @@ int cp_audit_log_process(struct cp_audit_log *l)
 			break;
 		case TAG_FSYNC:
 			l->fres = res;
+			if (--l->pending_cqes == 0)
+				finish_io(l);
+			break;
+		case TAG_HWRITE:
+			l->hwres = res;
+			if (--l->pending_cqes == 0)
+				finish_io(l);
+			break;
+		case TAG_HFSYNC:
+			l->hfres = res;
 			if (--l->pending_cqes == 0)
 				finish_io(l);
 			break;
@@ -598,10 +657,6 @@ static int start_file(struct cp_audit_log *l, char *err, size_t errlen)
 	return append_sync(l, FG_AREC_GENESIS, &p);
 }
 
-/* Recovery writes the RECOVERY record over the start of the torn tail and
- * only then truncates after it, so that a crash in the middle of recovery
- * still leaves the cut on record: the next start-up sees the recovery
- * record followed by junk, cuts again, and records that too. */
 /* Confine the log's ring (created IORING_SETUP_R_DISABLED) to what it
  * submits: WRITE linked (IOSQE_IO_LINK) to FSYNC, and the TIMEOUT of the
  * write-back; no io_uring_register opcode once enabled. Then enable it.
@@ -624,31 +679,260 @@ static int ring_restrict(struct io_uring *ring)
 	return 0;
 }
 
-static int recover(struct cp_audit_log *l, struct cp_audit_open_report *rep, char *err, size_t errlen)
+/* Is there a record that decodes (self-check: length, checksum, version,
+ * type, payload) anywhere in [from, len)? A torn tail is the bytes of a
+ * write that never completed: nothing valid can follow its first bad
+ * record. A valid record after it means the bad bytes sit inside history
+ * (a flipped bit, an edit), and recovery must not cut. Writes the first
+ * such record's offset and seq. Reads at most FG_AUDIT_TAIL_MAX bytes
+ * (the caller checked the distance). Returns 1, 0 or -errno. */
+static int valid_record_after(int fd, uint64_t from, uint64_t len, uint64_t *at, uint64_t *seq)
+{
+	if (from >= len)
+		return 0;
+	size_t n = (size_t)(len - from);
+	uint8_t *buf = malloc(n);
+	if (!buf)
+		return -ENOMEM;
+	int rc = pread_full(fd, buf, n, from);
+	if (rc < 0) {
+		free(buf);
+		return rc;
+	}
+	rc = 0;
+	for (size_t o = 1; o + FG_AUDIT_HDR_LEN + FG_AUDIT_TRAILER_LEN <= n; o++) {
+		struct fg_audit_rec r;
+		if (fg_audit_decode(buf + o, n - o, &r) > 0) {
+			*at = from + o;
+			*seq = r.seq;
+			rc = 1;
+			break;
+		}
+	}
+	free(buf);
+	return rc;
+}
+
+/* Copy [off, len) of the current file to "<path>.damaged-<time>-<off>"
+ * (new file, fsync'ed, directory fsync'ed) so repair never deletes it. */
+static int move_aside(struct cp_audit_log *l, uint64_t off, uint64_t len, char *name, size_t cap)
+{
+	int k = snprintf(name, cap, "%s.damaged-%" PRIu64 "-%" PRIu64, l->path, now_realtime_ns() / 1000000000u, off);
+	if (k < 0 || (size_t)k >= cap)
+		return -ENAMETOOLONG;
+	int out = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+	if (out < 0)
+		return -errno;
+	uint8_t *buf = malloc(SCAN_CHUNK);
+	int rc = buf ? 0 : -ENOMEM;
+	for (uint64_t pos = off; rc == 0 && pos < len;) {
+		size_t want = len - pos < SCAN_CHUNK ? (size_t)(len - pos) : SCAN_CHUNK;
+		rc = pread_full(l->fd, buf, want, pos);
+		if (rc == 0) {
+			size_t done = 0;
+			while (rc == 0 && done < want) {
+				ssize_t w = write(out, buf + done, want - done);
+				if (w < 0 && errno == EINTR)
+					continue;
+				if (w <= 0)
+					rc = w < 0 ? -errno : -EIO;
+				else
+					done += (size_t)w;
+			}
+		}
+		pos += want;
+	}
+	free(buf);
+	if (rc == 0 && fsync(out) < 0)
+		rc = -errno;
+	close(out);
+	if (rc == 0 && fsync(l->dirfd) < 0)
+		rc = -errno;
+	return rc;
+}
+
+struct damage {
+	bool found;
+	int reason;          /* enum fg_audit_reason */
+	uint64_t offset, seq;
+	bool move;           /* bytes [offset, file end) are damaged (repair moves them aside) */
+	char note[200];
+};
+
+/* Compare the current file with the pinned chain head h (the head names
+ * this file): the intact prefix must reach h.end_off, and the record that
+ * ends there must be seq h.seq with hash h.hash. */
+static int check_head(struct cp_audit_log *l, const struct cp_audit_head *h, const struct fg_audit_scan *s,
+		      int scan_rc, uint64_t len, struct damage *d)
+{
+	uint64_t intact = scan_rc == 0 ? len : s->good_bytes;
+	if (intact < h->end_off) {
+		d->found = true;
+		if (scan_rc == 1) {
+			d->reason = s->reason;
+			d->offset = s->bad_offset;
+			d->seq = s->bad_seq;
+			d->move = true;
+			snprintf(d->note, sizeof(d->note), "; it lies before the durable head (seq %" PRIu64
+				 " ends at offset %" PRIu64 "): acknowledged history", h->seq, h->end_off);
+		} else {
+			d->reason = FG_AR_HEAD;
+			d->offset = len;
+			d->seq = s->records ? s->last_seq + 1 : 0;
+			snprintf(d->note, sizeof(d->note), "; the file ends at offset %" PRIu64 " but the durable "
+				 "head is seq %" PRIu64 " ending at offset %" PRIu64 ": records were cut", len, h->seq,
+				 h->end_off);
+		}
+		return 0;
+	}
+	struct fg_audit_chain ch = s->chain;
+	if (s->good_bytes != h->end_off) {
+		struct fg_audit_scan p;
+		uint64_t plen;
+		int rc = cp_audit_log_scan_upto(l->fd, NULL, &p, &plen, h->end_off);
+		if (rc < 0)
+			return rc;
+		ch = p.chain;
+	}
+	if (ch.next_seq != h->seq + 1 || memcmp(ch.head, h->hash, FG_AUDIT_HASH_LEN) != 0) {
+		d->found = true;
+		d->reason = FG_AR_HEAD;
+		d->offset = h->end_off;
+		d->seq = h->seq;
+		snprintf(d->note, sizeof(d->note), "; the record ending at offset %" PRIu64 " is not the durable "
+			 "head seq %" PRIu64 " (next seq %" PRIu64 "): history was replaced", h->end_off, h->seq,
+			 ch.next_seq);
+	}
+	return 0;
+}
+
+/* Recovery writes the RECOVERY record over the start of the torn tail and
+ * only then truncates after it, so that a crash in the middle of recovery
+ * still leaves the cut on record: the next start-up sees the recovery
+ * record followed by junk, cuts again, and records that too.
+ *
+ * Returns 0 (opened; rep says whether a torn tail was cut), 1 (damage
+ * found and not repaired: rep->damaged, rep->damage names it, the file is
+ * untouched) or -errno. With repair, damage is moved aside and cut like a
+ * torn tail (rep->repaired, rep->aside). */
+static int recover(struct cp_audit_log *l, struct cp_audit_open_report *rep, bool repair, char *err,
+		   size_t errlen)
 {
 	struct fg_audit_scan s;
 	uint64_t len;
-	int rc = cp_audit_log_scan_fd(l->fd, NULL, &s, &len);
+	int rc = cp_audit_log_scan_upto(l->fd, NULL, &s, &len, UINT64_MAX);
 	if (rc < 0) {
 		set_err(err, errlen, "read %s: %s", l->path, -rc);
 		return rc;
 	}
-	struct fg_audit_recovery cutrec = { 0 };
-	bool cut = rc == 1;
-	if (cut) {
-		if (!fg_audit_tail_is_torn(&s, len)) {
-			if (err && errlen)
-				snprintf(err, errlen, "%s: record seq %" PRIu64 " at offset %" PRIu64
-					 " is bad (%s) and is not a torn tail; refusing to cut it "
-					 "(run fanoctl audit verify)", l->path, s.bad_seq, s.bad_offset,
-					 fg_audit_reason_name(s.reason));
-			return -EBADMSG;
+	int scan_rc = rc;
+	struct cp_audit_head h;
+	const char *hname = l->hname;
+	int hrc = cp_audit_head_read(l->hfd, &h, NULL);
+	struct damage d = { 0 };
+	if (hrc == -EBADMSG) {
+		d.found = true;
+		d.reason = FG_AR_HEAD;
+		snprintf(d.note, sizeof(d.note), "; the head file has no valid slot");
+	} else if (hrc < 0) {
+		set_err(err, errlen, "read %s: %s", hname, -hrc);
+		return hrc;
+	} else if (hrc == 1 && h.file_index > l->file_index) {
+		d.found = true;
+		d.reason = FG_AR_HEAD;
+		snprintf(d.note, sizeof(d.note), "; the durable head seq %" PRIu64 " was written after rotation %"
+			 PRIu32 " but the highest rotated file is %" PRIu32 ": rotated files are missing", h.seq,
+			 h.file_index, l->file_index);
+	} else if (hrc == 1 && h.file_index == l->file_index) {
+		rc = check_head(l, &h, &s, scan_rc, len, &d);
+		if (rc < 0) {
+			set_err(err, errlen, "read %s: %s", l->path, -rc);
+			return rc;
 		}
+	}
+	/* hrc == 0 (no head yet: a log written before head files existed) or a
+	 * head in an older file (crash between a rotation's rename and the new
+	 * file's first batch): only the torn-tail rule below applies. */
+	bool cut = false;
+	if (!d.found && scan_rc == 1) {
+		uint64_t at = 0, vseq = 0;
+		int v = 0;
+		if (fg_audit_tail_is_torn(&s, len))
+			v = valid_record_after(l->fd, s.bad_offset, len, &at, &vseq);
+		if (v < 0) {
+			set_err(err, errlen, "read %s: %s", l->path, -v);
+			return v;
+		}
+		if (fg_audit_tail_is_torn(&s, len) && v == 1 && hrc == 1) {
+			/* With a head pinned, check_head already proved the bad
+			 * record lies after it: these bytes are the batch that was
+			 * in flight at the crash, never acknowledged, and a power
+			 * loss may persist its sectors in any order (a hole with
+			 * whole records after it). Cut, but keep the bytes aside:
+			 * they are not provably garbage. */
+			rc = move_aside(l, s.bad_offset, len, rep->aside, sizeof(rep->aside));
+			if (rc < 0) {
+				set_err(err, errlen, "move the torn tail of %s aside: %s", l->path, -rc);
+				return rc;
+			}
+			cut = true;
+		} else if (!fg_audit_tail_is_torn(&s, len) || v == 1) {
+			d.found = true;
+			d.reason = s.reason;
+			d.offset = s.bad_offset;
+			d.seq = s.bad_seq;
+			d.move = true;
+			if (v == 1)
+				snprintf(d.note, sizeof(d.note), "; a valid record (seq %" PRIu64 ") follows at offset %"
+					 PRIu64 ", so this is not a torn tail", vseq, at);
+			else if (!fg_audit_reason_is_torn(s.reason))
+				snprintf(d.note, sizeof(d.note), "; a crash cannot produce this reason");
+			else
+				snprintf(d.note, sizeof(d.note), "; it starts %" PRIu64 " bytes before the end, more "
+					 "than one group-commit batch", len - s.bad_offset);
+		} else {
+			cut = true;
+		}
+	}
+	const char *dfile = hrc == -EBADMSG ? hname : l->path;
+	if (d.found) {
+		rep->damage_offset = d.offset;
+		rep->damage_seq = d.seq;
+		rep->damage_reason = d.reason;
+		if (snprintf(rep->damage, sizeof(rep->damage), "%s: damage at offset %" PRIu64 ", record seq %"
+			     PRIu64 ": %s%s", dfile, d.offset, d.seq, fg_audit_reason_name(d.reason), d.note) < 0)
+			rep->damage[0] = '\0';
+		if (!repair) {
+			rep->damaged = true;
+			l->chain = s.chain;
+			if (err && errlen)
+				snprintf(err, errlen, "%s; file left intact, log failed closed; after a look, "
+					 "`fanoctl audit repair %s` moves the damaged part aside", rep->damage, l->path);
+			return 1;
+		}
+		rep->repaired = true;
+		if (d.move) {
+			rc = move_aside(l, d.offset, len, rep->aside, sizeof(rep->aside));
+			if (rc < 0) {
+				set_err(err, errlen, "move the damaged part of %s aside: %s", l->path, -rc);
+				return rc;
+			}
+			cut = true;
+		}
+	}
+	struct fg_audit_recovery cutrec = { 0 };
+	if (cut) {
 		cutrec.cut_offset = s.bad_offset;
 		cutrec.cut_bytes = len - s.bad_offset;
 		cutrec.last_seq = s.records ? s.last_seq : 0;
-		cutrec.reason = (uint16_t)s.reason;
+		cutrec.reason = (uint16_t)(d.found ? d.reason : s.reason);
 		rep->cut = true;
+		rep->recovery = cutrec;
+	} else if (d.found) {
+		/* Repair of a head mismatch: nothing to move, but say so on record. */
+		cutrec.cut_offset = len;
+		cutrec.last_seq = s.records ? s.last_seq : 0;
+		cutrec.reason = FG_AR_HEAD;
 		rep->recovery = cutrec;
 	}
 	if (s.records == 0) {
@@ -677,7 +961,7 @@ static int recover(struct cp_audit_log *l, struct cp_audit_open_report *rep, cha
 		l->assigned_records = s.records;
 		rep->records = s.records;
 	}
-	if (!cut)
+	if (!cut && !d.found)
 		return 0;
 	union fg_audit_payload p;
 	memset(&p, 0, sizeof(p));
@@ -709,8 +993,28 @@ static int recover(struct cp_audit_log *l, struct cp_audit_open_report *rep, cha
 	return 0;
 }
 
-int cp_audit_log_open(struct cp_audit_log **out, const struct cp_audit_log_cfg *cfg,
-		      struct cp_audit_open_report *rep, char *err, size_t errlen)
+/* Pin the chain head of what open left on disk (the batches keep it
+ * current from here on). Slot: the one recovery did not read last. */
+static int head_sync(struct cp_audit_log *l)
+{
+	struct cp_audit_head old;
+	unsigned slot = 0;
+	int rc = cp_audit_head_read(l->hfd, &old, &slot);
+	l->hslot = rc == 1 ? slot ^ 1u : 0;
+	l->hgen = rc == 1 ? old.gen + 1 : 1;
+	struct cp_audit_head h = { .seq = l->chain.next_seq - 1, .end_off = l->file_off,
+				   .file_index = l->file_index, .gen = l->hgen };
+	memcpy(h.hash, l->chain.head, FG_AUDIT_HASH_LEN);
+	rc = cp_audit_head_write_sync(l->hfd, l->hslot, &h);
+	if (rc == 0) {
+		l->hslot ^= 1u;
+		l->hgen++;
+	}
+	return rc;
+}
+
+static int log_open(struct cp_audit_log **out, const struct cp_audit_log_cfg *cfg, struct cp_audit_open_report *rep,
+		    bool repair, char *err, size_t errlen)
 {
 	struct cp_audit_open_report dummy;
 	if (!rep)
@@ -736,7 +1040,7 @@ int cp_audit_log_open(struct cp_audit_log **out, const struct cp_audit_log_cfg *
 		l->cfg.backlog_max = BACKLOG_DEFAULT;
 	if (l->cfg.backlog_max < l->cfg.batch_max)
 		l->cfg.backlog_max = l->cfg.batch_max;
-	l->fd = l->dirfd = l->efd = -1;
+	l->fd = l->dirfd = l->efd = l->hfd = -1;
 	l->buf_cap = l->cfg.backlog_max + 2 * FG_AUDIT_REC_MAX;
 	l->fill = malloc(l->buf_cap);
 	l->ibuf = malloc(l->buf_cap);
@@ -769,6 +1073,25 @@ int cp_audit_log_open(struct cp_audit_log **out, const struct cp_audit_log_cfg *
 		set_err(err, errlen, "open directory %s: %s", dir, -rc);
 		goto fail;
 	}
+	char *hname = l->hname;
+	rc = cp_audit_head_name(l->path, hname, sizeof(l->hname));
+	if (rc < 0) {
+		set_err(err, errlen, "head file of %s: %s", l->path, -rc);
+		goto fail;
+	}
+	l->hfd = open(hname, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+	if (l->hfd < 0) {
+		rc = -errno;
+		set_err(err, errlen, "open %s: %s", hname, -rc);
+		goto fail;
+	}
+	/* One writer per log: a second daemon, or `fanoctl audit repair`
+	 * while the daemon runs, would interleave records. */
+	if (flock(l->hfd, LOCK_EX | LOCK_NB) < 0) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		set_err(err, errlen, "lock %s: %s (is another fanogate using this log?)", hname, -rc);
+		goto fail;
+	}
 	l->file_index = cp_audit_log_highest_rotated(l->path);
 	l->fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
 	if (l->fd < 0) {
@@ -776,9 +1099,21 @@ int cp_audit_log_open(struct cp_audit_log **out, const struct cp_audit_log_cfg *
 		set_err(err, errlen, "open %s: %s", l->path, -rc);
 		goto fail;
 	}
-	rc = recover(l, rep, err, errlen);
+	rc = recover(l, rep, repair, err, errlen);
 	if (rc < 0)
 		goto fail;
+	if (rc == 1) {
+		/* Damage recovery cannot prove torn: open FAILED CLOSED, file
+		 * untouched; nothing is ever appended (see the header). */
+		l->failed = true;
+		l->err = EBADMSG;
+	} else {
+		rc = head_sync(l);
+		if (rc < 0) {
+			set_err(err, errlen, "write %s: %s", hname, -rc);
+			goto fail;
+		}
+	}
 	l->durable_next = l->chain.next_seq;
 	memcpy(l->durable_head, l->chain.head, FG_AUDIT_HASH_LEN);
 	rep->next_seq = l->chain.next_seq;
@@ -814,12 +1149,34 @@ fail:
 		close(l->efd);
 	if (l->fd >= 0)
 		close(l->fd);
+	if (l->hfd >= 0)
+		close(l->hfd);
 	if (l->dirfd >= 0)
 		close(l->dirfd);
 	free(l->fill);
 	free(l->ibuf);
 	free(l);
 	return rc;
+}
+
+int cp_audit_log_open(struct cp_audit_log **out, const struct cp_audit_log_cfg *cfg,
+		      struct cp_audit_open_report *rep, char *err, size_t errlen)
+{
+	return log_open(out, cfg, rep, false, err, errlen);
+}
+
+int cp_audit_log_repair(const char *path, struct cp_audit_open_report *rep, char *err, size_t errlen)
+{
+	struct cp_audit_open_report dummy;
+	if (!rep)
+		rep = &dummy;
+	struct cp_audit_log_cfg cfg = { .path = path, .who = "fanoctl audit repair" };
+	struct cp_audit_log *l;
+	int rc = log_open(&l, &cfg, rep, true, err, errlen);
+	if (rc < 0)
+		return rc;
+	cp_audit_log_free(l);
+	return rep->repaired ? 1 : 0;
 }
 
 void cp_audit_log_free(struct cp_audit_log *l)
@@ -841,6 +1198,7 @@ void cp_audit_log_free(struct cp_audit_log *l)
 	io_uring_queue_exit(&l->ring);
 	close(l->efd);
 	close(l->fd);
+	close(l->hfd);
 	close(l->dirfd);
 	free(l->fill);
 	free(l->ibuf);

@@ -41,14 +41,31 @@
  *     one and start cfg.path with a ROTATION record continuing its chain
  *     (a crash between rename and the first write lands here); otherwise
  *     start a new log with GENESIS.
- *  2. cfg.path present: verify it. Intact: reopen for append. Bad record
- *     within FG_AUDIT_TAIL_MAX of the end with a torn reason (truncated,
- *     zeroed, bad length or checksum): truncate there, fdatasync, append a
- *     RECOVERY record saying what was cut. Anything else (a broken chain,
- *     or damage further in): refuse with -EBADMSG and a message; a person
- *     must look (fanoctl audit verify).
+ *  2. cfg.path present: verify it against the chain head pinned in
+ *     cfg.path + ".head" (cp_audit_head.h; every batch rewrites it after
+ *     its fdatasync, and a record is reported durable only once its head
+ *     is). Intact and reaching the head: reopen for append. A TORN TAIL is
+ *     cut: the first bad record has a torn reason (truncated, zeroed, bad
+ *     length or checksum), lies after the durable head, within
+ *     FG_AUDIT_TAIL_MAX of the end, and no record that decodes follows it
+ *     anywhere; it is truncated there and a RECOVERY record says what was
+ *     cut. (With a head pinned, a valid record after the hole is still a
+ *     torn tail: the bytes after the head are the batch in flight at the
+ *     crash, never acknowledged, whose sectors a power loss may persist in
+ *     any order; they are then copied aside first, rep->aside.) ANYTHING ELSE is damage recovery cannot prove torn (a bad
+ *     record with a valid one after it, a broken chain, damage before the
+ *     head, a file that ends before the head or disagrees with its hash, a
+ *     missing rotated file, an unreadable head file): the open SUCCEEDS
+ *     FAILED CLOSED (rep->damaged, rep->damage names file, offset, seq and
+ *     reason; every append returns -EIO; on_failed is not called: the
+ *     caller reads the report) and the file is left exactly as it was.
+ *     cp_audit_log_repair (`fanoctl audit repair`) then moves the damaged
+ *     part aside and cuts it like a torn tail.
  *  Reopening an intact log appends nothing, so a second open after a
- *  recovery changes nothing.
+ *  recovery changes nothing. A log without a head file (written before
+ *  head files existed) gets one; only the torn-tail rule applies to it.
+ *  The head file is flock'ed while the log is open: a second writer gets
+ *  -EBUSY.
  */
 #ifndef CP_AUDIT_LOG_H
 #define CP_AUDIT_LOG_H
@@ -83,14 +100,34 @@ struct cp_audit_open_report {
 	struct fg_audit_recovery recovery;
 	uint64_t records;      /* intact records found in the current file */
 	uint64_t next_seq;     /* sequence number the next append gets */
+	bool damaged;          /* opened failed closed: damage recovery would not cut */
+	bool repaired;         /* cp_audit_log_repair moved damage aside (aside) */
+	int damage_reason;     /* enum fg_audit_reason (FG_AR_HEAD: head mismatch) */
+	uint64_t damage_offset, damage_seq;
+	char damage[512];      /* "<file>: damage at offset O, record seq S: reason; why" */
+	char aside[4096];      /* where repair moved the damaged bytes ("" when nothing moved) */
 };
 
-/* Open (create, recover) the log and its io_uring. On failure returns
- * -errno (-EBADMSG: corruption recovery will not cut) and writes a one-line
- * explanation into err[0..errlen). *out is heap-owned by the caller
- * (cp_audit_log_free). rep may be NULL. Blocking; call before the loop. */
+/* Open (create, recover) the log and its io_uring. Returns 0 (check
+ * rep->damaged: then the log is failed closed from the start, err holds the
+ * one-line explanation and the file is untouched), or -errno (-EBUSY:
+ * another process has the log open) with a one-line explanation in
+ * err[0..errlen). *out is heap-owned by the caller (cp_audit_log_free).
+ * rep may be NULL. Blocking; call before the loop. */
 FG_MUST_CHECK int cp_audit_log_open(struct cp_audit_log **out, const struct cp_audit_log_cfg *cfg,
 				    struct cp_audit_open_report *rep, char *err, size_t errlen);
+
+/* Repair the log at path offline (`fanoctl audit repair`): the same
+ * recovery as open, except that damage is not refused but moved aside:
+ * the bytes from the first damaged record to the end are copied to
+ * "<path>.damaged-<unix time>-<offset>" (fsync'ed) and only then cut, and
+ * a RECOVERY record (reason = the damage's) is appended; a head mismatch
+ * with nothing damaged in the file appends a RECOVERY record with reason
+ * head_mismatch and re-pins the head. Nothing is ever deleted. Returns 1
+ * when it repaired (rep->damage says what, rep->aside where it went), 0
+ * when there was nothing to repair (a torn tail is cut as open would), or
+ * -errno (-EBUSY: the daemon has the log open). Blocking. */
+FG_MUST_CHECK int cp_audit_log_repair(const char *path, struct cp_audit_open_report *rep, char *err, size_t errlen);
 
 /* Finish: submits what waits and waits for it (bounded), then closes the
  * ring and the file. NULL is fine. */

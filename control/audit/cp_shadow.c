@@ -80,17 +80,29 @@ static void lines_changed(struct cp_shadow *sh, const struct fg_line_change *chg
 		sh->hooks.on_lines_changed(sh->hooks.arg, chg, seq);
 }
 
-/* The log failed closed (called from inside the log, possibly in the middle
- * of an append): demote, alert, tell the daemon. Appends nothing. */
-static void log_failed(void *arg, int err, const char *what)
+static void slog_err(struct cp_shadow *sh, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void slog_err(struct cp_shadow *sh, const char *fmt, ...)
 {
-	struct cp_shadow *sh = arg;
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (sh->hooks.log_err)
+		sh->hooks.log_err(sh->hooks.arg, msg);
+	else if (sh->hooks.log)
+		sh->hooks.log(sh->hooks.arg, msg);
+	else
+		fprintf(stderr, "fanogate audit: error: %s\n", msg);
+}
+
+/* Fail closed: demote every active line to shadow (recorded nowhere: the
+ * log cannot take it), raise `event` with reason, tell the daemon. */
+static void fail_closed(struct cp_shadow *sh, int err, const char *event, const char *reason)
+{
 	if (sh->failed)
 		return;
 	sh->failed = true;
-	char reason[128];
-	snprintf(reason, sizeof(reason), "audit log %s failed: %s", what, strerror(err));
-	slog(sh, "%s; failing closed: no further acknowledgements, active lines demoted to shadow", reason);
 	uint64_t now = mono_ns();
 	for (unsigned i = 0; i < FG_LINES; i++) {
 		if (sh->lines->line[i].base != FG_LINE_ACTIVE)
@@ -100,11 +112,24 @@ static void log_failed(void *arg, int err, const char *what)
 			lines_changed(sh, &chg, CP_SHADOW_NO_SEQ);
 	}
 	struct cp_alert_event ev;
-	cp_alert_event_init(&ev, "audit_failed");
+	cp_alert_event_init(&ev, event);
 	ev.reason = reason;
 	(void)cp_alert_raise(sh->alert, &ev, now);
 	if (sh->hooks.on_failed)
 		sh->hooks.on_failed(sh->hooks.arg, err);
+}
+
+/* The log failed closed (called from inside the log, possibly in the middle
+ * of an append): demote, alert, tell the daemon. Appends nothing. */
+static void log_failed(void *arg, int err, const char *what)
+{
+	struct cp_shadow *sh = arg;
+	if (sh->failed)
+		return;
+	char reason[128];
+	snprintf(reason, sizeof(reason), "audit log %s failed: %s", what, strerror(err));
+	slog_err(sh, "%s; failing closed: no further acknowledgements, active lines demoted to shadow", reason);
+	fail_closed(sh, err, "audit_failed", reason);
 }
 
 static void log_durable(void *arg, uint64_t seq)
@@ -192,6 +217,14 @@ int cp_shadow_new(struct cp_shadow **out, const struct fg_config *cfg, struct fg
 	rc = cp_audit_log_open(&sh->log, &lcfg, &rep, err, errlen);
 	if (rc < 0)
 		goto fail;
+	if (rep.damaged) {
+		/* Start, but failed closed: the file stays as it is for a person
+		 * to look at (fanoctl audit verify / repair). */
+		sh->st.damaged = true;
+		slog_err(sh, "recovery: %s", err);
+		fail_closed(sh, EBADMSG, "audit_damaged", rep.damage);
+		err[0] = '\0';
+	}
 	if (rep.cut)
 		slog(sh, "recovery: cut %" PRIu64 " bytes of torn tail at offset %" PRIu64 " of %s (%s); "
 		     "last intact record seq %" PRIu64, rep.recovery.cut_bytes, rep.recovery.cut_offset,

@@ -63,6 +63,7 @@ struct cp_shadow_hooks {
 	void (*on_failed)(void *arg, int err);        /* the log failed closed */
 	void (*on_lines_changed)(void *arg, const struct fg_line_change *chg, uint64_t seq);
 	void (*log)(void *arg, const char *msg);      /* NULL = stderr */
+	void (*log_err)(void *arg, const char *msg);  /* errors (damage, fail closed); NULL = log */
 	void *arg;
 };
 
@@ -76,8 +77,11 @@ struct cp_shadow_opts {
 /* Build from cfg ([audit] path/rotation/group commit/alerts, [lines]
  * shadow_sample, [model] sizes, [slots] capacity/deadline). lines is the
  * daemon's table; it must outlive sh. Opens (recovers) the log. Returns 0,
- * or -errno with a one-line reason in err (-EBADMSG: the log is corrupt
- * beyond a torn tail; refuse to start). */
+ * or -errno with a one-line reason in err. A log with damage recovery will
+ * not cut (cp_audit_log.h) still returns 0, FAILED CLOSED from the start:
+ * the damage (file, offset, seq, reason) goes to hooks.log_err, an
+ * "audit_damaged" alert is raised, active lines are demoted to shadow,
+ * hooks.on_failed(EBADMSG) runs, and stats.damaged is set. */
 FG_MUST_CHECK int cp_shadow_new(struct cp_shadow **out, const struct fg_config *cfg, struct fg_lines *lines,
 				const struct cp_shadow_hooks *hooks, const struct cp_shadow_opts *opts,
 				char *err, size_t errlen);
@@ -128,6 +132,7 @@ struct cp_shadow_stats {
 	uint64_t conflicts, line_changes, peer_auth_failures, promotions, demotions;
 	uint64_t peer_auth_suppressed; /* not recorded: more than one per 100 ms */
 	uint64_t append_failed;
+	bool damaged;               /* started failed closed on a damaged log */
 	struct cp_audit_log_stats log;
 	struct cp_alert_stats alert;
 };

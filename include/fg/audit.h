@@ -187,6 +187,9 @@ enum fg_audit_reason {
 	FG_AR_CHAIN,      /* "broken_chain": prev != hash of the previous record */
 	FG_AR_GENESIS,    /* "bad_start": a log must start with GENESIS (seq 0) or ROTATION */
 	FG_AR_NOSPACE,    /* "no_space": encoder output too small */
+	FG_AR_HEAD,       /* "head_mismatch": the file does not reach, or does not match, the
+			   * durable chain head pinned in <log>.head (records acknowledged
+			   * as durable are missing or were replaced) */
 	FG_AR__COUNT
 };
 const char *fg_audit_reason_name(int r);

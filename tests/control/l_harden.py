@@ -222,7 +222,7 @@ def part_user(fanoctl):
             check_threads(pid, "user, at the end", uid=pw.pw_uid, gid=pw.pw_gid)
             if fanoctl:
                 time.sleep(0.3)
-                files = sorted((f for f in os.listdir(d.dir) if f.startswith("audit.log.")),
+                files = sorted((f for f in os.listdir(d.dir) if f.startswith("audit.log.") and f.rsplit(".", 1)[1].isdigit()),
                                key=lambda f: int(f.rsplit(".", 1)[1]))
                 p = subprocess.run([fanoctl, "audit", "verify", *[f"{d.dir}/{f}" for f in files],
                                     f"{d.dir}/audit.log"], capture_output=True, text=True, timeout=30)
