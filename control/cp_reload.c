@@ -57,6 +57,7 @@ static const struct kfield fields[] = {
 	KF("[udp] mtu", mtu, K_RESTART),
 	KF("[udp] ack_interval_ms", ack_interval_ms, K_RESTART),
 	KF("[udp] send_status", send_status, K_RESTART),
+	KF("[udp] status_accepted", status_accepted, K_RESTART),
 	KF("[udp] allow", allow, K_RESTART),
 	KF("[udp] allow", n_allow, K_RESTART),
 	KF("[udp] reasm_contexts", reasm_contexts, K_RESTART),

@@ -113,6 +113,8 @@ static const struct ckey config_keys[] = {
 	 KT_U32, OFF(ack_interval_ms), 0, 1, 10000},
 	{{"udp", "send_status", "bool", "true", "true | false", "answer UDP seed and canonical frames with a status frame"},
 	 KT_BOOL, OFF(send_status), 0, 0, 0},
+	{{"udp", "status_accepted", "bool", "true", "true | false", "with send_status: also answer a contribution that only waits for the other lines (outcome accepted); false sends statuses for slot events and refusals only"},
+	 KT_BOOL, OFF(status_accepted), 0, 0, 0},
 	{{"udp", "allow", "prefixes", "", "comma list of IPv4/IPv6 prefixes, at most 32", "UDP source allowlist; empty allows every source"},
 	 KT_PREFIXES, 0, 0, 0, 0},
 	{{"udp", "reasm_contexts", "uint", "1024", "1..1048576", "fragment reassembly groups in flight per lcore"},
@@ -277,6 +279,7 @@ void fg_config_default(struct fg_config *c)
 	c->mtu = 1472;
 	c->ack_interval_ms = 50;
 	c->send_status = true;
+	c->status_accepted = true;
 	c->n_allow = 0;
 	c->reasm_contexts = 1024;
 	c->reasm_timeout_ms = 250;

@@ -67,7 +67,11 @@ static void on_outcome(struct dp_lcore *lc, const struct fg_seed *seed, const st
 	default:
 		break; /* poisoned, shape_mismatch, unexpected_line, line_disabled, bad_range: outcome[] only */
 	}
-	if (from && dp_g.cfg.send_status)
+	/* An "accepted" status (the slot awaits other lines) is not actionable:
+	 * the dispatcher skips the canonical hop only on fully_resolved, and
+	 * arrival is already proven by the transport ACK; status_accepted =
+	 * false leaves it out (wire.md 5: over UDP a status is optional). */
+	if (from && dp_g.cfg.send_status && (o != FG_O_ACCEPTED || dp_g.cfg.status_accepted))
 		dp_reply_status(lc, from, st);
 	if (o == FG_O_RESOLVED) {
 		dp_lc_count(lc, FG_C_SEEDS_RESOLVED, 1);

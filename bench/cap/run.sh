@@ -14,9 +14,11 @@
 # counter) and fanogate's packets per seed (received, sent, ACKs, statuses).
 #
 # Usage: bench/cap/run.sh [--smoke] [--runs N] [--seeds N] [--hidden "1536 4096"]
-#                         [--window N] [--out DIR] BUILD_DIR
+#                         [--window N] [--status-accepted true|false] [--out DIR] BUILD_DIR
 #   --smoke   CI: hidden 1536, 2000 seeds, one run, no memcpy timing; fails
 #             unless every seed came back bit-exact, ACKed, none lost
+#   --status-accepted false: [udp] status_accepted = false (1 status per
+#             seed instead of 3; default true, the daemon's default)
 #   default   3 runs x hidden 1536 and 4096 x 300000 seeds (bounded: each
 #             run stops after its seeds or 60 s, whichever comes first)
 # Output: OUT/results.json (every run, the memcpy baseline, the load average
@@ -27,7 +29,7 @@
 # Needs no network: the packets only exist in the memif shared memory
 # (addresses from 198.18.0.0/15, the benchmarking range).
 set -u
-SMOKE=0 RUNS=3 SEEDS=300000 HIDDENS="1536 4096" WINDOW=512 OUT=
+SMOKE=0 RUNS=3 SEEDS=300000 HIDDENS="1536 4096" WINDOW=512 OUT= STATUS_ACCEPTED=true
 while [ $# -gt 1 ]; do
 	case $1 in
 	--smoke) SMOKE=1 ;;
@@ -36,11 +38,12 @@ while [ $# -gt 1 ]; do
 	--hidden) HIDDENS=$2; shift ;;
 	--window) WINDOW=$2; shift ;;
 	--out) OUT=$2; shift ;;
+	--status-accepted) STATUS_ACCEPTED=$2; shift ;;
 	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
 done
-[ $# -eq 1 ] || { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -eq 1 ] || { sed -n '2,/^set -u/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 B=$(cd "$1" && pwd) || exit 2
 HERE=$(cd "$(dirname "$0")" && pwd)
 DP=$B/dataplane/fanogate-dp
@@ -91,6 +94,7 @@ deadline_ms = 2500
 [udp]
 port = 4242
 mtu = 1472
+status_accepted = $STATUS_ACCEPTED
 [consumers]
 default = 198.18.0.2:7000
 [dataplane]
@@ -131,7 +135,7 @@ EOP
 		taskset -c 0 "$GEN" -l 0 --no-huge -m 256 --no-shconf --file-prefix "fgcapgen$$" --no-pci \
 			--log-level '*:warning' \
 			--vdev="net_memif0,role=client,id=0,socket=$OUT/memif.sock,bsize=2048,rsize=11" -- \
-			--hidden "$H" --seeds "$SEEDS" --window "$WINDOW" --max-seconds 60 --label "memif-$H" \
+			--hidden "$H" --seeds "$SEEDS" --window "$WINDOW" --max-seconds 60 --label "memif-$H$([ "$STATUS_ACCEPTED" = false ] && echo -st1)" \
 			--json "$OUT/gen-$tag.json" 2> "$OUT/gen-$tag.log"
 		grc=$?
 		kill -TERM $DPPID; wait $DPPID; DPPID=""

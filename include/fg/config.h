@@ -108,6 +108,7 @@ struct fg_config {
 	uint32_t mtu;           /* UDP payload MTU for fragments and ACKs, default 1472 */
 	uint32_t ack_interval_ms; /* default 50 */
 	bool send_status;       /* status frames to UDP senders, default true */
+	bool status_accepted;   /* ... also for outcome accepted (awaiting the other lines), default true */
 	struct fg_prefix allow[FG_ALLOW_MAX];
 	unsigned n_allow;       /* 0 = allow all */
 	/* [consumers] layer.N = host:port; default = host:port. After loading,

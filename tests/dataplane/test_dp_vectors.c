@@ -429,6 +429,34 @@ static void test_r01(void **state)
 	json_decref(r);
 }
 
+/* [udp] status_accepted = false: R01's two "accepted" contributions get no
+ * status, the resolving one gets its "resolved" status; all three ACKed. */
+static void test_r01_status_events_only(void **state)
+{
+	(void)state;
+	struct world w;
+	uint8_t b[256];
+	open_inputs(&w);
+	uint32_t n = vec("R01", b);
+	assert_int_equal(n, 66);
+	send_frag1(&w, 1, 6, ip6_s2, 5003, b + 44, 22, -1);
+	send_frag1(&w, 0, 4, ip_s1, 5001, b, 22, -1);
+	send_frag1(&w, 1, 4, ip_s4, 5004, b + 22, 22, -1);
+	close_inputs(&w);
+	struct out o;
+	json_t *r = run_dp(1, "layer.3 = 0,1,2\n[udp]\nstatus_accepted = false\n", &o);
+	check_identities(r, w.pkts);
+	assert_int_equal(o.resolved, 1);
+	assert_int_equal(tu_json_u64(r, "outcomes", "accepted"), 2);
+	assert_int_equal(tu_json_u64(r, "outcomes", "resolved"), 1);
+	assert_int_equal(o.status, 1);
+	assert_int_equal(tu_json_u64(r, "counters", "status_sent"), 1);
+	assert_int_equal(o.st[0].outcome, FG_O_RESOLVED);
+	assert_int_equal(o.st[0].token_seq, 7);
+	assert_true(in_set(o.acked, o.n_acked, 0xAF63, 7));
+	json_decref(r);
+}
+
 static void test_r02(void **state)
 {
 	(void)state;
@@ -479,6 +507,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_all_vectors),
 		cmocka_unit_test(test_r01),
+		cmocka_unit_test(test_r01_status_events_only),
 		cmocka_unit_test(test_r02),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
