@@ -27,7 +27,12 @@ build_only() { # dir, then meson setup options
 }
 build_only build-release --buildtype=release
 CC=clang-14 build_only build-release-clang --buildtype=release
-meson test -C build --print-errorlogs --num-processes 2
+# The full setup (tests/meson.build): the default one plus the network
+# faults, the extended suite (testssl), the hostile peers. The soak runs
+# once, in the sanitizer build below (with --quick: here).
+soak_here=(--no-suite soak)
+[ $quick -eq 1 ] && soak_here=()
+meson test -C build --setup full --print-errorlogs --num-processes 2 "${soak_here[@]}"
 
 if [ $quick -eq 0 ]; then
   # Sanitizer build: ASan + UBSan over the same suite.
@@ -35,7 +40,7 @@ if [ $quick -eq 0 ]; then
     meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
   ninja -C build-asan
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    meson test -C build-asan --print-errorlogs --num-processes 2 --suite core --suite tools --suite audit --suite soak
+    meson test -C build-asan --setup full --print-errorlogs --num-processes 2 --suite core --suite tools --suite audit --suite soak
   if [ -x scripts/fuzz.sh ]; then
     scripts/fuzz.sh --ci
   fi
