@@ -35,7 +35,7 @@ deadline_ms = 2500
 [udp]
 port = 4242
 mtu = 1472
-status_accepted = ${FG_CAP_STATUS_ACCEPTED:-true}
+${FG_CAP_STATUS_ACCEPTED:+status_accepted = $FG_CAP_STATUS_ACCEPTED}
 [consumers]
 default = 198.18.0.2:7000
 # valgrind slows the lcore ~50x: a generous resend timer, so that the
