@@ -198,6 +198,8 @@ void cp_audit_stop(struct cp_audit *a)
 
 bool cp_audit_is_running(const struct cp_audit *a) { return a && a->sh != NULL; }
 
+bool cp_audit_is_failed(const struct cp_audit *a) { return a && a->sh && cp_shadow_failed(a->sh); }
+
 void cp_audit_on_durable(struct cp_audit *a, void (*fn)(void *arg, uint64_t seq), void *arg)
 {
 	a->durable_fn = fn;

@@ -61,6 +61,9 @@ FG_MUST_CHECK int cp_audit_start(struct cp_audit *a, struct cp_loop *l, const st
 void cp_audit_stop(struct cp_audit *a);
 /* Whether the audit runs (started and not stopped). */
 bool cp_audit_is_running(const struct cp_audit *a);
+/* Whether the audit log has failed closed (write/fdatasync error, disk full,
+ * or damage found at start): no verdict will be recorded any more. */
+bool cp_audit_is_failed(const struct cp_audit *a);
 
 /* An operator line command (FG_LEV_OP_*): applied and audited (then *seq is
  * the record to wait for before answering, CP_AUDIT_NO_SEQ when nothing

@@ -206,9 +206,33 @@ static json_t *ack_json(const struct fg_status *st, int reason)
 	return j;
 }
 
+/* "audit": whether the shadow verdict this frame feeds can still be recorded
+ * ("recording"), cannot ("failed": the log failed closed, e.g. disk full),
+ * or no audit runs ("off"). docs/hardening.md, item 7. */
+static const char *audit_state(const struct cp_conn *c)
+{
+	const struct cp_audit *a = c->srv->audit;
+	if (!cp_audit_is_running(a))
+		return "off";
+	return cp_audit_is_failed(a) ? "failed" : "recording";
+}
+
 static void http_ack(struct cp_conn *c, const struct fg_status *st, int reason)
 {
-	http_json(c, ack_status(st), ack_json(st, reason), NULL, c->http.keep_alive);
+	json_t *j = ack_json(st, reason);
+	int status = ack_status(st);
+	const char *as = audit_state(c);
+	if (j)
+		json_object_set_new(j, "audit", json_string(as));
+	if (j && c->http.route == CP_RT_CANON_POST && !strcmp(as, "failed") && (st->facts & FG_FACT_ACK)) {
+		/* A canonical report serves only the audit, which can no longer
+		 * record its verdict: not acknowledged (the seed's own ack stays
+		 * true: it is in its slot and is delivered; "audit" says the rest). */
+		json_object_set_new(j, "ack", json_false());
+		json_object_set_new(j, "error", json_string("audit_failed"));
+		status = 503;
+	}
+	http_json(c, status, j, NULL, c->http.keep_alive);
 }
 
 /* A frame that never reached the engine (bad body, wrong band, no room). */

@@ -128,7 +128,17 @@ static void log_failed(void *arg, int err, const char *what)
 		return;
 	char reason[128];
 	snprintf(reason, sizeof(reason), "audit log %s failed: %s", what, strerror(err));
-	slog_err(sh, "%s; failing closed: no further acknowledgements, active lines demoted to shadow", reason);
+	/* Records already appended (counted, maybe acknowledged as taken) that
+	 * will now never be durable: they are append failures too. */
+	uint8_t h[FG_AUDIT_HASH_LEN];
+	uint64_t next = 0;
+	cp_audit_log_head(sh->log, h, &next);
+	uint64_t durable = cp_audit_log_durable_next(sh->log);
+	uint64_t lost = next > durable ? next - durable : 0;
+	sh->st.append_failed += lost;
+	sh->st.lost_at_failure += lost;
+	slog_err(sh, "%s; %" PRIu64 " appended records will never be durable; failing closed: no further "
+		 "acknowledgements, active lines demoted to shadow", reason, lost);
 	fail_closed(sh, err, "audit_failed", reason);
 }
 
@@ -336,20 +346,20 @@ static int handle_verdict(struct cp_shadow *sh, struct fg_shadow_verdict *v, uin
 int cp_shadow_on_resolved(struct cp_shadow *sh, const struct fg_seed_view *v, uint32_t epoch, uint64_t now_ns,
 			  uint64_t *seq)
 {
-	if (sh->failed)
-		return -EIO;
+	/* Once failed, comparisons still run: every verdict is counted, its
+	 * record fails (append_failed counts it), a divergence still demotes
+	 * and alerts, a clean verdict promotes nothing (handle_verdict). */
 	struct fg_shadow_verdict out;
 	int rc = fg_shadow_seed(&sh->core, v, sh->lines, now_ns, &out);
 	if (rc <= 0)
-		return rc;
+		return rc == 0 && sh->failed ? -EIO : rc;
 	return handle_verdict(sh, &out, epoch, now_ns, seq);
 }
 
 int cp_shadow_on_canonical(struct cp_shadow *sh, const struct fg_canon *c, uint32_t epoch, uint64_t now_ns,
 			   uint64_t *seq)
 {
-	if (sh->failed)
-		return -EIO;
+	/* Failed: compared all the same (cp_shadow_on_resolved). */
 	/* A report whose seed will not be compared (all its lines active and the
 	 * deterministic sample says no) would only occupy the table until it
 	 * expires, evicting halves that matter: drop it now, counted. */
@@ -358,12 +368,12 @@ int cp_shadow_on_canonical(struct cp_shadow *sh, const struct fg_canon *c, uint3
 	    sh->rule_mask[c->dst_layer] &&
 	    !fg_shadow_wants(&sh->core, sh->lines, c->token_seq, c->dst_layer, sh->rule_mask[c->dst_layer], &sampled)) {
 		sh->st.canon_not_sampled++;
-		return 0;
+		return sh->failed ? -EIO : 0;
 	}
 	struct fg_shadow_verdict out;
 	int rc = fg_shadow_canon(&sh->core, c, now_ns, &out);
 	if (rc <= 0)
-		return rc;
+		return rc == 0 && sh->failed ? -EIO : rc;
 	return handle_verdict(sh, &out, epoch, now_ns, seq);
 }
 

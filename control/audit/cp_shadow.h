@@ -39,6 +39,10 @@
  * Fail closed: when the log fails, hooks.on_failed(err) runs once, an
  * "audit_failed" alert is raised, every ACTIVE line is demoted to SHADOW,
  * clean verdicts stop promoting, and every later on_* call returns -EIO.
+ * Records appended but not yet durable when it failed are counted in
+ * stats.append_failed (and lost_at_failure); resolved seeds and canonical
+ * reports are still compared, each verdict counted and its failed record
+ * counted in append_failed (a divergence still demotes and alerts).
  * The daemon must stop acknowledging anything that waits for durability. */
 #ifndef CP_SHADOW_H
 #define CP_SHADOW_H
@@ -131,7 +135,8 @@ struct cp_shadow_stats {
 	uint64_t canon_not_sampled; /* canonical reports dropped: their seed is not audited */
 	uint64_t conflicts, line_changes, peer_auth_failures, promotions, demotions;
 	uint64_t peer_auth_suppressed; /* not recorded: more than one per 100 ms */
-	uint64_t append_failed;
+	uint64_t append_failed;     /* records not taken, plus those lost_at_failure */
+	uint64_t lost_at_failure;   /* appended but never durable: the log failed under them */
 	bool damaged;               /* started failed closed on a damaged log */
 	struct cp_audit_log_stats log;
 	struct cp_alert_stats alert;
