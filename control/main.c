@@ -18,6 +18,7 @@
  * (systemd runs it as Type=simple). */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -30,6 +31,7 @@
 #include "cp_engine.h"
 #include "cp_harden.h"
 #include "cp_audit.h"
+#include "cp_audit_log.h"
 #include "cp_log.h"
 #include "cp_loop.h"
 #include "cp_metrics.h"
@@ -69,6 +71,8 @@ static void usage(FILE *f)
 		"usage: fanogate [options]\n"
 		"  --config FILE        configuration (INI); default: the embedded default\n"
 		"  --check-config FILE  validate FILE, print the verdict, exit 0 (valid) or 1\n"
+		"  --audit-repair FILE  move damage in the audit log FILE aside (daemon stopped;\n"
+		"                       what `fanoctl audit repair` runs), exit 0, or 2 on error\n"
 		"  --no-dataplane       no DPDK: the control plane owns one slot shard itself\n"
 		"  --dp-profile FILE    drivers-config profile (overrides [dataplane] profile)\n"
 		"  --foreground         stay in the foreground (the only mode; never forks)\n"
@@ -143,6 +147,36 @@ static int signals_open(struct daemon *d)
 	return cp_poll_start(&d->loop, &d->sigpoll, d->sigfd, POLLIN, on_signal);
 }
 
+/* --audit-repair FILE (`fanoctl audit repair`): the log's writer moves
+ * damage aside (cp_audit_log_repair). Exit 0 repaired or nothing to repair,
+ * 2 on an error (the daemon holds the log: EBUSY). */
+static int audit_repair(const char *path)
+{
+	struct cp_audit_open_report rep;
+	char err[1024] = "";
+	int rc = cp_audit_log_repair(path, &rep, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "fanoctl audit repair: %s\n", err[0] ? err : strerror(-rc));
+		return 2;
+	}
+	if (rc == 0) {
+		if (rep.cut)
+			printf("ok  %s: cut a torn tail of %" PRIu64 " bytes at offset %" PRIu64 "; nothing else to repair\n",
+			       path, rep.recovery.cut_bytes, rep.recovery.cut_offset);
+		else
+			printf("ok  %s: intact, nothing to repair\n", path);
+		return 0;
+	}
+	printf("repaired %s\n  found: %s\n", path, rep.damage);
+	if (rep.aside[0])
+		printf("  moved aside: %" PRIu64 " bytes from offset %" PRIu64 " to %s (kept, not deleted)\n",
+		       rep.recovery.cut_bytes, rep.recovery.cut_offset, rep.aside);
+	else
+		printf("  nothing to move aside; a recovery record (head_mismatch) now says so\n");
+	printf("  the log continues at seq %" PRIu64 "\n", rep.next_seq);
+	return 0;
+}
+
 static int load_config(struct fg_config *cfg, const char *path)
 {
 	struct fg_config_error err;
@@ -167,10 +201,12 @@ int main(int argc, char **argv)
 	d.sigfd = -1;
 	const char *config_path = NULL, *check_path = NULL, *profile = NULL;
 	bool no_dp = false;
-	enum { OPT_CONFIG = 1, OPT_CHECK, OPT_NODP, OPT_PROFILE, OPT_FG, OPT_HELP, OPT_VERSION };
+	const char *repair_path = NULL;
+	enum { OPT_CONFIG = 1, OPT_CHECK, OPT_REPAIR, OPT_NODP, OPT_PROFILE, OPT_FG, OPT_HELP, OPT_VERSION };
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, OPT_CONFIG},
 		{"check-config", required_argument, NULL, OPT_CHECK},
+		{"audit-repair", required_argument, NULL, OPT_REPAIR},
 		{"no-dataplane", no_argument, NULL, OPT_NODP},
 		{"dp-profile", required_argument, NULL, OPT_PROFILE},
 		{"foreground", no_argument, NULL, OPT_FG},
@@ -183,6 +219,7 @@ int main(int argc, char **argv)
 		switch (o) {
 		case OPT_CONFIG: config_path = optarg; break;
 		case OPT_CHECK: check_path = optarg; break;
+		case OPT_REPAIR: repair_path = optarg; break;
 		case OPT_NODP: no_dp = true; break;
 		case OPT_PROFILE: profile = optarg; break;
 		case OPT_FG: break;
@@ -200,6 +237,8 @@ int main(int argc, char **argv)
 	if (dbg && *dbg && strcmp(dbg, "0") != 0)
 		cp_log_set_level(CP_LOG_DEBUG);
 
+	if (repair_path)
+		return audit_repair(repair_path);
 	if (check_path) {
 		struct fg_config *c = calloc(1, sizeof(*c));
 		if (!c)

@@ -1,7 +1,6 @@
 /* fanoctl.c - the operator CLI's dispatcher: global options, the command
  * table, help, exit codes. Each command group lives in its own file
- * (fanoctl_decode.c, fanoctl_config.c, fanoctl_op.c; `audit` is
- * control/audit's fg_audit_cli).
+ * (fanoctl_audit.c, fanoctl_decode.c, fanoctl_config.c, fanoctl_op.c).
  *
  * Who may call: this is main(); single-threaded.
  *
@@ -14,12 +13,12 @@
 
 #include "fanoctl.h"
 
-#include "audit_cli.h" /* control/audit (fgaudit_dep): fg_audit_cli */
+#include "fanoctl_audit.h"
 
-/* fg_audit_cli takes the words after "audit". */
+/* fanoctl_audit_cli takes the words after "audit". */
 static int fanoctl_audit(int argc, char **argv)
 {
-	return fg_audit_cli(argc - 1, argv + 1);
+	return fanoctl_audit_cli(argc - 1, argv + 1);
 }
 
 /* Sorted by name; one entry per command. */

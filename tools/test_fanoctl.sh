@@ -283,6 +283,18 @@ expect 0 "" -- --socket "$TMP/op.sock" line auto-promote off 3,6,5 --reason OPS-
 expect 0 "" -- --socket "$TMP/op.sock" slot 42 3
 wait $fake || fail "fake daemon saw a wrong request"
 
+# ---- audit: the reader here, repair through the daemon's writer -------------
+# (FANOGATE: the daemon binary, which `fanoctl audit repair` runs)
+if [ -n "${FANOGATE:-}" ]; then
+	expect 0 "intact, nothing to repair" -- audit repair "$TMP/a.audit"
+	expect 0 "OK: 1 records in 1 file(s), chain verified from genesis" -- audit verify "$TMP/a.audit"
+	expect 0 "genesis" "by fanoctl audit repair" -- audit tail "$TMP/a.audit"
+	expect 2 "usage: fanoctl audit repair FILE" -- audit repair
+	FANOGATE=$TMP/no-such-fanogate expect 2 "cannot run" -- audit repair "$TMP/a.audit"
+else
+	fail "FANOGATE unset: audit repair not tested"
+fi
+
 # ---- bash completion ------------------------------------------------------
 n=$((n + 1))
 comp=$(bash -c 'source "$1"; c() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _fanoctl; echo "${COMPREPLY[*]}"; }

@@ -103,32 +103,10 @@ static uint64_t now_realtime_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-int cp_audit_log_rotated_name(const char *path, uint32_t n, char *out, size_t cap)
-{
-	int k = snprintf(out, cap, "%s.%" PRIu32, path, n);
-	return k < 0 || (size_t)k >= cap ? -ENAMETOOLONG : 0;
-}
-
-uint32_t cp_audit_log_highest_rotated(const char *path)
-{
-	/* Names are dense from 1 (only this file creates them), so probing
-	 * upward is enough; a gap ends the search. */
-	uint32_t n = 0;
-	char name[PATH_MAX];
-	for (;;) {
-		if (cp_audit_log_rotated_name(path, n + 1, name, sizeof(name)) < 0)
-			break;
-		struct stat sb;
-		if (stat(name, &sb) != 0)
-			break;
-		n++;
-	}
-	return n;
-}
-
 /* ---- blocking helpers used at start-up and rotation only ----------------- */
 
 #define SCAN_CHUNK (4u << 20)
+
 
 static int pread_full(int fd, uint8_t *buf, size_t n, uint64_t off)
 {
@@ -144,51 +122,6 @@ static int pread_full(int fd, uint8_t *buf, size_t n, uint64_t off)
 		got += (size_t)r;
 	}
 	return 0;
-}
-
-/* cp_audit_log_scan_fd over the first min(size, limit) bytes only. */
-static int cp_audit_log_scan_upto(int fd, const struct fg_audit_chain *from, struct fg_audit_scan *out,
-				  uint64_t *file_len, uint64_t limit)
-{
-	struct stat sb;
-	if (fstat(fd, &sb) < 0)
-		return -errno;
-	uint64_t size = (uint64_t)sb.st_size;
-	if (size > limit)
-		size = limit;
-	uint8_t *buf = malloc(SCAN_CHUNK);
-	if (!buf)
-		return -ENOMEM;
-	struct fg_audit_scan s;
-	bool first = true;
-	int rc = 0, io = 0;
-	for (;;) {
-		uint64_t pos = first ? 0 : s.good_bytes;
-		size_t want = size - pos < SCAN_CHUNK ? (size_t)(size - pos) : SCAN_CHUNK;
-		io = pread_full(fd, buf, want, pos);
-		if (io < 0)
-			break;
-		rc = first ? fg_audit_verify(buf, want, from, &s) : fg_audit_verify_more(buf, want, &s);
-		first = false;
-		uint64_t end = pos + want;
-		if (end >= size)
-			break;
-		/* A record cut by the end of this chunk (records are at most
-		 * FG_AUDIT_REC_MAX bytes): read on from the last good record. */
-		if (rc < 0 && end - s.bad_offset >= FG_AUDIT_REC_MAX)
-			break;
-	}
-	free(buf);
-	if (io < 0)
-		return io;
-	*out = s;
-	*file_len = size;
-	return rc < 0 ? 1 : 0;
-}
-
-int cp_audit_log_scan_fd(int fd, const struct fg_audit_chain *from, struct fg_audit_scan *out, uint64_t *file_len)
-{
-	return cp_audit_log_scan_upto(fd, from, out, file_len, UINT64_MAX);
 }
 
 static int write_sync(int fd, const uint8_t *buf, size_t n, uint64_t off)
@@ -265,7 +198,7 @@ static int switch_file(struct cp_audit_log *l)
 {
 	char name[PATH_MAX];
 	uint32_t n = l->file_index + 1;
-	int rc = cp_audit_log_rotated_name(l->path, n, name, sizeof(name));
+	int rc = fg_audit_file_rotated_name(l->path, n, name, sizeof(name));
 	if (rc < 0)
 		return rc;
 	if (rename(l->path, name) < 0)
@@ -621,7 +554,7 @@ static int start_file(struct cp_audit_log *l, char *err, size_t errlen)
 	memset(&p, 0, sizeof(p));
 	if (l->file_index > 0) {
 		char name[PATH_MAX];
-		int rc = cp_audit_log_rotated_name(l->path, l->file_index, name, sizeof(name));
+		int rc = fg_audit_file_rotated_name(l->path, l->file_index, name, sizeof(name));
 		if (rc < 0)
 			return rc;
 		int fd = open(name, O_RDONLY | O_CLOEXEC);
@@ -632,7 +565,7 @@ static int start_file(struct cp_audit_log *l, char *err, size_t errlen)
 		}
 		struct fg_audit_scan s;
 		uint64_t len;
-		rc = cp_audit_log_scan_fd(fd, NULL, &s, &len);
+		rc = fg_audit_file_scan(fd, NULL, &s, &len, UINT64_MAX);
 		close(fd);
 		if (rc < 0) {
 			set_err(err, errlen, "read %s: %s", name, -rc);
@@ -789,7 +722,7 @@ static int check_head(struct cp_audit_log *l, const struct cp_audit_head *h, con
 	if (s->good_bytes != h->end_off) {
 		struct fg_audit_scan p;
 		uint64_t plen;
-		int rc = cp_audit_log_scan_upto(l->fd, NULL, &p, &plen, h->end_off);
+		int rc = fg_audit_file_scan(l->fd, NULL, &p, &plen, h->end_off);
 		if (rc < 0)
 			return rc;
 		ch = p.chain;
@@ -820,7 +753,7 @@ static int recover(struct cp_audit_log *l, struct cp_audit_open_report *rep, boo
 {
 	struct fg_audit_scan s;
 	uint64_t len;
-	int rc = cp_audit_log_scan_upto(l->fd, NULL, &s, &len, UINT64_MAX);
+	int rc = fg_audit_file_scan(l->fd, NULL, &s, &len, UINT64_MAX);
 	if (rc < 0) {
 		set_err(err, errlen, "read %s: %s", l->path, -rc);
 		return rc;
@@ -1092,7 +1025,7 @@ static int log_open(struct cp_audit_log **out, const struct cp_audit_log_cfg *cf
 		set_err(err, errlen, "lock %s: %s (is another fanogate using this log?)", hname, -rc);
 		goto fail;
 	}
-	l->file_index = cp_audit_log_highest_rotated(l->path);
+	l->file_index = fg_audit_file_highest_rotated(l->path);
 	l->fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
 	if (l->fd < 0) {
 		rc = -errno;

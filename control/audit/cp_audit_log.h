@@ -75,6 +75,7 @@
 #include <stdint.h>
 
 #include "fg/audit.h"
+#include "fg/audit_file.h"
 #include "fg/common.h"
 
 struct cp_audit_log;
@@ -188,16 +189,6 @@ void cp_audit_log_inject_fsync_error(struct cp_audit_log *l, int err);
  * > 0, the next write completion is treated as failing with -err. */
 void cp_audit_log_inject_write(struct cp_audit_log *l, int err, uint32_t short_bytes);
 
-/* Verify one log file in bounded memory (4 MiB at a time), from as in
- * fg_audit_verify. Returns 0 when every record is good, 1 when the scan
- * stopped at a bad record (out->reason, bad_offset, bad_seq), or -errno on
- * an I/O error. *file_len gets the file's size. Blocking; any thread. */
-FG_MUST_CHECK int cp_audit_log_scan_fd(int fd, const struct fg_audit_chain *from, struct fg_audit_scan *out,
-				       uint64_t *file_len);
-
-/* Path of rotated file n: "<path>.<n>" into out. Returns 0 or -ENAMETOOLONG. */
-FG_MUST_CHECK int cp_audit_log_rotated_name(const char *path, uint32_t n, char *out, size_t cap);
-/* Highest N such that path.N exists (0 when none). */
-uint32_t cp_audit_log_highest_rotated(const char *path);
+/* Reading the files (scan, rotated names): fg/audit_file.h. */
 
 #endif

@@ -1,4 +1,4 @@
-/* test_audit_cli.c - `fanoctl audit verify|tail` (fg_audit_cli, in process
+/* test_audit_cli.c - `fanoctl audit verify|tail` (fanoctl_audit_cli, in process
  * with stdout captured): a good log across rotated files, each kind of
  * tampering (flip a byte, drop a record, reorder two, truncate) named by its
  * first bad record's file, offset, seq and reason, wrong file order, usage
@@ -22,8 +22,8 @@
 
 #include <cmocka.h>
 
-#include "audit_cli.h"
 #include "cp_audit_log.h"
+#include "fanoctl_audit.h"
 #include "fg/audit.h"
 #include "fg/wire.h"
 
@@ -48,7 +48,7 @@ static int teardown(void **state)
 	return system(cmd);
 }
 
-/* Run fg_audit_cli with stdout into a file; returns its exit code, text in out. */
+/* Run fanoctl_audit_cli with stdout into a file; returns its exit code, text in out. */
 static int cli(int argc, ...)
 {
 	char *argv[16];
@@ -64,7 +64,7 @@ static int cli(int argc, ...)
 	assert_true(fd >= 0 && saved >= 0);
 	dup2(fd, 1);
 	close(fd);
-	int rc = fg_audit_cli(argc, argv);
+	int rc = fanoctl_audit_cli(argc, argv);
 	fflush(stdout);
 	dup2(saved, 1);
 	close(saved);
@@ -111,7 +111,7 @@ static unsigned make_log(unsigned n)
 	}
 	assert_int_equal(cp_audit_log_drain(l, 10000), 0);
 	cp_audit_log_free(l);
-	return cp_audit_log_highest_rotated(path);
+	return fg_audit_file_highest_rotated(path);
 }
 
 static uint8_t *slurp(const char *p, size_t *len)
@@ -295,7 +295,7 @@ static void test_tail_follow(void **state)
 		dup2(pfd[1], 1);
 		close(pfd[0]);
 		char *argv[] = { "tail", "--json", "-n", "1", "-f", path, NULL };
-		_exit(fg_audit_cli(6, argv));
+		_exit(fanoctl_audit_cli(6, argv));
 	}
 	close(pfd[1]);
 	static char buf[1 << 16];

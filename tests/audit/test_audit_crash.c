@@ -80,7 +80,7 @@ static int slurp(const char *p, uint8_t **buf, size_t *len)
 static void load_all(struct all *a, bool allow_torn)
 {
 	memset(a, 0, sizeof(*a));
-	uint32_t hi = cp_audit_log_highest_rotated(path);
+	uint32_t hi = fg_audit_file_highest_rotated(path);
 	struct fg_audit_chain ch;
 	bool have = false;
 	size_t cap = 1 << 16;
@@ -88,7 +88,7 @@ static void load_all(struct all *a, bool allow_torn)
 	for (uint32_t i = 1; i <= hi + 1; i++) {
 		char name[400];
 		if (i <= hi)
-			assert_int_equal(cp_audit_log_rotated_name(path, i, name, sizeof(name)), 0);
+			assert_int_equal(fg_audit_file_rotated_name(path, i, name, sizeof(name)), 0);
 		else
 			snprintf(name, sizeof(name), "%s", path);
 		uint8_t *buf = NULL;

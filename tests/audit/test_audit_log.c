@@ -297,7 +297,7 @@ static void test_rotation(void **state)
 	assert_true(st.rotations >= 5);
 	assert_int_equal(st.file_index, st.rotations);
 	cp_audit_log_free(l);
-	uint32_t hi = cp_audit_log_highest_rotated(path);
+	uint32_t hi = fg_audit_file_highest_rotated(path);
 	assert_int_equal(hi, st.rotations);
 
 	/* the chain runs from genesis in .1 through every file to the current one */
@@ -306,7 +306,7 @@ static void test_rotation(void **state)
 	for (uint32_t i = 1; i <= hi + 1; i++) {
 		char name[400];
 		if (i <= hi)
-			assert_int_equal(cp_audit_log_rotated_name(path, i, name, sizeof(name)), 0);
+			assert_int_equal(fg_audit_file_rotated_name(path, i, name, sizeof(name)), 0);
 		else
 			snprintf(name, sizeof(name), "%s", path);
 		size_t len;
@@ -332,7 +332,7 @@ static void test_rotation(void **state)
 	/* A crash between the rename and the new file: the current file is
 	 * missing; open continues the chain from the highest rotated file. */
 	char name[400];
-	assert_int_equal(cp_audit_log_rotated_name(path, hi + 1, name, sizeof(name)), 0);
+	assert_int_equal(fg_audit_file_rotated_name(path, hi + 1, name, sizeof(name)), 0);
 	assert_int_equal(rename(path, name), 0);
 	struct cp_audit_open_report rep;
 	l = open_log(&s, 4096, 0, 0, &rep);
@@ -436,7 +436,7 @@ static void test_short_write_and_write_error(void **state)
 	cp_audit_log_free(l);
 }
 
-/* cp_audit_log_scan_fd reads 4 MiB at a time: a 5 MB file, records across
+/* fg_audit_file_scan reads 4 MiB at a time: a 5 MB file, records across
  * the chunk boundary, damage there, and a torn tail give the same answers
  * as fg_audit_verify over the whole buffer. */
 static void test_scan_fd_chunks(void **state)
@@ -474,7 +474,7 @@ static void test_scan_fd_chunks(void **state)
 		fclose(f);
 		int wr = fg_audit_verify(b, n, NULL, &whole);
 		int fd = open(path, O_RDONLY);
-		int rc = cp_audit_log_scan_fd(fd, NULL, &chunked, &flen);
+		int rc = fg_audit_file_scan(fd, NULL, &chunked, &flen, UINT64_MAX);
 		close(fd);
 		assert_int_equal(flen, n);
 		assert_int_equal(rc, wr == 0 ? 0 : 1);

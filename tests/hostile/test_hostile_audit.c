@@ -122,7 +122,7 @@ static int scan(uint64_t *records, int *reason)
 	assert_true(fd >= 0);
 	struct fg_audit_scan s;
 	uint64_t len;
-	int rc = cp_audit_log_scan_fd(fd, NULL, &s, &len);
+	int rc = fg_audit_file_scan(fd, NULL, &s, &len, UINT64_MAX);
 	close(fd);
 	assert_true(rc >= 0);
 	*records = s.records;
@@ -312,7 +312,7 @@ static void test_unacked_hole_after_head_is_cut_and_kept(void **state)
 	assert_true(fd >= 0);
 	struct fg_audit_scan sc;
 	uint64_t flen;
-	assert_int_equal(cp_audit_log_scan_fd(fd, NULL, &sc, &flen), 0);
+	assert_int_equal(fg_audit_file_scan(fd, NULL, &sc, &flen, UINT64_MAX), 0);
 	close(fd);
 	struct fg_audit_chain ch = sc.chain;
 	uint8_t extra[2 * FG_AUDIT_REC_MAX];

@@ -1,28 +1,33 @@
-/* audit_cli.c - `fanoctl audit verify FILE...`,
+/* fanoctl_audit.c - `fanoctl audit verify FILE...`,
  * `fanoctl audit tail [--json] [-n N] [-f] FILE` and
  * `fanoctl audit repair FILE`.
  *
  * Owns: the offline reading of audit log files (no daemon needed: the log
- * is self-describing). tools/fanoctl (C's dispatcher) calls fg_audit_cli
- * with the words after "audit" (see audit_cli.h).
+ * is self-describing), on the core's record format (fg/audit.h) and file
+ * scan (fg/audit_file.h) only. Repairing writes the log, which only the
+ * daemon's writer does: `repair` runs `fanogate --audit-repair FILE`.
+ * tools/fanoctl's dispatcher calls fanoctl_audit_cli with the words after
+ * "audit" (see fanoctl_audit.h).
  * Runs in the CLI's only thread; prints to stdout, errors to stderr.
  *
  * Exit codes: 0 ok; 1 the log is bad (verify) ; 2 usage or I/O error. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "audit_cli.h"
-#include "fg/line.h"
-#include "cp_audit_log.h"
+#include "fanoctl_audit.h"
 #include "fg/audit.h"
+#include "fg/audit_file.h"
+#include "fg/line.h"
 
 /* The line module's own names, so a new event (point_down, point_up, ...)
  * shows up here without a second table. */
@@ -55,7 +60,7 @@ static int cmd_verify(int argc, char **argv)
 		int fd = open(argv[i], O_RDONLY | O_CLOEXEC);
 		struct fg_audit_scan s;
 		uint64_t len = 0;
-		int rc = fd < 0 ? -errno : cp_audit_log_scan_fd(fd, have_chain ? &chain : NULL, &s, &len);
+		int rc = fd < 0 ? -errno : fg_audit_file_scan(fd, have_chain ? &chain : NULL, &s, &len, UINT64_MAX);
 		if (fd >= 0)
 			close(fd);
 		if (rc < 0) {
@@ -94,7 +99,7 @@ static int cmd_verify(int argc, char **argv)
 		printf("OK: %" PRIu64 " records in %d file(s), chain verified from seq %" PRIu64
 		       " (earlier files not given: the start is taken on trust); head seq %" PRIu64 " hash %s\n",
 		       total, argc, first_seq, chain.next_seq - 1, hex);
-		uint32_t hi = cp_audit_log_highest_rotated(argv[0]);
+		uint32_t hi = fg_audit_file_highest_rotated(argv[0]);
 		if (hi > 0)
 			printf("hint: to verify from genesis pass the rotated files first, oldest first: "
 			       "%s.1 .. %s.%u %s\n", argv[0], argv[0], hi, argv[0]);
@@ -411,39 +416,54 @@ static int cmd_tail(int argc, char **argv)
 /* ---- repair ---------------------------------------------------------------- */
 
 /* The daemon must be stopped (the log's head file is locked while it runs).
- * Damage is moved aside, never deleted: see cp_audit_log_repair. */
+ * The writer repairs (control/audit/cp_audit_log.c, cp_audit_log_repair):
+ * run `fanogate --audit-repair FILE` and pass its exit code on. */
 static int cmd_repair(int argc, char **argv)
 {
 	if (argc != 1 || argv[0][0] == '-') {
 		fprintf(stderr, "usage: fanoctl audit repair FILE (the current log file; stop fanogate first)\n");
 		return 2;
 	}
-	struct cp_audit_open_report rep;
-	char err[1024];
-	int rc = cp_audit_log_repair(argv[0], &rep, err, sizeof(err));
-	if (rc < 0) {
-		fprintf(stderr, "fanoctl audit repair: %s\n", err[0] ? err : strerror(-rc));
+	char self[PATH_MAX], beside[PATH_MAX + 16];
+	const char *bin = getenv("FANOGATE");
+	if (!bin || !*bin) {
+		bin = "fanogate"; /* PATH */
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n > 0) {
+			self[n] = '\0';
+			char *slash = strrchr(self, '/');
+			if (slash) {
+				*slash = '\0';
+				snprintf(beside, sizeof(beside), "%s/fanogate", self);
+				if (access(beside, X_OK) == 0)
+					bin = beside;
+			}
+		}
+	}
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "fanoctl audit repair: fork: %s\n", strerror(errno));
 		return 2;
 	}
-	if (rc == 0) {
-		if (rep.cut)
-			printf("ok  %s: cut a torn tail of %" PRIu64 " bytes at offset %" PRIu64 "; nothing else to repair\n",
-			       argv[0], rep.recovery.cut_bytes, rep.recovery.cut_offset);
-		else
-			printf("ok  %s: intact, nothing to repair\n", argv[0]);
-		return 0;
+	if (pid == 0) {
+		char *args[] = { (char *)bin, "--audit-repair", argv[0], NULL };
+		execvp(bin, args);
+		fprintf(stderr, "fanoctl audit repair: cannot run %s: %s (set FANOGATE to the daemon binary)\n", bin,
+			strerror(errno));
+		_exit(2);
 	}
-	printf("repaired %s\n  found: %s\n", argv[0], rep.damage);
-	if (rep.aside[0])
-		printf("  moved aside: %" PRIu64 " bytes from offset %" PRIu64 " to %s (kept, not deleted)\n",
-		       rep.recovery.cut_bytes, rep.recovery.cut_offset, rep.aside);
-	else
-		printf("  nothing to move aside; a recovery record (head_mismatch) now says so\n");
-	printf("  the log continues at seq %" PRIu64 "\n", rep.next_seq);
-	return 0;
+	int st;
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR) {
+			fprintf(stderr, "fanoctl audit repair: waitpid: %s\n", strerror(errno));
+			return 2;
+		}
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 2;
 }
 
-int fg_audit_cli(int argc, char **argv)
+int fanoctl_audit_cli(int argc, char **argv)
 {
 	if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
 		fprintf(argc < 1 ? stderr : stdout,
