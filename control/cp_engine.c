@@ -13,14 +13,13 @@
 
 #define CP_ENGINE_ENDINGS 1024u
 #define CP_TICK_LOCAL_NS (5ull * 1000 * 1000)
+/* Lanes mode: housekeeping only (pending FLUSH retries, the lost-OUTCOME
+ * sweep, UDP point liveness); arrivals are drained when the lcores wake us. */
 #define CP_TICK_LANES_NS (1ull * 1000 * 1000)
-/* While requests await their OUTCOME: TLS ingress answers within tens of
- * microseconds instead of up to a whole 1 ms tick; idle costs nothing. */
-#define CP_TICK_FAST_NS (50ull * 1000)
 #define CP_DRAIN_MAX 256
 
 static void engine_tick(struct cp_loop *l, struct cp_timer *t);
-static void engine_fast(struct cp_loop *l, struct cp_timer *t);
+static void lanes_service(struct cp_engine *e);
 static void lanes_flush_push(struct cp_engine *e);
 static void count_malformed(struct cp_engine *e, int reason);
 
@@ -289,8 +288,6 @@ static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t 
 	rq->t_ns = m.t_ns;
 	rq->canonical = canonical;
 	e->outstanding++;
-	if (e->fast_ns && !e->fast.armed && cp_timer_start(e->loop, &e->fast, e->fast_ns, engine_fast) < 0)
-		cp_err("engine: cannot arm the fast tick");
 	/* The lcore reports canonical frames it received over UDP (FG_BM_CANONICAL),
 	 * not the ones we hand it: audit those here, once, like local mode. */
 	if (canonical) {
@@ -446,13 +443,113 @@ static void lanes_sweep(struct cp_engine *e, uint64_t now)
 	}
 }
 
-static void lanes_drain(struct cp_engine *e)
+/* Take up to CP_DRAIN_MAX messages from every lane. Returns true when some
+ * lane hit that budget (more may be waiting). */
+static bool lanes_drain(struct cp_engine *e)
 {
+	bool more = false;
 	for (unsigned i = 0; i < e->b->n_lanes; i++) {
 		struct fg_lane *ln = &e->b->lanes[i];
 		struct fg_bmsg m;
-		for (int n = 0; n < CP_DRAIN_MAX && fg_ring_pop(ln->to_cp, &m); n++)
+		int n = 0;
+		while (n < CP_DRAIN_MAX && fg_ring_pop(ln->to_cp, &m)) {
 			lanes_msg(e, ln, &m);
+			n++;
+		}
+		more |= n == CP_DRAIN_MAX;
+	}
+	return more;
+}
+
+static bool lanes_empty(struct cp_engine *e)
+{
+	for (unsigned i = 0; i < e->b->n_lanes; i++)
+		if (fg_ring_count(e->b->lanes[i].to_cp))
+			return false;
+	return true;
+}
+
+/* ---- the wake-up (boundary.h, struct fg_wake) -------------------------------
+ *
+ *   sleeping --eventfd read completes--> draining
+ *   draining --budget hit--------------> yielding (a NOP completion comes back)
+ *   yielding --NOP completes-----------> draining
+ *   draining --prepare, rings empty----> sleeping (waiting = 1, read in flight)
+ *   draining --prepare, ring not empty-> draining (cancel, drain again)
+ *
+ * The eventfd read is always in flight while the engine runs: a wake-up
+ * that comes while we drain completes it at once and costs one empty
+ * drain. Yielding keeps the loop fair under a flood: the TLS connections
+ * and the operator get their completions between two budgets. */
+static void wake_arm(struct cp_engine *e);
+
+static void wake_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
+{
+	(void)l;
+	(void)flags;
+	struct cp_engine *e = cp_container_of(op, struct cp_engine, wake_op);
+	e->wake_armed = false;
+	if (e->stopping || res == -ECANCELED)
+		return;
+	if (res < 0) {
+		/* Never expected (a blocking eventfd read): say so once per kind
+		 * and keep going; the lcores keep the messages for the next read. */
+		if (e->st.wake_errors++ == 0)
+			cp_err("engine: lanes wake-up read: %s", strerror(-res));
+	} else {
+		e->st.wakes++;
+	}
+	lanes_service(e);
+	wake_arm(e);
+}
+
+static void wake_arm(struct cp_engine *e)
+{
+	if (e->wake_armed || e->stopping)
+		return;
+	if (cp_loop_read(e->loop, &e->wake_op, e->b->wake.fd, &e->wake_val, sizeof(e->wake_val)) < 0) {
+		/* The SQ is broken: the loop itself is failing. */
+		cp_err("engine: cannot queue the lanes wake-up read");
+		return;
+	}
+	e->wake_armed = true;
+}
+
+static void kick_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
+{
+	(void)l;
+	(void)res;
+	(void)flags;
+	struct cp_engine *e = cp_container_of(op, struct cp_engine, kick_op);
+	e->kick_armed = false;
+	if (!e->stopping)
+		lanes_service(e);
+}
+
+/* Drain until every ring is empty with the sleep announced, or until a
+ * budget runs out (then come back through a NOP completion, without
+ * announcing the sleep: no producer needs to wake us). */
+static void lanes_service(struct cp_engine *e)
+{
+	for (;;) {
+		if (lanes_drain(e)) {
+			if (!e->kick_armed) {
+				struct io_uring_sqe *sqe = cp_loop_sqe(e->loop, &e->kick_op);
+				if (!sqe) {
+					cp_err("engine: cannot queue the lanes drain continuation");
+					return;
+				}
+				io_uring_prep_nop(sqe);
+				e->kick_armed = true;
+				e->st.wake_yields++;
+			}
+			return;
+		}
+		fg_wake_prepare(&e->b->wake);
+		if (lanes_empty(e))
+			return; /* asleep: the next push on an empty ring writes the eventfd */
+		fg_wake_cancel(&e->b->wake);
+		e->st.wake_rechecks++;
 	}
 }
 
@@ -485,7 +582,6 @@ static void engine_tick(struct cp_loop *l, struct cp_timer *t)
 		return;
 	if (e->lanes_mode) {
 		lanes_flush_push(e);
-		lanes_drain(e);
 		uint64_t now = cp_now_ns();
 		lanes_sweep(e, now);
 		(void)cp_points_udp_tick(e, now); /* [points]: UDP sources heard by the lcores */
@@ -493,18 +589,6 @@ static void engine_tick(struct cp_loop *l, struct cp_timer *t)
 		local_expire(e);
 	if (cp_timer_start(l, &e->tick, e->tick_ns, engine_tick) < 0)
 		cp_err("engine: cannot re-arm the tick timer");
-}
-
-/* While requests are outstanding: drain every CP_TICK_FAST_NS. */
-static void engine_fast(struct cp_loop *l, struct cp_timer *t)
-{
-	struct cp_engine *e = cp_container_of(t, struct cp_engine, fast);
-	if (e->stopping)
-		return;
-	e->st.fast_ticks++;
-	lanes_drain(e);
-	if (e->outstanding && cp_timer_start(l, &e->fast, e->fast_ns, engine_fast) < 0)
-		cp_err("engine: cannot re-arm the fast tick");
 }
 
 int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_config *cfg, struct fg_boundary *b,
@@ -524,7 +608,7 @@ int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_confi
 	if (!e->endings)
 		return -ENOMEM;
 	if (b) {
-		if (b->n_lanes == 0 || !b->lanes) {
+		if (b->n_lanes == 0 || !b->lanes || !b->wake.has_fd) {
 			cp_engine_fini(e);
 			return -EINVAL;
 		}
@@ -537,12 +621,8 @@ int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_confi
 			return -ENOMEM;
 		}
 		e->tick_ns = CP_TICK_LANES_NS;
-		/* Bench knob (bench/ws/RESULTS.md): FANOGATE_LANES_FAST_US=0 turns the
-		 * fast drain off (1 ms tick only), N sets it to N us. */
-		e->fast_ns = CP_TICK_FAST_NS;
-		const char *fu = getenv("FANOGATE_LANES_FAST_US");
-		if (fu && *fu)
-			e->fast_ns = strtoull(fu, NULL, 10) * 1000u;
+		e->wake_op.fn = wake_done;
+		e->kick_op.fn = kick_done;
 	} else {
 		struct fg_slots_cfg scfg;
 		fg_config_slots(cfg, 1, &scfg);
@@ -583,12 +663,20 @@ int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_confi
 		cp_engine_fini(e);
 		return r;
 	}
+	if (e->lanes_mode) {
+		wake_arm(e);
+		lanes_service(e); /* announce the first sleep (or take what is already there) */
+	}
 	return 0;
 }
 
 void cp_engine_fini(struct cp_engine *e)
 {
 	e->stopping = true;
+	/* The read completes with -ECANCELED if the loop runs again (wake_done
+	 * then returns at once); otherwise cp_loop_fini drops it. */
+	if (e->wake_armed && cp_loop_cancel(e->loop, &cp_op_ignore, &e->wake_op) < 0)
+		cp_warn("engine: cannot cancel the lanes wake-up read");
 	if (e->endings)
 		for (uint32_t i = 0; i < e->n_endings; i++)
 			free(e->endings[i].frame);

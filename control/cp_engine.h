@@ -7,10 +7,13 @@
  *     expire on a timer;
  *   - lanes (dataplane running): each frame is copied into a cp2dp buffer and
  *     sent to the lcore that owns its shard (fg_shard_of) as FG_BM_FRAME with a
- *     req_id; a periodic 1 ms tick (50 us while any request awaits its
- *     OUTCOME) drains every dp->cp ring: OUTCOME messages complete the request
- *     with the same req_id; RESOLVED, CANONICAL, CONFLICT and EXPIRED messages
- *     become events. Canonical reports received over TLS go to the shadow
+ *     req_id; the lcores wake the loop through the boundary's eventfd when a
+ *     dp->cp ring goes from empty to non-empty (boundary.h, struct fg_wake),
+ *     and the engine, woken by that io_uring read, drains every dp->cp ring:
+ *     OUTCOME messages complete the request with the same req_id; RESOLVED,
+ *     CANONICAL, CONFLICT and EXPIRED messages become events. No timer is
+ *     on that path: the 1 ms tick is housekeeping (FLUSH retries, the
+ *     lost-OUTCOME sweep, point liveness). Canonical reports received over TLS go to the shadow
  *     audit at submit (the lcore only reports the canonical frames it
  *     received over UDP).
  * Model epoch: a conflict outcome (either mode) advances the one global
@@ -51,7 +54,7 @@ struct cp_engine_result {
 
 struct cp_engine_ops {
 	/* The outcome of cp_engine_submit(cookie). Local mode: called before
-	 * submit returns. Lanes mode: called from the tick. */
+	 * submit returns. Lanes mode: called when the lcores wake the loop. */
 	void (*done)(void *arg, uint64_t cookie, const struct cp_engine_result *r);
 	/* A slot resolved: frame is the resolved-seed frame (wire.md 3.3),
 	 * valid during the call. */
@@ -113,7 +116,11 @@ struct cp_engine_stats {
 	uint64_t frames, resolved, expired, poisoned, canonical, malformed;
 	uint64_t lane_full, pool_empty, req_table_full, too_big, outcomes_unmatched, bad_lane_msgs, peers_dropped;
 	uint64_t outcomes_lost; /* requests answered no_slot after CP_ENGINE_REQ_TIMEOUT_NS */
-	uint64_t epoch_changes, slots_flushed, flush_sent, fast_ticks;
+	uint64_t epoch_changes, slots_flushed, flush_sent;
+	/* lanes wake-ups: eventfd reads completed, drains cut by the budget
+	 * (continued after a NOP), re-drains because a message came between
+	 * the last pop and the sleep announcement, failed reads */
+	uint64_t wakes, wake_yields, wake_rechecks, wake_errors;
 	uint64_t reason[FG_R__COUNT];
 	uint64_t outcome[FG_O__COUNT];
 };
@@ -146,8 +153,11 @@ struct cp_engine {
 	uint64_t next_sweep_ns;
 	struct cp_engine_req *reqs; /* [CP_ENGINE_REQS] */
 	uint32_t *flush_pending;    /* [n_lanes]: epoch of a FLUSH not yet pushed (ring full), 0 = none */
-	struct cp_timer fast;       /* drain every fast_ns while requests are outstanding */
-	uint64_t fast_ns;           /* 0 = off */
+	struct cp_op wake_op;       /* the eventfd read (b->wake.fd), always in flight */
+	uint64_t wake_val;          /* its 8-byte buffer */
+	bool wake_armed;
+	struct cp_op kick_op;       /* a NOP that continues a drain cut by its budget */
+	bool kick_armed;
 	struct cp_peer peers[CP_PEERS_MAX];
 	unsigned n_peers;
 	/* both */
@@ -161,8 +171,10 @@ struct cp_engine {
 
 #define CP_ENGINE_REQS 4096u
 
-/* Set up the engine. b == NULL selects local mode. The config must outlive
- * the engine. Starts the tick timer. Returns 0 or -errno. */
+/* Set up the engine. b == NULL selects local mode; in lanes mode b->wake
+ * must hold the eventfd (dp_init makes it; -EINVAL otherwise) and the read
+ * on it is queued here. The config must outlive the engine. Starts the
+ * tick timer. Returns 0 or -errno. */
 FG_MUST_CHECK int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_config *cfg,
 				 struct fg_boundary *b, const struct cp_engine_ops *ops, void *arg);
 /* Register (ops != NULL) or remove (NULL) the audit sink; ops must outlive

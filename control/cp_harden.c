@@ -794,6 +794,7 @@ const uint8_t cp_harden_loop_ops[] = {
 	IORING_OP_NOP,          /* cp_conn.c */
 	IORING_OP_POLL_ADD,     /* cp_loop_poll */
 	IORING_OP_POLL_REMOVE,  /* cp_loop_poll */
+	IORING_OP_READ,         /* cp_loop_read (the lanes' wake-up eventfd, cp_engine.c) */
 	IORING_OP_RECV,         /* cp_loop_recv */
 	IORING_OP_RECVMSG,      /* cp_harden_recv (operator socket) */
 	IORING_OP_SEND,         /* cp_loop_send */

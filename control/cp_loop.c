@@ -201,6 +201,15 @@ int cp_loop_recv(struct cp_loop *l, struct cp_op *op, int fd, void *buf, size_t 
 	return 0;
 }
 
+int cp_loop_read(struct cp_loop *l, struct cp_op *op, int fd, void *buf, size_t len)
+{
+	struct io_uring_sqe *sqe = cp_loop_sqe(l, op);
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_read(sqe, fd, buf, (unsigned)len, 0);
+	return 0;
+}
+
 int cp_loop_send(struct cp_loop *l, struct cp_op *op, int fd, const void *buf, size_t len)
 {
 	struct io_uring_sqe *sqe = cp_loop_sqe(l, op);

@@ -113,6 +113,9 @@ void cp_poll_stop(struct cp_loop *l, struct cp_poll *p);
  * re-queue). Returns 0 or -errno. */
 FG_MUST_CHECK int cp_loop_accept(struct cp_loop *l, struct cp_op *op, int listen_fd);
 FG_MUST_CHECK int cp_loop_recv(struct cp_loop *l, struct cp_op *op, int fd, void *buf, size_t len);
+/* Queue a read of len bytes from fd (an eventfd, a pipe) into buf, which
+ * must stay valid until the completion. Returns 0 or -errno. */
+FG_MUST_CHECK int cp_loop_read(struct cp_loop *l, struct cp_op *op, int fd, void *buf, size_t len);
 FG_MUST_CHECK int cp_loop_send(struct cp_loop *l, struct cp_op *op, int fd, const void *buf, size_t len);
 /* Cancel every request whose user_data is target (its callback then sees
  * -ECANCELED); the cancel's own completion goes to op (may be a shared

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +48,8 @@ static const char *const xnames[DP_X__COUNT] = {
 	[DP_X_ACK_RX] = "ack_rx",
 	[DP_X_LANE_FRAMES] = "lane_frames",
 	[DP_X_LANE_FLUSH] = "lane_flush",
+	[DP_X_LANE_WAKES] = "lane_wakes",
+	[DP_X_LANE_WAKE_FAIL] = "lane_wake_fail",
 	[DP_X_NEIGH_MISS] = "neigh_miss",
 	[DP_X_NO_CONSUMER] = "no_consumer",
 	[DP_X_NO_SRC_ADDR] = "no_src_addr",
@@ -648,6 +651,19 @@ int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_bou
 	}
 	b->n_lanes = g->n;
 	atomic_store(&b->stop, false);
+	/* The arrival wake-up of the dp -> cp rings (boundary.h, struct fg_wake). */
+	{
+		/* Blocking on purpose: io_uring completes a read of an O_NONBLOCK file
+		 * with -EAGAIN instead of waiting. A write never blocks: at most one
+		 * +1 per control-plane sleep, and each wake-up read resets the count. */
+		int efd = eventfd(0, EFD_CLOEXEC);
+		if (efd < 0) {
+			rc = -errno;
+			DP_LOG(ERR, "eventfd for the lanes' wake-up: %s", strerror(errno));
+			goto fail;
+		}
+		fg_wake_init(&b->wake, efd);
+	}
 	/* Mapped points start live: each gets peer_timeout_ms from now to be heard. */
 	{
 		struct timespec ts;
@@ -776,6 +792,11 @@ void dp_stop(void)
 		/* counters are kept readable in the report; the array goes. */
 		rte_free(g->b->counters);
 		g->b->counters = NULL;
+		/* the lcores are stopped: nobody writes the eventfd any more */
+		if (g->b->wake.has_fd) {
+			(void)close(g->b->wake.fd);
+			fg_wake_init(&g->b->wake, -1);
+		}
 	}
 	rte_free(g->xk);
 	g->xk = NULL;

@@ -72,6 +72,8 @@ enum dp_xcounter {
 	DP_X_DLV_ACK_FWD,         /* consumer ACK frames copied to the lcore owning some of their seqs */
 	DP_X_DLV_ACK_FWD_FAIL,    /* ... copies that found no buffer or ring room (the consumer ACKs the resend) */
 	DP_X_POINT_SEEN,          /* point last-seen stores ([points] liveness) */
+	DP_X_LANE_WAKES,          /* eventfd writes waking the control plane (at most one per its sleep) */
+	DP_X_LANE_WAKE_FAIL,      /* ... writes that failed (cannot happen short of a closed fd) */
 	DP_X__COUNT
 };
 const char *dp_xcounter_name(enum dp_xcounter c);

@@ -87,6 +87,7 @@ struct dp_lcore {
 	uint16_t frame_id, ip_id;
 	uint64_t next_ack_ns, next_timer_ns;
 	bool ack_now;
+	bool lane_sent;         /* pushed to lane->to_cp since the last dp_lane_wake */
 	uint8_t *scratch;       /* frame_max bytes */
 	struct dp_neigh neigh[DP_NEIGH];
 	bool has_local4, has_local6;

@@ -5,8 +5,13 @@
  *
  * Who may call: the lcore that owns `lc` only (it is the single producer of
  * to_cp and of dp2cp's allocations, the single consumer of to_dp). A full
- * ring or an empty pool is counted (drop_lane_full); nothing blocks. */
+ * ring or an empty pool is counted (drop_lane_full); nothing blocks. The
+ * control plane sleeps until woken: dp_lane_wake, once per loop iteration,
+ * writes the boundary's eventfd on the empty -> non-empty edge only (the
+ * only syscall an lcore makes besides the clock; bounded by the control
+ * plane's sleeps, see struct fg_wake). */
 #include <string.h>
+#include <unistd.h>
 
 #include "dp_lanes.h"
 #include "dp_shard.h"
@@ -17,7 +22,26 @@ void dp_lane_send(struct dp_lcore *lc, struct fg_bmsg *m)
 		if (m->buf != FG_BUF_NONE)
 			fg_pool_put(&lc->lane->dp2cp, m->buf);
 		dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
+		return;
 	}
+	lc->lane_sent = true; /* the wake-up, if one is due, goes once per burst (dp_lane_wake) */
+}
+
+void dp_lane_wake(struct dp_lcore *lc)
+{
+	if (!lc->lane_sent)
+		return;
+	lc->lane_sent = false;
+	struct fg_wake *w = &dp_g.b->wake;
+	/* One fence and one load per burst that pushed; a syscall only on the
+	 * edge where the control plane sleeps (boundary.h, struct fg_wake). */
+	if (!w->has_fd || !fg_wake_after_push(w))
+		return;
+	uint64_t one = 1;
+	if (write(w->fd, &one, sizeof(one)) == (ssize_t)sizeof(one))
+		dp_lc_xcount(lc, DP_X_LANE_WAKES);
+	else
+		dp_lc_xcount(lc, DP_X_LANE_WAKE_FAIL); /* cannot happen short of a closed fd: counted */
 }
 
 /* A copy of a frame to the control plane (CANONICAL). */

@@ -3,14 +3,16 @@
  * receive a burst (dp_rx.c), take frames other lcores handed over
  * (dp_shard.c), take the control plane's messages (dp_lanes.c), run the
  * housekeeping timers about once a millisecond, flush ACKs when due
- * (dp_reply.c) and the TX buffer (dp_tx.c).
+ * (dp_reply.c) and the TX buffer (dp_tx.c), then wake the control plane
+ * if this iteration gave it something while it slept (dp_lanes.c).
  *
  * Who may call: dp_lcore_main runs on its own EAL lcore, launched by
  * dp_start; it touches only that lcore's struct dp_lcore, the shared
  * read-only dp_g, MP-safe mempools and the owner lcores' MP/SC inbox rings.
  * Nothing here allocates from the heap, locks or logs; the only syscalls are
- * clock_gettime (vDSO) and, when [poll] idle_sleep_us is set, a sleep after
- * 64 empty polls. */
+ * clock_gettime (vDSO), the eventfd write of dp_lane_wake (only on the
+ * control plane's empty -> non-empty edge) and, when [poll] idle_sleep_us
+ * is set, a sleep after 64 empty polls. */
 #include <time.h>
 
 #include <rte_cycles.h>
@@ -60,6 +62,7 @@ int dp_lcore_main(void *arg)
 			lc->next_ack_ns = now + dp_g.ack_interval_ns;
 		}
 		dp_tx_flush(lc);
+		dp_lane_wake(lc);
 		if (work) {
 			dp_xcount(lc->xk, DP_X_BUSY_CYCLES, rte_rdtsc() - tsc0);
 			idle = 0;
@@ -69,5 +72,6 @@ int dp_lcore_main(void *arg)
 	}
 	dp_reply_ack_flush(lc);
 	dp_tx_flush(lc);
+	dp_lane_wake(lc);
 	return 0;
 }

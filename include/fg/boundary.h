@@ -10,7 +10,12 @@
  *   3. counter snapshots: per-lcore arrays written only by their lcore with
  *      relaxed atomic stores, read by the control plane at any time;
  *   4. UDP point liveness: one atomic last-seen time per Fano point, written
- *      by the lcores, read by the control plane.
+ *      by the lcores, read by the control plane;
+ *   5. the arrival wake-up (struct fg_wake): the control plane sleeps in its
+ *      io_uring loop on an eventfd read; an lcore writes the eventfd only on
+ *      the empty -> non-empty edge of the dp -> cp rings (the consumer had
+ *      declared them empty and gone to sleep), at most once per burst. No
+ *      timer stands on the path of an outcome or a resolved seed.
  *
  * Slot ownership: lcore i owns slot shard i (fg_shard_of). A frame from a TLS
  * peer goes to the owner's lane as FG_BM_FRAME; the owner answers with
@@ -122,6 +127,77 @@ static inline void fg_count(struct fg_dp_counters *k, enum fg_dp_counter c, uint
 			      memory_order_relaxed);
 }
 
+/* ---- arrival wake-up (dp -> cp) ------------------------------------------
+ *
+ * Protocol (consumer = the control plane's loop thread, producers = the
+ * lcores, each the single producer of its lane's to_cp ring):
+ *
+ *   consumer                               producer (once per burst that pushed)
+ *   --------                               --------------------------------
+ *   drain every to_cp ring                 fg_ring_push ... (release of head)
+ *   fg_wake_prepare: waiting = 1, fence    fg_wake_after_push: fence, then
+ *   re-check every ring (fg_ring_count):     if waiting: exchange it to 0; the
+ *     non-empty -> drain again                 one that saw 1 writes the eventfd
+ *     empty     -> sleep (eventfd read)
+ *
+ * Why no wake-up is lost (the classic race: the producer pushes while the
+ * consumer, having seen the ring empty, is on its way to sleep): both sides
+ * store then load, the other side's variable, with a seq_cst fence in
+ * between (the "store buffering" shape):
+ *   consumer: store waiting = 1; fence(seq_cst); load head   (fg_ring_count)
+ *   producer: store head;        fence(seq_cst); load waiting
+ * C11 (29.3p4-p7 / [atomics.fences]) forbids both loads from missing the
+ * other side's store when both fences are seq_cst: either the consumer sees
+ * the new head (and drains instead of sleeping) or the producer sees
+ * waiting = 1 (and writes the eventfd, which completes the pending read).
+ * Both may happen: one spurious wake-up, whose drain finds the ring empty.
+ *
+ * Bounded: `waiting` goes 0 -> 1 only when the consumer is about to sleep,
+ * and 1 -> 0 by exactly one atomic exchange (one producer, or the consumer
+ * itself with fg_wake_cancel). So there is at most one eventfd write per
+ * consumer sleep, whatever the number of lcores and messages; a busy
+ * consumer never sets the flag and the producers make no syscall at all.
+ * The producers' check is one fence and one load per burst that pushed. */
+struct fg_wake {
+	_Alignas(FG_CACHE_LINE) _Atomic uint32_t waiting; /* 1: the consumer sleeps or is about to */
+	int fd;      /* eventfd (blocking: io_uring waits on it) written by producers, read by the consumer */
+	bool has_fd; /* fd is set (dp_init creates it; zeroed memory has none) */
+};
+
+/* Set the eventfd (before any producer runs). The caller owns fd. */
+static inline void fg_wake_init(struct fg_wake *w, int fd)
+{
+	atomic_init(&w->waiting, 0);
+	w->fd = fd;
+	w->has_fd = fd >= 0;
+}
+
+/* Consumer, after draining: announce the sleep. The caller must then
+ * re-check every ring and either sleep (all empty) or drain again. */
+static inline void fg_wake_prepare(struct fg_wake *w)
+{
+	atomic_store_explicit(&w->waiting, 1, memory_order_seq_cst);
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* Consumer: it found work after fg_wake_prepare and will not sleep; take
+ * the flag back so no producer writes a needless wake-up. */
+static inline void fg_wake_cancel(struct fg_wake *w)
+{
+	atomic_store_explicit(&w->waiting, 0, memory_order_relaxed);
+}
+
+/* Producer, after a burst that pushed at least one message: true when this
+ * caller must write the eventfd (the consumer was asleep; exactly one
+ * producer gets true per sleep). */
+static inline bool fg_wake_after_push(struct fg_wake *w)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load_explicit(&w->waiting, memory_order_relaxed))
+		return false; /* the consumer is awake: it will see the push */
+	return atomic_exchange_explicit(&w->waiting, 0, memory_order_relaxed) == 1;
+}
+
 /* The published state shared by both sides (one instance, lives as long as the process). */
 struct fg_boundary {
 	_Alignas(FG_CACHE_LINE) _Atomic fg_linefacts linefacts;
@@ -136,6 +212,9 @@ struct fg_boundary {
 	 * older time, which only delays a point-down by that much), seeded with
 	 * the start time by dp_init, read by the control plane (cp_points.c). */
 	_Atomic uint64_t point_seen_ns[FG_POINTS + 1];
+	/* The arrival wake-up of the dp -> cp rings (see struct fg_wake):
+	 * created by dp_init, closed by dp_stop after the lcores stopped. */
+	struct fg_wake wake;
 };
 
 #endif

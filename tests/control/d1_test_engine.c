@@ -6,7 +6,10 @@
  *   lanes mode: a frame goes to the owning lane (fg_shard_of) with its bytes
  *   in a cp2dp buffer; OUTCOME/RESOLVED/EXPIRED/CONFLICT messages from a
  *   fake lcore complete requests and raise events; dp2cp buffers are
- *   released; a full lane is refused with -ENOBUFS. */
+ *   released; a full lane is refused with -ENOBUFS;
+ *   the wake-up: lanes mode needs the boundary's eventfd, arrivals are
+ *   drained when the eventfd is written (never by the tick), one write per
+ *   sleep however many messages arrive. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +17,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -226,6 +231,17 @@ static void mk_pool(struct fg_pool *p, void **keep, uint32_t n, uint32_t size)
 	*keep = m;
 }
 
+/* A fake lcore's push: the message, then the wake-up protocol of
+ * boundary.h (write the eventfd when the engine sleeps). */
+static void cp_push(struct fg_boundary *b, struct fg_lane *ln, const struct fg_bmsg *o)
+{
+	assert_true(fg_ring_push(ln->to_cp, o));
+	if (fg_wake_after_push(&b->wake)) {
+		uint64_t one = 1;
+		assert_int_equal(write(b->wake.fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	}
+}
+
 static void test_lanes(void **state)
 {
 	(void)state;
@@ -244,8 +260,15 @@ static void test_lanes(void **state)
 	b.lanes = lanes;
 	struct cp_engine e;
 	memset(&ev, 0, sizeof(ev));
+	/* no wake-up eventfd: lanes mode is refused (no tick would drain) */
+	assert_int_equal(cp_engine_init(&e, &L, &cfg, &b, &ops, NULL), -EINVAL);
+	int efd = eventfd(0, EFD_CLOEXEC);
+	assert_true(efd >= 0);
+	fg_wake_init(&b.wake, efd);
 	assert_int_equal(cp_engine_init(&e, &L, &cfg, &b, &ops, NULL), 0);
 	assert_true(e.lanes_mode);
+	/* the engine drained the (empty) rings and announced its sleep */
+	assert_int_equal(atomic_load(&b.wake.waiting), 1);
 	assert_int_equal(atomic_load(&b.linefacts), cp_engine_linefacts(&e));
 
 	const float x[HIDDEN] = {1, 2, 3, 4};
@@ -272,7 +295,7 @@ static void test_lanes(void **state)
 	o.status.outcome = FG_O_ACCEPTED;
 	o.status.token_seq = 1001;
 	o.buf = FG_BUF_NONE;
-	assert_true(fg_ring_push(lanes[lane].to_cp, &o));
+	cp_push(&b, &lanes[lane], &o);
 	uint32_t bi = fg_pool_get(&lanes[lane].dp2cp);
 	assert_int_not_equal(bi, FG_BUF_NONE);
 	struct fg_resolved rr = {.token_seq = 1001, .dst_layer = 3, .start_pos = 0, .seq_len = 1,
@@ -285,13 +308,13 @@ static void test_lanes(void **state)
 	o.token_seq = 1001;
 	o.buf = bi;
 	o.len = (uint32_t)rl;
-	assert_true(fg_ring_push(lanes[lane].to_cp, &o));
+	cp_push(&b, &lanes[lane], &o);
 	memset(&o, 0, sizeof(o));
 	o.type = FG_BM_EXPIRED;
 	o.layer = 1;
 	o.token_seq = 5;
 	o.buf = FG_BUF_NONE;
-	assert_true(fg_ring_push(lanes[lane].to_cp, &o));
+	cp_push(&b, &lanes[lane], &o);
 	uint32_t before = fg_ring_count(lanes[lane].dp2cp.free);
 	run_for(5ull * 1000 * 1000);
 	assert_int_equal(ev.done, 1);
@@ -316,7 +339,7 @@ static void test_lanes(void **state)
 		o.peer[3] = 7;
 		o.t_ns = 1000 + (uint64_t)k;
 		o.buf = FG_BUF_NONE;
-		assert_true(fg_ring_push(lanes[0].to_cp, &o));
+		cp_push(&b, &lanes[0], &o);
 	}
 	run_for(5ull * 1000 * 1000);
 	assert_int_equal(e.n_peers, 2);
@@ -331,7 +354,7 @@ static void test_lanes(void **state)
 	o.type = FG_BM_OUTCOME;
 	o.req_id = 999999;
 	o.buf = FG_BUF_NONE;
-	assert_true(fg_ring_push(lanes[0].to_cp, &o));
+	cp_push(&b, &lanes[0], &o);
 	run_for(5ull * 1000 * 1000);
 	assert_int_equal(ev.done, 1);
 	assert_int_equal(e.st.outcomes_unmatched, 1);
@@ -369,9 +392,101 @@ static void test_lanes(void **state)
 	assert_int_equal(fg_ring_count(lanes[0].cp2dp.free), 8 - RING);
 	cp_engine_fini(&e);
 	run_for(5ull * 1000 * 1000);
+	assert_false(e.wake_armed); /* the read was cancelled */
+	close(efd);
 	for (int i = 0; i < NL; i++)
 		for (int k = 0; k < 4; k++)
 			free(keep[i].mem[k]);
+}
+
+/* Arrivals wake the engine; no timer drains the lanes. A message pushed
+ * without the wake-up protocol stays in its ring through many ticks; the
+ * eventfd write completes the engine's read and the drain answers the
+ * request at once. Wake-ups are edge-only: one per sleep. */
+static void test_lanes_wake(void **state)
+{
+	(void)state;
+	struct fg_lane lane;
+	struct fake_lane keep;
+	memset(&lane, 0, sizeof(lane));
+	lane.to_dp = mk_ring(&keep.mem[0], 8);
+	lane.to_cp = mk_ring(&keep.mem[1], 64);
+	mk_pool(&lane.cp2dp, &keep.mem[2], 8, 256);
+	mk_pool(&lane.dp2cp, &keep.mem[3], 8, 256);
+	static struct fg_boundary b;
+	b.n_lanes = 1;
+	b.lanes = &lane;
+	int efd = eventfd(0, EFD_CLOEXEC);
+	assert_true(efd >= 0);
+	fg_wake_init(&b.wake, efd);
+	struct cp_engine e;
+	memset(&ev, 0, sizeof(ev));
+	assert_int_equal(cp_engine_init(&e, &L, &cfg, &b, &ops, NULL), 0);
+	assert_int_equal(atomic_load(&b.wake.waiting), 1);
+
+	const float x[HIDDEN] = {1, 2, 3, 4};
+	uint8_t buf[128];
+	size_t n = mk_seed(buf, sizeof(buf), 2, 7, 1, 0, x);
+	assert_int_equal(submit(&e, buf, n, 55), 0);
+	struct fg_bmsg m, o;
+	assert_true(fg_ring_pop(lane.to_dp, &m));
+	memset(&o, 0, sizeof(o));
+	o.type = FG_BM_OUTCOME;
+	o.req_id = m.req_id;
+	o.status.outcome = FG_O_ACCEPTED;
+	o.buf = FG_BUF_NONE;
+
+	/* pushed but not signalled: 20 housekeeping ticks later, still there */
+	assert_true(fg_ring_push(lane.to_cp, &o));
+	run_for(20ull * 1000 * 1000);
+	assert_int_equal(ev.done, 0);
+	assert_int_equal(fg_ring_count(lane.to_cp), 1);
+	assert_int_equal(e.st.wakes, 0);
+
+	/* the producer's edge check: the first burst after the sleep signals,
+	 * the next ones do not (the flag was taken) */
+	assert_true(fg_wake_after_push(&b.wake));
+	assert_false(fg_wake_after_push(&b.wake));
+	assert_false(fg_wake_after_push(&b.wake));
+	uint64_t one = 1;
+	assert_int_equal(write(efd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	uint64_t t0 = cp_now_ns();
+	/* run the loop only until the answer: a stop timer far beyond any tick */
+	while (ev.done == 0 && cp_now_ns() - t0 < 2ull * 1000 * 1000 * 1000)
+		run_for(100ull * 1000);
+	assert_int_equal(ev.done, 1);
+	assert_int_equal(ev.cookie, 55);
+	assert_int_equal(e.st.wakes, 1);
+	assert_int_equal(atomic_load(&b.wake.waiting), 1); /* asleep again */
+
+	/* many messages while asleep: one wake-up, all drained */
+	int writes = 0;
+	for (int k = 0; k < 10; k++) {
+		memset(&o, 0, sizeof(o));
+		o.type = FG_BM_EXPIRED;
+		o.layer = 1;
+		o.token_seq = 100 + (uint32_t)k;
+		o.buf = FG_BUF_NONE;
+		assert_true(fg_ring_push(lane.to_cp, &o));
+		if (fg_wake_after_push(&b.wake)) {
+			writes++;
+			assert_int_equal(write(efd, &one, sizeof(one)), (ssize_t)sizeof(one));
+		}
+	}
+	assert_int_equal(writes, 1);
+	ev.ended = 0;
+	t0 = cp_now_ns();
+	while (ev.ended < 10 && cp_now_ns() - t0 < 2ull * 1000 * 1000 * 1000)
+		run_for(100ull * 1000);
+	assert_int_equal(ev.ended, 10);
+	assert_int_equal(e.st.wakes, 2);
+	assert_int_equal(fg_ring_count(lane.to_cp), 0);
+
+	cp_engine_fini(&e);
+	run_for(5ull * 1000 * 1000);
+	close(efd);
+	for (int k = 0; k < 4; k++)
+		free(keep.mem[k]);
 }
 
 int main(void)
@@ -379,6 +494,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_local),
 		cmocka_unit_test(test_lanes),
+		cmocka_unit_test(test_lanes_wake),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
