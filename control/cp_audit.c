@@ -44,6 +44,8 @@ static void sh_lines_changed(void *arg, const struct fg_line_change *chg, uint64
 	/* Demotions are always safe to publish at once; promotions the audit
 	 * only reports once recorded, so publishing here is right for both. */
 	cp_engine_publish(a->engine);
+	if (a->lines_fn)
+		a->lines_fn(a->lines_arg, chg);
 }
 
 static void sh_durable(void *arg, uint64_t seq)
@@ -204,6 +206,13 @@ void cp_audit_on_durable(struct cp_audit *a, void (*fn)(void *arg, uint64_t seq)
 {
 	a->durable_fn = fn;
 	a->durable_arg = arg;
+}
+
+void cp_audit_on_lines_changed(struct cp_audit *a, void (*fn)(void *arg, const struct fg_line_change *chg),
+			       void *arg)
+{
+	a->lines_fn = fn;
+	a->lines_arg = arg;
 }
 
 bool cp_audit_is_durable(const struct cp_audit *a, uint64_t seq)

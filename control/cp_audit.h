@@ -45,6 +45,8 @@ struct cp_audit {
 	bool stopping;
 	void (*durable_fn)(void *arg, uint64_t seq);
 	void *durable_arg;
+	void (*lines_fn)(void *arg, const struct fg_line_change *chg);
+	void *lines_arg;
 	struct cp_audit_stats st;
 };
 
@@ -78,6 +80,12 @@ bool cp_audit_is_durable(const struct cp_audit *a, uint64_t seq);
  * records become durable; fn NULL unregisters. One listener (the operator
  * socket). */
 void cp_audit_on_durable(struct cp_audit *a, void (*fn)(void *arg, uint64_t seq), void *arg);
+
+/* fn(arg, chg) is called after every line change the audit applied and
+ * recorded (operator commands, promotions, demotions); fn NULL
+ * unregisters. One listener ([cluster], control/cluster/cp_cluster.h). */
+void cp_audit_on_lines_changed(struct cp_audit *a, void (*fn)(void *arg, const struct fg_line_change *chg),
+			       void *arg);
 
 /* Record a line change (or, from == to, a policy change on the line: config
  * reload) that was applied outside the audit, origin naming the cause.

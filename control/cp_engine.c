@@ -157,6 +157,12 @@ static void epoch_advance(struct cp_engine *e, uint32_t to, const char *why)
 		e->audit->epoch_changed(e->audit_arg, from, to, why);
 }
 
+void cp_engine_epoch_apply(struct cp_engine *e, uint32_t to, const char *why)
+{
+	if ((int32_t)(to - e->epoch) > 0)
+		epoch_advance(e, to, why);
+}
+
 static void on_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq, unsigned line, uint32_t epoch)
 {
 	on_ended(e, layer, token_seq, FG_SLOT_POISONED);

@@ -212,6 +212,10 @@ FG_MUST_CHECK int cp_engine_line_event(struct cp_engine *e, unsigned line, enum 
 /* Emit a change of e->lines made outside the audit (cp_points.c) to the
  * audit sink, origin naming the cause ("peers"). Does not publish. */
 void cp_engine_line_changed(struct cp_engine *e, const struct fg_line_change *chg, const char *origin);
+/* Move the model epoch forward to `to` as a conflict here would (publish,
+ * flush every shard, audit through the audit sink's epoch_changed with why); nothing
+ * when `to` is not ahead. For [cluster]: another node's advance. */
+void cp_engine_epoch_apply(struct cp_engine *e, uint32_t to, const char *why);
 
 /* Publish the line facts (after a change made by the shadow audit). */
 void cp_engine_publish(struct cp_engine *e);

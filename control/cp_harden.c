@@ -42,6 +42,10 @@ struct drop_plan {
 };
 
 enum drop_stage { DS_CAPGET = 1, DS_SECUREBITS, DS_BOUNDING, DS_AMBIENT, DS_NNP, DS_CAPSET, DS_VERIFY, DS_TIMEOUT };
+/* Set by cp_harden_apply when [cluster] is on: socket and connect are
+ * allowed without spawn (the cluster thread's etcd connections). */
+static bool cp_harden_net_out;
+
 static const char *const drop_stage_name[] = {
 	[DS_CAPGET] = "capget", [DS_SECUREBITS] = "PR_SET_SECUREBITS", [DS_BOUNDING] = "PR_CAPBSET_DROP",
 	[DS_AMBIENT] = "PR_CAP_AMBIENT_CLEAR_ALL", [DS_NNP] = "PR_SET_NO_NEW_PRIVS", [DS_CAPSET] = "capset",
@@ -469,6 +473,8 @@ int cp_harden_apply(const struct fg_config *cfg, char *why, size_t why_len)
 	}
 	bool setpcap = (eff >> CAP_SETPCAP) & 1;
 	bool spawn = cfg->alert_command[0] != '\0';
+	/* [cluster]: the cluster thread opens its own etcd connections */
+	cp_harden_net_out = cfg->cluster.node[0] != '\0';
 	int n_chown = 0;
 	if (ids.set && (n_chown = chown_state(cfg->audit_path, why, why_len)) < 0)
 		return n_chown;
@@ -599,6 +605,8 @@ static int sc_number(uint32_t arch, const char *name)
 
 bool cp_harden_syscall_allowed(long nr, bool spawn)
 {
+	if (cp_harden_net_out && (nr == __NR_socket || nr == __NR_connect))
+		return true;
 	if (nr == __NR_clone) /* threads always; processes only with spawn (cp_harden_filter_new) */
 		return true;
 	for (size_t i = 0; i < FG_ARRAY_LEN(allow_list); i++)
@@ -658,7 +666,8 @@ int cp_harden_filter_new(enum fg_seccomp_mode mode, bool spawn, uint32_t arch, s
 		n++;
 	}
 	for (size_t i = 0; i < FG_ARRAY_LEN(allow_list); i++) {
-		if (allow_list[i].when == SPAWN && !spawn)
+		bool net = cp_harden_net_out && (!strcmp(allow_list[i].name, "socket") || !strcmp(allow_list[i].name, "connect"));
+		if (allow_list[i].when == SPAWN && !spawn && !net)
 			continue;
 		if ((nr = sc_number(arch, allow_list[i].name)) < 0)
 			continue; /* not on this architecture */

@@ -1,5 +1,6 @@
 /* cp_metrics.c - Prometheus text exposition over plain HTTP on the loop
  * (see cp_metrics.h). Loop thread only. */
+#include "cluster/cp_cluster.h"
 #include "cp_metrics.h"
 
 #include <arpa/inet.h>
@@ -475,6 +476,10 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	render_slots(&b, m);
 	render_lines(&b, e);
 	render_audit(&b, m->srv->audit);
+	char *cl = cp_cluster_metrics_text(m->srv->cluster); /* [cluster] only */
+	if (cl)
+		sb_printf(&b, "%s", cl);
+	free(cl);
 	fam(&b, "config_reloads_total", "counter", "configuration reloads (fanoctl config reload, SIGHUP) by result");
 	sb_printf(&b, "fanogate_config_reloads_total{result=\"applied\"} %llu\n",
 		  (unsigned long long)cp_reload_stats.applied);

@@ -6,6 +6,7 @@
  * JSON, commands, argument checks) -> execute -> [wait until the audit
  * record is durable] -> send the reply -> close. One op in flight per connection, so
  * a connection is freed from its last completion. */
+#include "cluster/cp_cluster.h"
 #include "cp_op.h"
 
 #include <arpa/inet.h>
@@ -306,6 +307,17 @@ static json_t *cmd_stats(struct cp_opsrv *o)
 }
 
 /* config reload (cp_reload.h): answered once its audit records are durable. */
+/* fanoctl cluster: [cluster]'s view of the fleet (control/cluster/). */
+static json_t *cmd_cluster(struct cp_opsrv *o)
+{
+	json_t *cl = cp_cluster_json(o->srv->cluster);
+	if (!cl)
+		return json_pack("{s:b,s:s,s:s}", "ok", 0, "error", "cluster_off", "detail",
+				 "[cluster] node is not set: this appliance is on its own");
+	json_object_set_new(cl, "ok", json_true());
+	return cl;
+}
+
 static json_t *cmd_reload(struct cp_opconn *c)
 {
 	struct cp_reload_result *res = malloc(sizeof(*res));
@@ -348,6 +360,7 @@ static void opc_execute(struct cp_opconn *c)
 		case CP_OP_CMD_PEERS: rep = cmd_peers(o); break;
 		case CP_OP_CMD_STATS: rep = cmd_stats(o); break;
 		case CP_OP_CMD_RELOAD: rep = cmd_reload(c); break;
+		case CP_OP_CMD_CLUSTER: rep = cmd_cluster(o); break;
 		default: rep = err_reply(cp_op_reason_name(CP_OP_R_UNKNOWN_COMMAND)); break;
 		}
 	}

@@ -99,6 +99,21 @@ uint8_t cp_points_udp_live(void)
 	return U.udp_live;
 }
 
+uint8_t cp_points_live(void)
+{
+	uint8_t m = U.udp_live;
+	for (unsigned p = 1; p <= FG_POINTS; p++)
+		if (tls_count(p))
+			m |= (uint8_t)(1u << (p - 1));
+	return m;
+}
+
+void cp_points_set(struct cp_engine *e, unsigned p, bool down, const char *who)
+{
+	if (p >= 1 && p <= FG_POINTS && !(e->lines.points_down & (1u << (p - 1))) == down)
+		point_set(e, p, down, who);
+}
+
 uint8_t cp_points_udp_mapped(void)
 {
 	return U.mapped;

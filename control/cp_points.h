@@ -24,6 +24,7 @@
 #ifndef CP_POINTS_H
 #define CP_POINTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct cp_conn;
@@ -51,5 +52,12 @@ unsigned cp_points_udp_tick(struct cp_engine *e, uint64_t now_ns);
  * timeout, as of the last tick; and the points with prefixes. */
 uint8_t cp_points_udp_live(void);
 uint8_t cp_points_udp_mapped(void);
+/* Points (bit p-1) this node sees alive: a TLS peer of the point's role,
+ * or (mapped points) a UDP source within the timeout. */
+uint8_t cp_points_live(void);
+/* Mark point p (1..7) down or up for a cause outside this file ([cluster]:
+ * the only node that saw it alive is gone): as a local change (lines
+ * degrade or come back, audited with origin "peers", facts republished). */
+void cp_points_set(struct cp_engine *e, unsigned p, bool down, const char *who);
 
 #endif

@@ -94,6 +94,7 @@ static const struct kfield fields[] = {
 	KF("[daemon] user", run_user, K_RESTART),
 	KF("[daemon] group", run_group, K_RESTART),
 	KF("[daemon] seccomp", seccomp, K_RESTART),
+	KF("[cluster]", cluster, K_RESTART),
 };
 
 static bool field_differs(const struct kfield *f, const struct fg_config *a, const struct fg_config *b)

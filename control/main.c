@@ -28,6 +28,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "cluster/cp_cluster.h"
 #include "cp_engine.h"
 #include "cp_harden.h"
 #include "cp_audit.h"
@@ -338,6 +339,11 @@ int main(int argc, char **argv)
 		cp_err("config reload: %s", why);
 		goto out_metrics;
 	}
+	r = cp_cluster_new(&d.server.cluster, &d.loop, &d.cfg, &d.engine, &d.audit, why, sizeof(why));
+	if (r < 0) {
+		cp_err("cluster: %s", why);
+		goto out_metrics;
+	}
 	r = signals_open(&d);
 	if (r < 0) {
 		cp_err("signals: %s", strerror(-r));
@@ -369,6 +375,8 @@ int main(int argc, char **argv)
 		(unsigned long long)d.server.st.accepted, (unsigned long long)d.engine.st.frames,
 		(unsigned long long)d.engine.st.resolved, (unsigned long long)d.engine.st.expired);
 out_metrics:
+	cp_cluster_free(d.server.cluster); /* before the audit: it gives the engine its sink back */
+	d.server.cluster = NULL;
 	if (!d.metrics.stopping)
 		cp_metrics_stop(&d.metrics);
 out_op:

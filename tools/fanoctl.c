@@ -32,6 +32,7 @@ static const struct fanoctl_cmd commands[] = {
 	{"lines", "show the lines; enable, disable, shadow or force one (daemon)", fanoctl_op_lines,
 	 fanoctl_op_lines_help},
 	{"peers", "live peers per Fano point (daemon)", fanoctl_op_peers, fanoctl_op_peers_help},
+	{"cluster", "nodes, leases, shared epoch, fleet line states (daemon, [cluster])", fanoctl_op_cluster, fanoctl_op_cluster_help},
 	{"slot", "one slot by token and layer: fanoctl slot TOKEN LAYER (daemon)", fanoctl_op_slot,
 	 fanoctl_op_slot_help},
 	{"slots", "slot table occupancy, or one slot by layer and token (daemon)", fanoctl_op_slots,

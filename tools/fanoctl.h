@@ -44,6 +44,8 @@ void fanoctl_op_slots_help(FILE *out);
 int fanoctl_op_slot(int argc, char **argv);
 void fanoctl_op_slot_help(FILE *out);
 int fanoctl_op_peers(int argc, char **argv);
+int fanoctl_op_cluster(int argc, char **argv);
+void fanoctl_op_cluster_help(FILE *out);
 void fanoctl_op_peers_help(FILE *out);
 int fanoctl_op_stats(int argc, char **argv);
 int fanoctl_op_reload(int argc, char **argv); /* `fanoctl config reload` */

@@ -302,6 +302,18 @@ int fanoctl_op_peers(int argc, char **argv)
 	return op_simple(argc, argv, "peers", fanoctl_op_peers_help);
 }
 
+void fanoctl_op_cluster_help(FILE *out)
+{
+	fprintf(out, "usage: fanoctl cluster [--json]\n\n[cluster]: this node, etcd reachability, the nodes and their leases,\n"
+		     "the shared model epoch and every line's local and fleet-wide state (docs/cluster.md).\n");
+	op_common_help(out);
+}
+
+int fanoctl_op_cluster(int argc, char **argv)
+{
+	return op_simple(argc, argv, "cluster", fanoctl_op_cluster_help);
+}
+
 void fanoctl_op_stats_help(FILE *out)
 {
 	fprintf(out, "usage: fanoctl stats [--json]\n"

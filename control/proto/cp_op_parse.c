@@ -18,6 +18,7 @@ static const char *const cmd_names[CP_OP_CMD__END] = {
 	[CP_OP_CMD_STATUS] = "status", [CP_OP_CMD_LINES] = "lines", [CP_OP_CMD_LINE] = "line",
 	[CP_OP_CMD_SLOTS] = "slots",   [CP_OP_CMD_SLOT] = "slot",   [CP_OP_CMD_PEERS] = "peers",
 	[CP_OP_CMD_STATS] = "stats",   [CP_OP_CMD_RELOAD] = "reload",
+	[CP_OP_CMD_CLUSTER] = "cluster",
 };
 
 static const char *const op_names[CP_OP_LINE__END] = {

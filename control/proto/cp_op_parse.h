@@ -64,6 +64,7 @@ enum cp_op_cmd {
 	CP_OP_CMD_PEERS,      /* {"cmd":"peers"} */
 	CP_OP_CMD_STATS,      /* {"cmd":"stats"} */
 	CP_OP_CMD_RELOAD,     /* {"cmd":"reload"} */
+	CP_OP_CMD_CLUSTER,    /* {"cmd":"cluster"} */
 	CP_OP_CMD__END
 };
 

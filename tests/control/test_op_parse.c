@@ -428,7 +428,7 @@ static void test_names(void **state)
 	assert_string_equal(cp_op_reason_name(-22), "?");
 	assert_string_equal(cp_op_reason_name(CP_OP_R_INCOMPLETE - 1), "?");
 	static const char *const cmds[] = {"?", "status", "lines", "line", "slots", "slot", "peers", "stats",
-					   "reload", "?"};
+					   "reload", "cluster", "?"};
 	for (unsigned i = 0; i <= CP_OP_CMD__END; i++)
 		assert_string_equal(cp_op_cmd_name((enum cp_op_cmd)i), cmds[i]);
 	static const char *const ops[] = {"?", "enable", "disable", "shadow", "active", "auto_promote", "?"};

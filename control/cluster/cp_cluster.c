@@ -1,0 +1,728 @@
+/* cp_cluster.c - the loop thread's side of [cluster] (see cp_cluster.h).
+ *
+ * State machine of this node's view of etcd:
+ *
+ *   start --> WAITING --CL_IN_UP + snapshot--> UP --CL_IN_DOWN--> LOST
+ *                ^                              ^                  |
+ *                |                              +--CL_IN_UP + -----+
+ *                +-- (never reached: lines held as in LOST)  snapshot
+ *
+ *   state    lines                                  local changes
+ *   WAITING  every line held in shadow (as LOST)    applied, queued for etcd
+ *   UP       as etcd says (watch applied at once)   applied, sent to etcd
+ *   LOST     every ACTIVE line held in SHADOW,      applied, queued; a line
+ *            auto-promotion off, alert raised       going ACTIVE is held again
+ *
+ * Held lines: "held" is the mask of lines this file moved ACTIVE -> SHADOW
+ * because etcd was away; the hold is local (never written to etcd). At the
+ * end of the snapshot that follows CL_IN_UP, every line takes etcd's state
+ * (a held line whose etcd state is ACTIVE goes ACTIVE again), auto-promotion
+ * comes back, held is cleared.
+ *
+ * Applying a remote change: applying > 0 while this file calls into the
+ * shadow audit/engine, so the hooks do not send the change back to etcd.
+ * Changes this node wrote come back through the watch; they are skipped by
+ * node name (this node already applied them, and an old echo must not undo
+ * a newer local change).
+ *
+ * Invariants:
+ *  1. A line is never ACTIVE here unless state == UP (or the cluster is off).
+ *  2. held & ~(lines whose base is SHADOW) == 0 while state != UP.
+ *  3. cluster_down holds only points no live node (this one included) sees
+ *     alive; each such point was marked down through cp_points_set.
+ *
+ * Loop thread only. */
+#include "cp_cluster.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cp_cluster_etcd.h"
+#include "cp_engine.h"
+#include "cp_audit.h"
+#include "cp_log.h"
+#include "cp_points.h"
+#include "cp_shadow.h"
+#include "fg/fano.h"
+
+#define CL_NODES_MAX 64u
+
+enum cl_state { CL_WAITING, CL_UP, CL_LOST };
+static const char *const state_names[] = {"waiting", "up", "lost"};
+
+struct cl_node {
+	char name[FG_CLUSTER_NAME_MAX];
+	bool live;         /* nodes/<name> exists (its lease holds) */
+	bool had_points;
+	bool was_live;     /* live before the snapshot being read */
+	char layers[FG_CONFIG_LINE_MAX + 1];
+	uint8_t alive, judged;
+	int64_t lease;
+	uint64_t since_ns, gone_ns;
+};
+
+struct cl_line {
+	bool known;        /* etcd has lines/<i> */
+	char state[12], event[16], node[FG_CLUSTER_NAME_MAX], why[128];
+	uint32_t uid;
+};
+
+struct cp_cluster {
+	const struct fg_config *cfg;
+	struct cp_engine *e;
+	struct cp_audit *audit;
+	struct cp_loop *l;
+	struct cl_etcd *t;
+	struct cp_poll poll;
+	struct cp_timer tick;   /* 50 ms: this node's live points (cp_points_live) */
+	bool stopping;
+	const struct cp_engine_audit_ops *inner; /* the sink this one forwards to */
+	void *inner_arg;
+	enum cl_state state;
+	bool in_snapshot;
+	bool snap_epoch, snap_lines[FG_LINES];
+	int applying;
+	uint8_t held;           /* lines held in shadow while etcd is away */
+	uint8_t auto_saved;     /* their auto_promote before the hold (all lines) */
+	bool auto_held;
+	uint8_t cluster_down;   /* points marked down for a vanished node */
+	uint8_t local_alive, local_judged;
+	uint32_t etcd_epoch;
+	bool etcd_epoch_known;
+	char epoch_by[FG_CLUSTER_NAME_MAX], epoch_why[160];
+	struct cl_line line[FG_LINES];
+	struct cl_node node[CL_NODES_MAX];
+	unsigned n_nodes;
+	int64_t lease_id, lease_ttl;
+	uint64_t lease_seen_ns;
+	int64_t revision;
+	uint64_t lost_ns, up_ns;
+	struct {
+		uint64_t lines_applied, epochs_applied, lines_sent, epochs_sent, points_sent, sends_refused;
+		uint64_t lost, recovered, nodes_gone, points_degraded, bad_values, holds;
+	} st;
+};
+
+static void out_send(struct cp_cluster *c, const struct cl_out *m)
+{
+	if (cl_etcd_push_out(c->t, m) < 0) {
+		c->st.sends_refused++;
+		cp_err("cluster: the queue to etcd is full (%u): a change was not sent", CL_QUEUE_MAX);
+	}
+}
+
+static const char *base_name(enum fg_line_state s) { return fg_line_state_name(s); }
+
+/* Apply ev to a line as this node's own shadow audit would, recording the
+ * origin "cluster:<node>" in this node's audit log. */
+static int line_apply(struct cp_cluster *c, unsigned line, enum fg_line_event ev, uint32_t uid, const char *origin, const char *why)
+{
+	struct cp_shadow *sh = c->audit->sh;
+	uint64_t seq;
+	int r;
+	c->applying++;
+	if (sh)
+		r = cp_shadow_line_op(sh, line, ev, uid, 0, origin, why, cp_now_ns(), &seq);
+	else
+		r = cp_engine_line_event(c->e, line, ev, uid, 0, why);
+	c->applying--;
+	if (r == 1)
+		cp_engine_publish(c->e);
+	return r;
+}
+
+static void hold_all(struct cp_cluster *c, const char *why)
+{
+	if (!c->auto_held) {
+		c->auto_saved = 0;
+		for (unsigned i = 0; i < FG_LINES; i++) {
+			if (c->e->lines.line[i].auto_promote)
+				c->auto_saved |= (uint8_t)(1u << i);
+			fg_line_set_auto_promote(&c->e->lines, i, false);
+		}
+		c->auto_held = true;
+	}
+	for (unsigned i = 0; i < FG_LINES; i++) {
+		if (c->e->lines.line[i].base != FG_LINE_ACTIVE)
+			continue;
+		int r = line_apply(c, i, FG_LEV_OP_SHADOW, FG_UID_AUDIT, "cluster", why);
+		if (r == 1) {
+			c->held |= (uint8_t)(1u << i);
+			c->st.holds++;
+		} else {
+			cp_err("cluster: cannot hold line %u in shadow (%s)", i, strerror(r < 0 ? -r : EIO));
+		}
+	}
+}
+
+static void raise_alert(struct cp_cluster *c, const char *reason)
+{
+	struct cp_shadow *sh = c->audit->sh;
+	if (!sh)
+		return;
+	struct cp_alert_event ev;
+	cp_alert_event_init(&ev, "cluster_etcd_lost");
+	ev.reason = reason;
+	ev.epoch = c->e->epoch;
+	(void)cp_alert_raise(cp_shadow_alert(sh), &ev, cp_now_ns());
+}
+
+/* ---- nodes and points ------------------------------------------------ */
+
+static struct cl_node *node_get(struct cp_cluster *c, const char *name, bool create)
+{
+	for (unsigned i = 0; i < c->n_nodes; i++)
+		if (strcmp(c->node[i].name, name) == 0)
+			return &c->node[i];
+	if (!create || c->n_nodes == CL_NODES_MAX)
+		return NULL;
+	struct cl_node *n = &c->node[c->n_nodes++];
+	memset(n, 0, sizeof(*n));
+	snprintf(n->name, sizeof(n->name), "%s", name);
+	return n;
+}
+
+/* Points (bit p-1) some live node, this one included, sees alive. */
+static uint8_t fleet_alive(struct cp_cluster *c)
+{
+	uint8_t m = c->local_alive;
+	for (unsigned i = 0; i < c->n_nodes; i++)
+		if (c->node[i].live && strcmp(c->node[i].name, c->cfg->cluster.node) != 0)
+			m |= c->node[i].alive;
+	return m;
+}
+
+/* Points a now-vanished node saw alive that nobody else does: down here. */
+static void points_orphaned(struct cp_cluster *c, const struct cl_node *n)
+{
+	uint8_t orphan = (uint8_t)(n->alive & ~fleet_alive(c) & ~c->cluster_down);
+	for (unsigned p = 1; p <= FG_POINTS; p++) {
+		if (!(orphan & (1u << (p - 1))))
+			continue;
+		char who[96];
+		snprintf(who, sizeof(who), "cluster: node %s gone, it alone served e%u", n->name, p);
+		c->cluster_down |= (uint8_t)(1u << (p - 1));
+		c->st.points_degraded++;
+		c->applying++;
+		cp_points_set(c->e, p, true, who);
+		c->applying--;
+	}
+}
+
+/* Points marked down for a vanished node that some node sees alive again. */
+static void points_revived(struct cp_cluster *c)
+{
+	uint8_t back = (uint8_t)(c->cluster_down & fleet_alive(c));
+	for (unsigned p = 1; p <= FG_POINTS; p++) {
+		if (!(back & (1u << (p - 1))))
+			continue;
+		c->cluster_down &= (uint8_t)~(1u << (p - 1));
+		c->applying++;
+		cp_points_set(c->e, p, false, "cluster: a node sees it alive again");
+		c->applying--;
+	}
+}
+
+static void node_gone(struct cp_cluster *c, struct cl_node *n, const char *how)
+{
+	if (!n->live)
+		return;
+	n->live = false;
+	n->gone_ns = cp_now_ns();
+	c->st.nodes_gone++;
+	cp_warn("cluster: node %s gone (%s)", n->name, how);
+	points_orphaned(c, n);
+}
+
+/* ---- facts from etcd --------------------------------------------------- */
+
+static void on_line(struct cp_cluster *c, const struct cl_in *m)
+{
+	struct cl_line *ln = &c->line[m->line];
+	ln->known = true;
+	snprintf(ln->state, sizeof(ln->state), "%s", m->state);
+	snprintf(ln->event, sizeof(ln->event), "%s", m->event);
+	snprintf(ln->node, sizeof(ln->node), "%s", m->node);
+	snprintf(ln->why, sizeof(ln->why), "%.127s", m->why);
+	ln->uid = m->uid;
+	if (m->snapshot)
+		c->snap_lines[m->line] = true;
+	bool mine = strcmp(m->node, c->cfg->cluster.node) == 0;
+	bool held = c->held & (1u << m->line);
+	if (mine && !held)
+		return; /* already applied here when it was made */
+	int target = fg_line_state_parse(m->state);
+	if (target < 0 || target == FG_LINE_DEGRADED) {
+		c->st.bad_values++;
+		cp_warn("cluster: line %u: state '%s' from node %s is not a base state: ignored", m->line, m->state,
+			m->node);
+		return;
+	}
+	if (c->state != CL_UP || c->in_snapshot)
+		return; /* the snapshot end applies it (after the hold is lifted) */
+	enum fg_line_state base = c->e->lines.line[m->line].base;
+	if ((int)base == target)
+		return;
+	enum fg_line_event ev = target == FG_LINE_DISABLED ? FG_LEV_OP_DISABLE
+			      : target == FG_LINE_ACTIVE  ? FG_LEV_OP_ACTIVE
+			      : base == FG_LINE_ACTIVE && (!strcmp(m->event, "divergence") || !strcmp(m->event, "conflict"))
+				  ? FG_LEV_DIVERGENCE
+				  : FG_LEV_OP_SHADOW;
+	char origin[64], why[256];
+	snprintf(origin, sizeof(origin), "cluster:%s", m->node);
+	snprintf(why, sizeof(why), "node %s: %s", m->node, m->why);
+	int r = line_apply(c, m->line, ev, m->uid, origin, why);
+	if (r == 1) {
+		c->st.lines_applied++;
+		cp_info("cluster: line %u %s: %s -> %s from node %s (%s, uid %u: %s)", m->line,
+			fg_fano_line_name(m->line), base_name(base), m->state, m->node, m->event, (unsigned)m->uid, m->why);
+	} else if (r < 0) {
+		cp_err("cluster: line %u: applying %s from node %s failed: %s", m->line, m->state, m->node, strerror(-r));
+	}
+}
+
+static void on_epoch(struct cp_cluster *c, const struct cl_in *m)
+{
+	if (m->node[0]) { /* epoch_by */
+		snprintf(c->epoch_by, sizeof(c->epoch_by), "%s", m->node);
+		snprintf(c->epoch_why, sizeof(c->epoch_why), "%s", m->why);
+		return;
+	}
+	c->etcd_epoch = m->epoch;
+	c->etcd_epoch_known = true;
+	if (m->snapshot)
+		c->snap_epoch = true;
+	int32_t d = (int32_t)(m->epoch - c->e->epoch);
+	if (d <= 0)
+		return; /* this node is there already (it advanced it, or applied it) */
+	char why[256];
+	snprintf(why, sizeof(why), "cluster: node %s: %s", c->epoch_by[0] ? c->epoch_by : "?",
+		 c->epoch_why[0] ? c->epoch_why : "epoch advanced");
+	c->applying++;
+	cp_engine_epoch_apply(c->e, m->epoch, why);
+	c->applying--;
+	c->st.epochs_applied++;
+}
+
+static void on_node(struct cp_cluster *c, const struct cl_in *m)
+{
+	bool me = strcmp(m->node, c->cfg->cluster.node) == 0;
+	struct cl_node *n = node_get(c, m->node, !m->deleted);
+	if (!n)
+		return;
+	if (m->deleted) {
+		if (!me)
+			node_gone(c, n, "its lease expired or it stopped");
+		else
+			n->live = false;
+		return;
+	}
+	if (!n->live) {
+		n->since_ns = cp_now_ns();
+		if (!me)
+			cp_info("cluster: node %s is up (layers %s)", m->node, m->layers);
+	}
+	n->live = true;
+	n->lease = m->lease_id;
+	snprintf(n->layers, sizeof(n->layers), "%s", m->layers);
+}
+
+static void on_points(struct cp_cluster *c, const struct cl_in *m)
+{
+	struct cl_node *n = node_get(c, m->node, !m->deleted);
+	if (!n)
+		return;
+	if (m->deleted) {
+		/* the node's lease went with both keys; its nodes/ delete says so */
+		return;
+	}
+	n->alive = m->alive;
+	n->judged = m->judged;
+	n->had_points = true;
+	points_revived(c);
+}
+
+static void on_up(struct cp_cluster *c, const struct cl_in *m)
+{
+	c->in_snapshot = true;
+	c->snap_epoch = false;
+	memset(c->snap_lines, 0, sizeof(c->snap_lines));
+	/* nodes the snapshot does not list are gone: mark all, the snapshot
+	 * marks the live ones again */
+	for (unsigned i = 0; i < c->n_nodes; i++)
+		c->node[i].was_live = c->node[i].live;
+	for (unsigned i = 0; i < c->n_nodes; i++)
+		c->node[i].live = false;
+	cp_info("cluster: etcd reached through %s; catching up", m->why);
+}
+
+static void on_snap_end(struct cp_cluster *c, const struct cl_in *m)
+{
+	c->in_snapshot = false;
+	c->revision = m->revision;
+	bool was_lost = c->state != CL_UP;
+	c->state = CL_UP;
+	c->up_ns = cp_now_ns();
+	/* nodes that were live before and are not in the snapshot: gone */
+	for (unsigned i = 0; i < c->n_nodes; i++) {
+		struct cl_node *n = &c->node[i];
+		if (!n->live && n->was_live && strcmp(n->name, c->cfg->cluster.node) != 0) {
+			n->live = true;
+			node_gone(c, n, "not in etcd after reconnecting");
+		}
+	}
+	/* the epoch and every line take etcd's value */
+	if (!c->snap_epoch) {
+		struct cl_out o = {.kind = CL_OUT_EPOCH, .has_from = false, .to = c->e->epoch};
+		snprintf(o.why, sizeof(o.why), "first node of the fleet");
+		out_send(c, &o);
+	} else if ((int32_t)(c->e->epoch - c->etcd_epoch) > 0) {
+		struct cl_out o = {.kind = CL_OUT_EPOCH, .has_from = true, .from = c->etcd_epoch, .to = c->e->epoch};
+		snprintf(o.why, sizeof(o.why), "node %s advanced it while etcd was away", c->cfg->cluster.node);
+		out_send(c, &o);
+	}
+	uint8_t held = c->held;
+	c->held = 0;
+	if (c->auto_held) {
+		for (unsigned i = 0; i < FG_LINES; i++)
+			fg_line_set_auto_promote(&c->e->lines, i, (c->auto_saved >> i) & 1u);
+		c->auto_held = false;
+	}
+	for (unsigned i = 0; i < FG_LINES; i++) {
+		if (!c->snap_lines[i]) {
+			/* first node to know this line: its state becomes the fleet's */
+			struct cl_out o = {.kind = CL_OUT_LINE, .line = i, .create_only = true, .uid = FG_UID_AUDIT};
+			enum fg_line_state b = c->e->lines.line[i].base;
+			if (held & (1u << i))
+				b = FG_LINE_ACTIVE;
+			snprintf(o.state, sizeof(o.state), "%s", base_name(b));
+			snprintf(o.event, sizeof(o.event), "initial");
+			snprintf(o.why, sizeof(o.why), "initial state ([lines] of node %s)", c->cfg->cluster.node);
+			out_send(c, &o);
+			if (b == FG_LINE_ACTIVE && (held & (1u << i)))
+				(void)line_apply(c, i, FG_LEV_OP_ACTIVE, FG_UID_AUDIT, "cluster", "etcd is back: hold lifted");
+			continue;
+		}
+		struct cl_in fake;
+		memset(&fake, 0, sizeof(fake));
+		fake.kind = CL_IN_LINE;
+		fake.line = i;
+		snprintf(fake.state, sizeof(fake.state), "%s", c->line[i].state);
+		snprintf(fake.event, sizeof(fake.event), "%s", c->line[i].event);
+		snprintf(fake.node, sizeof(fake.node), "%s", c->line[i].node);
+		snprintf(fake.why, sizeof(fake.why), "%s", c->line[i].why);
+		fake.uid = c->line[i].uid;
+		bool mine = strcmp(fake.node, c->cfg->cluster.node) == 0;
+		if (mine && (held & (1u << i))) {
+			if (!strcmp(fake.state, "active"))
+				(void)line_apply(c, i, FG_LEV_OP_ACTIVE, FG_UID_AUDIT, "cluster", "etcd is back: hold lifted");
+			continue;
+		}
+		on_line(c, &fake);
+	}
+	points_revived(c);
+	if (was_lost) {
+		if (c->st.lost)
+			c->st.recovered++;
+		unsigned live = 0;
+		for (unsigned i = 0; i < c->n_nodes; i++)
+			live += c->node[i].live;
+		cp_info("cluster: in step with etcd at revision %" PRId64 ": model epoch %u, %u live nodes", c->revision,
+			c->e->epoch, live);
+	}
+}
+
+static void on_down(struct cp_cluster *c, const struct cl_in *m)
+{
+	if (c->state == CL_LOST)
+		return;
+	bool was_up = c->state == CL_UP;
+	c->state = CL_LOST;
+	c->in_snapshot = false;
+	c->lost_ns = cp_now_ns();
+	c->st.lost++;
+	cp_err("cluster: etcd lost: %s; serving on the last known state with every line held in shadow", m->why);
+	hold_all(c, "etcd unreachable: held in shadow until it answers");
+	if (was_up)
+		raise_alert(c, m->why);
+}
+
+static void on_ready(struct cp_loop *l, struct cp_poll *p, int revents)
+{
+	(void)l;
+	struct cp_cluster *c = cp_container_of(p, struct cp_cluster, poll);
+	if (revents < 0 || !c->t)
+		return;
+	struct cl_in m[64];
+	unsigned n;
+	while ((n = cl_etcd_pop_in(c->t, m, FG_ARRAY_LEN(m))) > 0) {
+		for (unsigned i = 0; i < n; i++) {
+			switch (m[i].kind) {
+			case CL_IN_UP: on_up(c, &m[i]); break;
+			case CL_IN_DOWN: on_down(c, &m[i]); break;
+			case CL_IN_SNAP_END: on_snap_end(c, &m[i]); break;
+			case CL_IN_LINE: on_line(c, &m[i]); break;
+			case CL_IN_EPOCH: on_epoch(c, &m[i]); break;
+			case CL_IN_NODE: on_node(c, &m[i]); break;
+			case CL_IN_POINTS: on_points(c, &m[i]); break;
+			case CL_IN_LEASE:
+				c->lease_id = m[i].lease_id;
+				c->lease_ttl = m[i].ttl;
+				c->lease_seen_ns = cp_now_ns();
+				break;
+			case CL_IN_BAD:
+				c->st.bad_values++;
+				cp_warn("cluster: etcd key %s: value does not parse (bad_value): ignored", m[i].why);
+				break;
+			}
+		}
+	}
+}
+
+/* ---- hooks ------------------------------------------------------------- */
+
+/* A line's base state changed here (operator, audit, or this file). */
+static void on_lines_changed(void *arg, const struct fg_line_change *chg)
+{
+	struct cp_cluster *c = arg;
+	if (c->applying || chg->base_from == chg->base_to)
+		return;
+	struct cl_out o = {.kind = CL_OUT_LINE, .line = chg->line, .uid = chg->uid};
+	snprintf(o.state, sizeof(o.state), "%s", base_name(chg->base_to));
+	snprintf(o.event, sizeof(o.event), "%s", fg_line_event_name(chg->event));
+	snprintf(o.why, sizeof(o.why), "%s", chg->why);
+	out_send(c, &o);
+	c->st.lines_sent++;
+	if (c->state != CL_UP && chg->base_to == FG_LINE_ACTIVE) {
+		/* invariant 1: never active on stale truth; etcd gets the
+		 * intent, this node holds it until etcd is back */
+		int r = line_apply(c, chg->line, FG_LEV_OP_SHADOW, FG_UID_AUDIT, "cluster",
+				   "etcd unreachable: held in shadow until it answers");
+		if (r == 1)
+			c->held |= (uint8_t)(1u << chg->line);
+	}
+}
+
+/* The engine's audit sink, interposed: every event goes on to the audit;
+ * a local epoch advance also goes to etcd (compare-and-swap). */
+static void sink_resolved(void *arg, const struct fg_seed_view *v, uint32_t epoch)
+{
+	struct cp_cluster *c = arg;
+	c->inner->resolved(c->inner_arg, v, epoch);
+}
+
+static void sink_canonical(void *arg, const struct fg_canon *cn, uint32_t epoch)
+{
+	struct cp_cluster *c = arg;
+	c->inner->canonical(c->inner_arg, cn, epoch);
+}
+
+static void sink_conflict(void *arg, uint16_t layer, uint32_t token_seq, unsigned line, uint32_t epoch)
+{
+	struct cp_cluster *c = arg;
+	c->inner->conflict(c->inner_arg, layer, token_seq, line, epoch);
+}
+
+static void sink_epoch_changed(void *arg, uint32_t from, uint32_t to, const char *why)
+{
+	struct cp_cluster *c = arg;
+	c->inner->epoch_changed(c->inner_arg, from, to, why);
+	if (c->applying)
+		return;
+	struct cl_out o = {.kind = CL_OUT_EPOCH, .has_from = true, .from = from, .to = to};
+	snprintf(o.why, sizeof(o.why), "%s", why ? why : "");
+	out_send(c, &o);
+	c->st.epochs_sent++;
+}
+
+static void sink_line_changed(void *arg, const struct fg_line_change *chg, const char *origin)
+{
+	struct cp_cluster *c = arg;
+	c->inner->line_changed(c->inner_arg, chg, origin);
+}
+
+static const struct cp_engine_audit_ops cluster_sink = {
+	.resolved = sink_resolved,
+	.canonical = sink_canonical,
+	.conflict = sink_conflict,
+	.epoch_changed = sink_epoch_changed,
+	.line_changed = sink_line_changed,
+};
+
+/* Housekeeping, every 50 ms: the points this node sees alive (TLS peers and
+ * UDP sources, cp_points_live) go to etcd when they change, and points a
+ * vanished node alone served come back when this node sees them. */
+#define CL_TICK_NS (50ull * 1000 * 1000)
+static void on_tick(struct cp_loop *l, struct cp_timer *t)
+{
+	struct cp_cluster *c = cp_container_of(t, struct cp_cluster, tick);
+	if (c->stopping)
+		return;
+	uint8_t alive = cp_points_live(), judged = (uint8_t)(c->local_judged | alive | cp_points_udp_mapped());
+	if (alive != c->local_alive || judged != c->local_judged) {
+		c->local_alive = alive;
+		c->local_judged = judged;
+		struct cl_out o = {.kind = CL_OUT_POINTS, .alive = alive, .judged = judged};
+		out_send(c, &o);
+		c->st.points_sent++;
+		points_revived(c);
+	}
+	if (cp_timer_start(l, t, CL_TICK_NS, on_tick) < 0)
+		cp_err("cluster: cannot re-arm its tick");
+}
+
+/* ---- start / stop ------------------------------------------------------ */
+
+int cp_cluster_new(struct cp_cluster **out, struct cp_loop *l, const struct fg_config *cfg, struct cp_engine *e,
+		   struct cp_audit *a, char *why, size_t why_len)
+{
+	*out = NULL;
+	if (!cfg->cluster.node[0])
+		return 0;
+	if (!e->audit || !cp_audit_is_running(a)) {
+		snprintf(why, why_len, "the shadow audit must run before the cluster starts");
+		return -EINVAL;
+	}
+	struct cp_cluster *c = calloc(1, sizeof(*c));
+	if (!c) {
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
+	c->cfg = cfg;
+	c->e = e;
+	c->audit = a;
+	c->l = l;
+	c->state = CL_WAITING;
+	c->local_alive = cp_points_live();
+	c->local_judged = (uint8_t)(c->local_alive | cp_points_udp_mapped());
+	int evfd;
+	int r = cl_etcd_start(&c->t, cfg, &evfd, why, why_len);
+	if (r < 0) {
+		free(c);
+		return r;
+	}
+	r = cp_poll_start(l, &c->poll, evfd, POLLIN, on_ready);
+	if (r == 0 && (r = cp_timer_start(l, &c->tick, CL_TICK_NS, on_tick)) < 0)
+		cp_poll_stop(l, &c->poll);
+	if (r < 0) {
+		snprintf(why, why_len, "cannot poll the cluster eventfd: %s", strerror(-r));
+		cl_etcd_stop(c->t);
+		free(c);
+		return r;
+	}
+	c->inner = e->audit;
+	c->inner_arg = e->audit_arg;
+	cp_engine_set_audit(e, &cluster_sink, c);
+	cp_audit_on_lines_changed(a, on_lines_changed, c);
+	/* until etcd answers this node does not know the fleet's truth */
+	hold_all(c, "cluster: waiting for etcd: held in shadow");
+	struct cl_out o = {.kind = CL_OUT_POINTS, .alive = c->local_alive, .judged = c->local_judged};
+	out_send(c, &o);
+	cp_info("cluster: node %s, %u etcd endpoints, prefix %s, lease %u s", cfg->cluster.node, cfg->cluster.n_endpoints,
+		cfg->cluster.prefix, cfg->cluster.lease_ttl_s);
+	*out = c;
+	return 0;
+}
+
+void cp_cluster_free(struct cp_cluster *c)
+{
+	if (!c)
+		return;
+	c->stopping = true; /* the tick does not re-arm; a pending one finds this set */
+	cp_poll_stop(c->l, &c->poll);
+	cl_etcd_stop(c->t);
+	c->t = NULL;
+	cp_audit_on_lines_changed(c->audit, NULL, NULL);
+	if (c->e->audit == &cluster_sink)
+		cp_engine_set_audit(c->e, c->inner, c->inner_arg);
+	free(c); /* the loop has stopped: no completion of c's poll or tick runs again */
+}
+
+/* ---- reporting ----------------------------------------------------------- */
+
+json_t *cp_cluster_json(const struct cp_cluster *c)
+{
+	if (!c)
+		return NULL;
+	uint64_t now = cp_now_ns();
+	json_t *nodes = json_array();
+	for (unsigned i = 0; i < c->n_nodes; i++) {
+		const struct cl_node *n = &c->node[i];
+		json_array_append_new(
+			nodes, json_pack("{s:s, s:b, s:b, s:s, s:I, s:i, s:i, s:I}", "node", n->name, "self",
+					 strcmp(n->name, c->cfg->cluster.node) == 0, "live", n->live, "layers", n->layers,
+					 "lease", (json_int_t)n->lease, "points_alive", n->alive, "points_judged", n->judged,
+					 "for_ms", (json_int_t)((now - (n->live ? n->since_ns : n->gone_ns)) / 1000000u)));
+	}
+	json_t *lines = json_array();
+	for (unsigned i = 0; i < FG_LINES; i++) {
+		const struct cl_line *ln = &c->line[i];
+		json_array_append_new(
+			lines, json_pack("{s:i, s:s, s:s, s:s, s:b, s:s, s:s, s:I, s:s}", "line", i, "name",
+					 fg_fano_line_name(i), "local", fg_line_state_name(fg_line_effective(&c->e->lines, i)),
+					 "fleet", ln->known ? ln->state : "", "held", (c->held >> i) & 1u, "by_node", ln->node,
+					 "event", ln->event, "uid", (json_int_t)ln->uid, "why", ln->why));
+	}
+	struct cl_etcd_stats es;
+	cl_etcd_stats(c->t, &es);
+	char ep[64];
+	cl_etcd_endpoint(c->t, ep, sizeof(ep));
+	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:I, s:s, s:I, s:s, s:o, s:o, s:i, s:{s:I, s:I, s:I, "
+			 "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+			 "node", c->cfg->cluster.node, "etcd", state_names[c->state], "endpoint", ep, "lease",
+			 (json_int_t)c->lease_id, "lease_ttl_s", (json_int_t)c->lease_ttl, "revision",
+			 (json_int_t)c->revision, "epoch_known", c->etcd_epoch_known, "model_epoch",
+			 (json_int_t)c->e->epoch, "epoch_by", c->epoch_by, "etcd_epoch", (json_int_t)c->etcd_epoch,
+			 "prefix", c->cfg->cluster.prefix, "nodes", nodes, "lines", lines, "points_degraded_by_cluster",
+			 c->cluster_down, "counters", "lines_applied", (json_int_t)c->st.lines_applied, "epochs_applied",
+			 (json_int_t)c->st.epochs_applied, "lines_sent", (json_int_t)c->st.lines_sent, "epochs_sent",
+			 (json_int_t)c->st.epochs_sent, "etcd_lost", (json_int_t)c->st.lost, "etcd_recovered",
+			 (json_int_t)c->st.recovered, "nodes_gone", (json_int_t)c->st.nodes_gone, "holds",
+			 (json_int_t)c->st.holds, "bad_values", (json_int_t)c->st.bad_values, "sends_refused",
+			 (json_int_t)c->st.sends_refused, "requests", (json_int_t)es.requests, "request_failures",
+			 (json_int_t)es.request_failures, "watch_events", (json_int_t)es.watch_events, "cas_won",
+			 (json_int_t)es.cas_won, "cas_lost", (json_int_t)es.cas_lost, "reconnects",
+			 (json_int_t)es.reconnects);
+}
+
+char *cp_cluster_metrics_text(const struct cp_cluster *c)
+{
+	if (!c)
+		return NULL;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return NULL;
+	struct cl_etcd_stats es;
+	cl_etcd_stats(c->t, &es);
+	unsigned live = 0;
+	for (unsigned i = 0; i < c->n_nodes; i++)
+		live += c->node[i].live;
+#define G(name, help, v) fprintf(f, "# HELP fanogate_cluster_" name " " help "\n# TYPE fanogate_cluster_" name " gauge\nfanogate_cluster_" name " %llu\n", (unsigned long long)(v))
+#define C(name, help, v) fprintf(f, "# HELP fanogate_cluster_" name " " help "\n# TYPE fanogate_cluster_" name " counter\nfanogate_cluster_" name " %llu\n", (unsigned long long)(v))
+	G("etcd_up", "1 while this node is in step with etcd (0: lines held in shadow)", c->state == CL_UP);
+	G("nodes_live", "fanogate nodes whose etcd lease holds, this one included", live);
+	G("epoch", "the fleet's model epoch as etcd last said", c->etcd_epoch);
+	G("lines_held", "lines held in shadow because etcd is unreachable", __builtin_popcount(c->held));
+	G("points_degraded", "points down because the only node that saw them alive is gone",
+	  __builtin_popcount(c->cluster_down));
+	C("lines_applied_total", "line changes from other nodes applied here", c->st.lines_applied);
+	C("epochs_applied_total", "model epoch advances from other nodes applied here", c->st.epochs_applied);
+	C("lines_sent_total", "line changes of this node sent to etcd", c->st.lines_sent);
+	C("epochs_sent_total", "model epoch advances of this node sent to etcd (compare-and-swap)", c->st.epochs_sent);
+	C("epoch_cas_lost_total", "epoch compare-and-swaps another node won first", es.cas_lost);
+	C("etcd_lost_total", "times etcd became unreachable", c->st.lost);
+	C("nodes_gone_total", "other nodes whose lease expired", c->st.nodes_gone);
+	C("requests_total", "etcd requests", es.requests);
+	C("request_failures_total", "etcd requests that failed", es.request_failures);
+	C("bad_values_total", "etcd values that did not parse (ignored)", c->st.bad_values + es.bad_values);
+	C("sends_refused_total", "changes not sent: the queue to the cluster thread was full", c->st.sends_refused);
+#undef G
+#undef C
+	fclose(f);
+	return text;
+}

@@ -1,0 +1,951 @@
+/* cp_cluster_etcd.c - the cluster thread: etcd v3 over its JSON gateway with
+ * libcurl (see cp_cluster_etcd.h for the contract).
+ *
+ * Why a thread and not curl's multi socket API driven from the io_uring
+ * loop: the watch is a long-lived streaming response and every other request
+ * is a short request/response; with a dedicated thread each step of the
+ * (re)connection sequence reads as straight-line code (grant, put, range,
+ * watch) and a slow or dead etcd member can only ever stall this thread,
+ * never the loop that serves TLS and the operator. The thread talks to the
+ * loop only through two mutex-guarded rings of fixed-size facts and an
+ * eventfd (the loop's cp_poll), the same shape as the dataplane boundary.
+ * libcurl runs one multi handle here: the watch transfer and at most one
+ * request at a time share it, so the watch keeps streaming while a request
+ * waits.
+ *
+ * Connection sequence (every (re)connect, on endpoint[cur]):
+ *   1. lease: keepalive the one we hold, or grant a new one (TTL lease_ttl_s)
+ *   2. the loop's queued changes (made while etcd was away) are sent
+ *   3. put nodes/<node> and points/<node> on the lease
+ *   4. range the whole prefix -> CL_IN_UP, one CL_IN_* per key, CL_IN_SNAP_END
+ *   5. watch the prefix from the snapshot's revision + 1
+ * Then: queued changes as they come, a keepalive every ttl/3. Any failure
+ * (curl error, HTTP status != 200, timeout_ms, the watch ending) tears the
+ * watch down and restarts at step 1 on the next endpoint; CL_IN_DOWN is
+ * reported once every endpoint failed in a row or no connection came back
+ * within timeout_ms, so one member going away changes nothing the loop sees.
+ *
+ * Thread: the cluster thread, except the functions the header marks. */
+#include "cp_cluster_etcd.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cp_log.h"
+
+struct buf {
+	char *p;
+	size_t len, cap;
+};
+
+struct cl_etcd {
+	const struct fg_config *cfg;
+	const struct fg_cluster_cfg *cc;
+	pthread_t thread;
+	bool started;
+	atomic_bool stop;
+	int evfd;
+	CURLM *multi;
+	/* queues (lock) */
+	pthread_mutex_t lock;
+	pthread_cond_t in_space;
+	struct cl_out out[CL_QUEUE_MAX];
+	unsigned out_head, out_n;
+	struct cl_in in[CL_QUEUE_MAX];
+	unsigned in_head, in_n;
+	struct cl_etcd_stats st;
+	char endpoint_now[64];
+	/* thread-only */
+	unsigned cur;            /* endpoint index */
+	int64_t lease_id;
+	int64_t revision;        /* last revision applied */
+	CURL *watch;
+	struct curl_slist *hdrs;
+	struct buf wbuf;         /* watch stream bytes not yet a whole line */
+	bool watch_created, watch_broken;
+	char *watch_body;
+	char prefix_b64[128], end_b64[128];
+};
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ---- queues ---------------------------------------------------------- */
+
+int cl_etcd_push_out(struct cl_etcd *t, const struct cl_out *m)
+{
+	pthread_mutex_lock(&t->lock);
+	if (t->out_n == CL_QUEUE_MAX) {
+		t->st.out_dropped++;
+		pthread_mutex_unlock(&t->lock);
+		return -ENOBUFS;
+	}
+	t->out[(t->out_head + t->out_n++) % CL_QUEUE_MAX] = *m;
+	pthread_mutex_unlock(&t->lock);
+	curl_multi_wakeup(t->multi);
+	return 0;
+}
+
+static bool out_peek(struct cl_etcd *t, struct cl_out *m)
+{
+	pthread_mutex_lock(&t->lock);
+	bool have = t->out_n > 0;
+	if (have)
+		*m = t->out[t->out_head];
+	pthread_mutex_unlock(&t->lock);
+	return have;
+}
+
+static void out_drop_head(struct cl_etcd *t)
+{
+	pthread_mutex_lock(&t->lock);
+	if (t->out_n) {
+		t->out_head = (t->out_head + 1) % CL_QUEUE_MAX;
+		t->out_n--;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* Waits for room: the loop always drains, and a full ring means the loop
+ * is behind, so the thread (never the loop) waits. */
+static void in_push(struct cl_etcd *t, const struct cl_in *m)
+{
+	pthread_mutex_lock(&t->lock);
+	while (t->in_n == CL_QUEUE_MAX && !atomic_load(&t->stop))
+		pthread_cond_wait(&t->in_space, &t->lock);
+	if (t->in_n == CL_QUEUE_MAX) {
+		pthread_mutex_unlock(&t->lock);
+		return;
+	}
+	bool edge = t->in_n == 0;
+	t->in[(t->in_head + t->in_n++) % CL_QUEUE_MAX] = *m;
+	pthread_mutex_unlock(&t->lock);
+	if (edge) {
+		uint64_t one = 1;
+		if (write(t->evfd, &one, sizeof(one)) < 0) {
+			/* EAGAIN: the counter is already non-zero, the loop will wake */
+		}
+	}
+}
+
+unsigned cl_etcd_pop_in(struct cl_etcd *t, struct cl_in *out, unsigned max)
+{
+	uint64_t v;
+	if (read(t->evfd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: nothing signalled; drain anyway */
+	}
+	pthread_mutex_lock(&t->lock);
+	unsigned n = 0;
+	while (n < max && t->in_n) {
+		out[n++] = t->in[t->in_head];
+		t->in_head = (t->in_head + 1) % CL_QUEUE_MAX;
+		t->in_n--;
+	}
+	bool more = t->in_n > 0;
+	pthread_cond_signal(&t->in_space);
+	pthread_mutex_unlock(&t->lock);
+	if (more) {
+		uint64_t one = 1;
+		if (write(t->evfd, &one, sizeof(one)) < 0) {
+			/* already signalled */
+		}
+	}
+	return n;
+}
+
+void cl_etcd_stats(struct cl_etcd *t, struct cl_etcd_stats *out)
+{
+	pthread_mutex_lock(&t->lock);
+	*out = t->st;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void cl_etcd_endpoint(struct cl_etcd *t, char *buf, size_t len)
+{
+	pthread_mutex_lock(&t->lock);
+	snprintf(buf, len, "%s", t->endpoint_now);
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void stat_add(struct cl_etcd *t, uint64_t *field, uint64_t n)
+{
+	pthread_mutex_lock(&t->lock);
+	*field += n;
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* ---- base64 (etcd's JSON gateway carries keys and values as base64) ---- */
+
+static int b64_enc(const void *in, size_t n, char *out, size_t cap)
+{
+	if (4 * ((n + 2) / 3) + 1 > cap)
+		return -ENOSPC;
+	EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+	return 0;
+}
+
+/* Decode into out (NUL-terminated); -EINVAL when not base64 or too long. */
+static int b64_dec(const char *in, char *out, size_t cap)
+{
+	size_t n = strlen(in);
+	if (n % 4 || (n / 4) * 3 + 1 > cap)
+		return -EINVAL;
+	int r = EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)in, (int)n);
+	if (r < 0)
+		return -EINVAL;
+	if (n && in[n - 1] == '=')
+		r--;
+	if (n > 1 && in[n - 2] == '=')
+		r--;
+	out[r] = '\0';
+	return r;
+}
+
+static json_t *jb64(const char *s)
+{
+	char b[1024];
+	if (b64_enc(s, strlen(s), b, sizeof(b)) < 0)
+		return json_string("");
+	return json_string(b);
+}
+
+/* ---- HTTP ------------------------------------------------------------ */
+
+static size_t buf_write(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+	struct buf *b = arg;
+	size_t n = size * nmemb;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = (b->len + n + 1) * 2;
+		if (cap > (8u << 20))
+			return 0; /* an answer this big is not one of ours: fail the transfer */
+		char *p = realloc(b->p, cap);
+		if (!p)
+			return 0;
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, ptr, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return n;
+}
+
+static CURL *easy_new(struct cl_etcd *t, const char *path, const char *body, struct buf *b, long timeout_ms)
+{
+	char url[128];
+	CURL *h = curl_easy_init();
+	if (!h)
+		return NULL;
+	snprintf(url, sizeof(url), "%s%s", t->cc->endpoint[t->cur], path);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_COPYPOSTFIELDS, body);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, t->hdrs);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, buf_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)t->cc->timeout_ms);
+	if (timeout_ms)
+		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, t->cc->tls ? "https" : "http");
+	if (t->cc->tls) {
+		if (t->cc->ca[0])
+			curl_easy_setopt(h, CURLOPT_CAINFO, t->cc->ca);
+		if (t->cc->cert[0]) {
+			curl_easy_setopt(h, CURLOPT_SSLCERT, t->cc->cert);
+			curl_easy_setopt(h, CURLOPT_SSLKEY, t->cc->key);
+		}
+	}
+	return h;
+}
+
+static void watch_feed(struct cl_etcd *t);
+
+/* Reap finished transfers; the watch ending is recorded as broken. Returns
+ * true when `req` finished (*code set). */
+static bool reap(struct cl_etcd *t, CURL *req, CURLcode *code)
+{
+	bool done = false;
+	CURLMsg *m;
+	int left;
+	while ((m = curl_multi_info_read(t->multi, &left))) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		if (m->easy_handle == t->watch) {
+			t->watch_broken = true;
+		} else if (m->easy_handle == req) {
+			*code = m->data.result;
+			done = true;
+		}
+	}
+	return done;
+}
+
+/* Run the multi for up to wait_ms (woken early by curl_multi_wakeup or
+ * socket activity); feeds the watch. */
+static void pump(struct cl_etcd *t, int wait_ms)
+{
+	int running;
+	curl_multi_perform(t->multi, &running);
+	watch_feed(t);
+	curl_multi_poll(t->multi, NULL, 0, wait_ms, NULL);
+	curl_multi_perform(t->multi, &running);
+	watch_feed(t);
+}
+
+/* One request on the current endpoint, the watch streaming meanwhile.
+ * 0 with *out (caller json_decref) or -EIO / -ETIMEDOUT / -EPROTO. */
+static int req(struct cl_etcd *t, const char *path, json_t *body, json_t **out)
+{
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	if (!text)
+		return -ENOMEM;
+	struct buf b = {0};
+	CURL *h = easy_new(t, path, text, &b, (long)t->cc->timeout_ms);
+	free(text);
+	if (!h)
+		return -ENOMEM;
+	stat_add(t, &t->st.requests, 1);
+	curl_multi_add_handle(t->multi, h);
+	CURLcode code = CURLE_OK;
+	int running;
+	curl_multi_perform(t->multi, &running);
+	while (!reap(t, h, &code)) {
+		if (atomic_load(&t->stop)) {
+			code = CURLE_ABORTED_BY_CALLBACK;
+			break;
+		}
+		pump(t, 50);
+	}
+	long status = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_multi_remove_handle(t->multi, h);
+	curl_easy_cleanup(h);
+	int r = 0;
+	if (code != CURLE_OK) {
+		cp_debug("cluster: %s%s: %s", t->cc->endpoint[t->cur], path, curl_easy_strerror(code));
+		r = code == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
+	} else if (status != 200) {
+		cp_debug("cluster: %s%s: HTTP %ld: %.200s", t->cc->endpoint[t->cur], path, status, b.p ? b.p : "");
+		r = -EPROTO;
+	} else {
+		json_error_t je;
+		*out = json_loadb(b.p ? b.p : "", b.len, 0, &je);
+		if (!*out)
+			r = -EPROTO;
+	}
+	if (r < 0)
+		stat_add(t, &t->st.request_failures, 1);
+	free(b.p);
+	return r;
+}
+
+static int64_t jint(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	if (json_is_string(v))
+		return strtoll(json_string_value(v), NULL, 10);
+	if (json_is_integer(v))
+		return json_integer_value(v);
+	return 0;
+}
+
+/* ---- keys ------------------------------------------------------------ */
+
+static void key_of(struct cl_etcd *t, char *out, size_t cap, const char *fmt, const char *arg)
+{
+	char tail[96];
+	snprintf(tail, sizeof(tail), fmt, arg);
+	snprintf(out, cap, "%s%s", t->cc->prefix, tail);
+}
+
+/* One kv (from a range or a watch event) -> a fact for the loop. */
+static void kv_to_in(struct cl_etcd *t, json_t *kv, bool deleted, bool snapshot)
+{
+	char key[256], val[1024];
+	struct cl_in m;
+	memset(&m, 0, sizeof(m));
+	m.snapshot = snapshot;
+	m.deleted = deleted;
+	const char *kb = json_string_value(json_object_get(kv, "key"));
+	const char *vb = json_string_value(json_object_get(kv, "value"));
+	if (!kb || b64_dec(kb, key, sizeof(key)) < 0)
+		return;
+	val[0] = '\0';
+	if (vb && b64_dec(vb, val, sizeof(val)) < 0)
+		goto bad;
+	size_t pl = strlen(t->cc->prefix);
+	if (strncmp(key, t->cc->prefix, pl) != 0)
+		return;
+	const char *k = key + pl;
+	json_t *j = NULL;
+	if (!deleted && strcmp(k, "epoch") != 0) {
+		json_error_t je;
+		j = json_loads(val, 0, &je);
+		if (!json_is_object(j)) {
+			json_decref(j);
+			goto bad;
+		}
+	}
+#define JSTR(dst, name) snprintf(dst, sizeof(dst), "%s", json_string_value(json_object_get(j, name)) ? json_string_value(json_object_get(j, name)) : "")
+	if (strcmp(k, "epoch") == 0) {
+		char *end;
+		unsigned long e = strtoul(val, &end, 10);
+		if (deleted || !val[0] || *end || e > UINT32_MAX)
+			goto bad;
+		m.kind = CL_IN_EPOCH;
+		m.epoch = (uint32_t)e;
+	} else if (strcmp(k, "epoch_by") == 0) {
+		/* who advanced it last: carried with the epoch fact */
+		m.kind = CL_IN_EPOCH;
+		if (deleted)
+			return;
+		json_t *to = json_object_get(j, "to");
+		if (!json_is_integer(to)) {
+			json_decref(j);
+			goto bad;
+		}
+		m.epoch = (uint32_t)json_integer_value(to);
+		JSTR(m.node, "node");
+		JSTR(m.why, "why");
+	} else if (strncmp(k, "lines/", 6) == 0) {
+		char *end;
+		unsigned long line = strtoul(k + 6, &end, 10);
+		if (*end || line >= FG_LINES || deleted) {
+			json_decref(j);
+			goto bad;
+		}
+		m.kind = CL_IN_LINE;
+		m.line = (unsigned)line;
+		JSTR(m.state, "state");
+		JSTR(m.event, "event");
+		JSTR(m.node, "node");
+		JSTR(m.why, "why");
+		m.uid = (uint32_t)json_integer_value(json_object_get(j, "uid"));
+	} else if (strncmp(k, "nodes/", 6) == 0 || strncmp(k, "points/", 7) == 0) {
+		bool node = k[0] == 'n';
+		m.kind = node ? CL_IN_NODE : CL_IN_POINTS;
+		snprintf(m.node, sizeof(m.node), "%s", k + (node ? 6 : 7));
+		if (!deleted) {
+			if (node) {
+				JSTR(m.layers, "layers");
+			} else {
+				m.alive = (uint8_t)json_integer_value(json_object_get(j, "alive"));
+				m.judged = (uint8_t)json_integer_value(json_object_get(j, "judged"));
+			}
+			m.lease_id = jint(kv, "lease");
+		}
+	} else {
+		json_decref(j);
+		return; /* not ours (another tool under the prefix): ignored */
+	}
+#undef JSTR
+	json_decref(j);
+	in_push(t, &m);
+	return;
+bad:
+	stat_add(t, &t->st.bad_values, 1);
+	m.kind = CL_IN_BAD;
+	snprintf(m.why, sizeof(m.why), "%.150s", key);
+	in_push(t, &m);
+}
+
+/* ---- the watch stream -------------------------------------------------- */
+
+static void watch_line(struct cl_etcd *t, const char *line, size_t n)
+{
+	json_error_t je;
+	json_t *j = json_loadb(line, n, 0, &je);
+	json_t *res = json_object_get(j, "result");
+	if (!json_is_object(res)) {
+		/* {"error": ...}: the stream is over */
+		t->watch_broken = true;
+		json_decref(j);
+		return;
+	}
+	if (json_is_true(json_object_get(res, "created")))
+		t->watch_created = true;
+	if (json_is_true(json_object_get(res, "canceled")) || jint(res, "compact_revision")) {
+		t->watch_broken = true; /* compacted past us: resync with a range */
+		json_decref(j);
+		return;
+	}
+	json_t *evs = json_object_get(res, "events");
+	size_t i;
+	json_t *ev;
+	json_array_foreach(evs, i, ev) {
+		const char *type = json_string_value(json_object_get(ev, "type"));
+		json_t *kv = json_object_get(ev, "kv");
+		kv_to_in(t, kv, type && strcmp(type, "DELETE") == 0, false);
+		int64_t rev = jint(kv, "mod_revision");
+		if (rev > t->revision)
+			t->revision = rev;
+		stat_add(t, &t->st.watch_events, 1);
+	}
+	json_decref(j);
+}
+
+static void watch_feed(struct cl_etcd *t)
+{
+	char *nl;
+	size_t used = 0;
+	if (!t->wbuf.p)
+		return;
+	while ((nl = memchr(t->wbuf.p + used, '\n', t->wbuf.len - used))) {
+		size_t n = (size_t)(nl - (t->wbuf.p + used));
+		if (n)
+			watch_line(t, t->wbuf.p + used, n);
+		used += n + 1;
+	}
+	if (used) {
+		memmove(t->wbuf.p, t->wbuf.p + used, t->wbuf.len - used);
+		t->wbuf.len -= used;
+	}
+}
+
+static void watch_stop(struct cl_etcd *t)
+{
+	if (t->watch) {
+		curl_multi_remove_handle(t->multi, t->watch);
+		curl_easy_cleanup(t->watch);
+		t->watch = NULL;
+	}
+	t->wbuf.len = 0;
+	t->watch_created = false;
+	t->watch_broken = false;
+}
+
+static int watch_start(struct cl_etcd *t)
+{
+	json_t *cr = json_pack("{s:s, s:s, s:s}", "key", t->prefix_b64, "range_end", t->end_b64, "start_revision", "0");
+	char rev[32];
+	snprintf(rev, sizeof(rev), "%" PRId64, t->revision + 1);
+	json_object_set_new(cr, "start_revision", json_string(rev));
+	json_t *body = json_pack("{s:o}", "create_request", cr);
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	if (!text)
+		return -ENOMEM;
+	watch_stop(t);
+	t->watch = easy_new(t, "/v3/watch", text, &t->wbuf, 0);
+	free(text);
+	if (!t->watch)
+		return -ENOMEM;
+	/* a stream: no overall timeout; a dead peer shows as a failed keepalive */
+	curl_multi_add_handle(t->multi, t->watch);
+	uint64_t deadline = mono_ms() + t->cc->timeout_ms;
+	while (!t->watch_created && !t->watch_broken && mono_ms() < deadline && !atomic_load(&t->stop)) {
+		CURLcode c;
+		if (reap(t, NULL, &c))
+			break;
+		pump(t, 20);
+	}
+	if (!t->watch_created) {
+		watch_stop(t);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* ---- requests ---------------------------------------------------------- */
+
+static int lease_keepalive(struct cl_etcd *t)
+{
+	char id[32];
+	snprintf(id, sizeof(id), "%" PRId64, t->lease_id);
+	json_t *out;
+	int r = req(t, "/v3/lease/keepalive", json_pack("{s:s}", "ID", id), &out);
+	if (r < 0)
+		return r;
+	json_t *res = json_object_get(out, "result");
+	int64_t ttl = jint(res, "TTL");
+	json_decref(out);
+	if (ttl <= 0) {
+		t->lease_id = 0; /* expired while we were away: a new one */
+		return -ENOENT;
+	}
+	stat_add(t, &t->st.keepalives, 1);
+	struct cl_in m = {.kind = CL_IN_LEASE, .lease_id = t->lease_id, .ttl = ttl};
+	in_push(t, &m);
+	return 0;
+}
+
+static int lease_grant(struct cl_etcd *t)
+{
+	json_t *out;
+	int r = req(t, "/v3/lease/grant", json_pack("{s:i}", "TTL", (int)t->cc->lease_ttl_s), &out);
+	if (r < 0)
+		return r;
+	t->lease_id = jint(out, "ID");
+	int64_t ttl = jint(out, "TTL");
+	json_decref(out);
+	if (!t->lease_id)
+		return -EPROTO;
+	stat_add(t, &t->st.leases_granted, 1);
+	struct cl_in m = {.kind = CL_IN_LEASE, .lease_id = t->lease_id, .ttl = ttl};
+	in_push(t, &m);
+	return 0;
+}
+
+static json_t *put_op(const char *key, const char *val, int64_t lease)
+{
+	json_t *p = json_pack("{s:o, s:o}", "key", jb64(key), "value", jb64(val));
+	if (lease) {
+		char id[32];
+		snprintf(id, sizeof(id), "%" PRId64, lease);
+		json_object_set_new(p, "lease", json_string(id));
+	}
+	return p;
+}
+
+static int put(struct cl_etcd *t, const char *key, const char *val, int64_t lease)
+{
+	json_t *out;
+	int r = req(t, "/v3/kv/put", put_op(key, val, lease), &out);
+	if (r == 0)
+		json_decref(out);
+	return r;
+}
+
+static int put_node(struct cl_etcd *t)
+{
+	char key[160], val[512];
+	key_of(t, key, sizeof(key), "nodes/%s", t->cc->node);
+	json_t *v = json_pack("{s:s, s:s, s:i}", "node", t->cc->node, "layers", t->cc->layers_text, "pid", (int)getpid());
+	char *s = json_dumps(v, JSON_COMPACT);
+	json_decref(v);
+	if (!s)
+		return -ENOMEM;
+	snprintf(val, sizeof(val), "%s", s);
+	free(s);
+	return put(t, key, val, t->lease_id);
+}
+
+/* txn: compare value(epoch) == from (or absent) -> put epoch and epoch_by;
+ * else range epoch. 1 won, 0 lost (*cur = etcd's epoch, or -1 absent). */
+static int epoch_cas(struct cl_etcd *t, bool has_from, uint32_t from, uint32_t to, const char *why, int64_t *cur)
+{
+	char ek[160], bk[160], fs[16], ts[16], b64[64];
+	key_of(t, ek, sizeof(ek), "%s", "epoch");
+	key_of(t, bk, sizeof(bk), "%s", "epoch_by");
+	snprintf(fs, sizeof(fs), "%u", from);
+	snprintf(ts, sizeof(ts), "%u", to);
+	json_t *cmp;
+	if (has_from) {
+		if (b64_enc(fs, strlen(fs), b64, sizeof(b64)) < 0)
+			return -EINVAL;
+		cmp = json_pack("{s:o, s:s, s:s, s:s}", "key", jb64(ek), "target", "VALUE", "result", "EQUAL", "value", b64);
+	} else {
+		cmp = json_pack("{s:o, s:s, s:s, s:s}", "key", jb64(ek), "target", "CREATE", "result", "EQUAL",
+				"create_revision", "0");
+	}
+	json_t *by = json_pack("{s:s, s:s, s:i, s:i}", "node", t->cc->node, "why", why, "from", (json_int_t)from, "to",
+			       (json_int_t)to);
+	char *bys = json_dumps(by, JSON_COMPACT);
+	json_decref(by);
+	if (!bys) {
+		json_decref(cmp);
+		return -ENOMEM;
+	}
+	json_t *body = json_pack("{s:[o], s:[{s:o},{s:o}], s:[{s:{s:o}}]}", "compare", cmp, "success", "requestPut",
+				 put_op(ek, ts, 0), "requestPut", put_op(bk, bys, 0), "failure", "requestRange", "key",
+				 jb64(ek));
+	free(bys);
+	json_t *out;
+	int r = req(t, "/v3/kv/txn", body, &out);
+	if (r < 0)
+		return r;
+	if (json_is_true(json_object_get(out, "succeeded"))) {
+		json_decref(out);
+		stat_add(t, &t->st.cas_won, 1);
+		return 1;
+	}
+	stat_add(t, &t->st.cas_lost, 1);
+	*cur = -1;
+	json_t *kvs = json_object_get(json_object_get(json_array_get(json_object_get(out, "responses"), 0),
+						      "response_range"), "kvs");
+	json_t *kv = json_array_get(kvs, 0);
+	char val[32];
+	const char *vb = json_string_value(json_object_get(kv, "value"));
+	if (vb && b64_dec(vb, val, sizeof(val)) > 0)
+		*cur = strtoll(val, NULL, 10);
+	json_decref(out);
+	return 0;
+}
+
+static int send_out(struct cl_etcd *t, const struct cl_out *m)
+{
+	char key[160], val[512];
+	switch (m->kind) {
+	case CL_OUT_LINE: {
+		char ls[8];
+		snprintf(ls, sizeof(ls), "%u", m->line);
+		key_of(t, key, sizeof(key), "lines/%s", ls);
+		json_t *v = json_pack("{s:s, s:s, s:i, s:s, s:s}", "state", m->state, "event", m->event, "uid",
+				      (json_int_t)m->uid, "node", t->cc->node, "why", m->why);
+		char *s = json_dumps(v, JSON_COMPACT);
+		json_decref(v);
+		if (!s)
+			return -ENOMEM;
+		snprintf(val, sizeof(val), "%s", s);
+		free(s);
+		if (!m->create_only)
+			return put(t, key, val, 0);
+		json_t *body = json_pack("{s:[{s:o, s:s, s:s, s:s}], s:[{s:o}]}", "compare", "key", jb64(key), "target",
+					 "CREATE", "result", "EQUAL", "create_revision", "0", "success", "requestPut",
+					 put_op(key, val, 0));
+		json_t *out;
+		int r = req(t, "/v3/kv/txn", body, &out);
+		if (r == 0)
+			json_decref(out);
+		return r;
+	}
+	case CL_OUT_EPOCH: {
+		bool has_from = m->has_from;
+		uint32_t from = m->from;
+		/* a few rounds: etcd may be behind this node (it advanced while
+		 * etcd was away) or ahead (another node won: adopt theirs) */
+		for (int round = 0; round < 4; round++) {
+			int64_t cur = -1;
+			int r = epoch_cas(t, has_from, from, m->to, m->why, &cur);
+			if (r < 0)
+				return r;
+			if (r == 1)
+				return 0;
+			if (cur < 0) {
+				has_from = false;
+				continue;
+			}
+			if ((int32_t)((uint32_t)cur - m->to) >= 0) {
+				/* another node advanced it as far or further: the
+				 * watch brings theirs; this conflict counted once */
+				return 0;
+			}
+			has_from = true;
+			from = (uint32_t)cur;
+		}
+		return 0;
+	}
+	case CL_OUT_POINTS: {
+		key_of(t, key, sizeof(key), "points/%s", t->cc->node);
+		snprintf(val, sizeof(val), "{\"alive\":%u,\"judged\":%u}", m->alive, m->judged);
+		return t->lease_id ? put(t, key, val, t->lease_id) : 0;
+	}
+	}
+	return -EINVAL;
+}
+
+/* Send every queued change; stop at the first failure (it stays queued). */
+static int drain_out(struct cl_etcd *t, struct cl_out *last_points)
+{
+	struct cl_out m;
+	while (out_peek(t, &m)) {
+		int r = send_out(t, &m);
+		if (r < 0)
+			return r;
+		if (m.kind == CL_OUT_POINTS)
+			*last_points = m;
+		out_drop_head(t);
+	}
+	return 0;
+}
+
+static int snapshot(struct cl_etcd *t)
+{
+	json_t *out;
+	int r = req(t, "/v3/kv/range", json_pack("{s:s, s:s}", "key", t->prefix_b64, "range_end", t->end_b64), &out);
+	if (r < 0)
+		return r;
+	struct cl_in up = {.kind = CL_IN_UP};
+	snprintf(up.why, sizeof(up.why), "%s", t->cc->endpoint[t->cur]);
+	in_push(t, &up);
+	t->revision = jint(json_object_get(out, "header"), "revision");
+	size_t i;
+	json_t *kv;
+	json_array_foreach(json_object_get(out, "kvs"), i, kv)
+		kv_to_in(t, kv, false, true);
+	json_decref(out);
+	struct cl_in end = {.kind = CL_IN_SNAP_END, .revision = t->revision};
+	in_push(t, &end);
+	return 0;
+}
+
+static int connect_once(struct cl_etcd *t, struct cl_out *last_points)
+{
+	int r;
+	if (t->lease_id && (r = lease_keepalive(t)) < 0 && r != -ENOENT)
+		return r;
+	if (!t->lease_id && (r = lease_grant(t)) < 0)
+		return r;
+	if ((r = drain_out(t, last_points)) < 0)
+		return r;
+	if ((r = put_node(t)) < 0)
+		return r;
+	if ((r = send_out(t, last_points)) < 0)
+		return r;
+	if ((r = snapshot(t)) < 0)
+		return r;
+	return watch_start(t);
+}
+
+static void *thread_main(void *arg)
+{
+	struct cl_etcd *t = arg;
+	bool up = false, down_reported = false;
+	unsigned fails = 0;
+	uint64_t lost_since = mono_ms(), next_ka = 0;
+	uint64_t ka_ms = t->cc->lease_ttl_s * 1000u / 3u;
+	struct cl_out last_points = {.kind = CL_OUT_POINTS};
+
+	while (!atomic_load(&t->stop)) {
+		if (!up) {
+			pthread_mutex_lock(&t->lock);
+			snprintf(t->endpoint_now, sizeof(t->endpoint_now), "%s", t->cc->endpoint[t->cur]);
+			pthread_mutex_unlock(&t->lock);
+			int r = connect_once(t, &last_points);
+			if (r == 0) {
+				if (fails || down_reported)
+					stat_add(t, &t->st.reconnects, 1);
+				up = true;
+				fails = 0;
+				down_reported = false;
+				next_ka = mono_ms() + ka_ms;
+				cp_info("cluster: etcd %s: connected, watching %s from revision %" PRId64,
+					t->cc->endpoint[t->cur], t->cc->prefix, t->revision + 1);
+				continue;
+			}
+			watch_stop(t);
+			fails++;
+			t->cur = (t->cur + 1) % t->cc->n_endpoints;
+			if (!down_reported && (fails >= t->cc->n_endpoints || mono_ms() - lost_since >= t->cc->timeout_ms)) {
+				struct cl_in m = {.kind = CL_IN_DOWN};
+				snprintf(m.why, sizeof(m.why), "no etcd endpoint answered (%u tries, last: %s)", fails,
+					 strerror(-r));
+				in_push(t, &m);
+				down_reported = true;
+			}
+			/* every endpoint failed: back off a little before the next round */
+			if (fails % t->cc->n_endpoints == 0)
+				pump(t, 100);
+			continue;
+		}
+		int r = drain_out(t, &last_points);
+		if (r == 0 && mono_ms() >= next_ka) {
+			r = lease_keepalive(t);
+			next_ka = mono_ms() + ka_ms;
+		}
+		if (r == 0 && t->watch_broken) {
+			stat_add(t, &t->st.watch_restarts, 1);
+			r = -EPIPE;
+		}
+		if (r < 0) {
+			cp_warn("cluster: etcd %s: %s; trying the next endpoint", t->cc->endpoint[t->cur],
+				r == -ENOENT ? "our lease expired" : r == -EPIPE ? "the watch ended" : strerror(-r));
+			watch_stop(t);
+			up = false;
+			lost_since = mono_ms();
+			t->cur = (t->cur + 1) % t->cc->n_endpoints;
+			continue;
+		}
+		uint64_t now = mono_ms();
+		pump(t, next_ka > now ? (int)(next_ka - now < 100 ? next_ka - now : 100) : 0);
+	}
+	/* clean stop: revoke the lease so the others see this node leave at once */
+	if (up && t->lease_id) {
+		char id[32];
+		json_t *out;
+		snprintf(id, sizeof(id), "%" PRId64, t->lease_id);
+		atomic_store(&t->stop, false); /* req() checks it; one last request */
+		if (req(t, "/v3/lease/revoke", json_pack("{s:s}", "ID", id), &out) == 0)
+			json_decref(out);
+		atomic_store(&t->stop, true);
+	}
+	watch_stop(t);
+	return NULL;
+}
+
+int cl_etcd_start(struct cl_etcd **out, const struct fg_config *cfg, int *evfd, char *why, size_t why_len)
+{
+	static bool global_ok;
+	if (!global_ok) {
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+			snprintf(why, why_len, "curl_global_init failed");
+			return -EIO;
+		}
+		global_ok = true;
+	}
+	struct cl_etcd *t = calloc(1, sizeof(*t));
+	if (!t) {
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
+	t->cfg = cfg;
+	t->cc = &cfg->cluster;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->in_space, NULL);
+	t->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	t->multi = curl_multi_init();
+	t->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+	char end[72];
+	size_t pl = strlen(t->cc->prefix);
+	memcpy(end, t->cc->prefix, pl + 1);
+	end[pl - 1]++; /* '/' + 1: every key under the prefix */
+	if (t->evfd < 0 || !t->multi || !t->hdrs || b64_enc(t->cc->prefix, pl, t->prefix_b64, sizeof(t->prefix_b64)) < 0 ||
+	    b64_enc(end, pl, t->end_b64, sizeof(t->end_b64)) < 0) {
+		snprintf(why, why_len, "cannot set up the etcd client (eventfd/curl)");
+		cl_etcd_stop(t);
+		return -ENOMEM;
+	}
+	/* The thread inherits the loop's mask (SIGINT/SIGTERM/SIGHUP blocked for
+	 * the signalfds); cp_harden's per-thread privilege drop signal must
+	 * reach it, so nothing more is blocked. */
+	int r = pthread_create(&t->thread, NULL, thread_main, t);
+	if (r != 0) {
+		snprintf(why, why_len, "cannot start the cluster thread: %s", strerror(r));
+		cl_etcd_stop(t);
+		return -r;
+	}
+	pthread_setname_np(t->thread, "fg-cluster");
+	t->started = true;
+	*evfd = t->evfd;
+	*out = t;
+	return 0;
+}
+
+void cl_etcd_stop(struct cl_etcd *t)
+{
+	if (!t)
+		return;
+	if (t->started) {
+		pthread_mutex_lock(&t->lock);
+		atomic_store(&t->stop, true);
+		pthread_cond_broadcast(&t->in_space);
+		pthread_mutex_unlock(&t->lock);
+		curl_multi_wakeup(t->multi);
+		pthread_join(t->thread, NULL);
+	}
+	if (t->multi)
+		curl_multi_cleanup(t->multi);
+	curl_slist_free_all(t->hdrs);
+	free(t->wbuf.p);
+	if (t->evfd >= 0)
+		close(t->evfd);
+	pthread_cond_destroy(&t->in_space);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}

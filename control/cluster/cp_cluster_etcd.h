@@ -1,0 +1,99 @@
+/* cp_cluster_etcd.h - the cluster thread: fanogate's etcd v3 client over the
+ * JSON gateway (libcurl), and the two queues that are its only contact with
+ * the loop thread.
+ *
+ * Owns: the etcd connection (endpoint rotation, this node's lease and its
+ * keepalive, the watch stream on the key prefix), the keys' encoding
+ * (docs/cluster.md "Keys"), and turning etcd's answers into facts
+ * (struct cl_in) for the loop; the loop's changes (struct cl_out) into
+ * etcd requests (an epoch change is a compare-and-swap txn).
+ *
+ * Threads: cl_etcd_start/stop/push_out/pop_in from the loop thread only;
+ * everything else runs on the cluster thread it starts. The queues are
+ * mutex-guarded rings (control plane, a few messages per change, never per
+ * packet); the loop is woken by an eventfd written on the queue's empty ->
+ * non-empty edge, the thread by curl_multi_wakeup. */
+#ifndef CP_CLUSTER_ETCD_H
+#define CP_CLUSTER_ETCD_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fg/common.h"
+#include "fg/config.h"
+
+/* loop -> thread: a change this node made. */
+enum cl_out_kind {
+	CL_OUT_LINE,   /* put lines/<i>; create_only: only if absent (first start) */
+	CL_OUT_EPOCH,  /* CAS epoch from -> to; has_from false: create if absent */
+	CL_OUT_POINTS, /* put points/<node> (on the lease) */
+};
+struct cl_out {
+	enum cl_out_kind kind;
+	unsigned line;
+	bool create_only;
+	char state[12];   /* disabled | shadow | active */
+	char event[16];   /* fg_line_event_name */
+	uint32_t uid;     /* operator uid, or FG_UID_AUDIT */
+	char why[128];
+	bool has_from;
+	uint32_t from, to;
+	uint8_t alive, judged; /* points bit p-1 */
+};
+
+/* thread -> loop: what etcd says. */
+enum cl_in_kind {
+	CL_IN_UP,        /* reached etcd (endpoint); a snapshot follows */
+	CL_IN_DOWN,      /* lost etcd (why) */
+	CL_IN_SNAP_END,  /* the snapshot is complete (revision) */
+	CL_IN_LINE,      /* lines/<line> */
+	CL_IN_EPOCH,     /* epoch = epoch, by node (why) */
+	CL_IN_NODE,      /* nodes/<node> put (layers) or deleted */
+	CL_IN_POINTS,    /* points/<node> put (alive, judged) or deleted */
+	CL_IN_LEASE,     /* this node's lease: id, ttl (keepalive answered) */
+	CL_IN_BAD,       /* a value that does not parse (key in why): counted, ignored */
+};
+struct cl_in {
+	enum cl_in_kind kind;
+	bool snapshot;   /* part of a snapshot (after CL_IN_UP), not a watch event */
+	bool deleted;
+	unsigned line;
+	char node[FG_CLUSTER_NAME_MAX];
+	char state[12];
+	char event[16];
+	uint32_t uid;
+	char why[160];
+	uint32_t epoch;
+	uint8_t alive, judged;
+	char layers[FG_CONFIG_LINE_MAX + 1];
+	int64_t lease_id, ttl;
+	int64_t revision;
+};
+
+struct cl_etcd_stats {
+	uint64_t requests, request_failures, watch_events, watch_restarts, reconnects;
+	uint64_t cas_won, cas_lost, out_dropped, bad_values, keepalives, leases_granted;
+};
+
+#define CL_QUEUE_MAX 1024u
+
+struct cl_etcd; /* opaque; heap-owned */
+
+/* Start the cluster thread for cfg->cluster (cfg must outlive it). *evfd is
+ * the eventfd the loop polls for CL_IN messages (owned by the thread object).
+ * Returns 0 or -errno with a reason in why. */
+FG_MUST_CHECK int cl_etcd_start(struct cl_etcd **out, const struct fg_config *cfg, int *evfd, char *why,
+				size_t why_len);
+/* Stop the thread (revoking the lease, bounded by timeout_ms) and free. NULL ok. */
+void cl_etcd_stop(struct cl_etcd *t);
+/* Queue a change for etcd. 0, or -ENOBUFS when the queue is full (counted). */
+FG_MUST_CHECK int cl_etcd_push_out(struct cl_etcd *t, const struct cl_out *m);
+/* Take up to max facts; returns how many (drains the eventfd first). */
+unsigned cl_etcd_pop_in(struct cl_etcd *t, struct cl_in *out, unsigned max);
+/* A copy of the thread's counters (taken under the queue lock). */
+void cl_etcd_stats(struct cl_etcd *t, struct cl_etcd_stats *out);
+/* The endpoint currently used ("" when none). */
+void cl_etcd_endpoint(struct cl_etcd *t, char *buf, size_t len);
+
+#endif
