@@ -864,6 +864,8 @@ static void *thread_main(void *arg)
 		}
 		uint64_t now = mono_ms();
 		pump(t, next_ka > now ? (int)(next_ka - now < 100 ? next_ka - now : 100) : 0);
+		CURLcode unused;
+		(void)reap(t, NULL, &unused); /* the watch ending is noticed at once, not at the next request */
 	}
 	/* clean stop: revoke the lease so the others see this node leave at once */
 	if (up && t->lease_id) {
