@@ -220,7 +220,7 @@ static const struct ckey config_keys[] = {
 	 KT_STR, OFF(cluster.prefix), SZ(cluster.prefix), 0, 0},
 	{{"cluster", "lease_ttl_s", "uint", "3", "1..60", "this node's etcd lease; the others see it gone this long after it stops"},
 	 KT_U32, OFF(cluster.lease_ttl_s), 0, 1, 60},
-	{{"cluster", "timeout_ms", "uint", "1000", "50..60000", "an etcd request slower than this fails; every line is then held in shadow until etcd answers again"},
+	{{"cluster", "timeout_ms", "uint", "1000", "50..60000", "an etcd request slower than this fails and the next endpoint is tried"},
 	 KT_U32, OFF(cluster.timeout_ms), 0, 50, 60000},
 };
 #define N_KEYS FG_ARRAY_LEN(config_keys)

@@ -22,8 +22,10 @@
  * Then: queued changes as they come, a keepalive every ttl/3. Any failure
  * (curl error, HTTP status != 200, timeout_ms, the watch ending) tears the
  * watch down and restarts at step 1 on the next endpoint; CL_IN_DOWN is
- * reported once every endpoint failed in a row or no connection came back
- * within timeout_ms, so one member going away changes nothing the loop sees.
+ * reported once every endpoint refused the connection in a row, or nothing
+ * succeeded for lease_ttl_s (slow or leaderless etcd), so one member going
+ * away (the leader included: its election is shorter) changes nothing the
+ * loop sees.
  *
  * Thread: the cluster thread, except the functions the header marks. */
 #include "cp_cluster_etcd.h"
@@ -69,6 +71,7 @@ struct cl_etcd {
 	unsigned cur;            /* endpoint index */
 	int64_t lease_id;
 	int64_t revision;        /* last revision applied */
+	uint64_t last_ok;        /* mono_ms of the last request that succeeded */
 	CURL *watch;
 	struct curl_slist *hdrs;
 	struct buf wbuf;         /* watch stream bytes not yet a whole line */
@@ -339,7 +342,7 @@ static int req(struct cl_etcd *t, const char *path, json_t *body, json_t **out)
 	int r = 0;
 	if (code != CURLE_OK) {
 		cp_debug("cluster: %s%s: %s", t->cc->endpoint[t->cur], path, curl_easy_strerror(code));
-		r = code == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
+		r = code == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : code == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO;
 	} else if (status != 200) {
 		cp_debug("cluster: %s%s: HTTP %ld: %.200s", t->cc->endpoint[t->cur], path, status, b.p ? b.p : "");
 		r = -EPROTO;
@@ -351,6 +354,8 @@ static int req(struct cl_etcd *t, const char *path, json_t *body, json_t **out)
 	}
 	if (r < 0)
 		stat_add(t, &t->st.request_failures, 1);
+	else
+		t->last_ok = mono_ms();
 	free(b.p);
 	return r;
 }
@@ -807,8 +812,9 @@ static void *thread_main(void *arg)
 {
 	struct cl_etcd *t = arg;
 	bool up = false, down_reported = false;
-	unsigned fails = 0;
-	uint64_t lost_since = mono_ms(), next_ka = 0;
+	unsigned fails = 0, refused = 0;
+	uint64_t next_ka = 0;
+	t->last_ok = mono_ms();
 	uint64_t ka_ms = t->cc->lease_ttl_s * 1000u / 3u;
 	struct cl_out last_points = {.kind = CL_OUT_POINTS};
 
@@ -823,6 +829,7 @@ static void *thread_main(void *arg)
 					stat_add(t, &t->st.reconnects, 1);
 				up = true;
 				fails = 0;
+				refused = 0;
 				down_reported = false;
 				next_ka = mono_ms() + ka_ms;
 				cp_info("cluster: etcd %s: connected, watching %s from revision %" PRId64,
@@ -831,8 +838,15 @@ static void *thread_main(void *arg)
 			}
 			watch_stop(t);
 			fails++;
+			refused = r == -ECONNREFUSED ? refused + 1 : 0;
 			t->cur = (t->cur + 1) % t->cc->n_endpoints;
-			if (!down_reported && (fails >= t->cc->n_endpoints || mono_ms() - lost_since >= t->cc->timeout_ms)) {
+			/* Lost: every endpoint refused the connection in a row
+			 * (nothing listens: no reason to wait), or nothing
+			 * succeeded for a lease TTL (slow or leaderless: an
+			 * election after the leader's loss is shorter; and by
+			 * then the others have written this node off too). */
+			if (!down_reported && (refused >= t->cc->n_endpoints ||
+					       mono_ms() - t->last_ok >= t->cc->lease_ttl_s * 1000ull)) {
 				struct cl_in m = {.kind = CL_IN_DOWN};
 				snprintf(m.why, sizeof(m.why), "no etcd endpoint answered (%u tries, last: %s)", fails,
 					 strerror(-r));
@@ -858,7 +872,6 @@ static void *thread_main(void *arg)
 				r == -ENOENT ? "our lease expired" : r == -EPIPE ? "the watch ended" : strerror(-r));
 			watch_stop(t);
 			up = false;
-			lost_since = mono_ms();
 			t->cur = (t->cur + 1) % t->cc->n_endpoints;
 			continue;
 		}
