@@ -284,6 +284,8 @@ static void on_line(struct cp_cluster *c, const struct cl_in *m)
 	}
 }
 
+static void epoch_catch_up(struct cp_cluster *c);
+
 static void on_epoch(struct cp_cluster *c, const struct cl_in *m)
 {
 	if (m->node[0]) { /* epoch_by */
@@ -295,14 +297,22 @@ static void on_epoch(struct cp_cluster *c, const struct cl_in *m)
 	c->etcd_epoch_known = true;
 	if (m->snapshot)
 		c->snap_epoch = true;
-	int32_t d = (int32_t)(m->epoch - c->e->epoch);
+	if (c->in_snapshot)
+		return; /* epoch_by sorts after epoch: applied at the snapshot's end */
+	epoch_catch_up(c);
+}
+
+/* Move to etcd's epoch when it is ahead of this node's. */
+static void epoch_catch_up(struct cp_cluster *c)
+{
+	int32_t d = (int32_t)(c->etcd_epoch - c->e->epoch);
 	if (d <= 0)
 		return; /* this node is there already (it advanced it, or applied it) */
 	char why[256];
 	snprintf(why, sizeof(why), "cluster: node %s: %s", c->epoch_by[0] ? c->epoch_by : "?",
 		 c->epoch_why[0] ? c->epoch_why : "epoch advanced");
 	c->applying++;
-	cp_engine_epoch_apply(c->e, m->epoch, why);
+	cp_engine_epoch_apply(c->e, c->etcd_epoch, why);
 	c->applying--;
 	c->st.epochs_applied++;
 }
@@ -375,6 +385,8 @@ static void on_snap_end(struct cp_cluster *c, const struct cl_in *m)
 		}
 	}
 	/* the epoch and every line take etcd's value */
+	if (c->snap_epoch)
+		epoch_catch_up(c);
 	if (!c->snap_epoch) {
 		struct cl_out o = {.kind = CL_OUT_EPOCH, .has_from = false, .to = c->e->epoch};
 		snprintf(o.why, sizeof(o.why), "first node of the fleet");

@@ -667,8 +667,9 @@ static int epoch_cas(struct cl_etcd *t, bool has_from, uint32_t from, uint32_t t
 		json_decref(cmp);
 		return -ENOMEM;
 	}
+	/* epoch_by first: a watcher sees who and why before the epoch moves */
 	json_t *body = json_pack("{s:[o], s:[{s:o},{s:o}], s:[{s:{s:o}}]}", "compare", cmp, "success", "requestPut",
-				 put_op(ek, ts, 0), "requestPut", put_op(bk, bys, 0), "failure", "requestRange", "key",
+				 put_op(bk, bys, 0), "requestPut", put_op(ek, ts, 0), "failure", "requestRange", "key",
 				 jb64(ek));
 	free(bys);
 	json_t *out;

@@ -232,6 +232,11 @@ def scenario(etcd, a, b):
           f"exactly once: A {ca['model_epoch']}, B {cb2['model_epoch']} (was {ea})")
     check(ca["counters"]["epochs_applied"] == 1 and cb2["counters"]["epochs_sent"] == 1,
           f"A applied one advance, B sent one: {ca['counters']} {cb2['counters']}")
+    ta = audit(a)
+    if "cluster: node b: conflicting duplicate contribution" not in ta:
+        check(False, "A's audit log lacks the epoch advance from node b: " +
+              "\n".join(x for x in ta.splitlines() if '"epoch"' in x)[-600:])
+    check(True, "A's audit log records the epoch advance and the node it came from")
     resolve(a, 21, REF)
     resolve(b, 22, REF)
 
