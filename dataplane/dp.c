@@ -65,6 +65,8 @@ static const char *const xnames[DP_X__COUNT] = {
 	[DP_X_DLV_ACK_FWD] = "delivery_ack_forwarded",
 	[DP_X_DLV_ACK_FWD_FAIL] = "delivery_ack_forward_failed",
 	[DP_X_POINT_SEEN] = "point_seen_stores",
+	[DP_X_IDLE_SLEEPS] = "idle_sleeps",
+	[DP_X_THREAD_CPU_NS] = "thread_cpu_ns",
 };
 
 const char *dp_xcounter_name(enum dp_xcounter c)

@@ -47,7 +47,9 @@ struct dp_profile {
 	uint8_t ip4[4], ip6[16], gateway_mac[6];
 	bool arp_reply;                /* answer ARP requests for ip4 (default true) */
 	/* [poll] */
-	uint32_t idle_sleep_us;        /* after 64 empty polls sleep this long; 0 = pure polling (default) */
+	uint32_t idle_sleep_us;        /* after idle_polls empty polls sleep this long (the cap with idle_backoff); 0 = pure polling (default) */
+	uint32_t idle_polls;           /* empty polls before the first sleep (64) */
+	bool idle_backoff;             /* sleeps start at 1 us and double up to idle_sleep_us (default off: idle_sleep_us at once) */
 	uint32_t handoff_ring;         /* frames queued per lcore from other lcores (power of two, 1024) */
 	uint32_t lane_ring;            /* boundary lane messages per direction (power of two, 4096) */
 	uint32_t lane_bufs;            /* boundary buffers per pool (1024) */

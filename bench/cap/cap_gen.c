@@ -21,6 +21,10 @@
  * reduction order matters), set = token % sets, each with its reference
  * ((x - attn) + ffn) computed here in the canonical order.
  *
+ * Latency mode (--gap-us N): one slot at a time, N us of quiet before each
+ * (so an adaptive-idle lcore has backed off), and the time from the first
+ * fragment's send to the resolved seed's last fragment, p50/p99/max.
+ *
  * Output: one JSON object (stdout, or --json FILE): seeds resolved, wrong,
  * lost, fragments sent, seconds, fragments/s, seeds/s, fanogate's packets seen
  * (ACK, status, seed fragments), this process's thread CPU seconds and how
@@ -56,7 +60,7 @@
 static const uint8_t rule[LINES] = {1, 3, 5};
 
 struct opts {
-	uint32_t hidden, seeds, window, layers, sets, mtu, warmup;
+	uint32_t hidden, seeds, window, layers, sets, mtu, warmup, gap_us;
 	double max_seconds, link_timeout;
 	uint32_t token_base;
 	uint8_t dp_ip[4], ip[4];
@@ -96,6 +100,8 @@ static uint16_t g_fid[LINES + 1];
 static uint16_t g_ip_id;
 static struct stats g_st;
 static uint32_t g_inflight;
+static uint64_t *g_lat; /* latency mode: TSC cycles per seed */
+static uint32_t g_nlat;
 
 static uint64_t mono_ns(void)
 {
@@ -492,6 +498,35 @@ static int bodies_setup(void)
 /* Run seeds [first, first + count) with at most --window in flight. Returns
  * when all came back or nothing arrived for 1 s (the rest counted lost), or
  * at the deadline. */
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Latency mode: seeds one at a time, gap_us of quiet before each. */
+static void run_latency(uint32_t first, uint32_t count, uint64_t deadline_ns, bool record)
+{
+	uint64_t hz = rte_get_tsc_hz();
+	for (uint32_t i = 0; i < count; i++) {
+		uint64_t t = rte_rdtsc(), gap = hz / 1000000 * o.gap_us;
+		while (rte_rdtsc() - t < gap)
+			rx_poll();
+		g_inflight = 0;
+		uint64_t before = g_st.resolved, t0 = rte_rdtsc();
+		send_slot(o.token_base + first + i);
+		while (g_st.resolved == before) {
+			rx_poll();
+			if (rte_rdtsc() - t0 > hz || mono_ns() > deadline_ns) {
+				g_st.lost++;
+				break;
+			}
+		}
+		if (record && g_st.resolved != before)
+			g_lat[g_nlat++] = rte_rdtsc() - t0;
+	}
+}
+
 static void run_phase(uint32_t first, uint32_t count, uint64_t deadline_ns)
 {
 	uint32_t next = first, end = first + count;
@@ -522,7 +557,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: cap_gen EAL-ARGS -- [--hidden N] [--seeds N] [--warmup N] [--window N] [--layers N]\n"
 		"               [--sets N] [--mtu N] [--max-seconds S] [--dp-ip A] [--ip A] [--port P]\n"
-		"               [--cport P] [--wport P] [--token-base T] [--label S] [--json FILE]\n");
+		"               [--cport P] [--wport P] [--token-base T] [--label S] [--json FILE]\n"
+		"               [--gap-us N]   (latency mode: one seed at a time, N us apart)\n");
 }
 
 int main(int argc, char **argv)
@@ -541,6 +577,7 @@ int main(int argc, char **argv)
 		{"sets", 1, 0, 'S'},   {"mtu", 1, 0, 'm'},         {"max-seconds", 1, 0, 'T'}, {"dp-ip", 1, 0, 'd'},
 		{"ip", 1, 0, 'i'},     {"port", 1, 0, 'p'},        {"cport", 1, 0, 'c'},  {"wport", 1, 0, 'W'},
 		{"json", 1, 0, 'j'},   {"label", 1, 0, 'l'},       {"warmup", 1, 0, 'u'}, {"token-base", 1, 0, 't'},
+		{"gap-us", 1, 0, 'g'},
 		{0, 0, 0, 0}};
 	int ch;
 	optind = 1;
@@ -562,6 +599,7 @@ int main(int argc, char **argv)
 		case 'l': o.label = optarg; break;
 		case 'u': o.warmup = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 't': o.token_base = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'g': o.gap_us = (uint32_t)strtoul(optarg, NULL, 0); break;
 		default: usage(); return 2;
 		}
 	}
@@ -577,17 +615,24 @@ int main(int argc, char **argv)
 	if (bodies_setup() || g_nfrag > 255)
 		return 1;
 	g_done = calloc((size_t)o.seeds + o.warmup, 1);
-	if (!g_done || port_setup())
+	g_lat = calloc(o.seeds, sizeof(*g_lat));
+	if (!g_done || !g_lat || port_setup())
 		return 1;
 
 	uint64_t deadline = mono_ns() + (uint64_t)(o.max_seconds * 1e9);
 	/* warm-up: caches, fanogate's neighbour entry for the consumer */
-	run_phase(0, o.warmup, deadline);
+	if (o.gap_us)
+		run_latency(0, o.warmup, deadline, false);
+	else
+		run_phase(0, o.warmup, deadline);
 	uint64_t warm_lost = g_st.lost;
 	struct stats s0 = g_st;
 	double cpu0 = thread_cpu_s();
 	uint64_t t0 = mono_ns(), c0 = rte_rdtsc();
-	run_phase(o.warmup, o.seeds, deadline);
+	if (o.gap_us)
+		run_latency(o.warmup, o.seeds, deadline, true);
+	else
+		run_phase(o.warmup, o.seeds, deadline);
 	uint64_t t1 = mono_ns(), c1 = rte_rdtsc();
 	double cpu1 = thread_cpu_s();
 	/* drain late replies (ACKs, statuses) for 50 ms so the counts are whole */
@@ -598,6 +643,8 @@ int main(int argc, char **argv)
 	double secs = (double)(t1 - t0) / 1e9;
 	uint64_t frags = g_st.frags_tx - s0.frags_tx, res = g_st.resolved - s0.resolved;
 	double cyc_per_ns = (double)(c1 - c0) / (double)(t1 - t0);
+	qsort(g_lat, g_nlat, sizeof(*g_lat), cmp_u64);
+#define PCT_US(p) (g_nlat ? (double)g_lat[(size_t)((double)(g_nlat - 1) * (p))] / cyc_per_ns / 1e3 : 0.0)
 	FILE *out = stdout;
 	if (o.json && !(out = fopen(o.json, "w"))) {
 		perror(o.json);
@@ -609,7 +656,8 @@ int main(int argc, char **argv)
 		"\"dup\":%llu,\"frags_sent\":%llu,\"seconds\":%.6f,\"frags_per_s\":%.0f,\"seeds_per_s\":%.0f,"
 		"\"contrib_bytes_per_s\":%.0f,\"tsc_hz\":%.0f,\"rx\":{\"pkts\":%llu,\"seed_frags\":%llu,\"acks\":%llu,"
 		"\"status\":%llu,\"arp\":%llu,\"other\":%llu,\"orphan\":%llu},\"acks_sent\":%llu,"
-		"\"gen_cpu_s\":%.6f,\"gen_tx_full\":%llu}\n",
+		"\"gen_cpu_s\":%.6f,\"gen_tx_full\":%llu,\"gap_us\":%u,\"lat_p50_us\":%.2f,\"lat_p99_us\":%.2f,"
+		"\"lat_max_us\":%.2f}\n",
 		o.label, o.hidden, LINES, g_chunk, g_nfrag, o.window, o.seeds, o.warmup, (unsigned long long)warm_lost,
 		(unsigned long long)res, (unsigned long long)g_st.wrong, (unsigned long long)(g_st.lost - warm_lost),
 		(unsigned long long)g_st.dup, (unsigned long long)frags, secs, (double)frags / secs,
@@ -618,7 +666,8 @@ int main(int argc, char **argv)
 		(unsigned long long)(g_st.rx_acks - s0.rx_acks), (unsigned long long)(g_st.rx_status - s0.rx_status),
 		(unsigned long long)(g_st.rx_arp - s0.rx_arp), (unsigned long long)(g_st.rx_other - s0.rx_other),
 		(unsigned long long)(g_st.rx_orphan - s0.rx_orphan), (unsigned long long)(g_st.acks_tx - s0.acks_tx),
-		cpu1 - cpu0, (unsigned long long)(g_st.tx_full - s0.tx_full));
+		cpu1 - cpu0, (unsigned long long)(g_st.tx_full - s0.tx_full), o.gap_us, PCT_US(0.5), PCT_US(0.99),
+		g_nlat ? (double)g_lat[g_nlat - 1] / cyc_per_ns / 1e3 : 0.0);
 	if (out != stdout)
 		fclose(out);
 	rte_eth_dev_stop(g_port);

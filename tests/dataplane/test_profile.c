@@ -98,6 +98,9 @@ static void test_refusals(void **st)
 		{"[eal]\nhugepages = sometimes\n[port]\nvdev = net_null0\n", "auto, on or off"},
 		{"[port]\nvdev = net_null0,iface=${FGT_UNSET_VAR}\n", "unset"},
 		{"[poll]\nlane_ring = 1000\n[port]\nvdev = net_null0\n", "power of two"},
+		{"[poll]\nidle_polls = 0\n[port]\nvdev = net_null0\n", "1..1000000"},
+		{"[poll]\nidle_backoff = sometimes\n[port]\nvdev = net_null0\n", "on or off"},
+		{"[poll]\nidle_sleep_us = 100001\n[port]\nvdev = net_null0\n", "0..100000"},
 		{"[eal]\nhugepages = off\nmultiprocess = on\n[port]\nvdev = net_null0\n", "multiprocess"},
 		{"[eal]\nargs = -n 4\n", "needs a vdev or pci"},
 		{"[port\nvdev = x\n", "syntax"},
@@ -122,6 +125,14 @@ static void test_refusals(void **st)
 	assert_true(p.has_ip4 && p.has_ip6 && p.has_gateway);
 	assert_int_equal(p.gateway_mac[5], 1);
 	assert_int_equal(p.rx_desc, 1024); /* default kept */
+	assert_int_equal(p.idle_polls, 64);
+	assert_false(p.idle_backoff);
+	assert_int_equal(load_text("[port]\nvdev = net_null0\n[poll]\nidle_sleep_us = 200\nidle_backoff = on\nidle_polls = 1000\n",
+				   &p, err, sizeof(err)),
+			 0);
+	assert_int_equal(p.idle_sleep_us, 200);
+	assert_true(p.idle_backoff);
+	assert_int_equal(p.idle_polls, 1000);
 }
 
 int main(void)
