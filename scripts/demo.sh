@@ -10,6 +10,10 @@
 # summary, and removes everything it created, also on Ctrl-C.
 #
 # Usage: scripts/demo.sh [--short] [--tokens N] [--keep] [--no-build]
+#        scripts/demo.sh --cluster [--no-build]
+#   --cluster    instead: two fanogate nodes sharing one truth through a
+#                3-member etcd cluster on loopback (docs/cluster.md), step by
+#                step with `fanoctl cluster` on both (tests/cluster/cluster_fleet.py)
 #   --short      CI mode: few tokens
 #   --tokens N   tokens to decode (default 600; --short: 40)
 #   --keep       keep the runtime directory (config, logs, audit log, JSON)
@@ -26,18 +30,32 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${FG_BUILD_DIR:-build}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-SHORT=0 KEEP=0 BUILD_IT=1 TOKENS=
+SHORT=0 KEEP=0 BUILD_IT=1 TOKENS= CLUSTER=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--short) SHORT=1 ;;
 	--keep) KEEP=1 ;;
 	--no-build) BUILD_IT=0 ;;
 	--tokens) TOKENS=$2; shift ;;
-	-h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--cluster) CLUSTER=1 ;;
+	-h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "demo: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift
 done
+# --cluster: the [cluster] picture, on loopback (no namespace, no root needed
+# beyond installing etcd); the same steps the cluster_fleet test checks.
+cluster_demo() {
+	if [ -x "$ROOT/scripts/deps.sh" ] && [ "$(id -u)" -eq 0 ]; then "$ROOT/scripts/deps.sh" --quiet; fi
+	if [ "$BUILD_IT" -eq 1 ]; then
+		[ -d "$BUILD" ] || meson setup "$BUILD" "$ROOT" >/dev/null
+		ninja -C "$BUILD" >/dev/null
+	fi
+	FANOGATE=$BUILD/control/daemon/fanogate FANOCTL=$BUILD/tools/fanoctl FG_CLUSTER_DEMO=1 \
+		exec /usr/bin/python3 "$ROOT/tests/cluster/cluster_fleet.py"
+}
+[ "$CLUSTER" -eq 0 ] || cluster_demo
+
 [ -n "$TOKENS" ] || { [ $SHORT -eq 1 ] && TOKENS=40 || TOKENS=600; }
 
 # Two veth pairs into the namespace: the dataplane link (DPDK owns the host

@@ -188,6 +188,21 @@ def main():
     print("ok: cluster_fleet")
 
 
+DEMO = os.environ.get("FG_CLUSTER_DEMO") == "1"
+
+
+def show(title, *nodes):
+    """scripts/demo.sh --cluster: what a person watches after each step."""
+    if not DEMO:
+        return
+    print(f"\n==== {title}")
+    for name, d in nodes:
+        env = dict(os.environ, FANOCTL_SOCKET=f"{d.dir}/fanoctl.sock")
+        p = subprocess.run([FANOCTL, "cluster"], env=env, capture_output=True, text=True, timeout=20)
+        print(f"---- fanoctl cluster on node {name}\n{p.stdout}{p.stderr}")
+    time.sleep(2)  # demo pacing only (never set in the test)
+
+
 def both(a, b, pred):
     return pred(a) and pred(b)
 
@@ -207,6 +222,7 @@ def scenario(etcd, a, b):
     check(p.returncode == 0, f"fanoctl line active 1 on A: {p.stdout} {p.stderr}")
     t = within(lambda: line_state(b, 1) == "active", 1.0, "operator change on A applied on B")
     print(f"1. operator change on A applied on B in {t * 1000:.0f} ms")
+    show("1. fanoctl line active 1 on A: applied on B", ("a", a), ("b", b))
     cb = cluster(b)["lines"][1]
     check(cb["by_node"] == "a" and cb["event"] == "op_active", f"B knows who: {cb}")
     check('"cluster:a"' in audit(b) or "cluster:a" in audit(b), "B's audit log records the change from node a")
@@ -216,6 +232,7 @@ def scenario(etcd, a, b):
     within(lambda: line_state(a, 1) == "shadow", 2.0, "divergence on A demotes line 1 on A")
     t = within(lambda: line_state(b, 1) == "shadow", 1.0, "divergence on A demotes line 1 on B")
     print(f"2. divergence on A demoted line 1 on B in {t * 1000:.0f} ms")
+    show("2. a divergence on A demoted line 1 on both", ("a", a), ("b", b))
     check(cluster(b)["lines"][1]["event"] == "divergence", "B saw it as a divergence: %s" % cluster(b)["lines"][1])
 
     # 3. a conflict on B advances the epoch on both, exactly once
@@ -226,6 +243,7 @@ def scenario(etcd, a, b):
     check(st == 409, f"conflicting duplicate on B answered 409: {st}")
     t = within(lambda: cluster(a)["model_epoch"] == ea + 1, 1.0, "epoch advanced on A")
     print(f"3. conflict on B advanced the epoch on A in {t * 1000:.0f} ms")
+    show("3. a conflict on B advanced the model epoch on both", ("a", a), ("b", b))
     time.sleep(0.3)  # would a second advance show up? (the only fixed wait: proving an absence)
     ca, cb2 = cluster(a), cluster(b)
     check(ca["model_epoch"] == ea + 1 and cb2["model_epoch"] == ea + 1,
@@ -261,6 +279,7 @@ def scenario(etcd, a, b):
     within(lambda: line_state(b, 6) == "disabled", 1.0, "change applied on B with one member down")
     check(all(cluster(d)["model_epoch"] == before[0]["model_epoch"] for d in (a, b)), "epoch unchanged")
     print(f"4. one etcd member down (the leader, m{lead}) changed nothing")
+    show("4. one etcd member (the leader) down: nothing changed", ("a", a), ("b", b))
 
     # 5. every member down: every line held in shadow; recovery when etcd returns
     etcd.kill(rest[0])
@@ -268,6 +287,7 @@ def scenario(etcd, a, b):
     t = within(lambda: both(a, b, lambda d: cluster(d)["etcd"] == "lost" and line_state(d, 1) == "shadow"), 1.0,
                "all members down: both nodes hold line 1 in shadow")
     print(f"5a. all etcd members down: both nodes held every line in shadow in {t * 1000:.0f} ms")
+    show("5a. every etcd member down: every line held in shadow", ("a", a), ("b", b))
     for d in (a, b):
         ls = cluster(d)["lines"]
         check(all(x["local"] in ("shadow", "disabled") for x in ls), f"no line active on stale state: {ls}")
@@ -281,6 +301,7 @@ def scenario(etcd, a, b):
     t = within(lambda: both(a, b, lambda d: cluster(d)["etcd"] == "up" and line_state(d, 1) == "active"), 5.0,
                "both nodes caught up: line 1 active again")
     print(f"5b. etcd back: both nodes caught up (line 1 active) in {t * 1000:.0f} ms after etcd reported healthy")
+    show("5b. etcd back: both caught up", ("a", a), ("b", b))
     check(line_state(a, 6) == "disabled" and line_state(b, 6) == "disabled", "line 6 still disabled")
 
     # 6. kill -9 of A: B sees it through the lease; e2 (only A saw it) degrades on B
@@ -306,6 +327,7 @@ def scenario(etcd, a, b):
     print(f"6. kill -9 of A seen by B after {t * 1000:.0f} ms (lease TTL {ttl:.0f} s)")
     within(lambda: all(line_state(b, i) == "degraded" for i in (0, 3, 4)), 0.5,
            "lines through e2 (0, 3, 4) degraded on B")
+    show("6. kill -9 of A: B saw its lease expire; lines through e2 (only A served it) degraded", ("b", b))
     check(line_state(b, 1) == "active", "line 1 (not through e2) untouched on B")
     check(cluster(b)["counters"]["nodes_gone"] == 1, "B counted one node gone")
     resolve(b, 40, REF)
