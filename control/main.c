@@ -31,6 +31,7 @@
 #include "cluster/cp_cluster.h"
 #include "cp_engine.h"
 #include "cp_harden.h"
+#include "cp_ready.h"
 #include "cp_audit.h"
 #include "cp_audit_log.h"
 #include "cp_log.h"
@@ -77,6 +78,7 @@ static void usage(FILE *f)
 		"  --no-dataplane       no DPDK: the control plane owns one slot shard itself\n"
 		"  --dp-profile FILE    drivers-config profile (overrides [dataplane] profile)\n"
 		"  --foreground         stay in the foreground (the only mode; never forks)\n"
+		"  --ready-fd N         once ready, write \"READY=1 pid=P tls=PORT metrics=PORT\" to fd N and close it\n"
 		"  --help               this text\n"
 		"  --version            print the version\n"
 		"Logs go to stderr, one line per event. FANOGATE_DEBUG=1 adds debug lines.\n");
@@ -203,7 +205,8 @@ int main(int argc, char **argv)
 	const char *config_path = NULL, *check_path = NULL, *profile = NULL;
 	bool no_dp = false;
 	const char *repair_path = NULL;
-	enum { OPT_CONFIG = 1, OPT_CHECK, OPT_REPAIR, OPT_NODP, OPT_PROFILE, OPT_FG, OPT_HELP, OPT_VERSION };
+	int ready_fd = -1;
+	enum { OPT_CONFIG = 1, OPT_CHECK, OPT_REPAIR, OPT_NODP, OPT_PROFILE, OPT_FG, OPT_HELP, OPT_VERSION, OPT_READY_FD };
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, OPT_CONFIG},
 		{"check-config", required_argument, NULL, OPT_CHECK},
@@ -211,6 +214,7 @@ int main(int argc, char **argv)
 		{"no-dataplane", no_argument, NULL, OPT_NODP},
 		{"dp-profile", required_argument, NULL, OPT_PROFILE},
 		{"foreground", no_argument, NULL, OPT_FG},
+		{"ready-fd", required_argument, NULL, OPT_READY_FD},
 		{"help", no_argument, NULL, OPT_HELP},
 		{"version", no_argument, NULL, OPT_VERSION},
 		{NULL, 0, NULL, 0},
@@ -224,6 +228,7 @@ int main(int argc, char **argv)
 		case OPT_NODP: no_dp = true; break;
 		case OPT_PROFILE: profile = optarg; break;
 		case OPT_FG: break;
+		case OPT_READY_FD: ready_fd = atoi(optarg); break;
 		case OPT_HELP: usage(stdout); return 0;
 		case OPT_VERSION: printf("fanogate %s\n", FANOGATE_VERSION); return 0;
 		default: usage(stderr); return 2;
@@ -264,6 +269,12 @@ int main(int argc, char **argv)
 	 * hugepages, the audit log created on first start): a daemon that
 	 * cannot serve TLS refuses before touching anything. */
 	char why[512] = "";
+	/* Readiness channels (control/cp_ready.h): opened before the filter. */
+	int rr = cp_ready_open(ready_fd);
+	if (rr < 0) {
+		cp_err("readiness: --ready-fd %d / NOTIFY_SOCKET: %s", ready_fd, strerror(-rr));
+		return 1;
+	}
 	/* The run-as user of [daemon]: an unknown name stops here. */
 	if (cp_harden_prepare(&d.cfg, why, sizeof(why)) < 0) {
 		cp_err("%s", why);
@@ -365,12 +376,17 @@ int main(int argc, char **argv)
 		cp_err("hardening: seccomp watch: %s", strerror(-r));
 		goto out_metrics;
 	}
-	cp_info("ready: tls listening on port %u, mode %s, %u layers, hidden %u, slot deadline %llu ms", d.server.port,
-		d.dataplane ? "dataplane" : "local", d.cfg.layers, d.cfg.hidden,
-		(unsigned long long)(d.cfg.slot_deadline_ns / 1000000ull));
+	char status[200];
+	snprintf(status, sizeof(status), "ready: tls listening on port %u, mode %s, %u layers, hidden %u, slot deadline %llu ms",
+		 d.server.port, d.dataplane ? "dataplane" : "local", d.cfg.layers, d.cfg.hidden,
+		 (unsigned long long)(d.cfg.slot_deadline_ns / 1000000ull));
+	cp_info("%s", status);
+	if ((r = cp_ready_done(status, d.server.port, d.metrics.port)) < 0)
+		cp_warn("readiness: %s (--ready-fd / NOTIFY_SOCKET)", strerror(-r));
 	r = cp_loop_run(&d.loop);
 	if (r < 0)
 		cp_err("event loop failed: %s", strerror(-r));
+	cp_ready_stopping();
 	cp_info("stopped: %llu connections served, %llu frames, %llu seeds resolved, %llu expired",
 		(unsigned long long)d.server.st.accepted, (unsigned long long)d.engine.st.frames,
 		(unsigned long long)d.engine.st.resolved, (unsigned long long)d.engine.st.expired);

@@ -14,7 +14,7 @@ PKGS=(
   # fuzzing and sanitizers
   clang-14 libclang-rt-14-dev
   # test peers and tools
-  python3 python3-websockets iproute2 tshark xxd procps util-linux strace ethtool
+  python3 python3-websockets python3-pytest iproute2 tshark xxd procps util-linux strace ethtool
   # benchmarks
   gnuplot-nox hyperfine
   # TLS scan in the extended test suite

@@ -1,7 +1,8 @@
 """d1_harness.py - shared helpers for the control-plane integration tests
 (tests/control/d1_*): a temp dir with a CA, a server certificate, client
 certificates (trusted and untrusted), a 0600 tokens file and a config; the
-fanogate daemon started on a free loopback port in --no-dataplane mode and
+fanogate daemon started on loopback port 0 (the bound ports come back on its
+--ready-fd, tests/lib/fgtest/daemon.py) in --no-dataplane mode and
 always killed (context manager + atexit + SIGTERM handler); aeon-flow frame
 builders and an f32 reference reduction for bit-exact checks.
 
@@ -18,6 +19,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest import daemon as fgdaemon  # noqa: E402
 
 SKIP = 77
 TOKEN = "d1-test-token-0123456789abcdef"
@@ -99,8 +103,9 @@ class Daemon:
                  deadline_ms=400, send_queue_max="4M", handshake_ms=3000, idle_ms=20000, max_conns=64,
                  expect_start=True, dp_profile=None, capacity=4096):
         self.dir = tempfile.mkdtemp(prefix="fg-d1-")
-        self.port = free_port()
-        self.metrics_port = free_port()
+        # port 0: the daemon reports what it bound (set by __enter__)
+        self.port = None
+        self.metrics_port = None
         self.hidden, self.layers, self.deadline_ms = hidden, layers, deadline_ms
         make_pki(self.dir)
         tok = f"{self.dir}/tokens"
@@ -115,7 +120,7 @@ max_seq_len = 4
 capacity = {capacity}
 deadline_ms = {deadline_ms}
 [tls]
-listen = 127.0.0.1:{self.port}
+listen = 127.0.0.1:0
 cert = {self.dir}/server.pem
 key = {self.dir}/server.key
 tokens_file = {tok}
@@ -130,7 +135,7 @@ path = {self.dir}/audit.log
 [operator]
 socket = {self.dir}/fanoctl.sock
 [metrics]
-listen = 127.0.0.1:{self.metrics_port}
+listen = 127.0.0.1:0
 {extra}
 """
         self.cfg = f"{self.dir}/fanogate.ini"
@@ -143,19 +148,18 @@ listen = 127.0.0.1:{self.metrics_port}
     def __enter__(self):
         self.logf = open(f"{self.dir}/daemon.log", "wb")
         mode = ["--dp-profile", self.dp_profile] if self.dp_profile else ["--no-dataplane"]
-        self.proc = subprocess.Popen([binary(), "--config", self.cfg, *mode], stdout=self.logf,
-                                     stderr=subprocess.STDOUT)
+        try:
+            self.proc, ready = fgdaemon.start([binary(), "--config", self.cfg, *mode], stdout=self.logf,
+                                              stderr=subprocess.STDOUT)
+        except fgdaemon.NotReady as e:
+            fail("daemon did not become ready (%s):\n%s" % (e, self.log()))
         _live.append(self.proc)
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            if "ready: tls listening" in self.log():
+        if ready is None:
+            if not self.expect_start:
                 return self
-            if self.proc.poll() is not None:
-                if not self.expect_start:
-                    return self
-                fail("daemon exited early:\n" + self.log())
-            time.sleep(0.05)
-        fail("daemon did not become ready:\n" + self.log())
+            fail("daemon exited early:\n" + self.log())
+        self.port, self.metrics_port = ready["tls"], ready["metrics"]
+        return self
 
     def __exit__(self, *exc):
         if self.proc and self.proc.poll() is None:

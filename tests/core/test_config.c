@@ -230,6 +230,16 @@ static void test_full_file(void **state)
 	assert_int_equal(c.lcores, 2);
 	assert_int_equal(c.tls_listen.family, AF_INET6);
 	assert_int_equal(c.tls_listen.port, 9443);
+	/* listeners may ask for port 0 (the kernel picks; the daemon reports
+	 * it), nothing else may */
+	struct fg_config z;
+	struct fg_config_error ze;
+	assert_int_equal(fg_config_parse(&z, "[tls]\nlisten = 127.0.0.1:0\n[metrics]\nlisten = [::1]:0\n", "t", &ze), 0);
+	assert_true(z.tls_listen.set && z.tls_listen.port == 0 && z.metrics_listen.port == 0);
+	assert_int_equal(fg_config_parse(&z, "[consumers]\ndefault = 10.0.0.1:0\n", "t", &ze), -EINVAL);
+	struct fg_addr za = { .port = 9 };
+	assert_int_equal(fg_addr_parse("127.0.0.1:0", &za), -EINVAL);
+	assert_int_equal(za.port, 9); /* not written on failure */
 	assert_string_equal(c.tls_cert, "/etc/fanogate/cert.pem");
 	assert_string_equal(c.tls_key, "/etc/fanogate/key.pem");
 	assert_string_equal(c.tls_ca, "/etc/fanogate/ca.pem");
@@ -407,14 +417,12 @@ static const struct refusal refusals[] = {
 	 "send_queue_max = 1048576: smaller than the largest seed frame"},
 	/* ports and addresses */
 	{"[udp]\nraw_port = 4242\n", 2, "same port as the fragmented profile"},
-	{"[tls]\nlisten = 0.0.0.0:0\n", 2, "port 0 is not allowed"},
 	{"[tls]\nlisten = 0.0.0.0\n", 2, "missing :port"},
 	{"[tls]\nlisten = example.com:443\n", 2, "no name lookup"},
 	{"[tls]\nlisten = ::1:443\n", 2, "IPv6 addresses need brackets"},
 	{"[tls]\nlisten = [::1]443\n", 2, "expected [IPv6]:port"},
 	{"[tls]\nlisten = 1.2.3.4:99999\n", 2, "bad port"},
 	{"[tls]\nlisten = off\n", 2, "missing :port"},
-	{"[metrics]\nlisten = 127.0.0.1:0\n", 2, "port 0 is not allowed"},
 	{"[consumers]\ndefault = 10.0.0.1:0\n", 2, "port 0 is not allowed"},
 	{"[consumers]\nlayer.3 = 10.0.0.1\n", 2, "missing :port"},
 	{"[consumers]\nlayer.3 = 10.0.0.1:1\nlayer.3 = 10.0.0.1:2\n", 3, "already set on line 2"},

@@ -70,7 +70,6 @@ command -v ethtool >/dev/null && ip netns exec "$NS" ethtool -K "$VB" tx off >/d
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=fanogate.test \
 	-keyout "$TMP/key.pem" -out "$TMP/cert.pem" 2>/dev/null || { echo "FAIL: openssl req"; exit 1; }
-TLSPORT=$((20000 + ID % 20000))
 cat > "$TMP/fanogate.ini" <<EOC
 [model]
 hidden = 16
@@ -89,7 +88,7 @@ peer_timeout_ms = 800
 lcores = 1
 profile = $ROOT/drivers-config/af_packet.ini
 [tls]
-listen = 127.0.0.1:$TLSPORT
+listen = 127.0.0.1:0
 cert = $TMP/cert.pem
 key = $TMP/key.pem
 [audit]
@@ -102,14 +101,10 @@ listen = off
 EOC
 
 export FG_IFACE=$VA FG_DP_IP4=${NET}1 FG_DP_IP6= FG_IDLE_SLEEP_US=50 FG_HUGEPAGES=off
-"$GATE" --config "$TMP/fanogate.ini" > "$TMP/gate.out" 2> "$TMP/gate.log" &
-GPID=$!
-for _ in $(seq 200); do
-	kill -0 $GPID 2>/dev/null || break
-	[ -S "$TMP/op.sock" ] && "$FANOCTL" --socket "$TMP/op.sock" status >/dev/null 2>&1 && break
-	sleep 0.1
-done
-if ! "$FANOCTL" --socket "$TMP/op.sock" status >/dev/null 2>&1; then
+fg_daemon_start "$TMP/gate.out" "$TMP/gate.log" "$GATE" --config "$TMP/fanogate.ini"
+ready=$?
+GPID=$FG_PID
+if [ $ready != 0 ]; then
 	tail -20 "$TMP/gate.log"
 	stop_pid "$GPID"; GPID=""
 	if dp_env_failure "$TMP/gate.log"; then

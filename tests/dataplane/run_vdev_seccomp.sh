@@ -87,8 +87,7 @@ af_packet|af_xdp)
 esac
 export FG_DP_IP4=$DPIP
 
-# TLS and metrics listeners on ports derived from the pid (unused by the test)
-P=$((20000 + ID % 20000))
+# listeners on port 0: the daemon reports what it bound (unused here)
 : "${MODEL:=hidden = 1536
 layers = 28}" "${RULES:=}"
 cat > "$TMP/fanogate.ini" <<EOC
@@ -113,7 +112,7 @@ profile = $ROOT/drivers-config/$DRIVER.ini
 [daemon]
 seccomp = on
 [tls]
-listen = 127.0.0.1:$P
+listen = 127.0.0.1:0
 [metrics]
 listen = off
 [audit]
@@ -122,14 +121,9 @@ path = $TMP/audit.log
 socket = $TMP/fanoctl.sock
 EOC
 
-"$GATE" --config "$TMP/fanogate.ini" > "$TMP/gate.log" 2>&1 &
-GPID=$!
 ready=0
-for _ in $(seq 300); do
-	grep -q "ready: tls listening" "$TMP/gate.log" && { ready=1; break; }
-	alive $GPID || break
-	sleep 0.1
-done
+fg_daemon_start "$TMP/gate.log" "$TMP/gate.log" "$GATE" --config "$TMP/fanogate.ini" && ready=1
+GPID=$FG_PID
 if [ $ready = 0 ]; then
 	grep -v "^TELEMETRY" "$TMP/gate.log" | tail -30
 	stop_pid $GPID; GPID=""

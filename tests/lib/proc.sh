@@ -21,3 +21,30 @@ stop_pid() {
 dp_env_failure() {
 	grep -qiE "EAL: (Error|Cannot|FATAL)|EAL init failed|no port was probed|rte_eal_init|No such device|ermission denied|Operation not permitted" "$1"
 }
+
+# fg_daemon_start OUT ERR CMD...: start fanogate (CMD and its options) in
+# the background with --ready-fd and wait for its readiness line (no sleep,
+# no log grep): sets FG_PID, FG_TLS_PORT, FG_METRICS_PORT (the bound ports:
+# listeners on port 0 report theirs). Returns 0 when ready, 1 when the
+# daemon exited (or closed the fd) first, or nothing came within 120 s.
+# stdout goes to OUT, stderr to ERR (the same file is fine).
+fg_daemon_start() {
+	_out=$1 _err=$2
+	shift 2
+	_fifo=$(mktemp -u /tmp/fgready-XXXXXX)
+	mkfifo "$_fifo" || return 1
+	if [ "$_out" = "$_err" ]; then
+		"$@" --ready-fd 3 3>"$_fifo" >"$_out" 2>&1 &
+	else
+		"$@" --ready-fd 3 3>"$_fifo" >"$_out" 2>"$_err" &
+	fi
+	FG_PID=$!
+	# the open of the FIFO's read end lets the daemon's side open; head
+	# returns at the line or at EOF (the daemon closed it or exited)
+	_line=$(timeout 120 head -n 1 "$_fifo")
+	rm -f "$_fifo"
+	FG_TLS_PORT=$(printf '%s\n' "$_line" | sed -n 's/.* tls=\([0-9]*\).*/\1/p')
+	FG_METRICS_PORT=$(printf '%s\n' "$_line" | sed -n 's/.* metrics=\([0-9]*\).*/\1/p')
+	case $_line in READY=1*) return 0 ;; esac
+	return 1
+}
