@@ -9,6 +9,12 @@
 # For each receiver and hidden size: latency (closed loop, one slot at a
 # time) and throughput (32 slots in flight). Writes raw JSON lines to
 # $OUT/results.jsonl and a summary to stdout. Needs root.
+# One CPU meter for both receivers, per measured phase ("meter" lines):
+# the receiver process's utime + stime (all its threads: for DPDK the poll
+# lcore's spinning, idle polls included, and its main thread) plus the
+# softirq time of every CPU (/proc/stat: the kernel's receive path for
+# kudp_rx, af_packet/af_xdp's for DPDK on veth), divided by the seeds the
+# phase resolved; dp_load reports its own CPU (gen_cpu_s) beside it.
 set -u
 B=${1:?usage: run.sh BUILD_DIR [SLOTS]}
 SLOTS=${2:-3000}
@@ -20,6 +26,8 @@ LOAD=$B/bench/dp/dp_load
 KRX=$B/bench/dp/kudp_rx
 MEMCPY=$B/bench/dp/dp_memcpy
 [ "$(id -u)" = 0 ] || { echo "needs root"; exit 77; }
+# FG_BENCH_TAG: prefix of the namespaces and veths (<= 8 characters), default fgdp
+T=${FG_BENCH_TAG:-fgdp}
 OUT=${FG_BENCH_OUT:-$(mktemp -d /tmp/fgdp-bench-XXXXXX)}
 mkdir -p "$OUT"
 RES=$OUT/results.jsonl
@@ -31,9 +39,9 @@ KPID=""
 cleanup() {
 	[ -n "$DPPID" ] && kill "$DPPID" 2>/dev/null && wait "$DPPID" 2>/dev/null
 	[ -n "$KPID" ] && kill "$KPID" 2>/dev/null && wait "$KPID" 2>/dev/null
-	ip netns del fgdp-bl 2>/dev/null
-	ip netns del fgdp-bk 2>/dev/null
-	ip link del fgdpb0a 2>/dev/null
+	ip netns del $T-bl 2>/dev/null
+	ip netns del $T-bk 2>/dev/null
+	ip link del ${T}b0a 2>/dev/null
 	if [ "$HP_ADDED" -gt 0 ]; then
 		t=$(( $(cat $HP) - HP_ADDED )); [ $t -lt 0 ] && t=0
 		for i in 1 2 3 4 5 6 7 8 9 10; do echo $t > $HP 2>/dev/null; [ "$(cat $HP)" -le $t ] && break; sleep 0.2; done
@@ -41,22 +49,41 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-ip netns add fgdp-bl && ip netns add fgdp-bk || exit 1
-ip link add fgdpb0a type veth peer name fgdpb0b
-ip link add fgdpb1a type veth peer name fgdpb1b
-ip link set fgdpb0b netns fgdp-bl
-ip link set fgdpb1b netns fgdp-bl
-ip link set fgdpb1a netns fgdp-bk
-ip link set fgdpb0a up
-sysctl -qw net.ipv6.conf.fgdpb0a.disable_ipv6=1
-ip -n fgdp-bl link set lo up
-ip -n fgdp-bl addr add 10.97.0.2/24 dev fgdpb0b
-ip -n fgdp-bl addr add 10.97.1.2/24 dev fgdpb1b
-ip -n fgdp-bl link set fgdpb0b up
-ip -n fgdp-bl link set fgdpb1b up
-ip -n fgdp-bk link set lo up
-ip -n fgdp-bk addr add 10.97.1.1/24 dev fgdpb1a
-ip -n fgdp-bk link set fgdpb1a up
+# "process_ticks softirq_ticks" (clock ticks) of PID, for the CPU meter
+cpu_snap() {
+	echo "$(awk '{print $14 + $15}' /proc/$1/stat 2>/dev/null || echo 0) $(awk '/^cpu /{print $8}' /proc/stat)"
+}
+# meter LABEL HIDDEN PHASE BEFORE AFTER RESULT_JSON_LINE
+meter() {
+	/usr/bin/python3 - "$@" "$(getconf CLK_TCK)" <<'EOM' | tee -a "$RES"
+import json, sys
+label, hidden, phase, b, a, res, hz = sys.argv[1:8]
+b, a, hz = [int(x) for x in b.split()], [int(x) for x in a.split()], int(hz)
+r = json.loads(res)
+proc_s, soft_s = (a[0] - b[0]) / hz, (a[1] - b[1]) / hz
+n = max(r["resolved"], 1)
+print(json.dumps(dict(label=label, hidden=int(hidden), meter=phase, rx_proc_s=proc_s, softirq_s=soft_s,
+    cpu_per_seed_us=(proc_s + soft_s) / n * 1e6, resolved=r["resolved"], seconds=r["seconds"],
+    gen_cpu_s=r.get("gen_cpu_s"))))
+EOM
+}
+
+ip netns add $T-bl && ip netns add $T-bk || exit 1
+ip link add ${T}b0a type veth peer name ${T}b0b
+ip link add ${T}b1a type veth peer name ${T}b1b
+ip link set ${T}b0b netns $T-bl
+ip link set ${T}b1b netns $T-bl
+ip link set ${T}b1a netns $T-bk
+ip link set ${T}b0a up
+sysctl -qw net.ipv6.conf.${T}b0a.disable_ipv6=1
+ip -n $T-bl link set lo up
+ip -n $T-bl addr add 10.97.0.2/24 dev ${T}b0b
+ip -n $T-bl addr add 10.97.1.2/24 dev ${T}b1b
+ip -n $T-bl link set ${T}b0b up
+ip -n $T-bl link set ${T}b1b up
+ip -n $T-bk link set lo up
+ip -n $T-bk addr add 10.97.1.1/24 dev ${T}b1a
+ip -n $T-bk link set ${T}b1a up
 
 before=$(cat $HP); echo $((before + 400)) > $HP 2>/dev/null; HP_ADDED=$(( $(cat $HP) - before ))
 HUGE=off; [ $HP_ADDED -ge 380 ] && HUGE=on
@@ -89,13 +116,13 @@ EOC
 		dst=10.97.0.1
 		if [ $who = kernel ]; then
 			dst=10.97.1.1
-			ip netns exec fgdp-bk taskset -c 1 "$KRX" --config "$OUT/fg-$HIDDEN.ini" --bind 10.97.1.1 \
+			ip netns exec $T-bk taskset -c 1 "$KRX" --config "$OUT/fg-$HIDDEN.ini" --bind 10.97.1.1 \
 				> "$OUT/krx-$HIDDEN.json" 2> "$OUT/krx.log" &
 			KPID=$!
 			sleep 0.5
 		else
 			rm -f "$OUT/ready"
-			export FG_IFACE=fgdpb0a FG_DP_IP4=10.97.0.1 FG_IDLE_SLEEP_US=0 FG_HUGEPAGES=$HUGE FG_HUGE_DIR=$OUT/huge
+			export FG_IFACE=${T}b0a FG_DP_IP4=10.97.0.1 FG_IDLE_SLEEP_US=0 FG_HUGEPAGES=$HUGE FG_HUGE_DIR=$OUT/huge
 			# poll lcore 1 on CPU 1 (the default map); the main thread floats
 			unshare -m sh -c "{ [ $HUGE = off ] || mount -t hugetlbfs -o pagesize=2M fgdphuge '$OUT/huge'; } && exec '$DP' --config '$OUT/fg-$HIDDEN.ini' --profile '$ROOT/drivers-config/$who.ini' --duration 600 --report '$OUT/dp-$who-$HIDDEN.json' --ready-file '$OUT/ready'" 2> "$OUT/dp-$who.log" &
 			DPPID=$!
@@ -105,12 +132,18 @@ EOC
 		fi
 		base=$(( (HIDDEN == 1536 ? 1 : 5) * 1000000 ))
 		# warm-up (ARP, caches), then the measured phases
-		ip netns exec fgdp-bl taskset -c 0 "$LOAD" --dst $dst --hidden $HIDDEN --slots 200 --mode latency \
+		ip netns exec $T-bl taskset -c 0 "$LOAD" --dst $dst --hidden $HIDDEN --slots 200 --mode latency \
 			--label warm --token-base $((base + 900000)) > /dev/null
-		ip netns exec fgdp-bl taskset -c 0 "$LOAD" --dst $dst --hidden $HIDDEN --slots $SLOTS --mode latency \
-			--label $who --token-base $base | tee -a "$RES"
-		ip netns exec fgdp-bl taskset -c 0 "$LOAD" --dst $dst --hidden $HIDDEN --slots $((SLOTS * 3)) \
-			--mode throughput --window 32 --label $who --token-base $((base + 100000)) | tee -a "$RES"
+		rxpid=$DPPID; [ $who = kernel ] && rxpid=$KPID
+		s0=$(cpu_snap $rxpid)
+		line=$(ip netns exec $T-bl taskset -c 0 "$LOAD" --dst $dst --hidden $HIDDEN --slots $SLOTS --mode latency \
+			--label $who --token-base $base); echo "$line" | tee -a "$RES"
+		s1=$(cpu_snap $rxpid)
+		meter $who $HIDDEN latency "$s0" "$s1" "$line"
+		line=$(ip netns exec $T-bl taskset -c 0 "$LOAD" --dst $dst --hidden $HIDDEN --slots $((SLOTS * 3)) \
+			--mode throughput --window 32 --label $who --token-base $((base + 100000))); echo "$line" | tee -a "$RES"
+		s2=$(cpu_snap $rxpid)
+		meter $who $HIDDEN throughput "$s1" "$s2" "$line"
 		if [ $who = kernel ]; then
 			kill -TERM $KPID; wait $KPID; KPID=""
 			echo "{\"label\":\"kernel\",\"hidden\":$HIDDEN,\"rx\":$(cat "$OUT/krx-$HIDDEN.json")}" | tee -a "$RES"

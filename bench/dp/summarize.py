@@ -28,3 +28,13 @@ for hidden in (1536, 4096):
 print()
 print('memcpy, one core: hidden 1536 (6 KiB bodies) %.1f GB/s hot, %.1f GB/s cold; hidden 4096 (16 KiB) %.1f GB/s hot, %.1f GB/s cold' % (
     mem['memcpy_hot_1536'] / 1e9, mem['memcpy_cold_1536'] / 1e9, mem['memcpy_hot_4096'] / 1e9, mem['memcpy_cold_4096'] / 1e9))
+meters = [r for r in rows if 'meter' in r]
+if meters:
+    print()
+    print('One meter for both receivers (receiver process utime+stime, idle polling included, + every CPU\'s softirq time, per resolved seed):')
+    print('| hidden | receiver | phase | seeds | rx process s | softirq s | CPU us/seed | generator CPU s |')
+    print('|---|---|---|---|---|---|---|---|')
+    for r in meters:
+        print('| %d | %s | %s | %d | %.2f | %.2f | %.0f | %s |' % (
+            r['hidden'], r['label'], r['meter'], r['resolved'], r['rx_proc_s'], r['softirq_s'], r['cpu_per_seed_us'],
+            '%.2f' % r['gen_cpu_s'] if r.get('gen_cpu_s') is not None else '-'))

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# rss.sh - bench/ws: memory per idle TLS connection (issue 15 item 5).
+# fanogate --no-dataplane on loopback; a Python client (ssl + a real
+# WebSocket upgrade on /flow with the bearer token, then silence) opens
+# connections in steps (0, 100, 500, 1000 by default) and the daemon's
+# VmRSS and RssAnon (/proc/PID/status) are read after each step, once the
+# step's connections have all been upgraded. Reported: KiB per connection
+# between steps (the slope), and the same for a Node 20 + npm ws TLS server
+# (ws_bench_server.js) when node and ws are present, as the mainstream
+# reference. Memory is not load-dependent, so this may run anywhere.
+# Stops by itself: each step has a 60 s bound and the run ends after the
+# last step (the idle timeout is raised to 10 min so no connection is closed
+# while it runs).
+# Usage: bench/ws/rss.sh [fanogate-binary] [STEPS]   (STEPS e.g. "0 100 500 1000")
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+fanogate=${1:-$root/build/control/daemon/fanogate}
+steps=${2:-"0 100 500 1000"}
+[ -x "$fanogate" ] || { echo "rss.sh: no fanogate binary at $fanogate" >&2; exit 77; }
+ulimit -n 8192 2>/dev/null || true
+tmp=$(mktemp -d /tmp/fg-wsrss.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+openssl req -x509 "${ec[@]}" -keyout "$tmp/ca.key" -out "$tmp/ca.pem" -days 2 -subj /CN=bench-ca 2>/dev/null
+openssl req "${ec[@]}" -keyout "$tmp/srv.key" -out "$tmp/srv.csr" -subj /CN=localhost 2>/dev/null
+echo "subjectAltName=DNS:localhost,IP:127.0.0.1" > "$tmp/ext"
+openssl x509 -req -in "$tmp/srv.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" -CAcreateserial \
+  -out "$tmp/srv.pem" -days 2 -extfile "$tmp/ext" 2>/dev/null
+token=bench-token-0123456789abcdef
+echo "$token" > "$tmp/tokens"; chmod 600 "$tmp/tokens"
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_for() { for _ in $(seq 1 400); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done; cat "$1"; return 1; }
+
+# measure NAME PID PORT: steps of idle upgraded connections, RSS after each
+measure() {
+  /usr/bin/python3 - "$1" "$2" "$3" "$tmp/ca.pem" "$token" "$steps" <<'EOPY'
+import base64, json, os, socket, ssl, sys, time
+name, pid, port, ca, token, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+ctx = ssl.create_default_context(cafile=ca)
+def rss():
+    f = {}
+    for line in open("/proc/%d/status" % pid):
+        k, _, v = line.partition(":")
+        if k in ("VmRSS", "RssAnon"):
+            f[k] = int(v.split()[0])
+    return f
+conns, rows, prev = [], [], None
+for n in [int(s) for s in steps.split()]:
+    deadline = time.time() + 60
+    while len(conns) < n:
+        if time.time() > deadline:
+            print("rss.sh: step %d timed out at %d connections" % (n, len(conns)), file=sys.stderr)
+            sys.exit(1)
+        s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="localhost")
+        key = base64.b64encode(os.urandom(16)).decode()
+        s.sendall(("GET /flow HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                   "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer %s\r\n\r\n"
+                   % (key, token)).encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            d = s.recv(4096)
+            if not d:
+                break
+            head += d
+        if not head.startswith(b"HTTP/1.1 101"):
+            print("rss.sh: upgrade refused: %r" % head[:80], file=sys.stderr)
+            sys.exit(1)
+        conns.append(s)
+    time.sleep(0.5)  # let the server settle its buffers
+    r = rss()
+    row = dict(server=name, conns=n, vmrss_kib=r.get("VmRSS"), rssanon_kib=r.get("RssAnon"))
+    if prev and n > prev["conns"]:
+        row["kib_per_conn"] = round((r["VmRSS"] - prev["vmrss_kib"]) / (n - prev["conns"]), 2)
+    rows.append(row)
+    prev = row
+    print(json.dumps(row))
+EOPY
+}
+
+port=$(free_port)
+cat > "$tmp/fg.ini" <<INI
+[model]
+hidden = 1536
+layers = 4
+[tls]
+listen = 127.0.0.1:$port
+cert = $tmp/srv.pem
+key = $tmp/srv.key
+tokens_file = $tmp/tokens
+max_connections = 4096
+idle_timeout_ms = 600000
+[audit]
+path = $tmp/audit.log
+[operator]
+socket = $tmp/op.sock
+[metrics]
+listen = off
+INI
+"$fanogate" --config "$tmp/fg.ini" --no-dataplane > "$tmp/fg.log" 2>&1 &
+pids+=($!); fpid=$!
+wait_for "$tmp/fg.log" "ready: tls listening"
+measure fanogate "$fpid" "$port"
+kill "$fpid"; wait "$fpid" 2>/dev/null || true
+
+if command -v node >/dev/null && [ -d "$root/tests/node_modules/ws" ]; then
+  port=$(free_port)
+  NODE_PATH="$root/tests/node_modules" node "$here/ws_bench_server.js" "$port" "$tmp/srv.pem" "$tmp/srv.key" \
+    "$tmp/tokens" > "$tmp/node.log" 2>&1 &
+  pids+=($!); npid=$!
+  if wait_for "$tmp/node.log" "listening"; then measure node-ws "$npid" "$port"; fi
+  kill "$npid"; wait "$npid" 2>/dev/null || true
+else
+  echo "rss.sh: node or npm ws missing: no reference row"
+fi
