@@ -7,13 +7,18 @@
 # 252 -> 1026-byte frames) and 6 KiB (hidden 1536 -> 6162 bytes, Pair X).
 # Prints a markdown table and the raw JSON lines; nothing is asserted.
 # Usage: bench/ws/run.sh [fanogate-binary]
-#   env: ROUNDS (default 3: interleaved rounds, medians reported), CONNS,
-#        WINDOW, WARM_S, RUN_S, HIDDEN_LIST ("252 1536")
+#   env: ROUNDS (default 3: interleaved rounds, medians reported),
+#        CONNS_LIST ("1 16"), WINDOW, WARM_S, RUN_S, HIDDEN_LIST ("252 1536"),
+#        LOADGEN (c: build/bench/ws/ws_load, one thread per connection, the
+#        default when built; node: ws_bench_client.js), WS_LOAD (its path)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 fanogate=${1:-${FANOGATE:-$root/build/control/daemon/fanogate}}
-conns=${CONNS:-4} window=${WINDOW:-16} warm=${WARM_S:-1} run=${RUN_S:-5}
+window=${WINDOW:-16} warm=${WARM_S:-1} run=${RUN_S:-5}
+ws_load=${WS_LOAD:-$root/build/bench/ws/ws_load}
+loadgen=${LOADGEN:-c}
+[ "$loadgen" = c ] && [ ! -x "$ws_load" ] && loadgen=node
 [ -x "$fanogate" ] || { echo "run.sh: no fanogate binary at $fanogate" >&2; exit 77; }
 [ -d "$root/tests/node_modules/ws" ] || { echo "run.sh: npm ws missing (cd tests && npm ci)" >&2; exit 77; }
 ncpu=$(nproc)
@@ -44,11 +49,16 @@ wait_for() { # file pattern
 }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # utime + stime, clock ticks
 client() { # port frame_bytes
-  taskset -c "$cli_cpu" node "$here/ws_bench_client.js" "$1" "$tmp/ca.pem" "$token" "$2" "$conns" "$window" "$warm" "$run"
+  if [ "$loadgen" = c ]; then
+    taskset -c "$cli_cpu" "$ws_load" "$1" "$tmp/ca.pem" "$token" "$2" "$conns" "$window" "$warm" "$run"
+  else
+    taskset -c "$cli_cpu" node "$here/ws_bench_client.js" "$1" "$tmp/ca.pem" "$token" "$2" "$conns" "$window" "$warm" "$run"
+  fi
 }
 
 results=()
 for round in $(seq 1 "${ROUNDS:-3}"); do
+for conns in ${CONNS_LIST:-1 16}; do
 for hidden in ${HIDDEN_LIST:-252 1536}; do
   bytes=$(( 18 + 4 * hidden ))
   port=$(free_port)
@@ -86,10 +96,11 @@ INI
   kill "$npid"; wait "$npid" 2>/dev/null || true
 done
 done
+done
 
 echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "load: $conns connections x $window messages in flight, warm-up ${warm}s, measured ${run}s; servers on CPU $srv_cpu, client on CPU $cli_cpu; ${ROUNDS:-3} interleaved rounds, medians"
+echo "load ($loadgen generator): ${CONNS_LIST:-1 16} connections x $window messages in flight, warm-up ${warm}s, measured ${run}s; servers on CPU $srv_cpu, client on CPU $cli_cpu; ${ROUNDS:-3} interleaved rounds, medians"
 echo
 /usr/bin/python3 "$here/summarize.py" "$(getconf CLK_TCK)" "${results[@]}"
 echo

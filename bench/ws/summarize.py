@@ -14,10 +14,10 @@ for line in sys.argv[2:]:
     name, ticks, js = line.split(" ", 2)
     j = json.loads(js)
     j["cpu"] = int(ticks) * 1e6 / hz / max(j["total"], 1)
-    runs.setdefault((name, j["frame_bytes"]), []).append(j)
+    runs.setdefault((name, (j["frame_bytes"], j.get("conns", 0))), []).append(j)
 
 med = {}
-print("| server | frame bytes | rounds | msgs/s | p50 us | p99 us | server CPU us/msg (min..max) |")
+print("| server | frame bytes, conns | rounds | msgs/s | p50 us | p99 us | server CPU us/msg (min..max) |")
 print("|---|---|---|---|---|---|---|")
 for (name, b), rs in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
     m = {k: statistics.median(r[k] for r in rs) for k in ("msgs_per_s", "p50_us", "p99_us", "cpu")}

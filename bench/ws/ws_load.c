@@ -1,0 +1,312 @@
+/* ws_load.c - bench/ws's C load generator: CONNS WebSocket-over-TLS
+ * connections to /flow (bearer token), one thread each, each keeping
+ * WINDOW residual-seed frames of FRAME_BYTES in flight (lines 1, 3, 5 in
+ * turn so the slots resolve, fresh token per slot); every frame is answered
+ * by one status message (38 bytes), matched in order. The same protocol as
+ * ws_bench_client.js, without Node's per-message cost, so the server and
+ * not the generator is the limit (its own CPU is reported to check that).
+ *
+ * Frames are masked (RFC 6455 5.3) with a fixed key: the template is masked
+ * once and only the 4 token bytes are re-masked per frame.
+ *
+ * Output: one JSON line: msgs/s over the measured window (after WARM_S),
+ * p50/p99 latency (send -> status), errors, this process's CPU seconds.
+ * Stops by itself after WARM_S + RUN_S (+ at most 5 s to join).
+ * Usage: ws_load PORT CA TOKEN FRAME_BYTES CONNS WINDOW WARM_S RUN_S
+ * Threads: main + one per connection; counters are per thread. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#define MAX_WIN 1024
+
+static int g_port, g_window, g_hidden;
+static size_t g_frame;
+static const char *g_token;
+static SSL_CTX *g_ctx;
+static atomic_bool g_measuring, g_stop;
+static const uint8_t g_key[4] = {0x37, 0xfa, 0x21, 0x3d};
+
+struct conn {
+	pthread_t th;
+	int id;
+	uint64_t answered, total, errors;
+	uint64_t *lat; /* measured latencies, ns */
+	size_t nlat, caplat;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void put_be16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static void put_be32(uint8_t *p, uint32_t v) { put_be16(p, (uint16_t)(v >> 16)); put_be16(p + 2, (uint16_t)v); }
+
+/* The masked WebSocket frame (header + masked payload) for one line. */
+static uint8_t *ws_template(int layer, int line, size_t *len, size_t *off)
+{
+	size_t pl = g_frame, h = pl < 126 ? 2 : pl < 65536 ? 4 : 10;
+	uint8_t *b = malloc(h + 4 + pl);
+	if (!b)
+		exit(1);
+	b[0] = 0x82; /* FIN, binary */
+	if (h == 2) {
+		b[1] = (uint8_t)(0x80 | pl);
+	} else if (h == 4) {
+		b[1] = 0x80 | 126;
+		put_be16(b + 2, (uint16_t)pl);
+	} else {
+		b[1] = 0x80 | 127;
+		for (int i = 0; i < 8; i++)
+			b[2 + i] = (uint8_t)((uint64_t)pl >> (56 - 8 * i));
+	}
+	memcpy(b + h, g_key, 4);
+	uint8_t *p = b + h + 4;
+	put_be16(p, (uint16_t)(0xAF60 + layer));
+	put_be32(p + 2, 0);
+	p[6] = (uint8_t)(line << 4);
+	uint32_t n = (uint32_t)(8 + 4 * g_hidden);
+	p[7] = (uint8_t)(n >> 16);
+	p[8] = (uint8_t)(n >> 8);
+	p[9] = (uint8_t)n;
+	memset(p + 10, 0, 8);
+	p[14] = 1; /* seq_len 1 (LE) */
+	for (int i = 0; i < g_hidden; i++) {
+		float v = (float)(i % 97) * 0.25f + (float)line;
+		memcpy(p + 18 + 4 * i, &v, 4);
+	}
+	for (size_t i = 0; i < pl; i++)
+		p[i] ^= g_key[i & 3];
+	*len = h + 4 + pl;
+	*off = h + 4;
+	return b;
+}
+
+static int ssl_write_all(SSL *s, const uint8_t *b, size_t n)
+{
+	while (n) {
+		int k = SSL_write(s, b, (int)n);
+		if (k <= 0)
+			return -1;
+		b += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static void *conn_main(void *arg)
+{
+	struct conn *c = arg;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)g_port)};
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		c->errors++;
+		close(fd);
+		return NULL;
+	}
+	struct timeval tv = {.tv_sec = 5};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	SSL *s = SSL_new(g_ctx);
+	SSL_set_fd(s, fd);
+	SSL_set_tlsext_host_name(s, "localhost");
+	SSL_set1_host(s, "localhost");
+	char req[512];
+	int rl = snprintf(req, sizeof(req),
+			  "GET /flow HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+			  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+			  "Authorization: Bearer %s\r\n\r\n",
+			  g_token);
+	static __thread uint8_t rb[1 << 16];
+	size_t have = 0;
+	if (SSL_connect(s) != 1 || ssl_write_all(s, (const uint8_t *)req, (size_t)rl)) {
+		c->errors++;
+		goto out;
+	}
+	for (;;) { /* the 101 head */
+		int k = SSL_read(s, rb + have, (int)(sizeof(rb) - have));
+		if (k <= 0) {
+			c->errors++;
+			goto out;
+		}
+		have += (size_t)k;
+		uint8_t *e = memmem(rb, have, "\r\n\r\n", 4);
+		if (e) {
+			if (memcmp(rb, "HTTP/1.1 101", 12)) {
+				c->errors++;
+				goto out;
+			}
+			size_t used = (size_t)(e + 4 - rb);
+			memmove(rb, e + 4, have - used);
+			have -= used;
+			break;
+		}
+	}
+	size_t len[3], off[3];
+	uint8_t *tmpl[3];
+	for (int l = 0; l < 3; l++)
+		tmpl[l] = ws_template(c->id % 4, 1 + 2 * l, &len[l], &off[l]);
+	uint8_t *f = malloc(len[0]);
+	uint64_t sent_at[MAX_WIN];
+	unsigned head = 0, tail = 0; /* FIFO of send times */
+	uint64_t k = 0;
+	while (!atomic_load(&g_stop)) {
+		while (tail - head < (unsigned)g_window) {
+			int l = (int)(k % 3);
+			uint32_t tok = (uint32_t)c->id * 10000000u + (uint32_t)(k / 3);
+			k++;
+			memcpy(f, tmpl[l], len[l]);
+			uint8_t t[4];
+			put_be32(t, tok);
+			for (int i = 0; i < 4; i++)
+				f[off[l] + 2 + i] = t[i] ^ g_key[(2 + i) & 3];
+			sent_at[tail++ % MAX_WIN] = now_ns();
+			if (ssl_write_all(s, f, len[l])) {
+				c->errors++;
+				goto done;
+			}
+		}
+		int n = SSL_read(s, rb + have, (int)(sizeof(rb) - have));
+		if (n <= 0) {
+			c->errors++;
+			break;
+		}
+		have += (size_t)n;
+		size_t p = 0;
+		while (have - p >= 2) { /* server frames: unmasked */
+			size_t pl = rb[p + 1] & 0x7f, h = 2;
+			if (pl == 126) {
+				if (have - p < 4)
+					break;
+				pl = (size_t)rb[p + 2] << 8 | rb[p + 3];
+				h = 4;
+			} else if (pl == 127) {
+				c->errors++;
+				goto done;
+			}
+			if (have - p < h + pl)
+				break;
+			uint8_t op = rb[p] & 0x0f;
+			if (op == 2) {
+				if (pl != 38 || rb[p + h] != 0xFF || rb[p + h + 1] != 0xFE)
+					c->errors++;
+				c->total++;
+				uint64_t t0 = sent_at[head++ % MAX_WIN];
+				if (atomic_load_explicit(&g_measuring, memory_order_relaxed)) {
+					c->answered++;
+					if (c->nlat < c->caplat)
+						c->lat[c->nlat++] = now_ns() - t0;
+				}
+			}
+			p += h + pl;
+		}
+		memmove(rb, rb + p, have - p);
+		have -= p;
+	}
+done:
+	free(f);
+	for (int l = 0; l < 3; l++)
+		free(tmpl[l]);
+out:
+	SSL_free(s);
+	close(fd);
+	return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 9) {
+		fprintf(stderr, "usage: ws_load PORT CA TOKEN FRAME_BYTES CONNS WINDOW WARM_S RUN_S\n");
+		return 2;
+	}
+	g_port = atoi(argv[1]);
+	g_token = argv[3];
+	g_frame = strtoul(argv[4], NULL, 0);
+	int conns = atoi(argv[5]);
+	g_window = atoi(argv[6]);
+	double warm = atof(argv[7]), run = atof(argv[8]);
+	if (g_frame < 22 || conns < 1 || conns > 1024 || g_window < 1 || g_window > MAX_WIN || run <= 0) {
+		fprintf(stderr, "ws_load: bad arguments\n");
+		return 2;
+	}
+	g_hidden = (int)((g_frame - 18) / 4);
+	g_frame = 18 + 4 * (size_t)g_hidden;
+	g_ctx = SSL_CTX_new(TLS_client_method());
+	if (!g_ctx || SSL_CTX_load_verify_locations(g_ctx, argv[2], NULL) != 1) {
+		ERR_print_errors_fp(stderr);
+		return 1;
+	}
+	SSL_CTX_set_verify(g_ctx, SSL_VERIFY_PEER, NULL);
+	struct conn *c = calloc((size_t)conns, sizeof(*c));
+	if (!c)
+		return 1;
+	for (int i = 0; i < conns; i++) {
+		c[i].id = i;
+		c[i].caplat = 1u << 20;
+		c[i].lat = malloc(c[i].caplat * sizeof(uint64_t));
+		if (!c[i].lat || pthread_create(&c[i].th, NULL, conn_main, &c[i]))
+			return 1;
+	}
+	struct timespec ts = {.tv_sec = (time_t)warm, .tv_nsec = (long)((warm - (double)(time_t)warm) * 1e9)};
+	nanosleep(&ts, NULL);
+	struct rusage r0, r1;
+	getrusage(RUSAGE_SELF, &r0);
+	uint64_t t0 = now_ns();
+	atomic_store(&g_measuring, true);
+	ts = (struct timespec){.tv_sec = (time_t)run, .tv_nsec = (long)((run - (double)(time_t)run) * 1e9)};
+	nanosleep(&ts, NULL);
+	atomic_store(&g_measuring, false);
+	uint64_t t1 = now_ns();
+	getrusage(RUSAGE_SELF, &r1);
+	atomic_store(&g_stop, true);
+	for (int i = 0; i < conns; i++)
+		pthread_join(c[i].th, NULL); /* each read has a 5 s timeout */
+	uint64_t answered = 0, total = 0, errors = 0;
+	size_t nlat = 0;
+	for (int i = 0; i < conns; i++) {
+		answered += c[i].answered;
+		total += c[i].total;
+		errors += c[i].errors;
+		nlat += c[i].nlat;
+	}
+	uint64_t *lat = malloc((nlat ? nlat : 1) * sizeof(uint64_t));
+	size_t k = 0;
+	for (int i = 0; i < conns; i++)
+		for (size_t j = 0; j < c[i].nlat; j++)
+			lat[k++] = c[i].lat[j];
+	qsort(lat, nlat, sizeof(uint64_t), cmp_u64);
+	double secs = (double)(t1 - t0) / 1e9;
+	double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) + (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) / 1e6 +
+		     (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) + (double)(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
+#define PCT(p) (nlat ? (double)lat[(size_t)((double)(nlat - 1) * (p))] / 1e3 : 0.0)
+	printf("{\"loadgen\":\"c\",\"frame_bytes\":%zu,\"conns\":%d,\"window\":%d,\"msgs_per_s\":%.0f,\"p50_us\":%.0f,"
+	       "\"p99_us\":%.0f,\"samples\":%zu,\"total\":%llu,\"errors\":%llu,\"gen_cpu_s\":%.3f,\"seconds\":%.3f}\n",
+	       g_frame, conns, g_window, (double)answered / secs, PCT(0.5), PCT(0.99), nlat, (unsigned long long)total,
+	       (unsigned long long)errors, cpu, secs);
+	return errors ? 3 : 0;
+}
