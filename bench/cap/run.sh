@@ -58,7 +58,7 @@ if [ -n "$pmd" ] && ! ls "$pmd"/librte_net_memif.so* >/dev/null 2>&1; then
 	echo "run.sh: SKIP: no net_memif PMD in $pmd"; exit 77
 fi
 if [ $SMOKE = 1 ]; then
-	RUNS=1 SEEDS=2000 HIDDENS=1536 WINDOW=128
+	RUNS=1 SEEDS=2000 HIDDENS=1536 WINDOW=32
 	: "${FG_HUGEPAGES:=off}"
 fi
 export FG_HUGEPAGES=${FG_HUGEPAGES:-auto}
