@@ -7,10 +7,13 @@ mechanism):
   1. an operator change on A (line 1 active) is applied on B;
   2. a divergence on A (divergent canonical report on the active line)
      demotes the line on B, and B's audit log names node A;
-  3. a conflict on B advances the model epoch on both, exactly once;
+  3. a conflict on B advances the model epoch on both, exactly once, and
+     A's audit log names node b; conflicts on A and B at the same moment
+     (both answered 409) advance the fleet's epoch once (one CAS lost);
   4. one etcd member down changes nothing (lines, epoch, etcd "up");
   5. every member down: both nodes hold every line in shadow (an active line
-     included), and both catch up (the line active again) when etcd returns;
+     included) and run their alert command (cluster_etcd_lost), and both
+     catch up (the line active again) when etcd returns;
   6. kill -9 of A is seen by B through A's lease, and the line through the
      point only A saw alive (e2, a TLS peer of role attn on A) degrades on B;
 and every seed resolved on either node along the way is bit-exact.
@@ -146,10 +149,15 @@ def resolve(d, tok, canon_values):
     return last
 
 
+ALERTS = tempfile.mkdtemp(prefix="fg-cluster-alerts-")
+
+
 def node_cfg(name, etcd, extra=""):
     return f"""[lines]
 shadow_sample = 1
 {extra}
+[audit]
+alert_command = echo "$FG_EVENT $FG_REASON" >> {ALERTS}/{name}
 [cluster]
 node = {name}
 endpoints = {etcd.endpoints()}
@@ -185,6 +193,7 @@ def main():
             scenario(etcd, a, b)
     finally:
         etcd.stop_all()
+        shutil.rmtree(ALERTS, ignore_errors=True)
     print("ok: cluster_fleet")
 
 
@@ -258,6 +267,35 @@ def scenario(etcd, a, b):
     resolve(a, 21, REF)
     resolve(b, 22, REF)
 
+    # 3b. conflicts on A and B at once, both at epoch e: the fleet advances
+    # once. Whatever the interleaving (a node that applied the other's
+    # advance first has flushed its slot, so its duplicate is no conflict),
+    # both end at e + 1.
+    import threading
+    e1 = cluster(a)["model_epoch"]
+    http(a, "POST", "/residual-seed", seed(2, 50, 1, V[1]))
+    http(b, "POST", "/residual-seed", seed(2, 51, 1, V[1]))
+    codes = {}
+    go = threading.Barrier(2)
+
+    def dup(name, d, tok):
+        go.wait()
+        codes[name] = http(d, "POST", "/residual-seed", seed(2, tok, 1, V[3]))[0]
+    ts = [threading.Thread(target=dup, args=("a", a, 50)), threading.Thread(target=dup, args=("b", b, 51))]
+    for x in ts:
+        x.start()
+    for x in ts:
+        x.join()
+    check(409 in codes.values(), f"at least one duplicate was a conflict: {codes}")
+    within(lambda: both(a, b, lambda d: cluster(d)["model_epoch"] == e1 + 1), 1.0, "both at e + 1")
+    time.sleep(0.3)  # proving an absence: no second advance
+    ca, cb2 = cluster(a), cluster(b)
+    check(ca["model_epoch"] == e1 + 1 and cb2["model_epoch"] == e1 + 1 and ca["etcd_epoch"] == e1 + 1,
+          f"simultaneous conflicts advanced the fleet once: A {ca['model_epoch']}, B {cb2['model_epoch']}, "
+          f"etcd {ca['etcd_epoch']} (was {e1}); 409s {codes}; CAS lost A {ca['counters']['cas_lost']} "
+          f"B {cb2['counters']['cas_lost']}")
+    print(f"3b. simultaneous conflicts (answers {codes}) advanced the epoch once")
+
     # line 1 active again for the etcd scenarios
     check(op(b, "line", "active", "1").returncode == 0, "line 1 active (from B)")
     within(lambda: line_state(a, 1) == "active", 1.0, "line 1 active on A")
@@ -288,6 +326,9 @@ def scenario(etcd, a, b):
                "all members down: both nodes hold line 1 in shadow")
     print(f"5a. all etcd members down: both nodes held every line in shadow in {t * 1000:.0f} ms")
     show("5a. every etcd member down: every line held in shadow", ("a", a), ("b", b))
+    for name in ("a", "b"):
+        within(lambda name=name: os.path.exists(f"{ALERTS}/{name}") and
+               "cluster_etcd_lost" in open(f"{ALERTS}/{name}").read(), 2.0, f"node {name} raised cluster_etcd_lost")
     for d in (a, b):
         ls = cluster(d)["lines"]
         check(all(x["local"] in ("shadow", "disabled") for x in ls), f"no line active on stale state: {ls}")
