@@ -67,6 +67,8 @@ static const char *const xnames[DP_X__COUNT] = {
 	[DP_X_POINT_SEEN] = "point_seen_stores",
 	[DP_X_IDLE_SLEEPS] = "idle_sleeps",
 	[DP_X_THREAD_CPU_NS] = "thread_cpu_ns",
+	[DP_X_ACK_FOREIGN] = "ack_foreign",
+	[DP_X_ACK_BUDGET] = "ack_budget",
 };
 
 const char *dp_xcounter_name(enum dp_xcounter c)

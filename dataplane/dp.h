@@ -76,6 +76,8 @@ enum dp_xcounter {
 	DP_X_LANE_WAKE_FAIL,      /* ... writes that failed (cannot happen short of a closed fd) */
 	DP_X_IDLE_SLEEPS,         /* idle sleeps ([poll] idle_sleep_us) */
 	DP_X_THREAD_CPU_NS,       /* the lcore thread's CPU time (its CPU clock, idle polling included), added at stop */
+	DP_X_ACK_FOREIGN,         /* ACK entries for a layer whose configured consumer is not the sender (ignored) */
+	DP_X_ACK_BUDGET,          /* ACK frames cut short: DP_DLV_ACK_MISS_MAX seqs matched nothing pending */
 	DP_X__COUNT
 };
 const char *dp_xcounter_name(enum dp_xcounter c);

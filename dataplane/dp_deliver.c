@@ -110,10 +110,26 @@ static int dlv_owner(uint16_t stream, uint32_t seq)
 	return dp_g.n > 1 ? (int)fg_shard_of(seq, layer, dp_g.cfg.layers, dp_g.n) : 0;
 }
 
-/* A consumer's ACK frame (whole, frame[0..len)): retire this lcore's seqs;
- * when forward, copy the frame to every other lcore owning a covered seq. */
-void dp_deliver_on_ack(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, bool forward)
+/* Whether src is the configured consumer of the resolved-band stream's
+ * layer (address and port): only it may retire that layer's deliveries
+ * (issue 14: a spoofed ACK from any allowed source cancelled them). */
+static bool ack_from_consumer(uint16_t stream, const struct dp_peer *src)
 {
+	enum fg_band band;
+	uint16_t layer;
+	if (fg_stream_classify(&dp_g.cfg.bands, stream, &band, &layer) < 0 || band != FG_BAND_RESOLVED)
+		return false;
+	const struct fg_addr *c = consumer_of(layer);
+	if (!c || c->port != src->port || (c->family == AF_INET6 ? 6 : 4) != src->family)
+		return false;
+	return memcmp(c->addr, src->addr, src->family == 6 ? 16 : 4) == 0;
+}
+
+/* A consumer's ACK frame (whole, frame[0..len)) from src: see dp_deliver.h. */
+void dp_deliver_on_ack(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const struct dp_peer *src)
+{
+	bool forward = src != NULL;
+	unsigned misses = 0;
 	struct fg_frame f;
 	struct fg_ack_entry e[128];
 	if (fg_frame_decode(frame, len, FG_TRANSPORT_MESSAGE, &f) < 0)
@@ -123,6 +139,10 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, 
 		return;
 	uint64_t others = 0; /* bit i: lcore i owns a covered seq */
 	for (int k = 0; k < n; k++) {
+		if (src && !ack_from_consumer(e[k].stream_id, src)) {
+			dp_lc_xcount(lc, DP_X_ACK_FOREIGN);
+			continue;
+		}
 		for (unsigned bit = 0; bit < 64; bit++) {
 			uint32_t word = bit < 32 ? e[k].bitmap_lo : e[k].bitmap_hi;
 			if (!(word & (1u << (bit & 31))))
@@ -135,10 +155,18 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, 
 				others |= 1ull << owner;
 				continue;
 			}
-			if (dp_dlv_ack(&lc->dlv, e[k].stream_id, seq))
+			if (dp_dlv_ack(&lc->dlv, e[k].stream_id, seq)) {
 				dp_lc_count(lc, FG_C_DELIVERY_ACKED, 1);
-			else
+			} else {
 				dp_lc_count(lc, FG_C_DELIVERY_ACK_UNMATCHED, 1);
+				if (++misses >= DP_DLV_ACK_MISS_MAX) {
+					/* A frame of mostly nothing: stop here (a real
+					 * consumer's next ACK or our resend settles the rest). */
+					dp_lc_xcount(lc, DP_X_ACK_BUDGET);
+					k = n;
+					break;
+				}
+			}
 		}
 	}
 	if (!forward || !others)

@@ -41,6 +41,11 @@
 
 #define DP_DLV_NONE 0xFFFFFFFFu
 #define DP_DLV_MAX (1u << 20)
+/* Seqs of one consumer ACK frame that may match nothing pending before the
+ * rest of the frame is ignored: bounds the lookups one datagram costs (a
+ * 104-entry frame names 6,656 seqs). A consumer ACKs what it received, so
+ * misses are duplicates: 128 is generous. */
+#define DP_DLV_ACK_MISS_MAX 128u
 
 struct dp_dlv_cfg {
 	uint32_t capacity; /* pending deliveries, 1..DP_DLV_MAX */

@@ -145,7 +145,7 @@ static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64
 	}
 	if (h.stream_id == FG_STREAM_ACK && (h.flags & FG_FLAG_ACK)) {
 		dp_lc_xcount(lc, DP_X_ACK_RX); /* a consumer ACKing resolved seeds */
-		dp_deliver_on_ack(lc, frame, x->len, true);
+		dp_deliver_on_ack(lc, frame, x->len, &x->peer);
 		rte_mempool_put(dp_g.xfer, x);
 		return;
 	}
@@ -203,7 +203,7 @@ void dp_shard_whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, con
 	dp_lc_count(lc, FG_C_FRAMES, 1);
 	if (h.stream_id == FG_STREAM_ACK && (h.flags & FG_FLAG_ACK)) {
 		dp_lc_xcount(lc, DP_X_ACK_RX);
-		dp_deliver_on_ack(lc, frame, len, true);
+		dp_deliver_on_ack(lc, frame, len, &pk->src);
 		return;
 	}
 	struct fg_ingest_result r;
@@ -308,7 +308,7 @@ unsigned dp_shard_inbox_poll(struct dp_lcore *lc, uint64_t now)
 		struct fg_hdr h;
 		if (fg_hdr_decode(fr, x->len, FG_TRANSPORT_MESSAGE, &h) >= 0 && h.stream_id == FG_STREAM_ACK &&
 		    (h.flags & FG_FLAG_ACK))
-			dp_deliver_on_ack(lc, fr, x->len, false); /* a copy from the lcore that received it */
+			dp_deliver_on_ack(lc, fr, x->len, NULL); /* a copy from the lcore that received (and checked) it */
 		else
 			(void)dp_shard_frame(lc, fr, x->len, x, &r, now);
 		rte_mempool_put(dp_g.xfer, x);
