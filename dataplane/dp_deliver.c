@@ -162,13 +162,14 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, 
 				if (++misses >= DP_DLV_ACK_MISS_MAX) {
 					/* A frame of mostly nothing: stop here (a real
 					 * consumer's next ACK or our resend settles the rest). */
-					dp_lc_xcount(lc, DP_X_ACK_BUDGET);
 					k = n;
 					break;
 				}
 			}
 		}
 	}
+	if (misses >= DP_DLV_ACK_MISS_MAX)
+		dp_xcount(lc->xk, DP_X_ACK_BUDGET, 1);
 	if (!forward || !others)
 		return;
 	for (unsigned o = 0; o < dp_g.n; o++) {
