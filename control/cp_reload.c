@@ -18,6 +18,7 @@
 #include "cp_audit.h"
 #include "cp_log.h"
 #include "fg/fano.h"
+#include "fg/text.h"
 
 
 struct cp_reload_stats cp_reload_stats;
@@ -217,7 +218,7 @@ static int audit(uint32_t uid, int32_t pid, const char *origin, const char *what
 		chg.event = (enum fg_line_event)0xFF; /* no line event: "unknown" in audit tail */
 		chg.uid = uid;
 		chg.pid = pid;
-		snprintf(chg.why, sizeof(chg.why), "%s", what);
+		(void)fg_text_copy(chg.why, sizeof(chg.why), what);
 		char org[48];
 		snprintf(org, sizeof(org), "config reload (%s)", origin);
 		uint64_t s = CP_AUDIT_NO_SEQ;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fg/line.h"
+#include "fg/text.h"
 
 static const char *const state_name[] = {
 	[FG_LINE_DISABLED] = "disabled",
@@ -226,10 +227,10 @@ int fg_line_apply(struct fg_lines *ls, unsigned line, enum fg_line_event ev, uin
 		chg->event = ev;
 		chg->uid = uid;
 		chg->pid = pid;
-		if (why)
-			snprintf(chg->why, sizeof(chg->why), "%s", why);
+		if (why) /* an operator's reason: cut on a character boundary */
+			(void)fg_text_copy(chg->why, sizeof(chg->why), why);
 		else if (why_default[0])
-			snprintf(chg->why, sizeof(chg->why), "%s", why_default);
+			(void)fg_text_copy(chg->why, sizeof(chg->why), why_default);
 		else
 			default_why(chg->why, sizeof(chg->why), ev, l, now_ns);
 	}

@@ -24,10 +24,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "fanoctl_audit.h"
 #include "fg/audit.h"
 #include "fg/audit_file.h"
 #include "fg/line.h"
+#include "fg/text.h"
 
 /* The line module's own names, so a new event (point_down, point_up, ...)
  * shows up here without a second table. */
@@ -109,19 +112,22 @@ static int cmd_verify(int argc, char **argv)
 
 /* ---- tail ------------------------------------------------------------------ */
 
-static void json_str(FILE *o, const char *s)
+/* Operator-supplied text as a JSON string: bytes that are not UTF-8
+ * (records written before reasons were cut on character boundaries) become
+ * U+FFFD, so jansson always accepts it and the output is valid JSON. */
+static json_t *jtext(const char *s)
 {
-	fputc('"', o);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(o, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(o, "\\u%04x", c);
-		else
-			fputc(c, o);
-	}
-	fputc('"', o);
+	char buf[4 * FG_AUDIT_WHY_MAX]; /* at most 3 bytes out per byte in */
+	(void)fg_text_utf8_fix(buf, sizeof(buf), s);
+	return json_string(buf);
+}
+
+/* A record field for a terminal: control characters, escape sequences and
+ * invalid bytes written as \xNN (fg_text_escape). */
+static const char *ttext(const char *s, char *buf, size_t cap)
+{
+	(void)fg_text_escape(buf, cap, s);
+	return buf;
 }
 
 static void fmt_time(uint64_t ns, char *out, size_t cap)
@@ -142,98 +148,128 @@ static void lines_list(uint8_t m, char *out, size_t cap)
 			k += (size_t)snprintf(out + k, cap - k, "%s%u", k ? "," : "", i);
 }
 
-static void json_double(FILE *o, double d)
+static json_t *jdouble(double d)
 {
 	if (isfinite(d))
-		fprintf(o, "%.9g", d);
-	else
-		fputs(isnan(d) ? "\"nan\"" : (d > 0 ? "\"inf\"" : "\"-inf\""), o);
+		return json_real(d);
+	return json_string(isnan(d) ? "nan" : (d > 0 ? "inf" : "-inf"));
 }
 
-static void print_json(FILE *o, const struct fg_audit_rec *r)
+static json_t *jhex64(uint64_t v)
+{
+	char h[17];
+	snprintf(h, sizeof(h), "%016" PRIx64, v);
+	return json_string(h);
+}
+
+/* One record as one line of JSON (jansson; keys in this order). Returns 0,
+ * or -ENOMEM. */
+static int print_json(FILE *o, const struct fg_audit_rec *r)
 {
 	char t[40], hex[2 * FG_AUDIT_HASH_LEN + 1];
 	fmt_time(r->time_ns, t, sizeof(t));
 	fg_audit_hex(r->hash, hex);
-	fprintf(o, "{\"seq\":%" PRIu64 ",\"time\":\"%s\",\"type\":\"%s\",\"hash\":\"%s\"", r->seq, t,
-		fg_audit_type_name(r->type), hex);
+	json_t *j = json_object();
+	if (!j)
+		return -ENOMEM;
+	json_object_set_new(j, "seq", json_integer((json_int_t)r->seq));
+	json_object_set_new(j, "time", json_string(t));
+	json_object_set_new(j, "type", json_string(fg_audit_type_name(r->type)));
+	json_object_set_new(j, "hash", json_string(hex));
 	const union fg_audit_payload *p = &r->p;
 	switch (r->type) {
 	case FG_AREC_GENESIS:
-		fprintf(o, ",\"format\":%u,\"who\":", p->genesis.format);
-		json_str(o, p->genesis.who);
+		json_object_set_new(j, "format", json_integer(p->genesis.format));
+		json_object_set_new(j, "who", jtext(p->genesis.who));
 		break;
 	case FG_AREC_VERDICT: {
 		const struct fg_audit_verdict *v = &p->verdict;
-		char l[32];
-		lines_list(v->lines, l, sizeof(l));
-		fprintf(o, ",\"token_seq\":%u,\"dst_layer\":%u,\"lines\":[%s],\"verdict\":\"%s\",\"epoch\":%u,"
-			   "\"sampled\":%s,\"fp_jump\":\"%016" PRIx64 "\",\"fp_canon\":\"%016" PRIx64 "\","
-			   "\"canonical\":\"%s\",\"shape_mismatch\":%s",
-			v->token_seq, v->dst_layer, l, fg_verdict_kind_name(v->kind), v->epoch,
-			v->sampled ? "true" : "false", v->fp_jump, v->fp_canon,
-			v->canon_kind == 0 ? "full" : v->canon_kind == 1 ? "digest" : "none",
-			v->shape_mismatch ? "true" : "false");
+		json_t *lines = json_array();
+		for (unsigned i = 0; i < 7; i++)
+			if (v->lines & (1u << i))
+				json_array_append_new(lines, json_integer(i));
+		json_object_set_new(j, "token_seq", json_integer(v->token_seq));
+		json_object_set_new(j, "dst_layer", json_integer(v->dst_layer));
+		json_object_set_new(j, "lines", lines);
+		json_object_set_new(j, "verdict", json_string(fg_verdict_kind_name(v->kind)));
+		json_object_set_new(j, "epoch", json_integer(v->epoch));
+		json_object_set_new(j, "sampled", json_boolean(v->sampled));
+		json_object_set_new(j, "fp_jump", jhex64(v->fp_jump));
+		json_object_set_new(j, "fp_canon", jhex64(v->fp_canon));
+		json_object_set_new(j, "canonical",
+				    json_string(v->canon_kind == 0 ? "full" : v->canon_kind == 1 ? "digest" : "none"));
+		json_object_set_new(j, "shape_mismatch", json_boolean(v->shape_mismatch));
 		if (v->has_diff) {
-			fprintf(o, ",\"diff\":{\"elements\":%u,\"count\":%u,\"nan\":%u,\"max_abs\":", v->diff.n_elems,
-				v->diff.count, v->diff.nan_count);
-			json_double(o, v->diff.max_abs);
-			fprintf(o, ",\"max_ulp\":%" PRIu64 ",\"first_index\":", v->diff.max_ulp);
-			if (v->diff.first_index == UINT32_MAX)
-				fputs("null}", o);
-			else
-				fprintf(o, "%u}", v->diff.first_index);
+			json_t *d = json_object();
+			json_object_set_new(d, "elements", json_integer(v->diff.n_elems));
+			json_object_set_new(d, "count", json_integer(v->diff.count));
+			json_object_set_new(d, "nan", json_integer(v->diff.nan_count));
+			json_object_set_new(d, "max_abs", jdouble(v->diff.max_abs));
+			json_object_set_new(d, "max_ulp", json_integer((json_int_t)v->diff.max_ulp));
+			json_object_set_new(d, "first_index", v->diff.first_index == UINT32_MAX
+								      ? json_null()
+								      : json_integer(v->diff.first_index));
+			json_object_set_new(j, "diff", d);
 		}
 		break;
 	}
 	case FG_AREC_LINE:
-		fprintf(o, ",\"line\":%u,\"from\":\"%s\",\"to\":\"%s\",\"event\":\"%s\",\"uid\":%u,\"pid\":%d,\"origin\":",
-			p->line.line, state_name(p->line.from), state_name(p->line.to), event_name(p->line.event),
-			p->line.uid, p->line.pid);
-		json_str(o, p->line.origin);
-		fputs(",\"why\":", o);
-		json_str(o, p->line.why);
+		json_object_set_new(j, "line", json_integer(p->line.line));
+		json_object_set_new(j, "from", json_string(state_name(p->line.from)));
+		json_object_set_new(j, "to", json_string(state_name(p->line.to)));
+		json_object_set_new(j, "event", json_string(event_name(p->line.event)));
+		json_object_set_new(j, "uid", json_integer(p->line.uid));
+		json_object_set_new(j, "pid", json_integer(p->line.pid));
+		json_object_set_new(j, "origin", jtext(p->line.origin));
+		json_object_set_new(j, "why", jtext(p->line.why));
 		break;
 	case FG_AREC_EPOCH:
-		fprintf(o, ",\"from\":%u,\"to\":%u,\"uid\":%u,\"pid\":%d,\"why\":", p->epoch.from, p->epoch.to,
-			p->epoch.uid, p->epoch.pid);
-		json_str(o, p->epoch.why);
+		json_object_set_new(j, "from", json_integer(p->epoch.from));
+		json_object_set_new(j, "to", json_integer(p->epoch.to));
+		json_object_set_new(j, "uid", json_integer(p->epoch.uid));
+		json_object_set_new(j, "pid", json_integer(p->epoch.pid));
+		json_object_set_new(j, "why", jtext(p->epoch.why));
 		break;
 	case FG_AREC_CONFLICT:
-		fprintf(o, ",\"token_seq\":%u,\"dst_layer\":%u,\"line\":%u,\"epoch\":%u", p->conflict.token_seq,
-			p->conflict.dst_layer, p->conflict.line, p->conflict.epoch);
+		json_object_set_new(j, "token_seq", json_integer(p->conflict.token_seq));
+		json_object_set_new(j, "dst_layer", json_integer(p->conflict.dst_layer));
+		json_object_set_new(j, "line", json_integer(p->conflict.line));
+		json_object_set_new(j, "epoch", json_integer(p->conflict.epoch));
 		break;
 	case FG_AREC_PEER_AUTH:
-		fputs(",\"peer\":", o);
-		json_str(o, p->peer_auth.peer);
-		fputs(",\"reason\":", o);
-		json_str(o, p->peer_auth.reason);
+		json_object_set_new(j, "peer", jtext(p->peer_auth.peer));
+		json_object_set_new(j, "reason", jtext(p->peer_auth.reason));
 		break;
 	case FG_AREC_RECOVERY:
-		fprintf(o, ",\"cut_offset\":%" PRIu64 ",\"cut_bytes\":%" PRIu64 ",\"last_seq\":%" PRIu64
-			   ",\"reason\":\"%s\"", p->recovery.cut_offset, p->recovery.cut_bytes, p->recovery.last_seq,
-			fg_audit_reason_name(p->recovery.reason));
+		json_object_set_new(j, "cut_offset", json_integer((json_int_t)p->recovery.cut_offset));
+		json_object_set_new(j, "cut_bytes", json_integer((json_int_t)p->recovery.cut_bytes));
+		json_object_set_new(j, "last_seq", json_integer((json_int_t)p->recovery.last_seq));
+		json_object_set_new(j, "reason", json_string(fg_audit_reason_name(p->recovery.reason)));
 		break;
 	case FG_AREC_ROTATION:
-		fprintf(o, ",\"prev_file_records\":%" PRIu64 ",\"prev_file_bytes\":%" PRIu64
-			   ",\"prev_file_index\":%u", p->rotation.prev_file_records, p->rotation.prev_file_bytes,
-			p->rotation.prev_file_index);
+		json_object_set_new(j, "prev_file_records", json_integer((json_int_t)p->rotation.prev_file_records));
+		json_object_set_new(j, "prev_file_bytes", json_integer((json_int_t)p->rotation.prev_file_bytes));
+		json_object_set_new(j, "prev_file_index", json_integer(p->rotation.prev_file_index));
 		break;
 	default:
 		break;
 	}
-	fputs("}\n", o);
+	int rc = json_dumpf(j, o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) == 0 ? 0 : -ENOMEM;
+	json_decref(j);
+	fputc('\n', o);
+	return rc;
 }
 
 static void print_human(FILE *o, const struct fg_audit_rec *r)
 {
 	char t[40], by[48];
+	char e1[4 * FG_AUDIT_WHY_MAX + 1], e2[4 * FG_AUDIT_WHY_MAX + 1]; /* \xNN per byte at most */
 	fmt_time(r->time_ns, t, sizeof(t));
 	fprintf(o, "%-8" PRIu64 " %s  %-9s ", r->seq, t, fg_audit_type_name(r->type));
 	const union fg_audit_payload *p = &r->p;
 	switch (r->type) {
 	case FG_AREC_GENESIS:
-		fprintf(o, "new log, format %u, by %s", p->genesis.format, p->genesis.who);
+		fprintf(o, "new log, format %u, by %s", p->genesis.format, ttext(p->genesis.who, e1, sizeof(e1)));
 		break;
 	case FG_AREC_VERDICT: {
 		const struct fg_audit_verdict *v = &p->verdict;
@@ -252,18 +288,19 @@ static void print_human(FILE *o, const struct fg_audit_rec *r)
 	case FG_AREC_LINE:
 		fprintf(o, "line %u %s -> %s (%s) by %s via %s: %s", p->line.line, state_name(p->line.from),
 			state_name(p->line.to), event_name(p->line.event), who(p->line.uid, p->line.pid, by, sizeof(by)),
-			p->line.origin, p->line.why);
+			ttext(p->line.origin, e1, sizeof(e1)), ttext(p->line.why, e2, sizeof(e2)));
 		break;
 	case FG_AREC_EPOCH:
 		fprintf(o, "model epoch %u -> %u by %s: %s", p->epoch.from, p->epoch.to,
-			who(p->epoch.uid, p->epoch.pid, by, sizeof(by)), p->epoch.why);
+			who(p->epoch.uid, p->epoch.pid, by, sizeof(by)), ttext(p->epoch.why, e2, sizeof(e2)));
 		break;
 	case FG_AREC_CONFLICT:
 		fprintf(o, "token %u layer %u line %u epoch %u", p->conflict.token_seq, p->conflict.dst_layer,
 			p->conflict.line, p->conflict.epoch);
 		break;
 	case FG_AREC_PEER_AUTH:
-		fprintf(o, "peer %s: %s", p->peer_auth.peer, p->peer_auth.reason);
+		fprintf(o, "peer %s: %s", ttext(p->peer_auth.peer, e1, sizeof(e1)),
+			ttext(p->peer_auth.reason, e2, sizeof(e2)));
 		break;
 	case FG_AREC_RECOVERY:
 		fprintf(o, "cut %" PRIu64 " bytes at offset %" PRIu64 " (%s); last intact seq %" PRIu64,
@@ -282,9 +319,10 @@ static void print_human(FILE *o, const struct fg_audit_rec *r)
 
 static void print_rec(const struct fg_audit_rec *r, bool json)
 {
-	if (json)
-		print_json(stdout, r);
-	else
+	if (json) {
+		if (print_json(stdout, r) < 0)
+			fprintf(stderr, "fanoctl audit tail: record %" PRIu64 ": out of memory for its JSON\n", r->seq);
+	} else
 		print_human(stdout, r);
 }
 

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "cp_shadow.h"
+#include "fg/text.h"
 
 struct cp_shadow {
 	struct fg_lines *lines;
@@ -290,8 +291,8 @@ static int record_change(struct cp_shadow *sh, const struct fg_line_change *chg,
 	p.line.event = (uint8_t)chg->event;
 	p.line.uid = chg->uid;
 	p.line.pid = chg->pid;
-	snprintf(p.line.origin, sizeof(p.line.origin), "%s", origin ? origin : "");
-	snprintf(p.line.why, sizeof(p.line.why), "%s", chg->why);
+	(void)fg_text_copy(p.line.origin, sizeof(p.line.origin), origin ? origin : "");
+	(void)fg_text_copy(p.line.why, sizeof(p.line.why), chg->why); /* UTF-8 boundary */
 	return append(sh, FG_AREC_LINE, &p, seq);
 }
 
@@ -462,7 +463,7 @@ int cp_shadow_on_epoch_change(struct cp_shadow *sh, uint32_t from, uint32_t to, 
 	p.epoch.to = to;
 	p.epoch.uid = uid;
 	p.epoch.pid = pid;
-	snprintf(p.epoch.why, sizeof(p.epoch.why), "%s", why ? why : "");
+	(void)fg_text_copy(p.epoch.why, sizeof(p.epoch.why), why ? why : ""); /* UTF-8 boundary */
 	int rc = append(sh, FG_AREC_EPOCH, &p, seq);
 	if (rc < 0)
 		return rc;

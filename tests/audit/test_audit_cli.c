@@ -2,7 +2,8 @@
  * with stdout captured): a good log across rotated files, each kind of
  * tampering (flip a byte, drop a record, reorder two, truncate) named by its
  * first bad record's file, offset, seq and reason, wrong file order, usage
- * errors, and tail's human and JSON output. */
+ * errors, and tail's human and JSON output (operator text: cut on UTF-8
+ * boundaries, valid JSON, escaped for a terminal). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -21,10 +22,12 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "cp_audit_log.h"
 #include "fanoctl_audit.h"
 #include "fg/audit.h"
+#include "fg/text.h"
 #include "fg/wire.h"
 
 static char dir[256], path[300], out_path[300];
@@ -240,7 +243,7 @@ static void test_tail(void **state)
 	assert_non_null(strstr(out, "{\"seq\":0,"));
 	assert_non_null(strstr(out, "\"type\":\"genesis\""));
 	assert_non_null(strstr(out, "\"type\":\"line\""));
-	assert_non_null(strstr(out, "\"why\":\"say \\\"hi\\\"\\u000a\""));
+	assert_non_null(strstr(out, "\"why\":\"say \\\"hi\\\"\\n\""));
 	assert_non_null(strstr(out, "\"verdict\":\"divergent\""));
 	assert_non_null(strstr(out, "\"max_ulp\":9"));
 	assert_non_null(strstr(out, "\"first_index\":4"));
@@ -254,6 +257,75 @@ static void test_tail(void **state)
 	assert_non_null(strstr(out, "rotation"));
 	assert_int_equal(cli(3, "tail", "-n", "x"), 2);
 	assert_int_equal(cli(1, "tail"), 2);
+}
+
+/* Operator text in records: a reason of 201 "é" cut to the field on a
+ * character boundary; a record holding a byte cut inside a sequence (an
+ * older writer's) and terminal escape sequences. JSON is valid (jansson
+ * parses every line back) and the human output carries no control byte. */
+static void test_tail_operator_text(void **state)
+{
+	(void)state;
+	struct cp_audit_log_cfg cfg = { .path = path, .rotate_bytes = 0 };
+	struct cp_audit_log *l;
+	char err[256], reason[2 * 201 + 1] = "";
+	for (int i = 0; i < 201; i++)
+		strcat(reason, "\xC3\xA9");
+	assert_int_equal(cp_audit_log_open(&l, &cfg, NULL, err, sizeof(err)), 0);
+	uint64_t seq;
+	union fg_audit_payload p;
+	memset(&p, 0, sizeof(p));
+	p.line.line = 2;
+	strcpy(p.line.origin, "operator socket");
+	size_t n = fg_text_copy(p.line.why, sizeof(p.line.why), reason);
+	assert_int_equal(n, sizeof(p.line.why) - 2); /* 126: 63 whole "é", never half of one */
+	assert_int_equal(cp_audit_log_append(l, FG_AREC_LINE, &p, &seq), 0);
+	memset(&p, 0, sizeof(p));
+	strcpy(p.epoch.why, "cut \xC3"); /* half a character, as an old writer left it */
+	assert_int_equal(cp_audit_log_append(l, FG_AREC_EPOCH, &p, &seq), 0);
+	memset(&p, 0, sizeof(p));
+	strcpy(p.peer_auth.peer, "10.0.0.1:5\x1b]0;owned\x07");
+	strcpy(p.peer_auth.reason, "\x1b[31mred\x1b[0m \\ \xC2\x9B");
+	assert_int_equal(cp_audit_log_append(l, FG_AREC_PEER_AUTH, &p, &seq), 0);
+	assert_int_equal(cp_audit_log_drain(l, 10000), 0);
+	cp_audit_log_free(l);
+
+	assert_int_equal(cli(5, "tail", "--json", "-n", "10", path), 0);
+	unsigned objs = 0, seen = 0;
+	for (char *q = out; *q;) {
+		char *nl = strchr(q, '\n');
+		assert_non_null(nl);
+		*nl = '\0';
+		json_error_t je;
+		json_t *j = json_loads(q, 0, &je);
+		if (!j)
+			fail_msg("not JSON (%s): %s", je.text, q);
+		const char *type = json_string_value(json_object_get(j, "type"));
+		if (!strcmp(type, "line")) {
+			const char *why = json_string_value(json_object_get(j, "why"));
+			assert_int_equal(strlen(why), 126);
+			assert_memory_equal(why, reason, 126);
+			seen |= 1;
+		} else if (!strcmp(type, "epoch")) {
+			assert_string_equal(json_string_value(json_object_get(j, "why")), "cut \xEF\xBF\xBD");
+			seen |= 2;
+		} else if (!strcmp(type, "peer_auth")) {
+			assert_string_equal(json_string_value(json_object_get(j, "reason")), "\x1b[31mred\x1b[0m \\ \xC2\x9B");
+			seen |= 4;
+		}
+		json_decref(j);
+		objs++;
+		q = nl + 1;
+	}
+	assert_true(objs >= 4); /* genesis + the three */
+	assert_int_equal(seen, 7);
+
+	assert_int_equal(cli(4, "tail", "-n", "10", path), 0);
+	for (const char *q = out; *q; q++)
+		assert_true((unsigned char)*q >= 0x20 || *q == '\n');
+	assert_non_null(strstr(out, "peer 10.0.0.1:5\\x1b]0;owned\\x07: \\x1b[31mred\\x1b[0m \\\\ \\xc2\\x9b"));
+	assert_non_null(strstr(out, "cut \\xc3"));
+	assert_null(strstr(out, "\xC2\x9B"));
 }
 
 /* Read from fd until `lines` newlines arrived or 10 s passed. */
@@ -335,6 +407,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_verify_good_across_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_verify_names_tampering, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tail, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tail_operator_text, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tail_follow, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
