@@ -31,6 +31,10 @@
 #endif
 
 #define CP_M_CONNS_MAX 16u
+/* Per source address; past CP_M_CONNS_MAX the oldest connection is closed
+ * for the newest (cp_small_srv_admit): idle connections cannot lock out a
+ * scraper (issue 14). */
+#define CP_M_CONNS_PER_SOURCE 4u
 #define CP_M_REQ_MAX 8192u
 #define CP_M_TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
 #define CP_M_HOUSE_NS (500ull * 1000 * 1000)
@@ -416,6 +420,9 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	sb_printf(&b, "fanogate_uptime_seconds %.3f\n", (double)(cp_now_ns() - m->srv->started_ns) / 1e9);
 	gauge(&b, "audit_enabled", "1 when the shadow audit runs", cp_audit_is_running(m->srv->audit));
 	counter(&b, "metrics_scrapes_total", "GET /metrics answered before this one", m->scrapes);
+	counter(&b, "metrics_refused_per_source_total", "metrics connections refused: their source had 4 open",
+		m->ls.refused_per_source);
+	counter(&b, "metrics_evicted_total", "metrics connections closed for a newer one (16 open)", m->ls.evicted);
 	counter(&b, "seccomp_refused_total", "system calls the seccomp allow-list refused with EPERM ([daemon] seccomp = on)",
 		atomic_load(&cp_harden_sys_refused));
 	counter(&b, "operator_fd_requests_refused_total", "operator requests that carried file descriptors (refused)",
@@ -619,7 +626,11 @@ static void mc_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t 
 static void m_on_accept(struct cp_small_srv *s, int fd)
 {
 	struct cp_metrics *m = cp_container_of(s, struct cp_metrics, ls);
-	struct cp_mconn *c = s->stopping || s->n_conns >= CP_M_CONNS_MAX ? NULL : calloc(1, sizeof(*c));
+	struct cp_mconn *c = s->stopping ? NULL : calloc(1, sizeof(*c));
+	if (c && !cp_small_srv_admit(s, fd, &c->sc, CP_M_CONNS_MAX, CP_M_CONNS_PER_SOURCE)) {
+		free(c);
+		c = NULL;
+	}
 	if (!c) {
 		close(fd);
 		return;

@@ -3,7 +3,9 @@
 #include "cp_small_srv.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "cp_log.h"
@@ -98,4 +100,41 @@ void cp_small_srv_unlink(struct cp_small_srv *s, struct cp_small_conn *c)
 			s->n_conns--;
 			return;
 		}
+}
+
+bool cp_small_srv_admit(struct cp_small_srv *s, int fd, struct cp_small_conn *c, unsigned max_conns,
+			unsigned per_source_max)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	c->src_family = 0;
+	memset(c->src, 0, sizeof(c->src));
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
+		if (ss.ss_family == AF_INET) {
+			c->src_family = 4;
+			memcpy(c->src, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+		} else if (ss.ss_family == AF_INET6) {
+			c->src_family = 6;
+			memcpy(c->src, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+		}
+	}
+	unsigned same = 0;
+	struct cp_small_conn *oldest = NULL;
+	for (struct cp_small_conn *o = s->conns; o; o = o->next) {
+		if (o->dead)
+			continue;
+		if (c->src_family && o->src_family == c->src_family && !memcmp(o->src, c->src, sizeof(c->src)))
+			same++;
+		if (!oldest || o->deadline_ns <= oldest->deadline_ns)
+			oldest = o;
+	}
+	if (c->src_family && per_source_max && same >= per_source_max) {
+		s->refused_per_source++;
+		return false;
+	}
+	if (max_conns && s->n_conns >= max_conns && oldest) {
+		s->evicted++;
+		s->ops->on_deadline(s, oldest); /* closes it (it may stay listed, dead, until its ops end) */
+	}
+	return true;
 }

@@ -27,6 +27,8 @@ struct cp_small_conn {
 	struct cp_small_conn *next;
 	uint64_t deadline_ns; /* on_deadline once cp_now_ns() reaches it */
 	bool dead;            /* closing: no deadline, no stop callback any more */
+	uint8_t src_family;   /* 4, 6, or 0 (not an IP peer: no per-source limit) */
+	uint8_t src[16];      /* the peer's address (cp_small_srv_admit) */
 };
 
 struct cp_small_srv;
@@ -52,6 +54,8 @@ struct cp_small_srv {
 	struct cp_timer house;
 	struct cp_small_conn *conns;
 	unsigned n_conns;
+	uint64_t refused_per_source; /* cp_small_srv_admit: the source had per_source_max open */
+	uint64_t evicted;            /* cp_small_srv_admit: the oldest closed to make room */
 };
 
 /* Set up s (not listening: fd -1). ops is static; l outlives s. */
@@ -69,6 +73,16 @@ void cp_small_srv_stop(struct cp_small_srv *s);
 /* Add c (a new connection) at the head of the list with a deadline of
  * timeout_ns from now. */
 void cp_small_srv_link(struct cp_small_srv *s, struct cp_small_conn *c, uint64_t timeout_ns);
+
+/* Lockout defence (issue 14: 16 idle connections made every scrape fail).
+ * Before linking a new connection c on fd: refuse it (returns false; the
+ * caller frees c and closes fd; refused_per_source counted) when its source
+ * address already has per_source_max connections open; otherwise, when
+ * max_conns are open, close the OLDEST connection (ops->on_deadline; the
+ * newest always gets in, so idle connections cannot keep a scraper out;
+ * evicted counted). Records the source in c. Returns true: link c. */
+FG_MUST_CHECK bool cp_small_srv_admit(struct cp_small_srv *s, int fd, struct cp_small_conn *c, unsigned max_conns,
+				      unsigned per_source_max);
 
 /* Take c off the list (before the service frees it). */
 void cp_small_srv_unlink(struct cp_small_srv *s, struct cp_small_conn *c);
