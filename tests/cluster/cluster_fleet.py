@@ -28,7 +28,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "control"))
-from d1_harness import (SKIP, Daemon, canonical, check, free_port, http, reduce_pair_x,  # noqa: E402
+from daemon_harness import (SKIP, Daemon, canonical, check, free_port, http, reduce_pair_x,  # noqa: E402
                         resolved_frame, seed)
 
 V = {1: [1.5, 2.0, -1.0, 0.5, 3.0, 4.0, 5.0, 6.0], 3: [0.25] * 8, 5: [-2.0, 1e-3, 7.0, 8.0, 1.0, 2.0, 3.0, 4.0]}

@@ -14,7 +14,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "control"))
-from d1_harness import SKIP, Daemon, check, free_port  # noqa: E402
+from daemon_harness import SKIP, Daemon, check, free_port  # noqa: E402
 
 FANOCTL = os.environ.get("FANOCTL", "")
 PREFIX = "/fg-tls-%d/" % os.getpid()

@@ -12,7 +12,7 @@ closes TCP after its close frame, and, after every case, that the daemon
 still serves a normal client (upgrade, binary seed frame -> status frame).
 
 Usage:
-  ws_raw_client.py                    start a daemon (tests/control/d1_harness.py,
+  ws_raw_client.py                    start a daemon (tests/control/daemon_harness.py,
                                       FANOGATE = the binary), run, stop it
   ws_raw_client.py --port P [--ca F] [--token T] [--hidden N]
                                       run against a running server on 127.0.0.1
@@ -444,7 +444,7 @@ def main():
     # openssl req), starts `fanogate --no-dataplane --config` on a free port
     # and always stops it.
     sys.path.insert(0, HERE)
-    import d1_harness as h
+    import daemon_harness as h
     with h.Daemon(hidden=cfg.hidden) as d:
         cfg.port, cfg.ca, cfg.token = d.port, f"{d.dir}/ca.pem", h.TOKEN
         rc = run_all(cfg)

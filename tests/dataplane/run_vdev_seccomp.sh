@@ -15,7 +15,7 @@
 #              and is written to the TX capture. The port starts before the
 #              filter is installed, so the capture may be read before it;
 #              the polling, the TX dump and the close run under it.
-# (ring: tests/control/l_harden.py part 4 resolves a slot through the lcore
+# (ring: tests/control/daemon_harden.py part 4 resolves a slot through the lcore
 # under the filter.)
 #
 # Passes when the client saw every seed, the daemon logged no "seccomp:"

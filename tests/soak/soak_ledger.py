@@ -40,7 +40,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "control"))
-import d1_harness as h  # noqa: E402
+import daemon_harness as h  # noqa: E402
 
 SKIP = 77
 # deadline: long enough that a fanofleet run's three HTTPS/wss contributions

@@ -87,7 +87,7 @@ NS = "fgsk-n%d" % ID
 VA, VB = "fgsk%da" % ID, "fgsk%db" % ID   # dataplane side (root ns), fleet side (in NS)
 NET = "10.94.%d." % (ID % 250)
 DP_IP, NS_IP = NET + "1", NET + "2"
-_procs = []   # relays (the daemon is d1_harness's)
+_procs = []   # relays (the daemon is daemon_harness's)
 
 
 def sh(*cmd, check=True):

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""d1_ws.py - WebSocket /flow sessions against a real client (Debian's
+"""daemon_ws.py - WebSocket /flow sessions against a real client (Debian's
 python3-websockets 10.4): Bearer handshake, coalesced binary frames answered
 with one status message each, subscriptions (layers=..., layers=all)
 receiving resolved seeds bit-exact, status=0, ping/pong, close handshake
@@ -14,7 +14,7 @@ import time
 
 import websockets
 
-from d1_harness import (STATUS_STREAM, TOKEN, TOKEN_CONSUMER, Daemon, OUTCOMES, check, hdr, parse_frames,
+from daemon_harness import (STATUS_STREAM, TOKEN, TOKEN_CONSUMER, Daemon, OUTCOMES, check, hdr, parse_frames,
                         parse_status, reduce_pair_x, resolved_frame, seed)
 
 V1 = [1.0, -2.5, 3.25, 1e-7, 6.0, 7.5, -8.0, 9.125]

@@ -1,4 +1,4 @@
-"""d1_harness.py - shared helpers for the control-plane integration tests
+"""daemon_harness.py - shared helpers for the control-plane integration tests
 (tests/control/d1_*): a temp dir with a CA, a server certificate, client
 certificates (trusted and untrusted), a 0600 tokens file and a config; the
 fanogate daemon started on loopback port 0 (the bound ports come back on its
@@ -308,7 +308,7 @@ OUTCOMES = ["accepted", "resolved", "partial", "duplicate", "duplicate_pending",
 
 
 def serve_main(argv):
-    """d1_harness.py [--mtls] [--hidden N] -- CMD ARGS...: start the daemon,
+    """daemon_harness.py [--mtls] [--hidden N] -- CMD ARGS...: start the daemon,
     run CMD with FG_PORT, FG_DIR (certs: ca.pem, client.pem/key), FG_TOKEN,
     FG_HIDDEN, FG_LAYERS in its environment, stop the daemon, exit with CMD's
     status (77 passes through as a skip)."""

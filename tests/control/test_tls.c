@@ -1,4 +1,4 @@
-/* d1_test_tls.c - unit tests of control/cp_tls.c that need no peer: the
+/* test_tls.c - unit tests of control/cp_tls.c that need no peer: the
  * tokens file (mode 0600 enforced, roles, cn: map, refusals) and the
  * constant-time bearer check. A TLS handshake over the memory BIOs is driven
  * end to end against an in-process OpenSSL client. */
@@ -141,7 +141,7 @@ static void test_init_refusals(void **state)
 	struct cp_tls t;
 	char why[512];
 	/* Both unset: the self-signed pair of the embedded default, generated in
-	 * the directory of [audit] path (k_selfsigned.py tests it end to end). */
+	 * the directory of [audit] path (daemon_selfsigned.py tests it end to end). */
 	cfg->tls_cert[0] = cfg->tls_key[0] = '\0';
 	snprintf(cfg->audit_path, sizeof(cfg->audit_path), "%s/state/audit.log", dir);
 	assert_int_equal(cp_tls_init(&t, cfg, why, sizeof(why)), 0);

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""d1_lanes.py - the daemon in lanes mode: the DPDK dataplane owns the slot
+"""daemon_lanes.py - the daemon in lanes mode: the DPDK dataplane owns the slot
 shards (drivers-config ring profile: no NIC, --no-huge when hugepages are
 missing) and every TLS frame crosses include/fg/boundary.h lanes to its
 owner lcore and back (FG_BM_FRAME -> FG_BM_OUTCOME; RESOLVED, CONFLICT and
@@ -14,7 +14,7 @@ import time
 
 import websockets
 
-from d1_harness import (SKIP, STATUS_STREAM, TOKEN, Daemon, OUTCOMES, check, http, parse_frames, parse_status,
+from daemon_harness import (SKIP, STATUS_STREAM, TOKEN, Daemon, OUTCOMES, check, http, parse_frames, parse_status,
                         reduce_pair_x, resolved_frame, seed)
 
 V = {1: [1.5, -2.0, 0.1, 3e-7, 5.0, 6.0, 7.0, 8.0], 3: [0.3, 0.2, 0.1, 1e5, 5.0, 6.0, -7.0, 8.0],

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""d1_http.py - HTTPS surface of the fanogate daemon with a real TLS client:
+"""daemon_http.py - HTTPS surface of the fanogate daemon with a real TLS client:
 /healthz, POST /residual-seed JSON acks for every outcome, POST /canonical,
 GET /residual-seed/<layer>/<token_seq> (immediate, woken, 404, 504, 409),
 bearer-token refusals (401), malformed request lines, oversize headers,
@@ -12,7 +12,7 @@ import threading
 import time
 import urllib.request
 
-from d1_harness import (TOKEN, TOKEN_CONSUMER, Daemon, canonical, check, hdr, http, http_read_response,
+from daemon_harness import (TOKEN, TOKEN_CONSUMER, Daemon, canonical, check, hdr, http, http_read_response,
                         reduce_pair_x, resolved_frame, seed)
 
 V = {1: [1.5, 2.25, -3.0, 4.0, 0.1, 0.2, 0.3, 1e-8],

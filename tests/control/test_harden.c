@@ -1,4 +1,4 @@
-/* l_test_harden.c - control/cp_harden.c without the daemon. Owner: helper L.
+/* test_harden.c - control/cp_harden.c without the daemon. Owner: helper L.
  *
  * - a ring restricted to {NOP} completes NOP and refuses TIMEOUT and READ
  *   with -EACCES, refuses an SQE flag outside the allowed set, and refuses
@@ -339,7 +339,7 @@ static int child_apply(enum fg_seccomp_mode mode, bool user)
 		return 11;
 	int r = all_tasks_confined(setpcap, mode != FG_SECCOMP_OFF, user ? 65534 : getuid());
 	if (r < 0) {
-		fprintf(stderr, "thread check failed at l_test_harden.c:%d\n", -r);
+		fprintf(stderr, "thread check failed at test_harden.c:%d\n", -r);
 		return 12;
 	}
 	/* the blocked reader was interrupted and restarted: it still reads */

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""d1_chaos.py - hostile peers against one daemon (seeded, bounded): raw
+"""conn_chaos.py - hostile peers against one daemon (seeded, bounded): raw
 non-TLS bytes, TLS garbage instead of HTTP, truncated heads, resets in the
 middle of a request (SO_LINGER 0), WebSocket sessions sending random frames
 (masked, random opcodes and payloads) and random aeon-flow bytes, peers that
@@ -16,7 +16,7 @@ import struct
 
 import websockets
 
-from d1_harness import TOKEN, Daemon, check, http, seed
+from daemon_harness import TOKEN, Daemon, check, http, seed
 
 R = random.Random(int(os.environ.get("D1_SEED", "1234")))
 

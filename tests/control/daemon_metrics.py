@@ -1,5 +1,5 @@
-"""h_metrics.py - the Prometheus endpoint and the configuration reload,
-against a real daemon (--no-dataplane, generated PKI and tokens: d1_harness).
+"""daemon_metrics.py - the Prometheus endpoint and the configuration reload,
+against a real daemon (--no-dataplane, generated PKI and tokens: daemon_harness).
 
 Metrics: scrape, drive contributions over HTTPS POST /residual-seed (one
 slot resolved by Pair X lines 1,3,5, one left open, a duplicate, a
@@ -28,7 +28,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from d1_harness import SKIP, Daemon, check, fail, http, seed  # noqa: E402
+from daemon_harness import SKIP, Daemon, check, fail, http, seed  # noqa: E402
 
 V = [1.0, 2.0, 0.5, -1.0, 0.0, 3.0, 1.5, -2.0]
 POLICY = "[lines]\nauto_promote = false\npromote_count = 64\npromote_ms = 10000\n[tls]\nws_max_message = 1K\n"

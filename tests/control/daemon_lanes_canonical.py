@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""k_lanes_canonical.py - canonical reports sent over wss:// in dataplane
+"""daemon_lanes_canonical.py - canonical reports sent over wss:// in dataplane
 (lanes) mode reach the shadow audit: the daemon on the ring profile, a slot
 resolved by its owner lcore from three seeds sent over a WebSocket, then the
 canonical report for it over the same WebSocket; the audit log must hold a
@@ -17,7 +17,7 @@ import time
 
 import websockets
 
-from d1_harness import SKIP, STATUS_STREAM, TOKEN, OUTCOMES, Daemon, canonical, check, parse_frames, \
+from daemon_harness import SKIP, STATUS_STREAM, TOKEN, OUTCOMES, Daemon, canonical, check, parse_frames, \
     parse_status, reduce_pair_x, seed
 
 V = {1: [1.5, 2.0, -1.0, 0.5, 3.0, 4.0, 5.0, 6.0], 3: [0.25] * 8, 5: [-2.0, 1e-3, 7.0, 8.0, 1.0, 2.0, 3.0, 4.0]}

@@ -1,4 +1,4 @@
-/* d1_test_loop.c - unit tests of control/cp_loop.c on a real io_uring:
+/* test_loop.c - unit tests of control/cp_loop.c on a real io_uring:
  * timers (one-shot, periodic re-arm, double start), the "poll this fd and
  * call me" facility (fires on readiness, stops), recv/send on a socketpair,
  * multishot accept on a loopback listener, and cancellation. */

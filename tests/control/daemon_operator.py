@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""d1_op.py - the daemon's operator socket with the real fanoctl client, and
+"""daemon_operator.py - the daemon's operator socket with the real fanoctl client, and
 its Prometheus endpoint:
 status, lines, line changes (disable -> a POST on that line is refused
 line_disabled 403; enable; enable again refused "already"; auto-promote),
@@ -15,7 +15,7 @@ import sys
 import urllib.error
 import urllib.request
 
-from d1_harness import SKIP, Daemon, check, http, seed
+from daemon_harness import SKIP, Daemon, check, http, seed
 
 V = [1.0] * 8
 

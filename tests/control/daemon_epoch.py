@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""k_epoch.py - the one model epoch, over HTTPS POST /residual-seed and wss
+"""daemon_epoch.py - the one model epoch, over HTTPS POST /residual-seed and wss
 /flow, in local mode and (when the dataplane can start on the ring profile)
 in lanes mode: a conflicting duplicate is answered 409 conflict carrying
 model_epoch + 1, every later ack carries the new epoch; a slot left open
@@ -21,7 +21,7 @@ import urllib.request
 
 import websockets
 
-from d1_harness import (OUTCOMES, SKIP, STATUS_STREAM, TOKEN, Daemon, check, http, parse_frames, parse_status,
+from daemon_harness import (OUTCOMES, SKIP, STATUS_STREAM, TOKEN, Daemon, check, http, parse_frames, parse_status,
                         reduce_pair_x, resolved_frame, seed)
 
 V = {1: [1.5, -2.0, 0.1, 3e-7, 5.0, 6.0, 7.0, 8.0], 3: [0.3, 0.2, 0.1, 1e5, 5.0, 6.0, -7.0, 8.0],

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""d_accounting.py - input that is not one whole aeon frame is accounted
+"""daemon_accounting.py - input that is not one whole aeon frame is accounted
 like the frames the ingest refuses, in local mode and (when the dataplane
 can start on the ring profile) in lanes mode:
 
@@ -28,7 +28,7 @@ import urllib.request
 
 import websockets
 
-from d1_harness import (OUTCOMES, STATUS_STREAM, TOKEN, Daemon, canonical, check, hdr, http, parse_frames,
+from daemon_harness import (OUTCOMES, STATUS_STREAM, TOKEN, Daemon, canonical, check, hdr, http, parse_frames,
                         parse_status, seed)
 
 V = [1.0, -2.5, 3.25, 1e-7, 6.0, 7.5, -8.0, 9.125]

@@ -1,4 +1,4 @@
-/* h_test_metrics.c - unit tests of control/cp_metrics.c (the exposition
+/* test_metrics.c - unit tests of control/cp_metrics.c (the exposition
  * rendered from fake engine, server and boundary snapshots, no sockets) and
  * of cp_reload_diff (which keys may change live).
  *   render: every sample line belongs to a family announced by # HELP and

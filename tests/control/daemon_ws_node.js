@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// d1_ws_node.js - WebSocket /flow against the npm `ws` client (the fleet's
+// daemon_ws_node.js - WebSocket /flow against the npm `ws` client (the fleet's
 // own WebSocket stack is Node): Bearer handshake over TLS, a message of
 // coalesced frames answered with one status each, a layers=all subscriber
 // receiving the resolved seed bit-exact (reference sum with Math.fround,
 // one rounding per addition), ping/pong, close 1000, 401 without a token.
-// Run through d1_harness.py (FG_PORT, FG_DIR, FG_TOKEN, FG_HIDDEN).
+// Run through daemon_harness.py (FG_PORT, FG_DIR, FG_TOKEN, FG_HIDDEN).
 'use strict';
 const fs = require('fs');
 const path = require('path');

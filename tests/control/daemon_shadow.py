@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""d1_shadow.py - the engine -> shadow audit hand-off, end to end through
+"""daemon_shadow.py - the engine -> shadow audit hand-off, end to end through
 the daemon: resolved seeds and canonical reports posted over HTTPS reach the
 audit; two clean verdicts promote lines 1, 3 and 5 (auto_promote,
 promote_count 2) and the next ack says shadow_mode false (the fleet may skip
@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from d1_harness import SKIP, Daemon, canonical, check, http, reduce_pair_x, seed
+from daemon_harness import SKIP, Daemon, canonical, check, http, reduce_pair_x, seed
 
 V = {1: [1.5, 2.0, -1.0, 0.5, 3.0, 4.0, 5.0, 6.0], 3: [0.25] * 8, 5: [-2.0, 1e-3, 7.0, 8.0, 1.0, 2.0, 3.0, 4.0]}
 REF = reduce_pair_x([(V[1], 0), (V[3], 0), (V[5], 0)])

@@ -1,4 +1,4 @@
-/* l_test_shadow_expire.c - the cost and the correctness of shadow expiry
+/* test_shadow_expire.c - the cost and the correctness of shadow expiry
  * (core/shadow.c, fg_shadow_expire). Owner: helper L.
  *
  * Cost is measured as work, not time: struct fg_shadow counts every entry

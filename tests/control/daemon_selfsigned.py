@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""k_selfsigned.py - the self-signed certificate of the embedded default:
+"""daemon_selfsigned.py - the self-signed certificate of the embedded default:
 with [tls] cert and key unset the daemon generates an EC P-256 key and a
 self-signed certificate in the state directory (the directory of [audit]
 path: files 0600), logs its path and SHA-256 fingerprint, and serves it
@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 
-from d1_harness import TOKEN, _live, binary, check, fail, free_port
+from daemon_harness import TOKEN, _live, binary, check, fail, free_port
 
 FP_RE = re.compile(r"self-signed certificate (\S+) \(key (\S+)\), SHA-256 fingerprint ([0-9A-F:]+)")
 

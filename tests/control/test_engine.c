@@ -1,4 +1,4 @@
-/* d1_test_engine.c - unit tests of control/cp_engine.c:
+/* test_engine.c - unit tests of control/cp_engine.c:
  *   local mode: outcomes through ops->done, the resolved-seed frame through
  *   ops->resolved (decoded and compared with a reference reduction),
  *   lookups (open, resolved, poisoned, expired, unknown), expiry on the

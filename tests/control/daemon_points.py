@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""k_points.py - peer churn: TLS peers map to Fano points through their role
+"""daemon_points.py - peer churn: TLS peers map to Fano points through their role
 (tokens file role "attn" = point e2). Two wss clients of role attn: closing
 one keeps the point up; closing both marks e2 down, so lines 0, 3 and 4 (the
 lines through e2) are degraded (fanoctl lines, the JSON ack of a line-3
@@ -14,7 +14,7 @@ import time
 
 import websockets
 
-from d1_harness import SKIP, TOKEN, Daemon, check, http, seed
+from daemon_harness import SKIP, TOKEN, Daemon, check, http, seed
 
 ATTN = "k-attn-token-0123456789abcdef"
 V3 = [0.25] * 8

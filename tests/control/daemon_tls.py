@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""d1_tls.py - TLS policy of the fanogate daemon with real peers:
+"""daemon_tls.py - TLS policy of the fanogate daemon with real peers:
 openssl s_client refused on TLS 1.1 and on a TLS 1.2 renegotiation, accepted
 on TLS 1.2 and 1.3; mutual TLS accepted (CA-signed client certificate, no
 bearer needed; CN mapped to a role) and refused (untrusted certificate; no
@@ -10,7 +10,7 @@ import socket
 import ssl
 import subprocess
 
-from d1_harness import TOKEN, Daemon, check, http, seed
+from daemon_harness import TOKEN, Daemon, check, http, seed
 
 
 def s_client(d, *args, stdin=b"", timeout=10):

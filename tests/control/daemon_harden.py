@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""l_harden.py - the running daemon is confined (control/cp_harden.c).
+"""daemon_harden.py - the running daemon is confined (control/cp_harden.c).
 Owner: helper L (issue 8 item 6: helper B). Needs root (exit 77 otherwise).
 
 1. fanogate --no-dataplane with an alert command, once ready: every thread
@@ -15,7 +15,7 @@ Owner: helper L (issue 8 item 6: helper B). Needs root (exit 77 otherwise).
    run its alert command (posix_spawn + exec under the filter), the audit
    log verifies, no system call was refused (no "seccomp:" warning), the
    threads are checked again, and the daemon stops cleanly.
-4. With the dataplane (drivers-config ring profile, as d1_lanes starts it;
+4. With the dataplane (drivers-config ring profile, as daemon_lanes starts it;
    skipped when the EAL cannot start): the lcores and EAL's threads are
    confined the same (capabilities are per thread: each dropped its own),
    and a slot resolves through the lcore under the filter.
@@ -27,7 +27,7 @@ Owner: helper L (issue 8 item 6: helper B). Needs root (exit 77 otherwise).
    as that user, the operator socket answers root, and the stop is clean;
    and with the dataplane (ring profile) every thread, lcores included,
    has that uid/gid.
-FANOGATE = the daemon binary (d1_harness)."""
+FANOGATE = the daemon binary (daemon_harness)."""
 import array
 import json
 import os
@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 
-from d1_harness import SKIP, Daemon, canonical, check, http, reduce_pair_x, seed
+from daemon_harness import SKIP, Daemon, canonical, check, http, reduce_pair_x, seed
 
 CAPS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
 TEST_USER = "fanogate-test"
@@ -329,7 +329,7 @@ def main():
     shutil.rmtree(adir, ignore_errors=True)
     part_dataplane()
     part_user(fanoctl)
-    print("l_harden: ok")
+    print("daemon_harden: ok")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""x_testssl.py - a testssl.sh scan of the daemon's TLS listener (extended
+"""testssl_scan.py - a testssl.sh scan of the daemon's TLS listener (extended
 suite). Checks what the control plane promises (docs/control-plane.md):
 SSLv2, SSLv3, TLS 1.0 and TLS 1.1 not offered; TLS 1.2 and 1.3 offered; no
 NULL, export, anonymous, RC4, 3DES or CBC-only weak cipher categories;
@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 
-from d1_harness import SKIP, Daemon, check, fail
+from daemon_harness import SKIP, Daemon, check, fail
 
 TESTSSL = shutil.which("testssl") or shutil.which("testssl.sh")
 if not TESTSSL:
@@ -52,4 +52,4 @@ with Daemon() as d:
     check(not vulnerable, "no check reported VULNERABLE: %s" % vulnerable)
     severe = [f"{f['id']}: {f['finding']}" for f in findings if f.get("severity") in ("HIGH", "CRITICAL")]
     check(not severe, "no HIGH/CRITICAL finding: %s" % severe)
-print("x_testssl: all checks passed")
+print("testssl_scan: all checks passed")
