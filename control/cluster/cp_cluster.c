@@ -686,7 +686,7 @@ json_t *cp_cluster_json(const struct cp_cluster *c)
 			 "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
 			 "node", c->cfg->cluster.node, "etcd", state_names[c->state], "endpoint", ep, "lease",
 			 (json_int_t)c->lease_id, "lease_ttl_s", (json_int_t)c->lease_ttl, "revision",
-			 (json_int_t)c->revision, "epoch_known", c->etcd_epoch_known, "model_epoch",
+			 (json_int_t)es.revision, "epoch_known", c->etcd_epoch_known, "model_epoch",
 			 (json_int_t)c->e->epoch, "epoch_by", c->epoch_by, "etcd_epoch", (json_int_t)c->etcd_epoch,
 			 "prefix", c->cfg->cluster.prefix, "nodes", nodes, "lines", lines, "points_degraded_by_cluster",
 			 c->cluster_down, "counters", "lines_applied", (json_int_t)c->st.lines_applied, "epochs_applied",

@@ -498,8 +498,12 @@ static void watch_line(struct cl_etcd *t, const char *line, size_t n)
 		json_t *kv = json_object_get(ev, "kv");
 		kv_to_in(t, kv, type && strcmp(type, "DELETE") == 0, false);
 		int64_t rev = jint(kv, "mod_revision");
-		if (rev > t->revision)
+		if (rev > t->revision) {
 			t->revision = rev;
+			pthread_mutex_lock(&t->lock);
+			t->st.revision = rev;
+			pthread_mutex_unlock(&t->lock);
+		}
 		stat_add(t, &t->st.watch_events, 1);
 	}
 	json_decref(j);
@@ -781,6 +785,9 @@ static int snapshot(struct cl_etcd *t)
 	snprintf(up.why, sizeof(up.why), "%s", t->cc->endpoint[t->cur]);
 	in_push(t, &up);
 	t->revision = jint(json_object_get(out, "header"), "revision");
+	pthread_mutex_lock(&t->lock);
+	t->st.revision = t->revision;
+	pthread_mutex_unlock(&t->lock);
 	size_t i;
 	json_t *kv;
 	json_array_foreach(json_object_get(out, "kvs"), i, kv)

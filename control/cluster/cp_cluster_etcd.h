@@ -74,6 +74,7 @@ struct cl_in {
 struct cl_etcd_stats {
 	uint64_t requests, request_failures, watch_events, watch_restarts, reconnects;
 	uint64_t cas_won, cas_lost, out_dropped, bad_values, keepalives, leases_granted;
+	int64_t revision; /* the last etcd revision seen (snapshot or watch) */
 };
 
 #define CL_QUEUE_MAX 1024u
