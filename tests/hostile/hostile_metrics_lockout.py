@@ -15,7 +15,7 @@ import socket
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "control"))
-from d1_harness import Daemon, check, fail  # noqa: E402
+from daemon_harness import Daemon, check, fail  # noqa: E402
 
 
 def scrape(port):
