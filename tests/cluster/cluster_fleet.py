@@ -35,9 +35,10 @@ V = {1: [1.5, 2.0, -1.0, 0.5, 3.0, 4.0, 5.0, 6.0], 3: [0.25] * 8, 5: [-2.0, 1e-3
 REF = reduce_pair_x([(V[1], 0), (V[3], 0), (V[5], 0)])
 ATTN = "cluster-attn-token-0123456789abcdef"
 FANOCTL = os.environ.get("FANOCTL", "")
-# The nodes' lease: 2 s, not etcd's 1 s minimum, so that a loaded 2-core CI
-# box (3 etcd members, 2 daemons) does not expire a live node's lease.
-TTL = 2
+# The nodes' lease: 3 s (the default), not etcd's 1 s minimum, so that a loaded 2-core CI
+# box (3 etcd members, 2 daemons, other jobs) neither expires a live node's
+# lease nor counts a slow leader election as etcd lost.
+TTL = 3
 PREFIX = "/fg-test-%d/" % os.getpid()
 
 
@@ -57,7 +58,7 @@ class Etcd:
 
     def start(self, i, state="new"):
         log = open(f"{self.dir}/m{i}.log", "ab")
-        # heartbeat 100 ms / election 500 ms: the leader's loss elects a new
+        # heartbeat 50 ms / election 300 ms: the leader's loss elects a new
         # one well within the nodes' lease TTL (their "lost" threshold).
         self.procs[i] = subprocess.Popen(
             ["etcd", "--name", f"m{i}", "--data-dir", f"{self.dir}/m{i}",
@@ -67,7 +68,7 @@ class Etcd:
              "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.peer[i]}",
              "--initial-cluster", self.initial, "--initial-cluster-state", state,
              "--initial-cluster-token", f"fg-{os.getpid()}",
-             "--heartbeat-interval", "100", "--election-timeout", "500", "--log-level", "warn"],
+             "--heartbeat-interval", "50", "--election-timeout", "300", "--log-level", "warn"],
             stdout=log, stderr=subprocess.STDOUT)
 
     def healthy(self, which):
