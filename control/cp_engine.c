@@ -37,28 +37,46 @@ static struct cp_ending *ending_slot(const struct cp_engine *e, uint16_t layer, 
 	return &e->endings[k % e->n_endings];
 }
 
-static void ending_put(struct cp_engine *e, uint16_t layer, uint32_t token_seq, enum fg_slot_state st,
-		       const uint8_t *frame, size_t len)
+/* Record how a slot ended. A resolved seed is written here as its frame
+ * (wire.md 3.3), built once from the facts and the body: this is the one
+ * copy of the body the control plane makes for its TLS consumers (the
+ * WebSocket push and GET /residual-seed copy from here into their output).
+ * Returns the entry, or NULL when the seed could not be kept (out of memory,
+ * unencodable: logged once, counted). */
+static struct cp_ending *ending_put(struct cp_engine *e, uint16_t layer, uint32_t token_seq, enum fg_slot_state st,
+				    const struct fg_seed_view *v)
 {
 	struct cp_ending *en = ending_slot(e, layer, token_seq);
 	en->layer = layer;
 	en->token_seq = token_seq;
 	en->state = (uint8_t)st;
 	en->len = 0;
-	if (st == FG_SLOT_RESOLVED && frame) {
-		if (en->cap < len) {
-			uint8_t *p = realloc(en->frame, len);
-			if (!p) {
-				/* Out of memory: forget the entry rather than lie. */
-				en->state = FG_SLOT_FREE;
-				return;
-			}
-			en->frame = p;
-			en->cap = (uint32_t)len;
+	if (st != FG_SLOT_RESOLVED || !v)
+		return en;
+	size_t need = FG_HDR_LEN + FG_SEED_PREFIX_LEN + (size_t)v->body_len;
+	if (en->cap < need) {
+		uint8_t *p = realloc(en->frame, need);
+		if (!p) {
+			/* Out of memory: forget the entry rather than lie. */
+			en->state = FG_SLOT_FREE;
+			e->st.seeds_unkept++;
+			return NULL;
 		}
-		memcpy(en->frame, frame, len);
-		en->len = (uint32_t)len;
+		en->frame = p;
+		en->cap = (uint32_t)need;
 	}
+	struct fg_resolved rr = {.token_seq = v->token_seq, .dst_layer = v->dst_layer, .start_pos = v->start_pos,
+				 .seq_len = v->seq_len, .body = v->body, .body_len = v->body_len};
+	ssize_t n = fg_resolved_encode(&e->bands, &rr, en->frame, en->cap);
+	if (n < 0) {
+		en->state = FG_SLOT_FREE;
+		if (e->st.seeds_unkept++ == 0)
+			cp_err("engine: cannot encode resolved seed layer=%u token_seq=%u: %s", v->dst_layer,
+			       v->token_seq, fg_reason_name((int)n));
+		return NULL;
+	}
+	en->len = (uint32_t)n;
+	return en;
 }
 
 enum fg_slot_state cp_engine_lookup(const struct cp_engine *e, uint16_t layer, uint32_t token_seq,
@@ -111,13 +129,15 @@ void cp_engine_line_changed(struct cp_engine *e, const struct fg_line_change *ch
 		e->audit->line_changed(e->audit_arg, chg, origin);
 }
 
-/* A slot resolved (either mode): cache, deliver, audit. */
-static void on_resolved(struct cp_engine *e, const uint8_t *frame, size_t len, const struct fg_seed_view *v)
+/* A slot resolved (either mode): v holds the facts and the body (the local
+ * table's slot, or a dp2cp buffer released after this call). Cache the
+ * frame, deliver it from the cache, audit the facts and body. */
+static void on_resolved(struct cp_engine *e, const struct fg_seed_view *v)
 {
 	e->st.resolved++;
-	ending_put(e, v->dst_layer, v->token_seq, FG_SLOT_RESOLVED, frame, len);
-	if (e->ops.resolved)
-		e->ops.resolved(e->arg, v->dst_layer, v->token_seq, frame, len);
+	const struct cp_ending *en = ending_put(e, v->dst_layer, v->token_seq, FG_SLOT_RESOLVED, v);
+	if (en && e->ops.resolved)
+		e->ops.resolved(e->arg, v->dst_layer, v->token_seq, en->frame, en->len);
 	if (e->audit)
 		e->audit->resolved(e->audit_arg, v, e->epoch);
 }
@@ -128,7 +148,7 @@ static void on_ended(struct cp_engine *e, uint16_t layer, uint32_t token_seq, en
 		e->st.expired++;
 	else
 		e->st.poisoned++;
-	ending_put(e, layer, token_seq, st, NULL, 0);
+	(void)ending_put(e, layer, token_seq, st, NULL);
 	if (e->ops.ended)
 		e->ops.ended(e->arg, layer, token_seq, st);
 }
@@ -195,17 +215,8 @@ static int local_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t 
 	if (res.band == FG_BAND_SEED) {
 		if (res.slot.outcome == FG_O_RESOLVED) {
 			struct fg_seed_view v;
-			if (fg_slot_seed(&e->slots, res.slot.slot, &v) == 0) {
-				struct fg_resolved rr = {.token_seq = v.token_seq, .dst_layer = v.dst_layer,
-							 .start_pos = v.start_pos, .seq_len = v.seq_len,
-							 .body = v.body, .body_len = v.body_len};
-				ssize_t n = fg_resolved_encode(&e->bands, &rr, e->resolved_buf, e->resolved_cap);
-				if (n > 0)
-					on_resolved(e, e->resolved_buf, (size_t)n, &v);
-				else
-					cp_err("engine: cannot encode resolved seed layer=%u token_seq=%u: %s",
-					       v.dst_layer, v.token_seq, fg_reason_name((int)n));
-			}
+			if (fg_slot_seed(&e->slots, res.slot.slot, &v) == 0)
+				on_resolved(e, &v);
 		} else if (res.slot.outcome == FG_O_CONFLICT) {
 			on_conflict(e, res.seed.dst_layer, res.seed.token_seq, res.seed.line, res.slot.epoch);
 		}
@@ -273,15 +284,13 @@ static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t 
 		return -ENOBUFS;
 	}
 	memcpy(fg_pool_buf(&ln->cp2dp, bi), f->payload - FG_HDR_LEN, len);
-	struct fg_bmsg m;
-	memset(&m, 0, sizeof(m));
-	m.type = FG_BM_FRAME;
-	m.layer = layer;
-	m.token_seq = f->hdr.sequence;
-	m.req_id = id;
-	m.buf = bi;
-	m.len = (uint32_t)len;
-	m.t_ns = cp_now_ns();
+	union fg_bmsg m = {.contrib = {.kind = FG_BM_CONTRIB,
+				       .band = (uint8_t)band,
+				       .layer = layer,
+				       .token_seq = f->hdr.sequence,
+				       .req_id = id,
+				       .frame = {.buf = bi, .len = (uint32_t)len},
+				       .t_ns = cp_now_ns()}};
 	if (!fg_ring_push(ln->to_dp, &m)) {
 		/* Cannot happen (checked above); keep the buffer for nobody rather
 		 * than break the SPSC contract, and say so. */
@@ -291,7 +300,7 @@ static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t 
 	}
 	rq->req_id = id;
 	rq->cookie = cookie;
-	rq->t_ns = m.t_ns;
+	rq->t_ns = m.contrib.t_ns;
 	rq->canonical = canonical;
 	e->outstanding++;
 	/* The lcore reports canonical frames it received over UDP (FG_BM_CANONICAL),
@@ -314,13 +323,7 @@ static void lanes_flush_push(struct cp_engine *e)
 	for (unsigned i = 0; i < e->b->n_lanes; i++) {
 		if (!e->flush_pending[i])
 			continue;
-		struct fg_bmsg m;
-		memset(&m, 0, sizeof(m));
-		m.type = FG_BM_FLUSH;
-		m.epoch = e->flush_pending[i];
-		m.buf = FG_BUF_NONE;
-		m.line = FG_LINE_NONE;
-		m.t_ns = cp_now_ns();
+		union fg_bmsg m = {.flush = {.kind = FG_BM_FLUSH, .epoch = e->flush_pending[i], .t_ns = cp_now_ns()}};
 		if (fg_ring_push(e->b->lanes[i].to_dp, &m)) {
 			e->flush_pending[i] = 0;
 			e->st.flush_sent++;
@@ -328,13 +331,13 @@ static void lanes_flush_push(struct cp_engine *e)
 	}
 }
 
-static void peer_seen(struct cp_engine *e, const struct fg_bmsg *m)
+static void peer_seen(struct cp_engine *e, const struct fg_bm_peer *m)
 {
-	uint8_t fam = m->line == 6 || m->line == 10 /* AF_INET6 */ ? 6 : 4;
-	uint16_t port = (uint16_t)m->token_seq;
+	uint8_t fam = m->family == 6 ? 6 : 4;
+	uint16_t port = m->port;
 	for (unsigned i = 0; i < e->n_peers; i++) {
 		struct cp_peer *p = &e->peers[i];
-		if (p->family == fam && p->port == port && !memcmp(p->addr, m->peer, 16)) {
+		if (p->family == fam && p->port == port && !memcmp(p->addr, m->addr, 16)) {
 			p->last_ns = m->t_ns;
 			p->reports++;
 			return;
@@ -345,31 +348,40 @@ static void peer_seen(struct cp_engine *e, const struct fg_bmsg *m)
 		return;
 	}
 	struct cp_peer *p = &e->peers[e->n_peers++];
-	memcpy(p->addr, m->peer, 16);
+	memcpy(p->addr, m->addr, 16);
 	p->family = fam;
 	p->port = port;
 	p->first_ns = p->last_ns = m->t_ns;
 	p->reports = 1;
 }
 
-static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const struct fg_bmsg *m)
+/* A body a dp->cp message names, or NULL when the reference is invalid. */
+static const uint8_t *lane_body(const struct fg_lane *ln, const struct fg_bm_body *b)
 {
-	const uint8_t *buf = m->buf != FG_BUF_NONE && m->buf < ln->dp2cp.n ? fg_pool_buf(&ln->dp2cp, m->buf) : NULL;
-	switch (m->type) {
+	if (b->buf >= ln->dp2cp.n || b->len > ln->dp2cp.size)
+		return NULL;
+	return fg_pool_buf(&ln->dp2cp, b->buf);
+}
+
+static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const union fg_bmsg *m)
+{
+	const struct fg_bm_body *owned = NULL; /* a dp2cp buffer this message hands us */
+	switch (m->kind) {
 	case FG_BM_OUTCOME: {
-		struct cp_engine_req *rq = &e->reqs[m->req_id & (CP_ENGINE_REQS - 1)];
-		if (m->req_id == 0 || rq->req_id != m->req_id) {
+		const struct fg_bm_outcome *o = &m->outcome;
+		struct cp_engine_req *rq = &e->reqs[o->req_id & (CP_ENGINE_REQS - 1)];
+		if (o->req_id == 0 || rq->req_id != o->req_id) {
 			e->st.outcomes_unmatched++;
 			break;
 		}
 		struct cp_engine_result out = {.band = rq->canonical ? FG_BAND_CANONICAL : FG_BAND_SEED,
-					       .reason = m->status.reason, .status = m->status};
+					       .reason = o->status.reason, .status = o->status};
 		/* Counted as in local mode: malformed by reason, seeds by outcome,
 		 * canonical reports only in st.canonical (at submit). */
-		if (m->status.outcome == FG_O_MALFORMED)
-			count_malformed(e, m->status.reason);
-		else if (!rq->canonical && m->status.outcome < FG_O__COUNT)
-			e->st.outcome[m->status.outcome]++;
+		if (o->status.outcome == FG_O_MALFORMED)
+			count_malformed(e, o->status.reason);
+		else if (!rq->canonical && o->status.outcome < FG_O__COUNT)
+			e->st.outcome[o->status.outcome]++;
 		uint64_t cookie = rq->cookie;
 		rq->req_id = 0;
 		e->outstanding--;
@@ -378,52 +390,59 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const struct fg_b
 		break;
 	}
 	case FG_BM_RESOLVED: {
-		struct fg_frame f;
-		struct fg_resolved rr;
-		if (!buf || m->len > ln->dp2cp.size ||
-		    fg_frame_decode(buf, m->len, FG_TRANSPORT_MESSAGE, &f) != (ssize_t)m->len ||
-		    fg_resolved_decode(&f, m->layer, &e->limits, &rr) < 0) {
+		const struct fg_bm_resolved *r = &m->resolved;
+		owned = &r->body;
+		const uint8_t *body = lane_body(ln, &r->body);
+		if (!body) {
 			e->st.bad_lane_msgs++;
 			break;
 		}
-		struct fg_seed_view v = {.token_seq = rr.token_seq, .dst_layer = rr.dst_layer,
-					 .start_pos = rr.start_pos, .seq_len = rr.seq_len, .body = rr.body,
-					 .body_len = rr.body_len,
-					 .fingerprint = m->fingerprint ? m->fingerprint : fg_fingerprint(rr.body, rr.body_len),
-					 .lines = m->status.bitset};
-		on_resolved(e, buf, m->len, &v);
+		/* Facts as the lcore's slot engine stated them: nothing to decode,
+		 * the fingerprint is not computed again. */
+		struct fg_seed_view v = {.token_seq = r->token_seq, .dst_layer = r->layer, .start_pos = r->start_pos,
+					 .seq_len = r->seq_len, .body = body, .body_len = r->body.len,
+					 .fingerprint = r->fingerprint, .lines = r->lines};
+		on_resolved(e, &v);
 		break;
 	}
 	case FG_BM_CANONICAL: {
-		struct fg_frame f;
-		struct fg_canon cn;
+		const struct fg_bm_canonical *c = &m->canonical;
+		owned = &c->body;
 		e->st.canonical++;
-		if (!buf || m->len > ln->dp2cp.size ||
-		    fg_frame_decode(buf, m->len, FG_TRANSPORT_MESSAGE, &f) != (ssize_t)m->len ||
-		    fg_canon_decode(&f, m->layer, &e->limits, &cn) < 0) {
+		struct fg_canon cn = {.token_seq = c->token_seq, .dst_layer = c->layer,
+				      .kind = (enum fg_canon_kind)c->canon_kind, .start_pos = c->start_pos,
+				      .seq_len = c->seq_len, .digest = c->fingerprint};
+		if (cn.kind == FG_CANON_FULL) {
+			/* the lcore hashed the body: digest carries it, the audit uses it */
+			cn.body = lane_body(ln, &c->body);
+			cn.body_len = c->body.len;
+			if (!cn.body) {
+				e->st.bad_lane_msgs++;
+				break;
+			}
+		} else if (cn.kind != FG_CANON_DIGEST) {
 			e->st.bad_lane_msgs++;
 			break;
 		}
-		if (cn.kind == FG_CANON_FULL)
-			cn.digest = fg_fingerprint(cn.body, cn.body_len);
 		emit_canonical(e, &cn);
 		break;
 	}
 	case FG_BM_CONFLICT:
-		on_conflict(e, m->layer, m->token_seq, m->line, m->epoch);
+		on_conflict(e, m->conflict.layer, m->conflict.token_seq, m->conflict.line, m->conflict.epoch);
 		break;
 	case FG_BM_EXPIRED:
-		on_ended(e, m->layer, m->token_seq, FG_SLOT_EXPIRED);
+		on_ended(e, m->expired.layer, m->expired.token_seq, FG_SLOT_EXPIRED);
 		break;
 	case FG_BM_PEER:
-		peer_seen(e, m);
+		peer_seen(e, &m->peer);
 		break;
 	default:
+		e->st.bad_lane_msgs++;
 		break;
 	}
-	/* Whatever the message, a dp2cp buffer it names is ours now: release it. */
-	if (m->buf != FG_BUF_NONE && m->buf < ln->dp2cp.n)
-		fg_pool_put(&ln->dp2cp, m->buf);
+	/* A dp2cp buffer the message names is ours now: release it. */
+	if (owned && owned->buf != FG_BUF_NONE && owned->buf < ln->dp2cp.n)
+		fg_pool_put(&ln->dp2cp, owned->buf);
 }
 
 /* Answer requests whose OUTCOME never came (at most once a second, and
@@ -456,7 +475,7 @@ static bool lanes_drain(struct cp_engine *e)
 	bool more = false;
 	for (unsigned i = 0; i < e->b->n_lanes; i++) {
 		struct fg_lane *ln = &e->b->lanes[i];
-		struct fg_bmsg m;
+		union fg_bmsg m;
 		int n = 0;
 		while (n < CP_DRAIN_MAX && fg_ring_pop(ln->to_cp, &m)) {
 			lanes_msg(e, ln, &m);
@@ -655,12 +674,6 @@ int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_confi
 			cp_engine_fini(e);
 			return r;
 		}
-		e->resolved_cap = FG_HDR_LEN + FG_SEED_PREFIX_LEN + (size_t)cfg->hidden * 4u * cfg->max_seq_len;
-		e->resolved_buf = malloc(e->resolved_cap);
-		if (!e->resolved_buf) {
-			cp_engine_fini(e);
-			return -ENOMEM;
-		}
 		e->tick_ns = CP_TICK_LOCAL_NS;
 	}
 	cp_engine_publish(e);
@@ -692,9 +705,7 @@ void cp_engine_fini(struct cp_engine *e)
 	e->flush_pending = NULL;
 	if (e->slots_mem)
 		munmap(e->slots_mem, e->slots_len);
-	free(e->resolved_buf);
 	e->endings = NULL;
 	e->reqs = NULL;
 	e->slots_mem = NULL;
-	e->resolved_buf = NULL;
 }

@@ -56,8 +56,8 @@ struct cp_engine_ops {
 	/* The outcome of cp_engine_submit(cookie). Local mode: called before
 	 * submit returns. Lanes mode: called when the lcores wake the loop. */
 	void (*done)(void *arg, uint64_t cookie, const struct cp_engine_result *r);
-	/* A slot resolved: frame is the resolved-seed frame (wire.md 3.3),
-	 * valid during the call. */
+	/* A slot resolved: frame is the resolved-seed frame (wire.md 3.3) in
+	 * the engine's endings cache, valid during the call (copy it to keep it). */
 	void (*resolved)(void *arg, uint16_t layer, uint32_t token_seq, const uint8_t *frame, size_t len);
 	/* A slot ended without a seed: expired, or poisoned by a conflict. */
 	void (*ended)(void *arg, uint16_t layer, uint32_t token_seq, enum fg_slot_state st);
@@ -121,6 +121,7 @@ struct cp_engine_stats {
 	 * (continued after a NOP), re-drains because a message came between
 	 * the last pop and the sleep announcement, failed reads */
 	uint64_t wakes, wake_yields, wake_rechecks, wake_errors;
+	uint64_t seeds_unkept; /* resolved seeds the endings cache could not keep (memory, unencodable) */
 	uint64_t reason[FG_R__COUNT];
 	uint64_t outcome[FG_O__COUNT];
 };
@@ -144,8 +145,6 @@ struct cp_engine {
 	struct fg_slots slots;
 	void *slots_mem; /* mmap'd, populated */
 	size_t slots_len;
-	uint8_t *resolved_buf; /* one resolved frame: 10 + 8 + body_max */
-	size_t resolved_cap;
 	/* lanes mode */
 	struct fg_boundary *b;
 	uint32_t next_req;

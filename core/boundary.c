@@ -1,9 +1,10 @@
 /* boundary.c - the out-of-line pieces of include/fg/boundary.h: buffer pool
- * layout and initialisation, and the stable names of the dataplane counters.
+ * layout and initialisation, the stable names of the dataplane counters and
+ * of the boundary message kinds.
  *
  * Who may call: fg_pool_mem_size / fg_pool_init from the thread that sets the
  * lanes up, before the producer and consumer threads start;
- * fg_dp_counter_name from any thread. */
+ * fg_dp_counter_name and fg_bm_kind_name from any thread. */
 #include "fg/boundary.h"
 
 #include <errno.h>
@@ -92,4 +93,22 @@ const char *fg_dp_counter_name(enum fg_dp_counter c)
 	if ((unsigned)c >= FG_C__COUNT || !counter_names[c])
 		return "unknown";
 	return counter_names[c];
+}
+
+static const char *const kind_names[FG_BM__COUNT] = {
+	[FG_BM_CONTRIB] = "contrib",
+	[FG_BM_FLUSH] = "flush",
+	[FG_BM_OUTCOME] = "outcome",
+	[FG_BM_RESOLVED] = "resolved",
+	[FG_BM_CANONICAL] = "canonical",
+	[FG_BM_CONFLICT] = "conflict",
+	[FG_BM_EXPIRED] = "expired",
+	[FG_BM_PEER] = "peer",
+};
+
+const char *fg_bm_kind_name(unsigned kind)
+{
+	if (kind >= FG_BM__COUNT || !kind_names[kind])
+		return "unknown";
+	return kind_names[kind];
 }

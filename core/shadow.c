@@ -319,7 +319,10 @@ int fg_shadow_canon(struct fg_shadow *sh, const struct fg_canon *c, uint64_t now
 	sh->canons++;
 	struct half canon = { c->start_pos, c->seq_len, c->body_len,
 			      c->kind == FG_CANON_FULL ? c->body : NULL,
-			      c->kind == FG_CANON_FULL ? fg_fingerprint(c->body, c->body_len) : c->digest };
+			      /* FULL: the caller's hash of the body when it made one
+			       * (the lcore or the engine, once), else hash it here */
+			      c->kind == FG_CANON_FULL && !c->digest ? fg_fingerprint(c->body, c->body_len)
+								     : c->digest };
 	bool mine;
 	struct entry *e = claim(sh, c->token_seq, c->dst_layer, &mine);
 	if (mine && e->state == E_SEED) {

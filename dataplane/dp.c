@@ -138,7 +138,7 @@ static uint64_t memory_needed(const struct dp_state *g, uint32_t n_mbufs, uint32
 	uint64_t per_lcore = fg_slots_mem_size(&g->scfg) + dp_reasm_mem_size(&rc) + dp_ack_mem_size(g->prof.ack_peers) +
 			     dp_dlv_mem_size(g->cfg.delivery_pending_max ? g->cfg.delivery_pending_max : 1) +
 			     sizeof(struct dp_lcore) + g->frame_max + 65536;
-	uint64_t lanes = 2ull * fg_ring_mem_size(g->prof.lane_ring, sizeof(struct fg_bmsg)) +
+	uint64_t lanes = 2ull * fg_ring_mem_size(g->prof.lane_ring, sizeof(union fg_bmsg)) +
 			 2ull * fg_pool_mem_size(g->prof.lane_bufs, g->frame_max);
 	uint64_t rings = (uint64_t)g->prof.handoff_ring * 8 + 4096;
 	return (uint64_t)g->n * (per_lcore + lanes + rings) + (uint64_t)n_mbufs * (RTE_MBUF_DEFAULT_BUF_SIZE + 256) +
@@ -371,7 +371,7 @@ static void xfer_put(void *arg, void *buf) { rte_mempool_put(arg, dp_xfer_of(buf
 
 static int lane_setup(struct dp_state *g, unsigned i, struct fg_lane *lane)
 {
-	size_t ring = fg_ring_mem_size(g->prof.lane_ring, sizeof(struct fg_bmsg));
+	size_t ring = fg_ring_mem_size(g->prof.lane_ring, sizeof(union fg_bmsg));
 	ring = (ring + 63) & ~(size_t)63;
 	size_t pool = fg_pool_mem_size(g->prof.lane_bufs, g->frame_max);
 	char name[32];
@@ -382,8 +382,8 @@ static int lane_setup(struct dp_state *g, unsigned i, struct fg_lane *lane)
 	g->lane_mem[i] = m;
 	lane->to_dp = (struct fg_ring *)m;
 	lane->to_cp = (struct fg_ring *)(m + ring);
-	if (fg_ring_init(lane->to_dp, g->prof.lane_ring, sizeof(struct fg_bmsg)) < 0 ||
-	    fg_ring_init(lane->to_cp, g->prof.lane_ring, sizeof(struct fg_bmsg)) < 0)
+	if (fg_ring_init(lane->to_dp, g->prof.lane_ring, sizeof(union fg_bmsg)) < 0 ||
+	    fg_ring_init(lane->to_cp, g->prof.lane_ring, sizeof(union fg_bmsg)) < 0)
 		return -EINVAL;
 	if (fg_pool_init(&lane->cp2dp, m + 2 * ring, g->prof.lane_bufs, g->frame_max) < 0 ||
 	    fg_pool_init(&lane->dp2cp, m + 2 * ring + pool, g->prof.lane_bufs, g->frame_max) < 0)

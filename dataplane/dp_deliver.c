@@ -198,46 +198,36 @@ void dp_deliver_seed(struct dp_lcore *lc, uint32_t slot, uint64_t now)
 	struct fg_seed_view v;
 	if (fg_slot_seed(&lc->slots, slot, &v) < 0)
 		return;
-	struct fg_resolved r = {.token_seq = v.token_seq,
-				.dst_layer = v.dst_layer,
-				.start_pos = v.start_pos,
-				.seq_len = v.seq_len,
-				.body = v.body,
-				.body_len = v.body_len};
-	uint32_t bi = fg_pool_get(&lc->lane->dp2cp);
-	uint8_t *buf = bi != FG_BUF_NONE ? fg_pool_buf(&lc->lane->dp2cp, bi) : lc->scratch;
-	ssize_t n = fg_resolved_encode(&dp_g.cfg.bands, &r, buf, dp_g.frame_max);
-	if (n < 0) {
-		if (bi != FG_BUF_NONE)
-			fg_pool_put(&lc->lane->dp2cp, bi);
-		return;
-	}
 	const struct fg_addr *c = consumer_of(v.dst_layer);
 	if (c) {
-		/* counted as sent once tracked: it ends ACKed or given up */
-		(void)dlv_send(lc, c, buf, (uint32_t)n);
-		dp_lc_count(lc, FG_C_SEEDS_SENT, 1);
-		dlv_track(lc, &v, slot, now);
+		/* The UDP consumer needs the frame (wire.md 3.3): encoded into the
+		 * lcore's scratch, fragmented into mbufs. Counted as sent once
+		 * tracked: it ends ACKed or given up. */
+		struct fg_resolved r = {.token_seq = v.token_seq,
+					.dst_layer = v.dst_layer,
+					.start_pos = v.start_pos,
+					.seq_len = v.seq_len,
+					.body = v.body,
+					.body_len = v.body_len};
+		ssize_t n = fg_resolved_encode(&dp_g.cfg.bands, &r, lc->scratch, dp_g.frame_max);
+		if (n > 0) {
+			(void)dlv_send(lc, c, lc->scratch, (uint32_t)n);
+			dp_lc_count(lc, FG_C_SEEDS_SENT, 1);
+			dlv_track(lc, &v, slot, now);
+		}
 	} else {
 		dp_lc_xcount(lc, DP_X_NO_CONSUMER);
 	}
-	if (bi != FG_BUF_NONE) {
-		struct fg_bmsg m = {.type = FG_BM_RESOLVED,
-				    .line = FG_LINE_NONE,
-				    .layer = v.dst_layer,
-				    .token_seq = v.token_seq,
-				    .buf = bi,
-				    .len = (uint32_t)n,
-				    .epoch = lc->slots.epoch,
-				    .fingerprint = v.fingerprint,
-				    .t_ns = now};
-		m.status.token_seq = v.token_seq;
-		m.status.dst_layer = v.dst_layer;
-		m.status.bitset = v.lines;
-		m.status.fingerprint = v.fingerprint;
-		dp_lane_send(lc, &m);
-	} else {
-		dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
-	}
+	/* The control plane gets facts and the body, not a frame (boundary.h). */
+	union fg_bmsg m = {.resolved = {.kind = FG_BM_RESOLVED,
+					.lines = v.lines,
+					.layer = v.dst_layer,
+					.token_seq = v.token_seq,
+					.start_pos = v.start_pos,
+					.seq_len = v.seq_len,
+					.epoch = lc->slots.epoch,
+					.fingerprint = v.fingerprint,
+					.t_ns = now}};
+	(void)dp_lane_send_body(lc, &m, &m.resolved.body, v.body, v.body_len);
 	lc->ack_now = true; /* ACK on resolution */
 }

@@ -16,15 +16,37 @@
 #include "dp_lanes.h"
 #include "dp_shard.h"
 
-void dp_lane_send(struct dp_lcore *lc, struct fg_bmsg *m)
+void dp_lane_send(struct dp_lcore *lc, const union fg_bmsg *m)
 {
 	if (!fg_ring_push(lc->lane->to_cp, m)) {
-		if (m->buf != FG_BUF_NONE)
-			fg_pool_put(&lc->lane->dp2cp, m->buf);
 		dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
 		return;
 	}
 	lc->lane_sent = true; /* the wake-up, if one is due, goes once per burst (dp_lane_wake) */
+}
+
+bool dp_lane_send_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, const uint8_t *src,
+		       uint32_t len)
+{
+	struct fg_lane *ln = lc->lane;
+	/* Room first: we are to_cp's only producer, so the push below cannot
+	 * fail and the buffer is never ours to put back (the control plane is
+	 * the free list's only producer; boundary.h, ownership). */
+	if (fg_ring_count(ln->to_cp) > ln->to_cp->mask || len > ln->dp2cp.size) {
+		dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
+		return false;
+	}
+	uint32_t bi = fg_pool_get(&ln->dp2cp);
+	if (bi == FG_BUF_NONE) {
+		dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
+		return false;
+	}
+	memcpy(fg_pool_buf(&ln->dp2cp, bi), src, len);
+	body->buf = bi;
+	body->len = len;
+	(void)fg_ring_push(ln->to_cp, m); /* room checked above */
+	lc->lane_sent = true;
+	return true;
 }
 
 void dp_lane_wake(struct dp_lcore *lc)
@@ -44,65 +66,37 @@ void dp_lane_wake(struct dp_lcore *lc)
 		dp_lc_xcount(lc, DP_X_LANE_WAKE_FAIL); /* cannot happen short of a closed fd: counted */
 }
 
-/* A copy of a frame to the control plane (CANONICAL). */
-void dp_lane_send_frame(struct dp_lcore *lc, uint8_t type, const uint8_t *frame, uint32_t len,
-			    const struct fg_status *st, uint64_t now)
-{
-	uint32_t bi = fg_pool_get(&lc->lane->dp2cp);
-	if (bi == FG_BUF_NONE || len > lc->lane->dp2cp.size) {
-		if (bi != FG_BUF_NONE)
-			fg_pool_put(&lc->lane->dp2cp, bi);
-		dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
-		return;
-	}
-	memcpy(fg_pool_buf(&lc->lane->dp2cp, bi), frame, len);
-	struct fg_bmsg m = {.type = type, .buf = bi, .len = len, .t_ns = now, .line = FG_LINE_NONE};
-	if (st) {
-		m.status = *st;
-		m.token_seq = st->token_seq;
-		m.layer = st->dst_layer;
-		m.epoch = st->model_epoch;
-	}
-	dp_lane_send(lc, &m);
-}
-
 unsigned dp_lane_poll(struct dp_lcore *lc, uint64_t now)
 {
-	struct fg_bmsg m;
+	union fg_bmsg m;
 	unsigned n = 0;
 	while (n < DP_BURST && fg_ring_pop(lc->lane->to_dp, &m)) {
 		n++;
-		if (m.type == FG_BM_FLUSH) {
+		if (m.kind == FG_BM_FLUSH) {
 			uint32_t k = fg_slots_flush(&lc->slots);
 			dp_lc_count(lc, FG_C_SLOTS_FLUSHED, k);
-			if ((int32_t)(m.epoch - lc->slots.epoch) > 0)
-				lc->slots.epoch = m.epoch;
+			if ((int32_t)(m.flush.epoch - lc->slots.epoch) > 0)
+				lc->slots.epoch = m.flush.epoch;
 			dp_lc_xcount(lc, DP_X_LANE_FLUSH);
 			continue;
 		}
-		if (m.type != FG_BM_FRAME)
+		if (m.kind != FG_BM_CONTRIB)
 			continue;
+		const struct fg_bm_contrib *c = &m.contrib;
 		dp_lc_xcount(lc, DP_X_LANE_FRAMES);
 		struct fg_ingest_result r;
-		int rc = -FG_R_TRUNCATED_FRAME;
-		if (m.buf < lc->lane->cp2dp.n && m.len <= lc->lane->cp2dp.size)
-			rc = dp_shard_frame(lc, fg_pool_buf(&lc->lane->cp2dp, m.buf), m.len, NULL, &r, now);
-		else
+		bool valid = c->frame.buf < lc->lane->cp2dp.n && c->frame.len <= lc->lane->cp2dp.size;
+		if (valid) {
+			(void)dp_shard_frame(lc, fg_pool_buf(&lc->lane->cp2dp, c->frame.buf), c->frame.len, NULL, &r,
+					     now);
+			fg_pool_put(&lc->lane->cp2dp, c->frame.buf);
+		} else {
 			memset(&r, 0, sizeof(r));
-		if (m.buf != FG_BUF_NONE && m.buf < lc->lane->cp2dp.n)
-			fg_pool_put(&lc->lane->cp2dp, m.buf);
-		if (m.req_id) {
-			struct fg_bmsg o = {.type = FG_BM_OUTCOME,
-					    .line = r.seed.line,
-					    .layer = r.status.dst_layer,
-					    .token_seq = r.status.token_seq,
-					    .req_id = m.req_id,
-					    .buf = FG_BUF_NONE,
-					    .len = (uint32_t)(rc < 0 ? -rc : 0),
-					    .epoch = r.status.model_epoch,
-					    .fingerprint = r.status.fingerprint,
-					    .t_ns = now,
-					    .status = r.status};
+			dp_lc_malformed(lc, FG_R_TRUNCATED_FRAME);
+			fg_status_from_result(&lc->ictx, NULL, NULL, FG_R_TRUNCATED_FRAME, &r.status);
+		}
+		if (c->req_id) {
+			union fg_bmsg o = {.outcome = {.kind = FG_BM_OUTCOME, .req_id = c->req_id, .status = r.status}};
 			dp_lane_send(lc, &o);
 		}
 	}

@@ -5,17 +5,19 @@
 
 #include "dp_internal.h"
 
-/* Push m to the control plane. On a full ring the buffer m names (if any)
- * goes back to pool dp2cp and the drop is counted. m is copied. */
-void dp_lane_send(struct dp_lcore *lc, struct fg_bmsg *m);
-/* Copy frame[0..len) into a dp2cp buffer and send it as message `type`
- * with the facts of st (may be NULL). Counted drop when no buffer is free. */
-void dp_lane_send_frame(struct dp_lcore *lc, uint8_t type, const uint8_t *frame, uint32_t len,
-			const struct fg_status *st, uint64_t now);
+/* Push m (no body) to the control plane; a full ring is counted
+ * (drop_lane_full). m is copied. */
+void dp_lane_send(struct dp_lcore *lc, const union fg_bmsg *m);
+/* Copy src[0..len) into a dp2cp buffer, point *body (a field of m) at it
+ * and push m. Takes the buffer only when the ring has room, so ownership
+ * passes to the control plane with the message. Returns false (counted
+ * drop_lane_full) when the ring is full, the pool empty or len too big. */
+bool dp_lane_send_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, const uint8_t *src,
+		       uint32_t len);
 /* Once per loop iteration: when this iteration pushed to to_cp and the
  * control plane sleeps, write the boundary's eventfd (struct fg_wake). */
 void dp_lane_wake(struct dp_lcore *lc);
-/* Handle up to DP_BURST messages from the control plane: FRAME (ingested
+/* Handle up to DP_BURST messages from the control plane: CONTRIB (ingested
  * as this lcore's shard, answered with OUTCOME when req_id != 0) and FLUSH.
  * Returns how many were taken. */
 unsigned dp_lane_poll(struct dp_lcore *lc, uint64_t now);

@@ -44,19 +44,34 @@ struct lane_stats {
 	uint64_t msgs[16];
 };
 
-static void drain_lanes(struct fg_boundary *b, struct lane_stats *ls, FILE *resolved_out)
+static void drain_lanes(struct fg_boundary *b, struct lane_stats *ls, FILE *resolved_out, const struct fg_bands *bands,
+			uint8_t *scratch, size_t scratch_cap)
 {
 	for (unsigned i = 0; i < b->n_lanes; i++) {
 		struct fg_lane *l = &b->lanes[i];
-		struct fg_bmsg m;
+		union fg_bmsg m;
 		while (fg_ring_pop(l->to_cp, &m)) {
-			if (m.type < 16)
-				ls->msgs[m.type]++;
-			if (m.buf != FG_BUF_NONE) {
-				if (m.type == FG_BM_RESOLVED && resolved_out)
-					fwrite(fg_pool_buf(&l->dp2cp, m.buf), 1, m.len, resolved_out);
-				fg_pool_put(&l->dp2cp, m.buf);
+			if (m.kind < 16)
+				ls->msgs[m.kind]++;
+			const struct fg_bm_body *body = m.kind == FG_BM_RESOLVED    ? &m.resolved.body
+							: m.kind == FG_BM_CANONICAL ? &m.canonical.body
+										    : NULL;
+			if (!body || body->buf == FG_BUF_NONE || body->buf >= l->dp2cp.n)
+				continue;
+			if (m.kind == FG_BM_RESOLVED && resolved_out && body->len <= l->dp2cp.size) {
+				/* --resolved-out keeps the wire format: the frame is built
+				 * here, at the edge that writes it (scratch: frame_max) */
+				struct fg_resolved rr = {.token_seq = m.resolved.token_seq,
+							 .dst_layer = m.resolved.layer,
+							 .start_pos = m.resolved.start_pos,
+							 .seq_len = m.resolved.seq_len,
+							 .body = fg_pool_buf(&l->dp2cp, body->buf),
+							 .body_len = body->len};
+				ssize_t n = fg_resolved_encode(bands, &rr, scratch, scratch_cap);
+				if (n > 0)
+					fwrite(scratch, 1, (size_t)n, resolved_out);
 			}
+			fg_pool_put(&l->dp2cp, body->buf);
 		}
 	}
 }
@@ -163,11 +178,19 @@ int main(int argc, char **argv)
 		}
 	}
 	FILE *rout = resolved ? fopen(resolved, "wb") : NULL;
+	struct fg_bands bands = cfg.bands;
+	bands.n_layers = cfg.layers;
+	size_t scratch_cap = FG_HDR_LEN + FG_SEED_PREFIX_LEN + (size_t)cfg.hidden * 4u * cfg.max_seq_len;
+	uint8_t *scratch = rout ? malloc(scratch_cap) : NULL;
+	if (rout && !scratch) {
+		fprintf(stderr, "fanogate-dp: out of memory\n");
+		g_quit = 1;
+	}
 	struct lane_stats ls = {{0}};
 	uint64_t t0 = mono_ns(), last_rx_change = t0, last_rx = 0;
 	while (!g_quit) {
 		usleep(1000);
-		drain_lanes(&b, &ls, rout);
+		drain_lanes(&b, &ls, scratch ? rout : NULL, &bands, scratch, scratch_cap);
 		uint64_t now = mono_ns();
 		if (duration > 0 && now - t0 >= (uint64_t)(duration * 1e9))
 			break;
@@ -189,6 +212,7 @@ int main(int argc, char **argv)
 	dp_stop();
 	if (rout)
 		fclose(rout);
+	free(scratch);
 	if (dp_report_get(&r) < 0)
 		return 1;
 	fprintf(stderr,

@@ -72,9 +72,9 @@ void dp_reply_ack_note(struct dp_lcore *lc, const struct dp_xfer *from, uint16_t
 	}
 	if (is_new || now - pp->peer_msg_ns > 1000000000ull) {
 		/* Tell the control plane a source is alive (peers, degraded lines), at most once a second. */
-		struct fg_bmsg m = {.type = FG_BM_PEER, .buf = FG_BUF_NONE, .t_ns = now, .line = from->peer.family,
-				    .token_seq = from->peer.port};
-		memcpy(m.peer, from->peer.addr, 16);
+		union fg_bmsg m = {.peer = {.kind = FG_BM_PEER, .family = from->peer.family,
+					    .port = from->peer.port, .t_ns = now}};
+		memcpy(m.peer.addr, from->peer.addr, 16);
 		pp->peer_msg_ns = now;
 		dp_lane_send(lc, &m);
 		dp_lc_xcount(lc, DP_X_PEERS_NEW);

@@ -41,14 +41,12 @@ static void on_outcome(struct dp_lcore *lc, const struct fg_seed *seed, const st
 		break;
 	case FG_O_CONFLICT: {
 		dp_lc_count(lc, FG_C_DROP_CONFLICT, 1);
-		struct fg_bmsg m = {.type = FG_BM_CONFLICT,
-				    .line = seed ? seed->line : FG_LINE_NONE,
-				    .layer = seed ? seed->dst_layer : 0,
-				    .token_seq = seed ? seed->token_seq : 0,
-				    .buf = FG_BUF_NONE,
-				    .epoch = res->epoch,
-				    .t_ns = now,
-				    .status = *st};
+		union fg_bmsg m = {.conflict = {.kind = FG_BM_CONFLICT,
+						.line = seed ? seed->line : FG_LINE_NONE,
+						.layer = seed ? seed->dst_layer : 0,
+						.token_seq = seed ? seed->token_seq : 0,
+						.epoch = res->epoch,
+						.t_ns = now}};
 		dp_lane_send(lc, &m);
 		break;
 	}
@@ -77,6 +75,29 @@ static void on_outcome(struct dp_lcore *lc, const struct fg_seed *seed, const st
 		dp_lc_count(lc, FG_C_SEEDS_RESOLVED, 1);
 		dp_deliver_seed(lc, res->slot, now);
 	}
+}
+
+/* A canonical report received over UDP, to the shadow audit: its facts and
+ * its fingerprint, computed here once (the control plane does not hash
+ * it again), and for a FULL report its body (the audit keeps it to locate
+ * a divergence). */
+static void canonical_report(struct dp_lcore *lc, const struct fg_canon *c, uint64_t now)
+{
+	union fg_bmsg m = {.canonical = {.kind = FG_BM_CANONICAL,
+					 .canon_kind = (uint8_t)c->kind,
+					 .layer = c->dst_layer,
+					 .token_seq = c->token_seq,
+					 .start_pos = c->start_pos,
+					 .seq_len = c->seq_len,
+					 .fingerprint = c->digest,
+					 .body = {.buf = FG_BUF_NONE},
+					 .t_ns = now}};
+	if (c->kind != FG_CANON_FULL) {
+		dp_lane_send(lc, &m);
+		return;
+	}
+	m.canonical.fingerprint = fg_fingerprint(c->body, c->body_len);
+	(void)dp_lane_send_body(lc, &m, &m.canonical.body, c->body, c->body_len);
 }
 
 /* A whole frame this lcore owns (its shard, or not a seed). Returns the
@@ -110,7 +131,7 @@ int dp_shard_frame(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, cons
 	if (r->band == FG_BAND_CANONICAL) {
 		dp_lc_count(lc, FG_C_CANONICAL, 1);
 		if (from) {
-			dp_lane_send_frame(lc, FG_BM_CANONICAL, frame, len, &r->status, now);
+			canonical_report(lc, &r->canon, now);
 			if (dp_g.cfg.send_status)
 				dp_reply_status(lc, from, &r->status);
 		}
@@ -276,19 +297,13 @@ void dp_shard_timers(struct dp_lcore *lc, uint64_t now)
 	do {
 		k = fg_slots_expire(&lc->slots, now, ex, 32);
 		for (int i = 0; i < k; i++) {
-			struct fg_bmsg m = {.type = FG_BM_EXPIRED,
-					    .line = FG_LINE_NONE,
-					    .layer = ex[i].dst_layer,
-					    .token_seq = ex[i].token_seq,
-					    .buf = FG_BUF_NONE,
-					    .epoch = lc->slots.epoch,
-					    .t_ns = now};
-			m.status.token_seq = ex[i].token_seq;
-			m.status.dst_layer = ex[i].dst_layer;
-			m.status.outcome = FG_O_EXPIRED;
-			m.status.line = FG_LINE_NONE;
-			m.status.bitset = ex[i].landed;
-			m.status.expected = ex[i].expected;
+			union fg_bmsg m = {.expired = {.kind = FG_BM_EXPIRED,
+						       .landed = ex[i].landed,
+						       .expected = ex[i].expected,
+						       .layer = ex[i].dst_layer,
+						       .token_seq = ex[i].token_seq,
+						       .epoch = lc->slots.epoch,
+						       .t_ns = now}};
 			dp_lane_send(lc, &m);
 		}
 		if (k > 0)

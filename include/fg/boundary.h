@@ -18,9 +18,10 @@
  *      timer stands on the path of an outcome or a resolved seed.
  *
  * Slot ownership: lcore i owns slot shard i (fg_shard_of). A frame from a TLS
- * peer goes to the owner's lane as FG_BM_FRAME; the owner answers with
+ * peer goes to the owner's lane as FG_BM_CONTRIB; the owner answers with
  * FG_BM_OUTCOME carrying the same req_id. Resolved seeds, canonical reports,
- * conflicts and expiries flow back as messages. When the daemon runs with no
+ * conflicts and expiries flow back as typed messages (facts, bodies by
+ * reference). When the daemon runs with no
  * dataplane (--no-dataplane, tests), the control plane owns one shard itself
  * and no lane exists.
  *
@@ -60,31 +61,151 @@ static inline uint32_t fg_pool_get(struct fg_pool *p)
 static inline void fg_pool_put(struct fg_pool *p, uint32_t i) { (void)fg_ring_push(p->free, &i); }
 static inline uint8_t *fg_pool_buf(const struct fg_pool *p, uint32_t i) { return p->bufs + (size_t)i * p->size; }
 
-enum fg_bmsg_type {
-	FG_BM_FRAME = 1,  /* cp->dp: one whole frame (buf from pool cp2dp, len bytes); req_id != 0 wants an OUTCOME */
-	FG_BM_FLUSH,      /* cp->dp: model epoch changed to `epoch`: flush open slots */
-	FG_BM_OUTCOME,    /* dp->cp: the result of a FRAME: status (+ fingerprint) */
-	FG_BM_RESOLVED,   /* dp->cp: a resolved-seed frame (fg_resolved_encode) in buf from pool dp2cp */
-	FG_BM_CANONICAL,  /* dp->cp: a canonical report frame as received, in buf from pool dp2cp */
-	FG_BM_CONFLICT,   /* dp->cp: conflicting duplicate on `line`; slot poisoned */
-	FG_BM_EXPIRED,    /* dp->cp: slot expired; status.bitset = landed, expected */
-	FG_BM_PEER,       /* dp->cp: a UDP source was seen (for peers / degraded lines) */
+/* ---- typed boundary messages ----------------------------------------------
+ *
+ * One struct per kind, each field with one meaning, every struct at most one
+ * 64-byte ring element (union fg_bmsg, checked below). Facts cross, never
+ * wire frames re-encoded to be decoded again. A body crosses by reference:
+ * struct fg_bm_body names a buffer of one of the lane's pools; the message
+ * moves its ownership:
+ *   - cp2dp (contribution in): the control plane takes the buffer, fills it
+ *     and pushes the message; the lcore owns it from the pop and releases it
+ *     (fg_pool_put(&lane->cp2dp)) once the frame is ingested or refused;
+ *   - dp2cp (resolved seed, canonical report): the lcore takes the buffer
+ *     only after checking that to_cp has room (it is the ring's only
+ *     producer, so the push then succeeds and the buffer is never released
+ *     by two threads), fills it and pushes; the control plane owns it from
+ *     the pop and releases it (fg_pool_put(&lane->dp2cp)) before its drain
+ *     of that message returns (bodies are copied where they must live on).
+ *
+ * Line states cross as facts too, but not on the rings: the control plane
+ * publishes one fg_linefacts word (2 bits per line + the model epoch,
+ * fg_linefacts_pack) with a release store; each lcore loads it once per
+ * burst (struct fg_boundary.linefacts). */
+enum fg_bm_kind {
+	FG_BM_CONTRIB = 1, /* cp->dp: a frame received over TLS, for the lane's shard */
+	FG_BM_FLUSH,       /* cp->dp: the model epoch moved: flush open slots */
+	FG_BM_OUTCOME,     /* dp->cp: the answer to a CONTRIB that asked for one */
+	FG_BM_RESOLVED,    /* dp->cp: a slot resolved (facts + the seed body) */
+	FG_BM_CANONICAL,   /* dp->cp: a canonical report received over UDP (facts + fingerprint [+ body]) */
+	FG_BM_CONFLICT,    /* dp->cp: a conflicting duplicate poisoned a slot */
+	FG_BM_EXPIRED,     /* dp->cp: a slot expired */
+	FG_BM_PEER,        /* dp->cp: a UDP source was seen (peers, degraded lines) */
+	FG_BM__COUNT
 };
 
-struct fg_bmsg {
-	uint8_t type;
-	uint8_t line;
+/* A body in a lane pool buffer (ownership: see above). */
+struct fg_bm_body {
+	uint32_t buf; /* pool index, or FG_BUF_NONE: no body */
+	uint32_t len; /* bytes used, from the buffer's start */
+};
+
+struct fg_bm_contrib {      /* FG_BM_CONTRIB */
+	uint8_t kind;
+	uint8_t band;           /* enum fg_band the control plane classified (SEED, CANONICAL, or STATUS when it did not) */
+	uint16_t layer;         /* destination layer the stream names (0 when it did not classify) */
+	uint32_t token_seq;     /* the frame header's sequence */
+	uint32_t req_id;        /* != 0: answer with FG_BM_OUTCOME carrying it */
+	struct fg_bm_body frame;/* the whole frame (10-byte header + payload), pool cp2dp */
+	uint64_t t_ns;          /* CLOCK_MONOTONIC ns, sent */
+};
+
+struct fg_bm_flush {        /* FG_BM_FLUSH */
+	uint8_t kind;
+	uint8_t pad[3];
+	uint32_t epoch;         /* the new model epoch; the shard's table rises to it */
+	uint64_t t_ns;
+};
+
+struct fg_bm_outcome {      /* FG_BM_OUTCOME */
+	uint8_t kind;
+	uint8_t pad[3];
+	uint32_t req_id;        /* the CONTRIB's */
+	struct fg_status status;/* the answer: outcome, reason (malformed), facts, fingerprint when resolved */
+};
+
+struct fg_bm_resolved {     /* FG_BM_RESOLVED */
+	uint8_t kind;
+	uint8_t lines;          /* mask of the lines reduced into the seed */
+	uint16_t layer;         /* destination layer */
+	uint32_t token_seq;
+	uint32_t start_pos, seq_len;
+	uint32_t epoch;         /* the shard table's model epoch at resolution */
+	uint32_t pad;
+	uint64_t fingerprint;   /* XXH3-64 of the body, computed once by the slot engine */
+	struct fg_bm_body body; /* the seed body (f32 little-endian, seq_len * hidden), pool dp2cp */
+	uint64_t t_ns;          /* resolution time */
+};
+
+struct fg_bm_canonical {    /* FG_BM_CANONICAL */
+	uint8_t kind;
+	uint8_t canon_kind;     /* enum fg_canon_kind: FULL or DIGEST */
 	uint16_t layer;
 	uint32_t token_seq;
-	uint32_t req_id;
-	uint32_t buf;      /* pool index or FG_BUF_NONE */
-	uint32_t len;
-	uint32_t epoch;
-	uint64_t fingerprint;
-	uint64_t t_ns;     /* CLOCK_MONOTONIC ns of the event */
-	uint8_t peer[16];  /* PEER: source address; family in `line` (4 or 6) */
-	struct fg_status status;
+	uint32_t start_pos, seq_len;
+	uint64_t fingerprint;   /* DIGEST: as sent; FULL: XXH3-64 of the body, computed on the lcore */
+	struct fg_bm_body body; /* FULL: the canonical body, pool dp2cp; DIGEST: none */
+	uint64_t t_ns;
 };
+
+struct fg_bm_conflict {     /* FG_BM_CONFLICT */
+	uint8_t kind;
+	uint8_t line;           /* the line whose duplicate conflicted (FG_LINE_NONE if unknown) */
+	uint16_t layer;
+	uint32_t token_seq;
+	uint32_t epoch;         /* the shard table's epoch after its own advance */
+	uint32_t pad;
+	uint64_t t_ns;
+};
+
+struct fg_bm_expired {      /* FG_BM_EXPIRED */
+	uint8_t kind;
+	uint8_t landed;         /* mask of the lines that had landed */
+	uint8_t expected;       /* mask of the lines the rule expects */
+	uint8_t pad;
+	uint16_t layer;
+	uint16_t pad2;
+	uint32_t token_seq;
+	uint32_t epoch;
+	uint64_t t_ns;
+};
+
+struct fg_bm_peer {         /* FG_BM_PEER */
+	uint8_t kind;
+	uint8_t family;         /* 4 or 6 */
+	uint16_t port;          /* UDP source port */
+	uint8_t addr[16];       /* source address (IPv4 in the first 4 bytes) */
+	uint32_t pad;
+	uint64_t t_ns;          /* when it was seen */
+};
+
+/* The ring element: `kind` is the first byte of every member. */
+union fg_bmsg {
+	uint8_t kind;
+	struct fg_bm_contrib contrib;
+	struct fg_bm_flush flush;
+	struct fg_bm_outcome outcome;
+	struct fg_bm_resolved resolved;
+	struct fg_bm_canonical canonical;
+	struct fg_bm_conflict conflict;
+	struct fg_bm_expired expired;
+	struct fg_bm_peer peer;
+	uint8_t bytes[64];
+};
+_Static_assert(sizeof(struct fg_bm_body) == 8, "fg_bm_body");
+_Static_assert(sizeof(struct fg_bm_contrib) == 32, "fg_bm_contrib");
+_Static_assert(sizeof(struct fg_bm_flush) == 16, "fg_bm_flush");
+_Static_assert(sizeof(struct fg_bm_outcome) == 40, "fg_bm_outcome");
+_Static_assert(sizeof(struct fg_bm_resolved) == 48, "fg_bm_resolved");
+_Static_assert(sizeof(struct fg_bm_canonical) == 40, "fg_bm_canonical");
+_Static_assert(sizeof(struct fg_bm_conflict) == 24, "fg_bm_conflict");
+_Static_assert(sizeof(struct fg_bm_expired) == 24, "fg_bm_expired");
+_Static_assert(sizeof(struct fg_bm_peer) == 32, "fg_bm_peer");
+_Static_assert(sizeof(union fg_bmsg) == 64, "one ring element is one cache line");
+_Static_assert(sizeof(fg_linefacts) == 8, "line states: one atomic word");
+
+/* A stable name per kind ("contrib", "resolved", ...; "unknown"). */
+const char *fg_bm_kind_name(unsigned kind);
 
 struct fg_lane {
 	struct fg_ring *to_dp;  /* producer: control plane; consumer: lcore */

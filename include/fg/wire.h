@@ -239,7 +239,7 @@ struct fg_canon {
 	uint32_t seq_len;
 	const uint8_t *body; /* FULL only */
 	uint32_t body_len;   /* FULL only */
-	uint64_t digest;     /* DIGEST: as sent; FULL: 0 (caller hashes) */
+	uint64_t digest;     /* DIGEST: as sent; FULL: 0 from the decoder; a caller that hashed the body stores it here */
 };
 FG_MUST_CHECK ssize_t fg_canon_decode(const struct fg_frame *f, uint16_t dst_layer,
 				      const struct fg_seed_limits *lim, struct fg_canon *out);

@@ -70,6 +70,53 @@ static void on_ended(void *arg, uint16_t layer, uint32_t token_seq, enum fg_slot
 
 static const struct cp_engine_ops ops = {.done = on_done, .resolved = on_resolved, .ended = on_ended};
 
+/* What the engine hands the shadow audit (lanes mode: the lcore's facts). */
+static struct {
+	int resolved, canonical;
+	uint64_t fp;
+	uint8_t lines;
+	float body[HIDDEN];
+	struct fg_canon canon;
+	float canon_body[HIDDEN];
+} au;
+static void au_resolved(void *arg, const struct fg_seed_view *v, uint32_t epoch)
+{
+	(void)arg;
+	(void)epoch;
+	au.resolved++;
+	au.fp = v->fingerprint;
+	au.lines = v->lines;
+	assert_int_equal(v->body_len, sizeof(au.body));
+	memcpy(au.body, v->body, sizeof(au.body));
+}
+static void au_canonical(void *arg, const struct fg_canon *c, uint32_t epoch)
+{
+	(void)arg;
+	(void)epoch;
+	au.canonical++;
+	au.canon = *c;
+	if (c->kind == FG_CANON_FULL) {
+		assert_int_equal(c->body_len, sizeof(au.canon_body));
+		memcpy(au.canon_body, c->body, sizeof(au.canon_body));
+	}
+	au.canon.body = NULL;
+}
+static void au_conflict(void *arg, uint16_t layer, uint32_t token_seq, unsigned line, uint32_t epoch)
+{
+	(void)arg, (void)layer, (void)token_seq, (void)line, (void)epoch;
+}
+static void au_epoch(void *arg, uint32_t from, uint32_t to, const char *why)
+{
+	(void)arg, (void)from, (void)to, (void)why;
+}
+static void au_line(void *arg, const struct fg_line_change *chg, const char *origin)
+{
+	(void)arg, (void)chg, (void)origin;
+}
+static const struct cp_engine_audit_ops audit_ops = {.resolved = au_resolved, .canonical = au_canonical,
+						      .conflict = au_conflict, .epoch_changed = au_epoch,
+						      .line_changed = au_line};
+
 static int setup(void **state)
 {
 	(void)state;
@@ -214,10 +261,10 @@ struct fake_lane {
 
 static struct fg_ring *mk_ring(void **keep, uint32_t count)
 {
-	size_t sz = (fg_ring_mem_size(count, sizeof(struct fg_bmsg)) + 63) & ~(size_t)63;
+	size_t sz = (fg_ring_mem_size(count, sizeof(union fg_bmsg)) + 63) & ~(size_t)63;
 	struct fg_ring *r = aligned_alloc(64, sz);
 	assert_non_null(r);
-	assert_int_equal(fg_ring_init(r, count, sizeof(struct fg_bmsg)), 0);
+	assert_int_equal(fg_ring_init(r, count, sizeof(union fg_bmsg)), 0);
 	*keep = r;
 	return r;
 }
@@ -233,7 +280,7 @@ static void mk_pool(struct fg_pool *p, void **keep, uint32_t n, uint32_t size)
 
 /* A fake lcore's push: the message, then the wake-up protocol of
  * boundary.h (write the eventfd when the engine sleeps). */
-static void cp_push(struct fg_boundary *b, struct fg_lane *ln, const struct fg_bmsg *o)
+static void cp_push(struct fg_boundary *b, struct fg_lane *ln, const union fg_bmsg *o)
 {
 	assert_true(fg_ring_push(ln->to_cp, o));
 	if (fg_wake_after_push(&b->wake)) {
@@ -267,6 +314,8 @@ static void test_lanes(void **state)
 	fg_wake_init(&b.wake, efd);
 	assert_int_equal(cp_engine_init(&e, &L, &cfg, &b, &ops, NULL), 0);
 	assert_true(e.lanes_mode);
+	memset(&au, 0, sizeof(au));
+	cp_engine_set_audit(&e, &audit_ops, NULL);
 	/* the engine drained the (empty) rings and announced its sleep */
 	assert_int_equal(atomic_load(&b.wake.waiting), 1);
 	assert_int_equal(atomic_load(&b.linefacts), cp_engine_linefacts(&e));
@@ -277,44 +326,39 @@ static void test_lanes(void **state)
 	assert_int_equal(submit(&e, buf, n, 77), 0);
 	assert_int_equal(ev.done, 0); /* asynchronous */
 	uint32_t lane = fg_shard_of(1001, 3, 4, NL);
-	struct fg_bmsg m;
+	union fg_bmsg m;
 	assert_false(fg_ring_pop(lanes[1 - lane].to_dp, &m));
 	assert_true(fg_ring_pop(lanes[lane].to_dp, &m));
-	assert_int_equal(m.type, FG_BM_FRAME);
-	assert_int_equal(m.len, n);
-	assert_int_equal(m.token_seq, 1001);
-	assert_int_equal(m.layer, 3);
-	assert_memory_equal(fg_pool_buf(&lanes[lane].cp2dp, m.buf), buf, n);
-	assert_int_not_equal(m.req_id, 0);
+	assert_int_equal(m.kind, FG_BM_CONTRIB);
+	assert_int_equal(m.contrib.frame.len, n);
+	assert_int_equal(m.contrib.token_seq, 1001);
+	assert_int_equal(m.contrib.layer, 3);
+	assert_int_equal(m.contrib.band, FG_BAND_SEED);
+	assert_memory_equal(fg_pool_buf(&lanes[lane].cp2dp, m.contrib.frame.buf), buf, n);
+	assert_int_not_equal(m.contrib.req_id, 0);
 
-	/* the lcore answers: OUTCOME, then a RESOLVED seed in a dp2cp buffer */
-	struct fg_bmsg o;
-	memset(&o, 0, sizeof(o));
-	o.type = FG_BM_OUTCOME;
-	o.req_id = m.req_id;
-	o.status.outcome = FG_O_ACCEPTED;
-	o.status.token_seq = 1001;
-	o.buf = FG_BUF_NONE;
+	/* the lcore answers: OUTCOME, then a RESOLVED seed: facts, and the
+	 * body alone in a dp2cp buffer (no frame crosses) */
+	union fg_bmsg o = {.outcome = {.kind = FG_BM_OUTCOME, .req_id = m.contrib.req_id}};
+	o.outcome.status.outcome = FG_O_ACCEPTED;
+	o.outcome.status.token_seq = 1001;
 	cp_push(&b, &lanes[lane], &o);
 	uint32_t bi = fg_pool_get(&lanes[lane].dp2cp);
 	assert_int_not_equal(bi, FG_BUF_NONE);
+	memcpy(fg_pool_buf(&lanes[lane].dp2cp, bi), x, sizeof(x));
+	const uint64_t fp_given = 0x0123456789abcdefull; /* not the body's hash: proves no re-hash */
+	o = (union fg_bmsg){.resolved = {.kind = FG_BM_RESOLVED, .lines = 0x15, .layer = 3, .token_seq = 1001,
+					 .start_pos = 0, .seq_len = 1, .fingerprint = fp_given,
+					 .body = {.buf = bi, .len = sizeof(x)}}};
+	cp_push(&b, &lanes[lane], &o);
+	o = (union fg_bmsg){.expired = {.kind = FG_BM_EXPIRED, .layer = 1, .token_seq = 5}};
+	cp_push(&b, &lanes[lane], &o);
+	/* the frame a TLS consumer must get: encoded once, from the facts */
+	uint8_t want[128];
 	struct fg_resolved rr = {.token_seq = 1001, .dst_layer = 3, .start_pos = 0, .seq_len = 1,
 				 .body = (const uint8_t *)x, .body_len = sizeof(x)};
-	ssize_t rl = fg_resolved_encode(&cfg.bands, &rr, fg_pool_buf(&lanes[lane].dp2cp, bi), 256);
+	ssize_t rl = fg_resolved_encode(&cfg.bands, &rr, want, sizeof(want));
 	assert_true(rl > 0);
-	memset(&o, 0, sizeof(o));
-	o.type = FG_BM_RESOLVED;
-	o.layer = 3;
-	o.token_seq = 1001;
-	o.buf = bi;
-	o.len = (uint32_t)rl;
-	cp_push(&b, &lanes[lane], &o);
-	memset(&o, 0, sizeof(o));
-	o.type = FG_BM_EXPIRED;
-	o.layer = 1;
-	o.token_seq = 5;
-	o.buf = FG_BUF_NONE;
-	cp_push(&b, &lanes[lane], &o);
 	uint32_t before = fg_ring_count(lanes[lane].dp2cp.free);
 	run_for(5ull * 1000 * 1000);
 	assert_int_equal(ev.done, 1);
@@ -322,6 +366,37 @@ static void test_lanes(void **state)
 	assert_int_equal(ev.r.status.outcome, FG_O_ACCEPTED);
 	assert_int_equal(ev.resolved, 1);
 	assert_int_equal(ev.len, (size_t)rl);
+	assert_memory_equal(ev.frame, want, (size_t)rl);
+	/* the audit got the lcore's facts: its fingerprint as given (no
+	 * re-hash on the control plane), its line mask, the body */
+	assert_int_equal(au.resolved, 1);
+	assert_true(au.fp == fp_given);
+	assert_int_equal(au.lines, 0x15);
+	assert_memory_equal(au.body, x, sizeof(x));
+
+	/* a FULL canonical report from UDP: fingerprint computed on the lcore,
+	 * passed on as the digest; its body by reference */
+	uint32_t cbi = fg_pool_get(&lanes[lane].dp2cp);
+	assert_int_not_equal(cbi, FG_BUF_NONE);
+	memcpy(fg_pool_buf(&lanes[lane].dp2cp, cbi), x, sizeof(x));
+	o = (union fg_bmsg){.canonical = {.kind = FG_BM_CANONICAL, .canon_kind = FG_CANON_FULL, .layer = 3,
+					  .token_seq = 1001, .seq_len = 1, .fingerprint = fp_given,
+					  .body = {.buf = cbi, .len = sizeof(x)}}};
+	uint32_t free_before = fg_ring_count(lanes[lane].dp2cp.free);
+	cp_push(&b, &lanes[lane], &o);
+	run_for(5ull * 1000 * 1000);
+	assert_int_equal(au.canonical, 1);
+	assert_int_equal(au.canon.kind, FG_CANON_FULL);
+	assert_true(au.canon.digest == fp_given);
+	assert_int_equal(au.canon.token_seq, 1001);
+	assert_memory_equal(au.canon_body, x, sizeof(x));
+	assert_int_equal(fg_ring_count(lanes[lane].dp2cp.free), free_before + 1); /* released */
+	/* a body reference outside the pool is refused, counted */
+	o.canonical.body.buf = 1000;
+	cp_push(&b, &lanes[lane], &o);
+	run_for(5ull * 1000 * 1000);
+	assert_int_equal(au.canonical, 1);
+	assert_int_equal(e.st.bad_lane_msgs, 1);
 	assert_int_equal(ev.ended, 1);
 	assert_int_equal(fg_ring_count(lanes[lane].dp2cp.free), before + 1); /* released */
 	const uint8_t *fr;
@@ -331,14 +406,10 @@ static void test_lanes(void **state)
 
 	/* PEER reports: one entry per (family, address, port), refreshed */
 	for (int k = 0; k < 3; k++) {
-		memset(&o, 0, sizeof(o));
-		o.type = FG_BM_PEER;
-		o.line = 4;
-		o.token_seq = k == 2 ? 4243 : 4242;
-		o.peer[0] = 10;
-		o.peer[3] = 7;
-		o.t_ns = 1000 + (uint64_t)k;
-		o.buf = FG_BUF_NONE;
+		o = (union fg_bmsg){.peer = {.kind = FG_BM_PEER, .family = 4, .port = k == 2 ? 4243 : 4242,
+					     .t_ns = 1000 + (uint64_t)k}};
+		o.peer.addr[0] = 10;
+		o.peer.addr[3] = 7;
 		cp_push(&b, &lanes[0], &o);
 	}
 	run_for(5ull * 1000 * 1000);
@@ -350,10 +421,7 @@ static void test_lanes(void **state)
 	assert_int_equal(e.peers[1].port, 4243);
 
 	/* an OUTCOME for an unknown req_id is counted, not delivered */
-	memset(&o, 0, sizeof(o));
-	o.type = FG_BM_OUTCOME;
-	o.req_id = 999999;
-	o.buf = FG_BUF_NONE;
+	o = (union fg_bmsg){.outcome = {.kind = FG_BM_OUTCOME, .req_id = 999999}};
 	cp_push(&b, &lanes[0], &o);
 	run_for(5ull * 1000 * 1000);
 	assert_int_equal(ev.done, 1);
@@ -366,7 +434,7 @@ static void test_lanes(void **state)
 	uint32_t lost_lane = fg_shard_of(3001, 1, 4, NL);
 	assert_true(fg_ring_pop(lanes[lost_lane].to_dp, &m)); /* the "lcore" takes it and says nothing */
 	ev.done = 0;
-	e.reqs[m.req_id & (CP_ENGINE_REQS - 1)].t_ns -= CP_ENGINE_REQ_TIMEOUT_NS + 1;
+	e.reqs[m.contrib.req_id & (CP_ENGINE_REQS - 1)].t_ns -= CP_ENGINE_REQ_TIMEOUT_NS + 1;
 	e.next_sweep_ns = 0;
 	run_for(5ull * 1000 * 1000);
 	assert_int_equal(ev.done, 1);
@@ -428,13 +496,10 @@ static void test_lanes_wake(void **state)
 	uint8_t buf[128];
 	size_t n = mk_seed(buf, sizeof(buf), 2, 7, 1, 0, x);
 	assert_int_equal(submit(&e, buf, n, 55), 0);
-	struct fg_bmsg m, o;
+	union fg_bmsg m, o;
 	assert_true(fg_ring_pop(lane.to_dp, &m));
-	memset(&o, 0, sizeof(o));
-	o.type = FG_BM_OUTCOME;
-	o.req_id = m.req_id;
-	o.status.outcome = FG_O_ACCEPTED;
-	o.buf = FG_BUF_NONE;
+	o = (union fg_bmsg){.outcome = {.kind = FG_BM_OUTCOME, .req_id = m.contrib.req_id}};
+	o.outcome.status.outcome = FG_O_ACCEPTED;
 
 	/* pushed but not signalled: 20 housekeeping ticks later, still there */
 	assert_true(fg_ring_push(lane.to_cp, &o));
@@ -462,11 +527,7 @@ static void test_lanes_wake(void **state)
 	/* many messages while asleep: one wake-up, all drained */
 	int writes = 0;
 	for (int k = 0; k < 10; k++) {
-		memset(&o, 0, sizeof(o));
-		o.type = FG_BM_EXPIRED;
-		o.layer = 1;
-		o.token_seq = 100 + (uint32_t)k;
-		o.buf = FG_BUF_NONE;
+		o = (union fg_bmsg){.expired = {.kind = FG_BM_EXPIRED, .layer = 1, .token_seq = 100 + (uint32_t)k}};
 		assert_true(fg_ring_push(lane.to_cp, &o));
 		if (fg_wake_after_push(&b.wake)) {
 			writes++;

@@ -35,24 +35,27 @@ static void push_frame(unsigned lane, const uint8_t *frame, uint32_t len, uint32
 	uint32_t bi = fg_pool_get(&l->cp2dp);
 	assert_int_not_equal(bi, FG_BUF_NONE);
 	memcpy(fg_pool_buf(&l->cp2dp, bi), frame, len);
-	struct fg_bmsg m = {.type = FG_BM_FRAME, .buf = bi, .len = len, .req_id = req};
+	union fg_bmsg m = {.contrib = {.kind = FG_BM_CONTRIB, .frame = {.buf = bi, .len = len}, .req_id = req}};
 	assert_true(fg_ring_push(l->to_dp, &m));
 }
 
 /* Wait for a message of `type` (and req_id when non-zero) on any lane. */
-static bool wait_msg(uint8_t type, uint32_t req, struct fg_bmsg *out, unsigned *lane_out)
+static bool wait_msg(uint8_t type, uint32_t req, union fg_bmsg *out, unsigned *lane_out)
 {
 	for (int t = 0; t < 3000; t++) {
 		for (unsigned i = 0; i < b.n_lanes; i++) {
-			struct fg_bmsg m = { 0 };
+			union fg_bmsg m = { .kind = 0 };
 			while (fg_ring_pop(b.lanes[i].to_cp, &m)) {
-				if (m.type == type && (!req || m.req_id == req)) {
+				if (m.kind == type && (!req || (m.kind == FG_BM_OUTCOME && m.outcome.req_id == req))) {
 					*out = m;
 					*lane_out = i;
 					return true;
 				}
-				if (m.buf != FG_BUF_NONE)
-					fg_pool_put(&b.lanes[i].dp2cp, m.buf);
+				const struct fg_bm_body *body = m.kind == FG_BM_RESOLVED    ? &m.resolved.body
+								: m.kind == FG_BM_CANONICAL ? &m.canonical.body
+											    : NULL;
+				if (body && body->buf != FG_BUF_NONE)
+					fg_pool_put(&b.lanes[i].dp2cp, body->buf);
 			}
 		}
 		usleep(1000);
@@ -109,17 +112,17 @@ static void test_lanes(void **state)
 	assert_int_equal(n, 34);
 	unsigned owner = fg_shard_of(42, 1, cfg.layers, 2);
 	push_frame(owner, f, (uint32_t)n, 7);
-	struct fg_bmsg m = { 0 };
+	union fg_bmsg m = { .kind = 0 };
 	unsigned lane;
 	assert_true(wait_msg(FG_BM_OUTCOME, 7, &m, &lane));
 	assert_int_equal(lane, owner);
-	assert_int_equal(m.status.outcome, FG_O_RESOLVED);
-	assert_int_equal(m.status.token_seq, 42);
-	assert_true(m.fingerprint == 0x5e2de06ec4043aa2ull);
+	assert_int_equal(m.outcome.status.outcome, FG_O_RESOLVED);
+	assert_int_equal(m.outcome.status.token_seq, 42);
+	assert_true(m.outcome.status.fingerprint == 0x5e2de06ec4043aa2ull);
 	/* the RESOLVED message came first on the same lane; look for it again */
 	push_frame(owner, f, (uint32_t)n, 8); /* late duplicate: answered, not re-added */
 	assert_true(wait_msg(FG_BM_OUTCOME, 8, &m, &lane));
-	assert_int_equal(m.status.outcome, FG_O_LATE);
+	assert_int_equal(m.outcome.status.outcome, FG_O_LATE);
 
 	/* a second slot, to catch its RESOLVED frame */
 	uint8_t g[256];
@@ -129,23 +132,24 @@ static void test_lanes(void **state)
 	push_frame(owner43, g, (uint32_t)n, 9);
 	assert_true(wait_msg(FG_BM_RESOLVED, 0, &m, &lane));
 	assert_int_equal(lane, owner43);
-	assert_int_equal(m.token_seq, 43);
-	assert_int_equal(m.layer, 1);
-	const uint8_t *rf = fg_pool_buf(&b.lanes[lane].dp2cp, m.buf);
-	assert_int_equal(m.len, 34);
-	assert_int_equal(fg_be16(rf), 0xAFA1);
-	assert_int_equal(fg_be32(rf + 2), 43);
-	assert_int_equal(rf[6], 0x10);
-	assert_memory_equal(rf + 10, f + 10, 24); /* prefix + body = S01's */
-	fg_pool_put(&b.lanes[lane].dp2cp, m.buf);
+	/* facts, and the body alone by reference: no frame crosses */
+	assert_int_equal(m.resolved.token_seq, 43);
+	assert_int_equal(m.resolved.layer, 1);
+	assert_int_equal(m.resolved.seq_len, 1);
+	assert_int_equal(m.resolved.lines, 1u << 1); /* line 1 */
+	assert_true(m.resolved.fingerprint == 0x5e2de06ec4043aa2ull); /* S01's body, hashed once */
+	assert_int_equal(m.resolved.body.len, 16);
+	const uint8_t *rf = fg_pool_buf(&b.lanes[lane].dp2cp, m.resolved.body.buf);
+	assert_memory_equal(rf, f + 18, 16); /* body = S01's */
+	fg_pool_put(&b.lanes[lane].dp2cp, m.resolved.body.buf);
 	assert_true(wait_msg(FG_BM_OUTCOME, 9, &m, &lane));
 
-	/* a malformed frame: the reason comes back in len */
+	/* a malformed frame: the reason comes back in the status */
 	n = tu_vector("S03", f, sizeof(f));
 	push_frame(0, f, (uint32_t)n, 10);
 	assert_true(wait_msg(FG_BM_OUTCOME, 10, &m, &lane));
-	assert_int_equal(m.len, FG_R_SEED_LINE);
-	assert_int_equal(m.status.outcome, FG_O_MALFORMED);
+	assert_int_equal(m.outcome.status.reason, FG_R_SEED_LINE);
+	assert_int_equal(m.outcome.status.outcome, FG_O_MALFORMED);
 
 	/* an open slot (layer 0 expects 1,3,5; one line sent), then FLUSH */
 	n = tu_vector("S01", f, sizeof(f));
@@ -154,9 +158,9 @@ static void test_lanes(void **state)
 	unsigned o500 = fg_shard_of(500, 0, cfg.layers, 2);
 	push_frame(o500, f, (uint32_t)n, 11);
 	assert_true(wait_msg(FG_BM_OUTCOME, 11, &m, &lane));
-	assert_int_equal(m.status.outcome, FG_O_ACCEPTED);
-	assert_true(m.status.facts & FG_FACT_AWAITING);
-	struct fg_bmsg fl = {.type = FG_BM_FLUSH, .buf = FG_BUF_NONE, .epoch = 1};
+	assert_int_equal(m.outcome.status.outcome, FG_O_ACCEPTED);
+	assert_true(m.outcome.status.facts & FG_FACT_AWAITING);
+	union fg_bmsg fl = {.flush = {.kind = FG_BM_FLUSH, .epoch = 1}};
 	assert_true(fg_ring_push(b.lanes[o500].to_dp, &fl));
 	struct dp_report r;
 	for (int t = 0; t < 2000; t++) {
