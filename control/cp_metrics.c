@@ -25,6 +25,7 @@
 
 #include "cp_shadow.h"
 #include "fg/audit.h"
+#include "fg/counters.h"
 
 #ifndef FANOGATE_VERSION
 #define FANOGATE_VERSION "0.1.0"
@@ -112,25 +113,6 @@ static const char *line_labels(unsigned line, char *buf, size_t len)
 	return buf;
 }
 
-/* What each dataplane counter counts (HELP text), by enum fg_dp_counter. */
-static const char *const dp_help[FG_C__COUNT] = {
-	[FG_C_RX_PKTS] = "packets received by the poll lcore",
-	[FG_C_RX_BYTES] = "bytes received by the poll lcore",
-	[FG_C_TX_PKTS] = "packets sent by the poll lcore",
-	[FG_C_TX_BYTES] = "bytes sent by the poll lcore",
-	[FG_C_FRAGS] = "fragments received (fragmented UDP profile)",
-	[FG_C_FRAMES] = "whole aeon frames decoded",
-	[FG_C_CONTRIB_ACCEPTED] = "contributions accepted into a slot",
-	[FG_C_SEEDS_RESOLVED] = "slots resolved",
-	[FG_C_SLOTS_EXPIRED] = "slots expired",
-	[FG_C_ACKS_SENT] = "ACKs sent",
-	[FG_C_STATUS_SENT] = "status frames sent",
-	[FG_C_SEEDS_SENT] = "resolved seeds sent to UDP consumers",
-	[FG_C_CANONICAL] = "canonical reports received",
-	[FG_C_REASM_TIMEOUT] = "incomplete fragment groups dropped after reasm_timeout_ms",
-	[FG_C_SLOTS_FLUSHED] = "open slots freed by a model epoch change (FG_BM_FLUSH)",
-};
-
 static uint64_t dp_load(const struct fg_boundary *bd, unsigned lcore, unsigned c)
 {
 	return atomic_load_explicit(&bd->counters[lcore].c[c], memory_order_relaxed);
@@ -146,30 +128,61 @@ static uint64_t slots_flushed(const struct cp_engine *e, const struct fg_boundar
 	return n;
 }
 
+/* The value of registry entry i (fg_dp_counter_defs then fg_dp_xcounter_defs)
+ * on one lcore; the lcores' own figures read 0 when the boundary has none. */
+static uint64_t dp_entry(const struct fg_boundary *bd, unsigned lcore, unsigned i)
+{
+	if (i < FG_C__COUNT)
+		return dp_load(bd, lcore, i);
+	if (!bd->xcounters)
+		return 0;
+	return atomic_load_explicit(&bd->xcounters[lcore].x[i - FG_C__COUNT], memory_order_relaxed);
+}
+
+static const struct fg_counter_def *dp_def(unsigned i)
+{
+	return i < FG_C__COUNT ? &fg_dp_counter_defs[i] : &fg_dp_xcounter_defs[i - FG_C__COUNT];
+}
+
+/* Every counter of the registry (fg/counters.h), one family at a time (a
+ * family's samples must be contiguous: shared families gather their
+ * members from both sets), one series per lcore. */
 static void render_dataplane(struct sbuf *b, const struct fg_boundary *bd)
 {
 	if (!bd || !bd->counters)
 		return;
-	/* drop_* counters are one family with a reason label. */
-	fam(b, "dp_drops_total", "counter", "packets or frames the dataplane dropped, by reason and lcore");
-	for (unsigned c = 0; c < FG_C__COUNT; c++) {
-		const char *n = fg_dp_counter_name((enum fg_dp_counter)c);
-		if (strncmp(n, "drop_", 5) != 0)
-			continue;
-		for (unsigned i = 0; i < bd->n_lanes; i++)
-			sb_printf(b, "fanogate_dp_drops_total{lcore=\"%u\",reason=\"%s\"} %llu\n", i, n + 5,
-				  (unsigned long long)dp_load(bd, i, c));
+	const unsigned n = FG_C__COUNT + DP_X__COUNT;
+	for (unsigned i = 0; i < n; i++) {
+		const struct fg_counter_def *d = dp_def(i);
+		bool seen = false;
+		for (unsigned j = 0; j < i && !seen; j++)
+			seen = !strcmp(dp_def(j)->family, d->family);
+		if (seen)
+			continue; /* rendered with its first member */
+		fam(b, d->family, d->type, fg_counter_family_help(d));
+		for (unsigned j = i; j < n; j++) {
+			const struct fg_counter_def *dj = dp_def(j);
+			if (strcmp(dj->family, d->family))
+				continue;
+			for (unsigned l = 0; l < bd->n_lanes; l++) {
+				uint64_t v = dp_entry(bd, l, j);
+				if (dj->ns)
+					sb_printf(b, "fanogate_%s{lcore=\"%u\"%s%s} %.9f\n", dj->family, l,
+						  dj->label ? "," : "", dj->label ? dj->label : "", (double)v / 1e9);
+				else
+					sb_printf(b, "fanogate_%s{lcore=\"%u\"%s%s} %llu\n", dj->family, l,
+						  dj->label ? "," : "", dj->label ? dj->label : "", (unsigned long long)v);
+			}
+		}
 	}
-	for (unsigned c = 0; c < FG_C__COUNT; c++) {
-		const char *n = fg_dp_counter_name((enum fg_dp_counter)c);
-		if (strncmp(n, "drop_", 5) == 0)
-			continue;
-		char name[64];
-		snprintf(name, sizeof(name), "dp_%s_total", n);
-		fam(b, name, "counter", dp_help[c] ? dp_help[c] : n);
-		for (unsigned i = 0; i < bd->n_lanes; i++)
-			sb_printf(b, "fanogate_%s{lcore=\"%u\"} %llu\n", name, i, (unsigned long long)dp_load(bd, i, c));
-	}
+	fam(b, FG_DP_OUTCOMES_FAMILY, "counter", FG_DP_OUTCOMES_HELP);
+	for (unsigned o = 0; o < FG_O__COUNT; o++)
+		for (unsigned l = 0; l < bd->n_lanes; l++)
+			sb_printf(b, "fanogate_%s{lcore=\"%u\",outcome=\"%s\"} %llu\n", FG_DP_OUTCOMES_FAMILY, l,
+				  fg_outcome_name((enum fg_outcome)o),
+				  bd->xcounters ? (unsigned long long)atomic_load_explicit(&bd->xcounters[l].outcome[o],
+											 memory_order_relaxed)
+						: 0ull);
 	char lb[64];
 	fam(b, "dp_line_contributions_total", "counter", "contributions accepted by the dataplane, by line and lcore");
 	for (unsigned i = 0; i < bd->n_lanes; i++)

@@ -26,6 +26,7 @@
 #include "cp_audit.h"
 #include "cp_log.h"
 #include "cp_reload.h"
+#include "fg/counters.h"
 
 #define CP_OP_TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
 #define CP_OP_HOUSE_NS (200ull * 1000 * 1000)
@@ -257,6 +258,34 @@ static json_t *cmd_peers(struct cp_opsrv *o)
 	return json_pack("{s:b,s:o,s:o,s:o}", "ok", 1, "tls_peers", arr, "udp_peers", udp, "points_down", down);
 }
 
+json_t *cp_op_dp_stats(const struct fg_boundary *b)
+{
+	json_t *dp = json_object();
+	if (!dp)
+		return NULL;
+	for (unsigned c = 0; c < FG_C__COUNT; c++) {
+		uint64_t sum = 0;
+		for (unsigned i = 0; i < b->n_lanes; i++)
+			sum += atomic_load_explicit(&b->counters[i].c[c], memory_order_relaxed);
+		json_object_set_new(dp, fg_dp_counter_defs[c].name, json_integer((json_int_t)sum));
+	}
+	for (unsigned x = 0; x < DP_X__COUNT; x++) {
+		uint64_t sum = 0;
+		for (unsigned i = 0; b->xcounters && i < b->n_lanes; i++)
+			sum += atomic_load_explicit(&b->xcounters[i].x[x], memory_order_relaxed);
+		json_object_set_new(dp, fg_dp_xcounter_defs[x].name, json_integer((json_int_t)sum));
+	}
+	char key[64];
+	for (unsigned o = 0; o < FG_O__COUNT; o++) {
+		uint64_t sum = 0;
+		for (unsigned i = 0; b->xcounters && i < b->n_lanes; i++)
+			sum += atomic_load_explicit(&b->xcounters[i].outcome[o], memory_order_relaxed);
+		fg_dp_outcome_key(o, key, sizeof(key));
+		json_object_set_new(dp, key, json_integer((json_int_t)sum));
+	}
+	return dp;
+}
+
 static json_t *cmd_stats(struct cp_opsrv *o)
 {
 	const struct cp_server_stats *s = &o->srv->st;
@@ -289,16 +318,8 @@ static json_t *cmd_stats(struct cp_opsrv *o)
 	if (j) /* the operator socket itself: refused peers, refused fd passing (cp_harden) */
 		json_object_set_new(j, "operator", json_pack("{s:I,s:I,s:I}", "refused", (json_int_t)o->refused,
 			"fd_requests_refused", (json_int_t)cp_harden_st.fd_requests_refused, "fds_closed", (json_int_t)cp_harden_st.fds_closed));
-	if (j && o->b && o->b->counters) {
-		json_t *dp = json_object();
-		for (unsigned c = 0; c < FG_C__COUNT; c++) {
-			uint64_t sum = 0;
-			for (unsigned i = 0; i < o->b->n_lanes; i++)
-				sum += atomic_load_explicit(&o->b->counters[i].c[c], memory_order_relaxed);
-			json_object_set_new(dp, fg_dp_counter_name((enum fg_dp_counter)c), json_integer((json_int_t)sum));
-		}
-		json_object_set_new(j, "dataplane", dp);
-	}
+	if (j && o->b && o->b->counters)
+		json_object_set_new(j, "dataplane", cp_op_dp_stats(o->b));
 	json_object_set_new(j, "audit", json_pack("{s:I,s:I,s:I,s:I}", "resolved_in", (json_int_t)o->srv->audit->st.resolved,
 						  "canonical_in", (json_int_t)o->srv->audit->st.canonical, "conflicts",
 						  (json_int_t)o->srv->audit->st.conflict, "refused",

@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <jansson.h>
+
 #include "cp_engine.h"
 #include "cp_loop.h"
 #include "cp_op_parse.h"
@@ -51,5 +53,11 @@ FG_MUST_CHECK int cp_op_start(struct cp_opsrv *o, struct cp_loop *l, const struc
 			      size_t why_len);
 /* Stop accepting, close the socket and unlink its path. */
 void cp_op_stop(struct cp_opsrv *o);
+
+/* The "dataplane" object of `fanoctl stats`: every counter of the registry
+ * (fg/counters.h) summed over b's lanes, keyed by its name, and the
+ * outcome counts as "outcome_<name>". Returns a new object (NULL without
+ * memory); b->counters must be set. Loop thread (relaxed loads). */
+json_t *cp_op_dp_stats(const struct fg_boundary *b);
 
 #endif

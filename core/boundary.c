@@ -6,6 +6,7 @@
  * lanes up, before the producer and consumer threads start;
  * fg_dp_counter_name and fg_bm_kind_name from any thread. */
 #include "fg/boundary.h"
+#include "fg/counters.h"
 
 #include <errno.h>
 
@@ -52,47 +53,12 @@ int fg_pool_init(struct fg_pool *p, void *mem, uint32_t n, uint32_t size)
 	return 0;
 }
 
-static const char *const counter_names[FG_C__COUNT] = {
-	[FG_C_RX_PKTS] = "rx_pkts",
-	[FG_C_RX_BYTES] = "rx_bytes",
-	[FG_C_TX_PKTS] = "tx_pkts",
-	[FG_C_TX_BYTES] = "tx_bytes",
-	[FG_C_DROP_MALFORMED] = "drop_malformed",
-	[FG_C_DROP_NOT_ALLOWED] = "drop_not_allowed",
-	[FG_C_DROP_UNKNOWN_STREAM] = "drop_unknown_stream",
-	[FG_C_DROP_LATE] = "drop_late",
-	[FG_C_DROP_DUPLICATE] = "drop_duplicate",
-	[FG_C_DROP_CONFLICT] = "drop_conflict",
-	[FG_C_DROP_NO_SLOT] = "drop_no_slot",
-	[FG_C_DROP_REASM_OVERFLOW] = "drop_reasm_overflow",
-	[FG_C_DROP_TX_FULL] = "drop_tx_full",
-	[FG_C_DROP_NOT_UDP] = "drop_not_udp",
-	[FG_C_DROP_BAD_PORT] = "drop_bad_port",
-	[FG_C_DROP_EXPIRED] = "drop_expired",
-	[FG_C_DROP_STALE] = "drop_stale",
-	[FG_C_DROP_LANE_FULL] = "drop_lane_full",
-	[FG_C_FRAGS] = "frags",
-	[FG_C_FRAMES] = "frames",
-	[FG_C_CONTRIB_ACCEPTED] = "contrib_accepted",
-	[FG_C_SEEDS_RESOLVED] = "seeds_resolved",
-	[FG_C_SLOTS_EXPIRED] = "slots_expired",
-	[FG_C_ACKS_SENT] = "acks_sent",
-	[FG_C_STATUS_SENT] = "status_sent",
-	[FG_C_SEEDS_SENT] = "seeds_sent",
-	[FG_C_CANONICAL] = "canonical",
-	[FG_C_REASM_TIMEOUT] = "reasm_timeout",
-	[FG_C_SLOTS_FLUSHED] = "slots_flushed",
-	[FG_C_DELIVERY_ACKED] = "delivery_acked",
-	[FG_C_DELIVERY_RESENT] = "delivery_resent",
-	[FG_C_DELIVERY_GIVEN_UP] = "delivery_given_up",
-	[FG_C_DELIVERY_ACK_UNMATCHED] = "delivery_ack_unmatched",
-};
-
 const char *fg_dp_counter_name(enum fg_dp_counter c)
 {
-	if ((unsigned)c >= FG_C__COUNT || !counter_names[c])
+	/* the registry (fg/counters.h) declares every counter once */
+	if ((unsigned)c >= FG_C__COUNT || !fg_dp_counter_defs[c].name)
 		return "unknown";
-	return counter_names[c];
+	return fg_dp_counter_defs[c].name;
 }
 
 static const char *const kind_names[FG_BM__COUNT] = {

@@ -31,49 +31,9 @@
 
 struct dp_state dp_g;
 
-static const char *const xnames[DP_X__COUNT] = {
-	[DP_X_ARP] = "arp",
-	[DP_X_IP_FRAG] = "drop_ip_fragment",
-	[DP_X_MULTISEG] = "drop_multiseg",
-	[DP_X_PKT_MALFORMED] = "pkt_malformed",
-	[DP_X_RAW_DGRAMS] = "raw_datagrams",
-	[DP_X_FRAG_SINGLE] = "frag_single",
-	[DP_X_FRAG_TAKEN] = "frag_taken",
-	[DP_X_FRAG_DUP] = "frag_duplicate",
-	[DP_X_FRAG_DISCARDED] = "frag_discarded",
-	[DP_X_FRAG_NOBUF] = "frag_nobuf",
-	[DP_X_FRAG_MALFORMED] = "frag_malformed",
-	[DP_X_HANDOFF_OUT] = "handoff_out",
-	[DP_X_HANDOFF_IN] = "handoff_in",
-	[DP_X_ACK_RX] = "ack_rx",
-	[DP_X_LANE_FRAMES] = "lane_frames",
-	[DP_X_LANE_FLUSH] = "lane_flush",
-	[DP_X_LANE_WAKES] = "lane_wakes",
-	[DP_X_LANE_WAKE_FAIL] = "lane_wake_fail",
-	[DP_X_NEIGH_MISS] = "neigh_miss",
-	[DP_X_NO_CONSUMER] = "no_consumer",
-	[DP_X_NO_SRC_ADDR] = "no_src_addr",
-	[DP_X_TX_NOMBUF] = "tx_nombuf",
-	[DP_X_PEERS_NEW] = "peer_msgs",
-	[DP_X_ACK_FULL] = "ack_table_full",
-	[DP_X_BUSY_CYCLES] = "busy_cycles",
-	[DP_X_NDP] = "ndp_solicitations",
-	[DP_X_DLV_GIVEUP_RESENDS] = "delivery_giveup_resends",
-	[DP_X_DLV_GIVEUP_RECLAIMED] = "delivery_giveup_reclaimed",
-	[DP_X_DLV_GIVEUP_FULL] = "delivery_giveup_full",
-	[DP_X_DLV_SUPERSEDED] = "delivery_superseded",
-	[DP_X_DLV_ACK_FWD] = "delivery_ack_forwarded",
-	[DP_X_DLV_ACK_FWD_FAIL] = "delivery_ack_forward_failed",
-	[DP_X_POINT_SEEN] = "point_seen_stores",
-	[DP_X_IDLE_SLEEPS] = "idle_sleeps",
-	[DP_X_THREAD_CPU_NS] = "thread_cpu_ns",
-	[DP_X_ACK_FOREIGN] = "ack_foreign",
-	[DP_X_ACK_BUDGET] = "ack_budget",
-};
-
 const char *dp_xcounter_name(enum dp_xcounter c)
 {
-	return (unsigned)c < DP_X__COUNT && xnames[c] ? xnames[c] : "unknown";
+	return (unsigned)c < DP_X__COUNT && fg_dp_xcounter_defs[c].name ? fg_dp_xcounter_defs[c].name : "unknown";
 }
 
 /* ---- EAL arguments -------------------------------------------------------- */
@@ -632,6 +592,7 @@ int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_bou
 	b->lanes = rte_zmalloc("fgdp_lanes", g->n * sizeof(struct fg_lane), 64);
 	b->counters = rte_zmalloc("fgdp_counters", g->n * sizeof(struct fg_dp_counters), 64);
 	g->xk = rte_zmalloc("fgdp_xcounters", g->n * sizeof(struct dp_xcounters), 64);
+	b->xcounters = g->xk; /* published for /metrics and fanoctl stats */
 	if (!b->lanes || !b->counters || !g->xk) {
 		rc = -ENOMEM;
 		goto fail;
@@ -801,6 +762,7 @@ void dp_stop(void)
 			(void)close(g->b->wake.fd);
 			fg_wake_init(&g->b->wake, -1);
 		}
+		g->b->xcounters = NULL;
 	}
 	rte_free(g->xk);
 	g->xk = NULL;

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "fg/boundary.h"
+#include "fg/counters.h"
 #include "fg/common.h"
 #include "fg/config.h"
 #include "fg/slot.h"
@@ -37,50 +38,8 @@ FG_MUST_CHECK int dp_start(void);
  * called again in this process. */
 void dp_stop(void);
 
-/* Dataplane-only figures kept beside boundary.h's fg_dp_counters, per lcore. */
-enum dp_xcounter {
-	DP_X_ARP,            /* ARP packets (requests answered or ignored) */
-	DP_X_IP_FRAG,        /* IPv4 fragments (refused) */
-	DP_X_MULTISEG,       /* multi-segment mbufs (refused) */
-	DP_X_PKT_MALFORMED,  /* L2..L4 or fragment header malformed (also in drop_malformed) */
-	DP_X_RAW_DGRAMS,     /* datagrams on the raw profile port */
-	DP_X_FRAG_SINGLE,    /* fragmented-profile datagrams with frag_total 1 */
-	DP_X_FRAG_TAKEN,     /* fragments stored or placed */
-	DP_X_FRAG_DUP,       /* duplicate fragments */
-	DP_X_FRAG_DISCARDED, /* fragments of a group already judged */
-	DP_X_FRAG_NOBUF,     /* no frame buffer free */
-	DP_X_FRAG_MALFORMED, /* fragment refused (total changed, chunk size, too large) */
-	DP_X_HANDOFF_OUT,    /* whole frames handed to the lcore owning their shard */
-	DP_X_HANDOFF_IN,     /* whole frames received from other lcores */
-	DP_X_ACK_RX,         /* ACK frames received (the fleet ACKing our sends) */
-	DP_X_LANE_FRAMES,    /* FG_BM_FRAME messages processed */
-	DP_X_LANE_FLUSH,     /* FG_BM_FLUSH messages processed */
-	DP_X_NEIGH_MISS,     /* TX to an address whose MAC was unknown (gateway or broadcast used) */
-	DP_X_NO_CONSUMER,    /* resolved seeds with no consumer configured for the layer */
-	DP_X_NO_SRC_ADDR,    /* resolved seeds not sent: no local address of the consumer's family */
-	DP_X_TX_NOMBUF,      /* TX mbuf allocation failures */
-	DP_X_PEERS_NEW,      /* FG_BM_PEER messages sent */
-	DP_X_ACK_FULL,       /* ACK table full: flushed early */
-	DP_X_BUSY_CYCLES,    /* TSC cycles of poll iterations that found work (CPU cost per seed) */
-	DP_X_NDP,            /* IPv6 neighbour solicitations (answered when for [net] ip6) */
-	/* reliable delivery (dp_dlv.h): why deliveries were given up (their sum
-	 * is delivery_given_up), and the ACK traffic of consumers */
-	DP_X_DLV_GIVEUP_RESENDS,  /* resends exhausted without an ACK */
-	DP_X_DLV_GIVEUP_RECLAIMED,/* the slot no longer held the seed when a resend was due */
-	DP_X_DLV_GIVEUP_FULL,     /* pending table full ([consumers] pending_max): the oldest was given up */
-	DP_X_DLV_SUPERSEDED,      /* the same (layer, token_seq) was delivered again before its ACK */
-	DP_X_DLV_ACK_FWD,         /* consumer ACK frames copied to the lcore owning some of their seqs */
-	DP_X_DLV_ACK_FWD_FAIL,    /* ... copies that found no buffer or ring room (the consumer ACKs the resend) */
-	DP_X_POINT_SEEN,          /* point last-seen stores ([points] liveness) */
-	DP_X_LANE_WAKES,          /* eventfd writes waking the control plane (at most one per its sleep) */
-	DP_X_LANE_WAKE_FAIL,      /* ... writes that failed (cannot happen short of a closed fd) */
-	DP_X_IDLE_SLEEPS,         /* idle sleeps ([poll] idle_sleep_us) */
-	DP_X_THREAD_CPU_NS,       /* the lcore thread's CPU time (its CPU clock, idle polling included), added at stop */
-	DP_X_ACK_FOREIGN,         /* ACK entries for a layer whose configured consumer is not the sender (ignored) */
-	DP_X_ACK_BUDGET,          /* ACK frames cut short: DP_DLV_ACK_MISS_MAX seqs matched nothing pending */
-	DP_X__COUNT
-};
-const char *dp_xcounter_name(enum dp_xcounter c);
+/* Dataplane-only figures (enum dp_xcounter, struct dp_xcounters): the
+ * counter registry, fg/counters.h. */
 
 /* The final report kept by dp_stop (and readable live for the counters). */
 struct dp_report {

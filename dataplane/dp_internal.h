@@ -47,22 +47,6 @@ struct dp_xfer {
 static inline uint8_t *dp_xfer_data(struct dp_xfer *x) { return (uint8_t *)x + DP_XFER_HDR; }
 static inline struct dp_xfer *dp_xfer_of(void *data) { return (struct dp_xfer *)((uint8_t *)data - DP_XFER_HDR); }
 
-struct dp_xcounters {
-	_Alignas(64) _Atomic uint64_t x[DP_X__COUNT];
-	_Atomic uint64_t outcome[FG_O__COUNT];
-};
-/* no_icf: the body is identical to boundary.h's fg_count, and gcc 12's
- * identical-code folding then checks x[c] against fg_dp_counters.c's bound
- * (-Warray-bounds false positive once DP_X__COUNT > FG_C__COUNT). */
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((no_icf))
-#endif
-static inline void dp_xcount(struct dp_xcounters *k, enum dp_xcounter c, uint64_t n)
-{
-	atomic_store_explicit(&k->x[c], atomic_load_explicit(&k->x[c], memory_order_relaxed) + n,
-			      memory_order_relaxed);
-}
-
 struct dp_neigh {
 	uint8_t family;
 	uint8_t addr[16];

@@ -5,6 +5,9 @@
  *                                 in use, and the mbufs the RX rings held at start
  * Read with dpdk-telemetry.py (the socket lives in the EAL runtime dir).
  *
+ * The counter names are the registry's (fg/counters.h), as in /metrics and
+ * `fanoctl stats`.
+ *
  * Who may call: dp_telemetry_register from dp_init; the callbacks run on
  * the EAL telemetry thread and only read counters (relaxed atomic loads). */
 #include <stdlib.h>
@@ -16,13 +19,14 @@
 
 static void add_counters(struct rte_tel_data *d, const uint64_t *c, const uint64_t *x, const uint64_t *o)
 {
+	/* every counter of the registry (fg/counters.h), by its name */
 	for (unsigned i = 0; i < FG_C__COUNT; i++)
-		rte_tel_data_add_dict_u64(d, fg_dp_counter_name((enum fg_dp_counter)i), c[i]);
+		rte_tel_data_add_dict_u64(d, fg_dp_counter_defs[i].name, c[i]);
 	for (unsigned i = 0; i < DP_X__COUNT; i++)
-		rte_tel_data_add_dict_u64(d, dp_xcounter_name((enum dp_xcounter)i), x[i]);
+		rte_tel_data_add_dict_u64(d, fg_dp_xcounter_defs[i].name, x[i]);
 	char name[64];
 	for (unsigned i = 0; i < FG_O__COUNT; i++) {
-		snprintf(name, sizeof(name), "outcome_%s", fg_outcome_name((enum fg_outcome)i));
+		fg_dp_outcome_key(i, name, sizeof(name));
 		rte_tel_data_add_dict_u64(d, name, o[i]);
 	}
 }

@@ -25,6 +25,8 @@ static int fanoctl_audit(int argc, char **argv)
 static const struct fanoctl_cmd commands[] = {
 	{"audit", "audit log: verify, tail, repair (offline; fanoctl audit --help)", fanoctl_audit, NULL},
 	{"config", "check a configuration file, list the keys", fanoctl_config, fanoctl_config_help},
+	{"counters", "every dataplane counter: name, /metrics series, help (offline)", fanoctl_counters,
+	 fanoctl_counters_help},
 	{"decode", "decode aeon-flow frames, batches and UDP datagrams given as hex", fanoctl_decode,
 	 fanoctl_decode_help},
 	{"line", "same as lines (fanoctl line enable 1,4,5 --reason TEXT)", fanoctl_op_lines,

@@ -34,6 +34,8 @@ struct fanoctl_cmd {
 int fanoctl_decode(int argc, char **argv);
 void fanoctl_decode_help(FILE *out);
 int fanoctl_config(int argc, char **argv);
+int fanoctl_counters(int argc, char **argv);
+void fanoctl_counters_help(FILE *out);
 void fanoctl_config_help(FILE *out);
 int fanoctl_op_status(int argc, char **argv);
 void fanoctl_op_status_help(FILE *out);

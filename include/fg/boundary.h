@@ -319,12 +319,15 @@ static inline bool fg_wake_after_push(struct fg_wake *w)
 	return atomic_exchange_explicit(&w->waiting, 0, memory_order_relaxed) == 1;
 }
 
+struct dp_xcounters;
+
 /* The published state shared by both sides (one instance, lives as long as the process). */
 struct fg_boundary {
 	_Alignas(FG_CACHE_LINE) _Atomic fg_linefacts linefacts;
 	unsigned n_lanes;
 	struct fg_lane *lanes;                /* [n_lanes] */
 	struct fg_dp_counters *counters;      /* [n_lanes] */
+	struct dp_xcounters *xcounters;       /* [n_lanes] the lcores' own figures (fg/counters.h), NULL in tests */
 	_Atomic bool stop;                    /* set by the control plane to stop the lcores */
 	/* UDP point liveness ([points] in the configuration): CLOCK_MONOTONIC ns
 	 * of the last datagram from a source mapped to point p (index 1..7;

@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -317,6 +318,56 @@ def lanes_part():
         check(total("fanogate_dp_seeds_resolved_total") == 1, "dp_seeds_resolved_total moved by 1 over the lcores")
         check(total("fanogate_dp_line_contributions_total") == acc,
               "dp_line_contributions_total moved by the %d accepted contributions" % acc)
+        registry_part(d, v1, lcores)
+
+
+def telemetry(pid, cmd):
+    """One DPDK telemetry command on the daemon's EAL socket (private file
+    prefix fgdp<pid>, dataplane/dp.c); None when there is no socket."""
+
+    path = "/var/run/dpdk/fgdp%d/dpdk_telemetry.v2" % pid
+    if not os.path.exists(path):
+        return None
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(5)
+    s.connect(path)
+    s.recv(16384)  # greeting
+    s.send(cmd.encode())
+    d = json.loads(s.recv(1 << 20))
+    s.close()
+    return d.get(cmd)
+
+
+def registry_part(d, scraped, lcores):
+    """Every counter the registry declares (`fanoctl counters --json`) is
+    rendered by the running dataplane in /metrics (on every lcore), in
+    `fanoctl stats --json` (dataplane object) and in DPDK telemetry
+    /fanogate/counters; and nothing those outputs show is undeclared."""
+    fanoctl = os.environ["FANOCTL"]
+    p = subprocess.run([fanoctl, "counters", "--json"], capture_output=True, text=True, timeout=20)
+    check(p.returncode == 0, "fanoctl counters --json exits 0")
+    reg = json.loads(p.stdout)
+    check(len(reg) > 60, "the registry declares %d counters" % len(reg))
+    names = [e["name"] for e in reg]
+    missing = []
+    for e in reg:
+        for c in lcores:
+            key = e["metric"].replace("{lcore", '{lcore="%s"' % c)
+            if key not in scraped:
+                missing.append(key)
+    check(not missing, "/metrics has every declared counter on every lcore (missing: %s)" % missing[:5])
+    env = dict(os.environ, FANOCTL_SOCKET=f"{d.dir}/fanoctl.sock")
+    p = subprocess.run([fanoctl, "stats", "--json"], env=env, capture_output=True, text=True, timeout=20)
+    dp = json.loads(p.stdout).get("dataplane", {}) if p.returncode == 0 else {}
+    check(sorted(dp) == sorted(names),
+          "fanoctl stats dataplane has exactly the declared counters (missing %s, undeclared %s)"
+          % (sorted(set(names) - set(dp))[:5], sorted(set(dp) - set(names))[:5]))
+    tel = telemetry(d.proc.pid, "/fanogate/counters")
+    check(tel is not None, "DPDK telemetry socket of the daemon answers /fanogate/counters")
+    if tel is not None:
+        tk = set(tel) - {"lcores"}
+        check(tk == set(names), "telemetry /fanogate/counters has exactly the declared counters "
+              "(missing %s, undeclared %s)" % (sorted(set(names) - tk)[:5], sorted(tk - set(names))[:5]))
 
 
 if __name__ == "__main__":
