@@ -42,7 +42,7 @@ struct dp_xfer {
 	struct dp_peer peer;
 	struct dp_route route;
 	uint32_t len;
-	bool ack; /* fragmented profile: the receiver ACKs (already done) */
+	bool ack; /* fragmented profile: ACK it once placed (the owner does, after a hand-off) */
 };
 static inline uint8_t *dp_xfer_data(struct dp_xfer *x) { return (uint8_t *)x + DP_XFER_HDR; }
 static inline struct dp_xfer *dp_xfer_of(void *data) { return (struct dp_xfer *)((uint8_t *)data - DP_XFER_HDR); }

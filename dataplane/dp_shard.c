@@ -152,6 +152,14 @@ static unsigned frame_owner(const struct dp_lcore *lc, const struct fg_hdr *h)
 	return lc->idx;
 }
 
+/* Whether a frame the ingest saw may be ACKed as received: not when its
+ * seed found no slot (no_slot: it was not placed; the status says so and a
+ * sender that resends only unACKed frames must resend it; issue 14). */
+static bool ack_placed(int rc, const struct fg_ingest_result *r)
+{
+	return !(rc >= 0 && r->band == FG_BAND_SEED && r->status.outcome == FG_O_NO_SLOT);
+}
+
 /* A whole frame in an xfer buffer x (owned by the caller of this function,
  * which gives it up here: processed and returned, or handed to the owner). */
 static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64_t now)
@@ -172,20 +180,18 @@ static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64
 	}
 	unsigned owner = frame_owner(lc, &h);
 	if (owner != lc->idx) {
-		struct dp_xfer from = *x; /* x belongs to the owner once enqueued */
+		x->ack = ackable; /* the owner ACKs once it knows the frame was placed */
 		if (rte_ring_mp_enqueue(dp_g.lc[owner]->inbox, x) < 0) {
 			dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
 			rte_mempool_put(dp_g.xfer, x);
 			return; /* not ACKed: the sender resends */
 		}
 		dp_lc_xcount(lc, DP_X_HANDOFF_OUT);
-		if (ackable)
-			dp_reply_ack_note(lc, &from, h.stream_id, h.sequence, now);
 		return;
 	}
 	struct fg_ingest_result r;
-	(void)dp_shard_frame(lc, frame, x->len, x, &r, now);
-	if (ackable)
+	int rc = dp_shard_frame(lc, frame, x->len, x, &r, now);
+	if (ackable && ack_placed(rc, &r))
 		dp_reply_ack_note(lc, x, h.stream_id, h.sequence, now);
 	rte_mempool_put(dp_g.xfer, x);
 }
@@ -216,9 +222,7 @@ void dp_shard_whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, con
 			rte_mempool_put(dp_g.xfer, x);
 			return;
 		}
-		dp_lc_xcount(lc, DP_X_HANDOFF_OUT);
-		if (ackable)
-			dp_reply_ack_note(lc, &from, h.stream_id, h.sequence, now);
+		dp_lc_xcount(lc, DP_X_HANDOFF_OUT); /* x->ack: the owner ACKs once placed */
 		return;
 	}
 	dp_lc_count(lc, FG_C_FRAMES, 1);
@@ -228,8 +232,8 @@ void dp_shard_whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, con
 		return;
 	}
 	struct fg_ingest_result r;
-	(void)dp_shard_frame(lc, frame, len, &from, &r, now);
-	if (ackable)
+	int rc = dp_shard_frame(lc, frame, len, &from, &r, now);
+	if (ackable && ack_placed(rc, &r))
 		dp_reply_ack_note(lc, &from, h.stream_id, h.sequence, now);
 }
 
@@ -321,11 +325,15 @@ unsigned dp_shard_inbox_poll(struct dp_lcore *lc, uint64_t now)
 		dp_lc_xcount(lc, DP_X_HANDOFF_IN);
 		const uint8_t *fr = dp_xfer_data(x);
 		struct fg_hdr h;
-		if (fg_hdr_decode(fr, x->len, FG_TRANSPORT_MESSAGE, &h) >= 0 && h.stream_id == FG_STREAM_ACK &&
-		    (h.flags & FG_FLAG_ACK))
+		bool hdr_ok = fg_hdr_decode(fr, x->len, FG_TRANSPORT_MESSAGE, &h) >= 0;
+		if (hdr_ok && h.stream_id == FG_STREAM_ACK && (h.flags & FG_FLAG_ACK)) {
 			dp_deliver_on_ack(lc, fr, x->len, NULL); /* a copy from the lcore that received (and checked) it */
-		else
-			(void)dp_shard_frame(lc, fr, x->len, x, &r, now);
+		} else {
+			int rc = dp_shard_frame(lc, fr, x->len, x, &r, now);
+			/* handed off unACKed: ACK here once placed */
+			if (x->ack && hdr_ok && ack_placed(rc, &r))
+				dp_reply_ack_note(lc, x, h.stream_id, h.sequence, now);
+		}
 		rte_mempool_put(dp_g.xfer, x);
 	}
 	return k;
