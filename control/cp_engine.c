@@ -196,9 +196,10 @@ static void on_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq,
 
 /* ---- local mode ----------------------------------------------------------- */
 
-static int local_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t cookie)
+static int local_submit(struct cp_engine *e, const struct fg_frame *f, int32_t bound, uint64_t cookie)
 {
-	struct fg_ingest_ctx ctx = {.bands = &e->bands, .limits = &e->limits, .lines = cp_engine_linefacts(e)};
+	struct fg_ingest_ctx ctx = {.bands = &e->bands, .limits = &e->limits, .lines = cp_engine_linefacts(e),
+				    .layer_bound = bound >= 0, .bound_layer = bound >= 0 ? (uint16_t)bound : 0};
 	struct fg_ingest_result res;
 	memset(&res, 0, sizeof(res));
 	int r = fg_ingest_frame(&e->slots, &ctx, f, cp_now_ns(), &res);
@@ -243,7 +244,7 @@ static void local_expire(struct cp_engine *e)
 
 /* ---- lanes mode ----------------------------------------------------------- */
 
-static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t cookie)
+static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, int32_t bound, uint64_t cookie)
 {
 	enum fg_band band = FG_BAND_STATUS;
 	uint16_t layer = 0;
@@ -252,7 +253,7 @@ static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t 
 	/* Frames that do not classify still go to a lane (lane 0): the owner's
 	 * ingest answers them with the stable reason, so both modes answer
 	 * malformed input the same way. */
-	if (fg_stream_classify(&e->bands, f->hdr.stream_id, &band, &layer) == 0 &&
+	if (fg_stream_classify_at(&e->bands, f->hdr.stream_id, bound, &band, &layer) == 0 &&
 	    (band == FG_BAND_SEED || band == FG_BAND_CANONICAL)) {
 		canonical = band == FG_BAND_CANONICAL;
 		lane = fg_shard_of(f->hdr.sequence, layer, e->bands.n_layers, e->b->n_lanes);
@@ -286,10 +287,11 @@ static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t 
 	memcpy(fg_pool_buf(&ln->cp2dp, bi), f->payload - FG_HDR_LEN, len);
 	union fg_bmsg m = {.contrib = {.kind = FG_BM_CONTRIB,
 				       .band = (uint8_t)band,
-				       .layer = layer,
+				       .layer = bound >= 0 ? (uint16_t)bound : layer,
 				       .token_seq = f->hdr.sequence,
 				       .req_id = id,
 				       .frame = {.buf = bi, .len = (uint32_t)len},
+				       .layer_bound = bound >= 0,
 				       .t_ns = cp_now_ns()}};
 	if (!fg_ring_push(ln->to_dp, &m)) {
 		/* Cannot happen (checked above); keep the buffer for nobody rather
@@ -596,8 +598,13 @@ void cp_engine_count_malformed(struct cp_engine *e, int reason)
 
 int cp_engine_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t cookie)
 {
+	return cp_engine_submit_at(e, f, FG_LAYER_UNBOUND, cookie);
+}
+
+int cp_engine_submit_at(struct cp_engine *e, const struct fg_frame *f, int32_t bound, uint64_t cookie)
+{
 	e->st.frames++;
-	return e->lanes_mode ? lanes_submit(e, f, cookie) : local_submit(e, f, cookie);
+	return e->lanes_mode ? lanes_submit(e, f, bound, cookie) : local_submit(e, f, bound, cookie);
 }
 
 static void engine_tick(struct cp_loop *l, struct cp_timer *t)

@@ -190,6 +190,12 @@ void cp_engine_fini(struct cp_engine *e);
  * lane buffer, -EBUSY when too many requests are outstanding; on an error
  * done is not called (the caller answers "no_slot"). */
 FG_MUST_CHECK int cp_engine_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t cookie);
+/* The same for a frame that arrived on an address naming its destination
+ * layer (a /layers/<L>/ path, a WebSocket /flow?layer=<L>): bound is L, or
+ * FG_LAYER_UNBOUND (= cp_engine_submit). The slot's layer is L and the
+ * stream's layer nibble must agree (fg_stream_classify_at; else the done
+ * callback reports layer_mismatch). */
+FG_MUST_CHECK int cp_engine_submit_at(struct cp_engine *e, const struct fg_frame *f, int32_t bound, uint64_t cookie);
 
 /* A POST body or WebSocket message refused as a whole before any frame of
  * it reached the engine (fg_batch_decode < 0: short_header, truncated_frame):

@@ -8,6 +8,12 @@
  *   POST /canonical                        one canonical frame -> JSON ack (auth)
  *   GET  /residual-seed/<layer>/<token>    the resolved-seed frame, waiting
  *                                          up to the slot deadline (auth)
+ *   POST /layers/<L>/residual-seed         the same, addressed the fleet's way:
+ *   POST /layers/<L>/canonical             a station's base URL is
+ *   GET  /layers/<L>/residual-seed/<token> https://host:port/layers/<L>; the
+ *                                          frame is for layer L and its
+ *                                          stream's low 4 bits must equal
+ *                                          L & 0x0F (wire.md section 3)
  *
  * Auth: "Authorization: Bearer <token>" checked on every request (a resumed
  * TLS session re-presents it), or a verified client certificate (mTLS). A
@@ -44,6 +50,7 @@ static void http_reset(struct cp_conn *c)
 	c->in_len -= used;
 	memset(&c->http, 0, sizeof(c->http));
 	c->http.phase = CP_H_HEAD;
+	c->http.bound_layer = FG_LAYER_UNBOUND;
 	const struct fg_config *cfg = c->srv->cfg;
 	if (c->in_len) {
 		c->http.started = true;
@@ -199,6 +206,7 @@ static json_t *ack_json(const struct fg_status *st, int reason)
 		return NULL;
 	json_object_set_new(j, "line", st->line == FG_LINE_NONE ? json_null() : json_integer(st->line));
 	json_object_set_new(j, "degraded", json_boolean((st->facts & FG_FACT_DEGRADED) != 0));
+	json_object_set_new(j, "landed", json_integer(st->landed));
 	if (!ack)
 		json_object_set_new(j, "error",
 				    json_string(st->outcome == FG_O_MALFORMED ? fg_reason_name(reason ? reason : st->reason)
@@ -251,8 +259,10 @@ static void http_refuse_frame(struct cp_conn *c, const uint8_t *body, size_t len
 		st.token_seq = fg_be32(body + 2);
 		enum fg_band band;
 		uint16_t layer;
-		if (fg_stream_classify(&c->srv->engine->bands, fg_be16(body), &band, &layer) == 0)
+		if (fg_stream_classify_at(&c->srv->engine->bands, fg_be16(body), c->http.bound_layer, &band, &layer) == 0)
 			st.dst_layer = layer;
+		else if (c->http.bound_layer >= 0)
+			st.dst_layer = (uint16_t)c->http.bound_layer;
 	}
 	json_t *j = ack_json(&st, 0);
 	if (j)
@@ -293,7 +303,7 @@ static void http_post_body(struct cp_conn *c)
 	enum fg_band band;
 	uint16_t layer;
 	bool want_seed = c->http.route == CP_RT_SEED_POST;
-	if (fg_stream_classify(&s->engine->bands, f[0].hdr.stream_id, &band, &layer) == 0 &&
+	if (fg_stream_classify_at(&s->engine->bands, f[0].hdr.stream_id, c->http.bound_layer, &band, &layer) == 0 &&
 	    band != (want_seed ? FG_BAND_SEED : FG_BAND_CANONICAL) &&
 	    (band == FG_BAND_SEED || band == FG_BAND_CANONICAL)) {
 		http_refuse_frame(c, body, len, FG_O_MALFORMED, "wrong_band", 400);
@@ -301,7 +311,7 @@ static void http_post_body(struct cp_conn *c)
 	}
 	c->http.phase = CP_H_WAIT_OUTCOME;
 	c->proto_blocked = true;
-	int r = cp_engine_submit(s->engine, &f[0], cp_conn_cookie(c));
+	int r = cp_engine_submit_at(s->engine, &f[0], c->http.bound_layer, cp_conn_cookie(c));
 	if (r < 0) {
 		c->proto_blocked = false;
 		c->http.phase = CP_H_BODY;
@@ -338,9 +348,21 @@ void cp_http_on_seed(struct cp_conn *c, enum fg_slot_state st, const uint8_t *fr
 	cp_conn_unblock(c);
 }
 
+static void http_seed_wait(struct cp_conn *c, uint32_t layer, uint32_t token);
+
+/* GET /layers/<L>/residual-seed/<token>: rest is "<token>". */
+static void http_seed_get_at(struct cp_conn *c, uint32_t layer, struct cp_http_str rest)
+{
+	uint32_t token;
+	if (!parse_u32(rest.p, rest.len, &token)) {
+		cp_http_error(c, 404, "not_found", c->http.keep_alive);
+		return;
+	}
+	http_seed_wait(c, layer, token);
+}
+
 static void http_seed_get(struct cp_conn *c, struct cp_http_str rest)
 {
-	struct cp_server *s = c->srv;
 	const char *slash = memchr(rest.p, '/', rest.len);
 	uint32_t layer, token;
 	if (!slash || !parse_u32(rest.p, (size_t)(slash - rest.p), &layer) ||
@@ -348,6 +370,12 @@ static void http_seed_get(struct cp_conn *c, struct cp_http_str rest)
 		cp_http_error(c, 404, "not_found", c->http.keep_alive);
 		return;
 	}
+	http_seed_wait(c, layer, token);
+}
+
+static void http_seed_wait(struct cp_conn *c, uint32_t layer, uint32_t token)
+{
+	struct cp_server *s = c->srv;
 	if (layer >= s->cfg->layers) {
 		cp_http_error(c, 400, "bad_layer", c->http.keep_alive);
 		return;
@@ -445,14 +473,43 @@ static void http_flow(struct cp_conn *c, const struct cp_http_req *req)
 	cp_ws_start(c, &q);
 }
 
+/* "/layers/<L>/rest": strip the prefix into *bound (L < layers) and leave
+ * "/rest" in *path. 1 when the path had the prefix, 0 when not, -1 when it
+ * had it with a bad layer (answered). */
+static int http_layer_prefix(struct cp_conn *c, struct cp_http_str *path, int32_t *bound)
+{
+	static const char pre[] = "/layers/";
+	size_t n = sizeof(pre) - 1;
+	if (path->len <= n || memcmp(path->p, pre, n) != 0)
+		return 0;
+	const char *p = path->p + n, *end = path->p + path->len;
+	const char *slash = memchr(p, '/', (size_t)(end - p));
+	uint32_t layer;
+	if (!slash || !parse_u32(p, (size_t)(slash - p), &layer)) {
+		cp_http_error(c, 404, "not_found", false);
+		return -1;
+	}
+	if (layer >= c->srv->cfg->layers) {
+		cp_http_error(c, 400, "bad_layer", false);
+		return -1;
+	}
+	*bound = (int32_t)layer;
+	*path = (struct cp_http_str){slash, (size_t)(end - slash)};
+	return 1;
+}
+
 static void http_route(struct cp_conn *c, const struct cp_http_req *req)
 {
 	struct cp_server *s = c->srv;
 	struct cp_http_str path = req->path;
 	static const char seed_prefix[] = "/residual-seed/";
 	c->http.is_head = req->method == CP_HTTP_HEAD;
+	c->http.bound_layer = FG_LAYER_UNBOUND;
 	s->st.http_requests++;
-	if (str_eq(path, "/healthz")) {
+	int lp = http_layer_prefix(c, &path, &c->http.bound_layer);
+	if (lp < 0)
+		return;
+	if (lp == 0 && str_eq(path, "/healthz")) {
 		if (req->method == CP_HTTP_POST) {
 			cp_http_error(c, 405, "method_not_allowed", false);
 			return;
@@ -460,7 +517,7 @@ static void http_route(struct cp_conn *c, const struct cp_http_req *req)
 		http_healthz(c);
 		return;
 	}
-	if (str_eq(path, "/flow")) {
+	if (lp == 0 && str_eq(path, "/flow")) {
 		http_flow(c, req);
 		return;
 	}
@@ -501,7 +558,10 @@ static void http_route(struct cp_conn *c, const struct cp_http_req *req)
 			return;
 		struct cp_http_str rest = {path.p + sizeof(seed_prefix) - 1, path.len - (sizeof(seed_prefix) - 1)};
 		c->http.route = CP_RT_SEED_GET;
-		http_seed_get(c, rest);
+		if (lp > 0)
+			http_seed_get_at(c, (uint32_t)c->http.bound_layer, rest);
+		else
+			http_seed_get(c, rest);
 		return;
 	}
 	/* A GET or HEAD with a body we do not route: the body must still be

@@ -76,6 +76,7 @@ struct cp_http_state {
 	bool started; /* bytes of the current head have arrived */
 	uint16_t wait_layer;
 	uint32_t wait_token;
+	int32_t bound_layer; /* POST /layers/<L>/..: L; else FG_LAYER_UNBOUND */
 };
 
 struct cp_ws_state {

@@ -7,7 +7,9 @@
  * malformed as a whole is answered with one status (outcome "malformed",
  * reason in the status), counted as one malformed frame under that reason
  * (cp_engine_count_malformed), and the session continues. Resolved seeds of the
- * subscribed layers are pushed as one binary message each.
+ * subscribed layers are pushed as one binary message each. A session opened
+ * with /flow?layer=L is bound to destination layer L: its frames are for L
+ * and their stream's low 4 bits must equal L & 0x0F (wire.md section 3).
  *
  * Backpressure: reading pauses while the connection's send queue is above
  * half its bound (cp_conn.c); a push that would take the queue over the bound
@@ -45,8 +47,8 @@ void cp_ws_start(struct cp_conn *c, const struct cp_flow_query *q)
 	cp_conn_list_add(&s->ws_list, c);
 	s->st.ws_sessions++;
 	ws_idle(c);
-	cp_info("conn %s: /flow session role=%s layers=%u status=%d", c->peer, c->role ? c->role : "-",
-		q->n_layers, q->status);
+	cp_info("conn %s: /flow session role=%s layers=%u status=%d bound_layer=%d", c->peer, c->role ? c->role : "-",
+		q->n_layers, q->status, q->layer_bound ? (int)q->bound_layer : -1);
 }
 
 void cp_ws_fini(struct cp_conn *c)
@@ -115,6 +117,13 @@ static void ws_status(struct cp_conn *c, const struct fg_status *st)
 
 void cp_ws_on_done(struct cp_conn *c, const struct cp_engine_result *r) { ws_status(c, &r->status); }
 
+/* The destination layer the upgrade bound this session to (/flow?layer=L),
+ * or FG_LAYER_UNBOUND. */
+static int32_t ws_bound(const struct cp_conn *c)
+{
+	return c->ws.sub.layer_bound ? (int32_t)c->ws.sub.bound_layer : FG_LAYER_UNBOUND;
+}
+
 static void ws_refused(struct cp_conn *c, const uint8_t *frame, size_t len, enum fg_outcome o, int reason)
 {
 	struct fg_status st;
@@ -130,8 +139,10 @@ static void ws_refused(struct cp_conn *c, const uint8_t *frame, size_t len, enum
 		enum fg_band band;
 		uint16_t layer;
 		st.token_seq = fg_be32(frame + 2);
-		if (fg_stream_classify(&c->srv->engine->bands, fg_be16(frame), &band, &layer) == 0)
+		if (fg_stream_classify_at(&c->srv->engine->bands, fg_be16(frame), ws_bound(c), &band, &layer) == 0)
 			st.dst_layer = layer;
+		else if (c->ws.sub.layer_bound)
+			st.dst_layer = c->ws.sub.bound_layer;
 	}
 	ws_status(c, &st);
 }
@@ -162,7 +173,7 @@ static void ws_message(struct cp_conn *c, const uint8_t *data, size_t len)
 			break; /* cannot happen: validated above */
 		c->ws.frames_in++;
 		s->st.ws_frames_in++;
-		int e = cp_engine_submit(s->engine, &f, cp_conn_cookie(c));
+		int e = cp_engine_submit_at(s->engine, &f, ws_bound(c), cp_conn_cookie(c));
 		if (e < 0)
 			ws_refused(c, data + off, (size_t)r, FG_O_NO_SLOT, 0);
 		off += (size_t)r;

@@ -47,6 +47,8 @@ enum ktype {
 	KT_LINE_STATE,
 	KT_LAYER_ADDR,
 	KT_SECCOMP,  /* [daemon] seccomp: on | off | kill | log */
+	KT_ORIENT,   /* [wire] orientation: bit | signed */
+	KT_ACKWIN,   /* [consumers] ack_window: exact | fleet */
 };
 
 struct ckey {
@@ -82,6 +84,9 @@ static const struct ckey config_keys[] = {
 	{{"bands", "layer_bits", "uint", "5", "0..8", "each band spans 1 << layer_bits stream ids"},
 	 KT_U8, OFF(bands.layer_bits), 0, 0, 8},
 
+	{{"wire", "orientation", "mode", "bit", "bit | signed", "how a seed's flags low nibble gives its sign: bit 0 = +, 1 = -; signed 0x1 = +, 0xF = -; anything else refused"},
+	 KT_ORIENT, OFF(orientation), 0, 0, 0},
+
 	{{"rules", "default", "rule", "1,3,5", "1..7 distinct line indices 0..6", "lines expected for every layer without its own rule, in reduction order (Pair X)"},
 	 KT_RULE, 0, 0, 0, 0},
 	{{"rules", "layer.N", "rule", "(default)", "N < layers; 1..7 distinct line indices 0..6", "lines expected for destination layer N, in reduction order"},
@@ -89,7 +94,7 @@ static const struct ckey config_keys[] = {
 
 	{{"slots", "capacity", "uint", "4096", "1..16777216, >= dataplane lcores", "slots in the whole table (split evenly over the shards)"},
 	 KT_U32, OFF(slot_capacity), 0, 1, 1u << 24},
-	{{"slots", "deadline_ms", "ms", "2000", "1..600000", "time from a slot's first contribution to its expiry; covers the fleet's 5 resends at 200 ms"},
+	{{"slots", "deadline_ms", "ms", "3000", "1..600000", "time from a slot's first contribution to its expiry; covers the fleet's resend schedule (last resend ~2.03 s, give-up ~2.4 s) with margin"},
 	 KT_MS_NS, OFF(slot_deadline_ns), 0, 1, 600000},
 
 	{{"lines", "line.N", "state", "shadow", "disabled | shadow | active; N = index 0..6 or triple like 1,4,5", "initial state of line N"},
@@ -107,6 +112,8 @@ static const struct ckey config_keys[] = {
 	 KT_U16, OFF(udp_port), 0, 1, 65535},
 	{{"udp", "raw_port", "uint", "0", "0 (off) or 1..65535, != port", "UDP port of the raw profile (one frame per datagram, no ACKs)"},
 	 KT_U16, OFF(udp_raw_port), 0, 0, 65535},
+	{{"udp", "layer_ports", "uint", "0", "0 (off) or 1..65535 - layers + 1; range clear of port and raw_port", "per-layer ports of the fragmented profile: a datagram to port layer_ports + L is for layer L (the stream's low 4 bits must equal L & 0x0F)"},
+	 KT_U16, OFF(udp_layer_ports), 0, 0, 65535},
 	{{"udp", "mtu", "uint", "1472", "64..65507", "UDP payload bytes per fragment and per ACK datagram"},
 	 KT_U32, OFF(mtu), 0, 64, 65507},
 	{{"udp", "ack_interval_ms", "uint", "50", "1..10000", "how often pending ACK entries are flushed"},
@@ -132,6 +139,8 @@ static const struct ckey config_keys[] = {
 	 KT_U32, OFF(delivery_resends), 0, 0, 255},
 	{{"consumers", "pending_max", "uint", "4096", "1..1048576", "unACKed deliveries tracked per lcore; when full the oldest is given up"},
 	 KT_U32, OFF(delivery_pending_max), 0, 1, 1u << 20},
+	{{"consumers", "ack_window", "mode", "exact", "exact | fleet", "how consumers ACK: exact ACKs only what they name; fleet ACKs base..base+63 from its lowest held sequence (below the base = delivered, beyond base+63 waits)"},
+	 KT_ACKWIN, OFF(consumer_ack_window), 0, 0, 0},
 
 	{{"points", "e1", "prefixes", "", "comma list of IPv4/IPv6 prefixes, at most 8", "UDP sources serving point e1; empty: e1's liveness comes from TLS peers only"},
 	 KT_POINT_PREFIXES, 0, 0, 0, 0},
@@ -226,7 +235,7 @@ static const struct ckey config_keys[] = {
 #define N_KEYS FG_ARRAY_LEN(config_keys)
 
 static const char *const config_sections[] = {
-	"model", "bands", "rules", "slots", "lines", "udp", "consumers", "points", "dataplane", "tls", "audit", "operator", "metrics", "daemon", "cluster",
+	"model", "bands", "wire", "rules", "slots", "lines", "udp", "consumers", "points", "dataplane", "tls", "audit", "operator", "metrics", "daemon", "cluster",
 };
 
 size_t fg_config_key_count(void)
@@ -267,7 +276,12 @@ void fg_config_default(struct fg_config *c)
 		if (fg_rule_make(&c->rules[i], pair_x, FG_ARRAY_LEN(pair_x)) != 0)
 			abort(); /* a constant rule; cannot fail */
 	c->slot_capacity = 4096;
-	c->slot_deadline_ns = 2000ull * 1000000ull;
+	/* The fleet's sender resends on a 200 ms check timer with a 200 ms age
+	 * test (~400 ms apart), its 5th resend leaves up to ~2.03 s after the
+	 * first send and it gives up at ~2.4 s (wire.md 2.1): 3 s covers that
+	 * with 0.6 s for the spread between a slot's three senders
+	 * (docs/config.md has the arithmetic). */
+	c->slot_deadline_ns = 3000ull * 1000000ull;
 	for (unsigned i = 0; i < FG_LINES; i++)
 		c->line_initial[i] = FG_LINE_SHADOW;
 	c->policy.auto_promote = false;
@@ -752,6 +766,24 @@ static int config_handler(void *user, const char *section, const char *name, con
 		*(uint8_t *)field = (uint8_t)m;
 		break;
 	}
+	case KT_ORIENT: {
+		int m = strcmp(value, "bit") == 0 ? FG_ORIENT_BIT : strcmp(value, "signed") == 0 ? FG_ORIENT_SIGNED : -1;
+		if (m < 0) {
+			fail(ps, ln, "[%s] %s = %s: not a mode (%s)", section, name, value, k->doc.range);
+			return 0;
+		}
+		*(uint8_t *)field = (uint8_t)m;
+		break;
+	}
+	case KT_ACKWIN: {
+		int m = strcmp(value, "exact") == 0 ? FG_ACKWIN_EXACT : strcmp(value, "fleet") == 0 ? FG_ACKWIN_FLEET : -1;
+		if (m < 0) {
+			fail(ps, ln, "[%s] %s = %s: not a mode (%s)", section, name, value, k->doc.range);
+			return 0;
+		}
+		*(uint8_t *)field = (uint8_t)m;
+		break;
+	}
 	case KT_ADDR_OFF:
 		if (strcmp(value, "off") == 0) {
 			memset(field, 0, sizeof(struct fg_addr));
@@ -1107,6 +1139,21 @@ static void config_validate(struct pstate *ps)
 		     "[udp] raw_port = %u: same port as the fragmented profile; a port speaks one profile", c->udp_raw_port);
 		return;
 	}
+	if (c->udp_layer_ports) {
+		uint32_t lo = c->udp_layer_ports, hi = lo + c->layers - 1;
+		int l_lp = key_line(ps, "udp", "layer_ports");
+		if (hi > 65535) {
+			fail(ps, first_line(l_lp, key_line(ps, "model", "layers")),
+			     "[udp] layer_ports = %u: ports %u..%u for %u layers run past 65535", lo, lo, hi, c->layers);
+			return;
+		}
+		if ((c->udp_port >= lo && c->udp_port <= hi) || (c->udp_raw_port && c->udp_raw_port >= lo && c->udp_raw_port <= hi)) {
+			fail(ps, first_line(l_lp, key_line(ps, "udp", "port")),
+			     "[udp] layer_ports = %u: ports %u..%u hold [udp] port or raw_port; a port names one layer or none",
+			     lo, lo, hi);
+			return;
+		}
+	}
 	if (c->slot_capacity < c->lcores) {
 		fail(ps, first_line(key_line(ps, "slots", "capacity"), key_line(ps, "dataplane", "lcores")),
 		     "[slots] capacity = %u: fewer slots than [dataplane] lcores (%u); every shard needs one", c->slot_capacity,
@@ -1281,4 +1328,5 @@ void fg_config_limits(const struct fg_config *c, struct fg_seed_limits *out)
 {
 	out->hidden = c->hidden;
 	out->max_seq_len = c->max_seq_len;
+	out->orientation = c->orientation;
 }

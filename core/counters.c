@@ -80,6 +80,9 @@ const struct fg_counter_def fg_dp_xcounter_defs[DP_X__COUNT] = {
 	[DP_X_THREAD_CPU_NS] = {"thread_cpu_ns", "dp_thread_cpu_seconds_total", NULL, "counter", "CPU time of the lcore thread (its CPU clock, idle polling included), added at stop; ns in stats and telemetry", 1},
 	[DP_X_ACK_FOREIGN] = {"ack_foreign", "dp_ack_foreign_total", NULL, "counter", "consumer ACK entries for a layer whose configured consumer is not the sender (ignored)", 0},
 	[DP_X_ACK_BUDGET] = {"ack_budget", "dp_ack_budget_total", NULL, "counter", "consumer ACK frames cut short: DP_DLV_ACK_MISS_MAX seqs matched nothing pending", 0},
+	[DP_X_DLV_ACK_FOREIGN] = {"delivery_ack_foreign_stream", "dp_delivery_ack_foreign_stream_total", NULL, "counter", "consumer ACK entries of streams outside the resolved band (status frames ACKed by the fleet): skipped at one compare", 0},
+	[DP_X_DLV_BELOW_BASE] = {"delivery_acked_below_base", "dp_delivery_acked_below_base_total", NULL, "counter", "deliveries below the consumer's ACK base ([consumers] ack_window = fleet): delivered, also in delivery_acked", 0},
+	[DP_X_DLV_WINDOW_WAIT] = {"delivery_window_wait", "dp_delivery_window_wait_total", NULL, "counter", "due resends held because the sequence lies beyond the consumer's base + 63 ([consumers] ack_window = fleet)", 0},
 };
 
 const char *fg_counter_family_help(const struct fg_counter_def *d)

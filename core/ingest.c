@@ -18,6 +18,11 @@
  *                       lines because a resolved seed is only as trusted as
  *                       its least trusted line. Never says false unless the
  *                       dispatcher may really skip.
+ *   bitset              the lines satisfied (fg_status_bitset): landed plus
+ *                       the lines the rule does not expect, 0x7f exactly
+ *                       when fully resolved, because the fleet's coordinator
+ *                       skips the canonical hop only on bitset == 0x7f
+ *                       (wire.md 5); `landed` carries the landed lines.
  *   fully_resolved      the slot is RESOLVED after this call.
  *   awaiting_resolution the slot is OPEN after this call.
  *   degraded            the contributing line or an expected line is DEGRADED.
@@ -66,6 +71,23 @@ static uint8_t line_facts(fg_linefacts lf, unsigned line, uint8_t expected)
 	return facts;
 }
 
+uint8_t fg_status_bitset(uint8_t landed, uint8_t expected, enum fg_slot_state state)
+{
+	uint8_t full = FG_FANO_FULL_MASK;
+
+	if (!(expected & full))
+		return 0;
+	if (state == FG_SLOT_RESOLVED)
+		return full;
+	if (state == FG_SLOT_POISONED)
+		return (uint8_t)(~expected & full);
+	/* Open or gone: an expected line is satisfied once it landed. The
+	 * slot resolves the moment the last one lands, so this is never
+	 * FG_FANO_FULL_MASK here; say so rather than trust it. */
+	uint8_t b = (uint8_t)((landed | ~expected) & full);
+	return b == full ? (uint8_t)(full & ~expected) : b;
+}
+
 void fg_status_from_result(const struct fg_ingest_ctx *ctx, const struct fg_seed *seed,
 			   const struct fg_slot_result *r, int reason, struct fg_status *st)
 {
@@ -87,7 +109,8 @@ void fg_status_from_result(const struct fg_ingest_ctx *ctx, const struct fg_seed
 	}
 	if (!r)
 		return;
-	st->bitset = r->landed;
+	st->landed = r->landed;
+	st->bitset = fg_status_bitset(r->landed, r->expected, (enum fg_slot_state)r->state);
 	st->expected = r->expected;
 	if (r->epoch > st->model_epoch)
 		st->model_epoch = r->epoch;
@@ -154,8 +177,11 @@ int fg_ingest_frame(struct fg_slots *s, const struct fg_ingest_ctx *ctx, const s
 	if ((int32_t)(fg_linefacts_epoch(ctx->lines) - s->epoch) > 0)
 		s->epoch = fg_linefacts_epoch(ctx->lines);
 
-	crc = fg_stream_classify(ctx->bands, f->hdr.stream_id, &out->band, &layer);
+	crc = fg_stream_classify_at(ctx->bands, f->hdr.stream_id,
+				    ctx->layer_bound ? (int32_t)ctx->bound_layer : FG_LAYER_UNBOUND, &out->band, &layer);
 	if (crc < 0) {
+		if (ctx->layer_bound)
+			layer = ctx->bound_layer; /* the address's layer: what the sender sent it for */
 		status_malformed(ctx, f, layer, crc, out);
 		return -out->reason;
 	}

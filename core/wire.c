@@ -55,6 +55,7 @@ static const char *const reason_names[FG_R__COUNT] = {
 	[FG_R_UNENCODABLE] = "unencodable",
 	[FG_R_BAD_FLAGS] = "bad_flags",
 	[FG_R_STATUS_FIELD] = "status_field",
+	[FG_R_LAYER_MISMATCH] = "layer_mismatch",
 };
 
 const char *fg_reason_name(int reason)
@@ -348,6 +349,37 @@ int fg_stream_classify(const struct fg_bands *b, uint16_t stream_id, enum fg_ban
 	return -FG_R_UNKNOWN_STREAM;
 }
 
+int fg_stream_classify_at(const struct fg_bands *b, uint16_t stream_id, int32_t bound, enum fg_band *band,
+			  uint16_t *layer)
+{
+	enum fg_band bd;
+	uint16_t off;
+
+	if (bound < 0)
+		return fg_stream_classify(b, stream_id, band, layer);
+	/* The offset is checked against the band's width, not n_layers: the
+	 * masked form of layer 17 is offset 1 whatever the model's size. */
+	struct fg_bands wide = *b;
+	wide.n_layers = b->layer_bits > 16 ? 0 : (uint16_t)(1u << b->layer_bits);
+	int r = fg_stream_classify(&wide, stream_id, &bd, &off);
+	if (r < 0)
+		return r;
+	if (bd == FG_BAND_SEED || bd == FG_BAND_CANONICAL) {
+		if ((uint32_t)bound >= b->n_layers)
+			return -FG_R_UNKNOWN_LAYER;
+		/* wire.md 3: the stream's low 4 bits must equal layer & 0x0F; an
+		 * offset that names a different whole layer is refused too. */
+		if (off != (uint32_t)bound && off != ((uint32_t)bound & FG_LAYER_NIBBLE))
+			return -FG_R_LAYER_MISMATCH;
+		off = (uint16_t)bound;
+	} else if (bd == FG_BAND_RESOLVED && off >= b->n_layers) {
+		return -FG_R_UNKNOWN_LAYER;
+	}
+	*band = bd;
+	*layer = off;
+	return 0;
+}
+
 /* The stream id of layer on a band base, or -1 when it does not exist. */
 static int32_t band_stream(const struct fg_bands *b, uint16_t base, uint16_t layer)
 {
@@ -379,21 +411,32 @@ static int body_check(uint32_t seq_len, uint64_t body_len, const struct fg_seed_
 	return 0;
 }
 
-/* flags = (line << 4) | orientation; 0x80 makes line >= 8, also refused */
-static int seed_flags_check(uint8_t flags)
+/* flags = (line << 4) | orientation; 0x80 makes line >= 8, also refused.
+ * Returns the orientation (0 add, 1 subtract) read in mode m, or -reason. */
+static int seed_flags_check(uint8_t flags, uint8_t m)
 {
+	uint8_t o = flags & 0x0F;
+
 	if ((flags >> 4) >= FG_LINES)
 		return -FG_R_SEED_LINE;
-	if ((flags & 0x0F) > 1)
+	if (m == FG_ORIENT_SIGNED) {
+		if (o == 0x01)
+			return 0;
+		if (o == 0x0F)
+			return 1;
 		return -FG_R_SEED_ORIENTATION;
-	return 0;
+	}
+	if (o > 1)
+		return -FG_R_SEED_ORIENTATION;
+	return o;
 }
 
 ssize_t fg_seed_decode(const struct fg_frame *f, uint16_t dst_layer, const struct fg_seed_limits *lim,
 		       struct fg_seed *out)
 {
 	uint32_t len = f->hdr.length;
-	int r = seed_flags_check(f->hdr.flags);
+	int r = seed_flags_check(f->hdr.flags, lim->orientation);
+	uint8_t orient = (uint8_t)r;
 
 	if (r < 0)
 		return r;
@@ -406,7 +449,7 @@ ssize_t fg_seed_decode(const struct fg_frame *f, uint16_t dst_layer, const struc
 	out->token_seq = f->hdr.sequence;
 	out->dst_layer = dst_layer;
 	out->line = f->hdr.flags >> 4;
-	out->orientation = f->hdr.flags & 0x0F;
+	out->orientation = orient;
 	out->start_pos = fg_le32(f->payload);
 	out->seq_len = seq_len;
 	out->body = f->payload + FG_SEED_PREFIX_LEN;
@@ -417,7 +460,8 @@ ssize_t fg_seed_decode(const struct fg_frame *f, uint16_t dst_layer, const struc
 ssize_t fg_seed_decode_prefix(const struct fg_hdr *h, const uint8_t *prefix, size_t len, uint16_t dst_layer,
 			      const struct fg_seed_limits *lim, struct fg_seed *out)
 {
-	int r = seed_flags_check(h->flags);
+	int r = seed_flags_check(h->flags, lim->orientation);
+	uint8_t orient = (uint8_t)r;
 
 	if (r < 0)
 		return r;
@@ -430,7 +474,7 @@ ssize_t fg_seed_decode_prefix(const struct fg_hdr *h, const uint8_t *prefix, siz
 	out->token_seq = h->sequence;
 	out->dst_layer = dst_layer;
 	out->line = h->flags >> 4;
-	out->orientation = h->flags & 0x0F;
+	out->orientation = orient;
 	out->start_pos = fg_le32(prefix);
 	out->seq_len = seq_len;
 	out->body = NULL;
@@ -579,7 +623,8 @@ ssize_t fg_resolved_decode(const struct fg_frame *f, uint16_t dst_layer, const s
 static bool status_fields_ok(const struct fg_status *s)
 {
 	return s->outcome < FG_O__COUNT && (s->line < FG_LINES || s->line == FG_LINE_NONE) && s->sign <= 1 &&
-	       !(s->bitset & 0x80) && !(s->expected & 0x80) && !(s->facts & ~STATUS_FACTS_ALL) &&
+	       !(s->bitset & 0x80) && !(s->expected & 0x80) && !(s->landed & 0x80) &&
+	       !(s->facts & ~STATUS_FACTS_ALL) &&
 	       s->line_state <= FG_LINE_DEGRADED && s->reason < FG_R__COUNT;
 }
 
@@ -605,6 +650,8 @@ ssize_t fg_status_encode(const struct fg_status *s, uint8_t *buf, size_t cap)
 	fg_put_le32(p + 12, s->bytes);
 	fg_put_le32(p + 16, s->model_epoch);
 	fg_put_le64(p + 20, s->fingerprint);
+	p[28] = s->landed;
+	p[29] = p[30] = p[31] = 0;
 	return FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN;
 }
 
@@ -634,6 +681,9 @@ ssize_t fg_status_decode(const struct fg_frame *f, struct fg_status *out)
 	s.bytes = fg_le32(p + 12);
 	s.model_epoch = fg_le32(p + 16);
 	s.fingerprint = fg_le64(p + 20);
+	s.landed = p[28];
+	if (p[29] | p[30] | p[31])
+		return -FG_R_STATUS_FIELD;
 	if (!status_fields_ok(&s))
 		return -FG_R_STATUS_FIELD;
 	*out = s;

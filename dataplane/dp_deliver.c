@@ -68,9 +68,21 @@ static void dlv_track(struct dp_lcore *lc, const struct fg_seed_view *v, uint32_
 void dp_deliver_timer(struct dp_lcore *lc, uint64_t now)
 {
 	uint32_t i;
-	for (unsigned n = 0; n < 256 && (i = dp_dlv_due(&lc->dlv, now)) != DP_DLV_NONE; n++) {
+	enum dp_dlv_step step;
+	for (unsigned n = 0; n < 256 && (step = dp_dlv_step(&lc->dlv, now, &i)) != DP_DLV_STEP_NONE; n++) {
+		/* The consumer's window (wire.md 2.1, dp_dlv_step): below its ACK
+		 * base the seed was delivered; beyond base + 63 it waits. */
+		if (step == DP_DLV_STEP_DELIVERED) {
+			dp_lc_count(lc, FG_C_DELIVERY_ACKED, 1);
+			dp_lc_xcount(lc, DP_X_DLV_BELOW_BASE);
+			continue;
+		}
+		if (step == DP_DLV_STEP_WAITED) {
+			dp_lc_xcount(lc, DP_X_DLV_WINDOW_WAIT);
+			continue;
+		}
 		const struct dp_dlv_entry *e = &lc->dlv.e[i];
-		if (dp_dlv_exhausted(&lc->dlv, i)) {
+		if (step == DP_DLV_STEP_EXHAUSTED) {
 			dp_dlv_drop(&lc->dlv, i);
 			dlv_give_up(lc, DP_X_DLV_GIVEUP_RESENDS);
 			continue;
@@ -99,15 +111,10 @@ void dp_deliver_timer(struct dp_lcore *lc, uint64_t now)
 	}
 }
 
-/* Which lcore owns resolved-band stream `stream`, sequence seq; -1 when the
- * stream is not a resolved-seed stream of a configured layer. */
-static int dlv_owner(uint16_t stream, uint32_t seq)
+/* Which lcore owns sequence seq of layer's resolved-seed stream. */
+static unsigned dlv_owner(uint16_t layer, uint32_t seq)
 {
-	enum fg_band band;
-	uint16_t layer;
-	if (fg_stream_classify(&dp_g.cfg.bands, stream, &band, &layer) < 0 || band != FG_BAND_RESOLVED)
-		return -1;
-	return dp_g.n > 1 ? (int)fg_shard_of(seq, layer, dp_g.cfg.layers, dp_g.n) : 0;
+	return dp_g.n > 1 ? fg_shard_of(seq, layer, dp_g.cfg.layers, dp_g.n) : 0;
 }
 
 /* Whether src is the configured consumer of the resolved-band stream's
@@ -139,19 +146,37 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, 
 		return;
 	uint64_t others = 0; /* bit i: lcore i owns a covered seq */
 	for (int k = 0; k < n; k++) {
+		/* The fleet ACKs everything it receives, our status frames
+		 * included, and re-ACKs all it holds every 50 ms: an entry of any
+		 * stream but a configured layer's resolved-seed stream costs one
+		 * compare (wire.md 2.1). */
+		uint16_t layer = (uint16_t)(e[k].stream_id - dp_g.cfg.bands.resolved_base);
+		if (layer >= dp_g.cfg.layers || layer >= (1u << dp_g.cfg.bands.layer_bits)) {
+			dp_lc_xcount(lc, DP_X_DLV_ACK_FOREIGN);
+			continue;
+		}
 		if (src && !ack_from_consumer(e[k].stream_id, src)) {
 			dp_lc_xcount(lc, DP_X_ACK_FOREIGN);
 			continue;
 		}
+		/* [consumers] ack_window = fleet: the entry's base is the
+		 * consumer's window; remember it; when it moved, every lcore
+		 * needs it (their entries below it are delivered), so the frame
+		 * goes to all of them. With exact ACKs (the default) a base says
+		 * nothing about other sequences and no window is kept. One
+		 * update per entry, also once the miss budget is spent. */
+		if (dp_g.cfg.consumer_ack_window == FG_ACKWIN_FLEET &&
+		    dp_dlv_window(&lc->dlv, e[k].stream_id, e[k].base_seq) && dp_g.n > 1)
+			others |= (dp_g.n >= 64 ? ~0ull : (1ull << dp_g.n) - 1) & ~(1ull << lc->idx);
+		if (misses >= DP_DLV_ACK_MISS_MAX)
+			continue;
 		for (unsigned bit = 0; bit < 64; bit++) {
 			uint32_t word = bit < 32 ? e[k].bitmap_lo : e[k].bitmap_hi;
 			if (!(word & (1u << (bit & 31))))
 				continue;
 			uint32_t seq = e[k].base_seq + bit;
-			int owner = dlv_owner(e[k].stream_id, seq);
-			if (owner < 0)
-				break; /* not a resolved-seed stream: the fleet ACKing something else */
-			if ((unsigned)owner != lc->idx) {
+			unsigned owner = dlv_owner(layer, seq);
+			if (owner != lc->idx) {
 				others |= 1ull << owner;
 				continue;
 			}
@@ -160,9 +185,9 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, 
 			} else {
 				dp_lc_count(lc, FG_C_DELIVERY_ACK_UNMATCHED, 1);
 				if (++misses >= DP_DLV_ACK_MISS_MAX) {
-					/* A frame of mostly nothing: stop here (a real
-					 * consumer's next ACK or our resend settles the rest). */
-					k = n;
+					/* A frame of mostly nothing: stop looking up here
+					 * (a real consumer's next ACK or our resend settles
+					 * the rest); later entries only update windows. */
 					break;
 				}
 			}

@@ -179,6 +179,57 @@ void dp_dlv_rearm(struct dp_dlv *d, uint32_t i, uint64_t now_ns)
 	list_append(d, i);
 }
 
+bool dp_dlv_window(struct dp_dlv *d, uint16_t stream, uint32_t base)
+{
+	struct dp_dlv_win *w = &d->win[stream & (DP_DLV_WINDOWS - 1)];
+	if (w->known && w->stream == stream && w->base == base)
+		return false;
+	w->stream = stream;
+	w->base = base;
+	w->known = true;
+	return true;
+}
+
+enum dp_dlv_place dp_dlv_window_place(const struct dp_dlv *d, uint16_t stream, uint32_t seq)
+{
+	const struct dp_dlv_win *w = &d->win[stream & (DP_DLV_WINDOWS - 1)];
+	if (!w->known || w->stream != stream)
+		return DP_DLV_IN_WINDOW;
+	int32_t dist = (int32_t)(seq - w->base);
+	if (dist < 0)
+		return DP_DLV_BELOW_BASE;
+	return (uint32_t)dist < DP_DLV_WINDOW_SPAN ? DP_DLV_IN_WINDOW : DP_DLV_BEYOND;
+}
+
+void dp_dlv_wait(struct dp_dlv *d, uint32_t i, uint64_t now_ns)
+{
+	struct dp_dlv_entry *x = &d->e[i];
+	x->due_ns = now_ns + d->cfg.retry_ns;
+	list_unlink(d, i);
+	list_append(d, i);
+}
+
+enum dp_dlv_step dp_dlv_step(struct dp_dlv *d, uint64_t now_ns, uint32_t *i)
+{
+	uint32_t k = dp_dlv_due(d, now_ns);
+	*i = k;
+	if (k == DP_DLV_NONE)
+		return DP_DLV_STEP_NONE;
+	switch (dp_dlv_window_place(d, d->e[k].stream, d->e[k].token_seq)) {
+	case DP_DLV_BELOW_BASE:
+		dp_dlv_drop(d, k);
+		return DP_DLV_STEP_DELIVERED;
+	case DP_DLV_BEYOND:
+		/* No ACK can come before the consumer's window moves: a resend
+		 * now would only use one up (wire.md 2.1). */
+		dp_dlv_wait(d, k, now_ns);
+		return DP_DLV_STEP_WAITED;
+	case DP_DLV_IN_WINDOW:
+		break;
+	}
+	return dp_dlv_exhausted(d, k) ? DP_DLV_STEP_EXHAUSTED : DP_DLV_STEP_RESEND;
+}
+
 void dp_dlv_drop(struct dp_dlv *d, uint32_t i)
 {
 	if (i < d->cfg.capacity && d->e[i].used)

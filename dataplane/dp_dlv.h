@@ -22,6 +22,17 @@
  * reclaims slots as usual; a resend finds out and gives up) and no memory
  * grows after init.
  *
+ * The consumer's window (wire.md 2.1): the fleet's receiving transport ACKs
+ * at most base..base+63 per stream, base = the lowest sequence it still
+ * holds, and trims only once 128 are held. dp_dlv_window records the latest
+ * base an ACK entry of a stream named; dp_dlv_window_place then says where
+ * a pending sequence lies: below the base it has been delivered (the caller
+ * retires it as ACKed), beyond base + 63 no ACK can come until the window
+ * moves (the caller waits with dp_dlv_wait instead of burning a resend).
+ * Windows live in a direct-mapped table of DP_DLV_WINDOWS streams (by the
+ * stream's low byte; a colliding stream takes the entry over, which only
+ * costs the old stream its window knowledge until its next ACK).
+ *
  * Structure: entries[capacity] on a doubly linked list in due order (every
  * (re)arm puts the entry at the tail with due = now + retry_ns, so the list
  * stays sorted without a heap), free entries on a singly linked free list,
@@ -46,6 +57,8 @@
  * 104-entry frame names 6,656 seqs). A consumer ACKs what it received, so
  * misses are duplicates: 128 is generous. */
 #define DP_DLV_ACK_MISS_MAX 128u
+#define DP_DLV_WINDOWS 256u
+#define DP_DLV_WINDOW_SPAN 64u /* sequences a consumer's ACK entry covers: base..base+63 */
 
 struct dp_dlv_cfg {
 	uint32_t capacity; /* pending deliveries, 1..DP_DLV_MAX */
@@ -65,8 +78,15 @@ struct dp_dlv_entry {
 	uint32_t prev, next;  /* due list, or free list (next only) */
 };
 
+struct dp_dlv_win {
+	uint16_t stream;
+	bool known;
+	uint32_t base; /* the consumer's lowest held sequence, as its last ACK entry said */
+};
+
 struct dp_dlv {
 	struct dp_dlv_cfg cfg;
+	struct dp_dlv_win win[DP_DLV_WINDOWS];
 	struct dp_dlv_entry *e; /* [cfg.capacity] */
 	uint32_t *idx;          /* [mask + 1] entry index or DP_DLV_NONE */
 	uint32_t mask;
@@ -108,6 +128,36 @@ uint32_t dp_dlv_due(const struct dp_dlv *d, uint64_t now_ns);
 void dp_dlv_rearm(struct dp_dlv *d, uint32_t i, uint64_t now_ns);
 /* Entry i leaves the table without an ACK (given up). */
 void dp_dlv_drop(struct dp_dlv *d, uint32_t i);
+/* Where a pending sequence lies against its consumer's window. */
+enum dp_dlv_place {
+	DP_DLV_IN_WINDOW = 0, /* base..base+63, or no ACK of the stream seen yet: resend as usual */
+	DP_DLV_BELOW_BASE,    /* below the base: the consumer has it (delivered) */
+	DP_DLV_BEYOND,        /* beyond base+63: no ACK can come before the window moves */
+};
+/* An ACK entry of stream said base: remember it (the latest one wins, so a
+ * consumer that restarts with a lower base is followed). True when that
+ * changed what the table knew (a new stream or another base). */
+bool dp_dlv_window(struct dp_dlv *d, uint16_t stream, uint32_t base);
+/* Where seq of stream lies (sequence arithmetic modulo 2^32). */
+enum dp_dlv_place dp_dlv_window_place(const struct dp_dlv *d, uint16_t stream, uint32_t seq);
+/* Entry i waits for the window: due again after retry_ns, its resend count
+ * unchanged, moved to the tail. */
+void dp_dlv_wait(struct dp_dlv *d, uint32_t i, uint64_t now_ns);
+
+/* The timer's decision for the entry due first (DP_DLV_NONE in *i when
+ * none is due):
+ *   DELIVERED  below the consumer's base: it has the seed; the entry is
+ *              dropped here (the caller counts it ACKed)
+ *   WAITED     beyond base + 63: re-armed with its resends unchanged
+ *   EXHAUSTED  resends used up: the caller gives it up (dp_dlv_drop)
+ *   RESEND     the caller resends it (dp_dlv_rearm) or, when its slot no
+ *              longer holds the seed, gives it up (dp_dlv_drop)
+ * *i is the entry (for DELIVERED/WAITED: its index before the step, for
+ * the caller's counters only). */
+enum dp_dlv_step { DP_DLV_STEP_NONE = 0, DP_DLV_STEP_DELIVERED, DP_DLV_STEP_WAITED, DP_DLV_STEP_EXHAUSTED,
+		   DP_DLV_STEP_RESEND };
+enum dp_dlv_step dp_dlv_step(struct dp_dlv *d, uint64_t now_ns, uint32_t *i);
+
 /* True when entry i has used up its resends (the caller gives up). */
 static inline bool dp_dlv_exhausted(const struct dp_dlv *d, uint32_t i) { return d->e[i].tries >= d->cfg.retries; }
 

@@ -43,6 +43,8 @@ struct dp_xfer {
 	struct dp_route route;
 	uint32_t len;
 	bool ack; /* fragmented profile: ACK it once placed (the owner does, after a hand-off) */
+	bool layer_bound;     /* it arrived on [udp] layer_ports + bound_layer (ingest.h) */
+	uint16_t bound_layer;
 };
 static inline uint8_t *dp_xfer_data(struct dp_xfer *x) { return (uint8_t *)x + DP_XFER_HDR; }
 static inline struct dp_xfer *dp_xfer_of(void *data) { return (struct dp_xfer *)((uint8_t *)data - DP_XFER_HDR); }

@@ -84,6 +84,10 @@ unsigned dp_lane_poll(struct dp_lcore *lc, uint64_t now)
 			continue;
 		const struct fg_bm_contrib *c = &m.contrib;
 		dp_lc_xcount(lc, DP_X_LANE_FRAMES);
+		/* A frame the control plane received on an address naming its
+		 * layer (/layers/<L>/, /flow?layer=<L>): fg_bm_contrib.layer_bound. */
+		lc->ictx.layer_bound = c->layer_bound != 0;
+		lc->ictx.bound_layer = c->layer_bound ? c->layer : 0;
 		struct fg_ingest_result r;
 		bool valid = c->frame.buf < lc->lane->cp2dp.n && c->frame.len <= lc->lane->cp2dp.size;
 		if (valid) {

@@ -335,7 +335,22 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 		judge(c, out, FG_O_MALFORMED, FG_R_SEED_TOO_LARGE);
 		return;
 	}
-	if (fg_stream_classify(ictx->bands, h.stream_id, &band, &layer) == 0 && band == FG_BAND_SEED) {
+	int cr = fg_stream_classify_at(ictx->bands, h.stream_id,
+				       ictx->layer_bound ? (int32_t)ictx->bound_layer : FG_LAYER_UNBOUND, &band, &layer);
+	if (cr == -FG_R_LAYER_MISMATCH) {
+		/* on a layer port, a stream naming another layer: refused by name */
+		if (c->buf) {
+			r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
+			c->buf = NULL;
+		}
+		memset(&out->seed, 0, sizeof(out->seed));
+		out->seed.token_seq = h.sequence;
+		out->seed.dst_layer = ictx->bound_layer;
+		out->seed.line = FG_LINE_NONE;
+		judge(c, out, FG_O_MALFORMED, FG_R_LAYER_MISMATCH);
+		return;
+	}
+	if (cr == 0 && band == FG_BAND_SEED) {
 		struct fg_seed s;
 		ssize_t rc = fg_seed_decode_prefix(&h, chunk + FG_HDR_LEN, len - FG_HDR_LEN, layer, ictx->limits, &s);
 		if (rc < 0) {

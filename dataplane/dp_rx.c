@@ -68,10 +68,18 @@ static void rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		break;
 	}
 	bool frag = pk.dst_port == dp_g.cfg.udp_port;
+	/* [udp] layer_ports: port BASE + L speaks the fragmented profile for
+	 * layer L (wire.md 3); the ingest context carries L for this datagram
+	 * (and dp_shard copies it into any hand-off). */
+	uint32_t lp_off = (uint32_t)pk.dst_port - dp_g.cfg.udp_layer_ports;
+	bool bound = dp_g.cfg.udp_layer_ports && pk.dst_port >= dp_g.cfg.udp_layer_ports && lp_off < dp_g.cfg.layers;
+	frag |= bound;
 	if (!frag && !(dp_g.cfg.udp_raw_port && pk.dst_port == dp_g.cfg.udp_raw_port)) {
 		dp_lc_count(lc, FG_C_DROP_BAD_PORT, 1);
 		return;
 	}
+	lc->ictx.layer_bound = bound;
+	lc->ictx.bound_layer = bound ? (uint16_t)lp_off : 0;
 	if (dp_g.cfg.n_allow) {
 		bool ok = false;
 		int fam = pk.src.family == 6 ? AF_INET6 : AF_INET;

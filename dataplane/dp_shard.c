@@ -141,12 +141,20 @@ int dp_shard_frame(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, cons
 	return 0;
 }
 
+/* The address-bound layer of the frame being handled (lc->ictx, set by
+ * its entry point: dp_rx per datagram, dp_lanes per frame, the inbox per
+ * hand-off), or FG_LAYER_UNBOUND. */
+static int32_t ictx_bound(const struct dp_lcore *lc)
+{
+	return lc->ictx.layer_bound ? (int32_t)lc->ictx.bound_layer : FG_LAYER_UNBOUND;
+}
+
 /* Owner of a whole frame: the seed's shard, else this lcore. */
 static unsigned frame_owner(const struct dp_lcore *lc, const struct fg_hdr *h)
 {
 	enum fg_band band;
 	uint16_t layer;
-	if (dp_g.n > 1 && fg_stream_classify(&dp_g.cfg.bands, h->stream_id, &band, &layer) == 0 &&
+	if (dp_g.n > 1 && fg_stream_classify_at(&dp_g.cfg.bands, h->stream_id, ictx_bound(lc), &band, &layer) == 0 &&
 	    band == FG_BAND_SEED)
 		return fg_shard_of(h->sequence, layer, dp_g.cfg.layers, dp_g.n);
 	return lc->idx;
@@ -206,7 +214,8 @@ void dp_shard_whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, con
 		return;
 	}
 	unsigned owner = frame_owner(lc, &h);
-	struct dp_xfer from = {.peer = pk->src, .route = pk->route, .len = len, .ack = ackable};
+	struct dp_xfer from = {.peer = pk->src, .route = pk->route, .len = len, .ack = ackable,
+			       .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer};
 	if (owner != lc->idx) {
 		void *e;
 		if (len > dp_g.frame_max || rte_mempool_get(dp_g.xfer, &e) < 0) {
@@ -242,7 +251,8 @@ void dp_shard_fragment(struct dp_lcore *lc, const struct fg_frag *f, const struc
 	struct dp_reasm_out out;
 	if (dp_reasm_push(&lc->reasm, &pk->src, f, &lc->ictx, now, &out) < 0)
 		return; /* never: push reports through out->disp */
-	struct dp_xfer from = {.peer = pk->src, .route = pk->route, .ack = true};
+	struct dp_xfer from = {.peer = pk->src, .route = pk->route, .ack = true,
+			       .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer};
 	switch (out.disp) {
 	case DP_RA_TAKEN:
 		dp_lc_xcount(lc, DP_X_FRAG_TAKEN);
@@ -323,6 +333,8 @@ unsigned dp_shard_inbox_poll(struct dp_lcore *lc, uint64_t now)
 		struct dp_xfer *x = in[i];
 		struct fg_ingest_result r;
 		dp_lc_xcount(lc, DP_X_HANDOFF_IN);
+		lc->ictx.layer_bound = x->layer_bound; /* the receiving lcore's address binding */
+		lc->ictx.bound_layer = x->bound_layer;
 		const uint8_t *fr = dp_xfer_data(x);
 		struct fg_hdr h;
 		bool hdr_ok = fg_hdr_decode(fr, x->len, FG_TRANSPORT_MESSAGE, &h) >= 0;

@@ -64,7 +64,7 @@ static size_t smem_len;
 static void *rmem;
 static size_t rmem_len;
 static struct fg_bands bands;
-static struct fg_seed_limits limits = { HIDDEN, MAX_SEQ };
+static struct fg_seed_limits limits = { HIDDEN, MAX_SEQ, FG_ORIENT_BIT };
 
 /* ---- buffer pool: each buffer its own allocation of exactly frame_max ---- */
 struct pool {

@@ -216,6 +216,7 @@ echo "   >>> \$line"
 EOF
 chmod 700 "$RUN/alert.sh"
 METRICS_PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+LAYER_PORTS=4300
 write_config() { # dataplane profile path (may be empty)
 	cat >"$RUN/fanogate.ini" <<EOF
 ; written by scripts/demo.sh
@@ -233,8 +234,12 @@ line.3,4,7 = active
 shadow_sample = 1.0
 [udp]
 port = 4242
+; one port per destination layer (4300 + L), as the fleet addresses stations
+layer_ports = $LAYER_PORTS
 [consumers]
 default = $FLEET_IP:5000
+; the consumer ACKs like the fleet's transport (fanofleet --consumer-acks fleet)
+ack_window = fleet
 [dataplane]
 profile = ${1:-af_xdp}
 lcores = 1
@@ -339,7 +344,8 @@ else
 	note "dataplane up over $MODE: UDP ingress on $DP_IP:4242"
 	# The coordinator's canonical reports travel over UDP like the stations'
 	# contributions (FG_DEMO_CANON_VIA=wss|https to send them over TLS).
-	MIX="udp=2,wss=1,https=1"; UDP_ARGS=(--udp "$DP_IP:4242" --canonical-via "${FG_DEMO_CANON_VIA:-udp}")
+	MIX="udp=2,wss=1,https=1"; UDP_ARGS=(--udp "$DP_IP:4242" --udp-layer-ports "$LAYER_PORTS"
+		--canonical-via "${FG_DEMO_CANON_VIA:-udp}")
 fi
 note "fanogate pid $GATE_PID, log $RUN/fanogate.log"
 # Show the alert hook's lines as they happen.
@@ -348,11 +354,13 @@ touch "$RUN/alerts.log"
 # ---- 6. the fleet -------------------------------------------------------
 HALF=$((TOKENS / 2))
 say "fanofleet: $TOKENS tokens, 28 layers x hidden 1536, ingress mix $MIX; corrupted contribution at token $HALF"
+note "addressed the fleet's way: streams carry dst_layer & 0x0F, the layer is the address"
+note "(https /layers/L/residual-seed, wss /flow?layer=L, UDP port $LAYER_PORTS+L); the consumer ACKs like the fleet"
 set +e
 # Started directly (not through a shell function, which would background a
 # subshell) so that FLEET_PID is fanofleet itself (ip netns exec execs it).
 fleet_cmd "${UDP_ARGS[@]}" --mix "$MIX" --assign slot --tokens "$TOKENS" --window 8 --canonical full \
-	--corrupt-at "$HALF" --corrupt-line 3 --json "$RUN/fleet.json"
+	--address fleet --consumer-acks fleet --corrupt-at "$HALF" --corrupt-line 3 --json "$RUN/fleet.json"
 "${FLEET_CMD[@]}" &
 FLEET_PID=$!
 wait $FLEET_PID
@@ -391,6 +399,12 @@ if grep -qE 'active -> shadow' "$RUN/fanogate.log" "$RUN/audit.txt" 2>/dev/null;
 METRICS=$(/usr/bin/python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=2).read().decode())' \
 	"http://127.0.0.1:$METRICS_PORT/metrics" 2>/dev/null || true)
 metric() { echo "$METRICS" | awk -v m="$1" '$1 ~ "^"m {s += $2} END {printf "%d", s}'; }
+# Layers >= 16 share every stream id with layer L - 16: a folded layer would
+# conflict and advance the model epoch. The corruption is a divergence, not
+# a conflict.
+CONFLICTS=$(metric 'fanogate_line_conflicts_total')
+MISMATCH=$(( $(metric 'fanogate_tls_malformed_total.reason="layer_mismatch"') + $(metric 'fanogate_dp_malformed_total.*reason="layer_mismatch"') ))
+EPOCH=$(metric 'fanogate_model_epoch')
 
 # ---- 8. summary ---------------------------------------------------------------
 jq_() { /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); v=eval(sys.argv[2], {}, {"d": d}); print(v)' "$RUN/fleet.json" "$1" 2>/dev/null || echo "?"; }
@@ -401,6 +415,7 @@ if [ -f "$RUN/fleet.json" ]; then
 	printf '   %-34s %s\n' "slots (seeds expected)" "$(jq_ 'd["slots"]')"
 	printf '   %-34s %s\n' "resolved seeds bit-exact" "$(jq_ 'd["bit_exact"]')"
 	printf '   %-34s %s\n' "wrong seeds / missing" "$(jq_ 'd["wrong"]') / $(jq_ 'd["missing"]')"
+	printf '   %-34s %s\n' "layers 16..27 sent masked to 4 bits" "conflicts $CONFLICTS, layer_mismatch $MISMATCH, model epoch $EPOCH"
 	printf '   %-34s %s\n' "injected corruption" "$(jq_ 'd["injected_corruption"]')"
 	printf '   %-34s %s\n' "seen by the fleet" "$(jq_ '"yes" if d["divergence_seen"] else "NO"')"
 	printf '   %-34s %s clean, %s divergent\n' "audit verdicts" "$(grep -c ' clean ' "$RUN/audit.txt" 2>/dev/null || true)" "$AUDIT_DIV"
@@ -440,11 +455,13 @@ FAIL=()
 [ $AUDIT_OK = 1 ] || FAIL+=("audit log verify failed")
 [ $DEMOTED = 1 ] || FAIL+=("no line was demoted")
 [ -s "$RUN/alerts.log" ] || FAIL+=("the alert did not fire")
+[ "$CONFLICTS" = 0 ] && [ "$MISMATCH" = 0 ] && [ "$EPOCH" = 0 ] ||
+	FAIL+=("layers beyond 15 collided: $CONFLICTS conflicts, $MISMATCH layer_mismatch, model epoch $EPOCH")
 stop_gate
 if [ ${#FAIL[@]} -gt 0 ]; then
 	say "DEMO FAILED"
 	for f in "${FAIL[@]}"; do note "- $f"; done
 	exit 1
 fi
-say "DEMO PASSED: every seed bit-exact, the corrupted contribution was detected, demoted, alerted and audited"
+say "DEMO PASSED: every seed bit-exact (28 layers addressed the fleet's way on every ingress), the corrupted contribution was detected, demoted, alerted and audited"
 exit 0

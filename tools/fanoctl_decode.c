@@ -30,6 +30,8 @@ struct dec {
 	uint32_t hidden;      /* 0: inferred per frame from the body */
 	uint32_t max_seq_len; /* UINT32_MAX unless given */
 	struct fg_bands bands;
+	uint8_t orientation;  /* enum fg_orientation_mode: --orientation, else the config's */
+	int32_t bound_layer;  /* --layer L: the address named layer L; else FG_LAYER_UNBOUND */
 	json_t *jframes;      /* --json: decoded frames */
 };
 
@@ -38,6 +40,7 @@ void fanoctl_decode_help(FILE *out)
 	fprintf(out,
 		"usage: fanoctl decode [--json] [--transport stream|message] [--datagram]\n"
 		"                      [--hidden N] [--max-seq-len N] [--layers N]\n"
+		"                      [--orientation bit|signed] [--layer L]\n"
 		"                      [--config FILE] HEX|-\n"
 		"       fanoctl decode --datagram [OPTIONS] HEX HEX...|-\n\n"
 		"Decode aeon-flow bytes given as hex (whitespace and ':' ignored; '-' reads the\n"
@@ -61,7 +64,13 @@ void fanoctl_decode_help(FILE *out)
 		"                         the config's with --config)\n"
 		"  --layers N             configured layers for the bands (default 28, or\n"
 		"                         the config's)\n"
-		"  --config FILE          take bands, layers, hidden, max_seq_len from FILE\n\n"
+		"  --orientation M        how a seed's flags low nibble gives its sign: bit\n"
+		"                         (0 = +, 1 = -; default) or signed (0x1 = +, 0xF = -)\n"
+		"  --layer L              the frame arrived on an address naming layer L (a\n"
+		"                         /layers/L/ path, /flow?layer=L, UDP layer port): its\n"
+		"                         stream's low 4 bits must equal L & 0x0F\n"
+		"  --config FILE          take bands, layers, hidden, max_seq_len, orientation\n"
+		"                         from FILE\n\n"
 		"exit: 0 decoded, 1 bad --config file, 2 usage error or malformed input\n"
 		"(the stable reason, e.g. seed_line, is printed).\n");
 }
@@ -216,7 +225,7 @@ static void body_out(const struct dec *d, json_t *jo, const uint8_t *body, uint3
 /* The limits for one seed-shaped payload: --hidden, else inferred. */
 static struct fg_seed_limits limits_for(const struct dec *d, const struct fg_frame *f, bool *inferred)
 {
-	struct fg_seed_limits lim = {.hidden = d->hidden, .max_seq_len = d->max_seq_len};
+	struct fg_seed_limits lim = {.hidden = d->hidden, .max_seq_len = d->max_seq_len, .orientation = d->orientation};
 
 	*inferred = false;
 	if (lim.hidden == 0) {
@@ -239,7 +248,7 @@ static int frame_out(struct dec *d, const struct fg_frame *f, unsigned idx, json
 {
 	enum fg_band band;
 	uint16_t layer = 0;
-	int rc = fg_stream_classify(&d->bands, f->hdr.stream_id, &band, &layer);
+	int rc = fg_stream_classify_at(&d->bands, f->hdr.stream_id, d->bound_layer, &band, &layer);
 	bool inferred;
 	char t[64];
 
@@ -371,6 +380,7 @@ static int frame_out(struct dec *d, const struct fg_frame *f, unsigned idx, json
 			json_object_set_new(jo, "sign", json_string(st.sign ? "-" : "+"));
 			json_object_set_new(jo, "bitset", json_integer(st.bitset));
 			json_object_set_new(jo, "expected", json_integer(st.expected));
+			json_object_set_new(jo, "landed", json_integer(st.landed));
 			json_object_set_new(jo, "ack", json_boolean(st.facts & FG_FACT_ACK));
 			json_object_set_new(jo, "shadow_mode", json_boolean(shadow));
 			json_object_set_new(jo, "fully_resolved", json_boolean(resolved));
@@ -385,9 +395,9 @@ static int frame_out(struct dec *d, const struct fg_frame *f, unsigned idx, json
 			printf("  status: token_seq=%u dst_layer=%u outcome=%s line=%s sign=%s line_state=%s\n", st.token_seq,
 			       st.dst_layer, fg_outcome_name((enum fg_outcome)st.outcome), line, st.sign ? "-" : "+",
 			       fg_line_state_name((enum fg_line_state)st.line_state));
-			printf("  bitset=0x%02x expected=0x%02x ack=%d shadow_mode=%d fully_resolved=%d "
+			printf("  bitset=0x%02x expected=0x%02x landed=0x%02x ack=%d shadow_mode=%d fully_resolved=%d "
 			       "awaiting_resolution=%d degraded=%d\n",
-			       st.bitset, st.expected, !!(st.facts & FG_FACT_ACK), shadow, resolved, awaiting, degraded);
+			       st.bitset, st.expected, st.landed, !!(st.facts & FG_FACT_ACK), shadow, resolved, awaiting, degraded);
 			printf("  reason=%s bytes=%u model_epoch=%u fingerprint=%s\n",
 			       st.reason ? fg_reason_name(st.reason) : "-", st.bytes, st.model_epoch, t);
 		}
@@ -715,9 +725,12 @@ int fanoctl_decode(int argc, char **argv)
 		{"datagram", no_argument, NULL, 'd'},   {"hidden", required_argument, NULL, 'H'},
 		{"max-seq-len", required_argument, NULL, 'm'}, {"layers", required_argument, NULL, 'L'},
 		{"config", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
+		{"orientation", required_argument, NULL, 'o'}, {"layer", required_argument, NULL, 'l'},
 		{NULL, 0, NULL, 0},
 	};
-	struct dec d = {.transport = FG_TRANSPORT_MESSAGE, .max_seq_len = UINT32_MAX};
+	struct dec d = {.transport = FG_TRANSPORT_MESSAGE, .max_seq_len = UINT32_MAX, .bound_layer = FG_LAYER_UNBOUND};
+	int orientation = -1;
+	int64_t bound = -1;
 	struct fg_config cfg;
 	const char *config_path = NULL;
 	uint64_t v, hidden = 0, max_seq = 0, layers = 0;
@@ -760,6 +773,23 @@ int fanoctl_decode(int argc, char **argv)
 			}
 			layers = v;
 			break;
+		case 'o':
+			if (strcmp(optarg, "bit") == 0)
+				orientation = FG_ORIENT_BIT;
+			else if (strcmp(optarg, "signed") == 0)
+				orientation = FG_ORIENT_SIGNED;
+			else {
+				fprintf(stderr, "fanoctl decode: --orientation is bit or signed\n");
+				return FANOCTL_USAGE;
+			}
+			break;
+		case 'l':
+			if (!parse_uint(optarg, FG_MAX_LAYERS - 1, &v)) {
+				fprintf(stderr, "fanoctl decode: --layer wants a layer 0..%u\n", FG_MAX_LAYERS - 1);
+				return FANOCTL_USAGE;
+			}
+			bound = (int64_t)v;
+			break;
 		case 'c': config_path = optarg; break;
 		case 'h': fanoctl_decode_help(stdout); return FANOCTL_OK;
 		default: fanoctl_decode_help(stderr); return FANOCTL_USAGE;
@@ -781,6 +811,7 @@ int fanoctl_decode(int argc, char **argv)
 	}
 	d.bands = cfg.bands;
 	d.bands.n_layers = cfg.layers;
+	d.orientation = orientation >= 0 ? (uint8_t)orientation : cfg.orientation;
 	if (hidden)
 		d.hidden = (uint32_t)hidden;
 	if (max_seq)
@@ -792,6 +823,14 @@ int fanoctl_decode(int argc, char **argv)
 			return FANOCTL_USAGE;
 		}
 		d.bands.n_layers = (uint16_t)layers;
+	}
+	if (bound >= 0) {
+		if (bound >= d.bands.n_layers) {
+			fprintf(stderr, "fanoctl decode: --layer %lld: the model has %u layers\n", (long long)bound,
+				d.bands.n_layers);
+			return FANOCTL_USAGE;
+		}
+		d.bound_layer = (int32_t)bound;
 	}
 
 	/* Inputs: the HEX arguments; '-' reads stdin, where with --datagram

@@ -133,11 +133,32 @@ done
 # ---- decode: canonical and status ---------------------------------------
 expect 0 "band=canonical dst_layer=1" "kind=full" "fingerprint=5e2de06ec4043aa2" -- decode --hidden 4 "$(vec C01)"
 expect 0 "kind=digest" "fingerprint=5e2de06ec4043aa2 (xxh3_64, as reported)" -- decode "$(vec C02)"
-# status frame (layout in include/fg/wire.h): token 42, resolved, line 1,
-# layer 1, bitset/expected 0x02, facts ack|resolved, line_state active
-status=fffe0000002a0000001c0101010001000202050200001000000000000000a23a04c46ee02d5e
+# status frame (layout v2 in include/fg/wire.h): token 42, resolved, line 1,
+# layer 1, bitset 0x7f (every line satisfied), expected 0x02, facts
+# ack|resolved, line_state active, landed 0x02
+status=fffe0000002a000000200201010001007f02050200001000000000000000a23a04c46ee02d5e02000000
 expect 0 "band=status" "outcome=resolved line=(1,4,5)" "line_state=active" "shadow_mode=0 fully_resolved=1" \
-	"fingerprint=5e2de06ec4043aa2" -- decode "$status"
+	"bitset=0x7f expected=0x02 landed=0x02" "fingerprint=5e2de06ec4043aa2" -- decode "$status"
+# version 1 (28 bytes) is refused by name
+expect 2 "status_length" -- decode fffe0000002a0000001c0101010001000202050200001000000000000000a23a04c46ee02d5e
+
+# ---- decode: orientation readings and address-bound layers ---------------
+# S01 with its orientation nibble 0 (bit: +) and the same seed written the
+# signed way (0x1 = +, 0xF = -)
+s01=$(vec S01)
+s01_signed=${s01:0:12}$(printf '%x' $(( 0x${s01:12:1} )))1${s01:14}
+s01_neg_signed=${s01:0:12}$(printf '%x' $(( 0x${s01:12:1} )))f${s01:14}
+expect 0 "sign=+" -- decode --hidden 4 "$s01"
+# the same bytes read the bit way subtract: why the reading is configuration
+expect 0 "sign=-" -- decode --hidden 4 "$s01_signed"
+expect 2 "malformed: seed_orientation" -- decode --hidden 4 "$s01_neg_signed"
+expect 0 "sign=+" -- decode --hidden 4 --orientation signed "$s01_signed"
+expect 0 "sign=-" -- decode --hidden 4 --orientation signed "$s01_neg_signed"
+expect 2 "malformed: seed_orientation" -- decode --hidden 4 --orientation signed "$s01"
+expect 2 "--orientation is bit or signed" -- decode --orientation plus "$s01"
+# S01 is on 0xAF61: for layer 17 on its address, for layer 2 a mismatch
+expect 0 "dst_layer=17" -- decode --hidden 4 --layer 17 "$s01"
+expect 2 "layer_mismatch" -- decode --hidden 4 --layer 2 "$s01"
 
 # ---- decode: usage --------------------------------------------------------
 expect 2 "not hex" -- decode zz

@@ -576,7 +576,7 @@ int cp_flow_query_parse(struct cp_http_str query, unsigned n_layers, struct cp_f
 	q.status = true;
 	if (n_layers > CP_FLOW_LAYERS_MAX)
 		n_layers = CP_FLOW_LAYERS_MAX;
-	bool seen_layers = false, seen_status = false;
+	bool seen_layers = false, seen_status = false, seen_layer = false;
 	size_t pos = 0;
 	struct cp_http_str nm, v;
 	int rc;
@@ -588,6 +588,22 @@ int cp_flow_query_parse(struct cp_http_str query, unsigned n_layers, struct cp_f
 			rc = layers_parse(v, n_layers, &q);
 			if (rc < 0)
 				return rc;
+		} else if (nm.len == 5 && memcmp(nm.p, "layer", 5) == 0) {
+			/* layer=<L>: the connection is bound to destination layer L
+			 * (wire.md 3); one layer, same number grammar as layers=. */
+			struct cp_flow_query one;
+			memset(&one, 0, sizeof(one));
+			if (seen_layer || (v.len == 3 && memcmp(v.p, "all", 3) == 0) || memchr(v.p, ',', v.len) ||
+			    memchr(v.p, '%', v.len))
+				return -CP_HTTP_R_BAD_QUERY;
+			seen_layer = true;
+			rc = layers_parse(v, n_layers, &one);
+			if (rc < 0)
+				return rc;
+			for (unsigned l = 0; l < n_layers; l++)
+				if ((one.layers[l / 64] >> (l % 64)) & 1)
+					q.bound_layer = (uint16_t)l;
+			q.layer_bound = true;
 		} else if (nm.len == 6 && memcmp(nm.p, "status", 6) == 0) {
 			if (seen_status || v.len != 1 || (v.p[0] != '0' && v.p[0] != '1'))
 				return -CP_HTTP_R_BAD_QUERY;

@@ -185,10 +185,14 @@ struct cp_flow_query {
 	uint64_t layers[CP_FLOW_LAYERS_MAX / 64]; /* bit L set: subscribed to layer L */
 	unsigned n_layers;                        /* bits set */
 	bool status;                              /* answer frames with status frames (default true) */
+	bool layer_bound;                         /* layer=<L> given: frames are for layer bound_layer */
+	uint16_t bound_layer;
 };
 
 /* Parse the query of GET /flow: "layers=1,2,27" or "layers=all" (all of
- * 0..n_layers-1; commas may be sent as %2C), "status=0" or "status=1". Both
+ * 0..n_layers-1; commas may be sent as %2C), "status=0" or "status=1",
+ * "layer=17" (the connection is bound to destination layer 17: its seed and
+ * canonical frames are for that layer, wire.md section 3). All
  * optional (no layers = subscribed to nothing; status defaults to 1); an
  * unknown or repeated parameter, an empty list element, a number with a sign
  * or leading zero, or a layer >= n_layers is refused. n_layers <=

@@ -107,6 +107,9 @@ struct fg_bm_contrib {      /* FG_BM_CONTRIB */
 	uint32_t token_seq;     /* the frame header's sequence */
 	uint32_t req_id;        /* != 0: answer with FG_BM_OUTCOME carrying it */
 	struct fg_bm_body frame;/* the whole frame (10-byte header + payload), pool cp2dp */
+	uint8_t layer_bound;    /* 1: it came on an address naming `layer` (/layers/<L>/, /flow?layer=<L>):
+				 * ingested with that layer bound (ingest.h, wire.md 3); 0: `layer` is the stream's */
+	uint8_t pad[3];
 	uint64_t t_ns;          /* CLOCK_MONOTONIC ns, sent */
 };
 

@@ -86,6 +86,8 @@ enum fg_seccomp_mode {
 	FG_SECCOMP_LOG,  /* allowed, and the kernel logs it (finding the set) */
 };
 
+enum fg_ack_window { FG_ACKWIN_EXACT = 0, FG_ACKWIN_FLEET = 1 };
+
 struct fg_config {
 	/* [model] */
 	uint32_t hidden;       /* default 1536 */
@@ -93,11 +95,13 @@ struct fg_config {
 	uint32_t max_seq_len;  /* default 1 */
 	/* [bands] */
 	struct fg_bands bands; /* defaults of wire.md section 3 */
+	/* [wire] */
+	uint8_t orientation;   /* enum fg_orientation_mode, default FG_ORIENT_BIT */
 	/* [rules] default = 1,3,5 (Pair X); layer.N = a,b,c */
 	struct fg_rule rules[FG_MAX_LAYERS];
 	/* [slots] */
 	uint32_t slot_capacity;   /* default 4096 */
-	uint64_t slot_deadline_ns;/* default 2000 ms */
+	uint64_t slot_deadline_ns;/* default 3000 ms (the fleet's resend schedule + margin) */
 	/* [lines] */
 	enum fg_line_state line_initial[FG_LINES]; /* default shadow for every line */
 	struct fg_line_policy policy;             /* auto_promote off, 64 clean, 10 s */
@@ -105,6 +109,7 @@ struct fg_config {
 	/* [udp] */
 	uint16_t udp_port;      /* fragmented profile, default 4242 */
 	uint16_t udp_raw_port;  /* raw profile, 0 = off (default) */
+	uint16_t udp_layer_ports; /* fragmented profile, port udp_layer_ports + L is layer L; 0 = off (default) */
 	uint32_t mtu;           /* UDP payload MTU for fragments and ACKs, default 1472 */
 	uint32_t ack_interval_ms; /* default 50 */
 	bool send_status;       /* status frames to UDP senders, default true */
@@ -123,6 +128,13 @@ struct fg_config {
 	uint32_t delivery_resend_ms;  /* default 200 */
 	uint32_t delivery_resends;    /* default 5 */
 	uint32_t delivery_pending_max;/* default 4096 */
+	/* [consumers] ack_window: how the consumers' ACK entries read (wire.md
+	 * 2.1). EXACT (default): an entry ACKs exactly the sequences it names.
+	 * FLEET: the fleet's receiving transport, base = its lowest held
+	 * sequence and at most base..base+63 ACKed: a delivery below the base
+	 * is delivered, one beyond base+63 waits for the window to move
+	 * instead of being resent (dataplane/dp_dlv.h). */
+	uint8_t consumer_ack_window;  /* enum fg_ack_window */
 	/* [points] eN = prefixes: UDP sources serving Fano point N (liveness:
 	 * a datagram within peer_timeout_ms); point_prefix[p-1][0..n-1]. A point
 	 * with no prefix is judged by its TLS peers only (today's behaviour). */

@@ -71,6 +71,9 @@ enum dp_xcounter {
 	DP_X_THREAD_CPU_NS,       /* the lcore thread's CPU time (its CPU clock, idle polling included), added at stop */
 	DP_X_ACK_FOREIGN,         /* ACK entries for a layer whose configured consumer is not the sender (ignored) */
 	DP_X_ACK_BUDGET,          /* ACK frames cut short: DP_DLV_ACK_MISS_MAX seqs matched nothing pending */
+	DP_X_DLV_ACK_FOREIGN,     /* consumer ACK entries of streams outside the resolved band (skipped, one compare) */
+	DP_X_DLV_BELOW_BASE,      /* deliveries below the consumer's ACK base: delivered (also in delivery_acked) */
+	DP_X_DLV_WINDOW_WAIT,     /* due resends held: beyond the consumer's base + 63, waiting for its window to move */
 	DP_X__COUNT
 };
 const char *dp_xcounter_name(enum dp_xcounter c);

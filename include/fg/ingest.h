@@ -35,6 +35,13 @@ struct fg_ingest_ctx {
 	const struct fg_bands *bands;
 	const struct fg_seed_limits *limits;
 	fg_linefacts lines; /* snapshot taken by the caller for this burst */
+	/* The address the frame arrived on names its destination layer (a
+	 * /layers/<L>/ path, a WebSocket /flow?layer=<L>, UDP port
+	 * layer_ports + L): the slot's layer is bound_layer and the stream's
+	 * layer nibble must agree (fg_stream_classify_at). false: the band
+	 * offset is the layer. */
+	bool layer_bound;
+	uint16_t bound_layer;
 };
 
 struct fg_ingest_result {
@@ -58,6 +65,13 @@ struct fg_ingest_result {
  * -EINVAL for NULL arguments. Owner thread of s only. */
 FG_MUST_CHECK int fg_ingest_frame(struct fg_slots *s, const struct fg_ingest_ctx *ctx,
 				  const struct fg_frame *f, uint64_t now_ns, struct fg_ingest_result *out);
+
+/* The status bitset of wire.md section 5: the lines that are satisfied,
+ * i.e. landed plus the lines the rule does not expect, except that a
+ * poisoned slot satisfies none of its expected lines, and 0 when no rule is
+ * known (expected == 0: a frame that never reached a slot). Equals
+ * FG_FANO_FULL_MASK exactly when the slot is resolved. Any thread. */
+uint8_t fg_status_bitset(uint8_t landed, uint8_t expected, enum fg_slot_state state);
 
 /* Build a status for a slot result (also used by the fragment path).
  * seed may be NULL (then the status is about no line: line 0xFF, and

@@ -36,7 +36,10 @@
 #define FG_ACK_ENTRY_LEN 14u
 #define FG_SEED_PREFIX_LEN 8u
 #define FG_DIGEST_PAYLOAD_LEN 16u
-#define FG_STATUS_PAYLOAD_LEN 28u
+#define FG_STATUS_PAYLOAD_LEN 32u
+/* The fleet's "all seven lines" constant (FANO_FULL_MASK): its coordinator
+ * skips the canonical hop only when a status says bitset == 0x7f. */
+#define FG_FANO_FULL_MASK 0x7Fu
 
 #define FG_STREAM_STATUS 0xFFFEu
 #define FG_STREAM_ACK 0xFFFFu
@@ -74,6 +77,7 @@ enum fg_reason {
 	FG_R_UNENCODABLE,         /* "unencodable": encoder refuses its input */
 	FG_R_BAD_FLAGS,           /* "bad_flags": resolved frame flags != 0x10, status frame flags != 0 */
 	FG_R_STATUS_FIELD,        /* "status_field": a status field out of its range (line, sign, masks, state, reason) */
+	FG_R_LAYER_MISMATCH,      /* "layer_mismatch": the stream's layer nibble is not the address's layer & 0x0F */
 	FG_R__COUNT
 };
 
@@ -188,9 +192,28 @@ void fg_bands_default(struct fg_bands *b);
 
 enum fg_band { FG_BAND_SEED, FG_BAND_CANONICAL, FG_BAND_RESOLVED, FG_BAND_STATUS, FG_BAND_ACK };
 /* Classify a stream id. Returns 0 and writes band and layer, or
- * -FG_R_UNKNOWN_STREAM / -FG_R_UNKNOWN_LAYER. */
+ * -FG_R_UNKNOWN_STREAM / -FG_R_UNKNOWN_LAYER. The layer is the band offset:
+ * without an address that names the layer, a band of layer_bits bits can
+ * only name layers below 1 << layer_bits (a 4-bit band refuses layers above
+ * 15 rather than folding them onto 0..15). */
 FG_MUST_CHECK int fg_stream_classify(const struct fg_bands *b, uint16_t stream_id, enum fg_band *band,
 				     uint16_t *layer);
+
+/* The fleet's dispatcher writes dst_layer & 0x0F into the stream id and
+ * names the destination by the address it sends to (a station URL, a
+ * per-layer UDP port, a WebSocket bound to one layer; wire.md section 3).
+ * FG_LAYER_UNBOUND: the address names no layer (fg_stream_classify). */
+#define FG_LAYER_UNBOUND (-1)
+#define FG_LAYER_NIBBLE 0x0Fu
+/* Classify a stream that arrived on an address bound to layer `bound`
+ * (or FG_LAYER_UNBOUND). For the seed and canonical bands the layer is
+ * `bound`, and the band offset must be either `bound` itself or
+ * bound & 0x0F (the fleet's masked form); any other offset is
+ * -FG_R_LAYER_MISMATCH, a bound layer >= n_layers -FG_R_UNKNOWN_LAYER. The
+ * other bands classify as fg_stream_classify. Two layers never share slot
+ * keys: the layer written is always the address's. */
+FG_MUST_CHECK int fg_stream_classify_at(const struct fg_bands *b, uint16_t stream_id, int32_t bound,
+					enum fg_band *band, uint16_t *layer);
 
 /* ---- 3.1 Residual-seed contribution ------------------------------------ */
 
@@ -198,18 +221,31 @@ struct fg_seed {
 	uint32_t token_seq;
 	uint16_t dst_layer;
 	uint8_t line;        /* 0..6 */
-	uint8_t orientation; /* 0 add, 1 subtract */
+	uint8_t orientation; /* 0 add, 1 subtract (whatever the wire reading) */
 	uint32_t start_pos;
 	uint32_t seq_len;
 	const uint8_t *body; /* f32 LE, seq_len * hidden floats */
 	uint32_t body_len;   /* bytes */
 };
 
+/* How the flags' low nibble of a seed says its sign ([wire] orientation,
+ * wire.md 3.1). BIT: 0 = add, 1 = subtract (the default); SIGNED: 0x1 =
+ * add, 0xF = subtract (+1/-1 as a nibble). Anything else is
+ * -FG_R_SEED_ORIENTATION. Decoders return orientation 0/1 either way. */
+enum fg_orientation_mode { FG_ORIENT_BIT = 0, FG_ORIENT_SIGNED = 1 };
+
 /* Seed decode limits from configuration. */
 struct fg_seed_limits {
 	uint32_t hidden;      /* floats per row */
 	uint32_t max_seq_len; /* rows per contribution */
+	uint8_t orientation;  /* enum fg_orientation_mode; 0 (BIT) when zeroed */
 };
+/* The flags low nibble that means orientation o (0 add, 1 subtract) in
+ * mode m (for encoders and test vectors). */
+static inline uint8_t fg_orientation_nibble(enum fg_orientation_mode m, uint8_t o)
+{
+	return m == FG_ORIENT_SIGNED ? (o ? 0x0Fu : 0x01u) : (uint8_t)(o & 1u);
+}
 
 /* Decode the payload of a frame already known to be on the seed band.
  * Checks, in this order (the first fault decides the reason): line,
@@ -267,13 +303,16 @@ FG_MUST_CHECK ssize_t fg_resolved_decode(const struct fg_frame *f, uint16_t dst_
 /* ---- 5. Seed status frame (fanogate's own layout, docs/wire-decisions.md)
  *
  * stream 0xFFFE, sequence = token_seq, flags 0x00 (never 0x80),
- * payload 28 bytes, little-endian:
- *   0  u8  version (1)
+ * payload 32 bytes, little-endian (version 2; version 1 was 28 bytes and its
+ * bitset meant the landed lines):
+ *   0  u8  version (2)
  *   1  u8  outcome (enum fg_outcome)
  *   2  u8  line (0..6; 0xFF when not about one line)
  *   3  u8  sign (0 +, 1 -)
  *   4  u16 dst_layer
- *   6  u8  bitset: lines landed so far (bit i = line i)
+ *   6  u8  bitset: lines satisfied (bit i = line i): landed, plus the lines
+ *              the layer's rule does not expect; FG_FANO_FULL_MASK (0x7f)
+ *              exactly when the slot is fully resolved (what the fleet acts on)
  *   7  u8  expected: lines the rule expects
  *   8  u8  facts: bit0 ack, bit1 shadow_mode, bit2 fully_resolved,
  *              bit3 awaiting_resolution, bit4 degraded
@@ -282,8 +321,10 @@ FG_MUST_CHECK ssize_t fg_resolved_decode(const struct fg_frame *f, uint16_t dst_
  *   12 u32 bytes (contribution body bytes)
  *   16 u32 model_epoch
  *   20 u64 fingerprint (resolved seed's XXH3-64 when fully resolved, else 0)
+ *   28 u8  landed: the lines whose contribution actually landed
+ *   29 u8[3] reserved, 0 (refused otherwise)
  */
-#define FG_STATUS_VERSION 1u
+#define FG_STATUS_VERSION 2u
 #define FG_FACT_ACK 0x01u
 #define FG_FACT_SHADOW 0x02u
 #define FG_FACT_RESOLVED 0x04u
@@ -295,8 +336,9 @@ struct fg_status {
 	uint8_t outcome;
 	uint8_t line;
 	uint8_t sign;
-	uint8_t bitset;
+	uint8_t bitset;   /* satisfied lines (see above) */
 	uint8_t expected;
+	uint8_t landed;   /* lines landed */
 	uint8_t facts;
 	uint8_t line_state;
 	uint16_t reason;
@@ -306,7 +348,7 @@ struct fg_status {
 };
 /* Writes the whole frame (10 + 28 bytes). Refuses (-FG_R_UNENCODABLE) any
  * field outside its range: outcome >= FG_O__COUNT, line not 0..6/0xFF,
- * sign > 1, bit 7 in bitset/expected, unknown fact bits, line_state > 3,
+ * sign > 1, bit 7 in bitset/expected/landed, unknown fact bits, line_state > 3,
  * reason >= FG_R__COUNT. */
 FG_MUST_CHECK ssize_t fg_status_encode(const struct fg_status *s, uint8_t *buf, size_t cap);
 /* Returns 28 (the payload length), or -FG_R_UNKNOWN_STREAM (not 0xFFFE),

@@ -85,7 +85,7 @@ async def over_wss(d, mode, e1):
         # line 3 alone first: it must not meet line 1 of the old epoch
         await tx.send(seed(2, 20, 3, V[3], neg=1))
         st = (await statuses(tx, 1))[0]
-        check(st["name"] == "accepted" and st["bitset"] == 1 << 3 and st["model_epoch"] == e1 + 1,
+        check(st["name"] == "accepted" and st["landed"] == 1 << 3 and st["model_epoch"] == e1 + 1,
               f"{mode}: wss 2/20 reopened in epoch {e1 + 1} with line 3 only (line 1 of epoch {e1} flushed): {st}")
         await tx.send(seed(2, 20, 5, V[5]) + seed(2, 20, 1, V1B))
         sts = await statuses(tx, 2)
@@ -99,7 +99,7 @@ async def over_wss(d, mode, e1):
 
 def scenario(d, fanoctl, mode):
     st, j = post(d, seed(0, 10, 1, V[1]))
-    check(st == 200 and j["outcome"] == "accepted" and j["bitset"] == 1 << 1, f"{mode}: slot 0/10 opened by line 1")
+    check(st == 200 and j["outcome"] == "accepted" and j["landed"] == 1 << 1, f"{mode}: slot 0/10 opened by line 1")
     e0 = j["model_epoch"]
     st, j = post(d, seed(1, 11, 5, V[5]))
     check(st == 200 and j["model_epoch"] == e0, f"{mode}: same epoch before the conflict")
@@ -109,11 +109,11 @@ def scenario(d, fanoctl, mode):
     # The open slot 0/10 from before the conflict was flushed (freed by the
     # core's fg_slots_flush): line 3 opens a fresh slot, line 1 is gone.
     st, j = post(d, seed(0, 10, 3, V[3]))
-    check(st == 200 and j["outcome"] == "accepted" and j["bitset"] == 1 << 3 and j["awaiting_resolution"],
+    check(st == 200 and j["outcome"] == "accepted" and j["landed"] == 1 << 3 and j["awaiting_resolution"],
           f"{mode}: slot 0/10 reopened by line 3 in the new epoch, line 1 of the old one forgotten: {j}")
     check(j["model_epoch"] == e0 + 1, f"{mode}: later acks carry model_epoch {e0 + 1}")
     st, j = post(d, seed(0, 10, 5, V[5]))
-    check(st == 200 and j["outcome"] == "accepted" and j["bitset"] == (1 << 3) | (1 << 5),
+    check(st == 200 and j["outcome"] == "accepted" and j["landed"] == (1 << 3) | (1 << 5),
           f"{mode}: line 5 joins the reopened slot (still awaiting line 1): {j}")
     st, j = post(d, seed(0, 10, 1, V1B))
     check(st == 200 and j["outcome"] == "resolved" and j["fully_resolved"] and j["model_epoch"] == e0 + 1,

@@ -294,12 +294,15 @@ def parse_frames(buf):
 
 
 def parse_status(payload):
-    """The 28-byte status payload (include/fg/wire.h)."""
+    """The 32-byte status payload, version 2 (include/fg/wire.h): bitset =
+    lines satisfied (0x7f exactly when fully resolved), landed at byte 28."""
     (ver, outcome, line, sign, layer, bitset, expected, facts, line_state, reason, nbytes, epoch,
-     fp) = struct.unpack("<BBBBHBBBBHIIQ", payload)
+     fp, landed, r0, r1, r2) = struct.unpack("<BBBBHBBBBHIIQBBBB", payload)
+    if ver != 2 or r0 | r1 | r2:
+        raise ValueError("status version %d / reserved bytes" % ver)
     return dict(version=ver, outcome=outcome, line=line, sign=sign, dst_layer=layer, bitset=bitset,
                 expected=expected, facts=facts, line_state=line_state, reason=reason, bytes=nbytes,
-                model_epoch=epoch, fingerprint=fp)
+                model_epoch=epoch, fingerprint=fp, landed=landed)
 
 
 OUTCOMES = ["accepted", "resolved", "partial", "duplicate", "duplicate_pending", "conflict", "late", "expired",

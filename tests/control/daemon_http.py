@@ -70,11 +70,14 @@ def main():
         t.start()
         time.sleep(0.1)
         st, j = post(d, seed(2, 100, 1, V[1]))
-        check(st == 200 and j["outcome"] == "accepted" and j["bitset"] == (1 << 5) | (1 << 1),
-              "second contribution accepted, bitset has lines 1 and 5")
+        check(st == 200 and j["outcome"] == "accepted" and j["landed"] == (1 << 5) | (1 << 1)
+              and j["bitset"] == (1 << 5) | (1 << 1) | 0x55,
+              "second contribution accepted, landed lines 1 and 5, bitset = landed + the lines not expected")
         st, j = post(d, seed(2, 100, 3, V[3], neg=1))
         check(st == 200 and j["outcome"] == "resolved" and j["fully_resolved"] and not j["awaiting_resolution"]
               and j["sign"] == -1 and j["fingerprint"] != "0" * 16, "third contribution resolves the slot")
+        check(j["bitset"] == 0x7F and j["landed"] == 0x2A,
+              "the completing contribution answers bitset 0x7f (the fleet's gate), landed 0x2a: %r" % j)
         t.join(5)
         expect = resolved_frame(2, 100, reduce_pair_x([(V[1], 0), (V[3], 1), (V[5], 0)]))
         st, h, b = got["r"]

@@ -66,7 +66,7 @@ async function main() {
   const outcomes = [];
   for (let i = 0; i < 3; i++) {
     const m = await tx.next();
-    check(m.length === 38 && m.readUInt16BE(0) === 0xFFFE && m.readUInt32BE(2) === 42, `status message ${i} (38 bytes, 0xFFFE)`);
+    check(m.length === 42 && m.readUInt16BE(0) === 0xFFFE && m.readUInt32BE(2) === 42, `status message ${i} (42 bytes, 0xFFFE, version 2)`);
     outcomes.push(m.readUInt8(11));
   }
   check(JSON.stringify(outcomes) === '[0,0,1]', 'outcomes accepted, accepted, resolved');

@@ -645,6 +645,17 @@ static void test_flow_query(void **state)
 	assert_true(q.status);
 	assert_int_equal(cp_flow_query_parse(S("status=1"), 32, &q), 0);
 	assert_true(q.status);
+	assert_false(q.layer_bound);
+	/* layer=<L>: a session bound to destination layer L (wire.md 3) */
+	assert_int_equal(cp_flow_query_parse(S("layer=17"), 32, &q), 0);
+	assert_true(q.layer_bound);
+	assert_int_equal(q.bound_layer, 17);
+	assert_int_equal(q.n_layers, 0);
+	assert_int_equal(cp_flow_query_parse(S("layers=17&layer=0&status=0"), 32, &q), 0);
+	assert_true(q.layer_bound);
+	assert_int_equal(q.bound_layer, 0);
+	assert_true(cp_flow_query_has_layer(&q, 17));
+	assert_false(q.status);
 
 	static const struct {
 		const char *q;
@@ -669,7 +680,14 @@ static void test_flow_query(void **state)
 		{ "status=", CP_HTTP_R_BAD_QUERY },
 		{ "status=00", CP_HTTP_R_BAD_QUERY },
 		{ "status=0&status=0", CP_HTTP_R_BAD_QUERY },
-		{ "layer=1", CP_HTTP_R_BAD_QUERY },
+		{ "layer=", CP_HTTP_R_BAD_QUERY },
+		{ "layer=01", CP_HTTP_R_BAD_QUERY },
+		{ "layer=1,2", CP_HTTP_R_BAD_QUERY },
+		{ "layer=1%2C2", CP_HTTP_R_BAD_QUERY },
+		{ "layer=all", CP_HTTP_R_BAD_QUERY },
+		{ "layer=1&layer=1", CP_HTTP_R_BAD_QUERY },
+		{ "layer=32", CP_HTTP_R_BAD_LAYER },
+		{ "lay=1", CP_HTTP_R_BAD_QUERY },
 		{ "layers=1&", CP_HTTP_R_BAD_QUERY },
 		{ "Layers=1", CP_HTTP_R_BAD_QUERY },
 	};

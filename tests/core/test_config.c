@@ -33,7 +33,11 @@ static void check_defaults(const struct fg_config *c)
 		assert_int_equal(c->rules[l].mask, (1u << 1) | (1u << 3) | (1u << 5));
 	}
 	assert_int_equal(c->slot_capacity, 4096);
-	assert_int_equal(c->slot_deadline_ns, 2000000000ull);
+	/* the fleet's resend schedule (last resend ~2.03 s, give-up ~2.4 s) + margin */
+	assert_int_equal(c->slot_deadline_ns, 3000000000ull);
+	assert_true(c->slot_deadline_ns >= 3000000000ull);
+	assert_int_equal(c->orientation, FG_ORIENT_BIT);
+	assert_int_equal(c->udp_layer_ports, 0);
 	for (unsigned i = 0; i < FG_LINES; i++)
 		assert_int_equal(c->line_initial[i], FG_LINE_SHADOW);
 	assert_false(c->policy.auto_promote);

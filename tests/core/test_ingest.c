@@ -142,7 +142,10 @@ static int ingest_seed(struct fixture *fx, uint32_t tok, uint16_t layer, uint8_t
 /* The fleet dispatcher's rule (wire.md section 5). */
 static bool may_skip(const struct fg_status *st)
 {
-	return !(st->facts & FG_FACT_SHADOW) && (st->facts & FG_FACT_RESOLVED) && !(st->facts & FG_FACT_AWAITING);
+	/* the fleet: shadow_mode false, fully_resolved, not awaiting, and its
+	 * coordinator's own gate bitset == 0x7f (wire.md 5) */
+	return !(st->facts & FG_FACT_SHADOW) && (st->facts & FG_FACT_RESOLVED) && !(st->facts & FG_FACT_AWAITING) &&
+	       st->bitset == FG_FANO_FULL_MASK;
 }
 
 static void test_s01_resolves_alone(void **state)
@@ -167,7 +170,9 @@ static void test_s01_resolves_alone(void **state)
 	assert_int_equal(r.status.outcome, FG_O_RESOLVED);
 	assert_int_equal(r.status.line, 1);
 	assert_int_equal(r.status.sign, 0);
-	assert_int_equal(r.status.bitset, 0x02);
+	/* resolved: every line satisfied (0x7f, the fleet's gate); landed = line 1 */
+	assert_int_equal(r.status.bitset, FG_FANO_FULL_MASK);
+	assert_int_equal(r.status.landed, 0x02);
 	assert_int_equal(r.status.expected, 0x02);
 	assert_int_equal(r.status.bytes, 16);
 	assert_int_equal(r.status.fingerprint, 0x5e2de06ec4043aa2ull);
@@ -298,7 +303,9 @@ static void test_pair_x_status_facts(void **state)
 	assert_int_equal(ingest_seed(&fx, 100, 3, 3, 0, attn, H, 1, &r), 0);
 	assert_int_equal(r.slot.outcome, FG_O_ACCEPTED);
 	assert_int_equal(r.status.facts, FG_FACT_ACK | FG_FACT_AWAITING);
-	assert_int_equal(r.status.bitset, 1u << 3);
+	/* satisfied = landed (3) + not expected (0, 2, 4, 6); not 0x7f */
+	assert_int_equal(r.status.bitset, (1u << 3) | 0x55);
+	assert_int_equal(r.status.landed, 1u << 3);
 	assert_int_equal(r.status.expected, (1u << 1) | (1u << 3) | (1u << 5));
 	assert_int_equal(r.status.fingerprint, 0);
 	assert_false(may_skip(&r.status));
@@ -306,6 +313,10 @@ static void test_pair_x_status_facts(void **state)
 	assert_int_equal(ingest_seed(&fx, 100, 3, 1, 0, x, H, 3, &r), 0);
 	assert_int_equal(r.slot.outcome, FG_O_RESOLVED);
 	assert_int_equal(r.status.facts, FG_FACT_ACK | FG_FACT_RESOLVED);
+	/* the completing live contribution answers bitset 0x7f (the fleet's
+	 * coordinator skips the canonical hop only on bitset == 0x7f) */
+	assert_int_equal(r.status.bitset, 0x7F);
+	assert_int_equal(r.status.landed, (1u << 1) | (1u << 3) | (1u << 5));
 	assert_true(may_skip(&r.status));
 	assert_int_equal(r.status.fingerprint, XXH3_64bits(want, sizeof(want)));
 	struct fg_seed_view v;
@@ -407,6 +418,167 @@ static void test_linefacts_pack(void **state)
 	assert_int_equal(fg_linefacts_state(f, 2), FG_LINE_ACTIVE);
 }
 
+/* Layers beyond 15 the fleet's way (wire.md 3): 28 layers, every stream
+ * masked to 4 bits (dst_layer & 0x0F on the seed band), the layer named by
+ * the address (ctx.layer_bound). Every slot resolves bit-exactly under its
+ * own layer, nothing conflicts, the epoch never moves. Without the address,
+ * layer 17's frames would land in layer 1's slots and conflict. */
+static int ingest_masked(struct fixture *fx, uint32_t tok, uint16_t layer, uint8_t line, const float *body,
+			 uint32_t hidden, uint64_t now, struct fg_ingest_result *out)
+{
+	uint8_t buf[4096];
+	struct fg_seed sd = {
+		.token_seq = tok, .dst_layer = (uint16_t)(layer & FG_LAYER_NIBBLE), .line = line, .orientation = 0,
+		.start_pos = 0, .seq_len = 1, .body = (const uint8_t *)body, .body_len = hidden * 4,
+	};
+	ssize_t n = fg_seed_encode(&fx->bands, &sd, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_int_equal(fg_be16(buf), 0xAF60 + (layer & 0x0F));
+	fx->ctx.layer_bound = true;
+	fx->ctx.bound_layer = layer;
+	int r = ingest_bytes(fx, buf, (size_t)n, now, out);
+	fx->ctx.layer_bound = false;
+	return r;
+}
+
+static void test_layers_beyond_15_address_bound(void **state)
+{
+	(void)state;
+	enum { H = 4, LAYERS = 28 };
+	struct fixture fx;
+	struct fg_ingest_result r;
+	fixture_init(&fx, H, FG_LINE_ACTIVE);
+	fx.bands.n_layers = LAYERS;
+	/* every layer Pair X here (layer 1 of the fixture expects only line 1) */
+	const uint8_t pair_x[3] = { 1, 3, 5 };
+	for (unsigned l = 0; l < LAYERS; l++)
+		assert_int_equal(fg_rule_make(&fx.s.cfg.rules[l], pair_x, 3), 0);
+	uint32_t epoch0 = fx.s.epoch;
+	unsigned resolved = 0;
+	for (uint32_t tok = 7; tok < 9; tok++) {
+		for (unsigned l = 0; l < LAYERS; l++) {
+			float x[H], a[H], f[H], want[H];
+			for (unsigned i = 0; i < H; i++) {
+				x[i] = (float)(l * 7 + tok) + 0.1f * (float)i;
+				a[i] = 1.0f / (float)(l + i + 1);
+				f[i] = -0.3f * (float)(i + tok);
+				want[i] = (x[i] + a[i]) + f[i];
+			}
+			assert_int_equal(ingest_masked(&fx, tok, (uint16_t)l, 3, a, H, 1, &r), 0);
+			assert_int_equal(r.slot.outcome, FG_O_ACCEPTED);
+			assert_int_equal(r.status.dst_layer, l);
+			assert_int_equal(ingest_masked(&fx, tok, (uint16_t)l, 5, f, H, 2, &r), 0);
+			assert_int_equal(r.slot.outcome, FG_O_ACCEPTED);
+			assert_int_equal(ingest_masked(&fx, tok, (uint16_t)l, 1, x, H, 3, &r), 0);
+			assert_int_equal(r.slot.outcome, FG_O_RESOLVED);
+			assert_int_equal(r.seed.dst_layer, l);
+			assert_int_equal(r.status.bitset, FG_FANO_FULL_MASK);
+			assert_int_equal(r.status.fingerprint, XXH3_64bits(want, sizeof(want)));
+			resolved++;
+		}
+	}
+	assert_int_equal(resolved, 2 * LAYERS);
+	assert_int_equal(fx.s.epoch, epoch0);
+	/* the same slots, keyed by the address's layer, hold both 1 and 17 */
+	struct fg_slot_info info;
+	assert_int_equal(fg_slot_lookup(&fx.s, 7, 1, &info), 0);
+	assert_int_equal(info.state, FG_SLOT_RESOLVED);
+	assert_int_equal(fg_slot_lookup(&fx.s, 7, 17, &info), 0);
+	assert_int_equal(info.state, FG_SLOT_RESOLVED);
+	fixture_fini(&fx);
+}
+
+/* A stream whose layer nibble is not the address layer's is refused by
+ * name and never placed. */
+static void test_layer_nibble_mismatch_refused(void **state)
+{
+	(void)state;
+	enum { H = 4 };
+	struct fixture fx;
+	struct fg_ingest_result r;
+	float x[H] = { 1, 2, 3, 4 };
+	uint8_t buf[256];
+	fixture_init(&fx, H, FG_LINE_ACTIVE);
+	fx.bands.n_layers = 28;
+	struct fg_seed sd = { .token_seq = 5, .dst_layer = 2, .line = 1, .start_pos = 0, .seq_len = 1,
+			      .body = (const uint8_t *)x, .body_len = sizeof(x) };
+	ssize_t n = fg_seed_encode(&fx.bands, &sd, buf, sizeof(buf)); /* stream 0xAF62 */
+	assert_true(n > 0);
+	fx.ctx.layer_bound = true;
+	fx.ctx.bound_layer = 17; /* 17 & 0x0F = 1, not 2 */
+	assert_int_equal(ingest_bytes(&fx, buf, (size_t)n, 1, &r), -FG_R_LAYER_MISMATCH);
+	assert_int_equal(r.reason, FG_R_LAYER_MISMATCH);
+	assert_string_equal(fg_reason_name(r.reason), "layer_mismatch");
+	assert_int_equal(r.status.outcome, FG_O_MALFORMED);
+	assert_int_equal(r.status.bitset, 0);
+	assert_true(r.status.facts & FG_FACT_SHADOW);
+	struct fg_slot_info info;
+	assert_int_equal(fg_slot_lookup(&fx.s, 5, 17, &info), -ENOENT);
+	assert_int_equal(fg_slot_lookup(&fx.s, 5, 2, &info), -ENOENT);
+	/* the whole-layer form of the stream (0xAF71 for 17) is accepted too */
+	fg_put_be16(buf, 0xAF71);
+	assert_int_equal(ingest_bytes(&fx, buf, (size_t)n, 1, &r), 0);
+	assert_int_equal(r.seed.dst_layer, 17);
+	/* the nibble of another whole layer (0xAF61 + 16 = 0xAF71 for layer 1) is not */
+	fx.ctx.bound_layer = 1;
+	assert_int_equal(ingest_bytes(&fx, buf, (size_t)n, 1, &r), -FG_R_LAYER_MISMATCH);
+	/* an address layer beyond the model */
+	fx.ctx.bound_layer = 28;
+	fg_put_be16(buf, 0xAF6C);
+	assert_int_equal(ingest_bytes(&fx, buf, (size_t)n, 1, &r), -FG_R_UNKNOWN_LAYER);
+	fixture_fini(&fx);
+}
+
+/* Both readings of the orientation nibble ([wire] orientation) through the
+ * ingest: bit (0 = +, 1 = -) and signed (0x1 = +, 0xF = -). */
+static void test_orientation_readings(void **state)
+{
+	(void)state;
+	enum { H = 4 };
+	static const struct {
+		uint8_t mode, nib_x, nib_a, nib_f;
+		int rc;
+	} cases[] = {
+		{ FG_ORIENT_BIT, 0x0, 0x1, 0x0, 0 },     /* x - a + f */
+		{ FG_ORIENT_SIGNED, 0x1, 0xF, 0x1, 0 },  /* the same signs */
+		{ FG_ORIENT_SIGNED, 0x0, 0xF, 0x1, -FG_R_SEED_ORIENTATION },
+		{ FG_ORIENT_BIT, 0xF, 0x1, 0x0, -FG_R_SEED_ORIENTATION },
+	};
+	float x[H] = { 1.5f, 2, 3, 4 }, a[H] = { 0.25f, 0.5f, 1, 2 }, f[H] = { 8, 4, 2, 1 }, want[H];
+	for (unsigned i = 0; i < H; i++)
+		want[i] = (x[i] - a[i]) + f[i];
+	for (unsigned c = 0; c < FG_ARRAY_LEN(cases); c++) {
+		struct fixture fx;
+		struct fg_ingest_result r;
+		fixture_init(&fx, H, FG_LINE_ACTIVE);
+		fx.lim.orientation = cases[c].mode;
+		const float *bodies[3] = { x, a, f };
+		const uint8_t lines[3] = { 1, 3, 5 }, nibs[3] = { cases[c].nib_x, cases[c].nib_a, cases[c].nib_f };
+		int rc = 0;
+		for (unsigned k = 0; k < 3; k++) {
+			uint8_t buf[256];
+			struct fg_seed sd = { .token_seq = 9, .dst_layer = 4, .line = lines[k], .start_pos = 0,
+					      .seq_len = 1, .body = (const uint8_t *)bodies[k], .body_len = H * 4 };
+			ssize_t n = fg_seed_encode(&fx.bands, &sd, buf, sizeof(buf));
+			assert_true(n > 0);
+			buf[6] = (uint8_t)(lines[k] << 4 | nibs[k]);
+			rc = ingest_bytes(&fx, buf, (size_t)n, 1, &r);
+			if (rc < 0)
+				break;
+			assert_int_equal(r.seed.orientation, k == 1 ? 1 : 0);
+			assert_int_equal(r.status.sign, k == 1 ? 1 : 0);
+		}
+		assert_int_equal(rc, cases[c].rc);
+		if (rc == 0) {
+			assert_int_equal(r.slot.outcome, FG_O_RESOLVED);
+			assert_int_equal(r.status.fingerprint, XXH3_64bits(want, sizeof(want)));
+		} else {
+			assert_string_equal(fg_reason_name(rc), "seed_orientation");
+		}
+		fixture_fini(&fx);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -415,6 +587,9 @@ int main(void)
 		cmocka_unit_test(test_pair_x_status_facts),
 		cmocka_unit_test(test_conflict_and_epoch),
 		cmocka_unit_test(test_linefacts_pack),
+		cmocka_unit_test(test_layers_beyond_15_address_bound),
+		cmocka_unit_test(test_layer_nibble_mismatch_refused),
+		cmocka_unit_test(test_orientation_readings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1041,8 +1041,8 @@ static void test_frag_roundtrip(void **state)
 	/* the first fragment alone validates the seed's shape */
 	struct fg_hdr h;
 	struct fg_seed sp;
-	struct fg_seed_limits lim = { 4, 250 };
-	struct fg_seed_limits lim_small = { 4, 249 };
+	struct fg_seed_limits lim = { 4, 250, FG_ORIENT_BIT };
+	struct fg_seed_limits lim_small = { 4, 249, FG_ORIENT_BIT };
 	assert_int_equal(fg_hdr_decode(dgrams[0] + 4, C, FG_TRANSPORT_STREAM, &h), FG_HDR_LEN);
 	assert_int_equal(fg_seed_decode_prefix(&h, dgrams[0] + 4 + FG_HDR_LEN, C - FG_HDR_LEN, 3, &lim, &sp),
 			 FG_HDR_LEN + FG_SEED_PREFIX_LEN);
@@ -1247,7 +1247,7 @@ static void test_seed_limits(void **state)
 	fg_put_le32(payload + 4, 4);
 	assert_int_equal(fg_frame_encode(&h, payload, buf, sizeof(buf)), 10 + 72);
 	assert_int_equal(fg_frame_decode(buf, 82, FG_TRANSPORT_MESSAGE, &f), 82);
-	struct fg_seed_limits at = { 4, 4 }, below = { 4, 3 };
+	struct fg_seed_limits at = { 4, 4, FG_ORIENT_BIT }, below = { 4, 3, FG_ORIENT_BIT };
 	assert_int_equal(fg_seed_decode(&f, 2, &at, &s), 72);
 	assert_int_equal(fg_seed_decode(&f, 2, &below, &s), -FG_R_SEED_TOO_LARGE);
 	/* seq_len 0 is refused even with an empty body (docs/wire-decisions.md) */
@@ -1257,14 +1257,14 @@ static void test_seed_limits(void **state)
 	assert_int_equal(fg_frame_decode(buf, 18, FG_TRANSPORT_MESSAGE, &f), 18);
 	assert_int_equal(fg_seed_decode(&f, 2, &at, &s), -FG_R_SEED_EMPTY);
 	/* hostile seq_len: no overflow, a clean reason */
-	struct fg_seed_limits huge = { 0x40000000u, 0xFFFFFFFFu };
+	struct fg_seed_limits huge = { 0x40000000u, 0xFFFFFFFFu, FG_ORIENT_BIT };
 	fg_put_le32(payload + 4, 0xFFFFFFFFu);
 	assert_int_equal(fg_frame_encode(&h, payload, buf, sizeof(buf)), 82);
 	assert_int_equal(fg_frame_decode(buf, 82, FG_TRANSPORT_MESSAGE, &f), 82);
 	assert_int_equal(fg_seed_decode(&f, 2, &huge, &s), -FG_R_SEED_BODY_ROWS);
-	struct fg_seed_limits one = { 1, 0xFFFFFFFFu };
+	struct fg_seed_limits one = { 1, 0xFFFFFFFFu, FG_ORIENT_BIT };
 	assert_int_equal(fg_seed_decode(&f, 2, &one, &s), -FG_R_SEED_BODY_LENGTH);
-	struct fg_seed_limits zero = { 0, 0xFFFFFFFFu };
+	struct fg_seed_limits zero = { 0, 0xFFFFFFFFu, FG_ORIENT_BIT };
 	assert_int_equal(fg_seed_decode(&f, 2, &zero, &s), -FG_R_SEED_BODY_ROWS);
 	/* every flags byte: line bits and orientation are judged */
 	fg_put_le32(payload + 4, 4);
@@ -1311,7 +1311,7 @@ static void test_canon_roundtrip(void **state)
 	assert_int_equal(d.seq_len, 2);
 	assert_int_equal(buf[18], 0xEF); /* little-endian digest */
 	/* digest rules */
-	struct fg_seed_limits tight = { 4, 1 };
+	struct fg_seed_limits tight = { 4, 1, FG_ORIENT_BIT };
 	assert_int_equal(fg_canon_decode(&f, 5, &tight, &d), -FG_R_SEED_TOO_LARGE);
 	f.hdr.length = 15;
 	assert_int_equal(fg_canon_decode(&f, 5, &lim4, &d), -FG_R_CANON_DIGEST_LENGTH);
@@ -1370,25 +1370,28 @@ static void test_status_roundtrip(void **state)
 	uint8_t buf[64];
 	struct fg_status s = {
 		.token_seq = 42, .dst_layer = 27, .outcome = 1, .line = 6, .sign = 1, .bitset = 0x7F,
-		.expected = 0x2A, .facts = 0x1F, .line_state = 3, .reason = FG_R_SEED_LINE,
+		.expected = 0x2A, .landed = 0x2A, .facts = 0x1F, .line_state = 3, .reason = FG_R_SEED_LINE,
 		.bytes = 0x01020304, .model_epoch = 0xA0B0C0D0, .fingerprint = 0x5e2de06ec4043aa2ull,
 	}, d;
 	struct fg_frame f;
-	assert_int_equal(fg_status_encode(&s, buf, sizeof(buf)), 38);
-	assert_int_equal(fg_status_encode(&s, buf, 37), -FG_R_NOSPACE);
-	assert_int_equal(fg_status_encode(&s, buf, sizeof(buf)), 38);
-	assert_int_equal(fg_frame_decode(buf, 38, FG_TRANSPORT_MESSAGE, &f), 38);
+	assert_int_equal(fg_status_encode(&s, buf, sizeof(buf)), 42);
+	assert_int_equal(fg_status_encode(&s, buf, 41), -FG_R_NOSPACE);
+	assert_int_equal(fg_status_encode(&s, buf, sizeof(buf)), 42);
+	assert_int_equal(fg_frame_decode(buf, 42, FG_TRANSPORT_MESSAGE, &f), 42);
 	assert_int_equal(f.hdr.stream_id, FG_STREAM_STATUS);
 	assert_int_equal(f.hdr.sequence, 42);
 	assert_int_equal(f.hdr.flags, 0); /* never 0x80: the fleet would take it for an ACK */
 	assert_int_equal(f.hdr.length, FG_STATUS_PAYLOAD_LEN);
 	/* the documented layout, byte for byte */
-	static const uint8_t want[28] = { 1, 1, 6, 1, 27, 0, 0x7F, 0x2A, 0x1F, 3, FG_R_SEED_LINE, 0,
+	/* version 2: bitset = lines satisfied (0x7f = fully resolved, what the
+	 * fleet acts on), landed at byte 28, three reserved zero bytes */
+	static const uint8_t want[32] = { 2, 1, 6, 1, 27, 0, 0x7F, 0x2A, 0x1F, 3, FG_R_SEED_LINE, 0,
 					  4, 3, 2, 1, 0xD0, 0xC0, 0xB0, 0xA0,
-					  0xa2, 0x3a, 0x04, 0xc4, 0x6e, 0xe0, 0x2d, 0x5e };
-	assert_memory_equal(f.payload, want, 28);
+					  0xa2, 0x3a, 0x04, 0xc4, 0x6e, 0xe0, 0x2d, 0x5e, 0x2A, 0, 0, 0 };
+	assert_memory_equal(f.payload, want, 32);
 	memset(&d, 0, sizeof(d));
-	assert_int_equal(fg_status_decode(&f, &d), 28);
+	assert_int_equal(fg_status_decode(&f, &d), 32);
+	assert_int_equal(d.landed, s.landed);
 	assert_int_equal(d.token_seq, s.token_seq);
 	assert_int_equal(d.dst_layer, s.dst_layer);
 	assert_int_equal(d.outcome, s.outcome);
@@ -1404,7 +1407,7 @@ static void test_status_roundtrip(void **state)
 	assert_int_equal(d.fingerprint, s.fingerprint);
 	struct fg_status line_none = s;
 	line_none.line = 0xFF;
-	assert_int_equal(fg_status_encode(&line_none, buf, sizeof(buf)), 38);
+	assert_int_equal(fg_status_encode(&line_none, buf, sizeof(buf)), 42);
 	/* encoder refusals */
 	struct fg_status t;
 	t = s, t.line = 7;
@@ -1419,32 +1422,40 @@ static void test_status_roundtrip(void **state)
 	assert_int_equal(fg_status_encode(&t, buf, sizeof(buf)), -FG_R_UNENCODABLE);
 	t = s, t.bitset = 0x80;
 	assert_int_equal(fg_status_encode(&t, buf, sizeof(buf)), -FG_R_UNENCODABLE);
+	t = s, t.landed = 0x80;
+	assert_int_equal(fg_status_encode(&t, buf, sizeof(buf)), -FG_R_UNENCODABLE);
 	t = s, t.expected = 0x80;
 	assert_int_equal(fg_status_encode(&t, buf, sizeof(buf)), -FG_R_UNENCODABLE);
 	t = s, t.outcome = 200;
 	assert_int_equal(fg_status_encode(&t, buf, sizeof(buf)), -FG_R_UNENCODABLE);
 	/* decoder refusals */
-	assert_int_equal(fg_status_encode(&s, buf, sizeof(buf)), 38);
-	assert_int_equal(fg_frame_decode(buf, 38, FG_TRANSPORT_MESSAGE, &f), 38);
+	assert_int_equal(fg_status_encode(&s, buf, sizeof(buf)), 42);
+	assert_int_equal(fg_frame_decode(buf, 42, FG_TRANSPORT_MESSAGE, &f), 42);
 	f.hdr.flags = FG_FLAG_ACK;
 	assert_int_equal(fg_status_decode(&f, &d), -FG_R_BAD_FLAGS);
 	f.hdr.flags = 0;
 	f.hdr.stream_id = 0xFFFF;
 	assert_int_equal(fg_status_decode(&f, &d), -FG_R_UNKNOWN_STREAM);
 	f.hdr.stream_id = FG_STREAM_STATUS;
-	f.hdr.length = 27;
+	f.hdr.length = 28; /* version 1's length */
 	assert_int_equal(fg_status_decode(&f, &d), -FG_R_STATUS_LENGTH);
-	f.hdr.length = 28;
-	buf[10] = 2;
-	assert_int_equal(fg_status_decode(&f, &d), -FG_R_STATUS_VERSION);
+	f.hdr.length = 32;
 	buf[10] = 1;
+	assert_int_equal(fg_status_decode(&f, &d), -FG_R_STATUS_VERSION);
+	buf[10] = 2;
+	buf[41] = 1; /* reserved */
+	assert_int_equal(fg_status_decode(&f, &d), -FG_R_STATUS_FIELD);
+	buf[41] = 0;
+	buf[38] = 0x80; /* landed bit 7 */
+	assert_int_equal(fg_status_decode(&f, &d), -FG_R_STATUS_FIELD);
+	buf[38] = 0x2A;
 	buf[12] = 9; /* line 9 */
 	assert_int_equal(fg_status_decode(&f, &d), -FG_R_STATUS_FIELD);
 	buf[12] = 6;
 	buf[19] = 4; /* line_state */
 	assert_int_equal(fg_status_decode(&f, &d), -FG_R_STATUS_FIELD);
 	buf[19] = 3;
-	assert_int_equal(fg_status_decode(&f, &d), 28);
+	assert_int_equal(fg_status_decode(&f, &d), 32);
 }
 
 static void test_bands(void **state)
@@ -1522,6 +1533,81 @@ static void test_reason_names(void **state)
 	assert_string_equal(fg_reason_name(1000), "unknown");
 }
 
+/* fg_stream_classify_at: the address names the layer (wire.md 3). */
+static void test_classify_bound_layer(void **state)
+{
+	(void)state;
+	struct fg_bands b;
+	enum fg_band band;
+	uint16_t layer = 0xFFFF;
+	fg_bands_default(&b);
+	b.n_layers = 28;
+	/* layer 17 the fleet's way: stream 0xAF61 on an address naming 17 */
+	assert_int_equal(fg_stream_classify_at(&b, 0xAF61, 17, &band, &layer), 0);
+	assert_int_equal(band, FG_BAND_SEED);
+	assert_int_equal(layer, 17);
+	assert_int_equal(fg_stream_classify_at(&b, 0xAF71, 17, &band, &layer), 0); /* whole-layer form */
+	assert_int_equal(layer, 17);
+	assert_int_equal(fg_stream_classify_at(&b, 0xAF81, 17, &band, &layer), 0);
+	assert_int_equal(band, FG_BAND_CANONICAL);
+	assert_int_equal(layer, 17);
+	layer = 0xFFFF;
+	assert_int_equal(fg_stream_classify_at(&b, 0xAF62, 17, &band, &layer), -FG_R_LAYER_MISMATCH);
+	assert_int_equal(fg_stream_classify_at(&b, 0xAF71, 1, &band, &layer), -FG_R_LAYER_MISMATCH);
+	assert_int_equal(fg_stream_classify_at(&b, 0xAF6C, 28, &band, &layer), -FG_R_UNKNOWN_LAYER);
+	assert_int_equal(layer, 0xFFFF); /* written only on success */
+	/* unbound = fg_stream_classify: the offset is the layer */
+	assert_int_equal(fg_stream_classify_at(&b, 0xAF61, FG_LAYER_UNBOUND, &band, &layer), 0);
+	assert_int_equal(layer, 1);
+	/* transport streams are not the address's business */
+	assert_int_equal(fg_stream_classify_at(&b, 0xFFFF, 3, &band, &layer), 0);
+	assert_int_equal(band, FG_BAND_ACK);
+	/* a 4-bit band without an address: offsets 0..15 only, never folded */
+	b.layer_bits = 4;
+	b.n_layers = 16;
+	assert_int_equal(fg_stream_classify(&b, 0xAF6F, &band, &layer), 0);
+	assert_int_equal(layer, 15);
+	assert_int_equal(fg_stream_classify(&b, 0xAF70, &band, &layer), -FG_R_UNKNOWN_STREAM);
+	assert_string_equal(fg_reason_name(FG_R_LAYER_MISMATCH), "layer_mismatch");
+}
+
+/* [wire] orientation: both readings of the flags' low nibble, with vectors. */
+static void test_seed_orientation_modes(void **state)
+{
+	(void)state;
+	/* S-shaped vector: stream 0xAF63, token 42, line 1, hidden 4 */
+	static const struct {
+		uint8_t mode, nibble;
+		int want; /* orientation 0/1, or -reason */
+	} v[] = {
+		{ FG_ORIENT_BIT, 0x0, 0 },    { FG_ORIENT_BIT, 0x1, 1 },
+		{ FG_ORIENT_BIT, 0x2, -FG_R_SEED_ORIENTATION }, { FG_ORIENT_BIT, 0xF, -FG_R_SEED_ORIENTATION },
+		{ FG_ORIENT_SIGNED, 0x1, 0 }, { FG_ORIENT_SIGNED, 0xF, 1 },
+		{ FG_ORIENT_SIGNED, 0x0, -FG_R_SEED_ORIENTATION }, { FG_ORIENT_SIGNED, 0xE, -FG_R_SEED_ORIENTATION },
+		{ FG_ORIENT_SIGNED, 0x2, -FG_R_SEED_ORIENTATION },
+	};
+	uint8_t frame[10 + 8 + 16] = { 0xAF, 0x63, 0, 0, 0, 42, 0x10, 0, 0, 24, 0, 0, 0, 0, 1, 0, 0, 0 };
+	for (unsigned i = 0; i < FG_ARRAY_LEN(v); i++) {
+		struct fg_seed_limits lim = { .hidden = 4, .max_seq_len = 1, .orientation = v[i].mode };
+		struct fg_frame f;
+		struct fg_seed sd;
+		frame[6] = (uint8_t)(0x10 | v[i].nibble);
+		assert_int_equal(fg_frame_decode(frame, sizeof(frame), FG_TRANSPORT_MESSAGE, &f), sizeof(frame));
+		ssize_t r = fg_seed_decode(&f, 3, &lim, &sd);
+		ssize_t rp = fg_seed_decode_prefix(&f.hdr, f.payload, 8, 3, &lim, &sd);
+		if (v[i].want < 0) {
+			assert_int_equal(r, v[i].want);
+			assert_int_equal(rp, v[i].want);
+			continue;
+		}
+		assert_int_equal(r, 24);
+		assert_int_equal(rp, 18);
+		assert_int_equal(sd.orientation, v[i].want);
+		assert_int_equal(sd.line, 1);
+		assert_int_equal(fg_orientation_nibble(v[i].mode, (uint8_t)v[i].want), v[i].nibble);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1537,6 +1623,8 @@ int main(void)
 		cmocka_unit_test(test_seed_limits),
 		cmocka_unit_test(test_canon_roundtrip),
 		cmocka_unit_test(test_resolved_roundtrip),
+		cmocka_unit_test(test_classify_bound_layer),
+		cmocka_unit_test(test_seed_orientation_modes),
 		cmocka_unit_test(test_status_roundtrip),
 		cmocka_unit_test(test_bands),
 		cmocka_unit_test(test_reason_names),

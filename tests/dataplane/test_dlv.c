@@ -234,6 +234,117 @@ static void test_random_ledger(void **st)
 	free(mem);
 }
 
+/* The fleet's consumer ACKs base..base+63 only (base = its lowest held
+ * sequence) and trims only once 128 are held (wire.md 2.1). With 100 seeds
+ * in flight none of 64..99 is ever ACKed: they wait for the window instead
+ * of burning resends, nothing is given up, and once the consumer trims
+ * (base moves) they are ACKed; a sequence below the base counts as
+ * delivered. The consumer model here is the same as fanofleet's
+ * --consumer-acks fleet. */
+struct fleet_consumer {
+	bool held[512];
+	unsigned n_held;
+};
+
+static void fc_receive(struct fleet_consumer *c, uint32_t seq)
+{
+	if (!c->held[seq]) {
+		c->held[seq] = true;
+		c->n_held++;
+	}
+	if (c->n_held >= 128) { /* trim: keep the newest 64 */
+		for (uint32_t s = 0; s < 512 && c->n_held > 64; s++)
+			if (c->held[s]) {
+				c->held[s] = false;
+				c->n_held--;
+			}
+	}
+}
+
+/* One ACK entry as the fleet builds it; applied as dp_deliver_on_ack does. */
+static unsigned fc_ack(const struct fleet_consumer *c, struct dp_dlv *d, uint16_t stream)
+{
+	uint32_t base = 0;
+	while (base < 512 && !c->held[base])
+		base++;
+	if (base == 512)
+		return 0;
+	unsigned acked = 0;
+	(void)dp_dlv_window(d, stream, base);
+	for (uint32_t k = 0; k < 64 && base + k < 512; k++)
+		if (c->held[base + k] && dp_dlv_ack(d, stream, base + k))
+			acked++;
+	return acked;
+}
+
+static void test_fleet_consumer_window(void **st)
+{
+	(void)st;
+	void *mem;
+	struct dp_dlv *d = dlv_new(512, 5, &mem);
+	struct fleet_consumer c;
+	memset(&c, 0, sizeof(c));
+	const uint16_t S = 0xAFA3;
+	uint64_t now = 0;
+	for (uint32_t seq = 0; seq < 100; seq++) {
+		assert_int_equal(dp_dlv_track(d, S, seq, 3, seq, 1000 + seq, now, NULL), DP_DLV_NEW);
+		fc_receive(&c, seq);
+	}
+	unsigned acked = fc_ack(&c, d, S);
+	assert_int_equal(acked, 64);
+	assert_int_equal(d->n, 36);
+	assert_int_equal(dp_dlv_window_place(d, S, 63), DP_DLV_IN_WINDOW);
+	assert_int_equal(dp_dlv_window_place(d, S, 64), DP_DLV_BEYOND);
+	assert_int_equal(dp_dlv_window_place(d, 0xAFA4, 64), DP_DLV_IN_WINDOW); /* no window known */
+	/* 10 s of timer ticks, the consumer re-ACKing every 50 ms: nothing is
+	 * resent or given up, all 36 wait */
+	unsigned waited = 0, resends = 0, exhausted = 0;
+	for (now = MS; now <= 10000 * MS; now += MS) {
+		uint32_t i;
+		enum dp_dlv_step step;
+		while ((step = dp_dlv_step(d, now, &i)) != DP_DLV_STEP_NONE) {
+			if (step == DP_DLV_STEP_WAITED)
+				waited++;
+			else if (step == DP_DLV_STEP_RESEND) {
+				resends++;
+				dp_dlv_rearm(d, i, now);
+			} else if (step == DP_DLV_STEP_EXHAUSTED) {
+				exhausted++;
+				dp_dlv_drop(d, i);
+			} else {
+				fail_msg("nothing is below the base yet");
+			}
+		}
+		if (now % (50 * MS) == 0)
+			assert_int_equal(fc_ack(&c, d, S), 0);
+	}
+	assert_int_equal(resends, 0);
+	assert_int_equal(exhausted, 0);
+	assert_true(waited >= 36 * 49);
+	assert_int_equal(d->n, 36);
+	assert_int_equal(d->e[d->head].tries, 0);
+	/* 28 more seeds: the consumer holds 128 and trims, its base moves to 64 */
+	for (uint32_t seq = 100; seq < 128; seq++) {
+		assert_int_equal(dp_dlv_track(d, S, seq, 3, seq, 1000 + seq, now, NULL), DP_DLV_NEW);
+		fc_receive(&c, seq);
+	}
+	assert_int_equal(fc_ack(&c, d, S), 64);
+	assert_int_equal(d->n, 0);
+	/* a late duplicate delivery below the base is delivered, not resent */
+	assert_int_equal(dp_dlv_track(d, S, 7, 3, 7, 1007, now, NULL), DP_DLV_NEW);
+	uint32_t i;
+	assert_int_equal(dp_dlv_step(d, now + 200 * MS, &i), DP_DLV_STEP_DELIVERED);
+	assert_int_equal(d->n, 0);
+	/* sequence arithmetic across the u32 wrap */
+	(void)dp_dlv_window(d, S, 0xFFFFFFF0u);
+	assert_int_equal(dp_dlv_window_place(d, S, 0xFFFFFFEFu), DP_DLV_BELOW_BASE);
+	assert_int_equal(dp_dlv_window_place(d, S, 0x2Fu), DP_DLV_IN_WINDOW);
+	assert_int_equal(dp_dlv_window_place(d, S, 0x30u), DP_DLV_BEYOND);
+	assert_false(dp_dlv_window(d, S, 0xFFFFFFF0u)); /* unchanged */
+	assert_true(dp_dlv_window(d, S, 0xFFFFFFF1u));
+	free(mem);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,6 +354,7 @@ int main(void)
 		cmocka_unit_test(test_due_order_and_evict),
 		cmocka_unit_test(test_superseded),
 		cmocka_unit_test(test_random_ledger),
+		cmocka_unit_test(test_fleet_consumer_window),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -217,7 +217,7 @@ def send_phase(a):
                                 if bit:
                                     acked.setdefault(s, set()).add((st, (base + b) & 0xFFFFFFFF))
                     elif stream == 0xFFFE:
-                        if length != 28 or flags & 0x80:
+                        if length != 32 or flags & 0x80:
                             fail('bad status frame')
                         p = frame[10:]
                         statuses.append(dict(token=seq, outcome=p[1], line=p[2], layer=struct.unpack('<H', p[4:6])[0],

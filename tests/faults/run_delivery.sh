@@ -17,6 +17,12 @@
 #   loss5     5% of the delivery datagrams lost (ACKs clean)
 #   loss20    20% lost both ways (deliveries and ACKs), 5% duplicated,
 #             some reordered; [consumers] resends = 10
+#   fleet_window  the consumer ACKs like the fleet (fanofleet --consumer-acks
+#             fleet: base..base+63 from its lowest held sequence, trimmed only
+#             once 128 are held) with 100 tokens in flight (100 seeds per
+#             layer stream), clean path: no delivered seed may be given up,
+#             the seeds beyond base+63 wait (delivery_window_wait) instead
+#             of burning resends (issue 13)
 #   silent    the consumer never ACKs (fanofleet --no-consumer-ack) and
 #             [consumers] pending_max = 32: every delivery must end given
 #             up (resends exhausted, or the oldest evicted from the full
@@ -52,11 +58,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 
 TOKENS=${FG_FAULTS_TOKENS:-60}
-R2="" RESENDS=5 PENDING=4096 CACK=()
+R2="" RESENDS=5 PENDING=4096 CACK=() ACKWIN=exact
 case $SCEN in
 loss5)  R2="--up-loss 0.05" ;;
 loss20) R2="--loss 0.20 --dup 0.05 --reorder 0.05 --reorder-gap 2"; RESENDS=10 ;;
 silent) CACK=(--no-consumer-ack); PENDING=32 ;;
+fleet_window) CACK=(--consumer-acks fleet); ACKWIN=fleet; TOKENS=${FG_FAULTS_TOKENS:-100} ;;
 *) echo "run_delivery.sh: unknown scenario $SCEN"; exit 2 ;;
 esac
 
@@ -117,6 +124,7 @@ default = ${NET}2:17000
 resend_ms = 200
 resends = $RESENDS
 pending_max = $PENDING
+ack_window = $ACKWIN
 [dataplane]
 lcores = $LCORES
 profile = $ROOT/drivers-config/af_packet.ini
@@ -157,8 +165,10 @@ ip netns exec "$NS" "$FLEET" --udp 127.0.0.1:14000 --consumer 127.0.0.1:17001 --
 	--tokens 1 --window 1 --token-base 900000 --canonical none --quiet --slot-timeout-ms 3000 --max-missing 7 \
 	"${CACK[@]}" > "$TMP/probe.log" 2>&1
 
+WINDOW=8
+[ "$SCEN" = fleet_window ] && WINDOW=$TOKENS
 ip netns exec "$NS" "$FLEET" "${CACK[@]}" --udp 127.0.0.1:14000 --consumer 127.0.0.1:17001 --mix udp=1 --layers 8 \
-	--hidden 512 --tokens "$TOKENS" --window 8 --seed $((ID % 1000 + 1)) --token-base 1000 --canonical none \
+	--hidden 512 --tokens "$TOKENS" --window "$WINDOW" --seed $((ID % 1000 + 1)) --token-base 1000 --canonical none \
 	--slot-timeout-ms 5000 --max-missing 1000000 --duration 100 --quiet --json "$TMP/fleet.json" \
 	--linger-ms $(( (RESENDS + 1) * 200 + 500 )) > "$TMP/fleet.log" 2>&1
 FRC=$?
@@ -200,7 +210,7 @@ if sent <= 0:
     fails.append(f"seeds_sent = {sent}")
 if sent != acked + given + pend:
     fails.append(f"ledger open: seeds_sent {sent} != acked {acked} + given_up {given} + pending {pend}")
-if pend != 0:
+if pend != 0 and scen != "fleet_window":
     fails.append(f"{pend} deliveries still pending after the drain")
 if sum(why.values()) != given:
     fails.append(f"given-up reasons {why} do not add up to delivery_given_up {given}")
@@ -225,6 +235,22 @@ if scen == "loss20":
         fails.append("no ACK of a duplicate delivery was seen (delivery_ack_unmatched 0)")
     if acked > sent:
         fails.append(f"acked {acked} > sent {sent}: a duplicate ACK retired something twice")
+if scen == "fleet_window":
+    # the fleet's consumer never ACKs beyond base+63 while it holds < 128:
+    # those seeds were delivered (fanofleet got them, missing 0) and wait
+    wait = x.get("delivery_window_wait", 0)
+    if missing != 0:
+        fails.append(f"{missing} seeds missing on a clean path")
+    if given != 0:
+        fails.append(f"{given} delivered seeds given up ({why}) with a fleet-style consumer")
+    if wait <= 0:
+        fails.append("no delivery waited for the consumer's window: the scenario tested nothing")
+    # without the window every seed beyond base+63 (pend of them) would be
+    # sent resends + 1 times and given up; resends of in-window seeds whose
+    # ACK came late on a loaded machine are legitimate
+    if pend <= 0 or resent >= pend * resends // 2:
+        fails.append(f"{resent} resends of {sent} seeds ({pend} beyond the window) on a clean path: "
+                     f"resends burned on the consumer's window")
 if scen == "silent":
     if missing != 0:
         fails.append(f"{missing} seeds missing on a clean path")
@@ -242,6 +268,8 @@ res = {
     "slots": fleet.get("slots"), "resolved": fleet.get("resolved"), "wrong": fleet.get("wrong"), "missing": missing,
     "seeds_sent": sent, "delivery_acked": acked, "delivery_resent": resent, "delivery_given_up": given,
     "giveup_reasons": why, "delivery_ack_unmatched": unmatched, "delivery_pending": pend,
+    "delivery_window_wait": x.get("delivery_window_wait", 0),
+    "delivery_acked_below_base": x.get("delivery_acked_below_base", 0),
     "r2_deliveries_lost": lost_dn, "r2_acks_lost": lost_acks,
     "r2_dup": r2.get("up", {}).get("dup", 0) + r2.get("down", {}).get("dup", 0),
     "acks_checked": r2.get("acks", {}).get("acked_seqs", 0), "seconds": round(fleet.get("seconds", 0), 2),

@@ -356,7 +356,7 @@ class Good:
                             for b in range(64):
                                 if ((lo >> b) & 1 if b < 32 else (hi >> (b - 32)) & 1):
                                     self.on_ack(line, st, (base + b) & 0xFFFFFFFF)
-                    elif stream == 0xFFFE and length == 28:
+                    elif stream == 0xFFFE and length == 32:
                         self.statuses += 1
                         p = frame[10:]
                         k = (seq, struct.unpack('<H', p[4:6])[0], p[2])

@@ -59,8 +59,10 @@ def main():
     data = os.environ.get('FG_TEST_DATA', os.path.join(os.path.dirname(__file__), '..', 'data'))
     v = vectors(os.path.join(data, 'vectors.txt'))
     out = sys.argv[1]
-    status = struct.pack('!HIB', 0xFFFE, 42, 0) + (28).to_bytes(3, 'big')
-    status += struct.pack('<BBBBHBBBBHIIQ', 1, 1, 1, 0, 1, 0x02, 0x02, 0x01 | 0x02 | 0x04, 1, 0, 16, 3, 0x5e2de06ec4043aa2)
+    # status version 2: bitset 0x7f (every line satisfied), expected 0x02, landed 0x02
+    status = struct.pack('!HIB', 0xFFFE, 42, 0) + (32).to_bytes(3, 'big')
+    status += struct.pack('<BBBBHBBBBHIIQBBBB', 2, 1, 1, 0, 1, 0x7F, 0x02, 0x01 | 0x02 | 0x04, 1, 0, 16, 3,
+                          0x5e2de06ec4043aa2, 0x02, 0, 0, 0)
     pkts = [
         udp(40000, 4242, struct.pack('!HBB', 5, 0, 1) + v['S01']),
         udp(4242, 40000, v['A02'], src=B, dst=A),

@@ -93,6 +93,7 @@ struct fl_udp_frame {
 	uint64_t sent_ns;   /* of the current attempt */
 	uint64_t tag;       /* engine cookie */
 	bool first_sent;    /* first attempt done */
+	uint16_t dst_port;  /* fl_udp_send_port: this frame's UDP port (0: the sender's) */
 };
 
 struct fl_udp_stats {
@@ -109,7 +110,9 @@ struct fl_udp_opts {
 	uint32_t mtu;          /* 1472 */
 	uint32_t cwnd_init;    /* 16 */
 	uint32_t cwnd_max;     /* 256 */
-	uint32_t rto_ms;       /* 200 */
+	uint32_t rto_ms;       /* 200: a frame older than this is resent ... */
+	uint32_t check_ms;     /* 200: ... when the sender's check timer fires (the fleet's
+				* schedule: attempts ~400 ms apart, wire.md 2.1); 0 = at rto */
 	uint32_t max_resends;  /* 5 */
 	double loss, dup;      /* injected per-fragment probabilities */
 	bool drop_over_cwnd;   /* mimic the fleet: drop sends beyond cwnd */
@@ -123,6 +126,10 @@ struct fl_udp_sender *fl_udp_sender_new(const struct sockaddr_storage *dst, sock
 					const struct fl_udp_opts *o, fl_udp_sent_fn sent, fl_status_fn status,
 					void *ctx);
 void fl_udp_sender_free(struct fl_udp_sender *s);
+/* fl_udp_send to another UDP port of the same host (the fleet's per-station
+ * dst_port; fanogate's [udp] layer_ports + L). port 0 = the sender's. */
+FG_MUST_CHECK int fl_udp_send_port(struct fl_udp_sender *s, uint16_t port, const uint8_t *frame, uint32_t len,
+				   uint64_t tag, uint64_t now);
 int fl_udp_sender_fd(const struct fl_udp_sender *s);
 /* Queue one encoded frame (copied). Sends at once while cwnd allows.
  * Returns 0, or -ENOBUFS when dropped (drop_over_cwnd), -ENOMEM. */
@@ -142,8 +149,20 @@ const struct fl_udp_stats *fl_udp_sender_stats(const struct fl_udp_sender *s);
  * frame to on_frame. */
 struct fl_udp_consumer;
 typedef void (*fl_frame_fn)(void *ctx, const struct fg_frame *f, enum fl_path path, uint64_t now);
+/* How the consumer ACKs resolved seeds:
+ *   NONE   never
+ *   EACH   one entry per frame received, that frame only (default)
+ *   FLEET  as the fleet's receiving transport does (wire.md 2.1): per
+ *          stream it holds the sequences received, ACKs base..base+63 with
+ *          base = the lowest held, trims (drops the lowest 64) only once
+ *          128 are held, ACKs on every frame and re-ACKs all it holds every
+ *          50 ms (fl_udp_consumer_tick). */
+enum fl_cack { FL_CACK_NONE = 0, FL_CACK_EACH, FL_CACK_FLEET };
 struct fl_udp_consumer *fl_udp_consumer_new(const struct sockaddr_storage *bind_addr, socklen_t blen,
-					    uint32_t mtu, bool ack, fl_frame_fn on_frame, void *ctx);
+					    uint32_t mtu, enum fl_cack ack, fl_frame_fn on_frame, void *ctx);
+/* FLEET mode: re-ACK every held window every 50 ms. Returns ns until the
+ * next call is due (UINT64_MAX in other modes). */
+uint64_t fl_udp_consumer_tick(struct fl_udp_consumer *c, uint64_t now);
 void fl_udp_consumer_free(struct fl_udp_consumer *c);
 int fl_udp_consumer_fd(const struct fl_udp_consumer *c);
 void fl_udp_consumer_input(struct fl_udp_consumer *c, uint64_t now);

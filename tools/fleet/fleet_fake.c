@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fg/ingest.h"
 #include "fg/line.h"
 #include "fg/slot.h"
 #include "fleet.h"
@@ -69,7 +70,9 @@ static void status(struct fake *k, uint32_t seq, uint16_t layer, uint8_t line, e
 	if (s) {
 		for (unsigned r = 0; r < FL_ROLES; r++)
 			if (s->landed & (1u << r))
-				st.bitset |= (uint8_t)(1u << (r == 0 ? FL_LINE_X : r == 1 ? FL_LINE_ATTN : FL_LINE_FFN));
+				st.landed |= (uint8_t)(1u << (r == 0 ? FL_LINE_X : r == 1 ? FL_LINE_ATTN : FL_LINE_FFN));
+		/* satisfied lines, as fanogate answers them (wire.md 5) */
+		st.bitset = fg_status_bitset(st.landed, st.expected, s->resolved ? FG_SLOT_RESOLVED : FG_SLOT_OPEN);
 		if (s->resolved) {
 			st.facts |= FG_FACT_RESOLVED;
 			st.fingerprint = s->fp;
@@ -231,7 +234,7 @@ int fl_fake_run(const struct fl_fake_opts *o)
 		if (!(K.slots[i].res = malloc((size_t)o->hidden * 4u)))
 			goto out;
 	}
-	K.in = fl_udp_consumer_new(&ls, ll, o->mtu, !o->no_ack, on_in, &K);
+	K.in = fl_udp_consumer_new(&ls, ll, o->mtu, o->no_ack ? FL_CACK_NONE : FL_CACK_EACH, on_in, &K);
 	if (!K.in) {
 		fprintf(stderr, "fake: bind %s: %s\n", o->listen, strerror(errno));
 		goto out;

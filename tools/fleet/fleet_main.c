@@ -87,9 +87,22 @@ static void usage(FILE *f)
 "  --udp HOST:PORT       fanogate's fragmented-profile UDP port (dataplane)\n"
 "  --udp-bind HOST       source address of the UDP stations\n"
 "  --mtu N               UDP payload MTU (1472)\n"
-"  --rto-ms N            UDP retransmit timeout (200)\n"
+"  --rto-ms N            UDP: a frame unACKed this long is resent ... (200)\n"
+"  --check-ms N          ... when the sender's check timer fires, every N ms (200:\n"
+"                        the fleet's schedule, attempts ~400 ms apart; 0: at rto)\n"
+"  --resends N           UDP resends before a frame is given up (5)\n"
+"  --address band|fleet  band: the stream names the layer (seed band + L); fleet:\n"
+"                        the fleet's dispatcher, stream = band + (L & 0x0F) and the\n"
+"                        address names L: https /layers/L/residual-seed, one wss\n"
+"                        /flow?layer=L per layer, UDP port --udp-layer-ports + L\n"
+"  --udp-layer-ports B   with --address fleet: send layer L's UDP to port B + L\n"
+"                        (fanogate's [udp] layer_ports); default: the --udp port\n"
 "  --consumer HOST:PORT  bind the UDP consumer of resolved seeds here\n"
 "  --no-consumer-ack     do not ACK resolved seeds on the consumer socket\n"
+"  --consumer-acks each|fleet|none  each: ACK every seed received (default);\n"
+"                        fleet: as the fleet's transport, a 64-sequence window per\n"
+"                        stream from the lowest held, trimmed once 128 are held,\n"
+"                        re-ACKed every 50 ms\n"
 "  --tls HOST:PORT       fanogate's TLS listener (wss:///flow, https:///residual-seed)\n"
 "  --sni NAME            TLS server name to send and verify\n"
 "  --ca FILE | --insecure   verify the server with FILE / not at all\n"
@@ -101,7 +114,7 @@ static void usage(FILE *f)
 "  --pull N              also fetch every seed with GET /residual-seed/L/T (long poll)\n"
 "                        over N HTTPS connections (give N >= --window)\n"
 "run:\n"
-"  --slot-timeout-ms N   a slot without a resolved seed by then is missing (2000)\n"
+"  --slot-timeout-ms N   a slot without a resolved seed by then is missing (3500)\n"
 "  --linger-ms N         after the last token, keep ACKing resolved seeds on the UDP\n"
 "                        consumer up to N ms, until it is quiet for 400 ms (the\n"
 "                        appliance resends seeds whose ACK it missed) (2000; 0 off)\n"
@@ -223,7 +236,8 @@ enum {
 	O_DROP_CWND, O_UDP, O_UDP_BIND, O_MTU, O_RTO, O_CONSUMER, O_NO_CACK, O_TLS, O_SNI, O_CA, O_INSECURE,
 	O_CERT, O_KEY, O_TOKEN, O_TOKEN_FILE, O_WSS_CONNS, O_HTTPS_CONNS, O_NO_SUB, O_SLOT_TO, O_DURATION,
 	O_MAX_MISSING, O_JSON, O_SAMPLES, O_QUIET, O_FAKE, O_LISTEN, O_FAKE_DROP, O_NO_ACK, O_RELAY, O_HOPS,
-	O_WARMUP, O_HELP, O_VERSION, O_STATION, O_PULL, O_LINGER,
+	O_WARMUP, O_HELP, O_VERSION, O_STATION, O_PULL, O_LINGER, O_CACKS, O_ADDRESS, O_LAYER_PORTS, O_CHECK_MS,
+	O_RESENDS,
 };
 
 static const struct option longopts[] = {
@@ -240,7 +254,8 @@ static const struct option longopts[] = {
 	{ "key", 1, 0, O_KEY }, { "token", 1, 0, O_TOKEN }, { "token-file", 1, 0, O_TOKEN_FILE },
 	{ "wss-conns", 1, 0, O_WSS_CONNS }, { "https-conns", 1, 0, O_HTTPS_CONNS },
 	{ "no-subscribe", 0, 0, O_NO_SUB }, { "slot-timeout-ms", 1, 0, O_SLOT_TO },
-	{ "linger-ms", 1, 0, O_LINGER },
+	{ "linger-ms", 1, 0, O_LINGER }, { "consumer-acks", 1, 0, O_CACKS }, { "address", 1, 0, O_ADDRESS },
+	{ "udp-layer-ports", 1, 0, O_LAYER_PORTS }, { "check-ms", 1, 0, O_CHECK_MS }, { "resends", 1, 0, O_RESENDS },
 	{ "duration", 1, 0, O_DURATION }, { "max-missing", 1, 0, O_MAX_MISSING }, { "json", 1, 0, O_JSON },
 	{ "samples", 1, 0, O_SAMPLES }, { "quiet", 0, 0, O_QUIET }, { "fake-receiver", 0, 0, O_FAKE },
 	{ "listen", 1, 0, O_LISTEN }, { "fake-drop", 1, 0, O_FAKE_DROP }, { "no-ack", 0, 0, O_NO_ACK },
@@ -334,7 +349,28 @@ int main(int argc, char **argv)
 		case O_MTU: if (!num(optarg, 64, 9000, &v)) return bad(name, optarg); o.udp.mtu = (uint32_t)v; fk.mtu = o.udp.mtu; break;
 		case O_RTO: if (!num(optarg, 1, 60000, &v)) return bad(name, optarg); o.udp.rto_ms = (uint32_t)v; break;
 		case O_CONSUMER: consumer_str = optarg; break;
-		case O_NO_CACK: o.consumer_ack = false; break;
+		case O_NO_CACK: o.consumer_ack = FL_CACK_NONE; break;
+		case O_CACKS:
+			if (!strcmp(optarg, "each"))
+				o.consumer_ack = FL_CACK_EACH;
+			else if (!strcmp(optarg, "fleet"))
+				o.consumer_ack = FL_CACK_FLEET;
+			else if (!strcmp(optarg, "none"))
+				o.consumer_ack = FL_CACK_NONE;
+			else
+				return bad(name, optarg);
+			break;
+		case O_ADDRESS:
+			if (!strcmp(optarg, "fleet"))
+				o.fleet_addr = true;
+			else if (!strcmp(optarg, "band"))
+				o.fleet_addr = false;
+			else
+				return bad(name, optarg);
+			break;
+		case O_LAYER_PORTS: if (!num(optarg, 1, 65535, &v)) return bad(name, optarg); o.udp_layer_ports = (uint16_t)v; break;
+		case O_CHECK_MS: if (!num(optarg, 0, 60000, &v)) return bad(name, optarg); o.udp.check_ms = (uint32_t)v; break;
+		case O_RESENDS: if (!num(optarg, 0, 255, &v)) return bad(name, optarg); o.udp.max_resends = (uint32_t)v; break;
 		case O_TLS: tls_str = optarg; break;
 		case O_SNI: o.tls.sni = optarg; break;
 		case O_CA: o.tls.ca_file = optarg; break;

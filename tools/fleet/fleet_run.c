@@ -47,6 +47,8 @@
 #define ROLE_CANON 3u
 #define TAG_PULL 0x8000u /* tag bit: the answer to a pull GET */
 #define MAX_CONNS 64u
+#define FL_UDP_GROUPS 16u /* fleet addressing: one sender set per 16 layers, so (stream, seq) keys stay unique per socket */
+#define MAX_UDP ((FL_ROLES + 1) * FL_UDP_GROUPS)
 #define NAME_SLOTS 40u
 
 static const uint8_t role_line[FL_ROLES] = { FL_LINE_X, FL_LINE_ATTN, FL_LINE_FFN };
@@ -97,7 +99,9 @@ struct engine {
 	struct token *tok;
 	uint64_t issued, retired;
 	/* transports */
-	struct fl_udp_sender *udp[FL_ROLES + 1]; /* + canonical */
+	struct fl_udp_sender *udp[MAX_UDP]; /* [role + (FL_ROLES + 1) * group], + canonical */
+	unsigned n_udp;
+	int16_t wss_of_layer[256]; /* fleet addressing: index in wss[] bound to the layer, -1 none */
 	struct fl_udp_consumer *cons;
 	SSL_CTX *ssl;
 	struct fl_conn *wss[MAX_CONNS];
@@ -148,15 +152,18 @@ void fl_run_opts_default(struct fl_run_opts *o)
 	o->corrupt_line = FL_LINE_ATTN;
 	o->corrupt_layer = -1;
 	o->corrupt_index = 7;
-	o->udp = (struct fl_udp_opts){ .mtu = 1472, .cwnd_init = 16, .cwnd_max = 256, .rto_ms = 200,
+	/* the fleet's sender as measured (wire.md 2.1): a 200 ms check timer,
+	 * a 200 ms age test, 5 resends */
+	o->udp = (struct fl_udp_opts){ .mtu = 1472, .cwnd_init = 16, .cwnd_max = 256, .rto_ms = 200, .check_ms = 200,
 				       .max_resends = 5, .rng = 1 };
-	o->consumer_ack = true;
+	o->consumer_ack = FL_CACK_EACH;
 	o->linger_ms = 2000;
 	o->tls.timeout_ms = 5000;
 	o->wss_conns = 2;
 	o->https_conns = 4;
 	o->subscribe = true;
-	o->slot_timeout_ms = 2000;
+	/* fanogate's default slot deadline (3 s) plus a delivery's flight */
+	o->slot_timeout_ms = 3500;
 }
 
 __attribute__((format(printf, 2, 3))) static void note_error(struct engine *e, const char *fmt, ...)
@@ -417,22 +424,38 @@ static struct fl_conn *least_backlog(struct fl_conn **c, uint32_t n)
 	return best;
 }
 
-static int send_frame(struct engine *e, unsigned ing, unsigned role, const uint8_t *buf, uint32_t len,
+static int send_frame(struct engine *e, unsigned ing, unsigned role, unsigned d, const uint8_t *buf, uint32_t len,
 		      uint64_t tag, uint64_t now, bool canon)
 {
+	const struct fl_run_opts *o = e->o;
 	int rc = -ENOTCONN;
 	if (ing == FL_IN_UDP) {
-		rc = fl_udp_send(e->udp[role], buf, len, tag, now);
+		unsigned g = o->fleet_addr ? (d >> 4) % FL_UDP_GROUPS : 0;
+		uint16_t port = o->fleet_addr && o->udp_layer_ports ? (uint16_t)(o->udp_layer_ports + d) : 0;
+		rc = fl_udp_send_port(e->udp[role + (FL_ROLES + 1) * g], port, buf, len, tag, now);
 	} else if (ing == FL_IN_WSS) {
-		struct fl_conn *c = e->wss[role % e->n_wss];
-		if (c && fl_conn_is_dead(c))
-			c = least_backlog(e->wss, e->n_wss);
+		struct fl_conn *c;
+		if (o->fleet_addr) {
+			/* the station's own connection, bound to its layer */
+			c = d < 256 && e->wss_of_layer[d] >= 0 ? e->wss[e->wss_of_layer[d]] : NULL;
+			if (c && fl_conn_is_dead(c))
+				c = NULL;
+		} else {
+			c = e->wss[role % e->n_wss];
+			if (c && fl_conn_is_dead(c))
+				c = least_backlog(e->wss, e->n_wss);
+		}
 		if (c)
 			rc = fl_ws_queue_frame(c, buf, len, tag);
 	} else {
 		struct fl_conn *c = least_backlog(e->https, e->n_https);
+		char path[64];
+		if (o->fleet_addr)
+			snprintf(path, sizeof path, "/layers/%u/%s", d, canon ? "canonical" : "residual-seed");
+		else
+			snprintf(path, sizeof path, "%s", canon ? "/canonical" : "/residual-seed");
 		if (c)
-			rc = fl_https_post(c, canon ? "/canonical" : "/residual-seed", buf, len, tag, now);
+			rc = fl_https_post(c, path, buf, len, tag, now);
 	}
 	return rc;
 }
@@ -509,7 +532,9 @@ static void send_slot(struct engine *e, struct token *t, unsigned d, uint64_t no
 			.start_pos = 0, .seq_len = 1, .body = (const uint8_t *)b, .body_len = H * 4u,
 		};
 		ssize_t n = fg_seed_encode(&e->bands, &sd, e->fbuf, FG_HDR_LEN + FG_SEED_PREFIX_LEN + H * 4u);
-		int rc = n < 0 ? (int)n : send_frame(e, s->ing[r], r, e->fbuf, (uint32_t)n, tag_of(t->idx, d, r), now, false);
+		if (n > 0 && o->fleet_addr) /* the fleet's dispatcher: dst_layer & 0x0F in the stream */
+			fg_put_be16(e->fbuf, (uint16_t)(e->bands.seed_base + (d & 0x0Fu)));
+		int rc = n < 0 ? (int)n : send_frame(e, s->ing[r], r, d, e->fbuf, (uint32_t)n, tag_of(t->idx, d, r), now, false);
 		if (rc < 0) {
 			/* Never sent: the slot cannot resolve; it will time out. */
 			e->send_errors++;
@@ -525,7 +550,10 @@ static void send_slot(struct engine *e, struct token *t, unsigned d, uint64_t no
 		/* Long poll: the appliance holds the GET until the slot resolves
 		 * (or its deadline passes). */
 		char path[64];
-		snprintf(path, sizeof path, "/residual-seed/%u/%u", d, token_seq);
+		if (o->fleet_addr)
+			snprintf(path, sizeof path, "/layers/%u/residual-seed/%u", d, token_seq);
+		else
+			snprintf(path, sizeof path, "/residual-seed/%u/%u", d, token_seq);
 		struct fl_conn *c = least_backlog(e->pull, e->n_pull);
 		if (c && fl_https_get(c, path, tag_of(t->idx, d, ROLE_CANON) | TAG_PULL, now) == 0)
 			e->pull_sent++;
@@ -545,7 +573,9 @@ static void send_slot(struct engine *e, struct token *t, unsigned d, uint64_t no
 		c.digest = fg_fingerprint(cx, H * 4u);
 	}
 	ssize_t n = fg_canon_encode(&e->bands, &c, e->fbuf, FG_HDR_LEN + FG_SEED_PREFIX_LEN + H * 4u);
-	if (n < 0 || send_frame(e, (unsigned)via, ROLE_CANON, e->fbuf, (uint32_t)n, tag_of(t->idx, d, ROLE_CANON), now, true) < 0) {
+	if (n > 0 && o->fleet_addr)
+		fg_put_be16(e->fbuf, (uint16_t)(e->bands.canonical_base + (d & 0x0Fu)));
+	if (n < 0 || send_frame(e, (unsigned)via, ROLE_CANON, d, e->fbuf, (uint32_t)n, tag_of(t->idx, d, ROLE_CANON), now, true) < 0) {
 		e->send_errors++;
 		note_error(e, "sending a canonical report over %s failed", fl_ingress_name((unsigned)via));
 	} else {
@@ -625,8 +655,14 @@ static int setup(struct engine *e)
 	const struct fl_run_opts *o = e->o;
 	char err[512];
 	struct fl_conn_cb cb = { .on_frame = on_frame, .on_sent = on_sent, .on_response = on_response, .ctx = e };
+	for (unsigned l = 0; l < 256; l++)
+		e->wss_of_layer[l] = -1;
 	if (o->have_udp) {
-		for (unsigned r = 0; r <= FL_ROLES; r++) {
+		unsigned groups = o->fleet_addr ? (o->layers + 15u) / 16u : 1;
+		if (groups > FL_UDP_GROUPS)
+			groups = FL_UDP_GROUPS;
+		e->n_udp = (FL_ROLES + 1) * groups;
+		for (unsigned r = 0; r < e->n_udp; r++) {
 			struct fl_udp_opts u = o->udp;
 			u.rng = fl_mix64(o->seed + r + 1);
 			e->udp[r] = fl_udp_sender_new(&o->udp_dst, o->udp_dlen, o->have_udp_bind ? &o->udp_bind : NULL,
@@ -654,9 +690,24 @@ static int setup(struct engine *e)
 		uint32_t nw = o->mix[FL_IN_WSS] > 0 ? o->wss_conns : 0;
 		if (nw == 0 && o->subscribe)
 			nw = 1;
+		/* Fleet addressing: connection 0 subscribes (when asked), then
+		 * one connection per destination layer 1..layers-1, bound to it. */
+		if (o->fleet_addr)
+			nw = (o->subscribe ? 1u : 0u) + (o->mix[FL_IN_WSS] > 0 ? (uint32_t)o->layers - 1u : 0u);
+		if (nw > MAX_CONNS) {
+			fprintf(stderr, "fleet: %u WebSocket connections needed, at most %u\n", nw, MAX_CONNS);
+			return -1;
+		}
 		for (uint32_t i = 0; i < nw && i < MAX_CONNS; i++) {
 			/* Connection 0 subscribes to every layer's resolved seeds. */
+			char pbuf[48];
 			const char *path = (i == 0 && o->subscribe) ? "/flow?layers=all" : "/flow";
+			if (o->fleet_addr && !(i == 0 && o->subscribe)) {
+				unsigned layer = i + (o->subscribe ? 0u : 1u);
+				snprintf(pbuf, sizeof pbuf, "/flow?layer=%u", layer);
+				path = pbuf;
+				e->wss_of_layer[layer] = (int16_t)i;
+			}
 			e->wss[i] = fl_conn_open(e->ssl, &o->tls, FL_CONN_WSS, path, &cb, err, sizeof err);
 			if (!e->wss[i]) {
 				fprintf(stderr, "fleet: wss://%s:%u%s: %s\n", o->tls.host, o->tls.port, path, err);
@@ -664,7 +715,7 @@ static int setup(struct engine *e)
 			}
 			e->n_wss++;
 		}
-		e->avail[FL_IN_WSS] = o->mix[FL_IN_WSS] > 0 && e->n_wss > 0;
+		e->avail[FL_IN_WSS] = o->mix[FL_IN_WSS] > 0 && e->n_wss > (o->fleet_addr && o->subscribe ? 1u : 0u);
 		uint32_t nh = o->mix[FL_IN_HTTPS] > 0 || o->canon_via == FL_IN_HTTPS ? o->https_conns : 0;
 		for (uint32_t i = 0; i < nh && i < MAX_CONNS; i++) {
 			e->https[i] = fl_conn_open(e->ssl, &o->tls, FL_CONN_HTTPS, NULL, &cb, err, sizeof err);
@@ -788,7 +839,7 @@ static void summary(struct engine *e, uint64_t now, int rc)
 	}
 	if (o->have_udp) {
 		struct fl_udp_stats u = { 0 };
-		for (unsigned r = 0; r <= FL_ROLES; r++) {
+		for (unsigned r = 0; r < e->n_udp; r++) {
 			const struct fl_udp_stats *s = fl_udp_sender_stats(e->udp[r]);
 			u.frames += s->frames; u.fragments += s->fragments; u.resends += s->resends;
 			u.gave_up += s->gave_up; u.acks += s->acks; u.acked_frames += s->acked_frames;
@@ -919,7 +970,7 @@ int fl_run(const struct fl_run_opts *o)
 	uint64_t next_progress = e->t0 + 1000000000ull, next_timeouts = e->t0;
 	uint64_t hard_end = o->duration_s ? e->t0 + (uint64_t)o->duration_s * 1000000000ull : UINT64_MAX;
 	double period = o->rate > 0 ? 1e9 / o->rate : 0;
-	struct pollfd pfd[3 * MAX_CONNS + FL_ROLES + 2];
+	struct pollfd pfd[3 * MAX_CONNS + MAX_UDP + 2];
 	while (!g_stop) {
 		uint64_t now = fl_now_ns();
 		if (now >= hard_end) {
@@ -943,11 +994,16 @@ int fl_run(const struct fl_run_opts *o)
 		for (uint32_t i = 0; i < e->n_wss; i++)
 			fl_ws_flush(e->wss[i], now);
 		if (o->have_udp)
-			for (unsigned r = 0; r <= FL_ROLES; r++) {
+			for (unsigned r = 0; r < e->n_udp; r++) {
 				uint64_t n = fl_udp_sender_tick(e->udp[r], now);
 				if (n < wait)
 					wait = n;
 			}
+		if (e->cons) {
+			uint64_t n = fl_udp_consumer_tick(e->cons, now);
+			if (n < wait)
+				wait = n;
+		}
 		if (now >= next_timeouts) {
 			check_timeouts(e, now);
 			next_timeouts = now + 10000000ull;
@@ -959,7 +1015,7 @@ int fl_run(const struct fl_run_opts *o)
 		}
 		nfds_t n = 0;
 		if (o->have_udp)
-			for (unsigned r = 0; r <= FL_ROLES; r++)
+			for (unsigned r = 0; r < e->n_udp; r++)
 				pfd[n++] = (struct pollfd){ .fd = fl_udp_sender_fd(e->udp[r]), .events = POLLIN };
 		if (e->cons)
 			pfd[n++] = (struct pollfd){ .fd = fl_udp_consumer_fd(e->cons), .events = POLLIN };
@@ -979,7 +1035,7 @@ int fl_run(const struct fl_run_opts *o)
 		now = fl_now_ns();
 		nfds_t k = 0;
 		if (o->have_udp)
-			for (unsigned r = 0; r <= FL_ROLES; r++, k++)
+			for (unsigned r = 0; r < e->n_udp; r++, k++)
 				if (pfd[k].revents)
 					fl_udp_sender_input(e->udp[r], now);
 		if (e->cons && pfd[k++].revents)
@@ -1011,7 +1067,7 @@ int fl_run(const struct fl_run_opts *o)
 				if (!fl_conn_is_dead(e->wss[i]))
 					(void)fl_conn_io(e->wss[i], fl_now_ns());
 			if (o->have_udp)
-				for (unsigned r = 0; r <= FL_ROLES; r++)
+				for (unsigned r = 0; r < e->n_udp; r++)
 					fl_udp_sender_input(e->udp[r], fl_now_ns());
 		}
 	}
@@ -1046,7 +1102,7 @@ int fl_run(const struct fl_run_opts *o)
 out:
 	if (e->samples)
 		fclose(e->samples);
-	for (unsigned r = 0; r <= FL_ROLES; r++)
+	for (unsigned r = 0; r < e->n_udp; r++)
 		fl_udp_sender_free(e->udp[r]);
 	fl_udp_consumer_free(e->cons);
 	for (uint32_t i = 0; i < e->n_wss; i++)

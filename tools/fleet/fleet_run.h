@@ -44,7 +44,14 @@ struct fl_run_opts {
 	bool have_consumer;
 	struct sockaddr_storage consumer;
 	socklen_t consumer_len;
-	bool consumer_ack;
+	enum fl_cack consumer_ack; /* how the UDP consumer ACKs (default EACH) */
+	/* Address layers the fleet's way (wire.md 3): streams carry
+	 * dst_layer & 0x0F, the layer is named by the address: HTTPS
+	 * /layers/<L>/residual-seed (and /canonical, the pull GET), one WSS
+	 * connection per layer bound with /flow?layer=<L>, UDP to port
+	 * udp_layer_ports + L (when set; else the --udp port). */
+	bool fleet_addr;
+	uint16_t udp_layer_ports;
 	/* TLS */
 	bool have_tls;
 	struct fl_tls_opts tls;

@@ -16,7 +16,14 @@
  *    (a dropped contribution would leave a slot unresolved and measure
  *    nothing). --udp-drop-over-cwnd restores the fleet's behaviour.
  *  - cwnd grows by one per acknowledged frame up to cwnd_max and halves
- *    (not below cwnd_init) on a retransmit timeout. */
+ *    (not below cwnd_init) on a retransmit timeout.
+ *  - Resend timing is the fleet's (wire.md 2.1): a check timer every
+ *    check_ms (200) resends frames older than rto_ms (200), so attempts are
+ *    ~400 ms apart, the 5th resend leaves up to ~2 s after the first send
+ *    and the frame is given up at the check after that (~2.4 s).
+ *  - The consumer's FLEET ACK mode is the fleet's receiving transport: a
+ *    64-sequence window per stream from the lowest held sequence, trimmed
+ *    only once 128 are held, re-ACKed every 50 ms. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -38,6 +45,7 @@ struct fl_udp_sender {
 	fl_status_fn status;
 	void *ctx;
 	uint16_t next_id;
+	uint64_t next_check; /* check_ms > 0: when the check timer fires next */
 	uint32_t cwnd;
 	uint64_t rng;
 	struct fl_udp_frame **fly; /* in flight, unordered */
@@ -194,10 +202,17 @@ static void attempt(struct fl_udp_sender *s, struct fl_udp_frame *f, uint64_t no
 			copies = 2;
 			s->st.injected_dup++;
 		}
+		struct sockaddr_storage to = s->dst;
+		if (f->dst_port) {
+			if (to.ss_family == AF_INET6)
+				((struct sockaddr_in6 *)&to)->sin6_port = htons(f->dst_port);
+			else
+				((struct sockaddr_in *)&to)->sin_port = htons(f->dst_port);
+		}
 		for (int k = 0; k < copies; k++) {
 			/* EAGAIN on a full socket buffer is a loss like any other:
 			 * the retransmit timer covers it. */
-			if (sendto(s->fd, dg, (size_t)w, 0, (struct sockaddr *)&s->dst, s->dlen) >= 0) {
+			if (sendto(s->fd, dg, (size_t)w, 0, (struct sockaddr *)&to, s->dlen) >= 0) {
 				s->st.fragments++;
 				s->st.bytes += (uint64_t)w;
 			} else {
@@ -264,6 +279,12 @@ static void fill_window(struct fl_udp_sender *s, uint64_t now)
 
 int fl_udp_send(struct fl_udp_sender *s, const uint8_t *frame, uint32_t len, uint64_t tag, uint64_t now)
 {
+	return fl_udp_send_port(s, 0, frame, len, tag, now);
+}
+
+int fl_udp_send_port(struct fl_udp_sender *s, uint16_t port, const uint8_t *frame, uint32_t len, uint64_t tag,
+		     uint64_t now)
+{
 	struct fg_frame fr;
 	if (fg_frag_count(len, s->chunk) == 0 || fg_frame_decode(frame, len, FG_TRANSPORT_MESSAGE, &fr) < 0)
 		return -EINVAL;
@@ -281,6 +302,7 @@ int fl_udp_send(struct fl_udp_sender *s, const uint8_t *frame, uint32_t len, uin
 	f->stream = fr.hdr.stream_id;
 	f->seq = fr.hdr.sequence;
 	f->tag = tag;
+	f->dst_port = port;
 	if (q_push(s, f) < 0) {
 		frame_free(f);
 		return -ENOMEM;
@@ -352,6 +374,17 @@ uint64_t fl_udp_sender_tick(struct fl_udp_sender *s, uint64_t now)
 {
 	uint64_t rto = (uint64_t)s->o.rto_ms * 1000000ull, next = UINT64_MAX;
 	bool timed_out = false;
+	if (s->o.check_ms) {
+		/* The fleet's check timer: nothing happens between two checks. */
+		uint64_t period = (uint64_t)s->o.check_ms * 1000000ull;
+		if (!s->next_check)
+			s->next_check = now + period;
+		if (now < s->next_check) {
+			fill_window(s, now);
+			return s->n_fly ? s->next_check - now : UINT64_MAX;
+		}
+		s->next_check = now + period;
+	}
 	for (size_t i = 0; i < s->n_fly;) {
 		struct fl_udp_frame *f = s->fly[i];
 		if (now - f->sent_ns >= rto) {
@@ -376,12 +409,18 @@ uint64_t fl_udp_sender_tick(struct fl_udp_sender *s, uint64_t now)
 			s->cwnd = s->o.cwnd_init;
 	}
 	fill_window(s, now);
+	if (s->o.check_ms)
+		return s->n_fly ? s->next_check - now : UINT64_MAX;
 	return next;
 }
 
 /* ---- consumer -------------------------------------------------------- */
 
 #define REASM_CTX 64u
+#define FLEET_STREAMS 64u   /* resolved-seed streams a FLEET consumer tracks */
+#define FLEET_WINDOW 64u    /* sequences one ACK entry covers */
+#define FLEET_TRIM_AT 128u  /* held sequences that make the fleet trim */
+#define FLEET_REACK_NS (50ull * 1000000ull)
 #define REASM_TIMEOUT_NS (500ull * 1000000ull)
 
 struct reasm {
@@ -399,8 +438,21 @@ struct reasm {
 struct fl_udp_consumer {
 	int fd;
 	uint32_t mtu, chunk;
-	bool ack;
+	enum fl_cack ack;
 	uint16_t ack_id;
+	/* FLEET mode: held sequences per stream (FLEET_STREAMS streams, a
+	 * sorted array each), the last source to ACK, the re-ACK timer */
+	struct held {
+		bool used;
+		uint16_t stream;
+		uint32_t n;
+		bool trimmed;
+		uint32_t floor;  /* after a trim: sequences below it are done, not held again */
+		uint32_t seq[FLEET_TRIM_AT];
+	} held[FLEET_STREAMS];
+	struct sockaddr_storage ack_to;
+	socklen_t ack_tolen;
+	uint64_t next_reack;
 	fl_frame_fn on_frame;
 	void *ctx;
 	struct reasm r[REASM_CTX];
@@ -424,7 +476,7 @@ const struct sockaddr_storage *fl_udp_consumer_src(const struct fl_udp_consumer 
 }
 
 struct fl_udp_consumer *fl_udp_consumer_new(const struct sockaddr_storage *bind_addr, socklen_t blen,
-					    uint32_t mtu, bool ack, fl_frame_fn on_frame, void *ctx)
+					    uint32_t mtu, enum fl_cack ack, fl_frame_fn on_frame, void *ctx)
 {
 	struct fl_udp_consumer *c = calloc(1, sizeof *c);
 	if (!c)
@@ -466,9 +518,116 @@ void fl_udp_consumer_free(struct fl_udp_consumer *c)
 int fl_udp_consumer_fd(const struct fl_udp_consumer *c) { return c->fd; }
 const struct fl_consumer_stats *fl_udp_consumer_stats(const struct fl_udp_consumer *c) { return &c->st; }
 
+/* FLEET mode: the held set of a stream (created on first use; NULL when
+ * every entry is taken by other streams). */
+static struct held *held_of(struct fl_udp_consumer *c, uint16_t stream)
+{
+	struct held *free_h = NULL;
+	for (unsigned i = 0; i < FLEET_STREAMS; i++) {
+		if (c->held[i].used && c->held[i].stream == stream)
+			return &c->held[i];
+		if (!c->held[i].used && !free_h)
+			free_h = &c->held[i];
+	}
+	if (free_h) {
+		free_h->used = true;
+		free_h->stream = stream;
+		free_h->n = 0;
+		free_h->trimmed = false;
+	}
+	return free_h;
+}
+
+/* Insert seq into the sorted held set (sequence order, no wrap handling:
+ * a run's token_seqs do not wrap); trim the lowest 64 once 128 are held. */
+static void held_add(struct held *h, uint32_t seq)
+{
+	uint32_t i = 0;
+	if (h->trimmed && seq < h->floor)
+		return;
+	while (i < h->n && h->seq[i] < seq)
+		i++;
+	if (i < h->n && h->seq[i] == seq)
+		return;
+	memmove(&h->seq[i + 1], &h->seq[i], (h->n - i) * sizeof h->seq[0]);
+	h->seq[i] = seq;
+	if (++h->n >= FLEET_TRIM_AT) {
+		memmove(&h->seq[0], &h->seq[FLEET_TRIM_AT - FLEET_WINDOW], FLEET_WINDOW * sizeof h->seq[0]);
+		h->n = FLEET_WINDOW;
+		h->trimmed = true;
+		h->floor = h->seq[0];
+	}
+}
+
+/* The one ACK entry the fleet sends for a stream: base = the lowest held,
+ * bits for the held sequences in base..base+63 only. */
+static struct fg_ack_entry held_entry(const struct held *h)
+{
+	struct fg_ack_entry e = { .stream_id = h->stream, .base_seq = h->n ? h->seq[0] : 0 };
+	for (uint32_t i = 0; i < h->n; i++) {
+		uint32_t d = h->seq[i] - e.base_seq;
+		if (d >= FLEET_WINDOW)
+			break;
+		if (d < 32)
+			e.bitmap_lo |= 1u << d;
+		else
+			e.bitmap_hi |= 1u << (d - 32);
+	}
+	return e;
+}
+
+static void ack_send(struct fl_udp_consumer *c, const struct fg_ack_entry *e, size_t n,
+		     const struct sockaddr_storage *to, socklen_t tolen)
+{
+	uint8_t buf[4096];
+	uint32_t lens[8];
+	int k = fg_ack_build(e, n, c->mtu, c->ack_id, buf, sizeof buf, lens, FG_ARRAY_LEN(lens));
+	if (k <= 0)
+		return;
+	c->ack_id = (uint16_t)(c->ack_id + k);
+	size_t off = 0;
+	for (int i = 0; i < k; i++) {
+		if (sendto(c->fd, buf + off, lens[i], 0, (const struct sockaddr *)to, tolen) >= 0)
+			c->st.acks_sent++;
+		off += lens[i];
+	}
+}
+
+uint64_t fl_udp_consumer_tick(struct fl_udp_consumer *c, uint64_t now)
+{
+	if (c->ack != FL_CACK_FLEET)
+		return UINT64_MAX;
+	if (now < c->next_reack)
+		return c->next_reack - now;
+	c->next_reack = now + FLEET_REACK_NS;
+	if (!c->ack_tolen)
+		return FLEET_REACK_NS;
+	struct fg_ack_entry e[FLEET_STREAMS];
+	size_t n = 0;
+	for (unsigned i = 0; i < FLEET_STREAMS; i++)
+		if (c->held[i].used && c->held[i].n)
+			e[n++] = held_entry(&c->held[i]);
+	if (n)
+		ack_send(c, e, n, &c->ack_to, c->ack_tolen);
+	return FLEET_REACK_NS;
+}
+
 static void consumer_ack(struct fl_udp_consumer *c, const struct fg_frame *f, const struct sockaddr_storage *src,
 			 socklen_t slen)
 {
+	if (c->ack == FL_CACK_FLEET) {
+		/* every frame is ACKed (status frames too); resolved seeds are held */
+		struct fg_ack_entry e = { .stream_id = f->hdr.stream_id, .base_seq = f->hdr.sequence, .bitmap_lo = 1 };
+		struct held *h = f->hdr.stream_id != FG_STREAM_STATUS ? held_of(c, f->hdr.stream_id) : NULL;
+		if (h) {
+			held_add(h, f->hdr.sequence);
+			e = held_entry(h);
+		}
+		memcpy(&c->ack_to, src, slen);
+		c->ack_tolen = slen;
+		ack_send(c, &e, 1, src, slen);
+		return;
+	}
 	struct fg_ack_entry e = { .stream_id = f->hdr.stream_id, .base_seq = f->hdr.sequence, .bitmap_lo = 1 };
 	uint8_t buf[256];
 	uint32_t lens[1];
@@ -488,7 +647,7 @@ static void deliver(struct fl_udp_consumer *c, const uint8_t *buf, uint32_t len,
 	if (f.hdr.flags & FG_FLAG_ACK)
 		return; /* an ACK of something we never send reliably: ignore */
 	c->st.frames++;
-	if (c->ack)
+	if (c->ack != FL_CACK_NONE)
 		consumer_ack(c, &f, src, slen);
 	c->cur_src = src;
 	c->cur_slen = slen;

@@ -55,6 +55,9 @@ local f = {
 	st_lstate = ProtoField.string("aeonflow.status.line_state", "Line state"),
 	st_epoch = ProtoField.uint32("aeonflow.status.epoch", "Model epoch", base.DEC),
 	st_fp = ProtoField.uint64("aeonflow.status.fingerprint", "Fingerprint", base.HEX),
+	st_bitset = ProtoField.uint8("aeonflow.status.bitset", "bitset (lines satisfied; 0x7f = fully resolved)", base.HEX),
+	st_expected = ProtoField.uint8("aeonflow.status.expected", "expected", base.HEX),
+	st_landed = ProtoField.uint8("aeonflow.status.landed", "landed", base.HEX),
 	chunk = ProtoField.bytes("aeonflow.chunk", "Continuation chunk"),
 }
 p.fields = f
@@ -65,6 +68,8 @@ p.prefs.seed_base = Pref.uint("Seed band base", 0xAF60, "")
 p.prefs.canon_base = Pref.uint("Canonical band base", 0xAF80, "")
 p.prefs.resolved_base = Pref.uint("Resolved band base", 0xAFA0, "")
 p.prefs.layer_bits = Pref.uint("Layer bits", 5, "")
+p.prefs.orientation = Pref.enum("Orientation reading", 0, "[wire] orientation: bit (0 = +, 1 = -) or signed (0x1 = +, 0xF = -)",
+	{ { 1, "bit", 0 }, { 2, "signed", 1 } }, false)
 p.prefs.ws_heur = Pref.bool("Try WebSocket payloads", true, "Decode every WebSocket binary payload as aeon-flow")
 
 local function band_of(stream)
@@ -104,7 +109,11 @@ local function frame(tvb, off, tree, pinfo)
 			local o = bit.band(flags, 0x0F)
 			t:add(f.line, line)
 			t:add(f.triple, LINES[line + 1] or "invalid")
-			t:add(f.orient, o == 0 and "+" or (o == 1 and "-" or "invalid"))
+			if p.prefs.orientation == 1 then
+				t:add(f.orient, o == 1 and "+" or (o == 15 and "-" or "invalid"))
+			else
+				t:add(f.orient, o == 0 and "+" or (o == 1 and "-" or "invalid"))
+			end
 			info = info .. string.format(" line %d %s %s", line, LINES[line + 1] or "?", o == 0 and "+" or "-")
 		end
 		if have >= 8 then
@@ -129,7 +138,8 @@ local function frame(tvb, off, tree, pinfo)
 			et:add(f.ack_lo, tvb(e + 10, 4))
 		end
 		info = string.format("ACK %d entries", n)
-	elseif band == "status" and have >= 28 then
+	elseif band == "status" and have >= 32 then
+		-- version 2 (include/fg/wire.h): bitset = lines satisfied, landed at 28
 		t:add(f.token, tvb(off + 2, 4))
 		local oc = tvb(pl + 1, 1):uint()
 		local line = tvb(pl + 2, 1):uint()
@@ -147,6 +157,9 @@ local function frame(tvb, off, tree, pinfo)
 		t:add(f.st_lstate, LSTATES[tvb(pl + 9, 1):uint()] or "?")
 		t:add_le(f.st_epoch, tvb(pl + 16, 4))
 		t:add_le(f.st_fp, tvb(pl + 20, 8))
+		t:add(f.st_bitset, tvb(pl + 6, 1))
+		t:add(f.st_expected, tvb(pl + 7, 1))
+		t:add(f.st_landed, tvb(pl + 28, 1))
 		info = string.format("status tok %d %s", seq, OUTCOMES[oc] or "?")
 	end
 	pinfo.cols.info:append(" " .. info)
