@@ -49,6 +49,7 @@ enum ktype {
 	KT_SECCOMP,  /* [daemon] seccomp: on | off | kill | log */
 	KT_ORIENT,   /* [wire] orientation: bit | signed */
 	KT_ACKWIN,   /* [consumers] ack_window: exact | fleet */
+	KT_NEIGHS,   /* [dataplane] neighbours: IP=MAC, ... */
 };
 
 struct ckey {
@@ -163,6 +164,9 @@ static const struct ckey config_keys[] = {
 	 KT_STR, OFF(dp_profile), SZ(dp_profile), 0, 0},
 	{{"dataplane", "lcores", "uint", "1", "1..128", "poll lcores; lcore i owns slot shard i"},
 	 KT_U32, OFF(lcores), 0, 1, 128},
+	{{"dataplane", "neighbours", "list", "", "comma list of IP=MAC (IPv4 or IPv6, MAC as aa:bb:cc:dd:ee:ff), at most 16",
+	  "static neighbours: the dataplane sends to IP at MAC and no ARP/NDP packet changes it"},
+	 KT_NEIGHS, 0, 0, 0, 0},
 
 	{{"tls", "listen", "address", "0.0.0.0:8443", "host:port", "TLS listener (WebSocket /flow, POST /residual-seed, pulls, health)"},
 	 KT_ADDR, OFF(tls_listen), 0, 0, 0},
@@ -295,6 +299,7 @@ void fg_config_default(struct fg_config *c)
 	c->send_status = true;
 	c->status_accepted = true;
 	c->n_allow = 0;
+	c->n_static_neigh = 0;
 	c->reasm_contexts = 1024;
 	c->reasm_timeout_ms = 250;
 	c->delivery_resend_ms = 200;
@@ -773,6 +778,46 @@ static int config_handler(void *user, const char *section, const char *name, con
 			return 0;
 		}
 		*(uint8_t *)field = (uint8_t)m;
+		break;
+	}
+	case KT_NEIGHS: {
+		char list[FG_CONFIG_LINE_MAX + 1];
+		unsigned n = 0;
+		snprintf(list, sizeof(list), "%s", value);
+		for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			while (*tok == ' ' || *tok == '\t')
+				tok++;
+			for (char *e = tok + strlen(tok); e > tok && (e[-1] == ' ' || e[-1] == '\t');)
+				*--e = '\0';
+			if (n == FG_STATIC_NEIGH_MAX) {
+				fail(ps, ln, "[%s] %s: more than %u neighbours", section, name, FG_STATIC_NEIGH_MAX);
+				return 0;
+			}
+			struct fg_static_neigh *sn = &c->static_neigh[n];
+			memset(sn, 0, sizeof(*sn));
+			char *eq = strchr(tok, '=');
+			unsigned m[6];
+			char tail;
+			if (eq)
+				*eq = '\0';
+			bool ok = eq != NULL;
+			if (ok && inet_pton(AF_INET, tok, sn->addr) == 1)
+				sn->family = 4;
+			else if (ok && inet_pton(AF_INET6, tok, sn->addr) == 1)
+				sn->family = 6;
+			else
+				ok = false;
+			ok = ok && sscanf(eq + 1, "%2x:%2x:%2x:%2x:%2x:%2x%c", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5], &tail) == 6;
+			if (!ok) {
+				fail(ps, ln, "[%s] %s: '%s%s%s' is not IP=MAC (like 10.0.0.2=02:00:00:00:00:02)", section, name, tok,
+				     eq ? "=" : "", eq ? eq + 1 : "");
+				return 0;
+			}
+			for (int i = 0; i < 6; i++)
+				sn->mac[i] = (uint8_t)m[i];
+			n++;
+		}
+		c->n_static_neigh = n;
 		break;
 	}
 	case KT_ACKWIN: {

@@ -83,6 +83,9 @@ const struct fg_counter_def fg_dp_xcounter_defs[DP_X__COUNT] = {
 	[DP_X_DLV_ACK_FOREIGN] = {"delivery_ack_foreign_stream", "dp_delivery_ack_foreign_stream_total", NULL, "counter", "consumer ACK entries of streams outside the resolved band (status frames ACKed by the fleet): skipped at one compare", 0},
 	[DP_X_DLV_BELOW_BASE] = {"delivery_acked_below_base", "dp_delivery_acked_below_base_total", NULL, "counter", "deliveries below the consumer's ACK base ([consumers] ack_window = fleet): delivered, also in delivery_acked", 0},
 	[DP_X_DLV_WINDOW_WAIT] = {"delivery_window_wait", "dp_delivery_window_wait_total", NULL, "counter", "due resends held because the sequence lies beyond the consumer's base + 63 ([consumers] ack_window = fleet)", 0},
+	[DP_X_NEIGH_NOT_ALLOWED] = {"neigh_not_allowed", "dp_neigh_not_allowed_total", NULL, "counter", "ARP/NDP offers refused: the address is neither in [udp] allow nor a configured consumer", 0},
+	[DP_X_NEIGH_UNSOLICITED] = {"neigh_unsolicited", "dp_neigh_unsolicited_total", NULL, "counter", "ARP/NDP offers refused: they would change a known neighbour and answer no request of ours", 0},
+	[DP_X_NEIGH_SLOT_BUSY] = {"neigh_slot_busy", "dp_neigh_slot_busy_total", NULL, "counter", "ARP/NDP offers refused: their neighbour table slot holds another address (the first keeps it)", 0},
 };
 
 const char *fg_counter_family_help(const struct fg_counter_def *d)

@@ -26,6 +26,7 @@
 #include "dp.h"
 #include "dp_ack.h"
 #include "dp_dlv.h"
+#include "dp_neigh_rule.h"
 #include "dp_pkt.h"
 #include "dp_profile.h"
 #include "dp_reasm.h"
@@ -49,11 +50,6 @@ struct dp_xfer {
 static inline uint8_t *dp_xfer_data(struct dp_xfer *x) { return (uint8_t *)x + DP_XFER_HDR; }
 static inline struct dp_xfer *dp_xfer_of(void *data) { return (struct dp_xfer *)((uint8_t *)data - DP_XFER_HDR); }
 
-struct dp_neigh {
-	uint8_t family;
-	uint8_t addr[16];
-	uint8_t mac[6];
-};
 
 struct dp_lcore {
 	unsigned idx;       /* shard index */

@@ -1,5 +1,9 @@
 /* dp_neigh.c - an lcore's neighbours: the per-lcore table of IP -> MAC
- * learnt from ARP and from every accepted datagram's source, the route to
+ * learnt from ARP requests/replies and IPv6 neighbour solicitations (never
+ * from a UDP datagram's source MAC), under dp_neigh_rule.c's rule: only for
+ * addresses [udp] allow admits or configured consumers, and a known entry is
+ * never changed by the wire (issue 14 item 4); [dataplane] neighbours
+ * (static, looked up first, never written by the wire); the route to
  * an address we did not just hear from (the consumer), and the answers to
  * ARP requests and IPv6 neighbour solicitations for our own address.
  *
@@ -18,15 +22,70 @@ static unsigned neigh_slot(int family, const uint8_t *addr)
 	return dp_peer_hash(&p, 0) & (DP_NEIGH - 1);
 }
 
-void dp_neigh_learn(struct dp_lcore *lc, int family, const uint8_t *addr, const uint8_t *mac)
+/* May ARP/NDP write a neighbour for addr: [udp] allow admits it (an empty
+ * allowlist admits every address) or it is a configured consumer. */
+static bool neigh_admitted(int family, const uint8_t *addr)
 {
-	struct dp_neigh *n = &lc->neigh[neigh_slot(family, addr)];
+	int fam = family == 6 ? AF_INET6 : AF_INET;
 	size_t al = family == 6 ? 16 : 4;
-	if (n->family == family && !memcmp(n->addr, addr, al) && !memcmp(n->mac, mac, 6))
+	if (!dp_g.cfg.n_allow)
+		return true;
+	for (unsigned i = 0; i < dp_g.cfg.n_allow; i++)
+		if (fg_prefix_match(&dp_g.cfg.allow[i], fam, addr))
+			return true;
+	for (unsigned l = 0; l < FG_CONSUMERS_MAX; l++) {
+		const struct fg_addr *c = &dp_g.cfg.consumer[l];
+		if (c->set && c->family == fam && !memcmp(c->addr, addr, al))
+			return true;
+	}
+	const struct fg_addr *c = &dp_g.cfg.consumer_default;
+	return c->set && c->family == fam && !memcmp(c->addr, addr, al);
+}
+
+/* The [dataplane] neighbours entry for addr, as a table entry, or false. */
+static bool neigh_static(int family, const uint8_t *addr, struct dp_neigh *out)
+{
+	for (unsigned i = 0; i < dp_g.cfg.n_static_neigh; i++) {
+		const struct fg_static_neigh *s = &dp_g.cfg.static_neigh[i];
+		if (s->family == family && !memcmp(s->addr, addr, family == 6 ? 16 : 4)) {
+			memset(out, 0, sizeof(*out));
+			out->family = s->family;
+			out->is_static = true;
+			memcpy(out->addr, s->addr, 16);
+			memcpy(out->mac, s->mac, 6);
+			return true;
+		}
+	}
+	return false;
+}
+
+void dp_neigh_offer(struct dp_lcore *lc, int family, const uint8_t *addr, const uint8_t *mac)
+{
+	struct dp_neigh st;
+	struct dp_neigh *n = &lc->neigh[neigh_slot(family, addr)];
+	bool fixed = neigh_static(family, addr, &st);
+	/* solicited = false: the appliance sends no ARP/NDP requests of its own */
+	switch (dp_neigh_judge(fixed ? &st : n, family, addr, mac, neigh_admitted(family, addr), false)) {
+	case DP_NEIGH_SAME:
+		return;
+	case DP_NEIGH_NOT_ALLOWED:
+		dp_lc_xcount(lc, DP_X_NEIGH_NOT_ALLOWED);
+		return;
+	case DP_NEIGH_UNSOLICITED:
+		dp_lc_xcount(lc, DP_X_NEIGH_UNSOLICITED);
+		return;
+	case DP_NEIGH_SLOT_BUSY:
+		dp_lc_xcount(lc, DP_X_NEIGH_SLOT_BUSY);
+		return;
+	case DP_NEIGH_LEARN:
+		break;
+	}
+	if (fixed) /* the rule never lets the wire write a static neighbour */
 		return;
 	n->family = (uint8_t)family;
+	n->is_static = false;
 	memset(n->addr, 0, 16);
-	memcpy(n->addr, addr, al);
+	memcpy(n->addr, addr, family == 6 ? 16 : 4);
 	memcpy(n->mac, mac, 6);
 }
 
@@ -38,7 +97,10 @@ bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct
 	if (family == 4 ? !lc->has_local4 : !lc->has_local6)
 		return false;
 	memcpy(rt->local, family == 4 ? lc->local4 : lc->local6, 16);
+	struct dp_neigh st;
 	const struct dp_neigh *n = &lc->neigh[neigh_slot(family, addr)];
+	if (neigh_static(family, addr, &st))
+		n = &st;
 	if (n->family == family && !memcmp(n->addr, addr, family == 6 ? 16 : 4)) {
 		memcpy(rt->mac, n->mac, 6);
 	} else {
@@ -68,13 +130,17 @@ void dp_neigh_on_arp(struct dp_lcore *lc, const struct dp_pkt *pk)
 	if (pk->arp_op == 1 || pk->arp_op == 2) {
 		uint8_t a[16] = {0};
 		memcpy(a, pk->arp_spa, 4);
-		dp_neigh_learn(lc, 4, a, pk->arp_sha);
+		dp_neigh_offer(lc, 4, a, pk->arp_sha);
 	}
 }
 
 void dp_neigh_on_ndp(struct dp_lcore *lc, const struct dp_pkt *pk)
 {
 	dp_lc_xcount(lc, DP_X_NDP);
+	/* the solicitation's source (not the unspecified address of DAD) */
+	static const uint8_t unspec[16];
+	if (memcmp(pk->src.addr, unspec, 16))
+		dp_neigh_offer(lc, 6, pk->src.addr, pk->route.mac);
 	if (dp_g.prof.has_ip6 && !memcmp(pk->nd_target, dp_g.prof.ip6, 16)) {
 		struct rte_mbuf *r = rte_pktmbuf_alloc(dp_g.mbufs);
 		uint8_t *q = r ? (uint8_t *)rte_pktmbuf_append(r, 96) : NULL;

@@ -91,7 +91,8 @@ static void rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		}
 	}
 	memcpy(pk.route.our_mac, dp_g.mac.addr_bytes, 6);
-	dp_neigh_learn(lc, pk.src.family, pk.src.addr, pk.route.mac);
+	/* no neighbour learning from UDP (issue 14 item 4): replies go back to
+	 * pk.route.mac; deliveries use ARP/NDP-learnt or static neighbours */
 	if (dp_g.have_points)
 		points_seen(lc, pk.src.family, pk.src.addr, now);
 	if (pk.src.family == 4 && !lc->has_local4) {

@@ -32,6 +32,7 @@
 #define FG_CONFIG_LINE_MAX 197  /* inih's fixed line buffer, minus CR LF NUL */
 #define FG_CONFIG_FILE_MAX (1u << 20)
 #define FG_ALLOW_MAX 32
+#define FG_STATIC_NEIGH_MAX 16 /* [dataplane] neighbours */
 #define FG_CONSUMERS_MAX FG_MAX_LAYERS
 #define FG_POINT_PREFIX_MAX 8 /* [points] prefixes per point */
 
@@ -146,6 +147,14 @@ struct fg_config {
 	/* [dataplane] */
 	char dp_profile[FG_PATH_MAX]; /* drivers-config profile, default "af_xdp" */
 	uint32_t lcores;              /* poll lcores, default 1 */
+	/* [dataplane] neighbours = IP=MAC, ...: fixed IP -> MAC entries that
+	 * nothing on the wire changes (dataplane/dp_neigh.c); default none */
+	struct fg_static_neigh {
+		uint8_t family;   /* 4 or 6 */
+		uint8_t addr[16]; /* IPv4 in the first 4 bytes */
+		uint8_t mac[6];
+	} static_neigh[FG_STATIC_NEIGH_MAX];
+	unsigned n_static_neigh;
 	/* [tls] */
 	struct fg_addr tls_listen;    /* default 0.0.0.0:8443 */
 	char tls_cert[FG_PATH_MAX], tls_key[FG_PATH_MAX], tls_ca[FG_PATH_MAX];

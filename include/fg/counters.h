@@ -74,6 +74,9 @@ enum dp_xcounter {
 	DP_X_DLV_ACK_FOREIGN,     /* consumer ACK entries of streams outside the resolved band (skipped, one compare) */
 	DP_X_DLV_BELOW_BASE,      /* deliveries below the consumer's ACK base: delivered (also in delivery_acked) */
 	DP_X_DLV_WINDOW_WAIT,     /* due resends held: beyond the consumer's base + 63, waiting for its window to move */
+	DP_X_NEIGH_NOT_ALLOWED,   /* ARP/NDP offers refused: the address is neither in [udp] allow nor a consumer */
+	DP_X_NEIGH_UNSOLICITED,   /* ARP/NDP offers refused: they would change a known (or static) neighbour */
+	DP_X_NEIGH_SLOT_BUSY,     /* ARP/NDP offers refused: their table slot holds another neighbour */
 	DP_X__COUNT
 };
 const char *dp_xcounter_name(enum dp_xcounter c);
