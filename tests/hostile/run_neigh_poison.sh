@@ -9,7 +9,10 @@
 # every 5 ms, from MAC 02:00:00:00:ee:ee, a gratuitous ARP, an ARP request
 # and a UDP datagram, each claiming .3. The dataplane first hears the
 # consumer's real ARP request (spoof_neigh.py --announce: from .3 at the
-# veth's own MAC), as a host's kernel would send it.
+# veth's own MAC), as a host's kernel would send it. With a 4th argument
+# `static` the consumer is instead pinned by [dataplane] neighbours =
+# .3=<the veth's MAC> and no ARP request is sent: the same checks, and no
+# delivery fell back to broadcast (neigh_miss 0).
 #
 # Checks (any failure exits 1): every seed reached the consumer (missing 0),
 # no wrong seed, no delivery given up (a delivery sent to the spoofed MAC is
@@ -23,6 +26,7 @@ set -u
 DP=${1:?usage: run_neigh_poison.sh FANOGATE_DP FANOFLEET FANORELAY}
 FLEET=${2:?fanofleet}
 RELAY=${3:?fanorelay}
+MODE=${4:-learn}
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -65,6 +69,8 @@ ip -n "$NS" link set lo up
 ip -n "$NS" addr add ${NET}2/24 dev "$VB"
 ip -n "$NS" addr add ${NET}3/24 dev "$VB"
 ip -n "$NS" link set "$VB" up
+STATIC=""
+[ "$MODE" = static ] && STATIC="neighbours = ${NET}3=$(ip netns exec "$NS" cat /sys/class/net/$VB/address)"
 command -v ethtool >/dev/null && ip netns exec "$NS" ethtool -K "$VB" tx off >/dev/null 2>&1
 
 cat > "$TMP/fanogate.ini" <<EOC
@@ -89,6 +95,7 @@ resends = $RESENDS
 pending_max = $PENDING
 [dataplane]
 lcores = $LCORES
+$STATIC
 profile = $ROOT/drivers-config/af_packet.ini
 EOC
 
@@ -128,7 +135,7 @@ ip netns exec "$NS" "$FLEET" --udp 127.0.0.1:14000 --consumer 127.0.0.1:17001 --
 	"${CACK[@]}" > "$TMP/probe.log" 2>&1
 
 DPMAC=$(cat /sys/class/net/$VA/address)
-ip netns exec "$NS" "$PY" "$HERE/spoof_neigh.py" --announce "$VB" "$DPMAC" ${NET}1 ${NET}3 0 > "$TMP/announce.log" 2>&1 ||
+[ "$MODE" = static ] || ip netns exec "$NS" "$PY" "$HERE/spoof_neigh.py" --announce "$VB" "$DPMAC" ${NET}1 ${NET}3 0 > "$TMP/announce.log" 2>&1 ||
 	{ cat "$TMP/announce.log"; echo "FAIL: cannot send the consumer's ARP request"; exit 1; }
 ip netns exec "$NS" "$PY" "$HERE/spoof_neigh.py" "$VB" "$DPMAC" ${NET}1 ${NET}3 60 > "$TMP/spoof.log" 2>&1 &
 SPPID=$!
@@ -145,9 +152,9 @@ stop_pid "$R1PID"; R1PID=""
 stop_pid "$R2PID"; R2PID=""
 stop_pid "$DPPID"; DPRC=$?; DPPID=""
 
-$PY - "$FRC" "$DPRC" "$TMP" <<'PY'
+$PY - "$FRC" "$DPRC" "$TMP" "$MODE" <<'PY'
 import json, sys
-frc, dprc, tmp = sys.argv[1:4]
+frc, dprc, tmp, mode = sys.argv[1:5]
 fails = []
 def load(name):
     try:
@@ -170,6 +177,8 @@ if given != 0:
     fails.append(f"{given} deliveries given up (sent to a spoofed MAC, never ACKed)")
 if x.get("neigh_unsolicited", 0) <= 0:
     fails.append(f"neigh_unsolicited = {x.get('neigh_unsolicited', 0)}: the spoofs were not refused")
+if mode == "static" and x.get("neigh_miss", -1) != 0:
+    fails.append(f"neigh_miss = {x.get('neigh_miss')}: the static neighbour was not used")
 print("RESULT " + json.dumps({"seeds_sent": sent, "delivery_acked": acked, "delivery_given_up": given,
                                "neigh_unsolicited": x.get("neigh_unsolicited"),
                                "neigh_not_allowed": x.get("neigh_not_allowed"),
