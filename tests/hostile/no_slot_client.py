@@ -51,7 +51,7 @@ def main():
                     for b in range(64):
                         if (lo if b < 32 else hi) >> (b & 31) & 1:
                             acked.add(base + b)
-            elif stream == 0xFFFE and len(p) == 28:
+            elif stream == 0xFFFE and len(p) == 32 and p[0] == 2:  # status frame v2 (docs/wire-decisions.md)
                 status[seq] = OUTCOMES[p[1]] if p[1] < len(OUTCOMES) else str(p[1])
             f = f[10 + ln:]
     by = {}
