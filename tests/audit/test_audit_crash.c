@@ -35,6 +35,7 @@
 
 #include <cmocka.h>
 
+#include "cp_audit_head.h"
 #include "cp_audit_log.h"
 #include "fg/audit.h"
 
@@ -225,6 +226,23 @@ static uint64_t rnd(void)
  * Returns true when a tail was torn. */
 static bool tear_tail(bool any, uint64_t max_durable)
 {
+	/* What a power loss can take is what was not yet fdatasync'ed: the
+	 * records after the head pinned in <log>.head. The writer pins the head
+	 * before it reports a record durable, so a kill between the two leaves
+	 * the head ahead of max_durable; those records are on disk and cutting
+	 * them is damage (recovery fails closed), not a torn tail. */
+	char hp[sizeof(path) + 8];
+	snprintf(hp, sizeof(hp), "%s%s", path, CP_AUDIT_HEAD_SUFFIX);
+	int hfd = open(hp, O_RDONLY | O_CLOEXEC);
+	if (hfd >= 0) {
+		struct cp_audit_head h;
+		unsigned slot;
+		if (cp_audit_head_read(hfd, &h, &slot) == 1 && (!any || h.seq > max_durable)) {
+			max_durable = h.seq;
+			any = true;
+		}
+		close(hfd);
+	}
 	uint8_t *b = NULL;
 	size_t len = 0;
 	if (slurp(path, &b, &len) < 0)
