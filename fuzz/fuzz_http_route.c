@@ -2,7 +2,7 @@
  * router (control/cp_http.c, D1) on top of the request parser
  * (control/proto/cp_http_parse.c), driven without sockets or TLS: the
  * connection API it calls (cp_conn_put/flush/close/unblock/deadline/lists,
- * cp_engine_submit/lookup/count_malformed, cp_tls_token_ok, cp_points_attach,
+ * cp_engine_submit(_at)/lookup/count_malformed, cp_tls_token_ok, cp_points_attach,
  * cp_ws_start/on_data, logging, the clock) is stubbed here, mirroring cp_conn.c's semantics where they
  * matter (cp_conn_unblock re-runs pipelined input, the wait list).
  *
@@ -264,7 +264,14 @@ static struct cp_engine_result result_of(const uint8_t a[3])
 }
 int cp_engine_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t cookie)
 {
+	return cp_engine_submit_at(e, f, FG_LAYER_UNBOUND, cookie);
+}
+
+int cp_engine_submit_at(struct cp_engine *e, const struct fg_frame *f, int32_t bound, uint64_t cookie)
+{
 	FUZZ_CHECK(e == &eng && f != NULL);
+	/* a /layers/<L>/ path binds a layer the router has range-checked */
+	FUZZ_CHECK(bound == FG_LAYER_UNBOUND || (bound >= 0 && bound < (int32_t)cfg.layers));
 	FUZZ_CHECK(f->payload >= conn.in && f->payload + f->hdr.length <= conn.in + conn.in_len);
 	switch (h.submit_mode) {
 	case 0: {
@@ -348,7 +355,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.idle_timeout_ms = 60000;
 	fg_bands_default(&eng.bands);
 	eng.bands.n_layers = cfg.layers;
-	eng.limits = (struct fg_seed_limits){ 4, 8 };
+	eng.limits = (struct fg_seed_limits){ .hidden = 4, .max_seq_len = 8, .orientation = FG_ORIENT_BIT };
 	eng.cfg = &cfg;
 	srv.cfg = &cfg;
 	srv.engine = &eng;

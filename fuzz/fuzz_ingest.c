@@ -126,7 +126,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bands.n_layers = cfg.n_layers;
 	lim.hidden = cfg.hidden;
 	lim.max_seq_len = cfg.max_seq_len;
-	struct fg_ingest_ctx ctx = { &bands, &lim, (fg_linefacts)(data[0] | (data[1] << 8)) & 0x3FFF };
+	/* data[1] bit 7 (above the 14 line-fact bits): the frame arrived on an
+	 * address that names its layer (data[2] picks it). */
+	struct fg_ingest_ctx ctx = {
+		.bands = &bands,
+		.limits = &lim,
+		.lines = (fg_linefacts)(data[0] | (data[1] << 8)) & 0x3FFF,
+		.layer_bound = (data[1] & 0x80) != 0,
+		.bound_layer = (uint16_t)(data[2] % bands.n_layers),
+	};
 	uint64_t step = data[2], now = 1;
 	size_t off = 3;
 	n_dl = 0;

@@ -50,7 +50,7 @@ struct ref {
 
 static void ref_parse(const char *buf, size_t len, unsigned layers, uint32_t uid, int32_t pid, struct ref *o)
 {
-	static const char *const simple[] = {"status", "lines", "slots", "peers", "stats", "reload"};
+	static const char *const simple[] = {"status", "lines", "slots", "peers", "stats", "reload", "cluster"};
 	memset(o, 0, sizeof(*o));
 	o->reason = "ok";
 	json_error_t jerr;

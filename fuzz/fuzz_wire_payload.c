@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 2)
 		return 0;
-	struct fg_seed_limits lim = { (uint32_t)(data[0] & 15) + 1, 1u << (data[0] >> 4) };
+	struct fg_seed_limits lim = { .hidden = (uint32_t)(data[0] & 15) + 1, .max_seq_len = 1u << (data[0] >> 4), .orientation = FG_ORIENT_BIT }; /* the round trip below encodes with the bit reading */
 	if ((data[0] >> 4) == 15)
 		lim.max_seq_len = UINT32_MAX;
 	struct fg_bands b;
