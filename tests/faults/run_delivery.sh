@@ -67,103 +67,22 @@ fleet_window) CACK=(--consumer-acks fleet); ACKWIN=fleet; TOKENS=${FG_FAULTS_TOK
 *) echo "run_delivery.sh: unknown scenario $SCEN"; exit 2 ;;
 esac
 
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (namespace, veth, AF_PACKET)"; exit 77; }
-command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
-[ -x "$PY" ] || { echo "SKIP: /usr/bin/python3 missing"; exit 77; }
-for b in "$DP" "$FLEET" "$RELAY"; do
-	[ -x "$b" ] || { echo "SKIP: '$b' not built"; exit 77; }
-done
+. "$HERE/../lib/netns.sh"
+. "$HERE/../lib/delivery.sh"
+fg_need_root "namespace, veth, AF_PACKET"
+fg_need_cmd ip "$PY"
+fg_need_exec "$DP" "$FLEET" "$RELAY"
 
-ID=$$
-NS=fgdr-n$ID
-VA=fgdr${ID}a
-VB=fgdr${ID}b
-NET=10.93.$((ID % 250)).
-TMP=$(mktemp -d /tmp/fgdr-XXXXXX)
-DPPID="" R1PID="" R2PID=""
-
-. "$(dirname "$0")/../lib/proc.sh" # alive, stop_pid, dp_env_failure
-cleanup() {
-	stop_pid "$R1PID"; stop_pid "$R2PID"; stop_pid "$DPPID"
-	ip netns del "$NS" 2>/dev/null
-	ip link del "$VA" 2>/dev/null
-	[ -n "${FG_KEEP_TMP:-}" ] && echo "kept $TMP" || rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-ip netns add "$NS" 2>/dev/null || { echo "SKIP: cannot create a network namespace"; exit 77; }
 LCORES=${FG_FAULTS_LCORES:-1}
-ip link add "$VA" numtxqueues 4 numrxqueues 4 type veth peer name "$VB" numtxqueues 4 numrxqueues 4 2>/dev/null ||
-	{ echo "SKIP: cannot create a veth pair"; exit 77; }
-ip link set "$VB" netns "$NS"
-ip link set "$VA" up
-sysctl -qw net.ipv6.conf.$VA.disable_ipv6=1 2>/dev/null
-ip -n "$NS" link set lo up
-ip -n "$NS" addr add ${NET}2/24 dev "$VB"
-ip -n "$NS" link set "$VB" up
-command -v ethtool >/dev/null && ip netns exec "$NS" ethtool -K "$VB" tx off >/dev/null 2>&1
-
-cat > "$TMP/fanogate.ini" <<EOC
-[model]
-hidden = 512
-layers = 8
-[rules]
-default = 1,3,5
-[slots]
-capacity = 8192
-deadline_ms = 3000
-[udp]
-port = 4242
-mtu = 1472
-ack_interval_ms = 20
-reasm_timeout_ms = 250
-allow = ${NET}0/24
-[consumers]
-default = ${NET}2:17000
-resend_ms = 200
+fg_dlv_setup fgdr 93
+fg_dlv_ini "deadline_ms = 3000" "resend_ms = 200
 resends = $RESENDS
 pending_max = $PENDING
-ack_window = $ACKWIN
-[dataplane]
-lcores = $LCORES
-profile = $ROOT/drivers-config/af_packet.ini
-EOC
+ack_window = $ACKWIN"
+fg_dlv_dp_start "$DP"
+fg_dlv_relays "$RELAY" "" "$R2"
 
-export FG_IFACE=$VA FG_DP_IP4=${NET}1 FG_DP_IP6= FG_IDLE_SLEEP_US=50 FG_HUGEPAGES=off
-"$DP" --config "$TMP/fanogate.ini" --profile "$ROOT/drivers-config/af_packet.ini" --duration 150 \
-	--report "$TMP/dp.json" --ready-file "$TMP/dp.ready" > "$TMP/dp.out" 2> "$TMP/dp.log" &
-DPPID=$!
-for _ in $(seq 200); do
-	[ -f "$TMP/dp.ready" ] && break
-	kill -0 $DPPID 2>/dev/null || break
-	sleep 0.1
-done
-if [ ! -f "$TMP/dp.ready" ]; then
-	tail -20 "$TMP/dp.log"
-	wait $DPPID 2>/dev/null; DPPID=""
-	if dp_env_failure "$TMP/dp.log"; then
-		echo "SKIP: fanogate-dp cannot run its af_packet port here (log above)"; exit 77
-	fi
-	echo "FAIL: fanogate-dp did not start"; exit 1
-fi
-
-ip netns exec "$NS" "$RELAY" --listen 127.0.0.1:14000 --server ${NET}1:4242 --bind ${NET}2 \
-	--seed $ID --check-acks --duration 120 --quiet --stats "$TMP/r1.json" --ready-file "$TMP/r1.ready" \
-	> "$TMP/r1.log" 2>&1 &
-R1PID=$!
-# shellcheck disable=SC2086
-ip netns exec "$NS" "$RELAY" --listen ${NET}2:17000 --server 127.0.0.1:17001 \
-	--seed $((ID + 1)) $R2 --check-acks --duration 120 --quiet --stats "$TMP/r2.json" --ready-file "$TMP/r2.ready" \
-	> "$TMP/r2.log" 2>&1 &
-R2PID=$!
-for _ in $(seq 50); do [ -f "$TMP/r1.ready" ] && [ -f "$TMP/r2.ready" ] && break; sleep 0.1; done
-[ -f "$TMP/r1.ready" ] && [ -f "$TMP/r2.ready" ] || { cat "$TMP/r1.log" "$TMP/r2.log"; echo "FAIL: relays did not start"; exit 1; }
-
-# the probe token (neighbour learning; see run_faults.sh), not in the figures
-ip netns exec "$NS" "$FLEET" --udp 127.0.0.1:14000 --consumer 127.0.0.1:17001 --mix udp=1 --layers 8 --hidden 512 \
-	--tokens 1 --window 1 --token-base 900000 --canonical none --quiet --slot-timeout-ms 3000 --max-missing 7 \
-	"${CACK[@]}" > "$TMP/probe.log" 2>&1
+fg_dlv_probe "$FLEET" "${CACK[@]}"
 
 WINDOW=8
 [ "$SCEN" = fleet_window ] && WINDOW=$TOKENS
@@ -174,10 +93,8 @@ ip netns exec "$NS" "$FLEET" "${CACK[@]}" --udp 127.0.0.1:14000 --consumer 127.0
 FRC=$?
 # the consumer lingered through the last resends ((resends + 1) x resend_ms),
 # ACKing them (or, silent, not); the last give-ups are done by now
-sleep 0.5
-stop_pid "$R1PID"; R1PID=""
-stop_pid "$R2PID"; R2PID=""
-stop_pid "$DPPID"; DPRC=$?; DPPID=""
+fg_dlv_drain
+fg_dlv_stop
 
 $PY - "$SCEN" "$FRC" "$DPRC" "$TMP" "$R2" "$RESENDS" "$PENDING" "${FG_FAULTS_RESULTS:-}" "$LCORES" <<'PY'
 import json, sys, time

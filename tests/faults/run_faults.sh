@@ -86,92 +86,35 @@ daemon_mixed) R1="--loss 0.05 --dup 0.05 --reorder 0.1 --jitter-ms 2"; R2="--up-
 *) echo "run_faults.sh: unknown scenario $SCEN"; exit 2 ;;
 esac
 
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (namespace, veth, AF_PACKET)"; exit 77; }
-command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
-[ -x "$PY" ] || { echo "SKIP: /usr/bin/python3 missing"; exit 77; }
+. "$HERE/../lib/netns.sh"
+. "$HERE/../lib/delivery.sh"
+fg_need_root "namespace, veth, AF_PACKET"
+fg_need_cmd ip "$PY"
 DAEMON=0
 case $SCEN in daemon_*) DAEMON=1; DP=$GATE ;; esac
-command -v openssl >/dev/null || [ $DAEMON = 0 ] || { echo "SKIP: openssl missing (daemon certificate)"; exit 77; }
-for b in "$DP" "$FLEET" "$RELAY"; do
-	[ -n "$b" ] && [ -x "$b" ] || { echo "SKIP: '$b' not built"; exit 77; }
-done
+[ $DAEMON = 0 ] || fg_need_cmd openssl
+fg_need_exec "$DP" "$FLEET" "$RELAY"
 
-ID=$$
-NS=fgft-n$ID
-VA=fgft${ID}a # dataplane side (root namespace)
-VB=fgft${ID}b # fleet side (in $NS)
+# FG_FAULTS_LCORES=N: dataplane poll lcores (1)
+LCORES=${FG_FAULTS_LCORES:-1}
+fg_dlv_setup fgft 97
+CNET=10.96.$((ID % 250)).
 CA=fgft${ID}c # daemon scenarios: TLS, root side
 CB=fgft${ID}d # ... fleet side
-NET=10.97.$((ID % 250)).
-CNET=10.96.$((ID % 250)).
-TMP=$(mktemp -d /tmp/fgft-XXXXXX)
-DPPID="" R1PID="" R2PID=""
-
-. "$(dirname "$0")/../lib/proc.sh" # alive, stop_pid, dp_env_failure
-cleanup() {
-	stop_pid "$R1PID"; stop_pid "$R2PID"; stop_pid "$DPPID"; stop_pid "${TSPID:-}"
-	ip netns del "$NS" 2>/dev/null
-	ip link del "$VA" 2>/dev/null
-	ip link del "$CA" 2>/dev/null
-	[ -n "${FG_KEEP_TMP:-}" ] && echo "kept $TMP" || rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-ip netns add "$NS" 2>/dev/null || { echo "SKIP: cannot create a network namespace"; exit 77; }
-# FG_FAULTS_LCORES=N: dataplane poll lcores (1); the veth gets 4 queue pairs
-# so af_packet's fanout spreads the relay's per-station flows over them
-LCORES=${FG_FAULTS_LCORES:-1}
-ip link add "$VA" numtxqueues 4 numrxqueues 4 type veth peer name "$VB" numtxqueues 4 numrxqueues 4 2>/dev/null ||
-	{ echo "SKIP: cannot create a veth pair"; exit 77; }
-ip link set "$VB" netns "$NS"
-ip link set "$VA" up
-sysctl -qw net.ipv6.conf.$VA.disable_ipv6=1 2>/dev/null
-ip -n "$NS" link set lo up
-ip -n "$NS" addr add ${NET}2/24 dev "$VB"
-ip -n "$NS" link set "$VB" up
-# the dataplane does not verify checksums, but a capture should show final ones
-command -v ethtool >/dev/null && ip netns exec "$NS" ethtool -K "$VB" tx off >/dev/null 2>&1
 if [ $DAEMON = 1 ]; then
-	ip link add "$CA" type veth peer name "$CB" 2>/dev/null || { echo "SKIP: cannot create a second veth pair"; exit 77; }
-	ip link set "$CB" netns "$NS"
+	fg_veth "$CA" "$CB" "$NS"
 	ip addr add ${CNET}1/24 dev "$CA"
-	ip link set "$CA" up
 	ip -n "$NS" addr add ${CNET}2/24 dev "$CB"
-	ip -n "$NS" link set "$CB" up
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=fanogate.test \
-		-addext "subjectAltName=DNS:fanogate.test" -keyout "$TMP/key.pem" -out "$TMP/cert.pem" 2>/dev/null ||
-		{ echo "FAIL: openssl req"; exit 1; }
+	fg_selfsigned "$TMP"
 	(umask 077; echo "fgft$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n') fleet" > "$TMP/tokens")
 fi
 
-cat > "$TMP/fanogate.ini" <<EOC
-[model]
-hidden = 512
-layers = 8
-[rules]
-default = 1,3,5
-[slots]
-capacity = 8192
-; 3000 unless the scenario says otherwise: longer than the fleet's six
-; attempts (RTO 200 ms) so retransmissions can still complete a slot;
-; expiries are counted by the report ("default": the shipped default)
-$([ "$DEADLINE" = default ] || echo "deadline_ms = $DEADLINE")
-[udp]
-port = 4242
-mtu = 1472
-ack_interval_ms = 20
-reasm_timeout_ms = 250
-allow = ${NET}0/24
-[consumers]
-default = ${NET}2:17000
-[dataplane]
-lcores = $LCORES
-profile = $ROOT/drivers-config/af_packet.ini
-EOC
-if [ $DAEMON = 1 ]; then
-	cat >> "$TMP/fanogate.ini" <<EOC
-[tls]
+# [slots] deadline_ms 3000 unless the scenario says otherwise: longer than
+# the fleet's six attempts (RTO 200 ms) so retransmissions can still
+# complete a slot; expiries are counted by the report ("default": the
+# shipped default)
+MORE=""
+[ $DAEMON = 1 ] && MORE="[tls]
 listen = ${CNET}1:8443
 cert = $TMP/cert.pem
 key = $TMP/key.pem
@@ -181,65 +124,27 @@ path = $TMP/audit.log
 [operator]
 socket = $TMP/op.sock
 [metrics]
-listen = off
-EOC
-fi
-
-export FG_IFACE=$VA FG_DP_IP4=${NET}1 FG_DP_IP6= FG_IDLE_SLEEP_US=50 FG_HUGEPAGES=off
+listen = off"
+fg_dlv_ini "$([ "$DEADLINE" = default ] || echo "deadline_ms = $DEADLINE")" "" "" "$MORE"
 if [ $DAEMON = 1 ]; then
-	"$DP" --config "$TMP/fanogate.ini" > "$TMP/dp.out" 2> "$TMP/dp.log" &
-	DPPID=$!
-	for _ in $(seq 200); do
-		kill -0 $DPPID 2>/dev/null || break
-		if (exec 3<>"/dev/tcp/${CNET}1/8443") 2>/dev/null; then touch "$TMP/dp.ready"; break; fi
-		sleep 0.1
-	done
+	fg_dlv_env
+	fg_gate_start DPPID "$TMP/dp.log" "$DP" --config "$TMP/fanogate.ini"
 else
-	"$DP" --config "$TMP/fanogate.ini" --profile "$ROOT/drivers-config/af_packet.ini" --duration 150 \
-		--report "$TMP/dp.json" --ready-file "$TMP/dp.ready" > "$TMP/dp.out" 2> "$TMP/dp.log" &
-	DPPID=$!
-	for _ in $(seq 200); do
-		[ -f "$TMP/dp.ready" ] && break
-		kill -0 $DPPID 2>/dev/null || break
-		sleep 0.1
-	done
+	fg_dlv_dp_start "$DP"
 fi
-if [ ! -f "$TMP/dp.ready" ]; then
-	tail -20 "$TMP/dp.log"
-	wait $DPPID 2>/dev/null; DPPID=""
-	if dp_env_failure "$TMP/dp.log"; then
-		echo "SKIP: $(basename "$DP") cannot run its af_packet port here (log above)"; exit 77
-	fi
-	echo "FAIL: $(basename "$DP") did not start"; exit 1
-fi
-
-# shellcheck disable=SC2086
-ip netns exec "$NS" "$RELAY" --listen 127.0.0.1:14000 --server ${NET}1:4242 --bind ${NET}2 \
-	--seed $ID $R1 --check-acks --duration 120 --quiet --stats "$TMP/r1.json" --ready-file "$TMP/r1.ready" \
-	> "$TMP/r1.log" 2>&1 &
-R1PID=$!
-# shellcheck disable=SC2086
-ip netns exec "$NS" "$RELAY" --listen ${NET}2:17000 --server 127.0.0.1:17001 \
-	--seed $((ID + 1)) $R2 --check-acks --duration 120 --quiet --stats "$TMP/r2.json" --ready-file "$TMP/r2.ready" \
-	> "$TMP/r2.log" 2>&1 &
-R2PID=$!
-for _ in $(seq 50); do [ -f "$TMP/r1.ready" ] && [ -f "$TMP/r2.ready" ] && break; sleep 0.1; done
-[ -f "$TMP/r1.ready" ] && [ -f "$TMP/r2.ready" ] || { cat "$TMP/r1.log" "$TMP/r2.log"; echo "FAIL: relays did not start"; exit 1; }
+fg_dlv_relays "$RELAY" "$R1" "$R2"
 
 # FG_FAULTS_PCAP=FILE: capture the dataplane's veth for the whole run
-TSPID=""
 if [ -n "${FG_FAULTS_PCAP:-}" ] && command -v tshark >/dev/null; then
-	tshark -q -i "$VA" -w "$FG_FAULTS_PCAP" -a duration:150 >/dev/null 2>&1 &
-	TSPID=$!
-	sleep 2
+	rm -f "$FG_FAULTS_PCAP"
+	fg_bg TSPID tshark -q -i "$VA" -w "$FG_FAULTS_PCAP" -a duration:150 >/dev/null 2>&1
+	# capturing once it wrote the file's header
+	fg_wait_until 10 test -s "$FG_FAULTS_PCAP" || echo "warning: tshark wrote no capture header"
 fi
 
-# A probe token first: the first datagrams into a fresh veth are sometimes
-# lost while the dataplane learns the neighbour (as scripts/demo.sh found);
-# its own token range, not part of the figures.
-ip netns exec "$NS" "$FLEET" --udp 127.0.0.1:14000 --consumer 127.0.0.1:17001 --mix udp=1 --layers 8 --hidden 512 \
-	--tokens 1 --window 1 --token-base 900000 --canonical none --quiet --slot-timeout-ms 3000 --max-missing 7 \
-	> "$TMP/probe.log" 2>&1
+# A probe token first (fg_dlv_probe: neighbour learning, as scripts/demo.sh
+# found), not part of the figures.
+fg_dlv_probe "$FLEET"
 
 # The run. Missing seeds are judged here, not by fanofleet's exit code.
 TLS=()
@@ -249,11 +154,9 @@ ip netns exec "$NS" "$FLEET" "${TLS[@]}" "${FLEET_X[@]}" --udp 127.0.0.1:14000 -
 	--slot-timeout-ms $SLOT_TO --max-missing 1000000 --duration 100 --quiet --json "$TMP/fleet.json" \
 	> "$TMP/fleet.log" 2>&1
 FRC=$?
-sleep 0.5 # the last ACKs through the relays
+fg_dlv_drain # the last ACKs through the relays
 # (the relays' own verdicts are read from their --stats files)
-stop_pid "$R1PID"; R1PID=""
-stop_pid "$R2PID"; R2PID=""
-stop_pid "$DPPID"; DPRC=$?; DPPID=""
+fg_dlv_stop
 
 $PY - "$SCEN" "$STRICT" "$FRC" "$DPRC" "$TMP" "$R1" "$R2" "${FG_FAULTS_RESULTS:-}" "$DAEMON" "$DEADLINE" "$LCORES" <<'PY'
 import json, re, sys, time

@@ -1,0 +1,109 @@
+# tests/lib/delivery.sh - the fleet/relays/dataplane topology the fault and
+# hostile delivery tests share (tests/faults/run_faults.sh, run_delivery.sh,
+# tests/hostile/run_*.sh):
+#
+#   [namespace $NS]                                       [root namespace]
+#   fanofleet stations --> fanorelay r1 -----------veth--> fanogate-dp
+#     127.0.0.1:14000       bind ${NET}2                  (af_packet on $VA,
+#   fanofleet consumer <-- fanorelay r2 <----------veth--  ${NET}1:4242)
+#     127.0.0.1:17001       listen $DLV_CONSUMER:17000 (${NET}2 by default)
+#
+# Source it after tests/lib/netns.sh. Sets ID, TMP, NS, VA, VB, NET.
+# Caller: the test script's main shell.
+
+# fg_dlv_setup PREFIX OCTET: fg_init PREFIX, namespace PREFIX-n$ID, veth
+# PREFIX${ID}a (root side, 4 queue pairs so af_packet's fanout spreads the
+# relay's per-station flows) and PREFIX${ID}b (${NET}2 in the namespace),
+# NET=10.OCTET.(ID % 250).
+fg_dlv_setup() {
+	fg_init "$1"
+	NS=$1-n$ID VA=$1${ID}a VB=$1${ID}b NET=10.$2.$((ID % 250)).
+	fg_netns "$NS"
+	fg_veth "$VA" "$VB" "$NS" 4
+	ip -n "$NS" addr add "${NET}2/24" dev "$VB"
+}
+
+# fg_dlv_ini SLOTS_LINES CONSUMERS_LINES [DATAPLANE_LINES] [MORE]:
+# $TMP/fanogate.ini for the topology: 8 layers of 512, rules 1,3,5, UDP on
+# 4242 from ${NET}0/24, the consumer at $DLV_CONSUMER:17000 (${NET}2 unless
+# set), af_packet, $LCORES lcores (1); the caller's extra [slots],
+# [consumers] and [dataplane] lines, and MORE sections at the end.
+fg_dlv_ini() {
+	cat > "$TMP/fanogate.ini" <<EOC
+[model]
+hidden = 512
+layers = 8
+[rules]
+default = 1,3,5
+[slots]
+capacity = 8192
+$1
+[udp]
+port = 4242
+mtu = 1472
+ack_interval_ms = 20
+reasm_timeout_ms = 250
+allow = ${NET}0/24
+[consumers]
+default = ${DLV_CONSUMER:-${NET}2}:17000
+$2
+[dataplane]
+lcores = ${LCORES:-1}
+profile = $ROOT/drivers-config/af_packet.ini
+${3:-}
+${4:-}
+EOC
+}
+
+# fg_dlv_env: the dataplane's environment for the topology's veth.
+fg_dlv_env() { export FG_IFACE=$VA FG_DP_IP4=${NET}1 FG_DP_IP6= FG_IDLE_SLEEP_US=50 FG_HUGEPAGES=off; }
+
+# fg_dlv_dp_start DP: fanogate-dp on the topology for up to 150 s, its
+# report in $TMP/dp.json; DPPID; waits for readiness (fg_dp_start).
+fg_dlv_dp_start() {
+	fg_dlv_env
+	fg_dp_start DPPID "$1" --config "$TMP/fanogate.ini" --profile "$ROOT/drivers-config/af_packet.ini" \
+		--duration 150 --report "$TMP/dp.json"
+}
+
+# fg_dlv_relays RELAY "R1_ARGS" "R2_ARGS": the two relays (fault options
+# word-split), --check-acks, stats in $TMP/r1.json and r2.json; R1PID,
+# R2PID; waits for both to bind (exit 1 when they do not).
+fg_dlv_relays() {
+	# shellcheck disable=SC2086
+	fg_bg R1PID ip netns exec "$NS" "$1" --listen 127.0.0.1:14000 --server "${NET}1:4242" --bind "${NET}2" \
+		--seed "$ID" $2 --check-acks --duration 120 --quiet --stats "$TMP/r1.json" --ready-file "$TMP/r1.ready" \
+		> "$TMP/r1.log" 2>&1
+	# shellcheck disable=SC2086
+	fg_bg R2PID ip netns exec "$NS" "$1" --listen "${DLV_CONSUMER:-${NET}2}:17000" --server 127.0.0.1:17001 \
+		--seed $((ID + 1)) $3 --check-acks --duration 120 --quiet --stats "$TMP/r2.json" --ready-file "$TMP/r2.ready" \
+		> "$TMP/r2.log" 2>&1
+	fg_wait_until 10 fg_ready_files "" "$TMP/r1.ready" "$TMP/r2.ready" ||
+		{ cat "$TMP/r1.log" "$TMP/r2.log"; echo "FAIL: relays did not start"; exit 1; }
+}
+
+# fg_dlv_probe FLEET [FLEET_ARGS...]: one token before the run, its own
+# token range, not in the figures: the first datagrams into a fresh veth
+# are sometimes lost while the dataplane learns the neighbour.
+fg_dlv_probe() {
+	local fleet=$1
+	shift
+	ip netns exec "$NS" "$fleet" --udp 127.0.0.1:14000 --consumer 127.0.0.1:17001 --mix udp=1 --layers 8 \
+		--hidden 512 --tokens 1 --window 1 --token-base 900000 --canonical none --quiet --slot-timeout-ms 3000 \
+		--max-missing 7 "$@" > "$TMP/probe.log" 2>&1
+}
+
+# fg_dlv_stop: stop the relays and the dataplane (it writes its report on
+# TERM); DPRC is the dataplane's exit status.
+fg_dlv_stop() {
+	fg_stop R1PID
+	fg_stop R2PID
+	fg_stop DPPID
+	DPRC=$?
+}
+
+# fg_dlv_drain: after the fleet's last token, the datagrams still in flight
+# through the relays (the last ACKs, give-ups). Not a readiness wait: no
+# process reports "nothing in flight" (fanogate-dp's counters are read
+# from its report at exit), so a bounded pause stands for it.
+fg_dlv_drain() { sleep 0.5; }
