@@ -24,38 +24,20 @@ PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (namespace, veth, AF_PACKET)"; exit 77; }
-command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
-[ -x "$PY" ] || { echo "SKIP: /usr/bin/python3 missing"; exit 77; }
-[ -x "$DP" ] || { echo "SKIP: '$DP' not built"; exit 77; }
+. "$HERE/../lib/netns.sh"
+fg_need_root "namespace, veth, AF_PACKET"
+fg_need_cmd ip "$PY"
+fg_need_exec "$DP"
 
-ID=$$
+fg_init fgdr
 NS=fgdr-r$ID
 VA=fgdr${ID}r
 VB=fgdr${ID}s
 NET=10.91.$((ID % 250)).
-TMP=$(mktemp -d /tmp/fgdr-XXXXXX)
-DPPID=""
-. "$(dirname "$0")/../lib/proc.sh" # alive, stop_pid, dp_env_failure
-cleanup() {
-	stop_pid "$DPPID"
-	ip netns del "$NS" 2>/dev/null
-	ip link del "$VA" 2>/dev/null
-	[ -n "${FG_KEEP_TMP:-}" ] && echo "kept $TMP" || rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-ip netns add "$NS" 2>/dev/null || { echo "SKIP: cannot create a network namespace"; exit 77; }
-ip link add "$VA" type veth peer name "$VB" 2>/dev/null || { echo "SKIP: cannot create a veth pair"; exit 77; }
-ip link set "$VB" netns "$NS"
-ip link set "$VA" up
-sysctl -qw net.ipv6.conf.$VA.disable_ipv6=1 2>/dev/null
-ip -n "$NS" link set lo up
+fg_netns "$NS"
+fg_veth "$VA" "$VB" "$NS"
 ip -n "$NS" addr add ${NET}2/24 dev "$VB"
 ip -n "$NS" addr add ${NET}3/24 dev "$VB"
-ip -n "$NS" link set "$VB" up
-command -v ethtool >/dev/null && ip netns exec "$NS" ethtool -K "$VB" tx off >/dev/null 2>&1
 
 cat > "$TMP/fanogate.ini" <<EOC
 [model]
@@ -77,27 +59,13 @@ resends = 0
 lcores = 1
 EOC
 export FG_IFACE=$VA FG_DP_IP4=${NET}1 FG_DP_IP6= FG_IDLE_SLEEP_US=50 FG_HUGEPAGES=off
-"$DP" --config "$TMP/fanogate.ini" --profile "$ROOT/drivers-config/af_packet.ini" --duration 60 \
-	--report "$TMP/dp.json" --ready-file "$TMP/dp.ready" > "$TMP/dp.out" 2> "$TMP/dp.log" &
-DPPID=$!
-for _ in $(seq 200); do
-	[ -f "$TMP/dp.ready" ] && break
-	kill -0 $DPPID 2>/dev/null || break
-	sleep 0.1
-done
-if [ ! -f "$TMP/dp.ready" ]; then
-	tail -20 "$TMP/dp.log"
-	stop_pid "$DPPID"; DPPID=""
-	if dp_env_failure "$TMP/dp.log"; then
-		echo "SKIP: fanogate-dp cannot run its af_packet port here (log above)"; exit 77
-	fi
-	echo "FAIL: fanogate-dp did not start"; exit 1
-fi
+fg_dp_start DPPID "$DP" --config "$TMP/fanogate.ini" --profile "$ROOT/drivers-config/af_packet.ini" --duration 60 \
+	--report "$TMP/dp.json"
 
 ip netns exec "$NS" $PY "$HERE/reasm_flood.py" --src ${NET}2 --flood-src ${NET}3 --dst ${NET}1 --groups 64 \
 	--hidden 256 --wait 1.5 > "$TMP/flood.json" 2> "$TMP/flood.err"
 FRC=$?
-stop_pid "$DPPID"; DPRC=$?; DPPID=""
+fg_stop DPPID; DPRC=$?
 
 $PY - "$TMP/dp.json" "$TMP/flood.json" "$FRC" "$DPRC" <<'PY'
 import json, sys

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # run_vdev_seccomp.sh DRIVER FANOGATE CAP_GEN - the daemon passes traffic over
 # one DPDK virtual device of drivers-config with [daemon] seccomp = on (the
 # filter enforcing: a call outside the allow-list fails with EPERM and is
@@ -28,20 +28,11 @@ GATE=${2:?usage: run_vdev_seccomp.sh DRIVER FANOGATE CAP_GEN}
 GEN=${3:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-. "$HERE/../lib/proc.sh"
+. "$HERE/../lib/netns.sh"
 
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (DPDK, namespaces)"; exit 77; }
-ID=$$
-TMP=$(mktemp -d /tmp/fgsc-XXXXXX)
+fg_need_root "DPDK, namespaces"
+fg_init fgsc
 NS=fgsc-t$ID VA=fgsc${ID}a VB=fgsc${ID}b
-GPID=""
-cleanup() {
-	stop_pid "$GPID"
-	ip netns del "$NS" 2>/dev/null
-	ip link del "$VA" 2>/dev/null
-	[ -n "${FG_KEEP_TMP:-}" ] || rm -rf "$TMP"
-}
-trap cleanup EXIT INT TERM
 
 case $DRIVER in
 memif)
@@ -66,20 +57,10 @@ layers = 32"
 	RULES="layer.1 = 1"
 	;;
 af_packet|af_xdp)
-	command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
-	ip netns add "$NS" 2>/dev/null || { echo "SKIP: cannot create a network namespace"; exit 77; }
-	ip link add "$VA" type veth peer name "$VB" 2>/dev/null || { echo "SKIP: cannot create a veth pair"; exit 77; }
-	ip link set "$VB" netns "$NS"
-	ip link set "$VA" mtu 1600
-	ip -n "$NS" link set "$VB" mtu 1600
-	ip link set "$VA" up
-	if command -v ethtool >/dev/null; then
-		ethtool -K "$VA" gro off gso off tso off tx-udp-segmentation off >/dev/null 2>&1
-		ip netns exec "$NS" ethtool -K "$VB" gro off gso off tso off tx-udp-segmentation off >/dev/null 2>&1
-	fi
-	ip -n "$NS" link set lo up
+	fg_need_cmd ip
+	fg_netns "$NS"
+	fg_veth_raw "$VA" "$VB" "$NS"
 	ip -n "$NS" addr add 10.98.0.2/24 dev "$VB"
-	ip -n "$NS" link set "$VB" up
 	DPIP=10.98.0.1 CONSUMER=10.98.0.2:7000 ALLOW="allow = 10.98.0.0/24"
 	export FG_IFACE=$VA FG_DP_IP4=$DPIP FG_IDLE_SLEEP_US=20 FG_HUGEPAGES=off
 	;;
@@ -121,18 +102,17 @@ path = $TMP/audit.log
 socket = $TMP/fanoctl.sock
 EOC
 
-ready=0
-fg_daemon_start "$TMP/gate.log" "$TMP/gate.log" "$GATE" --config "$TMP/fanogate.ini" && ready=1
-GPID=$FG_PID
-if [ $ready = 0 ]; then
+if ! fg_daemon_start "$TMP/gate.log" "$TMP/gate.log" "$GATE" --config "$TMP/fanogate.ini"; then
 	grep -v "^TELEMETRY" "$TMP/gate.log" | tail -30
-	stop_pid $GPID; GPID=""
+	stop_pid "$FG_PID"
 	if [ "$DRIVER" = af_xdp ] && grep -qiE "xdp|bpf|umem" "$TMP/gate.log"; then
 		echo "SKIP: af_xdp is not usable on this kernel/veth (log above)"; exit 77
 	fi
 	dp_env_failure "$TMP/gate.log" && { echo "SKIP: the EAL cannot start here (log above)"; exit 77; }
 	echo "FAIL: fanogate did not start"; exit 1
 fi
+GPID=$FG_PID
+FG_PIDVARS+=(GPID)
 grep -q "seccomp on (EPERM)" "$TMP/gate.log" || { grep -v "^TELEMETRY" "$TMP/gate.log"; echo "FAIL: the filter is not on"; exit 1; }
 
 rc=0
@@ -156,17 +136,14 @@ EOP
 elif [ "$DRIVER" = pcap ]; then
 	# the capture is read once at start: wait for its seed to resolve
 	# (the resolved seed is written to the TX capture)
-	for _ in $(seq 100); do
-		[ "$(stat -c %s "$TMP/out.pcap" 2>/dev/null || echo 0)" -gt 24 ] && break
-		sleep 0.1
-	done
+	pcap_has_frame() { [ "$(stat -c %s "$TMP/out.pcap" 2>/dev/null || echo 0)" -gt 24 ]; }
+	fg_wait_until 10 pcap_has_frame
 else
 	ip netns exec "$NS" python3 "$HERE/veth_fleet.py" send --expect "$TMP/expect.json" --slots 60 || rc=1
 fi
 
-stop_pid $GPID
+fg_stop GPID
 grc=$?
-GPID=""
 grep -v "^TELEMETRY" "$TMP/gate.log" | tail -8
 # Refusals while running fail the test. af_xdp only: the port's close after
 # the stop line calls socket/bind/flock/bpf to detach the XDP program, which

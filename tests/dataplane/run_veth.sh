@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # run_veth.sh DRIVER LCORES FANOGATE_DP - test (b): the dataplane on one end
 # of a veth pair (af_packet or af_xdp), a synthetic fleet (veth_fleet.py,
 # kernel UDP sockets) in a network namespace on the other end.
@@ -15,62 +15,35 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 PY=/usr/bin/python3
 
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (namespaces, veth, AF_PACKET)"; exit 77; }
-command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
-[ -x "$PY" ] || { echo "SKIP: /usr/bin/python3 missing"; exit 77; }
+. "$HERE/../lib/netns.sh"
+fg_need_root "namespaces, veth, AF_PACKET"
+fg_need_cmd ip "$PY"
 
-ID=$$
+fg_init fgdp-veth
 NS=fgdp-t$ID
 VA=fgdp${ID}a   # dataplane side (root namespace)
 VB=fgdp${ID}b   # fleet side (in $NS)
-TMP=$(mktemp -d /tmp/fgdp-veth-XXXXXX)
 HP=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
 HP_ADDED=0
-DPPID=""
 
-cleanup() {
-	[ -n "$DPPID" ] && kill "$DPPID" 2>/dev/null && sleep 0.5 && kill -9 "$DPPID" 2>/dev/null
-	ip netns del "$NS" 2>/dev/null
-	ip link del "$VA" 2>/dev/null
-	if [ "$HP_ADDED" -gt 0 ]; then
-		# give back exactly what this test added (others may hold hugepages
-		# too); retry while the dataplane's pages are being released
-		target=$(( $(cat $HP) - HP_ADDED ))
-		[ $target -lt 0 ] && target=0
-		for i in 1 2 3 4 5 6 7 8 9 10; do
-			echo $target > $HP 2>/dev/null
-			[ "$(cat $HP)" -le $target ] && break
-			sleep 0.2
-		done
-	fi
-	[ -n "${FG_KEEP_TMP:-}" ] || rm -rf "$TMP"
+hp_at_most() { [ "$(cat $HP)" -le "$1" ]; }
+fg_cleanup_extra() {
+	fg_stop DPPID
+	[ "$HP_ADDED" -gt 0 ] || return 0
+	# give back exactly what this test added (others may hold hugepages
+	# too); retried while the dataplane's pages are being released
+	target=$(( $(cat $HP) - HP_ADDED ))
+	[ $target -lt 0 ] && target=0
+	fg_wait_until 2 eval "echo $target > $HP 2>/dev/null; hp_at_most $target"
 }
-trap cleanup EXIT INT TERM
 
-ip netns add "$NS" 2>/dev/null || { echo "SKIP: cannot create a network namespace"; exit 77; }
+fg_netns "$NS"
 # as many queues as poll lcores: af_xdp binds one socket per queue and must
 # see them all
-ip link add "$VA" numtxqueues $LCORES numrxqueues $LCORES type veth peer name "$VB" numtxqueues $LCORES numrxqueues $LCORES 2>/dev/null ||
-	{ echo "SKIP: cannot create a veth pair"; exit 77; }
-ip link set "$VB" netns "$NS"
-# IPv6 carries a 1472-byte fragment in 1520 bytes: a 1500 MTU would make the
-# kernel fragment at L3, which the dataplane refuses (docs/dataplane.md)
-ip link set "$VA" mtu 1600
-ip -n "$NS" link set "$VB" mtu 1600
-ip link set "$VA" up
-# no segmentation/coalescing offloads: af_packet would see a coalesced or
-# unsegmented super-packet truncated to its ring frame
-if command -v ethtool >/dev/null; then
-	ethtool -K "$VA" gro off gso off tso off tx-udp-segmentation off >/dev/null 2>&1
-	ip netns exec "$NS" ethtool -K "$VB" gro off gso off tso off tx-udp-segmentation off >/dev/null 2>&1
-fi
-ip -n "$NS" link set lo up
+fg_veth_raw "$VA" "$VB" "$NS" "$LCORES"
 ip -n "$NS" addr add 10.98.0.2/24 dev "$VB"
-ip -n "$NS" link set "$VB" up
 # IPv6: the dataplane answers neighbour solicitations for fd98::1 itself
 ip -n "$NS" -6 addr add fd98::2/64 dev "$VB" nodad
-# the kernel must not answer for the dataplane's address on the root side
-sysctl -qw net.ipv6.conf.$VA.disable_ipv6=1 2>/dev/null
 
 # Hugepages when they can be reserved: 2 MiB pages, a private hugetlbfs in a
 # private mount namespace, --in-memory. Otherwise --no-huge.
@@ -106,6 +79,8 @@ EOC
 
 export FG_IFACE=$VA FG_DP_IP4=10.98.0.1 FG_DP_IP6=fd98::1 FG_IDLE_SLEEP_US=20
 PROFILE=$ROOT/drivers-config/$DRIVER.ini
+DPPID=""
+FG_PIDVARS+=(DPPID)
 start_dp() {
 	rm -f "$TMP/ready"
 	if [ "$HUGE" = on ]; then
@@ -117,14 +92,14 @@ start_dp() {
 		"$DP" --config "$TMP/fanogate.ini" --profile "$PROFILE" --duration 60 --report "$TMP/report.json" --ready-file "$TMP/ready" 2> "$TMP/dp.log" &
 	fi
 	DPPID=$!
-	[ -n "${FG_TEST_PCAP:-}" ] && { tshark -q -i "$VA" -w "$FG_TEST_PCAP" -a duration:8 >/dev/null 2>&1 & }
-	for i in $(seq 1 150); do
-		[ -f "$TMP/ready" ] && return 0
-		kill -0 $DPPID 2>/dev/null || break
-		sleep 0.1
-	done
-	wait $DPPID 2>/dev/null
-	DPPID=""
+	if [ -n "${FG_TEST_PCAP:-}" ]; then
+		rm -f "$FG_TEST_PCAP"
+		tshark -q -i "$VA" -w "$FG_TEST_PCAP" -a duration:8 >/dev/null 2>&1 &
+		fg_wait_until 10 test -s "$FG_TEST_PCAP" # capturing once it wrote the header
+	fi
+	fg_wait_until 15 fg_ready_files "$DPPID" "$TMP/ready"
+	[ -f "$TMP/ready" ] && return 0
+	fg_stop DPPID
 	return 1
 }
 if ! start_dp && [ "$HUGE" = on ] && grep -q "Cannot allocate memory" "$TMP/dp.log"; then
@@ -141,17 +116,16 @@ if [ ! -f "$TMP/ready" ]; then
 	echo "FAIL: fanogate-dp did not start"
 	exit 1
 fi
-sleep 0.3
 V6=""
 [ "${FG_TEST_V6:-1}" = 1 ] && V6="--src-ip6 fd98::2"
 ip netns exec "$NS" $PY "$HERE/veth_fleet.py" send --expect "$TMP/expect.json" $V6 --slots ${FG_TEST_SLOTS:-120}
 RC=$?
-# let the incomplete slots pass their deadline and the reassembly contexts time out
+# Not a readiness wait: the test checks that the incomplete slots expired
+# (deadline_ms 1500) and the reassembly contexts timed out (250 ms), which
+# the dataplane reports only in its report at exit; 2 s covers both.
 sleep 2
-kill -TERM $DPPID 2>/dev/null
-wait $DPPID
+fg_stop DPPID
 DPRC=$?
-DPPID=""
 cat "$TMP/dp.log" | grep -v "^TELEMETRY" >&2
 if [ $RC != 0 ]; then
 	# show the dataplane's side of the failure (outcomes, counters)

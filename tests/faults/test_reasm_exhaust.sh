@@ -42,45 +42,22 @@ ROOT=$(cd "$HERE/../.." && pwd)
 CONTEXTS=64
 TIMEOUT_MS=500
 
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (namespace, veth, AF_PACKET)"; exit 77; }
-command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
-command -v openssl >/dev/null || { echo "SKIP: openssl missing (daemon certificate)"; exit 77; }
-[ -x "$PY" ] || { echo "SKIP: /usr/bin/python3 missing"; exit 77; }
-for b in "$GATE" "$FANOCTL"; do [ -x "$b" ] || { echo "SKIP: '$b' not built"; exit 77; }; done
+. "$HERE/../lib/netns.sh"
+fg_need_root "namespace, veth, AF_PACKET"
+fg_need_cmd ip openssl "$PY"
+fg_need_exec "$GATE" "$FANOCTL"
 
-ID=$$
+fg_init fgrx
 NS=fgrx-n$ID
 VA=fgrx${ID}a # dataplane side (root namespace)
 VB=fgrx${ID}b # sources (in $NS)
 NET=10.89.$((ID % 250)).
-TMP=$(mktemp -d /tmp/fgrx-XXXXXX)
-GPID=""
-
-. "$(dirname "$0")/../lib/proc.sh" # alive, stop_pid, dp_env_failure
-cleanup() {
-	stop_pid "$GPID"
-	ip netns del "$NS" 2>/dev/null
-	ip link del "$VA" 2>/dev/null
-	[ -n "${FG_KEEP_TMP:-}" ] && echo "kept $TMP" || rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-ip netns add "$NS" 2>/dev/null || { echo "SKIP: cannot create a network namespace"; exit 77; }
-ip link add "$VA" type veth peer name "$VB" 2>/dev/null || { echo "SKIP: cannot create a veth pair"; exit 77; }
-ip link set "$VB" netns "$NS"
-ip link set "$VA" up
-sysctl -qw net.ipv6.conf.$VA.disable_ipv6=1 2>/dev/null
+fg_netns "$NS"
+fg_veth "$VA" "$VB" "$NS"
 ip netns exec "$NS" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null
-ip -n "$NS" link set lo up
 ip -n "$NS" addr add ${NET}2/24 dev "$VB"
 ip -n "$NS" addr add ${NET}3/24 dev "$VB"
-ip -n "$NS" link set "$VB" up
-command -v ethtool >/dev/null && ip netns exec "$NS" ethtool -K "$VB" tx off >/dev/null 2>&1
-
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=fanogate.test \
-	-keyout "$TMP/key.pem" -out "$TMP/cert.pem" 2>/dev/null || { echo "FAIL: openssl req"; exit 1; }
-TLSPORT=$((20000 + ID % 20000))
+fg_selfsigned "$TMP"
 # deadline_ms: the good station's slots must outlive the flood (they resolve
 # through resends once it ends); the flood's own slots are never completed
 cat > "$TMP/fanogate.ini" <<EOC
@@ -105,7 +82,7 @@ default = ${NET}2:7000
 lcores = 1
 profile = $ROOT/drivers-config/af_packet.ini
 [tls]
-listen = 127.0.0.1:$TLSPORT
+listen = 127.0.0.1:0
 cert = $TMP/cert.pem
 key = $TMP/key.pem
 [audit]
@@ -117,24 +94,8 @@ listen = off
 EOC
 
 export FG_IFACE=$VA FG_DP_IP4=${NET}1 FG_DP_IP6= FG_IDLE_SLEEP_US=50 FG_HUGEPAGES=off
-"$GATE" --config "$TMP/fanogate.ini" > "$TMP/gate.out" 2> "$TMP/gate.log" &
-GPID=$!
+fg_gate_start GPID "$TMP/gate.log" "$GATE" --config "$TMP/fanogate.ini"
 TEL=/var/run/dpdk/fgdp$GPID/dpdk_telemetry.v2
-for _ in $(seq 200); do
-	kill -0 $GPID 2>/dev/null || break
-	[ -S "$TMP/op.sock" ] && [ -S "$TEL" ] && "$FANOCTL" --socket "$TMP/op.sock" status >/dev/null 2>&1 && break
-	sleep 0.1
-done
-if ! "$FANOCTL" --socket "$TMP/op.sock" status >/dev/null 2>&1; then
-	tail -20 "$TMP/gate.log"
-	stop_pid "$GPID"; GPID=""
-	# only a dataplane that cannot get its port is a skip (the log always
-	# shows the EAL command line: a daemon that fails otherwise is a failure)
-	if dp_env_failure "$TMP/gate.log"; then
-		echo "SKIP: fanogate cannot run its af_packet dataplane here (log above)"; exit 77
-	fi
-	echo "FAIL: fanogate did not start"; exit 1
-fi
 [ -S "$TEL" ] || { tail -20 "$TMP/gate.log"; echo "FAIL: no EAL telemetry socket at $TEL"; exit 1; }
 
 ip netns exec "$NS" $PY "$HERE/test_reasm_exhaust.py" --good-src ${NET}2 --flood-src ${NET}3 --dst ${NET}1 \
@@ -143,7 +104,7 @@ ip netns exec "$NS" $PY "$HERE/test_reasm_exhaust.py" --good-src ${NET}2 --flood
 RC=$?
 cat "$TMP/drv.log"
 alive "$GPID" || { echo "FAIL: fanogate died during the run"; RC=1; }
-stop_pid "$GPID"; GRC=$?; GPID=""
+fg_stop GPID; GRC=$?
 if [ "$GRC" != 0 ]; then echo "FAIL: fanogate exit $GRC"; RC=1; fi
 if [ -n "${FG_FAULTS_RESULTS:-}" ]; then
 	grep '^RESULT ' "$TMP/drv.log" | sed 's/^RESULT //' >> "$FG_FAULTS_RESULTS"

@@ -165,3 +165,20 @@ fg_selfsigned() {
 		-addext "subjectAltName=DNS:${2:-fanogate.test}" -keyout "$1/key.pem" -out "$1/cert.pem" 2>/dev/null ||
 		{ echo "FAIL: openssl req"; exit 1; }
 }
+
+# fg_veth_raw VA VB NS [QUEUES]: fg_veth for the dataplane tests that send
+# full-size IPv6 fragments: MTU 1600 on both ends (a 1472-byte fragment is
+# 1520 bytes; at 1500 the kernel would fragment at L3, which the dataplane
+# refuses, docs/dataplane.md), and no segmentation/coalescing offloads
+# (af_packet would see a coalesced or unsegmented super-packet truncated
+# to its ring frame).
+fg_veth_raw() {
+	fg_veth "$@"
+	ip link set "$1" mtu 1600
+	ip -n "$3" link set "$2" mtu 1600
+	if command -v ethtool >/dev/null; then
+		ethtool -K "$1" gro off gso off tso off tx-udp-segmentation off >/dev/null 2>&1
+		ip netns exec "$3" ethtool -K "$2" gro off gso off tso off tx-udp-segmentation off >/dev/null 2>&1
+	fi
+	return 0
+}
