@@ -28,8 +28,7 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- daemon log:"; tail -20 "$DIR/gate.log" || true; exit 1; }
 
-port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-TLS_PORT=$(port) MET_PORT=$(port)
+. "$(dirname "$0")/../lib/netns.sh" # fg_daemon_start, fg_wait_until
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$DIR/key.pem" \
 	-out "$DIR/cert.pem" -days 2 -subj /CN=localhost 2>/dev/null
 TOKEN=e2e-audit-token-0123456789
@@ -48,27 +47,25 @@ deadline_ms = 10000
 auto_promote = true
 promote_count = 100000
 [tls]
-listen = 127.0.0.1:$TLS_PORT
+listen = 127.0.0.1:0
 cert = $DIR/cert.pem
 key = $DIR/key.pem
 tokens_file = $DIR/tokens
 [operator]
 socket = $DIR/op.sock
 [metrics]
-listen = 127.0.0.1:$MET_PORT
+listen = 127.0.0.1:0
 EOF
 
 start_gate() {
 	cat "$DIR/gate.log" >>"$DIR/gate.all.log" 2>/dev/null || true
 	: >"$DIR/gate.log"
-	"$GATE" --config "$DIR/fg.ini" --no-dataplane >>"$DIR/gate.log" 2>&1 &
-	GPID=$!
-	for _ in $(seq 100); do
-		grep -q "ready:" "$DIR/gate.log" 2>/dev/null && [ -S "$DIR/op.sock" ] && return 0
-		kill -0 "$GPID" 2>/dev/null || fail "fanogate exited at start"
-		sleep 0.1
-	done
-	fail "fanogate not ready after 10 s"
+	# listeners on port 0: each start reports its own (FG_TLS_PORT)
+	fg_daemon_start "$DIR/gate.log" "$DIR/gate.log" "$GATE" --config "$DIR/fg.ini" --no-dataplane || {
+		GPID=$FG_PID
+		fail "fanogate exited at start or was not ready within 120 s"
+	}
+	GPID=$FG_PID
 }
 stop_gate() {
 	kill -TERM "$GPID"
@@ -78,11 +75,11 @@ stop_gate() {
 
 start_gate
 "$CTL" --socket "$DIR/op.sock" lines active 1 --why "e2e: force" >/dev/null || fail "fanoctl lines active 1"
-timeout 120 "$FLEET" --tokens 40 --mix https=1 --tls 127.0.0.1:$TLS_PORT --insecure --token "$TOKEN" \
+timeout 120 "$FLEET" --tokens 40 --mix https=1 --tls 127.0.0.1:$FG_TLS_PORT --insecure --token "$TOKEN" \
 	--canonical full --corrupt-at 30 --corrupt-line 3 --corrupt-layer 14 --corrupt-index 7 >"$DIR/fleet.log" 2>&1 ||
 	{ cat "$DIR/fleet.log"; fail "fanofleet"; }
 grep -q "result: PASS" "$DIR/fleet.log" || { cat "$DIR/fleet.log"; fail "fleet result"; }
-for _ in $(seq 50); do [ -f "$DIR/alert.divergence" ] && break; sleep 0.1; done
+fg_wait_until 5 test -f "$DIR/alert.divergence" || true # checked below
 stop_gate
 
 "$CTL" audit verify "$DIR/fanogate.audit" >"$DIR/verify.txt" || { cat "$DIR/verify.txt"; fail "verify"; }
@@ -104,10 +101,13 @@ done
 
 # SIGKILL in the middle of traffic, restart, verify; a second restart appends nothing.
 start_gate
-timeout 120 "$FLEET" --tokens 400 --mix https=1 --tls 127.0.0.1:$TLS_PORT --insecure --token "$TOKEN" \
+timeout 120 "$FLEET" --tokens 400 --mix https=1 --tls 127.0.0.1:$FG_TLS_PORT --insecure --token "$TOKEN" \
 	--canonical full >"$DIR/fleet2.log" 2>&1 &
 FPID=$!
-sleep 1.5
+# in the middle of traffic: once the log grew by 16 KiB of verdicts
+size0=$(stat -c %s "$DIR/fanogate.audit")
+grew() { [ "$(stat -c %s "$DIR/fanogate.audit")" -gt $((size0 + 16384)) ]; }
+fg_wait_until 60 grew || fail "the second run wrote no verdicts within 60 s"
 kill -KILL "$GPID"
 wait "$GPID" 2>/dev/null || true
 GPID=

@@ -13,8 +13,10 @@ FLEET=${1:?usage: run_loopback.sh FANOFLEET FANORELAY}
 RELAY=${2:?fanorelay}
 PY=/usr/bin/python3
 [ -x "$PY" ] || { echo "SKIP: /usr/bin/python3 missing"; exit 77; }
+. "$(dirname "$0")/../lib/netns.sh" # fg_private_net, fg_wait_until
+fg_private_net "$@" # fixed loopback ports below, in a namespace of this run's own
 TMP=$(mktemp -d /tmp/fgft-lo-XXXXXX)
-BASE=$((21000 + ($$ % 400) * 10))
+BASE=21000
 PIDS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
@@ -35,10 +37,8 @@ PIDS+=($!)
 	--check-acks --duration 110 --quiet --stats "$TMP/r2.json" --ready-file "$TMP/r2.ready" > "$TMP/r2.log" 2>&1 &
 PIDS+=($!)
 # the fake receiver allocates its slot table before it binds (seconds here)
-for _ in $(seq 300); do
-	grep -q "receiving on" "$TMP/fake.log" && [ -f "$TMP/r1.ready" ] && [ -f "$TMP/r2.ready" ] && break
-	sleep 0.1
-done
+all_up() { grep -q "receiving on" "$TMP/fake.log" && [ -f "$TMP/r1.ready" ] && [ -f "$TMP/r2.ready" ]; }
+fg_wait_until 30 all_up
 grep -q "receiving on" "$TMP/fake.log" || { cat "$TMP/fake.log"; echo "FAIL: fake receiver did not start"; exit 1; }
 [ -f "$TMP/r1.ready" ] && [ -f "$TMP/r2.ready" ] || { cat "$TMP/r1.log" "$TMP/r2.log"; echo "FAIL: relays"; exit 1; }
 
@@ -46,6 +46,9 @@ grep -q "receiving on" "$TMP/fake.log" || { cat "$TMP/fake.log"; echo "FAIL: fak
 	--tokens 120 --window 8 --canonical none --slot-timeout-ms 5000 --duration 90 --quiet \
 	--json "$TMP/fleet.json" > "$TMP/fleet.log" 2>&1
 FRC=$?
+# Not a readiness wait: the fleet has exited; the ACKs still in flight
+# through the relays are given 0.3 s before the relays stop and write the
+# figures they are judged by (no process reports "nothing in flight").
 sleep 0.3
 for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
 for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done

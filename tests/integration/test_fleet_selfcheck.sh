@@ -29,6 +29,8 @@ GATE=${2:-${FANOGATE:-${B:+$B/control/daemon/fanogate}}}
 if [ -z "$FLEET" ] || [ ! -x "$FLEET" ]; then
 	echo "SKIP: fanofleet binary not found (arg 1, FANOFLEET or FG_BUILD_DIR)"; exit 77
 fi
+. "$(dirname "$0")/../lib/netns.sh" # fg_private_net, fg_daemon_start, fg_wait_until
+fg_private_net "$@" # fixed loopback ports below, in a namespace of this run's own
 T=$(mktemp -d /tmp/fgfl-selfcheck.XXXXXX)
 pids=()
 cleanup() {
@@ -44,20 +46,17 @@ ok()  { echo "ok   - $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL - $*"; fail=$((fail + 1)); }
 jget() { /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {"d": d}))' "$@"; }
 
-# A free UDP port pair on loopback, chosen by the kernel.
-port() { /usr/bin/python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 start_fake() { # listen consumer log [extra...]
 	local l=$1 c=$2 log=$3; shift 3
 	"$FLEET" --fake-receiver --listen "127.0.0.1:$l" --consumer "127.0.0.1:$c" --duration 120 "$@" >"$log" 2>&1 &
 	pids+=($!)
-	for _ in $(seq 50); do grep -q "fake: receiving" "$log" 2>/dev/null && return 0; sleep 0.1; done
-	return 1
+	fg_wait_until 10 grep -q "fake: receiving" "$log" 2>/dev/null
 }
 stop_fake() { kill -INT "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 
 # ---- 1. encoder vs decoders, loss and duplication ----------------------
-L=$(port); C=$(port)
+L=15001 C=15002 # in this run's own namespace (fg_private_net)
 start_fake "$L" "$C" "$T/fake1.log" || bad "fake receiver did not start"
 fake=${pids[-1]}
 timeout 120 "$FLEET" --udp "127.0.0.1:$L" --consumer "127.0.0.1:$C" --mix udp=1 --tokens 40 --window 8 \
@@ -75,7 +74,7 @@ grep -q "malformed 0" "$T/fake1.log" && ok "core decoders accept every frame fan
 grep -q "canonical match 1079 divergence 1" "$T/fake1.log" && ok "1079 canonical matches + 1 divergence" || bad "canonical counts: $(tail -1 "$T/fake1.log")"
 
 # ---- 2. retransmits when nobody ACKs -----------------------------------
-L=$(port); C=$(port)
+L=15003 C=15004
 start_fake "$L" "$C" "$T/fake2.log" --no-ack || bad "fake (no-ack) did not start"
 fake=${pids[-1]}
 timeout 60 "$FLEET" --udp "127.0.0.1:$L" --consumer "127.0.0.1:$C" --mix udp=1 --tokens 4 --window 4 --rto-ms 50 \
@@ -89,7 +88,7 @@ seeds=$(sed -n 's/.* seeds \([0-9]*\) .*/\1/p' "$T/fake2.log")
 [ "${seeds:-0}" -gt 324 ] && ok "resends reach the receiver ($seeds seed frames for 324 contributions)" || bad "fake saw ${seeds:-0} seed frames, expected more than 324"
 
 # ---- 3. negative control -----------------------------------------------
-L=$(port); C=$(port)
+L=15005 C=15006
 start_fake "$L" "$C" "$T/fake3.log" --fake-drop 0.6 || bad "fake (drop) did not start"
 fake=${pids[-1]}
 timeout 60 "$FLEET" --udp "127.0.0.1:$L" --consumer "127.0.0.1:$C" --mix udp=1 --tokens 2 --window 2 \
@@ -108,8 +107,6 @@ else
 		-keyout "$D/key.pem" -out "$D/cert.pem" 2>/dev/null
 	tok=$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')
 	(umask 077; echo "$tok fleet" >"$D/tokens")
-	TP=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-	MP=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 	cat >"$D/gate.ini" <<INI
 [model]
 hidden = 1536
@@ -120,7 +117,7 @@ line.2,4,6 = active
 line.3,4,7 = active
 shadow_sample = 1.0
 [tls]
-listen = 127.0.0.1:$TP
+listen = 127.0.0.1:0
 cert = $D/cert.pem
 key = $D/key.pem
 tokens_file = $D/tokens
@@ -131,25 +128,21 @@ alert_min_interval_ms = 0
 [operator]
 socket = $D/fanoctl.sock
 [metrics]
-listen = 127.0.0.1:$MP
+listen = 127.0.0.1:0
 INI
-	timeout 120 "$GATE" --no-dataplane --config "$D/gate.ini" >"$D/gate.log" 2>&1 &
-	gpid=$!; pids+=($gpid)
 	up=0
-	for _ in $(seq 100); do
-		if (exec 3<>/dev/tcp/127.0.0.1/$TP) 2>/dev/null; then up=1; break; fi
-		kill -0 $gpid 2>/dev/null || break
-		sleep 0.1
-	done
+	fg_daemon_start "$D/gate.log" "$D/gate.log" timeout 120 "$GATE" --no-dataplane --config "$D/gate.ini" && up=1
+	pids+=("$FG_PID")
+	TP=$FG_TLS_PORT # the listener on port 0 reports the port it got
 	if [ $up -eq 0 ]; then
-		bad "fanogate did not listen on 127.0.0.1:$TP"; tail -20 "$D/gate.log"
+		bad "fanogate did not become ready"; tail -20 "$D/gate.log"
 	else
 		timeout 120 "$FLEET" --tls "127.0.0.1:$TP" --sni fanogate.test --ca "$D/cert.pem" --token-file "$D/tokens" \
 			--mix wss=1,https=1 --assign slot --tokens 20 --corrupt-at 10 --corrupt-line 3 \
 			--json "$T/r4.json" --quiet >"$T/fleet4.log" 2>&1
 		rc=$?
 		[ $rc -eq 0 ] && ok "fanogate: every seed over wss/https bit-exact, corruption seen" || { bad "fanofleet vs fanogate exit $rc"; tail -25 "$T/fleet4.log"; tail -20 "$D/gate.log"; }
-		sleep 0.5
+		fg_wait_until 5 test -s "$D/alerts.log"
 		[ -s "$D/alerts.log" ] && ok "fanogate ran the alert command: $(head -1 "$D/alerts.log")" || bad "no alert from fanogate"
 	fi
 fi

@@ -182,3 +182,20 @@ fg_veth_raw() {
 	fi
 	return 0
 }
+
+# fg_private_net "$@": re-run this script (with its arguments) in a network
+# namespace of its own (unshare --net as root, a user namespace otherwise),
+# loopback up: fixed loopback ports there cannot collide with tests run in
+# parallel, so no port is picked by bind-and-close. Call it first, before
+# anything is started; inside the namespace it returns. Exit 77 when this
+# machine cannot make one.
+fg_private_net() {
+	if [ -n "${FG_PRIVATE_NET:-}" ]; then
+		ip link set lo up || { echo "SKIP: cannot bring lo up in the private namespace"; exit 77; }
+		return 0
+	fi
+	local u=(-rn)
+	[ "$(id -u)" = 0 ] && u=(--net)
+	unshare "${u[@]}" true 2>/dev/null || { echo "SKIP: cannot create a network namespace (unshare ${u[*]})"; exit 77; }
+	FG_PRIVATE_NET=1 exec unshare "${u[@]}" -- "$0" "$@"
+}
