@@ -40,6 +40,7 @@ void cp_conn_list_add(struct cp_conn **head, struct cp_conn *c)
 		(*head)->lprev = c;
 	*head = c;
 	c->on_list = true;
+	c->srv->watch_dirty = true; /* ws_list and wait_list are the only lists */
 }
 
 void cp_conn_list_del(struct cp_conn **head, struct cp_conn *c)
@@ -54,6 +55,7 @@ void cp_conn_list_del(struct cp_conn **head, struct cp_conn *c)
 		c->lnext->lprev = c->lprev;
 	c->lprev = c->lnext = NULL;
 	c->on_list = false;
+	c->srv->watch_dirty = true;
 }
 
 struct cp_conn *cp_conn_by_cookie(struct cp_server *s, uint64_t cookie)
@@ -194,17 +196,39 @@ void cp_conn_flush_later(struct cp_conn *c)
 	c->srv->dirty = c;
 }
 
+/* Tell the lcores which layers' resolved seeds we hand on ourselves
+ * (boundary.h, struct fg_watch): those wake us, the rest wait for a tick. */
+static void server_watch_publish(struct cp_server *s)
+{
+	uint64_t mask[FG_WATCH_WORDS] = {0};
+	s->watch_dirty = false;
+	if (!s->engine)
+		return;
+	for (const struct cp_conn *c = s->ws_list; c; c = c->lnext)
+		for (unsigned i = 0; i < FG_WATCH_WORDS && i < CP_FLOW_LAYERS_MAX / 64; i++)
+			mask[i] |= c->ws.sub.layers[i];
+	for (const struct cp_conn *c = s->wait_list; c; c = c->lnext)
+		if (c->http.wait_layer < FG_WATCH_WORDS * 64)
+			mask[c->http.wait_layer / 64] |= 1ull << (c->http.wait_layer % 64);
+	cp_engine_watch(s->engine, mask);
+}
+
 static void server_batch_end(struct cp_loop *l, void *arg)
 {
 	(void)l;
 	struct cp_server *s = arg;
-	while (s->dirty) {
-		struct cp_conn *c = s->dirty;
-		s->dirty = c->dnext;
-		c->dirty = false;
-		c->dnext = NULL;
-		cp_conn_flush(c);
-	}
+	do {
+		if (s->watch_dirty)
+			server_watch_publish(s);
+		while (s->dirty) {
+			struct cp_conn *c = s->dirty;
+			s->dirty = c->dnext;
+			c->dirty = false;
+			c->dnext = NULL;
+			cp_conn_flush(c);
+		}
+		/* an lcore owes a peer its answer: look for it before sleeping */
+	} while (s->engine && cp_engine_spin(s->engine));
 }
 
 bool cp_conn_has_room(const struct cp_conn *c, size_t len)

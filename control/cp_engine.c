@@ -305,6 +305,7 @@ static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, int32_t b
 	rq->t_ns = m.contrib.t_ns;
 	rq->canonical = canonical;
 	e->outstanding++;
+	e->last_req_ns = cp_now_ns();
 	/* The lcore reports canonical frames it received over UDP (FG_BM_CANONICAL),
 	 * not the ones we hand it: audit those here, once, like local mode. */
 	if (canonical) {
@@ -580,6 +581,63 @@ static void lanes_service(struct cp_engine *e)
 	}
 }
 
+static inline void cp_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* Poll the lanes, instead of sleeping, while an lcore owes a TLS peer its
+ * answer (e->outstanding): an lcore answers in a few microseconds, and a
+ * sleep costs a wake-up of this thread (on a VM, of its virtual CPU) on top.
+ * Bounded by [dataplane] answer_spin_us per call; stops as soon as a
+ * completion is ready. Call with nothing else to do (the server's batch
+ * end). Returns true when it drained something (the caller flushes the
+ * output that queued and may call again). */
+bool cp_engine_spin(struct cp_engine *e)
+{
+	if (!e->lanes_mode || !e->outstanding || !e->cfg->answer_spin_us || e->kick_armed || e->stopping)
+		return false;
+	/* The newest request is older than a millisecond: the lcore is busy
+	 * or its answer was lost (lanes_sweep); sleep and be woken. */
+	uint64_t t0 = cp_now_ns(), budget = (uint64_t)e->cfg->answer_spin_us * 1000u;
+	if (t0 - e->last_req_ns > 1000000u)
+		return false;
+	if (cp_loop_submit(e->loop) < 0)
+		return false; /* the loop's own submit reports it */
+	/* No eventfd write while we look ourselves (fg_wake: we are awake). */
+	fg_wake_cancel(&e->b->wake);
+	bool got = false;
+	unsigned i = 0;
+	for (;;) {
+		if (!lanes_empty(e)) {
+			got = true;
+			break;
+		}
+		if (cp_loop_has_cqe(e->loop))
+			break;
+		if ((++i & 15) == 0 && cp_now_ns() - t0 >= budget)
+			break;
+		cp_cpu_relax();
+	}
+	e->st.spins++;
+	if (got)
+		e->st.spin_hits++;
+	lanes_service(e); /* drain, announce the sleep again */
+	return got;
+}
+
+void cp_engine_watch(struct cp_engine *e, const uint64_t mask[FG_WATCH_WORDS])
+{
+	if (e->lanes_mode)
+		fg_watch_set(&e->b->watch, mask);
+}
+
 /* ---- both ------------------------------------------------------------------ */
 
 /* The one place a malformed frame is counted, under its reason (either sign). */
@@ -614,6 +672,9 @@ static void engine_tick(struct cp_loop *l, struct cp_timer *t)
 		return;
 	if (e->lanes_mode) {
 		lanes_flush_push(e);
+		/* deferred messages (boundary.h): nobody woke us for them */
+		if (!e->kick_armed)
+			lanes_service(e);
 		uint64_t now = cp_now_ns();
 		lanes_sweep(e, now);
 		(void)cp_points_udp_tick(e, now); /* [points]: UDP sources heard by the lcores */

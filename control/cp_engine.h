@@ -121,6 +121,8 @@ struct cp_engine_stats {
 	 * (continued after a NOP), re-drains because a message came between
 	 * the last pop and the sleep announcement, failed reads */
 	uint64_t wakes, wake_yields, wake_rechecks, wake_errors;
+	/* polls for an owed answer (cp_engine_spin), and those that found one */
+	uint64_t spins, spin_hits;
 	uint64_t seeds_unkept; /* resolved seeds the endings cache could not keep (memory, unencodable) */
 	uint64_t reason[FG_R__COUNT];
 	uint64_t outcome[FG_O__COUNT];
@@ -149,6 +151,7 @@ struct cp_engine {
 	struct fg_boundary *b;
 	uint32_t next_req;
 	unsigned outstanding;       /* requests waiting for an OUTCOME */
+	uint64_t last_req_ns;       /* when the newest of them was sent */
 	uint64_t next_sweep_ns;
 	struct cp_engine_req *reqs; /* [CP_ENGINE_REQS] */
 	uint32_t *flush_pending;    /* [n_lanes]: epoch of a FLUSH not yet pushed (ring full), 0 = none */
@@ -196,6 +199,16 @@ FG_MUST_CHECK int cp_engine_submit(struct cp_engine *e, const struct fg_frame *f
  * stream's layer nibble must agree (fg_stream_classify_at; else the done
  * callback reports layer_mismatch). */
 FG_MUST_CHECK int cp_engine_submit_at(struct cp_engine *e, const struct fg_frame *f, int32_t bound, uint64_t cookie);
+
+/* Lanes mode: poll the lanes for up to [dataplane] answer_spin_us while
+ * requests wait for their OUTCOME, instead of sleeping until an lcore wakes
+ * us. Call when the loop has nothing else to do (batch end). Returns true
+ * when it handled messages (their output is queued: flush, then call again). */
+bool cp_engine_spin(struct cp_engine *e);
+/* Lanes mode: publish the layers whose resolved seeds the control plane
+ * hands on (WebSocket subscribers, HTTP long polls): their RESOLVED
+ * messages wake us (boundary.h, struct fg_watch). No-op in local mode. */
+void cp_engine_watch(struct cp_engine *e, const uint64_t mask[FG_WATCH_WORDS]);
 
 /* A POST body or WebSocket message refused as a whole before any frame of
  * it reached the engine (fg_batch_decode < 0: short_header, truncated_frame):

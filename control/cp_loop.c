@@ -72,6 +72,18 @@ struct io_uring_sqe *cp_loop_sqe(struct cp_loop *l, struct cp_op *op)
 
 void cp_loop_stop(struct cp_loop *l) { l->stop = true; }
 
+int cp_loop_submit(struct cp_loop *l)
+{
+	if (!l->pending)
+		return 0;
+	int r = io_uring_submit(&l->ring);
+	if (r < 0)
+		return r;
+	l->pending = 0;
+	l->st.submits++;
+	return 0;
+}
+
 int cp_loop_run(struct cp_loop *l)
 {
 	while (!l->stop) {

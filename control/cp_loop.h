@@ -72,6 +72,12 @@ struct io_uring_sqe *cp_loop_sqe(struct cp_loop *l, struct cp_op *op);
 FG_MUST_CHECK int cp_loop_run(struct cp_loop *l);
 void cp_loop_stop(struct cp_loop *l);
 
+/* Submit the prepared SQEs now, without waiting (a caller about to poll
+ * something else for a while). Returns 0 or -errno. */
+FG_MUST_CHECK int cp_loop_submit(struct cp_loop *l);
+/* Whether completions are ready to reap (no system call). */
+static inline bool cp_loop_has_cqe(struct cp_loop *l) { return io_uring_cq_ready(&l->ring) > 0; }
+
 /* CLOCK_MONOTONIC in nanoseconds (same clock as the core's now_ns). */
 uint64_t cp_now_ns(void);
 

@@ -484,6 +484,12 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	counter(&b, "lane_requests_timed_out_total",
 		"TLS requests answered no_slot because their lcore's outcome did not come within 2 s",
 		e->st.outcomes_lost);
+	counter(&b, "lane_wakeups_total", "eventfd wake-ups from the lcores (dataplane mode)", e->st.wakes);
+	counter(&b, "lane_answer_spins_total",
+		"times the control plane polled the lanes for an owed answer instead of sleeping ([dataplane] answer_spin_us)",
+		e->st.spins);
+	counter(&b, "lane_answer_spin_hits_total", "... polls that found a message before the budget ran out",
+		e->st.spin_hits);
 	gauge(&b, "model_epoch", "model epoch", e->epoch);
 	fam(&b, "tls_outcomes_total", "counter", "outcomes of frames received over TLS");
 	for (unsigned i = 0; i < FG_O__COUNT; i++)

@@ -149,6 +149,7 @@ struct cp_server {
 	struct cp_conn *ws_list;   /* WebSocket sessions (subscribers) */
 	struct cp_conn *wait_list; /* GETs waiting for a seed */
 	struct cp_conn *dirty;     /* connections to flush at the end of the loop batch */
+	bool watch_dirty;          /* ws_list or wait_list changed: publish the watched layers (batch end) */
 	bool stopping;
 	uint64_t started_ns;
 	uint32_t point_peers[8]; /* live authenticated connections per Fano point 1..7 (cp_points.c) */

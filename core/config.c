@@ -164,6 +164,9 @@ static const struct ckey config_keys[] = {
 	 KT_STR, OFF(dp_profile), SZ(dp_profile), 0, 0},
 	{{"dataplane", "lcores", "uint", "1", "1..128", "poll lcores; lcore i owns slot shard i"},
 	 KT_U32, OFF(lcores), 0, 1, 128},
+	{{"dataplane", "answer_spin_us", "uint", "50", "0..1000",
+	  "while an lcore owes a TLS peer its answer, the control plane polls the lanes this long before it sleeps; 0: sleep at once"},
+	 KT_U32, OFF(answer_spin_us), 0, 0, 1000},
 	{{"dataplane", "neighbours", "list", "", "comma list of IP=MAC (IPv4 or IPv6, MAC as aa:bb:cc:dd:ee:ff), at most 16",
 	  "static neighbours: the dataplane sends to IP at MAC and no ARP/NDP packet changes it"},
 	 KT_NEIGHS, 0, 0, 0, 0},
@@ -308,6 +311,7 @@ void fg_config_default(struct fg_config *c)
 	c->peer_timeout_ms = 3000;
 	snprintf(c->dp_profile, sizeof(c->dp_profile), "af_xdp");
 	c->lcores = 1;
+	c->answer_spin_us = 50;
 	addr_v4(&c->tls_listen, 0, 0, 0, 0, 8443);
 	c->tls_require_client_cert = false;
 	c->max_connections = 1024;

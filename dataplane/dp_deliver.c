@@ -224,6 +224,7 @@ void dp_deliver_seed(struct dp_lcore *lc, uint32_t slot, uint64_t now)
 	if (fg_slot_seed(&lc->slots, slot, &v) < 0)
 		return;
 	const struct fg_addr *c = consumer_of(v.dst_layer);
+	bool sent = false;
 	if (c) {
 		/* The UDP consumer needs the frame (wire.md 3.3): encoded into the
 		 * lcore's scratch, fragmented into mbufs. Counted as sent once
@@ -239,6 +240,7 @@ void dp_deliver_seed(struct dp_lcore *lc, uint32_t slot, uint64_t now)
 			(void)dlv_send(lc, c, lc->scratch, (uint32_t)n);
 			dp_lc_count(lc, FG_C_SEEDS_SENT, 1);
 			dlv_track(lc, &v, slot, now);
+			sent = true;
 		}
 	} else {
 		dp_lc_xcount(lc, DP_X_NO_CONSUMER);
@@ -251,6 +253,7 @@ void dp_deliver_seed(struct dp_lcore *lc, uint32_t slot, uint64_t now)
 					.start_pos = v.start_pos,
 					.seq_len = v.seq_len,
 					.epoch = lc->slots.epoch,
+					.udp_sent = sent,
 					.fingerprint = v.fingerprint,
 					.t_ns = now}};
 	(void)dp_lane_send_body(lc, &m, &m.resolved.body, v.body, v.body_len);

@@ -76,6 +76,7 @@ struct dp_lcore {
 	uint64_t next_ack_ns, next_timer_ns;
 	bool ack_now;
 	bool lane_sent;         /* pushed to lane->to_cp since the last dp_lane_wake */
+	bool lane_urgent;       /* ... and one of them is urgent (boundary.h) */
 	uint8_t *scratch;       /* frame_max bytes */
 	struct dp_neigh neigh[DP_NEIGH];
 	bool has_local4, has_local6;

@@ -9,12 +9,35 @@
  * control plane sleeps until woken: dp_lane_wake, once per loop iteration,
  * writes the boundary's eventfd on the empty -> non-empty edge only (the
  * only syscall an lcore makes besides the clock; bounded by the control
- * plane's sleeps, see struct fg_wake). */
+ * plane's sleeps, see struct fg_wake), and only for an urgent message or a
+ * lane filling up (boundary.h, "urgent and deferred messages"). */
 #include <string.h>
 #include <unistd.h>
 
 #include "dp_lanes.h"
 #include "dp_shard.h"
+
+/* Whether the control plane must be woken for m (boundary.h, "urgent and
+ * deferred messages"). */
+static bool msg_urgent(const union fg_bmsg *m)
+{
+	switch (m->kind) {
+	case FG_BM_RESOLVED:
+		return !m->resolved.udp_sent || fg_watch_has(&dp_g.b->watch, m->resolved.layer);
+	case FG_BM_PEER:
+	case FG_BM_CANONICAL:
+		return false;
+	default:
+		return true;
+	}
+}
+
+static void note_sent(struct dp_lcore *lc, const union fg_bmsg *m)
+{
+	/* the wake-up, if one is due, goes once per burst (dp_lane_wake) */
+	lc->lane_sent = true;
+	lc->lane_urgent |= msg_urgent(m);
+}
 
 void dp_lane_send(struct dp_lcore *lc, const union fg_bmsg *m)
 {
@@ -22,7 +45,7 @@ void dp_lane_send(struct dp_lcore *lc, const union fg_bmsg *m)
 		dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
 		return;
 	}
-	lc->lane_sent = true; /* the wake-up, if one is due, goes once per burst (dp_lane_wake) */
+	note_sent(lc, m);
 }
 
 bool dp_lane_send_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, const uint8_t *src,
@@ -45,15 +68,30 @@ bool dp_lane_send_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body 
 	body->buf = bi;
 	body->len = len;
 	(void)fg_ring_push(ln->to_cp, m); /* room checked above */
-	lc->lane_sent = true;
+	note_sent(lc, m);
 	return true;
+}
+
+/* Deferred messages fill a quarter of the ring or of the pool: wake the
+ * control plane anyway rather than wait for its tick. */
+static bool lane_filling(const struct fg_lane *ln)
+{
+	return fg_ring_count(ln->to_cp) >= (ln->to_cp->mask + 1) / 4 ||
+	       fg_ring_count(ln->dp2cp.free) <= ln->dp2cp.n - ln->dp2cp.n / 4;
 }
 
 void dp_lane_wake(struct dp_lcore *lc)
 {
 	if (!lc->lane_sent)
 		return;
+	bool urgent = lc->lane_urgent;
 	lc->lane_sent = false;
+	lc->lane_urgent = false;
+	if (!urgent && !lane_filling(lc->lane)) {
+		/* the control plane's tick drains it (boundary.h, deferred) */
+		dp_lc_xcount(lc, DP_X_LANE_DEFERRED);
+		return;
+	}
 	struct fg_wake *w = &dp_g.b->wake;
 	/* One fence and one load per burst that pushed; a syscall only on the
 	 * edge where the control plane sleeps (boundary.h, struct fg_wake). */

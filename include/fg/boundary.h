@@ -14,8 +14,10 @@
  *   5. the arrival wake-up (struct fg_wake): the control plane sleeps in its
  *      io_uring loop on an eventfd read; an lcore writes the eventfd only on
  *      the empty -> non-empty edge of the dp -> cp rings (the consumer had
- *      declared them empty and gone to sleep), at most once per burst. No
- *      timer stands on the path of an outcome or a resolved seed.
+ *      declared them empty and gone to sleep), at most once per burst, and
+ *      only for a message somebody waits on (urgent; deferred messages are
+ *      drained by the 1 ms tick). No timer stands on the path of an
+ *      outcome or a resolved seed somebody waits for.
  *
  * Slot ownership: lcore i owns slot shard i (fg_shard_of). A frame from a TLS
  * peer goes to the owner's lane as FG_BM_CONTRIB; the owner answers with
@@ -134,7 +136,8 @@ struct fg_bm_resolved {     /* FG_BM_RESOLVED */
 	uint32_t token_seq;
 	uint32_t start_pos, seq_len;
 	uint32_t epoch;         /* the shard table's model epoch at resolution */
-	uint32_t pad;
+	uint8_t udp_sent;       /* 1: the lcore sent the seed to the layer's UDP consumer itself */
+	uint8_t pad[3];
 	uint64_t fingerprint;   /* XXH3-64 of the body, computed once by the slot engine */
 	struct fg_bm_body body; /* the seed body (f32 little-endian, seq_len * hidden), pool dp2cp */
 	uint64_t t_ns;          /* resolution time */
@@ -322,6 +325,47 @@ static inline bool fg_wake_after_push(struct fg_wake *w)
 	return atomic_exchange_explicit(&w->waiting, 0, memory_order_relaxed) == 1;
 }
 
+/* ---- urgent and deferred messages (dp -> cp) -------------------------------
+ *
+ * Not every message needs the control plane at once. A message is urgent
+ * when something in the control plane waits for it:
+ *   OUTCOME    a TLS peer waits for its answer (HTTP response, status frame);
+ *   RESOLVED   the seed was not sent by the lcore itself (no UDP consumer for
+ *              its layer), or its layer is watched (struct fg_watch: a
+ *              WebSocket subscriber or an HTTP long poll hands it on);
+ *   CONFLICT   the model epoch moves and every shard flushes;
+ *   EXPIRED    an HTTP long poll may be waiting for the slot's end.
+ * The others (RESOLVED already delivered over UDP with nobody watching its
+ * layer: the audit's verdict only; PEER; CANONICAL: a comparison) are
+ * deferred: the lcore pushes them but writes the eventfd only when an urgent
+ * message follows or the ring or pool passes a quarter of its size; the
+ * control plane's 1 ms housekeeping tick drains them otherwise. So a DPDK
+ * path whose seeds go out over UDP wakes the control plane about once a
+ * millisecond instead of once per seed, and a deferred message waits at
+ * most about one tick. */
+#define FG_WATCH_WORDS 4 /* layers 0..255 ([model] layers <= 256) */
+struct fg_watch {
+	/* Bit L of word L / 64: the control plane hands layer L's resolved
+	 * seeds on itself. Written by the control plane (relaxed stores, when
+	 * subscriptions or long polls change), read by the lcores per resolved
+	 * seed (relaxed loads). A stale bit costs at most one tick of latency
+	 * (deferred) or one needless wake-up (urgent); never a message. */
+	_Atomic uint64_t w[FG_WATCH_WORDS];
+};
+
+static inline bool fg_watch_has(struct fg_watch *w, uint16_t layer)
+{
+	if (layer >= FG_WATCH_WORDS * 64)
+		return true;
+	return (atomic_load_explicit(&w->w[layer / 64], memory_order_relaxed) >> (layer % 64)) & 1;
+}
+
+static inline void fg_watch_set(struct fg_watch *w, const uint64_t mask[FG_WATCH_WORDS])
+{
+	for (unsigned i = 0; i < FG_WATCH_WORDS; i++)
+		atomic_store_explicit(&w->w[i], mask[i], memory_order_relaxed);
+}
+
 struct dp_xcounters;
 
 /* The published state shared by both sides (one instance, lives as long as the process). */
@@ -342,6 +386,8 @@ struct fg_boundary {
 	/* The arrival wake-up of the dp -> cp rings (see struct fg_wake):
 	 * created by dp_init, closed by dp_stop after the lcores stopped. */
 	struct fg_wake wake;
+	/* Layers the control plane hands seeds on for (urgent RESOLVED). */
+	struct fg_watch watch;
 };
 
 #endif

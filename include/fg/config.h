@@ -147,6 +147,7 @@ struct fg_config {
 	/* [dataplane] */
 	char dp_profile[FG_PATH_MAX]; /* drivers-config profile, default "af_xdp" */
 	uint32_t lcores;              /* poll lcores, default 1 */
+	uint32_t answer_spin_us;      /* control plane polls the lanes this long for an owed answer, default 50 */
 	/* [dataplane] neighbours = IP=MAC, ...: fixed IP -> MAC entries that
 	 * nothing on the wire changes (dataplane/dp_neigh.c); default none */
 	struct fg_static_neigh {

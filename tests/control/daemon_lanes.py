@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import time
+import urllib.request
 
 import websockets
 
@@ -99,6 +100,12 @@ def run(lcores):
         asyncio.run(many_slots(d, 40))
         st, h, b = http(d, "GET", "/healthz", token=None)
         check(json.loads(b)["lanes"] == lcores, f"healthz: {lcores} lane(s), one per lcore")
+        # Owed answers are polled for before sleeping ([dataplane] answer_spin_us,
+        # default 50): each POST above left a request outstanding at a batch end.
+        met = urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=5).read().decode()
+        val = {ln.split()[0]: float(ln.split()[1]) for ln in met.splitlines() if ln.startswith("fanogate_lane_")}
+        check(val.get("fanogate_lane_answer_spins_total", 0) >= 1, "the control plane polled for owed answers")
+        check("fanogate_lane_wakeups_total" in val, "lane wake-ups are counted in /metrics")
 
 
 if __name__ == "__main__":

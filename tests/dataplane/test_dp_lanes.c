@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -89,8 +90,9 @@ static bool telemetry(const char *cmd, char *out, size_t cap)
 static void test_lanes(void **state)
 {
 	(void)state;
-	char cfgtext[] = "[model]\nhidden = 4\nlayers = 32\n[rules]\ndefault = 1,3,5\nlayer.1 = 1\n"
-			 "[slots]\ncapacity = 64\ndeadline_ms = 60000\n[dataplane]\nlcores = 2\n";
+	char cfgtext[] = "[model]\nhidden = 4\nlayers = 32\n[rules]\ndefault = 1,3,5\nlayer.1 = 1\nlayer.3 = 1\n"
+			 "[slots]\ncapacity = 64\ndeadline_ms = 60000\n[dataplane]\nlcores = 2\n"
+			 "[consumers]\nlayer.3 = 10.77.0.2:5000\n";
 	struct fg_config_error err;
 	fg_config_default(&cfg);
 	assert_int_equal(fg_config_parse(&cfg, cfgtext, "test", &err), 0);
@@ -183,18 +185,61 @@ static void test_lanes(void **state)
 	assert_non_null(strstr(js, "outcome_resolved"));
 	assert_true(telemetry("/fanogate/lcore_counters,1", js, sizeof(js)));
 	assert_non_null(strstr(js, "\"lcore\""));
+
+	/* Urgent and deferred (boundary.h): the control plane "sleeps"
+	 * (waiting = 1). A seed of layer 3 goes to its UDP consumer and nobody
+	 * watches layer 3: its RESOLVED is pushed without a wake-up. */
+	union fg_bmsg drop;
+	for (unsigned i = 0; i < b.n_lanes; i++)
+		while (fg_ring_pop(b.lanes[i].to_cp, &drop))
+			if (drop.kind == FG_BM_RESOLVED)
+				fg_pool_put(&b.lanes[i].dp2cp, drop.resolved.body.buf);
+	assert_int_equal(dp_report_get(&r), 0);
+	uint64_t deferred0 = r.x[DP_X_LANE_DEFERRED], wakes0 = r.x[DP_X_LANE_WAKES];
+	fg_wake_prepare(&b.wake);
+	n = tu_vector("S01", f, sizeof(f));
+	fg_put_be16(f, 0xAF63);
+	fg_put_be32(f + 2, 600);
+	push_frame(fg_shard_of(600, 3, cfg.layers, 2), f, (uint32_t)n, 0);
+	assert_true(wait_msg(FG_BM_RESOLVED, 0, &m, &lane));
+	assert_int_equal(m.resolved.token_seq, 600);
+	assert_int_equal(m.resolved.udp_sent, 1);
+	fg_pool_put(&b.lanes[lane].dp2cp, m.resolved.body.buf);
+	for (int t = 0; t < 2000; t++) {
+		assert_int_equal(dp_report_get(&r), 0);
+		if (r.x[DP_X_LANE_DEFERRED] > deferred0)
+			break;
+		usleep(1000);
+	}
+	assert_true(r.x[DP_X_LANE_DEFERRED] > deferred0);
+	assert_int_equal(r.x[DP_X_LANE_WAKES], wakes0);
+	assert_int_equal(atomic_load(&b.wake.waiting), 1); /* nobody woke "us" */
+	/* Now layer 3 is watched (a WebSocket subscriber): the next one wakes. */
+	uint64_t watch[FG_WATCH_WORDS] = {1u << 3};
+	fg_watch_set(&b.watch, watch);
+	fg_put_be32(f + 2, 601);
+	push_frame(fg_shard_of(601, 3, cfg.layers, 2), f, (uint32_t)n, 0);
+	struct pollfd pfd = {.fd = b.wake.fd, .events = POLLIN};
+	assert_int_equal(poll(&pfd, 1, 5000), 1); /* the lcore wrote the eventfd */
+	uint64_t val = 0;
+	assert_int_equal(read(b.wake.fd, &val, sizeof(val)), (ssize_t)sizeof(val));
+	assert_int_equal(val, 1);
+	assert_int_equal(atomic_load(&b.wake.waiting), 0);
+	assert_true(wait_msg(FG_BM_RESOLVED, 0, &m, &lane));
+	assert_int_equal(m.resolved.token_seq, 601);
+	fg_pool_put(&b.lanes[lane].dp2cp, m.resolved.body.buf);
 	dp_stop();
 	assert_null(b.lanes);
 	char dir[64];
 	snprintf(dir, sizeof(dir), "/var/run/dpdk/fgdp%d", (int)getpid());
 	assert_int_not_equal(access(dir, F_OK), 0); /* the runtime directory is gone */
 	assert_int_equal(dp_report_get(&r), 0);
-	assert_int_equal(r.outcome[FG_O_RESOLVED], 2);
+	assert_int_equal(r.outcome[FG_O_RESOLVED], 4);
 	assert_int_equal(r.outcome[FG_O_LATE], 1);
 	assert_int_equal(r.outcome[FG_O_ACCEPTED], 1);
 	assert_int_equal(r.outcome[FG_O_MALFORMED], 1);
-	assert_int_equal(r.slots_opened, 3);
-	assert_int_equal(r.slots_resolved, 2);
+	assert_int_equal(r.slots_opened, 5);
+	assert_int_equal(r.slots_resolved, 4);
 	assert_int_equal(r.slots_expired, 0); /* the open one was flushed (FG_C_SLOTS_FLUSHED), not expired */
 	assert_int_equal(r.c[FG_C_SLOTS_FLUSHED], 1);
 	assert_int_equal(r.mbuf_pool_avail, r.mbuf_pool_size);
