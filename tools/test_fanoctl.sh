@@ -10,6 +10,7 @@ ROOT=$2
 DATA=${FG_TEST_DATA:-$ROOT/tests/data}
 VEC=$DATA/vectors.txt
 PY=/usr/bin/python3
+. "$ROOT/tests/lib/netns.sh" # fg_wait_until
 TMP=$(mktemp -d /tmp/fanoctl-test.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 fails=0
@@ -295,7 +296,7 @@ for want, reply in script:
     c.close()
 EOF
 fake=$!
-for _ in $(seq 50); do [ -S "$TMP/op.sock" ] && break; sleep 0.1; done
+fg_wait_until 5 test -S "$TMP/op.sock" || fail "the fake daemon did not bind $TMP/op.sock"
 expect 0 "line=1 state=shadow" -- --socket "$TMP/op.sock" lines
 expect 1 "refused: already_enabled" -- --socket "$TMP/op.sock" lines enable 1,4,5 --why OPS-1
 expect 0 "after " "tls.accepted" " 9 " "/s" -- --socket "$TMP/op.sock" stats --watch 1 --count 1
