@@ -55,6 +55,7 @@ cluster_demo() {
 		exec /usr/bin/python3 "$ROOT/tests/cluster/cluster_fleet.py"
 }
 [ "$CLUSTER" -eq 0 ] || cluster_demo
+. "$ROOT/tests/lib/netns.sh" # stop_pid, fg_veth, fg_daemon_start, fg_wait_until
 
 [ -n "$TOKENS" ] || { [ $SHORT -eq 1 ] && TOKENS=40 || TOKENS=600; }
 
@@ -80,18 +81,8 @@ cleanup() {
 	CLEANED=1
 	trap - INT TERM EXIT
 	say "cleaning up"
-	if [ -n "$FLEET_PID" ] && kill -0 "$FLEET_PID" 2>/dev/null; then
-		kill -TERM "$FLEET_PID" 2>/dev/null || true
-		for _ in $(seq 30); do kill -0 "$FLEET_PID" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$FLEET_PID" 2>/dev/null || true
-		wait "$FLEET_PID" 2>/dev/null || true
-	fi
-	if [ -n "$GATE_PID" ] && kill -0 "$GATE_PID" 2>/dev/null; then
-		kill -TERM "$GATE_PID" 2>/dev/null || true
-		for _ in $(seq 50); do kill -0 "$GATE_PID" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$GATE_PID" 2>/dev/null || true
-		wait "$GATE_PID" 2>/dev/null || true
-	fi
+	stop_pid "$FLEET_PID" || true
+	stop_pid "$GATE_PID" || true
 	ip netns del "$NS" 2>/dev/null || true
 	ip link del "$VH" 2>/dev/null || true
 	ip link del "$CH" 2>/dev/null || true
@@ -175,30 +166,19 @@ ip netns del "$NS" 2>/dev/null || true
 ip link del "$VH" 2>/dev/null || true
 ip link del "$CH" 2>/dev/null || true
 ip netns add "$NS"
-ip link add "$VH" type veth peer name "$VN"
-ip link add "$CH" type veth peer name "$CN"
-ip link set "$VN" netns "$NS"
-ip link set "$CN" netns "$NS"
-ip link set "$VH" up
+ip -n "$NS" link set lo up
+# tests/lib/netns.sh's veth: IPv6 off on the host end, the fleet's kernel
+# computes UDP checksums in software (no offload to a veth peer that DPDK
+# reads raw)
+fg_veth "$VH" "$VN" "$NS"
+fg_veth "$CH" "$CN" "$NS"
 ip addr add "$HOST_IP/24" dev "$CH"
-ip link set "$CH" up
 ip -n "$NS" addr add "$FLEET_IP/24" dev "$VN"
 ip -n "$NS" addr add "$FLEET_CIP/24" dev "$CN"
-ip -n "$NS" link set "$VN" up
-ip -n "$NS" link set "$CN" up
-ip -n "$NS" link set lo up
-# The fleet's kernel computes UDP checksums in software (no offload to a
-# veth peer that DPDK reads raw).
-if command -v ethtool >/dev/null; then
-	ip netns exec "$NS" ethtool -K "$VN" tx off >/dev/null 2>&1 || true
-fi
-# 8443 is fanogate's default; if something on this box already listens on
-# it (on any address), take a free port instead.
-TLS_PORT=8443
-if ss -Hltn 2>/dev/null | awk '{print $4}' | grep -qE ':8443$'; then
-	TLS_PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-fi
-note "fleet $FLEET_IP / $FLEET_CIP (in $NS), dataplane $DP_IP:4242 on $VH, control plane $HOST_IP:$TLS_PORT on $CH"
+# the TLS and metrics listeners are on port 0: fanogate reports the ports it
+# bound on its --ready-fd (TLS_PORT, METRICS_PORT once it started)
+TLS_PORT= METRICS_PORT=
+note "fleet $FLEET_IP / $FLEET_CIP (in $NS), dataplane $DP_IP:4242 on $VH, control plane on $HOST_IP (port chosen at start) on $CH"
 
 # ---- 4. certificate, token, alert hook, configuration ------------------------
 say "runtime directory $RUN"
@@ -215,7 +195,6 @@ echo "\$line" >>"$RUN/alerts.log"
 echo "   >>> \$line"
 EOF
 chmod 700 "$RUN/alert.sh"
-METRICS_PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 LAYER_PORTS=4300
 write_config() { # dataplane profile path (may be empty)
 	cat >"$RUN/fanogate.ini" <<EOF
@@ -244,7 +223,7 @@ ack_window = fleet
 profile = ${1:-af_xdp}
 lcores = 1
 [tls]
-listen = $HOST_IP:$TLS_PORT
+listen = $HOST_IP:0
 cert = $RUN/cert.pem
 key = $RUN/key.pem
 tokens_file = $RUN/tokens
@@ -255,7 +234,7 @@ alert_min_interval_ms = 0
 [operator]
 socket = $RUN/fanoctl.sock
 [metrics]
-listen = 127.0.0.1:$METRICS_PORT
+listen = 127.0.0.1:0
 EOF
 }
 write_profile() { # kind
@@ -280,22 +259,14 @@ EOF
 
 # ---- 5. fanogate -----------------------------------------------------------
 start_gate() { # extra args...
-	: >"$RUN/fanogate.log"
-	"$GATE" --config "$RUN/fanogate.ini" "$@" >>"$RUN/fanogate.log" 2>&1 &
-	GATE_PID=$!
-	for _ in $(seq 200); do
-		kill -0 "$GATE_PID" 2>/dev/null || return 1
-		if (exec 3<>"/dev/tcp/$HOST_IP/$TLS_PORT") 2>/dev/null; then return 0; fi
-		sleep 0.1
-	done
-	return 1
+	# --ready-fd: returns once fanogate serves (or failed), with the ports
+	local rc=0
+	fg_daemon_start "$RUN/fanogate.log" "$RUN/fanogate.log" "$GATE" --config "$RUN/fanogate.ini" "$@" || rc=1
+	GATE_PID=$FG_PID TLS_PORT=$FG_TLS_PORT METRICS_PORT=$FG_METRICS_PORT
+	return $rc
 }
 stop_gate() {
-	[ -n "$GATE_PID" ] || return 0
-	kill -TERM "$GATE_PID" 2>/dev/null || true
-	for _ in $(seq 50); do kill -0 "$GATE_PID" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$GATE_PID" 2>/dev/null || true
-	wait "$GATE_PID" 2>/dev/null || true
+	stop_pid "$GATE_PID" || true
 	GATE_PID=
 }
 FLEET_CMD=()
@@ -367,7 +338,9 @@ wait $FLEET_PID
 FLEET_RC=$?
 FLEET_PID=
 set -e
-sleep 0.5 # the last verdicts and the alert child
+# the alert child runs after the divergent verdict: wait for its line
+# (bounded; a missing alert is reported below)
+fg_wait_until 5 test -s "$RUN/alerts.log" || true
 
 # ---- 7. what fanogate saw ---------------------------------------------------
 say "alerts fired (alert_command = $RUN/alert.sh)"
