@@ -26,6 +26,11 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/tests/lib/netns.sh" # stop_pid, fg_veth, fg_daemon_start, fg_wait_until, fg_private_net
+# Without root everything runs on loopback: in a network namespace of this
+# run's own (a user namespace), so the kernel UDP path's fixed ports below
+# cannot collide with anything else on the box.
+[ "$(id -u)" -eq 0 ] || fg_private_net "$@"
 BUILD=${FG_BUILD_DIR:-build}
 SMOKE=0 TOKENS= OUT=
 while [ $# -gt 0 ]; do
@@ -64,12 +69,7 @@ GATE_PID= KPID= HUGE_ORIG= HUGE_MOUNT=
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	for p in $KPID $GATE_PID; do
-		kill -TERM "$p" 2>/dev/null || true
-		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
+	for p in $KPID $GATE_PID; do stop_pid "$p" || true; done
 	if [ $ROOTED -eq 1 ]; then
 		ip netns del "$NS" 2>/dev/null || true
 		ip link del "$VH" 2>/dev/null || true
@@ -87,7 +87,6 @@ trap cleanup EXIT
 trap 'echo "bench: interrupted"; exit 130' INT TERM
 say() { printf '== %s\n' "$*"; }
 skip() { echo "$2" >"$OUT/path-$1.skip"; say "$1: skipped: $2"; }
-freeport() { /usr/bin/python3 -c 'import socket,sys; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM if sys.argv[1]=="u" else socket.SOCK_STREAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' "$1"; }
 
 # ---- metadata ---------------------------------------------------------------
 /usr/bin/python3 - "$OUT/meta.json" "$ROOT" "$TOKENS" "$SMOKE" <<'PY'
@@ -109,9 +108,10 @@ PY
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=fanogate.bench \
 	-addext "subjectAltName=DNS:fanogate.bench,IP:127.0.0.1,IP:$HOST_IP" -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null
 (umask 077; printf '%s bench\n' "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$T/tokens")
-METRICS_PORT=$(freeport t)
 if [ $ROOTED -eq 1 ]; then TLS_IP=$HOST_IP; else TLS_IP=127.0.0.1; fi
-TLS_PORT=$(freeport t) # not 8443: another fanogate on this box may hold it
+# the TLS and metrics listeners on port 0: fanogate reports the ports it
+# bound (start_gate sets TLS_PORT and TLSARGS)
+TLS_PORT= TLSARGS=()
 write_config() { # profile
 	cat >"$T/fanogate.ini" <<EOF
 [lines]
@@ -123,7 +123,7 @@ default = $FLEET_IP:5000
 [dataplane]
 profile = ${1:-af_xdp}
 [tls]
-listen = $TLS_IP:$TLS_PORT
+listen = $TLS_IP:0
 cert = $T/cert.pem
 key = $T/key.pem
 tokens_file = $T/tokens
@@ -132,26 +132,19 @@ path = $T/audit.log
 [operator]
 socket = $T/fanoctl.sock
 [metrics]
-listen = 127.0.0.1:$METRICS_PORT
+listen = 127.0.0.1:0
 EOF
 }
 start_gate() {
 	rm -f "$T/audit.log"
-	"$GATE" --config "$T/fanogate.ini" "$@" >"$T/fanogate.log" 2>&1 &
-	GATE_PID=$!
-	for _ in $(seq 200); do
-		kill -0 "$GATE_PID" 2>/dev/null || return 1
-		(exec 3<>"/dev/tcp/$TLS_IP/$TLS_PORT") 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
+	local rc=0
+	fg_daemon_start "$T/fanogate.log" "$T/fanogate.log" "$GATE" --config "$T/fanogate.ini" "$@" || rc=1
+	GATE_PID=$FG_PID TLS_PORT=$FG_TLS_PORT
+	TLSARGS=(--tls "$TLS_IP:$TLS_PORT" --sni fanogate.bench --ca "$T/cert.pem" --token-file "$T/tokens")
+	return $rc
 }
 stop_gate() {
-	[ -n "$GATE_PID" ] || return 0
-	kill -TERM "$GATE_PID" 2>/dev/null || true
-	for _ in $(seq 50); do kill -0 "$GATE_PID" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$GATE_PID" 2>/dev/null || true
-	wait "$GATE_PID" 2>/dev/null || true
+	stop_pid "$GATE_PID" || true
 	GATE_PID=
 }
 INNS=()
@@ -172,14 +165,11 @@ MODE=none
 if [ $ROOTED -eq 1 ]; then
 	ip netns del "$NS" 2>/dev/null || true; ip link del "$VH" 2>/dev/null || true; ip link del "$CH" 2>/dev/null || true
 	ip netns add "$NS"
-	ip link add "$VH" type veth peer name "$VN"
-	ip link add "$CH" type veth peer name "$CN"
-	ip link set "$VN" netns "$NS"; ip link set "$CN" netns "$NS"
-	ip link set "$VH" up
-	ip addr add "$HOST_IP/24" dev "$CH"; ip link set "$CH" up
+	ip -n "$NS" link set lo up
+	fg_veth "$VH" "$VN" "$NS"
+	fg_veth "$CH" "$CN" "$NS"
+	ip addr add "$HOST_IP/24" dev "$CH"
 	ip -n "$NS" addr add "$FLEET_IP/24" dev "$VN"; ip -n "$NS" addr add "$FLEET_CIP/24" dev "$CN"
-	ip -n "$NS" link set "$VN" up; ip -n "$NS" link set "$CN" up; ip -n "$NS" link set lo up
-	command -v ethtool >/dev/null && ip netns exec "$NS" ethtool -K "$VN" tx off >/dev/null 2>&1 || true
 	HUGE=off
 	if [ -w /proc/sys/vm/nr_hugepages ]; then
 		HUGE_ORIG=$(cat /proc/sys/vm/nr_hugepages)
@@ -235,7 +225,6 @@ else
 fi
 
 # ---- 2. wss, https -----------------------------------------------------------------
-TLSARGS=(--tls "$TLS_IP:$TLS_PORT" --sni fanogate.bench --ca "$T/cert.pem" --token-file "$T/tokens")
 run_fleet wss "${TLSARGS[@]}" --mix wss=1 --wss-conns 1 --token-base 200000
 run_fleet https "${TLSARGS[@]}" --mix https=1 --https-conns 3 --token-base 300000
 run_fleet https-pull "${TLSARGS[@]}" --mix https=1 --https-conns 3 --no-subscribe --pull 2 --token-base 350000
@@ -257,8 +246,10 @@ else
 fi
 
 # ---- 3. kernel UDP ------------------------------------------------------------------
+# fixed ports: on this run's own veth addresses (root) or in its own
+# network namespace (fg_private_net above)
 KPORT=14242 KCONS=5001
-if [ $ROOTED -eq 1 ]; then KIP=$HOST_IP KCIP=$FLEET_CIP; else KIP=127.0.0.1 KCIP=127.0.0.1; KPORT=$(freeport u); KCONS=$(freeport u); fi
+if [ $ROOTED -eq 1 ]; then KIP=$HOST_IP KCIP=$FLEET_CIP; else KIP=127.0.0.1 KCIP=127.0.0.1; fi
 if [ -n "$KRX" ]; then
 	KDESC="bench/dp kudp_rx (recvmmsg, the dataplane's reassembler, ACK table and slot engine, one thread)"
 	printf '[udp]\nport = %s\n[consumers]\ndefault = %s:%s\n' "$KPORT" "$KCIP" "$KCONS" >"$T/kudp.ini"
@@ -268,7 +259,9 @@ else
 	"$FLEET" --fake-receiver --listen "$KIP:$KPORT" --consumer "$KCIP:$KCONS" --duration 600 >"$OUT/kernel-rx.log" 2>&1 &
 fi
 KPID=$!
-sleep 0.3
+# both receivers print their line once bound
+fg_wait_until 30 grep -qE "listening on|receiving on" "$OUT/kernel-rx.log" ||
+	{ cat "$OUT/kernel-rx.log"; echo "bench: the kernel UDP receiver did not start" >&2; exit 1; }
 say "kernel-udp: $KDESC"
 # Warm-up (discarded): the first datagrams into a fresh veth/namespace are
 # sometimes lost for about a second; the measured run must not start there.
@@ -277,7 +270,7 @@ say "kernel-udp: $KDESC"
 run_fleet kernel-udp --udp "$KIP:$KPORT" --consumer "$KCIP:$KCONS" --mix udp=1 --token-base 400000
 run_fleet load-kernel-udp --udp "$KIP:$KPORT" --consumer "$KCIP:$KCONS" --mix udp=1 --token-base 450000 \
 	--mode burst --window 16 --tokens $((TOKENS * 2))
-kill -TERM $KPID 2>/dev/null || true; wait $KPID 2>/dev/null || true; KPID=
+stop_pid "$KPID" || true; KPID=
 echo "$KDESC" >"$OUT/kernel-udp.receiver"
 
 # ---- 4. the coordinator hop ------------------------------------------------------------
