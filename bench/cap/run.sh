@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # bench/cap/run.sh - one poll lcore's capacity with no kernel in the path.
 #
 #   cap_gen (CPU 0: a DPDK memif client playing the three Pair X workers and
@@ -47,6 +47,7 @@ done
 [ $# -eq 1 ] || { sed -n '2,/^set -u/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 B=$(cd "$1" && pwd) || exit 2
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../../tests/lib/netns.sh" # fg_wait_until, fg_ready_files
 DP=$B/dataplane/fanogate-dp
 GEN=$B/bench/cap/cap_gen
 MEMCPY=$B/bench/cap/cap_memcpy
@@ -126,8 +127,7 @@ EOP
 		"$DP" --config "$OUT/fg-$H.ini" --profile "$OUT/memif-bench.ini" --duration 120 \
 			--report "$OUT/dp-$tag.json" --ready-file "$OUT/ready" 2> "$OUT/dp-$tag.log" &
 		DPPID=$!
-		i=0
-		while [ ! -f "$OUT/ready" ] && kill -0 $DPPID 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+		fg_wait_until 30 fg_ready_files "$DPPID" "$OUT/ready"
 		if [ ! -f "$OUT/ready" ]; then
 			echo "fanogate-dp did not start:"; tail -5 "$OUT/dp-$tag.log"
 			kill $DPPID 2>/dev/null; wait $DPPID 2>/dev/null; DPPID=""

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # bench/dp/run.sh BUILD_DIR [SLOTS] - the DPDK dataplane (af_packet, af_xdp)
 # against a kernel UDP receiver doing the same slot work (kudp_rx), in ONE
 # run, on the same receiver CPU, with the same load generator (dp_load).
@@ -20,6 +20,7 @@ B=${1:?usage: run.sh BUILD_DIR [SLOTS]}
 SLOTS=${2:-3000}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+. "$ROOT/tests/lib/netns.sh" # fg_wait_until, fg_ready_files
 B=$(cd "$B" && pwd)
 DP=$B/dataplane/fanogate-dp
 LOAD=$B/bench/dp/dp_load
@@ -44,7 +45,8 @@ cleanup() {
 	ip link del ${T}b0a 2>/dev/null
 	if [ "$HP_ADDED" -gt 0 ]; then
 		t=$(( $(cat $HP) - HP_ADDED )); [ $t -lt 0 ] && t=0
-		for i in 1 2 3 4 5 6 7 8 9 10; do echo $t > $HP 2>/dev/null; [ "$(cat $HP)" -le $t ] && break; sleep 0.2; done
+		# retried while the dataplane's pages are being released
+		fg_wait_until 2 eval "echo $t > $HP 2>/dev/null; [ \"\$(cat $HP)\" -le $t ]"
 	fi
 }
 trap cleanup EXIT INT TERM
@@ -119,16 +121,15 @@ EOC
 			ip netns exec $T-bk taskset -c 1 "$KRX" --config "$OUT/fg-$HIDDEN.ini" --bind 10.97.1.1 \
 				> "$OUT/krx-$HIDDEN.json" 2> "$OUT/krx.log" &
 			KPID=$!
-			sleep 0.5
+			fg_wait_until 10 grep -q "listening on" "$OUT/krx.log" || { cat "$OUT/krx.log"; kill "$KPID"; KPID=""; continue; }
 		else
 			rm -f "$OUT/ready"
 			export FG_IFACE=${T}b0a FG_DP_IP4=10.97.0.1 FG_IDLE_SLEEP_US=0 FG_HUGEPAGES=$HUGE FG_HUGE_DIR=$OUT/huge
 			# poll lcore 1 on CPU 1 (the default map); the main thread floats
 			unshare -m sh -c "{ [ $HUGE = off ] || mount -t hugetlbfs -o pagesize=2M fgdphuge '$OUT/huge'; } && exec '$DP' --config '$OUT/fg-$HIDDEN.ini' --profile '$ROOT/drivers-config/$who.ini' --duration 600 --report '$OUT/dp-$who-$HIDDEN.json' --ready-file '$OUT/ready'" 2> "$OUT/dp-$who.log" &
 			DPPID=$!
-			for i in $(seq 1 200); do [ -f "$OUT/ready" ] && break; kill -0 $DPPID 2>/dev/null || break; sleep 0.1; done
+			fg_wait_until 20 fg_ready_files "$DPPID" "$OUT/ready"
 			if [ ! -f "$OUT/ready" ]; then echo "$who did not start:"; tail -5 "$OUT/dp-$who.log"; DPPID=""; continue; fi
-			sleep 0.5
 		fi
 		base=$(( (HIDDEN == 1536 ? 1 : 5) * 1000000 ))
 		# warm-up (ARP, caches), then the measured phases

@@ -42,9 +42,9 @@ openssl x509 -req -in "$tmp/srv.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" -CAc
 token=bench-token-0123456789abcdef
 echo "$token" > "$tmp/tokens"; chmod 600 "$tmp/tokens"
 
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$here/../../tests/lib/netns.sh" # fg_daemon_start, fg_wait_until
 wait_for() { # file pattern
-  for _ in $(seq 1 200); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
+  fg_wait_until 10 grep -q "$2" "$1" 2>/dev/null && return 0
   echo "run.sh: server did not start:"; cat "$1"; return 1
 }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # utime + stime, clock ticks
@@ -61,7 +61,6 @@ for round in $(seq 1 "${ROUNDS:-3}"); do
 for conns in ${CONNS_LIST:-1 16}; do
 for hidden in ${HIDDEN_LIST:-252 1536}; do
   bytes=$(( 18 + 4 * hidden ))
-  port=$(free_port)
   cat > "$tmp/fg.ini" <<INI
 [model]
 hidden = $hidden
@@ -69,7 +68,7 @@ layers = 4
 [slots]
 capacity = 8192
 [tls]
-listen = 127.0.0.1:$port
+listen = 127.0.0.1:0
 cert = $tmp/srv.pem
 key = $tmp/srv.key
 tokens_file = $tmp/tokens
@@ -80,17 +79,18 @@ socket = $tmp/op.sock
 [metrics]
 listen = off
 INI
-  taskset -c "$srv_cpu" "$fanogate" --config "$tmp/fg.ini" --no-dataplane > "$tmp/fg.log" 2>&1 &
-  pids+=($!); fpid=$!
-  wait_for "$tmp/fg.log" "ready: tls listening"
+  # listener on port 0: fanogate reports the bound port on --ready-fd
+  fg_daemon_start "$tmp/fg.log" "$tmp/fg.log" taskset -c "$srv_cpu" "$fanogate" --config "$tmp/fg.ini" --no-dataplane ||
+    { echo "run.sh: fanogate did not start:"; cat "$tmp/fg.log"; exit 1; }
+  pids+=("$FG_PID"); fpid=$FG_PID port=$FG_TLS_PORT
   t0=$(cpu_ticks "$fpid"); r=$(client "$port" "$bytes"); t1=$(cpu_ticks "$fpid")
   results+=("fanogate $(( t1 - t0 )) $r")
   kill "$fpid"; wait "$fpid" 2>/dev/null || true
 
-  port=$(free_port)
-  taskset -c "$srv_cpu" node "$here/ws_bench_server.js" "$port" "$tmp/srv.pem" "$tmp/srv.key" > "$tmp/node.log" 2>&1 &
+  taskset -c "$srv_cpu" node "$here/ws_bench_server.js" 0 "$tmp/srv.pem" "$tmp/srv.key" > "$tmp/node.log" 2>&1 &
   pids+=($!); npid=$!
   wait_for "$tmp/node.log" "listening"
+  port=$(sed -n 's/^listening //p' "$tmp/node.log")
   t0=$(cpu_ticks "$npid"); r=$(client "$port" "$bytes"); t1=$(cpu_ticks "$npid")
   results+=("node-ws $(( t1 - t0 )) $r")
   kill "$npid"; wait "$npid" 2>/dev/null || true

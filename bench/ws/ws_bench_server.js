@@ -5,7 +5,7 @@
 // message (u16 stream BE, u32 sequence BE, u8 flags, u24 length BE), and
 // answer each frame with one 38-byte status frame (stream 0xFFFE) in its own
 // binary message. No slot engine: fanogate does strictly more work.
-// Usage: node ws_bench_server.js PORT CERT KEY   (prints "listening PORT")
+// Usage: node ws_bench_server.js PORT CERT KEY   (prints "listening PORT", the bound one: PORT may be 0)
 'use strict';
 const fs = require('fs');
 const https = require('https');
@@ -37,4 +37,5 @@ wss.on('connection', (ws) => {
     }
   });
 });
-server.listen(Number(port), '127.0.0.1', () => console.log('listening ' + port));
+// PORT 0: the kernel picks one; the line reports the bound port
+server.listen(Number(port), '127.0.0.1', () => console.log('listening ' + server.address().port));
