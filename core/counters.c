@@ -45,6 +45,8 @@ const struct fg_counter_def fg_dp_counter_defs[FG_C__COUNT] = {
 const struct fg_counter_def fg_dp_xcounter_defs[DP_X__COUNT] = {
 	[DP_X_ARP] = {"arp", "dp_arp_total", NULL, "counter", "ARP packets (requests answered or ignored)", 0},
 	[DP_X_IP_FRAG] = {"drop_ip_fragment", "dp_drops_total", "reason=\"ip_fragment\"", "counter", "IPv4 fragments (refused)", 0},
+	[DP_X_BAD_SOURCE] = {"drop_bad_source", "dp_drops_total", "reason=\"bad_source\"", "counter", "UDP datagrams from an unspecified, loopback, multicast, broadcast or reserved source, or from the dataplane's own address (refused)", 0},
+	[DP_X_NOT_OURS] = {"drop_not_ours", "dp_drops_total", "reason=\"not_ours\"", "counter", "UDP datagrams to a foreign, broadcast or multicast address (refused)", 0},
 	[DP_X_MULTISEG] = {"drop_multiseg", "dp_drops_total", "reason=\"multiseg\"", "counter", "multi-segment mbufs (refused)", 0},
 	[DP_X_PKT_MALFORMED] = {"pkt_malformed", "dp_pkt_malformed_total", NULL, "counter", "L2..L4 or fragment headers malformed (also in reason=\"malformed\")", 0},
 	[DP_X_RAW_DGRAMS] = {"raw_datagrams", "dp_raw_datagrams_total", NULL, "counter", "datagrams on the raw profile port", 0},

@@ -301,3 +301,26 @@ uint32_t dp_pkt_build_ndp_na(uint8_t *buf, const struct dp_pkt *ns, const uint8_
 	fg_put_be16(ic + 2, csum_fold(sum));
 	return (uint32_t)(ic + icmp_len - buf);
 }
+
+/* Unspecified, loopback, multicast, broadcast or reserved: never one host. */
+static bool addr_special(int family, const uint8_t *a)
+{
+	if (family == 4)
+		return a[0] == 0 || a[0] == 127 || a[0] >= 224;
+	static const uint8_t zero[16];
+	if (a[0] == 0xff)
+		return true; /* ff00::/8 multicast */
+	return !memcmp(a, zero, 15) && (a[15] == 0 || a[15] == 1); /* :: and ::1 */
+}
+
+enum dp_addr_verdict dp_pkt_addr_check(const struct dp_pkt *pk, const uint8_t *own4, const uint8_t *own6)
+{
+	int fam = pk->src.family;
+	const uint8_t *own = fam == 6 ? own6 : own4;
+	size_t alen = fam == 6 ? 16 : 4;
+	if (addr_special(fam, pk->src.addr) || (own && !memcmp(pk->src.addr, own, alen)))
+		return DP_ADDR_BAD_SOURCE;
+	if (addr_special(fam, pk->dst) || (own && memcmp(pk->dst, own, alen)))
+		return DP_ADDR_NOT_OURS;
+	return DP_ADDR_OK;
+}

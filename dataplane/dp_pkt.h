@@ -64,6 +64,20 @@ struct dp_pkt {
 /* Parse one Ethernet frame p[0..len). Returns the kind (also in out->kind). */
 enum dp_pkt_kind dp_pkt_parse(const uint8_t *p, uint32_t len, struct dp_pkt *out);
 
+/* The addresses of a parsed UDP datagram (docs/dataplane.md, "Addresses").
+ * The source must be one host: not unspecified, loopback, multicast,
+ * broadcast or reserved (IPv4 0/8, 127/8, 224/4, 240/4; IPv6 ::, ::1,
+ * ff00::/8) and not our own address. The destination must be unicast
+ * (not those either) and, for a family whose address we know (own4/own6
+ * non-NULL), ours: a datagram sent to a foreign, broadcast or multicast
+ * address is not for us, whatever its UDP port. */
+enum dp_addr_verdict {
+	DP_ADDR_OK = 0,
+	DP_ADDR_BAD_SOURCE, /* counted drop_bad_source */
+	DP_ADDR_NOT_OURS,   /* counted drop_not_ours */
+};
+enum dp_addr_verdict dp_pkt_addr_check(const struct dp_pkt *pk, const uint8_t *own4, const uint8_t *own6);
+
 /* Bytes of Ethernet + (VLAN) + IP + UDP headers for a route and family. */
 uint32_t dp_pkt_hdr_len(const struct dp_route *rt, int family);
 

@@ -67,6 +67,17 @@ static void rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	case DP_PKT_UDP:
 		break;
 	}
+	/* one host, sending to us (issue 14 item 8; docs/dataplane.md "Addresses") */
+	switch (dp_pkt_addr_check(&pk, dp_g.prof.has_ip4 ? dp_g.prof.ip4 : NULL, dp_g.prof.has_ip6 ? dp_g.prof.ip6 : NULL)) {
+	case DP_ADDR_OK:
+		break;
+	case DP_ADDR_BAD_SOURCE:
+		dp_lc_xcount(lc, DP_X_BAD_SOURCE);
+		return;
+	case DP_ADDR_NOT_OURS:
+		dp_lc_xcount(lc, DP_X_NOT_OURS);
+		return;
+	}
 	bool frag = pk.dst_port == dp_g.cfg.udp_port;
 	/* [udp] layer_ports: port BASE + L speaks the fragmented profile for
 	 * layer L (wire.md 3); the ingest context carries L for this datagram

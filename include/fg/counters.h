@@ -35,6 +35,8 @@ enum dp_xcounter {
 	DP_X_ARP,            /* ARP packets (requests answered or ignored) */
 	DP_X_IP_FRAG,        /* IPv4 fragments (refused) */
 	DP_X_MULTISEG,       /* multi-segment mbufs (refused) */
+	DP_X_BAD_SOURCE,     /* UDP from an address that is not one host, or from ours (refused) */
+	DP_X_NOT_OURS,       /* UDP to a foreign, broadcast or multicast address (refused) */
 	DP_X_PKT_MALFORMED,  /* L2..L4 or fragment header malformed (also in drop_malformed) */
 	DP_X_RAW_DGRAMS,     /* datagrams on the raw profile port */
 	DP_X_FRAG_SINGLE,    /* fragmented-profile datagrams with frag_total 1 */

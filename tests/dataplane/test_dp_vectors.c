@@ -230,7 +230,7 @@ static void check_identities(json_t *r, uint64_t pkts)
 	assert_int_equal(C("rx_pkts"), pkts);
 	/* every packet lands in exactly one disposition */
 	assert_int_equal(C("rx_pkts"), X("arp") + X("ndp_solicitations") + X("drop_ip_fragment") + X("drop_multiseg") + X("pkt_malformed") +
-					       C("drop_not_udp") + C("drop_bad_port") + C("drop_not_allowed") +
+					       C("drop_not_udp") + X("drop_bad_source") + X("drop_not_ours") + C("drop_bad_port") + C("drop_not_allowed") +
 					       X("raw_datagrams") + C("frags"));
 	/* every fragment too */
 	assert_int_equal(C("frags"), X("frag_single") + X("frag_taken") + X("frag_duplicate") + X("frag_discarded") +
@@ -293,6 +293,11 @@ static void test_all_vectors(void **state)
 	send_dgram(&w, 1, ip_s3, 5002, 9999, b, n);
 	send_dgram(&w, 1, ip_bad, 5002, 4242, b, n);
 	uint8_t pkt[256];
+	/* a spoofed loopback source, and a datagram to the subnet's broadcast (issue 14 item 8) */
+	uint8_t lo[16] = {127, 0, 0, 1}, bcast[16] = {10, 99, 0, 255};
+	send_dgram(&w, 1, lo, 5002, 4242, b, n);
+	uint32_t bcl = tu_udp_pkt(pkt, 4, ip_s3, 5002, bcast, 4242, b, 8, -1);
+	add_pkt(&w, 1, pkt, bcl);
 	uint32_t pl = tu_udp_pkt(pkt, 4, ip_s3, 1, ip_dp, 4242, b, 8, -1);
 	pkt[23] = 1; /* protocol ICMP */
 	add_pkt(&w, 1, pkt, pl);
@@ -364,6 +369,8 @@ static void test_all_vectors(void **state)
 	assert_int_equal(C("drop_not_udp"), 1);
 	assert_int_equal(C("drop_bad_port"), 1);
 	assert_int_equal(C("drop_not_allowed"), 1);
+	assert_int_equal(tu_json_u64(r, "x", "drop_bad_source"), 1);
+	assert_int_equal(tu_json_u64(r, "x", "drop_not_ours"), 1);
 	assert_int_equal(tu_json_u64(r, "x", "drop_ip_fragment"), 1);
 	assert_int_equal(C("seeds_sent"), 2);
 

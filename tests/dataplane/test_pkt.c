@@ -263,6 +263,47 @@ static void test_ndp(void **st)
 		assert_int_not_equal(dp_pkt_parse(ns, k, &pk), DP_PKT_NDP_NS);
 }
 
+/* Addresses (issue 14 item 8): only one host may send, only we may be sent to. */
+static enum dp_addr_verdict addr_of(int fam, const char *src, const char *dst, const uint8_t *own4, const uint8_t *own6)
+{
+	struct dp_pkt pk;
+	memset(&pk, 0, sizeof(pk));
+	pk.src.family = (uint8_t)fam;
+	assert_int_equal(inet_pton(fam == 6 ? AF_INET6 : AF_INET, src, pk.src.addr), 1);
+	assert_int_equal(inet_pton(fam == 6 ? AF_INET6 : AF_INET, dst, pk.dst), 1);
+	return dp_pkt_addr_check(&pk, own4, own6);
+}
+
+static void test_addr_check(void **st)
+{
+	(void)st;
+	uint8_t own4[4], own6[16];
+	assert_int_equal(inet_pton(AF_INET, "10.99.0.1", own4), 1);
+	assert_int_equal(inet_pton(AF_INET6, "fd99::1", own6), 1);
+	assert_int_equal(addr_of(4, "10.99.0.2", "10.99.0.1", own4, own6), DP_ADDR_OK);
+	assert_int_equal(addr_of(6, "fd99::2", "fd99::1", own4, own6), DP_ADDR_OK);
+	/* sources that are not one host, or are us */
+	const char *bad4[] = {"0.0.0.0", "0.1.2.3", "127.0.0.1", "127.9.9.9", "224.0.0.1", "239.1.1.1",
+			      "240.0.0.1", "255.255.255.255", "10.99.0.1"};
+	for (size_t i = 0; i < sizeof(bad4) / sizeof(bad4[0]); i++)
+		assert_int_equal(addr_of(4, bad4[i], "10.99.0.1", own4, own6), DP_ADDR_BAD_SOURCE);
+	const char *bad6[] = {"::", "::1", "ff02::1", "ff05::2", "fd99::1"};
+	for (size_t i = 0; i < sizeof(bad6) / sizeof(bad6[0]); i++)
+		assert_int_equal(addr_of(6, bad6[i], "fd99::1", own4, own6), DP_ADDR_BAD_SOURCE);
+	/* destinations: foreign, broadcast, multicast */
+	const char *not4[] = {"10.99.0.2", "10.99.0.255", "255.255.255.255", "224.0.0.1", "127.0.0.1", "0.0.0.0"};
+	for (size_t i = 0; i < sizeof(not4) / sizeof(not4[0]); i++)
+		assert_int_equal(addr_of(4, "10.99.0.2", not4[i], own4, own6), DP_ADDR_NOT_OURS);
+	const char *not6[] = {"fd99::2", "ff02::1", "::1", "::"};
+	for (size_t i = 0; i < sizeof(not6) / sizeof(not6[0]); i++)
+		assert_int_equal(addr_of(6, "fd99::2", not6[i], own4, own6), DP_ADDR_NOT_OURS);
+	/* our address of a family unknown: any unicast destination of it */
+	assert_int_equal(addr_of(6, "fd99::2", "fd00::7", own4, NULL), DP_ADDR_OK);
+	assert_int_equal(addr_of(6, "fd99::2", "ff02::1", own4, NULL), DP_ADDR_NOT_OURS);
+	assert_int_equal(addr_of(4, "10.1.1.1", "10.2.2.2", NULL, own6), DP_ADDR_OK);
+	assert_int_equal(addr_of(4, "10.1.1.1", "255.255.255.255", NULL, own6), DP_ADDR_NOT_OURS);
+}
+
 int main(void)
 {
 	inet_pton(AF_INET, "10.1.2.3", a4);
@@ -280,6 +321,7 @@ int main(void)
 		cmocka_unit_test(test_fragments_and_protocols),
 		cmocka_unit_test(test_arp),
 		cmocka_unit_test(test_ndp),
+		cmocka_unit_test(test_addr_check),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

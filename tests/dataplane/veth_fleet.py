@@ -330,7 +330,7 @@ def check_phase(a):
     eq('slots_in_use', r['slots_in_use'], 0)
     eq('drop_malformed', c['drop_malformed'], 0)
     eq('rx_pkts identity', c['rx_pkts'], x['arp'] + x['ndp_solicitations'] + x['drop_ip_fragment'] + x['drop_multiseg'] + x['pkt_malformed'] +
-       c['drop_not_udp'] + c['drop_bad_port'] + c['drop_not_allowed'] + x['raw_datagrams'] + c['frags'])
+       c['drop_not_udp'] + x['drop_bad_source'] + x['drop_not_ours'] + c['drop_bad_port'] + c['drop_not_allowed'] + x['raw_datagrams'] + c['frags'])
     eq('frags identity', c['frags'], x['frag_single'] + x['frag_taken'] + x['frag_duplicate'] + x['frag_discarded'] +
        x['frag_nobuf'] + x['frag_malformed'] + c['drop_reasm_overflow'])
     if x['frag_duplicate'] < 1 or c['reasm_timeout'] < exp['incomplete']:
