@@ -162,14 +162,39 @@ static void status_canonical(struct fg_slots *s, const struct fg_ingest_ctx *ctx
 	out->status.bytes = out->canon.body_len;
 }
 
+void fg_ingest_classify(const struct fg_ingest_ctx *ctx, uint16_t stream_id, struct fg_ingest_class *c)
+{
+	int32_t bound = ctx->layer_bound ? (int32_t)ctx->bound_layer : FG_LAYER_UNBOUND;
+
+	c->band = (enum fg_band)0;
+	c->layer = 0;
+	c->rc = fg_stream_classify_at(ctx->bands, stream_id, bound, &c->band, &c->layer);
+	if (c->rc < 0) {
+		c->band = (enum fg_band)0;
+		/* the address's layer: what the sender sent it for (0 when unbound) */
+		c->layer = ctx->layer_bound ? ctx->bound_layer : 0;
+	}
+}
+
 int fg_ingest_frame(struct fg_slots *s, const struct fg_ingest_ctx *ctx, const struct fg_frame *f, uint64_t now_ns,
 		    struct fg_ingest_result *out)
 {
-	uint16_t layer = 0;
+	struct fg_ingest_class c;
+
+	if (!ctx || !ctx->bands || !f)
+		return -EINVAL;
+	fg_ingest_classify(ctx, f->hdr.stream_id, &c);
+	return fg_ingest_classified(s, ctx, f, &c, now_ns, out);
+}
+
+int fg_ingest_classified(struct fg_slots *s, const struct fg_ingest_ctx *ctx, const struct fg_frame *f,
+			 const struct fg_ingest_class *c, uint64_t now_ns, struct fg_ingest_result *out)
+{
+	uint16_t layer = c ? c->layer : 0;
 	ssize_t rc;
 	int crc;
 
-	if (!s || !ctx || !ctx->bands || !ctx->limits || !f || !out)
+	if (!s || !ctx || !ctx->bands || !ctx->limits || !f || !c || !out)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
 	out->slot.slot = UINT32_MAX;
@@ -177,14 +202,11 @@ int fg_ingest_frame(struct fg_slots *s, const struct fg_ingest_ctx *ctx, const s
 	if ((int32_t)(fg_linefacts_epoch(ctx->lines) - s->epoch) > 0)
 		s->epoch = fg_linefacts_epoch(ctx->lines);
 
-	crc = fg_stream_classify_at(ctx->bands, f->hdr.stream_id,
-				    ctx->layer_bound ? (int32_t)ctx->bound_layer : FG_LAYER_UNBOUND, &out->band, &layer);
-	if (crc < 0) {
-		if (ctx->layer_bound)
-			layer = ctx->bound_layer; /* the address's layer: what the sender sent it for */
-		status_malformed(ctx, f, layer, crc, out);
+	if (c->rc < 0) {
+		status_malformed(ctx, f, layer, c->rc, out);
 		return -out->reason;
 	}
+	out->band = c->band;
 	if (out->band == FG_BAND_CANONICAL) {
 		rc = fg_canon_decode(f, layer, ctx->limits, &out->canon);
 		if (rc < 0) {

@@ -133,14 +133,15 @@ static bool ack_from_consumer(uint16_t stream, const struct dp_peer *src)
 }
 
 /* A consumer's ACK frame (whole, frame[0..len)) from src: see dp_deliver.h. */
-void dp_deliver_on_ack(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const struct dp_peer *src)
+void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint8_t *frame, uint32_t len,
+		       const struct dp_peer *src)
 {
 	bool forward = src != NULL;
 	unsigned misses = 0;
-	struct fg_frame f;
 	struct fg_ack_entry e[128];
-	if (fg_frame_decode(frame, len, FG_TRANSPORT_MESSAGE, &f) < 0)
-		return;
+	if (FG_HDR_LEN + (uint64_t)d->hdr.length > len)
+		return; /* truncated (fg_frame_decode's check; the header is decoded once, by the caller) */
+	const struct fg_frame f = {.hdr = d->hdr, .payload = frame + FG_HDR_LEN};
 	int n = fg_ack_frame_decode(&f, e, FG_ARRAY_LEN(e));
 	if (n <= 0)
 		return;
@@ -208,6 +209,8 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, 
 		struct dp_xfer *x = p;
 		memset(x, 0, sizeof(*x));
 		x->len = len;
+		x->decoded = true; /* the owner reads this decode (dp_frame_is_ack), not the frame again */
+		x->fr = *d;
 		memcpy(dp_xfer_data(x), frame, len);
 		if (rte_ring_mp_enqueue(dp_g.lc[o]->inbox, x) < 0) {
 			rte_mempool_put(dp_g.xfer, x);

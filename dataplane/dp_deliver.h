@@ -10,13 +10,15 @@
 void dp_deliver_seed(struct dp_lcore *lc, uint32_t slot, uint64_t now);
 /* Resend due deliveries, give up exhausted or reclaimed ones (at most 256). */
 void dp_deliver_timer(struct dp_lcore *lc, uint64_t now);
-/* A consumer's ACK frame (whole, frame[0..len), borrowed) from src: retire
+/* A consumer's ACK frame (whole, frame[0..len), its header decoded in d;
+ * both borrowed) from src: retire
  * this lcore's seqs of the entries whose layer's configured consumer is
  * src (address and port; other entries are counted ack_foreign and
  * ignored); copy the frame to every other lcore owning a covered seq. src
  * NULL: a copy from the lcore that received (and checked) it, not
  * forwarded again. Work is bounded: at most DP_DLV_ACK_MISS_MAX seqs that
  * match nothing pending per frame (then ack_budget). */
-void dp_deliver_on_ack(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const struct dp_peer *src);
+void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint8_t *frame, uint32_t len,
+		       const struct dp_peer *src);
 
 #endif

@@ -37,6 +37,34 @@
 #define DP_XFER_HDR 128u /* bytes in front of a frame in an xfer buffer */
 #define DP_MAX_LCORES 64u
 
+/* A whole frame's header, decoded once on the lcore that first sees the
+ * frame whole, and its stream classified once under the address binding it
+ * arrived with (fg_ingest_classify): carried through ownership (hand-off,
+ * inside the xfer buffer), ingest (fg_ingest_classified), the consumer-ACK
+ * path (dp_deliver_on_ack) and the ACK bookkeeping (dp_reply_ack_note). */
+struct dp_frame {
+	struct fg_hdr hdr;
+	struct fg_ingest_class cls;
+};
+
+/* Decode the header of buf[0..len) and classify its stream under ictx's
+ * binding. Returns 0, or -FG_R_SHORT_HEADER (the only way a header decode
+ * fails; the payload length is the caller's check). */
+static inline int dp_frame_decode(const struct fg_ingest_ctx *ictx, const uint8_t *buf, uint32_t len,
+				  struct dp_frame *d)
+{
+	if (fg_hdr_decode(buf, len, FG_TRANSPORT_MESSAGE, &d->hdr) < 0)
+		return -FG_R_SHORT_HEADER;
+	fg_ingest_classify(ictx, d->hdr.stream_id, &d->cls);
+	return 0;
+}
+
+/* A consumer's ACK frame (resolved seeds ACKed back to us). */
+static inline bool dp_frame_is_ack(const struct dp_frame *d)
+{
+	return d->hdr.stream_id == FG_STREAM_ACK && (d->hdr.flags & FG_FLAG_ACK);
+}
+
 /* An xfer buffer: a whole frame plus where it came from. Lives in the
  * shared xfer mempool; used as reassembly buffer and for hand-off. */
 struct dp_xfer {
@@ -46,7 +74,10 @@ struct dp_xfer {
 	bool ack; /* fragmented profile: ACK it once placed (the owner does, after a hand-off) */
 	bool layer_bound;     /* it arrived on [udp] layer_ports + bound_layer (ingest.h) */
 	uint16_t bound_layer;
+	bool decoded;         /* fr holds the frame's decode (a hand-off); false: the owner decodes (an ACK copy) */
+	struct dp_frame fr;
 };
+_Static_assert(sizeof(struct dp_xfer) <= DP_XFER_HDR, "the xfer header fits in front of the frame");
 static inline uint8_t *dp_xfer_data(struct dp_xfer *x) { return (uint8_t *)x + DP_XFER_HDR; }
 static inline struct dp_xfer *dp_xfer_of(void *data) { return (struct dp_xfer *)((uint8_t *)data - DP_XFER_HDR); }
 

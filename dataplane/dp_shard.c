@@ -1,6 +1,6 @@
 /* dp_shard.c - the shard work of one lcore: whole frames and fragments
- * into the slot engine (fg_ingest_frame, dp_reasm placing chunks straight
- * into the slot's contribution buffer), hand-off of frames whose slot shard
+ * into the slot engine (fg_ingest_classified, dp_reasm placing chunks
+ * straight into the slot's contribution buffer), hand-off of frames whose slot shard
  * belongs to another lcore, outcomes and their counters, and the shard's
  * housekeeping timers (reassembly and slot expiry, delivery resends).
  *
@@ -9,8 +9,13 @@
  * queue; the receiving lcore reassembles. When fragment 0 names a seed whose
  * shard (fg_shard_of) is its own, chunks go straight into the slot buffer;
  * otherwise the whole frame is assembled in an xfer buffer and that buffer
- * (not a copy) is enqueued on the owner's MP/SC rte_ring. The receiver ACKs
- * (it saw the frame complete); the owner answers with the status frame.
+ * (not a copy) is enqueued on the owner's MP/SC rte_ring.
+ *
+ * Decode once: a whole frame's header is decoded and its stream classified
+ * once, where the lcore first sees it whole (dp_shard_whole, on_xfer; a
+ * control-plane frame in dp_shard_frame), into a struct dp_frame that
+ * ownership, the consumer-ACK check, ingest (fg_ingest_classified) and the
+ * ACK bookkeeping read; a hand-off carries it in the xfer buffer.
  *
  * Who may call: the lcore that owns `lc` (dp_rx.c per datagram, dp_lanes.c
  * for frames from the control plane, the loop for its inbox and timers).
@@ -100,21 +105,20 @@ static void canonical_report(struct dp_lcore *lc, const struct fg_canon *c, uint
 	(void)dp_lane_send_body(lc, &m, &m.canonical.body, c->body, c->body_len);
 }
 
-/* A whole frame this lcore owns (its shard, or not a seed). Returns the
- * ingest return code; *r is filled. */
-int dp_shard_frame(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const struct dp_xfer *from,
-			 struct fg_ingest_result *r, uint64_t now)
+/* A whole frame this lcore owns (its shard, or not a seed), decoded once
+ * into d. Returns the ingest return code; *r is filled. */
+static int shard_decoded(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const struct dp_frame *d,
+			 const struct dp_xfer *from, struct fg_ingest_result *r, uint64_t now)
 {
-	struct fg_frame f;
-	ssize_t n = fg_frame_decode(frame, len, FG_TRANSPORT_MESSAGE, &f);
-	if (n < 0 || (uint32_t)n != len) {
-		dp_lc_malformed(lc, n < 0 ? (int)n : -FG_R_TRUNCATED_FRAME);
+	if (FG_HDR_LEN + (uint64_t)d->hdr.length != len) {
+		dp_lc_malformed(lc, FG_R_TRUNCATED_FRAME);
 		memset(r, 0, sizeof(*r));
-		r->reason = n < 0 ? (int)-n : FG_R_TRUNCATED_FRAME;
+		r->reason = FG_R_TRUNCATED_FRAME;
 		fg_status_from_result(&lc->ictx, NULL, NULL, r->reason, &r->status);
 		return -r->reason;
 	}
-	int rc = fg_ingest_frame(&lc->slots, &lc->ictx, &f, now, r);
+	const struct fg_frame f = {.hdr = d->hdr, .payload = frame + FG_HDR_LEN};
+	int rc = fg_ingest_classified(&lc->slots, &lc->ictx, &f, &d->cls, now, r);
 	if (rc < 0) {
 		if (rc == -FG_R_UNKNOWN_STREAM || rc == -FG_R_UNKNOWN_LAYER) {
 			dp_lc_count(lc, FG_C_DROP_UNKNOWN_STREAM, 1);
@@ -141,22 +145,25 @@ int dp_shard_frame(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, cons
 	return 0;
 }
 
-/* The address-bound layer of the frame being handled (lc->ictx, set by
- * its entry point: dp_rx per datagram, dp_lanes per frame, the inbox per
- * hand-off), or FG_LAYER_UNBOUND. */
-static int32_t ictx_bound(const struct dp_lcore *lc)
+int dp_shard_frame(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const struct dp_xfer *from,
+		   struct fg_ingest_result *r, uint64_t now)
 {
-	return lc->ictx.layer_bound ? (int32_t)lc->ictx.bound_layer : FG_LAYER_UNBOUND;
+	struct dp_frame d;
+	if (dp_frame_decode(&lc->ictx, frame, len, &d) < 0) {
+		dp_lc_malformed(lc, FG_R_SHORT_HEADER);
+		memset(r, 0, sizeof(*r));
+		r->reason = FG_R_SHORT_HEADER;
+		fg_status_from_result(&lc->ictx, NULL, NULL, r->reason, &r->status);
+		return -r->reason;
+	}
+	return shard_decoded(lc, frame, len, &d, from, r, now);
 }
 
 /* Owner of a whole frame: the seed's shard, else this lcore. */
-static unsigned frame_owner(const struct dp_lcore *lc, const struct fg_hdr *h)
+static unsigned frame_owner(const struct dp_lcore *lc, const struct dp_frame *d)
 {
-	enum fg_band band;
-	uint16_t layer;
-	if (dp_g.n > 1 && fg_stream_classify_at(&dp_g.cfg.bands, h->stream_id, ictx_bound(lc), &band, &layer) == 0 &&
-	    band == FG_BAND_SEED)
-		return fg_shard_of(h->sequence, layer, dp_g.cfg.layers, dp_g.n);
+	if (dp_g.n > 1 && d->cls.rc == 0 && d->cls.band == FG_BAND_SEED)
+		return fg_shard_of(d->hdr.sequence, d->cls.layer, dp_g.cfg.layers, dp_g.n);
 	return lc->idx;
 }
 
@@ -169,24 +176,25 @@ static bool ack_placed(int rc, const struct fg_ingest_result *r)
 }
 
 /* A whole frame in an xfer buffer x (owned by the caller of this function,
- * which gives it up here: processed and returned, or handed to the owner). */
+ * which gives it up here: processed and returned, or handed to the owner
+ * with its decode). */
 static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64_t now)
 {
 	uint8_t *frame = dp_xfer_data(x);
-	struct fg_hdr h;
 	dp_lc_count(lc, FG_C_FRAMES, 1);
-	if (fg_hdr_decode(frame, x->len, FG_TRANSPORT_MESSAGE, &h) < 0) {
+	if (dp_frame_decode(&lc->ictx, frame, x->len, &x->fr) < 0) {
 		dp_lc_malformed(lc, FG_R_SHORT_HEADER);
 		rte_mempool_put(dp_g.xfer, x);
 		return;
 	}
-	if (h.stream_id == FG_STREAM_ACK && (h.flags & FG_FLAG_ACK)) {
+	x->decoded = true;
+	if (dp_frame_is_ack(&x->fr)) {
 		dp_lc_xcount(lc, DP_X_ACK_RX); /* a consumer ACKing resolved seeds */
-		dp_deliver_on_ack(lc, frame, x->len, &x->peer);
+		dp_deliver_on_ack(lc, &x->fr, frame, x->len, &x->peer);
 		rte_mempool_put(dp_g.xfer, x);
 		return;
 	}
-	unsigned owner = frame_owner(lc, &h);
+	unsigned owner = frame_owner(lc, &x->fr);
 	if (owner != lc->idx) {
 		x->ack = ackable; /* the owner ACKs once it knows the frame was placed */
 		if (rte_ring_mp_enqueue(dp_g.lc[owner]->inbox, x) < 0) {
@@ -198,24 +206,25 @@ static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64
 		return;
 	}
 	struct fg_ingest_result r;
-	int rc = dp_shard_frame(lc, frame, x->len, x, &r, now);
+	int rc = shard_decoded(lc, frame, x->len, &x->fr, x, &r, now);
 	if (ackable && ack_placed(rc, &r))
-		dp_reply_ack_note(lc, x, h.stream_id, h.sequence, now);
+		dp_reply_ack_note(lc, x, x->fr.hdr.stream_id, x->fr.hdr.sequence, now);
 	rte_mempool_put(dp_g.xfer, x);
 }
 
 /* A whole frame still inside an mbuf (frag_total 1, or the raw profile). */
 void dp_shard_whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const struct dp_pkt *pk,
-		     bool ackable, uint64_t now)
+		    bool ackable, uint64_t now)
 {
-	struct fg_hdr h;
-	if (fg_hdr_decode(frame, len, FG_TRANSPORT_MESSAGE, &h) < 0 || FG_HDR_LEN + h.length != len) {
+	struct dp_xfer from = {.peer = pk->src, .route = pk->route, .len = len, .ack = ackable,
+			       .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer,
+			       .decoded = true};
+	const struct dp_frame *d = &from.fr;
+	if (dp_frame_decode(&lc->ictx, frame, len, &from.fr) < 0 || FG_HDR_LEN + (uint64_t)d->hdr.length != len) {
 		dp_lc_malformed(lc, len < FG_HDR_LEN ? FG_R_SHORT_HEADER : FG_R_TRUNCATED_FRAME);
 		return;
 	}
-	unsigned owner = frame_owner(lc, &h);
-	struct dp_xfer from = {.peer = pk->src, .route = pk->route, .len = len, .ack = ackable,
-			       .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer};
+	unsigned owner = frame_owner(lc, d);
 	if (owner != lc->idx) {
 		void *e;
 		if (len > dp_g.frame_max || rte_mempool_get(dp_g.xfer, &e) < 0) {
@@ -223,7 +232,7 @@ void dp_shard_whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, con
 			return;
 		}
 		struct dp_xfer *x = e;
-		*x = from;
+		*x = from; /* with its decode: the owner does not decode again */
 		memcpy(dp_xfer_data(x), frame, len);
 		dp_lc_count(lc, FG_C_FRAMES, 1);
 		if (rte_ring_mp_enqueue(dp_g.lc[owner]->inbox, x) < 0) {
@@ -235,15 +244,15 @@ void dp_shard_whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, con
 		return;
 	}
 	dp_lc_count(lc, FG_C_FRAMES, 1);
-	if (h.stream_id == FG_STREAM_ACK && (h.flags & FG_FLAG_ACK)) {
+	if (dp_frame_is_ack(d)) {
 		dp_lc_xcount(lc, DP_X_ACK_RX);
-		dp_deliver_on_ack(lc, frame, len, &pk->src);
+		dp_deliver_on_ack(lc, d, frame, len, &pk->src);
 		return;
 	}
 	struct fg_ingest_result r;
-	int rc = dp_shard_frame(lc, frame, len, &from, &r, now);
+	int rc = shard_decoded(lc, frame, len, d, &from, &r, now);
 	if (ackable && ack_placed(rc, &r))
-		dp_reply_ack_note(lc, &from, h.stream_id, h.sequence, now);
+		dp_reply_ack_note(lc, &from, d->hdr.stream_id, d->hdr.sequence, now);
 }
 
 void dp_shard_fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct dp_pkt *pk, uint64_t now)
@@ -336,15 +345,17 @@ unsigned dp_shard_inbox_poll(struct dp_lcore *lc, uint64_t now)
 		lc->ictx.layer_bound = x->layer_bound; /* the receiving lcore's address binding */
 		lc->ictx.bound_layer = x->bound_layer;
 		const uint8_t *fr = dp_xfer_data(x);
-		struct fg_hdr h;
-		bool hdr_ok = fg_hdr_decode(fr, x->len, FG_TRANSPORT_MESSAGE, &h) >= 0;
-		if (hdr_ok && h.stream_id == FG_STREAM_ACK && (h.flags & FG_FLAG_ACK)) {
-			dp_deliver_on_ack(lc, fr, x->len, NULL); /* a copy from the lcore that received (and checked) it */
+		/* a handed-off frame comes with its decode; an ACK copy
+		 * (dp_deliver.c) does not */
+		if (!x->decoded && dp_frame_decode(&lc->ictx, fr, x->len, &x->fr) < 0) {
+			dp_lc_malformed(lc, FG_R_SHORT_HEADER);
+		} else if (dp_frame_is_ack(&x->fr)) {
+			dp_deliver_on_ack(lc, &x->fr, fr, x->len, NULL); /* a copy from the lcore that received (and checked) it */
 		} else {
-			int rc = dp_shard_frame(lc, fr, x->len, x, &r, now);
+			int rc = shard_decoded(lc, fr, x->len, &x->fr, x, &r, now);
 			/* handed off unACKed: ACK here once placed */
-			if (x->ack && hdr_ok && ack_placed(rc, &r))
-				dp_reply_ack_note(lc, x, h.stream_id, h.sequence, now);
+			if (x->ack && ack_placed(rc, &r))
+				dp_reply_ack_note(lc, x, x->fr.hdr.stream_id, x->fr.hdr.sequence, now);
 		}
 		rte_mempool_put(dp_g.xfer, x);
 	}

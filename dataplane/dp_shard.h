@@ -5,10 +5,13 @@
 
 #include "dp_internal.h"
 
-/* A whole frame this lcore owns (its shard, or not a seed): decode, ingest,
- * count, answer. from is the UDP sender, or NULL for a frame from the
- * control plane (answered through the lane). Returns the ingest return code
- * (0 or -FG_R_*); *r is filled either way. frame is borrowed. */
+/* A whole frame from the control plane, which this lcore owns: decode its
+ * header and classify its stream once (dp_frame_decode), ingest, count,
+ * answer. from is the UDP sender, or NULL for a frame from the control
+ * plane (answered through the lane). Returns the ingest return code (0 or
+ * -FG_R_*); *r is filled either way. frame is borrowed. (Frames from the
+ * wire take dp_shard_whole / dp_shard_fragment, which decode once and
+ * carry the decode through a hand-off.) */
 int dp_shard_frame(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const struct dp_xfer *from,
 		   struct fg_ingest_result *r, uint64_t now);
 /* A whole frame still inside an mbuf (frag_total 1, or the raw profile):

@@ -66,6 +66,25 @@ struct fg_ingest_result {
 FG_MUST_CHECK int fg_ingest_frame(struct fg_slots *s, const struct fg_ingest_ctx *ctx,
 				  const struct fg_frame *f, uint64_t now_ns, struct fg_ingest_result *out);
 
+/* A frame's stream classified once under ctx's address binding
+ * (fg_stream_classify_at with ctx->layer_bound / bound_layer), so a caller
+ * that needs the band and layer before ingest (a shard's owner, a hand-off)
+ * does not classify again (fg_ingest_classified). */
+struct fg_ingest_class {
+	int rc;            /* 0, or -FG_R_UNKNOWN_STREAM / -FG_R_UNKNOWN_LAYER / -FG_R_LAYER_MISMATCH */
+	enum fg_band band; /* rc == 0: the band; else 0 */
+	uint16_t layer;    /* rc == 0: the slot's layer (the bound one when bound); else the bound layer, or 0 */
+};
+/* Classify stream_id under ctx's binding into *c. Reads only its
+ * arguments (ctx->bands must be set); any thread. */
+void fg_ingest_classify(const struct fg_ingest_ctx *ctx, uint16_t stream_id, struct fg_ingest_class *c);
+/* fg_ingest_frame for a frame whose stream c classified
+ * (fg_ingest_classify, same ctx binding): the stream is not classified
+ * again. Same returns, same result; fg_ingest_frame is classify + this.
+ * Owner thread of s only. */
+FG_MUST_CHECK int fg_ingest_classified(struct fg_slots *s, const struct fg_ingest_ctx *ctx, const struct fg_frame *f,
+				       const struct fg_ingest_class *c, uint64_t now_ns, struct fg_ingest_result *out);
+
 /* The status bitset of wire.md section 5: the lines that are satisfied,
  * i.e. landed plus the lines the rule does not expect, except that a
  * poisoned slot satisfies none of its expected lines, and 0 when no rule is
