@@ -529,6 +529,83 @@ static void test_layer_nibble_mismatch_refused(void **state)
 	fixture_fini(&fx);
 }
 
+/* Classify once, ingest with the class (the dataplane's decode-once path):
+ * the class says what the stream is under the address binding, and
+ * fg_ingest_classified answers exactly as fg_ingest_frame does, on two
+ * tables fed the same frames: a seed, the same seed again (duplicate), a
+ * canonical report, an unknown stream, a layer beyond the model, a nibble
+ * mismatch on a bound address, and one of our own output streams. */
+static void test_classify_once_same_answer(void **state)
+{
+	(void)state;
+	enum { H = 4 };
+	struct fixture a, b;
+	float x[H] = { 1, 2, 3, 4 };
+	uint8_t seed[256], canon[256];
+	fixture_init(&a, H, FG_LINE_ACTIVE);
+	fixture_init(&b, H, FG_LINE_ACTIVE);
+	a.bands.n_layers = b.bands.n_layers = 28;
+	struct fg_seed sd = { .token_seq = 5, .dst_layer = 2, .line = 1, .start_pos = 0, .seq_len = 1,
+			      .body = (const uint8_t *)x, .body_len = sizeof(x) };
+	ssize_t sn = fg_seed_encode(&a.bands, &sd, seed, sizeof(seed)); /* stream 0xAF62 */
+	assert_true(sn > 0);
+	struct fg_canon cr = { .kind = FG_CANON_FULL, .token_seq = 5, .dst_layer = 2, .start_pos = 0, .seq_len = 1,
+			       .body = (const uint8_t *)x, .body_len = sizeof(x) };
+	ssize_t cn = fg_canon_encode(&a.bands, &cr, canon, sizeof(canon));
+	assert_true(cn > 0);
+
+	struct fg_ingest_class c;
+	fg_ingest_classify(&a.ctx, 0xAF62, &c);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(c.band, FG_BAND_SEED);
+	assert_int_equal(c.layer, 2);
+	a.ctx.layer_bound = true;
+	a.ctx.bound_layer = 17;
+	fg_ingest_classify(&a.ctx, 0xAF62, &c);
+	assert_int_equal(c.rc, -FG_R_LAYER_MISMATCH);
+	assert_int_equal(c.layer, 17); /* the address's layer, for the status */
+	fg_ingest_classify(&a.ctx, 0xAF71, &c);
+	assert_int_equal(c.rc, 0);
+	assert_int_equal(c.layer, 17);
+	a.ctx.layer_bound = false;
+
+	static const struct {
+		int which;       /* 0 seed, 1 canonical */
+		uint16_t stream; /* 0: as encoded */
+		bool bound;
+		uint16_t bound_layer;
+	} cases[] = {
+		{ 0, 0, false, 0 },      { 0, 0, false, 0 },      { 1, 0, false, 0 }, { 0, 0xAFC0, false, 0 },
+		{ 0, 0xAF7C, false, 0 }, { 0, 0xAF62, true, 17 }, { 0, 0xAF71, true, 17 },
+		{ 0, FG_STREAM_STATUS, false, 0 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint8_t buf[256];
+		size_t n = cases[i].which ? (size_t)cn : (size_t)sn;
+		memcpy(buf, cases[i].which ? canon : seed, n);
+		if (cases[i].stream)
+			fg_put_be16(buf, cases[i].stream);
+		a.ctx.layer_bound = b.ctx.layer_bound = cases[i].bound;
+		a.ctx.bound_layer = b.ctx.bound_layer = cases[i].bound_layer;
+		struct fg_frame f;
+		assert_true(fg_frame_decode(buf, n, FG_TRANSPORT_MESSAGE, &f) == (ssize_t)n);
+		struct fg_ingest_result ra, rb;
+		int rca = fg_ingest_frame(&a.s, &a.ctx, &f, 1, &ra);
+		fg_ingest_classify(&b.ctx, f.hdr.stream_id, &c);
+		int rcb = fg_ingest_classified(&b.s, &b.ctx, &f, &c, 1, &rb);
+		assert_int_equal(rca, rcb);
+		assert_int_equal(ra.reason, rb.reason);
+		assert_int_equal(ra.band, rb.band);
+		assert_int_equal(ra.slot.outcome, rb.slot.outcome);
+		assert_memory_equal(&ra.status, &rb.status, sizeof(ra.status));
+	}
+	assert_int_equal(fg_ingest_classified(&b.s, &b.ctx, &(struct fg_frame){ 0 }, NULL, 1,
+					      &(struct fg_ingest_result){ 0 }),
+			 -EINVAL);
+	fixture_fini(&a);
+	fixture_fini(&b);
+}
+
 /* Both readings of the orientation nibble ([wire] orientation) through the
  * ingest: bit (0 = +, 1 = -) and signed (0x1 = +, 0xF = -). */
 static void test_orientation_readings(void **state)
@@ -586,6 +663,7 @@ int main(void)
 		cmocka_unit_test(test_malformed_vectors),
 		cmocka_unit_test(test_pair_x_status_facts),
 		cmocka_unit_test(test_conflict_and_epoch),
+		cmocka_unit_test(test_classify_once_same_answer),
 		cmocka_unit_test(test_linefacts_pack),
 		cmocka_unit_test(test_layers_beyond_15_address_bound),
 		cmocka_unit_test(test_layer_nibble_mismatch_refused),
