@@ -8,6 +8,7 @@
  * once per failure, at this edge. */
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -473,18 +474,25 @@ static void free_all(struct dp_state *g)
 	}
 }
 
-/* The EAL leaves its runtime directory behind; ours is per process
- * (fgdp<pid>) so nobody else can be using it. */
-static void remove_runtime_dir(void)
+/* Where the EAL keeps runtime directories (eal_get_runtime_dir's rule). */
+static void runtime_base(char *out, size_t cap)
 {
-	char dir[128], path[512];
 	const char *base = getuid() == 0 ? "/var/run/dpdk" : getenv("XDG_RUNTIME_DIR");
 	if (!base)
 		base = "/tmp";
-	snprintf(dir, sizeof(dir), "%s%s/fgdp%d", base, getuid() == 0 ? "" : "/dpdk", (int)getpid());
+	snprintf(out, cap, "%s%s", base, getuid() == 0 ? "" : "/dpdk");
+}
+
+/* The EAL leaves its runtime directory behind; ours is per process
+ * (fgdp<pid>) so nobody else can be using it. */
+static bool remove_dir_of(const char *prefix, int pid)
+{
+	char base[96], dir[128], path[512];
+	runtime_base(base, sizeof(base));
+	snprintf(dir, sizeof(dir), "%s/%s%d", base, prefix, pid);
 	DIR *d = opendir(dir);
 	if (!d)
-		return;
+		return false;
 	struct dirent *e;
 	while ((e = readdir(d)) != NULL) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
@@ -493,7 +501,45 @@ static void remove_runtime_dir(void)
 		(void)unlink(path);
 	}
 	closedir(d);
-	(void)rmdir(dir);
+	return rmdir(dir) == 0;
+}
+
+static void remove_runtime_dir(void) { (void)remove_dir_of("fgdp", (int)getpid()); }
+
+/* A daemon killed with SIGKILL never reached dp_stop: its fgdp<pid>
+ * directory stays (so do those of the project's bench and test programs,
+ * fg<name><pid>). Remove those whose process no longer exists (a pid
+ * reused by another process keeps its directory: harmless, and never ours
+ * to judge). Returns how many went. */
+static unsigned reap_stale_runtime_dirs(void)
+{
+	char base[96];
+	runtime_base(base, sizeof(base));
+	DIR *d = opendir(base);
+	if (!d)
+		return 0;
+	unsigned n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		char *end;
+		const char *p = e->d_name;
+		if (strncmp(p, "fg", 2) != 0)
+			continue;
+		p += 2;
+		while (*p >= 'a' && *p <= 'z')
+			p++;
+		if (*p < '1' || *p > '9')
+			continue;
+		long pid = strtol(p, &end, 10);
+		if (*end || pid <= 0 || pid > 0x3fffffff || pid == (long)getpid())
+			continue;
+		char prefix[64];
+		snprintf(prefix, sizeof(prefix), "%.*s", (int)(p - e->d_name), e->d_name);
+		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH && remove_dir_of(prefix, (int)pid))
+			n++;
+	}
+	closedir(d);
+	return n;
 }
 
 int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_boundary *b)
@@ -510,6 +556,10 @@ int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_bou
 	g->cfg = *cfg;
 	g->b = b;
 	g->n = cfg->lcores ? cfg->lcores : 1;
+	unsigned stale = reap_stale_runtime_dirs();
+	if (stale)
+		DP_LOG(INFO, "removed %u DPDK runtime director%s of processes that died without stopping", stale,
+		       stale == 1 ? "y" : "ies");
 	{
 		/* profiles size their queues with ${FG_LCORES} */
 		char v[16];

@@ -20,6 +20,8 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "fg/boundary.h"
 #include "fg/config.h"
@@ -92,7 +94,7 @@ static void test_lanes(void **state)
 	(void)state;
 	char cfgtext[] = "[model]\nhidden = 4\nlayers = 32\n[rules]\ndefault = 1,3,5\nlayer.1 = 1\nlayer.3 = 1\n"
 			 "[slots]\ncapacity = 64\ndeadline_ms = 60000\n[dataplane]\nlcores = 2\n"
-			 "[consumers]\nlayer.3 = 10.77.0.2:5000\n";
+			 "[consumers]\nlayer.3 = 10.77.0.2:5000\nresends = 0\n";
 	struct fg_config_error err;
 	fg_config_default(&cfg);
 	assert_int_equal(fg_config_parse(&cfg, cfgtext, "test", &err), 0);
@@ -102,7 +104,28 @@ static void test_lanes(void **state)
 	char prof[512];
 	snprintf(prof, sizeof(prof), "%s/drivers-config/ring.ini", FG_SOURCE_ROOT);
 	setenv("FG_HUGEPAGES", "off", 1);
+	/* a daemon killed with SIGKILL left its runtime directory: dp_init
+	 * removes it; a live process's directory stays */
+	pid_t dead = fork();
+	assert_true(dead >= 0);
+	if (dead == 0)
+		_exit(0);
+	assert_int_equal(waitpid(dead, NULL, 0), dead);
+	char stale[64], stale_f[96], live[64];
+	(void)mkdir("/var/run/dpdk", 0700);
+	snprintf(stale, sizeof(stale), "/var/run/dpdk/fgdp%d", (int)dead);
+	snprintf(stale_f, sizeof(stale_f), "%s/dpdk_telemetry.v2", stale);
+	snprintf(live, sizeof(live), "/var/run/dpdk/fgdp%d", (int)getppid());
+	assert_int_equal(mkdir(stale, 0700), 0);
+	FILE *sf = fopen(stale_f, "w");
+	assert_non_null(sf);
+	fclose(sf);
+	bool live_made = mkdir(live, 0700) == 0;
 	assert_int_equal(dp_init(&cfg, prof, &b), 0);
+	assert_int_not_equal(access(stale, F_OK), 0);
+	assert_int_equal(access(live, F_OK), 0);
+	if (live_made)
+		(void)rmdir(live);
 	assert_int_equal(b.n_lanes, 2);
 	assert_non_null(b.lanes);
 	assert_non_null(b.counters);
@@ -228,6 +251,15 @@ static void test_lanes(void **state)
 	assert_true(wait_msg(FG_BM_RESOLVED, 0, &m, &lane));
 	assert_int_equal(m.resolved.token_seq, 601);
 	fg_pool_put(&b.lanes[lane].dp2cp, m.resolved.body.buf);
+	/* both deliveries came back round the ring port and were refused
+	 * (sent from our own address): no mbuf is left in flight at dp_stop */
+	for (int t = 0; t < 2000; t++) {
+		assert_int_equal(dp_report_get(&r), 0);
+		if (r.x[DP_X_BAD_SOURCE] >= 2)
+			break;
+		usleep(1000);
+	}
+	assert_int_equal(r.x[DP_X_BAD_SOURCE], 2);
 	dp_stop();
 	assert_null(b.lanes);
 	char dir[64];
