@@ -27,9 +27,11 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "control"))
-from daemon_harness import (SKIP, Daemon, canonical, check, free_port, http, reduce_pair_x,  # noqa: E402
-                        resolved_frame, seed)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest import wait  # noqa: E402
+from fgtest.wait import within  # noqa: E402
+from fgtest.harness import (SKIP, Daemon, canonical, check, http, reduce_pair_x, resolved_frame,  # noqa: E402
+                            seed)
 
 V = {1: [1.5, 2.0, -1.0, 0.5, 3.0, 4.0, 5.0, 6.0], 3: [0.25] * 8, 5: [-2.0, 1e-3, 7.0, 8.0, 1.0, 2.0, 3.0, 4.0]}
 REF = reduce_pair_x([(V[1], 0), (V[3], 0), (V[5], 0)])
@@ -43,13 +45,14 @@ PREFIX = "/fg-test-%d/" % os.getpid()
 
 
 class Etcd:
-    """A 3-member etcd cluster on loopback with ports from port 0."""
+    """A 3-member etcd cluster on loopback: fixed ports, in a network
+    namespace of this run's own (wait.private_net in main)."""
 
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="fg-etcd-")
         self.n = 3
-        self.client = [free_port() for _ in range(self.n)]
-        self.peer = [free_port() for _ in range(self.n)]
+        self.client = [2379 + 10 * i for i in range(self.n)]
+        self.peer = [2380 + 10 * i for i in range(self.n)]
         self.procs = [None] * self.n
         self.initial = ",".join(f"m{i}=http://127.0.0.1:{self.peer[i]}" for i in range(self.n))
 
@@ -129,17 +132,6 @@ def line_state(d, line):
     return cluster(d)["lines"][line]["local"]
 
 
-def within(pred, secs, what):
-    """Polls pred every 20 ms; True when it held within secs."""
-    t0 = time.time()
-    while True:
-        if pred():
-            return time.time() - t0
-        if time.time() - t0 > secs:
-            check(False, f"not within {secs} s: {what}")
-        time.sleep(0.02)
-
-
 def resolve(d, tok, canon_values):
     for ln in (1, 3, 5):
         st, h, b = http(d, "POST", "/residual-seed", seed(0, tok, ln, V[ln]))
@@ -183,6 +175,7 @@ def main():
     if not FANOCTL or not os.access(FANOCTL, os.X_OK):
         print("SKIP: FANOCTL not set to the fanoctl binary")
         sys.exit(SKIP)
+    wait.private_net()  # the fixed etcd ports below are this run's own
     etcd = Etcd()
     try:
         for i in range(3):
@@ -315,7 +308,7 @@ def scenario(etcd, a, b):
             c = cluster(d)
             check(c["etcd"] == "up" and c["lines"][1]["local"] == "active",
                   f"one member down: still up, line 1 active: {c['etcd']} {c['lines'][1]}")
-        time.sleep(0.05)
+        time.sleep(0.05)  # not a readiness wait: the state must hold for 1.5 s after the kill
     check(op(a, "line", "disable", "6").returncode == 0, "operator change with a member down")
     within(lambda: line_state(b, 6) == "disabled", 1.0, "change applied on B with one member down")
     check(all(cluster(d)["model_epoch"] == before[0]["model_epoch"] for d in (a, b)), "epoch unchanged")

@@ -13,8 +13,10 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "control"))
-from daemon_harness import SKIP, Daemon, check, free_port  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest import wait  # noqa: E402
+from fgtest.wait import within  # noqa: E402
+from fgtest.harness import SKIP, Daemon, check  # noqa: E402
 
 FANOCTL = os.environ.get("FANOCTL", "")
 PREFIX = "/fg-tls-%d/" % os.getpid()
@@ -28,15 +30,6 @@ def cluster(d):
     return json.loads(p.stdout)
 
 
-def within(pred, secs, what):
-    t0 = time.time()
-    while not pred():
-        if time.time() - t0 > secs:
-            check(False, f"not within {secs} s: {what}")
-        time.sleep(0.02)
-    return time.time() - t0
-
-
 def main():
     if not shutil.which("etcd") or not shutil.which("etcdctl"):
         print("SKIP: etcd/etcdctl not installed (Debian etcd-server, etcd-client; scripts/deps.sh)")
@@ -44,7 +37,9 @@ def main():
     if not FANOCTL or not os.access(FANOCTL, os.X_OK):
         print("SKIP: FANOCTL not set to the fanoctl binary")
         sys.exit(SKIP)
-    cport, pport = free_port(), free_port()
+    wait.private_net()  # the fixed etcd ports below are this run's own
+    # fixed ports in a network namespace of this run's own (wait.private_net)
+    cport, pport = 2379, 2380
     url = f"https://127.0.0.1:{cport}"
     a = Daemon(deadline_ms=30000)  # its PKI (CA, server cert for 127.0.0.1, client cert) serves etcd too
     pki = a.dir

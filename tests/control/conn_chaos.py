@@ -16,7 +16,9 @@ import struct
 
 import websockets
 
-from daemon_harness import TOKEN, Daemon, check, http, seed
+import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.harness import TOKEN, Daemon, check, http, seed
 
 R = random.Random(int(os.environ.get("D1_SEED", "1234")))
 

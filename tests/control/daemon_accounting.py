@@ -28,7 +28,10 @@ import urllib.request
 
 import websockets
 
-from daemon_harness import (OUTCOMES, STATUS_STREAM, TOKEN, Daemon, canonical, check, hdr, http, parse_frames,
+import os
+import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.harness import (OUTCOMES, STATUS_STREAM, TOKEN, Daemon, canonical, check, hdr, http, parse_frames,
                         parse_status, seed)
 
 V = [1.0, -2.5, 3.25, 1e-7, 6.0, 7.5, -8.0, 9.125]

@@ -40,7 +40,8 @@ import sys
 import tempfile
 import time
 
-from daemon_harness import SKIP, Daemon, canonical, check, http, reduce_pair_x, seed
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.harness import SKIP, Daemon, canonical, check, http, reduce_pair_x, seed
 
 CAPS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
 TEST_USER = "fanogate-test"

@@ -12,7 +12,9 @@ import threading
 import time
 import urllib.request
 
-from daemon_harness import (TOKEN, TOKEN_CONSUMER, Daemon, canonical, check, hdr, http, http_read_response,
+import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.harness import (TOKEN, TOKEN_CONSUMER, Daemon, canonical, check, hdr, http, http_read_response,
                         reduce_pair_x, resolved_frame, seed)
 
 V = {1: [1.5, 2.25, -3.0, 4.0, 0.1, 0.2, 0.3, 1e-8],

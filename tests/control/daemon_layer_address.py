@@ -21,7 +21,10 @@ import urllib.request
 
 import websockets
 
-from daemon_harness import (OUTCOMES, STATUS_STREAM, TOKEN, Daemon, check, hdr, http, parse_frames, parse_status,
+import os
+import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.harness import (OUTCOMES, STATUS_STREAM, TOKEN, Daemon, check, hdr, http, parse_frames, parse_status,
                         reduce_pair_x, resolved_frame, seed)
 
 LAYERS = 28

@@ -28,8 +28,8 @@ import time
 import urllib.error
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon_harness import SKIP, Daemon, check, fail, http, seed  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.harness import SKIP, Daemon, check, fail, http, seed  # noqa: E402
 
 V = [1.0, 2.0, 0.5, -1.0, 0.0, 3.0, 1.5, -2.0]
 POLICY = "[lines]\nauto_promote = false\npromote_count = 64\npromote_ms = 10000\n[tls]\nws_max_message = 1K\n"

@@ -15,7 +15,8 @@ import sys
 import urllib.error
 import urllib.request
 
-from daemon_harness import SKIP, Daemon, check, http, seed
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.harness import SKIP, Daemon, check, http, seed
 
 V = [1.0] * 8
 

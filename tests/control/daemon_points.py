@@ -14,7 +14,8 @@ import time
 
 import websockets
 
-from daemon_harness import SKIP, TOKEN, Daemon, check, http, seed
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.harness import SKIP, TOKEN, Daemon, check, http, seed
 
 ATTN = "k-attn-token-0123456789abcdef"
 V3 = [0.25] * 8

@@ -12,39 +12,39 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
-import time
 
-from daemon_harness import TOKEN, _live, binary, check, fail, free_port
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest import daemon as fgdaemon  # noqa: E402
+from fgtest.harness import TOKEN, _live, binary, check, fail  # noqa: E402
 
 FP_RE = re.compile(r"self-signed certificate (\S+) \(key (\S+)\), SHA-256 fingerprint ([0-9A-F:]+)")
 
 
-def config(d, port, extra=""):
+def config(d, extra=""):
+    """listen on port 0: the daemon reports the port it bound"""
     tok = f"{d}/tokens"
     with open(tok, "w") as f:
         f.write(TOKEN + "\n")
     os.chmod(tok, 0o600)
     cfg = f"{d}/fanogate.ini"
     with open(cfg, "w") as f:
-        f.write(f"[tls]\nlisten = 127.0.0.1:{port}\ntokens_file = {tok}\n{extra}[audit]\npath = {d}/state/audit.log\n"
+        f.write(f"[tls]\nlisten = 127.0.0.1:0\ntokens_file = {tok}\n{extra}[audit]\npath = {d}/state/audit.log\n"
                 f"[operator]\nsocket = {d}/op.sock\n[metrics]\nlisten = off\n")
     return cfg
 
 
 def start(cfg, logpath):
-    logf = open(logpath, "wb")
-    p = subprocess.Popen([binary(), "--config", cfg, "--no-dataplane"], stdout=logf, stderr=subprocess.STDOUT)
+    """(process, log so far, TLS port or None when it exited first)"""
+    with open(logpath, "wb") as logf:
+        try:
+            p, ready = fgdaemon.start([binary(), "--config", cfg, "--no-dataplane"], stdout=logf,
+                                      stderr=subprocess.STDOUT, timeout=15)
+        except fgdaemon.NotReady as e:
+            fail("daemon did not become ready (%s):\n%s" % (e, open(logpath, errors="replace").read()))
     _live.append(p)
-    deadline = time.time() + 15
-    while time.time() < deadline:
-        log = open(logpath, errors="replace").read()
-        if "ready: tls listening" in log:
-            return p, log
-        if p.poll() is not None:
-            return p, log
-        time.sleep(0.05)
-    fail("daemon did not become ready:\n" + open(logpath, errors="replace").read())
+    return p, open(logpath, errors="replace").read(), ready and ready["tls"]
 
 
 def stop(p):
@@ -68,9 +68,8 @@ def presented(port):
 def main():
     d = tempfile.mkdtemp(prefix="fg-k-ss-")
     try:
-        port = free_port()
-        cfg = config(d, port)
-        p, log = start(cfg, f"{d}/run1.log")
+        cfg = config(d)
+        p, log, port = start(cfg, f"{d}/run1.log")
         check(p.poll() is None, "daemon starts without [tls] cert/key:\n" + log)
         m = FP_RE.search(log)
         check(m is not None and "generated self-signed" in log, "generation logged with path and fingerprint")
@@ -86,7 +85,7 @@ def main():
         check("prime256v1" in k.stdout or "P-256" in k.stdout, "EC P-256 key")
         stop(p)
 
-        p, log = start(cfg, f"{d}/run2.log")
+        p, log, port = start(cfg, f"{d}/run2.log")
         check(p.poll() is None, "restart with the generated pair")
         m = FP_RE.search(log)
         check(m is not None and "reusing self-signed" in log and m.group(3) == fp1,
@@ -95,8 +94,8 @@ def main():
         check(got == fp1, "restart presents the same certificate")
         stop(p)
 
-        cfg2 = config(d, free_port(), extra=f"cert = {d}/missing.pem\nkey = {d}/missing.key\n")
-        p, log = start(cfg2, f"{d}/run3.log")
+        cfg2 = config(d, extra=f"cert = {d}/missing.pem\nkey = {d}/missing.key\n")
+        p, log, _ = start(cfg2, f"{d}/run3.log")
         p.wait(timeout=10)
         check(p.returncode != 0 and f"{d}/missing.pem" in log and "No such file" in log,
               "cert/key set but missing: refused with a clear message: " + log.strip().splitlines()[-1])

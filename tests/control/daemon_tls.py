@@ -10,7 +10,10 @@ import socket
 import ssl
 import subprocess
 
-from daemon_harness import TOKEN, Daemon, check, http, seed
+import os
+import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.harness import TOKEN, Daemon, check, http, seed
 
 
 def s_client(d, *args, stdin=b"", timeout=10):

@@ -14,7 +14,10 @@ import time
 
 import websockets
 
-from daemon_harness import (STATUS_STREAM, TOKEN, TOKEN_CONSUMER, Daemon, OUTCOMES, check, hdr, parse_frames,
+import os
+import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.harness import (STATUS_STREAM, TOKEN, TOKEN_CONSUMER, Daemon, OUTCOMES, check, hdr, parse_frames,
                         parse_status, reduce_pair_x, resolved_frame, seed)
 
 V1 = [1.0, -2.5, 3.25, 1e-7, 6.0, 7.5, -8.0, 9.125]

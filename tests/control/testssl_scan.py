@@ -12,7 +12,8 @@ import shutil
 import subprocess
 import sys
 
-from daemon_harness import SKIP, Daemon, check, fail
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.harness import SKIP, Daemon, check, fail
 
 TESTSSL = shutil.which("testssl") or shutil.which("testssl.sh")
 if not TESTSSL:

@@ -443,8 +443,8 @@ def main():
     # Self-hosted: D1's harness makes the PKI and config (self-signed CA via
     # openssl req), starts `fanogate --no-dataplane --config` on a free port
     # and always stops it.
-    sys.path.insert(0, HERE)
-    import daemon_harness as h
+    sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+    from fgtest import harness as h
     with h.Daemon(hidden=cfg.hidden) as d:
         cfg.port, cfg.ca, cfg.token = d.port, f"{d.dir}/ca.pem", h.TOKEN
         rc = run_all(cfg)

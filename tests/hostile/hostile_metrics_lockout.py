@@ -14,8 +14,8 @@ import re
 import socket
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "control"))
-from daemon_harness import Daemon, check, fail  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.harness import Daemon, check, fail  # noqa: E402
 
 
 def scrape(port):

@@ -39,8 +39,8 @@ import threading
 import time
 import urllib.request
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "control"))
-import daemon_harness as h  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest import harness as h  # noqa: E402
 
 SKIP = 77
 # deadline: long enough that a fanofleet run's three HTTPS/wss contributions
