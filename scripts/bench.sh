@@ -16,10 +16,12 @@
 # Output: a terminal table, OUT/jump.json, OUT/jump.png (CDF per path),
 # OUT/table.txt and the raw samples. No timing is asserted anywhere.
 #
-# Usage: scripts/bench.sh [--smoke] [--tokens N] [--out DIR] [--build-dir DIR]
+# Usage: scripts/bench.sh [--smoke] [--tokens N] [--out DIR] [--build-dir DIR] [--answer-spin-us N]
 #   --smoke      CI: a few tokens per path; checks that every output exists
 #   --tokens N   tokens per path (default 300 = 8100 seeds; smoke 4)
 #   --out DIR    output directory (default BUILD/bench-jump)
+#   --answer-spin-us N   fanogate's [dataplane] answer_spin_us (default: the
+#                daemon's own, 50); 0 compares with sleeping at once
 # Needs root for the namespace and the dataplane; without root the dpdk-udp
 # path is skipped and the others run on loopback. Cleans up on exit and on
 # Ctrl-C (processes, namespace fgfl-bench, veths, hugepages it reserved).
@@ -32,14 +34,15 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # cannot collide with anything else on the box.
 [ "$(id -u)" -eq 0 ] || fg_private_net "$@"
 BUILD=${FG_BUILD_DIR:-build}
-SMOKE=0 TOKENS= OUT=
+SMOKE=0 TOKENS= OUT= ANSWER_SPIN=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--smoke) SMOKE=1 ;;
 	--tokens) TOKENS=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	--build-dir) BUILD=$2; shift ;;
-	-h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--answer-spin-us) ANSWER_SPIN=$2; shift ;;
+	-h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -122,6 +125,7 @@ line.3,4,7 = active
 default = $FLEET_IP:5000
 [dataplane]
 profile = ${1:-af_xdp}
+${ANSWER_SPIN:+answer_spin_us = $ANSWER_SPIN}
 [tls]
 listen = $TLS_IP:0
 cert = $T/cert.pem
