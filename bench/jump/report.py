@@ -90,7 +90,7 @@ def main():
             j = json.load(open(fj))
             lat = j.get("latency_by_ingress", {}).get("udp", {})
             load[name] = {"seeds": j.get("resolved"), "bit_exact": j.get("bit_exact"), "slots": j.get("slots"),
-                          "seconds": j.get("seconds"),
+                          "seconds": j.get("seconds"), "gen_cpu_s": j.get("cpu_seconds"),
                           "seeds_per_s": (j["resolved"] / j["seconds"]) if j.get("seconds") else None,
                           "bytes_per_s": (j["resolved"] * 3 * 1536 * 4 / j["seconds"]) if j.get("seconds") else None,
                           "p50_us": lat.get("p50_us"), "p99_us": lat.get("p99_us")}
@@ -122,12 +122,14 @@ def main():
                                                                     e["p999_us"], e["max_us"], ratio, note))
     if load:
         lines.append("")
-        lines.append("throughput (burst, 16 tokens in flight, one fanofleet process as the whole fleet):")
+        lines.append("throughput (burst, 16 tokens in flight, one fanofleet process as the whole fleet;"
+                     " gen cpu = its own CPU, near 100% means the generator is the limit):")
         for name, v in load.items():
             if v["seeds_per_s"]:
-                lines.append("  %-16s %8.0f seeds/s  %6.1f MB/s contributions  p50 %.0f us  p99 %.0f us  %d/%d bit-exact"
+                gen = ("  gen cpu %.0f%%" % (100 * v["gen_cpu_s"] / v["seconds"])) if v.get("gen_cpu_s") else ""
+                lines.append("  %-16s %8.0f seeds/s  %6.1f MB/s contributions  p50 %.0f us  p99 %.0f us  %d/%d bit-exact%s"
                              % (name, v["seeds_per_s"], v["bytes_per_s"] / 1e6, v["p50_us"] or 0, v["p99_us"] or 0,
-                                v["bit_exact"] or 0, v["slots"] or 0))
+                                v["bit_exact"] or 0, v["slots"] or 0, gen))
     if res["resolution"] and res["resolution"]["hidden_1536_lines_3"]:
         r = res["resolution"]["hidden_1536_lines_3"]
         lines.append("")

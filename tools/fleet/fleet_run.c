@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <jansson.h>
 
@@ -864,11 +865,21 @@ static void summary(struct engine *e, uint64_t now, int rc)
 		printf("  first problem: %s\n", e->first_error);
 	printf("  result: %s\n", rc == 0 ? "PASS" : rc == 1 ? "FAIL (wrong seed)" : rc == 2 ? "FAIL (missing seeds)"
 				     : rc == 4 ? "INTERRUPTED" : "FAIL");
+	/* the generator's own CPU: a load row whose generator used a whole
+	 * core says more about the generator than about the appliance */
+	struct rusage ru;
+	double cpu = 0;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+		      ru.ru_stime.tv_usec / 1e6;
+	printf("  fleet cpu: %.2f s user+system, %.0f%% of one core over %.2f s\n", cpu, secs > 0 ? 100 * cpu / secs : 0,
+	       secs);
 	fflush(stdout);
 
 	if (!o->json_path)
 		return;
 	json_t *j = json_object();
+	json_object_set_new(j, "cpu_seconds", json_real(cpu));
 	json_object_set_new(j, "tool", json_string("fanofleet"));
 	json_object_set_new(j, "layers", json_integer(o->layers));
 	json_object_set_new(j, "hidden", json_integer(o->hidden));
