@@ -19,13 +19,14 @@
 #define CP_HOUSE_NS (100ull * 1000 * 1000)
 #define CP_LINGER_NS (2ull * 1000 * 1000 * 1000)
 #define CP_LINGER_BYTES (4u << 20)
-#define CP_IN_INITIAL 16384u
+#define CP_IN_INITIAL 4096u
+#define CP_CHUNK_MIN 4096u
 
 static void conn_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
 static void conn_linger(struct cp_conn *c);
 static void conn_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
 static void conn_free_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
-static void conn_arm_recv(struct cp_conn *c);
+static void conn_recv_update(struct cp_conn *c);
 static void conn_process(struct cp_conn *c);
 static void server_accept_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
 
@@ -104,6 +105,7 @@ static void conn_free_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 	if (c->fd >= 0)
 		close(c->fd);
 	cp_ws_fini(c);
+	cp_http_fini(c);
 	cp_tls_conn_fini(&c->tls);
 	for (struct cp_chunk *k = c->sq_head, *n; k; k = n) {
 		n = k->next;
@@ -111,6 +113,7 @@ static void conn_free_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 	}
 	free(c->in);
 	free(c->pout);
+	free(c->rbuf);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -162,14 +165,7 @@ static void conn_linger(struct cp_conn *c)
 	c->lingering = true;
 	shutdown(c->fd, SHUT_WR);
 	cp_conn_set_deadline(c, CP_DL_LINGER, CP_LINGER_NS);
-	if (!c->recv_armed) {
-		c->recv_op.fn = conn_recv_done;
-		if (cp_loop_recv(c->srv->loop, &c->recv_op, c->fd, c->rbuf, sizeof(c->rbuf)) < 0) {
-			cp_conn_close(c, "recv: ring full");
-			return;
-		}
-		c->recv_armed = true;
-	}
+	conn_recv_update(c);
 }
 
 void cp_conn_close_after_flush(struct cp_conn *c, const char *why)
@@ -233,7 +229,38 @@ static void server_batch_end(struct cp_loop *l, void *arg)
 
 bool cp_conn_has_room(const struct cp_conn *c, size_t len)
 {
-	return c->sq_bytes + c->pout_len + cp_tls_out_pending(&c->tls) + len <= c->srv->cfg->send_queue_max;
+	return c->sq_bytes + c->pout_len + len <= c->srv->cfg->send_queue_max;
+}
+
+/* The TLS output sink (cp_tls_set_sink): each record OpenSSL writes goes
+ * straight to the send queue, appended to the tail chunk while it has room
+ * (a chunk is never reallocated, so a sendmsg in flight over its first
+ * bytes stays valid), else in a new chunk. Chunks are freed once sent: an
+ * idle connection holds none. */
+static int conn_sink(void *arg, const uint8_t *p, size_t n)
+{
+	struct cp_conn *c = arg;
+	struct cp_chunk *k = c->sq_tail;
+	if (!k || k->cap - k->len < n) {
+		size_t cap = n < CP_CHUNK_MIN ? CP_CHUNK_MIN : n;
+		if (cap > UINT32_MAX)
+			return -ENOMEM;
+		k = malloc(sizeof(*k) + cap);
+		if (!k)
+			return -ENOMEM;
+		k->next = NULL;
+		k->off = k->len = 0;
+		k->cap = (uint32_t)cap;
+		if (c->sq_tail)
+			c->sq_tail->next = k;
+		else
+			c->sq_head = k;
+		c->sq_tail = k;
+	}
+	memcpy(k->data + k->len, p, n);
+	k->len += (uint32_t)n;
+	c->sq_bytes += n;
+	return 0;
 }
 
 int cp_conn_put(struct cp_conn *c, const void *buf, size_t len)
@@ -295,23 +322,6 @@ void cp_conn_flush(struct cp_conn *c)
 			c->pout_cap = 0;
 		}
 	}
-	size_t n = cp_tls_out_pending(&c->tls);
-	if (n) {
-		struct cp_chunk *k = malloc(sizeof(*k) + n);
-		if (!k) {
-			cp_conn_close(c, "send: out of memory");
-			return;
-		}
-		k->next = NULL;
-		k->off = 0;
-		k->len = (uint32_t)cp_tls_out_take(&c->tls, k->data, n);
-		if (c->sq_tail)
-			c->sq_tail->next = k;
-		else
-			c->sq_head = k;
-		c->sq_tail = k;
-		c->sq_bytes += k->len;
-	}
 	conn_kick_send(c);
 }
 
@@ -360,22 +370,56 @@ static void conn_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 		c->busy++;
 		conn_process(c);
 		c->busy--;
-		conn_arm_recv(c);
+		conn_recv_update(c);
 		conn_maybe_free(c);
 	}
 }
 
 /* ---- receiving ------------------------------------------------------------- */
-static void conn_arm_recv(struct cp_conn *c)
+static bool conn_wants_recv(const struct cp_conn *c)
 {
-	if (c->recv_armed || c->dead || c->closing || c->read_paused || c->proto_blocked)
+	return !c->dead && !c->read_paused && !c->proto_blocked && (!c->closing || c->lingering);
+}
+
+/* Invariant 2: arm a receive when the connection wants input and none is in
+ * flight; cancel a multishot one when it no longer does (its completions
+ * until then are still taken: fed to TLS, or discarded while closing). */
+static void conn_recv_update(struct cp_conn *c)
+{
+	struct cp_loop *l = c->srv->loop;
+	if (c->dead)
 		return;
+	if (!conn_wants_recv(c)) {
+		if (c->recv_armed && c->recv_multishot && !c->recv_cancel) {
+			if (cp_loop_cancel(l, &cp_op_ignore, &c->recv_op) < 0) {
+				cp_conn_close(c, "recv: ring full");
+				return;
+			}
+			c->recv_cancel = true;
+		}
+		return;
+	}
+	if (c->recv_armed)
+		return; /* one in flight, or a cancelled one: its last completion re-arms */
 	c->recv_op.fn = conn_recv_done;
-	if (cp_loop_recv(c->srv->loop, &c->recv_op, c->fd, c->rbuf, sizeof(c->rbuf)) < 0) {
+	int r;
+	if (l->rbuf_ok) {
+		r = cp_loop_recv_multishot(l, &c->recv_op, c->fd);
+		c->recv_multishot = true;
+	} else {
+		if (!c->rbuf && !(c->rbuf = malloc(CP_RBUF_LEN))) {
+			cp_conn_close(c, "recv: out of memory");
+			return;
+		}
+		r = cp_loop_recv(l, &c->recv_op, c->fd, c->rbuf, CP_RBUF_LEN);
+		c->recv_multishot = false;
+	}
+	if (r < 0) {
 		cp_conn_close(c, "recv: ring full");
 		return;
 	}
 	c->recv_armed = true;
+	c->recv_cancel = false;
 }
 
 void cp_conn_unblock(struct cp_conn *c)
@@ -396,10 +440,15 @@ void cp_conn_unblock(struct cp_conn *c)
 		else
 			cp_http_on_data(c);
 		c->in_process = false;
+		if (!c->in_len) {
+			free(c->in);
+			c->in = NULL;
+			c->in_cap = 0;
+		}
 	}
 	conn_process(c);
 	c->busy--;
-	conn_arm_recv(c);
+	conn_recv_update(c);
 	conn_maybe_free(c);
 }
 
@@ -418,6 +467,30 @@ static int conn_in_reserve(struct cp_conn *c)
 	return 0;
 }
 
+/* After the protocol consumed a record from the server's scratch buffer:
+ * keep what it left (a partial head, a POST body, bytes behind a blocked
+ * request) in a buffer of the connection's own, sized to it (invariant 4). */
+static int conn_in_keep(struct cp_conn *c)
+{
+	size_t n = c->in_len;
+	c->in = NULL;
+	c->in_cap = 0;
+	c->in_len = 0;
+	if (!n)
+		return 0;
+	size_t cap = n < CP_IN_INITIAL ? CP_IN_INITIAL : n;
+	if (cap > c->in_max && n <= c->in_max)
+		cap = c->in_max;
+	uint8_t *p = malloc(cap);
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, c->srv->scratch, n);
+	c->in = p;
+	c->in_cap = cap;
+	c->in_len = n;
+	return 0;
+}
+
 /* Pull plaintext out of TLS and hand it to the protocol until TLS wants more
  * ciphertext, the protocol blocks, or the send queue is over half full. */
 static void conn_process(struct cp_conn *c)
@@ -433,7 +506,19 @@ static void conn_process(struct cp_conn *c)
 			c->read_paused = true; /* invariant 3 */
 			break;
 		}
-		if (conn_in_reserve(c) < 0) {
+		/* Nothing buffered: decrypt into the scratch buffer, so a
+		 * connection whose records are consumed whole (WebSocket frames,
+		 * a head in one record) never holds an input buffer. */
+		bool scratch = c->in_len == 0 && !s->scratch_busy;
+		uint8_t *dst;
+		size_t room;
+		if (scratch) {
+			free(c->in);
+			c->in = NULL;
+			c->in_cap = 0;
+			dst = s->scratch;
+			room = c->in_max < sizeof(s->scratch) ? c->in_max : sizeof(s->scratch);
+		} else if (conn_in_reserve(c) < 0) {
 			/* The protocol left a full buffer unconsumed: its limits
 			 * should have refused earlier; refuse now. */
 			if (c->state == CP_CONN_WS)
@@ -441,8 +526,11 @@ static void conn_process(struct cp_conn *c)
 			else
 				cp_http_error(c, 431, "headers_too_large", false);
 			break;
+		} else {
+			dst = c->in + c->in_len;
+			room = c->in_cap - c->in_len;
 		}
-		ssize_t n = cp_tls_read(&s->tls, &c->tls, c->in + c->in_len, c->in_cap - c->in_len);
+		ssize_t n = cp_tls_read(&s->tls, &c->tls, dst, room);
 		if (n == -EPIPE) {
 			cp_conn_close_after_flush(c, "peer close_notify");
 			break;
@@ -465,11 +553,29 @@ static void conn_process(struct cp_conn *c)
 		}
 		if (n == 0)
 			break;
-		c->in_len += (size_t)n;
+		if (scratch) {
+			c->in = s->scratch;
+			c->in_cap = room;
+			c->in_len = (size_t)n;
+			s->scratch_busy = true;
+		} else {
+			c->in_len += (size_t)n;
+		}
 		if (c->state == CP_CONN_WS)
 			cp_ws_on_data(c);
 		else
 			cp_http_on_data(c);
+		if (scratch) {
+			s->scratch_busy = false;
+			if (conn_in_keep(c) < 0) {
+				cp_conn_close(c, "input: out of memory");
+				break;
+			}
+		} else if (!c->in_len) {
+			free(c->in);
+			c->in = NULL;
+			c->in_cap = 0;
+		}
 	}
 	c->in_process = false;
 	cp_conn_flush(c);
@@ -477,41 +583,62 @@ static void conn_process(struct cp_conn *c)
 
 static void conn_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
 {
-	(void)l; (void)flags;
 	struct cp_conn *c = cp_container_of(op, struct cp_conn, recv_op);
-	c->recv_armed = false;
+	uint16_t bid = 0;
+	uint8_t *data = c->recv_multishot ? cp_loop_rbuf_of(l, flags, &bid) : c->rbuf;
+	bool ring_buf = c->recv_multishot && data;
+	if (!(flags & IORING_CQE_F_MORE)) {
+		c->recv_armed = false;
+		c->recv_cancel = false;
+	}
 	if (c->dead) {
+		if (ring_buf)
+			cp_loop_rbuf_put(l, bid);
 		conn_maybe_free(c);
 		return;
 	}
-	if (res <= 0) {
-		cp_conn_close(c, res == 0 ? "peer closed" : "recv failed");
-		return;
-	}
-	if (c->closing) {
-		/* Input after we decided to close is discarded (bounded). */
-		c->lingered += (size_t)res;
-		if (!c->lingering)
-			return; /* conn_linger re-arms once the output is out */
-		if (c->lingered > CP_LINGER_BYTES) {
-			cp_conn_close(c, "linger limit");
+	if (res <= 0 || !data) {
+		if (ring_buf)
+			cp_loop_rbuf_put(l, bid);
+		if (res == -ENOBUFS && c->recv_multishot) {
+			l->rbuf_empty++; /* every ring buffer was in use: re-arm */
+		} else if (res == -ECANCELED) {
+			/* our cancel (the connection stopped reading) */
+		} else if (res == -EINVAL && c->recv_multishot && l->rbuf_ok) {
+			cp_loop_rbuf_disable(l, "the kernel refuses multishot receive (6.0+)");
+			cp_warn("tls: receive mode: per-connection recv (%s)", l->rbuf_why);
+		} else {
+			cp_conn_close(c, res == 0 ? "peer closed" : res > 0 ? "recv: no buffer" : "recv failed");
 			return;
 		}
-		c->recv_op.fn = conn_recv_done;
-		if (cp_loop_recv(c->srv->loop, &c->recv_op, c->fd, c->rbuf, sizeof(c->rbuf)) < 0)
-			cp_conn_close(c, "recv: ring full");
+		conn_recv_update(c);
+		return;
+	}
+	c->active = true;
+	if (c->closing) {
+		/* Input after we decided to close is discarded (bounded). */
+		if (ring_buf)
+			cp_loop_rbuf_put(l, bid);
+		c->lingered += (size_t)res;
+		if (c->lingering && c->lingered > CP_LINGER_BYTES)
+			cp_conn_close(c, "linger limit");
 		else
-			c->recv_armed = true;
+			conn_recv_update(c); /* conn_linger re-arms once the output is out */
 		return;
 	}
-	if (cp_tls_feed(&c->tls, c->rbuf, (size_t)res) < 0) {
-		cp_conn_close(c, "out of memory");
-		return;
-	}
+	/* Zero copy: OpenSSL reads the ring buffer in place; what it did not
+	 * read when processing stopped early (paused, blocked) is stashed, and
+	 * the ring buffer goes back at once (invariant 5). */
+	cp_tls_feed_window(&c->tls, data, (size_t)res);
 	c->busy++;
 	conn_process(c);
 	c->busy--;
-	conn_arm_recv(c);
+	int fr = cp_tls_feed_end(&c->tls);
+	if (ring_buf)
+		cp_loop_rbuf_put(l, bid);
+	if (fr < 0)
+		cp_conn_close(c, "out of memory");
+	conn_recv_update(c);
 	conn_maybe_free(c);
 }
 
@@ -557,6 +684,7 @@ static void conn_new(struct cp_server *s, int fd)
 		free(c);
 		return;
 	}
+	cp_tls_set_sink(&c->tls, conn_sink, c);
 	s->table[idx] = c;
 	s->n_conns++;
 	c->next = s->all;
@@ -568,7 +696,7 @@ static void conn_new(struct cp_server *s, int fd)
 	 * both complete within handshake_timeout_ms of the accept. */
 	cp_conn_set_deadline(c, CP_DL_HEAD, (uint64_t)s->cfg->handshake_timeout_ms * 1000000ull);
 	cp_debug("conn %s: accepted (%u open)", c->peer, s->n_conns);
-	conn_arm_recv(c);
+	conn_recv_update(c);
 }
 
 static void server_accept_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
@@ -605,6 +733,22 @@ static void server_accept_done(struct cp_loop *l, struct cp_op *op, int res, uin
 }
 
 /* ---- housekeeping ------------------------------------------------------------ */
+/* A connection that saw no input for a whole tick (100 ms) gives its idle
+ * buffers back: OpenSSL's record buffers (~34 KiB once used) and an empty
+ * plaintext staging buffer. Invariant 5; a busy connection keeps them, so
+ * no record pays for a malloc/free pair. */
+static void conn_trim(struct cp_conn *c)
+{
+	if (c->in_process)
+		return;
+	(void)cp_tls_conn_trim(&c->tls);
+	if (!c->pout_len && c->pout) {
+		free(c->pout);
+		c->pout = NULL;
+		c->pout_cap = 0;
+	}
+}
+
 static void server_house(struct cp_loop *l, struct cp_timer *t)
 {
 	struct cp_server *s = cp_container_of(t, struct cp_server, house);
@@ -615,6 +759,9 @@ static void server_house(struct cp_loop *l, struct cp_timer *t)
 			conn_maybe_free(c);
 			continue;
 		}
+		if (!c->active)
+			conn_trim(c);
+		c->active = false;
 		if (!c->deadline_ns || now < c->deadline_ns)
 			continue;
 		enum cp_deadline_kind k = c->dl_kind;
@@ -792,6 +939,11 @@ int cp_server_start(struct cp_server *s, struct cp_loop *l, const struct fg_conf
 		return r;
 	}
 	s->accept_armed = true;
+	if (l->rbuf_ok)
+		cp_info("tls: receive mode: multishot recv from a shared buffer ring (%u x %u KiB)", CP_LOOP_RBUFS,
+			CP_LOOP_RBUF_LEN / 1024);
+	else
+		cp_info("tls: receive mode: per-connection recv (%s)", l->rbuf_why ? l->rbuf_why : "buffer ring off");
 	l->batch_end = server_batch_end;
 	l->batch_arg = s;
 	return 0;

@@ -48,6 +48,7 @@ static void http_reset(struct cp_conn *c)
 		used = c->in_len;
 	memmove(c->in, c->in + used, c->in_len - used);
 	c->in_len -= used;
+	cp_http_fini(c);
 	memset(&c->http, 0, sizeof(c->http));
 	c->http.phase = CP_H_HEAD;
 	c->http.bound_layer = FG_LAYER_UNBOUND;
@@ -569,6 +570,12 @@ static void http_route(struct cp_conn *c, const struct cp_http_req *req)
 	cp_http_error(c, 404, "not_found", !(req->has_content_length && req->content_length) && req->keep_alive);
 }
 
+void cp_http_fini(struct cp_conn *c)
+{
+	free(c->http.hp);
+	c->http.hp = NULL;
+}
+
 void cp_http_on_data(struct cp_conn *c)
 {
 	struct cp_server *s = c->srv;
@@ -585,10 +592,28 @@ void cp_http_on_data(struct cp_conn *c)
 					cp_conn_set_deadline(c, CP_DL_HEAD,
 							     (uint64_t)s->cfg->handshake_timeout_ms * 1000000ull);
 			}
+			/* The parse resumes where the last record left it: a head
+			 * arriving in many records is examined once. Its state
+			 * lives on the heap only while the head is partial. */
 			struct cp_http_req req;
-			ssize_t r = cp_http_parse_request(c->in, c->in_len, &s->hlim, &req);
-			if (r == -CP_HTTP_R_INCOMPLETE)
+			struct cp_http_parser local, *hp = c->http.hp;
+			if (!hp) {
+				cp_http_parser_init(&local);
+				hp = &local;
+			}
+			ssize_t r = cp_http_parser_run(hp, c->in, c->in_len, &s->hlim, &req);
+			if (r == -CP_HTTP_R_INCOMPLETE) {
+				if (hp == &local) {
+					c->http.hp = malloc(sizeof(*hp));
+					if (!c->http.hp) {
+						cp_conn_close(c, "out of memory");
+						return;
+					}
+					memcpy(c->http.hp, &local, sizeof(local));
+				}
 				return;
+			}
+			cp_http_fini(c);
 			if (r < 0) {
 				cp_info("conn %s: bad request: %s", c->peer, cp_http_reason_name((int)r));
 				cp_http_error(c, cp_http_reason_status((int)r), cp_http_reason_name((int)r), false);

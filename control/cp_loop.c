@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -20,6 +21,85 @@ uint64_t cp_now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the receive buffer ring -------------------------------------------- */
+static size_t rbuf_ring_bytes(void) { return CP_LOOP_RBUFS * sizeof(struct io_uring_buf); }
+
+static void rbuf_ring_free(struct cp_loop *l)
+{
+	if (l->rbuf_ring)
+		munmap(l->rbuf_ring, rbuf_ring_bytes());
+	if (l->rbufs)
+		munmap(l->rbufs, (size_t)CP_LOOP_RBUFS * CP_LOOP_RBUF_LEN);
+	l->rbuf_ring = NULL;
+	l->rbufs = NULL;
+}
+
+/* liburing 2.3 (Debian 12) has no io_uring_setup_buf_ring: map the ring
+ * (page aligned, as the kernel requires) and register it ourselves. The
+ * buffers are anonymous memory too: a page is resident only once the
+ * kernel wrote into it. */
+static void rbuf_ring_setup(struct cp_loop *l)
+{
+	void *ring = mmap(NULL, rbuf_ring_bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *bufs = mmap(NULL, (size_t)CP_LOOP_RBUFS * CP_LOOP_RBUF_LEN, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	l->rbuf_ring = ring == MAP_FAILED ? NULL : ring;
+	l->rbufs = bufs == MAP_FAILED ? NULL : bufs;
+	if (!l->rbuf_ring || !l->rbufs) {
+		rbuf_ring_free(l);
+		l->rbuf_why = "cannot map the buffer ring";
+		return;
+	}
+	struct io_uring_buf_reg reg;
+	memset(&reg, 0, sizeof(reg));
+	reg.ring_addr = (uint64_t)(uintptr_t)l->rbuf_ring;
+	reg.ring_entries = CP_LOOP_RBUFS;
+	reg.bgid = CP_LOOP_RBUF_GROUP;
+	int r = io_uring_register_buf_ring(&l->ring, &reg, 0);
+	if (r < 0) {
+		rbuf_ring_free(l);
+		l->rbuf_why = r == -EINVAL ? "the kernel has no provided-buffer rings (5.19+)"
+					   : "the kernel refused the buffer ring";
+		return;
+	}
+	io_uring_buf_ring_init(l->rbuf_ring);
+	int mask = io_uring_buf_ring_mask(CP_LOOP_RBUFS);
+	for (unsigned i = 0; i < CP_LOOP_RBUFS; i++)
+		io_uring_buf_ring_add(l->rbuf_ring, l->rbufs + (size_t)i * CP_LOOP_RBUF_LEN, CP_LOOP_RBUF_LEN,
+				      (unsigned short)i, mask, (int)i);
+	io_uring_buf_ring_advance(l->rbuf_ring, CP_LOOP_RBUFS);
+	l->rbuf_ok = true;
+	l->rbuf_why = NULL;
+}
+
+uint8_t *cp_loop_rbuf_of(const struct cp_loop *l, uint32_t flags, uint16_t *bid)
+{
+	if (!(flags & IORING_CQE_F_BUFFER) || !l->rbufs)
+		return NULL;
+	uint16_t id = (uint16_t)(flags >> IORING_CQE_BUFFER_SHIFT);
+	if (id >= CP_LOOP_RBUFS)
+		return NULL;
+	*bid = id;
+	return l->rbufs + (size_t)id * CP_LOOP_RBUF_LEN;
+}
+
+void cp_loop_rbuf_put(struct cp_loop *l, uint16_t bid)
+{
+	/* The ring stays mapped after cp_loop_rbuf_disable (receives in flight
+	 * may still draw from it), so a buffer always goes back. */
+	if (!l->rbuf_ring || bid >= CP_LOOP_RBUFS)
+		return;
+	io_uring_buf_ring_add(l->rbuf_ring, l->rbufs + (size_t)bid * CP_LOOP_RBUF_LEN, CP_LOOP_RBUF_LEN, bid,
+			      io_uring_buf_ring_mask(CP_LOOP_RBUFS), 0);
+	io_uring_buf_ring_advance(l->rbuf_ring, 1);
+}
+
+void cp_loop_rbuf_disable(struct cp_loop *l, const char *why)
+{
+	l->rbuf_ok = false;
+	l->rbuf_why = why;
 }
 
 int cp_loop_init(struct cp_loop *l, unsigned entries)
@@ -41,8 +121,11 @@ int cp_loop_init(struct cp_loop *l, unsigned entries)
 	}
 	if (r < 0)
 		return r;
-	r = cp_harden_ring(&l->ring, cp_harden_loop_ops, cp_harden_loop_ops_n, 0);
+	rbuf_ring_setup(l);
+	/* IOSQE_BUFFER_SELECT: the multishot receive draws from the ring. */
+	r = cp_harden_ring(&l->ring, cp_harden_loop_ops, cp_harden_loop_ops_n, IOSQE_BUFFER_SELECT);
 	if (r < 0) {
+		rbuf_ring_free(l);
 		io_uring_queue_exit(&l->ring);
 		return r;
 	}
@@ -50,7 +133,12 @@ int cp_loop_init(struct cp_loop *l, unsigned entries)
 	return 0;
 }
 
-void cp_loop_fini(struct cp_loop *l) { io_uring_queue_exit(&l->ring); }
+void cp_loop_fini(struct cp_loop *l)
+{
+	/* Closing the ring drops its registration of the buffer ring. */
+	io_uring_queue_exit(&l->ring);
+	rbuf_ring_free(l);
+}
 
 struct io_uring_sqe *cp_loop_sqe(struct cp_loop *l, struct cp_op *op)
 {
@@ -210,6 +298,19 @@ int cp_loop_recv(struct cp_loop *l, struct cp_op *op, int fd, void *buf, size_t 
 	if (!sqe)
 		return -EBUSY;
 	io_uring_prep_recv(sqe, fd, buf, len, 0);
+	return 0;
+}
+
+int cp_loop_recv_multishot(struct cp_loop *l, struct cp_op *op, int fd)
+{
+	if (!l->rbuf_ok)
+		return -EOPNOTSUPP;
+	struct io_uring_sqe *sqe = cp_loop_sqe(l, op);
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_recv_multishot(sqe, fd, NULL, 0, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = CP_LOOP_RBUF_GROUP;
 	return 0;
 }
 

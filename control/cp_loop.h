@@ -9,7 +9,15 @@
  *   - cp_poll: "poll this fd and call me" (audit log, alert runner, signalfd),
  *     re-armed after each callback until stopped;
  *   - accept (multishot when the kernel takes it, else single-shot re-arm),
- *     recv and send helpers, cancellation.
+ *     recv and send helpers, cancellation;
+ *   - the receive buffer ring: CP_LOOP_RBUFS buffers of CP_LOOP_RBUF_LEN
+ *     bytes shared by every socket of the loop (an io_uring provided-buffer
+ *     ring, kernel 5.19+), drawn by multishot receives (kernel 6.0+,
+ *     cp_loop_recv_multishot). A connection holds a ring buffer only while
+ *     its completion callback runs: the callback returns it with
+ *     cp_loop_rbuf_put before it returns. When the kernel refuses the ring
+ *     (or, later, the multishot receive itself), l->rbuf_ok is false and
+ *     callers use cp_loop_recv with a buffer of their own.
  * There is no thread per connection: every socket of the control plane is
  * driven by this loop.
  *
@@ -45,19 +53,40 @@ struct cp_loop_stats {
 	uint64_t cqes, submits, batches, sqe_full;
 };
 
+/* The shared receive buffers: 64 x 16 KiB = 1 MiB for the whole loop,
+ * whatever the number of connections. 16 KiB holds a whole TLS record (up
+ * to 16 KiB + 256 of ciphertext arrives in two completions at worst). 64
+ * completions in one batch use every buffer; the next multishot receive
+ * then ends with -ENOBUFS and is re-armed once the batch returned them. */
+#define CP_LOOP_RBUFS 64u
+#define CP_LOOP_RBUF_LEN 16384u
+#define CP_LOOP_RBUF_GROUP 1u /* buffer group id of the ring */
+
 struct cp_loop {
 	struct io_uring ring;
 	bool stop;
 	bool multishot_accept_ok; /* cleared when the kernel refuses multishot accept */
+	/* The provided-buffer ring (NULL when the kernel refused it); buffer i
+	 * is rbufs + i * CP_LOOP_RBUF_LEN. rbuf_ok: new receives use it
+	 * (multishot); when false, callers use per-connection buffers and
+	 * rbuf_why says why. */
+	struct io_uring_buf_ring *rbuf_ring;
+	uint8_t *rbufs;
+	bool rbuf_ok;
+	const char *rbuf_why;
 	unsigned pending;          /* SQEs prepared but not yet submitted */
 	struct cp_loop_stats st;
+	uint64_t rbuf_empty;       /* multishot receives ended by an empty ring (-ENOBUFS) */
 	/* Called once after each batch of completions, before the next submit
 	 * (the server flushes output that several callbacks queued). */
 	void (*batch_end)(struct cp_loop *l, void *arg);
 	void *batch_arg;
 };
 
-/* Set up a ring of `entries` SQEs. Returns 0 or -errno. */
+/* Set up a ring of `entries` SQEs and, when the kernel takes it, the
+ * receive buffer ring (registered before the ring is restricted: a
+ * restricted ring refuses every register opcode). Returns 0 or -errno (a
+ * refused buffer ring is not an error: see l->rbuf_ring). */
 FG_MUST_CHECK int cp_loop_init(struct cp_loop *l, unsigned entries);
 void cp_loop_fini(struct cp_loop *l);
 
@@ -119,6 +148,22 @@ void cp_poll_stop(struct cp_loop *l, struct cp_poll *p);
  * re-queue). Returns 0 or -errno. */
 FG_MUST_CHECK int cp_loop_accept(struct cp_loop *l, struct cp_op *op, int listen_fd);
 FG_MUST_CHECK int cp_loop_recv(struct cp_loop *l, struct cp_op *op, int fd, void *buf, size_t len);
+/* Queue a multishot receive on fd drawing from the loop's buffer ring
+ * (l->rbuf_ok must be true). Each completion with data carries
+ * IORING_CQE_F_BUFFER and a buffer id (cp_loop_rbuf_of); the callback must
+ * cp_loop_rbuf_put it before returning. Completions go on while
+ * IORING_CQE_F_MORE is set; a last one without it ends the receive
+ * (-ENOBUFS: the ring was empty, re-arm; -EINVAL: the kernel has no
+ * multishot receive, see cp_loop_rbuf_disable). Returns 0 or -errno. */
+FG_MUST_CHECK int cp_loop_recv_multishot(struct cp_loop *l, struct cp_op *op, int fd);
+/* The ring buffer a completion carries: its address (NULL when flags has
+ * no IORING_CQE_F_BUFFER) and id. */
+uint8_t *cp_loop_rbuf_of(const struct cp_loop *l, uint32_t flags, uint16_t *bid);
+/* Give buffer bid back to the kernel (at once: no completion needed). */
+void cp_loop_rbuf_put(struct cp_loop *l, uint16_t bid);
+/* Stop using the buffer ring for new receives (why: a static string for
+ * the log); receives already armed finish normally. */
+void cp_loop_rbuf_disable(struct cp_loop *l, const char *why);
 /* Queue a read of len bytes from fd (an eventfd, a pipe) into buf, which
  * must stay valid until the completion. Returns 0 or -errno. */
 FG_MUST_CHECK int cp_loop_read(struct cp_loop *l, struct cp_op *op, int fd, void *buf, size_t len);

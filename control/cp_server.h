@@ -22,13 +22,24 @@
  *  1. A connection is freed only from a completion of its own free op (a NOP
  *     queued once it is dead and has no recv/send in flight and no caller on
  *     the stack), so no callback ever sees a freed connection.
- *  2. At most one recv and one sendmsg are in flight per connection.
+ *  2. At most one receive (multishot or single) and one sendmsg are in
+ *     flight per connection; a multishot receive is cancelled when the
+ *     connection stops reading (paused, blocked, closing) and re-armed from
+ *     its last completion.
  *  3. sq_bytes is the ciphertext queued and not yet acknowledged by send;
  *     reading pauses while it is above half the bound and resumes below a
  *     quarter; pushes (resolved seeds) that would exceed the bound drop the
  *     connection with 1008 instead of queueing (never unbounded).
  *  4. The plaintext input buffer never exceeds in_max (head + body limits, or
- *     the WebSocket read size).
+ *     the WebSocket read size). It exists only while it holds bytes: in is
+ *     NULL iff in_len == 0, outside conn_process, where in may point at the
+ *     server's scratch buffer while the protocol consumes a record.
+ *  5. An idle connection holds no receive buffer: ring buffers (multishot
+ *     mode) are returned before the completion callback returns, ciphertext
+ *     OpenSSL did not read goes to the TLS stash (freed once read), and
+ *     OpenSSL's record buffers are freed by housekeeping once a connection
+ *     saw no traffic for a tick (docs/control-plane.md). In the fallback
+ *     mode (no multishot receive) rbuf is the connection's own buffer.
  *
  * Who may call: the loop thread only. */
 #ifndef CP_SERVER_H
@@ -54,7 +65,7 @@
 
 struct cp_chunk {
 	struct cp_chunk *next;
-	uint32_t len, off;
+	uint32_t len, off, cap; /* cap: data[] size; TLS records are appended while len < cap */
 	uint8_t data[];
 };
 
@@ -74,6 +85,9 @@ struct cp_http_state {
 	bool keep_alive;
 	bool is_head; /* HEAD: answer without a body */
 	bool started; /* bytes of the current head have arrived */
+	/* The head parse, resumed on each record (heap, only while a head is
+	 * partial; NULL otherwise). */
+	struct cp_http_parser *hp;
 	uint16_t wait_layer;
 	uint32_t wait_token;
 	int32_t bound_layer; /* POST /layers/<L>/..: L; else FG_LAYER_UNBOUND */
@@ -99,6 +113,9 @@ struct cp_conn {
 	bool dead, closing, lingering, read_paused, proto_blocked, free_queued, in_process, dirty;
 	size_t lingered; /* bytes discarded while closing */
 	bool recv_armed, send_armed;
+	bool recv_multishot; /* the armed receive draws from the loop's buffer ring */
+	bool recv_cancel;    /* a cancel of the multishot receive is in flight */
+	bool active;         /* traffic since the last housekeeping tick */
 	int busy;
 	struct cp_op recv_op, send_op, free_op;
 	enum cp_deadline_kind dl_kind;
@@ -121,7 +138,7 @@ struct cp_conn {
 	struct cp_conn *lprev, *lnext; /* WS sessions, or GETs waiting for a seed */
 	struct cp_conn *dnext;         /* output staged, flush at the end of the batch */
 	bool on_list;
-	uint8_t rbuf[CP_RBUF_LEN];
+	uint8_t *rbuf; /* [CP_RBUF_LEN], fallback receive mode only */
 };
 
 struct cp_server_stats {
@@ -154,6 +171,12 @@ struct cp_server {
 	uint64_t started_ns;
 	uint32_t point_peers[8]; /* live authenticated connections per Fano point 1..7 (cp_points.c) */
 	struct cp_server_stats st;
+	/* Plaintext of one TLS record, read here when a connection has no
+	 * buffered input; only what the protocol leaves unconsumed is copied
+	 * to the connection's own c->in. scratch_busy: a connection's input is
+	 * in it (a nested conn_process uses its own buffer). */
+	bool scratch_busy;
+	uint8_t scratch[CP_RBUF_LEN];
 };
 
 /* Open the listener on [tls] listen (port 0 picks a free one: see srv->port),
@@ -203,6 +226,9 @@ void cp_conn_list_del(struct cp_conn **head, struct cp_conn *c);
 void cp_http_on_data(struct cp_conn *c);
 void cp_http_on_done(struct cp_conn *c, const struct cp_engine_result *r);
 void cp_http_on_seed(struct cp_conn *c, enum fg_slot_state st, const uint8_t *frame, size_t len);
+/* Free the partial head's parse state (on reset and on the connection's
+ * release). */
+void cp_http_fini(struct cp_conn *c);
 /* Head/wait deadline passed. */
 void cp_http_on_timeout(struct cp_conn *c);
 /* Answer with a JSON error (and close when !keep). */

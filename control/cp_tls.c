@@ -208,7 +208,8 @@ int cp_tls_init(struct cp_tls *t, const struct fg_config *cfg, char *why, size_t
 	}
 	/* No SSL_MODE_RELEASE_BUFFERS: freeing and reallocating the record
 	 * buffers around every record cost more than the ~34 KiB per
-	 * connection it saves (bench/ws). */
+	 * connection it saves (bench/ws). cp_tls_conn_trim frees them once a
+	 * connection went idle instead (cp_conn.c housekeeping). */
 	if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
 		why_ssl(why, why_len, "certificate", cert);
 		goto fail;
@@ -268,12 +269,118 @@ void cp_tls_fini(struct cp_tls *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* ---- the connection's BIOs ------------------------------------------------- */
+/* cp_bio_in: BIO_read takes from the stash, then the window; nothing there
+ * is "retry" (want read), never EOF. cp_bio_out: BIO_write goes to the
+ * sink, or appends to c->out. Both carry the cp_tls_conn as their data. */
+static BIO_METHOD *bio_in_method, *bio_out_method;
+
+static int bio_create(BIO *b)
+{
+	BIO_set_init(b, 1);
+	return 1;
+}
+
+static long bio_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+	(void)num; (void)ptr;
+	struct cp_tls_conn *c = BIO_get_data(b);
+	switch (cmd) {
+	case BIO_CTRL_FLUSH:
+		return 1;
+	case BIO_CTRL_PENDING:
+		return c && b == c->rbio ? (long)cp_tls_in_pending(c) : 0;
+	default:
+		return 0;
+	}
+}
+
+static int bio_in_read(BIO *b, char *buf, int len)
+{
+	struct cp_tls_conn *c = BIO_get_data(b);
+	BIO_clear_retry_flags(b);
+	size_t want = len > 0 ? (size_t)len : 0, got = 0;
+	if (c && c->stash_len && want) {
+		size_t n = c->stash_len < want ? c->stash_len : want;
+		memcpy(buf, c->stash + c->stash_off, n);
+		c->stash_off += n;
+		c->stash_len -= n;
+		got += n;
+		if (!c->stash_len) { /* invariant 3 */
+			free(c->stash);
+			c->stash = NULL;
+			c->stash_off = c->stash_cap = 0;
+		}
+	}
+	if (c && c->win_len && got < want) {
+		size_t n = c->win_len < want - got ? c->win_len : want - got;
+		memcpy(buf + got, c->win, n);
+		c->win += n;
+		c->win_len -= n;
+		got += n;
+	}
+	if (!got) {
+		BIO_set_retry_read(b);
+		return -1;
+	}
+	return (int)got;
+}
+
+static int bio_out_write(BIO *b, const char *buf, int len)
+{
+	struct cp_tls_conn *c = BIO_get_data(b);
+	BIO_clear_retry_flags(b);
+	if (!c || len <= 0)
+		return len < 0 ? -1 : 0;
+	size_t n = (size_t)len;
+	if (c->sink)
+		return c->sink(c->sink_arg, (const uint8_t *)buf, n) < 0 ? -1 : len;
+	if (c->out_cap - c->out_len < n) {
+		size_t cap = c->out_cap ? c->out_cap : 4096;
+		while (cap - c->out_len < n)
+			cap *= 2;
+		uint8_t *p = realloc(c->out, cap);
+		if (!p)
+			return -1;
+		c->out = p;
+		c->out_cap = cap;
+	}
+	memcpy(c->out + c->out_len, buf, n);
+	c->out_len += n;
+	return len;
+}
+
+static int bio_methods(void)
+{
+	if (bio_in_method)
+		return 0;
+	int type = BIO_get_new_index();
+	if (type < 0)
+		return -ENOMEM;
+	BIO_METHOD *in = BIO_meth_new(type | BIO_TYPE_SOURCE_SINK, "fanogate-in");
+	BIO_METHOD *out = BIO_meth_new(type | BIO_TYPE_SOURCE_SINK, "fanogate-out");
+	if (!in || !out || !BIO_meth_set_create(in, bio_create) || !BIO_meth_set_ctrl(in, bio_ctrl) ||
+	    !BIO_meth_set_read(in, bio_in_read) || !BIO_meth_set_create(out, bio_create) ||
+	    !BIO_meth_set_ctrl(out, bio_ctrl) || !BIO_meth_set_write(out, bio_out_write)) {
+		BIO_meth_free(in);
+		BIO_meth_free(out);
+		return -ENOMEM;
+	}
+	bio_in_method = in;
+	bio_out_method = out;
+	return 0;
+}
+
 int cp_tls_conn_init(struct cp_tls_conn *c, const struct cp_tls *t)
 {
 	memset(c, 0, sizeof(*c));
+	if (bio_methods() < 0) {
+		cp_log_ssl(CP_LOG_ERR, "tls: cannot create the connection BIO methods");
+		return -ENOMEM;
+	}
 	c->ssl = SSL_new(t->ctx);
-	c->rbio = BIO_new(BIO_s_mem());
-	c->wbio = BIO_new(BIO_s_mem());
+	c->rbio = BIO_new(bio_in_method);
+	c->wbio = BIO_new(bio_out_method);
 	if (!c->ssl || !c->rbio || !c->wbio) {
 		SSL_free(c->ssl);
 		BIO_free(c->rbio);
@@ -282,8 +389,8 @@ int cp_tls_conn_init(struct cp_tls_conn *c, const struct cp_tls *t)
 		cp_log_ssl(CP_LOG_ERR, "tls: cannot allocate a connection");
 		return -ENOMEM;
 	}
-	/* An empty read BIO means "want read", not EOF. */
-	BIO_set_mem_eof_return(c->rbio, -1);
+	BIO_set_data(c->rbio, c);
+	BIO_set_data(c->wbio, c);
 	SSL_set_bio(c->ssl, c->rbio, c->wbio); /* the SSL owns both BIOs now */
 	SSL_set_accept_state(c->ssl);
 	return 0;
@@ -293,20 +400,61 @@ void cp_tls_conn_fini(struct cp_tls_conn *c)
 {
 	if (c->ssl)
 		SSL_free(c->ssl);
+	free(c->stash);
+	free(c->out);
 	memset(c, 0, sizeof(*c));
 }
 
-int cp_tls_feed(struct cp_tls_conn *c, const void *buf, size_t len)
+void cp_tls_set_sink(struct cp_tls_conn *c, cp_tls_sink_fn sink, void *arg)
 {
-	while (len) {
-		int chunk = len > (1u << 30) ? (1 << 30) : (int)len;
-		int n = BIO_write(c->rbio, buf, chunk);
-		if (n <= 0)
-			return -ENOMEM;
-		buf = (const uint8_t *)buf + n;
-		len -= (size_t)n;
+	c->sink = sink;
+	c->sink_arg = arg;
+}
+
+static int stash_append(struct cp_tls_conn *c, const void *buf, size_t len)
+{
+	if (!len)
+		return 0;
+	if (c->stash_off && c->stash_cap - c->stash_off - c->stash_len < len) {
+		memmove(c->stash, c->stash + c->stash_off, c->stash_len);
+		c->stash_off = 0;
 	}
+	if (c->stash_cap - c->stash_off - c->stash_len < len) {
+		size_t cap = c->stash_len + len;
+		uint8_t *p = realloc(c->stash, cap);
+		if (!p)
+			return -ENOMEM;
+		c->stash = p;
+		c->stash_cap = cap;
+	}
+	memcpy(c->stash + c->stash_off + c->stash_len, buf, len);
+	c->stash_len += len;
 	return 0;
+}
+
+int cp_tls_feed(struct cp_tls_conn *c, const void *buf, size_t len) { return stash_append(c, buf, len); }
+
+void cp_tls_feed_window(struct cp_tls_conn *c, const void *buf, size_t len)
+{
+	c->win = buf;
+	c->win_len = len;
+}
+
+int cp_tls_feed_end(struct cp_tls_conn *c)
+{
+	int r = stash_append(c, c->win, c->win_len);
+	c->win = NULL;
+	c->win_len = 0;
+	return r;
+}
+
+size_t cp_tls_in_pending(const struct cp_tls_conn *c) { return c->stash_len + c->win_len; }
+
+bool cp_tls_conn_trim(struct cp_tls_conn *c)
+{
+	if (!c->ssl || !c->handshake_done)
+		return false;
+	return SSL_free_buffers(c->ssl) == 1;
 }
 
 static void tls_identity(const struct cp_tls *t, struct cp_tls_conn *c)
@@ -379,12 +527,22 @@ int cp_tls_write(struct cp_tls_conn *c, const void *buf, size_t len)
 	return 0;
 }
 
-size_t cp_tls_out_pending(const struct cp_tls_conn *c) { return BIO_ctrl_pending(c->wbio); }
+size_t cp_tls_out_pending(const struct cp_tls_conn *c) { return c->out_len; }
 
 size_t cp_tls_out_take(struct cp_tls_conn *c, void *buf, size_t cap)
 {
-	int n = BIO_read(c->wbio, buf, cap > INT32_MAX ? INT32_MAX : (int)cap);
-	return n > 0 ? (size_t)n : 0;
+	size_t n = c->out_len < cap ? c->out_len : cap;
+	if (!n)
+		return 0;
+	memcpy(buf, c->out, n);
+	memmove(c->out, c->out + n, c->out_len - n);
+	c->out_len -= n;
+	if (!c->out_len) { /* invariant 4 */
+		free(c->out);
+		c->out = NULL;
+		c->out_cap = 0;
+	}
+	return n;
 }
 
 void cp_tls_close_notify(struct cp_tls_conn *c)

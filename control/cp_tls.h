@@ -5,8 +5,17 @@
  * mutual TLS (CA file, verify, client certificate subject CN -> role), the
  * bearer-token table (a file that must be mode 0600 and owned by us; tokens
  * compared in constant time), and per-connection TLS state whose only I/O is
- * two memory BIOs: the loop feeds ciphertext in and drains ciphertext out.
- * OpenSSL never touches a socket.
+ * two BIOs of our own (cp_bio_in, cp_bio_out): the loop feeds ciphertext in
+ * and takes ciphertext out. OpenSSL never touches a socket.
+ *
+ * Memory per connection (docs/control-plane.md, "Memory per connection"):
+ * the input BIO reads straight from the caller's buffer (the loop's shared
+ * receive buffer) while cp_tls_feed_window is in force; only ciphertext left
+ * unread when the caller stops early is copied to a heap stash, freed once
+ * read. The output BIO hands each record to the caller's sink (the
+ * connection's send queue) or, without a sink, to a heap buffer freed once
+ * taken. OpenSSL's own record buffers are freed by cp_tls_conn_trim while a
+ * connection is idle. So an idle connection holds no I/O buffer here.
  *
  * Resumption and identity: a resumed TLS session keeps its client
  * certificate (OpenSSL stores it in the session), but fanogate re-derives the
@@ -70,10 +79,26 @@ FG_MUST_CHECK int cp_tokens_load(struct cp_tls *t, const char *path, char *why, 
 bool cp_tls_token_ok(const struct cp_tls *t, const char *token, size_t len, const char **role);
 
 /* ---- per connection ----------------------------------------------------- */
+/* Where the output BIO puts ciphertext: returns 0, or -ENOMEM (the write
+ * fails). */
+typedef int (*cp_tls_sink_fn)(void *arg, const uint8_t *p, size_t n);
+
 struct cp_tls_conn {
 	SSL *ssl;
-	BIO *rbio; /* ciphertext from the peer: the loop writes, OpenSSL reads */
-	BIO *wbio; /* ciphertext to the peer: OpenSSL writes, the loop drains */
+	BIO *rbio; /* ciphertext from the peer: window then stash, OpenSSL reads */
+	BIO *wbio; /* ciphertext to the peer: OpenSSL writes to sink (or out) */
+	/* Invariants: 1. win is non-NULL only between cp_tls_feed_window and
+	 * cp_tls_feed_end. 2. stash bytes are older than win bytes and are read
+	 * first. 3. stash is NULL iff stash_cap == 0; it is freed when read out.
+	 * 4. out is NULL iff out_cap == 0; it is freed when taken out. */
+	const uint8_t *win;
+	size_t win_len;
+	uint8_t *stash;
+	size_t stash_off, stash_len, stash_cap;
+	cp_tls_sink_fn sink;
+	void *sink_arg;
+	uint8_t *out;
+	size_t out_len, out_cap;
 	bool handshake_done;
 	bool peer_verified; /* a client certificate chain verified against the CA */
 	bool resumed;
@@ -84,8 +109,28 @@ struct cp_tls_conn {
 FG_MUST_CHECK int cp_tls_conn_init(struct cp_tls_conn *c, const struct cp_tls *t);
 void cp_tls_conn_fini(struct cp_tls_conn *c);
 
-/* Hand ciphertext received from the socket to OpenSSL. Returns 0 or -ENOMEM. */
+/* Send every ciphertext byte OpenSSL writes to sink(arg, ...) from now on
+ * (instead of the buffer cp_tls_out_take reads). */
+void cp_tls_set_sink(struct cp_tls_conn *c, cp_tls_sink_fn sink, void *arg);
+
+/* Hand ciphertext received from the socket to OpenSSL: copied to the stash
+ * (heap). Returns 0 or -ENOMEM. */
 FG_MUST_CHECK int cp_tls_feed(struct cp_tls_conn *c, const void *buf, size_t len);
+/* Zero-copy feed: OpenSSL reads buf[0..len) in place (after the stash)
+ * until cp_tls_feed_end, which the caller must call before buf goes away;
+ * it copies what OpenSSL did not read to the stash. Returns 0 or -ENOMEM
+ * (then the unread bytes are lost: close the connection). */
+void cp_tls_feed_window(struct cp_tls_conn *c, const void *buf, size_t len);
+FG_MUST_CHECK int cp_tls_feed_end(struct cp_tls_conn *c);
+/* Ciphertext fed and not yet read by OpenSSL (stash + window). */
+size_t cp_tls_in_pending(const struct cp_tls_conn *c);
+
+/* Free OpenSSL's record buffers if they hold nothing (SSL_free_buffers: it
+ * refuses while a partial record is buffered); they come back on the next
+ * record. For connections that went idle: doing it after every record
+ * would cost a malloc/free pair of ~17 KiB per record. Returns true when
+ * freed. */
+bool cp_tls_conn_trim(struct cp_tls_conn *c);
 
 /* Drive the handshake and read plaintext into buf[0..cap). Returns the number
  * of plaintext bytes (> 0), 0 when more ciphertext is needed (or the

@@ -11,7 +11,12 @@
  *  4. tighter limits never accept what the defaults refuse;
  *  5. the helpers (WebSocket check, Bearer, /flow query) return a known
  *     reason or slices inside the input, and a /flow query valid for 32
- *     layers is valid with the same bits for 256. */
+ *     layers is valid with the same bits for 256;
+ *  6. the resumable parse (cp_http_parser) fed in chunks (sizes taken from
+ *     the input), in a buffer that moves between calls, gives the one-shot
+ *     verdict, head length and header count with exactly the same bytes
+ *     examined. */
+#include <stdlib.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -68,6 +73,44 @@ static void helpers(const struct cp_http_req *r, const uint8_t *data, size_t n)
 	}
 }
 
+static void resume(const uint8_t *data, size_t size, const struct cp_http_limits *lim, ssize_t n,
+		   const struct cp_http_req *r)
+{
+	struct cp_http_parser one, p;
+	struct cp_http_req r1, r2;
+	cp_http_parser_init(&one);
+	FUZZ_CHECK(cp_http_parser_run(&one, data, size, lim, &r1) == n);
+	cp_http_parser_init(&p);
+	ssize_t v = -CP_HTTP_R_INCOMPLETE;
+	uint8_t *buf = NULL;
+	size_t have = 0, step = 0;
+	while (have < size && v == -CP_HTTP_R_INCOMPLETE) {
+		/* chunk sizes 1..16 from the input itself */
+		have += 1 + (size_t)(data[step++ % size] & 15);
+		if (have > size)
+			have = size;
+		uint8_t *nb = malloc(have);
+		FUZZ_CHECK(nb != NULL);
+		memcpy(nb, data, have);
+		free(buf);
+		buf = nb;
+		v = cp_http_parser_run(&p, buf, have, lim, &r2);
+	}
+	if (size == 0)
+		v = cp_http_parser_run(&p, data, 0, lim, &r2);
+	FUZZ_CHECK(v == n);
+	FUZZ_CHECK(p.examined == one.examined);
+	if (n > 0) {
+		FUZZ_CHECK(r2.n_headers == r->n_headers && r2.content_length == r->content_length);
+		FUZZ_CHECK(r2.path.len == r->path.len && memcmp(r2.path.p, r->path.p, r->path.len) == 0);
+		for (unsigned i = 0; i < r2.n_headers; i++)
+			FUZZ_CHECK(r2.headers[i].value.len == r->headers[i].value.len &&
+				   (const uint8_t *)r2.headers[i].value.p >= buf &&
+				   (const uint8_t *)r2.headers[i].value.p + r2.headers[i].value.len <= buf + have);
+	}
+	free(buf);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct cp_http_limits lim, tight;
@@ -99,5 +142,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(t > 0 || known(t));
 	if (t > 0)
 		FUZZ_CHECK(t == n);
+	resume(data, size, &lim, n, &r);
 	return 0;
 }

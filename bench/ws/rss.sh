@@ -107,7 +107,7 @@ INI
 "$fanogate" --config "$tmp/fg.ini" --no-dataplane > "$tmp/fg.log" 2>&1 &
 pids+=($!); fpid=$!
 wait_for "$tmp/fg.log" "ready: tls listening"
-measure fanogate "$fpid" "$port"
+measure fanogate "$fpid" "$port"; grep "receive mode" "$tmp/fg.log" || true
 kill "$fpid"; wait "$fpid" 2>/dev/null || true
 
 if command -v node >/dev/null && [ -d "$root/tests/node_modules/ws" ]; then

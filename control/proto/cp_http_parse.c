@@ -1,11 +1,13 @@
 /* cp_http_parse.c - HTTP/1.1 request-head parser (see cp_http_parse.h).
  *
- * One forward pass over the buffer, picohttpparser style: no state is kept
- * between calls, a call on a longer prefix simply starts again. Every byte is
- * classified the moment it is read, so bad input is refused at its first bad
- * byte and "incomplete" always means "every byte so far is valid". The two
- * size limits are enforced by never scanning past them: a line that has not
- * ended by the limit is refused whether or not more bytes are buffered.
+ * One forward pass over the buffer that can stop at any byte and resume
+ * there (struct cp_http_parser): a head arriving one TLS record (or one
+ * byte) at a time is examined once in all, not once per record. Every byte
+ * is classified the moment it is read, so bad input is refused at its first
+ * bad byte and "incomplete" always means "every byte so far is valid". The
+ * two size limits are enforced by never scanning past them: a line that has
+ * not ended by the limit is refused whether or not more bytes are buffered.
+ * cp_http_parse_request is the one-call form (a fresh parser).
  *
  * Grammar accepted (RFC 9112 section 2-5, RFC 9110 section 5):
  *   request-line = method SP origin-form SP "HTTP/" DIGIT "." DIGIT CRLF
@@ -119,79 +121,6 @@ static inline ssize_t out_of_bytes(size_t len, size_t cap, int over)
 	return len >= cap ? -over : -CP_HTTP_R_INCOMPLETE;
 }
 
-static ssize_t request_line(const uint8_t *b, size_t len, const struct cp_http_limits *lim,
-			    struct cp_http_req *r)
-{
-	size_t cap = lim->max_request_line;
-	size_t end = len < cap ? len : cap;
-	size_t i = 0;
-#define NEED()                                                        \
-	do {                                                          \
-		if (i == end)                                         \
-			return out_of_bytes(len, cap, CP_HTTP_R_URI_TOO_LONG); \
-	} while (0)
-
-	while (i < end && is(b[i], C_TCHAR))
-		i++;
-	NEED();
-	if (b[i] != ' ' || i == 0)
-		return -CP_HTTP_R_BAD_METHOD;
-	/* Methods are case-sensitive (RFC 9110 9.1). */
-	if (i == 3 && memcmp(b, "GET", 3) == 0)
-		r->method = CP_HTTP_GET;
-	else if (i == 4 && memcmp(b, "HEAD", 4) == 0)
-		r->method = CP_HTTP_HEAD;
-	else if (i == 4 && memcmp(b, "POST", 4) == 0)
-		r->method = CP_HTTP_POST;
-	else
-		return -CP_HTTP_R_METHOD_NOT_ALLOWED;
-	i++;
-
-	size_t t0 = i;
-	while (i < end && is(b[i], C_TARGET))
-		i++;
-	NEED();
-	if (b[i] != ' ')
-		return -CP_HTTP_R_BAD_TARGET;
-	int rc = target_check(b + t0, i - t0, r);
-	if (rc < 0)
-		return rc;
-	i++;
-
-	static const char name[] = "HTTP/";
-	for (size_t k = 0; k < 5; k++, i++) {
-		NEED();
-		if (b[i] != (uint8_t)name[k])
-			return -CP_HTTP_R_BAD_VERSION;
-	}
-	int digits[2];
-	for (int k = 0; k < 2; k++) {
-		NEED();
-		if (b[i] < '0' || b[i] > '9')
-			return -CP_HTTP_R_BAD_VERSION;
-		digits[k] = b[i++] - '0';
-		if (k == 0) {
-			NEED();
-			if (b[i++] != '.')
-				return -CP_HTTP_R_BAD_VERSION;
-		}
-	}
-	if (digits[0] != 1 || digits[1] > 1)
-		return -CP_HTTP_R_VERSION_NOT_SUPPORTED;
-	r->version_minor = (uint8_t)digits[1];
-	NEED();
-	if (b[i] == '\n')
-		return -CP_HTTP_R_BAD_LINE_ENDING;
-	if (b[i] != '\r')
-		return -CP_HTTP_R_BAD_VERSION;
-	i++;
-	NEED();
-	if (b[i] != '\n')
-		return -CP_HTTP_R_BAD_LINE_ENDING;
-	return (ssize_t)(i + 1);
-#undef NEED
-}
-
 /* Next element of a comma-separated list (RFC 9110 5.6.1): empty elements
  * are skipped; returns 1 with *e trimmed of OWS, 0 at the end. */
 static int list_next(struct cp_http_str v, size_t *pos, struct cp_http_str *e)
@@ -285,15 +214,12 @@ static int hdr_content_length(struct cp_http_str v, const struct cp_http_limits 
 	return 0;
 }
 
-struct head_flags {
-	bool close, keep;
-};
 
 /* The meaning of the headers fanogate acts on; called for each header line
  * as soon as it is complete. */
 static int header_apply(struct cp_http_str nm, struct cp_http_str v,
 			const struct cp_http_limits *lim, struct cp_http_req *r,
-			struct head_flags *f)
+			struct cp_http_head_flags *f)
 {
 	switch (nm.len) {
 	case 4:
@@ -361,94 +287,298 @@ static int header_apply(struct cp_http_str nm, struct cp_http_str v,
 	}
 }
 
-ssize_t cp_http_parse_request(const uint8_t *b, size_t len, const struct cp_http_limits *lim,
-			      struct cp_http_req *out)
+/* ---- the resumable parse --------------------------------------------------- */
+/* States of struct cp_http_parser. A call runs from st at pos until the
+ * bytes (or the limit) run out, a verdict, or the head ends:
+ *
+ *   METHOD -SP-> TARGET -SP-> VERSION (k: "HTTP/" d "." d CR LF)
+ *      --> LINE -CR-> END_LF -LF-> DONE (head length)
+ *           |  \-token-> NAME -:-> OWS --> VALUE -CR-> VALUE_LF -LF-> LINE
+ *   any bad byte, or a limit passed --> DONE (the reason)
+ *
+ * marks: [0] target start (TARGET) or name start (NAME..VALUE_LF), [1] name
+ * end, [2] value start, [3] value end (before trimming). */
+enum { S_METHOD, S_TARGET, S_VERSION, S_LINE, S_NAME, S_OWS, S_VALUE, S_VALUE_LF, S_END_LF, S_DONE };
+
+void cp_http_parser_init(struct cp_http_parser *p)
 {
-	struct cp_http_req r;
-	struct head_flags f = { false, false };
-	/* Only the fixed part is cleared and, on success, only it and the
-	 * headers found are copied out: clearing and copying the whole 2 KiB
-	 * array cost roughly 15-25% of a parse in alternating bench_proto
-	 * runs (noisy machine). */
-	memset(&r, 0, offsetof(struct cp_http_req, headers));
+	/* The header array is written only up to n_headers: left uncleared
+	 * (clearing and copying the whole 2 KiB array cost roughly 15-25% of a
+	 * parse in alternating bench_proto runs, noisy machine). */
+	memset(p, 0, offsetof(struct cp_http_parser, r.headers));
+}
 
-	ssize_t rl = request_line(b, len, lim, &r);
-	if (rl < 0)
-		return rl;
+static void slice_rebase(struct cp_http_str *s, uintptr_t from, const uint8_t *to)
+{
+	/* Offsets survive the move: the bytes before pos are the same. */
+	if (s->p)
+		s->p = (const char *)to + ((uintptr_t)s->p - from);
+}
 
-	unsigned max_headers = lim->max_headers < CP_HTTP_HEADERS_CAP ? lim->max_headers
-								      : CP_HTTP_HEADERS_CAP;
-	size_t cap = (size_t)rl + lim->max_header_bytes;
+static void parser_rebase(struct cp_http_parser *p, const uint8_t *b)
+{
+	struct cp_http_req *r = &p->r;
+	struct cp_http_str *all[] = { &r->target, &r->path, &r->query, &r->host,
+				      &r->ws_key, &r->ws_version, &r->authorization };
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		slice_rebase(all[i], p->base, b);
+	for (unsigned i = 0; i < r->n_headers; i++) {
+		slice_rebase(&r->headers[i].name, p->base, b);
+		slice_rebase(&r->headers[i].value, p->base, b);
+	}
+}
+
+static ssize_t verdict(struct cp_http_parser *p, ssize_t v)
+{
+	p->st = S_DONE;
+	p->verdict = v;
+	return v;
+}
+
+/* Request line: states METHOD, TARGET, VERSION. 0 when it ended (i past its
+ * LF), else the return value of the run. */
+static ssize_t run_request_line(struct cp_http_parser *p, const uint8_t *b, size_t len,
+				const struct cp_http_limits *lim, size_t *ip)
+{
+	struct cp_http_req *r = &p->r;
+	size_t cap = lim->max_request_line;
 	size_t end = len < cap ? len : cap;
-	size_t i = (size_t)rl;
-#define NEED()                                                              \
-	do {                                                                \
-		if (i == end)                                               \
-			return out_of_bytes(len, cap, CP_HTTP_R_HEADERS_TOO_LARGE); \
+	size_t i = *ip;
+	ssize_t rc = 0;
+#define NEED()                                                                 \
+	do {                                                                   \
+		if (i == end) {                                                \
+			rc = out_of_bytes(len, cap, CP_HTTP_R_URI_TOO_LONG);   \
+			goto out;                                              \
+		}                                                              \
+	} while (0)
+#define FAIL(reason)                                                           \
+	do {                                                                   \
+		rc = verdict(p, -(reason));                                    \
+		goto out;                                                      \
 	} while (0)
 
-	for (;;) {
-		NEED();
-		if (b[i] == '\r') {
-			i++;
-			NEED();
-			if (b[i] != '\n')
-				return -CP_HTTP_R_BAD_LINE_ENDING;
-			i++;
-			break;
-		}
-		if (b[i] == '\n')
-			return -CP_HTTP_R_BAD_LINE_ENDING;
-		/* obs-fold, or whitespace between the start line and the
-		 * first field: both MUST be rejected (RFC 9112 2.2, 5.2). */
-		if (b[i] == ' ' || b[i] == '\t')
-			return -CP_HTTP_R_OBS_FOLD;
-		if (r.n_headers >= max_headers)
-			return -CP_HTTP_R_TOO_MANY_HEADERS;
-
-		size_t n0 = i;
+	switch (p->st) {
+	case S_METHOD:
 		while (i < end && is(b[i], C_TCHAR))
 			i++;
 		NEED();
-		/* No whitespace between name and colon (RFC 9112 5.1). */
-		if (b[i] != ':' || i == n0)
-			return -CP_HTTP_R_BAD_HEADER_NAME;
-		struct cp_http_str nm = { (const char *)b + n0, i - n0 };
+		if (b[i] != ' ' || i == 0)
+			FAIL(CP_HTTP_R_BAD_METHOD);
+		/* Methods are case-sensitive (RFC 9110 9.1). */
+		if (i == 3 && memcmp(b, "GET", 3) == 0)
+			r->method = CP_HTTP_GET;
+		else if (i == 4 && memcmp(b, "HEAD", 4) == 0)
+			r->method = CP_HTTP_HEAD;
+		else if (i == 4 && memcmp(b, "POST", 4) == 0)
+			r->method = CP_HTTP_POST;
+		else
+			FAIL(CP_HTTP_R_METHOD_NOT_ALLOWED);
+		p->examined += i; /* the compare */
 		i++;
-		while (i < end && (b[i] == ' ' || b[i] == '\t'))
-			i++;
-		size_t v0 = i;
-		while (i < end && is(b[i], C_VALUE))
+		p->mark[0] = i;
+		p->st = S_TARGET;
+		/* fall through */
+	case S_TARGET:
+		while (i < end && is(b[i], C_TARGET))
 			i++;
 		NEED();
-		if (b[i] == '\n')
-			return -CP_HTTP_R_BAD_LINE_ENDING;
-		if (b[i] != '\r')
-			return -CP_HTTP_R_BAD_HEADER_VALUE;
-		size_t v1 = i;
-		i++;
-		NEED();
-		if (b[i] != '\n')
-			return -CP_HTTP_R_BAD_LINE_ENDING;
-		i++;
-		while (v1 > v0 && (b[v1 - 1] == ' ' || b[v1 - 1] == '\t'))
-			v1--;
-		struct cp_http_str v = { (const char *)b + v0, v1 - v0 };
-		r.headers[r.n_headers++] = (struct cp_http_header){ nm, v };
-		int rc = header_apply(nm, v, lim, &r, &f);
+		if (b[i] != ' ')
+			FAIL(CP_HTTP_R_BAD_TARGET);
+		p->examined += i - p->mark[0];
+		rc = target_check(b + p->mark[0], i - p->mark[0], r);
 		if (rc < 0)
-			return rc;
+			FAIL(-rc);
+		i++;
+		p->k = 0;
+		p->st = S_VERSION;
+		/* fall through */
+	case S_VERSION:
+		/* k: 0-4 "HTTP/", 5 digit, 6 ".", 7 digit, 8 CR, 9 LF */
+		while (p->k < 10) {
+			NEED();
+			uint8_t ch = b[i];
+			if (p->k < 5) {
+				if (ch != (uint8_t)"HTTP/"[p->k])
+					FAIL(CP_HTTP_R_BAD_VERSION);
+			} else if (p->k == 5 || p->k == 7) {
+				if (ch < '0' || ch > '9')
+					FAIL(CP_HTTP_R_BAD_VERSION);
+				if (p->k == 5) {
+					p->major = (uint8_t)(ch - '0');
+				} else {
+					if (p->major != 1 || ch > '1')
+						FAIL(CP_HTTP_R_VERSION_NOT_SUPPORTED);
+					r->version_minor = (uint8_t)(ch - '0');
+				}
+			} else if (p->k == 6) {
+				if (ch != '.')
+					FAIL(CP_HTTP_R_BAD_VERSION);
+			} else if (p->k == 8) {
+				if (ch == '\n')
+					FAIL(CP_HTTP_R_BAD_LINE_ENDING);
+				if (ch != '\r')
+					FAIL(CP_HTTP_R_BAD_VERSION);
+			} else if (ch != '\n') {
+				FAIL(CP_HTTP_R_BAD_LINE_ENDING);
+			}
+			i++;
+			p->k++;
+		}
+		p->rl = i;
+		p->st = S_LINE;
+		rc = 0;
+		break;
+	default:
+		break;
+	}
+out:
+	*ip = i;
+	return rc;
+#undef NEED
+#undef FAIL
+}
+
+ssize_t cp_http_parser_run(struct cp_http_parser *p, const uint8_t *b, size_t len,
+			   const struct cp_http_limits *lim, struct cp_http_req *out)
+{
+	struct cp_http_req *r = &p->r;
+	if (p->base && p->base != (uintptr_t)b)
+		parser_rebase(p, b);
+	p->base = (uintptr_t)b;
+	if (p->st == S_DONE) {
+		if (p->verdict > 0)
+			memcpy(out, r, offsetof(struct cp_http_req, headers) + r->n_headers * sizeof(r->headers[0]));
+		return p->verdict;
+	}
+	size_t i = p->pos, from = i;
+	ssize_t rc = 0;
+	if (p->st < S_LINE) {
+		rc = run_request_line(p, b, len, lim, &i);
+		if (rc < 0)
+			goto out;
+	}
+
+	unsigned max_headers = lim->max_headers < CP_HTTP_HEADERS_CAP ? lim->max_headers
+								      : CP_HTTP_HEADERS_CAP;
+	size_t cap = p->rl + lim->max_header_bytes;
+	size_t end = len < cap ? len : cap;
+#define NEED()                                                                      \
+	do {                                                                        \
+		if (i == end) {                                                     \
+			rc = out_of_bytes(len, cap, CP_HTTP_R_HEADERS_TOO_LARGE);   \
+			goto out;                                                   \
+		}                                                                   \
+	} while (0)
+#define FAIL(reason)                                                                \
+	do {                                                                        \
+		rc = verdict(p, -(reason));                                         \
+		goto out;                                                           \
+	} while (0)
+
+	for (;;) {
+		switch (p->st) {
+		case S_LINE:
+			NEED();
+			if (b[i] == '\r') {
+				i++;
+				p->st = S_END_LF;
+				continue;
+			}
+			if (b[i] == '\n')
+				FAIL(CP_HTTP_R_BAD_LINE_ENDING);
+			/* obs-fold, or whitespace between the start line and the
+			 * first field: both MUST be rejected (RFC 9112 2.2, 5.2). */
+			if (b[i] == ' ' || b[i] == '\t')
+				FAIL(CP_HTTP_R_OBS_FOLD);
+			if (r->n_headers >= max_headers)
+				FAIL(CP_HTTP_R_TOO_MANY_HEADERS);
+			p->mark[0] = i;
+			p->st = S_NAME;
+			/* fall through */
+		case S_NAME:
+			while (i < end && is(b[i], C_TCHAR))
+				i++;
+			NEED();
+			/* No whitespace between name and colon (RFC 9112 5.1). */
+			if (b[i] != ':' || i == p->mark[0])
+				FAIL(CP_HTTP_R_BAD_HEADER_NAME);
+			p->mark[1] = i;
+			i++;
+			p->st = S_OWS;
+			/* fall through */
+		case S_OWS:
+			while (i < end && (b[i] == ' ' || b[i] == '\t'))
+				i++;
+			/* Stay here when the bytes end: a later SP is still OWS. */
+			NEED();
+			p->mark[2] = i;
+			p->st = S_VALUE;
+			/* fall through */
+		case S_VALUE:
+			while (i < end && is(b[i], C_VALUE))
+				i++;
+			NEED();
+			if (b[i] == '\n')
+				FAIL(CP_HTTP_R_BAD_LINE_ENDING);
+			if (b[i] != '\r')
+				FAIL(CP_HTTP_R_BAD_HEADER_VALUE);
+			p->mark[3] = i;
+			i++;
+			p->st = S_VALUE_LF;
+			/* fall through */
+		case S_VALUE_LF: {
+			NEED();
+			if (b[i] != '\n')
+				FAIL(CP_HTTP_R_BAD_LINE_ENDING);
+			i++;
+			size_t v0 = p->mark[2], v1 = p->mark[3];
+			while (v1 > v0 && (b[v1 - 1] == ' ' || b[v1 - 1] == '\t'))
+				v1--;
+			struct cp_http_str nm = { (const char *)b + p->mark[0], p->mark[1] - p->mark[0] };
+			struct cp_http_str v = { (const char *)b + v0, v1 - v0 };
+			/* trimming, then header_apply's compares and list scans */
+			p->examined += (p->mark[3] - v1) + nm.len + v.len;
+			r->headers[r->n_headers++] = (struct cp_http_header){ nm, v };
+			int hr = header_apply(nm, v, lim, r, &p->f);
+			if (hr < 0)
+				FAIL(-hr);
+			p->st = S_LINE;
+			continue;
+		}
+		case S_END_LF:
+			NEED();
+			if (b[i] != '\n')
+				FAIL(CP_HTTP_R_BAD_LINE_ENDING);
+			i++;
+			if (r->version_minor == 1 && !r->host.p)
+				FAIL(CP_HTTP_R_MISSING_HOST);
+			if (r->method == CP_HTTP_POST && !r->has_content_length)
+				FAIL(CP_HTTP_R_LENGTH_REQUIRED);
+			/* RFC 9112 9.3: 1.1 persists unless "close"; 1.0 only with
+			 * "keep-alive". */
+			r->keep_alive = !p->f.close && (r->version_minor == 1 || p->f.keep);
+			memcpy(out, r, offsetof(struct cp_http_req, headers) + r->n_headers * sizeof(r->headers[0]));
+			rc = verdict(p, (ssize_t)i);
+			goto out;
+		default:
+			FAIL(CP_HTTP_R_INCOMPLETE); /* cannot happen */
+		}
 	}
 #undef NEED
+#undef FAIL
+out:
+	p->examined += i - from;
+	p->pos = i;
+	return rc;
+}
 
-	if (r.version_minor == 1 && !r.host.p)
-		return -CP_HTTP_R_MISSING_HOST;
-	if (r.method == CP_HTTP_POST && !r.has_content_length)
-		return -CP_HTTP_R_LENGTH_REQUIRED;
-	/* RFC 9112 9.3: 1.1 persists unless "close"; 1.0 only with "keep-alive". */
-	r.keep_alive = !f.close && (r.version_minor == 1 || f.keep);
-	memcpy(out, &r, offsetof(struct cp_http_req, headers) + r.n_headers * sizeof(r.headers[0]));
-	return (ssize_t)i;
+ssize_t cp_http_parse_request(const uint8_t *b, size_t len, const struct cp_http_limits *lim,
+			      struct cp_http_req *out)
+{
+	struct cp_http_parser p;
+	cp_http_parser_init(&p);
+	return cp_http_parser_run(&p, b, len, lim, out);
 }
 
 const struct cp_http_header *cp_http_header_find(const struct cp_http_req *req, const char *name)

@@ -152,6 +152,38 @@ FG_MUST_CHECK ssize_t cp_http_parse_request(const uint8_t *buf, size_t len,
 					    const struct cp_http_limits *lim,
 					    struct cp_http_req *req);
 
+/* A parse that resumes where it stopped. Call cp_http_parser_run with the
+ * same head again each time bytes are appended to it: only the new bytes
+ * are examined (the parse examines each byte a bounded number of times
+ * whatever the number of calls: `examined` counts it). The buffer may move
+ * between calls (realloc): the slices already found are re-based; the
+ * bytes before the previous call's len must be unchanged, and lim the same.
+ * Fields are private except examined. */
+struct cp_http_head_flags {
+	bool close, keep;
+};
+struct cp_http_parser {
+	size_t pos;          /* bytes examined */
+	size_t rl;           /* request line length once it ended */
+	size_t mark[4];      /* offsets within the current line (cp_http_parse.c) */
+	uint64_t examined;   /* byte reads so far (scans, compares, trims): tests check it is linear */
+	uintptr_t base;      /* address of the last call's buffer */
+	ssize_t verdict;     /* once st is done: head length or -reason */
+	uint8_t st, k, major;
+	struct cp_http_head_flags f;
+	struct cp_http_req r; /* last: headers[n_headers..] never touched */
+};
+
+/* Start a new head (the previous one's verdict forgotten). */
+void cp_http_parser_init(struct cp_http_parser *p);
+
+/* Like cp_http_parse_request on buf[0..len), examining only the bytes past
+ * the previous call's. After a verdict (not -CP_HTTP_R_INCOMPLETE) further
+ * calls return it again (and rewrite *req on success) until
+ * cp_http_parser_init. Any thread; p, lim, req owned by the caller. */
+FG_MUST_CHECK ssize_t cp_http_parser_run(struct cp_http_parser *p, const uint8_t *buf, size_t len,
+					 const struct cp_http_limits *lim, struct cp_http_req *req);
+
 /* Find a header by name (case-insensitive); the first one if repeated.
  * Returns it or NULL. */
 const struct cp_http_header *cp_http_header_find(const struct cp_http_req *req,

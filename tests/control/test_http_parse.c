@@ -8,7 +8,11 @@
  *    or not the terminator has arrived.
  * 4. Keep-alive matrix, pipelining, bodies, WebSocket handshake checks,
  *    Bearer extraction, /flow query parsing, reason names and statuses.
- * 5. Single-byte mutations of a valid head: always a known outcome. */
+ * 5. Single-byte mutations of a valid head: always a known outcome.
+ * 6. The resumable parse (cp_http_parser): every vector fed one byte at a
+ *    time, in a buffer that moves on every call, gives the one-shot verdict
+ *    and fields with the same work; the work on a large head fed byte by
+ *    byte is linear in its length (bytes examined, counted by the parser). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -783,6 +787,126 @@ static int setup(void **state)
 	return 0;
 }
 
+/* ---- 6. resuming ----------------------------------------------------------- */
+
+/* Feed s[0..n) one byte per call into a buffer that is reallocated to a new
+ * address every call (the connection's input buffer may move). The last
+ * buffer (where r's slices point) is freed by the next call. */
+static uint8_t *bytewise_buf;
+
+static ssize_t parse_bytewise(const char *s, size_t n, struct cp_http_req *r, uint64_t *examined)
+{
+	free(bytewise_buf);
+	bytewise_buf = NULL;
+	struct cp_http_parser p;
+	cp_http_parser_init(&p);
+	ssize_t v = -CP_HTTP_R_INCOMPLETE;
+	uint8_t *buf = NULL;
+	for (size_t k = 1; k <= n && v == -CP_HTTP_R_INCOMPLETE; k++) {
+		uint8_t *nb = malloc(k);
+		assert_non_null(nb);
+		memcpy(nb, s, k);
+		free(buf);
+		buf = nb;
+		v = cp_http_parser_run(&p, buf, k, &lim, r);
+	}
+	*examined = p.examined;
+	/* A verdict is final: asked again, the same answer. */
+	if (v != -CP_HTTP_R_INCOMPLETE) {
+		struct cp_http_req r2;
+		assert_int_equal(cp_http_parser_run(&p, buf, n, &lim, &r2), v);
+	}
+	bytewise_buf = buf;
+	return v;
+}
+
+static uint64_t examined_oneshot(const char *s, size_t n, struct cp_http_req *r, ssize_t *v)
+{
+	struct cp_http_parser p;
+	cp_http_parser_init(&p);
+	*v = cp_http_parser_run(&p, (const uint8_t *)s, n, &lim, r);
+	return p.examined;
+}
+
+static void test_resume_vectors(void **state)
+{
+	for (size_t i = 0; i < FG_ARRAY_LEN(goods); i++) {
+		const struct good *g = &goods[i];
+		size_t total = strlen(g->in);
+		struct cp_http_req r, r1;
+		uint64_t ex;
+		ssize_t n = parse_bytewise(g->in, total, &r, &ex);
+		if (n < 0)
+			fail_msg("vector %zu bytewise: %s", i, cp_http_reason_name((int)n));
+		check_good(g, &r, n);
+		ssize_t n1;
+		assert_int_equal(examined_oneshot(g->in, total, &r1, &n1), ex);
+		assert_int_equal(n1, n);
+		/* the slices point into the caller's last buffer: compare text */
+		assert_int_equal(r.host.len, r1.host.len);
+		assert_memory_equal(r.host.p, r1.host.p, r.host.len);
+		assert_int_equal(r.authorization.len, r1.authorization.len);
+		for (unsigned h = 0; h < r.n_headers; h++) {
+			assert_int_equal(r.headers[h].value.len, r1.headers[h].value.len);
+			assert_memory_equal(r.headers[h].value.p, r1.headers[h].value.p, r.headers[h].value.len);
+			assert_memory_equal(r.headers[h].name.p, r1.headers[h].name.p, r.headers[h].name.len);
+		}
+	}
+	for (size_t i = 0; i < FG_ARRAY_LEN(bads); i++) {
+		const struct bad *b = &bads[i];
+		struct cp_http_req r;
+		uint64_t ex;
+		ssize_t got = parse_bytewise(b->in, strlen(b->in), &r, &ex);
+		if (got != -b->reason)
+			fail_msg("bad %zu bytewise: got %s want %s", i, cp_http_reason_name((int)got),
+				 cp_http_reason_name(b->reason));
+	}
+}
+
+/* A head of n_hdr headers of about 100 bytes each. */
+static char *big_head(unsigned n_hdr, size_t *len)
+{
+	size_t cap = 128 + (size_t)n_hdr * 128;
+	char *h = malloc(cap);
+	assert_non_null(h);
+	size_t o = (size_t)snprintf(h, cap, "GET /flow?layers=1,2,3 HTTP/1.1\r\nHost: gw\r\n");
+	for (unsigned i = 0; i < n_hdr; i++)
+		o += (size_t)snprintf(h + o, cap - o, "X-Filler-%03u: %.*s\r\n", i, 84,
+				      "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnop");
+	o += (size_t)snprintf(h + o, cap - o, "\r\n");
+	*len = o;
+	return h;
+}
+
+static void test_resume_linear(void **state)
+{
+	/* Fed one byte per call, as a slowloris peer sends it (one TLS record
+	 * per byte): the parser must examine each byte a bounded number of
+	 * times, not re-parse from byte 0 on every call (which would examine
+	 * about len^2 / 2 bytes: 18 M for the 6 KiB head). */
+	size_t len_a, len_b;
+	char *a = big_head(30, &len_a), *b = big_head(60, &len_b);
+	struct cp_http_req r;
+	uint64_t ex_a, ex_b;
+	assert_int_equal(parse_bytewise(a, len_a, &r, &ex_a), (ssize_t)len_a);
+	assert_int_equal(r.n_headers, 31);
+	assert_int_equal(parse_bytewise(b, len_b, &r, &ex_b), (ssize_t)len_b);
+	assert_int_equal(r.n_headers, 61);
+	print_message("bytes examined: %llu for %zu bytes, %llu for %zu bytes\n", (unsigned long long)ex_a, len_a,
+		      (unsigned long long)ex_b, len_b);
+	assert_true(ex_a <= 3 * len_a);
+	assert_true(ex_b <= 3 * len_b);
+	/* doubling the head at most doubles the work (plus the fixed part) */
+	assert_true(ex_b * len_a <= ex_a * len_b + 64 * len_a);
+	/* and one call does the same work as len calls */
+	ssize_t v;
+	assert_int_equal(examined_oneshot(b, len_b, &r, &v), ex_b);
+	free(a);
+	free(b);
+	free(bytewise_buf);
+	bytewise_buf = NULL;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -805,6 +929,8 @@ int main(void)
 		cmocka_unit_test(test_reason_names),
 		cmocka_unit_test(test_reasons_documented),
 		cmocka_unit_test(test_mutations),
+		cmocka_unit_test(test_resume_vectors),
+		cmocka_unit_test(test_resume_linear),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
