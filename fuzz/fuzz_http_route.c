@@ -424,5 +424,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	FUZZ_CHECK(!h.in_body);
 	FUZZ_CHECK(!h.put_failed || h.closed);
+	cp_http_fini(&conn); /* the connection's release (conn_free_done) */
 	return 0;
 }
