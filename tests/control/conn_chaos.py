@@ -18,7 +18,8 @@ import websockets
 
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fgtest.harness import TOKEN, Daemon, check, http, seed
+from fgtest import ws as fgws  # noqa: E402
+from fgtest.harness import TOKEN, Daemon, check, http, seed  # noqa: E402
 
 R = random.Random(int(os.environ.get("D1_SEED", "1234")))
 
@@ -56,18 +57,9 @@ def tls_garbage(d, n):
 
 
 def ws_frame(opcode, payload, fin=True, mask=True):
-    b0 = (0x80 if fin else 0) | opcode
-    n = len(payload)
-    if n < 126:
-        h = bytes([b0, (0x80 if mask else 0) | n])
-    elif n < 65536:
-        h = bytes([b0, (0x80 if mask else 0) | 126]) + struct.pack(">H", n)
-    else:
-        h = bytes([b0, (0x80 if mask else 0) | 127]) + struct.pack(">Q", n)
-    if not mask:
-        return h + payload
-    key = bytes(R.getrandbits(8) for _ in range(4))
-    return h + key + bytes(c ^ key[i % 4] for i, c in enumerate(payload))
+    """a client frame masked with a random key"""
+    return fgws.ws_frame((0x80 if fin else 0) | opcode, payload, mask=mask,
+                         key=bytes(R.getrandbits(8) for _ in range(4)))
 
 
 def ws_garbage(d, n):

@@ -4,7 +4,7 @@ protocol fuzzers: fuzz/corpus/fuzz_http/seed-* and fuzz/corpus/fuzz_ws/seed-*.
 Run from anywhere: /usr/bin/python3 tests/control/gen_fuzz_seeds.py
 Crashers kept beside the seeds (crash-<sha1>) are never touched."""
 import os
-import struct
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORPUS = os.path.join(ROOT, "fuzz", "corpus")
@@ -36,28 +36,13 @@ HTTP = {
     "bad-cl-dup": b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
 }
 
-MASK = bytes([0x37, 0xFA, 0x21, 0x3D])
-
-
-def frame(b0, payload, mask=True, form=None):
-    n = len(payload)
-    mb = 0x80 if mask else 0
-    if form is None:
-        form = 7 if n < 126 else 16 if n < 65536 else 64
-    if form == 7:
-        h = bytes([b0, mb | n])
-    elif form == 16:
-        h = bytes([b0, mb | 126]) + struct.pack(">H", n)
-    else:
-        h = bytes([b0, mb | 127]) + struct.pack(">Q", n)
-    if not mask:
-        return h + payload
-    return h + MASK + bytes(c ^ MASK[i & 3] for i, c in enumerate(payload))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+from fgtest.flow import frame as _frame  # noqa: E402
+from fgtest.ws import MASK, ws_frame as frame  # noqa: E402
 
 
 def aeon(stream, seq, payload):
-    n = len(payload)
-    return struct.pack(">HIB", stream, seq, 0) + bytes([n >> 16, (n >> 8) & 255, n & 255]) + payload
+    return _frame(stream, seq, 0, payload)
 
 
 # ws seeds: 2 bytes of fuzzer config (flags, split seed) then the stream.

@@ -29,10 +29,11 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+from fgtest.flow import STATUS_STREAM, seed  # noqa: E402
+from fgtest.ws import MASK, ws_frame as frame  # noqa: E402
+
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-MASK = b"\x37\xfa\x21\x3d"
-STATUS_STREAM = 0xFFFE
-SEED_BASE = 0xAF60
 
 passed = 0
 failed = 0
@@ -51,28 +52,8 @@ def check(cond, msg):
 
 # ---- frames ---------------------------------------------------------------
 
-def frame(b0, payload=b"", mask=True, form=None, length=None):
-    """A client frame. b0 = FIN|RSV|opcode; form forces the 7/16/64-bit
-    length encoding; length overrides the declared length."""
-    n = len(payload) if length is None else length
-    mb = 0x80 if mask else 0
-    if form is None:
-        form = 7 if n < 126 else 16 if n < 65536 else 64
-    if form == 7:
-        h = bytes([b0, mb | n])
-    elif form == 16:
-        h = bytes([b0, mb | 126]) + struct.pack(">H", n)
-    else:
-        h = bytes([b0, mb | 127]) + struct.pack(">Q", n)
-    if not mask:
-        return h + payload
-    return h + MASK + bytes(c ^ MASK[i & 3] for i, c in enumerate(payload))
-
-
 def aeon_seed(layer, token_seq, line, hidden):
-    body = struct.pack("<II", 0, 1) + struct.pack("<%df" % hidden, *([0.5] * hidden))
-    n = len(body)
-    return struct.pack(">HIB", SEED_BASE + layer, token_seq, line << 4) + n.to_bytes(3, "big") + body
+    return seed(layer, token_seq, line, [0.5] * hidden)
 
 
 # ---- connection -----------------------------------------------------------
@@ -443,7 +424,6 @@ def main():
     # Self-hosted: D1's harness makes the PKI and config (self-signed CA via
     # openssl req), starts `fanogate --no-dataplane --config` on a free port
     # and always stops it.
-    sys.path.insert(0, os.path.join(HERE, "..", "lib"))
     from fgtest import harness as h
     with h.Daemon(hidden=cfg.hidden) as d:
         cfg.port, cfg.ca, cfg.token = d.port, f"{d.dir}/ca.pem", h.TOKEN

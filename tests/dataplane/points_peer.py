@@ -12,21 +12,22 @@ frames carried the degraded fact (bit 4) and how many did not. ACK frames
 """
 import argparse
 import json
+import os
 import select
 import socket
 import struct
 import sys
 import time
 
-SEED_BASE = 0xAF60
-STATUS, ACK = 0xFFFE, 0xFFFF
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+from fgtest.flow import ACK_STREAM as ACK, STATUS_STREAM as STATUS, datagram, seed  # noqa: E402
+
 FACT_DEGRADED = 0x10
 
 
 def seed_frame(layer, token, line, hidden):
-    body = struct.pack('<%df' % hidden, *[float(i % 7) for i in range(hidden)])
-    payload = struct.pack('<II', 0, 1) + body
-    return struct.pack('>HIB', SEED_BASE + layer, token, line << 4) + len(payload).to_bytes(3, 'big') + payload
+    """a seed of hidden floats 0..6 repeating"""
+    return seed(layer, token, line, [float(i % 7) for i in range(hidden)])
 
 
 def main():
@@ -55,7 +56,7 @@ def main():
             break
         if now < t_end and now >= next_send:
             frame = seed_frame(a.layer, a.token_base + out['sent'], a.line, a.hidden)
-            s.sendto(struct.pack('>HBB', fid & 0xFFFF, 0, 1) + frame, (a.dst, a.port))
+            s.sendto(datagram(fid & 0xFFFF, frame), (a.dst, a.port))
             fid += 1
             out['sent'] += 1
             next_send += a.interval

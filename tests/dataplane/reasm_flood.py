@@ -22,28 +22,15 @@ sent, default rule 1,3,5).
 """
 import argparse
 import json
+import os
 import select
 import socket
 import struct
 import sys
 import time
 
-SEED_BASE, RESOLVED_BASE = 0xAF60, 0xAFA0
-RULE = [1, 3, 5]
-
-
-def f32(x):
-    return struct.unpack('<f', struct.pack('<f', x))[0]
-
-
-def seed_frame(layer, token, line, vals, seq_len):
-    payload = struct.pack('<II', 0, seq_len) + struct.pack('<%df' % len(vals), *vals)
-    return struct.pack('>HIB', SEED_BASE + layer, token, line << 4) + len(payload).to_bytes(3, 'big') + payload
-
-
-def frags(frame, fid, chunk):
-    total = (len(frame) + chunk - 1) // chunk
-    return [struct.pack('>HBB', fid, i, total) + frame[i * chunk:(i + 1) * chunk] for i in range(total)]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+from fgtest.flow import RESOLVED_BASE, RULE, f32, fragments, reduce_rule, seed  # noqa: E402
 
 
 def values(token, line, n):
@@ -51,14 +38,7 @@ def values(token, line, n):
 
 
 def expect(token, n):
-    c = {line: values(token, line, n) for line in RULE}
-    out = []
-    for i in range(n):
-        r = c[RULE[0]][i]
-        for line in RULE[1:]:
-            r = f32(r + c[line][i])
-        out.append(r)
-    return struct.pack('<%df' % n, *out)
+    return reduce_rule({line: (0, values(token, line, n)) for line in RULE})
 
 
 def main():
@@ -114,16 +94,16 @@ def main():
 
     # 1. the flood: the last fragment of `groups` two-fragment frames
     for g in range(a.groups):
-        frame = seed_frame(a.layer, 900000 + g, 1, values(g, 1, 2 * a.hidden), 2)
-        fl.sendto(frags(frame, 30000 + g, C)[1], dp)
+        frame = seed(a.layer, 900000 + g, 1, values(g, 1, 2 * a.hidden), seq_len=2)
+        fl.sendto(fragments(frame, 30000 + g, C)[1], dp)
     pump(0.1)
 
     # 2. table full: single-fragment contributions still resolve; a two-fragment one evicts a flood group
     A, B = 1000, 2000
     for line in RULE:
-        for d in frags(seed_frame(a.layer, A, line, values(A, line, a.hidden), 1), nfid(), C):
+        for d in fragments(seed(a.layer, A, line, values(A, line, a.hidden)), nfid(), C):
             st.sendto(d, dp)
-    for d in frags(seed_frame(a.layer, B, RULE[0], values(B, RULE[0], 2 * a.hidden), 2), nfid(), C):
+    for d in fragments(seed(a.layer, B, RULE[0], values(B, RULE[0], 2 * a.hidden), seq_len=2), nfid(), C):
         st.sendto(d, dp)
     pump(0.3)
     a_ok = resolved.get((A, a.layer)) == expect(A, a.hidden)
@@ -131,7 +111,7 @@ def main():
     # 3. after reasm_timeout_ms the contexts are back: B's frames (new frame_ids) resolve
     pump(a.wait)
     for line in RULE:
-        for d in frags(seed_frame(a.layer, B, line, values(B, line, 2 * a.hidden), 2), nfid(), C):
+        for d in fragments(seed(a.layer, B, line, values(B, line, 2 * a.hidden), seq_len=2), nfid(), C):
             st.sendto(d, dp)
     pump(0.5)
     b_ok = resolved.get((B, a.layer)) == expect(B, 2 * a.hidden)

@@ -19,6 +19,7 @@ Deterministic (seeded RNG). Exits non-zero with a message on any mismatch.
 """
 import argparse
 import json
+import os
 import random
 import select
 import socket
@@ -26,39 +27,8 @@ import struct
 import sys
 import time
 
-SEED_BASE, RESOLVED_BASE = 0xAF60, 0xAFA0
-RULE = [1, 3, 5]  # default rule: lines 1, 3, 5 reduced in that order
-
-
-def f32(x):
-    return struct.unpack('<f', struct.pack('<f', x))[0]
-
-
-def seed_frame(layer, token, line, neg, body):
-    payload = struct.pack('<II', 0, 1) + body
-    hdr = struct.pack('>HIB', SEED_BASE + layer, token, (line << 4) | neg) + len(payload).to_bytes(3, 'big')
-    return hdr + payload
-
-
-def fragments(frame, fid, chunk):
-    total = (len(frame) + chunk - 1) // chunk
-    return [struct.pack('>HBB', fid, i, total) + frame[i * chunk:(i + 1) * chunk] for i in range(total)]
-
-
-def reference(contribs, hidden):
-    """contribs: {line: (neg, floats)}; the rule's order, f32 rounding per op."""
-    out = []
-    for k in range(hidden):
-        r = None
-        for line in RULE:
-            neg, v = contribs[line]
-            x = v[k]
-            if r is None:
-                r = -x if neg else x
-            else:
-                r = f32(r - x) if neg else f32(r + x)
-        out.append(r)
-    return struct.pack('<%df' % hidden, *out)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+from fgtest.flow import RESOLVED_BASE, RULE, SEED_BASE, f32, fragments, reduce_rule, seed  # noqa: E402
 
 
 def fail(msg):
@@ -117,7 +87,7 @@ def send_phase(a):
             # workers own lines, but some slots get their lines from random sockets
             sock = socks[(j + n) % len(socks)] if n % 3 else socks[j % a.workers]
             contribs.append(dict(token=token, layer=layer, line=line, sock=sock,
-                                 frame=seed_frame(layer, token, line, int(neg), body),
+                                 frame=seed(layer, token, line, body, int(neg)),
                                  whole=not (broken and j == 2)))
 
     fid = [rnd.randrange(65536)]
@@ -265,7 +235,7 @@ def send_phase(a):
     for c in [c for c in contribs if (c['token'], c['layer']) in resolved and c['line'] == 1][-a.conflicts:]:
         vals = [f32(v + 1.0) for v in slots[(c['token'], c['layer'])][1][1]]
         body = struct.pack('<%df' % a.hidden, *vals)
-        cc = dict(c, frame=seed_frame(c['layer'], c['token'], 1, 0, body), whole=True)
+        cc = dict(c, frame=seed(c['layer'], c['token'], 1, body), whole=True)
         conflicts.append(cc)
         dg += plan(cc, False)
     for s, d in dg:
@@ -276,7 +246,7 @@ def send_phase(a):
     for k in complete:
         if k not in resolved:
             fail('slot %s never resolved' % (k,))
-        want = reference({l: v[:2] for l, v in slots[k].items()}, a.hidden)
+        want = reduce_rule({l: v[:2] for l, v in slots[k].items()})
         if resolved[k] != want:
             bad = next(i for i in range(0, len(want), 4) if resolved[k][i:i + 4] != want[i:i + 4])
             fail('slot %s: resolved seed differs from the reference at float %d' % (k, bad // 4))

@@ -20,21 +20,21 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
+from fgtest import wait  # noqa: E402
+from fgtest.flow import ack_frame, datagram, fragments, frame  # noqa: E402
+
 CHUNK = 100
 STREAM = 0xAF61
+LISTEN = 24000  # the relay's port, in this run's own network namespace (main)
 
 
 def frame_fragments(fid, seq):
-    payload = bytes((seq + i) & 0xFF for i in range(150))
-    frame = struct.pack('>HIB', STREAM, seq, 0) + len(payload).to_bytes(3, 'big') + payload
-    total = (len(frame) + CHUNK - 1) // CHUNK
-    return [struct.pack('>HBB', fid, i, total) + frame[i * CHUNK:(i + 1) * CHUNK] for i in range(total)]
+    return fragments(frame(STREAM, seq, 0, bytes((seq + i) & 0xFF for i in range(150))), fid, CHUNK)
 
 
 def ack_datagram(ack_id, seq):
-    entry = struct.pack('>HIII', STREAM, seq, 0, 1)
-    frame = struct.pack('>HIB', 0xFFFF, 0, 0x80) + len(entry).to_bytes(3, 'big') + entry
-    return struct.pack('>HBB', ack_id, 0, 1) + frame
+    return datagram(ack_id, ack_frame([(STREAM, seq, 0, 1)]))
 
 
 def server(sock, liar, stop):
@@ -63,10 +63,7 @@ def server(sock, liar, stop):
 def run(relay, liar, tmp):
     srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     srv.bind(('127.0.0.1', 0))
-    lsock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    lsock.bind(('127.0.0.1', 0))
-    listen = lsock.getsockname()[1]
-    lsock.close()  # the relay binds it next; a small race on a loopback port
+    listen = LISTEN
     stats = os.path.join(tmp, 'liar.json' if liar else 'honest.json')
     ready = stats + '.ready'
     p = subprocess.Popen([relay, '--listen', '127.0.0.1:%d' % listen, '--server',
@@ -77,18 +74,16 @@ def run(relay, liar, tmp):
     th = threading.Thread(target=server, args=(srv, liar, stop))
     th.start()
     try:
-        for _ in range(100):
-            if os.path.exists(ready):
-                break
-            time.sleep(0.05)
-        else:
+        if not wait.until(lambda: os.path.exists(ready) or p.poll() is not None, 5) or not os.path.exists(ready):
             raise SystemExit('FAIL: fanorelay did not start')
         cli = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         for seq in range(300):
             for dg in frame_fragments(seq, 1000 + seq):
                 cli.sendto(dg, ('127.0.0.1', listen))
             if seq % 20 == 0:
-                time.sleep(0.005)
+                time.sleep(0.005)  # pacing: the relay's queues are not the subject
+        # Not a readiness wait: the last ACKs still in flight back through the
+        # relay before it stops and writes the verdicts this test reads.
         time.sleep(0.5)
         p.terminate()
         rc = p.wait(timeout=10)
@@ -102,6 +97,7 @@ def run(relay, liar, tmp):
 
 def main():
     relay = sys.argv[1]
+    wait.private_net()  # LISTEN cannot collide with another test's port
     with tempfile.TemporaryDirectory(prefix='fgft-liar-') as tmp:
         rc, a = run(relay, False, tmp)
         print('honest: exit %d, acked %d proven %d unproven %d' % (rc, a['acked_seqs'], a['ack_proven'],

@@ -58,14 +58,10 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', 'dataplane'))
-from veth_fleet import RESOLVED_BASE, SEED_BASE, RULE, f32, fragments, reference, seed_frame  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
+from fgtest.flow import OUTCOMES, RESOLVED_BASE, RULE, SEED_BASE, f32, fragments, reduce_rule, seed  # noqa: E402
 
 FAILS = []
-OUTCOMES = ['accepted', 'resolved', 'partial', 'duplicate', 'duplicate_pending', 'conflict', 'late', 'expired',
-            'poisoned', 'no_slot', 'shape_mismatch', 'unexpected_line', 'stale', 'bad_range', 'malformed',
-            'line_disabled']
-
 
 def fail(msg):
     FAILS.append(msg)
@@ -164,7 +160,7 @@ class Flood:
         # fragment 0 of a seed frame: the body does not matter, the header and
         # prefix must be valid (hidden floats, seq_len 1) so the SLOT path opens
         self.seed_body = struct.pack('<%df' % a.hidden, *([0.5] * a.hidden))
-        total = (len(seed_frame(0, 0, 1, 0, self.seed_body)) + chunk - 1) // chunk
+        total = (len(seed(0, 0, 1, self.seed_body)) + chunk - 1) // chunk
         if total < 2:
             raise SystemExit('--hidden too small: seed frames must need 2+ fragments')
         self.total = total
@@ -189,7 +185,7 @@ class Flood:
         fid, kind = self.fid[k], i % 3
         if kind == 0:   # SLOT: fragment 0 of a seed, a new attempt at one of the flood's slots
             token, layer = self.keys[(i // 3) % len(self.keys)]
-            frame = seed_frame(layer, token, 1, 0, self.seed_body)
+            frame = seed(layer, token, 1, self.seed_body)
             d = fragments(frame, fid, self.C)[0]
         elif kind == 1:  # BUFFER: fragment 0 of a frame outside every band
             flen = (self.total - 1) * self.C + 100
@@ -289,7 +285,7 @@ class Good:
             vals = [f32(self.rnd.uniform(-1, 1) * 10 ** self.rnd.randint(-3, 5)) for _ in range(self.a.hidden)]
             c[line] = (neg, vals)
             body = struct.pack('<%df' % self.a.hidden, *vals)
-            self.contribs[(token, layer, line)] = dict(frame=seed_frame(layer, token, line, int(neg), body),
+            self.contribs[(token, layer, line)] = dict(frame=seed(layer, token, line, body, int(neg)),
                                                        attempts=0, last=0.0, acked=False, t_first=None)
         self.slots[(token, layer)] = c
 
@@ -390,7 +386,7 @@ class Good:
             if self.resolved[key] != body:
                 fail('slot %s delivered twice with different bodies' % (key,))
         else:
-            want = reference(self.slots[key], self.a.hidden)
+            want = reduce_rule(self.slots[key])
             if body != want:
                 self.wrong += 1
                 fail('slot %s: resolved seed differs from the reference' % (key,))

@@ -7,19 +7,18 @@ token whose status is not no_slot is ACKed (10 s at most). Prints one JSON
 line: tokens per outcome, ACKed tokens, and the tokens refused no_slot that
 were ACKed anyway (must be none)."""
 import json
+import os
 import socket
 import struct
 import sys
 import time
 
-OUTCOMES = ["accepted", "resolved", "partial", "duplicate", "duplicate_pending", "conflict", "late", "expired",
-            "poisoned", "no_slot", "shape_mismatch", "unexpected_line", "stale", "bad_range", "malformed",
-            "line_disabled"]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.flow import OUTCOMES, datagram, seed  # noqa: E402
 
 
 def seed_frame(token, hidden=8):
-    body = struct.pack("<II", 0, 1) + struct.pack("<%df" % hidden, *[float(token + i) for i in range(hidden)])
-    return struct.pack(">HIB", 0xAF60, token, 1 << 4) + len(body).to_bytes(3, "big") + body
+    return seed(0, token, 1, [float(token + i) for i in range(hidden)])
 
 
 def main():
@@ -27,7 +26,7 @@ def main():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(0.2)
     for t in range(1, n + 1):
-        s.sendto(struct.pack(">HBB", t, 0, 1) + seed_frame(t), (dst, 4242))
+        s.sendto(datagram(t, seed_frame(t)), (dst, 4242))
     status, acked = {}, set()
     end = time.time() + 10
     while time.time() < end:

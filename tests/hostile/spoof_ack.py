@@ -13,21 +13,14 @@ flags 0x80, 14-byte entries) every 20 ms for SECONDS:
    sequences nothing is pending for (6,656 seqs): the dataplane must stop
    after its budget (x counter ack_budget), retiring nothing.
 Prints the datagram counts."""
+import os
 import socket
 import struct
 import sys
 import time
 
-RESOLVED_BASE = 0xAFA0
-
-
-def ack_frame(entries):
-    payload = b"".join(struct.pack(">HIII", s, b, hi, lo) for s, b, hi, lo in entries)
-    return struct.pack(">HIB", 0xFFFF, 0, 0x80) + len(payload).to_bytes(3, "big") + payload
-
-
-def datagram(fid, frame):
-    return struct.pack(">HBB", fid, 0, 1) + frame
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.flow import RESOLVED_BASE, ack_frame, datagram  # noqa: E402
 
 
 def ip_udp(src, sport, dst, dport, payload):
@@ -64,7 +57,7 @@ def main():
             fid = (fid + 1) & 0xFFFF
             n_junk += 1
             last_junk = time.time()
-        time.sleep(0.02)
+        time.sleep(0.02)  # pacing: a spoof every 20 ms (not a wait for anything)
     print(f"spoofed {n_spoof} junk {n_junk}", flush=True)
 
 

@@ -225,13 +225,13 @@ def bad_udp_script(rounds, seconds):
     counts as JSON."""
     return r"""
 import json, socket, struct, sys, time
+sys.path.insert(0, %r)
+from fgtest import flow
+from fgtest.flow import hdr
 rounds, seconds, dst = %d, %f, ("%s", 4242)
 hidden, layers = %d, %d
-def hdr(stream, seq, flags, length):
-    return struct.pack(">HIB", stream, seq, flags) + length.to_bytes(3, "big")
 def seed(layer, tok, line, nrows):
-    body = struct.pack("<II", 0, 1) + b"\x00" * (4 * nrows)
-    return hdr(0xAF60 + layer, tok, line << 4, len(body)) + body
+    return flow.seed(layer, tok, line, bytes(4 * nrows))
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind(("%s", 0))
 sent = {}
@@ -254,9 +254,9 @@ for r in range(rounds):
     send("unknown_stream", struct.pack(">HBB", fid + 3, 0, 1) + hdr(0x1234, tok, 0, 8) + b"\x00" * 8)
     send("bad_body", struct.pack(">HBB", fid + 4, 0, 1) + seed(0, tok, 1, 3))
     send("incomplete_group", struct.pack(">HBB", fid + 5, 0, 2) + fr[:c])
-    time.sleep(seconds / rounds)
+    time.sleep(seconds / rounds)  # pacing: the rounds spread over the run
 print(json.dumps(sent))
-""" % (rounds, seconds, DP_IP, HIDDEN, LAYERS, NS_IP)
+""" % (os.path.join(ROOT, "tests", "lib"), rounds, seconds, DP_IP, HIDDEN, LAYERS, NS_IP)
 
 
 def bad_udp_thread(uled, rounds, seconds):
