@@ -365,6 +365,9 @@ static int lcore_setup(struct dp_state *g, unsigned i, unsigned lcore_id)
 	lc->lcore_id = lcore_id;
 	lc->rxq = i < g->n_rxq ? (int)i : -1;
 	lc->txq = (uint16_t)i;
+	g->env = (struct dp_shard_env){.cfg = &g->cfg, .io = &dp_io_dpdk, .n = g->n, .chunk = g->chunk,
+				       .frame_max = g->frame_max, .ack_interval_ns = g->ack_interval_ns};
+	lc->env = &g->env;
 	lc->k = &g->b->counters[i];
 	lc->xk = &g->xk[i];
 	lc->lane = &g->b->lanes[i];

@@ -8,36 +8,51 @@
  * the frame to the owners of the others (their inbox, like a handed-off
  * frame).
  *
- * Who may call: the lcore that owns `lc` (dp_shard.c on resolution, on an
- * ACK frame and from its timers). */
+ * Who may call: the thread that owns `lc` (dp_shard.c on resolution, on an
+ * ACK frame and from its timers). No DPDK here: sends, routes, buffers,
+ * hand-off and reports go through lc->env->io (dp_io.h). */
+#include <sys/socket.h>
+
 #include <string.h>
 
 #include "dp_deliver.h"
-#include "dp_lanes.h"
-#include "dp_neigh.h"
-#include "dp_tx.h"
 
-static const struct fg_addr *consumer_of(uint16_t layer)
+static const struct fg_addr *consumer_of(const struct dp_lcore *lc, uint16_t layer)
 {
-	if (layer < FG_CONSUMERS_MAX && dp_g.cfg.consumer[layer].set)
-		return &dp_g.cfg.consumer[layer];
-	if (dp_g.cfg.consumer_default.set)
-		return &dp_g.cfg.consumer_default;
+	const struct fg_config *cfg = lc->env->cfg;
+	if (layer < FG_CONSUMERS_MAX && cfg->consumer[layer].set)
+		return &cfg->consumer[layer];
+	if (cfg->consumer_default.set)
+		return &cfg->consumer_default;
 	return NULL;
 }
 
-/* Send an encoded resolved-seed frame to its layer's consumer. */
+/* Send an encoded resolved-seed frame to its layer's consumer, in the
+ * fragmented profile (fragments of env->chunk bytes, one frame id). */
 static bool dlv_send(struct dp_lcore *lc, const struct fg_addr *c, const uint8_t *frame, uint32_t len)
 {
-	int fam = c->family == AF_INET6 ? 6 : 4;
+	struct dp_peer to = {.family = c->family == AF_INET6 ? 6 : 4, .port = c->port};
 	struct dp_route rt;
-	uint8_t dst[16] = {0};
-	memcpy(dst, c->addr, fam == 6 ? 16 : 4);
-	if (!dp_neigh_route(lc, fam, dst, &rt)) {
+	memcpy(to.addr, c->addr, to.family == 6 ? 16 : 4);
+	if (!lc->env->io->route(lc, to.family, to.addr, &rt)) {
 		dp_lc_xcount(lc, DP_X_NO_SRC_ADDR);
 		return false;
 	}
-	return dp_tx_frame(lc, &rt, fam, rt.local, dst, c->port, frame, len);
+	uint32_t C = lc->env->chunk;
+	uint32_t total = fg_frag_count(len, C);
+	if (!total)
+		return false;
+	uint16_t fid = lc->frame_id++;
+	bool ok = true;
+	for (uint32_t i = 0; i < total; i++) {
+		uint8_t h[4];
+		fg_put_be16(h, fid);
+		h[2] = (uint8_t)i;
+		h[3] = (uint8_t)total;
+		uint32_t off = i * C, n = len - off < C ? len - off : C;
+		ok &= lc->env->io->dgram(lc, &rt, &to, h, frame + off, n);
+	}
+	return ok;
 }
 
 static void dlv_give_up(struct dp_lcore *lc, enum dp_xcounter why)
@@ -50,7 +65,7 @@ static void dlv_give_up(struct dp_lcore *lc, enum dp_xcounter why)
  * resent by the timer like a lost one). */
 static void dlv_track(struct dp_lcore *lc, const struct fg_seed_view *v, uint32_t slot, uint64_t now)
 {
-	uint16_t stream = (uint16_t)(dp_g.cfg.bands.resolved_base + v->dst_layer);
+	uint16_t stream = (uint16_t)(lc->env->cfg->bands.resolved_base + v->dst_layer);
 	switch (dp_dlv_track(&lc->dlv, stream, v->token_seq, v->dst_layer, slot, v->fingerprint, now, NULL)) {
 	case DP_DLV_NEW:
 		break;
@@ -90,7 +105,7 @@ void dp_deliver_timer(struct dp_lcore *lc, uint64_t now)
 		/* The slot is the only copy of the seed: it must still be the
 		 * same resolved key (the table reclaims slots for newer tokens). */
 		struct fg_seed_view v;
-		const struct fg_addr *c = consumer_of(e->layer);
+		const struct fg_addr *c = consumer_of(lc, e->layer);
 		if (!c || fg_slot_seed(&lc->slots, e->slot, &v) < 0 || v.token_seq != e->token_seq ||
 		    v.dst_layer != e->layer || v.fingerprint != e->fingerprint) {
 			dp_dlv_drop(&lc->dlv, i);
@@ -99,7 +114,7 @@ void dp_deliver_timer(struct dp_lcore *lc, uint64_t now)
 		}
 		struct fg_resolved r = {.token_seq = v.token_seq, .dst_layer = v.dst_layer, .start_pos = v.start_pos,
 					.seq_len = v.seq_len, .body = v.body, .body_len = v.body_len};
-		ssize_t len = fg_resolved_encode(&dp_g.cfg.bands, &r, lc->scratch, dp_g.frame_max);
+		ssize_t len = fg_resolved_encode(&lc->env->cfg->bands, &r, lc->scratch, lc->env->frame_max);
 		if (len < 0) {
 			dp_dlv_drop(&lc->dlv, i);
 			dlv_give_up(lc, DP_X_DLV_GIVEUP_RECLAIMED);
@@ -112,21 +127,22 @@ void dp_deliver_timer(struct dp_lcore *lc, uint64_t now)
 }
 
 /* Which lcore owns sequence seq of layer's resolved-seed stream. */
-static unsigned dlv_owner(uint16_t layer, uint32_t seq)
+static unsigned dlv_owner(const struct dp_lcore *lc, uint16_t layer, uint32_t seq)
 {
-	return dp_g.n > 1 ? fg_shard_of(seq, layer, dp_g.cfg.layers, dp_g.n) : 0;
+	unsigned n = lc->env->n;
+	return n > 1 ? fg_shard_of(seq, layer, lc->env->cfg->layers, n) : 0;
 }
 
 /* Whether src is the configured consumer of the resolved-band stream's
  * layer (address and port): only it may retire that layer's deliveries
  * (issue 14: a spoofed ACK from any allowed source cancelled them). */
-static bool ack_from_consumer(uint16_t stream, const struct dp_peer *src)
+static bool ack_from_consumer(const struct dp_lcore *lc, uint16_t stream, const struct dp_peer *src)
 {
 	enum fg_band band;
 	uint16_t layer;
-	if (fg_stream_classify(&dp_g.cfg.bands, stream, &band, &layer) < 0 || band != FG_BAND_RESOLVED)
+	if (fg_stream_classify(&lc->env->cfg->bands, stream, &band, &layer) < 0 || band != FG_BAND_RESOLVED)
 		return false;
-	const struct fg_addr *c = consumer_of(layer);
+	const struct fg_addr *c = consumer_of(lc, layer);
 	if (!c || c->port != src->port || (c->family == AF_INET6 ? 6 : 4) != src->family)
 		return false;
 	return memcmp(c->addr, src->addr, src->family == 6 ? 16 : 4) == 0;
@@ -145,18 +161,20 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 	int n = fg_ack_frame_decode(&f, e, FG_ARRAY_LEN(e));
 	if (n <= 0)
 		return;
+	const struct fg_config *cfg = lc->env->cfg;
+	unsigned n_sh = lc->env->n;
 	uint64_t others = 0; /* bit i: lcore i owns a covered seq */
 	for (int k = 0; k < n; k++) {
 		/* The fleet ACKs everything it receives, our status frames
 		 * included, and re-ACKs all it holds every 50 ms: an entry of any
 		 * stream but a configured layer's resolved-seed stream costs one
 		 * compare (wire.md 2.1). */
-		uint16_t layer = (uint16_t)(e[k].stream_id - dp_g.cfg.bands.resolved_base);
-		if (layer >= dp_g.cfg.layers || layer >= (1u << dp_g.cfg.bands.layer_bits)) {
+		uint16_t layer = (uint16_t)(e[k].stream_id - cfg->bands.resolved_base);
+		if (layer >= cfg->layers || layer >= (1u << cfg->bands.layer_bits)) {
 			dp_lc_xcount(lc, DP_X_DLV_ACK_FOREIGN);
 			continue;
 		}
-		if (src && !ack_from_consumer(e[k].stream_id, src)) {
+		if (src && !ack_from_consumer(lc, e[k].stream_id, src)) {
 			dp_lc_xcount(lc, DP_X_ACK_FOREIGN);
 			continue;
 		}
@@ -166,9 +184,9 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 		 * goes to all of them. With exact ACKs (the default) a base says
 		 * nothing about other sequences and no window is kept. One
 		 * update per entry, also once the miss budget is spent. */
-		if (dp_g.cfg.consumer_ack_window == FG_ACKWIN_FLEET &&
-		    dp_dlv_window(&lc->dlv, e[k].stream_id, e[k].base_seq) && dp_g.n > 1)
-			others |= (dp_g.n >= 64 ? ~0ull : (1ull << dp_g.n) - 1) & ~(1ull << lc->idx);
+		if (cfg->consumer_ack_window == FG_ACKWIN_FLEET &&
+		    dp_dlv_window(&lc->dlv, e[k].stream_id, e[k].base_seq) && n_sh > 1)
+			others |= (n_sh >= 64 ? ~0ull : (1ull << n_sh) - 1) & ~(1ull << lc->idx);
 		if (misses >= DP_DLV_ACK_MISS_MAX)
 			continue;
 		for (unsigned bit = 0; bit < 64; bit++) {
@@ -176,7 +194,7 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 			if (!(word & (1u << (bit & 31))))
 				continue;
 			uint32_t seq = e[k].base_seq + bit;
-			unsigned owner = dlv_owner(layer, seq);
+			unsigned owner = dlv_owner(lc, layer, seq);
 			if (owner != lc->idx) {
 				others |= 1ull << owner;
 				continue;
@@ -198,22 +216,21 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 		dp_xcount(lc->xk, DP_X_ACK_BUDGET, 1);
 	if (!forward || !others)
 		return;
-	for (unsigned o = 0; o < dp_g.n; o++) {
+	for (unsigned o = 0; o < lc->env->n; o++) {
 		if (!(others & (1ull << o)))
 			continue;
-		void *p;
-		if (len > dp_g.frame_max || rte_mempool_get(dp_g.xfer, &p) < 0) {
+		struct dp_xfer *x = len <= lc->env->frame_max ? lc->env->io->xfer_get(lc) : NULL;
+		if (!x) {
 			dp_lc_xcount(lc, DP_X_DLV_ACK_FWD_FAIL);
 			continue;
 		}
-		struct dp_xfer *x = p;
 		memset(x, 0, sizeof(*x));
 		x->len = len;
 		x->decoded = true; /* the owner reads this decode (dp_frame_is_ack), not the frame again */
 		x->fr = *d;
 		memcpy(dp_xfer_data(x), frame, len);
-		if (rte_ring_mp_enqueue(dp_g.lc[o]->inbox, x) < 0) {
-			rte_mempool_put(dp_g.xfer, x);
+		if (!lc->env->io->handoff(lc, o, x)) {
+			lc->env->io->xfer_put(lc, x);
 			dp_lc_xcount(lc, DP_X_DLV_ACK_FWD_FAIL);
 			continue;
 		}
@@ -226,7 +243,7 @@ void dp_deliver_seed(struct dp_lcore *lc, uint32_t slot, uint64_t now)
 	struct fg_seed_view v;
 	if (fg_slot_seed(&lc->slots, slot, &v) < 0)
 		return;
-	const struct fg_addr *c = consumer_of(v.dst_layer);
+	const struct fg_addr *c = consumer_of(lc, v.dst_layer);
 	bool sent = false;
 	if (c) {
 		/* The UDP consumer needs the frame (wire.md 3.3): encoded into the
@@ -238,7 +255,7 @@ void dp_deliver_seed(struct dp_lcore *lc, uint32_t slot, uint64_t now)
 					.seq_len = v.seq_len,
 					.body = v.body,
 					.body_len = v.body_len};
-		ssize_t n = fg_resolved_encode(&dp_g.cfg.bands, &r, lc->scratch, dp_g.frame_max);
+		ssize_t n = fg_resolved_encode(&lc->env->cfg->bands, &r, lc->scratch, lc->env->frame_max);
 		if (n > 0) {
 			(void)dlv_send(lc, c, lc->scratch, (uint32_t)n);
 			dp_lc_count(lc, FG_C_SEEDS_SENT, 1);
@@ -259,6 +276,6 @@ void dp_deliver_seed(struct dp_lcore *lc, uint32_t slot, uint64_t now)
 					.udp_sent = sent,
 					.fingerprint = v.fingerprint,
 					.t_ns = now}};
-	(void)dp_lane_send_body(lc, &m, &m.resolved.body, v.body, v.body_len);
+	(void)lc->env->io->report_body(lc, &m, &m.resolved.body, v.body, v.body_len);
 	lc->ack_now = true; /* ACK on resolution */
 }

@@ -3,7 +3,7 @@
 #ifndef DP_DELIVER_H
 #define DP_DELIVER_H
 
-#include "dp_internal.h"
+#include "dp_io.h"
 
 /* Slot `slot` of lc's shard just resolved: send the seed to its consumer,
  * track the delivery, pass it to the control plane, ACK soon. */

@@ -1,9 +1,9 @@
 /* dp_lcore.c - the poll loop of one lcore: policy only, in the shape of
  * DPDK l3fwd's main loop. Each iteration: refresh the published line facts,
  * receive a burst (dp_rx.c), take frames other lcores handed over
- * (dp_shard.c), take the control plane's messages (dp_lanes.c), run the
- * housekeeping timers about once a millisecond, flush ACKs when due
- * (dp_reply.c) and the TX buffer (dp_tx.c), then wake the control plane
+ * (dp_io_dpdk.c), take the control plane's messages (dp_lanes.c), let the
+ * shard run its timers and ACK flushes (dp_shard_tick), flush the TX
+ * buffer (dp_tx.c), then wake the control plane
  * if this iteration gave it something while it slept (dp_lanes.c).
  *
  * Who may call: dp_lcore_main runs on its own EAL lcore, launched by
@@ -65,17 +65,9 @@ int dp_lcore_main(void *arg)
 			lc->slots.epoch = ep;
 
 		unsigned work = dp_rx_burst(lc, now);
-		work += dp_shard_inbox_poll(lc, now);
+		work += dp_inbox_poll(lc, now);
 		work += dp_lane_poll(lc, now);
-		if (now >= lc->next_timer_ns) {
-			dp_shard_timers(lc, now);
-			lc->next_timer_ns = now + 1000000ull;
-		}
-		if (lc->ack_now || now >= lc->next_ack_ns) {
-			dp_reply_ack_flush(lc);
-			lc->ack_now = false;
-			lc->next_ack_ns = now + dp_g.ack_interval_ns;
-		}
+		dp_shard_tick(lc, now);
 		dp_tx_flush(lc);
 		dp_lane_wake(lc);
 		if (work) {

@@ -4,13 +4,12 @@
  * or every ack_interval. Also tells the control plane a source is alive
  * (FG_BM_PEER, at most once a second per peer).
  *
- * Who may call: the lcore that owns `lc` (dp_shard.c, and the loop for the
- * periodic flush). */
+ * Who may call: the thread that owns `lc` (dp_shard.c, its tick for the
+ * periodic flush, the DPDK loop's last flush). No DPDK here: datagrams and
+ * reports go through lc->env->io (dp_io.h). */
 #include <string.h>
 
-#include "dp_lanes.h"
 #include "dp_reply.h"
-#include "dp_tx.h"
 
 void dp_reply_status(struct dp_lcore *lc, const struct dp_xfer *from, const struct fg_status *st)
 {
@@ -22,8 +21,7 @@ void dp_reply_status(struct dp_lcore *lc, const struct dp_xfer *from, const stru
 	fg_put_be16(h, lc->frame_id++);
 	h[2] = 0;
 	h[3] = 1;
-	if (dp_tx_dgram(lc, &from->route, from->peer.family, from->route.local, from->peer.addr, from->peer.port, h, buf,
-		     (uint32_t)n))
+	if (lc->env->io->dgram(lc, &from->route, &from->peer, h, buf, (uint32_t)n))
 		dp_lc_count(lc, FG_C_STATUS_SENT, 1);
 }
 
@@ -35,15 +33,14 @@ static void ack_send_peer(struct dp_lcore *lc, struct dp_ack_peer *pp)
 		return;
 	uint8_t buf[8192];
 	uint32_t lens[16];
-	int k = fg_ack_build(e, n, dp_g.cfg.mtu, lc->frame_id, buf, sizeof(buf), lens, 16);
+	int k = fg_ack_build(e, n, lc->env->cfg->mtu, lc->frame_id, buf, sizeof(buf), lens, 16);
 	if (k <= 0)
 		return;
 	lc->frame_id = (uint16_t)(lc->frame_id + k);
 	uint32_t off = 0;
 	for (int i = 0; i < k; i++) {
 		/* fg_ack_build wrote fragment header + ACK frame: the whole UDP payload */
-		if (dp_tx_dgram(lc, &pp->route, pp->peer.family, pp->route.local, pp->peer.addr, pp->peer.port, NULL,
-			     buf + off, lens[i]))
+		if (lc->env->io->dgram(lc, &pp->route, &pp->peer, NULL, buf + off, lens[i]))
 			dp_lc_count(lc, FG_C_ACKS_SENT, 1);
 		off += lens[i];
 	}
@@ -76,7 +73,7 @@ void dp_reply_ack_note(struct dp_lcore *lc, const struct dp_xfer *from, uint16_t
 					    .port = from->peer.port, .t_ns = now}};
 		memcpy(m.peer.addr, from->peer.addr, 16);
 		pp->peer_msg_ns = now;
-		dp_lane_send(lc, &m);
+		lc->env->io->report(lc, &m);
 		dp_lc_xcount(lc, DP_X_PEERS_NEW);
 	}
 	if (dp_ack_note(&lc->ack, pp, stream, seq))

@@ -3,7 +3,7 @@
 #ifndef DP_REPLY_H
 #define DP_REPLY_H
 
-#include "dp_internal.h"
+#include "dp_io.h"
 
 /* Send status st to the sender of `from` (a single-fragment frame). */
 void dp_reply_status(struct dp_lcore *lc, const struct dp_xfer *from, const struct fg_status *st);

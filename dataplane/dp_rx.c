@@ -1,8 +1,8 @@
 /* dp_rx.c - an lcore's receive side: the RX burst, L2-L4 parse
  * (dp_pkt_parse), ARP/NDP to dp_neigh.c, the UDP port demux (fragmented
  * profile on [udp] port, raw profile on raw_port), the source allowlist,
- * point liveness, and the hand-over of each datagram's frame or fragment to
- * the shard work (dp_shard.c).
+ * point liveness, and the hand-over of each datagram to the shard work
+ * (dp_shard_dgram, dp_shard.c).
  *
  * Point liveness ([points]): every datagram that passed the allowlist
  * stores `now` into b->point_seen_ns[p] for each point p whose prefixes hold
@@ -80,8 +80,8 @@ static void rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	}
 	bool frag = pk.dst_port == dp_g.cfg.udp_port;
 	/* [udp] layer_ports: port BASE + L speaks the fragmented profile for
-	 * layer L (wire.md 3); the ingest context carries L for this datagram
-	 * (and dp_shard copies it into any hand-off). */
+	 * layer L (wire.md 3); the datagram carries L into the shard's ingest
+	 * context (and dp_shard copies it into any hand-off). */
 	uint32_t lp_off = (uint32_t)pk.dst_port - dp_g.cfg.udp_layer_ports;
 	bool bound = dp_g.cfg.udp_layer_ports && pk.dst_port >= dp_g.cfg.udp_layer_ports && lp_off < dp_g.cfg.layers;
 	frag |= bound;
@@ -89,8 +89,6 @@ static void rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		dp_lc_count(lc, FG_C_DROP_BAD_PORT, 1);
 		return;
 	}
-	lc->ictx.layer_bound = bound;
-	lc->ictx.bound_layer = bound ? (uint16_t)lp_off : 0;
 	if (dp_g.cfg.n_allow) {
 		bool ok = false;
 		int fam = pk.src.family == 6 ? AF_INET6 : AF_INET;
@@ -113,25 +111,14 @@ static void rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		lc->has_local6 = true;
 		memcpy(lc->local6, pk.dst, 16);
 	}
-	if (!frag) {
-		dp_lc_xcount(lc, DP_X_RAW_DGRAMS);
-		dp_shard_whole(lc, pk.payload, pk.payload_len, &pk, false, now);
-		return;
-	}
-	struct fg_frag f;
-	ssize_t rc = fg_frag_decode(pk.payload, pk.payload_len, &f);
-	if (rc < 0) {
-		dp_lc_xcount(lc, DP_X_PKT_MALFORMED);
-		dp_lc_malformed(lc, (int)rc);
-		return;
-	}
-	dp_lc_count(lc, FG_C_FRAGS, 1);
-	if (f.total == 1) {
-		dp_lc_xcount(lc, DP_X_FRAG_SINGLE);
-		dp_shard_whole(lc, f.chunk, f.chunk_len, &pk, true, now);
-		return;
-	}
-	dp_shard_fragment(lc, &f, &pk, now);
+	const struct dp_dgram dg = {.src = pk.src,
+				    .route = pk.route,
+				    .payload = pk.payload,
+				    .len = pk.payload_len,
+				    .fragmented = frag,
+				    .layer_bound = bound,
+				    .bound_layer = bound ? (uint16_t)lp_off : 0};
+	dp_shard_dgram(lc, &dg, now);
 }
 
 unsigned dp_rx_burst(struct dp_lcore *lc, uint64_t now)

@@ -9,7 +9,8 @@
  * queue; the receiving lcore reassembles. When fragment 0 names a seed whose
  * shard (fg_shard_of) is its own, chunks go straight into the slot buffer;
  * otherwise the whole frame is assembled in an xfer buffer and that buffer
- * (not a copy) is enqueued on the owner's MP/SC rte_ring.
+ * (not a copy) is handed to the owner (io->handoff: on DPDK, the owner's
+ * MP/SC rte_ring).
  *
  * Decode once: a whole frame's header is decoded and its stream classified
  * once, where the lcore first sees it whole (dp_shard_whole, on_xfer; a
@@ -17,13 +18,16 @@
  * ownership, the consumer-ACK check, ingest (fg_ingest_classified) and the
  * ACK bookkeeping read; a hand-off carries it in the xfer buffer.
  *
- * Who may call: the lcore that owns `lc` (dp_rx.c per datagram, dp_lanes.c
- * for frames from the control plane, the loop for its inbox and timers).
- * Other lcores reach it only through lc->inbox. */
+ * No DPDK here: the I/O goes through lc->env->io (dp_io.h), so the kernel
+ * receiver bench/dp/kudp_rx.c runs this same code.
+ *
+ * Who may call: the thread that owns `lc` (on DPDK: dp_rx.c per datagram,
+ * dp_lanes.c for frames from the control plane, the loop for its inbox and
+ * timers; kudp_rx's one thread). Other shards reach it only through
+ * io->handoff. */
 #include <string.h>
 
 #include "dp_deliver.h"
-#include "dp_lanes.h"
 #include "dp_reply.h"
 #include "dp_shard.h"
 
@@ -52,7 +56,7 @@ static void on_outcome(struct dp_lcore *lc, const struct fg_seed *seed, const st
 						.token_seq = seed ? seed->token_seq : 0,
 						.epoch = res->epoch,
 						.t_ns = now}};
-		dp_lane_send(lc, &m);
+		lc->env->io->report(lc, &m);
 		break;
 	}
 	case FG_O_LATE:
@@ -74,7 +78,7 @@ static void on_outcome(struct dp_lcore *lc, const struct fg_seed *seed, const st
 	 * the dispatcher skips the canonical hop only on fully_resolved, and
 	 * arrival is already proven by the transport ACK; status_accepted =
 	 * false leaves it out (wire.md 5: over UDP a status is optional). */
-	if (from && dp_g.cfg.send_status && (o != FG_O_ACCEPTED || dp_g.cfg.status_accepted))
+	if (from && lc->env->cfg->send_status && (o != FG_O_ACCEPTED || lc->env->cfg->status_accepted))
 		dp_reply_status(lc, from, st);
 	if (o == FG_O_RESOLVED) {
 		dp_lc_count(lc, FG_C_SEEDS_RESOLVED, 1);
@@ -98,11 +102,11 @@ static void canonical_report(struct dp_lcore *lc, const struct fg_canon *c, uint
 					 .body = {.buf = FG_BUF_NONE},
 					 .t_ns = now}};
 	if (c->kind != FG_CANON_FULL) {
-		dp_lane_send(lc, &m);
+		lc->env->io->report(lc, &m);
 		return;
 	}
 	m.canonical.fingerprint = fg_fingerprint(c->body, c->body_len);
-	(void)dp_lane_send_body(lc, &m, &m.canonical.body, c->body, c->body_len);
+	(void)lc->env->io->report_body(lc, &m, &m.canonical.body, c->body, c->body_len);
 }
 
 /* A whole frame this lcore owns (its shard, or not a seed), decoded once
@@ -126,7 +130,7 @@ static int shard_decoded(struct dp_lcore *lc, const uint8_t *frame, uint32_t len
 			dp_lc_malformed(lc, rc);
 			if (r->band == FG_BAND_SEED) {
 				dp_lc_outcome(lc, FG_O_MALFORMED);
-				if (from && dp_g.cfg.send_status)
+				if (from && lc->env->cfg->send_status)
 					dp_reply_status(lc, from, &r->status);
 			}
 		}
@@ -136,7 +140,7 @@ static int shard_decoded(struct dp_lcore *lc, const uint8_t *frame, uint32_t len
 		dp_lc_count(lc, FG_C_CANONICAL, 1);
 		if (from) {
 			canonical_report(lc, &r->canon, now);
-			if (dp_g.cfg.send_status)
+			if (lc->env->cfg->send_status)
 				dp_reply_status(lc, from, &r->status);
 		}
 		return 0;
@@ -162,8 +166,8 @@ int dp_shard_frame(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, cons
 /* Owner of a whole frame: the seed's shard, else this lcore. */
 static unsigned frame_owner(const struct dp_lcore *lc, const struct dp_frame *d)
 {
-	if (dp_g.n > 1 && d->cls.rc == 0 && d->cls.band == FG_BAND_SEED)
-		return fg_shard_of(d->hdr.sequence, d->cls.layer, dp_g.cfg.layers, dp_g.n);
+	if (lc->env->n > 1 && d->cls.rc == 0 && d->cls.band == FG_BAND_SEED)
+		return fg_shard_of(d->hdr.sequence, d->cls.layer, lc->env->cfg->layers, lc->env->n);
 	return lc->idx;
 }
 
@@ -184,22 +188,22 @@ static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64
 	dp_lc_count(lc, FG_C_FRAMES, 1);
 	if (dp_frame_decode(&lc->ictx, frame, x->len, &x->fr) < 0) {
 		dp_lc_malformed(lc, FG_R_SHORT_HEADER);
-		rte_mempool_put(dp_g.xfer, x);
+		lc->env->io->xfer_put(lc, x);
 		return;
 	}
 	x->decoded = true;
 	if (dp_frame_is_ack(&x->fr)) {
 		dp_lc_xcount(lc, DP_X_ACK_RX); /* a consumer ACKing resolved seeds */
 		dp_deliver_on_ack(lc, &x->fr, frame, x->len, &x->peer);
-		rte_mempool_put(dp_g.xfer, x);
+		lc->env->io->xfer_put(lc, x);
 		return;
 	}
 	unsigned owner = frame_owner(lc, &x->fr);
 	if (owner != lc->idx) {
 		x->ack = ackable; /* the owner ACKs once it knows the frame was placed */
-		if (rte_ring_mp_enqueue(dp_g.lc[owner]->inbox, x) < 0) {
+		if (!lc->env->io->handoff(lc, owner, x)) {
 			dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
-			rte_mempool_put(dp_g.xfer, x);
+			lc->env->io->xfer_put(lc, x);
 			return; /* not ACKed: the sender resends */
 		}
 		dp_lc_xcount(lc, DP_X_HANDOFF_OUT);
@@ -209,14 +213,15 @@ static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64
 	int rc = shard_decoded(lc, frame, x->len, &x->fr, x, &r, now);
 	if (ackable && ack_placed(rc, &r))
 		dp_reply_ack_note(lc, x, x->fr.hdr.stream_id, x->fr.hdr.sequence, now);
-	rte_mempool_put(dp_g.xfer, x);
+	lc->env->io->xfer_put(lc, x);
 }
 
-/* A whole frame still inside an mbuf (frag_total 1, or the raw profile). */
-void dp_shard_whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const struct dp_pkt *pk,
-		    bool ackable, uint64_t now)
+/* A whole frame still inside the received datagram (frag_total 1, or the
+ * raw profile). */
+static void whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const struct dp_dgram *dg, bool ackable,
+		  uint64_t now)
 {
-	struct dp_xfer from = {.peer = pk->src, .route = pk->route, .len = len, .ack = ackable,
+	struct dp_xfer from = {.peer = dg->src, .route = dg->route, .len = len, .ack = ackable,
 			       .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer,
 			       .decoded = true};
 	const struct dp_frame *d = &from.fr;
@@ -226,18 +231,17 @@ void dp_shard_whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, con
 	}
 	unsigned owner = frame_owner(lc, d);
 	if (owner != lc->idx) {
-		void *e;
-		if (len > dp_g.frame_max || rte_mempool_get(dp_g.xfer, &e) < 0) {
+		struct dp_xfer *x = len <= lc->env->frame_max ? lc->env->io->xfer_get(lc) : NULL;
+		if (!x) {
 			dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
 			return;
 		}
-		struct dp_xfer *x = e;
 		*x = from; /* with its decode: the owner does not decode again */
 		memcpy(dp_xfer_data(x), frame, len);
 		dp_lc_count(lc, FG_C_FRAMES, 1);
-		if (rte_ring_mp_enqueue(dp_g.lc[owner]->inbox, x) < 0) {
+		if (!lc->env->io->handoff(lc, owner, x)) {
 			dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
-			rte_mempool_put(dp_g.xfer, x);
+			lc->env->io->xfer_put(lc, x);
 			return;
 		}
 		dp_lc_xcount(lc, DP_X_HANDOFF_OUT); /* x->ack: the owner ACKs once placed */
@@ -246,7 +250,7 @@ void dp_shard_whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, con
 	dp_lc_count(lc, FG_C_FRAMES, 1);
 	if (dp_frame_is_ack(d)) {
 		dp_lc_xcount(lc, DP_X_ACK_RX);
-		dp_deliver_on_ack(lc, d, frame, len, &pk->src);
+		dp_deliver_on_ack(lc, d, frame, len, &dg->src);
 		return;
 	}
 	struct fg_ingest_result r;
@@ -255,12 +259,13 @@ void dp_shard_whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, con
 		dp_reply_ack_note(lc, &from, d->hdr.stream_id, d->hdr.sequence, now);
 }
 
-void dp_shard_fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct dp_pkt *pk, uint64_t now)
+/* One fragment of a multi-fragment frame: reassembly or direct placement. */
+static void fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct dp_dgram *dg, uint64_t now)
 {
 	struct dp_reasm_out out;
-	if (dp_reasm_push(&lc->reasm, &pk->src, f, &lc->ictx, now, &out) < 0)
+	if (dp_reasm_push(&lc->reasm, &dg->src, f, &lc->ictx, now, &out) < 0)
 		return; /* never: push reports through out->disp */
-	struct dp_xfer from = {.peer = pk->src, .route = pk->route, .ack = true,
+	struct dp_xfer from = {.peer = dg->src, .route = dg->route, .ack = true,
 			       .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer};
 	switch (out.disp) {
 	case DP_RA_TAKEN:
@@ -291,7 +296,7 @@ void dp_shard_fragment(struct dp_lcore *lc, const struct fg_frag *f, const struc
 			fg_status_from_result(&lc->ictx, NULL, NULL, out.reason, &st);
 			st.token_seq = out.seed.token_seq;
 			st.dst_layer = out.seed.dst_layer;
-			if (dp_g.cfg.send_status)
+			if (lc->env->cfg->send_status)
 				dp_reply_status(lc, &from, &st);
 		} else {
 			fg_status_from_result(&lc->ictx, &out.seed, &out.res, 0, &st);
@@ -309,7 +314,36 @@ void dp_shard_fragment(struct dp_lcore *lc, const struct fg_frag *f, const struc
 	}
 }
 
-void dp_shard_timers(struct dp_lcore *lc, uint64_t now)
+void dp_shard_dgram(struct dp_lcore *lc, const struct dp_dgram *dg, uint64_t now)
+{
+	/* [udp] layer_ports: the ingest context carries the address's layer
+	 * for this datagram (and a hand-off copies it) */
+	lc->ictx.layer_bound = dg->layer_bound;
+	lc->ictx.bound_layer = dg->layer_bound ? dg->bound_layer : 0;
+	if (!dg->fragmented) {
+		dp_lc_xcount(lc, DP_X_RAW_DGRAMS);
+		whole(lc, dg->payload, dg->len, dg, false, now);
+		return;
+	}
+	struct fg_frag f;
+	ssize_t rc = fg_frag_decode(dg->payload, dg->len, &f);
+	if (rc < 0) {
+		dp_lc_xcount(lc, DP_X_PKT_MALFORMED);
+		dp_lc_malformed(lc, (int)rc);
+		return;
+	}
+	dp_lc_count(lc, FG_C_FRAGS, 1);
+	if (f.total == 1) {
+		dp_lc_xcount(lc, DP_X_FRAG_SINGLE);
+		whole(lc, f.chunk, f.chunk_len, dg, true, now);
+		return;
+	}
+	fragment(lc, &f, dg, now);
+}
+
+/* Housekeeping, about once a millisecond: delivery resends, reassembly
+ * and slot expiry (expiries are reported to the control plane). */
+static void timers(struct dp_lcore *lc, uint64_t now)
 {
 	dp_deliver_timer(lc, now);
 	uint32_t t = dp_reasm_expire(&lc->reasm, now, 1024);
@@ -327,37 +361,44 @@ void dp_shard_timers(struct dp_lcore *lc, uint64_t now)
 						       .token_seq = ex[i].token_seq,
 						       .epoch = lc->slots.epoch,
 						       .t_ns = now}};
-			dp_lane_send(lc, &m);
+			lc->env->io->report(lc, &m);
 		}
 		if (k > 0)
 			dp_lc_count(lc, FG_C_SLOTS_EXPIRED, (uint64_t)k);
 	} while (k == 32);
 }
 
-unsigned dp_shard_inbox_poll(struct dp_lcore *lc, uint64_t now)
+void dp_shard_tick(struct dp_lcore *lc, uint64_t now)
 {
-	void *in[DP_BURST];
-	unsigned k = rte_ring_sc_dequeue_burst(lc->inbox, in, DP_BURST, NULL);
-	for (unsigned i = 0; i < k; i++) {
-		struct dp_xfer *x = in[i];
-		struct fg_ingest_result r;
-		dp_lc_xcount(lc, DP_X_HANDOFF_IN);
-		lc->ictx.layer_bound = x->layer_bound; /* the receiving lcore's address binding */
-		lc->ictx.bound_layer = x->bound_layer;
-		const uint8_t *fr = dp_xfer_data(x);
-		/* a handed-off frame comes with its decode; an ACK copy
-		 * (dp_deliver.c) does not */
-		if (!x->decoded && dp_frame_decode(&lc->ictx, fr, x->len, &x->fr) < 0) {
-			dp_lc_malformed(lc, FG_R_SHORT_HEADER);
-		} else if (dp_frame_is_ack(&x->fr)) {
-			dp_deliver_on_ack(lc, &x->fr, fr, x->len, NULL); /* a copy from the lcore that received (and checked) it */
-		} else {
-			int rc = shard_decoded(lc, fr, x->len, &x->fr, x, &r, now);
-			/* handed off unACKed: ACK here once placed */
-			if (x->ack && ack_placed(rc, &r))
-				dp_reply_ack_note(lc, x, x->fr.hdr.stream_id, x->fr.hdr.sequence, now);
-		}
-		rte_mempool_put(dp_g.xfer, x);
+	if (now >= lc->next_timer_ns) {
+		timers(lc, now);
+		lc->next_timer_ns = now + 1000000ull;
 	}
-	return k;
+	if (lc->ack_now || now >= lc->next_ack_ns) {
+		dp_reply_ack_flush(lc);
+		lc->ack_now = false;
+		lc->next_ack_ns = now + lc->env->ack_interval_ns;
+	}
+}
+
+void dp_shard_handed(struct dp_lcore *lc, struct dp_xfer *x, uint64_t now)
+{
+	struct fg_ingest_result r;
+	dp_lc_xcount(lc, DP_X_HANDOFF_IN);
+	lc->ictx.layer_bound = x->layer_bound; /* the receiving lcore's address binding */
+	lc->ictx.bound_layer = x->bound_layer;
+	const uint8_t *fr = dp_xfer_data(x);
+	/* a handed-off frame comes with its decode; an ACK copy normally too
+	 * (dp_deliver.c) */
+	if (!x->decoded && dp_frame_decode(&lc->ictx, fr, x->len, &x->fr) < 0) {
+		dp_lc_malformed(lc, FG_R_SHORT_HEADER);
+	} else if (dp_frame_is_ack(&x->fr)) {
+		dp_deliver_on_ack(lc, &x->fr, fr, x->len, NULL); /* a copy from the lcore that received (and checked) it */
+	} else {
+		int rc = shard_decoded(lc, fr, x->len, &x->fr, x, &r, now);
+		/* handed off unACKed: ACK here once placed */
+		if (x->ack && ack_placed(rc, &r))
+			dp_reply_ack_note(lc, x, x->fr.hdr.stream_id, x->fr.hdr.sequence, now);
+	}
+	lc->env->io->xfer_put(lc, x);
 }

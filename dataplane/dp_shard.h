@@ -1,30 +1,42 @@
-/* dp_shard.h - the shard work of one lcore (dp_shard.c). Every function
- * runs on the lcore that owns `lc` only. */
+/* dp_shard.h - the shard work of one lcore (dp_shard.c), behind the I/O
+ * interface of dp_io.h: the DPDK lcore and the kernel receiver
+ * (bench/dp/kudp_rx.c) both drive it. Every function runs on the thread
+ * that owns `lc` only. */
 #ifndef DP_SHARD_H
 #define DP_SHARD_H
 
-#include "dp_internal.h"
+#include "dp_io.h"
 
+/* One UDP datagram for us, as the driver received it (after its own L2-L4
+ * parse, port demux and source allowlist). */
+struct dp_dgram {
+	struct dp_peer src;
+	struct dp_route route;  /* the L2 route back (all zero behind a kernel socket) */
+	const uint8_t *payload; /* the UDP payload, borrowed for the call */
+	uint32_t len;
+	bool fragmented;        /* the fragmented profile ([udp] port, a layer port); false: the raw profile */
+	bool layer_bound;       /* it arrived on [udp] layer_ports + bound_layer (ingest.h) */
+	uint16_t bound_layer;
+};
+
+/* Receive: one datagram into the shard (fragment decode, reassembly or
+ * direct placement, ingest or hand-off, status, ACK bookkeeping). */
+void dp_shard_dgram(struct dp_lcore *lc, const struct dp_dgram *dg, uint64_t now);
+/* Receive: a frame another shard handed to this one (io->handoff); x is
+ * ours now and goes back through io->xfer_put. */
+void dp_shard_handed(struct dp_lcore *lc, struct dp_xfer *x, uint64_t now);
+/* Time: once per loop iteration. About once a millisecond the
+ * housekeeping (delivery resends, reassembly and slot expiry, expiries
+ * reported); ACKs flushed on resolution or every ack_interval. */
+void dp_shard_tick(struct dp_lcore *lc, uint64_t now);
 /* A whole frame from the control plane, which this lcore owns: decode its
  * header and classify its stream once (dp_frame_decode), ingest, count,
  * answer. from is the UDP sender, or NULL for a frame from the control
  * plane (answered through the lane). Returns the ingest return code (0 or
  * -FG_R_*); *r is filled either way. frame is borrowed. (Frames from the
- * wire take dp_shard_whole / dp_shard_fragment, which decode once and
- * carry the decode through a hand-off.) */
+ * wire take dp_shard_dgram, which decodes once and carries the decode
+ * through a hand-off.) */
 int dp_shard_frame(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const struct dp_xfer *from,
 		   struct fg_ingest_result *r, uint64_t now);
-/* A whole frame still inside an mbuf (frag_total 1, or the raw profile):
- * ingest here or copy it into an xfer buffer for its owner. ackable: the
- * fragmented profile (the sender expects an ACK). */
-void dp_shard_whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const struct dp_pkt *pk,
-		    bool ackable, uint64_t now);
-/* One fragment of a multi-fragment frame: reassembly or direct placement. */
-void dp_shard_fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct dp_pkt *pk, uint64_t now);
-/* Take up to DP_BURST frames other lcores handed to this one. Returns how many. */
-unsigned dp_shard_inbox_poll(struct dp_lcore *lc, uint64_t now);
-/* Housekeeping, about once a millisecond: delivery resends, reassembly and
- * slot expiry (expiries are told to the control plane). */
-void dp_shard_timers(struct dp_lcore *lc, uint64_t now);
 
 #endif

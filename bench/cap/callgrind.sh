@@ -93,8 +93,9 @@ for line in open(out + "/inclusive.txt"):
         continue
     ir.setdefault(m.group(3), int(m.group(1).replace(",", "")))
 # functions that run only per packet or per seed (never per idle poll);
-# names before and after the dp_lcore.c split (daa8705) both listed
-fns = ["dp_pkt_parse", "dp_peer_hash", "dp_shard_fragment", "on_fragment", "dp_reasm_push", "fg_slot_place",
+# names before and after the dp_lcore.c split (daa8705) and the shard's I/O
+# interface (dp_shard_dgram: fragment decode + everything after) all listed
+fns = ["dp_pkt_parse", "dp_peer_hash", "dp_shard_dgram", "dp_shard_fragment", "on_fragment", "dp_reasm_push", "fg_slot_place",
        "fg_reduce.avx2", "on_outcome", "dp_deliver_seed", "deliver", "dp_reply_status", "send_status",
        "dp_tx_frame", "tx_frame", "dp_tx_dgram", "tx_dgram", "dp_pkt_build_udp"]
 res = dict(rx_pkts=frags, tx_pkts=tx, seeds=seeds, status_sent=c["status_sent"], acks_sent=c["acks_sent"],

@@ -1,13 +1,20 @@
-/* kudp_rx.c - the kernel-socket baseline for bench/dp: a plain UDP receiver
- * (recvmmsg, blocking) doing the same slot work as one dataplane lcore:
- * the same reassembler (dataplane/dp_reasm.c, placing straight into the
- * slot), the same ACK table (dp_ack.c, flushed every ack_interval_ms and on
- * resolution), a status frame per contribution, the resolved seed encoded
- * and sent fragmented to the consumer. One thread; pin it with taskset to
- * the CPU the dataplane's lcore uses.
+/* kudp_rx.c - the kernel-socket baseline for bench/dp and scripts/bench.sh:
+ * one thread receiving UDP with recvmmsg and running the dataplane's own
+ * shard code (dataplane/dp_shard.c, dp_deliver.c, dp_reply.c behind the
+ * I/O interface of dp_io.h), not a copy of it: the same decode-once
+ * ingest, reassembler placing straight into the slot, ACK table flushed on
+ * resolution and every ack_interval, status frames, and reliable delivery
+ * of resolved seeds (tracked until the consumer ACKs them, resent every
+ * [consumers] resend_ms, given up after resends). This file is only the
+ * I/O: datagrams in through recvmmsg, out through sendmmsg (queued like the
+ * lcore's TX buffer and flushed once per loop iteration), the clock, xfer
+ * buffers from a fixed free list, and no control plane (its reports are
+ * counted and dropped). One shard: no hand-off. Pin it with taskset to the
+ * CPU the dataplane's lcore uses.
  *
- * usage: kudp_rx --config FILE [--bind IP] ; SIGTERM prints a JSON line with
- * the seeds resolved and the CPU time used (getrusage). */
+ * usage: kudp_rx --config FILE [--bind IPv4] ; prints "listening on" to
+ * stderr when bound; SIGTERM/SIGINT print one JSON line (the shard's
+ * counters and the CPU time used, getrusage) to stdout. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -21,11 +28,13 @@
 #include <unistd.h>
 
 #include "fg/config.h"
+#include "fg/counters.h"
 #include "fg/ingest.h"
 #include "fg/line.h"
 #include "fg/slot.h"
-#include "dp_ack.h"
-#include "dp_reasm.h"
+#include "dp_io.h"
+#include "dp_reply.h"
+#include "dp_shard.h"
 
 static volatile sig_atomic_t quit;
 static void on_sig(int s) { (void)s; quit = 1; }
@@ -37,139 +46,225 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static struct fg_config cfg;
-static int sock;
-static struct fg_slots slots;
-static struct dp_reasm ra;
-static struct dp_ack ack;
-static struct fg_ingest_ctx ictx;
-static struct fg_seed_limits lim;
-static uint32_t chunk, frame_max;
-static uint16_t fid;
-static uint64_t resolved, contribs, statuses, acks;
-static uint8_t *scratch;
+/* ---- the I/O: one UDP socket ------------------------------------------- */
 
-static void *buf_get(void *arg) { (void)arg; return malloc(frame_max); }
-static void buf_put(void *arg, void *b) { (void)arg; free(b); }
+enum { TXQ = 256, DGRAM_MAX = 2048 };
 
-static void to_sa(const struct dp_peer *p, struct sockaddr_in *sa)
+struct kio {
+	int sock;
+	/* TX buffer: datagrams queued by the shard, sent by tx_flush */
+	unsigned n_tx;
+	uint8_t tx[TXQ][DGRAM_MAX];
+	struct sockaddr_in to[TXQ];
+	struct iovec iov[TXQ];
+	struct mmsghdr mm[TXQ];
+	/* xfer buffers: a fixed free list, no heap after start */
+	uint8_t *xfer_mem;
+	size_t xfer_size;
+	void **xfer_free;
+	unsigned n_free, n_xfer;
+	uint64_t tx_sent, tx_failed, tx_refused, reports, xfer_empty;
+};
+
+static void tx_flush(struct kio *k)
 {
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	sa->sin_port = htons(p->port);
-	memcpy(&sa->sin_addr, p->addr, 4);
-}
-
-static void send_frame(const struct sockaddr_in *to, const uint8_t *frame, uint32_t len)
-{
-	uint32_t total = fg_frag_count(len, chunk);
-	static uint8_t dg[255][2048];
-	struct mmsghdr mm[255];
-	struct iovec iov[255];
-	uint16_t id = fid++;
-	for (uint32_t i = 0; i < total; i++) {
-		uint32_t off = i * chunk, n = len - off < chunk ? len - off : chunk;
-		fg_put_be16(dg[i], id);
-		dg[i][2] = (uint8_t)i;
-		dg[i][3] = (uint8_t)total;
-		memcpy(dg[i] + 4, frame + off, n);
-		iov[i] = (struct iovec){dg[i], n + 4};
-		memset(&mm[i], 0, sizeof(mm[i]));
-		mm[i].msg_hdr.msg_iov = &iov[i];
-		mm[i].msg_hdr.msg_iovlen = 1;
-		mm[i].msg_hdr.msg_name = (void *)to;
-		mm[i].msg_hdr.msg_namelen = sizeof(*to);
-	}
-	(void)sendmmsg(sock, mm, total, 0);
-}
-
-static void send_status(const struct dp_peer *p, const struct fg_status *st)
-{
-	uint8_t b[4 + FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN];
-	fg_put_be16(b, fid++);
-	b[2] = 0;
-	b[3] = 1;
-	ssize_t n = fg_status_encode(st, b + 4, sizeof(b) - 4);
-	if (n < 0)
-		return;
-	struct sockaddr_in sa;
-	to_sa(p, &sa);
-	(void)sendto(sock, b, (size_t)n + 4, 0, (struct sockaddr *)&sa, sizeof(sa));
-	statuses++;
-}
-
-static void ack_flush(void)
-{
-	for (uint32_t i = 0; i < ack.n_dirty; i++) {
-		struct dp_ack_peer *pp = &ack.p[ack.dirty[i]];
-		struct fg_ack_entry e[DP_ACK_PEND];
-		unsigned n = dp_ack_take(pp, e, DP_ACK_PEND);
-		if (!n)
-			continue;
-		uint8_t buf[8192];
-		uint32_t lens[16];
-		int k = fg_ack_build(e, n, cfg.mtu, fid, buf, sizeof(buf), lens, 16);
-		if (k <= 0)
-			continue;
-		fid = (uint16_t)(fid + k);
-		struct sockaddr_in sa;
-		to_sa(&pp->peer, &sa);
-		uint32_t off = 0;
-		for (int j = 0; j < k; j++) {
-			(void)sendto(sock, buf + off, lens[j], 0, (struct sockaddr *)&sa, sizeof(sa));
-			off += lens[j];
-			acks++;
+	unsigned sent = 0;
+	while (sent < k->n_tx) {
+		int r = sendmmsg(k->sock, k->mm + sent, k->n_tx - sent, 0);
+		if (r <= 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			break;
 		}
+		sent += (unsigned)r;
 	}
-	dp_ack_dirty_reset(&ack);
+	k->tx_sent += sent;
+	k->tx_failed += k->n_tx - sent;
+	k->n_tx = 0;
 }
 
-static bool ack_now;
-
-static void deliver(uint32_t slot)
+static bool io_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *hdr4,
+		     const uint8_t *data, uint32_t len)
 {
-	struct fg_seed_view v;
-	if (fg_slot_seed(&slots, slot, &v) < 0)
-		return;
-	struct fg_resolved r = {v.token_seq, v.dst_layer, v.start_pos, v.seq_len, v.body, v.body_len};
-	ssize_t n = fg_resolved_encode(&cfg.bands, &r, scratch, frame_max);
-	if (n < 0)
-		return;
-	const struct fg_addr *c = cfg.consumer[v.dst_layer].set ? &cfg.consumer[v.dst_layer] : &cfg.consumer_default;
-	if (c->set) {
-		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(c->port)};
-		memcpy(&sa.sin_addr, c->addr, 4);
-		send_frame(&sa, scratch, (uint32_t)n);
+	(void)rt; /* the kernel routes */
+	struct kio *k = lc->io_arg;
+	uint32_t h = hdr4 ? 4u : 0u;
+	if (to->family != 4 || h + len > DGRAM_MAX) {
+		k->tx_refused++; /* this receiver binds IPv4 only */
+		return false;
 	}
-	resolved++;
-	ack_now = true;
+	if (k->n_tx == TXQ)
+		tx_flush(k);
+	unsigned i = k->n_tx++;
+	if (hdr4)
+		memcpy(k->tx[i], hdr4, 4);
+	memcpy(k->tx[i] + h, data, len);
+	k->to[i] = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons(to->port)};
+	memcpy(&k->to[i].sin_addr, to->addr, 4);
+	k->iov[i] = (struct iovec){k->tx[i], h + len};
+	k->mm[i] = (struct mmsghdr){.msg_hdr = {.msg_name = &k->to[i], .msg_namelen = sizeof(k->to[i]),
+						.msg_iov = &k->iov[i], .msg_iovlen = 1}};
+	return true;
 }
 
-static void outcome(const struct dp_peer *p, const struct fg_seed *seed, const struct fg_slot_result *res, int reason)
+static bool io_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt)
 {
-	struct fg_status st;
-	fg_status_from_result(&ictx, seed, res, reason, &st);
-	if (res->outcome == FG_O_ACCEPTED || res->outcome == FG_O_RESOLVED)
-		contribs++;
-	if (cfg.send_status)
-		send_status(p, &st);
-	if (res->outcome == FG_O_RESOLVED)
-		deliver(res->slot);
+	(void)lc;
+	(void)addr;
+	memset(rt, 0, sizeof(*rt)); /* the kernel routes */
+	return family == 4;
 }
 
-static void whole(const struct dp_peer *p, const uint8_t *frame, uint32_t len, uint64_t now)
+static struct dp_xfer *io_xfer_get(struct dp_lcore *lc)
 {
-	struct fg_frame f;
-	if (fg_frame_decode(frame, len, FG_TRANSPORT_MESSAGE, &f) != (ssize_t)len)
-		return;
-	struct fg_ingest_result r;
-	if (fg_ingest_frame(&slots, &ictx, &f, now, &r) == 0 && r.band == FG_BAND_SEED)
-		outcome(p, &r.seed, &r.slot, 0);
-	bool nw;
-	struct dp_route rt = {0};
-	struct dp_ack_peer *pp = dp_ack_peer_get(&ack, p, &rt, now, &nw);
-	if (pp && dp_ack_note(&ack, pp, f.hdr.stream_id, f.hdr.sequence))
-		ack_flush();
+	struct kio *k = lc->io_arg;
+	if (!k->n_free) {
+		k->xfer_empty++;
+		return NULL;
+	}
+	return k->xfer_free[--k->n_free];
+}
+
+static void io_xfer_put(struct dp_lcore *lc, struct dp_xfer *x)
+{
+	struct kio *k = lc->io_arg;
+	if (k->n_free < k->n_xfer)
+		k->xfer_free[k->n_free++] = x;
+}
+
+static bool io_handoff(struct dp_lcore *lc, unsigned owner, struct dp_xfer *x)
+{
+	(void)lc;
+	(void)owner;
+	(void)x;
+	return false; /* one shard: never asked */
+}
+
+static void io_report(struct dp_lcore *lc, const union fg_bmsg *m)
+{
+	(void)m;
+	((struct kio *)lc->io_arg)->reports++; /* no control plane here */
+}
+
+static bool io_report_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, const uint8_t *src,
+			   uint32_t len)
+{
+	(void)body;
+	(void)src;
+	(void)len;
+	io_report(lc, m);
+	return false;
+}
+
+static const struct dp_io kio_ops = {
+	.dgram = io_dgram,
+	.route = io_route,
+	.xfer_get = io_xfer_get,
+	.xfer_put = io_xfer_put,
+	.handoff = io_handoff,
+	.report = io_report,
+	.report_body = io_report_body,
+};
+
+/* The reassembler's buffers are xfer buffers' data (dp_shard.c reads the
+ * dp_xfer header in front of a reassembled frame). */
+static void *reasm_get(void *arg)
+{
+	struct dp_xfer *x = io_xfer_get(arg);
+	return x ? dp_xfer_data(x) : NULL;
+}
+static void reasm_put(void *arg, void *buf) { io_xfer_put(arg, dp_xfer_of(buf)); }
+
+static void *alloc64(size_t sz)
+{
+	void *p = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+	if (p)
+		memset(p, 0, sz);
+	return p;
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static struct fg_config cfg;
+static struct fg_seed_limits lim;
+static struct fg_dp_counters counters;
+static struct dp_xcounters xcounters;
+static struct kio kio;
+static struct dp_lcore lc;
+
+static unsigned long long C(enum fg_dp_counter i)
+{
+	return (unsigned long long)atomic_load_explicit(&counters.c[i], memory_order_relaxed);
+}
+
+static int shard_init(struct dp_shard_env *env)
+{
+	struct fg_slots_cfg sc;
+	fg_config_slots(&cfg, 1, &sc);
+	fg_config_limits(&cfg, &lim);
+	env->cfg = &cfg;
+	env->io = &kio_ops;
+	env->n = 1;
+	env->chunk = fg_frag_chunk_size(cfg.mtu);
+	/* the frame size bound as dp.c (dp_init) computes it */
+	uint64_t fmax = FG_HDR_LEN + FG_SEED_PREFIX_LEN + (uint64_t)cfg.max_seq_len * cfg.hidden * 4u;
+	if (fmax < 4096)
+		fmax = 4096;
+	if (env->chunk < 64 || fmax > (uint64_t)FG_FRAG_MAX * env->chunk)
+		return -EINVAL;
+	env->frame_max = (uint32_t)((fmax + 63) & ~63ull);
+	env->ack_interval_ns = (uint64_t)(cfg.ack_interval_ms ? cfg.ack_interval_ms : 50) * 1000000ull;
+
+	lc.env = env;
+	lc.io_arg = &kio;
+	lc.k = &counters;
+	lc.xk = &xcounters;
+	lc.ictx.bands = &cfg.bands;
+	lc.ictx.limits = &lim;
+	struct fg_lines ls;
+	fg_lines_init(&ls, cfg.line_initial, &cfg.policy, 0);
+	lc.ictx.lines = fg_linefacts_pack(&ls, 0);
+
+	/* xfer buffers: one per reassembly context, plus slack for hand-off-less frames */
+	kio.n_xfer = cfg.reasm_contexts + 64;
+	kio.xfer_size = DP_XFER_HDR + env->frame_max;
+	kio.xfer_mem = alloc64((size_t)kio.n_xfer * kio.xfer_size);
+	kio.xfer_free = calloc(kio.n_xfer, sizeof(void *));
+	lc.scratch = alloc64(env->frame_max);
+	if (!kio.xfer_mem || !kio.xfer_free || !lc.scratch)
+		return -ENOMEM;
+	for (unsigned i = 0; i < kio.n_xfer; i++)
+		kio.xfer_free[kio.n_free++] = kio.xfer_mem + (size_t)i * kio.xfer_size;
+
+	size_t sz = fg_slots_mem_size(&sc);
+	lc.slots_mem = alloc64(sz);
+	int rc = lc.slots_mem ? fg_slots_init(&lc.slots, lc.slots_mem, sz, &sc) : -ENOMEM;
+	if (rc < 0)
+		return rc;
+	struct dp_reasm_cfg rcfg = {.contexts = cfg.reasm_contexts, .chunk = env->chunk, .frame_max = env->frame_max,
+				    .timeout_ns = (uint64_t)cfg.reasm_timeout_ms * 1000000ull, .slots = &lc.slots,
+				    .shard_self = 0, .n_shards = 1, .n_layers = cfg.layers,
+				    .bufs = {.get = reasm_get, .put = reasm_put, .arg = &lc}};
+	sz = dp_reasm_mem_size(&rcfg);
+	lc.reasm_mem = alloc64(sz);
+	rc = lc.reasm_mem ? dp_reasm_init(&lc.reasm, lc.reasm_mem, sz, &rcfg) : -ENOMEM;
+	if (rc < 0)
+		return rc;
+	sz = dp_ack_mem_size(1024);
+	lc.ack_mem = alloc64(sz);
+	rc = lc.ack_mem ? dp_ack_init(&lc.ack, lc.ack_mem, sz, 1024) : -ENOMEM;
+	if (rc < 0)
+		return rc;
+	/* reliable delivery as the dataplane configures it (dp.c, lcore_setup) */
+	struct dp_dlv_cfg dcfg = {
+		.capacity = cfg.delivery_pending_max ? cfg.delivery_pending_max : 1,
+		.retry_ns = (uint64_t)(cfg.delivery_resend_ms ? cfg.delivery_resend_ms : 200) * 1000000ull,
+		.retries = cfg.delivery_resends,
+	};
+	sz = dp_dlv_mem_size(dcfg.capacity);
+	lc.dlv_mem = alloc64(sz);
+	rc = lc.dlv_mem ? dp_dlv_init(&lc.dlv, lc.dlv_mem, sz, &dcfg) : -ENOMEM;
+	return rc < 0 ? rc : 0;
 }
 
 int main(int argc, char **argv)
@@ -191,60 +286,48 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kudp_rx: %s:%d: %s\n", err.file, err.line, err.reason);
 		return 1;
 	}
-	struct fg_slots_cfg sc;
-	fg_config_slots(&cfg, 1, &sc);
-	fg_config_limits(&cfg, &lim);
-	size_t sz = fg_slots_mem_size(&sc);
-	void *smem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
-	if (!smem || fg_slots_init(&slots, smem, sz, &sc) < 0)
+	static struct dp_shard_env env;
+	int rc = shard_init(&env);
+	if (rc < 0) {
+		fprintf(stderr, "kudp_rx: shard: %s\n", strerror(-rc));
 		return 1;
-	chunk = fg_frag_chunk_size(cfg.mtu);
-	frame_max = 18 + cfg.max_seq_len * cfg.hidden * 4;
-	if (frame_max < 4096)
-		frame_max = 4096;
-	scratch = malloc(frame_max);
-	struct dp_reasm_cfg rc = {.contexts = cfg.reasm_contexts, .chunk = chunk, .frame_max = frame_max,
-				  .timeout_ns = (uint64_t)cfg.reasm_timeout_ms * 1000000ull, .slots = &slots,
-				  .shard_self = 0, .n_shards = 1, .n_layers = cfg.layers,
-				  .bufs = {.get = buf_get, .put = buf_put}};
-	sz = dp_reasm_mem_size(&rc);
-	void *rmem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
-	if (!rmem || dp_reasm_init(&ra, rmem, sz, &rc) < 0)
-		return 1;
-	sz = dp_ack_mem_size(1024);
-	void *amem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
-	if (!amem || dp_ack_init(&ack, amem, sz, 1024) < 0)
-		return 1;
-	struct fg_lines ls;
-	fg_lines_init(&ls, cfg.line_initial, &cfg.policy, 0);
-	ictx.bands = &cfg.bands;
-	ictx.limits = &lim;
-	ictx.lines = fg_linefacts_pack(&ls, 0);
+	}
 
-	sock = socket(AF_INET, SOCK_DGRAM, 0);
+	kio.sock = socket(AF_INET, SOCK_DGRAM, 0);
+	if (kio.sock < 0) {
+		perror("kudp_rx: socket");
+		return 1;
+	}
 	int b = 32 << 20;
 	/* SO_RCVBUFFORCE (root) passes net.core.rmem_max (~208 KiB), so a burst
 	 * of fragments is not dropped by the socket before we read it */
-	if (setsockopt(sock, SOL_SOCKET, SO_RCVBUFFORCE, &b, sizeof(b)) < 0)
-		setsockopt(sock, SOL_SOCKET, SO_RCVBUF, &b, sizeof(b));
+	if (setsockopt(kio.sock, SOL_SOCKET, SO_RCVBUFFORCE, &b, sizeof(b)) < 0)
+		(void)setsockopt(kio.sock, SOL_SOCKET, SO_RCVBUF, &b, sizeof(b));
 	struct sockaddr_in me = {.sin_family = AF_INET, .sin_port = htons(cfg.udp_port)};
-	inet_pton(AF_INET, bind_ip, &me.sin_addr);
-	if (bind(sock, (struct sockaddr *)&me, sizeof(me)) < 0) {
-		perror("bind");
+	if (inet_pton(AF_INET, bind_ip, &me.sin_addr) != 1) {
+		fprintf(stderr, "kudp_rx: --bind %s: not an IPv4 address\n", bind_ip);
+		return 2;
+	}
+	if (bind(kio.sock, (struct sockaddr *)&me, sizeof(me)) < 0) {
+		perror("kudp_rx: bind");
 		return 1;
 	}
-	struct timeval tv = {.tv_sec = 0, .tv_usec = 10000};
-	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	/* wake at least every millisecond: the shard's timers (resends,
+	 * reassembly and slot expiry) run from dp_shard_tick */
+	struct timeval tv = {.tv_sec = 0, .tv_usec = 1000};
+	(void)setsockopt(kio.sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	struct sigaction sa = {.sa_handler = on_sig};
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 
 	enum { B = 32 };
-	static uint8_t bufs[B][2048];
+	static uint8_t bufs[B][DGRAM_MAX];
 	struct mmsghdr mm[B];
 	struct iovec iov[B];
 	struct sockaddr_in from[B];
-	uint64_t next_ack = now_ns() + (uint64_t)cfg.ack_interval_ms * 1000000ull, next_timer = now_ns();
+	uint64_t now = now_ns();
+	lc.next_ack_ns = now + env.ack_interval_ns;
+	lc.next_timer_ns = now + 1000000ull;
 	fprintf(stderr, "kudp_rx: listening on %s:%u\n", bind_ip, cfg.udp_port);
 	while (!quit) {
 		for (int i = 0; i < B; i++) {
@@ -255,55 +338,36 @@ int main(int argc, char **argv)
 			mm[i].msg_hdr.msg_name = &from[i];
 			mm[i].msg_hdr.msg_namelen = sizeof(from[i]);
 		}
-		int n = recvmmsg(sock, mm, B, MSG_WAITFORONE, NULL);
-		uint64_t now = now_ns();
+		int n = recvmmsg(kio.sock, mm, B, MSG_WAITFORONE, NULL);
+		now = now_ns();
 		for (int i = 0; i < n; i++) {
-			struct dp_peer p = {.family = 4, .port = ntohs(from[i].sin_port)};
-			memcpy(p.addr, &from[i].sin_addr, 4);
-			struct fg_frag f;
-			if (fg_frag_decode(bufs[i], mm[i].msg_len, &f) < 0)
-				continue;
-			if (f.total == 1) {
-				whole(&p, f.chunk, f.chunk_len, now);
-				continue;
-			}
-			struct dp_reasm_out out;
-			if (dp_reasm_push(&ra, &p, &f, &ictx, now, &out) < 0)
-				continue;
-			if (out.events & DP_RA_EV_OUTCOME)
-				outcome(&p, &out.seed, &out.res, out.reason);
-			if (out.events & DP_RA_EV_FRAME) {
-				whole(&p, out.buf, out.len, now);
-				buf_put(NULL, out.buf);
-			} else if (out.events & DP_RA_EV_COMPLETE) {
-				bool nw;
-				struct dp_route rt = {0};
-				struct dp_ack_peer *pp = dp_ack_peer_get(&ack, &p, &rt, now, &nw);
-				if (pp && dp_ack_note(&ack, pp, out.stream_id, out.sequence))
-					ack_flush();
-			}
+			fg_count(lc.k, FG_C_RX_PKTS, 1);
+			fg_count(lc.k, FG_C_RX_BYTES, mm[i].msg_len);
+			struct dp_dgram dg = {.src = {.family = 4, .port = ntohs(from[i].sin_port)},
+					      .payload = bufs[i],
+					      .len = mm[i].msg_len,
+					      .fragmented = true};
+			memcpy(dg.src.addr, &from[i].sin_addr, 4);
+			dp_shard_dgram(&lc, &dg, now);
 		}
-		if (now >= next_timer) {
-			(void)dp_reasm_expire(&ra, now, 1024);
-			struct fg_slot_expired ex[32];
-			while (fg_slots_expire(&slots, now, ex, 32) == 32)
-				;
-			next_timer = now + 1000000ull;
-		}
-		if (ack_now || now >= next_ack) {
-			ack_flush();
-			ack_now = false;
-			next_ack = now + (uint64_t)cfg.ack_interval_ms * 1000000ull;
-		}
+		dp_shard_tick(&lc, now);
+		tx_flush(&kio);
 	}
+	dp_reply_ack_flush(&lc);
+	tx_flush(&kio);
+
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
-	double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-		     ru.ru_stime.tv_usec / 1e6;
-	printf("{\"resolved\":%llu,\"contribs\":%llu,\"statuses\":%llu,\"acks\":%llu,\"cpu_s\":%.3f,\"user_s\":%.3f,"
-	       "\"sys_s\":%.3f}\n",
-	       (unsigned long long)resolved, (unsigned long long)contribs, (unsigned long long)statuses,
-	       (unsigned long long)acks, cpu, ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
-	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+	double user = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+	double sys = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	printf("{\"resolved\":%llu,\"contribs\":%llu,\"statuses\":%llu,\"acks\":%llu,\"seeds_sent\":%llu,"
+	       "\"delivery_acked\":%llu,\"delivery_resent\":%llu,\"delivery_given_up\":%llu,\"delivery_pending\":%u,"
+	       "\"frags\":%llu,\"drop_malformed\":%llu,\"tx_dgrams\":%llu,\"tx_failed\":%llu,\"tx_refused\":%llu,"
+	       "\"reports_dropped\":%llu,\"xfer_empty\":%llu,\"cpu_s\":%.3f,\"user_s\":%.3f,\"sys_s\":%.3f}\n",
+	       C(FG_C_SEEDS_RESOLVED), C(FG_C_CONTRIB_ACCEPTED), C(FG_C_STATUS_SENT), C(FG_C_ACKS_SENT),
+	       C(FG_C_SEEDS_SENT), C(FG_C_DELIVERY_ACKED), C(FG_C_DELIVERY_RESENT), C(FG_C_DELIVERY_GIVEN_UP),
+	       lc.dlv.n, C(FG_C_FRAGS), C(FG_C_DROP_MALFORMED),
+	       (unsigned long long)kio.tx_sent, (unsigned long long)kio.tx_failed, (unsigned long long)kio.tx_refused,
+	       (unsigned long long)kio.reports, (unsigned long long)kio.xfer_empty, user + sys, user, sys);
 	return 0;
 }

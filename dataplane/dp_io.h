@@ -1,0 +1,193 @@
+/* dp_io.h - the shard work's state and its I/O interface, without DPDK
+ * types, so the same shard code (dp_shard.c, dp_deliver.c, dp_reply.c:
+ * ingest, reassembly, hand-off, ACK aggregation, status frames, reliable
+ * delivery with resends) runs on a DPDK lcore (dp_io_dpdk.c: mbufs, rings,
+ * the boundary lanes) and behind a kernel UDP socket (bench/dp/kudp_rx.c).
+ *
+ * The interface, seen from the shard:
+ *   receive   the driver hands each UDP datagram for us to dp_shard_dgram
+ *             (and, with several shards, each handed-off frame to
+ *             dp_shard_handed);
+ *   send      the shard sends UDP datagrams through io->dgram (status
+ *             frames, ACKs, the fragments of a resolved seed) to a peer,
+ *             via a route (io->route for a configured consumer);
+ *   time      the driver passes its clock (CLOCK_MONOTONIC ns) to every
+ *             call and calls dp_shard_tick once per loop iteration: the
+ *             shard runs its timers (resends, reassembly and slot expiry)
+ *             and ACK flushes from it.
+ * Besides: xfer buffers (a frame with its dp_xfer header) and hand-off to
+ * another shard's owner; reports to a control plane (the kernel receiver
+ * has none and counts them).
+ *
+ * Ownership: `struct dp_lcore` belongs to the thread that runs it (one DPDK
+ * lcore, or kudp_rx's one thread); env is written before it runs and read
+ * only afterwards. The `rte_*` pointers in it are opaque here (incomplete
+ * types) and used by the DPDK side only. */
+#ifndef DP_IO_H
+#define DP_IO_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fg/boundary.h"
+#include "fg/config.h"
+#include "fg/ingest.h"
+#include "fg/slot.h"
+#include "dp.h"
+#include "dp_ack.h"
+#include "dp_dlv.h"
+#include "dp_neigh_rule.h"
+#include "dp_pkt.h"
+#include "dp_reasm.h"
+
+struct rte_ring;
+struct rte_mbuf;
+struct dp_lcore;
+
+#define DP_BURST 32u
+#define DP_TX_MAX 128u
+#define DP_NEIGH 64u
+#define DP_XFER_HDR 128u /* bytes in front of a frame in an xfer buffer */
+#define DP_MAX_LCORES 64u
+
+/* A whole frame's header, decoded once on the lcore that first sees the
+ * frame whole, and its stream classified once under the address binding it
+ * arrived with (fg_ingest_classify): carried through ownership (hand-off,
+ * inside the xfer buffer), ingest (fg_ingest_classified), the consumer-ACK
+ * path (dp_deliver_on_ack) and the ACK bookkeeping (dp_reply_ack_note). */
+struct dp_frame {
+	struct fg_hdr hdr;
+	struct fg_ingest_class cls;
+};
+
+/* Decode the header of buf[0..len) and classify its stream under ictx's
+ * binding. Returns 0, or -FG_R_SHORT_HEADER (the only way a header decode
+ * fails; the payload length is the caller's check). */
+static inline int dp_frame_decode(const struct fg_ingest_ctx *ictx, const uint8_t *buf, uint32_t len,
+				  struct dp_frame *d)
+{
+	if (fg_hdr_decode(buf, len, FG_TRANSPORT_MESSAGE, &d->hdr) < 0)
+		return -FG_R_SHORT_HEADER;
+	fg_ingest_classify(ictx, d->hdr.stream_id, &d->cls);
+	return 0;
+}
+
+/* A consumer's ACK frame (resolved seeds ACKed back to us). */
+static inline bool dp_frame_is_ack(const struct dp_frame *d)
+{
+	return d->hdr.stream_id == FG_STREAM_ACK && (d->hdr.flags & FG_FLAG_ACK);
+}
+
+/* An xfer buffer: a whole frame plus where it came from. Lives in the
+ * shared xfer mempool; used as reassembly buffer and for hand-off. */
+struct dp_xfer {
+	struct dp_peer peer;
+	struct dp_route route;
+	uint32_t len;
+	bool ack; /* fragmented profile: ACK it once placed (the owner does, after a hand-off) */
+	bool layer_bound;     /* it arrived on [udp] layer_ports + bound_layer (ingest.h) */
+	uint16_t bound_layer;
+	bool decoded;         /* fr holds the frame's decode (a hand-off); false: the owner decodes (an ACK copy) */
+	struct dp_frame fr;
+};
+_Static_assert(sizeof(struct dp_xfer) <= DP_XFER_HDR, "the xfer header fits in front of the frame");
+static inline uint8_t *dp_xfer_data(struct dp_xfer *x) { return (uint8_t *)x + DP_XFER_HDR; }
+static inline struct dp_xfer *dp_xfer_of(void *data) { return (struct dp_xfer *)((uint8_t *)data - DP_XFER_HDR); }
+
+
+/* The shard's I/O (see the top of this file). Every op runs on the thread
+ * that owns lc; pointers are borrowed for the call. */
+struct dp_io {
+	/* Send one UDP datagram from our fragmented-profile port to `to`,
+	 * its payload hdr4 (4 bytes, or NULL for none) then data[0..len); rt
+	 * is the L2 route back (a kernel socket ignores it). Returns false
+	 * when it could not be queued (the implementation counts why). */
+	bool (*dgram)(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *hdr4,
+		      const uint8_t *data, uint32_t len);
+	/* Fill *rt to reach addr (family 4 or 6; a configured consumer).
+	 * false when no route is known yet. */
+	bool (*route)(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt);
+	/* An xfer buffer (DP_XFER_HDR + env->frame_max bytes), or NULL. */
+	struct dp_xfer *(*xfer_get)(struct dp_lcore *lc);
+	void (*xfer_put)(struct dp_lcore *lc, struct dp_xfer *x);
+	/* Give x to shard `owner` (!= lc->idx); it arrives there through
+	 * dp_shard_handed. false: x is still the caller's (the inbox is full).
+	 * NULL when there is one shard. */
+	bool (*handoff)(struct dp_lcore *lc, unsigned owner, struct dp_xfer *x);
+	/* To the control plane: m (copied); with a body, src[0..len) copied
+	 * into a buffer *body (a field of m) names. false: not sent (counted
+	 * by the implementation). */
+	void (*report)(struct dp_lcore *lc, const union fg_bmsg *m);
+	bool (*report_body)(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, const uint8_t *src,
+			    uint32_t len);
+};
+
+/* What every shard reads, written before the shards run. */
+struct dp_shard_env {
+	const struct fg_config *cfg;
+	const struct dp_io *io;
+	unsigned n;               /* shards */
+	uint32_t chunk, frame_max;
+	uint64_t ack_interval_ns;
+};
+
+struct dp_lcore {
+	unsigned idx;       /* shard index */
+	unsigned lcore_id;
+	int rxq;            /* -1: this lcore has no RX queue (device has fewer) */
+	uint16_t txq;
+	struct fg_slots slots;
+	void *slots_mem;
+	struct dp_reasm reasm;
+	void *reasm_mem;
+	struct dp_ack ack;
+	void *ack_mem;
+	struct dp_dlv dlv;       /* resolved seeds sent and not ACKed yet */
+	void *dlv_mem;
+	uint64_t point_store_ns[FG_POINTS + 1]; /* last point_seen_ns store per point */
+	const struct dp_shard_env *env; /* shared, read-only while running */
+	void *io_arg;            /* the I/O implementation's own per-shard state (kudp_rx: its socket) */
+	struct rte_ring *inbox;  /* DPDK only: MP/SC dp_xfer pointers from other lcores */
+	struct fg_lane *lane;
+	struct fg_dp_counters *k;
+	struct dp_xcounters *xk;
+	struct fg_ingest_ctx ictx;
+	struct rte_mbuf *tx[DP_TX_MAX]; /* DPDK only (dp_tx.c) */
+	unsigned n_tx;
+	uint16_t frame_id, ip_id;
+	uint64_t next_ack_ns, next_timer_ns;
+	bool ack_now;
+	bool lane_sent;         /* pushed to lane->to_cp since the last dp_lane_wake */
+	bool lane_urgent;       /* ... and one of them is urgent (boundary.h) */
+	uint8_t *scratch;       /* frame_max bytes */
+	struct dp_neigh neigh[DP_NEIGH];
+	bool has_local4, has_local6;
+	uint8_t local4[16], local6[16]; /* last local address seen per family */
+} __attribute__((aligned(64))); /* a cache line: per-lcore state never shares one */
+
+/* Per-lcore counting (single writer: the lcore that owns lc). */
+static inline void dp_lc_count(struct dp_lcore *lc, enum fg_dp_counter c, uint64_t n) { fg_count(lc->k, c, n); }
+static inline void dp_lc_xcount(struct dp_lcore *lc, enum dp_xcounter c) { dp_xcount(lc->xk, c, 1); }
+
+/* A malformed input with codec reason `reason` (either sign). */
+static inline void dp_lc_malformed(struct dp_lcore *lc, int reason)
+{
+	dp_lc_count(lc, FG_C_DROP_MALFORMED, 1);
+	if (reason < 0)
+		reason = -reason;
+	if ((unsigned)reason < FG_R__COUNT)
+		atomic_store_explicit(&lc->k->malformed[reason],
+				      atomic_load_explicit(&lc->k->malformed[reason], memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+}
+
+static inline void dp_lc_outcome(struct dp_lcore *lc, enum fg_outcome o)
+{
+	if ((unsigned)o < FG_O__COUNT)
+		atomic_store_explicit(&lc->xk->outcome[o],
+				      atomic_load_explicit(&lc->xk->outcome[o], memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+}
+
+#endif

@@ -1,0 +1,77 @@
+/* dp_io_dpdk.c - the DPDK lcore's implementation of the shard's I/O
+ * interface (dp_io.h): datagrams into mbufs on the lcore's TX buffer
+ * (dp_tx.c), consumer routes from the neighbour table (dp_neigh.c), xfer
+ * buffers from the shared mempool dp_g.xfer, hand-off through the owner
+ * lcore's MP/SC inbox ring, reports to the control plane through the
+ * lcore's boundary lane (dp_lanes.c); and the inbox's consumer side.
+ *
+ * Who may call: the lcore that owns `lc` (through lc->env->io from the
+ * shard code, and its loop for the inbox). No heap, locks or logs. */
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include "dp_internal.h"
+#include "dp_lanes.h"
+#include "dp_neigh.h"
+#include "dp_shard.h"
+#include "dp_tx.h"
+
+static bool io_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *hdr4,
+		     const uint8_t *data, uint32_t len)
+{
+	return dp_tx_dgram(lc, rt, to->family, rt->local, to->addr, to->port, hdr4, data, len);
+}
+
+static bool io_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt)
+{
+	return dp_neigh_route(lc, family, addr, rt);
+}
+
+static struct dp_xfer *io_xfer_get(struct dp_lcore *lc)
+{
+	(void)lc;
+	void *p;
+	return rte_mempool_get(dp_g.xfer, &p) < 0 ? NULL : p;
+}
+
+static void io_xfer_put(struct dp_lcore *lc, struct dp_xfer *x)
+{
+	(void)lc;
+	rte_mempool_put(dp_g.xfer, x);
+}
+
+static bool io_handoff(struct dp_lcore *lc, unsigned owner, struct dp_xfer *x)
+{
+	(void)lc;
+	return owner < dp_g.n && rte_ring_mp_enqueue(dp_g.lc[owner]->inbox, x) == 0;
+}
+
+static void io_report(struct dp_lcore *lc, const union fg_bmsg *m)
+{
+	dp_lane_send(lc, m);
+}
+
+static bool io_report_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, const uint8_t *src,
+			   uint32_t len)
+{
+	return dp_lane_send_body(lc, m, body, src, len);
+}
+
+const struct dp_io dp_io_dpdk = {
+	.dgram = io_dgram,
+	.route = io_route,
+	.xfer_get = io_xfer_get,
+	.xfer_put = io_xfer_put,
+	.handoff = io_handoff,
+	.report = io_report,
+	.report_body = io_report_body,
+};
+
+unsigned dp_inbox_poll(struct dp_lcore *lc, uint64_t now)
+{
+	void *in[DP_BURST];
+	unsigned k = rte_ring_sc_dequeue_burst(lc->inbox, in, DP_BURST, NULL);
+	for (unsigned i = 0; i < k; i++)
+		dp_shard_handed(lc, in[i], now);
+	return k;
+}

@@ -1,0 +1,411 @@
+/* test_shard.c - the shard work (dataplane/dp_shard.c, dp_deliver.c,
+ * dp_reply.c) driven through its I/O interface (dp_io.h) by a recording
+ * fake, with no DPDK: what the DPDK lcore and bench/dp/kudp_rx both run.
+ *   - three contributions (lines 1, 3, 5) in two fragments each, the
+ *     first one's out of order: a status per contribution, the seed resolved and
+ *     sent to the consumer in the fragmented profile, bit for bit
+ *     ((x + attn) + ffn), reported to the control plane with its body;
+ *   - the tick flushes one ACK per sender naming its frames;
+ *   - reliable delivery: resent every resend_ms, an ACK from another
+ *     address retires nothing, the consumer's ACK retires it (no resend
+ *     after), and with no ACK the seed is given up after `resends`;
+ *   - decode once: a short header and a truncated frame are counted
+ *     malformed, a consumer ACK is recognised without ingest. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fg/config.h"
+#include "fg/counters.h"
+#include "fg/line.h"
+#include "dp_io.h"
+#include "dp_reply.h"
+#include "dp_shard.h"
+
+#define MS 1000000ull
+#define H 512u /* 2048-byte bodies: two fragments at mtu 1472 */
+
+/* ---- a recording dp_io ----------------------------------------------------- */
+
+struct sent {
+	struct dp_peer to;
+	uint32_t len;
+	uint8_t b[2048];
+};
+
+static struct {
+	struct sent s[256];
+	unsigned n;
+	unsigned reports[16];
+	unsigned bodies;
+	uint8_t xmem[8][DP_XFER_HDR + 8192] __attribute__((aligned(64)));
+	void *xfree[8];
+	unsigned nfree;
+} io;
+
+static bool f_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *hdr4,
+		    const uint8_t *data, uint32_t len)
+{
+	(void)lc;
+	(void)rt;
+	assert_true(io.n < 256);
+	struct sent *s = &io.s[io.n++];
+	s->to = *to;
+	s->len = (hdr4 ? 4 : 0) + len;
+	assert_true(s->len <= sizeof(s->b));
+	if (hdr4)
+		memcpy(s->b, hdr4, 4);
+	memcpy(s->b + (hdr4 ? 4 : 0), data, len);
+	return true;
+}
+
+static bool f_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt)
+{
+	(void)lc;
+	(void)addr;
+	memset(rt, 0, sizeof(*rt));
+	return family == 4;
+}
+
+static struct dp_xfer *f_xget(struct dp_lcore *lc)
+{
+	(void)lc;
+	return io.nfree ? io.xfree[--io.nfree] : NULL;
+}
+
+static void f_xput(struct dp_lcore *lc, struct dp_xfer *x)
+{
+	(void)lc;
+	assert_true(io.nfree < 8);
+	io.xfree[io.nfree++] = x;
+}
+
+static bool f_handoff(struct dp_lcore *lc, unsigned owner, struct dp_xfer *x)
+{
+	(void)lc;
+	(void)owner;
+	(void)x;
+	fail_msg("one shard: no hand-off");
+	return false;
+}
+
+static void f_report(struct dp_lcore *lc, const union fg_bmsg *m)
+{
+	(void)lc;
+	if (m->kind < 16)
+		io.reports[m->kind]++;
+}
+
+static bool f_report_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, const uint8_t *src,
+			  uint32_t len)
+{
+	(void)body;
+	(void)src;
+	f_report(lc, m);
+	if (len)
+		io.bodies++;
+	return true;
+}
+
+static const struct dp_io fake = {f_dgram, f_route, f_xget, f_xput, f_handoff, f_report, f_report_body};
+
+static void *rget(void *arg)
+{
+	struct dp_xfer *x = f_xget(arg);
+	return x ? dp_xfer_data(x) : NULL;
+}
+static void rput(void *arg, void *b) { f_xput(arg, dp_xfer_of(b)); }
+
+/* ---- the shard ----------------------------------------------------------------- */
+
+static struct fg_config cfg;
+static struct fg_seed_limits lim;
+static struct fg_dp_counters K;
+static struct dp_xcounters XK;
+static struct dp_shard_env env;
+static struct dp_lcore lc;
+
+static const struct dp_peer consumer = {.family = 4, .addr = {10, 0, 0, 9}, .port = 7000};
+
+static void *zalloc(size_t sz)
+{
+	void *p = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+	assert_non_null(p);
+	memset(p, 0, sz);
+	return p;
+}
+
+static int setup(void **st)
+{
+	(void)st;
+	static const char ini[] = "[model]\nhidden = 512\nlayers = 4\n[rules]\ndefault = 1,3,5\n"
+				  "[udp]\nmtu = 1472\nsend_status = true\n"
+				  "[consumers]\ndefault = 10.0.0.9:7000\nresend_ms = 10\nresends = 2\n";
+	struct fg_config_error err;
+	fg_config_default(&cfg);
+	assert_int_equal(fg_config_parse(&cfg, ini, "test", &err), 0);
+	memset(&io, 0, sizeof(io));
+	for (unsigned i = 0; i < 8; i++)
+		io.xfree[io.nfree++] = io.xmem[i];
+	memset(&lc, 0, sizeof(lc));
+	memset(&K, 0, sizeof(K));
+	memset(&XK, 0, sizeof(XK));
+	fg_config_limits(&cfg, &lim);
+	env = (struct dp_shard_env){.cfg = &cfg, .io = &fake, .n = 1, .chunk = fg_frag_chunk_size(cfg.mtu),
+				    .frame_max = 8192, .ack_interval_ns = 50 * MS};
+	lc.env = &env;
+	lc.k = &K;
+	lc.xk = &XK;
+	lc.ictx.bands = &cfg.bands;
+	lc.ictx.limits = &lim;
+	struct fg_lines ls;
+	fg_lines_init(&ls, cfg.line_initial, &cfg.policy, 0);
+	lc.ictx.lines = fg_linefacts_pack(&ls, 0);
+	lc.scratch = zalloc(env.frame_max);
+	struct fg_slots_cfg sc;
+	fg_config_slots(&cfg, 1, &sc);
+	size_t sz = fg_slots_mem_size(&sc);
+	lc.slots_mem = zalloc(sz);
+	assert_int_equal(fg_slots_init(&lc.slots, lc.slots_mem, sz, &sc), 0);
+	struct dp_reasm_cfg rc = {.contexts = 4, .chunk = env.chunk, .frame_max = env.frame_max,
+				  .timeout_ns = 100 * MS, .slots = &lc.slots, .shard_self = 0, .n_shards = 1,
+				  .n_layers = cfg.layers, .bufs = {.get = rget, .put = rput, .arg = &lc}};
+	sz = dp_reasm_mem_size(&rc);
+	lc.reasm_mem = zalloc(sz);
+	assert_int_equal(dp_reasm_init(&lc.reasm, lc.reasm_mem, sz, &rc), 0);
+	sz = dp_ack_mem_size(16);
+	lc.ack_mem = zalloc(sz);
+	assert_int_equal(dp_ack_init(&lc.ack, lc.ack_mem, sz, 16), 0);
+	struct dp_dlv_cfg dc = {.capacity = 16, .retry_ns = (uint64_t)cfg.delivery_resend_ms * MS,
+				.retries = cfg.delivery_resends};
+	sz = dp_dlv_mem_size(dc.capacity);
+	lc.dlv_mem = zalloc(sz);
+	assert_int_equal(dp_dlv_init(&lc.dlv, lc.dlv_mem, sz, &dc), 0);
+	lc.next_ack_ns = 50 * MS;
+	lc.next_timer_ns = 1 * MS;
+	return 0;
+}
+
+static int teardown(void **st)
+{
+	(void)st;
+	free(lc.scratch);
+	free(lc.slots_mem);
+	free(lc.reasm_mem);
+	free(lc.ack_mem);
+	free(lc.dlv_mem);
+	return 0;
+}
+
+static uint64_t C(enum fg_dp_counter c) { return atomic_load_explicit(&K.c[c], memory_order_relaxed); }
+
+static struct dp_peer sender(unsigned i) { return (struct dp_peer){.family = 4, .addr = {10, 0, 0, (uint8_t)(1 + i)}, .port = (uint16_t)(9000 + i)}; }
+
+/* Send frame[0..len) from `from` in the fragmented profile (frame id fid). */
+static void send_frame(const struct dp_peer *from, uint16_t fid, const uint8_t *frame, uint32_t len, uint64_t now)
+{
+	uint32_t total = fg_frag_count(len, env.chunk);
+	for (uint32_t i = 0; i < total; i++) {
+		uint8_t dg[2048];
+		uint32_t off = i * env.chunk, n = len - off < env.chunk ? len - off : env.chunk;
+		fg_put_be16(dg, fid);
+		dg[2] = (uint8_t)i;
+		dg[3] = (uint8_t)total;
+		memcpy(dg + 4, frame + off, n);
+		struct dp_dgram d = {.src = *from, .payload = dg, .len = n + 4, .fragmented = true};
+		dp_shard_dgram(&lc, &d, now);
+	}
+}
+
+static uint32_t contribution(uint8_t line, const float *body, uint8_t *buf, size_t cap)
+{
+	struct fg_seed sd = {.token_seq = 7, .dst_layer = 2, .line = line, .start_pos = 0, .seq_len = 1,
+			     .body = (const uint8_t *)body, .body_len = H * 4};
+	ssize_t n = fg_seed_encode(&cfg.bands, &sd, buf, cap);
+	assert_true(n > 0);
+	return (uint32_t)n;
+}
+
+/* Reassemble what was sent to the consumer since index `from` (one frame). */
+static uint32_t consumer_frame(unsigned from, uint8_t *out, size_t cap, unsigned *ndgrams)
+{
+	uint32_t len = 0;
+	*ndgrams = 0;
+	for (unsigned i = from; i < io.n; i++) {
+		if (!dp_peer_eq(&io.s[i].to, &consumer))
+			continue;
+		struct fg_frag f;
+		assert_true(fg_frag_decode(io.s[i].b, io.s[i].len, &f) >= 0);
+		uint32_t off = f.index * env.chunk;
+		assert_true(off + f.chunk_len <= cap);
+		memcpy(out + off, f.chunk, f.chunk_len);
+		if (off + f.chunk_len > len)
+			len = off + f.chunk_len;
+		(*ndgrams)++;
+	}
+	return len;
+}
+
+static unsigned sent_to(unsigned from, const struct dp_peer *p)
+{
+	unsigned k = 0;
+	for (unsigned i = from; i < io.n; i++)
+		k += dp_peer_eq(&io.s[i].to, p);
+	return k;
+}
+
+/* The consumer ACKs (stream resolved_base + 2, seq 7) from `as`. */
+static void consumer_ack(const struct dp_peer *as, uint64_t now)
+{
+	struct fg_ack_entry e = {.stream_id = (uint16_t)(cfg.bands.resolved_base + 2), .base_seq = 7, .bitmap_lo = 1};
+	uint8_t buf[256];
+	uint32_t lens[2];
+	assert_int_equal(fg_ack_build(&e, 1, cfg.mtu, 77, buf, sizeof(buf), lens, 2), 1);
+	struct dp_dgram d = {.src = *as, .payload = buf, .len = lens[0], .fragmented = true};
+	dp_shard_dgram(&lc, &d, now);
+}
+
+static void resolve_one(uint64_t now)
+{
+	static float x[H], a[H], f[H];
+	for (unsigned i = 0; i < H; i++) {
+		x[i] = 1.0f + (float)i * 0.25f;
+		a[i] = 1e-3f * (float)(i % 17) - 0.5f;
+		f[i] = 3.0e7f / (float)(i + 1);
+	}
+	uint8_t fr[8192];
+	const float *bodies[3] = {x, a, f};
+	const uint8_t lines[3] = {1, 3, 5};
+	for (unsigned k = 0; k < 3; k++) {
+		struct dp_peer p = sender(k);
+		uint32_t n = contribution(lines[k], bodies[k], fr, sizeof(fr));
+		if (k == 0) {
+			/* one whole frame in one datagram cannot hold 2 KiB at this
+			 * mtu: send the first one's fragments in reverse order */
+			uint32_t total = fg_frag_count(n, env.chunk);
+			assert_int_equal(total, 2);
+			for (int i = (int)total - 1; i >= 0; i--) {
+				uint8_t dg[2048];
+				uint32_t off = (uint32_t)i * env.chunk, m = n - off < env.chunk ? n - off : env.chunk;
+				fg_put_be16(dg, 10);
+				dg[2] = (uint8_t)i;
+				dg[3] = (uint8_t)total;
+				memcpy(dg + 4, fr + off, m);
+				struct dp_dgram d = {.src = p, .payload = dg, .len = m + 4, .fragmented = true};
+				dp_shard_dgram(&lc, &d, now);
+			}
+		} else {
+			send_frame(&p, (uint16_t)(10 + k), fr, n, now);
+		}
+		assert_int_equal(sent_to(0, &p), 1); /* its status */
+	}
+	assert_int_equal(C(FG_C_CONTRIB_ACCEPTED), 3);
+	assert_int_equal(C(FG_C_SEEDS_RESOLVED), 1);
+	assert_int_equal(C(FG_C_SEEDS_SENT), 1);
+	assert_int_equal(io.reports[FG_BM_RESOLVED], 1);
+	assert_int_equal(io.bodies, 1);
+	/* the seed at the consumer, bit for bit: ((x + attn) + ffn) */
+	uint8_t got[8192];
+	unsigned nd;
+	uint32_t len = consumer_frame(0, got, sizeof(got), &nd);
+	assert_int_equal(nd, 2);
+	struct fg_frame ff;
+	assert_true(fg_frame_decode(got, len, FG_TRANSPORT_MESSAGE, &ff) == (ssize_t)len);
+	struct fg_resolved r;
+	assert_true(fg_resolved_decode(&ff, 2, &lim, &r) >= 0);
+	assert_int_equal(r.token_seq, 7);
+	assert_int_equal(r.body_len, H * 4);
+	for (unsigned i = 0; i < H; i++) {
+		float want = (x[i] + a[i]) + f[i], v;
+		memcpy(&v, r.body + 4 * i, 4);
+		assert_memory_equal(&v, &want, 4);
+	}
+}
+
+static void test_resolve_ack_and_resend(void **st)
+{
+	(void)st;
+	uint64_t now = 2 * MS;
+	resolve_one(now);
+	/* the tick after a resolution flushes the ACKs: one per sender */
+	unsigned mark = io.n;
+	dp_shard_tick(&lc, now);
+	for (unsigned k = 0; k < 3; k++) {
+		struct dp_peer p = sender(k);
+		assert_int_equal(sent_to(mark, &p), 1);
+	}
+	assert_int_equal(C(FG_C_ACKS_SENT), 3);
+	/* not ACKed: resent after resend_ms (10 ms) */
+	mark = io.n;
+	dp_shard_tick(&lc, now + 11 * MS);
+	assert_int_equal(C(FG_C_DELIVERY_RESENT), 1);
+	assert_int_equal(sent_to(mark, &consumer), 2);
+	/* an ACK from another address retires nothing (issue 14) */
+	struct dp_peer other = sender(0);
+	consumer_ack(&other, now + 12 * MS);
+	assert_int_equal(C(FG_C_DELIVERY_ACKED), 0);
+	/* the consumer's ACK retires it: no resend after */
+	consumer_ack(&consumer, now + 13 * MS);
+	assert_int_equal(C(FG_C_DELIVERY_ACKED), 1);
+	assert_int_equal(lc.dlv.n, 0);
+	mark = io.n;
+	dp_shard_tick(&lc, now + 40 * MS);
+	dp_shard_tick(&lc, now + 80 * MS);
+	assert_int_equal(sent_to(mark, &consumer), 0);
+	assert_int_equal(C(FG_C_DELIVERY_RESENT), 1);
+	assert_int_equal(C(FG_C_DROP_MALFORMED), 0);
+	assert_int_equal(io.nfree, 8); /* every xfer buffer back */
+}
+
+static void test_given_up_without_ack(void **st)
+{
+	(void)st;
+	uint64_t now = 2 * MS;
+	resolve_one(now);
+	for (unsigned t = 1; t <= 6; t++)
+		dp_shard_tick(&lc, now + t * 11 * MS);
+	assert_int_equal(C(FG_C_DELIVERY_RESENT), 2); /* resends = 2 */
+	assert_int_equal(C(FG_C_DELIVERY_GIVEN_UP), 1);
+	assert_int_equal(lc.dlv.n, 0);
+}
+
+static void test_malformed_counted(void **st)
+{
+	(void)st;
+	struct dp_peer p = sender(0);
+	/* a whole frame (frag_total 1) with a 5-byte header, then one whose
+	 * header says more payload than the datagram holds */
+	uint8_t dg[64] = {0, 1, 0, 1, 0xAF, 0x62, 0, 0, 0};
+	struct dp_dgram d = {.src = p, .payload = dg, .len = 9, .fragmented = true};
+	dp_shard_dgram(&lc, &d, MS);
+	assert_int_equal(C(FG_C_DROP_MALFORMED), 1);
+	uint8_t fr[32] = {0};
+	fg_put_be16(fr, 0xAF62);
+	fr[9] = 100; /* length 100, 10 bytes present */
+	fg_put_be16(dg, 2);
+	dg[2] = 0;
+	dg[3] = 1;
+	memcpy(dg + 4, fr, 20);
+	d.len = 24;
+	dp_shard_dgram(&lc, &d, MS);
+	assert_int_equal(C(FG_C_DROP_MALFORMED), 2);
+	assert_int_equal(C(FG_C_CONTRIB_ACCEPTED), 0);
+	assert_int_equal(io.n, 0); /* nothing answered, nothing ACKed */
+	dp_shard_tick(&lc, 60 * MS);
+	assert_int_equal(io.n, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_given_up_without_ack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_malformed_counted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resolve_ack_and_resend, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
