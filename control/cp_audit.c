@@ -85,6 +85,28 @@ static void ev_conflict(void *arg, uint16_t layer, uint32_t token_seq, unsigned 
 		a->st.refused++;
 }
 
+static void ev_conflict_from(void *arg, uint16_t layer, uint32_t token_seq, unsigned line, uint32_t epoch,
+			     const char *src)
+{
+	struct cp_audit *a = arg;
+	a->st.conflict++;
+	cp_info("conflict: layer=%u token_seq=%u line=%u model_epoch=%u from %s: slot poisoned", layer, token_seq, line,
+		epoch, src);
+	uint64_t seq;
+	if (a->sh && cp_shadow_on_conflict_from(a->sh, token_seq, layer, (uint8_t)line, epoch, src, cp_now_ns(), &seq) < 0)
+		a->st.refused++;
+}
+
+static void ev_epoch_storm(void *arg, bool began, const char *why, uint64_t hold_ns)
+{
+	struct cp_audit *a = arg;
+	if (began)
+		a->st.storms++;
+	uint64_t seq;
+	if (a->sh && cp_shadow_on_epoch_storm(a->sh, began, why, hold_ns, cp_now_ns(), &seq) < 0)
+		a->st.refused++;
+}
+
 static void ev_epoch_changed(void *arg, uint32_t from, uint32_t to, const char *why)
 {
 	struct cp_audit *a = arg;
@@ -106,6 +128,8 @@ static const struct cp_engine_audit_ops engine_sink = {
 	.resolved = ev_resolved,
 	.canonical = ev_canonical,
 	.conflict = ev_conflict,
+	.conflict_from = ev_conflict_from,
+	.epoch_storm = ev_epoch_storm,
 	.epoch_changed = ev_epoch_changed,
 	.line_changed = ev_line_changed,
 };

@@ -34,6 +34,7 @@ struct cp_shadow;
 /* Hand-offs to the audit, counted at the runner (fanogate_audit_*_in_total). */
 struct cp_audit_stats {
 	uint64_t resolved, canonical, conflict, auth_failures, refused, epoch_changes;
+	uint64_t storms; /* epoch storms handed over (began) */
 };
 
 struct cp_audit {

@@ -5,6 +5,7 @@
 #include "cp_points.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -117,6 +118,21 @@ static void emit_canonical(struct cp_engine *e, const struct fg_canon *cn)
 		e->audit->canonical(e->audit_arg, cn, e->epoch);
 }
 
+/* A refusal by the epoch guard: one log line per second at most (the
+ * senders are outside; counters carry the rest). */
+static void guard_warn(struct cp_engine *e, const char *what, const char *src, uint16_t layer, uint32_t token_seq)
+{
+	uint64_t now = cp_now_ns();
+	if (now < e->guard_warn_ns) {
+		e->guard_warn_skipped++;
+		return;
+	}
+	e->guard_warn_ns = now + 1000000000ull;
+	cp_warn("engine: %s from %s (layer=%u token_seq=%u)%s", what, src, layer, token_seq,
+		e->guard_warn_skipped ? " (and more refusals in the last second, counted)" : "");
+	e->guard_warn_skipped = 0;
+}
+
 void cp_engine_set_audit(struct cp_engine *e, const struct cp_engine_audit_ops *ops, void *arg)
 {
 	e->audit = ops;
@@ -183,15 +199,52 @@ void cp_engine_epoch_apply(struct cp_engine *e, uint32_t to, const char *why)
 		epoch_advance(e, to, why);
 }
 
-static void on_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq, unsigned line, uint32_t epoch)
+/* src: who sent the conflicting duplicate (family 0: over TLS). The slot
+ * is poisoned either way (the lcore did it); what else happens is the
+ * epoch guard's decision (cp_epoch_guard.h). */
+static void on_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq, unsigned line, uint32_t epoch,
+			const struct fg_bm_src *src)
 {
 	on_ended(e, layer, token_seq, FG_SLOT_POISONED);
-	/* The shadow audit demotes the line and records why. */
-	if (e->audit)
-		e->audit->conflict(e->audit_arg, layer, token_seq, line, e->epoch);
+	char who[64];
+	cp_epoch_src_name(src, who, sizeof(who));
+	bool mapped = line < FG_LINES && cp_epoch_guard_is_mapped(e->cfg, src, line);
+	bool began = false;
+	enum cp_epoch_verdict v = cp_epoch_guard_judge(&e->guard, mapped, cp_now_ns(), &began);
+	if (v == CP_EPOCH_HELD_UNMAPPED) {
+		/* Not attributed to the line: no demotion, no page, no flush. */
+		e->st.conflicts_unmapped++;
+		guard_warn(e, "conflicting duplicate ignored: sender not mapped to the line's points ([points])", who,
+			   layer, token_seq);
+		return;
+	}
+	/* The shadow audit demotes the line and records why (and who). */
+	if (e->audit) {
+		if (e->audit->conflict_from)
+			e->audit->conflict_from(e->audit_arg, layer, token_seq, line, e->epoch, who);
+		else
+			e->audit->conflict(e->audit_arg, layer, token_seq, line, e->epoch);
+	}
+	char why[320];
+	if (v == CP_EPOCH_HELD_RATE) {
+		e->st.epoch_held_rate++;
+		if (began)
+			e->st.epoch_storms++;
+		snprintf(why, sizeof(why),
+			 "epoch storm: conflicting duplicates faster than one per %llu ms (last from %s, line %u "
+			 "layer %u token %u): epoch held at %u, lines held in shadow, nothing flushed",
+			 (unsigned long long)(e->guard.min_ns / 1000000ull), who, line, layer, token_seq, e->epoch);
+		if (began)
+			cp_warn("engine: %s", why);
+		if (e->audit && e->audit->epoch_storm)
+			e->audit->epoch_storm(e->audit_arg, began, why, CP_EPOCH_STORM_QUIET * e->guard.min_ns);
+		return;
+	}
 	/* The shard's table moved to epoch (its own ++); the global epoch moves
 	 * by one, or to the shard's when that is ahead. */
-	epoch_advance(e, epoch, "conflicting duplicate contribution");
+	snprintf(why, sizeof(why), "conflicting duplicate contribution from %s (line %u layer %u token %u)", who,
+		 line, layer, token_seq);
+	epoch_advance(e, epoch, why);
 }
 
 /* ---- local mode ----------------------------------------------------------- */
@@ -219,7 +272,8 @@ static int local_submit(struct cp_engine *e, const struct fg_frame *f, int32_t b
 			if (fg_slot_seed(&e->slots, res.slot.slot, &v) == 0)
 				on_resolved(e, &v);
 		} else if (res.slot.outcome == FG_O_CONFLICT) {
-			on_conflict(e, res.seed.dst_layer, res.seed.token_seq, res.seed.line, res.slot.epoch);
+			struct fg_bm_src tls = {.family = 0}; /* over TLS (local mode has no UDP) */
+			on_conflict(e, res.seed.dst_layer, res.seed.token_seq, res.seed.line, res.slot.epoch, &tls);
 		}
 	} else if (res.band == FG_BAND_CANONICAL) {
 		e->st.canonical++;
@@ -411,6 +465,17 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const union fg_bm
 	case FG_BM_CANONICAL: {
 		const struct fg_bm_canonical *c = &m->canonical;
 		owned = &c->body;
+		if (!cp_epoch_guard_canon_source_ok(e->cfg, &c->src)) {
+			/* Not the coordinator ([shadow] canonical_sources): a spoofed
+			 * report must not reach the audit (no verdict, no demotion, no
+			 * page, no slot of its pending table). */
+			char who[64];
+			cp_epoch_src_name(&c->src, who, sizeof(who));
+			e->st.canon_refused_source++;
+			guard_warn(e, "canonical report refused: source not in [shadow] canonical_sources", who, c->layer,
+				   c->token_seq);
+			break;
+		}
 		e->st.canonical++;
 		struct fg_canon cn = {.token_seq = c->token_seq, .dst_layer = c->layer,
 				      .kind = (enum fg_canon_kind)c->canon_kind, .start_pos = c->start_pos,
@@ -431,7 +496,8 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const union fg_bm
 		break;
 	}
 	case FG_BM_CONFLICT:
-		on_conflict(e, m->conflict.layer, m->conflict.token_seq, m->conflict.line, m->conflict.epoch);
+		on_conflict(e, m->conflict.layer, m->conflict.token_seq, m->conflict.line, m->conflict.epoch,
+			    &m->conflict.src);
 		break;
 	case FG_BM_EXPIRED:
 		on_ended(e, m->expired.layer, m->expired.token_seq, FG_SLOT_EXPIRED);
@@ -696,6 +762,7 @@ int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_confi
 	e->ops = *ops;
 	e->arg = arg;
 	fg_lines_init(&e->lines, cfg->line_initial, &cfg->policy, cp_now_ns());
+	cp_epoch_guard_init(&e->guard, cfg);
 	e->n_endings = CP_ENGINE_ENDINGS;
 	e->endings = calloc(e->n_endings, sizeof(*e->endings));
 	if (!e->endings)

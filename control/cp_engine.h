@@ -36,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cp_epoch_guard.h"
 #include "cp_loop.h"
 #include "fg/boundary.h"
 #include "fg/common.h"
@@ -75,6 +76,15 @@ struct cp_engine_audit_ops {
 	/* A conflicting duplicate poisoned a slot: the audit records it and
 	 * demotes the line. */
 	void (*conflict)(void *arg, uint16_t layer, uint32_t token_seq, unsigned line, uint32_t epoch);
+	/* The same with its sender named ("udp 10.0.0.2:4000", "tls"): called
+	 * instead of conflict when set. Only attributed senders get here
+	 * (cp_epoch_guard.h rule 2); unmapped ones are counted, not audited. */
+	void (*conflict_from)(void *arg, uint16_t layer, uint32_t token_seq, unsigned line, uint32_t epoch,
+			      const char *src);
+	/* An attributed conflict did not move the epoch: a storm (cp_epoch_guard.h
+	 * rule 3). began: the first of this storm (alert once, hold the lines in
+	 * shadow); every call extends the hold by hold_ns from now. Optional. */
+	void (*epoch_storm)(void *arg, bool began, const char *why, uint64_t hold_ns);
 	/* The model epoch moved from -> to (already published and flushed). */
 	void (*epoch_changed)(void *arg, uint32_t from, uint32_t to, const char *why);
 	/* The line table changed outside the audit (a Fano point went down or
@@ -124,6 +134,11 @@ struct cp_engine_stats {
 	/* polls for an owed answer (cp_engine_spin), and those that found one */
 	uint64_t spins, spin_hits;
 	uint64_t seeds_unkept; /* resolved seeds the endings cache could not keep (memory, unencodable) */
+	/* issue 14 item 3 (cp_epoch_guard.h): UDP canonical reports from a source
+	 * outside [shadow] canonical_sources (not audited); conflicts that did not
+	 * move the epoch because their sender is not attributed to the line, or
+	 * because of the rate limit (a storm); storms begun */
+	uint64_t canon_refused_source, conflicts_unmapped, epoch_held_rate, epoch_storms;
 	uint64_t reason[FG_R__COUNT];
 	uint64_t outcome[FG_O__COUNT];
 };
@@ -142,6 +157,9 @@ struct cp_engine {
 	 * outcome (either mode), published in the line facts, recorded in the
 	 * audit log; every shard's open slots are flushed when it moves. */
 	uint32_t epoch;
+	struct cp_epoch_guard guard; /* who may move it, how often (cp_epoch_guard.h) */
+	uint64_t guard_warn_ns;      /* next log line about refused sources allowed (one per second) */
+	uint64_t guard_warn_skipped; /* refusals not logged since the last line */
 	bool lanes_mode;
 	/* local mode */
 	struct fg_slots slots;

@@ -476,6 +476,14 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	counter(&b, "slots_flushed_total", "open slots freed by a model epoch change (not expired: the key reopens)",
 		slots_flushed(e, m->b));
 	counter(&b, "canonical_total", "canonical reports received over TLS", e->st.canonical);
+	fam(&b, "canonical_refused_total", "counter", "canonical reports refused by their source (issue 14)");
+	sb_printf(&b, "fanogate_canonical_refused_total{reason=\"source\"} %llu\n",
+		  (unsigned long long)e->st.canon_refused_source);
+	counter(&b, "conflicts_unmapped_total",
+		"conflicting duplicates that moved nothing: sender not mapped to the line's points", e->st.conflicts_unmapped);
+	counter(&b, "epoch_held_total", "conflicts that did not advance the model epoch: [shadow] epoch_min_interval_ms",
+		e->st.epoch_held_rate);
+	counter(&b, "epoch_storms_total", "epoch storms (alerted once each, lines held in shadow)", e->st.epoch_storms);
 	counter(&b, "lane_full_total", "frames refused: the lane to the lcore was full (dataplane mode)",
 		e->st.lane_full);
 	counter(&b, "lane_pool_empty_total", "frames refused: no lane buffer free (dataplane mode)", e->st.pool_empty);

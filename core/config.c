@@ -42,6 +42,7 @@ enum ktype {
 	KT_ADDR_OFF, /* struct fg_addr, or "off" */
 	KT_PREFIXES, /* [udp] allow */
 	KT_POINT_PREFIXES, /* [points] eN; off = point index 0..6 */
+	KT_CANON_PREFIXES, /* [shadow] canonical_sources */
 	KT_RULE,     /* [rules] default */
 	KT_LAYER_RULE,
 	KT_LINE_STATE,
@@ -160,6 +161,11 @@ static const struct ckey config_keys[] = {
 	{{"points", "peer_timeout_ms", "uint", "3000", "1..600000", "a point with prefixes is live while a datagram from one of them came within this long"},
 	 KT_U32, OFF(peer_timeout_ms), 0, 1, 600000},
 
+	{{"shadow", "canonical_sources", "prefixes", "", "comma list of IPv4/IPv6 prefixes, at most 8", "UDP sources (the coordinator) whose canonical reports the shadow audit believes; empty: canonical reports only over TLS from peers with the coordinator role, every UDP report refused"},
+	 KT_CANON_PREFIXES, 0, 0, 0, 0},
+	{{"shadow", "epoch_min_interval_ms", "uint", "1000", "1..3600000", "conflicting duplicates advance the model epoch (and flush every shard) at most once per this; more is a storm: alerted once, lines held in shadow, no flush"},
+	 KT_U32, OFF(epoch_min_interval_ms), 0, 1, 3600000},
+
 	{{"dataplane", "profile", "string", "af_xdp", "a drivers-config profile name or path", "how DPDK gets packets (drivers-config/)"},
 	 KT_STR, OFF(dp_profile), SZ(dp_profile), 0, 0},
 	{{"dataplane", "lcores", "uint", "1", "1..128", "poll lcores; lcore i owns slot shard i"},
@@ -242,7 +248,7 @@ static const struct ckey config_keys[] = {
 #define N_KEYS FG_ARRAY_LEN(config_keys)
 
 static const char *const config_sections[] = {
-	"model", "bands", "wire", "rules", "slots", "lines", "udp", "consumers", "points", "dataplane", "tls", "audit", "operator", "metrics", "daemon", "cluster",
+	"model", "bands", "wire", "rules", "slots", "lines", "udp", "consumers", "points", "shadow", "dataplane", "tls", "audit", "operator", "metrics", "daemon", "cluster",
 };
 
 size_t fg_config_key_count(void)
@@ -295,6 +301,8 @@ void fg_config_default(struct fg_config *c)
 	c->policy.promote_count = 64;
 	c->policy.promote_ns = 10000ull * 1000000ull;
 	c->shadow_sample = 0.01;
+	c->n_canon_src = 0;
+	c->epoch_min_interval_ms = 1000;
 	c->udp_port = 4242;
 	c->udp_raw_port = 0;
 	c->mtu = 1472;
@@ -856,10 +864,12 @@ static int config_handler(void *user, const char *section, const char *name, con
 		break;
 	}
 	case KT_PREFIXES:
-	case KT_POINT_PREFIXES: {
+	case KT_POINT_PREFIXES:
+	case KT_CANON_PREFIXES: {
 		char list[FG_CONFIG_LINE_MAX + 1];
 		struct fg_prefix tmp[FG_ALLOW_MAX];
-		unsigned n = 0, max = k->t == KT_PREFIXES ? FG_ALLOW_MAX : FG_POINT_PREFIX_MAX;
+		unsigned n = 0, max = k->t == KT_PREFIXES ? FG_ALLOW_MAX
+				    : k->t == KT_CANON_PREFIXES ? FG_CANON_SRC_MAX : FG_POINT_PREFIX_MAX;
 		snprintf(list, sizeof(list), "%s", value);
 		for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 			while (*tok == ' ' || *tok == '\t')
@@ -880,6 +890,9 @@ static int config_handler(void *user, const char *section, const char *name, con
 		if (k->t == KT_PREFIXES) {
 			memcpy(c->allow, tmp, n * sizeof(tmp[0]));
 			c->n_allow = n;
+		} else if (k->t == KT_CANON_PREFIXES) {
+			memcpy(c->canon_src, tmp, n * sizeof(tmp[0]));
+			c->n_canon_src = n;
 		} else {
 			memcpy(c->point_prefix[k->off], tmp, n * sizeof(tmp[0]));
 			c->n_point_prefix[k->off] = (uint8_t)n;

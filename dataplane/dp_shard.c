@@ -31,6 +31,18 @@
 #include "dp_reply.h"
 #include "dp_shard.h"
 
+/* The source a control-plane message names (attribution: cp_epoch_guard.h). */
+static struct fg_bm_src bm_src(const struct dp_xfer *from)
+{
+	struct fg_bm_src s = {.family = 0};
+	if (from) {
+		memcpy(s.addr, from->peer.addr, sizeof(s.addr));
+		s.port = from->peer.port;
+		s.family = from->peer.family;
+	}
+	return s;
+}
+
 static void on_outcome(struct dp_lcore *lc, const struct fg_seed *seed, const struct fg_slot_result *res,
 		       const struct fg_status *st, const struct dp_xfer *from, uint64_t now)
 {
@@ -55,7 +67,8 @@ static void on_outcome(struct dp_lcore *lc, const struct fg_seed *seed, const st
 						.layer = seed ? seed->dst_layer : 0,
 						.token_seq = seed ? seed->token_seq : 0,
 						.epoch = res->epoch,
-						.t_ns = now}};
+						.t_ns = now,
+						.src = bm_src(from)}};
 		lc->env->io->report(lc, &m);
 		break;
 	}
@@ -90,7 +103,7 @@ static void on_outcome(struct dp_lcore *lc, const struct fg_seed *seed, const st
  * its fingerprint, computed here once (the control plane does not hash
  * it again), and for a FULL report its body (the audit keeps it to locate
  * a divergence). */
-static void canonical_report(struct dp_lcore *lc, const struct fg_canon *c, uint64_t now)
+static void canonical_report(struct dp_lcore *lc, const struct fg_canon *c, const struct dp_xfer *from, uint64_t now)
 {
 	union fg_bmsg m = {.canonical = {.kind = FG_BM_CANONICAL,
 					 .canon_kind = (uint8_t)c->kind,
@@ -100,7 +113,8 @@ static void canonical_report(struct dp_lcore *lc, const struct fg_canon *c, uint
 					 .seq_len = c->seq_len,
 					 .fingerprint = c->digest,
 					 .body = {.buf = FG_BUF_NONE},
-					 .t_ns = now}};
+					 .t_ns = now,
+					 .src = bm_src(from)}};
 	if (c->kind != FG_CANON_FULL) {
 		lc->env->io->report(lc, &m);
 		return;
@@ -139,7 +153,7 @@ static int shard_decoded(struct dp_lcore *lc, const uint8_t *frame, uint32_t len
 	if (r->band == FG_BAND_CANONICAL) {
 		dp_lc_count(lc, FG_C_CANONICAL, 1);
 		if (from) {
-			canonical_report(lc, &r->canon, now);
+			canonical_report(lc, &r->canon, from, now);
 			if (lc->env->cfg->send_status)
 				dp_reply_status(lc, from, &r->status);
 		}

@@ -215,6 +215,9 @@ shadow_sample = 1.0
 port = 4242
 ; one port per destination layer (4300 + L), as the fleet addresses stations
 layer_ports = $LAYER_PORTS
+[shadow]
+; the demo fleet's coordinator may send canonical reports over UDP
+canonical_sources = $FLEET_IP
 [consumers]
 default = $FLEET_IP:5000
 ; the consumer ACKs like the fleet's transport (fanofleet --consumer-acks fleet)

@@ -30,6 +30,7 @@ struct cp_shadow {
 	uint16_t n_layers;
 	bool peer_auth_any;
 	uint64_t peer_auth_last_ns, peer_auth_pending;
+	uint64_t held_until_ns;  /* epoch storm: lines held in shadow until then (0: never held) */
 	struct cp_shadow_stats st;
 };
 
@@ -315,7 +316,11 @@ static int handle_verdict(struct cp_shadow *sh, struct fg_shadow_verdict *v, uin
 	if (!recorded && v->v.kind != FG_VERDICT_DIVERGENT)
 		return rc;
 	struct fg_line_change chg[FG_LINES];
-	int n = fg_shadow_apply(sh->lines, v, now_ns, chg);
+	int n = 0;
+	if (v->v.kind == FG_VERDICT_CLEAN && cp_shadow_is_held(sh, now_ns))
+		sh->st.clean_held++; /* an epoch storm holds the lines: no window counts toward promotion */
+	else
+		n = fg_shadow_apply(sh->lines, v, now_ns, chg);
 	for (int i = 0; i < n; i++) {
 		uint64_t s = CP_SHADOW_NO_SEQ;
 		if (record_change(sh, &chg[i], "audit", &s) == 0)
@@ -381,6 +386,12 @@ int cp_shadow_on_canonical(struct cp_shadow *sh, const struct fg_canon *c, uint3
 int cp_shadow_on_conflict(struct cp_shadow *sh, uint32_t token_seq, uint16_t dst_layer, uint8_t line,
 			  uint32_t epoch, uint64_t now_ns, uint64_t *seq)
 {
+	return cp_shadow_on_conflict_from(sh, token_seq, dst_layer, line, epoch, NULL, now_ns, seq);
+}
+
+int cp_shadow_on_conflict_from(struct cp_shadow *sh, uint32_t token_seq, uint16_t dst_layer, uint8_t line,
+			       uint32_t epoch, const char *src, uint64_t now_ns, uint64_t *seq)
+{
 	if (sh->failed)
 		return -EIO;
 	if (line >= FG_LINES)
@@ -395,7 +406,8 @@ int cp_shadow_on_conflict(struct cp_shadow *sh, uint32_t token_seq, uint16_t dst
 	uint64_t last = CP_SHADOW_NO_SEQ;
 	int arc = append(sh, FG_AREC_CONFLICT, &p, &last);
 	char why[FG_AUDIT_WHY_MAX];
-	snprintf(why, sizeof(why), "conflicting duplicate token %u layer %u epoch %u", token_seq, dst_layer, epoch);
+	snprintf(why, sizeof(why), "conflicting duplicate token %u layer %u epoch %u%s%s", token_seq, dst_layer, epoch,
+		 src ? " from " : "", src ? src : "");
 	struct fg_line_change chg;
 	/* Demote even when the record could not be written: the safe direction. */
 	if (fg_line_apply(sh->lines, line, FG_LEV_CONFLICT, now_ns, FG_UID_AUDIT, 0, why, &chg) == 1) {
@@ -411,10 +423,60 @@ int cp_shadow_on_conflict(struct cp_shadow *sh, uint32_t token_seq, uint16_t dst
 	ev.token_seq = token_seq;
 	ev.dst_layer = dst_layer;
 	ev.epoch = epoch;
+	ev.peer = src;
 	ev.audit_seq = arc == 0 ? (int64_t)last : -1;
 	(void)cp_alert_raise(sh->alert, &ev, now_ns);
 	if (arc < 0)
 		return arc;
+	*seq = last;
+	return 1;
+}
+
+bool cp_shadow_is_held(const struct cp_shadow *sh, uint64_t now_ns)
+{
+	return sh->held_until_ns && now_ns < sh->held_until_ns;
+}
+
+int cp_shadow_on_epoch_storm(struct cp_shadow *sh, bool began, const char *why, uint64_t hold_ns, uint64_t now_ns,
+			     uint64_t *seq)
+{
+	bool was_held = cp_shadow_is_held(sh, now_ns);
+	sh->held_until_ns = now_ns + hold_ns;
+	if (!sh->held_until_ns)
+		sh->held_until_ns = 1;
+	if (was_held && !began)
+		return sh->failed ? -EIO : 0;
+	/* A new hold: every active line to shadow (recorded, the safe
+	 * direction even when the record fails), one page. */
+	sh->st.storms++;
+	uint64_t last = CP_SHADOW_NO_SEQ;
+	int rc = 0;
+	for (unsigned i = 0; i < FG_LINES; i++) {
+		if (sh->lines->line[i].base != FG_LINE_ACTIVE)
+			continue;
+		struct fg_line_change chg;
+		if (fg_line_apply(sh->lines, i, FG_LEV_OP_SHADOW, now_ns, FG_UID_AUDIT, 0, why ? why : "epoch storm",
+				  &chg) != 1)
+			continue;
+		uint64_t s = CP_SHADOW_NO_SEQ;
+		int r = sh->failed ? -EIO : record_change(sh, &chg, "audit", &s);
+		if (r == 0)
+			last = s;
+		else
+			rc = r;
+		lines_changed(sh, &chg, s);
+	}
+	struct cp_alert_event ev;
+	cp_alert_event_init(&ev, "epoch_storm");
+	ev.reason = why;
+	ev.audit_seq = last != CP_SHADOW_NO_SEQ ? (int64_t)last : -1;
+	(void)cp_alert_raise(sh->alert, &ev, now_ns);
+	if (sh->failed)
+		return -EIO;
+	if (rc < 0)
+		return rc;
+	if (last == CP_SHADOW_NO_SEQ)
+		return 0;
 	*seq = last;
 	return 1;
 }

@@ -15,6 +15,10 @@
  *   cp_shadow_on_resolved(...)    a slot resolved (seed view incl. body)
  *   cp_shadow_on_canonical(...)   a canonical report arrived
  *   cp_shadow_on_conflict(...)    the slot engine reported FG_O_CONFLICT
+ *                                 (_from: with its sender named)
+ *   cp_shadow_on_epoch_storm(...) conflicts came faster than the epoch may
+ *                                 move (control/cp_epoch_guard.h): alert once,
+ *                                 hold every line in shadow for hold_ns
  *   cp_shadow_line_op(...)        an operator command (applies + audits), or
  *   cp_shadow_on_line_change(...) audit a change the daemon applied itself
  *   cp_shadow_on_epoch_change(...), cp_shadow_on_peer_auth_failure(...)
@@ -106,6 +110,22 @@ FG_MUST_CHECK int cp_shadow_on_canonical(struct cp_shadow *sh, const struct fg_c
 					 uint64_t now_ns, uint64_t *seq);
 FG_MUST_CHECK int cp_shadow_on_conflict(struct cp_shadow *sh, uint32_t token_seq, uint16_t dst_layer,
 					uint8_t line, uint32_t epoch, uint64_t now_ns, uint64_t *seq);
+/* The same, src naming the sender ("udp 10.0.0.2:4000", "tls"; NULL: not
+ * known): it goes into the demotion's why (the LINE record) and the alert. */
+FG_MUST_CHECK int cp_shadow_on_conflict_from(struct cp_shadow *sh, uint32_t token_seq, uint16_t dst_layer,
+					     uint8_t line, uint32_t epoch, const char *src, uint64_t now_ns,
+					     uint64_t *seq);
+/* An epoch storm (control/cp_epoch_guard.h rule 3). began, or no hold in
+ * force: every ACTIVE line is demoted to SHADOW (each change recorded with
+ * why) and one "epoch_storm" alert is raised with why as its reason. Every
+ * call holds the lines until now_ns + hold_ns: while held, clean verdicts
+ * are recorded but promote nothing. Returns 1 with *seq (last record) when
+ * something was recorded, 0 when the hold was only extended, or -errno as
+ * the other on_* calls. */
+FG_MUST_CHECK int cp_shadow_on_epoch_storm(struct cp_shadow *sh, bool began, const char *why, uint64_t hold_ns,
+					   uint64_t now_ns, uint64_t *seq);
+/* Whether an epoch storm holds the lines in shadow at now_ns. */
+bool cp_shadow_is_held(const struct cp_shadow *sh, uint64_t now_ns);
 /* Apply an operator event (FG_LEV_OP_*) to a line and audit it. Returns 1
  * with *seq when the state changed and was recorded, 0 when nothing changed,
  * -EALREADY/-EINVAL from fg_line_apply, -EIO/-ENOBUFS from the log (the
@@ -135,6 +155,8 @@ struct cp_shadow_stats {
 	uint64_t canon_not_sampled; /* canonical reports dropped: their seed is not audited */
 	uint64_t conflicts, line_changes, peer_auth_failures, promotions, demotions;
 	uint64_t peer_auth_suppressed; /* not recorded: more than one per 100 ms */
+	uint64_t storms;            /* epoch storms that demoted and alerted (holds begun) */
+	uint64_t clean_held;        /* clean verdicts that promoted nothing: a storm held the lines */
 	uint64_t append_failed;     /* records not taken, plus those lost_at_failure */
 	uint64_t lost_at_failure;   /* appended but never durable: the log failed under them */
 	bool damaged;               /* started failed closed on a damaged log */

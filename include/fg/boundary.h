@@ -102,6 +102,15 @@ struct fg_bm_body {
 	uint32_t len; /* bytes used, from the buffer's start */
 };
 
+/* Where a datagram came from (attribution of canonical reports and
+ * conflicts). family 0: not a UDP datagram (a frame from the control plane). */
+struct fg_bm_src {
+	uint8_t addr[16];       /* IPv4 in the first 4 bytes */
+	uint16_t port;          /* UDP source port */
+	uint8_t family;         /* 4, 6, or 0 */
+	uint8_t pad[5];
+};
+
 struct fg_bm_contrib {      /* FG_BM_CONTRIB */
 	uint8_t kind;
 	uint8_t band;           /* enum fg_band the control plane classified (SEED, CANONICAL, or STATUS when it did not) */
@@ -152,6 +161,7 @@ struct fg_bm_canonical {    /* FG_BM_CANONICAL */
 	uint64_t fingerprint;   /* DIGEST: as sent; FULL: XXH3-64 of the body, computed on the lcore */
 	struct fg_bm_body body; /* FULL: the canonical body, pool dp2cp; DIGEST: none */
 	uint64_t t_ns;
+	struct fg_bm_src src;   /* the UDP source it came from (the control plane decides whether it may report) */
 };
 
 struct fg_bm_conflict {     /* FG_BM_CONFLICT */
@@ -162,6 +172,8 @@ struct fg_bm_conflict {     /* FG_BM_CONFLICT */
 	uint32_t epoch;         /* the shard table's epoch after its own advance */
 	uint32_t pad;
 	uint64_t t_ns;
+	struct fg_bm_src src;   /* who sent the conflicting duplicate: a UDP source, or family 0 (a frame the
+				 * control plane handed over: TLS) */
 };
 
 struct fg_bm_expired {      /* FG_BM_EXPIRED */
@@ -203,8 +215,9 @@ _Static_assert(sizeof(struct fg_bm_contrib) == 32, "fg_bm_contrib");
 _Static_assert(sizeof(struct fg_bm_flush) == 16, "fg_bm_flush");
 _Static_assert(sizeof(struct fg_bm_outcome) == 40, "fg_bm_outcome");
 _Static_assert(sizeof(struct fg_bm_resolved) == 48, "fg_bm_resolved");
-_Static_assert(sizeof(struct fg_bm_canonical) == 40, "fg_bm_canonical");
-_Static_assert(sizeof(struct fg_bm_conflict) == 24, "fg_bm_conflict");
+_Static_assert(sizeof(struct fg_bm_src) == 24, "fg_bm_src");
+_Static_assert(sizeof(struct fg_bm_canonical) == 64, "fg_bm_canonical");
+_Static_assert(sizeof(struct fg_bm_conflict) == 48, "fg_bm_conflict");
 _Static_assert(sizeof(struct fg_bm_expired) == 24, "fg_bm_expired");
 _Static_assert(sizeof(struct fg_bm_peer) == 32, "fg_bm_peer");
 _Static_assert(sizeof(union fg_bmsg) == 64, "one ring element is one cache line");

@@ -35,6 +35,7 @@
 #define FG_STATIC_NEIGH_MAX 16 /* [dataplane] neighbours */
 #define FG_CONSUMERS_MAX FG_MAX_LAYERS
 #define FG_POINT_PREFIX_MAX 8 /* [points] prefixes per point */
+#define FG_CANON_SRC_MAX 8    /* [shadow] canonical_sources prefixes */
 
 /* An address prefix for the UDP source allowlist (IPv4 or IPv6). */
 struct fg_prefix {
@@ -107,6 +108,11 @@ struct fg_config {
 	enum fg_line_state line_initial[FG_LINES]; /* default shadow for every line */
 	struct fg_line_policy policy;             /* auto_promote off, 64 clean, 10 s */
 	double shadow_sample;                     /* fraction of active-line seeds audited, default 0.01 */
+	/* [shadow] (issue 14 item 3; control/cp_epoch_guard.h) */
+	struct fg_prefix canon_src[FG_CANON_SRC_MAX]; /* canonical_sources: UDP sources whose canonical
+						       * reports are believed; none (default): UDP reports refused */
+	unsigned n_canon_src;
+	uint32_t epoch_min_interval_ms;           /* conflict-driven epoch advances at most one per this, default 1000 */
 	/* [udp] */
 	uint16_t udp_port;      /* fragmented profile, default 4242 */
 	uint16_t udp_raw_port;  /* raw profile, 0 = off (default) */

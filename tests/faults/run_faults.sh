@@ -124,7 +124,10 @@ path = $TMP/audit.log
 [operator]
 socket = $TMP/op.sock
 [metrics]
-listen = off"
+listen = off
+[shadow]
+; the fleet's coordinator sends canonical reports over UDP (--canonical-via udp)
+canonical_sources = ${NET}0/24"
 fg_dlv_ini "$([ "$DEADLINE" = default ] || echo "deadline_ms = $DEADLINE")" "" "" "$MORE"
 if [ $DAEMON = 1 ]; then
 	fg_dlv_env

@@ -361,11 +361,13 @@ mtu = 1472
 ack_interval_ms = 20
 reasm_timeout_ms = 250
 allow = %s0/24
+[shadow]
+canonical_sources = %s0/24
 [consumers]
 default = %s:17000
 [dataplane]
 lcores = 1
-""" % (NET, NS_IP)
+""" % (NET, NET, NS_IP)
     if os.environ.get("SOAK_SECCOMP"):   # on (the default), log, off: see the report on LSan and seccomp
         extra += "[daemon]\nseccomp = %s\n" % os.environ["SOAK_SECCOMP"]
     led, uled = sl.Ledger(), UdpLedger()

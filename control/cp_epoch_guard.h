@@ -1,0 +1,71 @@
+/* cp_epoch_guard.h - who the control plane believes about fleet-wide
+ * events: canonical reports and model epoch advances (issue 14 item 3).
+ *
+ * Owns three rules, each a pure decision (no I/O, no logging: the caller,
+ * control/cp_engine.c, logs and audits with the source this file names):
+ *  1. a canonical report received over UDP counts only when its source lies
+ *     in [shadow] canonical_sources (default: none, so a spoofed datagram
+ *     never reaches the shadow audit); reports over TLS are judged by the
+ *     listener (cp_http.c / cp_ws.c: the coordinator role);
+ *  2. a conflicting duplicate advances the model epoch only when its
+ *     sender is attributed to the conflicting line: a UDP source inside the
+ *     [points] prefixes of one of the line's three points, or a frame that
+ *     came over TLS (family 0: the listener authenticated it). Anything
+ *     else is "unmapped": counted and logged, no epoch advance, no line
+ *     change, no page;
+ *  3. attributed advances are rate-limited to one per
+ *     [shadow] epoch_min_interval_ms. A conflict inside the interval is a
+ *     storm: the first one of a storm says so (storm_began: the caller
+ *     alerts once and holds the lines in shadow), the rest are only
+ *     counted. The storm ends after CP_EPOCH_STORM_QUIET intervals without
+ *     a held conflict.
+ *
+ * Who may call: the loop thread only (single writer). */
+#ifndef CP_EPOCH_GUARD_H
+#define CP_EPOCH_GUARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg/boundary.h"
+#include "fg/config.h"
+
+/* A storm ends after this many quiet intervals. */
+#define CP_EPOCH_STORM_QUIET 10u
+
+enum cp_epoch_verdict {
+	CP_EPOCH_ADVANCE = 0,  /* move the epoch, flush every shard */
+	CP_EPOCH_HELD_UNMAPPED,/* the sender is not attributed to the line: nothing moves */
+	CP_EPOCH_HELD_RATE,    /* attributed, but inside the interval: a storm, nothing is flushed */
+};
+
+struct cp_epoch_guard {
+	uint64_t min_ns;       /* [shadow] epoch_min_interval_ms */
+	uint64_t last_ns;      /* last advance (valid when any) */
+	uint64_t storm_last_ns;/* last held conflict of the current storm */
+	bool any, storm;
+	/* accounting, monotonic */
+	uint64_t advanced, held_rate, held_unmapped, storms;
+};
+
+/* min_interval_ms from cfg (0 = 1000). g is caller-owned storage. */
+void cp_epoch_guard_init(struct cp_epoch_guard *g, const struct fg_config *cfg);
+
+/* Rule 1: may this UDP source (family 4/6) report canonical frames?
+ * A message with family 0 (not from UDP) is never refused here. */
+bool cp_epoch_guard_canon_source_ok(const struct fg_config *cfg, const struct fg_bm_src *src);
+
+/* Rule 2: is src attributed to line (0..6)? family 0 (TLS) always is. */
+bool cp_epoch_guard_is_mapped(const struct fg_config *cfg, const struct fg_bm_src *src, unsigned line);
+
+/* Rules 2 and 3 for one conflict at now_ns. *storm_began is set true only
+ * for the first held conflict of a storm. */
+enum cp_epoch_verdict cp_epoch_guard_judge(struct cp_epoch_guard *g, bool mapped, uint64_t now_ns,
+					   bool *storm_began);
+
+/* "udp 10.1.2.3:4000", "udp [fd00::1]:4000" or "tls" into buf (always
+ * terminated). */
+void cp_epoch_src_name(const struct fg_bm_src *src, char *buf, size_t len);
+
+#endif
