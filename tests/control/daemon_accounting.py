@@ -23,7 +23,6 @@ Every figure is a difference of two scrapes of /metrics."""
 import asyncio
 import json
 import re
-import time
 import urllib.request
 
 import websockets
@@ -31,6 +30,7 @@ import websockets
 import os
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.wait import until  # noqa: E402
 from fgtest.harness import (OUTCOMES, STATUS_STREAM, TOKEN, Daemon, canonical, check, hdr, http, parse_frames,
                         parse_status, seed)
 
@@ -125,12 +125,13 @@ def scenario(d, mode):
     check(outs == 0, f"{mode}: no slot outcome for malformed input ({outs})")
 
     asyncio.run(ws_part(d, mode))
-    deadline = time.time() + 5
-    while True:  # lanes mode: the last outcome may still be on its way
-        m2 = metrics(d)
-        if delta(m2, m1, "fanogate_tls_frames_total") == len(WS_MSGS) + 1 or time.time() > deadline:
-            break
-        time.sleep(0.05)
+    m2 = {}
+
+    def counted():  # lanes mode: the last outcome may still be on its way
+        m2.clear()
+        m2.update(metrics(d))
+        return delta(m2, m1, "fanogate_tls_frames_total") == len(WS_MSGS) + 1
+    until(counted, 5)
     for what, msg, reason in WS_MSGS:
         check(malformed(m2, m1, reason) == 1, f"{mode}: wss {what} counted under {reason}")
     check(delta(m2, m1, "fanogate_tls_frames_total") == len(WS_MSGS) + 1,

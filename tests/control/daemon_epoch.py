@@ -16,12 +16,12 @@ import os
 import re
 import subprocess
 import sys
-import time
 import urllib.request
 
 import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.wait import until  # noqa: E402
 from fgtest.harness import (OUTCOMES, SKIP, STATUS_STREAM, TOKEN, Daemon, check, http, parse_frames, parse_status,
                         reduce_pair_x, resolved_frame, seed)
 
@@ -129,12 +129,13 @@ def scenario(d, fanoctl, mode):
     asyncio.run(over_wss(d, mode, e0 + 1))
     # 0/10 (first conflict) and 2/20 (second) were open: two flushed;
     # 2/12 was open at the second conflict too: three. None expired.
-    deadline = time.time() + 5
-    while True:
-        m = metrics(d)
-        if m.get("fanogate_slots_flushed_total") == 3 or time.time() > deadline:
-            break
-        time.sleep(0.05)
+    m = {}
+
+    def flushed():
+        m.clear()
+        m.update(metrics(d))
+        return m.get("fanogate_slots_flushed_total") == 3
+    until(flushed, 5)
     check(m.get("fanogate_slots_flushed_total") == 3,
           f"{mode}: fanogate_slots_flushed_total = 3 (0/10, 2/12, 2/20): {m.get('fanogate_slots_flushed_total')}")
     check(m.get("fanogate_slots_expired_total") == 0, f"{mode}: flushed slots are not counted as expired")
@@ -147,14 +148,14 @@ def scenario(d, fanoctl, mode):
         dpe = sum(v for k, v in m.items() if k.startswith("fanogate_dp_slots_expired_total{"))
         check(dp == 3 and dpe == 0, f"{mode}: the lcores count them as flushed ({dp}), not expired ({dpe})")
     st, h, b = http(d, "GET", "/healthz", token=None)
-    deadline = time.time() + 5
-    while True:
+    ep, cf = [], []
+
+    def recorded():
         recs = audit_records(fanoctl, f"{d.dir}/audit.log")
-        ep = [r for r in recs if r["type"] == "epoch"]
-        cf = [r for r in recs if r["type"] == "conflict"]
-        if (len(ep) >= 2 and len(cf) >= 2) or time.time() > deadline:
-            break
-        time.sleep(0.1)
+        ep[:] = [r for r in recs if r["type"] == "epoch"]
+        cf[:] = [r for r in recs if r["type"] == "conflict"]
+        return len(ep) >= 2 and len(cf) >= 2
+    until(recorded, 5)
     check(any(r["from"] == e0 and r["to"] == e0 + 1 for r in ep),
           f"{mode}: audit log has the epoch change {e0} -> {e0 + 1}: {ep}")
     check(any(r["from"] == e0 + 1 and r["to"] == e0 + 2 for r in ep),

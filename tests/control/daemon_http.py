@@ -14,6 +14,7 @@ import urllib.request
 
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.wait import until  # noqa: E402
 from fgtest.harness import (TOKEN, TOKEN_CONSUMER, Daemon, canonical, check, hdr, http, http_read_response,
                         reduce_pair_x, resolved_frame, seed)
 
@@ -32,7 +33,7 @@ def expiry():
     with Daemon(deadline_ms=300) as d:
         # expiry: one contribution, wait past the deadline
         st, j = post(d, seed(3, 400, 1, V[1]))
-        time.sleep(d.deadline_ms / 1000 + 0.3)
+        time.sleep(d.deadline_ms / 1000 + 0.3)  # not readiness: waits out the slot deadline under test
         st, j = post(d, seed(3, 400, 3, V[3]))
         check(st == 410 and j["outcome"] == "expired" and not j["ack"], "contribution after the deadline: 410 expired")
         st, h, b = http(d, "GET", "/residual-seed/3/400")
@@ -70,6 +71,9 @@ def main():
             got["r"] = http(d, "GET", "/residual-seed/2/100")
         t = threading.Thread(target=waiter)
         t.start()
+        # Left as a fixed pause: no counter shows a parked GET, so nothing
+        # to poll; were the POST first, the GET would be answered at once
+        # (the same bytes) and only the wake-up path would go untested.
         time.sleep(0.1)
         st, j = post(d, seed(2, 100, 1, V[1]))
         check(st == 200 and j["outcome"] == "accepted" and j["landed"] == (1 << 5) | (1 << 1)
@@ -291,8 +295,16 @@ def limits():
               "idle keep-alive connection closed by the server after idle_timeout_ms, counted (%s)" % idle)
         a.close()
         b.close()
-        time.sleep(0.3)
-        st, _, _ = http(d, "GET", "/healthz", token=None)
+        st = None
+
+        def room():
+            nonlocal st
+            try:
+                st, _, _ = http(d, "GET", "/healthz", token=None)
+            except (ssl.SSLError, ConnectionError, OSError):
+                st = None
+            return st == 200
+        until(room, 5)
         check(st == 200, "room again once the idle connections are gone")
 
 

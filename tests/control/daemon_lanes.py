@@ -94,7 +94,7 @@ def run(lcores):
         st, j = post(d, seed(3, 52, 1, V[1])[:-1])
         check(st == 400 and j["outcome"] == "malformed", "malformed body refused before the lanes")
         st, j = post(d, seed(3, 53, 1, V[1]))
-        time.sleep(d.deadline_ms / 1000 + 0.4)
+        time.sleep(d.deadline_ms / 1000 + 0.4)  # not readiness: waits out the slot deadline under test
         st, h, b = http(d, "GET", "/residual-seed/3/53")
         check(st == 504 and json.loads(b)["error"] == "expired", "EXPIRED message from the lcore: GET 504")
         asyncio.run(ws_part(d))

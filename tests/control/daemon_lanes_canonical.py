@@ -13,11 +13,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.wait import until  # noqa: E402
 from fgtest.harness import SKIP, STATUS_STREAM, TOKEN, OUTCOMES, Daemon, canonical, check, parse_frames, \
     parse_status, reduce_pair_x, seed
 
@@ -60,13 +60,12 @@ def main():
             d.proc.wait()
             sys.exit(SKIP)
         asyncio.run(ws_part(d))
-        deadline = time.time() + 5
         v = {}
-        while time.time() < deadline:
-            v = verdicts(fanoctl, f"{d.dir}/audit.log")
-            if 70 in v and 71 in v:
-                break
-            time.sleep(0.1)
+
+        def both():
+            v.update(verdicts(fanoctl, f"{d.dir}/audit.log"))
+            return 70 in v and 71 in v
+        until(both, 5)
         check(v.get(70) == "clean", f"wss canonical report in lanes mode: clean verdict for 0/70 ({v})")
         check(v.get(71) == "divergent", f"wss wrong canonical report in lanes mode: divergent verdict for 0/71 ({v})")
     print("ok")

@@ -29,6 +29,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.wait import until  # noqa: E402
 from fgtest.harness import SKIP, Daemon, check, fail, http, seed  # noqa: E402
 
 V = [1.0, 2.0, 0.5, -1.0, 0.0, 3.0, 1.5, -2.0]
@@ -248,13 +249,14 @@ def main():
         with open(d.cfg, "w") as f:
             f.write(good.replace("promote_count = 5", "promote_count = 7"))
         d.proc.send_signal(signal.SIGHUP)
-        deadline, pc = time.time() + 10, None
-        while time.time() < deadline:
+        pc = None
+
+        def reloaded():
+            nonlocal pc
             rc, out, _ = ctl("lines", "--json")
             pc = json.loads(out)["policy"]["promote_count"] if rc == 0 else None
-            if pc == 7:
-                break
-            time.sleep(0.1)
+            return pc == 7
+        until(reloaded, 10)
         check(pc == 7 and d.proc.poll() is None, "SIGHUP reloads (promote_count 7), the daemon keeps running")
 
         # ---- audit -------------------------------------------------------------------
@@ -272,12 +274,13 @@ def main():
         rc, out, _ = ctl("audit", "verify", f"{d.dir}/audit.log")
         m = re.search(r"hash ([0-9a-f]{64})", out)
         want = 'fanogate_audit_head_info{hash="%s"}' % (m.group(1) if m else "?")
-        deadline, got = time.time() + 10, None
-        while time.time() < deadline:  # the last records may still be on their way to disk
+        got = None
+
+        def head_is_want():  # the last records may still be on their way to disk
+            nonlocal got
             got = [k for k in parse(scrape(d))[0] if k.startswith("fanogate_audit_head_info")]
-            if got == [want]:
-                break
-            time.sleep(0.1)
+            return got == [want]
+        until(head_is_want, 10)
         check(rc == 0 and got == [want], "audit_head_info hash == the head `fanoctl audit verify` reports")
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/nope", timeout=5)

@@ -10,12 +10,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fgtest.harness import SKIP, TOKEN, Daemon, check, http, seed
+from fgtest.harness import SKIP, TOKEN, Daemon, check, http, seed  # noqa: E402
+from fgtest.wait import until  # noqa: E402
 
 ATTN = "k-attn-token-0123456789abcdef"
 V3 = [0.25] * 8
@@ -27,13 +27,10 @@ def lines(d, fanoctl):
     return {ln["line"]: ln["state"] for ln in json.loads(p.stdout)["lines"]}
 
 
-def wait_for(pred, secs=5):
-    t0 = time.time()
-    while time.time() - t0 < secs:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return pred()
+def attn_peers(d, fanoctl):
+    env = dict(os.environ, FANOCTL_SOCKET=f"{d.dir}/fanoctl.sock")
+    p = subprocess.run([fanoctl, "peers", "--json"], env=env, capture_output=True, text=True, timeout=20)
+    return sum(1 for x in json.loads(p.stdout)["tls_peers"] if x["role"] == "attn" and x["state"] == "websocket")
 
 
 async def connect(d):
@@ -46,12 +43,15 @@ async def scenario(d, fanoctl):
     check(all(s == "shadow" for s in lines(d, fanoctl).values()), "all lines shadow at start")
     a = await connect(d)
     b = await connect(d)
-    await asyncio.sleep(0.2)
+    check(until(lambda: attn_peers(d, fanoctl) == 2, 5), "both attn peers registered")
     await a.close()
+    check(until(lambda: attn_peers(d, fanoctl) == 1, 5), "one attn peer left")
+    # not a readiness wait: proving an absence (e2 must stay up with one
+    # attn peer left), so a bounded look after the close
     await asyncio.sleep(0.3)
     check(all(s == "shadow" for s in lines(d, fanoctl).values()), "one attn peer left: point e2 stays up")
     await b.close()
-    check(wait_for(lambda: all(lines(d, fanoctl)[i] == "degraded" for i in through)),
+    check(until(lambda: all(lines(d, fanoctl)[i] == "degraded" for i in through)),
           f"both attn peers gone: lines 0, 3, 4 degraded: {lines(d, fanoctl)}")
     ls = lines(d, fanoctl)
     check(all(ls[i] == "shadow" for i in range(7) if i not in through), f"the other lines untouched: {ls}")
@@ -59,7 +59,7 @@ async def scenario(d, fanoctl):
     j = json.loads(body)
     check(j["degraded"] and j["shadow_mode"], f"ack of a line-3 contribution: degraded + shadow_mode: {j}")
     c = await connect(d)
-    check(wait_for(lambda: all(lines(d, fanoctl)[i] == "shadow" for i in through)),
+    check(until(lambda: all(lines(d, fanoctl)[i] == "shadow" for i in through)),
           f"an attn peer is back: lines 0, 3, 4 restored: {lines(d, fanoctl)}")
     st, h, body = http(d, "POST", "/residual-seed", seed(0, 901, 3, V3))
     check(not json.loads(body)["degraded"], "ack after the restore: not degraded")
@@ -76,13 +76,16 @@ def main():
         f.write(f"{ATTN} attn\n")
     with d:
         asyncio.run(scenario(d, fanoctl))
-        time.sleep(0.3)
-        p = subprocess.run([fanoctl, "audit", "tail", "--json", "-n", "1000", f"{d.dir}/audit.log"],
-                           capture_output=True, text=True, timeout=20)
-        recs = [json.loads(x) for x in p.stdout.splitlines() if x.strip().startswith("{")]
-        ch = [r for r in recs if r["type"] == "line" and r["line"] in (0, 3, 4)]
-        down = {r["line"] for r in ch if r["to"] == "degraded"}
-        up = {r["line"] for r in ch if r["from"] == "degraded"}
+
+        def changes():
+            p = subprocess.run([fanoctl, "audit", "tail", "--json", "-n", "1000", f"{d.dir}/audit.log"],
+                               capture_output=True, text=True, timeout=20)
+            recs = [json.loads(x) for x in p.stdout.splitlines() if x.strip().startswith("{")]
+            ch = [r for r in recs if r["type"] == "line" and r["line"] in (0, 3, 4)]
+            return ch, {r["line"] for r in ch if r["to"] == "degraded"}, {r["line"] for r in ch if r["from"] == "degraded"}
+        # the line changes reach the log through the audit thread: bounded poll
+        until(lambda: changes()[1:] == ({0, 3, 4}, {0, 3, 4}), 5)
+        ch, down, up = changes()
         check(down == {0, 3, 4} and up == {0, 3, 4}, f"audit log: lines 0, 3, 4 degraded and restored: {ch}")
     print("ok")
 

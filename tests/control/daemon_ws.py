@@ -10,13 +10,13 @@ import asyncio
 import socket
 import ssl
 import struct
-import time
 
 import websockets
 
 import os
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.wait import until_async  # noqa: E402
 from fgtest.harness import (STATUS_STREAM, TOKEN, TOKEN_CONSUMER, Daemon, OUTCOMES, check, hdr, parse_frames,
                         parse_status, reduce_pair_x, resolved_frame, seed)
 
@@ -182,7 +182,8 @@ async def slow_consumer(d):
     async with connect(d, "?status=0") as tx:
         for k in range(40):  # 40 x 16 slots x 4 KiB seeds = 2.5 MiB offered
             await tx.send(b"".join(seed(0, 1000 + k * 16 + j, ln, big) for j in range(16) for ln in (1, 3, 5)))
-        await asyncio.sleep(0.5)
+        # the daemon drops the session (and logs it) once its queue is full
+        await until_async(lambda: "slow consumer" in d.log(), 5)
         # The session is dropped; read what was queued until the close frame.
         s.settimeout(5)
         data = b""

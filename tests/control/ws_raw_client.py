@@ -243,7 +243,7 @@ def truncated_then_eof(cfg):
     check(c.status == 101, "truncated frame: upgraded")
     f = frame(0x82, aeon_seed(0, 8, 1, cfg.hidden))
     c.send(f[: len(f) // 2])
-    time.sleep(0.1)
+    time.sleep(0.1)  # not readiness: the half frame and the EOF arrive as two events
     c.close()
     normal_client(cfg, "truncated frame + EOF")
 

@@ -13,7 +13,7 @@ from fgtest.checks import fail, skip
 POLL_S = 0.02
 
 
-def until(pred, timeout, interval=POLL_S):
+def until(pred, timeout=5, interval=POLL_S):
     """Call pred() every interval seconds until it returns a true value
     (returned) or timeout seconds pass (returns the last false value).
     The poll of a condition with a bound, not a wait for a time."""
@@ -49,3 +49,14 @@ def within(pred, secs, what):
     if not until(pred, secs):
         fail(f"not within {secs} s: {what}")
     return time.monotonic() - t0
+
+
+async def until_async(pred, timeout=5, interval=POLL_S):
+    """until() for asyncio code: the event loop keeps running between polls."""
+    import asyncio
+    end = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v or time.monotonic() >= end:
+            return v
+        await asyncio.sleep(interval)  # the poll interval; what is waited for is pred
