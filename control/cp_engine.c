@@ -252,7 +252,8 @@ static void on_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq,
 static int local_submit(struct cp_engine *e, const struct fg_frame *f, int32_t bound, uint64_t cookie)
 {
 	struct fg_ingest_ctx ctx = {.bands = &e->bands, .limits = &e->limits, .lines = cp_engine_linefacts(e),
-				    .layer_bound = bound >= 0, .bound_layer = bound >= 0 ? (uint16_t)bound : 0};
+				    .layer_bound = bound >= 0, .bound_layer = bound >= 0 ? (uint16_t)bound : 0,
+				    .serves = e->cfg && e->cfg->cluster.node[0] ? e->cfg->cluster.serves : NULL};
 	struct fg_ingest_result res;
 	memset(&res, 0, sizeof(res));
 	int r = fg_ingest_frame(&e->slots, &ctx, f, cp_now_ns(), &res);

@@ -244,6 +244,10 @@ static const struct ckey config_keys[] = {
 	 KT_U32, OFF(cluster.lease_ttl_s), 0, 1, 60},
 	{{"cluster", "timeout_ms", "uint", "1000", "50..60000", "an etcd request slower than this fails and the next endpoint is tried"},
 	 KT_U32, OFF(cluster.timeout_ms), 0, 50, 60000},
+	{{"cluster", "keepalive_ms", "uint", "0", "0, or 50..60000 and shorter than lease_ttl_s", "how often this node renews its lease; 0: a third of lease_ttl_s (shorter: a killed node is seen gone sooner, within lease_ttl_s - keepalive_ms .. lease_ttl_s + etcd's 500 ms expiry check)"},
+	 KT_U32, OFF(cluster.keepalive_ms), 0, 0, 60000},
+	{{"cluster", "lost_after_ms", "uint", "3000", "100..600000", "etcd counts as lost (every line held in shadow) when no request succeeded for this long (or at once when every endpoint refuses); longer than an etcd leader election"},
+	 KT_U32, OFF(cluster.lost_after_ms), 0, 100, 600000},
 };
 #define N_KEYS FG_ARRAY_LEN(config_keys)
 
@@ -339,6 +343,7 @@ void fg_config_default(struct fg_config *c)
 	snprintf(c->cluster.prefix, sizeof(c->cluster.prefix), "/fanogate/");
 	c->cluster.lease_ttl_s = 3;
 	c->cluster.timeout_ms = 1000;
+	c->cluster.lost_after_ms = 3000;
 }
 
 /* ---- value parsers (no side effects on failure) ------------------------ */
@@ -1106,6 +1111,12 @@ static void cluster_validate(struct pstate *ps)
 		fail(ps, first_line(key_line(ps, "cluster", "timeout_ms"), key_line(ps, "cluster", "lease_ttl_s")),
 		     "[cluster] timeout_ms = %u: not shorter than lease_ttl_s (%u s); a keepalive could never arrive in time",
 		     k->timeout_ms, k->lease_ttl_s);
+		return;
+	}
+	if (k->keepalive_ms && (k->keepalive_ms < 50 || k->keepalive_ms >= k->lease_ttl_s * 1000ull)) {
+		fail(ps, key_line(ps, "cluster", "keepalive_ms"),
+		     "[cluster] keepalive_ms = %u: 0, or 50 ms up to less than lease_ttl_s (%u s)", k->keepalive_ms,
+		     k->lease_ttl_s);
 		return;
 	}
 }

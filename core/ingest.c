@@ -207,6 +207,11 @@ int fg_ingest_classified(struct fg_slots *s, const struct fg_ingest_ctx *ctx, co
 		return -out->reason;
 	}
 	out->band = c->band;
+	if ((out->band == FG_BAND_SEED || out->band == FG_BAND_CANONICAL) && !fg_ingest_serves(ctx, layer)) {
+		/* [cluster] layers: another node of the fleet serves it */
+		status_malformed(ctx, f, layer, -FG_R_LAYER_NOT_SERVED, out);
+		return -out->reason;
+	}
 	if (out->band == FG_BAND_CANONICAL) {
 		rc = fg_canon_decode(f, layer, ctx->limits, &out->canon);
 		if (rc < 0) {

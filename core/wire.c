@@ -56,6 +56,7 @@ static const char *const reason_names[FG_R__COUNT] = {
 	[FG_R_BAD_FLAGS] = "bad_flags",
 	[FG_R_STATUS_FIELD] = "status_field",
 	[FG_R_LAYER_MISMATCH] = "layer_mismatch",
+	[FG_R_LAYER_NOT_SERVED] = "layer_not_served",
 };
 
 const char *fg_reason_name(int reason)

@@ -373,6 +373,7 @@ static int lcore_setup(struct dp_state *g, unsigned i, unsigned lcore_id)
 	lc->lane = &g->b->lanes[i];
 	lc->ictx.bands = &g->cfg.bands;
 	lc->ictx.limits = &g->limits;
+	lc->ictx.serves = g->cfg.cluster.node[0] ? g->cfg.cluster.serves : NULL; /* [cluster] layers */
 	lc->frame_id = (uint16_t)(i * 4099u);
 
 	size_t sz = fg_slots_mem_size(&g->scfg);

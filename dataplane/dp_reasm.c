@@ -350,6 +350,19 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 		judge(c, out, FG_O_MALFORMED, FG_R_LAYER_MISMATCH);
 		return;
 	}
+	if (cr == 0 && (band == FG_BAND_SEED || band == FG_BAND_CANONICAL) && !fg_ingest_serves(ictx, layer)) {
+		/* [cluster] layers: another node of the fleet serves it */
+		if (c->buf) {
+			r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
+			c->buf = NULL;
+		}
+		memset(&out->seed, 0, sizeof(out->seed));
+		out->seed.token_seq = h.sequence;
+		out->seed.dst_layer = layer;
+		out->seed.line = FG_LINE_NONE;
+		judge(c, out, FG_O_MALFORMED, FG_R_LAYER_NOT_SERVED);
+		return;
+	}
 	if (cr == 0 && band == FG_BAND_SEED) {
 		struct fg_seed s;
 		ssize_t rc = fg_seed_decode_prefix(&h, chunk + FG_HDR_LEN, len - FG_HDR_LEN, layer, ictx->limits, &s);

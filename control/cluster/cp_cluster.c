@@ -7,11 +7,16 @@
  *                |                              +--CL_IN_UP + -----+
  *                +-- (never reached: lines held as in LOST)  snapshot
  *
- *   state    lines                                  local changes
- *   WAITING  every line held in shadow (as LOST)    applied, queued for etcd
- *   UP       as etcd says (watch applied at once)   applied, sent to etcd
- *   LOST     every ACTIVE line held in SHADOW,      applied, queued; a line
- *            auto-promotion off, alert raised       going ACTIVE is held again
+ *   WAITING/LOST/DUPLICATE --CL_IN_DUPLICATE--> DUPLICATE (UP too)
+ *
+ *   state     lines                                  local changes
+ *   WAITING   every line held in shadow (as LOST)    applied, queued for etcd
+ *   UP        as etcd says (watch applied at once)   applied, sent to etcd
+ *   LOST      every ACTIVE line held in SHADOW,      applied, queued; a line
+ *             auto-promotion off, alert raised       going ACTIVE is held again
+ *   DUPLICATE as LOST: another live node holds this  as LOST (nothing reaches
+ *             node's name; alert cluster_duplicate_  etcd until the name is
+ *             node; the thread retries every 500 ms  free)
  *
  * Held lines: "held" is the mask of lines this file moved ACTIVE -> SHADOW
  * because etcd was away; the hold is local (never written to etcd). At the
@@ -50,8 +55,8 @@
 
 #define CL_NODES_MAX 64u
 
-enum cl_state { CL_WAITING, CL_UP, CL_LOST };
-static const char *const state_names[] = {"waiting", "up", "lost"};
+enum cl_state { CL_WAITING, CL_UP, CL_LOST, CL_DUPLICATE };
+static const char *const state_names[] = {"waiting", "up", "lost", "duplicate"};
 
 struct cl_node {
 	char name[FG_CLUSTER_NAME_MAX];
@@ -102,7 +107,7 @@ struct cp_cluster {
 	uint64_t lost_ns, up_ns;
 	struct {
 		uint64_t lines_applied, epochs_applied, lines_sent, epochs_sent, points_sent, sends_refused;
-		uint64_t lost, recovered, nodes_gone, points_degraded, bad_values, holds;
+		uint64_t lost, recovered, nodes_gone, points_degraded, bad_values, holds, duplicates;
 	} st;
 };
 
@@ -158,13 +163,13 @@ static void hold_all(struct cp_cluster *c, const char *why)
 	}
 }
 
-static void raise_alert(struct cp_cluster *c, const char *reason)
+static void raise_alert(struct cp_cluster *c, const char *event, const char *reason)
 {
 	struct cp_shadow *sh = c->audit->sh;
 	if (!sh)
 		return;
 	struct cp_alert_event ev;
-	cp_alert_event_init(&ev, "cluster_etcd_lost");
+	cp_alert_event_init(&ev, event);
 	ev.reason = reason;
 	ev.epoch = c->e->epoch;
 	(void)cp_alert_raise(cp_shadow_alert(sh), &ev, cp_now_ns());
@@ -459,7 +464,26 @@ static void on_down(struct cp_cluster *c, const struct cl_in *m)
 	cp_err("cluster: etcd lost: %s; serving on the last known state with every line held in shadow", m->why);
 	hold_all(c, "etcd unreachable: held in shadow until it answers");
 	if (was_up)
-		raise_alert(c, m->why);
+		raise_alert(c, "cluster_etcd_lost", m->why);
+}
+
+/* Another live node holds this node's name in etcd: this one does not join
+ * (writes nothing), holds every line as if etcd were lost, and alerts once
+ * per refusal episode; the thread retries until the name is free. */
+static void on_duplicate(struct cp_cluster *c, const struct cl_in *m)
+{
+	if (c->state == CL_DUPLICATE)
+		return;
+	c->state = CL_DUPLICATE;
+	c->in_snapshot = false;
+	c->st.duplicates++;
+	cp_err("cluster: another live node is already named %s in etcd (%s): this node does not join "
+	       "(duplicate_node_name); every line held in shadow until the name is free",
+	       c->cfg->cluster.node, m->why);
+	hold_all(c, "cluster: duplicate node name: held in shadow");
+	char reason[256];
+	snprintf(reason, sizeof(reason), "duplicate_node_name %s: held by %s", c->cfg->cluster.node, m->why);
+	raise_alert(c, "cluster_duplicate_node", reason);
 }
 
 static void on_ready(struct cp_loop *l, struct cp_poll *p, int revents)
@@ -475,6 +499,7 @@ static void on_ready(struct cp_loop *l, struct cp_poll *p, int revents)
 			switch (m[i].kind) {
 			case CL_IN_UP: on_up(c, &m[i]); break;
 			case CL_IN_DOWN: on_down(c, &m[i]); break;
+			case CL_IN_DUPLICATE: on_duplicate(c, &m[i]); break;
 			case CL_IN_SNAP_END: on_snap_end(c, &m[i]); break;
 			case CL_IN_LINE: on_line(c, &m[i]); break;
 			case CL_IN_EPOCH: on_epoch(c, &m[i]); break;
@@ -683,7 +708,7 @@ json_t *cp_cluster_json(const struct cp_cluster *c)
 	char ep[64];
 	cl_etcd_endpoint(c->t, ep, sizeof(ep));
 	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:I, s:s, s:I, s:s, s:o, s:o, s:i, s:{s:I, s:I, s:I, "
-			 "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+			 "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
 			 "node", c->cfg->cluster.node, "etcd", state_names[c->state], "endpoint", ep, "lease",
 			 (json_int_t)c->lease_id, "lease_ttl_s", (json_int_t)c->lease_ttl, "revision",
 			 (json_int_t)es.revision, "epoch_known", c->etcd_epoch_known, "model_epoch",
@@ -694,7 +719,7 @@ json_t *cp_cluster_json(const struct cp_cluster *c)
 			 (json_int_t)c->st.epochs_sent, "etcd_lost", (json_int_t)c->st.lost, "etcd_recovered",
 			 (json_int_t)c->st.recovered, "nodes_gone", (json_int_t)c->st.nodes_gone, "holds",
 			 (json_int_t)c->st.holds, "bad_values", (json_int_t)c->st.bad_values, "sends_refused",
-			 (json_int_t)c->st.sends_refused, "requests", (json_int_t)es.requests, "request_failures",
+			 (json_int_t)c->st.sends_refused, "duplicate_refusals", (json_int_t)c->st.duplicates, "requests", (json_int_t)es.requests, "request_failures",
 			 (json_int_t)es.request_failures, "watch_events", (json_int_t)es.watch_events, "cas_won",
 			 (json_int_t)es.cas_won, "cas_lost", (json_int_t)es.cas_lost, "reconnects",
 			 (json_int_t)es.reconnects);
@@ -732,6 +757,8 @@ char *cp_cluster_metrics_text(const struct cp_cluster *c)
 	C("requests_total", "etcd requests", es.requests);
 	C("request_failures_total", "etcd requests that failed", es.request_failures);
 	C("bad_values_total", "etcd values that did not parse (ignored)", c->st.bad_values + es.bad_values);
+	C("duplicate_refusals_total", "times this node did not join: another live node has its name (duplicate_node_name)",
+	  c->st.duplicates);
 	C("sends_refused_total", "changes not sent: the queue to the cluster thread was full", c->st.sends_refused);
 #undef G
 #undef C

@@ -15,15 +15,21 @@
  *
  * Connection sequence (every (re)connect, on endpoint[cur]):
  *   1. lease: keepalive the one we hold, or grant a new one (TTL lease_ttl_s)
- *   2. the loop's queued changes (made while etcd was away) are sent
- *   3. put nodes/<node> and points/<node> on the lease
+ *   2. claim nodes/<node> on the lease: a txn that creates it only if absent
+ *      (or finds it already on our lease); a key on another lease is a
+ *      second live node with this name: CL_IN_DUPLICATE, nothing written,
+ *      retried every 500 ms (a restarted node gets in once its old lease
+ *      expired)
+ *   3. the loop's queued changes (made while etcd was away) are sent, then
+ *      points/<node> on the lease
  *   4. range the whole prefix -> CL_IN_UP, one CL_IN_* per key, CL_IN_SNAP_END
  *   5. watch the prefix from the snapshot's revision + 1
- * Then: queued changes as they come, a keepalive every ttl/3. Any failure
+ * Then: queued changes as they come, a keepalive every keepalive_ms (default
+ * ttl/3; a short one makes a killed node's lease expire sooner). Any failure
  * (curl error, HTTP status != 200, timeout_ms, the watch ending) tears the
  * watch down and restarts at step 1 on the next endpoint; CL_IN_DOWN is
  * reported once every endpoint refused the connection in a row, or nothing
- * succeeded for lease_ttl_s (slow or leaderless etcd), so one member going
+ * succeeded for lost_after_ms (slow or leaderless etcd), so one member going
  * away (the leader included: its election is shorter) changes nothing the
  * loop sees.
  *
@@ -631,7 +637,12 @@ static int put(struct cl_etcd *t, const char *key, const char *val, int64_t leas
 	return r;
 }
 
-static int put_node(struct cl_etcd *t)
+/* Claim nodes/<node> on our lease: txn(compare create_revision == 0;
+ * success put; failure range). 0 when the key is ours (created now, or
+ * already on our lease: re-put), -EEXIST when another live lease holds it
+ * (*holder: its value), or a request error. etcd serialises two nodes that
+ * claim the same name at once: one creates, the other finds it. */
+static int claim_node(struct cl_etcd *t, char *holder, size_t holder_len)
 {
 	char key[160], val[512];
 	key_of(t, key, sizeof(key), "nodes/%s", t->cc->node);
@@ -642,7 +653,33 @@ static int put_node(struct cl_etcd *t)
 		return -ENOMEM;
 	snprintf(val, sizeof(val), "%s", s);
 	free(s);
-	return put(t, key, val, t->lease_id);
+	json_t *body = json_pack("{s:[{s:o, s:s, s:s, s:s}], s:[{s:o}], s:[{s:{s:o}}]}", "compare", "key", jb64(key),
+				 "target", "CREATE", "result", "EQUAL", "create_revision", "0", "success", "requestPut",
+				 put_op(key, val, t->lease_id), "failure", "requestRange", "key", jb64(key));
+	json_t *out;
+	int r = req(t, "/v3/kv/txn", body, &out);
+	if (r < 0)
+		return r;
+	if (json_is_true(json_object_get(out, "succeeded"))) {
+		json_decref(out);
+		return 0;
+	}
+	json_t *kv = json_array_get(json_object_get(json_object_get(json_array_get(json_object_get(out, "responses"), 0),
+								    "response_range"),
+						    "kvs"),
+				    0);
+	int64_t lease = jint(kv, "lease");
+	char other[512] = "";
+	const char *vb = json_string_value(json_object_get(kv, "value"));
+	if (vb && b64_dec(vb, other, sizeof(other)) < 0)
+		other[0] = '\0';
+	json_decref(out);
+	if (!kv)
+		return -EAGAIN; /* deleted between compare and range: claim again */
+	if (lease == t->lease_id)
+		return put(t, key, val, t->lease_id); /* ours (a reconnection on the same lease) */
+	snprintf(holder, holder_len, "lease %" PRId64 ", %.300s", lease, other);
+	return -EEXIST;
 }
 
 /* txn: compare value(epoch) == from (or absent) -> put epoch and epoch_by;
@@ -798,16 +835,17 @@ static int snapshot(struct cl_etcd *t)
 	return 0;
 }
 
-static int connect_once(struct cl_etcd *t, struct cl_out *last_points)
+static int connect_once(struct cl_etcd *t, struct cl_out *last_points, char *holder, size_t holder_len)
 {
 	int r;
 	if (t->lease_id && (r = lease_keepalive(t)) < 0 && r != -ENOENT)
 		return r;
 	if (!t->lease_id && (r = lease_grant(t)) < 0)
 		return r;
-	if ((r = drain_out(t, last_points)) < 0)
+	/* the name first: a duplicate writes nothing (not even its queue) */
+	if ((r = claim_node(t, holder, holder_len)) < 0)
 		return r;
-	if ((r = put_node(t)) < 0)
+	if ((r = drain_out(t, last_points)) < 0)
 		return r;
 	if ((r = send_out(t, last_points)) < 0)
 		return r;
@@ -823,7 +861,9 @@ static void *thread_main(void *arg)
 	unsigned fails = 0, refused = 0;
 	uint64_t next_ka = 0;
 	t->last_ok = mono_ms();
-	uint64_t ka_ms = t->cc->lease_ttl_s * 1000u / 3u;
+	uint64_t ka_ms = t->cc->keepalive_ms ? t->cc->keepalive_ms : t->cc->lease_ttl_s * 1000u / 3u;
+	bool dup_reported = false;
+	char holder[400];
 	struct cl_out last_points = {.kind = CL_OUT_POINTS};
 
 	while (!atomic_load(&t->stop)) {
@@ -831,8 +871,25 @@ static void *thread_main(void *arg)
 			pthread_mutex_lock(&t->lock);
 			snprintf(t->endpoint_now, sizeof(t->endpoint_now), "%s", t->cc->endpoint[t->cur]);
 			pthread_mutex_unlock(&t->lock);
-			int r = connect_once(t, &last_points);
+			holder[0] = '\0';
+			int r = connect_once(t, &last_points, holder, sizeof(holder));
+			if (r == -EEXIST) {
+				/* etcd answers: not lost, but this node may not
+				 * join; the same endpoint is asked again shortly */
+				if (!dup_reported) {
+					struct cl_in m = {.kind = CL_IN_DUPLICATE};
+					snprintf(m.why, sizeof(m.why), "%.150s", holder);
+					in_push(t, &m);
+					dup_reported = true;
+				}
+				stat_add(t, &t->st.duplicate_refusals, 1);
+				fails = 0;
+				refused = 0;
+				pump(t, 500);
+				continue;
+			}
 			if (r == 0) {
+				dup_reported = false;
 				if (fails || down_reported)
 					stat_add(t, &t->st.reconnects, 1);
 				up = true;
@@ -854,7 +911,7 @@ static void *thread_main(void *arg)
 			 * election after the leader's loss is shorter; and by
 			 * then the others have written this node off too). */
 			if (!down_reported && (refused >= t->cc->n_endpoints ||
-					       mono_ms() - t->last_ok >= t->cc->lease_ttl_s * 1000ull)) {
+					       mono_ms() - t->last_ok >= t->cc->lost_after_ms)) {
 				struct cl_in m = {.kind = CL_IN_DOWN};
 				snprintf(m.why, sizeof(m.why), "no etcd endpoint answered (%u tries, last: %s)", fails,
 					 strerror(-r));

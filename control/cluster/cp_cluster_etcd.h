@@ -53,6 +53,7 @@ enum cl_in_kind {
 	CL_IN_POINTS,    /* points/<node> put (alive, judged) or deleted */
 	CL_IN_LEASE,     /* this node's lease: id, ttl (keepalive answered) */
 	CL_IN_BAD,       /* a value that does not parse (key in why): counted, ignored */
+	CL_IN_DUPLICATE, /* another live node holds nodes/<this name> (its lease and value in why): not joined */
 };
 struct cl_in {
 	enum cl_in_kind kind;
@@ -73,7 +74,7 @@ struct cl_in {
 
 struct cl_etcd_stats {
 	uint64_t requests, request_failures, watch_events, watch_restarts, reconnects;
-	uint64_t cas_won, cas_lost, out_dropped, bad_values, keepalives, leases_granted;
+	uint64_t cas_won, cas_lost, out_dropped, bad_values, keepalives, leases_granted, duplicate_refusals;
 	int64_t revision; /* the last etcd revision seen (snapshot or watch) */
 };
 

@@ -79,6 +79,8 @@ struct fg_cluster_cfg {
 	char prefix[64];                      /* etcd key prefix, default "/fanogate/" */
 	uint32_t lease_ttl_s;                 /* node lease TTL, default 3 */
 	uint32_t timeout_ms;                  /* one etcd request, default 1000 */
+	uint32_t keepalive_ms;                /* lease renewal period; 0: lease_ttl_s * 1000 / 3 */
+	uint32_t lost_after_ms;               /* no success this long: etcd lost, default 3000 */
 };
 
 enum fg_seccomp_mode {

@@ -42,7 +42,18 @@ struct fg_ingest_ctx {
 	 * offset is the layer. */
 	bool layer_bound;
 	uint16_t bound_layer;
+	/* [cluster] layers (fg_cluster_cfg.serves, bit L = layer L): a frame
+	 * for a layer this node does not serve is refused with
+	 * FG_R_LAYER_NOT_SERVED (another node of the fleet serves it). NULL:
+	 * every layer (one appliance, or layers = all). */
+	const uint8_t *serves;
 };
+
+/* Does ctx's node serve destination layer `layer`? Any thread. */
+static inline bool fg_ingest_serves(const struct fg_ingest_ctx *ctx, uint16_t layer)
+{
+	return !ctx->serves || (layer < FG_MAX_LAYERS && ((ctx->serves[layer / 8] >> (layer % 8)) & 1u));
+}
 
 struct fg_ingest_result {
 	enum fg_band band;         /* what the frame was */

@@ -78,6 +78,7 @@ enum fg_reason {
 	FG_R_BAD_FLAGS,           /* "bad_flags": resolved frame flags != 0x10, status frame flags != 0 */
 	FG_R_STATUS_FIELD,        /* "status_field": a status field out of its range (line, sign, masks, state, reason) */
 	FG_R_LAYER_MISMATCH,      /* "layer_mismatch": the stream's layer nibble is not the address's layer & 0x0F */
+	FG_R_LAYER_NOT_SERVED,    /* "layer_not_served": a destination layer outside this node's [cluster] layers */
 	FG_R__COUNT
 };
 

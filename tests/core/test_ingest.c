@@ -606,6 +606,46 @@ static void test_classify_once_same_answer(void **state)
 	fixture_fini(&b);
 }
 
+/* [cluster] layers (ctx.serves): a seed or canonical report for a layer
+ * this node does not serve is refused as layer_not_served and placed
+ * nowhere; a served layer still resolves; serves NULL admits every layer. */
+static void test_layer_not_served_refused(void **state)
+{
+	(void)state;
+	enum { H = 4 };
+	struct fixture fx;
+	struct fg_ingest_result r;
+	float x[H] = { 1, 2, 3, 4 };
+	uint8_t buf[256];
+	uint8_t serves[FG_MAX_LAYERS / 8] = { 0x01 }; /* layer 0 only */
+	fixture_init(&fx, H, FG_LINE_ACTIVE);
+	struct fg_seed sd = { .token_seq = 9, .dst_layer = 1, .line = 1, .start_pos = 0, .seq_len = 1,
+			      .body = (const uint8_t *)x, .body_len = sizeof(x) };
+	ssize_t n = fg_seed_encode(&fx.bands, &sd, buf, sizeof(buf));
+	assert_true(n > 0);
+	fx.ctx.serves = serves;
+	assert_int_equal(ingest_bytes(&fx, buf, (size_t)n, 1, &r), -FG_R_LAYER_NOT_SERVED);
+	assert_int_equal(r.reason, FG_R_LAYER_NOT_SERVED);
+	assert_string_equal(fg_reason_name(r.reason), "layer_not_served");
+	assert_int_equal(r.status.outcome, FG_O_MALFORMED);
+	assert_int_equal(r.status.dst_layer, 1);
+	struct fg_slot_info info;
+	assert_int_equal(fg_slot_lookup(&fx.s, 9, 1, &info), -ENOENT);
+	/* a served layer is placed */
+	sd.dst_layer = 0;
+	n = fg_seed_encode(&fx.bands, &sd, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_int_equal(ingest_bytes(&fx, buf, (size_t)n, 1, &r), 0);
+	assert_int_equal(fg_slot_lookup(&fx.s, 9, 0, &info), 0);
+	/* no [cluster] layers: every layer */
+	fx.ctx.serves = NULL;
+	sd.dst_layer = 1;
+	n = fg_seed_encode(&fx.bands, &sd, buf, sizeof(buf));
+	assert_int_equal(ingest_bytes(&fx, buf, (size_t)n, 1, &r), 0);
+	assert_int_equal(fg_slot_lookup(&fx.s, 9, 1, &info), 0);
+	fixture_fini(&fx);
+}
+
 /* Both readings of the orientation nibble ([wire] orientation) through the
  * ingest: bit (0 = +, 1 = -) and signed (0x1 = +, 0xF = -). */
 static void test_orientation_readings(void **state)
@@ -667,6 +707,7 @@ int main(void)
 		cmocka_unit_test(test_linefacts_pack),
 		cmocka_unit_test(test_layers_beyond_15_address_bound),
 		cmocka_unit_test(test_layer_nibble_mismatch_refused),
+		cmocka_unit_test(test_layer_not_served_refused),
 		cmocka_unit_test(test_orientation_readings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,234 @@
+/* test_cluster_etcd.c - the cluster thread and its queues
+ * (control/cluster/cp_cluster_etcd.c) without etcd.
+ *
+ * What it pins: the loop -> thread queue is bounded (CL_QUEUE_MAX, then
+ * -ENOBUFS, counted) and keeps what it holds while etcd is unreachable; the
+ * thread reports CL_IN_DOWN on the eventfd (the loop's wake-up) once every
+ * endpoint refused the connection, and stops promptly; a second node with a
+ * name another live lease holds gets CL_IN_DUPLICATE (and writes nothing,
+ * never reports etcd lost), against a fake etcd JSON gateway served by a
+ * thread of this test (the answers etcd 3.4 gives, shaped by hand).
+ * Runs on the test's main thread plus the cluster thread and the fake. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cp_cluster_etcd.h"
+#include "fg/config.h"
+
+/* A port on 127.0.0.1 nothing listens on (bound, then closed). */
+static int closed_port(void)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t l = sizeof(a);
+	assert_true(s >= 0);
+	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(s, (struct sockaddr *)&a, &l), 0);
+	close(s);
+	return ntohs(a.sin_port);
+}
+
+static void cfg_for(struct fg_config *c, const char *name, int port1, int port2)
+{
+	char text[512];
+	struct fg_config_error err;
+	snprintf(text, sizeof(text),
+		 "[cluster]\nnode = %s\nendpoints = http://127.0.0.1:%d,http://127.0.0.1:%d\nlease_ttl_s = 1\n"
+		 "timeout_ms = 300\nlost_after_ms = 100000\n",
+		 name, port1, port2);
+	fg_config_default(c);
+	assert_int_equal(fg_config_parse(c, text, "test", &err), 0);
+}
+
+/* Wait up to 10 s for the eventfd, then pop one fact. */
+static int wait_in(struct cl_etcd *t, int evfd, struct cl_in *m)
+{
+	for (int i = 0; i < 200; i++) {
+		struct pollfd p = {.fd = evfd, .events = POLLIN};
+		if (poll(&p, 1, 50) < 0)
+			return -errno;
+		unsigned n = cl_etcd_pop_in(t, m, 1);
+		if (n == 1)
+			return 0;
+	}
+	return -ETIMEDOUT;
+}
+
+static void test_down_and_bounded_queue(void **state)
+{
+	(void)state;
+	struct fg_config *c = calloc(1, sizeof(*c));
+	assert_non_null(c);
+	cfg_for(c, "a", closed_port(), closed_port());
+	struct cl_etcd *t;
+	int evfd;
+	char why[256];
+	assert_int_equal(cl_etcd_start(&t, c, &evfd, why, sizeof(why)), 0);
+	/* nothing listens: the lease is never granted, so nothing is sent and
+	 * the queue keeps every change up to its bound */
+	struct cl_out o = {.kind = CL_OUT_LINE, .line = 1};
+	snprintf(o.state, sizeof(o.state), "active");
+	for (unsigned i = 0; i < CL_QUEUE_MAX; i++)
+		assert_int_equal(cl_etcd_push_out(t, &o), 0);
+	assert_int_equal(cl_etcd_push_out(t, &o), -ENOBUFS);
+	struct cl_in m;
+	assert_int_equal(wait_in(t, evfd, &m), 0);
+	assert_int_equal(m.kind, CL_IN_DOWN);
+	assert_non_null(strstr(m.why, "no etcd endpoint answered"));
+	struct cl_etcd_stats st;
+	cl_etcd_stats(t, &st);
+	assert_int_equal(st.out_dropped, 1);
+	assert_int_equal(st.duplicate_refusals, 0);
+	assert_true(st.request_failures >= 2);
+	/* reported once, not once per round */
+	assert_int_equal(cl_etcd_pop_in(t, &m, 1), 0);
+	cl_etcd_stop(t);
+	free(c);
+}
+
+/* ---- a fake etcd gateway: lease grant/keepalive, and a txn whose compare
+ * fails with nodes/<name> held by lease 99 ---- */
+struct fake {
+	int ls;
+	int port;
+	volatile int stop;
+	int txns, puts;
+};
+
+static const char *answer_for(struct fake *f, const char *path)
+{
+	if (strstr(path, "/v3/lease/grant"))
+		return "{\"header\":{\"revision\":\"5\"},\"ID\":\"7\",\"TTL\":\"1\"}";
+	if (strstr(path, "/v3/lease/keepalive"))
+		return "{\"result\":{\"header\":{\"revision\":\"5\"},\"ID\":\"7\",\"TTL\":\"1\"}}";
+	if (strstr(path, "/v3/kv/txn")) {
+		f->txns++;
+		/* value: {"node":"b","layers":"all","pid":1} */
+		return "{\"header\":{\"revision\":\"5\"},\"succeeded\":false,\"responses\":[{\"response_range\":{\"kvs\":[{"
+		       "\"key\":\"L2Zhbm9nYXRlL25vZGVzL2I=\",\"value\":\"eyJub2RlIjoiYiIsImxheWVycyI6ImFsbCIsInBpZCI6MX0=\","
+		       "\"lease\":\"99\"}]}}]}";
+	}
+	f->puts++; /* anything else would be a write (put, range, watch): none expected */
+	return NULL;
+}
+
+static void *fake_main(void *arg)
+{
+	struct fake *f = arg;
+	while (!f->stop) {
+		struct pollfd p = {.fd = f->ls, .events = POLLIN};
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		int s = accept(f->ls, NULL, NULL);
+		if (s < 0)
+			continue;
+		char buf[8192];
+		size_t got = 0;
+		/* one request per connection (Connection: close) */
+		for (;;) {
+			ssize_t n = recv(s, buf + got, sizeof(buf) - 1 - got, 0);
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+			buf[got] = '\0';
+			char *end = strstr(buf, "\r\n\r\n");
+			if (!end)
+				continue;
+			const char *cl = strcasestr(buf, "Content-Length:");
+			size_t want = cl ? (size_t)strtoul(cl + 15, NULL, 10) : 0;
+			if (got >= (size_t)(end + 4 - buf) + want)
+				break;
+		}
+		char path[256] = "";
+		sscanf(buf, "%*s %255s", path);
+		const char *body = answer_for(f, path);
+		char out[2048];
+		int n = body ? snprintf(out, sizeof(out),
+					"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+					"Connection: close\r\n\r\n%s",
+					strlen(body), body)
+			     : snprintf(out, sizeof(out), "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+		if (send(s, out, (size_t)n, MSG_NOSIGNAL) < 0) {
+			/* the client gave up: it retries */
+		}
+		close(s);
+	}
+	return NULL;
+}
+
+static void test_duplicate_name_refused(void **state)
+{
+	(void)state;
+	struct fake f = {0};
+	f.ls = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t l = sizeof(a);
+	int one = 1;
+	setsockopt(f.ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(f.ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(f.ls, 16), 0);
+	assert_int_equal(getsockname(f.ls, (struct sockaddr *)&a, &l), 0);
+	f.port = ntohs(a.sin_port);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, fake_main, &f), 0);
+
+	struct fg_config *c = calloc(1, sizeof(*c));
+	assert_non_null(c);
+	cfg_for(c, "b", f.port, f.port);
+	struct cl_etcd *t;
+	int evfd;
+	char why[256];
+	assert_int_equal(cl_etcd_start(&t, c, &evfd, why, sizeof(why)), 0);
+	struct cl_out o = {.kind = CL_OUT_LINE, .line = 2};
+	snprintf(o.state, sizeof(o.state), "disabled");
+	assert_int_equal(cl_etcd_push_out(t, &o), 0);
+	struct cl_in m;
+	/* the lease fact comes first, then the refusal */
+	do
+		assert_int_equal(wait_in(t, evfd, &m), 0);
+	while (m.kind == CL_IN_LEASE);
+	assert_int_equal(m.kind, CL_IN_DUPLICATE);
+	assert_non_null(strstr(m.why, "lease 99"));
+	assert_non_null(strstr(m.why, "\"pid\":1"));
+	/* it retries (500 ms apart) and stays refused: a second txn, no DOWN,
+	 * no second DUPLICATE fact, and nothing written */
+	struct cl_etcd_stats st;
+	for (int i = 0; i < 100; i++) {
+		cl_etcd_stats(t, &st);
+		if (st.duplicate_refusals >= 2)
+			break;
+		usleep(50 * 1000);
+	}
+	assert_true(st.duplicate_refusals >= 2);
+	while (cl_etcd_pop_in(t, &m, 1) == 1)
+		assert_int_equal(m.kind, CL_IN_LEASE);
+	cl_etcd_stop(t);
+	f.stop = 1;
+	pthread_join(th, NULL);
+	close(f.ls);
+	assert_true(f.txns >= 2);
+	assert_int_equal(f.puts, 0);
+	free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_down_and_bounded_queue),
+		cmocka_unit_test(test_duplicate_name_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
