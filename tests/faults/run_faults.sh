@@ -161,37 +161,23 @@ fg_dlv_drain # the last ACKs through the relays
 # (the relays' own verdicts are read from their --stats files)
 fg_dlv_stop
 
-$PY - "$SCEN" "$STRICT" "$FRC" "$DPRC" "$TMP" "$R1" "$R2" "${FG_FAULTS_RESULTS:-}" "$DAEMON" "$DEADLINE" "$LCORES" <<'PY'
-import json, re, sys, time
+PYTHONPATH="$HERE/../lib" $PY - "$SCEN" "$STRICT" "$FRC" "$DPRC" "$TMP" "$R1" "$R2" "${FG_FAULTS_RESULTS:-}" "$DAEMON" "$DEADLINE" "$LCORES" <<'PY'
+import re, sys, time
+from fgtest.dlv import Run
 scen, strict, frc, dprc, tmp, r1args, r2args, out, daemon, deadline, lcores = sys.argv[1:12]
 daemon = daemon == "1"
 strict = strict == "1"
-fails = []
-def load(name):
-    try:
-        return json.load(open(f"{tmp}/{name}"))
-    except Exception as e:
-        fails.append(f"{name}: {e}")
-        return {}
-fleet, r1, r2 = load("fleet.json"), load("r1.json"), load("r2.json")
-dp = {} if daemon else load("dp.json")
+run = Run(tmp, dp=not daemon)
+fails, fleet, dp = run.fails, run.fleet, run.dp
 log = open(f"{tmp}/fleet.log").read()
 m = re.search(r"udp sender: frames (\d+) fragments (\d+) resends (\d+) gave-up (\d+) acks (\d+) acked-frames (\d+)", log)
 frames, fragments, resends, gave_up, acks, acked = (int(x) for x in m.groups()) if m else (0,) * 6
 if not m:
     fails.append("no udp sender line in the fleet's summary")
-if int(frc) == 1 or fleet.get("wrong", 1) != 0:
-    fails.append(f"fanofleet saw {fleet.get('wrong')} WRONG resolved seeds (exit {frc})")
+run.no_wrong_seed(frc)
 if int(frc) not in (0, 2):
     fails.append(f"fanofleet exit {frc}")
-for name, r in (("relay1", r1), ("relay2", r2)):
-    a = r.get("acks", {})
-    if a.get("ack_unproven", 1) != 0:
-        fails.append(f"{name}: {a.get('ack_unproven')} ACKed sequences never went through whole")
-    for d in ("up", "down"):
-        x = r.get(d, {})
-        if x.get("queue_full", 1) or x.get("send_failed", 1):
-            fails.append(f"{name} {d}: queue_full {x.get('queue_full')} send_failed {x.get('send_failed')}")
+r1, r2 = run.relays_clean()
 if r1.get("acks", {}).get("ack_proven", 0) == 0:
     fails.append("relay1 checked no ACK at all")
 missing = fleet.get("missing", -1)
@@ -239,22 +225,9 @@ res = {
     "dp_outcomes": {k: v for k, v in dp.get("outcomes", {}).items() if v},
     "fleet_outcomes": fleet.get("outcomes"),
     "deliveries": {k: v.get("deliveries") for k, v in paths.items()},
-    "result": "pass" if not fails else "fail",
 }
-line = json.dumps(res, sort_keys=True)
-print("RESULT " + line)
-if out:
-    with open(out, "a") as f:
-        f.write(line + "\n")
-for f in fails:
-    print("FAIL: " + f)
-sys.exit(1 if fails else 0)
+run.finish(res, out)
 PY
 RC=$?
-if [ $RC != 0 ]; then
-	echo "---- fleet"; tail -25 "$TMP/fleet.log"
-	echo "---- relay 1"; cat "$TMP/r1.log"
-	echo "---- relay 2"; cat "$TMP/r2.log"
-	echo "---- fanogate-dp"; grep -v "^TELEMETRY" "$TMP/dp.log" | tail -20
-fi
+[ $RC = 0 ] || fg_dlv_dump r1 r2
 exit $RC

@@ -59,6 +59,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
+from fgtest import wait  # noqa: E402
 from fgtest.flow import OUTCOMES, RESOLVED_BASE, RULE, SEED_BASE, f32, fragments, reduce_rule, seed  # noqa: E402
 
 FAILS = []
@@ -95,12 +96,13 @@ class Daemon:
         """counters once key grew by want since base (or after limit s: the
         caller's check then reports the shortfall). Not a timing check: a
         loaded host may run the poll lcore late."""
-        end = time.monotonic() + limit
-        while True:
-            c = self.counters()
-            if c[key] - base[key] >= want or time.monotonic() > end:
-                return c
-            time.sleep(0.02)
+        c = {}
+
+        def grown():
+            c.update(self.counters())
+            return c[key] - base[key] >= want
+        wait.until(grown, limit)
+        return c
 
     def rss_kb(self):
         with open('/proc/%d/status' % self.a.gate_pid) as f:
@@ -112,24 +114,18 @@ class Daemon:
     def settle(self, base, n, limit=3.0):
         """counters once the dataplane has counted n more fragments than in
         base (or after limit s, when some never arrived)."""
-        end = time.monotonic() + limit
-        while True:
-            c = self.counters()
-            if c['frags'] - base['frags'] >= n or time.monotonic() > end:
-                return c
-            time.sleep(0.02)
+        return self.wait_for('frags', base, n, limit)
 
     def quiet(self, key, hold, limit=5.0):
         """wait until key has not moved for hold s (the last groups timed out)."""
-        end = time.monotonic() + limit
-        last, since = self.counters()[key], time.monotonic()
-        while time.monotonic() < end:
-            time.sleep(0.05)
+        st = dict(last=self.counters()[key], since=time.monotonic())
+
+        def still():
             v = self.counters()[key]
-            if v != last:
-                last, since = v, time.monotonic()
-            elif time.monotonic() - since >= hold:
-                break
+            if v != st['last']:
+                st.update(last=v, since=time.monotonic())
+            return time.monotonic() - st['since'] >= hold
+        wait.until(still, limit, 0.05)
 
     def op_stats(self):
         out = subprocess.run([self.a.fanoctl, '--socket', self.a.op_sock, 'stats', '--json'],
@@ -236,7 +232,7 @@ class Flood:
                     break
                 due = int(el * pps) - sent
                 if due <= 0:
-                    time.sleep(min(0.005, batch / pps))
+                    time.sleep(min(0.005, batch / pps))  # pacing: the flood's rate
                     continue
                 self.burst(min(due, batch))
                 sent += min(due, batch)
@@ -455,7 +451,7 @@ def main():
     if not good.run_until_resolved({(100 + n, n % a.layers) for n in range(4)}, 10.0, rto):
         fail('P0: the warm-up slots did not resolve (dataplane not reached?)')
         return finish(res, dm)
-    time.sleep(T + 0.3)
+    time.sleep(T + 0.3)  # not readiness: the warm-up's reassembly contexts time out (reasm_timeout_ms)
     good.pump(0.05)
     rss0 = dm.rss_kb()
     res['rss_kb_start'] = rss0
@@ -474,7 +470,7 @@ def main():
         if span + (time.monotonic() - t_probe) < T / 2 or attempt == 1:
             break
         note('P1: the burst took %.0f ms (timeout %d ms): again' % (span * 1000, a.timeout_ms))
-        time.sleep(T + 0.3)
+        time.sleep(T + 0.3)  # not readiness: this burst's contexts time out before the next
     F = len(fragments(good.contribs[probe]['frame'], 0, C))
     got = dict(frags=delta(c1, c0, 'frags'), drop_reasm_overflow=delta(c1, c0, 'drop_reasm_overflow'),
                frag_taken=delta(c1, c0, 'frag_taken'))
@@ -498,7 +494,7 @@ def main():
     else:
         fail('P1 burst of %d flood groups + one good frame of %d fragments on a quiet table of %d: %s, '
              'expected %s (good frame refused) or %s (admitted)' % (K, F, a.contexts, got, refused, admitted))
-    # the contexts come back after reasm_timeout_ms
+    # the contexts come back after reasm_timeout_ms: the timeout under test
     time.sleep(T)
     c2 = dm.wait_for('reasm_timeout', c1, a.contexts)
     res['p1_timeouts'] = delta(c2, c1, 'reasm_timeout')
@@ -514,7 +510,7 @@ def main():
     if got != dict(taken=a.contexts, overflow=K - a.contexts):
         fail('P1: second burst after the timeout: %s, expected every context back (taken %d, overflow %d)' %
              (got, a.contexts, K - a.contexts))
-    time.sleep(T)
+    time.sleep(T)  # not readiness: the second burst's contexts time out (the timeout under test)
     dm.wait_for('reasm_timeout', c3, a.contexts)
     good.contribs[probe]['acked'] = True  # not part of P2 (its slot never completes)
     flood.drain()
@@ -528,9 +524,10 @@ def main():
         good.add_slot(*k)
         keys.add(k)
     ck = [k for k in good.contribs if (k[0], k[1]) in keys]
+    cf = dm.counters()
     fpid, fpipe = flood.sustained(a.pps, a.seconds)
     t_flood0 = time.monotonic()
-    time.sleep(0.1)  # the table is full before the good peer starts
+    dm.wait_for('drop_reasm_overflow', cf, 1, 2.0)  # the table is full before the good peer starts
     rss_max = rss0
     t_rss = 0.0
     while time.monotonic() - t_flood0 < a.seconds:
@@ -601,7 +598,7 @@ def main():
              'slots resolved and %d of %d frames were ACKed' % (during, len(keys), acked_during, len(ck)))
 
     # ---- P3: after the flood, every context is back ----
-    time.sleep(T)
+    time.sleep(T)  # not readiness: the flood's contexts time out (the timeout under test)
     dm.quiet('reasm_timeout', 0.25)
     good.pump(0.05)
     c7 = dm.counters()
@@ -612,7 +609,7 @@ def main():
     if got != dict(taken=a.contexts, overflow=K - a.contexts):
         fail('P3: burst after the flood: %s, expected every context back (taken %d, overflow %d): '
              'a context leaked' % (got, a.contexts, K - a.contexts))
-    time.sleep(T)
+    time.sleep(T)  # not readiness: the burst's contexts time out (the timeout under test)
     c9 = dm.wait_for('reasm_timeout', c8, a.contexts)
     res['p3_timeouts'] = delta(c9, c8, 'reasm_timeout')
     if res['p3_timeouts'] != a.contexts:

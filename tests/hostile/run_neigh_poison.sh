@@ -69,46 +69,29 @@ fg_stop SPPID
 fg_dlv_drain
 fg_dlv_stop
 
-$PY - "$FRC" "$DPRC" "$TMP" "$MODE" <<'PY'
-import json, sys
+PYTHONPATH="$HERE/../lib" $PY - "$FRC" "$DPRC" "$TMP" "$MODE" <<'PY'
+import sys
+from fgtest.dlv import Run
 frc, dprc, tmp, mode = sys.argv[1:5]
-fails = []
-def load(name):
-    try:
-        return json.load(open(f"{tmp}/{name}"))
-    except Exception as e:
-        fails.append(f"{name}: {e}")
-        return {}
-fleet, dp = load("fleet.json"), load("dp.json")
-c, x = dp.get("counters", {}), dp.get("x", {})
+v = Run(tmp)
+c, x, fleet = v.c, v.x, v.fleet
 sent, acked, given = c.get("seeds_sent", -1), c.get("delivery_acked", -1), c.get("delivery_given_up", -1)
-if int(frc) == 1 or fleet.get("wrong", 1) != 0:
-    fails.append(f"fanofleet saw {fleet.get('wrong')} WRONG resolved seeds (exit {frc})")
-if int(dprc) != 0:
-    fails.append(f"fanogate-dp exit {dprc}")
+v.no_wrong_seed(frc)
+v.dp_exit(dprc)
 if fleet.get("missing", -1) != 0:
-    fails.append(f"{fleet.get('missing')} seeds missing on a clean path")
+    v.fail(f"{fleet.get('missing')} seeds missing on a clean path")
 if sent <= 0:
-    fails.append(f"seeds_sent = {sent}")
+    v.fail(f"seeds_sent = {sent}")
 if given != 0:
-    fails.append(f"{given} deliveries given up (sent to a spoofed MAC, never ACKed)")
+    v.fail(f"{given} deliveries given up (sent to a spoofed MAC, never ACKed)")
 if x.get("neigh_unsolicited", 0) <= 0:
-    fails.append(f"neigh_unsolicited = {x.get('neigh_unsolicited', 0)}: the spoofs were not refused")
+    v.fail(f"neigh_unsolicited = {x.get('neigh_unsolicited', 0)}: the spoofs were not refused")
 if mode == "static" and x.get("neigh_miss", -1) != 0:
-    fails.append(f"neigh_miss = {x.get('neigh_miss')}: the static neighbour was not used")
-print("RESULT " + json.dumps({"seeds_sent": sent, "delivery_acked": acked, "delivery_given_up": given,
-                               "neigh_unsolicited": x.get("neigh_unsolicited"),
-                               "neigh_not_allowed": x.get("neigh_not_allowed"),
-                               "neigh_miss": x.get("neigh_miss"), "missing": fleet.get("missing")}, sort_keys=True))
-for f in fails:
-    print("FAIL: " + f)
-sys.exit(1 if fails else 0)
+    v.fail(f"neigh_miss = {x.get('neigh_miss')}: the static neighbour was not used")
+v.finish({"seeds_sent": sent, "delivery_acked": acked, "delivery_given_up": given,
+          "neigh_unsolicited": x.get("neigh_unsolicited"), "neigh_not_allowed": x.get("neigh_not_allowed"),
+          "neigh_miss": x.get("neigh_miss"), "missing": fleet.get("missing")})
 PY
 RC=$?
-if [ $RC != 0 ]; then
-	echo "---- fleet"; tail -25 "$TMP/fleet.log"
-	echo "---- relay 2"; cat "$TMP/r2.log"
-	echo "---- spoofer"; cat "$TMP/spoof.log"
-	echo "---- fanogate-dp"; grep -v "^TELEMETRY" "$TMP/dp.log" | tail -20
-fi
+[ $RC = 0 ] || fg_dlv_dump r2 spoof
 exit $RC

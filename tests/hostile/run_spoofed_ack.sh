@@ -57,48 +57,31 @@ fg_stop SPPID
 fg_dlv_drain
 fg_dlv_stop
 
-$PY - "$FRC" "$DPRC" "$TMP" <<'PY'
-import json, sys
+PYTHONPATH="$HERE/../lib" $PY - "$FRC" "$DPRC" "$TMP" <<'PY'
+import sys
+from fgtest.dlv import Run
 frc, dprc, tmp = sys.argv[1:4]
-fails = []
-def load(name):
-    try:
-        return json.load(open(f"{tmp}/{name}"))
-    except Exception as e:
-        fails.append(f"{name}: {e}")
-        return {}
-fleet, dp = load("fleet.json"), load("dp.json")
-c, x = dp.get("counters", {}), dp.get("x", {})
+v = Run(tmp)
+c, x, fleet = v.c, v.x, v.fleet
 sent, acked, given = c.get("seeds_sent", -1), c.get("delivery_acked", -1), c.get("delivery_given_up", -1)
-if int(frc) == 1 or fleet.get("wrong", 1) != 0:
-    fails.append(f"fanofleet saw {fleet.get('wrong')} WRONG resolved seeds (exit {frc})")
-if int(dprc) != 0:
-    fails.append(f"fanogate-dp exit {dprc}")
+v.no_wrong_seed(frc)
+v.dp_exit(dprc)
 if fleet.get("missing", -1) != 0:
-    fails.append(f"{fleet.get('missing')} seeds missing on a clean path")
+    v.fail(f"{fleet.get('missing')} seeds missing on a clean path")
 if sent <= 0:
-    fails.append(f"seeds_sent = {sent}")
+    v.fail(f"seeds_sent = {sent}")
 if acked != 0:
-    fails.append(f"spoofed ACKs retired {acked} deliveries (the consumer never ACKed)")
+    v.fail(f"spoofed ACKs retired {acked} deliveries (the consumer never ACKed)")
 if given != sent:
-    fails.append(f"given_up {given} != seeds_sent {sent}")
+    v.fail(f"given_up {given} != seeds_sent {sent}")
 if x.get("ack_foreign", 0) <= 0:
-    fails.append(f"ack_foreign = {x.get('ack_foreign', 0)}: the spoofed entries were not refused as foreign")
+    v.fail(f"ack_foreign = {x.get('ack_foreign', 0)}: the spoofed entries were not refused as foreign")
 if x.get("ack_budget", 0) <= 0:
-    fails.append(f"ack_budget = {x.get('ack_budget', 0)}: the 6,656-seq frames were not cut short")
-print("RESULT " + json.dumps({"seeds_sent": sent, "delivery_acked": acked, "delivery_given_up": given,
-                               "ack_rx": x.get("ack_rx"), "ack_foreign": x.get("ack_foreign"),
-                               "ack_budget": x.get("ack_budget"),
-                               "ack_unmatched": c.get("delivery_ack_unmatched")}, sort_keys=True))
-for f in fails:
-    print("FAIL: " + f)
-sys.exit(1 if fails else 0)
+    v.fail(f"ack_budget = {x.get('ack_budget', 0)}: the 6,656-seq frames were not cut short")
+v.finish({"seeds_sent": sent, "delivery_acked": acked, "delivery_given_up": given, "ack_rx": x.get("ack_rx"),
+          "ack_foreign": x.get("ack_foreign"), "ack_budget": x.get("ack_budget"),
+          "ack_unmatched": c.get("delivery_ack_unmatched")})
 PY
 RC=$?
-if [ $RC != 0 ]; then
-	echo "---- fleet"; tail -25 "$TMP/fleet.log"
-	echo "---- relay 2"; cat "$TMP/r2.log"
-	echo "---- spoofer"; cat "$TMP/spoof.log"
-	echo "---- fanogate-dp"; grep -v "^TELEMETRY" "$TMP/dp.log" | tail -20
-fi
+[ $RC = 0 ] || fg_dlv_dump r2 spoof
 exit $RC

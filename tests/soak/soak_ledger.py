@@ -41,6 +41,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from fgtest import harness as h  # noqa: E402
+from fgtest import wait  # noqa: E402
 
 SKIP = 77
 # deadline: long enough that a fanofleet run's three HTTPS/wss contributions
@@ -245,7 +246,7 @@ def inject_thread(d, led, stop):
                         led.add(unresolved_in=1)
                         with led.lock:
                             led.unresolved_slots.append((layer, tok))
-            time.sleep(0.02)
+            time.sleep(0.02)  # pacing: the injector's rate
     except Exception as e:  # noqa: BLE001 - a broken injector is a test failure, reported
         led.error("injector: %r" % e)
     finally:
@@ -304,7 +305,7 @@ def churn_thread(d, led, stop, target):
             elif kind == "half_hello":
                 # the first bytes of a TLS record header + part of a ClientHello, never finished
                 raw.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + os.urandom(16))
-                time.sleep(0.05)
+                time.sleep(0.05)  # not readiness: the half hello is left standing a moment
                 raw.close()
             else:
                 s = ctx.wrap_socket(raw, server_hostname="localhost")
@@ -315,7 +316,7 @@ def churn_thread(d, led, stop, target):
                 s.close()
         except (OSError, ssl.SSLError, ConnectionError) as e:
             led.error("churn %s: %r" % (kind, e))
-        time.sleep(0.12)
+        time.sleep(0.12)  # pacing: the churn's rate
     for raw in held:
         raw.settimeout(15)
         try:
@@ -386,7 +387,7 @@ def main():
             if d.proc.poll() is not None:
                 stop.set()
                 h.fail("the daemon died during the load (status %s)" % d.proc.returncode)
-            time.sleep(0.5)
+            time.sleep(0.5)  # pacing: the RSS sampling period
         stop.set()
         for t in threads:
             t.join(timeout=90)
@@ -396,13 +397,10 @@ def main():
         samples.append((load_s, rss_kib(pid)))
         conflict_phase(d, led)
         # past every deadline: incomplete slots expire; idle connections close
+        # (not readiness: the deadlines are what the ledger counts)
         time.sleep(4 * DEADLINE_MS / 1000 + 1)
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            m = scrape(d)
-            if m.get("fanogate_tls_connections") == 0 and m.get('fanogate_slots_open{shard="0"}') == 0:
-                break
-            time.sleep(0.5)
+        wait.until(lambda: (lambda m: m.get("fanogate_tls_connections") == 0
+                            and m.get('fanogate_slots_open{shard="0"}') == 0)(scrape(d)), 15, 0.5)
         m = scrape(d)
         st = stats(d, fanoctl)
         rss_end = rss_kib(pid)

@@ -284,12 +284,9 @@ def start_relay(relay_bin, tmp, name, listen, server, bind, faults, seed, second
     p = subprocess.Popen(in_ns(*args), stdout=open("%s/%s.log" % (tmp, name), "w"), stderr=subprocess.STDOUT,
                          preexec_fn=fds)
     _procs.append(p)
-    for _ in range(100):
-        if os.path.exists("%s/%s.ready" % (tmp, name)):
-            return p
-        if p.poll() is not None:
-            break
-        time.sleep(0.1)
+    ready = "%s/%s.ready" % (tmp, name)
+    if sl.wait.until(lambda: os.path.exists(ready) or p.poll() is not None, 10, 0.1) and os.path.exists(ready):
+        return p
     h.fail("fanorelay %s did not start: %s" % (name, open("%s/%s.log" % (tmp, name)).read()))
 
 
@@ -411,7 +408,7 @@ lcores = 1
             if d.proc.poll() is not None:
                 stop.set()
                 h.fail("the daemon died during the load (status %s)" % d.proc.returncode)
-            time.sleep(0.5)
+            time.sleep(0.5)  # pacing: the RSS sampling period
         stop.set()
         for t in threads:
             t.join(timeout=120)
@@ -419,16 +416,12 @@ lcores = 1
                 h.fail("a load thread did not stop")
         load_s = time.time() - start
         samples.append((load_s, sl.rss_kib(pid), led.next_token, arena_kib(pid)))
-        time.sleep(1)   # the last ACKs and deliveries through the relays
+        time.sleep(1)   # not readiness: the last ACKs and deliveries in flight through the relays
         sl.conflict_phase(d, led)
-        # past every deadline: incomplete slots expire, reassembly groups time out
+        # past every deadline: incomplete slots expire, reassembly groups time
+        # out (not readiness: the expiries are what the ledger counts)
         time.sleep(DEADLINE_MS / 1000 * 2 + 1)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            m = sl.scrape(d)
-            if m.get("fanogate_tls_connections") == 0:
-                break
-            time.sleep(0.5)
+        sl.wait.until(lambda: sl.scrape(d).get("fanogate_tls_connections") == 0, 20, 0.5)
         m = sl.scrape(d)
         st = sl.stats(d, fanoctl)
         dpc = tel.query("/fanogate/counters")
