@@ -86,7 +86,8 @@ struct cp_loop {
 /* Set up a ring of `entries` SQEs and, when the kernel takes it, the
  * receive buffer ring (registered before the ring is restricted: a
  * restricted ring refuses every register opcode). Returns 0 or -errno (a
- * refused buffer ring is not an error: see l->rbuf_ring). */
+ * refused buffer ring is not an error: see l->rbuf_ring). The environment
+ * variable FANOGATE_RECV=single skips the ring (per-connection receives). */
 FG_MUST_CHECK int cp_loop_init(struct cp_loop *l, unsigned entries);
 void cp_loop_fini(struct cp_loop *l);
 

@@ -53,7 +53,20 @@ async def nothing_within(ws, secs):
         return None
 
 
+def receive_mode(d):
+    """The daemon says which receive mode it runs (cp_conn.c, cp_loop.h):
+    the fallback when FANOGATE_RECV=single, else the shared buffer ring
+    (or the fallback with the kernel's reason)."""
+    log = d.log()
+    single = "receive mode: per-connection recv (" in log
+    ring = "receive mode: multishot recv from a shared buffer ring" in log
+    check(single != ring, "exactly one receive mode logged")
+    if os.environ.get("FANOGATE_RECV") == "single":
+        check("receive mode: per-connection recv (FANOGATE_RECV=single)" in log, "fallback mode in use")
+
+
 async def main(d):
+    receive_mode(d)
     async with connect(d, "?layers=2") as sub2, connect(d, "?layers=all") as suball, connect(d) as tx:
         check(tx.response_headers.get("Sec-WebSocket-Protocol") is None, "no subprotocol when none offered")
         # one message, three coalesced frames, scrambled order
