@@ -49,7 +49,7 @@ function startConn(ci) {
     ws.on('open', () => { for (let i = 0; i < win; i++) send(); resolve(ws); });
     ws.on('message', (m) => {
       const t0 = sent.shift();
-      if (m.length !== 38 || m.readUInt16BE(0) !== 0xFFFE) errors++;
+      if (m.length !== 42 /* 10-byte header + 32-byte status v2 */ || m.readUInt16BE(0) !== 0xFFFE) errors++;
       total++;
       if (measuring) { answered++; lat.push(now() - t0); }
       if (!stopping) send();

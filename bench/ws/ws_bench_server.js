@@ -3,7 +3,8 @@
 // server over TLS doing the same per-message work fanogate's protocol needs
 // at minimum: decode the 10-byte aeon-flow header of every frame in a binary
 // message (u16 stream BE, u32 sequence BE, u8 flags, u24 length BE), and
-// answer each frame with one 38-byte status frame (stream 0xFFFE) in its own
+// answer each frame with one 42-byte status frame (stream 0xFFFE, the
+// 32-byte version-2 status of include/fg/wire.h) in its own
 // binary message. No slot engine: fanogate does strictly more work.
 // Usage: node ws_bench_server.js PORT CERT KEY   (prints "listening PORT", the bound one: PORT may be 0)
 'use strict';
@@ -24,10 +25,10 @@ wss.on('connection', (ws) => {
       const flags = m.readUInt8(off + 6);
       const len = m.readUIntBE(off + 7, 3);
       if (off + 10 + len > m.length) break;
-      const st = Buffer.alloc(38);
+      const st = Buffer.alloc(42);
       st.writeUInt16BE(0xFFFE, 0);
       st.writeUInt32BE(seq, 2);
-      st.writeUIntBE(28, 7, 3);
+      st.writeUIntBE(32, 7, 3);
       st.writeUInt8(1, 10);
       st.writeUInt8((flags >> 4) & 7, 12);
       st.writeUInt16LE(stream & 31, 14);

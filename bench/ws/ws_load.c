@@ -2,7 +2,8 @@
  * connections to /flow (bearer token), one thread each, each keeping
  * WINDOW residual-seed frames of FRAME_BYTES in flight (lines 1, 3, 5 in
  * turn so the slots resolve, fresh token per slot); every frame is answered
- * by one status message (38 bytes), matched in order. The same protocol as
+ * by one status message (42 bytes: a 10-byte header and the 32-byte
+ * version-2 status, include/fg/wire.h), matched in order. The same protocol as
  * ws_bench_client.js, without Node's per-message cost, so the server and
  * not the generator is the limit (its own CPU is reported to check that).
  *
@@ -33,6 +34,7 @@
 #include <openssl/ssl.h>
 
 #define MAX_WIN 1024
+#define STATUS_FRAME_LEN (10u + 32u) /* aeon-flow header + FG_STATUS_PAYLOAD_LEN */
 
 static int g_port, g_window, g_hidden;
 static size_t g_frame;
@@ -207,7 +209,7 @@ static void *conn_main(void *arg)
 				break;
 			uint8_t op = rb[p] & 0x0f;
 			if (op == 2) {
-				if (pl != 38 || rb[p + h] != 0xFF || rb[p + h + 1] != 0xFE)
+				if (pl != STATUS_FRAME_LEN || rb[p + h] != 0xFF || rb[p + h + 1] != 0xFE)
 					c->errors++;
 				c->total++;
 				uint64_t t0 = sent_at[head++ % MAX_WIN];
