@@ -1,6 +1,9 @@
 #!/usr/bin/python3
-"""cluster_fleet.py - [cluster] end to end: a real 3-member etcd cluster on
-loopback and two fanogate nodes (A and B, --no-dataplane), and each of these
+"""cluster_fleet.py - [cluster] end to end: a real 3-member etcd cluster and
+two fanogate nodes (A and B, --no-dataplane), each node in a network
+namespace of its own reaching etcd over a veth pair (etcd runs in the
+test's private namespace, fgtest.wait.private_net; the nodes' TLS, metrics
+and etcd traffic never share a loopback), and each of these
 seen within 1 s (lease expiry: within the lease TTL + 1 s, the lease is the
 mechanism):
 
@@ -37,7 +40,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-import urllib.request  # noqa: E402
+import contextlib  # noqa: E402
+import ctypes  # noqa: E402
+import http.client as httpclient  # noqa: E402
+import socket  # noqa: E402
 
 from fgtest import wait  # noqa: E402
 from fgtest.wait import within  # noqa: E402
@@ -45,11 +51,87 @@ from fgtest.harness import (SKIP, Daemon, canonical, check, http, reduce_pair_x,
                             seed)
 
 
+# ---- one network namespace per node ------------------------------------
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+REAL_FANOGATE = os.environ.get("FANOGATE", "")
+
+
+class NetNs:
+    """ip netns NAME with a veth pair to the test's namespace: 10.77.I.1
+    on the test's side (etcd listens there), 10.77.I.2 inside, lo up."""
+
+    def __init__(self, tag, i):
+        self.name = f"fgcl{os.getpid() % 100000}{tag}"
+        self.path = f"/run/netns/{self.name}"
+        self.host_ip, self.ip = f"10.77.{i}.1", f"10.77.{i}.2"
+        out, inn = self.name + "h", self.name + "n"
+        for cmd in (["ip", "netns", "add", self.name],
+                    ["ip", "link", "add", out, "type", "veth", "peer", "name", inn],
+                    ["ip", "link", "set", inn, "netns", self.name],
+                    ["ip", "addr", "add", f"{self.host_ip}/24", "dev", out],
+                    ["ip", "link", "set", out, "up"],
+                    ["ip", "-n", self.name, "addr", "add", f"{self.ip}/24", "dev", inn],
+                    ["ip", "-n", self.name, "link", "set", inn, "up"],
+                    ["ip", "-n", self.name, "link", "set", "lo", "up"]):
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                self.close()
+                print(f"SKIP: cannot build the node namespaces ({' '.join(cmd)}: {r.stderr.strip()})")
+                sys.exit(SKIP)
+        # the daemon runs through this: ip netns exec execs it (same pid,
+        # the ready fd passes through)
+        self.wrapper = f"{ALERTS}/fanogate-{self.name}"
+        with open(self.wrapper, "w") as f:
+            f.write(f'#!/bin/sh\nexec ip netns exec {self.name} "{REAL_FANOGATE}" "$@"\n')
+        os.chmod(self.wrapper, 0o755)
+
+    @contextlib.contextmanager
+    def inside(self):
+        """This thread in the namespace (sockets made here stay in it)."""
+        home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            if _libc.setns(fd, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), "setns " + self.name)
+            yield
+        finally:
+            _libc.setns(home, CLONE_NEWNET)
+            os.close(fd)
+            os.close(home)
+
+    def close(self):
+        subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
+
+
+class NodeDaemon(Daemon):
+    """The harness's daemon, started in ns; its sockets reached from ns."""
+
+    def __init__(self, ns, **kw):
+        self.ns = ns
+        os.environ["FANOGATE"] = ns.wrapper  # read by the harness at start
+        super().__init__(**kw)
+
+    def __enter__(self):
+        os.environ["FANOGATE"] = self.ns.wrapper
+        return super().__enter__()
+
+    def tls_socket(self, cert=None, timeout=10):
+        with self.ns.inside():
+            raw = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        return self.ssl_ctx(cert).wrap_socket(raw, server_hostname="localhost")
+
+
 def metric(d, name):
-    with urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=10) as r:
-        for ln in r.read().decode().splitlines():
-            if ln.startswith(name + " "):
-                return float(ln.split()[-1])
+    with d.ns.inside():
+        conn = httpclient.HTTPConnection("127.0.0.1", d.metrics_port, timeout=10)
+        conn.connect()
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    for ln in text.splitlines():
+        if ln.startswith(name + " "):
+            return float(ln.split()[-1])
     return None
 
 
@@ -82,8 +164,8 @@ class Etcd:
         self.procs = [None] * self.n
         self.initial = ",".join(f"m{i}=http://127.0.0.1:{self.peer[i]}" for i in range(self.n))
 
-    def endpoints(self, which=None):
-        return ",".join(f"http://127.0.0.1:{self.client[i]}" for i in (which if which is not None else range(self.n)))
+    def endpoints(self, which=None, host="127.0.0.1"):
+        return ",".join(f"http://{host}:{self.client[i]}" for i in (which if which is not None else range(self.n)))
 
     def start(self, i, state="new"):
         log = open(f"{self.dir}/m{i}.log", "ab")
@@ -91,7 +173,7 @@ class Etcd:
         # one well within the nodes' lease TTL (their "lost" threshold).
         self.procs[i] = subprocess.Popen(
             ["etcd", "--name", f"m{i}", "--data-dir", f"{self.dir}/m{i}",
-             "--listen-client-urls", f"http://127.0.0.1:{self.client[i]}",
+             "--listen-client-urls", f"http://0.0.0.0:{self.client[i]}",  # the nodes come over veths
              "--advertise-client-urls", f"http://127.0.0.1:{self.client[i]}",
              "--listen-peer-urls", f"http://127.0.0.1:{self.peer[i]}",
              "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.peer[i]}",
@@ -175,8 +257,11 @@ def resolve(d, tok, canon_values, layer=None):
 ALERTS = tempfile.mkdtemp(prefix="fg-cluster-alerts-")
 
 
+NS = {}
+
+
 def node_a(etcd):
-    a = Daemon(extra=node_cfg("a", etcd), deadline_ms=30000)
+    a = NodeDaemon(NS["a"], extra=node_cfg("a", etcd), deadline_ms=30000)
     with open(f"{a.dir}/tokens", "a") as f:
         f.write(f"{ATTN} attn\n")
     a.layer = LA
@@ -195,12 +280,12 @@ shadow_sample = 1
 alert_command = echo "$FG_EVENT $FG_REASON" >> {ALERTS}/{alerts or name}
 [cluster]
 node = {name}
-endpoints = {etcd.endpoints()}
+endpoints = {etcd.endpoints(host=NS[name].host_ip)}
 prefix = {PREFIX}
 layers = {LAYERS[name]}
 lease_ttl_s = {TTL}
 keepalive_ms = {KEEPALIVE_MS}
-timeout_ms = 500
+timeout_ms = 300
 """
 
 
@@ -223,13 +308,16 @@ def main():
         for i in range(3):
             etcd.start(i)
         check(etcd.wait_healthy(range(3)), "3-member etcd cluster healthy")
+        NS["a"], NS["b"] = NetNs("a", 1), NetNs("b", 2)
         a = node_a(etcd)
-        b = Daemon(extra=node_cfg("b", etcd), deadline_ms=30000)
+        b = NodeDaemon(NS["b"], extra=node_cfg("b", etcd), deadline_ms=30000)
         b.layer = LB
         with a, b:
             scenario(etcd, a, b)
     finally:
         etcd.stop_all()
+        for ns in NS.values():
+            ns.close()
         shutil.rmtree(ALERTS, ignore_errors=True)
     print("ok: cluster_fleet")
 
@@ -383,7 +471,7 @@ def scenario(etcd, a, b):
     check(line_state(a, 6) == "disabled" and line_state(b, 6) == "disabled", "line 6 still disabled")
 
     # 7. a second node named b does not join; B is untouched
-    dup = Daemon(extra=node_cfg("b", etcd, alerts="b-dup"), deadline_ms=30000)
+    dup = NodeDaemon(NS["b"], extra=node_cfg("b", etcd, alerts="b-dup"), deadline_ms=30000)
     dup.layer = LB
     with dup:
         t = within(lambda: cluster(dup)["etcd"] == "duplicate", 3.0, "a second node named b is refused")
@@ -416,7 +504,10 @@ def scenario(etcd, a, b):
     import websockets
 
     async def hold_attn():
-        ws = await websockets.connect(f"wss://localhost:{a.port}/flow", ssl=a.ssl_ctx(),
+        with a.ns.inside():
+            sock = socket.create_connection(("127.0.0.1", a.port), timeout=10)
+        ws = await websockets.connect(f"wss://localhost:{a.port}/flow", ssl=a.ssl_ctx(), sock=sock,
+                                      server_hostname="localhost",
                                       extra_headers={"Authorization": "Bearer " + ATTN})
         return ws
 
