@@ -11,9 +11,10 @@
 #
 # Usage: scripts/demo.sh [--short] [--tokens N] [--keep] [--no-build]
 #        scripts/demo.sh --cluster [--no-build]
-#   --cluster    instead: two fanogate nodes sharing one truth through a
-#                3-member etcd cluster on loopback (docs/cluster.md), step by
-#                step with `fanoctl cluster` on both (tests/cluster/cluster_fleet.py)
+#   --cluster    instead (root): two fanogate nodes, each in a network
+#                namespace of its own, sharing one truth through a 3-member
+#                etcd cluster (docs/cluster.md), step by step with
+#                `fanoctl cluster` on both (tests/cluster/cluster_fleet.py)
 #   --short      CI mode: few tokens
 #   --tokens N   tokens to decode (default 600; --short: 40)
 #   --keep       keep the runtime directory (config, logs, audit log, JSON)
@@ -43,8 +44,8 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-# --cluster: the [cluster] picture, on loopback (no namespace, no root needed
-# beyond installing etcd); the same steps the cluster_fleet test checks.
+# --cluster: the [cluster] picture, one namespace per node (root: ip netns);
+# the same steps the cluster_fleet test checks.
 cluster_demo() {
 	if [ -x "$ROOT/scripts/deps.sh" ] && [ "$(id -u)" -eq 0 ]; then "$ROOT/scripts/deps.sh" --quiet; fi
 	if [ "$BUILD_IT" -eq 1 ]; then
