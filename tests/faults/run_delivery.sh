@@ -69,9 +69,7 @@ esac
 
 . "$HERE/../lib/netns.sh"
 . "$HERE/../lib/delivery.sh"
-fg_need_root "namespace, veth, AF_PACKET"
-fg_need_cmd ip "$PY"
-fg_need_exec "$DP" "$FLEET" "$RELAY"
+fg_dlv_require "$DP" "$FLEET" "$RELAY"
 
 LCORES=${FG_FAULTS_LCORES:-1}
 fg_dlv_setup fgdr 93

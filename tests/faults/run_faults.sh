@@ -114,17 +114,7 @@ fi
 # complete a slot; expiries are counted by the report ("default": the
 # shipped default)
 MORE=""
-[ $DAEMON = 1 ] && MORE="[tls]
-listen = ${CNET}1:8443
-cert = $TMP/cert.pem
-key = $TMP/key.pem
-tokens_file = $TMP/tokens
-[audit]
-path = $TMP/audit.log
-[operator]
-socket = $TMP/op.sock
-[metrics]
-listen = off
+[ $DAEMON = 1 ] && MORE="$(fg_ini_daemon "$TMP" "${CNET}1:8443" off tokens)
 [shadow]
 ; the fleet's coordinator sends canonical reports over UDP (--canonical-via udp)
 canonical_sources = ${NET}0/24"

@@ -81,16 +81,7 @@ default = ${NET}2:7000
 [dataplane]
 lcores = 1
 profile = $ROOT/drivers-config/af_packet.ini
-[tls]
-listen = 127.0.0.1:0
-cert = $TMP/cert.pem
-key = $TMP/key.pem
-[audit]
-path = $TMP/audit.log
-[operator]
-socket = $TMP/op.sock
-[metrics]
-listen = off
+$(fg_ini_daemon "$TMP" 127.0.0.1:0)
 EOC
 
 export FG_IFACE=$VA FG_DP_IP4=${NET}1 FG_DP_IP6= FG_IDLE_SLEEP_US=50 FG_HUGEPAGES=off

@@ -35,9 +35,7 @@ TOKENS=40
 R2="" RESENDS=3 PENDING=4096 CACK=()
 . "$HERE/../lib/netns.sh"
 . "$HERE/../lib/delivery.sh"
-fg_need_root "namespace, veth, AF_PACKET"
-fg_need_cmd ip "$PY"
-fg_need_exec "$DP" "$FLEET" "$RELAY"
+fg_dlv_require "$DP" "$FLEET" "$RELAY"
 
 LCORES=${FG_FAULTS_LCORES:-1}
 fg_dlv_setup fgnp 95
@@ -75,13 +73,7 @@ from fgtest.dlv import Run
 frc, dprc, tmp, mode = sys.argv[1:5]
 v = Run(tmp)
 c, x, fleet = v.c, v.x, v.fleet
-sent, acked, given = c.get("seeds_sent", -1), c.get("delivery_acked", -1), c.get("delivery_given_up", -1)
-v.no_wrong_seed(frc)
-v.dp_exit(dprc)
-if fleet.get("missing", -1) != 0:
-    v.fail(f"{fleet.get('missing')} seeds missing on a clean path")
-if sent <= 0:
-    v.fail(f"seeds_sent = {sent}")
+sent, acked, given = v.clean_path(frc, dprc)
 if given != 0:
     v.fail(f"{given} deliveries given up (sent to a spoofed MAC, never ACKed)")
 if x.get("neigh_unsolicited", 0) <= 0:

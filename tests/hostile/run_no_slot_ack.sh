@@ -18,9 +18,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/netns.sh"
 . "$HERE/../lib/delivery.sh"
-fg_need_root "namespace, veth, AF_PACKET"
-fg_need_cmd ip "$PY"
-fg_need_exec "$DP"
+fg_dlv_require "$DP"
 fg_dlv_setup fgns 95
 
 cat > "$TMP/fanogate.ini" <<EOC

@@ -117,3 +117,11 @@ fg_dlv_dump() {
 	for n in "$@"; do echo "---- $n"; cat "$TMP/$n.log"; done
 	echo "---- fanogate-dp"; grep -v "^TELEMETRY" "$TMP/dp.log" | tail -20
 }
+
+# fg_dlv_require DP FLEET RELAY: the topology's skip checks (root, ip,
+# python3, the three binaries built).
+fg_dlv_require() {
+	fg_need_root "namespace, veth, AF_PACKET"
+	fg_need_cmd ip "$PY"
+	fg_need_exec "$@"
+}

@@ -199,3 +199,15 @@ fg_private_net() {
 	unshare "${u[@]}" true 2>/dev/null || { echo "SKIP: cannot create a network namespace (unshare ${u[*]})"; exit 77; }
 	FG_PRIVATE_NET=1 exec unshare "${u[@]}" -- "$0" "$@"
 }
+
+# fg_ini_daemon DIR LISTEN [METRICS] [TOKENS]: the daemon's sections of a
+# test's fanogate.ini, on stdout: [tls] on LISTEN (port 0: reported on the
+# ready fd) with DIR/cert.pem and key.pem (fg_selfsigned) and DIR/tokens
+# when TOKENS is "tokens", [audit] DIR/audit.log, [operator] DIR/op.sock,
+# [metrics] METRICS (off). A test adds keys with a later [section] line.
+fg_ini_daemon() {
+	printf '[tls]\nlisten = %s\ncert = %s/cert.pem\nkey = %s/key.pem\n' "$2" "$1" "$1"
+	[ "${4:-}" = tokens ] && printf 'tokens_file = %s/tokens\n' "$1"
+	printf '[audit]\npath = %s/audit.log\n[operator]\nsocket = %s/op.sock\n[metrics]\nlisten = %s\n' \
+		"$1" "$1" "${3:-off}"
+}

@@ -39,6 +39,19 @@ class Run:
         if int(dprc) != 0:
             self.fail(f"fanogate-dp exit {dprc}")
 
+    def clean_path(self, frc, dprc):
+        """the checks of a run on a clean path: no wrong seed, the dataplane
+        exited 0, no seed missing, seeds were sent; returns (sent, acked,
+        given_up) from the dataplane's counters."""
+        self.no_wrong_seed(frc)
+        self.dp_exit(dprc)
+        if self.fleet.get("missing", -1) != 0:
+            self.fail(f"{self.fleet.get('missing')} seeds missing on a clean path")
+        sent = self.c.get("seeds_sent", -1)
+        if sent <= 0:
+            self.fail(f"seeds_sent = {sent}")
+        return sent, self.c.get("delivery_acked", -1), self.c.get("delivery_given_up", -1)
+
     def relays_clean(self, names=("r1", "r2")):
         """every ACK a relay saw was proven (the frame went through whole),
         no queue overflow or send failure either way; returns the stats."""
