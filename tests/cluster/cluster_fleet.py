@@ -21,7 +21,7 @@ mechanism):
      point only A saw alive (e2, a TLS peer of role attn on A) degrades on B;
      then A is restarted and killed again, KILLS times in all: the detection
      times (min/median/max) and the load average are printed, each must be
-     within KILL_BOUND_S (the lease's 1 s plus etcd's 500 ms expiry check:
+     within KILL_BOUND_S (3 s: the lease's 1 s plus etcd's 500 ms expiry check, and load:
      the 1 s of the issue is not reachable through an etcd lease, see
      docs/cluster.md);
   7. a third node started with B's name does not join (etcd "duplicate",
@@ -147,8 +147,9 @@ TTL = 1
 KEEPALIVE_MS = 100
 KILLS = int(os.environ.get("FG_CLUSTER_KILLS", "5"))
 # remaining lease (<= 1 s) + etcd's expiry check (every 500 ms) + the
-# revoke's Raft round and the watch: 1.5 s in theory; 2.5 s on a loaded box
-KILL_BOUND_S = 2.5
+# revoke's Raft round and the watch: 1.5 s in theory; up to 2.0 s measured
+# at a load average of 14 on 2 cores, so 3 s
+KILL_BOUND_S = 3.0
 PREFIX = "/fg-test-%d/" % os.getpid()
 
 
