@@ -1,7 +1,9 @@
 /* cp_conn.c - the TLS listener, the connection table and each connection's
  * socket I/O: recv -> TLS -> plaintext, plaintext -> TLS -> bounded send
  * queue -> sendmsg, deadlines, and closing (see cp_server.h for the state
- * machine and invariants). Loop thread only. */
+ * machine and invariants). Admission at accept (per-source limits, the
+ * reserve for authenticated peers, eviction of the oldest unauthenticated
+ * connection) follows cp_admit.h. Loop thread only. */
 #include "cp_server.h"
 
 #include <arpa/inet.h>
@@ -74,6 +76,54 @@ void cp_conn_set_deadline(struct cp_conn *c, enum cp_deadline_kind k, uint64_t n
 	c->deadline_ns = k == CP_DL_NONE ? 0 : cp_now_ns() + ns_from_now;
 }
 
+/* ---- admission -------------------------------------------------------------- */
+static void unauth_del(struct cp_server *s, struct cp_conn *c)
+{
+	if (!c->on_unauth)
+		return;
+	if (c->uprev)
+		c->uprev->unext = c->unext;
+	else
+		s->unauth_head = c->unext;
+	if (c->unext)
+		c->unext->uprev = c->uprev;
+	else
+		s->unauth_tail = c->uprev;
+	c->uprev = c->unext = NULL;
+	c->on_unauth = false;
+}
+
+void cp_conn_authenticated(struct cp_conn *c)
+{
+	if (c->authed || c->dead)
+		return;
+	c->authed = true;
+	cp_admit_authenticate(&c->srv->admit, &c->src);
+	unauth_del(c->srv, c);
+}
+
+/* A closing connection gives its table index and its admission count back
+ * at once (the struct is freed later, invariant 1), so an eviction makes
+ * room for the newcomer that caused it. */
+static void conn_unadmit(struct cp_conn *c)
+{
+	struct cp_server *s = c->srv;
+	if (s->table[c->idx] != c)
+		return;
+	s->table[c->idx] = NULL;
+	cp_admit_leave(&s->admit, &c->src, c->authed);
+	unauth_del(s, c);
+}
+
+void cp_conn_body_deadline(struct cp_conn *c, uint64_t len)
+{
+	const struct fg_config *cfg = c->srv->cfg;
+	uint64_t rate = cfg->body_min_rate ? cfg->body_min_rate : 1;
+	/* len <= ws_max_message (64 MiB at most): no overflow in ns. */
+	uint64_t ns = (uint64_t)cfg->handshake_timeout_ms * 1000000ull + len * 1000000000ull / rate;
+	cp_conn_set_deadline(c, CP_DL_BODY, ns);
+}
+
 /* ---- freeing -------------------------------------------------------------- */
 static void conn_maybe_free(struct cp_conn *c)
 {
@@ -120,7 +170,8 @@ static void conn_free_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 		s->all = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	s->table[c->idx] = NULL;
+	if (s->table[c->idx] == c) /* cp_conn_close gave it back already */
+		s->table[c->idx] = NULL;
 	s->n_conns--;
 	s->st.closed++;
 	free(c);
@@ -137,6 +188,7 @@ void cp_conn_close(struct cp_conn *c, const char *why)
 		return;
 	c->dead = true;
 	cp_debug("conn %s: closed: %s", c->peer, why);
+	conn_unadmit(c);
 	cp_points_detach(c);
 	struct cp_server *s = c->srv;
 	if (c->state == CP_CONN_WS)
@@ -177,7 +229,14 @@ void cp_conn_close_after_flush(struct cp_conn *c, const char *why)
 	cp_conn_flush(c); /* staged plaintext goes before close_notify */
 	cp_tls_close_notify(&c->tls);
 	cp_conn_flush(c);
-	cp_conn_set_deadline(c, CP_DL_LINGER, CP_LINGER_NS);
+	if (c->dead)
+		return;
+	/* The linger's 2 s start once our last bytes (a 1008 close frame
+	 * behind a slow consumer's full queue) are on the wire: until then the
+	 * connection lives while the peer consumes, up to idle_timeout_ms
+	 * without progress (issue 14 item 8: the close was lost when the
+	 * consumer read again after 2 s). */
+	cp_conn_set_deadline(c, CP_DL_FLUSH, (uint64_t)c->srv->cfg->idle_timeout_ms * 1000000ull);
 	if (!c->sq_head && !c->send_armed)
 		conn_linger(c);
 }
@@ -341,8 +400,8 @@ static void conn_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 	size_t done = (size_t)res;
 	/* The peer is consuming our output: that is traffic, not idleness (a
 	 * paused sender that reads its answers slowly must not be cut). */
-	if (done && c->dl_kind == CP_DL_IDLE)
-		cp_conn_set_deadline(c, CP_DL_IDLE, (uint64_t)c->srv->cfg->idle_timeout_ms * 1000000ull);
+	if (done && (c->dl_kind == CP_DL_IDLE || c->dl_kind == CP_DL_FLUSH))
+		cp_conn_set_deadline(c, c->dl_kind, (uint64_t)c->srv->cfg->idle_timeout_ms * 1000000ull);
 	while (done && c->sq_head) {
 		struct cp_chunk *k = c->sq_head;
 		size_t left = k->len - k->off;
@@ -546,6 +605,8 @@ static void conn_process(struct cp_conn *c)
 		}
 		if (c->state == CP_CONN_TLS && c->tls.handshake_done) {
 			c->state = CP_CONN_HTTP;
+			if (c->tls.peer_verified) /* a client certificate the CA signed */
+				cp_conn_authenticated(c);
 			cp_debug("conn %s: TLS %s %s%s%s%s", c->peer, SSL_get_version(c->tls.ssl),
 				 SSL_get_cipher_name(c->tls.ssl), c->tls.resumed ? " resumed" : "",
 				 c->tls.peer_verified ? " client-cert CN=" : "",
@@ -643,7 +704,7 @@ static void conn_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 }
 
 /* ---- accepting -------------------------------------------------------------- */
-static void conn_new(struct cp_server *s, int fd)
+static void conn_new(struct cp_server *s, int fd, const struct cp_admit_src *src, const char *host, uint16_t port)
 {
 	uint32_t idx = 0;
 	while (idx < s->max_conns && s->table[idx])
@@ -661,21 +722,7 @@ static void conn_new(struct cp_server *s, int fd)
 	c->fd = fd;
 	c->state = CP_CONN_TLS;
 	c->in_max = (size_t)s->hlim.max_header_bytes + s->hlim.max_request_line + s->hlim.max_body;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	char host[INET6_ADDRSTRLEN] = "?";
-	uint16_t port = 0;
-	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
-		if (ss.ss_family == AF_INET) {
-			struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-			inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-			port = ntohs(a->sin_port);
-		} else if (ss.ss_family == AF_INET6) {
-			struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-			inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-			port = ntohs(a->sin6_port);
-		}
-	}
+	c->src = *src;
 	snprintf(c->peer, sizeof(c->peer), "%s:%u#%u", host, port, c->gen);
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -685,18 +732,98 @@ static void conn_new(struct cp_server *s, int fd)
 		return;
 	}
 	cp_tls_set_sink(&c->tls, conn_sink, c);
+	if (cp_admit_enter(&s->admit, src) < 0) { /* cannot happen within max_connections */
+		cp_tls_conn_fini(&c->tls);
+		close(fd);
+		free(c);
+		s->st.refused_max++;
+		return;
+	}
 	s->table[idx] = c;
 	s->n_conns++;
 	c->next = s->all;
 	if (s->all)
 		s->all->prev = c;
 	s->all = c;
+	/* Newest at the tail of the unauthenticated list (eviction takes the head). */
+	c->uprev = s->unauth_tail;
+	if (s->unauth_tail)
+		s->unauth_tail->unext = c;
+	else
+		s->unauth_head = c;
+	s->unauth_tail = c;
+	c->on_unauth = true;
 	s->st.accepted++;
 	/* Slowloris defence: the TLS handshake and the first request head must
 	 * both complete within handshake_timeout_ms of the accept. */
 	cp_conn_set_deadline(c, CP_DL_HEAD, (uint64_t)s->cfg->handshake_timeout_ms * 1000000ull);
 	cp_debug("conn %s: accepted (%u open)", c->peer, s->n_conns);
 	conn_recv_update(c);
+}
+
+/* The peer's address as an admission source and as text for the logs. */
+static void conn_source(int fd, struct cp_admit_src *src, char *host, size_t host_len, uint16_t *port)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	memset(src, 0, sizeof(*src));
+	snprintf(host, host_len, "?");
+	*port = 0;
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
+		return;
+	if (ss.ss_family == AF_INET) {
+		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+		src->family = 4;
+		memcpy(src->addr, &a->sin_addr, 4);
+		inet_ntop(AF_INET, &a->sin_addr, host, (socklen_t)host_len);
+		*port = ntohs(a->sin_port);
+	} else if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+		if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) { /* one source, whichever family it came by */
+			src->family = 4;
+			memcpy(src->addr, &a->sin6_addr.s6_addr[12], 4);
+		} else {
+			src->family = 6;
+			memcpy(src->addr, &a->sin6_addr, 16);
+		}
+		inet_ntop(AF_INET6, &a->sin6_addr, host, (socklen_t)host_len);
+		*port = ntohs(a->sin6_port);
+	}
+}
+
+/* Admission of an accepted fd (cp_admit.h): refuse it, or evict the oldest
+ * unauthenticated connection first, or take it. Refusals and evictions are
+ * counted by reason (cp_admit) and logged once per 1000 of each. */
+static void conn_admit(struct cp_server *s, int fd)
+{
+	struct cp_admit_src src;
+	char host[INET6_ADDRSTRLEN + 1];
+	uint16_t port;
+	conn_source(fd, &src, host, sizeof(host), &port);
+	double share = s->cfg->auth_reserve;
+	struct cp_admit_limits lim = {
+		.max_conns = s->max_conns,
+		.reserve = (uint32_t)((double)s->max_conns * (share < 0 ? 0 : share > 1 ? 1 : share)),
+		.unauth_per_source = s->cfg->unauth_per_source,
+	};
+	enum cp_admit_reason why = CP_ADMIT_R_FULL;
+	enum cp_admit_verdict v = cp_admit_decide(&s->admit, &src, &lim, &why);
+	if (v != CP_ADMIT_TAKE && s->admit.st[why] % 1000 == 1)
+		cp_warn("admission: %s %s (%s; %llu so far; %u open, %u unauthenticated, max_connections %u, "
+			"unauth_per_source %u)", v == CP_ADMIT_REFUSE ? "refusing" : "evicting the oldest "
+			"unauthenticated connection for", host, cp_admit_reason_name(why),
+			(unsigned long long)s->admit.st[why], s->admit.n_open, s->admit.n_unauth, s->max_conns,
+			lim.unauth_per_source);
+	if (v == CP_ADMIT_REFUSE) {
+		/* Accept and close, so the backlog does not hold peers in limbo. */
+		close(fd);
+		if (why == CP_ADMIT_R_FULL)
+			s->st.refused_max++;
+		return;
+	}
+	if (v == CP_ADMIT_TAKE_EVICT && s->unauth_head)
+		cp_conn_close(s->unauth_head, cp_admit_reason_name(why));
+	conn_new(s, fd, &src, host, port);
 }
 
 static void server_accept_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
@@ -706,18 +833,10 @@ static void server_accept_done(struct cp_loop *l, struct cp_op *op, int res, uin
 	if (!more)
 		s->accept_armed = false;
 	if (res >= 0) {
-		if (s->stopping) {
+		if (s->stopping)
 			close(res);
-		} else if (s->n_conns >= s->max_conns) {
-			/* Over the limit: accept and close, so the backlog does not
-			 * hold peers in limbo; counted and logged once per 1000. */
-			close(res);
-			if (s->st.refused_max++ % 1000 == 0)
-				cp_warn("max_connections (%u) reached: refusing connections (%llu so far)",
-					s->max_conns, (unsigned long long)s->st.refused_max);
-		} else {
-			conn_new(s, res);
-		}
+		else
+			conn_admit(s, res);
 	} else if (res == -EINVAL && l->multishot_accept_ok) {
 		cp_info("kernel refuses multishot accept: using single-shot accept");
 		l->multishot_accept_ok = false;
@@ -726,7 +845,8 @@ static void server_accept_done(struct cp_loop *l, struct cp_op *op, int res, uin
 		if (res == -EMFILE || res == -ENFILE || res == -ENOMEM)
 			return; /* housekeeping re-arms in 100 ms */
 	}
-	if (!s->accept_armed && !s->stopping && s->n_conns < s->max_conns) {
+	/* Always accepting: admission decides (refuse, evict, take). */
+	if (!s->accept_armed && !s->stopping) {
 		if (cp_loop_accept(l, &s->accept_op, s->listen_fd) == 0)
 			s->accept_armed = true;
 	}
@@ -786,13 +906,22 @@ static void server_house(struct cp_loop *l, struct cp_timer *t)
 		case CP_DL_WAIT:
 			cp_http_on_timeout(c);
 			break;
+		case CP_DL_BODY:
+			s->st.body_timeouts++;
+			cp_info("conn %s: request body of %llu bytes slower than %u bytes/s: 408", c->peer,
+				(unsigned long long)c->http.body_len, s->cfg->body_min_rate);
+			cp_http_error(c, 408, "body_timeout", false);
+			break;
+		case CP_DL_FLUSH:
+			cp_conn_close(c, "output not consumed before the idle timeout");
+			break;
 		case CP_DL_LINGER:
 		default:
 			cp_conn_close(c, "linger timeout");
 			break;
 		}
 	}
-	if (!s->accept_armed && !s->stopping && s->n_conns < s->max_conns) {
+	if (!s->accept_armed && !s->stopping && s->listen_fd >= 0) {
 		if (cp_loop_accept(l, &s->accept_op, s->listen_fd) == 0)
 			s->accept_armed = true;
 	}
@@ -917,13 +1046,15 @@ int cp_server_start(struct cp_server *s, struct cp_loop *l, const struct fg_conf
 		cp_warn("no bearer tokens and no client CA: /flow and POST refuse everyone (401)");
 	s->max_conns = cfg->max_connections ? cfg->max_connections : 1;
 	s->table = calloc(s->max_conns, sizeof(*s->table));
-	if (!s->table) {
+	if (!s->table || cp_admit_init(&s->admit, s->max_conns) < 0) {
+		free(s->table);
 		cp_tls_fini(&s->tls);
 		snprintf(why, why_len, "out of memory");
 		return -ENOMEM;
 	}
 	int fd = listen_open(&cfg->tls_listen, &s->port, why, why_len);
 	if (fd < 0) {
+		cp_admit_fini(&s->admit);
 		free(s->table);
 		cp_tls_fini(&s->tls);
 		return fd;
@@ -934,6 +1065,7 @@ int cp_server_start(struct cp_server *s, struct cp_loop *l, const struct fg_conf
 	    (r = cp_timer_start(l, &s->house, CP_HOUSE_NS, server_house)) < 0) {
 		snprintf(why, why_len, "io_uring: %s", strerror(-r));
 		close(fd);
+		cp_admit_fini(&s->admit);
 		free(s->table);
 		cp_tls_fini(&s->tls);
 		return r;
@@ -976,5 +1108,6 @@ void cp_server_fini(struct cp_server *s)
 	 * with the process. */
 	free(s->table);
 	s->table = NULL;
+	cp_admit_fini(&s->admit);
 	cp_tls_fini(&s->tls);
 }

@@ -57,7 +57,10 @@ static void http_reset(struct cp_conn *c)
 		c->http.started = true;
 		cp_conn_set_deadline(c, CP_DL_HEAD, (uint64_t)cfg->handshake_timeout_ms * 1000000ull);
 	} else {
-		cp_conn_set_deadline(c, CP_DL_IDLE, (uint64_t)cfg->idle_timeout_ms * 1000000ull);
+		/* A peer that never authenticated (a /healthz client) may idle
+		 * only as long as a handshake may take (admission, issue 14). */
+		uint32_t ms = c->authed ? cfg->idle_timeout_ms : cfg->handshake_timeout_ms;
+		cp_conn_set_deadline(c, CP_DL_IDLE, (uint64_t)ms * 1000000ull);
 	}
 }
 
@@ -134,12 +137,14 @@ static int http_auth(struct cp_conn *c, const struct cp_http_req *req)
 		if (cp_tls_token_ok(&s->tls, tok.p, tok.len, &role)) {
 			c->role = role;
 			cp_points_attach(c);
+			cp_conn_authenticated(c);
 			return 0;
 		}
 		reason = "bad_token";
 	} else if (r == -CP_HTTP_R_AUTH_MISSING && c->tls.peer_verified) {
 		c->role = c->tls.cert_role;
 		cp_points_attach(c);
+		cp_conn_authenticated(c);
 		return 0;
 	} else {
 		reason = cp_http_reason_name(r);
@@ -284,6 +289,8 @@ static void http_post_body(struct cp_conn *c)
 	struct cp_server *s = c->srv;
 	const uint8_t *body = c->in + c->http.head_len;
 	size_t len = (size_t)c->http.body_len;
+	/* The body is in: the outcome's wait is bounded by the idle timeout. */
+	cp_conn_set_deadline(c, CP_DL_IDLE, (uint64_t)s->cfg->idle_timeout_ms * 1000000ull);
 	struct fg_frame f[2];
 	int n = fg_batch_decode(body, len, f, 2);
 	if (n < 0) {
@@ -536,6 +543,7 @@ static void http_route(struct cp_conn *c, const struct cp_http_req *req)
 		c->http.route = str_eq(path, "/canonical") ? CP_RT_CANON_POST : CP_RT_SEED_POST;
 		c->http.body_len = req->content_length;
 		c->http.phase = CP_H_BODY;
+		cp_conn_body_deadline(c, c->http.body_len); /* [tls] body_min_rate */
 		if (req->expect_continue && c->in_len < c->http.head_len + c->http.body_len) {
 			static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
 			if (cp_conn_put(c, cont, sizeof(cont) - 1) < 0) {

@@ -457,6 +457,15 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	counter(&b, "tls_handshake_failures_total", "TLS handshakes refused", s->tls_failed);
 	counter(&b, "tls_head_timeouts_total", "handshake or request head not complete in time", s->handshake_timeouts);
 	counter(&b, "tls_idle_timeouts_total", "connections closed idle", s->idle_timeouts);
+	counter(&b, "tls_body_timeouts_total", "request bodies slower than [tls] body_min_rate (answered 408)",
+		s->body_timeouts);
+	gauge(&b, "tls_unauthenticated_connections", "open TLS connections not (yet) authenticated",
+	      m->srv->admit.n_unauth);
+	fam(&b, "tls_admission_total", "counter",
+	    "connections refused or evicted at accept by reason (per_source, full, evicted_unauth_share, evicted_full)");
+	for (unsigned i = 0; i < CP_ADMIT_R__COUNT; i++)
+		sb_printf(&b, "fanogate_tls_admission_total{reason=\"%s\"} %llu\n",
+			  cp_admit_reason_name((enum cp_admit_reason)i), (unsigned long long)m->srv->admit.st[i]);
 	counter(&b, "http_requests_total", "HTTP requests routed", s->http_requests);
 	counter(&b, "http_errors_total", "HTTP answers with status >= 400", s->http_errors);
 	counter(&b, "auth_failures_total", "authentication refusals", s->auth_failures);

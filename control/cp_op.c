@@ -298,6 +298,15 @@ static json_t *cmd_stats(struct cp_opsrv *o)
 				"ws_sessions", (json_int_t)s->ws_sessions, "ws_msgs_in", (json_int_t)s->ws_msgs_in,
 				"ws_frames_in", (json_int_t)s->ws_frames_in, "ws_msgs_out", (json_int_t)s->ws_msgs_out,
 				"slow_consumer_drops", (json_int_t)s->slow_consumer_drops);
+	if (tls) { /* admission (cp_admit.h): refusals and evictions by reason */
+		json_t *adm = json_object();
+		for (unsigned i = 0; i < CP_ADMIT_R__COUNT; i++)
+			json_object_set_new(adm, cp_admit_reason_name((enum cp_admit_reason)i),
+					    json_integer((json_int_t)o->srv->admit.st[i]));
+		json_object_set_new(tls, "admission", adm);
+		json_object_set_new(tls, "unauthenticated", json_integer((json_int_t)o->srv->admit.n_unauth));
+		json_object_set_new(tls, "body_timeouts", json_integer((json_int_t)s->body_timeouts));
+	}
 	json_t *outcomes = json_object();
 	for (unsigned i = 0; i < FG_O__COUNT; i++)
 		if (es->outcome[i])

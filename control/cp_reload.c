@@ -84,6 +84,9 @@ static const struct kfield fields[] = {
 	KF("[tls] handshake_timeout_ms", handshake_timeout_ms, K_LIVE),
 	KF("[tls] idle_timeout_ms", idle_timeout_ms, K_LIVE),
 	KF("[tls] send_queue_max", send_queue_max, K_LIVE),
+	KF("[tls] unauth_per_source", unauth_per_source, K_LIVE),
+	KF("[tls] auth_reserve", auth_reserve, K_LIVE),
+	KF("[tls] body_min_rate", body_min_rate, K_LIVE),
 	KF("[audit] path", audit_path, K_RESTART),
 	KF("[audit] rotate_bytes", audit_rotate_bytes, K_RESTART),
 	KF("[audit] group_commit_us", group_commit_us, K_RESTART),
@@ -199,6 +202,12 @@ static void describe(const struct fg_config *a, const struct fg_config *b, struc
 		change(res, "[tls] idle_timeout_ms: %u -> %u", a->idle_timeout_ms, b->idle_timeout_ms);
 	if (a->send_queue_max != b->send_queue_max)
 		change(res, "[tls] send_queue_max: %u -> %u", a->send_queue_max, b->send_queue_max);
+	if (a->unauth_per_source != b->unauth_per_source)
+		change(res, "[tls] unauth_per_source: %u -> %u", a->unauth_per_source, b->unauth_per_source);
+	if (a->auth_reserve != b->auth_reserve)
+		change(res, "[tls] auth_reserve: %g -> %g", a->auth_reserve, b->auth_reserve);
+	if (a->body_min_rate != b->body_min_rate)
+		change(res, "[tls] body_min_rate: %u -> %u", a->body_min_rate, b->body_min_rate);
 }
 
 /* Record the reload on every line (from == to): the policy they run under
@@ -235,6 +244,8 @@ static int grow_table(struct cp_server *s, uint32_t n)
 {
 	if (n <= s->max_conns)
 		return 0;
+	if (cp_admit_grow(&s->admit, n) < 0) /* per-source counts for n connections */
+		return -ENOMEM;
 	struct cp_conn **t = realloc(s->table, (size_t)n * sizeof(*t));
 	if (!t)
 		return -ENOMEM;
@@ -266,6 +277,9 @@ static void apply(const struct fg_config *b)
 	a->handshake_timeout_ms = b->handshake_timeout_ms;
 	a->idle_timeout_ms = b->idle_timeout_ms;
 	a->send_queue_max = b->send_queue_max;
+	a->unauth_per_source = b->unauth_per_source; /* the next accept's admission */
+	a->auth_reserve = b->auth_reserve;
+	a->body_min_rate = b->body_min_rate; /* bodies started later */
 	cp_engine_publish(g.e);
 }
 

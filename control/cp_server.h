@@ -51,6 +51,7 @@
 #include <sys/uio.h>
 #include <sys/socket.h>
 
+#include "cp_admit.h"
 #include "cp_audit.h"
 #include "cp_engine.h"
 #include "cp_http_parse.h"
@@ -71,7 +72,12 @@ struct cp_chunk {
 
 enum cp_conn_state { CP_CONN_TLS, CP_CONN_HTTP, CP_CONN_WS };
 
-enum cp_deadline_kind { CP_DL_NONE, CP_DL_HEAD, CP_DL_IDLE, CP_DL_LINGER, CP_DL_WAIT };
+/* HEAD: TLS handshake + request head (handshake_timeout_ms); IDLE: no
+ * traffic; LINGER: output sent, waiting for the peer's close; WAIT: a GET
+ * waiting for its seed; BODY: a request body slower than [tls]
+ * body_min_rate (408); FLUSH: closing, output still queued (re-armed while
+ * the peer consumes it, so a paused reader still gets the close). */
+enum cp_deadline_kind { CP_DL_NONE, CP_DL_HEAD, CP_DL_IDLE, CP_DL_LINGER, CP_DL_WAIT, CP_DL_BODY, CP_DL_FLUSH };
 
 enum cp_http_phase { CP_H_HEAD, CP_H_BODY, CP_H_WAIT_OUTCOME, CP_H_WAIT_SEED };
 
@@ -138,6 +144,12 @@ struct cp_conn {
 	struct cp_conn *lprev, *lnext; /* WS sessions, or GETs waiting for a seed */
 	struct cp_conn *dnext;         /* output staged, flush at the end of the batch */
 	bool on_list;
+	/* Admission (cp_admit.h): the source, whether the peer authenticated
+	 * (bearer token or verified client certificate), and its place in the
+	 * server's list of unauthenticated connections, oldest first. */
+	struct cp_admit_src src;
+	bool authed, on_unauth;
+	struct cp_conn *uprev, *unext;
 	uint8_t *rbuf; /* [CP_RBUF_LEN], fallback receive mode only */
 };
 
@@ -145,6 +157,7 @@ struct cp_server_stats {
 	uint64_t accepted, refused_max, closed, tls_failed, handshake_timeouts, idle_timeouts;
 	uint64_t http_requests, http_errors, ws_sessions, ws_msgs_in, ws_frames_in, ws_msgs_out;
 	uint64_t slow_consumer_drops, auth_failures, seeds_pushed;
+	uint64_t body_timeouts; /* request bodies slower than [tls] body_min_rate (408) */
 };
 
 struct cp_server {
@@ -160,8 +173,10 @@ struct cp_server {
 	struct cp_op accept_op;
 	bool accept_armed;
 	struct cp_timer house;
-	struct cp_conn **table; /* [max_connections] */
-	uint32_t max_conns, n_conns;
+	struct cp_conn **table; /* [max_connections]: the open (not dead) connections */
+	uint32_t max_conns, n_conns; /* n_conns: allocated, dead ones included (drained at 0) */
+	struct cp_admit admit;       /* per-source counts of the open connections */
+	struct cp_conn *unauth_head, *unauth_tail; /* open and not authenticated, oldest first */
 	struct cp_conn *all;
 	struct cp_conn *ws_list;   /* WebSocket sessions (subscribers) */
 	struct cp_conn *wait_list; /* GETs waiting for a seed */
@@ -217,6 +232,12 @@ void cp_conn_close(struct cp_conn *c, const char *why);
  * (bounded by a linger deadline). */
 void cp_conn_close_after_flush(struct cp_conn *c, const char *why);
 void cp_conn_set_deadline(struct cp_conn *c, enum cp_deadline_kind k, uint64_t ns_from_now);
+/* The peer authenticated (bearer token or verified client certificate):
+ * it leaves the unauthenticated count and list (admission). Idempotent. */
+void cp_conn_authenticated(struct cp_conn *c);
+/* A request body of len bytes starts: it must arrive within
+ * handshake_timeout_ms + len / [tls] body_min_rate (CP_DL_BODY, else 408). */
+void cp_conn_body_deadline(struct cp_conn *c, uint64_t len);
 /* Re-enable request processing after proto_blocked (GET or outcome wait). */
 void cp_conn_unblock(struct cp_conn *c);
 void cp_conn_list_add(struct cp_conn **head, struct cp_conn *c);

@@ -199,6 +199,12 @@ static const struct ckey config_keys[] = {
 	 KT_U32, OFF(idle_timeout_ms), 0, 1, 86400000},
 	{{"tls", "send_queue_max", "bytes", "4M", "4K..1G, >= the largest seed frame", "queued output bytes per connection before it is dropped as slow"},
 	 KT_BYTES32, OFF(send_queue_max), 0, 4 * KIB, GIB},
+	{{"tls", "unauth_per_source", "uint", "16", "0 (no limit) .. 1000000", "connections one source address may hold open before they authenticate; more are refused"},
+	 KT_U32, OFF(unauth_per_source), 0, 0, 1000000},
+	{{"tls", "auth_reserve", "fraction", "0.25", "0..1", "share of max_connections kept for authenticated connections: unauthenticated ones never hold more (at least one), the oldest is closed for a newcomer"},
+	 KT_FRAC, OFF(auth_reserve), 0, 0, 1},
+	{{"tls", "body_min_rate", "bytes", "64K", "1..1G (bytes per second)", "a request body must arrive within handshake_timeout_ms + its length at this rate, else 408"},
+	 KT_BYTES32, OFF(body_min_rate), 0, 1, GIB},
 
 	{{"audit", "path", "string", "/var/lib/fanogate/audit.log", "path", "append-only, hash-chained audit log"},
 	 KT_STR, OFF(audit_path), SZ(audit_path), 0, 0},
@@ -331,6 +337,9 @@ void fg_config_default(struct fg_config *c)
 	c->handshake_timeout_ms = 5000;
 	c->idle_timeout_ms = 60000;
 	c->send_queue_max = 4u << 20;
+	c->unauth_per_source = 16;
+	c->auth_reserve = 0.25;
+	c->body_min_rate = 64u << 10;
 	snprintf(c->audit_path, sizeof(c->audit_path), "/var/lib/fanogate/audit.log");
 	c->audit_rotate_bytes = 64ull << 20;
 	c->group_commit_us = 1000;

@@ -184,6 +184,9 @@ static json_t *config_json(const struct fg_config *c)
 	json_object_set_new(s, "handshake_timeout_ms", json_integer(c->handshake_timeout_ms));
 	json_object_set_new(s, "idle_timeout_ms", json_integer(c->idle_timeout_ms));
 	json_object_set_new(s, "send_queue_max", json_integer(c->send_queue_max));
+	json_object_set_new(s, "unauth_per_source", json_integer(c->unauth_per_source));
+	json_object_set_new(s, "auth_reserve", json_real(c->auth_reserve));
+	json_object_set_new(s, "body_min_rate", json_integer(c->body_min_rate));
 	json_object_set_new(root, "tls", s);
 
 	s = json_object();
@@ -299,8 +302,9 @@ static void config_print(const struct fg_config *c)
 	       str_or(c->tls_cert, " ; none: TLS needs cert and key"), str_or(c->tls_key, " ; none"), c->tls_ca,
 	       c->tls_require_client_cert ? "true" : "false", str_or(c->tokens_file, " ; no token auth"));
 	printf("max_connections = %u\nws_max_message = %u\nhandshake_timeout_ms = %u\nidle_timeout_ms = %u\n"
-	       "send_queue_max = %u\n",
-	       c->max_connections, c->ws_max_message, c->handshake_timeout_ms, c->idle_timeout_ms, c->send_queue_max);
+	       "send_queue_max = %u\nunauth_per_source = %u\nauth_reserve = %g\nbody_min_rate = %u\n",
+	       c->max_connections, c->ws_max_message, c->handshake_timeout_ms, c->idle_timeout_ms, c->send_queue_max,
+	       c->unauth_per_source, c->auth_reserve, c->body_min_rate);
 
 	printf("\n[audit]\npath = %s\nrotate_bytes = %llu\ngroup_commit_us = %u\nalert_command = %s\n"
 	       "alert_min_interval_ms = %u\n",

@@ -175,6 +175,9 @@ struct fg_config {
 	uint32_t handshake_timeout_ms;/* default 5000 */
 	uint32_t idle_timeout_ms;     /* default 60000 */
 	uint32_t send_queue_max;      /* bytes per connection, default 4 MiB */
+	uint32_t unauth_per_source;   /* unauthenticated connections per source address, default 16; 0 = no limit */
+	double auth_reserve;          /* fraction of max_connections only authenticated ones may hold, default 0.25 */
+	uint32_t body_min_rate;       /* bytes/s a request body must keep up, default 64 KiB */
 	/* [audit] */
 	char audit_path[FG_PATH_MAX]; /* default /var/lib/fanogate/audit.log */
 	uint64_t audit_rotate_bytes;  /* default 64 MiB */

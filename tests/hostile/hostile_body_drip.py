@@ -1,0 +1,103 @@
+#!/usr/bin/python3
+"""hostile_body_drip.py - issue 14 item 8 ("minimum body rate"): an
+authenticated client dripping a request body byte by byte cannot hold a
+connection for the whole idle timeout.
+
+The daemon: handshake_timeout_ms 1000, idle_timeout_ms 30000, [tls]
+body_min_rate at its default (64 KiB/s). An authenticated client sends a
+POST /residual-seed head announcing a 50-byte body, then one body byte every
+0.3 s (about 3 bytes/s). The body deadline is 1 s + 50 B at 64 KiB/s: the
+daemon must answer 408 {"error": "body_timeout"} and close well before the
+idle timeout (the check allows 10 s on a loaded machine; before the fix
+nothing came for the whole 30 s idle timeout), and count it in
+fanogate_tls_body_timeouts_total. A body sent at an ordinary pace on the
+same daemon (two halves 0.2 s apart) is still taken.
+The drip stops by itself (at the answer, or after 15 s)."""
+import json
+import os
+import re
+import select
+import ssl
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "control"))
+from daemon_harness import TOKEN, Daemon, check, fail, http_read_response, seed  # noqa: E402
+
+IDLE_MS = 30000
+
+
+def head(n):
+    return (f"POST /residual-seed HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {TOKEN}\r\n"
+            f"Content-Type: application/octet-stream\r\nContent-Length: {n}\r\n\r\n").encode()
+
+
+def metric(d, name):
+    m = urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=10).read().decode()
+    v = re.search(r"^fanogate_" + name + r" (\d+)$", m, re.M)
+    if not v:
+        fail(name + " missing")
+    return int(v.group(1))
+
+
+def main():
+    with Daemon(handshake_ms=1000, idle_ms=IDLE_MS) as d:
+        body = seed(0, 5, 1, [1.0] * d.hidden)
+        check(len(body) == 50, "a 50-byte seed body")
+        # an ordinary client: the body in two halves, 0.2 s apart
+        s = d.tls_socket()
+        s.sendall(head(len(body)) + body[:25])
+        time.sleep(0.2)  # the pace of an ordinary client, not a readiness wait
+        s.sendall(body[25:])
+        st, _, b, _ = http_read_response(s)
+        check(st == 200 and json.loads(b)["ack"], "a body at an ordinary pace is taken (%s)" % st)
+        s.close()
+
+        s = d.tls_socket()
+        s.sendall(head(len(body)))
+        t0 = time.monotonic()
+        sent, answer = 0, b""
+        s.setblocking(False)
+        while time.monotonic() - t0 < 15 and sent < len(body):
+            r, _, _ = select.select([s], [], [], 0.3)
+            if r:
+                try:
+                    answer = s.recv(65536)
+                except ssl.SSLWantReadError:
+                    continue  # TLS records without data (session tickets)
+                except OSError:
+                    break
+                break
+            try:
+                s.sendall(body[sent:sent + 1])
+            except OSError:
+                break
+            sent += 1
+        took = time.monotonic() - t0
+        s.setblocking(True)
+        if not answer:
+            s.settimeout(1)
+            try:
+                answer = s.recv(65536)
+            except OSError:
+                pass
+        text = answer.decode(errors="replace")
+        check(text.startswith("HTTP/1.1 408") and "body_timeout" in text,
+              "dripped body answered 408 body_timeout after %.1f s (%d of %d bytes sent; %r)"
+              % (took, sent, len(body), text[:60]))
+        check(took < 10 and took < IDLE_MS / 1000, "well before the idle timeout (%.1f s)" % took)
+        s.settimeout(10)
+        try:
+            rest = s.recv(65536)
+            while rest:
+                rest = s.recv(65536)
+        except OSError:
+            pass
+        check(True, "the connection is closed after the 408")
+        s.close()
+        check(metric(d, "tls_body_timeouts_total") == 1, "counted in fanogate_tls_body_timeouts_total")
+
+
+if __name__ == "__main__":
+    main()

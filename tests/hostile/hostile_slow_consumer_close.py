@@ -1,0 +1,114 @@
+#!/usr/bin/python3
+"""hostile_slow_consumer_close.py - issue 14 item 8: the slow-consumer 1008
+close is not lost when the consumer reads again after the 2 s linger.
+
+A /flow subscriber (raw TLS, small receive buffer) stops reading; a sender
+pushes 4 KiB seeds until the daemon drops the subscriber (send_queue_max
+64K; fanogate_ws_slow_consumer_drops_total moves). The subscriber then stays
+paused 3 s, longer than the daemon's 2 s linger: that pause is the attack,
+not a wait for readiness. It then reads everything: the stream must end
+with a WebSocket close frame carrying 1008. Before the fix the daemon cut
+the connection at the linger deadline with the close frame still in its own
+send queue, so the consumer read seeds and then EOF.
+Every load stops by itself (the sender stops at the drop or after 400
+batches)."""
+import asyncio
+import os
+import re
+import socket
+import ssl
+import struct
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "control"))
+from daemon_harness import TOKEN, Daemon, check, fail, seed  # noqa: E402
+
+import websockets  # noqa: E402
+
+LINGER_S = 2.0
+
+
+def drops(d):
+    m = urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=10).read().decode()
+    v = re.search(r"^fanogate_ws_slow_consumer_drops_total (\d+)$", m, re.M)
+    if not v:
+        fail("fanogate_ws_slow_consumer_drops_total missing")
+    return int(v.group(1))
+
+
+def close_code(data):
+    """The code of the first WebSocket close frame in a server-to-client
+    byte stream (unmasked frames), or None."""
+    i = 0
+    while i + 2 <= len(data):
+        b1, b2 = data[i], data[i + 1]
+        ln, off = b2 & 0x7F, 2
+        if ln == 126:
+            if i + 4 > len(data):
+                return None
+            ln, off = struct.unpack(">H", data[i + 2:i + 4])[0], 4
+        elif ln == 127:
+            if i + 10 > len(data):
+                return None
+            ln, off = struct.unpack(">Q", data[i + 2:i + 10])[0], 10
+        if b1 == 0x88:
+            if i + off + 2 > len(data):
+                return None
+            return struct.unpack(">H", data[i + off:i + off + 2])[0]
+        i += off + ln
+    return None
+
+
+async def run(d):
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.settimeout(10)
+    raw.connect(("127.0.0.1", d.port))
+    s = d.ssl_ctx().wrap_socket(raw, server_hostname="localhost")
+    s.sendall(b"GET /flow?layers=all HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+              b"Authorization: Bearer " + TOKEN.encode() + b"\r\n\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)
+    check(head.startswith(b"HTTP/1.1 101"), "paused subscriber upgraded")
+    before = drops(d)
+    big = [float(i) for i in range(d.hidden)]
+    ctx = d.ssl_ctx()
+    async with websockets.connect(f"wss://localhost:{d.port}/flow?status=0", ssl=ctx, max_size=None,
+                                  extra_headers={"Authorization": "Bearer " + TOKEN}) as tx:
+        for k in range(400):
+            await tx.send(b"".join(seed(0, 1000 + k * 16 + j, ln, big) for j in range(16) for ln in (1, 3, 5)))
+            await tx.ping()  # the daemon has handled the batch once the pong is back
+            if drops(d) > before:
+                break
+        else:
+            fail("the paused subscriber was never dropped as a slow consumer")
+    dropped_at = time.monotonic()
+    # The attack: stay paused past the daemon's linger before reading again.
+    time.sleep(LINGER_S + 1.0)
+    check(time.monotonic() - dropped_at > LINGER_S, "subscriber paused past the 2 s linger after the drop")
+    data = b""
+    try:
+        while True:
+            c = s.recv(65536)
+            if not c:
+                break
+            data += c
+    except (ssl.SSLError, socket.timeout, ConnectionError) as e:
+        print("# read ended: %r" % (e,), flush=True)
+    code = close_code(data)
+    check(code == 1008, "the close frame with 1008 arrives after the pause (%d bytes read, close code %s)"
+          % (len(data), code))
+    s.close()
+
+
+def main():
+    with Daemon(hidden=1024, send_queue_max="1M", idle_ms=20000) as d:
+        asyncio.run(run(d))
+
+
+if __name__ == "__main__":
+    main()
