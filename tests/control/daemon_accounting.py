@@ -22,8 +22,6 @@ can start on the ring profile) in lanes mode:
 Every figure is a difference of two scrapes of /metrics."""
 import asyncio
 import json
-import re
-import urllib.request
 
 import websockets
 
@@ -31,22 +29,12 @@ import os
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from fgtest.wait import until  # noqa: E402
-from fgtest.harness import (OUTCOMES, STATUS_STREAM, TOKEN, Daemon, canonical, check, hdr, http, parse_frames,
+from fgtest.harness import (metrics, OUTCOMES, STATUS_STREAM, TOKEN, Daemon, canonical, check, hdr, http, parse_frames,
                         parse_status, seed)
 
 V = [1.0, -2.5, 3.25, 1e-7, 6.0, 7.5, -8.0, 9.125]
 # enum fg_reason (include/fg/wire.h): the status frame carries the number
 REASON = {"short_header": 2, "truncated_frame": 3, "unknown_stream": 11}
-
-
-def metrics(d):
-    body = urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=5).read().decode()
-    out = {}
-    for ln in body.splitlines():
-        m = re.match(r"^(fanogate_[a-z_]+)(\{[^}]*\})? (\S+)$", ln)
-        if m:
-            out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
-    return out
 
 
 def delta(m1, m0, key):
@@ -156,10 +144,7 @@ def main():
     with Daemon(deadline_ms=30000) as d:
         scenario(d, "local")
     with Daemon(dp_profile="ring", expect_start=False, deadline_ms=30000, extra="[dataplane]\nlcores = 2\n") as d:
-        if d.proc.poll() is not None or "mode dataplane" not in d.log():
-            print("lanes mode not available here (no DPDK or the EAL refused): local mode only")
-            d.proc.kill()
-            d.proc.wait()
+        if not d.lanes_up("lanes mode not available here (no DPDK or the EAL refused): local mode only"):
             return
         scenario(d, "lanes")
     print("ok")

@@ -13,16 +13,14 @@ the epoch change (fanoctl audit tail --json)."""
 import asyncio
 import json
 import os
-import re
 import subprocess
 import sys
-import urllib.request
 
 import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from fgtest.wait import until  # noqa: E402
-from fgtest.harness import (OUTCOMES, SKIP, STATUS_STREAM, TOKEN, Daemon, check, http, parse_frames, parse_status,
+from fgtest.harness import (metrics, OUTCOMES, SKIP, STATUS_STREAM, TOKEN, Daemon, check, http, parse_frames, parse_status,
                         reduce_pair_x, resolved_frame, seed)
 
 V = {1: [1.5, -2.0, 0.1, 3e-7, 5.0, 6.0, 7.0, 8.0], 3: [0.3, 0.2, 0.1, 1e5, 5.0, 6.0, -7.0, 8.0],
@@ -35,16 +33,6 @@ V1B = [-4.0, 0.5, 0.25, 1e-3, 9.0, -6.0, 2.5, 1.0]
 def post(d, body):
     st, h, b = http(d, "POST", "/residual-seed", body)
     return st, json.loads(b)
-
-
-def metrics(d):
-    body = urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=5).read().decode()
-    out = {}
-    for ln in body.splitlines():
-        m = re.match(r"^(fanogate_[a-z_]+)(\{[^}]*\})? (\S+)$", ln)
-        if m:
-            out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
-    return out
 
 
 def audit_records(fanoctl, log):
@@ -178,10 +166,7 @@ def main():
         scenario(d, fanoctl, "local")
     with Daemon(dp_profile="ring", expect_start=False, deadline_ms=30000,
                 extra="[dataplane]\nlcores = 2\n" + fast) as d:
-        if d.proc.poll() is not None or "mode dataplane" not in d.log():
-            print("lanes mode not available here (no DPDK or the EAL refused): local mode only")
-            d.proc.kill()
-            d.proc.wait()
+        if not d.lanes_up("lanes mode not available here (no DPDK or the EAL refused): local mode only"):
             return
         scenario(d, fanoctl, "lanes")
     print("ok")

@@ -70,9 +70,7 @@ def main():
 def run(lcores):
     extra = f"[dataplane]\nlcores = {lcores}\n"
     with Daemon(dp_profile="ring", expect_start=False, deadline_ms=2000, extra=extra) as d:
-        if d.proc.poll() is not None or "mode dataplane" not in d.log():
-            print("SKIP: the dataplane did not start here (built without DPDK, or the EAL refused):\n" + d.log())
-            d.proc.kill()
+        if not d.lanes_up("SKIP: the dataplane did not start here (built without DPDK, or the EAL refused):\n{log}"):
             sys.exit(SKIP)
         st, h, b = http(d, "GET", "/healthz", token=None)
         check(json.loads(b)["mode"] == "dataplane", "healthz says mode dataplane")

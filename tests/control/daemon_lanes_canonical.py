@@ -54,10 +54,7 @@ def main():
         print("SKIP: FANOCTL not set to the fanoctl binary")
         sys.exit(SKIP)
     with Daemon(dp_profile="ring", expect_start=False, deadline_ms=30000, extra="[dataplane]\nlcores = 2\n") as d:
-        if d.proc.poll() is not None or "mode dataplane" not in d.log():
-            print("SKIP: the dataplane did not start here (built without DPDK, or the EAL refused):\n" + d.log())
-            d.proc.kill()
-            d.proc.wait()
+        if not d.lanes_up("SKIP: the dataplane did not start here (built without DPDK, or the EAL refused):\n{log}"):
             sys.exit(SKIP)
         asyncio.run(ws_part(d))
         v = {}

@@ -133,10 +133,7 @@ def main():
         scenario(d, "local")
     with Daemon(dp_profile="ring", expect_start=False, deadline_ms=30000, layers=LAYERS, capacity=8192,
                 extra="[dataplane]\nlcores = 2\n") as d:
-        if d.proc.poll() is not None or "mode dataplane" not in d.log():
-            print("lanes mode not available here (no DPDK or the EAL refused): local mode only")
-            d.proc.kill()
-            d.proc.wait()
+        if not d.lanes_up("lanes mode not available here (no DPDK or the EAL refused): local mode only"):
             return
         scenario(d, "lanes")
     print("ok")

@@ -294,11 +294,7 @@ def lanes_part():
     the whole test when the EAL cannot start here: that part is reported
     and passed over."""
     with Daemon(dp_profile="ring", expect_start=False, deadline_ms=2000) as d:
-        if d.proc.poll() is not None or "mode dataplane" not in d.log():
-            print("# dataplane mode not available here (no DPDK or the EAL refused): lanes metrics not checked")
-            d.proc.kill()
-            d.proc.wait()
-            d.expect_start = False
+        if not d.lanes_up("# dataplane mode not available here (no DPDK or the EAL refused): lanes metrics not checked"):
             return
         v0, _, _ = parse(scrape(d))
         acc = 0

@@ -12,6 +12,7 @@ Run as a script (serve_main) it starts a daemon around another command.
 Environment: FANOGATE = path of the daemon binary (meson passes it).
 Run with /usr/bin/python3 (Debian's python3-websockets 10.4)."""
 import atexit
+import re
 import os
 import shutil
 import signal
@@ -20,6 +21,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # run as a script
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -173,6 +175,18 @@ listen = 127.0.0.1:0
         except FileNotFoundError:
             return ""
 
+    def lanes_up(self, why):
+        """A daemon started with dp_profile (expect_start=False): True when it
+        runs its dataplane (logged "mode dataplane"); otherwise prints why,
+        stops it and returns False (the caller skips or carries on)."""
+        if self.proc.poll() is None and "mode dataplane" in self.log():
+            return True
+        print(why if "log" not in why else why.replace("{log}", self.log()), flush=True)
+        self.proc.kill()
+        self.proc.wait()
+        self.expect_start = False
+        return False
+
     def ssl_ctx(self, cert=None):
         ctx = ssl.create_default_context(cafile=f"{self.dir}/ca.pem")
         if cert:
@@ -182,6 +196,17 @@ listen = 127.0.0.1:0
     def tls_socket(self, cert=None, timeout=10):
         raw = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
         return self.ssl_ctx(cert).wrap_socket(raw, server_hostname="localhost")
+
+
+def metrics(d):
+    """The daemon's /metrics as {"name{labels}": value}."""
+    body = urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=5).read().decode()
+    out = {}
+    for ln in body.splitlines():
+        m = re.match(r"^(fanogate_[a-z_]+)(\{[^}]*\})? (\S+)$", ln)
+        if m:
+            out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    return out
 
 
 # ---- HTTP over TLS (raw, so malformed requests can be sent) ------------------
