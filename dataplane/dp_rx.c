@@ -111,8 +111,8 @@ static void rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		lc->has_local6 = true;
 		memcpy(lc->local6, pk.dst, 16);
 	}
-	const struct dp_dgram dg = {.src = pk.src,
-				    .route = pk.route,
+	const struct dp_dgram dg = {.src = &pk.src,
+				    .route = &pk.route,
 				    .payload = pk.payload,
 				    .len = pk.payload_len,
 				    .fragmented = frag,

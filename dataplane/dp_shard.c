@@ -235,7 +235,7 @@ static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64
 static void whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const struct dp_dgram *dg, bool ackable,
 		  uint64_t now)
 {
-	struct dp_xfer from = {.peer = dg->src, .route = dg->route, .len = len, .ack = ackable,
+	struct dp_xfer from = {.peer = *dg->src, .route = *dg->route, .len = len, .ack = ackable,
 			       .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer,
 			       .decoded = true};
 	const struct dp_frame *d = &from.fr;
@@ -264,7 +264,7 @@ static void whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const
 	dp_lc_count(lc, FG_C_FRAMES, 1);
 	if (dp_frame_is_ack(d)) {
 		dp_lc_xcount(lc, DP_X_ACK_RX);
-		dp_deliver_on_ack(lc, d, frame, len, &dg->src);
+		dp_deliver_on_ack(lc, d, frame, len, dg->src);
 		return;
 	}
 	struct fg_ingest_result r;
@@ -277,10 +277,8 @@ static void whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const
 static void fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct dp_dgram *dg, uint64_t now)
 {
 	struct dp_reasm_out out;
-	if (dp_reasm_push(&lc->reasm, &dg->src, f, &lc->ictx, now, &out) < 0)
+	if (dp_reasm_push(&lc->reasm, dg->src, f, &lc->ictx, now, &out) < 0)
 		return; /* never: push reports through out->disp */
-	struct dp_xfer from = {.peer = dg->src, .route = dg->route, .ack = true,
-			       .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer};
 	switch (out.disp) {
 	case DP_RA_TAKEN:
 		dp_lc_xcount(lc, DP_X_FRAG_TAKEN);
@@ -302,6 +300,13 @@ static void fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct 
 		dp_lc_xcount(lc, DP_X_FRAG_DISCARDED);
 		break;
 	}
+	/* Most fragments (4 of a hidden-1536 contribution's 5) only land:
+	 * nothing to answer, so the sender's xfer header is not built for them
+	 * (~17 instructions per fragment, callgrind). */
+	if (!(out.events & (DP_RA_EV_OUTCOME | DP_RA_EV_FRAME | DP_RA_EV_COMPLETE)))
+		return;
+	struct dp_xfer from = {.peer = *dg->src, .route = *dg->route, .ack = true,
+			       .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer};
 	if (out.events & DP_RA_EV_OUTCOME) {
 		struct fg_status st;
 		if (out.res.outcome == FG_O_MALFORMED) {

@@ -321,6 +321,7 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 
 	enum { B = 32 };
+	static const struct dp_route no_route;
 	static uint8_t bufs[B][DGRAM_MAX];
 	struct mmsghdr mm[B];
 	struct iovec iov[B];
@@ -343,11 +344,13 @@ int main(int argc, char **argv)
 		for (int i = 0; i < n; i++) {
 			fg_count(lc.k, FG_C_RX_PKTS, 1);
 			fg_count(lc.k, FG_C_RX_BYTES, mm[i].msg_len);
-			struct dp_dgram dg = {.src = {.family = 4, .port = ntohs(from[i].sin_port)},
+			struct dp_peer src = {.family = 4, .port = ntohs(from[i].sin_port)};
+			memcpy(src.addr, &from[i].sin_addr, 4);
+			struct dp_dgram dg = {.src = &src,
+					      .route = &no_route, /* the kernel routes */
 					      .payload = bufs[i],
 					      .len = mm[i].msg_len,
 					      .fragmented = true};
-			memcpy(dg.src.addr, &from[i].sin_addr, 4);
 			dp_shard_dgram(&lc, &dg, now);
 		}
 		dp_shard_tick(&lc, now);
