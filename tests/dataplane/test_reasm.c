@@ -538,6 +538,40 @@ static void test_line_disabled_and_bad_prefix(void **st)
 	env_free(e);
 }
 
+/* [cluster] layers (ictx.serves): a fragmented seed for a layer this node
+ * does not serve is judged layer_not_served from its first fragment (no
+ * buffer kept, no slot opened), still ACKed when complete; a served layer
+ * is placed. */
+static void test_layer_not_served(void **st)
+{
+	(void)st;
+	struct env *e = env_new(16, 1, 0, 4096);
+	uint8_t fr[4096];
+	uint8_t serves[FG_MAX_LAYERS / 8] = {0x01}; /* layer 0 only */
+	e->ictx.serves = serves;
+	uint32_t len = make_seed(e, fr, 14, 2, 1, 0, 1.0f, 1.0f);
+	struct dp_peer p = peer_of(11);
+	struct dp_reasm_out o = push(e, &p, 1, fr, len, 0, 0);
+	assert_true(o.events & DP_RA_EV_OUTCOME);
+	assert_int_equal(o.res.outcome, FG_O_MALFORMED);
+	assert_int_equal(o.reason, FG_R_LAYER_NOT_SERVED);
+	assert_int_equal(o.seed.dst_layer, 2);
+	assert_int_equal(e->bufs_out, 0);
+	for (unsigned k = 1; k < 5; k++)
+		o = push(e, &p, 1, fr, len, k, 0);
+	assert_int_equal(o.disp, DP_RA_DISCARDED);
+	assert_int_equal(o.events, DP_RA_EV_COMPLETE);
+	assert_int_equal(e->slots.opened, 0);
+
+	len = make_seed(e, fr, 15, 0, 1, 0, 1.0f, 1.0f);
+	for (unsigned k = 0; k < 5; k++)
+		o = push(e, &p, 2, fr, len, k, 0);
+	assert_true(o.events & DP_RA_EV_OUTCOME);
+	assert_int_equal(o.res.outcome, FG_O_ACCEPTED);
+	assert_int_equal(e->slots.opened, 1);
+	env_free(e);
+}
+
 static void test_too_large(void **st)
 {
 	(void)st;
@@ -665,6 +699,7 @@ int main(void)
 		cmocka_unit_test(test_overflow_and_recycling),
 		cmocka_unit_test(test_full_table_evicts_for_other_source),
 		cmocka_unit_test(test_line_disabled_and_bad_prefix),
+		cmocka_unit_test(test_layer_not_served),
 		cmocka_unit_test(test_too_large),
 		cmocka_unit_test(test_vectors_u02_u04),
 		cmocka_unit_test(test_init_refuses),
