@@ -225,16 +225,11 @@ class Etcd:
 
 
 def op(d, *args):
-    env = dict(os.environ, FANOCTL_SOCKET=f"{d.dir}/fanoctl.sock")
-    p = subprocess.run([FANOCTL, *args], env=env, capture_output=True, text=True, timeout=20)
-    return p
+    return d.ctl(*args, fanoctl=FANOCTL)
 
 
 def cluster(d):
-    p = op(d, "cluster", "--json")
-    if p.returncode != 0:
-        check(False, f"fanoctl cluster: {p.stdout} {p.stderr}")
-    return json.loads(p.stdout)
+    return d.ctl_json("cluster", fanoctl=FANOCTL)
 
 
 def line_state(d, line):

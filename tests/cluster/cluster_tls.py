@@ -23,11 +23,7 @@ PREFIX = "/fg-tls-%d/" % os.getpid()
 
 
 def cluster(d):
-    env = dict(os.environ, FANOCTL_SOCKET=f"{d.dir}/fanoctl.sock")
-    p = subprocess.run([FANOCTL, "cluster", "--json"], env=env, capture_output=True, text=True, timeout=20)
-    if p.returncode != 0:
-        check(False, f"fanoctl cluster: {p.stdout} {p.stderr}")
-    return json.loads(p.stdout)
+    return d.ctl_json("cluster", fanoctl=FANOCTL)
 
 
 def main():

@@ -13,14 +13,13 @@ the epoch change (fanoctl audit tail --json)."""
 import asyncio
 import json
 import os
-import subprocess
 import sys
 
 import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from fgtest.wait import until  # noqa: E402
-from fgtest.harness import (metrics, OUTCOMES, SKIP, STATUS_STREAM, TOKEN, Daemon, check, http, parse_frames, parse_status,
+from fgtest.harness import (audit_records, metrics, OUTCOMES, SKIP, STATUS_STREAM, TOKEN, Daemon, check, http, parse_frames, parse_status,
                         reduce_pair_x, resolved_frame, seed)
 
 V = {1: [1.5, -2.0, 0.1, 3e-7, 5.0, 6.0, 7.0, 8.0], 3: [0.3, 0.2, 0.1, 1e5, 5.0, 6.0, -7.0, 8.0],
@@ -33,13 +32,6 @@ V1B = [-4.0, 0.5, 0.25, 1e-3, 9.0, -6.0, 2.5, 1.0]
 def post(d, body):
     st, h, b = http(d, "POST", "/residual-seed", body)
     return st, json.loads(b)
-
-
-def audit_records(fanoctl, log):
-    p = subprocess.run([fanoctl, "audit", "tail", "--json", "-n", "1000", log], capture_output=True, text=True,
-                       timeout=20)
-    check(p.returncode == 0, "fanoctl audit tail: " + (p.stdout + p.stderr)[-200:])
-    return [json.loads(x) for x in p.stdout.splitlines() if x.strip().startswith("{")]
 
 
 def wss(d, query=""):

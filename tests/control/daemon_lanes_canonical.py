@@ -9,16 +9,14 @@ canonical frames it received over UDP (FG_BM_CANONICAL), so the control
 plane must audit the ones it hands over itself.
 Skips (77) without fanoctl, or when the dataplane cannot start here."""
 import asyncio
-import json
 import os
-import subprocess
 import sys
 
 import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from fgtest.wait import until  # noqa: E402
-from fgtest.harness import SKIP, STATUS_STREAM, TOKEN, OUTCOMES, Daemon, canonical, check, parse_frames, \
+from fgtest.harness import audit_records, SKIP, STATUS_STREAM, TOKEN, OUTCOMES, Daemon, canonical, check, parse_frames, \
     parse_status, reduce_pair_x, seed
 
 V = {1: [1.5, 2.0, -1.0, 0.5, 3.0, 4.0, 5.0, 6.0], 3: [0.25] * 8, 5: [-2.0, 1e-3, 7.0, 8.0, 1.0, 2.0, 3.0, 4.0]}
@@ -41,11 +39,7 @@ async def ws_part(d):
 
 
 def verdicts(fanoctl, log):
-    p = subprocess.run([fanoctl, "audit", "tail", "--json", "-n", "1000", log], capture_output=True, text=True,
-                       timeout=20)
-    check(p.returncode == 0, "fanoctl audit tail: " + (p.stdout + p.stderr)[-200:])
-    recs = [json.loads(x) for x in p.stdout.splitlines() if x.strip().startswith("{")]
-    return {r["token_seq"]: r["verdict"] for r in recs if r["type"] == "verdict"}
+    return {r["token_seq"]: r["verdict"] for r in audit_records(fanoctl, log) if r["type"] == "verdict"}
 
 
 def main():

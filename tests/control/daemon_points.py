@@ -22,15 +22,12 @@ V3 = [0.25] * 8
 
 
 def lines(d, fanoctl):
-    env = dict(os.environ, FANOCTL_SOCKET=f"{d.dir}/fanoctl.sock")
-    p = subprocess.run([fanoctl, "lines", "--json"], env=env, capture_output=True, text=True, timeout=20)
-    return {ln["line"]: ln["state"] for ln in json.loads(p.stdout)["lines"]}
+    return {ln["line"]: ln["state"] for ln in d.ctl_json("lines", fanoctl=fanoctl)["lines"]}
 
 
 def attn_peers(d, fanoctl):
-    env = dict(os.environ, FANOCTL_SOCKET=f"{d.dir}/fanoctl.sock")
-    p = subprocess.run([fanoctl, "peers", "--json"], env=env, capture_output=True, text=True, timeout=20)
-    return sum(1 for x in json.loads(p.stdout)["tls_peers"] if x["role"] == "attn" and x["state"] == "websocket")
+    return sum(1 for x in d.ctl_json("peers", fanoctl=fanoctl)["tls_peers"]
+               if x["role"] == "attn" and x["state"] == "websocket")
 
 
 async def connect(d):

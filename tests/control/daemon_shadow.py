@@ -20,9 +20,7 @@ REF = reduce_pair_x([(V[1], 0), (V[3], 0), (V[5], 0)])
 
 
 def lines(d, fanoctl):
-    env = dict(os.environ, FANOCTL_SOCKET=f"{d.dir}/fanoctl.sock")
-    p = subprocess.run([fanoctl, "lines", "--json"], env=env, capture_output=True, text=True, timeout=20)
-    return {ln["line"]: ln for ln in json.loads(p.stdout)["lines"]}
+    return {ln["line"]: ln for ln in d.ctl_json("lines", fanoctl=fanoctl)["lines"]}
 
 
 def resolve(d, tok, canon_values):

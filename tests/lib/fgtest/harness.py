@@ -12,6 +12,7 @@ Run as a script (serve_main) it starts a daemon around another command.
 Environment: FANOGATE = path of the daemon binary (meson passes it).
 Run with /usr/bin/python3 (Debian's python3-websockets 10.4)."""
 import atexit
+import json
 import re
 import os
 import shutil
@@ -187,6 +188,20 @@ listen = 127.0.0.1:0
         self.expect_start = False
         return False
 
+    def ctl(self, *args, fanoctl=None):
+        """fanoctl ARGS against this daemon's operator socket (FANOCTL from
+        the environment unless given): the CompletedProcess, text."""
+        env = dict(os.environ, FANOCTL_SOCKET=f"{self.dir}/fanoctl.sock")
+        return subprocess.run([fanoctl or os.environ.get("FANOCTL", "fanoctl"), *args], env=env,
+                              capture_output=True, text=True, timeout=20)
+
+    def ctl_json(self, *args, fanoctl=None):
+        """fanoctl ARGS --json parsed; a failed command fails the test."""
+        p = self.ctl(*args, "--json", fanoctl=fanoctl)
+        if p.returncode != 0:
+            fail(f"fanoctl {' '.join(args)}: {p.stdout} {p.stderr}")
+        return json.loads(p.stdout)
+
     def ssl_ctx(self, cert=None):
         ctx = ssl.create_default_context(cafile=f"{self.dir}/ca.pem")
         if cert:
@@ -207,6 +222,14 @@ def metrics(d):
         if m:
             out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
     return out
+
+
+def audit_records(fanoctl, log):
+    """Every record of the audit log at log, parsed (fanoctl audit tail --json)."""
+    p = subprocess.run([fanoctl, "audit", "tail", "--json", "-n", "1000", log], capture_output=True, text=True,
+                       timeout=20)
+    check(p.returncode == 0, "fanoctl audit tail: " + (p.stdout + p.stderr)[-200:])
+    return [json.loads(x) for x in p.stdout.splitlines() if x.strip().startswith("{")]
 
 
 # ---- HTTP over TLS (raw, so malformed requests can be sent) ------------------
