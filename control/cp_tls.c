@@ -452,7 +452,10 @@ size_t cp_tls_in_pending(const struct cp_tls_conn *c) { return c->stash_len + c-
 
 bool cp_tls_conn_trim(struct cp_tls_conn *c)
 {
-	if (!c->ssl || !c->handshake_done)
+	/* Never with buffered input, processed or not: the record layer
+	 * decrypts in place, so unread plaintext lives in the read buffer
+	 * (OpenSSL before 3.0.14 freed it anyway: CVE-2024-4741). */
+	if (!c->ssl || !c->handshake_done || SSL_has_pending(c->ssl))
 		return false;
 	return SSL_free_buffers(c->ssl) == 1;
 }
