@@ -5,8 +5,10 @@
  * control/cp_engine.c, logs and audits with the source this file names):
  *  1. a canonical report received over UDP counts only when its source lies
  *     in [shadow] canonical_sources (default: none, so a spoofed datagram
- *     never reaches the shadow audit); reports over TLS are judged by the
- *     listener (cp_http.c / cp_ws.c: the coordinator role);
+ *     never reaches the shadow audit); one received over TLS only when the
+ *     peer authenticated with the coordinator role (tokens file or mTLS CN
+ *     map: CP_ROLE_COORDINATOR), checked by the listener (cp_http.c, cp_ws.c)
+ *     before the frame reaches the engine;
  *  2. a conflicting duplicate advances the model epoch only when its
  *     sender is attributed to the conflicting line: a UDP source inside the
  *     [points] prefixes of one of the line's three points, or a frame that
@@ -30,6 +32,9 @@
 
 #include "fg/boundary.h"
 #include "fg/config.h"
+
+/* The TLS role whose canonical reports are believed (rule 1). */
+#define CP_ROLE_COORDINATOR "coordinator"
 
 /* A storm ends after this many quiet intervals. */
 #define CP_EPOCH_STORM_QUIET 10u
@@ -55,6 +60,10 @@ void cp_epoch_guard_init(struct cp_epoch_guard *g, const struct fg_config *cfg);
 /* Rule 1: may this UDP source (family 4/6) report canonical frames?
  * A message with family 0 (not from UDP) is never refused here. */
 bool cp_epoch_guard_canon_source_ok(const struct fg_config *cfg, const struct fg_bm_src *src);
+
+/* Rule 1 over TLS: may a peer authenticated with role (NULL: none) send
+ * canonical reports? Only CP_ROLE_COORDINATOR may. */
+bool cp_epoch_guard_role_may_report(const char *role);
 
 /* Rule 2: is src attributed to line (0..6)? family 0 (TLS) always is. */
 bool cp_epoch_guard_is_mapped(const struct fg_config *cfg, const struct fg_bm_src *src, unsigned line);

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "cp_audit.h"
+#include "cp_epoch_guard.h"
 #include "cp_log.h"
 #include "cp_points.h"
 #include "cp_server.h"
@@ -541,6 +542,15 @@ static void http_route(struct cp_conn *c, const struct cp_http_req *req)
 			return;
 		}
 		c->http.route = str_eq(path, "/canonical") ? CP_RT_CANON_POST : CP_RT_SEED_POST;
+		if (c->http.route == CP_RT_CANON_POST && !cp_epoch_guard_role_may_report(c->role)) {
+			/* Only the coordinator's reports reach the shadow audit
+			 * (issue 14 item 3: a report is a verdict, a demotion, a page). */
+			c->srv->st.canon_refused_role++;
+			cp_info("conn %s: canonical report refused: role %s is not %s", c->peer, c->role ? c->role : "-",
+				CP_ROLE_COORDINATOR);
+			cp_http_error(c, 403, "canonical_role", false);
+			return;
+		}
 		c->http.body_len = req->content_length;
 		c->http.phase = CP_H_BODY;
 		cp_conn_body_deadline(c, c->http.body_len); /* [tls] body_min_rate */

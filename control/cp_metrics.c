@@ -338,6 +338,15 @@ static void render_audit(struct sbuf *b, const struct cp_audit *a)
 	counter(b, "audit_sampled_in_total", "active-line seeds chosen by shadow_sample", st.sampled_in);
 	counter(b, "audit_sampled_out_total", "active-line seeds not sampled", st.sampled_out);
 	counter(b, "audit_evicted_total", "pending comparisons evicted from a full table", st.evicted);
+	fam(b, "audit_canonical_table_refused_total", "counter",
+	    "canonical reports the pending table did not take (shared fairly by source)");
+	sb_printf(b, "fanogate_audit_canonical_table_refused_total{reason=\"seed\"} %llu\n",
+		  (unsigned long long)st.canon_refused_seed);
+	sb_printf(b, "fanogate_audit_canonical_table_refused_total{reason=\"share\"} %llu\n",
+		  (unsigned long long)st.canon_refused_share);
+	counter(b, "audit_clean_held_total", "clean verdicts that promoted nothing: an epoch storm held the lines",
+		st.clean_held);
+	counter(b, "audit_epoch_storms_total", "epoch storms that demoted the active lines and alerted", st.storms);
 	counter(b, "audit_canonical_not_sampled_total", "canonical reports whose seed is not audited",
 		st.canon_not_sampled);
 	counter(b, "audit_line_changes_total", "line changes recorded", st.line_changes);
@@ -488,6 +497,8 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	fam(&b, "canonical_refused_total", "counter", "canonical reports refused by their source (issue 14)");
 	sb_printf(&b, "fanogate_canonical_refused_total{reason=\"source\"} %llu\n",
 		  (unsigned long long)e->st.canon_refused_source);
+	sb_printf(&b, "fanogate_canonical_refused_total{reason=\"role\"} %llu\n",
+		  (unsigned long long)s->canon_refused_role);
 	counter(&b, "conflicts_unmapped_total",
 		"conflicting duplicates that moved nothing: sender not mapped to the line's points", e->st.conflicts_unmapped);
 	counter(&b, "epoch_held_total", "conflicts that did not advance the model epoch: [shadow] epoch_min_interval_ms",

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cp_epoch_guard.h"
 #include "cp_log.h"
 #include "cp_server.h"
 
@@ -173,6 +174,19 @@ static void ws_message(struct cp_conn *c, const uint8_t *data, size_t len)
 			break; /* cannot happen: validated above */
 		c->ws.frames_in++;
 		s->st.ws_frames_in++;
+		enum fg_band band;
+		uint16_t layer;
+		if (fg_stream_classify_at(&s->engine->bands, f.hdr.stream_id, ws_bound(c), &band, &layer) == 0 &&
+		    band == FG_BAND_CANONICAL && !cp_epoch_guard_role_may_report(c->role)) {
+			/* Only the coordinator's reports reach the shadow audit
+			 * (cp_epoch_guard.h rule 1): a policy close, as for a
+			 * consumer sending frames. */
+			s->st.canon_refused_role++;
+			cp_info("conn %s: canonical report refused: role %s is not %s", c->peer, c->role ? c->role : "-",
+				CP_ROLE_COORDINATOR);
+			cp_ws_close(c, CP_WS_CLOSE_POLICY, "canonical reports need the coordinator role");
+			return;
+		}
 		int e = cp_engine_submit_at(s->engine, &f, ws_bound(c), cp_conn_cookie(c));
 		if (e < 0)
 			ws_refused(c, data + off, (size_t)r, FG_O_NO_SLOT, 0);

@@ -19,6 +19,8 @@ struct entry {
 	uint8_t sampled;
 	uint8_t kind;      /* CANON: enum fg_canon_kind */
 	uint8_t has_body;
+	uint8_t src;       /* CANON: source class (invariant 6) */
+	uint8_t pad;
 	uint16_t layer;
 	uint32_t token_seq;
 	uint32_t start_pos, seq_len;
@@ -195,6 +197,8 @@ static void link_entry(struct fg_shadow *sh, struct entry *e)
 
 static void release(struct fg_shadow *sh, struct entry *e)
 {
+	if (e->state == E_CANON && sh->src_live[e->src])
+		sh->src_live[e->src]--;
 	unlink_entry(sh, e);
 	e->state = E_EMPTY;
 	sh->live--;
@@ -313,6 +317,14 @@ bool fg_shadow_has_seed(const struct fg_shadow *sh, uint32_t token_seq, uint16_t
 
 int fg_shadow_canon(struct fg_shadow *sh, const struct fg_canon *c, uint64_t now_ns, struct fg_shadow_verdict *out)
 {
+	return fg_shadow_canon_from(sh, c, 0, now_ns, out);
+}
+
+int fg_shadow_canon_from(struct fg_shadow *sh, const struct fg_canon *c, unsigned src, uint64_t now_ns,
+			 struct fg_shadow_verdict *out)
+{
+	if (src >= FG_SHADOW_SOURCES)
+		return -EINVAL;
 	if (!c || (c->kind != FG_CANON_FULL && c->kind != FG_CANON_DIGEST) ||
 	    (c->kind == FG_CANON_FULL && ((c->body_len && !c->body) || (c->body_len & 3u))))
 		return -EINVAL;
@@ -323,8 +335,20 @@ int fg_shadow_canon(struct fg_shadow *sh, const struct fg_canon *c, uint64_t now
 			       * (the lcore or the engine, once), else hash it here */
 			      c->kind == FG_CANON_FULL && !c->digest ? fg_fingerprint(c->body, c->body_len)
 								     : c->digest };
+	/* Invariant 4: a canonical half takes another key's entry only from
+	 * its own source or from a source holding more (never a waiting seed). */
+	struct entry *e = entry_at(sh, index_of(sh, c->token_seq, c->dst_layer));
+	bool other = e->state != E_EMPTY && !(e->token_seq == c->token_seq && e->layer == c->dst_layer);
+	if (other && e->state == E_SEED) {
+		sh->canon_refused_seed++;
+		return 0;
+	}
+	if (other && e->state == E_CANON && e->src != src && sh->src_live[e->src] <= fg_shadow_quota(sh)) {
+		sh->canon_refused_share++;
+		return 0;
+	}
 	bool mine;
-	struct entry *e = claim(sh, c->token_seq, c->dst_layer, &mine);
+	e = claim(sh, c->token_seq, c->dst_layer, &mine);
 	if (mine && e->state == E_SEED) {
 		struct half seed = { e->start_pos, e->seq_len, e->body_len, e->has_body ? e->body : NULL, e->fp };
 		judge(sh, &seed, e->lines, e->shadow_lines, e->sampled, &canon, c->kind, c->token_seq,
@@ -344,6 +368,8 @@ int fg_shadow_canon(struct fg_shadow *sh, const struct fg_canon *c, uint64_t now
 	e->shadow_lines = 0;
 	e->sampled = 0;
 	e->kind = (uint8_t)c->kind;
+	e->src = (uint8_t)src;
+	sh->src_live[src]++;
 	e->start_pos = c->start_pos;
 	e->seq_len = c->seq_len;
 	e->body_len = c->kind == FG_CANON_FULL ? c->body_len : 0;
@@ -396,10 +422,12 @@ uint32_t fg_shadow_flush(struct fg_shadow *sh)
 			e->state = E_EMPTY;
 			n++;
 		}
+		e->src = 0;
 		e->prev = e->next = FG_SHADOW_NIL;
 	}
 	sh->head = sh->tail = FG_SHADOW_NIL;
 	sh->live = 0;
+	memset(sh->src_live, 0, sizeof(sh->src_live));
 	return n;
 }
 

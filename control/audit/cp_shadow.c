@@ -605,6 +605,8 @@ void cp_shadow_stats(const struct cp_shadow *sh, struct cp_shadow_stats *out)
 	out->sampled_in = sh->core.sampled_in;
 	out->sampled_out = sh->core.sampled_out;
 	out->evicted = sh->core.evicted;
+	out->canon_refused_seed = sh->core.canon_refused_seed;
+	out->canon_refused_share = sh->core.canon_refused_share;
 	cp_audit_log_stats(sh->log, &out->log);
 	cp_alert_stats(sh->alert, &out->alert);
 }

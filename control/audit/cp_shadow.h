@@ -152,6 +152,7 @@ void cp_shadow_head(const struct cp_shadow *sh, uint8_t hash[FG_AUDIT_HASH_LEN],
 struct cp_shadow_stats {
 	uint64_t verdicts_clean, verdicts_divergent, verdicts_unmatched;
 	uint64_t sampled_in, sampled_out, evicted;
+	uint64_t canon_refused_seed, canon_refused_share; /* the pending table's fair share (fg/shadow.h invariant 4) */
 	uint64_t canon_not_sampled; /* canonical reports dropped: their seed is not audited */
 	uint64_t conflicts, line_changes, peer_auth_failures, promotions, demotions;
 	uint64_t peer_auth_suppressed; /* not recorded: more than one per 100 ms */

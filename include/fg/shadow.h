@@ -24,7 +24,15 @@
  *     as sent, or fg_fingerprint of the full body) are kept; a full body
  *     that fits body_max is kept (has_body).
  *  4. index = (token_seq * n_layers + dst_layer) mod capacity; a new key
- *     whose index holds another key evicts it (counted in `evicted`).
+ *     whose index holds another key evicts it (counted in `evicted`),
+ *     except that a canonical half (issue 14 item 3c: the pending table is
+ *     shared fairly by source) never evicts a waiting seed half
+ *     (`canon_refused_seed`), nor a canonical half of another source that
+ *     holds no more than its quota, capacity / FG_SHADOW_SHARE entries
+ *     (`canon_refused_share`): a flood can push out only its own halves
+ *     and those of sources over their quota. A refused half is dropped,
+ *     counted, never judged.
+ *  6. src_live[k] = canonical halves on the table whose source is k.
  *  5. every non-EMPTY entry is on one doubly linked list (head..tail, links
  *     in the entries) ordered by deadline, oldest first; EMPTY entries are
  *     on no list. Insertion walks back from the tail past later deadlines
@@ -69,6 +77,11 @@ struct fg_shadow_cfg {
 	double sample;      /* fraction of all-active seeds audited, 0..1 */
 };
 
+/* Source classes of canonical halves (fg_shadow_canon_from); 0 = unnamed. */
+#define FG_SHADOW_SOURCES 64u
+/* A source's quota of canonical halves: capacity / FG_SHADOW_SHARE (>= 1). */
+#define FG_SHADOW_SHARE 8u
+
 struct fg_shadow {
 	struct fg_shadow_cfg cfg;
 	uint8_t *mem;
@@ -80,6 +93,8 @@ struct fg_shadow {
 	uint64_t seeds, canons, sampled_out, sampled_in;
 	uint64_t clean, divergent, unmatched, evicted, duplicate_half;
 	uint64_t expire_visits;    /* entries fg_shadow_expire looked at (work counter for tests/bench) */
+	uint64_t canon_refused_seed, canon_refused_share; /* invariant 4: canonical halves not taken */
+	uint32_t src_live[FG_SHADOW_SOURCES];             /* invariant 6 */
 };
 
 #define FG_SHADOW_NIL UINT32_MAX
@@ -90,6 +105,13 @@ struct fg_shadow_verdict {
 	uint8_t shadow_lines;      /* lines of v.lines that were in shadow at seed time */
 	bool seed_side;            /* UNMATCHED only: true when the seed waited alone */
 };
+
+/* A source's quota of canonical halves on sh (invariant 4). */
+static inline uint32_t fg_shadow_quota(const struct fg_shadow *sh)
+{
+	uint32_t q = sh->cfg.capacity / FG_SHADOW_SHARE;
+	return q ? q : 1;
+}
 
 /* Bytes of caller memory for a table (8-byte aligned). 0 on a bad cfg. */
 size_t fg_shadow_mem_size(const struct fg_shadow_cfg *cfg);
@@ -116,6 +138,11 @@ bool fg_shadow_has_seed(const struct fg_shadow *sh, uint32_t token_seq, uint16_t
  * waits, -EINVAL on a bad report. */
 FG_MUST_CHECK int fg_shadow_canon(struct fg_shadow *sh, const struct fg_canon *c, uint64_t now_ns,
 				  struct fg_shadow_verdict *out);
+/* The same for a report from source class src (< FG_SHADOW_SOURCES; the
+ * caller maps its senders onto classes). fg_shadow_canon is src 0.
+ * A report refused by invariant 4 returns 0 and is counted. */
+FG_MUST_CHECK int fg_shadow_canon_from(struct fg_shadow *sh, const struct fg_canon *c, unsigned src, uint64_t now_ns,
+				       struct fg_shadow_verdict *out);
 
 /* Expire halves older than expiry_ns. Writes up to max UNMATCHED verdicts
  * (only for seeds that had a line in shadow; lone sampled seeds and lone

@@ -32,7 +32,7 @@ fail() { echo "FAIL: $*"; echo "--- daemon log:"; tail -20 "$DIR/gate.log" || tr
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$DIR/key.pem" \
 	-out "$DIR/cert.pem" -days 2 -subj /CN=localhost 2>/dev/null
 TOKEN=e2e-audit-token-0123456789
-echo "$TOKEN admin" >"$DIR/tokens"
+echo "$TOKEN coordinator" >"$DIR/tokens"
 chmod 600 "$DIR/tokens"
 cat >"$DIR/fg.ini" <<EOF
 [audit]

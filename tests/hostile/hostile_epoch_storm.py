@@ -28,8 +28,9 @@ import sys
 import time
 import urllib.request
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "control"))
-from daemon_harness import SKIP, Daemon, check, http, reduce_pair_x, resolved_frame, seed  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.harness import SKIP, Daemon, check, http, reduce_pair_x, resolved_frame, seed  # noqa: E402
+from fgtest.wait import until, within  # noqa: E402
 
 V = {1: [1.5, 2.0, -1.0, 0.5, 3.0, 4.0, 5.0, 6.0], 3: [0.25] * 8, 5: [-2.0, 1e-3, 7.0, 8.0, 1.0, 2.0, 3.0, 4.0]}
 A = [1.0] * 8
@@ -58,17 +59,6 @@ def conflict_pair(d, tok):
     st2, _, b2 = http(d, "POST", "/residual-seed", seed(1, tok, 5, B))
     check(st1 == 200 and st2 == 409 and json.loads(b2)["outcome"] == "conflict",
           f"pair {tok}: first accepted, duplicate answered 409 conflict ({st1} {b1[:80]}, {st2} {b2[:80]})")
-
-
-def wait_for(what, fn, timeout=10.0):
-    """Poll fn() until it returns a true value (readiness, not a sleep)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        check(time.monotonic() < deadline, f"{what} within {timeout:.0f} s")
-        time.sleep(0.05)
 
 
 def main():
@@ -126,7 +116,7 @@ def main():
             raised = metric(t, "fanogate_alerts_raised_total")
             done = metric(t, "fanogate_alerts_spawned_total") + metric(t, "fanogate_alerts_suppressed_total")
             return raised > 0 and raised == done and metric(t, "fanogate_alerts_running") == 0
-        wait_for("every alert command finished", settled)
+        within(settled, 10, "every alert command finished")
         with open(alerts) as f:
             events = f.read().split()
         check(events.count("epoch_storm") == 1, f"exactly one epoch_storm alert: {events.count('epoch_storm')} "
@@ -140,7 +130,8 @@ def main():
             lines = [r for r in recs if r.get("type") == "line"]
             storm = [r for r in lines if "epoch storm" in r.get("why", "")]
             return recs if len(storm) >= 6 else None
-        recs = wait_for("the storm's demotions durable in the audit log", records)
+        recs = until(records, 10)
+        check(recs, "the storm's demotions durable in the audit log")
         lines = [r for r in recs if r.get("type") == "line"]
         check(any("from tls" in r.get("why", "") for r in lines), "a conflict's demotion names its sender")
         epochs = [r for r in recs if r.get("type") == "epoch"]

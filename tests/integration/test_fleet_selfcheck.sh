@@ -106,7 +106,7 @@ else
 		-subj /CN=fanogate.test -addext "subjectAltName=DNS:fanogate.test,IP:127.0.0.1" \
 		-keyout "$D/key.pem" -out "$D/cert.pem" 2>/dev/null
 	tok=$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')
-	(umask 077; echo "$tok fleet" >"$D/tokens")
+	(umask 077; echo "$tok coordinator" >"$D/tokens")
 	cat >"$D/gate.ini" <<INI
 [model]
 hidden = 1536

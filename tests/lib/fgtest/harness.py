@@ -97,7 +97,9 @@ class Daemon:
         make_pki(self.dir)
         tok = f"{self.dir}/tokens"
         with open(tok, "w") as f:
-            f.write(f"# test tokens\n{TOKEN}\n{TOKEN_CONSUMER} consumer\ncn:consumer-1 consumer\n")
+            # TOKEN: the coordinator role, so its canonical reports are believed
+            # (control/cp_epoch_guard.h); it may send seeds like any role but consumer
+            f.write(f"# test tokens\n{TOKEN} coordinator\n{TOKEN_CONSUMER} consumer\ncn:consumer-1 consumer\n")
         os.chmod(tok, tokens_mode)
         cfg = f"""[model]
 hidden = {hidden}
