@@ -316,6 +316,23 @@ static bool addr_special(int family, const uint8_t *a)
 enum dp_addr_verdict dp_pkt_addr_check(const struct dp_pkt *pk, const uint8_t *own4, const uint8_t *own6)
 {
 	int fam = pk->src.family;
+	if (fam == 4) {
+		/* the common case in a few instructions: first octets, then one
+		 * 32-bit compare each against our address */
+		uint8_t s0 = pk->src.addr[0], d0 = pk->dst[0];
+		uint32_t s, d, o;
+		memcpy(&s, pk->src.addr, 4);
+		memcpy(&d, pk->dst, 4);
+		if (s0 == 0 || s0 == 127 || s0 >= 224)
+			return DP_ADDR_BAD_SOURCE;
+		if (own4) {
+			memcpy(&o, own4, 4);
+			if (s == o)
+				return DP_ADDR_BAD_SOURCE;
+			return d == o ? DP_ADDR_OK : DP_ADDR_NOT_OURS; /* ours is one host */
+		}
+		return d0 == 0 || d0 == 127 || d0 >= 224 ? DP_ADDR_NOT_OURS : DP_ADDR_OK;
+	}
 	const uint8_t *own = fam == 6 ? own6 : own4;
 	size_t alen = fam == 6 ? 16 : 4;
 	if (addr_special(fam, pk->src.addr) || (own && !memcmp(pk->src.addr, own, alen)))
