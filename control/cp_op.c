@@ -572,6 +572,51 @@ static int mkdir_parent(const char *path, char *why, size_t why_len)
 	return 0;
 }
 
+/* [operator] group must be able to reach the socket: its directory needs
+ * search permission for the group (issue 14 item 8: /run/fanogate, made
+ * 0750 root:root by the daemon or by systemd's RuntimeDirectory, kept the
+ * group out). A directory the daemon's uid owns and nobody else may write
+ * (its own runtime directory) is given to the group with g+x added; any
+ * other directory (a shared /tmp, someone else's) is left alone, with a
+ * warning when the group cannot search it. */
+static int op_dir_reach(const char *path, gid_t group, char *why, size_t why_len)
+{
+	char dir[FG_PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		return 0; /* relative to the working directory: not ours to judge */
+	if (slash == dir)
+		slash[1] = '\0'; /* "/" */
+	else
+		*slash = '\0';
+	struct stat st;
+	if (stat(dir, &st) < 0) {
+		int e = errno;
+		snprintf(why, why_len, "[operator] socket: %s: %s", dir, strerror(e));
+		return -e;
+	}
+	if ((st.st_mode & S_IXOTH) || (st.st_gid == group && (st.st_mode & S_IXGRP)))
+		return 0;
+	if (st.st_uid == geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH))) {
+		if ((st.st_gid != group && chown(dir, (uid_t)-1, group) < 0) ||
+		    chmod(dir, (st.st_mode & 07777 & ~(mode_t)S_IWGRP) | S_IXGRP | S_IRGRP) < 0) {
+			int e = errno;
+			snprintf(why, why_len, "[operator] socket: cannot give %s to the operator group: %s", dir,
+				 strerror(e));
+			return -e;
+		}
+		cp_info("operator: %s given to group %u (g+rx) so the operator group reaches the socket", dir,
+			(unsigned)group);
+		return 0;
+	}
+	/* Not refused: an ACL may grant what the mode bits do not. */
+	cp_warn("operator: the operator group (gid %u) cannot search %s (mode %04o, uid %u, gid %u) unless an ACL "
+		"allows it: put the socket in a directory the group can reach",
+		(unsigned)group, dir, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, (unsigned)st.st_gid);
+	return 0;
+}
+
 int cp_op_start(struct cp_opsrv *o, struct cp_loop *l, const struct fg_config *cfg, struct cp_engine *e,
 		struct cp_server *srv, const struct fg_boundary *b, char *why, size_t why_len)
 {
@@ -600,6 +645,8 @@ int cp_op_start(struct cp_opsrv *o, struct cp_loop *l, const struct fg_config *c
 		o->have_group = true;
 	}
 	int r = mkdir_parent(path, why, why_len);
+	if (r == 0 && o->have_group)
+		r = op_dir_reach(path, o->group, why, why_len);
 	if (r < 0)
 		return r;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
