@@ -9,7 +9,7 @@ alive() { [ -r /proc/$1/stat ] && ! grep -q '^[0-9]* (.*) Z' /proc/$1/stat 2>/de
 stop_pid() {
 	[ -n "$1" ] || return 0
 	kill -TERM "$1" 2>/dev/null
-	for _ in $(seq 50); do alive "$1" || break; sleep 0.1; done
+	for _ in $(seq 50); do alive "$1" || break; sleep 0.1; done # poll for the exit, 5 s at most
 	alive "$1" && kill -KILL "$1" 2>/dev/null
 	wait "$1" 2>/dev/null
 }
