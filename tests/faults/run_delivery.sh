@@ -84,11 +84,7 @@ fg_dlv_probe "$FLEET" "${CACK[@]}"
 
 WINDOW=8
 [ "$SCEN" = fleet_window ] && WINDOW=$TOKENS
-ip netns exec "$NS" "$FLEET" "${CACK[@]}" --udp 127.0.0.1:14000 --consumer 127.0.0.1:17001 --mix udp=1 --layers 8 \
-	--hidden 512 --tokens "$TOKENS" --window "$WINDOW" --seed $((ID % 1000 + 1)) --token-base 1000 --canonical none \
-	--slot-timeout-ms 5000 --max-missing 1000000 --duration 100 --quiet --json "$TMP/fleet.json" \
-	--linger-ms $(( (RESENDS + 1) * 200 + 500 )) > "$TMP/fleet.log" 2>&1
-FRC=$?
+fg_dlv_fleet "$FLEET" "$WINDOW" "${CACK[@]}"
 # the consumer lingered through the last resends ((resends + 1) x resend_ms),
 # ACKing them (or, silent, not); the last give-ups are done by now
 fg_dlv_drain

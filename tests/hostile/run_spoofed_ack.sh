@@ -44,11 +44,7 @@ fg_dlv_relays "$RELAY" "" "$R2"
 fg_dlv_probe "$FLEET" "${CACK[@]}"
 
 fg_bg SPPID ip netns exec "$NS" "$PY" "$HERE/spoof_ack.py" ${NET}1 ${NET}2 17000 ${NET}3 30 > "$TMP/spoof.log" 2>&1
-ip netns exec "$NS" "$FLEET" "${CACK[@]}" --udp 127.0.0.1:14000 --consumer 127.0.0.1:17001 --mix udp=1 --layers 8 \
-	--hidden 512 --tokens "$TOKENS" --window 8 --seed $((ID % 1000 + 1)) --token-base 1000 --canonical none \
-	--slot-timeout-ms 5000 --max-missing 1000000 --duration 100 --quiet --json "$TMP/fleet.json" \
-	--linger-ms $(( (RESENDS + 1) * 200 + 500 )) > "$TMP/fleet.log" 2>&1
-FRC=$?
+fg_dlv_fleet "$FLEET" 8 "${CACK[@]}"
 fg_stop SPPID
 # the consumer lingered through the last resends ((resends + 1) x resend_ms),
 # ACKing them (or, silent, not); the last give-ups are done by now
