@@ -188,6 +188,13 @@ void cp_conn_set_deadline(struct cp_conn *c, enum cp_deadline_kind k, uint64_t n
 	c->dl_kind = k;
 	c->deadline_ns = h.now + ns_from_now;
 }
+void cp_conn_authenticated(struct cp_conn *c) { c->authed = true; } /* admission: cp_conn.c */
+void cp_conn_body_deadline(struct cp_conn *c, uint64_t len)
+{
+	/* as cp_conn.c: handshake_timeout_ms + len / body_min_rate */
+	uint64_t rate = srv.cfg->body_min_rate ? srv.cfg->body_min_rate : 1;
+	cp_conn_set_deadline(c, CP_DL_BODY, (uint64_t)srv.cfg->handshake_timeout_ms * 1000000ull + len * 1000000000ull / rate);
+}
 void cp_conn_unblock(struct cp_conn *c)
 {
 	/* as cp_conn.c: re-run pipelined input unless inside conn_process */
