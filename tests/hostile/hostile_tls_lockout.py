@@ -19,6 +19,7 @@ default admission keys) listens on 127.0.0.1.
    still get in (the oldest unauthenticated connection is evicted for them:
    reason evicted_unauth_share), and the unauthenticated connections never
    hold more than max_connections minus the auth_reserve share (768).
+3. A socket that never starts TLS is closed at handshake_timeout_ms.
 Every load stops by itself; readiness comes from the daemon's ready fd."""
 import os
 import re
@@ -196,12 +197,32 @@ def many_sources(d):
         auth.close()
 
 
+def never_handshakes(d):
+    """An idle socket that never starts TLS is closed at handshake_timeout_ms
+    (5 s here), counted as a head timeout."""
+    before = metric(metrics(d), "tls_head_timeouts_total")
+    s = idle_conn(d.port, "127.0.0.3")
+    s.setblocking(True)
+    s.settimeout(30)
+    t0 = time.monotonic()
+    try:
+        data = s.recv(100)
+    except OSError:
+        data = b""
+    took = time.monotonic() - t0
+    s.close()
+    check(data == b"" and 4.5 <= took < 25, "a never-handshaking socket is closed at the handshake deadline (%.1f s)"
+          % took)
+    check(metric(metrics(d), "tls_head_timeouts_total") > before, "counted in tls_head_timeouts_total")
+
+
 def main():
     raise_fd_limit(4096)
     with Daemon(max_conns=MAX_CONNS, handshake_ms=5000) as d:
         check(healthz(d) == 200, "/healthz answered before the attack")
         one_source(d)
         many_sources(d)
+        never_handshakes(d)
 
 
 if __name__ == "__main__":
