@@ -80,6 +80,7 @@ struct fg_slot {
 	uint32_t landed[FG_LINES];  /* bytes placed, by rule position */
 	uint32_t attempt[FG_LINES]; /* current attempt, by rule position */
 	uint8_t sign[FG_LINES];     /* orientation of the current attempt / whole body */
+	uint8_t pending;            /* rule positions with a fragment attempt begun, not yet whole or aborted */
 };
 
 #define HDR_SIZE ((sizeof(struct fg_slot) + FG_CACHE_LINE - 1) & ~(size_t)(FG_CACHE_LINE - 1))
@@ -366,6 +367,7 @@ static void slot_open(struct fg_slots *s, uint32_t i, const struct fg_seed *seed
 	 * the previous occupant is read before this occupant overwrote it. */
 	memset(sl->landed, 0, sizeof(sl->landed));
 	memset(sl->sign, 0, sizeof(sl->sign));
+	sl->pending = 0;
 	fifo_push(s, i);
 	s->opened++;
 	s->in_use++;
@@ -497,6 +499,7 @@ int fg_slot_put(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_ns,
 	memcpy(buf, seed->body, seed->body_len);
 	sl->landed[pos] = seed->body_len;
 	sl->attempt[pos]++;
+	sl->pending &= (uint8_t)~(1u << pos);
 	sl->sign[pos] = seed->orientation;
 	line_complete(s, i, seed->line, res);
 	return 0;
@@ -527,6 +530,7 @@ int fg_slot_begin(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_n
 	}
 	pos = rule_pos(&s->cfg.rules[sl->layer], seed->line);
 	sl->attempt[pos]++;
+	sl->pending |= (uint8_t)(1u << pos);
 	sl->landed[pos] = 0;
 	sl->sign[pos] = seed->orientation;
 	ref->slot = i;
@@ -576,9 +580,10 @@ int fg_slot_place(struct fg_slots *s, const struct fg_slot_ref *ref, uint32_t of
 	}
 	memcpy(slot_buf(s, ref->slot, ref->pos) + off, src, len);
 	sl->landed[ref->pos] += len;
-	if (sl->landed[ref->pos] == sl->body_len)
+	if (sl->landed[ref->pos] == sl->body_len) {
+		sl->pending &= (uint8_t)~(1u << ref->pos);
 		line_complete(s, ref->slot, slot_line_at(s, sl, ref->pos), res);
-	else
+	} else
 		result_slot(s, ref->slot, FG_O_PARTIAL, res);
 	return 0;
 }
@@ -595,6 +600,15 @@ void fg_slot_abort(struct fg_slots *s, const struct fg_slot_ref *ref)
 		return;
 	sl->landed[ref->pos] = 0;
 	sl->attempt[ref->pos]++;
+	sl->pending &= (uint8_t)~(1u << ref->pos);
+	if (sl->complete == 0 && sl->pending == 0) {
+		/* Its only attempt is gone (fragment 0 and nothing after it, a
+		 * flood's favourite): free the place now, not at the deadline.
+		 * gen is kept, as in a flush: a reopen bumps it (invariant 4). */
+		slot_close(s, ref->slot, FG_SLOT_FREE);
+		memset(sl->landed, 0, sizeof(sl->landed));
+		s->abandoned++;
+	}
 }
 
 int fg_slot_seed(const struct fg_slots *s, uint32_t slot, struct fg_seed_view *out)

@@ -108,7 +108,9 @@ struct fg_slots {
 	uint32_t in_use;       /* slots OPEN */
 	uint64_t flushed;      /* open slots freed by fg_slots_flush (not in expired).
 				* Ledger: opened = in_use + resolved + expired + flushed
-				* + slots poisoned while OPEN */
+				* + abandoned + slots poisoned while OPEN */
+	uint64_t abandoned;    /* open slots freed by fg_slot_abort: no line whole and
+				* no attempt left (a fragment-0-only group, issue 14 item 6) */
 };
 
 /* Initialise a table in mem[0..len). Returns 0, -EINVAL (bad cfg) or
@@ -170,7 +172,11 @@ FG_MUST_CHECK int fg_slot_begin(struct fg_slots *s, const struct fg_seed *seed, 
 				struct fg_slot_ref *ref, struct fg_slot_result *res);
 FG_MUST_CHECK int fg_slot_place(struct fg_slots *s, const struct fg_slot_ref *ref, uint32_t off,
 				const void *src, uint32_t len, uint64_t now_ns, struct fg_slot_result *res);
-/* The reassembler gave up on an attempt: its bytes no longer count. */
+/* The reassembler gave up on an attempt: its bytes no longer count. When
+ * that was the slot's only attempt (no line whole, no other attempt
+ * begun and not finished) the slot is freed at once (FREE, counted in
+ * abandoned; the key's next contribution opens it again) instead of
+ * holding its place until the deadline. */
 void fg_slot_abort(struct fg_slots *s, const struct fg_slot_ref *ref);
 
 /* The resolved seed of a slot: body pointer and length, start_pos, seq_len.
