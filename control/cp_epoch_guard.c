@@ -36,11 +36,6 @@ bool cp_epoch_guard_canon_source_ok(const struct fg_config *cfg, const struct fg
 	return in_any(cfg->canon_src, cfg->n_canon_src, src);
 }
 
-bool cp_epoch_guard_role_may_report(const char *role)
-{
-	return role && !strcmp(role, CP_ROLE_COORDINATOR);
-}
-
 bool cp_epoch_guard_is_mapped(const struct fg_config *cfg, const struct fg_bm_src *src, unsigned line)
 {
 	if (src->family == 0)

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "fg/boundary.h"
 #include "fg/config.h"
@@ -62,8 +63,12 @@ void cp_epoch_guard_init(struct cp_epoch_guard *g, const struct fg_config *cfg);
 bool cp_epoch_guard_canon_source_ok(const struct fg_config *cfg, const struct fg_bm_src *src);
 
 /* Rule 1 over TLS: may a peer authenticated with role (NULL: none) send
- * canonical reports? Only CP_ROLE_COORDINATOR may. */
-bool cp_epoch_guard_role_may_report(const char *role);
+ * canonical reports? Only CP_ROLE_COORDINATOR may. (Inline: the listeners
+ * and their fuzz harness need it without the rest of the guard.) */
+static inline bool cp_epoch_guard_role_may_report(const char *role)
+{
+	return role && !strcmp(role, CP_ROLE_COORDINATOR);
+}
 
 /* Rule 2: is src attributed to line (0..6)? family 0 (TLS) always is. */
 bool cp_epoch_guard_is_mapped(const struct fg_config *cfg, const struct fg_bm_src *src, unsigned line);
