@@ -78,6 +78,7 @@ const struct fg_counter_def fg_dp_xcounter_defs[DP_X__COUNT] = {
 	[DP_X_POINT_SEEN] = {"point_seen_stores", "dp_point_seen_stores_total", NULL, "counter", "point last-seen stores ([points] liveness)", 0},
 	[DP_X_LANE_WAKES] = {"lane_wakes", "dp_lane_wakes_total", NULL, "counter", "eventfd writes waking the control plane (at most one per its sleep)", 0},
 	[DP_X_LANE_WAKE_FAIL] = {"lane_wake_fail", "dp_lane_wake_fail_total", NULL, "counter", "eventfd writes to wake the control plane that failed (cannot happen short of a closed fd)", 0},
+	[DP_X_SLOTS_ABANDONED] = {"slots_abandoned", "dp_slots_abandoned_total", NULL, "counter", "open slots freed because their only attempt was aborted (a fragment group that never completed, no line whole): not expired, the key's next contribution opens it again", 0},
 	[DP_X_LANE_DEFERRED] = {"lane_deferred", "dp_lane_deferred_total", NULL, "counter", "bursts to the control plane with nothing urgent in them (resolved seeds already sent over UDP to an unwatched layer, peers, canonical reports): no wake-up, drained by its 1 ms tick", 0},
 	[DP_X_IDLE_SLEEPS] = {"idle_sleeps", "dp_idle_sleeps_total", NULL, "counter", "idle sleeps of the poll lcore ([poll] idle_sleep_us)", 0},
 	[DP_X_THREAD_CPU_NS] = {"thread_cpu_ns", "dp_thread_cpu_seconds_total", NULL, "counter", "CPU time of the lcore thread (its CPU clock, idle polling included), added at stop; ns in stats and telemetry", 1},

@@ -368,6 +368,12 @@ static void timers(struct dp_lcore *lc, uint64_t now)
 	uint32_t t = dp_reasm_expire(&lc->reasm, now, 1024);
 	if (t)
 		dp_lc_count(lc, FG_C_REASM_TIMEOUT, t);
+	/* slots freed because their only attempt was aborted (fg_slot_abort):
+	 * the slot engine counts them, the registry gets the difference */
+	if (lc->slots.abandoned != lc->abandoned_seen) {
+		dp_xcount(lc->xk, DP_X_SLOTS_ABANDONED, lc->slots.abandoned - lc->abandoned_seen);
+		lc->abandoned_seen = lc->slots.abandoned;
+	}
 	struct fg_slot_expired ex[32];
 	int k;
 	do {

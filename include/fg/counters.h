@@ -69,6 +69,7 @@ enum dp_xcounter {
 	DP_X_POINT_SEEN,          /* point last-seen stores ([points] liveness) */
 	DP_X_LANE_WAKES,          /* eventfd writes waking the control plane (at most one per its sleep) */
 	DP_X_LANE_WAKE_FAIL,      /* ... writes that failed (cannot happen short of a closed fd) */
+	DP_X_SLOTS_ABANDONED,     /* open slots freed when their only attempt was aborted (fg_slot_abort) */
 	DP_X_LANE_DEFERRED,       /* bursts to the control plane with nothing urgent: left for its 1 ms tick */
 	DP_X_IDLE_SLEEPS,         /* idle sleeps ([poll] idle_sleep_us) */
 	DP_X_THREAD_CPU_NS,       /* the lcore thread's CPU time (its CPU clock, idle polling included), added at stop */

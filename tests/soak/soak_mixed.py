@@ -530,7 +530,7 @@ def ledger(d, led, uled, m, st, dpc, slots, pools0, pools1, tmp, r1rc, r2rc, los
        "fanoctl stats outcomes = /metrics outcomes (TLS)")
     dp_m = {k: metric_sum(m, "fanogate_dp_%s_total" % k) for k in
             ("contrib_accepted", "seeds_resolved", "slots_expired", "frames", "canonical", "reasm_timeout",
-             "rx_pkts", "status_sent", "seeds_sent")}
+             "rx_pkts", "status_sent", "seeds_sent", "slots_abandoned")}
     ck(all(dp_m[k] == int(dpc[k]) for k in dp_m), "/metrics fanogate_dp_* = telemetry /fanogate/counters %s"
        % {k: dp_m[k] for k in ("contrib_accepted", "seeds_resolved", "slots_expired")})
     # an outcome may come back for a request whose connection has gone: a
@@ -602,9 +602,18 @@ def ledger(d, led, uled, m, st, dpc, slots, pools0, pools1, tmp, r1rc, r2rc, los
     udp_unres_in = acc - 3 * resolved - led.unresolved_in
     # the first fragment of a seed frame opens its slot (the dataplane places
     # fragments in the slot): each round of bad datagrams leaves one slot
-    # opened by a group that never completes, which expires empty
-    empty = bad.get("incomplete_group", 0)
-    udp_unres_slots = expired_cp + flushed + poisoned - len(led.unresolved_slots) - empty
+    # opened by a group that never completes; when its reassembly times out
+    # the slot is freed at once (abandoned, issue 14 item 6a) instead of
+    # expiring. Abandoned slots also come from the fleet's own lost fragments
+    # (freed, then reopened by the resend), so between max(0, incomplete -
+    # abandoned) and all of the incomplete groups' slots may have expired.
+    inc = bad.get("incomplete_group", 0)
+    empty_lo, empty_hi = max(0, inc - dp_m["slots_abandoned"]), inc
+    ended = expired_cp + flushed + poisoned - len(led.unresolved_slots)
+    # ended = (incomplete groups' slots that expired, in [empty_lo, empty_hi])
+    #       + (UDP slots the fleet never saw resolve, in [0, missing])
+    empty = min(max(ended, empty_lo), empty_hi)
+    udp_unres_slots = ended - empty  # < 0 when fewer ended than the groups alone explain
     # a slot the UDP fleet never saw resolve holds 0-2 of its contributions
     ck(udp_unres_in == 0 if u["missing"] == 0 else 0 <= udp_unres_in <= 2 * u["missing"],
        "contributions accepted %d = 3 x resolved %d + in the injector's unresolved slots %d + in UDP slots left"
@@ -612,8 +621,9 @@ def ledger(d, led, uled, m, st, dpc, slots, pools0, pools1, tmp, r1rc, r2rc, los
     ck((udp_unres_slots == 0 if u["missing"] == 0 else 0 <= udp_unres_slots <= u["missing"])
        and flushed >= 0 and poisoned == 3,
        "expired %d + flushed %d + poisoned %d = the injector's unresolved slots %d + UDP missing %d + opened by"
-       " an incomplete first fragment %d; 0 open" % (expired_cp, flushed, poisoned, len(led.unresolved_slots),
-                                                     u["missing"], empty))
+       " an incomplete first fragment and expired %d (of %d; %d slots abandoned); 0 open"
+       % (expired_cp, flushed, poisoned, len(led.unresolved_slots), u["missing"], empty, inc,
+          dp_m["slots_abandoned"]))
     if "shards" in slots:
         ck(all(s.get("in_use", 0) == 0 for s in slots["shards"]), "fanoctl slots: 0 in use (%s)" % slots["shards"])
 
