@@ -780,6 +780,7 @@ void dp_stop(void)
 		r->slots_resolved += lc->slots.resolved;
 		r->slots_expired += lc->slots.expired;
 		r->slots_poisoned += lc->slots.poisoned;
+		r->slots_abandoned += lc->slots.abandoned;
 		r->slots_in_use += lc->slots.in_use;
 		r->reasm_timeouts += lc->reasm.timeouts;
 		r->delivery_pending += lc->dlv.n;

@@ -49,6 +49,7 @@ struct dp_report {
 	uint64_t outcome[FG_O__COUNT];    /* every seed frame decided, by outcome */
 	uint64_t malformed[FG_R__COUNT];
 	uint64_t slots_opened, slots_resolved, slots_expired, slots_poisoned;
+	uint64_t slots_abandoned; /* freed when their only attempt was aborted (fg_slot_abort) */
 	uint32_t slots_in_use;
 	uint64_t reasm_timeouts;
 	uint32_t delivery_pending; /* deliveries still unACKed at dp_stop (ledger: seeds_sent = acked + given_up + pending) */

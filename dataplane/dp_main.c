@@ -105,6 +105,7 @@ static int write_report(const char *path, const struct dp_report *r, const struc
 	json_object_set_new(o, "slots_resolved", json_integer((json_int_t)r->slots_resolved));
 	json_object_set_new(o, "slots_expired", json_integer((json_int_t)r->slots_expired));
 	json_object_set_new(o, "slots_poisoned", json_integer((json_int_t)r->slots_poisoned));
+	json_object_set_new(o, "slots_abandoned", json_integer((json_int_t)r->slots_abandoned));
 	json_object_set_new(o, "slots_in_use", json_integer(r->slots_in_use));
 	json_object_set_new(o, "reasm_timeouts", json_integer((json_int_t)r->reasm_timeouts));
 	json_object_set_new(o, "delivery_pending", json_integer(r->delivery_pending));

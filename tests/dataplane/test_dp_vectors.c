@@ -235,11 +235,11 @@ static void check_identities(json_t *r, uint64_t pkts)
 	/* every fragment too */
 	assert_int_equal(C("frags"), X("frag_single") + X("frag_taken") + X("frag_duplicate") + X("frag_discarded") +
 					     X("frag_nobuf") + X("frag_malformed") + C("drop_reasm_overflow"));
-	/* slots: opened = resolved + expired + poisoned + still open (none) */
+	/* slots: opened = resolved + expired + poisoned + abandoned + still open (none) */
 	assert_int_equal(tu_json_u64(r, NULL, "slots_in_use"), 0);
 	assert_int_equal(tu_json_u64(r, NULL, "slots_opened"),
 			 tu_json_u64(r, NULL, "slots_resolved") + tu_json_u64(r, NULL, "slots_expired") +
-				 tu_json_u64(r, NULL, "slots_poisoned"));
+				 tu_json_u64(r, NULL, "slots_poisoned") + tu_json_u64(r, NULL, "slots_abandoned"));
 	assert_int_equal(C("seeds_resolved"), tu_json_u64(r, "outcomes", "resolved"));
 	assert_int_equal(C("contrib_accepted"),
 			 tu_json_u64(r, "outcomes", "resolved") + tu_json_u64(r, "outcomes", "accepted"));
