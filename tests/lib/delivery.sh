@@ -103,9 +103,10 @@ fg_dlv_stop() {
 }
 
 # fg_dlv_drain: after the fleet's last token, the datagrams still in flight
-# through the relays (the last ACKs, give-ups). Not a readiness wait: no
-# process reports "nothing in flight" (fanogate-dp's counters are read
-# from its report at exit), so a bounded pause stands for it.
+# through the relays (the last ACKs, give-ups). A fixed pause, not a wait
+# for the condition: fanogate-dp's DPDK telemetry could tell when nothing
+# is in flight (seeds_sent against delivery_acked + delivery_given_up +
+# superseded), but no helper here queries it yet (left, issue 16).
 fg_dlv_drain() { sleep 0.5; }
 
 # fg_dlv_dump [NAME...]: after a failed verdict, the logs a person needs:
