@@ -259,6 +259,11 @@ static void render_peers(struct sbuf *b, const struct cp_server *srv)
 	for (unsigned i = 0; i < 3; i++)
 		sb_printf(b, "fanogate_tls_peers{state=\"%s\"} %llu\n", states[i], (unsigned long long)n[i]);
 	gauge(b, "tls_send_queue_bytes", "ciphertext queued to TLS peers and not yet sent", queued);
+	/* what a test polls before the resolving POST, so the woken path is the one tested */
+	uint64_t waiting = 0;
+	for (const struct cp_conn *c = srv->wait_list; c; c = c->lnext)
+		waiting++;
+	gauge(b, "http_seed_waiting", "GET /residual-seed requests parked until their slot resolves or ends", waiting);
 }
 
 /* UDP sources the dataplane reported (FG_BM_PEER), as `fanoctl peers` lists them. */

@@ -14,9 +14,9 @@ import urllib.request
 
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fgtest.wait import until  # noqa: E402
+from fgtest.wait import until, within  # noqa: E402
 from fgtest.harness import (TOKEN, TOKEN_CONSUMER, Daemon, canonical, check, hdr, http, http_read_response,
-                        reduce_pair_x, resolved_frame, seed)
+                        metrics, reduce_pair_x, resolved_frame, seed)
 
 V = {1: [1.5, 2.25, -3.0, 4.0, 0.1, 0.2, 0.3, 1e-8],
      3: [0.7, -1.25, 3.0, 1e7, 0.1, -0.2, 0.3, 3e-8],
@@ -71,10 +71,11 @@ def main():
             got["r"] = http(d, "GET", "/residual-seed/2/100")
         t = threading.Thread(target=waiter)
         t.start()
-        # Left as a fixed pause: no counter shows a parked GET, so nothing
-        # to poll; were the POST first, the GET would be answered at once
-        # (the same bytes) and only the wake-up path would go untested.
-        time.sleep(0.1)
+        # The GET must be parked before the resolving POST: were the POST
+        # first, the GET would be answered at once (the same bytes) and the
+        # wake-up path would go untested. fanogate_http_seed_waiting counts it.
+        within(lambda: metrics(d).get("fanogate_http_seed_waiting") == 1, 10,
+              "the GET parked in the daemon (fanogate_http_seed_waiting 1)")
         st, j = post(d, seed(2, 100, 1, V[1]))
         check(st == 200 and j["outcome"] == "accepted" and j["landed"] == (1 << 5) | (1 << 1)
               and j["bitset"] == (1 << 5) | (1 << 1) | 0x55,
