@@ -26,7 +26,10 @@
 #include <rte_malloc.h>
 #include <rte_pdump.h>
 
+#include "dp_burst_guard.h"
 #include "dp_internal.h"
+
+_Static_assert(DP_GUARD_MAX >= DP_MAX_LCORES, "a burst guard per lcore");
 
 #define DP_LOG(level, fmt, ...) RTE_LOG(level, USER1, "fanogate-dp: " fmt "\n", ##__VA_ARGS__)
 
@@ -307,6 +310,7 @@ static int port_setup(struct dp_state *g)
 		return rc;
 	}
 	drain_unbound_af_packet(g, pid, info.driver_name);
+	g->guard_bursts = strcmp(info.driver_name, "net_memif") == 0;
 	g->mbufs_out_started = g->mbufs->size - rte_mempool_avail_count(g->mbufs);
 	if (g->prof.promiscuous && rte_eth_promiscuous_enable(pid) < 0)
 		DP_LOG(WARNING, "port %u: promiscuous mode refused", pid);
@@ -712,12 +716,15 @@ int dp_start(void)
 		return -ENODEV;
 	if (g->started)
 		return -EALREADY;
+	if (g->guard_bursts)
+		dp_burst_guard_set(g->n, g->xk);
 	for (unsigned i = 0; i < g->n; i++) {
 		int rc = rte_eal_remote_launch(dp_lcore_main, g->lc[i], g->lc[i]->lcore_id);
 		if (rc < 0) {
 			DP_LOG(ERR, "launch lcore %u: %s", g->lc[i]->lcore_id, rte_strerror(-rc));
 			atomic_store(&g->b->stop, true);
 			rte_eal_mp_wait_lcore();
+			dp_burst_guard_set(0, NULL);
 			return rc;
 		}
 	}
@@ -770,6 +777,7 @@ void dp_stop(void)
 	if (g->started)
 		rte_eal_mp_wait_lcore();
 	g->started = false;
+	dp_burst_guard_set(0, NULL); /* no lcore runs a burst any more */
 	struct dp_report *r = &g->report;
 	dp_counters_sum(r);
 	for (unsigned i = 0; i < g->n; i++) {

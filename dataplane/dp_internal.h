@@ -44,6 +44,7 @@ struct dp_state {
 	bool hugepages;
 	bool own_prefix;             /* --file-prefix fgdp<pid>: runtime dir removed at stop */
 	uint32_t mbufs_out_started;
+	bool guard_bursts;           /* the port's PMD unmaps under a burst (dp_burst_guard.h) */
 	bool have_report;
 	struct dp_report report;
 	struct dp_shard_env env;     /* what every lcore's shard reads (lc->env) */

@@ -15,6 +15,7 @@
 #include <rte_ethdev.h>
 #include <rte_prefetch.h>
 
+#include "dp_burst_guard.h"
 #include "dp_neigh.h"
 #include "dp_rx.h"
 #include "dp_shard.h"
@@ -126,7 +127,14 @@ unsigned dp_rx_burst(struct dp_lcore *lc, uint64_t now)
 	struct rte_mbuf *pkts[DP_BURST];
 	if (lc->rxq < 0)
 		return 0;
-	uint16_t n = rte_eth_rx_burst(dp_g.port, (uint16_t)lc->rxq, pkts, DP_BURST);
+	uint16_t n;
+	if (dp_burst_guarded()) { /* net_memif: see dp_burst_guard.h */
+		dp_burst_enter(lc->idx);
+		n = rte_eth_rx_burst(dp_g.port, (uint16_t)lc->rxq, pkts, DP_BURST);
+		dp_burst_leave(lc->idx);
+	} else {
+		n = rte_eth_rx_burst(dp_g.port, (uint16_t)lc->rxq, pkts, DP_BURST);
+	}
 	for (uint16_t i = 0; i < n; i++) {
 		if (i + 3 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 3], void *));

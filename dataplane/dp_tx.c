@@ -10,6 +10,7 @@
 
 #include <rte_ethdev.h>
 
+#include "dp_burst_guard.h"
 #include "dp_tx.h"
 
 void dp_tx_flush(struct dp_lcore *lc)
@@ -20,8 +21,13 @@ void dp_tx_flush(struct dp_lcore *lc)
 	for (unsigned i = 0; i < lc->n_tx; i++)
 		bytes += lc->tx[i]->pkt_len;
 	unsigned sent = 0;
+	bool guarded = dp_burst_guarded(); /* net_memif: see dp_burst_guard.h */
+	if (guarded)
+		dp_burst_enter(lc->idx);
 	for (int tries = 0; sent < lc->n_tx && tries < 4; tries++)
 		sent += rte_eth_tx_burst(dp_g.port, lc->txq, lc->tx + sent, (uint16_t)(lc->n_tx - sent));
+	if (guarded)
+		dp_burst_leave(lc->idx);
 	for (unsigned i = sent; i < lc->n_tx; i++) {
 		bytes -= lc->tx[i]->pkt_len;
 		rte_pktmbuf_free(lc->tx[i]);

@@ -81,6 +81,8 @@ enum dp_xcounter {
 	DP_X_NEIGH_NOT_ALLOWED,   /* ARP/NDP offers refused: the address is neither in [udp] allow nor a consumer */
 	DP_X_NEIGH_UNSOLICITED,   /* ARP/NDP offers refused: they would change a known (or static) neighbour */
 	DP_X_NEIGH_SLOT_BUSY,     /* ARP/NDP offers refused: their table slot holds another neighbour */
+	DP_X_GUARD_WAITS,         /* a peer's memory unmap waited for this lcore to leave a burst (dp_burst_guard.h) */
+	DP_X_GUARD_TIMEOUTS,      /* ... and gave up after 1 s (the lcore stayed inside one burst) */
 	DP_X__COUNT
 };
 const char *dp_xcounter_name(enum dp_xcounter c);
