@@ -102,12 +102,17 @@ fg_dlv_stop() {
 	DPRC=$?
 }
 
-# fg_dlv_drain: after the fleet's last token, the datagrams still in flight
-# through the relays (the last ACKs, give-ups). A fixed pause, not a wait
-# for the condition: fanogate-dp's DPDK telemetry could tell when nothing
-# is in flight (seeds_sent against delivery_acked + delivery_given_up +
-# superseded), but no helper here queries it yet (left, issue 16).
-fg_dlv_drain() { sleep 0.5; }
+# fg_dlv_drain: after the fleet's last token, wait (10 s at most) until
+# the dataplane's delivery ledger closes: every seed it sent was ACKed or
+# given up (seeds_sent = delivery_acked + delivery_given_up, read from its
+# DPDK telemetry, fgtest/telemetry.py), so the last ACKs through the relays
+# and the last give-ups are in its counters before it is stopped. When it
+# does not close, says so and returns: the verdict then reports the
+# deliveries still pending. A run that leaves deliveries pending on
+# purpose (run_delivery.sh fleet_window) does not call it.
+fg_dlv_drain() {
+	PYTHONPATH="${BASH_SOURCE[0]%/*}" "${PY:-python3}" -m fgtest.telemetry ledger-closed "$DPPID" 10 || true
+}
 
 # fg_dlv_dump [NAME...]: after a failed verdict, the logs a person needs:
 # the fleet's last lines, each named relay's log (r1, r2), the dataplane's
