@@ -120,10 +120,15 @@ V6=""
 [ "${FG_TEST_V6:-1}" = 1 ] && V6="--src-ip6 fd98::2"
 ip netns exec "$NS" $PY "$HERE/veth_fleet.py" send --expect "$TMP/expect.json" $V6 --slots ${FG_TEST_SLOTS:-120}
 RC=$?
-# Not a readiness wait: the test checks that the incomplete slots expired
-# (deadline_ms 1500) and the reassembly contexts timed out (250 ms), which
-# the dataplane reports only in its report at exit; 2 s covers both.
-sleep 2
+# The check wants every incomplete slot expired (deadline_ms 1500) and its
+# reassembly contexts timed out (250 ms) in the report written at exit:
+# wait for the dataplane's telemetry to count them (slots_expired and
+# reasm_timeout at least the incomplete slots), 15 s at most; short of
+# that, the check below reports the counts.
+if [ $RC = 0 ]; then
+	INC=$($PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["incomplete"])' "$TMP/expect.json")
+	PYTHONPATH="$HERE/../lib" $PY -m fgtest.telemetry at-least "$DPPID" 15 "slots_expired=$INC" "reasm_timeout=$INC"
+fi
 fg_stop DPPID
 DPRC=$?
 cat "$TMP/dp.log" | grep -v "^TELEMETRY" >&2
