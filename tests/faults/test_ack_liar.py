@@ -21,7 +21,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
-from fgtest import wait  # noqa: E402
+from fgtest import relay as fgrelay, wait  # noqa: E402
 from fgtest.flow import ack_frame, datagram, fragments, frame  # noqa: E402
 
 CHUNK = 100
@@ -37,7 +37,10 @@ def ack_datagram(ack_id, seq):
     return datagram(ack_id, ack_frame([(STREAM, seq, 0, 1)]))
 
 
-def server(sock, liar, stop):
+def server(sock, liar, stop, seen):
+    """ACKs what it receives (liar: on the first fragment); seen["handled"]
+    counts the datagrams it is done with (ACK sent or not), seen["acks"]
+    the ACKs sent, each bumped after the send."""
     got = {}
     ack_id = 0
     sock.settimeout(0.05)
@@ -55,9 +58,12 @@ def server(sock, liar, stop):
         elif not liar and len(have) == total:
             seq = struct.unpack('>I', have[0][2:6])[0]
         else:
+            seen["handled"] += 1
             continue
         sock.sendto(ack_datagram(ack_id, seq), src)
         ack_id = (ack_id + 1) & 0xFFFF
+        seen["acks"] += 1
+        seen["handled"] += 1
 
 
 def run(relay, liar, tmp):
@@ -68,23 +74,32 @@ def run(relay, liar, tmp):
     ready = stats + '.ready'
     p = subprocess.Popen([relay, '--listen', '127.0.0.1:%d' % listen, '--server',
                           '127.0.0.1:%d' % srv.getsockname()[1], '--up-loss', '0.3', '--seed', '5',
-                          '--check-acks', '--duration', '30', '--quiet', '--stats', stats,
-                          '--ready-file', ready], stdout=subprocess.DEVNULL)
+                          '--check-acks', '--duration', '30', '--quiet', '--json', '--stats', stats,
+                          '--ready-file', ready], stdout=open(stats + '.out', 'w'))
     stop = threading.Event()
-    th = threading.Thread(target=server, args=(srv, liar, stop))
+    seen = {"handled": 0, "acks": 0}
+    th = threading.Thread(target=server, args=(srv, liar, stop, seen))
     th.start()
     try:
         if not wait.until(lambda: os.path.exists(ready) or p.poll() is not None, 5) or not os.path.exists(ready):
             raise SystemExit('FAIL: fanorelay did not start')
         cli = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sent = 0
         for seq in range(300):
             for dg in frame_fragments(seq, 1000 + seq):
                 cli.sendto(dg, ('127.0.0.1', listen))
+                sent += 1
             if seq % 20 == 0:
                 time.sleep(0.005)  # pacing: the relay's queues are not the subject
-        # Not a readiness wait: the last ACKs still in flight back through the
-        # relay before it stops and writes the verdicts this test reads.
-        time.sleep(0.5)
+        # Before the relay stops and writes the verdicts this test reads:
+        # every fragment through it (sent on or lost), handled by the server,
+        # and every ACK the server sent back seen (checked) by the relay.
+        def settled():
+            st = fgrelay.stats_now(p, stats + '.out')
+            return (fgrelay.idle(st, sent) and seen["handled"] == st["up"]["out"]
+                    and st["down"]["in"] == seen["acks"])
+        if not wait.until(settled, 10):
+            raise SystemExit('FAIL: fragments or ACKs still in flight through the relay after 10 s: %r' % seen)
         p.terminate()
         rc = p.wait(timeout=10)
     finally:
