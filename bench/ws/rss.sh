@@ -41,8 +41,12 @@ openssl x509 -req -in "$tmp/srv.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" -CAc
   -out "$tmp/srv.pem" -days 2 -extfile "$tmp/ext" 2>/dev/null
 token=bench-token-0123456789abcdef
 echo "$token" > "$tmp/tokens"; chmod 600 "$tmp/tokens"
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_for() { for _ in $(seq 1 400); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done; cat "$1"; return 1; }
+# fg_daemon_start (fanogate's --ready-fd line: the port it bound on port 0),
+# fg_wait_until (a bounded poll of a condition)
+. "$root/tests/lib/netns.sh"
+# node_port LOG: the port ws_bench_server.js reported ("listening PORT")
+node_port() { sed -n 's/^listening \([0-9][0-9]*\)$/\1/p' "$1" 2>/dev/null | head -n 1; }
+node_up() { [ -n "$(node_port "$1")" ] || ! kill -0 "$2" 2>/dev/null; }
 
 openssl_bytes=0
 if [ -x "$tls_mem" ]; then
@@ -89,7 +93,7 @@ for n in [int(s) for s in steps.split()]:
             print("rss.sh: upgrade refused: %r" % head[:80], file=sys.stderr)
             sys.exit(1)
         conns.append(s)
-    time.sleep(0.5)  # let the server settle its buffers
+    time.sleep(0.5)  # not readiness (every upgrade was answered): the server's buffers settle before RSS is read
     r = rss()
     row = dict(server=name, conns=n, vmrss_kib=r.get("VmRSS"), rssanon_kib=r.get("RssAnon"))
     if prev and n > prev["conns"]:
@@ -102,13 +106,12 @@ for n in [int(s) for s in steps.split()]:
 EOPY
 }
 
-port=$(free_port)
 cat > "$tmp/fg.ini" <<INI
 [model]
 hidden = 1536
 layers = 4
 [tls]
-listen = 127.0.0.1:$port
+listen = 127.0.0.1:0
 cert = $tmp/srv.pem
 key = $tmp/srv.key
 tokens_file = $tmp/tokens
@@ -121,19 +124,22 @@ socket = $tmp/op.sock
 [metrics]
 listen = off
 INI
-"$fanogate" --config "$tmp/fg.ini" --no-dataplane > "$tmp/fg.log" 2>&1 &
-pids+=($!); fpid=$!
-wait_for "$tmp/fg.log" "ready: tls listening"
+# port 0: the daemon reports the port it bound on its ready fd
+if ! fg_daemon_start "$tmp/fg.log" "$tmp/fg.log" "$fanogate" --config "$tmp/fg.ini" --no-dataplane; then
+  pids+=("$FG_PID"); cat "$tmp/fg.log"; echo "rss.sh: fanogate did not become ready" >&2; exit 1
+fi
+pids+=("$FG_PID"); fpid=$FG_PID
 grep -o "receive mode: .*" "$tmp/fg.log" || true
-measure fanogate "$fpid" "$port"
+measure fanogate "$fpid" "$FG_TLS_PORT"
 kill "$fpid"; wait "$fpid" 2>/dev/null || true
 
 if command -v node >/dev/null && [ -d "$root/tests/node_modules/ws" ]; then
-  port=$(free_port)
-  NODE_PATH="$root/tests/node_modules" node "$here/ws_bench_server.js" "$port" "$tmp/srv.pem" "$tmp/srv.key" \
+  NODE_PATH="$root/tests/node_modules" node "$here/ws_bench_server.js" 0 "$tmp/srv.pem" "$tmp/srv.key" \
     "$tmp/tokens" > "$tmp/node.log" 2>&1 &
   pids+=($!); npid=$!
-  if wait_for "$tmp/node.log" "listening"; then measure node-ws "$npid" "$port"; fi
+  fg_wait_until 20 node_up "$tmp/node.log" "$npid" || true
+  port=$(node_port "$tmp/node.log")
+  if [ -n "$port" ]; then measure node-ws "$npid" "$port"; else cat "$tmp/node.log"; fi
   kill "$npid"; wait "$npid" 2>/dev/null || true
 else
   echo "rss.sh: node or npm ws missing: no reference row"
