@@ -254,6 +254,8 @@ static const struct ckey config_keys[] = {
 	 KT_U32, OFF(cluster.keepalive_ms), 0, 0, 60000},
 	{{"cluster", "lost_after_ms", "uint", "3000", "100..600000", "etcd counts as lost (every line held in shadow) when no request succeeded for this long (or at once when every endpoint refuses); longer than an etcd leader election"},
 	 KT_U32, OFF(cluster.lost_after_ms), 0, 100, 600000},
+	{{"cluster", "stale_after_s", "uint", "0", "0..60; 0: auto; not shorter than keepalive_ms + timeout_ms; lease_ttl_s or more: off", "another node is reported lost when etcd says its lease has not been refreshed for more than this (remaining TTL, whole seconds), before the lease expires; 0: keepalive_ms + timeout_ms rounded up to a second, off when that is not shorter than lease_ttl_s"},
+	 KT_U32, OFF(cluster.stale_after_s), 0, 0, 60},
 };
 #define N_KEYS FG_ARRAY_LEN(config_keys)
 
@@ -1126,6 +1128,14 @@ static void cluster_validate(struct pstate *ps)
 		fail(ps, key_line(ps, "cluster", "keepalive_ms"),
 		     "[cluster] keepalive_ms = %u: 0, or 50 ms up to less than lease_ttl_s (%u s)", k->keepalive_ms,
 		     k->lease_ttl_s);
+		return;
+	}
+	uint64_t ka = k->keepalive_ms ? k->keepalive_ms : k->lease_ttl_s * 1000u / 3u;
+	if (k->stale_after_s && k->stale_after_s < k->lease_ttl_s && k->stale_after_s * 1000ull < ka + k->timeout_ms) {
+		fail(ps, key_line(ps, "cluster", "stale_after_s"),
+		     "[cluster] stale_after_s = %u: shorter than keepalive_ms + timeout_ms (%llu ms); a live node would be "
+		     "reported lost",
+		     k->stale_after_s, (unsigned long long)(ka + k->timeout_ms));
 		return;
 	}
 }

@@ -30,6 +30,14 @@
  * node name (this node already applied them, and an old echo must not undo
  * a newer local change).
  *
+ * A node that stops refreshing its lease: the cluster thread probes every
+ * other node's lease (CL_IN_PEER_LEASE); stale while the node is live ->
+ * node_gone at once (its nodes/ key is still in etcd: `stale` marks that);
+ * the key's delete when the lease then expires is no second event; refreshed
+ * again before that -> live again (its points count again, points_revived).
+ * A put of its key on the same lease keeps it stale (a snapshot re-reads
+ * it); a put on a new lease is a new start.
+ *
  * Invariants:
  *  1. A line is never ACTIVE here unless state == UP (or the cluster is off).
  *  2. held & ~(lines whose base is SHADOW) == 0 while state != UP.
@@ -63,6 +71,7 @@ struct cl_node {
 	bool live;         /* nodes/<name> exists (its lease holds) */
 	bool had_points;
 	bool was_live;     /* live before the snapshot being read */
+	bool stale;        /* reported lost because its lease stopped being refreshed; its key still in etcd */
 	char layers[FG_CONFIG_LINE_MAX + 1];
 	uint8_t alive, judged;
 	int64_t lease;
@@ -108,6 +117,7 @@ struct cp_cluster {
 	struct {
 		uint64_t lines_applied, epochs_applied, lines_sent, epochs_sent, points_sent, sends_refused;
 		uint64_t lost, recovered, nodes_gone, points_degraded, bad_values, holds, duplicates;
+		uint64_t nodes_stale, nodes_back;
 	} st;
 };
 
@@ -329,12 +339,25 @@ static void on_node(struct cp_cluster *c, const struct cl_in *m)
 	if (!n)
 		return;
 	if (m->deleted) {
-		if (!me)
+		if (n->stale) {
+			/* reported lost already (its lease stopped being refreshed) */
+			n->stale = false;
+			cp_info("cluster: node %s: its lease expired (reported lost %" PRIu64 " ms ago)", n->name,
+				(cp_now_ns() - n->gone_ns) / 1000000u);
+		} else if (!me) {
 			node_gone(c, n, "its lease expired or it stopped");
-		else
+		} else {
 			n->live = false;
+		}
 		return;
 	}
+	if (n->stale && m->lease_id == n->lease) {
+		/* its key, still on the stale lease (a snapshot re-read it): lost
+		 * until a probe says the lease is refreshed again */
+		snprintf(n->layers, sizeof(n->layers), "%s", m->layers);
+		return;
+	}
+	n->stale = false;
 	if (!n->live) {
 		n->since_ns = cp_now_ns();
 		if (!me)
@@ -343,6 +366,40 @@ static void on_node(struct cp_cluster *c, const struct cl_in *m)
 	n->live = true;
 	n->lease = m->lease_id;
 	snprintf(n->layers, sizeof(n->layers), "%s", m->layers);
+}
+
+/* The cluster thread probed another node's lease (docs/cluster.md "A node
+ * that stops refreshing its lease"). */
+static void on_peer_lease(struct cp_cluster *c, const struct cl_in *m)
+{
+	struct cl_node *n = node_get(c, m->node, false);
+	if (!n || n->lease != m->lease_id || strcmp(m->node, c->cfg->cluster.node) == 0)
+		return; /* not a node this file knows on that lease (a newer put came first) */
+	if (m->stale) {
+		if (!n->live)
+			return;
+		char how[160];
+		if (m->granted > 0)
+			snprintf(how, sizeof(how),
+				 "its lease %" PRId64 " not refreshed for more than %u s: %" PRId64 " s of %" PRId64 " s left",
+				 m->lease_id, cl_etcd_stale_s(&c->cfg->cluster), m->ttl, m->granted);
+		else
+			snprintf(how, sizeof(how), "its lease %" PRId64 " is gone from etcd", m->lease_id);
+		c->st.nodes_stale++;
+		node_gone(c, n, how);
+		n->stale = true;
+		return;
+	}
+	if (!n->stale)
+		return;
+	n->stale = false;
+	n->live = true;
+	n->since_ns = cp_now_ns();
+	c->st.nodes_back++;
+	cp_warn("cluster: node %s is back: its lease %" PRId64 " is refreshed again before it expired (%" PRId64
+		" s of %" PRId64 " s left); the points it sees alive count again",
+		n->name, m->lease_id, m->ttl, m->granted);
+	points_revived(c);
 }
 
 static void on_points(struct cp_cluster *c, const struct cl_in *m)
@@ -505,6 +562,7 @@ static void on_ready(struct cp_loop *l, struct cp_poll *p, int revents)
 			case CL_IN_EPOCH: on_epoch(c, &m[i]); break;
 			case CL_IN_NODE: on_node(c, &m[i]); break;
 			case CL_IN_POINTS: on_points(c, &m[i]); break;
+			case CL_IN_PEER_LEASE: on_peer_lease(c, &m[i]); break;
 			case CL_IN_LEASE:
 				c->lease_id = m[i].lease_id;
 				c->lease_ttl = m[i].ttl;
@@ -689,8 +747,9 @@ json_t *cp_cluster_json(const struct cp_cluster *c)
 	for (unsigned i = 0; i < c->n_nodes; i++) {
 		const struct cl_node *n = &c->node[i];
 		json_array_append_new(
-			nodes, json_pack("{s:s, s:b, s:b, s:s, s:I, s:i, s:i, s:I}", "node", n->name, "self",
-					 strcmp(n->name, c->cfg->cluster.node) == 0, "live", n->live, "layers", n->layers,
+			nodes, json_pack("{s:s, s:b, s:b, s:b, s:s, s:I, s:i, s:i, s:I}", "node", n->name, "self",
+					 strcmp(n->name, c->cfg->cluster.node) == 0, "live", n->live, "stale", n->stale,
+					 "layers", n->layers,
 					 "lease", (json_int_t)n->lease, "points_alive", n->alive, "points_judged", n->judged,
 					 "for_ms", (json_int_t)((now - (n->live ? n->since_ns : n->gone_ns)) / 1000000u)));
 	}
@@ -707,17 +766,20 @@ json_t *cp_cluster_json(const struct cp_cluster *c)
 	cl_etcd_stats(c->t, &es);
 	char ep[64];
 	cl_etcd_endpoint(c->t, ep, sizeof(ep));
-	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:I, s:s, s:I, s:s, s:o, s:o, s:i, s:{s:I, s:I, s:I, "
-			 "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:i, s:I, s:b, s:I, s:s, s:I, s:s, s:o, s:o, s:i, s:{s:I, s:I, "
+			 "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
 			 "node", c->cfg->cluster.node, "etcd", state_names[c->state], "endpoint", ep, "lease",
-			 (json_int_t)c->lease_id, "lease_ttl_s", (json_int_t)c->lease_ttl, "revision",
+			 (json_int_t)c->lease_id, "lease_ttl_s", (json_int_t)c->lease_ttl, "stale_after_s",
+			 (int)cl_etcd_stale_s(&c->cfg->cluster), "revision",
 			 (json_int_t)es.revision, "epoch_known", c->etcd_epoch_known, "model_epoch",
 			 (json_int_t)c->e->epoch, "epoch_by", c->epoch_by, "etcd_epoch", (json_int_t)c->etcd_epoch,
 			 "prefix", c->cfg->cluster.prefix, "nodes", nodes, "lines", lines, "points_degraded_by_cluster",
 			 c->cluster_down, "counters", "lines_applied", (json_int_t)c->st.lines_applied, "epochs_applied",
 			 (json_int_t)c->st.epochs_applied, "lines_sent", (json_int_t)c->st.lines_sent, "epochs_sent",
 			 (json_int_t)c->st.epochs_sent, "etcd_lost", (json_int_t)c->st.lost, "etcd_recovered",
-			 (json_int_t)c->st.recovered, "nodes_gone", (json_int_t)c->st.nodes_gone, "holds",
+			 (json_int_t)c->st.recovered, "nodes_gone", (json_int_t)c->st.nodes_gone, "nodes_stale",
+			 (json_int_t)c->st.nodes_stale, "nodes_back", (json_int_t)c->st.nodes_back, "lease_probes",
+			 (json_int_t)es.lease_probes, "lease_probe_failures", (json_int_t)es.lease_probe_failures, "holds",
 			 (json_int_t)c->st.holds, "bad_values", (json_int_t)c->st.bad_values, "sends_refused",
 			 (json_int_t)c->st.sends_refused, "duplicate_refusals", (json_int_t)c->st.duplicates, "requests", (json_int_t)es.requests, "request_failures",
 			 (json_int_t)es.request_failures, "watch_events", (json_int_t)es.watch_events, "cas_won",
@@ -753,7 +815,12 @@ char *cp_cluster_metrics_text(const struct cp_cluster *c)
 	C("epochs_sent_total", "model epoch advances of this node sent to etcd (compare-and-swap)", c->st.epochs_sent);
 	C("epoch_cas_lost_total", "epoch compare-and-swaps another node won first", es.cas_lost);
 	C("etcd_lost_total", "times etcd became unreachable", c->st.lost);
-	C("nodes_gone_total", "other nodes whose lease expired", c->st.nodes_gone);
+	C("nodes_gone_total", "other nodes reported lost (lease expired, or stopped being refreshed)", c->st.nodes_gone);
+	C("nodes_stale_total", "of those, reported lost because their lease stopped being refreshed, before it expired",
+	  c->st.nodes_stale);
+	C("nodes_back_total", "nodes reported lost whose lease was refreshed again before it expired", c->st.nodes_back);
+	C("lease_probe_failures_total", "probes of another node's lease (timetolive) that failed (its expiry still counts)",
+	  es.lease_probe_failures);
 	C("requests_total", "etcd requests", es.requests);
 	C("request_failures_total", "etcd requests that failed", es.request_failures);
 	C("bad_values_total", "etcd values that did not parse (ignored)", c->st.bad_values + es.bad_values);

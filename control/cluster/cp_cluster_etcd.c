@@ -25,7 +25,16 @@
  *   4. range the whole prefix -> CL_IN_UP, one CL_IN_* per key, CL_IN_SNAP_END
  *   5. watch the prefix from the snapshot's revision + 1
  * Then: queued changes as they come, a keepalive every keepalive_ms (default
- * ttl/3; a short one makes a killed node's lease expire sooner). Any failure
+ * ttl/3; a short one makes a killed node's lease expire sooner), and, with a
+ * staleness bound (cl_etcd_stale_s), a lease probe of every other node as
+ * often: /v3/lease/timetolive on the lease its nodes/ key is on (a read:
+ * the leader answers from its lessor, nothing goes through Raft). A lease
+ * whose remaining TTL says it was not refreshed for more than the bound is
+ * reported stale (CL_IN_PEER_LEASE) before etcd expires it; a refresh after
+ * that is reported only when the answers prove one (probe_peers: a new etcd
+ * leader extends every lease, which looks like a refresh and is not one).
+ * A probe that fails is counted and changes nothing:
+ * the lease's expiry (the watch's delete) still reports the node. Any failure
  * (curl error, HTTP status != 200, timeout_ms, the watch ending) tears the
  * watch down and restarts at step 1 on the next endpoint; CL_IN_DOWN is
  * reported once every endpoint refused the connection in a row, or nothing
@@ -84,7 +93,23 @@ struct cl_etcd {
 	bool watch_created, watch_broken;
 	char *watch_body;
 	char prefix_b64[128], end_b64[128];
+	/* the other nodes' leases, from nodes/ keys (snapshot and watch) */
+	struct {
+		char name[FG_CLUSTER_NAME_MAX];
+		int64_t lease;
+		struct cl_lease_view v;
+	} peer[CL_PEERS_MAX];
+	unsigned n_peers;
+	uint32_t stale_s;        /* cl_etcd_stale_s; 0: no probes */
+	bool probe_failing;      /* the last probe failed (logged once per run of failures) */
 };
+
+uint32_t cl_etcd_stale_s(const struct fg_cluster_cfg *cc)
+{
+	uint64_t ka = cc->keepalive_ms ? cc->keepalive_ms : cc->lease_ttl_s * 1000u / 3u;
+	uint64_t s = cc->stale_after_s ? cc->stale_after_s : (ka + cc->timeout_ms + 999u) / 1000u;
+	return s < cc->lease_ttl_s ? (uint32_t)s : 0;
+}
 
 static uint64_t mono_ms(void)
 {
@@ -386,6 +411,30 @@ static void key_of(struct cl_etcd *t, char *out, size_t cap, const char *fmt, co
 }
 
 /* One kv (from a range or a watch event) -> a fact for the loop. */
+/* nodes/<name> of another node put on a lease (or deleted: lease 0). */
+static void peer_note(struct cl_etcd *t, const char *name, int64_t lease)
+{
+	unsigned i;
+	for (i = 0; i < t->n_peers; i++)
+		if (strcmp(t->peer[i].name, name) == 0)
+			break;
+	if (!lease) {
+		if (i < t->n_peers)
+			t->peer[i] = t->peer[--t->n_peers];
+		return;
+	}
+	if (i == t->n_peers) {
+		if (t->n_peers == CL_PEERS_MAX)
+			return; /* beyond 64 peers: their expiry alone reports them */
+		t->n_peers++;
+		snprintf(t->peer[i].name, sizeof(t->peer[i].name), "%s", name);
+	} else if (t->peer[i].lease == lease) {
+		return;
+	}
+	t->peer[i].lease = lease;
+	t->peer[i].v = (struct cl_lease_view){.state = CL_PEER_UNPROVEN, .bound_ms = UINT64_MAX};
+}
+
 static void kv_to_in(struct cl_etcd *t, json_t *kv, bool deleted, bool snapshot)
 {
 	char key[256], val[1024];
@@ -461,6 +510,8 @@ static void kv_to_in(struct cl_etcd *t, json_t *kv, bool deleted, bool snapshot)
 			}
 			m.lease_id = jint(kv, "lease");
 		}
+		if (node && strcmp(m.node, t->cc->node) != 0)
+			peer_note(t, m.node, deleted ? 0 : m.lease_id);
 	} else {
 		json_decref(j);
 		return; /* not ours (another tool under the prefix): ignored */
@@ -827,12 +878,102 @@ static int snapshot(struct cl_etcd *t)
 	pthread_mutex_unlock(&t->lock);
 	size_t i;
 	json_t *kv;
+	t->n_peers = 0; /* the snapshot lists every live node again; each is probed afresh */
 	json_array_foreach(json_object_get(out, "kvs"), i, kv)
 		kv_to_in(t, kv, false, true);
 	json_decref(out);
 	struct cl_in end = {.kind = CL_IN_SNAP_END, .revision = t->revision};
 	in_push(t, &end);
 	return 0;
+}
+
+/* What one timetolive answer proves (see cp_cluster_etcd.h).
+ *
+ * etcd answers TTL = the remaining time truncated to whole seconds (r >= 1:
+ * remaining in [r, r+1); 0: in (-1, 1); -1: no such lease) and grantedTTL
+ * g. Within one raft term the remaining time only falls, 1 s a second,
+ * except when the holder refreshes it (back to g, read g-1); a new leader
+ * extends every lease past g (read g or more: no information either way,
+ * ignored). So:
+ *  - stale: g - 1 - r >= stale_s, or the lease is gone: no refresh for more
+ *    than stale_s seconds (an extension only raises r: never a false stale);
+ *  - refreshed since an earlier answer of the same term (r1 received at
+ *    recv1): r2 >= 1 and r2 s + (sent2 - recv1) >= r1 + 1 s, since without
+ *    a refresh the remaining time at the second answer is below
+ *    r1 + 1 s - (sent2 - recv1). bound_ms keeps the tightest r1 + 1 s + recv1.
+ * A stale node is reported back only on such a proof; so is a node after a
+ * snapshot (the loop may hold it stale). */
+bool cl_lease_judge(struct cl_lease_view *v, int64_t ttl, int64_t granted, uint64_t term, uint64_t sent_ms,
+		    uint64_t recv_ms, uint32_t stale_s)
+{
+	if (ttl >= 0 && granted > 0 && ttl >= granted)
+		return false; /* extended by a new leader: says nothing */
+	bool known = ttl >= 0 && granted > 0;
+	bool stale = !known || granted - 1 - ttl >= (int64_t)stale_s;
+	bool refreshed = false;
+	if (known) {
+		if (term != v->term) {
+			v->term = term; /* answers of an earlier term may predate an extension */
+			v->bound_ms = UINT64_MAX;
+		}
+		refreshed = !stale && ttl >= 1 && v->bound_ms != UINT64_MAX && (uint64_t)ttl * 1000u + sent_ms >= v->bound_ms;
+		uint64_t bound = (uint64_t)(ttl + 1) * 1000u + recv_ms;
+		if (bound < v->bound_ms)
+			v->bound_ms = bound;
+	}
+	int next = stale ? CL_PEER_STALE : v->state == CL_PEER_FRESH || refreshed ? CL_PEER_FRESH : v->state;
+	if (next == v->state)
+		return false;
+	v->state = next;
+	return true;
+}
+
+/* One round of lease probes over every other node (reads only). A probe
+ * that fails ends the round, counted, and changes nothing. The table may
+ * change while a request waits (the watch is fed meanwhile), so each answer
+ * is matched to its node by name and lease again. */
+static void probe_peers(struct cl_etcd *t)
+{
+	for (unsigned i = 0; i < t->n_peers && !atomic_load(&t->stop); i++) {
+		char name[FG_CLUSTER_NAME_MAX], id[32];
+		int64_t lease = t->peer[i].lease;
+		snprintf(name, sizeof(name), "%s", t->peer[i].name);
+		snprintf(id, sizeof(id), "%" PRId64, lease);
+		json_t *out;
+		stat_add(t, &t->st.lease_probes, 1);
+		uint64_t sent = mono_ms();
+		int r = req(t, "/v3/lease/timetolive", json_pack("{s:s}", "ID", id), &out);
+		uint64_t recv = mono_ms();
+		if (r < 0) {
+			stat_add(t, &t->st.lease_probe_failures, 1);
+			if (!t->probe_failing)
+				cp_warn("cluster: etcd %s: lease probe of node %s failed (%s): a lost node is seen only "
+					"when its lease expires until probes answer again",
+					t->cc->endpoint[t->cur], name, strerror(-r));
+			t->probe_failing = true;
+			return;
+		}
+		if (t->probe_failing)
+			cp_info("cluster: etcd %s: lease probes answer again", t->cc->endpoint[t->cur]);
+		t->probe_failing = false;
+		/* TTL 0 is left out of the JSON; -1 and no grantedTTL: no such lease */
+		int64_t ttl = jint(out, "TTL"), granted = jint(out, "grantedTTL");
+		uint64_t term = (uint64_t)jint(json_object_get(out, "header"), "raft_term");
+		json_decref(out);
+		unsigned j;
+		for (j = 0; j < t->n_peers; j++)
+			if (strcmp(t->peer[j].name, name) == 0 && t->peer[j].lease == lease)
+				break;
+		if (j == t->n_peers)
+			continue; /* its key went (or moved to another lease) meanwhile */
+		if (!cl_lease_judge(&t->peer[j].v, ttl, granted, term, sent, recv, t->stale_s))
+			continue;
+		bool stale = t->peer[j].v.state == CL_PEER_STALE;
+		struct cl_in m = {.kind = CL_IN_PEER_LEASE, .lease_id = lease, .ttl = ttl, .granted = granted,
+				  .stale = stale};
+		snprintf(m.node, sizeof(m.node), "%s", name);
+		in_push(t, &m);
+	}
 }
 
 static int connect_once(struct cl_etcd *t, struct cl_out *last_points, char *holder, size_t holder_len)
@@ -859,7 +1000,7 @@ static void *thread_main(void *arg)
 	struct cl_etcd *t = arg;
 	bool up = false, down_reported = false;
 	unsigned fails = 0, refused = 0;
-	uint64_t next_ka = 0;
+	uint64_t next_ka = 0, next_probe = 0;
 	t->last_ok = mono_ms();
 	uint64_t ka_ms = t->cc->keepalive_ms ? t->cc->keepalive_ms : t->cc->lease_ttl_s * 1000u / 3u;
 	bool dup_reported = false;
@@ -897,6 +1038,7 @@ static void *thread_main(void *arg)
 				refused = 0;
 				down_reported = false;
 				next_ka = mono_ms() + ka_ms;
+				next_probe = 0;
 				cp_info("cluster: etcd %s: connected, watching %s from revision %" PRId64,
 					t->cc->endpoint[t->cur], t->cc->prefix, t->revision + 1);
 				continue;
@@ -928,6 +1070,10 @@ static void *thread_main(void *arg)
 			r = lease_keepalive(t);
 			next_ka = mono_ms() + ka_ms;
 		}
+		if (r == 0 && t->stale_s && mono_ms() >= next_probe) {
+			next_probe = mono_ms() + ka_ms;
+			probe_peers(t);
+		}
 		if (r == 0 && t->watch_broken) {
 			stat_add(t, &t->st.watch_restarts, 1);
 			r = -EPIPE;
@@ -940,8 +1086,8 @@ static void *thread_main(void *arg)
 			t->cur = (t->cur + 1) % t->cc->n_endpoints;
 			continue;
 		}
-		uint64_t now = mono_ms();
-		pump(t, next_ka > now ? (int)(next_ka - now < 100 ? next_ka - now : 100) : 0);
+		uint64_t now = mono_ms(), next = t->stale_s && next_probe < next_ka ? next_probe : next_ka;
+		pump(t, next > now ? (int)(next - now < 100 ? next - now : 100) : 0);
 		CURLcode unused;
 		(void)reap(t, NULL, &unused); /* the watch ending is noticed at once, not at the next request */
 	}
@@ -976,6 +1122,7 @@ int cl_etcd_start(struct cl_etcd **out, const struct fg_config *cfg, int *evfd, 
 	}
 	t->cfg = cfg;
 	t->cc = &cfg->cluster;
+	t->stale_s = cl_etcd_stale_s(t->cc);
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->in_space, NULL);
 	t->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

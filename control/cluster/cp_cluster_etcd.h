@@ -54,6 +54,8 @@ enum cl_in_kind {
 	CL_IN_LEASE,     /* this node's lease: id, ttl (keepalive answered) */
 	CL_IN_BAD,       /* a value that does not parse (key in why): counted, ignored */
 	CL_IN_DUPLICATE, /* another live node holds nodes/<this name> (its lease and value in why): not joined */
+	CL_IN_PEER_LEASE, /* another node's lease (node, lease_id) probed: stale (not refreshed for more than the
+			   * bound), or, after stale or a snapshot, a refresh proven (!stale); ttl, granted */
 };
 struct cl_in {
 	enum cl_in_kind kind;
@@ -69,16 +71,45 @@ struct cl_in {
 	uint8_t alive, judged;
 	char layers[FG_CONFIG_LINE_MAX + 1];
 	int64_t lease_id, ttl;
+	int64_t granted;  /* CL_IN_PEER_LEASE: the lease's granted TTL (0: etcd no longer has it) */
+	bool stale;       /* CL_IN_PEER_LEASE: not refreshed for more than cl_etcd_stale_s seconds; false: refreshed */
 	int64_t revision;
 };
 
 struct cl_etcd_stats {
 	uint64_t requests, request_failures, watch_events, watch_restarts, reconnects;
 	uint64_t cas_won, cas_lost, out_dropped, bad_values, keepalives, leases_granted, duplicate_refusals;
+	uint64_t lease_probes, lease_probe_failures; /* timetolive requests on the other nodes' leases */
 	int64_t revision; /* the last etcd revision seen (snapshot or watch) */
 };
 
 #define CL_QUEUE_MAX 1024u
+#define CL_PEERS_MAX 64u /* other nodes whose lease the thread probes */
+
+/* The staleness bound in whole seconds this configuration gives (0: off):
+ * stale_after_s, or when 0 keepalive + timeout_ms rounded up to a second;
+ * off when not shorter than lease_ttl_s (the lease expires as soon). etcd
+ * reports a lease's remaining TTL in whole seconds (truncated), so a peer
+ * is stale when granted - 1 - remaining >= this: no refresh for more than
+ * this many seconds. Any thread. */
+uint32_t cl_etcd_stale_s(const struct fg_cluster_cfg *cc);
+
+/* What the thread knows of another node's lease from its probes. */
+enum { CL_PEER_FRESH, CL_PEER_STALE, CL_PEER_UNPROVEN /* new, or after a snapshot: nothing reported yet */ };
+struct cl_lease_view {
+	int state;         /* CL_PEER_*: what was last reported */
+	uint64_t term;     /* raft_term of the answers bound_ms comes from */
+	uint64_t bound_ms; /* without a refresh, remaining TTL < bound_ms - now (mono ms); UINT64_MAX: none */
+};
+/* Fold one /v3/lease/timetolive answer into v: ttl (TTL, -1 when etcd has
+ * no such lease), granted (grantedTTL), term (header raft_term), sent and
+ * received at sent_ms / recv_ms (monotonic). STALE when the lease was not
+ * refreshed for more than stale_s seconds (or is gone); FRESH from STALE or
+ * UNPROVEN only when the answers prove a refresh (an extension by a new
+ * leader is not one). Returns true when v->state changed (to report).
+ * The cluster thread; pure (tests). */
+bool cl_lease_judge(struct cl_lease_view *v, int64_t ttl, int64_t granted, uint64_t term, uint64_t sent_ms,
+		    uint64_t recv_ms, uint32_t stale_s);
 
 struct cl_etcd; /* opaque; heap-owned */
 

@@ -81,6 +81,7 @@ struct fg_cluster_cfg {
 	uint32_t timeout_ms;                  /* one etcd request, default 1000 */
 	uint32_t keepalive_ms;                /* lease renewal period; 0: lease_ttl_s * 1000 / 3 */
 	uint32_t lost_after_ms;               /* no success this long: etcd lost, default 3000 */
+	uint32_t stale_after_s;               /* a peer's lease unrefreshed this long: lost; 0 auto (cl_etcd_stale_s) */
 };
 
 enum fg_seccomp_mode {

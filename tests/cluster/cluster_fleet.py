@@ -17,13 +17,16 @@ mechanism):
   5. every member down: both nodes hold every line in shadow (an active line
      included) and run their alert command (cluster_etcd_lost), and both
      catch up (the line active again) when etcd returns;
-  6. kill -9 of A is seen by B through A's lease, and the line through the
-     point only A saw alive (e2, a TLS peer of role attn on A) degrades on B;
-     then A is restarted and killed again, KILLS times in all: the detection
-     times (min/median/max) and the load average are printed, each must be
-     within KILL_BOUND_S (3 s: the lease's 1 s plus etcd's 500 ms expiry check, and load:
-     the 1 s of the issue is not reachable through an etcd lease, see
-     docs/cluster.md);
+  6. kill -9 of A is seen by B through A's lease (B's probe of the lease's
+     remaining TTL says it stopped being refreshed, before it expires), and
+     the line through the point only A saw alive (e2, a TLS peer of role
+     attn on A) degrades on B; then A is restarted and killed again, KILLS
+     times in all: the detection times (min/median/max) and the load average
+     are printed, each must be within KILL_BOUND_S (see there), and each kill
+     is one "gone" on B (the lease's expiry afterwards is no second event);
+     6c. A stopped (SIGSTOP) past the staleness bound is reported lost by B,
+     and back (its points count again) when it is continued and refreshes
+     its lease before it expires;
   7. a third node started with B's name does not join (etcd "duplicate",
      alert cluster_duplicate_node) and B is untouched;
   8. [cluster] layers: A serves layers 0-1, B layers 2-3; a contribution
@@ -139,17 +142,25 @@ V = {1: [1.5, 2.0, -1.0, 0.5, 3.0, 4.0, 5.0, 6.0], 3: [0.25] * 8, 5: [-2.0, 1e-3
 REF = reduce_pair_x([(V[1], 0), (V[3], 0), (V[5], 0)])
 ATTN = "cluster-attn-token-0123456789abcdef"
 FANOCTL = os.environ.get("FANOCTL", "")
-# The nodes' lease: etcd's minimum, 1 s (etcd raises a shorter TTL to
-# 1.5 election timeouts, rounded up to whole seconds), renewed every 100 ms
-# so that a killed node's lease has 0.9..1 s left; etcd counts as lost only
-# after lost_after_ms (3 s, longer than a leader election on a loaded box).
-TTL = 1
+# The nodes' lease: 2 s, renewed every 100 ms; the others probe it every
+# 100 ms too and report a node lost once etcd says its lease was not
+# refreshed for more than 1 s (stale_after_s auto: 100 + 300 ms rounded up
+# to a second; etcd's remaining TTL is whole seconds, truncated, so 1 s is
+# the finest bound there is). A 2 s lease because etcd reports a 1 s lease
+# as 0 s left right after a refresh: nothing to compare. etcd counts as
+# lost only after lost_after_ms (3 s, longer than a leader election).
+TTL = 2
 KEEPALIVE_MS = 100
 KILLS = int(os.environ.get("FG_CLUSTER_KILLS", "5"))
-# remaining lease (<= 1 s) + etcd's expiry check (every 500 ms) + the
-# revoke's Raft round and the watch: 1.5 s in theory; up to 2.0 s measured
-# at a load average of 14 on 2 cores, so 3 s
-KILL_BOUND_S = 3.0
+# 1 s after A's last refresh (0..100 ms before the kill, more when A's
+# keepalives run late on a loaded box) + the next probe (0..100 ms) + its
+# request: 0.9..1.1 s in theory, measured 0.76..1.43 s at a load average of
+# 15 on 2 cores. The issue's 1 s is the middle of that, not its top: etcd
+# reports the remaining TTL in whole seconds, so "no refresh for more than
+# 1 s" is the finest a lease can tell (docs/cluster.md). Asserted: 2 s, and
+# that every kill was seen through the probe (the lease's own expiry comes
+# 2 s after the last refresh plus etcd's 500 ms expiry scan).
+KILL_BOUND_S = 2.0
 PREFIX = "/fg-test-%d/" % os.getpid()
 
 
@@ -499,7 +510,7 @@ def scenario(etcd, a, b):
     import asyncio
     import websockets
 
-    async def hold_attn():
+    async def hold_attn(a):
         with a.ns.inside():
             sock = socket.create_connection(("127.0.0.1", a.port), timeout=10)
         ws = await websockets.connect(f"wss://localhost:{a.port}/flow", ssl=a.ssl_ctx(), sock=sock,
@@ -508,25 +519,27 @@ def scenario(etcd, a, b):
         return ws
 
     loop = asyncio.new_event_loop()
-    ws = loop.run_until_complete(hold_attn())
+    ws = loop.run_until_complete(hold_attn(a))
     within(lambda: any(n["node"] == "a" and n["points_alive"] & 2 for n in cluster(b)["nodes"]), 2.0,
            "B knows A sees e2 alive")
     check(line_state(b, 0) == "shadow", "line 0 (through e2) not degraded on B while A serves e2")
+    gone0 = cluster(b)["counters"]["nodes_gone"]
     a.proc.send_signal(signal.SIGKILL)
     a.proc.wait()
-    t_kill = time.time()
-    ttl = float(TTL)
     t = within(lambda: not any(n["node"] == "a" and n["live"] for n in cluster(b)["nodes"]), KILL_BOUND_S,
                "B sees A gone through its lease")
     times = [t]
-    print(f"6. kill -9 of A seen by B after {t * 1000:.0f} ms (lease TTL {ttl:.0f} s)")
+    cb = cluster(b)
+    stale_first = [any(n["node"] == "a" and n["stale"] for n in cb["nodes"])]
+    print(f"6. kill -9 of A seen by B after {t * 1000:.0f} ms (lease TTL {TTL} s, stale after "
+          f"{cb['stale_after_s']} s; {'lease probe' if stale_first[0] else 'lease expiry'})")
     within(lambda: all(line_state(b, i) == "degraded" for i in (0, 3, 4)), 0.5,
            "lines through e2 (0, 3, 4) degraded on B")
     show("6. kill -9 of A: B saw its lease expire; lines through e2 (only A served it) degraded", ("b", b))
     check(line_state(b, 1) == "active", "line 1 (not through e2) untouched on B")
     cb = cluster(b)
-    check(cb["counters"]["nodes_gone"] >= 1 and not any(n["node"] == "a" and n["live"] for n in cb["nodes"]),
-          f"B counts A gone: {cb['counters']['nodes_gone']}")
+    check(cb["counters"]["nodes_gone"] == gone0 + 1 and not any(n["node"] == "a" and n["live"] for n in cb["nodes"]),
+          f"B counts A gone once: {cb['counters']['nodes_gone']} (was {gone0})")
     resolve(b, 40, REF)
     try:
         loop.run_until_complete(asyncio.wait_for(ws.close(), 2))
@@ -534,27 +547,75 @@ def scenario(etcd, a, b):
         pass
     loop.close()
     a.expect_start = False  # killed on purpose: no clean stop to check
-    del t_kill
     # 6b. A restarted and killed again: the detection time's spread
+    def a_live(d):
+        return any(n["node"] == "a" and n["live"] for n in cluster(d)["nodes"])
+
+    def joined(d, kills):
+        """The restarted A joins once its old lease expired; B sees it, and
+        counted each earlier kill once: the old lease's expiry (its delete
+        comes before the new A's key) was no second event."""
+        within(lambda: a_live(b), 10.0, "B sees the restarted A")
+        within(lambda: cluster(d)["etcd"] == "up", 5.0, "the restarted A is in step")
+        c = cluster(b)["counters"]
+        check(c["nodes_gone"] == gone0 + kills, f"each kill of A counted once on B: nodes_gone "
+              f"{c['nodes_gone']}, expected {gone0 + kills} (stale {c['nodes_stale']})")
+
     for k in range(KILLS - 1):
         a2 = node_a(etcd)
         with a2:
-            within(lambda: any(n["node"] == "a" and n["live"] for n in cluster(b)["nodes"]), 10.0,
-                   "B sees the restarted A")
-            within(lambda: cluster(a2)["etcd"] == "up", 5.0, "the restarted A is in step")
+            joined(a2, k + 1)
             a2.proc.send_signal(signal.SIGKILL)
             a2.proc.wait()
-            t = within(lambda: not any(n["node"] == "a" and n["live"] for n in cluster(b)["nodes"]),
-                       KILL_BOUND_S, f"B sees A gone (kill {k + 2})")
+            t = within(lambda: not a_live(b), KILL_BOUND_S, f"B sees A gone (kill {k + 2})")
             times.append(t)
+            stale_first.append(any(n["node"] == "a" and n["stale"] for n in cluster(b)["nodes"]))
             a2.expect_start = False
-    times.sort()
     load = os.getloadavg()
-    print(f"6b. kill -9 of A seen by B over {len(times)} kills: min {times[0] * 1000:.0f} ms, median "
-          f"{times[len(times) // 2] * 1000:.0f} ms, max {times[-1] * 1000:.0f} ms (bound {KILL_BOUND_S} s; "
-          f"lease {TTL} s, keepalive {KEEPALIVE_MS} ms; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})")
+    check(all(stale_first), f"every kill seen through the lease probe, before the lease expired: {stale_first}")
+    st = sorted(times)
+    print(f"6b. kill -9 of A seen by B over {len(times)} kills: min {st[0] * 1000:.0f} ms, median "
+          f"{st[len(st) // 2] * 1000:.0f} ms, max {st[-1] * 1000:.0f} ms; each: "
+          f"{' '.join(f'{x * 1000:.0f}' for x in times)} ms; {sum(stale_first)} by the lease probe, "
+          f"{len(times) - sum(stale_first)} by the lease's expiry (bound {KILL_BOUND_S} s; lease {TTL} s, "
+          f"keepalive {KEEPALIVE_MS} ms; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})")
     check(line_state(b, 1) == "active", "B's line 1 still active after the kills")
     resolve(b, 41, REF)
+
+    # 6c. A stops refreshing without dying (SIGSTOP): B reports it lost once
+    # the lease is stale; continued before the lease expires, A refreshes it
+    # and B reports it back, its points counting again (e2 through A).
+    a3 = node_a(etcd)
+    with a3:
+        joined(a3, KILLS)
+        loop_ws = asyncio.new_event_loop()
+        ws = loop_ws.run_until_complete(hold_attn(a3))
+        within(lambda: any(n["node"] == "a" and n["points_alive"] & 2 for n in cluster(b)["nodes"]) and
+               line_state(b, 0) == "shadow", 3.0, "B knows the new A sees e2 alive, line 0 back from degraded")
+        lease = cluster(a3)["lease"]
+        back0 = cluster(b)["counters"]["nodes_back"]
+        os.kill(a3.proc.pid, signal.SIGSTOP)
+        try:
+            # A lost and line 0 degraded are one step on B: seen together
+            t = within(lambda: not a_live(b) and line_state(b, 0) == "degraded", KILL_BOUND_S,
+                       "B reports the stopped A lost, line 0 (through e2) degraded")
+        finally:
+            os.kill(a3.proc.pid, signal.SIGCONT)
+        print(f"6c. A stopped: B reported it lost after {t * 1000:.0f} ms; continued")
+        within(lambda: a_live(b), 5.0, "B sees A again after SIGCONT")
+        cb = cluster(b)
+        if [n["lease"] for n in cb["nodes"] if n["node"] == "a"] == [lease]:
+            check(cb["counters"]["nodes_back"] == back0 + 1,
+                  f"A kept its lease: B counts it back once ({cb['counters']['nodes_back']}, was {back0})")
+            within(lambda: line_state(b, 0) == "shadow", 1.0, "line 0 no longer degraded on B: A's e2 counts again")
+            print("6c. A refreshed its lease before it expired: B reported it back, line 0 no longer degraded")
+        else:
+            # the box was too slow for A's next refresh to beat the lease:
+            # A took a new lease and re-registered (a new start on B)
+            print("6c. A's lease expired before its next refresh (a loaded box): A re-registered; "
+                  "the 'back' path was not exercised this run")
+        loop_ws.run_until_complete(asyncio.wait_for(ws.close(), 2))
+        loop_ws.close()
 
 
 if __name__ == "__main__":

@@ -94,6 +94,8 @@ static const struct bad bads[] = {
 	{"[cluster]\ntimeout_ms = 49\n", 2, "out of range"},
 	{"[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\nlease_ttl_s = 1\n", 4, "not shorter than lease_ttl_s"},
 	{"[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\nnode = b\n", 4, "already set"},
+	{"[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\nstale_after_s = 1\n", 4, "shorter than keepalive_ms + timeout_ms"},
+	{"[cluster]\nstale_after_s = 61\n", 2, "out of range"},
 	{"[cluster]\nnodes = a\n", 2, "unknown key"},
 };
 

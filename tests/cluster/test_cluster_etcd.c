@@ -7,7 +7,10 @@
  * endpoint refused the connection, and stops promptly; a second node with a
  * name another live lease holds gets CL_IN_DUPLICATE (and writes nothing,
  * never reports etcd lost), against a fake etcd JSON gateway served by a
- * thread of this test (the answers etcd 3.4 gives, shaped by hand).
+ * thread of this test (the answers etcd 3.4 gives, shaped by hand); what a
+ * lease probe's answers prove (cl_lease_judge: stale, a refresh proven, a
+ * new leader's extension that is no refresh) and the staleness bound a
+ * configuration gives (cl_etcd_stale_s).
  * Runs on the test's main thread plus the cluster thread and the fake. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -224,11 +227,97 @@ static void test_duplicate_name_refused(void **state)
 	free(c);
 }
 
+/* Answers as etcd 3.4 gives them for a 2 s lease probed every 100 ms
+ * (remaining time truncated to whole seconds), stale after 1 s. */
+static void test_lease_judge(void **state)
+{
+	(void)state;
+	struct cl_lease_view v = {.state = CL_PEER_UNPROVEN, .bound_ms = UINT64_MAX};
+	/* a live holder: read 1 s left every time; a refresh is proven only
+	 * once 1 s of answers passed without the value falling */
+	uint64_t t = 10000;
+	for (; t < 10900; t += 100)
+		assert_false(cl_lease_judge(&v, 1, 2, 5, t, t + 5, 1));
+	assert_int_equal(v.state, CL_PEER_UNPROVEN);
+	for (; !cl_lease_judge(&v, 1, 2, 5, t, t + 5, 1); t += 100)
+		assert_true(t < 11200);
+	assert_int_equal(v.state, CL_PEER_FRESH);
+	/* it stops refreshing: 0 s left is more than 1 s without a refresh */
+	assert_false(cl_lease_judge(&v, 1, 2, 5, t + 100, t + 105, 1));
+	assert_true(cl_lease_judge(&v, 0, 2, 5, t + 200, t + 205, 1));
+	assert_int_equal(v.state, CL_PEER_STALE);
+	assert_false(cl_lease_judge(&v, 0, 2, 5, t + 300, t + 305, 1));
+	/* it refreshes again (same term): 1 s left where less than 1 s was */
+	assert_true(cl_lease_judge(&v, 1, 2, 5, t + 400, t + 405, 1));
+	assert_int_equal(v.state, CL_PEER_FRESH);
+
+	/* stale, then a new leader extends every lease (2 s of 2 s, then 1 s
+	 * in the new term): no refresh, it stays stale, then falls again */
+	t = 20000;
+	assert_true(cl_lease_judge(&v, 0, 2, 5, t, t + 5, 1));
+	assert_false(cl_lease_judge(&v, 2, 2, 6, t + 100, t + 105, 1));
+	assert_int_equal(v.state, CL_PEER_STALE);
+	for (uint64_t u = t + 400; u < t + 1300; u += 100)
+		assert_false(cl_lease_judge(&v, 1, 2, 6, u, u + 5, 1));
+	assert_false(cl_lease_judge(&v, 0, 2, 6, t + 1400, t + 1405, 1));
+	assert_int_equal(v.state, CL_PEER_STALE);
+	/* the same with a live holder: 1 s left for more than 1 s proves it */
+	t = 30000;
+	assert_false(cl_lease_judge(&v, 2, 2, 7, t, t + 5, 1));
+	bool back = false;
+	for (uint64_t u = t + 100; u < t + 1300 && !back; u += 100)
+		back = cl_lease_judge(&v, 1, 2, 7, u, u + 5, 1);
+	assert_true(back);
+	assert_int_equal(v.state, CL_PEER_FRESH);
+	/* an extension while fresh changes nothing; a lease etcd no longer has
+	 * (TTL -1, no grantedTTL) is stale */
+	assert_false(cl_lease_judge(&v, 2, 2, 8, t + 2000, t + 2005, 1));
+	assert_true(cl_lease_judge(&v, -1, 0, 8, t + 2100, t + 2105, 1));
+	assert_int_equal(v.state, CL_PEER_STALE);
+
+	/* a 3 s lease stale after 2 s: 1 s left is 1 s without a refresh, fine */
+	struct cl_lease_view w = {.state = CL_PEER_FRESH, .bound_ms = UINT64_MAX};
+	assert_false(cl_lease_judge(&w, 1, 3, 1, 0, 5, 2));
+	assert_true(cl_lease_judge(&w, 0, 3, 1, 1000, 1005, 2));
+}
+
+static void test_stale_bound(void **state)
+{
+	(void)state;
+	struct fg_config_error err;
+	struct fg_config *c = calloc(1, sizeof(*c));
+	assert_non_null(c);
+	static const struct {
+		const char *keys;
+		uint32_t want;
+	} cases[] = {
+		{"", 2},                                            /* 1000 + 1000 ms -> 2 s < 3 s */
+		{"lease_ttl_s = 2\nkeepalive_ms = 100\ntimeout_ms = 300\n", 1}, /* the test's */
+		{"lease_ttl_s = 2\ntimeout_ms = 500\n", 0},         /* 666 + 500 ms -> 2 s: not < 2 s: off */
+		{"lease_ttl_s = 1\ntimeout_ms = 300\n", 0},         /* a 1 s lease: nothing to compare */
+		{"lease_ttl_s = 10\nstale_after_s = 5\n", 5},      /* 3333 + 1000 ms <= 5 s */
+		{"lease_ttl_s = 3\nstale_after_s = 3\n", 0},        /* not shorter than the lease: off */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char text[512];
+		snprintf(text, sizeof(text), "[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\n%s", cases[i].keys);
+		fg_config_default(c);
+		int r = fg_config_parse(c, text, "test", &err);
+		if (r)
+			fprintf(stderr, "%s: %s\n", cases[i].keys, err.reason);
+		assert_int_equal(r, 0);
+		assert_int_equal(cl_etcd_stale_s(&c->cluster), cases[i].want);
+	}
+	free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_down_and_bounded_queue),
 		cmocka_unit_test(test_duplicate_name_refused),
+		cmocka_unit_test(test_lease_judge),
+		cmocka_unit_test(test_stale_bound),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
