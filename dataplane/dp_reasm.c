@@ -18,7 +18,7 @@ struct dp_ra_ctx {
 	uint8_t total;
 	uint8_t nrecv;
 	bool has_last;
-	bool bad;          /* DISCARD because the fragmentation itself was malformed: never ACKed */
+	bool bad;          /* DISCARD, never ACKed: the fragmentation was malformed, or nothing was placed (no_slot, stale, no buffer) */
 	bool on_done;
 	uint32_t last_len;
 	uint32_t frame_len; /* 0 until fragment 0 */
@@ -413,6 +413,11 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 				}
 				out->res = res;
 				judge(c, out, res.outcome, 0);
+				/* Not placed (another key's open slot holds the index):
+				 * answered no_slot, never ACKed, so a sender that only
+				 * resends unACKed frames tries again (issue 14, 6b). */
+				if (res.outcome == FG_O_NO_SLOT)
+					c->bad = true;
 				return;
 			}
 		}

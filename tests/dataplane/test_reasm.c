@@ -451,6 +451,36 @@ static void test_superseded_attempt_not_acked(void **st)
 	env_free(e);
 }
 
+/* A multi-fragment frame refused no_slot at fragment 0 (another key's open
+ * slot holds its index) is answered no_slot and never ACKed; once that slot
+ * is freed the sender's resend is placed and ACKed (issue 14, 6b). */
+static void test_no_slot_not_acked(void **st)
+{
+	(void)st;
+	struct env *e = env_new(16, 1, 0, 4096);
+	uint8_t fa[4096], fb[4096];
+	uint32_t la = make_seed(e, fa, 21, 2, 3, 0, 1.0f, 1.0f);
+	uint32_t lb = make_seed(e, fb, 37, 2, 3, 0, 2.0f, 1.0f); /* (37 * 4 + 2) % 64 == (21 * 4 + 2) % 64 */
+	struct dp_peer spoof = peer_of(66), fleet = peer_of(67);
+	/* fragment 0 only of A: its slot opens and stays open */
+	assert_int_equal(push(e, &spoof, 70, fa, la, 0, 0).disp, DP_RA_TAKEN);
+	struct dp_reasm_out o = push(e, &fleet, 80, fb, lb, 0, 10);
+	assert_true(o.events & DP_RA_EV_OUTCOME);
+	assert_int_equal(o.res.outcome, FG_O_NO_SLOT);
+	for (unsigned k = 1; k < 5; k++) {
+		o = push(e, &fleet, 80, fb, lb, k, 20);
+		assert_false(o.events & DP_RA_EV_COMPLETE);
+	}
+	/* A times out: its slot is freed; B's resend is placed and ACKed */
+	assert_true(dp_reasm_expire(&e->r, 2000000, 64) >= 1);
+	for (unsigned k = 0; k < 5; k++)
+		o = push(e, &fleet, 81, fb, lb, k, 2000010);
+	assert_true(o.events & DP_RA_EV_OUTCOME);
+	assert_int_equal(o.res.outcome, FG_O_ACCEPTED);
+	assert_true(o.events & DP_RA_EV_COMPLETE);
+	env_free(e);
+}
+
 static void test_overflow_and_recycling(void **st)
 {
 	(void)st;
@@ -696,6 +726,7 @@ int main(void)
 		cmocka_unit_test(test_dup_pending),
 		cmocka_unit_test(test_timeout_aborts_attempt),
 		cmocka_unit_test(test_superseded_attempt_not_acked),
+		cmocka_unit_test(test_no_slot_not_acked),
 		cmocka_unit_test(test_overflow_and_recycling),
 		cmocka_unit_test(test_full_table_evicts_for_other_source),
 		cmocka_unit_test(test_line_disabled_and_bad_prefix),
