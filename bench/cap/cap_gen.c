@@ -61,7 +61,7 @@ static const uint8_t rule[LINES] = {1, 3, 5};
 
 struct opts {
 	uint32_t hidden, seeds, window, layers, sets, mtu, warmup, gap_us;
-	double max_seconds, link_timeout;
+	double max_seconds, link_timeout, idle_seconds;
 	uint32_t token_base;
 	uint8_t dp_ip[4], ip[4];
 	uint16_t port, cport, wport;
@@ -69,7 +69,7 @@ struct opts {
 };
 
 static struct opts o = {.hidden = 1536, .seeds = 200000, .window = 256, .layers = 28, .sets = 8, .mtu = 1472,
-			.warmup = 256, .max_seconds = 60, .link_timeout = 20, .token_base = 1, .port = 4242,
+			.warmup = 256, .max_seconds = 60, .link_timeout = 20, .idle_seconds = 1, .token_base = 1, .port = 4242,
 			.cport = 7000, .wport = 5001, .label = "memif"};
 
 struct stats {
@@ -496,8 +496,8 @@ static int bodies_setup(void)
 }
 
 /* Run seeds [first, first + count) with at most --window in flight. Returns
- * when all came back or nothing arrived for 1 s (the rest counted lost), or
- * at the deadline. */
+ * when all came back or no seed arrived for --idle-seconds (default 1; the
+ * rest counted lost), or at the deadline. */
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -540,7 +540,7 @@ static void run_phase(uint32_t first, uint32_t count, uint64_t deadline_ns)
 		uint64_t now = mono_ns();
 		if (g_st.resolved != before) {
 			last = now;
-		} else if (now - last > 1000000000ull || now > deadline_ns) {
+		} else if (now - last > (uint64_t)(o.idle_seconds * 1e9) || now > deadline_ns) {
 			g_st.lost += (uint64_t)g_inflight + (end - next);
 			return;
 		}
@@ -558,7 +558,8 @@ static void usage(void)
 		"usage: cap_gen EAL-ARGS -- [--hidden N] [--seeds N] [--warmup N] [--window N] [--layers N]\n"
 		"               [--sets N] [--mtu N] [--max-seconds S] [--dp-ip A] [--ip A] [--port P]\n"
 		"               [--cport P] [--wport P] [--token-base T] [--label S] [--json FILE]\n"
-		"               [--gap-us N]   (latency mode: one seed at a time, N us apart)\n");
+		"               [--gap-us N]   (latency mode: one seed at a time, N us apart)\n"
+		"               [--idle-seconds S]  (give up when no seed arrived for S s; default 1)\n");
 }
 
 int main(int argc, char **argv)
@@ -577,7 +578,7 @@ int main(int argc, char **argv)
 		{"sets", 1, 0, 'S'},   {"mtu", 1, 0, 'm'},         {"max-seconds", 1, 0, 'T'}, {"dp-ip", 1, 0, 'd'},
 		{"ip", 1, 0, 'i'},     {"port", 1, 0, 'p'},        {"cport", 1, 0, 'c'},  {"wport", 1, 0, 'W'},
 		{"json", 1, 0, 'j'},   {"label", 1, 0, 'l'},       {"warmup", 1, 0, 'u'}, {"token-base", 1, 0, 't'},
-		{"gap-us", 1, 0, 'g'},
+		{"gap-us", 1, 0, 'g'}, {"idle-seconds", 1, 0, 'I'},
 		{0, 0, 0, 0}};
 	int ch;
 	optind = 1;
@@ -600,11 +601,12 @@ int main(int argc, char **argv)
 		case 'u': o.warmup = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 't': o.token_base = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'g': o.gap_us = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'I': o.idle_seconds = atof(optarg); break;
 		default: usage(); return 2;
 		}
 	}
 	if (!o.hidden || !o.seeds || !o.window || !o.layers || o.layers > 32 || !o.sets || o.mtu < 64 ||
-	    o.mtu > 1500 || o.max_seconds <= 0) {
+	    o.mtu > 1500 || o.max_seconds <= 0 || o.idle_seconds <= 0) {
 		usage();
 		return 2;
 	}
