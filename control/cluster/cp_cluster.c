@@ -72,6 +72,7 @@ struct cl_node {
 	bool had_points;
 	bool was_live;     /* live before the snapshot being read */
 	bool stale;        /* reported lost because its lease stopped being refreshed; its key still in etcd */
+	bool seen;         /* its key was in the snapshot being read */
 	char layers[FG_CONFIG_LINE_MAX + 1];
 	uint8_t alive, judged;
 	int64_t lease;
@@ -351,6 +352,7 @@ static void on_node(struct cp_cluster *c, const struct cl_in *m)
 		}
 		return;
 	}
+	n->seen = true;
 	if (n->stale && m->lease_id == n->lease) {
 		/* its key, still on the stale lease (a snapshot re-read it): lost
 		 * until a probe says the lease is refreshed again */
@@ -426,8 +428,10 @@ static void on_up(struct cp_cluster *c, const struct cl_in *m)
 	 * marks the live ones again */
 	for (unsigned i = 0; i < c->n_nodes; i++)
 		c->node[i].was_live = c->node[i].live;
-	for (unsigned i = 0; i < c->n_nodes; i++)
+	for (unsigned i = 0; i < c->n_nodes; i++) {
 		c->node[i].live = false;
+		c->node[i].seen = false;
+	}
 	cp_info("cluster: etcd reached through %s; catching up", m->why);
 }
 
@@ -444,6 +448,10 @@ static void on_snap_end(struct cp_cluster *c, const struct cl_in *m)
 		if (!n->live && n->was_live && strcmp(n->name, c->cfg->cluster.node) != 0) {
 			n->live = true;
 			node_gone(c, n, "not in etcd after reconnecting");
+		}
+		if (n->stale && !n->seen) {
+			n->stale = false; /* reported lost already: its lease expired meanwhile */
+			cp_info("cluster: node %s: its lease expired while etcd was away (reported lost before)", n->name);
 		}
 	}
 	/* the epoch and every line take etcd's value */

@@ -154,8 +154,8 @@ KEEPALIVE_MS = 100
 KILLS = int(os.environ.get("FG_CLUSTER_KILLS", "5"))
 # 1 s after A's last refresh (0..100 ms before the kill, more when A's
 # keepalives run late on a loaded box) + the next probe (0..100 ms) + its
-# request: 0.9..1.1 s in theory, measured 0.76..1.43 s at a load average of
-# 15 on 2 cores. The issue's 1 s is the middle of that, not its top: etcd
+# request: 0.9..1.1 s in theory, measured 0.73..1.44 s at load averages of
+# 8..19 on 2 cores (docs/cluster.md). The issue's 1 s is the middle of that, not its top: etcd
 # reports the remaining TTL in whole seconds, so "no refresh for more than
 # 1 s" is the finest a lease can tell (docs/cluster.md). Asserted: 2 s, and
 # that every kill was seen through the probe (the lease's own expiry comes
