@@ -202,7 +202,7 @@ void cp_engine_epoch_apply(struct cp_engine *e, uint32_t to, const char *why)
 /* src: who sent the conflicting duplicate (family 0: over TLS). The slot
  * is poisoned either way (the lcore did it); what else happens is the
  * epoch guard's decision (cp_epoch_guard.h). */
-static void on_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq, unsigned line, uint32_t epoch,
+static void on_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq, unsigned line,
 			const struct fg_bm_src *src)
 {
 	on_ended(e, layer, token_seq, FG_SLOT_POISONED);
@@ -240,11 +240,11 @@ static void on_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq,
 			e->audit->epoch_storm(e->audit_arg, began, why, CP_EPOCH_STORM_QUIET * e->guard.min_ns);
 		return;
 	}
-	/* The shard's table moved to epoch (its own ++); the global epoch moves
-	 * by one, or to the shard's when that is ahead. */
+	/* The one model epoch moves by one (a table never moves its own:
+	 * core/slot.c slot_poison); every shard learns it by FLUSH. */
 	snprintf(why, sizeof(why), "conflicting duplicate contribution from %s (line %u layer %u token %u)", who,
 		 line, layer, token_seq);
-	epoch_advance(e, epoch, why);
+	epoch_advance(e, e->epoch + 1, why);
 }
 
 /* ---- local mode ----------------------------------------------------------- */
@@ -274,7 +274,7 @@ static int local_submit(struct cp_engine *e, const struct fg_frame *f, int32_t b
 				on_resolved(e, &v);
 		} else if (res.slot.outcome == FG_O_CONFLICT) {
 			struct fg_bm_src tls = {.family = 0}; /* over TLS (local mode has no UDP) */
-			on_conflict(e, res.seed.dst_layer, res.seed.token_seq, res.seed.line, res.slot.epoch, &tls);
+			on_conflict(e, res.seed.dst_layer, res.seed.token_seq, res.seed.line, &tls);
 		}
 	} else if (res.band == FG_BAND_CANONICAL) {
 		e->st.canonical++;
@@ -497,8 +497,7 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const union fg_bm
 		break;
 	}
 	case FG_BM_CONFLICT:
-		on_conflict(e, m->conflict.layer, m->conflict.token_seq, m->conflict.line, m->conflict.epoch,
-			    &m->conflict.src);
+		on_conflict(e, m->conflict.layer, m->conflict.token_seq, m->conflict.line, &m->conflict.src);
 		break;
 	case FG_BM_EXPIRED:
 		on_ended(e, m->expired.layer, m->expired.token_seq, FG_SLOT_EXPIRED);

@@ -23,7 +23,7 @@
  *   OPEN --- last expected line whole (put/place) ------> RESOLVED
  *   OPEN --- deadline passed (fg_slots_expire) -------> EXPIRED
  *   OPEN --- fg_slots_flush (model epoch change) ------> FREE
- *   OPEN/RESOLVED --- same line, different body ------> POISONED (epoch++)
+ *   OPEN/RESOLVED --- same line, different body ------> POISONED (the epoch is the caller's)
  *   RESOLVED/EXPIRED/POISONED --- another key's open --> OPEN (reclaimed)
  *
  * Transition table (event, state -> outcome, new state):
@@ -447,10 +447,14 @@ static void line_complete(struct fg_slots *s, uint32_t i, unsigned line, struct 
 	}
 }
 
-/* Same line, different body: the slot is withdrawn and the model epoch
- * advances (wire.md section 4). A resolved slot is poisoned too: its seed
- * may already be delivered, but the caller audits the conflict and lookups
- * stop serving it. */
+/* Same line, different body: the slot is withdrawn (wire.md section 4). A
+ * resolved slot is poisoned too: its seed may already be delivered, but
+ * the caller audits the conflict and lookups stop serving it. The model
+ * epoch is not moved here: whether a conflict advances it is the control
+ * plane's decision (control/cp_epoch_guard.h: a sender not mapped to the
+ * line, or a storm, must not), and the new epoch reaches every table
+ * through its owner (FLUSH, line facts). A table that bumped itself would
+ * answer the fleet an epoch nobody decided. */
 static void slot_poison(struct fg_slots *s, uint32_t i)
 {
 	struct fg_slot *sl = slot_at(s, i);
@@ -460,7 +464,6 @@ static void slot_poison(struct fg_slots *s, uint32_t i)
 	else
 		sl->state = FG_SLOT_POISONED;
 	s->poisoned++;
-	s->epoch++;
 }
 
 int fg_slot_put(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_ns, struct fg_slot_result *res)

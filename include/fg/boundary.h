@@ -169,7 +169,8 @@ struct fg_bm_conflict {     /* FG_BM_CONFLICT */
 	uint8_t line;           /* the line whose duplicate conflicted (FG_LINE_NONE if unknown) */
 	uint16_t layer;
 	uint32_t token_seq;
-	uint32_t epoch;         /* the shard table's epoch after its own advance */
+	uint32_t epoch;         /* the shard table's epoch at the conflict (a conflict never moves it; the control
+				 * plane decides: cp_epoch_guard.h) */
 	uint32_t pad;
 	uint64_t t_ns;
 	struct fg_bm_src src;   /* who sent the conflicting duplicate: a UDP source, or family 0 (a frame the
@@ -346,7 +347,7 @@ static inline bool fg_wake_after_push(struct fg_wake *w)
  *   RESOLVED   the seed was not sent by the lcore itself (no UDP consumer for
  *              its layer), or its layer is watched (struct fg_watch: a
  *              WebSocket subscriber or an HTTP long poll hands it on);
- *   CONFLICT   the model epoch moves and every shard flushes;
+ *   CONFLICT   the model epoch may move (cp_epoch_guard.h) and every shard flushes;
  *   EXPIRED    an HTTP long poll may be waiting for the slot's end.
  * The others (RESOLVED already delivered over UDP with nobody watching its
  * layer: the audit's verdict only; PEER; CANONICAL: a comparison) are

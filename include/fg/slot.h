@@ -102,7 +102,7 @@ struct fg_slots {
 	size_t slot_stride;
 	uint8_t *mem;
 	uint32_t fifo_head, fifo_tail; /* open slots in opening order */
-	uint32_t epoch;        /* model epoch; advanced on conflict */
+	uint32_t epoch;        /* model epoch: set by the table's owner (a conflict does not move it) */
 	/* accounting (all monotonic except in_use) */
 	uint64_t opened, resolved, expired, poisoned, reclaimed;
 	uint32_t in_use;       /* slots OPEN */

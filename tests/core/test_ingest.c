@@ -384,12 +384,21 @@ static void test_conflict_and_epoch(void **state)
 	assert_int_equal(ingest_seed(&fx, 50, 2, 1, 0, b, H, 2, &r), 0);
 	assert_int_equal(r.slot.outcome, FG_O_CONFLICT);
 	assert_int_equal(r.status.outcome, FG_O_CONFLICT);
-	assert_int_equal(r.status.model_epoch, 8); /* seen here before the control plane */
+	/* the conflict does not move the epoch by itself: the control plane
+	 * decides (cp_epoch_guard.h) and publishes it */
+	assert_int_equal(r.status.model_epoch, 7);
+	assert_int_equal(fx.s.epoch, 7);
 	assert_int_equal(r.status.facts & (FG_FACT_ACK | FG_FACT_RESOLVED | FG_FACT_AWAITING), 0);
+	fx.ctx.lines = fg_linefacts_pack(&fx.lines, 8);
 	assert_int_equal(ingest_seed(&fx, 50, 2, 3, 0, a, H, 3, &r), 0);
 	assert_int_equal(r.slot.outcome, FG_O_POISONED);
+	assert_int_equal(r.status.model_epoch, 8);
 	/* an older published epoch never moves the table back */
+	fx.ctx.lines = fg_linefacts_pack(&fx.lines, 7);
+	assert_int_equal(ingest_seed(&fx, 50, 2, 5, 0, a, H, 4, &r), 0);
+	assert_int_equal(r.slot.outcome, FG_O_POISONED);
 	assert_int_equal(fx.s.epoch, 8);
+	assert_int_equal(r.status.model_epoch, 8);
 	fixture_fini(&fx);
 }
 
