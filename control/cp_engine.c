@@ -247,6 +247,14 @@ static void on_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq,
 	epoch_advance(e, e->epoch + 1, why);
 }
 
+/* An answer leaving the control plane carries the one model epoch when it
+ * is ahead of the table's (a conflict the control plane just accepted). */
+static void stamp_epoch(const struct cp_engine *e, struct fg_status *st)
+{
+	if ((int32_t)(e->epoch - st->model_epoch) > 0)
+		st->model_epoch = e->epoch;
+}
+
 /* ---- local mode ----------------------------------------------------------- */
 
 static int local_submit(struct cp_engine *e, const struct fg_frame *f, int32_t bound, uint64_t cookie)
@@ -263,6 +271,13 @@ static int local_submit(struct cp_engine *e, const struct fg_frame *f, int32_t b
 	} else if (res.band == FG_BAND_SEED && res.slot.outcome < FG_O__COUNT) {
 		e->st.outcome[res.slot.outcome]++;
 	}
+	/* A conflict is judged first, so its own answer carries the epoch the
+	 * guard's decision left (moved by one, or not at all). */
+	if (r >= 0 && res.band == FG_BAND_SEED && res.slot.outcome == FG_O_CONFLICT) {
+		struct fg_bm_src tls = {.family = 0}; /* over TLS (local mode has no UDP) */
+		on_conflict(e, res.seed.dst_layer, res.seed.token_seq, res.seed.line, &tls);
+		stamp_epoch(e, &out.status);
+	}
 	if (e->ops.done)
 		e->ops.done(e->arg, cookie, &out);
 	if (r < 0)
@@ -272,9 +287,6 @@ static int local_submit(struct cp_engine *e, const struct fg_frame *f, int32_t b
 			struct fg_seed_view v;
 			if (fg_slot_seed(&e->slots, res.slot.slot, &v) == 0)
 				on_resolved(e, &v);
-		} else if (res.slot.outcome == FG_O_CONFLICT) {
-			struct fg_bm_src tls = {.family = 0}; /* over TLS (local mode has no UDP) */
-			on_conflict(e, res.seed.dst_layer, res.seed.token_seq, res.seed.line, &tls);
 		}
 	} else if (res.band == FG_BAND_CANONICAL) {
 		e->st.canonical++;
@@ -443,6 +455,7 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const union fg_bm
 		uint64_t cookie = rq->cookie;
 		rq->req_id = 0;
 		e->outstanding--;
+		stamp_epoch(e, &out.status);
 		if (e->ops.done)
 			e->ops.done(e->arg, cookie, &out);
 		break;
