@@ -59,7 +59,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
-from fgtest import wait  # noqa: E402
+from fgtest import telemetry, wait  # noqa: E402
 from fgtest.flow import OUTCOMES, RESOLVED_BASE, RULE, SEED_BASE, f32, fragments, reduce_rule, seed  # noqa: E402
 
 FAILS = []
@@ -80,14 +80,7 @@ class Daemon:
         self.a = a
 
     def tel(self, cmd):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        s.settimeout(5)
-        s.connect(self.a.telemetry)
-        s.recv(16384)  # the greeting: version, pid, max_output_len
-        s.send(cmd.encode())
-        d = json.loads(s.recv(1 << 20))
-        s.close()
-        return d.get(cmd.split(',')[0])
+        return telemetry.query(self.a.telemetry, cmd, timeout=5)
 
     def counters(self):
         return self.tel('/fanogate/counters')

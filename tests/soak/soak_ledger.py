@@ -396,11 +396,12 @@ def main():
         load_s = time.time() - start
         samples.append((load_s, rss_kib(pid)))
         conflict_phase(d, led)
-        # past every deadline: incomplete slots expire; idle connections close
-        # (not readiness: the deadlines are what the ledger counts)
-        time.sleep(4 * DEADLINE_MS / 1000 + 1)
+        # every slot ended (the incomplete ones expire at their deadline) and
+        # every connection closed: what the ledger below counts. Bounded by
+        # four deadlines and 15 s; short of that, the checks say what is open.
         wait.until(lambda: (lambda m: m.get("fanogate_tls_connections") == 0
-                            and m.get('fanogate_slots_open{shard="0"}') == 0)(scrape(d)), 15, 0.5)
+                            and m.get('fanogate_slots_open{shard="0"}') == 0)(scrape(d)),
+                   4 * DEADLINE_MS / 1000 + 16, 0.5)
         m = scrape(d)
         st = stats(d, fanoctl)
         rss_end = rss_kib(pid)

@@ -59,12 +59,9 @@ Run with /usr/bin/python3."""
 import atexit
 import json
 import os
-import random
 import re
 import resource
 import shutil
-import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -73,6 +70,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import soak_ledger as sl  # noqa: E402  (its load threads and scrapers)
+from fgtest import telemetry  # noqa: E402  (soak_ledger put tests/lib on the path)
 h = sl.h
 
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -139,34 +137,6 @@ def netns_setup():
 
 def in_ns(*cmd):
     return ["ip", "netns", "exec", NS, *cmd]
-
-
-# ---- DPDK telemetry (the EAL's socket: /mempool/list, /mempool/info, /fanogate/counters) ----
-
-class Telemetry:
-    def __init__(self, pid):
-        self.path = "/var/run/dpdk/fgdp%d/dpdk_telemetry.v2" % pid
-
-    def query(self, cmd):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        s.settimeout(10)
-        try:
-            s.connect(self.path)
-            json.loads(s.recv(16384).decode())   # the banner
-            s.send(cmd.encode())
-            return json.loads(s.recv(1 << 20).decode())[cmd.split(",")[0]]
-        finally:
-            s.close()
-
-    def pools(self):
-        """name -> (size, in use) of every DPDK mempool: in use = size - the
-        common pool - the per-lcore caches."""
-        out = {}
-        for name in self.query("/mempool/list") or []:
-            i = self.query("/mempool/info," + name)
-            free = i.get("common_pool_count", 0) + i.get("total_cache_count", 0)
-            out[name] = (i["size"], i["size"] - free)
-        return out
 
 
 # ---- UDP: fanofleet through fanorelay #1, from the namespace ----------------
@@ -383,8 +353,8 @@ lcores = 1
         d.expect_start = True
         pid = d.proc.pid
         tmp = d.dir
-        tel = Telemetry(pid)
-        pools0 = tel.pools()
+        tel = telemetry.socket_path(pid)
+        pools0 = telemetry.mempools(tel)
         print("mempools at start (size, in use): %s" % pools0, flush=True)
         rl = seconds + 120
         r1 = start_relay(relay_bin, tmp, "r1", "127.0.0.1:14000", DP_IP + ":4242", NS_IP,
@@ -416,19 +386,31 @@ lcores = 1
                 h.fail("a load thread did not stop")
         load_s = time.time() - start
         samples.append((load_s, sl.rss_kib(pid), led.next_token, arena_kib(pid)))
-        time.sleep(1)   # not readiness: the last ACKs and deliveries in flight through the relays
+        # the last deliveries and their ACKs through the relays: every seed
+        # sent was ACKed or given up (the delivery ledger closed), 15 s at most
+        sl.wait.until(lambda: telemetry.ledger_open(telemetry.counters(tel)) == 0, 15, 0.2)
         sl.conflict_phase(d, led)
-        # past every deadline: incomplete slots expire, reassembly groups time
-        # out (not readiness: the expiries are what the ledger counts)
-        time.sleep(DEADLINE_MS / 1000 * 2 + 1)
-        sl.wait.until(lambda: sl.scrape(d).get("fanogate_tls_connections") == 0, 20, 0.5)
+
+        def slots_now():
+            return json.loads(subprocess.run([fanoctl, "--socket", f"{d.dir}/fanoctl.sock", "slots", "--json"],
+                                             capture_output=True, text=True, timeout=20).stdout or "{}")
+
+        def settled():
+            """what the ledger counts is final: every slot ended (incomplete
+            ones expire at their deadline), every reassembly group timed out
+            (its mbufs and frame buffers back), every connection closed"""
+            pl = telemetry.query(tel, "/fanogate/pools") or {}
+            return (sl.scrape(d).get("fanogate_tls_connections") == 0
+                    and all(s.get("in_use", 0) == 0 for s in slots_now().get("shards", []))
+                    and pl.get("xfer_in_use") == 0 and pl.get("mbuf_in_use") == pl.get("mbuf_in_use_at_start"))
+        # bounded by two deadlines and 20 s; short of that, the checks say what is open
+        sl.wait.until(settled, DEADLINE_MS / 1000 * 2 + 21, 0.5)
         m = sl.scrape(d)
         st = sl.stats(d, fanoctl)
-        dpc = tel.query("/fanogate/counters")
-        dpc["pools"] = tel.query("/fanogate/pools") or {}
-        pools1 = tel.pools()
-        slots = json.loads(subprocess.run([fanoctl, "--socket", f"{d.dir}/fanoctl.sock", "slots", "--json"],
-                                          capture_output=True, text=True, timeout=20).stdout or "{}")
+        dpc = telemetry.counters(tel)
+        dpc["pools"] = telemetry.query(tel, "/fanogate/pools") or {}
+        pools1 = telemetry.mempools(tel)
+        slots = slots_now()
         rss_end = sl.rss_kib(pid)
         r1rc, r2rc = stop_relay(r1), stop_relay(r2)
         with open(os.path.join(tmp, "final.json"), "w") as f:   # everything the ledger reads, for a post-mortem
@@ -462,7 +444,7 @@ lcores = 1
         t_term = time.time()
         d.proc.send_signal(15)
         if os.environ.get("SOAK_STOP_STACKS"):   # diagnosis: the threads' stacks 1.5 s into the stop
-            time.sleep(1.5)
+            time.sleep(1.5)  # not a wait: the moment of the stop the stacks are taken at (a diagnosis)
             print(subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt"],
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120).stdout)
         try:
