@@ -28,7 +28,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-. "$ROOT/tests/lib/netns.sh" # stop_pid, fg_veth, fg_daemon_start, fg_wait_until, fg_private_net
+. "$ROOT/tests/lib/netns.sh" # stop_pid, fg_veth, fg_daemon_start, fg_wait_until, fg_private_net, fg_ini_daemon
 # Without root everything runs on loopback: in a network namespace of this
 # run's own (a user namespace), so the kernel UDP path's fixed ports below
 # cannot collide with anything else on the box.
@@ -126,17 +126,7 @@ default = $FLEET_IP:5000
 [dataplane]
 profile = ${1:-af_xdp}
 ${ANSWER_SPIN:+answer_spin_us = $ANSWER_SPIN}
-[tls]
-listen = $TLS_IP:0
-cert = $T/cert.pem
-key = $T/key.pem
-tokens_file = $T/tokens
-[audit]
-path = $T/audit.log
-[operator]
-socket = $T/fanoctl.sock
-[metrics]
-listen = 127.0.0.1:0
+$(fg_ini_daemon "$T" "$TLS_IP:0" 127.0.0.1:0 tokens)
 EOF
 }
 start_gate() {

@@ -56,7 +56,7 @@ cluster_demo() {
 		exec /usr/bin/python3 "$ROOT/tests/cluster/cluster_fleet.py"
 }
 [ "$CLUSTER" -eq 0 ] || cluster_demo
-. "$ROOT/tests/lib/netns.sh" # stop_pid, fg_veth, fg_daemon_start, fg_wait_until
+. "$ROOT/tests/lib/netns.sh" # stop_pid, fg_veth, fg_daemon_start, fg_wait_until, fg_ini_daemon
 
 [ -n "$TOKENS" ] || { [ $SHORT -eq 1 ] && TOKENS=40 || TOKENS=600; }
 
@@ -226,19 +226,10 @@ ack_window = fleet
 [dataplane]
 profile = ${1:-af_xdp}
 lcores = 1
-[tls]
-listen = $HOST_IP:0
-cert = $RUN/cert.pem
-key = $RUN/key.pem
-tokens_file = $RUN/tokens
+$(fg_ini_daemon "$RUN" "$HOST_IP:0" 127.0.0.1:0 tokens)
 [audit]
-path = $RUN/audit.log
 alert_command = $RUN/alert.sh
 alert_min_interval_ms = 0
-[operator]
-socket = $RUN/fanoctl.sock
-[metrics]
-listen = 127.0.0.1:0
 EOF
 }
 write_profile() { # kind
@@ -365,7 +356,7 @@ fi
 
 say "lines (fanoctl lines)"
 LINES_TXT=
-if [ -n "$FANOCTL" ] && LINES_TXT=$("$FANOCTL" --socket "$RUN/fanoctl.sock" lines 2>&1); then
+if [ -n "$FANOCTL" ] && LINES_TXT=$("$FANOCTL" --socket "$RUN/op.sock" lines 2>&1); then
 	echo "$LINES_TXT" | sed 's/^/   /'
 else
 	note "operator socket not answering: ${LINES_TXT:-fanoctl missing}"
