@@ -21,50 +21,7 @@
 #include "fg/slot.h"
 #include "fg/wire.h"
 
-static char *read_vector_hex(const char *id)
-{
-	const char *dir = getenv("FG_TEST_DATA");
-	char path[512], *line = NULL, *out = NULL;
-	size_t cap = 0;
-	FILE *fp;
-
-	assert_non_null(dir);
-	snprintf(path, sizeof(path), "%s/vectors.txt", dir);
-	fp = fopen(path, "r");
-	assert_non_null(fp);
-	while (getline(&line, &cap, fp) > 0) {
-		size_t idlen = strlen(id);
-		char *f1, *f2;
-		if (strncmp(line, id, idlen) != 0 || line[idlen] != ' ')
-			continue;
-		f1 = strchr(line, '|');
-		f2 = f1 ? strchr(f1 + 1, '|') : NULL;
-		assert_non_null(f2);
-		f2++;
-		while (*f2 == ' ')
-			f2++;
-		out = strndup(f2, strcspn(f2, " |"));
-		break;
-	}
-	free(line);
-	fclose(fp);
-	assert_non_null(out);
-	return out;
-}
-
-static size_t vector_bytes(const char *id, uint8_t *buf, size_t cap)
-{
-	char *hex = read_vector_hex(id);
-	size_t n = strlen(hex) / 2;
-	assert_true(n <= cap);
-	for (size_t i = 0; i < n; i++) {
-		unsigned v;
-		assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
-		buf[i] = (uint8_t)v;
-	}
-	free(hex);
-	return n;
-}
+#include "../lib/fg_test_vectors.h" /* fg_test_vector_bytes */
 
 /* A table for the vectors: hidden 4, 32 layers, layer 1 expects line 1
  * only (C01's rule), every other layer Pair X. */
@@ -157,7 +114,7 @@ static void test_s01_resolves_alone(void **state)
 	(void)state;
 
 	fixture_init(&fx, 4, FG_LINE_SHADOW);
-	len = vector_bytes("S01", buf, sizeof(buf));
+	len = fg_test_vector_bytes("S01", buf, sizeof(buf));
 	assert_int_equal(ingest_bytes(&fx, buf, len, 5, &r), 0);
 	assert_int_equal(r.band, FG_BAND_SEED);
 	assert_int_equal(r.reason, 0);
@@ -202,7 +159,7 @@ static void test_s01_resolves_alone(void **state)
 	assert_int_equal(back.fingerprint, r.status.fingerprint);
 
 	/* C01 (full canonical) and C02 (digest) report on the same key */
-	len = vector_bytes("C01", buf, sizeof(buf));
+	len = fg_test_vector_bytes("C01", buf, sizeof(buf));
 	assert_int_equal(ingest_bytes(&fx, buf, len, 6, &r), 0);
 	assert_int_equal(r.band, FG_BAND_CANONICAL);
 	assert_int_equal(r.canon.kind, FG_CANON_FULL);
@@ -211,13 +168,13 @@ static void test_s01_resolves_alone(void **state)
 	assert_int_equal(r.status.facts & (FG_FACT_ACK | FG_FACT_RESOLVED), FG_FACT_ACK | FG_FACT_RESOLVED);
 	assert_int_equal(r.status.fingerprint, 0x5e2de06ec4043aa2ull);
 	assert_int_equal(r.status.line, FG_LINE_NONE);
-	len = vector_bytes("C02", buf, sizeof(buf));
+	len = fg_test_vector_bytes("C02", buf, sizeof(buf));
 	assert_int_equal(ingest_bytes(&fx, buf, len, 6, &r), 0);
 	assert_int_equal(r.canon.kind, FG_CANON_DIGEST);
 	assert_int_equal(r.canon.digest, 0x5e2de06ec4043aa2ull);
 
 	/* S01 again: the slot is resolved, the answer is late, still resolved */
-	len = vector_bytes("S01", buf, sizeof(buf));
+	len = fg_test_vector_bytes("S01", buf, sizeof(buf));
 	assert_int_equal(ingest_bytes(&fx, buf, len, 7, &r), 0);
 	assert_int_equal(r.slot.outcome, FG_O_LATE);
 	assert_int_equal(r.status.facts & FG_FACT_RESOLVED, FG_FACT_RESOLVED);
@@ -245,7 +202,7 @@ static void test_malformed_vectors(void **state)
 
 	fixture_init(&fx, 4, FG_LINE_ACTIVE);
 	for (size_t i = 0; i < FG_ARRAY_LEN(cases); i++) {
-		size_t len = vector_bytes(cases[i].id, buf, sizeof(buf));
+		size_t len = fg_test_vector_bytes(cases[i].id, buf, sizeof(buf));
 		assert_int_equal(ingest_bytes(&fx, buf, len, 1, &r), -cases[i].reason);
 		assert_int_equal(r.reason, cases[i].reason);
 		assert_int_equal(r.slot.outcome, FG_O_MALFORMED);

@@ -22,6 +22,8 @@
 #include "fg/slot.h"
 #include "fg/wire.h"
 
+#include "../lib/fg_test_vectors.h" /* fg_test_vector_bytes */
+
 /* ---- helpers ------------------------------------------------------------ */
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -78,49 +80,6 @@ static void ref_reduce(float *out, const float *const *c, const uint8_t *neg, un
 	}
 }
 
-static char *read_vector_hex(const char *id)
-{
-	const char *dir = getenv("FG_TEST_DATA");
-	char path[512], *line = NULL, *out = NULL;
-	size_t cap = 0;
-	FILE *fp;
-
-	assert_non_null(dir);
-	snprintf(path, sizeof(path), "%s/vectors.txt", dir);
-	fp = fopen(path, "r");
-	assert_non_null(fp);
-	while (getline(&line, &cap, fp) > 0) {
-		char *p = line, *f1, *f2;
-		size_t idlen = strlen(id);
-		if (strncmp(p, id, idlen) != 0 || p[idlen] != ' ')
-			continue;
-		f1 = strchr(p, '|');
-		f2 = f1 ? strchr(f1 + 1, '|') : NULL;
-		assert_non_null(f2);
-		f2++;
-		while (*f2 == ' ')
-			f2++;
-		out = strndup(f2, strcspn(f2, " |"));
-		break;
-	}
-	free(line);
-	fclose(fp);
-	assert_non_null(out);
-	return out;
-}
-
-static size_t hex_decode(const char *hex, uint8_t *buf, size_t cap)
-{
-	size_t n = strlen(hex) / 2;
-	assert_true(n <= cap);
-	for (size_t i = 0; i < n; i++) {
-		unsigned v;
-		assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
-		buf[i] = (uint8_t)v;
-	}
-	return n;
-}
-
 struct table {
 	struct fg_slots s;
 	void *mem;
@@ -174,14 +133,12 @@ static enum fg_outcome put(struct fg_slots *s, const struct fg_seed *sd, uint64_
 /* Decode the back-to-back seed frames of a "reduce" vector. */
 static unsigned vector_seeds(const char *id, uint8_t *buf, size_t cap, struct fg_seed *seeds, unsigned max)
 {
-	char *hex = read_vector_hex(id);
-	size_t len = hex_decode(hex, buf, cap);
+	size_t len = fg_test_vector_bytes(id, buf, cap);
 	struct fg_frame fr[8];
 	struct fg_bands b;
 	struct fg_seed_limits lim = { .hidden = 1, .max_seq_len = 1 };
 	int n = fg_batch_decode(buf, len, fr, 8);
 
-	free(hex);
 	fg_bands_default(&b);
 	b.n_layers = 32;
 	assert_true(n > 0 && (unsigned)n <= max);

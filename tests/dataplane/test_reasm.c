@@ -24,6 +24,8 @@
 #include "fg/wire.h"
 #include "dp_reasm.h"
 
+#include "../lib/fg_test_vectors.h" /* fg_test_vector_bytes */
+
 #define HIDDEN 64u
 #define CHUNK 64u
 #define LAYERS 4u
@@ -621,38 +623,12 @@ static void test_too_large(void **st)
 
 /* ---- U02..U04: the 3082-byte frame at C = 1468, every arrival order ---- */
 
-static int hexval(int c) { return c <= '9' ? c - '0' : (c | 32) - 'a' + 10; }
-
-static size_t vector(const char *id, uint8_t *out, size_t cap)
-{
-	const char *dir = getenv("FG_TEST_DATA");
-	char path[512], line[16384];
-	snprintf(path, sizeof(path), "%s/vectors.txt", dir ? dir : "tests/data");
-	FILE *f = fopen(path, "r");
-	assert_non_null(f);
-	size_t n = 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, id, strlen(id)) || line[strlen(id)] != ' ')
-			continue;
-		char *h = strchr(strchr(line, '|') + 1, '|') + 1;
-		while (*h == ' ')
-			h++;
-		while (h[0] && h[0] != ' ' && h[1] && n < cap) {
-			out[n++] = (uint8_t)(hexval(h[0]) << 4 | hexval(h[1]));
-			h += 2;
-		}
-		break;
-	}
-	fclose(f);
-	assert_true(n > 0);
-	return n;
-}
-
 static void test_vectors_u02_u04(void **st)
 {
 	(void)st;
 	static uint8_t d[3][2000];
-	size_t dl[3] = {vector("U02", d[0], 2000), vector("U03", d[1], 2000), vector("U04", d[2], 2000)};
+	size_t dl[3] = {fg_test_vector_bytes("U02", d[0], 2000), fg_test_vector_bytes("U03", d[1], 2000),
+			fg_test_vector_bytes("U04", d[2], 2000)};
 	uint8_t want[3082];
 	for (unsigned i = 0; i < 3072; i++)
 		want[10 + i] = (uint8_t)i;
