@@ -57,13 +57,7 @@ if [ -w $HP ] && [ "${FG_TEST_NO_HUGE:-}" = "" ]; then
 fi
 
 cat > "$TMP/fanogate.ini" <<EOC
-[model]
-hidden = 1536
-layers = 28
-[rules]
-default = 1,3,5
-[slots]
-capacity = 4096
+$(fg_ini_model 1536 28 4096)
 deadline_ms = 1500
 [udp]
 port = 4242

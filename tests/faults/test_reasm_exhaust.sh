@@ -61,13 +61,7 @@ fg_selfsigned "$TMP"
 # deadline_ms: the good station's slots must outlive the flood (they resolve
 # through resends once it ends); the flood's own slots are never completed
 cat > "$TMP/fanogate.ini" <<EOC
-[model]
-hidden = 768
-layers = 8
-[rules]
-default = 1,3,5
-[slots]
-capacity = 4096
+$(fg_ini_model 768 8 4096)
 deadline_ms = 30000
 [udp]
 port = 4242

@@ -30,13 +30,7 @@ fg_dlv_setup() {
 # [consumers] and [dataplane] lines, and MORE sections at the end.
 fg_dlv_ini() {
 	cat > "$TMP/fanogate.ini" <<EOC
-[model]
-hidden = 512
-layers = 8
-[rules]
-default = 1,3,5
-[slots]
-capacity = 8192
+$(fg_ini_model 512 8 8192)
 $1
 [udp]
 port = 4242

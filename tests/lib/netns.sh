@@ -200,6 +200,14 @@ fg_private_net() {
 	FG_PRIVATE_NET=1 exec unshare "${u[@]}" -- "$0" "$@"
 }
 
+# fg_ini_model HIDDEN LAYERS CAPACITY [RULE]: the model sections of a
+# test's fanogate.ini, on stdout: [model] HIDDEN x LAYERS, [rules] default
+# RULE (1,3,5: Pair X), [slots] capacity CAPACITY; the caller's [slots]
+# keys follow directly.
+fg_ini_model() {
+	printf '[model]\nhidden = %s\nlayers = %s\n[rules]\ndefault = %s\n[slots]\ncapacity = %s\n' "$1" "$2" "${4:-1,3,5}" "$3"
+}
+
 # fg_ini_daemon DIR LISTEN [METRICS] [TOKENS]: the daemon's sections of a
 # test's fanogate.ini, on stdout: [tls] on LISTEN (port 0: reported on the
 # ready fd) with DIR/cert.pem and key.pem (fg_selfsigned) and DIR/tokens
