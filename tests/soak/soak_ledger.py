@@ -32,7 +32,6 @@ import random
 import re
 import socket
 import ssl
-import struct
 import subprocess
 import sys
 import threading
@@ -349,6 +348,33 @@ def stats(d, fanoctl):
     return json.loads(r.stdout)
 
 
+def run_load(d, threads, stop, seconds, sample, join_s):
+    """The load phase both soaks share: start threads, take sample(elapsed
+    s, n) every 0.5 s for seconds (n counts the samples; None for the last
+    one, taken after the threads stopped), fail when the daemon dies; then
+    set stop and join the threads (join_s each at most). Returns (samples,
+    seconds the load ran)."""
+    for t in threads:
+        t.daemon = True   # a SIGTERM to the script must not wait for them
+        t.start()
+    samples = []
+    start = time.time()
+    while time.time() - start < seconds:
+        samples.append(sample(time.time() - start, len(samples)))
+        if d.proc.poll() is not None:
+            stop.set()
+            h.fail("the daemon died during the load (status %s)" % d.proc.returncode)
+        time.sleep(0.5)  # pacing: the RSS sampling period
+    stop.set()
+    for t in threads:
+        t.join(timeout=join_s)
+        if t.is_alive():
+            h.fail("a load thread did not stop")
+    load_s = time.time() - start
+    samples.append(sample(load_s, None))
+    return samples, load_s
+
+
 def rss_kib(pid):
     with open(f"/proc/{pid}/status") as f:
         for ln in f:
@@ -378,23 +404,8 @@ def main():
                    threading.Thread(target=fleet_thread, args=(d, led, stop, fleet_bin, 1, -1)),
                    threading.Thread(target=inject_thread, args=(d, led, stop)),
                    threading.Thread(target=churn_thread, args=(d, led, stop, 100000))]
-        for t in threads:
-            t.start()
-        samples = []   # (seconds since start, VmRSS KiB)
-        start = time.time()
-        while time.time() - start < seconds:
-            samples.append((time.time() - start, rss_kib(pid)))
-            if d.proc.poll() is not None:
-                stop.set()
-                h.fail("the daemon died during the load (status %s)" % d.proc.returncode)
-            time.sleep(0.5)  # pacing: the RSS sampling period
-        stop.set()
-        for t in threads:
-            t.join(timeout=90)
-            if t.is_alive():
-                h.fail("a load thread did not stop")
-        load_s = time.time() - start
-        samples.append((load_s, rss_kib(pid)))
+        # samples: (seconds since start, VmRSS KiB)
+        samples, load_s = run_load(d, threads, stop, seconds, lambda t, n: (t, rss_kib(pid)), 90)
         conflict_phase(d, led)
         # every slot ended (the incomplete ones expire at their deadline) and
         # every connection closed: what the ledger below counts. Bounded by

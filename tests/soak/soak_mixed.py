@@ -367,25 +367,9 @@ lcores = 1
                    threading.Thread(target=sl.fleet_thread, args=(d, led, stop, fleet_bin, 0, 2)),
                    threading.Thread(target=sl.inject_thread, args=(d, led, stop)),
                    threading.Thread(target=sl.churn_thread, args=(d, led, stop, 100000))]
-        for t in threads:
-            t.daemon = True   # a SIGTERM to this script must not wait for them
-            t.start()
-        samples = []   # (s, VmRSS KiB, next token, DPDK arena KiB every 10th sample else -1)
-        start = time.time()
-        while time.time() - start < seconds:
-            samples.append((time.time() - start, sl.rss_kib(pid), led.next_token,
-                            arena_kib(pid) if len(samples) % 10 == 0 else -1))
-            if d.proc.poll() is not None:
-                stop.set()
-                h.fail("the daemon died during the load (status %s)" % d.proc.returncode)
-            time.sleep(0.5)  # pacing: the RSS sampling period
-        stop.set()
-        for t in threads:
-            t.join(timeout=120)
-            if t.is_alive():
-                h.fail("a load thread did not stop")
-        load_s = time.time() - start
-        samples.append((load_s, sl.rss_kib(pid), led.next_token, arena_kib(pid)))
+        # samples: (s, VmRSS KiB, next token, DPDK arena KiB every 10th sample and the last, else -1)
+        samples, load_s = sl.run_load(d, threads, stop, seconds, lambda t, n: (
+            t, sl.rss_kib(pid), led.next_token, arena_kib(pid) if n is None or n % 10 == 0 else -1), 120)
         # the last deliveries and their ACKs through the relays: every seed
         # sent was ACKed or given up (the delivery ledger closed), 15 s at most
         sl.wait.until(lambda: telemetry.ledger_open(telemetry.counters(tel)) == 0, 15, 0.2)
