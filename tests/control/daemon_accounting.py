@@ -29,8 +29,8 @@ import os
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from fgtest.wait import until  # noqa: E402
-from fgtest.harness import (metrics, OUTCOMES, STATUS_STREAM, TOKEN, Daemon, canonical, check, hdr, http, parse_frames,
-                        parse_status, seed)
+from fgtest.harness import (metrics, OUTCOMES, STATUS_STREAM, TOKEN, canonical, check, hdr, http, local_then_lanes,
+                        parse_frames, parse_status, seed)
 
 V = [1.0, -2.5, 3.25, 1e-7, 6.0, 7.5, -8.0, 9.125]
 # enum fg_reason (include/fg/wire.h): the status frame carries the number
@@ -141,12 +141,7 @@ def scenario(d, mode):
 
 
 def main():
-    with Daemon(deadline_ms=30000) as d:
-        scenario(d, "local")
-    with Daemon(dp_profile="ring", expect_start=False, deadline_ms=30000, extra="[dataplane]\nlcores = 2\n") as d:
-        if not d.lanes_up("lanes mode not available here (no DPDK or the EAL refused): local mode only"):
-            return
-        scenario(d, "lanes")
+    local_then_lanes(scenario, deadline_ms=30000)
     print("ok")
 
 

@@ -19,7 +19,8 @@ import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from fgtest.wait import until  # noqa: E402
-from fgtest.harness import (audit_records, metrics, OUTCOMES, SKIP, STATUS_STREAM, TOKEN, Daemon, check, http, parse_frames, parse_status,
+from fgtest.harness import (audit_records, fanoctl_or_skip, local_then_lanes, metrics, OUTCOMES, STATUS_STREAM, TOKEN, check,
+                        http, parse_frames, parse_status,
                         reduce_pair_x, resolved_frame, seed)
 
 V = {1: [1.5, -2.0, 0.1, 3e-7, 5.0, 6.0, 7.0, 8.0], 3: [0.3, 0.2, 0.1, 1e5, 5.0, 6.0, -7.0, 8.0],
@@ -146,21 +147,12 @@ def scenario(d, fanoctl, mode):
 
 
 def main():
-    fanoctl = os.environ.get("FANOCTL")
-    if not fanoctl or not os.access(fanoctl, os.X_OK):
-        print("SKIP: FANOCTL not set to the fanoctl binary")
-        sys.exit(SKIP)
+    fanoctl = fanoctl_or_skip()
     # Two conflicts well within a second: the epoch guard's rate limit
     # (hostile_epoch_storm) is set out of the way; this test is about what
     # one advance does.
     fast = "[shadow]\nepoch_min_interval_ms = 1\n"
-    with Daemon(deadline_ms=30000, extra=fast) as d:
-        scenario(d, fanoctl, "local")
-    with Daemon(dp_profile="ring", expect_start=False, deadline_ms=30000,
-                extra="[dataplane]\nlcores = 2\n" + fast) as d:
-        if not d.lanes_up("lanes mode not available here (no DPDK or the EAL refused): local mode only"):
-            return
-        scenario(d, fanoctl, "lanes")
+    local_then_lanes(lambda d, mode: scenario(d, fanoctl, mode), extra=fast, deadline_ms=30000)
     print("ok")
 
 

@@ -16,7 +16,7 @@ import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from fgtest.wait import until  # noqa: E402
-from fgtest.harness import audit_records, SKIP, STATUS_STREAM, TOKEN, OUTCOMES, Daemon, canonical, check, parse_frames, \
+from fgtest.harness import audit_records, fanoctl_or_skip, SKIP, STATUS_STREAM, TOKEN, OUTCOMES, Daemon, canonical, check, parse_frames, \
     parse_status, reduce_pair_x, seed
 
 V = {1: [1.5, 2.0, -1.0, 0.5, 3.0, 4.0, 5.0, 6.0], 3: [0.25] * 8, 5: [-2.0, 1e-3, 7.0, 8.0, 1.0, 2.0, 3.0, 4.0]}
@@ -43,10 +43,7 @@ def verdicts(fanoctl, log):
 
 
 def main():
-    fanoctl = os.environ.get("FANOCTL")
-    if not fanoctl or not os.access(fanoctl, os.X_OK):
-        print("SKIP: FANOCTL not set to the fanoctl binary")
-        sys.exit(SKIP)
+    fanoctl = fanoctl_or_skip()
     with Daemon(dp_profile="ring", expect_start=False, deadline_ms=30000, extra="[dataplane]\nlcores = 2\n") as d:
         if not d.lanes_up("SKIP: the dataplane did not start here (built without DPDK, or the EAL refused):\n{log}"):
             sys.exit(SKIP)

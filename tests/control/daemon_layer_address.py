@@ -24,8 +24,8 @@ import websockets
 import os
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fgtest.harness import (OUTCOMES, STATUS_STREAM, TOKEN, Daemon, check, hdr, http, parse_frames, parse_status,
-                        reduce_pair_x, resolved_frame, seed)
+from fgtest.harness import (OUTCOMES, STATUS_STREAM, TOKEN, check, hdr, http, local_then_lanes, parse_frames,
+                        parse_status, reduce_pair_x, resolved_frame, seed)
 
 LAYERS = 28
 
@@ -129,13 +129,7 @@ def scenario(d, mode):
 
 
 def main():
-    with Daemon(deadline_ms=30000, layers=LAYERS, capacity=8192) as d:
-        scenario(d, "local")
-    with Daemon(dp_profile="ring", expect_start=False, deadline_ms=30000, layers=LAYERS, capacity=8192,
-                extra="[dataplane]\nlcores = 2\n") as d:
-        if not d.lanes_up("lanes mode not available here (no DPDK or the EAL refused): local mode only"):
-            return
-        scenario(d, "lanes")
+    local_then_lanes(scenario, deadline_ms=30000, layers=LAYERS, capacity=8192)
     print("ok")
 
 

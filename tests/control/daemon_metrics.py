@@ -30,7 +30,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from fgtest.wait import until  # noqa: E402
-from fgtest.harness import SKIP, Daemon, check, fail, http, seed  # noqa: E402
+from fgtest.harness import SKIP, Daemon, check, fanoctl_or_skip, fail, http, seed  # noqa: E402
 
 V = [1.0, 2.0, 0.5, -1.0, 0.0, 3.0, 1.5, -2.0]
 POLICY = "[lines]\nauto_promote = false\npromote_count = 64\npromote_ms = 10000\n[tls]\nws_max_message = 1K\n"
@@ -87,10 +87,7 @@ def documented(types, what):
 
 
 def main():
-    fanoctl = os.environ.get("FANOCTL")
-    if not fanoctl or not os.access(fanoctl, os.X_OK):
-        print("SKIP: FANOCTL not set to the fanoctl binary")
-        sys.exit(SKIP)
+    fanoctl = fanoctl_or_skip()
     if not shutil.which("promtool"):
         print("SKIP: promtool missing (apt-get install prometheus)")
         sys.exit(SKIP)

@@ -16,16 +16,13 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fgtest.harness import SKIP, Daemon, check, http, seed
+from fgtest.harness import Daemon, check, fanoctl_or_skip, http, seed
 
 V = [1.0] * 8
 
 
 def main():
-    fanoctl = os.environ.get("FANOCTL")
-    if not fanoctl or not os.access(fanoctl, os.X_OK):
-        print("SKIP: FANOCTL not set to the fanoctl binary")
-        sys.exit(SKIP)
+    fanoctl = fanoctl_or_skip()
     with Daemon(deadline_ms=20000) as d:  # the open slot must outlive a loaded CI box
         sock = f"{d.dir}/fanoctl.sock"
         env = dict(os.environ, FANOCTL_SOCKET=sock)

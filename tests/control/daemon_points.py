@@ -14,7 +14,7 @@ import sys
 import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fgtest.harness import SKIP, TOKEN, Daemon, check, http, seed  # noqa: E402
+from fgtest.harness import Daemon, check, fanoctl_or_skip, http, seed  # noqa: E402
 from fgtest.wait import until  # noqa: E402
 
 ATTN = "k-attn-token-0123456789abcdef"
@@ -64,10 +64,7 @@ async def scenario(d, fanoctl):
 
 
 def main():
-    fanoctl = os.environ.get("FANOCTL")
-    if not fanoctl or not os.access(fanoctl, os.X_OK):
-        print("SKIP: FANOCTL not set to the fanoctl binary")
-        sys.exit(SKIP)
+    fanoctl = fanoctl_or_skip()
     d = Daemon(deadline_ms=30000)
     with open(f"{d.dir}/tokens", "a") as f:
         f.write(f"{ATTN} attn\n")

@@ -13,7 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from fgtest.wait import until  # noqa: E402
-from fgtest.harness import SKIP, Daemon, canonical, check, http, reduce_pair_x, seed
+from fgtest.harness import Daemon, canonical, fanoctl_or_skip, check, http, reduce_pair_x, seed
 
 V = {1: [1.5, 2.0, -1.0, 0.5, 3.0, 4.0, 5.0, 6.0], 3: [0.25] * 8, 5: [-2.0, 1e-3, 7.0, 8.0, 1.0, 2.0, 3.0, 4.0]}
 REF = reduce_pair_x([(V[1], 0), (V[3], 0), (V[5], 0)])
@@ -32,10 +32,7 @@ def resolve(d, tok, canon_values):
 
 
 def main():
-    fanoctl = os.environ.get("FANOCTL")
-    if not fanoctl or not os.access(fanoctl, os.X_OK):
-        print("SKIP: FANOCTL not set to the fanoctl binary")
-        sys.exit(SKIP)
+    fanoctl = fanoctl_or_skip()
     extra = "[lines]\nauto_promote = true\npromote_count = 2\npromote_ms = 0\nshadow_sample = 0\n"
     with Daemon(extra=extra, deadline_ms=30000) as d:
         a1, st1 = resolve(d, 1, REF)

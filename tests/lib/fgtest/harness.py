@@ -27,7 +27,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # run as a script
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from fgtest import daemon as fgdaemon  # noqa: E402
-from fgtest.checks import SKIP, check, fail  # noqa: E402,F401
+from fgtest.checks import SKIP, check, fail, skip  # noqa: E402,F401
 from fgtest.flow import (CANON_BASE, OUTCOMES, RESOLVED_BASE, SEED_BASE, STATUS_STREAM, canonical, f32,  # noqa: E402,F401
                          hdr, parse_frames, parse_status, reduce_pair_x, resolved_frame, seed)
 
@@ -213,6 +213,27 @@ listen = 127.0.0.1:0
     def tls_socket(self, cert=None, timeout=10):
         raw = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
         return self.ssl_ctx(cert).wrap_socket(raw, server_hostname="localhost")
+
+
+def fanoctl_or_skip():
+    """The fanoctl binary meson passes in FANOCTL; skips (77) when unset."""
+    f = os.environ.get("FANOCTL")
+    if not f or not os.access(f, os.X_OK):
+        skip("FANOCTL not set to the fanoctl binary")
+    return f
+
+
+def local_then_lanes(scenario, extra="", **kw):
+    """scenario(d, "local") on a Daemon(extra=extra, **kw) without a
+    dataplane, then scenario(d, "lanes") on one running the ring dataplane
+    on 2 lcores; the second is left out, and said why, where the dataplane
+    cannot start here."""
+    with Daemon(extra=extra, **kw) as d:
+        scenario(d, "local")
+    with Daemon(dp_profile="ring", expect_start=False, extra="[dataplane]\nlcores = 2\n" + extra, **kw) as d:
+        if not d.lanes_up("lanes mode not available here (no DPDK or the EAL refused): local mode only"):
+            return
+        scenario(d, "lanes")
 
 
 def metrics(d):
