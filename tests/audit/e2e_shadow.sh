@@ -28,15 +28,14 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- daemon log:"; tail -20 "$DIR/gate.log" || true; exit 1; }
 
-. "$(dirname "$0")/../lib/netns.sh" # fg_daemon_start, fg_wait_until
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$DIR/key.pem" \
-	-out "$DIR/cert.pem" -days 2 -subj /CN=localhost 2>/dev/null
+. "$(dirname "$0")/../lib/netns.sh" # fg_daemon_start, fg_wait_until, fg_selfsigned, fg_ini_daemon
+fg_selfsigned "$DIR"
 TOKEN=e2e-audit-token-0123456789
 echo "$TOKEN coordinator" >"$DIR/tokens"
 chmod 600 "$DIR/tokens"
 cat >"$DIR/fg.ini" <<EOF
+$(fg_ini_daemon "$DIR" 127.0.0.1:0 127.0.0.1:0 tokens)
 [audit]
-path = $DIR/fanogate.audit
 group_commit_us = 0
 alert_command = env | grep ^FG_ | sort > $DIR/alert.tmp && mv $DIR/alert.tmp $DIR/alert.\$FG_EVENT
 alert_min_interval_ms = 0
@@ -46,15 +45,6 @@ deadline_ms = 10000
 [lines]
 auto_promote = true
 promote_count = 100000
-[tls]
-listen = 127.0.0.1:0
-cert = $DIR/cert.pem
-key = $DIR/key.pem
-tokens_file = $DIR/tokens
-[operator]
-socket = $DIR/op.sock
-[metrics]
-listen = 127.0.0.1:0
 EOF
 
 start_gate() {
@@ -82,8 +72,8 @@ grep -q "result: PASS" "$DIR/fleet.log" || { cat "$DIR/fleet.log"; fail "fleet r
 fg_wait_until 5 test -f "$DIR/alert.divergence" || true # checked below
 stop_gate
 
-"$CTL" audit verify "$DIR/fanogate.audit" >"$DIR/verify.txt" || { cat "$DIR/verify.txt"; fail "verify"; }
-"$CTL" audit tail --json -n 100000 "$DIR/fanogate.audit" >"$DIR/all.json"
+"$CTL" audit verify "$DIR/audit.log" >"$DIR/verify.txt" || { cat "$DIR/verify.txt"; fail "verify"; }
+"$CTL" audit tail --json -n 100000 "$DIR/audit.log" >"$DIR/all.json"
 grep -q '"line":1,"from":"shadow","to":"active","event":"op_active"' "$DIR/all.json" ||
 	fail "operator's line change not recorded"
 grep '"verdict":"divergent"' "$DIR/all.json" | grep -q '"token_seq":31,"dst_layer":14,' ||
@@ -105,8 +95,8 @@ timeout 120 "$FLEET" --tokens 400 --mix https=1 --tls 127.0.0.1:$FG_TLS_PORT --i
 	--canonical full >"$DIR/fleet2.log" 2>&1 &
 FPID=$!
 # in the middle of traffic: once the log grew by 16 KiB of verdicts
-size0=$(stat -c %s "$DIR/fanogate.audit")
-grew() { [ "$(stat -c %s "$DIR/fanogate.audit")" -gt $((size0 + 16384)) ]; }
+size0=$(stat -c %s "$DIR/audit.log")
+grew() { [ "$(stat -c %s "$DIR/audit.log")" -gt $((size0 + 16384)) ]; }
 fg_wait_until 60 grew || fail "the second run wrote no verdicts within 60 s"
 kill -KILL "$GPID"
 wait "$GPID" 2>/dev/null || true
@@ -115,11 +105,11 @@ kill -TERM "$FPID" 2>/dev/null || true
 wait "$FPID" 2>/dev/null || true
 start_gate
 stop_gate
-"$CTL" audit verify "$DIR/fanogate.audit" >"$DIR/verify2.txt" || { cat "$DIR/verify2.txt"; fail "verify after SIGKILL"; }
-size1=$(stat -c %s "$DIR/fanogate.audit")
+"$CTL" audit verify "$DIR/audit.log" >"$DIR/verify2.txt" || { cat "$DIR/verify2.txt"; fail "verify after SIGKILL"; }
+size1=$(stat -c %s "$DIR/audit.log")
 start_gate
 stop_gate
-size2=$(stat -c %s "$DIR/fanogate.audit")
+size2=$(stat -c %s "$DIR/audit.log")
 [ "$size1" = "$size2" ] || fail "a clean restart changed the log ($size1 -> $size2 bytes)"
 tail -1 "$DIR/verify2.txt"
 echo "e2e_shadow: ok ($clean clean verdicts, divergence recorded, demoted, alerted; SIGKILL + restart verified)"

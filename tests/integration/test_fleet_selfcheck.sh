@@ -29,7 +29,7 @@ GATE=${2:-${FANOGATE:-${B:+$B/control/daemon/fanogate}}}
 if [ -z "$FLEET" ] || [ ! -x "$FLEET" ]; then
 	echo "SKIP: fanofleet binary not found (arg 1, FANOFLEET or FG_BUILD_DIR)"; exit 77
 fi
-. "$(dirname "$0")/../lib/netns.sh" # fg_private_net, fg_daemon_start, fg_wait_until
+. "$(dirname "$0")/../lib/netns.sh" # fg_private_net, fg_daemon_start, fg_wait_until, fg_selfsigned, fg_ini_daemon
 fg_private_net "$@" # fixed loopback ports below, in a namespace of this run's own
 T=$(mktemp -d /tmp/fgfl-selfcheck.XXXXXX)
 pids=()
@@ -102,9 +102,7 @@ if [ -z "$GATE" ] || [ ! -x "$GATE" ]; then
 	echo "note: fanogate not built; daemon part skipped"
 else
 	D="$T/gate"; mkdir -p "$D"
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
-		-subj /CN=fanogate.test -addext "subjectAltName=DNS:fanogate.test,IP:127.0.0.1" \
-		-keyout "$D/key.pem" -out "$D/cert.pem" 2>/dev/null
+	fg_selfsigned "$D"
 	tok=$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')
 	(umask 077; echo "$tok coordinator" >"$D/tokens")
 	cat >"$D/gate.ini" <<INI
@@ -116,19 +114,10 @@ line.1,4,5 = active
 line.2,4,6 = active
 line.3,4,7 = active
 shadow_sample = 1.0
-[tls]
-listen = 127.0.0.1:0
-cert = $D/cert.pem
-key = $D/key.pem
-tokens_file = $D/tokens
+$(fg_ini_daemon "$D" 127.0.0.1:0 127.0.0.1:0 tokens)
 [audit]
-path = $D/audit.log
 alert_command = echo "\$FG_EVENT line=\$FG_LINE layer=\$FG_LAYER token=\$FG_TOKEN" >> $D/alerts.log
 alert_min_interval_ms = 0
-[operator]
-socket = $D/fanoctl.sock
-[metrics]
-listen = 127.0.0.1:0
 INI
 	up=0
 	fg_daemon_start "$D/gate.log" "$D/gate.log" timeout 120 "$GATE" --no-dataplane --config "$D/gate.ini" && up=1
