@@ -488,7 +488,7 @@ def main():
         fail('P1 burst of %d flood groups + one good frame of %d fragments on a quiet table of %d: %s, '
              'expected %s (good frame refused) or %s (admitted)' % (K, F, a.contexts, got, refused, admitted))
     # the contexts come back after reasm_timeout_ms: the timeout under test
-    time.sleep(T)
+    time.sleep(T)  # not readiness: waits out the timeout under test (wait_for then polls its count)
     c2 = dm.wait_for('reasm_timeout', c1, a.contexts)
     res['p1_timeouts'] = delta(c2, c1, 'reasm_timeout')
     # (a flood group that gave way to the good frame may or may not count as a timeout)
