@@ -123,16 +123,16 @@ def _main(argv):
 
     def met():
         try:
-            last["c"] = counters(path)
-        except (OSError, ValueError) as e:
+            last["short"] = short(counters(path))
+        except (OSError, ValueError, KeyError) as e:
             last["err"] = e
             return False
-        return not short(last["c"])
+        return not last["short"]
     if until(met, float(argv[3])):
         return 0
-    if "c" in last:
+    if "short" in last:
         print("telemetry: not within %s s: %s" % (argv[3], ", ".join(
-            "%s %d (wanted %d)" % (k, g, w) for k, (g, w) in short(last["c"]).items())), file=sys.stderr)
+            "%s %d (wanted %d)" % (k, g, w) for k, (g, w) in last["short"].items())), file=sys.stderr)
     else:
         print("telemetry: cannot read %s: %s" % (path, last.get("err")), file=sys.stderr)
     return 1
