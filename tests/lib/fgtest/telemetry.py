@@ -99,8 +99,7 @@ def _main(argv):
     if len(argv) == 4 and argv[1] == "rx-base":
         print(rx_base(socket_path(int(argv[2])), argv[3]))
         return 0
-    if (len(argv) < 4 or argv[1] not in ("ledger-closed", "at-least") or (argv[1] == "at-least") == (len(argv) == 4)
-            or (argv[1] == "ledger-closed" and len(argv) not in (4, 6))):
+    if not ((argv[1:2] == ["at-least"] and len(argv) > 4) or (argv[1:2] == ["ledger-closed"] and len(argv) in (4, 6))):
         print(usage, file=sys.stderr)
         return 2
     want = {}
