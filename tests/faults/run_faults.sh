@@ -122,7 +122,6 @@ fg_dlv_ini "$([ "$DEADLINE" = default ] || echo "deadline_ms = $DEADLINE")" "" "
 if [ $DAEMON = 1 ]; then
 	fg_dlv_env
 	fg_gate_start DPPID "$TMP/dp.log" "$DP" --config "$TMP/fanogate.ini"
-	fg_dlv_rx_base
 else
 	fg_dlv_dp_start "$DP"
 fi

@@ -58,15 +58,6 @@ fg_dlv_dp_start() {
 	fg_dlv_env
 	fg_dp_start DPPID "$1" --config "$TMP/fanogate.ini" --profile "$ROOT/drivers-config/af_packet.ini" \
 		--duration 150 --report "$TMP/dp.json"
-	fg_dlv_rx_base
-}
-
-# fg_dlv_rx_base: DLV_RX_BASE, the frames $VA got before the dataplane
-# ($DPPID) bound its socket; read once it is ready, before any traffic
-# (fg_dlv_drain compares what the kernel delivered with what it took in).
-fg_dlv_rx_base() {
-	DLV_RX_BASE=$(PYTHONPATH="${BASH_SOURCE[0]%/*}" "${PY:-python3}" -m fgtest.telemetry rx-base "$DPPID" "$VA") ||
-		DLV_RX_BASE=""
 }
 
 # fg_dlv_relays RELAY "R1_ARGS" "R2_ARGS": the two relays (fault options
@@ -105,19 +96,16 @@ fg_dlv_stop() {
 	DPRC=$?
 }
 
-# fg_dlv_drain: after the fleet's last token (and any other sender in the
-# namespace stopped), wait (10 s at most) until the dataplane's delivery
-# ledger closes: every seed it sent was ACKed or given up (seeds_sent =
-# delivery_acked + delivery_given_up, read from its DPDK telemetry,
-# fgtest/telemetry.py), and its port took in every frame the kernel
-# delivered to $VA (with DLV_RX_BASE, fg_dlv_rx_base): the last ACKs, the
-# last give-ups and the last hostile frames are in its counters before it
-# is stopped. When that does not happen, says so and returns: the verdict
-# then reports what is missing. A run that leaves deliveries pending on
+# fg_dlv_drain: after the fleet's last token, wait (10 s at most) until
+# the dataplane's delivery ledger closes: every seed it sent was ACKed or
+# given up (seeds_sent = delivery_acked + delivery_given_up, read from its
+# DPDK telemetry, fgtest/telemetry.py), so the last ACKs through the relays
+# and the last give-ups are in its counters before it is stopped. When it
+# does not close, says so and returns: the verdict then reports the
+# deliveries still pending. A run that leaves deliveries pending on
 # purpose (run_delivery.sh fleet_window) does not call it.
 fg_dlv_drain() {
-	PYTHONPATH="${BASH_SOURCE[0]%/*}" "${PY:-python3}" -m fgtest.telemetry ledger-closed "$DPPID" 10 \
-		${DLV_RX_BASE:+"$VA" "$DLV_RX_BASE"} || true
+	PYTHONPATH="${BASH_SOURCE[0]%/*}" "${PY:-python3}" -m fgtest.telemetry ledger-closed "$DPPID" 10 || true
 }
 
 # fg_dlv_dump [NAME...]: after a failed verdict, the logs a person needs:

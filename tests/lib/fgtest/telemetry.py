@@ -5,13 +5,11 @@ The EAL runs each of them with the file prefix fgdp<pid>
 (dataplane/dp.c build_eal_args), so the socket is found by pid.
 
 As a command (from shell tests, tests/lib/delivery.sh fg_dlv_drain):
-  PYTHONPATH=tests/lib python3 -m fgtest.telemetry ledger-closed PID SECONDS [IFACE BASE]
+  PYTHONPATH=tests/lib python3 -m fgtest.telemetry ledger-closed PID SECONDS
 waits until every resolved seed sent was ACKed or given up
 (seeds_sent = delivery_acked + delivery_given_up: the delivery ledger of
-fg/boundary.h with nothing pending) and, with IFACE and BASE (from
-`rx-base PID IFACE` taken before any traffic), the dataplane's port took
-in every frame the kernel delivered to IFACE; exit 0 when it did, 1 when
-it did not within SECONDS or the socket could not be read (said on stderr);
+fg/boundary.h with nothing pending); exit 0 when it closed, 1 when it
+did not within SECONDS or the socket could not be read (said on stderr);
   PYTHONPATH=tests/lib python3 -m fgtest.telemetry at-least PID SECONDS NAME=N...
 waits until every counter NAME is at least N (the same exits).
 Callers: tests/soak/soak_mixed.py, tests/faults/test_reasm_exhaust.py,
@@ -66,58 +64,22 @@ def ledger_open(c):
     return c["seeds_sent"] - c["delivery_acked"] - c["delivery_given_up"]
 
 
-def kernel_rx(iface):
-    """Frames the kernel delivered to iface (its rx_packets)."""
-    with open("/sys/class/net/%s/statistics/rx_packets" % iface) as f:
-        return int(f.read())
-
-
-def dp_rx(path):
-    """Frames the dataplane's port 0 took in or missed (ring full)."""
-    e = query(path, "/ethdev/stats,0") or {}
-    return e.get("ipackets", 0) + e.get("imissed", 0)
-
-
-def rx_base(path, iface):
-    """kernel_rx - dp_rx with no traffic flowing: the frames the interface
-    got before the dataplane's socket was bound. The dataplane is read
-    first, so a frame arriving between the reads can only make a later
-    rx_behind() one frame short of exact, never unreachable."""
-    d = dp_rx(path)
-    return kernel_rx(iface) - d
-
-
-def rx_behind(path, iface, base):
-    """Frames iface received that the dataplane has not taken in yet."""
-    return max(0, kernel_rx(iface) - base - dp_rx(path))
-
-
 def _main(argv):
-    usage = ("usage: python3 -m fgtest.telemetry ledger-closed PID SECONDS [IFACE BASE]\n"
-             "       python3 -m fgtest.telemetry at-least PID SECONDS NAME=N...\n"
-             "       python3 -m fgtest.telemetry rx-base PID IFACE")
-    if len(argv) == 4 and argv[1] == "rx-base":
-        print(rx_base(socket_path(int(argv[2])), argv[3]))
-        return 0
-    if not ((argv[1:2] == ["at-least"] and len(argv) > 4) or (argv[1:2] == ["ledger-closed"] and len(argv) in (4, 6))):
+    usage = ("usage: python3 -m fgtest.telemetry ledger-closed PID SECONDS\n"
+             "       python3 -m fgtest.telemetry at-least PID SECONDS NAME=N...")
+    if not ((argv[1:2] == ["at-least"] and len(argv) > 4) or (argv[1:2] == ["ledger-closed"] and len(argv) == 4)):
         print(usage, file=sys.stderr)
         return 2
     want = {}
-    if argv[1] == "at-least":
-        for a in argv[4:]:
-            k, _, v = a.partition("=")
-            want[k] = int(v)
+    for a in argv[4:]:
+        k, _, v = a.partition("=")
+        want[k] = int(v)
     path, last = socket_path(int(argv[2])), {}
 
     def short(c):
         """what is still missing: {name: (got, wanted)} ({} when met)"""
         if argv[1] == "ledger-closed":
-            out = {"pending": (ledger_open(c), 0)} if ledger_open(c) else {}
-            if len(argv) == 6:
-                behind = rx_behind(path, argv[4], int(argv[5]))
-                if behind:
-                    out["frames not yet taken in"] = (behind, 0)
-            return out
+            return {"pending": (ledger_open(c), 0)} if ledger_open(c) else {}
         return {k: (c.get(k, 0), v) for k, v in want.items() if c.get(k, 0) < v}
 
     def met():
