@@ -56,6 +56,9 @@ DPMAC=$(cat /sys/class/net/$VA/address)
 [ "$MODE" = static ] || ip netns exec "$NS" "$PY" "$HERE/spoof_neigh.py" --announce "$VB" "$DPMAC" ${NET}1 ${NET}3 0 > "$TMP/announce.log" 2>&1 ||
 	{ cat "$TMP/announce.log"; echo "FAIL: cannot send the consumer's ARP request"; exit 1; }
 fg_bg SPPID ip netns exec "$NS" "$PY" "$HERE/spoof_neigh.py" "$VB" "$DPMAC" ${NET}1 ${NET}3 60 > "$TMP/spoof.log" 2>&1
+# the fleet starts once the spoofs are on the wire (a fleet that ends before
+# the spoofer's first round would leave nothing to refuse)
+fg_wait_until 10 grep -q "^spoofing" "$TMP/spoof.log" || { cat "$TMP/spoof.log"; echo "FAIL: the spoofer did not start"; exit 1; }
 fg_dlv_fleet "$FLEET" 8 "${CACK[@]}"
 fg_stop SPPID
 # the consumer lingered through the last resends ((resends + 1) x resend_ms),

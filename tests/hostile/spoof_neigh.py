@@ -66,6 +66,8 @@ def main():
         for f in frames:
             s.send(f)
         n += 1
+        if n == 1:
+            print("spoofing: the first round is sent", flush=True)  # the caller waits for this line
         time.sleep(0.005)  # pacing: a round of spoofs every 5 ms
     print(f"sent {n} rounds of gratuitous ARP, ARP request, UDP from {cons_ip} at {EVIL.hex(':')}")
 
