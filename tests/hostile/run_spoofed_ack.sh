@@ -44,6 +44,8 @@ fg_dlv_relays "$RELAY" "" "$R2"
 fg_dlv_probe "$FLEET" "${CACK[@]}"
 
 fg_bg SPPID ip netns exec "$NS" "$PY" "$HERE/spoof_ack.py" ${NET}1 ${NET}2 17000 ${NET}3 30 > "$TMP/spoof.log" 2>&1
+# the fleet starts once the first spoofs (and the first junk frame) are sent
+fg_wait_until 10 grep -q "^spoofing" "$TMP/spoof.log" || { cat "$TMP/spoof.log"; echo "FAIL: the spoofer did not start"; exit 1; }
 fg_dlv_fleet "$FLEET" 8 "${CACK[@]}"
 fg_stop SPPID
 # the consumer lingered through the last resends ((resends + 1) x resend_ms),

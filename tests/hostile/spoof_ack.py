@@ -57,6 +57,8 @@ def main():
             fid = (fid + 1) & 0xFFFF
             n_junk += 1
             last_junk = time.time()
+        if n_junk == 1 and n_spoof == 2:
+            print("spoofing: the first round is sent", flush=True)  # the caller waits for this line
         time.sleep(0.02)  # pacing: a spoof every 20 ms (not a wait for anything)
     print(f"spoofed {n_spoof} junk {n_junk}", flush=True)
 
