@@ -29,8 +29,6 @@
 #include "dp_burst_guard.h"
 #include "dp_internal.h"
 
-_Static_assert(DP_GUARD_MAX >= DP_MAX_LCORES, "a burst guard per lcore");
-
 #define DP_LOG(level, fmt, ...) RTE_LOG(level, USER1, "fanogate-dp: " fmt "\n", ##__VA_ARGS__)
 
 struct dp_state dp_g;

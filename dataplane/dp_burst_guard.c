@@ -1,6 +1,5 @@
 /* dp_burst_guard.c - the grace period before a PMD's shared memory is
  * unmapped under a running lcore (see dp_burst_guard.h for why). */
-#include <errno.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>

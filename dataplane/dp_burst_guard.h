@@ -27,9 +27,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dp_io.h" /* DP_MAX_LCORES */
 #include "fg/counters.h"
 
-#define DP_GUARD_MAX 128 /* >= DP_MAX_LCORES (checked in dp.c) */
+#define DP_GUARD_MAX DP_MAX_LCORES /* one guard per poll lcore */
 
 struct dp_burst_guard {
 	_Alignas(64) _Atomic uint64_t seq; /* odd: inside a burst */

@@ -88,7 +88,7 @@ async def run(d):
             fail("the paused subscriber was never dropped as a slow consumer")
     dropped_at = time.monotonic()
     # The attack: stay paused past the daemon's linger before reading again.
-    time.sleep(LINGER_S + 1.0)
+    time.sleep(LINGER_S + 1.0)  # the test's subject: paused past the linger, not a readiness wait
     check(time.monotonic() - dropped_at > LINGER_S, "subscriber paused past the 2 s linger after the drop")
     data = b""
     try:
