@@ -86,6 +86,9 @@ static void usage(FILE *f)
 "targets:\n"
 "  --udp HOST:PORT       fanogate's fragmented-profile UDP port (dataplane)\n"
 "  --udp-bind HOST       source address of the UDP stations\n"
+"  --udp-node FIRST[-LAST]=HOST:PORT  destination layers FIRST..LAST go to this\n"
+"                        appliance instead (a fleet split across appliances, each\n"
+"                        serving its [cluster] layers; repeatable, 3 at most)\n"
 "  --mtu N               UDP payload MTU (1472)\n"
 "  --rto-ms N            UDP: a frame unACKed this long is resent ... (200)\n"
 "  --check-ms N          ... when the sender's check timer fires, every N ms (200:\n"
@@ -130,6 +133,7 @@ static void usage(FILE *f)
 "  --no-ack              never ACK (exercises the sender's retransmits)\n"
 "relay bench:\n"
 "  --hops N, --warmup N, --cert FILE --key FILE, --samples FILE\n"
+"SIGUSR1: issue no new token, end once those in flight are judged\n"
 "exit codes: 0 pass, 1 wrong seed or injected corruption not seen, 2 missing seeds,\n"
 "            3 set-up failure, 4 interrupted\n", f);
 }
@@ -162,6 +166,28 @@ static int parse_mix(const char *s, double *mix)
 }
 
 static int ingress_of(const char *s);
+
+/* --udp-node FIRST[-LAST]=HOST:PORT: destination layers FIRST..LAST (1..31)
+ * are sent to HOST:PORT (o->udp_node[k]) rather than --udp. */
+static int parse_udp_node(const char *arg, struct fl_run_opts *o)
+{
+	char *end;
+	const char *eq = strchr(arg, '=');
+	unsigned long lo = strtoul(arg, &end, 10), hi = lo;
+	if (!eq || end == arg || o->n_udp_nodes >= FL_UDP_NODES)
+		return -EINVAL;
+	if (*end == '-')
+		hi = strtoul(end + 1, &end, 10);
+	if (end != eq || lo < 1 || lo > hi || hi > 31)
+		return -EINVAL;
+	unsigned k = o->n_udp_nodes;
+	if (fl_addr_parse(eq + 1, &o->udp_node[k], &o->udp_node_len[k]) < 0)
+		return -EINVAL;
+	for (unsigned long l = lo; l <= hi; l++)
+		o->udp_node_of[l] = (uint8_t)(k + 1);
+	o->n_udp_nodes++;
+	return 0;
+}
 
 /* --station SPEC=INGRESS, SPEC = attn|down|all [FIRST[-LAST]] (layer indices
  * of the stations, 0-based): "attn=wss", "down0-13=udp", "all5=https". */
@@ -237,7 +263,7 @@ enum {
 	O_CERT, O_KEY, O_TOKEN, O_TOKEN_FILE, O_WSS_CONNS, O_HTTPS_CONNS, O_NO_SUB, O_SLOT_TO, O_DURATION,
 	O_MAX_MISSING, O_JSON, O_SAMPLES, O_QUIET, O_FAKE, O_LISTEN, O_FAKE_DROP, O_NO_ACK, O_RELAY, O_HOPS,
 	O_WARMUP, O_HELP, O_VERSION, O_STATION, O_PULL, O_LINGER, O_CACKS, O_ADDRESS, O_LAYER_PORTS, O_CHECK_MS,
-	O_RESENDS,
+	O_RESENDS, O_UDP_NODE,
 };
 
 static const struct option longopts[] = {
@@ -256,6 +282,7 @@ static const struct option longopts[] = {
 	{ "no-subscribe", 0, 0, O_NO_SUB }, { "slot-timeout-ms", 1, 0, O_SLOT_TO },
 	{ "linger-ms", 1, 0, O_LINGER }, { "consumer-acks", 1, 0, O_CACKS }, { "address", 1, 0, O_ADDRESS },
 	{ "udp-layer-ports", 1, 0, O_LAYER_PORTS }, { "check-ms", 1, 0, O_CHECK_MS }, { "resends", 1, 0, O_RESENDS },
+	{ "udp-node", 1, 0, O_UDP_NODE },
 	{ "duration", 1, 0, O_DURATION }, { "max-missing", 1, 0, O_MAX_MISSING }, { "json", 1, 0, O_JSON },
 	{ "samples", 1, 0, O_SAMPLES }, { "quiet", 0, 0, O_QUIET }, { "fake-receiver", 0, 0, O_FAKE },
 	{ "listen", 1, 0, O_LISTEN }, { "fake-drop", 1, 0, O_FAKE_DROP }, { "no-ack", 0, 0, O_NO_ACK },
@@ -370,6 +397,7 @@ int main(int argc, char **argv)
 			break;
 		case O_LAYER_PORTS: if (!num(optarg, 1, 65535, &v)) return bad(name, optarg); o.udp_layer_ports = (uint16_t)v; break;
 		case O_CHECK_MS: if (!num(optarg, 0, 60000, &v)) return bad(name, optarg); o.udp.check_ms = (uint32_t)v; break;
+		case O_UDP_NODE: if (parse_udp_node(optarg, &o) < 0) return bad(name, optarg); break;
 		case O_RESENDS: if (!num(optarg, 0, 255, &v)) return bad(name, optarg); o.udp.max_resends = (uint32_t)v; break;
 		case O_TLS: tls_str = optarg; break;
 		case O_SNI: o.tls.sni = optarg; break;

@@ -49,7 +49,7 @@
 #define TAG_PULL 0x8000u /* tag bit: the answer to a pull GET */
 #define MAX_CONNS 64u
 #define FL_UDP_GROUPS 16u /* fleet addressing: one sender set per 16 layers, so (stream, seq) keys stay unique per socket */
-#define MAX_UDP ((FL_ROLES + 1) * FL_UDP_GROUPS)
+#define MAX_UDP ((FL_ROLES + 1) * FL_UDP_GROUPS * (1 + FL_UDP_NODES)) /* per group, per target appliance */
 #define NAME_SLOTS 40u
 
 static const uint8_t role_line[FL_ROLES] = { FL_LINE_X, FL_LINE_ATTN, FL_LINE_FFN };
@@ -100,8 +100,8 @@ struct engine {
 	struct token *tok;
 	uint64_t issued, retired;
 	/* transports */
-	struct fl_udp_sender *udp[MAX_UDP]; /* [role + (FL_ROLES + 1) * group], + canonical */
-	unsigned n_udp;
+	struct fl_udp_sender *udp[MAX_UDP]; /* [role + (FL_ROLES + 1) * (group + groups * node)], + canonical */
+	unsigned n_udp, udp_groups;
 	int16_t wss_of_layer[256]; /* fleet addressing: index in wss[] bound to the layer, -1 none */
 	struct fl_udp_consumer *cons;
 	SSL_CTX *ssl;
@@ -131,8 +131,9 @@ struct engine {
 	uint64_t t0;
 };
 
-static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_stop, g_drain;
 static void on_signal(int sig) { (void)sig; g_stop = 1; }
+static void on_drain(int sig) { (void)sig; g_drain = 1; }
 
 void fl_run_opts_default(struct fl_run_opts *o)
 {
@@ -432,8 +433,10 @@ static int send_frame(struct engine *e, unsigned ing, unsigned role, unsigned d,
 	int rc = -ENOTCONN;
 	if (ing == FL_IN_UDP) {
 		unsigned g = o->fleet_addr ? (d >> 4) % FL_UDP_GROUPS : 0;
+		unsigned node = d < 32 ? o->udp_node_of[d] : 0; /* the appliance serving layer d */
 		uint16_t port = o->fleet_addr && o->udp_layer_ports ? (uint16_t)(o->udp_layer_ports + d) : 0;
-		rc = fl_udp_send_port(e->udp[role + (FL_ROLES + 1) * g], port, buf, len, tag, now);
+		rc = fl_udp_send_port(e->udp[role + (FL_ROLES + 1) * (g + e->udp_groups * node)], port, buf, len, tag,
+				      now);
 	} else if (ing == FL_IN_WSS) {
 		struct fl_conn *c;
 		if (o->fleet_addr) {
@@ -662,12 +665,16 @@ static int setup(struct engine *e)
 		unsigned groups = o->fleet_addr ? (o->layers + 15u) / 16u : 1;
 		if (groups > FL_UDP_GROUPS)
 			groups = FL_UDP_GROUPS;
-		e->n_udp = (FL_ROLES + 1) * groups;
+		e->udp_groups = groups;
+		e->n_udp = (FL_ROLES + 1) * groups * (1 + o->n_udp_nodes);
 		for (unsigned r = 0; r < e->n_udp; r++) {
 			struct fl_udp_opts u = o->udp;
+			unsigned node = r / ((FL_ROLES + 1) * groups); /* 0: --udp, k: --udp-node k */
 			u.rng = fl_mix64(o->seed + r + 1);
-			e->udp[r] = fl_udp_sender_new(&o->udp_dst, o->udp_dlen, o->have_udp_bind ? &o->udp_bind : NULL,
-						      o->udp_blen, &u, on_sent, on_status, e);
+			e->udp[r] = fl_udp_sender_new(node ? &o->udp_node[node - 1] : &o->udp_dst,
+						      node ? o->udp_node_len[node - 1] : o->udp_dlen,
+						      o->have_udp_bind ? &o->udp_bind : NULL, o->udp_blen, &u, on_sent,
+						      on_status, e);
 			if (!e->udp[r]) {
 				fprintf(stderr, "fleet: UDP sender: %s\n", strerror(errno));
 				return -1;
@@ -796,9 +803,10 @@ static void summary(struct engine *e, uint64_t now, int rc)
 {
 	const struct fl_run_opts *o = e->o;
 	double secs = (double)(now - e->t0) / 1e9;
-	printf("\nfanofleet summary: %u layers x hidden %u, tokens %llu/%llu in %.2f s (%.1f tokens/s, %.0f seeds/s)\n",
+	printf("\nfanofleet summary: %u layers x hidden %u, tokens %llu/%llu in %.2f s (%.1f tokens/s, %.0f seeds/s)%s\n",
 	       o->layers, o->hidden, (unsigned long long)e->retired, (unsigned long long)o->tokens, secs,
-	       secs > 0 ? (double)e->retired / secs : 0, secs > 0 ? (double)e->resolved / secs : 0);
+	       secs > 0 ? (double)e->retired / secs : 0, secs > 0 ? (double)e->resolved / secs : 0,
+	       g_drain ? ", drained (SIGUSR1)" : "");
 	printf("  slots %llu  resolved %llu  bit-exact %llu  wrong %llu  missing %llu  never-sent %llu  "
 	       "injected-divergence-seen %llu  late %llu  unknown %llu\n",
 	       (unsigned long long)e->slots_opened, (unsigned long long)e->resolved, (unsigned long long)e->exact,
@@ -887,6 +895,7 @@ static void summary(struct engine *e, uint64_t now, int rc)
 	json_object_set_new(j, "mode", json_string(o->mode == FL_MODE_CHAIN ? "chain" : "burst"));
 	json_object_set_new(j, "tokens_requested", json_integer((json_int_t)o->tokens));
 	json_object_set_new(j, "tokens_done", json_integer((json_int_t)e->retired));
+	json_object_set_new(j, "drained", json_boolean(g_drain));
 	json_object_set_new(j, "seconds", json_real(secs));
 	json_object_set_new(j, "slots", json_integer((json_int_t)e->slots_opened));
 	json_object_set_new(j, "resolved", json_integer((json_int_t)e->resolved));
@@ -973,6 +982,8 @@ int fl_run(const struct fl_run_opts *o)
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	struct sigaction sd = { .sa_handler = on_drain };
+	sigaction(SIGUSR1, &sd, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if (setup(e) < 0)
 		goto out;
@@ -990,7 +1001,7 @@ int fl_run(const struct fl_run_opts *o)
 		}
 		/* Issue tokens: window and rate permitting. */
 		uint64_t wait = 10000000ull;
-		while (e->issued < o->tokens && e->issued - e->retired < o->window &&
+		while (!g_drain && e->issued < o->tokens && e->issued - e->retired < o->window &&
 		       !e->tok[e->issued % o->window].live) {
 			uint64_t due = e->t0 + (uint64_t)(period * (double)e->issued);
 			if (period > 0 && due > now) {
@@ -1000,7 +1011,7 @@ int fl_run(const struct fl_run_opts *o)
 			}
 			token_start(e, now);
 		}
-		if (e->retired == o->tokens)
+		if (e->retired == o->tokens || (g_drain && e->retired == e->issued))
 			break;
 		for (uint32_t i = 0; i < e->n_wss; i++)
 			fl_ws_flush(e->wss[i], now);
@@ -1103,7 +1114,7 @@ int fl_run(const struct fl_run_opts *o)
 	else if (e->wrong > 0 || (o->corrupt_at >= 0 && e->corrupt_desc[0] && e->divergence_seen == 0 &&
 				  e->missing == 0))
 		rc = 1;
-	else if (e->missing > o->max_missing || e->retired < o->tokens)
+	else if (e->missing > o->max_missing || (e->retired < o->tokens && !g_drain))
 		rc = 2;
 	else
 		rc = 0;

@@ -5,6 +5,8 @@
 
 #include "fleet.h"
 
+#define FL_UDP_NODES 3u /* --udp-node targets besides --udp */
+
 enum fl_assign { FL_ASSIGN_LAYER, FL_ASSIGN_SLOT, FL_ASSIGN_STATION };
 enum fl_mode { FL_MODE_CHAIN, FL_MODE_BURST };
 enum fl_canon_mode { FL_CANON_DIGEST, FL_CANON_FULL, FL_CANON_NONE };
@@ -52,6 +54,14 @@ struct fl_run_opts {
 	 * udp_layer_ports + L (when set; else the --udp port). */
 	bool fleet_addr;
 	uint16_t udp_layer_ports;
+	/* A fleet split across appliances ([cluster] layers, docs/cluster.md):
+	 * --udp-node FIRST[-LAST]=HOST:PORT sends destination layers FIRST..LAST
+	 * to that appliance (udp_node_of[d] = k + 1 for udp_node[k]); the other
+	 * layers go to udp_dst. */
+	unsigned n_udp_nodes;
+	struct sockaddr_storage udp_node[FL_UDP_NODES];
+	socklen_t udp_node_len[FL_UDP_NODES];
+	uint8_t udp_node_of[32];
 	/* TLS */
 	bool have_tls;
 	struct fl_tls_opts tls;
@@ -74,7 +84,9 @@ struct fl_run_opts {
 #define FL_LINGER_QUIET_MS 400ull
 
 void fl_run_opts_default(struct fl_run_opts *o);
-/* Run the emulation. Returns the process exit code:
+/* Run the emulation. SIGUSR1 drains it: no new token is issued, the run
+ * ends once those in flight are retired and is judged on them (a test
+ * ends a run when its scenario is over). Returns the process exit code:
  * 0 all seeds bit-exact and present; 1 a wrong seed (or an injected
  * corruption that did not show); 2 more missing seeds than allowed;
  * 3 set-up failure; 4 interrupted. */
