@@ -151,6 +151,16 @@ void cp_engine_line_changed(struct cp_engine *e, const struct fg_line_change *ch
 static void on_resolved(struct cp_engine *e, const struct fg_seed_view *v)
 {
 	e->st.resolved++;
+	if (!v->body && v->body_len) {
+		/* The lcore's pool was empty: the facts came without the body
+		 * (boundary.h). Nothing to cache or hand a TLS consumer (the
+		 * UDP consumer, if any, has it already); the audit judges it
+		 * by fingerprint. */
+		e->st.resolved_no_body++;
+		if (e->audit)
+			e->audit->resolved(e->audit_arg, v, e->epoch);
+		return;
+	}
 	const struct cp_ending *en = ending_put(e, v->dst_layer, v->token_seq, FG_SLOT_RESOLVED, v);
 	if (en && e->ops.resolved)
 		e->ops.resolved(e->arg, v->dst_layer, v->token_seq, en->frame, en->len);
@@ -463,8 +473,8 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const union fg_bm
 	case FG_BM_RESOLVED: {
 		const struct fg_bm_resolved *r = &m->resolved;
 		owned = &r->body;
-		const uint8_t *body = lane_body(ln, &r->body);
-		if (!body) {
+		const uint8_t *body = NULL;
+		if (r->body.buf != FG_BUF_NONE && !(body = lane_body(ln, &r->body))) {
 			e->st.bad_lane_msgs++;
 			break;
 		}
@@ -496,9 +506,11 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const union fg_bm
 				      .seq_len = c->seq_len, .digest = c->fingerprint};
 		if (cn.kind == FG_CANON_FULL) {
 			/* the lcore hashed the body: digest carries it, the audit uses it */
-			cn.body = lane_body(ln, &c->body);
 			cn.body_len = c->body.len;
-			if (!cn.body) {
+			if (c->body.buf == FG_BUF_NONE) {
+				/* sent without the body (boundary.h): the digest stands for it */
+				e->st.canon_no_body++;
+			} else if (!(cn.body = lane_body(ln, &c->body))) {
 				e->st.bad_lane_msgs++;
 				break;
 			}

@@ -134,6 +134,9 @@ struct cp_engine_stats {
 	/* polls for an owed answer (cp_engine_spin), and those that found one */
 	uint64_t spins, spin_hits;
 	uint64_t seeds_unkept; /* resolved seeds the endings cache could not keep (memory, unencodable) */
+	/* RESOLVED / FULL CANONICAL that came without their body (the lcore's
+	 * dp2cp pool was empty, boundary.h): audited by fingerprint, no frame */
+	uint64_t resolved_no_body, canon_no_body;
 	/* issue 14 item 3 (cp_epoch_guard.h): UDP canonical reports from a source
 	 * outside [shadow] canonical_sources (not audited); conflicts that did not
 	 * move the epoch because their sender is not attributed to the line, or

@@ -512,6 +512,14 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	counter(&b, "lane_full_total", "frames refused: the lane to the lcore was full (dataplane mode)",
 		e->st.lane_full);
 	counter(&b, "lane_pool_empty_total", "frames refused: no lane buffer free (dataplane mode)", e->st.pool_empty);
+	counter(&b, "lane_seeds_without_body_total",
+		"resolved seeds that crossed without their body (lcore's pool empty): audited by fingerprint, not kept",
+		e->st.resolved_no_body);
+	counter(&b, "lane_canonical_without_body_total",
+		"full canonical reports that crossed without their body (lcore's pool empty): audited by fingerprint",
+		e->st.canon_no_body);
+	counter(&b, "seeds_unkept_total", "resolved seeds the control plane could not keep for TLS consumers (memory)",
+		e->st.seeds_unkept);
 	counter(&b, "lane_outcomes_unmatched_total", "outcomes from an lcore that matched no request",
 		e->st.outcomes_unmatched);
 	counter(&b, "lane_requests_timed_out_total",

@@ -40,6 +40,7 @@ const struct fg_counter_def fg_dp_counter_defs[FG_C__COUNT] = {
 	[FG_C_DELIVERY_RESENT] = {"delivery_resent", "dp_delivery_resent_total", NULL, "counter", "resends of unACKed deliveries", 0},
 	[FG_C_DELIVERY_GIVEN_UP] = {"delivery_given_up", "dp_delivery_given_up_total", NULL, "counter", "deliveries that ended unACKed (resends exhausted, slot reclaimed, table full, superseded)", 0},
 	[FG_C_DELIVERY_ACK_UNMATCHED] = {"delivery_ack_unmatched", "dp_delivery_ack_unmatched_total", NULL, "counter", "ACKed delivery seqs with nothing pending (duplicate or late ACKs): no effect", 0},
+	[FG_C_LANE_NO_BODY] = {"lane_no_body", "dp_lane_no_body_total", NULL, "counter", "resolved seeds and canonical reports sent to the control plane without their body: the lane's buffer pool was empty", 0},
 };
 
 const struct fg_counter_def fg_dp_xcounter_defs[DP_X__COUNT] = {

@@ -259,7 +259,9 @@ static void judge(struct fg_shadow *sh, const struct half *seed, uint8_t lines, 
 int fg_shadow_seed(struct fg_shadow *sh, const struct fg_seed_view *v, const struct fg_lines *ls,
 		   uint64_t now_ns, struct fg_shadow_verdict *out)
 {
-	if (!v || (v->body_len && !v->body) || (v->body_len & 3u) || v->lines == 0 || v->lines > 0x7F)
+	/* v->body NULL with a length: the body did not reach us (the lane's
+	 * pool was empty, boundary.h): judged by fingerprint and shape alone. */
+	if (!v || (v->body_len & 3u) || v->lines == 0 || v->lines > 0x7F)
 		return -EINVAL;
 	sh->seeds++;
 	struct entry *e = entry_at(sh, index_of(sh, v->token_seq, v->dst_layer));
@@ -301,7 +303,7 @@ int fg_shadow_seed(struct fg_shadow *sh, const struct fg_seed_view *v, const str
 	e->body_len = v->body_len;
 	e->fp = v->fingerprint;
 	e->deadline_ns = now_ns + sh->cfg.expiry_ns;
-	e->has_body = v->body_len <= sh->cfg.body_max;
+	e->has_body = v->body && v->body_len <= sh->cfg.body_max;
 	if (e->has_body && v->body_len)
 		memcpy(e->body, v->body, v->body_len);
 	link_entry(sh, e);
@@ -325,16 +327,19 @@ int fg_shadow_canon_from(struct fg_shadow *sh, const struct fg_canon *c, unsigne
 {
 	if (src >= FG_SHADOW_SOURCES)
 		return -EINVAL;
+	/* FULL with body NULL and a length: the body did not reach us, the
+	 * caller's fingerprint (digest) stands for it; without one, refused. */
 	if (!c || (c->kind != FG_CANON_FULL && c->kind != FG_CANON_DIGEST) ||
-	    (c->kind == FG_CANON_FULL && ((c->body_len && !c->body) || (c->body_len & 3u))))
+	    (c->kind == FG_CANON_FULL && ((c->body_len && !c->body && !c->digest) || (c->body_len & 3u))))
 		return -EINVAL;
 	sh->canons++;
 	struct half canon = { c->start_pos, c->seq_len, c->body_len,
 			      c->kind == FG_CANON_FULL ? c->body : NULL,
 			      /* FULL: the caller's hash of the body when it made one
 			       * (the lcore or the engine, once), else hash it here */
-			      c->kind == FG_CANON_FULL && !c->digest ? fg_fingerprint(c->body, c->body_len)
-								     : c->digest };
+			      c->kind == FG_CANON_FULL && !c->digest && (c->body || !c->body_len)
+				  ? fg_fingerprint(c->body, c->body_len)
+				  : c->digest };
 	/* Invariant 4: a canonical half takes another key's entry only from
 	 * its own source or from a source holding more (never a waiting seed). */
 	struct entry *e = entry_at(sh, index_of(sh, c->token_seq, c->dst_layer));
@@ -375,7 +380,7 @@ int fg_shadow_canon_from(struct fg_shadow *sh, const struct fg_canon *c, unsigne
 	e->body_len = c->kind == FG_CANON_FULL ? c->body_len : 0;
 	e->fp = canon.fp;
 	e->deadline_ns = now_ns + sh->cfg.expiry_ns;
-	e->has_body = c->kind == FG_CANON_FULL && c->body_len <= sh->cfg.body_max;
+	e->has_body = c->kind == FG_CANON_FULL && c->body && c->body_len <= sh->cfg.body_max;
 	if (e->has_body && c->body_len)
 		memcpy(e->body, c->body, c->body_len);
 	link_entry(sh, e);

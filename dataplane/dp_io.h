@@ -116,8 +116,9 @@ struct dp_io {
 	 * NULL when there is one shard. */
 	bool (*handoff)(struct dp_lcore *lc, unsigned owner, struct dp_xfer *x);
 	/* To the control plane: m (copied); with a body, src[0..len) copied
-	 * into a buffer *body (a field of m) names. false: not sent (counted
-	 * by the implementation). */
+	 * into a buffer *body (a field of m) names, or no buffer when none is
+	 * free (body->buf FG_BUF_NONE: the facts go alone). false: not sent
+	 * (counted by the implementation). */
 	void (*report)(struct dp_lcore *lc, const union fg_bmsg *m);
 	bool (*report_body)(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, const uint8_t *src,
 			    uint32_t len);

@@ -5,7 +5,8 @@
  *
  * Who may call: the lcore that owns `lc` only (it is the single producer of
  * to_cp and of dp2cp's allocations, the single consumer of to_dp). A full
- * ring or an empty pool is counted (drop_lane_full); nothing blocks. The
+ * ring is counted (drop_lane_full); with the pool empty a message goes
+ * without its body (lane_no_body); nothing blocks. The
  * control plane sleeps until woken: dp_lane_wake, once per loop iteration,
  * writes the boundary's eventfd on the empty -> non-empty edge only (the
  * only syscall an lcore makes besides the clock; bounded by the control
@@ -55,18 +56,20 @@ bool dp_lane_send_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body 
 	/* Room first: we are to_cp's only producer, so the push below cannot
 	 * fail and the buffer is never ours to put back (the control plane is
 	 * the free list's only producer; boundary.h, ownership). */
-	if (fg_ring_count(ln->to_cp) > ln->to_cp->mask || len > ln->dp2cp.size) {
+	if (fg_ring_count(ln->to_cp) > ln->to_cp->mask) {
 		dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
 		return false;
 	}
-	uint32_t bi = fg_pool_get(&ln->dp2cp);
-	if (bi == FG_BUF_NONE) {
-		dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
-		return false;
-	}
-	memcpy(fg_pool_buf(&ln->dp2cp, bi), src, len);
+	uint32_t bi = len <= ln->dp2cp.size ? fg_pool_get(&ln->dp2cp) : FG_BUF_NONE;
 	body->buf = bi;
 	body->len = len;
+	if (bi != FG_BUF_NONE)
+		memcpy(fg_pool_buf(&ln->dp2cp, bi), src, len);
+	else
+		/* No buffer: the facts still cross, the body does not (the ring
+		 * holds lane_ring messages, the pool lane_bufs bodies; boundary.h,
+		 * "a message without its body"). */
+		dp_lc_count(lc, FG_C_LANE_NO_BODY, 1);
 	(void)fg_ring_push(ln->to_cp, m); /* room checked above */
 	note_sent(lc, m);
 	return true;

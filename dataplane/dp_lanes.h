@@ -10,8 +10,10 @@
 void dp_lane_send(struct dp_lcore *lc, const union fg_bmsg *m);
 /* Copy src[0..len) into a dp2cp buffer, point *body (a field of m) at it
  * and push m. Takes the buffer only when the ring has room, so ownership
- * passes to the control plane with the message. Returns false (counted
- * drop_lane_full) when the ring is full, the pool empty or len too big. */
+ * passes to the control plane with the message. When the pool is empty
+ * (or len is larger than a buffer) m goes without its body: body->buf is
+ * FG_BUF_NONE, body->len still len (counted lane_no_body). Returns false
+ * (counted drop_lane_full) only when the ring is full. */
 bool dp_lane_send_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, const uint8_t *src,
 		       uint32_t len);
 /* Once per loop iteration: when this iteration pushed to to_cp and the

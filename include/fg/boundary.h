@@ -79,6 +79,11 @@ static inline uint8_t *fg_pool_buf(const struct fg_pool *p, uint32_t i) { return
  *     by two threads), fills it and pushes; the control plane owns it from
  *     the pop and releases it (fg_pool_put(&lane->dp2cp)) before its drain
  *     of that message returns (bodies are copied where they must live on).
+ *     A message without its body: when the pool is empty the lcore still
+ *     pushes the facts (fingerprint included) with body.buf FG_BUF_NONE and
+ *     body.len the body's length (counted lane_no_body); the control plane
+ *     judges such a seed or report by fingerprint (core/shadow.h) and has
+ *     no frame to hand a TLS consumer (cp_engine: resolved_no_body).
  *
  * Line states cross as facts too, but not on the rings: the control plane
  * publishes one fg_linefacts word (2 bits per line + the model epoch,
@@ -252,6 +257,7 @@ enum fg_dp_counter {
 	FG_C_DELIVERY_RESENT,    /* resends of unACKed deliveries */
 	FG_C_DELIVERY_GIVEN_UP,  /* deliveries that ended unACKed (resends exhausted, slot reclaimed, table full, superseded) */
 	FG_C_DELIVERY_ACK_UNMATCHED, /* ACKed seqs with nothing pending (duplicate or late ACKs): no effect */
+	FG_C_LANE_NO_BODY,       /* RESOLVED/CANONICAL sent without the body: the dp2cp pool was empty */
 	FG_C__COUNT
 };
 const char *fg_dp_counter_name(enum fg_dp_counter c);

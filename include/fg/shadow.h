@@ -124,7 +124,9 @@ bool fg_shadow_wants(const struct fg_shadow *sh, const struct fg_lines *ls, uint
 		     uint16_t layer, uint8_t lines, bool *sampled);
 
 /* A slot resolved. v->body is read (copied when it must wait); ls decides
- * shadow versus sampling. Returns 1 with *out filled when the canonical
+ * shadow versus sampling. v->body NULL with v->body_len set: the body did
+ * not reach the control plane (an empty lane pool, boundary.h); the verdict
+ * then rests on the fingerprint and the shape, with no diff. Returns 1 with *out filled when the canonical
  * report was already there (a verdict), 0 when the seed now waits or was not
  * sampled, -EINVAL on a bad view. */
 FG_MUST_CHECK int fg_shadow_seed(struct fg_shadow *sh, const struct fg_seed_view *v, const struct fg_lines *ls,
@@ -133,7 +135,9 @@ FG_MUST_CHECK int fg_shadow_seed(struct fg_shadow *sh, const struct fg_seed_view
 /* True when a resolved seed for the key waits for its canonical report. */
 bool fg_shadow_has_seed(const struct fg_shadow *sh, uint32_t token_seq, uint16_t layer);
 
-/* A canonical report arrived (c from fg_canon_decode; c->body for FULL).
+/* A canonical report arrived (c from fg_canon_decode; c->body for FULL;
+ * a FULL report whose body did not reach us has body NULL, body_len set and
+ * digest the lcore's hash of it).
  * Returns 1 with *out filled when the seed was waiting, 0 when the report now
  * waits, -EINVAL on a bad report. */
 FG_MUST_CHECK int fg_shadow_canon(struct fg_shadow *sh, const struct fg_canon *c, uint64_t now_ns,

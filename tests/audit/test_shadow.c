@@ -205,6 +205,57 @@ static void test_verdict_both_orders(void **state)
 	fix_free(f);
 }
 
+/* A seed or FULL report whose body did not reach the control plane (the
+ * lcore's dp2cp pool was empty, boundary.h): body NULL, body_len set. The
+ * verdict rests on the fingerprint and the shape; no element diff. */
+static void test_halves_without_body(void **state)
+{
+	(void)state;
+	struct fix *f = fix_new(0.0, FG_LINE_SHADOW);
+	struct fg_shadow_verdict v;
+	/* seed without body, then the full report: clean by fingerprint */
+	struct fg_seed_view sv = view(f->body, 30, 3);
+	sv.body = NULL;
+	assert_int_equal(fg_shadow_seed(&f->sh, &sv, &f->lines, 0, &v), 0);
+	struct fg_canon c = canon_full(f->body, 30, 3);
+	assert_int_equal(fg_shadow_canon(&f->sh, &c, 1, &v), 1);
+	assert_int_equal(v.v.kind, FG_VERDICT_CLEAN);
+	assert_false(v.v.has_diff);
+	/* the report first, the seed without body and another fingerprint */
+	c = canon_full(f->body, 31, 3);
+	assert_int_equal(fg_shadow_canon(&f->sh, &c, 2, &v), 0);
+	sv = view(f->body, 31, 3);
+	sv.body = NULL;
+	sv.fingerprint ^= 1;
+	assert_int_equal(fg_shadow_seed(&f->sh, &sv, &f->lines, 3, &v), 1);
+	assert_int_equal(v.v.kind, FG_VERDICT_DIVERGENT);
+	assert_false(v.v.has_diff);
+	assert_false(v.v.shape_mismatch);
+	/* a FULL report without body: its digest (the lcore's hash) stands */
+	c = canon_full(f->body, 32, 3);
+	c.body = NULL;
+	c.digest = fg_fingerprint(f->body, sizeof(f->body));
+	assert_int_equal(fg_shadow_canon(&f->sh, &c, 4, &v), 0);
+	sv = view(f->body, 32, 3);
+	assert_int_equal(fg_shadow_seed(&f->sh, &sv, &f->lines, 5, &v), 1);
+	assert_int_equal(v.v.kind, FG_VERDICT_CLEAN);
+	assert_false(v.v.has_diff);
+	/* ... and with another body behind the seed: divergent */
+	c.token_seq = 33;
+	assert_int_equal(fg_shadow_canon(&f->sh, &c, 6, &v), 0);
+	put_f(f->other, 3, fbits(1.0f));
+	sv = view(f->other, 33, 3);
+	assert_int_equal(fg_shadow_seed(&f->sh, &sv, &f->lines, 7, &v), 1);
+	assert_int_equal(v.v.kind, FG_VERDICT_DIVERGENT);
+	/* without body and without digest there is nothing to judge: refused */
+	c.token_seq = 34;
+	c.digest = 0;
+	assert_int_equal(fg_shadow_canon(&f->sh, &c, 8, &v), -EINVAL);
+	assert_int_equal(f->sh.clean, 2);
+	assert_int_equal(f->sh.divergent, 2);
+	fix_free(f);
+}
+
 static void test_expiry_and_eviction(void **state)
 {
 	(void)state;
@@ -691,6 +742,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ulp_and_diff),
 		cmocka_unit_test(test_verdict_both_orders),
+		cmocka_unit_test(test_halves_without_body),
 		cmocka_unit_test(test_expiry_and_eviction),
 		cmocka_unit_test(test_sampling),
 		cmocka_unit_test(test_promotion_and_demotion),

@@ -73,6 +73,7 @@ static const struct cp_engine_ops ops = {.done = on_done, .resolved = on_resolve
 /* What the engine hands the shadow audit (lanes mode: the lcore's facts). */
 static struct {
 	int resolved, canonical;
+	bool body_null; /* the last seed came without its body (v->body NULL) */
 	uint64_t fp;
 	uint8_t lines;
 	float body[HIDDEN];
@@ -87,7 +88,9 @@ static void au_resolved(void *arg, const struct fg_seed_view *v, uint32_t epoch)
 	au.fp = v->fingerprint;
 	au.lines = v->lines;
 	assert_int_equal(v->body_len, sizeof(au.body));
-	memcpy(au.body, v->body, sizeof(au.body));
+	au.body_null = !v->body;
+	if (v->body)
+		memcpy(au.body, v->body, sizeof(au.body));
 }
 static void au_canonical(void *arg, const struct fg_canon *c, uint32_t epoch)
 {
@@ -97,7 +100,10 @@ static void au_canonical(void *arg, const struct fg_canon *c, uint32_t epoch)
 	au.canon = *c;
 	if (c->kind == FG_CANON_FULL) {
 		assert_int_equal(c->body_len, sizeof(au.canon_body));
-		memcpy(au.canon_body, c->body, sizeof(au.canon_body));
+		if (c->body)
+			memcpy(au.canon_body, c->body, sizeof(au.canon_body));
+		else
+			memset(au.canon_body, 0, sizeof(au.canon_body));
 	}
 	au.canon.body = NULL;
 }
@@ -403,6 +409,35 @@ static void test_lanes(void **state)
 	size_t fl;
 	assert_int_equal(cp_engine_lookup(&e, 3, 1001, &fr, &fl), FG_SLOT_RESOLVED);
 	assert_int_equal(cp_engine_lookup(&e, 1, 5, &fr, &fl), FG_SLOT_EXPIRED);
+
+	/* The lcore's dp2cp pool was empty: a RESOLVED and a FULL CANONICAL
+	 * cross without their body (buf FG_BUF_NONE, len the body's length).
+	 * The audit still gets the facts (judged by fingerprint), nothing is
+	 * counted bad, no buffer is released, and no frame is made up for a
+	 * TLS consumer. */
+	uint32_t free_nb = fg_ring_count(lanes[lane].dp2cp.free);
+	int resolved_nb = ev.resolved;
+	o = (union fg_bmsg){.resolved = {.kind = FG_BM_RESOLVED, .lines = 0x15, .layer = 3, .token_seq = 1002,
+					 .start_pos = 0, .seq_len = 1, .fingerprint = fp_given ^ 1,
+					 .body = {.buf = FG_BUF_NONE, .len = sizeof(x)}}};
+	cp_push(&b, &lanes[lane], &o);
+	o = (union fg_bmsg){.canonical = {.kind = FG_BM_CANONICAL, .canon_kind = FG_CANON_FULL, .layer = 3,
+					  .token_seq = 1002, .seq_len = 1, .fingerprint = fp_given ^ 1,
+					  .body = {.buf = FG_BUF_NONE, .len = sizeof(x)}}};
+	cp_push(&b, &lanes[lane], &o);
+	run_for(5ull * 1000 * 1000);
+	assert_int_equal(au.resolved, 2);
+	assert_true(au.body_null);
+	assert_true(au.fp == (fp_given ^ 1));
+	assert_int_equal(au.canonical, 2);
+	assert_true(au.canon.digest == (fp_given ^ 1));
+	assert_int_equal(au.canon.body_len, sizeof(x));
+	assert_int_equal(e.st.resolved_no_body, 1);
+	assert_int_equal(e.st.canon_no_body, 1);
+	assert_int_equal(e.st.bad_lane_msgs, 1); /* unchanged */
+	assert_int_equal(ev.resolved, resolved_nb); /* no frame handed on */
+	assert_int_equal(cp_engine_lookup(&e, 3, 1002, &fr, &fl), FG_SLOT_FREE);
+	assert_int_equal(fg_ring_count(lanes[lane].dp2cp.free), free_nb);
 
 	/* PEER reports: one entry per (family, address, port), refreshed */
 	for (int k = 0; k < 3; k++) {
