@@ -1,0 +1,377 @@
+#!/usr/bin/python3
+"""cluster_split.py - [cluster] with the fleet's own emulator split across
+two fanogate nodes, each running its DPDK dataplane (issue 17, "the fleet
+emulator split across them"). Main thread; run by meson (suite cluster).
+
+Topology (everything in the test's private network namespace,
+fgtest.wait.private_net, unless said):
+
+  etcd m0 m1 m2 (loopback)           fanofleet (the fleet: stations, the
+        |  10.77.I.1                 coordinator's canonical digests, the
+        |  veth (kernel)             consumer on 0.0.0.0:17000)
+  [ns node I] 10.77.I.2: etcd,             |  10.78.I.2 veth (kernel)
+        TLS, metrics, operator             |
+  fanogate node I: its dataplane (net_af_packet on the veth's other end,
+        10.78.I.1:4242, --no-huge, --file-prefix fgdp<pid>, one lcore)
+
+Node A serves destination layers 1-3 ([cluster] layers = 0-3), node B
+layers 4-7 (4-7). One fanofleet run (8 layers x 64 floats, chain mode,
+UDP only, canonical digests over UDP from the fleet's address) sends each
+layer's contributions to the node that serves it (--udp 10.78.1.1:4242
+--udp-node 4-7=10.78.2.1:4242) and checks every resolved seed, from either
+node, bit for bit. While it runs, each step waits on what it changes
+(fanoctl cluster, /metrics, etcdctl), never on a time:
+
+  1. the fleet resolves on both nodes (each node's resolved counter grows);
+  2. an operator change on A (lines 1, 3 and 5, the slots' lines, active)
+     is applied on B within 1 s, and the fleet keeps resolving on both;
+  3. one etcd member down (the leader) changes nothing for 1.5 s: etcd
+     "up", the lines active on both, the fleet resolving on both;
+  4. every member down: both nodes hold every line in shadow within 1 s,
+     and the fleet keeps resolving on both (shadow mode);
+  5. etcd back: both nodes catch up (the lines active) within 1 s of etcd
+     answering, and the fleet resolves on both again;
+  6. the fleet is drained (SIGUSR1: no new token, those in flight judged)
+     and exits 0: every seed resolved, bit-exact, none wrong or missing;
+     node A resolved exactly 3 seeds a token and node B 4 (the split was
+     the layers' own, nothing crossed), neither refused a contribution
+     (layer_not_served 0), and both shadow audits judged the fleet's
+     canonical digests with no divergence.
+
+Skips (77) without etcd/etcdctl, root (namespaces, veth, AF_PACKET), the
+binaries, or when the dataplane cannot run its af_packet port here (the
+daemon's log says why)."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, HERE)
+import http.client as httpclient  # noqa: E402
+
+import cluster_fleet as cf  # noqa: E402  (NetNs, NodeDaemon, Etcd, fanoctl helpers)
+from fgtest import wait  # noqa: E402
+from fgtest.checks import SKIP, check, fail  # noqa: E402
+from fgtest.wait import within  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+FANOFLEET = os.environ.get("FANOFLEET", "")
+LAYERS, HIDDEN = 8, 64
+SERVES = {"a": "0-3", "b": "4-7"}         # [cluster] layers
+PER_TOKEN = {"a": 3, "b": 4}              # the fleet's destination layers 1..7: 1-3 on A, 4-7 on B
+RATE = float(os.environ.get("FG_SPLIT_RATE", "20"))  # tokens/s: 140 seeds/s over both nodes
+GROW = 20                                 # seeds a node must resolve to count as "still resolving"
+DEMO = os.environ.get("FG_CLUSTER_DEMO") == "1"
+LINES = (1, 3, 5)                         # Pair X: the slots' lines
+
+
+class DpNode(cf.NodeDaemon):
+    """A node with its dataplane: af_packet on the veth end in its
+    namespace, 10.78.I.1; its environment is set at start."""
+
+    def __init__(self, ns, i, **kw):
+        self.dp_env = dict(FG_IFACE=ns.name + "d", FG_DP_IP4=f"10.78.{i}.1", FG_DP_IP6="",
+                           FG_IDLE_SLEEP_US="50", FG_HUGEPAGES="off")
+        super().__init__(ns, **kw)
+
+    def __enter__(self):
+        os.environ.update(self.dp_env)
+        return super().__enter__()
+
+
+def dp_link(ns, i):
+    """The dataplane's veth: NAMEd in the node's namespace (no address: the
+    dataplane answers ARP for 10.78.I.1 itself), NAMEf here, 10.78.I.2/24
+    (the fleet's address towards that node). No offloads: af_packet must
+    see the datagrams as sent."""
+    out, inn = ns.name + "f", ns.name + "d"
+    for cmd in (["ip", "link", "add", out, "type", "veth", "peer", "name", inn],
+                ["ip", "link", "set", inn, "netns", ns.name],
+                ["ip", "addr", "add", f"10.78.{i}.2/24", "dev", out],
+                ["ip", "link", "set", out, "up"],
+                ["ip", "-n", ns.name, "link", "set", inn, "up"]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"SKIP: cannot build the dataplane veth ({' '.join(cmd)}: {r.stderr.strip()})")
+            sys.exit(SKIP)
+    if shutil.which("ethtool"):
+        off = ["gro", "off", "gso", "off", "tso", "off", "tx", "off"]
+        subprocess.run(["ethtool", "-K", out, *off], capture_output=True)
+        subprocess.run(["ip", "netns", "exec", ns.name, "ethtool", "-K", inn, *off], capture_output=True)
+
+
+def node_cfg(name, i, etcd):
+    net = f"10.78.{i}."
+    return f"""[rules]
+default = 1,3,5
+[lines]
+shadow_sample = 1
+[udp]
+port = 4242
+mtu = 1472
+ack_interval_ms = 20
+reasm_timeout_ms = 250
+allow = {net}0/24
+[shadow]
+canonical_sources = {net}2/32
+[consumers]
+default = {net}2:17000
+[dataplane]
+lcores = 1
+[audit]
+alert_command = echo "$FG_EVENT $FG_REASON" >> {cf.ALERTS}/split-{name}
+[cluster]
+node = {name}
+endpoints = {etcd.endpoints(host=cf.NS[name].host_ip)}
+prefix = {cf.PREFIX}
+layers = {SERVES[name]}
+lease_ttl_s = {cf.TTL}
+keepalive_ms = {cf.KEEPALIVE_MS}
+timeout_ms = 300
+"""
+
+
+def scrape(d):
+    """The node's /metrics as {"name{labels}": value} (read in its namespace)."""
+    with d.ns.inside():
+        conn = httpclient.HTTPConnection("127.0.0.1", d.metrics_port, timeout=10)
+        conn.connect()
+    conn.request("GET", "/metrics")
+    body = conn.getresponse().read().decode()
+    conn.close()
+    out = {}
+    for ln in body.splitlines():
+        m = re.match(r"^(fanogate_[a-z0-9_]+)(\{[^}]*\})? (\S+)$", ln)
+        if m:
+            out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    return out
+
+
+def family(m, name):
+    """Sum of a metric family's samples."""
+    return sum(v for k, v in m.items() if k == name or k.startswith(name + "{"))
+
+
+def resolved(d):
+    return scrape(d).get("fanogate_seeds_resolved_total", 0)
+
+
+def keeps_resolving(nodes, what, secs=15):
+    """Each node resolves GROW more seeds from now on (the fleet is served
+    on both); returns the seconds it took."""
+    base = {n: resolved(d) for n, d in nodes}
+    return within(lambda: all(resolved(d) >= base[n] + GROW for n, d in nodes), secs,
+                  f"{what}: the fleet keeps resolving on both nodes (+{GROW} each; from {base})")
+
+
+def lines_are(d, state):
+    ls = cf.cluster(d)["lines"]
+    return all(ls[x]["local"] == state for x in LINES)
+
+
+def show(title, nodes, fleet_log=None):
+    """scripts/demo.sh --cluster: what a person watches after each step:
+    fanoctl cluster on both nodes, each node's counters, the fleet's last
+    progress line."""
+    if not DEMO:
+        return
+    print(f"\n==== {title}", flush=True)
+    for name, d in nodes:
+        env = dict(os.environ, FANOCTL_SOCKET=f"{d.dir}/fanoctl.sock")
+        p = subprocess.run([cf.FANOCTL, "cluster"], env=env, capture_output=True, text=True, timeout=20)
+        m = scrape(d)
+        print(f"---- node {name} (layers {SERVES[name]}): fanoctl cluster\n{p.stdout}{p.stderr}"
+              f"---- node {name} counters: seeds resolved {m.get('fanogate_seeds_resolved_total', 0):.0f}, "
+              f"audit verdicts {family(m, 'fanogate_line_verdicts_total'):.0f}, divergences "
+              f"{family(m, 'fanogate_line_divergences_total'):.0f}, lines held "
+              f"{m.get('fanogate_cluster_lines_held', 0):.0f}, etcd up {m.get('fanogate_cluster_etcd_up', 0):.0f}, "
+              f"line changes applied from the other node {m.get('fanogate_cluster_lines_applied_total', 0):.0f}",
+              flush=True)
+    if fleet_log:
+        prog = [ln for ln in open(fleet_log, errors="replace").read().splitlines() if ln.startswith("fleet")]
+        if prog:
+            print(f"---- fanofleet (split across both): {prog[-1]}", flush=True)
+    time.sleep(2)  # demo pacing only (never set in the test)
+
+
+def main():
+    if not shutil.which("etcd") or not shutil.which("etcdctl"):
+        print("SKIP: etcd/etcdctl not installed (Debian etcd-server, etcd-client; scripts/deps.sh)")
+        sys.exit(SKIP)
+    if os.geteuid() != 0:
+        print("SKIP: needs root (namespaces, veth, AF_PACKET)")
+        sys.exit(SKIP)
+    for var, path in (("FANOCTL", cf.FANOCTL), ("FANOFLEET", FANOFLEET), ("FANOGATE", cf.REAL_FANOGATE)):
+        if not path or not os.access(path, os.X_OK):
+            print(f"SKIP: {var} not set to the binary")
+            sys.exit(SKIP)
+    wait.private_net()  # the fixed etcd ports and 17000 are this run's own
+    etcd = cf.Etcd()
+    tmp = tempfile.mkdtemp(prefix="fg-split-")
+    try:
+        for i in range(3):
+            etcd.start(i)
+        check(etcd.wait_healthy(range(3)), "3-member etcd cluster healthy")
+        cf.NS["a"], cf.NS["b"] = cf.NetNs("a", 1), cf.NetNs("b", 2)
+        dp_link(cf.NS["a"], 1)
+        dp_link(cf.NS["b"], 2)
+        prof = os.path.join(ROOT, "drivers-config", "af_packet.ini")
+        a = DpNode(cf.NS["a"], 1, extra=node_cfg("a", 1, etcd), layers=LAYERS, hidden=HIDDEN, deadline_ms=5000,
+                   dp_profile=prof, expect_start=False)
+        b = DpNode(cf.NS["b"], 2, extra=node_cfg("b", 2, etcd), layers=LAYERS, hidden=HIDDEN, deadline_ms=5000,
+                   dp_profile=prof, expect_start=False)
+        with a, b:
+            for d in (a, b):
+                if not d.lanes_up("SKIP: fanogate cannot run its af_packet dataplane here:\n{log}"):
+                    (b if d is a else a).proc.kill()
+                    sys.exit(SKIP)
+                d.expect_start = True
+            scenario(etcd, a, b, tmp)
+    finally:
+        etcd.stop_all()
+        for ns in cf.NS.values():
+            ns.close()
+        shutil.rmtree(cf.ALERTS, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("ok: cluster_split")
+
+
+def scenario(etcd, a, b, tmp):
+    nodes = (("a", a), ("b", b))
+    for d in (a, b):
+        within(lambda d=d: cf.cluster(d)["etcd"] == "up", 10, f"node {d.dir} reaches etcd")
+    within(lambda: sum(n["live"] for n in cf.cluster(b)["nodes"]) == 2, 5, "B sees both nodes live")
+    check(all(lines_are(d, "shadow") for d in (a, b)), "lines 1, 3, 5 start in shadow on both")
+    r0 = {n: resolved(d) for n, d in nodes}
+
+    # the fleet: layers 1-3 to A's dataplane, 4-7 to B's
+    log, js = f"{tmp}/fleet.log", f"{tmp}/fleet.json"
+    fleet = subprocess.Popen(
+        [FANOFLEET, "--udp", "10.78.1.1:4242", "--udp-node", "4-7=10.78.2.1:4242", "--consumer", "0.0.0.0:17000",
+         "--mix", "udp=1", "--canonical", "digest", "--canonical-via", "udp", "--layers", str(LAYERS),
+         "--hidden", str(HIDDEN), "--tokens", "1000000", "--rate", str(RATE), "--window", "8",
+         "--seed", str(os.getpid() % 1000 + 1), "--token-base", "1000", "--slot-timeout-ms", "8000",
+         "--max-missing", "0", "--duration", "170", "--json", js],
+        stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    try:
+        fleet_scenario(etcd, a, b, nodes, fleet, log)
+        fleet.send_signal(signal.SIGUSR1)  # drain: no new token, those in flight judged
+        try:
+            rc = fleet.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            fail("fanofleet did not end within 60 s of its drain:\n" + open(log).read()[-3000:])
+    finally:
+        if fleet.poll() is None:
+            fleet.kill()
+            fleet.wait()
+    out = open(log, errors="replace").read()
+    summary = out[out.find("fanofleet summary"):] if "fanofleet summary" in out else out[-3000:]
+    print(summary, flush=True)
+    check(rc == 0, f"fanofleet exits 0 (every seed resolved and bit-exact): {rc}")
+    j = json.load(open(js))
+    check(j["drained"] and j["wrong"] == 0 and j["missing"] == 0 and j["unknown"] == 0 and j["never_sent"] == 0,
+          f"no seed wrong, missing or unknown: {j}")
+    answers = sum(j["outcomes"].values())
+    check(0 < j["facts"]["shadow_mode"] < answers,
+          f"the fleet's status answers said shadow mode for some (lines held or not yet active), not all "
+          f"(lines active): {j['facts']['shadow_mode']} of {answers}")
+    check(j["resolved"] == j["bit_exact"] == j["slots"] == j["tokens_done"] * (LAYERS - 1) > 0,
+          f"every slot of every token resolved bit-exact: slots {j['slots']} resolved {j['resolved']} "
+          f"bit-exact {j['bit_exact']} tokens {j['tokens_done']}")
+    # Each node resolved exactly its layers' seeds: A 3 a token, B 4 (the
+    # counters reach the control plane after the consumer's copy: waited for)
+    want = {n: r0[n] + PER_TOKEN[n] * j["tokens_done"] for n in PER_TOKEN}
+    if not wait.until(lambda: all(resolved(d) == want[n] for n, d in nodes), 5):
+        fail(f"each node resolved its layers' seeds: A {resolved(a)}, B {resolved(b)}, expected {want}")
+    for n, d in nodes:
+        m = scrape(d)
+        refused = {k: v for k, v in m.items() if "layer_not_served" in k and v}
+        check(not refused, f"node {n} refused no contribution (layer_not_served): {refused}")
+        verdicts, div = family(m, "fanogate_line_verdicts_total"), family(m, "fanogate_line_divergences_total")
+        check(verdicts > 0 and div == 0, f"node {n}'s shadow audit judged the fleet's canonical digests "
+              f"({verdicts:.0f} verdicts), no divergence ({div:.0f})")
+    print(f"6. fleet drained: {j['tokens_done']} tokens, {j['resolved']} seeds bit-exact (A {want['a'] - r0['a']:.0f}, "
+          f"B {want['b'] - r0['b']:.0f}), none wrong or missing", flush=True)
+
+
+def fleet_scenario(etcd, a, b, nodes, fleet, log):
+    def alive():
+        if fleet.poll() is not None:
+            fail(f"fanofleet exited early ({fleet.returncode}):\n" + open(log).read()[-3000:])
+        return True
+
+    # 1. the fleet is served on both nodes (the first datagrams may wait
+    # for the dataplanes' ARP: the fleet resends them)
+    keeps_resolving(nodes, "1. fleet started", secs=30)
+    alive()
+    print("1. fanofleet split: A (layers 1-3) and B (4-7) both resolving", flush=True)
+    show("1. fanofleet split across the two nodes: both resolving", nodes, log)
+
+    # 2. an operator change on A applied on B, the fleet served on both
+    for x in LINES:
+        p = cf.op(a, "line", "active", str(x), "--why", "cluster split test")
+        check(p.returncode == 0, f"fanoctl line active {x} on A: {p.stdout} {p.stderr}")
+    t = within(lambda: lines_are(b, "active"), 1.0, "lines 1, 3, 5 active on B (changed on A)")
+    check(lines_are(a, "active"), "lines active on A")
+    keeps_resolving(nodes, "2. lines active")
+    alive()
+    print(f"2. operator change on A applied on B in {t * 1000:.0f} ms; the fleet jumps on both", flush=True)
+    show("2. lines 1, 3, 5 made active on A: applied on B", nodes, log)
+
+    # 3. one etcd member down (the leader): nothing changes
+    lead = etcd.leader()
+    check(lead is not None, "etcd has a leader")
+    etcd.kill(lead)
+    rest = [i for i in range(3) if i != lead]
+    t0, polls = time.monotonic(), 0
+    while time.monotonic() - t0 < 1.5:
+        for n, d in nodes:
+            c = cf.cluster(d)
+            if c["etcd"] != "up" or not all(c["lines"][x]["local"] == "active" for x in LINES):
+                fail(f"one member down changed node {n}: etcd {c['etcd']}, lines "
+                     f"{[c['lines'][x] for x in LINES]}")
+        polls += 1
+        time.sleep(0.05)  # not a readiness wait: the state must hold for 1.5 s after the kill
+    check(True, f"one member down: etcd up and lines 1, 3, 5 active on both for 1.5 s ({polls} polls)")
+    keeps_resolving(nodes, "3. one member down")
+    alive()
+    print(f"3. one etcd member down (the leader, m{lead}): nothing changed, the fleet served on both", flush=True)
+    show("3. one etcd member (the leader) down: nothing changed", nodes, log)
+
+    # 4. every member down: every line held in shadow, seeds still resolve
+    etcd.kill(rest[0])
+    etcd.kill(rest[1])
+    t = within(lambda: all(cf.cluster(d)["etcd"] == "lost" and lines_are(d, "shadow") for d in (a, b)), 1.0,
+               "all members down: both nodes hold lines 1, 3, 5 in shadow")
+    for n, d in nodes:
+        ls = cf.cluster(d)["lines"]
+        if not all(x["local"] in ("shadow", "disabled") for x in ls) or not all(ls[x]["held"] for x in LINES):
+            fail(f"node {n}: a line active on stale state, or lines 1, 3, 5 not held: {ls}")
+    check(True, "no line active on stale state on either node, lines 1, 3, 5 held")
+    keeps_resolving(nodes, "4. etcd lost, lines held")
+    alive()
+    print(f"4. all etcd members down: both nodes held every line in shadow in {t * 1000:.0f} ms; "
+          "the fleet still served on both", flush=True)
+    show("4. every etcd member down: every line held in shadow, seeds still resolve", nodes, log)
+
+    # 5. etcd back: both catch up, the fleet served on both
+    for i in range(3):
+        etcd.start(i, state="existing")
+    check(etcd.wait_healthy(range(3)), "etcd back")
+    t = within(lambda: all(cf.cluster(d)["etcd"] == "up" and lines_are(d, "active") for d in (a, b)), 1.0,
+               "both nodes caught up within 1 s of etcd answering: lines active again")
+    keeps_resolving(nodes, "5. etcd back")
+    alive()
+    print(f"5. etcd back: both nodes caught up (lines active) in {t * 1000:.0f} ms", flush=True)
+    show("5. etcd back: both caught up, the lines active again", nodes, log)
+
+
+if __name__ == "__main__":
+    main()
