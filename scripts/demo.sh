@@ -12,9 +12,15 @@
 # Usage: scripts/demo.sh [--short] [--tokens N] [--keep] [--no-build]
 #        scripts/demo.sh --cluster [--no-build]
 #   --cluster    instead (root): two fanogate nodes, each in a network
-#                namespace of its own, sharing one truth through a 3-member
-#                etcd cluster (docs/cluster.md), step by step with
-#                `fanoctl cluster` on both (tests/cluster/cluster_fleet.py)
+#                namespace of its own with its DPDK dataplane, sharing one
+#                truth through a 3-member etcd cluster (docs/cluster.md);
+#                fanofleet split across them (A serves layers 1-3, B 4-7)
+#                while an operator change, one etcd member down, all down
+#                and back happen (tests/cluster/cluster_split.py), then the
+#                other failures (divergence, conflict, kill -9, duplicate
+#                name; tests/cluster/cluster_fleet.py); after each step
+#                `fanoctl cluster` and the counters on both nodes and the
+#                fleet's progress line
 #   --short      CI mode: few tokens
 #   --tokens N   tokens to decode (default 600; --short: 40)
 #   --keep       keep the runtime directory (config, logs, audit log, JSON)
@@ -39,21 +45,25 @@ while [ $# -gt 0 ]; do
 	--no-build) BUILD_IT=0 ;;
 	--tokens) TOKENS=$2; shift ;;
 	--cluster) CLUSTER=1 ;;
-	-h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "demo: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift
 done
 # --cluster: the [cluster] picture, one namespace per node (root: ip netns);
-# the same steps the cluster_fleet test checks.
+# the same steps the cluster_split and cluster_fleet tests check.
 cluster_demo() {
 	if [ -x "$ROOT/scripts/deps.sh" ] && [ "$(id -u)" -eq 0 ]; then "$ROOT/scripts/deps.sh" --quiet; fi
 	if [ "$BUILD_IT" -eq 1 ]; then
 		[ -d "$BUILD" ] || meson setup "$BUILD" "$ROOT" >/dev/null
 		ninja -C "$BUILD" >/dev/null
 	fi
-	FANOGATE=$BUILD/control/daemon/fanogate FANOCTL=$BUILD/tools/fanoctl FG_CLUSTER_DEMO=1 \
-		exec /usr/bin/python3 "$ROOT/tests/cluster/cluster_fleet.py"
+	export FANOGATE=$BUILD/control/daemon/fanogate FANOCTL=$BUILD/tools/fanoctl
+	export FANOFLEET=$BUILD/tools/fleet/fanofleet FG_CLUSTER_DEMO=1
+	echo "==== part 1: fanofleet split across node A (layers 1-3) and node B (4-7), each with its dataplane"
+	/usr/bin/python3 "$ROOT/tests/cluster/cluster_split.py" || exit $?
+	echo "==== part 2: divergence, conflict, kill -9, a duplicate name (the nodes without a dataplane)"
+	exec /usr/bin/python3 "$ROOT/tests/cluster/cluster_fleet.py"
 }
 [ "$CLUSTER" -eq 0 ] || cluster_demo
 . "$ROOT/tests/lib/netns.sh" # stop_pid, fg_veth, fg_daemon_start, fg_wait_until, fg_ini_daemon
