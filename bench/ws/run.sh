@@ -10,7 +10,10 @@
 #   env: ROUNDS (default 3: interleaved rounds, medians reported),
 #        CONNS_LIST ("1 16"), WINDOW, WARM_S, RUN_S, HIDDEN_LIST ("252 1536"),
 #        LOADGEN (c: build/bench/ws/ws_load, one thread per connection, the
-#        default when built; node: ws_bench_client.js), WS_LOAD (its path)
+#        default when built; node: ws_bench_client.js), WS_LOAD (its path),
+#        WS_LOAD_COALESCE (1: ws_load sends a window's frames in one
+#        SSL_write, the default; 0: one SSL_write and record per frame)
+# Instruction counts per message (valid on a loaded machine): icount.sh.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -7,13 +7,25 @@
  * ws_bench_client.js, without Node's per-message cost, so the server and
  * not the generator is the limit (its own CPU is reported to check that).
  *
- * Frames are masked (RFC 6455 5.3) with a fixed key: the template is masked
- * once and only the 4 token bytes are re-masked per frame.
+ * Frames are masked (RFC 6455 5.3) with a fixed key: the templates are
+ * masked once and only the 4 token bytes are re-masked per frame.
+ *
+ * Per-message cost: whenever the window has room, every frame that fits
+ * goes out in one SSL_write from a per-connection buffer of prebuilt
+ * frames (no copy per frame: only its token is patched), so a window's
+ * worth of frames costs one write call and a few TLS records instead of
+ * one of each per frame (WS_LOAD_COALESCE=0 restores one SSL_write, one
+ * record, per frame: the server's workload of the runs before
+ * 2026-12-02 06:30 UTC).
  *
  * Output: one JSON line: msgs/s over the measured window (after WARM_S),
  * p50/p99 latency (send -> status), errors, this process's CPU seconds.
  * Stops by itself after WARM_S + RUN_S (+ at most 5 s to join).
- * Usage: ws_load PORT CA TOKEN FRAME_BYTES CONNS WINDOW WARM_S RUN_S
+ * With MAX_MSGS (> 0), each connection instead sends exactly MAX_MSGS
+ * frames, waits for their statuses and stops: a fixed workload for
+ * instruction counts (valgrind --tool=callgrind), where time means
+ * nothing; the whole run is then the measured window.
+ * Usage: ws_load PORT CA TOKEN FRAME_BYTES CONNS WINDOW WARM_S RUN_S [MAX_MSGS]
  * Threads: main + one per connection; counters are per thread. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -37,6 +49,8 @@
 #define STATUS_FRAME_LEN (10u + 32u) /* aeon-flow header + FG_STATUS_PAYLOAD_LEN */
 
 static int g_port, g_window, g_hidden;
+static bool g_coalesce = true;
+static uint64_t g_max_msgs; /* per connection; 0: time-based */
 static size_t g_frame;
 static const char *g_token;
 static SSL_CTX *g_ctx;
@@ -126,7 +140,9 @@ static void *conn_main(void *arg)
 		close(fd);
 		return NULL;
 	}
-	struct timeval tv = {.tv_sec = 5};
+	/* A fixed workload may run against a daemon under valgrind on a loaded
+	 * machine (icount.sh): its handshakes alone can take seconds there. */
+	struct timeval tv = {.tv_sec = g_max_msgs ? 60 : 5};
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	SSL *s = SSL_new(g_ctx);
 	SSL_set_fd(s, fd);
@@ -167,22 +183,40 @@ static void *conn_main(void *arg)
 	uint8_t *tmpl[3];
 	for (int l = 0; l < 3; l++)
 		tmpl[l] = ws_template(c->id % 4, 1 + 2 * l, &len[l], &off[l]);
-	uint8_t *f = malloc(len[0]);
+	/* The send buffer holds window + 2 whole frames, prebuilt once, of
+	 * lines 1, 3, 5, 1, 3, 5, ... in turn (every line's frame has the same
+	 * length), so the frames k, k+1, ... of a batch are the contiguous run
+	 * starting at slot k % 3: sending one patches only its 4 (masked) token
+	 * bytes in place, and the batch goes to one SSL_write. */
+	size_t flen = len[0], batch_frames = g_coalesce ? (size_t)g_window : 1;
+	size_t nslots = (size_t)g_window + 2;
+	uint8_t *f = malloc(flen * nslots);
+	if (!f) {
+		c->errors++;
+		goto done;
+	}
+	for (size_t i = 0; i < nslots; i++)
+		memcpy(f + i * flen, tmpl[i % 3], flen);
 	uint64_t sent_at[MAX_WIN];
 	unsigned head = 0, tail = 0; /* FIFO of send times */
 	uint64_t k = 0;
 	while (!atomic_load(&g_stop)) {
-		while (tail - head < (unsigned)g_window) {
-			int l = (int)(k % 3);
-			uint32_t tok = (uint32_t)c->id * 10000000u + (uint32_t)(k / 3);
-			k++;
-			memcpy(f, tmpl[l], len[l]);
-			uint8_t t[4];
-			put_be32(t, tok);
-			for (int i = 0; i < 4; i++)
-				f[off[l] + 2 + i] = t[i] ^ g_key[(2 + i) & 3];
-			sent_at[tail++ % MAX_WIN] = now_ns();
-			if (ssl_write_all(s, f, len[l])) {
+		if (g_max_msgs && c->total >= g_max_msgs)
+			break;
+		while (tail - head < (unsigned)g_window && (!g_max_msgs || k < g_max_msgs)) {
+			size_t first = (size_t)(k % 3), nf = 0;
+			uint64_t t_send = now_ns();
+			while (tail - head < (unsigned)g_window && nf < batch_frames && (!g_max_msgs || k < g_max_msgs)) {
+				uint32_t tok = (uint32_t)c->id * 10000000u + (uint32_t)(k / 3);
+				k++;
+				uint8_t *fr = f + (first + nf) * flen, t[4];
+				put_be32(t, tok);
+				for (int i = 0; i < 4; i++)
+					fr[off[0] + 2 + i] = t[i] ^ g_key[(2 + i) & 3];
+				sent_at[tail++ % MAX_WIN] = t_send;
+				nf++;
+			}
+			if (ssl_write_all(s, f + first * flen, nf * flen)) {
 				c->errors++;
 				goto done;
 			}
@@ -242,8 +276,8 @@ static int cmp_u64(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	if (argc != 9) {
-		fprintf(stderr, "usage: ws_load PORT CA TOKEN FRAME_BYTES CONNS WINDOW WARM_S RUN_S\n");
+	if (argc != 9 && argc != 10) {
+		fprintf(stderr, "usage: ws_load PORT CA TOKEN FRAME_BYTES CONNS WINDOW WARM_S RUN_S [MAX_MSGS]\n");
 		return 2;
 	}
 	g_port = atoi(argv[1]);
@@ -252,6 +286,9 @@ int main(int argc, char **argv)
 	int conns = atoi(argv[5]);
 	g_window = atoi(argv[6]);
 	double warm = atof(argv[7]), run = atof(argv[8]);
+	g_max_msgs = argc == 10 ? strtoull(argv[9], NULL, 0) : 0;
+	const char *co = getenv("WS_LOAD_COALESCE");
+	g_coalesce = !co || strcmp(co, "0") != 0;
 	if (g_frame < 22 || conns < 1 || conns > 1024 || g_window < 1 || g_window > MAX_WIN || run <= 0) {
 		fprintf(stderr, "ws_load: bad arguments\n");
 		return 2;
@@ -267,6 +304,8 @@ int main(int argc, char **argv)
 	struct conn *c = calloc((size_t)conns, sizeof(*c));
 	if (!c)
 		return 1;
+	if (g_max_msgs) /* every answer counts, from the first */
+		atomic_store(&g_measuring, true);
 	for (int i = 0; i < conns; i++) {
 		c[i].id = i;
 		c[i].caplat = 1u << 20;
@@ -274,20 +313,30 @@ int main(int argc, char **argv)
 		if (!c[i].lat || pthread_create(&c[i].th, NULL, conn_main, &c[i]))
 			return 1;
 	}
-	struct timespec ts = {.tv_sec = (time_t)warm, .tv_nsec = (long)((warm - (double)(time_t)warm) * 1e9)};
-	nanosleep(&ts, NULL);
 	struct rusage r0, r1;
-	getrusage(RUSAGE_SELF, &r0);
-	uint64_t t0 = now_ns();
-	atomic_store(&g_measuring, true);
-	ts = (struct timespec){.tv_sec = (time_t)run, .tv_nsec = (long)((run - (double)(time_t)run) * 1e9)};
-	nanosleep(&ts, NULL);
-	atomic_store(&g_measuring, false);
-	uint64_t t1 = now_ns();
-	getrusage(RUSAGE_SELF, &r1);
-	atomic_store(&g_stop, true);
-	for (int i = 0; i < conns; i++)
-		pthread_join(c[i].th, NULL); /* each read has a 5 s timeout */
+	uint64_t t0, t1;
+	if (g_max_msgs) { /* fixed workload: the whole run is measured */
+		getrusage(RUSAGE_SELF, &r0);
+		t0 = now_ns();
+		for (int i = 0; i < conns; i++)
+			pthread_join(c[i].th, NULL); /* each read has a 60 s timeout here */
+		t1 = now_ns();
+		getrusage(RUSAGE_SELF, &r1);
+	} else {
+		struct timespec ts = {.tv_sec = (time_t)warm, .tv_nsec = (long)((warm - (double)(time_t)warm) * 1e9)};
+		nanosleep(&ts, NULL);
+		getrusage(RUSAGE_SELF, &r0);
+		t0 = now_ns();
+		atomic_store(&g_measuring, true);
+		ts = (struct timespec){.tv_sec = (time_t)run, .tv_nsec = (long)((run - (double)(time_t)run) * 1e9)};
+		nanosleep(&ts, NULL);
+		atomic_store(&g_measuring, false);
+		t1 = now_ns();
+		getrusage(RUSAGE_SELF, &r1);
+		atomic_store(&g_stop, true);
+		for (int i = 0; i < conns; i++)
+			pthread_join(c[i].th, NULL); /* each read has a 5 s timeout */
+	}
 	uint64_t answered = 0, total = 0, errors = 0;
 	size_t nlat = 0;
 	for (int i = 0; i < conns; i++) {
@@ -306,9 +355,9 @@ int main(int argc, char **argv)
 	double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) + (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) / 1e6 +
 		     (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) + (double)(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
 #define PCT(p) (nlat ? (double)lat[(size_t)((double)(nlat - 1) * (p))] / 1e3 : 0.0)
-	printf("{\"loadgen\":\"c\",\"frame_bytes\":%zu,\"conns\":%d,\"window\":%d,\"msgs_per_s\":%.0f,\"p50_us\":%.0f,"
+	printf("{\"loadgen\":\"c\",\"coalesce\":%d,\"frame_bytes\":%zu,\"conns\":%d,\"window\":%d,\"msgs_per_s\":%.0f,\"p50_us\":%.0f,"
 	       "\"p99_us\":%.0f,\"samples\":%zu,\"total\":%llu,\"errors\":%llu,\"gen_cpu_s\":%.3f,\"seconds\":%.3f}\n",
-	       g_frame, conns, g_window, (double)answered / secs, PCT(0.5), PCT(0.99), nlat, (unsigned long long)total,
+	       g_coalesce ? 1 : 0, g_frame, conns, g_window, (double)answered / secs, PCT(0.5), PCT(0.99), nlat, (unsigned long long)total,
 	       (unsigned long long)errors, cpu, secs);
 	return errors ? 3 : 0;
 }
