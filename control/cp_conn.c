@@ -23,6 +23,7 @@
 #define CP_LINGER_BYTES (4u << 20)
 #define CP_IN_INITIAL 4096u
 #define CP_CHUNK_MIN 4096u
+#define CP_CHUNK_CACHE 16u
 
 static void conn_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
 static void conn_linger(struct cp_conn *c);
@@ -31,6 +32,7 @@ static void conn_free_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 static void conn_recv_update(struct cp_conn *c);
 static void conn_process(struct cp_conn *c);
 static void server_accept_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
+static void chunk_put(struct cp_server *s, struct cp_chunk *k);
 
 /* ---- lists ---------------------------------------------------------------- */
 void cp_conn_list_add(struct cp_conn **head, struct cp_conn *c)
@@ -159,7 +161,7 @@ static void conn_free_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 	cp_tls_conn_fini(&c->tls);
 	for (struct cp_chunk *k = c->sq_head, *n; k; k = n) {
 		n = k->next;
-		free(k);
+		chunk_put(s, k);
 	}
 	free(c->in);
 	free(c->pout);
@@ -291,6 +293,38 @@ bool cp_conn_has_room(const struct cp_conn *c, size_t len)
 	return c->sq_bytes + c->pout_len + len <= c->srv->cfg->send_queue_max;
 }
 
+/* A send-queue chunk of at least cap bytes: from the server's cache when
+ * cap fits CP_CHUNK_MIN, else the heap. NULL when out of memory. */
+static struct cp_chunk *chunk_get(struct cp_server *s, size_t cap)
+{
+	if (cap <= CP_CHUNK_MIN && s->chunk_free) {
+		struct cp_chunk *k = s->chunk_free;
+		s->chunk_free = k->next;
+		s->n_chunk_free--;
+		return k;
+	}
+	if (cap < CP_CHUNK_MIN)
+		cap = CP_CHUNK_MIN;
+	if (cap > UINT32_MAX)
+		return NULL;
+	struct cp_chunk *k = malloc(sizeof(*k) + cap);
+	if (k)
+		k->cap = (uint32_t)cap;
+	return k;
+}
+
+/* Give a sent (or abandoned) chunk back: to the cache while it has room. */
+static void chunk_put(struct cp_server *s, struct cp_chunk *k)
+{
+	if (k->cap == CP_CHUNK_MIN && s->n_chunk_free < CP_CHUNK_CACHE) {
+		k->next = s->chunk_free;
+		s->chunk_free = k;
+		s->n_chunk_free++;
+		return;
+	}
+	free(k);
+}
+
 /* The TLS output sink (cp_tls_set_sink): each record OpenSSL writes goes
  * straight to the send queue, appended to the tail chunk while it has room
  * (a chunk is never reallocated, so a sendmsg in flight over its first
@@ -301,15 +335,11 @@ static int conn_sink(void *arg, const uint8_t *p, size_t n)
 	struct cp_conn *c = arg;
 	struct cp_chunk *k = c->sq_tail;
 	if (!k || k->cap - k->len < n) {
-		size_t cap = n < CP_CHUNK_MIN ? CP_CHUNK_MIN : n;
-		if (cap > UINT32_MAX)
-			return -ENOMEM;
-		k = malloc(sizeof(*k) + cap);
+		k = chunk_get(c->srv, n);
 		if (!k)
 			return -ENOMEM;
 		k->next = NULL;
 		k->off = k->len = 0;
-		k->cap = (uint32_t)cap;
 		if (c->sq_tail)
 			c->sq_tail->next = k;
 		else
@@ -415,7 +445,7 @@ static void conn_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 		c->sq_head = k->next;
 		if (!c->sq_head)
 			c->sq_tail = NULL;
-		free(k);
+		chunk_put(c->srv, k);
 	}
 	if (c->sq_head) {
 		conn_kick_send(c);
@@ -561,7 +591,7 @@ static void conn_process(struct cp_conn *c)
 	while (!c->dead && !c->closing) {
 		if (c->proto_blocked)
 			break;
-		if (c->sq_bytes > s->cfg->send_queue_max / 2) {
+		if (c->sq_bytes + c->pout_len > s->cfg->send_queue_max / 2) {
 			c->read_paused = true; /* invariant 3 */
 			break;
 		}
@@ -639,7 +669,13 @@ static void conn_process(struct cp_conn *c)
 		}
 	}
 	c->in_process = false;
-	cp_conn_flush(c);
+	/* The answers go out at the end of the loop's batch (server_batch_end),
+	 * not now: every record of every receive completion reaped in this
+	 * batch is answered by one SSL_write (one TLS record) and one sendmsg
+	 * per connection, instead of one of each per receive completion (with
+	 * a peer that writes one WebSocket frame per segment, one per
+	 * message). */
+	cp_conn_flush_later(c);
 }
 
 static void conn_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
@@ -1108,6 +1144,12 @@ void cp_server_fini(struct cp_server *s)
 	 * with the process. */
 	free(s->table);
 	s->table = NULL;
+	for (struct cp_chunk *k = s->chunk_free, *n; k; k = n) {
+		n = k->next;
+		free(k);
+	}
+	s->chunk_free = NULL;
+	s->n_chunk_free = 0;
 	cp_admit_fini(&s->admit);
 	cp_tls_fini(&s->tls);
 }

@@ -27,9 +27,10 @@
  *     connection stops reading (paused, blocked, closing) and re-armed from
  *     its last completion.
  *  3. sq_bytes is the ciphertext queued and not yet acknowledged by send;
- *     reading pauses while it is above half the bound and resumes below a
- *     quarter; pushes (resolved seeds) that would exceed the bound drop the
- *     connection with 1008 instead of queueing (never unbounded).
+ *     reading pauses while it plus the staged plaintext (pout_len) is above
+ *     half the bound and resumes when sq_bytes is below a quarter; pushes
+ *     (resolved seeds) that would exceed the bound drop the connection
+ *     with 1008 instead of queueing (never unbounded).
  *  4. The plaintext input buffer never exceeds in_max (head + body limits, or
  *     the WebSocket read size). It exists only while it holds bytes: in is
  *     NULL iff in_len == 0, outside conn_process, where in may point at the
@@ -182,6 +183,12 @@ struct cp_server {
 	struct cp_conn *ws_list;   /* WebSocket sessions (subscribers) */
 	struct cp_conn *wait_list; /* GETs waiting for a seed */
 	struct cp_conn *dirty;     /* connections to flush at the end of the loop batch */
+	/* Send-queue chunks of CP_CHUNK_MIN bytes kept for reuse (at most
+	 * CP_CHUNK_CACHE), so a busy connection's flush does not pay a
+	 * malloc/free pair per batch; the cache is the server's, so an idle
+	 * connection still holds no chunk (invariant 5). */
+	struct cp_chunk *chunk_free;
+	uint32_t n_chunk_free;
 	bool watch_dirty;          /* ws_list or wait_list changed: publish the watched layers (batch end) */
 	bool stopping;
 	uint64_t started_ns;
