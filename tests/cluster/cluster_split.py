@@ -36,7 +36,15 @@ node, bit for bit. While it runs, each step waits on what it changes
      node A resolved exactly 3 seeds a token and node B 4 (the split was
      the layers' own, nothing crossed), neither refused a contribution
      (layer_not_served 0), and both shadow audits judged the fleet's
-     canonical digests with no divergence.
+     canonical digests with no divergence;
+  7. a second fanofleet run (40 tokens) corrupts one contribution (a low
+     bit of attn for layer 2, A's): A's shadow audit judges that seed
+     divergent and demotes lines 1, 3, 5, B demotes them within 1 s (event
+     divergence from node a, in B's audit log); the fleet sees the
+     corruption in that one seed and every other seed bit-exact.
+
+The timed waits read /metrics (one HTTP request per poll), then check
+that fanoctl cluster agrees.
 
 Skips (77) without etcd/etcdctl, root (namespaces, veth, AF_PACKET), the
 binaries, or when the dataplane cannot run its af_packet port here (the
@@ -260,15 +268,8 @@ def scenario(etcd, a, b, tmp):
     check(all(lines_are(d, "shadow") for d in (a, b)), "lines 1, 3, 5 start in shadow on both")
     r0 = {n: resolved(d) for n, d in nodes}
 
-    # the fleet: layers 1-3 to A's dataplane, 4-7 to B's
     log, js = f"{tmp}/fleet.log", f"{tmp}/fleet.json"
-    fleet = subprocess.Popen(
-        [FANOFLEET, "--udp", "10.78.1.1:4242", "--udp-node", "4-7=10.78.2.1:4242", "--consumer", "0.0.0.0:17000",
-         "--mix", "udp=1", "--canonical", "digest", "--canonical-via", "udp", "--layers", str(LAYERS),
-         "--hidden", str(HIDDEN), "--tokens", "1000000", "--rate", str(RATE), "--window", "8",
-         "--seed", str(os.getpid() % 1000 + 1), "--token-base", "1000", "--slot-timeout-ms", "8000",
-         "--max-missing", "0", "--duration", "170", "--json", js],
-        stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    fleet = start_fleet(log, js, "--tokens", "1000000", "--token-base", "1000")
     try:
         fleet_scenario(etcd, a, b, nodes, fleet, log)
         fleet.send_signal(signal.SIGUSR1)  # drain: no new token, those in flight judged
@@ -308,6 +309,58 @@ def scenario(etcd, a, b, tmp):
               f"({verdicts:.0f} verdicts), no divergence ({div:.0f})")
     print(f"6. fleet drained: {j['tokens_done']} tokens, {j['resolved']} seeds bit-exact (A {want['a'] - r0['a']:.0f}, "
           f"B {want['b'] - r0['b']:.0f}), none wrong or missing", flush=True)
+    divergence(a, b, nodes, tmp)
+
+
+def start_fleet(log, js, *more):
+    """fanofleet split across the nodes: layers 1-3 to A's dataplane, 4-7
+    to B's; the coordinator's digests to the same node; resolved seeds from
+    both to one consumer, every one checked bit for bit."""
+    return subprocess.Popen(
+        [FANOFLEET, "--udp", "10.78.1.1:4242", "--udp-node", "4-7=10.78.2.1:4242", "--consumer", "0.0.0.0:17000",
+         "--mix", "udp=1", "--canonical", "digest", "--canonical-via", "udp", "--layers", str(LAYERS),
+         "--hidden", str(HIDDEN), "--rate", str(RATE), "--window", "8", "--seed", str(os.getpid() % 1000 + 1),
+         "--slot-timeout-ms", "8000", "--max-missing", "0", "--duration", "170", "--json", js, *more],
+        stdout=open(log, "w"), stderr=subprocess.STDOUT)
+
+
+def divergence(a, b, nodes, tmp):
+    """7. The fleet's own corrupted contribution (one low bit of attn, line
+    3, for layer 2: A's) resolves on A into a seed that differs from the
+    coordinator's digest: A's shadow audit judges it divergent and demotes
+    the slot's lines (1, 3 and 5: a seed's verdict cannot tell which of its
+    contributions was wrong), and B demotes them within 1 s (event
+    divergence, from node a; B never received the corrupted contribution).
+    The fleet must see the corruption in that seed and every other seed
+    bit-exact."""
+    log, js = f"{tmp}/fleet2.log", f"{tmp}/fleet2.json"
+    div0 = family(scrape(a), "fanogate_line_divergences_total")
+    fleet = start_fleet(log, js, "--tokens", "40", "--token-base", "500000", "--corrupt-at", "10",
+                        "--corrupt-layer", "2", "--corrupt-line", "3")
+    try:
+        if not wait.until(lambda: in_state(a, None, "shadow") or fleet.poll() is not None, 30):
+            fail("A did not demote lines 1, 3, 5 within 30 s of the fleet's start")
+        check(in_state(a, None, "shadow"), "A demoted lines 1, 3, 5 (its audit saw the divergence)")
+        t = within(lambda: in_state(b, None, "shadow"), 1.0, "the divergence on A demotes lines 1, 3, 5 on B")
+        rc = fleet.wait(timeout=60)
+    finally:
+        if fleet.poll() is None:
+            fleet.kill()
+            fleet.wait()
+    out = open(log, errors="replace").read()
+    j = json.load(open(js)) if os.path.exists(js) else {}
+    check(rc == 0 and j.get("divergence_seen") == 1 and j.get("wrong") == 0 and j.get("missing") == 0,
+          f"fanofleet exits 0: the corruption seen in its seed, every other seed bit-exact ({rc}):\n"
+          + out[out.find("fanofleet summary"):])
+    lb = [cf.cluster(b)["lines"][x] for x in LINES]
+    check(all(x["event"] == "divergence" and x["by_node"] == "a" for x in lb), f"B applied A's divergence: {lb}")
+    div = family(scrape(a), "fanogate_line_divergences_total") - div0
+    check(div >= 1, f"A's audit judged the seed divergent ({div:.0f} line verdicts)")
+    recs = [ln for ln in cf.audit(b).splitlines() if "cluster:a" in ln and "divergence" in ln]
+    check(len(recs) >= len(LINES), f"B's audit log records the divergence demotions from node a ({len(recs)} records)")
+    print(f"7. the fleet's corrupted contribution on A demoted lines 1, 3, 5 on B in {t * 1000:.0f} ms; "
+          f"{j['resolved']} seeds, {j['divergence_seen']} with the corruption, none wrong", flush=True)
+    show("7. a corrupted contribution on A: lines 1, 3, 5 demoted on both", nodes, log)
 
 
 def fleet_scenario(etcd, a, b, nodes, fleet, log):
