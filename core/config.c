@@ -545,6 +545,17 @@ int fg_addr_parse(const char *s, struct fg_addr *out)
 	return 0;
 }
 
+int fg_addr_parse_port0(const char *s, struct fg_addr *out)
+{
+	struct fg_addr a;
+	const char *r = addr_parse_reason(s, &a);
+
+	if (r && strcmp(r, ADDR_PORT0))
+		return -EINVAL;
+	*out = a;
+	return 0;
+}
+
 /* ---- the parse ------------------------------------------------------- */
 
 struct pstate {

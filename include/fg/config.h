@@ -60,6 +60,9 @@ struct fg_addr {
 	bool set;
 };
 FG_MUST_CHECK int fg_addr_parse(const char *s, struct fg_addr *out);
+/* As fg_addr_parse, but port 0 is accepted (a listener or a bind address
+ * that lets the kernel pick). 0 or -EINVAL; *out written only on success. */
+FG_MUST_CHECK int fg_addr_parse_port0(const char *s, struct fg_addr *out);
 
 /* [daemon] seccomp: what a system call outside the daemon's allow-list gets
  * once it is up (control/cp_harden.c). */

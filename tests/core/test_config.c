@@ -625,6 +625,22 @@ static void test_addr(void **state)
 		assert_int_equal(a.port, 0x4444); /* untouched */
 	}
 	assert_int_equal(fg_addr_parse(NULL, &a), -EINVAL);
+
+	/* the bind/listen variant differs in port 0 only */
+	assert_int_equal(fg_addr_parse_port0("10.1.2.3:0", &a), 0);
+	assert_int_equal(a.family, AF_INET);
+	assert_memory_equal(a.addr, v4, 4);
+	assert_int_equal(a.port, 0);
+	assert_int_equal(fg_addr_parse_port0("[::1]:8443", &a), 0);
+	assert_int_equal(a.family, AF_INET6);
+	assert_int_equal(a.port, 8443);
+	memset(&a, 0x44, sizeof(a));
+	for (size_t i = 0; i < FG_ARRAY_LEN(bad); i++) {
+		if (strcmp(bad[i], "10.1.2.3:0") && fg_addr_parse_port0(bad[i], &a) != -EINVAL)
+			fail_msg("address \"%s\" accepted with port 0 allowed", bad[i]);
+		assert_int_equal(a.port, 0x4444); /* untouched */
+	}
+	assert_int_equal(fg_addr_parse_port0(NULL, &a), -EINVAL);
 }
 
 static void test_load(void **state)

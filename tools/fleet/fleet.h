@@ -27,6 +27,7 @@
 
 #include "fg/common.h"
 #include "fg/wire.h"
+#include "tool_addr.h" /* HOST:PORT on the command line (tools/) */
 
 /* Pair X lines (fano.md): x on (1,4,5), attn on (2,4,6), ffn on (3,4,7). */
 #define FL_LINE_X 1u
@@ -275,8 +276,5 @@ struct fl_relay_opts {
  * o->json when set. Returns 0 or an exit code. */
 int fl_relay_run(const struct fl_relay_opts *o);
 
-/* ---- address helpers (fleet_main.c) ---------------------------------- */
-/* Parse "host:port" or "[v6]:port" (numeric host). 0 or -EINVAL. */
-FG_MUST_CHECK int fl_addr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *len);
 
 #endif

@@ -216,7 +216,7 @@ int fl_fake_run(const struct fl_fake_opts *o)
 	struct sockaddr_storage ls;
 	socklen_t ll;
 	int rc = 3;
-	if (fl_addr_parse(o->listen, &ls, &ll) < 0 || fl_addr_parse(o->consumer, &K.cons, &K.cons_len) < 0) {
+	if (tool_addr_parse(o->listen, true, &ls, &ll) < 0 || tool_addr_parse(o->consumer, true, &K.cons, &K.cons_len) < 0) {
 		fprintf(stderr, "fake: bad --listen or --consumer address\n");
 		return 3;
 	}

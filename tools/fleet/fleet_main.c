@@ -1,6 +1,6 @@
 /* fleet_main.c - fanofleet's command line: parses options into a run
  * (fleet_run.c), the loopback fake receiver (fleet_fake.c) or the relay
- * benchmark (fleet_relay.c), and owns the address parser.
+ * benchmark (fleet_relay.c).
  *
  * Who may call: the process entry point only (main thread). */
 #include <errno.h>
@@ -8,50 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 
 #include "fleet_run.h"
-
-int fl_addr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *len)
-{
-	char host[128];
-	const char *p;
-	memset(ss, 0, sizeof *ss);
-	if (s[0] == '[') {
-		const char *e = strchr(s, ']');
-		if (!e || e[1] != ':' || (size_t)(e - s - 1) >= sizeof host)
-			return -EINVAL;
-		memcpy(host, s + 1, (size_t)(e - s - 1));
-		host[e - s - 1] = 0;
-		p = e + 2;
-	} else {
-		const char *c = strrchr(s, ':');
-		if (!c || (size_t)(c - s) >= sizeof host)
-			return -EINVAL;
-		memcpy(host, s, (size_t)(c - s));
-		host[c - s] = 0;
-		p = c + 1;
-	}
-	char *end;
-	unsigned long port = strtoul(p, &end, 10);
-	if (*p == 0 || *end != 0 || port > 65535)
-		return -EINVAL;
-	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
-	if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
-		a4->sin_family = AF_INET;
-		a4->sin_port = htons((uint16_t)port);
-		*len = sizeof *a4;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
-		a6->sin6_family = AF_INET6;
-		a6->sin6_port = htons((uint16_t)port);
-		*len = sizeof *a6;
-		return 0;
-	}
-	return -EINVAL;
-}
 
 static void usage(FILE *f)
 {
@@ -361,15 +319,10 @@ int main(int argc, char **argv)
 		case O_LOSS: if (!num(optarg, 0, 0.9, &o.udp.loss)) return bad(name, optarg); break;
 		case O_DUP: if (!num(optarg, 0, 1, &o.udp.dup)) return bad(name, optarg); break;
 		case O_DROP_CWND: o.udp.drop_over_cwnd = true; break;
-		case O_UDP: if (fl_addr_parse(optarg, &o.udp_dst, &o.udp_dlen) < 0) return bad(name, optarg); o.have_udp = true; break;
+		case O_UDP: if (tool_addr_parse(optarg, true, &o.udp_dst, &o.udp_dlen) < 0) return bad(name, optarg); o.have_udp = true; break;
 		case O_UDP_BIND: {
-			/* HOST, HOST:PORT, [V6]:PORT or a bare V6 address. */
-			char b[160];
-			if (fl_addr_parse(optarg, &o.udp_bind, &o.udp_blen) < 0) {
-				snprintf(b, sizeof b, strchr(optarg, ':') ? "[%s]:0" : "%s:0", optarg);
-				if (fl_addr_parse(b, &o.udp_bind, &o.udp_blen) < 0)
-					return bad(name, optarg);
-			}
+			if (tool_bind_parse(optarg, &o.udp_bind, &o.udp_blen) < 0)
+				return bad(name, optarg);
 			o.have_udp_bind = true;
 			break;
 		}
@@ -451,7 +404,7 @@ int main(int argc, char **argv)
 	if (relay)
 		return fl_relay_run(&rl);
 	if (consumer_str) {
-		if (fl_addr_parse(consumer_str, &o.consumer, &o.consumer_len) < 0)
+		if (tool_addr_parse(consumer_str, true, &o.consumer, &o.consumer_len) < 0)
 			return bad("consumer", consumer_str);
 		o.have_consumer = true;
 	}
@@ -459,7 +412,7 @@ int main(int argc, char **argv)
 	if (tls_str) {
 		struct sockaddr_storage ss;
 		socklen_t sl;
-		if (fl_addr_parse(tls_str, &ss, &sl) < 0)
+		if (tool_addr_parse(tls_str, true, &ss, &sl) < 0)
 			return bad("tls", tls_str);
 		const char *colon = strrchr(tls_str, ':');
 		size_t hl = (size_t)(colon - tls_str);

@@ -532,7 +532,7 @@ static int tcp_connect(const struct fl_tls_opts *o, char *err, size_t errlen)
 	socklen_t sl;
 	char hp[300];
 	snprintf(hp, sizeof hp, strchr(o->host, ':') ? "[%s]:%u" : "%s:%u", o->host, o->port);
-	if (fl_addr_parse(hp, &ss, &sl) < 0) {
+	if (tool_addr_parse(hp, true, &ss, &sl) < 0) {
 		snprintf(err, errlen, "bad address %s", hp);
 		return -EINVAL;
 	}

@@ -31,6 +31,7 @@
 #include <jansson.h>
 
 #include "relay.h"
+#include "tool_addr.h"
 
 #define BATCH 32u
 #define DGRAM_MAX 65536u
@@ -71,49 +72,6 @@ static uint64_t mono_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* "host:port" or "[v6]:port", numeric host; port may be 0 when allow0. */
-static int addr_parse(const char *s, bool allow0, struct sockaddr_storage *ss, socklen_t *len)
-{
-	char host[128];
-	const char *p;
-	memset(ss, 0, sizeof *ss);
-	if (s[0] == '[') {
-		const char *e = strchr(s, ']');
-		if (!e || e[1] != ':' || (size_t)(e - s - 1) >= sizeof host)
-			return -EINVAL;
-		memcpy(host, s + 1, (size_t)(e - s - 1));
-		host[e - s - 1] = 0;
-		p = e + 2;
-	} else {
-		const char *c = strrchr(s, ':');
-		if (!c || (size_t)(c - s) >= sizeof host)
-			return -EINVAL;
-		memcpy(host, s, (size_t)(c - s));
-		host[c - s] = 0;
-		p = c + 1;
-	}
-	char *end;
-	errno = 0;
-	unsigned long port = strtoul(p, &end, 10);
-	if (*p == 0 || *end != 0 || errno || port > 65535 || (port == 0 && !allow0))
-		return -EINVAL;
-	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
-	if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
-		a4->sin_family = AF_INET;
-		a4->sin_port = htons((uint16_t)port);
-		*len = sizeof *a4;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
-		a6->sin6_family = AF_INET6;
-		a6->sin6_port = htons((uint16_t)port);
-		*len = sizeof *a6;
-		return 0;
-	}
-	return -EINVAL;
 }
 
 static void addr_str(const struct sockaddr_storage *ss, char *buf, size_t n)
@@ -597,20 +555,14 @@ bad:
 		fprintf(stderr, "fanorelay: need --listen and --server (see --help)\n");
 		return 2;
 	}
-	if (addr_parse(listen_s, false, &r->listen_addr, &r->listen_len) < 0 ||
-	    addr_parse(server_s, false, &r->server_addr, &r->server_len) < 0) {
+	if (tool_addr_parse(listen_s, false, &r->listen_addr, &r->listen_len) < 0 ||
+	    tool_addr_parse(server_s, false, &r->server_addr, &r->server_len) < 0) {
 		fprintf(stderr, "fanorelay: addresses are numeric HOST:PORT or [V6]:PORT\n");
 		return 2;
 	}
 	if (bind_s) {
-		/* HOST, HOST:PORT, [V6]:PORT or a bare V6 address. */
-		char b[160];
-		int e = addr_parse(bind_s, true, &r->bind_addr, &r->bind_len);
-		if (e < 0) {
-			snprintf(b, sizeof b, strchr(bind_s, ':') ? "[%s]:0" : "%s:0", bind_s);
-			e = addr_parse(b, true, &r->bind_addr, &r->bind_len);
-		}
-		if (e < 0 || r->bind_addr.ss_family != r->server_addr.ss_family) {
+		if (tool_bind_parse(bind_s, &r->bind_addr, &r->bind_len) < 0 ||
+		    r->bind_addr.ss_family != r->server_addr.ss_family) {
 			fprintf(stderr, "fanorelay: --bind takes a numeric address of the server's family\n");
 			return 2;
 		}
