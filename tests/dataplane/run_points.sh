@@ -29,24 +29,16 @@ GATE=${1:?usage: run_points.sh FANOGATE FANOCTL}
 FANOCTL=${2:?fanoctl}
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 
 . "$HERE/../lib/netns.sh"
-fg_need_root "namespace, veth, AF_PACKET"
-fg_need_cmd ip openssl "$PY"
-fg_need_exec "$GATE" "$FANOCTL"
+. "$HERE/../lib/delivery.sh"
+fg_dlv_require "$GATE" "$FANOCTL"
+fg_need_cmd openssl
 
-fg_init fgdr
-NS=fgdr-p$ID
-VA=fgdr${ID}p
-VB=fgdr${ID}q
-NET=10.92.$((ID % 250)).
 FAILS=0
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
-fg_netns "$NS"
-fg_veth "$VA" "$VB" "$NS"
-ip -n "$NS" addr add ${NET}2/24 dev "$VB"
+fg_dlv_setup fgdr 92
 ip -n "$NS" addr add ${NET}3/24 dev "$VB"
 fg_selfsigned "$TMP"
 cat > "$TMP/fanogate.ini" <<EOC
@@ -56,22 +48,17 @@ layers = 4
 [slots]
 capacity = 4096
 deadline_ms = 500
-[udp]
-port = 4242
-ack_interval_ms = 20
-allow = ${NET}0/24
+$(fg_ini_udp "${NET}0/24")
 [points]
 e2 = ${NET}3/32
 peer_timeout_ms = 800
-[dataplane]
-lcores = 1
-profile = $ROOT/drivers-config/af_packet.ini
+$(fg_ini_af_packet)
 $(fg_ini_daemon "$TMP" 127.0.0.1:0)
 [audit]
 group_commit_us = 0
 EOC
 
-export FG_IFACE=$VA FG_DP_IP4=${NET}1 FG_DP_IP6= FG_IDLE_SLEEP_US=50 FG_HUGEPAGES=off
+fg_dlv_env
 fg_gate_start GPID "$TMP/gate.log" "$GATE" --config "$TMP/fanogate.ini"
 CTL=("$FANOCTL" --socket "$TMP/op.sock")
 
@@ -132,10 +119,4 @@ n_up=$(grep -c 'point e2 up (UDP sources)' "$TMP/audit.json")
 echo "audit: $n_down records 'point e2 down', $n_up 'point e2 up'"
 [ "$n_down" -ge 3 ] && [ "$n_up" -ge 3 ] || { fail "audit: expected 3 line changes down and 3 up naming point e2"; head -40 "$TMP/audit.json"; }
 
-if [ $FAILS != 0 ]; then
-	echo "---- fanogate log"; grep -v "^TELEMETRY" "$TMP/gate.log" | tail -30
-	echo "0 passed, 1 failed"
-	exit 1
-fi
-echo "1 passed, 0 failed"
-exit 0
+fg_verdict $FAILS "$TMP/gate.log"

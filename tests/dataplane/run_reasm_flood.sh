@@ -22,21 +22,12 @@ set -u
 DP=${1:?usage: run_reasm_flood.sh FANOGATE_DP}
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 
 . "$HERE/../lib/netns.sh"
-fg_need_root "namespace, veth, AF_PACKET"
-fg_need_cmd ip "$PY"
-fg_need_exec "$DP"
+. "$HERE/../lib/delivery.sh"
+fg_dlv_require "$DP"
 
-fg_init fgdr
-NS=fgdr-r$ID
-VA=fgdr${ID}r
-VB=fgdr${ID}s
-NET=10.91.$((ID % 250)).
-fg_netns "$NS"
-fg_veth "$VA" "$VB" "$NS"
-ip -n "$NS" addr add ${NET}2/24 dev "$VB"
+fg_dlv_setup fgdr 91
 ip -n "$NS" addr add ${NET}3/24 dev "$VB"
 
 cat > "$TMP/fanogate.ini" <<EOC
@@ -46,21 +37,15 @@ layers = 4
 max_seq_len = 2
 [slots]
 deadline_ms = 10000
-[udp]
-port = 4242
-mtu = 1472
+$(fg_ini_udp "${NET}0/24" 50)
 reasm_contexts = 16
 reasm_timeout_ms = 1000
-allow = ${NET}0/24
 [consumers]
 default = ${NET}2:7000
 resends = 0
-[dataplane]
-lcores = 1
+$(fg_ini_af_packet)
 EOC
-export FG_IFACE=$VA FG_DP_IP4=${NET}1 FG_DP_IP6= FG_IDLE_SLEEP_US=50 FG_HUGEPAGES=off
-fg_dp_start DPPID "$DP" --config "$TMP/fanogate.ini" --profile "$ROOT/drivers-config/af_packet.ini" --duration 60 \
-	--report "$TMP/dp.json"
+fg_dlv_dp_start "$DP" 60
 
 ip netns exec "$NS" $PY "$HERE/reasm_flood.py" --src ${NET}2 --flood-src ${NET}3 --dst ${NET}1 --groups 64 \
 	--hidden 256 --wait 1.5 > "$TMP/flood.json" 2> "$TMP/flood.err"

@@ -55,7 +55,6 @@ FLEET=${3:?fanofleet}
 RELAY=${4:?fanorelay}
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 
 TOKENS=${FG_FAULTS_TOKENS:-60}
 R2="" RESENDS=5 PENDING=4096 CACK=() ACKWIN=exact
@@ -73,14 +72,7 @@ fg_dlv_require "$DP" "$FLEET" "$RELAY"
 
 LCORES=${FG_FAULTS_LCORES:-1}
 fg_dlv_setup fgdr 93
-fg_dlv_ini "deadline_ms = 3000" "resend_ms = 200
-resends = $RESENDS
-pending_max = $PENDING
-ack_window = $ACKWIN"
-fg_dlv_dp_start "$DP"
-fg_dlv_relays "$RELAY" "" "$R2"
-
-fg_dlv_probe "$FLEET" "${CACK[@]}"
+fg_dlv_start "$DP" "$RELAY" "$FLEET" "ack_window = $ACKWIN"
 
 WINDOW=8
 [ "$SCEN" = fleet_window ] && WINDOW=$TOKENS

@@ -43,7 +43,6 @@ RELAY=${4:?fanorelay}
 GATE=${5:-}
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 
 # ---- scenarios -----------------------------------------------------------
 # R1: relay #1 faults (both directions unless --up-/--down-), R2: relay #2,

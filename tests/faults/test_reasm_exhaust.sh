@@ -38,24 +38,16 @@ GATE=${1:?usage: test_reasm_exhaust.sh FANOGATE FANOCTL}
 FANOCTL=${2:?fanoctl}
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 CONTEXTS=64
 TIMEOUT_MS=500
 
 . "$HERE/../lib/netns.sh"
-fg_need_root "namespace, veth, AF_PACKET"
-fg_need_cmd ip openssl "$PY"
-fg_need_exec "$GATE" "$FANOCTL"
+. "$HERE/../lib/delivery.sh"
+fg_dlv_require "$GATE" "$FANOCTL"
+fg_need_cmd openssl
 
-fg_init fgrx
-NS=fgrx-n$ID
-VA=fgrx${ID}a # dataplane side (root namespace)
-VB=fgrx${ID}b # sources (in $NS)
-NET=10.89.$((ID % 250)).
-fg_netns "$NS"
-fg_veth "$VA" "$VB" "$NS"
+fg_dlv_setup fgrx 89 # dataplane side $VA (root namespace), sources on $VB
 ip netns exec "$NS" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null
-ip -n "$NS" addr add ${NET}2/24 dev "$VB"
 ip -n "$NS" addr add ${NET}3/24 dev "$VB"
 fg_selfsigned "$TMP"
 # deadline_ms: the good station's slots must outlive the flood (they resolve
@@ -63,22 +55,16 @@ fg_selfsigned "$TMP"
 cat > "$TMP/fanogate.ini" <<EOC
 $(fg_ini_model 768 8 4096)
 deadline_ms = 30000
-[udp]
-port = 4242
-mtu = 1472
-ack_interval_ms = 20
+$(fg_ini_udp "${NET}0/24")
 reasm_contexts = $CONTEXTS
 reasm_timeout_ms = $TIMEOUT_MS
-allow = ${NET}0/24
 [consumers]
 default = ${NET}2:7000
-[dataplane]
-lcores = 1
-profile = $ROOT/drivers-config/af_packet.ini
+$(fg_ini_af_packet)
 $(fg_ini_daemon "$TMP" 127.0.0.1:0)
 EOC
 
-export FG_IFACE=$VA FG_DP_IP4=${NET}1 FG_DP_IP6= FG_IDLE_SLEEP_US=50 FG_HUGEPAGES=off
+fg_dlv_env
 fg_gate_start GPID "$TMP/gate.log" "$GATE" --config "$TMP/fanogate.ini"
 TEL=/var/run/dpdk/fgdp$GPID/dpdk_telemetry.v2
 [ -S "$TEL" ] || { tail -20 "$TMP/gate.log"; echo "FAIL: no EAL telemetry socket at $TEL"; exit 1; }
@@ -94,10 +80,4 @@ if [ "$GRC" != 0 ]; then echo "FAIL: fanogate exit $GRC"; RC=1; fi
 if [ -n "${FG_FAULTS_RESULTS:-}" ]; then
 	grep '^RESULT ' "$TMP/drv.log" | sed 's/^RESULT //' >> "$FG_FAULTS_RESULTS"
 fi
-if [ $RC != 0 ]; then
-	echo "---- fanogate log"; grep -v "^TELEMETRY" "$TMP/gate.log" | tail -30
-	echo "0 passed, 1 failed"
-	exit 1
-fi
-echo "1 passed, 0 failed"
-exit 0
+fg_verdict $RC "$TMP/gate.log"

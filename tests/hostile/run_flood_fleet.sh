@@ -26,13 +26,11 @@ GATE=${1:?usage: run_flood_fleet.sh FANOGATE FANOFLEET}
 FLEET=${2:?fanofleet}
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 
 . "$HERE/../lib/netns.sh"
 . "$HERE/../lib/delivery.sh"
-fg_need_root "namespace, veth, AF_PACKET, raw sockets"
-fg_need_cmd ip openssl "$PY"
-fg_need_exec "$GATE" "$FLEET"
+fg_dlv_require "$GATE" "$FLEET" # root also for the raw sockets
+fg_need_cmd openssl
 
 fg_dlv_setup fgff 93
 fg_selfsigned "$TMP"

@@ -29,7 +29,6 @@ RELAY=${3:?fanorelay}
 MODE=${4:-learn}
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 
 TOKENS=40
 R2="" RESENDS=3 PENDING=4096 CACK=()
@@ -44,13 +43,7 @@ ip -n "$NS" addr add ${NET}3/24 dev "$VB"
 DLV_CONSUMER=${NET}3
 STATIC=""
 [ "$MODE" = static ] && STATIC="neighbours = ${NET}3=$(ip netns exec "$NS" cat /sys/class/net/$VB/address)"
-fg_dlv_ini "deadline_ms = 3000" "resend_ms = 200
-resends = $RESENDS
-pending_max = $PENDING" "$STATIC"
-fg_dlv_dp_start "$DP"
-fg_dlv_relays "$RELAY" "" "$R2"
-
-fg_dlv_probe "$FLEET" "${CACK[@]}"
+fg_dlv_start "$DP" "$RELAY" "$FLEET" "" "$STATIC"
 
 DPMAC=$(cat /sys/class/net/$VA/address)
 [ "$MODE" = static ] || ip netns exec "$NS" "$PY" "$HERE/spoof_neigh.py" --announce "$VB" "$DPMAC" ${NET}1 ${NET}3 0 > "$TMP/announce.log" 2>&1 ||

@@ -15,33 +15,18 @@ set -u
 DP=${1:?usage: run_no_slot_ack.sh FANOGATE_DP}
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/netns.sh"
 . "$HERE/../lib/delivery.sh"
 fg_dlv_require "$DP"
 fg_dlv_setup fgns 95
 
 cat > "$TMP/fanogate.ini" <<EOC
-[model]
-hidden = 8
-layers = 4
-[rules]
-default = 1,3,5
-[slots]
-capacity = 4
+$(fg_ini_model 8 4 4)
 deadline_ms = 30000
-[udp]
-port = 4242
-ack_interval_ms = 20
-allow = ${NET}0/24
-[dataplane]
-lcores = 1
-profile = $ROOT/drivers-config/af_packet.ini
+$(fg_ini_udp "${NET}0/24")
+$(fg_ini_af_packet)
 EOC
-
-fg_dlv_env
-fg_dp_start DPPID "$DP" --config "$TMP/fanogate.ini" --profile "$ROOT/drivers-config/af_packet.ini" --duration 60 \
-	--report "$TMP/dp.json"
+fg_dlv_dp_start "$DP" 60
 
 OUT=$(ip netns exec "$NS" "$PY" "$HERE/no_slot_client.py" ${NET}1 64)
 echo "RESULT $OUT"

@@ -25,7 +25,6 @@ FLEET=${2:?fanofleet}
 RELAY=${3:?fanorelay}
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 
 TOKENS=40
 R2="" RESENDS=3 PENDING=4096 CACK=(--no-consumer-ack)
@@ -35,13 +34,7 @@ fg_dlv_require "$DP" "$FLEET" "$RELAY"
 
 LCORES=${FG_FAULTS_LCORES:-1}
 fg_dlv_setup fgsa 94
-fg_dlv_ini "deadline_ms = 3000" "resend_ms = 200
-resends = $RESENDS
-pending_max = $PENDING"
-fg_dlv_dp_start "$DP"
-fg_dlv_relays "$RELAY" "" "$R2"
-
-fg_dlv_probe "$FLEET" "${CACK[@]}"
+fg_dlv_start "$DP" "$RELAY" "$FLEET"
 
 fg_bg SPPID ip netns exec "$NS" "$PY" "$HERE/spoof_ack.py" ${NET}1 ${NET}2 17000 ${NET}3 30 > "$TMP/spoof.log" 2>&1
 # the fleet starts once the first spoofs (and the first junk frame) are sent

@@ -32,32 +32,42 @@ fg_dlv_ini() {
 	cat > "$TMP/fanogate.ini" <<EOC
 $(fg_ini_model 512 8 8192)
 $1
-[udp]
-port = 4242
-mtu = 1472
-ack_interval_ms = 20
+$(fg_ini_udp "${NET}0/24")
 reasm_timeout_ms = 250
-allow = ${NET}0/24
 [consumers]
 default = ${DLV_CONSUMER:-${NET}2}:17000
 $2
-[dataplane]
-lcores = ${LCORES:-1}
-profile = $ROOT/drivers-config/af_packet.ini
+$(fg_ini_af_packet "${LCORES:-1}")
 ${3:-}
 ${4:-}
 EOC
 }
 
+# fg_dlv_start DP RELAY FLEET [CONSUMERS_LINES] [DATAPLANE_LINES]: a
+# delivery run up to its measured part, after fg_dlv_setup: fanogate.ini
+# (deadline_ms 3000; resend_ms 200, $RESENDS resends, $PENDING pending_max
+# and CONSUMERS_LINES; DATAPLANE_LINES), fanogate-dp, the relays ($R2 on
+# the consumer side) and the probe token (fleet options "${CACK[@]}").
+fg_dlv_start() {
+	fg_dlv_ini "deadline_ms = 3000" "resend_ms = 200
+resends = $RESENDS
+pending_max = $PENDING
+${4:-}" "${5:-}"
+	fg_dlv_dp_start "$1"
+	fg_dlv_relays "$2" "" "$R2"
+	fg_dlv_probe "$3" "${CACK[@]}"
+}
+
 # fg_dlv_env: the dataplane's environment for the topology's veth.
 fg_dlv_env() { export FG_IFACE=$VA FG_DP_IP4=${NET}1 FG_DP_IP6= FG_IDLE_SLEEP_US=50 FG_HUGEPAGES=off; }
 
-# fg_dlv_dp_start DP: fanogate-dp on the topology for up to 150 s, its
-# report in $TMP/dp.json; DPPID; waits for readiness (fg_dp_start).
+# fg_dlv_dp_start DP [SECONDS]: fanogate-dp on the topology for up to
+# SECONDS (150), its report in $TMP/dp.json; DPPID; waits for readiness
+# (fg_dp_start).
 fg_dlv_dp_start() {
 	fg_dlv_env
-	fg_dp_start DPPID "$1" --config "$TMP/fanogate.ini" --profile "$ROOT/drivers-config/af_packet.ini" \
-		--duration 150 --report "$TMP/dp.json"
+	fg_dp_start DPPID "$1" --config "$TMP/fanogate.ini" --profile "$FG_ROOT/drivers-config/af_packet.ini" \
+		--duration "${2:-150}" --report "$TMP/dp.json"
 }
 
 # fg_dlv_relays RELAY "R1_ARGS" "R2_ARGS": the two relays (fault options
@@ -118,8 +128,8 @@ fg_dlv_dump() {
 	echo "---- fanogate-dp"; grep -v "^TELEMETRY" "$TMP/dp.log" | tail -20
 }
 
-# fg_dlv_require DP FLEET RELAY: the topology's skip checks (root, ip,
-# python3, the three binaries built).
+# fg_dlv_require BINARY...: the topology's skip checks (root, ip,
+# python3, each BINARY built).
 fg_dlv_require() {
 	fg_need_root "namespace, veth, AF_PACKET"
 	fg_need_cmd ip "$PY"

@@ -11,6 +11,7 @@
 . "${BASH_SOURCE[0]%/*}/proc.sh" # alive, stop_pid, dp_env_failure, fg_daemon_start
 
 FG_PIDVARS=() FG_NETNS_LIST=() FG_LINKS=() TMP=${TMP:-}
+FG_ROOT=$(cd "${BASH_SOURCE[0]%/*}/../.." && pwd) # the source tree
 
 # fg_need_root WHAT: exit 77 (skip) unless root.
 fg_need_root() { [ "$(id -u)" = 0 ] || { echo "SKIP: needs root ($1)"; exit 77; }; }
@@ -206,6 +207,33 @@ fg_private_net() {
 # keys follow directly.
 fg_ini_model() {
 	printf '[model]\nhidden = %s\nlayers = %s\n[rules]\ndefault = %s\n[slots]\ncapacity = %s\n' "$1" "$2" "${4:-1,3,5}" "$3"
+}
+
+# fg_ini_udp ALLOW [ACK_MS]: the [udp] section of a test's fanogate.ini,
+# on stdout: port 4242, mtu 1472, ack_interval_ms ACK_MS (20), sources
+# from ALLOW (a prefix list); the caller's [udp] keys follow directly.
+fg_ini_udp() {
+	printf '[udp]\nport = 4242\nmtu = 1472\nack_interval_ms = %s\nallow = %s\n' "${2:-20}" "$1"
+}
+
+# fg_ini_af_packet [LCORES]: the [dataplane] section for the af_packet
+# profile (drivers-config/af_packet.ini), on stdout: LCORES lcores (1); the
+# caller's [dataplane] keys follow directly.
+fg_ini_af_packet() {
+	printf '[dataplane]\nlcores = %s\nprofile = %s/drivers-config/af_packet.ini\n' "${1:-1}" "$FG_ROOT"
+}
+
+# fg_verdict FAILS LOG: the end of a script that is one test: with FAILS
+# not 0, LOG's last 30 lines (telemetry left out) and "0 passed, 1
+# failed", exit 1; else "1 passed, 0 failed", exit 0.
+fg_verdict() {
+	if [ "$1" != 0 ]; then
+		echo "---- ${2##*/}"; grep -v "^TELEMETRY" "$2" | tail -30
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+	echo "1 passed, 0 failed"
+	exit 0
 }
 
 # fg_ini_daemon DIR LISTEN [METRICS] [TOKENS]: the daemon's sections of a
