@@ -66,9 +66,7 @@ def ws_garbage(d, n):
     for i in range(n):
         try:
             s = d.tls_socket(timeout=5)
-            s.sendall(b"GET /flow?layers=all HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                      b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-                      b"Authorization: Bearer " + TOKEN.encode() + b"\r\n\r\n")
+            s.sendall(fgws.upgrade_request("/flow?layers=all", TOKEN))
             out = b""
             for _ in range(R.randint(1, 12)):
                 r = R.random()

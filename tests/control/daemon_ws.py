@@ -16,6 +16,7 @@ import websockets
 import os
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest import ws as fgws  # noqa: E402
 from fgtest.wait import until_async  # noqa: E402
 from fgtest.harness import (STATUS_STREAM, TOKEN, TOKEN_CONSUMER, Daemon, OUTCOMES, check, hdr, parse_frames,
                         parse_status, reduce_pair_x, resolved_frame, seed)
@@ -181,15 +182,7 @@ async def main(d):
 async def slow_consumer(d):
     """A subscriber that never reads: its send queue (send_queue_max 64K here)
     fills, the daemon drops it with 1008, and other sessions keep working."""
-    raw = socket.create_connection(("127.0.0.1", d.port))
-    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    s = d.ssl_ctx().wrap_socket(raw, server_hostname="localhost")
-    s.sendall(b"GET /flow?layers=all HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-              b"Authorization: Bearer " + TOKEN.encode() + b"\r\n\r\n")
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += s.recv(1)
+    s, head, _ = d.ws_raw("/flow?layers=all", rcvbuf=4096)
     check(head.startswith(b"HTTP/1.1 101"), "raw subscriber upgraded")
     big = [float(i) for i in range(d.hidden)]
     async with connect(d, "?status=0") as tx:
@@ -208,20 +201,7 @@ async def slow_consumer(d):
                 data += c
         except (ssl.SSLError, socket.timeout, ConnectionError):
             pass
-        # find a close frame (opcode 0x88) carrying 1008
-        i, code = 0, None
-        while i + 2 <= len(data):
-            b1, b2 = data[i], data[i + 1]
-            ln, off = b2 & 0x7F, 2
-            if ln == 126:
-                ln, off = struct.unpack(">H", data[i + 2:i + 4])[0], 4
-            elif ln == 127:
-                ln, off = struct.unpack(">Q", data[i + 2:i + 10])[0], 10
-            if b1 == 0x88:
-                code = struct.unpack(">H", data[i + off:i + off + 2])[0]
-                break
-            i += off + ln
-        check(code == 1008, "slow consumer dropped with close 1008")
+        check(fgws.close_code(data) == 1008, "slow consumer dropped with close 1008")
         pong = await tx.ping()
         await asyncio.wait_for(pong, 5)
         check(True, "other sessions still served after the drop")
@@ -235,17 +215,7 @@ def backpressure(d):
     client's writes block) instead of dropping or growing; when the client
     reads again every status arrives, none lost, the session alive."""
     import os as _os
-    raw = socket.create_connection(("127.0.0.1", d.port))
-    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    raw.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
-    s = d.ssl_ctx().wrap_socket(raw, server_hostname="localhost")
-    s.sendall(b"GET /flow HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-              b"Authorization: Bearer " + TOKEN.encode() + b"\r\n\r\n")
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += s.recv(1)
-    rest = head.split(b"\r\n\r\n", 1)[1]
+    s, head, rest = d.ws_raw("/flow", rcvbuf=4096, sndbuf=4096)
     v = [0.5] * d.hidden
     # 64 frames per message, lines 0..6 cycling over fresh slots: every frame
     # gets a 38-byte status (most are unexpected_line: cheap for the engine)

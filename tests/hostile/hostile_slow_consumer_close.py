@@ -17,13 +17,13 @@ import os
 import re
 import socket
 import ssl
-import struct
 import sys
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "control"))
 from daemon_harness import TOKEN, Daemon, check, fail, seed  # noqa: E402
+from fgtest import ws as fgws  # noqa: E402
 
 import websockets  # noqa: E402
 
@@ -38,41 +38,8 @@ def drops(d):
     return int(v.group(1))
 
 
-def close_code(data):
-    """The code of the first WebSocket close frame in a server-to-client
-    byte stream (unmasked frames), or None."""
-    i = 0
-    while i + 2 <= len(data):
-        b1, b2 = data[i], data[i + 1]
-        ln, off = b2 & 0x7F, 2
-        if ln == 126:
-            if i + 4 > len(data):
-                return None
-            ln, off = struct.unpack(">H", data[i + 2:i + 4])[0], 4
-        elif ln == 127:
-            if i + 10 > len(data):
-                return None
-            ln, off = struct.unpack(">Q", data[i + 2:i + 10])[0], 10
-        if b1 == 0x88:
-            if i + off + 2 > len(data):
-                return None
-            return struct.unpack(">H", data[i + off:i + off + 2])[0]
-        i += off + ln
-    return None
-
-
 async def run(d):
-    raw = socket.socket()
-    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    raw.settimeout(10)
-    raw.connect(("127.0.0.1", d.port))
-    s = d.ssl_ctx().wrap_socket(raw, server_hostname="localhost")
-    s.sendall(b"GET /flow?layers=all HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-              b"Authorization: Bearer " + TOKEN.encode() + b"\r\n\r\n")
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += s.recv(1)
+    s, head, _ = d.ws_raw("/flow?layers=all", rcvbuf=4096)
     check(head.startswith(b"HTTP/1.1 101"), "paused subscriber upgraded")
     before = drops(d)
     big = [float(i) for i in range(d.hidden)]
@@ -99,7 +66,7 @@ async def run(d):
             data += c
     except (ssl.SSLError, socket.timeout, ConnectionError) as e:
         print("# read ended: %r" % (e,), flush=True)
-    code = close_code(data)
+    code = fgws.close_code(data)
     check(code == 1008, "the close frame with 1008 arrives after the pause (%d bytes read, close code %s)"
           % (len(data), code))
     s.close()

@@ -27,6 +27,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # run as a script
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from fgtest import daemon as fgdaemon  # noqa: E402
+from fgtest import ws as fgws  # noqa: E402
 from fgtest.checks import SKIP, check, fail, skip  # noqa: E402,F401
 from fgtest.flow import (CANON_BASE, OUTCOMES, RESOLVED_BASE, SEED_BASE, STATUS_STREAM, canonical, f32,  # noqa: E402,F401
                          hdr, parse_frames, parse_status, reduce_pair_x, resolved_frame, seed)
@@ -210,9 +211,31 @@ listen = 127.0.0.1:0
             ctx.load_cert_chain(f"{self.dir}/{cert}.pem", f"{self.dir}/{cert}.key")
         return ctx
 
-    def tls_socket(self, cert=None, timeout=10):
-        raw = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+    def tls_socket(self, cert=None, timeout=10, rcvbuf=None, sndbuf=None):
+        """A TLS connection to the listener. rcvbuf / sndbuf (bytes) are set
+        before the connect, so the TCP window is negotiated that small (a
+        peer that does not read)."""
+        raw = socket.socket()
+        for opt, v in ((socket.SO_RCVBUF, rcvbuf), (socket.SO_SNDBUF, sndbuf)):
+            if v:
+                raw.setsockopt(socket.SOL_SOCKET, opt, v)
+        raw.settimeout(timeout)
+        raw.connect(("127.0.0.1", self.port))
         return self.ssl_ctx(cert).wrap_socket(raw, server_hostname="localhost")
+
+    def ws_raw(self, path, token=TOKEN, **kw):
+        """A WebSocket upgrade of `path` written by hand on tls_socket(**kw):
+        (the socket, the response head, the bytes read after it)."""
+        s = self.tls_socket(**kw)
+        s.sendall(fgws.upgrade_request(path, token))
+        head = b""
+        while b"\r\n\r\n" not in head:
+            c = s.recv(1)
+            if not c:
+                fail(f"connection closed during the upgrade of {path}: {head!r}")
+            head += c
+        head, rest = head.split(b"\r\n\r\n", 1)
+        return s, head, rest
 
 
 def fanoctl_or_skip():

@@ -1,10 +1,42 @@
 """fgtest.ws - WebSocket client frames (RFC 6455) for the tests that speak
 to the daemon's wss:// ingress byte by byte or write fuzz seeds.
-Callers: tests/control/ws_raw_client.py, gen_fuzz_seeds.py, conn_chaos.py;
+Callers: tests/control/ws_raw_client.py, gen_fuzz_seeds.py, conn_chaos.py,
+daemon_ws.py, tests/hostile/hostile_slow_consumer_close.py, fgtest.harness;
 any thread."""
 import struct
 
 MASK = b"\x37\xfa\x21\x3d"  # the fixed masking key (reproducible bytes)
+
+
+def upgrade_request(path, token):
+    """The client's HTTP/1.1 upgrade of `path` to WebSocket (RFC 6455 4.1,
+    the RFC's sample key) with a Bearer token, as bytes."""
+    return (f"GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+            f"Authorization: Bearer {token}\r\n\r\n").encode()
+
+
+def close_code(data):
+    """The code of the first WebSocket close frame in a server-to-client
+    byte stream (unmasked frames), or None (none, or cut short)."""
+    i = 0
+    while i + 2 <= len(data):
+        b1, b2 = data[i], data[i + 1]
+        ln, off = b2 & 0x7F, 2
+        if ln == 126:
+            if i + 4 > len(data):
+                return None
+            ln, off = struct.unpack(">H", data[i + 2:i + 4])[0], 4
+        elif ln == 127:
+            if i + 10 > len(data):
+                return None
+            ln, off = struct.unpack(">Q", data[i + 2:i + 10])[0], 10
+        if b1 == 0x88:
+            if i + off + 2 > len(data):
+                return None
+            return struct.unpack(">H", data[i + off:i + off + 2])[0]
+        i += off + ln
+    return None
 
 
 def ws_frame(b0, payload=b"", mask=True, form=None, length=None, key=MASK):
