@@ -139,7 +139,7 @@ static int parse_udp_node(const char *arg, struct fl_run_opts *o)
 	if (end != eq || lo < 1 || lo > hi || hi > 31)
 		return -EINVAL;
 	unsigned k = o->n_udp_nodes;
-	if (fl_addr_parse(eq + 1, &o->udp_node[k], &o->udp_node_len[k]) < 0)
+	if (tool_addr_parse(eq + 1, true, &o->udp_node[k], &o->udp_node_len[k]) < 0)
 		return -EINVAL;
 	for (unsigned long l = lo; l <= hi; l++)
 		o->udp_node_of[l] = (uint8_t)(k + 1);
