@@ -261,7 +261,9 @@ def resolve(d, tok, canon_values, layer=None):
     return last
 
 
-ALERTS = tempfile.mkdtemp(prefix="fg-cluster-alerts-")
+# made in the private namespace's run only (wait.private_net re-executes
+# the script: a directory made before that would be left behind)
+ALERTS = tempfile.mkdtemp(prefix="fg-cluster-alerts-") if os.environ.get("FG_PRIVATE_NET") else ""
 
 
 NS = {}

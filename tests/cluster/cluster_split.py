@@ -28,7 +28,7 @@ node, bit for bit. While it runs, each step waits on what it changes
   3. one etcd member down (the leader) changes nothing for 1.5 s: etcd
      "up", the lines active on both, the fleet resolving on both;
   4. every member down: both nodes hold every line in shadow within 1 s,
-     and the fleet keeps resolving on both (shadow mode);
+     raise cluster_etcd_lost, and the fleet keeps resolving on both;
   5. etcd back: both nodes catch up (the lines active) within 1 s of etcd
      answering, and the fleet resolves on both again;
   6. the fleet is drained (SIGUSR1: no new token, those in flight judged)
@@ -419,6 +419,10 @@ def fleet_scenario(etcd, a, b, nodes, fleet, log):
         if not all(x["local"] in ("shadow", "disabled") for x in ls) or not all(ls[x]["held"] for x in LINES):
             fail(f"node {n}: a line active on stale state, or lines 1, 3, 5 not held: {ls}")
     check(True, "no line active on stale state on either node, lines 1, 3, 5 held")
+    for n in ("a", "b"):
+        f = f"{cf.ALERTS}/split-{n}"
+        within(lambda f=f: os.path.exists(f) and "cluster_etcd_lost" in open(f).read(), 2.0,
+               f"node {n} ran its alert command (cluster_etcd_lost)")
     keeps_resolving(nodes, "4. etcd lost, lines held")
     alive()
     print(f"4. all etcd members down: both nodes held every line in shadow in {t * 1000:.0f} ms; "
