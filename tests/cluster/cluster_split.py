@@ -41,7 +41,9 @@ node, bit for bit. While it runs, each step waits on what it changes
      bit of attn for layer 2, A's): A's shadow audit judges that seed
      divergent and demotes lines 1, 3, 5, B demotes them within 1 s (event
      divergence from node a, in B's audit log); the fleet sees the
-     corruption in that one seed and every other seed bit-exact.
+     corruption in that one seed and every other seed bit-exact;
+  8. kill -9 of A (its dataplane with it): B reports it gone through its
+     lease within 2 s (cluster_fleet's bound, docs/cluster.md), once.
 
 The timed waits read /metrics (one HTTP request per poll), then check
 that fanoctl cluster agrees.
@@ -310,6 +312,7 @@ def scenario(etcd, a, b, tmp):
     print(f"6. fleet drained: {j['tokens_done']} tokens, {j['resolved']} seeds bit-exact (A {want['a'] - r0['a']:.0f}, "
           f"B {want['b'] - r0['b']:.0f}), none wrong or missing", flush=True)
     divergence(a, b, nodes, tmp)
+    kill_a(a, b)
 
 
 def start_fleet(log, js, *more):
@@ -361,6 +364,31 @@ def divergence(a, b, nodes, tmp):
     print(f"7. the fleet's corrupted contribution on A demoted lines 1, 3, 5 on B in {t * 1000:.0f} ms; "
           f"{j['resolved']} seeds, {j['divergence_seen']} with the corruption, none wrong", flush=True)
     show("7. a corrupted contribution on A: lines 1, 3, 5 demoted on both", nodes, log)
+
+
+def kill_a(a, b):
+    """8. kill -9 of node A (its dataplane with it): B reports it gone
+    through its lease within cluster_fleet's bound (KILL_BOUND_S: etcd's
+    remaining TTL is whole seconds, docs/cluster.md), counted once, and B
+    keeps its state. The killed process's DPDK runtime directory
+    (--file-prefix fgdp<pid>, removed by a clean stop) is removed here."""
+    gone0 = b_counter(b, "nodes_gone")
+    a.proc.send_signal(signal.SIGKILL)
+    a.proc.wait()
+    a.expect_start = False  # killed on purpose: no clean stop to check
+    shutil.rmtree(f"/var/run/dpdk/fgdp{a.proc.pid}", ignore_errors=True)
+    t = within(lambda: not any(n["node"] == "a" and n["live"] for n in cf.cluster(b)["nodes"]), cf.KILL_BOUND_S,
+               "B sees A gone through its lease")
+    stale = any(n["node"] == "a" and n["stale"] for n in cf.cluster(b)["nodes"])
+    check(b_counter(b, "nodes_gone") == gone0 + 1, "B counts A gone once")
+    check(cf.cluster(b)["etcd"] == "up" and in_state(b, 1, "shadow"), "B still in step with etcd, its lines as they were")
+    print(f"8. kill -9 of A seen by B after {t * 1000:.0f} ms ({'lease probe' if stale else 'lease expiry'})",
+          flush=True)
+    show("8. kill -9 of A: B saw its lease stop", (("b", b),))
+
+
+def b_counter(d, name):
+    return cf.cluster(d)["counters"][name]
 
 
 def fleet_scenario(etcd, a, b, nodes, fleet, log):
