@@ -12,8 +12,10 @@
 # and shutdown cancel out. With the daemon's metrics endpoint on, the loop's
 # io_uring completions and submits per message are printed beside it (the
 # kernel's share, which callgrind does not count). Same protocol, certificate and config as run.sh.
-# seccomp is off (valgrind cannot install the filter); it costs nothing
-# per message. Prints one line per (program, size) and keeps the callgrind files in
+# seccomp is off (valgrind cannot install the filter) and the handshake
+# timeout is 2 min (16 handshakes in a daemon under callgrind on a loaded
+# machine can take more than the default 5 s); neither costs anything per
+# message. Prints one line per (program, size) and keeps the callgrind files in
 # OUT (default: a fresh /tmp directory) for callgrind_annotate.
 # Usage: bench/ws/icount.sh [fanogate-binary]
 #   env: HIDDEN_LIST ("252 1536"), CONNS (1), WINDOW (16), N1 (500),
@@ -78,6 +80,7 @@ listen = 127.0.0.1:0
 cert = $tmp/srv.pem
 key = $tmp/srv.key
 tokens_file = $tmp/tokens
+handshake_timeout_ms = 120000
 [audit]
 path = $tmp/audit-$hidden-$n.log
 [operator]
