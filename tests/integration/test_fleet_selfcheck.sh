@@ -12,6 +12,8 @@
 #    (and still see every seed, since the first attempt lands).
 # 3. A negative control: a fake that drops most fragments with a short slot
 #    timeout must make fanofleet fail (exit 2), so the checks above can fail.
+#    3b. The fleet split across two fakes (--udp-node): each resolves exactly
+#    its layers' slots; SIGUSR1 drains the run (exit 0 on the tokens issued).
 # 4. Against the daemon when it is built: fanogate --no-dataplane on
 #    loopback, fanofleet over wss:// and HTTPS POST with a Bearer token and a
 #    self-signed CA, a corruption injected on line 3: exit 0, every seed bit
@@ -96,6 +98,31 @@ timeout 60 "$FLEET" --udp "127.0.0.1:$L" --consumer "127.0.0.1:$C" --mix udp=1 -
 rc=$?
 stop_fake "$fake"
 [ $rc -eq 2 ] && ok "missing seeds make fanofleet exit 2" || bad "lossy run exit $rc, expected 2"
+
+# ---- 3b. split across two receivers, drained ---------------------------
+# --udp-node: layers 4-7 to the second fake, 1-3 to the first; SIGUSR1 once
+# the run is under way: no new token, exit 0 on those issued
+LA=15007 LB=15009 C=15008
+start_fake "$LA" "$C" "$T/fakeA.log" --layers 8 --hidden 64 || bad "fake A did not start"
+fakeA=${pids[-1]}
+start_fake "$LB" "$C" "$T/fakeB.log" --layers 8 --hidden 64 || bad "fake B did not start"
+fakeB=${pids[-1]}
+"$FLEET" --udp "127.0.0.1:$LA" --udp-node "4-7=127.0.0.1:$LB" --consumer "127.0.0.1:$C" --mix udp=1 --duration 60 \
+	--layers 8 --hidden 64 --tokens 1000000 --rate 100 --canonical none --json "$T/r3b.json" >"$T/fleet3b.log" 2>&1 &
+fl=$!
+pids+=("$fl")
+fg_wait_until 10 grep -q "^fleet: " "$T/fleet3b.log" # its first progress line: under way
+kill -USR1 "$fl"
+wait "$fl"
+rc=$?
+stop_fake "$fakeA"
+stop_fake "$fakeB"
+n=$(jget "$T/r3b.json" 'd["tokens_done"]' 2>/dev/null || echo 0)
+[ $rc -eq 0 ] && [ "$(jget "$T/r3b.json" 'd["drained"] and d["bit_exact"] == d["slots"] == 7 * d["tokens_done"] > 0')" = True ] &&
+	ok "split run drained by SIGUSR1: exit 0, $n tokens, every seed bit-exact" || { bad "split run exit $rc"; tail -5 "$T/fleet3b.log"; }
+grep -q "resolved $((3 * n)) " "$T/fakeA.log" && grep -q "resolved $((4 * n)) " "$T/fakeB.log" &&
+	ok "--udp-node: layers 1-3 on the first receiver ($((3 * n)) slots), 4-7 on the second ($((4 * n)))" ||
+	bad "split: $(tail -1 "$T/fakeA.log") / $(tail -1 "$T/fakeB.log")"
 
 # ---- 4. against fanogate ------------------------------------------------
 if [ -z "$GATE" ] || [ ! -x "$GATE" ]; then
