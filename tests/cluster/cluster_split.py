@@ -35,8 +35,9 @@ node, bit for bit. While it runs, each step waits on what it changes
      and exits 0: every seed resolved, bit-exact, none wrong or missing;
      node A resolved exactly 3 seeds a token and node B 4 (the split was
      the layers' own, nothing crossed), neither refused a contribution
-     (layer_not_served 0), and both shadow audits judged the fleet's
-     canonical digests with no divergence;
+     (layer_not_served 0), and each node's shadow audit judged every one
+     of its seeds against the fleet's digest (3 line verdicts a seed), no
+     divergence;
   7. a second fanofleet run (40 tokens) corrupts one contribution (a low
      bit of attn for layer 2, A's): A's shadow audit judges that seed
      divergent and demotes lines 1, 3, 5, B demotes them within 1 s (event
@@ -306,9 +307,15 @@ def scenario(etcd, a, b, tmp):
         m = scrape(d)
         refused = {k: v for k, v in m.items() if "layer_not_served" in k and v}
         check(not refused, f"node {n} refused no contribution (layer_not_served): {refused}")
+        # shadow_sample = 1: every seed on either node is audited against
+        # the coordinator's digest, one verdict for each of its 3 lines
+        # (the last digests may still be on their way: waited for)
+        seeds = want[n] - r0[n]
+        wait.until(lambda d=d, seeds=seeds: family(scrape(d), "fanogate_line_verdicts_total") >= 3 * seeds, 5)
+        m = scrape(d)
         verdicts, div = family(m, "fanogate_line_verdicts_total"), family(m, "fanogate_line_divergences_total")
-        check(verdicts > 0 and div == 0, f"node {n}'s shadow audit judged the fleet's canonical digests "
-              f"({verdicts:.0f} verdicts), no divergence ({div:.0f})")
+        check(verdicts == 3 * seeds and div == 0, f"node {n}'s shadow audit judged each of its {seeds:.0f} seeds "
+              f"against the fleet's digest: {verdicts:.0f} line verdicts (3 a seed), no divergence ({div:.0f})")
     print(f"6. fleet drained: {j['tokens_done']} tokens, {j['resolved']} seeds bit-exact (A {want['a'] - r0['a']:.0f}, "
           f"B {want['b'] - r0['b']:.0f}), none wrong or missing", flush=True)
     divergence(a, b, nodes, tmp)
