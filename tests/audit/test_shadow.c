@@ -21,6 +21,7 @@
 #include "cp_shadow.h"
 #include "fg/shadow.h"
 #include "fg/wire.h"
+#include "../lib/fg_test_shadow.h" /* fg_test_shadow_new, fg_test_lines_all */
 
 #define HIDDEN 64u
 #define SEC 1000000000ull
@@ -99,15 +100,9 @@ static struct fix *fix_new(double sample, enum fg_line_state st)
 	assert_non_null(f);
 	struct fg_shadow_cfg cfg = { .capacity = 64, .body_max = HIDDEN * 4, .n_layers = 28,
 				     .expiry_ns = 5 * SEC, .sample = sample };
-	size_t n = fg_shadow_mem_size(&cfg);
-	assert_true(n > 0);
-	f->mem = aligned_alloc(64, (n + 63) & ~(size_t)63);
-	assert_int_equal(fg_shadow_init(&f->sh, f->mem, n, &cfg), 0);
-	enum fg_line_state init[FG_LINES];
-	for (unsigned i = 0; i < FG_LINES; i++)
-		init[i] = st;
+	f->mem = fg_test_shadow_new(&f->sh, &cfg);
 	struct fg_line_policy pol = { .auto_promote = true, .promote_count = 3, .promote_ns = 10 * SEC };
-	fg_lines_init(&f->lines, init, &pol, 0);
+	fg_test_lines_all(&f->lines, st, &pol);
 	for (size_t i = 0; i < HIDDEN; i++)
 		put_f(f->body, i, fbits((float)i * 0.25f - 3.0f));
 	memcpy(f->other, f->body, sizeof(f->body));
@@ -470,11 +465,8 @@ static struct cp_shadow *glue_new_s(struct fg_config *cfg, struct fg_lines *line
 	snprintf(cfg->audit_path, sizeof(cfg->audit_path), "%s/fanogate.audit", tmpdir);
 	snprintf(cfg->alert_command, sizeof(cfg->alert_command),
 		 "cd %s && env | grep ^FG_ | sort > a.$FG_EVENT.$$ && mv a.$FG_EVENT.$$ alert.$FG_EVENT", tmpdir);
-	enum fg_line_state init[FG_LINES];
-	for (unsigned i = 0; i < FG_LINES; i++)
-		init[i] = FG_LINE_SHADOW;
 	struct fg_line_policy pol = { .auto_promote = true, .promote_count = 2, .promote_ns = 1 * SEC };
-	fg_lines_init(lines, init, &pol, 0);
+	fg_test_lines_all(lines, FG_LINE_SHADOW, &pol);
 	struct cp_shadow_hooks hooks = { .on_durable = h_durable, .on_failed = h_failed,
 					 .on_lines_changed = h_changed, .log = h_log, .arg = hs };
 	struct cp_shadow *sh;

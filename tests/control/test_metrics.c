@@ -21,23 +21,7 @@
 #include "cp_metrics.h"
 #include "cp_reload.h"
 #include "fg/fano.h"
-
-static struct fg_config cfg;
-static struct cp_engine eng;
-static struct cp_server srv;
-static struct cp_loop loop;
-static struct fg_dp_counters dpk[2];
-static struct fg_boundary bnd;
-static struct cp_metrics met;
-
-static char *render(void)
-{
-	char *out = NULL;
-	ssize_t n = cp_metrics_render(&met, &out);
-	assert_true(n > 0);
-	assert_int_equal(strlen(out), (size_t)n);
-	return out;
-}
+#include "../lib/fg_test_metrics.h" /* cfg, eng, srv, dpk, bnd, met; render */
 
 /* The value of the sample line that starts with key + ' ', or -1. */
 static double value(const char *text, const char *key)
@@ -51,15 +35,9 @@ static double value(const char *text, const char *key)
 
 static void setup_snapshot(void)
 {
-	memset(&eng, 0, sizeof(eng));
-	memset(&srv, 0, sizeof(srv));
-	memset(dpk, 0, sizeof(dpk));
-	fg_config_default(&cfg);
-	fg_lines_init(&eng.lines, cfg.line_initial, &cfg.policy, 0);
-	eng.lanes_mode = true;
+	fg_test_metrics_reset();
 	srv.st.accepted = 7;
 	srv.st.http_errors = 3;
-	srv.max_conns = cfg.max_connections;
 	eng.st.frames = 11;
 	eng.st.outcome[FG_O_RESOLVED] = 4;
 	eng.st.reason[FG_R__COUNT - 1] = 2;
@@ -73,14 +51,6 @@ static void setup_snapshot(void)
 	fg_count(&dpk[1], FG_C_RX_BYTES, 1500);
 	fg_count(&dpk[1], FG_C_DROP_LATE, 2);
 	atomic_store(&dpk[0].per_line[5], 9);
-	bnd.n_lanes = 2;
-	bnd.counters = dpk;
-	memset(&met, 0, sizeof(met));
-	met.loop = &loop;
-	met.cfg = &cfg;
-	met.engine = &eng;
-	met.srv = &srv;
-	met.b = &bnd;
 }
 
 static void test_render_families(void **state)

@@ -24,6 +24,7 @@
 
 #include "fg/shadow.h"
 #include "fg/wire.h"
+#include "../lib/fg_test_shadow.h" /* fg_test_shadow_new, fg_test_lines_all */
 
 #define HIDDEN 4u
 #define NL 8u
@@ -42,16 +43,9 @@ static struct fix *fix_new(uint32_t capacity, uint64_t expiry_ns)
 	assert_non_null(f);
 	struct fg_shadow_cfg cfg = { .capacity = capacity, .body_max = HIDDEN * 4, .n_layers = NL,
 				     .expiry_ns = expiry_ns, .sample = 0.0 };
-	size_t n = fg_shadow_mem_size(&cfg);
-	assert_true(n > 0);
-	f->mem = aligned_alloc(64, (n + 63) & ~(size_t)63);
-	assert_non_null(f->mem);
-	assert_int_equal(fg_shadow_init(&f->sh, f->mem, n, &cfg), 0);
-	enum fg_line_state init[FG_LINES];
-	for (unsigned i = 0; i < FG_LINES; i++)
-		init[i] = FG_LINE_SHADOW;
+	f->mem = fg_test_shadow_new(&f->sh, &cfg);
 	struct fg_line_policy pol = { .auto_promote = false };
-	fg_lines_init(&f->shadow_lines, init, &pol, 0);
+	fg_test_lines_all(&f->shadow_lines, FG_LINE_SHADOW, &pol);
 	for (unsigned i = 0; i < HIDDEN; i++)
 		fg_put_le32(f->body + 4 * i, 0x3F800000u + i);
 	return f;

@@ -31,6 +31,7 @@
 #include "cp_shadow.h"
 #include "fg/audit.h"
 #include "fg/wire.h"
+#include "../lib/fg_test_shadow.h" /* fg_test_shadow_new, fg_test_lines_all */
 
 static char dir[64], path[96];
 
@@ -403,12 +404,9 @@ static void test_shadow_starts_failed_closed(void **state)
 	cfg.alert_min_interval_ms = 0;
 	snprintf(cfg.audit_path, sizeof(cfg.audit_path), "%s", path);
 	snprintf(cfg.alert_command, sizeof(cfg.alert_command), "echo \"$FG_EVENT $FG_REASON\" > %s/alert", dir);
-	enum fg_line_state init[FG_LINES];
-	for (unsigned i = 0; i < FG_LINES; i++)
-		init[i] = FG_LINE_ACTIVE;
 	struct fg_line_policy pol = { .auto_promote = true, .promote_count = 1, .promote_ns = 1 };
 	struct fg_lines lines;
-	fg_lines_init(&lines, init, &pol, 0);
+	fg_test_lines_all(&lines, FG_LINE_ACTIVE, &pol);
 	struct seen s = { 0 };
 	struct cp_shadow_hooks hooks = { .on_failed = h_failed, .on_lines_changed = h_changed, .log = h_log,
 					 .log_err = h_log_err, .arg = &s };

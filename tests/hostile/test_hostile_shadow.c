@@ -21,6 +21,7 @@
 
 #include "fg/shadow.h"
 #include "fg/wire.h"
+#include "../lib/fg_test_shadow.h" /* fg_test_shadow_new, fg_test_lines_all */
 
 #define HIDDEN 8
 #define CAP 4096
@@ -41,16 +42,9 @@ static struct fix *fix_new(void)
 	assert_non_null(f);
 	struct fg_shadow_cfg cfg = {.capacity = CAP, .body_max = HIDDEN * 4, .n_layers = LAYERS,
 				    .expiry_ns = 60 * SEC, .sample = 0.0};
-	size_t n = fg_shadow_mem_size(&cfg);
-	assert_true(n > 0);
-	f->mem = aligned_alloc(64, (n + 63) & ~(size_t)63);
-	assert_non_null(f->mem);
-	assert_int_equal(fg_shadow_init(&f->sh, f->mem, n, &cfg), 0);
-	enum fg_line_state init[FG_LINES];
-	for (unsigned i = 0; i < FG_LINES; i++)
-		init[i] = FG_LINE_SHADOW;
+	f->mem = fg_test_shadow_new(&f->sh, &cfg);
 	struct fg_line_policy pol = {.auto_promote = false, .promote_count = 64, .promote_ns = 10 * SEC};
-	fg_lines_init(&f->lines, init, &pol, 0);
+	fg_test_lines_all(&f->lines, FG_LINE_SHADOW, &pol);
 	return f;
 }
 
