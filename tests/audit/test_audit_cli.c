@@ -26,6 +26,7 @@
 
 #include "cp_audit_log.h"
 #include "fanoctl_audit.h"
+#include "../lib/fg_test_file.h" /* whole-file reads and writes, rotated file names */
 #include "fg/audit.h"
 #include "fg/text.h"
 #include "fg/wire.h"
@@ -117,25 +118,6 @@ static unsigned make_log(unsigned n)
 	return fg_audit_file_highest_rotated(path);
 }
 
-static uint8_t *slurp(const char *p, size_t *len)
-{
-	struct stat sb;
-	assert_int_equal(stat(p, &sb), 0);
-	*len = (size_t)sb.st_size;
-	uint8_t *b = malloc(*len + 1);
-	FILE *f = fopen(p, "rb");
-	assert_int_equal(fread(b, 1, *len, f), *len);
-	fclose(f);
-	return b;
-}
-
-static void spit(const char *p, const uint8_t *b, size_t len)
-{
-	FILE *f = fopen(p, "wb");
-	assert_int_equal(fwrite(b, 1, len, f), len);
-	fclose(f);
-}
-
 static size_t rec_off(const uint8_t *b, unsigned k)
 {
 	size_t off = 0;
@@ -196,31 +178,31 @@ static void test_verify_names_tampering(void **state)
 	assert_int_equal(make_log(12), 0); /* one file */
 	const char *f1 = path;
 	size_t len;
-	uint8_t *orig = slurp(f1, &len);
+	uint8_t *orig = fg_test_slurp(f1, &len);
 	uint8_t *b = malloc(len);
 	size_t o4 = rec_off(orig, 4), o5 = rec_off(orig, 5), o6 = rec_off(orig, 6);
 
 	memcpy(b, orig, len); /* flip a byte in record 4 */
 	b[o4 + FG_AUDIT_HDR_LEN + 1] ^= 0x40;
-	spit(f1, b, len);
+	fg_test_spit(f1, b, len);
 	expect_bad_at(f1, o4, 4, "bad_checksum");
 
 	memcpy(b, orig, o4); /* drop record 4 */
 	memcpy(b + o4, orig + o5, len - o5);
-	spit(f1, b, len - (o5 - o4));
+	fg_test_spit(f1, b, len - (o5 - o4));
 	expect_bad_at(f1, o4, 5, "bad_sequence");
 
 	memcpy(b, orig, len); /* reorder records 4 and 5 */
 	memcpy(b + o4, orig + o5, o6 - o5);
 	memcpy(b + o4 + (o6 - o5), orig + o4, o5 - o4);
-	spit(f1, b, len);
+	fg_test_spit(f1, b, len);
 	expect_bad_at(f1, o4, 5, "bad_sequence");
 
-	spit(f1, orig, o5 + 7); /* truncate inside record 5 */
+	fg_test_spit(f1, orig, o5 + 7); /* truncate inside record 5 */
 	expect_bad_at(f1, o5, 5, "truncated");
 	assert_non_null(strstr(out, "torn tail"));
 
-	spit(f1, orig, len);
+	fg_test_spit(f1, orig, len);
 	assert_int_equal(cli(2, "verify", f1), 0);
 	free(b);
 	free(orig);

@@ -37,6 +37,7 @@
 
 #include "cp_audit_head.h"
 #include "cp_audit_log.h"
+#include "../lib/fg_test_file.h" /* whole-file reads and writes, rotated file names */
 #include "fg/audit.h"
 
 #define ROUNDS 20
@@ -64,19 +65,6 @@ static uint64_t now_ms(void)
 	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
 }
 
-static int slurp(const char *p, uint8_t **buf, size_t *len)
-{
-	FILE *f = fopen(p, "rb");
-	if (!f)
-		return -errno;
-	struct stat sb;
-	fstat(fileno(f), &sb);
-	*buf = malloc((size_t)sb.st_size + 1);
-	*len = fread(*buf, 1, (size_t)sb.st_size, f);
-	fclose(f);
-	return 0;
-}
-
 /* Read path.1 .. path.N, path; verify the chain; fill a. */
 static void load_all(struct all *a, bool allow_torn)
 {
@@ -88,13 +76,10 @@ static void load_all(struct all *a, bool allow_torn)
 	a->r = calloc(cap, sizeof(*a->r));
 	for (uint32_t i = 1; i <= hi + 1; i++) {
 		char name[400];
-		if (i <= hi)
-			assert_int_equal(fg_audit_file_rotated_name(path, i, name, sizeof(name)), 0);
-		else
-			snprintf(name, sizeof(name), "%s", path);
+		fg_test_audit_file_name(path, i, hi, name, sizeof(name));
 		uint8_t *buf = NULL;
 		size_t len = 0;
-		if (slurp(name, &buf, &len) < 0) {
+		if (fg_test_read(name, &buf, &len) < 0) {
 			/* the current file may be missing after a kill between rename and create */
 			assert_true(i == hi + 1 && allow_torn);
 			continue;
@@ -245,7 +230,7 @@ static bool tear_tail(bool any, uint64_t max_durable)
 	}
 	uint8_t *b = NULL;
 	size_t len = 0;
-	if (slurp(path, &b, &len) < 0)
+	if (fg_test_read(path, &b, &len) < 0)
 		return false;
 	size_t off = 0, at = 0, n = 0;
 	bool found = false;
@@ -339,7 +324,7 @@ static void test_sigkill_rounds(void **state)
 	{
 		uint8_t *b = NULL;
 		size_t l = 0;
-		assert_int_equal(slurp(path, &b, &l), 0);
+		assert_int_equal(fg_test_read(path, &b, &l), 0);
 		struct fg_audit_scan s;
 		assert_int_equal(fg_audit_verify(b, l, NULL, &s), 0);
 		memcpy(h1, s.chain.head, sizeof(h1));
@@ -352,7 +337,7 @@ static void test_sigkill_rounds(void **state)
 	{
 		uint8_t *b = NULL;
 		size_t l = 0;
-		assert_int_equal(slurp(path, &b, &l), 0);
+		assert_int_equal(fg_test_read(path, &b, &l), 0);
 		struct fg_audit_scan s;
 		assert_int_equal(fg_audit_verify(b, l, NULL, &s), 0);
 		memcpy(h2, s.chain.head, sizeof(h2));

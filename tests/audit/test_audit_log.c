@@ -21,6 +21,7 @@
 #include <xxhash.h>
 
 #include "cp_audit_log.h"
+#include "../lib/fg_test_file.h" /* whole-file reads and writes, rotated file names */
 #include "fg/audit.h"
 #include "fg/wire.h"
 
@@ -100,21 +101,10 @@ static size_t file_size(const char *p)
 	return (size_t)sb.st_size;
 }
 
-static uint8_t *slurp(const char *p, size_t *len)
-{
-	*len = file_size(p);
-	uint8_t *b = malloc(*len + 1);
-	FILE *f = fopen(p, "rb");
-	assert_non_null(f);
-	assert_int_equal(fread(b, 1, *len, f), *len);
-	fclose(f);
-	return b;
-}
-
 static void verify_file(const char *p, uint64_t records)
 {
 	size_t len;
-	uint8_t *b = slurp(p, &len);
+	uint8_t *b = fg_test_slurp(p, &len);
 	struct fg_audit_scan s;
 	int rc = fg_audit_verify(b, len, NULL, &s);
 	if (rc < 0)
@@ -206,7 +196,7 @@ static void test_recovery_torn_tail(void **state)
 	cp_audit_log_free(l);
 	size_t good = file_size(path);
 	size_t len;
-	uint8_t *b = slurp(path, &len);
+	uint8_t *b = fg_test_slurp(path, &len);
 	uint32_t last_len = 0;
 	for (size_t off = 0; off < len; off += last_len)
 		last_len = fg_le32(b + off);
@@ -256,7 +246,7 @@ static void test_refuses_tampering(void **state)
 	append_verdicts(l, 10);
 	cp_audit_log_free(l);
 	size_t len;
-	uint8_t *b = slurp(path, &len);
+	uint8_t *b = fg_test_slurp(path, &len);
 	/* edit record 5 and forge its checksum: not a torn tail, refuse */
 	size_t off = 0;
 	for (int i = 0; i < 5; i++)
@@ -305,12 +295,9 @@ static void test_rotation(void **state)
 	uint64_t total = 0;
 	for (uint32_t i = 1; i <= hi + 1; i++) {
 		char name[400];
-		if (i <= hi)
-			assert_int_equal(fg_audit_file_rotated_name(path, i, name, sizeof(name)), 0);
-		else
-			snprintf(name, sizeof(name), "%s", path);
+		fg_test_audit_file_name(path, i, hi, name, sizeof(name));
 		size_t len;
-		uint8_t *b = slurp(name, &len);
+		uint8_t *b = fg_test_slurp(name, &len);
 		struct fg_audit_scan sc;
 		assert_int_equal(fg_audit_verify(b, len, i == 1 ? NULL : &ch, &sc), 0);
 		assert_true(sc.anchored);
@@ -340,7 +327,7 @@ static void test_rotation(void **state)
 	assert_int_equal(rep.next_seq, next + 1);
 	cp_audit_log_free(l);
 	size_t len;
-	uint8_t *b = slurp(path, &len);
+	uint8_t *b = fg_test_slurp(path, &len);
 	struct fg_audit_scan sc;
 	assert_int_equal(fg_audit_verify(b, len, &ch, &sc), 0);
 	assert_int_equal(sc.records, 1);

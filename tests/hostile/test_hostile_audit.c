@@ -29,6 +29,7 @@
 
 #include "cp_audit_log.h"
 #include "cp_shadow.h"
+#include "../lib/fg_test_file.h" /* whole-file reads and writes, rotated file names */
 #include "fg/audit.h"
 #include "fg/wire.h"
 #include "../lib/fg_test_shadow.h" /* fg_test_shadow_new, fg_test_lines_all */
@@ -50,29 +51,6 @@ static int teardown(void **state)
 	char cmd[400];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	return system(cmd);
-}
-
-static uint8_t *slurp(const char *p, size_t *len)
-{
-	FILE *f = fopen(p, "rb");
-	assert_non_null(f);
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	uint8_t *b = malloc((size_t)n + 1);
-	assert_non_null(b);
-	assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return b;
-}
-
-static void spit(const char *p, const uint8_t *b, size_t len)
-{
-	FILE *f = fopen(p, "wb");
-	assert_non_null(f);
-	assert_int_equal(fwrite(b, 1, len, f), len);
-	fclose(f);
 }
 
 static struct cp_audit_log *open_log(struct cp_audit_open_report *rep, char *err, size_t errlen)
@@ -104,7 +82,7 @@ static uint8_t *make_log(unsigned n, size_t *len)
 	}
 	assert_int_equal(cp_audit_log_drain(l, 30000), 0);
 	cp_audit_log_free(l);
-	return slurp(path, len);
+	return fg_test_slurp(path, len);
 }
 
 /* Offset of record k (0 = GENESIS). */
@@ -156,7 +134,7 @@ static void expect_damaged(const uint8_t *orig, size_t len, uint64_t seq, uint64
 	assert_int_equal(cp_audit_log_append(l, FG_AREC_CONFLICT, &p, &s), -EIO);
 	cp_audit_log_free(l);
 	size_t now_len;
-	uint8_t *now = slurp(path, &now_len);
+	uint8_t *now = fg_test_slurp(path, &now_len);
 	assert_int_equal(now_len, len);
 	assert_memory_equal(now, orig, len);
 	free(now);
@@ -164,7 +142,7 @@ static void expect_damaged(const uint8_t *orig, size_t len, uint64_t seq, uint64
 	l = open_log(&rep, err, sizeof(err));
 	assert_true(rep.damaged);
 	cp_audit_log_free(l);
-	now = slurp(path, &now_len);
+	now = fg_test_slurp(path, &now_len);
 	assert_int_equal(now_len, len);
 	free(now);
 }
@@ -179,7 +157,7 @@ static void test_flip_inside_history_is_not_cut(void **state)
 	size_t off = rec_off(b, 721);
 	assert_true(len - off < FG_AUDIT_TAIL_MAX);
 	b[off + FG_AUDIT_HDR_LEN + 3] ^= 0x10;
-	spit(path, b, len);
+	fg_test_spit(path, b, len);
 	expect_damaged(b, len, 721, off, FG_AR_CHECKSUM);
 
 	/* repair moves [off, end) aside, byte for byte, and the log goes on */
@@ -189,7 +167,7 @@ static void test_flip_inside_history_is_not_cut(void **state)
 	assert_true(rep.repaired);
 	assert_true(rep.aside[0] != '\0');
 	size_t alen;
-	uint8_t *aside = slurp(rep.aside, &alen);
+	uint8_t *aside = fg_test_slurp(rep.aside, &alen);
 	assert_int_equal(alen, len - off);
 	assert_memory_equal(aside, b + off, alen);
 	free(aside);
@@ -212,7 +190,7 @@ static void test_flip_in_genesis_is_not_cut(void **state)
 	size_t len;
 	uint8_t *b = make_log(4, &len);
 	b[FG_AUDIT_HDR_LEN + 1] ^= 1;
-	spit(path, b, len);
+	fg_test_spit(path, b, len);
 	expect_damaged(b, len, 0, 0, FG_AR_CHECKSUM);
 	free(b);
 }
@@ -229,7 +207,7 @@ static void test_flip_without_head_file(void **state)
 	assert_int_equal(unlink(hname), 0);
 	size_t off = rec_off(b, 20);
 	b[off + FG_AUDIT_HDR_LEN + 2] ^= 4;
-	spit(path, b, len);
+	fg_test_spit(path, b, len);
 	expect_damaged(b, len, 20, off, FG_AR_CHECKSUM);
 	free(b);
 }
@@ -267,7 +245,7 @@ static void test_bad_head_file_fails_closed(void **state)
 	snprintf(hname, sizeof(hname), "%s.head", path);
 	uint8_t junk[600];
 	memset(junk, 0x5a, sizeof(junk));
-	spit(hname, junk, sizeof(junk));
+	fg_test_spit(hname, junk, sizeof(junk));
 	struct cp_audit_open_report rep;
 	char err[1024];
 	struct cp_audit_log *l = open_log(&rep, err, sizeof(err));
@@ -342,7 +320,7 @@ static void test_unacked_hole_after_head_is_cut_and_kept(void **state)
 	assert_int_equal(rep.recovery.cut_bytes, n);
 	assert_true(rep.aside[0] != '\0');
 	size_t alen;
-	uint8_t *aside = slurp(rep.aside, &alen);
+	uint8_t *aside = fg_test_slurp(rep.aside, &alen);
 	assert_int_equal(alen, n);
 	assert_memory_equal(aside, extra, n);
 	free(aside);
@@ -393,7 +371,7 @@ static void test_shadow_starts_failed_closed(void **state)
 	uint8_t *b = make_log(40, &len);
 	size_t off = rec_off(b, 30);
 	b[off + FG_AUDIT_HDR_LEN] ^= 0x80;
-	spit(path, b, len);
+	fg_test_spit(path, b, len);
 
 	struct fg_config cfg;
 	fg_config_default(&cfg);
@@ -434,7 +412,7 @@ static void test_shadow_starts_failed_closed(void **state)
 	assert_int_equal(cp_shadow_line_op(sh, 1, FG_LEV_OP_ACTIVE, 0, 0, "test", "try", 1, &seq), -EIO);
 	cp_shadow_free(sh);
 	size_t now_len;
-	uint8_t *now = slurp(path, &now_len);
+	uint8_t *now = fg_test_slurp(path, &now_len);
 	assert_int_equal(now_len, len);
 	assert_memory_equal(now, b, len);
 	free(now);
