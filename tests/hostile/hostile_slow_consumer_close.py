@@ -15,8 +15,6 @@ batches)."""
 import asyncio
 import os
 import re
-import socket
-import ssl
 import sys
 import time
 import urllib.request
@@ -57,14 +55,8 @@ async def run(d):
     # The attack: stay paused past the daemon's linger before reading again.
     time.sleep(LINGER_S + 1.0)  # the test's subject: paused past the linger, not a readiness wait
     check(time.monotonic() - dropped_at > LINGER_S, "subscriber paused past the 2 s linger after the drop")
-    data = b""
-    try:
-        while True:
-            c = s.recv(65536)
-            if not c:
-                break
-            data += c
-    except (ssl.SSLError, socket.timeout, ConnectionError) as e:
+    data, e = fgws.read_to_end(s)
+    if e:
         print("# read ended: %r" % (e,), flush=True)
     code = fgws.close_code(data)
     check(code == 1008, "the close frame with 1008 arrives after the pause (%d bytes read, close code %s)"

@@ -3,6 +3,8 @@ to the daemon's wss:// ingress byte by byte or write fuzz seeds.
 Callers: tests/control/ws_raw_client.py, gen_fuzz_seeds.py, conn_chaos.py,
 daemon_ws.py, tests/hostile/hostile_slow_consumer_close.py, fgtest.harness;
 any thread."""
+import socket
+import ssl
 import struct
 
 MASK = b"\x37\xfa\x21\x3d"  # the fixed masking key (reproducible bytes)
@@ -14,6 +16,21 @@ def upgrade_request(path, token):
     return (f"GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
             f"Authorization: Bearer {token}\r\n\r\n").encode()
+
+
+def read_to_end(s):
+    """Everything a server sends on socket s until it closes, a TLS error,
+    a reset or s's timeout: (the bytes, the exception that ended it or
+    None)."""
+    data = b""
+    try:
+        while True:
+            c = s.recv(65536)
+            if not c:
+                return data, None
+            data += c
+    except (ssl.SSLError, socket.timeout, ConnectionError) as e:
+        return data, e
 
 
 def close_code(data):
