@@ -447,8 +447,17 @@ int fg_shadow_apply(struct fg_lines *ls, const struct fg_shadow_verdict *v, uint
 	/* A promotion's reason is the window itself, which fg_line_apply
 	 * describes (why = NULL); a demotion names the verdict. */
 	char why[FG_AUDIT_WHY_MAX];
-	snprintf(why, sizeof(why), "divergence token %u layer %u: %u elements differ%s", v->v.token_seq,
-		 v->v.dst_layer, v->v.diff.count, v->v.shape_mismatch ? " (shape)" : "");
+	/* Without both bodies (a digest report, a body not kept) there is no
+	 * element count to give: the fingerprints differ. */
+	if (v->v.shape_mismatch)
+		snprintf(why, sizeof(why), "divergence token %u layer %u: shapes differ", v->v.token_seq,
+			 v->v.dst_layer);
+	else if (v->v.has_diff)
+		snprintf(why, sizeof(why), "divergence token %u layer %u: %u elements differ", v->v.token_seq,
+			 v->v.dst_layer, v->v.diff.count);
+	else
+		snprintf(why, sizeof(why), "divergence token %u layer %u: fingerprints differ (no body to compare)",
+			 v->v.token_seq, v->v.dst_layer);
 	int n = 0;
 	for (unsigned i = 0; i < FG_LINES; i++) {
 		if (!(v->v.lines & (1u << i)))

@@ -226,6 +226,17 @@ static void test_halves_without_body(void **state)
 	assert_int_equal(v.v.kind, FG_VERDICT_DIVERGENT);
 	assert_false(v.v.has_diff);
 	assert_false(v.v.shape_mismatch);
+	/* the demotion's reason says what was compared: no element count */
+	struct fg_line_change chg[FG_LINES];
+	struct fg_lines act;
+	enum fg_line_state all_active[FG_LINES];
+	for (unsigned i = 0; i < FG_LINES; i++)
+		all_active[i] = FG_LINE_ACTIVE;
+	struct fg_line_policy pol = { .auto_promote = true, .promote_count = 3, .promote_ns = 10 * SEC };
+	fg_lines_init(&act, all_active, &pol, 0);
+	assert_true(fg_shadow_apply(&act, &v, 4, chg) > 0);
+	assert_int_equal(chg[0].to, FG_LINE_SHADOW);
+	assert_non_null(strstr(chg[0].why, "token 31 layer 3: fingerprints differ (no body to compare)"));
 	/* a FULL report without body: its digest (the lcore's hash) stands */
 	c = canon_full(f->body, 32, 3);
 	c.body = NULL;
