@@ -22,29 +22,18 @@ import json
 import os
 import re
 import sys
-import urllib.request
 
 import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fgtest.harness import SKIP, TOKEN, Daemon, canonical, check, http, reduce_pair_x, seed  # noqa: E402
+from fgtest.harness import (SKIP, TOKEN, Daemon, canonical, check, http, metric, metrics_text,  # noqa: E402
+                            reduce_pair_x, seed)
 from fgtest.wait import within  # noqa: E402
 
 FLEET_TOKEN = "hostile-fleet-token-0123456789abcdef"
 V = {1: [1.5, 2.0, -1.0, 0.5, 3.0, 4.0, 5.0, 6.0], 3: [0.25] * 8, 5: [-2.0, 1e-3, 7.0, 8.0, 1.0, 2.0, 3.0, 4.0]}
 REF = reduce_pair_x([(V[1], 0), (V[3], 0), (V[5], 0)])
 WRONG = [x + 1.0 for x in REF]
-
-
-def metrics(d):
-    with urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=10) as r:
-        return r.read().decode()
-
-
-def metric(text, name):
-    m = re.search(r"^" + re.escape(name) + r" (\d+)$", text, re.M)
-    check(m is not None, f"metric {name} present")
-    return int(m.group(1))
 
 
 def states(text):
@@ -78,7 +67,7 @@ def main():
             st, _, b = http(d, "POST", "/residual-seed", seed(0, 9, ln, V[ln]))
             check(st == 200, f"seed line {ln}: {st} {b[:100]}")
         check(json.loads(b)["outcome"] == "resolved", "slot 0/9 resolved")
-        before = states(metrics(d))
+        before = states(metrics_text(d))
         check([before.get(str(i)) for i in (1, 3, 5)] == ["active"] * 3, f"lines 1, 3, 5 active: {before}")
 
         st, _, b = http(d, "POST", "/canonical", canonical(0, 9, WRONG), token=FLEET_TOKEN)
@@ -87,16 +76,16 @@ def main():
         code = asyncio.run(wss_report(d, FLEET_TOKEN, canonical(0, 9, WRONG)))
         check(code == 1008, f"the same report on a wss session of role fleet: closed 1008 ({code})")
 
-        m = metrics(d)
+        m = metrics_text(d)
         check(metric(m, 'fanogate_canonical_refused_total{reason="role"}') == 2, "both refusals counted")
         check(metric(m, 'fanogate_audit_verdicts_total{kind="divergent"}') == 0, "no divergent verdict")
         check(states(m) == before, f"no line changed: {states(m)}")
 
         st, _, b = http(d, "POST", "/canonical", canonical(0, 9, REF), token=TOKEN)
         check(st == 200, f"the coordinator's true report is taken: {st} {b[:120]}")
-        within(lambda: metric(metrics(d), 'fanogate_audit_verdicts_total{kind="clean"}') == 1, 10,
+        within(lambda: metric(metrics_text(d), 'fanogate_audit_verdicts_total{kind="clean"}') == 1, 10,
                "the coordinator's report judged clean")
-        m = metrics(d)
+        m = metrics_text(d)
         check(states(m) == before, "still no line changed")
         raised = metric(m, "fanogate_alerts_raised_total")
         check(raised == 0 and not os.path.exists(alerts), f"nobody was paged ({raised} alerts)")

@@ -26,10 +26,10 @@ import re
 import subprocess
 import sys
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fgtest.harness import SKIP, Daemon, check, http, reduce_pair_x, resolved_frame, seed  # noqa: E402
+from fgtest.harness import (SKIP, Daemon, check, http, metric, metrics_text, reduce_pair_x,  # noqa: E402
+                            resolved_frame, seed)
 from fgtest.wait import until, within  # noqa: E402
 
 V = {1: [1.5, 2.0, -1.0, 0.5, 3.0, 4.0, 5.0, 6.0], 3: [0.25] * 8, 5: [-2.0, 1e-3, 7.0, 8.0, 1.0, 2.0, 3.0, 4.0]}
@@ -37,17 +37,6 @@ A = [1.0] * 8
 B = [2.0] * 8
 PAIRS_PER_S = 5
 FLOOD_PAIRS = 14
-
-
-def metrics(d):
-    with urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=10) as r:
-        return r.read().decode()
-
-
-def metric(text, name):
-    m = re.search(r"^" + re.escape(name) + r" (\d+)$", text, re.M)
-    check(m is not None, f"metric {name} present")
-    return int(m.group(1))
 
 
 def epoch(d):
@@ -76,7 +65,7 @@ def main():
         conflict_pair(d, 1000)
         e1 = epoch(d)
         check(e1 == e0 + 1, f"the first conflict advanced the epoch once ({e0} -> {e1})")
-        flushed0 = metric(metrics(d), "fanogate_slots_flushed_total")
+        flushed0 = metric(metrics_text(d), "fanogate_slots_flushed_total")
 
         for ln in (1, 3):
             st, _, b = http(d, "POST", "/residual-seed", seed(0, 77, ln, V[ln]))
@@ -102,7 +91,7 @@ def main():
         e2 = epoch(d)
         check(e2 == e1, f"{FLOOD_PAIRS} more conflicting pairs at {PAIRS_PER_S}/s did not move the epoch "
               f"({e1} -> {e2}; {FLOOD_PAIRS + 1} advances in all before this change)")
-        m = metrics(d)
+        m = metrics_text(d)
         check(metric(m, "fanogate_epoch_held_total") == FLOOD_PAIRS, "fanogate_epoch_held_total counts the held ones")
         check(metric(m, "fanogate_epoch_storms_total") == 1, "one storm")
         check(metric(m, "fanogate_slots_flushed_total") == flushed0, "nothing flushed during the storm")
@@ -112,7 +101,7 @@ def main():
 
         # Alerts: wait until every alert raised has run or been dropped.
         def settled():
-            t = metrics(d)
+            t = metrics_text(d)
             raised = metric(t, "fanogate_alerts_raised_total")
             done = metric(t, "fanogate_alerts_spawned_total") + metric(t, "fanogate_alerts_suppressed_total")
             return raised > 0 and raised == done and metric(t, "fanogate_alerts_running") == 0

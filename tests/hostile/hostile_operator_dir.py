@@ -21,15 +21,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "control"))
-from daemon_harness import SKIP, Daemon, check  # noqa: E402
-
-
-def fanoctl():
-    f = os.environ.get("FANOCTL")
-    if not f or not os.access(f, os.X_OK):
-        print("SKIP: FANOCTL not set to fanoctl", flush=True)
-        sys.exit(SKIP)
-    return f
+from daemon_harness import SKIP, Daemon, check, fanoctl_or_skip as fanoctl  # noqa: E402
 
 
 def as_nobody(sock, gid):

@@ -259,11 +259,24 @@ def local_then_lanes(scenario, extra="", **kw):
         scenario(d, "lanes")
 
 
+def metrics_text(d):
+    """The daemon's /metrics exposition, as text."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=10) as r:
+        return r.read().decode()
+
+
+def metric(text, name):
+    """The integer value of the sample `name` (with its labels, if any, as
+    rendered) in an exposition; a missing sample fails the test."""
+    m = re.search(r"^" + re.escape(name) + r" (\d+)$", text, re.M)
+    check(m is not None, f"metric {name} present")
+    return int(m.group(1))
+
+
 def metrics(d):
     """The daemon's /metrics as {"name{labels}": value}."""
-    body = urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=5).read().decode()
     out = {}
-    for ln in body.splitlines():
+    for ln in metrics_text(d).splitlines():
         m = re.match(r"^(fanogate_[a-z_]+)(\{[^}]*\})? (\S+)$", ln)
         if m:
             out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
