@@ -10,7 +10,6 @@ layout of include/fg/wire.h) the dataplane sends back. Prints one JSON line:
 frames carried the degraded fact (bit 4) and how many did not. ACK frames
 (stream 0xFFFF) are counted apart.
 """
-import argparse
 import json
 import os
 import select
@@ -21,6 +20,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
 from fgtest.flow import ACK_STREAM as ACK, STATUS_STREAM as STATUS, datagram, seed  # noqa: E402
+from fgtest.peer import udp_peer_parser  # noqa: E402
 
 FACT_DEGRADED = 0x10
 
@@ -31,13 +31,9 @@ def seed_frame(layer, token, line, hidden):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--src', required=True)
-    ap.add_argument('--dst', required=True)
-    ap.add_argument('--port', type=int, default=4242)
+    ap = udp_peer_parser(hidden=16)
     ap.add_argument('--line', type=int, default=3)
     ap.add_argument('--layer', type=int, default=1)
-    ap.add_argument('--hidden', type=int, default=16)
     ap.add_argument('--token-base', type=int, default=1)
     ap.add_argument('--seconds', type=float, default=1.0)
     ap.add_argument('--interval', type=float, default=0.05)

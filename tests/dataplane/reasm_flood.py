@@ -20,7 +20,6 @@ Prints one JSON line with what it saw; exits 1 when a resolved seed is
 missing or wrong (each is checked against the f32 reduction of what was
 sent, default rule 1,3,5).
 """
-import argparse
 import json
 import os
 import select
@@ -31,6 +30,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
 from fgtest.flow import RESOLVED_BASE, RULE, f32, fragments, reduce_rule, seed  # noqa: E402
+from fgtest.peer import udp_peer_parser  # noqa: E402
 
 
 def values(token, line, n):
@@ -42,14 +42,7 @@ def expect(token, n):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--src', required=True)
-    ap.add_argument('--flood-src', required=True)
-    ap.add_argument('--dst', required=True)
-    ap.add_argument('--port', type=int, default=4242)
-    ap.add_argument('--consumer-port', type=int, default=7000)
-    ap.add_argument('--hidden', type=int, default=256)
-    ap.add_argument('--mtu', type=int, default=1472)
+    ap = udp_peer_parser(hidden=256, flood_src=True)
     ap.add_argument('--groups', type=int, default=64)
     ap.add_argument('--layer', type=int, default=1)
     ap.add_argument('--wait', type=float, default=1.5)

@@ -46,7 +46,6 @@ Phases (the table has C = --contexts contexts, T = --timeout-ms):
 Prints "RESULT {json}" with the figures; exits 1 with FAIL lines on any
 mismatch.
 """
-import argparse
 import json
 import os
 import random
@@ -61,6 +60,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'lib'))
 from fgtest import telemetry, wait  # noqa: E402
 from fgtest.flow import OUTCOMES, RESOLVED_BASE, RULE, SEED_BASE, f32, fragments, reduce_rule, seed  # noqa: E402
+from fgtest.peer import udp_peer_parser  # noqa: E402
 
 FAILS = []
 
@@ -401,14 +401,7 @@ class Good:
 # ---- the phases --------------------------------------------------------------
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--good-src', required=True)
-    ap.add_argument('--flood-src', required=True)
-    ap.add_argument('--dst', required=True)
-    ap.add_argument('--port', type=int, default=4242)
-    ap.add_argument('--consumer-port', type=int, default=7000)
-    ap.add_argument('--mtu', type=int, default=1472)
-    ap.add_argument('--hidden', type=int, default=768)
+    ap = udp_peer_parser(hidden=768, src='--good-src', flood_src=True)
     ap.add_argument('--layers', type=int, default=8)
     ap.add_argument('--contexts', type=int, required=True)
     ap.add_argument('--slot-capacity', type=int, default=4096)
