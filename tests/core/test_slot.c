@@ -22,19 +22,13 @@
 #include "fg/slot.h"
 #include "fg/wire.h"
 
+#include "../lib/fg_test_rng.h" /* fg_test_rng */
 #include "../lib/fg_test_vectors.h" /* fg_test_vector_bytes */
 
 /* ---- helpers ------------------------------------------------------------ */
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rng(void)
-{
-	/* xorshift64*: deterministic so a failure reproduces. */
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545F4914F6CDD1Dull;
-}
+static uint64_t rng(void) { return fg_test_rng(&rng_state); }
 
 static float bits_f(uint32_t u)
 {

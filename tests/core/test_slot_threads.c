@@ -28,6 +28,8 @@
 #include "fg/ring.h"
 #include "fg/slot.h"
 
+#include "../lib/fg_test_rng.h" /* fg_test_rng */
+
 enum {
 	HIDDEN = 64,
 	LAYERS = 4,
@@ -55,13 +57,7 @@ static uint64_t result_fp[KEYS];
 static uint8_t result_seen[KEYS];
 
 static uint64_t rng_state = 0xD1B54A32D192ED03ull;
-static uint64_t rng(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545F4914F6CDD1Dull;
-}
+static uint64_t rng(void) { return fg_test_rng(&rng_state); }
 
 static float *body_of(uint32_t key, unsigned k) { return bodies + ((size_t)key * NLINES + k) * HIDDEN; }
 

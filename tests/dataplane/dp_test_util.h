@@ -125,6 +125,20 @@ static inline uint32_t tu_udp_pkt(uint8_t *out, int family, const uint8_t *src, 
 	return dp_pkt_build_udp(out, &rt, family, src, sport, dst, dport, plen, 1);
 }
 
+/* An Ethernet broadcast ARP request (60 bytes, padded) from sha / spa
+ * asking for tpa (IPv4); returns its length. */
+static inline uint32_t tu_arp_request(uint8_t out[60], const uint8_t sha[6], const uint8_t spa[4], const uint8_t tpa[4])
+{
+	memset(out, 0, 60);
+	memset(out, 0xff, 6);
+	memcpy(out + 6, sha, 6);
+	out[12] = 0x08, out[13] = 0x06, out[15] = 1, out[16] = 8, out[18] = 6, out[19] = 4, out[21] = 1;
+	memcpy(out + 22, sha, 6);
+	memcpy(out + 28, spa, 4);
+	memcpy(out + 38, tpa, 4);
+	return 60;
+}
+
 /* ---- fanogate-dp ---- */
 
 /* Run argv with a timeout; returns the exit status (0..255), or -1. */

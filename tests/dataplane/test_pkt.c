@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "dp_pkt.h"
+#include "dp_test_util.h" /* tu_arp_request */
 #include "fg/wire.h"
 
 static uint8_t a4[16], b4[16], a6[16], b6[16];
@@ -180,13 +181,8 @@ static void test_fragments_and_protocols(void **st)
 static void test_arp(void **st)
 {
 	(void)st;
-	uint8_t req[60] = {0};
-	memset(req, 0xff, 6);
-	memcpy(req + 6, mac_b, 6);
-	req[12] = 0x08, req[13] = 0x06, req[15] = 1, req[16] = 8, req[18] = 6, req[19] = 4, req[21] = 1;
-	memcpy(req + 22, mac_b, 6);
-	memcpy(req + 28, b4, 4);
-	memcpy(req + 38, a4, 4);
+	uint8_t req[60];
+	tu_arp_request(req, mac_b, b4, a4);
 	struct dp_pkt pk;
 	assert_int_equal(dp_pkt_parse(req, 60, &pk), DP_PKT_ARP);
 	assert_int_equal(pk.arp_op, 1);
