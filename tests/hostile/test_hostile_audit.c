@@ -109,6 +109,52 @@ static int scan(uint64_t *records, int *reason)
 	return rc;
 }
 
+/* The name of the log's head file, into name. */
+static void head_name(char *name, size_t cap)
+{
+	snprintf(name, cap, "%s.head", path);
+}
+
+/* Append n bytes of b to the log file, as a crash mid-batch leaves them. */
+static void append_raw(const uint8_t *b, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_APPEND);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, b, n), (ssize_t)n);
+	close(fd);
+}
+
+/* The file a repair or a cut set aside holds exactly the n bytes want. */
+static void expect_aside(const char *aside, const uint8_t *want, size_t n)
+{
+	size_t alen;
+	assert_true(aside[0] != '\0');
+	uint8_t *got = fg_test_slurp(aside, &alen);
+	assert_int_equal(alen, n);
+	assert_memory_equal(got, want, n);
+	free(got);
+}
+
+/* fanoctl audit repair on a damaged log: done (1), the file now holds
+ * `records` intact records (the last one the RECOVERY record) and opens
+ * clean. rep gets the repair's report. */
+static void expect_repaired(struct cp_audit_open_report *rep, uint64_t records)
+{
+	char err[1024];
+	uint64_t n;
+	int reason;
+	assert_int_equal(cp_audit_log_repair(path, rep, err, sizeof(err)), 1);
+	assert_int_equal(scan(&n, &reason), 0);
+	assert_int_equal(n, records);
+	struct cp_audit_open_report rep2;
+	struct cp_audit_log *l = open_log(&rep2, err, sizeof(err));
+	if (rep2.damaged)
+		fail_msg("after repair: %s", err);
+	assert_false(cp_audit_log_failed(l, NULL));
+	assert_int_equal(rep2.next_seq, records);
+	cp_audit_log_free(l);
+}
+
 /* Open must come up failed closed, name the damage, refuse appends and
  * leave the file exactly as it was. */
 static void expect_damaged(const uint8_t *orig, size_t len, uint64_t seq, uint64_t off, int reason)
@@ -162,25 +208,9 @@ static void test_flip_inside_history_is_not_cut(void **state)
 
 	/* repair moves [off, end) aside, byte for byte, and the log goes on */
 	struct cp_audit_open_report rep;
-	char err[1024];
-	assert_int_equal(cp_audit_log_repair(path, &rep, err, sizeof(err)), 1);
+	expect_repaired(&rep, 722); /* 0..720 and the RECOVERY record */
 	assert_true(rep.repaired);
-	assert_true(rep.aside[0] != '\0');
-	size_t alen;
-	uint8_t *aside = fg_test_slurp(rep.aside, &alen);
-	assert_int_equal(alen, len - off);
-	assert_memory_equal(aside, b + off, alen);
-	free(aside);
-	uint64_t records;
-	int reason;
-	assert_int_equal(scan(&records, &reason), 0);
-	assert_int_equal(records, 722); /* 0..720 and the RECOVERY record */
-	struct cp_audit_log *l = open_log(&rep, err, sizeof(err));
-	if (rep.damaged)
-		fail_msg("after repair: %s", err);
-	assert_false(cp_audit_log_failed(l, NULL));
-	assert_int_equal(rep.next_seq, 722);
-	cp_audit_log_free(l);
+	expect_aside(rep.aside, b + off, len - off);
 	free(b);
 }
 
@@ -203,7 +233,7 @@ static void test_flip_without_head_file(void **state)
 	size_t len;
 	uint8_t *b = make_log(30, &len);
 	char hname[400];
-	snprintf(hname, sizeof(hname), "%s.head", path);
+	head_name(hname, sizeof(hname));
 	assert_int_equal(unlink(hname), 0);
 	size_t off = rec_off(b, 20);
 	b[off + FG_AUDIT_HDR_LEN + 2] ^= 4;
@@ -223,16 +253,8 @@ static void test_clean_cut_is_detected(void **state)
 	assert_int_equal(truncate(path, (off_t)cut), 0);
 	expect_damaged(b, cut, 48, cut, FG_AR_HEAD);
 	struct cp_audit_open_report rep;
-	char err[1024];
-	assert_int_equal(cp_audit_log_repair(path, &rep, err, sizeof(err)), 1);
+	expect_repaired(&rep, 49); /* 0..47 and the RECOVERY record */
 	assert_int_equal(rep.aside[0], '\0'); /* nothing left to move */
-	uint64_t records;
-	int reason;
-	assert_int_equal(scan(&records, &reason), 0);
-	assert_int_equal(records, 49); /* 0..47 and the RECOVERY record */
-	struct cp_audit_log *l = open_log(&rep, err, sizeof(err));
-	assert_false(rep.damaged);
-	cp_audit_log_free(l);
 	free(b);
 }
 
@@ -242,7 +264,7 @@ static void test_bad_head_file_fails_closed(void **state)
 	size_t len;
 	uint8_t *b = make_log(5, &len);
 	char hname[400];
-	snprintf(hname, sizeof(hname), "%s.head", path);
+	head_name(hname, sizeof(hname));
 	uint8_t junk[600];
 	memset(junk, 0x5a, sizeof(junk));
 	fg_test_spit(hname, junk, sizeof(junk));
@@ -264,10 +286,7 @@ static void test_torn_tail_still_cut(void **state)
 	size_t len;
 	uint8_t *b = make_log(10, &len);
 	size_t last = rec_off(b, 10);
-	int fd = open(path, O_WRONLY | O_APPEND);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, b + last, (len - last) / 2), (ssize_t)((len - last) / 2));
-	close(fd);
+	append_raw(b + last, (len - last) / 2);
 	struct cp_audit_open_report rep;
 	char err[1024];
 	struct cp_audit_log *l = open_log(&rep, err, sizeof(err));
@@ -307,10 +326,7 @@ static void test_unacked_hole_after_head_is_cut_and_kept(void **state)
 			memset(extra, 0, (size_t)k); /* the hole */
 		n += (size_t)k;
 	}
-	fd = open(path, O_WRONLY | O_APPEND);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, extra, n), (ssize_t)n);
-	close(fd);
+	append_raw(extra, n);
 	struct cp_audit_open_report rep;
 	char err[1024];
 	struct cp_audit_log *l = open_log(&rep, err, sizeof(err));
@@ -318,12 +334,7 @@ static void test_unacked_hole_after_head_is_cut_and_kept(void **state)
 	assert_true(rep.cut);
 	assert_int_equal(rep.recovery.cut_offset, len);
 	assert_int_equal(rep.recovery.cut_bytes, n);
-	assert_true(rep.aside[0] != '\0');
-	size_t alen;
-	uint8_t *aside = fg_test_slurp(rep.aside, &alen);
-	assert_int_equal(alen, n);
-	assert_memory_equal(aside, extra, n);
-	free(aside);
+	expect_aside(rep.aside, extra, n);
 	cp_audit_log_free(l);
 	free(b);
 }
