@@ -130,6 +130,16 @@ static struct fg_canon canon_full(const uint8_t *body, uint32_t token, uint16_t 
 	return c;
 }
 
+/* The canonical report c arrives first (held, at now), then the seed sv
+ * (judged against it, at now + 1): *v is a verdict of kind want. */
+static void report_then_seed(struct fix *f, const struct fg_canon *c, const struct fg_seed_view *sv, uint64_t now,
+			     enum fg_verdict_kind want, struct fg_shadow_verdict *v)
+{
+	assert_int_equal(fg_shadow_canon(&f->sh, c, now, v), 0);
+	assert_int_equal(fg_shadow_seed(&f->sh, sv, &f->lines, now + 1, v), 1);
+	assert_int_equal(v->v.kind, want);
+}
+
 static void test_verdict_both_orders(void **state)
 {
 	(void)state;
@@ -155,10 +165,8 @@ static void test_verdict_both_orders(void **state)
 	put_f(f->other, 7, fbits((float)7 * 0.25f - 3.0f) + 2);
 	put_f(f->other, 9, fbits(-((float)9 * 0.25f - 3.0f)));
 	c = canon_full(f->other, 11, 3);
-	assert_int_equal(fg_shadow_canon(&f->sh, &c, 2, &v), 0);
 	sv = view(f->body, 11, 3);
-	assert_int_equal(fg_shadow_seed(&f->sh, &sv, &f->lines, 3, &v), 1);
-	assert_int_equal(v.v.kind, FG_VERDICT_DIVERGENT);
+	report_then_seed(f, &c, &sv, 2, FG_VERDICT_DIVERGENT, &v);
 	assert_int_not_equal(v.v.fp_jump, v.v.fp_canon);
 	assert_int_equal(v.v.diff.count, 2);
 	assert_int_equal(v.v.diff.first_index, 7);
@@ -168,17 +176,13 @@ static void test_verdict_both_orders(void **state)
 	/* digest report: fingerprints only */
 	struct fg_canon d = { .token_seq = 12, .dst_layer = 4, .kind = FG_CANON_DIGEST, .seq_len = 1,
 			      .digest = fg_fingerprint(f->body, sizeof(f->body)) };
-	assert_int_equal(fg_shadow_canon(&f->sh, &d, 4, &v), 0);
 	sv = view(f->body, 12, 4);
-	assert_int_equal(fg_shadow_seed(&f->sh, &sv, &f->lines, 5, &v), 1);
-	assert_int_equal(v.v.kind, FG_VERDICT_CLEAN);
+	report_then_seed(f, &d, &sv, 4, FG_VERDICT_CLEAN, &v);
 	assert_false(v.v.has_diff);
 	d.token_seq = 13;
 	d.digest ^= 1;
-	assert_int_equal(fg_shadow_canon(&f->sh, &d, 4, &v), 0);
 	sv = view(f->body, 13, 4);
-	assert_int_equal(fg_shadow_seed(&f->sh, &sv, &f->lines, 5, &v), 1);
-	assert_int_equal(v.v.kind, FG_VERDICT_DIVERGENT);
+	report_then_seed(f, &d, &sv, 4, FG_VERDICT_DIVERGENT, &v);
 
 	/* shape mismatch: same bytes, other start_pos */
 	sv = view(f->body, 14, 4);
@@ -218,22 +222,17 @@ static void test_halves_without_body(void **state)
 	assert_false(v.v.has_diff);
 	/* the report first, the seed without body and another fingerprint */
 	c = canon_full(f->body, 31, 3);
-	assert_int_equal(fg_shadow_canon(&f->sh, &c, 2, &v), 0);
 	sv = view(f->body, 31, 3);
 	sv.body = NULL;
 	sv.fingerprint ^= 1;
-	assert_int_equal(fg_shadow_seed(&f->sh, &sv, &f->lines, 3, &v), 1);
-	assert_int_equal(v.v.kind, FG_VERDICT_DIVERGENT);
+	report_then_seed(f, &c, &sv, 2, FG_VERDICT_DIVERGENT, &v);
 	assert_false(v.v.has_diff);
 	assert_false(v.v.shape_mismatch);
 	/* the demotion's reason says what was compared: no element count */
 	struct fg_line_change chg[FG_LINES];
 	struct fg_lines act;
-	enum fg_line_state all_active[FG_LINES];
-	for (unsigned i = 0; i < FG_LINES; i++)
-		all_active[i] = FG_LINE_ACTIVE;
 	struct fg_line_policy pol = { .auto_promote = true, .promote_count = 3, .promote_ns = 10 * SEC };
-	fg_lines_init(&act, all_active, &pol, 0);
+	fg_test_lines_all(&act, FG_LINE_ACTIVE, &pol);
 	assert_true(fg_shadow_apply(&act, &v, 4, chg) > 0);
 	assert_int_equal(chg[0].to, FG_LINE_SHADOW);
 	assert_non_null(strstr(chg[0].why, "token 31 layer 3: fingerprints differ (no body to compare)"));
@@ -241,18 +240,14 @@ static void test_halves_without_body(void **state)
 	c = canon_full(f->body, 32, 3);
 	c.body = NULL;
 	c.digest = fg_fingerprint(f->body, sizeof(f->body));
-	assert_int_equal(fg_shadow_canon(&f->sh, &c, 4, &v), 0);
 	sv = view(f->body, 32, 3);
-	assert_int_equal(fg_shadow_seed(&f->sh, &sv, &f->lines, 5, &v), 1);
-	assert_int_equal(v.v.kind, FG_VERDICT_CLEAN);
+	report_then_seed(f, &c, &sv, 4, FG_VERDICT_CLEAN, &v);
 	assert_false(v.v.has_diff);
 	/* ... and with another body behind the seed: divergent */
 	c.token_seq = 33;
-	assert_int_equal(fg_shadow_canon(&f->sh, &c, 6, &v), 0);
 	put_f(f->other, 3, fbits(1.0f));
 	sv = view(f->other, 33, 3);
-	assert_int_equal(fg_shadow_seed(&f->sh, &sv, &f->lines, 7, &v), 1);
-	assert_int_equal(v.v.kind, FG_VERDICT_DIVERGENT);
+	report_then_seed(f, &c, &sv, 6, FG_VERDICT_DIVERGENT, &v);
 	/* without body and without digest there is nothing to judge: refused */
 	c.token_seq = 34;
 	c.digest = 0;
