@@ -542,46 +542,37 @@ static void test_prefix(void **state)
 {
 	(void)state;
 	struct fg_prefix p;
-	uint8_t a4[4], a6[16];
+	/* each prefix with its family and length, and an address in or out of it */
+	static const struct {
+		const char *prefix, *addr;
+		int family;
+		uint8_t len;
+		bool in;
+	} cases[] = {
+		{"10.0.0.0/8", "10.200.3.4", AF_INET, 8, true},
+		{"10.0.0.0/8", "11.0.0.1", AF_INET, 8, false},
+		{"10.0.0.0/8", "::a00:1", AF_INET, 8, false}, /* the same bits, the other family */
+		{"192.168.4.0/22", "192.168.7.255", AF_INET, 22, true},
+		{"192.168.4.0/22", "192.168.8.0", AF_INET, 22, false},
+		{"0.0.0.0/0", "1.2.3.4", AF_INET, 0, true},
+		{"192.0.2.7", "192.0.2.7", AF_INET, 32, true}, /* a bare address: full length */
+		{"192.0.2.7", "192.0.2.6", AF_INET, 32, false},
+		{"fd00::/8", "fdab::1", AF_INET6, 8, true},
+		{"fd00::/8", "fe80::1", AF_INET6, 8, false},
+		{"2001:db8::/33", "2001:db8:7fff::1", AF_INET6, 33, true},
+		{"2001:db8::/33", "2001:db8:8000::1", AF_INET6, 33, false},
+	};
+	for (size_t i = 0; i < FG_ARRAY_LEN(cases); i++) {
+		uint8_t a[16];
+		int fam = strchr(cases[i].addr, ':') ? AF_INET6 : AF_INET;
 
-	assert_int_equal(fg_prefix_parse("10.0.0.0/8", &p), 0);
-	assert_int_equal(p.family, AF_INET);
-	assert_int_equal(p.len, 8);
-	inet_pton(AF_INET, "10.200.3.4", a4);
-	assert_true(fg_prefix_match(&p, AF_INET, a4));
-	inet_pton(AF_INET, "11.0.0.1", a4);
-	assert_false(fg_prefix_match(&p, AF_INET, a4));
-	inet_pton(AF_INET6, "::a00:1", a6);
-	assert_false(fg_prefix_match(&p, AF_INET6, a6));
-
-	assert_int_equal(fg_prefix_parse("192.168.4.0/22", &p), 0);
-	inet_pton(AF_INET, "192.168.7.255", a4);
-	assert_true(fg_prefix_match(&p, AF_INET, a4));
-	inet_pton(AF_INET, "192.168.8.0", a4);
-	assert_false(fg_prefix_match(&p, AF_INET, a4));
-
-	assert_int_equal(fg_prefix_parse("0.0.0.0/0", &p), 0);
-	inet_pton(AF_INET, "1.2.3.4", a4);
-	assert_true(fg_prefix_match(&p, AF_INET, a4));
-
-	assert_int_equal(fg_prefix_parse("192.0.2.7", &p), 0);
-	assert_int_equal(p.len, 32);
-	inet_pton(AF_INET, "192.0.2.7", a4);
-	assert_true(fg_prefix_match(&p, AF_INET, a4));
-	inet_pton(AF_INET, "192.0.2.6", a4);
-	assert_false(fg_prefix_match(&p, AF_INET, a4));
-
-	assert_int_equal(fg_prefix_parse("fd00::/8", &p), 0);
-	assert_int_equal(p.family, AF_INET6);
-	inet_pton(AF_INET6, "fdab::1", a6);
-	assert_true(fg_prefix_match(&p, AF_INET6, a6));
-	inet_pton(AF_INET6, "fe80::1", a6);
-	assert_false(fg_prefix_match(&p, AF_INET6, a6));
-	assert_int_equal(fg_prefix_parse("2001:db8::/33", &p), 0);
-	inet_pton(AF_INET6, "2001:db8:7fff::1", a6);
-	assert_true(fg_prefix_match(&p, AF_INET6, a6));
-	inet_pton(AF_INET6, "2001:db8:8000::1", a6);
-	assert_false(fg_prefix_match(&p, AF_INET6, a6));
+		assert_int_equal(fg_prefix_parse(cases[i].prefix, &p), 0);
+		assert_int_equal(p.family, cases[i].family);
+		assert_int_equal(p.len, cases[i].len);
+		assert_int_equal(inet_pton(fam, cases[i].addr, a), 1);
+		if (fg_prefix_match(&p, fam, a) != cases[i].in)
+			fail_msg("%s %s %s", cases[i].addr, cases[i].in ? "not in" : "in", cases[i].prefix);
+	}
 
 	memset(&p, 0x33, sizeof(p));
 	static const char *const bad[] = {"", "10.0.0.0/", "10.0.0.0/x", "10.0.0.0/33", "10.0.0.0/08", "10.0.0.1/8",
