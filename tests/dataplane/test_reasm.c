@@ -151,6 +151,23 @@ static struct dp_reasm_out push(struct env *e, const struct dp_peer *p, uint16_t
 	return out;
 }
 
+/* Fragments first .. end - 1 of frame, in order; the last one's output. */
+static struct dp_reasm_out push_range(struct env *e, const struct dp_peer *p, uint16_t fid, const uint8_t *frame,
+				      uint32_t len, unsigned first, unsigned end, uint64_t now)
+{
+	struct dp_reasm_out out = { 0 };
+	for (unsigned k = first; k < end; k++)
+		out = push(e, p, fid, frame, len, k, now);
+	return out;
+}
+
+/* The output carries a judgement, of outcome want. */
+static void expect_outcome(const struct dp_reasm_out *o, enum fg_outcome want)
+{
+	assert_true(o->events & DP_RA_EV_OUTCOME);
+	assert_int_equal(o->res.outcome, want);
+}
+
 static void reference(float *out, const float *x, const float *a, const float *f, int nx, int na, int nf)
 {
 	for (unsigned k = 0; k < HIDDEN; k++) {
@@ -376,8 +393,7 @@ static void test_dup_pending(void **st)
 		(void)push(e, &p, 1, fr, len, k, 0);
 	/* the same line again under a new frame_id: begin says DUP_PENDING */
 	struct dp_reasm_out o;
-	for (unsigned k = 0; k < 5; k++)
-		o = push(e, &p, 2, fr, len, k, 0);
+	o = push_range(e, &p, 2, fr, len, 0, 5, 0);
 	assert_int_equal(o.events, DP_RA_EV_FRAME | DP_RA_EV_COMPLETE);
 	struct fg_frame f;
 	assert_int_equal(fg_frame_decode(o.buf, o.len, FG_TRANSPORT_MESSAGE, &f), (ssize_t)len);
@@ -416,10 +432,8 @@ static void test_timeout_aborts_attempt(void **st)
 	assert_int_equal(e->bufs_out, 0);
 	/* the sender resends under a new frame_id: the whole body lands */
 	struct dp_reasm_out o;
-	for (unsigned k = 0; k < 5; k++)
-		o = push(e, &p, 51, fr, len, k, 3000000);
-	assert_true(o.events & DP_RA_EV_OUTCOME);
-	assert_int_equal(o.res.outcome, FG_O_ACCEPTED);
+	o = push_range(e, &p, 51, fr, len, 0, 5, 3000000);
+	expect_outcome(&o, FG_O_ACCEPTED);
 	struct fg_slot_info info;
 	assert_int_equal(fg_slot_lookup(&e->slots, 11, 3, &info), 0);
 	assert_int_equal(info.landed, 1u << 1);
@@ -441,14 +455,11 @@ static void test_superseded_attempt_not_acked(void **st)
 	assert_int_equal(o.events, 0);
 	/* A's late fragment: STALE, judged, and A is never ACKed */
 	o = push(e, &p, 60, fr, len, 4, 20);
-	assert_true(o.events & DP_RA_EV_OUTCOME);
-	assert_int_equal(o.res.outcome, FG_O_STALE);
+	expect_outcome(&o, FG_O_STALE);
 	assert_false(o.events & DP_RA_EV_COMPLETE);
 	/* B completes: accepted and ACKed */
-	for (unsigned k = 1; k < 5; k++)
-		o = push(e, &p, 61, fr, len, k, 30);
-	assert_true(o.events & DP_RA_EV_OUTCOME);
-	assert_int_equal(o.res.outcome, FG_O_ACCEPTED);
+	o = push_range(e, &p, 61, fr, len, 1, 5, 30);
+	expect_outcome(&o, FG_O_ACCEPTED);
 	assert_true(o.events & DP_RA_EV_COMPLETE);
 	env_free(e);
 }
@@ -467,18 +478,15 @@ static void test_no_slot_not_acked(void **st)
 	/* fragment 0 only of A: its slot opens and stays open */
 	assert_int_equal(push(e, &spoof, 70, fa, la, 0, 0).disp, DP_RA_TAKEN);
 	struct dp_reasm_out o = push(e, &fleet, 80, fb, lb, 0, 10);
-	assert_true(o.events & DP_RA_EV_OUTCOME);
-	assert_int_equal(o.res.outcome, FG_O_NO_SLOT);
+	expect_outcome(&o, FG_O_NO_SLOT);
 	for (unsigned k = 1; k < 5; k++) {
 		o = push(e, &fleet, 80, fb, lb, k, 20);
 		assert_false(o.events & DP_RA_EV_COMPLETE);
 	}
 	/* A times out: its slot is freed; B's resend is placed and ACKed */
 	assert_true(dp_reasm_expire(&e->r, 2000000, 64) >= 1);
-	for (unsigned k = 0; k < 5; k++)
-		o = push(e, &fleet, 81, fb, lb, k, 2000010);
-	assert_true(o.events & DP_RA_EV_OUTCOME);
-	assert_int_equal(o.res.outcome, FG_O_ACCEPTED);
+	o = push_range(e, &fleet, 81, fb, lb, 0, 5, 2000010);
+	expect_outcome(&o, FG_O_ACCEPTED);
 	assert_true(o.events & DP_RA_EV_COMPLETE);
 	env_free(e);
 }
@@ -523,10 +531,8 @@ static void test_full_table_evicts_for_other_source(void **st)
 	assert_int_equal(e->r.evicted, 0);
 	/* another address: the oldest group (a, 1) gives way */
 	struct dp_reasm_out o;
-	for (unsigned k = 0; k < 5; k++)
-		o = push(e, &b, 7, good, glen, k, 30);
-	assert_true(o.events & DP_RA_EV_OUTCOME);
-	assert_int_equal(o.res.outcome, FG_O_ACCEPTED);
+	o = push_range(e, &b, 7, good, glen, 0, 5, 30);
+	expect_outcome(&o, FG_O_ACCEPTED);
 	assert_true(o.events & DP_RA_EV_COMPLETE);
 	assert_int_equal(e->r.evicted, 1);
 	/* the eviction is reported once, with the timeouts */
@@ -534,10 +540,8 @@ static void test_full_table_evicts_for_other_source(void **st)
 	assert_int_equal(dp_reasm_expire(&e->r, 32, 100), 0);
 	assert_int_equal(e->r.timeouts, 1);
 	/* (a, 1)'s slot attempt was aborted: a resend of its body lands whole */
-	for (unsigned k = 0; k < 5; k++)
-		o = push(e, &a, 9, fl, flen, k, 1000000000);
-	assert_true(o.events & DP_RA_EV_OUTCOME);
-	assert_int_equal(o.res.outcome, FG_O_ACCEPTED);
+	o = push_range(e, &a, 9, fl, flen, 0, 5, 1000000000);
+	expect_outcome(&o, FG_O_ACCEPTED);
 	env_free(e);
 }
 
@@ -550,10 +554,8 @@ static void test_line_disabled_and_bad_prefix(void **st)
 	struct dp_peer p = peer_of(10);
 	e->ictx.lines = facts_all(1) & ~((fg_linefacts)3 << 6); /* line 3 disabled */
 	struct dp_reasm_out o = push(e, &p, 1, fr, len, 0, 0);
-	assert_true(o.events & DP_RA_EV_OUTCOME);
-	assert_int_equal(o.res.outcome, FG_O_LINE_DISABLED);
-	for (unsigned k = 1; k < 5; k++)
-		o = push(e, &p, 1, fr, len, k, 0);
+	expect_outcome(&o, FG_O_LINE_DISABLED);
+	o = push_range(e, &p, 1, fr, len, 1, 5, 0);
 	assert_int_equal(o.disp, DP_RA_DISCARDED);
 	assert_int_equal(o.events, DP_RA_EV_COMPLETE); /* still ACKed: it was received */
 	assert_int_equal(e->slots.opened, 0);
@@ -563,8 +565,7 @@ static void test_line_disabled_and_bad_prefix(void **st)
 	fr[6] = 0x12; /* line 1, orientation 2 */
 	o = push(e, &p, 2, fr, len, 3, 0);
 	o = push(e, &p, 2, fr, len, 0, 0);
-	assert_true(o.events & DP_RA_EV_OUTCOME);
-	assert_int_equal(o.res.outcome, FG_O_MALFORMED);
+	expect_outcome(&o, FG_O_MALFORMED);
 	assert_int_equal(o.reason, FG_R_SEED_ORIENTATION);
 	assert_int_equal(e->bufs_out, 0);
 	env_free(e);
@@ -584,22 +585,18 @@ static void test_layer_not_served(void **st)
 	uint32_t len = make_seed(e, fr, 14, 2, 1, 0, 1.0f, 1.0f);
 	struct dp_peer p = peer_of(11);
 	struct dp_reasm_out o = push(e, &p, 1, fr, len, 0, 0);
-	assert_true(o.events & DP_RA_EV_OUTCOME);
-	assert_int_equal(o.res.outcome, FG_O_MALFORMED);
+	expect_outcome(&o, FG_O_MALFORMED);
 	assert_int_equal(o.reason, FG_R_LAYER_NOT_SERVED);
 	assert_int_equal(o.seed.dst_layer, 2);
 	assert_int_equal(e->bufs_out, 0);
-	for (unsigned k = 1; k < 5; k++)
-		o = push(e, &p, 1, fr, len, k, 0);
+	o = push_range(e, &p, 1, fr, len, 1, 5, 0);
 	assert_int_equal(o.disp, DP_RA_DISCARDED);
 	assert_int_equal(o.events, DP_RA_EV_COMPLETE);
 	assert_int_equal(e->slots.opened, 0);
 
 	len = make_seed(e, fr, 15, 0, 1, 0, 1.0f, 1.0f);
-	for (unsigned k = 0; k < 5; k++)
-		o = push(e, &p, 2, fr, len, k, 0);
-	assert_true(o.events & DP_RA_EV_OUTCOME);
-	assert_int_equal(o.res.outcome, FG_O_ACCEPTED);
+	o = push_range(e, &p, 2, fr, len, 0, 5, 0);
+	expect_outcome(&o, FG_O_ACCEPTED);
 	assert_int_equal(e->slots.opened, 1);
 	env_free(e);
 }
@@ -615,8 +612,7 @@ static void test_too_large(void **st)
 	assert_int_equal(o.disp, DP_RA_MALFORMED);
 	assert_int_equal(o.reason, FG_R_SEED_TOO_LARGE);
 	o = push(e, &p, 1, fr, len, 0, 0);
-	assert_true(o.events & DP_RA_EV_OUTCOME);
-	assert_int_equal(o.res.outcome, FG_O_MALFORMED);
+	expect_outcome(&o, FG_O_MALFORMED);
 	assert_int_equal(o.reason, FG_R_SEED_TOO_LARGE);
 	env_free(e);
 }
