@@ -263,6 +263,20 @@ static bool tear_tail(bool any, uint64_t max_durable)
 	return true;
 }
 
+/* The chain head after the last record of the current file, which must
+ * verify whole, into head. */
+static void chain_head(uint8_t head[FG_AUDIT_HASH_LEN])
+{
+	uint8_t *b = NULL;
+	size_t l = 0;
+	struct fg_audit_scan s;
+
+	assert_int_equal(fg_test_read(path, &b, &l), 0);
+	assert_int_equal(fg_audit_verify(b, l, NULL, &s), 0);
+	memcpy(head, s.chain.head, FG_AUDIT_HASH_LEN);
+	free(b);
+}
+
 static void test_sigkill_rounds(void **state)
 {
 	(void)state;
@@ -321,28 +335,12 @@ static void test_sigkill_rounds(void **state)
 	struct stat s1, s2;
 	assert_int_equal(stat(path, &s1), 0);
 	uint8_t h1[FG_AUDIT_HASH_LEN], h2[FG_AUDIT_HASH_LEN];
-	{
-		uint8_t *b = NULL;
-		size_t l = 0;
-		assert_int_equal(fg_test_read(path, &b, &l), 0);
-		struct fg_audit_scan s;
-		assert_int_equal(fg_audit_verify(b, l, NULL, &s), 0);
-		memcpy(h1, s.chain.head, sizeof(h1));
-		free(b);
-	}
+	chain_head(h1);
 	run_writer(rec, -1, &r2, &killed);
 	assert_int_equal(stat(path, &s2), 0);
 	assert_int_equal(s1.st_size, s2.st_size);
 	assert_int_equal(r1.open_next, r2.open_next);
-	{
-		uint8_t *b = NULL;
-		size_t l = 0;
-		assert_int_equal(fg_test_read(path, &b, &l), 0);
-		struct fg_audit_scan s;
-		assert_int_equal(fg_audit_verify(b, l, NULL, &s), 0);
-		memcpy(h2, s.chain.head, sizeof(h2));
-		free(b);
-	}
+	chain_head(h2);
 	assert_memory_equal(h1, h2, sizeof(h1));
 
 	/* The whole log, genesis to head, verifies with no torn tail; every

@@ -16,6 +16,8 @@
 #include "fg/audit.h"
 #include "fg/wire.h"
 
+#include "../lib/fg_test_rng.h" /* fg_test_xorshift64 */
+
 static void payload_of(unsigned type, unsigned i, union fg_audit_payload *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -410,13 +412,7 @@ static void test_torn_decision(void **state)
  * random file size between the synced length and the full length. Recovery
  * must keep every synced record, stop at a torn reason, and chain. */
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
+static uint64_t rnd(void) { return fg_test_xorshift64(&rng_state); }
 
 static void test_simulated_disk(void **state)
 {

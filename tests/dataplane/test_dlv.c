@@ -18,6 +18,8 @@
 
 #include "dp_dlv.h"
 
+#include "../lib/fg_test_rng.h" /* fg_test_xorshift64 */
+
 #define MS 1000000ull
 
 static struct dp_dlv *dlv_new(uint32_t cap, uint32_t retries, void **mem)
@@ -150,13 +152,7 @@ static void test_superseded(void **st)
 }
 
 static uint64_t rng = 88172645463325252ull;
-static uint64_t xs(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
+static uint64_t xs(void) { return fg_test_xorshift64(&rng); }
 
 /* Random operations against a model (array of pending flags per key). */
 static void test_random_ledger(void **st)
