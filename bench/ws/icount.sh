@@ -41,14 +41,8 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
-openssl req -x509 "${ec[@]}" -keyout "$tmp/ca.key" -out "$tmp/ca.pem" -days 2 -subj /CN=bench-ca 2>/dev/null
-openssl req "${ec[@]}" -keyout "$tmp/srv.key" -out "$tmp/srv.csr" -subj /CN=localhost 2>/dev/null
-echo "subjectAltName=DNS:localhost,IP:127.0.0.1" > "$tmp/ext"
-openssl x509 -req -in "$tmp/srv.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" -CAcreateserial \
-  -out "$tmp/srv.pem" -days 2 -extfile "$tmp/ext" 2>/dev/null
-token=bench-token-0123456789abcdef
-echo "$token" > "$tmp/tokens"; chmod 600 "$tmp/tokens"
+. "$here/common.sh" # ws_bench_certs, ws_bench_ini
+ws_bench_certs
 
 . "$here/../../tests/lib/netns.sh" # fg_daemon_start
 
@@ -69,27 +63,12 @@ ir_of() { [ -f "$1" ] && sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$1" | head -n 
 # the callgrind file of WHO is $out/WHO-HIDDEN-N.cg.
 run_one() {
   local who=$1 hidden=$2 n=$3 bytes=$(( 18 + 4 * $2 ))
-  cat > "$tmp/fg.ini" <<INI
-[model]
-hidden = $hidden
-layers = 4
-[slots]
+  ws_bench_ini "$hidden" "$tmp/audit-$hidden-$n.log" "handshake_timeout_ms = 120000" "[slots]
 capacity = 8192
-[tls]
-listen = 127.0.0.1:0
-cert = $tmp/srv.pem
-key = $tmp/srv.key
-tokens_file = $tmp/tokens
-handshake_timeout_ms = 120000
-[audit]
-path = $tmp/audit-$hidden-$n.log
-[operator]
-socket = $tmp/op.sock
 [metrics]
 listen = 127.0.0.1:0
 [daemon]
-seccomp = off
-INI
+seccomp = off"
   local pre=() lpre=()
   if [ ${#cg[@]} = 0 ]; then
     :

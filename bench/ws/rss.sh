@@ -33,14 +33,8 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
-openssl req -x509 "${ec[@]}" -keyout "$tmp/ca.key" -out "$tmp/ca.pem" -days 2 -subj /CN=bench-ca 2>/dev/null
-openssl req "${ec[@]}" -keyout "$tmp/srv.key" -out "$tmp/srv.csr" -subj /CN=localhost 2>/dev/null
-echo "subjectAltName=DNS:localhost,IP:127.0.0.1" > "$tmp/ext"
-openssl x509 -req -in "$tmp/srv.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" -CAcreateserial \
-  -out "$tmp/srv.pem" -days 2 -extfile "$tmp/ext" 2>/dev/null
-token=bench-token-0123456789abcdef
-echo "$token" > "$tmp/tokens"; chmod 600 "$tmp/tokens"
+. "$here/common.sh" # ws_bench_certs, ws_bench_ini
+ws_bench_certs
 # fg_daemon_start (fanogate's --ready-fd line: the port it bound on port 0),
 # fg_wait_until (a bounded poll of a condition)
 . "$root/tests/lib/netns.sh"
@@ -106,24 +100,9 @@ for n in [int(s) for s in steps.split()]:
 EOPY
 }
 
-cat > "$tmp/fg.ini" <<INI
-[model]
-hidden = 1536
-layers = 4
-[tls]
-listen = 127.0.0.1:0
-cert = $tmp/srv.pem
-key = $tmp/srv.key
-tokens_file = $tmp/tokens
-max_connections = 4096
-idle_timeout_ms = 600000
-[audit]
-path = $tmp/audit.log
-[operator]
-socket = $tmp/op.sock
-[metrics]
-listen = off
-INI
+ws_bench_ini 1536 "$tmp/audit.log" "max_connections = 4096
+idle_timeout_ms = 600000" "[metrics]
+listen = off"
 # port 0: the daemon reports the port it bound on its ready fd
 if ! fg_daemon_start "$tmp/fg.log" "$tmp/fg.log" "$fanogate" --config "$tmp/fg.ini" --no-dataplane; then
   pids+=("$FG_PID"); cat "$tmp/fg.log"; echo "rss.sh: fanogate did not become ready" >&2; exit 1

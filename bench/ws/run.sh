@@ -36,14 +36,8 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
-openssl req -x509 "${ec[@]}" -keyout "$tmp/ca.key" -out "$tmp/ca.pem" -days 2 -subj /CN=bench-ca 2>/dev/null
-openssl req "${ec[@]}" -keyout "$tmp/srv.key" -out "$tmp/srv.csr" -subj /CN=localhost 2>/dev/null
-echo "subjectAltName=DNS:localhost,IP:127.0.0.1" > "$tmp/ext"
-openssl x509 -req -in "$tmp/srv.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" -CAcreateserial \
-  -out "$tmp/srv.pem" -days 2 -extfile "$tmp/ext" 2>/dev/null
-token=bench-token-0123456789abcdef
-echo "$token" > "$tmp/tokens"; chmod 600 "$tmp/tokens"
+. "$here/common.sh" # ws_bench_certs, ws_bench_ini
+ws_bench_certs
 
 . "$here/../../tests/lib/netns.sh" # fg_daemon_start, fg_wait_until
 wait_for() { # file pattern
@@ -64,24 +58,10 @@ for round in $(seq 1 "${ROUNDS:-3}"); do
 for conns in ${CONNS_LIST:-1 16}; do
 for hidden in ${HIDDEN_LIST:-252 1536}; do
   bytes=$(( 18 + 4 * hidden ))
-  cat > "$tmp/fg.ini" <<INI
-[model]
-hidden = $hidden
-layers = 4
-[slots]
+  ws_bench_ini "$hidden" "$tmp/audit-$hidden.log" "" "[slots]
 capacity = 8192
-[tls]
-listen = 127.0.0.1:0
-cert = $tmp/srv.pem
-key = $tmp/srv.key
-tokens_file = $tmp/tokens
-[audit]
-path = $tmp/audit-$hidden.log
-[operator]
-socket = $tmp/op.sock
 [metrics]
-listen = off
-INI
+listen = off"
   # listener on port 0: fanogate reports the bound port on --ready-fd
   fg_daemon_start "$tmp/fg.log" "$tmp/fg.log" taskset -c "$srv_cpu" "$fanogate" --config "$tmp/fg.ini" --no-dataplane ||
     { echo "run.sh: fanogate did not start:"; cat "$tmp/fg.log"; exit 1; }
