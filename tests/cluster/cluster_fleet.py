@@ -125,14 +125,19 @@ class NodeDaemon(Daemon):
         return self.ssl_ctx(cert).wrap_socket(raw, server_hostname="localhost")
 
 
-def metric(d, name):
+def metrics_text(d):
+    """The node's /metrics text, fetched over a socket made in its namespace."""
     with d.ns.inside():
         conn = httpclient.HTTPConnection("127.0.0.1", d.metrics_port, timeout=10)
         conn.connect()
     conn.request("GET", "/metrics")
     text = conn.getresponse().read().decode()
     conn.close()
-    for ln in text.splitlines():
+    return text
+
+
+def metric(d, name):
+    for ln in metrics_text(d).splitlines():
         if ln.startswith(name + " "):
             return float(ln.split()[-1])
     return None

@@ -65,7 +65,6 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, HERE)
-import http.client as httpclient  # noqa: E402
 
 import cluster_fleet as cf  # noqa: E402  (NetNs, NodeDaemon, Etcd, fanoctl helpers)
 from fgtest import wait  # noqa: E402
@@ -151,12 +150,7 @@ timeout_ms = 300
 
 def scrape(d):
     """The node's /metrics as {"name{labels}": value} (read in its namespace)."""
-    with d.ns.inside():
-        conn = httpclient.HTTPConnection("127.0.0.1", d.metrics_port, timeout=10)
-        conn.connect()
-    conn.request("GET", "/metrics")
-    body = conn.getresponse().read().decode()
-    conn.close()
+    body = cf.metrics_text(d)
     out = {}
     for ln in body.splitlines():
         m = re.match(r"^(fanogate_[a-z0-9_]+)(\{[^}]*\})? (\S+)$", ln)
