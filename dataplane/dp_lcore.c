@@ -2,9 +2,9 @@
  * DPDK l3fwd's main loop. Each iteration: refresh the published line facts,
  * receive a burst (dp_rx.c), take frames other lcores handed over
  * (dp_io_dpdk.c), take the control plane's messages (dp_lanes.c), let the
- * shard run its timers and ACK flushes (dp_shard_tick), flush the TX
- * buffer (dp_tx.c), then wake the control plane
- * if this iteration gave it something while it slept (dp_lanes.c).
+ * shard run its timers and ACK flushes (dp_shard_tick), wake the control
+ * plane if this iteration gave it something while it slept (dp_lanes.c),
+ * then flush the TX buffer (dp_tx.c).
  *
  * Who may call: dp_lcore_main runs on its own EAL lcore, launched by
  * dp_start; it touches only that lcore's struct dp_lcore, the shared
@@ -68,8 +68,12 @@ int dp_lcore_main(void *arg)
 		work += dp_inbox_poll(lc, now);
 		work += dp_lane_poll(lc, now);
 		dp_shard_tick(lc, now);
-		dp_tx_flush(lc);
+		/* The control plane before the wire: the eventfd write (only when
+		 * it sleeps and somebody waits on what we pushed) is one syscall,
+		 * the TX flush of a resolved seed's datagrams through a veth can
+		 * be ten times that, and the TLS subscriber's seed waits on it. */
 		dp_lane_wake(lc);
+		dp_tx_flush(lc);
 		if (work) {
 			dp_xcount(lc->xk, DP_X_BUSY_CYCLES, rte_rdtsc() - tsc0);
 			idle = 0;
