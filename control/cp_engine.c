@@ -265,6 +265,14 @@ static void stamp_epoch(const struct cp_engine *e, struct fg_status *st)
 		st->model_epoch = e->epoch;
 }
 
+const char *cp_engine_hop_name(enum cp_hop h)
+{
+	static const char *const names[CP_HOP__COUNT] = {
+		[CP_HOP_ANSWER] = "answer", [CP_HOP_TO_LCORE] = "to_lcore", [CP_HOP_BACK] = "back_to_cp",
+		[CP_HOP_SEED] = "seed_to_cp"};
+	return (unsigned)h < CP_HOP__COUNT ? names[h] : "?";
+}
+
 /* ---- local mode ----------------------------------------------------------- */
 
 static int local_submit(struct cp_engine *e, const struct fg_frame *f, int32_t bound, uint64_t cookie)
@@ -274,7 +282,8 @@ static int local_submit(struct cp_engine *e, const struct fg_frame *f, int32_t b
 				    .serves = e->cfg && e->cfg->cluster.node[0] ? e->cfg->cluster.serves : NULL};
 	struct fg_ingest_result res;
 	memset(&res, 0, sizeof(res));
-	int r = fg_ingest_frame(&e->slots, &ctx, f, cp_now_ns(), &res);
+	uint64_t t0 = cp_now_ns();
+	int r = fg_ingest_frame(&e->slots, &ctx, f, t0, &res);
 	struct cp_engine_result out = {.band = res.band, .reason = r < 0 ? -r : 0, .status = res.status};
 	if (r < 0) {
 		count_malformed(e, r);
@@ -288,6 +297,7 @@ static int local_submit(struct cp_engine *e, const struct fg_frame *f, int32_t b
 		on_conflict(e, res.seed.dst_layer, res.seed.token_seq, res.seed.line, &tls);
 		stamp_epoch(e, &out.status);
 	}
+	fg_lat_hist_add(&e->st.hop[CP_HOP_ANSWER], t0, cp_now_ns());
 	if (e->ops.done)
 		e->ops.done(e->arg, cookie, &out);
 	if (r < 0)
@@ -462,7 +472,12 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const union fg_bm
 			count_malformed(e, o->status.reason);
 		else if (!rq->canonical && o->status.outcome < FG_O__COUNT)
 			e->st.outcome[o->status.outcome]++;
-		uint64_t cookie = rq->cookie;
+		uint64_t cookie = rq->cookie, now = cp_now_ns();
+		if (o->t_ns) {
+			fg_lat_hist_add(&e->st.hop[CP_HOP_TO_LCORE], rq->t_ns, o->t_ns);
+			fg_lat_hist_add(&e->st.hop[CP_HOP_BACK], o->t_ns, now);
+		}
+		fg_lat_hist_add(&e->st.hop[CP_HOP_ANSWER], rq->t_ns, now);
 		rq->req_id = 0;
 		e->outstanding--;
 		stamp_epoch(e, &out.status);
@@ -478,6 +493,7 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const union fg_bm
 			e->st.bad_lane_msgs++;
 			break;
 		}
+		fg_lat_hist_add(&e->st.hop[CP_HOP_SEED], r->t_ns, cp_now_ns());
 		/* Facts as the lcore's slot engine stated them: nothing to decode,
 		 * the fingerprint is not computed again. */
 		struct fg_seed_view v = {.token_seq = r->token_seq, .dst_layer = r->layer, .start_pos = r->start_pos,

@@ -42,6 +42,7 @@
 #include "fg/common.h"
 #include "fg/config.h"
 #include "fg/ingest.h"
+#include "fg/lat_hist.h"
 #include "fg/line.h"
 #include "fg/slot.h"
 #include "fg/wire.h"
@@ -122,6 +123,17 @@ struct cp_engine_req {
  * dp->cp ring was full and the lcore dropped it) is answered "no_slot". */
 #define CP_ENGINE_REQ_TIMEOUT_NS (2ull * 1000 * 1000 * 1000)
 
+/* Where a TLS contribution's time goes inside the engine. */
+enum cp_hop {
+	CP_HOP_ANSWER,   /* submit -> its outcome handed to ops.done: the placement itself (local) or
+			  * the round trip through the lane and the lcore (lanes) */
+	CP_HOP_TO_LCORE, /* lanes: CONTRIB pushed -> the lcore took it */
+	CP_HOP_BACK,     /* lanes: the lcore took it -> its OUTCOME taken here */
+	CP_HOP_SEED,     /* lanes: an lcore resolved a seed -> its RESOLVED taken here */
+	CP_HOP__COUNT
+};
+const char *cp_engine_hop_name(enum cp_hop h);
+
 struct cp_engine_stats {
 	uint64_t frames, resolved, expired, poisoned, canonical, malformed;
 	uint64_t lane_full, pool_empty, req_table_full, too_big, outcomes_unmatched, bad_lane_msgs, peers_dropped;
@@ -144,6 +156,9 @@ struct cp_engine_stats {
 	uint64_t canon_refused_source, conflicts_unmapped, epoch_held_rate, epoch_storms;
 	uint64_t reason[FG_R__COUNT];
 	uint64_t outcome[FG_O__COUNT];
+	/* latency of the engine's own hops (/metrics fanogate_engine_hop_seconds,
+	 * cp_engine_hop_name): CP_HOP_ANSWER in both modes, the rest lanes only */
+	struct fg_lat_hist hop[CP_HOP__COUNT];
 };
 
 struct cp_engine {

@@ -200,6 +200,30 @@ static void render_dataplane(struct sbuf *b, const struct fg_boundary *bd)
 									   memory_order_relaxed));
 }
 
+/* The engine's hops (cp_engine.h, enum cp_hop) as one Prometheus histogram. */
+static void render_hops(struct sbuf *b, const struct cp_engine *e)
+{
+	fam(b, "engine_hop_seconds", "histogram",
+	    "where a TLS contribution's time goes in the engine: answer (submit -> outcome, both modes), "
+	    "to_lcore, back_to_cp, seed_to_cp (dataplane lanes)");
+	for (unsigned h = 0; h < CP_HOP__COUNT; h++) {
+		const struct fg_lat_hist *x = &e->st.hop[h];
+		const char *name = cp_engine_hop_name((enum cp_hop)h);
+		uint64_t cum = 0;
+		for (unsigned i = 0; i < FG_LAT_BUCKETS; i++) {
+			cum += x->bucket[i];
+			if (i < FG_LAT_BUCKETS - 1)
+				sb_printf(b, "fanogate_engine_hop_seconds_bucket{hop=\"%s\",le=\"%g\"} %llu\n", name,
+					  fg_lat_hist_le_us[i] * 1e-6, (unsigned long long)cum);
+			else
+				sb_printf(b, "fanogate_engine_hop_seconds_bucket{hop=\"%s\",le=\"+Inf\"} %llu\n", name,
+					  (unsigned long long)cum);
+		}
+		sb_printf(b, "fanogate_engine_hop_seconds_sum{hop=\"%s\"} %.9f\n", name, (double)x->sum_ns * 1e-9);
+		sb_printf(b, "fanogate_engine_hop_seconds_count{hop=\"%s\"} %llu\n", name, (unsigned long long)x->count);
+	}
+}
+
 static void render_lines(struct sbuf *b, const struct cp_engine *e)
 {
 	const struct fg_lines *ls = &e->lines;
@@ -531,6 +555,7 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 		e->st.spins);
 	counter(&b, "lane_answer_spin_hits_total", "... polls that found a message before the budget ran out",
 		e->st.spin_hits);
+	render_hops(&b, e);
 	gauge(&b, "model_epoch", "model epoch", e->epoch);
 	fam(&b, "tls_outcomes_total", "counter", "outcomes of frames received over TLS");
 	for (unsigned i = 0; i < FG_O__COUNT; i++)

@@ -141,6 +141,7 @@ struct fg_bm_outcome {      /* FG_BM_OUTCOME */
 	uint8_t pad[3];
 	uint32_t req_id;        /* the CONTRIB's */
 	struct fg_status status;/* the answer: outcome, reason (malformed), facts, fingerprint when resolved */
+	uint64_t t_ns;          /* CLOCK_MONOTONIC ns, when the lcore took the CONTRIB (lane latency, /metrics) */
 };
 
 struct fg_bm_resolved {     /* FG_BM_RESOLVED */
@@ -219,7 +220,7 @@ union fg_bmsg {
 _Static_assert(sizeof(struct fg_bm_body) == 8, "fg_bm_body");
 _Static_assert(sizeof(struct fg_bm_contrib) == 32, "fg_bm_contrib");
 _Static_assert(sizeof(struct fg_bm_flush) == 16, "fg_bm_flush");
-_Static_assert(sizeof(struct fg_bm_outcome) == 40, "fg_bm_outcome");
+_Static_assert(sizeof(struct fg_bm_outcome) == 48, "fg_bm_outcome");
 _Static_assert(sizeof(struct fg_bm_resolved) == 48, "fg_bm_resolved");
 _Static_assert(sizeof(struct fg_bm_src) == 24, "fg_bm_src");
 _Static_assert(sizeof(struct fg_bm_canonical) == 64, "fg_bm_canonical");

@@ -105,6 +105,21 @@ def run(lcores):
         val = {ln.split()[0]: float(ln.split()[1]) for ln in met.splitlines() if ln.startswith("fanogate_lane_")}
         check(val.get("fanogate_lane_answer_spins_total", 0) >= 1, "the control plane polled for owed answers")
         check("fanogate_lane_wakeups_total" in val, "lane wake-ups are counted in /metrics")
+        # The engine's hop histograms: every request crossed the lane, was
+        # stamped by its lcore and answered; every resolved seed crossed back.
+        hop = {}
+        for ln in met.splitlines():
+            if ln.startswith("fanogate_engine_hop_seconds_"):
+                name, v = ln.split()
+                hop[name] = float(v)
+        cnt = {h: hop.get(f'fanogate_engine_hop_seconds_count{{hop="{h}"}}', -1)
+               for h in ("answer", "to_lcore", "back_to_cp", "seed_to_cp")}
+        check(cnt["answer"] >= 40 * 3 and cnt["answer"] == cnt["to_lcore"] == cnt["back_to_cp"],
+              f"every request's hops are timed (answer = to_lcore = back_to_cp >= 120): {cnt}")
+        check(cnt["seed_to_cp"] >= 40 + 2, f"every resolved seed's crossing is timed: {cnt}")
+        for h, n in cnt.items():
+            check(hop.get(f'fanogate_engine_hop_seconds_bucket{{hop="{h}",le="+Inf"}}') == n,
+                  f"{h}: the +Inf bucket holds every record")
 
 
 if __name__ == "__main__":

@@ -68,6 +68,10 @@ def promtool(body, what):
 def families_documented(vals, types, helps):
     for key in vals:
         name = key.split("{")[0]
+        # a histogram's series carry its family's name plus a suffix
+        base = re.sub(r"_(bucket|sum|count)$", "", name)
+        if base != name and types.get(base) == "histogram":
+            name = base
         if name not in types or name not in helps:
             fail("sample %s has no # TYPE or # HELP for its family" % key)
         if types[name] == "counter" and not name.endswith("_total"):

@@ -31,6 +31,7 @@
 #include <cmocka.h>
 
 #include "fg/boundary.h"
+#include "fg/lat_hist.h"
 
 static void test_pool(void **state)
 {
@@ -228,9 +229,39 @@ static void test_wake_threads(void **state)
 		free(mem[i]);
 }
 
+/* The lane latency histogram (fg/lat_hist.h): an interval lands in the
+ * first bucket whose bound it does not exceed; bounds are inclusive; past
+ * the last bound is +Inf; a clock read that ran backwards counts 0. */
+static void test_lat_hist(void **state)
+{
+	(void)state;
+	struct fg_lat_hist h;
+	memset(&h, 0, sizeof(h));
+	fg_lat_hist_add(&h, 1000, 1000);          /* 0 ns -> le 1 us */
+	fg_lat_hist_add(&h, 0, 1000);             /* exactly 1 us -> le 1 us */
+	fg_lat_hist_add(&h, 0, 1001);             /* just over -> le 2 us */
+	fg_lat_hist_add(&h, 0, 49999);            /* -> le 50 us */
+	fg_lat_hist_add(&h, 0, 10000000);         /* exactly 10 ms -> the last bound */
+	fg_lat_hist_add(&h, 0, 10000001);         /* -> +Inf */
+	fg_lat_hist_add(&h, 5000, 4000);          /* backwards -> 0 */
+	assert_int_equal(h.bucket[0], 3);
+	assert_int_equal(h.bucket[1], 1);
+	assert_int_equal(h.bucket[5], 1);         /* le 50 */
+	assert_int_equal(h.bucket[FG_LAT_BUCKETS - 2], 1);
+	assert_int_equal(h.bucket[FG_LAT_BUCKETS - 1], 1);
+	assert_int_equal(h.count, 7);
+	assert_int_equal(h.sum_ns, 1000 + 1001 + 49999 + 10000000 + 10000001);
+	uint64_t total = 0;
+	for (unsigned i = 0; i < FG_LAT_BUCKETS; i++)
+		total += h.bucket[i];
+	assert_int_equal(total, h.count);
+	assert_int_equal(fg_lat_hist_le_us[5], 50);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lat_hist),
 		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_wake_edge),
 		cmocka_unit_test(test_wake_threads),

@@ -136,11 +136,17 @@ static void test_lanes(void **state)
 	int n = tu_vector("S01", f, sizeof(f));
 	assert_int_equal(n, 34);
 	unsigned owner = fg_shard_of(42, 1, cfg.layers, 2);
+	struct timespec ts0, ts1;
+	clock_gettime(CLOCK_MONOTONIC, &ts0);
 	push_frame(owner, f, (uint32_t)n, 7);
 	union fg_bmsg m = { .kind = 0 };
 	unsigned lane;
 	assert_true(wait_msg(FG_BM_OUTCOME, 7, &m, &lane));
+	clock_gettime(CLOCK_MONOTONIC, &ts1);
 	assert_int_equal(lane, owner);
+	/* stamped when the lcore took the request (the lane's latency, /metrics) */
+	assert_true(m.outcome.t_ns >= (uint64_t)ts0.tv_sec * 1000000000ull + (uint64_t)ts0.tv_nsec);
+	assert_true(m.outcome.t_ns <= (uint64_t)ts1.tv_sec * 1000000000ull + (uint64_t)ts1.tv_nsec);
 	assert_int_equal(m.outcome.status.outcome, FG_O_RESOLVED);
 	assert_int_equal(m.outcome.status.token_seq, 42);
 	assert_true(m.outcome.status.fingerprint == 0x5e2de06ec4043aa2ull);
