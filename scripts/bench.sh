@@ -115,14 +115,20 @@ if [ $ROOTED -eq 1 ]; then TLS_IP=$HOST_IP; else TLS_IP=127.0.0.1; fi
 # the TLS and metrics listeners on port 0: fanogate reports the ports it
 # bound (start_gate sets TLS_PORT and TLSARGS)
 TLS_PORT= TLSARGS=()
-write_config() { # profile
+# The UDP consumer only where a path has one: the TLS paths' seeds go to
+# their wss subscriber, and a UDP consumer nobody ACKs would add an encode,
+# five datagrams and resends per seed to the dataplane runs only (the
+# --no-dataplane runs send no UDP at all): not the same work.
+write_config() { # profile [udp-consumer: yes|no]
+	local consumers=
+	[ "${2:-yes}" = yes ] && consumers="[consumers]
+default = $FLEET_IP:5000"
 	cat >"$T/fanogate.ini" <<EOF
 [lines]
 line.1,4,5 = active
 line.2,4,6 = active
 line.3,4,7 = active
-[consumers]
-default = $FLEET_IP:5000
+$consumers
 [dataplane]
 profile = ${1:-af_xdp}
 ${ANSWER_SPIN:+answer_spin_us = $ANSWER_SPIN}
@@ -133,7 +139,7 @@ start_gate() {
 	rm -f "$T/audit.log"
 	local rc=0
 	fg_daemon_start "$T/fanogate.log" "$T/fanogate.log" "$GATE" --config "$T/fanogate.ini" "$@" || rc=1
-	GATE_PID=$FG_PID TLS_PORT=$FG_TLS_PORT
+	GATE_PID=$FG_PID TLS_PORT=$FG_TLS_PORT METRICS_PORT=${FG_METRICS_PORT:-}
 	TLSARGS=(--tls "$TLS_IP:$TLS_PORT" --sni fanogate.bench --ca "$T/cert.pem" --token-file "$T/tokens")
 	return $rc
 }
@@ -143,15 +149,24 @@ stop_gate() {
 }
 INNS=()
 [ $ROOTED -eq 1 ] && INNS=(ip netns exec "$NS")
+# The gate's engine figures around one path (report.py: where the time
+# went, fanogate_engine_hop_seconds and the lane wake-ups and spins).
+scrape() { # file
+	[ -n "${METRICS_PORT:-}" ] || return 0
+	curl -s --max-time 5 "http://127.0.0.1:$METRICS_PORT/metrics" |
+		grep -E '^fanogate_(engine_hop_seconds|lane_wakeups|lane_answer_spin)' >"$1" || true
+}
 run_fleet() { # name args...
 	local name=$1; shift
 	say "$name: fanofleet $TOKENS tokens"
+	scrape "$OUT/path-$name.m0"
 	if "${INNS[@]}" "$FLEET" --tokens "$TOKENS" --window 1 --canonical none --quiet \
 		--json "$OUT/path-$name.json" --samples "$OUT/path-$name.samples" "$@" >"$OUT/path-$name.log" 2>&1; then
 		grep -E '^  (udp|wss|https) ' "$OUT/path-$name.log" || true
 	else
 		echo "   fanofleet exit $? (see $OUT/path-$name.log):"; tail -4 "$OUT/path-$name.log" | sed 's/^/   /'
 	fi
+	scrape "$OUT/path-$name.m1"
 }
 
 # ---- namespace, hugepages ------------------------------------------------------
@@ -210,10 +225,14 @@ if [ $MODE != none ]; then
 	LOAD_ARGS=(--mode burst --window 16 --tokens $((TOKENS * 2)))
 	run_fleet load-dpdk-udp --udp "$DP_IP:4242" --consumer "$FLEET_IP:5000" --mix udp=1 --token-base 150000 \
 		"${LOAD_ARGS[@]}"
+	# the TLS paths: the same dataplane without the UDP consumer (write_config)
+	stop_gate
+	write_config "$T/dp-$MODE.ini" no
+	start_gate || { echo "bench: fanogate did not start again"; tail "$T/fanogate.log"; exit 1; }
 else
 	if [ $ROOTED -eq 0 ]; then skip dpdk-udp "needs root (namespace, DPDK)"
 	else skip dpdk-udp "the DPDK dataplane did not come up (af_xdp, af_packet); see $OUT/fanogate-*.log"; fi
-	write_config ""
+	write_config "" no
 	start_gate --no-dataplane || { echo "bench: fanogate did not start"; tail "$T/fanogate.log"; exit 1; }
 	say "fanogate up with --no-dataplane (TLS paths only)"
 fi
@@ -226,7 +245,7 @@ stop_gate
 # The same TLS paths with the control plane owning the slots itself
 # (--no-dataplane): no dataplane lanes between TLS and the slot table.
 if [ $MODE != none ]; then
-	write_config ""
+	write_config "" no
 	if start_gate --no-dataplane; then
 		say "fanogate --no-dataplane (TLS paths, slots in the control plane)"
 		run_fleet wss-local "${TLSARGS[@]}" --mix wss=1 --wss-conns 1 --token-base 500000

@@ -49,6 +49,44 @@ def load_samples(path):
     return out
 
 
+def load_metrics(path):
+    """name{labels} -> value of one scrape (bench.sh scrape), {} when absent."""
+    m = {}
+    if os.path.exists(path):
+        for ln in open(path):
+            parts = ln.split()
+            if len(parts) == 2:
+                m[parts[0]] = float(parts[1])
+    return m
+
+
+HOPS = ("answer", "to_lcore", "back_to_cp", "seed_to_cp")
+
+
+def engine_hops(d, name):
+    """The gate's engine figures over one path's run: per hop the records,
+    mean and the bucket bound the median falls under; lane wake-ups and
+    answer spins per resolved seed. None when the run has no scrapes."""
+    a, b = load_metrics(os.path.join(d, "path-%s.m0" % name)), load_metrics(os.path.join(d, "path-%s.m1" % name))
+    if not b:
+        return None
+    delta = {k: v - a.get(k, 0.0) for k, v in b.items()}
+    out = {}
+    for h in HOPS:
+        n = delta.get('fanogate_engine_hop_seconds_count{hop="%s"}' % h, 0)
+        if n <= 0:
+            continue
+        bounds = sorted((float(k.split('le="')[1].rstrip('"}')), v) for k, v in delta.items()
+                        if k.startswith('fanogate_engine_hop_seconds_bucket{hop="%s",' % h) and "+Inf" not in k)
+        p50 = next((le for le, c in bounds if c >= n / 2), None)
+        out[h] = {"n": int(n), "mean_us": delta['fanogate_engine_hop_seconds_sum{hop="%s"}' % h] / n * 1e6,
+                  "p50_le_us": p50 * 1e6 if p50 is not None else None}
+    out["wakeups"] = int(delta.get("fanogate_lane_wakeups_total", 0))
+    out["spins"] = int(delta.get("fanogate_lane_answer_spins_total", 0))
+    out["spin_hits"] = int(delta.get("fanogate_lane_answer_spin_hits_total", 0))
+    return out
+
+
 def main():
     d = sys.argv[1]
     here = os.path.dirname(os.path.abspath(__file__))
@@ -72,6 +110,9 @@ def main():
                     entry["seeds_per_s"] = j["resolved"] / j["seconds"]
         if os.path.exists(skip):
             entry["skipped"] = open(skip).read().strip()
+        hops = engine_hops(d, name)
+        if hops:
+            entry["engine"] = hops
         if s:
             entry.update({"samples": len(s), "p50_us": pct(s, 50), "p90_us": pct(s, 90), "p99_us": pct(s, 99),
                           "p999_us": pct(s, 99.9), "max_us": s[-1]})
@@ -120,6 +161,15 @@ def main():
             note = "%d/%d bit-exact" % (e["bit_exact"], e["slots"])
         lines.append("%-11s %8d %9.1f %9.1f %9.1f %9.1f %9s  %s" % (name, e["samples"], e["p50_us"], e["p99_us"],
                                                                     e["p999_us"], e["max_us"], ratio, note))
+    eng = [(n, e["engine"]) for n, e in rows if e.get("engine")]
+    if eng:
+        lines.append("")
+        lines.append("engine hops per path (fanogate_engine_hop_seconds over the run: records, mean us,"
+                     " median <= bucket bound; answer = submit -> outcome, both modes):")
+        for n, x in eng:
+            hs = "  ".join("%s %d %.1f (<=%g)" % (h, x[h]["n"], x[h]["mean_us"], x[h]["p50_le_us"] or 0)
+                           for h in HOPS if h in x)
+            lines.append("  %-11s %s  wakeups %d spins %d hits %d" % (n, hs, x["wakeups"], x["spins"], x["spin_hits"]))
     if load:
         lines.append("")
         lines.append("throughput (burst, 16 tokens in flight, one fanofleet process as the whole fleet;"
