@@ -702,10 +702,15 @@ static inline void cp_cpu_relax(void)
 /* Poll the lanes, instead of sleeping, while an lcore owes a TLS peer its
  * answer (e->outstanding): an lcore answers in a few microseconds, and a
  * sleep costs a wake-up of this thread (on a VM, of its virtual CPU) on top.
- * Bounded by [dataplane] answer_spin_us per call; stops as soon as a
- * completion is ready. Call with nothing else to do (the server's batch
- * end). Returns true when it drained something (the caller flushes the
- * output that queued and may call again). */
+ * It drains what comes and keeps polling until every owed answer is in,
+ * so that the answers of one batch (a WebSocket peer's three contributions,
+ * their status frames and the seed they resolve) leave in one flush: one
+ * TLS record and one send where a flush per arrival cost one each, as in
+ * local mode, which answers a batch at its end. Bounded by [dataplane]
+ * answer_spin_us per call; stops early when a completion is ready (new
+ * input: the loop goes on). Call with nothing else to do (the server's
+ * batch end). Returns true when it drained something (the caller flushes
+ * the output that queued and may call again). */
 bool cp_engine_spin(struct cp_engine *e)
 {
 	if (!e->lanes_mode || !e->outstanding || !e->cfg->answer_spin_us || e->kick_armed || e->stopping)
@@ -723,8 +728,11 @@ bool cp_engine_spin(struct cp_engine *e)
 	unsigned i = 0;
 	for (;;) {
 		if (!lanes_empty(e)) {
+			(void)lanes_drain(e); /* a budget hit: the loop below comes back at once */
 			got = true;
-			break;
+			if (!e->outstanding)
+				break;
+			continue;
 		}
 		if (cp_loop_has_cqe(e->loop))
 			break;
