@@ -17,11 +17,16 @@
 # OUT/table.txt and the raw samples. No timing is asserted anywhere.
 #
 # Usage: scripts/bench.sh [--smoke] [--tokens N] [--out DIR] [--build-dir DIR] [--answer-spin-us N]
+#                         [--fleet-cpus LIST]
 #   --smoke      CI: a few tokens per path; checks that every output exists
 #   --tokens N   tokens per path (default 300 = 8100 seeds; smoke 4)
 #   --out DIR    output directory (default BUILD/bench-jump)
 #   --answer-spin-us N   fanogate's [dataplane] answer_spin_us (default: the
 #                daemon's own, 50); 0 compares with sleeping at once
+#   --fleet-cpus LIST   run the load generator (fanofleet) on these CPUs only
+#                (taskset -c LIST), e.g. the ones the poll lcore does not
+#                use: the fleet is not part of the appliance, and on a small
+#                box it otherwise competes with the poll lcore for its CPU
 # Needs root for the namespace and the dataplane; without root the dpdk-udp
 # path is skipped and the others run on loopback. Cleans up on exit and on
 # Ctrl-C (processes, namespace fgfl-bench, veths, hugepages it reserved).
@@ -34,7 +39,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # cannot collide with anything else on the box.
 [ "$(id -u)" -eq 0 ] || fg_private_net "$@"
 BUILD=${FG_BUILD_DIR:-build}
-SMOKE=0 TOKENS= OUT= ANSWER_SPIN=
+SMOKE=0 TOKENS= OUT= ANSWER_SPIN= FLEET_CPUS=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--smoke) SMOKE=1 ;;
@@ -42,7 +47,8 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift ;;
 	--build-dir) BUILD=$2; shift ;;
 	--answer-spin-us) ANSWER_SPIN=$2; shift ;;
-	-h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--fleet-cpus) FLEET_CPUS=$2; shift ;;
+	-h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -149,6 +155,7 @@ stop_gate() {
 }
 INNS=()
 [ $ROOTED -eq 1 ] && INNS=(ip netns exec "$NS")
+[ -n "$FLEET_CPUS" ] && INNS+=(taskset -c "$FLEET_CPUS")
 # The gate's engine figures around one path (report.py: where the time
 # went, fanogate_engine_hop_seconds and the lane wake-ups and spins).
 scrape() { # file
