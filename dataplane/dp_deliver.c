@@ -275,7 +275,7 @@ void dp_deliver_seed(struct dp_lcore *lc, uint32_t slot, uint64_t now)
 					.epoch = lc->slots.epoch,
 					.udp_sent = sent,
 					.fingerprint = v.fingerprint,
-					.t_ns = now}};
+					.t_ns = dp_clock_ns()}}; /* resolved now, not at the loop's start */
 	(void)lc->env->io->report_body(lc, &m, &m.resolved.body, v.body, v.body_len);
 	lc->ack_now = true; /* ACK on resolution */
 }

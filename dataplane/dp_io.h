@@ -29,6 +29,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "fg/boundary.h"
 #include "fg/config.h"
@@ -92,6 +93,16 @@ struct dp_xfer {
 	struct dp_frame fr;
 };
 _Static_assert(sizeof(struct dp_xfer) <= DP_XFER_HDR, "the xfer header fits in front of the frame");
+/* CLOCK_MONOTONIC in ns (vDSO, no syscall): the loop's `now`, and the
+ * timestamps boundary messages carry (the control plane reads the same
+ * clock: lane latency, /metrics fanogate_engine_hop_seconds). */
+static inline uint64_t dp_clock_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static inline uint8_t *dp_xfer_data(struct dp_xfer *x) { return (uint8_t *)x + DP_XFER_HDR; }
 static inline struct dp_xfer *dp_xfer_of(void *data) { return (struct dp_xfer *)((uint8_t *)data - DP_XFER_HDR); }
 

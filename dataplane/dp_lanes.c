@@ -13,7 +13,6 @@
  * plane's sleeps, see struct fg_wake), and only for an urgent message or a
  * lane filling up (boundary.h, "urgent and deferred messages"). */
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "dp_lanes.h"
@@ -108,15 +107,6 @@ void dp_lane_wake(struct dp_lcore *lc)
 		dp_lc_xcount(lc, DP_X_LANE_WAKE_FAIL); /* cannot happen short of a closed fd: counted */
 }
 
-/* The loop's `now` is taken before the RX burst: a message's own time
- * keeps the RX work out of the lane latency (one vDSO read per request). */
-static uint64_t lane_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 unsigned dp_lane_poll(struct dp_lcore *lc, uint64_t now)
 {
 	union fg_bmsg m;
@@ -134,7 +124,9 @@ unsigned dp_lane_poll(struct dp_lcore *lc, uint64_t now)
 		if (m.kind != FG_BM_CONTRIB)
 			continue;
 		const struct fg_bm_contrib *c = &m.contrib;
-		uint64_t taken = c->req_id ? lane_now_ns() : 0; /* the OUTCOME's t_ns */
+		/* the OUTCOME's t_ns: its own clock read, the loop's `now` was taken
+		 * before the RX burst (one vDSO read per request) */
+		uint64_t taken = c->req_id ? dp_clock_ns() : 0;
 		dp_lc_xcount(lc, DP_X_LANE_FRAMES);
 		/* A frame the control plane received on an address naming its
 		 * layer (/layers/<L>/, /flow?layer=<L>): fg_bm_contrib.layer_bound. */

@@ -23,7 +23,6 @@
  * the current sleep (+ the 1 us timer slack set here, + the scheduler's
  * wake-up); fully backed off, half the cap on average. */
 #include <sys/prctl.h>
-#include <time.h>
 
 #include <rte_cycles.h>
 
@@ -34,19 +33,12 @@
 #include "dp_shard.h"
 #include "dp_tx.h"
 
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int dp_lcore_main(void *arg)
 {
 	struct dp_lcore *lc = arg;
 	unsigned idle = 0;
 	uint32_t sleep_us = 1;
-	uint64_t now = now_ns();
+	uint64_t now = dp_clock_ns();
 	/* the default 50 us timer slack would stretch every short sleep to
 	 * ~55 us: 1 us keeps the backoff's first steps short */
 	if (dp_g.prof.idle_sleep_us)
@@ -57,7 +49,7 @@ int dp_lcore_main(void *arg)
 	while (!atomic_load_explicit(&dp_g.b->stop, memory_order_relaxed)) {
 		/* two TSC reads per iteration (~10 ns) buy the busy-time figure bench/dp reports */
 		uint64_t tsc0 = rte_rdtsc();
-		now = now_ns();
+		now = dp_clock_ns();
 		/* line facts: one acquire load per burst; the table's epoch never runs behind */
 		lc->ictx.lines = atomic_load_explicit(&dp_g.b->linefacts, memory_order_acquire);
 		uint32_t ep = fg_linefacts_epoch(lc->ictx.lines);

@@ -27,6 +27,11 @@
 #                (taskset -c LIST), e.g. the ones the poll lcore does not
 #                use: the fleet is not part of the appliance, and on a small
 #                box it otherwise competes with the poll lcore for its CPU
+#   --eal-lcores MAP    the dataplane's [eal] lcores (default: the daemon's,
+#                control thread floating, poll lcore on the last CPU)
+#   --local-cpus LIST   run fanogate --no-dataplane on these CPUs only: with
+#                the same LIST as the CPUs the dataplane mode leaves to its
+#                control plane, both modes get the same CPUs
 # Needs root for the namespace and the dataplane; without root the dpdk-udp
 # path is skipped and the others run on loopback. Cleans up on exit and on
 # Ctrl-C (processes, namespace fgfl-bench, veths, hugepages it reserved).
@@ -39,7 +44,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # cannot collide with anything else on the box.
 [ "$(id -u)" -eq 0 ] || fg_private_net "$@"
 BUILD=${FG_BUILD_DIR:-build}
-SMOKE=0 TOKENS= OUT= ANSWER_SPIN= FLEET_CPUS=
+SMOKE=0 TOKENS= OUT= ANSWER_SPIN= FLEET_CPUS= EAL_LCORES= LOCAL_CPUS=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--smoke) SMOKE=1 ;;
@@ -48,7 +53,9 @@ while [ $# -gt 0 ]; do
 	--build-dir) BUILD=$2; shift ;;
 	--answer-spin-us) ANSWER_SPIN=$2; shift ;;
 	--fleet-cpus) FLEET_CPUS=$2; shift ;;
-	-h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--eal-lcores) EAL_LCORES=$2; shift ;;
+	--local-cpus) LOCAL_CPUS=$2; shift ;;
+	-h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -98,9 +105,10 @@ say() { printf '== %s\n' "$*"; }
 skip() { echo "$2" >"$OUT/path-$1.skip"; say "$1: skipped: $2"; }
 
 # ---- metadata ---------------------------------------------------------------
-/usr/bin/python3 - "$OUT/meta.json" "$ROOT" "$TOKENS" "$SMOKE" <<'PY'
+/usr/bin/python3 - "$OUT/meta.json" "$ROOT" "$TOKENS" "$SMOKE" "$FLEET_CPUS" "$EAL_LCORES" "$LOCAL_CPUS" <<'PY'
 import json, os, platform, subprocess, sys, time
 out, root, tokens, smoke = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+placement = {"fleet_cpus": sys.argv[5] or None, "eal_lcores": sys.argv[6] or None, "local_cpus": sys.argv[7] or None}
 def sh(*a):
     try: return subprocess.check_output(a, cwd=root, stderr=subprocess.DEVNULL).decode().strip()
     except Exception: return None
@@ -109,7 +117,7 @@ for l in open("/proc/cpuinfo"):
     if l.startswith("model name"): cpu = l.split(":", 1)[1].strip(); break
 json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": sh("git", "rev-parse", "--short", "HEAD"),
            "kernel": platform.release(), "cpu": cpu, "cpus": os.cpu_count(), "tokens_per_path": tokens,
-           "layers": 28, "hidden": 1536, "window": 1, "mode": "chain", "smoke": smoke},
+           "layers": 28, "hidden": 1536, "window": 1, "mode": "chain", "smoke": smoke, "placement": placement},
           open(out, "w"), indent=2)
 PY
 
@@ -144,7 +152,9 @@ EOF
 start_gate() {
 	rm -f "$T/audit.log"
 	local rc=0
-	fg_daemon_start "$T/fanogate.log" "$T/fanogate.log" "$GATE" --config "$T/fanogate.ini" "$@" || rc=1
+	local pin=()
+	[ "${1:-}" = --no-dataplane ] && [ -n "$LOCAL_CPUS" ] && pin=(taskset -c "$LOCAL_CPUS")
+	fg_daemon_start "$T/fanogate.log" "$T/fanogate.log" "${pin[@]}" "$GATE" --config "$T/fanogate.ini" "$@" || rc=1
 	GATE_PID=$FG_PID TLS_PORT=$FG_TLS_PORT METRICS_PORT=${FG_METRICS_PORT:-}
 	TLSARGS=(--tls "$TLS_IP:$TLS_PORT" --sni fanogate.bench --ca "$T/cert.pem" --token-file "$T/tokens")
 	return $rc
@@ -204,8 +214,9 @@ if [ $ROOTED -eq 1 ]; then
 			af_xdp) vdev="net_af_xdp0,iface=$VH,start_queue=0,queue_count=1" ;;
 			af_packet) vdev="net_af_packet0,iface=$VH,qpairs=1" ;;
 			esac
-			printf '[eal]\nhugepages = %s\nlog_level = *:error\n[port]\nvdev = %s\nmtu = 1500\n[net]\nip4 = %s\n' \
-				"$HUGE" "$vdev" "$DP_IP" >"$T/dp-$kind.ini"
+			printf '[eal]\nhugepages = %s\nlog_level = *:error\n%s[port]\nvdev = %s\nmtu = 1500\n[net]\nip4 = %s\n' \
+				"$HUGE" "${EAL_LCORES:+lcores = $EAL_LCORES
+}" "$vdev" "$DP_IP" >"$T/dp-$kind.ini"
 			write_config "$T/dp-$kind.ini"
 			# The probe is also the warm-up: the first datagrams into a
 			# fresh veth are sometimes lost for about a second.
