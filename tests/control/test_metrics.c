@@ -40,6 +40,9 @@ static void setup_snapshot(void)
 	srv.st.http_errors = 3;
 	eng.st.frames = 11;
 	eng.st.outcome[FG_O_RESOLVED] = 4;
+	fg_lat_hist_add(&eng.st.hop[CP_HOP_TO_LCORE], 0, 2000);   /* 2 us */
+	fg_lat_hist_add(&eng.st.hop[CP_HOP_TO_LCORE], 0, 4000);   /* 4 us */
+	fg_lat_hist_add(&eng.st.hop[CP_HOP_TO_LCORE], 100, 8100); /* 8 us */
 	eng.st.reason[FG_R__COUNT - 1] = 2;
 	eng.lines.line[3].verdicts = 5;
 	eng.lines.points_down = 1u << 6; /* point 7 */
@@ -66,13 +69,21 @@ static void test_render_families(void **state)
 		} else if (!strncmp(ln, "# TYPE ", 7)) {
 			assert_int_equal(sscanf(ln + 7, "%127s %15s", type, kind), 2);
 			assert_string_equal(type, help); /* HELP then TYPE of the same family */
-			assert_true(!strcmp(kind, "counter") || !strcmp(kind, "gauge"));
+			assert_true(!strcmp(kind, "counter") || !strcmp(kind, "gauge") || !strcmp(kind, "histogram"));
 			if (!strcmp(kind, "counter"))
 				assert_true(strlen(type) > 6 && !strcmp(type + strlen(type) - 6, "_total"));
 		} else {
 			size_t fl = strcspn(ln, "{ ");
-			assert_int_equal(fl, strlen(type)); /* the sample belongs to the last family */
-			assert_memory_equal(ln, type, fl);
+			size_t tl = strlen(type);
+			if (!strcmp(kind, "histogram")) {
+				/* its series: the family's name + _bucket, _sum or _count */
+				assert_true(fl > tl && !memcmp(ln, type, tl));
+				assert_true(!strncmp(ln + tl, "_bucket", fl - tl) || !strncmp(ln + tl, "_sum", fl - tl) ||
+					    !strncmp(ln + tl, "_count", fl - tl));
+			} else {
+				assert_int_equal(fl, tl); /* the sample belongs to the last family */
+				assert_memory_equal(ln, type, fl);
+			}
 			samples++;
 		}
 	}
@@ -88,6 +99,14 @@ static void test_render_values(void **state)
 	assert_true(value(t, "fanogate_tls_accepted_total") == 7);
 	assert_true(value(t, "fanogate_http_errors_total") == 3);
 	assert_true(value(t, "fanogate_tls_frames_total") == 11);
+	/* the engine's hops: cumulative buckets, +Inf = count, sum in seconds */
+	assert_true(value(t, "fanogate_engine_hop_seconds_bucket{hop=\"to_lcore\",le=\"5e-06\"}") == 2);
+	assert_true(value(t, "fanogate_engine_hop_seconds_bucket{hop=\"to_lcore\",le=\"1e-05\"}") == 3);
+	assert_true(value(t, "fanogate_engine_hop_seconds_bucket{hop=\"to_lcore\",le=\"+Inf\"}") == 3);
+	assert_true(value(t, "fanogate_engine_hop_seconds_count{hop=\"to_lcore\"}") == 3);
+	assert_true(value(t, "fanogate_engine_hop_seconds_sum{hop=\"to_lcore\"}") > 0.0000139 &&
+		    value(t, "fanogate_engine_hop_seconds_sum{hop=\"to_lcore\"}") < 0.0000141);
+	assert_true(value(t, "fanogate_engine_hop_seconds_count{hop=\"answer\"}") == 0);
 	assert_true(value(t, "fanogate_tls_outcomes_total{outcome=\"resolved\"}") == 4);
 	char key[160];
 	snprintf(key, sizeof(key), "fanogate_tls_malformed_total{reason=\"%s\"}", fg_reason_name(FG_R__COUNT - 1));
