@@ -27,6 +27,11 @@ struct dp_ra_ctx {
 	uint8_t *buf;
 	uint16_t stream_id;
 	uint32_t sequence;
+	/* BUFFER: fragment 0's header and its stream's class under the binding
+	 * it came with (bound_layer + 1, 0 = unbound), handed out with the frame */
+	struct fg_hdr hdr;
+	struct fg_ingest_class cls;
+	uint32_t binding;
 	struct fg_slot_ref ref;
 	struct fg_seed seed; /* SLOT/DISCARD of a seed: header and prefix facts, body NULL */
 	uint32_t hnext, prev, next;
@@ -321,8 +326,6 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 	out->stream_id = h.stream_id;
 	out->sequence = h.sequence;
 
-	enum fg_band band;
-	uint16_t layer = 0;
 	bool direct = false;
 	if (flen > r->cfg.frame_max) {
 		/* Too big for any buffer: judged now, still ACKed when complete. */
@@ -335,8 +338,14 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 		judge(c, out, FG_O_MALFORMED, FG_R_SEED_TOO_LARGE);
 		return;
 	}
-	int cr = fg_stream_classify_at(ictx->bands, h.stream_id,
-				       ictx->layer_bound ? (int32_t)ictx->bound_layer : FG_LAYER_UNBOUND, &band, &layer);
+	/* Classified once: a buffered frame carries this to the whole-frame
+	 * ingest (dp_reasm_out.hdr, .cls), which does not decode it again. */
+	fg_ingest_classify(ictx, h.stream_id, &c->cls);
+	c->hdr = h;
+	c->binding = ictx->layer_bound ? (uint32_t)ictx->bound_layer + 1u : 0u;
+	int cr = c->cls.rc;
+	enum fg_band band = c->cls.band;
+	uint16_t layer = cr == 0 ? c->cls.layer : 0;
 	if (cr == -FG_R_LAYER_MISMATCH) {
 		/* on a layer port, a stream naming another layer: refused by name */
 		if (c->buf) {
@@ -558,6 +567,9 @@ complete:
 			out->events |= DP_RA_EV_FRAME;
 			out->buf = c->buf;
 			out->len = c->frame_len;
+			out->hdr = c->hdr;
+			out->cls = c->cls;
+			out->binding = c->binding;
 			c->buf = NULL;
 		}
 		ctx_done(r, i, now);

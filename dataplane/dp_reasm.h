@@ -100,6 +100,12 @@ struct dp_reasm_out {
 	uint32_t sequence;
 	void *buf;             /* FRAME */
 	uint32_t len;
+	/* FRAME: the frame's header and its stream's class, decoded once at
+	 * fragment 0 under the binding `binding` (bound layer + 1, 0 = unbound):
+	 * the whole-frame ingest uses them when its binding is the same */
+	struct fg_hdr hdr;
+	struct fg_ingest_class cls;
+	uint32_t binding;
 	struct fg_seed seed;   /* OUTCOME: decoded header and prefix (body NULL) */
 	struct fg_slot_result res; /* OUTCOME */
 };

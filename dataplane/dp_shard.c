@@ -12,11 +12,14 @@
  * (not a copy) is handed to the owner (io->handoff: on DPDK, the owner's
  * MP/SC rte_ring).
  *
- * Decode once: a whole frame's header is decoded and its stream classified
- * once, where the lcore first sees it whole (dp_shard_whole, on_xfer; a
- * control-plane frame in dp_shard_frame), into a struct dp_frame that
- * ownership, the consumer-ACK check, ingest (fg_ingest_classified) and the
- * ACK bookkeeping read; a hand-off carries it in the xfer buffer.
+ * Decode once: a frame's header is decoded and its stream classified once
+ * on the lcore, into a struct dp_frame that ownership, the consumer-ACK
+ * check, ingest (fg_ingest_classified) and the ACK bookkeeping read; a
+ * hand-off carries it in the xfer buffer. Where: a single-datagram frame in
+ * dp_shard_whole, a control-plane frame in dp_shard_frame, a fragmented one
+ * at its fragment 0 (dp_reasm: placed straight into the slot, or buffered
+ * and handed out with that decode, dp_reasm_out.hdr/.cls; decoded again
+ * only when its last fragment came under another [udp] layer_ports binding).
  *
  * No DPDK here: the I/O goes through lc->env->io (dp_io.h), so the kernel
  * receiver bench/dp/kudp_rx.c runs this same code.
@@ -195,12 +198,13 @@ static bool ack_placed(int rc, const struct fg_ingest_result *r)
 
 /* A whole frame in an xfer buffer x (owned by the caller of this function,
  * which gives it up here: processed and returned, or handed to the owner
- * with its decode). */
+ * with its decode). x->decoded: x->fr already holds the decode (fragment
+ * 0's); else it is decoded here. */
 static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64_t now)
 {
 	uint8_t *frame = dp_xfer_data(x);
 	dp_lc_count(lc, FG_C_FRAMES, 1);
-	if (dp_frame_decode(&lc->ictx, frame, x->len, &x->fr) < 0) {
+	if (!x->decoded && dp_frame_decode(&lc->ictx, frame, x->len, &x->fr) < 0) {
 		dp_lc_malformed(lc, FG_R_SHORT_HEADER);
 		lc->env->io->xfer_put(lc, x);
 		return;
@@ -326,6 +330,14 @@ static void fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct 
 		struct dp_xfer *x = dp_xfer_of(out.buf);
 		*x = from;
 		x->len = out.len;
+		/* fragment 0's decode, unless this fragment came under another
+		 * address binding ([udp] layer_ports): then judged again under it */
+		uint32_t binding = lc->ictx.layer_bound ? (uint32_t)lc->ictx.bound_layer + 1u : 0u;
+		if (out.binding == binding) {
+			x->fr.hdr = out.hdr;
+			x->fr.cls = out.cls;
+			x->decoded = true;
+		}
 		on_xfer(lc, x, true, now); /* counts the frame and ACKs it */
 	} else if (out.events & DP_RA_EV_COMPLETE) {
 		dp_lc_count(lc, FG_C_FRAMES, 1);

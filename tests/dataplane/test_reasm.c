@@ -367,6 +367,21 @@ static void test_remote_shard_buffer(void **st)
 		assert_int_equal(o.len, len);
 		assert_memory_equal(o.buf, fr, len);
 		assert_int_equal(o.sequence, token);
+		/* fragment 0's decode comes with the frame (decoded once): the
+		 * header and the class the whole-frame decode would give */
+		struct fg_hdr h;
+		assert_int_equal(fg_hdr_decode(fr, len, FG_TRANSPORT_MESSAGE, &h), FG_HDR_LEN);
+		assert_int_equal(o.hdr.stream_id, h.stream_id);
+		assert_int_equal(o.hdr.sequence, h.sequence);
+		assert_int_equal(o.hdr.length, h.length);
+		assert_int_equal(o.hdr.flags, h.flags);
+		struct fg_ingest_class c;
+		fg_ingest_classify(&e->ictx, h.stream_id, &c);
+		assert_int_equal(o.cls.rc, 0);
+		assert_int_equal(o.cls.band, c.band);
+		assert_int_equal(o.cls.layer, c.layer);
+		assert_int_equal(o.cls.layer, 1);
+		assert_int_equal(o.binding, 0); /* unbound */
 		buf_put(e, o.buf); /* the caller owns it now */
 	}
 	assert_int_equal(e->slots.opened, 0); /* never touched the local shard */
