@@ -24,9 +24,10 @@
 #   --answer-spin-us N   fanogate's [dataplane] answer_spin_us (default: the
 #                daemon's own, 50); 0 compares with sleeping at once
 #   --fleet-cpus LIST   run the load generator (fanofleet) on these CPUs only
-#                (taskset -c LIST), e.g. the ones the poll lcore does not
-#                use: the fleet is not part of the appliance, and on a small
-#                box it otherwise competes with the poll lcore for its CPU
+#                (taskset -c LIST). Default: every CPU but the last, where
+#                the dataplane's poll lcore spins (the fleet runs on other
+#                machines in production; on a small box it would otherwise
+#                take the poll lcore's CPU from it); "all" = unpinned
 #   --eal-lcores MAP    the dataplane's [eal] lcores (default: the daemon's,
 #                control thread floating, poll lcore on the last CPU)
 #   --local-cpus LIST   run fanogate --no-dataplane on these CPUs only: with
@@ -61,6 +62,8 @@ while [ $# -gt 0 ]; do
 	shift
 done
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+NCPU=$(nproc)
+[ -n "$FLEET_CPUS" ] || { [ "$NCPU" -ge 2 ] && FLEET_CPUS="0-$((NCPU - 2))" || FLEET_CPUS=all; }
 [ -n "$TOKENS" ] || { [ $SMOKE -eq 1 ] && TOKENS=4 || TOKENS=300; }
 [ -n "$OUT" ] || OUT=$BUILD/bench-jump
 mkdir -p "$OUT"
@@ -165,7 +168,7 @@ stop_gate() {
 }
 INNS=()
 [ $ROOTED -eq 1 ] && INNS=(ip netns exec "$NS")
-[ -n "$FLEET_CPUS" ] && INNS+=(taskset -c "$FLEET_CPUS")
+[ "$FLEET_CPUS" = all ] || INNS+=(taskset -c "$FLEET_CPUS")
 # The gate's engine figures around one path (report.py: where the time
 # went, fanogate_engine_hop_seconds and the lane wake-ups and spins).
 scrape() { # file
