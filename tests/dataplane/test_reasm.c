@@ -64,9 +64,34 @@ static fg_linefacts facts_all(unsigned state)
 	return f;
 }
 
-static struct env *env_new(uint32_t contexts, uint32_t n_shards, uint32_t self, uint32_t frame_max)
+/* The parts of an env that do not depend on the slot table: bands, limits,
+ * the ingest context (no line facts) and the frame size. */
+static struct env *env_alloc(uint32_t frame_max)
 {
 	struct env *e = calloc(1, sizeof(*e));
+	assert_non_null(e);
+	fg_bands_default(&e->bands);
+	e->bands.n_layers = LAYERS;
+	e->lim.hidden = HIDDEN;
+	e->lim.max_seq_len = 1;
+	e->ictx.bands = &e->bands;
+	e->ictx.limits = &e->lim;
+	e->frame_max = frame_max;
+	return e;
+}
+
+/* dp_reasm_init(&e->r) for rc (its buffers are e's) in memory it allocates. */
+static void env_reasm_init(struct env *e, struct dp_reasm_cfg *rc)
+{
+	rc->bufs = (struct dp_buf_ops){.get = buf_get, .put = buf_put, .arg = e};
+	size_t sz = dp_reasm_mem_size(rc);
+	e->rmem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+	assert_int_equal(dp_reasm_init(&e->r, e->rmem, sz, rc), 0);
+}
+
+static struct env *env_new(uint32_t contexts, uint32_t n_shards, uint32_t self, uint32_t frame_max)
+{
+	struct env *e = env_alloc(frame_max);
 	struct fg_slots_cfg sc;
 	memset(&sc, 0, sizeof(sc));
 	sc.capacity = 64;
@@ -80,14 +105,7 @@ static struct env *env_new(uint32_t contexts, uint32_t n_shards, uint32_t self, 
 	size_t sz = fg_slots_mem_size(&sc);
 	e->slots_mem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
 	assert_int_equal(fg_slots_init(&e->slots, e->slots_mem, sz, &sc), 0);
-	fg_bands_default(&e->bands);
-	e->bands.n_layers = LAYERS;
-	e->lim.hidden = HIDDEN;
-	e->lim.max_seq_len = 1;
-	e->ictx.bands = &e->bands;
-	e->ictx.limits = &e->lim;
 	e->ictx.lines = facts_all(1 /* shadow */);
-	e->frame_max = frame_max;
 	struct dp_reasm_cfg rc = {
 		.contexts = contexts,
 		.chunk = CHUNK,
@@ -97,11 +115,8 @@ static struct env *env_new(uint32_t contexts, uint32_t n_shards, uint32_t self, 
 		.shard_self = self,
 		.n_shards = n_shards,
 		.n_layers = LAYERS,
-		.bufs = {.get = buf_get, .put = buf_put, .arg = e},
 	};
-	sz = dp_reasm_mem_size(&rc);
-	e->rmem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
-	assert_int_equal(dp_reasm_init(&e->r, e->rmem, sz, &rc), 0);
+	env_reasm_init(e, &rc);
 	return e;
 }
 
@@ -136,6 +151,16 @@ static struct dp_peer peer_of(uint16_t port)
 	return p;
 }
 
+/* The common env (16 contexts, one shard, 4096-byte frames) with one seed
+ * frame for (token, layer, line, +) in fr, its length in *len. */
+static struct env *env_seed(uint8_t *fr, uint32_t *len, uint32_t token, uint16_t layer, uint8_t line, float base,
+			    float step)
+{
+	struct env *e = env_new(16, 1, 0, 4096);
+	*len = make_seed(e, fr, token, layer, line, 0, base, step);
+	return e;
+}
+
 /* Push fragment idx of frame[0..len) under frame_id. */
 static struct dp_reasm_out push(struct env *e, const struct dp_peer *p, uint16_t fid, const uint8_t *frame,
 			       uint32_t len, unsigned idx, uint64_t now)
@@ -161,11 +186,39 @@ static struct dp_reasm_out push_range(struct env *e, const struct dp_peer *p, ui
 	return out;
 }
 
+/* Fragments first .. end - 1 of frame, in order, each one taken. */
+static void push_taken(struct env *e, const struct dp_peer *p, uint16_t fid, const uint8_t *frame, uint32_t len,
+		       unsigned first, unsigned end, uint64_t now)
+{
+	for (unsigned k = first; k < end; k++)
+		assert_int_equal(push(e, p, fid, frame, len, k, now).disp, DP_RA_TAKEN);
+}
+
 /* The output carries a judgement, of outcome want. */
 static void expect_outcome(const struct dp_reasm_out *o, enum fg_outcome want)
 {
 	assert_true(o->events & DP_RA_EV_OUTCOME);
 	assert_int_equal(o->res.outcome, want);
+}
+
+/* Fragments first .. 4 of a 5-fragment frame complete it: accepted and ACKed. */
+static void push_accepted(struct env *e, const struct dp_peer *p, uint16_t fid, const uint8_t *frame, uint32_t len,
+			  unsigned first, uint64_t now)
+{
+	struct dp_reasm_out o = push_range(e, p, fid, frame, len, first, 5, now);
+	expect_outcome(&o, FG_O_ACCEPTED);
+	assert_true(o.events & DP_RA_EV_COMPLETE);
+}
+
+/* Fragments 1 .. 4 of a frame judged at fragment 0: discarded, still ACKed
+ * (it was received), and no slot was ever opened. */
+static void push_rest_discarded(struct env *e, const struct dp_peer *p, uint16_t fid, const uint8_t *frame,
+				uint32_t len)
+{
+	struct dp_reasm_out o = push_range(e, p, fid, frame, len, 1, 5, 0);
+	assert_int_equal(o.disp, DP_RA_DISCARDED);
+	assert_int_equal(o.events, DP_RA_EV_COMPLETE);
+	assert_int_equal(e->slots.opened, 0);
 }
 
 static void reference(float *out, const float *x, const float *a, const float *f, int nx, int na, int nf)
@@ -257,9 +310,9 @@ static void test_arrival_orders(void **st)
 static void test_duplicate_fragment(void **st)
 {
 	(void)st;
-	struct env *e = env_new(16, 1, 0, 4096);
 	uint8_t fr[4096];
-	uint32_t len = make_seed(e, fr, 7, 1, 1, 0, 1.0f, 0.5f);
+	uint32_t len;
+	struct env *e = env_seed(fr, &len, 7, 1, 1, 1.0f, 0.5f);
 	struct dp_peer p = peer_of(1);
 	assert_int_equal(push(e, &p, 9, fr, len, 1, 0).disp, DP_RA_TAKEN);
 	assert_int_equal(push(e, &p, 9, fr, len, 1, 0).disp, DP_RA_DUP);
@@ -272,9 +325,9 @@ static void test_duplicate_fragment(void **st)
 static void test_validation(void **st)
 {
 	(void)st;
-	struct env *e = env_new(16, 1, 0, 4096);
 	uint8_t fr[4096];
-	uint32_t len = make_seed(e, fr, 7, 1, 1, 0, 1.0f, 0.5f); /* 274 bytes: 5 fragments */
+	uint32_t len;
+	struct env *e = env_seed(fr, &len, 7, 1, 1, 1.0f, 0.5f); /* 274 bytes: 5 fragments */
 	struct dp_peer p = peer_of(2);
 	struct dp_reasm_out o;
 	struct fg_frag f = {.frame_id = 1, .index = 1, .total = 5, .chunk = fr + CHUNK, .chunk_len = CHUNK};
@@ -422,13 +475,12 @@ static void test_dup_pending(void **st)
 static void test_timeout_aborts_attempt(void **st)
 {
 	(void)st;
-	struct env *e = env_new(16, 1, 0, 4096);
 	uint8_t fr[4096];
-	uint32_t len = make_seed(e, fr, 11, 3, 1, 0, 4.0f, 1.0f);
+	uint32_t len;
+	struct env *e = env_seed(fr, &len, 11, 3, 1, 4.0f, 1.0f);
 	struct dp_peer p = peer_of(8);
 	/* fragments 0..3 land in the slot, fragment 4 is lost */
-	for (unsigned k = 0; k < 4; k++)
-		assert_int_equal(push(e, &p, 50, fr, len, k, 0).disp, DP_RA_TAKEN);
+	push_taken(e, &p, 50, fr, len, 0, 4, 0);
 	assert_int_equal(dp_reasm_expire(&e->r, 999999, 100), 0);
 	assert_int_equal(dp_reasm_expire(&e->r, 1000000, 100), 1);
 	assert_int_equal(dp_reasm_live(&e->r), 0);
@@ -438,9 +490,7 @@ static void test_timeout_aborts_attempt(void **st)
 	assert_int_equal(dp_reasm_expire(&e->r, 2000001, 100), 1);
 	assert_int_equal(e->bufs_out, 0);
 	/* the sender resends under a new frame_id: the whole body lands */
-	struct dp_reasm_out o;
-	o = push_range(e, &p, 51, fr, len, 0, 5, 3000000);
-	expect_outcome(&o, FG_O_ACCEPTED);
+	push_accepted(e, &p, 51, fr, len, 0, 3000000);
 	struct fg_slot_info info;
 	assert_int_equal(fg_slot_lookup(&e->slots, 11, 3, &info), 0);
 	assert_int_equal(info.landed, 1u << 1);
@@ -450,13 +500,12 @@ static void test_timeout_aborts_attempt(void **st)
 static void test_superseded_attempt_not_acked(void **st)
 {
 	(void)st;
-	struct env *e = env_new(16, 1, 0, 4096);
 	uint8_t fr[4096];
-	uint32_t len = make_seed(e, fr, 21, 2, 3, 0, 1.0f, 1.0f);
+	uint32_t len;
+	struct env *e = env_seed(fr, &len, 21, 2, 3, 1.0f, 1.0f);
 	struct dp_peer p = peer_of(13);
 	/* attempt A: fragments 0..3, the last one is late */
-	for (unsigned k = 0; k < 4; k++)
-		assert_int_equal(push(e, &p, 60, fr, len, k, 0).disp, DP_RA_TAKEN);
+	push_taken(e, &p, 60, fr, len, 0, 4, 0);
 	/* the sender resends under frame_id 61: begin supersedes A */
 	struct dp_reasm_out o = push(e, &p, 61, fr, len, 0, 10);
 	assert_int_equal(o.events, 0);
@@ -465,9 +514,7 @@ static void test_superseded_attempt_not_acked(void **st)
 	expect_outcome(&o, FG_O_STALE);
 	assert_false(o.events & DP_RA_EV_COMPLETE);
 	/* B completes: accepted and ACKed */
-	o = push_range(e, &p, 61, fr, len, 1, 5, 30);
-	expect_outcome(&o, FG_O_ACCEPTED);
-	assert_true(o.events & DP_RA_EV_COMPLETE);
+	push_accepted(e, &p, 61, fr, len, 1, 30);
 	env_free(e);
 }
 
@@ -492,9 +539,7 @@ static void test_no_slot_not_acked(void **st)
 	}
 	/* A times out: its slot is freed; B's resend is placed and ACKed */
 	assert_true(dp_reasm_expire(&e->r, 2000000, 64) >= 1);
-	o = push_range(e, &fleet, 81, fb, lb, 0, 5, 2000010);
-	expect_outcome(&o, FG_O_ACCEPTED);
-	assert_true(o.events & DP_RA_EV_COMPLETE);
+	push_accepted(e, &fleet, 81, fb, lb, 0, 2000010);
 	env_free(e);
 }
 
@@ -537,35 +582,28 @@ static void test_full_table_evicts_for_other_source(void **st)
 	assert_int_equal(push(e, &a, 3, fl, flen, 1, 20).disp, DP_RA_OVERFLOW);
 	assert_int_equal(e->r.evicted, 0);
 	/* another address: the oldest group (a, 1) gives way */
-	struct dp_reasm_out o;
-	o = push_range(e, &b, 7, good, glen, 0, 5, 30);
-	expect_outcome(&o, FG_O_ACCEPTED);
-	assert_true(o.events & DP_RA_EV_COMPLETE);
+	push_accepted(e, &b, 7, good, glen, 0, 30);
 	assert_int_equal(e->r.evicted, 1);
 	/* the eviction is reported once, with the timeouts */
 	assert_int_equal(dp_reasm_expire(&e->r, 31, 100), 1);
 	assert_int_equal(dp_reasm_expire(&e->r, 32, 100), 0);
 	assert_int_equal(e->r.timeouts, 1);
 	/* (a, 1)'s slot attempt was aborted: a resend of its body lands whole */
-	o = push_range(e, &a, 9, fl, flen, 0, 5, 1000000000);
-	expect_outcome(&o, FG_O_ACCEPTED);
+	push_accepted(e, &a, 9, fl, flen, 0, 1000000000);
 	env_free(e);
 }
 
 static void test_line_disabled_and_bad_prefix(void **st)
 {
 	(void)st;
-	struct env *e = env_new(16, 1, 0, 4096);
 	uint8_t fr[4096];
-	uint32_t len = make_seed(e, fr, 12, 0, 3, 0, 1.0f, 1.0f);
+	uint32_t len;
+	struct env *e = env_seed(fr, &len, 12, 0, 3, 1.0f, 1.0f);
 	struct dp_peer p = peer_of(10);
 	e->ictx.lines = facts_all(1) & ~((fg_linefacts)3 << 6); /* line 3 disabled */
 	struct dp_reasm_out o = push(e, &p, 1, fr, len, 0, 0);
 	expect_outcome(&o, FG_O_LINE_DISABLED);
-	o = push_range(e, &p, 1, fr, len, 1, 5, 0);
-	assert_int_equal(o.disp, DP_RA_DISCARDED);
-	assert_int_equal(o.events, DP_RA_EV_COMPLETE); /* still ACKed: it was received */
-	assert_int_equal(e->slots.opened, 0);
+	push_rest_discarded(e, &p, 1, fr, len); /* still ACKed: it was received */
 
 	e->ictx.lines = facts_all(1);
 	len = make_seed(e, fr, 13, 0, 1, 0, 1.0f, 1.0f);
@@ -596,14 +634,10 @@ static void test_layer_not_served(void **st)
 	assert_int_equal(o.reason, FG_R_LAYER_NOT_SERVED);
 	assert_int_equal(o.seed.dst_layer, 2);
 	assert_int_equal(e->bufs_out, 0);
-	o = push_range(e, &p, 1, fr, len, 1, 5, 0);
-	assert_int_equal(o.disp, DP_RA_DISCARDED);
-	assert_int_equal(o.events, DP_RA_EV_COMPLETE);
-	assert_int_equal(e->slots.opened, 0);
+	push_rest_discarded(e, &p, 1, fr, len); /* still ACKed: it was received */
 
 	len = make_seed(e, fr, 15, 0, 1, 0, 1.0f, 1.0f);
-	o = push_range(e, &p, 2, fr, len, 0, 5, 0);
-	expect_outcome(&o, FG_O_ACCEPTED);
+	push_accepted(e, &p, 2, fr, len, 0, 0);
 	assert_int_equal(e->slots.opened, 1);
 	env_free(e);
 }
@@ -638,20 +672,10 @@ static void test_vectors_u02_u04(void **st)
 	memcpy(want, "\x00\x07\x00\x00\x00\x00\x00\x00\x0c\x00", 10);
 	const unsigned perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
 	for (unsigned pi = 0; pi < 6; pi++) {
-		struct env *e = calloc(1, sizeof(*e));
-		e->frame_max = 4096;
-		fg_bands_default(&e->bands);
-		e->bands.n_layers = LAYERS;
-		e->lim.hidden = HIDDEN;
-		e->lim.max_seq_len = 1;
-		e->ictx.bands = &e->bands;
-		e->ictx.limits = &e->lim;
+		struct env *e = env_alloc(4096); /* no slot table: whole frames only */
 		struct dp_reasm_cfg rc = {.contexts = 4, .chunk = 1468, .frame_max = 4096, .timeout_ns = 1,
-					  .n_shards = 1, .n_layers = LAYERS,
-					  .bufs = {.get = buf_get, .put = buf_put, .arg = e}};
-		size_t sz = dp_reasm_mem_size(&rc);
-		e->rmem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
-		assert_int_equal(dp_reasm_init(&e->r, e->rmem, sz, &rc), 0);
+					  .n_shards = 1, .n_layers = LAYERS};
+		env_reasm_init(e, &rc);
 		struct dp_peer p = peer_of(12);
 		struct dp_reasm_out o;
 		for (unsigned k = 0; k < 3; k++) {
@@ -666,10 +690,7 @@ static void test_vectors_u02_u04(void **st)
 		assert_int_equal(o.len, 3082);
 		assert_memory_equal(o.buf, want, 3082);
 		buf_put(e, o.buf);
-		dp_reasm_fini(&e->r);
-		assert_int_equal(e->bufs_out, 0);
-		free(e->rmem);
-		free(e);
+		env_free(e);
 	}
 }
 
