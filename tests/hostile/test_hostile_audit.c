@@ -94,19 +94,36 @@ static size_t rec_off(const uint8_t *b, unsigned k)
 	return off;
 }
 
-/* Scan the whole current file: number of intact records, 0 when intact. */
-static int scan(uint64_t *records, int *reason)
+/* fg_audit_file_scan of the whole current file into *s: 0 when intact. */
+static int scan_file(struct fg_audit_scan *s)
 {
 	int fd = open(path, O_RDONLY);
 	assert_true(fd >= 0);
-	struct fg_audit_scan s;
 	uint64_t len;
-	int rc = fg_audit_file_scan(fd, NULL, &s, &len, UINT64_MAX);
+	int rc = fg_audit_file_scan(fd, NULL, s, &len, UINT64_MAX);
 	close(fd);
 	assert_true(rc >= 0);
+	return rc;
+}
+
+/* Scan the whole current file: number of intact records, 0 when intact. */
+static int scan(uint64_t *records, int *reason)
+{
+	struct fg_audit_scan s;
+	int rc = scan_file(&s);
 	*records = s.records;
 	*reason = s.reason;
 	return rc;
+}
+
+/* Flip bits `bit` of byte `byte` of record k's payload and write b (len
+ * bytes) back as the log; the record's offset. */
+static size_t flip_and_write(uint8_t *b, size_t len, unsigned k, unsigned byte, uint8_t bit)
+{
+	size_t off = rec_off(b, k);
+	b[off + FG_AUDIT_HDR_LEN + byte] ^= bit;
+	fg_test_spit(path, b, len);
+	return off;
 }
 
 /* The name of the log's head file, into name. */
@@ -127,12 +144,8 @@ static void append_raw(const uint8_t *b, size_t n)
 /* The file a repair or a cut set aside holds exactly the n bytes want. */
 static void expect_aside(const char *aside, const uint8_t *want, size_t n)
 {
-	size_t alen;
 	assert_true(aside[0] != '\0');
-	uint8_t *got = fg_test_slurp(aside, &alen);
-	assert_int_equal(alen, n);
-	assert_memory_equal(got, want, n);
-	free(got);
+	fg_test_expect_file(aside, want, n);
 }
 
 /* fanoctl audit repair on a damaged log: done (1), the file now holds
@@ -179,18 +192,24 @@ static void expect_damaged(const uint8_t *orig, size_t len, uint64_t seq, uint64
 	uint64_t s;
 	assert_int_equal(cp_audit_log_append(l, FG_AREC_CONFLICT, &p, &s), -EIO);
 	cp_audit_log_free(l);
-	size_t now_len;
-	uint8_t *now = fg_test_slurp(path, &now_len);
-	assert_int_equal(now_len, len);
-	assert_memory_equal(now, orig, len);
-	free(now);
+	fg_test_expect_file(path, orig, len);
 	/* a second start changes nothing either */
 	l = open_log(&rep, err, sizeof(err));
 	assert_true(rep.damaged);
 	cp_audit_log_free(l);
-	now = fg_test_slurp(path, &now_len);
-	assert_int_equal(now_len, len);
-	free(now);
+	fg_test_expect_file(path, orig, len);
+}
+
+/* Open cuts a torn tail at offset `at` (nothing damaged) and the log works. */
+static struct cp_audit_log *open_expect_cut(struct cp_audit_open_report *rep, size_t at)
+{
+	char err[1024];
+	struct cp_audit_log *l = open_log(rep, err, sizeof(err));
+	assert_false(rep->damaged);
+	assert_true(rep->cut);
+	assert_int_equal(rep->recovery.cut_offset, at);
+	assert_false(cp_audit_log_failed(l, NULL));
+	return l;
 }
 
 /* The issue's case: a bit flipped in record 721 of 921, well inside the
@@ -200,10 +219,8 @@ static void test_flip_inside_history_is_not_cut(void **state)
 	(void)state;
 	size_t len;
 	uint8_t *b = make_log(920, &len);
-	size_t off = rec_off(b, 721);
+	size_t off = flip_and_write(b, len, 721, 3, 0x10);
 	assert_true(len - off < FG_AUDIT_TAIL_MAX);
-	b[off + FG_AUDIT_HDR_LEN + 3] ^= 0x10;
-	fg_test_spit(path, b, len);
 	expect_damaged(b, len, 721, off, FG_AR_CHECKSUM);
 
 	/* repair moves [off, end) aside, byte for byte, and the log goes on */
@@ -219,8 +236,7 @@ static void test_flip_in_genesis_is_not_cut(void **state)
 	(void)state;
 	size_t len;
 	uint8_t *b = make_log(4, &len);
-	b[FG_AUDIT_HDR_LEN + 1] ^= 1;
-	fg_test_spit(path, b, len);
+	assert_int_equal(flip_and_write(b, len, 0, 1, 1), 0);
 	expect_damaged(b, len, 0, 0, FG_AR_CHECKSUM);
 	free(b);
 }
@@ -235,9 +251,7 @@ static void test_flip_without_head_file(void **state)
 	char hname[400];
 	head_name(hname, sizeof(hname));
 	assert_int_equal(unlink(hname), 0);
-	size_t off = rec_off(b, 20);
-	b[off + FG_AUDIT_HDR_LEN + 2] ^= 4;
-	fg_test_spit(path, b, len);
+	size_t off = flip_and_write(b, len, 20, 2, 4);
 	expect_damaged(b, len, 20, off, FG_AR_CHECKSUM);
 	free(b);
 }
@@ -288,13 +302,7 @@ static void test_torn_tail_still_cut(void **state)
 	size_t last = rec_off(b, 10);
 	append_raw(b + last, (len - last) / 2);
 	struct cp_audit_open_report rep;
-	char err[1024];
-	struct cp_audit_log *l = open_log(&rep, err, sizeof(err));
-	assert_false(rep.damaged);
-	assert_true(rep.cut);
-	assert_int_equal(rep.recovery.cut_offset, len);
-	assert_false(cp_audit_log_failed(l, NULL));
-	cp_audit_log_free(l);
+	cp_audit_log_free(open_expect_cut(&rep, len));
 	free(b);
 }
 
@@ -306,12 +314,8 @@ static void test_unacked_hole_after_head_is_cut_and_kept(void **state)
 	(void)state;
 	size_t len;
 	uint8_t *b = make_log(10, &len);
-	int fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
 	struct fg_audit_scan sc;
-	uint64_t flen;
-	assert_int_equal(fg_audit_file_scan(fd, NULL, &sc, &flen, UINT64_MAX), 0);
-	close(fd);
+	assert_int_equal(scan_file(&sc), 0);
 	struct fg_audit_chain ch = sc.chain;
 	uint8_t extra[2 * FG_AUDIT_REC_MAX];
 	size_t n = 0;
@@ -328,11 +332,7 @@ static void test_unacked_hole_after_head_is_cut_and_kept(void **state)
 	}
 	append_raw(extra, n);
 	struct cp_audit_open_report rep;
-	char err[1024];
-	struct cp_audit_log *l = open_log(&rep, err, sizeof(err));
-	assert_false(rep.damaged);
-	assert_true(rep.cut);
-	assert_int_equal(rep.recovery.cut_offset, len);
+	struct cp_audit_log *l = open_expect_cut(&rep, len);
 	assert_int_equal(rep.recovery.cut_bytes, n);
 	expect_aside(rep.aside, extra, n);
 	cp_audit_log_free(l);
@@ -380,9 +380,7 @@ static void test_shadow_starts_failed_closed(void **state)
 	(void)state;
 	size_t len;
 	uint8_t *b = make_log(40, &len);
-	size_t off = rec_off(b, 30);
-	b[off + FG_AUDIT_HDR_LEN] ^= 0x80;
-	fg_test_spit(path, b, len);
+	size_t off = flip_and_write(b, len, 30, 0, 0x80);
 
 	struct fg_config cfg;
 	fg_config_default(&cfg);
@@ -422,11 +420,7 @@ static void test_shadow_starts_failed_closed(void **state)
 	uint64_t seq;
 	assert_int_equal(cp_shadow_line_op(sh, 1, FG_LEV_OP_ACTIVE, 0, 0, "test", "try", 1, &seq), -EIO);
 	cp_shadow_free(sh);
-	size_t now_len;
-	uint8_t *now = fg_test_slurp(path, &now_len);
-	assert_int_equal(now_len, len);
-	assert_memory_equal(now, b, len);
-	free(now);
+	fg_test_expect_file(path, b, len);
 	free(b);
 }
 

@@ -46,6 +46,17 @@ static inline uint8_t *fg_test_slurp(const char *path, size_t *len)
 	return b;
 }
 
+/* The whole of path is exactly the n bytes want. */
+static inline void fg_test_expect_file(const char *path, const uint8_t *want, size_t n)
+{
+	size_t len;
+	uint8_t *got = fg_test_slurp(path, &len);
+
+	assert_int_equal(len, n);
+	assert_memory_equal(got, want, n);
+	free(got);
+}
+
 /* Write len bytes of b as the whole of path (created or truncated). */
 static inline void fg_test_spit(const char *path, const uint8_t *b, size_t len)
 {
