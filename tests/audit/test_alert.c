@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "cp_alert.h"
+#include "../lib/fg_test_file.h" /* fg_test_tmpdir, fg_test_rmtree */
 
 #define MS 1000000ull
 
@@ -26,17 +27,14 @@ static char dir[40];
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/fg-test-alert-XXXXXX");
-	assert_non_null(mkdtemp(dir));
+	fg_test_tmpdir(dir, sizeof(dir), "/tmp/fg-test-alert-XXXXXX");
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[100];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd);
+	return fg_test_rmtree(dir);
 }
 
 static void quiet(void *arg, const char *msg)

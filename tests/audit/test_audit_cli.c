@@ -37,8 +37,7 @@ static char out[1 << 16];
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/fg-test-cli-XXXXXX");
-	assert_non_null(mkdtemp(dir));
+	fg_test_tmpdir(dir, sizeof(dir), "/tmp/fg-test-cli-XXXXXX");
 	snprintf(path, sizeof(path), "%s/fanogate.audit", dir);
 	snprintf(out_path, sizeof(out_path), "%s/out.txt", dir);
 	return 0;
@@ -47,9 +46,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[400];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd);
+	return fg_test_rmtree(dir);
 }
 
 /* Run fanoctl_audit_cli with stdout into a file; returns its exit code, text in out. */

@@ -290,8 +290,7 @@ static void test_sigkill_rounds(void **state)
 	if (!rng)
 		rng = 1;
 	printf("# FG_TEST_SEED=%" PRIu64 "\n", rng);
-	snprintf(dir, sizeof(dir), "/tmp/fg-test-crash-XXXXXX");
-	assert_non_null(mkdtemp(dir));
+	fg_test_tmpdir(dir, sizeof(dir), "/tmp/fg-test-crash-XXXXXX");
 	snprintf(path, sizeof(path), "%s/fanogate.audit", dir);
 
 	static struct round rounds[ROUNDS + 1];
@@ -365,9 +364,7 @@ static void test_sigkill_rounds(void **state)
 	}
 	printf("# %" PRIu64 " records in %u files\n", a.n, a.files);
 	free(a.r);
-	char cmd[400];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(fg_test_rmtree(dir), 0);
 }
 
 int main(void)

@@ -52,8 +52,7 @@ static void on_failed(void *arg, int err, const char *what)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/fg-test-log-XXXXXX");
-	assert_non_null(mkdtemp(dir));
+	fg_test_tmpdir(dir, sizeof(dir), "/tmp/fg-test-log-XXXXXX");
 	snprintf(path, sizeof(path), "%s/fanogate.audit", dir);
 	return 0;
 }
@@ -61,9 +60,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[400];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd);
+	return fg_test_rmtree(dir);
 }
 
 static struct cp_audit_log *open_log(struct seen *s, uint64_t rotate, uint32_t gc_us, uint32_t per_batch,

@@ -21,6 +21,7 @@
 #include "cp_shadow.h"
 #include "fg/shadow.h"
 #include "fg/wire.h"
+#include "../lib/fg_test_file.h" /* fg_test_tmpdir, fg_test_rmtree */
 #include "../lib/fg_test_shadow.h" /* fg_test_shadow_new, fg_test_lines_all */
 
 #define HIDDEN 64u
@@ -421,15 +422,12 @@ static char tmpdir[40];
 
 static void mk_tmpdir(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/fg-test-shadow-XXXXXX");
-	assert_non_null(mkdtemp(tmpdir));
+	fg_test_tmpdir(tmpdir, sizeof(tmpdir), "/tmp/fg-test-shadow-XXXXXX");
 }
 
 static void rm_tmpdir(void)
 {
-	char cmd[400];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(fg_test_rmtree(tmpdir), 0);
 }
 
 static bool file_has(const char *path, const char *needle)

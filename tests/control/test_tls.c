@@ -21,6 +21,7 @@
 #include <openssl/ssl.h>
 
 #include "cp_tls.h"
+#include "../lib/fg_test_file.h" /* fg_test_tmpdir, fg_test_rmtree */
 
 static char dir[64];
 
@@ -40,17 +41,14 @@ static const char *write_file(const char *name, const char *text, mode_t mode)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/d1-tls-XXXXXX");
-	assert_non_null(mkdtemp(dir));
+	fg_test_tmpdir(dir, sizeof(dir), "/tmp/d1-tls-XXXXXX");
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return fg_test_rmtree(dir) == 0 ? 0 : -1;
 }
 
 static void test_tokens_roles(void **state)

@@ -39,8 +39,7 @@ static char dir[64], path[96];
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/fg-hostile-audit-XXXXXX");
-	assert_non_null(mkdtemp(dir));
+	fg_test_tmpdir(dir, sizeof(dir), "/tmp/fg-hostile-audit-XXXXXX");
 	snprintf(path, sizeof(path), "%s/fanogate.audit", dir);
 	return 0;
 }
@@ -48,9 +47,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[400];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd);
+	return fg_test_rmtree(dir);
 }
 
 static struct cp_audit_log *open_log(struct cp_audit_open_report *rep, char *err, size_t errlen)

@@ -1,9 +1,11 @@
 /* fg_test_file.h - whole-file reads and writes for the C unit tests that
  * work on files they or the code under test wrote (the audit log and its
- * rotated files), and the name of each file of a rotated log.
+ * rotated files), the name of each file of a rotated log, and the fresh
+ * temporary directory such a test works in.
  * Callers: tests/audit/test_audit_log.c, test_audit_crash.c,
- * test_audit_cli.c, tests/hostile/test_hostile_audit.c; the test's own
- * thread. Header only (static functions): include it after <cmocka.h>. */
+ * test_audit_cli.c, test_alert.c, test_shadow.c, tests/control/test_tls.c,
+ * tests/hostile/test_hostile_audit.c; the test's own thread. Header only
+ * (static functions): include it after <cmocka.h>. */
 #ifndef FG_TEST_FILE_H
 #define FG_TEST_FILE_H
 
@@ -12,8 +14,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fg/audit_file.h"
+
+/* A fresh directory made from tmpl ("/tmp/NAME-XXXXXX") into dir (cap
+ * bytes); a directory that cannot be made fails the test. */
+static inline void fg_test_tmpdir(char *dir, size_t cap, const char *tmpl)
+{
+	snprintf(dir, cap, "%s", tmpl);
+	assert_non_null(mkdtemp(dir));
+}
+
+/* rm -rf dir: system()'s status, 0 when it is gone. */
+static inline int fg_test_rmtree(const char *dir)
+{
+	char cmd[400];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd);
+}
 
 /* Read all of path into a malloc'd buffer (one spare byte past *len, the
  * caller frees it); 0, or -errno when path cannot be opened (nothing
