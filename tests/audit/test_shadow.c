@@ -486,6 +486,50 @@ static struct cp_shadow *glue_new(struct fg_config *cfg, struct fg_lines *lines,
 	return glue_new_s(cfg, lines, hs, 1.0);
 }
 
+/* One glue test's world: a fresh directory, the config, the lines, what the
+ * hooks saw and the glue itself. */
+struct glue {
+	struct fg_config cfg;
+	struct fg_lines lines;
+	struct hooks_seen hs;
+	struct cp_shadow *sh;
+};
+
+static struct cp_shadow *glue_start(struct glue *g, double sample)
+{
+	mk_tmpdir();
+	memset(g, 0, sizeof(*g));
+	g->sh = glue_new_s(&g->cfg, &g->lines, &g->hs, sample);
+	return g->sh;
+}
+
+/* The glue's audit log, all of it (the caller frees it); its length in *n. */
+static uint8_t *audit_bytes(size_t *n)
+{
+	char audit[400];
+	snprintf(audit, sizeof(audit), "%s/fanogate.audit", tmpdir);
+	return fg_test_slurp(audit, n);
+}
+
+/* The record at *off of buf[0..n) into r, *off moved past it; false at the end. */
+static bool next_rec(const uint8_t *buf, size_t n, size_t *off, struct fg_audit_rec *r)
+{
+	if (*off >= n)
+		return false;
+	ssize_t k = fg_audit_decode(buf + *off, n - *off, r);
+	assert_true(k > 0);
+	*off += (size_t)k;
+	return true;
+}
+
+/* The file at path holds every string of want (n of them). */
+static void expect_file_has_all(const char *path, const char *const *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!file_has(path, want[i]))
+			fail_msg("%s lacks \"%s\"", path, want[i]);
+}
+
 static void drain(struct cp_shadow *sh)
 {
 	assert_int_equal(cp_audit_log_drain(cp_shadow_log(sh), 10000), 0);
@@ -494,11 +538,8 @@ static void drain(struct cp_shadow *sh)
 static void test_glue_verdicts_alerts(void **state)
 {
 	(void)state;
-	mk_tmpdir();
-	struct fg_config cfg;
-	struct fg_lines lines;
-	struct hooks_seen hs = { 0 };
-	struct cp_shadow *sh = glue_new(&cfg, &lines, &hs);
+	struct glue g;
+	struct cp_shadow *sh = glue_start(&g, 1.0);
 	uint8_t body[HIDDEN * 4], other[HIDDEN * 4];
 	for (size_t i = 0; i < HIDDEN; i++)
 		put_f(body, i, fbits((float)i));
@@ -517,34 +558,29 @@ static void test_glue_verdicts_alerts(void **state)
 	/* second clean verdict after the window: verdict + 3 promotions */
 	assert_int_equal(cp_shadow_on_canonical(sh, &c, 9, 2 * SEC, &seq), 1);
 	assert_int_equal(seq, clean_seq + 4);
-	assert_int_equal(hs.changes, 3);
-	assert_true(fg_line_is_usable(&lines, 1));
+	assert_int_equal(g.hs.changes, 3);
+	assert_true(fg_line_is_usable(&g.lines, 1));
 	drain(sh);
 	assert_true(cp_shadow_is_durable(sh, seq));
-	assert_int_equal(hs.durable, seq);
+	assert_int_equal(g.hs.durable, seq);
 
 	/* a divergence: verdict, 3 demotions, an alert with the figures */
 	sv = view(body, 3, 2);
 	assert_int_equal(cp_shadow_on_resolved(sh, &sv, 9, 3 * SEC, &seq), 1 - 1);
 	c = canon_full(other, 3, 2);
 	assert_int_equal(cp_shadow_on_canonical(sh, &c, 9, 3 * SEC, &seq), 1);
-	assert_false(fg_line_is_usable(&lines, 1));
-	assert_int_equal(hs.changes, 6);
+	assert_false(fg_line_is_usable(&g.lines, 1));
+	assert_int_equal(g.hs.changes, 6);
 	char path[400];
 	snprintf(path, sizeof(path), "%s/alert.divergence", tmpdir);
 	assert_true(wait_file(sh, path, "FG_DIFF_MAX_ULP=7"));
-	assert_true(file_has(path, "FG_EVENT=divergence"));
-	assert_true(file_has(path, "FG_TOKEN=3\n"));
-	assert_true(file_has(path, "FG_LAYER=2\n"));
-	assert_true(file_has(path, "FG_LINE=1\n"));
-	assert_true(file_has(path, "FG_LINES=1,3,5\n"));
-	assert_true(file_has(path, "FG_DIFF_COUNT=1\n"));
-	assert_true(file_has(path, "FG_EPOCH=9\n"));
-	char fp[64];
-	snprintf(fp, sizeof(fp), "FG_FP_JUMP=%016llx", (unsigned long long)fg_fingerprint(body, sizeof(body)));
-	assert_true(file_has(path, fp));
-	snprintf(fp, sizeof(fp), "FG_FP_CANON=%016llx", (unsigned long long)fg_fingerprint(other, sizeof(other)));
-	assert_true(file_has(path, fp));
+	char fp_jump[64], fp_canon[64];
+	snprintf(fp_jump, sizeof(fp_jump), "FG_FP_JUMP=%016llx", (unsigned long long)fg_fingerprint(body, sizeof(body)));
+	snprintf(fp_canon, sizeof(fp_canon), "FG_FP_CANON=%016llx",
+		 (unsigned long long)fg_fingerprint(other, sizeof(other)));
+	const char *const env[] = { "FG_EVENT=divergence", "FG_TOKEN=3\n", "FG_LAYER=2\n", "FG_LINE=1\n",
+				    "FG_LINES=1,3,5\n", "FG_DIFF_COUNT=1\n", "FG_EPOCH=9\n", fp_jump, fp_canon };
+	expect_file_has_all(path, env, FG_ARRAY_LEN(env));
 
 	/* conflict: record, demotion already happened (shadow), alert */
 	assert_int_equal(cp_shadow_on_conflict(sh, 4, 2, 3, 9, 4 * SEC, &seq), 1);
@@ -552,7 +588,7 @@ static void test_glue_verdicts_alerts(void **state)
 	assert_true(wait_file(sh, path, "FG_EVENT=conflict"));
 	/* operator op: applies and records; refused op records nothing */
 	assert_int_equal(cp_shadow_line_op(sh, 6, FG_LEV_OP_ACTIVE, 1000, 77, "test", "forced", 5 * SEC, &seq), 1);
-	assert_int_equal(fg_line_effective(&lines, 6), FG_LINE_ACTIVE);
+	assert_int_equal(fg_line_effective(&g.lines, 6), FG_LINE_ACTIVE);
 	uint64_t before = seq;
 	assert_int_equal(cp_shadow_line_op(sh, 6, FG_LEV_OP_ENABLE, 1000, 77, "test", "again", 5 * SEC, &seq),
 			 -EALREADY);
@@ -570,24 +606,16 @@ static void test_glue_verdicts_alerts(void **state)
 	cp_shadow_free(sh);
 
 	/* the log verifies and holds what happened, in order */
-	char audit[400];
-	snprintf(audit, sizeof(audit), "%s/fanogate.audit", tmpdir);
-	FILE *fl = fopen(audit, "rb");
-	assert_non_null(fl);
-	static uint8_t buf[1 << 16];
-	size_t n = fread(buf, 1, sizeof(buf), fl);
-	fclose(fl);
+	size_t n;
+	uint8_t *buf = audit_bytes(&n);
 	struct fg_audit_scan s;
 	assert_int_equal(fg_audit_verify(buf, n, NULL, &s), 0);
 	unsigned counts[FG_AREC__END] = { 0 };
 	size_t off = 0;
-	while (off < n) {
-		struct fg_audit_rec r;
-		ssize_t k = fg_audit_decode(buf + off, n - off, &r);
-		assert_true(k > 0);
+	struct fg_audit_rec r;
+	while (next_rec(buf, n, &off, &r))
 		counts[r.type]++;
-		off += (size_t)k;
-	}
+	free(buf);
 	assert_int_equal(counts[FG_AREC_GENESIS], 1);
 	assert_int_equal(counts[FG_AREC_VERDICT], 3);
 	assert_int_equal(counts[FG_AREC_LINE], 3 + 3 + 1);
@@ -600,11 +628,8 @@ static void test_glue_verdicts_alerts(void **state)
 static void test_glue_fail_closed(void **state)
 {
 	(void)state;
-	mk_tmpdir();
-	struct fg_config cfg;
-	struct fg_lines lines;
-	struct hooks_seen hs = { 0 };
-	struct cp_shadow *sh = glue_new(&cfg, &lines, &hs);
+	struct glue g;
+	struct cp_shadow *sh = glue_start(&g, 1.0);
 	uint64_t seq;
 	assert_int_equal(cp_shadow_line_op(sh, 0, FG_LEV_OP_ACTIVE, 0, 1, "test", "go", 0, &seq), 1);
 	assert_int_equal(cp_shadow_line_op(sh, 4, FG_LEV_OP_ACTIVE, 0, 1, "test", "go", 0, &seq), 1);
@@ -616,18 +641,18 @@ static void test_glue_fail_closed(void **state)
 	assert_int_equal(cp_shadow_on_peer_auth_failure(sh, "x", "y", 0, &seq), 1);
 	assert_int_equal(cp_audit_log_drain(cp_shadow_log(sh), 10000), -EIO);
 	/* fail closed: hook, nothing more durable, demotions, alert, -EIO after */
-	assert_int_equal(hs.failed_err, EIO);
+	assert_int_equal(g.hs.failed_err, EIO);
 	assert_true(cp_shadow_failed(sh));
 	assert_false(cp_shadow_is_durable(sh, seq));
 	assert_int_equal(cp_audit_log_durable_next(cp_shadow_log(sh)), durable_before);
-	assert_int_equal(fg_line_effective(&lines, 0), FG_LINE_SHADOW);
-	assert_int_equal(fg_line_effective(&lines, 4), FG_LINE_SHADOW);
-	assert_int_equal(hs.no_seq_changes, 2);
+	assert_int_equal(fg_line_effective(&g.lines, 0), FG_LINE_SHADOW);
+	assert_int_equal(fg_line_effective(&g.lines, 4), FG_LINE_SHADOW);
+	assert_int_equal(g.hs.no_seq_changes, 2);
 	uint8_t body[HIDDEN * 4] = { 0 };
 	struct fg_seed_view sv = view(body, 1, 1);
 	assert_int_equal(cp_shadow_on_resolved(sh, &sv, 0, 0, &seq), -EIO);
 	assert_int_equal(cp_shadow_line_op(sh, 2, FG_LEV_OP_ACTIVE, 0, 1, "t", "t", 0, &seq), -EIO);
-	assert_int_equal(fg_line_effective(&lines, 2), FG_LINE_SHADOW);
+	assert_int_equal(fg_line_effective(&g.lines, 2), FG_LINE_SHADOW);
 	uint64_t s2;
 	assert_int_equal(cp_audit_log_append(cp_shadow_log(sh), FG_AREC_EPOCH,
 					     &(union fg_audit_payload){ .epoch = { .from = 1 } }, &s2), -EIO);
@@ -646,8 +671,8 @@ static void test_glue_fail_closed(void **state)
 
 	/* a restart recovers: the log verifies (the un-acknowledged record may or
 	 * may not be there; it was never reported durable) */
-	hs = (struct hooks_seen){ 0 };
-	sh = glue_new(&cfg, &lines, &hs);
+	g.hs = (struct hooks_seen){ 0 };
+	sh = glue_new(&g.cfg, &g.lines, &g.hs);
 	assert_false(cp_shadow_failed(sh));
 	cp_shadow_free(sh);
 	rm_tmpdir();
@@ -656,11 +681,8 @@ static void test_glue_fail_closed(void **state)
 static void test_glue_unsampled_reports(void **state)
 {
 	(void)state;
-	mk_tmpdir();
-	struct fg_config cfg;
-	struct fg_lines lines;
-	struct hooks_seen hs = { 0 };
-	struct cp_shadow *sh = glue_new_s(&cfg, &lines, &hs, 0.0);
+	struct glue g;
+	struct cp_shadow *sh = glue_start(&g, 0.0);
 	uint64_t seq;
 	for (unsigned l = 0; l < FG_LINES; l++)
 		assert_int_equal(cp_shadow_line_op(sh, l, FG_LEV_OP_ACTIVE, 0, 1, "test", "go", 0, &seq), 1);
@@ -691,11 +713,8 @@ static void test_glue_unsampled_reports(void **state)
 static void test_glue_peer_auth_storm(void **state)
 {
 	(void)state;
-	mk_tmpdir();
-	struct fg_config cfg;
-	struct fg_lines lines;
-	struct hooks_seen hs = { 0 };
-	struct cp_shadow *sh = glue_new(&cfg, &lines, &hs);
+	struct glue g;
+	struct cp_shadow *sh = glue_start(&g, 1.0);
 	uint64_t seq = 0, first = 0;
 	assert_int_equal(cp_shadow_on_peer_auth_failure(sh, "10.1.1.1:1", "bad_token", 5 * SEC, &first), 1);
 	for (int i = 0; i < 1000; i++)
@@ -709,25 +728,19 @@ static void test_glue_peer_auth_storm(void **state)
 	assert_int_equal(st.peer_auth_failures, 1002);
 	assert_int_equal(st.peer_auth_suppressed, 1000);
 	cp_shadow_free(sh);
-	char audit[400];
-	snprintf(audit, sizeof(audit), "%s/fanogate.audit", tmpdir);
-	FILE *fl = fopen(audit, "rb");
-	static uint8_t buf[1 << 16];
-	size_t n = fread(buf, 1, sizeof(buf), fl);
-	fclose(fl);
+	size_t n;
+	uint8_t *buf = audit_bytes(&n);
 	size_t off = 0;
 	unsigned recs = 0;
 	bool summed = false;
-	while (off < n) {
-		struct fg_audit_rec r;
-		ssize_t k = fg_audit_decode(buf + off, n - off, &r);
-		assert_true(k > 0);
+	struct fg_audit_rec r;
+	while (next_rec(buf, n, &off, &r)) {
 		if (r.type == FG_AREC_PEER_AUTH) {
 			recs++;
 			summed |= strstr(r.p.peer_auth.reason, "bad_token (+1000 more failures not recorded)") != NULL;
 		}
-		off += (size_t)k;
 	}
+	free(buf);
 	assert_int_equal(recs, 2);
 	assert_true(summed);
 	rm_tmpdir();
