@@ -83,17 +83,39 @@ static int ingest_bytes(struct fixture *fx, const uint8_t *buf, size_t len, uint
 	return fg_ingest_frame(&fx->s, &fx->ctx, &f, now, out);
 }
 
-static int ingest_seed(struct fixture *fx, uint32_t tok, uint16_t layer, uint8_t line, uint8_t neg,
-		       const float *body, uint32_t hidden, uint64_t now, struct fg_ingest_result *out)
+/* The seed frame (start 0, one position, hidden floats of body) into
+ * buf[0..cap); its length. */
+static size_t encode_seed(const struct fg_bands *bands, uint32_t tok, uint16_t layer, uint8_t line, uint8_t neg,
+			  const float *body, uint32_t hidden, uint8_t *buf, size_t cap)
 {
-	uint8_t buf[4096];
 	struct fg_seed sd = {
 		.token_seq = tok, .dst_layer = layer, .line = line, .orientation = neg,
 		.start_pos = 0, .seq_len = 1, .body = (const uint8_t *)body, .body_len = hidden * 4,
 	};
-	ssize_t n = fg_seed_encode(&fx->bands, &sd, buf, sizeof(buf));
+	ssize_t n = fg_seed_encode(bands, &sd, buf, cap);
 	assert_true(n > 0);
-	return ingest_bytes(fx, buf, (size_t)n, now, out);
+	return (size_t)n;
+}
+
+static int ingest_seed(struct fixture *fx, uint32_t tok, uint16_t layer, uint8_t line, uint8_t neg,
+		       const float *body, uint32_t hidden, uint64_t now, struct fg_ingest_result *out)
+{
+	uint8_t buf[4096];
+	size_t n = encode_seed(&fx->bands, tok, layer, line, neg, body, hidden, buf, sizeof(buf));
+	return ingest_bytes(fx, buf, n, now, out);
+}
+
+/* The body of the small seeds (hidden 4) of the address and [cluster] tests. */
+enum { SMALL_H = 4 };
+static const float small[SMALL_H] = { 1, 2, 3, 4 };
+
+/* rc and r: the frame was refused as malformed, for reason (named name). */
+static void expect_refused(int rc, const struct fg_ingest_result *r, int reason, const char *name)
+{
+	assert_int_equal(rc, -reason);
+	assert_int_equal(r->reason, reason);
+	assert_string_equal(fg_reason_name(r->reason), name);
+	assert_int_equal(r->status.outcome, FG_O_MALFORMED);
 }
 
 /* The fleet dispatcher's rule (wire.md section 5). */
@@ -393,16 +415,12 @@ static int ingest_masked(struct fixture *fx, uint32_t tok, uint16_t layer, uint8
 			 uint32_t hidden, uint64_t now, struct fg_ingest_result *out)
 {
 	uint8_t buf[4096];
-	struct fg_seed sd = {
-		.token_seq = tok, .dst_layer = (uint16_t)(layer & FG_LAYER_NIBBLE), .line = line, .orientation = 0,
-		.start_pos = 0, .seq_len = 1, .body = (const uint8_t *)body, .body_len = hidden * 4,
-	};
-	ssize_t n = fg_seed_encode(&fx->bands, &sd, buf, sizeof(buf));
-	assert_true(n > 0);
+	size_t n = encode_seed(&fx->bands, tok, (uint16_t)(layer & FG_LAYER_NIBBLE), line, 0, body, hidden, buf,
+			       sizeof(buf));
 	assert_int_equal(fg_be16(buf), 0xAF60 + (layer & 0x0F));
 	fx->ctx.layer_bound = true;
 	fx->ctx.bound_layer = layer;
-	int r = ingest_bytes(fx, buf, (size_t)n, now, out);
+	int r = ingest_bytes(fx, buf, n, now, out);
 	fx->ctx.layer_bound = false;
 	return r;
 }
@@ -459,23 +477,15 @@ static void test_layers_beyond_15_address_bound(void **state)
 static void test_layer_nibble_mismatch_refused(void **state)
 {
 	(void)state;
-	enum { H = 4 };
 	struct fixture fx;
 	struct fg_ingest_result r;
-	float x[H] = { 1, 2, 3, 4 };
 	uint8_t buf[256];
-	fixture_init(&fx, H, FG_LINE_ACTIVE);
+	fixture_init(&fx, SMALL_H, FG_LINE_ACTIVE);
 	fx.bands.n_layers = 28;
-	struct fg_seed sd = { .token_seq = 5, .dst_layer = 2, .line = 1, .start_pos = 0, .seq_len = 1,
-			      .body = (const uint8_t *)x, .body_len = sizeof(x) };
-	ssize_t n = fg_seed_encode(&fx.bands, &sd, buf, sizeof(buf)); /* stream 0xAF62 */
-	assert_true(n > 0);
+	size_t n = encode_seed(&fx.bands, 5, 2, 1, 0, small, SMALL_H, buf, sizeof(buf)); /* stream 0xAF62 */
 	fx.ctx.layer_bound = true;
 	fx.ctx.bound_layer = 17; /* 17 & 0x0F = 1, not 2 */
-	assert_int_equal(ingest_bytes(&fx, buf, (size_t)n, 1, &r), -FG_R_LAYER_MISMATCH);
-	assert_int_equal(r.reason, FG_R_LAYER_MISMATCH);
-	assert_string_equal(fg_reason_name(r.reason), "layer_mismatch");
-	assert_int_equal(r.status.outcome, FG_O_MALFORMED);
+	expect_refused(ingest_bytes(&fx, buf, n, 1, &r), &r, FG_R_LAYER_MISMATCH, "layer_mismatch");
 	assert_int_equal(r.status.bitset, 0);
 	assert_true(r.status.facts & FG_FACT_SHADOW);
 	struct fg_slot_info info;
@@ -483,15 +493,15 @@ static void test_layer_nibble_mismatch_refused(void **state)
 	assert_int_equal(fg_slot_lookup(&fx.s, 5, 2, &info), -ENOENT);
 	/* the whole-layer form of the stream (0xAF71 for 17) is accepted too */
 	fg_put_be16(buf, 0xAF71);
-	assert_int_equal(ingest_bytes(&fx, buf, (size_t)n, 1, &r), 0);
+	assert_int_equal(ingest_bytes(&fx, buf, n, 1, &r), 0);
 	assert_int_equal(r.seed.dst_layer, 17);
 	/* the nibble of another whole layer (0xAF61 + 16 = 0xAF71 for layer 1) is not */
 	fx.ctx.bound_layer = 1;
-	assert_int_equal(ingest_bytes(&fx, buf, (size_t)n, 1, &r), -FG_R_LAYER_MISMATCH);
+	assert_int_equal(ingest_bytes(&fx, buf, n, 1, &r), -FG_R_LAYER_MISMATCH);
 	/* an address layer beyond the model */
 	fx.ctx.bound_layer = 28;
 	fg_put_be16(buf, 0xAF6C);
-	assert_int_equal(ingest_bytes(&fx, buf, (size_t)n, 1, &r), -FG_R_UNKNOWN_LAYER);
+	assert_int_equal(ingest_bytes(&fx, buf, n, 1, &r), -FG_R_UNKNOWN_LAYER);
 	fixture_fini(&fx);
 }
 
@@ -504,19 +514,14 @@ static void test_layer_nibble_mismatch_refused(void **state)
 static void test_classify_once_same_answer(void **state)
 {
 	(void)state;
-	enum { H = 4 };
 	struct fixture a, b;
-	float x[H] = { 1, 2, 3, 4 };
 	uint8_t seed[256], canon[256];
-	fixture_init(&a, H, FG_LINE_ACTIVE);
-	fixture_init(&b, H, FG_LINE_ACTIVE);
+	fixture_init(&a, SMALL_H, FG_LINE_ACTIVE);
+	fixture_init(&b, SMALL_H, FG_LINE_ACTIVE);
 	a.bands.n_layers = b.bands.n_layers = 28;
-	struct fg_seed sd = { .token_seq = 5, .dst_layer = 2, .line = 1, .start_pos = 0, .seq_len = 1,
-			      .body = (const uint8_t *)x, .body_len = sizeof(x) };
-	ssize_t sn = fg_seed_encode(&a.bands, &sd, seed, sizeof(seed)); /* stream 0xAF62 */
-	assert_true(sn > 0);
+	size_t sn = encode_seed(&a.bands, 5, 2, 1, 0, small, SMALL_H, seed, sizeof(seed)); /* stream 0xAF62 */
 	struct fg_canon cr = { .kind = FG_CANON_FULL, .token_seq = 5, .dst_layer = 2, .start_pos = 0, .seq_len = 1,
-			       .body = (const uint8_t *)x, .body_len = sizeof(x) };
+			       .body = (const uint8_t *)small, .body_len = sizeof(small) };
 	ssize_t cn = fg_canon_encode(&a.bands, &cr, canon, sizeof(canon));
 	assert_true(cn > 0);
 
@@ -547,7 +552,7 @@ static void test_classify_once_same_answer(void **state)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		uint8_t buf[256];
-		size_t n = cases[i].which ? (size_t)cn : (size_t)sn;
+		size_t n = cases[i].which ? (size_t)cn : sn;
 		memcpy(buf, cases[i].which ? canon : seed, n);
 		if (cases[i].stream)
 			fg_put_be16(buf, cases[i].stream);
@@ -578,36 +583,25 @@ static void test_classify_once_same_answer(void **state)
 static void test_layer_not_served_refused(void **state)
 {
 	(void)state;
-	enum { H = 4 };
 	struct fixture fx;
 	struct fg_ingest_result r;
-	float x[H] = { 1, 2, 3, 4 };
 	uint8_t buf[256];
 	uint8_t serves[FG_MAX_LAYERS / 8] = { 0x01 }; /* layer 0 only */
-	fixture_init(&fx, H, FG_LINE_ACTIVE);
-	struct fg_seed sd = { .token_seq = 9, .dst_layer = 1, .line = 1, .start_pos = 0, .seq_len = 1,
-			      .body = (const uint8_t *)x, .body_len = sizeof(x) };
-	ssize_t n = fg_seed_encode(&fx.bands, &sd, buf, sizeof(buf));
-	assert_true(n > 0);
+	fixture_init(&fx, SMALL_H, FG_LINE_ACTIVE);
+	size_t n = encode_seed(&fx.bands, 9, 1, 1, 0, small, SMALL_H, buf, sizeof(buf));
 	fx.ctx.serves = serves;
-	assert_int_equal(ingest_bytes(&fx, buf, (size_t)n, 1, &r), -FG_R_LAYER_NOT_SERVED);
-	assert_int_equal(r.reason, FG_R_LAYER_NOT_SERVED);
-	assert_string_equal(fg_reason_name(r.reason), "layer_not_served");
-	assert_int_equal(r.status.outcome, FG_O_MALFORMED);
+	expect_refused(ingest_bytes(&fx, buf, n, 1, &r), &r, FG_R_LAYER_NOT_SERVED, "layer_not_served");
 	assert_int_equal(r.status.dst_layer, 1);
 	struct fg_slot_info info;
 	assert_int_equal(fg_slot_lookup(&fx.s, 9, 1, &info), -ENOENT);
 	/* a served layer is placed */
-	sd.dst_layer = 0;
-	n = fg_seed_encode(&fx.bands, &sd, buf, sizeof(buf));
-	assert_true(n > 0);
-	assert_int_equal(ingest_bytes(&fx, buf, (size_t)n, 1, &r), 0);
+	n = encode_seed(&fx.bands, 9, 0, 1, 0, small, SMALL_H, buf, sizeof(buf));
+	assert_int_equal(ingest_bytes(&fx, buf, n, 1, &r), 0);
 	assert_int_equal(fg_slot_lookup(&fx.s, 9, 0, &info), 0);
 	/* no [cluster] layers: every layer */
 	fx.ctx.serves = NULL;
-	sd.dst_layer = 1;
-	n = fg_seed_encode(&fx.bands, &sd, buf, sizeof(buf));
-	assert_int_equal(ingest_bytes(&fx, buf, (size_t)n, 1, &r), 0);
+	n = encode_seed(&fx.bands, 9, 1, 1, 0, small, SMALL_H, buf, sizeof(buf));
+	assert_int_equal(ingest_bytes(&fx, buf, n, 1, &r), 0);
 	assert_int_equal(fg_slot_lookup(&fx.s, 9, 1, &info), 0);
 	fixture_fini(&fx);
 }
@@ -640,12 +634,9 @@ static void test_orientation_readings(void **state)
 		int rc = 0;
 		for (unsigned k = 0; k < 3; k++) {
 			uint8_t buf[256];
-			struct fg_seed sd = { .token_seq = 9, .dst_layer = 4, .line = lines[k], .start_pos = 0,
-					      .seq_len = 1, .body = (const uint8_t *)bodies[k], .body_len = H * 4 };
-			ssize_t n = fg_seed_encode(&fx.bands, &sd, buf, sizeof(buf));
-			assert_true(n > 0);
+			size_t n = encode_seed(&fx.bands, 9, 4, lines[k], 0, bodies[k], H, buf, sizeof(buf));
 			buf[6] = (uint8_t)(lines[k] << 4 | nibs[k]);
-			rc = ingest_bytes(&fx, buf, (size_t)n, 1, &r);
+			rc = ingest_bytes(&fx, buf, n, 1, &r);
 			if (rc < 0)
 				break;
 			assert_int_equal(r.seed.orientation, k == 1 ? 1 : 0);
