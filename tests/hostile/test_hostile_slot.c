@@ -26,13 +26,16 @@
 #define CAP 4
 #define SEC 1000000000ull
 
+/* A 4-slot table and the body every seed of the test carries. */
 struct tab {
 	struct fg_slots s;
 	void *mem;
+	uint8_t body[HIDDEN * 4];
 };
 
-static void tab_init(struct tab *t)
+static void tab_init(struct tab *t, uint8_t fill)
 {
+	memset(t->body, fill, sizeof(t->body));
 	struct fg_slots_cfg cfg;
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.capacity = CAP;
@@ -69,15 +72,13 @@ static void test_fragment0_flood_frees_slots(void **state)
 {
 	(void)state;
 	struct tab t;
-	tab_init(&t);
-	uint8_t body[HIDDEN * 4];
-	memset(body, 0x3F, sizeof(body));
+	tab_init(&t, 0x3F);
 	struct fg_slot_result res;
 	struct fg_slot_ref ref[CAP];
 	/* The flood: fragment 0 of a seed for CAP different keys, then the
 	 * reassembly timeout aborts each attempt. */
 	for (uint32_t k = 0; k < CAP; k++) {
-		struct fg_seed sd = seed_of(1000 + k, 1, body);
+		struct fg_seed sd = seed_of(1000 + k, 1, t.body);
 		assert_int_equal(fg_slot_begin(&t.s, &sd, SEC, &ref[k], &res), 0);
 		assert_int_equal(res.outcome, FG_O_PARTIAL);
 	}
@@ -92,7 +93,7 @@ static void test_fragment0_flood_frees_slots(void **state)
 	/* Real keys get slots and resolve. */
 	for (uint32_t k = 0; k < CAP; k++) {
 		for (uint8_t ln = 1; ln <= 5; ln += 2) {
-			struct fg_seed sd = seed_of(k, ln, body);
+			struct fg_seed sd = seed_of(k, ln, t.body);
 			assert_int_equal(fg_slot_put(&t.s, &sd, 2 * SEC, &res), 0);
 		}
 		assert_int_equal(res.outcome, FG_O_RESOLVED);
@@ -107,21 +108,19 @@ static void test_abort_keeps_slots_with_other_work(void **state)
 {
 	(void)state;
 	struct tab t;
-	tab_init(&t);
-	uint8_t body[HIDDEN * 4];
-	memset(body, 0x40, sizeof(body));
+	tab_init(&t, 0x40);
 	struct fg_slot_result res;
 	struct fg_slot_ref a, b;
 	/* A whole line 3, then a fragment attempt of line 1 aborted: kept. */
-	struct fg_seed whole = seed_of(7, 3, body);
+	struct fg_seed whole = seed_of(7, 3, t.body);
 	assert_int_equal(fg_slot_put(&t.s, &whole, SEC, &res), 0);
-	struct fg_seed frag = seed_of(7, 1, body);
+	struct fg_seed frag = seed_of(7, 1, t.body);
 	assert_int_equal(fg_slot_begin(&t.s, &frag, SEC, &a, &res), 0);
 	fg_slot_abort(&t.s, &a);
 	assert_int_equal(state_of(&t, 7), FG_SLOT_OPEN);
 	/* Two fragment attempts (lines 1 and 5) of key 8; one aborted: kept;
 	 * the other aborted too: freed. */
-	struct fg_seed f1 = seed_of(8, 1, body), f5 = seed_of(8, 5, body);
+	struct fg_seed f1 = seed_of(8, 1, t.body), f5 = seed_of(8, 5, t.body);
 	assert_int_equal(fg_slot_begin(&t.s, &f1, SEC, &a, &res), 0);
 	assert_int_equal(fg_slot_begin(&t.s, &f5, SEC, &b, &res), 0);
 	fg_slot_abort(&t.s, &a);
@@ -136,7 +135,7 @@ static void test_abort_keeps_slots_with_other_work(void **state)
 	assert_int_equal(state_of(&t, 8), FG_SLOT_OPEN);
 	/* The completed attempt is no longer pending: aborting the stale ref
 	 * of a whole line changes nothing either. */
-	assert_int_equal(fg_slot_place(&t.s, &b, 0, body, sizeof(body), SEC, &res), 0);
+	assert_int_equal(fg_slot_place(&t.s, &b, 0, t.body, sizeof(t.body), SEC, &res), 0);
 	assert_int_equal(res.outcome, FG_O_ACCEPTED);
 	fg_slot_abort(&t.s, &b);
 	assert_int_equal(state_of(&t, 8), FG_SLOT_OPEN);
