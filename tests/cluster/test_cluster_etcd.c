@@ -57,6 +57,19 @@ static void cfg_for(struct fg_config *c, const char *name, int port1, int port2)
 }
 
 /* Wait up to 10 s for the eventfd, then pop one fact. */
+/* *c (allocated here) for node name (cfg_for) and a cl_etcd started on
+ * it; its event fd in *evfd. The caller stops it, then frees *c. */
+static struct cl_etcd *etcd_start(struct fg_config **c, const char *name, int port1, int port2, int *evfd)
+{
+	*c = calloc(1, sizeof(**c));
+	assert_non_null(*c);
+	cfg_for(*c, name, port1, port2);
+	struct cl_etcd *t;
+	char why[256];
+	assert_int_equal(cl_etcd_start(&t, *c, evfd, why, sizeof(why)), 0);
+	return t;
+}
+
 static int wait_in(struct cl_etcd *t, int evfd, struct cl_in *m)
 {
 	for (int i = 0; i < 200; i++) {
@@ -73,13 +86,9 @@ static int wait_in(struct cl_etcd *t, int evfd, struct cl_in *m)
 static void test_down_and_bounded_queue(void **state)
 {
 	(void)state;
-	struct fg_config *c = calloc(1, sizeof(*c));
-	assert_non_null(c);
-	cfg_for(c, "a", closed_port(), closed_port());
-	struct cl_etcd *t;
+	struct fg_config *c;
 	int evfd;
-	char why[256];
-	assert_int_equal(cl_etcd_start(&t, c, &evfd, why, sizeof(why)), 0);
+	struct cl_etcd *t = etcd_start(&c, "a", closed_port(), closed_port(), &evfd);
 	/* nothing listens: the lease is never granted, so nothing is sent and
 	 * the queue keeps every change up to its bound */
 	struct cl_out o = {.kind = CL_OUT_LINE, .line = 1};
@@ -188,13 +197,9 @@ static void test_duplicate_name_refused(void **state)
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, fake_main, &f), 0);
 
-	struct fg_config *c = calloc(1, sizeof(*c));
-	assert_non_null(c);
-	cfg_for(c, "b", f.port, f.port);
-	struct cl_etcd *t;
+	struct fg_config *c;
 	int evfd;
-	char why[256];
-	assert_int_equal(cl_etcd_start(&t, c, &evfd, why, sizeof(why)), 0);
+	struct cl_etcd *t = etcd_start(&c, "b", f.port, f.port, &evfd);
 	struct cl_out o = {.kind = CL_OUT_LINE, .line = 2};
 	snprintf(o.state, sizeof(o.state), "disabled");
 	assert_int_equal(cl_etcd_push_out(t, &o), 0);
