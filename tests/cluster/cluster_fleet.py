@@ -50,8 +50,8 @@ import socket  # noqa: E402
 
 from fgtest import wait  # noqa: E402
 from fgtest.wait import within  # noqa: E402
-from fgtest.harness import (SKIP, Daemon, canonical, check, http, reduce_pair_x, resolved_frame,  # noqa: E402
-                            seed)
+from fgtest.harness import (SKIP, Daemon, canonical, check, etcd_or_skip, fanoctl_or_skip, http,  # noqa: E402
+                            reduce_pair_x, resolved_frame, seed)
 
 
 # ---- one network namespace per node ------------------------------------
@@ -310,12 +310,8 @@ def audit(d):
 
 
 def main():
-    if not shutil.which("etcd") or not shutil.which("etcdctl"):
-        print("SKIP: etcd/etcdctl not installed (Debian etcd-server, etcd-client; scripts/deps.sh)")
-        sys.exit(SKIP)
-    if not FANOCTL or not os.access(FANOCTL, os.X_OK):
-        print("SKIP: FANOCTL not set to the fanoctl binary")
-        sys.exit(SKIP)
+    etcd_or_skip()
+    fanoctl_or_skip()  # the FANOCTL above
     wait.private_net()  # the fixed etcd ports below are this run's own
     etcd = Etcd()
     try:

@@ -69,6 +69,7 @@ sys.path.insert(0, HERE)
 import cluster_fleet as cf  # noqa: E402  (NetNs, NodeDaemon, Etcd, fanoctl helpers)
 from fgtest import wait  # noqa: E402
 from fgtest.checks import SKIP, check, fail  # noqa: E402
+from fgtest.harness import etcd_or_skip  # noqa: E402
 from fgtest.wait import within  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -216,9 +217,7 @@ def show(title, nodes, fleet_log=None):
 
 
 def main():
-    if not shutil.which("etcd") or not shutil.which("etcdctl"):
-        print("SKIP: etcd/etcdctl not installed (Debian etcd-server, etcd-client; scripts/deps.sh)")
-        sys.exit(SKIP)
+    etcd_or_skip()
     if os.geteuid() != 0:
         print("SKIP: needs root (namespaces, veth, AF_PACKET)")
         sys.exit(SKIP)

@@ -16,7 +16,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from fgtest import wait  # noqa: E402
 from fgtest.wait import within  # noqa: E402
-from fgtest.harness import SKIP, Daemon, check  # noqa: E402
+from fgtest.harness import Daemon, check, etcd_or_skip, fanoctl_or_skip  # noqa: E402
 
 FANOCTL = os.environ.get("FANOCTL", "")
 PREFIX = "/fg-tls-%d/" % os.getpid()
@@ -27,12 +27,8 @@ def cluster(d):
 
 
 def main():
-    if not shutil.which("etcd") or not shutil.which("etcdctl"):
-        print("SKIP: etcd/etcdctl not installed (Debian etcd-server, etcd-client; scripts/deps.sh)")
-        sys.exit(SKIP)
-    if not FANOCTL or not os.access(FANOCTL, os.X_OK):
-        print("SKIP: FANOCTL not set to the fanoctl binary")
-        sys.exit(SKIP)
+    etcd_or_skip()
+    fanoctl_or_skip()  # the FANOCTL above
     wait.private_net()  # the fixed etcd ports below are this run's own
     # fixed ports in a network namespace of this run's own (wait.private_net)
     cport, pport = 2379, 2380

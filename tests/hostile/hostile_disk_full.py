@@ -26,7 +26,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fgtest.harness import SKIP, Daemon, canonical, check, fail, http, reduce_pair_x, seed  # noqa: E402
+from fgtest.harness import (SKIP, Daemon, canonical, check, fail, fanoctl_or_skip, http, reduce_pair_x,  # noqa: E402
+                            seed)
 
 V = {1: [1.5, 2.0, -1.0, 0.5, 3.0, 4.0, 5.0, 6.0], 3: [0.25] * 8, 5: [-2.0, 1e-3, 7.0, 8.0, 1.0, 2.0, 3.0, 4.0]}
 REF = reduce_pair_x([(V[1], 0), (V[3], 0), (V[5], 0)])
@@ -59,10 +60,7 @@ def resolve(d, tok):
 
 
 def main():
-    fanoctl = os.environ.get("FANOCTL")
-    if not fanoctl or not os.access(fanoctl, os.X_OK):
-        print("SKIP: FANOCTL not set to the fanoctl binary")
-        sys.exit(SKIP)
+    fanoctl = fanoctl_or_skip()
     if os.geteuid() != 0 or subprocess.run(["unshare", "--mount", "true"], capture_output=True).returncode != 0:
         print("SKIP: needs root and unshare --mount for a private tmpfs")
         sys.exit(SKIP)

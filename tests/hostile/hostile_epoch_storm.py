@@ -28,7 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fgtest.harness import (SKIP, Daemon, check, http, metric, metrics_text, reduce_pair_x,  # noqa: E402
+from fgtest.harness import (Daemon, check, fanoctl_or_skip, http, metric, metrics_text, reduce_pair_x,  # noqa: E402
                             resolved_frame, seed)
 from fgtest.wait import until, within  # noqa: E402
 
@@ -51,10 +51,7 @@ def conflict_pair(d, tok):
 
 
 def main():
-    fanoctl = os.environ.get("FANOCTL")
-    if not fanoctl or not os.access(fanoctl, os.X_OK):
-        print("SKIP: FANOCTL not set to the fanoctl binary")
-        sys.exit(SKIP)
+    fanoctl = fanoctl_or_skip()
     extra = "[lines]\n" + "".join(f"line.{i} = active\n" for i in range(7))
     d = Daemon(deadline_ms=30000, extra=extra)
     alerts = f"{d.dir}/alerts"

@@ -246,6 +246,12 @@ def fanoctl_or_skip():
     return f
 
 
+def etcd_or_skip():
+    """Skips (77) when etcd or etcdctl is not installed."""
+    if not shutil.which("etcd") or not shutil.which("etcdctl"):
+        skip("etcd/etcdctl not installed (Debian etcd-server, etcd-client; scripts/deps.sh)")
+
+
 def local_then_lanes(scenario, extra="", **kw):
     """scenario(d, "local") on a Daemon(extra=extra, **kw) without a
     dataplane, then scenario(d, "lanes") on one running the ring dataplane
