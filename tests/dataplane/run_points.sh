@@ -27,18 +27,15 @@
 set -u
 GATE=${1:?usage: run_points.sh FANOGATE FANOCTL}
 FANOCTL=${2:?fanoctl}
-PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
 
-. "$HERE/../lib/netns.sh"
 . "$HERE/../lib/delivery.sh"
-fg_dlv_require "$GATE" "$FANOCTL"
 fg_need_cmd openssl
+fg_dlv_begin fgdr 92 "$GATE" "$FANOCTL"
 
 FAILS=0
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
-fg_dlv_setup fgdr 92
 ip -n "$NS" addr add ${NET}3/24 dev "$VB"
 fg_selfsigned "$TMP"
 cat > "$TMP/fanogate.ini" <<EOC

@@ -20,14 +20,10 @@
 # when not root, no namespaces/veth, or fanogate-dp cannot run here.
 set -u
 DP=${1:?usage: run_reasm_flood.sh FANOGATE_DP}
-PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
 
-. "$HERE/../lib/netns.sh"
 . "$HERE/../lib/delivery.sh"
-fg_dlv_require "$DP"
-
-fg_dlv_setup fgdr 91
+fg_dlv_begin fgdr 91 "$DP"
 ip -n "$NS" addr add ${NET}3/24 dev "$VB"
 
 cat > "$TMP/fanogate.ini" <<EOC

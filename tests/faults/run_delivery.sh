@@ -57,7 +57,6 @@ SCEN=${1:?usage: run_delivery.sh SCENARIO FANOGATE_DP FANOFLEET FANORELAY}
 DP=${2:?fanogate-dp}
 FLEET=${3:?fanofleet}
 RELAY=${4:?fanorelay}
-PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 TOKENS=${FG_FAULTS_TOKENS:-60}
@@ -70,12 +69,9 @@ fleet_window) CACK=(--consumer-acks fleet); ACKWIN=fleet; TOKENS=${FG_FAULTS_TOK
 *) echo "run_delivery.sh: unknown scenario $SCEN"; exit 2 ;;
 esac
 
-. "$HERE/../lib/netns.sh"
 . "$HERE/../lib/delivery.sh"
-fg_dlv_require "$DP" "$FLEET" "$RELAY"
-
 LCORES=${FG_FAULTS_LCORES:-1}
-fg_dlv_setup fgdr 93
+fg_dlv_begin fgdr 93 "$DP" "$FLEET" "$RELAY"
 fg_dlv_start "$DP" "$RELAY" "$FLEET" "ack_window = $ACKWIN"
 
 WINDOW=8

@@ -41,7 +41,6 @@ DP=${2:?fanogate-dp}
 FLEET=${3:?fanofleet}
 RELAY=${4:?fanorelay}
 GATE=${5:-}
-PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 # ---- scenarios -----------------------------------------------------------
@@ -85,7 +84,6 @@ daemon_mixed) R1="--loss 0.05 --dup 0.05 --reorder 0.1 --jitter-ms 2"; R2="--up-
 *) echo "run_faults.sh: unknown scenario $SCEN"; exit 2 ;;
 esac
 
-. "$HERE/../lib/netns.sh"
 . "$HERE/../lib/delivery.sh"
 fg_need_root "namespace, veth, AF_PACKET"
 fg_need_cmd ip "$PY"

@@ -36,17 +36,13 @@
 set -u
 GATE=${1:?usage: test_reasm_exhaust.sh FANOGATE FANOCTL}
 FANOCTL=${2:?fanoctl}
-PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
 CONTEXTS=64
 TIMEOUT_MS=500
 
-. "$HERE/../lib/netns.sh"
 . "$HERE/../lib/delivery.sh"
-fg_dlv_require "$GATE" "$FANOCTL"
 fg_need_cmd openssl
-
-fg_dlv_setup fgrx 89 # dataplane side $VA (root namespace), sources on $VB
+fg_dlv_begin fgrx 89 "$GATE" "$FANOCTL" # dataplane side $VA (root namespace), sources on $VB
 ip netns exec "$NS" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null
 ip -n "$NS" addr add ${NET}3/24 dev "$VB"
 fg_selfsigned "$TMP"

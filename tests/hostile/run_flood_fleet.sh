@@ -25,15 +25,11 @@
 set -u
 GATE=${1:?usage: run_flood_fleet.sh FANOGATE FANOFLEET}
 FLEET=${2:?fanofleet}
-PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
 
-. "$HERE/../lib/netns.sh"
 . "$HERE/../lib/delivery.sh"
-fg_dlv_require "$GATE" "$FLEET" # root also for the raw sockets
 fg_need_cmd openssl
-
-fg_dlv_setup fgff 93
+fg_dlv_begin fgff 93 "$GATE" "$FLEET" # root also for the raw sockets
 fg_selfsigned "$TMP"
 (umask 077; echo "fgff$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n') fleet" > "$TMP/tokens")
 POINTS=""

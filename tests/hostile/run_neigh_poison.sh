@@ -27,17 +27,13 @@ DP=${1:?usage: run_neigh_poison.sh FANOGATE_DP FANOFLEET FANORELAY}
 FLEET=${2:?fanofleet}
 RELAY=${3:?fanorelay}
 MODE=${4:-learn}
-PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 TOKENS=40
 R2="" RESENDS=3 PENDING=4096 CACK=()
-. "$HERE/../lib/netns.sh"
 . "$HERE/../lib/delivery.sh"
-fg_dlv_require "$DP" "$FLEET" "$RELAY"
-
 LCORES=${FG_FAULTS_LCORES:-1}
-fg_dlv_setup fgnp 95
+fg_dlv_begin fgnp 95 "$DP" "$FLEET" "$RELAY"
 # the consumer at .3 (the address the spoofs claim), the stations at .2
 ip -n "$NS" addr add ${NET}3/24 dev "$VB"
 DLV_CONSUMER=${NET}3

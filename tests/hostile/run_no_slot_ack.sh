@@ -13,12 +13,9 @@
 # Exit 77 with a reason when not root, no namespaces/veth, or no binaries.
 set -u
 DP=${1:?usage: run_no_slot_ack.sh FANOGATE_DP}
-PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/../lib/netns.sh"
 . "$HERE/../lib/delivery.sh"
-fg_dlv_require "$DP"
-fg_dlv_setup fgns 95
+fg_dlv_begin fgns 95 "$DP"
 
 cat > "$TMP/fanogate.ini" <<EOC
 $(fg_ini_model 8 4 4)

@@ -23,17 +23,13 @@ set -u
 DP=${1:?usage: run_spoofed_ack.sh FANOGATE_DP FANOFLEET FANORELAY}
 FLEET=${2:?fanofleet}
 RELAY=${3:?fanorelay}
-PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 TOKENS=40
 R2="" RESENDS=3 PENDING=4096 CACK=(--no-consumer-ack)
-. "$HERE/../lib/netns.sh"
 . "$HERE/../lib/delivery.sh"
-fg_dlv_require "$DP" "$FLEET" "$RELAY"
-
 LCORES=${FG_FAULTS_LCORES:-1}
-fg_dlv_setup fgsa 94
+fg_dlv_begin fgsa 94 "$DP" "$FLEET" "$RELAY"
 fg_dlv_start "$DP" "$RELAY" "$FLEET"
 
 fg_bg SPPID ip netns exec "$NS" "$PY" "$HERE/spoof_ack.py" ${NET}1 ${NET}2 17000 ${NET}3 30 > "$TMP/spoof.log" 2>&1

@@ -8,8 +8,21 @@
 #   fanofleet consumer <-- fanorelay r2 <----------veth--  ${NET}1:4242)
 #     127.0.0.1:17001       listen $DLV_CONSUMER:17000 (${NET}2 by default)
 #
-# Source it after tests/lib/netns.sh. Sets ID, TMP, NS, VA, VB, NET.
+# Source it after `set -u` (it sources tests/lib/netns.sh). Sets PY (the
+# Python the tests run), and through fg_dlv_setup ID, TMP, NS, VA, VB, NET.
 # Caller: the test script's main shell.
+
+. "${BASH_SOURCE[0]%/*}/netns.sh"
+PY=/usr/bin/python3 # Debian's, with the packages the helpers use
+
+# fg_dlv_begin PREFIX OCTET BINARY...: fg_dlv_require BINARY..., then
+# fg_dlv_setup PREFIX OCTET: how a delivery test starts.
+fg_dlv_begin() {
+	local prefix=$1 octet=$2
+	shift 2
+	fg_dlv_require "$@"
+	fg_dlv_setup "$prefix" "$octet"
+}
 
 # fg_dlv_setup PREFIX OCTET: fg_init PREFIX, namespace PREFIX-n$ID, veth
 # PREFIX${ID}a (root side, 4 queue pairs so af_packet's fanout spreads the
