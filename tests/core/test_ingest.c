@@ -21,6 +21,7 @@
 #include "fg/slot.h"
 #include "fg/wire.h"
 
+#include "../lib/fg_test_status.h"  /* fg_test_status_equal */
 #include "../lib/fg_test_vectors.h" /* fg_test_vector_bytes */
 
 /* A table for the vectors: hidden 4, 32 layers, layer 1 expects line 1
@@ -166,19 +167,7 @@ static void test_s01_resolves_alone(void **state)
 	struct fg_status back;
 	assert_true(fg_frame_decode(enc, (size_t)n, FG_TRANSPORT_MESSAGE, &f) == n);
 	assert_true(fg_status_decode(&f, &back) > 0);
-	assert_int_equal(back.token_seq, r.status.token_seq);
-	assert_int_equal(back.dst_layer, r.status.dst_layer);
-	assert_int_equal(back.outcome, r.status.outcome);
-	assert_int_equal(back.line, r.status.line);
-	assert_int_equal(back.sign, r.status.sign);
-	assert_int_equal(back.bitset, r.status.bitset);
-	assert_int_equal(back.expected, r.status.expected);
-	assert_int_equal(back.facts, r.status.facts);
-	assert_int_equal(back.line_state, r.status.line_state);
-	assert_int_equal(back.reason, r.status.reason);
-	assert_int_equal(back.bytes, r.status.bytes);
-	assert_int_equal(back.model_epoch, r.status.model_epoch);
-	assert_int_equal(back.fingerprint, r.status.fingerprint);
+	fg_test_status_equal(&back, &r.status);
 
 	/* C01 (full canonical) and C02 (digest) report on the same key */
 	len = fg_test_vector_bytes("C01", buf, sizeof(buf));

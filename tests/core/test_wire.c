@@ -25,6 +25,8 @@
 #include "fg/fano.h"
 #include "fg/wire.h"
 
+#include "../lib/fg_test_status.h" /* fg_test_status_equal */
+
 /* ---- vectors ------------------------------------------------------------- */
 
 struct vec {
@@ -1391,20 +1393,7 @@ static void test_status_roundtrip(void **state)
 	assert_memory_equal(f.payload, want, 32);
 	memset(&d, 0, sizeof(d));
 	assert_int_equal(fg_status_decode(&f, &d), 32);
-	assert_int_equal(d.landed, s.landed);
-	assert_int_equal(d.token_seq, s.token_seq);
-	assert_int_equal(d.dst_layer, s.dst_layer);
-	assert_int_equal(d.outcome, s.outcome);
-	assert_int_equal(d.line, s.line);
-	assert_int_equal(d.sign, s.sign);
-	assert_int_equal(d.bitset, s.bitset);
-	assert_int_equal(d.expected, s.expected);
-	assert_int_equal(d.facts, s.facts);
-	assert_int_equal(d.line_state, s.line_state);
-	assert_int_equal(d.reason, s.reason);
-	assert_int_equal(d.bytes, s.bytes);
-	assert_int_equal(d.model_epoch, s.model_epoch);
-	assert_int_equal(d.fingerprint, s.fingerprint);
+	fg_test_status_equal(&d, &s);
 	struct fg_status line_none = s;
 	line_none.line = 0xFF;
 	assert_int_equal(fg_status_encode(&line_none, buf, sizeof(buf)), 42);
