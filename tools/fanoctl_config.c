@@ -52,6 +52,30 @@ static void prefix_text(const struct fg_prefix *p, char *buf, size_t cap)
 	snprintf(buf, cap, "%s/%u", host, p->len);
 }
 
+/* The n prefixes of p as a JSON array of "addr/len" strings. */
+static json_t *prefixes_json(const struct fg_prefix *p, unsigned n)
+{
+	json_t *arr = json_array();
+	char t[INET6_ADDRSTRLEN + 8];
+
+	for (unsigned i = 0; i < n; i++) {
+		prefix_text(&p[i], t, sizeof(t));
+		json_array_append_new(arr, json_string(t));
+	}
+	return arr;
+}
+
+/* The n prefixes of p as an INI value: " a/l, b/l" (nothing when n is 0). */
+static void print_prefixes(const struct fg_prefix *p, unsigned n)
+{
+	char t[INET6_ADDRSTRLEN + 8];
+
+	for (unsigned i = 0; i < n; i++) {
+		prefix_text(&p[i], t, sizeof(t));
+		printf("%s%s", i ? ", " : " ", t);
+	}
+}
+
 static void rule_text(const struct fg_rule *r, char *buf, size_t cap)
 {
 	size_t n = 0;
@@ -133,12 +157,7 @@ static json_t *config_json(const struct fg_config *c)
 	json_object_set_new(s, "mtu", json_integer(c->mtu));
 	json_object_set_new(s, "ack_interval_ms", json_integer(c->ack_interval_ms));
 	json_object_set_new(s, "send_status", json_boolean(c->send_status));
-	json_t *allow = json_array();
-	for (unsigned i = 0; i < c->n_allow; i++) {
-		prefix_text(&c->allow[i], t, sizeof(t));
-		json_array_append_new(allow, json_string(t));
-	}
-	json_object_set_new(s, "allow", allow);
+	json_object_set_new(s, "allow", prefixes_json(c->allow, c->n_allow));
 	json_object_set_new(s, "reasm_contexts", json_integer(c->reasm_contexts));
 	json_object_set_new(s, "reasm_timeout_ms", json_integer(c->reasm_timeout_ms));
 	json_object_set_new(root, "udp", s);
@@ -156,13 +175,8 @@ static json_t *config_json(const struct fg_config *c)
 
 	s = json_object();
 	for (unsigned p = 0; p < FG_POINTS; p++) {
-		json_t *arr = json_array();
-		for (unsigned i = 0; i < c->n_point_prefix[p]; i++) {
-			prefix_text(&c->point_prefix[p][i], t, sizeof(t));
-			json_array_append_new(arr, json_string(t));
-		}
 		snprintf(t, sizeof(t), "e%u", p + 1);
-		json_object_set_new(s, t, arr);
+		json_object_set_new(s, t, prefixes_json(c->point_prefix[p], c->n_point_prefix[p]));
 	}
 	json_object_set_new(s, "peer_timeout_ms", json_integer(c->peer_timeout_ms));
 	json_object_set_new(root, "points", s);
@@ -261,10 +275,7 @@ static void config_print(const struct fg_config *c)
 
 	printf("\n[udp]\nport = %u\nraw_port = %u\nmtu = %u\nack_interval_ms = %u\nsend_status = %s\nallow =",
 	       c->udp_port, c->udp_raw_port, c->mtu, c->ack_interval_ms, c->send_status ? "true" : "false");
-	for (unsigned i = 0; i < c->n_allow; i++) {
-		prefix_text(&c->allow[i], t, sizeof(t));
-		printf("%s%s", i ? ", " : " ", t);
-	}
+	print_prefixes(c->allow, c->n_allow);
 	printf("%s\nreasm_contexts = %u\nreasm_timeout_ms = %u\n", c->n_allow ? "" : "  ; every source",
 	       c->reasm_contexts, c->reasm_timeout_ms);
 
@@ -287,10 +298,7 @@ static void config_print(const struct fg_config *c)
 	printf("\n[points]\n");
 	for (unsigned p = 0; p < FG_POINTS; p++) {
 		printf("e%u =", p + 1);
-		for (unsigned i = 0; i < c->n_point_prefix[p]; i++) {
-			prefix_text(&c->point_prefix[p][i], t, sizeof(t));
-			printf("%s%s", i ? ", " : " ", t);
-		}
+		print_prefixes(c->point_prefix[p], c->n_point_prefix[p]);
 		printf("%s\n", c->n_point_prefix[p] ? "" : "  ; TLS peers only");
 	}
 	printf("peer_timeout_ms = %u\n", c->peer_timeout_ms);
