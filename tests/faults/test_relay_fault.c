@@ -65,13 +65,28 @@ static struct sink *sink_new(void)
 	return s;
 }
 
+/* d started with fault f, seed and capacity cap, emitting into a fresh
+ * sink (returned). */
+static struct sink *dir_start(struct rl_dir *d, struct rl_fault f, uint64_t seed, uint32_t cap)
+{
+	struct sink *s = sink_new();
+	assert_int_equal(rl_dir_init(d, &f, seed, cap, emit, s), 0);
+	return s;
+}
+
+/* The invariants hold at the end; d finished, s freed. */
+static void dir_end(struct rl_dir *d, struct sink *s)
+{
+	check_invariants(d);
+	rl_dir_fini(d);
+	free(s);
+}
+
 static void test_pass_through(void **state)
 {
 	(void)state;
-	struct sink *s = sink_new();
 	struct rl_dir d;
-	struct rl_fault f = { 0 };
-	assert_int_equal(rl_dir_init(&d, &f, 1, 16, emit, s), 0);
+	struct sink *s = dir_start(&d, (struct rl_fault){ 0 }, 1, 16);
 	for (uint32_t i = 0; i < 100; i++)
 		feed(&d, s, i, 0);
 	assert_int_equal(s->n, 100);
@@ -82,9 +97,7 @@ static void test_pass_through(void **state)
 	assert_int_equal(rl_dir_tick(&d, 0), UINT64_MAX);
 	assert_int_equal(d.st.out, 100);
 	assert_int_equal(d.st.out_bytes, 1600);
-	check_invariants(&d);
-	rl_dir_fini(&d);
-	free(s);
+	dir_end(&d, s);
 }
 
 static void test_loss_rate_and_determinism(void **state)
@@ -177,27 +190,21 @@ static void test_loss_bursts(void **state)
 static void test_loss_all(void **state)
 {
 	(void)state;
-	struct sink *s = sink_new();
 	struct rl_dir d;
-	struct rl_fault f = { .loss = 1.0, .dup = 1.0 };
-	assert_int_equal(rl_dir_init(&d, &f, 3, 16, emit, s), 0);
+	struct sink *s = dir_start(&d, (struct rl_fault){ .loss = 1.0, .dup = 1.0 }, 3, 16);
 	for (uint32_t i = 0; i < 50; i++)
 		feed(&d, s, i, 0);
 	assert_int_equal(s->n, 0);
 	assert_int_equal(d.st.lost, 50);
 	assert_int_equal(d.st.dup, 0); /* a lost datagram is not duplicated */
-	check_invariants(&d);
-	rl_dir_fini(&d);
-	free(s);
+	dir_end(&d, s);
 }
 
 static void test_dup(void **state)
 {
 	(void)state;
-	struct sink *s = sink_new();
 	struct rl_dir d;
-	struct rl_fault f = { .dup = 1.0 };
-	assert_int_equal(rl_dir_init(&d, &f, 3, 16, emit, s), 0);
+	struct sink *s = dir_start(&d, (struct rl_fault){ .dup = 1.0 }, 3, 16);
 	for (uint32_t i = 0; i < 50; i++)
 		feed(&d, s, i, 0);
 	assert_int_equal(s->n, 100);
@@ -206,9 +213,7 @@ static void test_dup(void **state)
 		assert_int_equal(s->id[2 * i + 1], i);
 	}
 	assert_int_equal(d.st.dup, 50);
-	check_invariants(&d);
-	rl_dir_fini(&d);
-	free(s);
+	dir_end(&d, s);
 }
 
 /* Reordering: every datagram goes out exactly once, some out of order, and
@@ -218,10 +223,8 @@ static void test_reorder_gap_bound(void **state)
 {
 	(void)state;
 	enum { N = 5000, GAP = 3 };
-	struct sink *s = sink_new();
 	struct rl_dir d;
-	struct rl_fault f = { .reorder = 0.3, .reorder_gap = GAP, .reorder_ns = UINT64_MAX / 4 };
-	assert_int_equal(rl_dir_init(&d, &f, 11, N, emit, s), 0);
+	struct sink *s = dir_start(&d, (struct rl_fault){ .reorder = 0.3, .reorder_gap = GAP, .reorder_ns = UINT64_MAX / 4 }, 11, N);
 	for (uint32_t i = 0; i < N; i++)
 		feed(&d, s, i, 0);
 	/* the tail still held leaves on its timer */
@@ -247,18 +250,14 @@ static void test_reorder_gap_bound(void **state)
 	assert_in_range(d.st.reordered, N * 25 / 100, N * 35 / 100);
 	assert_int_equal(d.st.released_by_gap + d.st.released_by_time, d.st.reordered);
 	assert_true(d.st.released_by_time < 20); /* only the tail waited for the timer */
-	check_invariants(&d);
-	rl_dir_fini(&d);
-	free(s);
+	dir_end(&d, s);
 }
 
 static void test_reorder_time_release(void **state)
 {
 	(void)state;
-	struct sink *s = sink_new();
 	struct rl_dir d;
-	struct rl_fault f = { .reorder = 1.0, .reorder_gap = 100, .reorder_ns = 1000 };
-	assert_int_equal(rl_dir_init(&d, &f, 5, 16, emit, s), 0);
+	struct sink *s = dir_start(&d, (struct rl_fault){ .reorder = 1.0, .reorder_gap = 100, .reorder_ns = 1000 }, 5, 16);
 	for (uint32_t i = 0; i < 5; i++)
 		feed(&d, s, i, 10 + i);
 	assert_int_equal(s->n, 0);
@@ -275,18 +274,14 @@ static void test_reorder_time_release(void **state)
 	for (uint32_t i = 0; i < 5; i++)
 		assert_int_equal(s->id[i], i);
 	assert_int_equal(d.st.released_by_time, 5);
-	check_invariants(&d);
-	rl_dir_fini(&d);
-	free(s);
+	dir_end(&d, s);
 }
 
 static void test_fixed_delay_fifo(void **state)
 {
 	(void)state;
-	struct sink *s = sink_new();
 	struct rl_dir d;
-	struct rl_fault f = { .delay_ns = 100 };
-	assert_int_equal(rl_dir_init(&d, &f, 5, 16, emit, s), 0);
+	struct sink *s = dir_start(&d, (struct rl_fault){ .delay_ns = 100 }, 5, 16);
 	feed(&d, s, 0, 0);
 	feed(&d, s, 1, 0);
 	feed(&d, s, 2, 2);
@@ -301,9 +296,7 @@ static void test_fixed_delay_fifo(void **state)
 	assert_int_equal(rl_dir_tick(&d, 102), UINT64_MAX);
 	assert_int_equal(s->id[2], 2);
 	assert_int_equal(d.st.delayed, 3);
-	check_invariants(&d);
-	rl_dir_fini(&d);
-	free(s);
+	dir_end(&d, s);
 }
 
 /* Jitter: each datagram leaves within [delay, delay + jitter] of its
@@ -312,10 +305,8 @@ static void test_jitter_window(void **state)
 {
 	(void)state;
 	enum { N = 400, DELAY = 50, JIT = 30 };
-	struct sink *s = sink_new();
 	struct rl_dir d;
-	struct rl_fault f = { .delay_ns = DELAY, .jitter_ns = JIT };
-	assert_int_equal(rl_dir_init(&d, &f, 9, N, emit, s), 0);
+	struct sink *s = dir_start(&d, (struct rl_fault){ .delay_ns = DELAY, .jitter_ns = JIT }, 9, N);
 	for (uint32_t i = 0; i < N; i++)
 		feed(&d, s, i, i); /* datagram i admitted at t = i */
 	for (uint64_t t = 0; t <= N + DELAY + JIT; t++) {
@@ -333,18 +324,14 @@ static void test_jitter_window(void **state)
 	}
 	assert_true(any_late);
 	assert_true(inversion); /* jitter larger than the spacing reorders */
-	check_invariants(&d);
-	rl_dir_fini(&d);
-	free(s);
+	dir_end(&d, s);
 }
 
 static void test_queue_bound(void **state)
 {
 	(void)state;
-	struct sink *s = sink_new();
 	struct rl_dir d;
-	struct rl_fault f = { .delay_ns = 10 };
-	assert_int_equal(rl_dir_init(&d, &f, 5, 4, emit, s), 0);
+	struct sink *s = dir_start(&d, (struct rl_fault){ .delay_ns = 10 }, 5, 4);
 	for (uint32_t i = 0; i < 10; i++)
 		feed(&d, s, i, 0);
 	assert_int_equal(rl_dir_queued(&d), 4);
@@ -360,18 +347,14 @@ static void test_queue_bound(void **state)
 static void test_send_failure_counted(void **state)
 {
 	(void)state;
-	struct sink *s = sink_new();
 	struct rl_dir d;
-	struct rl_fault f = { 0 };
-	assert_int_equal(rl_dir_init(&d, &f, 5, 4, emit, s), 0);
+	struct sink *s = dir_start(&d, (struct rl_fault){ 0 }, 5, 4);
 	s->fail = -EAGAIN;
 	for (uint32_t i = 0; i < 3; i++)
 		feed(&d, s, i, 0);
 	assert_int_equal(d.st.send_failed, 3);
 	assert_int_equal(d.st.out, 0);
-	check_invariants(&d);
-	rl_dir_fini(&d);
-	free(s);
+	dir_end(&d, s);
 }
 
 static void test_bad_parameters(void **state)
