@@ -124,6 +124,17 @@ static enum fg_outcome put(struct fg_slots *s, const struct fg_seed *sd, uint64_
 	return r->outcome;
 }
 
+/* sd as a fragment attempt (fg_slot_begin, its body not there yet) is
+ * answered want at once. */
+static void begin_answered(struct fg_slots *s, struct fg_seed sd, uint64_t now, enum fg_outcome want)
+{
+	struct fg_slot_ref rf;
+	struct fg_slot_result r;
+	sd.body = NULL;
+	assert_int_equal(fg_slot_begin(s, &sd, now, &rf, &r), 0);
+	assert_int_equal(r.outcome, want);
+}
+
 /* Decode the back-to-back seed frames of a "reduce" vector. */
 static unsigned vector_seeds(const char *id, uint8_t *buf, size_t cap, struct fg_seed *seeds, unsigned max)
 {
@@ -632,15 +643,13 @@ static void test_expiry_fake_clock(void **state)
 	struct fg_seed late = mkseed(100, 2, 3, 0, 0, 1, a, sizeof(a));
 	assert_int_equal(put(&t.s, &late, 1400, &r), FG_O_EXPIRED);
 	assert_int_equal(r.state, FG_SLOT_EXPIRED);
-	struct fg_slot_ref rf;
-	late.body = NULL;
-	assert_int_equal(fg_slot_begin(&t.s, &late, 1400, &rf, &r), 0);
-	assert_int_equal(r.outcome, FG_O_EXPIRED);
+	begin_answered(&t.s, late, 1400, FG_O_EXPIRED);
 	assert_int_equal(fg_slot_lookup(&t.s, 100, 2, &info), 0);
 	assert_int_equal(info.state, FG_SLOT_EXPIRED);
 	assert_int_equal(info.opened_ns, 0);
 	assert_int_equal(info.deadline_ns, 1000);
 	/* fragment ref of a slot that expires in the middle */
+	struct fg_slot_ref rf;
 	struct fg_seed h5 = mkseed(105, 2, 1, 0, 0, 1, NULL, sizeof(a));
 	assert_int_equal(fg_slot_begin(&t.s, &h5, 1500, &rf, &r), 0);
 	assert_int_equal(fg_slots_expire(&t.s, 2500, ex, 8), 2); /* 104 and 105 */
@@ -883,10 +892,7 @@ static void test_capacity_exhaustion(void **state)
 		struct fg_seed sd = mkseed(k, 0, 3, 0, 0, 1, intruder, sizeof(intruder));
 		assert_int_equal(put(&t.s, &sd, 1, &r), FG_O_NO_SLOT);
 		assert_int_equal(r.slot, UINT32_MAX);
-		struct fg_slot_ref rf;
-		sd.body = NULL;
-		assert_int_equal(fg_slot_begin(&t.s, &sd, 1, &rf, &r), 0);
-		assert_int_equal(r.outcome, FG_O_NO_SLOT);
+		begin_answered(&t.s, sd, 1, FG_O_NO_SLOT);
 	}
 	assert_int_equal(t.s.in_use, CAP);
 	assert_int_equal(t.s.opened, CAP);
@@ -933,10 +939,7 @@ static void test_shape_and_line_refusals(void **state)
 	assert_int_equal(r.landed, 1u << 1);
 	s3 = mkseed(1, 0, 3, 0, 8, 1, a, H * 4);
 	assert_int_equal(put(&t.s, &s3, 0, &r), FG_O_SHAPE_MISMATCH);
-	struct fg_slot_ref rf;
-	s3.body = NULL;
-	assert_int_equal(fg_slot_begin(&t.s, &s3, 0, &rf, &r), 0);
-	assert_int_equal(r.outcome, FG_O_SHAPE_MISMATCH);
+	begin_answered(&t.s, s3, 0, FG_O_SHAPE_MISMATCH);
 	/* malformed: what the codec should have refused never touches a slot */
 	struct fg_seed m = mkseed(1, 0, 3, 0, 7, 1, a, H * 4 - 4);
 	assert_int_equal(put(&t.s, &m, 0, &r), FG_O_MALFORMED);
