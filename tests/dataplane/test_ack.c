@@ -31,17 +31,24 @@ static struct dp_peer peer(uint16_t port)
 	return p;
 }
 
-static void test_a01(void **st)
+/* A peer at port first seen at time 0: new, with its pending list. */
+static struct dp_ack_peer *new_peer(struct dp_ack *a, uint16_t port)
 {
-	(void)st;
-	void *mem;
-	struct dp_ack *a = ack_new(64, &mem);
-	struct dp_peer p = peer(1);
+	struct dp_peer p = peer(port);
 	struct dp_route rt = {0};
 	bool nw;
 	struct dp_ack_peer *pp = dp_ack_peer_get(a, &p, &rt, 0, &nw);
 	assert_non_null(pp);
 	assert_true(nw);
+	return pp;
+}
+
+static void test_a01(void **st)
+{
+	(void)st;
+	void *mem;
+	struct dp_ack *a = ack_new(64, &mem);
+	struct dp_ack_peer *pp = new_peer(a, 1);
 	const uint32_t seqs[] = {163, 100, 107, 101, 103, 101};
 	for (unsigned i = 0; i < FG_ARRAY_LEN(seqs); i++)
 		assert_false(dp_ack_note(a, pp, 42, seqs[i]));
@@ -63,10 +70,7 @@ static void test_streams_and_windows(void **st)
 	(void)st;
 	void *mem;
 	struct dp_ack *a = ack_new(64, &mem);
-	struct dp_peer p = peer(2);
-	struct dp_route rt = {0};
-	bool nw;
-	struct dp_ack_peer *pp = dp_ack_peer_get(a, &p, &rt, 0, &nw);
+	struct dp_ack_peer *pp = new_peer(a, 2);
 	/* two streams, sequences spread over several 64-wide windows, one wrap */
 	struct {
 		uint16_t s;
@@ -143,10 +147,7 @@ static void test_build_within_mtu(void **st)
 	(void)st;
 	void *mem;
 	struct dp_ack *a = ack_new(64, &mem);
-	struct dp_peer p = peer(3);
-	struct dp_route rt = {0};
-	bool nw;
-	struct dp_ack_peer *pp = dp_ack_peer_get(a, &p, &rt, 0, &nw);
+	struct dp_ack_peer *pp = new_peer(a, 3);
 	for (unsigned i = 0; i < DP_ACK_PEND; i++)
 		(void)dp_ack_note(a, pp, (uint16_t)(0xAF60 + i % 28), i * 100);
 	struct fg_ack_entry e[DP_ACK_PEND];
