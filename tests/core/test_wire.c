@@ -227,11 +227,17 @@ static void guard_free(struct guard *g) { munmap(g->map, g->map_len); }
 static const struct fg_seed_limits lim4 = { .hidden = 4, .max_seq_len = 64 };
 static const struct fg_seed_limits lim1 = { .hidden = 1, .max_seq_len = 64 };
 
+/* The header's stream, sequence and flags are the expectation e's. */
+static void check_hdr_fields(const struct fg_hdr *h, const char *e)
+{
+	assert_int_equal(h->stream_id, kv_num(e, "stream="));
+	assert_int_equal(h->sequence, kv_num(e, "seq="));
+	assert_int_equal(h->flags, kv_num(e, "flags="));
+}
+
 static void check_frame_fields(const struct fg_frame *f, const char *e)
 {
-	assert_int_equal(f->hdr.stream_id, kv_num(e, "stream="));
-	assert_int_equal(f->hdr.sequence, kv_num(e, "seq="));
-	assert_int_equal(f->hdr.flags, kv_num(e, "flags="));
+	check_hdr_fields(&f->hdr, e);
 	assert_int_equal(f->hdr.length, kv_num(e, "len="));
 	const char *pl = kv(e, "payload=");
 	if (pl) {
@@ -276,9 +282,7 @@ static void vec_header_ok(const struct vec *v)
 	guard_place(&g, v->b, v->len);
 	for (int t = 0; t < 2; t++) {
 		assert_int_equal(fg_hdr_decode(g.p, v->len, (enum fg_transport)t, &h), FG_HDR_LEN);
-		assert_int_equal(h.stream_id, kv_num(v->expect, "stream="));
-		assert_int_equal(h.sequence, kv_num(v->expect, "seq="));
-		assert_int_equal(h.flags, kv_num(v->expect, "flags="));
+		check_hdr_fields(&h, v->expect);
 		assert_int_equal(h.length, kv_num(v->expect, "len="));
 	}
 	assert_true(h.length > 0);
@@ -478,9 +482,7 @@ static void vec_a02(const struct vec *v)
 	assert_int_equal(fr.index, 0);
 	assert_int_equal(fr.total, 1);
 	assert_int_equal(fg_frame_decode(fr.chunk, fr.chunk_len, FG_TRANSPORT_MESSAGE, &f), (ssize_t)fr.chunk_len);
-	assert_int_equal(f.hdr.stream_id, kv_num(v->expect, "stream="));
-	assert_int_equal(f.hdr.sequence, kv_num(v->expect, "seq="));
-	assert_int_equal(f.hdr.flags, kv_num(v->expect, "flags="));
+	check_hdr_fields(&f.hdr, v->expect);
 	assert_int_equal(fg_ack_frame_decode(&f, e, 4), 1);
 	assert_int_equal(fg_ack_entry_decode(va->b, va->len, &a01), FG_ACK_ENTRY_LEN);
 	assert_ack_equal(&e[0], &a01);
