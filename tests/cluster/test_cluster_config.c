@@ -12,6 +12,8 @@
 
 #include "fg/config.h"
 
+#include "../lib/fg_test_config.h" /* fg_test_config_refused */
+
 static bool serves(const struct fg_config *c, unsigned l)
 {
 	return (c->cluster.serves[l / 8] >> (l % 8)) & 1u;
@@ -103,15 +105,8 @@ static void test_refusals(void **state)
 {
 	(void)state;
 	for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++) {
-		struct fg_config c;
 		struct fg_config_error err;
-		int r = fg_config_parse(&c, bads[i].text, "t", &err);
-		if (r != -EINVAL || err.line != bads[i].line || !strstr(err.reason, bads[i].reason))
-			fprintf(stderr, "case %zu: r=%d line %d (want %d): %s (want ...%s...)\n", i, r, err.line,
-				bads[i].line, err.reason, bads[i].reason);
-		assert_int_equal(r, -EINVAL);
-		assert_int_equal(err.line, bads[i].line);
-		assert_non_null(strstr(err.reason, bads[i].reason));
+		fg_test_config_refused(i, bads[i].text, bads[i].line, bads[i].reason, &err);
 		assert_non_null(strstr(err.reason, "[cluster]"));
 	}
 }
