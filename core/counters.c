@@ -90,7 +90,7 @@ const struct fg_counter_def fg_dp_xcounter_defs[DP_X__COUNT] = {
 	[DP_X_DLV_WINDOW_WAIT] = {"delivery_window_wait", "dp_delivery_window_wait_total", NULL, "counter", "due resends held because the sequence lies beyond the consumer's base + 63 ([consumers] ack_window = fleet)", 0},
 	[DP_X_NEIGH_NOT_ALLOWED] = {"neigh_not_allowed", "dp_neigh_not_allowed_total", NULL, "counter", "ARP/NDP offers refused: the address is neither in [udp] allow nor a configured consumer", 0},
 	[DP_X_NEIGH_UNSOLICITED] = {"neigh_unsolicited", "dp_neigh_unsolicited_total", NULL, "counter", "ARP/NDP offers refused: they would change a known neighbour and answer no request of ours", 0},
-	[DP_X_NEIGH_SLOT_BUSY] = {"neigh_slot_busy", "dp_neigh_slot_busy_total", NULL, "counter", "ARP/NDP offers refused: their neighbour table slot holds another address (the first keeps it)", 0},
+	[DP_X_NEIGH_SLOT_BUSY] = {"neigh_slot_busy", "dp_neigh_slot_busy_total", NULL, "counter", "ARP/NDP offers refused: the 4 neighbour table slots their address may use hold other addresses (the first ones keep them)", 0},
 	[DP_X_GUARD_WAITS] = {"burst_guard_waits", "dp_burst_guard_waits_total", NULL, "counter", "unmaps of a disconnecting memif peer's memory that waited for this lcore to leave its RX/TX burst (the PMD would unmap under it)", 0},
 	[DP_X_GUARD_TIMEOUTS] = {"burst_guard_timeouts", "dp_burst_guard_timeouts_total", NULL, "counter", "burst-guard waits that gave up after 1 s (the lcore stayed inside one burst; the unmap went ahead)", 0},
 };

@@ -15,11 +15,31 @@
 #include "dp_neigh.h"
 #include "dp_tx.h"
 
-static unsigned neigh_slot(int family, const uint8_t *addr)
+/* An address may sit in any of DP_NEIGH_PROBES slots from its hash's
+ * (linear probing): two neighbours whose hashes meet in the 64 slots both
+ * fit, where one slot per hash left the second unlearnable (SLOT_BUSY,
+ * its deliveries broadcast). Entries are never removed, so a lookup may
+ * stop at the first empty slot. */
+#define DP_NEIGH_PROBES 4u
+
+static bool neigh_is(const struct dp_neigh *n, int family, const uint8_t *addr)
+{
+	return n->family == family && !memcmp(n->addr, addr, family == 6 ? 16 : 4);
+}
+
+/* The slot holding addr; else the first empty one of its probe run (to
+ * learn into); else the run's first slot (busy with another address). */
+static struct dp_neigh *neigh_slot(struct dp_lcore *lc, int family, const uint8_t *addr)
 {
 	struct dp_peer p = {.family = (uint8_t)family};
 	memcpy(p.addr, addr, family == 6 ? 16 : 4);
-	return dp_peer_hash(&p, 0) & (DP_NEIGH - 1);
+	unsigned h = dp_peer_hash(&p, 0);
+	for (unsigned i = 0; i < DP_NEIGH_PROBES; i++) {
+		struct dp_neigh *n = &lc->neigh[(h + i) & (DP_NEIGH - 1)];
+		if (!n->family || neigh_is(n, family, addr))
+			return n;
+	}
+	return &lc->neigh[h & (DP_NEIGH - 1)];
 }
 
 /* May ARP/NDP write a neighbour for addr: [udp] allow admits it (an empty
@@ -62,7 +82,7 @@ static bool neigh_static(int family, const uint8_t *addr, struct dp_neigh *out)
 void dp_neigh_offer(struct dp_lcore *lc, int family, const uint8_t *addr, const uint8_t *mac)
 {
 	struct dp_neigh st;
-	struct dp_neigh *n = &lc->neigh[neigh_slot(family, addr)];
+	struct dp_neigh *n = neigh_slot(lc, family, addr);
 	bool fixed = neigh_static(family, addr, &st);
 	/* solicited = false: the appliance sends no ARP/NDP requests of its own */
 	switch (dp_neigh_judge(fixed ? &st : n, family, addr, mac, neigh_admitted(family, addr), false)) {
@@ -98,10 +118,10 @@ bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct
 		return false;
 	memcpy(rt->local, family == 4 ? lc->local4 : lc->local6, 16);
 	struct dp_neigh st;
-	const struct dp_neigh *n = &lc->neigh[neigh_slot(family, addr)];
+	const struct dp_neigh *n = neigh_slot(lc, family, addr);
 	if (neigh_static(family, addr, &st))
 		n = &st;
-	if (n->family == family && !memcmp(n->addr, addr, family == 6 ? 16 : 4)) {
+	if (neigh_is(n, family, addr)) {
 		memcpy(rt->mac, n->mac, 6);
 	} else {
 		dp_lc_xcount(lc, DP_X_NEIGH_MISS);

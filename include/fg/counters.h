@@ -80,7 +80,7 @@ enum dp_xcounter {
 	DP_X_DLV_WINDOW_WAIT,     /* due resends held: beyond the consumer's base + 63, waiting for its window to move */
 	DP_X_NEIGH_NOT_ALLOWED,   /* ARP/NDP offers refused: the address is neither in [udp] allow nor a consumer */
 	DP_X_NEIGH_UNSOLICITED,   /* ARP/NDP offers refused: they would change a known (or static) neighbour */
-	DP_X_NEIGH_SLOT_BUSY,     /* ARP/NDP offers refused: their table slot holds another neighbour */
+	DP_X_NEIGH_SLOT_BUSY,     /* ARP/NDP offers refused: the 4 slots their address may use hold other neighbours */
 	DP_X_GUARD_WAITS,         /* a peer's memory unmap waited for this lcore to leave a burst (dp_burst_guard.h) */
 	DP_X_GUARD_TIMEOUTS,      /* ... and gave up after 1 s (the lcore stayed inside one burst) */
 	DP_X__COUNT
