@@ -167,20 +167,12 @@ static int build_eal_args(struct dp_state *g, struct argv_buf *a, uint64_t need_
 	if (p->lcores[0]) {
 		rc |= arg_add(a, p->lcores);
 	} else {
-		/* Poll lcore k pinned from the last CPU downwards; lcore 0 = this
-		 * (control) thread, and the threads it starts, on the CPUs no poll
-		 * lcore spins on, floating over them (over all CPUs when the poll
-		 * lcores take every one): a control thread woken on a spinning
-		 * CPU waits for the spinner's time slice, milliseconds. */
+		/* dp_lcores_default: the control thread off the CPUs the poll
+		 * lcores spin on when there are CPUs left (woken on a spinning
+		 * CPU it waits for the spinner's time slice, milliseconds). */
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-		if (ncpu < 1)
-			ncpu = 1;
-		long free_hi = ncpu - 1 - (long)g->n; /* CPUs 0..free_hi are left to the control plane */
-		long hi = free_hi >= 0 ? free_hi : ncpu - 1;
-		int o = hi == 0 ? snprintf(tmp, sizeof(tmp), "0@0") : snprintf(tmp, sizeof(tmp), "0@(0-%ld)", hi);
-		for (unsigned k = 1; k <= g->n && o < (int)sizeof(tmp) - 16; k++)
-			o += snprintf(tmp + o, sizeof(tmp) - (size_t)o, ",%u@%ld", k,
-				      (ncpu - (long)k % ncpu + ncpu) % ncpu);
+		if (dp_lcores_default(tmp, sizeof(tmp), ncpu, g->n) < 0)
+			return -E2BIG;
 		rc |= arg_add(a, tmp);
 	}
 	for (unsigned i = 0; i < p->n_vdev; i++) {

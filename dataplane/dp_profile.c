@@ -323,3 +323,15 @@ int dp_profile_find(const char *name, char *out, size_t outlen)
 	}
 	return -ENOENT;
 }
+
+int dp_lcores_default(char *buf, size_t cap, long ncpu, unsigned n)
+{
+	if (ncpu < 1)
+		ncpu = 1;
+	long free_hi = ncpu - 1 - (long)n; /* CPUs 0..free_hi are no poll lcore's */
+	long hi = free_hi >= 0 ? free_hi : ncpu - 1;
+	int o = hi == 0 ? snprintf(buf, cap, "0@0") : snprintf(buf, cap, "0@(0-%ld)", hi);
+	for (unsigned k = 1; k <= n && o >= 0 && (size_t)o < cap; k++)
+		o += snprintf(buf + o, cap - (size_t)o, ",%u@%ld", k, (ncpu - (long)k % ncpu + ncpu) % ncpu);
+	return o >= 0 && (size_t)o < cap ? o : -1;
+}

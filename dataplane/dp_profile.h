@@ -58,6 +58,12 @@ struct dp_profile {
 
 /* Defaults (also what a key left out means). */
 void dp_profile_default(struct dp_profile *p);
+/* The EAL --lcores map when [eal] lcores is "" for n poll lcores on ncpu
+ * CPUs, into buf: poll lcore k (1..n) on CPU (ncpu - k) mod ncpu; lcore 0
+ * (the control thread and the threads it starts) on the CPUs left,
+ * floating over them (over all CPUs when the poll lcores take every one).
+ * Returns the length written, or -1 when cap is too small. Pure. */
+int dp_lcores_default(char *buf, size_t cap, long ncpu, unsigned n);
 
 /* Parse a file over the defaults. Returns 0, or -errno / -EINVAL with a
  * human message "file:line: reason" in err[0..errlen). */

@@ -24,6 +24,23 @@ static const char *root(void)
 #endif
 }
 
+/* [eal] lcores "": poll lcores from the last CPU down, the control thread
+ * on the CPUs left, over all CPUs only when none is left. */
+static void test_lcores_default(void **st)
+{
+	(void)st;
+	char b[128];
+	assert_true(dp_lcores_default(b, sizeof(b), 2, 1) > 0);
+	assert_string_equal(b, "0@0,1@1");
+	assert_true(dp_lcores_default(b, sizeof(b), 8, 2) > 0);
+	assert_string_equal(b, "0@(0-5),1@7,2@6");
+	assert_true(dp_lcores_default(b, sizeof(b), 2, 2) > 0); /* no CPU left: float */
+	assert_string_equal(b, "0@(0-1),1@1,2@0");
+	assert_true(dp_lcores_default(b, sizeof(b), 1, 1) > 0); /* one CPU: shared */
+	assert_string_equal(b, "0@0,1@0");
+	assert_int_equal(dp_lcores_default(b, 8, 8, 2), -1);    /* too small: refused */
+}
+
 static void test_shipped_profiles(void **st)
 {
 	(void)st;
@@ -139,6 +156,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shipped_profiles),
+		cmocka_unit_test(test_lcores_default),
 		cmocka_unit_test(test_expand),
 		cmocka_unit_test(test_refusals),
 	};
