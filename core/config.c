@@ -256,6 +256,10 @@ static const struct ckey config_keys[] = {
 	 KT_U32, OFF(cluster.lost_after_ms), 0, 100, 600000},
 	{{"cluster", "stale_after_s", "uint", "0", "0..60; 0: auto; not shorter than keepalive_ms + timeout_ms; lease_ttl_s or more: off", "another node is reported lost when etcd says its lease has not been refreshed for more than this (remaining TTL, whole seconds), before the lease expires; 0: keepalive_ms + timeout_ms rounded up to a second, off when that is not shorter than lease_ttl_s"},
 	 KT_U32, OFF(cluster.stale_after_s), 0, 0, 60},
+	{{"cluster", "beat_ms", "uint", "200", "0, or 50..10000", "how often this node writes its heartbeat (beats/<node>, on its lease); the others report it down when no beat came for beat_down_ms; 0: no heartbeat (the lease alone tells)"},
+	 KT_U32, OFF(cluster.beat_ms), 0, 0, 10000},
+	{{"cluster", "beat_down_ms", "uint", "0", "0: auto; else at least twice beat_ms, up to 60000", "another node is reported down when none of its heartbeats came for this long (proven by this node's own later beat coming back through etcd), and up again at its next beat; 0: 3 * beat_ms + 50"},
+	 KT_U32, OFF(cluster.beat_down_ms), 0, 0, 60000},
 };
 #define N_KEYS FG_ARRAY_LEN(config_keys)
 
@@ -355,6 +359,7 @@ void fg_config_default(struct fg_config *c)
 	c->cluster.lease_ttl_s = 3;
 	c->cluster.timeout_ms = 1000;
 	c->cluster.lost_after_ms = 3000;
+	c->cluster.beat_ms = 200;
 }
 
 /* ---- value parsers (no side effects on failure) ------------------------ */
@@ -1147,6 +1152,17 @@ static void cluster_validate(struct pstate *ps)
 		     "[cluster] stale_after_s = %u: shorter than keepalive_ms + timeout_ms (%llu ms); a live node would be "
 		     "reported lost",
 		     k->stale_after_s, (unsigned long long)(ka + k->timeout_ms));
+		return;
+	}
+	if (k->beat_ms && k->beat_ms < 50) {
+		fail(ps, key_line(ps, "cluster", "beat_ms"), "[cluster] beat_ms = %u: 0 (off), or 50 ms or more", k->beat_ms);
+		return;
+	}
+	if (k->beat_ms && k->beat_down_ms && k->beat_down_ms < 2ull * k->beat_ms) {
+		fail(ps, first_line(key_line(ps, "cluster", "beat_down_ms"), key_line(ps, "cluster", "beat_ms")),
+		     "[cluster] beat_down_ms = %u: shorter than twice beat_ms (%u ms); one late beat would report a live "
+		     "node down",
+		     k->beat_down_ms, k->beat_ms);
 		return;
 	}
 }

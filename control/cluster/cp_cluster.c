@@ -72,6 +72,8 @@ struct cl_node {
 	bool had_points;
 	bool was_live;     /* live before the snapshot being read */
 	bool stale;        /* reported lost because its lease stopped being refreshed; its key still in etcd */
+	bool beat_down;    /* reported lost because its heartbeats stopped; its key still in etcd */
+	bool keyed;        /* its nodes/ key is in etcd (as far as this node knows) */
 	bool seen;         /* its key was in the snapshot being read */
 	char layers[FG_CONFIG_LINE_MAX + 1];
 	uint8_t alive, judged;
@@ -118,7 +120,7 @@ struct cp_cluster {
 	struct {
 		uint64_t lines_applied, epochs_applied, lines_sent, epochs_sent, points_sent, sends_refused;
 		uint64_t lost, recovered, nodes_gone, points_degraded, bad_values, holds, duplicates;
-		uint64_t nodes_stale, nodes_back;
+		uint64_t nodes_stale, nodes_back, nodes_beat_down, nodes_beat_resumed;
 	} st;
 };
 
@@ -253,6 +255,19 @@ static void node_gone(struct cp_cluster *c, struct cl_node *n, const char *how)
 	points_orphaned(c, n);
 }
 
+/* A node reported lost while its key stayed in etcd is live again once no
+ * early signal holds it (neither a stale lease nor stopped heartbeats). */
+static void node_back(struct cp_cluster *c, struct cl_node *n, const char *how)
+{
+	if (n->live || n->stale || n->beat_down || !n->keyed)
+		return;
+	n->live = true;
+	n->since_ns = cp_now_ns();
+	c->st.nodes_back++;
+	cp_warn("cluster: node %s is back: %s; the points it sees alive count again", n->name, how);
+	points_revived(c);
+}
+
 /* ---- facts from etcd --------------------------------------------------- */
 
 static void on_line(struct cp_cluster *c, const struct cl_in *m)
@@ -340,9 +355,12 @@ static void on_node(struct cp_cluster *c, const struct cl_in *m)
 	if (!n)
 		return;
 	if (m->deleted) {
-		if (n->stale) {
-			/* reported lost already (its lease stopped being refreshed) */
+		n->keyed = false;
+		if (n->stale || n->beat_down) {
+			/* reported lost already (its lease stopped being refreshed,
+			 * or its heartbeats stopped) */
 			n->stale = false;
+			n->beat_down = false;
 			cp_info("cluster: node %s: its lease expired (reported lost %" PRIu64 " ms ago)", n->name,
 				(cp_now_ns() - n->gone_ns) / 1000000u);
 		} else if (!me) {
@@ -353,13 +371,15 @@ static void on_node(struct cp_cluster *c, const struct cl_in *m)
 		return;
 	}
 	n->seen = true;
-	if (n->stale && m->lease_id == n->lease) {
+	n->keyed = true;
+	if ((n->stale || n->beat_down) && m->lease_id == n->lease) {
 		/* its key, still on the stale lease (a snapshot re-read it): lost
-		 * until a probe says the lease is refreshed again */
+		 * until a probe says the lease is refreshed again and it beats */
 		snprintf(n->layers, sizeof(n->layers), "%s", m->layers);
 		return;
 	}
 	n->stale = false;
+	n->beat_down = false;
 	if (!n->live) {
 		n->since_ns = cp_now_ns();
 		if (!me)
@@ -375,11 +395,15 @@ static void on_node(struct cp_cluster *c, const struct cl_in *m)
 static void on_peer_lease(struct cp_cluster *c, const struct cl_in *m)
 {
 	struct cl_node *n = node_get(c, m->node, false);
-	if (!n || n->lease != m->lease_id || strcmp(m->node, c->cfg->cluster.node) == 0)
+	if (!n || !n->keyed || n->lease != m->lease_id || strcmp(m->node, c->cfg->cluster.node) == 0)
 		return; /* not a node this file knows on that lease (a newer put came first) */
 	if (m->stale) {
-		if (!n->live)
+		if (n->stale)
 			return;
+		if (!n->live) {
+			n->stale = true; /* reported already (its heartbeats): back needs a refresh too */
+			return;
+		}
 		char how[160];
 		if (m->granted > 0)
 			snprintf(how, sizeof(how),
@@ -395,13 +419,46 @@ static void on_peer_lease(struct cp_cluster *c, const struct cl_in *m)
 	if (!n->stale)
 		return;
 	n->stale = false;
-	n->live = true;
-	n->since_ns = cp_now_ns();
-	c->st.nodes_back++;
-	cp_warn("cluster: node %s is back: its lease %" PRId64 " is refreshed again before it expired (%" PRId64
-		" s of %" PRId64 " s left); the points it sees alive count again",
-		n->name, m->lease_id, m->ttl, m->granted);
-	points_revived(c);
+	char how[160];
+	snprintf(how, sizeof(how), "its lease %" PRId64 " is refreshed again before it expired (%" PRId64 " s of %" PRId64
+		 " s left)", m->lease_id, m->ttl, m->granted);
+	if (n->beat_down)
+		cp_info("cluster: node %s: %s, but no heartbeat yet: still lost", n->name, how);
+	node_back(c, n, how);
+}
+
+/* The cluster thread says another node stopped or resumed beating
+ * (docs/cluster.md "Heartbeats"). */
+static void on_peer_beat(struct cp_cluster *c, const struct cl_in *m)
+{
+	struct cl_node *n = node_get(c, m->node, false);
+	if (!n || !n->keyed || n->lease != m->lease_id || strcmp(m->node, c->cfg->cluster.node) == 0)
+		return;
+	char how[200];
+	if (m->stale) {
+		if (n->beat_down)
+			return;
+		n->beat_down = true;
+		c->st.nodes_beat_down++;
+		snprintf(how, sizeof(how),
+			 "no heartbeat for %" PRId64 " ms (bound %u ms, proven by this node's own later beat); its lease %" PRId64
+			 " still holds, its expiry is the final word",
+			 m->gap_ms, cl_etcd_beat_down_ms(&c->cfg->cluster), m->lease_id);
+		if (n->live)
+			node_gone(c, n, how);
+		else
+			cp_info("cluster: node %s: %s (reported lost already)", n->name, how);
+		return;
+	}
+	if (!n->beat_down)
+		return;
+	n->beat_down = false;
+	c->st.nodes_beat_resumed++;
+	snprintf(how, sizeof(how), "its heartbeats resumed after %" PRId64 " ms without one (a stall, not a death)",
+		 m->gap_ms);
+	if (n->stale)
+		cp_warn("cluster: node %s: %s, but its lease is stale: still lost", n->name, how);
+	node_back(c, n, how);
 }
 
 static void on_points(struct cp_cluster *c, const struct cl_in *m)
@@ -431,6 +488,7 @@ static void on_up(struct cp_cluster *c, const struct cl_in *m)
 	for (unsigned i = 0; i < c->n_nodes; i++) {
 		c->node[i].live = false;
 		c->node[i].seen = false;
+		c->node[i].keyed = false;
 	}
 	cp_info("cluster: etcd reached through %s; catching up", m->why);
 }
@@ -449,8 +507,9 @@ static void on_snap_end(struct cp_cluster *c, const struct cl_in *m)
 			n->live = true;
 			node_gone(c, n, "not in etcd after reconnecting");
 		}
-		if (n->stale && !n->seen) {
+		if ((n->stale || n->beat_down) && !n->seen) {
 			n->stale = false; /* reported lost already: its lease expired meanwhile */
+			n->beat_down = false;
 			cp_info("cluster: node %s: its lease expired while etcd was away (reported lost before)", n->name);
 		}
 	}
@@ -571,6 +630,7 @@ static void on_ready(struct cp_loop *l, struct cp_poll *p, int revents)
 			case CL_IN_NODE: on_node(c, &m[i]); break;
 			case CL_IN_POINTS: on_points(c, &m[i]); break;
 			case CL_IN_PEER_LEASE: on_peer_lease(c, &m[i]); break;
+			case CL_IN_PEER_BEAT: on_peer_beat(c, &m[i]); break;
 			case CL_IN_LEASE:
 				c->lease_id = m[i].lease_id;
 				c->lease_ttl = m[i].ttl;
@@ -629,6 +689,23 @@ static void sink_conflict(void *arg, uint16_t layer, uint32_t token_seq, unsigne
 	c->inner->conflict(c->inner_arg, layer, token_seq, line, epoch);
 }
 
+static void sink_conflict_from(void *arg, uint16_t layer, uint32_t token_seq, unsigned line, uint32_t epoch,
+			       const char *src)
+{
+	struct cp_cluster *c = arg;
+	if (c->inner->conflict_from)
+		c->inner->conflict_from(c->inner_arg, layer, token_seq, line, epoch, src);
+	else
+		c->inner->conflict(c->inner_arg, layer, token_seq, line, epoch);
+}
+
+static void sink_epoch_storm(void *arg, bool began, const char *why, uint64_t hold_ns)
+{
+	struct cp_cluster *c = arg;
+	if (c->inner->epoch_storm)
+		c->inner->epoch_storm(c->inner_arg, began, why, hold_ns);
+}
+
 static void sink_epoch_changed(void *arg, uint32_t from, uint32_t to, const char *why)
 {
 	struct cp_cluster *c = arg;
@@ -651,6 +728,8 @@ static const struct cp_engine_audit_ops cluster_sink = {
 	.resolved = sink_resolved,
 	.canonical = sink_canonical,
 	.conflict = sink_conflict,
+	.conflict_from = sink_conflict_from, /* the sender's name reaches the audit */
+	.epoch_storm = sink_epoch_storm,     /* a storm's alert and hold, as without [cluster] */
 	.epoch_changed = sink_epoch_changed,
 	.line_changed = sink_line_changed,
 };
@@ -755,8 +834,9 @@ json_t *cp_cluster_json(const struct cp_cluster *c)
 	for (unsigned i = 0; i < c->n_nodes; i++) {
 		const struct cl_node *n = &c->node[i];
 		json_array_append_new(
-			nodes, json_pack("{s:s, s:b, s:b, s:b, s:s, s:I, s:i, s:i, s:I}", "node", n->name, "self",
+			nodes, json_pack("{s:s, s:b, s:b, s:b, s:b, s:s, s:I, s:i, s:i, s:I}", "node", n->name, "self",
 					 strcmp(n->name, c->cfg->cluster.node) == 0, "live", n->live, "stale", n->stale,
+					 "beat_down", n->beat_down,
 					 "layers", n->layers,
 					 "lease", (json_int_t)n->lease, "points_alive", n->alive, "points_judged", n->judged,
 					 "for_ms", (json_int_t)((now - (n->live ? n->since_ns : n->gone_ns)) / 1000000u)));
@@ -774,7 +854,7 @@ json_t *cp_cluster_json(const struct cp_cluster *c)
 	cl_etcd_stats(c->t, &es);
 	char ep[64];
 	cl_etcd_endpoint(c->t, ep, sizeof(ep));
-	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:i, s:I, s:b, s:I, s:s, s:I, s:s, s:o, s:o, s:i, s:{s:I, s:I, "
+	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:i, s:I, s:b, s:I, s:s, s:I, s:s, s:o, s:o, s:i, s:{s:I, s:I, "
 			 "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
 			 "node", c->cfg->cluster.node, "etcd", state_names[c->state], "endpoint", ep, "lease",
 			 (json_int_t)c->lease_id, "lease_ttl_s", (json_int_t)c->lease_ttl, "stale_after_s",
@@ -793,6 +873,17 @@ json_t *cp_cluster_json(const struct cp_cluster *c)
 			 (json_int_t)es.request_failures, "watch_events", (json_int_t)es.watch_events, "cas_won",
 			 (json_int_t)es.cas_won, "cas_lost", (json_int_t)es.cas_lost, "reconnects",
 			 (json_int_t)es.reconnects);
+	if (!j)
+		return NULL;
+	json_object_set_new(j, "beat_ms", json_integer(cl_etcd_beat_down_ms(&c->cfg->cluster) ? c->cfg->cluster.beat_ms : 0));
+	json_object_set_new(j, "beat_down_ms", json_integer(cl_etcd_beat_down_ms(&c->cfg->cluster)));
+	json_t *ctr = json_object_get(j, "counters");
+	json_object_set_new(ctr, "nodes_beat_down", json_integer((json_int_t)c->st.nodes_beat_down));
+	json_object_set_new(ctr, "nodes_beat_resumed", json_integer((json_int_t)c->st.nodes_beat_resumed));
+	json_object_set_new(ctr, "beats_sent", json_integer((json_int_t)es.beats_sent));
+	json_object_set_new(ctr, "beat_failures", json_integer((json_int_t)es.beat_failures));
+	json_object_set_new(ctr, "beats_seen", json_integer((json_int_t)es.beats_seen));
+	return j;
 }
 
 char *cp_cluster_metrics_text(const struct cp_cluster *c)
@@ -806,9 +897,11 @@ char *cp_cluster_metrics_text(const struct cp_cluster *c)
 		return NULL;
 	struct cl_etcd_stats es;
 	cl_etcd_stats(c->t, &es);
-	unsigned live = 0;
-	for (unsigned i = 0; i < c->n_nodes; i++)
+	unsigned live = 0, beat_down = 0;
+	for (unsigned i = 0; i < c->n_nodes; i++) {
 		live += c->node[i].live;
+		beat_down += c->node[i].keyed && c->node[i].beat_down;
+	}
 #define G(name, help, v) fprintf(f, "# HELP fanogate_cluster_" name " " help "\n# TYPE fanogate_cluster_" name " gauge\nfanogate_cluster_" name " %llu\n", (unsigned long long)(v))
 #define C(name, help, v) fprintf(f, "# HELP fanogate_cluster_" name " " help "\n# TYPE fanogate_cluster_" name " counter\nfanogate_cluster_" name " %llu\n", (unsigned long long)(v))
 	G("etcd_up", "1 while this node is in step with etcd (0: lines held in shadow)", c->state == CL_UP);
@@ -823,10 +916,19 @@ char *cp_cluster_metrics_text(const struct cp_cluster *c)
 	C("epochs_sent_total", "model epoch advances of this node sent to etcd (compare-and-swap)", c->st.epochs_sent);
 	C("epoch_cas_lost_total", "epoch compare-and-swaps another node won first", es.cas_lost);
 	C("etcd_lost_total", "times etcd became unreachable", c->st.lost);
-	C("nodes_gone_total", "other nodes reported lost (lease expired, or stopped being refreshed)", c->st.nodes_gone);
+	G("nodes_beat_down", "other nodes whose heartbeats stopped while their lease still holds (reported lost)", beat_down);
+	C("nodes_gone_total", "other nodes reported lost (heartbeats stopped, lease stopped being refreshed, or expired)",
+	  c->st.nodes_gone);
 	C("nodes_stale_total", "of those, reported lost because their lease stopped being refreshed, before it expired",
 	  c->st.nodes_stale);
-	C("nodes_back_total", "nodes reported lost whose lease was refreshed again before it expired", c->st.nodes_back);
+	C("nodes_back_total", "nodes reported lost that beat and refreshed their lease again before it expired",
+	  c->st.nodes_back);
+	C("nodes_beat_down_total", "times another node's heartbeats stopped for beat_down_ms (a death or a stall)",
+	  c->st.nodes_beat_down);
+	C("nodes_beat_resumed_total", "of those, nodes that beat again before their lease expired (a stall: a false down)",
+	  c->st.nodes_beat_resumed);
+	C("beats_sent_total", "heartbeats of this node sent to etcd (beats/<node>, one put each)", es.beats_sent);
+	C("beat_failures_total", "heartbeats of this node that failed (timeout, HTTP error)", es.beat_failures);
 	C("lease_probe_failures_total", "probes of another node's lease (timetolive) that failed (its expiry still counts)",
 	  es.lease_probe_failures);
 	C("requests_total", "etcd requests", es.requests);

@@ -98,10 +98,21 @@ struct cl_etcd {
 		char name[FG_CLUSTER_NAME_MAX];
 		int64_t lease;
 		struct cl_lease_view v;
+		uint32_t beat_ms;        /* its heartbeat period (its nodes/ value); 0: it does not beat */
+		struct cl_beat_view bv;
 	} peer[CL_PEERS_MAX];
 	unsigned n_peers;
 	uint32_t stale_s;        /* cl_etcd_stale_s; 0: no probes */
 	bool probe_failing;      /* the last probe failed (logged once per run of failures) */
+	/* this node's heartbeat: a put of beats/<node> on the lease every
+	 * beat_ms, its own transfer in the multi (never queued behind a request) */
+	uint32_t beat_down_ms;   /* cl_etcd_beat_down_ms; 0: no heartbeat */
+	bool beating;            /* joined (lease held, name claimed, watch on): beats go out */
+	CURL *beat_h;            /* the beat in flight, or NULL */
+	struct buf beat_buf;
+	uint64_t beat_seq, beat_next_ms, beat_sent_ms;
+	uint64_t beat_proven_ms; /* send time of this node's latest beat seen back through the watch */
+	bool beat_failing;       /* the last beat failed (logged once per run of failures) */
 };
 
 uint32_t cl_etcd_stale_s(const struct fg_cluster_cfg *cc)
@@ -109,6 +120,13 @@ uint32_t cl_etcd_stale_s(const struct fg_cluster_cfg *cc)
 	uint64_t ka = cc->keepalive_ms ? cc->keepalive_ms : cc->lease_ttl_s * 1000u / 3u;
 	uint64_t s = cc->stale_after_s ? cc->stale_after_s : (ka + cc->timeout_ms + 999u) / 1000u;
 	return s < cc->lease_ttl_s ? (uint32_t)s : 0;
+}
+
+uint32_t cl_etcd_beat_down_ms(const struct fg_cluster_cfg *cc)
+{
+	if (!cc->beat_ms)
+		return 0;
+	return cc->beat_down_ms ? cc->beat_down_ms : 3u * cc->beat_ms + 50u;
 }
 
 static uint64_t mono_ms(void)
@@ -308,6 +326,8 @@ static CURL *easy_new(struct cl_etcd *t, const char *path, const char *body, str
 }
 
 static void watch_feed(struct cl_etcd *t);
+static void beat_tick(struct cl_etcd *t);
+static void beat_done(struct cl_etcd *t, CURLcode code);
 
 /* Reap finished transfers; the watch ending is recorded as broken. Returns
  * true when `req` finished (*code set). */
@@ -321,6 +341,8 @@ static bool reap(struct cl_etcd *t, CURL *req, CURLcode *code)
 			continue;
 		if (m->easy_handle == t->watch) {
 			t->watch_broken = true;
+		} else if (t->beat_h && m->easy_handle == t->beat_h) {
+			beat_done(t, m->data.result);
 		} else if (m->easy_handle == req) {
 			*code = m->data.result;
 			done = true;
@@ -336,9 +358,11 @@ static void pump(struct cl_etcd *t, int wait_ms)
 	int running;
 	curl_multi_perform(t->multi, &running);
 	watch_feed(t);
+	beat_tick(t);
 	curl_multi_poll(t->multi, NULL, 0, wait_ms, NULL);
 	curl_multi_perform(t->multi, &running);
 	watch_feed(t);
+	beat_tick(t);
 }
 
 /* One request on the current endpoint, the watch streaming meanwhile.
@@ -411,8 +435,9 @@ static void key_of(struct cl_etcd *t, char *out, size_t cap, const char *fmt, co
 }
 
 /* One kv (from a range or a watch event) -> a fact for the loop. */
-/* nodes/<name> of another node put on a lease (or deleted: lease 0). */
-static void peer_note(struct cl_etcd *t, const char *name, int64_t lease)
+/* nodes/<name> of another node put on a lease (or deleted: lease 0), with
+ * the heartbeat period its value declares. */
+static void peer_note(struct cl_etcd *t, const char *name, int64_t lease, uint32_t beat_ms)
 {
 	unsigned i;
 	for (i = 0; i < t->n_peers; i++)
@@ -429,10 +454,44 @@ static void peer_note(struct cl_etcd *t, const char *name, int64_t lease)
 		t->n_peers++;
 		snprintf(t->peer[i].name, sizeof(t->peer[i].name), "%s", name);
 	} else if (t->peer[i].lease == lease) {
+		t->peer[i].beat_ms = beat_ms;
 		return;
 	}
 	t->peer[i].lease = lease;
 	t->peer[i].v = (struct cl_lease_view){.state = CL_PEER_UNPROVEN, .bound_ms = UINT64_MAX};
+	/* its silence counts from now: a node that died while this one was
+	 * away (or before it started) is reported down by the same rule */
+	t->peer[i].beat_ms = beat_ms;
+	t->peer[i].bv = (struct cl_beat_view){.state = CL_BEAT_UNPROVEN, .last_ms = mono_ms()};
+}
+
+static void beat_seen(struct cl_etcd *t, const char *name, json_t *j)
+{
+	uint64_t now = mono_ms();
+	if (strcmp(name, t->cc->node) == 0) {
+		/* our own beat back: every event before it has come too */
+		json_t *ms = json_object_get(j, "ms");
+		if (json_is_integer(ms) && (uint64_t)json_integer_value(ms) > t->beat_proven_ms)
+			t->beat_proven_ms = (uint64_t)json_integer_value(ms);
+		return;
+	}
+	unsigned i;
+	for (i = 0; i < t->n_peers; i++)
+		if (strcmp(t->peer[i].name, name) == 0)
+			break;
+	if (i == t->n_peers)
+		return; /* no nodes/ key (yet): its claim comes before its first beat */
+	stat_add(t, &t->st.beats_seen, 1);
+	struct cl_beat_view *v = &t->peer[i].bv;
+	int64_t gap = (int64_t)(now - v->last_ms);
+	int was = v->state;
+	v->last_ms = now;
+	v->state = CL_BEAT_ALIVE;
+	if (was == CL_BEAT_ALIVE)
+		return;
+	struct cl_in m = {.kind = CL_IN_PEER_BEAT, .lease_id = t->peer[i].lease, .stale = false, .gap_ms = gap};
+	snprintf(m.node, sizeof(m.node), "%s", name);
+	in_push(t, &m);
 }
 
 static void kv_to_in(struct cl_etcd *t, json_t *kv, bool deleted, bool snapshot)
@@ -511,7 +570,17 @@ static void kv_to_in(struct cl_etcd *t, json_t *kv, bool deleted, bool snapshot)
 			m.lease_id = jint(kv, "lease");
 		}
 		if (node && strcmp(m.node, t->cc->node) != 0)
-			peer_note(t, m.node, deleted ? 0 : m.lease_id);
+			peer_note(t, m.node, deleted ? 0 : m.lease_id,
+				  deleted ? 0 : (uint32_t)json_integer_value(json_object_get(j, "beat_ms")));
+	} else if (strncmp(k, "beats/", 6) == 0) {
+		/* heartbeats are the thread's own business: a fact for the loop
+		 * only when a node stops or starts beating (beat_judge). A beat
+		 * in a snapshot is an old one, and a delete is the lease's
+		 * expiry, which the nodes/ key's delete reports. */
+		if (!deleted && !snapshot)
+			beat_seen(t, k + 6, j);
+		json_decref(j);
+		return;
 	} else {
 		json_decref(j);
 		return; /* not ours (another tool under the prefix): ignored */
@@ -697,7 +766,8 @@ static int claim_node(struct cl_etcd *t, char *holder, size_t holder_len)
 {
 	char key[160], val[512];
 	key_of(t, key, sizeof(key), "nodes/%s", t->cc->node);
-	json_t *v = json_pack("{s:s, s:s, s:i}", "node", t->cc->node, "layers", t->cc->layers_text, "pid", (int)getpid());
+	json_t *v = json_pack("{s:s, s:s, s:i, s:i}", "node", t->cc->node, "layers", t->cc->layers_text, "pid",
+			      (int)getpid(), "beat_ms", (int)(t->beat_down_ms ? t->cc->beat_ms : 0));
 	char *s = json_dumps(v, JSON_COMPACT);
 	json_decref(v);
 	if (!s)
@@ -976,6 +1046,116 @@ static void probe_peers(struct cl_etcd *t)
 	}
 }
 
+/* ---- heartbeats (docs/cluster.md "Heartbeats") ------------------------- */
+
+static void beat_abort(struct cl_etcd *t)
+{
+	if (!t->beat_h)
+		return;
+	curl_multi_remove_handle(t->multi, t->beat_h);
+	curl_easy_cleanup(t->beat_h);
+	t->beat_h = NULL;
+	t->beat_buf.len = 0;
+}
+
+/* A beat finished (reap). A failed one is counted and logged once per run
+ * of failures; nothing else: the next one goes out on time. */
+static void beat_done(struct cl_etcd *t, CURLcode code)
+{
+	long status = 0;
+	curl_easy_getinfo(t->beat_h, CURLINFO_RESPONSE_CODE, &status);
+	bool ok = code == CURLE_OK && status == 200;
+	if (ok) {
+		if (t->beat_failing)
+			cp_info("cluster: etcd %s: heartbeats go through again", t->cc->endpoint[t->cur]);
+		t->beat_failing = false;
+	} else {
+		stat_add(t, &t->st.beat_failures, 1);
+		if (!t->beat_failing)
+			cp_warn("cluster: etcd %s: a heartbeat failed (%s, HTTP %ld): the others may report this node "
+				"down until one goes through",
+				t->cc->endpoint[t->cur], code != CURLE_OK ? curl_easy_strerror(code) : "answered", status);
+		t->beat_failing = true;
+	}
+	beat_abort(t);
+}
+
+static void beat_send(struct cl_etcd *t, uint64_t now)
+{
+	char key[160], val[96];
+	key_of(t, key, sizeof(key), "beats/%s", t->cc->node);
+	/* ms: this node's monotonic clock at sending, read back by this node
+	 * only (beat_seen: how recent the watch is proven to be) */
+	snprintf(val, sizeof(val), "{\"seq\":%" PRIu64 ",\"ms\":%" PRIu64 "}", ++t->beat_seq, now);
+	json_t *body = put_op(key, val, t->lease_id);
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	if (!text)
+		return;
+	t->beat_buf.len = 0;
+	t->beat_h = easy_new(t, "/v3/kv/put", text, &t->beat_buf, (long)t->cc->timeout_ms);
+	free(text);
+	if (!t->beat_h)
+		return;
+	curl_multi_add_handle(t->multi, t->beat_h);
+	t->beat_sent_ms = now;
+	t->beat_next_ms = now + t->cc->beat_ms;
+	stat_add(t, &t->st.beats_sent, 1);
+}
+
+/* Report every beating peer whose silence is proven (cl_beat_down). */
+static void beat_judge(struct cl_etcd *t, uint64_t now)
+{
+	for (unsigned i = 0; i < t->n_peers; i++) {
+		struct cl_beat_view *v = &t->peer[i].bv;
+		if (!t->peer[i].beat_ms || !cl_beat_down(v, t->beat_proven_ms, t->beat_down_ms))
+			continue;
+		v->state = CL_BEAT_DOWN;
+		struct cl_in m = {.kind = CL_IN_PEER_BEAT, .lease_id = t->peer[i].lease, .stale = true,
+				  .gap_ms = (int64_t)(now - v->last_ms)};
+		snprintf(m.node, sizeof(m.node), "%s", t->peer[i].name);
+		in_push(t, &m);
+	}
+}
+
+/* When beat_tick has something to do next (UINT64_MAX: nothing before a
+ * transfer ends): the next beat, or a peer's silence reaching the bound.
+ * With a beat in flight, its end wakes the thread. */
+static uint64_t beat_next_due(struct cl_etcd *t, uint64_t now)
+{
+	if (!t->beat_down_ms || !t->beating || t->beat_h)
+		return UINT64_MAX;
+	uint64_t next = t->beat_next_ms;
+	for (unsigned i = 0; i < t->n_peers; i++) {
+		uint64_t at = t->peer[i].bv.last_ms + t->beat_down_ms;
+		if (t->peer[i].beat_ms && t->peer[i].bv.state != CL_BEAT_DOWN && at > now && at < next)
+			next = at;
+	}
+	return next;
+}
+
+/* From pump: send the beat when due, or at once when a peer's silence has
+ * reached the bound and no beat sent since could prove it (so the proof
+ * comes one round trip after the bound, not up to a beat period later);
+ * then judge. */
+static void beat_tick(struct cl_etcd *t)
+{
+	if (!t->beat_down_ms)
+		return;
+	uint64_t now = mono_ms();
+	if (t->beating && !t->beat_h && t->lease_id) {
+		bool due = now >= t->beat_next_ms;
+		for (unsigned i = 0; !due && i < t->n_peers; i++) {
+			const struct cl_beat_view *v = &t->peer[i].bv;
+			due = t->peer[i].beat_ms && v->state != CL_BEAT_DOWN && now >= v->last_ms + t->beat_down_ms &&
+			      t->beat_sent_ms < v->last_ms + t->beat_down_ms;
+		}
+		if (due)
+			beat_send(t, now);
+	}
+	beat_judge(t, now);
+}
+
 static int connect_once(struct cl_etcd *t, struct cl_out *last_points, char *holder, size_t holder_len)
 {
 	int r;
@@ -1039,6 +1219,8 @@ static void *thread_main(void *arg)
 				down_reported = false;
 				next_ka = mono_ms() + ka_ms;
 				next_probe = 0;
+				t->beating = true;
+				t->beat_next_ms = 0; /* at once: the others see this node beating again */
 				cp_info("cluster: etcd %s: connected, watching %s from revision %" PRId64,
 					t->cc->endpoint[t->cur], t->cc->prefix, t->revision + 1);
 				continue;
@@ -1083,14 +1265,20 @@ static void *thread_main(void *arg)
 				r == -ENOENT ? "our lease expired" : r == -EPIPE ? "the watch ended" : strerror(-r));
 			watch_stop(t);
 			up = false;
+			t->beating = false; /* until joined again (a beat needs the lease) */
 			t->cur = (t->cur + 1) % t->cc->n_endpoints;
 			continue;
 		}
 		uint64_t now = mono_ms(), next = t->stale_s && next_probe < next_ka ? next_probe : next_ka;
+		uint64_t nb = beat_next_due(t, now);
+		if (nb < next)
+			next = nb;
 		pump(t, next > now ? (int)(next - now < 100 ? next - now : 100) : 0);
 		CURLcode unused;
 		(void)reap(t, NULL, &unused); /* the watch ending is noticed at once, not at the next request */
 	}
+	t->beating = false;
+	beat_abort(t);
 	/* clean stop: revoke the lease so the others see this node leave at once */
 	if (up && t->lease_id) {
 		char id[32];
@@ -1123,6 +1311,7 @@ int cl_etcd_start(struct cl_etcd **out, const struct fg_config *cfg, int *evfd, 
 	t->cfg = cfg;
 	t->cc = &cfg->cluster;
 	t->stale_s = cl_etcd_stale_s(t->cc);
+	t->beat_down_ms = cl_etcd_beat_down_ms(t->cc);
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->in_space, NULL);
 	t->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -1170,6 +1359,7 @@ void cl_etcd_stop(struct cl_etcd *t)
 		curl_multi_cleanup(t->multi);
 	curl_slist_free_all(t->hdrs);
 	free(t->wbuf.p);
+	free(t->beat_buf.p);
 	if (t->evfd >= 0)
 		close(t->evfd);
 	pthread_cond_destroy(&t->in_space);

@@ -56,6 +56,9 @@ enum cl_in_kind {
 	CL_IN_DUPLICATE, /* another live node holds nodes/<this name> (its lease and value in why): not joined */
 	CL_IN_PEER_LEASE, /* another node's lease (node, lease_id) probed: stale (not refreshed for more than the
 			   * bound), or, after stale or a snapshot, a refresh proven (!stale); ttl, granted */
+	CL_IN_PEER_BEAT, /* another node's heartbeats (node, lease_id): stopped (stale: none for gap_ms, proven by
+			  * this node's own later beat), or beating (!stale: the first beat after that, or after
+			  * a (re)connection) */
 };
 struct cl_in {
 	enum cl_in_kind kind;
@@ -73,6 +76,7 @@ struct cl_in {
 	int64_t lease_id, ttl;
 	int64_t granted;  /* CL_IN_PEER_LEASE: the lease's granted TTL (0: etcd no longer has it) */
 	bool stale;       /* CL_IN_PEER_LEASE: not refreshed for more than cl_etcd_stale_s seconds; false: refreshed */
+	int64_t gap_ms;   /* CL_IN_PEER_BEAT: how long no beat of that node had come (down), or had not (beating) */
 	int64_t revision;
 };
 
@@ -80,6 +84,8 @@ struct cl_etcd_stats {
 	uint64_t requests, request_failures, watch_events, watch_restarts, reconnects;
 	uint64_t cas_won, cas_lost, out_dropped, bad_values, keepalives, leases_granted, duplicate_refusals;
 	uint64_t lease_probes, lease_probe_failures; /* timetolive requests on the other nodes' leases */
+	uint64_t beats_sent, beat_failures; /* this node's heartbeat puts (beats/<node>), those that failed */
+	uint64_t beats_seen;              /* the other nodes' heartbeats seen through the watch */
 	int64_t revision; /* the last etcd revision seen (snapshot or watch) */
 };
 
@@ -93,6 +99,31 @@ struct cl_etcd_stats {
  * is stale when granted - 1 - remaining >= this: no refresh for more than
  * this many seconds. Any thread. */
 uint32_t cl_etcd_stale_s(const struct fg_cluster_cfg *cc);
+
+/* The heartbeat's "down" bound in ms this configuration gives (0: no
+ * heartbeat): beat_down_ms, or when 0 3 * beat_ms + 50. Any thread. */
+uint32_t cl_etcd_beat_down_ms(const struct fg_cluster_cfg *cc);
+
+/* What the thread knows of another node's heartbeats (docs/cluster.md
+ * "Heartbeats"). last_ms: when its last beat came through the watch (or,
+ * before the first, when the thread started watching it), this node's
+ * monotonic clock. */
+enum { CL_BEAT_UNPROVEN, CL_BEAT_ALIVE, CL_BEAT_DOWN };
+struct cl_beat_view {
+	int state;        /* CL_BEAT_* */
+	uint64_t last_ms;
+};
+/* Is the peer down? proven_ms: the send time of this node's latest own beat
+ * that came back through the watch. Every beat of the peer committed before
+ * that one would have come through the watch first (etcd delivers a watch
+ * in revision order), so a peer whose last beat came at last_ms with
+ * proven_ms >= last_ms + down_ms wrote no beat for at least down_ms: a
+ * stall of etcd, of the watch or of this node's own thread delays the proof
+ * as well, and is never taken for the peer's silence. Pure (tests). */
+static inline bool cl_beat_down(const struct cl_beat_view *v, uint64_t proven_ms, uint32_t down_ms)
+{
+	return v->state != CL_BEAT_DOWN && down_ms && proven_ms >= v->last_ms + down_ms;
+}
 
 /* What the thread knows of another node's lease from its probes. */
 enum { CL_PEER_FRESH, CL_PEER_STALE, CL_PEER_UNPROVEN /* new, or after a snapshot: nothing reported yet */ };

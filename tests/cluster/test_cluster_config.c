@@ -98,6 +98,10 @@ static const struct bad bads[] = {
 	{"[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\nnode = b\n", 4, "already set"},
 	{"[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\nstale_after_s = 1\n", 4, "shorter than keepalive_ms + timeout_ms"},
 	{"[cluster]\nstale_after_s = 61\n", 2, "out of range"},
+	{"[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\nbeat_ms = 20\n", 4, "0 (off), or 50 ms or more"},
+	{"[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\nbeat_ms = 200\nbeat_down_ms = 300\n", 5,
+	 "shorter than twice beat_ms"},
+	{"[cluster]\nbeat_ms = 10001\n", 2, "out of range"},
 	{"[cluster]\nnodes = a\n", 2, "unknown key"},
 };
 
