@@ -38,13 +38,23 @@ node, bit for bit. While it runs, each step waits on what it changes
      (layer_not_served 0), and each node's shadow audit judged every one
      of its seeds against the fleet's digest (3 line verdicts a seed), no
      divergence;
-  7. a second fanofleet run (40 tokens) corrupts one contribution (a low
-     bit of attn for layer 2, A's): A's shadow audit judges that seed
-     divergent and demotes lines 1, 3, 5, B demotes them within 1 s (event
-     divergence from node a, in B's audit log); the fleet sees the
-     corruption in that one seed and every other seed bit-exact;
-  8. kill -9 of A (its dataplane with it): B reports it gone through its
-     lease within 2 s (cluster_fleet's bound, docs/cluster.md), once.
+  6b. a conflict on B, through its dataplane: from the fleet's address
+     (B's [points] e7, a point of line 5, so the conflict is attributed to
+     the line: docs/hardening.md 3b), two contributions for line 5 of layer
+     5 (B's), one token, different bodies (spec wire.md 4, "conflict"),
+     over UDP to B's dataplane: the model epoch advances on both nodes
+     within 1 s, exactly once (B sent one compare-and-swap, A applied one,
+     etcd's epoch moved by one), and line 5 is demoted on both (event
+     conflict from node b); the operator makes it active again;
+  7. a second fanofleet run (40 tokens, on the new epoch) corrupts one
+     contribution (a low bit of attn for layer 2, A's): A's shadow audit
+     judges that seed divergent and demotes lines 1, 3, 5, B demotes them
+     within 1 s (event divergence from node a, in B's audit log); the fleet
+     sees the corruption in that one seed and every other seed bit-exact
+     (no seed wrong after the conflict either);
+  8. kill -9 of A (its dataplane with it): B reports it gone within 1 s of
+     the kill (read on B's /metrics), through A's heartbeats (docs/cluster.md
+     "Heartbeats"), once.
 
 The timed waits read /metrics (one HTTP request per poll), then check
 that fanoctl cluster agrees.
@@ -57,6 +67,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -67,7 +78,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, HERE)
 
 import cluster_fleet as cf  # noqa: E402  (NetNs, NodeDaemon, Etcd, fanoctl helpers)
-from fgtest import wait  # noqa: E402
+from fgtest import flow, wait  # noqa: E402
 from fgtest.checks import SKIP, check, fail  # noqa: E402
 from fgtest.harness import etcd_or_skip  # noqa: E402
 from fgtest.wait import within  # noqa: E402
@@ -118,9 +129,17 @@ def dp_link(ns, i):
         subprocess.run(["ip", "netns", "exec", ns.name, "ethtool", "-K", inn, *off], capture_output=True)
 
 
+# B's [points]: the fleet's address serves e7 (a point of line 5), so a
+# conflicting contribution from it is attributed to line 5 and moves the
+# epoch (control/cp_epoch_guard.h rule 2); live for the whole run
+# (peer_timeout_ms: the fleet pauses between its runs).
+CONFLICT_POINT, CONFLICT_LINE, CONFLICT_LAYER, CONFLICT_TOKEN = 7, 5, 5, 900000
+
+
 def node_cfg(name, i, etcd):
     net = f"10.78.{i}."
-    return f"""[rules]
+    points = f"[points]\ne{CONFLICT_POINT} = {net}2/32\npeer_timeout_ms = 600000\n" if name == "b" else ""
+    return f"""{points}[rules]
 default = 1,3,5
 [lines]
 shadow_sample = 1
@@ -311,6 +330,7 @@ def scenario(etcd, a, b, tmp):
               f"against the fleet's digest: {verdicts:.0f} line verdicts (3 a seed), no divergence ({div:.0f})")
     print(f"6. fleet drained: {j['tokens_done']} tokens, {j['resolved']} seeds bit-exact (A {want['a'] - r0['a']:.0f}, "
           f"B {want['b'] - r0['b']:.0f}), none wrong or missing", flush=True)
+    conflict(a, b, nodes)
     divergence(a, b, nodes, tmp)
     kill_a(a, b)
 
@@ -325,6 +345,71 @@ def start_fleet(log, js, *more):
          "--hidden", str(HIDDEN), "--rate", str(RATE), "--window", "8", "--seed", str(os.getpid() % 1000 + 1),
          "--slot-timeout-ms", "8000", "--max-missing", "0", "--duration", "170", "--json", js, *more],
         stdout=open(log, "w"), stderr=subprocess.STDOUT)
+
+
+def conflict(a, b, nodes):
+    """6b. A conflict on B through its dataplane (the fleet idle between
+    its runs: the flush that follows an epoch advance drops every open
+    slot, which the running fleet would count as missing seeds): line 5's
+    contribution for layer 5 (B's), one token outside the fleet's, sent
+    twice from the fleet's address with different bodies. B's dataplane
+    poisons the slot and hands the conflict to B's control plane (the
+    sender is inside B's [points] e7, on line 5: attributed), which
+    advances the model epoch and sends the compare-and-swap; A applies it
+    from etcd. Both must show the new epoch within 1 s of the second
+    datagram, exactly once."""
+    m0 = {n: scrape(d) for n, d in nodes}
+    e0 = m0["a"]["fanogate_model_epoch"]
+    check(m0["b"]["fanogate_model_epoch"] == e0,
+          f"one model epoch on both before the conflict ({m0['b']['fanogate_model_epoch']}, {e0})")
+    check(all(m0[n]["fanogate_cluster_epoch"] == e0 for n in m0), "etcd's epoch is the nodes' before the conflict")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("10.78.2.2", 0))  # the fleet's address towards B: B's e7
+    frames = [flow.seed(CONFLICT_LAYER, CONFLICT_TOKEN, CONFLICT_LINE, [v] * HIDDEN) for v in (1.0, 2.0)]
+    sock.sendto(flow.datagram(0xC0F1, frames[0]), ("10.78.2.1", 4242))
+    # the first must be in its slot before the second arrives: B's answer
+    # (a status frame to this socket) says it is
+    sock.settimeout(5)
+    try:
+        sock.recvfrom(2048)
+    except socket.timeout:
+        fail("B's dataplane did not answer the first contribution within 5 s")
+    t0 = time.monotonic()
+    sock.sendto(flow.datagram(0xC0F2, frames[1]), ("10.78.2.1", 4242))
+    if not wait.until(lambda: all(scrape(d)["fanogate_model_epoch"] == e0 + 1 for d in (a, b)), 1.0):
+        fail(f"not within 1 s: the conflict on B advanced the epoch on both: A "
+             f"{scrape(a)['fanogate_model_epoch']}, B {scrape(b)['fanogate_model_epoch']} (was {e0})")
+    t = time.monotonic() - t0
+    sock.close()
+    time.sleep(0.3)  # proving an absence: no second advance (the only fixed wait of this step)
+    m1 = {n: scrape(d) for n, d in nodes}
+    for n in m1:
+        check(m1[n]["fanogate_model_epoch"] == e0 + 1 and m1[n]["fanogate_cluster_epoch"] == e0 + 1,
+              f"node {n}: the model epoch and etcd's advanced exactly once: {m1[n]['fanogate_model_epoch']}, "
+              f"etcd {m1[n]['fanogate_cluster_epoch']} (was {e0})")
+
+    def moved(n, name):
+        return m1[n][f"fanogate_cluster_{name}_total"] - m0[n][f"fanogate_cluster_{name}_total"]
+    check(moved("b", "epochs_sent") == 1 and moved("b", "epochs_applied") == 0 and moved("a", "epochs_applied") == 1
+          and moved("a", "epochs_sent") == 0,
+          f"B sent one advance, A applied it: B sent {moved('b', 'epochs_sent')} applied "
+          f"{moved('b', 'epochs_applied')}, A sent {moved('a', 'epochs_sent')} applied {moved('a', 'epochs_applied')}")
+    check(family(m1["b"], "fanogate_conflicts_unmapped_total") == family(m0["b"], "fanogate_conflicts_unmapped_total"),
+          "the conflict was attributed on B (not counted unmapped)")
+    ca, cb = cf.cluster(a), cf.cluster(b)
+    check(ca["epoch_by"] == "b" and cb["epoch_by"] == "b", f"etcd says node b advanced it: {ca['epoch_by']}")
+    la, lb = ca["lines"][CONFLICT_LINE], cb["lines"][CONFLICT_LINE]
+    check(lb["local"] == "shadow" and la["local"] == "shadow" and la["event"] == "conflict" and la["by_node"] == "b",
+          f"line {CONFLICT_LINE} demoted on both (a conflict on b): A {la}, B {lb}")
+    recs = [ln for ln in cf.audit(a).splitlines() if "cluster: node b: conflicting duplicate contribution" in ln]
+    check(recs, "A's audit log records the epoch advance from node b")
+    print(f"6b. a conflict on B (through its dataplane) advanced the model epoch on both in {t * 1000:.0f} ms, "
+          f"exactly once ({e0:.0f} -> {e0 + 1:.0f})", flush=True)
+    show("6b. a conflict on B: the model epoch advanced once on both, line 5 demoted", nodes)
+    # line 5 active again (the divergence step demotes lines 1, 3, 5 from active)
+    p = cf.op(a, "line", "active", str(CONFLICT_LINE), "--why", "cluster split test: after the conflict")
+    check(p.returncode == 0, f"fanoctl line active {CONFLICT_LINE} on A: {p.stdout} {p.stderr}")
+    within(lambda: in_state(b, 1, "active"), 1.0, "lines 1, 3, 5 active on B again")
 
 
 def divergence(a, b, nodes, tmp):
@@ -368,23 +453,23 @@ def divergence(a, b, nodes, tmp):
 
 def kill_a(a, b):
     """8. kill -9 of node A (its dataplane with it): B reports it gone
-    through its lease within cluster_fleet's bound (KILL_BOUND_S: etcd's
-    remaining TTL is whole seconds, docs/cluster.md), counted once, and B
-    keeps its state. The killed process's DPDK runtime directory
+    within 1 s of the kill (cluster_fleet's KILL_BOUND_S, read on B's
+    /metrics) through A's heartbeats, counted once, and B keeps its state. The killed process's DPDK runtime directory
     (--file-prefix fgdp<pid>, removed by a clean stop) is removed here."""
     gone0 = b_counter(b, "nodes_gone")
-    a.proc.send_signal(signal.SIGKILL)
-    a.proc.wait()
-    a.expect_start = False  # killed on purpose: no clean stop to check
+    m0 = scrape(b)
+    check(m0["fanogate_cluster_nodes_live"] == 2, "B's /metrics: 2 nodes live before the kill")
+    t = cf.kill_seen(b, a, 2)
     shutil.rmtree(f"/var/run/dpdk/fgdp{a.proc.pid}", ignore_errors=True)
-    t = within(lambda: not any(n["node"] == "a" and n["live"] for n in cf.cluster(b)["nodes"]), cf.KILL_BOUND_S,
-               "B sees A gone through its lease")
-    stale = any(n["node"] == "a" and n["stale"] for n in cf.cluster(b)["nodes"])
+    m1 = scrape(b)
+    check(m1["fanogate_cluster_nodes_beat_down_total"] == m0["fanogate_cluster_nodes_beat_down_total"] + 1,
+          "B saw A's heartbeats stop (nodes_beat_down_total + 1)")
+    check(m1["fanogate_cluster_nodes_beat_resumed_total"] == 0, "no false down on B during the run "
+          f"(nodes_beat_resumed_total {m1['fanogate_cluster_nodes_beat_resumed_total']:.0f})")
     check(b_counter(b, "nodes_gone") == gone0 + 1, "B counts A gone once")
     check(cf.cluster(b)["etcd"] == "up" and in_state(b, 1, "shadow"), "B still in step with etcd, its lines as they were")
-    print(f"8. kill -9 of A seen by B after {t * 1000:.0f} ms ({'lease probe' if stale else 'lease expiry'})",
-          flush=True)
-    show("8. kill -9 of A: B saw its lease stop", (("b", b),))
+    print(f"8. kill -9 of A seen by B {t * 1000:.0f} ms after the kill (its heartbeats)", flush=True)
+    show("8. kill -9 of A: B saw its heartbeats stop", (("b", b),))
 
 
 def b_counter(d, name):
