@@ -10,7 +10,9 @@
  * thread of this test (the answers etcd 3.4 gives, shaped by hand); what a
  * lease probe's answers prove (cl_lease_judge: stale, a refresh proven, a
  * new leader's extension that is no refresh) and the staleness bound a
- * configuration gives (cl_etcd_stale_s).
+ * configuration gives (cl_etcd_stale_s); when a peer's heartbeats count as
+ * stopped (cl_beat_down: only once this node's own later beat came back)
+ * and the bound a configuration gives (cl_etcd_beat_down_ms).
  * Runs on the test's main thread plus the cluster thread and the fake. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -316,6 +318,53 @@ static void test_stale_bound(void **state)
 	free(c);
 }
 
+static void test_beat_down(void **state)
+{
+	(void)state;
+	struct cl_beat_view v = {.state = CL_BEAT_ALIVE, .last_ms = 1000};
+	/* this node's own beats came back, each sent before 1000 + 650: not down,
+	 * however late the check runs (a stalled watch proves nothing) */
+	assert_false(cl_beat_down(&v, 0, 650));
+	assert_false(cl_beat_down(&v, 1000, 650));
+	assert_false(cl_beat_down(&v, 1649, 650));
+	/* one sent 650 ms after the peer's last beat came back first: down */
+	assert_true(cl_beat_down(&v, 1650, 650));
+	/* a beat of the peer after that restarts its clock */
+	v.last_ms = 1700;
+	assert_false(cl_beat_down(&v, 1650, 650));
+	assert_false(cl_beat_down(&v, 2349, 650));
+	assert_true(cl_beat_down(&v, 2350, 650));
+	/* reported once: a node already down is not down again */
+	v.state = CL_BEAT_DOWN;
+	assert_false(cl_beat_down(&v, 9999, 650));
+	/* never seen beating: judged from when it was noted (last_ms) alike */
+	v = (struct cl_beat_view){.state = CL_BEAT_UNPROVEN, .last_ms = 500};
+	assert_true(cl_beat_down(&v, 1150, 650));
+	/* no heartbeat configured: never */
+	assert_false(cl_beat_down(&v, 99999, 0));
+
+	struct fg_config_error err;
+	struct fg_config *c = calloc(1, sizeof(*c));
+	assert_non_null(c);
+	static const struct {
+		const char *keys;
+		uint32_t want;
+	} cases[] = {
+		{"", 650},                              /* 3 * 200 + 50 */
+		{"beat_ms = 100\n", 350},
+		{"beat_ms = 200\nbeat_down_ms = 400\n", 400},
+		{"beat_ms = 0\nbeat_down_ms = 400\n", 0}, /* off */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char text[512];
+		snprintf(text, sizeof(text), "[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\n%s", cases[i].keys);
+		fg_config_default(c);
+		assert_int_equal(fg_config_parse(c, text, "test", &err), 0);
+		assert_int_equal(cl_etcd_beat_down_ms(&c->cluster), cases[i].want);
+	}
+	free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -323,6 +372,7 @@ int main(void)
 		cmocka_unit_test(test_duplicate_name_refused),
 		cmocka_unit_test(test_lease_judge),
 		cmocka_unit_test(test_stale_bound),
+		cmocka_unit_test(test_beat_down),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
