@@ -304,8 +304,9 @@ int fanoctl_op_peers(int argc, char **argv)
 
 void fanoctl_op_cluster_help(FILE *out)
 {
-	fprintf(out, "usage: fanoctl cluster [--json]\n\n[cluster]: this node, etcd reachability, the nodes and their leases,\n"
-		     "the shared model epoch and every line's local and fleet-wide state (docs/cluster.md).\n");
+	fprintf(out, "usage: fanoctl cluster [--json]\n\n[cluster]: this node, etcd reachability, the nodes, their leases and\n"
+		     "heartbeats (live, stale, beat_down), the shared model epoch and every line's local and\n"
+		     "fleet-wide state (docs/cluster.md).\n");
 	op_common_help(out);
 }
 

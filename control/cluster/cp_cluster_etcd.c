@@ -107,11 +107,13 @@ struct cl_etcd {
 	/* this node's heartbeat: a put of beats/<node> on the lease every
 	 * beat_ms, its own transfer in the multi (never queued behind a request) */
 	uint32_t beat_down_ms;   /* cl_etcd_beat_down_ms; 0: no heartbeat */
-	bool beating;            /* joined (lease held, name claimed, watch on): beats go out */
+	bool beating;            /* joined on the lease we hold (name claimed): beats go out, also while
+				  * reconnecting (a beat needs the lease, not the watch) */
 	CURL *beat_h;            /* the beat in flight, or NULL */
 	struct buf beat_buf;
 	uint64_t beat_seq, beat_next_ms, beat_sent_ms;
 	uint64_t beat_proven_ms; /* send time of this node's latest beat seen back through the watch */
+	uint64_t beat_steady_ms; /* since when (a send time) they come back steadily (cl_beat_steady) */
 	bool beat_failing;       /* the last beat failed (logged once per run of failures) */
 };
 
@@ -471,8 +473,9 @@ static void beat_seen(struct cl_etcd *t, const char *name, json_t *j)
 	if (strcmp(name, t->cc->node) == 0) {
 		/* our own beat back: every event before it has come too */
 		json_t *ms = json_object_get(j, "ms");
-		if (json_is_integer(ms) && (uint64_t)json_integer_value(ms) > t->beat_proven_ms)
-			t->beat_proven_ms = (uint64_t)json_integer_value(ms);
+		if (json_is_integer(ms) && json_integer_value(ms) > 0)
+			cl_beat_steady(&t->beat_proven_ms, &t->beat_steady_ms, (uint64_t)json_integer_value(ms), now,
+				       t->cc->beat_ms);
 		return;
 	}
 	unsigned i;
@@ -712,6 +715,7 @@ static int lease_keepalive(struct cl_etcd *t)
 	json_decref(out);
 	if (ttl <= 0) {
 		t->lease_id = 0; /* expired while we were away: a new one */
+		t->beating = false; /* until the name is claimed on the new lease */
 		return -ENOENT;
 	}
 	stat_add(t, &t->st.keepalives, 1);
@@ -1093,7 +1097,10 @@ static void beat_send(struct cl_etcd *t, uint64_t now)
 	if (!text)
 		return;
 	t->beat_buf.len = 0;
-	t->beat_h = easy_new(t, "/v3/kv/put", text, &t->beat_buf, (long)t->cc->timeout_ms);
+	/* a beat that hangs (a member partitioned away, no leader) must not hold
+	 * back the next one for a whole timeout_ms: two periods at most */
+	uint64_t tmo = 2ull * t->cc->beat_ms < t->cc->timeout_ms ? 2ull * t->cc->beat_ms : t->cc->timeout_ms;
+	t->beat_h = easy_new(t, "/v3/kv/put", text, &t->beat_buf, (long)tmo);
 	free(text);
 	if (!t->beat_h)
 		return;
@@ -1108,7 +1115,7 @@ static void beat_judge(struct cl_etcd *t, uint64_t now)
 {
 	for (unsigned i = 0; i < t->n_peers; i++) {
 		struct cl_beat_view *v = &t->peer[i].bv;
-		if (!t->peer[i].beat_ms || !cl_beat_down(v, t->beat_proven_ms, t->beat_down_ms))
+		if (!t->peer[i].beat_ms || !cl_beat_down(v, t->beat_proven_ms, t->beat_steady_ms, t->beat_down_ms))
 			continue;
 		v->state = CL_BEAT_DOWN;
 		struct cl_in m = {.kind = CL_IN_PEER_BEAT, .lease_id = t->peer[i].lease, .stale = true,
@@ -1127,7 +1134,7 @@ static uint64_t beat_next_due(struct cl_etcd *t, uint64_t now)
 		return UINT64_MAX;
 	uint64_t next = t->beat_next_ms;
 	for (unsigned i = 0; i < t->n_peers; i++) {
-		uint64_t at = t->peer[i].bv.last_ms + t->beat_down_ms;
+		uint64_t at = cl_beat_from(&t->peer[i].bv, t->beat_steady_ms) + t->beat_down_ms;
 		if (t->peer[i].beat_ms && t->peer[i].bv.state != CL_BEAT_DOWN && at > now && at < next)
 			next = at;
 	}
@@ -1147,8 +1154,8 @@ static void beat_tick(struct cl_etcd *t)
 		bool due = now >= t->beat_next_ms;
 		for (unsigned i = 0; !due && i < t->n_peers; i++) {
 			const struct cl_beat_view *v = &t->peer[i].bv;
-			due = t->peer[i].beat_ms && v->state != CL_BEAT_DOWN && now >= v->last_ms + t->beat_down_ms &&
-			      t->beat_sent_ms < v->last_ms + t->beat_down_ms;
+			uint64_t at = cl_beat_from(v, t->beat_steady_ms) + t->beat_down_ms;
+			due = t->peer[i].beat_ms && v->state != CL_BEAT_DOWN && now >= at && t->beat_sent_ms < at;
 		}
 		if (due)
 			beat_send(t, now);
@@ -1195,6 +1202,7 @@ static void *thread_main(void *arg)
 			holder[0] = '\0';
 			int r = connect_once(t, &last_points, holder, sizeof(holder));
 			if (r == -EEXIST) {
+				t->beating = false; /* a duplicate writes nothing */
 				/* etcd answers: not lost, but this node may not
 				 * join; the same endpoint is asked again shortly */
 				if (!dup_reported) {
@@ -1265,7 +1273,9 @@ static void *thread_main(void *arg)
 				r == -ENOENT ? "our lease expired" : r == -EPIPE ? "the watch ended" : strerror(-r));
 			watch_stop(t);
 			up = false;
-			t->beating = false; /* until joined again (a beat needs the lease) */
+			/* beats go on while reconnecting (on the next endpoint): a
+			 * member going away must not silence this node for the
+			 * others; a lost lease stops them (lease_keepalive) */
 			t->cur = (t->cur + 1) % t->cc->n_endpoints;
 			continue;
 		}

@@ -113,16 +113,46 @@ struct cl_beat_view {
 	int state;        /* CL_BEAT_* */
 	uint64_t last_ms;
 };
+/* From when a peer's silence counts: its last beat, or, when later, the
+ * moment this node's own beats became steady again (steady_ms: the send
+ * time of the first own beat back after a gap; see cl_beat_steady). */
+static inline uint64_t cl_beat_from(const struct cl_beat_view *v, uint64_t steady_ms)
+{
+	return v->last_ms > steady_ms ? v->last_ms : steady_ms;
+}
+
 /* Is the peer down? proven_ms: the send time of this node's latest own beat
  * that came back through the watch. Every beat of the peer committed before
  * that one would have come through the watch first (etcd delivers a watch
  * in revision order), so a peer whose last beat came at last_ms with
  * proven_ms >= last_ms + down_ms wrote no beat for at least down_ms: a
  * stall of etcd, of the watch or of this node's own thread delays the proof
- * as well, and is never taken for the peer's silence. Pure (tests). */
-static inline bool cl_beat_down(const struct cl_beat_view *v, uint64_t proven_ms, uint32_t down_ms)
+ * as well, and is never taken for the peer's silence. And only while this
+ * node's own beats went through steadily (steady_ms, cl_beat_steady): after
+ * an etcd leader election or a slow spell every node's beats stalled, and
+ * the peer's silence counts again only from when this node's own beats
+ * flow again. Pure (tests). */
+static inline bool cl_beat_down(const struct cl_beat_view *v, uint64_t proven_ms, uint64_t steady_ms,
+				uint32_t down_ms)
 {
-	return v->state != CL_BEAT_DOWN && down_ms && proven_ms >= v->last_ms + down_ms;
+	return v->state != CL_BEAT_DOWN && down_ms && steady_ms && proven_ms >= cl_beat_from(v, steady_ms) + down_ms;
+}
+
+/* This node's own beat sent at sent_ms came back at now_ms; *proven_ms is
+ * the latest such send time, *steady_ms the send time from which they came
+ * back steadily. A gap: the previous one back was sent more than two beat
+ * periods earlier (a beat failed or hung: no leader, an endpoint gone) or
+ * this one took more than a beat period to come back (etcd slow): then
+ * steady_ms = sent_ms. An older beat than *proven_ms changes nothing. Pure
+ * (tests). */
+static inline void cl_beat_steady(uint64_t *proven_ms, uint64_t *steady_ms, uint64_t sent_ms, uint64_t now_ms,
+				  uint32_t beat_ms)
+{
+	if (sent_ms <= *proven_ms)
+		return;
+	if (!*steady_ms || sent_ms - *proven_ms > 2ull * beat_ms || now_ms - sent_ms > beat_ms)
+		*steady_ms = sent_ms;
+	*proven_ms = sent_ms;
 }
 
 /* What the thread knows of another node's lease from its probes. */

@@ -322,26 +322,52 @@ static void test_beat_down(void **state)
 {
 	(void)state;
 	struct cl_beat_view v = {.state = CL_BEAT_ALIVE, .last_ms = 1000};
+	const uint64_t steady = 100; /* this node's own beats steady since long before */
 	/* this node's own beats came back, each sent before 1000 + 650: not down,
 	 * however late the check runs (a stalled watch proves nothing) */
-	assert_false(cl_beat_down(&v, 0, 650));
-	assert_false(cl_beat_down(&v, 1000, 650));
-	assert_false(cl_beat_down(&v, 1649, 650));
+	assert_false(cl_beat_down(&v, 0, steady, 650));
+	assert_false(cl_beat_down(&v, 1000, steady, 650));
+	assert_false(cl_beat_down(&v, 1649, steady, 650));
 	/* one sent 650 ms after the peer's last beat came back first: down */
-	assert_true(cl_beat_down(&v, 1650, 650));
+	assert_true(cl_beat_down(&v, 1650, steady, 650));
+	/* nothing of our own back yet (steady 0): never */
+	assert_false(cl_beat_down(&v, 1650, 0, 650));
+	/* our own beats stalled too (an election): the silence counts from
+	 * when they came back steadily, 1400 */
+	assert_false(cl_beat_down(&v, 1650, 1400, 650));
+	assert_false(cl_beat_down(&v, 2049, 1400, 650));
+	assert_true(cl_beat_down(&v, 2050, 1400, 650));
 	/* a beat of the peer after that restarts its clock */
 	v.last_ms = 1700;
-	assert_false(cl_beat_down(&v, 1650, 650));
-	assert_false(cl_beat_down(&v, 2349, 650));
-	assert_true(cl_beat_down(&v, 2350, 650));
+	assert_false(cl_beat_down(&v, 1650, steady, 650));
+	assert_false(cl_beat_down(&v, 2349, steady, 650));
+	assert_true(cl_beat_down(&v, 2350, steady, 650));
 	/* reported once: a node already down is not down again */
 	v.state = CL_BEAT_DOWN;
-	assert_false(cl_beat_down(&v, 9999, 650));
+	assert_false(cl_beat_down(&v, 9999, steady, 650));
 	/* never seen beating: judged from when it was noted (last_ms) alike */
 	v = (struct cl_beat_view){.state = CL_BEAT_UNPROVEN, .last_ms = 500};
-	assert_true(cl_beat_down(&v, 1150, 650));
+	assert_true(cl_beat_down(&v, 1150, steady, 650));
 	/* no heartbeat configured: never */
-	assert_false(cl_beat_down(&v, 99999, 0));
+	assert_false(cl_beat_down(&v, 99999, steady, 0));
+
+	/* own beats back: steady while every 200 ms and quick */
+	uint64_t proven = 0, st = 0;
+	cl_beat_steady(&proven, &st, 1000, 1005, 200);
+	assert_int_equal(proven, 1000);
+	assert_int_equal(st, 1000); /* the first */
+	cl_beat_steady(&proven, &st, 1200, 1210, 200);
+	cl_beat_steady(&proven, &st, 1450, 1460, 200); /* 250 ms apart: a late send, still steady */
+	assert_int_equal(st, 1000);
+	cl_beat_steady(&proven, &st, 1300, 1470, 200); /* an older one late: nothing */
+	assert_int_equal(proven, 1450);
+	cl_beat_steady(&proven, &st, 1900, 1910, 200); /* 450 ms since the last: a beat failed */
+	assert_int_equal(st, 1900);
+	cl_beat_steady(&proven, &st, 2100, 2350, 200); /* 250 ms to come back: etcd slow */
+	assert_int_equal(st, 2100);
+	assert_int_equal(proven, 2100);
+	cl_beat_steady(&proven, &st, 2300, 2310, 200);
+	assert_int_equal(st, 2100);
 
 	struct fg_config_error err;
 	struct fg_config *c = calloc(1, sizeof(*c));
