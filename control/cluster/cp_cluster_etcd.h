@@ -142,7 +142,7 @@ static inline bool cl_beat_down(const struct cl_beat_view *v, uint64_t proven_ms
  * the latest such send time, *steady_ms the send time from which they came
  * back steadily. A gap: the previous one back was sent more than two beat
  * periods earlier (a beat failed or hung: no leader, an endpoint gone) or
- * this one took more than a beat period to come back (etcd slow): then
+ * this one took more than two periods to come back (etcd slow): then
  * steady_ms = sent_ms. An older beat than *proven_ms changes nothing. Pure
  * (tests). */
 static inline void cl_beat_steady(uint64_t *proven_ms, uint64_t *steady_ms, uint64_t sent_ms, uint64_t now_ms,
@@ -150,7 +150,7 @@ static inline void cl_beat_steady(uint64_t *proven_ms, uint64_t *steady_ms, uint
 {
 	if (sent_ms <= *proven_ms)
 		return;
-	if (!*steady_ms || sent_ms - *proven_ms > 2ull * beat_ms || now_ms - sent_ms > beat_ms)
+	if (!*steady_ms || sent_ms - *proven_ms > 2ull * beat_ms || now_ms - sent_ms > 2ull * beat_ms)
 		*steady_ms = sent_ms;
 	*proven_ms = sent_ms;
 }

@@ -160,6 +160,14 @@ def kill_seen(d, victim, live_before):
     return t
 
 
+def beat_gap_ms(d):
+    """From d's log: how long no heartbeat had come when d last reported a
+    node gone through its heartbeats (its own clock; None when not)."""
+    import re
+    m = re.findall(r"gone \(no heartbeat for (\d+) ms", d.log())
+    return int(m[-1]) if m else None
+
+
 V = {1: [1.5, 2.0, -1.0, 0.5, 3.0, 4.0, 5.0, 6.0], 3: [0.25] * 8, 5: [-2.0, 1e-3, 7.0, 8.0, 1.0, 2.0, 3.0, 4.0]}
 REF = reduce_pair_x([(V[1], 0), (V[3], 0), (V[5], 0)])
 ATTN = "cluster-attn-token-0123456789abcdef"
@@ -454,6 +462,7 @@ def scenario(etcd, a, b):
     # 4. one etcd member down changes nothing: the leader, the harder case
     lead = etcd.leader()
     check(lead is not None, "etcd has a leader")
+    gone_before = [cluster(d)["counters"]["nodes_gone"] for d in (a, b)]
     etcd.kill(lead)
     rest = [i for i in range(3) if i != lead]
     before = [cluster(d) for d in (a, b)]
@@ -467,6 +476,9 @@ def scenario(etcd, a, b):
     check(op(a, "line", "disable", "6").returncode == 0, "operator change with a member down")
     within(lambda: line_state(b, 6) == "disabled", 1.0, "change applied on B with one member down")
     check(all(cluster(d)["model_epoch"] == before[0]["model_epoch"] for d in (a, b)), "epoch unchanged")
+    gone = [cluster(d)["counters"]["nodes_gone"] for d in (a, b)]
+    check(gone == gone_before, f"no node reported gone by the other (an election stalls every heartbeat: "
+          f"not a false down): nodes_gone A, B {gone} (was {gone_before})")
     print(f"4. one etcd member down (the leader, m{lead}) changed nothing")
     show("4. one etcd member (the leader) down: nothing changed", ("a", a), ("b", b))
 
@@ -546,7 +558,7 @@ def scenario(etcd, a, b):
     beat0 = metric(b, "fanogate_cluster_nodes_beat_down_total")
     check(metric(b, "fanogate_cluster_nodes_live") == 2, "B's /metrics: 2 nodes live before the kill")
     t = kill_seen(b, a, 2)
-    times = [t]
+    times, gaps = [t], [beat_gap_ms(b)]
     cb = cluster(b)
     by_beat = [metric(b, "fanogate_cluster_nodes_beat_down_total") == beat0 + 1]
     print(f"6. kill -9 of A seen by B after {t * 1000:.0f} ms (heartbeat every {cb['beat_ms']} ms, down after "
@@ -585,6 +597,7 @@ def scenario(etcd, a, b):
             beat0 = metric(b, "fanogate_cluster_nodes_beat_down_total")
             t = kill_seen(b, a2, 2)
             times.append(t)
+            gaps.append(beat_gap_ms(b))
             by_beat.append(metric(b, "fanogate_cluster_nodes_beat_down_total") == beat0 + 1)
     load = os.getloadavg()
     check(all(by_beat), f"every kill seen through the heartbeats: {by_beat}")
@@ -593,7 +606,8 @@ def scenario(etcd, a, b):
     st = sorted(times)
     print(f"6b. kill -9 of A seen by B over {len(times)} kills: min {st[0] * 1000:.0f} ms, median "
           f"{st[len(st) // 2] * 1000:.0f} ms, max {st[-1] * 1000:.0f} ms; each: "
-          f"{' '.join(f'{x * 1000:.0f}' for x in times)} ms, all by the heartbeats (bound {KILL_BOUND_S} s "
+          f"{' '.join(f'{x * 1000:.0f}' for x in times)} ms (B's log: no beat of A for {gaps} ms when it "
+          f"reported it), all by the heartbeats (bound {KILL_BOUND_S} s "
           f"from the kill; beat {cb['beat_ms']} ms, down after {cb['beat_down_ms']} ms; load average "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f})")
     check(line_state(b, 1) == "active", "B's line 1 still active after the kills")

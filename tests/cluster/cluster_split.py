@@ -504,6 +504,7 @@ def fleet_scenario(etcd, a, b, nodes, fleet, log):
     # 3. one etcd member down (the leader): nothing changes
     lead = etcd.leader()
     check(lead is not None, "etcd has a leader")
+    gone0 = {n: scrape(d)["fanogate_cluster_nodes_gone_total"] for n, d in nodes}
     etcd.kill(lead)
     rest = [i for i in range(3) if i != lead]
     t0, polls = time.monotonic(), 0
@@ -516,6 +517,8 @@ def fleet_scenario(etcd, a, b, nodes, fleet, log):
         polls += 1
         time.sleep(0.05)  # not a readiness wait: the state must hold for 1.5 s after the kill
     check(True, f"one member down: etcd up and lines 1, 3, 5 active on both for 1.5 s ({polls} polls)")
+    gone = {n: scrape(d)["fanogate_cluster_nodes_gone_total"] for n, d in nodes}
+    check(gone == gone0, f"one member down: neither node reported the other gone (no false down): {gone}")
     keeps_resolving(nodes, "3. one member down")
     alive()
     print(f"3. one etcd member down (the leader, m{lead}): nothing changed, the fleet served on both", flush=True)

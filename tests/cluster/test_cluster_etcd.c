@@ -363,11 +363,13 @@ static void test_beat_down(void **state)
 	assert_int_equal(proven, 1450);
 	cl_beat_steady(&proven, &st, 1900, 1910, 200); /* 450 ms since the last: a beat failed */
 	assert_int_equal(st, 1900);
-	cl_beat_steady(&proven, &st, 2100, 2350, 200); /* 250 ms to come back: etcd slow */
-	assert_int_equal(st, 2100);
-	assert_int_equal(proven, 2100);
-	cl_beat_steady(&proven, &st, 2300, 2310, 200);
-	assert_int_equal(st, 2100);
+	cl_beat_steady(&proven, &st, 2100, 2350, 200); /* 250 ms to come back: still steady */
+	assert_int_equal(st, 1900);
+	cl_beat_steady(&proven, &st, 2300, 2750, 200); /* 450 ms to come back: etcd slow */
+	assert_int_equal(st, 2300);
+	assert_int_equal(proven, 2300);
+	cl_beat_steady(&proven, &st, 2500, 2510, 200);
+	assert_int_equal(st, 2300);
 
 	struct fg_config_error err;
 	struct fg_config *c = calloc(1, sizeof(*c));
