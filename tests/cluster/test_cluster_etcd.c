@@ -288,24 +288,18 @@ static void test_lease_judge(void **state)
 	assert_true(cl_lease_judge(&w, 0, 3, 1, 1000, 1005, 2));
 }
 
-static void test_stale_bound(void **state)
+struct bound_case {
+	const char *keys; /* [cluster] keys besides node and endpoints */
+	uint32_t want;
+};
+
+/* For each case, fn (a bound derived from [cluster]) of the parsed keys is want. */
+static void check_bounds(const struct bound_case *cases, size_t n, uint32_t (*fn)(const struct fg_cluster_cfg *))
 {
-	(void)state;
 	struct fg_config_error err;
 	struct fg_config *c = calloc(1, sizeof(*c));
 	assert_non_null(c);
-	static const struct {
-		const char *keys;
-		uint32_t want;
-	} cases[] = {
-		{"", 2},                                            /* 1000 + 1000 ms -> 2 s < 3 s */
-		{"lease_ttl_s = 2\nkeepalive_ms = 100\ntimeout_ms = 300\n", 1}, /* the test's */
-		{"lease_ttl_s = 2\ntimeout_ms = 500\n", 0},         /* 666 + 500 ms -> 2 s: not < 2 s: off */
-		{"lease_ttl_s = 1\ntimeout_ms = 300\n", 0},         /* a 1 s lease: nothing to compare */
-		{"lease_ttl_s = 10\nstale_after_s = 5\n", 5},      /* 3333 + 1000 ms <= 5 s */
-		{"lease_ttl_s = 3\nstale_after_s = 3\n", 0},        /* not shorter than the lease: off */
-	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		char text[512];
 		snprintf(text, sizeof(text), "[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\n%s", cases[i].keys);
 		fg_config_default(c);
@@ -313,9 +307,23 @@ static void test_stale_bound(void **state)
 		if (r)
 			fprintf(stderr, "%s: %s\n", cases[i].keys, err.reason);
 		assert_int_equal(r, 0);
-		assert_int_equal(cl_etcd_stale_s(&c->cluster), cases[i].want);
+		assert_int_equal(fn(&c->cluster), cases[i].want);
 	}
 	free(c);
+}
+
+static void test_stale_bound(void **state)
+{
+	(void)state;
+	static const struct bound_case cases[] = {
+		{"", 2},                                            /* 1000 + 1000 ms -> 2 s < 3 s */
+		{"lease_ttl_s = 2\nkeepalive_ms = 100\ntimeout_ms = 300\n", 1}, /* the test's */
+		{"lease_ttl_s = 2\ntimeout_ms = 500\n", 0},         /* 666 + 500 ms -> 2 s: not < 2 s: off */
+		{"lease_ttl_s = 1\ntimeout_ms = 300\n", 0},         /* a 1 s lease: nothing to compare */
+		{"lease_ttl_s = 10\nstale_after_s = 5\n", 5},      /* 3333 + 1000 ms <= 5 s */
+		{"lease_ttl_s = 3\nstale_after_s = 3\n", 0},        /* not shorter than the lease: off */
+	};
+	check_bounds(cases, sizeof(cases) / sizeof(cases[0]), cl_etcd_stale_s);
 }
 
 static void test_beat_down(void **state)
@@ -371,26 +379,13 @@ static void test_beat_down(void **state)
 	cl_beat_steady(&proven, &st, 2500, 2510, 200);
 	assert_int_equal(st, 2300);
 
-	struct fg_config_error err;
-	struct fg_config *c = calloc(1, sizeof(*c));
-	assert_non_null(c);
-	static const struct {
-		const char *keys;
-		uint32_t want;
-	} cases[] = {
+	static const struct bound_case cases[] = {
 		{"", 650},                              /* 3 * 200 + 50 */
 		{"beat_ms = 100\n", 350},
 		{"beat_ms = 200\nbeat_down_ms = 400\n", 400},
 		{"beat_ms = 0\nbeat_down_ms = 400\n", 0}, /* off */
 	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char text[512];
-		snprintf(text, sizeof(text), "[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\n%s", cases[i].keys);
-		fg_config_default(c);
-		assert_int_equal(fg_config_parse(c, text, "test", &err), 0);
-		assert_int_equal(cl_etcd_beat_down_ms(&c->cluster), cases[i].want);
-	}
-	free(c);
+	check_bounds(cases, sizeof(cases) / sizeof(cases[0]), cl_etcd_beat_down_ms);
 }
 
 int main(void)
