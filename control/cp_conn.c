@@ -272,11 +272,15 @@ static void server_watch_publish(struct cp_server *s)
 
 static void server_batch_end(struct cp_loop *l, void *arg)
 {
-	(void)l;
 	struct cp_server *s = arg;
+	bool more;
 	do {
 		if (s->watch_dirty)
 			server_watch_publish(s);
+		/* An lcore owes a peer its answer: take it (and the seeds it
+		 * resolved) before the flush, so they leave with this batch's
+		 * other output in one flush instead of in the next one. */
+		more = s->engine && cp_engine_spin(s->engine);
 		while (s->dirty) {
 			struct cp_conn *c = s->dirty;
 			s->dirty = c->dnext;
@@ -284,8 +288,10 @@ static void server_batch_end(struct cp_loop *l, void *arg)
 			c->dnext = NULL;
 			cp_conn_flush(c);
 		}
-		/* an lcore owes a peer its answer: look for it before sleeping */
-	} while (s->engine && cp_engine_spin(s->engine));
+		/* spinning again: what this flush queued goes out meanwhile */
+		if (more && cp_loop_submit(l) < 0)
+			break; /* the loop's own submit reports it */
+	} while (more);
 }
 
 bool cp_conn_has_room(const struct cp_conn *c, size_t len)

@@ -708,9 +708,12 @@ static inline void cp_cpu_relax(void)
  * TLS record and one send where a flush per arrival cost one each, as in
  * local mode, which answers a batch at its end. Bounded by [dataplane]
  * answer_spin_us per call; stops early when a completion is ready (new
- * input: the loop goes on). Call with nothing else to do (the server's
- * batch end). Returns true when it drained something (the caller flushes
- * the output that queued and may call again). */
+ * input: the loop goes on). Call at the server's batch end, before its
+ * flush: the answers and seeds it takes leave in that flush. It submits
+ * nothing itself (the completions of a batch's own SQEs, such as the
+ * receive cancel of an HTTP request now waiting for its outcome, would end
+ * it at once). Returns true when it drained something (the caller flushes
+ * and may call again). */
 bool cp_engine_spin(struct cp_engine *e)
 {
 	if (!e->lanes_mode || !e->outstanding || !e->cfg->answer_spin_us || e->kick_armed || e->stopping)
@@ -720,8 +723,6 @@ bool cp_engine_spin(struct cp_engine *e)
 	uint64_t t0 = cp_now_ns(), budget = (uint64_t)e->cfg->answer_spin_us * 1000u;
 	if (t0 - e->last_req_ns > 1000000u)
 		return false;
-	if (cp_loop_submit(e->loop) < 0)
-		return false; /* the loop's own submit reports it */
 	/* No eventfd write while we look ourselves (fg_wake: we are awake). */
 	fg_wake_cancel(&e->b->wake);
 	bool got = false;

@@ -238,8 +238,9 @@ FG_MUST_CHECK int cp_engine_submit_at(struct cp_engine *e, const struct fg_frame
 
 /* Lanes mode: poll the lanes for up to [dataplane] answer_spin_us while
  * requests wait for their OUTCOME, instead of sleeping until an lcore wakes
- * us. Call when the loop has nothing else to do (batch end). Returns true
- * when it handled messages (their output is queued: flush, then call again). */
+ * us, until every owed answer is in. Call at the batch end, before the
+ * flush; it submits nothing. Returns true when it handled messages (their
+ * output is queued: flush, submit, then call again). */
 bool cp_engine_spin(struct cp_engine *e);
 /* Lanes mode: publish the layers whose resolved seeds the control plane
  * hands on (WebSocket subscribers, HTTP long polls): their RESOLVED
