@@ -729,17 +729,19 @@ bool cp_engine_spin(struct cp_engine *e)
 	unsigned i = 0;
 	for (;;) {
 		if (!lanes_empty(e)) {
-			(void)lanes_drain(e); /* a budget hit: the loop below comes back at once */
+			(void)lanes_drain(e); /* a drain budget hit: drained again below */
 			got = true;
 			if (!e->outstanding)
 				break;
-			continue;
+		} else {
+			cp_cpu_relax();
 		}
+		/* the budget holds while messages keep coming too (an lcore
+		 * under UDP load while an answer is late): the loop goes on */
 		if (cp_loop_has_cqe(e->loop))
 			break;
 		if ((++i & 15) == 0 && cp_now_ns() - t0 >= budget)
 			break;
-		cp_cpu_relax();
 	}
 	e->st.spins++;
 	if (got)
