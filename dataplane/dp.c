@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -684,9 +683,7 @@ int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_bou
 	}
 	/* Mapped points start live: each gets peer_timeout_ms from now to be heard. */
 	{
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		uint64_t t0 = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		uint64_t t0 = dp_clock_ns();
 		for (unsigned p = 1; p <= FG_POINTS; p++)
 			atomic_store(&b->point_seen_ns[p], t0);
 	}
