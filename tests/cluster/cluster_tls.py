@@ -78,6 +78,10 @@ def main():
                 return got.get("state") == "disabled"
             within(in_etcd, 2, "the change is in etcd")
             check(got["node"] == "tls-a" and got["event"] == "op_disable", f"as the node wrote it: {got}")
+            # its first request may not have been tried yet (it started beside
+            # A, which reached etcd in ~20 ms): wait for a refused one
+            within(lambda: cluster(b)["counters"]["request_failures"] > 0, 10,
+                   "the node without a client certificate tried etcd")
             cb = cluster(b)
             check(cb["etcd"] != "up" and cb["counters"]["request_failures"] > 0,
                   f"node without a client certificate refused: {cb['etcd']}, {cb['counters']['request_failures']}")
