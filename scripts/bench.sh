@@ -33,6 +33,15 @@
 #   --local-cpus LIST   run fanogate --no-dataplane on these CPUs only: with
 #                the same LIST as the CPUs the dataplane mode leaves to its
 #                control plane, both modes get the same CPUs
+#   --rounds N   the wss and https paths in N interleaved rounds (default 1):
+#                both gates (dataplane and --no-dataplane) stay up side by
+#                side, each round runs the four paths against them (the
+#                mode that goes first alternates), and the report pools the
+#                rounds, dropping each round's first --warmup-tokens tokens
+#                (default 20): a fleet process's first tokens, on a new TLS
+#                connection, run 2-3x slower in both modes. It also prints
+#                every round's p50 ratio, so drift shows instead of
+#                deciding the result
 # Needs root for the namespace and the dataplane; without root the dpdk-udp
 # path is skipped and the others run on loopback. Cleans up on exit and on
 # Ctrl-C (processes, namespace fgfl-bench, veths, hugepages it reserved).
@@ -45,7 +54,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # cannot collide with anything else on the box.
 [ "$(id -u)" -eq 0 ] || fg_private_net "$@"
 BUILD=${FG_BUILD_DIR:-build}
-SMOKE=0 TOKENS= OUT= ANSWER_SPIN= FLEET_CPUS= EAL_LCORES= LOCAL_CPUS=
+SMOKE=0 TOKENS= OUT= ANSWER_SPIN= FLEET_CPUS= EAL_LCORES= LOCAL_CPUS= ROUNDS=1 WARMUP=20
 while [ $# -gt 0 ]; do
 	case $1 in
 	--smoke) SMOKE=1 ;;
@@ -56,15 +65,24 @@ while [ $# -gt 0 ]; do
 	--fleet-cpus) FLEET_CPUS=$2; shift ;;
 	--eal-lcores) EAL_LCORES=$2; shift ;;
 	--local-cpus) LOCAL_CPUS=$2; shift ;;
-	-h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--rounds) ROUNDS=$2; shift ;;
+	--warmup-tokens) WARMUP=$2; shift ;;
+	-h|--help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
 done
+case $ROUNDS in '' | *[!0-9]* | 0) echo "bench: --rounds takes a whole number >= 1, not '$ROUNDS'" >&2; exit 2 ;; esac
+case $WARMUP in '' | *[!0-9]*) echo "bench: --warmup-tokens takes a whole number, not '$WARMUP'" >&2; exit 2 ;; esac
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 NCPU=$(nproc)
 [ -n "$FLEET_CPUS" ] || { [ "$NCPU" -ge 2 ] && FLEET_CPUS="0-$((NCPU - 2))" || FLEET_CPUS=all; }
 [ -n "$TOKENS" ] || { [ $SMOKE -eq 1 ] && TOKENS=4 || TOKENS=300; }
+[ $SMOKE -eq 1 ] && WARMUP=1
+if [ "$ROUNDS" -gt 1 ] && [ "$WARMUP" -ge "$TOKENS" ]; then
+	echo "bench: --warmup-tokens ($WARMUP) must be below --tokens ($TOKENS): nothing would be left to measure" >&2
+	exit 2
+fi
 [ -n "$OUT" ] || OUT=$BUILD/bench-jump
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -84,11 +102,11 @@ NS=fgfl-bench VH=fgfl-bd0 VN=fgfl-bd1 CH=fgfl-bc0 CN=fgfl-bc1
 FLEET_IP=10.214.0.2 DP_IP=10.214.0.3 HOST_IP=10.214.1.1 FLEET_CIP=10.214.1.2
 ROOTED=0; [ "$(id -u)" -eq 0 ] && ROOTED=1
 T=$(mktemp -d /tmp/fgfl-bench.XXXXXX)
-GATE_PID= KPID= HUGE_ORIG= HUGE_MOUNT=
+GATE_PID= LOCAL_PID= KPID= HUGE_ORIG= HUGE_MOUNT= DP_GATE=()
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	for p in $KPID $GATE_PID; do stop_pid "$p" || true; done
+	for p in $KPID $GATE_PID $LOCAL_PID ${DP_GATE[0]:-}; do stop_pid "$p" || true; done
 	if [ $ROOTED -eq 1 ]; then
 		ip netns del "$NS" 2>/dev/null || true
 		ip link del "$VH" 2>/dev/null || true
@@ -108,7 +126,8 @@ say() { printf '== %s\n' "$*"; }
 skip() { echo "$2" >"$OUT/path-$1.skip"; say "$1: skipped: $2"; }
 
 # ---- metadata ---------------------------------------------------------------
-/usr/bin/python3 - "$OUT/meta.json" "$ROOT" "$TOKENS" "$SMOKE" "$FLEET_CPUS" "$EAL_LCORES" "$LOCAL_CPUS" <<'PY'
+/usr/bin/python3 - "$OUT/meta.json" "$ROOT" "$TOKENS" "$SMOKE" "$FLEET_CPUS" "$EAL_LCORES" "$LOCAL_CPUS" \
+	"$ROUNDS" "$WARMUP" <<'PY'
 import json, os, platform, subprocess, sys, time
 out, root, tokens, smoke = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
 placement = {"fleet_cpus": sys.argv[5] or None, "eal_lcores": sys.argv[6] or None, "local_cpus": sys.argv[7] or None}
@@ -120,7 +139,8 @@ for l in open("/proc/cpuinfo"):
     if l.startswith("model name"): cpu = l.split(":", 1)[1].strip(); break
 json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": sh("git", "rev-parse", "--short", "HEAD"),
            "kernel": platform.release(), "cpu": cpu, "cpus": os.cpu_count(), "tokens_per_path": tokens,
-           "layers": 28, "hidden": 1536, "window": 1, "mode": "chain", "smoke": smoke, "placement": placement},
+           "layers": 28, "hidden": 1536, "window": 1, "mode": "chain", "smoke": smoke, "placement": placement,
+           "rounds": int(sys.argv[8]), "warmup_tokens": int(sys.argv[9]) if int(sys.argv[8]) > 1 else 0},
           open(out, "w"), indent=2)
 PY
 
@@ -136,11 +156,14 @@ TLS_PORT= TLSARGS=()
 # their wss subscriber, and a UDP consumer nobody ACKs would add an encode,
 # five datagrams and resends per seed to the dataplane runs only (the
 # --no-dataplane runs send no UDP at all): not the same work.
+# The gate's files (config, audit, operator socket, log) live in GD: $T,
+# or $T/local for the --no-dataplane gate that --rounds runs beside it.
+GD=$T
 write_config() { # profile [udp-consumer: yes|no]
 	local consumers=
 	[ "${2:-yes}" = yes ] && consumers="[consumers]
 default = $FLEET_IP:5000"
-	cat >"$T/fanogate.ini" <<EOF
+	cat >"$GD/fanogate.ini" <<EOF
 [lines]
 line.1,4,5 = active
 line.2,4,6 = active
@@ -149,18 +172,22 @@ $consumers
 [dataplane]
 profile = ${1:-af_xdp}
 ${ANSWER_SPIN:+answer_spin_us = $ANSWER_SPIN}
-$(fg_ini_daemon "$T" "$TLS_IP:0" 127.0.0.1:0 tokens)
+$(fg_ini_daemon "$GD" "$TLS_IP:0" 127.0.0.1:0 tokens)
 EOF
 }
 start_gate() {
-	rm -f "$T/audit.log"
+	rm -f "$GD/audit.log"
 	local rc=0
 	local pin=()
 	[ "${1:-}" = --no-dataplane ] && [ -n "$LOCAL_CPUS" ] && pin=(taskset -c "$LOCAL_CPUS")
-	fg_daemon_start "$T/fanogate.log" "$T/fanogate.log" "${pin[@]}" "$GATE" --config "$T/fanogate.ini" "$@" || rc=1
-	GATE_PID=$FG_PID TLS_PORT=$FG_TLS_PORT METRICS_PORT=${FG_METRICS_PORT:-}
-	TLSARGS=(--tls "$TLS_IP:$TLS_PORT" --sni fanogate.bench --ca "$T/cert.pem" --token-file "$T/tokens")
+	fg_daemon_start "$GD/fanogate.log" "$GD/fanogate.log" "${pin[@]}" "$GATE" --config "$GD/fanogate.ini" "$@" || rc=1
+	use_gate "$FG_PID" "$FG_TLS_PORT" "${FG_METRICS_PORT:-}"
 	return $rc
+}
+# use_gate PID TLS-PORT METRICS-PORT: the gate the next paths talk to
+use_gate() {
+	GATE_PID=$1 TLS_PORT=$2 METRICS_PORT=$3
+	TLSARGS=(--tls "$TLS_IP:$TLS_PORT" --sni fanogate.bench --ca "$T/cert.pem" --token-file "$T/tokens")
 }
 stop_gate() {
 	stop_pid "$GATE_PID" || true
@@ -259,24 +286,56 @@ else
 fi
 
 # ---- 2. wss, https -----------------------------------------------------------------
-run_fleet wss "${TLSARGS[@]}" --mix wss=1 --wss-conns 1 --token-base 200000
-run_fleet https "${TLSARGS[@]}" --mix https=1 --https-conns 3 --token-base 300000
-run_fleet https-pull "${TLSARGS[@]}" --mix https=1 --https-conns 3 --no-subscribe --pull 2 --token-base 350000
-stop_gate
-# The same TLS paths with the control plane owning the slots itself
-# (--no-dataplane): no dataplane lanes between TLS and the slot table.
-if [ $MODE != none ]; then
+# tls_pass SUFFIX TOKEN-OFFSET [ROUND]: the wss and https paths against the
+# gate in TLSARGS (SUFFIX -local: the --no-dataplane one)
+tls_pass() {
+	local sfx=$1 off=$2 r=${3:+.r$3} wb=200000 hb=300000
+	[ "$sfx" = -local ] && wb=500000 hb=600000
+	run_fleet "wss$sfx$r" "${TLSARGS[@]}" --mix wss=1 --wss-conns 1 --token-base $((wb + off))
+	run_fleet "https$sfx$r" "${TLSARGS[@]}" --mix https=1 --https-conns 3 --token-base $((hb + off))
+}
+if [ "$ROUNDS" -gt 1 ] && [ $MODE != none ]; then
+	# Both gates up side by side (the --no-dataplane one in $T/local, on
+	# its own ports), the paths interleaved round by round: a drift of
+	# the machine over the run falls on both modes alike.
+	DP_GATE=("$GATE_PID" "$TLS_PORT" "${METRICS_PORT:-}")
+	mkdir -p "$T/local"
+	cp "$T/cert.pem" "$T/key.pem" "$T/tokens" "$T/local/" # fg_ini_daemon names them in GD
+	GD=$T/local
 	write_config "" no
-	if start_gate --no-dataplane; then
-		say "fanogate --no-dataplane (TLS paths, slots in the control plane)"
-		run_fleet wss-local "${TLSARGS[@]}" --mix wss=1 --wss-conns 1 --token-base 500000
-		run_fleet https-local "${TLSARGS[@]}" --mix https=1 --https-conns 3 --token-base 600000
-	else
-		skip wss-local "fanogate --no-dataplane did not start"; skip https-local "fanogate --no-dataplane did not start"
-	fi
+	start_gate --no-dataplane || { echo "bench: fanogate --no-dataplane did not start"; tail "$GD/fanogate.log"; exit 1; }
+	LOCAL_PID=$GATE_PID LOCAL_GATE=("$GATE_PID" "$TLS_PORT" "${METRICS_PORT:-}")
+	GD=$T
+	say "wss, https: $ROUNDS interleaved rounds against both gates ($TOKENS tokens per path and round, the first $WARMUP dropped in the report)"
+	for r in $(seq 1 "$ROUNDS"); do
+		if [ $((r % 2)) -eq 1 ]; then order="dp local"; else order="local dp"; fi
+		for m in $order; do
+			if [ $m = dp ]; then use_gate "${DP_GATE[@]}"; tls_pass "" $(((r - 1) * TOKENS)) "$r"
+			else use_gate "${LOCAL_GATE[@]}"; tls_pass -local $(((r - 1) * TOKENS)) "$r"; fi
+		done
+	done
+	use_gate "${LOCAL_GATE[@]}"; stop_gate; LOCAL_PID=
+	use_gate "${DP_GATE[@]}"; DP_GATE=()
+	run_fleet https-pull "${TLSARGS[@]}" --mix https=1 --https-conns 3 --no-subscribe --pull 2 --token-base 350000
 	stop_gate
 else
-	skip wss-local "same as wss (no dataplane in this run)"; skip https-local "same as https (no dataplane in this run)"
+	tls_pass "" 0
+	run_fleet https-pull "${TLSARGS[@]}" --mix https=1 --https-conns 3 --no-subscribe --pull 2 --token-base 350000
+	stop_gate
+	# The same TLS paths with the control plane owning the slots itself
+	# (--no-dataplane): no dataplane lanes between TLS and the slot table.
+	if [ $MODE != none ]; then
+		write_config "" no
+		if start_gate --no-dataplane; then
+			say "fanogate --no-dataplane (TLS paths, slots in the control plane)"
+			tls_pass -local 0
+		else
+			skip wss-local "fanogate --no-dataplane did not start"; skip https-local "fanogate --no-dataplane did not start"
+		fi
+		stop_gate
+	else
+		skip wss-local "same as wss (no dataplane in this run)"; skip https-local "same as https (no dataplane in this run)"
+	fi
 fi
 
 # ---- 3. kernel UDP ------------------------------------------------------------------

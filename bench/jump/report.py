@@ -12,6 +12,7 @@ OUTDIR holds what scripts/bench.sh produced:
 Writes OUTDIR/jump.json, OUTDIR/table.txt, OUTDIR/cdf-*.dat, OUTDIR/jump.png.
 Standard library only (runs on /usr/bin/python3)."""
 import json
+import statistics
 import os
 import subprocess
 import sys
@@ -35,7 +36,8 @@ def pct(v, q):
     return v[k - 1]
 
 
-def load_samples(path):
+def load_raw(path):
+    """One samples file's latencies in us, in the order they completed."""
     out = []
     try:
         with open(path) as f:
@@ -45,8 +47,26 @@ def load_samples(path):
                     out.append(int(p[2]) / 1000.0)
     except OSError:
         pass
-    out.sort()
     return out
+
+
+def load_samples(path):
+    return sorted(load_raw(path))
+
+
+def rounds_of(d, name):
+    """bench.sh --rounds: the round numbers of a path's files, in order."""
+    pre = "path-%s.r" % name
+    return sorted(int(f[len(pre):-len(".samples")]) for f in os.listdir(d)
+                  if f.startswith(pre) and f.endswith(".samples") and f[len(pre):-len(".samples")].isdigit())
+
+
+def round_samples(d, name, r, warm_tokens, tokens):
+    """One round's samples without its first warm_tokens tokens (window 1,
+    chain mode: a token's seeds complete before the next token's)."""
+    raw = load_raw(os.path.join(d, "path-%s.r%d.samples" % (name, r)))
+    per_token = len(raw) / tokens if tokens else 0
+    return raw[int(round(warm_tokens * per_token)):]
 
 
 def load_metrics(path):
@@ -63,14 +83,17 @@ def load_metrics(path):
 HOPS = ("answer", "to_lcore", "back_to_cp", "seed_to_cp")
 
 
-def engine_hops(d, name):
-    """The gate's engine figures over one path's run: per hop the records,
-    mean and the bucket bound the median falls under; lane wake-ups and
-    answer spins per resolved seed. None when the run has no scrapes."""
-    a, b = load_metrics(os.path.join(d, "path-%s.m0" % name)), load_metrics(os.path.join(d, "path-%s.m1" % name))
-    if not b:
+def engine_hops(d, names):
+    """The gate's engine figures over one path's runs (several with
+    --rounds): per hop the records, mean and the bucket bound the median
+    falls under; lane wake-ups and answer spins. None without scrapes."""
+    delta = {}
+    for name in names:
+        a, b = load_metrics(os.path.join(d, "path-%s.m0" % name)), load_metrics(os.path.join(d, "path-%s.m1" % name))
+        for k, v in b.items():
+            delta[k] = delta.get(k, 0.0) + v - a.get(k, 0.0)
+    if not delta:
         return None
-    delta = {k: v - a.get(k, 0.0) for k, v in b.items()}
     out = {}
     for h in HOPS:
         n = delta.get('fanogate_engine_hop_seconds_count{hop="%s"}' % h, 0)
@@ -95,22 +118,38 @@ def main():
         meta = json.load(open(os.path.join(d, "meta.json")))
     res = {"meta": meta, "paths": {}, "resolution": None}
     rows = []
+    warm, tokens = meta.get("warmup_tokens", 0), meta.get("tokens_per_path", 0)
+    per_round = {}  # path -> [p50 of each round]
     for name, desc in ORDER:
         entry = {"description": desc}
         skip = os.path.join(d, "path-%s.skip" % name)
+        runs = [name]
         if name == "relay":
             s = load_samples(os.path.join(d, "relay.samples"))
+        elif rounds_of(d, name):
+            # bench.sh --rounds: the rounds pooled, each without its warm-up
+            rs = rounds_of(d, name)
+            runs = ["%s.r%d" % (name, r) for r in rs]
+            s, per_round[name] = [], []
+            for r in rs:
+                x = sorted(round_samples(d, name, r, warm, tokens))
+                per_round[name].append(pct(x, 50))
+                s += x
+            s.sort()
+            entry.update({"rounds": len(rs), "warmup_tokens_dropped": warm, "round_p50_us": per_round[name]})
         else:
             s = load_samples(os.path.join(d, "path-%s.samples" % name))
-            fj = os.path.join(d, "path-%s.json" % name)
+        for run in runs if name != "relay" else []:
+            fj = os.path.join(d, "path-%s.json" % run)
             if os.path.exists(fj):
                 j = json.load(open(fj))
-                entry.update({k: j.get(k) for k in ("slots", "resolved", "bit_exact", "wrong", "missing", "seconds")})
-                if j.get("seconds"):
-                    entry["seeds_per_s"] = j["resolved"] / j["seconds"]
+                for k in ("slots", "resolved", "bit_exact", "wrong", "missing", "seconds"):
+                    entry[k] = (entry.get(k) or 0) + (j.get(k) or 0)
+        if entry.get("seconds"):
+            entry["seeds_per_s"] = entry["resolved"] / entry["seconds"]
         if os.path.exists(skip):
             entry["skipped"] = open(skip).read().strip()
-        hops = engine_hops(d, name)
+        hops = engine_hops(d, runs)
         if hops:
             entry["engine"] = hops
         if s:
@@ -161,6 +200,21 @@ def main():
             note = "%d/%d bit-exact" % (e["bit_exact"], e["slots"])
         lines.append("%-11s %8d %9.1f %9.1f %9.1f %9.1f %9s  %s" % (name, e["samples"], e["p50_us"], e["p99_us"],
                                                                     e["p999_us"], e["max_us"], ratio, note))
+    if per_round:
+        lines.append("")
+        lines.append("rounds (%d interleaved, the first %d tokens of each dropped): p50 us per round, dataplane / "
+                     "--no-dataplane" % (max(len(v) for v in per_round.values()), warm))
+        ratios = {}
+        for p in ("wss", "https"):
+            a, b = per_round.get(p, []), per_round.get(p + "-local", [])
+            ratios[p] = [x / y for x, y in zip(a, b) if x and y]
+            lines.append("  %-6s %s" % (p, "  ".join("%.1f/%.1f=%.2f" % (x, y, x / y) for x, y in zip(a, b) if x and y)))
+            e, el = res["paths"].get(p, {}), res["paths"].get(p + "-local", {})
+            if ratios[p] and e.get("p50_us") and el.get("p50_us"):
+                lines.append("  %-6s pooled p50 %.1f / %.1f = %.2fx; median of the round ratios %.2fx (%.2f-%.2f)"
+                             % (p, e["p50_us"], el["p50_us"], e["p50_us"] / el["p50_us"],
+                                statistics.median(ratios[p]), min(ratios[p]), max(ratios[p])))
+        res["round_ratios"] = ratios
     eng = [(n, e["engine"]) for n, e in rows if e.get("engine")]
     if eng:
         lines.append("")
