@@ -22,6 +22,9 @@
 #define CP_LINGER_NS (2ull * 1000 * 1000 * 1000)
 #define CP_LINGER_BYTES (4u << 20)
 #define CP_IN_INITIAL 4096u
+/* Ciphertext a connection may stash unread while a request waits for its
+ * outcome from an lcore (a few microseconds) before its receive stops. */
+#define CP_OUTCOME_STASH_MAX (64u << 10)
 #define CP_CHUNK_MIN 4096u
 #define CP_CHUNK_CACHE 16u
 
@@ -471,9 +474,21 @@ static void conn_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 }
 
 /* ---- receiving ------------------------------------------------------------- */
+/* A request waiting for its outcome (dataplane mode: an lcore answers in
+ * microseconds) keeps the receive armed: cancelling and re-arming it cost
+ * an SQE and two completions per request, each of which also ended the
+ * engine's answer spin. What arrives meanwhile stays in the TLS stash,
+ * up to CP_OUTCOME_STASH_MAX; a long wait (GET of a seed) stops reading. */
+static bool conn_blocked_reading(const struct cp_conn *c)
+{
+	return c->proto_blocked &&
+	       !(c->state == CP_CONN_HTTP && c->http.phase == CP_H_WAIT_OUTCOME &&
+		 cp_tls_in_pending(&c->tls) < CP_OUTCOME_STASH_MAX);
+}
+
 static bool conn_wants_recv(const struct cp_conn *c)
 {
-	return !c->dead && !c->read_paused && !c->proto_blocked && (!c->closing || c->lingering);
+	return !c->dead && !c->read_paused && !conn_blocked_reading(c) && (!c->closing || c->lingering);
 }
 
 /* Invariant 2: arm a receive when the connection wants input and none is in

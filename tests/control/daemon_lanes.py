@@ -16,8 +16,8 @@ import urllib.request
 import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fgtest.harness import (SKIP, STATUS_STREAM, TOKEN, Daemon, OUTCOMES, check, http, parse_frames, parse_status,
-                        reduce_pair_x, resolved_frame, seed)
+from fgtest.harness import (SKIP, STATUS_STREAM, TOKEN, Daemon, OUTCOMES, check, http, http_read_response,
+                            parse_frames, parse_status, reduce_pair_x, resolved_frame, seed)
 
 V = {1: [1.5, -2.0, 0.1, 3e-7, 5.0, 6.0, 7.0, 8.0], 3: [0.3, 0.2, 0.1, 1e5, 5.0, 6.0, -7.0, 8.0],
      5: [2.0, 2.0, 2.0, 2.0, -1.0, 1e-30, 7.0, 0.0]}
@@ -89,6 +89,22 @@ def run(lcores):
         check(st == 409 and j["outcome"] == "conflict", "conflict from the lcore")
         st, h, b = http(d, "GET", "/residual-seed/0/51")
         check(st == 409, "GET of the poisoned slot: 409 (CONFLICT message)")
+        # Three POSTs pipelined on one connection, one TLS record each: the
+        # 2nd and 3rd arrive while the 1st waits for its lcore's outcome
+        # (the receive stays armed, the records wait in the TLS stash) and
+        # are answered in order once it is in.
+        s = d.tls_socket()
+        for ln in (1, 3, 5):
+            body = seed(1, 54, ln, V[ln])
+            s.sendall(b"POST /residual-seed HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode() +
+                      b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        outs, rest = [], b""
+        for _ in range(3):
+            st, _, b, rest = http_read_response(s, buf=rest)
+            outs.append((st, json.loads(b)["outcome"]))
+        s.close()
+        check(outs == [(200, "accepted"), (200, "accepted"), (200, "resolved")],
+              f"pipelined POSTs behind an outcome wait: answered in order ({outs})")
         st, j = post(d, seed(3, 52, 1, V[1])[:-1])
         check(st == 400 and j["outcome"] == "malformed", "malformed body refused before the lanes")
         st, j = post(d, seed(3, 53, 1, V[1]))

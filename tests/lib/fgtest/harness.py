@@ -299,10 +299,10 @@ def audit_records(fanoctl, log):
 
 # ---- HTTP over TLS (raw, so malformed requests can be sent) ------------------
 
-def http_read_response(s, head=False):
+def http_read_response(s, head=False, buf=b""):
     """Read one response: (status, headers dict lower-case, body bytes, rest).
-    head: the response to a HEAD request (Content-Length but no body)."""
-    buf = b""
+    head: the response to a HEAD request (Content-Length but no body);
+    buf: bytes already read (the previous response's rest, pipelining)."""
     while b"\r\n\r\n" not in buf:
         chunk = s.recv(65536)
         if not chunk:
