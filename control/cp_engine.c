@@ -744,6 +744,7 @@ bool cp_engine_spin(struct cp_engine *e)
 			break;
 	}
 	e->st.spins++;
+	e->st.spin_ns += cp_now_ns() - t0;
 	if (got)
 		e->st.spin_hits++;
 	lanes_service(e); /* drain, announce the sleep again */

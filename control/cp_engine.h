@@ -144,7 +144,7 @@ struct cp_engine_stats {
 	 * the last pop and the sleep announcement, failed reads */
 	uint64_t wakes, wake_yields, wake_rechecks, wake_errors;
 	/* polls for an owed answer (cp_engine_spin), and those that found one */
-	uint64_t spins, spin_hits;
+	uint64_t spins, spin_hits, spin_ns; /* spin_ns: time spent polling, all spins */
 	uint64_t seeds_unkept; /* resolved seeds the endings cache could not keep (memory, unencodable) */
 	/* RESOLVED / FULL CANONICAL that came without their body (the lcore's
 	 * dp2cp pool was empty, boundary.h): audited by fingerprint, no frame */

@@ -555,6 +555,8 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 		e->st.spins);
 	counter(&b, "lane_answer_spin_hits_total", "... polls that found a message before the budget ran out",
 		e->st.spin_hits);
+	fam(&b, "lane_answer_spin_seconds_total", "counter", "time the control plane spent in those polls");
+	sb_printf(&b, "fanogate_lane_answer_spin_seconds_total %.9f\n", (double)e->st.spin_ns * 1e-9);
 	render_hops(&b, e);
 	gauge(&b, "model_epoch", "model epoch", e->epoch);
 	fam(&b, "tls_outcomes_total", "counter", "outcomes of frames received over TLS");

@@ -322,8 +322,9 @@ static json_t *cmd_stats(struct cp_opsrv *o)
 				(json_int_t)es->outcomes_unmatched, "requests_timed_out", (json_int_t)es->outcomes_lost,
 				"outcomes", outcomes, "malformed", malformed);
 	if (eng)
-		json_object_set_new(eng, "lanes", json_pack("{s:I,s:I,s:I}", "wakeups", (json_int_t)es->wakes, "answer_spins",
-							    (json_int_t)es->spins, "answer_spin_hits", (json_int_t)es->spin_hits));
+		json_object_set_new(eng, "lanes", json_pack("{s:I,s:I,s:I,s:I}", "wakeups", (json_int_t)es->wakes,
+							    "answer_spins", (json_int_t)es->spins, "answer_spin_hits",
+							    (json_int_t)es->spin_hits, "answer_spin_ns", (json_int_t)es->spin_ns));
 	json_t *j = json_pack("{s:b,s:o,s:o}", "ok", 1, "tls", tls, "engine_tls", eng);
 	if (j) /* system calls the seccomp allow-list refused (cp_harden) */
 		json_object_set_new(j, "seccomp", json_pack("{s:I}", "refused", (json_int_t)atomic_load(&cp_harden_sys_refused)));
