@@ -5,9 +5,10 @@
  * Who may call: any thread; no shared state (inih's globals are only read).
  * The only I/O is reading the file in fg_config_load; nothing is logged.
  *
- * One table (config_keys) drives parsing, defaults documentation and
- * `fanoctl config keys` (fg_config_key); families of keys (layer.N, line.N) are entries
- * whose name ends in ".N". */
+ * One table (config_keys) drives parsing, defaults documentation,
+ * `fanoctl config keys` (fg_config_key) and the effective configuration
+ * `fanoctl config check` prints (fg_config_settings); families of keys
+ * (layer.N, line.N) are entries whose name ends in ".N". */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -561,6 +562,22 @@ int fg_addr_parse_port0(const char *s, struct fg_addr *out)
 	return 0;
 }
 
+/* The names of the mode keys' values, indexed by the value (parsed and
+ * written back by fg_config_settings). */
+static const char *const seccomp_names[] = {[FG_SECCOMP_OFF] = "off", [FG_SECCOMP_ON] = "on",
+					    [FG_SECCOMP_KILL] = "kill", [FG_SECCOMP_LOG] = "log"};
+static const char *const orient_names[] = {[FG_ORIENT_BIT] = "bit", [FG_ORIENT_SIGNED] = "signed"};
+static const char *const ackwin_names[] = {[FG_ACKWIN_EXACT] = "exact", [FG_ACKWIN_FLEET] = "fleet"};
+
+/* The index of value among the n names, or -1. */
+static int mode_parse(const char *const *names, size_t n, const char *value)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(value, names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
 /* ---- the parse ------------------------------------------------------- */
 
 struct pstate {
@@ -801,13 +818,9 @@ static int config_handler(void *user, const char *section, const char *name, con
 		break;
 	}
 	case KT_SECCOMP: {
-		static const char *const modes[] = {[FG_SECCOMP_OFF] = "off", [FG_SECCOMP_ON] = "on",
-						    [FG_SECCOMP_KILL] = "kill", [FG_SECCOMP_LOG] = "log"};
 		int b = parse_bool(value);
-		int m = b < 0 ? -1 : b ? FG_SECCOMP_ON : FG_SECCOMP_OFF;
-		for (unsigned i = 0; m < 0 && i < FG_ARRAY_LEN(modes); i++)
-			if (strcmp(value, modes[i]) == 0)
-				m = (int)i;
+		int m = b < 0 ? mode_parse(seccomp_names, FG_ARRAY_LEN(seccomp_names), value)
+			: b ? FG_SECCOMP_ON : FG_SECCOMP_OFF;
 		if (m < 0) {
 			fail(ps, ln, "[%s] %s = %s: not a mode (%s)", section, name, value, k->doc.range);
 			return 0;
@@ -816,7 +829,7 @@ static int config_handler(void *user, const char *section, const char *name, con
 		break;
 	}
 	case KT_ORIENT: {
-		int m = strcmp(value, "bit") == 0 ? FG_ORIENT_BIT : strcmp(value, "signed") == 0 ? FG_ORIENT_SIGNED : -1;
+		int m = mode_parse(orient_names, FG_ARRAY_LEN(orient_names), value);
 		if (m < 0) {
 			fail(ps, ln, "[%s] %s = %s: not a mode (%s)", section, name, value, k->doc.range);
 			return 0;
@@ -865,7 +878,7 @@ static int config_handler(void *user, const char *section, const char *name, con
 		break;
 	}
 	case KT_ACKWIN: {
-		int m = strcmp(value, "exact") == 0 ? FG_ACKWIN_EXACT : strcmp(value, "fleet") == 0 ? FG_ACKWIN_FLEET : -1;
+		int m = mode_parse(ackwin_names, FG_ARRAY_LEN(ackwin_names), value);
 		if (m < 0) {
 			fail(ps, ln, "[%s] %s = %s: not a mode (%s)", section, name, value, k->doc.range);
 			return 0;
@@ -1448,4 +1461,197 @@ void fg_config_limits(const struct fg_config *c, struct fg_seed_limits *out)
 	out->hidden = c->hidden;
 	out->max_seq_len = c->max_seq_len;
 	out->orientation = c->orientation;
+}
+
+/* ---- the effective configuration as text ------------------------------- */
+
+/* Appends to a setting's value; the value stays NUL-terminated and is cut
+ * at its buffer (which the file's line limit keeps any value inside). */
+struct vbuf {
+	char *p;
+	size_t cap, n;
+};
+
+static void vb_add(struct vbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void vb_add(struct vbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (b->n >= b->cap)
+		return;
+	va_start(ap, fmt);
+	int k = vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		b->n += (size_t)k;
+}
+
+static void vb_addr(struct vbuf *b, const struct fg_addr *a, bool off)
+{
+	char host[INET6_ADDRSTRLEN];
+
+	if (!a->set) {
+		vb_add(b, "%s", off ? "off" : "");
+		return;
+	}
+	inet_ntop(a->family, a->addr, host, sizeof(host));
+	vb_add(b, a->family == AF_INET6 ? "[%s]:%u" : "%s:%u", host, a->port);
+}
+
+static void vb_prefixes(struct vbuf *b, const struct fg_prefix *p, unsigned n)
+{
+	char host[INET6_ADDRSTRLEN];
+
+	for (unsigned i = 0; i < n; i++) {
+		inet_ntop(p[i].family, p[i].addr, host, sizeof(host));
+		vb_add(b, "%s%s/%u", i ? ", " : "", host, p[i].len);
+	}
+}
+
+static void vb_rule(struct vbuf *b, const struct fg_rule *r)
+{
+	for (unsigned i = 0; i < r->n; i++)
+		vb_add(b, i ? ",%u" : "%u", r->order[i]);
+}
+
+/* The shortest %g text that reads back as d. */
+static void vb_real(struct vbuf *b, double d)
+{
+	char t[32];
+
+	for (int prec = 6; prec <= 17; prec++) {
+		snprintf(t, sizeof(t), "%.*g", prec, d);
+		if (strtod(t, NULL) == d)
+			break;
+	}
+	vb_add(b, "%s", t);
+}
+
+static bool rule_equal(const struct fg_rule *a, const struct fg_rule *b)
+{
+	return a->n == b->n && memcmp(a->order, b->order, a->n) == 0;
+}
+
+/* The rule most layers < layers have (the first such on a tie): what
+ * [rules] default stands for once the layers have been given theirs. */
+static const struct fg_rule *rule_most_common(const struct fg_config *c)
+{
+	unsigned best = 0, best_n = 0;
+
+	for (unsigned l = 0; l < c->layers; l++) {
+		unsigned n = 0;
+		for (unsigned k = 0; k < c->layers; k++)
+			n += rule_equal(&c->rules[l], &c->rules[k]);
+		if (n > best_n) {
+			best_n = n;
+			best = l;
+		}
+	}
+	return &c->rules[best];
+}
+
+static bool addr_equal(const struct fg_addr *a, const struct fg_addr *b)
+{
+	if (!a->set || !b->set)
+		return a->set == b->set;
+	return a->family == b->family && a->port == b->port && memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;
+}
+
+/* Write the value of key k (of family member n) in c into b. */
+static void setting_value(const struct fg_config *c, const struct ckey *k, unsigned n, struct vbuf *b)
+{
+	const uint8_t *field = (const uint8_t *)c + k->off;
+
+	switch (k->t) {
+	case KT_U8: vb_add(b, "%u", *field); break;
+	case KT_U16: vb_add(b, "%u", *(const uint16_t *)field); break;
+	case KT_HEX16: vb_add(b, "0x%04X", *(const uint16_t *)field); break;
+	case KT_U32:
+	case KT_BYTES32: vb_add(b, "%u", *(const uint32_t *)field); break;
+	case KT_BYTES64: vb_add(b, "%llu", (unsigned long long)*(const uint64_t *)field); break;
+	case KT_MS_NS: vb_add(b, "%llu", (unsigned long long)(*(const uint64_t *)field / 1000000ull)); break;
+	case KT_BOOL: vb_add(b, "%s", *(const bool *)field ? "true" : "false"); break;
+	case KT_FRAC: vb_real(b, *(const double *)field); break;
+	case KT_STR: vb_add(b, "%s", (const char *)field); break;
+	case KT_SECCOMP: vb_add(b, "%s", seccomp_names[*field]); break;
+	case KT_ORIENT: vb_add(b, "%s", orient_names[*field]); break;
+	case KT_ACKWIN: vb_add(b, "%s", ackwin_names[*field]); break;
+	case KT_ADDR:
+	case KT_ADDR_OFF: vb_addr(b, (const struct fg_addr *)field, k->t == KT_ADDR_OFF); break;
+	case KT_PREFIXES: vb_prefixes(b, c->allow, c->n_allow); break;
+	case KT_CANON_PREFIXES: vb_prefixes(b, c->canon_src, c->n_canon_src); break;
+	case KT_POINT_PREFIXES: vb_prefixes(b, c->point_prefix[k->off], c->n_point_prefix[k->off]); break;
+	case KT_RULE: vb_rule(b, rule_most_common(c)); break;
+	case KT_LAYER_RULE: vb_rule(b, &c->rules[n]); break;
+	case KT_LAYER_ADDR: vb_addr(b, &c->consumer[n], false); break;
+	case KT_LINE_STATE: vb_add(b, "%s", fg_line_state_name(c->line_initial[n])); break;
+	case KT_NEIGHS:
+		for (unsigned i = 0; i < c->n_static_neigh; i++) {
+			const struct fg_static_neigh *sn = &c->static_neigh[i];
+			char host[INET6_ADDRSTRLEN];
+			inet_ntop(sn->family == 6 ? AF_INET6 : AF_INET, sn->addr, host, sizeof(host));
+			vb_add(b, "%s%s=%02x:%02x:%02x:%02x:%02x:%02x", i ? ", " : "", host, sn->mac[0], sn->mac[1],
+			       sn->mac[2], sn->mac[3], sn->mac[4], sn->mac[5]);
+		}
+		break;
+	}
+}
+
+/* The members of key k's family that c writes: n_out of them in out[]. A
+ * key that is not a family is its one member 0. */
+static unsigned setting_members(const struct fg_config *c, const struct ckey *k, unsigned *out)
+{
+	unsigned n = 0;
+
+	switch (k->t) {
+	case KT_LINE_STATE:
+		for (unsigned l = 0; l < FG_LINES; l++)
+			out[n++] = l;
+		return n;
+	case KT_LAYER_RULE: {
+		const struct fg_rule *d = rule_most_common(c);
+		for (unsigned l = 0; l < c->layers; l++)
+			if (!rule_equal(&c->rules[l], d))
+				out[n++] = l;
+		return n;
+	}
+	case KT_LAYER_ADDR:
+		/* a layer without a consumer of its own has the default's */
+		for (unsigned l = 0; l < c->layers; l++)
+			if (c->consumer[l].set && !addr_equal(&c->consumer[l], &c->consumer_default))
+				out[n++] = l;
+		return n;
+	default:
+		out[0] = 0;
+		return 1;
+	}
+}
+
+size_t fg_config_settings(const struct fg_config *c, void (*fn)(const struct fg_config_setting *s, void *arg),
+			  void *arg)
+{
+	struct fg_config_setting s;
+	unsigned members[FG_MAX_LAYERS];
+	size_t count = 0;
+
+	for (size_t i = 0; i < N_KEYS; i++) {
+		const struct ckey *k = &config_keys[i];
+		unsigned n = setting_members(c, k, members);
+
+		for (unsigned m = 0; m < n; m++) {
+			struct vbuf b = {.p = s.value, .cap = sizeof(s.value)};
+			size_t kl = strlen(k->doc.key);
+
+			memset(&s, 0, sizeof(s));
+			s.doc = &k->doc;
+			if (kl > 2 && strcmp(k->doc.key + kl - 2, ".N") == 0)
+				snprintf(s.key, sizeof(s.key), "%.*s%u", (int)(kl - 1), k->doc.key, members[m]);
+			else
+				snprintf(s.key, sizeof(s.key), "%s", k->doc.key);
+			setting_value(c, k, members[m], &b);
+			fn(&s, arg);
+			count++;
+		}
+	}
+	return count;
 }

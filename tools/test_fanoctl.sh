@@ -201,6 +201,48 @@ assert a["points"]["e2"] == ["10.0.0.0/24", "fd00::/64"] and a["points"]["peer_t
 assert a["consumers"]["resends"] == 3 and a["consumers"]["pending_max"] == 64, a["consumers"]
 assert a["daemon"] == {"user": "nobody", "group": "", "seccomp": "log"}, a["daemon"]
 EOF
+# every key of the table is in the summary and in --json, once, in its
+# section (a family, layer.N or line.N, as members: nd2.ini gives [rules]
+# and [consumers] one layer each that differs from the default), and
+# nothing else is; the summary still round trips
+n=$((n + 1))
+printf '[rules]\nlayer.2 = 2,4,6\n[consumers]\nlayer.3 = 127.0.0.1:5001\n[udp]\nlayer_ports = 5000\n[dataplane]\nneighbours = 10.0.0.2=02:00:00:00:00:02, fd00::2=02:00:00:00:00:03\n[wire]\norientation = signed\n[shadow]\ncanonical_sources = 10.1.0.0/16\n[cluster]\nnode = n1\nendpoints = http://127.0.0.1:2379\n' >"$TMP/nd2.ini"
+"$FANOCTL" config keys --json >"$TMP/keys2.json" || fail "config keys --json"
+"$FANOCTL" config check "$TMP/nd2.ini" >"$TMP/nd2-summary.ini" || fail "config check of nd2.ini"
+"$FANOCTL" config check --json "$TMP/nd2.ini" >"$TMP/nd2-a.json" || fail "config check --json nd2.ini"
+"$FANOCTL" config check --json "$TMP/nd2-summary.ini" >"$TMP/nd2-b.json" || fail "config check of the nd2 summary"
+$PY - "$TMP/keys2.json" "$TMP/nd2-summary.ini" "$TMP/nd2-a.json" "$TMP/nd2-b.json" <<'EOF' || fail "config check does not print every key of the table once"
+import json, re, sys
+keys = json.load(open(sys.argv[1]))
+text = open(sys.argv[2]).read()
+conf = json.load(open(sys.argv[3]))["config"]
+assert conf == json.load(open(sys.argv[4]))["config"], "the summary does not round trip"
+heads = re.findall(r"^\[(\w+)\]$", text, re.M)
+bad = ["section [%s] printed %d times" % (h, heads.count(h)) for h in set(heads) if heads.count(h) != 1]
+body = {m.group(1): m.group(2) for m in re.finditer(r"^\[(\w+)\]\n(.*?)(?=^\[|\Z)", text, re.M | re.S)}
+printed = {(s, k) for s, b in body.items() for k in re.findall(r"^([\w.]+) =", b, re.M)}
+want = set()
+pat_of = lambda key: re.escape(key[:-1]) + r"[0-9]+" if key.endswith(".N") else re.escape(key)
+for k in keys:
+    sec, key = k["section"], k["key"]
+    pat = pat_of(key)
+    got = re.findall(r"^(%s) =" % pat, body.get(sec, ""), re.M)
+    if not got or len(got) != len(set(got)):
+        bad.append("text [%s] %s: %s" % (sec, key, got or "missing"))
+    want |= {(sec, g) for g in got}
+    if not [j for j in conf.get(sec, {}) if re.fullmatch(pat, j)]:
+        bad.append("json [%s] %s missing" % (sec, key))
+bad += ["text [%s] %s is not a key of the table" % p for p in sorted(printed - want)]
+bad += ["json [%s] %s is not a key of the table" % (s, j) for s in conf for j in conf[s]
+        if not any(k["section"] == s and re.fullmatch(pat_of(k["key"]), j) for k in keys)]
+assert conf["rules"]["layer.2"] == [2, 4, 6] and "layer.3" not in conf["rules"], conf["rules"]
+assert conf["consumers"]["layer.3"] == "127.0.0.1:5001" and conf["consumers"]["default"] is None, conf["consumers"]
+assert conf["dataplane"]["neighbours"] == ["10.0.0.2=02:00:00:00:00:02", "fd00::2=02:00:00:00:00:03"], conf["dataplane"]
+assert conf["wire"]["orientation"] == "signed" and conf["cluster"]["node"] == "n1", (conf["wire"], conf["cluster"])
+if bad:
+    print("\n".join(bad))
+    sys.exit(1)
+EOF
 # the example sets every key to its default: same meaning as an empty file
 n=$((n + 1))
 : >"$TMP/empty.ini"

@@ -243,4 +243,22 @@ struct fg_config_key_doc {
 size_t fg_config_key_count(void);
 const struct fg_config_key_doc *fg_config_key(size_t i);
 
+/* One effective setting of a configuration as a file writes it: a key of
+ * the table, or one member of a family (layer.3, line.0). */
+struct fg_config_setting {
+	const struct fg_config_key_doc *doc; /* its key in the table (static) */
+	char key[40];                        /* "hidden", "layer.3", "line.0" */
+	char value[512];                     /* "1536", "0xAF60", "true", "1,3,5", "10.0.0.0/8, fd00::/64"; "" empty */
+};
+/* Call fn(s, arg) for every setting of c, in the table's order (so section
+ * by section): every key of the table once, and a family member by member:
+ * line.N every line, layer.N each layer < layers whose value differs from
+ * its section's default ([rules] default is the rule most layers have).
+ * Numbers are written plain (bytes as a count, ms as ms), bands in hex;
+ * the text of every setting, written back as a file, parses to the same
+ * configuration. s is only valid during the call. Returns the number of
+ * settings. Who may call: any thread. */
+size_t fg_config_settings(const struct fg_config *c, void (*fn)(const struct fg_config_setting *s, void *arg),
+			  void *arg);
+
 #endif

@@ -1,6 +1,7 @@
 /* test_config.c - core/config.c: defaults, a full valid file, one refusal
  * per rule (reason text and line number), prefixes, addresses, the derived
- * slot and limit views, and loading from disk. */
+ * slot and limit views, loading from disk, and the settings written back
+ * (fg_config_settings) parsing to the same configuration. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -696,6 +697,64 @@ static void test_key_table(void **state)
 	}
 }
 
+/* The settings of fg_config_settings collected as a file. */
+struct settings_text {
+	char text[16384];
+	size_t len;
+	const char *section;
+	unsigned seen[128]; /* settings per key of the table */
+};
+
+static void settings_add(const struct fg_config_setting *s, void *arg)
+{
+	struct settings_text *t = arg;
+	size_t i = 0;
+
+	while (fg_config_key(i) && fg_config_key(i) != s->doc)
+		i++;
+	assert_non_null(fg_config_key(i));
+	assert_true(i < FG_ARRAY_LEN(t->seen));
+	t->seen[i]++;
+	if (!t->section || strcmp(t->section, s->doc->section) != 0)
+		t->len += (size_t)snprintf(t->text + t->len, sizeof(t->text) - t->len, "[%s]\n", s->doc->section);
+	t->section = s->doc->section;
+	t->len += (size_t)snprintf(t->text + t->len, sizeof(t->text) - t->len, "%s = %s\n", s->key, s->value);
+	assert_true(t->len < sizeof(t->text));
+}
+
+/* fg_config_settings writes every key of the table (a family: each member
+ * it has, line.N all seven), each once, and the text parses back to the
+ * same configuration: the defaults, and the full file. */
+static void test_settings_round_trip(void **state)
+{
+	(void)state;
+	const char *files[] = { "", full_file };
+
+	for (size_t f = 0; f < FG_ARRAY_LEN(files); f++) {
+		struct fg_config c, back;
+		struct fg_config_error err;
+		struct settings_text *t = calloc(1, sizeof(*t));
+		assert_non_null(t);
+		assert_int_equal(fg_config_parse(&c, files[f], "in", &err), 0);
+		size_t n = fg_config_settings(&c, settings_add, t);
+		assert_true(n >= fg_config_key_count());
+		for (size_t i = 0; i < fg_config_key_count(); i++) {
+			const struct fg_config_key_doc *k = fg_config_key(i);
+			if (!strcmp(k->key, "line.N"))
+				assert_int_equal(t->seen[i], FG_LINES);
+			else if (!strcmp(k->key, "layer.N")) /* full_file: rules layer.3 and .31, consumers layer.2 */
+				assert_int_equal(t->seen[i], f == 0 ? 0 : !strcmp(k->section, "rules") ? 2 : 1);
+			else if (t->seen[i] != 1)
+				fail_msg("file %zu: [%s] %s written %u times", f, k->section, k->key, t->seen[i]);
+		}
+		if (fg_config_parse(&back, t->text, "settings", &err) != 0)
+			fail_msg("file %zu: line %d: %s in\n%s", f, err.line, err.reason, t->text);
+		if (memcmp(&c, &back, sizeof(c)) != 0)
+			fail_msg("file %zu: the settings mean another configuration:\n%s", f, t->text);
+		free(t);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -709,6 +768,7 @@ int main(void)
 		cmocka_unit_test(test_addr),
 		cmocka_unit_test(test_load),
 		cmocka_unit_test(test_key_table),
+		cmocka_unit_test(test_settings_round_trip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
