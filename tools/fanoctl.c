@@ -21,27 +21,36 @@ static int fanoctl_audit(int argc, char **argv)
 	return fanoctl_audit_cli(argc - 1, argv + 1);
 }
 
-/* Sorted by name; one entry per command. */
+/* Sorted by name; one entry per command (a second name is its alias). */
 static const struct fanoctl_cmd commands[] = {
-	{"audit", "audit log: verify, tail, repair (offline; fanoctl audit --help)", fanoctl_audit, NULL},
-	{"config", "check a configuration file, list the keys", fanoctl_config, fanoctl_config_help},
+	{"audit", "audit log: verify, tail, repair (offline; fanoctl audit --help)", fanoctl_audit, NULL, NULL},
+	{"cluster", "nodes, leases, shared epoch, fleet line states (daemon, [cluster])", fanoctl_op_cluster,
+	 fanoctl_op_cluster_help, NULL},
+	{"config", "check a configuration file, list the keys", fanoctl_config, fanoctl_config_help, NULL},
 	{"counters", "every dataplane counter: name, /metrics series, help (offline)", fanoctl_counters,
-	 fanoctl_counters_help},
+	 fanoctl_counters_help, NULL},
 	{"decode", "decode aeon-flow frames, batches and UDP datagrams given as hex", fanoctl_decode,
-	 fanoctl_decode_help},
-	{"line", "same as lines (fanoctl line enable 1,4,5 --reason TEXT)", fanoctl_op_lines,
-	 fanoctl_op_lines_help},
+	 fanoctl_decode_help, NULL},
 	{"lines", "show the lines; enable, disable, shadow or force one (daemon)", fanoctl_op_lines,
-	 fanoctl_op_lines_help},
-	{"peers", "live peers per Fano point (daemon)", fanoctl_op_peers, fanoctl_op_peers_help},
-	{"cluster", "nodes, leases, shared epoch, fleet line states (daemon, [cluster])", fanoctl_op_cluster, fanoctl_op_cluster_help},
+	 fanoctl_op_lines_help, "line"},
+	{"peers", "live peers per Fano point (daemon)", fanoctl_op_peers, fanoctl_op_peers_help, NULL},
 	{"slot", "one slot by token and layer: fanoctl slot TOKEN LAYER (daemon)", fanoctl_op_slot,
-	 fanoctl_op_slot_help},
+	 fanoctl_op_slot_help, NULL},
 	{"slots", "slot table occupancy, or one slot by layer and token (daemon)", fanoctl_op_slots,
-	 fanoctl_op_slots_help},
-	{"stats", "counters: ingress, outcomes, reasons, latency (daemon)", fanoctl_op_stats, fanoctl_op_stats_help},
-	{"status", "daemon status summary (daemon)", fanoctl_op_status, fanoctl_op_status_help},
+	 fanoctl_op_slots_help, NULL},
+	{"stats", "counters: ingress, outcomes, reasons, latency (daemon)", fanoctl_op_stats, fanoctl_op_stats_help,
+	 NULL},
+	{"status", "daemon status summary (daemon)", fanoctl_op_status, fanoctl_op_status_help, NULL},
 };
+
+/* The command called name (or by its alias), or NULL. */
+static const struct fanoctl_cmd *command_find(const char *name)
+{
+	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
+		if (strcmp(commands[k].name, name) == 0 || (commands[k].alias && strcmp(commands[k].alias, name) == 0))
+			return &commands[k];
+	return NULL;
+}
 
 static void usage(FILE *out)
 {
@@ -49,7 +58,8 @@ static void usage(FILE *out)
 		     "       fanoctl COMMAND --help\n\n"
 		     "fanogate's operator CLI.\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+		fprintf(out, "  %-8s %s%s%s\n", commands[i].name, commands[i].summary,
+			commands[i].alias ? "; also: " : "", commands[i].alias ? commands[i].alias : "");
 	fprintf(out, "\noptions:\n"
 		     "  --socket PATH  operator socket (default: $FANOCTL_SOCKET, else\n"
 		     "                 /run/fanogate/fanoctl.sock)\n"
@@ -127,39 +137,25 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return FANOCTL_USAGE;
 	}
-	const char *name = argv[i];
+	bool asked_help = strcmp(argv[i], "help") == 0; /* fanoctl help CMD */
 
-	if (strcmp(name, "help") == 0) {
-		if (i + 1 >= argc) {
-			usage(stdout);
-			return FANOCTL_OK;
-		}
-		name = argv[i + 1];
-		for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++) {
-			if (strcmp(commands[k].name, name) != 0)
-				continue;
-			if (commands[k].help) {
-				commands[k].help(stdout);
-				return FANOCTL_OK;
-			}
-			char *hv[] = {(char *)commands[k].name, (char *)"--help", NULL};
-			return commands[k].run(2, hv);
-		}
-		fprintf(stderr, "fanoctl: unknown command '%s' (fanoctl --help)\n", name);
+	if (asked_help && ++i >= argc) {
+		usage(stdout);
+		return FANOCTL_OK;
+	}
+	const struct fanoctl_cmd *cmd = command_find(argv[i]);
+
+	if (!cmd) {
+		fprintf(stderr, "fanoctl: unknown command '%s' (fanoctl --help)\n", argv[i]);
 		return FANOCTL_USAGE;
 	}
-	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++) {
-		if (strcmp(commands[k].name, name) != 0)
-			continue;
-		int cargc = argc - i;
-		char **cargv = argv + i;
-
-		if (commands[k].help && fanoctl_wants_help(cargc, cargv)) {
-			commands[k].help(stdout);
-			return FANOCTL_OK;
-		}
-		return commands[k].run(cargc, cargv);
+	if (cmd->help && (asked_help || fanoctl_wants_help(argc - i, argv + i))) {
+		cmd->help(stdout);
+		return FANOCTL_OK;
 	}
-	fprintf(stderr, "fanoctl: unknown command '%s' (fanoctl --help)\n", name);
-	return FANOCTL_USAGE;
+	if (asked_help) { /* the command prints its own help */
+		char *hv[] = {(char *)cmd->name, (char *)"--help", NULL};
+		return cmd->run(2, hv);
+	}
+	return cmd->run(argc - i, argv + i);
 }

@@ -28,6 +28,7 @@ struct fanoctl_cmd {
 	int (*run)(int argc, char **argv);
 	/* Full help for `fanoctl CMD --help`; NULL: the command prints its own. */
 	void (*help)(FILE *out);
+	const char *alias; /* another name it answers to, or NULL */
 };
 
 /* Commands (one file per group). */
