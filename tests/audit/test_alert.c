@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "cp_alert.h"
-#include "../lib/fg_test_file.h" /* fg_test_tmpdir, fg_test_rmtree */
+#include "../lib/fg_test_file.h" /* fg_test_tmpdir, fg_test_rmtree, fg_test_run_each */
 
 #define MS 1000000ull
 
@@ -216,10 +216,10 @@ static void test_no_command_and_cap(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_env_and_rate_limit_per_kind, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_failure_and_timeout, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_no_command_and_cap, setup, teardown),
+	struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_env_and_rate_limit_per_kind),
+		cmocka_unit_test(test_failure_and_timeout),
+		cmocka_unit_test(test_no_command_and_cap),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return fg_test_run_each(tests, setup, teardown); /* a fresh directory per test */
 }

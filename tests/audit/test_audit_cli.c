@@ -382,12 +382,12 @@ static void test_tail_follow(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_verify_good_across_files, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_verify_names_tampering, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_tail, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_tail_operator_text, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_tail_follow, setup, teardown),
+	struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_verify_good_across_files),
+		cmocka_unit_test(test_verify_names_tampering),
+		cmocka_unit_test(test_tail),
+		cmocka_unit_test(test_tail_operator_text),
+		cmocka_unit_test(test_tail_follow),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return fg_test_run_each(tests, setup, teardown); /* a fresh directory per test */
 }

@@ -480,16 +480,16 @@ static void test_scan_fd_chunks(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_append_durable_reopen, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_group_commit_vs_per_record, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_recovery_torn_tail, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_refuses_tampering, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rotation, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fail_closed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_backlog_limit, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_short_write_and_write_error, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_scan_fd_chunks, setup, teardown),
+	struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_append_durable_reopen),
+		cmocka_unit_test(test_group_commit_vs_per_record),
+		cmocka_unit_test(test_recovery_torn_tail),
+		cmocka_unit_test(test_refuses_tampering),
+		cmocka_unit_test(test_rotation),
+		cmocka_unit_test(test_fail_closed),
+		cmocka_unit_test(test_backlog_limit),
+		cmocka_unit_test(test_short_write_and_write_error),
+		cmocka_unit_test(test_scan_fd_chunks),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return fg_test_run_each(tests, setup, teardown); /* a fresh directory per test */
 }

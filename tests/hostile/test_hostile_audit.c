@@ -423,16 +423,16 @@ static void test_shadow_starts_failed_closed(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_flip_inside_history_is_not_cut, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_flip_in_genesis_is_not_cut, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_flip_without_head_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_clean_cut_is_detected, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_bad_head_file_fails_closed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_torn_tail_still_cut, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unacked_hole_after_head_is_cut_and_kept, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_repair_refused_while_open, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_shadow_starts_failed_closed, setup, teardown),
+	struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_flip_inside_history_is_not_cut),
+		cmocka_unit_test(test_flip_in_genesis_is_not_cut),
+		cmocka_unit_test(test_flip_without_head_file),
+		cmocka_unit_test(test_clean_cut_is_detected),
+		cmocka_unit_test(test_bad_head_file_fails_closed),
+		cmocka_unit_test(test_torn_tail_still_cut),
+		cmocka_unit_test(test_unacked_hole_after_head_is_cut_and_kept),
+		cmocka_unit_test(test_repair_refused_while_open),
+		cmocka_unit_test(test_shadow_starts_failed_closed),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return fg_test_run_each(tests, setup, teardown); /* a fresh directory per test */
 }

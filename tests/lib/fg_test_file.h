@@ -1,7 +1,8 @@
 /* fg_test_file.h - whole-file reads and writes for the C unit tests that
  * work on files they or the code under test wrote (the audit log and its
- * rotated files), the name of each file of a rotated log, and the fresh
- * temporary directory such a test works in.
+ * rotated files), the name of each file of a rotated log, the fresh
+ * temporary directory such a test works in, and the group run that gives
+ * every test of the program its own.
  * Callers: tests/audit/test_audit_log.c, test_audit_crash.c,
  * test_audit_cli.c, test_alert.c, test_shadow.c, tests/control/test_tls.c,
  * tests/hostile/test_hostile_audit.c; the test's own thread. Header only
@@ -34,6 +35,24 @@ static inline int fg_test_rmtree(const char *dir)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	return system(cmd);
 }
+
+/* Run the n tests as cmocka's group name, each one between setup and
+ * teardown: the programs whose every test works in a fresh directory (setup
+ * makes it with fg_test_tmpdir, teardown removes it with fg_test_rmtree) say
+ * so once instead of on every entry. cmocka's exit status. Use it through
+ * fg_test_run_each(tests, setup, teardown) on an array of
+ * cmocka_unit_test(f) entries. */
+static inline int fg_test_run_each_n(const char *name, struct CMUnitTest *tests, size_t n, CMFixtureFunction setup,
+				     CMFixtureFunction teardown)
+{
+	for (size_t i = 0; i < n; i++) {
+		tests[i].setup_func = setup;
+		tests[i].teardown_func = teardown;
+	}
+	return _cmocka_run_group_tests(name, tests, n, NULL, NULL);
+}
+#define fg_test_run_each(tests, setup, teardown) \
+	fg_test_run_each_n(#tests, tests, sizeof(tests) / sizeof((tests)[0]), setup, teardown)
 
 /* Read all of path into a malloc'd buffer (one spare byte past *len, the
  * caller frees it); 0, or -errno when path cannot be opened (nothing
