@@ -18,70 +18,43 @@
 
 #include "../lib/fg_test_rng.h" /* fg_test_xorshift64 */
 
+/* The payload of every record type but VERDICT (whose fields vary with
+ * the record's index, below): fixed values, every field set. */
+static const union fg_audit_payload fixed_payload[FG_AREC__END] = {
+	[FG_AREC_GENESIS] = {.genesis = {.format = FG_AUDIT_VERSION, .who = "test"}},
+	[FG_AREC_LINE] = {.line = {.line = 3, .from = 1, .to = 2, .event = 4, .uid = 1000, .pid = 4242,
+				   .origin = "operator socket", .why = "window clean"}},
+	[FG_AREC_EPOCH] = {.epoch = {.from = 1, .to = 2, .uid = 0, .pid = -1, .why = "new weights"}},
+	[FG_AREC_CONFLICT] = {.conflict = {.token_seq = 5, .dst_layer = 6, .line = 6, .epoch = 3}},
+	[FG_AREC_PEER_AUTH] = {.peer_auth = {.peer = "10.0.0.1:5555", .reason = "bad_token"}},
+	[FG_AREC_RECOVERY] = {.recovery = {.cut_offset = 4096, .cut_bytes = 77, .last_seq = 41,
+					   .reason = FG_AR_CHECKSUM}},
+	[FG_AREC_ROTATION] = {.rotation = {.prev_file_records = 100, .prev_file_bytes = 12800,
+					   .prev_file_index = 2}},
+};
+
+/* The payload of record i of type type. */
 static void payload_of(unsigned type, unsigned i, union fg_audit_payload *p)
 {
-	memset(p, 0, sizeof(*p));
-	switch (type) {
-	case FG_AREC_GENESIS:
-		p->genesis.format = FG_AUDIT_VERSION;
-		strcpy(p->genesis.who, "test");
-		break;
-	case FG_AREC_VERDICT:
-		p->verdict.token_seq = 1000 + i;
-		p->verdict.dst_layer = (uint16_t)(i % 28);
-		p->verdict.lines = 0x2A;
-		p->verdict.kind = i % 3 == 0 ? FG_VERDICT_DIVERGENT : FG_VERDICT_CLEAN;
-		p->verdict.canon_kind = 0;
-		p->verdict.has_diff = 1;
-		p->verdict.epoch = 7;
-		p->verdict.fp_jump = 0x1122334455667788ull + i;
-		p->verdict.fp_canon = 0x8877665544332211ull;
-		p->verdict.diff.n_elems = 1536;
-		p->verdict.diff.count = i % 3 == 0 ? 3 : 0;
-		p->verdict.diff.nan_count = i % 3 == 0 ? 1 : 0;
-		p->verdict.diff.first_index = i % 3 == 0 ? 17 : UINT32_MAX;
-		p->verdict.diff.max_abs = 1.5e-7;
-		p->verdict.diff.max_ulp = 4;
-		break;
-	case FG_AREC_LINE:
-		p->line.line = 3;
-		p->line.from = 1;
-		p->line.to = 2;
-		p->line.event = 4;
-		p->line.uid = 1000;
-		p->line.pid = 4242;
-		strcpy(p->line.origin, "operator socket");
-		strcpy(p->line.why, "window clean");
-		break;
-	case FG_AREC_EPOCH:
-		p->epoch.from = 1;
-		p->epoch.to = 2;
-		p->epoch.uid = 0;
-		p->epoch.pid = -1;
-		strcpy(p->epoch.why, "new weights");
-		break;
-	case FG_AREC_CONFLICT:
-		p->conflict.token_seq = 5;
-		p->conflict.dst_layer = 6;
-		p->conflict.line = 6;
-		p->conflict.epoch = 3;
-		break;
-	case FG_AREC_PEER_AUTH:
-		strcpy(p->peer_auth.peer, "10.0.0.1:5555");
-		strcpy(p->peer_auth.reason, "bad_token");
-		break;
-	case FG_AREC_RECOVERY:
-		p->recovery.cut_offset = 4096;
-		p->recovery.cut_bytes = 77;
-		p->recovery.last_seq = 41;
-		p->recovery.reason = FG_AR_CHECKSUM;
-		break;
-	case FG_AREC_ROTATION:
-		p->rotation.prev_file_records = 100;
-		p->rotation.prev_file_bytes = 12800;
-		p->rotation.prev_file_index = 2;
-		break;
-	}
+	assert_true(type > 0 && type < FG_AREC__END);
+	*p = fixed_payload[type];
+	if (type != FG_AREC_VERDICT)
+		return;
+	p->verdict.token_seq = 1000 + i;
+	p->verdict.dst_layer = (uint16_t)(i % 28);
+	p->verdict.lines = 0x2A;
+	p->verdict.kind = i % 3 == 0 ? FG_VERDICT_DIVERGENT : FG_VERDICT_CLEAN;
+	p->verdict.canon_kind = 0;
+	p->verdict.has_diff = 1;
+	p->verdict.epoch = 7;
+	p->verdict.fp_jump = 0x1122334455667788ull + i;
+	p->verdict.fp_canon = 0x8877665544332211ull;
+	p->verdict.diff.n_elems = 1536;
+	p->verdict.diff.count = i % 3 == 0 ? 3 : 0;
+	p->verdict.diff.nan_count = i % 3 == 0 ? 1 : 0;
+	p->verdict.diff.first_index = i % 3 == 0 ? 17 : UINT32_MAX;
+	p->verdict.diff.max_abs = 1.5e-7;
+	p->verdict.diff.max_ulp = 4;
 }
 
 /* A log of n records: GENESIS then verdicts; offsets of each record. */
