@@ -40,6 +40,8 @@ struct env {
 	struct fg_ingest_ctx ictx;
 	int bufs_out;
 	uint32_t frame_max;
+	uint8_t fr[4096]; /* the seed frame env_seed made, len bytes */
+	uint32_t len;
 };
 
 static void *buf_get(void *arg)
@@ -152,12 +154,11 @@ static struct dp_peer peer_of(uint16_t port)
 }
 
 /* The common env (16 contexts, one shard, 4096-byte frames) with one seed
- * frame for (token, layer, line, +) in fr, its length in *len. */
-static struct env *env_seed(uint8_t *fr, uint32_t *len, uint32_t token, uint16_t layer, uint8_t line, float base,
-			    float step)
+ * frame for (token, layer, line, +) in e->fr, its length in e->len. */
+static struct env *env_seed(uint32_t token, uint16_t layer, uint8_t line, float base, float step)
 {
 	struct env *e = env_new(16, 1, 0, 4096);
-	*len = make_seed(e, fr, token, layer, line, 0, base, step);
+	e->len = make_seed(e, e->fr, token, layer, line, 0, base, step);
 	return e;
 }
 
@@ -192,6 +193,16 @@ static void push_taken(struct env *e, const struct dp_peer *p, uint16_t fid, con
 {
 	for (unsigned k = first; k < end; k++)
 		assert_int_equal(push(e, p, fid, frame, len, k, now).disp, DP_RA_TAKEN);
+}
+
+/* env_seed's env (step 1) with an attempt from p under fid that lacks its
+ * last fragment: fragments 0..3 of the 5 taken at time 0. */
+static struct env *env_seed_partial(const struct dp_peer *p, uint16_t fid, uint32_t token, uint16_t layer,
+				    uint8_t line, float base)
+{
+	struct env *e = env_seed(token, layer, line, base, 1.0f);
+	push_taken(e, p, fid, e->fr, e->len, 0, 4, 0);
+	return e;
 }
 
 /* The output carries a judgement, of outcome want. */
@@ -310,14 +321,12 @@ static void test_arrival_orders(void **st)
 static void test_duplicate_fragment(void **st)
 {
 	(void)st;
-	uint8_t fr[4096];
-	uint32_t len;
-	struct env *e = env_seed(fr, &len, 7, 1, 1, 1.0f, 0.5f);
+	struct env *e = env_seed(7, 1, 1, 1.0f, 0.5f);
 	struct dp_peer p = peer_of(1);
-	assert_int_equal(push(e, &p, 9, fr, len, 1, 0).disp, DP_RA_TAKEN);
-	assert_int_equal(push(e, &p, 9, fr, len, 1, 0).disp, DP_RA_DUP);
-	assert_int_equal(push(e, &p, 9, fr, len, 0, 0).disp, DP_RA_TAKEN);
-	assert_int_equal(push(e, &p, 9, fr, len, 0, 0).disp, DP_RA_DUP);
+	assert_int_equal(push(e, &p, 9, e->fr, e->len, 1, 0).disp, DP_RA_TAKEN);
+	assert_int_equal(push(e, &p, 9, e->fr, e->len, 1, 0).disp, DP_RA_DUP);
+	assert_int_equal(push(e, &p, 9, e->fr, e->len, 0, 0).disp, DP_RA_TAKEN);
+	assert_int_equal(push(e, &p, 9, e->fr, e->len, 0, 0).disp, DP_RA_DUP);
 	assert_int_equal(dp_reasm_live(&e->r), 1);
 	env_free(e);
 }
@@ -325,12 +334,10 @@ static void test_duplicate_fragment(void **st)
 static void test_validation(void **st)
 {
 	(void)st;
-	uint8_t fr[4096];
-	uint32_t len;
-	struct env *e = env_seed(fr, &len, 7, 1, 1, 1.0f, 0.5f); /* 274 bytes: 5 fragments */
+	struct env *e = env_seed(7, 1, 1, 1.0f, 0.5f); /* 274 bytes: 5 fragments */
 	struct dp_peer p = peer_of(2);
 	struct dp_reasm_out o;
-	struct fg_frag f = {.frame_id = 1, .index = 1, .total = 5, .chunk = fr + CHUNK, .chunk_len = CHUNK};
+	struct fg_frag f = {.frame_id = 1, .index = 1, .total = 5, .chunk = e->fr + CHUNK, .chunk_len = CHUNK};
 
 	/* frag_total changing inside a group */
 	assert_int_equal(dp_reasm_push(&e->r, &p, &f, &e->ictx, 0, &o), 0);
@@ -368,24 +375,24 @@ static void test_validation(void **st)
 
 	/* last fragment's size disagrees with the header (checked at fragment 0) */
 	struct dp_peer q = peer_of(3);
-	f = (struct fg_frag){.frame_id = 2, .index = 4, .total = 5, .chunk = fr + 4 * CHUNK, .chunk_len = 17};
+	f = (struct fg_frag){.frame_id = 2, .index = 4, .total = 5, .chunk = e->fr + 4 * CHUNK, .chunk_len = 17};
 	assert_int_equal(dp_reasm_push(&e->r, &q, &f, &e->ictx, 0, &o), 0);
 	assert_int_equal(o.disp, DP_RA_TAKEN);
-	o = push(e, &q, 2, fr, len, 0, 0);
+	o = push(e, &q, 2, e->fr, e->len, 0, 0);
 	assert_int_equal(o.disp, DP_RA_MALFORMED);
 	assert_int_equal(o.reason, FG_R_FRAG_CHUNK_SIZE);
 	for (unsigned i = 1; i < 4; i++) {
-		o = push(e, &q, 2, fr, len, i, 0);
+		o = push(e, &q, 2, e->fr, e->len, i, 0);
 		assert_int_equal(o.disp, DP_RA_DISCARDED);
 		assert_false(o.events & DP_RA_EV_COMPLETE); /* a malformed group is never ACKed */
 	}
 
 	/* the header says 6 fragments are needed but the group says 5 */
 	uint8_t big[4096];
-	memcpy(big, fr, len);
-	fg_put_be24(big + 7, (uint32_t)(len - 10 + CHUNK)); /* length + C */
+	memcpy(big, e->fr, e->len);
+	fg_put_be24(big + 7, (uint32_t)(e->len - 10 + CHUNK)); /* length + C */
 	struct dp_peer r = peer_of(4);
-	o = push(e, &r, 3, big, len, 0, 0);
+	o = push(e, &r, 3, big, e->len, 0, 0);
 	assert_int_equal(o.disp, DP_RA_MALFORMED);
 	assert_int_equal(o.reason, FG_R_FRAG_CHUNK_SIZE);
 
@@ -475,22 +482,19 @@ static void test_dup_pending(void **st)
 static void test_timeout_aborts_attempt(void **st)
 {
 	(void)st;
-	uint8_t fr[4096];
-	uint32_t len;
-	struct env *e = env_seed(fr, &len, 11, 3, 1, 4.0f, 1.0f);
 	struct dp_peer p = peer_of(8);
 	/* fragments 0..3 land in the slot, fragment 4 is lost */
-	push_taken(e, &p, 50, fr, len, 0, 4, 0);
+	struct env *e = env_seed_partial(&p, 50, 11, 3, 1, 4.0f);
 	assert_int_equal(dp_reasm_expire(&e->r, 999999, 100), 0);
 	assert_int_equal(dp_reasm_expire(&e->r, 1000000, 100), 1);
 	assert_int_equal(dp_reasm_live(&e->r), 0);
 	/* the late fragment starts a new group that also times out, alone */
-	assert_int_equal(push(e, &p, 50, fr, len, 4, 1000001).disp, DP_RA_TAKEN);
+	assert_int_equal(push(e, &p, 50, e->fr, e->len, 4, 1000001).disp, DP_RA_TAKEN);
 	assert_int_equal(e->bufs_out, 1); /* held */
 	assert_int_equal(dp_reasm_expire(&e->r, 2000001, 100), 1);
 	assert_int_equal(e->bufs_out, 0);
 	/* the sender resends under a new frame_id: the whole body lands */
-	push_accepted(e, &p, 51, fr, len, 0, 3000000);
+	push_accepted(e, &p, 51, e->fr, e->len, 0, 3000000);
 	struct fg_slot_info info;
 	assert_int_equal(fg_slot_lookup(&e->slots, 11, 3, &info), 0);
 	assert_int_equal(info.landed, 1u << 1);
@@ -500,21 +504,18 @@ static void test_timeout_aborts_attempt(void **st)
 static void test_superseded_attempt_not_acked(void **st)
 {
 	(void)st;
-	uint8_t fr[4096];
-	uint32_t len;
-	struct env *e = env_seed(fr, &len, 21, 2, 3, 1.0f, 1.0f);
 	struct dp_peer p = peer_of(13);
 	/* attempt A: fragments 0..3, the last one is late */
-	push_taken(e, &p, 60, fr, len, 0, 4, 0);
+	struct env *e = env_seed_partial(&p, 60, 21, 2, 3, 1.0f);
 	/* the sender resends under frame_id 61: begin supersedes A */
-	struct dp_reasm_out o = push(e, &p, 61, fr, len, 0, 10);
+	struct dp_reasm_out o = push(e, &p, 61, e->fr, e->len, 0, 10);
 	assert_int_equal(o.events, 0);
 	/* A's late fragment: STALE, judged, and A is never ACKed */
-	o = push(e, &p, 60, fr, len, 4, 20);
+	o = push(e, &p, 60, e->fr, e->len, 4, 20);
 	expect_outcome(&o, FG_O_STALE);
 	assert_false(o.events & DP_RA_EV_COMPLETE);
 	/* B completes: accepted and ACKed */
-	push_accepted(e, &p, 61, fr, len, 1, 30);
+	push_accepted(e, &p, 61, e->fr, e->len, 1, 30);
 	env_free(e);
 }
 
@@ -524,13 +525,12 @@ static void test_superseded_attempt_not_acked(void **st)
 static void test_no_slot_not_acked(void **st)
 {
 	(void)st;
-	struct env *e = env_new(16, 1, 0, 4096);
-	uint8_t fa[4096], fb[4096];
-	uint32_t la = make_seed(e, fa, 21, 2, 3, 0, 1.0f, 1.0f);
-	uint32_t lb = make_seed(e, fb, 37, 2, 3, 0, 2.0f, 1.0f); /* (37 * 4 + 2) % 64 == (21 * 4 + 2) % 64 */
+	struct env *e = env_seed(21, 2, 3, 1.0f, 1.0f); /* A */
+	uint8_t fb[4096];
+	uint32_t lb = make_seed(e, fb, 37, 2, 3, 0, 2.0f, 1.0f); /* B: (37 * 4 + 2) % 64 == (21 * 4 + 2) % 64 */
 	struct dp_peer spoof = peer_of(66), fleet = peer_of(67);
 	/* fragment 0 only of A: its slot opens and stays open */
-	assert_int_equal(push(e, &spoof, 70, fa, la, 0, 0).disp, DP_RA_TAKEN);
+	assert_int_equal(push(e, &spoof, 70, e->fr, e->len, 0, 0).disp, DP_RA_TAKEN);
 	struct dp_reasm_out o = push(e, &fleet, 80, fb, lb, 0, 10);
 	expect_outcome(&o, FG_O_NO_SLOT);
 	for (unsigned k = 1; k < 5; k++) {
@@ -596,20 +596,18 @@ static void test_full_table_evicts_for_other_source(void **st)
 static void test_line_disabled_and_bad_prefix(void **st)
 {
 	(void)st;
-	uint8_t fr[4096];
-	uint32_t len;
-	struct env *e = env_seed(fr, &len, 12, 0, 3, 1.0f, 1.0f);
+	struct env *e = env_seed(12, 0, 3, 1.0f, 1.0f);
 	struct dp_peer p = peer_of(10);
 	e->ictx.lines = facts_all(1) & ~((fg_linefacts)3 << 6); /* line 3 disabled */
-	struct dp_reasm_out o = push(e, &p, 1, fr, len, 0, 0);
+	struct dp_reasm_out o = push(e, &p, 1, e->fr, e->len, 0, 0);
 	expect_outcome(&o, FG_O_LINE_DISABLED);
-	push_rest_discarded(e, &p, 1, fr, len); /* still ACKed: it was received */
+	push_rest_discarded(e, &p, 1, e->fr, e->len); /* still ACKed: it was received */
 
 	e->ictx.lines = facts_all(1);
-	len = make_seed(e, fr, 13, 0, 1, 0, 1.0f, 1.0f);
-	fr[6] = 0x12; /* line 1, orientation 2 */
-	o = push(e, &p, 2, fr, len, 3, 0);
-	o = push(e, &p, 2, fr, len, 0, 0);
+	e->len = make_seed(e, e->fr, 13, 0, 1, 0, 1.0f, 1.0f);
+	e->fr[6] = 0x12; /* line 1, orientation 2 */
+	o = push(e, &p, 2, e->fr, e->len, 3, 0);
+	o = push(e, &p, 2, e->fr, e->len, 0, 0);
 	expect_outcome(&o, FG_O_MALFORMED);
 	assert_int_equal(o.reason, FG_R_SEED_ORIENTATION);
 	assert_int_equal(e->bufs_out, 0);
