@@ -30,14 +30,12 @@ FANOCTL=${2:?fanoctl}
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 . "$HERE/../lib/delivery.sh"
-fg_need_cmd openssl
-fg_dlv_begin fgdr 92 "$GATE" "$FANOCTL"
+fg_dlv_begin_daemon fgdr 92 "$GATE" "$FANOCTL"
 
 FAILS=0
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
 ip -n "$NS" addr add ${NET}3/24 dev "$VB"
-fg_selfsigned "$TMP"
 cat > "$TMP/fanogate.ini" <<EOC
 [model]
 hidden = 16

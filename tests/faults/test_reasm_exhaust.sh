@@ -41,11 +41,9 @@ CONTEXTS=64
 TIMEOUT_MS=500
 
 . "$HERE/../lib/delivery.sh"
-fg_need_cmd openssl
-fg_dlv_begin fgrx 89 "$GATE" "$FANOCTL" # dataplane side $VA (root namespace), sources on $VB
+fg_dlv_begin_daemon fgrx 89 "$GATE" "$FANOCTL" # dataplane side $VA (root namespace), sources on $VB
 ip netns exec "$NS" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null
 ip -n "$NS" addr add ${NET}3/24 dev "$VB"
-fg_selfsigned "$TMP"
 # deadline_ms: the good station's slots must outlive the flood (they resolve
 # through resends once it ends); the flood's own slots are never completed
 cat > "$TMP/fanogate.ini" <<EOC

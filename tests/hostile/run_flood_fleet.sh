@@ -28,9 +28,7 @@ FLEET=${2:?fanofleet}
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 . "$HERE/../lib/delivery.sh"
-fg_need_cmd openssl
-fg_dlv_begin fgff 93 "$GATE" "$FLEET" # root also for the raw sockets
-fg_selfsigned "$TMP"
+fg_dlv_begin_daemon fgff 93 "$GATE" "$FLEET" # root also for the raw sockets
 (umask 077; echo "fgff$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n') fleet" > "$TMP/tokens")
 POINTS=""
 for p in 1 2 3 4 5 6 7; do POINTS="${POINTS}e$p = ${NET}2/32

@@ -24,6 +24,15 @@ fg_dlv_begin() {
 	fg_dlv_setup "$prefix" "$octet"
 }
 
+# fg_dlv_begin_daemon PREFIX OCTET BINARY...: fg_dlv_begin for a test that
+# runs the daemon (its TLS listener): skips without openssl, then makes
+# $TMP/cert.pem and key.pem (fg_selfsigned).
+fg_dlv_begin_daemon() {
+	fg_need_cmd openssl
+	fg_dlv_begin "$@"
+	fg_selfsigned "$TMP"
+}
+
 # fg_dlv_setup PREFIX OCTET: fg_init PREFIX, namespace PREFIX-n$ID, veth
 # PREFIX${ID}a (root side, 4 queue pairs so af_packet's fanout spreads the
 # relay's per-station flows) and PREFIX${ID}b (${NET}2 in the namespace),
