@@ -17,7 +17,6 @@ against the expectations phase "send" wrote.
 
 Deterministic (seeded RNG). Exits non-zero with a message on any mismatch.
 """
-import argparse
 import json
 import os
 import random
@@ -29,6 +28,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'lib'))
 from fgtest.flow import RESOLVED_BASE, RULE, SEED_BASE, f32, fragments, reduce_rule, seed  # noqa: E402
+from fgtest.peer import udp_peer_parser  # noqa: E402
 
 
 def fail(msg):
@@ -343,16 +343,10 @@ def check_phase(a):
 
 
 def main():
-    p = argparse.ArgumentParser()
+    p = udp_peer_parser(1536, src='--src-ip', dst='--dp-ip', src_default='10.98.0.2', dst_default='10.98.0.1')
     p.add_argument('phase', choices=['send', 'check'])
-    p.add_argument('--dp-ip', default='10.98.0.1')
     p.add_argument('--dp-ip6', default='fd98::1')
-    p.add_argument('--src-ip', default='10.98.0.2')
     p.add_argument('--src-ip6', default='')
-    p.add_argument('--port', type=int, default=4242)
-    p.add_argument('--consumer-port', type=int, default=7000)
-    p.add_argument('--mtu', type=int, default=1472)
-    p.add_argument('--hidden', type=int, default=1536)
     p.add_argument('--layers', type=int, default=28)
     p.add_argument('--slots', type=int, default=120)
     p.add_argument('--workers', type=int, default=4)
