@@ -1,14 +1,22 @@
 #!/bin/sh
 # bench/cap/callgrind.sh - load-independent per-packet cost of the dataplane:
-# fanogate-dp (memif server) under callgrind, cap_gen feeding it SEEDS seeds
+# fanogate-dp under callgrind, cap_gen feeding it SEEDS seeds
 # (hidden 1536, Pair X, ACKed), then the inclusive instruction count (Ir) of
 # each per-packet function divided by the fragments received and by the seeds
 # resolved. Those functions only run per packet, so their counts do not
 # depend on the machine's load or on how many idle polls the lcore made
 # (dp_lcore_main's own count does, and is not reported).
 #
+# Beside them, the memif PMD's own instructions (librte_net_memif, no
+# symbols: the whole object, self cost) per packet received: its copies in
+# copy mode, none in zero-copy. That figure includes the PMD's empty polls
+# (a few dozen Ir each), so it is only roughly load-independent.
+#
 # Usage: bench/cap/callgrind.sh BUILD_DIR [SEEDS] [OUT_DIR]
 #   FG_CAP_STATUS_ACCEPTED=false: [udp] status_accepted = false
+#   FG_CAP_MEMIF_MODE=copy (default; fanogate-dp the memif server) or
+#     zero-copy (fanogate-dp the zero-copy client, cap_gen the server;
+#     see run.sh)
 # Output: OUT_DIR/callgrind.out, OUT_DIR/ir.json and a table on stdout.
 # Takes about a minute (valgrind runs the dataplane ~50x slower).
 set -u
@@ -19,8 +27,13 @@ mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 command -v valgrind >/dev/null || { echo "callgrind.sh: SKIP: no valgrind"; exit 77; }
 [ -x "$B/bench/cap/cap_gen" ] || { echo "callgrind.sh: SKIP: cap_gen not built"; exit 77; }
-VPID=""
-cleanup() { if [ -n "$VPID" ]; then kill "$VPID" 2>/dev/null; wait "$VPID" 2>/dev/null; fi; rm -f "$OUT/memif.sock"; }
+MODE=${FG_CAP_MEMIF_MODE:-copy}
+case $MODE in copy | zero-copy) ;; *) echo "callgrind.sh: FG_CAP_MEMIF_MODE=$MODE: copy or zero-copy"; exit 2 ;; esac
+VPID="" GPID=""
+cleanup() {
+	for p in $GPID $VPID; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	rm -f "$OUT/memif.sock"
+}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 cat > "$OUT/fg.ini" <<EOC
@@ -44,37 +57,59 @@ resend_ms = 5000
 [dataplane]
 lcores = 1
 EOC
+MEMIF_ARGS="id=0,socket=$OUT/memif.sock,bsize=2048,rsize=11"
+DP_ROLE=server GEN_ROLE=client EAL_ARGS="" ZC="" MBUFS=""
+if [ "$MODE" = zero-copy ]; then # as run.sh's zero-copy profile
+	DP_ROLE=client GEN_ROLE=server EAL_ARGS="args = --single-file-segments" ZC=",zero-copy=yes" MBUFS="mbufs = 16384"
+fi
 cat > "$OUT/memif.ini" <<EOP
 [profile]
-name = memif-callgrind
+name = memif-callgrind-$MODE
 [eal]
 hugepages = off
 log_level = *:notice
+$EAL_ARGS
 [port]
-vdev = net_memif0,role=server,id=0,socket=$OUT/memif.sock,bsize=2048,rsize=11
+vdev = net_memif0,role=$DP_ROLE,$MEMIF_ARGS$ZC
 rx_desc = 1024
 tx_desc = 1024
 rss = off
+$MBUFS
 [net]
 ip4 = 198.18.0.1
 arp_reply = on
 [poll]
 idle_sleep_us = 0
 EOP
-rm -f "$OUT/ready" "$OUT/callgrind.out"
+rm -f "$OUT/ready" "$OUT/callgrind.out" "$OUT/memif.sock"
+start_gen() {
+	"$B/bench/cap/cap_gen" -l 0 --no-huge -m 256 --no-shconf --file-prefix "fgcapcg$$" --no-pci --log-level '*:warning' \
+		--vdev="net_memif0,role=$GEN_ROLE,$MEMIF_ARGS" -- --hidden 1536 --seeds "$SEEDS" --window 32 --warmup 64 \
+		--max-seconds 300 --link-timeout 300 --json "$OUT/gen.json" 2> "$OUT/gen.log" &
+	GPID=$!
+}
+wait_for() { # wait_for PID FILE: up to 120 s, until FILE exists or PID exited
+	i=0
+	while [ ! -e "$2" ] && kill -0 "$1" 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -e "$2" ]
+}
+if [ "$MODE" = zero-copy ]; then
+	start_gen # the memif server first
+	wait_for $GPID "$OUT/memif.sock" || { echo "cap_gen made no memif socket:"; tail -5 "$OUT/gen.log"; exit 1; }
+fi
 valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.out" "$B/dataplane/fanogate-dp" \
 	--config "$OUT/fg.ini" --profile "$OUT/memif.ini" --duration 600 --report "$OUT/dp.json" \
 	--ready-file "$OUT/ready" > "$OUT/dp.log" 2>&1 &
 VPID=$!
-i=0
-while [ ! -f "$OUT/ready" ] && kill -0 $VPID 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
-[ -f "$OUT/ready" ] || { echo "fanogate-dp did not start under valgrind:"; tail -5 "$OUT/dp.log"; exit 1; }
-"$B/bench/cap/cap_gen" -l 0 --no-huge -m 256 --no-shconf --file-prefix "fgcapcg$$" --no-pci --log-level '*:warning' \
-	--vdev="net_memif0,role=client,id=0,socket=$OUT/memif.sock,bsize=2048,rsize=11" -- \
-	--hidden 1536 --seeds "$SEEDS" --window 32 --warmup 64 --max-seconds 300 --json "$OUT/gen.json" 2> "$OUT/gen.log"
+wait_for $VPID "$OUT/ready" || { echo "fanogate-dp did not start under valgrind:"; tail -5 "$OUT/dp.log"; exit 1; }
+[ "$MODE" = copy ] && start_gen
+wait $GPID
 grc=$?
+GPID=""
 kill -TERM $VPID; wait $VPID; VPID=""
 [ $grc = 0 ] || { echo "cap_gen exit $grc"; tail -5 "$OUT/gen.log"; exit 1; }
+callgrind_annotate --inclusive=no --threshold=100 "$OUT/callgrind.out" > "$OUT/self.txt" 2>/dev/null
+echo "$MODE" > "$OUT/mode"
 callgrind_annotate --inclusive=yes --threshold=100 "$OUT/callgrind.out" > "$OUT/inclusive.txt" 2>/dev/null
 python3 - "$OUT" <<'EOPY'
 import json, re, sys
@@ -95,18 +130,27 @@ for line in open(out + "/inclusive.txt"):
 # functions that run only per packet or per seed (never per idle poll);
 # names before and after the dp_lcore.c split (daa8705) and the shard's I/O
 # interface (dp_shard_dgram: fragment decode + everything after) all listed
-fns = ["dp_pkt_parse", "dp_peer_hash", "dp_shard_dgram", "dp_shard_fragment", "on_fragment", "dp_reasm_push", "fg_slot_place",
+fns = ["rx_packet", "dp_pkt_parse", "dp_pkt_addr_check", "dp_peer_hash", "fg_frag_decode", "dp_shard_dgram", "dp_shard_fragment", "on_fragment", "dp_reasm_push", "first_fragment", "fg_slot_begin", "fg_slot_place",
        "fg_reduce.avx2", "on_outcome", "dp_deliver_seed", "deliver", "dp_reply_status", "send_status",
        "dp_tx_frame", "tx_frame", "dp_tx_dgram", "tx_dgram", "dp_pkt_build_udp"]
-res = dict(rx_pkts=frags, tx_pkts=tx, seeds=seeds, status_sent=c["status_sent"], acks_sent=c["acks_sent"],
+# the memif PMD's self cost (its object has no symbols), empty polls included
+pmd = 0
+for line in open(out + "/self.txt"):
+    m = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+\S+ \[(\S+)\]", line)
+    if m and "librte_net_memif" in m.group(2):
+        pmd += int(m.group(1).replace(",", ""))
+mode = open(out + "/mode").read().strip()
+res = dict(memif_mode=mode, rx_pkts=frags, tx_pkts=tx, seeds=seeds, status_sent=c["status_sent"], acks_sent=c["acks_sent"],
+           pmd_memif_self_ir_per_rx_pkt=round(pmd / frags, 1),
            ir_per_rx_pkt={f: round(ir[f] / frags, 1) for f in fns if f in ir},
            ir_per_seed={f: round(ir[f] / seeds) for f in fns if f in ir})
 json.dump(res, open(out + "/ir.json", "w"), indent=1)
-print("fanogate-dp under callgrind: %d packets received, %d sent (%d statuses, %d ACKs), %d seeds resolved"
-      % (frags, tx, c["status_sent"], c["acks_sent"], seeds))
+print("fanogate-dp under callgrind (memif %s): %d packets received, %d sent (%d statuses, %d ACKs), %d seeds resolved"
+      % (mode, frags, tx, c["status_sent"], c["acks_sent"], seeds))
 print("%-20s %14s %12s %10s" % ("function (incl.)", "Ir total", "Ir/rx pkt", "Ir/seed"))
 for f in fns:
     if f in ir:
         print("%-20s %14d %12.1f %10.0f" % (f, ir[f], ir[f] / frags, ir[f] / seeds))
+print("%-20s %14d %12.1f %10.0f  (self, empty polls included)" % ("librte_net_memif", pmd, pmd / frags, pmd / seeds))
 EOPY
 echo "wrote $OUT/ir.json"

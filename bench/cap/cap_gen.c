@@ -1,11 +1,16 @@
-/* cap_gen.c - bench/cap's load generator: a DPDK memif client that plays
+/* cap_gen.c - bench/cap's load generator: a DPDK memif peer that plays
  * three fleet workers (Pair X: lines 1, 3, 5, line 3 subtracted) and the
  * consumer of resolved seeds, driving fanogate-dp's poll lcore over net_memif
  * with no kernel in the path.
  *
  * Owns: its own EAL (a second DPDK process: --no-huge, its own file
- * prefix), one memif port (role=client), its mbuf pool. Single thread (the
- * EAL main lcore); nothing else calls into it.
+ * prefix), one memif port, its mbuf pool. Single thread (the EAL main
+ * lcore); nothing else calls into it. The port's role comes from --vdev:
+ * role=client against fanogate-dp's server (memif copy mode: fanogate's PMD
+ * copies), or role=server against fanogate-dp's zero-copy client (this
+ * process's PMD then copies into and out of fanogate's mbufs; DPDK 22.11
+ * has zero-copy for the client role only). Nothing else here depends on
+ * the role.
  *
  * What it does, bounded in count (--seeds) and time (--max-seconds):
  *   - fresh slots: token_seq advances by one per slot (layer = token % layers),
@@ -369,7 +374,7 @@ static int port_setup(void)
 	uint16_t pid = RTE_MAX_ETHPORTS;
 	RTE_ETH_FOREACH_DEV(pid) break;
 	if (pid >= RTE_MAX_ETHPORTS) {
-		fprintf(stderr, "cap_gen: no DPDK port (pass --vdev=net_memif0,role=client,...)\n");
+		fprintf(stderr, "cap_gen: no DPDK port (pass --vdev=net_memif0,role=client|server,...)\n");
 		return -ENODEV;
 	}
 	g_port = pid;
@@ -393,15 +398,16 @@ static int port_setup(void)
 		fprintf(stderr, "cap_gen: port %u set-up: %s\n", g_port, rte_strerror(-rc));
 		return rc;
 	}
-	/* memif's link comes up once the server accepted us */
+	/* memif's link comes up once the two sides connected (as client: the
+	 * server accepted us; as server: fanogate-dp connected) */
 	uint64_t t0 = mono_ns();
 	for (;;) {
 		struct rte_eth_link link;
 		if (rte_eth_link_get_nowait(g_port, &link) == 0 && link.link_status == RTE_ETH_LINK_UP)
 			break;
 		if (mono_ns() - t0 > (uint64_t)(o.link_timeout * 1e9)) {
-			fprintf(stderr, "cap_gen: memif link not up after %.0f s (is fanogate-dp the server on that socket?)\n",
-				o.link_timeout);
+			fprintf(stderr, "cap_gen: memif link not up after %.0f s (is fanogate-dp the other role on that "
+					"socket?)\n", o.link_timeout);
 			return -ETIMEDOUT;
 		}
 		rte_delay_us_sleep(1000);
@@ -559,7 +565,8 @@ static void usage(void)
 		"               [--sets N] [--mtu N] [--max-seconds S] [--dp-ip A] [--ip A] [--port P]\n"
 		"               [--cport P] [--wport P] [--token-base T] [--label S] [--json FILE]\n"
 		"               [--gap-us N]   (latency mode: one seed at a time, N us apart)\n"
-		"               [--idle-seconds S]  (give up when no seed arrived for S s; default 1)\n");
+		"               [--idle-seconds S]  (give up when no seed arrived for S s; default 1)\n"
+		"               [--link-timeout S]  (wait S s for the memif peer; default 20)\n");
 }
 
 int main(int argc, char **argv)
@@ -578,7 +585,7 @@ int main(int argc, char **argv)
 		{"sets", 1, 0, 'S'},   {"mtu", 1, 0, 'm'},         {"max-seconds", 1, 0, 'T'}, {"dp-ip", 1, 0, 'd'},
 		{"ip", 1, 0, 'i'},     {"port", 1, 0, 'p'},        {"cport", 1, 0, 'c'},  {"wport", 1, 0, 'W'},
 		{"json", 1, 0, 'j'},   {"label", 1, 0, 'l'},       {"warmup", 1, 0, 'u'}, {"token-base", 1, 0, 't'},
-		{"gap-us", 1, 0, 'g'}, {"idle-seconds", 1, 0, 'I'},
+		{"gap-us", 1, 0, 'g'}, {"idle-seconds", 1, 0, 'I'}, {"link-timeout", 1, 0, 'K'},
 		{0, 0, 0, 0}};
 	int ch;
 	optind = 1;
@@ -602,11 +609,12 @@ int main(int argc, char **argv)
 		case 't': o.token_base = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'g': o.gap_us = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'I': o.idle_seconds = atof(optarg); break;
+		case 'K': o.link_timeout = atof(optarg); break;
 		default: usage(); return 2;
 		}
 	}
 	if (!o.hidden || !o.seeds || !o.window || !o.layers || o.layers > 32 || !o.sets || o.mtu < 64 ||
-	    o.mtu > 1500 || o.max_seconds <= 0 || o.idle_seconds <= 0) {
+	    o.mtu > 1500 || o.max_seconds <= 0 || o.idle_seconds <= 0 || o.link_timeout <= 0) {
 		usage();
 		return 2;
 	}

@@ -1,9 +1,20 @@
 #!/bin/bash
 # bench/cap/run.sh - one poll lcore's capacity with no kernel in the path.
 #
-#   cap_gen (CPU 0: a DPDK memif client playing the three Pair X workers and
+#   cap_gen (CPU 0: a DPDK memif peer playing the three Pair X workers and
 #   the consumer, ACKing every resolved seed)  <== net_memif ==>  fanogate-dp
-#   (memif server, one poll lcore on CPU 1, reliable delivery on)
+#   (one poll lcore on CPU 1, reliable delivery on)
+#
+# Two memif modes (--memif-mode), so both can be compared in one run:
+#   copy       fanogate-dp is the memif server, cap_gen the client: the
+#              server PMD copies every packet out of the client's shared
+#              memory into an mbuf on RX, and out of the mbuf on TX, on the
+#              lcore (what DPDK 22.11's server role always does);
+#   zero-copy  fanogate-dp is the memif client with zero-copy=yes (DPDK
+#              22.11 offers it to the client only; EAL --single-file-segments)
+#              and cap_gen the server: fanogate's mbufs are the shared
+#              buffers, cap_gen's PMD copies into and out of them, and the
+#              lcore receives like from a NIC's DMA (no copy of its own).
 #
 # Fresh slots (token_seq advancing), hidden 1536 and 4096, 1468-byte chunks,
 # every resolved seed checked bit for bit by cap_gen. Beside it, cap_memcpy:
@@ -14,29 +25,37 @@
 # counter) and fanogate's packets per seed (received, sent, ACKs, statuses).
 #
 # Usage: bench/cap/run.sh [--smoke] [--runs N] [--seeds N] [--hidden "1536 4096"]
-#                         [--window N] [--status-accepted true|false] [--out DIR] BUILD_DIR
-#   --smoke   CI: hidden 1536, 2000 seeds, one run, no memcpy timing; fails
-#             unless every seed came back bit-exact, ACKed, none lost
+#                         [--memif-mode "zero-copy copy"] [--window N]
+#                         [--status-accepted true|false] [--out DIR] BUILD_DIR
+#   --smoke   CI: hidden 1536, 2000 seeds, one run per mode, no memcpy
+#             timing; fails unless every seed came back bit-exact, ACKed,
+#             none lost
+#   --memif-mode: the modes to run, in this order within each run number
+#             (alternating, so both see the same moment of the machine);
+#             default both, "zero-copy copy"
 #   --status-accepted false: [udp] status_accepted = false (1 status per
 #             seed instead of 3; default: the key is not written, so the
 #             daemon's default (true) holds and older builds run too)
-#   default   3 runs x hidden 1536 and 4096 x 300000 seeds (bounded: each
-#             run stops after its seeds or 60 s, whichever comes first)
-# Output: OUT/results.json (every run, the memcpy baseline, the load average
-# before and after) and a table on stdout. Timing figures only mean something
-# on a quiet machine: the script prints the load average it saw.
+#   default   3 runs x hidden 1536 and 4096 x both modes x 300000 seeds
+#             (bounded: each run stops after its seeds or 60 s, whichever
+#             comes first)
+# Output: OUT/results.json (every run with its memif_mode, the memcpy
+# baseline, the load average before and after) and a table on stdout.
+# Timing figures only mean something on a quiet machine: the script prints
+# the load average it saw.
 # Hugepages: FG_HUGEPAGES=auto|on|off (default auto: used when a 2 MiB
 # hugetlbfs is mounted with enough free pages, else --no-huge).
 # Needs no network: the packets only exist in the memif shared memory
 # (addresses from 198.18.0.0/15, the benchmarking range).
 set -u
-SMOKE=0 RUNS=3 SEEDS=300000 HIDDENS="1536 4096" WINDOW=512 OUT= STATUS_ACCEPTED=
+SMOKE=0 RUNS=3 SEEDS=300000 HIDDENS="1536 4096" WINDOW=512 OUT= STATUS_ACCEPTED= MODES="zero-copy copy"
 while [ $# -gt 1 ]; do
 	case $1 in
 	--smoke) SMOKE=1 ;;
 	--runs) RUNS=$2; shift ;;
 	--seeds) SEEDS=$2; shift ;;
 	--hidden) HIDDENS=$2; shift ;;
+	--memif-mode) MODES=$2; shift ;;
 	--window) WINDOW=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	--status-accepted) STATUS_ACCEPTED=$2; shift ;;
@@ -45,6 +64,13 @@ while [ $# -gt 1 ]; do
 	shift
 done
 [ $# -eq 1 ] || { sed -n '2,/^set -u/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2; }
+for m in $MODES; do
+	case $m in
+	copy | zero-copy) ;;
+	*) echo "run.sh: --memif-mode: $m is neither copy nor zero-copy" >&2; exit 2 ;;
+	esac
+done
+[ -n "$MODES" ] || { echo "run.sh: --memif-mode: no mode given" >&2; exit 2; }
 B=$(cd "$1" && pwd) || exit 2
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../../tests/lib/netns.sh" # fg_wait_until, fg_ready_files
@@ -65,9 +91,13 @@ fi
 export FG_HUGEPAGES=${FG_HUGEPAGES:-auto}
 OUT=${OUT:-$(mktemp -d /tmp/fgcap-XXXXXX)}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
-DPPID=""
+DPPID="" GENPID=""
+stop() { # stop PID: TERM it and reap it (empty: nothing to stop)
+	if [ -n "$1" ]; then kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; fi
+}
 cleanup() {
-	if [ -n "$DPPID" ]; then kill "$DPPID" 2>/dev/null; wait "$DPPID" 2>/dev/null; fi
+	stop "$GENPID"
+	stop "$DPPID"
 	rm -f "$OUT/memif.sock"
 }
 trap cleanup EXIT
@@ -81,6 +111,69 @@ if [ $SMOKE = 0 ]; then
 else
 	echo '{}' > "$OUT/memcpy.json"
 fi
+
+# The memif port of each side, by mode. copy: fanogate-dp serves, cap_gen
+# connects; zero-copy: cap_gen serves, fanogate-dp connects with
+# zero-copy=yes, which DPDK 22.11 refuses without --single-file-segments
+# (the PMD hands the peer its memseg list's file). Its mbufs are then the
+# ring's buffers: up to rsize (2048) sit in the RX ring waiting for the
+# server and up to 2048 sent ones until the server has read them, so the
+# pool is sized for both rings (the computed default is ~4.8 k mbufs).
+MEMIF_ARGS="id=0,socket=$OUT/memif.sock,bsize=2048,rsize=11"
+dp_profile() { # dp_profile MODE: write fanogate-dp's profile for MODE
+	local role=server extra_eal="" extra_port=""
+	if [ "$1" = zero-copy ]; then
+		role=client
+		extra_eal="args = --single-file-segments"
+		extra_port="mbufs = 16384"
+	fi
+	cat > "$OUT/memif-$1.ini" <<EOP
+[profile]
+name = memif-bench-$1
+description = bench/cap: fanogate-dp as memif $role for cap_gen ($1)
+[eal]
+hugepages = \${FG_HUGEPAGES:-auto}
+log_level = *:notice
+$extra_eal
+[port]
+vdev = net_memif0,role=$role,$MEMIF_ARGS$([ "$1" = zero-copy ] && echo ",zero-copy=yes")
+rx_desc = 1024
+tx_desc = 1024
+rss = off
+$extra_port
+[net]
+ip4 = 198.18.0.1
+arp_reply = on
+[poll]
+idle_sleep_us = 0
+EOP
+}
+for m in $MODES; do dp_profile "$m"; done
+
+# start_dp TAG MODE: fanogate-dp in the background (DPPID), ready or exit 1
+start_dp() {
+	rm -f "$OUT/ready"
+	"$DP" --config "$OUT/fg-$H.ini" --profile "$OUT/memif-$2.ini" --duration 120 \
+		--report "$OUT/dp-$1.json" --ready-file "$OUT/ready" 2> "$OUT/dp-$1.log" &
+	DPPID=$!
+	fg_wait_until 30 fg_ready_files "$DPPID" "$OUT/ready"
+	if [ ! -f "$OUT/ready" ]; then
+		echo "fanogate-dp did not start ($2):"; tail -5 "$OUT/dp-$1.log"
+		exit 1
+	fi
+}
+
+# start_gen TAG MODE: cap_gen in the background (GENPID)
+start_gen() {
+	local role=client
+	[ "$2" = zero-copy ] && role=server
+	taskset -c 0 "$GEN" -l 0 --no-huge -m 256 --no-shconf --file-prefix "fgcapgen$$" --no-pci \
+		--log-level '*:warning' --vdev="net_memif0,role=$role,$MEMIF_ARGS" -- \
+		--hidden "$H" --seeds "$SEEDS" --window "$WINDOW" --max-seconds 60 --link-timeout 30 \
+		--label "memif-$2-$H$([ "$STATUS_ACCEPTED" = false ] && echo -st1)" \
+		--json "$OUT/gen-$1.json" 2> "$OUT/gen-$1.log" &
+	GENPID=$!
+}
 
 fail=0
 for H in $HIDDENS; do
@@ -102,47 +195,41 @@ default = 198.18.0.2:7000
 [dataplane]
 lcores = 1
 EOC
-	cat > "$OUT/memif-bench.ini" <<EOP
-[profile]
-name = memif-bench
-description = bench/cap: memif server for cap_gen
-[eal]
-hugepages = \${FG_HUGEPAGES:-auto}
-log_level = *:notice
-[port]
-vdev = net_memif0,role=server,id=0,socket=$OUT/memif.sock,bsize=2048,rsize=11
-rx_desc = 1024
-tx_desc = 1024
-rss = off
-[net]
-ip4 = 198.18.0.1
-arp_reply = on
-[poll]
-idle_sleep_us = 0
-EOP
 	r=1
 	while [ $r -le $RUNS ]; do
-		tag=$H-$r
-		rm -f "$OUT/ready" "$OUT/memif.sock"
-		"$DP" --config "$OUT/fg-$H.ini" --profile "$OUT/memif-bench.ini" --duration 120 \
-			--report "$OUT/dp-$tag.json" --ready-file "$OUT/ready" 2> "$OUT/dp-$tag.log" &
-		DPPID=$!
-		fg_wait_until 30 fg_ready_files "$DPPID" "$OUT/ready"
-		if [ ! -f "$OUT/ready" ]; then
-			echo "fanogate-dp did not start:"; tail -5 "$OUT/dp-$tag.log"
-			kill $DPPID 2>/dev/null; wait $DPPID 2>/dev/null; DPPID=""
-			exit 1
-		fi
-		taskset -c 0 "$GEN" -l 0 --no-huge -m 256 --no-shconf --file-prefix "fgcapgen$$" --no-pci \
-			--log-level '*:warning' \
-			--vdev="net_memif0,role=client,id=0,socket=$OUT/memif.sock,bsize=2048,rsize=11" -- \
-			--hidden "$H" --seeds "$SEEDS" --window "$WINDOW" --max-seconds 60 --label "memif-$H$([ "$STATUS_ACCEPTED" = false ] && echo -st1)" \
-			--json "$OUT/gen-$tag.json" 2> "$OUT/gen-$tag.log"
-		grc=$?
-		kill -TERM $DPPID; wait $DPPID; DPPID=""
-		if [ $grc = 77 ]; then cat "$OUT/gen-$tag.log"; exit 77; fi
-		[ $grc = 0 ] || { echo "cap_gen exit $grc:"; tail -5 "$OUT/gen-$tag.log"; fail=1; }
-		python3 "$HERE/summarize.py" run "$OUT/gen-$tag.json" "$OUT/dp-$tag.json" >> "$OUT/runs.jsonl" || fail=1
+		for mode in $MODES; do
+			tag=$H-$mode-$r
+			rm -f "$OUT/memif.sock"
+			if [ $mode = copy ]; then
+				start_dp "$tag" $mode # the server first: cap_gen connects to it
+				start_gen "$tag" $mode
+			else
+				start_gen "$tag" $mode # the server: its EAL creates the socket
+				fg_wait_until 30 fg_ready_files "$GENPID" "$OUT/memif.sock"
+				if [ ! -S "$OUT/memif.sock" ]; then
+					if kill -0 $GENPID 2>/dev/null; then
+						stop $GENPID
+						grc="none, still running after 30 s"
+					else
+						wait $GENPID
+						grc=$?
+					fi
+					GENPID=""
+					[ "$grc" = 77 ] && { cat "$OUT/gen-$tag.log"; exit 77; }
+					echo "cap_gen (memif server) made no socket (exit $grc):"; tail -5 "$OUT/gen-$tag.log"
+					exit 1
+				fi
+				start_dp "$tag" $mode
+			fi
+			wait $GENPID
+			grc=$?
+			GENPID=""
+			kill -TERM $DPPID; wait $DPPID; DPPID=""
+			if [ $grc = 77 ]; then cat "$OUT/gen-$tag.log"; exit 77; fi
+			[ $grc = 0 ] || { echo "cap_gen exit $grc ($mode):"; tail -5 "$OUT/gen-$tag.log"; fail=1; }
+			python3 "$HERE/summarize.py" run "$OUT/gen-$tag.json" "$OUT/dp-$tag.json" "$mode" >> "$OUT/runs.jsonl" ||
+				fail=1
+		done
 		r=$((r + 1))
 	done
 done

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """bench/cap/summarize.py - bench/cap/run.sh's arithmetic.
 
-  summarize.py run GEN.json DP.json   one JSON line for one run (stdout)
+  summarize.py run GEN.json DP.json MODE
+                                      one JSON line for one run (stdout);
+                                      MODE: the memif mode (copy, zero-copy)
   summarize.py report OUT [--smoke]   OUT/results.json and a table; with
                                       --smoke, exit 1 unless every run is
                                       whole (bit-exact, none lost, all ACKed)
@@ -10,14 +12,14 @@ import json
 import sys
 
 
-def run(gen_path, dp_path):
+def run(gen_path, dp_path, mode):
     g = json.load(open(gen_path))
     d = json.load(open(dp_path))
     c, x = d["counters"], d["x"]
     resolved_dp = max(c["seeds_resolved"], 1)
     frags_dp = max(c["frags"], 1)
     out = dict(
-        label=g["label"], hidden=g["hidden"], seeds=g["seeds"], resolved=g["resolved"],
+        label=g["label"], memif_mode=mode, hidden=g["hidden"], seeds=g["seeds"], resolved=g["resolved"],
         wrong=g["wrong"], lost=g["lost"], dup=g["dup"], seconds=g["seconds"],
         frags_per_s=g["frags_per_s"], seeds_per_s=g["seeds_per_s"],
         contrib_gbit_per_s=g["contrib_bytes_per_s"] * 8 / 1e9,
@@ -47,13 +49,13 @@ def report(out_dir, smoke):
     memcpy = json.load(open(out_dir + "/memcpy.json"))
     load = open(out_dir + "/load.txt").read().strip().splitlines()
     json.dump(dict(runs=runs, memcpy=memcpy, load=load), open(out_dir + "/results.json", "w"), indent=1)
-    hdr = "%-12s %8s %6s %5s %12s %10s %8s %10s %10s %6s %6s %6s" % (
-        "path", "resolved", "wrong", "lost", "frags/s", "seeds/s", "Gbit/s", "cyc/frag", "busy/frag",
+    hdr = "%-20s %-9s %8s %6s %5s %12s %10s %8s %10s %10s %6s %6s %6s" % (
+        "path", "memif", "resolved", "wrong", "lost", "frags/s", "seeds/s", "Gbit/s", "cyc/frag", "busy/frag",
         "rx/sd", "tx/sd", "st/sd")
     print(hdr)
     for r in runs:
-        print("%-12s %8d %6d %5d %12.0f %10.0f %8.2f %10.0f %10.0f %6.2f %6.2f %6.2f" % (
-            r["label"], r["resolved"], r["wrong"], r["lost"], r["frags_per_s"], r["seeds_per_s"],
+        print("%-20s %-9s %8d %6d %5d %12.0f %10.0f %8.2f %10.0f %10.0f %6.2f %6.2f %6.2f" % (
+            r["label"], r["memif_mode"], r["resolved"], r["wrong"], r["lost"], r["frags_per_s"], r["seeds_per_s"],
             r["contrib_gbit_per_s"], r["cycles_per_frag_wall"] or 0, r["cycles_per_frag_busy"],
             r["dp_rx_per_seed"], r["dp_tx_per_seed"], r["dp_status_per_seed"]))
     if memcpy:
@@ -66,13 +68,14 @@ def report(out_dir, smoke):
         if not runs or bad:
             print("smoke: FAILED: %s" % (json.dumps(bad) if bad else "no run"))
             sys.exit(1)
-        print("smoke: %d seeds bit-exact, every delivery ACKed (%d resent before their ACK)" % (
-            sum(r["resolved"] for r in runs), sum(r["delivery"]["resent"] for r in runs)))
+        print("smoke: %d seeds bit-exact, every delivery ACKed (%d resent before their ACK); memif modes: %s" % (
+            sum(r["resolved"] for r in runs), sum(r["delivery"]["resent"] for r in runs),
+            ", ".join(sorted(set(r["memif_mode"] for r in runs)))))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "run":
-        run(sys.argv[2], sys.argv[3])
+    if len(sys.argv) == 5 and sys.argv[1] == "run" and sys.argv[4] in ("copy", "zero-copy"):
+        run(sys.argv[2], sys.argv[3], sys.argv[4])
     elif len(sys.argv) >= 3 and sys.argv[1] == "report":
         report(sys.argv[2], "--smoke" in sys.argv[3:])
     else:
