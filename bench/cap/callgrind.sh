@@ -32,7 +32,6 @@ case $MODE in copy | zero-copy) ;; *) echo "callgrind.sh: FG_CAP_MEMIF_MODE=$MOD
 VPID="" GPID=""
 cleanup() {
 	for p in $GPID $VPID; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-	rm -f "$OUT/memif.sock"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -81,7 +80,7 @@ arp_reply = on
 [poll]
 idle_sleep_us = 0
 EOP
-rm -f "$OUT/ready" "$OUT/callgrind.out" "$OUT/memif.sock"
+rm -f "$OUT/ready" "$OUT/callgrind.out"
 start_gen() {
 	"$B/bench/cap/cap_gen" -l 0 --no-huge -m 256 --no-shconf --file-prefix "fgcapcg$$" --no-pci --log-level '*:warning' \
 		--vdev="net_memif0,role=$GEN_ROLE,$MEMIF_ARGS" -- --hidden 1536 --seeds "$SEEDS" --window 32 --warmup 64 \
@@ -95,7 +94,13 @@ wait_for() { # wait_for PID FILE: up to 120 s, until FILE exists or PID exited
 }
 if [ "$MODE" = zero-copy ]; then
 	start_gen # the memif server first
-	wait_for $GPID "$OUT/memif.sock" || { echo "cap_gen made no memif socket:"; tail -5 "$OUT/gen.log"; exit 1; }
+	# its socket is abstract (DPDK's default): "@PATH" in /proc/net/unix
+	i=0
+	while ! grep -q " @$OUT/memif.sock\$" /proc/net/unix && kill -0 $GPID 2>/dev/null && [ $i -lt 1200 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	grep -q " @$OUT/memif.sock\$" /proc/net/unix || { echo "cap_gen is not listening:"; tail -5 "$OUT/gen.log"; exit 1; }
 fi
 valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.out" "$B/dataplane/fanogate-dp" \
 	--config "$OUT/fg.ini" --profile "$OUT/memif.ini" --duration 600 --report "$OUT/dp.json" \
