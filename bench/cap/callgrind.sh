@@ -84,7 +84,7 @@ rm -f "$OUT/ready" "$OUT/callgrind.out"
 start_gen() {
 	"$B/bench/cap/cap_gen" -l 0 --no-huge -m 256 --no-shconf --file-prefix "fgcapcg$$" --no-pci --log-level '*:warning' \
 		--vdev="net_memif0,role=$GEN_ROLE,$MEMIF_ARGS" -- --hidden 1536 --seeds "$SEEDS" --window 32 --warmup 64 \
-		--max-seconds 300 --link-timeout 300 --json "$OUT/gen.json" 2> "$OUT/gen.log" &
+		--max-seconds 300 --link-timeout 300 --peer-exit-wait 60 --json "$OUT/gen.json" 2> "$OUT/gen.log" &
 	GPID=$!
 }
 wait_for() { # wait_for PID FILE: up to 120 s, until FILE exists or PID exited
@@ -108,10 +108,14 @@ valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.out" "$B/dataplan
 VPID=$!
 wait_for $VPID "$OUT/ready" || { echo "fanogate-dp did not start under valgrind:"; tail -5 "$OUT/dp.log"; exit 1; }
 [ "$MODE" = copy ] && start_gen
+# cap_gen writes its results, then waits for fanogate-dp to stop first (one
+# memif disconnect per process at a time: see cap_gen.c --peer-exit-wait)
+i=0
+while [ ! -e "$OUT/gen.json" ] && kill -0 $GPID 2>/dev/null && [ $i -lt 6000 ]; do sleep 0.1; i=$((i + 1)); done
+kill -TERM $VPID; wait $VPID; VPID=""
 wait $GPID
 grc=$?
 GPID=""
-kill -TERM $VPID; wait $VPID; VPID=""
 [ $grc = 0 ] || { echo "cap_gen exit $grc"; tail -5 "$OUT/gen.log"; exit 1; }
 callgrind_annotate --inclusive=no --threshold=100 "$OUT/callgrind.out" > "$OUT/self.txt" 2>/dev/null
 echo "$MODE" > "$OUT/mode"

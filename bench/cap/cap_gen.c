@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <arpa/inet.h>
 
@@ -66,7 +67,7 @@ static const uint8_t rule[LINES] = {1, 3, 5};
 
 struct opts {
 	uint32_t hidden, seeds, window, layers, sets, mtu, warmup, gap_us;
-	double max_seconds, link_timeout, idle_seconds;
+	double max_seconds, link_timeout, idle_seconds, peer_exit_wait;
 	uint32_t token_base;
 	uint8_t dp_ip[4], ip[4];
 	uint16_t port, cport, wport;
@@ -566,7 +567,9 @@ static void usage(void)
 		"               [--cport P] [--wport P] [--token-base T] [--label S] [--json FILE]\n"
 		"               [--gap-us N]   (latency mode: one seed at a time, N us apart)\n"
 		"               [--idle-seconds S]  (give up when no seed arrived for S s; default 1)\n"
-		"               [--link-timeout S]  (wait S s for the memif peer; default 20)\n");
+		"               [--link-timeout S]  (wait S s for the memif peer; default 20)\n"
+		"               [--peer-exit-wait S]  (after the results: wait up to S s for the peer to\n"
+		"                                  stop, then exit without stopping the port)\n");
 }
 
 int main(int argc, char **argv)
@@ -586,6 +589,7 @@ int main(int argc, char **argv)
 		{"ip", 1, 0, 'i'},     {"port", 1, 0, 'p'},        {"cport", 1, 0, 'c'},  {"wport", 1, 0, 'W'},
 		{"json", 1, 0, 'j'},   {"label", 1, 0, 'l'},       {"warmup", 1, 0, 'u'}, {"token-base", 1, 0, 't'},
 		{"gap-us", 1, 0, 'g'}, {"idle-seconds", 1, 0, 'I'}, {"link-timeout", 1, 0, 'K'},
+		{"peer-exit-wait", 1, 0, 'P'},
 		{0, 0, 0, 0}};
 	int ch;
 	optind = 1;
@@ -610,11 +614,13 @@ int main(int argc, char **argv)
 		case 'g': o.gap_us = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'I': o.idle_seconds = atof(optarg); break;
 		case 'K': o.link_timeout = atof(optarg); break;
+		case 'P': o.peer_exit_wait = atof(optarg); break;
 		default: usage(); return 2;
 		}
 	}
 	if (!o.hidden || !o.seeds || !o.window || !o.layers || o.layers > 32 || !o.sets || o.mtu < 64 ||
-	    o.mtu > 1500 || o.max_seconds <= 0 || o.idle_seconds <= 0 || o.link_timeout <= 0) {
+	    o.mtu > 1500 || o.max_seconds <= 0 || o.idle_seconds <= 0 || o.link_timeout <= 0 ||
+	    o.peer_exit_wait < 0) {
 		usage();
 		return 2;
 	}
@@ -655,10 +661,16 @@ int main(int argc, char **argv)
 	double cyc_per_ns = (double)(c1 - c0) / (double)(t1 - t0);
 	qsort(g_lat, g_nlat, sizeof(*g_lat), cmp_u64);
 #define PCT_US(p) (g_nlat ? (double)g_lat[(size_t)((double)(g_nlat - 1) * (p))] / cyc_per_ns / 1e3 : 0.0)
+	/* --json: written to FILE.tmp, renamed when whole, so a script that
+	 * waits for FILE never reads half of it */
+	char tmp_json[4096];
 	FILE *out = stdout;
-	if (o.json && !(out = fopen(o.json, "w"))) {
-		perror(o.json);
-		return 1;
+	if (o.json) {
+		snprintf(tmp_json, sizeof(tmp_json), "%s.tmp", o.json);
+		if (!(out = fopen(tmp_json, "w"))) {
+			perror(tmp_json);
+			return 1;
+		}
 	}
 	fprintf(out,
 		"{\"label\":\"%s\",\"hidden\":%u,\"lines\":%d,\"chunk\":%u,\"frags_per_seed\":%u,\"window\":%u,"
@@ -678,10 +690,31 @@ int main(int argc, char **argv)
 		(unsigned long long)(g_st.rx_orphan - s0.rx_orphan), (unsigned long long)(g_st.acks_tx - s0.acks_tx),
 		cpu1 - cpu0, (unsigned long long)(g_st.tx_full - s0.tx_full), o.gap_us, PCT_US(0.5), PCT_US(0.99),
 		g_nlat ? (double)g_lat[g_nlat - 1] / cyc_per_ns / 1e3 : 0.0);
-	if (out != stdout)
-		fclose(out);
+	if (out != stdout && (fclose(out) != 0 || rename(tmp_json, o.json) != 0)) {
+		perror(o.json);
+		return 1;
+	}
+	int rc = g_st.wrong || g_st.lost ? 3 : 0;
+	if (o.peer_exit_wait > 0) {
+		/* Leave the port to the peer: DPDK 22.11's memif disconnects from
+		 * the EAL interrupt thread when the peer goes, with no lock against
+		 * a disconnect of our own (rte_eth_dev_stop) on this thread; the two
+		 * at once were seen to crash at exit (bench/cap zero-copy under
+		 * valgrind: this process with its main thread in the disconnect's
+		 * munmap and the interrupt thread in rte_intr_fd_get; fanogate-dp
+		 * once inside the PMD). So wait until the peer stopped (link down: our
+		 * interrupt thread did the one disconnect), then exit without
+		 * touching the port. */
+		uint64_t w0 = mono_ns();
+		struct rte_eth_link link;
+		while (rte_eth_link_get_nowait(g_port, &link) == 0 && link.link_status == RTE_ETH_LINK_UP &&
+		       mono_ns() - w0 < (uint64_t)(o.peer_exit_wait * 1e9))
+			rte_delay_us_sleep(1000);
+		fflush(NULL);
+		_exit(rc);
+	}
 	rte_eth_dev_stop(g_port);
 	rte_eth_dev_close(g_port);
 	rte_eal_cleanup();
-	return g_st.wrong || g_st.lost ? 3 : 0;
+	return rc;
 }

@@ -176,7 +176,7 @@ start_gen() {
 	[ "$2" = zero-copy ] && role=server
 	taskset -c 0 "$GEN" -l 0 --no-huge -m 256 --no-shconf --file-prefix "fgcapgen$$" --no-pci \
 		--log-level '*:warning' --vdev="net_memif0,role=$role,$MEMIF_ARGS" -- \
-		--hidden "$H" --seeds "$SEEDS" --window "$WINDOW" --max-seconds 60 --link-timeout 30 \
+		--hidden "$H" --seeds "$SEEDS" --window "$WINDOW" --max-seconds 60 --link-timeout 30 --peer-exit-wait 30 \
 		--label "memif-$2-$H$([ "$STATUS_ACCEPTED" = false ] && echo -st1)" \
 		--json "$OUT/gen-$1.json" 2> "$OUT/gen-$1.log" &
 	GENPID=$!
@@ -186,6 +186,7 @@ start_gen() {
 # file, but a listening entry "@PATH" in /proc/net/unix
 memif_listening() { grep -q " @$OUT/memif.sock\$" /proc/net/unix; }
 gen_listening() { ! kill -0 "$GENPID" 2>/dev/null || memif_listening; } # or cap_gen exited
+gen_done() { ! kill -0 "$GENPID" 2>/dev/null || [ -e "$1" ]; }         # results written, or exited
 
 fail=0
 for H in $HIDDENS; do
@@ -232,10 +233,15 @@ EOC
 				fi
 				start_dp "$tag" $mode
 			fi
+			# The end, in this order: cap_gen has written its results and
+			# waits (--peer-exit-wait) with its port untouched; fanogate-dp
+			# stops and disconnects; cap_gen sees the link go down and exits.
+			# One memif disconnect per process, never two at once (cap_gen.c).
+			fg_wait_until 200 gen_done "$OUT/gen-$tag.json"
+			kill -TERM $DPPID; wait $DPPID; DPPID=""
 			wait $GENPID
 			grc=$?
 			GENPID=""
-			kill -TERM $DPPID; wait $DPPID; DPPID=""
 			if [ $grc = 77 ]; then cat "$OUT/gen-$tag.log"; exit 77; fi
 			[ $grc = 0 ] || { echo "cap_gen exit $grc ($mode):"; tail -5 "$OUT/gen-$tag.log"; fail=1; }
 			python3 "$HERE/summarize.py" run "$OUT/gen-$tag.json" "$OUT/dp-$tag.json" "$mode" >> "$OUT/runs.jsonl" ||
