@@ -43,9 +43,9 @@
 # baseline, the load average before and after) and a table on stdout.
 # Timing figures only mean something on a quiet machine: the script prints
 # the load average it saw.
-# Hugepages: FG_HUGEPAGES=auto|on|off (default off when zero-copy is among
-# the modes, see below; else auto: used when a 2 MiB hugetlbfs is mounted
-# with enough free pages, else --no-huge). results.json says per run.
+# Hugepages: FG_HUGEPAGES=auto|on|off (default auto: used when a 2 MiB
+# hugetlbfs is mounted with enough free pages, else --no-huge; both modes
+# alike). results.json says per run.
 # Needs no network: the packets only exist in the memif shared memory
 # (addresses from 198.18.0.0/15, the benchmarking range).
 set -u
@@ -92,10 +92,9 @@ fi
 # zero-copy lends the EAL's memory to the peer, and 22.11's PMD closes the
 # memseg file once connected (drivers-config/memif.ini): dynamic hugepage
 # memory grows through that file, --no-huge's is all there from the start.
-# So with zero-copy among the modes the default is off for every mode (the
-# same memory for both); FG_HUGEPAGES=auto|on still overrides (untested
-# with zero-copy).
-case " $MODES " in *" zero-copy "*) : "${FG_HUGEPAGES:=off}" ;; esac
+# fanogate-dp allocates before it connects, and the smoke passed with
+# hugepages (2026-12-02); should a zero-copy run fail with hugepages,
+# FG_HUGEPAGES=off gives both modes --no-huge.
 export FG_HUGEPAGES=${FG_HUGEPAGES:-auto}
 OUT=${OUT:-$(mktemp -d /tmp/fgcap-XXXXXX)}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
