@@ -49,13 +49,13 @@ def report(out_dir, smoke):
     memcpy = json.load(open(out_dir + "/memcpy.json"))
     load = open(out_dir + "/load.txt").read().strip().splitlines()
     json.dump(dict(runs=runs, memcpy=memcpy, load=load), open(out_dir + "/results.json", "w"), indent=1)
-    hdr = "%-20s %-9s %8s %6s %5s %12s %10s %8s %10s %10s %6s %6s %6s" % (
-        "path", "memif", "resolved", "wrong", "lost", "frags/s", "seeds/s", "Gbit/s", "cyc/frag", "busy/frag",
+    hdr = "%-20s %-9s %4s %8s %6s %5s %12s %10s %8s %10s %10s %6s %6s %6s" % (
+        "path", "memif", "huge", "resolved", "wrong", "lost", "frags/s", "seeds/s", "Gbit/s", "cyc/frag", "busy/frag",
         "rx/sd", "tx/sd", "st/sd")
     print(hdr)
     for r in runs:
-        print("%-20s %-9s %8d %6d %5d %12.0f %10.0f %8.2f %10.0f %10.0f %6.2f %6.2f %6.2f" % (
-            r["label"], r["memif_mode"], r["resolved"], r["wrong"], r["lost"], r["frags_per_s"], r["seeds_per_s"],
+        print("%-20s %-9s %4s %8d %6d %5d %12.0f %10.0f %8.2f %10.0f %10.0f %6.2f %6.2f %6.2f" % (
+            r["label"], r["memif_mode"], "yes" if r["hugepages"] else "no", r["resolved"], r["wrong"], r["lost"], r["frags_per_s"], r["seeds_per_s"],
             r["contrib_gbit_per_s"], r["cycles_per_frag_wall"] or 0, r["cycles_per_frag_busy"],
             r["dp_rx_per_seed"], r["dp_tx_per_seed"], r["dp_status_per_seed"]))
     if memcpy:
