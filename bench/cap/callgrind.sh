@@ -56,29 +56,10 @@ resend_ms = 5000
 lcores = 1
 EOC
 MEMIF_ARGS="id=0,socket=$OUT/memif.sock,bsize=2048,rsize=11"
-DP_ROLE=server GEN_ROLE=client EAL_ARGS="" ZC="" MBUFS=""
-if [ "$MODE" = zero-copy ]; then # as run.sh's zero-copy profile
-	DP_ROLE=client GEN_ROLE=server EAL_ARGS="args = --single-file-segments" ZC=",zero-copy=yes" MBUFS="mbufs = 16384"
-fi
-cat > "$OUT/memif.ini" <<EOP
-[profile]
-name = memif-callgrind-$MODE
-[eal]
-hugepages = off
-log_level = *:notice
-$EAL_ARGS
-[port]
-vdev = net_memif0,role=$DP_ROLE,$MEMIF_ARGS$ZC
-rx_desc = 1024
-tx_desc = 1024
-rss = off
-$MBUFS
-[net]
-ip4 = 198.18.0.1
-arp_reply = on
-[poll]
-idle_sleep_us = 0
-EOP
+GEN_ROLE=client
+[ "$MODE" = zero-copy ] && GEN_ROLE=server # fanogate-dp the zero-copy client (profile.sh)
+. "$HERE/profile.sh"
+cap_dp_profile "$OUT/memif.ini" "$MODE" "$MEMIF_ARGS" off
 rm -f "$OUT/ready" "$OUT/callgrind.out"
 start_gen() {
 	"$B/bench/cap/cap_gen" -l 0 --no-huge -m 256 --no-shconf --file-prefix "fgcapcg$$" --no-pci --log-level '*:warning' \

@@ -123,43 +123,12 @@ else
 	echo '{}' > "$OUT/memcpy.json"
 fi
 
-# The memif port of each side, by mode. copy: fanogate-dp serves, cap_gen
-# connects; zero-copy: cap_gen serves, fanogate-dp connects with
-# zero-copy=yes, which DPDK 22.11 refuses without --single-file-segments
-# (the PMD hands the peer its memseg list's file). Its mbufs are then the
-# ring's buffers: up to rsize (2048) sit in the RX ring waiting for the
-# server and up to 2048 sent ones until the server has read them, so the
-# pool is sized for both rings (the computed default is ~4.8 k mbufs).
+# The memif port of each side, by mode (profile.sh): copy, fanogate-dp
+# serves and cap_gen connects; zero-copy, cap_gen serves and fanogate-dp
+# connects with zero-copy=yes.
+. "$HERE/profile.sh"
 MEMIF_ARGS="id=0,socket=$OUT/memif.sock,bsize=2048,rsize=11"
-dp_profile() { # dp_profile MODE: write fanogate-dp's profile for MODE
-	local role=server extra_eal="" extra_port=""
-	if [ "$1" = zero-copy ]; then
-		role=client
-		extra_eal="args = --single-file-segments"
-		extra_port="mbufs = 16384"
-	fi
-	cat > "$OUT/memif-$1.ini" <<EOP
-[profile]
-name = memif-bench-$1
-description = bench/cap: fanogate-dp as memif $role for cap_gen ($1)
-[eal]
-hugepages = \${FG_HUGEPAGES:-auto}
-log_level = *:notice
-$extra_eal
-[port]
-vdev = net_memif0,role=$role,$MEMIF_ARGS$([ "$1" = zero-copy ] && echo ",zero-copy=yes")
-rx_desc = 1024
-tx_desc = 1024
-rss = off
-$extra_port
-[net]
-ip4 = 198.18.0.1
-arp_reply = on
-[poll]
-idle_sleep_us = 0
-EOP
-}
-for m in $MODES; do dp_profile "$m"; done
+for m in $MODES; do cap_dp_profile "$OUT/memif-$m.ini" "$m" "$MEMIF_ARGS" '${FG_HUGEPAGES:-auto}'; done
 
 # start_dp TAG MODE: fanogate-dp in the background (DPPID), ready or exit 1
 start_dp() {
