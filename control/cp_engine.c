@@ -265,6 +265,12 @@ static void stamp_epoch(const struct cp_engine *e, struct fg_status *st)
 		st->model_epoch = e->epoch;
 }
 
+const char *cp_engine_spin_end_name(enum cp_spin_end r)
+{
+	static const char *const n[CP_SPIN__COUNT] = {"answered", "input", "budget"};
+	return r < CP_SPIN__COUNT ? n[r] : "unknown";
+}
+
 const char *cp_engine_hop_name(enum cp_hop h)
 {
 	static const char *const names[CP_HOP__COUNT] = {
@@ -727,24 +733,35 @@ bool cp_engine_spin(struct cp_engine *e)
 	fg_wake_cancel(&e->b->wake);
 	bool got = false;
 	unsigned i = 0;
+	uint64_t work_ns = 0; /* answering what came (TLS writes): not waiting */
+	enum cp_spin_end end;
 	for (;;) {
 		if (!lanes_empty(e)) {
+			uint64_t w0 = cp_now_ns();
 			(void)lanes_drain(e); /* a drain budget hit: drained again below */
+			work_ns += cp_now_ns() - w0;
 			got = true;
-			if (!e->outstanding)
+			if (!e->outstanding) {
+				end = CP_SPIN_ANSWERED;
 				break;
+			}
 		} else {
 			cp_cpu_relax();
 		}
 		/* the budget holds while messages keep coming too (an lcore
 		 * under UDP load while an answer is late): the loop goes on */
-		if (cp_loop_has_cqe(e->loop))
+		if (cp_loop_has_cqe(e->loop)) {
+			end = CP_SPIN_INPUT;
 			break;
-		if ((++i & 15) == 0 && cp_now_ns() - t0 >= budget)
+		}
+		if ((++i & 15) == 0 && cp_now_ns() - t0 >= budget) {
+			end = CP_SPIN_BUDGET;
 			break;
+		}
 	}
 	e->st.spins++;
-	e->st.spin_ns += cp_now_ns() - t0;
+	e->st.spin_end[end]++;
+	e->st.spin_ns += cp_now_ns() - t0 - work_ns;
 	if (got)
 		e->st.spin_hits++;
 	lanes_service(e); /* drain, announce the sleep again */

@@ -134,6 +134,15 @@ enum cp_hop {
 };
 const char *cp_engine_hop_name(enum cp_hop h);
 
+/* Why an answer spin ended (cp_engine_spin). */
+enum cp_spin_end {
+	CP_SPIN_ANSWERED, /* every owed answer came in */
+	CP_SPIN_INPUT,    /* a completion was ready: the loop went on */
+	CP_SPIN_BUDGET,   /* [dataplane] answer_spin_us ran out */
+	CP_SPIN__COUNT
+};
+const char *cp_engine_spin_end_name(enum cp_spin_end r);
+
 struct cp_engine_stats {
 	uint64_t frames, resolved, expired, poisoned, canonical, malformed;
 	uint64_t lane_full, pool_empty, req_table_full, too_big, outcomes_unmatched, bad_lane_msgs, peers_dropped;
@@ -144,7 +153,8 @@ struct cp_engine_stats {
 	 * the last pop and the sleep announcement, failed reads */
 	uint64_t wakes, wake_yields, wake_rechecks, wake_errors;
 	/* polls for an owed answer (cp_engine_spin), and those that found one */
-	uint64_t spins, spin_hits, spin_ns; /* spin_ns: time spent polling, all spins */
+	uint64_t spins, spin_hits, spin_ns; /* spin_ns: time spent waiting in them (not answering) */
+	uint64_t spin_end[CP_SPIN__COUNT];
 	uint64_t seeds_unkept; /* resolved seeds the endings cache could not keep (memory, unencodable) */
 	/* RESOLVED / FULL CANONICAL that came without their body (the lcore's
 	 * dp2cp pool was empty, boundary.h): audited by fingerprint, no frame */

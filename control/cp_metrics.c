@@ -555,7 +555,13 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 		e->st.spins);
 	counter(&b, "lane_answer_spin_hits_total", "... polls that found a message before the budget ran out",
 		e->st.spin_hits);
-	fam(&b, "lane_answer_spin_seconds_total", "counter", "time the control plane spent in those polls");
+	fam(&b, "lane_answer_spin_ends_total", "counter",
+	    "why those polls ended: answered (every owed answer in), input (a completion was ready), budget");
+	for (unsigned r = 0; r < CP_SPIN__COUNT; r++)
+		sb_printf(&b, "fanogate_lane_answer_spin_ends_total{reason=\"%s\"} %llu\n",
+			  cp_engine_spin_end_name((enum cp_spin_end)r), (unsigned long long)e->st.spin_end[r]);
+	fam(&b, "lane_answer_spin_seconds_total", "counter",
+	    "time the control plane spent waiting in those polls (not the answering it did meanwhile)");
 	sb_printf(&b, "fanogate_lane_answer_spin_seconds_total %.9f\n", (double)e->st.spin_ns * 1e-9);
 	render_hops(&b, e);
 	gauge(&b, "model_epoch", "model epoch", e->epoch);

@@ -108,6 +108,8 @@ def engine_hops(d, names):
     out["spins"] = int(delta.get("fanogate_lane_answer_spins_total", 0))
     out["spin_hits"] = int(delta.get("fanogate_lane_answer_spin_hits_total", 0))
     out["spin_s"] = delta.get("fanogate_lane_answer_spin_seconds_total", 0.0)
+    out["spin_ends"] = {r: int(delta.get('fanogate_lane_answer_spin_ends_total{reason="%s"}' % r, 0))
+                        for r in ("answered", "input", "budget")}
     return out
 
 
@@ -224,8 +226,10 @@ def main():
         for n, x in eng:
             hs = "  ".join("%s %d %.1f (<=%g)" % (h, x[h]["n"], x[h]["mean_us"], x[h]["p50_le_us"] or 0)
                            for h in HOPS if h in x)
-            lines.append("  %-11s %s  wakeups %d spins %d hits %d, %.1f us each" %
-                         (n, hs, x["wakeups"], x["spins"], x["spin_hits"], x["spin_s"] * 1e6 / x["spins"] if x["spins"] else 0))
+            ends = "/".join(str(x["spin_ends"][r]) for r in ("answered", "input", "budget"))
+            lines.append("  %-11s %s  wakeups %d spins %d hits %d, waiting %.1f us each, ended answered/input/budget %s" %
+                         (n, hs, x["wakeups"], x["spins"], x["spin_hits"],
+                          x["spin_s"] * 1e6 / x["spins"] if x["spins"] else 0, ends))
     if load:
         lines.append("")
         lines.append("throughput (burst, 16 tokens in flight, one fanofleet process as the whole fleet;"
