@@ -524,6 +524,9 @@ static void test_lanes_wake(void **state)
 	fg_wake_init(&b.wake, efd);
 	struct cp_engine e;
 	memset(&ev, 0, sizeof(ev));
+	/* First without answer spins (answer_spin_us = 0): every answer comes
+	 * by the tick or by the eventfd, and a submit leaves the sleep as it is. */
+	cfg.answer_spin_us = 0;
 	assert_int_equal(cp_engine_init(&e, &L, &cfg, &b, &ops, NULL), 0);
 	assert_int_equal(atomic_load(&b.wake.waiting), 1);
 
@@ -590,6 +593,26 @@ static void test_lanes_wake(void **state)
 	assert_int_equal(ev.ended, 10);
 	assert_int_equal(e.st.wakes, 2);
 	assert_int_equal(fg_ring_count(lane.to_cp), 0);
+
+	/* With answer spins: a submit takes the sleep back (the server's batch
+	 * end will poll for the answer), so the lcore's push writes no
+	 * eventfd; the spin takes the answer and announces the sleep again. */
+	cfg.answer_spin_us = 50;
+	ev.done = 0;
+	n = mk_seed(buf, sizeof(buf), 2, 9, 1, 0, x);
+	assert_int_equal(submit(&e, buf, n, 57), 0);
+	assert_int_equal(atomic_load(&b.wake.waiting), 0);
+	assert_true(fg_ring_pop(lane.to_dp, &m));
+	o = (union fg_bmsg){.outcome = {.kind = FG_BM_OUTCOME, .req_id = m.contrib.req_id}};
+	o.outcome.status.outcome = FG_O_ACCEPTED;
+	assert_true(fg_ring_push(lane.to_cp, &o));
+	assert_false(fg_wake_after_push(&b.wake));
+	assert_true(cp_engine_spin(&e));
+	assert_int_equal(ev.done, 1);
+	assert_int_equal(ev.cookie, 57);
+	assert_int_equal(e.st.spin_end[CP_SPIN_ANSWERED], 1);
+	assert_int_equal(e.st.wakes, 2);
+	assert_int_equal(atomic_load(&b.wake.waiting), 1); /* asleep again */
 
 	cp_engine_fini(&e);
 	run_for(5ull * 1000 * 1000);
