@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "cp_log.h"
+#include "cp_mem.h"
 
 #define CP_ENGINE_ENDINGS 1024u
 #define CP_TICK_LOCAL_NS (5ull * 1000 * 1000)
@@ -867,23 +867,14 @@ int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_confi
 		struct fg_slots_cfg scfg;
 		fg_config_slots(cfg, 1, &scfg);
 		size_t sz = fg_slots_mem_size(&scfg);
-		sz = (sz + 4095) & ~(size_t)4095;
-		/* Transparent huge pages when the kernel gives them (the table is
-		 * 100+ MB and every contribution lands on cold memory: 4 KiB pages
-		 * add a TLB miss per page copied), then populated up front so
-		 * first-touch page faults do not land on the first contributions. */
-		void *mem = mmap(NULL, sz ? sz : 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (mem == MAP_FAILED) {
+		/* populated up front (cp_mem.h; the table is 100+ MB and every
+		 * contribution lands on cold memory: huge pages when the kernel
+		 * gives them save a TLB miss per 4 KiB copied) */
+		e->slots_mem = cp_mem_map_populated(sz, &e->slots_len);
+		if (!e->slots_mem) {
 			cp_engine_fini(e);
 			return -ENOMEM;
 		}
-		(void)madvise(mem, sz ? sz : 4096, MADV_HUGEPAGE); /* advisory */
-#ifdef MADV_POPULATE_WRITE
-		if (madvise(mem, sz ? sz : 4096, MADV_POPULATE_WRITE) < 0)
-#endif
-			memset(mem, 0, sz ? sz : 4096);
-		e->slots_mem = mem;
-		e->slots_len = sz ? sz : 4096;
 		int r = fg_slots_init(&e->slots, e->slots_mem, sz, &scfg);
 		if (r < 0) {
 			cp_engine_fini(e);
@@ -918,8 +909,7 @@ void cp_engine_fini(struct cp_engine *e)
 	free(e->reqs);
 	free(e->flush_pending);
 	e->flush_pending = NULL;
-	if (e->slots_mem)
-		munmap(e->slots_mem, e->slots_len);
+	cp_mem_unmap(e->slots_mem, e->slots_len);
 	e->endings = NULL;
 	e->reqs = NULL;
 	e->slots_mem = NULL;

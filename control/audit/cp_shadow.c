@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cp_mem.h"
 #include "cp_shadow.h"
 #include "fg/text.h"
 
@@ -23,6 +24,7 @@ struct cp_shadow {
 	struct cp_shadow_hooks hooks;
 	struct fg_shadow core;
 	void *core_mem;
+	size_t core_len; /* mapped length (cp_mem_unmap) */
 	struct cp_audit_log *log;
 	struct cp_alert *alert;
 	bool failed;
@@ -190,8 +192,10 @@ int cp_shadow_new(struct cp_shadow **out, const struct fg_config *cfg, struct fg
 		snprintf(err, errlen, "shadow table: bad sizes");
 		goto fail;
 	}
-	need = (need + 63u) & ~(size_t)63u;
-	sh->core_mem = aligned_alloc(64, need);
+	/* populated up front (cp_mem.h): every resolved seed the audit keeps
+	 * lands in an entry of its own, and a first touch of each would cost
+	 * a page fault on the seed path until the whole table was used once */
+	sh->core_mem = cp_mem_map_populated(need, &sh->core_len);
 	if (!sh->core_mem) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "shadow table: cannot allocate %zu bytes", need);
@@ -245,7 +249,7 @@ int cp_shadow_new(struct cp_shadow **out, const struct fg_config *cfg, struct fg
 	return 0;
 fail:
 	cp_alert_free(sh->alert);
-	free(sh->core_mem);
+	cp_mem_unmap(sh->core_mem, sh->core_len);
 	free(sh);
 	return rc;
 }
@@ -256,7 +260,7 @@ void cp_shadow_free(struct cp_shadow *sh)
 		return;
 	cp_audit_log_free(sh->log);
 	cp_alert_free(sh->alert);
-	free(sh->core_mem);
+	cp_mem_unmap(sh->core_mem, sh->core_len);
 	free(sh);
 }
 
