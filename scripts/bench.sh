@@ -12,7 +12,12 @@
 #               ATTN over HTTPS keep-alive on loopback (fanofleet --relay-bench)
 #   resolution  bench/core's bench_core --json: reduce + fingerprint vs memcpy
 # Latency = last contribution sent -> the next layer's input received, one
-# token in flight (window 1, chain mode), 28 layers x hidden 1536.
+# token in flight (window 1, chain mode), 28 layers x hidden 1536, on two
+# clocks: from the return of the write that handed the last contribution
+# over (the main table), and from that write's start (on a CPU the gate
+# shares with the generator the gate may run inside the write, and then
+# the first clock starts after the gate's work). Per path also the gate's
+# control-thread CPU time per seed.
 # Output: a terminal table, OUT/jump.json, OUT/jump.png (CDF per path),
 # OUT/table.txt and the raw samples. No timing is asserted anywhere.
 #
@@ -67,7 +72,7 @@ while [ $# -gt 0 ]; do
 	--local-cpus) LOCAL_CPUS=$2; shift ;;
 	--rounds) ROUNDS=$2; shift ;;
 	--warmup-tokens) WARMUP=$2; shift ;;
-	-h|--help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,52p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -199,6 +204,10 @@ INNS=()
 # The gate's engine figures around one path (report.py: where the time
 # went, fanogate_engine_hop_seconds and the lane wake-ups and spins).
 scrape() { # file
+	# the control thread's (the gate's main thread) CPU time and run-queue
+	# wait so far (ns; /proc/PID/schedstat): report.py gives them per seed,
+	# a meter the scheduler's choices between gate and generator do not move
+	[ -n "${GATE_PID:-}" ] && cat "/proc/$GATE_PID/schedstat" >"$1.cpu" 2>/dev/null
 	[ -n "${METRICS_PORT:-}" ] || return 0
 	curl -s --max-time 5 "http://127.0.0.1:$METRICS_PORT/metrics" |
 		grep -E '^fanogate_(engine_hop_seconds|lane_wakeups|lane_answer_spin)' >"$1" || true
@@ -393,6 +402,11 @@ if [ $SMOKE -eq 1 ]; then
 	[ $MODE = none ] || [ -s "$OUT/path-dpdk-udp.json" ] || missing+=(path-dpdk-udp.json)
 	[ -x "$CORE" ] && { [ -s "$OUT/core.json" ] || missing+=(core.json); }
 	if [ ${#missing[@]} -gt 0 ]; then echo "bench smoke: MISSING ${missing[*]}" >&2; exit 1; fi
+	# every seed's sample carries both clocks (report.py), in order
+	for f in "$OUT"/path-*.samples; do
+		awk 'NF != 4 || $4 < $3 { bad++ } END { exit bad > 0 || NR == 0 }' "$f" ||
+			{ echo "bench smoke: $f lacks the write-start clock or has it after the return" >&2; exit 1; }
+	done
 	echo "bench smoke: all outputs present in $OUT"
 	# bench/cap: one lcore over net_memif (no kernel in the path), functional check only
 	if [ -x "$BUILD/bench/cap/cap_gen" ]; then

@@ -4,7 +4,9 @@
 Usage: report.py OUTDIR
 OUTDIR holds what scripts/bench.sh produced:
   path-<name>.json      fanofleet --json of one path (latency_by_ingress ...)
-  path-<name>.samples   fanofleet --samples of that path ("class path ns")
+  path-<name>.samples   fanofleet --samples of that path ("class path ns ns_from_write_start":
+                        from the write that handed the last contribution over returned,
+                        and from when it began; older files have the first only)
   path-<name>.skip      a one-line reason when the path could not run
   relay.samples, relay.txt   fanofleet --relay-bench (coordinator hop)
   core.json             bench/core's bench_core --json (resolution vs memcpy)
@@ -36,22 +38,30 @@ def pct(v, q):
     return v[k - 1]
 
 
-def load_raw(path):
+# The two clocks of a sample (fanofleet's fl_udp_sent_fn): from the write
+# that handed the slot's last contribution over returning ("handed", the
+# figure every table has used), and from that write beginning ("write
+# start"). On a CPU the gate shares with the generator the gate may run
+# inside that write, and then "handed" starts after the gate's work.
+HANDED, WRITE_START = 2, 3
+
+
+def load_raw(path, col=HANDED):
     """One samples file's latencies in us, in the order they completed."""
     out = []
     try:
         with open(path) as f:
             for line in f:
                 p = line.split()
-                if len(p) == 3:
-                    out.append(int(p[2]) / 1000.0)
+                if len(p) in (3, 4) and len(p) > col:
+                    out.append(int(p[col]) / 1000.0)
     except OSError:
         pass
     return out
 
 
-def load_samples(path):
-    return sorted(load_raw(path))
+def load_samples(path, col=HANDED):
+    return sorted(load_raw(path, col))
 
 
 def rounds_of(d, name):
@@ -61,10 +71,10 @@ def rounds_of(d, name):
                   if f.startswith(pre) and f.endswith(".samples") and f[len(pre):-len(".samples")].isdigit())
 
 
-def round_samples(d, name, r, warm_tokens, tokens):
+def round_samples(d, name, r, warm_tokens, tokens, col=HANDED):
     """One round's samples without its first warm_tokens tokens (window 1,
     chain mode: a token's seeds complete before the next token's)."""
-    raw = load_raw(os.path.join(d, "path-%s.r%d.samples" % (name, r)))
+    raw = load_raw(os.path.join(d, "path-%s.r%d.samples" % (name, r)), col)
     per_token = len(raw) / tokens if tokens else 0
     return raw[int(round(warm_tokens * per_token)):]
 
@@ -81,6 +91,24 @@ def load_metrics(path):
 
 
 HOPS = ("answer", "to_lcore", "back_to_cp", "seed_to_cp")
+
+
+def control_cpu(d, names, seeds):
+    """The gate's control thread over one path's runs (bench.sh scrape's
+    /proc/PID/schedstat before and after each): CPU time and run-queue wait
+    per seed, in us. None without the files."""
+    cpu = wait = 0
+    for name in names:
+        try:
+            a = [int(x) for x in open(os.path.join(d, "path-%s.m0.cpu" % name)).read().split()]
+            b = [int(x) for x in open(os.path.join(d, "path-%s.m1.cpu" % name)).read().split()]
+        except (OSError, ValueError):
+            return None
+        cpu += b[0] - a[0]
+        wait += b[1] - a[1]
+    if not seeds:
+        return None
+    return {"cpu_us_per_seed": cpu / 1000.0 / seeds, "runq_wait_us_per_seed": wait / 1000.0 / seeds}
 
 
 def engine_hops(d, names):
@@ -123,6 +151,7 @@ def main():
     rows = []
     warm, tokens = meta.get("warmup_tokens", 0), meta.get("tokens_per_path", 0)
     per_round = {}  # path -> [p50 of each round]
+    per_round_ws = {}  # the same on the write-start clock
     for name, desc in ORDER:
         entry = {"description": desc}
         skip = os.path.join(d, "path-%s.skip" % name)
@@ -133,15 +162,20 @@ def main():
             # bench.sh --rounds: the rounds pooled, each without its warm-up
             rs = rounds_of(d, name)
             runs = ["%s.r%d" % (name, r) for r in rs]
-            s, per_round[name] = [], []
+            s, ws, per_round[name], per_round_ws[name] = [], [], [], []
             for r in rs:
                 x = sorted(round_samples(d, name, r, warm, tokens))
                 per_round[name].append(pct(x, 50))
                 s += x
+                y = sorted(round_samples(d, name, r, warm, tokens, WRITE_START))
+                per_round_ws[name].append(pct(y, 50))
+                ws += y
             s.sort()
+            ws.sort()
             entry.update({"rounds": len(rs), "warmup_tokens_dropped": warm, "round_p50_us": per_round[name]})
         else:
             s = load_samples(os.path.join(d, "path-%s.samples" % name))
+            ws = load_samples(os.path.join(d, "path-%s.samples" % name), WRITE_START)
         for run in runs if name != "relay" else []:
             fj = os.path.join(d, "path-%s.json" % run)
             if os.path.exists(fj):
@@ -155,9 +189,15 @@ def main():
         hops = engine_hops(d, runs)
         if hops:
             entry["engine"] = hops
+        cc = control_cpu(d, runs, entry.get("resolved")) if name != "relay" else None
+        if cc:
+            entry["control_thread"] = cc
         if s:
             entry.update({"samples": len(s), "p50_us": pct(s, 50), "p90_us": pct(s, 90), "p99_us": pct(s, 99),
                           "p999_us": pct(s, 99.9), "max_us": s[-1]})
+            if name != "relay" and ws:
+                entry["from_write_start"] = {"p50_us": pct(ws, 50), "p99_us": pct(ws, 99), "p999_us": pct(ws, 99.9),
+                                             "max_us": ws[-1]}
             with open(os.path.join(d, "cdf-%s.dat" % name), "w") as f:
                 n = len(s)
                 step = max(1, n // 2000)
@@ -203,21 +243,42 @@ def main():
             note = "%d/%d bit-exact" % (e["bit_exact"], e["slots"])
         lines.append("%-11s %8d %9.1f %9.1f %9.1f %9.1f %9s  %s" % (name, e["samples"], e["p50_us"], e["p99_us"],
                                                                     e["p999_us"], e["max_us"], ratio, note))
-    if per_round:
+    fws = [(n, e["from_write_start"]) for n, e in rows if e.get("from_write_start")]
+    if fws:
         lines.append("")
-        lines.append("rounds (%d interleaved, the first %d tokens of each dropped): p50 us per round, dataplane / "
-                     "--no-dataplane" % (max(len(v) for v in per_round.values()), warm))
+        lines.append("the same seeds from the START of the write that handed the last contribution over (the table"
+                     " above: from its return):")
+        for n, x in fws:
+            lines.append("  %-11s p50 %9.1f  p99 %9.1f  p99.9 %9.1f  max %9.1f" % (n, x["p50_us"], x["p99_us"],
+                                                                             x["p999_us"], x["max_us"]))
+    for clock, pr, key, label in ((HANDED, per_round, "p50_us", "from the write's return"),
+                                  (WRITE_START, per_round_ws, None, "from the write's start")):
+        if not pr:
+            continue
+        lines.append("")
+        lines.append("rounds (%d interleaved, the first %d tokens of each dropped), %s: p50 us per round, "
+                     "dataplane / --no-dataplane" % (max(len(v) for v in pr.values()), warm, label))
         ratios = {}
         for p in ("wss", "https"):
-            a, b = per_round.get(p, []), per_round.get(p + "-local", [])
+            a, b = pr.get(p, []), pr.get(p + "-local", [])
             ratios[p] = [x / y for x, y in zip(a, b) if x and y]
             lines.append("  %-6s %s" % (p, "  ".join("%.1f/%.1f=%.2f" % (x, y, x / y) for x, y in zip(a, b) if x and y)))
             e, el = res["paths"].get(p, {}), res["paths"].get(p + "-local", {})
+            if key is None:
+                e, el = e.get("from_write_start", {}), el.get("from_write_start", {})
             if ratios[p] and e.get("p50_us") and el.get("p50_us"):
                 lines.append("  %-6s pooled p50 %.1f / %.1f = %.2fx; median of the round ratios %.2fx (%.2f-%.2f)"
                              % (p, e["p50_us"], el["p50_us"], e["p50_us"] / el["p50_us"],
                                 statistics.median(ratios[p]), min(ratios[p]), max(ratios[p])))
-        res["round_ratios"] = ratios
+        res["round_ratios" if clock == HANDED else "round_ratios_write_start"] = ratios
+    cts = [(n, e["control_thread"]) for n, e in rows if e.get("control_thread")]
+    if cts:
+        lines.append("")
+        lines.append("the gate's control thread per seed over each path (/proc/PID/schedstat; every round and"
+                     " warm-up token included): CPU time, and time runnable but waiting for its CPU")
+        for n, x in cts:
+            lines.append("  %-11s cpu %6.1f us  run-queue wait %6.1f us" % (n, x["cpu_us_per_seed"],
+                                                                          x["runq_wait_us_per_seed"]))
     eng = [(n, e["engine"]) for n, e in rows if e.get("engine")]
     if eng:
         lines.append("")

@@ -44,7 +44,7 @@ grep -q "receiving on" "$TMP/fake.log" || { cat "$TMP/fake.log"; echo "FAIL: fak
 
 "$FLEET" --udp 127.0.0.1:$((BASE + 1)) --consumer 127.0.0.1:$((BASE + 3)) --mix udp=1 --layers 6 --hidden 512 \
 	--tokens 120 --window 8 --canonical none --slot-timeout-ms 5000 --duration 90 --quiet \
-	--json "$TMP/fleet.json" > "$TMP/fleet.log" 2>&1
+	--json "$TMP/fleet.json" --samples "$TMP/samples" > "$TMP/fleet.log" 2>&1
 FRC=$?
 # Nothing to wait for once the fleet has exited: the verdict reads the
 # fleet's figures (final) and the relays' fault counts and ACK proofs. A
@@ -69,6 +69,16 @@ for name, r in (("relay1", r1), ("relay2", r2)):
     for d in ("up", "down"):
         if r[d]["queue_full"] or r[d]["send_failed"]:
             fails.append(f"{name} {d}: queue_full {r[d]['queue_full']} send_failed {r[d]['send_failed']}")
+# latency samples: both clocks on every line, the one from the start of the
+# last contribution's write never shorter than the one from its return
+bad, n = 0, 0
+for ln in open(f"{tmp}/samples"):
+    p = ln.split()
+    n += 1
+    if len(p) != 4 or int(p[3]) < int(p[2]):
+        bad += 1
+if n == 0 or bad:
+    fails.append(f"samples: {n} lines, {bad} without two ordered clocks")
 if r1["up"]["lost"] == 0 or r1["up"]["reordered"] == 0 or r2["up"]["dup"] == 0:
     fails.append("the relays injected no faults")
 print("loopback: slots %d resolved %d bit-exact %d wrong %d missing %d; relay1 lost %d/%d dup %d reordered %d; "

@@ -104,7 +104,13 @@ struct fl_udp_stats {
 };
 
 struct fl_udp_sender;
-typedef void (*fl_udp_sent_fn)(void *ctx, uint64_t tag, uint64_t now);
+/* A message (frame, WebSocket message, HTTP request) was handed to the
+ * transport: t_begin is read just before the write that carried its last
+ * byte began (sendto of its last fragment, SSL_write of its last record),
+ * t_end when that write returned. Two clocks because, on a CPU the
+ * receiver shares, the receiver may run inside the write (preempting the
+ * writer at its return) and then t_end comes after the receiver's work. */
+typedef void (*fl_udp_sent_fn)(void *ctx, uint64_t tag, uint64_t t_begin, uint64_t t_end);
 typedef void (*fl_status_fn)(void *ctx, const struct fg_status *st, enum fl_ingress via);
 
 struct fl_udp_opts {
@@ -229,7 +235,7 @@ short fl_conn_events(const struct fl_conn *c);
 int fl_conn_io(struct fl_conn *c, uint64_t now);
 /* WSS: append one encoded frame to the message being built (a message holds
  * up to 16 frames / 64 KiB, as the fleet coalesces). tag comes back through
- * on_sent when the message's last byte was written. */
+ * on_sent when the message's last byte was written (fl_udp_sent_fn). */
 FG_MUST_CHECK int fl_ws_queue_frame(struct fl_conn *c, const uint8_t *frame, uint32_t len, uint64_t tag);
 /* WSS: close the message being built and hand it to TLS. */
 void fl_ws_flush(struct fl_conn *c, uint64_t now);

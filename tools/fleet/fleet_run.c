@@ -73,7 +73,7 @@ struct slot {
 	uint8_t ing[FL_ROLES];
 	bool opened, corrupted, resolved, timed_out, dropped;
 	uint8_t deliveries;
-	uint64_t t_open, t_last_sent;
+	uint64_t t_open, t_last_sent, t_last_begin; /* fl_udp_sent_fn's two clocks */
 };
 
 struct token {
@@ -205,7 +205,7 @@ static float *vec(float *base, unsigned i, uint32_t hidden) { return base + (siz
 
 /* ---- callbacks from the transports -------------------------------- */
 
-static void on_sent(void *ctx, uint64_t tag, uint64_t now)
+static void on_sent(void *ctx, uint64_t tag, uint64_t t_begin, uint64_t now)
 {
 	struct engine *e = ctx;
 	unsigned role = tag & 3u, d = (tag >> 2) & 0x3FFFu;
@@ -213,8 +213,10 @@ static void on_sent(void *ctx, uint64_t tag, uint64_t now)
 	if (role == ROLE_CANON || !t || d == 0 || d > e->n_slots)
 		return;
 	struct slot *s = &t->slots[d - 1];
-	if (s->to_send > 0 && --s->to_send == 0)
+	if (s->to_send > 0 && --s->to_send == 0) {
 		s->t_last_sent = now;
+		s->t_last_begin = t_begin;
+	}
 }
 
 static void on_status(void *ctx, const struct fg_status *st, enum fl_ingress via)
@@ -357,8 +359,8 @@ static void check_resolved(struct engine *e, const struct fg_resolved *r, enum f
 			if (fl_lat_add(&e->lat[s->cls], lat) < 0 || fl_lat_add(&e->lat_path[path], lat) < 0)
 				note_error(e, "out of memory for samples");
 			if (e->samples)
-				fprintf(e->samples, "%s %s %llu\n", fl_ingress_name(s->cls), fl_path_name(path),
-					(unsigned long long)lat);
+				fprintf(e->samples, "%s %s %llu %llu\n", fl_ingress_name(s->cls), fl_path_name(path),
+					(unsigned long long)lat, (unsigned long long)(now - s->t_last_begin));
 		}
 		if (!s->timed_out)
 			slot_done(e, t, d);

@@ -10,7 +10,8 @@
  *
  * Output is one byte queue per connection; a "mark" (end offset, tag) per
  * queued item fires on_sent when the item's last byte was accepted by
- * SSL_write, which is what the latency clock calls "sent". Partial writes
+ * SSL_write, which is what the latency clock calls "sent" (with the time
+ * that SSL_write began too: fl_udp_sent_fn). Partial writes
  * and moving write buffers are enabled, and an SSL_write that wants to be
  * retried is retried with the same length (OpenSSL's rule). */
 #include <errno.h>
@@ -175,7 +176,9 @@ static int mark_push(struct fl_conn *c, uint64_t tag)
 static int flush_out(struct fl_conn *c)
 {
 	c->want_write = false;
+	uint64_t t_w = 0; /* the latest SSL_write's start: the one that completed a mark */
 	while (c->out_off < c->out_len) {
+		t_w = fl_now_ns();
 		size_t n = c->retry_len ? c->retry_len : c->out_len - c->out_off;
 		if (n > 65536)
 			n = 65536;
@@ -200,7 +203,7 @@ static int flush_out(struct fl_conn *c)
 		uint64_t now = fl_now_ns();
 		while (c->m_head < c->m_tail && c->marks[c->m_head].end <= c->written_total) {
 			if (c->cb.on_sent)
-				c->cb.on_sent(c->cb.ctx, c->marks[c->m_head].tag, now);
+				c->cb.on_sent(c->cb.ctx, c->marks[c->m_head].tag, t_w ? t_w : now, now);
 			c->m_head++;
 		}
 	}

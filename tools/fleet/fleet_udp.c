@@ -181,6 +181,7 @@ static void attempt(struct fl_udp_sender *s, struct fl_udp_frame *f, uint64_t no
 	uint32_t n = fg_frag_count(f->len, s->chunk);
 	uint8_t dg[DGRAM_MAX];
 	f->frame_id = s->next_id++;
+	uint64_t t_last = 0; /* before the last fragment's sendto (fl_udp_sent_fn) */
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t off = i * s->chunk;
 		struct fg_frag fr = {
@@ -209,6 +210,8 @@ static void attempt(struct fl_udp_sender *s, struct fl_udp_frame *f, uint64_t no
 			else
 				((struct sockaddr_in *)&to)->sin_port = htons(f->dst_port);
 		}
+		if (i + 1 == n)
+			t_last = fl_now_ns();
 		for (int k = 0; k < copies; k++) {
 			/* EAGAIN on a full socket buffer is a loss like any other:
 			 * the retransmit timer covers it. */
@@ -226,7 +229,7 @@ static void attempt(struct fl_udp_sender *s, struct fl_udp_frame *f, uint64_t no
 		f->first_sent = true;
 		s->st.frames++;
 		if (s->sent)
-			s->sent(s->ctx, f->tag, fl_now_ns());
+			s->sent(s->ctx, f->tag, t_last ? t_last : now, fl_now_ns());
 	}
 }
 
