@@ -295,7 +295,8 @@ static void server_batch_end(struct cp_loop *l, void *arg)
 			c->dnext = NULL;
 			cp_conn_flush(c);
 		}
-		/* spinning again: what this flush queued goes out meanwhile */
+		/* answers still owed after a whole budget: what this flush
+		 * queued goes out now, while we spin again */
 		if (more && cp_loop_submit(l) < 0)
 			break; /* the loop's own submit reports it */
 	} while (more);

@@ -726,8 +726,10 @@ static inline void cp_cpu_relax(void)
  * flush: the answers and seeds it takes leave in that flush. It submits
  * nothing itself (the completions of a batch's own SQEs, such as the
  * receive cancel of an HTTP request now waiting for its outcome, would end
- * it at once). Returns true when it drained something (the caller flushes
- * and may call again). */
+ * it at once). Returns true only when it drained something and ran out of
+ * budget with answers still owed (cp_engine.h): a spin that ended with
+ * every answer in, or on new input, leaves the submit to the loop, one
+ * io_uring_enter per batch as in local mode instead of two. */
 bool cp_engine_spin(struct cp_engine *e)
 {
 	if (!e->lanes_mode || !e->outstanding || !e->cfg->answer_spin_us || e->kick_armed || e->stopping)
@@ -775,7 +777,7 @@ bool cp_engine_spin(struct cp_engine *e)
 	if (got)
 		e->st.spin_hits++;
 	lanes_service(e); /* drain, announce the sleep again */
-	return got;
+	return got && end == CP_SPIN_BUDGET && e->outstanding;
 }
 
 void cp_engine_watch(struct cp_engine *e, const uint64_t mask[FG_WATCH_WORDS])

@@ -249,8 +249,11 @@ FG_MUST_CHECK int cp_engine_submit_at(struct cp_engine *e, const struct fg_frame
 /* Lanes mode: poll the lanes for up to [dataplane] answer_spin_us while
  * requests wait for their OUTCOME, instead of sleeping until an lcore wakes
  * us, until every owed answer is in. Call at the batch end, before the
- * flush; it submits nothing. Returns true when it handled messages (their
- * output is queued: flush, submit, then call again). */
+ * flush; it submits nothing. Returns true when it handled messages and
+ * ran out of its budget with answers still owed: flush, submit (so that
+ * what it took leaves now), then call again. Otherwise the caller flushes
+ * and goes back to its loop, whose one submit sends that output (every
+ * answer in) or also reaps the input that ended the spin. */
 bool cp_engine_spin(struct cp_engine *e);
 /* Lanes mode: publish the layers whose resolved seeds the control plane
  * hands on (WebSocket subscribers, HTTP long polls): their RESOLVED

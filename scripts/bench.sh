@@ -210,7 +210,7 @@ scrape() { # file
 	[ -n "${GATE_PID:-}" ] && cat "/proc/$GATE_PID/schedstat" >"$1.cpu" 2>/dev/null
 	[ -n "${METRICS_PORT:-}" ] || return 0
 	curl -s --max-time 5 "http://127.0.0.1:$METRICS_PORT/metrics" |
-		grep -E '^fanogate_(engine_hop_seconds|lane_wakeups|lane_answer_spin)' >"$1" || true
+		grep -E '^fanogate_(engine_hop_seconds|lane_wakeups|lane_answer_spin|loop_(submits|completions)_total)' >"$1" || true
 }
 run_fleet() { # name args...
 	local name=$1; shift

@@ -111,6 +111,12 @@ def control_cpu(d, names, seeds):
     return {"cpu_us_per_seed": cpu / 1000.0 / seeds, "runq_wait_us_per_seed": wait / 1000.0 / seeds}
 
 
+def per_seed(entry, key):
+    """An engine count per resolved seed of the path, or None."""
+    n, e = entry.get("resolved"), entry.get("engine") or {}
+    return e[key] / n if n and key in e else None
+
+
 def engine_hops(d, names):
     """The gate's engine figures over one path's runs (several with
     --rounds): per hop the records, mean and the bucket bound the median
@@ -132,6 +138,8 @@ def engine_hops(d, names):
         p50 = next((le for le, c in bounds if c >= n / 2), None)
         out[h] = {"n": int(n), "mean_us": delta['fanogate_engine_hop_seconds_sum{hop="%s"}' % h] / n * 1e6,
                   "p50_le_us": p50 * 1e6 if p50 is not None else None}
+    out["loop_submits"] = int(delta.get("fanogate_loop_submits_total", 0))
+    out["loop_completions"] = int(delta.get("fanogate_loop_completions_total", 0))
     out["wakeups"] = int(delta.get("fanogate_lane_wakeups_total", 0))
     out["spins"] = int(delta.get("fanogate_lane_answer_spins_total", 0))
     out["spin_hits"] = int(delta.get("fanogate_lane_answer_spin_hits_total", 0))
@@ -277,8 +285,11 @@ def main():
         lines.append("the gate's control thread per seed over each path (/proc/PID/schedstat; every round and"
                      " warm-up token included): CPU time, and time runnable but waiting for its CPU")
         for n, x in cts:
-            lines.append("  %-11s cpu %6.1f us  run-queue wait %6.1f us" % (n, x["cpu_us_per_seed"],
-                                                                          x["runq_wait_us_per_seed"]))
+            e = res["paths"][n]
+            sub_, cqe = per_seed(e, "loop_submits"), per_seed(e, "loop_completions")
+            loop = ("  io_uring submits %.2f, completions %.2f" % (sub_, cqe)) if sub_ is not None else ""
+            lines.append("  %-11s cpu %6.1f us  run-queue wait %6.1f us%s" % (n, x["cpu_us_per_seed"],
+                                                                            x["runq_wait_us_per_seed"], loop))
     eng = [(n, e["engine"]) for n, e in rows if e.get("engine")]
     if eng:
         lines.append("")

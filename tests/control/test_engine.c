@@ -534,7 +534,7 @@ static void test_lanes_wake(void **state)
 	uint8_t buf[128];
 	size_t n = mk_seed(buf, sizeof(buf), 2, 7, 1, 0, x);
 	assert_int_equal(submit(&e, buf, n, 55), 0);
-	union fg_bmsg m, o;
+	union fg_bmsg m, m2, o;
 	assert_true(fg_ring_pop(lane.to_dp, &m));
 	o = (union fg_bmsg){.outcome = {.kind = FG_BM_OUTCOME, .req_id = m.contrib.req_id}};
 	o.outcome.status.outcome = FG_O_ACCEPTED;
@@ -607,12 +607,41 @@ static void test_lanes_wake(void **state)
 	o.outcome.status.outcome = FG_O_ACCEPTED;
 	assert_true(fg_ring_push(lane.to_cp, &o));
 	assert_false(fg_wake_after_push(&b.wake));
-	assert_true(cp_engine_spin(&e));
+	/* every answer in: handled, and nothing to call again for (the
+	 * loop's own submit sends the output) */
+	assert_false(cp_engine_spin(&e));
 	assert_int_equal(ev.done, 1);
 	assert_int_equal(ev.cookie, 57);
 	assert_int_equal(e.st.spin_end[CP_SPIN_ANSWERED], 1);
+	assert_int_equal(e.st.spin_hits, 1);
 	assert_int_equal(e.st.wakes, 2);
 	assert_int_equal(atomic_load(&b.wake.waiting), 1); /* asleep again */
+
+	/* Two owed, one answered: the spin takes it, runs out of budget on
+	 * the other and asks to be called again after a flush and submit. */
+	ev.done = 0;
+	n = mk_seed(buf, sizeof(buf), 2, 10, 1, 0, x);
+	assert_int_equal(submit(&e, buf, n, 58), 0);
+	n = mk_seed(buf, sizeof(buf), 2, 11, 1, 0, x);
+	assert_int_equal(submit(&e, buf, n, 59), 0);
+	assert_true(fg_ring_pop(lane.to_dp, &m));
+	assert_true(fg_ring_pop(lane.to_dp, &m2));
+	o = (union fg_bmsg){.outcome = {.kind = FG_BM_OUTCOME, .req_id = m.contrib.req_id}};
+	o.outcome.status.outcome = FG_O_ACCEPTED;
+	assert_true(fg_ring_push(lane.to_cp, &o));
+	assert_true(cp_engine_spin(&e));
+	assert_int_equal(ev.done, 1);
+	assert_int_equal(ev.cookie, 58);
+	assert_int_equal(e.st.spin_end[CP_SPIN_BUDGET], 1);
+	/* called again with nothing coming: no messages, nothing to repeat
+	 * (whether it spun its budget or, a millisecond after the submit on
+	 * a loaded machine, went to sleep at once) */
+	assert_false(cp_engine_spin(&e));
+	o.outcome.req_id = m2.contrib.req_id;
+	assert_true(fg_ring_push(lane.to_cp, &o));
+	assert_false(cp_engine_spin(&e));
+	assert_int_equal(ev.done, 2);
+	assert_int_equal(ev.cookie, 59);
 
 	cp_engine_fini(&e);
 	run_for(5ull * 1000 * 1000);
