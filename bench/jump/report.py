@@ -149,6 +149,15 @@ def engine_hops(d, names):
     return out
 
 
+def with_key(rows, key):
+    """(name, entry[key]) for the rows whose entry has key."""
+    return [(n, e[key]) for n, e in rows if e.get(key)]
+
+
+def heading(lines, text):
+    lines += ["", text]
+
+
 def main():
     d = sys.argv[1]
     here = os.path.dirname(os.path.abspath(__file__))
@@ -251,11 +260,10 @@ def main():
             note = "%d/%d bit-exact" % (e["bit_exact"], e["slots"])
         lines.append("%-11s %8d %9.1f %9.1f %9.1f %9.1f %9s  %s" % (name, e["samples"], e["p50_us"], e["p99_us"],
                                                                     e["p999_us"], e["max_us"], ratio, note))
-    fws = [(n, e["from_write_start"]) for n, e in rows if e.get("from_write_start")]
+    fws = with_key(rows, "from_write_start")
     if fws:
-        lines.append("")
-        lines.append("the same seeds from the START of the write that handed the last contribution over (the table"
-                     " above: from its return):")
+        heading(lines, "the same seeds from the START of the write that handed the last contribution over (the"
+                " table above: from its return):")
         for n, x in fws:
             lines.append("  %-11s p50 %9.1f  p99 %9.1f  p99.9 %9.1f  max %9.1f" % (n, x["p50_us"], x["p99_us"],
                                                                              x["p999_us"], x["max_us"]))
@@ -263,9 +271,8 @@ def main():
                                   (WRITE_START, per_round_ws, None, "from the write's start")):
         if not pr:
             continue
-        lines.append("")
-        lines.append("rounds (%d interleaved, the first %d tokens of each dropped), %s: p50 us per round, "
-                     "dataplane / --no-dataplane" % (max(len(v) for v in pr.values()), warm, label))
+        heading(lines, "rounds (%d interleaved, the first %d tokens of each dropped), %s: p50 us per round, "
+                "dataplane / --no-dataplane" % (max(len(v) for v in pr.values()), warm, label))
         ratios = {}
         for p in ("wss", "https"):
             a, b = pr.get(p, []), pr.get(p + "-local", [])
@@ -279,22 +286,20 @@ def main():
                              % (p, e["p50_us"], el["p50_us"], e["p50_us"] / el["p50_us"],
                                 statistics.median(ratios[p]), min(ratios[p]), max(ratios[p])))
         res["round_ratios" if clock == HANDED else "round_ratios_write_start"] = ratios
-    cts = [(n, e["control_thread"]) for n, e in rows if e.get("control_thread")]
+    cts = with_key(rows, "control_thread")
     if cts:
-        lines.append("")
-        lines.append("the gate's control thread per seed over each path (/proc/PID/schedstat; every round and"
-                     " warm-up token included): CPU time, and time runnable but waiting for its CPU")
+        heading(lines, "the gate's control thread per seed over each path (/proc/PID/schedstat; every round and"
+                " warm-up token included): CPU time, and time runnable but waiting for its CPU")
         for n, x in cts:
             e = res["paths"][n]
             sub_, cqe = per_seed(e, "loop_submits"), per_seed(e, "loop_completions")
             loop = ("  io_uring submits %.2f, completions %.2f" % (sub_, cqe)) if sub_ is not None else ""
             lines.append("  %-11s cpu %6.1f us  run-queue wait %6.1f us%s" % (n, x["cpu_us_per_seed"],
                                                                             x["runq_wait_us_per_seed"], loop))
-    eng = [(n, e["engine"]) for n, e in rows if e.get("engine")]
+    eng = with_key(rows, "engine")
     if eng:
-        lines.append("")
-        lines.append("engine hops per path (fanogate_engine_hop_seconds over the run: records, mean us,"
-                     " median <= bucket bound; answer = submit -> outcome, both modes):")
+        heading(lines, "engine hops per path (fanogate_engine_hop_seconds over the run: records, mean us,"
+                " median <= bucket bound; answer = submit -> outcome, both modes):")
         for n, x in eng:
             hs = "  ".join("%s %d %.1f (<=%g)" % (h, x[h]["n"], x[h]["mean_us"], x[h]["p50_le_us"] or 0)
                            for h in HOPS if h in x)
