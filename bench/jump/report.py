@@ -267,8 +267,8 @@ def main():
         for n, x in fws:
             lines.append("  %-11s p50 %9.1f  p99 %9.1f  p99.9 %9.1f  max %9.1f" % (n, x["p50_us"], x["p99_us"],
                                                                              x["p999_us"], x["max_us"]))
-    for clock, pr, key, label in ((HANDED, per_round, "p50_us", "from the write's return"),
-                                  (WRITE_START, per_round_ws, None, "from the write's start")):
+    for clock, pr, label in ((HANDED, per_round, "from the write's return"),
+                             (WRITE_START, per_round_ws, "from the write's start")):
         if not pr:
             continue
         heading(lines, "rounds (%d interleaved, the first %d tokens of each dropped), %s: p50 us per round, "
@@ -279,7 +279,7 @@ def main():
             ratios[p] = [x / y for x, y in zip(a, b) if x and y]
             lines.append("  %-6s %s" % (p, "  ".join("%.1f/%.1f=%.2f" % (x, y, x / y) for x, y in zip(a, b) if x and y)))
             e, el = res["paths"].get(p, {}), res["paths"].get(p + "-local", {})
-            if key is None:
+            if clock == WRITE_START:
                 e, el = e.get("from_write_start", {}), el.get("from_write_start", {})
             if ratios[p] and e.get("p50_us") and el.get("p50_us"):
                 lines.append("  %-6s pooled p50 %.1f / %.1f = %.2fx; median of the round ratios %.2fx (%.2f-%.2f)"
