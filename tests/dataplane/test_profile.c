@@ -52,6 +52,7 @@ static void test_shipped_profiles(void **st)
 	setenv("FG_PCAP_IN", "/tmp/in.pcap", 1);
 	setenv("FG_PCAP_OUT", "/tmp/out.pcap", 1);
 	unsetenv("FG_IFACE");
+	unsetenv("FG_AF_XDP_BUSY_BUDGET");
 	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		struct dp_profile p;
 		assert_int_equal(dp_profile_find(names[i], path, sizeof(path)), 0);
@@ -66,6 +67,10 @@ static void test_shipped_profiles(void **st)
 	assert_int_equal(dp_profile_load(&p, path, err, sizeof(err)), 0);
 	assert_non_null(strstr(p.vdev[0], "iface=fgveth0")); /* the ${FG_IFACE:-fgveth0} default */
 	assert_non_null(strstr(p.vdev[0], "qpairs=2"));     /* ${FG_LCORES} */
+	/* af_xdp: no recvfrom() per empty burst unless FG_AF_XDP_BUSY_BUDGET asks */
+	assert_int_equal(dp_profile_find("af_xdp", path, sizeof(path)), 0);
+	assert_int_equal(dp_profile_load(&p, path, err, sizeof(err)), 0);
+	assert_non_null(strstr(p.vdev[0], ",busy_budget=0"));
 	assert_int_equal(dp_profile_find("no_such_profile", path, sizeof(path)), -ENOENT);
 	assert_int_equal(dp_profile_find("/nonexistent/x.ini", path, sizeof(path)), -ENOENT);
 }
