@@ -58,6 +58,18 @@ static int arg_add(struct argv_buf *a, const char *s)
 	return 0;
 }
 
+/* A network interface with no device behind it (/sys/class/net/IF has no
+ * "device" link): veth, bridge, tun; none of them runs AF_XDP zero-copy. */
+static bool iface_virtual(const char *iface)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/sys/class/net/%s", iface);
+	if (access(path, F_OK) != 0)
+		return false; /* unknown here: leave the PMD its default, it reports the name */
+	snprintf(path, sizeof(path), "/sys/class/net/%s/device", iface);
+	return access(path, F_OK) != 0;
+}
+
 /* A hugetlbfs mount for 2 MiB pages, from /proc/mounts. */
 static bool hugetlbfs_mounted(const char *want_dir)
 {
@@ -175,8 +187,15 @@ static int build_eal_args(struct dp_state *g, struct argv_buf *a, uint64_t need_
 		rc |= arg_add(a, tmp);
 	}
 	for (unsigned i = 0; i < p->n_vdev; i++) {
+		char vdev[DP_PROFILE_STR + 32];
+		int t = dp_vdev_tune(p->vdev[i], iface_virtual, vdev, sizeof(vdev));
+		if (t < 0)
+			return -E2BIG;
+		if (t > 0)
+			DP_LOG(NOTICE, "%s: virtual interface, AF_XDP in copy mode: busy_budget=0 (no recvfrom() per empty "
+				       "RX burst; write busy_budget= in the vdev to choose)", vdev);
 		rc |= arg_add(a, "--vdev");
-		rc |= arg_add(a, p->vdev[i]);
+		rc |= arg_add(a, vdev);
 	}
 	for (unsigned i = 0; i < p->n_pci; i++) {
 		rc |= arg_add(a, "-a");

@@ -335,3 +335,30 @@ int dp_lcores_default(char *buf, size_t cap, long ncpu, unsigned n)
 		o += snprintf(buf + o, cap - (size_t)o, ",%u@%ld", k, (ncpu - (long)k % ncpu + ncpu) % ncpu);
 	return o >= 0 && (size_t)o < cap ? o : -1;
 }
+
+/* The value of key= in a devargs list "driver,k=v,k=v" into out; false when absent. */
+static bool devarg(const char *args, const char *key, char *out, size_t cap)
+{
+	size_t kl = strlen(key);
+	for (const char *c = strchr(args, ','); c; c = strchr(c + 1, ',')) {
+		if (strncmp(c + 1, key, kl) || c[1 + kl] != '=')
+			continue;
+		const char *v = c + 2 + kl;
+		size_t n = strcspn(v, ",");
+		if (n >= cap)
+			n = cap - 1;
+		memcpy(out, v, n);
+		out[n] = 0;
+		return true;
+	}
+	return false;
+}
+
+int dp_vdev_tune(const char *vdev, bool (*iface_virtual)(const char *iface), char *out, size_t cap)
+{
+	char iface[64], budget[16];
+	bool add = !strncmp(vdev, "net_af_xdp", 10) && !devarg(vdev, "busy_budget", budget, sizeof(budget)) &&
+		   devarg(vdev, "iface", iface, sizeof(iface)) && iface[0] && iface_virtual(iface);
+	int n = snprintf(out, cap, "%s%s", vdev, add ? ",busy_budget=0" : "");
+	return n < 0 || (size_t)n >= cap ? -1 : add;
+}

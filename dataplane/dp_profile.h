@@ -65,6 +65,19 @@ void dp_profile_default(struct dp_profile *p);
  * Returns the length written, or -1 when cap is too small. Pure. */
 int dp_lcores_default(char *buf, size_t cap, long ncpu, unsigned n);
 
+/* The vdev argument handed to the EAL, into out[0..cap): `vdev` itself,
+ * except that a net_af_xdp vdev with an iface= and no busy_budget= gets
+ * ",busy_budget=0" when iface_virtual(iface) says the interface is virtual
+ * (a veth: AF_XDP in copy mode). DPDK 22.11's default busy_budget (64)
+ * makes the PMD call recvfrom() after every empty RX burst, which in copy
+ * mode only busy-polls a NAPI the sender's softirq already runs. A physical
+ * interface keeps the PMD's default: with busy_budget=0 the PMD calls
+ * poll(fd, 1, 1000) when the driver asks for a wake-up, which a zero-copy
+ * driver does when its RX ring runs dry, and the lcore would block.
+ * Returns 1 when it appended, 0 when it copied, -1 when cap is too small.
+ * Pure but for the callback. */
+int dp_vdev_tune(const char *vdev, bool (*iface_virtual)(const char *iface), char *out, size_t cap);
+
 /* Parse a file over the defaults. Returns 0, or -errno / -EINVAL with a
  * human message "file:line: reason" in err[0..errlen). */
 FG_MUST_CHECK int dp_profile_load(struct dp_profile *p, const char *path, char *err, size_t errlen);

@@ -39,9 +39,9 @@
 #   --local-cpus LIST   run fanogate --no-dataplane on these CPUs only: with
 #                the same LIST as the CPUs the dataplane mode leaves to its
 #                control plane, both modes get the same CPUs
-#   --af-xdp-busy-budget N   net_af_xdp's busy_budget (default 0, as in
-#                drivers-config/af_xdp.ini; the PMD's own default, 64, makes
-#                a recvfrom() on every empty RX burst)
+#   --af-xdp-busy-budget N   net_af_xdp's busy_budget (default: none
+#                given, and fanogate picks 0 on the veth; the PMD's own
+#                default, 64, makes a recvfrom() on every empty RX burst)
 #   --rounds N   the wss and https paths in N interleaved rounds (default 1):
 #                both gates (dataplane and --no-dataplane) stay up side by
 #                side, each round runs the four paths against them (the
@@ -63,7 +63,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # cannot collide with anything else on the box.
 [ "$(id -u)" -eq 0 ] || fg_private_net "$@"
 BUILD=${FG_BUILD_DIR:-build}
-SMOKE=0 TOKENS= OUT= ANSWER_SPIN= FLEET_CPUS= EAL_LCORES= LOCAL_CPUS= XDP_BUSY_BUDGET=0 ROUNDS=1 WARMUP=20
+SMOKE=0 TOKENS= OUT= ANSWER_SPIN= FLEET_CPUS= EAL_LCORES= LOCAL_CPUS= XDP_BUSY_BUDGET= ROUNDS=1 WARMUP=20
 while [ $# -gt 0 ]; do
 	case $1 in
 	--smoke) SMOKE=1 ;;
@@ -255,7 +255,7 @@ if [ $ROOTED -eq 1 ]; then
 	if ldd "$GATE" 2>/dev/null | grep librte_eal >/dev/null; then
 		for kind in af_xdp af_packet; do
 			case $kind in
-			af_xdp) vdev="net_af_xdp0,iface=$VH,start_queue=0,queue_count=1,busy_budget=$XDP_BUSY_BUDGET" ;;
+			af_xdp) vdev="net_af_xdp0,iface=$VH,start_queue=0,queue_count=1${XDP_BUSY_BUDGET:+,busy_budget=$XDP_BUSY_BUDGET}" ;;
 			af_packet) vdev="net_af_packet0,iface=$VH,qpairs=1" ;;
 			esac
 			printf '[eal]\nhugepages = %s\nlog_level = *:error\n%s[port]\nvdev = %s\nmtu = 1500\n[net]\nip4 = %s\n' \

@@ -245,7 +245,7 @@ EOF
 write_profile() { # kind
 	local vdev
 	case $1 in
-	af_xdp) vdev="net_af_xdp0,iface=$VH,start_queue=0,queue_count=1,busy_budget=0" ;; # drivers-config/af_xdp.ini
+	af_xdp) vdev="net_af_xdp0,iface=$VH,start_queue=0,queue_count=1" ;;
 	af_packet) vdev="net_af_packet0,iface=$VH,qpairs=1" ;;
 	esac
 	cat >"$RUN/dp-$1.ini" <<EOF
