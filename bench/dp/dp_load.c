@@ -10,7 +10,10 @@
  *   throughput: up to --window slots in flight; resolved seeds per second
  *
  * Every resolved seed is compared bit for bit with the reference sum (the
- * same bodies are reused for every slot, so one reference serves all).
+ * same bodies are reused for every slot, so one reference serves all), and
+ * ACKed at once to the address it came from, as the fleet's consumer does
+ * (spec/wire.md 2.1), so a receiver with reliable delivery retires it
+ * instead of resending it.
  * Output: one JSON object on stdout, with this process's own CPU time
  * (gen_cpu_s, getrusage: user + system) so a run shows whether the
  * generator was the limit. Single-threaded; pin it with taskset. */
@@ -115,15 +118,32 @@ struct rx {
 	uint8_t buf[1 << 17];
 	uint32_t len;
 	int cur_fid;
+	uint64_t t_done; /* when the seed's last fragment was read, before its ACK */
 };
 
 /* Read consumer datagrams; returns 1 when a whole resolved seed completed
  * (token/layer in r), 0 when nothing (more) is ready, -1 on timeout. */
+static unsigned acks_sent;
+static uint16_t ack_fid;
+
+/* ACK one resolved seed (its frame's stream and sequence) to `to`. */
+static void ack_seed(const uint8_t *frame, const struct sockaddr_in *to)
+{
+	struct fg_ack_entry e = {.stream_id = fg_be16(frame), .base_seq = fg_be32(frame + 2), .bitmap_lo = 1};
+	uint8_t buf[256];
+	uint32_t lens[1];
+	if (fg_ack_build(&e, 1, (uint32_t)o.mtu, ack_fid++, buf, sizeof(buf), lens, 1) == 1 &&
+	    sendto(csk, buf, lens[0], 0, (const struct sockaddr *)to, sizeof(*to)) >= 0)
+		acks_sent++;
+}
+
 static int rx_one(struct rx *r, int timeout_ms)
 {
 	static uint8_t d[65536];
 	for (;;) {
-		ssize_t n = recv(csk, d, sizeof(d), timeout_ms ? 0 : MSG_DONTWAIT);
+		struct sockaddr_in from;
+		socklen_t fl = sizeof(from);
+		ssize_t n = recvfrom(csk, d, sizeof(d), timeout_ms ? 0 : MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return timeout_ms ? -1 : 0;
@@ -144,11 +164,13 @@ static int rx_one(struct rx *r, int timeout_ms)
 			memcpy(r->buf + (uint32_t)idx * C, d + 4, (size_t)(n - 4));
 		r->frags++;
 		if ((int)r->frags == tot) {
+			r->t_done = now_ns();
 			r->len = (uint32_t)((tot - 1) * (int)C + (int)(n - 4));
 			r->token = fg_be32(r->buf + 2);
 			r->layer = (uint16_t)(fg_be16(r->buf) - 0xAFA0);
 			if (r->len != frame_len || memcmp(r->buf + 18, ref, frame_len - 18))
 				r->bad++;
+			ack_seed(r->buf, &from);
 			r->got++;
 			r->cur_fid = -1;
 			return 1;
@@ -258,7 +280,7 @@ int main(int argc, char **argv)
 			while ((got = rx_one(&rx, 200)) == 1 && (rx.token != token || rx.layer != layer))
 				; /* a late seed of an earlier slot */
 			if (got == 1)
-				lat[nlat++] = now_ns() - t0;
+				lat[nlat++] = rx.t_done - t0;
 			else
 				lost++;
 		}
@@ -299,9 +321,9 @@ int main(int argc, char **argv)
 #define PCT(p) (nlat ? lat[(size_t)((double)(nlat - 1) * (p))] / 1000.0 : 0.0)
 	printf("{\"label\":\"%s\",\"mode\":\"%s\",\"hidden\":%d,\"slots\":%d,\"resolved\":%u,\"lost\":%u,\"bad\":%u,"
 	       "\"seconds\":%.3f,\"seeds_per_s\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"max_us\":%.1f,"
-	       "\"contrib_bytes\":%llu,\"gen_cpu_s\":%.3f}\n",
+	       "\"contrib_bytes\":%llu,\"gen_cpu_s\":%.3f,\"acks_sent\":%u}\n",
 	       o.label, o.mode, o.hidden, o.slots, nlat, lost, rx.bad, (double)(t_end - t_start) / 1e9,
 	       nlat / ((double)(t_end - t_start) / 1e9), PCT(0.5), PCT(0.99), PCT(0.999), nlat ? lat[nlat - 1] / 1000.0 : 0,
-	       (unsigned long long)nlat * LINES * blen, gen_cpu);
+	       (unsigned long long)nlat * LINES * blen, gen_cpu, acks_sent);
 	return rx.bad ? 3 : 0;
 }

@@ -28,6 +28,7 @@ KRX=$B/bench/dp/kudp_rx
 MEMCPY=$B/bench/dp/dp_memcpy
 [ "$(id -u)" = 0 ] || { echo "needs root"; exit 77; }
 # FG_BENCH_TAG: prefix of the namespaces and veths (<= 8 characters), default fgdp
+# FG_BENCH_RECEIVERS: the receivers to run (default "kernel af_packet af_xdp"; also af_xdp_bb64)
 T=${FG_BENCH_TAG:-fgdp}
 OUT=${FG_BENCH_OUT:-$(mktemp -d /tmp/fgdp-bench-XXXXXX)}
 mkdir -p "$OUT"
@@ -70,6 +71,10 @@ print(json.dumps(dict(label=label, hidden=int(hidden), meter=phase, rx_proc_s=pr
 EOM
 }
 
+# the receivers, in order: kernel (kudp_rx), af_packet, af_xdp, and
+# af_xdp_bb64 (af_xdp with the PMD's default busy_budget=64 instead of the
+# 0 fanogate picks on a veth: a recvfrom() after every empty RX burst)
+RECEIVERS=${FG_BENCH_RECEIVERS:-kernel af_packet af_xdp}
 ip netns add $T-bl && ip netns add $T-bk || exit 1
 ip link add ${T}b0a type veth peer name ${T}b0b
 ip link add ${T}b1a type veth peer name ${T}b1b
@@ -96,7 +101,7 @@ echo "memcpy baseline (1 core):"
 taskset -c 1 "$MEMCPY" 1.0 | tee -a "$RES"
 
 for HIDDEN in 1536 4096; do
-	for who in kernel af_packet af_xdp; do
+	for who in $RECEIVERS; do
 		consumer=10.97.0.2; [ $who = kernel ] && consumer=10.97.1.2
 		cat > "$OUT/fg-$HIDDEN.ini" <<EOC
 [model]
@@ -126,7 +131,12 @@ EOC
 			rm -f "$OUT/ready"
 			export FG_IFACE=${T}b0a FG_DP_IP4=10.97.0.1 FG_IDLE_SLEEP_US=0 FG_HUGEPAGES=$HUGE FG_HUGE_DIR=$OUT/huge
 			# poll lcore 1 on CPU 1 (the default map); the main thread floats
-			unshare -m sh -c "{ [ $HUGE = off ] || mount -t hugetlbfs -o pagesize=2M fgdphuge '$OUT/huge'; } && exec '$DP' --config '$OUT/fg-$HIDDEN.ini' --profile '$ROOT/drivers-config/$who.ini' --duration 600 --report '$OUT/dp-$who-$HIDDEN.json' --ready-file '$OUT/ready'" 2> "$OUT/dp-$who.log" &
+			prof=$ROOT/drivers-config/$who.ini
+			if [ $who = af_xdp_bb64 ]; then # the PMD's own busy_budget, for comparison
+				prof=$OUT/af_xdp_bb64.ini
+				sed 's/^vdev = .*/&,busy_budget=64/' "$ROOT/drivers-config/af_xdp.ini" > "$prof"
+			fi
+			unshare -m sh -c "{ [ $HUGE = off ] || mount -t hugetlbfs -o pagesize=2M fgdphuge '$OUT/huge'; } && exec '$DP' --config '$OUT/fg-$HIDDEN.ini' --profile '$prof' --duration 600 --report '$OUT/dp-$who-$HIDDEN.json' --ready-file '$OUT/ready'" 2> "$OUT/dp-$who.log" &
 			DPPID=$!
 			fg_wait_until 20 fg_ready_files "$DPPID" "$OUT/ready"
 			if [ ! -f "$OUT/ready" ]; then echo "$who did not start:"; tail -5 "$OUT/dp-$who.log"; DPPID=""; continue; fi
