@@ -74,10 +74,12 @@ while [ $# -gt 0 ]; do
 	--fleet-cpus) FLEET_CPUS=$2; shift ;;
 	--eal-lcores) EAL_LCORES=$2; shift ;;
 	--local-cpus) LOCAL_CPUS=$2; shift ;;
-	--af-xdp-busy-budget) XDP_BUSY_BUDGET=$2; shift ;;
+	--af-xdp-busy-budget)
+		case $2 in ''|*[!0-9]*) echo "bench.sh: --af-xdp-busy-budget wants a number of packets (0 = no busy polling), not '$2'" >&2; exit 2 ;; esac
+		XDP_BUSY_BUDGET=$2; shift ;;
 	--rounds) ROUNDS=$2; shift ;;
 	--warmup-tokens) WARMUP=$2; shift ;;
-	-h|--help) sed -n '2,52p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift

@@ -121,8 +121,6 @@ struct rx {
 	uint64_t t_done; /* when the seed's last fragment was read, before its ACK */
 };
 
-/* Read consumer datagrams; returns 1 when a whole resolved seed completed
- * (token/layer in r), 0 when nothing (more) is ready, -1 on timeout. */
 static unsigned acks_sent;
 static uint16_t ack_fid;
 
@@ -137,6 +135,8 @@ static void ack_seed(const uint8_t *frame, const struct sockaddr_in *to)
 		acks_sent++;
 }
 
+/* Read consumer datagrams; returns 1 when a whole resolved seed completed
+ * (token/layer in r; ACKed), 0 when nothing (more) is ready, -1 on timeout. */
 static int rx_one(struct rx *r, int timeout_ms)
 {
 	static uint8_t d[65536];
