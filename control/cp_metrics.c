@@ -17,6 +17,7 @@
 
 #include "cp_harden.h"
 #include "cp_audit.h"
+#include "cp_counters.h"
 #include "cp_http_parse.h"
 #include "cp_log.h"
 #include "cp_reload.h"
@@ -116,16 +117,6 @@ static const char *line_labels(unsigned line, char *buf, size_t len)
 static uint64_t dp_load(const struct fg_boundary *bd, unsigned lcore, unsigned c)
 {
 	return atomic_load_explicit(&bd->counters[lcore].c[c], memory_order_relaxed);
-}
-
-/* Open slots freed by epoch changes: the local table's, or every lcore's. */
-static uint64_t slots_flushed(const struct cp_engine *e, const struct fg_boundary *bd)
-{
-	uint64_t n = e->st.slots_flushed;
-	if (e->lanes_mode && bd && bd->counters)
-		for (unsigned i = 0; i < bd->n_lanes; i++)
-			n += dp_load(bd, i, FG_C_SLOTS_FLUSHED);
-	return n;
 }
 
 /* The value of registry entry i (fg_dp_counter_defs then fg_dp_xcounter_defs)
@@ -455,6 +446,21 @@ static void render_process(struct sbuf *b)
 	}
 }
 
+/* Every entry of the control plane's registry (cp_counters.h), in its order. */
+static void render_registry(struct sbuf *b, const struct cp_metrics *m)
+{
+	const struct cp_counter_src src = {.srv = m->srv, .engine = m->engine, .loop = m->loop, .b = m->b};
+	for (unsigned i = 0; i < cp_counter_count; i++) {
+		const struct cp_counter_def *d = &cp_counter_defs[i];
+		uint64_t v = cp_counter_value(d, &src);
+		fam(b, d->metric, d->type, d->help);
+		if (d->ns)
+			sb_printf(b, "fanogate_%s %.9f\n", d->metric, (double)v * 1e-9);
+		else
+			sb_printf(b, "fanogate_%s %llu\n", d->metric, (unsigned long long)v);
+	}
+}
+
 ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 {
 	struct sbuf b = {.cap = 65536};
@@ -474,13 +480,6 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	counter(&b, "metrics_refused_per_source_total", "metrics connections refused: their source had 4 open",
 		m->ls.refused_per_source);
 	counter(&b, "metrics_evicted_total", "metrics connections closed for a newer one (16 open)", m->ls.evicted);
-	counter(&b, "seccomp_refused_total", "system calls the seccomp allow-list refused with EPERM ([daemon] seccomp = on)",
-		atomic_load(&cp_harden_sys_refused));
-	counter(&b, "operator_fd_requests_refused_total", "operator requests that carried file descriptors (refused)",
-		cp_harden_st.fd_requests_refused);
-	counter(&b, "operator_fds_closed_total", "file descriptors passed on the operator socket and closed unread",
-		cp_harden_st.fds_closed);
-	gauge(&b, "tls_connections", "open TLS connections", m->srv->n_conns);
 	gauge(&b, "tls_max_connections", "[tls] max_connections in force", m->srv->max_conns);
 	gauge(&b, "tls_ws_max_message_bytes", "[tls] ws_max_message in force (largest WebSocket message or POST body)",
 	      m->cfg->ws_max_message);
@@ -489,80 +488,24 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	sb_printf(&b, "fanogate_tls_handshake_timeout_seconds %.3f\n", m->cfg->handshake_timeout_ms / 1e3);
 	fam(&b, "tls_idle_timeout_seconds", "gauge", "[tls] idle_timeout_ms in force");
 	sb_printf(&b, "fanogate_tls_idle_timeout_seconds %.3f\n", m->cfg->idle_timeout_ms / 1e3);
-	counter(&b, "tls_accepted_total", "TLS connections accepted", s->accepted);
-	counter(&b, "tls_closed_total", "TLS connections closed", s->closed);
-	counter(&b, "tls_refused_max_total", "connections refused over max_connections", s->refused_max);
-	counter(&b, "tls_handshake_failures_total", "TLS handshakes refused", s->tls_failed);
-	counter(&b, "tls_head_timeouts_total", "handshake or request head not complete in time", s->handshake_timeouts);
-	counter(&b, "tls_idle_timeouts_total", "connections closed idle", s->idle_timeouts);
-	counter(&b, "tls_body_timeouts_total", "request bodies slower than [tls] body_min_rate (answered 408)",
-		s->body_timeouts);
-	gauge(&b, "tls_unauthenticated_connections", "open TLS connections not (yet) authenticated",
-	      m->srv->admit.n_unauth);
+	render_registry(&b, m);
 	fam(&b, "tls_admission_total", "counter",
 	    "connections refused or evicted at accept by reason (per_source, full, evicted_unauth_share, evicted_full)");
 	for (unsigned i = 0; i < CP_ADMIT_R__COUNT; i++)
 		sb_printf(&b, "fanogate_tls_admission_total{reason=\"%s\"} %llu\n",
 			  cp_admit_reason_name((enum cp_admit_reason)i), (unsigned long long)m->srv->admit.st[i]);
-	counter(&b, "http_requests_total", "HTTP requests routed", s->http_requests);
-	counter(&b, "http_errors_total", "HTTP answers with status >= 400", s->http_errors);
-	counter(&b, "auth_failures_total", "authentication refusals", s->auth_failures);
-	counter(&b, "ws_sessions_total", "WebSocket /flow sessions opened", s->ws_sessions);
-	counter(&b, "ws_messages_in_total", "WebSocket data messages received", s->ws_msgs_in);
-	counter(&b, "ws_frames_in_total", "aeon frames received in WebSocket messages", s->ws_frames_in);
-	counter(&b, "ws_messages_out_total", "WebSocket messages sent (statuses and seeds)", s->ws_msgs_out);
-	counter(&b, "ws_slow_consumer_drops_total", "sessions dropped with 1008 over send_queue_max",
-		s->slow_consumer_drops);
-	counter(&b, "seeds_pushed_total", "resolved seeds pushed to subscribers", s->seeds_pushed);
 	render_peers(&b, m->srv);
 	render_udp_peers(&b, e);
-	counter(&b, "tls_frames_total", "frames received over TLS (WebSocket and POST)", e->st.frames);
-	counter(&b, "seeds_resolved_total", "slots resolved (seen by the control plane)", e->st.resolved);
-	counter(&b, "slots_expired_total", "slots expired", e->st.expired);
-	counter(&b, "slots_poisoned_total", "slots poisoned by a conflict", e->st.poisoned);
-	counter(&b, "slots_flushed_total", "open slots freed by a model epoch change (not expired: the key reopens)",
-		slots_flushed(e, m->b));
-	counter(&b, "canonical_total", "canonical reports received over TLS", e->st.canonical);
 	fam(&b, "canonical_refused_total", "counter", "canonical reports refused by their source (issue 14)");
 	sb_printf(&b, "fanogate_canonical_refused_total{reason=\"source\"} %llu\n",
 		  (unsigned long long)e->st.canon_refused_source);
 	sb_printf(&b, "fanogate_canonical_refused_total{reason=\"role\"} %llu\n",
 		  (unsigned long long)s->canon_refused_role);
-	counter(&b, "conflicts_unmapped_total",
-		"conflicting duplicates that moved nothing: sender not mapped to the line's points", e->st.conflicts_unmapped);
-	counter(&b, "epoch_held_total", "conflicts that did not advance the model epoch: [shadow] epoch_min_interval_ms",
-		e->st.epoch_held_rate);
-	counter(&b, "epoch_storms_total", "epoch storms (alerted once each, lines held in shadow)", e->st.epoch_storms);
-	counter(&b, "lane_full_total", "frames refused: the lane to the lcore was full (dataplane mode)",
-		e->st.lane_full);
-	counter(&b, "lane_pool_empty_total", "frames refused: no lane buffer free (dataplane mode)", e->st.pool_empty);
-	counter(&b, "lane_seeds_without_body_total",
-		"resolved seeds that crossed without their body (lcore's pool empty): audited by fingerprint, not kept",
-		e->st.resolved_no_body);
-	counter(&b, "lane_canonical_without_body_total",
-		"full canonical reports that crossed without their body (lcore's pool empty): audited by fingerprint",
-		e->st.canon_no_body);
-	counter(&b, "seeds_unkept_total", "resolved seeds the control plane could not keep for TLS consumers (memory)",
-		e->st.seeds_unkept);
-	counter(&b, "lane_outcomes_unmatched_total", "outcomes from an lcore that matched no request",
-		e->st.outcomes_unmatched);
-	counter(&b, "lane_requests_timed_out_total",
-		"TLS requests answered no_slot because their lcore's outcome did not come within 2 s",
-		e->st.outcomes_lost);
-	counter(&b, "lane_wakeups_total", "eventfd wake-ups from the lcores (dataplane mode)", e->st.wakes);
-	counter(&b, "lane_answer_spins_total",
-		"times the control plane polled the lanes for an owed answer instead of sleeping ([dataplane] answer_spin_us)",
-		e->st.spins);
-	counter(&b, "lane_answer_spin_hits_total", "... polls that found a message before the budget ran out",
-		e->st.spin_hits);
 	fam(&b, "lane_answer_spin_ends_total", "counter",
 	    "why those polls ended: answered (every owed answer in), input (a completion was ready), budget");
 	for (unsigned r = 0; r < CP_SPIN__COUNT; r++)
 		sb_printf(&b, "fanogate_lane_answer_spin_ends_total{reason=\"%s\"} %llu\n",
 			  cp_engine_spin_end_name((enum cp_spin_end)r), (unsigned long long)e->st.spin_end[r]);
-	fam(&b, "lane_answer_spin_seconds_total", "counter",
-	    "time the control plane spent waiting in those polls (not the answering it did meanwhile)");
-	sb_printf(&b, "fanogate_lane_answer_spin_seconds_total %.9f\n", (double)e->st.spin_ns * 1e-9);
 	render_hops(&b, e);
 	gauge(&b, "model_epoch", "model epoch", e->epoch);
 	fam(&b, "tls_outcomes_total", "counter", "outcomes of frames received over TLS");
@@ -588,8 +531,6 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	sb_printf(&b, "fanogate_config_reloads_total{result=\"refused\"} %llu\n",
 		  (unsigned long long)cp_reload_stats.refused);
 	gauge(&b, "config_last_reload_success", "1 unless the last reload was refused", !cp_reload_stats.last_refused);
-	counter(&b, "loop_completions_total", "io_uring completions reaped by the control-plane loop", m->loop->st.cqes);
-	counter(&b, "loop_submits_total", "io_uring_submit calls of the control-plane loop", m->loop->st.submits);
 	render_dataplane(&b, m->b);
 	render_process(&b);
 	if (b.oom) {

@@ -26,6 +26,7 @@
 #include "cp_audit.h"
 #include "cp_log.h"
 #include "cp_reload.h"
+#include "cp_counters.h"
 #include "fg/counters.h"
 
 #define CP_OP_TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
@@ -286,57 +287,80 @@ json_t *cp_op_dp_stats(const struct fg_boundary *b)
 	return dp;
 }
 
-static json_t *cmd_stats(struct cp_opsrv *o)
+/* The object at a dotted path under root ("engine_tls.lanes"), made on
+ * first use; NULL without memory. */
+static json_t *stats_section(json_t *root, const char *path)
 {
-	const struct cp_server_stats *s = &o->srv->st;
-	const struct cp_engine_stats *es = &o->engine->st;
-	json_t *tls = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "accepted",
-				(json_int_t)s->accepted, "refused_max", (json_int_t)s->refused_max, "tls_failed",
-				(json_int_t)s->tls_failed, "handshake_timeouts", (json_int_t)s->handshake_timeouts,
-				"idle_timeouts", (json_int_t)s->idle_timeouts, "http_requests", (json_int_t)s->http_requests,
-				"http_errors", (json_int_t)s->http_errors, "auth_failures", (json_int_t)s->auth_failures,
-				"ws_sessions", (json_int_t)s->ws_sessions, "ws_msgs_in", (json_int_t)s->ws_msgs_in,
-				"ws_frames_in", (json_int_t)s->ws_frames_in, "ws_msgs_out", (json_int_t)s->ws_msgs_out,
-				"slow_consumer_drops", (json_int_t)s->slow_consumer_drops);
-	if (tls) { /* admission (cp_admit.h): refusals and evictions by reason */
-		json_t *adm = json_object();
-		for (unsigned i = 0; i < CP_ADMIT_R__COUNT; i++)
-			json_object_set_new(adm, cp_admit_reason_name((enum cp_admit_reason)i),
-					    json_integer((json_int_t)o->srv->admit.st[i]));
-		json_object_set_new(tls, "admission", adm);
-		json_object_set_new(tls, "unauthenticated", json_integer((json_int_t)o->srv->admit.n_unauth));
-		json_object_set_new(tls, "body_timeouts", json_integer((json_int_t)s->body_timeouts));
+	char part[32];
+	json_t *at = root;
+	while (at && *path) {
+		size_t n = strcspn(path, ".");
+		snprintf(part, sizeof(part), "%.*s", (int)(n < sizeof(part) ? n : sizeof(part) - 1), path);
+		json_t *next = json_object_get(at, part);
+		if (!next) {
+			next = json_object();
+			if (json_object_set_new(at, part, next))
+				return NULL;
+		}
+		at = next;
+		path += n + (path[n] == '.');
 	}
+	return at;
+}
+
+json_t *cp_op_stats(const struct cp_opsrv *o)
+{
+	const struct cp_engine_stats *es = &o->engine->st;
+	json_t *j = json_object();
+	if (!j)
+		return NULL;
+	json_object_set_new(j, "ok", json_true());
+	/* every plain counter of the control plane's registry (cp_counters.h) */
+	const struct cp_counter_src src = {.srv = o->srv, .engine = o->engine, .loop = o->loop, .b = o->b};
+	for (unsigned i = 0; i < cp_counter_count; i++) {
+		const struct cp_counter_def *d = &cp_counter_defs[i];
+		json_t *sec = stats_section(j, d->section);
+		if (sec)
+			json_object_set_new(sec, d->key, json_integer((json_int_t)cp_counter_value(d, &src)));
+	}
+	/* the labelled families: admission refusals and evictions by reason
+	 * (cp_admit.h), outcomes and malformed frames by name */
+	json_t *adm = json_object();
+	for (unsigned i = 0; adm && i < CP_ADMIT_R__COUNT; i++)
+		json_object_set_new(adm, cp_admit_reason_name((enum cp_admit_reason)i),
+				    json_integer((json_int_t)o->srv->admit.st[i]));
+	json_t *tls = stats_section(j, "tls");
+	if (tls)
+		json_object_set_new(tls, "admission", adm);
+	else
+		json_decref(adm);
 	json_t *outcomes = json_object();
-	for (unsigned i = 0; i < FG_O__COUNT; i++)
+	for (unsigned i = 0; outcomes && i < FG_O__COUNT; i++)
 		if (es->outcome[i])
 			json_object_set_new(outcomes, fg_outcome_name((enum fg_outcome)i), json_integer((json_int_t)es->outcome[i]));
 	json_t *malformed = json_object();
-	for (unsigned i = 1; i < FG_R__COUNT; i++)
+	for (unsigned i = 1; malformed && i < FG_R__COUNT; i++)
 		if (es->reason[i])
 			json_object_set_new(malformed, fg_reason_name((int)i), json_integer((json_int_t)es->reason[i]));
-	json_t *eng = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o}", "frames", (json_int_t)es->frames,
-				"resolved", (json_int_t)es->resolved, "expired", (json_int_t)es->expired, "poisoned",
-				(json_int_t)es->poisoned, "canonical", (json_int_t)es->canonical, "lane_full",
-				(json_int_t)es->lane_full, "pool_empty", (json_int_t)es->pool_empty, "outcomes_unmatched",
-				(json_int_t)es->outcomes_unmatched, "requests_timed_out", (json_int_t)es->outcomes_lost,
-				"outcomes", outcomes, "malformed", malformed);
-	if (eng)
-		json_object_set_new(eng, "lanes", json_pack("{s:I,s:I,s:I,s:I}", "wakeups", (json_int_t)es->wakes,
-							    "answer_spins", (json_int_t)es->spins, "answer_spin_hits",
-							    (json_int_t)es->spin_hits, "answer_spin_ns", (json_int_t)es->spin_ns));
-	json_t *j = json_pack("{s:b,s:o,s:o}", "ok", 1, "tls", tls, "engine_tls", eng);
-	if (j) /* system calls the seccomp allow-list refused (cp_harden) */
-		json_object_set_new(j, "seccomp", json_pack("{s:I}", "refused", (json_int_t)atomic_load(&cp_harden_sys_refused)));
-	if (j) /* the operator socket itself: refused peers, refused fd passing (cp_harden) */
-		json_object_set_new(j, "operator", json_pack("{s:I,s:I,s:I}", "refused", (json_int_t)o->refused,
-			"fd_requests_refused", (json_int_t)cp_harden_st.fd_requests_refused, "fds_closed", (json_int_t)cp_harden_st.fds_closed));
-	if (j && o->b && o->b->counters)
+	json_t *eng = stats_section(j, "engine_tls");
+	if (eng) {
+		json_object_set_new(eng, "outcomes", outcomes);
+		json_object_set_new(eng, "malformed", malformed);
+	} else {
+		json_decref(outcomes);
+		json_decref(malformed);
+	}
+	json_t *op = stats_section(j, "operator"); /* the operator socket's own refused peers */
+	if (op)
+		json_object_set_new(op, "refused", json_integer((json_int_t)o->refused));
+	if (o->b && o->b->counters)
 		json_object_set_new(j, "dataplane", cp_op_dp_stats(o->b));
-	json_object_set_new(j, "audit", json_pack("{s:I,s:I,s:I,s:I}", "resolved_in", (json_int_t)o->srv->audit->st.resolved,
-						  "canonical_in", (json_int_t)o->srv->audit->st.canonical, "conflicts",
-						  (json_int_t)o->srv->audit->st.conflict, "refused",
-						  (json_int_t)o->srv->audit->st.refused));
+	if (o->srv->audit)
+		json_object_set_new(j, "audit", json_pack("{s:I,s:I,s:I,s:I}", "resolved_in",
+							  (json_int_t)o->srv->audit->st.resolved, "canonical_in",
+							  (json_int_t)o->srv->audit->st.canonical, "conflicts",
+							  (json_int_t)o->srv->audit->st.conflict, "refused",
+							  (json_int_t)o->srv->audit->st.refused));
 	return j;
 }
 
@@ -392,7 +416,7 @@ static void opc_execute(struct cp_opconn *c)
 		case CP_OP_CMD_SLOTS: rep = cmd_slots(o); break;
 		case CP_OP_CMD_SLOT: rep = cmd_slot(o, &req); break;
 		case CP_OP_CMD_PEERS: rep = cmd_peers(o); break;
-		case CP_OP_CMD_STATS: rep = cmd_stats(o); break;
+		case CP_OP_CMD_STATS: rep = cp_op_stats(o); break;
 		case CP_OP_CMD_RELOAD: rep = cmd_reload(c); break;
 		case CP_OP_CMD_CLUSTER: rep = cmd_cluster(o); break;
 		default: rep = err_reply(cp_op_reason_name(CP_OP_R_UNKNOWN_COMMAND)); break;

@@ -60,4 +60,11 @@ void cp_op_stop(struct cp_opsrv *o);
  * memory); b->counters must be set. Loop thread (relaxed loads). */
 json_t *cp_op_dp_stats(const struct fg_boundary *b);
 
+/* The reply of `fanoctl stats` (without the dataplane object when o->b has
+ * no counters, without "audit" when o->srv has no audit): every entry of
+ * the control plane's registry (cp_counters.h) under its section and key,
+ * the labelled families, the dataplane's and the audit's figures. Returns
+ * a new object (NULL without memory). Loop thread. */
+json_t *cp_op_stats(const struct cp_opsrv *o);
+
 #endif
