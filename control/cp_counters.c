@@ -24,7 +24,7 @@ ENG(frames) ENG(resolved) ENG(expired) ENG(poisoned) ENG(canonical) ENG(conflict
 ENG(epoch_storms) ENG(epoch_changes) ENG(lane_full) ENG(pool_empty) ENG(req_table_full) ENG(too_big)
 ENG(bad_lane_msgs) ENG(resolved_no_body) ENG(canon_no_body) ENG(seeds_unkept) ENG(outcomes_unmatched)
 ENG(outcomes_lost) ENG(flush_sent) ENG(wakes) ENG(wake_yields) ENG(wake_rechecks) ENG(wake_errors) ENG(spins)
-ENG(spin_hits) ENG(spin_ns)
+ENG(spin_hits) ENG(spin_ns) ENG(lcore_wakes) ENG(lcore_wake_errors)
 LOOP(cqes) LOOP(submits) LOOP(batches) LOOP(sqe_full)
 
 static uint64_t srv_conns(const struct cp_counter_src *s) { return s->srv ? s->srv->n_conns : 0; }
@@ -132,6 +132,10 @@ const struct cp_counter_def cp_counter_defs[] = {
 	  "drains run again: a message came between the last pop and the sleep announcement"),
 	C("lane_wakeup_errors_total", LANES, "wakeup_errors", eng_wake_errors,
 	  "failed eventfd reads (never expected; the first is logged)"),
+	C("lane_lcore_wakeups_total", LANES, "lcore_wakeups", eng_lcore_wakes,
+	  "eventfd writes waking an lcore asleep in its idle wait ([poll] idle_wake) after a push to its lane"),
+	C("lane_lcore_wakeup_errors_total", LANES, "lcore_wakeup_errors", eng_lcore_wake_errors,
+	  "failed eventfd writes to an lcore (never expected: a closed fd)"),
 	C("lane_answer_spins_total", LANES, "answer_spins", eng_spins,
 	  "times the control plane polled the lanes for an owed answer instead of sleeping ([dataplane] answer_spin_us)"),
 	C("lane_answer_spin_hits_total", LANES, "answer_spin_hits", eng_spin_hits,

@@ -337,6 +337,18 @@ static void local_expire(struct cp_engine *e)
 
 /* ---- lanes mode ----------------------------------------------------------- */
 
+/* After a push to ln->to_dp: wake its lcore if it sleeps in its idle wait
+ * ([poll] idle_wake; boundary.h, struct fg_lane.wake). Without idle_wake
+ * the lane has no fd and this is one load. */
+static void lcore_kick(struct cp_engine *e, struct fg_lane *ln)
+{
+	int k = fg_wake_kick(&ln->wake);
+	if (k > 0)
+		e->st.lcore_wakes++;
+	else if (k < 0 && e->st.lcore_wake_errors++ == 0)
+		cp_err("engine: eventfd write to wake an lcore: %s", strerror(errno));
+}
+
 static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, int32_t bound, uint64_t cookie)
 {
 	enum fg_band band = FG_BAND_STATUS;
@@ -393,6 +405,7 @@ static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, int32_t b
 		cp_err("engine: lane %u push failed after the room check; buffer %u leaked", lane, bi);
 		return -ENOBUFS;
 	}
+	lcore_kick(e, ln);
 	rq->req_id = id;
 	rq->cookie = cookie;
 	rq->t_ns = m.contrib.t_ns;
@@ -431,6 +444,7 @@ static void lanes_flush_push(struct cp_engine *e)
 		if (fg_ring_push(e->b->lanes[i].to_dp, &m)) {
 			e->flush_pending[i] = 0;
 			e->st.flush_sent++;
+			lcore_kick(e, &e->b->lanes[i]);
 		}
 	}
 }

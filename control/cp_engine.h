@@ -152,6 +152,9 @@ struct cp_engine_stats {
 	 * (continued after a NOP), re-drains because a message came between
 	 * the last pop and the sleep announcement, failed reads */
 	uint64_t wakes, wake_yields, wake_rechecks, wake_errors;
+	/* eventfd writes waking an lcore asleep in its idle wait ([poll]
+	 * idle_wake) after a push to its to_dp ring; failed writes */
+	uint64_t lcore_wakes, lcore_wake_errors;
 	/* polls for an owed answer (cp_engine_spin), and those that found one */
 	uint64_t spins, spin_hits, spin_ns; /* spin_ns: time spent waiting in them (not answering) */
 	uint64_t spin_end[CP_SPIN__COUNT];

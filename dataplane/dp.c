@@ -26,6 +26,7 @@
 #include <rte_pdump.h>
 
 #include "dp_burst_guard.h"
+#include "dp_idle_fd.h"
 #include "dp_internal.h"
 
 #define DP_LOG(level, fmt, ...) RTE_LOG(level, USER1, "fanogate-dp: " fmt "\n", ##__VA_ARGS__)
@@ -303,12 +304,25 @@ static int port_setup(struct dp_state *g)
 	int socket = rte_eth_dev_socket_id(pid);
 	if (socket < 0)
 		socket = 0;
+	/* [poll] idle_wake: the AF_XDP socket that appears across queue q's
+	 * setup is q's (dp_idle.c) */
+	bool scan_xdp = g->prof.idle_wake && strcmp(info.driver_name, "net_af_xdp") == 0;
+	static int before[DP_IDLE_MAX_SOCKS], after[DP_IDLE_MAX_SOCKS];
 	for (uint16_t q = 0; q < g->n_rxq; q++) {
+		int nb = scan_xdp ? dp_idle_socks(AF_XDP, before, DP_IDLE_MAX_SOCKS) : -1;
 		rc = rte_eth_rx_queue_setup(pid, q, rxd, (unsigned)socket, NULL, g->mbufs);
 		if (rc < 0) {
 			DP_LOG(ERR, "port %u: rx queue %u: %s", pid, q, rte_strerror(-rc));
 			return rc;
 		}
+		int na = nb >= 0 ? dp_idle_socks(AF_XDP, after, DP_IDLE_MAX_SOCKS) : -1;
+		g->rxq_fd[q] = na >= 0 ? dp_idle_new_fd(before, nb, after, na) : -1;
+	}
+	/* af_packet opened one socket per queue at probe, in queue order */
+	if (g->prof.idle_wake && strcmp(info.driver_name, "net_af_packet") == 0) {
+		int n = dp_idle_socks(AF_PACKET, after, DP_IDLE_MAX_SOCKS);
+		for (uint16_t q = 0; q < g->n_rxq; q++)
+			g->rxq_fd[q] = n == (int)g->n_rxq ? after[q] : -1;
 	}
 	for (uint16_t q = 0; q < g->n_txq; q++) {
 		rc = rte_eth_tx_queue_setup(pid, q, txd, (unsigned)socket, NULL);
@@ -324,6 +338,7 @@ static int port_setup(struct dp_state *g)
 	}
 	drain_unbound_af_packet(g, pid, info.driver_name);
 	g->guard_bursts = strcmp(info.driver_name, "net_memif") == 0;
+	g->driver = info.driver_name;
 	g->mbufs_out_started = g->mbufs->size - rte_mempool_avail_count(g->mbufs);
 	if (g->prof.promiscuous && rte_eth_promiscuous_enable(pid) < 0)
 		DP_LOG(WARNING, "port %u: promiscuous mode refused", pid);
@@ -381,6 +396,7 @@ static int lcore_setup(struct dp_state *g, unsigned i, unsigned lcore_id)
 	lc->idx = i;
 	lc->lcore_id = lcore_id;
 	lc->rxq = i < g->n_rxq ? (int)i : -1;
+	lc->wait_fd = lc->rxq >= 0 ? g->rxq_fd[lc->rxq] : -1;
 	lc->txq = (uint16_t)i;
 	g->env = (struct dp_shard_env){.cfg = &g->cfg, .io = &dp_io_dpdk, .n = g->n, .chunk = g->chunk,
 				       .frame_max = g->frame_max, .ack_interval_ns = g->ack_interval_ns};
@@ -700,6 +716,32 @@ int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_bou
 		}
 		fg_wake_init(&b->wake, efd);
 	}
+	/* [poll] idle_wake: each lcore that can wait (its RX queue's socket
+	 * found, or no RX queue at all) gets its lane's eventfd (dp_idle.h). */
+	if (g->prof.idle_wake) {
+		unsigned waiting = 0;
+		for (unsigned k = 0; k < g->n; k++) {
+			struct dp_lcore *lc = g->lc[k];
+			if (lc->rxq >= 0 && lc->wait_fd < 0)
+				continue;
+			int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+			if (efd < 0) {
+				rc = -errno;
+				DP_LOG(ERR, "eventfd for lcore %u's idle wake-up: %s", lc->lcore_id, strerror(errno));
+				goto fail;
+			}
+			fg_wake_init(&b->lanes[k].wake, efd);
+			waiting++;
+		}
+		if (waiting == g->n)
+			DP_LOG(NOTICE, "[poll] idle_wake: %u lcore(s) wait in ppoll() on their RX socket and lane "
+				       "after %u us without work", waiting, g->prof.idle_wake_after_us);
+		else
+			DP_LOG(WARNING, "[poll] idle_wake: %u of %u lcore(s) can wait; the others found no RX socket "
+					"(driver %s: only net_af_xdp and net_af_packet have one) and %s",
+			       waiting, g->n, g->driver ? g->driver : "?",
+			       g->prof.idle_sleep_us ? "sleep idle_sleep_us instead" : "poll without pause");
+	}
 	/* Mapped points start live: each gets peer_timeout_ms from now to be heard. */
 	{
 		uint64_t t0 = dp_clock_ns();
@@ -783,8 +825,13 @@ void dp_stop(void)
 	struct dp_state *g = &dp_g;
 	if (!g->inited)
 		return;
-	if (g->b)
+	if (g->b) {
 		atomic_store(&g->b->stop, true);
+		/* an lcore in its idle wait sees the flag now, not at its next timer */
+		for (unsigned i = 0; g->b->lanes && i < g->n; i++)
+			if (g->b->lanes[i].wake.has_fd)
+				(void)!write(g->b->lanes[i].wake.fd, &(uint64_t){1}, sizeof(uint64_t));
+	}
 	if (g->started)
 		rte_eal_mp_wait_lcore();
 	g->started = false;
@@ -826,6 +873,9 @@ void dp_stop(void)
 	if (g->b) {
 		/* The control plane must not touch the lanes after dp_stop. */
 		g->b->n_lanes = 0;
+		for (unsigned i = 0; g->b->lanes && i < g->n; i++)
+			if (g->b->lanes[i].wake.has_fd)
+				(void)close(g->b->lanes[i].wake.fd);
 		rte_free(g->b->lanes);
 		g->b->lanes = NULL;
 		/* counters are kept readable in the report; the array goes. */

@@ -31,6 +31,7 @@ struct dp_state {
 	struct fg_seed_limits limits;
 	struct fg_slots_cfg scfg;
 	uint16_t port;
+	const char *driver;          /* the port's PMD (its static name), NULL before port_setup */
 	struct rte_ether_addr mac;
 	uint16_t n_rxq, n_txq;
 	unsigned n;                  /* poll lcores = shards = lanes */
@@ -45,6 +46,7 @@ struct dp_state {
 	bool own_prefix;             /* --file-prefix fgdp<pid>: runtime dir removed at stop */
 	uint32_t mbufs_out_started;
 	bool guard_bursts;           /* the port's PMD unmaps under a burst (dp_burst_guard.h) */
+	int rxq_fd[DP_MAX_LCORES];   /* [poll] idle_wake: the socket RX queue q receives on, -1 unknown (dp_idle.h) */
 	bool have_report;
 	struct dp_report report;
 	struct dp_shard_env env;     /* what every lcore's shard reads (lc->env) */

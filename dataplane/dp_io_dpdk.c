@@ -42,8 +42,13 @@ static void io_xfer_put(struct dp_lcore *lc, struct dp_xfer *x)
 
 static bool io_handoff(struct dp_lcore *lc, unsigned owner, struct dp_xfer *x)
 {
-	(void)lc;
-	return owner < dp_g.n && rte_ring_mp_enqueue(dp_g.lc[owner]->inbox, x) == 0;
+	if (owner >= dp_g.n || rte_ring_mp_enqueue(dp_g.lc[owner]->inbox, x) != 0)
+		return false;
+	/* [poll] idle_wake: the owner may sleep in its idle wait (dp_idle.h);
+	 * without it has_fd is false and this costs one load */
+	if (fg_wake_kick(&dp_g.lc[owner]->lane->wake) > 0)
+		dp_lc_xcount(lc, DP_X_INBOX_WAKES);
+	return true;
 }
 
 static void io_report(struct dp_lcore *lc, const union fg_bmsg *m)

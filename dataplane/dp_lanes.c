@@ -95,15 +95,12 @@ void dp_lane_wake(struct dp_lcore *lc)
 		dp_lc_xcount(lc, DP_X_LANE_DEFERRED);
 		return;
 	}
-	struct fg_wake *w = &dp_g.b->wake;
 	/* One fence and one load per burst that pushed; a syscall only on the
 	 * edge where the control plane sleeps (boundary.h, struct fg_wake). */
-	if (!w->has_fd || !fg_wake_after_push(w))
-		return;
-	uint64_t one = 1;
-	if (write(w->fd, &one, sizeof(one)) == (ssize_t)sizeof(one))
+	int k = fg_wake_kick(&dp_g.b->wake);
+	if (k > 0)
 		dp_lc_xcount(lc, DP_X_LANE_WAKES);
-	else
+	else if (k < 0)
 		dp_lc_xcount(lc, DP_X_LANE_WAKE_FAIL); /* cannot happen short of a closed fd: counted */
 }
 

@@ -12,8 +12,8 @@
  * Nothing here allocates from the heap, locks or logs; the only syscalls are
  * clock_gettime (vDSO), the eventfd write of dp_lane_wake (only on the
  * control plane's empty -> non-empty edge) and, when [poll] idle_sleep_us
- * is set, a sleep after idle_polls empty polls (and one prctl at start,
- * below).
+ * is set, a sleep after idle_polls empty polls, or with [poll] idle_wake
+ * a ppoll() (dp_idle.c) (and one prctl at start, below).
  *
  * Idle ([poll], docs/dataplane.md): idle_sleep_us = 0 polls without pause
  * (a whole core, the lowest latency). Otherwise, after idle_polls empty
@@ -21,11 +21,18 @@
  * idle_backoff 1, 2, 4 ... us up to idle_sleep_us; any work resets it.
  * Cost: a packet that arrives during a sleep waits for its end, at most
  * the current sleep (+ the 1 us timer slack set here, + the scheduler's
- * wake-up); fully backed off, half the cap on average. */
+ * wake-up); fully backed off, half the cap on average. With idle_wake the
+ * lcore instead, after idle_wake_after_us without work (so the few
+ * microseconds between one seed's datagrams never put it to sleep), waits
+ * in ppoll() until a packet, a message from the control plane or a handed
+ * frame arrives, or its next timer is due: the cost is one wake-up of a
+ * sleeping thread (dp_idle.h); drivers without an RX socket keep the
+ * sleeps above. */
 #include <sys/prctl.h>
 
 #include <rte_cycles.h>
 
+#include "dp_idle.h"
 #include "dp_internal.h"
 #include "dp_lanes.h"
 #include "dp_reply.h"
@@ -39,6 +46,9 @@ int dp_lcore_main(void *arg)
 	unsigned idle = 0;
 	uint32_t sleep_us = 1;
 	uint64_t now = dp_clock_ns();
+	/* [poll] idle_wake and this lcore has something to wait on (dp.c) */
+	bool can_wait = lc->lane->wake.has_fd;
+	uint64_t wait_after = (uint64_t)dp_g.prof.idle_wake_after_us * 1000u, last_work = now;
 	/* the default 50 us timer slack would stretch every short sleep to
 	 * ~55 us: 1 us keeps the backoff's first steps short */
 	if (dp_g.prof.idle_sleep_us)
@@ -70,6 +80,10 @@ int dp_lcore_main(void *arg)
 			dp_xcount(lc->xk, DP_X_BUSY_CYCLES, rte_rdtsc() - tsc0);
 			idle = 0;
 			sleep_us = 1;
+			last_work = now;
+		} else if (can_wait) {
+			if (now - last_work >= wait_after)
+				dp_idle_wait(lc, now);
 		} else if (dp_g.prof.idle_sleep_us && ++idle >= dp_g.prof.idle_polls) {
 			idle = dp_g.prof.idle_polls; /* no wrap on a long idle period */
 			if (!dp_g.prof.idle_backoff) {

@@ -28,6 +28,7 @@ void dp_profile_default(struct dp_profile *p)
 	p->arp_reply = true;
 	p->handoff_ring = 1024;
 	p->idle_polls = 64;
+	p->idle_wake_after_us = 100;
 	p->lane_ring = 4096;
 	p->lane_bufs = 1024;
 	p->ack_peers = 1024;
@@ -229,6 +230,12 @@ static int handler(void *user, const char *section, const char *name, const char
 	} else if (IS("poll", "idle_backoff")) {
 		if (!parse_bool(v, &p->idle_backoff))
 			why = "expected on or off";
+	} else if (IS("poll", "idle_wake")) {
+		if (!parse_bool(v, &p->idle_wake))
+			why = "expected on or off";
+	} else if (IS("poll", "idle_wake_after_us")) {
+		if (!parse_u32(v, 0, 1000000, &p->idle_wake_after_us))
+			why = "expected 0..1000000";
 	} else if (IS("poll", "handoff_ring")) {
 		if (!parse_u32(v, 2, 1u << 20, &p->handoff_ring) || !is_pow2(p->handoff_ring))
 			why = "expected a power of two 2..1048576";

@@ -34,6 +34,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "fg/common.h"
 #include "fg/fano.h"
@@ -233,48 +234,6 @@ _Static_assert(sizeof(fg_linefacts) == 8, "line states: one atomic word");
 /* A stable name per kind ("contrib", "resolved", ...; "unknown"). */
 const char *fg_bm_kind_name(unsigned kind);
 
-struct fg_lane {
-	struct fg_ring *to_dp;  /* producer: control plane; consumer: lcore */
-	struct fg_ring *to_cp;  /* producer: lcore; consumer: control plane */
-	struct fg_pool cp2dp;   /* buffers the control plane fills, the lcore releases */
-	struct fg_pool dp2cp;   /* buffers the lcore fills, the control plane releases */
-};
-
-/* Every figure the dataplane counts, per lcore. Written only by the owning
- * lcore (relaxed stores), read by anyone (relaxed loads). */
-enum fg_dp_counter {
-	FG_C_RX_PKTS, FG_C_RX_BYTES, FG_C_TX_PKTS, FG_C_TX_BYTES,
-	FG_C_DROP_MALFORMED, FG_C_DROP_NOT_ALLOWED, FG_C_DROP_UNKNOWN_STREAM, FG_C_DROP_LATE,
-	FG_C_DROP_DUPLICATE, FG_C_DROP_CONFLICT, FG_C_DROP_NO_SLOT, FG_C_DROP_REASM_OVERFLOW,
-	FG_C_DROP_TX_FULL, FG_C_DROP_NOT_UDP, FG_C_DROP_BAD_PORT, FG_C_DROP_EXPIRED, FG_C_DROP_STALE,
-	FG_C_DROP_LANE_FULL,
-	FG_C_FRAGS, FG_C_FRAMES, FG_C_CONTRIB_ACCEPTED, FG_C_SEEDS_RESOLVED, FG_C_SLOTS_EXPIRED,
-	FG_C_ACKS_SENT, FG_C_STATUS_SENT, FG_C_SEEDS_SENT, FG_C_CANONICAL,
-	FG_C_REASM_TIMEOUT,
-	FG_C_SLOTS_FLUSHED, /* open slots freed by FG_BM_FLUSH (model epoch change) */
-	/* reliable resolved-seed delivery (dataplane/dp_dlv.h). Ledger per lcore:
-	 * seeds_sent = delivery_acked + delivery_given_up + pending */
-	FG_C_DELIVERY_ACKED,     /* deliveries the consumer ACKed */
-	FG_C_DELIVERY_RESENT,    /* resends of unACKed deliveries */
-	FG_C_DELIVERY_GIVEN_UP,  /* deliveries that ended unACKed (resends exhausted, slot reclaimed, table full, superseded) */
-	FG_C_DELIVERY_ACK_UNMATCHED, /* ACKed seqs with nothing pending (duplicate or late ACKs): no effect */
-	FG_C_LANE_NO_BODY,       /* RESOLVED/CANONICAL sent without the body: the dp2cp pool was empty */
-	FG_C__COUNT
-};
-const char *fg_dp_counter_name(enum fg_dp_counter c);
-
-struct fg_dp_counters {
-	_Alignas(FG_CACHE_LINE) _Atomic uint64_t c[FG_C__COUNT];
-	_Atomic uint64_t per_line[FG_LINES];  /* contributions accepted per line */
-	_Atomic uint64_t malformed[FG_R__COUNT]; /* per codec reason */
-};
-static inline void fg_count(struct fg_dp_counters *k, enum fg_dp_counter c, uint64_t n)
-{
-	/* single writer: a relaxed load + store is enough and avoids a locked add */
-	atomic_store_explicit(&k->c[c], atomic_load_explicit(&k->c[c], memory_order_relaxed) + n,
-			      memory_order_relaxed);
-}
-
 /* ---- arrival wake-up (dp -> cp) ------------------------------------------
  *
  * Protocol (consumer = the control plane's loop thread, producers = the
@@ -344,6 +303,66 @@ static inline bool fg_wake_after_push(struct fg_wake *w)
 	if (!atomic_load_explicit(&w->waiting, memory_order_relaxed))
 		return false; /* the consumer is awake: it will see the push */
 	return atomic_exchange_explicit(&w->waiting, 0, memory_order_relaxed) == 1;
+}
+
+/* Producer: fg_wake_after_push and, when it says so, the eventfd write.
+ * 1: written (the consumer was asleep), 0: not needed (awake, or no fd),
+ * -1: the write failed (cannot happen short of a closed fd; count it). */
+static inline int fg_wake_kick(struct fg_wake *w)
+{
+	if (!w->has_fd || !fg_wake_after_push(w))
+		return 0;
+	uint64_t one = 1;
+	return write(w->fd, &one, sizeof(one)) == (ssize_t)sizeof(one) ? 1 : -1;
+}
+
+struct fg_lane {
+	struct fg_ring *to_dp;  /* producer: control plane; consumer: lcore */
+	struct fg_ring *to_cp;  /* producer: lcore; consumer: control plane */
+	struct fg_pool cp2dp;   /* buffers the control plane fills, the lcore releases */
+	struct fg_pool dp2cp;   /* buffers the lcore fills, the control plane releases */
+	/* The lcore's own wake-up ([poll] idle_wake, dataplane/dp_idle.h): the
+	 * same protocol as the control plane's (struct fg_wake), the other way:
+	 * consumer = the lcore, which sleeps in ppoll() on its RX queue's socket
+	 * and this eventfd (non-blocking); producers = the control plane after
+	 * pushing to to_dp, and the other lcores after handing a frame to this
+	 * lcore's inbox. has_fd false (idle_wake off): producers skip it. */
+	struct fg_wake wake;
+};
+
+/* Every figure the dataplane counts, per lcore. Written only by the owning
+ * lcore (relaxed stores), read by anyone (relaxed loads). */
+enum fg_dp_counter {
+	FG_C_RX_PKTS, FG_C_RX_BYTES, FG_C_TX_PKTS, FG_C_TX_BYTES,
+	FG_C_DROP_MALFORMED, FG_C_DROP_NOT_ALLOWED, FG_C_DROP_UNKNOWN_STREAM, FG_C_DROP_LATE,
+	FG_C_DROP_DUPLICATE, FG_C_DROP_CONFLICT, FG_C_DROP_NO_SLOT, FG_C_DROP_REASM_OVERFLOW,
+	FG_C_DROP_TX_FULL, FG_C_DROP_NOT_UDP, FG_C_DROP_BAD_PORT, FG_C_DROP_EXPIRED, FG_C_DROP_STALE,
+	FG_C_DROP_LANE_FULL,
+	FG_C_FRAGS, FG_C_FRAMES, FG_C_CONTRIB_ACCEPTED, FG_C_SEEDS_RESOLVED, FG_C_SLOTS_EXPIRED,
+	FG_C_ACKS_SENT, FG_C_STATUS_SENT, FG_C_SEEDS_SENT, FG_C_CANONICAL,
+	FG_C_REASM_TIMEOUT,
+	FG_C_SLOTS_FLUSHED, /* open slots freed by FG_BM_FLUSH (model epoch change) */
+	/* reliable resolved-seed delivery (dataplane/dp_dlv.h). Ledger per lcore:
+	 * seeds_sent = delivery_acked + delivery_given_up + pending */
+	FG_C_DELIVERY_ACKED,     /* deliveries the consumer ACKed */
+	FG_C_DELIVERY_RESENT,    /* resends of unACKed deliveries */
+	FG_C_DELIVERY_GIVEN_UP,  /* deliveries that ended unACKed (resends exhausted, slot reclaimed, table full, superseded) */
+	FG_C_DELIVERY_ACK_UNMATCHED, /* ACKed seqs with nothing pending (duplicate or late ACKs): no effect */
+	FG_C_LANE_NO_BODY,       /* RESOLVED/CANONICAL sent without the body: the dp2cp pool was empty */
+	FG_C__COUNT
+};
+const char *fg_dp_counter_name(enum fg_dp_counter c);
+
+struct fg_dp_counters {
+	_Alignas(FG_CACHE_LINE) _Atomic uint64_t c[FG_C__COUNT];
+	_Atomic uint64_t per_line[FG_LINES];  /* contributions accepted per line */
+	_Atomic uint64_t malformed[FG_R__COUNT]; /* per codec reason */
+};
+static inline void fg_count(struct fg_dp_counters *k, enum fg_dp_counter c, uint64_t n)
+{
+	/* single writer: a relaxed load + store is enough and avoids a locked add */
+	atomic_store_explicit(&k->c[c], atomic_load_explicit(&k->c[c], memory_order_relaxed) + n,
+			      memory_order_relaxed);
 }
 
 /* ---- urgent and deferred messages (dp -> cp) -------------------------------

@@ -83,6 +83,11 @@ enum dp_xcounter {
 	DP_X_NEIGH_SLOT_BUSY,     /* ARP/NDP offers refused: the 4 slots their address may use hold other neighbours */
 	DP_X_GUARD_WAITS,         /* a peer's memory unmap waited for this lcore to leave a burst (dp_burst_guard.h) */
 	DP_X_GUARD_TIMEOUTS,      /* ... and gave up after 1 s (the lcore stayed inside one burst) */
+	DP_X_IDLE_WAITS,          /* idle waits in ppoll() ([poll] idle_wake, dataplane/dp_idle.h) */
+	DP_X_IDLE_WAKE_RX,        /* ... ended by a packet on the lcore's RX queue */
+	DP_X_IDLE_WAKE_LANE,      /* ... ended by the lane's eventfd (a control-plane message or a handed frame) */
+	DP_X_IDLE_WAKE_TIMER,     /* ... ended by the lcore's next timer (1 ms tick, ACK interval) */
+	DP_X_INBOX_WAKES,         /* eventfd writes waking another lcore asleep after a frame was handed to it */
 	DP_X__COUNT
 };
 const char *dp_xcounter_name(enum dp_xcounter c);

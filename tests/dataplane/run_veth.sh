@@ -135,5 +135,17 @@ if [ $RC != 0 ]; then
 fi
 [ $DPRC = 0 ] || { echo "FAIL: fanogate-dp exited $DPRC"; exit 1; }
 $PY "$HERE/veth_fleet.py" check --expect "$TMP/expect.json" --report "$TMP/report.json" || exit 1
+if [ "${FG_IDLE_WAKE:-off}" = on ]; then
+	# the lcore waited in ppoll() and packets woke it (a wait that only
+	# timed out would still resolve every seed, 1 ms later)
+	$PY - "$TMP/report.json" <<'EOP' || exit 1
+import json, sys
+x = json.load(open(sys.argv[1]))["x"]
+w = {k: x.get(k, 0) for k in ("idle_waits", "idle_wake_rx", "idle_wake_lane", "idle_wake_timer", "inbox_wakes")}
+print("idle_wake:", w)
+if w["idle_waits"] == 0 or w["idle_wake_rx"] == 0:
+    sys.exit("FAIL: [poll] idle_wake on, but the lcore never waited or no packet woke it")
+EOP
+fi
 echo "hugepages: $HUGE"
 exit 0

@@ -142,6 +142,8 @@ static void test_refusals(void **st)
 		{"[poll]\nidle_polls = 0\n[port]\nvdev = net_null0\n", "1..1000000"},
 		{"[poll]\nidle_backoff = sometimes\n[port]\nvdev = net_null0\n", "on or off"},
 		{"[poll]\nidle_sleep_us = 100001\n[port]\nvdev = net_null0\n", "0..100000"},
+		{"[poll]\nidle_wake = 1ms\n[port]\nvdev = net_null0\n", "on or off"},
+		{"[poll]\nidle_wake_after_us = -5\n[port]\nvdev = net_null0\n", "0..1000000"},
 		{"[eal]\nhugepages = off\nmultiprocess = on\n[port]\nvdev = net_null0\n", "multiprocess"},
 		{"[eal]\nargs = -n 4\n", "needs a vdev or pci"},
 		{"[port\nvdev = x\n", "syntax"},
@@ -168,12 +170,19 @@ static void test_refusals(void **st)
 	assert_int_equal(p.rx_desc, 1024); /* default kept */
 	assert_int_equal(p.idle_polls, 64);
 	assert_false(p.idle_backoff);
+	assert_false(p.idle_wake);
+	assert_int_equal(p.idle_wake_after_us, 100);
 	assert_int_equal(load_text("[port]\nvdev = net_null0\n[poll]\nidle_sleep_us = 200\nidle_backoff = on\nidle_polls = 1000\n",
 				   &p, err, sizeof(err)),
 			 0);
 	assert_int_equal(p.idle_sleep_us, 200);
 	assert_true(p.idle_backoff);
 	assert_int_equal(p.idle_polls, 1000);
+	assert_int_equal(load_text("[port]\nvdev = net_null0\n[poll]\nidle_wake = on\nidle_wake_after_us = 0\n", &p, err,
+				   sizeof(err)),
+			 0);
+	assert_true(p.idle_wake);
+	assert_int_equal(p.idle_wake_after_us, 0);
 }
 
 int main(void)
