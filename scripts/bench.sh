@@ -23,7 +23,7 @@
 #
 # Usage: scripts/bench.sh [--smoke] [--tokens N] [--out DIR] [--build-dir DIR] [--answer-spin-us N]
 #                         [--fleet-cpus LIST] [--eal-lcores MAP] [--local-cpus LIST]
-#                         [--af-xdp-busy-budget N] [--rounds N] [--warmup-tokens N]
+#                         [--af-xdp-busy-budget N] [--idle-wake on|off] [--rounds N] [--warmup-tokens N]
 #   --smoke      CI: a few tokens per path; checks that every output exists
 #   --tokens N   tokens per path (default 300 = 8100 seeds; smoke 4)
 #   --out DIR    output directory (default BUILD/bench-jump)
@@ -42,6 +42,10 @@
 #   --af-xdp-busy-budget N   net_af_xdp's busy_budget (default: none
 #                given, and fanogate picks 0 on the veth; the PMD's own
 #                default, 64, makes a recvfrom() on every empty RX burst)
+#   --idle-wake on|off   the dataplane's [poll] idle_wake (default off: the
+#                poll lcore spins; on: it waits in ppoll() after 100 us
+#                without work, and every seed that finds it asleep pays
+#                one thread wake-up; docs/dataplane.md "Idle")
 #   --rounds N   the wss and https paths in N interleaved rounds (default 1):
 #                both gates (dataplane and --no-dataplane) stay up side by
 #                side, each round runs the four paths against them (the
@@ -63,7 +67,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # cannot collide with anything else on the box.
 [ "$(id -u)" -eq 0 ] || fg_private_net "$@"
 BUILD=${FG_BUILD_DIR:-build}
-SMOKE=0 TOKENS= OUT= ANSWER_SPIN= FLEET_CPUS= EAL_LCORES= LOCAL_CPUS= XDP_BUSY_BUDGET= ROUNDS=1 WARMUP=20
+SMOKE=0 TOKENS= OUT= ANSWER_SPIN= FLEET_CPUS= EAL_LCORES= LOCAL_CPUS= XDP_BUSY_BUDGET= IDLE_WAKE=off ROUNDS=1 WARMUP=20
 while [ $# -gt 0 ]; do
 	case $1 in
 	--smoke) SMOKE=1 ;;
@@ -77,6 +81,9 @@ while [ $# -gt 0 ]; do
 	--af-xdp-busy-budget)
 		case $2 in ''|*[!0-9]*) echo "bench.sh: --af-xdp-busy-budget wants a number of packets (0 = no busy polling), not '$2'" >&2; exit 2 ;; esac
 		XDP_BUSY_BUDGET=$2; shift ;;
+	--idle-wake)
+		case $2 in on|off) ;; *) echo "bench.sh: --idle-wake wants on or off, not '$2'" >&2; exit 2 ;; esac
+		IDLE_WAKE=$2; shift ;;
 	--rounds) ROUNDS=$2; shift ;;
 	--warmup-tokens) WARMUP=$2; shift ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -139,7 +146,7 @@ skip() { echo "$2" >"$OUT/path-$1.skip"; say "$1: skipped: $2"; }
 
 # ---- metadata ---------------------------------------------------------------
 /usr/bin/python3 - "$OUT/meta.json" "$ROOT" "$TOKENS" "$SMOKE" "$FLEET_CPUS" "$EAL_LCORES" "$LOCAL_CPUS" \
-	"$ROUNDS" "$WARMUP" <<'PY'
+	"$ROUNDS" "$WARMUP" "$IDLE_WAKE" <<'PY'
 import json, os, platform, subprocess, sys, time
 out, root, tokens, smoke = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
 placement = {"fleet_cpus": sys.argv[5] or None, "eal_lcores": sys.argv[6] or None, "local_cpus": sys.argv[7] or None}
@@ -152,7 +159,8 @@ for l in open("/proc/cpuinfo"):
 json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": sh("git", "rev-parse", "--short", "HEAD"),
            "kernel": platform.release(), "cpu": cpu, "cpus": os.cpu_count(), "tokens_per_path": tokens,
            "layers": 28, "hidden": 1536, "window": 1, "mode": "chain", "smoke": smoke, "placement": placement,
-           "rounds": int(sys.argv[8]), "warmup_tokens": int(sys.argv[9]) if int(sys.argv[8]) > 1 else 0},
+           "rounds": int(sys.argv[8]), "warmup_tokens": int(sys.argv[9]) if int(sys.argv[8]) > 1 else 0,
+           "idle_wake": sys.argv[10]},
           open(out, "w"), indent=2)
 PY
 
@@ -217,7 +225,7 @@ scrape() { # file
 	[ -n "${GATE_PID:-}" ] && cat "/proc/$GATE_PID/schedstat" >"$1.cpu" 2>/dev/null
 	[ -n "${METRICS_PORT:-}" ] || return 0
 	curl -s --max-time 5 "http://127.0.0.1:$METRICS_PORT/metrics" |
-		grep -E '^fanogate_(engine_hop_seconds|lane_wakeups|lane_answer_spin|loop_(submits|completions)_total)' >"$1" || true
+		grep -E '^fanogate_(engine_hop_seconds|lane_wakeups|lane_lcore_wakeups_total|dp_idle_wa[a-z_]*total|lane_answer_spin|loop_(submits|completions)_total)' >"$1" || true
 }
 run_fleet() { # name args...
 	local name=$1; shift
@@ -263,6 +271,7 @@ if [ $ROOTED -eq 1 ]; then
 			printf '[eal]\nhugepages = %s\nlog_level = *:error\n%s[port]\nvdev = %s\nmtu = 1500\n[net]\nip4 = %s\n' \
 				"$HUGE" "${EAL_LCORES:+lcores = $EAL_LCORES
 }" "$vdev" "$DP_IP" >"$T/dp-$kind.ini"
+			printf '[poll]\nidle_wake = %s\n' "$IDLE_WAKE" >>"$T/dp-$kind.ini"
 			write_config "$T/dp-$kind.ini"
 			# The probe is also the warm-up: the first datagrams into a
 			# fresh veth are sometimes lost for about a second.

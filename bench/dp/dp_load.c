@@ -6,7 +6,8 @@
  *   latency:    one slot at a time; jump delivery latency = time from the
  *               return of the send of the LAST datagram of the LAST
  *               contribution to the arrival of the last fragment of the
- *               resolved seed; p50/p99/p99.9 over --slots slots
+ *               resolved seed; p50/p99/p99.9 over --slots slots; with
+ *               --gap-us N, N us of quiet after each seed came back
  *   throughput: up to --window slots in flight; resolved seeds per second
  *
  * Every resolved seed is compared bit for bit with the reference sum (the
@@ -49,7 +50,7 @@ static int cmp_u64(const void *a, const void *b)
 
 struct opts {
 	const char *dst, *src;
-	int port, cport, hidden, slots, window, mtu, layers;
+	int port, cport, hidden, slots, window, mtu, layers, gap_us;
 	uint32_t token_base;
 	const char *mode, *label;
 };
@@ -183,7 +184,8 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {{"dst", 1, 0, 'd'},     {"src", 1, 0, 's'},    {"port", 1, 0, 'p'},
 					   {"cport", 1, 0, 'c'},   {"hidden", 1, 0, 'h'}, {"slots", 1, 0, 'n'},
 					   {"window", 1, 0, 'w'},  {"mtu", 1, 0, 'm'},    {"mode", 1, 0, 'M'},
-					   {"label", 1, 0, 'L'},   {"token-base", 1, 0, 't'}, {0, 0, 0, 0}};
+					   {"label", 1, 0, 'L'},   {"token-base", 1, 0, 't'}, {"gap-us", 1, 0, 'g'},
+					   {0, 0, 0, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (ch) {
@@ -198,6 +200,7 @@ int main(int argc, char **argv)
 		case 'M': o.mode = optarg; break;
 		case 'L': o.label = optarg; break;
 		case 't': o.token_base = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'g': o.gap_us = atoi(optarg); break;
 		default: return 2;
 		}
 	}
@@ -283,6 +286,13 @@ int main(int argc, char **argv)
 				lat[nlat++] = rx.t_done - t0;
 			else
 				lost++;
+			if (o.gap_us > 0) {
+				/* --gap-us: quiet between slots, so a receiver that idles
+				 * (fanogate's [poll] settings) has backed off when the
+				 * next one comes (bench/dp/idle.sh) */
+				struct timespec g = {.tv_sec = o.gap_us / 1000000, .tv_nsec = (long)(o.gap_us % 1000000) * 1000};
+				clock_nanosleep(CLOCK_MONOTONIC, 0, &g, NULL);
+			}
 		}
 	} else {
 		int inflight = 0, next = 0;
@@ -321,9 +331,9 @@ int main(int argc, char **argv)
 #define PCT(p) (nlat ? lat[(size_t)((double)(nlat - 1) * (p))] / 1000.0 : 0.0)
 	printf("{\"label\":\"%s\",\"mode\":\"%s\",\"hidden\":%d,\"slots\":%d,\"resolved\":%u,\"lost\":%u,\"bad\":%u,"
 	       "\"seconds\":%.3f,\"seeds_per_s\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"max_us\":%.1f,"
-	       "\"contrib_bytes\":%llu,\"gen_cpu_s\":%.3f,\"acks_sent\":%u}\n",
+	       "\"contrib_bytes\":%llu,\"gen_cpu_s\":%.3f,\"acks_sent\":%u,\"gap_us\":%d}\n",
 	       o.label, o.mode, o.hidden, o.slots, nlat, lost, rx.bad, (double)(t_end - t_start) / 1e9,
 	       nlat / ((double)(t_end - t_start) / 1e9), PCT(0.5), PCT(0.99), PCT(0.999), nlat ? lat[nlat - 1] / 1000.0 : 0,
-	       (unsigned long long)nlat * LINES * blen, gen_cpu, acks_sent);
+	       (unsigned long long)nlat * LINES * blen, gen_cpu, acks_sent, o.gap_us);
 	return rx.bad ? 3 : 0;
 }
