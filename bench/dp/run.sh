@@ -28,7 +28,10 @@ KRX=$B/bench/dp/kudp_rx
 MEMCPY=$B/bench/dp/dp_memcpy
 [ "$(id -u)" = 0 ] || { echo "needs root"; exit 77; }
 # FG_BENCH_TAG: prefix of the namespaces and veths (<= 8 characters), default fgdp
-# FG_BENCH_RECEIVERS: the receivers to run (default "kernel af_packet af_xdp"; also af_xdp_bb64)
+# FG_BENCH_RECEIVERS: the receivers to run (default "kernel af_packet af_xdp"; also af_xdp_bb64,
+#   and af_xdp_wake: af_xdp with [poll] idle_wake = on, the lcore waiting in ppoll() when idle)
+# FG_BENCH_GAP_US: quiet after each seed of the latency phase (dp_load --gap-us, default 0):
+#   isolated seeds, at which a receiver that idles has gone idle
 T=${FG_BENCH_TAG:-fgdp}
 OUT=${FG_BENCH_OUT:-$(mktemp -d /tmp/fgdp-bench-XXXXXX)}
 mkdir -p "$OUT"
@@ -130,12 +133,14 @@ EOC
 		else
 			rm -f "$OUT/ready"
 			export FG_IFACE=${T}b0a FG_DP_IP4=10.97.0.1 FG_IDLE_SLEEP_US=0 FG_HUGEPAGES=$HUGE FG_HUGE_DIR=$OUT/huge
+			FG_IDLE_WAKE=off; [ $who = af_xdp_wake ] && FG_IDLE_WAKE=on; export FG_IDLE_WAKE
 			# poll lcore 1 on CPU 1 (the default map); the main thread floats
 			prof=$ROOT/drivers-config/$who.ini
 			if [ $who = af_xdp_bb64 ]; then # the PMD's own busy_budget, for comparison
 				prof=$OUT/af_xdp_bb64.ini
 				sed 's/^vdev = .*/&,busy_budget=64/' "$ROOT/drivers-config/af_xdp.ini" > "$prof"
 			fi
+			[ $who = af_xdp_wake ] && prof=$ROOT/drivers-config/af_xdp.ini
 			unshare -m sh -c "{ [ $HUGE = off ] || mount -t hugetlbfs -o pagesize=2M fgdphuge '$OUT/huge'; } && exec '$DP' --config '$OUT/fg-$HIDDEN.ini' --profile '$prof' --duration 600 --report '$OUT/dp-$who-$HIDDEN.json' --ready-file '$OUT/ready'" 2> "$OUT/dp-$who.log" &
 			DPPID=$!
 			fg_wait_until 20 fg_ready_files "$DPPID" "$OUT/ready"
@@ -148,7 +153,7 @@ EOC
 		rxpid=$DPPID; [ $who = kernel ] && rxpid=$KPID
 		s0=$(cpu_snap $rxpid)
 		line=$(ip netns exec $T-bl taskset -c 0 "$LOAD" --dst $dst --hidden $HIDDEN --slots $SLOTS --mode latency \
-			--label $who --token-base $base); echo "$line" | tee -a "$RES"
+			--gap-us "${FG_BENCH_GAP_US:-0}" --label $who --token-base $base); echo "$line" | tee -a "$RES"
 		s1=$(cpu_snap $rxpid)
 		meter $who $HIDDEN latency "$s0" "$s1" "$line"
 		line=$(ip netns exec $T-bl taskset -c 0 "$LOAD" --dst $dst --hidden $HIDDEN --slots $((SLOTS * 3)) \

@@ -17,7 +17,9 @@
  *      declared them empty and gone to sleep), at most once per burst, and
  *      only for a message somebody waits on (urgent; deferred messages are
  *      drained by the 1 ms tick). No timer stands on the path of an
- *      outcome or a resolved seed somebody waits for.
+ *      outcome or a resolved seed somebody waits for. The same protocol
+ *      wakes an lcore that waits when idle ([poll] idle_wake): struct
+ *      fg_lane.wake, written after a push to its to_dp ring.
  *
  * Slot ownership: lcore i owns slot shard i (fg_shard_of). A frame from a TLS
  * peer goes to the owner's lane as FG_BM_CONTRIB; the owner answers with
