@@ -23,7 +23,8 @@
 #
 # Usage: scripts/bench.sh [--smoke] [--tokens N] [--out DIR] [--build-dir DIR] [--answer-spin-us N]
 #                         [--fleet-cpus LIST] [--eal-lcores MAP] [--local-cpus LIST]
-#                         [--af-xdp-busy-budget N] [--idle-wake on|off] [--rounds N] [--warmup-tokens N]
+#                         [--af-xdp-busy-budget N] [--idle-wake on|off] [--idle-wake-after-us N]
+#                         [--rounds N] [--warmup-tokens N]
 #   --smoke      CI: a few tokens per path; checks that every output exists
 #   --tokens N   tokens per path (default 300 = 8100 seeds; smoke 4)
 #   --out DIR    output directory (default BUILD/bench-jump)
@@ -46,6 +47,8 @@
 #                poll lcore spins; on: it waits in ppoll() after 100 us
 #                without work, and every seed that finds it asleep pays
 #                one thread wake-up; docs/dataplane.md "Idle")
+#   --idle-wake-after-us N   [poll] idle_wake_after_us: how long without
+#                work before that wait (default: the profile's)
 #   --rounds N   the wss and https paths in N interleaved rounds (default 1):
 #                both gates (dataplane and --no-dataplane) stay up side by
 #                side, each round runs the four paths against them (the
@@ -67,7 +70,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # cannot collide with anything else on the box.
 [ "$(id -u)" -eq 0 ] || fg_private_net "$@"
 BUILD=${FG_BUILD_DIR:-build}
-SMOKE=0 TOKENS= OUT= ANSWER_SPIN= FLEET_CPUS= EAL_LCORES= LOCAL_CPUS= XDP_BUSY_BUDGET= IDLE_WAKE=off ROUNDS=1 WARMUP=20
+SMOKE=0 TOKENS= OUT= ANSWER_SPIN= FLEET_CPUS= EAL_LCORES= LOCAL_CPUS= XDP_BUSY_BUDGET= IDLE_WAKE=off IDLE_WAKE_AFTER= ROUNDS=1 WARMUP=20
 while [ $# -gt 0 ]; do
 	case $1 in
 	--smoke) SMOKE=1 ;;
@@ -84,6 +87,9 @@ while [ $# -gt 0 ]; do
 	--idle-wake)
 		case $2 in on|off) ;; *) echo "bench.sh: --idle-wake wants on or off, not '$2'" >&2; exit 2 ;; esac
 		IDLE_WAKE=$2; shift ;;
+	--idle-wake-after-us)
+		case $2 in ''|*[!0-9]*) echo "bench.sh: --idle-wake-after-us wants a number of microseconds, not '$2'" >&2; exit 2 ;; esac
+		IDLE_WAKE_AFTER=$2; shift ;;
 	--rounds) ROUNDS=$2; shift ;;
 	--warmup-tokens) WARMUP=$2; shift ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -146,7 +152,7 @@ skip() { echo "$2" >"$OUT/path-$1.skip"; say "$1: skipped: $2"; }
 
 # ---- metadata ---------------------------------------------------------------
 /usr/bin/python3 - "$OUT/meta.json" "$ROOT" "$TOKENS" "$SMOKE" "$FLEET_CPUS" "$EAL_LCORES" "$LOCAL_CPUS" \
-	"$ROUNDS" "$WARMUP" "$IDLE_WAKE" <<'PY'
+	"$ROUNDS" "$WARMUP" "$IDLE_WAKE" "$IDLE_WAKE_AFTER" <<'PY'
 import json, os, platform, subprocess, sys, time
 out, root, tokens, smoke = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
 placement = {"fleet_cpus": sys.argv[5] or None, "eal_lcores": sys.argv[6] or None, "local_cpus": sys.argv[7] or None}
@@ -160,7 +166,7 @@ json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit":
            "kernel": platform.release(), "cpu": cpu, "cpus": os.cpu_count(), "tokens_per_path": tokens,
            "layers": 28, "hidden": 1536, "window": 1, "mode": "chain", "smoke": smoke, "placement": placement,
            "rounds": int(sys.argv[8]), "warmup_tokens": int(sys.argv[9]) if int(sys.argv[8]) > 1 else 0,
-           "idle_wake": sys.argv[10]},
+           "idle_wake": sys.argv[10], "idle_wake_after_us": sys.argv[11] or None},
           open(out, "w"), indent=2)
 PY
 
@@ -271,7 +277,8 @@ if [ $ROOTED -eq 1 ]; then
 			printf '[eal]\nhugepages = %s\nlog_level = *:error\n%s[port]\nvdev = %s\nmtu = 1500\n[net]\nip4 = %s\n' \
 				"$HUGE" "${EAL_LCORES:+lcores = $EAL_LCORES
 }" "$vdev" "$DP_IP" >"$T/dp-$kind.ini"
-			printf '[poll]\nidle_wake = %s\n' "$IDLE_WAKE" >>"$T/dp-$kind.ini"
+			printf '[poll]\nidle_wake = %s\n%s' "$IDLE_WAKE" "${IDLE_WAKE_AFTER:+idle_wake_after_us = $IDLE_WAKE_AFTER
+}" >>"$T/dp-$kind.ini"
 			write_config "$T/dp-$kind.ini"
 			# The probe is also the warm-up: the first datagrams into a
 			# fresh veth are sometimes lost for about a second.

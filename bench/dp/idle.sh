@@ -29,7 +29,7 @@ set -u
 B=$(cd "${1:?usage: idle.sh BUILD_DIR [OUT_DIR]}" && pwd) || exit 2
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-. "$ROOT/tests/lib/netns.sh" # fg_wait_until, fg_ready_files
+. "$ROOT/tests/lib/netns.sh" # fg_wait_until, fg_ready_files, fg_ini_model
 OUT=${2:-$(mktemp -d /tmp/fgidle-XXXXXX)}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 DP=$B/dataplane/fanogate-dp
@@ -61,13 +61,7 @@ ip -n $T-l addr add 10.96.0.2/24 dev ${T}b
 ip -n $T-l link set ${T}b up
 
 cat > "$OUT/fg.ini" <<EOC
-[model]
-hidden = 1536
-layers = 28
-[rules]
-default = 1,3,5
-[slots]
-capacity = 4096
+$(fg_ini_model 1536 28 4096)
 deadline_ms = 1000
 [udp]
 port = 4242
