@@ -1,7 +1,7 @@
 /* dp_idle.h - how an idle poll lcore waits for work instead of spinning
  * ([poll] idle_wake = on, docs/dataplane.md "Idle").
  *
- * After idle_wake_after_us (100) without work the lcore blocks in ppoll()
+ * After idle_wake_after_us (1000) without work the lcore blocks in ppoll()
  * on two files: its RX queue's socket (the AF_XDP or AF_PACKET socket the PMD receives on:
  * readable while its ring holds a packet) and its lane's eventfd (struct
  * fg_lane.wake: the control plane pushed to to_dp, or another lcore handed

@@ -22,8 +22,8 @@
  * Cost: a packet that arrives during a sleep waits for its end, at most
  * the current sleep (+ the 1 us timer slack set here, + the scheduler's
  * wake-up); fully backed off, half the cap on average. With idle_wake the
- * lcore instead, after idle_wake_after_us without work (so the few
- * microseconds between one seed's datagrams never put it to sleep), waits
+ * lcore instead, after idle_wake_after_us without work (so steady traffic,
+ * from the wire or the control plane, never finds it asleep), waits
  * in ppoll() until a packet, a message from the control plane or a handed
  * frame arrives, or its next timer is due: the cost is one wake-up of a
  * sleeping thread (dp_idle.h); drivers without an RX socket keep the

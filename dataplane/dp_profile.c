@@ -28,7 +28,7 @@ void dp_profile_default(struct dp_profile *p)
 	p->arp_reply = true;
 	p->handoff_ring = 1024;
 	p->idle_polls = 64;
-	p->idle_wake_after_us = 100;
+	p->idle_wake_after_us = 1000;
 	p->lane_ring = 4096;
 	p->lane_bufs = 1024;
 	p->ack_peers = 1024;

@@ -50,8 +50,8 @@ struct dp_profile {
 	uint32_t idle_sleep_us;        /* after idle_polls empty polls sleep this long (the cap with idle_backoff); 0 = pure polling (default) */
 	uint32_t idle_polls;           /* empty polls before the first sleep (64) */
 	bool idle_backoff;             /* sleeps start at 1 us and double up to idle_sleep_us (default off: idle_sleep_us at once) */
-	bool idle_wake;                /* when idle wait in ppoll() on the RX socket and lane eventfd (dp_idle.h; default off) */
-	uint32_t idle_wake_after_us;   /* ... after this long without work (default 100): the polls between a seed's datagrams never sleep */
+	bool idle_wake;                /* when idle wait in ppoll() on the RX socket and lane eventfd (dp_idle.h; default off, on in the af_xdp and af_packet profiles) */
+	uint32_t idle_wake_after_us;   /* ... after this long without work (default 1000): steady traffic, from the wire or the control plane, never finds the lcore asleep */
 	uint32_t handoff_ring;         /* frames queued per lcore from other lcores (power of two, 1024) */
 	uint32_t lane_ring;            /* boundary lane messages per direction (power of two, 4096) */
 	uint32_t lane_bufs;            /* boundary buffers per pool (1024) */

@@ -43,12 +43,13 @@
 #   --af-xdp-busy-budget N   net_af_xdp's busy_budget (default: none
 #                given, and fanogate picks 0 on the veth; the PMD's own
 #                default, 64, makes a recvfrom() on every empty RX burst)
-#   --idle-wake on|off   the dataplane's [poll] idle_wake (default off: the
-#                poll lcore spins; on: it waits in ppoll() after 100 us
-#                without work, and every seed that finds it asleep pays
-#                one thread wake-up; docs/dataplane.md "Idle")
+#   --idle-wake on|off   the dataplane's [poll] idle_wake (default on, as
+#                in the shipped af_xdp and af_packet profiles: the poll
+#                lcore waits in ppoll() after 1 ms without work, and a seed
+#                that finds it asleep pays one thread wake-up; off: it
+#                spins; docs/dataplane.md "Idle, woken")
 #   --idle-wake-after-us N   [poll] idle_wake_after_us: how long without
-#                work before that wait (default: the profile's)
+#                work before that wait (default 1000)
 #   --rounds N   the wss and https paths in N interleaved rounds (default 1):
 #                both gates (dataplane and --no-dataplane) stay up side by
 #                side, each round runs the four paths against them (the
@@ -70,7 +71,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # cannot collide with anything else on the box.
 [ "$(id -u)" -eq 0 ] || fg_private_net "$@"
 BUILD=${FG_BUILD_DIR:-build}
-SMOKE=0 TOKENS= OUT= ANSWER_SPIN= FLEET_CPUS= EAL_LCORES= LOCAL_CPUS= XDP_BUSY_BUDGET= IDLE_WAKE=off IDLE_WAKE_AFTER= ROUNDS=1 WARMUP=20
+SMOKE=0 TOKENS= OUT= ANSWER_SPIN= FLEET_CPUS= EAL_LCORES= LOCAL_CPUS= XDP_BUSY_BUDGET= IDLE_WAKE=on IDLE_WAKE_AFTER= ROUNDS=1 WARMUP=20
 while [ $# -gt 0 ]; do
 	case $1 in
 	--smoke) SMOKE=1 ;;

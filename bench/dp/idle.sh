@@ -8,9 +8,10 @@
 # Topology (names fgid*, removed on exit): ns fgid-l (dp_load, CPU 0)
 # --veth-- root: fanogate-dp, af_xdp, poll lcore on CPU 1.
 # Settings (FG_IDLE_SETTINGS, default "poll wake sleep20"):
-#   poll     idle_sleep_us 0, idle_wake off: pure polling (the default)
-#   wake     idle_wake on: ppoll() on the RX socket and the lane eventfd
-#            after idle_wake_after_us (100) without work (dataplane/dp_idle.h)
+#   poll     idle_sleep_us 0, idle_wake off: pure polling
+#   wake     idle_wake on (the af_xdp profile's default): ppoll() on the RX
+#            socket and the lane eventfd after idle_wake_after_us (1000)
+#            without work (dataplane/dp_idle.h)
 #   wakeN    the same after N us without work
 #   sleep20  idle_sleep_us 20: a 20 us sleep per empty poll after 64
 # Per setting and round, one fanogate-dp, then:
@@ -96,10 +97,10 @@ fail=0 tok=1000000
 for round in $(seq 1 "$ROUNDS"); do
 	for s in $SETTINGS; do
 		case $s in
-		poll) wake=off sl=0 after=100 ;;
-		wake) wake=on sl=0 after=100 ;;
+		poll) wake=off sl=0 after=1000 ;;
+		wake) wake=on sl=0 after=1000 ;;
 		wake[0-9]*) wake=on sl=0 after=${s#wake} ;;
-		sleep*) wake=off sl=${s#sleep} after=100 ;;
+		sleep*) wake=off sl=${s#sleep} after=1000 ;;
 		*) echo "idle.sh: unknown setting $s (poll, wake, wakeN, sleepN)"; exit 2 ;;
 		esac
 		rm -f "$OUT/ready"

@@ -135,9 +135,11 @@ if [ $RC != 0 ]; then
 fi
 [ $DPRC = 0 ] || { echo "FAIL: fanogate-dp exited $DPRC"; exit 1; }
 $PY "$HERE/veth_fleet.py" check --expect "$TMP/expect.json" --report "$TMP/report.json" || exit 1
-if [ "${FG_IDLE_WAKE:-off}" = on ]; then
-	# the lcore waited in ppoll() and packets woke it (a wait that only
-	# timed out would still resolve every seed, 1 ms later)
+if [ "${FG_IDLE_WAKE:-on}" = on ]; then
+	# [poll] idle_wake (the profiles' default): the lcore waited in ppoll()
+	# and packets woke it (a wait that only timed out would still resolve
+	# every seed, 1 ms later). The run's first packet finds it asleep: it
+	# has been idle since it started.
 	$PY - "$TMP/report.json" <<'EOP' || exit 1
 import json, sys
 x = json.load(open(sys.argv[1]))["x"]

@@ -171,7 +171,7 @@ static void test_refusals(void **st)
 	assert_int_equal(p.idle_polls, 64);
 	assert_false(p.idle_backoff);
 	assert_false(p.idle_wake);
-	assert_int_equal(p.idle_wake_after_us, 100);
+	assert_int_equal(p.idle_wake_after_us, 1000);
 	assert_int_equal(load_text("[port]\nvdev = net_null0\n[poll]\nidle_sleep_us = 200\nidle_backoff = on\nidle_polls = 1000\n",
 				   &p, err, sizeof(err)),
 			 0);
