@@ -650,12 +650,73 @@ static void test_lanes_wake(void **state)
 		free(keep.mem[k]);
 }
 
+/* The other way ([poll] idle_wake): a push to an lcore's to_dp writes the
+ * lane's eventfd only when that lcore announced its sleep, once per sleep
+ * (boundary.h, struct fg_lane.wake), and counts it. */
+static void test_lanes_lcore_wake(void **state)
+{
+	(void)state;
+	struct fg_lane lane;
+	struct fake_lane keep;
+	memset(&lane, 0, sizeof(lane));
+	lane.to_dp = mk_ring(&keep.mem[0], 8);
+	lane.to_cp = mk_ring(&keep.mem[1], 64);
+	mk_pool(&lane.cp2dp, &keep.mem[2], 8, 256);
+	mk_pool(&lane.dp2cp, &keep.mem[3], 8, 256);
+	int lfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	assert_true(lfd >= 0);
+	fg_wake_init(&lane.wake, lfd);
+	static struct fg_boundary b;
+	b.n_lanes = 1;
+	b.lanes = &lane;
+	int efd = eventfd(0, EFD_CLOEXEC);
+	assert_true(efd >= 0);
+	fg_wake_init(&b.wake, efd);
+	struct cp_engine e;
+	memset(&ev, 0, sizeof(ev));
+	cfg.answer_spin_us = 0;
+	assert_int_equal(cp_engine_init(&e, &L, &cfg, &b, &ops, NULL), 0);
+	const float x[HIDDEN] = {1, 2, 3, 4};
+	uint8_t buf[128];
+	uint64_t v;
+
+	/* the lcore is awake: a push writes nothing */
+	size_t n = mk_seed(buf, sizeof(buf), 2, 7, 1, 0, x);
+	assert_int_equal(submit(&e, buf, n, 60), 0);
+	assert_int_equal(read(lfd, &v, sizeof(v)), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(e.st.lcore_wakes, 0);
+
+	/* it announced its sleep: the next push wakes it, once */
+	fg_wake_prepare(&lane.wake);
+	n = mk_seed(buf, sizeof(buf), 2, 8, 1, 0, x);
+	assert_int_equal(submit(&e, buf, n, 61), 0);
+	assert_int_equal(atomic_load(&lane.wake.waiting), 0);
+	assert_int_equal(read(lfd, &v, sizeof(v)), (ssize_t)sizeof(v));
+	assert_int_equal(v, 1);
+	assert_int_equal(e.st.lcore_wakes, 1);
+	n = mk_seed(buf, sizeof(buf), 2, 9, 1, 0, x);
+	assert_int_equal(submit(&e, buf, n, 62), 0);
+	assert_int_equal(read(lfd, &v, sizeof(v)), -1);
+	assert_int_equal(e.st.lcore_wakes, 1);
+	assert_int_equal(fg_ring_count(lane.to_dp), 3); /* every frame pushed */
+	assert_int_equal(e.st.lcore_wake_errors, 0);
+
+	cp_engine_fini(&e);
+	run_for(5ull * 1000 * 1000);
+	close(efd);
+	close(lfd);
+	for (int k = 0; k < 4; k++)
+		free(keep.mem[k]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_local),
 		cmocka_unit_test(test_lanes),
 		cmocka_unit_test(test_lanes_wake),
+		cmocka_unit_test(test_lanes_lcore_wake),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
