@@ -502,6 +502,17 @@ static void test_lanes(void **state)
 			free(keep[i].mem[k]);
 }
 
+/* One lane over fake memory: an 8-message to_dp ring, 64 to_cp, two
+ * pools of 8 buffers of 256 bytes; no wake-up fd. */
+static void mk_lane(struct fg_lane *lane, struct fake_lane *keep)
+{
+	memset(lane, 0, sizeof(*lane));
+	lane->to_dp = mk_ring(&keep->mem[0], 8);
+	lane->to_cp = mk_ring(&keep->mem[1], 64);
+	mk_pool(&lane->cp2dp, &keep->mem[2], 8, 256);
+	mk_pool(&lane->dp2cp, &keep->mem[3], 8, 256);
+}
+
 /* Arrivals wake the engine. A message pushed without the wake-up (a
  * deferred one, boundary.h) is drained by the 1 ms housekeeping tick, with
  * no wake-up; a signalled one completes the engine's eventfd read and the
@@ -511,11 +522,7 @@ static void test_lanes_wake(void **state)
 	(void)state;
 	struct fg_lane lane;
 	struct fake_lane keep;
-	memset(&lane, 0, sizeof(lane));
-	lane.to_dp = mk_ring(&keep.mem[0], 8);
-	lane.to_cp = mk_ring(&keep.mem[1], 64);
-	mk_pool(&lane.cp2dp, &keep.mem[2], 8, 256);
-	mk_pool(&lane.dp2cp, &keep.mem[3], 8, 256);
+	mk_lane(&lane, &keep);
 	static struct fg_boundary b;
 	b.n_lanes = 1;
 	b.lanes = &lane;
@@ -658,11 +665,7 @@ static void test_lanes_lcore_wake(void **state)
 	(void)state;
 	struct fg_lane lane;
 	struct fake_lane keep;
-	memset(&lane, 0, sizeof(lane));
-	lane.to_dp = mk_ring(&keep.mem[0], 8);
-	lane.to_cp = mk_ring(&keep.mem[1], 64);
-	mk_pool(&lane.cp2dp, &keep.mem[2], 8, 256);
-	mk_pool(&lane.dp2cp, &keep.mem[3], 8, 256);
+	mk_lane(&lane, &keep);
 	int lfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	assert_true(lfd >= 0);
 	fg_wake_init(&lane.wake, lfd);
