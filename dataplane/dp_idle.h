@@ -6,7 +6,8 @@
  * readable while its ring holds a packet) and its lane's eventfd (struct
  * fg_lane.wake: the control plane pushed to to_dp, or another lcore handed
  * a frame to its inbox, while it slept), for at most the time until its
- * next timer (the shard's 1 ms tick, the ACK interval). Nothing is lost:
+ * next timer (the shard's 1 ms tick, the ACK interval), or 100 ms when
+ * nothing is pending that a timer would act on. Nothing is lost:
  * the socket is level-triggered (a packet that came after the last empty
  * burst makes ppoll return at once), and the lane's wake-up is the
  * boundary's protocol (boundary.h, struct fg_wake): announce, re-check the
