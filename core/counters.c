@@ -96,7 +96,7 @@ const struct fg_counter_def fg_dp_xcounter_defs[DP_X__COUNT] = {
 	[DP_X_IDLE_WAITS] = {"idle_waits", "dp_idle_waits_total", NULL, "counter", "waits of the idle poll lcore in ppoll() on its RX socket and lane eventfd ([poll] idle_wake)", 0},
 	[DP_X_IDLE_WAKE_RX] = {"idle_wake_rx", "dp_idle_wake_rx_total", NULL, "counter", "idle waits ended by a packet on the lcore's RX queue", 0},
 	[DP_X_IDLE_WAKE_LANE] = {"idle_wake_lane", "dp_idle_wake_lane_total", NULL, "counter", "idle waits ended by the lane's eventfd (a control-plane message, or a frame another lcore handed over)", 0},
-	[DP_X_IDLE_WAKE_TIMER] = {"idle_wake_timer", "dp_idle_wake_timer_total", NULL, "counter", "idle waits ended by the lcore's next timer (its 1 ms tick or the ACK interval)", 0},
+	[DP_X_IDLE_WAKE_TIMER] = {"idle_wake_timer", "dp_idle_wake_timer_total", NULL, "counter", "idle waits ended by the lcore's next timer (its 1 ms tick, the ACK interval, or 100 ms with nothing pending)", 0},
 	[DP_X_INBOX_WAKES] = {"inbox_wakes", "dp_inbox_wakes_total", NULL, "counter", "eventfd writes waking another lcore asleep ([poll] idle_wake) after handing it a frame", 0},
 };
 

@@ -305,7 +305,7 @@ static int port_setup(struct dp_state *g)
 	if (socket < 0)
 		socket = 0;
 	/* [poll] idle_wake: the AF_XDP socket that appears across queue q's
-	 * setup is q's (dp_idle.c) */
+	 * setup is q's (dp_idle_fd.h) */
 	bool scan_xdp = g->prof.idle_wake && strcmp(info.driver_name, "net_af_xdp") == 0;
 	static int before[DP_IDLE_MAX_SOCKS], after[DP_IDLE_MAX_SOCKS];
 	for (uint16_t q = 0; q < g->n_rxq; q++) {

@@ -2,8 +2,9 @@
  * ([poll] idle_wake = on, docs/dataplane.md "Idle").
  *
  * After idle_wake_after_us (1000) without work the lcore blocks in ppoll()
- * on two files: its RX queue's socket (the AF_XDP or AF_PACKET socket the PMD receives on:
- * readable while its ring holds a packet) and its lane's eventfd (struct
+ * on two files: its RX queue's socket (the AF_XDP or AF_PACKET socket the
+ * PMD receives on: readable while its ring holds a packet) and its lane's
+ * eventfd (struct
  * fg_lane.wake: the control plane pushed to to_dp, or another lcore handed
  * a frame to its inbox, while it slept), for at most the time until its
  * next timer (the shard's 1 ms tick, the ACK interval), or 100 ms when

@@ -61,6 +61,10 @@ extern const struct dp_io dp_io_dpdk;
 /* Take up to DP_BURST frames other lcores handed to this one (its inbox)
  * into the shard (dp_shard_handed). Returns how many. Owner lcore only. */
 unsigned dp_inbox_poll(struct dp_lcore *lc, uint64_t now);
+/* Wake the owners this lcore handed frames to since its last call, if
+ * they sleep in their idle wait ([poll] idle_wake). Once per loop
+ * iteration, before this lcore may sleep itself. Owner lcore only. */
+void dp_inbox_kick(struct dp_lcore *lc);
 
 /* The poll loop (rte_eal_remote_launch entry); arg is the struct dp_lcore. */
 int dp_lcore_main(void *arg);

@@ -173,6 +173,7 @@ struct dp_lcore {
 	bool lane_sent;         /* pushed to lane->to_cp since the last dp_lane_wake */
 	bool lane_urgent;       /* ... and one of them is urgent (boundary.h) */
 	int wait_fd;            /* [poll] idle_wake: its RX queue's socket to wait on (dp_idle.h); -1 none */
+	uint64_t inbox_kick;    /* DPDK only: bit per owner lcore handed a frame since the last dp_inbox_kick */
 	uint64_t abandoned_seen;/* slots.abandoned already added to DP_X_SLOTS_ABANDONED */
 	uint8_t *scratch;       /* frame_max bytes */
 	struct dp_neigh neigh[DP_NEIGH];

@@ -45,10 +45,22 @@ static bool io_handoff(struct dp_lcore *lc, unsigned owner, struct dp_xfer *x)
 	if (owner >= dp_g.n || rte_ring_mp_enqueue(dp_g.lc[owner]->inbox, x) != 0)
 		return false;
 	/* [poll] idle_wake: the owner may sleep in its idle wait (dp_idle.h);
-	 * without it has_fd is false and this costs one load */
-	if (fg_wake_kick(&dp_g.lc[owner]->lane->wake) > 0)
-		dp_lc_xcount(lc, DP_X_INBOX_WAKES);
+	 * dp_inbox_kick wakes it once per loop iteration, not per frame */
+	if (dp_g.lc[owner]->lane->wake.has_fd)
+		lc->inbox_kick |= 1ull << owner;
 	return true;
+}
+
+void dp_inbox_kick(struct dp_lcore *lc)
+{
+	/* one fence and one load per owner handed frames in this iteration; an
+	 * eventfd write only for an owner that announced its sleep */
+	while (lc->inbox_kick) {
+		unsigned owner = (unsigned)__builtin_ctzll(lc->inbox_kick);
+		lc->inbox_kick &= lc->inbox_kick - 1;
+		if (fg_wake_kick(&dp_g.lc[owner]->lane->wake) > 0)
+			dp_lc_xcount(lc, DP_X_INBOX_WAKES);
+	}
 }
 
 static void io_report(struct dp_lcore *lc, const union fg_bmsg *m)

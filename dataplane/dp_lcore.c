@@ -75,6 +75,7 @@ int dp_lcore_main(void *arg)
 		 * the TX flush of a resolved seed's datagrams through a veth can
 		 * be ten times that, and the TLS subscriber's seed waits on it. */
 		dp_lane_wake(lc);
+		dp_inbox_kick(lc);
 		dp_tx_flush(lc);
 		if (work) {
 			dp_xcount(lc->xk, DP_X_BUSY_CYCLES, rte_rdtsc() - tsc0);
@@ -98,6 +99,7 @@ int dp_lcore_main(void *arg)
 	dp_reply_ack_flush(lc);
 	dp_tx_flush(lc);
 	dp_lane_wake(lc);
+	dp_inbox_kick(lc);
 	struct timespec cpu;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
 		dp_xcount(lc->xk, DP_X_THREAD_CPU_NS, (uint64_t)cpu.tv_sec * 1000000000ull + (uint64_t)cpu.tv_nsec);

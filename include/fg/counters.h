@@ -86,7 +86,7 @@ enum dp_xcounter {
 	DP_X_IDLE_WAITS,          /* idle waits in ppoll() ([poll] idle_wake, dataplane/dp_idle.h) */
 	DP_X_IDLE_WAKE_RX,        /* ... ended by a packet on the lcore's RX queue */
 	DP_X_IDLE_WAKE_LANE,      /* ... ended by the lane's eventfd (a control-plane message or a handed frame) */
-	DP_X_IDLE_WAKE_TIMER,     /* ... ended by the lcore's next timer (1 ms tick, ACK interval) */
+	DP_X_IDLE_WAKE_TIMER,     /* ... ended by the lcore's next timer (1 ms tick, ACK interval, 100 ms when quiet) */
 	DP_X_INBOX_WAKES,         /* eventfd writes waking another lcore asleep after a frame was handed to it */
 	DP_X__COUNT
 };
