@@ -331,22 +331,33 @@ static int port_setup(struct dp_state *g)
 			return rc;
 		}
 	}
-	rc = rte_eth_dev_start(pid);
-	if (rc < 0) {
-		DP_LOG(ERR, "port %u (%s): start: %s", pid, info.driver_name, rte_strerror(-rc));
-		return rc;
-	}
-	drain_unbound_af_packet(g, pid, info.driver_name);
 	g->guard_bursts = strcmp(info.driver_name, "net_memif") == 0;
 	g->driver = info.driver_name;
+	DP_LOG(INFO, "port %u (%s): %u rx / %u tx queues, %u/%u descriptors, rss %s", pid, info.driver_name,
+	       g->n_rxq, g->n_txq, rxd, txd, conf.rxmode.mq_mode == RTE_ETH_MQ_RX_RSS ? "on" : "off");
+	return 0;
+}
+
+/* Start the port configured by port_setup. Called after every allocation
+ * of dp_init: a started port receives, and a zero-copy memif client has
+ * handed its memory to the peer once connected (22.11 closes the memseg
+ * file then, so hugepage memory could no longer grow for the slots). */
+static int port_start(struct dp_state *g)
+{
+	uint16_t pid = g->port;
+	int rc = rte_eth_dev_start(pid);
+	if (rc < 0) {
+		DP_LOG(ERR, "port %u (%s): start: %s", pid, g->driver, rte_strerror(-rc));
+		return rc;
+	}
+	drain_unbound_af_packet(g, pid, g->driver);
 	g->mbufs_out_started = g->mbufs->size - rte_mempool_avail_count(g->mbufs);
 	if (g->prof.promiscuous && rte_eth_promiscuous_enable(pid) < 0)
 		DP_LOG(WARNING, "port %u: promiscuous mode refused", pid);
 	if (rte_eth_macaddr_get(pid, &g->mac) < 0)
 		memset(&g->mac, 0, sizeof(g->mac));
-	DP_LOG(INFO, "port %u (%s): %u rx / %u tx queues, %u/%u descriptors, rss %s, mac " RTE_ETHER_ADDR_PRT_FMT,
-	       pid, info.driver_name, g->n_rxq, g->n_txq, rxd, txd,
-	       conf.rxmode.mq_mode == RTE_ETH_MQ_RX_RSS ? "on" : "off", RTE_ETHER_ADDR_BYTES(&g->mac));
+	DP_LOG(INFO, "port %u (%s): started, mac " RTE_ETHER_ADDR_PRT_FMT, pid, g->driver,
+	       RTE_ETHER_ADDR_BYTES(&g->mac));
 	return 0;
 }
 
@@ -754,6 +765,9 @@ int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_bou
 	if (rc < 0)
 		DP_LOG(NOTICE, "pdump: %s (dpdk-dumpcap needs [eal] multiprocess = on with hugepages)",
 		       rte_strerror(rte_errno));
+	rc = port_start(g);
+	if (rc < 0)
+		goto fail;
 	DP_LOG(INFO, "ready: %u poll lcores, %s, shard capacity %u, chunk %u, frame_max %u", g->n,
 	       g->hugepages ? "hugepages" : "no hugepages", g->scfg.capacity, g->chunk, g->frame_max);
 	return 0;
