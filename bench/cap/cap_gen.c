@@ -537,15 +537,19 @@ static void run_latency(uint32_t first, uint32_t count, uint64_t deadline_ns, bo
 static void run_phase(uint32_t first, uint32_t count, uint64_t deadline_ns)
 {
 	uint32_t next = first, end = first + count;
-	uint64_t last = mono_ns(), resolved0 = g_st.resolved;
+	uint64_t last = mono_ns(), resolved0 = g_st.resolved, seen = g_st.resolved;
 	g_inflight = 0;
 	while (g_st.resolved - resolved0 < count) {
 		while (g_inflight < o.window && next < end)
 			send_slot(o.token_base + next++);
-		uint64_t before = g_st.resolved;
 		rx_poll();
+		/* Progress is any seed resolved since the last look, here or in
+		 * tx_all's polls while the ring was full (comparing around this
+		 * rx_poll only missed those, and a run whose seeds all came back
+		 * during the sends ended "idle" with its last window in flight) */
 		uint64_t now = mono_ns();
-		if (g_st.resolved != before) {
+		if (g_st.resolved != seen) {
+			seen = g_st.resolved;
 			last = now;
 		} else if (now - last > (uint64_t)(o.idle_seconds * 1e9) || now > deadline_ns) {
 			g_st.lost += (uint64_t)g_inflight + (end - next);

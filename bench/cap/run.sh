@@ -26,13 +26,16 @@
 #
 # Usage: bench/cap/run.sh [--smoke] [--runs N] [--seeds N] [--hidden "1536 4096"]
 #                         [--memif-mode "zero-copy copy"] [--window N]
-#                         [--status-accepted true|false] [--out DIR] BUILD_DIR
+#                         [--status-accepted true|false] [--capacity N] [--out DIR] BUILD_DIR
 #   --smoke   CI: hidden 1536, 2000 seeds, one run per mode, no memcpy
 #             timing; fails unless every seed came back bit-exact, ACKed,
 #             none lost
 #   --memif-mode: the modes to run, in this order within each run number
 #             (alternating, so both see the same moment of the machine);
 #             default both, "zero-copy copy"
+#   --capacity N: [slots] capacity (default 8192: with fresh tokens the
+#             lcore sweeps every slot's buffers, about 25 KiB each at hidden
+#             1536, so this sets the memory the placements walk through)
 #   --status-accepted false: [udp] status_accepted = false (1 status per
 #             seed instead of 3; default: the key is not written, so the
 #             daemon's default (true) holds and older builds run too)
@@ -50,7 +53,7 @@
 # Needs no network: the packets only exist in the memif shared memory
 # (addresses from 198.18.0.0/15, the benchmarking range).
 set -u
-SMOKE=0 RUNS=3 SEEDS=300000 HIDDENS="1536 4096" WINDOW=512 OUT= STATUS_ACCEPTED= MODES="zero-copy copy"
+SMOKE=0 RUNS=3 SEEDS=300000 HIDDENS="1536 4096" WINDOW=512 CAPACITY=8192 OUT= STATUS_ACCEPTED= MODES="zero-copy copy"
 while [ $# -gt 1 ]; do
 	case $1 in
 	--smoke) SMOKE=1 ;;
@@ -59,6 +62,7 @@ while [ $# -gt 1 ]; do
 	--hidden) HIDDENS=$2; shift ;;
 	--memif-mode) MODES=$2; shift ;;
 	--window) WINDOW=$2; shift ;;
+	--capacity) CAPACITY=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	--status-accepted) STATUS_ACCEPTED=$2; shift ;;
 	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
@@ -150,7 +154,7 @@ start_gen() {
 	taskset -c 0 "$GEN" -l 0 --no-huge -m 256 --no-shconf --file-prefix "fgcapgen$$" --no-pci \
 		--log-level '*:warning' --vdev="net_memif0,role=$role,$MEMIF_ARGS" -- \
 		--hidden "$H" --seeds "$SEEDS" --window "$WINDOW" --max-seconds 60 --link-timeout 30 --peer-exit-wait 30 \
-		--label "memif-$2-$H$([ "$STATUS_ACCEPTED" = false ] && echo -st1)" \
+		--label "memif-$2-$H$([ "$STATUS_ACCEPTED" = false ] && echo -st1)$([ "$CAPACITY" != 8192 ] && echo "-c$CAPACITY")" \
 		--json "$OUT/gen-$1.json" 2> "$OUT/gen-$1.log" &
 	GENPID=$!
 }
@@ -170,7 +174,7 @@ layers = 28
 [rules]
 default = 1,3,5
 [slots]
-capacity = 8192
+capacity = $CAPACITY
 deadline_ms = 2500
 [udp]
 port = 4242
