@@ -48,6 +48,10 @@ struct dp_lcore;
 
 #define DP_BURST 32u
 #define DP_TX_MAX 128u
+/* TX back-pressure (dp_lcore.c): packets the TX queue refused wait in the
+ * lcore's TX buffer and RX pauses, for at most this long; then they are
+ * dropped (drop_tx_full) and RX resumes. */
+#define DP_TX_HOLD_NS 10000000ull
 #define DP_NEIGH 64u
 #define DP_XFER_HDR 128u /* bytes in front of a frame in an xfer buffer */
 #define DP_MAX_LCORES 64u
@@ -167,6 +171,7 @@ struct dp_lcore {
 	struct fg_ingest_ctx ictx;
 	struct rte_mbuf *tx[DP_TX_MAX]; /* DPDK only (dp_tx.c) */
 	unsigned n_tx;
+	uint64_t tx_held_ns;     /* DPDK only: when the packets waiting in tx[] began to wait */
 	uint16_t frame_id, ip_id;
 	uint64_t next_ack_ns, next_timer_ns;
 	bool ack_now;

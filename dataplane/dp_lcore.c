@@ -4,7 +4,9 @@
  * (dp_io_dpdk.c), take the control plane's messages (dp_lanes.c), let the
  * shard run its timers and ACK flushes (dp_shard_tick), wake the control
  * plane if this iteration gave it something while it slept (dp_lanes.c),
- * then flush the TX buffer (dp_tx.c).
+ * then flush the TX buffer (dp_tx.c). While packets the TX queue refused
+ * wait in that buffer, the next iterations receive nothing (TX
+ * back-pressure, at most DP_TX_HOLD_NS).
  *
  * Who may call: dp_lcore_main runs on its own EAL lcore, launched by
  * dp_start; it touches only that lcore's struct dp_lcore, the shared
@@ -66,7 +68,22 @@ int dp_lcore_main(void *arg)
 		if ((int32_t)(ep - lc->slots.epoch) > 0)
 			lc->slots.epoch = ep;
 
-		unsigned work = dp_rx_burst(lc, now);
+		/* TX back-pressure: while packets the TX queue refused wait in
+		 * the TX buffer, receive nothing. What arrives waits in the
+		 * device's RX ring, or is dropped there, before any work was
+		 * spent on it, and its sender resends what was never ACKed;
+		 * dropping at TX instead threw away resolved seeds, whose only
+		 * copy (the slot) a fast table reclaims before the 200 ms
+		 * resend. A hold lasts at most DP_TX_HOLD_NS (a peer that
+		 * stopped reading must not stop the lcore): then the waiting
+		 * packets are dropped as before. */
+		bool held = lc->n_tx != 0;
+		if (held && now - lc->tx_held_ns >= DP_TX_HOLD_NS) {
+			dp_tx_drop(lc);
+			dp_lc_xcount(lc, DP_X_TX_HOLD_EXPIRED);
+			held = false;
+		}
+		unsigned work = held ? 1u : dp_rx_burst(lc, now);
 		work += dp_inbox_poll(lc, now);
 		work += dp_lane_poll(lc, now);
 		dp_shard_tick(lc, now);
@@ -76,7 +93,10 @@ int dp_lcore_main(void *arg)
 		 * be ten times that, and the TLS subscriber's seed waits on it. */
 		dp_lane_wake(lc);
 		dp_inbox_kick(lc);
-		dp_tx_flush(lc);
+		if (dp_tx_flush(lc) && !held) {
+			lc->tx_held_ns = now;
+			dp_lc_xcount(lc, DP_X_TX_HELD);
+		}
 		if (work) {
 			dp_xcount(lc->xk, DP_X_BUSY_CYCLES, rte_rdtsc() - tsc0);
 			idle = 0;
@@ -97,7 +117,8 @@ int dp_lcore_main(void *arg)
 		}
 	}
 	dp_reply_ack_flush(lc);
-	dp_tx_flush(lc);
+	(void)dp_tx_flush(lc);
+	dp_tx_drop(lc);
 	dp_lane_wake(lc);
 	dp_inbox_kick(lc);
 	struct timespec cpu;

@@ -5,7 +5,8 @@
  * Who may call: the lcore that owns `lc`, from its poll loop (dp_lcore.c)
  * and the per-packet code (dp_rx.c, dp_neigh.c, dp_reply.c, dp_deliver.c).
  * Every mbuf queued here belongs to the TX buffer until dp_tx_flush sends
- * it or frees and counts it (drop_tx_full). No heap, no locks, no logs. */
+ * it, or dp_tx_drop (a hold that lasted DP_TX_HOLD_NS, shutdown) or a full
+ * buffer frees and counts it (drop_tx_full). No heap, no locks, no logs. */
 #include <string.h>
 
 #include <rte_ethdev.h>
@@ -13,13 +14,10 @@
 #include "dp_burst_guard.h"
 #include "dp_tx.h"
 
-void dp_tx_flush(struct dp_lcore *lc)
+unsigned dp_tx_flush(struct dp_lcore *lc)
 {
 	if (!lc->n_tx)
-		return;
-	uint64_t bytes = 0;
-	for (unsigned i = 0; i < lc->n_tx; i++)
-		bytes += lc->tx[i]->pkt_len;
+		return 0;
 	unsigned sent = 0;
 	bool guarded = dp_burst_guarded(); /* net_memif: see dp_burst_guard.h */
 	if (guarded)
@@ -28,21 +26,37 @@ void dp_tx_flush(struct dp_lcore *lc)
 		sent += rte_eth_tx_burst(dp_g.port, lc->txq, lc->tx + sent, (uint16_t)(lc->n_tx - sent));
 	if (guarded)
 		dp_burst_leave(lc->idx);
-	for (unsigned i = sent; i < lc->n_tx; i++) {
-		bytes -= lc->tx[i]->pkt_len;
-		rte_pktmbuf_free(lc->tx[i]);
-	}
-	if (sent < lc->n_tx)
-		dp_lc_count(lc, FG_C_DROP_TX_FULL, lc->n_tx - sent);
+	if (!sent)
+		return lc->n_tx;
+	uint64_t bytes = 0;
+	for (unsigned i = 0; i < sent; i++)
+		bytes += lc->tx[i]->pkt_len;
 	dp_lc_count(lc, FG_C_TX_PKTS, sent);
 	dp_lc_count(lc, FG_C_TX_BYTES, bytes);
+	/* what the queue did not take waits, in order, for the next flush */
+	if (sent < lc->n_tx)
+		memmove(lc->tx, lc->tx + sent, (lc->n_tx - sent) * sizeof(lc->tx[0]));
+	lc->n_tx -= sent;
+	return lc->n_tx;
+}
+
+void dp_tx_drop(struct dp_lcore *lc)
+{
+	if (!lc->n_tx)
+		return;
+	rte_pktmbuf_free_bulk(lc->tx, lc->n_tx);
+	dp_lc_count(lc, FG_C_DROP_TX_FULL, lc->n_tx);
 	lc->n_tx = 0;
 }
 
 void dp_tx_queue(struct dp_lcore *lc, struct rte_mbuf *m)
 {
-	if (lc->n_tx == DP_TX_MAX)
-		dp_tx_flush(lc);
+	if (lc->n_tx == DP_TX_MAX && dp_tx_flush(lc) == DP_TX_MAX) {
+		/* the device took nothing and the buffer is full */
+		rte_pktmbuf_free(m);
+		dp_lc_count(lc, FG_C_DROP_TX_FULL, 1);
+		return;
+	}
 	lc->tx[lc->n_tx++] = m;
 }
 

@@ -5,10 +5,16 @@
 
 #include "dp_internal.h"
 
-/* Send the queued mbufs; the ones the device refuses after 4 tries are
- * freed and counted as drop_tx_full. */
-void dp_tx_flush(struct dp_lcore *lc);
-/* Queue m (ownership moves to the TX buffer); flushes when full. */
+/* Send the queued mbufs. The ones the device refuses after 4 tries stay in
+ * the TX buffer, in order, for the next flush (back-pressure: the poll
+ * loop receives nothing while any wait, for at most DP_TX_HOLD_NS, see
+ * dp_lcore.c). Returns how many wait. */
+unsigned dp_tx_flush(struct dp_lcore *lc);
+/* Free every mbuf waiting in the TX buffer, counted as drop_tx_full. */
+void dp_tx_drop(struct dp_lcore *lc);
+/* Queue m (ownership moves to the TX buffer); flushes when full. When the
+ * buffer stays full (the device took nothing), m is freed and counted as
+ * drop_tx_full. */
 void dp_tx_queue(struct dp_lcore *lc, struct rte_mbuf *m);
 /* Queue one UDP datagram from our data port to dst_ip:dst_port whose
  * payload is hdr4 (4 bytes, or NULL for none) then data[0..len). Returns
