@@ -67,6 +67,7 @@ static const uint8_t rule[LINES] = {1, 3, 5};
 
 struct opts {
 	uint32_t hidden, seeds, window, layers, sets, mtu, warmup, gap_us;
+	uint32_t rx_stall_us, rx_stall_every_ms; /* a consumer that stops reading now and then */
 	double max_seconds, link_timeout, idle_seconds, peer_exit_wait;
 	uint32_t token_base;
 	uint8_t dp_ip[4], ip[4];
@@ -81,7 +82,7 @@ static struct opts o = {.hidden = 1536, .seeds = 200000, .window = 256, .layers 
 struct stats {
 	uint64_t frags_tx, seeds_sent, resolved, wrong, dup, lost;
 	uint64_t rx_pkts, rx_seed_frags, rx_acks, rx_status, rx_arp, rx_other, rx_orphan;
-	uint64_t acks_tx, tx_full;
+	uint64_t acks_tx, tx_full, rx_stalls;
 };
 
 struct rs_state { /* one resolved seed being received */
@@ -108,6 +109,7 @@ static struct stats g_st;
 static uint32_t g_inflight;
 static uint64_t *g_lat; /* latency mode: TSC cycles per seed */
 static uint32_t g_nlat;
+static uint64_t g_rx_stall_until, g_rx_stall_next; /* TSC: --rx-stall-us */
 
 static uint64_t mono_ns(void)
 {
@@ -171,6 +173,8 @@ static void rx_poll(void);
 
 /* Send n mbufs, polling RX while the TX ring is full (fanogate's replies must
  * keep flowing or it would drop them). Bounded by --max-seconds overall. */
+static uint64_t g_deadline_ns = UINT64_MAX; /* --max-seconds from the start of the run */
+
 static void tx_all(struct rte_mbuf **m, unsigned n)
 {
 	unsigned sent = 0;
@@ -180,6 +184,12 @@ static void tx_all(struct rte_mbuf **m, unsigned n)
 		if (sent < n) {
 			g_st.tx_full++;
 			rx_poll();
+			/* a peer that left never frees its ring: without this bound
+			 * the loop spun forever (seen once in a smoke run) */
+			if ((g_st.tx_full & 1023) == 0 && mono_ns() > g_deadline_ns) {
+				fprintf(stderr, "cap_gen: the ring stayed full until --max-seconds: the peer stopped reading\n");
+				exit(1);
+			}
 		}
 	}
 }
@@ -300,6 +310,23 @@ static void on_arp(const uint8_t *a, uint32_t n)
 static void rx_poll(void)
 {
 	struct rte_mbuf *m[BURST];
+	if (o.rx_stall_us) {
+		/* --rx-stall-us: every --rx-stall-every-ms, read nothing for
+		 * rx_stall_us (sending goes on while the ring takes it), so
+		 * fanogate's TX queue towards us fills */
+		uint64_t now = rte_rdtsc(), hz = rte_get_tsc_hz();
+		if (now < g_rx_stall_until)
+			return;
+		if (now >= g_rx_stall_next) {
+			if (g_rx_stall_next) {
+				g_rx_stall_until = now + hz / 1000000 * o.rx_stall_us;
+				g_st.rx_stalls++;
+			}
+			g_rx_stall_next = now + hz / 1000 * o.rx_stall_every_ms;
+			if (g_rx_stall_until > now)
+				return;
+		}
+	}
 	uint16_t n = rte_eth_rx_burst(g_port, 0, m, BURST);
 	for (uint16_t i = 0; i < n; i++) {
 		const uint8_t *p = rte_pktmbuf_mtod(m[i], const uint8_t *);
@@ -570,6 +597,7 @@ static void usage(void)
 		"               [--sets N] [--mtu N] [--max-seconds S] [--dp-ip A] [--ip A] [--port P]\n"
 		"               [--cport P] [--wport P] [--token-base T] [--label S] [--json FILE]\n"
 		"               [--gap-us N]   (latency mode: one seed at a time, N us apart)\n"
+		"               [--rx-stall-us N --rx-stall-every-ms M]  (read nothing for N us every M ms)\n"
 		"               [--idle-seconds S]  (give up when no seed arrived for S s; default 1)\n"
 		"               [--link-timeout S]  (wait S s for the memif peer; default 20)\n"
 		"               [--peer-exit-wait S]  (after the results: wait up to S s for the peer to\n"
@@ -593,7 +621,7 @@ int main(int argc, char **argv)
 		{"ip", 1, 0, 'i'},     {"port", 1, 0, 'p'},        {"cport", 1, 0, 'c'},  {"wport", 1, 0, 'W'},
 		{"json", 1, 0, 'j'},   {"label", 1, 0, 'l'},       {"warmup", 1, 0, 'u'}, {"token-base", 1, 0, 't'},
 		{"gap-us", 1, 0, 'g'}, {"idle-seconds", 1, 0, 'I'}, {"link-timeout", 1, 0, 'K'},
-		{"peer-exit-wait", 1, 0, 'P'},
+		{"peer-exit-wait", 1, 0, 'P'}, {"rx-stall-us", 1, 0, 'r'}, {"rx-stall-every-ms", 1, 0, 'e'},
 		{0, 0, 0, 0}};
 	int ch;
 	optind = 1;
@@ -619,12 +647,14 @@ int main(int argc, char **argv)
 		case 'I': o.idle_seconds = atof(optarg); break;
 		case 'K': o.link_timeout = atof(optarg); break;
 		case 'P': o.peer_exit_wait = atof(optarg); break;
+		case 'r': o.rx_stall_us = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'e': o.rx_stall_every_ms = (uint32_t)strtoul(optarg, NULL, 0); break;
 		default: usage(); return 2;
 		}
 	}
 	if (!o.hidden || !o.seeds || !o.window || !o.layers || o.layers > 32 || !o.sets || o.mtu < 64 ||
 	    o.mtu > 1500 || o.max_seconds <= 0 || o.idle_seconds <= 0 || o.link_timeout <= 0 ||
-	    o.peer_exit_wait < 0) {
+	    o.peer_exit_wait < 0 || (o.rx_stall_us && !o.rx_stall_every_ms)) {
 		usage();
 		return 2;
 	}
@@ -640,6 +670,7 @@ int main(int argc, char **argv)
 		return 1;
 
 	uint64_t deadline = mono_ns() + (uint64_t)(o.max_seconds * 1e9);
+	g_deadline_ns = deadline;
 	/* warm-up: caches, fanogate's neighbour entry for the consumer */
 	if (o.gap_us)
 		run_latency(0, o.warmup, deadline, false);
@@ -682,7 +713,7 @@ int main(int argc, char **argv)
 		"\"dup\":%llu,\"frags_sent\":%llu,\"seconds\":%.6f,\"frags_per_s\":%.0f,\"seeds_per_s\":%.0f,"
 		"\"contrib_bytes_per_s\":%.0f,\"tsc_hz\":%.0f,\"rx\":{\"pkts\":%llu,\"seed_frags\":%llu,\"acks\":%llu,"
 		"\"status\":%llu,\"arp\":%llu,\"other\":%llu,\"orphan\":%llu},\"acks_sent\":%llu,"
-		"\"gen_cpu_s\":%.6f,\"gen_tx_full\":%llu,\"gap_us\":%u,\"lat_p50_us\":%.2f,\"lat_p99_us\":%.2f,"
+		"\"gen_cpu_s\":%.6f,\"gen_tx_full\":%llu,\"gen_rx_stalls\":%llu,\"gap_us\":%u,\"lat_p50_us\":%.2f,\"lat_p99_us\":%.2f,"
 		"\"lat_max_us\":%.2f}\n",
 		o.label, o.hidden, LINES, g_chunk, g_nfrag, o.window, o.seeds, o.warmup, (unsigned long long)warm_lost,
 		(unsigned long long)res, (unsigned long long)g_st.wrong, (unsigned long long)(g_st.lost - warm_lost),
@@ -692,7 +723,7 @@ int main(int argc, char **argv)
 		(unsigned long long)(g_st.rx_acks - s0.rx_acks), (unsigned long long)(g_st.rx_status - s0.rx_status),
 		(unsigned long long)(g_st.rx_arp - s0.rx_arp), (unsigned long long)(g_st.rx_other - s0.rx_other),
 		(unsigned long long)(g_st.rx_orphan - s0.rx_orphan), (unsigned long long)(g_st.acks_tx - s0.acks_tx),
-		cpu1 - cpu0, (unsigned long long)(g_st.tx_full - s0.tx_full), o.gap_us, PCT_US(0.5), PCT_US(0.99),
+		cpu1 - cpu0, (unsigned long long)(g_st.tx_full - s0.tx_full), (unsigned long long)g_st.rx_stalls, o.gap_us, PCT_US(0.5), PCT_US(0.99),
 		g_nlat ? (double)g_lat[g_nlat - 1] / cyc_per_ns / 1e3 : 0.0);
 	if (out != stdout && (fclose(out) != 0 || rename(tmp_json, o.json) != 0)) {
 		perror(o.json);

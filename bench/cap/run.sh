@@ -26,7 +26,8 @@
 #
 # Usage: bench/cap/run.sh [--smoke] [--runs N] [--seeds N] [--hidden "1536 4096"]
 #                         [--memif-mode "zero-copy copy"] [--window N]
-#                         [--status-accepted true|false] [--capacity N] [--out DIR] BUILD_DIR
+#                         [--status-accepted true|false] [--capacity N] [--rsize N]
+#                         [--rx-stall "US EVERY_MS"] [--out DIR] BUILD_DIR
 #   --smoke   CI: hidden 1536, 2000 seeds, one run per mode, no memcpy
 #             timing; fails unless every seed came back bit-exact, ACKed,
 #             none lost
@@ -36,6 +37,12 @@
 #   --capacity N: [slots] capacity (default 8192: with fresh tokens the
 #             lcore sweeps every slot's buffers, about 25 KiB each at hidden
 #             1536, so this sets the memory the placements walk through)
+#   --rsize N: memif ring size 2^N descriptors (default 11)
+#   --rx-stall "US EVERY_MS": cap_gen reads nothing for US microseconds
+#             every EVERY_MS ms (a consumer that stalls), so fanogate's TX
+#             queue fills. With --smoke the run must then show TX
+#             back-pressure (tx_held > 0) and drop nothing (drop_tx_full 0,
+#             every seed delivered): tests/dataplane dp_memif_tx_backpressure
 #   --status-accepted false: [udp] status_accepted = false (1 status per
 #             seed instead of 3; default: the key is not written, so the
 #             daemon's default (true) holds and older builds run too)
@@ -46,14 +53,13 @@
 # baseline, the load average before and after) and a table on stdout.
 # Timing figures only mean something on a quiet machine: the script prints
 # the load average it saw.
-# Hugepages: FG_HUGEPAGES=auto|on|off for both modes (default off when
-# zero-copy is among the modes, see below; else auto: used when a 2 MiB
-# hugetlbfs is mounted with enough free pages, else --no-huge). The table
-# and results.json say per run.
+# Hugepages: FG_HUGEPAGES=auto|on|off for both modes (default auto: used
+# when a 2 MiB hugetlbfs is mounted with enough free pages, else
+# --no-huge; the smoke: off). The table and results.json say per run.
 # Needs no network: the packets only exist in the memif shared memory
 # (addresses from 198.18.0.0/15, the benchmarking range).
 set -u
-SMOKE=0 RUNS=3 SEEDS=300000 HIDDENS="1536 4096" WINDOW=512 CAPACITY=8192 OUT= STATUS_ACCEPTED= MODES="zero-copy copy"
+SMOKE=0 RUNS=3 SEEDS=300000 HIDDENS="1536 4096" WINDOW=512 CAPACITY=8192 RSIZE=11 RX_STALL= OUT= STATUS_ACCEPTED= MODES="zero-copy copy"
 while [ $# -gt 1 ]; do
 	case $1 in
 	--smoke) SMOKE=1 ;;
@@ -63,6 +69,8 @@ while [ $# -gt 1 ]; do
 	--memif-mode) MODES=$2; shift ;;
 	--window) WINDOW=$2; shift ;;
 	--capacity) CAPACITY=$2; shift ;;
+	--rsize) RSIZE=$2; shift ;;
+	--rx-stall) RX_STALL=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	--status-accepted) STATUS_ACCEPTED=$2; shift ;;
 	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
@@ -90,20 +98,24 @@ pmd=$(pkg-config --variable=pmdsdir libdpdk 2>/dev/null)
 if [ -n "$pmd" ] && ! ls "$pmd"/librte_net_memif.so* >/dev/null 2>&1; then
 	echo "run.sh: SKIP: no net_memif PMD in $pmd"; exit 77
 fi
+if [ -n "$RX_STALL" ]; then
+	set -- $RX_STALL "$1"
+	[ $# = 3 ] || { echo "run.sh: --rx-stall wants \"US EVERY_MS\"" >&2; exit 2; }
+	GEN_STALL="--rx-stall-us $1 --rx-stall-every-ms $2"
+	shift 2
+fi
 if [ $SMOKE = 1 ]; then
-	RUNS=1 SEEDS=2000 HIDDENS=1536 WINDOW=32
+	RUNS=1 SEEDS=2000 HIDDENS=1536 WINDOW=${RX_STALL:+64}
+	WINDOW=${WINDOW:-32}
 	: "${FG_HUGEPAGES:=off}"
 fi
-# zero-copy lends the EAL's memory to the peer, and 22.11's PMD closes the
-# memseg file once connected (drivers-config/memif.ini): dynamic hugepage
-# memory grows through that file, and fanogate-dp starts its port before
-# it allocates its slots and lanes (dp.c dp_init), so with hugepages those
-# allocations race the connection (the smoke passed once with hugepages,
-# 2026-12-02; not relied on). --no-huge's memory is all there from the
-# start. So with zero-copy among the modes the default is off, for every
-# mode (the same memory on both sides of the comparison); an explicit
-# FG_HUGEPAGES=auto|on applies to both.
-case " $MODES " in *" zero-copy "*) : "${FG_HUGEPAGES:=off}" ;; esac
+# Hugepages, as the product runs: auto (used when a 2 MiB hugetlbfs is
+# mounted with enough free pages, else --no-huge; the table says per run).
+# With --no-huge every slot access also walks 4 KiB page tables: at 8,192
+# slots (200 MB) that cost about a third of the lcore (2026-12-03,
+# RESULTS.md). zero-copy works with hugepages since fanogate-dp starts its
+# port after its last allocation (before, the slots allocated after the
+# memif connection raced the PMD closing the memseg file).
 export FG_HUGEPAGES=${FG_HUGEPAGES:-auto}
 OUT=${OUT:-$(mktemp -d /tmp/fgcap-XXXXXX)}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
@@ -131,7 +143,7 @@ fi
 # serves and cap_gen connects; zero-copy, cap_gen serves and fanogate-dp
 # connects with zero-copy=yes.
 . "$HERE/profile.sh"
-MEMIF_ARGS="id=0,socket=$OUT/memif.sock,bsize=2048,rsize=11"
+MEMIF_ARGS="id=0,socket=$OUT/memif.sock,bsize=2048,rsize=$RSIZE"
 for m in $MODES; do cap_dp_profile "$OUT/memif-$m.ini" "$m" "$MEMIF_ARGS" '${FG_HUGEPAGES:-auto}'; done
 
 # start_dp TAG MODE: fanogate-dp in the background (DPPID), ready or exit 1
@@ -150,10 +162,11 @@ start_dp() {
 # start_gen TAG MODE: cap_gen in the background (GENPID)
 start_gen() {
 	local role=client
+	rm -f "$OUT/gen-$1.json" # gen_done waits for it: not a file of an earlier run in the same OUT
 	[ "$2" = zero-copy ] && role=server
 	taskset -c 0 "$GEN" -l 0 --no-huge -m 256 --no-shconf --file-prefix "fgcapgen$$" --no-pci \
 		--log-level '*:warning' --vdev="net_memif0,role=$role,$MEMIF_ARGS" -- \
-		--hidden "$H" --seeds "$SEEDS" --window "$WINDOW" --max-seconds 60 --link-timeout 30 --peer-exit-wait 30 \
+		--hidden "$H" --seeds "$SEEDS" --window "$WINDOW" --max-seconds 60 --link-timeout 30 --peer-exit-wait 30 ${GEN_STALL:-} \
 		--label "memif-$2-$H$([ "$STATUS_ACCEPTED" = false ] && echo -st1)$([ "$CAPACITY" != 8192 ] && echo "-c$CAPACITY")" \
 		--json "$OUT/gen-$1.json" 2> "$OUT/gen-$1.log" &
 	GENPID=$!
@@ -228,6 +241,6 @@ EOC
 	done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/load.txt"
-python3 "$HERE/summarize.py" report "$OUT" $([ $SMOKE = 1 ] && echo --smoke) || fail=1
+python3 "$HERE/summarize.py" report "$OUT" $([ $SMOKE = 1 ] && echo --smoke) $([ $SMOKE = 1 ] && [ -n "$RX_STALL" ] && echo --tx-held) || fail=1
 echo "wrote $OUT/results.json"
 exit $fail

@@ -4,9 +4,13 @@
   summarize.py run GEN.json DP.json MODE
                                       one JSON line for one run (stdout);
                                       MODE: the memif mode (copy, zero-copy)
-  summarize.py report OUT [--smoke]   OUT/results.json and a table; with
+  summarize.py report OUT [--smoke] [--tx-held]
+                                      OUT/results.json and a table; with
                                       --smoke, exit 1 unless every run is
-                                      whole (bit-exact, none lost, all ACKed)
+                                      whole (bit-exact, none lost, all ACKed);
+                                      with --tx-held also unless fanogate's
+                                      TX queue filled (tx_held > 0) and it
+                                      dropped nothing (drop_tx_full 0)
 """
 import json
 import sys
@@ -38,13 +42,15 @@ def run(gen_path, dp_path, mode):
         delivery=dict(acked=c["delivery_acked"], resent=c["delivery_resent"],
                       given_up=c["delivery_given_up"], pending=d.get("delivery_pending")),
         drops={k: v for k, v in c.items() if k.startswith("drop_") and v},
+        tx_held=x.get("tx_held", 0), tx_hold_expired=x.get("tx_hold_expired", 0),
+        gen_rx_stalls=g.get("gen_rx_stalls", 0),
         hugepages=d["hugepages"], gen_cpu_s=g["gen_cpu_s"], gen_tx_full=g["gen_tx_full"],
         gen_rx=g["rx"],
     )
     print(json.dumps(out))
 
 
-def report(out_dir, smoke):
+def report(out_dir, smoke, tx_held):
     runs = [json.loads(line) for line in open(out_dir + "/runs.jsonl") if line.strip()]
     memcpy = json.load(open(out_dir + "/memcpy.json"))
     load = open(out_dir + "/load.txt").read().strip().splitlines()
@@ -65,19 +71,24 @@ def report(out_dir, smoke):
         bad = [r for r in runs if r["wrong"] or r["lost"] or r["resolved"] != r["seeds"]
                or r["delivery"]["given_up"] or r["delivery"]["pending"]
                or r["delivery"]["acked"] < r["resolved"]]
+        if tx_held:
+            bad += [r for r in runs if not r["tx_held"] or r["drops"].get("drop_tx_full") or not r["gen_rx_stalls"]]
         if not runs or bad:
             print("smoke: FAILED: %s" % (json.dumps(bad) if bad else "no run"))
             sys.exit(1)
         print("smoke: %d seeds bit-exact, every delivery ACKed (%d resent before their ACK); memif modes: %s" % (
             sum(r["resolved"] for r in runs), sum(r["delivery"]["resent"] for r in runs),
             ", ".join(sorted(set(r["memif_mode"] for r in runs)))))
+        if tx_held:
+            print("smoke: TX back-pressure: %d consumer stalls, fanogate held its TX %d times, dropped nothing" % (
+                sum(r["gen_rx_stalls"] for r in runs), sum(r["tx_held"] for r in runs)))
 
 
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "run" and sys.argv[4] in ("copy", "zero-copy"):
         run(sys.argv[2], sys.argv[3], sys.argv[4])
     elif len(sys.argv) >= 3 and sys.argv[1] == "report":
-        report(sys.argv[2], "--smoke" in sys.argv[3:])
+        report(sys.argv[2], "--smoke" in sys.argv[3:], "--tx-held" in sys.argv[3:])
     else:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
