@@ -52,6 +52,10 @@ struct dp_lcore;
  * lcore's TX buffer and RX pauses, for at most this long; then they are
  * dropped (drop_tx_full) and RX resumes. */
 #define DP_TX_HOLD_NS 10000000ull
+/* After a hold ran out, refused packets are dropped at once (no new hold)
+ * for this long: a TX queue that stays stuck (a peer gone) pauses RX for
+ * at most 10 ms in every 110, not for 10 ms of every 10. */
+#define DP_TX_NOHOLD_NS 100000000ull
 #define DP_NEIGH 64u
 #define DP_XFER_HDR 128u /* bytes in front of a frame in an xfer buffer */
 #define DP_MAX_LCORES 64u
@@ -172,6 +176,7 @@ struct dp_lcore {
 	struct rte_mbuf *tx[DP_TX_MAX]; /* DPDK only (dp_tx.c) */
 	unsigned n_tx;
 	uint64_t tx_held_ns;     /* DPDK only: when the packets waiting in tx[] began to wait */
+	uint64_t tx_nohold_until;/* DPDK only: a hold ran out; until then refused packets are dropped */
 	uint16_t frame_id, ip_id;
 	uint64_t next_ack_ns, next_timer_ns;
 	bool ack_now;

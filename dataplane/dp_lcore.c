@@ -76,11 +76,13 @@ int dp_lcore_main(void *arg)
 		 * copy (the slot) a fast table reclaims before the 200 ms
 		 * resend. A hold lasts at most DP_TX_HOLD_NS (a peer that
 		 * stopped reading must not stop the lcore): then the waiting
-		 * packets are dropped as before. */
+		 * packets are dropped as before, and for DP_TX_NOHOLD_NS every
+		 * refused packet is (no new hold while the queue stays stuck). */
 		bool held = lc->n_tx != 0;
 		if (held && now - lc->tx_held_ns >= DP_TX_HOLD_NS) {
 			dp_tx_drop(lc);
 			dp_lc_xcount(lc, DP_X_TX_HOLD_EXPIRED);
+			lc->tx_nohold_until = now + DP_TX_NOHOLD_NS;
 			held = false;
 		}
 		unsigned work = held ? 1u : dp_rx_burst(lc, now);
@@ -94,8 +96,12 @@ int dp_lcore_main(void *arg)
 		dp_lane_wake(lc);
 		dp_inbox_kick(lc);
 		if (dp_tx_flush(lc) && !held) {
-			lc->tx_held_ns = now;
-			dp_lc_xcount(lc, DP_X_TX_HELD);
+			if (now < lc->tx_nohold_until) {
+				dp_tx_drop(lc);
+			} else {
+				lc->tx_held_ns = now;
+				dp_lc_xcount(lc, DP_X_TX_HELD);
+			}
 		}
 		if (work) {
 			dp_xcount(lc->xk, DP_X_BUSY_CYCLES, rte_rdtsc() - tsc0);

@@ -4,13 +4,17 @@
   summarize.py run GEN.json DP.json MODE
                                       one JSON line for one run (stdout);
                                       MODE: the memif mode (copy, zero-copy)
-  summarize.py report OUT [--smoke] [--tx-held]
+  summarize.py report OUT [--smoke] [--tx-held | --tx-hold-expired]
                                       OUT/results.json and a table; with
                                       --smoke, exit 1 unless every run is
                                       whole (bit-exact, none lost, all ACKed);
                                       with --tx-held also unless fanogate's
                                       TX queue filled (tx_held > 0) and it
-                                      dropped nothing (drop_tx_full 0)
+                                      dropped nothing (drop_tx_full 0); with
+                                      --tx-hold-expired unless a hold ran
+                                      out (the consumer stalled longer
+                                      than 10 ms) and the resends still
+                                      delivered every seed
 """
 import json
 import sys
@@ -50,7 +54,7 @@ def run(gen_path, dp_path, mode):
     print(json.dumps(out))
 
 
-def report(out_dir, smoke, tx_held):
+def report(out_dir, smoke, tx_held, tx_hold_expired):
     runs = [json.loads(line) for line in open(out_dir + "/runs.jsonl") if line.strip()]
     memcpy = json.load(open(out_dir + "/memcpy.json"))
     load = open(out_dir + "/load.txt").read().strip().splitlines()
@@ -73,12 +77,18 @@ def report(out_dir, smoke, tx_held):
                or r["delivery"]["acked"] < r["resolved"]]
         if tx_held:
             bad += [r for r in runs if not r["tx_held"] or r["drops"].get("drop_tx_full") or not r["gen_rx_stalls"]]
+        if tx_hold_expired:
+            bad += [r for r in runs if not r["tx_hold_expired"] or not r["gen_rx_stalls"]]
         if not runs or bad:
             print("smoke: FAILED: %s" % (json.dumps(bad) if bad else "no run"))
             sys.exit(1)
         print("smoke: %d seeds bit-exact, every delivery ACKed (%d resent before their ACK); memif modes: %s" % (
             sum(r["resolved"] for r in runs), sum(r["delivery"]["resent"] for r in runs),
             ", ".join(sorted(set(r["memif_mode"] for r in runs)))))
+        if tx_hold_expired:
+            print("smoke: TX holds that ran out: %d (of %d), %d packets dropped, every seed delivered (%d resends)" % (
+                sum(r["tx_hold_expired"] for r in runs), sum(r["tx_held"] for r in runs),
+                sum(r["drops"].get("drop_tx_full", 0) for r in runs), sum(r["delivery"]["resent"] for r in runs)))
         if tx_held:
             print("smoke: TX back-pressure: %d consumer stalls, fanogate held its TX %d times, dropped nothing" % (
                 sum(r["gen_rx_stalls"] for r in runs), sum(r["tx_held"] for r in runs)))
@@ -88,7 +98,8 @@ if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "run" and sys.argv[4] in ("copy", "zero-copy"):
         run(sys.argv[2], sys.argv[3], sys.argv[4])
     elif len(sys.argv) >= 3 and sys.argv[1] == "report":
-        report(sys.argv[2], "--smoke" in sys.argv[3:], "--tx-held" in sys.argv[3:])
+        report(sys.argv[2], "--smoke" in sys.argv[3:], "--tx-held" in sys.argv[3:],
+               "--tx-hold-expired" in sys.argv[3:])
     else:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
