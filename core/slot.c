@@ -581,7 +581,14 @@ int fg_slot_place(struct fg_slots *s, const struct fg_slot_ref *ref, uint32_t of
 		result_slot(s, ref->slot, FG_O_BAD_RANGE, res);
 		return 0;
 	}
-	memcpy(slot_buf(s, ref->slot, ref->pos) + off, src, len);
+	uint8_t *dst = slot_buf(s, ref->slot, ref->pos) + off;
+	memcpy(dst, src, len);
+	/* The next fragment of a line usually follows this one: ask for its
+	 * destination lines now (for writing), so their misses overlap the
+	 * work until it arrives instead of stalling its copy. */
+	for (uint32_t o = len, end = sl->body_len - off < 2 * len ? sl->body_len - off : 2 * len; o < end;
+	     o += FG_CACHE_LINE)
+		__builtin_prefetch(dst + o, 1, 3);
 	sl->landed[ref->pos] += len;
 	if (sl->landed[ref->pos] == sl->body_len) {
 		sl->pending &= (uint8_t)~(1u << ref->pos);
