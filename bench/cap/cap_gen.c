@@ -110,6 +110,7 @@ static uint32_t g_inflight;
 static uint64_t *g_lat; /* latency mode: TSC cycles per seed */
 static uint32_t g_nlat;
 static uint64_t g_rx_stall_until, g_rx_stall_next; /* TSC: --rx-stall-us */
+static bool g_rx_stall_once; /* --rx-stall-every-ms 0: one stall, armed at the measured phase */
 
 static uint64_t mono_ns(void)
 {
@@ -311,13 +312,20 @@ static void rx_poll(void)
 {
 	struct rte_mbuf *m[BURST];
 	if (o.rx_stall_us) {
-		/* --rx-stall-us: every --rx-stall-every-ms, read nothing for
-		 * rx_stall_us (sending goes on while the ring takes it), so
-		 * fanogate's TX queue towards us fills */
+		/* --rx-stall-us: every --rx-stall-every-ms (0: once, when the
+		 * measured phase starts), read nothing for rx_stall_us (sending
+		 * goes on while the ring takes it), so fanogate's TX queue
+		 * towards us fills */
 		uint64_t now = rte_rdtsc(), hz = rte_get_tsc_hz();
 		if (now < g_rx_stall_until)
 			return;
-		if (now >= g_rx_stall_next) {
+		if (g_rx_stall_once) {
+			g_rx_stall_once = false;
+			g_rx_stall_until = now + hz / 1000000 * o.rx_stall_us;
+			g_st.rx_stalls++;
+			return;
+		}
+		if (o.rx_stall_every_ms && now >= g_rx_stall_next) {
 			if (g_rx_stall_next) {
 				g_rx_stall_until = now + hz / 1000000 * o.rx_stall_us;
 				g_st.rx_stalls++;
@@ -597,7 +605,8 @@ static void usage(void)
 		"               [--sets N] [--mtu N] [--max-seconds S] [--dp-ip A] [--ip A] [--port P]\n"
 		"               [--cport P] [--wport P] [--token-base T] [--label S] [--json FILE]\n"
 		"               [--gap-us N]   (latency mode: one seed at a time, N us apart)\n"
-		"               [--rx-stall-us N --rx-stall-every-ms M]  (read nothing for N us every M ms)\n"
+		"               [--rx-stall-us N --rx-stall-every-ms M]  (read nothing for N us every M ms;\n"
+		"                                  M = 0: once, when the measured phase starts)\n"
 		"               [--idle-seconds S]  (give up when no seed arrived for S s; default 1)\n"
 		"               [--link-timeout S]  (wait S s for the memif peer; default 20)\n"
 		"               [--peer-exit-wait S]  (after the results: wait up to S s for the peer to\n"
@@ -654,7 +663,7 @@ int main(int argc, char **argv)
 	}
 	if (!o.hidden || !o.seeds || !o.window || !o.layers || o.layers > 32 || !o.sets || o.mtu < 64 ||
 	    o.mtu > 1500 || o.max_seconds <= 0 || o.idle_seconds <= 0 || o.link_timeout <= 0 ||
-	    o.peer_exit_wait < 0 || (o.rx_stall_us && !o.rx_stall_every_ms)) {
+	    o.peer_exit_wait < 0) {
 		usage();
 		return 2;
 	}
@@ -680,6 +689,7 @@ int main(int argc, char **argv)
 	struct stats s0 = g_st;
 	double cpu0 = thread_cpu_s();
 	uint64_t t0 = mono_ns(), c0 = rte_rdtsc();
+	g_rx_stall_once = o.rx_stall_us && !o.rx_stall_every_ms;
 	if (o.gap_us)
 		run_latency(o.warmup, o.seeds, deadline, true);
 	else

@@ -39,11 +39,12 @@
 #             1536, so this sets the memory the placements walk through)
 #   --rsize N: memif ring size 2^N descriptors (default 11)
 #   --rx-stall "US EVERY_MS": cap_gen reads nothing for US microseconds
-#             every EVERY_MS ms (a consumer that stalls), so fanogate's TX
+#             every EVERY_MS ms (0: once, when the measured phase starts;
+#             a consumer that stalls), so fanogate's TX
 #             queue fills. With --smoke the run must then show TX
 #             back-pressure (tx_held > 0) and drop nothing (drop_tx_full 0,
 #             every seed delivered): tests/dataplane dp_memif_tx_backpressure.
-#             A stall longer than fanogate's 10 ms hold: add
+#             A stall longer than fanogate's 50 ms hold: add
 #             --expect-hold-expired (the smoke then wants a hold that ran
 #             out, and every seed still delivered by the resends)
 #   --status-accepted false: [udp] status_accepted = false (1 status per
