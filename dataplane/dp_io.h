@@ -48,6 +48,7 @@ struct dp_lcore;
 
 #define DP_BURST 32u
 #define DP_TX_MAX 128u
+#define DP_TX_STASH 8u /* TX mbufs taken from the pool ahead of use (dp_tx.c) */
 /* TX back-pressure (dp_lcore.c): packets the TX queue refused wait in the
  * lcore's TX buffer and RX pauses, for at most this long; then they are
  * dropped (drop_tx_full) and RX resumes. */
@@ -177,6 +178,8 @@ struct dp_lcore {
 	unsigned n_tx;
 	uint64_t tx_held_ns;     /* DPDK only: when the packets waiting in tx[] began to wait */
 	uint64_t tx_nohold_until;/* DPDK only: a hold ran out; until then refused packets are dropped */
+	struct rte_mbuf *tx_stash[DP_TX_STASH]; /* DPDK only: raw mbufs, prefetched, for the next datagrams */
+	unsigned n_stash;
 	uint16_t frame_id, ip_id;
 	uint64_t next_ack_ns, next_timer_ns;
 	bool ack_now;

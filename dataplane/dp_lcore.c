@@ -125,6 +125,7 @@ int dp_lcore_main(void *arg)
 	dp_reply_ack_flush(lc);
 	(void)dp_tx_flush(lc);
 	dp_tx_drop(lc);
+	dp_tx_stash_release(lc);
 	dp_lane_wake(lc);
 	dp_inbox_kick(lc);
 	struct timespec cpu;

@@ -10,6 +10,8 @@
  * loop receives nothing while any wait, for at most DP_TX_HOLD_NS, see
  * dp_lcore.c). Returns how many wait. */
 unsigned dp_tx_flush(struct dp_lcore *lc);
+/* Return the mbufs taken ahead for the next datagrams (lcore exit). */
+void dp_tx_stash_release(struct dp_lcore *lc);
 /* Free every mbuf waiting in the TX buffer, counted as drop_tx_full. */
 void dp_tx_drop(struct dp_lcore *lc);
 /* Queue m (ownership moves to the TX buffer); flushes when full. When the
