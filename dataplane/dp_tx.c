@@ -89,8 +89,8 @@ static struct rte_mbuf *tx_mbuf(struct dp_lcore *lc)
 			memmove(lc->tx_stash, lc->tx_stash + k, lc->n_stash * sizeof(lc->tx_stash[0]));
 		}
 	}
-	if (!lc->n_stash)
-		return NULL;
+	if (!lc->n_stash) /* fewer than a refill's worth left in the pool */
+		return rte_pktmbuf_alloc(dp_g.mbufs);
 	struct rte_mbuf *m = lc->tx_stash[--lc->n_stash];
 	rte_pktmbuf_reset(m);
 	return m;
