@@ -179,7 +179,7 @@ struct dp_lcore {
 	uint64_t tx_held_ns;     /* DPDK only: when the packets waiting in tx[] began to wait */
 	uint64_t tx_nohold_until;/* DPDK only: a hold ran out; until then refused packets are dropped */
 	struct rte_mbuf *tx_stash[DP_TX_STASH]; /* DPDK only: raw mbufs, prefetched, for the next datagrams */
-	unsigned n_stash;
+	unsigned n_stash;        /* written by the lcore only, read by telemetry (relaxed atomics) */
 	uint16_t frame_id, ip_id;
 	uint64_t next_ack_ns, next_timer_ns;
 	bool ack_now;

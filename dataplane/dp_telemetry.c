@@ -63,9 +63,10 @@ static int cmd_lcore(const char *cmd, const char *params, struct rte_tel_data *d
 	return 0;
 }
 
-/* In use = size - available (available counts the per-lcore caches too).
- * Once traffic stops and reasm_timeout_ms has passed, every mbuf but those
- * the RX rings held at start, and every frame buffer, must be back. */
+/* In use = size - available (available counts the per-lcore caches too)
+ * - the TX mbufs the lcores took ahead (mbuf_stashed, dp_tx.c). Once
+ * traffic stops and reasm_timeout_ms has passed, every mbuf but those the
+ * RX rings held at start, and every frame buffer, must be back. */
 static int cmd_pools(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	struct dp_state *g = &dp_g;
@@ -73,11 +74,16 @@ static int cmd_pools(const char *cmd, const char *params, struct rte_tel_data *d
 	(void)params;
 	if (!g->mbufs || !g->xfer)
 		return -EINVAL;
+	unsigned stashed = 0;
+	for (unsigned i = 0; i < g->n; i++)
+		if (g->lc[i])
+			stashed += __atomic_load_n(&g->lc[i]->n_stash, __ATOMIC_RELAXED);
 	unsigned ma = rte_mempool_avail_count(g->mbufs), xa = rte_mempool_avail_count(g->xfer);
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "mbuf_size", g->mbufs->size);
 	rte_tel_data_add_dict_u64(d, "mbuf_avail", ma);
-	rte_tel_data_add_dict_u64(d, "mbuf_in_use", g->mbufs->size - ma);
+	rte_tel_data_add_dict_u64(d, "mbuf_stashed", stashed);
+	rte_tel_data_add_dict_u64(d, "mbuf_in_use", g->mbufs->size - ma - RTE_MIN(stashed, g->mbufs->size - ma));
 	rte_tel_data_add_dict_u64(d, "mbuf_in_use_at_start", g->mbufs_out_started);
 	rte_tel_data_add_dict_u64(d, "xfer_size", g->xfer->size);
 	rte_tel_data_add_dict_u64(d, "xfer_avail", xa);

@@ -84,14 +84,15 @@ static struct rte_mbuf *tx_mbuf(struct dp_lcore *lc)
 				rte_prefetch0_write(m + RTE_CACHE_LINE_SIZE);
 				rte_prefetch0_write(m + off);
 			}
-			lc->n_stash += k;
+			__atomic_store_n(&lc->n_stash, lc->n_stash + k, __ATOMIC_RELAXED); /* telemetry reads it */
 		} else {
 			memmove(lc->tx_stash, lc->tx_stash + k, lc->n_stash * sizeof(lc->tx_stash[0]));
 		}
 	}
 	if (!lc->n_stash) /* fewer than a refill's worth left in the pool */
 		return rte_pktmbuf_alloc(dp_g.mbufs);
-	struct rte_mbuf *m = lc->tx_stash[--lc->n_stash];
+	struct rte_mbuf *m = lc->tx_stash[lc->n_stash - 1];
+	__atomic_store_n(&lc->n_stash, lc->n_stash - 1, __ATOMIC_RELAXED);
 	rte_pktmbuf_reset(m);
 	return m;
 }
@@ -100,7 +101,7 @@ void dp_tx_stash_release(struct dp_lcore *lc)
 {
 	if (lc->n_stash)
 		rte_mempool_put_bulk(dp_g.mbufs, (void **)lc->tx_stash, lc->n_stash);
-	lc->n_stash = 0;
+	__atomic_store_n(&lc->n_stash, 0, __ATOMIC_RELAXED);
 }
 
 /* One UDP datagram whose payload is hdr4 (4 bytes, optional) + data. */
