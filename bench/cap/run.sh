@@ -40,8 +40,9 @@
 #   --rsize N: memif ring size 2^N descriptors (default 11)
 #   --rx-stall "US EVERY_MS": cap_gen reads nothing for US microseconds
 #             every EVERY_MS ms (0: once, when the measured phase starts;
-#             a consumer that stalls), so fanogate's TX
-#             queue fills. With --smoke the run must then show TX
+#             a consumer that stalls), so fanogate's TX queue fills (the
+#             smoke then keeps 64 seeds in flight, not 32, so that a stall
+#             has enough replies to fill it). With --smoke the run must then show TX
 #             back-pressure (tx_held > 0) and drop nothing (drop_tx_full 0,
 #             every seed delivered): tests/dataplane dp_memif_tx_backpressure.
 #             A stall longer than fanogate's 50 ms hold: add
