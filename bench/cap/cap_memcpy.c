@@ -5,12 +5,21 @@
  *   cold: chunks from a 256 MiB source ring (packet buffers) into a 512 MiB
  *         destination (the slot table), neither cache-resident
  * plus the same for a whole seed's body (hidden * 4 bytes), hot and cold.
+ * And the machine's cost of reaching a 4 KiB page the TLB does not hold
+ * (chase): a dependent-load chase through 8192 lines (512 KiB, so the data
+ * itself stays in L2), once packed side by side and once one line per 4 KiB
+ * page (32 MiB), in 2 MiB hugepages when the kernel has free ones. With
+ * hugepages the two should cost about the same; where they do not, the
+ * memory is translated in 4 KiB pages anyway (a VM whose host backs it with
+ * small pages: nested paging), and every new page a fragment touches (the
+ * slot's lines, packet and reply mbufs) pays the difference.
  * Output: one JSON line. Single-threaded; pin it with taskset to the core the
  * poll lcore used. A timing benchmark: run it on a quiet machine. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <x86intrin.h>
@@ -60,6 +69,52 @@ static double cycles_per_copy(size_t len, size_t sws, size_t dws, double seconds
 	return (double)(c1 - c0) / (double)copies;
 }
 
+/* Cycles per dependent load through n lines, one every `stride` bytes
+ * (plus (i * 64) % 4096 when stride >= 4096, so the lines spread over the
+ * cache's sets), visited in a fixed random order. *huge: 1 when the memory
+ * came in 2 MiB hugepages (MAP_HUGETLB), 0 when not (then transparent
+ * hugepages may or may not back it). */
+static double chase_cycles(size_t n, size_t stride, int *huge)
+{
+	size_t span = (n * stride + 4096 + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+	*huge = 1;
+	uint8_t *m = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+	if (m == MAP_FAILED) {
+		*huge = 0;
+		m = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	}
+	size_t *perm = malloc(n * sizeof(*perm));
+	if (m == MAP_FAILED || !perm) {
+		fprintf(stderr, "cap_memcpy: out of memory\n");
+		exit(1);
+	}
+	for (size_t i = 0; i < n; i++)
+		perm[i] = i;
+	uint64_t r = 88172645463325252ull; /* xorshift64, a fixed order */
+	for (size_t i = n - 1; i > 0; i--) {
+		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+		size_t j = (size_t)(r % (i + 1)), t = perm[i];
+		perm[i] = perm[j], perm[j] = t;
+	}
+#define CHASE_AT(i) ((void **)(void *)(m + (i) * stride + (stride >= 4096 ? ((i) * 64) % 4096 : 0)))
+	for (size_t k = 0; k < n; k++)
+		*CHASE_AT(perm[k]) = CHASE_AT(perm[(k + 1) % n]);
+	void **p = CHASE_AT(perm[0]);
+#undef CHASE_AT
+	for (size_t k = 0; k < 4 * n; k++) /* warm: data in the caches */
+		p = *p;
+	const size_t loads = 10u << 20;
+	uint64_t c0 = __rdtsc();
+	for (size_t k = 0; k < loads; k++)
+		p = *p;
+	uint64_t c1 = __rdtsc();
+	volatile uintptr_t sink = (uintptr_t)p;
+	(void)sink;
+	free(perm);
+	munmap(m, span);
+	return (double)(c1 - c0) / (double)loads;
+}
+
 int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 1.0;
@@ -71,7 +126,13 @@ int main(int argc, char **argv)
 	double cold1536 = cycles_per_copy(1536 * 4, 256u << 20, 512u << 20, secs, &n4);
 	double hot4096 = cycles_per_copy(4096 * 4, 4096 * 4, 4096 * 4, secs, &n5);
 	double cold4096 = cycles_per_copy(4096 * 4, 256u << 20, 512u << 20, secs, &n6);
-	printf("{\"chunk\":%zu,\"memcpy_chunk_hot_cycles\":%.1f,\"memcpy_chunk_cold_cycles\":%.1f,"
+	int huge_packed, huge_spread;
+	double chase_packed = chase_cycles(8192, 64, &huge_packed);
+	double chase_spread = chase_cycles(8192, 4096, &huge_spread);
+	printf("{\"chase_lines\":8192,\"chase_packed_cycles\":%.1f,\"chase_4k_spread_cycles\":%.1f,"
+	       "\"chase_hugepages\":%s,",
+	       chase_packed, chase_spread, huge_packed && huge_spread ? "true" : "false");
+	printf("\"chunk\":%zu,\"memcpy_chunk_hot_cycles\":%.1f,\"memcpy_chunk_cold_cycles\":%.1f,"
 	       "\"memcpy_chunk_hot_ns\":%.2f,\"memcpy_chunk_cold_ns\":%.2f,"
 	       "\"memcpy_body1536_hot_cycles\":%.1f,\"memcpy_body1536_cold_cycles\":%.1f,"
 	       "\"memcpy_body4096_hot_cycles\":%.1f,\"memcpy_body4096_cold_cycles\":%.1f,"

@@ -71,6 +71,11 @@ def report(out_dir, smoke, tx_held, tx_hold_expired):
     if memcpy:
         print("copy of one %d-byte chunk on the same core: hot %.0f cycles, cold %.0f cycles" % (
             memcpy["chunk"], memcpy["memcpy_chunk_hot_cycles"], memcpy["memcpy_chunk_cold_cycles"]))
+        if "chase_4k_spread_cycles" in memcpy:
+            print("a load on a 4 KiB page the TLB does not hold (cap_memcpy chase, %d lines in L2, %s): "
+                  "%.0f cycles, against %.0f packed" % (
+                      memcpy["chase_lines"], "2 MiB hugepages" if memcpy["chase_hugepages"] else "no hugepages",
+                      memcpy["chase_4k_spread_cycles"], memcpy["chase_packed_cycles"]))
     if smoke:
         bad = [r for r in runs if r["wrong"] or r["lost"] or r["resolved"] != r["seeds"]
                or r["delivery"]["given_up"] or r["delivery"]["pending"]
