@@ -19,7 +19,7 @@ const struct fg_counter_def fg_dp_counter_defs[FG_C__COUNT] = {
 	[FG_C_DROP_CONFLICT] = {"drop_conflict", "dp_drops_total", "reason=\"conflict\"", "counter", "conflicting duplicate contributions (the slot is poisoned)", 0},
 	[FG_C_DROP_NO_SLOT] = {"drop_no_slot", "dp_drops_total", "reason=\"no_slot\"", "counter", "contributions that found no free slot", 0},
 	[FG_C_DROP_REASM_OVERFLOW] = {"drop_reasm_overflow", "dp_drops_total", "reason=\"reasm_overflow\"", "counter", "fragments refused: the reassembly table was full", 0},
-	[FG_C_DROP_TX_FULL] = {"drop_tx_full", "dp_drops_total", "reason=\"tx_full\"", "counter", "packets not sent: the TX queue stayed full (a 50 ms back-pressure pause ran out or did so in the last 500 ms, the TX buffer was full, or shutdown)", 0},
+	[FG_C_DROP_TX_FULL] = {"drop_tx_full", "dp_drops_total", "reason=\"tx_full\"", "counter", "packets not sent: the TX queue stayed full (a back-pressure pause of [port] tx_hold_ms ran out, or did so within ten times that, or the hold is off, the TX buffer was full, or shutdown)", 0},
 	[FG_C_DROP_NOT_UDP] = {"drop_not_udp", "dp_drops_total", "reason=\"not_udp\"", "counter", "packets that are not UDP (nor ARP/NDP)", 0},
 	[FG_C_DROP_BAD_PORT] = {"drop_bad_port", "dp_drops_total", "reason=\"bad_port\"", "counter", "UDP datagrams to a port the dataplane does not serve", 0},
 	[FG_C_DROP_EXPIRED] = {"drop_expired", "dp_drops_total", "reason=\"expired\"", "counter", "contributions for a slot that expired", 0},
@@ -99,7 +99,7 @@ const struct fg_counter_def fg_dp_xcounter_defs[DP_X__COUNT] = {
 	[DP_X_IDLE_WAKE_TIMER] = {"idle_wake_timer", "dp_idle_wake_timer_total", NULL, "counter", "idle waits ended by the lcore's next timer (its 1 ms tick, the ACK interval, or 100 ms with nothing pending)", 0},
 	[DP_X_INBOX_WAKES] = {"inbox_wakes", "dp_inbox_wakes_total", NULL, "counter", "eventfd writes waking another lcore asleep ([poll] idle_wake) after handing it a frame", 0},
 	[DP_X_TX_HELD] = {"tx_held", "dp_tx_held_total", NULL, "counter", "TX back-pressure: flushes the TX queue did not take whole; the rest waited in the lcore's TX buffer and RX paused until it went", 0},
-	[DP_X_TX_HOLD_EXPIRED] = {"tx_hold_expired", "dp_tx_hold_expired_total", NULL, "counter", "TX back-pressure pauses that lasted 50 ms: the waiting packets were dropped (drops_total{reason=\"tx_full\"}), RX resumed, and for 500 ms refused packets are dropped without a pause", 0},
+	[DP_X_TX_HOLD_EXPIRED] = {"tx_hold_expired", "dp_tx_hold_expired_total", NULL, "counter", "TX back-pressure pauses that lasted [port] tx_hold_ms (50 ms): the waiting packets were dropped (drops_total{reason=\"tx_full\"}), RX resumed, and for ten times as long (500 ms) refused packets are dropped without a pause", 0},
 };
 
 const char *fg_counter_family_help(const struct fg_counter_def *d)

@@ -50,13 +50,12 @@ struct dp_lcore;
 #define DP_TX_MAX 128u
 #define DP_TX_STASH 8u /* TX mbufs taken from the pool ahead of use (dp_tx.c) */
 /* TX back-pressure (dp_lcore.c): packets the TX queue refused wait in the
- * lcore's TX buffer and RX pauses, for at most this long; then they are
- * dropped (drop_tx_full) and RX resumes. */
-#define DP_TX_HOLD_NS 50000000ull
-/* After a hold ran out, refused packets are dropped at once (no new hold)
- * for this long: a TX queue that stays stuck (a peer gone) pauses RX for
- * at most 50 ms in every 550, not for 50 ms of every 50. */
-#define DP_TX_NOHOLD_NS 500000000ull
+ * lcore's TX buffer and RX pauses, for at most [port] tx_hold_ms (50);
+ * then they are dropped (drop_tx_full) and RX resumes, and for
+ * DP_TX_NOHOLD_TIMES times as long refused packets are dropped at once (no
+ * new hold): a TX queue that stays stuck (a peer gone) pauses RX for at
+ * most 50 ms in every 550, not for 50 ms of every 50. */
+#define DP_TX_NOHOLD_TIMES 10u
 #define DP_NEIGH 64u
 #define DP_XFER_HDR 128u /* bytes in front of a frame in an xfer buffer */
 #define DP_MAX_LCORES 64u

@@ -6,7 +6,7 @@
  * plane if this iteration gave it something while it slept (dp_lanes.c),
  * then flush the TX buffer (dp_tx.c). While packets the TX queue refused
  * wait in that buffer, the next iterations receive nothing (TX
- * back-pressure, at most DP_TX_HOLD_NS).
+ * back-pressure, at most [port] tx_hold_ms).
  *
  * Who may call: dp_lcore_main runs on its own EAL lcore, launched by
  * dp_start; it touches only that lcore's struct dp_lcore, the shared
@@ -51,6 +51,7 @@ int dp_lcore_main(void *arg)
 	/* [poll] idle_wake and this lcore has something to wait on (dp.c) */
 	bool can_wait = lc->lane->wake.has_fd;
 	uint64_t wait_after = (uint64_t)dp_g.prof.idle_wake_after_us * 1000u, last_work = now;
+	const uint64_t hold_ns = (uint64_t)dp_g.prof.tx_hold_ms * 1000000u;
 	/* the default 50 us timer slack would stretch every short sleep to
 	 * ~55 us: 1 us keeps the backoff's first steps short */
 	if (dp_g.prof.idle_sleep_us)
@@ -74,15 +75,17 @@ int dp_lcore_main(void *arg)
 		 * spent on it, and its sender resends what was never ACKed;
 		 * dropping at TX instead threw away resolved seeds, whose only
 		 * copy (the slot) a fast table reclaims before the 200 ms
-		 * resend. A hold lasts at most DP_TX_HOLD_NS (a peer that
+		 * resend. A hold lasts at most [port] tx_hold_ms (a peer that
 		 * stopped reading must not stop the lcore): then the waiting
-		 * packets are dropped as before, and for DP_TX_NOHOLD_NS every
-		 * refused packet is (no new hold while the queue stays stuck). */
+		 * packets are dropped as before, and for DP_TX_NOHOLD_TIMES as
+		 * long every refused packet is (no new hold while the queue
+		 * stays stuck). tx_hold_ms = 0: no hold, refused packets are
+		 * dropped at once. */
 		bool held = lc->n_tx != 0;
-		if (held && now - lc->tx_held_ns >= DP_TX_HOLD_NS) {
+		if (held && now - lc->tx_held_ns >= hold_ns) {
 			dp_tx_drop(lc);
 			dp_lc_xcount(lc, DP_X_TX_HOLD_EXPIRED);
-			lc->tx_nohold_until = now + DP_TX_NOHOLD_NS;
+			lc->tx_nohold_until = now + DP_TX_NOHOLD_TIMES * hold_ns;
 			held = false;
 		}
 		unsigned work = held ? 1u : dp_rx_burst(lc, now);
@@ -96,7 +99,7 @@ int dp_lcore_main(void *arg)
 		dp_lane_wake(lc);
 		dp_inbox_kick(lc);
 		if (dp_tx_flush(lc) && !held) {
-			if (now < lc->tx_nohold_until) {
+			if (!hold_ns || now < lc->tx_nohold_until) {
 				dp_tx_drop(lc);
 			} else {
 				lc->tx_held_ns = now;

@@ -25,6 +25,7 @@ void dp_profile_default(struct dp_profile *p)
 	p->rx_desc = 1024;
 	p->tx_desc = 1024;
 	p->rss = true;
+	p->tx_hold_ms = 50;
 	p->arp_reply = true;
 	p->handoff_ring = 1024;
 	p->idle_polls = 64;
@@ -206,6 +207,9 @@ static int handler(void *user, const char *section, const char *name, const char
 	} else if (IS("port", "mbufs")) {
 		if (!parse_u32(v, 0, 1u << 24, &p->mbufs) || (p->mbufs && p->mbufs < 1024))
 			why = "expected 0 (computed) or 1024..16777216";
+	} else if (IS("port", "tx_hold_ms")) {
+		if (!parse_u32(v, 0, 1000, &p->tx_hold_ms))
+			why = "expected 0..1000";
 	} else if (IS("net", "ip4")) {
 		p->has_ip4 = *v != 0;
 		if (*v && inet_pton(AF_INET, v, p->ip4) != 1)

@@ -42,6 +42,7 @@ struct dp_profile {
 	uint32_t mtu;                  /* L3 MTU set on the port; 0 = leave the device's */
 	bool promiscuous;              /* default false */
 	uint32_t mbufs;                /* 0 = computed */
+	uint32_t tx_hold_ms;           /* TX back-pressure: longest RX pause for a TX queue that refuses packets (default 50; 0 = none, drop at once) */
 	/* [net] */
 	bool has_ip4, has_ip6, has_gateway;
 	uint8_t ip4[4], ip6[16], gateway_mac[6];

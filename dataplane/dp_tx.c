@@ -5,7 +5,7 @@
  * Who may call: the lcore that owns `lc`, from its poll loop (dp_lcore.c)
  * and the per-packet code (dp_rx.c, dp_neigh.c, dp_reply.c, dp_deliver.c).
  * Every mbuf queued here belongs to the TX buffer until dp_tx_flush sends
- * it, or dp_tx_drop (a hold that lasted DP_TX_HOLD_NS, shutdown) or a full
+ * it, or dp_tx_drop (a hold that lasted [port] tx_hold_ms, shutdown) or a full
  * buffer frees and counts it (drop_tx_full). No heap, no locks, no logs. */
 #include <string.h>
 

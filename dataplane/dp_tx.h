@@ -7,7 +7,7 @@
 
 /* Send the queued mbufs. The ones the device refuses after 4 tries stay in
  * the TX buffer, in order, for the next flush (back-pressure: the poll
- * loop receives nothing while any wait, for at most DP_TX_HOLD_NS, see
+ * loop receives nothing while any wait, for at most [port] tx_hold_ms, see
  * dp_lcore.c). Returns how many wait. */
 unsigned dp_tx_flush(struct dp_lcore *lc);
 /* Return the mbufs taken ahead for the next datagrams (lcore exit). */

@@ -41,6 +41,10 @@
 #             lcore sweeps every slot's buffers, about 25 KiB each at hidden
 #             1536, so this sets the memory the placements walk through)
 #   --rsize N: memif ring size 2^N descriptors (default 11)
+#   --tx-hold-ms N: [port] tx_hold_ms = N in fanogate-dp's profile (the
+#             longest RX pause while its TX queue refuses packets; 0 = no
+#             pause, drop at once; default: the key is not written, so the
+#             daemon's default (50) holds and older builds run too)
 #   --rx-stall "US EVERY_MS": cap_gen reads nothing for US microseconds
 #             every EVERY_MS ms (0: once, when the measured phase starts;
 #             a consumer that stalls), so fanogate's TX queue fills (the
@@ -48,6 +52,9 @@
 #             has enough replies to fill it). With --smoke the run must then show TX
 #             back-pressure (tx_held > 0) and drop nothing (drop_tx_full 0,
 #             every seed delivered): tests/dataplane dp_memif_tx_backpressure.
+#             With --tx-hold-ms 0: add --expect-no-hold (the smoke then
+#             wants no hold, packets dropped, and every seed still delivered
+#             by the resends: dp_memif_tx_nohold).
 #             A stall longer than fanogate's 50 ms hold: add
 #             --expect-hold-expired (the smoke then wants a hold that ran
 #             out, and every seed still delivered by the resends)
@@ -67,7 +74,7 @@
 # Needs no network: the packets only exist in the memif shared memory
 # (addresses from 198.18.0.0/15, the benchmarking range).
 set -u
-SMOKE=0 RUNS=3 SEEDS=300000 HIDDENS="1536 4096" WINDOW=512 CAPACITY=8192 RSIZE=11 RX_STALL= EXPECT=--tx-held OUT= STATUS_ACCEPTED= MODES="zero-copy copy"
+SMOKE=0 RUNS=3 SEEDS=300000 HIDDENS="1536 4096" WINDOW=512 CAPACITY=8192 RSIZE=11 RX_STALL= EXPECT=--tx-held TX_HOLD_MS= OUT= STATUS_ACCEPTED= MODES="zero-copy copy"
 while [ $# -gt 1 ]; do
 	case $1 in
 	--smoke) SMOKE=1 ;;
@@ -80,6 +87,8 @@ while [ $# -gt 1 ]; do
 	--rsize) RSIZE=$2; shift ;;
 	--rx-stall) RX_STALL=$2; shift ;;
 	--expect-hold-expired) EXPECT=--tx-hold-expired ;;
+	--expect-no-hold) EXPECT=--tx-no-hold ;;
+	--tx-hold-ms) TX_HOLD_MS=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	--status-accepted) STATUS_ACCEPTED=$2; shift ;;
 	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
@@ -153,7 +162,10 @@ fi
 # connects with zero-copy=yes.
 . "$HERE/profile.sh"
 MEMIF_ARGS="id=0,socket=$OUT/memif.sock,bsize=2048,rsize=$RSIZE"
-for m in $MODES; do cap_dp_profile "$OUT/memif-$m.ini" "$m" "$MEMIF_ARGS" '${FG_HUGEPAGES:-auto}'; done
+for m in $MODES; do
+	cap_dp_profile "$OUT/memif-$m.ini" "$m" "$MEMIF_ARGS" '${FG_HUGEPAGES:-auto}'
+	[ -z "$TX_HOLD_MS" ] || sed -i "s/^\[port\]\$/[port]\ntx_hold_ms = $TX_HOLD_MS/" "$OUT/memif-$m.ini"
+done
 
 # start_dp TAG MODE: fanogate-dp in the background (DPPID), ready or exit 1
 start_dp() {

@@ -89,7 +89,7 @@ enum dp_xcounter {
 	DP_X_IDLE_WAKE_TIMER,     /* ... ended by the lcore's next timer (1 ms tick, ACK interval, 100 ms when quiet) */
 	DP_X_INBOX_WAKES,         /* eventfd writes waking another lcore asleep after a frame was handed to it */
 	DP_X_TX_HELD,             /* TX back-pressure: flushes the TX queue did not take whole; RX paused until the rest went */
-	DP_X_TX_HOLD_EXPIRED,     /* ... pauses that reached DP_TX_HOLD_NS (50 ms): the waiting packets dropped (drop_tx_full), no pause for 500 ms */
+	DP_X_TX_HOLD_EXPIRED,     /* ... pauses that reached [port] tx_hold_ms (50 ms): the waiting packets dropped (drop_tx_full), no pause for 10 times as long */
 	DP_X__COUNT
 };
 const char *dp_xcounter_name(enum dp_xcounter c);

@@ -133,6 +133,8 @@ static void test_refusals(void **st)
 		{"[port]\nvdev = net_null0\nrss = maybe\n", ":3:"},
 		{"[port]\nvdev = net_null0\nrx_desc = 1000\n", "power of two"},
 		{"[port]\nvdev = net_null0\nmtu = 100\n", "576"},
+		{"[port]\nvdev = net_null0\ntx_hold_ms = 1001\n", "0..1000"},
+		{"[port]\nvdev = net_null0\ntx_hold_ms = 5ms\n", ":3: [port] tx_hold_ms"},
 		{"[port]\nvdev = net_null0\n[net]\nip4 = 10.0.0.300\n", ":4:"},
 		{"[port]\nvdev = net_null0\n[net]\nip6 = fd00:::1:::\n", "IPv6"},
 		{"[port]\nvdev = net_null0\n[net]\ngateway_mac = 02:00:00:00:00\n", "aa:bb"},
@@ -172,6 +174,11 @@ static void test_refusals(void **st)
 	assert_false(p.idle_backoff);
 	assert_false(p.idle_wake);
 	assert_int_equal(p.idle_wake_after_us, 1000);
+	assert_int_equal(p.tx_hold_ms, 50);
+	assert_int_equal(load_text("[port]\nvdev = net_null0\ntx_hold_ms = 0\n", &p, err, sizeof(err)), 0);
+	assert_int_equal(p.tx_hold_ms, 0);
+	assert_int_equal(load_text("[port]\nvdev = net_null0\ntx_hold_ms = 1000\n", &p, err, sizeof(err)), 0);
+	assert_int_equal(p.tx_hold_ms, 1000);
 	assert_int_equal(load_text("[port]\nvdev = net_null0\n[poll]\nidle_sleep_us = 200\nidle_backoff = on\nidle_polls = 1000\n",
 				   &p, err, sizeof(err)),
 			 0);
