@@ -5,6 +5,11 @@
  *   cold: chunks from a 256 MiB source ring (packet buffers) into a 512 MiB
  *         destination (the slot table), neither cache-resident
  * plus the same for a whole seed's body (hidden * 4 bytes), hot and cold.
+ *   scatter: chunks from random 2 KiB buffers of a 256 MiB pool (mbufs)
+ *         to random places in 512 MiB (the slots), in 2 MiB hugepages when
+ *         the kernel has 384 free (as fanogate-dp runs), else plain pages:
+ *         the cold copy with the dataplane's page pattern, where cold walks
+ *         both windows in order (the prefetchers and the TLB see a stream)
  * And the machine's cost of reaching a 4 KiB page the TLB does not hold
  * (chase): a dependent-load chase through 8192 lines (512 KiB, so the data
  * itself stays in L2), once packed side by side and once one line per 4 KiB
@@ -69,6 +74,48 @@ static double cycles_per_copy(size_t len, size_t sws, size_t dws, double seconds
 	return (double)(c1 - c0) / (double)copies;
 }
 
+/* memory for the scatter copy: hugepages when there are enough, else plain */
+static uint8_t *map_pref_huge(size_t len, int *huge)
+{
+	uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+	if (m != MAP_FAILED)
+		return m;
+	*huge = 0;
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED) {
+		fprintf(stderr, "cap_memcpy: out of memory\n");
+		exit(1);
+	}
+	return m;
+}
+
+/* cycles per copy of len bytes from a random 2 KiB buffer of a 256 MiB
+ * pool to a random len-aligned place in 512 MiB */
+static double cycles_per_scatter_copy(size_t len, double seconds, double *ns_per, int *huge)
+{
+	const size_t sw = 256u << 20, dw = 512u << 20, ns = sw / 2048, nd = dw / len;
+	*huge = 1;
+	uint8_t *src = map_pref_huge(sw, huge), *dst = map_pref_huge(dw, huge);
+	memset(src, 3, sw);
+	memset(dst, 1, dw);
+	uint64_t r = 0x9E3779B97F4A7C15ull, copies = 0, t0 = now_ns(), c0 = __rdtsc(), t;
+	do {
+		for (int k = 0; k < 1024; k++) {
+			r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+			memcpy(dst + (size_t)(r % nd) * len, src + (size_t)((r >> 32) % ns) * 2048, len);
+		}
+		copies += 1024;
+		t = now_ns();
+	} while (t - t0 < (uint64_t)(seconds * 1e9));
+	uint64_t c1 = __rdtsc();
+	volatile uint8_t sink = dst[r % dw];
+	(void)sink;
+	munmap(src, sw);
+	munmap(dst, dw);
+	*ns_per = (double)(t - t0) / (double)copies;
+	return (double)(c1 - c0) / (double)copies;
+}
+
 /* Cycles per dependent load through n lines, one every `stride` bytes
  * (plus (i * 64) % 4096 when stride >= 4096, so the lines spread over the
  * cache's sets), visited in a fixed random order. *huge: 1 when the memory
@@ -129,7 +176,11 @@ int main(int argc, char **argv)
 	int huge_packed, huge_spread;
 	double chase_packed = chase_cycles(8192, 64, &huge_packed);
 	double chase_spread = chase_cycles(8192, 4096, &huge_spread);
-	printf("{\"chase_lines\":8192,\"chase_packed_cycles\":%.1f,\"chase_4k_spread_cycles\":%.1f,"
+	int huge_scatter;
+	double n7, scatter = cycles_per_scatter_copy(chunk, secs, &n7, &huge_scatter);
+	printf("{\"memcpy_chunk_scatter_cycles\":%.1f,\"memcpy_chunk_scatter_ns\":%.2f,\"scatter_hugepages\":%s,",
+	       scatter, n7, huge_scatter ? "true" : "false");
+	printf("\"chase_lines\":8192,\"chase_packed_cycles\":%.1f,\"chase_4k_spread_cycles\":%.1f,"
 	       "\"chase_hugepages\":%s,",
 	       chase_packed, chase_spread, huge_packed && huge_spread ? "true" : "false");
 	printf("\"chunk\":%zu,\"memcpy_chunk_hot_cycles\":%.1f,\"memcpy_chunk_cold_cycles\":%.1f,"

@@ -18,7 +18,8 @@
 #
 # Fresh slots (token_seq advancing), hidden 1536 and 4096, 1468-byte chunks,
 # every resolved seed checked bit for bit by cap_gen. Beside it, cap_memcpy:
-# the cost of copying the same bytes on the same core (hot and cold), and
+# the cost of copying the same bytes on the same core (hot, cold, and cold
+# between random places as the dataplane's copies go: scatter), and
 # of a load that lands on a 4 KiB page the TLB does not hold (the chase:
 # in a VM whose host maps its memory in 4 KiB pages, hugepages in the guest
 # do not make that cost go away).

@@ -75,6 +75,9 @@ def report(out_dir, smoke, tx_held, tx_hold_expired, tx_no_hold=False):
     if memcpy:
         print("copy of one %d-byte chunk on the same core: hot %.0f cycles, cold %.0f cycles" % (
             memcpy["chunk"], memcpy["memcpy_chunk_hot_cycles"], memcpy["memcpy_chunk_cold_cycles"]))
+        if "memcpy_chunk_scatter_cycles" in memcpy:
+            print("the same copy from random packet buffers to random slot places (%s): %.0f cycles" % (
+                "2 MiB hugepages" if memcpy["scatter_hugepages"] else "no hugepages", memcpy["memcpy_chunk_scatter_cycles"]))
         if "chase_4k_spread_cycles" in memcpy:
             print("a load on a 4 KiB page the TLB does not hold (cap_memcpy chase, %d lines in L2, %s): "
                   "%.0f cycles, against %.0f packed" % (
