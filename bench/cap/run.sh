@@ -31,7 +31,8 @@
 # Usage: bench/cap/run.sh [--smoke] [--runs N] [--seeds N] [--hidden "1536 4096"]
 #                         [--memif-mode "zero-copy copy"] [--window N]
 #                         [--status-accepted true|false] [--capacity N] [--rsize N]
-#                         [--rx-stall "US EVERY_MS"] [--out DIR] BUILD_DIR
+#                         [--rx-stall "US EVERY_MS"] [--tx-hold-ms N]
+#                         [--ab OLD_BUILD_DIR] [--out DIR] BUILD_DIR
 #   --smoke   CI: hidden 1536, 2000 seeds, one run per mode, no memcpy
 #             timing; fails unless every seed came back bit-exact, ACKed,
 #             none lost
@@ -42,6 +43,14 @@
 #             lcore sweeps every slot's buffers, about 25 KiB each at hidden
 #             1536, so this sets the memory the placements walk through)
 #   --rsize N: memif ring size 2^N descriptors (default 11)
+#   --ab OLD_BUILD_DIR: an A/B within this one invocation: every run of
+#             every mode runs OLD_BUILD_DIR's fanogate-dp, then BUILD_DIR's,
+#             against the same cap_gen (BUILD_DIR's); labels of the old
+#             runs end in "-old", and the report adds new/old per pair.
+#             Pairs back to back see the same moment of the machine; on this
+#             VM an A/A (--ab with the same build) still gave 0.99-1.07
+#             (zero-copy only) and 0.84-1.20 (both modes) (RESULTS.md,
+#             session 13), so read a difference inside that as none
 #   --tx-hold-ms N: [port] tx_hold_ms = N in fanogate-dp's profile (the
 #             longest RX pause while its TX queue refuses packets; 0 = no
 #             pause, drop at once; default: the key is not written, so the
@@ -75,7 +84,7 @@
 # Needs no network: the packets only exist in the memif shared memory
 # (addresses from 198.18.0.0/15, the benchmarking range).
 set -u
-SMOKE=0 RUNS=3 SEEDS=300000 HIDDENS="1536 4096" WINDOW=512 CAPACITY=8192 RSIZE=11 RX_STALL= EXPECT=--tx-held TX_HOLD_MS= OUT= STATUS_ACCEPTED= MODES="zero-copy copy"
+SMOKE=0 RUNS=3 SEEDS=300000 HIDDENS="1536 4096" WINDOW=512 CAPACITY=8192 RSIZE=11 RX_STALL= EXPECT=--tx-held TX_HOLD_MS= AB= OUT= STATUS_ACCEPTED= MODES="zero-copy copy"
 while [ $# -gt 1 ]; do
 	case $1 in
 	--smoke) SMOKE=1 ;;
@@ -90,6 +99,7 @@ while [ $# -gt 1 ]; do
 	--expect-hold-expired) EXPECT=--tx-hold-expired ;;
 	--expect-no-hold) EXPECT=--tx-no-hold ;;
 	--tx-hold-ms) TX_HOLD_MS=$2; shift ;;
+	--ab) AB=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	--status-accepted) STATUS_ACCEPTED=$2; shift ;;
 	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
@@ -110,6 +120,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 DP=$B/dataplane/fanogate-dp
 GEN=$B/bench/cap/cap_gen
 MEMCPY=$B/bench/cap/cap_memcpy
+WHO=new DP_new=$DP
+if [ -n "$AB" ]; then
+	WHO="old new" DP_old=$(cd "$AB" 2>/dev/null && pwd)/dataplane/fanogate-dp
+	[ -x "$DP_old" ] || { echo "run.sh: --ab: no fanogate-dp in $AB/dataplane" >&2; exit 2; }
+fi
 for x in "$DP" "$GEN" "$MEMCPY"; do
 	[ -x "$x" ] || { echo "run.sh: SKIP: $x not built (DPDK missing?)"; exit 77; }
 done
@@ -171,7 +186,7 @@ done
 # start_dp TAG MODE: fanogate-dp in the background (DPPID), ready or exit 1
 start_dp() {
 	rm -f "$OUT/ready"
-	"$DP" --config "$OUT/fg-$H.ini" --profile "$OUT/memif-$2.ini" --duration 120 \
+	"$DP_NOW" --config "$OUT/fg-$H.ini" --profile "$OUT/memif-$2.ini" --duration 120 \
 		--report "$OUT/dp-$1.json" --ready-file "$OUT/ready" 2> "$OUT/dp-$1.log" &
 	DPPID=$!
 	fg_wait_until 30 fg_ready_files "$DPPID" "$OUT/ready"
@@ -189,7 +204,7 @@ start_gen() {
 	taskset -c 0 "$GEN" -l 0 --no-huge -m 256 --no-shconf --file-prefix "fgcapgen$$" --no-pci \
 		--log-level '*:warning' --vdev="net_memif0,role=$role,$MEMIF_ARGS" -- \
 		--hidden "$H" --seeds "$SEEDS" --window "$WINDOW" --max-seconds 60 --link-timeout 30 --peer-exit-wait 30 ${GEN_STALL:-} \
-		--label "memif-$2-$H$([ "$STATUS_ACCEPTED" = false ] && echo -st1)$([ "$CAPACITY" != 8192 ] && echo "-c$CAPACITY")" \
+		--label "memif-$2-$H$([ "$STATUS_ACCEPTED" = false ] && echo -st1)$([ "$CAPACITY" != 8192 ] && echo "-c$CAPACITY")$([ "$WHO_NOW" = old ] && echo -old)" \
 		--json "$OUT/gen-$1.json" 2> "$OUT/gen-$1.log" &
 	GENPID=$!
 }
@@ -222,8 +237,9 @@ lcores = 1
 EOC
 	r=1
 	while [ $r -le $RUNS ]; do
-		for mode in $MODES; do
-			tag=$H-$mode-$r
+		for mode in $MODES; do for WHO_NOW in $WHO; do # WHO: "new", or with --ab "old new"
+			eval DP_NOW=\$DP_$WHO_NOW
+			tag=$H-$mode-$r$([ -n "$AB" ] && echo "-$WHO_NOW")
 			if [ $mode = copy ]; then
 				start_dp "$tag" $mode # the server first: cap_gen connects to it
 				start_gen "$tag" $mode
@@ -258,7 +274,7 @@ EOC
 			[ $grc = 0 ] || { echo "cap_gen exit $grc ($mode):"; tail -5 "$OUT/gen-$tag.log"; fail=1; }
 			python3 "$HERE/summarize.py" run "$OUT/gen-$tag.json" "$OUT/dp-$tag.json" "$mode" >> "$OUT/runs.jsonl" ||
 				fail=1
-		done
+		done; done
 		r=$((r + 1))
 	done
 done

@@ -83,6 +83,13 @@ def report(out_dir, smoke, tx_held, tx_hold_expired, tx_no_hold=False):
                   "%.0f cycles, against %.0f packed" % (
                       memcpy["chase_lines"], "2 MiB hugepages" if memcpy["chase_hugepages"] else "no hugepages",
                       memcpy["chase_4k_spread_cycles"], memcpy["chase_packed_cycles"]))
+    # --ab: each "-old" run is followed by its new run (same run, mode, hidden)
+    pairs = [(o, n) for o, n in zip(runs, runs[1:]) if o["label"] == n["label"] + "-old"]
+    if pairs:
+        print("A/B in this invocation (new / old, each pair back to back):")
+        for o, n in pairs:
+            print("  %-26s frags/s %.3f  busy cycles per fragment %.0f / %.0f" % (
+                n["label"], n["frags_per_s"] / o["frags_per_s"], n["cycles_per_frag_busy"], o["cycles_per_frag_busy"]))
     if smoke:
         bad = [r for r in runs if r["wrong"] or r["lost"] or r["resolved"] != r["seeds"]
                or r["delivery"]["given_up"] or r["delivery"]["pending"]
