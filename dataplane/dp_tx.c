@@ -71,23 +71,21 @@ void dp_tx_queue(struct dp_lcore *lc, struct rte_mbuf *m)
  * used next were asked for at least 4 datagrams earlier. */
 static struct rte_mbuf *tx_mbuf(struct dp_lcore *lc)
 {
-	if (lc->n_stash <= DP_TX_STASH / 2) {
-		unsigned k = DP_TX_STASH - lc->n_stash;
+	struct rte_mbuf *fresh[DP_TX_STASH];
+	unsigned k = DP_TX_STASH - lc->n_stash;
+	if (lc->n_stash <= DP_TX_STASH / 2 && rte_mempool_get_bulk(dp_g.mbufs, (void **)fresh, k) == 0) {
+		uint32_t off = (uint32_t)sizeof(struct rte_mbuf) + rte_pktmbuf_priv_size(dp_g.mbufs) +
+			       RTE_PKTMBUF_HEADROOM;
+		for (unsigned i = 0; i < k; i++) {
+			uint8_t *m = (uint8_t *)fresh[i];
+			rte_prefetch0_write(m);
+			rte_prefetch0_write(m + RTE_CACHE_LINE_SIZE);
+			rte_prefetch0_write(m + off);
+		}
 		/* newest at the bottom: the stash is used from its top */
 		memmove(lc->tx_stash + k, lc->tx_stash, lc->n_stash * sizeof(lc->tx_stash[0]));
-		if (rte_mempool_get_bulk(dp_g.mbufs, (void **)lc->tx_stash, k) == 0) {
-			uint32_t off = (uint32_t)sizeof(struct rte_mbuf) + rte_pktmbuf_priv_size(dp_g.mbufs) +
-				       RTE_PKTMBUF_HEADROOM;
-			for (unsigned i = 0; i < k; i++) {
-				uint8_t *m = (uint8_t *)lc->tx_stash[i];
-				rte_prefetch0_write(m);
-				rte_prefetch0_write(m + RTE_CACHE_LINE_SIZE);
-				rte_prefetch0_write(m + off);
-			}
-			__atomic_store_n(&lc->n_stash, lc->n_stash + k, __ATOMIC_RELAXED); /* telemetry reads it */
-		} else {
-			memmove(lc->tx_stash, lc->tx_stash + k, lc->n_stash * sizeof(lc->tx_stash[0]));
-		}
+		memcpy(lc->tx_stash, fresh, k * sizeof(fresh[0]));
+		__atomic_store_n(&lc->n_stash, lc->n_stash + k, __ATOMIC_RELAXED); /* telemetry reads it */
 	}
 	if (!lc->n_stash) /* fewer than a refill's worth left in the pool */
 		return rte_pktmbuf_alloc(dp_g.mbufs);
