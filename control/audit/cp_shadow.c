@@ -210,6 +210,8 @@ int cp_shadow_new(struct cp_shadow **out, const struct fg_config *cfg, struct fg
 	struct cp_alert_cfg acfg = {
 		.command = cfg->alert_command,
 		.min_interval_ms = cfg->alert_min_interval_ms,
+		.node = cfg->cluster.node,
+		.audit_path = cfg->audit_path,
 		.log = alert_log,
 		.arg = sh,
 	};
@@ -345,6 +347,13 @@ static int handle_verdict(struct cp_shadow *sh, struct fg_shadow_verdict *v, uin
 		ev.epoch = epoch;
 		ev.verdict = &v->v;
 		ev.audit_seq = recorded ? (int64_t)last : -1;
+		/* what the verdict did to the lines, for the page */
+		char did[160] = "";
+		size_t k = 0;
+		for (int i = 0; i < n && k < sizeof(did); i++)
+			k += (size_t)snprintf(did + k, sizeof(did) - k, "%sline %u %s -> %s", k ? ", " : "", chg[i].line,
+					      fg_line_state_name(chg[i].from), fg_line_state_name(chg[i].to));
+		ev.reason = did[0] ? did : "no line changed state";
 		(void)cp_alert_raise(sh->alert, &ev, now_ns);
 	}
 	if (!recorded)
