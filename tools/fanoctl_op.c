@@ -282,13 +282,149 @@ static void op_common_help(FILE *out)
 
 void fanoctl_op_status_help(FILE *out)
 {
-	fprintf(out, "usage: fanoctl status [--json]\n\nVersion, uptime, model epoch, line states, slot use, ingress totals.\n");
+	fprintf(out, "usage: fanoctl status [--json]\n\n"
+		     "One summary of the running daemon: version, host, uptime; mode and the\n"
+		     "dataplane's profile, port, link, queues and hugepages; the config file,\n"
+		     "metrics address and operator socket; TLS (port, tokens, certificate end);\n"
+		     "the audit log and its head (seq and hash, as `fanoctl audit verify`\n"
+		     "prints it); the cluster; the lines; traffic totals; and the warnings in\n"
+		     "force (\"no bearer tokens ...: every request is refused\", an audit log\n"
+		     "failed closed, etcd lost, a certificate near its end, ...), the same\n"
+		     "ones /metrics has as fanogate_warning{warning}.\n");
 	op_common_help(out);
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "?";
+}
+
+static long long jint(json_t *o, const char *k)
+{
+	return (long long)json_integer_value(json_object_get(o, k));
+}
+
+static bool jtrue(json_t *o, const char *k)
+{
+	return json_is_true(json_object_get(o, k));
+}
+
+/* "3d 4h", "2h 5m", "42s" */
+static void print_uptime(long long ms)
+{
+	long long s = ms / 1000;
+	if (s >= 86400)
+		printf("%lldd %lldh", s / 86400, s % 86400 / 3600);
+	else if (s >= 3600)
+		printf("%lldh %lldm", s / 3600, s % 3600 / 60);
+	else if (s >= 60)
+		printf("%lldm %llds", s / 60, s % 60);
+	else
+		printf("%llds", s);
+}
+
+/* The status reply as a person reads it: one fact per line, the warnings
+ * last and marked. Fields it does not know are not printed (--json has
+ * everything). */
+static void print_status(json_t *r)
+{
+	printf("fanogate %s on %s, pid %lld, up ", jstr(r, "version"), jstr(r, "host"), jint(r, "pid"));
+	print_uptime(jint(r, "uptime_ms"));
+	printf("\n");
+	json_t *dp = json_object_get(r, "dataplane");
+	if (jtrue(dp, "running")) {
+		printf("%-10s dataplane: profile %s, driver %s, device %s", "mode:", jstr(dp, "profile"), jstr(dp, "driver"),
+		       jstr(dp, "device"));
+		if (*jstr(dp, "interface"))
+			printf(" on %s", jstr(dp, "interface"));
+		printf("\n%-10s %s", "link:", jstr(dp, "link"));
+		if (jint(dp, "link_speed_mbps"))
+			printf(" %lld Mb/s", jint(dp, "link_speed_mbps"));
+		printf(", %lld rx / %lld tx queues, %lld lcores, %s\n", jint(dp, "rx_queues"), jint(dp, "tx_queues"),
+		       jint(dp, "lcores"), jtrue(dp, "hugepages") ? "hugepages" : "no hugepages (--no-huge)");
+	} else {
+		printf("%-10s %s (no dataplane: slots in the control plane)\n", "mode:", jstr(r, "mode"));
+	}
+	printf("%-10s %s\n", "config:", jstr(r, "config"));
+	printf("%-10s %s\n", "metrics:", jstr(r, "metrics"));
+	printf("%-10s %s\n", "operator:", jstr(r, "operator_socket"));
+	json_t *tls = json_object_get(r, "tls");
+	if (tls) {
+		printf("%-10s port %lld, %lld connections, %lld tokens, client CA %s", "tls:", jint(tls, "port"),
+		       jint(tls, "connections"), jint(tls, "tokens"), jtrue(tls, "client_ca") ? "yes" : "no");
+		if (json_object_get(tls, "cert_not_after"))
+			printf(", certificate valid until %s (%lld days)", jstr(tls, "cert_not_after"),
+			       jint(tls, "cert_days_left"));
+		printf("\n");
+	}
+	json_t *au = json_object_get(r, "audit");
+	if (au && jtrue(au, "enabled")) {
+		printf("%-10s %s%s, ", "audit:", jstr(au, "path"), jtrue(au, "failed") ? " FAILED CLOSED" : "");
+		if (json_object_get(au, "head_seq"))
+			printf("head seq %lld hash %s, ", jint(au, "head_seq"), jstr(au, "head_hash"));
+		printf("%lld divergences", jint(au, "divergences"));
+		if (json_object_get(au, "last_divergence"))
+			printf(" (last %s)", jstr(au, "last_divergence"));
+		printf(", alert command %s\n", jstr(au, "alert_command"));
+	} else if (au) {
+		printf("%-10s off\n", "audit:");
+	}
+	json_t *cl = json_object_get(r, "cluster");
+	if (jtrue(cl, "enabled"))
+		printf("%-10s node %s, etcd %s, %lld of %lld nodes live\n", "cluster:", jstr(cl, "node"), jstr(cl, "etcd"),
+		       jint(cl, "nodes_live"), jint(cl, "nodes"));
+	else
+		printf("%-10s off (one appliance)\n", "cluster:");
+	const char *ls = jstr(r, "lines");
+	printf("%-10s", "lines:");
+	for (unsigned i = 0; *ls && i < FG_LINES; i++) {
+		size_t n = strcspn(ls, ",");
+		printf(" %u %s %.*s%s", i, fg_fano_line_name(i), (int)n, ls, i + 1 < FG_LINES ? "," : "");
+		ls += n + (ls[n] == ',');
+	}
+	printf("\n%-10s model epoch %lld, %lld frames over TLS, %lld seeds resolved, %lld slots expired", "traffic:",
+	       jint(r, "model_epoch"), jint(r, "frames_tls"), jint(r, "seeds_resolved"), jint(r, "slots_expired"));
+	if (json_object_get(r, "slots_open"))
+		printf(", %lld slots open", jint(r, "slots_open"));
+	printf("\n");
+	json_t *w = json_object_get(r, "warnings");
+	if (!json_array_size(w)) {
+		printf("%-10s none\n", "warnings:");
+		return;
+	}
+	printf("warnings:\n");
+	size_t i;
+	json_t *x;
+	json_array_foreach(w, i, x) printf("  ! %s (%s)\n", jstr(x, "text"), jstr(x, "warning"));
 }
 
 int fanoctl_op_status(int argc, char **argv)
 {
-	return op_simple(argc, argv, "status", fanoctl_op_status_help);
+	int json = op_opts(argc, argv, fanoctl_op_status_help);
+
+	if (json < 0)
+		return FANOCTL_USAGE;
+	if (optind != argc) {
+		fprintf(stderr, "fanoctl status: unexpected argument '%s'\n", argv[optind]);
+		return FANOCTL_USAGE;
+	}
+	json_t *req = json_object(), *rep = NULL;
+	json_object_set_new(req, "cmd", json_string("status"));
+	if (json)
+		return op_run(req, true);
+	int rc = op_call(req, &rep);
+	if (rc)
+		return rc;
+	if (!json_is_true(json_object_get(rep, "ok"))) {
+		json_t *e = json_object_get(rep, "error");
+		fprintf(stderr, "fanoctl: refused: %s\n", json_is_string(e) ? json_string_value(e) : "(no reason)");
+		json_decref(rep);
+		return FANOCTL_REFUSED;
+	}
+	print_status(rep);
+	json_decref(rep);
+	return FANOCTL_OK;
 }
 
 void fanoctl_op_peers_help(FILE *out)

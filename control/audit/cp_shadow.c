@@ -310,7 +310,13 @@ static int handle_verdict(struct cp_shadow *sh, struct fg_shadow_verdict *v, uin
 	v->v.epoch = epoch;
 	switch (v->v.kind) {
 	case FG_VERDICT_CLEAN: sh->st.verdicts_clean++; break;
-	case FG_VERDICT_DIVERGENT: sh->st.verdicts_divergent++; break;
+	case FG_VERDICT_DIVERGENT: {
+		sh->st.verdicts_divergent++;
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		sh->st.last_divergence_unix_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		break;
+	}
 	default: sh->st.verdicts_unmatched++; break;
 	}
 	union fg_audit_payload p;
