@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """daemon_operator.py - the daemon's operator socket with the real fanoctl client, and
 its Prometheus endpoint:
-status, lines, line changes (disable -> a POST on that line is refused
+status (the summary's parts and warnings; without tokens: the "every request
+refused" warning, in status and in /metrics), lines, line changes (disable -> a POST on that line is refused
 line_disabled 403; enable; enable again refused "already"; auto-promote),
 slots (table and one slot), peers, stats; the socket is mode 0600 (another
 uid cannot even connect), and with the file opened up the daemon's
@@ -9,6 +10,7 @@ SO_PEERCRED check still refuses another uid. GET /metrics: counters match what w
 FANOCTL = the fanoctl binary."""
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -39,6 +41,25 @@ def main():
         rc, out, _ = ctl("status", "--json")
         j = json.loads(out)
         check(rc == 0 and j["ok"] and j["mode"] == "local" and j["tls_port"] == d.port, "fanoctl status")
+        # one summary: every part an operator asks about, each with its value
+        check(j["config"] == d.cfg and j["metrics"] == f"http://127.0.0.1:{d.metrics_port}/metrics"
+              and j["operator_socket"] == sock and j["host"] == os.uname().nodename,
+              "status: config file, metrics address, operator socket, host")
+        check(j["dataplane"] == {"running": False} and j["cluster"] == {"enabled": False},
+              "status: no dataplane, no cluster (%s, %s)" % (j["dataplane"], j["cluster"]))
+        check(j["tls"]["port"] == d.port and j["tls"]["tokens"] == 2 and not j["tls"]["client_ca"]
+              and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", j["tls"]["cert_not_after"]),
+              "status: TLS port, tokens, certificate end (%s)" % j["tls"])
+        check(j["audit"]["enabled"] and j["audit"]["path"] == f"{d.dir}/audit.log" and j["audit"]["head_seq"] == 0
+              and re.fullmatch(r"[0-9a-f]{64}", j["audit"]["head_hash"]) and j["audit"]["alert_command"] == "none",
+              "status: audit log, its head (genesis), no alert command (%s)" % j["audit"])
+        warn = {w["warning"]: w["text"] for w in j["warnings"]}
+        check("no_alert_command" in warn and "no_auth" not in warn,
+              "status: warns of the missing alert command, not of auth (%s)" % warn)
+        rc, out, _ = ctl("status")
+        check(rc == 0 and f"config:    {d.cfg}" in out and "pages nobody (no_alert_command)" in out
+              and "head seq 0 hash " + j["audit"]["head_hash"] in out and "1 (1,4,5) shadow" in out,
+              "fanoctl status (human): one fact per line, the warnings marked")
         http(d, "POST", "/residual-seed", seed(1, 5, 1, V))
         rc, out, _ = ctl("lines", "--json")
         j = json.loads(out)
@@ -97,6 +118,20 @@ def main():
               "socket opened up: SO_PEERCRED still refuses uid 65534 (exit %d: %s)" % (rc, err.strip()))
         rc, out, err = ctl("status")
         check(rc == 0, "root still served after the refusal")
+
+    # an empty tokens file and no client CA: the daemon runs, refuses everyone,
+    # and says so where an operator looks (not only in its log)
+    d = Daemon()
+    with open(f"{d.dir}/tokens", "w") as f:
+        f.write("# no tokens\n")
+    with d:
+        r = d.ctl("status", "--json", fanoctl=fanoctl)
+        j = json.loads(r.stdout) if r.returncode == 0 else {}
+        warn = {w["warning"]: w["text"] for w in j.get("warnings", [])}
+        check("every request is refused" in warn.get("no_auth", ""), "status warns: no tokens, every request refused")
+        body = urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=5).read().decode()
+        check('fanogate_warning{warning="no_auth"} 1' in body and 'fanogate_warning{warning="audit_failed"} 0' in body,
+              "/metrics: fanogate_warning{warning=\"no_auth\"} 1, the others 0")
 
 
 if __name__ == "__main__":
