@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cp_log.h"
 #include "cp_mem.h"
@@ -148,9 +149,30 @@ void cp_engine_line_changed(struct cp_engine *e, const struct fg_line_change *ch
 /* A slot resolved (either mode): v holds the facts and the body (the local
  * table's slot, or a dp2cp buffer released after this call). Cache the
  * frame, deliver it from the cache, audit the facts and body. */
-static void on_resolved(struct cp_engine *e, const struct fg_seed_view *v)
+/* When a resolved seed's times were taken (one clock, CLOCK_MONOTONIC). */
+struct resolved_times {
+	uint64_t open_ns;     /* the slot opened */
+	uint64_t last_ns;     /* the resolving contribution was taken */
+	uint64_t resolved_ns; /* resolved (lanes: after the UDP consumer's copy went to TX) */
+	unsigned ingress;     /* enum fg_ingress of the resolving contribution */
+	bool udp_sent;        /* lanes: the lcore delivered it to the UDP consumer */
+};
+
+static uint64_t unix_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void on_resolved(struct cp_engine *e, const struct fg_seed_view *v, const struct resolved_times *t)
 {
 	e->st.resolved++;
+	e->st.last_resolved_unix_ns = unix_ns();
+	if (t->ingress < FG_INGRESS__COUNT && t->open_ns)
+		fg_span_hist_add(&e->st.resolution[t->ingress], t->open_ns, t->resolved_ns);
+	if (t->udp_sent)
+		fg_lat_hist_add(&e->st.delivery[CP_CONSUMER_UDP], t->last_ns, t->resolved_ns);
 	if (!v->body && v->body_len) {
 		/* The lcore's pool was empty: the facts came without the body
 		 * (boundary.h). Nothing to cache or hand a TLS consumer (the
@@ -162,8 +184,11 @@ static void on_resolved(struct cp_engine *e, const struct fg_seed_view *v)
 		return;
 	}
 	const struct cp_ending *en = ending_put(e, v->dst_layer, v->token_seq, FG_SLOT_RESOLVED, v);
-	if (en && e->ops.resolved)
+	if (en && e->ops.resolved) {
 		e->ops.resolved(e->arg, v->dst_layer, v->token_seq, en->frame, en->len);
+		/* pushed to the WebSocket subscribers, handed to the waiting GETs */
+		fg_lat_hist_add(&e->st.delivery[CP_CONSUMER_TLS], t->last_ns, cp_now_ns());
+	}
 	if (e->audit)
 		e->audit->resolved(e->audit_arg, v, e->epoch);
 }
@@ -271,6 +296,18 @@ const char *cp_engine_spin_end_name(enum cp_spin_end r)
 	return r < CP_SPIN__COUNT ? n[r] : "unknown";
 }
 
+const char *cp_engine_consumer_name(enum cp_consumer c)
+{
+	static const char *const names[CP_CONSUMER__COUNT] = {[CP_CONSUMER_UDP] = "udp", [CP_CONSUMER_TLS] = "tls"};
+	return (unsigned)c < CP_CONSUMER__COUNT ? names[c] : "?";
+}
+
+const char *cp_engine_ingress_name(unsigned ingress)
+{
+	static const char *const names[FG_INGRESS__COUNT] = {[FG_INGRESS_UDP] = "udp", [FG_INGRESS_TLS] = "tls"};
+	return ingress < FG_INGRESS__COUNT ? names[ingress] : "?";
+}
+
 const char *cp_engine_hop_name(enum cp_hop h)
 {
 	static const char *const names[CP_HOP__COUNT] = {
@@ -311,8 +348,11 @@ static int local_submit(struct cp_engine *e, const struct fg_frame *f, int32_t b
 	if (res.band == FG_BAND_SEED) {
 		if (res.slot.outcome == FG_O_RESOLVED) {
 			struct fg_seed_view v;
-			if (fg_slot_seed(&e->slots, res.slot.slot, &v) == 0)
-				on_resolved(e, &v);
+			if (fg_slot_seed(&e->slots, res.slot.slot, &v) == 0) {
+				const struct resolved_times t = {.open_ns = v.opened_ns, .last_ns = t0,
+								 .resolved_ns = cp_now_ns(), .ingress = FG_INGRESS_TLS};
+				on_resolved(e, &v, &t);
+			}
 		}
 	} else if (res.band == FG_BAND_CANONICAL) {
 		e->st.canonical++;
@@ -526,8 +566,10 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const union fg_bm
 		 * the fingerprint is not computed again. */
 		struct fg_seed_view v = {.token_seq = r->token_seq, .dst_layer = r->layer, .start_pos = r->start_pos,
 					 .seq_len = r->seq_len, .body = body, .body_len = r->body.len,
-					 .fingerprint = r->fingerprint, .lines = r->lines};
-		on_resolved(e, &v);
+					 .fingerprint = r->fingerprint, .lines = r->lines, .opened_ns = r->t_open_ns};
+		const struct resolved_times t = {.open_ns = r->t_open_ns, .last_ns = r->t_last_ns, .resolved_ns = r->t_ns,
+						 .ingress = r->ingress, .udp_sent = r->udp_sent};
+		on_resolved(e, &v, &t);
 		break;
 	}
 	case FG_BM_CANONICAL: {

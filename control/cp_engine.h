@@ -123,6 +123,17 @@ struct cp_engine_req {
  * dp->cp ring was full and the lcore dropped it) is answered "no_slot". */
 #define CP_ENGINE_REQ_TIMEOUT_NS (2ull * 1000 * 1000 * 1000)
 
+/* Who a resolved seed is delivered to. */
+enum cp_consumer {
+	CP_CONSUMER_UDP, /* lanes: the lcore sent it to the layer's UDP consumer ([consumers]) */
+	CP_CONSUMER_TLS, /* handed to the TLS side: WebSocket subscribers, waiting GETs, the pull cache */
+	CP_CONSUMER__COUNT
+};
+/* "udp", "tls"; "?" for anything else. Static storage. */
+const char *cp_engine_consumer_name(enum cp_consumer c);
+/* "udp", "tls" (enum fg_ingress); "?" for anything else. Static storage. */
+const char *cp_engine_ingress_name(unsigned ingress);
+
 /* Where a TLS contribution's time goes inside the engine. */
 enum cp_hop {
 	CP_HOP_ANSWER,   /* submit -> its outcome handed to ops.done: the placement itself (local) or
@@ -172,6 +183,16 @@ struct cp_engine_stats {
 	/* latency of the engine's own hops (/metrics fanogate_engine_hop_seconds,
 	 * cp_engine_hop_name): CP_HOP_ANSWER in both modes, the rest lanes only */
 	struct fg_lat_hist hop[CP_HOP__COUNT];
+	/* jump delivery: the resolving contribution taken -> the seed handed to
+	 * a consumer (cp_engine_consumer_name; /metrics
+	 * fanogate_jump_delivery_seconds) */
+	struct fg_lat_hist delivery[CP_CONSUMER__COUNT];
+	/* resolution: the slot opened (first contribution) -> resolved, by how
+	 * the resolving contribution came (enum fg_ingress; /metrics
+	 * fanogate_slot_resolution_seconds) */
+	struct fg_span_hist resolution[FG_INGRESS__COUNT];
+	/* CLOCK_REALTIME ns of the last resolved seed, 0 before the first */
+	uint64_t last_resolved_unix_ns;
 };
 
 struct cp_engine {

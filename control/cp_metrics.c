@@ -22,6 +22,7 @@
 #include "cp_log.h"
 #include "cp_reload.h"
 #include "cp_small_srv.h"
+#include "cp_status.h"
 #include "fg/fano.h"
 
 #include "cp_shadow.h"
@@ -191,7 +192,27 @@ static void render_dataplane(struct sbuf *b, const struct fg_boundary *bd)
 									   memory_order_relaxed));
 }
 
-/* The engine's hops (cp_engine.h, enum cp_hop) as one Prometheus histogram. */
+/* One labelled series of a histogram family: n buckets (the last +Inf),
+ * bounds le_us[0..n-2], counts not cumulative. */
+static void hist_series(struct sbuf *b, const char *name, const char *label, const char *value, const uint32_t *le_us,
+			unsigned n, const uint64_t *bucket, uint64_t count, uint64_t sum_ns)
+{
+	uint64_t cum = 0;
+	for (unsigned i = 0; i < n; i++) {
+		cum += bucket[i];
+		if (i < n - 1)
+			sb_printf(b, "fanogate_%s_bucket{%s=\"%s\",le=\"%g\"} %llu\n", name, label, value, le_us[i] * 1e-6,
+				  (unsigned long long)cum);
+		else
+			sb_printf(b, "fanogate_%s_bucket{%s=\"%s\",le=\"+Inf\"} %llu\n", name, label, value,
+				  (unsigned long long)cum);
+	}
+	sb_printf(b, "fanogate_%s_sum{%s=\"%s\"} %.9f\n", name, label, value, (double)sum_ns * 1e-9);
+	sb_printf(b, "fanogate_%s_count{%s=\"%s\"} %llu\n", name, label, value, (unsigned long long)count);
+}
+
+/* The engine's hops (cp_engine.h, enum cp_hop), jump delivery by consumer
+ * and slot resolution by ingress, each one Prometheus histogram. */
 static void render_hops(struct sbuf *b, const struct cp_engine *e)
 {
 	fam(b, "engine_hop_seconds", "histogram",
@@ -199,20 +220,26 @@ static void render_hops(struct sbuf *b, const struct cp_engine *e)
 	    "to_lcore, back_to_cp, seed_to_cp (dataplane lanes)");
 	for (unsigned h = 0; h < CP_HOP__COUNT; h++) {
 		const struct fg_lat_hist *x = &e->st.hop[h];
-		const char *name = cp_engine_hop_name((enum cp_hop)h);
-		uint64_t cum = 0;
-		for (unsigned i = 0; i < FG_LAT_BUCKETS; i++) {
-			cum += x->bucket[i];
-			if (i < FG_LAT_BUCKETS - 1)
-				sb_printf(b, "fanogate_engine_hop_seconds_bucket{hop=\"%s\",le=\"%g\"} %llu\n", name,
-					  fg_lat_hist_le_us[i] * 1e-6, (unsigned long long)cum);
-			else
-				sb_printf(b, "fanogate_engine_hop_seconds_bucket{hop=\"%s\",le=\"+Inf\"} %llu\n", name,
-					  (unsigned long long)cum);
-		}
-		sb_printf(b, "fanogate_engine_hop_seconds_sum{hop=\"%s\"} %.9f\n", name, (double)x->sum_ns * 1e-9);
-		sb_printf(b, "fanogate_engine_hop_seconds_count{hop=\"%s\"} %llu\n", name, (unsigned long long)x->count);
+		hist_series(b, "engine_hop_seconds", "hop", cp_engine_hop_name((enum cp_hop)h), fg_lat_hist_le_us,
+			    FG_LAT_BUCKETS, x->bucket, x->count, x->sum_ns);
 	}
+	fam(b, "jump_delivery_seconds", "histogram",
+	    "jump delivery: the resolving contribution taken -> the seed handed to its consumer (udp: the "
+	    "dataplane's UDP consumer; tls: WebSocket subscribers and waiting GETs)");
+	for (unsigned c = 0; c < CP_CONSUMER__COUNT; c++) {
+		const struct fg_lat_hist *x = &e->st.delivery[c];
+		hist_series(b, "jump_delivery_seconds", "consumer", cp_engine_consumer_name((enum cp_consumer)c),
+			    fg_lat_hist_le_us, FG_LAT_BUCKETS, x->bucket, x->count, x->sum_ns);
+	}
+	fam(b, "slot_resolution_seconds", "histogram",
+	    "slot opened (first contribution) -> resolved (last), by the ingress of the resolving contribution");
+	for (unsigned i = 0; i < FG_INGRESS__COUNT; i++) {
+		const struct fg_span_hist *x = &e->st.resolution[i];
+		hist_series(b, "slot_resolution_seconds", "ingress", cp_engine_ingress_name(i), fg_span_hist_le_us,
+			    FG_SPAN_BUCKETS, x->bucket, x->count, x->sum_ns);
+	}
+	fam(b, "last_resolved_timestamp_seconds", "gauge", "Unix time of the last resolved seed (0: none since start)");
+	sb_printf(b, "fanogate_last_resolved_timestamp_seconds %.3f\n", (double)e->st.last_resolved_unix_ns * 1e-9);
 }
 
 static void render_lines(struct sbuf *b, const struct cp_engine *e)
@@ -338,13 +365,11 @@ static void render_audit(struct sbuf *b, const struct cp_audit *a)
 	if (!cp_audit_is_running(a))
 		return;
 	struct cp_shadow *sh = a->sh;
+	/* The head's hash changes with every record: as a label it would make a
+	 * series per record. It is in `fanoctl status` (audit.head_hash). */
 	uint8_t hash[FG_AUDIT_HASH_LEN];
-	char hex[2 * FG_AUDIT_HASH_LEN + 1];
 	uint64_t next = 0;
 	cp_shadow_head(sh, hash, &next);
-	fg_audit_hex(hash, hex);
-	fam(b, "audit_head_info", "gauge", "SHA-256 of the last durable audit record (value 1)");
-	sb_printf(b, "fanogate_audit_head_info{hash=\"%s\"} 1\n", hex);
 	gauge(b, "audit_durable_records", "audit records durable on disk (the next sequence number)", next);
 	gauge(b, "audit_failed", "1 once the audit log has failed closed", cp_shadow_failed(sh));
 	struct cp_shadow_stats st;
@@ -355,6 +380,9 @@ static void render_audit(struct sbuf *b, const struct cp_audit *a)
 		  (unsigned long long)st.verdicts_divergent);
 	sb_printf(b, "fanogate_audit_verdicts_total{kind=\"unmatched\"} %llu\n",
 		  (unsigned long long)st.verdicts_unmatched);
+	fam(b, "audit_last_divergence_timestamp_seconds", "gauge",
+	    "Unix time of the last divergent verdict (0: none since start)");
+	sb_printf(b, "fanogate_audit_last_divergence_timestamp_seconds %.3f\n", (double)st.last_divergence_unix_ns * 1e-9);
 	counter(b, "audit_sampled_in_total", "active-line seeds chosen by shadow_sample", st.sampled_in);
 	counter(b, "audit_sampled_out_total", "active-line seeds not sampled", st.sampled_out);
 	counter(b, "audit_evicted_total", "pending comparisons evicted from a full table", st.evicted);
@@ -446,6 +474,24 @@ static void render_process(struct sbuf *b)
 	}
 }
 
+/* What `fanoctl status` warns about (cp_status.h), every warning always
+ * present (0 or 1), and the certificate's end. */
+static void render_warnings(struct sbuf *b, const struct cp_metrics *m)
+{
+	const struct cp_status_src src = {.cfg = m->cfg, .engine = m->engine, .srv = m->srv, .b = m->b,
+					  .metrics_port = m->port};
+	uint32_t w = cp_status_warnings(&src, NULL);
+	fam(b, "warning", "gauge", "1 while the warning `fanoctl status` names holds (cp_status.h)");
+	for (unsigned k = 0; k < CP_WARN__COUNT; k++)
+		sb_printf(b, "fanogate_warning{warning=\"%s\"} %u\n", cp_warning_name((enum cp_warning)k), (w >> k) & 1u);
+	int64_t na;
+	if (cp_status_cert_not_after(m->srv, &na) == 0) {
+		fam(b, "tls_cert_not_after_timestamp_seconds", "gauge",
+		    "Unix time at which the TLS certificate ([tls] cert) stops being valid");
+		sb_printf(b, "fanogate_tls_cert_not_after_timestamp_seconds %lld\n", (long long)na);
+	}
+}
+
 /* Every entry of the control plane's registry (cp_counters.h), in its order. */
 static void render_registry(struct sbuf *b, const struct cp_metrics *m)
 {
@@ -531,6 +577,7 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	sb_printf(&b, "fanogate_config_reloads_total{result=\"refused\"} %llu\n",
 		  (unsigned long long)cp_reload_stats.refused);
 	gauge(&b, "config_last_reload_success", "1 unless the last reload was refused", !cp_reload_stats.last_refused);
+	render_warnings(&b, m);
 	render_dataplane(&b, m->b);
 	render_process(&b);
 	if (b.oom) {

@@ -27,6 +27,7 @@
 #include "cp_log.h"
 #include "cp_reload.h"
 #include "cp_counters.h"
+#include "cp_status.h"
 #include "fg/counters.h"
 
 #define CP_OP_TIMEOUT_NS (10ull * 1000 * 1000 * 1000)
@@ -132,23 +133,10 @@ static json_t *cmd_lines(struct cp_opsrv *o)
 
 static json_t *cmd_status(struct cp_opsrv *o)
 {
-	struct cp_engine *e = o->engine;
-	char states[FG_LINES * 12] = "";
-	for (unsigned i = 0; i < FG_LINES; i++) {
-		strcat(states, fg_line_state_name(fg_line_effective(&e->lines, i)));
-		if (i + 1 < FG_LINES)
-			strcat(states, ",");
-	}
-	json_t *j = json_pack("{s:b,s:s,s:s,s:i,s:I,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:b}", "ok", 1, "version",
-			      "0.1.0", "mode", e->lanes_mode ? "dataplane" : "local", "pid", (int)getpid(), "uptime_ms",
-			      (json_int_t)((cp_now_ns() - o->started_ns) / 1000000ull), "tls_port", (int)o->srv->port,
-			      "tls_connections", (json_int_t)o->srv->n_conns, "ws_sessions_total",
-			      (json_int_t)o->srv->st.ws_sessions, "model_epoch", (json_int_t)e->epoch, "frames_tls",
-			      (json_int_t)e->st.frames, "seeds_resolved", (json_int_t)e->st.resolved, "slots_expired",
-			      (json_int_t)e->st.expired, "lines", states, "audit", cp_audit_is_running(o->srv->audit));
-	if (j && !e->lanes_mode)
-		json_object_set_new(j, "slots_open", json_integer(e->slots.in_use));
-	return j;
+	const struct cp_status_src src = {.cfg = o->cfg, .config_path = o->config_path, .engine = o->engine,
+					  .srv = o->srv, .b = o->b, .metrics_port = o->metrics_port,
+					  .started_ns = o->started_ns};
+	return cp_status_json(&src);
 }
 
 /* req: a parsed CP_OP_CMD_LINE request (cp_op_parse checked its arguments). */

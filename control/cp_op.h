@@ -45,6 +45,11 @@ struct cp_opsrv {
 	gid_t group;
 	uint64_t started_ns;
 	uint64_t served, refused;
+	/* For `fanoctl status`, set by the daemon once they are known (after
+	 * cp_op_start): the --config file (NULL: the embedded default) and the
+	 * bound /metrics port (0: off). */
+	const char *config_path;
+	uint16_t metrics_port;
 };
 
 /* Bind and listen; start accepting. Returns 0 or -errno with a reason. */

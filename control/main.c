@@ -345,6 +345,8 @@ int main(int argc, char **argv)
 		cp_err("metrics: %s", why);
 		goto out_op;
 	}
+	d.op.config_path = config_path; /* fanoctl status */
+	d.op.metrics_port = d.metrics.port;
 	r = cp_reload_start(&d.loop, config_path, profile, &d.cfg, &d.engine, &d.server, why, sizeof(why));
 	if (r < 0) {
 		cp_err("config reload: %s", why);

@@ -638,6 +638,7 @@ int fg_slot_seed(const struct fg_slots *s, uint32_t slot, struct fg_seed_view *o
 	out->body_len = sl->body_len;
 	out->fingerprint = sl->fingerprint;
 	out->lines = sl->complete;
+	out->opened_ns = sl->opened_ns;
 	return 0;
 }
 

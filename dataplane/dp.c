@@ -8,6 +8,7 @@
  * once per failure, at this edge. */
 #include <dirent.h>
 #include <errno.h>
+#include <net/if.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -359,6 +360,31 @@ static int port_start(struct dp_state *g)
 	DP_LOG(INFO, "port %u (%s): started, mac " RTE_ETHER_ADDR_PRT_FMT, pid, g->driver,
 	       RTE_ETHER_ADDR_BYTES(&g->mac));
 	return 0;
+}
+
+/* What the control plane shows operators (boundary.h, struct fg_port_facts). */
+static void port_facts(const struct dp_state *g, struct fg_port_facts *f)
+{
+	memset(f, 0, sizeof(*f));
+	snprintf(f->profile, sizeof(f->profile), "%s", g->prof.path);
+	snprintf(f->driver, sizeof(f->driver), "%s", g->driver ? g->driver : "");
+	f->port_id = g->port;
+	f->rx_queues = g->n_rxq;
+	f->tx_queues = g->n_txq;
+	f->lcores = (uint16_t)g->n;
+	f->hugepages = g->hugepages;
+	char name[RTE_ETH_NAME_MAX_LEN];
+	if (rte_eth_dev_get_name_by_port(g->port, name) == 0)
+		snprintf(f->device, sizeof(f->device), "%s", name);
+	struct rte_eth_dev_info info;
+	char ifn[IF_NAMESIZE];
+	if (rte_eth_dev_info_get(g->port, &info) == 0 && info.if_index && if_indextoname(info.if_index, ifn))
+		snprintf(f->ifname, sizeof(f->ifname), "%s", ifn);
+	struct rte_eth_link link;
+	if (rte_eth_link_get_nowait(g->port, &link) == 0) {
+		f->link_up = link.link_status == RTE_ETH_LINK_UP;
+		f->link_speed_mbps = link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
+	}
 }
 
 /* ---- per-lcore state and lanes ------------------------------------------------ */
@@ -768,6 +794,7 @@ int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_bou
 	rc = port_start(g);
 	if (rc < 0)
 		goto fail;
+	port_facts(g, &b->port);
 	DP_LOG(INFO, "ready: %u poll lcores, %s, shard capacity %u, chunk %u, frame_max %u", g->n,
 	       g->hugepages ? "hugepages" : "no hugepages", g->scfg.capacity, g->chunk, g->frame_max);
 	return 0;

@@ -274,8 +274,11 @@ void dp_deliver_seed(struct dp_lcore *lc, uint32_t slot, uint64_t now)
 					.seq_len = v.seq_len,
 					.epoch = lc->slots.epoch,
 					.udp_sent = sent,
+					.ingress = lc->from_lane ? FG_INGRESS_TLS : FG_INGRESS_UDP,
 					.fingerprint = v.fingerprint,
-					.t_ns = dp_clock_ns()}}; /* resolved now, not at the loop's start */
+					.t_ns = dp_clock_ns(), /* resolved now, not at the loop's start */
+					.t_last_ns = now,
+					.t_open_ns = v.opened_ns}};
 	(void)lc->env->io->report_body(lc, &m, &m.resolved.body, v.body, v.body_len);
 	lc->ack_now = true; /* ACK on resolution */
 }

@@ -170,6 +170,7 @@ struct dp_lcore {
 	void *io_arg;            /* the I/O implementation's own per-shard state (kudp_rx: its socket) */
 	struct rte_ring *inbox;  /* DPDK only: MP/SC dp_xfer pointers from other lcores */
 	struct fg_lane *lane;
+	bool from_lane;          /* the frame being ingested is a lane CONTRIB (TLS), not a datagram */
 	struct fg_dp_counters *k;
 	struct dp_xcounters *xk;
 	struct fg_ingest_ctx ictx;

@@ -132,8 +132,10 @@ unsigned dp_lane_poll(struct dp_lcore *lc, uint64_t now)
 		struct fg_ingest_result r;
 		bool valid = c->frame.buf < lc->lane->cp2dp.n && c->frame.len <= lc->lane->cp2dp.size;
 		if (valid) {
+			lc->from_lane = true; /* a seed it resolves says so (fg_bm_resolved.ingress) */
 			(void)dp_shard_frame(lc, fg_pool_buf(&lc->lane->cp2dp, c->frame.buf), c->frame.len, NULL, &r,
 					     now);
+			lc->from_lane = false;
 			fg_pool_put(&lc->lane->cp2dp, c->frame.buf);
 		} else {
 			memset(&r, 0, sizeof(r));

@@ -15,9 +15,38 @@
 
 #include "fanoctl_audit.h"
 
-/* fanoctl_audit_cli takes the words after "audit". */
+/* Whether `audit tail`'s words (after "tail") name a FILE or ask for help. */
+static bool tail_names_file(int argc, char **argv)
+{
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "-n")) {
+			i++; /* its number */
+			continue;
+		}
+		if (argv[i][0] != '-' || !strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return true;
+	}
+	return false;
+}
+
+/* fanoctl_audit_cli takes the words after "audit". `audit tail` without a
+ * FILE reads the running daemon's log: its path comes from `status`. */
 static int fanoctl_audit(int argc, char **argv)
 {
+	if (argc >= 2 && !strcmp(argv[1], "tail") && !tail_names_file(argc - 2, argv + 2)) {
+		static char path[4096];
+		int rc = fanoctl_op_audit_path(path, sizeof(path));
+		if (rc)
+			return rc;
+		char **av = calloc((size_t)argc + 1, sizeof(*av));
+		if (!av)
+			return FANOCTL_REFUSED;
+		memcpy(av, argv + 1, (size_t)(argc - 1) * sizeof(*av));
+		av[argc - 1] = path;
+		rc = fanoctl_audit_cli(argc, av);
+		free(av);
+		return rc;
+	}
 	return fanoctl_audit_cli(argc - 1, argv + 1);
 }
 

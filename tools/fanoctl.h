@@ -52,6 +52,9 @@ void fanoctl_op_cluster_help(FILE *out);
 void fanoctl_op_peers_help(FILE *out);
 int fanoctl_op_stats(int argc, char **argv);
 int fanoctl_op_reload(int argc, char **argv); /* `fanoctl config reload` */
+/* The running daemon's audit log path ([audit] path, from `status`) into
+ * buf. Returns 0, or an exit code after printing why. */
+int fanoctl_op_audit_path(char *buf, size_t len);
 void fanoctl_op_stats_help(FILE *out);
 
 /* True when argv[1..] holds -h or --help before any "--". */

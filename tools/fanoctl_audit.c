@@ -506,7 +506,8 @@ int fanoctl_audit_cli(int argc, char **argv)
 	if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
 		fprintf(argc < 1 ? stderr : stdout,
 			"usage: fanoctl audit verify FILE...            check checksums and the hash chain\n"
-			"       fanoctl audit tail [--json] [-n N] [-f] FILE   show the last records\n"
+			"       fanoctl audit tail [--json] [-n N] [-f] [FILE] show the last records\n"
+			"                                                (no FILE: the running daemon's log)\n"
 			"       fanoctl audit repair FILE               move damage aside (fanogate stopped)\n");
 		return argc < 1 ? 2 : 0;
 	}

@@ -282,13 +282,149 @@ static void op_common_help(FILE *out)
 
 void fanoctl_op_status_help(FILE *out)
 {
-	fprintf(out, "usage: fanoctl status [--json]\n\nVersion, uptime, model epoch, line states, slot use, ingress totals.\n");
+	fprintf(out, "usage: fanoctl status [--json]\n\n"
+		     "One summary of the running daemon: version, host, uptime; mode and the\n"
+		     "dataplane's profile, port, link, queues and hugepages; the config file,\n"
+		     "metrics address and operator socket; TLS (port, tokens, certificate end);\n"
+		     "the audit log and its head (seq and hash, as `fanoctl audit verify`\n"
+		     "prints it); the cluster; the lines; traffic totals; and the warnings in\n"
+		     "force (\"no bearer tokens ...: every request is refused\", an audit log\n"
+		     "failed closed, etcd lost, a certificate near its end, ...), the same\n"
+		     "ones /metrics has as fanogate_warning{warning}.\n");
 	op_common_help(out);
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "?";
+}
+
+static long long jint(json_t *o, const char *k)
+{
+	return (long long)json_integer_value(json_object_get(o, k));
+}
+
+static bool jtrue(json_t *o, const char *k)
+{
+	return json_is_true(json_object_get(o, k));
+}
+
+/* "3d 4h", "2h 5m", "42s" */
+static void print_uptime(long long ms)
+{
+	long long s = ms / 1000;
+	if (s >= 86400)
+		printf("%lldd %lldh", s / 86400, s % 86400 / 3600);
+	else if (s >= 3600)
+		printf("%lldh %lldm", s / 3600, s % 3600 / 60);
+	else if (s >= 60)
+		printf("%lldm %llds", s / 60, s % 60);
+	else
+		printf("%llds", s);
+}
+
+/* The status reply as a person reads it: one fact per line, the warnings
+ * last and marked. Fields it does not know are not printed (--json has
+ * everything). */
+static void print_status(json_t *r)
+{
+	printf("fanogate %s on %s, pid %lld, up ", jstr(r, "version"), jstr(r, "host"), jint(r, "pid"));
+	print_uptime(jint(r, "uptime_ms"));
+	printf("\n");
+	json_t *dp = json_object_get(r, "dataplane");
+	if (jtrue(dp, "running")) {
+		printf("%-10s dataplane: profile %s, driver %s, device %s", "mode:", jstr(dp, "profile"), jstr(dp, "driver"),
+		       jstr(dp, "device"));
+		if (*jstr(dp, "interface"))
+			printf(" on %s", jstr(dp, "interface"));
+		printf("\n%-10s %s", "link:", jstr(dp, "link"));
+		if (jint(dp, "link_speed_mbps"))
+			printf(" %lld Mb/s", jint(dp, "link_speed_mbps"));
+		printf(", %lld rx / %lld tx queues, %lld lcores, %s\n", jint(dp, "rx_queues"), jint(dp, "tx_queues"),
+		       jint(dp, "lcores"), jtrue(dp, "hugepages") ? "hugepages" : "no hugepages (--no-huge)");
+	} else {
+		printf("%-10s %s (no dataplane: slots in the control plane)\n", "mode:", jstr(r, "mode"));
+	}
+	printf("%-10s %s\n", "config:", jstr(r, "config"));
+	printf("%-10s %s\n", "metrics:", jstr(r, "metrics"));
+	printf("%-10s %s\n", "operator:", jstr(r, "operator_socket"));
+	json_t *tls = json_object_get(r, "tls");
+	if (tls) {
+		printf("%-10s port %lld, %lld connections, %lld tokens, client CA %s", "tls:", jint(tls, "port"),
+		       jint(tls, "connections"), jint(tls, "tokens"), jtrue(tls, "client_ca") ? "yes" : "no");
+		if (json_object_get(tls, "cert_not_after"))
+			printf(", certificate valid until %s (%lld days)", jstr(tls, "cert_not_after"),
+			       jint(tls, "cert_days_left"));
+		printf("\n");
+	}
+	json_t *au = json_object_get(r, "audit");
+	if (au && jtrue(au, "enabled")) {
+		printf("%-10s %s%s, ", "audit:", jstr(au, "path"), jtrue(au, "failed") ? " FAILED CLOSED" : "");
+		if (json_object_get(au, "head_seq"))
+			printf("head seq %lld hash %s, ", jint(au, "head_seq"), jstr(au, "head_hash"));
+		printf("%lld divergences", jint(au, "divergences"));
+		if (json_object_get(au, "last_divergence"))
+			printf(" (last %s)", jstr(au, "last_divergence"));
+		printf(", alert command %s\n", jstr(au, "alert_command"));
+	} else if (au) {
+		printf("%-10s off\n", "audit:");
+	}
+	json_t *cl = json_object_get(r, "cluster");
+	if (jtrue(cl, "enabled"))
+		printf("%-10s node %s, etcd %s, %lld of %lld nodes live\n", "cluster:", jstr(cl, "node"), jstr(cl, "etcd"),
+		       jint(cl, "nodes_live"), jint(cl, "nodes"));
+	else
+		printf("%-10s off (one appliance)\n", "cluster:");
+	const char *ls = jstr(r, "lines");
+	printf("%-10s", "lines:");
+	for (unsigned i = 0; *ls && i < FG_LINES; i++) {
+		size_t n = strcspn(ls, ",");
+		printf(" %u %s %.*s%s", i, fg_fano_line_name(i), (int)n, ls, i + 1 < FG_LINES ? "," : "");
+		ls += n + (ls[n] == ',');
+	}
+	printf("\n%-10s model epoch %lld, %lld frames over TLS, %lld seeds resolved, %lld slots expired", "traffic:",
+	       jint(r, "model_epoch"), jint(r, "frames_tls"), jint(r, "seeds_resolved"), jint(r, "slots_expired"));
+	if (json_object_get(r, "slots_open"))
+		printf(", %lld slots open", jint(r, "slots_open"));
+	printf("\n");
+	json_t *w = json_object_get(r, "warnings");
+	if (!json_array_size(w)) {
+		printf("%-10s none\n", "warnings:");
+		return;
+	}
+	printf("warnings:\n");
+	size_t i;
+	json_t *x;
+	json_array_foreach(w, i, x) printf("  ! %s (%s)\n", jstr(x, "text"), jstr(x, "warning"));
 }
 
 int fanoctl_op_status(int argc, char **argv)
 {
-	return op_simple(argc, argv, "status", fanoctl_op_status_help);
+	int json = op_opts(argc, argv, fanoctl_op_status_help);
+
+	if (json < 0)
+		return FANOCTL_USAGE;
+	if (optind != argc) {
+		fprintf(stderr, "fanoctl status: unexpected argument '%s'\n", argv[optind]);
+		return FANOCTL_USAGE;
+	}
+	json_t *req = json_object(), *rep = NULL;
+	json_object_set_new(req, "cmd", json_string("status"));
+	if (json)
+		return op_run(req, true);
+	int rc = op_call(req, &rep);
+	if (rc)
+		return rc;
+	if (!json_is_true(json_object_get(rep, "ok"))) {
+		json_t *e = json_object_get(rep, "error");
+		fprintf(stderr, "fanoctl: refused: %s\n", json_is_string(e) ? json_string_value(e) : "(no reason)");
+		json_decref(rep);
+		return FANOCTL_REFUSED;
+	}
+	print_status(rep);
+	json_decref(rep);
+	return FANOCTL_OK;
 }
 
 void fanoctl_op_peers_help(FILE *out)
@@ -315,18 +451,24 @@ int fanoctl_op_cluster(int argc, char **argv)
 	return op_simple(argc, argv, "cluster", fanoctl_op_cluster_help);
 }
 
+#define WATCH_DEFAULT_S 2u
+
 void fanoctl_op_stats_help(FILE *out)
 {
 	fprintf(out, "usage: fanoctl stats [--json]\n"
-		     "       fanoctl stats --watch SECONDS [--count N]\n\n"
+		     "       fanoctl stats --watch [SECONDS] [--count N]\n\n"
 		     "Counters: frames per ingress, outcomes, malformed reasons, audit verdicts.\n"
-		     "--watch polls every SECONDS (1..3600) and prints the counters that moved,\n"
-		     "with their rate per second, N times (default: until interrupted).\n");
+		     "--watch asks every SECONDS (1..3600, default %u) and shows every counter\n"
+		     "that is not zero with its rate per second since the last sample, under\n"
+		     "a header with the local time. On a terminal the screen is redrawn in\n"
+		     "place; otherwise each sample is appended, headed by its time. N samples\n"
+		     "(default: until interrupted).\n", WATCH_DEFAULT_S);
 	op_common_help(out);
 }
 
-/* Print every integer leaf of cur that differs from prev, with its rate. */
-static unsigned watch_diff(const char *prefix, json_t *cur, json_t *prev, double secs)
+/* Every non-zero integer leaf of cur, with its rate since prev (none on the
+ * first sample). Returns how many were printed. */
+static unsigned watch_print(const char *prefix, json_t *cur, json_t *prev, double secs)
 {
 	const char *k;
 	json_t *v;
@@ -337,13 +479,16 @@ static unsigned watch_diff(const char *prefix, json_t *cur, json_t *prev, double
 		json_t *pv = prev ? json_object_get(prev, k) : NULL;
 		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", k);
 		if (json_is_object(v)) {
-			n += watch_diff(path, v, json_is_object(pv) ? pv : NULL, secs);
-		} else if (json_is_integer(v)) {
-			long long now = json_integer_value(v), was = json_is_integer(pv) ? json_integer_value(pv) : 0;
-			if (now != was) {
-				printf("  %-40s %14lld  %+12.1f/s\n", path, now, (double)(now - was) / secs);
-				n++;
+			n += watch_print(path, v, json_is_object(pv) ? pv : NULL, secs);
+		} else if (json_is_integer(v) && json_integer_value(v)) {
+			long long now = json_integer_value(v);
+			printf("  %-48s %14lld", path, now);
+			if (prev && secs > 0) {
+				long long was = json_is_integer(pv) ? json_integer_value(pv) : 0;
+				printf("  %+12.1f/s", (double)(now - was) / secs);
 			}
+			printf("\n");
+			n++;
 		}
 	}
 	return n;
@@ -361,25 +506,20 @@ int fanoctl_op_stats(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"json", no_argument, NULL, 'j'},
-		{"watch", required_argument, NULL, 'w'},
+		{"watch", no_argument, NULL, 'w'},
 		{"count", required_argument, NULL, 'c'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	bool json = false;
-	uint32_t every = 0, count = 0;
+	bool json = false, watch = false;
+	uint32_t every = WATCH_DEFAULT_S, count = 0;
 	int c;
 
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
-		case 'w':
-			if (!parse_u32(optarg, 3600, &every) || every == 0) {
-				fprintf(stderr, "fanoctl stats: --watch wants 1..3600 seconds\n");
-				return FANOCTL_USAGE;
-			}
-			break;
+		case 'w': watch = true; break;
 		case 'c':
 			if (!parse_u32(optarg, UINT32_MAX, &count) || count == 0) {
 				fprintf(stderr, "fanoctl stats: --count wants a number >= 1\n");
@@ -390,19 +530,30 @@ int fanoctl_op_stats(int argc, char **argv)
 		default: fanoctl_op_stats_help(stderr); return FANOCTL_USAGE;
 		}
 	}
-	if (optind != argc || (count && !every) || (json && every)) {
-		fprintf(stderr, "fanoctl stats: takes --json, or --watch SECONDS [--count N]\n");
+	/* --watch's interval, when given, is the one operand */
+	if (watch && optind + 1 == argc) {
+		if (!parse_u32(argv[optind], 3600, &every) || every == 0) {
+			fprintf(stderr, "fanoctl stats: --watch wants 1..3600 seconds\n");
+			return FANOCTL_USAGE;
+		}
+		optind++;
+	}
+	if (optind != argc || (count && !watch) || (json && watch)) {
+		fprintf(stderr, "fanoctl stats: takes --json, or --watch [SECONDS] [--count N]\n");
 		return FANOCTL_USAGE;
 	}
-	if (!every) {
+	if (!watch) {
 		json_t *req = json_object();
 		json_object_set_new(req, "cmd", json_string("stats"));
 		return op_run(req, json);
 	}
+	bool tty = isatty(STDOUT_FILENO);
 	json_t *prev = NULL;
 	double t_prev = 0;
 
-	for (uint32_t i = 0; !count || i <= count; i++) {
+	for (uint32_t i = 0; !count || i < count; i++) {
+		if (i)
+			sleep(every);
 		json_t *req = json_object(), *rep = NULL;
 		json_object_set_new(req, "cmd", json_string("stats"));
 		int rc = op_call(req, &rep);
@@ -418,18 +569,25 @@ int fanoctl_op_stats(int argc, char **argv)
 			json_decref(prev);
 			return FANOCTL_REFUSED;
 		}
-		if (prev) {
-			printf("after %.1f s:\n", t - t_prev);
-			if (watch_diff("", rep, prev, t - t_prev) == 0)
-				printf("  (no counter moved)\n");
-			fflush(stdout);
-		}
+		json_object_del(rep, "ok");
+		char when[64];
+		time_t now = time(NULL);
+		struct tm tm;
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %z", localtime_r(&now, &tm));
+		if (tty)
+			printf("\033[H\033[2J"); /* home, clear: the sample replaces the last */
+		printf("fanogate stats at %s, every %u s", when, every);
+		if (prev)
+			printf(", rates over the last %.1f s", t - t_prev);
+		printf("%s\n", tty ? " (Ctrl-C to stop)" : "");
+		if (watch_print("", rep, prev, prev ? t - t_prev : 0) == 0)
+			printf("  (every counter is zero)\n");
+		if (!tty)
+			printf("\n");
+		fflush(stdout);
 		json_decref(prev);
 		prev = rep;
 		t_prev = t;
-		if (count && i == count)
-			break;
-		sleep(every);
 	}
 	json_decref(prev);
 	return FANOCTL_OK;
@@ -503,15 +661,90 @@ int fanoctl_op_slot(int argc, char **argv)
 void fanoctl_op_lines_help(FILE *out)
 {
 	fprintf(out, "usage: fanoctl lines [--json]\n"
-		     "       fanoctl lines enable|disable|shadow|active LINE [--why TEXT] [--json]\n"
-		     "       fanoctl lines auto-promote LINE on|off [--why TEXT] [--json]\n"
-		     "       (also spelled: fanoctl line VERB ..., --reason TEXT, auto-promote on|off LINE)\n\n"
+		     "       fanoctl lines enable|disable|shadow|active LINE... [--why TEXT] [--json]\n"
+		     "       fanoctl lines auto-promote LINE... on|off [--why TEXT] [--json]\n"
+		     "       (also spelled: fanoctl line VERB ..., --reason TEXT, auto-promote on|off LINE...)\n\n"
 		     "Without a verb: every line's state (disabled, shadow, active, degraded),\n"
-		     "window and counters. LINE is an index 0..6 or an oriented triple such\n"
-		     "as 1,4,5. enable: disabled -> shadow (refused when already enabled);\n"
-		     "active forces the line active without a clean window. Every change is\n"
-		     "audited with your uid and the --why text (docs/lines.md).\n");
+		     "window and counters. LINE is an index 0..6, or an oriented Fano triple\n"
+		     "in parentheses, quoted for the shell: '(1,4,5)' is line 1. Several\n"
+		     "lines: `fanoctl lines shadow 1 2 3`. A bare 1,2,3 is refused as\n"
+		     "ambiguous (lines 1, 2 and 3, or the line whose triple it is?).\n"
+		     "Each line is changed and audited on its own, in the order given; a\n"
+		     "refusal (already, refused, ...) does not stop the others, and makes\n"
+		     "the exit status 1. enable: disabled -> shadow; active forces the line\n"
+		     "active without a clean window. Every change is audited with your uid\n"
+		     "and the --why text (docs/lines.md).\n");
 	op_common_help(out);
+}
+
+/* One LINE operand: an index 0..6, or "(a,b,c)". Returns the index, or -1
+ * after printing why (a bare "a,b,c" is ambiguous). */
+static int line_operand(const char *s)
+{
+	if (s[0] >= '0' && s[0] <= '6' && s[1] == '\0')
+		return s[0] - '0';
+	if (s[0] == '(') {
+		int line = fg_fano_line_parse(s);
+		if (line < 0)
+			fprintf(stderr, "fanoctl lines: '%s' is not an oriented Fano triple (fanoctl lines lists them)\n", s);
+		return line;
+	}
+	if (strchr(s, ',')) {
+		/* "1,2,3" reads as lines 1, 2 and 3 or as line 0, whose triple it
+		 * is: neither is guessed */
+		char par[64];
+		snprintf(par, sizeof(par), "(%s)", s);
+		int line = fg_fano_line_parse(par);
+		fprintf(stderr, "fanoctl lines: '%s' is ambiguous: write ", s);
+		if (line >= 0)
+			fprintf(stderr, "'%s' for line %d, whose triple it is, or ", par, line);
+		else
+			fprintf(stderr, "a triple in parentheses, such as '(1,4,5)', or ");
+		fprintf(stderr, "the indexes apart (");
+		for (const char *p = s; *p; p++)
+			fputc(*p == ',' ? ' ' : *p, stderr);
+		fprintf(stderr, ") for several lines\n");
+		return -1;
+	}
+	fprintf(stderr, "fanoctl lines: '%s' is not a line (an index 0..6, or a triple such as '(1,4,5)')\n", s);
+	return -1;
+}
+
+/* One line change; prints its result unless json. Returns 0, or an exit
+ * code (FANOCTL_REFUSED for a refusal, FANOCTL_UNREACHABLE: stop). With
+ * out, the reply is appended to it instead of printed. */
+static int line_change(int line, const char *op, int on, const char *why, bool json, bool many, json_t *out)
+{
+	json_t *req = json_object(), *rep = NULL;
+	json_object_set_new(req, "cmd", json_string("line"));
+	json_object_set_new(req, "line", json_integer(line));
+	json_object_set_new(req, "op", json_string(op));
+	if (on >= 0)
+		json_object_set_new(req, "on", json_boolean(on));
+	if (why)
+		json_object_set_new(req, "why", json_string(why));
+	if (!many)
+		return op_run(req, json);
+	int rc = op_call(req, &rep);
+	if (rc)
+		return rc;
+	bool good = json_is_true(json_object_get(rep, "ok"));
+	if (json) {
+		json_object_set_new(rep, "line_index", json_integer(line));
+		json_array_append(out, rep);
+	} else if (good) {
+		json_t *ln = json_object_get(rep, "line");
+		printf("line %d %s: %s", line, fg_fano_line_name((unsigned)line), jstr(ln, "state"));
+		if (on >= 0)
+			printf(", auto_promote %s", jtrue(ln, "auto_promote") ? "on" : "off");
+		printf("%s\n", json_object_get(rep, "changed") && !jtrue(rep, "changed") ? " (unchanged)" : "");
+	} else {
+		json_t *d = json_object_get(rep, "detail");
+		fprintf(stderr, "fanoctl: line %d %s: refused: %s%s%s\n", line, fg_fano_line_name((unsigned)line),
+			jstr(rep, "error"), json_is_string(d) ? ": " : "", json_is_string(d) ? json_string_value(d) : "");
+	}
+	json_decref(rep);
+	return good ? FANOCTL_OK : FANOCTL_REFUSED;
 }
 
 int fanoctl_op_lines(int argc, char **argv)
@@ -537,57 +770,91 @@ int fanoctl_op_lines(int argc, char **argv)
 		default: fanoctl_op_lines_help(stderr); return FANOCTL_USAGE;
 		}
 	}
-	json_t *req = json_object();
 	if (optind == argc) {
 		if (why) {
-			json_decref(req);
 			fprintf(stderr, "fanoctl lines: --why goes with a verb\n");
 			return FANOCTL_USAGE;
 		}
+		json_t *req = json_object();
 		json_object_set_new(req, "cmd", json_string("lines"));
 		return op_run(req, json);
 	}
-	const char *verb = argv[optind];
+	const char *verb = argv[optind++];
 	size_t v;
 	for (v = 0; v < sizeof(verbs) / sizeof(verbs[0]); v++)
 		if (strcmp(verb, verbs[v]) == 0)
 			break;
+	if (v == sizeof(verbs) / sizeof(verbs[0])) {
+		fprintf(stderr, "fanoctl lines: want enable|disable|shadow|active LINE..., or auto-promote LINE... on|off\n");
+		return FANOCTL_USAGE;
+	}
 	bool auto_promote = v == 4;
-	int want = auto_promote ? 3 : 2;
-	if (v == sizeof(verbs) / sizeof(verbs[0]) || argc - optind != want) {
-		json_decref(req);
-		fprintf(stderr, "fanoctl lines: want enable|disable|shadow|active LINE, or auto-promote LINE on|off\n");
-		return FANOCTL_USAGE;
-	}
-	/* Both spellings of auto-promote: "auto-promote LINE on|off" and the
-	 * operator guide's "auto-promote on|off LINE". */
-	if (auto_promote && (strcmp(argv[optind + 1], "on") == 0 || strcmp(argv[optind + 1], "off") == 0)) {
-		char *t = argv[optind + 1];
-		argv[optind + 1] = argv[optind + 2];
-		argv[optind + 2] = t;
-	}
-	int line = fg_fano_line_parse(argv[optind + 1]);
-	if (line < 0) {
-		json_decref(req);
-		fprintf(stderr, "fanoctl lines: '%s' is not a line (an index 0..6 or an oriented triple like 1,4,5)\n",
-			argv[optind + 1]);
-		return FANOCTL_USAGE;
-	}
-	json_object_set_new(req, "cmd", json_string("line"));
-	json_object_set_new(req, "line", json_integer(line));
-	json_object_set_new(req, "op", json_string(auto_promote ? "auto_promote" : verb));
+	int on = -1, first = optind, last = argc; /* the LINE operands: argv[first..last) */
 	if (auto_promote) {
-		const char *on = argv[optind + 2];
-		if (strcmp(on, "on") != 0 && strcmp(on, "off") != 0) {
-			json_decref(req);
+		/* "auto-promote LINE... on|off" and the operator guide's "auto-promote on|off LINE..." */
+		const char *w = NULL;
+		if (first < argc && (!strcmp(argv[first], "on") || !strcmp(argv[first], "off")))
+			w = argv[first++];
+		else if (last > first && (!strcmp(argv[last - 1], "on") || !strcmp(argv[last - 1], "off")))
+			w = argv[--last];
+		if (!w) {
 			fprintf(stderr, "fanoctl lines auto-promote: on or off\n");
 			return FANOCTL_USAGE;
 		}
-		json_object_set_new(req, "on", json_boolean(strcmp(on, "on") == 0));
+		on = !strcmp(w, "on");
 	}
-	if (why)
-		json_object_set_new(req, "why", json_string(why));
-	return op_run(req, json);
+	if (first == last) {
+		fprintf(stderr, "fanoctl lines %s: which line? (an index 0..6 or a triple such as '(1,4,5)')\n", verb);
+		return FANOCTL_USAGE;
+	}
+	int lines[FG_LINES], n = 0;
+	unsigned seen = 0;
+	for (int i = first; i < last; i++) {
+		int line = line_operand(argv[i]);
+		if (line < 0)
+			return FANOCTL_USAGE;
+		if (seen & (1u << line)) {
+			fprintf(stderr, "fanoctl lines: line %d %s is named twice\n", line, fg_fano_line_name((unsigned)line));
+			return FANOCTL_USAGE;
+		}
+		seen |= 1u << line;
+		lines[n++] = line;
+	}
+	const char *op = auto_promote ? "auto_promote" : verb;
+	if (n == 1)
+		return line_change(lines[0], op, on, why, json, false, NULL);
+	json_t *all = json ? json_array() : NULL;
+	int worst = FANOCTL_OK;
+	for (int i = 0; i < n; i++) {
+		int rc = line_change(lines[i], op, on, why, json, true, all);
+		if (rc == FANOCTL_UNREACHABLE || rc == FANOCTL_USAGE) {
+			json_decref(all);
+			return rc;
+		}
+		if (rc)
+			worst = rc;
+	}
+	if (json)
+		fanoctl_json_print(json_pack("{s:b,s:o}", "ok", worst == FANOCTL_OK, "results", all));
+	return worst;
+}
+
+int fanoctl_op_audit_path(char *buf, size_t len)
+{
+	json_t *req = json_object(), *rep = NULL;
+	json_object_set_new(req, "cmd", json_string("status"));
+	int rc = op_call(req, &rep);
+	if (rc)
+		return rc;
+	const char *p = json_string_value(json_object_get(json_object_get(rep, "audit"), "path"));
+	if (!json_is_true(json_object_get(rep, "ok")) || !p || !*p || strlen(p) >= len) {
+		fprintf(stderr, "fanoctl: the daemon did not name its audit log (give FILE)\n");
+		json_decref(rep);
+		return FANOCTL_REFUSED;
+	}
+	snprintf(buf, len, "%s", p);
+	json_decref(rep);
+	return 0;
 }
 
 int fanoctl_op_reload(int argc, char **argv)

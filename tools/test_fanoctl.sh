@@ -311,7 +311,9 @@ fi
 for cmd in status peers stats slots lines; do
 	expect 3 "cannot reach fanogate at $TMP/none.sock" -- --socket "$TMP/none.sock" "$cmd"
 done
-expect 2 "is not a line" -- --socket "$TMP/none.sock" lines enable 1,5,4
+expect 2 "'1,5,4' is ambiguous" "(1 5 4) for several lines" -- --socket "$TMP/none.sock" lines enable 1,5,4
+expect 2 "'(1,5,4)' is not an oriented Fano triple" -- --socket "$TMP/none.sock" lines enable '(1,5,4)'
+expect 2 "'(1,4,5)' for line 1" -- --socket "$TMP/none.sock" lines shadow 0 1,4,5
 expect 2 "want LAYER TOKEN_SEQ" -- --socket "$TMP/none.sock" slots 1
 expect 2 "--watch wants" -- stats --watch 0
 expect 2 "takes --json, or --watch" -- stats --count 3
@@ -340,10 +342,10 @@ EOF
 fake=$!
 fg_wait_until 5 test -S "$TMP/op.sock" || fail "the fake daemon did not bind $TMP/op.sock"
 expect 0 "line=1 state=shadow" -- --socket "$TMP/op.sock" lines
-expect 1 "refused: already_enabled" -- --socket "$TMP/op.sock" lines enable 1,4,5 --why OPS-1
-expect 0 "after " "tls.accepted" " 9 " "/s" -- --socket "$TMP/op.sock" stats --watch 1 --count 1
+expect 1 "refused: already_enabled" -- --socket "$TMP/op.sock" lines enable '(1,4,5)' --why OPS-1
+expect 0 "fanogate stats at " "rates over the last" "tls.accepted" " 9 " "+4.0/s" -- --socket "$TMP/op.sock" stats --watch 1 --count 2
 # the operator guide's spellings: line, --reason, auto-promote on|off LINE, slot TOKEN LAYER
-expect 0 "" -- --socket "$TMP/op.sock" line auto-promote off 3,6,5 --reason OPS-2
+expect 0 "" -- --socket "$TMP/op.sock" line auto-promote off '(3,6,5)' --reason OPS-2
 expect 0 "" -- --socket "$TMP/op.sock" slot 42 3
 wait $fake || fail "fake daemon saw a wrong request"
 
@@ -362,9 +364,9 @@ fi
 # ---- bash completion ------------------------------------------------------
 n=$((n + 1))
 comp=$(bash -c 'source "$1"; c() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _fanoctl; echo "${COMPREPLY[*]}"; }
-	c fanoctl de; c fanoctl lines enable 1,; c fanoctl lines auto-promote 1 o; c fanoctl --socket /x config ""' \
+	c fanoctl de; c fanoctl lines enable 1 ""; c fanoctl lines auto-promote 1 o; c fanoctl --socket /x config ""' \
 	_ "$ROOT/tools/fanoctl.bash-completion" 2>&1)
-want=$'decode\n1,2,3 1,4,5 1,7,6\non off\ncheck keys reload --help'
+want=$'decode\n0 1 2 3 4 5 6 --why --json\non off\ncheck keys reload --help'
 [ "$comp" = "$want" ] || fail "bash completion: got [$comp] want [$want]"
 
 echo "$n checks, $fails failed"

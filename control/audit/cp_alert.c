@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cp_alert.h"
+#include "fg/fano.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -22,8 +23,8 @@
 
 #define MAX_CHILDREN 16u
 #define MAX_KINDS 8u
-#define ENV_MAX 24u
-#define ENV_LEN 160u
+#define ENV_MAX 32u
+#define ENV_LEN CP_ALERT_VALUE_MAX
 
 struct child {
 	pid_t pid; /* 0 = free */
@@ -35,6 +36,7 @@ struct child {
 struct cp_alert {
 	struct cp_alert_cfg cfg;
 	char command[1024];
+	char host[256], node[64], audit_path[256];
 	int ep;
 	struct child child[MAX_CHILDREN];
 	/* The rate limit is per event kind, so a storm of one kind (say peer
@@ -92,6 +94,15 @@ int cp_alert_new(struct cp_alert **out, const struct cp_alert_cfg *cfg)
 	a->cfg = *cfg;
 	snprintf(a->command, sizeof(a->command), "%s", cfg->command ? cfg->command : "");
 	a->cfg.command = a->command;
+	if (cfg->host && cfg->host[0])
+		snprintf(a->host, sizeof(a->host), "%s", cfg->host);
+	else if (gethostname(a->host, sizeof(a->host) - 1) < 0)
+		snprintf(a->host, sizeof(a->host), "unknown");
+	snprintf(a->node, sizeof(a->node), "%s", cfg->node ? cfg->node : "");
+	snprintf(a->audit_path, sizeof(a->audit_path), "%s", cfg->audit_path ? cfg->audit_path : "");
+	a->cfg.host = a->host;
+	a->cfg.node = a->node;
+	a->cfg.audit_path = a->audit_path;
 	if (!a->cfg.max_running || a->cfg.max_running > MAX_CHILDREN)
 		a->cfg.max_running = a->cfg.max_running ? MAX_CHILDREN : 4;
 	if (!a->cfg.timeout_ms)
@@ -144,14 +155,91 @@ static void env_add_str(struct envb *e, const char *name, const char *v)
 	env_add(e, "%s=%s", name, clean);
 }
 
-static void build_env(struct envb *e, const struct cp_alert_event *ev, uint64_t suppressed)
+/* Appends to a fixed buffer; what does not fit is cut (the pager line is
+ * a summary, every figure is also in its own variable). */
+struct line {
+	char buf[ENV_LEN];
+	size_t n;
+};
+
+static void line_add(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line_add(struct line *l, const char *fmt, ...)
+{
+	if (l->n >= sizeof(l->buf) - 1)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(l->buf + l->n, sizeof(l->buf) - l->n, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		l->n += (size_t)k < sizeof(l->buf) - l->n ? (size_t)k : sizeof(l->buf) - 1 - l->n;
+}
+
+/* What the canonical comparison says about the elements: figures only
+ * when both bodies were compared; a digest report proves the bits differ
+ * and nothing about how many. */
+static void diff_summary(struct line *l, const struct fg_audit_verdict *v)
+{
+	if (v->shape_mismatch)
+		line_add(l, "shapes differ (start_pos, seq_len or length); ");
+	if (!v->has_diff) {
+		line_add(l, "digest only: element difference unknown");
+		return;
+	}
+	line_add(l, "%" PRIu32 " of %" PRIu32 " elements differ", v->diff.count, v->diff.n_elems);
+	if (v->diff.count && v->diff.first_index != UINT32_MAX)
+		line_add(l, ", first at %" PRIu32, v->diff.first_index);
+	if (v->diff.count > v->diff.nan_count)
+		line_add(l, ", max %" PRIu64 " ulp (abs %.9g)", v->diff.max_ulp, v->diff.max_abs);
+	if (v->diff.nan_count)
+		line_add(l, ", %" PRIu32 " with NaN", v->diff.nan_count);
+}
+
+static void summary(struct line *l, const struct cp_alert *a, const struct cp_alert_event *ev)
+{
+	line_add(l, "fanogate %s%s%s: %s", a->host, a->node[0] ? " node " : "", a->node, ev->event);
+	if (ev->line >= 0 && (unsigned)ev->line < FG_LINES)
+		line_add(l, " line %d %s", ev->line, fg_fano_line_name((unsigned)ev->line));
+	if (ev->token_seq >= 0)
+		line_add(l, " token %" PRId64, ev->token_seq);
+	if (ev->dst_layer >= 0)
+		line_add(l, " layer %" PRId64, ev->dst_layer);
+	if (ev->epoch >= 0)
+		line_add(l, " epoch %" PRId64, ev->epoch);
+	if (ev->verdict) {
+		const struct fg_audit_verdict *v = ev->verdict;
+		line_add(l, ": jump %016" PRIx64 " %s canonical %016" PRIx64 ", ", v->fp_jump,
+			 v->fp_jump == v->fp_canon ? "==" : "!=", v->fp_canon);
+		diff_summary(l, v);
+	}
+	if (ev->peer)
+		line_add(l, "; peer %s", ev->peer);
+	if (ev->reason)
+		line_add(l, "; %s", ev->reason);
+	if (ev->audit_seq >= 0)
+		line_add(l, "; audit record %" PRId64 "%s%s", ev->audit_seq, a->audit_path[0] ? " in " : "",
+			 a->audit_path);
+	else
+		line_add(l, "; not recorded in the audit log");
+}
+
+static void build_env(struct envb *e, const struct cp_alert *a, const struct cp_alert_event *ev, uint64_t suppressed)
 {
 	e->n = 0;
 	e->ptr[0] = NULL;
 	env_add(e, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
 	env_add_str(e, "FG_EVENT", ev->event);
-	if (ev->line >= 0)
+	struct line sum = {.n = 0};
+	summary(&sum, a, ev);
+	env_add_str(e, "FG_SUMMARY", sum.buf);
+	env_add_str(e, "FG_HOST", a->host);
+	if (a->node[0])
+		env_add_str(e, "FG_NODE", a->node);
+	if (ev->line >= 0) {
 		env_add(e, "FG_LINE=%d", ev->line);
+		if ((unsigned)ev->line < FG_LINES)
+			env_add(e, "FG_LINE_TRIPLE=%s", fg_fano_line_name((unsigned)ev->line));
+	}
 	if (ev->lines) {
 		char l[32];
 		size_t k = 0;
@@ -168,15 +256,24 @@ static void build_env(struct envb *e, const struct cp_alert_event *ev, uint64_t 
 		env_add(e, "FG_EPOCH=%" PRId64, ev->epoch);
 	if (ev->audit_seq >= 0)
 		env_add(e, "FG_AUDIT_SEQ=%" PRId64, ev->audit_seq);
+	if (a->audit_path[0])
+		env_add_str(e, "FG_AUDIT_PATH", a->audit_path);
 	if (ev->verdict) {
 		const struct fg_audit_verdict *v = ev->verdict;
 		env_add(e, "FG_VERDICT=%s", fg_verdict_kind_name(v->kind));
 		env_add(e, "FG_FP_JUMP=%016" PRIx64, v->fp_jump);
 		env_add(e, "FG_FP_CANON=%016" PRIx64, v->fp_canon);
-		env_add(e, "FG_DIFF_COUNT=%" PRIu32, v->diff.count);
-		env_add(e, "FG_DIFF_NAN=%" PRIu32, v->diff.nan_count);
-		env_add(e, "FG_DIFF_MAX_ABS=%.9g", v->diff.max_abs);
-		env_add(e, "FG_DIFF_MAX_ULP=%" PRIu64, v->diff.max_ulp);
+		struct line d = {.n = 0};
+		diff_summary(&d, v);
+		env_add_str(e, "FG_DIFF_SUMMARY", d.buf);
+		if (v->has_diff) {
+			env_add(e, "FG_DIFF_COUNT=%" PRIu32, v->diff.count);
+			env_add(e, "FG_DIFF_NAN=%" PRIu32, v->diff.nan_count);
+			env_add(e, "FG_DIFF_MAX_ABS=%.9g", v->diff.max_abs);
+			env_add(e, "FG_DIFF_MAX_ULP=%" PRIu64, v->diff.max_ulp);
+			if (v->diff.count && v->diff.first_index != UINT32_MAX)
+				env_add(e, "FG_DIFF_FIRST=%" PRIu32, v->diff.first_index);
+		}
 		env_add(e, "FG_SHAPE_MISMATCH=%u", v->shape_mismatch);
 	}
 	if (ev->reason)
@@ -210,8 +307,8 @@ int cp_alert_raise(struct cp_alert *a, const struct cp_alert_event *ev, uint64_t
 		k->pending_suppressed++;
 		return 0;
 	}
-	static struct envb env; /* one thread; keeps 4 KiB off the stack */
-	build_env(&env, ev, k->pending_suppressed);
+	static struct envb env; /* one thread; keeps 16 KiB off the stack */
+	build_env(&env, a, ev, k->pending_suppressed);
 
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;

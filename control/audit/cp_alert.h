@@ -17,20 +17,33 @@
  *
  * Who may call: one control-plane thread.
  *
- * Environment of the command (unset values are absent):
- *   FG_EVENT        divergence | conflict | audit_failed | peer_auth_failure | test
+ * Environment of the command (unset values are absent; docs/audit.md, Alerts):
+ *   FG_EVENT        divergence | conflict | epoch_storm | audit_failed | audit_damaged |
+ *                   peer_auth_failure | test
+ *   FG_SUMMARY      one line for a pager: every field below that is set, in words
+ *   FG_HOST         this machine's host name (cfg.host, else gethostname)
+ *   FG_NODE         the [cluster] node name (absent without [cluster])
  *   FG_LINE         line index 0..6 (lowest line of the slot for verdicts)
+ *   FG_LINE_TRIPLE  its oriented Fano triple, "(1,4,5)"
  *   FG_LINES        comma list of the slot's line indices
  *   FG_TOKEN, FG_LAYER, FG_EPOCH
  *   FG_VERDICT      clean | divergent | unmatched
  *   FG_FP_JUMP, FG_FP_CANON   16 hex digits
- *   FG_DIFF_COUNT, FG_DIFF_NAN, FG_DIFF_MAX_ABS (%.9g), FG_DIFF_MAX_ULP
+ *   FG_DIFF_SUMMARY "N of M elements differ, ..." when the canonical report was
+ *                   a full body; "digest only: element difference unknown"
+ *                   when it was a digest (the FG_DIFF_* figures are then absent:
+ *                   nothing says the elements agree)
+ *   FG_DIFF_COUNT, FG_DIFF_NAN, FG_DIFF_MAX_ABS (%.9g), FG_DIFF_MAX_ULP,
+ *   FG_DIFF_FIRST   elementwise figures, full reports only
  *   FG_SHAPE_MISMATCH 0|1
  *   FG_AUDIT_SEQ    the audit record that holds the event
- *   FG_REASON       free text (peer auth reason, audit error, ...)
+ *   FG_AUDIT_PATH   the audit log holding it (cfg.audit_path)
+ *   FG_REASON       free text (peer auth reason, audit error, the line change made, ...)
  *   FG_PEER         peer address or subject
  *   FG_SUPPRESSED   alerts of this kind dropped by the rate limit since its last one
  *   PATH            /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+ * Every value is at most CP_ALERT_VALUE_MAX - 1 bytes, control characters
+ * replaced by '?'.
  */
 #ifndef CP_ALERT_H
 #define CP_ALERT_H
@@ -43,11 +56,17 @@
 
 struct cp_alert;
 
+/* Bytes of one environment entry ("NAME=value" and its NUL). */
+#define CP_ALERT_VALUE_MAX 512u
+
 struct cp_alert_cfg {
 	const char *command;      /* empty or NULL: alerts are only counted */
 	uint32_t min_interval_ms; /* rate limit */
 	uint32_t max_running;     /* children at once, 0 = 4 */
 	uint32_t timeout_ms;      /* SIGKILL after this, 0 = 30000 */
+	const char *host;         /* FG_HOST; NULL or empty = gethostname() at cp_alert_new */
+	const char *node;         /* FG_NODE: [cluster] node; NULL or empty = absent */
+	const char *audit_path;   /* FG_AUDIT_PATH; NULL or empty = absent */
 	/* Called once per failure with a human line; NULL = stderr. */
 	void (*log)(void *arg, const char *msg);
 	void *arg;

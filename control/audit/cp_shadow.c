@@ -210,6 +210,8 @@ int cp_shadow_new(struct cp_shadow **out, const struct fg_config *cfg, struct fg
 	struct cp_alert_cfg acfg = {
 		.command = cfg->alert_command,
 		.min_interval_ms = cfg->alert_min_interval_ms,
+		.node = cfg->cluster.node,
+		.audit_path = cfg->audit_path,
 		.log = alert_log,
 		.arg = sh,
 	};
@@ -308,7 +310,13 @@ static int handle_verdict(struct cp_shadow *sh, struct fg_shadow_verdict *v, uin
 	v->v.epoch = epoch;
 	switch (v->v.kind) {
 	case FG_VERDICT_CLEAN: sh->st.verdicts_clean++; break;
-	case FG_VERDICT_DIVERGENT: sh->st.verdicts_divergent++; break;
+	case FG_VERDICT_DIVERGENT: {
+		sh->st.verdicts_divergent++;
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		sh->st.last_divergence_unix_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		break;
+	}
 	default: sh->st.verdicts_unmatched++; break;
 	}
 	union fg_audit_payload p;
@@ -345,6 +353,13 @@ static int handle_verdict(struct cp_shadow *sh, struct fg_shadow_verdict *v, uin
 		ev.epoch = epoch;
 		ev.verdict = &v->v;
 		ev.audit_seq = recorded ? (int64_t)last : -1;
+		/* what the verdict did to the lines, for the page */
+		char did[160] = "";
+		size_t k = 0;
+		for (int i = 0; i < n && k < sizeof(did); i++)
+			k += (size_t)snprintf(did + k, sizeof(did) - k, "%sline %u %s -> %s", k ? ", " : "", chg[i].line,
+					      fg_line_state_name(chg[i].from), fg_line_state_name(chg[i].to));
+		ev.reason = did[0] ? did : "no line changed state";
 		(void)cp_alert_raise(sh->alert, &ev, now_ns);
 	}
 	if (!recorded)

@@ -161,6 +161,7 @@ struct cp_shadow_stats {
 	uint64_t append_failed;     /* records not taken, plus those lost_at_failure */
 	uint64_t lost_at_failure;   /* appended but never durable: the log failed under them */
 	bool damaged;               /* started failed closed on a damaged log */
+	uint64_t last_divergence_unix_ns; /* CLOCK_REALTIME of the last divergent verdict, 0: none since start */
 	struct cp_audit_log_stats log;
 	struct cp_alert_stats alert;
 };

@@ -104,6 +104,14 @@ enum fg_bm_kind {
 	FG_BM__COUNT
 };
 
+/* How the contribution that resolved a slot arrived (fg_bm_resolved.ingress;
+ * /metrics fanogate_slot_resolution_seconds{ingress}). */
+enum fg_ingress {
+	FG_INGRESS_UDP = 0, /* a datagram on the dataplane's port */
+	FG_INGRESS_TLS = 1, /* a frame the control plane received over TLS (a lane CONTRIB) */
+	FG_INGRESS__COUNT
+};
+
 /* A body in a lane pool buffer (ownership: see above). */
 struct fg_bm_body {
 	uint32_t buf; /* pool index, or FG_BUF_NONE: no body */
@@ -155,10 +163,13 @@ struct fg_bm_resolved {     /* FG_BM_RESOLVED */
 	uint32_t start_pos, seq_len;
 	uint32_t epoch;         /* the shard table's model epoch at resolution */
 	uint8_t udp_sent;       /* 1: the lcore sent the seed to the layer's UDP consumer itself */
-	uint8_t pad[3];
+	uint8_t ingress;        /* enum fg_ingress of the contribution that resolved the slot */
+	uint8_t pad[2];
 	uint64_t fingerprint;   /* XXH3-64 of the body, computed once by the slot engine */
 	struct fg_bm_body body; /* the seed body (f32 little-endian, seq_len * hidden), pool dp2cp */
-	uint64_t t_ns;          /* resolution time */
+	uint64_t t_ns;          /* resolution time, after the UDP consumer's copy was handed to TX */
+	uint64_t t_last_ns;     /* the loop's `now` of the burst that took the resolving contribution */
+	uint64_t t_open_ns;     /* when the slot opened (its first contribution) */
 };
 
 struct fg_bm_canonical {    /* FG_BM_CANONICAL */
@@ -224,7 +235,7 @@ _Static_assert(sizeof(struct fg_bm_body) == 8, "fg_bm_body");
 _Static_assert(sizeof(struct fg_bm_contrib) == 32, "fg_bm_contrib");
 _Static_assert(sizeof(struct fg_bm_flush) == 16, "fg_bm_flush");
 _Static_assert(sizeof(struct fg_bm_outcome) == 48, "fg_bm_outcome");
-_Static_assert(sizeof(struct fg_bm_resolved) == 48, "fg_bm_resolved");
+_Static_assert(sizeof(struct fg_bm_resolved) == 64, "fg_bm_resolved");
 _Static_assert(sizeof(struct fg_bm_src) == 24, "fg_bm_src");
 _Static_assert(sizeof(struct fg_bm_canonical) == 64, "fg_bm_canonical");
 _Static_assert(sizeof(struct fg_bm_conflict) == 48, "fg_bm_conflict");
@@ -411,6 +422,20 @@ static inline void fg_watch_set(struct fg_watch *w, const uint64_t mask[FG_WATCH
 struct dp_xcounters;
 
 /* The published state shared by both sides (one instance, lives as long as the process). */
+/* The dataplane's port as dp_init set it up. The link is as it was when the
+ * port started; a kernel interface (ifname) can be asked for its live state
+ * (/sys/class/net/<ifname>/operstate). */
+struct fg_port_facts {
+	char profile[256];     /* the drivers-config profile's path or name */
+	char driver[32];       /* the PMD ("net_af_xdp", ...) */
+	char device[64];       /* the DPDK device name */
+	char ifname[16];       /* the kernel interface behind it, "" when none (PCI with vfio, ring, pcap) */
+	uint16_t port_id, rx_queues, tx_queues, lcores;
+	uint32_t link_speed_mbps; /* at start; 0 unknown */
+	bool link_up;          /* at start */
+	bool hugepages;        /* false: the EAL runs with --no-huge */
+};
+
 struct fg_boundary {
 	_Alignas(FG_CACHE_LINE) _Atomic fg_linefacts linefacts;
 	unsigned n_lanes;
@@ -430,6 +455,9 @@ struct fg_boundary {
 	struct fg_wake wake;
 	/* Layers the control plane hands seeds on for (urgent RESOLVED). */
 	struct fg_watch watch;
+	/* What the dataplane runs on (fanoctl status): written by dp_init before
+	 * it returns, read-only after. */
+	struct fg_port_facts port;
 };
 
 #endif

@@ -189,6 +189,7 @@ struct fg_seed_view {
 	uint32_t body_len;
 	uint64_t fingerprint;
 	uint8_t lines; /* mask of lines reduced */
+	uint64_t opened_ns; /* when the slot opened: its first contribution's now_ns */
 };
 FG_MUST_CHECK int fg_slot_seed(const struct fg_slots *s, uint32_t slot, struct fg_seed_view *out);
 

@@ -574,12 +574,16 @@ static void test_glue_verdicts_alerts(void **state)
 	char path[400];
 	snprintf(path, sizeof(path), "%s/alert.divergence", tmpdir);
 	assert_true(wait_file(sh, path, "FG_DIFF_MAX_ULP=7"));
-	char fp_jump[64], fp_canon[64];
+	char fp_jump[64], fp_canon[64], audit_path[400];
+	snprintf(audit_path, sizeof(audit_path), "FG_AUDIT_PATH=%s\n", g.cfg.audit_path);
 	snprintf(fp_jump, sizeof(fp_jump), "FG_FP_JUMP=%016llx", (unsigned long long)fg_fingerprint(body, sizeof(body)));
 	snprintf(fp_canon, sizeof(fp_canon), "FG_FP_CANON=%016llx",
 		 (unsigned long long)fg_fingerprint(other, sizeof(other)));
 	const char *const env[] = { "FG_EVENT=divergence", "FG_TOKEN=3\n", "FG_LAYER=2\n", "FG_LINE=1\n",
-				    "FG_LINES=1,3,5\n", "FG_DIFF_COUNT=1\n", "FG_EPOCH=9\n", fp_jump, fp_canon };
+				    "FG_LINES=1,3,5\n", "FG_DIFF_COUNT=1\n", "FG_EPOCH=9\n", fp_jump, fp_canon,
+				    "FG_HOST=", "FG_LINE_TRIPLE=(1,4,5)\n", "FG_DIFF_SUMMARY=1 of ",
+				    "FG_REASON=line 1 active -> shadow, line 3 active -> shadow, line 5 active -> shadow\n",
+				    audit_path, "FG_SUMMARY=fanogate " };
 	expect_file_has_all(path, env, FG_ARRAY_LEN(env));
 
 	/* conflict: record, demotion already happened (shadow), alert */

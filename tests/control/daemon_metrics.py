@@ -5,8 +5,10 @@ Metrics: scrape, drive contributions over HTTPS POST /residual-seed (one
 slot resolved by Pair X lines 1,3,5, one left open, a duplicate, a
 malformed frame), scrape again and check that every counter moved by what
 the acks say (outcomes), by the known amounts (frames, requests, resolved,
-open slots, per-line labels), that the audit head hash is exposed and moves,
-and that `promtool check metrics` accepts both scrapes (exit 77 without
+open slots, per-line labels), that no series carries the audit head's hash
+(it is in `fanoctl status`, and moves with the records), that the resolved
+seed shows in the jump delivery and resolution histograms, and that
+`promtool check metrics` accepts both scrapes (exit 77 without
 promtool: Debian package prometheus).
 
 Reload: `fanoctl config reload` with a changed [lines] policy and [tls]
@@ -171,9 +173,20 @@ def main():
         check(all(v1.get('fanogate_line_info{line="%d",triple="%s",state="shadow",base="shadow"}' % (i, t)) == 1
                   for i, t in names.items()) and len(names) == 7,
               "line_info carries line and triple labels (as fanoctl lines names them)")
-        heads = [k for k in v1 if k.startswith("fanogate_audit_head_info")]
-        check(len(heads) == 1 and re.fullmatch(r'fanogate_audit_head_info\{hash="[0-9a-f]{64}"\}', heads[0])
-              and v1[heads[0]] == 1, "audit head exposed as an info metric")
+        check(not [k for k in v1 if "hash=" in k or k.startswith("fanogate_audit_head_info")],
+              "no series carries the audit head's hash (a series per record)")
+        check(v1.get("fanogate_audit_durable_records", 0) >= 1, "audit_durable_records exposed")
+        check(delta('fanogate_slot_resolution_seconds_count{ingress="tls"}') == 1
+              and delta('fanogate_jump_delivery_seconds_count{consumer="tls"}') == 1
+              and delta('fanogate_jump_delivery_seconds_count{consumer="udp"}') == 0
+              and v1.get('fanogate_jump_delivery_seconds_bucket{consumer="tls",le="+Inf"}') == 1,
+              "the resolved seed is in the resolution (tls) and jump delivery (tls) histograms")
+        check(0 < time.time() - v1.get("fanogate_last_resolved_timestamp_seconds", 0) < 600,
+              "last_resolved_timestamp_seconds is the wall clock of the resolution")
+        check(v1.get("fanogate_audit_last_divergence_timestamp_seconds") == 0, "no divergence yet: timestamp 0")
+        rc, out, _ = ctl("status", "--json")
+        h1 = json.loads(out)["audit"]["head_hash"] if rc == 0 else None
+        check(h1 and re.fullmatch(r"[0-9a-f]{64}", h1), "fanoctl status shows the audit head hash")
         check(v1.get("fanogate_audit_enabled") == 1 and delta("fanogate_audit_resolved_in_total") == 1,
               "the resolved seed was handed to the audit")
 
@@ -261,10 +274,9 @@ def main():
         check(pc == 7 and d.proc.poll() is None, "SIGHUP reloads (promote_count 7), the daemon keeps running")
 
         # ---- audit -------------------------------------------------------------------
-        v4, _, _ = parse(scrape(d))
-        h1 = [k for k in v1 if k.startswith("fanogate_audit_head_info")][0]
-        h4 = [k for k in v4 if k.startswith("fanogate_audit_head_info")][0]
-        check(h1 != h4, "the audit head hash moved with the reload records")
+        rc, out, _ = ctl("status", "--json")
+        h4 = json.loads(out)["audit"]["head_hash"] if rc == 0 else None
+        check(h4 and h1 != h4, "the audit head hash moved with the reload records")
         rc, out, _ = ctl("audit", "tail", "--json", "-n", "200", f"{d.dir}/audit.log")
         recs = [json.loads(x) for x in out.splitlines() if x.strip()]
         rel = [r for r in recs if "config reload" in r.get("origin", "")]
@@ -274,15 +286,16 @@ def main():
               "reloads (applied, refused, SIGHUP) are in the audit log (%d records)" % len(rel))
         rc, out, _ = ctl("audit", "verify", f"{d.dir}/audit.log")
         m = re.search(r"hash ([0-9a-f]{64})", out)
-        want = 'fanogate_audit_head_info{hash="%s"}' % (m.group(1) if m else "?")
+        want = m.group(1) if m else "?"
         got = None
 
         def head_is_want():  # the last records may still be on their way to disk
             nonlocal got
-            got = [k for k in parse(scrape(d))[0] if k.startswith("fanogate_audit_head_info")]
-            return got == [want]
+            r, o, _ = ctl("status", "--json")
+            got = json.loads(o)["audit"]["head_hash"] if r == 0 else None
+            return got == want
         until(head_is_want, 10)
-        check(rc == 0 and got == [want], "audit_head_info hash == the head `fanoctl audit verify` reports")
+        check(rc == 0 and got == want, "fanoctl status audit.head_hash == the head `fanoctl audit verify` reports")
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/nope", timeout=5)
             check(False, "other path 404")

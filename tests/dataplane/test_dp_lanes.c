@@ -170,6 +170,12 @@ static void test_lanes(void **state)
 	assert_int_equal(m.resolved.lines, 1u << 1); /* line 1 */
 	assert_true(m.resolved.fingerprint == 0x5e2de06ec4043aa2ull); /* S01's body, hashed once */
 	assert_int_equal(m.resolved.body.len, 16);
+	/* its times, for /metrics: opened <= resolving contribution taken <= resolved,
+	 * and it came through the lane (TLS) */
+	assert_int_equal(m.resolved.ingress, FG_INGRESS_TLS);
+	assert_true(m.resolved.t_open_ns != 0);
+	assert_true(m.resolved.t_open_ns <= m.resolved.t_last_ns);
+	assert_true(m.resolved.t_last_ns <= m.resolved.t_ns);
 	const uint8_t *rf = fg_pool_buf(&b.lanes[lane].dp2cp, m.resolved.body.buf);
 	assert_memory_equal(rf, f + 18, 16); /* body = S01's */
 	fg_pool_put(&b.lanes[lane].dp2cp, m.resolved.body.buf);
