@@ -81,21 +81,35 @@
 #include "cp_log.h"
 
 #define CL_REPLY_MAX (8u << 20) /* an answer bigger than this is not read (a page is halved) */
-#define CL_PAGE_KEYS 256        /* the snapshot's first page size */
+#define CL_PAGE_KEYS 64         /* the snapshot's page size (keys) */
+#define CL_PAGE_KV_BYTES 4096u  /* what one of our kvs takes in a range answer at most (a value of
+				 * CL_VALUE_MAX in base64, its key, the JSON around): a page longer
+				 * than this per key holds a value fanogate did not write */
 #define CL_KEY_RAW_MAX 512      /* a key under the prefix longer than this is foreign */
 
 struct buf {
 	char *p;
 	size_t len, cap;
-	bool overflow; /* the answer passed CL_REPLY_MAX: not read */
+	size_t max;    /* the longest answer read (0: CL_REPLY_MAX) */
+	bool overflow; /* the answer passed max: not read */
 };
 
 /* A key this node writes: its (create_revision, version) as last seen, so
  * the next write can compare-and-swap on it and bind its value to it. */
 struct kstate {
 	int64_t crev, ver;
-	bool existed; /* seen in etcd since this thread started (a later version 1 is a re-creation) */
+	int64_t rev;  /* the revision this state is from: an older answer or event never moves it back */
 };
+
+/* Take (crev, ver) as of revision rev, unless ks already knows a later state. */
+static void ks_set(struct kstate *ks, int64_t crev, int64_t ver, int64_t rev)
+{
+	if (rev && rev < ks->rev)
+		return;
+	ks->crev = crev;
+	ks->ver = ver;
+	ks->rev = rev;
+}
 
 struct cl_peer {
 	char name[FG_CLUSTER_NAME_MAX];
@@ -104,6 +118,7 @@ struct cl_peer {
 	uint32_t beat_ms;        /* its heartbeat period (its nodes/ value); 0: it does not beat */
 	struct cl_beat_view bv;
 	uint64_t beat_seq;       /* seq of its last accepted beat */
+	uint64_t kseq[FG_LINES + 1]; /* seq of its last accepted value of lines/<i>, and of the epoch */
 	int64_t beat_rev;        /* mod_revision of its last beat event (a re-delivery is no replay) */
 	bool watched;            /* in this node's beat window */
 	bool reported_down;      /* what the loop was last told (CL_IN_PEER_BEAT) */
@@ -175,6 +190,7 @@ struct cl_etcd {
 				  * reconnecting (a beat needs the lease, not the watch) */
 	CURL *beat_h;            /* the beat in flight, or NULL */
 	struct buf beat_buf;
+	int64_t beat_ver;        /* the version the beat in flight writes */
 	uint64_t beat_next_ms, beat_sent_ms;
 	uint64_t beat_proven_ms; /* send time of this node's latest beat seen back through the watch */
 	uint64_t beat_steady_ms; /* since when (a send time) they come back steadily (cl_beat_steady) */
@@ -470,14 +486,15 @@ static size_t buf_write(char *ptr, size_t size, size_t nmemb, void *arg)
 {
 	struct buf *b = arg;
 	size_t n = size * nmemb;
+	size_t max = b->max ? b->max : CL_REPLY_MAX;
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = (b->len + n + 1) * 2;
-		if (b->len + n + 1 > CL_REPLY_MAX) {
+		if (b->len + n + 1 > max) {
 			b->overflow = true;
 			return 0; /* an answer this big is not read: fail the transfer */
 		}
-		if (cap > CL_REPLY_MAX)
-			cap = CL_REPLY_MAX;
+		if (cap > max)
+			cap = max;
 		char *p = realloc(b->p, cap);
 		if (!p)
 			return 0;
@@ -619,11 +636,12 @@ static int authenticate(struct cl_etcd *t);
  * -EMSGSIZE (the answer is larger than CL_REPLY_MAX). With [cluster] user,
  * a token etcd no longer knows (a member restarted, the token expired) is
  * renewed once and the request tried again. */
-static int req_once(struct cl_etcd *t, const char *path, const char *text, json_t **out, bool *token_refused)
+static int req_once(struct cl_etcd *t, const char *path, const char *text, json_t **out, bool *token_refused,
+		    uint32_t timeout_ms, size_t max)
 {
-	struct buf b = {0};
+	struct buf b = {.max = max};
 	bool with_token = strcmp(path, "/v3/auth/authenticate") != 0;
-	CURL *h = easy_new(t, path, text, &b, (long)t->cc->timeout_ms, with_token);
+	CURL *h = easy_new(t, path, text, &b, (long)timeout_ms, with_token);
 	if (!h)
 		return -ENOMEM;
 	stat_add(t, &t->st.requests, 1);
@@ -684,17 +702,17 @@ static int req_once(struct cl_etcd *t, const char *path, const char *text, json_
 	return r;
 }
 
-static int req(struct cl_etcd *t, const char *path, json_t *body, json_t **out)
+static int req_tmo(struct cl_etcd *t, const char *path, json_t *body, json_t **out, uint32_t timeout_ms, size_t max)
 {
 	char *text = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 	if (!text)
 		return -ENOMEM;
 	bool refused = false;
-	int r = req_once(t, path, text, out, &refused);
+	int r = req_once(t, path, text, out, &refused, timeout_ms, max);
 	if (refused && authenticate(t) == 0) {
 		refused = false;
-		r = req_once(t, path, text, out, &refused);
+		r = req_once(t, path, text, out, &refused, timeout_ms, max);
 	}
 	if (refused) {
 		problem(t, "the renewed auth token was refused too");
@@ -702,6 +720,11 @@ static int req(struct cl_etcd *t, const char *path, json_t *body, json_t **out)
 	}
 	free(text);
 	return r;
+}
+
+static int req(struct cl_etcd *t, const char *path, json_t *body, json_t **out)
+{
+	return req_tmo(t, path, body, out, t->cc->timeout_ms, 0);
 }
 
 static int64_t jint(json_t *o, const char *k)
@@ -733,7 +756,7 @@ static int authenticate(struct cl_etcd *t)
 	json_decref(body);
 	if (!text)
 		return -ENOMEM;
-	int r = req_once(t, "/v3/auth/authenticate", text, &out, &unused);
+	int r = req_once(t, "/v3/auth/authenticate", text, &out, &unused, t->cc->timeout_ms, 0);
 	OPENSSL_cleanse(text, strlen(text));
 	free(text);
 	if (r < 0)
@@ -903,6 +926,7 @@ static bool peer_note(struct cl_etcd *t, const char *name, int64_t lease, uint32
 	p->beat_ms = beat_ms;
 	p->bv = (struct cl_beat_view){.state = CL_BEAT_UNPROVEN, .last_ms = mono_ms()};
 	p->beat_seq = 0;
+	memset(p->kseq, 0, sizeof(p->kseq));
 	p->beat_rev = 0;
 	p->reported_down = true;
 	p->n_claims = 0;
@@ -1011,12 +1035,8 @@ static void kv_to_in(struct cl_etcd *t, json_t *kv, bool deleted, bool snapshot)
 	if (self)
 		ks = k.kind == CL_KEY_NODE ? &t->ks_node : k.kind == CL_KEY_POINTS ? &t->ks_points
 			: k.kind == CL_KEY_BEAT ? &t->ks_beat : &t->ks_down;
-	bool existed = ks && ks->existed;
-	if (ks) {
-		ks->crev = deleted ? 0 : crev;
-		ks->ver = deleted ? 0 : ver;
-		ks->existed = true;
-	}
+	if (ks)
+		ks_set(ks, deleted ? 0 : crev, deleted ? 0 : ver, rev);
 	struct cl_in m;
 	memset(&m, 0, sizeof(m));
 	m.snapshot = snapshot;
@@ -1109,10 +1129,17 @@ static void kv_to_in(struct cl_etcd *t, json_t *kv, bool deleted, bool snapshot)
 			json_decref(j);
 			return;
 		}
-		if (!snapshot && e.ver == 1 && existed) {
-			refuse(t, RF_REPLAY, key, "re-created after a delete");
-			json_decref(j);
-			return;
+		/* a live writer's values for one key carry rising seqs: one no
+		 * newer than the last seen is an earlier value put back (after
+		 * a delete its version binding alone cannot tell) */
+		unsigned idx = k.kind == CL_KEY_LINE ? k.line : FG_LINES;
+		if (!mine && byname && byname->lease == e.lease) {
+			if (!snapshot && e.seq <= byname->kseq[idx]) {
+				refuse(t, RF_REPLAY, key, "no newer than that node's last value for it");
+				json_decref(j);
+				return;
+			}
+			byname->kseq[idx] = e.seq;
 		}
 	}
 	uint64_t a, b;
@@ -1466,23 +1493,22 @@ static json_t *cas_body(struct cl_etcd *t, const char *key, const struct kstate 
 			 put_op(key, val, (size_t)vl, lease), "failure", "requestRange", "key", jb64(key));
 }
 
-/* After a txn: a success moves ks one version up (created at the txn's
- * revision when new); a failure takes the key's state from the range. */
-static void cas_after(json_t *out, struct kstate *ks, bool won, json_t **found)
+/* After a txn that wrote version ver (its compare held ks as it was): a
+ * success puts ks at that version (created at the txn's revision when
+ * new); a failure takes the key's state from the range. Either is as of
+ * the answer's revision: a watch event already newer is kept. */
+static void cas_after(json_t *out, struct kstate *ks, int64_t ver, bool won, json_t **found)
 {
+	int64_t rev = jint(json_object_get(out, "header"), "revision");
 	if (won) {
-		if (!ks->ver)
-			ks->crev = jint(json_object_get(out, "header"), "revision");
-		ks->ver++;
-		ks->existed = true;
+		ks_set(ks, ver == 1 ? rev : ks->crev, ver, rev);
 		return;
 	}
 	json_t *kv = json_array_get(json_object_get(json_object_get(json_array_get(json_object_get(out, "responses"), 0),
 								    "response_range"),
 						    "kvs"),
 				    0);
-	ks->crev = kv ? jint(kv, "create_revision") : 0;
-	ks->ver = kv ? jint(kv, "version") : 0;
+	ks_set(ks, kv ? jint(kv, "create_revision") : 0, kv ? jint(kv, "version") : 0, rev);
 	if (found)
 		*found = kv;
 }
@@ -1497,6 +1523,7 @@ static int cas_put(struct cl_etcd *t, const char *key, struct kstate *ks, const 
 	for (int round = 0; round < 4; round++) {
 		if (create_only && ks->ver)
 			return 0;
+		int64_t ver = ks->ver + 1;
 		json_t *body = cas_body(t, key, ks, payload, lease), *out;
 		if (!body)
 			return -EINVAL;
@@ -1504,7 +1531,7 @@ static int cas_put(struct cl_etcd *t, const char *key, struct kstate *ks, const 
 		if (r < 0)
 			return r;
 		bool won = json_is_true(json_object_get(out, "succeeded"));
-		cas_after(out, ks, won, NULL);
+		cas_after(out, ks, ver, won, NULL);
 		json_decref(out);
 		if (won)
 			return 1;
@@ -1565,6 +1592,7 @@ static int claim_node(struct cl_etcd *t, char *holder, size_t holder_len)
 	if (node_payload(t, payload, sizeof(payload)) < 0)
 		return -ENOMEM;
 	for (int round = 0; round < 4; round++) {
+		int64_t ver = t->ks_node.ver + 1;
 		json_t *body = cas_body(t, key, &t->ks_node, payload, t->lease_id), *out, *kv = NULL;
 		if (!body)
 			return -EINVAL;
@@ -1572,7 +1600,7 @@ static int claim_node(struct cl_etcd *t, char *holder, size_t holder_len)
 		if (r < 0)
 			return r;
 		bool won = json_is_true(json_object_get(out, "succeeded"));
-		cas_after(out, &t->ks_node, won, &kv);
+		cas_after(out, &t->ks_node, ver, won, &kv);
 		if (won) {
 			json_decref(out);
 			return 0;
@@ -1615,8 +1643,8 @@ static int epoch_read(struct cl_etcd *t, const char *key, int64_t *cur)
 		return r;
 	json_t *kv = json_array_get(json_object_get(out, "kvs"), 0);
 	*cur = -1;
-	t->ks_epoch.crev = kv ? jint(kv, "create_revision") : 0;
-	t->ks_epoch.ver = kv ? jint(kv, "version") : 0;
+	ks_set(&t->ks_epoch, kv ? jint(kv, "create_revision") : 0, kv ? jint(kv, "version") : 0,
+	       jint(json_object_get(out, "header"), "revision"));
 	char val[CL_VALUE_MAX + 4];
 	const char *vb = json_string_value(json_object_get(kv, "value"));
 	struct cl_env e;
@@ -1663,6 +1691,7 @@ static int epoch_advance(struct cl_etcd *t, const struct cl_out *m)
 			return -ENOMEM;
 		snprintf(payload, sizeof(payload), "%s", s);
 		free(s);
+		int64_t ver = t->ks_epoch.ver + 1;
 		json_t *body = cas_body(t, key, &t->ks_epoch, payload, 0), *out;
 		if (!body)
 			return -EINVAL;
@@ -1670,7 +1699,7 @@ static int epoch_advance(struct cl_etcd *t, const struct cl_out *m)
 		if (r < 0)
 			return r;
 		bool won = json_is_true(json_object_get(out, "succeeded"));
-		cas_after(out, &t->ks_epoch, won, NULL);
+		cas_after(out, &t->ks_epoch, ver, won, NULL);
 		json_decref(out);
 		if (won) {
 			stat_add(t, &t->st.cas_won, 1);
@@ -1783,10 +1812,12 @@ static int drain_out(struct cl_etcd *t, struct cl_out *last_points)
 
 /* ---- the snapshot ------------------------------------------------------- */
 
-/* Range [start, end) at revision rev in pages: CL_PAGE_KEYS keys, halved
- * while a page is larger than CL_REPLY_MAX; a single key larger than that
- * is skipped (counted). count_only: *count set, nothing fed. Every kv goes
- * through kv_to_in. *returned: kvs read. */
+/* Range [start, end) at revision rev in pages of CL_PAGE_KEYS keys, each
+ * answer read up to CL_PAGE_KV_BYTES a key: a page longer than that holds
+ * a value fanogate never wrote, and is read again halved (so is a page
+ * that takes longer than four requests), down to one key; a single key
+ * that long is skipped (refused, counted). count_only: *count
+ * set, nothing fed. Every kv goes through kv_to_in; *returned counts them. */
 static int range_paged(struct cl_etcd *t, const char *start, size_t sl, const char *end, size_t el, int64_t *rev,
 		       bool count_only, int64_t *count, unsigned *returned)
 {
@@ -1808,8 +1839,13 @@ static int range_paged(struct cl_etcd *t, const char *start, size_t sl, const ch
 		else
 			json_object_set_new(body, "limit", json_string(lim));
 		json_t *out;
-		int r = req(t, "/v3/kv/range", body, &out);
-		if (r == -EMSGSIZE && limit > 1) {
+		/* etcd builds the whole answer before it sends any: a page
+		 * holding megabytes nobody of ours wrote is slow, not only long;
+		 * it gets more time than a request, and is halved when even
+		 * that is not enough */
+		int r = req_tmo(t, "/v3/kv/range", body, &out, 4 * t->cc->timeout_ms,
+				count_only ? 0 : (size_t)limit * CL_PAGE_KV_BYTES + CL_PAGE_KV_BYTES);
+		if ((r == -EMSGSIZE || (r == -ETIMEDOUT && !count_only)) && limit > 1) {
 			limit /= 2;
 			continue;
 		}
@@ -1829,9 +1865,11 @@ static int range_paged(struct cl_etcd *t, const char *start, size_t sl, const ch
 			if (kl < 0 || (size_t)kl + 1 > CL_KEY_RAW_MAX)
 				return -EPROTO;
 			refuse(t, RF_UNAUTH, raw, "value larger than any fanogate writes");
+			(*returned)++;
 			memcpy(from, raw, (size_t)kl);
 			from[kl] = '\0';
 			fl = (size_t)kl + 1;
+			limit = CL_PAGE_KEYS;
 			continue;
 		}
 		if (r < 0)
@@ -1862,8 +1900,7 @@ static int range_paged(struct cl_etcd *t, const char *start, size_t sl, const ch
 		memcpy(from, last, (size_t)ll);
 		from[ll] = '\0'; /* the next key after the last one */
 		fl = (size_t)ll + 1;
-		if (limit < CL_PAGE_KEYS)
-			limit *= 2;
+		limit = CL_PAGE_KEYS;
 	}
 }
 
@@ -1889,14 +1926,14 @@ static int snapshot(struct cl_etcd *t)
 	pthread_mutex_unlock(&t->lock);
 	/* the snapshot lists every live node again; each is judged afresh */
 	t->n_peers = 0;
-	t->epoch_have = false;
-	t->in_snapshot = true;
+	t->in_snapshot = true; /* epoch_have stays: a value refused now leaves the last valid one */
 	/* nodes first: the writers of everything else are checked against them */
 	static const char *const parts[] = {"nodes/", "points/", "down/", "epoch", "lines/"};
 	uint64_t foreign0;
 	pthread_mutex_lock(&t->lock);
 	foreign0 = t->st.foreign_keys;
 	pthread_mutex_unlock(&t->lock);
+	e[pl - 1] = '/'; /* the parts' ends are under the prefix */
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
 		size_t n = strlen(parts[i]);
 		memcpy(s + pl, parts[i], n);
@@ -2049,7 +2086,7 @@ static void beat_done(struct cl_etcd *t, CURLcode code)
 	json_t *out = ok && t->beat_buf.p ? json_loadb(t->beat_buf.p, t->beat_buf.len, 0, &je) : NULL;
 	bool won = json_is_true(json_object_get(out, "succeeded"));
 	if (out)
-		cas_after(out, &t->ks_beat, won, NULL);
+		cas_after(out, &t->ks_beat, t->beat_ver, won, NULL);
 	json_decref(out);
 	if (ok && won) {
 		if (t->beat_failing)
@@ -2074,6 +2111,7 @@ static void beat_send(struct cl_etcd *t, uint64_t now)
 	/* ms: this node's monotonic clock at sending, read back by this node
 	 * only (beat_seen: how recent the watch is proven to be) */
 	snprintf(payload, sizeof(payload), "{\"ms\":%" PRIu64 "}", now);
+	t->beat_ver = t->ks_beat.ver + 1;
 	json_t *body = cas_body(t, key, &t->ks_beat, payload, t->lease_id);
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
@@ -2161,25 +2199,32 @@ static int watches_start(struct cl_etcd *t)
 	return r;
 }
 
-static int connect_once(struct cl_etcd *t, struct cl_out *last_points, char *holder, size_t holder_len)
+static int connect_once(struct cl_etcd *t, struct cl_out *last_points, char *holder, size_t holder_len,
+			const char **step)
 {
 	int r;
+	*step = "authenticate";
 	if ((r = authenticate(t)) < 0)
 		return r;
+	*step = "lease";
 	if (t->lease_id && (r = lease_keepalive(t)) < 0 && r != -ENOENT)
 		return r;
 	if (!t->lease_id && (r = lease_grant(t)) < 0)
 		return r;
 	/* the name first: a duplicate writes nothing (not even its queue) */
+	*step = "claim the name";
 	if ((r = claim_node(t, holder, holder_len)) < 0)
 		return r;
+	*step = "send the queued changes";
 	if ((r = drain_out(t, last_points)) < 0)
 		return r;
 	if ((r = send_out(t, last_points)) < 0)
 		return r;
+	*step = "read the snapshot";
 	if ((r = snapshot(t)) < 0)
 		return r;
 	t->bw.revision = 0;
+	*step = "watch";
 	return watches_start(t);
 }
 
@@ -2201,7 +2246,8 @@ static void *thread_main(void *arg)
 			snprintf(t->endpoint_now, sizeof(t->endpoint_now), "%s", t->cc->endpoint[t->cur]);
 			pthread_mutex_unlock(&t->lock);
 			holder[0] = '\0';
-			int r = connect_once(t, &last_points, holder, sizeof(holder));
+			const char *step = "";
+			int r = connect_once(t, &last_points, holder, sizeof(holder), &step);
 			if (r == -EEXIST) {
 				t->beating = false; /* a duplicate writes nothing */
 				/* etcd answers: not lost, but this node may not
@@ -2236,6 +2282,9 @@ static void *thread_main(void *arg)
 				continue;
 			}
 			watches_stop(t);
+			if (r != -ECONNREFUSED && r != -EACCES && !t->problem[0])
+				cp_warn("cluster: etcd %s: cannot %s (%s); trying the next endpoint", t->cc->endpoint[t->cur],
+					step, strerror(-r));
 			fails++;
 			refused = r == -ECONNREFUSED ? refused + 1 : 0;
 			t->cur = (t->cur + 1) % t->cc->n_endpoints;
