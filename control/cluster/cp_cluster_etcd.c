@@ -756,7 +756,10 @@ static int authenticate(struct cl_etcd *t)
 	json_decref(body);
 	if (!text)
 		return -ENOMEM;
-	int r = req_once(t, "/v3/auth/authenticate", text, &out, &unused, t->cc->timeout_ms, 0);
+	/* etcd checks the password with bcrypt and through Raft: slower
+	 * than any other request, and rare (a connection, a dead token) */
+	uint32_t tmo = t->cc->timeout_ms < 750 ? 3000 : 4 * t->cc->timeout_ms;
+	int r = req_once(t, "/v3/auth/authenticate", text, &out, &unused, tmo, 0);
 	OPENSSL_cleanse(text, strlen(text));
 	free(text);
 	if (r < 0)
@@ -2301,8 +2304,12 @@ static void *thread_main(void *arg)
 				in_push(t, &m);
 				down_reported = true;
 			}
-			/* every endpoint failed: back off a little before the next round */
-			if (fails % t->cc->n_endpoints == 0)
+			/* every endpoint failed: back off a little before the next
+			 * round; longer when etcd refused this node's credentials
+			 * (each try costs etcd a bcrypt: no storm of them) */
+			if (r == -EACCES)
+				pump(t, 2000);
+			else if (fails % t->cc->n_endpoints == 0)
 				pump(t, 100);
 			continue;
 		}
