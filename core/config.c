@@ -261,6 +261,16 @@ static const struct ckey config_keys[] = {
 	 KT_U32, OFF(cluster.beat_ms), 0, 0, 10000},
 	{{"cluster", "beat_down_ms", "uint", "0", "0: auto; else at least twice beat_ms, up to 60000", "another node is reported down when none of its heartbeats came for this long (proven by this node's own later beat coming back through etcd), and up again at its next beat; 0: 3 * beat_ms + 50"},
 	 KT_U32, OFF(cluster.beat_down_ms), 0, 0, 60000},
+	{{"cluster", "key_file", "string", "", "path of a regular file, no group or other permission bits, 32..1024 bytes (a trailing newline is not part of it); needed with node", "the fleet's key, the same file on every node: every value this node writes under the prefix carries its HMAC-SHA256, and a value without a valid one is never applied"},
+	 KT_STR, OFF(cluster.key_file), SZ(cluster.key_file), 0, 0},
+	{{"cluster", "user", "string", "", "etcd user name, 1..63 bytes; empty: no etcd authentication", "the etcd user this node authenticates as (/v3/auth/authenticate; the token is refreshed when etcd refuses it)"},
+	 KT_STR, OFF(cluster.user), SZ(cluster.user), 0, 0},
+	{{"cluster", "password_file", "string", "", "path, as key_file; with user", "the etcd user's password: the file's first line"},
+	 KT_STR, OFF(cluster.password_file), SZ(cluster.password_file), 0, 0},
+	{{"cluster", "insecure", "bool", "false", "true | false", "allow http:// endpoints that are not loopback (etcd traffic in clear over the network; logged at warning); false refuses them"},
+	 KT_BOOL, OFF(cluster.insecure), 0, 0, 0},
+	{{"cluster", "nodes_max", "uint", "64", "2..4096", "fleet nodes this node tracks, itself included; a node beyond is refused (not tracked, logged and counted: fanogate_cluster_nodes_refused_total)"},
+	 KT_U32, OFF(cluster.nodes_max), 0, 2, 4096},
 };
 #define N_KEYS FG_ARRAY_LEN(config_keys)
 
@@ -361,6 +371,7 @@ void fg_config_default(struct fg_config *c)
 	c->cluster.timeout_ms = 1000;
 	c->cluster.lost_after_ms = 3000;
 	c->cluster.beat_ms = 200;
+	c->cluster.nodes_max = 64;
 }
 
 /* ---- value parsers (no side effects on failure) ------------------------ */
@@ -1082,6 +1093,15 @@ static void cluster_validate(struct pstate *ps)
 			fail(ps, l_ep, "[cluster] endpoints: '%s' too long", tok);
 			return;
 		}
+		bool loopback = a.family == AF_INET ? a.addr[0] == 127
+						    : memcmp(a.addr, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\1", 16) == 0;
+		if (!https && !loopback && !k->insecure) {
+			fail(ps, l_ep,
+			     "[cluster] endpoints: '%s': plain http:// to an etcd that is not on loopback (use https://, "
+			     "or insecure = true to send etcd traffic in clear)",
+			     tok);
+			return;
+		}
 		k->tls = https;
 		snprintf(k->endpoint[k->n_endpoints++], sizeof(k->endpoint[0]), "%s", tok);
 	}
@@ -1093,6 +1113,17 @@ static void cluster_validate(struct pstate *ps)
 		fail(ps, l_ep, "[cluster] endpoints need node (this appliance's name in the fleet)");
 		return;
 	}
+	if (!k->user[0] != !k->password_file[0]) {
+		fail(ps, first_line(key_line(ps, "cluster", "user"), key_line(ps, "cluster", "password_file")),
+		     "[cluster] user and password_file go together: set both or neither");
+		return;
+	}
+	for (const char *p = k->user; *p; p++)
+		if (*p <= ' ' || *p >= 0x7F || *p == '"' || *p == '\\') {
+			fail(ps, key_line(ps, "cluster", "user"), "[cluster] user = %s: printable, no spaces or quotes",
+			     k->user);
+			return;
+		}
 	if (!k->cert[0] != !k->key[0]) {
 		fail(ps, first_line(key_line(ps, "cluster", "cert"), key_line(ps, "cluster", "key")),
 		     "[cluster] cert and key go together: set both or neither");
@@ -1176,6 +1207,12 @@ static void cluster_validate(struct pstate *ps)
 		     "[cluster] beat_down_ms = %u: shorter than twice beat_ms (%u ms); one late beat would report a live "
 		     "node down",
 		     k->beat_down_ms, k->beat_ms);
+		return;
+	}
+	if (k->node[0] && !k->key_file[0]) {
+		fail(ps, first_line(key_line(ps, "cluster", "key_file"), l_node),
+		     "[cluster] node = %s needs key_file (the fleet's key every value in etcd is authenticated with)",
+		     k->node);
 		return;
 	}
 }

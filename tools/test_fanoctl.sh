@@ -206,7 +206,7 @@ EOF
 # and [consumers] one layer each that differs from the default), and
 # nothing else is; the summary still round trips
 n=$((n + 1))
-printf '[rules]\nlayer.2 = 2,4,6\n[consumers]\nlayer.3 = 127.0.0.1:5001\n[udp]\nlayer_ports = 5000\n[dataplane]\nneighbours = 10.0.0.2=02:00:00:00:00:02, fd00::2=02:00:00:00:00:03\n[wire]\norientation = signed\n[shadow]\ncanonical_sources = 10.1.0.0/16\n[cluster]\nnode = n1\nendpoints = http://127.0.0.1:2379\n' >"$TMP/nd2.ini"
+printf '[rules]\nlayer.2 = 2,4,6\n[consumers]\nlayer.3 = 127.0.0.1:5001\n[udp]\nlayer_ports = 5000\n[dataplane]\nneighbours = 10.0.0.2=02:00:00:00:00:02, fd00::2=02:00:00:00:00:03\n[wire]\norientation = signed\n[shadow]\ncanonical_sources = 10.1.0.0/16\n[cluster]\nnode = n1\nendpoints = http://127.0.0.1:2379\nkey_file = /etc/fanogate/fleet.key\n' >"$TMP/nd2.ini"
 "$FANOCTL" config keys --json >"$TMP/keys2.json" || fail "config keys --json"
 "$FANOCTL" config check "$TMP/nd2.ini" >"$TMP/nd2-summary.ini" || fail "config check of nd2.ini"
 "$FANOCTL" config check --json "$TMP/nd2.ini" >"$TMP/nd2-a.json" || fail "config check --json nd2.ini"

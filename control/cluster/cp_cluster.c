@@ -26,9 +26,20 @@
  *
  * Applying a remote change: applying > 0 while this file calls into the
  * shadow audit/engine, so the hooks do not send the change back to etcd.
- * Changes this node wrote come back through the watch; they are skipped by
- * node name (this node already applied them, and an old echo must not undo
- * a newer local change).
+ * Every fact comes from the cluster thread, which applies only values the
+ * fleet key authenticates and that are bound to their writer's lease; the
+ * node a fact names is the writer as proven there. Changes this node wrote
+ * come back through the watch; they are skipped by this node's lease
+ * (m->mine; this node already applied them, and an old echo must not undo a
+ * newer local change). A value in this node's name on another lease (its
+ * earlier life, or a forgery the thread let through as history) is applied
+ * like any other node's.
+ *
+ * The node table holds at most [cluster] nodes_max entries (this node
+ * included); an entry is freed when its node's lease ends (its nodes/ key's
+ * delete, or its absence from a snapshot). The thread tracks no more peers
+ * than that, so a node beyond is refused there (counted and logged), never
+ * silently untracked here.
  *
  * A node that stops refreshing its lease: the cluster thread probes every
  * other node's lease (CL_IN_PEER_LEASE); stale while the node is live ->
@@ -61,8 +72,6 @@
 #include "cp_shadow.h"
 #include "fg/fano.h"
 
-#define CL_NODES_MAX 64u
-
 enum cl_state { CL_WAITING, CL_UP, CL_LOST, CL_DUPLICATE };
 static const char *const state_names[] = {"waiting", "up", "lost", "duplicate"};
 
@@ -83,6 +92,7 @@ struct cl_node {
 
 struct cl_line {
 	bool known;        /* etcd has lines/<i> */
+	bool mine;         /* written under this node's current lease */
 	char state[12], event[16], node[FG_CLUSTER_NAME_MAX], why[128];
 	uint32_t uid;
 };
@@ -111,8 +121,8 @@ struct cp_cluster {
 	bool etcd_epoch_known;
 	char epoch_by[FG_CLUSTER_NAME_MAX], epoch_why[160];
 	struct cl_line line[FG_LINES];
-	struct cl_node node[CL_NODES_MAX];
-	unsigned n_nodes;
+	struct cl_node *node;   /* nodes_max entries */
+	unsigned n_nodes, nodes_max;
 	int64_t lease_id, lease_ttl;
 	uint64_t lease_seen_ns;
 	int64_t revision;
@@ -120,7 +130,7 @@ struct cp_cluster {
 	struct {
 		uint64_t lines_applied, epochs_applied, lines_sent, epochs_sent, points_sent, sends_refused;
 		uint64_t lost, recovered, nodes_gone, points_degraded, bad_values, holds, duplicates;
-		uint64_t nodes_stale, nodes_back, nodes_beat_down, nodes_beat_resumed;
+		uint64_t nodes_stale, nodes_back, nodes_beat_down, nodes_beat_resumed, nodes_refused;
 	} st;
 };
 
@@ -195,12 +205,23 @@ static struct cl_node *node_get(struct cp_cluster *c, const char *name, bool cre
 	for (unsigned i = 0; i < c->n_nodes; i++)
 		if (strcmp(c->node[i].name, name) == 0)
 			return &c->node[i];
-	if (!create || c->n_nodes == CL_NODES_MAX)
+	if (!create)
 		return NULL;
+	if (c->n_nodes == c->nodes_max) {
+		c->st.nodes_refused++;
+		cp_err("cluster: node %s not tracked: %u nodes already ([cluster] nodes_max)", name, c->nodes_max);
+		return NULL;
+	}
 	struct cl_node *n = &c->node[c->n_nodes++];
 	memset(n, 0, sizeof(*n));
 	snprintf(n->name, sizeof(n->name), "%s", name);
 	return n;
+}
+
+/* Forget n (its lease ended): its entry is free for another node. */
+static void node_free(struct cp_cluster *c, struct cl_node *n)
+{
+	*n = c->node[--c->n_nodes];
 }
 
 /* Points (bit p-1) some live node, this one included, sees alive. */
@@ -279,9 +300,10 @@ static void on_line(struct cp_cluster *c, const struct cl_in *m)
 	snprintf(ln->node, sizeof(ln->node), "%s", m->node);
 	snprintf(ln->why, sizeof(ln->why), "%.127s", m->why);
 	ln->uid = m->uid;
+	ln->mine = m->mine;
 	if (m->snapshot)
 		c->snap_lines[m->line] = true;
-	bool mine = strcmp(m->node, c->cfg->cluster.node) == 0;
+	bool mine = m->mine;
 	bool held = c->held & (1u << m->line);
 	if (mine && !held)
 		return; /* already applied here when it was made */
@@ -319,17 +341,14 @@ static void epoch_catch_up(struct cp_cluster *c);
 
 static void on_epoch(struct cp_cluster *c, const struct cl_in *m)
 {
-	if (m->node[0]) { /* epoch_by */
-		snprintf(c->epoch_by, sizeof(c->epoch_by), "%s", m->node);
-		snprintf(c->epoch_why, sizeof(c->epoch_why), "%s", m->why);
-		return;
-	}
+	snprintf(c->epoch_by, sizeof(c->epoch_by), "%s", m->node);
+	snprintf(c->epoch_why, sizeof(c->epoch_why), "%s", m->why);
 	c->etcd_epoch = m->epoch;
 	c->etcd_epoch_known = true;
 	if (m->snapshot)
 		c->snap_epoch = true;
 	if (c->in_snapshot)
-		return; /* epoch_by sorts after epoch: applied at the snapshot's end */
+		return; /* applied at the snapshot's end, after the hold is lifted */
 	epoch_catch_up(c);
 }
 
@@ -368,6 +387,8 @@ static void on_node(struct cp_cluster *c, const struct cl_in *m)
 		} else {
 			n->live = false;
 		}
+		if (!me)
+			node_free(c, n);
 		return;
 	}
 	n->seen = true;
@@ -513,6 +534,10 @@ static void on_snap_end(struct cp_cluster *c, const struct cl_in *m)
 			cp_info("cluster: node %s: its lease expired while etcd was away (reported lost before)", n->name);
 		}
 	}
+	/* entries of nodes whose lease ended are free again */
+	for (unsigned i = c->n_nodes; i-- > 0;)
+		if (!c->node[i].seen && strcmp(c->node[i].name, c->cfg->cluster.node) != 0)
+			node_free(c, &c->node[i]);
 	/* the epoch and every line take etcd's value */
 	if (c->snap_epoch)
 		epoch_catch_up(c);
@@ -556,7 +581,8 @@ static void on_snap_end(struct cp_cluster *c, const struct cl_in *m)
 		snprintf(fake.node, sizeof(fake.node), "%s", c->line[i].node);
 		snprintf(fake.why, sizeof(fake.why), "%s", c->line[i].why);
 		fake.uid = c->line[i].uid;
-		bool mine = strcmp(fake.node, c->cfg->cluster.node) == 0;
+		fake.mine = c->line[i].mine;
+		bool mine = fake.mine;
 		if (mine && (held & (1u << i))) {
 			if (!strcmp(fake.state, "active"))
 				(void)line_apply(c, i, FG_LEV_OP_ACTIVE, FG_UID_AUDIT, "cluster", "etcd is back: hold lifted");
@@ -635,10 +661,6 @@ static void on_ready(struct cp_loop *l, struct cp_poll *p, int revents)
 				c->lease_id = m[i].lease_id;
 				c->lease_ttl = m[i].ttl;
 				c->lease_seen_ns = cp_now_ns();
-				break;
-			case CL_IN_BAD:
-				c->st.bad_values++;
-				cp_warn("cluster: etcd key %s: value does not parse (bad_value): ignored", m[i].why);
 				break;
 			}
 		}
@@ -778,11 +800,19 @@ int cp_cluster_new(struct cp_cluster **out, struct cp_loop *l, const struct fg_c
 	c->audit = a;
 	c->l = l;
 	c->state = CL_WAITING;
+	c->nodes_max = cfg->cluster.nodes_max ? cfg->cluster.nodes_max : 2;
+	c->node = calloc(c->nodes_max, sizeof(*c->node));
+	if (!c->node) {
+		free(c);
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
 	c->local_alive = cp_points_live();
 	c->local_judged = (uint8_t)(c->local_alive | cp_points_udp_mapped());
 	int evfd;
 	int r = cl_etcd_start(&c->t, cfg, &evfd, why, why_len);
 	if (r < 0) {
+		free(c->node);
 		free(c);
 		return r;
 	}
@@ -792,6 +822,7 @@ int cp_cluster_new(struct cp_cluster **out, struct cp_loop *l, const struct fg_c
 	if (r < 0) {
 		snprintf(why, why_len, "cannot poll the cluster eventfd: %s", strerror(-r));
 		cl_etcd_stop(c->t);
+		free(c->node);
 		free(c);
 		return r;
 	}
@@ -803,8 +834,16 @@ int cp_cluster_new(struct cp_cluster **out, struct cp_loop *l, const struct fg_c
 	hold_all(c, "cluster: waiting for etcd: held in shadow");
 	struct cl_out o = {.kind = CL_OUT_POINTS, .alive = c->local_alive, .judged = c->local_judged};
 	out_send(c, &o);
-	cp_info("cluster: node %s, %u etcd endpoints, prefix %s, lease %u s", cfg->cluster.node, cfg->cluster.n_endpoints,
-		cfg->cluster.prefix, cfg->cluster.lease_ttl_s);
+	cp_info("cluster: node %s, %u etcd endpoints, prefix %s, lease %u s, values authenticated with %s%s%s",
+		cfg->cluster.node, cfg->cluster.n_endpoints, cfg->cluster.prefix, cfg->cluster.lease_ttl_s,
+		cfg->cluster.key_file, cfg->cluster.user[0] ? ", etcd user " : "", cfg->cluster.user);
+	if (!cfg->cluster.tls)
+		for (unsigned i = 0; i < cfg->cluster.n_endpoints; i++)
+			if (strncmp(cfg->cluster.endpoint[i], "http://127.", 11) != 0 &&
+			    strncmp(cfg->cluster.endpoint[i], "http://[::1]", 12) != 0)
+				cp_warn("cluster: etcd endpoint %s is plain http:// off loopback ([cluster] insecure = true): "
+					"etcd traffic and its password travel in clear",
+					cfg->cluster.endpoint[i]);
 	*out = c;
 	return 0;
 }
@@ -820,6 +859,7 @@ void cp_cluster_free(struct cp_cluster *c)
 	cp_audit_on_lines_changed(c->audit, NULL, NULL);
 	if (c->e->audit == &cluster_sink)
 		cp_engine_set_audit(c->e, c->inner, c->inner_arg);
+	free(c->node);
 	free(c); /* the loop has stopped: no completion of c's poll or tick runs again */
 }
 
@@ -868,7 +908,7 @@ json_t *cp_cluster_json(const struct cp_cluster *c)
 			 (json_int_t)c->st.recovered, "nodes_gone", (json_int_t)c->st.nodes_gone, "nodes_stale",
 			 (json_int_t)c->st.nodes_stale, "nodes_back", (json_int_t)c->st.nodes_back, "lease_probes",
 			 (json_int_t)es.lease_probes, "lease_probe_failures", (json_int_t)es.lease_probe_failures, "holds",
-			 (json_int_t)c->st.holds, "bad_values", (json_int_t)c->st.bad_values, "sends_refused",
+			 (json_int_t)c->st.holds, "bad_values", (json_int_t)(c->st.bad_values + es.refused_malformed), "sends_refused",
 			 (json_int_t)c->st.sends_refused, "duplicate_refusals", (json_int_t)c->st.duplicates, "requests", (json_int_t)es.requests, "request_failures",
 			 (json_int_t)es.request_failures, "watch_events", (json_int_t)es.watch_events, "cas_won",
 			 (json_int_t)es.cas_won, "cas_lost", (json_int_t)es.cas_lost, "reconnects",
@@ -883,6 +923,18 @@ json_t *cp_cluster_json(const struct cp_cluster *c)
 	json_object_set_new(ctr, "beats_sent", json_integer((json_int_t)es.beats_sent));
 	json_object_set_new(ctr, "beat_failures", json_integer((json_int_t)es.beat_failures));
 	json_object_set_new(ctr, "beats_seen", json_integer((json_int_t)es.beats_seen));
+	json_object_set_new(ctr, "refused_unauthenticated", json_integer((json_int_t)es.refused_unauthenticated));
+	json_object_set_new(ctr, "refused_unbound", json_integer((json_int_t)es.refused_unbound));
+	json_object_set_new(ctr, "refused_replayed", json_integer((json_int_t)es.refused_replayed));
+	json_object_set_new(ctr, "refused_epoch", json_integer((json_int_t)es.refused_epoch));
+	json_object_set_new(ctr, "refused_malformed", json_integer((json_int_t)(es.refused_malformed + c->st.bad_values)));
+	json_object_set_new(ctr, "nodes_refused", json_integer((json_int_t)(es.refused_nodes_full + c->st.nodes_refused)));
+	json_object_set_new(ctr, "foreign_keys", json_integer((json_int_t)es.foreign_keys));
+	json_object_set_new(ctr, "names_reclaimed", json_integer((json_int_t)es.names_reclaimed));
+	json_object_set_new(ctr, "auth_failures", json_integer((json_int_t)es.auth_failures));
+	json_object_set_new(ctr, "down_records", json_integer((json_int_t)es.down_records));
+	json_object_set_new(ctr, "nodes_watched", json_integer((json_int_t)es.watched));
+	json_object_set_new(j, "nodes_max", json_integer((json_int_t)c->nodes_max));
 	return j;
 }
 
@@ -933,7 +985,24 @@ char *cp_cluster_metrics_text(const struct cp_cluster *c)
 	  es.lease_probe_failures);
 	C("requests_total", "etcd requests", es.requests);
 	C("request_failures_total", "etcd requests that failed", es.request_failures);
-	C("bad_values_total", "etcd values that did not parse (ignored)", c->st.bad_values + es.bad_values);
+	fprintf(f, "# HELP fanogate_cluster_values_refused_total etcd values not applied, by reason (docs/cluster.md "
+		   "\"Authenticated values\")\n# TYPE fanogate_cluster_values_refused_total counter\n");
+	fprintf(f, "fanogate_cluster_values_refused_total{reason=\"unauthenticated\"} %llu\n",
+		(unsigned long long)es.refused_unauthenticated);
+	fprintf(f, "fanogate_cluster_values_refused_total{reason=\"unbound\"} %llu\n", (unsigned long long)es.refused_unbound);
+	fprintf(f, "fanogate_cluster_values_refused_total{reason=\"replayed\"} %llu\n", (unsigned long long)es.refused_replayed);
+	fprintf(f, "fanogate_cluster_values_refused_total{reason=\"epoch\"} %llu\n", (unsigned long long)es.refused_epoch);
+	fprintf(f, "fanogate_cluster_values_refused_total{reason=\"malformed\"} %llu\n",
+		(unsigned long long)(es.refused_malformed + c->st.bad_values));
+	C("foreign_keys_total", "keys under the prefix outside fanogate's schema (ignored)", es.foreign_keys);
+	C("nodes_refused_total", "nodes not tracked because [cluster] nodes_max nodes are tracked already",
+	  es.refused_nodes_full + c->st.nodes_refused);
+	G("nodes_watched", "other nodes in this node's beat window (their beats watched, their leases probed)", es.watched);
+	C("down_records_total", "down/ records this node wrote (beats of its window's peers stopped or resumed)",
+	  es.down_records);
+	C("names_reclaimed_total", "times nodes/<this name> was held by no live node's value and taken over",
+	  es.names_reclaimed);
+	C("auth_failures_total", "etcd refusals of this node's user, password, token or permissions", es.auth_failures);
 	C("duplicate_refusals_total", "times this node did not join: another live node has its name (duplicate_node_name)",
 	  c->st.duplicates);
 	C("sends_refused_total", "changes not sent: the queue to the cluster thread was full", c->st.sends_refused);

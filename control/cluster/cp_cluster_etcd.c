@@ -2,67 +2,140 @@
  * libcurl (see cp_cluster_etcd.h for the contract).
  *
  * Why a thread and not curl's multi socket API driven from the io_uring
- * loop: the watch is a long-lived streaming response and every other request
- * is a short request/response; with a dedicated thread each step of the
- * (re)connection sequence reads as straight-line code (grant, put, range,
- * watch) and a slow or dead etcd member can only ever stall this thread,
- * never the loop that serves TLS and the operator. The thread talks to the
- * loop only through two mutex-guarded rings of fixed-size facts and an
- * eventfd (the loop's cp_poll), the same shape as the dataplane boundary.
- * libcurl runs one multi handle here: the watch transfer and at most one
- * request at a time share it, so the watch keeps streaming while a request
- * waits.
+ * loop: the watches are long-lived streaming responses and every other
+ * request is a short request/response; with a dedicated thread each step of
+ * the (re)connection sequence reads as straight-line code (grant, put,
+ * range, watch) and a slow or dead etcd member can only ever stall this
+ * thread, never the loop that serves TLS and the operator. The thread talks
+ * to the loop only through two mutex-guarded rings of fixed-size facts and
+ * an eventfd (the loop's cp_poll), the same shape as the dataplane
+ * boundary. libcurl runs one multi handle here: the two watch transfers,
+ * the heartbeat and at most one request at a time share it, so the watches
+ * keep streaming while a request waits.
+ *
+ * Trust: etcd is storage, not an authority (docs/cluster.md "Authenticated
+ * values"). Every value this thread writes is an envelope (cl_value.h)
+ * carrying the fleet key's MAC over the key, the value, this node's name,
+ * its lease and the key's (create_revision, version) once written; every
+ * write is a compare-and-swap on that version, so the binding holds. A
+ * value read is a fact for the loop only when (1) its MAC verifies, (2) it
+ * sits at the version it was written for (no replay), (3) the writer is
+ * bound to its lease: a key on a lease (nodes/, points/, beats/, down/)
+ * is on the lease of the node it names; a line or the epoch names a node
+ * whose nodes/ key is on the lease it names (in a snapshot, a writer that
+ * is no longer live is accepted: line states outlive their writer), and
+ * (4) the epoch is the last one plus one. Anything else is counted by
+ * reason and logged at most once a second with its key; keys outside the
+ * schema are ignored and counted.
  *
  * Connection sequence (every (re)connect, on endpoint[cur]):
+ *   0. with [cluster] user: authenticate (a token for every request)
  *   1. lease: keepalive the one we hold, or grant a new one (TTL lease_ttl_s)
  *   2. claim nodes/<node> on the lease: a txn that creates it only if absent
- *      (or finds it already on our lease); a key on another lease is a
- *      second live node with this name: CL_IN_DUPLICATE, nothing written,
- *      retried every 500 ms (a restarted node gets in once its old lease
- *      expired)
+ *      (or finds it already on our lease); a key on another lease carrying a
+ *      valid value of that lease is a second live node with this name:
+ *      CL_IN_DUPLICATE, nothing written, retried every 500 ms; a key that is
+ *      no live node's (lease-less, no valid MAC) is taken over
  *   3. the loop's queued changes (made while etcd was away) are sent, then
  *      points/<node> on the lease
- *   4. range the whole prefix -> CL_IN_UP, one CL_IN_* per key, CL_IN_SNAP_END
- *   5. watch the prefix from the snapshot's revision + 1
- * Then: queued changes as they come, a keepalive every keepalive_ms (default
- * ttl/3; a short one makes a killed node's lease expire sooner), and, with a
- * staleness bound (cl_etcd_stale_s), a lease probe of every other node as
- * often: /v3/lease/timetolive on the lease its nodes/ key is on (a read:
- * the leader answers from its lessor, nothing goes through Raft). A lease
- * whose remaining TTL says it was not refreshed for more than the bound is
+ *   4. the snapshot, read in pages at one revision (nodes/, points/, down/,
+ *      epoch, lines/; a page too big to read is halved down to one key)
+ *      -> CL_IN_UP, one CL_IN_* per valid key, CL_IN_SNAP_END
+ *   5. watch the prefix's keys (but the heartbeats) from the snapshot's
+ *      revision + 1, and the heartbeats of this node's beat window
+ * Then: queued changes as they come, a keepalive every keepalive_ms, and,
+ * with a staleness bound (cl_etcd_stale_s), a lease probe of every peer in
+ * the beat window as often (/v3/lease/timetolive: a read). A lease whose
+ * remaining TTL says it was not refreshed for more than the bound is
  * reported stale (CL_IN_PEER_LEASE) before etcd expires it; a refresh after
  * that is reported only when the answers prove one (probe_peers: a new etcd
  * leader extends every lease, which looks like a refresh and is not one).
- * A probe that fails is counted and changes nothing:
- * the lease's expiry (the watch's delete) still reports the node. Any failure
- * (curl error, HTTP status != 200, timeout_ms, the watch ending) tears the
- * watch down and restarts at step 1 on the next endpoint; CL_IN_DOWN is
- * reported once every endpoint refused the connection in a row, or nothing
- * succeeded for lost_after_ms (slow or leaderless etcd), so one member going
- * away (the leader included: its election is shorter) changes nothing the
- * loop sees.
+ * A probe that fails is counted and changes nothing. Any failure (curl
+ * error, HTTP status != 200, timeout_ms, a watch ending) tears the watches
+ * down and restarts at step 0 on the next endpoint; CL_IN_DOWN is reported
+ * once every endpoint refused the connection in a row, or nothing succeeded
+ * for lost_after_ms. An etcd refusal of the user, the password, the token
+ * or a permission, and a TLS failure, is logged once per change of reason
+ * with etcd's own words.
  *
  * Thread: the cluster thread, except the functions the header marks. */
 #include "cp_cluster_etcd.h"
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cl_value.h"
 #include "cp_log.h"
+
+#define CL_REPLY_MAX (8u << 20) /* an answer bigger than this is not read (a page is halved) */
+#define CL_PAGE_KEYS 64         /* the snapshot's page size (keys) */
+#define CL_PAGE_KV_BYTES 4096u  /* what one of our kvs takes in a range answer at most (a value of
+				 * CL_VALUE_MAX in base64, its key, the JSON around): a page longer
+				 * than this per key holds a value fanogate did not write */
+#define CL_KEY_RAW_MAX 512      /* a key under the prefix longer than this is foreign */
 
 struct buf {
 	char *p;
 	size_t len, cap;
+	size_t max;    /* the longest answer read (0: CL_REPLY_MAX) */
+	bool overflow; /* the answer passed max: not read */
+};
+
+/* A key this node writes: its (create_revision, version) as last seen, so
+ * the next write can compare-and-swap on it and bind its value to it. */
+struct kstate {
+	int64_t crev, ver;
+	int64_t rev;  /* the revision this state is from: an older answer or event never moves it back */
+};
+
+/* Take (crev, ver) as of revision rev, unless ks already knows a later state. */
+static void ks_set(struct kstate *ks, int64_t crev, int64_t ver, int64_t rev)
+{
+	if (rev && rev < ks->rev)
+		return;
+	ks->crev = crev;
+	ks->ver = ver;
+	ks->rev = rev;
+}
+
+struct cl_peer {
+	char name[FG_CLUSTER_NAME_MAX];
+	int64_t lease;
+	struct cl_lease_view v;
+	uint32_t beat_ms;        /* its heartbeat period (its nodes/ value); 0: it does not beat */
+	struct cl_beat_view bv;
+	uint64_t beat_seq;       /* seq of its last accepted beat */
+	uint64_t kseq[FG_LINES + 1]; /* seq of its last accepted value of lines/<i>, and of the epoch */
+	int64_t beat_rev;        /* mod_revision of its last beat event (a re-delivery is no replay) */
+	bool watched;            /* in this node's beat window */
+	bool reported_down;      /* what the loop was last told (CL_IN_PEER_BEAT) */
+	/* its down/ record: the peers whose beats it proved stopped */
+	unsigned n_claims;
+	struct {
+		char name[FG_CLUSTER_NAME_MAX];
+		int64_t lease, gap_ms;
+	} claim[CL_BEAT_WINDOW];
+};
+
+struct cl_watch {
+	CURL *h;
+	struct buf b;
+	bool created, broken;
+	int64_t revision;        /* the last revision it delivered */
+	char range[2][CL_KEY_RAW_MAX + 80]; /* key, range_end (base64) */
 };
 
 struct cl_etcd {
@@ -83,35 +156,42 @@ struct cl_etcd {
 	struct cl_etcd_stats st;
 	char endpoint_now[64];
 	/* thread-only */
+	struct cl_mac_key *mk;
+	char password[256];
+	char token[256];         /* etcd auth token ("" without [cluster] user) */
+	char problem[200];       /* the last etcd refusal logged ("" after a success) */
+	uint64_t refuse_log_ms;  /* when a refused value was last logged */
+	uint64_t refuse_quiet;   /* refused values not logged since */
 	unsigned cur;            /* endpoint index */
 	int64_t lease_id;
-	int64_t revision;        /* last revision applied */
+	int64_t revision;        /* last revision applied (snapshot or the keys' watch) */
 	uint64_t last_ok;        /* mono_ms of the last request that succeeded */
-	CURL *watch;
-	struct curl_slist *hdrs;
-	struct buf wbuf;         /* watch stream bytes not yet a whole line */
-	bool watch_created, watch_broken;
-	char *watch_body;
+	uint64_t seq;            /* this node's write counter (every envelope) */
+	struct cl_watch kw;      /* the prefix's keys but the heartbeats */
+	struct cl_watch bw;      /* the heartbeats of the beat window */
+	bool window_dirty;       /* the window's range changed: restart bw */
+	bool in_snapshot;        /* reading a snapshot: claims reported at its end */
 	char prefix_b64[128], end_b64[128];
-	/* the other nodes' leases, from nodes/ keys (snapshot and watch) */
-	struct {
-		char name[FG_CLUSTER_NAME_MAX];
-		int64_t lease;
-		struct cl_lease_view v;
-		uint32_t beat_ms;        /* its heartbeat period (its nodes/ value); 0: it does not beat */
-		struct cl_beat_view bv;
-	} peer[CL_PEERS_MAX];
-	unsigned n_peers;
+	size_t prefix_len;
+	/* the keys this node writes */
+	struct kstate ks_line[FG_LINES], ks_epoch, ks_node, ks_points, ks_beat, ks_down;
+	bool epoch_have;         /* epoch_val is a verified value from etcd */
+	uint32_t epoch_val;
+	/* the other live nodes, from their nodes/ keys (snapshot and watch) */
+	struct cl_peer *peer;
+	unsigned n_peers, peers_max;
 	uint32_t stale_s;        /* cl_etcd_stale_s; 0: no probes */
 	bool probe_failing;      /* the last probe failed (logged once per run of failures) */
-	/* this node's heartbeat: a put of beats/<node> on the lease every
+	bool down_dirty;         /* this node's down/ record must be rewritten */
+	/* this node's heartbeat: a CAS of beats/<node> on the lease every
 	 * beat_ms, its own transfer in the multi (never queued behind a request) */
 	uint32_t beat_down_ms;   /* cl_etcd_beat_down_ms; 0: no heartbeat */
 	bool beating;            /* joined on the lease we hold (name claimed): beats go out, also while
 				  * reconnecting (a beat needs the lease, not the watch) */
 	CURL *beat_h;            /* the beat in flight, or NULL */
 	struct buf beat_buf;
-	uint64_t beat_seq, beat_next_ms, beat_sent_ms;
+	int64_t beat_ver;        /* the version the beat in flight writes */
+	uint64_t beat_next_ms, beat_sent_ms;
 	uint64_t beat_proven_ms; /* send time of this node's latest beat seen back through the watch */
 	uint64_t beat_steady_ms; /* since when (a send time) they come back steadily (cl_beat_steady) */
 	bool beat_failing;       /* the last beat failed (logged once per run of failures) */
@@ -131,11 +211,83 @@ uint32_t cl_etcd_beat_down_ms(const struct fg_cluster_cfg *cc)
 	return cc->beat_down_ms ? cc->beat_down_ms : 3u * cc->beat_ms + 50u;
 }
 
+void cl_beat_window(unsigned n, unsigned self, unsigned *lo, unsigned *hi)
+{
+	if (n <= CL_BEAT_WINDOW) {
+		*lo = 0;
+		*hi = n ? n - 1 : 0;
+		return;
+	}
+	unsigned l = self >= CL_BEAT_WINDOW / 2 ? self - CL_BEAT_WINDOW / 2 : 0;
+	if (l > n - CL_BEAT_WINDOW)
+		l = n - CL_BEAT_WINDOW;
+	*lo = l;
+	*hi = l + CL_BEAT_WINDOW - 1;
+}
+
 static uint64_t mono_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int cl_secret_read(const char *path, uint8_t *buf, size_t cap, char *why, size_t why_len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(why, why_len, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	struct stat st;
+	int r = 0;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		snprintf(why, why_len, "%s: %s", path, strerror(-r));
+	} else if (!S_ISREG(st.st_mode)) {
+		r = -EINVAL;
+		snprintf(why, why_len, "%s: not a regular file", path);
+	} else if (st.st_mode & 077) {
+		r = -EACCES;
+		snprintf(why, why_len, "%s: group- or world-accessible (mode %04o): chmod 600 it", path,
+			 (unsigned)(st.st_mode & 07777));
+	} else if ((size_t)st.st_size > cap + 2) {
+		r = -EFBIG;
+		snprintf(why, why_len, "%s: longer than %zu bytes", path, cap);
+	}
+	size_t got = 0;
+	while (r == 0) {
+		ssize_t n = read(fd, buf + got, cap - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			snprintf(why, why_len, "%s: %s", path, strerror(-r));
+		}
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (got == cap) {
+			char extra[3];
+			ssize_t m = read(fd, extra, sizeof(extra));
+			if (m > 1 || (m == 1 && extra[0] != '\n')) {
+				r = -EFBIG;
+				snprintf(why, why_len, "%s: longer than %zu bytes", path, cap);
+			}
+			break;
+		}
+	}
+	close(fd);
+	if (r < 0) {
+		OPENSSL_cleanse(buf, cap);
+		return r;
+	}
+	if (got && buf[got - 1] == '\n')
+		got--;
+	if (got && buf[got - 1] == '\r')
+		got--;
+	return (int)got;
 }
 
 /* ---- queues ---------------------------------------------------------- */
@@ -252,7 +404,8 @@ static int b64_enc(const void *in, size_t n, char *out, size_t cap)
 	return 0;
 }
 
-/* Decode into out (NUL-terminated); -EINVAL when not base64 or too long. */
+/* Decode into out (NUL-terminated after the bytes); the byte count, or
+ * -EINVAL when not base64 or too long for cap. */
 static int b64_dec(const char *in, char *out, size_t cap)
 {
 	size_t n = strlen(in);
@@ -269,12 +422,62 @@ static int b64_dec(const char *in, char *out, size_t cap)
 	return r;
 }
 
-static json_t *jb64(const char *s)
+static json_t *jb64n(const void *s, size_t n)
 {
-	char b[1024];
-	if (b64_enc(s, strlen(s), b, sizeof(b)) < 0)
+	char b[4 * (CL_VALUE_MAX / 3 + 1) + 8];
+	if (b64_enc(s, n, b, sizeof(b)) < 0)
 		return json_string("");
 	return json_string(b);
+}
+
+static json_t *jb64(const char *s)
+{
+	return jb64n(s, strlen(s));
+}
+
+/* ---- refusals, etcd's reasons ------------------------------------------- */
+
+enum refusal { RF_UNAUTH, RF_UNBOUND, RF_REPLAY, RF_EPOCH, RF_MALFORMED, RF_FULL };
+
+/* Count a value that is not applied; log it with its key, at most once a
+ * second (the ones in between are counted and named in the next line). */
+static void refuse(struct cl_etcd *t, enum refusal r, const char *key, const char *why)
+{
+	uint64_t *ctr[] = {&t->st.refused_unauthenticated, &t->st.refused_unbound, &t->st.refused_replayed,
+			   &t->st.refused_epoch, &t->st.refused_malformed, &t->st.refused_nodes_full};
+	static const char *const name[] = {"unauthenticated", "unbound", "replayed", "epoch", "malformed", "nodes_full"};
+	stat_add(t, ctr[r], 1);
+	uint64_t now = mono_ms();
+	if (t->refuse_log_ms && now - t->refuse_log_ms < 1000) {
+		t->refuse_quiet++;
+		return;
+	}
+	t->refuse_log_ms = now;
+	if (t->refuse_quiet)
+		cp_warn("cluster: etcd key %.200s refused (%s: %s): not applied (and %" PRIu64
+			" more refused since the last such line)",
+			key, name[r], why, t->refuse_quiet);
+	else
+		cp_warn("cluster: etcd key %.200s refused (%s: %s): not applied", key, name[r], why);
+	t->refuse_quiet = 0;
+}
+
+/* A failure etcd or TLS gave a reason for: logged when the reason is new
+ * (once per change of state, not per retry). */
+static void problem(struct cl_etcd *t, const char *what)
+{
+	if (strncmp(t->problem, what, sizeof(t->problem) - 1) == 0)
+		return;
+	snprintf(t->problem, sizeof(t->problem), "%s", what);
+	cp_err("cluster: etcd %s: %s", t->cc->endpoint[t->cur], what);
+}
+
+static void problem_cleared(struct cl_etcd *t)
+{
+	if (!t->problem[0])
+		return;
+	cp_info("cluster: etcd %s answers again (was: %s)", t->cc->endpoint[t->cur], t->problem);
+	t->problem[0] = '\0';
 }
 
 /* ---- HTTP ------------------------------------------------------------ */
@@ -283,10 +486,15 @@ static size_t buf_write(char *ptr, size_t size, size_t nmemb, void *arg)
 {
 	struct buf *b = arg;
 	size_t n = size * nmemb;
+	size_t max = b->max ? b->max : CL_REPLY_MAX;
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = (b->len + n + 1) * 2;
-		if (cap > (8u << 20))
-			return 0; /* an answer this big is not one of ours: fail the transfer */
+		if (b->len + n + 1 > max) {
+			b->overflow = true;
+			return 0; /* an answer this big is not read: fail the transfer */
+		}
+		if (cap > max)
+			cap = max;
 		char *p = realloc(b->p, cap);
 		if (!p)
 			return 0;
@@ -299,16 +507,45 @@ static size_t buf_write(char *ptr, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
-static CURL *easy_new(struct cl_etcd *t, const char *path, const char *body, struct buf *b, long timeout_ms)
+/* Each transfer owns its header list (the token may change while a watch
+ * streams): freed with the handle. */
+static void easy_free(CURL *h)
 {
-	char url[128];
+	if (!h)
+		return;
+	struct curl_slist *hd = NULL;
+	curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&hd);
+	curl_easy_cleanup(h);
+	curl_slist_free_all(hd);
+}
+
+static CURL *easy_new(struct cl_etcd *t, const char *path, const char *body, struct buf *b, long timeout_ms,
+		      bool with_token)
+{
+	char url[128], auth[300];
 	CURL *h = curl_easy_init();
 	if (!h)
 		return NULL;
+	struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/json");
+	if (hd && with_token && t->token[0]) {
+		snprintf(auth, sizeof(auth), "Authorization: %s", t->token);
+		struct curl_slist *n = curl_slist_append(hd, auth);
+		if (!n) {
+			curl_slist_free_all(hd);
+			hd = NULL;
+		} else {
+			hd = n;
+		}
+	}
+	if (!hd) {
+		curl_easy_cleanup(h);
+		return NULL;
+	}
+	curl_easy_setopt(h, CURLOPT_PRIVATE, (char *)hd);
 	snprintf(url, sizeof(url), "%s%s", t->cc->endpoint[t->cur], path);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_COPYPOSTFIELDS, body);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, t->hdrs);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, buf_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -327,11 +564,11 @@ static CURL *easy_new(struct cl_etcd *t, const char *path, const char *body, str
 	return h;
 }
 
-static void watch_feed(struct cl_etcd *t);
+static void watch_feed(struct cl_etcd *t, struct cl_watch *w);
 static void beat_tick(struct cl_etcd *t);
 static void beat_done(struct cl_etcd *t, CURLcode code);
 
-/* Reap finished transfers; the watch ending is recorded as broken. Returns
+/* Reap finished transfers; a watch ending is recorded as broken. Returns
  * true when `req` finished (*code set). */
 static bool reap(struct cl_etcd *t, CURL *req, CURLcode *code)
 {
@@ -341,8 +578,10 @@ static bool reap(struct cl_etcd *t, CURL *req, CURLcode *code)
 	while ((m = curl_multi_info_read(t->multi, &left))) {
 		if (m->msg != CURLMSG_DONE)
 			continue;
-		if (m->easy_handle == t->watch) {
-			t->watch_broken = true;
+		if (m->easy_handle == t->kw.h) {
+			t->kw.broken = true;
+		} else if (m->easy_handle == t->bw.h) {
+			t->bw.broken = true;
 		} else if (t->beat_h && m->easy_handle == t->beat_h) {
 			beat_done(t, m->data.result);
 		} else if (m->easy_handle == req) {
@@ -354,30 +593,55 @@ static bool reap(struct cl_etcd *t, CURL *req, CURLcode *code)
 }
 
 /* Run the multi for up to wait_ms (woken early by curl_multi_wakeup or
- * socket activity); feeds the watch. */
+ * socket activity); feeds the watches. */
 static void pump(struct cl_etcd *t, int wait_ms)
 {
 	int running;
 	curl_multi_perform(t->multi, &running);
-	watch_feed(t);
+	watch_feed(t, &t->kw);
+	watch_feed(t, &t->bw);
 	beat_tick(t);
 	curl_multi_poll(t->multi, NULL, 0, wait_ms, NULL);
 	curl_multi_perform(t->multi, &running);
-	watch_feed(t);
+	watch_feed(t, &t->kw);
+	watch_feed(t, &t->bw);
 	beat_tick(t);
 }
 
-/* One request on the current endpoint, the watch streaming meanwhile.
- * 0 with *out (caller json_decref) or -EIO / -ETIMEDOUT / -EPROTO. */
-static int req(struct cl_etcd *t, const char *path, json_t *body, json_t **out)
+/* etcd's reason in an error answer ({"error": ..., "message": ...}). */
+static void etcd_reason(const struct buf *b, long status, char *out, size_t cap)
 {
-	char *text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	if (!text)
-		return -ENOMEM;
-	struct buf b = {0};
-	CURL *h = easy_new(t, path, text, &b, (long)t->cc->timeout_ms);
-	free(text);
+	json_error_t je;
+	json_t *j = b->p ? json_loadb(b->p, b->len, 0, &je) : NULL;
+	const char *msg = json_string_value(json_object_get(j, "message"));
+	if (!msg)
+		msg = json_string_value(json_object_get(j, "error"));
+	snprintf(out, cap, "HTTP %ld: %.150s", status, msg ? msg : (b->p ? b->p : ""));
+	json_decref(j);
+}
+
+static bool is_tls_error(CURLcode c)
+{
+	return c == CURLE_SSL_CONNECT_ERROR || c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CERTPROBLEM ||
+	       c == CURLE_SSL_CIPHER || c == CURLE_SSL_CACERT_BADFILE || c == CURLE_SSL_ISSUER_ERROR ||
+	       c == CURLE_SSL_CRL_BADFILE || c == CURLE_SSL_ENGINE_INITFAILED || c == CURLE_SSL_PINNEDPUBKEYNOTMATCH ||
+	       c == CURLE_SSL_INVALIDCERTSTATUS || c == CURLE_SSL_SHUTDOWN_FAILED || c == CURLE_SSL_CLIENTCERT;
+}
+
+static int authenticate(struct cl_etcd *t);
+
+/* One request on the current endpoint, the watches streaming meanwhile.
+ * 0 with *out (caller json_decref), or -EIO / -ETIMEDOUT / -ECONNREFUSED /
+ * -EPROTO / -EACCES (etcd refused the token, the user or a permission) /
+ * -EMSGSIZE (the answer is larger than CL_REPLY_MAX). With [cluster] user,
+ * a token etcd no longer knows (a member restarted, the token expired) is
+ * renewed once and the request tried again. */
+static int req_once(struct cl_etcd *t, const char *path, const char *text, json_t **out, bool *token_refused,
+		    uint32_t timeout_ms, size_t max)
+{
+	struct buf b = {.max = max};
+	bool with_token = strcmp(path, "/v3/auth/authenticate") != 0;
+	CURL *h = easy_new(t, path, text, &b, (long)timeout_ms, with_token);
 	if (!h)
 		return -ENOMEM;
 	stat_add(t, &t->st.requests, 1);
@@ -395,14 +659,35 @@ static int req(struct cl_etcd *t, const char *path, json_t *body, json_t **out)
 	long status = 0;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	curl_multi_remove_handle(t->multi, h);
-	curl_easy_cleanup(h);
+	easy_free(h);
 	int r = 0;
+	char why[200];
 	if (code != CURLE_OK) {
 		cp_debug("cluster: %s%s: %s", t->cc->endpoint[t->cur], path, curl_easy_strerror(code));
-		r = code == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : code == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO;
+		if (b.overflow) {
+			r = -EMSGSIZE;
+		} else if (is_tls_error(code)) {
+			snprintf(why, sizeof(why), "TLS: %s", curl_easy_strerror(code));
+			problem(t, why);
+			r = -EIO;
+		} else {
+			r = code == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : code == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO;
+		}
 	} else if (status != 200) {
-		cp_debug("cluster: %s%s: HTTP %ld: %.200s", t->cc->endpoint[t->cur], path, status, b.p ? b.p : "");
+		etcd_reason(&b, status, why, sizeof(why));
+		cp_debug("cluster: %s%s: %s", t->cc->endpoint[t->cur], path, why);
 		r = -EPROTO;
+		if (status == 401 && with_token && t->cc->user[0]) {
+			*token_refused = true; /* renewed by the caller */
+			r = -EACCES;
+		} else if (status == 401 || status == 403 || strstr(why, "authentication failed") ||
+			   strstr(why, "user name is empty") || strstr(why, "permission denied")) {
+			char w[240];
+			snprintf(w, sizeof(w), "refused %s: %s", path, why);
+			problem(t, w);
+			stat_add(t, &t->st.auth_failures, 1);
+			r = -EACCES;
+		}
 	} else {
 		json_error_t je;
 		*out = json_loadb(b.p ? b.p : "", b.len, 0, &je);
@@ -417,13 +702,76 @@ static int req(struct cl_etcd *t, const char *path, json_t *body, json_t **out)
 	return r;
 }
 
+static int req_tmo(struct cl_etcd *t, const char *path, json_t *body, json_t **out, uint32_t timeout_ms, size_t max)
+{
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	if (!text)
+		return -ENOMEM;
+	bool refused = false;
+	int r = req_once(t, path, text, out, &refused, timeout_ms, max);
+	if (refused && authenticate(t) == 0) {
+		refused = false;
+		r = req_once(t, path, text, out, &refused, timeout_ms, max);
+	}
+	if (refused) {
+		problem(t, "the renewed auth token was refused too");
+		stat_add(t, &t->st.auth_failures, 1);
+	}
+	free(text);
+	return r;
+}
+
+static int req(struct cl_etcd *t, const char *path, json_t *body, json_t **out)
+{
+	return req_tmo(t, path, body, out, t->cc->timeout_ms, 0);
+}
+
 static int64_t jint(json_t *o, const char *k)
 {
 	json_t *v = json_object_get(o, k);
-	if (json_is_string(v))
-		return strtoll(json_string_value(v), NULL, 10);
+	if (json_is_string(v)) {
+		uint64_t x;
+		const char *s = json_string_value(v);
+		if (s[0] == '-')
+			return strtoll(s, NULL, 10);
+		return cl_dec_parse(s, strlen(s), INT64_MAX, &x) ? (int64_t)x : 0;
+	}
 	if (json_is_integer(v))
 		return json_integer_value(v);
+	return 0;
+}
+
+/* /v3/auth/authenticate as [cluster] user: the token every later request
+ * carries. 0, or -EACCES with etcd's reason logged (once per reason). */
+static int authenticate(struct cl_etcd *t)
+{
+	if (!t->cc->user[0])
+		return 0;
+	t->token[0] = '\0';
+	json_t *out;
+	bool unused = false;
+	json_t *body = json_pack("{s:s, s:s}", "name", t->cc->user, "password", t->password);
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	if (!text)
+		return -ENOMEM;
+	/* etcd checks the password with bcrypt and through Raft: slower
+	 * than any other request, and rare (a connection, a dead token) */
+	uint32_t tmo = t->cc->timeout_ms < 750 ? 3000 : 4 * t->cc->timeout_ms;
+	int r = req_once(t, "/v3/auth/authenticate", text, &out, &unused, tmo, 0);
+	OPENSSL_cleanse(text, strlen(text));
+	free(text);
+	if (r < 0)
+		return r;
+	const char *tok = json_string_value(json_object_get(out, "token"));
+	if (tok && strlen(tok) < sizeof(t->token))
+		snprintf(t->token, sizeof(t->token), "%s", tok);
+	json_decref(out);
+	if (!t->token[0]) {
+		problem(t, "authenticate: no token in etcd's answer (is auth enabled on this member?)");
+		return -EPROTO;
+	}
 	return 0;
 }
 
@@ -436,186 +784,536 @@ static void key_of(struct cl_etcd *t, char *out, size_t cap, const char *fmt, co
 	snprintf(out, cap, "%s%s", t->cc->prefix, tail);
 }
 
-/* One kv (from a range or a watch event) -> a fact for the loop. */
-/* nodes/<name> of another node put on a lease (or deleted: lease 0), with
- * the heartbeat period its value declares. */
-static void peer_note(struct cl_etcd *t, const char *name, int64_t lease, uint32_t beat_ms)
+static struct cl_peer *peer_find(struct cl_etcd *t, const char *name)
 {
-	unsigned i;
-	for (i = 0; i < t->n_peers; i++)
+	for (unsigned i = 0; i < t->n_peers; i++)
 		if (strcmp(t->peer[i].name, name) == 0)
-			break;
-	if (!lease) {
-		if (i < t->n_peers)
-			t->peer[i] = t->peer[--t->n_peers];
-		return;
-	}
-	if (i == t->n_peers) {
-		if (t->n_peers == CL_PEERS_MAX)
-			return; /* beyond 64 peers: their expiry alone reports them */
-		t->n_peers++;
-		snprintf(t->peer[i].name, sizeof(t->peer[i].name), "%s", name);
-	} else if (t->peer[i].lease == lease) {
-		t->peer[i].beat_ms = beat_ms;
-		return;
-	}
-	t->peer[i].lease = lease;
-	t->peer[i].v = (struct cl_lease_view){.state = CL_PEER_UNPROVEN, .bound_ms = UINT64_MAX};
-	/* its silence counts from now: a node that died while this one was
-	 * away (or before it started) is reported down by the same rule */
-	t->peer[i].beat_ms = beat_ms;
-	t->peer[i].bv = (struct cl_beat_view){.state = CL_BEAT_UNPROVEN, .last_ms = mono_ms()};
+			return &t->peer[i];
+	return NULL;
 }
 
-static void beat_seen(struct cl_etcd *t, const char *name, json_t *j)
+static struct cl_peer *peer_by_lease(struct cl_etcd *t, int64_t lease)
+{
+	for (unsigned i = 0; i < t->n_peers; i++)
+		if (t->peer[i].lease == lease)
+			return &t->peer[i];
+	return NULL;
+}
+
+/* ---- the beat window and down/ records --------------------------------- */
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Tell the loop what it should believe of p's heartbeats now. */
+static void peer_emit(struct cl_etcd *t, struct cl_peer *p, bool down, int64_t gap_ms)
+{
+	p->reported_down = down;
+	struct cl_in m = {.kind = CL_IN_PEER_BEAT, .lease_id = p->lease, .stale = down, .gap_ms = gap_ms};
+	snprintf(m.node, sizeof(m.node), "%s", p->name);
+	in_push(t, &m);
+}
+
+/* Does a live node's down/ record name p on its lease? */
+static bool peer_claimed_down(const struct cl_etcd *t, const struct cl_peer *p, int64_t *gap)
+{
+	for (unsigned i = 0; i < t->n_peers; i++)
+		for (unsigned c = 0; c < t->peer[i].n_claims; c++)
+			if (strcmp(t->peer[i].claim[c].name, p->name) == 0 && t->peer[i].claim[c].lease == p->lease) {
+				*gap = t->peer[i].claim[c].gap_ms;
+				return true;
+			}
+	return false;
+}
+
+/* The peers outside this node's beat window are judged by the down/
+ * records of the nodes that watch them: report what changed (not while a
+ * snapshot is read: its end reports once). A new peer starts as
+ * "reported down" so that its first evaluation tells the loop it beats. */
+static void claims_report(struct cl_etcd *t)
+{
+	if (t->in_snapshot)
+		return;
+	for (unsigned i = 0; i < t->n_peers; i++) {
+		struct cl_peer *p = &t->peer[i];
+		int64_t gap = 0;
+		if (p->watched || !p->beat_ms)
+			continue;
+		bool down = peer_claimed_down(t, p, &gap);
+		if (down != p->reported_down)
+			peer_emit(t, p, down, gap);
+	}
+}
+
+/* Recompute the beat window (names sorted, this node among them) after
+ * the peers changed; a peer leaving it keeps what was last reported until
+ * a down/ record says otherwise, one entering it is judged from now. The
+ * beat watch is restarted by the main loop (window_dirty). */
+static void window_update(struct cl_etcd *t)
+{
+	unsigned n = t->n_peers + 1;
+	const char **names = calloc(n, sizeof(*names));
+	if (!names)
+		return;
+	names[0] = t->cc->node;
+	for (unsigned i = 0; i < t->n_peers; i++)
+		names[i + 1] = t->peer[i].name;
+	qsort(names, n, sizeof(*names), name_cmp);
+	unsigned self = 0, lo, hi;
+	while (self < n && strcmp(names[self], t->cc->node) != 0)
+		self++;
+	cl_beat_window(n, self, &lo, &hi);
+	unsigned watched = 0;
+	uint64_t now = mono_ms();
+	for (unsigned i = 0; i < t->n_peers; i++) {
+		struct cl_peer *p = &t->peer[i];
+		bool in = strcmp(p->name, names[lo]) >= 0 && strcmp(p->name, names[hi]) <= 0;
+		if (in && !p->watched) {
+			p->bv = (struct cl_beat_view){.state = CL_BEAT_UNPROVEN, .last_ms = now};
+			p->v = (struct cl_lease_view){.state = CL_PEER_UNPROVEN, .bound_ms = UINT64_MAX};
+		}
+		if (!in && p->watched && p->bv.state == CL_BEAT_DOWN)
+			t->down_dirty = true; /* no longer this node's to claim */
+		p->watched = in;
+		watched += in;
+	}
+	char lo_key[CL_KEY_RAW_MAX], hi_key[CL_KEY_RAW_MAX + 1];
+	int ll = snprintf(lo_key, sizeof(lo_key), "%sbeats/%s", t->cc->prefix, names[lo]);
+	int hl = snprintf(hi_key, sizeof(hi_key), "%sbeats/%s", t->cc->prefix, names[hi]);
+	free(names);
+	claims_report(t);
+	pthread_mutex_lock(&t->lock);
+	t->st.watched = watched;
+	pthread_mutex_unlock(&t->lock);
+	/* [beats/<lo>, beats/<hi> "\0"): exactly the window's keys */
+	char r0[sizeof(t->bw.range[0])], r1[sizeof(t->bw.range[1])];
+	if (ll < 0 || hl < 0 || (size_t)hl + 1 > sizeof(hi_key) || b64_enc(lo_key, (size_t)ll, r0, sizeof(r0)) < 0 ||
+	    b64_enc(hi_key, (size_t)hl + 1, r1, sizeof(r1)) < 0)
+		return;
+	if (strcmp(r0, t->bw.range[0]) != 0 || strcmp(r1, t->bw.range[1]) != 0) {
+		memcpy(t->bw.range[0], r0, sizeof(r0));
+		memcpy(t->bw.range[1], r1, sizeof(r1));
+		t->window_dirty = true;
+	}
+}
+
+/* nodes/<name> of another node put on a lease (or deleted: lease 0), with
+ * the heartbeat period its value declares. false: the table is full (the
+ * node is not tracked: refused by the caller). */
+static bool peer_note(struct cl_etcd *t, const char *name, int64_t lease, uint32_t beat_ms)
+{
+	struct cl_peer *p = peer_find(t, name);
+	if (!lease) {
+		if (p) {
+			*p = t->peer[--t->n_peers];
+			window_update(t); /* and its down/ record went with its lease: claims_report */
+		}
+		return true;
+	}
+	if (!p) {
+		if (t->n_peers == t->peers_max)
+			return false;
+		p = &t->peer[t->n_peers++];
+		memset(p, 0, sizeof(*p));
+		snprintf(p->name, sizeof(p->name), "%s", name);
+	} else if (p->lease == lease) {
+		p->beat_ms = beat_ms;
+		return true;
+	}
+	p->lease = lease;
+	p->v = (struct cl_lease_view){.state = CL_PEER_UNPROVEN, .bound_ms = UINT64_MAX};
+	/* its silence counts from now: a node that died while this one was
+	 * away (or before it started) is reported down by the same rule */
+	p->beat_ms = beat_ms;
+	p->bv = (struct cl_beat_view){.state = CL_BEAT_UNPROVEN, .last_ms = mono_ms()};
+	p->beat_seq = 0;
+	memset(p->kseq, 0, sizeof(p->kseq));
+	p->beat_rev = 0;
+	p->reported_down = true;
+	p->n_claims = 0;
+	p->watched = false;
+	window_update(t);
+	return true;
+}
+
+static void beat_seen(struct cl_etcd *t, const char *name, uint64_t ms)
 {
 	uint64_t now = mono_ms();
 	if (strcmp(name, t->cc->node) == 0) {
 		/* our own beat back: every event before it has come too */
-		json_t *ms = json_object_get(j, "ms");
-		if (json_is_integer(ms) && json_integer_value(ms) > 0)
-			cl_beat_steady(&t->beat_proven_ms, &t->beat_steady_ms, (uint64_t)json_integer_value(ms), now,
-				       t->cc->beat_ms);
+		if (ms)
+			cl_beat_steady(&t->beat_proven_ms, &t->beat_steady_ms, ms, now, t->cc->beat_ms);
 		return;
 	}
-	unsigned i;
-	for (i = 0; i < t->n_peers; i++)
-		if (strcmp(t->peer[i].name, name) == 0)
-			break;
-	if (i == t->n_peers)
-		return; /* no nodes/ key (yet): its claim comes before its first beat */
+	struct cl_peer *p = peer_find(t, name);
+	if (!p || !p->watched)
+		return;
 	stat_add(t, &t->st.beats_seen, 1);
-	struct cl_beat_view *v = &t->peer[i].bv;
+	struct cl_beat_view *v = &p->bv;
 	int64_t gap = (int64_t)(now - v->last_ms);
 	int was = v->state;
 	v->last_ms = now;
 	v->state = CL_BEAT_ALIVE;
-	if (was == CL_BEAT_ALIVE)
-		return;
-	struct cl_in m = {.kind = CL_IN_PEER_BEAT, .lease_id = t->peer[i].lease, .stale = false, .gap_ms = gap};
-	snprintf(m.node, sizeof(m.node), "%s", name);
-	in_push(t, &m);
+	if (was != CL_BEAT_ALIVE)
+		peer_emit(t, p, false, gap);
 }
 
+/* ---- reading values ------------------------------------------------------ */
+
+static bool jstr(json_t *j, const char *k, char *dst, size_t cap)
+{
+	const char *s = json_string_value(json_object_get(j, k));
+	if (!s || strlen(s) >= cap)
+		return false;
+	snprintf(dst, cap, "%s", s);
+	return true;
+}
+
+static bool juint(json_t *j, const char *k, uint64_t max, uint64_t *out)
+{
+	json_t *v = json_object_get(j, k);
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) > max)
+		return false;
+	*out = (uint64_t)json_integer_value(v);
+	return true;
+}
+
+/* The payload of an envelope as a JSON object (NULL: not one). */
+static json_t *payload_json(const struct cl_env *e)
+{
+	json_error_t je;
+	json_t *j = json_loadb(e->payload, e->payload_len, JSON_REJECT_DUPLICATES, &je);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
+}
+
+static void down_claims_set(struct cl_etcd *t, struct cl_peer *m, json_t *arr)
+{
+	m->n_claims = 0;
+	size_t i;
+	json_t *c;
+	json_array_foreach(arr, i, c) {
+		if (m->n_claims == CL_BEAT_WINDOW)
+			break;
+		char name[FG_CLUSTER_NAME_MAX];
+		uint64_t lease, gap;
+		if (!jstr(c, "node", name, sizeof(name)) || !juint(c, "lease", INT64_MAX, &lease) ||
+		    !juint(c, "gap_ms", INT64_MAX, &gap))
+			continue;
+		snprintf(m->claim[m->n_claims].name, sizeof(m->claim[0].name), "%s", name);
+		m->claim[m->n_claims].lease = (int64_t)lease;
+		m->claim[m->n_claims].gap_ms = (int64_t)gap;
+		m->n_claims++;
+	}
+	claims_report(t);
+}
+
+/* One kv (from a range or a watch event) -> a fact for the loop, when it is
+ * authentic and bound (the file's first comment). */
 static void kv_to_in(struct cl_etcd *t, json_t *kv, bool deleted, bool snapshot)
 {
-	char key[256], val[1024];
+	char key[CL_KEY_RAW_MAX + 4], val[CL_VALUE_MAX + 4];
+	const char *kb = json_string_value(json_object_get(kv, "key"));
+	int kl = kb ? b64_dec(kb, key, sizeof(key)) : -EINVAL;
+	if (kl < 0 || (size_t)kl < t->prefix_len || memcmp(key, t->cc->prefix, t->prefix_len) != 0 ||
+	    memchr(key, '\0', (size_t)kl)) {
+		stat_add(t, &t->st.foreign_keys, 1);
+		return;
+	}
+	struct cl_key k;
+	if (cl_key_parse(key + t->prefix_len, (size_t)kl - t->prefix_len, &k) == CL_KEY_FOREIGN) {
+		stat_add(t, &t->st.foreign_keys, 1);
+		return; /* not ours (another tool under the prefix, or not canonical): ignored */
+	}
+	bool self = (k.kind == CL_KEY_NODE || k.kind == CL_KEY_POINTS || k.kind == CL_KEY_BEAT ||
+		     k.kind == CL_KEY_DOWN) && strcmp(k.node, t->cc->node) == 0;
+	int64_t crev = jint(kv, "create_revision"), ver = jint(kv, "version"), klease = jint(kv, "lease");
+	int64_t rev = jint(kv, "mod_revision");
+	struct kstate *ks = k.kind == CL_KEY_LINE ? &t->ks_line[k.line] : k.kind == CL_KEY_EPOCH ? &t->ks_epoch : NULL;
+	if (self)
+		ks = k.kind == CL_KEY_NODE ? &t->ks_node : k.kind == CL_KEY_POINTS ? &t->ks_points
+			: k.kind == CL_KEY_BEAT ? &t->ks_beat : &t->ks_down;
+	if (ks)
+		ks_set(ks, deleted ? 0 : crev, deleted ? 0 : ver, rev);
 	struct cl_in m;
 	memset(&m, 0, sizeof(m));
 	m.snapshot = snapshot;
 	m.deleted = deleted;
-	const char *kb = json_string_value(json_object_get(kv, "key"));
-	const char *vb = json_string_value(json_object_get(kv, "value"));
-	if (!kb || b64_dec(kb, key, sizeof(key)) < 0)
-		return;
-	val[0] = '\0';
-	if (vb && b64_dec(vb, val, sizeof(val)) < 0)
-		goto bad;
-	size_t pl = strlen(t->cc->prefix);
-	if (strncmp(key, t->cc->prefix, pl) != 0)
-		return;
-	const char *k = key + pl;
-	json_t *j = NULL;
-	if (!deleted && strcmp(k, "epoch") != 0) {
-		json_error_t je;
-		j = json_loads(val, 0, &je);
-		if (!json_is_object(j)) {
-			json_decref(j);
-			goto bad;
+	m.revision = rev;
+	if (deleted) {
+		switch (k.kind) {
+		case CL_KEY_NODE:
+			if (self) {
+				if (t->kw.created)
+					t->kw.broken = true; /* our claim went: claim again (reconnect) */
+				return;
+			}
+			if (!peer_find(t, k.node))
+				return;
+			(void)peer_note(t, k.node, 0, 0);
+			m.kind = CL_IN_NODE;
+			snprintf(m.node, sizeof(m.node), "%s", k.node);
+			in_push(t, &m);
+			return;
+		case CL_KEY_DOWN: {
+			struct cl_peer *p = peer_find(t, k.node);
+			if (p)
+				down_claims_set(t, p, NULL);
+			return;
+		}
+		case CL_KEY_LINE:
+		case CL_KEY_EPOCH:
+			/* fanogate never deletes these: someone with etcd access did */
+			refuse(t, RF_UNBOUND, key, "deleted, not by fanogate (a later re-creation is refused here)");
+			return;
+		default:
+			return; /* points/, beats/: a lease's end, which its nodes/ delete reports */
 		}
 	}
-#define JSTR(dst, name) snprintf(dst, sizeof(dst), "%s", json_string_value(json_object_get(j, name)) ? json_string_value(json_object_get(j, name)) : "")
-	if (strcmp(k, "epoch") == 0) {
-		char *end;
-		unsigned long e = strtoul(val, &end, 10);
-		if (deleted || !val[0] || *end || e > UINT32_MAX)
-			goto bad;
-		m.kind = CL_IN_EPOCH;
-		m.epoch = (uint32_t)e;
-	} else if (strcmp(k, "epoch_by") == 0) {
-		/* who advanced it last: carried with the epoch fact */
-		m.kind = CL_IN_EPOCH;
-		if (deleted)
+	const char *vb = json_string_value(json_object_get(kv, "value"));
+	int vl = vb ? b64_dec(vb, val, sizeof(val)) : -EINVAL;
+	if (vl < 0) {
+		refuse(t, RF_UNAUTH, key, "value too long or not base64");
+		return;
+	}
+	struct cl_env e;
+	const char *why;
+	if (cl_env_parse(val, (size_t)vl, &e, &why) < 0) {
+		refuse(t, RF_UNAUTH, key, why);
+		return;
+	}
+	if (!cl_env_verify(t->mk, key, &e)) {
+		refuse(t, RF_UNAUTH, key, "bad_mac");
+		return;
+	}
+	if (!cl_env_bound(&e, crev, ver)) {
+		refuse(t, RF_REPLAY, key, "not at the version it was written for");
+		return;
+	}
+	char w[160];
+	bool leased = k.kind == CL_KEY_NODE || k.kind == CL_KEY_POINTS || k.kind == CL_KEY_BEAT || k.kind == CL_KEY_DOWN;
+	if (leased) {
+		if (!klease) {
+			refuse(t, RF_UNBOUND, key, "lease-less");
 			return;
-		json_t *to = json_object_get(j, "to");
-		if (!json_is_integer(to)) {
-			json_decref(j);
-			goto bad;
 		}
-		m.epoch = (uint32_t)json_integer_value(to);
-		JSTR(m.node, "node");
-		JSTR(m.why, "why");
-	} else if (strncmp(k, "lines/", 6) == 0) {
-		char *end;
-		unsigned long line = strtoul(k + 6, &end, 10);
-		if (*end || line >= FG_LINES || deleted) {
+		if (strcmp(e.node, k.node) != 0 || e.lease != klease) {
+			snprintf(w, sizeof(w), "written by node %s on lease %" PRId64 ", not its own", e.node, e.lease);
+			refuse(t, RF_UNBOUND, key, w);
+			return;
+		}
+	} else if (klease) {
+		refuse(t, RF_UNBOUND, key, "on a lease (fanogate writes it on none)");
+		return;
+	}
+	json_t *j = payload_json(&e);
+	if (!j) {
+		refuse(t, RF_MALFORMED, key, "payload is not a JSON object");
+		return;
+	}
+	/* the writer of a line or the epoch: this node (its lease), a live node
+	 * on the lease it names, or, in a snapshot, a node no longer live */
+	bool mine = e.lease == t->lease_id && strcmp(e.node, t->cc->node) == 0;
+	if (k.kind == CL_KEY_LINE || k.kind == CL_KEY_EPOCH) {
+		struct cl_peer *byname = peer_find(t, e.node), *bylease = peer_by_lease(t, e.lease);
+		bool bound = mine || (byname && byname->lease == e.lease);
+		/* in a snapshot a writer no longer live (no node by that name or on
+		 * that lease, this node's own earlier lease included) is history */
+		bool historic = snapshot && !byname && !bylease && e.lease != t->lease_id;
+		if (!bound && !historic) {
+			snprintf(w, sizeof(w), "names node %s on lease %" PRId64 ", which is not that node's live lease",
+				 e.node, e.lease);
+			refuse(t, RF_UNBOUND, key, w);
 			json_decref(j);
-			goto bad;
+			return;
+		}
+		/* a live writer's values for one key carry rising seqs: one no
+		 * newer than the last seen is an earlier value put back (after
+		 * a delete its version binding alone cannot tell) */
+		unsigned idx = k.kind == CL_KEY_LINE ? k.line : FG_LINES;
+		if (!mine && byname && byname->lease == e.lease) {
+			if (!snapshot && e.seq <= byname->kseq[idx]) {
+				refuse(t, RF_REPLAY, key, "no newer than that node's last value for it");
+				json_decref(j);
+				return;
+			}
+			byname->kseq[idx] = e.seq;
+		}
+	}
+	uint64_t a, b;
+	switch (k.kind) {
+	case CL_KEY_EPOCH: {
+		uint64_t to, from;
+		bool has_from = json_object_get(j, "from") != NULL;
+		if (!juint(j, "to", UINT32_MAX, &to) || (has_from && !juint(j, "from", UINT32_MAX, &from)) ||
+		    !jstr(j, "why", m.why, sizeof(m.why))) {
+			refuse(t, RF_MALFORMED, key, "epoch payload");
+			break;
+		}
+		if (has_from ? to != from + 1 : e.ver != 1) {
+			refuse(t, RF_EPOCH, key, has_from ? "not one up from the value it names" : "no from, not a creation");
+			break;
+		}
+		bool echo = mine && to <= t->epoch_val; /* this node's own write, applied when it won */
+		if (!snapshot && t->epoch_have && !echo && (!has_from || from != t->epoch_val)) {
+			snprintf(w, sizeof(w), "%" PRIu64 " after %u: the epoch only moves one up", to, t->epoch_val);
+			refuse(t, RF_EPOCH, key, w);
+			break;
+		}
+		if (snapshot && t->epoch_have && to < t->epoch_val) {
+			snprintf(w, sizeof(w), "%" PRIu64 " after %u: backwards", to, t->epoch_val);
+			refuse(t, RF_EPOCH, key, w);
+			break;
+		}
+		if (!t->epoch_have || to > t->epoch_val)
+			t->epoch_val = (uint32_t)to;
+		t->epoch_have = true;
+		m.kind = CL_IN_EPOCH;
+		m.epoch = (uint32_t)to;
+		m.mine = mine;
+		snprintf(m.node, sizeof(m.node), "%s", e.node);
+		in_push(t, &m);
+		break;
+	}
+	case CL_KEY_LINE: {
+		if (!jstr(j, "state", m.state, sizeof(m.state)) || !jstr(j, "event", m.event, sizeof(m.event)) ||
+		    !juint(j, "uid", UINT32_MAX, &a) || !jstr(j, "why", m.why, sizeof(m.why)) ||
+		    (strcmp(m.state, "disabled") && strcmp(m.state, "shadow") && strcmp(m.state, "active"))) {
+			refuse(t, RF_MALFORMED, key, "line payload");
+			break;
 		}
 		m.kind = CL_IN_LINE;
-		m.line = (unsigned)line;
-		JSTR(m.state, "state");
-		JSTR(m.event, "event");
-		JSTR(m.node, "node");
-		JSTR(m.why, "why");
-		m.uid = (uint32_t)json_integer_value(json_object_get(j, "uid"));
-	} else if (strncmp(k, "nodes/", 6) == 0 || strncmp(k, "points/", 7) == 0) {
-		bool node = k[0] == 'n';
-		m.kind = node ? CL_IN_NODE : CL_IN_POINTS;
-		snprintf(m.node, sizeof(m.node), "%s", k + (node ? 6 : 7));
-		if (!deleted) {
-			if (node) {
-				JSTR(m.layers, "layers");
-			} else {
-				m.alive = (uint8_t)json_integer_value(json_object_get(j, "alive"));
-				m.judged = (uint8_t)json_integer_value(json_object_get(j, "judged"));
-			}
-			m.lease_id = jint(kv, "lease");
-		}
-		if (node && strcmp(m.node, t->cc->node) != 0)
-			peer_note(t, m.node, deleted ? 0 : m.lease_id,
-				  deleted ? 0 : (uint32_t)json_integer_value(json_object_get(j, "beat_ms")));
-	} else if (strncmp(k, "beats/", 6) == 0) {
-		/* heartbeats are the thread's own business: a fact for the loop
-		 * only when a node stops or starts beating (beat_judge). A beat
-		 * in a snapshot is an old one, and a delete is the lease's
-		 * expiry, which the nodes/ key's delete reports. */
-		if (!deleted && !snapshot)
-			beat_seen(t, k + 6, j);
-		json_decref(j);
-		return;
-	} else {
-		json_decref(j);
-		return; /* not ours (another tool under the prefix): ignored */
+		m.line = k.line;
+		m.uid = (uint32_t)a;
+		m.mine = mine;
+		snprintf(m.node, sizeof(m.node), "%s", e.node);
+		in_push(t, &m);
+		break;
 	}
-#undef JSTR
+	case CL_KEY_NODE: {
+		if (!jstr(j, "layers", m.layers, sizeof(m.layers)) || !juint(j, "beat_ms", 600000, &b)) {
+			refuse(t, RF_MALFORMED, key, "node payload");
+			break;
+		}
+		if (self && klease != t->lease_id)
+			break; /* this node's name on an earlier lease of its own: going */
+		if (!self && !peer_note(t, k.node, klease, (uint32_t)b)) {
+			snprintf(w, sizeof(w), "%u nodes tracked already ([cluster] nodes_max)", t->peers_max + 1);
+			refuse(t, RF_FULL, key, w);
+			break;
+		}
+		m.kind = CL_IN_NODE;
+		m.lease_id = klease;
+		snprintf(m.node, sizeof(m.node), "%s", k.node);
+		in_push(t, &m);
+		break;
+	}
+	case CL_KEY_POINTS: {
+		struct cl_peer *p = self ? NULL : peer_find(t, k.node);
+		if (!self && (!p || p->lease != klease)) {
+			refuse(t, RF_UNBOUND, key, "no live node on its lease");
+			break;
+		}
+		if (self && klease != t->lease_id)
+			break; /* this node's earlier lease: its nodes/ says the rest */
+		if (!juint(j, "alive", 127, &a) || !juint(j, "judged", 127, &b)) {
+			refuse(t, RF_MALFORMED, key, "points payload");
+			break;
+		}
+		m.kind = CL_IN_POINTS;
+		m.alive = (uint8_t)a;
+		m.judged = (uint8_t)b;
+		m.lease_id = klease;
+		snprintf(m.node, sizeof(m.node), "%s", k.node);
+		in_push(t, &m);
+		break;
+	}
+	case CL_KEY_BEAT: {
+		if (!juint(j, "ms", UINT64_MAX >> 1, &a)) {
+			refuse(t, RF_MALFORMED, key, "beat payload");
+			break;
+		}
+		if (self) {
+			if (klease == t->lease_id && !snapshot)
+				beat_seen(t, k.node, a);
+			break;
+		}
+		struct cl_peer *p = peer_find(t, k.node);
+		if (!p || p->lease != klease) {
+			refuse(t, RF_UNBOUND, key, "no live node on its lease");
+			break;
+		}
+		if (rev <= p->beat_rev)
+			break; /* delivered again (a restarted watch): no news */
+		if (e.seq <= p->beat_seq) {
+			refuse(t, RF_REPLAY, key, "a beat no newer than the last one");
+			break;
+		}
+		p->beat_seq = e.seq;
+		p->beat_rev = rev;
+		if (!snapshot)
+			beat_seen(t, k.node, a);
+		break;
+	}
+	case CL_KEY_DOWN: {
+		if (self)
+			break;
+		struct cl_peer *p = peer_find(t, k.node);
+		json_t *arr = json_object_get(j, "down");
+		if (!p || p->lease != klease) {
+			refuse(t, RF_UNBOUND, key, "no live node on its lease");
+			break;
+		}
+		if (!json_is_array(arr)) {
+			refuse(t, RF_MALFORMED, key, "down payload");
+			break;
+		}
+		down_claims_set(t, p, arr);
+		break;
+	}
+	case CL_KEY_FOREIGN:
+		break;
+	}
 	json_decref(j);
-	in_push(t, &m);
-	return;
-bad:
-	stat_add(t, &t->st.bad_values, 1);
-	m.kind = CL_IN_BAD;
-	snprintf(m.why, sizeof(m.why), "%.150s", key);
-	in_push(t, &m);
 }
 
-/* ---- the watch stream -------------------------------------------------- */
+/* ---- the watches -------------------------------------------------------- */
 
-static void watch_line(struct cl_etcd *t, const char *line, size_t n)
+static void watch_line(struct cl_etcd *t, struct cl_watch *w, const char *line, size_t n)
 {
 	json_error_t je;
 	json_t *j = json_loadb(line, n, 0, &je);
 	json_t *res = json_object_get(j, "result");
 	if (!json_is_object(res)) {
 		/* {"error": ...}: the stream is over */
-		t->watch_broken = true;
+		const char *msg = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+		if (msg) {
+			char why[200];
+			snprintf(why, sizeof(why), "watch ended: %.150s", msg);
+			problem(t, why);
+		}
+		w->broken = true;
 		json_decref(j);
 		return;
 	}
 	if (json_is_true(json_object_get(res, "created")))
-		t->watch_created = true;
+		w->created = true;
 	if (json_is_true(json_object_get(res, "canceled")) || jint(res, "compact_revision")) {
-		t->watch_broken = true; /* compacted past us: resync with a range */
+		const char *reason = json_string_value(json_object_get(res, "cancel_reason"));
+		if (reason && reason[0]) {
+			char why[200];
+			snprintf(why, sizeof(why), "watch refused: %.150s", reason);
+			problem(t, why);
+			if (strstr(reason, "user name") || strstr(reason, "permission") || strstr(reason, "token"))
+				stat_add(t, &t->st.auth_failures, 1);
+		}
+		w->created = false;
+		w->broken = true; /* compacted past us: resync with a range */
 		json_decref(j);
 		return;
 	}
@@ -625,9 +1323,12 @@ static void watch_line(struct cl_etcd *t, const char *line, size_t n)
 	json_array_foreach(evs, i, ev) {
 		const char *type = json_string_value(json_object_get(ev, "type"));
 		json_t *kv = json_object_get(ev, "kv");
-		kv_to_in(t, kv, type && strcmp(type, "DELETE") == 0, false);
 		int64_t rev = jint(kv, "mod_revision");
-		if (rev > t->revision) {
+		if (rev <= w->revision)
+			continue; /* already delivered before a restart */
+		kv_to_in(t, kv, type && strcmp(type, "DELETE") == 0, false);
+		w->revision = rev;
+		if (w == &t->kw && rev > t->revision) {
 			t->revision = rev;
 			pthread_mutex_lock(&t->lock);
 			t->st.revision = rev;
@@ -638,69 +1339,78 @@ static void watch_line(struct cl_etcd *t, const char *line, size_t n)
 	json_decref(j);
 }
 
-static void watch_feed(struct cl_etcd *t)
+static void watch_feed(struct cl_etcd *t, struct cl_watch *w)
 {
 	char *nl;
 	size_t used = 0;
-	if (!t->wbuf.p)
+	if (!w->b.p)
 		return;
-	while ((nl = memchr(t->wbuf.p + used, '\n', t->wbuf.len - used))) {
-		size_t n = (size_t)(nl - (t->wbuf.p + used));
+	while ((nl = memchr(w->b.p + used, '\n', w->b.len - used))) {
+		size_t n = (size_t)(nl - (w->b.p + used));
 		if (n)
-			watch_line(t, t->wbuf.p + used, n);
+			watch_line(t, w, w->b.p + used, n);
 		used += n + 1;
 	}
 	if (used) {
-		memmove(t->wbuf.p, t->wbuf.p + used, t->wbuf.len - used);
-		t->wbuf.len -= used;
+		memmove(w->b.p, w->b.p + used, w->b.len - used);
+		w->b.len -= used;
 	}
 }
 
-static void watch_stop(struct cl_etcd *t)
+static void watch_stop(struct cl_etcd *t, struct cl_watch *w)
 {
-	if (t->watch) {
-		curl_multi_remove_handle(t->multi, t->watch);
-		curl_easy_cleanup(t->watch);
-		t->watch = NULL;
+	if (w->h) {
+		curl_multi_remove_handle(t->multi, w->h);
+		easy_free(w->h);
+		w->h = NULL;
 	}
-	t->wbuf.len = 0;
-	t->watch_created = false;
-	t->watch_broken = false;
+	w->b.len = 0;
+	w->b.overflow = false;
+	w->created = false;
+	w->broken = false;
 }
 
-static int watch_start(struct cl_etcd *t)
+/* Start w on its range from revision from, and wait (timeout_ms) for etcd
+ * to say it is created. */
+static int watch_start(struct cl_etcd *t, struct cl_watch *w, int64_t from)
 {
-	json_t *cr = json_pack("{s:s, s:s, s:s}", "key", t->prefix_b64, "range_end", t->end_b64, "start_revision", "0");
 	char rev[32];
-	snprintf(rev, sizeof(rev), "%" PRId64, t->revision + 1);
-	json_object_set_new(cr, "start_revision", json_string(rev));
+	snprintf(rev, sizeof(rev), "%" PRId64, from);
+	json_t *cr = json_pack("{s:s, s:s, s:s}", "key", w->range[0], "range_end", w->range[1], "start_revision", rev);
 	json_t *body = json_pack("{s:o}", "create_request", cr);
 	char *text = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 	if (!text)
 		return -ENOMEM;
-	watch_stop(t);
-	t->watch = easy_new(t, "/v3/watch", text, &t->wbuf, 0);
+	watch_stop(t, w);
+	w->revision = from - 1;
+	w->h = easy_new(t, "/v3/watch", text, &w->b, 0, true);
 	free(text);
-	if (!t->watch)
+	if (!w->h)
 		return -ENOMEM;
 	/* a stream: no overall timeout; a dead peer shows as a failed keepalive */
-	curl_multi_add_handle(t->multi, t->watch);
+	curl_multi_add_handle(t->multi, w->h);
 	uint64_t deadline = mono_ms() + t->cc->timeout_ms;
-	while (!t->watch_created && !t->watch_broken && mono_ms() < deadline && !atomic_load(&t->stop)) {
+	while (!w->created && !w->broken && mono_ms() < deadline && !atomic_load(&t->stop)) {
 		CURLcode c;
 		if (reap(t, NULL, &c))
 			break;
 		pump(t, 20);
 	}
-	if (!t->watch_created) {
-		watch_stop(t);
+	if (!w->created) {
+		watch_stop(t, w);
 		return -EIO;
 	}
 	return 0;
 }
 
-/* ---- requests ---------------------------------------------------------- */
+static void watches_stop(struct cl_etcd *t)
+{
+	watch_stop(t, &t->kw);
+	watch_stop(t, &t->bw);
+}
+
+/* ---- writes -------------------------------------------------------------- */
 
 static int lease_keepalive(struct cl_etcd *t)
 {
@@ -735,15 +1445,34 @@ static int lease_grant(struct cl_etcd *t)
 	json_decref(out);
 	if (!t->lease_id)
 		return -EPROTO;
+	/* the keys on the old lease are gone (or go): ours start again */
+	t->ks_node = t->ks_points = t->ks_beat = t->ks_down = (struct kstate){0};
 	stat_add(t, &t->st.leases_granted, 1);
 	struct cl_in m = {.kind = CL_IN_LEASE, .lease_id = t->lease_id, .ttl = ttl};
 	in_push(t, &m);
 	return 0;
 }
 
-static json_t *put_op(const char *key, const char *val, int64_t lease)
+/* The compare of a write on ks: the key is as this node last saw it. */
+static json_t *cas_compare(const char *key, const struct kstate *ks)
 {
-	json_t *p = json_pack("{s:o, s:o}", "key", jb64(key), "value", jb64(val));
+	char n[32];
+	if (!ks->ver)
+		return json_pack("[{s:o, s:s, s:s, s:s}]", "key", jb64(key), "target", "CREATE", "result", "EQUAL",
+				 "create_revision", "0");
+	json_t *c = json_array();
+	snprintf(n, sizeof(n), "%" PRId64, ks->crev);
+	json_array_append_new(c, json_pack("{s:o, s:s, s:s, s:s}", "key", jb64(key), "target", "CREATE", "result",
+					   "EQUAL", "create_revision", n));
+	snprintf(n, sizeof(n), "%" PRId64, ks->ver);
+	json_array_append_new(c, json_pack("{s:o, s:s, s:s, s:s}", "key", jb64(key), "target", "VERSION", "result",
+					   "EQUAL", "version", n));
+	return c;
+}
+
+static json_t *put_op(const char *key, const char *val, size_t vl, int64_t lease)
+{
+	json_t *p = json_pack("{s:o, s:o}", "key", jb64(key), "value", jb64n(val, vl));
 	if (lease) {
 		char id[32];
 		snprintf(id, sizeof(id), "%" PRId64, lease);
@@ -752,172 +1481,319 @@ static json_t *put_op(const char *key, const char *val, int64_t lease)
 	return p;
 }
 
-static int put(struct cl_etcd *t, const char *key, const char *val, int64_t lease)
+/* The txn body writing payload at key (on lease, or none) as the envelope
+ * for ks's next version, comparing ks; failure: range the key. NULL on
+ * failure. */
+static json_t *cas_body(struct cl_etcd *t, const char *key, const struct kstate *ks, const char *payload,
+			int64_t lease)
 {
-	json_t *out;
-	int r = req(t, "/v3/kv/put", put_op(key, val, lease), &out);
-	if (r == 0)
-		json_decref(out);
-	return r;
+	char val[CL_VALUE_MAX + 1];
+	int vl = cl_env_make(t->mk, key, t->cc->node, t->lease_id, ks->ver ? ks->crev : 0, ks->ver + 1, ++t->seq,
+			     payload, strlen(payload), val, sizeof(val));
+	if (vl < 0)
+		return NULL;
+	return json_pack("{s:o, s:[{s:o}], s:[{s:{s:o}}]}", "compare", cas_compare(key, ks), "success", "requestPut",
+			 put_op(key, val, (size_t)vl, lease), "failure", "requestRange", "key", jb64(key));
 }
 
-/* Claim nodes/<node> on our lease: txn(compare create_revision == 0;
- * success put; failure range). 0 when the key is ours (created now, or
- * already on our lease: re-put), -EEXIST when another live lease holds it
- * (*holder: its value), or a request error. etcd serialises two nodes that
- * claim the same name at once: one creates, the other finds it. */
-static int claim_node(struct cl_etcd *t, char *holder, size_t holder_len)
+/* After a txn that wrote version ver (its compare held ks as it was): a
+ * success puts ks at that version (created at the txn's revision when
+ * new); a failure takes the key's state from the range. Either is as of
+ * the answer's revision: a watch event already newer is kept. */
+static void cas_after(json_t *out, struct kstate *ks, int64_t ver, bool won, json_t **found)
 {
-	char key[160], val[512];
-	key_of(t, key, sizeof(key), "nodes/%s", t->cc->node);
-	json_t *v = json_pack("{s:s, s:s, s:i, s:i}", "node", t->cc->node, "layers", t->cc->layers_text, "pid",
-			      (int)getpid(), "beat_ms", (int)(t->beat_down_ms ? t->cc->beat_ms : 0));
-	char *s = json_dumps(v, JSON_COMPACT);
-	json_decref(v);
-	if (!s)
-		return -ENOMEM;
-	snprintf(val, sizeof(val), "%s", s);
-	free(s);
-	json_t *body = json_pack("{s:[{s:o, s:s, s:s, s:s}], s:[{s:o}], s:[{s:{s:o}}]}", "compare", "key", jb64(key),
-				 "target", "CREATE", "result", "EQUAL", "create_revision", "0", "success", "requestPut",
-				 put_op(key, val, t->lease_id), "failure", "requestRange", "key", jb64(key));
-	json_t *out;
-	int r = req(t, "/v3/kv/txn", body, &out);
-	if (r < 0)
-		return r;
-	if (json_is_true(json_object_get(out, "succeeded"))) {
-		json_decref(out);
-		return 0;
+	int64_t rev = jint(json_object_get(out, "header"), "revision");
+	if (won) {
+		ks_set(ks, ver == 1 ? rev : ks->crev, ver, rev);
+		return;
 	}
 	json_t *kv = json_array_get(json_object_get(json_object_get(json_array_get(json_object_get(out, "responses"), 0),
 								    "response_range"),
 						    "kvs"),
 				    0);
-	int64_t lease = jint(kv, "lease");
-	char other[512] = "";
-	const char *vb = json_string_value(json_object_get(kv, "value"));
-	if (vb && b64_dec(vb, other, sizeof(other)) < 0)
-		other[0] = '\0';
-	json_decref(out);
-	if (!kv)
-		return -EAGAIN; /* deleted between compare and range: claim again */
-	if (lease == t->lease_id)
-		return put(t, key, val, t->lease_id); /* ours (a reconnection on the same lease) */
-	snprintf(holder, holder_len, "lease %" PRId64 ", %.300s", lease, other);
-	return -EEXIST;
+	ks_set(ks, kv ? jint(kv, "create_revision") : 0, kv ? jint(kv, "version") : 0, rev);
+	if (found)
+		*found = kv;
 }
 
-/* txn: compare value(epoch) == from (or absent) -> put epoch and epoch_by;
- * else range epoch. 1 won, 0 lost (*cur = etcd's epoch, or -1 absent). */
-static int epoch_cas(struct cl_etcd *t, bool has_from, uint32_t from, uint32_t to, const char *why, int64_t *cur)
+/* Write payload at key as a compare-and-swap on ks: 1 written, 0 not
+ * (create_only and the key exists), or -errno. A lost compare (another
+ * node wrote the key meanwhile) is tried again on the version it found,
+ * up to four rounds: the last writer wins, as with a put. */
+static int cas_put(struct cl_etcd *t, const char *key, struct kstate *ks, const char *payload, int64_t lease,
+		   bool create_only)
 {
-	char ek[160], bk[160], fs[16], ts[16], b64[64];
-	key_of(t, ek, sizeof(ek), "%s", "epoch");
-	key_of(t, bk, sizeof(bk), "%s", "epoch_by");
-	snprintf(fs, sizeof(fs), "%u", from);
-	snprintf(ts, sizeof(ts), "%u", to);
-	json_t *cmp;
-	if (has_from) {
-		if (b64_enc(fs, strlen(fs), b64, sizeof(b64)) < 0)
+	for (int round = 0; round < 4; round++) {
+		if (create_only && ks->ver)
+			return 0;
+		int64_t ver = ks->ver + 1;
+		json_t *body = cas_body(t, key, ks, payload, lease), *out;
+		if (!body)
 			return -EINVAL;
-		cmp = json_pack("{s:o, s:s, s:s, s:s}", "key", jb64(ek), "target", "VALUE", "result", "EQUAL", "value", b64);
-	} else {
-		cmp = json_pack("{s:o, s:s, s:s, s:s}", "key", jb64(ek), "target", "CREATE", "result", "EQUAL",
-				"create_revision", "0");
+		int r = req(t, "/v3/kv/txn", body, &out);
+		if (r < 0)
+			return r;
+		bool won = json_is_true(json_object_get(out, "succeeded"));
+		cas_after(out, ks, ver, won, NULL);
+		json_decref(out);
+		if (won)
+			return 1;
 	}
-	json_t *by = json_pack("{s:s, s:s, s:i, s:i}", "node", t->cc->node, "why", why, "from", (json_int_t)from, "to",
-			       (json_int_t)to);
-	char *bys = json_dumps(by, JSON_COMPACT);
-	json_decref(by);
-	if (!bys) {
-		json_decref(cmp);
+	return -EAGAIN;
+}
+
+/* The payload of this node's nodes/ key. */
+static int node_payload(struct cl_etcd *t, char *out, size_t cap)
+{
+	json_t *v = json_pack("{s:s, s:i, s:i}", "layers", t->cc->layers_text, "pid", (int)getpid(), "beat_ms",
+			      (int)(t->beat_down_ms ? t->cc->beat_ms : 0));
+	char *s = json_dumps(v, JSON_COMPACT);
+	json_decref(v);
+	if (!s)
 		return -ENOMEM;
+	snprintf(out, cap, "%s", s);
+	free(s);
+	return 0;
+}
+
+/* Is kv (nodes/<this name>) a live node's: a valid value on the lease it
+ * carries? */
+static bool claim_is_live(struct cl_etcd *t, const char *key, json_t *kv, char *why, size_t why_len)
+{
+	char val[CL_VALUE_MAX + 4];
+	const char *vb = json_string_value(json_object_get(kv, "value"));
+	int64_t lease = jint(kv, "lease");
+	int vl = vb ? b64_dec(vb, val, sizeof(val)) : -EINVAL;
+	struct cl_env e;
+	const char *pw;
+	if (!lease) {
+		snprintf(why, why_len, "lease-less");
+	} else if (vl < 0 || cl_env_parse(val, (size_t)vl, &e, &pw) < 0) {
+		snprintf(why, why_len, "not a fanogate value");
+	} else if (!cl_env_verify(t->mk, key, &e)) {
+		snprintf(why, why_len, "no valid MAC");
+	} else if (e.lease != lease || strcmp(e.node, t->cc->node) != 0 ||
+		   !cl_env_bound(&e, jint(kv, "create_revision"), jint(kv, "version"))) {
+		snprintf(why, why_len, "not bound to lease %" PRId64, lease);
+	} else {
+		return true;
 	}
-	/* epoch_by first: a watcher sees who and why before the epoch moves */
-	json_t *body = json_pack("{s:[o], s:[{s:o},{s:o}], s:[{s:{s:o}}]}", "compare", cmp, "success", "requestPut",
-				 put_op(bk, bys, 0), "requestPut", put_op(ek, ts, 0), "failure", "requestRange", "key",
-				 jb64(ek));
-	free(bys);
+	return false;
+}
+
+/* Claim nodes/<node> on our lease: created if absent (txn, compare
+ * create_revision == 0), re-written when already on our lease (a
+ * reconnection), taken over when no live node's value holds it (a squatter:
+ * lease-less, or no valid MAC; compare mod_revision). 0 when the key is
+ * ours, -EEXIST when another live lease holds it (*holder: its lease and
+ * value), or a request error. etcd serialises two nodes that claim the same
+ * name at once: one creates, the other finds it. */
+static int claim_node(struct cl_etcd *t, char *holder, size_t holder_len)
+{
+	char key[160], payload[512];
+	key_of(t, key, sizeof(key), "nodes/%s", t->cc->node);
+	if (node_payload(t, payload, sizeof(payload)) < 0)
+		return -ENOMEM;
+	for (int round = 0; round < 4; round++) {
+		int64_t ver = t->ks_node.ver + 1;
+		json_t *body = cas_body(t, key, &t->ks_node, payload, t->lease_id), *out, *kv = NULL;
+		if (!body)
+			return -EINVAL;
+		int r = req(t, "/v3/kv/txn", body, &out);
+		if (r < 0)
+			return r;
+		bool won = json_is_true(json_object_get(out, "succeeded"));
+		cas_after(out, &t->ks_node, ver, won, &kv);
+		if (won) {
+			json_decref(out);
+			return 0;
+		}
+		if (!kv) {
+			json_decref(out);
+			continue; /* deleted between compare and range: claim again */
+		}
+		int64_t lease = jint(kv, "lease");
+		char why[80];
+		if (lease == t->lease_id || !claim_is_live(t, key, kv, why, sizeof(why))) {
+			if (lease != t->lease_id) {
+				stat_add(t, &t->st.names_reclaimed, 1);
+				cp_warn("cluster: %s was held by a value that is no live node's (%s, lease %" PRId64
+					"): taken over",
+					key, why, lease);
+			}
+			json_decref(out);
+			continue; /* ours, or a squatter's: write over it at the version found */
+		}
+		char other[CL_VALUE_MAX + 4] = "";
+		const char *vb = json_string_value(json_object_get(kv, "value"));
+		if (vb && b64_dec(vb, other, sizeof(other)) < 0)
+			other[0] = '\0';
+		const char *nl = strchr(other, '\n');
+		snprintf(holder, holder_len, "lease %" PRId64 ", %.300s", lease, nl ? nl + 1 : other);
+		json_decref(out);
+		return -EEXIST;
+	}
+	return -EAGAIN;
+}
+
+/* Read the epoch key back (after a lost compare): the kstate, and the
+ * value when it is valid (*cur; -1 when absent or not valid). */
+static int epoch_read(struct cl_etcd *t, const char *key, int64_t *cur)
+{
 	json_t *out;
-	int r = req(t, "/v3/kv/txn", body, &out);
+	int r = req(t, "/v3/kv/range", json_pack("{s:o}", "key", jb64(key)), &out);
 	if (r < 0)
 		return r;
-	if (json_is_true(json_object_get(out, "succeeded"))) {
-		json_decref(out);
-		stat_add(t, &t->st.cas_won, 1);
-		return 1;
-	}
-	stat_add(t, &t->st.cas_lost, 1);
+	json_t *kv = json_array_get(json_object_get(out, "kvs"), 0);
 	*cur = -1;
-	json_t *kvs = json_object_get(json_object_get(json_array_get(json_object_get(out, "responses"), 0),
-						      "response_range"), "kvs");
-	json_t *kv = json_array_get(kvs, 0);
-	char val[32];
+	ks_set(&t->ks_epoch, kv ? jint(kv, "create_revision") : 0, kv ? jint(kv, "version") : 0,
+	       jint(json_object_get(out, "header"), "revision"));
+	char val[CL_VALUE_MAX + 4];
 	const char *vb = json_string_value(json_object_get(kv, "value"));
-	if (vb && b64_dec(vb, val, sizeof(val)) > 0)
-		*cur = strtoll(val, NULL, 10);
+	struct cl_env e;
+	const char *why;
+	int vl = vb ? b64_dec(vb, val, sizeof(val)) : -EINVAL;
+	if (vl >= 0 && cl_env_parse(val, (size_t)vl, &e, &why) == 0 && cl_env_verify(t->mk, key, &e) &&
+	    cl_env_bound(&e, t->ks_epoch.crev, t->ks_epoch.ver)) {
+		json_t *j = payload_json(&e);
+		uint64_t to;
+		if (j && juint(j, "to", UINT32_MAX, &to))
+			*cur = (int64_t)to;
+		json_decref(j);
+	}
 	json_decref(out);
 	return 0;
 }
 
+/* Move etcd's epoch up to `to`, one at a time (compare-and-swap on the
+ * key's version: from the value this node knows to that plus one). Another
+ * node that advanced it as far first ends it (the watch brings theirs). */
+static int epoch_advance(struct cl_etcd *t, const struct cl_out *m)
+{
+	char key[160], payload[320];
+	key_of(t, key, sizeof(key), "%s", "epoch");
+	bool have = t->epoch_have;
+	int64_t cur = t->epoch_val;
+	for (int step = 0; step < 64; step++) {
+		if (have && cur >= (int64_t)m->to)
+			return 0;
+		json_t *p;
+		if (have)
+			p = json_pack("{s:I, s:I, s:s}", "to", (json_int_t)(cur + 1), "from", (json_int_t)cur, "why", m->why);
+		else if (!t->ks_epoch.ver)
+			p = json_pack("{s:I, s:s}", "to", (json_int_t)m->to, "why", m->why); /* creates it */
+		else if (m->to)
+			/* a key there with no valid value: written over, one up from below */
+			p = json_pack("{s:I, s:I, s:s}", "to", (json_int_t)m->to, "from", (json_int_t)m->to - 1, "why",
+				      m->why);
+		else
+			return 0;
+		char *s = p ? json_dumps(p, JSON_COMPACT) : NULL;
+		json_decref(p);
+		if (!s)
+			return -ENOMEM;
+		snprintf(payload, sizeof(payload), "%s", s);
+		free(s);
+		int64_t ver = t->ks_epoch.ver + 1;
+		json_t *body = cas_body(t, key, &t->ks_epoch, payload, 0), *out;
+		if (!body)
+			return -EINVAL;
+		int r = req(t, "/v3/kv/txn", body, &out);
+		if (r < 0)
+			return r;
+		bool won = json_is_true(json_object_get(out, "succeeded"));
+		cas_after(out, &t->ks_epoch, ver, won, NULL);
+		json_decref(out);
+		if (won) {
+			stat_add(t, &t->st.cas_won, 1);
+			cur = have ? cur + 1 : (int64_t)m->to;
+			have = true;
+			/* known here at once: a second advance right after this
+			 * one steps from it, and the echo is no jump */
+			t->epoch_have = true;
+			if (cur > (int64_t)t->epoch_val)
+				t->epoch_val = (uint32_t)cur;
+			continue;
+		}
+		stat_add(t, &t->st.cas_lost, 1);
+		int64_t found;
+		if ((r = epoch_read(t, key, &found)) < 0)
+			return r;
+		if (found >= 0) {
+			cur = found;
+			have = true;
+		} else if (t->epoch_have) {
+			cur = t->epoch_val; /* not a valid value there: written over from the last valid one */
+			have = true;
+		} else {
+			have = false;
+		}
+	}
+	cp_warn("cluster: the epoch is more than 64 steps behind this node's (%u): etcd left where it is", m->to);
+	return 0;
+}
+
+static int points_put(struct cl_etcd *t, uint8_t alive, uint8_t judged)
+{
+	char key[160], payload[64];
+	if (!t->lease_id)
+		return 0;
+	key_of(t, key, sizeof(key), "points/%s", t->cc->node);
+	snprintf(payload, sizeof(payload), "{\"alive\":%u,\"judged\":%u}", alive, judged);
+	int r = cas_put(t, key, &t->ks_points, payload, t->lease_id, false);
+	return r < 0 ? r : 0;
+}
+
+/* This node's down/ record: the peers of its window whose beats it proved
+ * stopped (the others judge those peers by it). */
+static int down_put(struct cl_etcd *t)
+{
+	char key[160];
+	if (!t->lease_id)
+		return 0;
+	json_t *arr = json_array();
+	for (unsigned i = 0; i < t->n_peers; i++) {
+		const struct cl_peer *p = &t->peer[i];
+		if (!p->watched || p->bv.state != CL_BEAT_DOWN)
+			continue;
+		json_array_append_new(arr, json_pack("{s:s, s:I, s:I}", "node", p->name, "lease", (json_int_t)p->lease,
+						     "gap_ms", (json_int_t)(mono_ms() - p->bv.last_ms)));
+	}
+	json_t *v = json_pack("{s:o}", "down", arr);
+	char *s = json_dumps(v, JSON_COMPACT);
+	json_decref(v);
+	if (!s)
+		return -ENOMEM;
+	key_of(t, key, sizeof(key), "down/%s", t->cc->node);
+	int r = cas_put(t, key, &t->ks_down, s, t->lease_id, false);
+	free(s);
+	if (r == 1)
+		stat_add(t, &t->st.down_records, 1);
+	return r < 0 ? r : 0;
+}
+
 static int send_out(struct cl_etcd *t, const struct cl_out *m)
 {
-	char key[160], val[512];
+	char key[160];
 	switch (m->kind) {
 	case CL_OUT_LINE: {
 		char ls[8];
 		snprintf(ls, sizeof(ls), "%u", m->line);
 		key_of(t, key, sizeof(key), "lines/%s", ls);
-		json_t *v = json_pack("{s:s, s:s, s:i, s:s, s:s}", "state", m->state, "event", m->event, "uid",
-				      (json_int_t)m->uid, "node", t->cc->node, "why", m->why);
+		json_t *v = json_pack("{s:s, s:s, s:I, s:s}", "state", m->state, "event", m->event, "uid",
+				      (json_int_t)m->uid, "why", m->why);
 		char *s = json_dumps(v, JSON_COMPACT);
 		json_decref(v);
 		if (!s)
 			return -ENOMEM;
-		snprintf(val, sizeof(val), "%s", s);
+		int r = cas_put(t, key, &t->ks_line[m->line], s, 0, m->create_only);
 		free(s);
-		if (!m->create_only)
-			return put(t, key, val, 0);
-		json_t *body = json_pack("{s:[{s:o, s:s, s:s, s:s}], s:[{s:o}]}", "compare", "key", jb64(key), "target",
-					 "CREATE", "result", "EQUAL", "create_revision", "0", "success", "requestPut",
-					 put_op(key, val, 0));
-		json_t *out;
-		int r = req(t, "/v3/kv/txn", body, &out);
-		if (r == 0)
-			json_decref(out);
-		return r;
+		return r < 0 ? r : 0;
 	}
-	case CL_OUT_EPOCH: {
-		bool has_from = m->has_from;
-		uint32_t from = m->from;
-		/* a few rounds: etcd may be behind this node (it advanced while
-		 * etcd was away) or ahead (another node won: adopt theirs) */
-		for (int round = 0; round < 4; round++) {
-			int64_t cur = -1;
-			int r = epoch_cas(t, has_from, from, m->to, m->why, &cur);
-			if (r < 0)
-				return r;
-			if (r == 1)
-				return 0;
-			if (cur < 0) {
-				has_from = false;
-				continue;
-			}
-			if ((int32_t)((uint32_t)cur - m->to) >= 0) {
-				/* another node advanced it as far or further: the
-				 * watch brings theirs; this conflict counted once */
-				return 0;
-			}
-			has_from = true;
-			from = (uint32_t)cur;
-		}
-		return 0;
-	}
-	case CL_OUT_POINTS: {
-		key_of(t, key, sizeof(key), "points/%s", t->cc->node);
-		snprintf(val, sizeof(val), "{\"alive\":%u,\"judged\":%u}", m->alive, m->judged);
-		return t->lease_id ? put(t, key, val, t->lease_id) : 0;
-	}
+	case CL_OUT_EPOCH:
+		return epoch_advance(t, m);
+	case CL_OUT_POINTS:
+		return points_put(t, m->alive, m->judged);
 	}
 	return -EINVAL;
 }
@@ -937,26 +1813,163 @@ static int drain_out(struct cl_etcd *t, struct cl_out *last_points)
 	return 0;
 }
 
+/* ---- the snapshot ------------------------------------------------------- */
+
+/* Range [start, end) at revision rev in pages of CL_PAGE_KEYS keys, each
+ * answer read up to CL_PAGE_KV_BYTES a key: a page longer than that holds
+ * a value fanogate never wrote, and is read again halved (so is a page
+ * that takes longer than four requests), down to one key; a single key
+ * that long is skipped (refused, counted). count_only: *count
+ * set, nothing fed. Every kv goes through kv_to_in; *returned counts them. */
+static int range_paged(struct cl_etcd *t, const char *start, size_t sl, const char *end, size_t el, int64_t *rev,
+		       bool count_only, int64_t *count, unsigned *returned)
+{
+	char from[CL_KEY_RAW_MAX + 2], e64[4 * (CL_KEY_RAW_MAX / 3 + 2)];
+	if (sl > CL_KEY_RAW_MAX || el > CL_KEY_RAW_MAX || b64_enc(end, el, e64, sizeof(e64)) < 0)
+		return -EINVAL;
+	memcpy(from, start, sl);
+	size_t fl = sl;
+	int limit = CL_PAGE_KEYS;
+	for (;;) {
+		char rv[32], lim[16];
+		snprintf(rv, sizeof(rv), "%" PRId64, *rev);
+		snprintf(lim, sizeof(lim), "%d", limit);
+		json_t *body = json_pack("{s:o, s:s}", "key", jb64n(from, fl), "range_end", e64);
+		if (*rev)
+			json_object_set_new(body, "revision", json_string(rv));
+		if (count_only)
+			json_object_set_new(body, "count_only", json_true());
+		else
+			json_object_set_new(body, "limit", json_string(lim));
+		json_t *out;
+		/* etcd builds the whole answer before it sends any: a page
+		 * holding megabytes nobody of ours wrote is slow, not only long;
+		 * it gets more time than a request, and is halved when even
+		 * that is not enough */
+		int r = req_tmo(t, "/v3/kv/range", body, &out, 4 * t->cc->timeout_ms,
+				count_only ? 0 : (size_t)limit * CL_PAGE_KV_BYTES + CL_PAGE_KV_BYTES);
+		if ((r == -EMSGSIZE || (r == -ETIMEDOUT && !count_only)) && limit > 1) {
+			limit /= 2;
+			continue;
+		}
+		if (r == -EMSGSIZE) {
+			/* one key larger than we read: learn its name alone, skip it */
+			json_t *kb = json_pack("{s:o, s:s, s:s, s:b}", "key", jb64n(from, fl), "range_end", e64, "limit", "1",
+					       "keys_only", 1);
+			if (*rev)
+				json_object_set_new(kb, "revision", json_string(rv));
+			if ((r = req(t, "/v3/kv/range", kb, &out)) < 0)
+				return r;
+			json_t *kv = json_array_get(json_object_get(out, "kvs"), 0);
+			char raw[CL_KEY_RAW_MAX + 4];
+			const char *k64 = json_string_value(json_object_get(kv, "key"));
+			int kl = k64 ? b64_dec(k64, raw, sizeof(raw)) : -EINVAL;
+			json_decref(out);
+			if (kl < 0 || (size_t)kl + 1 > CL_KEY_RAW_MAX)
+				return -EPROTO;
+			refuse(t, RF_UNAUTH, raw, "value larger than any fanogate writes");
+			(*returned)++;
+			memcpy(from, raw, (size_t)kl);
+			from[kl] = '\0';
+			fl = (size_t)kl + 1;
+			limit = CL_PAGE_KEYS;
+			continue;
+		}
+		if (r < 0)
+			return r;
+		if (!*rev)
+			*rev = jint(json_object_get(out, "header"), "revision");
+		if (count_only) {
+			*count = jint(out, "count");
+			json_decref(out);
+			return 0;
+		}
+		json_t *kvs = json_object_get(out, "kvs"), *kv;
+		size_t i;
+		char last[CL_KEY_RAW_MAX + 4];
+		int ll = -1;
+		json_array_foreach(kvs, i, kv) {
+			kv_to_in(t, kv, false, true);
+			const char *k64 = json_string_value(json_object_get(kv, "key"));
+			ll = k64 ? b64_dec(k64, last, sizeof(last)) : -EINVAL;
+			(*returned)++;
+		}
+		bool more = json_is_true(json_object_get(out, "more"));
+		json_decref(out);
+		if (!more)
+			return 0;
+		if (ll < 0 || (size_t)ll + 1 > CL_KEY_RAW_MAX)
+			return -EPROTO;
+		memcpy(from, last, (size_t)ll);
+		from[ll] = '\0'; /* the next key after the last one */
+		fl = (size_t)ll + 1;
+		limit = CL_PAGE_KEYS;
+	}
+}
+
 static int snapshot(struct cl_etcd *t)
 {
-	json_t *out;
-	int r = req(t, "/v3/kv/range", json_pack("{s:s, s:s}", "key", t->prefix_b64, "range_end", t->end_b64), &out);
+	char s[CL_KEY_RAW_MAX], e[CL_KEY_RAW_MAX];
+	size_t pl = t->prefix_len;
+	int64_t rev = 0, total = 0, beats = 0;
+	unsigned returned = 0;
+	memcpy(s, t->cc->prefix, pl);
+	memcpy(e, t->cc->prefix, pl);
+	e[pl - 1]++;
+	/* the revision every page is read at, and how many keys there are */
+	int r = range_paged(t, s, pl, e, pl, &rev, true, &total, &returned);
 	if (r < 0)
 		return r;
 	struct cl_in up = {.kind = CL_IN_UP};
 	snprintf(up.why, sizeof(up.why), "%s", t->cc->endpoint[t->cur]);
 	in_push(t, &up);
-	t->revision = jint(json_object_get(out, "header"), "revision");
+	t->revision = rev;
 	pthread_mutex_lock(&t->lock);
-	t->st.revision = t->revision;
+	t->st.revision = rev;
 	pthread_mutex_unlock(&t->lock);
-	size_t i;
-	json_t *kv;
-	t->n_peers = 0; /* the snapshot lists every live node again; each is probed afresh */
-	json_array_foreach(json_object_get(out, "kvs"), i, kv)
-		kv_to_in(t, kv, false, true);
-	json_decref(out);
-	struct cl_in end = {.kind = CL_IN_SNAP_END, .revision = t->revision};
+	/* the snapshot lists every live node again; each is judged afresh */
+	t->n_peers = 0;
+	t->in_snapshot = true; /* epoch_have stays: a value refused now leaves the last valid one */
+	/* nodes first: the writers of everything else are checked against them */
+	static const char *const parts[] = {"nodes/", "points/", "down/", "epoch", "lines/"};
+	uint64_t foreign0;
+	pthread_mutex_lock(&t->lock);
+	foreign0 = t->st.foreign_keys;
+	pthread_mutex_unlock(&t->lock);
+	e[pl - 1] = '/'; /* the parts' ends are under the prefix */
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		size_t n = strlen(parts[i]);
+		memcpy(s + pl, parts[i], n);
+		memcpy(e + pl, parts[i], n);
+		size_t sl = pl + n, el = pl + n;
+		if (parts[i][n - 1] == '/') {
+			e[el - 1]++;
+		} else {
+			e[el++] = '\0'; /* exactly this key */
+		}
+		if ((r = range_paged(t, s, sl, e, el, &rev, false, NULL, &returned)) < 0) {
+			t->in_snapshot = false;
+			return r;
+		}
+	}
+	memcpy(s + pl, "beats/", 6);
+	memcpy(e + pl, "beats0", 6);
+	r = range_paged(t, s, pl + 6, e, pl + 6, &rev, true, &beats, &returned);
+	t->in_snapshot = false;
+	if (r < 0)
+		return r;
+	window_update(t);
+	int64_t unread = total - beats - (int64_t)returned;
+	if (unread > 0)
+		stat_add(t, &t->st.foreign_keys, (uint64_t)unread);
+	uint64_t foreign;
+	pthread_mutex_lock(&t->lock);
+	foreign = t->st.foreign_keys - foreign0;
+	pthread_mutex_unlock(&t->lock);
+	if (foreign)
+		cp_warn("cluster: %" PRIu64 " keys under %s are not fanogate's (outside its schema): ignored", foreign,
+			t->cc->prefix);
+	struct cl_in end = {.kind = CL_IN_SNAP_END, .revision = rev};
 	in_push(t, &end);
 	return 0;
 }
@@ -1002,13 +2015,16 @@ bool cl_lease_judge(struct cl_lease_view *v, int64_t ttl, int64_t granted, uint6
 	return true;
 }
 
-/* One round of lease probes over every other node (reads only). A probe
- * that fails ends the round, counted, and changes nothing. The table may
- * change while a request waits (the watch is fed meanwhile), so each answer
- * is matched to its node by name and lease again. */
+/* One round of lease probes over the peers of the beat window (reads
+ * only). A probe that fails ends the round, counted, and changes nothing.
+ * The table may change while a request waits (the watches are fed
+ * meanwhile), so each answer is matched to its node by name and lease
+ * again. */
 static void probe_peers(struct cl_etcd *t)
 {
 	for (unsigned i = 0; i < t->n_peers && !atomic_load(&t->stop); i++) {
+		if (!t->peer[i].watched)
+			continue;
 		char name[FG_CLUSTER_NAME_MAX], id[32];
 		int64_t lease = t->peer[i].lease;
 		snprintf(name, sizeof(name), "%s", t->peer[i].name);
@@ -1034,15 +2050,12 @@ static void probe_peers(struct cl_etcd *t)
 		int64_t ttl = jint(out, "TTL"), granted = jint(out, "grantedTTL");
 		uint64_t term = (uint64_t)jint(json_object_get(out, "header"), "raft_term");
 		json_decref(out);
-		unsigned j;
-		for (j = 0; j < t->n_peers; j++)
-			if (strcmp(t->peer[j].name, name) == 0 && t->peer[j].lease == lease)
-				break;
-		if (j == t->n_peers)
+		struct cl_peer *p = peer_find(t, name);
+		if (!p || p->lease != lease)
 			continue; /* its key went (or moved to another lease) meanwhile */
-		if (!cl_lease_judge(&t->peer[j].v, ttl, granted, term, sent, recv, t->stale_s))
+		if (!cl_lease_judge(&p->v, ttl, granted, term, sent, recv, t->stale_s))
 			continue;
-		bool stale = t->peer[j].v.state == CL_PEER_STALE;
+		bool stale = p->v.state == CL_PEER_STALE;
 		struct cl_in m = {.kind = CL_IN_PEER_LEASE, .lease_id = lease, .ttl = ttl, .granted = granted,
 				  .stale = stale};
 		snprintf(m.node, sizeof(m.node), "%s", name);
@@ -1057,28 +2070,38 @@ static void beat_abort(struct cl_etcd *t)
 	if (!t->beat_h)
 		return;
 	curl_multi_remove_handle(t->multi, t->beat_h);
-	curl_easy_cleanup(t->beat_h);
+	easy_free(t->beat_h);
 	t->beat_h = NULL;
 	t->beat_buf.len = 0;
+	t->beat_buf.overflow = false;
 }
 
-/* A beat finished (reap). A failed one is counted and logged once per run
- * of failures; nothing else: the next one goes out on time. */
+/* A beat finished (reap): the beat key's version moves on (or is taken
+ * from etcd's answer when the compare lost). A failed one is counted and
+ * logged once per run of failures; nothing else: the next one goes out on
+ * time. */
 static void beat_done(struct cl_etcd *t, CURLcode code)
 {
 	long status = 0;
 	curl_easy_getinfo(t->beat_h, CURLINFO_RESPONSE_CODE, &status);
 	bool ok = code == CURLE_OK && status == 200;
-	if (ok) {
+	json_error_t je;
+	json_t *out = ok && t->beat_buf.p ? json_loadb(t->beat_buf.p, t->beat_buf.len, 0, &je) : NULL;
+	bool won = json_is_true(json_object_get(out, "succeeded"));
+	if (out)
+		cas_after(out, &t->ks_beat, t->beat_ver, won, NULL);
+	json_decref(out);
+	if (ok && won) {
 		if (t->beat_failing)
 			cp_info("cluster: etcd %s: heartbeats go through again", t->cc->endpoint[t->cur]);
 		t->beat_failing = false;
 	} else {
 		stat_add(t, &t->st.beat_failures, 1);
 		if (!t->beat_failing)
-			cp_warn("cluster: etcd %s: a heartbeat failed (%s, HTTP %ld): the others may report this node "
+			cp_warn("cluster: etcd %s: a heartbeat failed (%s, HTTP %ld%s): the others may report this node "
 				"down until one goes through",
-				t->cc->endpoint[t->cur], code != CURLE_OK ? curl_easy_strerror(code) : "answered", status);
+				t->cc->endpoint[t->cur], code != CURLE_OK ? curl_easy_strerror(code) : "answered", status,
+				ok ? ", its version moved: written again at the next" : "");
 		t->beat_failing = true;
 	}
 	beat_abort(t);
@@ -1086,13 +2109,14 @@ static void beat_done(struct cl_etcd *t, CURLcode code)
 
 static void beat_send(struct cl_etcd *t, uint64_t now)
 {
-	char key[160], val[96];
+	char key[160], payload[64];
 	key_of(t, key, sizeof(key), "beats/%s", t->cc->node);
 	/* ms: this node's monotonic clock at sending, read back by this node
 	 * only (beat_seen: how recent the watch is proven to be) */
-	snprintf(val, sizeof(val), "{\"seq\":%" PRIu64 ",\"ms\":%" PRIu64 "}", ++t->beat_seq, now);
-	json_t *body = put_op(key, val, t->lease_id);
-	char *text = json_dumps(body, JSON_COMPACT);
+	snprintf(payload, sizeof(payload), "{\"ms\":%" PRIu64 "}", now);
+	t->beat_ver = t->ks_beat.ver + 1;
+	json_t *body = cas_body(t, key, &t->ks_beat, payload, t->lease_id);
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
 	if (!text)
 		return;
@@ -1100,7 +2124,7 @@ static void beat_send(struct cl_etcd *t, uint64_t now)
 	/* a beat that hangs (a member partitioned away, no leader) must not hold
 	 * back the next one for a whole timeout_ms: two periods at most */
 	uint64_t tmo = 2ull * t->cc->beat_ms < t->cc->timeout_ms ? 2ull * t->cc->beat_ms : t->cc->timeout_ms;
-	t->beat_h = easy_new(t, "/v3/kv/put", text, &t->beat_buf, (long)tmo);
+	t->beat_h = easy_new(t, "/v3/kv/txn", text, &t->beat_buf, (long)tmo, true);
 	free(text);
 	if (!t->beat_h)
 		return;
@@ -1110,18 +2134,18 @@ static void beat_send(struct cl_etcd *t, uint64_t now)
 	stat_add(t, &t->st.beats_sent, 1);
 }
 
-/* Report every beating peer whose silence is proven (cl_beat_down). */
+/* Report every beating peer of the window whose silence is proven
+ * (cl_beat_down); its down/ record tells the others. */
 static void beat_judge(struct cl_etcd *t, uint64_t now)
 {
 	for (unsigned i = 0; i < t->n_peers; i++) {
-		struct cl_beat_view *v = &t->peer[i].bv;
-		if (!t->peer[i].beat_ms || !cl_beat_down(v, t->beat_proven_ms, t->beat_steady_ms, t->beat_down_ms))
+		struct cl_peer *p = &t->peer[i];
+		struct cl_beat_view *v = &p->bv;
+		if (!p->watched || !p->beat_ms || !cl_beat_down(v, t->beat_proven_ms, t->beat_steady_ms, t->beat_down_ms))
 			continue;
 		v->state = CL_BEAT_DOWN;
-		struct cl_in m = {.kind = CL_IN_PEER_BEAT, .lease_id = t->peer[i].lease, .stale = true,
-				  .gap_ms = (int64_t)(now - v->last_ms)};
-		snprintf(m.node, sizeof(m.node), "%s", t->peer[i].name);
-		in_push(t, &m);
+		t->down_dirty = true;
+		peer_emit(t, p, true, (int64_t)(now - v->last_ms));
 	}
 }
 
@@ -1134,8 +2158,9 @@ static uint64_t beat_next_due(struct cl_etcd *t, uint64_t now)
 		return UINT64_MAX;
 	uint64_t next = t->beat_next_ms;
 	for (unsigned i = 0; i < t->n_peers; i++) {
-		uint64_t at = cl_beat_from(&t->peer[i].bv, t->beat_steady_ms) + t->beat_down_ms;
-		if (t->peer[i].beat_ms && t->peer[i].bv.state != CL_BEAT_DOWN && at > now && at < next)
+		const struct cl_peer *p = &t->peer[i];
+		uint64_t at = cl_beat_from(&p->bv, t->beat_steady_ms) + t->beat_down_ms;
+		if (p->watched && p->beat_ms && p->bv.state != CL_BEAT_DOWN && at > now && at < next)
 			next = at;
 	}
 	return next;
@@ -1144,7 +2169,8 @@ static uint64_t beat_next_due(struct cl_etcd *t, uint64_t now)
 /* From pump: send the beat when due, or at once when a peer's silence has
  * reached the bound and no beat sent since could prove it (so the proof
  * comes one round trip after the bound, not up to a beat period later);
- * then judge. */
+ * then judge. A beat's seq changes the beat key's version: the watch that
+ * brings it back is the proof. */
 static void beat_tick(struct cl_etcd *t)
 {
 	if (!t->beat_down_ms)
@@ -1153,9 +2179,9 @@ static void beat_tick(struct cl_etcd *t)
 	if (t->beating && !t->beat_h && t->lease_id) {
 		bool due = now >= t->beat_next_ms;
 		for (unsigned i = 0; !due && i < t->n_peers; i++) {
-			const struct cl_beat_view *v = &t->peer[i].bv;
-			uint64_t at = cl_beat_from(v, t->beat_steady_ms) + t->beat_down_ms;
-			due = t->peer[i].beat_ms && v->state != CL_BEAT_DOWN && now >= at && t->beat_sent_ms < at;
+			const struct cl_peer *p = &t->peer[i];
+			uint64_t at = cl_beat_from(&p->bv, t->beat_steady_ms) + t->beat_down_ms;
+			due = p->watched && p->beat_ms && p->bv.state != CL_BEAT_DOWN && now >= at && t->beat_sent_ms < at;
 		}
 		if (due)
 			beat_send(t, now);
@@ -1163,23 +2189,46 @@ static void beat_tick(struct cl_etcd *t)
 	beat_judge(t, now);
 }
 
-static int connect_once(struct cl_etcd *t, struct cl_out *last_points, char *holder, size_t holder_len)
+/* ---- the thread ---------------------------------------------------------- */
+
+static int watches_start(struct cl_etcd *t)
+{
+	int r = watch_start(t, &t->kw, t->revision + 1);
+	if (r == 0 && t->beat_down_ms) {
+		int64_t from = t->bw.revision > t->revision ? t->bw.revision : t->revision;
+		r = watch_start(t, &t->bw, from + 1);
+		t->window_dirty = false;
+	}
+	return r;
+}
+
+static int connect_once(struct cl_etcd *t, struct cl_out *last_points, char *holder, size_t holder_len,
+			const char **step)
 {
 	int r;
+	*step = "authenticate";
+	if ((r = authenticate(t)) < 0)
+		return r;
+	*step = "lease";
 	if (t->lease_id && (r = lease_keepalive(t)) < 0 && r != -ENOENT)
 		return r;
 	if (!t->lease_id && (r = lease_grant(t)) < 0)
 		return r;
 	/* the name first: a duplicate writes nothing (not even its queue) */
+	*step = "claim the name";
 	if ((r = claim_node(t, holder, holder_len)) < 0)
 		return r;
+	*step = "send the queued changes";
 	if ((r = drain_out(t, last_points)) < 0)
 		return r;
 	if ((r = send_out(t, last_points)) < 0)
 		return r;
+	*step = "read the snapshot";
 	if ((r = snapshot(t)) < 0)
 		return r;
-	return watch_start(t);
+	t->bw.revision = 0;
+	*step = "watch";
+	return watches_start(t);
 }
 
 static void *thread_main(void *arg)
@@ -1200,7 +2249,8 @@ static void *thread_main(void *arg)
 			snprintf(t->endpoint_now, sizeof(t->endpoint_now), "%s", t->cc->endpoint[t->cur]);
 			pthread_mutex_unlock(&t->lock);
 			holder[0] = '\0';
-			int r = connect_once(t, &last_points, holder, sizeof(holder));
+			const char *step = "";
+			int r = connect_once(t, &last_points, holder, sizeof(holder), &step);
 			if (r == -EEXIST) {
 				t->beating = false; /* a duplicate writes nothing */
 				/* etcd answers: not lost, but this node may not
@@ -1229,11 +2279,15 @@ static void *thread_main(void *arg)
 				next_probe = 0;
 				t->beating = true;
 				t->beat_next_ms = 0; /* at once: the others see this node beating again */
+				problem_cleared(t);
 				cp_info("cluster: etcd %s: connected, watching %s from revision %" PRId64,
 					t->cc->endpoint[t->cur], t->cc->prefix, t->revision + 1);
 				continue;
 			}
-			watch_stop(t);
+			watches_stop(t);
+			if (r != -ECONNREFUSED && r != -EACCES && !t->problem[0])
+				cp_warn("cluster: etcd %s: cannot %s (%s); trying the next endpoint", t->cc->endpoint[t->cur],
+					step, strerror(-r));
 			fails++;
 			refused = r == -ECONNREFUSED ? refused + 1 : 0;
 			t->cur = (t->cur + 1) % t->cc->n_endpoints;
@@ -1245,17 +2299,32 @@ static void *thread_main(void *arg)
 			if (!down_reported && (refused >= t->cc->n_endpoints ||
 					       mono_ms() - t->last_ok >= t->cc->lost_after_ms)) {
 				struct cl_in m = {.kind = CL_IN_DOWN};
-				snprintf(m.why, sizeof(m.why), "no etcd endpoint answered (%u tries, last: %s)", fails,
-					 strerror(-r));
+				snprintf(m.why, sizeof(m.why), "no etcd endpoint answered (%u tries, last: %s%s%.80s)", fails,
+					 strerror(-r), t->problem[0] ? "; " : "", t->problem);
 				in_push(t, &m);
 				down_reported = true;
 			}
-			/* every endpoint failed: back off a little before the next round */
-			if (fails % t->cc->n_endpoints == 0)
+			/* every endpoint failed: back off a little before the next
+			 * round; longer when etcd refused this node's credentials
+			 * (each try costs etcd a bcrypt: no storm of them) */
+			if (r == -EACCES)
+				pump(t, 2000);
+			else if (fails % t->cc->n_endpoints == 0)
 				pump(t, 100);
 			continue;
 		}
 		int r = drain_out(t, &last_points);
+		if (r == 0 && t->down_dirty) {
+			t->down_dirty = false;
+			r = down_put(t);
+			if (r < 0)
+				t->down_dirty = true;
+		}
+		if (r == 0 && t->window_dirty && t->beat_down_ms) {
+			int64_t from = t->bw.revision > t->revision ? t->bw.revision : t->revision;
+			r = watch_start(t, &t->bw, from + 1);
+			t->window_dirty = false;
+		}
 		if (r == 0 && mono_ms() >= next_ka) {
 			r = lease_keepalive(t);
 			next_ka = mono_ms() + ka_ms;
@@ -1264,14 +2333,14 @@ static void *thread_main(void *arg)
 			next_probe = mono_ms() + ka_ms;
 			probe_peers(t);
 		}
-		if (r == 0 && t->watch_broken) {
+		if (r == 0 && (t->kw.broken || t->bw.broken)) {
 			stat_add(t, &t->st.watch_restarts, 1);
 			r = -EPIPE;
 		}
 		if (r < 0) {
 			cp_warn("cluster: etcd %s: %s; trying the next endpoint", t->cc->endpoint[t->cur],
-				r == -ENOENT ? "our lease expired" : r == -EPIPE ? "the watch ended" : strerror(-r));
-			watch_stop(t);
+				r == -ENOENT ? "our lease expired" : r == -EPIPE ? "a watch ended" : strerror(-r));
+			watches_stop(t);
 			up = false;
 			/* beats go on while reconnecting (on the next endpoint): a
 			 * member going away must not silence this node for the
@@ -1283,9 +2352,11 @@ static void *thread_main(void *arg)
 		uint64_t nb = beat_next_due(t, now);
 		if (nb < next)
 			next = nb;
+		if (t->down_dirty || t->window_dirty)
+			next = now;
 		pump(t, next > now ? (int)(next - now < 100 ? next - now : 100) : 0);
 		CURLcode unused;
-		(void)reap(t, NULL, &unused); /* the watch ending is noticed at once, not at the next request */
+		(void)reap(t, NULL, &unused); /* a watch ending is noticed at once, not at the next request */
 	}
 	t->beating = false;
 	beat_abort(t);
@@ -1299,7 +2370,7 @@ static void *thread_main(void *arg)
 			json_decref(out);
 		atomic_store(&t->stop, true);
 	}
-	watch_stop(t);
+	watches_stop(t);
 	return NULL;
 }
 
@@ -1320,27 +2391,67 @@ int cl_etcd_start(struct cl_etcd **out, const struct fg_config *cfg, int *evfd, 
 	}
 	t->cfg = cfg;
 	t->cc = &cfg->cluster;
+	t->evfd = -1;
 	t->stale_s = cl_etcd_stale_s(t->cc);
 	t->beat_down_ms = cl_etcd_beat_down_ms(t->cc);
+	t->prefix_len = strlen(t->cc->prefix);
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->in_space, NULL);
+	/* the fleet key and the etcd password: files only this user reads */
+	uint8_t key[CL_FLEET_KEY_MAX];
+	char w[FG_PATH_MAX + 200];
+	int kl = cl_secret_read(t->cc->key_file, key, sizeof(key), w, sizeof(w));
+	int r = kl;
+	if (kl >= 0 && (size_t)kl < CL_FLEET_KEY_MIN) {
+		snprintf(w, sizeof(w), "%s: %d bytes; at least %u (openssl rand -hex 32 > it)", t->cc->key_file, kl,
+			 CL_FLEET_KEY_MIN);
+		r = -EINVAL;
+	}
+	if (r >= 0 && (r = cl_mac_key_new(&t->mk, key, (size_t)kl)) < 0)
+		snprintf(w, sizeof(w), "%s: HMAC-SHA256 not available from OpenSSL", t->cc->key_file);
+	OPENSSL_cleanse(key, sizeof(key));
+	if (r < 0) {
+		snprintf(why, why_len, "[cluster] key_file %s", w);
+		cl_etcd_stop(t);
+		return r;
+	}
+	if (t->cc->user[0]) {
+		int pl = cl_secret_read(t->cc->password_file, (uint8_t *)t->password, sizeof(t->password) - 1, w, sizeof(w));
+		if (pl < 0) {
+			snprintf(why, why_len, "[cluster] password_file %s", w);
+			cl_etcd_stop(t);
+			return pl;
+		}
+		t->password[pl] = '\0';
+		char *nl = strchr(t->password, '\n');
+		if (nl)
+			*nl = '\0'; /* the first line */
+	}
+	t->peers_max = t->cc->nodes_max > 1 ? t->cc->nodes_max - 1 : 1;
+	t->peer = calloc(t->peers_max, sizeof(*t->peer));
 	t->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	t->multi = curl_multi_init();
-	t->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-	char end[72];
-	size_t pl = strlen(t->cc->prefix);
+	/* the keys' watch: [prefix "c", prefix end): every key of the schema
+	 * but beats/ (which sorts before "c"), whose window bw watches */
+	char kstart[72], end[72];
+	size_t pl = t->prefix_len;
 	memcpy(end, t->cc->prefix, pl + 1);
 	end[pl - 1]++; /* '/' + 1: every key under the prefix */
-	if (t->evfd < 0 || !t->multi || !t->hdrs || b64_enc(t->cc->prefix, pl, t->prefix_b64, sizeof(t->prefix_b64)) < 0 ||
-	    b64_enc(end, pl, t->end_b64, sizeof(t->end_b64)) < 0) {
+	snprintf(kstart, sizeof(kstart), "%sc", t->cc->prefix);
+	if (!t->peer || t->evfd < 0 || !t->multi || b64_enc(t->cc->prefix, pl, t->prefix_b64, sizeof(t->prefix_b64)) < 0 ||
+	    b64_enc(end, pl, t->end_b64, sizeof(t->end_b64)) < 0 ||
+	    b64_enc(kstart, strlen(kstart), t->kw.range[0], sizeof(t->kw.range[0])) < 0 ||
+	    b64_enc(end, pl, t->kw.range[1], sizeof(t->kw.range[1])) < 0) {
 		snprintf(why, why_len, "cannot set up the etcd client (eventfd/curl)");
 		cl_etcd_stop(t);
 		return -ENOMEM;
 	}
+	window_update(t);
+	t->window_dirty = false;
 	/* The thread inherits the loop's mask (SIGINT/SIGTERM/SIGHUP blocked for
 	 * the signalfds); cp_harden's per-thread privilege drop signal must
 	 * reach it, so nothing more is blocked. */
-	int r = pthread_create(&t->thread, NULL, thread_main, t);
+	r = pthread_create(&t->thread, NULL, thread_main, t);
 	if (r != 0) {
 		snprintf(why, why_len, "cannot start the cluster thread: %s", strerror(r));
 		cl_etcd_stop(t);
@@ -1367,9 +2478,13 @@ void cl_etcd_stop(struct cl_etcd *t)
 	}
 	if (t->multi)
 		curl_multi_cleanup(t->multi);
-	curl_slist_free_all(t->hdrs);
-	free(t->wbuf.p);
+	free(t->kw.b.p);
+	free(t->bw.b.p);
 	free(t->beat_buf.p);
+	free(t->peer);
+	cl_mac_key_free(t->mk);
+	OPENSSL_cleanse(t->password, sizeof(t->password));
+	OPENSSL_cleanse(t->token, sizeof(t->token));
 	if (t->evfd >= 0)
 		close(t->evfd);
 	pthread_cond_destroy(&t->in_space);

@@ -2,11 +2,13 @@
  * JSON gateway (libcurl), and the two queues that are its only contact with
  * the loop thread.
  *
- * Owns: the etcd connection (endpoint rotation, this node's lease and its
- * keepalive, the watch stream on the key prefix), the keys' encoding
- * (docs/cluster.md "Keys"), and turning etcd's answers into facts
- * (struct cl_in) for the loop; the loop's changes (struct cl_out) into
- * etcd requests (an epoch change is a compare-and-swap txn).
+ * Owns: the etcd connection (endpoint rotation, etcd authentication, this
+ * node's lease and its keepalive, the watches), the keys' encoding and
+ * their authentication (cl_value.h: every value written carries the fleet
+ * key's MAC, every value read is verified and bound to a live lease before
+ * it becomes a fact), and turning etcd's answers into facts (struct cl_in)
+ * for the loop; the loop's changes (struct cl_out) into etcd writes (each a
+ * compare-and-swap on the key's version; the epoch only one up at a time).
  *
  * Threads: cl_etcd_start/stop/push_out/pop_in from the loop thread only;
  * everything else runs on the cluster thread it starts. The queues are
@@ -47,23 +49,24 @@ enum cl_in_kind {
 	CL_IN_UP,        /* reached etcd (endpoint); a snapshot follows */
 	CL_IN_DOWN,      /* lost etcd (why) */
 	CL_IN_SNAP_END,  /* the snapshot is complete (revision) */
-	CL_IN_LINE,      /* lines/<line> */
-	CL_IN_EPOCH,     /* epoch = epoch, by node (why) */
+	CL_IN_LINE,      /* lines/<line>, written by node (proven: its MAC and lease; mine: this node's lease) */
+	CL_IN_EPOCH,     /* epoch = epoch, advanced by node (why); one up from the last, or a snapshot's */
 	CL_IN_NODE,      /* nodes/<node> put (layers) or deleted */
 	CL_IN_POINTS,    /* points/<node> put (alive, judged) or deleted */
 	CL_IN_LEASE,     /* this node's lease: id, ttl (keepalive answered) */
-	CL_IN_BAD,       /* a value that does not parse (key in why): counted, ignored */
 	CL_IN_DUPLICATE, /* another live node holds nodes/<this name> (its lease and value in why): not joined */
 	CL_IN_PEER_LEASE, /* another node's lease (node, lease_id) probed: stale (not refreshed for more than the
 			   * bound), or, after stale or a snapshot, a refresh proven (!stale); ttl, granted */
 	CL_IN_PEER_BEAT, /* another node's heartbeats (node, lease_id): stopped (stale: none for gap_ms, proven by
-			  * this node's own later beat), or beating (!stale: the first beat after that, or after
-			  * a (re)connection) */
+			  * this node's own later beat when it is in this node's beat window, else by the down/
+			  * record of a node whose window it is in), or beating (!stale: the first beat after that,
+			  * or after a (re)connection, or that record withdrawn) */
 };
 struct cl_in {
 	enum cl_in_kind kind;
 	bool snapshot;   /* part of a snapshot (after CL_IN_UP), not a watch event */
 	bool deleted;
+	bool mine;       /* LINE, EPOCH: written under this node's current lease */
 	unsigned line;
 	char node[FG_CLUSTER_NAME_MAX];
 	char state[12];
@@ -82,15 +85,31 @@ struct cl_in {
 
 struct cl_etcd_stats {
 	uint64_t requests, request_failures, watch_events, watch_restarts, reconnects;
-	uint64_t cas_won, cas_lost, out_dropped, bad_values, keepalives, leases_granted, duplicate_refusals;
+	uint64_t cas_won, cas_lost, out_dropped, keepalives, leases_granted, duplicate_refusals;
 	uint64_t lease_probes, lease_probe_failures; /* timetolive requests on the other nodes' leases */
 	uint64_t beats_sent, beat_failures; /* this node's heartbeat puts (beats/<node>), those that failed */
 	uint64_t beats_seen;              /* the other nodes' heartbeats seen through the watch */
+	/* values refused (never applied), by reason (docs/cluster.md "Authenticated values") */
+	uint64_t refused_unauthenticated; /* no envelope, or its MAC is not the fleet key's */
+	uint64_t refused_unbound;         /* not on the lease of the node it names (lease-less, another node's) */
+	uint64_t refused_replayed;        /* a valid value where it was not written (version, a beat's seq) */
+	uint64_t refused_epoch;           /* an epoch that is not the last one plus one */
+	uint64_t refused_malformed;       /* authentic but its payload does not parse */
+	uint64_t refused_nodes_full;      /* a node beyond [cluster] nodes_max: not tracked */
+	uint64_t foreign_keys;            /* keys under the prefix outside the schema: ignored */
+	uint64_t names_reclaimed;         /* nodes/<this name> held by no live node's value: taken over */
+	uint64_t auth_failures;           /* etcd refused the user, the password or the token */
+	uint64_t down_records;            /* down/<node> records this node wrote (its beat window's peers) */
+	unsigned watched;                 /* peers in this node's beat window now */
 	int64_t revision; /* the last etcd revision seen (snapshot or watch) */
 };
 
 #define CL_QUEUE_MAX 1024u
-#define CL_PEERS_MAX 64u /* other nodes whose lease the thread probes */
+/* The beat window: this node and the nodes next to it in name order, this
+ * many in all; their beats are all this node watches and judges, and their
+ * leases all it probes. A peer outside it is judged by the down/ records of
+ * the nodes that watch it (docs/cluster.md "How it scales"). */
+#define CL_BEAT_WINDOW 5u
 
 /* The staleness bound in whole seconds this configuration gives (0: off):
  * stale_after_s, or when 0 keepalive + timeout_ms rounded up to a second;
@@ -174,9 +193,24 @@ bool cl_lease_judge(struct cl_lease_view *v, int64_t ttl, int64_t granted, uint6
 
 struct cl_etcd; /* opaque; heap-owned */
 
-/* Start the cluster thread for cfg->cluster (cfg must outlive it). *evfd is
- * the eventfd the loop polls for CL_IN messages (owned by the thread object).
- * Returns 0 or -errno with a reason in why. */
+/* The window of sorted names[0..n) (this node at index self) whose beats
+ * this node watches: [*lo, *hi], CL_BEAT_WINDOW names around self, fewer
+ * only when n is smaller; never wraps. Every node is in the window of at
+ * least two others when n >= 3 (one when n == 2). Pure (tests). */
+void cl_beat_window(unsigned n, unsigned self, unsigned *lo, unsigned *hi);
+
+/* Read a secret file (the fleet key, the etcd password): a regular file
+ * with no group or other permission bits, at most cap bytes, one trailing
+ * newline dropped. Returns its length, or -errno with why (the path and
+ * what is wrong: "group- or world-readable (mode 0644): chmod 600 it").
+ * Any thread; start-up only. */
+FG_MUST_CHECK int cl_secret_read(const char *path, uint8_t *buf, size_t cap, char *why, size_t why_len);
+
+/* Start the cluster thread for cfg->cluster (cfg must outlive it): reads
+ * the fleet key (key_file) and the etcd password (password_file) first,
+ * refusing a file others may read. *evfd is the eventfd the loop polls for
+ * CL_IN messages (owned by the thread object). Returns 0 or -errno with a
+ * reason in why. */
 FG_MUST_CHECK int cl_etcd_start(struct cl_etcd **out, const struct fg_config *cfg, int *evfd, char *why,
 				size_t why_len);
 /* Stop the thread (revoking the lease, bounded by timeout_ms) and free. NULL ok. */

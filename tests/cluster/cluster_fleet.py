@@ -294,6 +294,43 @@ def resolve(d, tok, canon_values, layer=None):
 # the script: a directory made before that would be left behind)
 ALERTS = tempfile.mkdtemp(prefix="fg-cluster-alerts-") if os.environ.get("FG_PRIVATE_NET") else ""
 
+# The fleet's key ([cluster] key_file, 0600): every node of a test uses
+# it; the tests that forge values use it too (envelope below).
+FLEET_KEY = b"cluster-test-fleet-key-" + os.urandom(16).hex().encode()
+
+
+def key_file():
+    """The fleet key's file in ALERTS (made once, mode 0600)."""
+    path = f"{ALERTS}/fleet.key"
+    if not os.path.exists(path):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, FLEET_KEY + b"\n")
+        os.close(fd)
+    return path
+
+
+def auth_cfg():
+    """The [cluster] lines every test node needs: the fleet key, and
+    insecure (etcd over plain http:// on the veths, off loopback)."""
+    return f"key_file = {key_file()}\ninsecure = true\n"
+
+
+def envelope(ekey, node, lease, crev, ver, seq, payload, key=None):
+    """A value as a node writes it at etcd key ekey (control/cluster/cl_value.h):
+    the MAC over the key and everything after the MAC."""
+    import hashlib
+    import hmac
+    rest = f"{node} {lease} {crev} {ver} {seq}\n{payload}"
+    mac = hmac.new(key or FLEET_KEY, b"fg1\n" + ekey.encode() + b"\n" + rest.encode(), hashlib.sha256).hexdigest()
+    return f"fg1 {mac} {rest}"
+
+
+def unwrap(value):
+    """(node, lease, crev, ver, seq, payload as JSON) of an envelope."""
+    head, payload = value.split("\n", 1)
+    f = head.split(" ")
+    return f[2], int(f[3]), int(f[4]), int(f[5]), int(f[6]), json.loads(payload)
+
 
 NS = {}
 
@@ -319,7 +356,7 @@ alert_command = echo "$FG_EVENT $FG_REASON" >> {ALERTS}/{alerts or name}
 [cluster]
 node = {name}
 endpoints = {etcd.endpoints(host=NS[name].host_ip)}
-prefix = {PREFIX}
+{auth_cfg()}prefix = {PREFIX}
 layers = {LAYERS[name]}
 lease_ttl_s = {TTL}
 keepalive_ms = {KEEPALIVE_MS}

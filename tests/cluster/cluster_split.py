@@ -160,7 +160,7 @@ alert_command = echo "$FG_EVENT $FG_REASON" >> {cf.ALERTS}/split-{name}
 [cluster]
 node = {name}
 endpoints = {etcd.endpoints(host=cf.NS[name].host_ip)}
-prefix = {cf.PREFIX}
+{cf.auth_cfg()}prefix = {cf.PREFIX}
 layers = {SERVES[name]}
 lease_ttl_s = {cf.TTL}
 keepalive_ms = {cf.KEEPALIVE_MS}

@@ -35,13 +35,17 @@ def main():
     url = f"https://127.0.0.1:{cport}"
     a = Daemon(deadline_ms=30000)  # its PKI (CA, server cert for 127.0.0.1, client cert) serves etcd too
     pki = a.dir
+    keyf = f"{pki}/fleet.key"
+    fd = os.open(keyf, os.O_WRONLY | os.O_CREAT, 0o600)
+    os.write(fd, b"cluster-tls-test-fleet-key-0123456789abcdef\n")
+    os.close(fd)
     with open(a.cfg, "a") as f:
         f.write(f"[cluster]\nnode = tls-a\nendpoints = {url}\nprefix = {PREFIX}\nca = {pki}/ca.pem\n"
-                f"cert = {pki}/client.pem\nkey = {pki}/client.key\nlease_ttl_s = 2\ntimeout_ms = 500\n")
+                f"cert = {pki}/client.pem\nkey = {pki}/client.key\nkey_file = {keyf}\nlease_ttl_s = 2\ntimeout_ms = 500\n")
     b = Daemon(deadline_ms=30000)
     with open(b.cfg, "a") as f:
         f.write(f"[cluster]\nnode = tls-b\nendpoints = {url}\nprefix = {PREFIX}\nca = {pki}/ca.pem\n"
-                f"lease_ttl_s = 2\ntimeout_ms = 500\n")
+                f"key_file = {keyf}\nlease_ttl_s = 2\ntimeout_ms = 500\n")
     data = tempfile.mkdtemp(prefix="fg-etcd-tls-")
     etcd = subprocess.Popen(
         ["etcd", "--name", "t0", "--data-dir", f"{data}/t0", "--listen-client-urls", url,
@@ -72,12 +76,13 @@ def main():
                 p = subprocess.run([*ctl, "get", f"{PREFIX}lines/2", "--print-value-only"], capture_output=True,
                                    text=True, env=env)
                 try:
-                    got.update(json.loads(p.stdout))
+                    head, payload = p.stdout.rstrip("\n").split("\n", 1)
+                    got.update(json.loads(payload), writer=head.split(" ")[2])
                 except ValueError:
                     return False
                 return got.get("state") == "disabled"
             within(in_etcd, 2, "the change is in etcd")
-            check(got["node"] == "tls-a" and got["event"] == "op_disable", f"as the node wrote it: {got}")
+            check(got["writer"] == "tls-a" and got["event"] == "op_disable", f"as the node wrote it: {got}")
             # its first request may not have been tried yet (it started beside
             # A, which reached etcd in ~20 ms): wait for a refused one
             within(lambda: cluster(b)["counters"]["request_failures"] > 0, 10,

@@ -1,6 +1,8 @@
 /* test_cluster_config.c - core/config.c's [cluster] section: the defaults
- * (off), a full valid section (endpoints, TLS files, layer ranges), and one
- * refusal per rule with its reason and line number. */
+ * (off), a full valid section (endpoints, TLS files, layer ranges, the
+ * fleet key, etcd user), http:// accepted on loopback and refused elsewhere
+ * unless insecure = true, and one refusal per rule with its reason and line
+ * number. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -45,7 +47,9 @@ static void test_valid(void **state)
 			   "node = gate-a.1_x\n"
 			   "endpoints = https://10.0.0.11:2379, https://[fd00::12]:2379/ ,https://127.0.0.1:1\n"
 			   "ca = /etc/ca.pem\ncert = /etc/c.pem\nkey = /etc/c.key\n"
-			   "layers = 0-3, 7,27\nprefix = /fleet/one/\nlease_ttl_s = 1\ntimeout_ms = 50\n";
+			   "layers = 0-3, 7,27\nprefix = /fleet/one/\nlease_ttl_s = 1\ntimeout_ms = 50\n"
+			   "key_file = /etc/fanogate/fleet.key\nuser = fg-node\npassword_file = /etc/fanogate/etcd.pw\n"
+			   "nodes_max = 2\n";
 	int r = fg_config_parse(&c, text, "t", &err);
 	if (r)
 		fprintf(stderr, "%d: %s\n", err.line, err.reason);
@@ -59,6 +63,30 @@ static void test_valid(void **state)
 	for (unsigned l = 0; l < 28; l++)
 		assert_int_equal(serves(&c, l), l <= 3 || l == 7 || l == 27);
 	assert_string_equal(c.cluster.prefix, "/fleet/one/");
+	assert_string_equal(c.cluster.key_file, "/etc/fanogate/fleet.key");
+	assert_string_equal(c.cluster.user, "fg-node");
+	assert_string_equal(c.cluster.password_file, "/etc/fanogate/etcd.pw");
+	assert_int_equal(c.cluster.nodes_max, 2);
+	assert_false(c.cluster.insecure);
+}
+
+/* http:// is for loopback; elsewhere only with insecure = true. */
+static void test_insecure(void **state)
+{
+	(void)state;
+	struct fg_config c;
+	struct fg_config_error err;
+	assert_int_equal(fg_config_parse(&c, "[cluster]\nnode = a\nkey_file = /k\n"
+					 "endpoints = http://127.0.0.2:1,http://[::1]:2,http://localhost:3\n",
+					 "t", &err),
+			 0);
+	assert_int_equal(c.cluster.n_endpoints, 3);
+	assert_int_equal(fg_config_parse(&c, "[cluster]\nnode = a\nkey_file = /k\nendpoints = http://10.0.0.1:1\n"
+					 "insecure = true\n",
+					 "t", &err),
+			 0);
+	assert_true(c.cluster.insecure);
+	assert_int_equal(c.cluster.nodes_max, 64);
 }
 
 struct bad {
@@ -79,9 +107,19 @@ static const struct bad bads[] = {
 	{"[cluster]\nnode = a\nendpoints = http://127.0.0.1:0\n", 3, "port 0"},
 	{"[cluster]\nnode = a\nendpoints = http://127.0.0.1:70000\n", 3, "bad port"},
 	{"[cluster]\nnode = a\nendpoints = http://127.0.0.1:1,https://127.0.0.1:2\n", 3, "mixed"},
-	{"[cluster]\nnode = a\nendpoints = http://1.1.1.1:1,http://1.1.1.1:2,http://1.1.1.1:3,http://1.1.1.1:4,"
+	{"[cluster]\ninsecure = yes\nnode = a\nendpoints = http://1.1.1.1:1,http://1.1.1.1:2,http://1.1.1.1:3,http://1.1.1.1:4,"
 	 "http://1.1.1.1:5,http://1.1.1.1:6,http://1.1.1.1:7,http://1.1.1.1:8,http://1.1.1.1:9\n",
-	 3, "more than 8"},
+	 4, "more than 8"},
+	{"[cluster]\nnode = a\nendpoints = http://10.0.0.1:2379\n", 3, "not on loopback"},
+	{"[cluster]\nnode = a\nendpoints = http://[fd00::1]:2379\n", 3, "not on loopback"},
+	{"[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\n", 2, "needs key_file"},
+	{"[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\nkey_file = /k\nuser = u\n", 5, "go together"},
+	{"[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\nkey_file = /k\npassword_file = /p\n", 5, "go together"},
+	{"[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\nkey_file = /k\nuser = a b\npassword_file = /p\n", 5,
+	 "printable, no spaces"},
+	{"[cluster]\nnodes_max = 1\n", 2, "out of range"},
+	{"[cluster]\nnodes_max = 4097\n", 2, "out of range"},
+	{"[cluster]\ninsecure = maybe\n", 2, "not a boolean"},
 	{"[cluster]\nnode = a\nendpoints = https://127.0.0.1:1\ncert = /c.pem\n", 4, "go together"},
 	{"[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\nca = /ca.pem\n", 4, "need https://"},
 	{"[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\nlayers = 3-40\n", 4, "layer 40 >= [model] layers"},
@@ -121,6 +159,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_valid),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_insecure),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

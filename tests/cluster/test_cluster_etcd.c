@@ -26,12 +26,33 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <openssl/evp.h>
 
+#include "cl_value.h"
 #include "cp_cluster_etcd.h"
 #include "fg/config.h"
+
+/* The fleet key every node of these tests uses, in a 0600 file. */
+static const char test_key[] = "test-fleet-key-0123456789abcdef0123456789";
+static char key_path[64];
+
+static void key_file_make(void)
+{
+	if (key_path[0])
+		return;
+	char dir[] = "/tmp/fg-cl-test-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	snprintf(key_path, sizeof(key_path), "%s/fleet.key", dir);
+	FILE *f = fopen(key_path, "w");
+	assert_non_null(f);
+	fprintf(f, "%s\n", test_key);
+	fclose(f);
+	assert_int_equal(chmod(key_path, 0600), 0);
+}
 
 /* A port on 127.0.0.1 nothing listens on (bound, then closed). */
 static int closed_port(void)
@@ -48,12 +69,13 @@ static int closed_port(void)
 
 static void cfg_for(struct fg_config *c, const char *name, int port1, int port2)
 {
-	char text[512];
+	char text[640];
 	struct fg_config_error err;
+	key_file_make();
 	snprintf(text, sizeof(text),
 		 "[cluster]\nnode = %s\nendpoints = http://127.0.0.1:%d,http://127.0.0.1:%d\nlease_ttl_s = 1\n"
-		 "timeout_ms = 300\nlost_after_ms = 100000\n",
-		 name, port1, port2);
+		 "timeout_ms = 300\nlost_after_ms = 100000\nkey_file = %s\n",
+		 name, port1, port2, key_path);
 	fg_config_default(c);
 	assert_int_equal(fg_config_parse(c, text, "test", &err), 0);
 }
@@ -122,6 +144,29 @@ struct fake {
 	int txns, puts;
 };
 
+/* nodes/b as a live node b on lease 99 wrote it: a valid envelope. */
+static const char *holder_answer(void)
+{
+	static char ans[4096];
+	if (ans[0])
+		return ans;
+	struct cl_mac_key *k;
+	assert_int_equal(cl_mac_key_new(&k, (const uint8_t *)test_key, strlen(test_key)), 0);
+	const char *key = "/fanogate/nodes/b", *payload = "{\"layers\":\"all\",\"pid\":1,\"beat_ms\":200}";
+	char val[CL_VALUE_MAX + 1], k64[64], v64[1024];
+	int n = cl_env_make(k, key, "b", 99, 0, 1, 1, payload, strlen(payload), val, sizeof(val));
+	assert_true(n > 0);
+	cl_mac_key_free(k);
+	EVP_EncodeBlock((unsigned char *)k64, (const unsigned char *)key, (int)strlen(key));
+	EVP_EncodeBlock((unsigned char *)v64, (const unsigned char *)val, n);
+	snprintf(ans, sizeof(ans),
+		 "{\"header\":{\"revision\":\"5\"},\"succeeded\":false,\"responses\":[{\"response_range\":{\"kvs\":[{"
+		 "\"key\":\"%s\",\"value\":\"%s\",\"create_revision\":\"4\",\"mod_revision\":\"4\","
+		 "\"version\":\"1\",\"lease\":\"99\"}]}}]}",
+		 k64, v64);
+	return ans;
+}
+
 static const char *answer_for(struct fake *f, const char *path)
 {
 	if (strstr(path, "/v3/lease/grant"))
@@ -130,10 +175,7 @@ static const char *answer_for(struct fake *f, const char *path)
 		return "{\"result\":{\"header\":{\"revision\":\"5\"},\"ID\":\"7\",\"TTL\":\"1\"}}";
 	if (strstr(path, "/v3/kv/txn")) {
 		f->txns++;
-		/* value: {"node":"b","layers":"all","pid":1} */
-		return "{\"header\":{\"revision\":\"5\"},\"succeeded\":false,\"responses\":[{\"response_range\":{\"kvs\":[{"
-		       "\"key\":\"L2Zhbm9nYXRlL25vZGVzL2I=\",\"value\":\"eyJub2RlIjoiYiIsImxheWVycyI6ImFsbCIsInBpZCI6MX0=\","
-		       "\"lease\":\"99\"}]}}]}";
+		return holder_answer();
 	}
 	f->puts++; /* anything else would be a write (put, range, watch): none expected */
 	return NULL;
@@ -169,7 +211,7 @@ static void *fake_main(void *arg)
 		char path[256] = "";
 		sscanf(buf, "%*s %255s", path);
 		const char *body = answer_for(f, path);
-		char out[2048];
+		char out[4608];
 		int n = body ? snprintf(out, sizeof(out),
 					"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
 					"Connection: close\r\n\r\n%s",
@@ -196,6 +238,7 @@ static void test_duplicate_name_refused(void **state)
 	assert_int_equal(listen(f.ls, 16), 0);
 	assert_int_equal(getsockname(f.ls, (struct sockaddr *)&a, &l), 0);
 	f.port = ntohs(a.sin_port);
+	(void)holder_answer(); /* made here: the fake's thread only reads it */
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, fake_main, &f), 0);
 
@@ -213,6 +256,7 @@ static void test_duplicate_name_refused(void **state)
 	assert_int_equal(m.kind, CL_IN_DUPLICATE);
 	assert_non_null(strstr(m.why, "lease 99"));
 	assert_non_null(strstr(m.why, "\"pid\":1"));
+	assert_int_equal(strstr(m.why, "fg1 ") == NULL, 1); /* the holder's value, not its envelope */
 	/* it retries (500 ms apart) and stays refused: a second txn, no DOWN,
 	 * no second DUPLICATE fact, and nothing written */
 	struct cl_etcd_stats st;
@@ -301,7 +345,7 @@ static void check_bounds(const struct bound_case *cases, size_t n, uint32_t (*fn
 	assert_non_null(c);
 	for (size_t i = 0; i < n; i++) {
 		char text[512];
-		snprintf(text, sizeof(text), "[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\n%s", cases[i].keys);
+		snprintf(text, sizeof(text), "[cluster]\nnode = a\nendpoints = http://127.0.0.1:1\nkey_file = /k\n%s", cases[i].keys);
 		fg_config_default(c);
 		int r = fg_config_parse(c, text, "test", &err);
 		if (r)

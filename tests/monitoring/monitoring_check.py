@@ -163,9 +163,15 @@ def names_main():
             used.setdefault(n, []).append(where)
     have = {"up"}  # Prometheus' own, per scrape target
     # local mode, with [cluster] (its families render whether etcd answers or not)
-    cl = Daemon(extra="[cluster]\nnode = mon-test\nendpoints = http://127.0.0.1:9\nlost_after_ms = 500\n")
+    keydir = tempfile.mkdtemp(prefix="fg-mon-key-")  # [cluster] key_file: the fleet's key, 0600
+    fd = os.open(f"{keydir}/fleet.key", os.O_WRONLY | os.O_CREAT, 0o600)
+    os.write(fd, b"monitoring-test-fleet-key-0123456789abcdef\n")
+    os.close(fd)
+    cl = Daemon(extra="[cluster]\nnode = mon-test\nendpoints = http://127.0.0.1:9\nlost_after_ms = 500\n"
+                f"key_file = {keydir}/fleet.key\n")
     with cl as d:
         have |= exported(d)
+    shutil.rmtree(keydir, ignore_errors=True)
     dp_names = set()
     with Daemon(dp_profile="ring", expect_start=False, deadline_ms=2000) as d:
         if d.lanes_up("# dataplane mode not available here: its names come from the registry (fanoctl counters)"):
