@@ -34,6 +34,7 @@
 #include "cp_ready.h"
 #include "cp_audit.h"
 #include "cp_audit_log.h"
+#include "cp_claim.h"
 #include "cp_log.h"
 #include "cp_loop.h"
 #include "cp_metrics.h"
@@ -60,6 +61,7 @@ struct daemon {
 	struct cp_opsrv op;
 	struct cp_metrics metrics;
 	struct fg_boundary boundary;
+	struct cp_claim claim; /* the operator socket's lock, the listeners (cp_claim.h) */
 	bool dataplane;
 	int sigfd; /* -1 until opened */
 	struct cp_poll sigpoll;
@@ -202,6 +204,7 @@ int main(int argc, char **argv)
 {
 	static struct daemon d; /* large: keep it off the stack */
 	d.sigfd = -1;
+	d.claim.op_lock_fd = d.claim.tls_fd = d.claim.metrics_fd = -1;
 	const char *config_path = NULL, *check_path = NULL, *profile = NULL;
 	bool no_dp = false;
 	const char *repair_path = NULL;
@@ -250,7 +253,7 @@ int main(int argc, char **argv)
 		if (!c)
 			return 1;
 		int r = load_config(c, check_path);
-		char cwhy[256];
+		char cwhy[1024];
 		if (r == 0 && (r = cp_harden_prepare(c, cwhy, sizeof(cwhy))) < 0)
 			cp_err("config %s: %s", check_path, cwhy); /* [daemon] user/group must exist here */
 		if (r == 0)
@@ -265,9 +268,6 @@ int main(int argc, char **argv)
 		snprintf(d.cfg.dp_profile, sizeof(d.cfg.dp_profile), "%s", profile);
 	cp_info("fanogate %s starting (config %s)", FANOGATE_VERSION, config_path ? config_path : "embedded default");
 
-	/* Check the TLS material before anything with side effects (the EAL,
-	 * hugepages, the audit log created on first start): a daemon that
-	 * cannot serve TLS refuses before touching anything. */
 	char why[512] = "";
 	/* Readiness channels (control/cp_ready.h): opened before the filter. */
 	int rr = cp_ready_open(ready_fd);
@@ -278,6 +278,14 @@ int main(int argc, char **argv)
 	/* The run-as user of [daemon]: an unknown name stops here. */
 	if (cp_harden_prepare(&d.cfg, why, sizeof(why)) < 0) {
 		cp_err("%s", why);
+		return 1;
+	}
+	/* One daemon per resource, then the TLS material, before anything with
+	 * side effects (the EAL, hugepages, the audit log created on first
+	 * start, the self-signed pair): a second daemon, or one that cannot
+	 * serve TLS, refuses before touching anything. */
+	if (cp_claim_take(&d.claim, &d.cfg, why, sizeof(why)) < 0) {
+		cp_err("refusing to start: %s", why);
 		return 1;
 	}
 	{
@@ -330,7 +338,9 @@ int main(int argc, char **argv)
 		cp_err("shadow audit: %s", why);
 		goto out_engine;
 	}
-	r = cp_server_start(&d.server, &d.loop, &d.cfg, &d.engine, &d.audit, why, sizeof(why));
+	r = cp_server_start(&d.server, &d.loop, &d.cfg, &d.engine, &d.audit, d.claim.tls_fd, d.claim.tls_port, why,
+			    sizeof(why));
+	d.claim.tls_fd = -1; /* the server's now */
 	if (r < 0) {
 		cp_err("tls: %s", why);
 		goto out_audit;
@@ -340,7 +350,9 @@ int main(int argc, char **argv)
 		cp_err("operator: %s", why);
 		goto out_server;
 	}
-	r = cp_metrics_start(&d.metrics, &d.loop, &d.cfg, &d.engine, &d.server, b, why, sizeof(why));
+	r = cp_metrics_start(&d.metrics, &d.loop, &d.cfg, &d.engine, &d.server, b, d.claim.metrics_fd,
+			     d.claim.metrics_port, why, sizeof(why));
+	d.claim.metrics_fd = -1;
 	if (r < 0) {
 		cp_err("metrics: %s", why);
 		goto out_op;
@@ -415,6 +427,7 @@ out_dp:
 #endif
 	if (d.sigfd >= 0)
 		close(d.sigfd);
+	cp_claim_release(&d.claim); /* the operator socket's lock goes with the process */
 	cp_harden_report();
 	return r < 0 ? 1 : 0;
 }

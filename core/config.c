@@ -3,7 +3,9 @@
  * file, line and reason for every invalid value (include/fg/config.h).
  *
  * Who may call: any thread; no shared state (inih's globals are only read).
- * The only I/O is reading the file in fg_config_load; nothing is logged.
+ * The only I/O is reading files: the configuration (fg_config_load) and,
+ * for its callers, the files it names (fg_file_open / fg_file_read: never
+ * blocking on a FIFO or a device); nothing is logged.
  *
  * One table (config_keys) drives parsing, defaults documentation,
  * `fanoctl config keys` (fg_config_key) and the effective configuration
@@ -1371,57 +1373,112 @@ int fg_config_parse(struct fg_config *c, const char *text, const char *name, str
 	return ret;
 }
 
-int fg_config_load(struct fg_config *c, const char *path, struct fg_config_error *err)
+const char *fg_file_kind(unsigned mode)
 {
-	memset(err, 0, sizeof(*err));
-	snprintf(err->file, sizeof(err->file), "%s", path ? path : "");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	switch (mode & S_IFMT) {
+	case S_IFREG: return "is a regular file";
+	case S_IFDIR: return "is a directory";
+	case S_IFIFO: return "is a FIFO";
+	case S_IFCHR: return "is a character device";
+	case S_IFBLK: return "is a block device";
+	case S_IFSOCK: return "is a socket";
+	case S_IFLNK: return "is a symbolic link";
+	default: return "is not a regular file";
+	}
+}
 
+int fg_file_open(const char *path, unsigned flags, uint64_t max, char *why, size_t why_len)
+{
+	/* O_NONBLOCK: opening a FIFO (no writer yet) or a device must not
+	 * wait; fstat then says what it is. A regular file ignores the flag. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
+				   ((flags & FG_FILE_NOFOLLOW) ? O_NOFOLLOW : 0));
 	if (fd < 0) {
 		int e = errno;
-		snprintf(err->reason, sizeof(err->reason), "cannot open: %s", strerror(e));
+		if (e == ELOOP && (flags & FG_FILE_NOFOLLOW))
+			snprintf(why, why_len, "is a symbolic link (refused: it must be the file itself)");
+		else
+			snprintf(why, why_len, "cannot open: %s", strerror(e));
 		return -e;
 	}
 	struct stat st;
 	if (fstat(fd, &st) != 0) {
 		int e = errno;
 		close(fd);
-		snprintf(err->reason, sizeof(err->reason), "cannot stat: %s", strerror(e));
+		snprintf(why, why_len, "cannot stat: %s", strerror(e));
 		return -e;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
-		snprintf(err->reason, sizeof(err->reason), "not a regular file");
+		snprintf(why, why_len, "%s, not a regular file", fg_file_kind(st.st_mode));
 		return -EINVAL;
 	}
-	if ((uint64_t)st.st_size > FG_CONFIG_FILE_MAX) {
+	if (max && (uint64_t)st.st_size > max) {
 		close(fd);
-		snprintf(err->reason, sizeof(err->reason), "file larger than %u bytes", FG_CONFIG_FILE_MAX);
+		snprintf(why, why_len, "file larger than %llu bytes", (unsigned long long)max);
 		return -EFBIG;
+	}
+	return fd;
+}
+
+int fg_file_read(const char *path, unsigned flags, uint64_t max, char **out, size_t *len, char *why,
+		 size_t why_len)
+{
+	int fd = fg_file_open(path, flags, max, why, why_len);
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		snprintf(why, why_len, "cannot stat: %s", strerror(e));
+		return -e;
 	}
 	char *buf = malloc((size_t)st.st_size + 1);
 	size_t have = 0;
 
 	if (!buf) {
 		close(fd);
-		snprintf(err->reason, sizeof(err->reason), "out of memory");
+		snprintf(why, why_len, "out of memory");
 		return -ENOMEM;
 	}
+	/* The size fstat gave: a file that grows meanwhile is read as it was. */
 	while (have < (size_t)st.st_size) {
 		ssize_t n = read(fd, buf + have, (size_t)st.st_size - have);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EAGAIN) { /* a regular file on a file system that honours O_NONBLOCK */
+			int fl = fcntl(fd, F_GETFL);
+			if (fl >= 0 && (fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0)
+				continue;
+		}
 		if (n <= 0) {
-			int e = n < 0 ? errno : EIO;
+			if (n == 0)
+				break; /* shrank meanwhile: what is there */
+			int e = errno;
 			free(buf);
 			close(fd);
-			snprintf(err->reason, sizeof(err->reason), "cannot read: %s", strerror(e));
+			snprintf(why, why_len, "cannot read: %s", strerror(e));
 			return -e;
 		}
 		have += (size_t)n;
 	}
 	close(fd);
 	buf[have] = '\0';
+	*out = buf;
+	*len = have;
+	return 0;
+}
+
+int fg_config_load(struct fg_config *c, const char *path, struct fg_config_error *err)
+{
+	memset(err, 0, sizeof(*err));
+	snprintf(err->file, sizeof(err->file), "%s", path ? path : "");
+	char *buf = NULL;
+	size_t have = 0;
+	int r = fg_file_read(path, 0, FG_CONFIG_FILE_MAX, &buf, &have, err->reason, sizeof(err->reason));
+	if (r < 0)
+		return r;
 	if (memchr(buf, '\0', have)) {
 		free(buf);
 		snprintf(err->reason, sizeof(err->reason), "binary file (NUL byte)");
