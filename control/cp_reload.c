@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cp_audit.h"
+#include "cp_check.h"
 #include "cp_log.h"
 #include "fg/fano.h"
 #include "fg/text.h"
@@ -318,6 +319,8 @@ int cp_reload_run(uint32_t uid, int32_t pid, const char *origin, struct cp_reloa
 	struct fg_config_error err;
 	memset(&err, 0, sizeof(err));
 	int r = fg_config_load(nc, g.path, &err);
+	if (r == 0 && g.dp_profile) /* --dp-profile overrides the file, as at start-up */
+		snprintf(nc->dp_profile, sizeof(nc->dp_profile), "%s", g.dp_profile);
 	const char *error = NULL;
 	char what[128]; /* the audit record's why field */
 	if (r < 0) {
@@ -328,9 +331,11 @@ int cp_reload_run(uint32_t uid, int32_t pid, const char *origin, struct cp_reloa
 			textf(res->detail, sizeof(res->detail), "%s: %s", file,
 				 err.reason[0] ? err.reason : strerror(-r));
 		error = "config_invalid";
+	} else if (cp_check_files(nc, CP_CHECK_KINDS, res->detail, sizeof(res->detail)) < 0) {
+		/* A file the new configuration names is missing, a FIFO, a
+		 * directory or a device: refused by name, never opened. */
+		error = "config_invalid";
 	} else {
-		if (g.dp_profile) /* --dp-profile overrides the file, as at start-up */
-			snprintf(nc->dp_profile, sizeof(nc->dp_profile), "%s", g.dp_profile);
 		char keys[400];
 		bool live_only;
 		unsigned n = cp_reload_diff(g.live, nc, keys, sizeof(keys), &live_only);

@@ -34,6 +34,7 @@
 #include "cp_ready.h"
 #include "cp_audit.h"
 #include "cp_audit_log.h"
+#include "cp_check.h"
 #include "cp_claim.h"
 #include "cp_log.h"
 #include "cp_loop.h"
@@ -74,7 +75,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: fanogate [options]\n"
 		"  --config FILE        configuration (INI); default: the embedded default\n"
-		"  --check-config FILE  validate FILE, print the verdict, exit 0 (valid) or 1\n"
+		"  --check-config FILE  validate FILE and what a start checks of the files it names (TLS\n"
+		"                       material, tokens, writable directories); exit 0 (valid) or 1\n"
 		"  --audit-repair FILE  move damage in the audit log FILE aside (daemon stopped;\n"
 		"                       what `fanoctl audit repair` runs), exit 0, or 2 on error\n"
 		"  --no-dataplane       no DPDK: the control plane owns one slot shard itself\n"
@@ -256,6 +258,9 @@ int main(int argc, char **argv)
 		char cwhy[1024];
 		if (r == 0 && (r = cp_harden_prepare(c, cwhy, sizeof(cwhy))) < 0)
 			cp_err("config %s: %s", check_path, cwhy); /* [daemon] user/group must exist here */
+		/* What a start checks of the files and directories it names. */
+		if (r == 0 && (r = cp_check_files(c, CP_CHECK_ALL, cwhy, sizeof(cwhy))) < 0)
+			cp_err("config %s: %s", check_path, cwhy);
 		if (r == 0)
 			printf("%s: ok\n", check_path);
 		free(c);
@@ -284,6 +289,10 @@ int main(int argc, char **argv)
 	 * side effects (the EAL, hugepages, the audit log created on first
 	 * start, the self-signed pair): a second daemon, or one that cannot
 	 * serve TLS, refuses before touching anything. */
+	if (cp_check_files(&d.cfg, CP_CHECK_KINDS | CP_CHECK_DIRS, why, sizeof(why)) < 0) {
+		cp_err("config %s: %s", config_path ? config_path : "(embedded default)", why);
+		return 1;
+	}
 	if (cp_claim_take(&d.claim, &d.cfg, why, sizeof(why)) < 0) {
 		cp_err("refusing to start: %s", why);
 		return 1;
