@@ -86,6 +86,7 @@ static const struct kfield fields[] = {
 	KF("[tls] idle_timeout_ms", idle_timeout_ms, K_LIVE),
 	KF("[tls] send_queue_max", send_queue_max, K_LIVE),
 	KF("[tls] unauth_per_source", unauth_per_source, K_LIVE),
+	KF("[tls] unauth_per_source", unauth_per_source_auto, K_LIVE),
 	KF("[tls] auth_reserve", auth_reserve, K_LIVE),
 	KF("[tls] body_min_rate", body_min_rate, K_LIVE),
 	KF("[audit] path", audit_path, K_RESTART),
@@ -203,8 +204,10 @@ static void describe(const struct fg_config *a, const struct fg_config *b, struc
 		change(res, "[tls] idle_timeout_ms: %u -> %u", a->idle_timeout_ms, b->idle_timeout_ms);
 	if (a->send_queue_max != b->send_queue_max)
 		change(res, "[tls] send_queue_max: %u -> %u", a->send_queue_max, b->send_queue_max);
-	if (a->unauth_per_source != b->unauth_per_source)
-		change(res, "[tls] unauth_per_source: %u -> %u", a->unauth_per_source, b->unauth_per_source);
+	if (a->unauth_per_source != b->unauth_per_source || a->unauth_per_source_auto != b->unauth_per_source_auto)
+		change(res, "[tls] unauth_per_source: %u%s -> %u%s", a->unauth_per_source,
+		       a->unauth_per_source_auto ? " (auto)" : "", b->unauth_per_source,
+		       b->unauth_per_source_auto ? " (auto)" : "");
 	if (a->auth_reserve != b->auth_reserve)
 		change(res, "[tls] auth_reserve: %g -> %g", a->auth_reserve, b->auth_reserve);
 	if (a->body_min_rate != b->body_min_rate)
@@ -279,6 +282,7 @@ static void apply(const struct fg_config *b)
 	a->idle_timeout_ms = b->idle_timeout_ms;
 	a->send_queue_max = b->send_queue_max;
 	a->unauth_per_source = b->unauth_per_source; /* the next accept's admission */
+	a->unauth_per_source_auto = b->unauth_per_source_auto;
 	a->auth_reserve = b->auth_reserve;
 	a->body_min_rate = b->body_min_rate; /* bodies started later */
 	cp_engine_publish(g.e);

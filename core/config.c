@@ -54,6 +54,7 @@ enum ktype {
 	KT_ORIENT,   /* [wire] orientation: bit | signed */
 	KT_ACKWIN,   /* [consumers] ack_window: exact | fleet */
 	KT_NEIGHS,   /* [dataplane] neighbours: IP=MAC, ... */
+	KT_U32_AUTO, /* a u32, or "auto" (the bool at offset size true; the value derived in config_validate) */
 };
 
 struct ckey {
@@ -202,8 +203,8 @@ static const struct ckey config_keys[] = {
 	 KT_U32, OFF(idle_timeout_ms), 0, 1, 86400000},
 	{{"tls", "send_queue_max", "bytes", "4M", "4K..1G, >= the largest seed frame", "queued output bytes per connection before it is dropped as slow"},
 	 KT_BYTES32, OFF(send_queue_max), 0, 4 * KIB, GIB},
-	{{"tls", "unauth_per_source", "uint", "16", "0 (no limit) .. 1000000", "connections one source address may hold open before they authenticate; more are refused"},
-	 KT_U32, OFF(unauth_per_source), 0, 0, 1000000},
+	{{"tls", "unauth_per_source", "uint", "auto", "auto, or 0 (no limit) .. 1000000", "connections one source address may hold open before they authenticate; more are refused; auto: 2 * (layers + 4), at least 16 (a coordinator's WebSocket per layer and 4 HTTPS keep-alives, twice)"},
+	 KT_U32_AUTO, OFF(unauth_per_source), OFF(unauth_per_source_auto), 0, 1000000},
 	{{"tls", "auth_reserve", "fraction", "0.25", "0..1", "share of max_connections kept for authenticated connections: unauthenticated ones never hold more (at least one), the oldest is closed for a newcomer"},
 	 KT_FRAC, OFF(auth_reserve), 0, 0, 1},
 	{{"tls", "body_min_rate", "bytes", "64K", "1..1G (bytes per second)", "a request body must arrive within handshake_timeout_ms + its length at this rate, else 408"},
@@ -346,7 +347,8 @@ void fg_config_default(struct fg_config *c)
 	c->handshake_timeout_ms = 5000;
 	c->idle_timeout_ms = 60000;
 	c->send_queue_max = 4u << 20;
-	c->unauth_per_source = 16;
+	c->unauth_per_source_auto = true;
+	c->unauth_per_source = fg_config_unauth_auto(c->layers);
 	c->auth_reserve = 0.25;
 	c->body_min_rate = 64u << 10;
 	snprintf(c->audit_path, sizeof(c->audit_path), "/var/lib/fanogate/audit.log");
@@ -879,6 +881,22 @@ static int config_handler(void *user, const char *section, const char *name, con
 		c->n_static_neigh = n;
 		break;
 	}
+	case KT_U32_AUTO:
+		if (strcmp(value, "auto") == 0) {
+			*(bool *)((uint8_t *)c + k->size) = true; /* the value: config_validate */
+			break;
+		}
+		if (!parse_u64(value, &u)) {
+			fail(ps, ln, "[%s] %s = %s: not a number or auto", section, name, value);
+			return 0;
+		}
+		if (u < k->min || u > k->max) {
+			fail(ps, ln, "[%s] %s = %s: out of range (%s)", section, name, value, k->doc.range);
+			return 0;
+		}
+		*(uint32_t *)field = (uint32_t)u;
+		*(bool *)((uint8_t *)c + k->size) = false;
+		break;
 	case KT_ACKWIN: {
 		int m = mode_parse(ackwin_names, FG_ARRAY_LEN(ackwin_names), value);
 		if (m < 0) {
@@ -1196,6 +1214,8 @@ static void config_validate(struct pstate *ps)
 		return;
 	}
 	c->bands.n_layers = c->layers;
+	if (c->unauth_per_source_auto)
+		c->unauth_per_source = fg_config_unauth_auto(c->layers);
 
 	struct band_span b[3] = {
 		{"seed_base", c->bands.seed_base, (uint32_t)c->bands.seed_base + (1u << c->bands.layer_bits)},
@@ -1492,6 +1512,18 @@ int fg_config_load(struct fg_config *c, const char *path, struct fg_config_error
 
 /* ---- derived views ----------------------------------------------------- */
 
+uint32_t fg_config_unauth_auto(uint32_t layers)
+{
+	/* The fleet's coordinator opens one WebSocket /flow?layer=L per layer
+	 * and 4 HTTPS keep-alives from one address, all at once, before any of
+	 * them authenticates; twice that lets a full reconnect overlap the
+	 * previous attempt's handshakes still open (closed at
+	 * handshake_timeout_ms). At least the 16 an idle flood is held to
+	 * for a small model. */
+	uint32_t n = 2u * (layers + 4u);
+	return n > 16u ? n : 16u;
+}
+
 uint64_t fg_config_max_frame(const struct fg_config *c)
 {
 	return FG_HDR_LEN + FG_SEED_PREFIX_LEN + (uint64_t)c->hidden * c->max_seq_len * 4u;
@@ -1633,6 +1665,12 @@ static void setting_value(const struct fg_config *c, const struct ckey *k, unsig
 	case KT_SECCOMP: vb_add(b, "%s", seccomp_names[*field]); break;
 	case KT_ORIENT: vb_add(b, "%s", orient_names[*field]); break;
 	case KT_ACKWIN: vb_add(b, "%s", ackwin_names[*field]); break;
+	case KT_U32_AUTO:
+		if (*(const bool *)((const uint8_t *)c + k->size))
+			vb_add(b, "auto");
+		else
+			vb_add(b, "%u", *(const uint32_t *)field);
+		break;
 	case KT_ADDR:
 	case KT_ADDR_OFF: vb_addr(b, (const struct fg_addr *)field, k->t == KT_ADDR_OFF); break;
 	case KT_PREFIXES: vb_prefixes(b, c->allow, c->n_allow); break;

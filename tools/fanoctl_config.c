@@ -46,7 +46,9 @@ static json_t *setting_json(const struct fg_config_setting *s)
 {
 	const char *t = s->doc->type, *v = s->value;
 
-	if (!strcmp(t, "uint") || !strcmp(t, "ms") || !strcmp(t, "bytes") || !strcmp(t, "hex16"))
+	/* A number key may also read "auto" ([tls] unauth_per_source): a string. */
+	if ((!strcmp(t, "uint") || !strcmp(t, "ms") || !strcmp(t, "bytes") || !strcmp(t, "hex16")) &&
+	    *v >= '0' && *v <= '9')
 		return json_integer((json_int_t)strtoull(v, NULL, 0));
 	if (!strcmp(t, "bool"))
 		return json_boolean(!strcmp(v, "true"));

@@ -182,7 +182,8 @@ struct fg_config {
 	uint32_t handshake_timeout_ms;/* default 5000 */
 	uint32_t idle_timeout_ms;     /* default 60000 */
 	uint32_t send_queue_max;      /* bytes per connection, default 4 MiB */
-	uint32_t unauth_per_source;   /* unauthenticated connections per source address, default 16; 0 = no limit */
+	uint32_t unauth_per_source;   /* unauthenticated connections per source address in force; 0 = no limit */
+	bool unauth_per_source_auto;  /* "auto" (the default): unauth_per_source = fg_config_unauth_auto(layers) */
 	double auth_reserve;          /* fraction of max_connections only authenticated ones may hold, default 0.25 */
 	uint32_t body_min_rate;       /* bytes/s a request body must keep up, default 64 KiB */
 	/* [audit] */
@@ -243,6 +244,9 @@ FG_MUST_CHECK int fg_config_parse(struct fg_config *c, const char *text, const c
  * at least 1), the model shape, the deadline and every layer's rule. */
 void fg_config_slots(const struct fg_config *c, uint32_t n_shards, struct fg_slots_cfg *out);
 void fg_config_limits(const struct fg_config *c, struct fg_seed_limits *out);
+/* [tls] unauth_per_source = auto for a model of `layers` layers:
+ * 2 * (layers + 4), at least 16 (docs/config.md [tls] has the reasoning). */
+uint32_t fg_config_unauth_auto(uint32_t layers);
 /* Bytes of the largest seed frame the configuration admits:
  * 10 + 8 + hidden * max_seq_len * 4. */
 uint64_t fg_config_max_frame(const struct fg_config *c);

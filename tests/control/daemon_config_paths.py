@@ -29,6 +29,7 @@ from fgtest.wait import until  # noqa: E402
 
 KINDS = (("fifo", "is a FIFO"), ("dir", "is a directory"), ("zero", "is a character device"))
 ANSWER_S = 1.0  # "within a second"; a blocked open never answers (the 10 s timeout below)
+TRIES = 3  # an answer slower than ANSWER_S is asked again: the load of a shared machine, not a block
 
 
 def make(kind, path):
@@ -59,24 +60,42 @@ def serving(d, what):
     check(st.get("pid") == d.proc.pid and code == 200, f"{what}: the daemon keeps serving (status, /healthz {code})")
 
 
+def fastest(ask):
+    """ask() -> (ok, seconds, text), up to TRIES times until an answer comes
+    within ANSWER_S: the fastest answer."""
+    best = None
+    for _ in range(TRIES):
+        ok, dt, text = ask()
+        if best is None or (ok and dt < best[1]) or not best[0]:
+            best = (ok, dt, text)
+        if not ok or dt < ANSWER_S:
+            break
+    return best
+
+
 def refused_three_ways(d, fanoctl, want, what):
     """reload, SIGHUP and config check of d.cfg answer in time with want."""
     env = dict(os.environ, FANOCTL_SOCKET=f"{d.dir}/fanoctl.sock")
-    p, dt = timed([fanoctl, "config", "reload"], env)
-    out = p.stdout + p.stderr
-    check(p.returncode == 1 and want in out and dt < ANSWER_S,
-          f"{what}: fanoctl config reload refused in {dt:.2f} s: {out.strip()[:200]}")
-    mark = len(d.log())
-    t0 = time.monotonic()
-    os.kill(d.proc.pid, signal.SIGHUP)
-    line = until(lambda: [ln for ln in d.log()[mark:].splitlines() if "(SIGHUP) refused" in ln], timeout=10)
-    dt = time.monotonic() - t0
-    check(line and want in line[0] and dt < ANSWER_S,
-          f"{what}: SIGHUP refused in {dt:.2f} s: {line[0][-200:] if line else 'no log line'}")
-    p, dt = timed([fanoctl, "config", "check", d.cfg])
-    out = p.stdout + p.stderr
-    check(p.returncode == 1 and want in out and dt < ANSWER_S,
-          f"{what}: fanoctl config check refused in {dt:.2f} s: {out.strip()[:200]}")
+
+    def cli(argv, e=None):
+        def ask():
+            p, dt = timed(argv, e)
+            out = (p.stdout + p.stderr).strip()
+            return p.returncode == 1 and want in out, dt, out[:200]
+        return ask
+
+    def sighup():
+        mark = len(d.log())
+        t0 = time.monotonic()
+        os.kill(d.proc.pid, signal.SIGHUP)
+        line = until(lambda: [ln for ln in d.log()[mark:].splitlines() if "(SIGHUP) refused" in ln], timeout=10)
+        dt = time.monotonic() - t0
+        return bool(line) and want in line[0], dt, line[0][-200:] if line else "no log line within 10 s"
+
+    for name, ask in (("fanoctl config reload", cli([fanoctl, "config", "reload"], env)), ("SIGHUP", sighup),
+                      ("fanoctl config check", cli([fanoctl, "config", "check", d.cfg]))):
+        ok, dt, text = fastest(ask)
+        check(ok and dt < ANSWER_S, f"{what}: {name} refused in {dt:.2f} s: {text}")
     serving(d, what)
 
 
