@@ -1,8 +1,11 @@
 /* main.c - the fanogate daemon.
  *
  * Owns: option parsing, configuration loading (the embedded default when no
- * --config), the start-up order (dataplane EAL and lanes before any thread,
- * then the control plane's loop, engine, shadow audit and TLS listener),
+ * --config), the start-up order (first what has no side effects: the checks
+ * of the files the configuration names, cp_check.h, and the claim of what
+ * only one daemon may hold, cp_claim.h; then the dataplane EAL and lanes
+ * before any thread, then the control plane's loop, engine, shadow audit
+ * and TLS listener),
  * signals (SIGINT/SIGTERM through a signalfd polled by the loop -> clean
  * stop), and the shutdown order. It generates nothing but the self-signed
  * TLS pair of the embedded default (cp_selfsigned.c, when [tls] cert/key are
