@@ -1045,51 +1045,8 @@ void cp_server_on_ended(void *arg, uint16_t layer, uint32_t token_seq, enum fg_s
 }
 
 /* ---- server lifecycle ----------------------------------------------------------- */
-static int listen_open(const struct fg_addr *a, uint16_t *port_out, char *why, size_t why_len)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl;
-	memset(&ss, 0, sizeof(ss));
-	int family = a->set ? a->family : AF_INET;
-	if (family == AF_INET6) {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-		s6->sin6_family = AF_INET6;
-		memcpy(&s6->sin6_addr, a->addr, 16);
-		s6->sin6_port = htons(a->port);
-		sl = sizeof(*s6);
-	} else {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-		s4->sin_family = AF_INET;
-		if (a->set)
-			memcpy(&s4->sin_addr, a->addr, 4);
-		s4->sin_port = htons(a->set ? a->port : 8443);
-		sl = sizeof(*s4);
-	}
-	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		int e = errno;
-		snprintf(why, why_len, "socket: %s", strerror(e));
-		return -e;
-	}
-	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 512) < 0) {
-		int e = errno;
-		char host[INET6_ADDRSTRLEN] = "?";
-		inet_ntop(family, a->addr, host, sizeof(host));
-		snprintf(why, why_len, "[tls] listen %s port %u: %s", host, a->port, strerror(e));
-		close(fd);
-		return -e;
-	}
-	sl = sizeof(ss);
-	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-		*port_out = ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-						       : ((struct sockaddr_in *)&ss)->sin_port);
-	return fd;
-}
-
 int cp_server_start(struct cp_server *s, struct cp_loop *l, const struct fg_config *cfg, struct cp_engine *engine,
-		    struct cp_audit *audit, char *why, size_t why_len)
+		    struct cp_audit *audit, int listen_fd, uint16_t port, char *why, size_t why_len)
 {
 	memset(s, 0, sizeof(*s));
 	s->loop = l;
@@ -1101,9 +1058,12 @@ int cp_server_start(struct cp_server *s, struct cp_loop *l, const struct fg_conf
 	cp_http_limits_default(&s->hlim);
 	/* A body is one frame (POST) and is bounded like a WebSocket message. */
 	s->hlim.max_body = cfg->ws_max_message;
+	int fd = listen_fd;
 	int r = cp_tls_init(&s->tls, cfg, why, why_len);
-	if (r < 0)
+	if (r < 0) {
+		close(fd);
 		return r;
+	}
 	if (!s->tls.n_tokens && !s->tls.mtls)
 		cp_warn("no bearer tokens and no client CA: /flow and POST refuse everyone (401)");
 	s->max_conns = cfg->max_connections ? cfg->max_connections : 1;
@@ -1111,16 +1071,11 @@ int cp_server_start(struct cp_server *s, struct cp_loop *l, const struct fg_conf
 	if (!s->table || cp_admit_init(&s->admit, s->max_conns) < 0) {
 		free(s->table);
 		cp_tls_fini(&s->tls);
+		close(fd);
 		snprintf(why, why_len, "out of memory");
 		return -ENOMEM;
 	}
-	int fd = listen_open(&cfg->tls_listen, &s->port, why, why_len);
-	if (fd < 0) {
-		cp_admit_fini(&s->admit);
-		free(s->table);
-		cp_tls_fini(&s->tls);
-		return fd;
-	}
+	s->port = port;
 	s->listen_fd = fd;
 	s->accept_op.fn = server_accept_done;
 	if ((r = cp_loop_accept(l, &s->accept_op, fd)) < 0 ||

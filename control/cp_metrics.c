@@ -738,7 +738,8 @@ static const struct cp_small_srv_ops m_srv_ops = {
 };
 
 int cp_metrics_start(struct cp_metrics *m, struct cp_loop *l, const struct fg_config *cfg, struct cp_engine *e,
-		     struct cp_server *srv, const struct fg_boundary *b, char *why, size_t why_len)
+		     struct cp_server *srv, const struct fg_boundary *b, int listen_fd, uint16_t port, char *why,
+		     size_t why_len)
 {
 	memset(m, 0, sizeof(*m));
 	m->loop = l;
@@ -747,46 +748,15 @@ int cp_metrics_start(struct cp_metrics *m, struct cp_loop *l, const struct fg_co
 	m->srv = srv;
 	m->b = b;
 	cp_small_srv_init(&m->ls, l, &m_srv_ops);
-	const struct fg_addr *a = &cfg->metrics_listen;
-	if (!a->set) {
+	if (listen_fd < 0) {
 		cp_info("metrics endpoint off");
 		return 0;
 	}
-	struct sockaddr_storage ss;
-	socklen_t sl;
-	memset(&ss, 0, sizeof(ss));
-	if (a->family == AF_INET6) {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-		s6->sin6_family = AF_INET6;
-		memcpy(&s6->sin6_addr, a->addr, 16);
-		s6->sin6_port = htons(a->port);
-		sl = sizeof(*s6);
-	} else {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-		s4->sin_family = AF_INET;
-		memcpy(&s4->sin_addr, a->addr, 4);
-		s4->sin_port = htons(a->port);
-		sl = sizeof(*s4);
-	}
-	int fd = socket(a->family == AF_INET6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	int one = 1;
-	if (fd >= 0)
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 16) < 0) {
-		int err = errno;
-		snprintf(why, why_len, "[metrics] listen port %u: %s", a->port, strerror(err));
-		if (fd >= 0)
-			close(fd);
-		return -err;
-	}
-	sl = sizeof(ss);
-	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-		m->port = ntohs(a->family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-						      : ((struct sockaddr_in *)&ss)->sin_port);
+	m->port = port;
 	int r;
-	if ((r = cp_small_srv_start(&m->ls, fd)) < 0) {
+	if ((r = cp_small_srv_start(&m->ls, listen_fd)) < 0) {
 		snprintf(why, why_len, "[metrics] io_uring: %s", strerror(-r));
-		close(fd);
+		close(listen_fd);
 		return r;
 	}
 	cp_info("metrics on port %u (GET /metrics)", m->port);

@@ -34,11 +34,13 @@ struct cp_metrics {
 	uint64_t scrapes;
 };
 
-/* Start listening (a no-op returning 0 when [metrics] listen is off).
- * Returns 0 or -errno with a reason. */
+/* Start accepting on listen_fd, the listener on [metrics] listen that
+ * main.c claimed (cp_claim.h: bound to port, listening, non-blocking;
+ * owned from this call, also on failure); a no-op returning 0 when it is
+ * -1 ([metrics] listen = off). Returns 0 or -errno with a reason. */
 FG_MUST_CHECK int cp_metrics_start(struct cp_metrics *m, struct cp_loop *l, const struct fg_config *cfg,
-				   struct cp_engine *e, struct cp_server *srv, const struct fg_boundary *b, char *why,
-				   size_t why_len);
+				   struct cp_engine *e, struct cp_server *srv, const struct fg_boundary *b,
+				   int listen_fd, uint16_t port, char *why, size_t why_len);
 void cp_metrics_stop(struct cp_metrics *m);
 
 /* Render the exposition into a malloc'd NUL-terminated buffer (*out, length

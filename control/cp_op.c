@@ -22,6 +22,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cp_claim.h"
 #include "cp_harden.h"
 #include "cp_audit.h"
 #include "cp_log.h"
@@ -630,6 +631,22 @@ static int op_dir_reach(const char *path, gid_t group, char *why, size_t why_len
 	return 0;
 }
 
+int cp_op_lock(const struct fg_config *cfg, int *fd_out, char *why, size_t why_len)
+{
+	const char *path = cfg->op_socket;
+	char lock[FG_PATH_MAX + 8], what[FG_PATH_MAX + 24];
+	if (!path[0] || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		snprintf(why, why_len, "[operator] socket: empty or too long path");
+		return -EINVAL;
+	}
+	int r = mkdir_parent(path, why, why_len);
+	if (r < 0)
+		return r;
+	snprintf(lock, sizeof(lock), "%s.lock", path);
+	snprintf(what, sizeof(what), "operator socket %s", path);
+	return cp_claim_lock(lock, what, 1, fd_out, why, why_len);
+}
+
 int cp_op_start(struct cp_opsrv *o, struct cp_loop *l, const struct fg_config *cfg, struct cp_engine *e,
 		struct cp_server *srv, const struct fg_boundary *b, char *why, size_t why_len)
 {
@@ -663,7 +680,9 @@ int cp_op_start(struct cp_opsrv *o, struct cp_loop *l, const struct fg_config *c
 	if (r < 0)
 		return r;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
-	/* A stale socket from a previous run: only a socket is removed. */
+	/* A stale socket from a previous run: only a socket is removed, and
+	 * only under the lock of cp_op_lock (main.c took it), so never the
+	 * socket of a daemon that still runs. */
 	struct stat st;
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {

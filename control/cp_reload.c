@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cp_audit.h"
+#include "cp_check.h"
 #include "cp_log.h"
 #include "fg/fano.h"
 #include "fg/text.h"
@@ -85,6 +86,7 @@ static const struct kfield fields[] = {
 	KF("[tls] idle_timeout_ms", idle_timeout_ms, K_LIVE),
 	KF("[tls] send_queue_max", send_queue_max, K_LIVE),
 	KF("[tls] unauth_per_source", unauth_per_source, K_LIVE),
+	KF("[tls] unauth_per_source", unauth_per_source_auto, K_LIVE),
 	KF("[tls] auth_reserve", auth_reserve, K_LIVE),
 	KF("[tls] body_min_rate", body_min_rate, K_LIVE),
 	KF("[audit] path", audit_path, K_RESTART),
@@ -202,8 +204,10 @@ static void describe(const struct fg_config *a, const struct fg_config *b, struc
 		change(res, "[tls] idle_timeout_ms: %u -> %u", a->idle_timeout_ms, b->idle_timeout_ms);
 	if (a->send_queue_max != b->send_queue_max)
 		change(res, "[tls] send_queue_max: %u -> %u", a->send_queue_max, b->send_queue_max);
-	if (a->unauth_per_source != b->unauth_per_source)
-		change(res, "[tls] unauth_per_source: %u -> %u", a->unauth_per_source, b->unauth_per_source);
+	if (a->unauth_per_source != b->unauth_per_source || a->unauth_per_source_auto != b->unauth_per_source_auto)
+		change(res, "[tls] unauth_per_source: %u%s -> %u%s", a->unauth_per_source,
+		       a->unauth_per_source_auto ? " (auto)" : "", b->unauth_per_source,
+		       b->unauth_per_source_auto ? " (auto)" : "");
 	if (a->auth_reserve != b->auth_reserve)
 		change(res, "[tls] auth_reserve: %g -> %g", a->auth_reserve, b->auth_reserve);
 	if (a->body_min_rate != b->body_min_rate)
@@ -278,6 +282,7 @@ static void apply(const struct fg_config *b)
 	a->idle_timeout_ms = b->idle_timeout_ms;
 	a->send_queue_max = b->send_queue_max;
 	a->unauth_per_source = b->unauth_per_source; /* the next accept's admission */
+	a->unauth_per_source_auto = b->unauth_per_source_auto;
 	a->auth_reserve = b->auth_reserve;
 	a->body_min_rate = b->body_min_rate; /* bodies started later */
 	cp_engine_publish(g.e);
@@ -318,6 +323,8 @@ int cp_reload_run(uint32_t uid, int32_t pid, const char *origin, struct cp_reloa
 	struct fg_config_error err;
 	memset(&err, 0, sizeof(err));
 	int r = fg_config_load(nc, g.path, &err);
+	if (r == 0 && g.dp_profile) /* --dp-profile overrides the file, as at start-up */
+		snprintf(nc->dp_profile, sizeof(nc->dp_profile), "%s", g.dp_profile);
 	const char *error = NULL;
 	char what[128]; /* the audit record's why field */
 	if (r < 0) {
@@ -328,9 +335,11 @@ int cp_reload_run(uint32_t uid, int32_t pid, const char *origin, struct cp_reloa
 			textf(res->detail, sizeof(res->detail), "%s: %s", file,
 				 err.reason[0] ? err.reason : strerror(-r));
 		error = "config_invalid";
+	} else if (cp_check_files(nc, CP_CHECK_KINDS, res->detail, sizeof(res->detail)) < 0) {
+		/* A file the new configuration names is missing, a FIFO, a
+		 * directory or a device: refused by name, never opened. */
+		error = "config_invalid";
 	} else {
-		if (g.dp_profile) /* --dp-profile overrides the file, as at start-up */
-			snprintf(nc->dp_profile, sizeof(nc->dp_profile), "%s", g.dp_profile);
 		char keys[400];
 		bool live_only;
 		unsigned n = cp_reload_diff(g.live, nc, keys, sizeof(keys), &live_only);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -29,13 +30,19 @@ static void fingerprint_of(X509 *x, char *out, size_t cap)
 		o += (size_t)snprintf(out + o, cap - o, i ? ":%02X" : "%02X", md[i]);
 }
 
+/* Read without blocking and only as a regular file (fg_file_read): a FIFO
+ * put in the state directory is not reused, never waited on. */
 static X509 *read_cert(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	if (!f)
+	char *buf = NULL, why[160];
+	size_t len = 0;
+	if (fg_file_read(path, 0, 1u << 20, &buf, &len, why, sizeof(why)) < 0)
 		return NULL;
-	X509 *x = PEM_read_X509(f, NULL, NULL, NULL);
-	fclose(f);
+	BIO *b = BIO_new_mem_buf(buf, (int)len);
+	X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+	BIO_free(b);
+	free(buf);
+	ERR_clear_error();
 	return x;
 }
 

@@ -202,12 +202,14 @@ struct cp_server {
 	uint8_t scratch[CP_RBUF_LEN];
 };
 
-/* Open the listener on [tls] listen (port 0 picks a free one: see srv->port),
- * build the TLS context, start accepting and the housekeeping timer. engine
- * and audit are the daemon's; they must outlive the server.
- * Returns 0 or -errno with a one-line reason in why. */
+/* Build the TLS context, start accepting on listen_fd (the listener on
+ * [tls] listen that main.c claimed, cp_claim.h: bound to port, listening,
+ * non-blocking; the server owns it from this call, also on failure) and
+ * the housekeeping timer. engine and audit are the daemon's; they must
+ * outlive the server. Returns 0 or -errno with a one-line reason in why. */
 FG_MUST_CHECK int cp_server_start(struct cp_server *s, struct cp_loop *l, const struct fg_config *cfg,
-				  struct cp_engine *engine, struct cp_audit *audit, char *why, size_t why_len);
+				  struct cp_engine *engine, struct cp_audit *audit, int listen_fd, uint16_t port,
+				  char *why, size_t why_len);
 /* Stop accepting and close every connection (WS sessions get 1001). The loop
  * must run a little longer for the completions (cp_server_drained). */
 void cp_server_stop(struct cp_server *s);

@@ -16,6 +16,7 @@
 
 #include "cp_log.h"
 #include "cp_selfsigned.h"
+#include "cp_tls_files.h"
 
 /* TLS 1.2: forward-secret AEAD suites only. TLS 1.3 keeps OpenSSL's default
  * suites (all AEAD). */
@@ -39,104 +40,6 @@ static void sha256(const void *p, size_t n, uint8_t out[32])
 	unsigned int len = 32;
 	if (EVP_Digest(p, n, out, &len, EVP_sha256(), NULL) != 1)
 		memset(out, 0, 32); /* cannot happen with the default provider */
-}
-
-static char *trim(char *s)
-{
-	while (*s == ' ' || *s == '\t')
-		s++;
-	size_t n = strlen(s);
-	while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
-		s[--n] = '\0';
-	return s;
-}
-
-int cp_tokens_load(struct cp_tls *t, const char *path, char *why, size_t why_len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		int e = errno;
-		snprintf(why, why_len, "tokens file %s: %s", path, strerror(e));
-		return -e;
-	}
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		int e = errno;
-		close(fd);
-		snprintf(why, why_len, "tokens file %s: fstat: %s", path, strerror(e));
-		return -e;
-	}
-	if (!S_ISREG(st.st_mode) || (st.st_mode & 077) != 0 || st.st_uid != geteuid()) {
-		close(fd);
-		snprintf(why, why_len,
-			 "tokens file %s has mode %04o owner %u: it must be a regular file of mode 0600 "
-			 "owned by uid %u (chmod 600 %s)",
-			 path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, (unsigned)geteuid(), path);
-		return -EPERM;
-	}
-	FILE *f = fdopen(fd, "r");
-	if (!f) {
-		int e = errno;
-		close(fd);
-		snprintf(why, why_len, "tokens file %s: %s", path, strerror(e));
-		return -e;
-	}
-	char line[1024];
-	int lineno = 0, rc = 0;
-	while (fgets(line, sizeof(line), f)) {
-		lineno++;
-		char *s = trim(line);
-		if (!*s || *s == '#')
-			continue;
-		char *sp = strpbrk(s, " \t");
-		const char *role = "fleet";
-		if (sp) {
-			*sp = '\0';
-			role = trim(sp + 1);
-			if (!*role || strlen(role) >= CP_ROLE_MAX || strpbrk(role, " \t")) {
-				snprintf(why, why_len, "tokens file %s:%d: bad role", path, lineno);
-				rc = -EINVAL;
-				break;
-			}
-		}
-		if (!strncmp(s, "cn:", 3)) {
-			if (!s[3] || strlen(s + 3) >= CP_CN_MAX) {
-				snprintf(why, why_len, "tokens file %s:%d: bad cn: entry", path, lineno);
-				rc = -EINVAL;
-				break;
-			}
-			struct cp_cnmap *m = realloc(t->cnmap, (t->n_cnmap + 1) * sizeof(*m));
-			if (!m) {
-				rc = -ENOMEM;
-				break;
-			}
-			t->cnmap = m;
-			snprintf(m[t->n_cnmap].cn, CP_CN_MAX, "%s", s + 3);
-			snprintf(m[t->n_cnmap].role, CP_ROLE_MAX, "%s", role);
-			t->n_cnmap++;
-			continue;
-		}
-		if (strlen(s) < 16) {
-			snprintf(why, why_len, "tokens file %s:%d: token shorter than 16 characters", path, lineno);
-			rc = -EINVAL;
-			break;
-		}
-		struct cp_token *tk = realloc(t->tokens, (t->n_tokens + 1) * sizeof(*tk));
-		if (!tk) {
-			rc = -ENOMEM;
-			break;
-		}
-		t->tokens = tk;
-		sha256(s, strlen(s), tk[t->n_tokens].sha);
-		snprintf(tk[t->n_tokens].role, CP_ROLE_MAX, "%s", role);
-		t->n_tokens++;
-		OPENSSL_cleanse(line, sizeof(line));
-	}
-	OPENSSL_cleanse(line, sizeof(line));
-	fclose(f);
-	if (rc == -ENOMEM)
-		snprintf(why, why_len, "tokens file %s: out of memory", path);
-	return rc < 0 ? rc : (int)t->n_tokens;
 }
 
 bool cp_tls_token_ok(const struct cp_tls *t, const char *token, size_t len, const char **role)
@@ -175,16 +78,6 @@ int cp_tls_init(struct cp_tls *t, const struct fg_config *cfg, char *why, size_t
 	} else if (!cfg->tls_cert[0] || !cfg->tls_key[0]) {
 		snprintf(why, why_len, "[tls] cert and key go together: set both, or neither for a self-signed pair");
 		return -EINVAL;
-	} else {
-		const char *paths[2] = {cert, key};
-		for (int i = 0; i < 2; i++) {
-			if (access(paths[i], R_OK) != 0) {
-				int e = errno;
-				snprintf(why, why_len, "[tls] %s %s: %s (set it to an existing PEM file, or leave both "
-					 "cert and key unset for a self-signed pair)", i ? "key" : "cert", paths[i], strerror(e));
-				return -e;
-			}
-		}
 	}
 	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
 	if (!ctx) {
@@ -210,30 +103,18 @@ int cp_tls_init(struct cp_tls *t, const struct fg_config *cfg, char *why, size_t
 	 * buffers around every record cost more than the ~34 KiB per
 	 * connection it saves (bench/ws). cp_tls_conn_trim frees them once a
 	 * connection went idle instead (cp_conn.c housekeeping). */
-	if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
-		why_ssl(why, why_len, "certificate", cert);
-		goto fail;
-	}
-	if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-		why_ssl(why, why_len, "private key", key);
-		goto fail;
-	}
-	if (SSL_CTX_check_private_key(ctx) != 1) {
-		why_ssl(why, why_len, "key does not match certificate", key);
-		goto fail;
+	/* Read without blocking, regular files only, parsed from memory
+	 * (cp_tls_files.h): a FIFO or a device at a path is refused by name. */
+	int fr = cp_tls_files_load(ctx, cert, key, cfg->tls_ca, why, why_len);
+	if (fr < 0) {
+		cp_tls_fini(t);
+		return fr;
 	}
 	/* Session resumption: tickets on (OpenSSL default), and a session id
 	 * context so resumption works with client verification. */
 	static const unsigned char sid_ctx[] = "fanogate";
 	SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx) - 1);
-	if (cfg->tls_ca[0]) {
-		if (SSL_CTX_load_verify_locations(ctx, cfg->tls_ca, NULL) != 1) {
-			why_ssl(why, why_len, "CA file", cfg->tls_ca);
-			goto fail;
-		}
-		STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(cfg->tls_ca);
-		if (names)
-			SSL_CTX_set_client_CA_list(ctx, names);
+	if (cfg->tls_ca[0]) { /* loaded above: the trust store and the client CA list */
 		t->mtls = true;
 		t->mtls_required = cfg->tls_require_client_cert;
 		SSL_CTX_set_verify(ctx,

@@ -1,8 +1,11 @@
 /* main.c - the fanogate daemon.
  *
  * Owns: option parsing, configuration loading (the embedded default when no
- * --config), the start-up order (dataplane EAL and lanes before any thread,
- * then the control plane's loop, engine, shadow audit and TLS listener),
+ * --config), the start-up order (first what has no side effects: the checks
+ * of the files the configuration names, cp_check.h, and the claim of what
+ * only one daemon may hold, cp_claim.h; then the dataplane EAL and lanes
+ * before any thread, then the control plane's loop, engine, shadow audit
+ * and TLS listener),
  * signals (SIGINT/SIGTERM through a signalfd polled by the loop -> clean
  * stop), and the shutdown order. It generates nothing but the self-signed
  * TLS pair of the embedded default (cp_selfsigned.c, when [tls] cert/key are
@@ -34,6 +37,8 @@
 #include "cp_ready.h"
 #include "cp_audit.h"
 #include "cp_audit_log.h"
+#include "cp_check.h"
+#include "cp_claim.h"
 #include "cp_log.h"
 #include "cp_loop.h"
 #include "cp_metrics.h"
@@ -60,6 +65,7 @@ struct daemon {
 	struct cp_opsrv op;
 	struct cp_metrics metrics;
 	struct fg_boundary boundary;
+	struct cp_claim claim; /* the operator socket's lock, the listeners (cp_claim.h) */
 	bool dataplane;
 	int sigfd; /* -1 until opened */
 	struct cp_poll sigpoll;
@@ -72,7 +78,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: fanogate [options]\n"
 		"  --config FILE        configuration (INI); default: the embedded default\n"
-		"  --check-config FILE  validate FILE, print the verdict, exit 0 (valid) or 1\n"
+		"  --check-config FILE  validate FILE and what a start checks of the files it names (TLS\n"
+		"                       material, tokens, writable directories); exit 0 (valid) or 1\n"
 		"  --audit-repair FILE  move damage in the audit log FILE aside (daemon stopped;\n"
 		"                       what `fanoctl audit repair` runs), exit 0, or 2 on error\n"
 		"  --no-dataplane       no DPDK: the control plane owns one slot shard itself\n"
@@ -202,6 +209,7 @@ int main(int argc, char **argv)
 {
 	static struct daemon d; /* large: keep it off the stack */
 	d.sigfd = -1;
+	d.claim.op_lock_fd = d.claim.tls_fd = d.claim.metrics_fd = -1;
 	const char *config_path = NULL, *check_path = NULL, *profile = NULL;
 	bool no_dp = false;
 	const char *repair_path = NULL;
@@ -250,9 +258,12 @@ int main(int argc, char **argv)
 		if (!c)
 			return 1;
 		int r = load_config(c, check_path);
-		char cwhy[256];
+		char cwhy[1024];
 		if (r == 0 && (r = cp_harden_prepare(c, cwhy, sizeof(cwhy))) < 0)
 			cp_err("config %s: %s", check_path, cwhy); /* [daemon] user/group must exist here */
+		/* What a start checks of the files and directories it names. */
+		if (r == 0 && (r = cp_check_files(c, CP_CHECK_ALL, cwhy, sizeof(cwhy))) < 0)
+			cp_err("config %s: %s", check_path, cwhy);
 		if (r == 0)
 			printf("%s: ok\n", check_path);
 		free(c);
@@ -265,9 +276,6 @@ int main(int argc, char **argv)
 		snprintf(d.cfg.dp_profile, sizeof(d.cfg.dp_profile), "%s", profile);
 	cp_info("fanogate %s starting (config %s)", FANOGATE_VERSION, config_path ? config_path : "embedded default");
 
-	/* Check the TLS material before anything with side effects (the EAL,
-	 * hugepages, the audit log created on first start): a daemon that
-	 * cannot serve TLS refuses before touching anything. */
 	char why[512] = "";
 	/* Readiness channels (control/cp_ready.h): opened before the filter. */
 	int rr = cp_ready_open(ready_fd);
@@ -278,6 +286,18 @@ int main(int argc, char **argv)
 	/* The run-as user of [daemon]: an unknown name stops here. */
 	if (cp_harden_prepare(&d.cfg, why, sizeof(why)) < 0) {
 		cp_err("%s", why);
+		return 1;
+	}
+	/* One daemon per resource, then the TLS material, before anything with
+	 * side effects (the EAL, hugepages, the audit log created on first
+	 * start, the self-signed pair): a second daemon, or one that cannot
+	 * serve TLS, refuses before touching anything. */
+	if (cp_check_files(&d.cfg, CP_CHECK_KINDS | CP_CHECK_DIRS, why, sizeof(why)) < 0) {
+		cp_err("config %s: %s", config_path ? config_path : "(embedded default)", why);
+		return 1;
+	}
+	if (cp_claim_take(&d.claim, &d.cfg, why, sizeof(why)) < 0) {
+		cp_err("refusing to start: %s", why);
 		return 1;
 	}
 	{
@@ -330,7 +350,9 @@ int main(int argc, char **argv)
 		cp_err("shadow audit: %s", why);
 		goto out_engine;
 	}
-	r = cp_server_start(&d.server, &d.loop, &d.cfg, &d.engine, &d.audit, why, sizeof(why));
+	r = cp_server_start(&d.server, &d.loop, &d.cfg, &d.engine, &d.audit, d.claim.tls_fd, d.claim.tls_port, why,
+			    sizeof(why));
+	d.claim.tls_fd = -1; /* the server's now */
 	if (r < 0) {
 		cp_err("tls: %s", why);
 		goto out_audit;
@@ -340,7 +362,9 @@ int main(int argc, char **argv)
 		cp_err("operator: %s", why);
 		goto out_server;
 	}
-	r = cp_metrics_start(&d.metrics, &d.loop, &d.cfg, &d.engine, &d.server, b, why, sizeof(why));
+	r = cp_metrics_start(&d.metrics, &d.loop, &d.cfg, &d.engine, &d.server, b, d.claim.metrics_fd,
+			     d.claim.metrics_port, why, sizeof(why));
+	d.claim.metrics_fd = -1;
 	if (r < 0) {
 		cp_err("metrics: %s", why);
 		goto out_op;
@@ -415,6 +439,7 @@ out_dp:
 #endif
 	if (d.sigfd >= 0)
 		close(d.sigfd);
+	cp_claim_release(&d.claim); /* the operator socket's lock goes with the process */
 	cp_harden_report();
 	return r < 0 ? 1 : 0;
 }

@@ -3,7 +3,9 @@
  * file, line and reason for every invalid value (include/fg/config.h).
  *
  * Who may call: any thread; no shared state (inih's globals are only read).
- * The only I/O is reading the file in fg_config_load; nothing is logged.
+ * The only I/O is reading files: the configuration (fg_config_load) and,
+ * for its callers, the files it names (fg_file_open / fg_file_read: never
+ * blocking on a FIFO or a device); nothing is logged.
  *
  * One table (config_keys) drives parsing, defaults documentation,
  * `fanoctl config keys` (fg_config_key) and the effective configuration
@@ -52,6 +54,7 @@ enum ktype {
 	KT_ORIENT,   /* [wire] orientation: bit | signed */
 	KT_ACKWIN,   /* [consumers] ack_window: exact | fleet */
 	KT_NEIGHS,   /* [dataplane] neighbours: IP=MAC, ... */
+	KT_U32_AUTO, /* a u32, or "auto" (the bool at offset size true; the value derived in config_validate) */
 };
 
 struct ckey {
@@ -200,8 +203,8 @@ static const struct ckey config_keys[] = {
 	 KT_U32, OFF(idle_timeout_ms), 0, 1, 86400000},
 	{{"tls", "send_queue_max", "bytes", "4M", "4K..1G, >= the largest seed frame", "queued output bytes per connection before it is dropped as slow"},
 	 KT_BYTES32, OFF(send_queue_max), 0, 4 * KIB, GIB},
-	{{"tls", "unauth_per_source", "uint", "16", "0 (no limit) .. 1000000", "connections one source address may hold open before they authenticate; more are refused"},
-	 KT_U32, OFF(unauth_per_source), 0, 0, 1000000},
+	{{"tls", "unauth_per_source", "uint", "auto", "auto, or 0 (no limit) .. 1000000", "connections one source address may hold open before they authenticate; more are refused; auto: 2 * (layers + 4), at least 16 (a coordinator's WebSocket per layer and 4 HTTPS keep-alives, twice)"},
+	 KT_U32_AUTO, OFF(unauth_per_source), OFF(unauth_per_source_auto), 0, 1000000},
 	{{"tls", "auth_reserve", "fraction", "0.25", "0..1", "share of max_connections kept for authenticated connections: unauthenticated ones never hold more (at least one), the oldest is closed for a newcomer"},
 	 KT_FRAC, OFF(auth_reserve), 0, 0, 1},
 	{{"tls", "body_min_rate", "bytes", "64K", "1..1G (bytes per second)", "a request body must arrive within handshake_timeout_ms + its length at this rate, else 408"},
@@ -354,7 +357,8 @@ void fg_config_default(struct fg_config *c)
 	c->handshake_timeout_ms = 5000;
 	c->idle_timeout_ms = 60000;
 	c->send_queue_max = 4u << 20;
-	c->unauth_per_source = 16;
+	c->unauth_per_source_auto = true;
+	c->unauth_per_source = fg_config_unauth_auto(c->layers);
 	c->auth_reserve = 0.25;
 	c->body_min_rate = 64u << 10;
 	snprintf(c->audit_path, sizeof(c->audit_path), "/var/lib/fanogate/audit.log");
@@ -888,6 +892,22 @@ static int config_handler(void *user, const char *section, const char *name, con
 		c->n_static_neigh = n;
 		break;
 	}
+	case KT_U32_AUTO:
+		if (strcmp(value, "auto") == 0) {
+			*(bool *)((uint8_t *)c + k->size) = true; /* the value: config_validate */
+			break;
+		}
+		if (!parse_u64(value, &u)) {
+			fail(ps, ln, "[%s] %s = %s: not a number or auto", section, name, value);
+			return 0;
+		}
+		if (u < k->min || u > k->max) {
+			fail(ps, ln, "[%s] %s = %s: out of range (%s)", section, name, value, k->doc.range);
+			return 0;
+		}
+		*(uint32_t *)field = (uint32_t)u;
+		*(bool *)((uint8_t *)c + k->size) = false;
+		break;
 	case KT_ACKWIN: {
 		int m = mode_parse(ackwin_names, FG_ARRAY_LEN(ackwin_names), value);
 		if (m < 0) {
@@ -1231,6 +1251,8 @@ static void config_validate(struct pstate *ps)
 		return;
 	}
 	c->bands.n_layers = c->layers;
+	if (c->unauth_per_source_auto)
+		c->unauth_per_source = fg_config_unauth_auto(c->layers);
 
 	struct band_span b[3] = {
 		{"seed_base", c->bands.seed_base, (uint32_t)c->bands.seed_base + (1u << c->bands.layer_bits)},
@@ -1408,57 +1430,112 @@ int fg_config_parse(struct fg_config *c, const char *text, const char *name, str
 	return ret;
 }
 
-int fg_config_load(struct fg_config *c, const char *path, struct fg_config_error *err)
+const char *fg_file_kind(unsigned mode)
 {
-	memset(err, 0, sizeof(*err));
-	snprintf(err->file, sizeof(err->file), "%s", path ? path : "");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	switch (mode & S_IFMT) {
+	case S_IFREG: return "is a regular file";
+	case S_IFDIR: return "is a directory";
+	case S_IFIFO: return "is a FIFO";
+	case S_IFCHR: return "is a character device";
+	case S_IFBLK: return "is a block device";
+	case S_IFSOCK: return "is a socket";
+	case S_IFLNK: return "is a symbolic link";
+	default: return "is not a regular file";
+	}
+}
 
+int fg_file_open(const char *path, unsigned flags, uint64_t max, char *why, size_t why_len)
+{
+	/* O_NONBLOCK: opening a FIFO (no writer yet) or a device must not
+	 * wait; fstat then says what it is. A regular file ignores the flag. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
+				   ((flags & FG_FILE_NOFOLLOW) ? O_NOFOLLOW : 0));
 	if (fd < 0) {
 		int e = errno;
-		snprintf(err->reason, sizeof(err->reason), "cannot open: %s", strerror(e));
+		if (e == ELOOP && (flags & FG_FILE_NOFOLLOW))
+			snprintf(why, why_len, "is a symbolic link (refused: it must be the file itself)");
+		else
+			snprintf(why, why_len, "cannot open: %s", strerror(e));
 		return -e;
 	}
 	struct stat st;
 	if (fstat(fd, &st) != 0) {
 		int e = errno;
 		close(fd);
-		snprintf(err->reason, sizeof(err->reason), "cannot stat: %s", strerror(e));
+		snprintf(why, why_len, "cannot stat: %s", strerror(e));
 		return -e;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
-		snprintf(err->reason, sizeof(err->reason), "not a regular file");
+		snprintf(why, why_len, "%s, not a regular file", fg_file_kind(st.st_mode));
 		return -EINVAL;
 	}
-	if ((uint64_t)st.st_size > FG_CONFIG_FILE_MAX) {
+	if (max && (uint64_t)st.st_size > max) {
 		close(fd);
-		snprintf(err->reason, sizeof(err->reason), "file larger than %u bytes", FG_CONFIG_FILE_MAX);
+		snprintf(why, why_len, "file larger than %llu bytes", (unsigned long long)max);
 		return -EFBIG;
+	}
+	return fd;
+}
+
+int fg_file_read(const char *path, unsigned flags, uint64_t max, char **out, size_t *len, char *why,
+		 size_t why_len)
+{
+	int fd = fg_file_open(path, flags, max, why, why_len);
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		snprintf(why, why_len, "cannot stat: %s", strerror(e));
+		return -e;
 	}
 	char *buf = malloc((size_t)st.st_size + 1);
 	size_t have = 0;
 
 	if (!buf) {
 		close(fd);
-		snprintf(err->reason, sizeof(err->reason), "out of memory");
+		snprintf(why, why_len, "out of memory");
 		return -ENOMEM;
 	}
+	/* The size fstat gave: a file that grows meanwhile is read as it was. */
 	while (have < (size_t)st.st_size) {
 		ssize_t n = read(fd, buf + have, (size_t)st.st_size - have);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EAGAIN) { /* a regular file on a file system that honours O_NONBLOCK */
+			int fl = fcntl(fd, F_GETFL);
+			if (fl >= 0 && (fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0)
+				continue;
+		}
 		if (n <= 0) {
-			int e = n < 0 ? errno : EIO;
+			if (n == 0)
+				break; /* shrank meanwhile: what is there */
+			int e = errno;
 			free(buf);
 			close(fd);
-			snprintf(err->reason, sizeof(err->reason), "cannot read: %s", strerror(e));
+			snprintf(why, why_len, "cannot read: %s", strerror(e));
 			return -e;
 		}
 		have += (size_t)n;
 	}
 	close(fd);
 	buf[have] = '\0';
+	*out = buf;
+	*len = have;
+	return 0;
+}
+
+int fg_config_load(struct fg_config *c, const char *path, struct fg_config_error *err)
+{
+	memset(err, 0, sizeof(*err));
+	snprintf(err->file, sizeof(err->file), "%s", path ? path : "");
+	char *buf = NULL;
+	size_t have = 0;
+	int r = fg_file_read(path, 0, FG_CONFIG_FILE_MAX, &buf, &have, err->reason, sizeof(err->reason));
+	if (r < 0)
+		return r;
 	if (memchr(buf, '\0', have)) {
 		free(buf);
 		snprintf(err->reason, sizeof(err->reason), "binary file (NUL byte)");
@@ -1471,6 +1548,18 @@ int fg_config_load(struct fg_config *c, const char *path, struct fg_config_error
 }
 
 /* ---- derived views ----------------------------------------------------- */
+
+uint32_t fg_config_unauth_auto(uint32_t layers)
+{
+	/* The fleet's coordinator opens one WebSocket /flow?layer=L per layer
+	 * and 4 HTTPS keep-alives from one address, all at once, before any of
+	 * them authenticates; twice that lets a full reconnect overlap the
+	 * previous attempt's handshakes still open (closed at
+	 * handshake_timeout_ms). At least the 16 an idle flood is held to
+	 * for a small model. */
+	uint32_t n = 2u * (layers + 4u);
+	return n > 16u ? n : 16u;
+}
 
 uint64_t fg_config_max_frame(const struct fg_config *c)
 {
@@ -1613,6 +1702,12 @@ static void setting_value(const struct fg_config *c, const struct ckey *k, unsig
 	case KT_SECCOMP: vb_add(b, "%s", seccomp_names[*field]); break;
 	case KT_ORIENT: vb_add(b, "%s", orient_names[*field]); break;
 	case KT_ACKWIN: vb_add(b, "%s", ackwin_names[*field]); break;
+	case KT_U32_AUTO:
+		if (*(const bool *)((const uint8_t *)c + k->size))
+			vb_add(b, "auto");
+		else
+			vb_add(b, "%u", *(const uint32_t *)field);
+		break;
 	case KT_ADDR:
 	case KT_ADDR_OFF: vb_addr(b, (const struct fg_addr *)field, k->t == KT_ADDR_OFF); break;
 	case KT_PREFIXES: vb_prefixes(b, c->allow, c->n_allow); break;

@@ -1,14 +1,17 @@
 /* fanoctl_config.c - `fanoctl config check FILE [--json]` (validate a
  * configuration and print its effective summary, or the refusal as
- * file:line: reason, exit 1) and `fanoctl config keys [--json]` (every key
+ * file:line: reason, exit 1; the files and directories it names are checked
+ * as a start checks them, control/cp_check.h) and `fanoctl config keys [--json]` (every key
  * with its default, range and meaning; docs/config.md mirrors it).
  *
  * Who may call: fanoctl's main (single-threaded). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cp_check.h"
 #include "fanoctl.h"
 #include "fg/config.h"
 
@@ -18,8 +21,13 @@ void fanoctl_config_help(FILE *out)
 		     "       fanoctl config keys [--json]\n"
 		     "       fanoctl config reload [--json]\n\n"
 		     "check  parse and validate FILE as fanogate would (fanogate --check-config\n"
-		     "       does the same) and print the effective configuration: every value,\n"
-		     "       defaults included. A refusal prints FILE:LINE: REASON and exits 1.\n"
+		     "       does the same), check what a start checks of the files it names\n"
+		     "       (certificate, key and CA parse and match, the tokens file is 0600 and\n"
+		     "       well formed, every named file is a regular file, the audit log and\n"
+		     "       socket directories are writable: run it as the user that starts\n"
+		     "       fanogate) and print the effective configuration: every value,\n"
+		     "       defaults included. A refusal prints FILE:LINE: REASON (LINE 0 for a\n"
+		     "       named file or directory) and exits 1.\n"
 		     "keys   list every key: section, name, type, default, accepted range, meaning.\n"
 		     "reload ask the running daemon to re-read the file it was started with\n"
 		     "       (also SIGHUP): the whole file is validated; [lines] auto_promote,\n"
@@ -38,7 +46,9 @@ static json_t *setting_json(const struct fg_config_setting *s)
 {
 	const char *t = s->doc->type, *v = s->value;
 
-	if (!strcmp(t, "uint") || !strcmp(t, "ms") || !strcmp(t, "bytes") || !strcmp(t, "hex16"))
+	/* A number key may also read "auto" ([tls] unauth_per_source): a string. */
+	if ((!strcmp(t, "uint") || !strcmp(t, "ms") || !strcmp(t, "bytes") || !strcmp(t, "hex16")) &&
+	    *v >= '0' && *v <= '9')
 		return json_integer((json_int_t)strtoull(v, NULL, 0));
 	if (!strcmp(t, "bool"))
 		return json_boolean(!strcmp(v, "true"));
@@ -107,6 +117,11 @@ static int config_check(int argc, char **argv)
 	struct fg_config cfg;
 	struct fg_config_error err;
 	int rc = fg_config_load(&cfg, argv[optind], &err);
+
+	/* What a start checks of the files and directories it names
+	 * (control/cp_check.h), as `fanogate --check-config` does. */
+	if (rc == 0 && cp_check_files(&cfg, CP_CHECK_ALL, err.reason, sizeof(err.reason)) < 0)
+		rc = -EINVAL;
 
 	if (rc != 0) {
 		if (json) {

@@ -2,8 +2,9 @@
  *
  * Owns: the defaults (the embedded default configuration runs on any Linux
  * box without a NIC), parsing, validation, and refusal of every invalid
- * value with file, line and reason. Pure: reads a file or a string, no other
- * I/O, no logging; errors are returned in struct fg_config_error.
+ * value with file, line and reason. Pure: reads files (the configuration
+ * and, for its callers, the files it names) or a string, no other I/O, no
+ * logging; errors are returned in struct fg_config_error.
  *
  * Who may call: any thread; the result is a plain value the caller owns.
  * docs/config.md documents every key and docs/fanogate.ini.example is a
@@ -186,7 +187,8 @@ struct fg_config {
 	uint32_t handshake_timeout_ms;/* default 5000 */
 	uint32_t idle_timeout_ms;     /* default 60000 */
 	uint32_t send_queue_max;      /* bytes per connection, default 4 MiB */
-	uint32_t unauth_per_source;   /* unauthenticated connections per source address, default 16; 0 = no limit */
+	uint32_t unauth_per_source;   /* unauthenticated connections per source address in force; 0 = no limit */
+	bool unauth_per_source_auto;  /* "auto" (the default): unauth_per_source = fg_config_unauth_auto(layers) */
 	double auth_reserve;          /* fraction of max_connections only authenticated ones may hold, default 0.25 */
 	uint32_t body_min_rate;       /* bytes/s a request body must keep up, default 64 KiB */
 	/* [audit] */
@@ -221,6 +223,24 @@ void fg_config_default(struct fg_config *c);
  * written, or -EINVAL (invalid value; err->line says where) / -errno (cannot
  * read; err->line 0) with *err filled and *c untouched. */
 FG_MUST_CHECK int fg_config_load(struct fg_config *c, const char *path, struct fg_config_error *err);
+/* Files the configuration names (the configuration itself, [tls] cert,
+ * key, ca, tokens_file, ...): opened without blocking (O_NONBLOCK, so a
+ * FIFO without a writer or a device cannot hang the daemon, a reload or a
+ * check), then refused unless fstat says a regular file of at most max
+ * bytes (0: any size). Reasons (in why, without the path, which the caller
+ * names with its key): "is a FIFO, not a regular file", "is a directory,
+ * ...", "is a character device, ...", "cannot open: <strerror>", "file
+ * larger than N bytes". Any thread; the only I/O of the pure core besides
+ * fg_config_load. */
+#define FG_FILE_NOFOLLOW 1u /* refuse a symbolic link at path itself */
+/* The open fd (O_RDONLY, close-on-exec; the caller closes it), or -errno. */
+FG_MUST_CHECK int fg_file_open(const char *path, unsigned flags, uint64_t max, char *why, size_t why_len);
+/* The whole file in a new NUL-terminated buffer (*out, the caller frees it;
+ * *len bytes before the NUL). 0 or -errno; *out and *len only on success. */
+FG_MUST_CHECK int fg_file_read(const char *path, unsigned flags, uint64_t max, char **out, size_t *len,
+			       char *why, size_t why_len);
+/* "is a FIFO", "is a directory", "is a character device", ... for st_mode. */
+const char *fg_file_kind(unsigned mode);
 /* Same from a NUL-terminated string (tests, fuzzing, the embedded default).
  * name is used as err->file. */
 FG_MUST_CHECK int fg_config_parse(struct fg_config *c, const char *text, const char *name,
@@ -229,6 +249,9 @@ FG_MUST_CHECK int fg_config_parse(struct fg_config *c, const char *text, const c
  * at least 1), the model shape, the deadline and every layer's rule. */
 void fg_config_slots(const struct fg_config *c, uint32_t n_shards, struct fg_slots_cfg *out);
 void fg_config_limits(const struct fg_config *c, struct fg_seed_limits *out);
+/* [tls] unauth_per_source = auto for a model of `layers` layers:
+ * 2 * (layers + 4), at least 16 (docs/config.md [tls] has the reasoning). */
+uint32_t fg_config_unauth_auto(uint32_t layers);
 /* Bytes of the largest seed frame the configuration admits:
  * 10 + 8 + hidden * max_seq_len * 4. */
 uint64_t fg_config_max_frame(const struct fg_config *c);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -755,6 +756,89 @@ static void test_settings_round_trip(void **state)
 	}
 }
 
+/* [tls] unauth_per_source: auto sizes from [model] layers, wherever the
+ * layers key is in the file; a number is kept as given. */
+static void test_unauth_auto(void **state)
+{
+	(void)state;
+	struct fg_config c;
+	struct fg_config_error err;
+
+	fg_config_default(&c);
+	assert_true(c.unauth_per_source_auto);
+	assert_int_equal(c.unauth_per_source, 64); /* 28 layers: 2 * (28 + 4) */
+	assert_int_equal(fg_config_unauth_auto(4), 16);
+	assert_int_equal(fg_config_unauth_auto(5), 18);
+	assert_int_equal(fg_config_unauth_auto(1), 16);
+	assert_int_equal(fg_config_unauth_auto(256), 520);
+	assert_int_equal(fg_config_parse(&c, "[tls]\nunauth_per_source = auto\n[model]\nlayers = 30\n", "t", &err), 0);
+	assert_true(c.unauth_per_source_auto);
+	assert_int_equal(c.unauth_per_source, 68);
+	assert_int_equal(fg_config_parse(&c, "[model]\nlayers = 4\n", "t", &err), 0);
+	assert_int_equal(c.unauth_per_source, 16);
+	assert_int_equal(fg_config_parse(&c, "[model]\nlayers = 30\n[tls]\nunauth_per_source = 10\n", "t", &err), 0);
+	assert_false(c.unauth_per_source_auto);
+	assert_int_equal(c.unauth_per_source, 10);
+	assert_int_equal(fg_config_parse(&c, "[tls]\nunauth_per_source = 0\n", "t", &err), 0);
+	assert_int_equal(c.unauth_per_source, 0);
+	assert_int_equal(fg_config_parse(&c, "[tls]\nunauth_per_source = automatic\n", "t", &err), -EINVAL);
+	assert_non_null(strstr(err.reason, "not a number or auto"));
+	assert_int_equal(fg_config_parse(&c, "[tls]\nunauth_per_source = 1000001\n", "t", &err), -EINVAL);
+	assert_non_null(strstr(err.reason, "out of range"));
+}
+
+/* fg_file_open: nothing but a regular file, never blocking, the reason
+ * naming what the path is. */
+static void test_file_kinds(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/fg_test_kinds_XXXXXX", fifo[64], reg[64], link[64], why[160];
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(reg, sizeof(reg), "%s/reg", dir);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	int fd = open(reg, O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "[model]\nhidden = 4\n", 19), 19);
+	close(fd);
+	assert_int_equal(symlink(reg, link), 0);
+
+	/* a FIFO without a writer: refused at once (a blocking open would hang here) */
+	assert_int_equal(fg_file_open(fifo, 0, 0, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "is a FIFO"));
+	assert_int_equal(fg_file_open(dir, 0, 0, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "is a directory"));
+	assert_int_equal(fg_file_open("/dev/zero", 0, 0, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "is a character device"));
+	assert_int_equal(fg_file_open(reg, 0, 4, why, sizeof(why)), -EFBIG);
+	assert_int_equal(fg_file_open(link, FG_FILE_NOFOLLOW, 0, why, sizeof(why)), -ELOOP);
+	assert_non_null(strstr(why, "symbolic link"));
+	fd = fg_file_open(link, 0, 0, why, sizeof(why));
+	assert_true(fd >= 0);
+	close(fd);
+	char *buf = NULL;
+	size_t len = 0;
+	assert_int_equal(fg_file_read(reg, 0, 1024, &buf, &len, why, sizeof(why)), 0);
+	assert_int_equal(len, 19);
+	assert_string_equal(buf, "[model]\nhidden = 4\n");
+	free(buf);
+
+	struct fg_config c;
+	struct fg_config_error err;
+	assert_int_equal(fg_config_load(&c, fifo, &err), -EINVAL);
+	assert_non_null(strstr(err.reason, "is a FIFO, not a regular file"));
+	assert_int_equal(fg_config_load(&c, "/dev/zero", &err), -EINVAL);
+	assert_non_null(strstr(err.reason, "is a character device"));
+	assert_string_equal(fg_file_kind(S_IFSOCK), "is a socket");
+	assert_string_equal(fg_file_kind(S_IFBLK), "is a block device");
+
+	unlink(link);
+	unlink(reg);
+	unlink(fifo);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -767,6 +851,8 @@ int main(void)
 		cmocka_unit_test(test_prefix),
 		cmocka_unit_test(test_addr),
 		cmocka_unit_test(test_load),
+		cmocka_unit_test(test_unauth_auto),
+		cmocka_unit_test(test_file_kinds),
 		cmocka_unit_test(test_key_table),
 		cmocka_unit_test(test_settings_round_trip),
 	};

@@ -2,8 +2,9 @@
 """hostile_tls_lockout.py - issue 14 item 5 (TLS port): idle TCP connections
 from unauthenticated clients cannot lock legitimate clients out.
 
-The daemon (--no-dataplane, [tls] max_connections 1024, handshake 5 s, the
-default admission keys) listens on 127.0.0.1.
+The daemon (--no-dataplane, the default model's 28 layers, [tls]
+max_connections 1024, handshake 5 s, the default admission keys:
+unauth_per_source auto = 2 * (28 + 4) = 64) listens on 127.0.0.1.
 
 1. One source: an attacker on 127.0.0.2 keeps 1,100 idle TCP connections
    open (it reopens any the daemon closes, paced, until the test is done or
@@ -11,7 +12,7 @@ default admission keys) listens on 127.0.0.1.
    times, each on a new TLS connection: all 41 must be answered 200 (before
    admission: 0 of 41). The one-source refusals are counted under
    fanogate_tls_admission_total{reason="per_source"} and at most
-   unauth_per_source (16) of its connections stay open.
+   unauth_per_source (64) of its connections stay open.
 2. Many sources: with an authenticated keep-alive connection open (a POST
    with the bearer token), 100 sources 127.0.0.10..109 open 16 idle
    connections each (1,600 > max_connections). The authenticated connection
@@ -36,7 +37,9 @@ from daemon_harness import SKIP, Daemon, check, fail, http, seed  # noqa: E402
 MAX_CONNS = 1024
 ATTACK_ONE = 1100
 SOURCES = 100
-PER_SOURCE = 16
+LAYERS = 28
+PER_SOURCE = 2 * (LAYERS + 4)  # [tls] unauth_per_source = auto (docs/config.md)
+FLOOD_PER_SOURCE = 16  # connections each of the many sources holds
 
 
 def raise_fd_limit(want):
@@ -179,7 +182,7 @@ def many_sources(d):
     try:
         for i in range(SOURCES):
             src = "127.0.0.%d" % (10 + i)
-            held += [idle_conn(d.port, src) for _ in range(PER_SOURCE)]
+            held += [idle_conn(d.port, src) for _ in range(FLOOD_PER_SOURCE)]
         # the daemon accepts in arrival order: these come after the flood
         answers = [healthz(d) for _ in range(5)]
         check(answers.count(200) == 5, "new /healthz clients get in under a %d-connection flood from %d sources (%s)"
@@ -218,7 +221,7 @@ def never_handshakes(d):
 
 def main():
     raise_fd_limit(4096)
-    with Daemon(max_conns=MAX_CONNS, handshake_ms=5000) as d:
+    with Daemon(max_conns=MAX_CONNS, handshake_ms=5000, layers=LAYERS) as d:
         check(healthz(d) == 200, "/healthz answered before the attack")
         one_source(d)
         many_sources(d)
