@@ -22,7 +22,7 @@
  *   PAYLOAD, frame complete, CLOSE ok   -> CLOSE event,               CLOSED
  *   CLOSED,  any byte                   -> -frame_after_close
  * and in the client role one shortcut of HEADER -> PAYLOAD -> HEADER:
- *   HEADER,  whole FIN TEXT/BINARY frame in this feed, !in_message
+ *   HEADER,  a feed starting with a whole FIN TEXT/BINARY frame, !in_message
  *                                       -> same checks, MESSAGE event
  *                                          pointing into the feed,   HEADER
  */
@@ -346,7 +346,7 @@ static int frame_begin(struct cp_ws_rx *rx, const struct cp_ws_hdr *h)
  * nothing to undo and nothing to copy), after the checks frame_begin and
  * frame_end would make: text refused or not UTF-8, over max_message.
  * The caller has checked !in_message, FIN and TEXT/BINARY. */
-static int frame_in_place(struct cp_ws_rx *rx, const struct cp_ws_hdr *h, const uint8_t *payload,
+static int frame_in_place(const struct cp_ws_rx *rx, const struct cp_ws_hdr *h, const uint8_t *payload,
 			  struct cp_ws_event *ev)
 {
 	size_t n = (size_t)h->payload_len;
@@ -360,11 +360,29 @@ static int frame_in_place(struct cp_ws_rx *rx, const struct cp_ws_hdr *h, const 
 	} else if (h->payload_len > rx->cfg.max_message) {
 		return -CP_WS_R_MESSAGE_TOO_BIG;
 	}
-	ev->kind = CP_WS_EV_MESSAGE;
-	ev->opcode = h->opcode;
-	ev->data = payload;
-	ev->len = n;
+	*ev = (struct cp_ws_event){ .kind = CP_WS_EV_MESSAGE, .opcode = h->opcode, .data = payload, .len = n };
 	return 0;
+}
+
+/* Client role, between frames (HEADER, no header bytes kept): when buf
+ * starts with a whole unfragmented data frame outside a message, deliver
+ * it in place. Returns the bytes taken (header and payload), a -reason
+ * (the one the general path would return for the same bytes), or 0 when
+ * buf starts otherwise (incomplete, a control frame, a fragment, a frame
+ * inside a message): the general path then takes it. */
+static ssize_t rx_whole(const struct cp_ws_rx *rx, const uint8_t *buf, size_t len, struct cp_ws_event *ev)
+{
+	struct cp_ws_hdr h;
+	ssize_t hl = hdr_parse(buf, len, true, &h);
+	if (hl < 0)
+		return hl == -CP_WS_R_INCOMPLETE ? 0 : hl;
+	if (!h.fin || rx->in_message || (h.opcode != CP_WS_OP_BINARY && h.opcode != CP_WS_OP_TEXT) ||
+	    h.payload_len > len - (size_t)hl)
+		return 0;
+	int rc = frame_in_place(rx, &h, buf + hl, ev);
+	if (rc < 0)
+		return rc;
+	return hl + (ssize_t)h.payload_len;
 }
 
 /* The frame's payload is complete: produce its event, if any. */
@@ -407,7 +425,10 @@ static int frame_end(struct cp_ws_rx *rx, struct cp_ws_event *ev)
 	}
 }
 
-ssize_t cp_ws_rx_feed(struct cp_ws_rx *rx, const uint8_t *buf, size_t len, struct cp_ws_event *ev)
+/* The general path of cp_ws_rx_feed: the state machine above. Not
+ * inlined, so that the client role's whole frames (rx_whole) do not pay
+ * for this function's frame set-up. */
+static __attribute__((noinline)) ssize_t rx_feed(struct cp_ws_rx *rx, const uint8_t *buf, size_t len, struct cp_ws_event *ev)
 {
 	size_t used = 0;
 	memset(ev, 0, sizeof(*ev));
@@ -430,15 +451,6 @@ ssize_t cp_ws_rx_feed(struct cp_ws_rx *rx, const uint8_t *buf, size_t len, struc
 				return hl;
 			used += (size_t)hl - have;
 			rx->hdr_have = 0;
-			const struct cp_ws_hdr *h = &rx->cur;
-			if (rx->cfg.client && have == 0 && h->fin && !rx->in_message &&
-			    (h->opcode == CP_WS_OP_BINARY || h->opcode == CP_WS_OP_TEXT) &&
-			    h->payload_len <= len - used) {
-				int rc = frame_in_place(rx, h, buf + used, ev);
-				if (rc < 0)
-					return rc;
-				return (ssize_t)(used + (size_t)h->payload_len);
-			}
 			int rc = frame_begin(rx, &rx->cur);
 			if (rc < 0)
 				return rc;
@@ -479,6 +491,16 @@ ssize_t cp_ws_rx_feed(struct cp_ws_rx *rx, const uint8_t *buf, size_t len, struc
 		}
 	}
 	return (ssize_t)used;
+}
+
+ssize_t cp_ws_rx_feed(struct cp_ws_rx *rx, const uint8_t *buf, size_t len, struct cp_ws_event *ev)
+{
+	if (rx->cfg.client && rx->state == RX_HEADER && rx->hdr_have == 0) {
+		ssize_t r = rx_whole(rx, buf, len, ev);
+		if (r != 0)
+			return r;
+	}
+	return rx_feed(rx, buf, len, ev);
 }
 
 ssize_t cp_ws_hdr_encode(uint8_t opcode, uint64_t len, uint8_t *out, size_t cap)
