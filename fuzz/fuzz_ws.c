@@ -1,8 +1,10 @@
 /* fuzz_ws.c - libFuzzer target for the RFC 6455 codec
  * (control/proto/cp_ws_codec.c).
  *
- * Input: byte 0 = flags (bit 0 accept_text, bits 1-3 pick max_message),
- * byte 1 = seed of the split pattern, the rest = bytes from a client.
+ * Input: byte 0 = flags (bit 0 accept_text, bits 1-3 pick max_message,
+ * bit 4 the client role: the rest are bytes from a server, unmasked frames,
+ * whole ones delivered in place), byte 1 = seed of the split pattern, the
+ * rest = bytes from the peer.
  *
  * Properties checked beyond "no crash, no out-of-bounds read, no leak":
  *  1. feeding the stream whole and in the pieces the seed picks gives the
@@ -11,7 +13,8 @@
  *  2. every call consumes > 0 bytes when given any, and NONE means all used;
  *  3. every event respects the limits: message <= max_message, text valid
  *     UTF-8, control payload <= 125, close code valid or 1005;
- *  4. cp_ws_hdr_parse on the stream start agrees with its prefixes;
+ *  4. cp_ws_hdr_parse (cp_ws_hdr_parse_client in the client role) on the
+ *     stream start agrees with its prefixes;
  *  5. every delivered message re-encodes as a server frame whose header the
  *     parser reads back (after setting MASK) with the same length;
  *  6. a close frame encoded with a valid code and the stream's first bytes
@@ -145,7 +148,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 2)
 		return 0;
 	struct cp_ws_rx_cfg cfg = { .max_message = maxes[(data[0] >> 1) & 7],
-				    .accept_text = data[0] & 1 };
+				    .accept_text = data[0] & 1,
+				    .client = (data[0] >> 4) & 1 };
 	uint32_t seed = data[1];
 	const uint8_t *p = data + 2;
 	size_t n = size - 2;
@@ -177,13 +181,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	struct cp_ws_hdr h, h2;
-	ssize_t r = cp_ws_hdr_parse(p, n, &h);
+	ssize_t (*parse)(const uint8_t *, size_t, struct cp_ws_hdr *) =
+		cfg.client ? cp_ws_hdr_parse_client : cp_ws_hdr_parse;
+	ssize_t r = parse(p, n, &h);
 	if (r > 0) {
-		FUZZ_CHECK(r >= 6 && r <= 14 && (size_t)r <= n && h.hdr_len == r);
+		FUZZ_CHECK((cfg.client ? r >= 2 && r <= 10 : r >= 6 && r <= 14) && (size_t)r <= n &&
+			   h.hdr_len == r && h.masked == !cfg.client);
 		FUZZ_CHECK(h.payload_len < (1ull << 63));
-		FUZZ_CHECK(cp_ws_hdr_parse(p, (size_t)r - 1, &h2) == -CP_WS_R_INCOMPLETE);
+		FUZZ_CHECK(parse(p, (size_t)r - 1, &h2) == -CP_WS_R_INCOMPLETE);
 	} else if (n > 0) {
-		ssize_t r2 = cp_ws_hdr_parse(p, n - 1, &h2);
+		ssize_t r2 = parse(p, n - 1, &h2);
 		FUZZ_CHECK(r2 == -CP_WS_R_INCOMPLETE || r2 == r);
 	}
 	return 0;

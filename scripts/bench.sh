@@ -18,8 +18,9 @@
 # shares with the generator the gate may run inside the write, and then
 # the first clock starts after the gate's work). Per path also the gate's
 # control-thread CPU time per seed.
-# Output: a terminal table, OUT/jump.json, OUT/jump.png (CDF per path),
-# OUT/table.txt and the raw samples. No timing is asserted anywhere.
+# Output: a terminal table, OUT/jump.json, OUT/jump.png (CDF per path,
+# titled with the commit, date, mode and machine), OUT/table.txt and the raw
+# samples. No timing is asserted anywhere; no picture is committed.
 #
 # Usage: scripts/bench.sh [--smoke] [--tokens N] [--out DIR] [--build-dir DIR] [--answer-spin-us N]
 #                         [--fleet-cpus LIST] [--eal-lcores MAP] [--local-cpus LIST]
@@ -431,6 +432,11 @@ if [ $SMOKE -eq 1 ]; then
 		awk 'NF != 4 || $4 < $3 { bad++ } END { exit bad > 0 || NR == 0 }' "$f" ||
 			{ echo "bench smoke: $f lacks the write-start clock or has it after the return" >&2; exit 1; }
 	done
+	# the plot says what it shows: the commit and date of meta.json in its title
+	/usr/bin/python3 -c 'import json, sys; m, j = (json.load(open(f)) for f in sys.argv[1:3])
+st = j.get("plot", {}).get("stamp", "")
+sys.exit(0 if str(m["commit"] or "unknown") in st and m["date"][:10] in st and m["mode"] in st else 1)' "$OUT/meta.json" "$OUT/jump.json" ||
+		{ echo "bench smoke: the plot's title lacks the commit, date or mode" >&2; exit 1; }
 	echo "bench smoke: all outputs present in $OUT"
 	# bench/cap: one lcore over net_memif (no kernel in the path), functional check only
 	if [ -x "$BUILD/bench/cap/cap_gen" ]; then

@@ -11,7 +11,9 @@ OUTDIR holds what scripts/bench.sh produced:
   relay.samples, relay.txt   fanofleet --relay-bench (coordinator hop)
   core.json             bench/core's bench_core --json (resolution vs memcpy)
   meta.json             machine, date, commit, settings
-Writes OUTDIR/jump.json, OUTDIR/table.txt, OUTDIR/cdf-*.dat, OUTDIR/jump.png.
+Writes OUTDIR/jump.json, OUTDIR/table.txt, OUTDIR/cdf-*.dat, OUTDIR/jump.png (the
+CDF per path, bench/jump/latency.gp; its title says the commit, date, mode and
+machine from meta.json, which jump.json's "plot" repeats).
 Standard library only (runs on /usr/bin/python3)."""
 import json
 import statistics
@@ -156,6 +158,46 @@ def with_key(rows, key):
 
 def heading(lines, text):
     lines += ["", text]
+
+
+# One look per path, in ORDER: colour, dash type and point type all differ,
+# so two curves can be told apart in grey scale and where they cross.
+# Colours are gnuplot's default set with its yellow, which vanishes in grey
+# scale, replaced by brown; point types: plus, cross, star, open and filled
+# square, open and filled circle, open triangle.
+STYLES = [("#9400d3", 1, 1), ("#009e73", 2, 2), ("#56b4e9", 3, 3), ("#e69f00", 4, 4),
+          ("#8c564b", 5, 5), ("#0072b2", 6, 6), ("#e51e10", 7, 7), ("#000000", 8, 8)]
+
+
+def curve(path, title, i):
+    """The plot clause of one CDF file: a line with a few markers on it
+    (pointinterval: about 8 per curve whatever its sample count)."""
+    n = sum(1 for _ in open(path))
+    colour, dt, pt = STYLES[i % len(STYLES)]
+    return ("'%s' using 1:2 with linespoints lw 2 lc rgb '%s' dt %d pt %d ps 1.3 pi %d title '%s'"
+            % (gp_quote(path), colour, dt, pt, max(1, n // 8), gp_quote(title)))
+
+
+def gp_quote(text):
+    """text inside a gnuplot single-quoted string ('' stands for ')."""
+    return text.replace("'", "''")
+
+
+def stamp(meta):
+    """What a plot was measured on, for its title (lines joined by a
+    newline): commit, date, mode; workload, machine; a smoke run says it is
+    not a figure."""
+    mode = "%s mode, window %s" % (meta.get("mode", "?"), meta.get("window", "?"))
+    work = "%s tokens per path x %s layers, hidden %s" % (meta.get("tokens_per_path", "?"), meta.get("layers", "?"),
+                                                          meta.get("hidden", "?"))
+    if (meta.get("rounds") or 1) > 1:
+        work += ", %d rounds" % meta["rounds"]
+    machine = "%s x%s, kernel %s" % (meta.get("cpu") or "?", meta.get("cpus") or "?", meta.get("kernel") or "?")
+    when = (meta.get("date") or "date unknown").replace("T", " ").replace("Z", " UTC")
+    text = "commit %s, %s, %s\n%s; %s" % (meta.get("commit") or "unknown", when, mode, work, machine)
+    if meta.get("smoke"):
+        text += "\nSMOKE RUN: a functional check, not a measurement"
+    return text
 
 
 def main():
@@ -327,17 +369,19 @@ def main():
     table = "\n".join(lines)
     print(table)
     open(os.path.join(d, "table.txt"), "w").write(table + "\n")
+    res["plot"] = {"file": "jump.png", "stamp": stamp(meta)}
     json.dump(res, open(os.path.join(d, "jump.json"), "w"), indent=2, sort_keys=True)
     plots = []
-    for name, desc in ORDER:
+    for i, (name, desc) in enumerate(ORDER):
         f = os.path.join(d, "cdf-%s.dat" % name)
         if os.path.exists(f):
-            plots.append("'%s' using 1:2 with lines lw 2 title '%s'" % (f, desc.replace("'", "")))
+            plots.append(curve(f, desc, i))
     png = os.path.join(d, "jump.png")
     if plots:
         gp = os.path.join(d, "paths.gp")
         open(gp, "w").write("plot " + ", \\\n     ".join(plots) + "\n")
-        rc = subprocess.call(["gnuplot", "-e", "out='%s'; paths='%s'" % (png, gp), os.path.join(here, "latency.gp")])
+        rc = subprocess.call(["gnuplot", "-e", "out='%s'; paths='%s'; stamp='%s'" % (gp_quote(png), gp_quote(gp),
+                              gp_quote(stamp(meta))), os.path.join(here, "latency.gp")])
         if rc != 0:
             print("report: gnuplot failed (%d)" % rc, file=sys.stderr)
             return 1

@@ -7,8 +7,10 @@
  * ws_bench_client.js, without Node's per-message cost, so the server and
  * not the generator is the limit (its own CPU is reported to check that).
  *
- * Frames are masked (RFC 6455 5.3) with a fixed key: the templates are
- * masked once and only the 4 token bytes are re-masked per frame.
+ * The connection, the upgrade and the status frames coming back are
+ * tools/wsclient's (wsc.h). Frames are masked (RFC 6455 5.3) with a fixed
+ * key: the templates are encoded once (cp_ws_client_frame_encode) and only
+ * the 4 token bytes are re-masked per frame.
  *
  * Per-message cost: whenever the window has room, every frame that fits
  * goes out in one SSL_write from a per-connection buffer of prebuilt
@@ -27,9 +29,7 @@
  * nothing; the whole run is then the measured window.
  * Usage: ws_load PORT CA TOKEN FRAME_BYTES CONNS WINDOW WARM_S RUN_S [MAX_MSGS]
  * Threads: main + one per connection; counters are per thread. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -38,21 +38,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "wsc.h"
+
 #define MAX_WIN 1024
 #define STATUS_FRAME_LEN (10u + 32u) /* aeon-flow header + FG_STATUS_PAYLOAD_LEN */
 
-static int g_port, g_window, g_hidden;
+static int g_window, g_hidden;
 static bool g_coalesce = true;
 static uint64_t g_max_msgs; /* per connection; 0: time-based */
 static size_t g_frame;
-static const char *g_token;
+static struct wsc_opts g_opts;
 static SSL_CTX *g_ctx;
 static atomic_bool g_measuring, g_stop;
 static const uint8_t g_key[4] = {0x37, 0xfa, 0x21, 0x3d};
@@ -78,23 +78,10 @@ static void put_be32(uint8_t *p, uint32_t v) { put_be16(p, (uint16_t)(v >> 16));
 /* The masked WebSocket frame (header + masked payload) for one line. */
 static uint8_t *ws_template(int layer, int line, size_t *len, size_t *off)
 {
-	size_t pl = g_frame, h = pl < 126 ? 2 : pl < 65536 ? 4 : 10;
-	uint8_t *b = malloc(h + 4 + pl);
-	if (!b)
+	size_t pl = g_frame;
+	uint8_t *p = malloc(pl), *b = malloc(pl + CP_WS_HDR_MAX);
+	if (!p || !b)
 		exit(1);
-	b[0] = 0x82; /* FIN, binary */
-	if (h == 2) {
-		b[1] = (uint8_t)(0x80 | pl);
-	} else if (h == 4) {
-		b[1] = 0x80 | 126;
-		put_be16(b + 2, (uint16_t)pl);
-	} else {
-		b[1] = 0x80 | 127;
-		for (int i = 0; i < 8; i++)
-			b[2 + i] = (uint8_t)((uint64_t)pl >> (56 - 8 * i));
-	}
-	memcpy(b + h, g_key, 4);
-	uint8_t *p = b + h + 4;
 	put_be16(p, (uint16_t)(0xAF60 + layer));
 	put_be32(p + 2, 0);
 	p[6] = (uint8_t)(line << 4);
@@ -108,76 +95,25 @@ static uint8_t *ws_template(int layer, int line, size_t *len, size_t *off)
 		float v = (float)(i % 97) * 0.25f + (float)line;
 		memcpy(p + 18 + 4 * i, &v, 4);
 	}
-	for (size_t i = 0; i < pl; i++)
-		p[i] ^= g_key[i & 3];
-	*len = h + 4 + pl;
-	*off = h + 4;
+	ssize_t fl = cp_ws_client_frame_encode(CP_WS_OP_BINARY, p, pl, g_key, b, pl + CP_WS_HDR_MAX);
+	free(p);
+	if (fl < 0)
+		exit(1);
+	*len = (size_t)fl;
+	*off = (size_t)fl - pl;
 	return b;
-}
-
-static int ssl_write_all(SSL *s, const uint8_t *b, size_t n)
-{
-	while (n) {
-		int k = SSL_write(s, b, (int)n);
-		if (k <= 0)
-			return -1;
-		b += k;
-		n -= (size_t)k;
-	}
-	return 0;
 }
 
 static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)g_port)};
-	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-	int one = 1;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+	char err[512];
+	struct wsc_conn *w = NULL;
+	if (wsc_conn_open(g_ctx, &g_opts, &w, err, sizeof err) < 0 || wsc_ws_upgrade(w, "/flow", err, sizeof err) < 0) {
+		fprintf(stderr, "ws_load: connection %d: %s\n", c->id, err);
 		c->errors++;
-		close(fd);
+		wsc_conn_free(w);
 		return NULL;
-	}
-	/* A fixed workload may run against a daemon under valgrind on a loaded
-	 * machine (icount.sh): its handshakes alone can take seconds there. */
-	struct timeval tv = {.tv_sec = g_max_msgs ? 60 : 5};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	SSL *s = SSL_new(g_ctx);
-	SSL_set_fd(s, fd);
-	SSL_set_tlsext_host_name(s, "localhost");
-	SSL_set1_host(s, "localhost");
-	char req[512];
-	int rl = snprintf(req, sizeof(req),
-			  "GET /flow HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-			  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-			  "Authorization: Bearer %s\r\n\r\n",
-			  g_token);
-	static __thread uint8_t rb[1 << 16];
-	size_t have = 0;
-	if (SSL_connect(s) != 1 || ssl_write_all(s, (const uint8_t *)req, (size_t)rl)) {
-		c->errors++;
-		goto out;
-	}
-	for (;;) { /* the 101 head */
-		int k = SSL_read(s, rb + have, (int)(sizeof(rb) - have));
-		if (k <= 0) {
-			c->errors++;
-			goto out;
-		}
-		have += (size_t)k;
-		uint8_t *e = memmem(rb, have, "\r\n\r\n", 4);
-		if (e) {
-			if (memcmp(rb, "HTTP/1.1 101", 12)) {
-				c->errors++;
-				goto out;
-			}
-			size_t used = (size_t)(e + 4 - rb);
-			memmove(rb, e + 4, have - used);
-			have -= used;
-			break;
-		}
 	}
 	size_t len[3], off[3];
 	uint8_t *tmpl[3];
@@ -216,34 +152,25 @@ static void *conn_main(void *arg)
 				sent_at[tail++ % MAX_WIN] = t_send;
 				nf++;
 			}
-			if (ssl_write_all(s, f + first * flen, nf * flen)) {
+			if (wsc_write_all(w, f + first * flen, nf * flen) < 0) {
 				c->errors++;
 				goto done;
 			}
 		}
-		int n = SSL_read(s, rb + have, (int)(sizeof(rb) - have));
-		if (n <= 0) {
+		if (wsc_read(w) < 0) {
 			c->errors++;
 			break;
 		}
-		have += (size_t)n;
-		size_t p = 0;
-		while (have - p >= 2) { /* server frames: unmasked */
-			size_t pl = rb[p + 1] & 0x7f, h = 2;
-			if (pl == 126) {
-				if (have - p < 4)
-					break;
-				pl = (size_t)rb[p + 2] << 8 | rb[p + 3];
-				h = 4;
-			} else if (pl == 127) {
-				c->errors++;
-				goto done;
-			}
-			if (have - p < h + pl)
-				break;
-			uint8_t op = rb[p] & 0x0f;
-			if (op == 2) {
-				if (pl != STATUS_FRAME_LEN || rb[p + h] != 0xFF || rb[p + h + 1] != 0xFE)
+		struct cp_ws_event ev;
+		int r;
+		while ((r = wsc_ws_next(w, &ev)) > 0) {
+			if (ev.kind == CP_WS_EV_PING) {
+				if (wsc_ws_send(w, CP_WS_OP_PONG, ev.data, ev.len) < 0)
+					r = -EIO;
+			} else if (ev.kind == CP_WS_EV_CLOSE) {
+				r = -EPIPE;
+			} else if (ev.kind == CP_WS_EV_MESSAGE) {
+				if (ev.len != STATUS_FRAME_LEN || ev.data[0] != 0xFF || ev.data[1] != 0xFE)
 					c->errors++;
 				c->total++;
 				uint64_t t0 = sent_at[head++ % MAX_WIN];
@@ -253,18 +180,19 @@ static void *conn_main(void *arg)
 						c->lat[c->nlat++] = now_ns() - t0;
 				}
 			}
-			p += h + pl;
+			if (r < 0)
+				break;
 		}
-		memmove(rb, rb + p, have - p);
-		have -= p;
+		if (r < 0) {
+			c->errors++;
+			goto done;
+		}
 	}
 done:
 	free(f);
 	for (int l = 0; l < 3; l++)
 		free(tmpl[l]);
-out:
-	SSL_free(s);
-	close(fd);
+	wsc_conn_free(w);
 	return NULL;
 }
 
@@ -280,13 +208,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: ws_load PORT CA TOKEN FRAME_BYTES CONNS WINDOW WARM_S RUN_S [MAX_MSGS]\n");
 		return 2;
 	}
-	g_port = atoi(argv[1]);
-	g_token = argv[3];
+	int port = atoi(argv[1]);
 	g_frame = strtoul(argv[4], NULL, 0);
 	int conns = atoi(argv[5]);
 	g_window = atoi(argv[6]);
 	double warm = atof(argv[7]), run = atof(argv[8]);
 	g_max_msgs = argc == 10 ? strtoull(argv[9], NULL, 0) : 0;
+	/* A fixed workload may run against a daemon under valgrind on a loaded
+	 * machine (icount.sh): its handshakes alone can take seconds there. */
+	g_opts = (struct wsc_opts){ .host = "127.0.0.1", .port = (uint16_t)port, .sni = "localhost",
+				    .ca_file = argv[2], .token = argv[3], .timeout_ms = g_max_msgs ? 60000 : 5000 };
 	const char *co = getenv("WS_LOAD_COALESCE");
 	g_coalesce = !co || strcmp(co, "0") != 0;
 	if (g_frame < 22 || conns < 1 || conns > 1024 || g_window < 1 || g_window > MAX_WIN || run <= 0) {
@@ -295,12 +226,11 @@ int main(int argc, char **argv)
 	}
 	g_hidden = (int)((g_frame - 18) / 4);
 	g_frame = 18 + 4 * (size_t)g_hidden;
-	g_ctx = SSL_CTX_new(TLS_client_method());
-	if (!g_ctx || SSL_CTX_load_verify_locations(g_ctx, argv[2], NULL) != 1) {
-		ERR_print_errors_fp(stderr);
+	char err[512];
+	if (port < 1 || port > 65535 || !(g_ctx = wsc_ctx_new(&g_opts, err, sizeof err))) {
+		fprintf(stderr, "ws_load: %s\n", port < 1 || port > 65535 ? "bad port" : err);
 		return 1;
 	}
-	SSL_CTX_set_verify(g_ctx, SSL_VERIFY_PEER, NULL);
 	struct conn *c = calloc((size_t)conns, sizeof(*c));
 	if (!c)
 		return 1;

@@ -1,4 +1,4 @@
-/* cp_ws_codec.c - RFC 6455 framing, server side (see cp_ws_codec.h).
+/* cp_ws_codec.c - RFC 6455 framing, server and client side (see cp_ws_codec.h).
  *
  * The receive side consumes bytes as they arrive: header bytes are collected
  * in rx->hdr (at most 14), payload bytes are unmasked straight into the
@@ -21,6 +21,10 @@
  *   PAYLOAD, frame complete, PING/PONG  -> PING/PONG event,           HEADER
  *   PAYLOAD, frame complete, CLOSE ok   -> CLOSE event,               CLOSED
  *   CLOSED,  any byte                   -> -frame_after_close
+ * and in the client role one shortcut of HEADER -> PAYLOAD -> HEADER:
+ *   HEADER,  a feed starting with a whole FIN TEXT/BINARY frame, !in_message
+ *                                       -> same checks, MESSAGE event
+ *                                          pointing into the feed,   HEADER
  */
 #include "cp_ws_codec.h"
 
@@ -42,7 +46,9 @@ static inline bool op_is_known(uint8_t op)
 	return op <= CP_WS_OP_BINARY || (op >= CP_WS_OP_CLOSE && op <= CP_WS_OP_PONG);
 }
 
-ssize_t cp_ws_hdr_parse(const uint8_t *b, size_t len, struct cp_ws_hdr *h)
+/* One header parser for both roles: a server requires MASK, a client
+ * refuses it (5.1); every other rule is the same. */
+static inline ssize_t hdr_parse(const uint8_t *b, size_t len, bool client, struct cp_ws_hdr *h)
 {
 	if (len < 1)
 		return -CP_WS_R_INCOMPLETE;
@@ -56,9 +62,11 @@ ssize_t cp_ws_hdr_parse(const uint8_t *b, size_t len, struct cp_ws_hdr *h)
 	bool fin = (b[0] & 0x80) != 0;
 	if (len < 2)
 		return -CP_WS_R_INCOMPLETE;
-	/* 5.1: a server MUST close on an unmasked client frame. */
-	if (!(b[1] & 0x80))
-		return -CP_WS_R_UNMASKED;
+	/* 5.1: a server MUST close on an unmasked client frame, a client on
+	 * a masked server frame. */
+	bool masked = (b[1] & 0x80) != 0;
+	if (masked == client)
+		return client ? -CP_WS_R_MASKED : -CP_WS_R_UNMASKED;
 	uint8_t l7 = b[1] & 0x7f;
 	/* 5.5: control frames are never fragmented and carry <= 125 bytes. */
 	if (op_is_control(op)) {
@@ -89,15 +97,29 @@ ssize_t cp_ws_hdr_parse(const uint8_t *b, size_t len, struct cp_ws_hdr *h)
 			return -CP_WS_R_LENGTH_NOT_MINIMAL;
 		n = 10;
 	}
-	if (len < n + 4)
+	size_t mask_len = masked ? 4 : 0;
+	if (len < n + mask_len)
 		return -CP_WS_R_INCOMPLETE;
 	h->fin = fin;
 	h->opcode = op;
-	h->masked = true;
-	memcpy(h->mask, b + n, 4);
+	h->masked = masked;
+	if (masked)
+		memcpy(h->mask, b + n, 4);
+	else
+		memset(h->mask, 0, 4);
 	h->payload_len = plen;
-	h->hdr_len = (uint8_t)(n + 4);
-	return (ssize_t)(n + 4);
+	h->hdr_len = (uint8_t)(n + mask_len);
+	return (ssize_t)(n + mask_len);
+}
+
+ssize_t cp_ws_hdr_parse(const uint8_t *b, size_t len, struct cp_ws_hdr *h)
+{
+	return hdr_parse(b, len, false, h);
+}
+
+ssize_t cp_ws_hdr_parse_client(const uint8_t *b, size_t len, struct cp_ws_hdr *h)
+{
+	return hdr_parse(b, len, true, h);
 }
 
 /* dst[i] = src[i] ^ key; dst == src is allowed (each chunk is loaded before
@@ -319,6 +341,50 @@ static int frame_begin(struct cp_ws_rx *rx, const struct cp_ws_hdr *h)
 	return msg_reserve(rx, rx->msg_len + h->payload_len);
 }
 
+/* Client role: a whole unfragmented data frame that lies in the fed bytes
+ * is delivered where it lies (a server frame is not masked, so there is
+ * nothing to undo and nothing to copy), after the checks frame_begin and
+ * frame_end would make: text refused or not UTF-8, over max_message.
+ * The caller has checked !in_message, FIN and TEXT/BINARY. */
+static int frame_in_place(const struct cp_ws_rx *rx, const struct cp_ws_hdr *h, const uint8_t *payload,
+			  struct cp_ws_event *ev)
+{
+	size_t n = (size_t)h->payload_len;
+	if (h->opcode == CP_WS_OP_TEXT) {
+		if (!rx->cfg.accept_text)
+			return -CP_WS_R_TEXT_REFUSED;
+		if (h->payload_len > rx->cfg.max_message)
+			return -CP_WS_R_MESSAGE_TOO_BIG;
+		if (!cp_utf8_is_valid(payload, n))
+			return -CP_WS_R_BAD_UTF8;
+	} else if (h->payload_len > rx->cfg.max_message) {
+		return -CP_WS_R_MESSAGE_TOO_BIG;
+	}
+	*ev = (struct cp_ws_event){ .kind = CP_WS_EV_MESSAGE, .opcode = h->opcode, .data = payload, .len = n };
+	return 0;
+}
+
+/* Client role, between frames (HEADER, no header bytes kept): when buf
+ * starts with a whole unfragmented data frame outside a message, deliver
+ * it in place. Returns the bytes taken (header and payload), a -reason
+ * (the one the general path would return for the same bytes), or 0 when
+ * buf starts otherwise (incomplete, a control frame, a fragment, a frame
+ * inside a message): the general path then takes it. */
+static ssize_t rx_whole(const struct cp_ws_rx *rx, const uint8_t *buf, size_t len, struct cp_ws_event *ev)
+{
+	struct cp_ws_hdr h;
+	ssize_t hl = hdr_parse(buf, len, true, &h);
+	if (hl < 0)
+		return hl == -CP_WS_R_INCOMPLETE ? 0 : hl;
+	if (!h.fin || rx->in_message || (h.opcode != CP_WS_OP_BINARY && h.opcode != CP_WS_OP_TEXT) ||
+	    h.payload_len > len - (size_t)hl)
+		return 0;
+	int rc = frame_in_place(rx, &h, buf + hl, ev);
+	if (rc < 0)
+		return rc;
+	return hl + (ssize_t)h.payload_len;
+}
+
 /* The frame's payload is complete: produce its event, if any. */
 static int frame_end(struct cp_ws_rx *rx, struct cp_ws_event *ev)
 {
@@ -359,7 +425,10 @@ static int frame_end(struct cp_ws_rx *rx, struct cp_ws_event *ev)
 	}
 }
 
-ssize_t cp_ws_rx_feed(struct cp_ws_rx *rx, const uint8_t *buf, size_t len, struct cp_ws_event *ev)
+/* The general path of cp_ws_rx_feed: the state machine above. Not
+ * inlined, so that the client role's whole frames (rx_whole) do not pay
+ * for this function's frame set-up. */
+static __attribute__((noinline)) ssize_t rx_feed(struct cp_ws_rx *rx, const uint8_t *buf, size_t len, struct cp_ws_event *ev)
 {
 	size_t used = 0;
 	memset(ev, 0, sizeof(*ev));
@@ -372,7 +441,7 @@ ssize_t cp_ws_rx_feed(struct cp_ws_rx *rx, const uint8_t *buf, size_t len, struc
 			if (take > len - used)
 				take = len - used;
 			memcpy(rx->hdr + have, buf + used, take);
-			ssize_t hl = cp_ws_hdr_parse(rx->hdr, have + take, &rx->cur);
+			ssize_t hl = hdr_parse(rx->hdr, have + take, rx->cfg.client, &rx->cur);
 			if (hl == -CP_WS_R_INCOMPLETE) {
 				rx->hdr_have = (uint8_t)(have + take);
 				used += take;
@@ -395,7 +464,10 @@ ssize_t cp_ws_rx_feed(struct cp_ws_rx *rx, const uint8_t *buf, size_t len, struc
 		if (take) {
 			/* computed only when take > 0: msg may still be NULL */
 			uint8_t *dst = control ? rx->ctl + rx->got : rx->msg + rx->msg_len;
-			unmask_copy(dst, buf + used, take, rx->cur.mask, rx->got);
+			if (rx->cur.masked)
+				unmask_copy(dst, buf + used, take, rx->cur.mask, rx->got);
+			else
+				memcpy(dst, buf + used, take);
 			used += take;
 			rx->got += take;
 			if (!control) {
@@ -419,6 +491,16 @@ ssize_t cp_ws_rx_feed(struct cp_ws_rx *rx, const uint8_t *buf, size_t len, struc
 		}
 	}
 	return (ssize_t)used;
+}
+
+ssize_t cp_ws_rx_feed(struct cp_ws_rx *rx, const uint8_t *buf, size_t len, struct cp_ws_event *ev)
+{
+	if (rx->cfg.client && rx->state == RX_HEADER && rx->hdr_have == 0) {
+		ssize_t r = rx_whole(rx, buf, len, ev);
+		if (r != 0)
+			return r;
+	}
+	return rx_feed(rx, buf, len, ev);
 }
 
 ssize_t cp_ws_hdr_encode(uint8_t opcode, uint64_t len, uint8_t *out, size_t cap)
@@ -457,9 +539,11 @@ ssize_t cp_ws_frame_encode(uint8_t opcode, const void *payload, size_t len, uint
 	return h + (ssize_t)len;
 }
 
-ssize_t cp_ws_close_encode(uint16_t code, const char *reason, uint8_t *out, size_t cap)
+/* The payload of a close frame: code and reason cut to fit 125 bytes at a
+ * character boundary; code 0 for an empty payload. Returns its length or
+ * -CP_WS_R_UNENCODABLE. */
+static ssize_t close_payload(uint16_t code, const char *reason, uint8_t pl[CP_WS_CONTROL_MAX])
 {
-	uint8_t pl[CP_WS_CONTROL_MAX];
 	size_t n = 0;
 	if (code) {
 		if (!cp_ws_close_code_is_valid(code))
@@ -478,7 +562,41 @@ ssize_t cp_ws_close_encode(uint16_t code, const char *reason, uint8_t *out, size
 			memcpy(pl + 2, reason, rl);
 		n += rl;
 	}
-	return cp_ws_frame_encode(CP_WS_OP_CLOSE, pl, n, out, cap);
+	return (ssize_t)n;
+}
+
+ssize_t cp_ws_close_encode(uint16_t code, const char *reason, uint8_t *out, size_t cap)
+{
+	uint8_t pl[CP_WS_CONTROL_MAX];
+	ssize_t n = close_payload(code, reason, pl);
+	if (n < 0)
+		return n;
+	return cp_ws_frame_encode(CP_WS_OP_CLOSE, pl, (size_t)n, out, cap);
+}
+
+ssize_t cp_ws_client_frame_encode(uint8_t opcode, const void *payload, size_t len, const uint8_t mask[4],
+				  uint8_t *out, size_t cap)
+{
+	ssize_t h = cp_ws_hdr_encode(opcode, len, out, cap);
+	if (h < 0)
+		return h;
+	if (cap - (size_t)h < 4 || cap - (size_t)h - 4 < len)
+		return -CP_WS_R_NOSPACE;
+	out[1] |= 0x80;
+	memcpy(out + h, mask, 4);
+	if (len)
+		unmask_copy(out + h + 4, payload, len, mask, 0);
+	return h + 4 + (ssize_t)len;
+}
+
+ssize_t cp_ws_client_close_encode(uint16_t code, const char *reason, const uint8_t mask[4], uint8_t *out,
+				  size_t cap)
+{
+	uint8_t pl[CP_WS_CONTROL_MAX];
+	ssize_t n = close_payload(code, reason, pl);
+	if (n < 0)
+		return n;
+	return cp_ws_client_frame_encode(CP_WS_OP_CLOSE, pl, (size_t)n, mask, out, cap);
 }
 
 int cp_ws_accept_key(const char *key, size_t key_len, char out[CP_WS_ACCEPT_LEN + 1])
@@ -526,6 +644,7 @@ static const struct {
 	[CP_WS_R_NO_MEMORY - CP_WS_R_INCOMPLETE] = { "no_memory", 1011 },
 	[CP_WS_R_NOSPACE - CP_WS_R_INCOMPLETE] = { "no_space", 0 },
 	[CP_WS_R_UNENCODABLE - CP_WS_R_INCOMPLETE] = { "unencodable", 0 },
+	[CP_WS_R_MASKED - CP_WS_R_INCOMPLETE] = { "masked", 1002 },
 };
 
 _Static_assert(FG_ARRAY_LEN(reasons) == CP_WS_R__END - CP_WS_R_INCOMPLETE,

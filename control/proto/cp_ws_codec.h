@@ -1,11 +1,16 @@
-/* cp_ws_codec.h - RFC 6455 WebSocket framing, server side.
+/* cp_ws_codec.h - RFC 6455 WebSocket framing, for both ends.
  *
  * Owns: the frame header syntax and its checks (section 5.2), unmasking
  * (5.3), the receive state machine that reassembles fragmented messages
  * around interleaved control frames (5.4, 5.5), close-frame payloads and the
  * status codes a peer may send (5.5.1, 7.4), UTF-8 validation (8.1), server
- * frame encoding (unmasked), the Sec-WebSocket-Accept value (4.2.2), and the
- * stable reasons with the close code each one is answered with.
+ * frame encoding (unmasked), client frame encoding (masked), the
+ * Sec-WebSocket-Accept value (4.2.2), and the stable reasons with the close
+ * code each one is answered with.
+ *
+ * The daemon is the server end. The client end (tools/wsclient: fanofleet,
+ * bench/ws) uses the same parser and state machine in the client role
+ * (cp_ws_rx_cfg.client), where frames must arrive unmasked.
  *
  * Pure apart from the receive buffer the state machine allocates (bounded by
  * its max_message). No I/O, no logging. A struct cp_ws_rx belongs to one
@@ -80,6 +85,7 @@ enum cp_ws_reason {
 	CP_WS_R_NO_MEMORY,             /* "no_memory" 1011: message buffer allocation failed */
 	CP_WS_R_NOSPACE,               /* "no_space": encoder output too small (no close code) */
 	CP_WS_R_UNENCODABLE,           /* "unencodable": encoder refuses its input (no close code) */
+	CP_WS_R_MASKED,                /* "masked" 1002: client role: server frame with MASK set */
 	CP_WS_R__END
 };
 
@@ -99,6 +105,9 @@ struct cp_ws_hdr {
  * with one byte, MASK, control length and FIN with two). *h is written only
  * on success. Reads no byte at or past buf[len]. Any thread. */
 FG_MUST_CHECK ssize_t cp_ws_hdr_parse(const uint8_t *buf, size_t len, struct cp_ws_hdr *h);
+/* The same as a client: MASK must be clear (RFC 6455 5.1: a client closes
+ * on a masked frame, -CP_WS_R_MASKED); returns 2..10, h->masked false. */
+FG_MUST_CHECK ssize_t cp_ws_hdr_parse_client(const uint8_t *buf, size_t len, struct cp_ws_hdr *h);
 
 /* XOR n bytes at p with the masking key, starting at key position
  * offset % 4 (so a payload can be unmasked in pieces: pass the count of
@@ -138,6 +147,9 @@ FG_MUST_CHECK int cp_ws_close_parse(const uint8_t *p, size_t n, uint16_t *code,
 struct cp_ws_rx_cfg {
 	uint64_t max_message; /* bytes of one reassembled message; > limit -> 1009 */
 	bool accept_text;     /* deliver UTF-8-checked text messages instead of 1003 */
+	bool client;          /* this end is the client: frames arrive unmasked
+			       * (cp_ws_hdr_parse_client), and a whole unfragmented
+			       * data frame within one feed is delivered in place */
 };
 
 enum cp_ws_event_kind {
@@ -152,7 +164,9 @@ struct cp_ws_event {
 	enum cp_ws_event_kind kind;
 	uint8_t opcode;      /* MESSAGE: CP_WS_OP_BINARY or CP_WS_OP_TEXT */
 	uint16_t close_code; /* CLOSE */
-	const uint8_t *data; /* owned by the rx; valid until the next feed/fini */
+	const uint8_t *data; /* owned by the rx, valid until the next feed/fini; in
+			      * the client role a MESSAGE may instead point into the
+			      * fed buffer (valid as long as that buffer) */
 	size_t len;
 };
 
@@ -189,8 +203,10 @@ void cp_ws_rx_fini(struct cp_ws_rx *rx);
  * input is exhausted, and returns how many it consumed (> 0 whenever len > 0)
  * with *ev set (CP_WS_EV_NONE if nothing completed); the caller calls again
  * with the rest. Returns -CP_WS_R_xxx on a protocol violation: send a close
- * with cp_ws_reason_close_code() and stop reading. buf is only read. Owning
- * thread of rx only. */
+ * with cp_ws_reason_close_code() and stop reading. buf is only read. In the
+ * client role an unfragmented data frame whose header and payload are all
+ * in buf is checked as any other and delivered without a copy (ev->data
+ * points into buf). Owning thread of rx only. */
 FG_MUST_CHECK ssize_t cp_ws_rx_feed(struct cp_ws_rx *rx, const uint8_t *buf, size_t len,
 				    struct cp_ws_event *ev);
 
@@ -205,6 +221,17 @@ FG_MUST_CHECK ssize_t cp_ws_frame_encode(uint8_t opcode, const void *payload, si
  * character boundary). code 0 sends an empty close. Same returns. */
 FG_MUST_CHECK ssize_t cp_ws_close_encode(uint16_t code, const char *reason, uint8_t *out,
 					 size_t cap);
+
+/* Client frames (RFC 6455 5.3): FIN set, MASK set with the caller's key
+ * (a client picks a fresh unpredictable key per frame, RAND_bytes; a fixed
+ * key is for a load generator's prebuilt frames), payload masked while it is
+ * copied to out. Returns the total length (header 6, 8 or 14 bytes plus len),
+ * -CP_WS_R_NOSPACE or -CP_WS_R_UNENCODABLE, as the server encoders. */
+FG_MUST_CHECK ssize_t cp_ws_client_frame_encode(uint8_t opcode, const void *payload, size_t len,
+						const uint8_t mask[4], uint8_t *out, size_t cap);
+/* The client's close frame: cp_ws_close_encode's payload, masked. */
+FG_MUST_CHECK ssize_t cp_ws_client_close_encode(uint16_t code, const char *reason,
+						const uint8_t mask[4], uint8_t *out, size_t cap);
 
 /* Sec-WebSocket-Accept for a key (the header value, as sent): base64 of
  * SHA-1(key || 258EAFA5-E914-47DA-95CA-C5AB0DC85B11). Writes

@@ -10,7 +10,11 @@
  *    text and UTF-8, frames after close; the same stream fed whole, byte by
  *    byte and in every two-piece split gives the same events.
  * 4. Unmasking against a byte-wise reference at every offset and alignment,
- *    UTF-8 vectors split at every position, encoders, reason names. */
+ *    UTF-8 vectors split at every position, encoders, reason names.
+ * 5. The client role: server frames (unmasked) accepted and masked ones
+ *    refused, whole frames delivered in place with the same checks and the
+ *    same events as when they arrive in pieces; client frames encoded
+ *    (masked) and read back by the server side. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -882,6 +886,193 @@ static void test_reasons_documented(void **state)
 	free(doc);
 }
 
+/* ---- 5. the client role ------------------------------------------------------ */
+
+static const struct cp_ws_rx_cfg cfg_cli = { .max_message = 1 << 20, .client = true };
+static const struct cp_ws_rx_cfg cfg_cli_text = { .max_message = 1 << 20, .accept_text = true, .client = true };
+
+static void test_client_rx(void **state)
+{
+	static struct rec r;
+	/* RFC 6455 5.7: the unmasked "Hello" a server sends */
+	static const uint8_t hello[] = { 0x81, 0x05, 0x48, 0x65, 0x6c, 0x6c, 0x6f };
+	feed_all_ways(&cfg_cli_text, hello, sizeof(hello), &r);
+	assert_int_equal(r.err, 0);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.opcode[0], CP_WS_OP_TEXT);
+	assert_memory_equal(r.data[0], "Hello", 5);
+	feed_all_ways(&cfg_cli, hello, sizeof(hello), &r);
+	assert_int_equal(r.err, CP_WS_R_TEXT_REFUSED);
+
+	/* A masked frame from the server: refused at its second byte */
+	static const uint8_t masked[] = { 0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d,
+					  0x7f, 0x9f, 0x4d, 0x51, 0x58 };
+	feed_all_ways(&cfg_cli_text, masked, sizeof(masked), &r);
+	assert_int_equal(r.err, CP_WS_R_MASKED);
+	assert_int_equal(r.consumed, 0);
+	assert_int_equal(cp_ws_reason_close_code(r.err), 1002);
+	assert_string_equal(cp_ws_reason_name(CP_WS_R_MASKED), "masked");
+	struct cp_ws_hdr h;
+	assert_int_equal(cp_ws_hdr_parse_client(masked, 1, &h), -CP_WS_R_INCOMPLETE);
+	assert_int_equal(cp_ws_hdr_parse_client(masked, 2, &h), -CP_WS_R_MASKED);
+	/* the header rules other than MASK are the server's */
+	static const uint8_t rsv[] = { 0xc2, 0x00 }, op3[] = { 0x83, 0x00 }, long_ping[] = { 0x89, 0x7e, 0, 126 },
+			     not_min[] = { 0x82, 0x7e, 0x00, 0x05 };
+	assert_int_equal(cp_ws_hdr_parse_client(rsv, 2, &h), -CP_WS_R_RSV_BITS);
+	assert_int_equal(cp_ws_hdr_parse_client(op3, 2, &h), -CP_WS_R_BAD_OPCODE);
+	assert_int_equal(cp_ws_hdr_parse_client(long_ping, 4, &h), -CP_WS_R_CONTROL_TOO_LONG);
+	assert_int_equal(cp_ws_hdr_parse_client(not_min, 4, &h), -CP_WS_R_LENGTH_NOT_MINIMAL);
+	/* every prefix of a good 16-bit header is incomplete, the whole is 4 bytes */
+	static const uint8_t h16[] = { 0x82, 0x7e, 0x01, 0x00 };
+	for (size_t k = 0; k < sizeof(h16); k++)
+		assert_int_equal(cp_ws_hdr_parse_client(guard_place(h16, k), k, &h), -CP_WS_R_INCOMPLETE);
+	assert_int_equal(cp_ws_hdr_parse_client(guard_place(h16, 4), 4, &h), 4);
+	assert_false(h.masked);
+	assert_true(h.payload_len == 256);
+
+	/* A fragmented message around a ping, then a close, as a server sends
+	 * them (server encoders): whole, byte by byte and in every split */
+	uint8_t b[512];
+	size_t o = 0;
+	b[o++] = 0x02;
+	b[o++] = 3;
+	memcpy(b + o, "Hel", 3);
+	o += 3;
+	ssize_t n = cp_ws_frame_encode(CP_WS_OP_PING, "pi", 2, b + o, sizeof(b) - o);
+	assert_true(n > 0);
+	o += (size_t)n;
+	b[o++] = 0x80;
+	b[o++] = 2;
+	memcpy(b + o, "lo", 2);
+	o += 2;
+	n = cp_ws_frame_encode(CP_WS_OP_BINARY, "whole", 5, b + o, sizeof(b) - o);
+	assert_true(n > 0);
+	o += (size_t)n;
+	n = cp_ws_close_encode(1001, "bye", b + o, sizeof(b) - o);
+	assert_true(n > 0);
+	o += (size_t)n;
+	feed_all_ways(&cfg_cli, b, o, &r);
+	assert_int_equal(r.err, 0);
+	assert_int_equal(r.n, 4);
+	assert_int_equal(r.kind[0], CP_WS_EV_PING);
+	assert_memory_equal(r.data[0], "pi", 2);
+	assert_int_equal(r.kind[1], CP_WS_EV_MESSAGE);
+	assert_int_equal(r.len[1], 5);
+	assert_memory_equal(r.data[1], "Hello", 5);
+	assert_int_equal(r.kind[2], CP_WS_EV_MESSAGE);
+	assert_memory_equal(r.data[2], "whole", 5);
+	assert_int_equal(r.kind[3], CP_WS_EV_CLOSE);
+	assert_int_equal(r.code[3], 1001);
+	assert_memory_equal(r.data[3], "bye", 3);
+
+	/* a new data frame inside a fragmented message, both in one feed: the
+	 * in-place path must not skip the sequence check */
+	o = 0;
+	b[o++] = 0x02;
+	b[o++] = 1;
+	b[o++] = 'a';
+	b[o++] = 0x82;
+	b[o++] = 1;
+	b[o++] = 'b';
+	feed_all_ways(&cfg_cli, b, o, &r);
+	assert_int_equal(r.err, CP_WS_R_EXPECTED_CONT);
+	assert_int_equal(r.n, 0);
+}
+
+static void test_client_rx_in_place(void **state)
+{
+	static uint8_t buf[70000], pl[65536];
+	static struct rec r;
+	for (size_t i = 0; i < sizeof(pl); i++)
+		pl[i] = (uint8_t)(i * 13 + 1);
+	static const size_t ls[] = { 0, 1, 125, 126, 65535, 65536 };
+	for (size_t i = 0; i < FG_ARRAY_LEN(ls); i++) {
+		ssize_t n = cp_ws_frame_encode(CP_WS_OP_BINARY, pl, ls[i], buf, sizeof(buf));
+		assert_true(n > 0);
+		/* whole: delivered where it lies, nothing kept in the rx */
+		struct cp_ws_rx rx;
+		cp_ws_rx_init(&rx, &cfg_cli);
+		const uint8_t *g = guard_place(buf, (size_t)n);
+		struct cp_ws_event ev;
+		assert_int_equal(cp_ws_rx_feed(&rx, g, (size_t)n, &ev), n);
+		assert_int_equal(ev.kind, CP_WS_EV_MESSAGE);
+		assert_int_equal(ev.len, ls[i]);
+		assert_ptr_equal(ev.data, g + (n - (ssize_t)ls[i]));
+		assert_null(rx.msg);
+		cp_ws_rx_fini(&rx);
+		/* in pieces: reassembled, the same bytes */
+		feed_all_ways(&cfg_cli, buf, (size_t)n, &r);
+		assert_int_equal(r.err, 0);
+		assert_int_equal(r.n, 1);
+		assert_int_equal(r.len[0], ls[i]);
+		assert_memory_equal(r.data[0], pl, ls[i] < 256 ? ls[i] : 256);
+	}
+
+	/* the limits hold on the in-place path: at and one past max_message */
+	const struct cp_ws_rx_cfg small = { .max_message = 1000, .client = true };
+	ssize_t n = cp_ws_frame_encode(CP_WS_OP_BINARY, pl, 1000, buf, sizeof(buf));
+	assert_true(n > 0);
+	feed_all_ways(&small, buf, (size_t)n, &r);
+	assert_int_equal(r.err, 0);
+	assert_int_equal(r.len[0], 1000);
+	n = cp_ws_frame_encode(CP_WS_OP_BINARY, pl, 1001, buf, sizeof(buf));
+	assert_true(n > 0);
+	feed_all_ways(&small, buf, (size_t)n, &r);
+	assert_int_equal(r.err, CP_WS_R_MESSAGE_TOO_BIG);
+	/* and text: UTF-8 checked whole as in pieces */
+	static const uint8_t bad_text[] = { 0x81, 0x03, 'a', 0xc0, 0xaf };
+	feed_all_ways(&cfg_cli_text, bad_text, sizeof(bad_text), &r);
+	assert_int_equal(r.err, CP_WS_R_BAD_UTF8);
+	feed_all_ways(&cfg_cli, bad_text, sizeof(bad_text), &r);
+	assert_int_equal(r.err, CP_WS_R_TEXT_REFUSED);
+}
+
+static void test_client_encode(void **state)
+{
+	static uint8_t out[70000], pl[66000];
+	static struct rec r;
+	/* RFC 6455 5.7: the masked "Hello" a client sends */
+	static const uint8_t hello[] = { 0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d,
+					 0x7f, 0x9f, 0x4d, 0x51, 0x58 };
+	assert_int_equal(cp_ws_client_frame_encode(CP_WS_OP_TEXT, "Hello", 5, mkey, out, sizeof(out)), 11);
+	assert_memory_equal(out, hello, sizeof(hello));
+	assert_int_equal(cp_ws_client_frame_encode(CP_WS_OP_TEXT, "Hello", 5, mkey, out, 10), -CP_WS_R_NOSPACE);
+	assert_int_equal(cp_ws_client_frame_encode(CP_WS_OP_TEXT, "Hello", 5, mkey, out, 5), -CP_WS_R_NOSPACE);
+	assert_int_equal(cp_ws_client_frame_encode(CP_WS_OP_PING, pl, 126, mkey, out, sizeof(out)),
+			 -CP_WS_R_UNENCODABLE);
+	/* every length form, read back by the server side */
+	for (size_t i = 0; i < sizeof(pl); i++)
+		pl[i] = (uint8_t)(i ^ (i >> 8));
+	static const size_t ls[] = { 0, 1, 125, 126, 65535, 65536 };
+	for (size_t i = 0; i < FG_ARRAY_LEN(ls); i++) {
+		ssize_t n = cp_ws_client_frame_encode(CP_WS_OP_BINARY, pl, ls[i], mkey, out, sizeof(out));
+		size_t hl = ls[i] < 126 ? 6 : ls[i] < 65536 ? 8 : 14;
+		assert_int_equal(n, (ssize_t)(hl + ls[i]));
+		assert_int_equal(cp_ws_client_frame_encode(CP_WS_OP_BINARY, pl, ls[i], mkey, out, (size_t)n - 1),
+				 -CP_WS_R_NOSPACE);
+		n = cp_ws_client_frame_encode(CP_WS_OP_BINARY, pl, ls[i], mkey, out, sizeof(out));
+		struct cp_ws_hdr h;
+		assert_int_equal(cp_ws_hdr_parse(out, (size_t)n, &h), (ssize_t)hl);
+		assert_true(h.masked);
+		assert_memory_equal(h.mask, mkey, 4);
+		feed(&cfg_bin, out, (size_t)n, 0, &r);
+		assert_int_equal(r.err, 0);
+		assert_int_equal(r.n, 1);
+		assert_int_equal(r.len[0], ls[i]);
+		assert_memory_equal(r.data[0], pl, ls[i] < 256 ? ls[i] : 256);
+	}
+	/* a close frame, read back with its code and reason */
+	ssize_t n = cp_ws_client_close_encode(1000, "done", mkey, out, sizeof(out));
+	assert_int_equal(n, 6 + 2 + 4);
+	feed(&cfg_bin, out, (size_t)n, 0, &r);
+	assert_int_equal(r.err, 0);
+	assert_int_equal(r.kind[0], CP_WS_EV_CLOSE);
+	assert_int_equal(r.code[0], 1000);
+	assert_memory_equal(r.data[0], "done", 4);
+	assert_int_equal(cp_ws_client_close_encode(0, NULL, mkey, out, sizeof(out)), 6);
+	assert_int_equal(cp_ws_client_close_encode(1006, NULL, mkey, out, sizeof(out)), -CP_WS_R_UNENCODABLE);
+}
+
 int main(void)
 {
 	guard_setup();
@@ -902,6 +1093,9 @@ int main(void)
 		cmocka_unit_test(test_encode),
 		cmocka_unit_test(test_reason_names),
 		cmocka_unit_test(test_reasons_documented),
+		cmocka_unit_test(test_client_rx),
+		cmocka_unit_test(test_client_rx_in_place),
+		cmocka_unit_test(test_client_encode),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
