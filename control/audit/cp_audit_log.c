@@ -900,6 +900,11 @@ static int recover(struct cp_audit_log *l, struct cp_audit_open_report *rep, boo
 			return rc;
 		}
 		rep->created = true;
+		if (l->cfg.fold && l->file_index == 0) {
+			/* a new log: GENESIS, no line has history */
+			struct fg_audit_rec g = { .type = FG_AREC_GENESIS, .version = 1 };
+			fg_audit_fold_rec(l->cfg.fold, &g);
+		}
 	} else {
 		l->chain = s.chain;
 		l->file_off = s.good_bytes;
