@@ -17,6 +17,7 @@
  * prov[] as a LINES record right after the new file's ROTATION record. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,7 +258,11 @@ static void start_record(struct cp_shadow *sh, const struct fg_config *cfg, cons
 	p.start.pid = (int32_t)getpid();
 	p.start.flags = (uint8_t)((o->reset_lines ? FG_ASTART_RESET : 0) | (cfg->cluster.node[0] ? FG_ASTART_CLUSTER : 0));
 	(void)fg_text_copy(p.start.who, sizeof(p.start.who), o->who ? o->who : "fanogate");
-	(void)fg_text_copy(p.start.config, sizeof(p.start.config), o->config_path ? o->config_path : "embedded default");
+	char abs[PATH_MAX];
+	const char *cfgname = !o->config_path ? "embedded default"
+			      : realpath(o->config_path, abs) ? abs /* a relative --config says little in a log */
+							      : o->config_path;
+	(void)fg_text_copy(p.start.config, sizeof(p.start.config), cfgname);
 	memcpy(p.start.line, sh->prov, sizeof(p.start.line));
 	uint64_t seq;
 	int rc = append(sh, FG_AREC_START, &p, &seq);
