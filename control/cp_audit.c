@@ -39,8 +39,12 @@ static void sh_lines_changed(void *arg, const struct fg_line_change *chg, uint64
 {
 	struct cp_audit *a = arg;
 	(void)seq;
-	cp_info("line %u %s: %s -> %s (uid %u: %s)", chg->line, fg_fano_line_name(chg->line),
-		fg_line_state_name(chg->from), fg_line_state_name(chg->to), (unsigned)chg->uid, chg->why);
+	if (chg->event == FG_LEV_OP_AUTO_PROMOTE)
+		cp_info("line %u %s: auto-promote %s (uid %u: %s)", chg->line, fg_fano_line_name(chg->line),
+			chg->auto_promote ? "on" : "off", (unsigned)chg->uid, chg->why);
+	else
+		cp_info("line %u %s: %s -> %s (uid %u: %s)", chg->line, fg_fano_line_name(chg->line),
+			fg_line_state_name(chg->from), fg_line_state_name(chg->to), (unsigned)chg->uid, chg->why);
 	/* Demotions are always safe to publish at once; promotions the audit
 	 * only reports once recorded, so publishing here is right for both. */
 	cp_engine_publish(a->engine);
@@ -171,7 +175,7 @@ static void sh_tick(struct cp_loop *l, struct cp_timer *t)
 }
 
 int cp_audit_start(struct cp_audit *a, struct cp_loop *l, const struct fg_config *cfg, struct cp_engine *e,
-		   char *why, size_t why_len)
+		   const struct cp_audit_boot *boot, char *why, size_t why_len)
 {
 	memset(a, 0, sizeof(*a));
 	a->engine = e;
@@ -184,11 +188,21 @@ int cp_audit_start(struct cp_audit *a, struct cp_loop *l, const struct fg_config
 		.log_err = sh_log_err,
 		.arg = a,
 	};
-	int r = cp_shadow_new(&a->sh, cfg, &e->lines, &hooks, NULL, why, why_len);
+	char who[64];
+	snprintf(who, sizeof(who), "fanogate %s", boot && boot->version ? boot->version : "");
+	const struct cp_shadow_opts opts = {
+		.who = who,
+		.config_path = boot ? boot->config_path : NULL,
+		.reset_lines = boot && boot->reset_lines,
+	};
+	int r = cp_shadow_new(&a->sh, cfg, &e->lines, &hooks, &opts, why, why_len);
 	if (r < 0) {
 		a->sh = NULL;
 		return r;
 	}
+	/* The lines now hold what the log says (or the config, or shadow): the
+	 * dataplane reads them from here on. */
+	cp_engine_publish(e);
 	int fds[2];
 	cp_shadow_fds(a->sh, fds);
 	for (int i = 0; i < 2; i++) {
@@ -258,6 +272,32 @@ int cp_audit_line_op(struct cp_audit *a, unsigned line, enum fg_line_event ev, u
 	} else {
 		*seq = CP_AUDIT_NO_SEQ;
 	}
+	return r;
+}
+
+int cp_audit_auto_promote(struct cp_audit *a, unsigned line, bool on, uint32_t uid, int32_t pid, const char *origin,
+			  const char *why, uint64_t *seq)
+{
+	*seq = CP_AUDIT_NO_SEQ;
+	if (!a->sh)
+		return -EIO;
+	uint64_t s = CP_AUDIT_NO_SEQ;
+	int r = cp_shadow_auto_promote(a->sh, line, on, uid, pid, origin, why, &s);
+	if (r == 1)
+		*seq = s;
+	return r;
+}
+
+int cp_audit_reload(struct cp_audit *a, enum fg_audit_reload_result result, uint32_t uid, int32_t pid,
+		    const char *origin, const char *error, const char *what, uint64_t *seq)
+{
+	*seq = CP_AUDIT_NO_SEQ;
+	if (!a || !a->sh)
+		return 0;
+	uint64_t s = CP_AUDIT_NO_SEQ;
+	int r = cp_shadow_on_reload(a->sh, result, uid, pid, origin, error, what, &s);
+	if (r == 1)
+		*seq = s;
 	return r;
 }
 

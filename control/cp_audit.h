@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "cp_loop.h"
+#include "fg/audit.h"
 #include "fg/common.h"
 #include "fg/config.h"
 #include "fg/line.h"
@@ -54,12 +55,21 @@ struct cp_audit {
 /* No audit record to wait for. */
 #define CP_AUDIT_NO_SEQ UINT64_MAX
 
-/* Open the shadow audit (its log under [audit] path), start polling its fds
- * and its tick on l, and register as e's audit sink. a is caller-owned
- * storage; l, cfg and e must outlive it. Returns 0 or -errno with a
- * one-line reason in why. */
+/* How this daemon was started, for the START record. */
+struct cp_audit_boot {
+	const char *version;     /* "0.1.0" */
+	const char *config_path; /* --config, NULL for the embedded default */
+	bool reset_lines;        /* --reset-lines: the config's [lines] over the log's line states */
+};
+
+/* Open the shadow audit (its log under [audit] path), set every line's
+ * state from the log (cp_shadow_new: the config's [lines] only for a log
+ * without line history, or with boot->reset_lines) and publish it, start
+ * polling its fds and its tick on l, and register as e's audit sink. a is
+ * caller-owned storage; l, cfg and e must outlive it; boot may be NULL.
+ * Returns 0 or -errno with a one-line reason in why. */
 FG_MUST_CHECK int cp_audit_start(struct cp_audit *a, struct cp_loop *l, const struct fg_config *cfg,
-				 struct cp_engine *e, char *why, size_t why_len);
+				 struct cp_engine *e, const struct cp_audit_boot *boot, char *why, size_t why_len);
 /* Drain and close the audit (bounded) and unregister from the engine. */
 void cp_audit_stop(struct cp_audit *a);
 /* Whether the audit runs (started and not stopped). */
@@ -94,6 +104,18 @@ void cp_audit_on_lines_changed(struct cp_audit *a, void (*fn)(void *arg, const s
  * -EIO (failed closed or not running) or -ENOBUFS (backlog full). */
 FG_MUST_CHECK int cp_audit_line_change(struct cp_audit *a, const struct fg_line_change *chg, const char *origin,
 				       uint64_t *seq);
+/* An operator's (or a reload's) auto-promote setting for one line, applied
+ * and audited (a LINE record, event op_auto_promote; origin names the
+ * channel). Returns 1 with *seq the record to wait for, 0 when the line
+ * already had it (nothing recorded), -EINVAL, or -EIO/-ENOBUFS when the
+ * audit refuses (not applied). */
+FG_MUST_CHECK int cp_audit_auto_promote(struct cp_audit *a, unsigned line, bool on, uint32_t uid, int32_t pid,
+					const char *origin, const char *why, uint64_t *seq);
+/* Record a configuration reload once (result, who, origin, stable error
+ * name or "", the changes or the reason). Returns 1 with *seq, 0 when the
+ * audit does not run, -EIO/-ENOBUFS. */
+FG_MUST_CHECK int cp_audit_reload(struct cp_audit *a, enum fg_audit_reload_result result, uint32_t uid, int32_t pid,
+				  const char *origin, const char *error, const char *what, uint64_t *seq);
 /* A TLS peer failed authentication: recorded (peer and reason are copied). */
 void cp_audit_auth_failure(struct cp_audit *a, const char *peer, const char *reason);
 

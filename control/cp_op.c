@@ -145,10 +145,17 @@ static json_t *cmd_line(struct cp_opconn *c, const struct cp_op_req *req)
 {
 	struct cp_opsrv *o = c->o;
 	unsigned line = req->line;
+	char whybuf[CP_OP_AUDIT_WHY_MAX];
+	cp_op_why_format(whybuf, sizeof(whybuf), req, c->uid, c->pid);
+	uint64_t seq;
+	int r;
 	if (req->op == CP_OP_LINE_AUTO_PROMOTE) {
-		fg_line_set_auto_promote(&o->engine->lines, line, req->on);
-		cp_info("line %u: auto_promote %s by uid %u", line, req->on ? "on" : "off", (unsigned)c->uid);
-		return json_pack("{s:b,s:o}", "ok", 1, "line", line_json(&o->engine->lines, line));
+		/* audited like a state change: one LINE record (op_auto_promote) */
+		char onbuf[CP_OP_AUDIT_WHY_MAX + 8];
+		const char *rest = strchr(whybuf, '(');
+		snprintf(onbuf, sizeof(onbuf), "fanoctl line auto_promote %s %s", req->on ? "on" : "off", rest ? rest : "");
+		r = cp_audit_auto_promote(o->srv->audit, line, req->on, c->uid, c->pid, "fanoctl", onbuf, &seq);
+		goto answer;
 	}
 	enum fg_line_event ev;
 	switch (req->op) {
@@ -158,10 +165,8 @@ static json_t *cmd_line(struct cp_opconn *c, const struct cp_op_req *req)
 	case CP_OP_LINE_ACTIVE: ev = FG_LEV_OP_ACTIVE; break;
 	default: return err_reply(cp_op_reason_name(CP_OP_R_UNKNOWN_OP));
 	}
-	char whybuf[CP_OP_AUDIT_WHY_MAX];
-	cp_op_why_format(whybuf, sizeof(whybuf), req, c->uid, c->pid);
-	uint64_t seq;
-	int r = cp_audit_line_op(o->srv->audit, line, ev, c->uid, c->pid, whybuf, &seq);
+	r = cp_audit_line_op(o->srv->audit, line, ev, c->uid, c->pid, whybuf, &seq);
+answer:
 	if (r == -EALREADY)
 		return err_reply("already");
 	if (r == -EIO)

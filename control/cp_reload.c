@@ -18,6 +18,7 @@
 #include "cp_audit.h"
 #include "cp_check.h"
 #include "cp_log.h"
+#include "fg/audit.h"
 #include "fg/fano.h"
 #include "fg/text.h"
 
@@ -214,34 +215,38 @@ static void describe(const struct fg_config *a, const struct fg_config *b, struc
 		change(res, "[tls] body_min_rate: %u -> %u", a->body_min_rate, b->body_min_rate);
 }
 
-/* Record the reload on every line (from == to): the policy they run under
- * is what changed. Returns 0, or -EIO/-ENOBUFS when the audit refuses. */
-static int audit(uint32_t uid, int32_t pid, const char *origin, const char *what, uint64_t *seq)
+/* The reload, recorded once (a RELOAD record): applied, unchanged or
+ * refused, by whom, through what, with the changes or the reason. Returns 1
+ * (recorded, *seq), 0 (no audit running), or -EIO/-ENOBUFS. */
+static int audit(enum fg_audit_reload_result result, uint32_t uid, int32_t pid, const char *origin, const char *error,
+		 const char *what, uint64_t *seq)
 {
 	*seq = CP_AUDIT_NO_SEQ;
-	struct cp_audit *a = g.srv->audit;
-	if (!cp_audit_is_running(a))
+	if (!g.srv || !cp_audit_is_running(g.srv->audit))
 		return 0;
+	return cp_audit_reload(g.srv->audit, result, uid, pid, origin, error, what, seq);
+}
+
+/* A changed [lines] auto_promote, line by line: each line whose flag moves
+ * gets its LINE record (op_auto_promote) and its new flag; lines that
+ * already have it get nothing. *seq: the last record. */
+static void auto_promote_all(bool on, uint32_t uid, int32_t pid, const char *origin, uint64_t *seq)
+{
+	char org[48], why[96];
+	snprintf(org, sizeof(org), "config reload (%s)", origin);
+	snprintf(why, sizeof(why), "[lines] auto_promote = %s (uid %u pid %d)", on ? "true" : "false", (unsigned)uid,
+		 (int)pid);
 	for (unsigned i = 0; i < FG_LINES; i++) {
-		struct fg_line_change chg;
-		memset(&chg, 0, sizeof(chg));
-		chg.line = i;
-		chg.from = chg.to = fg_line_effective(&g.e->lines, i);
-		chg.base_from = chg.base_to = g.e->lines.line[i].base;
-		chg.event = (enum fg_line_event)0xFF; /* no line event: "unknown" in audit tail */
-		chg.uid = uid;
-		chg.pid = pid;
-		(void)fg_text_copy(chg.why, sizeof(chg.why), what);
-		char org[48];
-		snprintf(org, sizeof(org), "config reload (%s)", origin);
-		uint64_t s = CP_AUDIT_NO_SEQ;
-		int r = cp_audit_line_change(a, &chg, org, &s);
-		if (r < 0)
-			return r;
+		uint64_t s;
+		int r = cp_audit_is_running(g.srv->audit)
+				? cp_audit_auto_promote(g.srv->audit, i, on, uid, pid, org, why, &s)
+				: (fg_line_set_auto_promote(&g.e->lines, i, on), 0);
 		if (r == 1)
 			*seq = s;
+		else if (r < 0)
+			cp_err("config reload: line %u: auto-promote %s not applied: the audit refused its record (%s)", i,
+			       on ? "on" : "off", strerror(-r));
 	}
-	return 0;
 }
 
 static int grow_table(struct cp_server *s, uint32_t n)
@@ -265,9 +270,7 @@ static void apply(const struct fg_config *b)
 {
 	struct fg_config *a = g.live;
 	struct fg_lines *ls = &g.e->lines;
-	if (a->policy.auto_promote != b->policy.auto_promote)
-		for (unsigned i = 0; i < FG_LINES; i++)
-			fg_line_set_auto_promote(ls, i, b->policy.auto_promote);
+	/* each line's auto-promote flag: auto_promote_all, audited */
 	a->policy = b->policy;
 	ls->policy = b->policy;
 	a->max_connections = b->max_connections;
@@ -315,6 +318,8 @@ int cp_reload_run(uint32_t uid, int32_t pid, const char *origin, struct cp_reloa
 		textf(res->detail, sizeof(res->detail),
 			 "the daemon runs on the embedded default configuration (no --config): nothing to reload");
 		cp_warn("config reload by uid %u pid %d (%s) refused: %s", (unsigned)uid, (int)pid, origin, res->detail);
+		if (audit(FG_RELOAD_REFUSED, uid, pid, origin, "no_config_file", res->detail, &res->seq) < 0)
+			res->seq = CP_AUDIT_NO_SEQ;
 		return refuse(res, -ENOENT, "no_config_file");
 	}
 	struct fg_config *nc = malloc(sizeof(*nc));
@@ -326,7 +331,7 @@ int cp_reload_run(uint32_t uid, int32_t pid, const char *origin, struct cp_reloa
 	if (r == 0 && g.dp_profile) /* --dp-profile overrides the file, as at start-up */
 		snprintf(nc->dp_profile, sizeof(nc->dp_profile), "%s", g.dp_profile);
 	const char *error = NULL;
-	char what[128]; /* the audit record's why field */
+	char what[FG_AUDIT_TEXT_MAX]; /* the RELOAD record's text */
 	if (r < 0) {
 		const char *file = err.file[0] ? err.file : g.path;
 		if (err.line > 0)
@@ -351,6 +356,9 @@ int cp_reload_run(uint32_t uid, int32_t pid, const char *origin, struct cp_reloa
 			cp_reload_stats.unchanged++;
 			cp_reload_stats.last_refused = false;
 			cp_info("config reload by uid %u pid %d (%s): %s unchanged", (unsigned)uid, (int)pid, origin, g.path);
+			textf(what, sizeof(what), "%s unchanged", g.path);
+			if (audit(FG_RELOAD_UNCHANGED, uid, pid, origin, "", what, &res->seq) < 0)
+				res->seq = CP_AUDIT_NO_SEQ; /* nothing changed: nothing to refuse */
 			return res->status = 0;
 		} else {
 			describe(g.live, nc, res);
@@ -358,8 +366,7 @@ int cp_reload_run(uint32_t uid, int32_t pid, const char *origin, struct cp_reloa
 	}
 	if (error) {
 		free(nc);
-		textf(what, sizeof(what), "refused: %s", res->detail); /* the record carries uid and pid */
-		if (audit(uid, pid, origin, what, &res->seq) < 0)
+		if (audit(FG_RELOAD_REFUSED, uid, pid, origin, error, res->detail, &res->seq) < 0)
 			res->seq = CP_AUDIT_NO_SEQ; /* the refusal stands; it is logged below */
 		cp_warn("config reload by uid %u pid %d (%s) refused: %s", (unsigned)uid, (int)pid, origin, res->detail);
 		return refuse(res, -EINVAL, error);
@@ -371,7 +378,7 @@ int cp_reload_run(uint32_t uid, int32_t pid, const char *origin, struct cp_reloa
 		int w = snprintf(what + n, sizeof(what) - n, "%s%s", i ? "; " : "", res->changes[i]);
 		n += w > 0 ? (size_t)w : 0;
 	}
-	r = audit(uid, pid, origin, what, &res->seq);
+	r = audit(FG_RELOAD_APPLIED, uid, pid, origin, "", what, &res->seq);
 	if (r < 0) {
 		free(nc);
 		res->n_changes = 0;
@@ -386,7 +393,10 @@ int cp_reload_run(uint32_t uid, int32_t pid, const char *origin, struct cp_reloa
 		textf(res->detail, sizeof(res->detail), "out of memory growing the connection table: nothing applied");
 		return refuse(res, -ENOMEM, "no_memory");
 	}
+	bool auto_moved = g.live->policy.auto_promote != nc->policy.auto_promote;
 	apply(nc);
+	if (auto_moved)
+		auto_promote_all(nc->policy.auto_promote, uid, pid, origin, &res->seq);
 	free(nc);
 	cp_reload_stats.applied++;
 	cp_reload_stats.last_refused = false;

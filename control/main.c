@@ -82,6 +82,8 @@ static void usage(FILE *f)
 		"                       material, tokens, writable directories); exit 0 (valid) or 1\n"
 		"  --audit-repair FILE  move damage in the audit log FILE aside (daemon stopped;\n"
 		"                       what `fanoctl audit repair` runs), exit 0, or 2 on error\n"
+		"  --reset-lines        start every line from the config's [lines] instead of its\n"
+		"                       last state in the audit log (recorded in the start-up record)\n"
 		"  --no-dataplane       no DPDK: the control plane owns one slot shard itself\n"
 		"  --dp-profile FILE    drivers-config profile (overrides [dataplane] profile)\n"
 		"  --foreground         stay in the foreground (the only mode; never forks)\n"
@@ -211,10 +213,11 @@ int main(int argc, char **argv)
 	d.sigfd = -1;
 	d.claim.op_lock_fd = d.claim.tls_fd = d.claim.metrics_fd = -1;
 	const char *config_path = NULL, *check_path = NULL, *profile = NULL;
-	bool no_dp = false;
+	bool no_dp = false, reset_lines = false;
 	const char *repair_path = NULL;
 	int ready_fd = -1;
-	enum { OPT_CONFIG = 1, OPT_CHECK, OPT_REPAIR, OPT_NODP, OPT_PROFILE, OPT_FG, OPT_HELP, OPT_VERSION, OPT_READY_FD };
+	enum { OPT_CONFIG = 1, OPT_CHECK, OPT_REPAIR, OPT_NODP, OPT_PROFILE, OPT_FG, OPT_HELP, OPT_VERSION, OPT_READY_FD,
+	       OPT_RESET_LINES };
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, OPT_CONFIG},
 		{"check-config", required_argument, NULL, OPT_CHECK},
@@ -223,6 +226,7 @@ int main(int argc, char **argv)
 		{"dp-profile", required_argument, NULL, OPT_PROFILE},
 		{"foreground", no_argument, NULL, OPT_FG},
 		{"ready-fd", required_argument, NULL, OPT_READY_FD},
+		{"reset-lines", no_argument, NULL, OPT_RESET_LINES},
 		{"help", no_argument, NULL, OPT_HELP},
 		{"version", no_argument, NULL, OPT_VERSION},
 		{NULL, 0, NULL, 0},
@@ -237,6 +241,7 @@ int main(int argc, char **argv)
 		case OPT_PROFILE: profile = optarg; break;
 		case OPT_FG: break;
 		case OPT_READY_FD: ready_fd = atoi(optarg); break;
+		case OPT_RESET_LINES: reset_lines = true; break;
 		case OPT_HELP: usage(stdout); return 0;
 		case OPT_VERSION: printf("fanogate %s\n", FANOGATE_VERSION); return 0;
 		default: usage(stderr); return 2;
@@ -345,7 +350,9 @@ int main(int argc, char **argv)
 		cp_err("slot engine: %s", strerror(-r));
 		goto out_loop;
 	}
-	r = cp_audit_start(&d.audit, &d.loop, &d.cfg, &d.engine, why, sizeof(why));
+	const struct cp_audit_boot boot = {
+		.version = FANOGATE_VERSION, .config_path = config_path, .reset_lines = reset_lines};
+	r = cp_audit_start(&d.audit, &d.loop, &d.cfg, &d.engine, &boot, why, sizeof(why));
 	if (r < 0) {
 		cp_err("shadow audit: %s", why);
 		goto out_engine;

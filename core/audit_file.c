@@ -55,6 +55,12 @@ static int pread_full(int fd, uint8_t *buf, size_t n, uint64_t off)
 int fg_audit_file_scan(int fd, const struct fg_audit_chain *from, struct fg_audit_scan *out, uint64_t *file_len,
 		       uint64_t limit)
 {
+	return fg_audit_file_scan_visit(fd, from, out, file_len, limit, NULL, NULL);
+}
+
+int fg_audit_file_scan_visit(int fd, const struct fg_audit_chain *from, struct fg_audit_scan *out,
+			     uint64_t *file_len, uint64_t limit, fg_audit_visit_fn visit, void *arg)
+{
 	struct stat sb;
 	if (fstat(fd, &sb) < 0)
 		return -errno;
@@ -73,7 +79,8 @@ int fg_audit_file_scan(int fd, const struct fg_audit_chain *from, struct fg_audi
 		io = pread_full(fd, buf, want, pos);
 		if (io < 0)
 			break;
-		rc = first ? fg_audit_verify(buf, want, from, &s) : fg_audit_verify_more(buf, want, &s);
+		rc = first ? fg_audit_verify_visit(buf, want, from, &s, visit, arg)
+			   : fg_audit_verify_more_visit(buf, want, &s, visit, arg);
 		first = false;
 		uint64_t end = pos + want;
 		if (end >= size)

@@ -14,14 +14,21 @@
  *             u64 fp_jump, u64 fp_canon, u32 n_elems, u32 count,
  *             u32 nan_count, u32 first_index, f64 max_abs (IEEE bits),
  *             u64 max_ulp                                     (64 bytes)
- *   LINE      u8 line, u8 from, u8 to, u8 event, u32 uid, i32 pid,
+ *   LINE v1   u8 line, u8 from, u8 to, u8 event, u32 uid, i32 pid,
  *             str origin, str why
+ *   LINE v2   u8 line, u8 from, u8 to, u8 event, u32 uid, i32 pid,
+ *             u8 base_from, u8 base_to, u8 auto_promote, str origin, str why
  *   EPOCH     u32 from, u32 to, u32 uid, i32 pid, str why
  *   CONFLICT  u32 token_seq, u16 dst_layer, u8 line, u8 0, u32 epoch (12)
  *   PEER_AUTH str peer, str reason
  *   RECOVERY  u64 cut_offset, u64 cut_bytes, u64 last_seq, u16 reason (26)
  *   ROTATION  u64 prev_file_records, u64 prev_file_bytes,
  *             u32 prev_file_index                             (20)
+ *   START     u32 uid, i32 pid, u8 flags, str who, str config, 7 x entry
+ *   LINES     7 x entry
+ *   RELOAD    u8 result, u32 uid, i32 pid, str origin, str error, str what
+ * where entry = u8 base, u8 auto_promote, u8 source, u8 event, u64 seq,
+ * str why (one per line, in line order).
  */
 #include <errno.h>
 #include <string.h>
@@ -33,7 +40,11 @@
 #include <xxhash.h>
 
 #include "fg/audit.h"
+#include "fg/fano.h"
+#include "fg/line.h"
 #include "fg/wire.h"
+
+_Static_assert(FG_AUDIT_LINES == FG_LINES, "START and LINES records hold every line");
 
 /* OpenSSL 3's one-shot SHA256() looks the algorithm up in the provider
  * store on every call (1.26 us per 120-byte record here); fetching it once
@@ -66,10 +77,41 @@ const char *fg_audit_type_name(unsigned type)
 		[FG_AREC_LINE] = "line",         [FG_AREC_EPOCH] = "epoch",
 		[FG_AREC_CONFLICT] = "conflict", [FG_AREC_PEER_AUTH] = "peer_auth",
 		[FG_AREC_RECOVERY] = "recovery", [FG_AREC_ROTATION] = "rotation",
+		[FG_AREC_START] = "start",       [FG_AREC_LINES] = "lines",
+		[FG_AREC_RELOAD] = "reload",
 	};
 	if (type >= FG_ARRAY_LEN(names) || !names[type])
 		return "unknown";
 	return names[type];
+}
+
+unsigned fg_audit_type_version(unsigned type)
+{
+	if (type < FG_AREC_GENESIS || type >= FG_AREC__END)
+		return 0;
+	return type == FG_AREC_LINE ? 2u : 1u;
+}
+
+const char *fg_audit_line_source_name(unsigned src)
+{
+	static const char *const names[FG_LSRC__COUNT] = {
+		[FG_LSRC_LOG] = "log",
+		[FG_LSRC_CONFIG] = "config (no line history)",
+		[FG_LSRC_RESET] = "reset by operator",
+		[FG_LSRC_DAMAGED] = "log damaged: shadow",
+		[FG_LSRC_CUT] = "log cut: shadow",
+	};
+	return src < FG_LSRC__COUNT ? names[src] : "unknown";
+}
+
+const char *fg_audit_reload_result_name(unsigned r)
+{
+	switch (r) {
+	case FG_RELOAD_APPLIED: return "applied";
+	case FG_RELOAD_UNCHANGED: return "unchanged";
+	case FG_RELOAD_REFUSED: return "refused";
+	default: return "unknown";
+	}
 }
 
 const char *fg_verdict_kind_name(unsigned k)
@@ -245,7 +287,19 @@ static double bits_f64(uint64_t u)
 	return d;
 }
 
-static void encode_payload(struct wbuf *w, unsigned type, const union fg_audit_payload *p)
+static void w_entries(struct wbuf *w, const struct fg_audit_line_entry e[FG_AUDIT_LINES])
+{
+	for (unsigned i = 0; i < FG_AUDIT_LINES; i++) {
+		w_u8(w, e[i].base);
+		w_u8(w, e[i].auto_promote);
+		w_u8(w, e[i].source);
+		w_u8(w, e[i].event);
+		w_u64(w, e[i].seq);
+		w_str(w, e[i].why, sizeof(e[i].why));
+	}
+}
+
+static void encode_payload(struct wbuf *w, unsigned type, unsigned version, const union fg_audit_payload *p)
 {
 	switch (type) {
 	case FG_AREC_GENESIS:
@@ -280,6 +334,11 @@ static void encode_payload(struct wbuf *w, unsigned type, const union fg_audit_p
 		w_u8(w, p->line.event);
 		w_u32(w, p->line.uid);
 		w_u32(w, (uint32_t)p->line.pid);
+		if (version >= 2) {
+			w_u8(w, p->line.base_from);
+			w_u8(w, p->line.base_to);
+			w_u8(w, p->line.auto_promote);
+		}
 		w_str(w, p->line.origin, sizeof(p->line.origin));
 		w_str(w, p->line.why, sizeof(p->line.why));
 		break;
@@ -312,13 +371,51 @@ static void encode_payload(struct wbuf *w, unsigned type, const union fg_audit_p
 		w_u64(w, p->rotation.prev_file_bytes);
 		w_u32(w, p->rotation.prev_file_index);
 		break;
+	case FG_AREC_START:
+		w_u32(w, p->start.uid);
+		w_u32(w, (uint32_t)p->start.pid);
+		w_u8(w, p->start.flags);
+		w_str(w, p->start.who, sizeof(p->start.who));
+		w_str(w, p->start.config, sizeof(p->start.config));
+		w_entries(w, p->start.line);
+		break;
+	case FG_AREC_LINES:
+		w_entries(w, p->lines.line);
+		break;
+	case FG_AREC_RELOAD:
+		w_u8(w, p->reload.result);
+		w_u32(w, p->reload.uid);
+		w_u32(w, (uint32_t)p->reload.pid);
+		w_str(w, p->reload.origin, sizeof(p->reload.origin));
+		w_str(w, p->reload.error, sizeof(p->reload.error));
+		w_str(w, p->reload.what, sizeof(p->reload.what));
+		break;
 	default:
 		break;
 	}
 }
 
+/* A line entry is a base state (never DEGRADED), a flag, a known source and
+ * a line event or none. */
+static bool r_entries(struct rbuf *r, struct fg_audit_line_entry e[FG_AUDIT_LINES])
+{
+	bool ok = true;
+	for (unsigned i = 0; i < FG_AUDIT_LINES; i++) {
+		e[i].base = r_u8(r);
+		e[i].auto_promote = r_u8(r);
+		e[i].source = r_u8(r);
+		e[i].event = r_u8(r);
+		e[i].seq = r_u64(r);
+		r_str(r, e[i].why, sizeof(e[i].why));
+		if (e[i].base > FG_LINE_ACTIVE || e[i].auto_promote > 1 || e[i].source >= FG_LSRC__COUNT ||
+		    (e[i].event >= FG_LEV__COUNT && e[i].event != FG_AUDIT_UNKNOWN))
+			ok = false;
+	}
+	return ok;
+}
+
 /* Decode a payload; false when its length or a field is wrong for the type. */
-static bool decode_payload(struct rbuf *r, unsigned type, union fg_audit_payload *p)
+static bool decode_payload(struct rbuf *r, unsigned type, unsigned version, union fg_audit_payload *p)
 {
 	memset(p, 0, sizeof(*p));
 	switch (type) {
@@ -358,9 +455,21 @@ static bool decode_payload(struct rbuf *r, unsigned type, union fg_audit_payload
 		p->line.event = r_u8(r);
 		p->line.uid = r_u32(r);
 		p->line.pid = (int32_t)r_u32(r);
+		if (version >= 2) {
+			p->line.base_from = r_u8(r);
+			p->line.base_to = r_u8(r);
+			p->line.auto_promote = r_u8(r);
+		} else {
+			p->line.base_from = p->line.base_to = p->line.auto_promote = FG_AUDIT_UNKNOWN;
+		}
 		r_str(r, p->line.origin, sizeof(p->line.origin));
 		r_str(r, p->line.why, sizeof(p->line.why));
 		if (p->line.line >= 7 || p->line.from > 3 || p->line.to > 3)
+			return false;
+		/* Version 2 names base states and a known event (version 1
+		 * records of config reloads carry event 0xFF). */
+		if (version >= 2 && (p->line.base_from > FG_LINE_ACTIVE || p->line.base_to > FG_LINE_ACTIVE ||
+				     p->line.auto_promote > 1 || p->line.event >= FG_LEV__COUNT))
 			return false;
 		break;
 	case FG_AREC_EPOCH:
@@ -393,6 +502,29 @@ static bool decode_payload(struct rbuf *r, unsigned type, union fg_audit_payload
 		p->rotation.prev_file_bytes = r_u64(r);
 		p->rotation.prev_file_index = r_u32(r);
 		break;
+	case FG_AREC_START:
+		p->start.uid = r_u32(r);
+		p->start.pid = (int32_t)r_u32(r);
+		p->start.flags = r_u8(r);
+		r_str(r, p->start.who, sizeof(p->start.who));
+		r_str(r, p->start.config, sizeof(p->start.config));
+		if (!r_entries(r, p->start.line) || (p->start.flags & ~(FG_ASTART_RESET | FG_ASTART_CLUSTER)))
+			return false;
+		break;
+	case FG_AREC_LINES:
+		if (!r_entries(r, p->lines.line))
+			return false;
+		break;
+	case FG_AREC_RELOAD:
+		p->reload.result = r_u8(r);
+		p->reload.uid = r_u32(r);
+		p->reload.pid = (int32_t)r_u32(r);
+		r_str(r, p->reload.origin, sizeof(p->reload.origin));
+		r_str(r, p->reload.error, sizeof(p->reload.error));
+		r_str(r, p->reload.what, sizeof(p->reload.what));
+		if (p->reload.result > FG_RELOAD_REFUSED)
+			return false;
+		break;
 	default:
 		return false;
 	}
@@ -403,17 +535,25 @@ static bool decode_payload(struct rbuf *r, unsigned type, union fg_audit_payload
 ssize_t fg_audit_encode(struct fg_audit_chain *ch, unsigned type, uint64_t time_ns,
 			const union fg_audit_payload *p, uint8_t *buf, size_t cap)
 {
+	return fg_audit_encode_version(ch, type, fg_audit_type_version(type), time_ns, p, buf, cap);
+}
+
+ssize_t fg_audit_encode_version(struct fg_audit_chain *ch, unsigned type, unsigned version, uint64_t time_ns,
+				const union fg_audit_payload *p, uint8_t *buf, size_t cap)
+{
 	if (type < FG_AREC_GENESIS || type >= FG_AREC__END)
 		return -FG_AR_TYPE;
+	if (version < 1 || version > fg_audit_type_version(type))
+		return -FG_AR_VERSION;
 	struct wbuf w = { .p = buf, .cap = cap < FG_AUDIT_REC_MAX ? cap : FG_AUDIT_REC_MAX };
 	uint8_t *hdr = w_take(&w, FG_AUDIT_HDR_LEN);
-	encode_payload(&w, type, p);
+	encode_payload(&w, type, version, p);
 	uint8_t *trailer = w_take(&w, FG_AUDIT_TRAILER_LEN);
 	if (w.over || !hdr || !trailer)
 		return -FG_AR_NOSPACE;
 	fg_put_le32(hdr, (uint32_t)w.n);
 	fg_put_le16(hdr + 4, (uint16_t)type);
-	fg_put_le16(hdr + 6, FG_AUDIT_VERSION);
+	fg_put_le16(hdr + 6, (uint16_t)version);
 	fg_put_le64(hdr + 8, ch->next_seq);
 	fg_put_le64(hdr + 16, time_ns);
 	memcpy(hdr + 24, ch->head, FG_AUDIT_HASH_LEN);
@@ -449,19 +589,23 @@ ssize_t fg_audit_decode(const uint8_t *buf, size_t len, struct fg_audit_rec *out
 	size_t body = rlen - FG_AUDIT_TRAILER_LEN;
 	if (XXH3_64bits(buf, body) != fg_le64(buf + body))
 		return all_zero(buf + 4, rlen - 4) ? -FG_AR_ZERO : -FG_AR_CHECKSUM;
-	if (fg_le16(buf + 6) != FG_AUDIT_VERSION)
+	unsigned type = fg_le16(buf + 4), version = fg_le16(buf + 6);
+	/* A version is a version of its type's payload: the type first. An
+	 * unknown type with version 1 was bad_type before versions were per
+	 * type, and still is; so is a known type with an unknown version. */
+	if (version < 1 || (type >= FG_AREC_GENESIS && type < FG_AREC__END && version > fg_audit_type_version(type)))
 		return -FG_AR_VERSION;
-	unsigned type = fg_le16(buf + 4);
 	if (type < FG_AREC_GENESIS || type >= FG_AREC__END)
 		return -FG_AR_TYPE;
 	struct fg_audit_rec rec;
 	rec.len = rlen;
 	rec.type = (uint16_t)type;
+	rec.version = (uint16_t)version;
 	rec.seq = fg_le64(buf + 8);
 	rec.time_ns = fg_le64(buf + 16);
 	memcpy(rec.prev, buf + 24, FG_AUDIT_HASH_LEN);
 	struct rbuf r = { .p = buf + FG_AUDIT_HDR_LEN, .len = body - FG_AUDIT_HDR_LEN };
-	if (!decode_payload(&r, type, &rec.p))
+	if (!decode_payload(&r, type, version, &rec.p))
 		return -FG_AR_PAYLOAD;
 	sha256(buf, body, rec.hash);
 	*out = rec;
@@ -470,7 +614,7 @@ ssize_t fg_audit_decode(const uint8_t *buf, size_t len, struct fg_audit_rec *out
 
 /* Walk records of buf[0..len), which sits at file offset s->good_bytes,
  * continuing the scan in *s. */
-static int verify_run(const uint8_t *buf, size_t len, struct fg_audit_scan *s)
+static int verify_run(const uint8_t *buf, size_t len, struct fg_audit_scan *s, fg_audit_visit_fn visit, void *arg)
 {
 	size_t off = 0;
 	int reason = FG_AR_OK;
@@ -523,6 +667,8 @@ static int verify_run(const uint8_t *buf, size_t len, struct fg_audit_scan *s)
 		s->chain.next_seq = rec.seq + 1;
 		memcpy(s->chain.head, rec.hash, FG_AUDIT_HASH_LEN);
 		off += (size_t)n;
+		if (visit)
+			visit(arg, &rec);
 	}
 	s->good_bytes += off;
 	s->bad_offset = s->good_bytes;
@@ -534,6 +680,12 @@ static int verify_run(const uint8_t *buf, size_t len, struct fg_audit_scan *s)
 int fg_audit_verify(const uint8_t *buf, size_t len, const struct fg_audit_chain *from,
 		    struct fg_audit_scan *out)
 {
+	return fg_audit_verify_visit(buf, len, from, out, NULL, NULL);
+}
+
+int fg_audit_verify_visit(const uint8_t *buf, size_t len, const struct fg_audit_chain *from,
+			  struct fg_audit_scan *out, fg_audit_visit_fn visit, void *arg)
+{
 	struct fg_audit_scan s;
 	memset(&s, 0, sizeof(s));
 	if (from)
@@ -542,14 +694,20 @@ int fg_audit_verify(const uint8_t *buf, size_t len, const struct fg_audit_chain 
 		fg_audit_chain_init(&s.chain);
 	s.from_given = from != NULL;
 	s.anchored = true;
-	int rc = verify_run(buf, len, &s);
+	int rc = verify_run(buf, len, &s, visit, arg);
 	*out = s;
 	return rc;
 }
 
 int fg_audit_verify_more(const uint8_t *buf, size_t len, struct fg_audit_scan *s)
 {
-	return verify_run(buf, len, s);
+	return verify_run(buf, len, s, NULL, NULL);
+}
+
+int fg_audit_verify_more_visit(const uint8_t *buf, size_t len, struct fg_audit_scan *s, fg_audit_visit_fn visit,
+			       void *arg)
+{
+	return verify_run(buf, len, s, visit, arg);
 }
 
 bool fg_audit_tail_is_torn(const struct fg_audit_scan *s, uint64_t file_len)

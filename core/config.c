@@ -103,9 +103,9 @@ static const struct ckey config_keys[] = {
 	{{"slots", "deadline_ms", "ms", "3000", "1..600000", "time from a slot's first contribution to its expiry; covers the fleet's resend schedule (last resend ~2.03 s, give-up ~2.4 s) with margin"},
 	 KT_MS_NS, OFF(slot_deadline_ns), 0, 1, 600000},
 
-	{{"lines", "line.N", "state", "shadow", "disabled | shadow | active; N = index 0..6 or triple like 1,4,5", "initial state of line N"},
+	{{"lines", "line.N", "state", "shadow", "disabled | shadow | active; N = index 0..6 or triple like 1,4,5", "state of line N on a log without line history, or with --reset-lines (else its last state in the audit log)"},
 	 KT_LINE_STATE, 0, 0, 0, 0},
-	{{"lines", "auto_promote", "bool", "false", "true | false", "let a clean audit window promote shadow lines to active"},
+	{{"lines", "auto_promote", "bool", "false", "true | false", "let a clean audit window promote shadow lines to active (each line's flag: from the audit log at start, like line.N; a reload that changes it sets every line)"},
 	 KT_BOOL, OFF(policy.auto_promote), 0, 0, 0},
 	{{"lines", "promote_count", "uint", "64", "1..100000000", "clean verdicts a window needs before promotion"},
 	 KT_U32, OFF(policy.promote_count), 0, 1, 100000000},

@@ -28,7 +28,9 @@ static const char *const event_name[] = {
 	[FG_LEV_CONFLICT] = "conflict",
 	[FG_LEV_POINT_DOWN] = "point_down",
 	[FG_LEV_POINT_UP] = "point_up",
+	[FG_LEV_OP_AUTO_PROMOTE] = "op_auto_promote",
 };
+_Static_assert(FG_ARRAY_LEN(event_name) == FG_LEV__COUNT, "a name for every line event");
 
 const char *fg_line_state_name(enum fg_line_state s)
 {
@@ -104,6 +106,32 @@ void fg_line_set_auto_promote(struct fg_lines *ls, unsigned line, bool on)
 {
 	if (line < FG_LINES)
 		ls->line[line].auto_promote = on;
+}
+
+int fg_line_auto_promote(struct fg_lines *ls, unsigned line, bool on, uint32_t uid, int32_t pid, const char *why,
+			 struct fg_line_change *chg)
+{
+	if (line >= FG_LINES)
+		return -EINVAL;
+	struct fg_line *l = &ls->line[line];
+	if (l->auto_promote == on)
+		return 0;
+	l->auto_promote = on;
+	if (chg) {
+		memset(chg, 0, sizeof(*chg));
+		chg->line = line;
+		chg->from = chg->to = fg_line_effective(ls, line);
+		chg->base_from = chg->base_to = l->base;
+		chg->event = FG_LEV_OP_AUTO_PROMOTE;
+		chg->uid = uid;
+		chg->pid = pid;
+		chg->auto_promote = on;
+		if (why && why[0])
+			(void)fg_text_copy(chg->why, sizeof(chg->why), why);
+		else
+			snprintf(chg->why, sizeof(chg->why), "auto-promote %s", on ? "on" : "off");
+	}
+	return 1;
 }
 
 static void window_reset(struct fg_line *l, uint64_t now_ns)
@@ -227,6 +255,7 @@ int fg_line_apply(struct fg_lines *ls, unsigned line, enum fg_line_event ev, uin
 		chg->event = ev;
 		chg->uid = uid;
 		chg->pid = pid;
+		chg->auto_promote = l->auto_promote;
 		if (why) /* an operator's reason: cut on a character boundary */
 			(void)fg_text_copy(chg->why, sizeof(chg->why), why);
 		else if (why_default[0])
@@ -271,6 +300,7 @@ int fg_lines_point(struct fg_lines *ls, unsigned point, bool down, uint64_t now_
 		c->event = down ? FG_LEV_POINT_DOWN : FG_LEV_POINT_UP;
 		c->uid = FG_UID_AUDIT;
 		c->pid = 0;
+		c->auto_promote = ls->line[i].auto_promote;
 		snprintf(c->why, sizeof(c->why), "point e%u %s", point,
 			 down ? "has no live peer" : "has a live peer again");
 	}

@@ -117,7 +117,7 @@ static int cmd_verify(int argc, char **argv)
  * U+FFFD, so jansson always accepts it and the output is valid JSON. */
 static json_t *jtext(const char *s)
 {
-	char buf[4 * FG_AUDIT_WHY_MAX]; /* at most 3 bytes out per byte in */
+	char buf[4 * FG_AUDIT_TEXT_MAX]; /* at most 3 bytes out per byte in */
 	(void)fg_text_utf8_fix(buf, sizeof(buf), s);
 	return json_string(buf);
 }
@@ -162,6 +162,33 @@ static json_t *jhex64(uint64_t v)
 	return json_string(h);
 }
 
+static json_t *jentries(const struct fg_audit_line_entry e[FG_AUDIT_LINES])
+{
+	json_t *a = json_array();
+	for (unsigned i = 0; i < FG_AUDIT_LINES; i++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "line", json_integer(i));
+		json_object_set_new(o, "base", json_string(state_name(e[i].base)));
+		json_object_set_new(o, "auto_promote", json_boolean(e[i].auto_promote));
+		json_object_set_new(o, "source", json_string(fg_audit_line_source_name(e[i].source)));
+		json_object_set_new(o, "event", e[i].event == FG_AUDIT_UNKNOWN ? json_null() : json_string(event_name(e[i].event)));
+		json_object_set_new(o, "seq", e[i].seq == FG_AUDIT_NO_SEQ ? json_null() : json_integer((json_int_t)e[i].seq));
+		json_object_set_new(o, "why", jtext(e[i].why));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+/* "0 shadow (log) 1 active auto (config (no line history)) ..." */
+static void print_entries(FILE *o, const struct fg_audit_line_entry e[FG_AUDIT_LINES])
+{
+	char t[4 * FG_AUDIT_ENTRY_WHY_MAX + 1];
+	for (unsigned i = 0; i < FG_AUDIT_LINES; i++)
+		fprintf(o, "%s%u %s%s (%s: %s)", i ? "; " : "", i, state_name(e[i].base),
+			e[i].auto_promote ? " auto" : "", fg_audit_line_source_name(e[i].source),
+			ttext(e[i].why, t, sizeof(t)));
+}
+
 /* One record as one line of JSON (jansson; keys in this order). Returns 0,
  * or -ENOMEM. */
 static int print_json(FILE *o, const struct fg_audit_rec *r)
@@ -175,6 +202,7 @@ static int print_json(FILE *o, const struct fg_audit_rec *r)
 	json_object_set_new(j, "seq", json_integer((json_int_t)r->seq));
 	json_object_set_new(j, "time", json_string(t));
 	json_object_set_new(j, "type", json_string(fg_audit_type_name(r->type)));
+	json_object_set_new(j, "version", json_integer(r->version));
 	json_object_set_new(j, "hash", json_string(hex));
 	const union fg_audit_payload *p = &r->p;
 	switch (r->type) {
@@ -220,6 +248,11 @@ static int print_json(FILE *o, const struct fg_audit_rec *r)
 		json_object_set_new(j, "event", json_string(event_name(p->line.event)));
 		json_object_set_new(j, "uid", json_integer(p->line.uid));
 		json_object_set_new(j, "pid", json_integer(p->line.pid));
+		if (r->version >= 2) {
+			json_object_set_new(j, "base_from", json_string(state_name(p->line.base_from)));
+			json_object_set_new(j, "base_to", json_string(state_name(p->line.base_to)));
+			json_object_set_new(j, "auto_promote", json_boolean(p->line.auto_promote));
+		}
 		json_object_set_new(j, "origin", jtext(p->line.origin));
 		json_object_set_new(j, "why", jtext(p->line.why));
 		break;
@@ -251,6 +284,26 @@ static int print_json(FILE *o, const struct fg_audit_rec *r)
 		json_object_set_new(j, "prev_file_bytes", json_integer((json_int_t)p->rotation.prev_file_bytes));
 		json_object_set_new(j, "prev_file_index", json_integer(p->rotation.prev_file_index));
 		break;
+	case FG_AREC_START:
+		json_object_set_new(j, "who", jtext(p->start.who));
+		json_object_set_new(j, "config", jtext(p->start.config));
+		json_object_set_new(j, "uid", json_integer(p->start.uid));
+		json_object_set_new(j, "pid", json_integer(p->start.pid));
+		json_object_set_new(j, "reset_lines", json_boolean(p->start.flags & FG_ASTART_RESET));
+		json_object_set_new(j, "cluster", json_boolean(p->start.flags & FG_ASTART_CLUSTER));
+		json_object_set_new(j, "lines", jentries(p->start.line));
+		break;
+	case FG_AREC_LINES:
+		json_object_set_new(j, "lines", jentries(p->lines.line));
+		break;
+	case FG_AREC_RELOAD:
+		json_object_set_new(j, "result", json_string(fg_audit_reload_result_name(p->reload.result)));
+		json_object_set_new(j, "uid", json_integer(p->reload.uid));
+		json_object_set_new(j, "pid", json_integer(p->reload.pid));
+		json_object_set_new(j, "origin", jtext(p->reload.origin));
+		json_object_set_new(j, "error", jtext(p->reload.error));
+		json_object_set_new(j, "what", jtext(p->reload.what));
+		break;
 	default:
 		break;
 	}
@@ -263,7 +316,7 @@ static int print_json(FILE *o, const struct fg_audit_rec *r)
 static void print_human(FILE *o, const struct fg_audit_rec *r)
 {
 	char t[40], by[48];
-	char e1[4 * FG_AUDIT_WHY_MAX + 1], e2[4 * FG_AUDIT_WHY_MAX + 1]; /* \xNN per byte at most */
+	char e1[4 * FG_AUDIT_TEXT_MAX + 1], e2[4 * FG_AUDIT_TEXT_MAX + 1]; /* \xNN per byte at most */
 	fmt_time(r->time_ns, t, sizeof(t));
 	fprintf(o, "%-8" PRIu64 " %s  %-9s ", r->seq, t, fg_audit_type_name(r->type));
 	const union fg_audit_payload *p = &r->p;
@@ -286,9 +339,17 @@ static void print_human(FILE *o, const struct fg_audit_rec *r)
 		break;
 	}
 	case FG_AREC_LINE:
+		if (r->version >= 2 && p->line.event == FG_LEV_OP_AUTO_PROMOTE) {
+			fprintf(o, "line %u auto-promote %s by %s via %s: %s", p->line.line,
+				p->line.auto_promote ? "on" : "off", who(p->line.uid, p->line.pid, by, sizeof(by)),
+				ttext(p->line.origin, e1, sizeof(e1)), ttext(p->line.why, e2, sizeof(e2)));
+			break;
+		}
 		fprintf(o, "line %u %s -> %s (%s) by %s via %s: %s", p->line.line, state_name(p->line.from),
 			state_name(p->line.to), event_name(p->line.event), who(p->line.uid, p->line.pid, by, sizeof(by)),
 			ttext(p->line.origin, e1, sizeof(e1)), ttext(p->line.why, e2, sizeof(e2)));
+		if (r->version >= 2 && (p->line.base_from != p->line.from || p->line.base_to != p->line.to))
+			fprintf(o, " [base %s -> %s]", state_name(p->line.base_from), state_name(p->line.base_to));
 		break;
 	case FG_AREC_EPOCH:
 		fprintf(o, "model epoch %u -> %u by %s: %s", p->epoch.from, p->epoch.to,
@@ -311,6 +372,25 @@ static void print_human(FILE *o, const struct fg_audit_rec *r)
 		fprintf(o, "continues from file .%u (%" PRIu64 " records, %" PRIu64 " bytes)",
 			p->rotation.prev_file_index, p->rotation.prev_file_records, p->rotation.prev_file_bytes);
 		break;
+	case FG_AREC_START:
+		fprintf(o, "%s started by uid %u pid %d, config %s%s%s; lines: ", ttext(p->start.who, e1, sizeof(e1)),
+			p->start.uid, p->start.pid, ttext(p->start.config, e2, sizeof(e2)),
+			p->start.flags & FG_ASTART_RESET ? ", --reset-lines" : "",
+			p->start.flags & FG_ASTART_CLUSTER ? ", cluster (held in shadow until etcd answers)" : "");
+		print_entries(o, p->start.line);
+		break;
+	case FG_AREC_LINES:
+		fputs("lines: ", o);
+		print_entries(o, p->lines.line);
+		break;
+	case FG_AREC_RELOAD: {
+		char e3[4 * FG_AUDIT_TEXT_MAX + 1];
+		fprintf(o, "config %s%s%s%s by %s via %s: %s", fg_audit_reload_result_name(p->reload.result),
+			p->reload.error[0] ? " (" : "", ttext(p->reload.error, e1, sizeof(e1)), p->reload.error[0] ? ")" : "",
+			who(p->reload.uid, p->reload.pid, by, sizeof(by)), ttext(p->reload.origin, e2, sizeof(e2)),
+			ttext(p->reload.what, e3, sizeof(e3)));
+		break;
+	}
 	default:
 		break;
 	}

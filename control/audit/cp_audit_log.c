@@ -450,7 +450,8 @@ int cp_audit_log_append(struct cp_audit_log *l, unsigned type, const union fg_au
 		return -EIO;
 	if (type == FG_AREC_GENESIS || type == FG_AREC_ROTATION)
 		return -EINVAL; /* only this file writes those */
-	if (l->buf_cap - l->fill_len < 2 * FG_AUDIT_REC_MAX || l->fill_len >= l->cfg.backlog_max) {
+	/* room for a ROTATION record, its summary and the record itself */
+	if (l->buf_cap - l->fill_len < 3 * FG_AUDIT_REC_MAX || l->fill_len >= l->cfg.backlog_max) {
 		l->st.enobufs++;
 		return -ENOBUFS;
 	}
@@ -471,6 +472,12 @@ int cp_audit_log_append(struct cp_audit_log *l, unsigned type, const union fg_au
 			return rc;
 		}
 		l->boundary[l->nb++] = at;
+		union fg_audit_payload sp;
+		unsigned st;
+		/* Best effort: without it a restart reads the file before too. */
+		if (l->cfg.rotation_summary && l->cfg.rotation_summary(l->cfg.arg, &st, &sp) &&
+		    st != FG_AREC_GENESIS && st != FG_AREC_ROTATION)
+			(void)encode_into_fill(l, st, &sp);
 	}
 	uint64_t s = l->chain.next_seq;
 	int rc = encode_into_fill(l, type, p);
@@ -748,12 +755,18 @@ static int check_head(struct cp_audit_log *l, const struct cp_audit_head *h, con
  * found and not repaired: rep->damaged, rep->damage names it, the file is
  * untouched) or -errno. With repair, damage is moved aside and cut like a
  * torn tail (rep->repaired, rep->aside). */
+static void fold_visit(void *arg, const struct fg_audit_rec *r)
+{
+	fg_audit_fold_rec(arg, r);
+}
+
 static int recover(struct cp_audit_log *l, struct cp_audit_open_report *rep, bool repair, char *err,
 		   size_t errlen)
 {
 	struct fg_audit_scan s;
 	uint64_t len;
-	int rc = fg_audit_file_scan(l->fd, NULL, &s, &len, UINT64_MAX);
+	int rc = fg_audit_file_scan_visit(l->fd, NULL, &s, &len, UINT64_MAX, l->cfg.fold ? fold_visit : NULL,
+					  l->cfg.fold);
 	if (rc < 0) {
 		set_err(err, errlen, "read %s: %s", l->path, -rc);
 		return rc;
@@ -887,6 +900,11 @@ static int recover(struct cp_audit_log *l, struct cp_audit_open_report *rep, boo
 			return rc;
 		}
 		rep->created = true;
+		if (l->cfg.fold && l->file_index == 0) {
+			/* a new log: GENESIS, no line has history */
+			struct fg_audit_rec g = { .type = FG_AREC_GENESIS, .version = 1 };
+			fg_audit_fold_rec(l->cfg.fold, &g);
+		}
 	} else {
 		l->chain = s.chain;
 		l->file_off = s.good_bytes;
@@ -924,6 +942,38 @@ static int recover(struct cp_audit_log *l, struct cp_audit_open_report *rep, boo
 		return rc;
 	}
 	return 0;
+}
+
+/* cfg.fold: the current file holds no GENESIS, START or LINES record (a
+ * crash between a rotation's rename and its first batch, or a log written
+ * before START records existed): fold the rotated files, newest first,
+ * until one does. Each is read once, 4 MiB at a time. */
+static void fold_older(struct cp_audit_log *l, struct cp_audit_open_report *rep)
+{
+	for (uint32_t n = l->file_index; n >= 1 && !l->cfg.fold->complete; n--) {
+		char name[PATH_MAX];
+		if (fg_audit_file_rotated_name(l->path, n, name, sizeof(name)) < 0)
+			return;
+		struct fg_audit_fold older;
+		fg_audit_fold_init(&older);
+		int fd = open(name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		struct fg_audit_scan s;
+		uint64_t len;
+		int rc = fd < 0 ? -errno : fg_audit_file_scan_visit(fd, NULL, &s, &len, UINT64_MAX, fold_visit, &older);
+		if (fd >= 0)
+			close(fd);
+		if (rc != 0) {
+			rep->lines_unreadable = true;
+			int k = rc < 0 ? snprintf(rep->lines_why, sizeof(rep->lines_why), "%s: %s", name, strerror(-rc))
+				       : snprintf(rep->lines_why, sizeof(rep->lines_why), "%s: record seq %" PRIu64
+						  " at offset %" PRIu64 ": %s", name, s.bad_seq, s.bad_offset,
+						  fg_audit_reason_name(s.reason));
+			if (k < 0)
+				rep->lines_why[0] = '\0';
+			return;
+		}
+		fg_audit_fold_merge_older(l->cfg.fold, &older);
+	}
 }
 
 /* Pin the chain head of what open left on disk (the batches keep it
@@ -974,7 +1024,7 @@ static int log_open(struct cp_audit_log **out, const struct cp_audit_log_cfg *cf
 	if (l->cfg.backlog_max < l->cfg.batch_max)
 		l->cfg.backlog_max = l->cfg.batch_max;
 	l->fd = l->dirfd = l->efd = l->hfd = -1;
-	l->buf_cap = l->cfg.backlog_max + 2 * FG_AUDIT_REC_MAX;
+	l->buf_cap = l->cfg.backlog_max + 3 * FG_AUDIT_REC_MAX;
 	l->fill = malloc(l->buf_cap);
 	l->ibuf = malloc(l->buf_cap);
 	int rc = -ENOMEM;
@@ -1032,9 +1082,13 @@ static int log_open(struct cp_audit_log **out, const struct cp_audit_log_cfg *cf
 		set_err(err, errlen, "open %s: %s", l->path, -rc);
 		goto fail;
 	}
+	if (l->cfg.fold)
+		fg_audit_fold_init(l->cfg.fold);
 	rc = recover(l, rep, repair, err, errlen);
 	if (rc < 0)
 		goto fail;
+	if (rc == 0 && l->cfg.fold && !l->cfg.fold->complete)
+		fold_older(l, rep);
 	if (rc == 1) {
 		/* Damage recovery cannot prove torn: open FAILED CLOSED, file
 		 * untouched; nothing is ever appended (see the header). */

@@ -76,6 +76,7 @@
 
 #include "fg/audit.h"
 #include "fg/audit_file.h"
+#include "fg/audit_lines.h"
 #include "fg/common.h"
 
 struct cp_audit_log;
@@ -88,6 +89,17 @@ struct cp_audit_log_cfg {
 	uint32_t batch_max_records;/* records per batch; 0 = no limit, 1 = fdatasync per record */
 	uint32_t backlog_max;      /* bytes waiting for a batch before append says -ENOBUFS; 0 = 8 MiB */
 	const char *who;           /* written in a GENESIS record, e.g. "fanogate 0.1.0" */
+	/* Optional (NULL: none). At open, every intact record of the current
+	 * file is folded into *fold (fg/audit_lines.h); when that file holds no
+	 * GENESIS, START or LINES record, the rotated files before it are
+	 * folded too, newest first, until one does. A rotated file that cannot
+	 * be read or does not verify stops that walk: rep->lines_unreadable. */
+	struct fg_audit_fold *fold;
+	/* Optional. At a rotation, called inside cp_audit_log_append: fills a
+	 * record that is written right after the new file's ROTATION record
+	 * (the shadow glue's LINES summary, so each file alone carries the line
+	 * table) and returns true; false: nothing. */
+	bool (*rotation_summary)(void *arg, unsigned *type, union fg_audit_payload *p);
 	/* Callbacks run inside cp_audit_log_process (or _drain), on the caller's thread. */
 	void (*on_durable)(void *arg, uint64_t seq);
 	void (*on_failed)(void *arg, int err, const char *what);
@@ -107,6 +119,8 @@ struct cp_audit_open_report {
 	uint64_t damage_offset, damage_seq;
 	char damage[512];      /* "<file>: damage at offset O, record seq S: reason; why" */
 	char aside[4096];      /* where repair moved the damaged bytes ("" when nothing moved) */
+	bool lines_unreadable; /* cfg.fold: an older file needed for the line states could not be read */
+	char lines_why[300];   /* which and why */
 };
 
 /* Open (create, recover) the log and its io_uring. Returns 0 (check

@@ -6,14 +6,24 @@
  *     nothing: no promotion without its evidence on record; a divergence
  *     still demotes, because demotion is the safe direction);
  *  2. apply it to the line table and append one LINE record per transition;
- *  3. alert on divergence, after the record exists, so FG_AUDIT_SEQ names it. */
+ *  3. alert on divergence, after the record exists, so FG_AUDIT_SEQ names it.
+ *
+ * Line state across restarts (fg/audit_lines.h): cp_shadow_new folds the
+ * log's records while the log opens, decides each line's state
+ * (fg_audit_start_decide), writes it into the daemon's table and appends a
+ * START record, made durable before the daemon serves. From then on prov[]
+ * is the recorded view of each line: every LINE record carries the line's
+ * base states and its recorded auto-promote flag, and a rotation writes
+ * prov[] as a LINES record right after the new file's ROTATION record. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cp_mem.h"
 #include "cp_shadow.h"
@@ -33,6 +43,13 @@ struct cp_shadow {
 	bool peer_auth_any;
 	uint64_t peer_auth_last_ns, peer_auth_pending;
 	uint64_t held_until_ns;  /* epoch storm: lines held in shadow until then (0: never held) */
+	/* Each line as recorded: base and auto-promote of its last LINE record
+	 * (or the START decision), where it came from and why. The live table
+	 * may differ for a moment (a change whose record failed; [cluster]'s
+	 * unrecorded auto-promote hold). */
+	struct fg_audit_line_entry prov[FG_LINES];
+	struct fg_audit_line_entry start[FG_LINES]; /* what this daemon started with */
+	uint64_t start_seq;      /* its START record, CP_SHADOW_NO_SEQ when none was written */
 	struct cp_shadow_stats st;
 };
 
@@ -153,6 +170,112 @@ static void log_durable(void *arg, uint64_t seq)
 		sh->hooks.on_durable(sh->hooks.arg, seq);
 }
 
+static int record_change(struct cp_shadow *sh, const struct fg_line_change *chg, const char *origin,
+			 uint64_t *seq);
+static int append(struct cp_shadow *sh, unsigned type, const union fg_audit_payload *p, uint64_t *seq);
+
+/* The LINES record after a rotation's ROTATION record: the line table as
+ * recorded, with the live base where it is less trusted (a demotion whose
+ * record could not be appended still counts). */
+static bool rotation_summary(void *arg, unsigned *type, union fg_audit_payload *p)
+{
+	struct cp_shadow *sh = arg;
+	memset(p, 0, sizeof(*p));
+	for (unsigned i = 0; i < FG_LINES; i++) {
+		p->lines.line[i] = sh->prov[i];
+		if (sh->lines->line[i].base < p->lines.line[i].base)
+			p->lines.line[i].base = (uint8_t)sh->lines->line[i].base;
+	}
+	*type = FG_AREC_LINES;
+	return true;
+}
+
+/* Each line's start-up state: decided from the log (fold), the config and
+ * what recovery found, written into the daemon's table and logged. */
+static void lines_start(struct cp_shadow *sh, const struct fg_config *cfg, const struct cp_shadow_opts *o,
+			const struct fg_audit_fold *fold, const struct cp_audit_open_report *rep)
+{
+	char damage[FG_AUDIT_ENTRY_WHY_MAX];
+	struct fg_audit_start_in in = {
+		.fold = fold,
+		.cfg_auto = cfg->policy.auto_promote,
+		.reset = o->reset_lines,
+		.damaged = rep->damaged || rep->lines_unreadable,
+		.cut = rep->cut,
+		.damage = damage,
+	};
+	if (rep->damaged)
+		snprintf(damage, sizeof(damage), "log damaged (%s)", fg_audit_reason_name(rep->damage_reason));
+	else
+		snprintf(damage, sizeof(damage), "an older log file cannot be read");
+	for (unsigned i = 0; i < FG_LINES; i++)
+		in.cfg_base[i] = (uint8_t)cfg->line_initial[i];
+	fg_audit_start_decide(&in, sh->prov);
+	memcpy(sh->start, sh->prov, sizeof(sh->start));
+	if (in.damaged && o->reset_lines)
+		slog_err(sh, "--reset-lines not applied: the audit log cannot record it (%s)",
+			 rep->damaged ? "damaged" : rep->lines_why);
+	if (rep->lines_unreadable)
+		slog_err(sh, "the line states cannot be read from the log (%s): every line that would be active "
+			 "starts in shadow", rep->lines_why);
+	char all[256];
+	int k = 0;
+	for (unsigned i = 0; i < FG_LINES; i++) {
+		struct fg_line *l = &sh->lines->line[i];
+		const struct fg_audit_line_entry *e = &sh->prov[i];
+		/* The window the table was initialised with (just now, on the
+		 * caller's clock) stays: nothing was counted in it yet. */
+		l->base = (enum fg_line_state)e->base;
+		l->auto_promote = e->auto_promote;
+		char seq[40] = "";
+		if (e->seq != FG_AUDIT_NO_SEQ)
+			snprintf(seq, sizeof(seq), " seq %" PRIu64 ",", e->seq);
+		k += snprintf(all + k, sizeof(all) - k, "%s%u %s%s", i ? ", " : "", i, fg_line_state_name(l->base),
+			      e->auto_promote ? " auto" : "");
+		if (e->source != FG_LSRC_CONFIG)
+			slog(sh, "line %u %s starts %s, auto-promote %s (%s:%s %s)", i, fg_fano_line_name(i),
+			     fg_line_state_name(l->base), e->auto_promote ? "on" : "off",
+			     fg_audit_line_source_name(e->source), seq, e->why);
+		if (e->source != FG_LSRC_CONFIG && e->source != FG_LSRC_RESET && l->base != cfg->line_initial[i])
+			slog(sh, "line %u: [lines] line.%u = %s applies only to a log without line history: "
+			     "`fanogate --reset-lines` applies it (audited)", i, i,
+			     fg_line_state_name(cfg->line_initial[i]));
+	}
+	slog(sh, "lines at start: %s (%s)", all,
+	     fold->complete && !fg_audit_fold_has_history(fold) && !in.damaged && !in.reset
+		     ? "a log without line history: the config's [lines]"
+		     : "from the audit log unless said above");
+}
+
+/* The START record: what this daemon runs with. Made durable before the
+ * daemon serves (bounded wait), so a crash right after start-up cannot
+ * forget a reset or the states the daemon started with. */
+static void start_record(struct cp_shadow *sh, const struct fg_config *cfg, const struct cp_shadow_opts *o)
+{
+	union fg_audit_payload p;
+	memset(&p, 0, sizeof(p));
+	p.start.uid = (uint32_t)getuid();
+	p.start.pid = (int32_t)getpid();
+	p.start.flags = (uint8_t)((o->reset_lines ? FG_ASTART_RESET : 0) | (cfg->cluster.node[0] ? FG_ASTART_CLUSTER : 0));
+	(void)fg_text_copy(p.start.who, sizeof(p.start.who), o->who ? o->who : "fanogate");
+	char abs[PATH_MAX];
+	const char *cfgname = !o->config_path ? "embedded default"
+			      : realpath(o->config_path, abs) ? abs /* a relative --config says little in a log */
+							      : o->config_path;
+	(void)fg_text_copy(p.start.config, sizeof(p.start.config), cfgname);
+	memcpy(p.start.line, sh->prov, sizeof(p.start.line));
+	uint64_t seq;
+	int rc = append(sh, FG_AREC_START, &p, &seq);
+	if (rc < 0) {
+		slog_err(sh, "cannot append the start-up record: %s", strerror(-rc));
+		return;
+	}
+	sh->start_seq = seq;
+	rc = cp_audit_log_drain(sh->log, 5000);
+	if (rc == -ETIMEDOUT)
+		slog_err(sh, "the start-up record (seq %" PRIu64 ") is not durable after 5 s", seq);
+}
+
 int cp_shadow_new(struct cp_shadow **out, const struct fg_config *cfg, struct fg_lines *lines,
 		  const struct cp_shadow_hooks *hooks, const struct cp_shadow_opts *opts, char *err, size_t errlen)
 {
@@ -160,6 +283,7 @@ int cp_shadow_new(struct cp_shadow **out, const struct fg_config *cfg, struct fg
 	if (!sh)
 		return -ENOMEM;
 	sh->lines = lines;
+	sh->start_seq = CP_SHADOW_NO_SEQ;
 	if (hooks)
 		sh->hooks = *hooks;
 	struct cp_shadow_opts o = { 0 };
@@ -229,12 +353,17 @@ int cp_shadow_new(struct cp_shadow **out, const struct fg_config *cfg, struct fg
 		.who = o.who ? o.who : "fanogate",
 		.on_durable = log_durable,
 		.on_failed = log_failed,
+		.fold = NULL,
+		.rotation_summary = rotation_summary,
 		.arg = sh,
 	};
+	struct fg_audit_fold fold;
+	lcfg.fold = &fold;
 	struct cp_audit_open_report rep;
 	rc = cp_audit_log_open(&sh->log, &lcfg, &rep, err, errlen);
 	if (rc < 0)
 		goto fail;
+	lines_start(sh, cfg, &o, &fold, &rep);
 	if (rep.damaged) {
 		/* Start, but failed closed: the file stays as it is for a person
 		 * to look at (fanoctl audit verify / repair). */
@@ -247,6 +376,8 @@ int cp_shadow_new(struct cp_shadow **out, const struct fg_config *cfg, struct fg
 		slog(sh, "recovery: cut %" PRIu64 " bytes of torn tail at offset %" PRIu64 " of %s (%s); "
 		     "last intact record seq %" PRIu64, rep.recovery.cut_bytes, rep.recovery.cut_offset,
 		     cfg->audit_path, fg_audit_reason_name(rep.recovery.reason), rep.recovery.last_seq);
+	if (!sh->failed)
+		start_record(sh, cfg, &o);
 	*out = sh;
 	return 0;
 fail:
@@ -298,9 +429,24 @@ static int record_change(struct cp_shadow *sh, const struct fg_line_change *chg,
 	p.line.event = (uint8_t)chg->event;
 	p.line.uid = chg->uid;
 	p.line.pid = chg->pid;
+	p.line.base_from = (uint8_t)chg->base_from;
+	p.line.base_to = (uint8_t)chg->base_to;
+	struct fg_audit_line_entry *pv = chg->line < FG_LINES ? &sh->prov[chg->line] : NULL;
+	/* The recorded flag, not the live one: [cluster] holds auto-promotion
+	 * off while etcd is away without deciding anything. */
+	p.line.auto_promote = chg->event == FG_LEV_OP_AUTO_PROMOTE ? chg->auto_promote : pv ? pv->auto_promote : 0;
 	(void)fg_text_copy(p.line.origin, sizeof(p.line.origin), origin ? origin : "");
 	(void)fg_text_copy(p.line.why, sizeof(p.line.why), chg->why); /* UTF-8 boundary */
-	return append(sh, FG_AREC_LINE, &p, seq);
+	int rc = append(sh, FG_AREC_LINE, &p, seq);
+	if (rc == 0 && pv) {
+		pv->base = p.line.base_to;
+		pv->auto_promote = p.line.auto_promote;
+		pv->source = FG_LSRC_LOG;
+		pv->event = p.line.event;
+		pv->seq = *seq;
+		(void)fg_text_copy(pv->why, sizeof(pv->why), chg->why);
+	}
+	return rc;
 }
 
 /* Record a verdict, apply it, alert. */
@@ -519,6 +665,58 @@ int cp_shadow_line_op(struct cp_shadow *sh, unsigned line, enum fg_line_event ev
 	lines_changed(sh, &chg, s);
 	*seq = s;
 	return 1;
+}
+
+int cp_shadow_auto_promote(struct cp_shadow *sh, unsigned line, bool on, uint32_t uid, int32_t pid,
+			   const char *origin, const char *why, uint64_t *seq)
+{
+	if (sh->failed)
+		return -EIO;
+	if (line >= FG_LINES)
+		return -EINVAL;
+	if (sh->lines->line[line].auto_promote == on && sh->prov[line].auto_promote == on)
+		return 0;
+	/* Apply to a copy first, as an operator line command. The recorded flag
+	 * may differ from the live one ([cluster]'s hold): the record is
+	 * written whenever either differs from what is asked. */
+	struct fg_lines next = *sh->lines;
+	next.line[line].auto_promote = !on;
+	struct fg_line_change chg;
+	int rc = fg_line_auto_promote(&next, line, on, uid, pid, why, &chg);
+	if (rc <= 0)
+		return rc;
+	uint64_t s;
+	rc = record_change(sh, &chg, origin ? origin : "operator", &s);
+	if (rc < 0)
+		return rc;
+	*sh->lines = next;
+	lines_changed(sh, &chg, s);
+	*seq = s;
+	return 1;
+}
+
+int cp_shadow_on_reload(struct cp_shadow *sh, enum fg_audit_reload_result result, uint32_t uid, int32_t pid,
+			const char *origin, const char *error, const char *what, uint64_t *seq)
+{
+	if (sh->failed)
+		return -EIO;
+	union fg_audit_payload p;
+	memset(&p, 0, sizeof(p));
+	p.reload.result = (uint8_t)result;
+	p.reload.uid = uid;
+	p.reload.pid = pid;
+	(void)fg_text_copy(p.reload.origin, sizeof(p.reload.origin), origin ? origin : "");
+	(void)fg_text_copy(p.reload.error, sizeof(p.reload.error), error ? error : "");
+	(void)fg_text_copy(p.reload.what, sizeof(p.reload.what), what ? what : "");
+	int rc = append(sh, FG_AREC_RELOAD, &p, seq);
+	return rc < 0 ? rc : 1;
+}
+
+void cp_shadow_start_lines(const struct cp_shadow *sh, struct fg_audit_line_entry out[FG_LINES], uint64_t *seq)
+{
+	memcpy(out, sh->start, sizeof(sh->start));
+	if (seq)
+		*seq = sh->start_seq;
 }
 
 int cp_shadow_on_line_change(struct cp_shadow *sh, const struct fg_line_change *chg, const char *origin,

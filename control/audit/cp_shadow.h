@@ -79,12 +79,19 @@ struct cp_shadow_hooks {
 struct cp_shadow_opts {
 	uint64_t expiry_ns;        /* pending half lifetime; 0 = max(10 * slot deadline, 2 s) */
 	uint32_t batch_max_records;/* passed to the log (1 = fdatasync per record) */
-	const char *who;           /* GENESIS writer name */
+	const char *who;           /* GENESIS and START writer name ("fanogate 0.1.0") */
+	const char *config_path;   /* START: the config file; NULL = "embedded default" */
+	bool reset_lines;          /* fanogate --reset-lines: [lines] of cfg over the log's line states */
 };
 
 /* Build from cfg ([audit] path/rotation/group commit/alerts, [lines]
  * shadow_sample, [model] sizes, [slots] capacity/deadline). lines is the
- * daemon's table; it must outlive sh. Opens (recovers) the log. Returns 0,
+ * daemon's table; it must outlive sh. Opens (recovers) the log, then sets
+ * every line's base state and auto-promote flag from the log's records
+ * (fg/audit_lines.h, fg_audit_start_decide: the config's [lines] only for
+ * a log without line history or with opts->reset_lines; a damaged log or
+ * cut records start every would-be ACTIVE line in SHADOW) and appends a
+ * START record saying so, durable before it returns (bounded). Returns 0,
  * or -errno with a one-line reason in err. A log with damage recovery will
  * not cut (cp_audit_log.h) still returns 0, FAILED CLOSED from the start:
  * the damage (file, offset, seq, reason) goes to hooks.log_err, an
@@ -133,6 +140,21 @@ bool cp_shadow_is_held(const struct cp_shadow *sh, uint64_t now_ns);
 FG_MUST_CHECK int cp_shadow_line_op(struct cp_shadow *sh, unsigned line, enum fg_line_event ev, uint32_t uid,
 				    int32_t pid, const char *origin, const char *why, uint64_t now_ns,
 				    uint64_t *seq);
+/* Set a line's auto-promotion (operator or config reload) and audit it: a
+ * LINE record, event op_auto_promote, states unchanged. Returns 1 with
+ * *seq when recorded, 0 when the flag already was `on` (nothing recorded),
+ * -EINVAL for a bad line, -EIO/-ENOBUFS from the log (NOT applied). */
+FG_MUST_CHECK int cp_shadow_auto_promote(struct cp_shadow *sh, unsigned line, bool on, uint32_t uid, int32_t pid,
+					 const char *origin, const char *why, uint64_t *seq);
+/* Record a configuration reload (one RELOAD record: applied, unchanged or
+ * refused, with the changes or the reason). Returns 1 with *seq, or
+ * -EIO/-ENOBUFS. */
+FG_MUST_CHECK int cp_shadow_on_reload(struct cp_shadow *sh, enum fg_audit_reload_result result, uint32_t uid,
+				      int32_t pid, const char *origin, const char *error, const char *what,
+				      uint64_t *seq);
+/* What each line started with (the START decision) and the START record's
+ * seq (CP_SHADOW_NO_SEQ when none could be written). */
+void cp_shadow_start_lines(const struct cp_shadow *sh, struct fg_audit_line_entry out[FG_LINES], uint64_t *seq);
 /* Audit a change the daemon applied itself (e.g. degraded overlay). */
 FG_MUST_CHECK int cp_shadow_on_line_change(struct cp_shadow *sh, const struct fg_line_change *chg,
 					   const char *origin, uint64_t *seq);

@@ -13,7 +13,7 @@
  *   off  size  field
  *   0    4     len        whole record, header + payload + trailer, bytes
  *   4    2     type       enum fg_audit_type
- *   6    2     version    FG_AUDIT_VERSION
+ *   6    2     version    the payload's version for this type (fg_audit_type_version)
  *   8    8     seq        0 for the genesis record, +1 per record, across files
  *   16   8     time_ns    CLOCK_REALTIME of the writer when encoded
  *   24   32    prev       SHA-256 of the previous record (zeros for genesis)
@@ -33,6 +33,12 @@
  *    collision-resistant against an adversary, so it cannot be the chain.
  *    The head hash (the hash of the last record) is what an operator
  *    publishes or copies elsewhere to pin the log.
+ *
+ * Versions: the header's version numbers the PAYLOAD layout of its type.
+ * A type's layout changes only by a new version; a reader decodes every
+ * version from 1 up to fg_audit_type_version(type) and refuses a higher
+ * one (bad_version). The writer always writes the highest. The framing
+ * (header and trailer) is FG_AUDIT_VERSION, written in GENESIS.
  *
  * Files: the chain runs across rotated files. The very first record of a log
  * is GENESIS (seq 0, prev zero); every later file starts with a ROTATION
@@ -60,6 +66,16 @@
 #define FG_AUDIT_TAIL_MAX (1u << 20)
 #define FG_AUDIT_WHY_MAX 128u
 #define FG_AUDIT_PEER_MAX 64u
+/* Longest text of a RELOAD record (u8 length on the wire). */
+#define FG_AUDIT_TEXT_MAX 256u
+/* Config path kept in a START record (longer paths are cut). */
+#define FG_AUDIT_CONFIG_MAX 192u
+/* Reason kept per line in START and LINES records. */
+#define FG_AUDIT_ENTRY_WHY_MAX 64u
+#define FG_AUDIT_LINES 7u
+/* "none" values of the line entries and of LINE v1 fields it lacks. */
+#define FG_AUDIT_NO_SEQ UINT64_MAX
+#define FG_AUDIT_UNKNOWN 0xFFu
 
 enum fg_audit_type {
 	FG_AREC_GENESIS = 1,  /* first record of a new log */
@@ -70,10 +86,17 @@ enum fg_audit_type {
 	FG_AREC_PEER_AUTH,    /* peer authentication failure */
 	FG_AREC_RECOVERY,     /* start-up recovery cut a torn tail */
 	FG_AREC_ROTATION,     /* first record of a rotated-to file */
+	FG_AREC_START,        /* a daemon started: version, config, each line's state and its source */
+	FG_AREC_LINES,        /* the line table, right after a ROTATION (the file alone gives the state) */
+	FG_AREC_RELOAD,       /* a configuration reload: applied, unchanged or refused, by whom */
 	FG_AREC__END
 };
 /* Stable lower-case name ("verdict", "line", ...); "unknown" otherwise. */
 const char *fg_audit_type_name(unsigned type);
+/* The payload version the encoder writes for type (the highest a reader
+ * accepts); 0 for an unknown type. LINE is 2 (adds the base states and the
+ * auto-promote flag), every other type 1. */
+unsigned fg_audit_type_version(unsigned type);
 
 enum fg_verdict_kind {
 	FG_VERDICT_CLEAN = 0,  /* fingerprints (and, for full reports, every byte) equal */
@@ -107,9 +130,13 @@ struct fg_audit_verdict {
 };
 
 struct fg_audit_line {
-	uint8_t line, from, to, event; /* enum fg_line_state / fg_line_event */
+	uint8_t line, from, to, event; /* effective states (enum fg_line_state), enum fg_line_event */
 	uint32_t uid;                  /* FG_UID_AUDIT for the audit itself */
 	int32_t pid;
+	/* version 2: the base states (DISABLED/SHADOW/ACTIVE; DEGRADED is an
+	 * overlay) and the line's auto-promote flag after the change;
+	 * FG_AUDIT_UNKNOWN when decoded from version 1 */
+	uint8_t base_from, base_to, auto_promote;
 	char origin[FG_AUDIT_PEER_MAX]; /* "operator socket", "audit window", ... */
 	char why[FG_AUDIT_WHY_MAX];
 };
@@ -151,6 +178,56 @@ struct fg_audit_genesis {
 	char who[FG_AUDIT_PEER_MAX]; /* writer name and version */
 };
 
+/* Where a line's state at start-up came from (START records). Names are
+ * part of the CLI contract (fg_audit_line_source_name). */
+enum fg_audit_line_source {
+	FG_LSRC_LOG = 0,  /* "log": its last recorded state */
+	FG_LSRC_CONFIG,   /* "config (no line history)": [lines] of the config */
+	FG_LSRC_RESET,    /* "reset by operator": fanogate --reset-lines applied [lines] */
+	FG_LSRC_DAMAGED,  /* "log damaged: shadow": the log could not be read; active held in shadow */
+	FG_LSRC_CUT,      /* "log cut: shadow": records were cut since the last start; active held in shadow */
+	FG_LSRC__COUNT
+};
+const char *fg_audit_line_source_name(unsigned src);
+
+/* One line in START and LINES records. */
+struct fg_audit_line_entry {
+	uint8_t base;          /* enum fg_line_state: DISABLED, SHADOW or ACTIVE */
+	uint8_t auto_promote;  /* 0 or 1 */
+	uint8_t source;        /* enum fg_audit_line_source */
+	uint8_t event;         /* enum fg_line_event of the record the state came from, or FG_AUDIT_UNKNOWN */
+	uint64_t seq;          /* that record's seq, or FG_AUDIT_NO_SEQ */
+	char why[FG_AUDIT_ENTRY_WHY_MAX]; /* its reason (cut on a character boundary) */
+};
+
+#define FG_ASTART_RESET 0x01u   /* started with --reset-lines */
+#define FG_ASTART_CLUSTER 0x02u /* [cluster]: lines held in shadow until etcd answers */
+
+struct fg_audit_start {
+	uint32_t uid;  /* the daemon's uid (the operator who ran it) */
+	int32_t pid;
+	uint8_t flags; /* FG_ASTART_* */
+	char who[FG_AUDIT_PEER_MAX];     /* "fanogate 0.1.0" */
+	char config[FG_AUDIT_CONFIG_MAX]; /* config path, or "embedded default" */
+	struct fg_audit_line_entry line[FG_AUDIT_LINES];
+};
+
+struct fg_audit_lines {
+	struct fg_audit_line_entry line[FG_AUDIT_LINES];
+};
+
+enum fg_audit_reload_result { FG_RELOAD_APPLIED = 0, FG_RELOAD_UNCHANGED, FG_RELOAD_REFUSED };
+const char *fg_audit_reload_result_name(unsigned r);
+
+struct fg_audit_reload {
+	uint8_t result;  /* enum fg_audit_reload_result */
+	uint32_t uid;
+	int32_t pid;
+	char origin[FG_AUDIT_PEER_MAX]; /* "fanoctl", "SIGHUP" */
+	char error[32];                 /* stable reason when refused ("needs_restart", ...), else "" */
+	char what[FG_AUDIT_TEXT_MAX];   /* the changes ("[lines] auto_promote: false -> true; ...") or why refused */
+};
+
 union fg_audit_payload {
 	struct fg_audit_genesis genesis;
 	struct fg_audit_verdict verdict;
@@ -160,12 +237,16 @@ union fg_audit_payload {
 	struct fg_audit_peer_auth peer_auth;
 	struct fg_audit_recovery recovery;
 	struct fg_audit_rotation rotation;
+	struct fg_audit_start start;
+	struct fg_audit_lines lines;
+	struct fg_audit_reload reload;
 };
 
 /* One decoded record. */
 struct fg_audit_rec {
 	uint32_t len;
 	uint16_t type;
+	uint16_t version; /* payload version (1..fg_audit_type_version(type)) */
 	uint64_t seq;
 	uint64_t time_ns;
 	uint8_t prev[FG_AUDIT_HASH_LEN];
@@ -216,6 +297,12 @@ void fg_audit_chain_init(struct fg_audit_chain *ch);
  * Returns the record length, -FG_AR_NOSPACE (ch unchanged) or -FG_AR_TYPE. */
 FG_MUST_CHECK ssize_t fg_audit_encode(struct fg_audit_chain *ch, unsigned type, uint64_t time_ns,
 				      const union fg_audit_payload *p, uint8_t *buf, size_t cap);
+/* The same with an older payload version (1..fg_audit_type_version(type)):
+ * what a reader of old logs sees (tests), and a decoded record written
+ * back byte for byte (fuzz). -FG_AR_VERSION for another version. */
+FG_MUST_CHECK ssize_t fg_audit_encode_version(struct fg_audit_chain *ch, unsigned type, unsigned version,
+					      uint64_t time_ns, const union fg_audit_payload *p, uint8_t *buf,
+					      size_t cap);
 
 /* Decode and self-check one record at buf[0..len) (length, checksum,
  * version, type, payload; NOT the chain). Returns the record length and
@@ -244,6 +331,16 @@ struct fg_audit_scan {
  * both cases. */
 FG_MUST_CHECK int fg_audit_verify(const uint8_t *buf, size_t len, const struct fg_audit_chain *from,
 				  struct fg_audit_scan *out);
+
+/* Called once for each record a scan accepts (self-checked and chained),
+ * in order; r is valid during the call. */
+typedef void (*fg_audit_visit_fn)(void *arg, const struct fg_audit_rec *r);
+/* fg_audit_verify and fg_audit_verify_more that also hand every accepted
+ * record to visit (NULL: none). */
+FG_MUST_CHECK int fg_audit_verify_visit(const uint8_t *buf, size_t len, const struct fg_audit_chain *from,
+					struct fg_audit_scan *out, fg_audit_visit_fn visit, void *arg);
+FG_MUST_CHECK int fg_audit_verify_more_visit(const uint8_t *buf, size_t len, struct fg_audit_scan *s,
+					     fg_audit_visit_fn visit, void *arg);
 
 /* Continue a scan over the next bytes of the same file: buf[0..len) must
  * start at file offset s->good_bytes (re-read from there after a failure,

@@ -25,6 +25,10 @@
  * considered) are written unless an error is returned. fd stays open. */
 FG_MUST_CHECK int fg_audit_file_scan(int fd, const struct fg_audit_chain *from, struct fg_audit_scan *out,
 				     uint64_t *file_len, uint64_t limit);
+/* The same, handing every intact record to visit once, in order (the
+ * start-up scan folds the line states from it: fg/audit_lines.h). */
+FG_MUST_CHECK int fg_audit_file_scan_visit(int fd, const struct fg_audit_chain *from, struct fg_audit_scan *out,
+					   uint64_t *file_len, uint64_t limit, fg_audit_visit_fn visit, void *arg);
 
 /* Path of rotated file n: "<path>.<n>" into out. Returns 0 or -ENAMETOOLONG. */
 FG_MUST_CHECK int fg_audit_file_rotated_name(const char *path, uint32_t n, char *out, size_t cap);

@@ -35,6 +35,7 @@
  *   conflict         (as divergence)
  *   point down/up    (base kept)          overlay     fg_lines_point; DEGRADED shows
  *                                                     only over SHADOW/ACTIVE
+ *   op_auto_promote  (any, kept)          (same)      fg_line_auto_promote: the flag only
  *
  * Operator events (op_*) carry the operator's uid/pid from SO_PEERCRED and
  * the reason typed at the CLI; audit events carry FG_UID_AUDIT. When why is
@@ -68,6 +69,8 @@ enum fg_line_event {
 	FG_LEV_CONFLICT,
 	FG_LEV_POINT_DOWN, /* only from fg_lines_point */
 	FG_LEV_POINT_UP,   /* only from fg_lines_point */
+	FG_LEV_OP_AUTO_PROMOTE, /* only from fg_line_auto_promote: the flag changed, the states did not */
+	FG_LEV__COUNT
 };
 /* "op_enable", "clean", "divergence", ... ("unknown" out of range). */
 const char *fg_line_event_name(enum fg_line_event ev);
@@ -100,6 +103,7 @@ struct fg_line_change {
 	enum fg_line_event event;
 	uint32_t uid;   /* operator uid from SO_PEERCRED, or FG_UID_AUDIT */
 	int32_t pid;
+	bool auto_promote; /* the line's auto-promotion after the change */
 	char why[128];
 };
 #define FG_UID_AUDIT 0xFFFFFFFFu
@@ -126,8 +130,16 @@ bool fg_line_is_shadow(const struct fg_lines *ls, unsigned line);
  * why may be NULL; it is copied (truncated to 127 bytes). chg may be NULL. */
 FG_MUST_CHECK int fg_line_apply(struct fg_lines *ls, unsigned line, enum fg_line_event ev, uint64_t now_ns,
 				uint32_t uid, int32_t pid, const char *why, struct fg_line_change *chg);
-/* Set auto-promotion for one line. */
+/* Set auto-promotion for one line, unrecorded (a hold that is undone, not
+ * a decision: [cluster] while etcd is away). */
 void fg_line_set_auto_promote(struct fg_lines *ls, unsigned line, bool on);
+/* Set auto-promotion for one line as a decision the caller audits: returns
+ * 1 and fills *chg (event FG_LEV_OP_AUTO_PROMOTE, states unchanged,
+ * auto_promote = on) when the flag changed, 0 when it already was on/off,
+ * -EINVAL for a bad line. why may be NULL ("auto-promote on"/"... off");
+ * chg may be NULL. */
+FG_MUST_CHECK int fg_line_auto_promote(struct fg_lines *ls, unsigned line, bool on, uint32_t uid, int32_t pid,
+				       const char *why, struct fg_line_change *chg);
 /* Mark point p (1..7) down or up; fills chg[] (up to 3) with the lines whose
  * effective state changed (uid FG_UID_AUDIT, event FG_LEV_POINT_DOWN/UP) and
  * returns how many; -EINVAL for a bad point. */

@@ -8,7 +8,8 @@
 #     (verdict with 1 differing element, 1 ULP), line 1 demoted by the audit,
 #     the alert command run with the figures in its environment;
 #  4. fanogate is SIGKILLed in the middle of a second run and restarted:
-#     the log verifies from genesis and a second restart appends nothing.
+#     the log verifies from genesis, line 1 starts in shadow (its last
+#     recorded state), and a clean restart appends its start-up record only.
 # usage: e2e_shadow.sh FANOGATE FANOCTL FANOFLEET   (exit 77 when a tool is missing)
 set -euo pipefail
 GATE=$1 CTL=$2 FLEET=$3
@@ -89,7 +90,8 @@ for kv in FG_EVENT=divergence FG_TOKEN=31 FG_LAYER=14 FG_LINE=1 FG_DIFF_COUNT=1 
 	grep -qx "$kv" "$DIR/alert.divergence" || { cat "$DIR/alert.divergence"; fail "alert lacks $kv"; }
 done
 
-# SIGKILL in the middle of traffic, restart, verify; a second restart appends nothing.
+# SIGKILL in the middle of traffic, restart, verify; a clean restart appends
+# its START record and nothing else.
 start_gate
 timeout 120 "$FLEET" --tokens 400 --mix https=1 --tls 127.0.0.1:$FG_TLS_PORT --insecure --token "$TOKEN" \
 	--canonical full >"$DIR/fleet2.log" 2>&1 &
@@ -106,10 +108,14 @@ wait "$FPID" 2>/dev/null || true
 start_gate
 stop_gate
 "$CTL" audit verify "$DIR/audit.log" >"$DIR/verify2.txt" || { cat "$DIR/verify2.txt"; fail "verify after SIGKILL"; }
-size1=$(stat -c %s "$DIR/audit.log")
+grep -q 'line 1 (1,4,5) starts shadow' "$DIR/gate.log" || fail "line 1 did not start from its recorded (shadow) state"
+"$CTL" audit tail --json -n 1 "$DIR/audit.log" | grep -q '"type":"start"' || fail "the restart wrote no START record"
+n1=$("$CTL" audit tail --json -n 100000 "$DIR/audit.log" | wc -l)
 start_gate
 stop_gate
-size2=$(stat -c %s "$DIR/audit.log")
-[ "$size1" = "$size2" ] || fail "a clean restart changed the log ($size1 -> $size2 bytes)"
+n2=$("$CTL" audit tail --json -n 100000 "$DIR/audit.log" | wc -l)
+[ "$n2" = "$((n1 + 1))" ] || fail "a clean restart appended $((n2 - n1)) records, not 1"
+"$CTL" audit tail --json -n 1 "$DIR/audit.log" | grep -q '"type":"start"' || fail "the clean restart's record is not START"
+"$CTL" audit verify "$DIR/audit.log" >/dev/null || fail "verify after the clean restart"
 tail -1 "$DIR/verify2.txt"
 echo "e2e_shadow: ok ($clean clean verdicts, divergence recorded, demoted, alerted; SIGKILL + restart verified)"

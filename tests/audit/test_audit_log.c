@@ -331,6 +331,127 @@ static void test_rotation(void **state)
 	free(b);
 }
 
+/* The glue's LINES summary stand-in: line 3 in the state the test last
+ * recorded, every other line disabled. */
+struct summary {
+	unsigned calls;
+	uint8_t line3;
+};
+
+static bool summary_cb(void *arg, unsigned *type, union fg_audit_payload *p)
+{
+	struct summary *sm = arg;
+	sm->calls++;
+	memset(p, 0, sizeof(*p));
+	for (unsigned i = 0; i < FG_AUDIT_LINES; i++) {
+		p->lines.line[i].base = i == 3 ? sm->line3 : 0;
+		p->lines.line[i].event = FG_AUDIT_UNKNOWN;
+		p->lines.line[i].seq = FG_AUDIT_NO_SEQ;
+		snprintf(p->lines.line[i].why, sizeof(p->lines.line[i].why), "summary %u", sm->calls);
+	}
+	*type = FG_AREC_LINES;
+	return true;
+}
+
+static struct cp_audit_log *open_fold(struct summary *sm, struct fg_audit_fold *f, struct cp_audit_open_report *rep)
+{
+	struct cp_audit_log_cfg cfg = { .path = path, .rotate_bytes = 4096, .who = "test", .fold = f,
+					.rotation_summary = summary_cb, .arg = sm };
+	struct cp_audit_log *l;
+	char err[512];
+	int rc = cp_audit_log_open(&l, &cfg, rep, err, sizeof(err));
+	if (rc < 0)
+		fail_msg("open: %d %s", rc, err);
+	return l;
+}
+
+static void append_line3(struct cp_audit_log *l, struct summary *sm, uint8_t base)
+{
+	union fg_audit_payload p;
+	memset(&p, 0, sizeof(p));
+	p.line.line = 3;
+	p.line.from = p.line.base_from = sm->line3;
+	p.line.to = p.line.base_to = base;
+	p.line.event = 2;
+	snprintf(p.line.why, sizeof(p.line.why), "to %u", base);
+	uint64_t seq;
+	assert_int_equal(cp_audit_log_append(l, FG_AREC_LINE, &p, &seq), 0);
+	sm->line3 = base;
+}
+
+/* Every rotated-to file starts ROTATION, LINES; open folds the current file
+ * alone when it holds a summary, and walks back to the file before it when
+ * it does not (a crash between a rotation's rename and its first batch). */
+static void test_rotation_line_summary(void **state)
+{
+	(void)state;
+	struct summary sm = { .line3 = 1 };
+	struct fg_audit_fold f;
+	struct cp_audit_open_report rep;
+	struct cp_audit_log *l = open_fold(&sm, &f, &rep);
+	assert_true(f.complete); /* GENESIS */
+	assert_false(fg_audit_fold_has_history(&f));
+	for (unsigned k = 0; k < 12; k++) {
+		append_line3(l, &sm, (uint8_t)(k % 3));
+		append_verdicts(l, 20);
+	}
+	assert_int_equal(cp_audit_log_drain(l, 20000), 0);
+	struct cp_audit_log_stats st;
+	cp_audit_log_stats(l, &st);
+	assert_true(st.rotations >= 3);
+	assert_int_equal(sm.calls, st.rotations);
+	cp_audit_log_free(l);
+	uint32_t hi = fg_audit_file_highest_rotated(path);
+	for (uint32_t i = 2; i <= hi + 1; i++) {
+		char name[400];
+		fg_test_audit_file_name(path, i, hi, name, sizeof(name));
+		size_t len;
+		uint8_t *b = fg_test_slurp(name, &len);
+		struct fg_audit_rec r;
+		ssize_t k = fg_audit_decode(b, len, &r);
+		assert_true(k > 0);
+		assert_int_equal(r.type, FG_AREC_ROTATION);
+		assert_true(fg_audit_decode(b + k, len - (size_t)k, &r) > 0);
+		assert_int_equal(r.type, FG_AREC_LINES);
+		free(b);
+	}
+	uint8_t want = sm.line3;
+
+	/* the current file alone: a damaged .1 is never read */
+	char one[400];
+	assert_int_equal(fg_audit_file_rotated_name(path, 1, one, sizeof(one)), 0);
+	assert_int_equal(truncate(one, 10), 0);
+	l = open_fold(&sm, &f, &rep);
+	assert_true(f.complete);
+	assert_false(rep.lines_unreadable);
+	assert_true(f.line[3].base_known);
+	assert_int_equal(f.line[3].base, want);
+	assert_int_equal(f.line[0].base, 0);
+	cp_audit_log_free(l);
+
+	/* a crash between rename and the first batch: the file before is read */
+	char next[400];
+	assert_int_equal(fg_audit_file_rotated_name(path, hi + 1, next, sizeof(next)), 0);
+	assert_int_equal(rename(path, next), 0);
+	l = open_fold(&sm, &f, &rep);
+	assert_true(rep.created);
+	assert_true(f.complete);
+	assert_false(rep.lines_unreadable);
+	assert_int_equal(f.line[3].base, want);
+	cp_audit_log_free(l);
+
+	/* that file unreadable: the states cannot be read, and open says which */
+	char name2[400];
+	assert_int_equal(fg_audit_file_rotated_name(path, hi + 2, name2, sizeof(name2)), 0);
+	assert_int_equal(rename(path, name2), 0);
+	assert_int_equal(truncate(next, 10), 0);
+	l = open_fold(&sm, &f, &rep);
+	assert_true(rep.lines_unreadable);
+	assert_non_null(strstr(rep.lines_why, next));
+	assert_false(f.complete);
+	cp_audit_log_free(l);
+}
+
 static void test_fail_closed(void **state)
 {
 	(void)state;
@@ -486,6 +607,7 @@ int main(void)
 		cmocka_unit_test(test_recovery_torn_tail),
 		cmocka_unit_test(test_refuses_tampering),
 		cmocka_unit_test(test_rotation),
+		cmocka_unit_test(test_rotation_line_summary),
 		cmocka_unit_test(test_fail_closed),
 		cmocka_unit_test(test_backlog_limit),
 		cmocka_unit_test(test_short_write_and_write_error),

@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include "fg/audit.h"
+#include "fg/common.h"
 #include "fg/wire.h"
 
 #include "../lib/fg_test_rng.h" /* fg_test_xorshift64 */
@@ -31,6 +32,19 @@ static const union fg_audit_payload fixed_payload[FG_AREC__END] = {
 					   .reason = FG_AR_CHECKSUM}},
 	[FG_AREC_ROTATION] = {.rotation = {.prev_file_records = 100, .prev_file_bytes = 12800,
 					   .prev_file_index = 2}},
+	[FG_AREC_START] = {.start = {.uid = 1000, .pid = 77, .flags = FG_ASTART_RESET | FG_ASTART_CLUSTER,
+				     .who = "fanogate 0.1.0", .config = "/etc/fanogate/fanogate.ini",
+				     .line = {[0] = {.base = 0, .auto_promote = 0, .source = FG_LSRC_CONFIG,
+						     .event = FG_AUDIT_UNKNOWN, .seq = FG_AUDIT_NO_SEQ, .why = "[lines]"},
+					      [1] = {.base = 1, .auto_promote = 1, .source = FG_LSRC_LOG, .event = 5,
+						     .seq = 42, .why = "demoted: fingerprint divergence"},
+					      [2] = {.base = 2, .source = FG_LSRC_RESET, .event = 3, .seq = 7},
+					      [3] = {.base = 1, .source = FG_LSRC_DAMAGED, .why = "log damaged"},
+					      [4] = {.base = 1, .source = FG_LSRC_CUT, .event = 9, .seq = 1}}}},
+	[FG_AREC_LINES] = {.lines = {.line = {[5] = {.base = 2, .auto_promote = 1, .source = FG_LSRC_LOG,
+						    .event = 4, .seq = 99, .why = "promoted"}}}},
+	[FG_AREC_RELOAD] = {.reload = {.result = FG_RELOAD_REFUSED, .uid = 0, .pid = 12, .origin = "SIGHUP",
+				       .error = "needs_restart", .what = "changed keys need a restart: [model] hidden"}},
 };
 
 /* The payload of record i of type type. */
@@ -167,6 +181,135 @@ static void refix(uint8_t *rec)
 {
 	uint32_t n = fg_le32(rec);
 	fg_put_le64(rec + n - 8, XXH3_64bits(rec, n - 8));
+}
+
+/* The records added with START: every prefix, every field out of range,
+ * strings over their field, the largest record still under the limit,
+ * LINE version 1 (logs written before version 2) read and re-written. */
+static void test_start_lines_reload_records(void **state)
+{
+	(void)state;
+	static const unsigned types[] = { FG_AREC_START, FG_AREC_LINES, FG_AREC_RELOAD, FG_AREC_LINE };
+	for (size_t t = 0; t < FG_ARRAY_LEN(types); t++) {
+		struct fg_audit_chain ch = { .next_seq = 5 };
+		uint8_t b[FG_AUDIT_REC_MAX];
+		union fg_audit_payload p = fixed_payload[types[t]];
+		ssize_t k = fg_audit_encode(&ch, types[t], 1, &p, b, sizeof(b));
+		assert_true(k > 0);
+		struct fg_audit_rec r;
+		assert_int_equal(fg_audit_decode(b, (size_t)k, &r), k);
+		assert_int_equal(r.version, fg_audit_type_version(types[t]));
+		for (ssize_t n = 0; n < k; n++)
+			assert_int_equal(fg_audit_decode(b, (size_t)n, &r), -FG_AR_TRUNCATED);
+		/* a byte more inside the record (len + 1, checksum fixed): bad_payload */
+		uint8_t c[FG_AUDIT_REC_MAX + 1];
+		memcpy(c, b, (size_t)k - 8);
+		c[k - 8] = 0;
+		fg_put_le32(c, (uint32_t)k + 1);
+		refix(c);
+		assert_int_equal(fg_audit_decode(c, (size_t)k + 1, &r), -FG_AR_PAYLOAD);
+		/* a version above the type's */
+		memcpy(c, b, (size_t)k);
+		fg_put_le16(c + 6, (uint16_t)(fg_audit_type_version(types[t]) + 1));
+		refix(c);
+		assert_int_equal(fg_audit_decode(c, (size_t)k, &r), -FG_AR_VERSION);
+		fg_put_le16(c + 6, 0);
+		refix(c);
+		assert_int_equal(fg_audit_decode(c, (size_t)k, &r), -FG_AR_VERSION);
+	}
+	assert_int_equal(fg_audit_type_version(FG_AREC_LINE), 2);
+	assert_int_equal(fg_audit_type_version(FG_AREC_START), 1);
+	assert_int_equal(fg_audit_type_version(FG_AREC__END), 0);
+	assert_string_equal(fg_audit_type_name(FG_AREC_START), "start");
+	assert_string_equal(fg_audit_type_name(FG_AREC_LINES), "lines");
+	assert_string_equal(fg_audit_type_name(FG_AREC_RELOAD), "reload");
+	assert_string_equal(fg_audit_line_source_name(FG_LSRC_CONFIG), "config (no line history)");
+	assert_string_equal(fg_audit_line_source_name(FG_LSRC_DAMAGED), "log damaged: shadow");
+	assert_string_equal(fg_audit_line_source_name(FG_LSRC__COUNT), "unknown");
+	assert_string_equal(fg_audit_reload_result_name(FG_RELOAD_UNCHANGED), "unchanged");
+
+	/* every field out of range is bad_payload (the encoder writes what it is given) */
+	struct fg_audit_chain ch;
+	uint8_t b[FG_AUDIT_REC_MAX];
+	struct fg_audit_rec r;
+	union fg_audit_payload p;
+#define BAD(type, mutate)                                                                 \
+	do {                                                                              \
+		p = fixed_payload[type];                                                  \
+		mutate;                                                                   \
+		fg_audit_chain_init(&ch);                                                 \
+		ssize_t k_ = fg_audit_encode(&ch, type, 1, &p, b, sizeof(b));             \
+		assert_true(k_ > 0);                                                      \
+		assert_int_equal(fg_audit_decode(b, (size_t)k_, &r), -FG_AR_PAYLOAD);     \
+	} while (0)
+	BAD(FG_AREC_START, p.start.line[6].base = 3);           /* DEGRADED is no base state */
+	BAD(FG_AREC_START, p.start.line[0].auto_promote = 2);
+	BAD(FG_AREC_START, p.start.line[2].source = FG_LSRC__COUNT);
+	BAD(FG_AREC_START, p.start.line[3].event = 0xFE);
+	BAD(FG_AREC_START, p.start.flags = 0x80);
+	BAD(FG_AREC_LINES, p.lines.line[4].base = 0xFF);
+	BAD(FG_AREC_RELOAD, p.reload.result = 3);
+	BAD(FG_AREC_LINE, p.line.base_to = 3);
+	BAD(FG_AREC_LINE, p.line.base_from = 7);
+	BAD(FG_AREC_LINE, p.line.auto_promote = 2);
+	BAD(FG_AREC_LINE, p.line.event = 0xFF); /* version 2 names a known event */
+#undef BAD
+
+	/* a string length byte at or over its field: the first entry's why of a LINES record */
+	p = fixed_payload[FG_AREC_LINES];
+	fg_audit_chain_init(&ch);
+	ssize_t k = fg_audit_encode(&ch, FG_AREC_LINES, 1, &p, b, sizeof(b));
+	assert_true(k > 0);
+	b[FG_AUDIT_HDR_LEN + 12] = FG_AUDIT_ENTRY_WHY_MAX;
+	refix(b);
+	assert_int_equal(fg_audit_decode(b, (size_t)k, &r), -FG_AR_PAYLOAD);
+
+	/* the largest START (every string at its limit) still fits a record */
+	memset(&p, 0, sizeof(p));
+	memset(p.start.who, 'w', sizeof(p.start.who) - 1);
+	memset(p.start.config, 'c', sizeof(p.start.config) - 1);
+	for (unsigned i = 0; i < FG_AUDIT_LINES; i++)
+		memset(p.start.line[i].why, 'y', sizeof(p.start.line[i].why) - 1);
+	fg_audit_chain_init(&ch);
+	k = fg_audit_encode(&ch, FG_AREC_START, 1, &p, b, sizeof(b));
+	assert_true(k > 0 && k <= (ssize_t)FG_AUDIT_REC_MAX);
+	assert_int_equal(fg_audit_decode(b, (size_t)k, &r), k);
+	assert_int_equal(strlen(r.p.start.config), FG_AUDIT_CONFIG_MAX - 1);
+	memset(&p, 0, sizeof(p));
+	memset(p.reload.origin, 'o', sizeof(p.reload.origin) - 1);
+	memset(p.reload.error, 'e', sizeof(p.reload.error) - 1);
+	memset(p.reload.what, 'x', sizeof(p.reload.what) - 1);
+	k = fg_audit_encode(&ch, FG_AREC_RELOAD, 1, &p, b, sizeof(b));
+	assert_true(k > 0 && k <= (ssize_t)FG_AUDIT_REC_MAX);
+	assert_int_equal(fg_audit_decode(b, (size_t)k, &r), k);
+	assert_int_equal(strlen(r.p.reload.what), FG_AUDIT_TEXT_MAX - 1);
+	/* a buffer one byte short: no_space, the chain unchanged */
+	struct fg_audit_chain before = ch;
+	assert_int_equal(fg_audit_encode(&ch, FG_AREC_RELOAD, 1, &p, b, (size_t)k - 1), -FG_AR_NOSPACE);
+	assert_memory_equal(&before, &ch, sizeof(ch));
+
+	/* LINE version 1: no base states, no flag; read as unknown, written back byte for byte */
+	p = fixed_payload[FG_AREC_LINE];
+	fg_audit_chain_init(&ch);
+	k = fg_audit_encode_version(&ch, FG_AREC_LINE, 1, 9, &p, b, sizeof(b));
+	assert_true(k > 0);
+	assert_int_equal(fg_audit_decode(b, (size_t)k, &r), k);
+	assert_int_equal(r.version, 1);
+	assert_int_equal(r.p.line.base_from, FG_AUDIT_UNKNOWN);
+	assert_int_equal(r.p.line.base_to, FG_AUDIT_UNKNOWN);
+	assert_int_equal(r.p.line.auto_promote, FG_AUDIT_UNKNOWN);
+	assert_string_equal(r.p.line.why, "window clean");
+	uint8_t again[FG_AUDIT_REC_MAX];
+	fg_audit_chain_init(&ch);
+	assert_int_equal(fg_audit_encode_version(&ch, FG_AREC_LINE, r.version, 9, &r.p, again, sizeof(again)), k);
+	assert_memory_equal(again, b, (size_t)k);
+	/* version 1 with the reload's old event 0xFF still reads */
+	p.line.event = 0xFF;
+	fg_audit_chain_init(&ch);
+	k = fg_audit_encode_version(&ch, FG_AREC_LINE, 1, 9, &p, b, sizeof(b));
+	assert_int_equal(fg_audit_decode(b, (size_t)k, &r), k);
+	assert_int_equal(fg_audit_encode_version(&ch, FG_AREC_LINE, 3, 9, &p, b, sizeof(b)), -FG_AR_VERSION);
+	assert_int_equal(fg_audit_encode_version(&ch, FG_AREC_START, 2, 9, &p, b, sizeof(b)), -FG_AR_VERSION);
 }
 
 static void test_malformed_records(void **state)
@@ -450,6 +593,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip_every_type),
 		cmocka_unit_test(test_strings_truncated_and_checked),
 		cmocka_unit_test(test_malformed_records),
+		cmocka_unit_test(test_start_lines_reload_records),
 		cmocka_unit_test(test_tampering),
 		cmocka_unit_test(test_every_prefix),
 		cmocka_unit_test(test_across_files),

@@ -470,6 +470,7 @@ static struct cp_shadow *glue_new_s(struct fg_config *cfg, struct fg_lines *line
 	snprintf(cfg->alert_command, sizeof(cfg->alert_command),
 		 "cd %s && env | grep ^FG_ | sort > a.$FG_EVENT.$$ && mv a.$FG_EVENT.$$ alert.$FG_EVENT", tmpdir);
 	struct fg_line_policy pol = { .auto_promote = true, .promote_count = 2, .promote_ns = 1 * SEC };
+	cfg->policy = pol; /* a log without line history starts from the config's [lines] */
 	fg_test_lines_all(lines, FG_LINE_SHADOW, &pol);
 	struct cp_shadow_hooks hooks = { .on_durable = h_durable, .on_failed = h_failed,
 					 .on_lines_changed = h_changed, .log = h_log, .arg = hs };

@@ -213,10 +213,12 @@ def part_user(fanoctl):
             no_refusals(d, "user")
             check_threads(pid, "user, at the end", uid=pw.pw_uid, gid=pw.pw_gid)
             if fanoctl:
-                files = sorted((f for f in os.listdir(d.dir) if f.startswith("audit.log.") and f.rsplit(".", 1)[1].isdigit()),
-                               key=lambda f: int(f.rsplit(".", 1)[1]))
-                p = subprocess.run([fanoctl, "audit", "verify", *[f"{d.dir}/{f}" for f in files],
-                                    f"{d.dir}/audit.log"], capture_output=True, text=True, timeout=30)
+                def verify():  # the log may rotate again between the listing and the read: list anew
+                    files = sorted((f for f in os.listdir(d.dir) if f.startswith("audit.log.") and f.rsplit(".", 1)[1].isdigit()),
+                                   key=lambda f: int(f.rsplit(".", 1)[1]))
+                    return subprocess.run([fanoctl, "audit", "verify", *[f"{d.dir}/{f}" for f in files],
+                                           f"{d.dir}/audit.log"], capture_output=True, text=True, timeout=30)
+                p = until(lambda: (lambda r: r if r.returncode == 0 else None)(verify()), 10) or verify()
                 check(p.returncode == 0, "the rotated audit log verifies: " + (p.stdout + p.stderr).strip()[-160:])
             stop_clean(d, "user")
         # the same with the dataplane: glibc's setresuid reaches the lcores too

@@ -279,11 +279,22 @@ def main():
         check(h4 and h1 != h4, "the audit head hash moved with the reload records")
         rc, out, _ = ctl("audit", "tail", "--json", "-n", "200", f"{d.dir}/audit.log")
         recs = [json.loads(x) for x in out.splitlines() if x.strip()]
-        rel = [r for r in recs if "config reload" in r.get("origin", "")]
-        check(rc == 0 and any("promote_count: 64 -> 5" in r.get("why", "") for r in rel)
-              and any("refused" in r.get("why", "") for r in rel)
-              and any("SIGHUP" in r.get("origin", "") for r in rel),
-              "reloads (applied, refused, SIGHUP) are in the audit log (%d records)" % len(rel))
+        # one RELOAD record per reload, whatever came of it
+        rel = [r for r in recs if r["type"] == "reload"]
+        check(rc == 0 and [(r["result"], r["error"], r["origin"]) for r in rel] ==
+              [("applied", "", "fanoctl"), ("unchanged", "", "fanoctl"), ("refused", "config_invalid", "fanoctl"),
+               ("refused", "needs_restart", "fanoctl"), ("applied", "", "SIGHUP")]
+              and "promote_count: 64 -> 5" in rel[0]["what"] and "[model] hidden" in rel[3]["what"]
+              and "promote_count: 5 -> 7" in rel[4]["what"],
+              "one reload record per reload: applied, unchanged, refused twice, SIGHUP (%s)"
+              % [(r["result"], r["error"], r["origin"]) for r in rel])
+        # what the reloads changed on the lines: auto_promote false -> true on each line, once
+        auto = [r for r in recs if r["type"] == "line"]
+        check(len(auto) == 7 and all(r["event"] == "op_auto_promote" and r["auto_promote"] and
+                                     r["origin"] == "config reload (fanoctl)" for r in auto)
+              and sorted(r["line"] for r in auto) == list(range(7)),
+              "the applied reload recorded auto-promote on for each of the 7 lines, nothing else on the lines "
+              "(%d line records)" % len(auto))
         rc, out, _ = ctl("audit", "verify", f"{d.dir}/audit.log")
         m = re.search(r"hash ([0-9a-f]{64})", out)
         want = m.group(1) if m else "?"

@@ -54,15 +54,15 @@ def main():
         check(j["tls"]["port"] == d.port and j["tls"]["tokens"] == 2 and not j["tls"]["client_ca"]
               and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", j["tls"]["cert_not_after"]),
               "status: TLS port, tokens, certificate end (%s)" % j["tls"])
-        check(j["audit"]["enabled"] and j["audit"]["path"] == f"{d.dir}/audit.log" and j["audit"]["head_seq"] == 0
+        check(j["audit"]["enabled"] and j["audit"]["path"] == f"{d.dir}/audit.log" and j["audit"]["head_seq"] == 1
               and re.fullmatch(r"[0-9a-f]{64}", j["audit"]["head_hash"]) and j["audit"]["alert_command"] == "none",
-              "status: audit log, its head (genesis), no alert command (%s)" % j["audit"])
+              "status: audit log, its head (genesis, then the start-up record), no alert command (%s)" % j["audit"])
         warn = {w["warning"]: w["text"] for w in j["warnings"]}
         check("no_alert_command" in warn and "no_auth" not in warn,
               "status: warns of the missing alert command, not of auth (%s)" % warn)
         rc, out, _ = ctl("status")
         check(rc == 0 and f"config:    {d.cfg}" in out and "pages nobody (no_alert_command)" in out
-              and "head seq 0 hash " + j["audit"]["head_hash"] in out and "1 (1,4,5) shadow" in out,
+              and "head seq 1 hash " + j["audit"]["head_hash"] in out and "1 (1,4,5) shadow" in out,
               "fanoctl status (human): one fact per line, the warnings marked")
         http(d, "POST", "/residual-seed", seed(1, 5, 1, V))
         rc, out, _ = ctl("lines", "--json")

@@ -389,6 +389,9 @@ static void test_shadow_starts_failed_closed(void **state)
 	snprintf(cfg.audit_path, sizeof(cfg.audit_path), "%s", path);
 	snprintf(cfg.alert_command, sizeof(cfg.alert_command), "echo \"$FG_EVENT $FG_REASON\" > %s/alert", dir);
 	struct fg_line_policy pol = { .auto_promote = true, .promote_count = 1, .promote_ns = 1 };
+	cfg.policy = pol;
+	for (unsigned i = 0; i < FG_LINES; i++)
+		cfg.line_initial[i] = FG_LINE_ACTIVE; /* what a healthy log without line history would start */
 	struct fg_lines lines;
 	fg_test_lines_all(&lines, FG_LINE_ACTIVE, &pol);
 	struct seen s = { 0 };
@@ -406,9 +409,16 @@ static void test_shadow_starts_failed_closed(void **state)
 	snprintf(want, sizeof(want), "offset %zu, record seq 30", off);
 	assert_non_null(strstr(s.last_err, want));
 	assert_non_null(strstr(s.last_err, path));
-	assert_int_equal(s.demoted, FG_LINES);
-	for (unsigned i = 0; i < FG_LINES; i++)
+	/* held in shadow from the first moment: never active, so no demotion */
+	assert_int_equal(s.demoted, 0);
+	struct fg_audit_line_entry start[FG_LINES];
+	uint64_t start_seq;
+	cp_shadow_start_lines(sh, start, &start_seq);
+	assert_int_equal(start_seq, CP_SHADOW_NO_SEQ); /* nothing can be appended */
+	for (unsigned i = 0; i < FG_LINES; i++) {
 		assert_int_equal(lines.line[i].base, FG_LINE_SHADOW);
+		assert_int_equal(start[i].source, FG_LSRC_DAMAGED);
+	}
 	struct cp_shadow_stats st;
 	cp_shadow_stats(sh, &st);
 	assert_true(st.damaged);
