@@ -190,6 +190,13 @@ bool dp_dlv_window(struct dp_dlv *d, uint16_t stream, uint32_t base)
 	return true;
 }
 
+void dp_dlv_window_forget(struct dp_dlv *d, uint16_t stream)
+{
+	struct dp_dlv_win *w = &d->win[stream & (DP_DLV_WINDOWS - 1)];
+	if (w->stream == stream)
+		w->known = false;
+}
+
 enum dp_dlv_place dp_dlv_window_place(const struct dp_dlv *d, uint16_t stream, uint32_t seq)
 {
 	const struct dp_dlv_win *w = &d->win[stream & (DP_DLV_WINDOWS - 1)];

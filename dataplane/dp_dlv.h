@@ -138,6 +138,9 @@ enum dp_dlv_place {
  * consumer that restarts with a lower base is followed). True when that
  * changed what the table knew (a new stream or another base). */
 bool dp_dlv_window(struct dp_dlv *d, uint16_t stream, uint32_t base);
+/* Forget stream's window: its deliveries resend as usual until the next
+ * base (dp_cwin.h, a new run of the stream). */
+void dp_dlv_window_forget(struct dp_dlv *d, uint16_t stream);
 /* Where seq of stream lies (sequence arithmetic modulo 2^32). */
 enum dp_dlv_place dp_dlv_window_place(const struct dp_dlv *d, uint16_t stream, uint32_t seq);
 /* Entry i waits for the window: due again after retry_ns, its resend count
