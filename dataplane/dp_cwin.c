@@ -34,7 +34,6 @@ bool dp_cwin_sent(struct dp_cwin *w, uint8_t mode, uint16_t stream, uint32_t seq
 	    dist(seq, s->sent_hi) < -(int32_t)DP_CWIN_RESTART_SENT) {
 		/* a new run of the stream: what the window said was about the old one */
 		s->has_base = false;
-		s->has_last = false;
 		s->sent_hi = seq;
 		return true;
 	}
@@ -47,6 +46,32 @@ bool dp_cwin_is_fleet(const struct dp_cwin *w, uint8_t mode, uint16_t stream)
 {
 	const struct dp_cwin_stream *s = &w->s[stream & (DP_CWIN_STREAMS - 1)];
 	return mode == FG_ACKWIN_FLEET || (s->used && s->stream == stream && s->fleet);
+}
+
+/* Whether (base, bits) shows the fleet's signature against one of the
+ * stream's recent entries (same base, every earlier bit, and more); then
+ * remember it in place of that entry, or of the oldest one. */
+static bool fleet_signature(struct dp_cwin_stream *s, uint32_t base, uint64_t bits)
+{
+	unsigned k = 0, oldest = 0;
+	for (; k < DP_CWIN_RECENT; k++) {
+		if (s->recent[k].used && s->recent[k].base == base)
+			break;
+		if (!s->recent[k].used || (s->recent[oldest].used && s->recent[k].age < s->recent[oldest].age))
+			oldest = k;
+	}
+	bool hit = false;
+	if (k == DP_CWIN_RECENT) {
+		k = oldest;
+	} else {
+		uint64_t was = s->recent[k].bits;
+		hit = (bits & was) == was && bits != was;
+	}
+	s->recent[k].used = true;
+	s->recent[k].base = base;
+	s->recent[k].bits = bits;
+	s->recent[k].age = ++s->clock;
+	return hit;
 }
 
 enum dp_cwin_verdict dp_cwin_ack(struct dp_cwin *w, uint8_t mode, uint16_t stream, uint32_t base, uint64_t bits,
@@ -63,16 +88,9 @@ enum dp_cwin_verdict dp_cwin_ack(struct dp_cwin *w, uint8_t mode, uint16_t strea
 	/* beyond the highest sequence sent here: not a sequence the consumer
 	 * can hold (when this lcore sent on the stream at all) */
 	bool ahead = s->has_sent && dist(base, s->sent_hi) > 0;
-	if (!s->fleet && !ahead) {
-		/* the fleet's signature: same base, every earlier bit, and more */
-		if (s->has_last && base == s->last_base && (bits & s->last_bits) == s->last_bits &&
-		    bits != s->last_bits && ++s->hits >= DP_CWIN_FLEET_HITS) {
-			s->fleet = true;
-			note->seen_fleet = true;
-		}
-		s->has_last = true;
-		s->last_base = base;
-		s->last_bits = bits;
+	if (!s->fleet && !ahead && fleet_signature(s, base, bits) && ++s->hits >= DP_CWIN_FLEET_HITS) {
+		s->fleet = true;
+		note->seen_fleet = true;
 	}
 	if (!s->fleet)
 		return DP_CWIN_NONE;

@@ -22,6 +22,10 @@
  *             received names a new base with each frame; one that packs
  *             the sequences received since its last ACK repeats a base
  *             only for a duplicate, and never with the earlier bits.
+ *             "Previous" is any of the stream's DP_CWIN_RECENT latest
+ *             bases, so entries of another sender in between (a forged
+ *             or replayed ACK, an earlier run's) cannot hide the
+ *             signature; entries judged ahead are left out.
  *   ahead     a base beyond the highest sequence this lcore sent on the
  *             stream cannot be the lowest one the consumer holds: ignored
  *             (counted by the caller); it would retire every pending
@@ -56,16 +60,22 @@
 #define DP_CWIN_FLEET_HITS 2u        /* fleet signatures before AUTO reads a stream the fleet's way */
 #define DP_CWIN_RESTART 128u         /* a send this far below the window's base restarts the stream */
 #define DP_CWIN_RESTART_SENT (1u << 20) /* ... or this far below the highest sequence sent */
+#define DP_CWIN_RECENT 4u            /* recent entries the fleet's signature is looked for against */
 
 struct dp_cwin_stream {
 	uint16_t stream;
 	bool used;
 	bool fleet;         /* read the fleet's way (FLEET, or AUTO once seen) */
 	uint8_t hits;       /* fleet signatures seen (AUTO) */
-	bool has_sent, has_last, has_base;
+	bool has_sent, has_base;
 	uint32_t sent_hi;   /* highest sequence this lcore sent on the stream */
-	uint32_t last_base; /* the previous entry (not judged ahead) */
-	uint64_t last_bits;
+	uint32_t clock;     /* orders recent[] */
+	struct {
+		bool used;
+		uint32_t age;
+		uint32_t base;
+		uint64_t bits;
+	} recent[DP_CWIN_RECENT]; /* the latest entries of distinct bases (not judged ahead) */
 	bool has_seen;
 	uint32_t seen_base; /* the previous entry's base, whatever its verdict */
 	uint32_t base;      /* the window's base: the latest base taken */

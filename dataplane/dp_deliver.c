@@ -99,17 +99,11 @@ void dp_deliver_timer(struct dp_lcore *lc, uint64_t now)
 	uint32_t i;
 	enum dp_dlv_step step;
 	for (unsigned n = 0; n < 256 && (step = dp_dlv_step(&lc->dlv, now, &i)) != DP_DLV_STEP_NONE; n++) {
-		/* The consumer's window (wire.md 2.1, dp_dlv_step): below its ACK
-		 * base the seed was delivered; beyond base + 63 it waits. */
-		if (step == DP_DLV_STEP_DELIVERED) {
-			dp_lc_count(lc, FG_C_DELIVERY_ACKED, 1);
-			dp_lc_xcount(lc, DP_X_DLV_BELOW_BASE);
-			continue;
-		}
 		const struct dp_dlv_entry *e = &lc->dlv.e[i];
 		if (step == DP_DLV_STEP_WAITED) {
-			/* unanswered too: a consumer that moved receives nothing,
-			 * so its window never moves either */
+			/* beyond the consumer's base + 63 (wire.md 2.1): it cannot
+			 * ACK this one yet. Unanswered too: a consumer that moved
+			 * receives nothing, so its window never moves either. */
 			dp_lc_xcount(lc, DP_X_DLV_WINDOW_WAIT);
 			neigh_hint(lc, e->layer, DP_NEIGH_UNANSWERED);
 			continue;
@@ -200,10 +194,10 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 		 * ([consumers] ack_window = fleet, or auto once the consumer
 		 * ACKs like the fleet), the entry's base may move it; a base
 		 * below it or beyond anything sent is ignored and counted, so
-		 * one reordered or forged ACK never holds or retires pending
-		 * deliveries. When a fleet-read base changed, every lcore needs
-		 * it (their entries below it are delivered): the frame goes to
-		 * all of them. Exact entries say nothing beyond their bits. One
+		 * one reordered or forged ACK never holds pending deliveries.
+		 * When a fleet-read base changed, every lcore needs it (their
+		 * entries beyond it may now be ACKed): the frame goes to all of
+		 * them. Exact entries say nothing beyond their bits. One
 		 * judgement per entry, also once the miss budget is spent. */
 		struct dp_cwin_note note;
 		uint64_t bits = (uint64_t)e[k].bitmap_hi << 32 | e[k].bitmap_lo;

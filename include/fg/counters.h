@@ -76,7 +76,6 @@ enum dp_xcounter {
 	DP_X_ACK_FOREIGN,         /* ACK entries for a layer whose configured consumer is not the sender (ignored) */
 	DP_X_ACK_BUDGET,          /* ACK frames cut short: DP_DLV_ACK_MISS_MAX seqs matched nothing pending */
 	DP_X_DLV_ACK_FOREIGN,     /* consumer ACK entries of streams outside the resolved band (skipped, one compare) */
-	DP_X_DLV_BELOW_BASE,      /* deliveries below the consumer's ACK base: delivered (also in delivery_acked) */
 	DP_X_DLV_WINDOW_WAIT,     /* due resends held: beyond the consumer's base + 63, waiting for its window to move */
 	DP_X_NEIGH_NOT_ALLOWED,   /* ARP/NDP offers refused: the address is neither in [udp] allow nor a consumer */
 	DP_X_NEIGH_UNSOLICITED,   /* ARP/NDP offers refused: they would change a known (or static) neighbour */
