@@ -64,8 +64,11 @@ static bool fleet_signature(struct dp_cwin_stream *s, uint32_t base, uint64_t bi
 	if (k == DP_CWIN_RECENT) {
 		k = oldest;
 	} else {
+		/* at least two earlier bits: a consumer that packs what it
+		 * received since its last ACK repeats a one-bit entry's base
+		 * when that sequence comes again with others */
 		uint64_t was = s->recent[k].bits;
-		hit = (bits & was) == was && bits != was;
+		hit = (bits & was) == was && bits != was && (was & (was - 1));
 	}
 	s->recent[k].used = true;
 	s->recent[k].base = base;

@@ -17,11 +17,12 @@
  *             exactly until its consumer has shown the fleet's signature
  *             DP_CWIN_FLEET_HITS times: an entry with the same base as
  *             the stream's previous entry naming every sequence that one
- *             named and more (its held set grew under an unchanged
- *             lowest sequence). A consumer that ACKs what it just
- *             received names a new base with each frame; one that packs
- *             the sequences received since its last ACK repeats a base
- *             only for a duplicate, and never with the earlier bits.
+ *             named (at least two) and more (its held set grew under an
+ *             unchanged lowest sequence). A consumer that ACKs what it
+ *             just received names a new base with each frame; one that
+ *             packs the sequences received since its last ACK repeats a
+ *             base with the earlier bits only when all of them came
+ *             again.
  *             "Previous" is any of the stream's DP_CWIN_RECENT latest
  *             bases, so entries of another sender in between (a forged
  *             or replayed ACK, an earlier run's) cannot hide the
