@@ -52,7 +52,7 @@ enum ktype {
 	KT_LAYER_ADDR,
 	KT_SECCOMP,  /* [daemon] seccomp: on | off | kill | log */
 	KT_ORIENT,   /* [wire] orientation: bit | signed */
-	KT_ACKWIN,   /* [consumers] ack_window: exact | fleet */
+	KT_ACKWIN,   /* [consumers] ack_window: auto | exact | fleet */
 	KT_NEIGHS,   /* [dataplane] neighbours: IP=MAC, ... */
 	KT_U32_AUTO, /* a u32, or "auto" (the bool at offset size true; the value derived in config_validate) */
 };
@@ -145,7 +145,7 @@ static const struct ckey config_keys[] = {
 	 KT_U32, OFF(delivery_resends), 0, 0, 255},
 	{{"consumers", "pending_max", "uint", "4096", "1..1048576", "unACKed deliveries tracked per lcore; when full the oldest is given up"},
 	 KT_U32, OFF(delivery_pending_max), 0, 1, 1u << 20},
-	{{"consumers", "ack_window", "mode", "exact", "exact | fleet", "how consumers ACK: exact ACKs only what they name; fleet ACKs base..base+63 from its lowest held sequence (below the base = delivered, beyond base+63 waits)"},
+	{{"consumers", "ack_window", "mode", "auto", "auto | exact | fleet", "how consumers ACK: exact ACKs only what they name; fleet ACKs base..base+63 from its lowest held sequence (below the base = delivered, beyond base+63 waits); auto reads each stream exactly until its consumer ACKs the fleet's way"},
 	 KT_ACKWIN, OFF(consumer_ack_window), 0, 0, 0},
 
 	{{"points", "e1", "prefixes", "", "comma list of IPv4/IPv6 prefixes, at most 8", "UDP sources serving point e1; empty: e1's liveness comes from TLS peers only"},
@@ -180,6 +180,12 @@ static const struct ckey config_keys[] = {
 	{{"dataplane", "neighbours", "list", "", "comma list of IP=MAC (IPv4 or IPv6, MAC as aa:bb:cc:dd:ee:ff), at most 16",
 	  "static neighbours: the dataplane sends to IP at MAC and no ARP/NDP packet changes it"},
 	 KT_NEIGHS, 0, 0, 0, 0},
+	{{"dataplane", "neighbour_reachable_ms", "uint", "30000", "1000..3600000",
+	  "a learnt neighbour not confirmed (by an ACK of its deliveries or an answer) for this long is asked again (ARP request, IPv6 neighbour solicitation) at its next use"},
+	 KT_U32, OFF(neigh_reachable_ms), 0, 1000, 3600000},
+	{{"dataplane", "neighbour_answer_ms", "uint", "1000", "10..10000",
+	  "an answer may change a known neighbour's MAC only this long after the dataplane asked for that address; also the least time between two requests for one address"},
+	 KT_U32, OFF(neigh_answer_ms), 0, 10, 10000},
 
 	{{"tls", "listen", "address", "0.0.0.0:8443", "host:port", "TLS listener (WebSocket /flow, POST /residual-seed, pulls, health)"},
 	 KT_ADDR, OFF(tls_listen), 0, 0, 0},
@@ -346,6 +352,9 @@ void fg_config_default(struct fg_config *c)
 	c->delivery_resend_ms = 200;
 	c->delivery_resends = 5;
 	c->delivery_pending_max = 4096;
+	c->consumer_ack_window = FG_ACKWIN_AUTO;
+	c->neigh_reachable_ms = 30000;
+	c->neigh_answer_ms = 1000;
 	c->peer_timeout_ms = 3000;
 	snprintf(c->dp_profile, sizeof(c->dp_profile), "af_xdp");
 	c->lcores = 1;
@@ -582,7 +591,8 @@ int fg_addr_parse_port0(const char *s, struct fg_addr *out)
 static const char *const seccomp_names[] = {[FG_SECCOMP_OFF] = "off", [FG_SECCOMP_ON] = "on",
 					    [FG_SECCOMP_KILL] = "kill", [FG_SECCOMP_LOG] = "log"};
 static const char *const orient_names[] = {[FG_ORIENT_BIT] = "bit", [FG_ORIENT_SIGNED] = "signed"};
-static const char *const ackwin_names[] = {[FG_ACKWIN_EXACT] = "exact", [FG_ACKWIN_FLEET] = "fleet"};
+static const char *const ackwin_names[] = {[FG_ACKWIN_EXACT] = "exact", [FG_ACKWIN_FLEET] = "fleet",
+					   [FG_ACKWIN_AUTO] = "auto"};
 
 /* The index of value among the n names, or -1. */
 static int mode_parse(const char *const *names, size_t n, const char *value)

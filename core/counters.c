@@ -86,8 +86,7 @@ const struct fg_counter_def fg_dp_xcounter_defs[DP_X__COUNT] = {
 	[DP_X_ACK_FOREIGN] = {"ack_foreign", "dp_ack_foreign_total", NULL, "counter", "consumer ACK entries for a layer whose configured consumer is not the sender (ignored)", 0},
 	[DP_X_ACK_BUDGET] = {"ack_budget", "dp_ack_budget_total", NULL, "counter", "consumer ACK frames cut short: DP_DLV_ACK_MISS_MAX seqs matched nothing pending", 0},
 	[DP_X_DLV_ACK_FOREIGN] = {"delivery_ack_foreign_stream", "dp_delivery_ack_foreign_stream_total", NULL, "counter", "consumer ACK entries of streams outside the resolved band (status frames ACKed by the fleet): skipped at one compare", 0},
-	[DP_X_DLV_BELOW_BASE] = {"delivery_acked_below_base", "dp_delivery_acked_below_base_total", NULL, "counter", "deliveries below the consumer's ACK base ([consumers] ack_window = fleet): delivered, also in delivery_acked", 0},
-	[DP_X_DLV_WINDOW_WAIT] = {"delivery_window_wait", "dp_delivery_window_wait_total", NULL, "counter", "due resends held because the sequence lies beyond the consumer's base + 63 ([consumers] ack_window = fleet)", 0},
+	[DP_X_DLV_WINDOW_WAIT] = {"delivery_window_wait", "dp_delivery_window_wait_total", NULL, "counter", "due resends held because the sequence lies beyond the consumer's base + 63 (its stream read the fleet's way: [consumers] ack_window = fleet, or auto once seen)", 0},
 	[DP_X_NEIGH_NOT_ALLOWED] = {"neigh_not_allowed", "dp_neigh_not_allowed_total", NULL, "counter", "ARP/NDP offers refused: the address is neither in [udp] allow nor a configured consumer", 0},
 	[DP_X_NEIGH_UNSOLICITED] = {"neigh_unsolicited", "dp_neigh_unsolicited_total", NULL, "counter", "ARP/NDP offers refused: they would change a known neighbour and answer no request of ours", 0},
 	[DP_X_NEIGH_SLOT_BUSY] = {"neigh_slot_busy", "dp_neigh_slot_busy_total", NULL, "counter", "ARP/NDP offers refused: the 4 neighbour table slots their address may use hold other addresses (the first ones keep them)", 0},
@@ -100,6 +99,16 @@ const struct fg_counter_def fg_dp_xcounter_defs[DP_X__COUNT] = {
 	[DP_X_INBOX_WAKES] = {"inbox_wakes", "dp_inbox_wakes_total", NULL, "counter", "eventfd writes waking another lcore asleep ([poll] idle_wake) after handing it a frame", 0},
 	[DP_X_TX_HELD] = {"tx_held", "dp_tx_held_total", NULL, "counter", "TX back-pressure: flushes the TX queue did not take whole; the rest waited in the lcore's TX buffer and RX paused until it went", 0},
 	[DP_X_TX_HOLD_EXPIRED] = {"tx_hold_expired", "dp_tx_hold_expired_total", NULL, "counter", "TX back-pressure pauses that lasted [port] tx_hold_ms (50 ms): the waiting packets were dropped (drops_total{reason=\"tx_full\"}), RX resumed, and for ten times as long (500 ms) refused packets are dropped without a pause", 0},
+	[DP_X_DLV_BASE_STALE] = {"delivery_ack_base_stale", "dp_delivery_ack_base_stale_total", NULL, "counter", "consumer ACK bases below the window's base (a reordered or replayed ACK): ignored for the window, the entry's bits still ACK what they name", 0},
+	[DP_X_DLV_BASE_AHEAD] = {"delivery_ack_base_ahead", "dp_delivery_ack_base_ahead_total", NULL, "counter", "consumer ACK bases beyond the highest sequence sent on their stream: ignored for the window, the entry's bits still ACK what they name", 0},
+	[DP_X_DLV_FLEET_SEEN] = {"delivery_window_fleet_seen", "dp_delivery_window_fleet_seen_total", NULL, "counter", "streams that [consumers] ack_window = auto began to read the fleet's way (their consumer ACKs base..base+63 from its lowest held sequence)", 0},
+	[DP_X_DLV_RESTART] = {"delivery_window_restart", "dp_delivery_window_restart_total", NULL, "counter", "deliveries sent far below their stream's window or highest sequence (a new run of the stream): its window forgotten", 0},
+	[DP_X_NDP_NA] = {"ndp_advertisements", "dp_ndp_advertisements_total", NULL, "counter", "IPv6 neighbour advertisements received (answers to the dataplane's solicitations, or offers)", 0},
+	[DP_X_NEIGH_REQUESTS] = {"neigh_requests", "dp_neigh_requests_total", NULL, "counter", "ARP requests and IPv6 neighbour solicitations the dataplane sent for consumers (first use, unanswered deliveries, aged entries)", 0},
+	[DP_X_NEIGH_ANSWERS] = {"neigh_answers", "dp_neigh_answers_total", NULL, "counter", "answers to the dataplane's requests, from the asked-for address within [dataplane] neighbour_answer_ms", 0},
+	[DP_X_NEIGH_MOVED] = {"neigh_moved", "dp_neigh_moved_total", NULL, "counter", "answers that changed a known neighbour's MAC (a consumer that moved)", 0},
+	[DP_X_NEIGH_ANSWER_FWD] = {"neigh_answer_forwarded", "dp_neigh_answer_forwarded_total", NULL, "counter", "answers copied to the other lcores, each of which keeps its own neighbour table", 0},
+	[DP_X_NEIGH_ANSWER_FWD_FAIL] = {"neigh_answer_forward_failed", "dp_neigh_answer_forward_failed_total", NULL, "counter", "answer copies that found no buffer or ring room (that lcore asks again)", 0},
 };
 
 const char *fg_counter_family_help(const struct fg_counter_def *d)

@@ -55,6 +55,15 @@ static bool dlv_send(struct dp_lcore *lc, const struct fg_addr *c, const uint8_t
 	return ok;
 }
 
+/* Tell the neighbour table what layer's deliveries say about its consumer
+ * (dp_neigh.c asks for it again when they go unanswered). */
+static void neigh_hint(struct dp_lcore *lc, uint16_t layer, enum dp_neigh_hint hint)
+{
+	const struct fg_addr *c = lc->env->io->neigh_hint ? consumer_of(lc, layer) : NULL;
+	if (c)
+		lc->env->io->neigh_hint(lc, c->family == AF_INET6 ? 6 : 4, c->addr, hint);
+}
+
 static void dlv_give_up(struct dp_lcore *lc, enum dp_xcounter why)
 {
 	dp_lc_count(lc, FG_C_DELIVERY_GIVEN_UP, 1);
@@ -66,6 +75,11 @@ static void dlv_give_up(struct dp_lcore *lc, enum dp_xcounter why)
 static void dlv_track(struct dp_lcore *lc, const struct fg_seed_view *v, uint32_t slot, uint64_t now)
 {
 	uint16_t stream = (uint16_t)(lc->env->cfg->bands.resolved_base + v->dst_layer);
+	/* the consumer's base is judged against what was sent (dp_cwin.h) */
+	if (dp_cwin_sent(&lc->cwin, lc->env->cfg->consumer_ack_window, stream, v->token_seq)) {
+		dp_dlv_window_forget(&lc->dlv, stream);
+		dp_lc_xcount(lc, DP_X_DLV_RESTART);
+	}
 	switch (dp_dlv_track(&lc->dlv, stream, v->token_seq, v->dst_layer, slot, v->fingerprint, now, NULL)) {
 	case DP_DLV_NEW:
 		break;
@@ -85,18 +99,15 @@ void dp_deliver_timer(struct dp_lcore *lc, uint64_t now)
 	uint32_t i;
 	enum dp_dlv_step step;
 	for (unsigned n = 0; n < 256 && (step = dp_dlv_step(&lc->dlv, now, &i)) != DP_DLV_STEP_NONE; n++) {
-		/* The consumer's window (wire.md 2.1, dp_dlv_step): below its ACK
-		 * base the seed was delivered; beyond base + 63 it waits. */
-		if (step == DP_DLV_STEP_DELIVERED) {
-			dp_lc_count(lc, FG_C_DELIVERY_ACKED, 1);
-			dp_lc_xcount(lc, DP_X_DLV_BELOW_BASE);
-			continue;
-		}
-		if (step == DP_DLV_STEP_WAITED) {
-			dp_lc_xcount(lc, DP_X_DLV_WINDOW_WAIT);
-			continue;
-		}
 		const struct dp_dlv_entry *e = &lc->dlv.e[i];
+		if (step == DP_DLV_STEP_WAITED) {
+			/* beyond the consumer's base + 63 (wire.md 2.1): it cannot
+			 * ACK this one yet. Unanswered too: a consumer that moved
+			 * receives nothing, so its window never moves either. */
+			dp_lc_xcount(lc, DP_X_DLV_WINDOW_WAIT);
+			neigh_hint(lc, e->layer, DP_NEIGH_UNANSWERED);
+			continue;
+		}
 		if (step == DP_DLV_STEP_EXHAUSTED) {
 			dp_dlv_drop(&lc->dlv, i);
 			dlv_give_up(lc, DP_X_DLV_GIVEUP_RESENDS);
@@ -120,6 +131,7 @@ void dp_deliver_timer(struct dp_lcore *lc, uint64_t now)
 			dlv_give_up(lc, DP_X_DLV_GIVEUP_RECLAIMED);
 			continue;
 		}
+		neigh_hint(lc, e->layer, DP_NEIGH_UNANSWERED); /* before the route the resend takes */
 		(void)dlv_send(lc, c, lc->scratch, (uint32_t)len);
 		dp_dlv_rearm(&lc->dlv, i, now);
 		dp_lc_count(lc, FG_C_DELIVERY_RESENT, 1);
@@ -178,17 +190,38 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 			dp_lc_xcount(lc, DP_X_ACK_FOREIGN);
 			continue;
 		}
-		/* [consumers] ack_window = fleet: the entry's base is the
-		 * consumer's window; remember it; when it moved, every lcore
-		 * needs it (their entries below it are delivered), so the frame
-		 * goes to all of them. With exact ACKs (the default) a base says
-		 * nothing about other sequences and no window is kept. One
-		 * update per entry, also once the miss budget is spent. */
-		if (cfg->consumer_ack_window == FG_ACKWIN_FLEET &&
-		    dp_dlv_window(&lc->dlv, e[k].stream_id, e[k].base_seq) && n_sh > 1)
+		/* The consumer's window (dp_cwin.h): read the fleet's way
+		 * ([consumers] ack_window = fleet, or auto once the consumer
+		 * ACKs like the fleet), the entry's base may move it; a base
+		 * below it or beyond anything sent is ignored and counted, so
+		 * one reordered or forged ACK never holds pending deliveries.
+		 * When a fleet-read base changed, every lcore needs it (their
+		 * entries beyond it may now be ACKed): the frame goes to all of
+		 * them. Exact entries say nothing beyond their bits. One
+		 * judgement per entry, also once the miss budget is spent. */
+		struct dp_cwin_note note;
+		uint64_t bits = (uint64_t)e[k].bitmap_hi << 32 | e[k].bitmap_lo;
+		switch (dp_cwin_ack(&lc->cwin, cfg->consumer_ack_window, e[k].stream_id, e[k].base_seq, bits, &note)) {
+		case DP_CWIN_MOVED:
+			(void)dp_dlv_window(&lc->dlv, e[k].stream_id, e[k].base_seq);
+			break;
+		case DP_CWIN_STALE:
+			dp_lc_xcount(lc, DP_X_DLV_BASE_STALE);
+			break;
+		case DP_CWIN_AHEAD:
+			dp_lc_xcount(lc, DP_X_DLV_BASE_AHEAD);
+			break;
+		case DP_CWIN_NONE:
+		case DP_CWIN_SAME:
+			break;
+		}
+		if (note.seen_fleet)
+			dp_lc_xcount(lc, DP_X_DLV_FLEET_SEEN);
+		if (note.new_base && n_sh > 1)
 			others |= (n_sh >= 64 ? ~0ull : (1ull << n_sh) - 1) & ~(1ull << lc->idx);
 		if (misses >= DP_DLV_ACK_MISS_MAX)
 			continue;
+		unsigned retired = 0;
 		for (unsigned bit = 0; bit < 64; bit++) {
 			uint32_t word = bit < 32 ? e[k].bitmap_lo : e[k].bitmap_hi;
 			if (!(word & (1u << (bit & 31))))
@@ -201,6 +234,7 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 			}
 			if (dp_dlv_ack(&lc->dlv, e[k].stream_id, seq)) {
 				dp_lc_count(lc, FG_C_DELIVERY_ACKED, 1);
+				retired++;
 			} else {
 				dp_lc_count(lc, FG_C_DELIVERY_ACK_UNMATCHED, 1);
 				if (++misses >= DP_DLV_ACK_MISS_MAX) {
@@ -211,6 +245,8 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 				}
 			}
 		}
+		if (retired) /* our deliveries reach the consumer: its neighbour entry holds */
+			neigh_hint(lc, layer, DP_NEIGH_CONFIRMED);
 	}
 	if (misses >= DP_DLV_ACK_MISS_MAX)
 		dp_xcount(lc->xk, DP_X_ACK_BUDGET, 1);

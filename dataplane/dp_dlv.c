@@ -190,6 +190,13 @@ bool dp_dlv_window(struct dp_dlv *d, uint16_t stream, uint32_t base)
 	return true;
 }
 
+void dp_dlv_window_forget(struct dp_dlv *d, uint16_t stream)
+{
+	struct dp_dlv_win *w = &d->win[stream & (DP_DLV_WINDOWS - 1)];
+	if (w->stream == stream)
+		w->known = false;
+}
+
 enum dp_dlv_place dp_dlv_window_place(const struct dp_dlv *d, uint16_t stream, uint32_t seq)
 {
 	const struct dp_dlv_win *w = &d->win[stream & (DP_DLV_WINDOWS - 1)];
@@ -216,15 +223,13 @@ enum dp_dlv_step dp_dlv_step(struct dp_dlv *d, uint64_t now_ns, uint32_t *i)
 	if (k == DP_DLV_NONE)
 		return DP_DLV_STEP_NONE;
 	switch (dp_dlv_window_place(d, d->e[k].stream, d->e[k].token_seq)) {
-	case DP_DLV_BELOW_BASE:
-		dp_dlv_drop(d, k);
-		return DP_DLV_STEP_DELIVERED;
 	case DP_DLV_BEYOND:
 		/* No ACK can come before the consumer's window moves: a resend
 		 * now would only use one up (wire.md 2.1). */
 		dp_dlv_wait(d, k, now_ns);
 		return DP_DLV_STEP_WAITED;
 	case DP_DLV_IN_WINDOW:
+	case DP_DLV_BELOW_BASE: /* not held: a base never retires a delivery (dp_dlv.h) */
 		break;
 	}
 	return dp_dlv_exhausted(d, k) ? DP_DLV_STEP_EXHAUSTED : DP_DLV_STEP_RESEND;

@@ -26,9 +26,12 @@
  * at most base..base+63 per stream, base = the lowest sequence it still
  * holds, and trims only once 128 are held. dp_dlv_window records the latest
  * base an ACK entry of a stream named; dp_dlv_window_place then says where
- * a pending sequence lies: below the base it has been delivered (the caller
- * retires it as ACKed), beyond base + 63 no ACK can come until the window
- * moves (the caller waits with dp_dlv_wait instead of burning a resend).
+ * a pending sequence lies: beyond base + 63 no ACK can come until the
+ * window moves (the caller waits with dp_dlv_wait instead of burning a
+ * resend); below the base the consumer does not hold it (lost before it
+ * took a later one, or trimmed after its ACK) and it is resent as usual:
+ * before its first trim the fleet's consumer takes a late sequence and
+ * ACKs it, so the base alone never retires a delivery.
  * Windows live in a direct-mapped table of DP_DLV_WINDOWS streams (by the
  * stream's low byte; a colliding stream takes the entry over, which only
  * costs the old stream its window knowledge until its next ACK).
@@ -131,13 +134,16 @@ void dp_dlv_drop(struct dp_dlv *d, uint32_t i);
 /* Where a pending sequence lies against its consumer's window. */
 enum dp_dlv_place {
 	DP_DLV_IN_WINDOW = 0, /* base..base+63, or no ACK of the stream seen yet: resend as usual */
-	DP_DLV_BELOW_BASE,    /* below the base: the consumer has it (delivered) */
+	DP_DLV_BELOW_BASE,    /* below the base: not held by the consumer; resend as usual */
 	DP_DLV_BEYOND,        /* beyond base+63: no ACK can come before the window moves */
 };
 /* An ACK entry of stream said base: remember it (the latest one wins, so a
  * consumer that restarts with a lower base is followed). True when that
  * changed what the table knew (a new stream or another base). */
 bool dp_dlv_window(struct dp_dlv *d, uint16_t stream, uint32_t base);
+/* Forget stream's window: its deliveries resend as usual until the next
+ * base (dp_cwin.h, a new run of the stream). */
+void dp_dlv_window_forget(struct dp_dlv *d, uint16_t stream);
 /* Where seq of stream lies (sequence arithmetic modulo 2^32). */
 enum dp_dlv_place dp_dlv_window_place(const struct dp_dlv *d, uint16_t stream, uint32_t seq);
 /* Entry i waits for the window: due again after retry_ns, its resend count
@@ -146,16 +152,12 @@ void dp_dlv_wait(struct dp_dlv *d, uint32_t i, uint64_t now_ns);
 
 /* The timer's decision for the entry due first (DP_DLV_NONE in *i when
  * none is due):
- *   DELIVERED  below the consumer's base: it has the seed; the entry is
- *              dropped here (the caller counts it ACKed)
  *   WAITED     beyond base + 63: re-armed with its resends unchanged
  *   EXHAUSTED  resends used up: the caller gives it up (dp_dlv_drop)
  *   RESEND     the caller resends it (dp_dlv_rearm) or, when its slot no
  *              longer holds the seed, gives it up (dp_dlv_drop)
- * *i is the entry (for DELIVERED/WAITED: its index before the step, for
- * the caller's counters only). */
-enum dp_dlv_step { DP_DLV_STEP_NONE = 0, DP_DLV_STEP_DELIVERED, DP_DLV_STEP_WAITED, DP_DLV_STEP_EXHAUSTED,
-		   DP_DLV_STEP_RESEND };
+ * *i is the entry. */
+enum dp_dlv_step { DP_DLV_STEP_NONE = 0, DP_DLV_STEP_WAITED, DP_DLV_STEP_EXHAUSTED, DP_DLV_STEP_RESEND };
 enum dp_dlv_step dp_dlv_step(struct dp_dlv *d, uint64_t now_ns, uint32_t *i);
 
 /* True when entry i has used up its resends (the caller gives up). */

@@ -37,6 +37,7 @@
 #include "fg/slot.h"
 #include "dp.h"
 #include "dp_ack.h"
+#include "dp_cwin.h"
 #include "dp_dlv.h"
 #include "dp_neigh_rule.h"
 #include "dp_pkt.h"
@@ -141,6 +142,11 @@ struct dp_io {
 	void (*report)(struct dp_lcore *lc, const union fg_bmsg *m);
 	bool (*report_body)(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, const uint8_t *src,
 			    uint32_t len);
+	/* What the deliveries to consumer addr (family 4 or 6) say about its
+	 * neighbour entry (enum dp_neigh_hint): ACKed, or due again without an
+	 * ACK. NULL when the implementation has no neighbour table (a kernel
+	 * socket). */
+	void (*neigh_hint)(struct dp_lcore *lc, int family, const uint8_t *addr, enum dp_neigh_hint hint);
 };
 
 /* What every shard reads, written before the shards run. */
@@ -165,6 +171,7 @@ struct dp_lcore {
 	void *ack_mem;
 	struct dp_dlv dlv;       /* resolved seeds sent and not ACKed yet */
 	void *dlv_mem;
+	struct dp_cwin cwin;     /* how the consumers' ACK bases read (dp_cwin.h) */
 	uint64_t point_store_ns[FG_POINTS + 1]; /* last point_seen_ns store per point */
 	const struct dp_shard_env *env; /* shared, read-only while running */
 	void *io_arg;            /* the I/O implementation's own per-shard state (kudp_rx: its socket) */

@@ -3,7 +3,9 @@
  * (dp_tx.c), consumer routes from the neighbour table (dp_neigh.c), xfer
  * buffers from the shared mempool dp_g.xfer, hand-off through the owner
  * lcore's MP/SC inbox ring, reports to the control plane through the
- * lcore's boundary lane (dp_lanes.c); and the inbox's consumer side.
+ * lcore's boundary lane (dp_lanes.c), neighbour hints from deliveries; and
+ * the inbox's consumer side (handed frames, and ARP/NDP answers other
+ * lcores received, dp_neigh.c).
  *
  * Who may call: the lcore that owns `lc` (through lc->env->io from the
  * shard code, and its loop for the inbox). No heap, locks or logs. */
@@ -25,6 +27,11 @@ static bool io_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struc
 static bool io_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt)
 {
 	return dp_neigh_route(lc, family, addr, rt);
+}
+
+static void io_neigh_hint(struct dp_lcore *lc, int family, const uint8_t *addr, enum dp_neigh_hint hint)
+{
+	dp_neigh_hint(lc, family, addr, hint);
 }
 
 static struct dp_xfer *io_xfer_get(struct dp_lcore *lc)
@@ -82,13 +89,21 @@ const struct dp_io dp_io_dpdk = {
 	.handoff = io_handoff,
 	.report = io_report,
 	.report_body = io_report_body,
+	.neigh_hint = io_neigh_hint,
 };
 
 unsigned dp_inbox_poll(struct dp_lcore *lc, uint64_t now)
 {
 	void *in[DP_BURST];
 	unsigned k = rte_ring_sc_dequeue_burst(lc->inbox, in, DP_BURST, NULL);
-	for (unsigned i = 0; i < k; i++)
-		dp_shard_handed(lc, in[i], now);
+	for (unsigned i = 0; i < k; i++) {
+		struct dp_xfer *x = in[i];
+		if (x->len == DP_XFER_NEIGH) { /* an ARP/NDP answer another lcore received */
+			dp_neigh_handed(lc, x);
+			rte_mempool_put(dp_g.xfer, x);
+			continue;
+		}
+		dp_shard_handed(lc, x, now);
+	}
 	return k;
 }

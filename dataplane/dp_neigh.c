@@ -1,15 +1,35 @@
 /* dp_neigh.c - an lcore's neighbours: the per-lcore table of IP -> MAC
- * learnt from ARP requests/replies and IPv6 neighbour solicitations (never
- * from a UDP datagram's source MAC), under dp_neigh_rule.c's rule: only for
- * addresses [udp] allow admits or configured consumers, and a known entry is
- * never changed by the wire (issue 14 item 4); [dataplane] neighbours
- * (static, looked up first, never written by the wire); the route to
- * an address we did not just hear from (the consumer), and the answers to
+ * learnt from ARP and NDP (never from a UDP datagram's source MAC), under
+ * dp_neigh_rule.c's rule: only for addresses [udp] allow admits or
+ * configured consumers, and a known entry changes only as the answer to a
+ * request of ours; [dataplane] neighbours (static, looked up first, never
+ * written by the wire, never asked for); the route to an address we did
+ * not just hear from (the consumer); our own requests; and the answers to
  * ARP requests and IPv6 neighbour solicitations for our own address.
  *
+ * Resolving like a router: the dataplane asks for a consumer (a broadcast
+ * ARP request, or a neighbour solicitation to its solicited-node
+ * multicast address, built into an mbuf of the lcore's pool and queued on
+ * its TX queue) at first use, when its entry was not confirmed for
+ * [dataplane] neighbour_reachable_ms (confirmed = learnt, answered, or a
+ * delivery to it ACKed), and when deliveries to it come due again without
+ * an ACK while it has been unconfirmed for neighbour_answer_ms (doubling
+ * up to neighbour_reachable_ms while answers keep naming the same MAC:
+ * the silence is then not the neighbour's). At most one request per
+ * address per neighbour_answer_ms. An answer is an ARP reply or a
+ * solicited neighbour advertisement sent to our MAC (and, ARP, our
+ * address), for the asked-for address, within neighbour_answer_ms of the
+ * request: only it may change a known MAC, and the first one closes the
+ * request (a second answer is unsolicited). Gratuitous ARP, ARP requests,
+ * unsolicited advertisements and late answers never change a known entry
+ * (neigh_unsolicited). Each lcore keeps its own table and asks for
+ * itself; an answer lands on one lcore, which hands a copy to every other
+ * one (dp_neigh_handed), and each takes it only against its own request.
+ *
  * Who may call: the lcore that owns `lc` (dp_rx.c for received packets,
- * dp_deliver.c for routes). The table is per lcore (no sharing): a miss
- * falls back to the profile's gateway MAC or broadcast, counted neigh_miss. */
+ * dp_io_dpdk.c for routes, hints and handed answers). No heap, lock, log
+ * or syscall beyond the vDSO clock: a miss falls back to the profile's
+ * gateway MAC or broadcast, counted neigh_miss. */
 #include <string.h>
 
 #include "dp_neigh.h"
@@ -62,6 +82,46 @@ static bool neigh_admitted(int family, const uint8_t *addr)
 	return c->set && c->family == fam && !memcmp(c->addr, addr, al);
 }
 
+static uint64_t answer_ns(void) { return (uint64_t)dp_g.cfg.neigh_answer_ms * 1000000ull; }
+static uint64_t reachable_ns(void) { return (uint64_t)dp_g.cfg.neigh_reachable_ms * 1000000ull; }
+
+/* Our address of a family to ask from: the profile's, else the last one a
+ * sender used; NULL when none is known yet. */
+static const uint8_t *our_ip(const struct dp_lcore *lc, int family)
+{
+	if (family == 4)
+		return dp_g.prof.has_ip4 ? dp_g.prof.ip4 : lc->has_local4 ? lc->local4 : NULL;
+	return dp_g.prof.has_ip6 ? dp_g.prof.ip6 : lc->has_local6 ? lc->local6 : NULL;
+}
+
+/* Ask for n's address (broadcast ARP request or neighbour solicitation),
+ * unless a request for it left less than neighbour_answer_ms ago. probe:
+ * because its deliveries went unanswered (an answer naming the same MAC
+ * then backs the next such request off). */
+static void neigh_ask(struct dp_lcore *lc, struct dp_neigh *n, uint64_t now, bool probe)
+{
+	if (n->asked_ns && now - n->asked_ns < answer_ns())
+		return;
+	const uint8_t *src = our_ip(lc, n->family);
+	if (!src)
+		return;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(dp_g.mbufs);
+	uint8_t *q = m ? (uint8_t *)rte_pktmbuf_append(m, 96) : NULL;
+	if (!q) {
+		if (m)
+			rte_pktmbuf_free(m);
+		dp_lc_xcount(lc, DP_X_TX_NOMBUF);
+		return;
+	}
+	uint32_t len = n->family == 4 ? dp_pkt_build_arp_request(q, dp_g.mac.addr_bytes, src, n->addr)
+				      : dp_pkt_build_ndp_ns(q, dp_g.mac.addr_bytes, src, n->addr);
+	rte_pktmbuf_trim(m, (uint16_t)(96 - len));
+	dp_tx_queue(lc, m);
+	n->asked_ns = now ? now : 1;
+	n->probing = probe;
+	dp_lc_xcount(lc, DP_X_NEIGH_REQUESTS);
+}
+
 /* The [dataplane] neighbours entry for addr, as a table entry, or false. */
 static bool neigh_static(int family, const uint8_t *addr, struct dp_neigh *out)
 {
@@ -84,7 +144,8 @@ void dp_neigh_offer(struct dp_lcore *lc, int family, const uint8_t *addr, const 
 	struct dp_neigh st;
 	struct dp_neigh *n = neigh_slot(lc, family, addr);
 	bool fixed = neigh_static(family, addr, &st);
-	/* solicited = false: the appliance sends no ARP/NDP requests of its own */
+	/* solicited = false: only an answer to our request (neigh_answer) may
+	 * change a known entry */
 	switch (dp_neigh_judge(fixed ? &st : n, family, addr, mac, neigh_admitted(family, addr), false)) {
 	case DP_NEIGH_SAME:
 		return;
@@ -102,11 +163,14 @@ void dp_neigh_offer(struct dp_lcore *lc, int family, const uint8_t *addr, const 
 	}
 	if (fixed) /* the rule never lets the wire write a static neighbour */
 		return;
+	/* the rule lets an offer write only an empty or incomplete slot */
 	n->family = (uint8_t)family;
 	n->is_static = false;
+	n->incomplete = false;
 	memset(n->addr, 0, 16);
 	memcpy(n->addr, addr, family == 6 ? 16 : 4);
 	memcpy(n->mac, mac, 6);
+	n->confirmed_ns = dp_clock_ns();
 }
 
 /* Route to an address we did not just hear from (the consumer). */
@@ -118,19 +182,136 @@ bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct
 		return false;
 	memcpy(rt->local, family == 4 ? lc->local4 : lc->local6, 16);
 	struct dp_neigh st;
-	const struct dp_neigh *n = neigh_slot(lc, family, addr);
-	if (neigh_static(family, addr, &st))
-		n = &st;
-	if (neigh_is(n, family, addr)) {
-		memcpy(rt->mac, n->mac, 6);
-	} else {
-		dp_lc_xcount(lc, DP_X_NEIGH_MISS);
-		if (dp_g.prof.has_gateway)
-			memcpy(rt->mac, dp_g.prof.gateway_mac, 6);
-		else
-			memset(rt->mac, 0xFF, 6);
+	if (neigh_static(family, addr, &st)) {
+		memcpy(rt->mac, st.mac, 6);
+		return true;
 	}
+	struct dp_neigh *n = neigh_slot(lc, family, addr);
+	uint64_t now = dp_clock_ns();
+	if (neigh_is(n, family, addr) && !n->incomplete) {
+		memcpy(rt->mac, n->mac, 6);
+		if (now - n->confirmed_ns >= reachable_ns())
+			neigh_ask(lc, n, now, false); /* aged: keep using it, and ask */
+		return true;
+	}
+	dp_lc_xcount(lc, DP_X_NEIGH_MISS);
+	if (dp_g.prof.has_gateway)
+		memcpy(rt->mac, dp_g.prof.gateway_mac, 6);
+	else
+		memset(rt->mac, 0xFF, 6);
+	if (!n->family) { /* first use: remember that we asked */
+		memset(n, 0, sizeof(*n));
+		n->family = (uint8_t)family;
+		n->incomplete = true;
+		memcpy(n->addr, addr, family == 6 ? 16 : 4);
+	}
+	if (neigh_is(n, family, addr))
+		neigh_ask(lc, n, now, false);
 	return true;
+}
+
+void dp_neigh_hint(struct dp_lcore *lc, int family, const uint8_t *addr, enum dp_neigh_hint hint)
+{
+	struct dp_neigh st;
+	if (neigh_static(family, addr, &st))
+		return;
+	struct dp_neigh *n = neigh_slot(lc, family, addr);
+	if (!neigh_is(n, family, addr))
+		return; /* the next route asks at first use */
+	uint64_t now = dp_clock_ns();
+	if (hint == DP_NEIGH_CONFIRMED) {
+		if (!n->incomplete) {
+			n->confirmed_ns = now;
+			n->gap_ns = 0;
+		}
+		return;
+	}
+	uint64_t gap = n->gap_ns ? n->gap_ns : answer_ns();
+	if (n->incomplete || now - n->confirmed_ns >= gap)
+		neigh_ask(lc, n, now, true);
+}
+
+/* family/addr is at mac, in a packet shaped as an answer to a request of
+ * ours (checked by the caller). Taken when this lcore asked for addr within
+ * neighbour_answer_ms; otherwise judged as any offer (forwarded: only
+ * learnt into an empty or incomplete slot, the receiving lcore having
+ * judged and counted it already). */
+static void neigh_answer(struct dp_lcore *lc, int family, const uint8_t *addr, const uint8_t *mac, bool forwarded)
+{
+	uint64_t now = dp_clock_ns();
+	struct dp_neigh st;
+	bool fixed = neigh_static(family, addr, &st);
+	struct dp_neigh *n = neigh_slot(lc, family, addr);
+	bool solicited = !fixed && neigh_is(n, family, addr) && n->asked_ns && now - n->asked_ns <= answer_ns();
+	if (!solicited) {
+		if (!forwarded)
+			dp_neigh_offer(lc, family, addr, mac);
+		else if (!fixed && (!n->family || (neigh_is(n, family, addr) && n->incomplete)) &&
+			 dp_neigh_judge(n, family, addr, mac, neigh_admitted(family, addr), false) == DP_NEIGH_LEARN)
+			dp_neigh_offer(lc, family, addr, mac);
+		return;
+	}
+	switch (dp_neigh_judge(n, family, addr, mac, neigh_admitted(family, addr), true)) {
+	case DP_NEIGH_NOT_ALLOWED:
+		if (!forwarded)
+			dp_lc_xcount(lc, DP_X_NEIGH_NOT_ALLOWED);
+		return;
+	case DP_NEIGH_UNSOLICITED: /* cannot happen for a solicited, non-static entry */
+	case DP_NEIGH_SLOT_BUSY:
+		return;
+	case DP_NEIGH_SAME:
+		/* there at the same MAC: a silence that made us ask is not the
+		 * neighbour's, ask less often for it */
+		if (n->probing) {
+			uint64_t gap = 2 * (n->gap_ns ? n->gap_ns : answer_ns());
+			n->gap_ns = gap < reachable_ns() ? gap : reachable_ns();
+		}
+		break;
+	case DP_NEIGH_LEARN:
+		if (!n->incomplete) {
+			dp_lc_xcount(lc, DP_X_NEIGH_MOVED);
+			n->gap_ns = 0;
+		}
+		memcpy(n->mac, mac, 6);
+		n->incomplete = false;
+		break;
+	}
+	n->confirmed_ns = now;
+	n->asked_ns = 0; /* one answer per request: a second one is unsolicited */
+	n->probing = false;
+	dp_lc_xcount(lc, DP_X_NEIGH_ANSWERS);
+}
+
+/* Hand an answer this lcore received to every other lcore: each asks for
+ * itself and keeps its own table. */
+static void neigh_forward(struct dp_lcore *lc, int family, const uint8_t *addr, const uint8_t *mac)
+{
+	for (unsigned o = 0; o < dp_g.n; o++) {
+		if (o == lc->idx)
+			continue;
+		struct dp_xfer *x = lc->env->io->xfer_get(lc);
+		if (!x) {
+			dp_lc_xcount(lc, DP_X_NEIGH_ANSWER_FWD_FAIL);
+			continue;
+		}
+		memset(x, 0, sizeof(*x));
+		x->len = DP_XFER_NEIGH;
+		x->peer.family = (uint8_t)family;
+		memcpy(x->peer.addr, addr, 16);
+		memcpy(x->route.mac, mac, 6);
+		if (!lc->env->io->handoff(lc, o, x)) {
+			lc->env->io->xfer_put(lc, x);
+			dp_lc_xcount(lc, DP_X_NEIGH_ANSWER_FWD_FAIL);
+			continue;
+		}
+		dp_lc_xcount(lc, DP_X_NEIGH_ANSWER_FWD);
+	}
+}
+
+void dp_neigh_handed(struct dp_lcore *lc, const struct dp_xfer *x)
+{
+	if (x->peer.family == 4 || x->peer.family == 6)
+		neigh_answer(lc, x->peer.family, x->peer.addr, x->route.mac, true);
 }
 
 void dp_neigh_on_arp(struct dp_lcore *lc, const struct dp_pkt *pk)
@@ -150,8 +331,36 @@ void dp_neigh_on_arp(struct dp_lcore *lc, const struct dp_pkt *pk)
 	if (pk->arp_op == 1 || pk->arp_op == 2) {
 		uint8_t a[16] = {0};
 		memcpy(a, pk->arp_spa, 4);
-		dp_neigh_offer(lc, 4, a, pk->arp_sha);
+		/* an answer to a request of ours: a reply sent to our MAC, for
+		 * our MAC (and our address when the profile sets one);
+		 * gratuitous ARP (to broadcast, for the sender itself) is not */
+		const uint8_t *me = dp_g.mac.addr_bytes;
+		bool answer = pk->arp_op == 2 && !memcmp(pk->route.our_mac, me, 6) && !memcmp(pk->arp_tha, me, 6) &&
+			      (!dp_g.prof.has_ip4 || !memcmp(pk->arp_tpa, dp_g.prof.ip4, 4));
+		if (!answer) {
+			dp_neigh_offer(lc, 4, a, pk->arp_sha);
+			return;
+		}
+		neigh_answer(lc, 4, a, pk->arp_sha, false);
+		neigh_forward(lc, 4, a, pk->arp_sha);
 	}
+}
+
+void dp_neigh_on_na(struct dp_lcore *lc, const struct dp_pkt *pk)
+{
+	dp_lc_xcount(lc, DP_X_NDP_NA);
+	const uint8_t *mac = pk->nd_has_lladdr ? pk->nd_lladdr : pk->route.mac;
+	const uint8_t *me6 = our_ip(lc, 6);
+	/* an answer to a solicitation of ours: solicited, sent to our MAC and
+	 * our address; anything else (unsolicited, to all nodes) is an offer */
+	bool answer = (pk->nd_flags & DP_ND_SOLICITED) && !memcmp(pk->route.our_mac, dp_g.mac.addr_bytes, 6) &&
+		      me6 && !memcmp(pk->dst, me6, 16);
+	if (!answer) {
+		dp_neigh_offer(lc, 6, pk->nd_target, mac);
+		return;
+	}
+	neigh_answer(lc, 6, pk->nd_target, mac, false);
+	neigh_forward(lc, 6, pk->nd_target, mac);
 }
 
 void dp_neigh_on_ndp(struct dp_lcore *lc, const struct dp_pkt *pk)

@@ -44,6 +44,7 @@ enum dp_pkt_kind dp_pkt_parse(const uint8_t *p, uint32_t len, struct dp_pkt *out
 		out->arp_op = fg_be16(l3 + 6);
 		memcpy(out->arp_sha, l3 + 8, 6);
 		memcpy(out->arp_spa, l3 + 14, 4);
+		memcpy(out->arp_tha, l3 + 18, 6);
 		memcpy(out->arp_tpa, l3 + 24, 4);
 		return out->kind = DP_PKT_ARP;
 	}
@@ -81,6 +82,29 @@ enum dp_pkt_kind dp_pkt_parse(const uint8_t *p, uint32_t len, struct dp_pkt *out
 			memcpy(out->dst, l3 + 24, 16);
 			memcpy(out->nd_target, l3 + 48, 16);
 			return out->kind = DP_PKT_NDP_NS;
+		}
+		if (l3[6] == 58 && plen >= 24 && l3[40] == 136 && l3[41] == 0 && l3[7] == 255) {
+			/* ICMPv6 neighbour advertisement (RFC 4861 4.4): hop limit
+			 * 255; the target link-layer address option, when present */
+			out->src.family = 6;
+			memcpy(out->src.addr, l3 + 8, 16);
+			memcpy(out->dst, l3 + 24, 16);
+			out->nd_flags = l3[44];
+			memcpy(out->nd_target, l3 + 48, 16);
+			out->nd_has_lladdr = false;
+			for (uint32_t o = 64; o + 8 <= 40 + plen;) {
+				uint32_t olen = (uint32_t)l3[o + 1] * 8u;
+				if (!olen)
+					return out->kind = DP_PKT_MALFORMED; /* RFC 4861 4.6: a zero length is invalid */
+				if (o + olen > 40 + plen)
+					break;
+				if (l3[o] == 2 && olen == 8) {
+					out->nd_has_lladdr = true;
+					memcpy(out->nd_lladdr, l3 + o + 2, 6);
+				}
+				o += olen;
+			}
+			return out->kind = DP_PKT_NDP_NA;
 		}
 		if (l3[6] != IPPROTO_UDP_)
 			return out->kind = DP_PKT_NOT_UDP;
@@ -293,6 +317,63 @@ uint32_t dp_pkt_build_ndp_na(uint8_t *buf, const struct dp_pkt *ns, const uint8_
 	fg_put_be32(ic + 4, dad ? 0x20000000u : 0x60000000u); /* S (unless DAD) and O */
 	memcpy(ic + 8, our_ip, 16);
 	ic[24] = 2; /* target link-layer address */
+	ic[25] = 1;
+	memcpy(ic + 26, our_mac, 6);
+	uint32_t sum = csum_add(0, ip + 8, 32);
+	sum += icmp_len + 58;
+	sum = csum_add(sum, ic, icmp_len);
+	fg_put_be16(ic + 2, csum_fold(sum));
+	return (uint32_t)(ic + icmp_len - buf);
+}
+
+uint32_t dp_pkt_build_arp_request(uint8_t *buf, const uint8_t our_mac[6], const uint8_t our_ip[4],
+				  const uint8_t target_ip[4])
+{
+	uint8_t *p = buf;
+	memset(p, 0xFF, 6);
+	memcpy(p + 6, our_mac, 6);
+	fg_put_be16(p + 12, DP_ETHERTYPE_ARP);
+	p += 14;
+	fg_put_be16(p, 1);
+	fg_put_be16(p + 2, DP_ETHERTYPE_IPV4);
+	p[4] = 6;
+	p[5] = 4;
+	fg_put_be16(p + 6, 1);
+	memcpy(p + 8, our_mac, 6);
+	memcpy(p + 14, our_ip, 4);
+	memset(p + 18, 0, 6);
+	memcpy(p + 24, target_ip, 4);
+	memset(p + 28, 0, 60 - 42); /* padding to the 60-byte minimum frame */
+	return 60;
+}
+
+uint32_t dp_pkt_build_ndp_ns(uint8_t *buf, const uint8_t our_mac[6], const uint8_t our_ip[16],
+			     const uint8_t target[16])
+{
+	/* solicited-node multicast ff02::1:ffXX:XXXX and its MAC 33:33:ff:XX:XX:XX */
+	uint8_t snm[16] = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, target[13], target[14], target[15]};
+	uint8_t *p = buf;
+	p[0] = 0x33;
+	p[1] = 0x33;
+	memcpy(p + 2, snm + 12, 4);
+	memcpy(p + 6, our_mac, 6);
+	fg_put_be16(p + 12, DP_ETHERTYPE_IPV6);
+	uint8_t *ip = p + 14;
+	const uint32_t icmp_len = 32; /* header 8 + target 16 + source link-layer option 8 */
+	ip[0] = 0x60;
+	ip[1] = ip[2] = ip[3] = 0;
+	fg_put_be16(ip + 4, icmp_len);
+	ip[6] = 58;
+	ip[7] = 255;
+	memcpy(ip + 8, our_ip, 16);
+	memcpy(ip + 24, snm, 16);
+	uint8_t *ic = ip + 40;
+	ic[0] = 135;
+	ic[1] = 0;
+	ic[2] = ic[3] = 0;
+	memset(ic + 4, 0, 4);
+	memcpy(ic + 8, target, 16);
+	ic[24] = 1; /* source link-layer address */
 	ic[25] = 1;
 	memcpy(ic + 26, our_mac, 6);
 	uint32_t sum = csum_add(0, ip + 8, 32);

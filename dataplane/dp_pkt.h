@@ -43,7 +43,10 @@ enum dp_pkt_kind {
 	DP_PKT_MALFORMED, /* a header is truncated or inconsistent */
 	DP_PKT_IP_FRAG,   /* an IPv4 fragment or an IPv6 fragment header (not reassembled at L3) */
 	DP_PKT_NDP_NS,    /* an IPv6 neighbour solicitation (nd_target, src.addr, route.mac) */
+	DP_PKT_NDP_NA,    /* an IPv6 neighbour advertisement (nd_target, nd_flags, nd_lladdr, src.addr, dst) */
 };
+
+#define DP_ND_SOLICITED 0x40u /* neighbour advertisement flag S (RFC 4861 4.4) */
 
 struct dp_pkt {
 	enum dp_pkt_kind kind;
@@ -57,8 +60,12 @@ struct dp_pkt {
 	uint16_t arp_op;
 	uint8_t arp_sha[6];
 	uint8_t arp_spa[4], arp_tpa[4];
-	/* neighbour solicitation */
+	uint8_t arp_tha[6];
+	/* neighbour solicitation / advertisement */
 	uint8_t nd_target[16];
+	uint8_t nd_flags;      /* NA: R 0x80, S 0x40, O 0x20 */
+	bool nd_has_lladdr;    /* NA: a target link-layer address option */
+	uint8_t nd_lladdr[6];
 };
 
 /* Parse one Ethernet frame p[0..len). Returns the kind (also in out->kind). */
@@ -101,5 +108,17 @@ uint32_t dp_pkt_build_arp_reply(uint8_t *buf, const struct dp_pkt *req, const ui
  * had no address yet), ICMPv6 checksum included. Returns the frame length. */
 uint32_t dp_pkt_build_ndp_na(uint8_t *buf, const struct dp_pkt *ns, const uint8_t our_mac[6],
 			     const uint8_t our_ip[16]);
+
+/* Build a broadcast ARP request from our_mac/our_ip for target_ip
+ * (untagged). Returns the frame length (60, padded). */
+uint32_t dp_pkt_build_arp_request(uint8_t *buf, const uint8_t our_mac[6], const uint8_t our_ip[4],
+				  const uint8_t target_ip[4]);
+
+/* Build a neighbour solicitation from our_mac/our_ip for target (RFC 4861
+ * 4.3: to target's solicited-node multicast address, hop limit 255, our
+ * link-layer address option; untagged), ICMPv6 checksum included. Returns
+ * the frame length (86). */
+uint32_t dp_pkt_build_ndp_ns(uint8_t *buf, const uint8_t our_mac[6], const uint8_t our_ip[16],
+			     const uint8_t target[16]);
 
 #endif

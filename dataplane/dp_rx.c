@@ -1,5 +1,5 @@
 /* dp_rx.c - an lcore's receive side: the RX burst, L2-L4 parse
- * (dp_pkt_parse), ARP/NDP to dp_neigh.c, the UDP port demux (fragmented
+ * (dp_pkt_parse), ARP/NDP (solicitations, advertisements) to dp_neigh.c, the UDP port demux (fragmented
  * profile on [udp] port, raw profile on raw_port), the source allowlist,
  * point liveness, and the hand-over of each datagram to the shard work
  * (dp_shard_dgram, dp_shard.c).
@@ -54,6 +54,9 @@ static void rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		return;
 	case DP_PKT_NDP_NS:
 		dp_neigh_on_ndp(lc, &pk);
+		return;
+	case DP_PKT_NDP_NA:
+		dp_neigh_on_na(lc, &pk);
 		return;
 	case DP_PKT_NOT_UDP:
 		dp_lc_count(lc, FG_C_DROP_NOT_UDP, 1);

@@ -102,7 +102,7 @@ enum fg_seccomp_mode {
 	FG_SECCOMP_LOG,  /* allowed, and the kernel logs it (finding the set) */
 };
 
-enum fg_ack_window { FG_ACKWIN_EXACT = 0, FG_ACKWIN_FLEET = 1 };
+enum fg_ack_window { FG_ACKWIN_EXACT = 0, FG_ACKWIN_FLEET = 1, FG_ACKWIN_AUTO = 2 };
 
 struct fg_config {
 	/* [model] */
@@ -150,11 +150,13 @@ struct fg_config {
 	uint32_t delivery_resends;    /* default 5 */
 	uint32_t delivery_pending_max;/* default 4096 */
 	/* [consumers] ack_window: how the consumers' ACK entries read (wire.md
-	 * 2.1). EXACT (default): an entry ACKs exactly the sequences it names.
-	 * FLEET: the fleet's receiving transport, base = its lowest held
-	 * sequence and at most base..base+63 ACKed: a delivery below the base
-	 * is delivered, one beyond base+63 waits for the window to move
-	 * instead of being resent (dataplane/dp_dlv.h). */
+	 * 2.1). EXACT: an entry ACKs exactly the sequences it names. FLEET:
+	 * the fleet's receiving transport, base = its lowest held sequence and
+	 * at most base..base+63 ACKed: a delivery below the base is delivered,
+	 * one beyond base+63 waits for the window to move instead of being
+	 * resent (dataplane/dp_dlv.h). AUTO (default): exact until a stream's
+	 * consumer ACKs the fleet's way, then fleet (dataplane/dp_cwin.h). A
+	 * base below the window or beyond anything sent is ignored either way. */
 	uint8_t consumer_ack_window;  /* enum fg_ack_window */
 	/* [points] eN = prefixes: UDP sources serving Fano point N (liveness:
 	 * a datagram within peer_timeout_ms); point_prefix[p-1][0..n-1]. A point
@@ -176,6 +178,14 @@ struct fg_config {
 		uint8_t mac[6];
 	} static_neigh[FG_STATIC_NEIGH_MAX];
 	unsigned n_static_neigh;
+	/* [dataplane] neighbour resolution (dataplane/dp_neigh.c): the
+	 * dataplane asks (ARP request, IPv6 neighbour solicitation) for a
+	 * consumer at first use, when its deliveries go unanswered, and when
+	 * its entry was not confirmed for neighbour_reachable_ms; an answer
+	 * may change a known MAC only within neighbour_answer_ms of the
+	 * request, which is also the least time between two requests. */
+	uint32_t neigh_reachable_ms;  /* default 30000 */
+	uint32_t neigh_answer_ms;     /* default 1000 */
 	/* [tls] */
 	struct fg_addr tls_listen;    /* default 0.0.0.0:8443 */
 	char tls_cert[FG_PATH_MAX], tls_key[FG_PATH_MAX], tls_ca[FG_PATH_MAX];

@@ -76,7 +76,6 @@ enum dp_xcounter {
 	DP_X_ACK_FOREIGN,         /* ACK entries for a layer whose configured consumer is not the sender (ignored) */
 	DP_X_ACK_BUDGET,          /* ACK frames cut short: DP_DLV_ACK_MISS_MAX seqs matched nothing pending */
 	DP_X_DLV_ACK_FOREIGN,     /* consumer ACK entries of streams outside the resolved band (skipped, one compare) */
-	DP_X_DLV_BELOW_BASE,      /* deliveries below the consumer's ACK base: delivered (also in delivery_acked) */
 	DP_X_DLV_WINDOW_WAIT,     /* due resends held: beyond the consumer's base + 63, waiting for its window to move */
 	DP_X_NEIGH_NOT_ALLOWED,   /* ARP/NDP offers refused: the address is neither in [udp] allow nor a consumer */
 	DP_X_NEIGH_UNSOLICITED,   /* ARP/NDP offers refused: they would change a known (or static) neighbour */
@@ -90,6 +89,18 @@ enum dp_xcounter {
 	DP_X_INBOX_WAKES,         /* eventfd writes waking another lcore asleep after a frame was handed to it */
 	DP_X_TX_HELD,             /* TX back-pressure: flushes the TX queue did not take whole; RX paused until the rest went */
 	DP_X_TX_HOLD_EXPIRED,     /* ... pauses that reached [port] tx_hold_ms (50 ms): the waiting packets dropped (drop_tx_full), no pause for 10 times as long */
+	/* the consumer's ACK window (dataplane/dp_cwin.h) */
+	DP_X_DLV_BASE_STALE,      /* consumer ACK bases below the window's base (reordered or replayed): ignored for the window */
+	DP_X_DLV_BASE_AHEAD,      /* consumer ACK bases beyond anything sent on their stream: ignored for the window */
+	DP_X_DLV_FLEET_SEEN,      /* streams [consumers] ack_window = auto began to read the fleet's way (their consumer ACKs like the fleet) */
+	DP_X_DLV_RESTART,         /* deliveries far below their stream's window or last sequence: a new run, the window forgotten */
+	/* neighbour resolution (dataplane/dp_neigh.c) */
+	DP_X_NDP_NA,              /* IPv6 neighbour advertisements received */
+	DP_X_NEIGH_REQUESTS,      /* ARP requests and IPv6 neighbour solicitations the dataplane sent for consumers */
+	DP_X_NEIGH_ANSWERS,       /* answers to them (from the asked-for address, in time) */
+	DP_X_NEIGH_MOVED,         /* ... that changed a known neighbour's MAC */
+	DP_X_NEIGH_ANSWER_FWD,    /* answers copied to the other lcores (each keeps its own table) */
+	DP_X_NEIGH_ANSWER_FWD_FAIL, /* ... copies that found no buffer or ring room (that lcore asks again) */
 	DP_X__COUNT
 };
 const char *dp_xcounter_name(enum dp_xcounter c);

@@ -229,7 +229,7 @@ static void check_identities(json_t *r, uint64_t pkts)
 #define X(k) tu_json_u64(r, "x", k)
 	assert_int_equal(C("rx_pkts"), pkts);
 	/* every packet lands in exactly one disposition */
-	assert_int_equal(C("rx_pkts"), X("arp") + X("ndp_solicitations") + X("drop_ip_fragment") + X("drop_multiseg") + X("pkt_malformed") +
+	assert_int_equal(C("rx_pkts"), X("arp") + X("ndp_solicitations") + X("ndp_advertisements") + X("drop_ip_fragment") + X("drop_multiseg") + X("pkt_malformed") +
 					       C("drop_not_udp") + X("drop_bad_source") + X("drop_not_ours") + C("drop_bad_port") + C("drop_not_allowed") +
 					       X("raw_datagrams") + C("frags"));
 	/* every fragment too */

@@ -259,6 +259,66 @@ static void test_ndp(void **st)
 		assert_int_not_equal(dp_pkt_parse(ns, k, &pk), DP_PKT_NDP_NS);
 }
 
+/* Our own requests: a broadcast ARP request and a neighbour solicitation
+ * to the solicited-node address parse back as what they ask; an
+ * advertisement answering the solicitation parses with its flags and
+ * target link-layer address. */
+static void test_requests_and_answers(void **st)
+{
+	(void)st;
+	uint8_t f[128];
+	struct dp_pkt pk;
+	uint32_t n = dp_pkt_build_arp_request(f, mac_a, a4, b4);
+	assert_int_equal(n, 60);
+	assert_int_equal(dp_pkt_parse(f, n, &pk), DP_PKT_ARP);
+	assert_memory_equal(f, "\xff\xff\xff\xff\xff\xff", 6);
+	assert_int_equal(pk.arp_op, 1);
+	assert_memory_equal(pk.arp_sha, mac_a, 6);
+	assert_memory_equal(pk.arp_spa, a4, 4);
+	assert_memory_equal(pk.arp_tpa, b4, 4);
+	/* the answer a host's kernel sends: to our MAC, for our MAC */
+	uint8_t rep[64];
+	n = dp_pkt_build_arp_reply(rep, &pk, mac_b, b4);
+	struct dp_pkt r;
+	assert_int_equal(dp_pkt_parse(rep, n, &r), DP_PKT_ARP);
+	assert_int_equal(r.arp_op, 2);
+	assert_memory_equal(r.arp_tha, mac_a, 6);
+	assert_memory_equal(r.route.our_mac, mac_a, 6);
+	assert_memory_equal(r.arp_spa, b4, 4);
+
+	n = dp_pkt_build_ndp_ns(f, mac_a, a6, b6);
+	assert_int_equal(n, 86);
+	assert_int_equal(dp_pkt_parse(f, n, &pk), DP_PKT_NDP_NS);
+	assert_memory_equal(f, "\x33\x33\xff\x00\x00\x04", 6);
+	assert_memory_equal(pk.nd_target, b6, 16);
+	assert_memory_equal(pk.src.addr, a6, 16);
+	assert_memory_equal(pk.dst, "\xff\x02\0\0\0\0\0\0\0\0\0\x01\xff\x00\x00\x04", 16);
+	const uint8_t *ip = f + 14;
+	uint32_t ps = sum16(ip + 8, 32, 32 + 58);
+	assert_int_equal(sum16(ip + 40, 32, ps), 0xFFFF);
+	assert_int_equal(ip[40 + 24], 1); /* source link-layer address option */
+	assert_memory_equal(ip + 40 + 26, mac_a, 6);
+	/* b6's answer (solicited, override, its MAC in the option) */
+	uint8_t na[128];
+	n = dp_pkt_build_ndp_na(na, &pk, mac_b, b6);
+	assert_int_equal(dp_pkt_parse(na, n, &r), DP_PKT_NDP_NA);
+	assert_int_equal(r.nd_flags & DP_ND_SOLICITED, DP_ND_SOLICITED);
+	assert_true(r.nd_has_lladdr);
+	assert_memory_equal(r.nd_lladdr, mac_b, 6);
+	assert_memory_equal(r.nd_target, b6, 16);
+	assert_memory_equal(r.dst, a6, 16);
+	assert_memory_equal(r.route.our_mac, mac_a, 6);
+	/* an option of length 0 is malformed (RFC 4861 4.6); no option: none */
+	na[14 + 40 + 25] = 0;
+	assert_int_equal(dp_pkt_parse(na, n, &r), DP_PKT_MALFORMED);
+	fg_put_be16(na + 14 + 4, 24);
+	assert_int_equal(dp_pkt_parse(na, n - 8, &r), DP_PKT_NDP_NA);
+	assert_false(r.nd_has_lladdr);
+	/* hop limit other than 255: not an advertisement */
+	na[14 + 7] = 64;
+	assert_int_equal(dp_pkt_parse(na, n - 8, &r), DP_PKT_NOT_UDP);
+}
+
 /* Addresses (issue 14 item 8): only one host may send, only we may be sent to. */
 static enum dp_addr_verdict addr_of(int fam, const char *src, const char *dst, const uint8_t *own4, const uint8_t *own6)
 {
@@ -317,6 +377,7 @@ int main(void)
 		cmocka_unit_test(test_fragments_and_protocols),
 		cmocka_unit_test(test_arp),
 		cmocka_unit_test(test_ndp),
+		cmocka_unit_test(test_requests_and_answers),
 		cmocka_unit_test(test_addr_check),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

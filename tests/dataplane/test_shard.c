@@ -10,7 +10,11 @@
  *     address retires nothing, the consumer's ACK retires it (no resend
  *     after), and with no ACK the seed is given up after `resends`;
  *   - decode once: a short header and a truncated frame are counted
- *     malformed, a consumer ACK is recognised without ingest. */
+ *     malformed, a consumer ACK is recognised without ingest;
+ *   - the consumer's window at the default ack_window (auto): a fleet
+ *     consumer is recognised, a stale and a far-ahead base are ignored and
+ *     counted while the pending delivery is resent; an exact consumer is
+ *     never read the fleet's way. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -112,7 +116,7 @@ static bool f_report_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_bo
 	return true;
 }
 
-static const struct dp_io fake = {f_dgram, f_route, f_xget, f_xput, f_handoff, f_report, f_report_body};
+static const struct dp_io fake = {f_dgram, f_route, f_xget, f_xput, f_handoff, f_report, f_report_body, NULL};
 
 static void *rget(void *arg)
 {
@@ -375,6 +379,116 @@ static void test_given_up_without_ack(void **st)
 	assert_int_equal(lc.dlv.n, 0);
 }
 
+/* ---- the consumer's window at the default [consumers] ack_window ---------- */
+
+static uint64_t X(enum dp_xcounter c) { return atomic_load_explicit(&XK.x[c], memory_order_relaxed); }
+
+/* Resolve token t on layer 2: three one-line contributions (2 fragments each). */
+static void resolve_token(uint32_t t, uint64_t now)
+{
+	static float body[H];
+	uint8_t fr[8192];
+	const uint8_t lines[3] = {1, 3, 5};
+	for (unsigned k = 0; k < 3; k++) {
+		for (unsigned i = 0; i < H; i++)
+			body[i] = (float)(t * 3 + k) + (float)i * 0.5f;
+		struct fg_seed sd = {.token_seq = t, .dst_layer = 2, .line = lines[k], .start_pos = 0, .seq_len = 1,
+				     .body = (const uint8_t *)body, .body_len = H * 4};
+		ssize_t n = fg_seed_encode(&cfg.bands, &sd, fr, sizeof(fr));
+		assert_true(n > 0);
+		struct dp_peer p = sender(k);
+		send_frame(&p, (uint16_t)(t * 4 + k), fr, (uint32_t)n, now);
+	}
+	io.n = 0; /* the record only needs what comes next */
+}
+
+/* One ACK entry of layer 2's stream from the consumer. */
+static void consumer_entry(uint32_t base, uint64_t bits, uint64_t now)
+{
+	struct fg_ack_entry e = {.stream_id = (uint16_t)(cfg.bands.resolved_base + 2), .base_seq = base,
+				 .bitmap_lo = (uint32_t)bits, .bitmap_hi = (uint32_t)(bits >> 32)};
+	uint8_t buf[256];
+	uint32_t lens[2];
+	assert_int_equal(fg_ack_build(&e, 1, cfg.mtu, 77, buf, sizeof(buf), lens, 2), 1);
+	struct dp_dgram d = {.src = &consumer, .route = &no_route, .payload = buf, .len = lens[0], .fragmented = true};
+	dp_shard_dgram(&lc, &d, now);
+}
+
+/* The fleet's consumer (wire.md 2.1) at the default ack_window (auto): it
+ * is seen ACKing the fleet's way; then a stale base (below the window) and
+ * a far-ahead one (beyond anything sent) are ignored and counted, and the
+ * delivery still pending is resent, not held for a window nor taken as
+ * delivered. */
+static void test_window_stale_and_ahead_bases_ignored(void **st)
+{
+	(void)st;
+	assert_int_equal(cfg.consumer_ack_window, FG_ACKWIN_AUTO);
+	uint64_t now = 2 * MS;
+	for (uint32_t t = 1000; t < 1004; t++)
+		resolve_token(t, now);
+	assert_int_equal(C(FG_C_SEEDS_SENT), 4);
+	/* it holds 1000, then 999 (resolved late), 1001, 1002: the same
+	 * base, more bits */
+	resolve_token(999, now);
+	consumer_entry(1000, 0x1, now);
+	consumer_entry(999, 0x3, now);
+	consumer_entry(999, 0x7, now);
+	assert_int_equal(X(DP_X_DLV_FLEET_SEEN), 0);
+	consumer_entry(999, 0xF, now);
+	assert_int_equal(X(DP_X_DLV_FLEET_SEEN), 1);
+	assert_int_equal(C(FG_C_DELIVERY_ACKED), 4);
+	assert_int_equal(lc.dlv.n, 1); /* 1003 */
+	/* a stale base: read as the window, 1003 would lie beyond 900 + 63
+	 * and wait without resends */
+	consumer_entry(900, 0x1, now + 1 * MS);
+	assert_int_equal(X(DP_X_DLV_BASE_STALE), 1);
+	dp_shard_tick(&lc, now + 11 * MS);
+	assert_int_equal(C(FG_C_DELIVERY_RESENT), 1);
+	assert_int_equal(X(DP_X_DLV_WINDOW_WAIT), 0);
+	assert_int_equal(sent_to(0, &consumer), 2); /* the seed again, two fragments */
+	/* a far-ahead base: read as the window, 1003 would be delivered */
+	consumer_entry(50000, 0x1, now + 12 * MS);
+	assert_int_equal(X(DP_X_DLV_BASE_AHEAD), 1);
+	dp_shard_tick(&lc, now + 22 * MS);
+	assert_int_equal(C(FG_C_DELIVERY_RESENT), 2);
+	assert_int_equal(C(FG_C_DELIVERY_ACKED), 4);
+	/* resends exhausted (2): given up, counted; nothing silently delivered */
+	dp_shard_tick(&lc, now + 33 * MS);
+	assert_int_equal(C(FG_C_DELIVERY_GIVEN_UP), 1);
+	assert_int_equal(X(DP_X_DLV_GIVEUP_RESENDS), 1);
+	assert_int_equal(lc.dlv.n, 0);
+	/* the consumer's real base still moves the window; a delivery below
+	 * it is resent, not taken as delivered (the consumer may have lost it
+	 * before it took a later one), and its own ACK retires it */
+	consumer_entry(1003, 0x1, now + 34 * MS);
+	resolve_token(990, now + 35 * MS); /* resolved late, below the base */
+	assert_int_equal(C(FG_C_SEEDS_SENT), 6);
+	dp_shard_tick(&lc, now + 46 * MS);
+	assert_int_equal(C(FG_C_DELIVERY_RESENT), 3);
+	consumer_entry(990, 0x1, now + 47 * MS);
+	assert_int_equal(C(FG_C_DELIVERY_ACKED), 5);
+	assert_int_equal(lc.dlv.n, 0);
+}
+
+/* A consumer that ACKs exactly what it received (a new base each frame)
+ * is never read the fleet's way: its ACK of 1001 says nothing about 1000,
+ * which is resent. */
+static void test_window_exact_consumer_not_fleet(void **st)
+{
+	(void)st;
+	uint64_t now = 2 * MS;
+	for (uint32_t t = 1000; t < 1003; t++)
+		resolve_token(t, now);
+	consumer_entry(1001, 0x1, now);
+	consumer_entry(1002, 0x1, now);
+	consumer_entry(1002, 0x1, now); /* a duplicate ACK: the same base, no new bit */
+	assert_int_equal(X(DP_X_DLV_FLEET_SEEN), 0);
+	assert_int_equal(C(FG_C_DELIVERY_ACKED), 2);
+	dp_shard_tick(&lc, now + 11 * MS);
+	assert_int_equal(C(FG_C_DELIVERY_RESENT), 1);
+	assert_int_equal(C(FG_C_DELIVERY_ACKED), 2);
+}
+
 static void test_malformed_counted(void **st)
 {
 	(void)st;
@@ -407,6 +521,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_given_up_without_ack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resolve_ack_and_resend, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_window_exact_consumer_not_fleet, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_window_stale_and_ahead_bases_ignored, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -301,7 +301,7 @@ def check_phase(a):
         fail('outcome late %d < %d late duplicates sent' % (o['late'], exp['late']))
     eq('slots_in_use', r['slots_in_use'], 0)
     eq('drop_malformed', c['drop_malformed'], 0)
-    eq('rx_pkts identity', c['rx_pkts'], x['arp'] + x['ndp_solicitations'] + x['drop_ip_fragment'] + x['drop_multiseg'] + x['pkt_malformed'] +
+    eq('rx_pkts identity', c['rx_pkts'], x['arp'] + x['ndp_solicitations'] + x['ndp_advertisements'] + x['drop_ip_fragment'] + x['drop_multiseg'] + x['pkt_malformed'] +
        c['drop_not_udp'] + x['drop_bad_source'] + x['drop_not_ours'] + c['drop_bad_port'] + c['drop_not_allowed'] + x['raw_datagrams'] + c['frags'])
     eq('frags identity', c['frags'], x['frag_single'] + x['frag_taken'] + x['frag_duplicate'] + x['frag_discarded'] +
        x['frag_nobuf'] + x['frag_malformed'] + c['drop_reasm_overflow'])

@@ -27,6 +27,16 @@
 #             layer stream), clean path: no delivered seed may be given up,
 #             the seeds beyond base+63 wait (delivery_window_wait) instead
 #             of burning resends (issue 13)
+#   fleet_default  fleet_window at the default [consumers] ack_window
+#             (auto): the consumer must be recognised as the fleet's
+#             (delivery_window_fleet_seen) and nothing it got given up
+#   bases     the fleet's consumer at the default ack_window, 5% of the
+#             deliveries lost, and tests/dataplane/ack_bases.py sending
+#             from the consumer's address every 100 ms a stale (500) and a
+#             far-ahead (5,000,000) base for every layer: both ignored and
+#             counted (delivery_ack_base_stale, delivery_ack_base_ahead),
+#             the lost deliveries still resent (none held for a window),
+#             every seed delivered, nothing given up
 #   silent    the consumer never ACKs (fanofleet --no-consumer-ack) and
 #             [consumers] pending_max = 32: every delivery must end given
 #             up (resends exhausted, or the oldest evicted from the full
@@ -60,23 +70,31 @@ RELAY=${4:?fanorelay}
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 TOKENS=${FG_FAULTS_TOKENS:-60}
-R2="" RESENDS=5 PENDING=4096 CACK=() ACKWIN=exact
+R2="" RESENDS=5 PENDING=4096 CACK=() ACKWIN=""
 case $SCEN in
 loss5)  R2="--up-loss 0.05" ;;
 loss20) R2="--loss 0.20 --dup 0.05 --reorder 0.05 --reorder-gap 2"; RESENDS=20 ;;
 silent) CACK=(--no-consumer-ack); PENDING=32 ;;
 fleet_window) CACK=(--consumer-acks fleet); ACKWIN=fleet; TOKENS=${FG_FAULTS_TOKENS:-100} ;;
+fleet_default) CACK=(--consumer-acks fleet); ACKWIN=""; TOKENS=${FG_FAULTS_TOKENS:-100} ;;
+bases)  CACK=(--consumer-acks fleet); ACKWIN=""; R2="--up-loss 0.05" ;;
 *) echo "run_delivery.sh: unknown scenario $SCEN"; exit 2 ;;
 esac
 
 . "$HERE/../lib/delivery.sh"
 LCORES=${FG_FAULTS_LCORES:-1}
 fg_dlv_begin fgdr 93 "$DP" "$FLEET" "$RELAY"
-fg_dlv_start "$DP" "$RELAY" "$FLEET" "ack_window = $ACKWIN"
+fg_dlv_start "$DP" "$RELAY" "$FLEET" "${ACKWIN:+ack_window = $ACKWIN}"
 
 WINDOW=8
-[ "$SCEN" = fleet_window ] && WINDOW=$TOKENS
+case $SCEN in fleet_window | fleet_default) WINDOW=$TOKENS ;; esac
+if [ "$SCEN" = bases ]; then
+	fg_bg INPID ip netns exec "$NS" "$PY" "$HERE/../dataplane/ack_bases.py" ${NET}1 ${NET}2 17000 60 > "$TMP/inject.log" 2>&1
+	fg_wait_until 10 grep -q "^injecting" "$TMP/inject.log" ||
+		{ cat "$TMP/inject.log"; echo "FAIL: the injector did not start"; exit 1; }
+fi
 fg_dlv_fleet "$FLEET" "$WINDOW" "${CACK[@]}"
+[ "$SCEN" = bases ] && fg_stop INPID
 # the consumer lingered through the last resends ((resends + 1) x resend_ms),
 # ACKing them (or, silent, not); fg_dlv_drain waits for the ledger to close
 # (nothing pending). fleet_window leaves the seeds beyond the consumer's
@@ -85,7 +103,7 @@ fg_dlv_fleet "$FLEET" "$WINDOW" "${CACK[@]}"
 # stopped (no give-up, some window waits, few resends against the pending
 # count; an ACK still in flight leaves one more pending, which loosens that
 # bound by one seed's resends).
-[ "$SCEN" = fleet_window ] || fg_dlv_drain
+case $SCEN in fleet_window | fleet_default) ;; *) fg_dlv_drain ;; esac
 fg_dlv_stop
 
 PYTHONPATH="$HERE/../lib" $PY - "$SCEN" "$FRC" "$DPRC" "$TMP" "$R2" "$RESENDS" "$PENDING" "${FG_FAULTS_RESULTS:-}" "$LCORES" <<'PY'
@@ -107,7 +125,7 @@ if sent <= 0:
     fails.append(f"seeds_sent = {sent}")
 if sent != acked + given + pend:
     fails.append(f"ledger open: seeds_sent {sent} != acked {acked} + given_up {given} + pending {pend}")
-if pend != 0 and scen != "fleet_window":
+if pend != 0 and scen not in ("fleet_window", "fleet_default"):
     fails.append(f"{pend} deliveries still pending after the drain")
 if sum(why.values()) != given:
     fails.append(f"given-up reasons {why} do not add up to delivery_given_up {given}")
@@ -132,7 +150,21 @@ if scen == "loss20":
         fails.append("no ACK of a duplicate delivery was seen (delivery_ack_unmatched 0)")
     if acked > sent:
         fails.append(f"acked {acked} > sent {sent}: a duplicate ACK retired something twice")
-if scen == "fleet_window":
+if scen == "fleet_default" and x.get("delivery_window_fleet_seen", 0) <= 0:
+    fails.append("the fleet's consumer was not recognised (delivery_window_fleet_seen 0)")
+if scen == "bases":
+    stale, ahead = x.get("delivery_ack_base_stale", 0), x.get("delivery_ack_base_ahead", 0)
+    if missing != 0 or given != 0:
+        fails.append(f"{missing} seeds missing, {given} given up ({why}) under stale and far-ahead bases")
+    if stale <= 0 or ahead <= 0:
+        fails.append(f"bad bases not counted: delivery_ack_base_stale {stale}, delivery_ack_base_ahead {ahead}")
+    if x.get("delivery_window_fleet_seen", 0) <= 0:
+        fails.append("the fleet's consumer was not recognised (delivery_window_fleet_seen 0)")
+    if lost_dn == 0 or resent <= 0:
+        fails.append(f"{lost_dn} deliveries lost, {resent} resent: the scenario tested nothing")
+    if x.get("delivery_window_wait", 0) != 0:
+        fails.append(f"a bad base was read as the window: window_wait {x.get('delivery_window_wait')}")
+if scen in ("fleet_window", "fleet_default"):
     # the fleet's consumer never ACKs beyond base+63 while it holds < 128:
     # those seeds were delivered (fanofleet got them, missing 0) and wait
     wait = x.get("delivery_window_wait", 0)
@@ -166,7 +198,9 @@ res = {
     "seeds_sent": sent, "delivery_acked": acked, "delivery_resent": resent, "delivery_given_up": given,
     "giveup_reasons": why, "delivery_ack_unmatched": unmatched, "delivery_pending": pend,
     "delivery_window_wait": x.get("delivery_window_wait", 0),
-    "delivery_acked_below_base": x.get("delivery_acked_below_base", 0),
+    "delivery_ack_base_stale": x.get("delivery_ack_base_stale", 0),
+    "delivery_ack_base_ahead": x.get("delivery_ack_base_ahead", 0),
+    "delivery_window_fleet_seen": x.get("delivery_window_fleet_seen", 0),
     "r2_deliveries_lost": lost_dn, "r2_acks_lost": lost_acks,
     "r2_dup": r2.get("up", {}).get("dup", 0) + r2.get("down", {}).get("dup", 0),
     "acks_checked": r2.get("acks", {}).get("acked_seqs", 0), "seconds": round(fleet.get("seconds", 0), 2),

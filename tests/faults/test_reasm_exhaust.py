@@ -611,7 +611,7 @@ def finish(res, dm, c_start=None, sent=0):
     if c_start is not None:
         c = dm.counters()
         d = {k: c[k] - c_start[k] for k in c if isinstance(c[k], int)}
-        rx_sum = (d['arp'] + d['ndp_solicitations'] + d['drop_ip_fragment'] + d['drop_multiseg'] + d['pkt_malformed'] +
+        rx_sum = (d['arp'] + d['ndp_solicitations'] + d['ndp_advertisements'] + d['drop_ip_fragment'] + d['drop_multiseg'] + d['pkt_malformed'] +
                   d['drop_not_udp'] + d.get('drop_bad_source', 0) + d.get('drop_not_ours', 0) + d['drop_bad_port'] + d['drop_not_allowed'] + d['raw_datagrams'] + d['frags'])
         fr_sum = (d['frag_single'] + d['frag_taken'] + d['frag_duplicate'] + d['frag_discarded'] + d['frag_nobuf'] +
                   d['frag_malformed'] + d['drop_reasm_overflow'])

@@ -94,9 +94,28 @@ static void static_neighbours_config(void **state)
 	}
 }
 
+/* An entry the dataplane asked for at first use (incomplete, no MAC yet)
+ * learns from the first admitted claim, like an empty slot; once known,
+ * only an answer to our request changes it. */
+static void incomplete_entry_learns_once(void **state)
+{
+	(void)state;
+	struct dp_neigh n = {.family = 4, .incomplete = true};
+	memcpy(n.addr, consumer, 16);
+	assert_int_equal(dp_neigh_judge(&n, 4, consumer, good_mac, true, false), DP_NEIGH_LEARN);
+	assert_int_equal(dp_neigh_judge(&n, 4, consumer, good_mac, false, false), DP_NEIGH_NOT_ALLOWED);
+	static const uint8_t other[16] = {10, 0, 0, 3};
+	assert_int_equal(dp_neigh_judge(&n, 4, other, good_mac, true, false), DP_NEIGH_SLOT_BUSY);
+	n.incomplete = false;
+	memcpy(n.mac, good_mac, 6);
+	assert_int_equal(dp_neigh_judge(&n, 4, consumer, evil_mac, true, false), DP_NEIGH_UNSOLICITED);
+	assert_int_equal(dp_neigh_judge(&n, 4, consumer, evil_mac, true, true), DP_NEIGH_LEARN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(incomplete_entry_learns_once),
 		cmocka_unit_test(empty_slot_learns_only_admitted),
 		cmocka_unit_test(known_entry_never_changed_unsolicited),
 		cmocka_unit_test(static_entry_never_changed),

@@ -1,0 +1,117 @@
+/* dp_cwin.h - how one lcore reads its consumers' ACK bases (dp_cwin.c):
+ * pure C, no DPDK, no I/O, no state shared between lcores.
+ *
+ * The fleet's receiving transport ACKs at most base..base+63 per stream,
+ * base = the lowest sequence it still holds, and trims only once 128 are
+ * held (wire.md 2.1). Read that way, a pending delivery below the base has
+ * been delivered and one beyond base + 63 cannot be ACKed before the
+ * window moves (dp_dlv.h keeps that window and places pending entries
+ * against it). A consumer that ACKs exactly what it received says nothing
+ * with its base: read the fleet's way, its ACK of seq 10 would retire a
+ * lost seq 9. This file decides, per stream, which base the window may
+ * take:
+ *
+ *   reading   [consumers] ack_window (the `mode` argument, enum
+ *             fg_ack_window): EXACT never takes a base; FLEET
+ *             reads every stream the fleet's way; AUTO reads a stream
+ *             exactly until its consumer has shown the fleet's signature
+ *             DP_CWIN_FLEET_HITS times: an entry with the same base as
+ *             the stream's previous entry naming every sequence that one
+ *             named (at least two) and more (its held set grew under an
+ *             unchanged lowest sequence). A consumer that ACKs what it
+ *             just received names a new base with each frame; one that
+ *             packs the sequences received since its last ACK repeats a
+ *             base with the earlier bits only when all of them came
+ *             again.
+ *             "Previous" is any of the stream's DP_CWIN_RECENT latest
+ *             bases, so entries of another sender in between (a forged
+ *             or replayed ACK, an earlier run's) cannot hide the
+ *             signature; entries judged ahead are left out.
+ *   ahead     a base beyond the highest sequence this lcore sent on the
+ *             stream cannot be the lowest one the consumer holds: ignored
+ *             (counted by the caller); it would retire every pending
+ *             delivery as delivered.
+ *   stale     a base below the window's base (a reordered or replayed
+ *             ACK; the fleet's base only moves up once the consumer has
+ *             trimmed): ignored (counted); it would hold every pending
+ *             delivery beyond its base + 63 without resends. The entry's
+ *             bits still ACK what they name, so a late sequence that
+ *             lowered a fleet consumer's base is retired by its own bit.
+ *   restart   a delivery sent more than DP_CWIN_RESTART below the
+ *             window's base (or more than DP_CWIN_RESTART_SENT below the
+ *             highest sequence sent) is a new run of the stream: the
+ *             window and the highest sequence start again from it, so
+ *             the old run's bases are "ahead" of it.
+ * An lcore that sent nothing on a stream has no deliveries there to place
+ * and takes no base (DP_CWIN_NONE), but still follows the entries for the
+ * fleet's signature.
+ *
+ * Streams live in a direct-mapped table of DP_CWIN_STREAMS (by the
+ * stream's low byte, as dp_dlv's windows); a colliding stream takes the
+ * entry over and the old one starts again (exact until seen again).
+ *
+ * Who may call: the owning lcore only (single writer, nothing atomic). */
+#ifndef DP_CWIN_H
+#define DP_CWIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define DP_CWIN_STREAMS 256u
+#define DP_CWIN_FLEET_HITS 2u        /* fleet signatures before AUTO reads a stream the fleet's way */
+#define DP_CWIN_RESTART 128u         /* a send this far below the window's base restarts the stream */
+#define DP_CWIN_RESTART_SENT (1u << 20) /* ... or this far below the highest sequence sent */
+#define DP_CWIN_RECENT 4u            /* recent entries the fleet's signature is looked for against */
+
+struct dp_cwin_stream {
+	uint16_t stream;
+	bool used;
+	bool fleet;         /* read the fleet's way (FLEET, or AUTO once seen) */
+	uint8_t hits;       /* fleet signatures seen (AUTO) */
+	bool has_sent, has_base;
+	uint32_t sent_hi;   /* highest sequence this lcore sent on the stream */
+	uint32_t clock;     /* orders recent[] */
+	struct {
+		bool used;
+		uint32_t age;
+		uint32_t base;
+		uint64_t bits;
+	} recent[DP_CWIN_RECENT]; /* the latest entries of distinct bases (not judged ahead) */
+	bool has_seen;
+	uint32_t seen_base; /* the previous entry's base, whatever its verdict */
+	uint32_t base;      /* the window's base: the latest base taken */
+};
+
+/* All zero is the empty table (struct dp_lcore is zeroed at init). */
+struct dp_cwin {
+	struct dp_cwin_stream s[DP_CWIN_STREAMS];
+};
+
+/* What one ACK entry's base does. */
+enum dp_cwin_verdict {
+	DP_CWIN_NONE = 0, /* no window from it (exact reading, not seen yet, or nothing sent here) */
+	DP_CWIN_SAME,     /* the window's base, unchanged */
+	DP_CWIN_MOVED,    /* the window takes this base */
+	DP_CWIN_STALE,    /* below the window's base: ignored */
+	DP_CWIN_AHEAD,    /* beyond anything this lcore sent on the stream: ignored */
+};
+
+/* This lcore sent seq on stream for the first time (a new delivery, not a
+ * resend). True when that restarts the stream (see above): the caller
+ * forgets the window it placed deliveries against. */
+bool dp_cwin_sent(struct dp_cwin *w, uint8_t mode, uint16_t stream, uint32_t seq);
+/* What else an ACK entry told (dp_cwin_ack). */
+struct dp_cwin_note {
+	bool seen_fleet; /* this entry made AUTO read the stream the fleet's way (once per stream) */
+	bool new_base;   /* the stream reads the fleet's way here and the entry's base differs from
+			  * the previous entry's: other lcores' windows may move (the caller copies
+			  * the frame to them) */
+};
+/* An ACK entry of stream from its consumer: base and its 64-bit bitmap
+ * (bit k = base + k), read as mode says; *note (not NULL) is written. */
+enum dp_cwin_verdict dp_cwin_ack(struct dp_cwin *w, uint8_t mode, uint16_t stream, uint32_t base, uint64_t bits,
+				 struct dp_cwin_note *note);
+/* Whether stream is read the fleet's way on this lcore. */
+bool dp_cwin_is_fleet(const struct dp_cwin *w, uint8_t mode, uint16_t stream);
+
+#endif
