@@ -96,9 +96,10 @@ int dp_lcore_main(void *arg)
 		 * it sleeps and somebody waits on what we pushed) is one syscall,
 		 * the TX flush of a resolved seed's datagrams through a veth can
 		 * be ten times that, and the TLS subscriber's seed waits on it. */
-		dp_lane_wake(lc);
+		if (lc->lane_sent)
+			dp_lane_wake(lc);
 		dp_inbox_kick(lc);
-		if (dp_tx_flush(lc) && !held) {
+		if (lc->n_tx && dp_tx_flush(lc) && !held) {
 			if (!hold_ns || now < lc->tx_nohold_until) {
 				dp_tx_drop(lc);
 			} else {
