@@ -25,7 +25,9 @@ iteration (clock, line facts, the checks: the same with or without work),
 and the housekeeping timer (dp_shard_tick -> timers, once a millisecond:
 delivery resends, reassembly and slot expiry), printed on its own.
 
-Usage: cg_ir.py CALLGRIND_OUT DP_REPORT_JSON [--json OUT]
+Usage: cg_ir.py CALLGRIND_OUT DP_REPORT_JSON [--json OUT] [--top N]
+  --top N: also the N functions with the most self cost under the counted
+           calls, per seed
 """
 import json
 import re
@@ -45,11 +47,14 @@ HOUSEKEEPING = [("dp_shard_tick", "timers")]
 # a function's clones (.isra, .constprop, .part, .avx2 ...) count as it
 STAGES = [
     ("rx: parse, checks, demux (dp_rx_work self)", ["dp_rx_work"], "self"),
-    ("fragment decode + placement (dp_place_*)", ["dp_place_burst"], "incl"),
-    ("  reassembly records (dp_reasm_push)", ["dp_reasm_push"], "incl"),
-    ("  slot placement (fg_slot_place*)", ["fg_slot_place", "fg_slot_place_fast"], "incl"),
+    ("  dp_pkt_parse + dp_pkt_addr_check", ["dp_pkt_parse", "dp_pkt_addr_check"], "incl"),
+    ("shard burst (dp_shard_burst)", ["dp_shard_burst"], "incl"),
+    ("  its own passes (self)", ["dp_shard_burst"], "self"),
+    ("  chunks into slots (dp_reasm_land)", ["dp_reasm_land"], "incl"),
+    ("  other fragments (reassembly: push)", ["push"], "incl"),
+    ("  slot placement (fg_slot_land)", ["fg_slot_land"], "incl"),
     ("  fg_slot_begin", ["fg_slot_begin"], "incl"),
-    ("whole frames (ACKs from the consumer)", ["dp_shard_dgram"], "incl"),
+    ("  whole frames (consumer ACKs: whole)", ["whole"], "incl"),
     ("outcomes (on_outcome)", ["on_outcome"], "incl"),
     ("  delivery (dp_deliver_seed)", ["dp_deliver_seed"], "incl"),
     ("  statuses (dp_reply_status)", ["dp_reply_status"], "incl"),
@@ -260,8 +265,23 @@ def main():
     res["floor_per_seed"] = round(floor / seeds)
     print("fanogate instructions per received packet beside copies, reduction and fingerprint: %.0f" % beside)
     print("fanogate instructions per resolved seed: %d" % round(per_seed))
-    if len(sys.argv) > 4 and sys.argv[3] == "--json":
-        json.dump(res, open(sys.argv[4], "w"), indent=1)
+    if "--json" in sys.argv:
+        json.dump(res, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=1)
+    if "--top" in sys.argv:
+        # every function under the counted calls, by its work share of
+        # self cost (inlined code included) and of inclusive cost
+        top = int(sys.argv[sys.argv.index("--top") + 1])
+        rows = []
+        for f in funcs:
+            w = weight.get(f, 0.0)
+            if w <= 0:
+                continue
+            inc = self_cost.get(f, 0) + sum(ir for g, _, ir in out_calls.get(f, []) if g != f)
+            rows.append((self_cost.get(f, 0) * w, inc * w, f))
+        rows.sort(reverse=True)
+        print("%-40s %10s %10s" % ("function (work share)", "self/seed", "incl/seed"))
+        for sc, ic, f in rows[:top]:
+            print("%-40s %10.0f %10.0f" % (f[1][:40], sc / seeds, ic / seeds))
     return 0
 
 
