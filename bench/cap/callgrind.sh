@@ -7,7 +7,7 @@
 # delivered and acknowledged, inclusive of everything it calls but the PMD,
 # divided by the seeds resolved, and a per-stage table beside it. The work
 # is the cost of the calls the poll loop makes only when it has work
-# (dp_rx_work for a non-empty RX burst, dp_tx_flush with packets waiting,
+# (dp_rx_work for a non-empty RX burst, dp_tx_send with packets waiting,
 # dp_shard_ack_flush with ACKs noted, dp_shard_handed, dp_lane_wake):
 # empty polls call none of them, so their number (which follows the
 # machine's load) does not enter N. The once-a-millisecond housekeeping

@@ -10,7 +10,7 @@ there is work for it:
   dp_rx_burst -> dp_rx_work        a non-empty RX burst: parse, reassembly,
                                    placement, resolution, delivery, statuses,
                                    ACK bookkeeping, hand-off, the mbufs freed
-  dp_lcore_main -> dp_tx_flush     packets waiting in the TX buffer
+  dp_lcore_main -> dp_tx_send      packets waiting in the TX buffer
   dp_shard_tick -> dp_shard_ack_flush   ACKs noted and not yet sent
   dp_inbox_poll -> dp_shard_handed  a frame another lcore handed over
   dp_lcore_main -> dp_lane_wake    a message pushed to the control plane
@@ -36,7 +36,7 @@ from collections import defaultdict
 
 ROOTS = [
     ("dp_rx_burst", "dp_rx_work"),
-    ("dp_lcore_main", "dp_tx_flush"),
+    ("dp_lcore_main", "dp_tx_send"),
     ("dp_shard_tick", "dp_shard_ack_flush"),
     ("dp_inbox_poll", "dp_shard_handed"),
     ("dp_lcore_main", "dp_lane_wake"),
