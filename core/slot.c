@@ -541,6 +541,7 @@ int fg_slot_begin(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_n
 	ref->attempt = sl->attempt[pos];
 	ref->pos = (uint8_t)pos;
 	ref->body_len = sl->body_len;
+	ref->buf = slot_buf(s, i, pos);
 	result_slot(s, i, FG_O_PARTIAL, res);
 	return 0;
 }
@@ -581,14 +582,9 @@ int fg_slot_place(struct fg_slots *s, const struct fg_slot_ref *ref, uint32_t of
 		result_slot(s, ref->slot, FG_O_BAD_RANGE, res);
 		return 0;
 	}
-	uint8_t *dst = slot_buf(s, ref->slot, ref->pos) + off;
-	memcpy(dst, src, len);
-	/* The next fragment of a line usually follows this one: ask for its
-	 * destination lines now (for writing), so their misses overlap the
-	 * work until it arrives instead of stalling its copy. */
-	for (uint32_t o = len, end = sl->body_len - off < 2 * len ? sl->body_len - off : 2 * len; o < end;
-	     o += FG_CACHE_LINE)
-		__builtin_prefetch(dst + o, 1, 3);
+	memcpy(slot_buf(s, ref->slot, ref->pos) + off, src, len);
+	/* The reassembler prefetches a burst's destinations before it places
+	 * them (dp_shard.c), so nothing is prefetched here. */
 	sl->landed[ref->pos] += len;
 	if (sl->landed[ref->pos] == sl->body_len) {
 		sl->pending &= (uint8_t)~(1u << ref->pos);
@@ -596,6 +592,35 @@ int fg_slot_place(struct fg_slots *s, const struct fg_slot_ref *ref, uint32_t of
 	} else
 		result_slot(s, ref->slot, FG_O_PARTIAL, res);
 	return 0;
+}
+
+enum fg_outcome fg_slot_land(struct fg_slots *s, const struct fg_slot_ref *ref, uint32_t off, const void *src,
+			     uint32_t len, uint64_t now_ns, struct fg_slot_result *res)
+{
+	if (ref->slot < s->cfg.capacity) {
+		struct fg_slot *sl = slot_at(s, ref->slot);
+		unsigned pos = ref->pos;
+		/* The common case in a few compares: the reference is current
+		 * and the range fits; anything else takes fg_slot_place, which
+		 * names the outcome. */
+		if (sl->gen == ref->gen && sl->state == FG_SLOT_OPEN && pos < sl->n && sl->attempt[pos] == ref->attempt &&
+		    off <= sl->body_len && len <= sl->body_len - off && len <= sl->body_len - sl->landed[pos]) {
+			memcpy(slot_buf(s, ref->slot, pos) + off, src, len);
+			sl->landed[pos] += len;
+			if (sl->landed[pos] != sl->body_len)
+				return FG_O_PARTIAL;
+			result_init(s, NULL, res);
+			res->bytes = sl->body_len;
+			sl->pending &= (uint8_t)~(1u << pos);
+			line_complete(s, ref->slot, slot_line_at(s, sl, pos), res);
+			return res->outcome;
+		}
+	}
+	if (fg_slot_place(s, ref, off, src, len, now_ns, res) < 0) {
+		result_init(s, NULL, res);
+		res->outcome = FG_O_BAD_RANGE;
+	}
+	return res->outcome;
 }
 
 void fg_slot_abort(struct fg_slots *s, const struct fg_slot_ref *ref)

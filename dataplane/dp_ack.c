@@ -4,26 +4,16 @@
 #include <errno.h>
 #include <string.h>
 
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 static uint32_t sets_for(uint32_t peers)
 {
-	uint32_t s = pow2_at_least((peers + DP_ACK_WAYS - 1) / DP_ACK_WAYS);
+	uint32_t s = dp_pow2_at_least((peers + DP_ACK_WAYS - 1) / DP_ACK_WAYS);
 	return s ? s : 1;
 }
-
-static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 size_t dp_ack_mem_size(uint32_t peers)
 {
 	size_t n = (size_t)sets_for(peers) * DP_ACK_WAYS;
-	return align64(n * sizeof(struct dp_ack_peer)) + align64(n * sizeof(uint32_t));
+	return dp_align64(n * sizeof(struct dp_ack_peer)) + dp_align64(n * sizeof(uint32_t));
 }
 
 int dp_ack_init(struct dp_ack *a, void *mem, size_t len, uint32_t peers)
@@ -36,7 +26,7 @@ int dp_ack_init(struct dp_ack *a, void *mem, size_t len, uint32_t peers)
 	a->n_sets = sets_for(peers);
 	size_t n = (size_t)a->n_sets * DP_ACK_WAYS;
 	a->p = mem;
-	a->dirty = (uint32_t *)((uint8_t *)mem + align64(n * sizeof(struct dp_ack_peer)));
+	a->dirty = (uint32_t *)((uint8_t *)mem + dp_align64(n * sizeof(struct dp_ack_peer)));
 	memset(a->p, 0, n * sizeof(struct dp_ack_peer));
 	return 0;
 }

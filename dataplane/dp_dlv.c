@@ -1,24 +1,21 @@
 /* dp_dlv.c - pending resolved-seed deliveries of one lcore (see dp_dlv.h).
  * Owning lcore only. */
 #include "dp_dlv.h"
+#include "dp_index.h"
 
 #include <errno.h>
 #include <string.h>
 
-static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
-
 static uint32_t buckets_for(uint32_t capacity)
 {
-	uint32_t b = 2;
-	while (b < 2u * capacity)
-		b <<= 1;
-	return b;
+	uint32_t b = dp_pow2_at_least(2u * capacity);
+	return b < 2 ? 2 : b;
 }
 
 size_t dp_dlv_mem_size(uint32_t capacity)
 {
-	return align64((size_t)capacity * sizeof(struct dp_dlv_entry)) +
-	       align64((size_t)buckets_for(capacity) * sizeof(uint32_t));
+	return dp_align64((size_t)capacity * sizeof(struct dp_dlv_entry)) +
+	       dp_align64((size_t)buckets_for(capacity) * sizeof(uint32_t));
 }
 
 int dp_dlv_init(struct dp_dlv *d, void *mem, size_t len, const struct dp_dlv_cfg *cfg)
@@ -31,7 +28,7 @@ int dp_dlv_init(struct dp_dlv *d, void *mem, size_t len, const struct dp_dlv_cfg
 	memset(d, 0, sizeof(*d));
 	d->cfg = *cfg;
 	d->e = mem;
-	d->idx = (uint32_t *)((uint8_t *)mem + align64((size_t)cfg->capacity * sizeof(struct dp_dlv_entry)));
+	d->idx = (uint32_t *)((uint8_t *)mem + dp_align64((size_t)cfg->capacity * sizeof(struct dp_dlv_entry)));
 	d->mask = buckets_for(cfg->capacity) - 1;
 	memset(d->e, 0, (size_t)cfg->capacity * sizeof(struct dp_dlv_entry));
 	memset(d->idx, 0xFF, ((size_t)d->mask + 1) * sizeof(uint32_t));
@@ -44,8 +41,7 @@ int dp_dlv_init(struct dp_dlv *d, void *mem, size_t len, const struct dp_dlv_cfg
 
 static uint32_t key_hash(uint16_t stream, uint32_t seq)
 {
-	uint64_t k = ((uint64_t)stream << 32 | seq) * 0x9E3779B97F4A7C15ull;
-	return (uint32_t)(k >> 32);
+	return dp_key_hash((uint64_t)stream << 32 | seq);
 }
 
 /* Bucket holding key, or the empty bucket where it would go. */

@@ -4,9 +4,9 @@
  * (dp_io_dpdk.c), take the control plane's messages (dp_lanes.c), let the
  * shard run its timers and ACK flushes (dp_shard_tick), wake the control
  * plane if this iteration gave it something while it slept (dp_lanes.c),
- * then flush the TX buffer (dp_tx.c). While packets the TX queue refused
+ * then send the TX buffer (dp_tx.c). While packets the TX queue refused
  * wait in that buffer, the next iterations receive nothing (TX
- * back-pressure, at most [port] tx_hold_ms).
+ * back-pressure, dp_tx.c, at most [port] tx_hold_ms).
  *
  * Who may call: dp_lcore_main runs on its own EAL lcore, launched by
  * dp_start; it touches only that lcore's struct dp_lcore, the shared
@@ -51,7 +51,6 @@ int dp_lcore_main(void *arg)
 	/* [poll] idle_wake and this lcore has something to wait on (dp.c) */
 	bool can_wait = lc->lane->wake.has_fd;
 	uint64_t wait_after = (uint64_t)dp_g.prof.idle_wake_after_us * 1000u, last_work = now;
-	const uint64_t hold_ns = (uint64_t)dp_g.prof.tx_hold_ms * 1000000u;
 	/* the default 50 us timer slack would stretch every short sleep to
 	 * ~55 us: 1 us keeps the backoff's first steps short */
 	if (dp_g.prof.idle_sleep_us)
@@ -69,25 +68,9 @@ int dp_lcore_main(void *arg)
 		if ((int32_t)(ep - lc->slots.epoch) > 0)
 			lc->slots.epoch = ep;
 
-		/* TX back-pressure: while packets the TX queue refused wait in
-		 * the TX buffer, receive nothing. What arrives waits in the
-		 * device's RX ring, or is dropped there, before any work was
-		 * spent on it, and its sender resends what was never ACKed;
-		 * dropping at TX instead threw away resolved seeds, whose only
-		 * copy (the slot) a fast table reclaims before the 200 ms
-		 * resend. A hold lasts at most [port] tx_hold_ms (a peer that
-		 * stopped reading must not stop the lcore): then the waiting
-		 * packets are dropped as before, and for DP_TX_NOHOLD_TIMES as
-		 * long every refused packet is (no new hold while the queue
-		 * stays stuck). tx_hold_ms = 0: no hold, refused packets are
-		 * dropped at once. */
-		bool held = lc->n_tx != 0;
-		if (held && now - lc->tx_held_ns >= hold_ns) {
-			dp_tx_drop(lc);
-			dp_lc_xcount(lc, DP_X_TX_HOLD_EXPIRED);
-			lc->tx_nohold_until = now + DP_TX_NOHOLD_TIMES * hold_ns;
-			held = false;
-		}
+		/* TX back-pressure (dp_tx.c): while packets the TX queue refused
+		 * wait, receive nothing, for at most [port] tx_hold_ms */
+		bool held = lc->n_tx != 0 && dp_tx_held(lc, now);
 		unsigned work = held ? 1u : dp_rx_burst(lc, now);
 		work += dp_inbox_poll(lc, now);
 		work += dp_lane_poll(lc, now);
@@ -96,16 +79,11 @@ int dp_lcore_main(void *arg)
 		 * it sleeps and somebody waits on what we pushed) is one syscall,
 		 * the TX flush of a resolved seed's datagrams through a veth can
 		 * be ten times that, and the TLS subscriber's seed waits on it. */
-		dp_lane_wake(lc);
+		if (lc->lane_sent)
+			dp_lane_wake(lc);
 		dp_inbox_kick(lc);
-		if (dp_tx_flush(lc) && !held) {
-			if (!hold_ns || now < lc->tx_nohold_until) {
-				dp_tx_drop(lc);
-			} else {
-				lc->tx_held_ns = now;
-				dp_lc_xcount(lc, DP_X_TX_HELD);
-			}
-		}
+		if (lc->n_tx)
+			dp_tx_send(lc, held, now);
 		if (work) {
 			dp_xcount(lc->xk, DP_X_BUSY_CYCLES, rte_rdtsc() - tsc0);
 			idle = 0;

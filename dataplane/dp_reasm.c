@@ -11,8 +11,13 @@
 
 enum ra_state { RA_FREE = 0, RA_HOLD, RA_SLOT, RA_BUFFER, RA_DISCARD, RA_DONE };
 
+/* One frame's reassembly. The first line holds what every fragment reads
+ * (the lookup, the state, the fragment bits), the second where a slot
+ * context places (ref); the rest is read at fragment 0, completion and
+ * expiry. */
 struct dp_ra_ctx {
-	struct dp_peer peer;
+	uint32_t hnext;
+	uint32_t hash;      /* dp_peer_hash(peer, 0) */
 	uint16_t frame_id;
 	uint8_t state;
 	uint8_t total;
@@ -20,62 +25,29 @@ struct dp_ra_ctx {
 	bool has_last;
 	bool bad;          /* DISCARD, never ACKed: the fragmentation was malformed, or nothing was placed (no_slot, stale, no buffer) */
 	bool on_done;
+	uint32_t use;       /* bumped when the context is taken and when it is freed (hints) */
 	uint32_t last_len;
 	uint32_t frame_len; /* 0 until fragment 0 */
-	uint64_t t_ns;
 	uint64_t bits[4];
-	uint8_t *buf;
+	struct fg_slot_ref ref;
+	struct dp_peer peer;
 	uint16_t stream_id;
 	uint32_t sequence;
+	uint64_t t_ns;
+	uint32_t prev, next;
+	uint8_t *buf;
 	/* BUFFER: fragment 0's header and its stream's class under the binding
 	 * it came with (bound_layer + 1, 0 = unbound), handed out with the frame */
 	struct fg_hdr hdr;
 	struct fg_ingest_class cls;
 	uint32_t binding;
-	struct fg_slot_ref ref;
 	struct fg_seed seed; /* SLOT/DISCARD of a seed: header and prefix facts, body NULL */
-	uint32_t hnext, prev, next;
 };
-
-bool dp_peer_eq(const struct dp_peer *a, const struct dp_peer *b)
-{
-	return a->family == b->family && a->port == b->port && memcmp(a->addr, b->addr, 16) == 0;
-}
-
-uint32_t dp_peer_hash(const struct dp_peer *p, uint32_t extra)
-{
-	/* Three multiply-xorshift rounds (splitmix64's constants) over the key
-	 * as words: the address as two 64-bit loads, then port, family and
-	 * extra in one. ~20 instructions where byte-wise FNV-1a took ~130 per
-	 * call (callgrind, bench/cap/callgrind.sh); it runs 2-3 times per
-	 * packet (reassembly bucket, ACK set, neighbour slot). */
-	uint64_t a, b;
-	memcpy(&a, p->addr, 8);
-	memcpy(&b, p->addr + 8, 8);
-	uint64_t k = (uint64_t)p->port << 40 | (uint64_t)p->family << 32 | extra;
-	uint64_t h = (a ^ 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
-	h ^= h >> 31;
-	h = (h ^ b) * 0x94D049BB133111EBull;
-	h ^= h >> 29;
-	h = (h ^ k) * 0xBF58476D1CE4E5B9ull;
-	h ^= h >> 32;
-	return (uint32_t)h;
-}
-
-static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
-
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-	while (p < n)
-		p <<= 1;
-	return p;
-}
 
 size_t dp_reasm_mem_size(const struct dp_reasm_cfg *cfg)
 {
-	return align64((size_t)cfg->contexts * sizeof(struct dp_ra_ctx)) +
-	       align64((size_t)pow2_at_least(cfg->contexts * 2) * sizeof(uint32_t));
+	return dp_align64((size_t)cfg->contexts * sizeof(struct dp_ra_ctx)) +
+	       dp_align64((size_t)dp_pow2_at_least(cfg->contexts * 2) * sizeof(uint32_t));
 }
 
 int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_reasm_cfg *cfg)
@@ -89,8 +61,8 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 	memset(r, 0, sizeof(*r));
 	r->cfg = *cfg;
 	r->ctx = mem;
-	r->n_buckets = pow2_at_least(cfg->contexts * 2);
-	r->bucket = (uint32_t *)((uint8_t *)mem + align64((size_t)cfg->contexts * sizeof(struct dp_ra_ctx)));
+	r->n_buckets = dp_pow2_at_least(cfg->contexts * 2);
+	r->bucket = (uint32_t *)((uint8_t *)mem + dp_align64((size_t)cfg->contexts * sizeof(struct dp_ra_ctx)));
 	memset(r->ctx, 0, (size_t)cfg->contexts * sizeof(struct dp_ra_ctx));
 	for (uint32_t i = 0; i < r->n_buckets; i++)
 		r->bucket[i] = NIL;
@@ -103,9 +75,12 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 
 /* ---- lists and hash ---------------------------------------------------- */
 
-static uint32_t bucket_of(const struct dp_reasm *r, const struct dp_peer *p, uint16_t frame_id)
+/* A peer's frames sit in consecutive buckets from its hash: frame ids of
+ * one sender never collide within 2 * contexts, and the peer is hashed
+ * once per burst, not per fragment. */
+static uint32_t bucket_of(const struct dp_reasm *r, uint32_t hash, uint16_t frame_id)
 {
-	return dp_peer_hash(p, frame_id) & (r->n_buckets - 1);
+	return (hash + frame_id) & (r->n_buckets - 1);
 }
 
 static void list_unlink(struct dp_reasm *r, uint32_t i)
@@ -148,7 +123,7 @@ static void list_append(struct dp_reasm *r, uint32_t i, bool done)
 
 static void hash_remove(struct dp_reasm *r, uint32_t i)
 {
-	uint32_t *pp = &r->bucket[bucket_of(r, &r->ctx[i].peer, r->ctx[i].frame_id)];
+	uint32_t *pp = &r->bucket[bucket_of(r, r->ctx[i].hash, r->ctx[i].frame_id)];
 	while (*pp != NIL) {
 		if (*pp == i) {
 			*pp = r->ctx[i].hnext;
@@ -158,12 +133,46 @@ static void hash_remove(struct dp_reasm *r, uint32_t i)
 	}
 }
 
-static uint32_t hash_find(const struct dp_reasm *r, const struct dp_peer *p, uint16_t frame_id)
+static uint32_t hash_find(const struct dp_reasm *r, const struct dp_peer *p, uint32_t hash, uint16_t frame_id)
 {
-	for (uint32_t i = r->bucket[bucket_of(r, p, frame_id)]; i != NIL; i = r->ctx[i].hnext)
-		if (r->ctx[i].frame_id == frame_id && dp_peer_eq(&r->ctx[i].peer, p))
+	for (uint32_t i = r->bucket[bucket_of(r, hash, frame_id)]; i != NIL; i = r->ctx[i].hnext) {
+		const struct dp_ra_ctx *c = &r->ctx[i];
+		if (c->frame_id == frame_id && c->hash == hash && dp_peer_eq(&c->peer, p))
 			return i;
+	}
 	return NIL;
+}
+
+void dp_reasm_find(const struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, uint16_t frame_id,
+		   struct dp_ra_hint *hint)
+{
+	hint->ctx = hash_find(r, peer, hash, frame_id);
+	hint->use = hint->ctx == NIL ? 0 : r->ctx[hint->ctx].use;
+}
+
+void dp_reasm_prefetch(const struct dp_reasm *r, const struct dp_ra_hint *hint, unsigned index)
+{
+	if (hint->ctx >= r->cfg.contexts)
+		return;
+	const struct dp_ra_ctx *c = &r->ctx[hint->ctx];
+	if (c->state != RA_SLOT || c->use != hint->use)
+		return;
+	/* body byte of frame offset index * C; fragment 0 never lands here
+	 * (it is the one that began the attempt) */
+	size_t foff = (size_t)index * r->cfg.chunk;
+	if (foff >= SEED_HDR && foff - SEED_HDR < c->ref.body_len) {
+		const uint8_t *d = c->ref.buf + (foff - SEED_HDR);
+		__builtin_prefetch(d, 1, 3);
+		__builtin_prefetch(d + 64, 1, 3);
+	}
+}
+
+static void ctx_drop_buf(struct dp_reasm *r, struct dp_ra_ctx *c)
+{
+	if (c->buf) {
+		r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
+		c->buf = NULL;
+	}
 }
 
 /* Return a context to the free list; releases its buffer and aborts a slot
@@ -173,15 +182,13 @@ static void ctx_free(struct dp_reasm *r, uint32_t i, bool abort_slot)
 	struct dp_ra_ctx *c = &r->ctx[i];
 	if (c->state == RA_SLOT && abort_slot && r->cfg.slots)
 		fg_slot_abort(r->cfg.slots, &c->ref);
-	if (c->buf) {
-		r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
-		c->buf = NULL;
-	}
+	ctx_drop_buf(r, c);
 	hash_remove(r, i);
 	list_unlink(r, i);
 	c->state = RA_FREE;
 	c->next = r->free_head;
 	r->free_head = i;
+	c->use++;
 }
 
 /* Same source address (port ignored: one station may use many ports). */
@@ -190,7 +197,8 @@ static bool same_addr(const struct dp_peer *a, const struct dp_peer *b)
 	return a->family == b->family && !memcmp(a->addr, b->addr, sizeof(a->addr));
 }
 
-static uint32_t ctx_alloc(struct dp_reasm *r, const struct dp_peer *p, const struct fg_frag *f, uint64_t now)
+static uint32_t ctx_alloc(struct dp_reasm *r, const struct dp_peer *p, uint32_t hash, const struct fg_frag *f,
+			  uint64_t now)
 {
 	if (r->free_head == NIL && r->done_head != NIL) {
 		/* Full: recycle the oldest tombstone before refusing a new group. */
@@ -212,13 +220,16 @@ static uint32_t ctx_alloc(struct dp_reasm *r, const struct dp_peer *p, const str
 	uint32_t i = r->free_head;
 	struct dp_ra_ctx *c = &r->ctx[i];
 	r->free_head = c->next;
-	memset(c, 0, sizeof(*c));
+	uint32_t use = c->use + 1;
+	memset(c, 0, offsetof(struct dp_ra_ctx, hdr)); /* the rest is written before it is read */
+	c->use = use;
+	c->hash = hash;
 	c->peer = *p;
 	c->frame_id = f->frame_id;
 	c->state = RA_HOLD;
 	c->total = f->total;
 	c->t_ns = now;
-	uint32_t b = bucket_of(r, p, f->frame_id);
+	uint32_t b = bucket_of(r, hash, f->frame_id);
 	c->hnext = r->bucket[b];
 	r->bucket[b] = i;
 	list_append(r, i, false);
@@ -228,10 +239,7 @@ static uint32_t ctx_alloc(struct dp_reasm *r, const struct dp_peer *p, const str
 static void ctx_done(struct dp_reasm *r, uint32_t i, uint64_t now)
 {
 	struct dp_ra_ctx *c = &r->ctx[i];
-	if (c->buf) {
-		r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
-		c->buf = NULL;
-	}
+	ctx_drop_buf(r, c);
 	list_unlink(r, i);
 	c->state = RA_DONE;
 	c->t_ns = now;
@@ -248,12 +256,29 @@ static uint32_t frag_len(const struct dp_reasm *r, const struct dp_ra_ctx *c, un
 	return i + 1u == c->total ? c->last_len : r->cfg.chunk;
 }
 
+/* The group is judged: outcome o (res, when the slot engine gave one, is
+ * already in out->res), later fragments are absorbed. */
 static void judge(struct dp_ra_ctx *c, struct dp_reasm_out *out, enum fg_outcome o, int reason)
 {
 	c->state = RA_DISCARD;
 	out->events |= DP_RA_EV_OUTCOME;
 	out->res.outcome = o;
 	out->reason = reason;
+}
+
+/* Fragment 0 refused before the slot engine gave a result: judged with
+ * outcome o and reason, the buffer of held fragments released, the status
+ * facts of what was decoded (token_seq, layer; no line). */
+static void refuse(struct dp_reasm *r, struct dp_ra_ctx *c, struct dp_reasm_out *out, enum fg_outcome o, int reason,
+		   uint32_t token_seq, uint16_t layer)
+{
+	ctx_drop_buf(r, c);
+	memset(&out->seed, 0, sizeof(out->seed));
+	out->seed.token_seq = token_seq;
+	out->seed.dst_layer = layer;
+	out->seed.line = FG_LINE_NONE;
+	memset(&out->res, 0, sizeof(out->res));
+	judge(c, out, o, reason);
 }
 
 /* Place frame bytes [foff, foff+len) of a SLOT context into the slot. Returns
@@ -269,29 +294,54 @@ static bool slot_place(struct dp_reasm *r, struct dp_ra_ctx *c, uint32_t foff, c
 		len -= skip;
 		foff = SEED_HDR;
 	}
-	struct fg_slot_result res;
-	if (fg_slot_place(r->cfg.slots, &c->ref, foff - SEED_HDR, src, len, now, &res) < 0) {
-		judge(c, out, FG_O_BAD_RANGE, 0);
-		return false;
-	}
-	switch (res.outcome) {
+	enum fg_outcome o = fg_slot_land(r->cfg.slots, &c->ref, foff - SEED_HDR, src, len, now, &out->res);
+	switch (o) {
 	case FG_O_PARTIAL:
 		return true;
 	case FG_O_ACCEPTED:
 	case FG_O_RESOLVED:
 		out->events |= DP_RA_EV_OUTCOME;
-		out->res = res;
 		return true;
 	default:
-		out->res = res;
-		judge(c, out, res.outcome, 0);
+		judge(c, out, o, 0);
 		/* A superseded attempt (a resend under a new frame_id began for the
 		 * same line) landed nothing: do not ACK it, or a resend that later
 		 * times out would leave the sender believing the line arrived. */
-		if (res.outcome == FG_O_STALE)
+		if (o == FG_O_STALE)
 			c->bad = true;
 		return false;
 	}
+}
+
+/* Fragment 0 of a seed this shard owns: begin the slot attempt. Returns
+ * true when its chunks go straight into the slot; false with the context
+ * judged (refused) or, for FG_O_DUP_PENDING, to be buffered whole. */
+static bool begin_direct(struct dp_reasm *r, struct dp_ra_ctx *c, const struct fg_seed *s, uint64_t now,
+			 struct dp_reasm_out *out, bool *judged)
+{
+	struct fg_slot_result res;
+	*judged = false;
+	if (fg_slot_begin(r->cfg.slots, s, now, &c->ref, &res) < 0) {
+		ctx_drop_buf(r, c);
+		memset(&out->res, 0, sizeof(out->res));
+		judge(c, out, FG_O_MALFORMED, FG_R_UNENCODABLE);
+		*judged = true;
+		return false;
+	}
+	if (res.outcome == FG_O_PARTIAL || res.outcome == FG_O_ACCEPTED)
+		return true;
+	if (res.outcome == FG_O_DUP_PENDING)
+		return false; /* whole frame to fg_slot_put (duplicate or conflict) */
+	ctx_drop_buf(r, c);
+	out->res = res;
+	judge(c, out, res.outcome, 0);
+	/* Not placed (another key's open slot holds the index): answered
+	 * no_slot, never ACKed, so a sender that only resends unACKed frames
+	 * tries again (issue 14, 6b). */
+	if (res.outcome == FG_O_NO_SLOT)
+		c->bad = true;
+	*judged = true;
+	return false;
 }
 
 /* Fragment 0 arrived: read the header (and the seed prefix) and choose the
@@ -310,10 +360,7 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 	uint32_t need = (flen + r->cfg.chunk - 1) / r->cfg.chunk;
 	if (need != c->total || (c->has_last && c->last_len != flen - (c->total - 1u) * r->cfg.chunk)) {
 		/* The header disagrees with the fragmentation: the group is malformed. */
-		if (c->state == RA_HOLD && c->buf) {
-			r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
-			c->buf = NULL;
-		}
+		ctx_drop_buf(r, c);
 		c->state = RA_DISCARD;
 		c->bad = true;
 		out->disp = DP_RA_MALFORMED;
@@ -325,17 +372,10 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 	c->sequence = h.sequence;
 	out->stream_id = h.stream_id;
 	out->sequence = h.sequence;
-
-	bool direct = false;
 	if (flen > r->cfg.frame_max) {
 		/* Too big for any buffer: judged now, still ACKed when complete. */
-		if (c->buf) {
-			r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
-			c->buf = NULL;
-		}
-		memset(&out->seed, 0, sizeof(out->seed));
-		out->seed.token_seq = h.sequence;
-		judge(c, out, FG_O_MALFORMED, FG_R_SEED_TOO_LARGE);
+		refuse(r, c, out, FG_O_MALFORMED, FG_R_SEED_TOO_LARGE, h.sequence, 0);
+		out->seed.line = 0;
 		return;
 	}
 	/* Classified once: a buffered frame carries this to the whole-frame
@@ -348,107 +388,52 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 	uint16_t layer = cr == 0 ? c->cls.layer : 0;
 	if (cr == -FG_R_LAYER_MISMATCH) {
 		/* on a layer port, a stream naming another layer: refused by name */
-		if (c->buf) {
-			r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
-			c->buf = NULL;
-		}
-		memset(&out->seed, 0, sizeof(out->seed));
-		out->seed.token_seq = h.sequence;
-		out->seed.dst_layer = ictx->bound_layer;
-		out->seed.line = FG_LINE_NONE;
-		judge(c, out, FG_O_MALFORMED, FG_R_LAYER_MISMATCH);
+		refuse(r, c, out, FG_O_MALFORMED, FG_R_LAYER_MISMATCH, h.sequence, ictx->bound_layer);
 		return;
 	}
 	if (cr == 0 && (band == FG_BAND_SEED || band == FG_BAND_CANONICAL) && !fg_ingest_serves(ictx, layer)) {
 		/* [cluster] layers: another node of the fleet serves it */
-		if (c->buf) {
-			r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
-			c->buf = NULL;
-		}
-		memset(&out->seed, 0, sizeof(out->seed));
-		out->seed.token_seq = h.sequence;
-		out->seed.dst_layer = layer;
-		out->seed.line = FG_LINE_NONE;
-		judge(c, out, FG_O_MALFORMED, FG_R_LAYER_NOT_SERVED);
+		refuse(r, c, out, FG_O_MALFORMED, FG_R_LAYER_NOT_SERVED, h.sequence, layer);
 		return;
 	}
+	bool direct = false;
 	if (cr == 0 && band == FG_BAND_SEED) {
 		struct fg_seed s;
 		ssize_t rc = fg_seed_decode_prefix(&h, chunk + FG_HDR_LEN, len - FG_HDR_LEN, layer, ictx->limits, &s);
 		if (rc < 0) {
-			memset(&out->seed, 0, sizeof(out->seed));
-			out->seed.token_seq = h.sequence;
-			out->seed.dst_layer = layer;
-			out->seed.line = FG_LINE_NONE;
-			if (c->buf) {
-				r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
-				c->buf = NULL;
-			}
-			judge(c, out, FG_O_MALFORMED, (int)-rc);
+			refuse(r, c, out, FG_O_MALFORMED, (int)-rc, h.sequence, layer);
 			return;
 		}
 		s.body = NULL;
 		c->seed = s;
 		out->seed = s;
 		if (fg_linefacts_state(ictx->lines, s.line) == FG_LINE_DISABLED) {
-			if (c->buf) {
-				r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
-				c->buf = NULL;
-			}
+			ctx_drop_buf(r, c);
 			memset(&out->res, 0, sizeof(out->res));
 			out->res.bytes = s.body_len;
 			judge(c, out, FG_O_LINE_DISABLED, 0);
 			return;
 		}
-		direct = r->cfg.slots &&
-			 fg_shard_of(s.token_seq, s.dst_layer, r->cfg.n_layers, r->cfg.n_shards) == r->cfg.shard_self;
-		if (direct) {
-			struct fg_slot_result res;
-			if (fg_slot_begin(r->cfg.slots, &s, now, &c->ref, &res) < 0) {
-				if (c->buf) {
-					r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
-					c->buf = NULL;
-				}
-				memset(&out->res, 0, sizeof(out->res));
-				judge(c, out, FG_O_MALFORMED, FG_R_UNENCODABLE);
+		if (r->cfg.slots &&
+		    fg_shard_of(s.token_seq, s.dst_layer, r->cfg.n_layers, r->cfg.n_shards) == r->cfg.shard_self) {
+			bool judged;
+			direct = begin_direct(r, c, &s, now, out, &judged);
+			if (judged)
 				return;
-			}
-			if (res.outcome == FG_O_DUP_PENDING) {
-				direct = false; /* whole frame to fg_slot_put (duplicate or conflict) */
-			} else if (res.outcome != FG_O_PARTIAL && res.outcome != FG_O_ACCEPTED) {
-				if (c->buf) {
-					r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
-					c->buf = NULL;
-				}
-				out->res = res;
-				judge(c, out, res.outcome, 0);
-				/* Not placed (another key's open slot holds the index):
-				 * answered no_slot, never ACKed, so a sender that only
-				 * resends unACKed frames tries again (issue 14, 6b). */
-				if (res.outcome == FG_O_NO_SLOT)
-					c->bad = true;
-				return;
-			}
 		}
 	}
 	if (direct) {
 		c->state = RA_SLOT;
 		uint8_t *held = c->buf;
-		if (!slot_place(r, c, 0, chunk, len, now, out))
-			goto release;
-		/* Drain the fragments that arrived before fragment 0. */
-		for (unsigned i = 1; held && i < c->total; i++) {
-			if (!bit_test(c, i))
-				continue;
-			if (!slot_place(r, c, i * r->cfg.chunk, held + (size_t)i * r->cfg.chunk, frag_len(r, c, i), now,
-					out))
-				break;
+		if (slot_place(r, c, 0, chunk, len, now, out)) {
+			/* Drain the fragments that arrived before fragment 0. */
+			for (unsigned i = 1; held && i < c->total; i++) {
+				if (bit_test(c, i) && !slot_place(r, c, i * r->cfg.chunk, held + (size_t)i * r->cfg.chunk,
+								  frag_len(r, c, i), now, out))
+					break;
+			}
 		}
-	release:
-		if (c->buf) {
-			r->cfg.bufs.put(r->cfg.bufs.arg, c->buf);
-			c->buf = NULL;
-		}
+		ctx_drop_buf(r, c);
 		return;
 	}
 	/* BUFFER: held fragments are already at their frame offsets. */
@@ -465,11 +450,12 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 	c->state = RA_BUFFER;
 }
 
-int dp_reasm_push(struct dp_reasm *r, const struct dp_peer *peer, const struct fg_frag *f,
-		  const struct fg_ingest_ctx *ictx, uint64_t now, struct dp_reasm_out *out)
+static int push(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, struct dp_ra_hint *hint,
+		const struct fg_frag *f, const struct fg_ingest_ctx *ictx, uint64_t now, struct dp_reasm_out *out)
 {
-	memset(out, 0, sizeof(*out));
 	out->disp = DP_RA_TAKEN;
+	out->events = 0;
+	out->reason = 0;
 	uint32_t C = r->cfg.chunk;
 	/* Chunk sizes: every fragment but the last is exactly C, the last 1..C. */
 	if (f->total < 2 || f->index >= f->total) {
@@ -483,15 +469,23 @@ int dp_reasm_push(struct dp_reasm *r, const struct dp_peer *peer, const struct f
 		out->reason = FG_R_FRAG_CHUNK_SIZE;
 		return 0;
 	}
-	uint32_t i = hash_find(r, peer, f->frame_id);
+	uint32_t i;
+	if (hint && hint->ctx < r->cfg.contexts && r->ctx[hint->ctx].use == hint->use)
+		i = hint->ctx; /* neither freed nor taken again since the lookup */
+	else
+		i = hash_find(r, peer, hash, f->frame_id);
 	if (i == NIL) {
-		i = ctx_alloc(r, peer, f, now);
+		i = ctx_alloc(r, peer, hash, f, now);
 		if (i == NIL) {
 			out->disp = DP_RA_OVERFLOW;
 			return 0;
 		}
 	}
 	struct dp_ra_ctx *c = &r->ctx[i];
+	if (hint) {
+		hint->ctx = i;
+		hint->use = c->use;
+	}
 	if (c->state == RA_DONE) {
 		out->disp = DP_RA_DUP;
 		return 0;
@@ -575,6 +569,65 @@ complete:
 		ctx_done(r, i, now);
 	}
 	return 0;
+}
+
+bool dp_reasm_land(struct dp_reasm *r, const struct dp_ra_hint *hint, const struct fg_frag *f, uint64_t now,
+		   struct dp_reasm_out *out)
+{
+	if (hint->ctx >= r->cfg.contexts)
+		return false;
+	struct dp_ra_ctx *c = &r->ctx[hint->ctx];
+	unsigned i = f->index;
+	uint32_t C = r->cfg.chunk;
+	/* A SLOT context has seen fragment 0 (bit 0), so i >= 1 here and the
+	 * chunk lies past the frame's header and seed prefix: i * C >= 64. */
+	if (c->use != hint->use || c->state != RA_SLOT || f->total != c->total || i >= c->total || bit_test(c, i))
+		return false;
+	bool last = i + 1u == c->total;
+	if (last ? f->chunk_len != c->frame_len - (c->total - 1u) * C : f->chunk_len != C)
+		return false;
+	bit_set(c, i);
+	c->nrecv++;
+	if (last) {
+		c->has_last = true;
+		c->last_len = f->chunk_len;
+	}
+	out->disp = DP_RA_TAKEN;
+	out->events = 0;
+	out->reason = 0;
+	enum fg_outcome o = fg_slot_land(r->cfg.slots, &c->ref, i * C - SEED_HDR, f->chunk, f->chunk_len, now, &out->res);
+	if (o != FG_O_PARTIAL) {
+		if (o == FG_O_ACCEPTED || o == FG_O_RESOLVED) {
+			out->events |= DP_RA_EV_OUTCOME;
+		} else {
+			judge(c, out, o, 0);
+			if (o == FG_O_STALE)
+				c->bad = true; /* as in slot_place: a superseded attempt is never ACKed */
+		}
+		out->stream_id = c->stream_id;
+		out->sequence = c->sequence;
+		out->seed = c->seed;
+	}
+	if (c->nrecv == c->total && !c->bad) {
+		out->events |= DP_RA_EV_COMPLETE;
+		out->stream_id = c->stream_id;
+		out->sequence = c->sequence;
+		ctx_done(r, hint->ctx, now);
+	}
+	return true;
+}
+
+int dp_reasm_push_hinted(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, struct dp_ra_hint *hint,
+			 const struct fg_frag *f, const struct fg_ingest_ctx *ictx, uint64_t now,
+			 struct dp_reasm_out *out)
+{
+	return push(r, peer, hash, hint, f, ictx, now, out);
+}
+
+int dp_reasm_push(struct dp_reasm *r, const struct dp_peer *peer, const struct fg_frag *f,
+		  const struct fg_ingest_ctx *ictx, uint64_t now, struct dp_reasm_out *out)
+{
+	return push(r, peer, dp_peer_hash(peer, 0), NULL, f, ictx, now, out);
 }
 
 uint32_t dp_reasm_expire(struct dp_reasm *r, uint64_t now, uint32_t max)

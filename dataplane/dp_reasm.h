@@ -49,16 +49,8 @@
 #include "fg/ingest.h"
 #include "fg/slot.h"
 #include "fg/wire.h"
+#include "dp_index.h"
 
-/* A UDP source: family 4 or 6, address in network byte order (IPv4 in the
- * first 4 bytes, rest zero), port in host order. */
-struct dp_peer {
-	uint8_t family;
-	uint8_t addr[16];
-	uint16_t port;
-};
-bool dp_peer_eq(const struct dp_peer *a, const struct dp_peer *b);
-uint32_t dp_peer_hash(const struct dp_peer *p, uint32_t extra);
 
 /* Where frame buffers come from (each buffer holds frame_max bytes). */
 struct dp_buf_ops {
@@ -92,11 +84,14 @@ enum dp_ra_disp {
 #define DP_RA_EV_FRAME 0x2u    /* a whole frame is in buf[0..len): the caller owns buf now */
 #define DP_RA_EV_COMPLETE 0x4u /* every fragment arrived: ACK (stream_id, sequence) */
 
+/* Written per fragment: disp, events and reason always; every other field
+ * only with the disposition or event that names it (a fragment that only
+ * landed writes three words, no record). */
 struct dp_reasm_out {
 	enum dp_ra_disp disp;
 	unsigned events;
-	int reason;            /* fg_reason for MALFORMED or an OUTCOME of FG_O_MALFORMED */
-	uint16_t stream_id;    /* COMPLETE, OUTCOME */
+	int reason;            /* fg_reason for MALFORMED or an OUTCOME of FG_O_MALFORMED; else 0 */
+	uint16_t stream_id;    /* COMPLETE, OUTCOME, DISCARDED */
 	uint32_t sequence;
 	void *buf;             /* FRAME */
 	uint32_t len;
@@ -138,6 +133,37 @@ FG_MUST_CHECK int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const
  * shard. */
 FG_MUST_CHECK int dp_reasm_push(struct dp_reasm *r, const struct dp_peer *peer, const struct fg_frag *frag,
 				const struct fg_ingest_ctx *ctx, uint64_t now_ns, struct dp_reasm_out *out);
+
+/* The burst path (dp_shard.c): a burst's fragments are looked up first,
+ * their destinations prefetched, then pushed. A hint names the context a
+ * fragment's frame had at the lookup (or none: look up when pushing);
+ * dp_reasm_push_hinted uses it while that context was neither freed nor
+ * taken again since (its use count), and writes back the context it used,
+ * so the next fragment of the same frame in the burst starts from it.
+ * hash = dp_peer_hash(peer, 0). */
+#define DP_RA_HINT_NONE UINT32_MAX
+struct dp_ra_hint {
+	uint32_t ctx; /* context index, or DP_RA_HINT_NONE */
+	uint32_t use; /* its use count at the lookup */
+};
+void dp_reasm_find(const struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, uint16_t frame_id,
+		   struct dp_ra_hint *hint);
+/* Prefetch where fragment `index` of the hinted context lands: its slot
+ * line buffer (a context placing into a slot), else nothing. */
+void dp_reasm_prefetch(const struct dp_reasm *r, const struct dp_ra_hint *hint, unsigned index);
+/* dp_reasm_push with the peer's hash and a hint from dp_reasm_find (or
+ * NULL: look up). */
+FG_MUST_CHECK int dp_reasm_push_hinted(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash,
+				       struct dp_ra_hint *hint, const struct fg_frag *frag,
+				       const struct fg_ingest_ctx *ctx, uint64_t now_ns, struct dp_reasm_out *out);
+
+/* The common case of the burst path in one call: fragment f (index >= 1,
+ * neither a repeat nor malformed) of the frame of a current hint whose
+ * context places straight into a slot. Returns true with *out filled as
+ * dp_reasm_push_hinted would have; false when anything else holds (then
+ * nothing changed: push it). */
+FG_MUST_CHECK bool dp_reasm_land(struct dp_reasm *r, const struct dp_ra_hint *hint, const struct fg_frag *f,
+				 uint64_t now_ns, struct dp_reasm_out *out);
 
 /* Free contexts whose lifetime ended (oldest first, at most max); aborts the
  * slot attempt of a timed-out SLOT context. Returns how many INCOMPLETE

@@ -38,101 +38,124 @@ static void points_seen(struct dp_lcore *lc, int family, const uint8_t *addr, ui
 	}
 }
 
-static void rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, uint64_t now)
+/* Decode one packet: L2-L4 into *pk, ARP and NDP answered at once, the
+ * checks; a UDP datagram for the shard is written to *dg (pointing into
+ * *pk) and true returned. */
+static bool rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, struct dp_pkt *pk, struct dp_dgram *dg, uint64_t now)
 {
-	dp_lc_count(lc, FG_C_RX_PKTS, 1);
-	dp_lc_count(lc, FG_C_RX_BYTES, m->pkt_len);
 	if (m->nb_segs > 1) {
 		dp_lc_xcount(lc, DP_X_MULTISEG);
-		return;
+		return false;
 	}
-	struct dp_pkt pk;
 	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
-	switch (dp_pkt_parse(p, rte_pktmbuf_data_len(m), &pk)) {
+	switch (dp_pkt_parse(p, rte_pktmbuf_data_len(m), pk)) {
 	case DP_PKT_ARP:
-		dp_neigh_on_arp(lc, &pk);
-		return;
+		dp_neigh_on_arp(lc, pk);
+		return false;
 	case DP_PKT_NDP_NS:
-		dp_neigh_on_ndp(lc, &pk);
-		return;
+		dp_neigh_on_ndp(lc, pk);
+		return false;
 	case DP_PKT_NDP_NA:
-		dp_neigh_on_na(lc, &pk);
-		return;
+		dp_neigh_on_na(lc, pk);
+		return false;
 	case DP_PKT_NOT_UDP:
 		dp_lc_count(lc, FG_C_DROP_NOT_UDP, 1);
-		return;
+		return false;
 	case DP_PKT_IP_FRAG:
 		dp_lc_xcount(lc, DP_X_IP_FRAG);
-		return;
+		return false;
 	case DP_PKT_MALFORMED:
 		dp_lc_xcount(lc, DP_X_PKT_MALFORMED);
 		dp_lc_count(lc, FG_C_DROP_MALFORMED, 1);
-		return;
+		return false;
 	case DP_PKT_UDP:
 		break;
 	}
 	/* one host, sending to us (issue 14 item 8; docs/dataplane.md "Addresses") */
-	switch (dp_pkt_addr_check(&pk, dp_g.prof.has_ip4 ? dp_g.prof.ip4 : NULL, dp_g.prof.has_ip6 ? dp_g.prof.ip6 : NULL)) {
+	switch (dp_pkt_addr_check(pk, dp_g.prof.has_ip4 ? dp_g.prof.ip4 : NULL, dp_g.prof.has_ip6 ? dp_g.prof.ip6 : NULL)) {
 	case DP_ADDR_OK:
 		break;
 	case DP_ADDR_BAD_SOURCE:
 		dp_lc_xcount(lc, DP_X_BAD_SOURCE);
-		return;
+		return false;
 	case DP_ADDR_NOT_OURS:
 		dp_lc_xcount(lc, DP_X_NOT_OURS);
-		return;
+		return false;
 	}
-	bool frag = pk.dst_port == dp_g.cfg.udp_port;
+	bool frag = pk->dst_port == dp_g.cfg.udp_port;
 	/* [udp] layer_ports: port BASE + L speaks the fragmented profile for
 	 * layer L (wire.md 3); the datagram carries L into the shard's ingest
 	 * context (and dp_shard copies it into any hand-off). */
-	uint32_t lp_off = (uint32_t)pk.dst_port - dp_g.cfg.udp_layer_ports;
-	bool bound = dp_g.cfg.udp_layer_ports && pk.dst_port >= dp_g.cfg.udp_layer_ports && lp_off < dp_g.cfg.layers;
+	uint32_t lp_off = (uint32_t)pk->dst_port - dp_g.cfg.udp_layer_ports;
+	bool bound = dp_g.cfg.udp_layer_ports && pk->dst_port >= dp_g.cfg.udp_layer_ports && lp_off < dp_g.cfg.layers;
 	frag |= bound;
-	if (!frag && !(dp_g.cfg.udp_raw_port && pk.dst_port == dp_g.cfg.udp_raw_port)) {
+	if (!frag && !(dp_g.cfg.udp_raw_port && pk->dst_port == dp_g.cfg.udp_raw_port)) {
 		dp_lc_count(lc, FG_C_DROP_BAD_PORT, 1);
-		return;
+		return false;
 	}
 	if (dp_g.cfg.n_allow) {
 		bool ok = false;
-		int fam = pk.src.family == 6 ? AF_INET6 : AF_INET;
+		int fam = pk->src.family == 6 ? AF_INET6 : AF_INET;
 		for (unsigned i = 0; i < dp_g.cfg.n_allow && !ok; i++)
-			ok = fg_prefix_match(&dp_g.cfg.allow[i], fam, pk.src.addr);
+			ok = fg_prefix_match(&dp_g.cfg.allow[i], fam, pk->src.addr);
 		if (!ok) {
 			dp_lc_count(lc, FG_C_DROP_NOT_ALLOWED, 1);
-			return;
+			return false;
 		}
 	}
-	memcpy(pk.route.our_mac, dp_g.mac.addr_bytes, 6);
+	memcpy(pk->route.our_mac, dp_g.mac.addr_bytes, 6);
 	/* no neighbour learning from UDP (issue 14 item 4): replies go back to
-	 * pk.route.mac; deliveries use ARP/NDP-learnt or static neighbours */
+	 * pk->route.mac; deliveries use ARP/NDP-learnt or static neighbours */
 	if (dp_g.have_points)
-		points_seen(lc, pk.src.family, pk.src.addr, now);
-	if (pk.src.family == 4 && !lc->has_local4) {
+		points_seen(lc, pk->src.family, pk->src.addr, now);
+	if (pk->src.family == 4 && !lc->has_local4) {
 		lc->has_local4 = true;
-		memcpy(lc->local4, pk.dst, 16);
-	} else if (pk.src.family == 6 && !lc->has_local6) {
+		memcpy(lc->local4, pk->dst, 16);
+	} else if (pk->src.family == 6 && !lc->has_local6) {
 		lc->has_local6 = true;
-		memcpy(lc->local6, pk.dst, 16);
+		memcpy(lc->local6, pk->dst, 16);
 	}
-	const struct dp_dgram dg = {.src = &pk.src,
-				    .route = &pk.route,
-				    .payload = pk.payload,
-				    .len = pk.payload_len,
-				    .fragmented = frag,
-				    .layer_bound = bound,
-				    .bound_layer = bound ? (uint16_t)lp_off : 0};
-	dp_shard_dgram(lc, &dg, now);
+	*dg = (struct dp_dgram){.src = &pk->src,
+				.route = &pk->route,
+				.payload = pk->payload,
+				.len = pk->payload_len,
+				.fragmented = frag,
+				.layer_bound = bound,
+				.bound_layer = bound ? (uint16_t)lp_off : 0};
+	return true;
 }
 
-/* The rest of a packet (its first line is fetched 3 packets ahead): a
- * chunk is copied into its slot next, and on a zero-copy memif port (or a
- * NIC) its lines were last written by another agent. */
-static inline void prefetch_payload(const struct rte_mbuf *m)
+/* The work of a non-empty burst, in two passes (VPP's vector spirit):
+ * every packet decoded first (its first line fetched 3 packets ahead),
+ * then the burst's datagrams to the shard together (dp_shard_burst: their
+ * fragment headers read, reassembly records found and the slot lines they
+ * land in prefetched, then placed in arrival order). Not inlined: the poll
+ * loop calls it only when the PMD returned packets, so
+ * bench/cap/callgrind.sh counts the lcore's work per seed as this call's
+ * cost (and empty polls never reach it). */
+static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte_mbuf **pkts, uint16_t n, uint64_t now)
 {
-	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
-	for (uint32_t o = RTE_CACHE_LINE_SIZE; o < rte_pktmbuf_data_len(m); o += RTE_CACHE_LINE_SIZE)
-		rte_prefetch0(p + o);
+	struct dp_pkt pk[DP_BURST];
+	struct dp_dgram dg[DP_BURST];
+	unsigned nd = 0;
+	uint64_t bytes = 0;
+	/* DPDK l3fwd's PREFETCH_OFFSET: on a zero-copy memif port (and a NIC)
+	 * a packet's first line was last written by another agent */
+	for (uint16_t i = 0; i < n && i < 3; i++)
+		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
+	for (uint16_t i = 0; i < n; i++) {
+		if (i + 3 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 3], void *));
+		bytes += pkts[i]->pkt_len;
+		if (rx_packet(lc, pkts[i], &pk[nd], &dg[nd], now))
+			nd++;
+	}
+	dp_lc_count(lc, FG_C_RX_PKTS, n);
+	dp_lc_count(lc, FG_C_RX_BYTES, bytes);
+	if (nd)
+		dp_shard_burst(lc, dg, nd, now);
+	/* every mbuf was only read: this burst's owner frees them all */
+	rte_pktmbuf_free_bulk(pkts, n);
 }
 
 unsigned dp_rx_burst(struct dp_lcore *lc, uint64_t now)
@@ -148,23 +171,7 @@ unsigned dp_rx_burst(struct dp_lcore *lc, uint64_t now)
 	} else {
 		n = rte_eth_rx_burst(dp_g.port, (uint16_t)lc->rxq, pkts, DP_BURST);
 	}
-	/* Each packet's first line (Ethernet to fragment header) is fetched 3
-	 * packets ahead, and the burst's first 3 before the loop (DPDK l3fwd's
-	 * PREFETCH_OFFSET): most bursts are short, and without it their
-	 * packets were parsed unprefetched. On a zero-copy memif port (and a
-	 * NIC) that line was last written by another agent: dp_pkt_parse took
-	 * 15% of the lcore's samples in bench/cap's zero-copy perf profile. */
-	for (uint16_t i = 0; i < n && i < 3; i++)
-		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
-	for (uint16_t i = 0; i < n; i++) {
-		if (i + 3 < n)
-			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 3], void *));
-		if (i + 1 < n)
-			prefetch_payload(pkts[i + 1]);
-		rx_packet(lc, pkts[i], now);
-	}
-	/* every mbuf was only read: this burst's owner frees them all */
 	if (n)
-		rte_pktmbuf_free_bulk(pkts, n);
+		dp_rx_work(lc, pkts, n, now);
 	return n;
 }

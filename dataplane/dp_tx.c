@@ -2,6 +2,9 @@
  * (lc->tx, flushed once per loop iteration and when full), and building
  * UDP datagrams (one, or a frame split into fragments at C) into mbufs.
  *
+ * TX back-pressure lives here too (dp_tx_held, dp_tx_send): the poll loop
+ * asks whether RX pauses and hands the buffer over once per iteration.
+ *
  * Who may call: the lcore that owns `lc`, from its poll loop (dp_lcore.c)
  * and the per-packet code (dp_rx.c, dp_neigh.c, dp_reply.c, dp_deliver.c).
  * Every mbuf queued here belongs to the TX buffer until dp_tx_flush sends
@@ -39,6 +42,42 @@ unsigned dp_tx_flush(struct dp_lcore *lc)
 		memmove(lc->tx, lc->tx + sent, (lc->n_tx - sent) * sizeof(lc->tx[0]));
 	lc->n_tx -= sent;
 	return lc->n_tx;
+}
+
+/* TX back-pressure: while packets the TX queue refused wait in the TX
+ * buffer, the lcore receives nothing. What arrives waits in the device's
+ * RX ring, or is dropped there, before any work was spent on it, and its
+ * sender resends what was never ACKed; dropping at TX instead threw away
+ * resolved seeds, whose only copy (the slot) a fast table reclaims before
+ * the 200 ms resend. A hold lasts at most [port] tx_hold_ms (a peer that
+ * stopped reading must not stop the lcore): then the waiting packets are
+ * dropped, and for DP_TX_NOHOLD_TIMES as long every refused packet is (no
+ * new hold while the queue stays stuck). tx_hold_ms = 0: no hold, refused
+ * packets are dropped at once. */
+static uint64_t hold_ns(void) { return (uint64_t)dp_g.prof.tx_hold_ms * 1000000u; }
+
+bool dp_tx_held(struct dp_lcore *lc, uint64_t now)
+{
+	if (!lc->n_tx)
+		return false;
+	if (now - lc->tx_held_ns < hold_ns())
+		return true;
+	dp_tx_drop(lc);
+	dp_lc_xcount(lc, DP_X_TX_HOLD_EXPIRED);
+	lc->tx_nohold_until = now + DP_TX_NOHOLD_TIMES * hold_ns();
+	return false;
+}
+
+void dp_tx_send(struct dp_lcore *lc, bool held, uint64_t now)
+{
+	if (!dp_tx_flush(lc) || held)
+		return;
+	if (!hold_ns() || now < lc->tx_nohold_until) {
+		dp_tx_drop(lc);
+	} else {
+		lc->tx_held_ns = now;
+		dp_lc_xcount(lc, DP_X_TX_HELD);
+	}
 }
 
 void dp_tx_drop(struct dp_lcore *lc)

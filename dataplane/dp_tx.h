@@ -10,6 +10,16 @@
  * loop receives nothing while any wait, for at most [port] tx_hold_ms, see
  * dp_lcore.c). Returns how many wait. */
 unsigned dp_tx_flush(struct dp_lcore *lc);
+/* TX back-pressure, once per loop iteration. dp_tx_held: whether packets
+ * the TX queue refused still wait within [port] tx_hold_ms (the loop then
+ * receives nothing); when the hold ran out they are dropped (drop_tx_full,
+ * tx_hold_expired) and false is returned. dp_tx_send: send the buffer;
+ * what the queue refuses starts a hold (tx_held), or is dropped at once
+ * with tx_hold_ms = 0 or within DP_TX_NOHOLD_TIMES holds after one ran out.
+ * held: dp_tx_held's answer in this iteration (a hold already running is
+ * not restarted). */
+bool dp_tx_held(struct dp_lcore *lc, uint64_t now);
+void dp_tx_send(struct dp_lcore *lc, bool held, uint64_t now);
 /* Return the mbufs taken ahead for the next datagrams (lcore exit). */
 void dp_tx_stash_release(struct dp_lcore *lc);
 /* Free every mbuf waiting in the TX buffer, counted as drop_tx_full. */

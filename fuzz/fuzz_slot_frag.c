@@ -1,5 +1,6 @@
 /* fuzz_slot_frag.c - libFuzzer target for the slot engine's fragment path
- * (fg_slot_begin / fg_slot_place / fg_slot_abort, core/slot.c) mixed with
+ * (fg_slot_begin / fg_slot_place or fg_slot_land / fg_slot_abort,
+ * core/slot.c) mixed with
  * whole puts and expiry, as a hostile UDP reassembler order would drive it.
  *
  * The harness keeps the engine's contract (slot.h): every byte range of an
@@ -7,7 +8,7 @@
  * lines, signs, shapes, chunk sizes, placement order, supersedes, aborts,
  * duplicates and the clock. Ops, one byte each plus arguments:
  *   0 begin  tok layer line sign|shape seq_len chunk body...
- *   1 place  attempt chunk
+ *   1 place  attempt chunk (chunk's top bit: fg_slot_land, else fg_slot_place)
  *   2 abort  attempt
  *   3 put    tok layer line sign|shape seq_len body...
  *   4 tick   dt
@@ -197,7 +198,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			a->placed |= 1u << k;
 			uint32_t off = k * a->chunk;
 			uint32_t len = a->seed.body_len - off < a->chunk ? a->seed.body_len - off : a->chunk;
-			FUZZ_CHECK(fg_slot_place(&s, &a->ref, off, a->seed.body + off, len, now, &r) == 0);
+			/* the reassembler's fast path (fg_slot_land) or the full one,
+			 * by the pick's top bit: the same contract, the same outcomes */
+			if (p[-1] & 0x80) {
+				enum fg_outcome o = fg_slot_land(&s, &a->ref, off, a->seed.body + off, len, now, &r);
+				FUZZ_CHECK((unsigned)o < FG_O__COUNT);
+				if (o == FG_O_PARTIAL)
+					r.outcome = FG_O_PARTIAL; /* res is not written then */
+				FUZZ_CHECK(r.outcome == o);
+			} else {
+				FUZZ_CHECK(fg_slot_place(&s, &a->ref, off, a->seed.body + off, len, now, &r) == 0);
+			}
 			after(&s, &a->seed, &r);
 			if (r.outcome != FG_O_PARTIAL)
 				a->live = false;

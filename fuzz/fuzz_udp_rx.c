@@ -1,7 +1,9 @@
 /* fuzz_udp_rx.c - libFuzzer target for the dataplane's UDP receive path
  * after L2/L3 parsing: fg_frag_decode -> (frag_total 1: whole frame) or
- * dp_reasm_push (dataplane/dp_reasm.c, pure C) -> slot placement in place
- * (fg_slot_begin/place) or a reassembled buffer -> fg_ingest_frame, into
+ * the burst path's reassembly (dataplane/dp_reasm.c, pure C: dp_reasm_find,
+ * dp_reasm_prefetch, dp_reasm_land or dp_reasm_push_hinted; dp_reasm_push
+ * for every fourth frame id) -> slot placement in place (fg_slot_begin,
+ * fg_slot_land/place) or a reassembled buffer -> fg_ingest_frame, into
  * real fg_slots tables (core/slot.c), with a fake clock, reassembly and slot
  * expiry. It mirrors dp_rx.c/dp_shard.c's rx_packet/dp_shard_fragment/dp_shard_whole/on_xfer
  * for lcore 0 of n_shards (1 or 2): a whole frame owned by the other shard
@@ -193,6 +195,12 @@ struct rx {
 	uint64_t now;
 	uint64_t timeouts; /* sum of dp_reasm_expire returns */
 	uint64_t disp[DP_RA_DISCARDED + 1];
+	/* the burst path's hint of the fragment before (dp_shard.c): kept
+	 * across ops, so ticks and other frames make it stale */
+	struct dp_ra_hint hint;
+	unsigned hint_peer;
+	uint16_t hint_fid;
+	bool have_hint;
 };
 
 static void outcome_seen(struct rx *x, unsigned table, const struct fg_seed *sd, const struct fg_slot_result *r,
@@ -242,7 +250,28 @@ static void fragment(struct rx *x, unsigned peer_i, const struct dp_peer *peer, 
 {
 	struct dp_reasm_out out;
 	const struct cframe *c = peer_i < N_CPEERS ? &cf[peer_i][f->frame_id % N_FIDS] : NULL;
-	FUZZ_CHECK(dp_reasm_push(&x->ra, peer, f, &x->ictx, x->now, &out) == 0);
+	/* dp_shard_burst's path: a fragment of the frame of the fragment
+	 * before starts from that one's hint, any other is looked up; its
+	 * destination prefetched; the fast path (dp_reasm_land) or the full one.
+	 * Every fourth frame id takes dp_reasm_push alone, as single datagrams
+	 * (dp_shard_dgram) do. */
+	if (f->frame_id % 4 == 3) {
+		FUZZ_CHECK(dp_reasm_push(&x->ra, peer, f, &x->ictx, x->now, &out) == 0);
+	} else {
+		uint32_t h = dp_peer_hash(peer, 0);
+		struct dp_ra_hint hint;
+		if (x->have_hint && x->hint_peer == peer_i && x->hint_fid == f->frame_id)
+			hint = x->hint;
+		else
+			dp_reasm_find(&x->ra, peer, h, f->frame_id, &hint);
+		dp_reasm_prefetch(&x->ra, &hint, f->index);
+		if (!dp_reasm_land(&x->ra, &hint, f, x->now, &out))
+			FUZZ_CHECK(dp_reasm_push_hinted(&x->ra, peer, h, &hint, f, &x->ictx, x->now, &out) == 0);
+		x->hint = hint;
+		x->hint_peer = peer_i;
+		x->hint_fid = f->frame_id;
+		x->have_hint = true;
+	}
 	FUZZ_CHECK((unsigned)out.disp <= DP_RA_DISCARDED);
 	FUZZ_CHECK(!(out.events & ~(DP_RA_EV_OUTCOME | DP_RA_EV_FRAME | DP_RA_EV_COMPLETE)));
 	x->disp[out.disp]++;

@@ -1,15 +1,21 @@
 #!/bin/sh
-# bench/cap/callgrind.sh - load-independent per-packet cost of the dataplane:
-# fanogate-dp under callgrind, cap_gen feeding it SEEDS seeds
-# (hidden 1536, Pair X, ACKed), then the inclusive instruction count (Ir) of
-# each per-packet function divided by the fragments received and by the seeds
-# resolved. Those functions only run per packet, so their counts do not
-# depend on the machine's load or on how many idle polls the lcore made
-# (dp_lcore_main's own count does, and is not reported).
+# bench/cap/callgrind.sh - load-independent cost of the dataplane's lcore:
+# fanogate-dp under callgrind, cap_gen feeding it SEEDS seeds (hidden 1536,
+# Pair X, memif, every seed delivered and ACKed), then cg_ir.py prints
+#   fanogate instructions per resolved seed: N
+# the lcore's work for the packets it received and the seeds it resolved,
+# delivered and acknowledged, inclusive of everything it calls but the PMD,
+# divided by the seeds resolved, and a per-stage table beside it. The work
+# is the cost of the calls the poll loop makes only when it has work
+# (dp_rx_work for a non-empty RX burst, dp_tx_send with packets waiting,
+# dp_shard_ack_flush with ACKs noted, dp_shard_handed, dp_lane_wake):
+# empty polls call none of them, so their number (which follows the
+# machine's load) does not enter N. The once-a-millisecond housekeeping
+# timer is printed apart and not counted. See cg_ir.py for the details.
 #
-# The memif PMD's own cost is not counted here: its object has no symbols,
-# and its self cost includes every empty poll (load-dependent); its share
-# of the lcore comes from perf (bench/cap/RESULTS.md).
+# The memif PMD's own cost is not counted: its object has no symbols, and
+# its RX self cost includes every empty poll (load-dependent); its share of
+# the lcore comes from perf (bench/cap/RESULTS.md).
 #
 # Usage: bench/cap/callgrind.sh BUILD_DIR [SEEDS] [OUT_DIR]
 #   FG_CAP_STATUS_ACCEPTED=false: [udp] status_accepted = false
@@ -98,39 +104,13 @@ grc=$?
 GPID=""
 [ $grc = 0 ] || { echo "cap_gen exit $grc"; tail -5 "$OUT/gen.log"; exit 1; }
 echo "$MODE" > "$OUT/mode"
-callgrind_annotate --inclusive=yes --threshold=100 "$OUT/callgrind.out" > "$OUT/inclusive.txt" 2>/dev/null
 python3 - "$OUT" <<'EOPY'
-import json, re, sys
+import json, sys
 out = sys.argv[1]
-d = json.load(open(out + "/dp.json"))
-c = d["counters"]
-frags, seeds, tx = c["rx_pkts"], c["seeds_resolved"], c["tx_pkts"]
-# inclusive Ir per function of fanogate-dp's own files (the entries that
-# name the object; the others group code inlined elsewhere)
-ir = {}
-for line in open(out + "/inclusive.txt"):
-    m = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+(\S+):(\S+) \[(\S+)\]", line)
-    if not m or not m.group(4).endswith("fanogate-dp"):
-        continue
-    if "/dataplane/" not in m.group(2) and "/core/" not in m.group(2):
-        continue
-    ir.setdefault(m.group(3), int(m.group(1).replace(",", "")))
-# functions that run only per packet or per seed (never per idle poll);
-# names before and after the dp_lcore.c split (daa8705) and the shard's I/O
-# interface (dp_shard_dgram: fragment decode + everything after) all listed
-fns = ["rx_packet", "dp_pkt_parse", "dp_pkt_addr_check", "dp_peer_hash", "fg_frag_decode", "dp_shard_dgram", "dp_shard_fragment", "on_fragment", "dp_reasm_push", "first_fragment", "fg_slot_begin", "fg_slot_place",
-       "fg_reduce.avx2", "on_outcome", "dp_deliver_seed", "deliver", "dp_reply_status", "send_status",
-       "dp_tx_frame", "tx_frame", "dp_tx_dgram", "tx_dgram", "dp_pkt_build_udp"]
+c = json.load(open(out + "/dp.json"))["counters"]
 mode = open(out + "/mode").read().strip()
-res = dict(memif_mode=mode, rx_pkts=frags, tx_pkts=tx, seeds=seeds, status_sent=c["status_sent"], acks_sent=c["acks_sent"],
-           ir_per_rx_pkt={f: round(ir[f] / frags, 1) for f in fns if f in ir},
-           ir_per_seed={f: round(ir[f] / seeds) for f in fns if f in ir})
-json.dump(res, open(out + "/ir.json", "w"), indent=1)
 print("fanogate-dp under callgrind (memif %s): %d packets received, %d sent (%d statuses, %d ACKs), %d seeds resolved"
-      % (mode, frags, tx, c["status_sent"], c["acks_sent"], seeds))
-print("%-20s %14s %12s %10s" % ("function (incl.)", "Ir total", "Ir/rx pkt", "Ir/seed"))
-for f in fns:
-    if f in ir:
-        print("%-20s %14d %12.1f %10.0f" % (f, ir[f], ir[f] / frags, ir[f] / seeds))
+      % (mode, c["rx_pkts"], c["tx_pkts"], c["status_sent"], c["acks_sent"], c["seeds_resolved"]))
 EOPY
+python3 "$HERE/cg_ir.py" "$OUT/callgrind.out" "$OUT/dp.json" --json "$OUT/ir.json" || exit 1
 echo "wrote $OUT/ir.json"

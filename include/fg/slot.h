@@ -162,6 +162,10 @@ struct fg_slot_ref {
 	uint32_t attempt; /* line attempt at begin */
 	uint8_t pos;      /* buffer position (index in rule order) */
 	uint32_t body_len;
+	/* The line buffer's first byte: body byte `off` lands at buf + off.
+	 * For prefetching the destination ahead of fg_slot_land only; the
+	 * engine writes there only while the reference is current. */
+	uint8_t *buf;
 };
 /* begin: seed->body may be NULL (body_len = the expected length). Returns 0
  * (outcome FG_O_PARTIAL and *ref written when an attempt started; any other
@@ -172,6 +176,13 @@ FG_MUST_CHECK int fg_slot_begin(struct fg_slots *s, const struct fg_seed *seed, 
 				struct fg_slot_ref *ref, struct fg_slot_result *res);
 FG_MUST_CHECK int fg_slot_place(struct fg_slots *s, const struct fg_slot_ref *ref, uint32_t off,
 				const void *src, uint32_t len, uint64_t now_ns, struct fg_slot_result *res);
+/* fg_slot_place for the reassembler's hot path: the same checks and
+ * effects, returned as the outcome. *res is written only when the outcome
+ * is not FG_O_PARTIAL (a fragment that only landed costs no result record).
+ * ref must come from fg_slot_begin on s (ref->slot < capacity is checked).
+ * Owner thread only. */
+FG_MUST_CHECK enum fg_outcome fg_slot_land(struct fg_slots *s, const struct fg_slot_ref *ref, uint32_t off,
+					   const void *src, uint32_t len, uint64_t now_ns, struct fg_slot_result *res);
 /* The reassembler gave up on an attempt: its bytes no longer count. When
  * that was the slot's only attempt (no line whole, no other attempt
  * begun and not finished) the slot is freed at once (FREE, counted in
