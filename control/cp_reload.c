@@ -73,6 +73,7 @@ static const struct kfield fields[] = {
 	KF("[points] eN", n_point_prefix, K_RESTART),
 	KF("[points] peer_timeout_ms", peer_timeout_ms, K_RESTART),
 	KF("[dataplane] profile", dp_profile, K_RESTART),
+	KF("[dataplane] port", dp_port, K_RESTART),
 	KF("[dataplane] lcores", lcores, K_RESTART),
 	KF("[tls] listen", tls_listen, K_RESTART),
 	KF("[tls] cert", tls_cert, K_RESTART),

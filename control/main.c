@@ -319,8 +319,9 @@ int main(int argc, char **argv)
 		/* EAL, ports, slots and lanes before any thread exists. */
 		r = dp_init(&d.cfg, profile, &d.boundary);
 		if (r < 0) {
-			cp_err("dataplane: init failed: %s (see the DPDK log above; --no-dataplane runs without it)",
-			       strerror(-r));
+			cp_err("dataplane: init failed: %s ([dataplane] profile %s, port %s; the lines above say what to "
+			       "check; --no-dataplane runs without it)",
+			       strerror(-r), d.cfg.dp_profile, d.cfg.dp_port[0] ? d.cfg.dp_port : "(the profile's default)");
 			return 1;
 		}
 		d.dataplane = true;

@@ -257,7 +257,8 @@ static int port_setup(struct dp_state *g)
 		nports++;
 	}
 	if (!nports) {
-		DP_LOG(ERR, "%s: no port was probed (check the vdev/pci lines and the device)", g->prof.path);
+		DP_LOG(ERR, "%s: no port was probed%s%s (check [dataplane] port, the profile's vdev/pci lines and the device)",
+		       g->prof.path, g->prof.port_used ? " for port " : "", g->prof.port_used ? g->prof.port : "");
 		return -ENODEV;
 	}
 	if (nports > 1)
@@ -616,6 +617,33 @@ static unsigned reap_stale_runtime_dirs(void)
 	return n;
 }
 
+/* The NIC the profile names as ${port} exists on this host: an interface
+ * in /sys/class/net, or a PCI device in /sys/bus/pci/devices. Checked
+ * before the EAL, whose own failure ("No such device") names neither the
+ * port nor what to check. 0, or -ENODEV logged with the port. */
+static int port_check(const struct dp_profile *p)
+{
+	char sys[160];
+	if (!p->port_used || !p->port[0])
+		return 0;
+	if (dp_port_is_pci(p->port)) {
+		snprintf(sys, sizeof(sys), "/sys/bus/pci/devices/%s%s", strlen(p->port) == 7 ? "0000:" : "", p->port);
+		if (access(sys, F_OK) == 0)
+			return 0;
+		DP_LOG(ERR, "[dataplane] port = %s: no such PCI device (%s); check the address with lspci -D and "
+			    "[dataplane] port in the configuration (profile %s)",
+		       p->port, sys, p->path);
+		return -ENODEV;
+	}
+	snprintf(sys, sizeof(sys), "/sys/class/net/%s", p->port);
+	if (access(sys, F_OK) == 0)
+		return 0;
+	DP_LOG(ERR, "[dataplane] port = %s: no such network interface; check ip link show and [dataplane] port "
+		    "in the configuration (profile %s drives an interface by name)",
+	       p->port, p->path);
+	return -ENODEV;
+}
+
 int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_boundary *b)
 {
 	struct dp_state *g = &dp_g;
@@ -643,15 +671,32 @@ int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_bou
 	const char *name = profile_path && *profile_path ? profile_path : cfg->dp_profile;
 	rc = dp_profile_find(name, path, sizeof(path));
 	if (rc < 0) {
-		DP_LOG(ERR, "drivers-config profile '%s' not found ($FG_DRIVERS_CONFIG, /etc/fanogate/drivers-config, "
-			    "source tree)", name);
+		const char *dirs[DP_PROFILE_DIRS];
+		unsigned nd = dp_profile_dirs(dirs);
+		char where[600] = "";
+		for (unsigned k = 0, o = 0; k < nd && o < sizeof(where); k++)
+			o += (unsigned)snprintf(where + o, sizeof(where) - o, "%s%s", k ? ", " : "", dirs[k]);
+		DP_LOG(ERR, "drivers-config profile '%s' not found (looked in %s; [dataplane] profile, or --dp-profile FILE)",
+		       name, where);
 		return rc;
 	}
-	rc = dp_profile_load(&g->prof, path, err, sizeof(err));
+	/* [dataplane] port; a test harness that made its own veth may give it
+	 * as FG_IFACE instead when the configuration names none. */
+	const char *port = cfg->dp_port[0] ? cfg->dp_port : getenv("FG_IFACE");
+	rc = dp_profile_load(&g->prof, path, port, err, sizeof(err));
 	if (rc < 0) {
 		DP_LOG(ERR, "%s", err);
 		return rc;
 	}
+	if (cfg->dp_port[0] && !g->prof.port_used) {
+		DP_LOG(ERR, "[dataplane] port = %s: profile %s does not drive a NIC by name (no ${port} in it); leave port "
+			    "empty or pick a profile that takes one (af_xdp, af_packet, a pci profile)",
+		       cfg->dp_port, path);
+		return -EINVAL;
+	}
+	rc = port_check(&g->prof);
+	if (rc < 0)
+		return rc;
 	if (g->n > DP_MAX_LCORES) {
 		DP_LOG(ERR, "[dataplane] lcores = %u: at most %u", g->n, DP_MAX_LCORES);
 		return -EINVAL;
@@ -690,7 +735,8 @@ int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_bou
 	}
 	rc = rte_eal_init(a.n, a.v);
 	if (rc < 0) {
-		DP_LOG(ERR, "EAL init failed: %s (profile %s)", rte_strerror(rte_errno), path);
+		DP_LOG(ERR, "EAL init failed: %s (profile %s%s%s)", rte_strerror(rte_errno), path,
+		       g->prof.port_used ? ", port " : "", g->prof.port_used ? g->prof.port : "");
 		return -rte_errno ? -rte_errno : -EINVAL;
 	}
 	g->inited = true;
