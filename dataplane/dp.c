@@ -30,13 +30,64 @@
 #include "dp_idle_fd.h"
 #include "dp_internal.h"
 
-#define DP_LOG(level, fmt, ...) RTE_LOG(level, USER1, "fanogate-dp: " fmt "\n", ##__VA_ARGS__)
+#define DP_LOG(level, fmt, ...) RTE_LOG(level, USER1, "dataplane: " fmt "\n", ##__VA_ARGS__)
 
 struct dp_state dp_g;
 
 const char *dp_xcounter_name(enum dp_xcounter c)
 {
 	return (unsigned)c < DP_X__COUNT && fg_dp_xcounter_defs[c].name ? fg_dp_xcounter_defs[c].name : "unknown";
+}
+
+/* ---- the log bridge (dp_log_to) ------------------------------------------ */
+
+/* A stdio stream whose writes are cut into lines and handed to the sink
+ * with the level of the message being logged (rte_log_cur_msg_loglevel:
+ * per thread, set by rte_vlog before it formats). stdio's stream lock
+ * serialises the writes, so the partial-line buffer needs no lock of its
+ * own. */
+static struct {
+	void (*fn)(int prio, const char *line);
+	char part[2048];
+	size_t n;
+} log_bridge;
+
+static void log_bridge_flush(void)
+{
+	const char *line = log_bridge.part;
+	log_bridge.part[log_bridge.n] = 0;
+	if (!strncmp(line, "USER1: ", 7))
+		line += 7; /* the dataplane's own lines: DP_LOG names the part */
+	int lv = rte_log_cur_msg_loglevel();
+	log_bridge.fn(lv >= 1 && lv <= 8 ? lv - 1 : 6, line);
+	log_bridge.n = 0;
+}
+
+static ssize_t log_bridge_write(void *cookie, const char *buf, size_t size)
+{
+	(void)cookie;
+	for (size_t i = 0; i < size; i++) {
+		if (buf[i] == '\n') {
+			log_bridge_flush();
+			continue;
+		}
+		if (log_bridge.n < sizeof(log_bridge.part) - 1)
+			log_bridge.part[log_bridge.n++] = buf[i];
+	}
+	return (ssize_t)size;
+}
+
+int dp_log_to(void (*fn)(int prio, const char *line))
+{
+	static const cookie_io_functions_t io = {.write = log_bridge_write};
+	if (!fn)
+		return -EINVAL;
+	log_bridge.fn = fn;
+	FILE *f = fopencookie(NULL, "w", io);
+	if (!f)
+		return -errno;
+	setvbuf(f, NULL, _IOLBF, 0);
+	return rte_openlog_stream(f) == 0 ? 0 : -EINVAL;
 }
 
 /* ---- EAL arguments -------------------------------------------------------- */
