@@ -88,7 +88,8 @@ DEB=$(ls "$T"/fanogate_*.deb) TOOLS=$(ls "$T"/fanogate-tools_*.deb)
 CHANGES=$(ls "$T"/fanogate_*.changes)
 dpkg -c "$DEB" >"$T/fanogate.list" && dpkg -c "$TOOLS" >"$T/tools.list"
 for f in ./usr/sbin/fanogate ./usr/bin/fanoctl ./lib/systemd/system/fanogate.service ./etc/fanogate/fanogate.ini \
-	./usr/share/fanogate/drivers-config/af_xdp.ini ./usr/share/man/man5/fanogate.ini.5.gz ./usr/share/man/man8/fanogate.8.gz \
+	./usr/share/fanogate/drivers-config/af_xdp.ini ./usr/share/fanogate/monitoring/fanogate.rules.yml \
+	./usr/share/fanogate/monitoring/fanogate.dashboard.json ./usr/share/man/man5/fanogate.ini.5.gz ./usr/share/man/man8/fanogate.8.gz \
 	./usr/share/man/man8/fanoctl.8.gz ./usr/share/bash-completion/completions/fanoctl ./usr/lib/sysusers.d/fanogate.conf \
 	./usr/lib/tmpfiles.d/fanogate.conf ./usr/share/doc/fanogate/config.md; do
 	grep -q " $f\$" "$T/fanogate.list" || bad "fanogate lacks $f"
