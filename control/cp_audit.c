@@ -22,6 +22,12 @@ static void sh_log(void *arg, const char *msg)
 	cp_info("audit: %s", msg);
 }
 
+static void sh_log_warn(void *arg, const char *msg)
+{
+	(void)arg;
+	cp_warn("audit: %s", msg);
+}
+
 static void sh_log_err(void *arg, const char *msg)
 {
 	(void)arg;
@@ -39,12 +45,14 @@ static void sh_lines_changed(void *arg, const struct fg_line_change *chg, uint64
 {
 	struct cp_audit *a = arg;
 	(void)seq;
+	char who[32];
 	if (chg->event == FG_LEV_OP_AUTO_PROMOTE)
-		cp_info("line %u %s: auto-promote %s (uid %u: %s)", chg->line, fg_fano_line_name(chg->line),
-			chg->auto_promote ? "on" : "off", (unsigned)chg->uid, chg->why);
+		cp_notice("line %u %s: auto-promote %s by %s: %s", chg->line, fg_fano_line_name(chg->line),
+			  chg->auto_promote ? "on" : "off", cp_log_actor(chg->uid, who, sizeof(who)), chg->why);
 	else
-		cp_info("line %u %s: %s -> %s (uid %u: %s)", chg->line, fg_fano_line_name(chg->line),
-			fg_line_state_name(chg->from), fg_line_state_name(chg->to), (unsigned)chg->uid, chg->why);
+		cp_log(cp_log_change_level(chg->from, chg->to), "line %u %s: %s -> %s by %s: %s", chg->line,
+		       fg_fano_line_name(chg->line), fg_line_state_name(chg->from), fg_line_state_name(chg->to),
+		       cp_log_actor(chg->uid, who, sizeof(who)), chg->why);
 	/* Demotions are always safe to publish at once; promotions the audit
 	 * only reports once recorded, so publishing here is right for both. */
 	cp_engine_publish(a->engine);
@@ -83,7 +91,7 @@ static void ev_conflict(void *arg, uint16_t layer, uint32_t token_seq, unsigned 
 {
 	struct cp_audit *a = arg;
 	a->st.conflict++;
-	cp_info("conflict: layer=%u token_seq=%u line=%u model_epoch=%u: slot poisoned", layer, token_seq, line, epoch);
+	cp_warn("conflict: layer=%u token_seq=%u line=%u model_epoch=%u: slot poisoned", layer, token_seq, line, epoch);
 	uint64_t seq;
 	if (a->sh && cp_shadow_on_conflict(a->sh, token_seq, layer, (uint8_t)line, epoch, cp_now_ns(), &seq) < 0)
 		a->st.refused++;
@@ -94,7 +102,7 @@ static void ev_conflict_from(void *arg, uint16_t layer, uint32_t token_seq, unsi
 {
 	struct cp_audit *a = arg;
 	a->st.conflict++;
-	cp_info("conflict: layer=%u token_seq=%u line=%u model_epoch=%u from %s: slot poisoned", layer, token_seq, line,
+	cp_warn("conflict: layer=%u token_seq=%u line=%u model_epoch=%u from %s: slot poisoned", layer, token_seq, line,
 		epoch, src);
 	uint64_t seq;
 	if (a->sh && cp_shadow_on_conflict_from(a->sh, token_seq, layer, (uint8_t)line, epoch, src, cp_now_ns(), &seq) < 0)
@@ -185,6 +193,7 @@ int cp_audit_start(struct cp_audit *a, struct cp_loop *l, const struct fg_config
 		.on_failed = sh_failed,
 		.on_lines_changed = sh_lines_changed,
 		.log = sh_log,
+		.log_warn = sh_log_warn,
 		.log_err = sh_log_err,
 		.arg = a,
 	};

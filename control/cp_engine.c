@@ -106,8 +106,10 @@ int cp_engine_line_event(struct cp_engine *e, unsigned line, enum fg_line_event 
 	struct fg_line_change chg;
 	int r = fg_line_apply(&e->lines, line, ev, cp_now_ns(), uid, pid, why, &chg);
 	if (r == 1) {
-		cp_info("line %u %s: %s -> %s (uid %u: %s)", line, fg_fano_line_name(line),
-			fg_line_state_name(chg.from), fg_line_state_name(chg.to), (unsigned)uid, why);
+		char who[32];
+		cp_log(cp_log_change_level(chg.from, chg.to), "line %u %s: %s -> %s by %s: %s", line,
+		       fg_fano_line_name(line), fg_line_state_name(chg.from), fg_line_state_name(chg.to),
+		       cp_log_actor(uid, who, sizeof(who)), why);
 		cp_engine_publish(e);
 	}
 	return r;

@@ -75,6 +75,7 @@ static const struct kfield fields[] = {
 	KF("[points] eN", n_point_prefix, K_RESTART),
 	KF("[points] peer_timeout_ms", peer_timeout_ms, K_RESTART),
 	KF("[dataplane] profile", dp_profile, K_RESTART),
+	KF("[dataplane] port", dp_port, K_RESTART),
 	KF("[dataplane] lcores", lcores, K_RESTART),
 	KF("[dataplane] neighbours", static_neigh, K_RESTART),
 	KF("[dataplane] neighbour_reachable_ms", neigh_reachable_ms, K_RESTART),

@@ -16,9 +16,10 @@
  * (when built with FG_HAVE_DPDK and run without --no-dataplane) own the slot
  * shards and talk to it only through include/fg/boundary.h.
  *
- * Logs: stderr, one timestamped line per event (cp_log.h). fanogate never
- * forks: --foreground is accepted for compatibility and is the only mode
- * (systemd runs it as Type=simple). */
+ * Logs: stderr, one line per event at a syslog priority, DPDK's lines
+ * included (cp_log.h: the journal's "<P>" prefix under systemd, else
+ * timestamped). fanogate never forks: --foreground is accepted for
+ * compatibility and is the only mode (systemd runs it as Type=notify). */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -189,6 +190,15 @@ static int audit_repair(const char *path)
 	return 0;
 }
 
+#ifdef FG_HAVE_DPDK
+/* DPDK's lines (the EAL, the drivers, the dataplane) in the daemon's log,
+ * at their own priority. */
+static void dpdk_log_line(int prio, const char *line)
+{
+	cp_log(cp_log_level_of_prio(prio), "%s", line);
+}
+#endif
+
 static int load_config(struct fg_config *cfg, const char *path)
 {
 	struct fg_config_error err;
@@ -252,6 +262,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	cp_log_init();
 	const char *dbg = getenv("FANOGATE_DEBUG");
 	if (dbg && *dbg && strcmp(dbg, "0") != 0)
 		cp_log_set_level(CP_LOG_DEBUG);
@@ -321,11 +332,14 @@ int main(int argc, char **argv)
 	struct fg_boundary *b = NULL;
 #ifdef FG_HAVE_DPDK
 	if (!no_dp) {
+		if ((r = dp_log_to(dpdk_log_line)) < 0)
+			cp_warn("dataplane: DPDK's log stays on stdout: %s", strerror(-r));
 		/* EAL, ports, slots and lanes before any thread exists. */
 		r = dp_init(&d.cfg, profile, &d.boundary);
 		if (r < 0) {
-			cp_err("dataplane: init failed: %s (see the DPDK log above; --no-dataplane runs without it)",
-			       strerror(-r));
+			cp_err("dataplane: init failed: %s ([dataplane] profile %s, port %s; the lines above say what to "
+			       "check; --no-dataplane runs without it)",
+			       strerror(-r), d.cfg.dp_profile, d.cfg.dp_port[0] ? d.cfg.dp_port : "(the profile's default)");
 			return 1;
 		}
 		d.dataplane = true;

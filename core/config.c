@@ -172,6 +172,9 @@ static const struct ckey config_keys[] = {
 
 	{{"dataplane", "profile", "string", "af_xdp", "a drivers-config profile name or path", "how DPDK gets packets (drivers-config/)"},
 	 KT_STR, OFF(dp_profile), SZ(dp_profile), 0, 0},
+	{{"dataplane", "port", "string", "", "an interface name (af_xdp, af_packet) or a PCI address (dddd:bb:dd.f; pci profiles); letters, digits and . _ - : only",
+	  "the NIC the profile drives (its ${port}); empty: the profile's own default (fgveth0, the demo's veth, in af_xdp and af_packet)"},
+	 KT_STR, OFF(dp_port), SZ(dp_port), 0, 0},
 	{{"dataplane", "lcores", "uint", "1", "1..128", "poll lcores; lcore i owns slot shard i"},
 	 KT_U32, OFF(lcores), 0, 1, 128},
 	{{"dataplane", "answer_spin_us", "uint", "50", "0..1000",
@@ -1382,6 +1385,16 @@ static void config_validate(struct pstate *ps)
 	if (!c->dp_profile[0]) {
 		fail(ps, key_line(ps, "dataplane", "profile"), "[dataplane] profile: empty");
 		return;
+	}
+	/* [dataplane] port lands in a devargs list (iface=PORT,...): a ',', '='
+	 * or blank there would add arguments of its own. */
+	for (const char *q = c->dp_port; *q; q++) {
+		if (!(*q >= 'a' && *q <= 'z') && !(*q >= 'A' && *q <= 'Z') && !(*q >= '0' && *q <= '9') && !strchr("._-:", *q)) {
+			fail(ps, key_line(ps, "dataplane", "port"),
+			     "[dataplane] port = %s: not an interface name or PCI address (letters, digits and . _ - : only)",
+			     c->dp_port);
+			return;
+		}
 	}
 	if (!account_name_ok(c->run_user)) {
 		fail(ps, key_line(ps, "daemon", "user"), "[daemon] user = %s: not a user name", c->run_user);

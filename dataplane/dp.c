@@ -30,13 +30,64 @@
 #include "dp_idle_fd.h"
 #include "dp_internal.h"
 
-#define DP_LOG(level, fmt, ...) RTE_LOG(level, USER1, "fanogate-dp: " fmt "\n", ##__VA_ARGS__)
+#define DP_LOG(level, fmt, ...) RTE_LOG(level, USER1, "dataplane: " fmt "\n", ##__VA_ARGS__)
 
 struct dp_state dp_g;
 
 const char *dp_xcounter_name(enum dp_xcounter c)
 {
 	return (unsigned)c < DP_X__COUNT && fg_dp_xcounter_defs[c].name ? fg_dp_xcounter_defs[c].name : "unknown";
+}
+
+/* ---- the log bridge (dp_log_to) ------------------------------------------ */
+
+/* A stdio stream whose writes are cut into lines and handed to the sink
+ * with the level of the message being logged (rte_log_cur_msg_loglevel:
+ * per thread, set by rte_vlog before it formats). stdio's stream lock
+ * serialises the writes, so the partial-line buffer needs no lock of its
+ * own. */
+static struct {
+	void (*fn)(int prio, const char *line);
+	char part[2048];
+	size_t n;
+} log_bridge;
+
+static void log_bridge_flush(void)
+{
+	const char *line = log_bridge.part;
+	log_bridge.part[log_bridge.n] = 0;
+	if (!strncmp(line, "USER1: ", 7))
+		line += 7; /* the dataplane's own lines: DP_LOG names the part */
+	int lv = rte_log_cur_msg_loglevel();
+	log_bridge.fn(lv >= 1 && lv <= 8 ? lv - 1 : 6, line);
+	log_bridge.n = 0;
+}
+
+static ssize_t log_bridge_write(void *cookie, const char *buf, size_t size)
+{
+	(void)cookie;
+	for (size_t i = 0; i < size; i++) {
+		if (buf[i] == '\n') {
+			log_bridge_flush();
+			continue;
+		}
+		if (log_bridge.n < sizeof(log_bridge.part) - 1)
+			log_bridge.part[log_bridge.n++] = buf[i];
+	}
+	return (ssize_t)size;
+}
+
+int dp_log_to(void (*fn)(int prio, const char *line))
+{
+	static const cookie_io_functions_t io = {.write = log_bridge_write};
+	if (!fn)
+		return -EINVAL;
+	log_bridge.fn = fn;
+	FILE *f = fopencookie(NULL, "w", io);
+	if (!f)
+		return -errno;
+	setvbuf(f, NULL, _IOLBF, 0);
+	return rte_openlog_stream(f) == 0 ? 0 : -EINVAL;
 }
 
 /* ---- EAL arguments -------------------------------------------------------- */
@@ -257,7 +308,8 @@ static int port_setup(struct dp_state *g)
 		nports++;
 	}
 	if (!nports) {
-		DP_LOG(ERR, "%s: no port was probed (check the vdev/pci lines and the device)", g->prof.path);
+		DP_LOG(ERR, "%s: no port was probed%s%s (check [dataplane] port, the profile's vdev/pci lines and the device)",
+		       g->prof.path, g->prof.port_used ? " for port " : "", g->prof.port_used ? g->prof.port : "");
 		return -ENODEV;
 	}
 	if (nports > 1)
@@ -616,6 +668,33 @@ static unsigned reap_stale_runtime_dirs(void)
 	return n;
 }
 
+/* The NIC the profile names as ${port} exists on this host: an interface
+ * in /sys/class/net, or a PCI device in /sys/bus/pci/devices. Checked
+ * before the EAL, whose own failure ("No such device") names neither the
+ * port nor what to check. 0, or -ENODEV logged with the port. */
+static int port_check(const struct dp_profile *p)
+{
+	char sys[160];
+	if (!p->port_used || !p->port[0])
+		return 0;
+	if (dp_port_is_pci(p->port)) {
+		snprintf(sys, sizeof(sys), "/sys/bus/pci/devices/%s%s", strlen(p->port) == 7 ? "0000:" : "", p->port);
+		if (access(sys, F_OK) == 0)
+			return 0;
+		DP_LOG(ERR, "[dataplane] port = %s: no such PCI device (%s); check the address with lspci -D and "
+			    "[dataplane] port in the configuration (profile %s)",
+		       p->port, sys, p->path);
+		return -ENODEV;
+	}
+	snprintf(sys, sizeof(sys), "/sys/class/net/%s", p->port);
+	if (access(sys, F_OK) == 0)
+		return 0;
+	DP_LOG(ERR, "[dataplane] port = %s: no such network interface; check ip link show and [dataplane] port "
+		    "in the configuration (profile %s drives an interface by name)",
+	       p->port, p->path);
+	return -ENODEV;
+}
+
 int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_boundary *b)
 {
 	struct dp_state *g = &dp_g;
@@ -643,15 +722,32 @@ int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_bou
 	const char *name = profile_path && *profile_path ? profile_path : cfg->dp_profile;
 	rc = dp_profile_find(name, path, sizeof(path));
 	if (rc < 0) {
-		DP_LOG(ERR, "drivers-config profile '%s' not found ($FG_DRIVERS_CONFIG, /etc/fanogate/drivers-config, "
-			    "source tree)", name);
+		const char *dirs[DP_PROFILE_DIRS];
+		unsigned nd = dp_profile_dirs(dirs);
+		char where[600] = "";
+		for (unsigned k = 0, o = 0; k < nd && o < sizeof(where); k++)
+			o += (unsigned)snprintf(where + o, sizeof(where) - o, "%s%s", k ? ", " : "", dirs[k]);
+		DP_LOG(ERR, "drivers-config profile '%s' not found (looked in %s; [dataplane] profile, or --dp-profile FILE)",
+		       name, where);
 		return rc;
 	}
-	rc = dp_profile_load(&g->prof, path, err, sizeof(err));
+	/* [dataplane] port; a test harness that made its own veth may give it
+	 * as FG_IFACE instead when the configuration names none. */
+	const char *port = cfg->dp_port[0] ? cfg->dp_port : getenv("FG_IFACE");
+	rc = dp_profile_load(&g->prof, path, port, err, sizeof(err));
 	if (rc < 0) {
 		DP_LOG(ERR, "%s", err);
 		return rc;
 	}
+	if (cfg->dp_port[0] && !g->prof.port_used) {
+		DP_LOG(ERR, "[dataplane] port = %s: profile %s does not drive a NIC by name (no ${port} in it); leave port "
+			    "empty or pick a profile that takes one (af_xdp, af_packet, a pci profile)",
+		       cfg->dp_port, path);
+		return -EINVAL;
+	}
+	rc = port_check(&g->prof);
+	if (rc < 0)
+		return rc;
 	if (g->n > DP_MAX_LCORES) {
 		DP_LOG(ERR, "[dataplane] lcores = %u: at most %u", g->n, DP_MAX_LCORES);
 		return -EINVAL;
@@ -690,7 +786,8 @@ int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_bou
 	}
 	rc = rte_eal_init(a.n, a.v);
 	if (rc < 0) {
-		DP_LOG(ERR, "EAL init failed: %s (profile %s)", rte_strerror(rte_errno), path);
+		DP_LOG(ERR, "EAL init failed: %s (profile %s%s%s)", rte_strerror(rte_errno), path,
+		       g->prof.port_used ? ", port " : "", g->prof.port_used ? g->prof.port : "");
 		return -rte_errno ? -rte_errno : -EINVAL;
 	}
 	g->inited = true;

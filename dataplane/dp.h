@@ -31,6 +31,14 @@
 /* profile_path: a drivers-config name ("af_packet") or a file path; NULL
  * means cfg->dp_profile. cfg is copied; b must outlive dp_stop. */
 FG_MUST_CHECK int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_boundary *b);
+
+/* Send every DPDK log line (the EAL's, the drivers', the dataplane's own)
+ * to fn(prio, line) instead of DPDK's stdout/syslog pair: prio is the
+ * line's syslog priority (0 emerg .. 7 debug, DPDK's level - 1), line has
+ * no newline and no "USER1: " logtype prefix. Call before dp_init, from the
+ * thread that will call it; fn runs on whichever thread logs (the caller's,
+ * an lcore, a DPDK service thread), one whole line at a time. 0 or -errno. */
+FG_MUST_CHECK int dp_log_to(void (*fn)(int prio, const char *line));
 /* Launch the poll lcores. 0 or -errno (-EALREADY, -ENODEV before init). */
 FG_MUST_CHECK int dp_start(void);
 /* Stop and release everything; safe to call when not started (then only

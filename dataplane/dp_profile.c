@@ -3,7 +3,9 @@
 #include "dp_profile.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,15 @@
 
 #ifndef FG_DRIVERS_SRC_DIR
 #define FG_DRIVERS_SRC_DIR "drivers-config"
+#endif
+#ifndef FG_DRIVERS_ETC_DIR
+#define FG_DRIVERS_ETC_DIR "/etc/fanogate/drivers-config"
+#endif
+#ifndef FG_DRIVERS_DATA_DIR
+#define FG_DRIVERS_DATA_DIR "/usr/share/fanogate/drivers-config"
+#endif
+#ifndef FG_BUILD_ROOT
+#define FG_BUILD_ROOT ""
 #endif
 
 void dp_profile_default(struct dp_profile *p)
@@ -35,7 +46,7 @@ void dp_profile_default(struct dp_profile *p)
 	p->ack_peers = 1024;
 }
 
-int dp_profile_expand(const char *in, char *out, size_t outlen)
+int dp_profile_expand(const char *in, const char *port, char *out, size_t outlen, bool *port_used)
 {
 	size_t o = 0;
 	while (*in) {
@@ -56,7 +67,14 @@ int dp_profile_expand(const char *in, char *out, size_t outlen)
 				*def = 0;
 				def += 2;
 			}
-			const char *v = getenv(tmp);
+			const char *v;
+			if (!strcmp(tmp, "port")) {
+				v = port;
+				if (port_used)
+					*port_used = true;
+			} else {
+				v = getenv(tmp);
+			}
 			if (!v || !*v)
 				v = def;
 			if (!v)
@@ -76,8 +94,25 @@ int dp_profile_expand(const char *in, char *out, size_t outlen)
 	return 0;
 }
 
+bool dp_port_is_pci(const char *s)
+{
+	/* [dddd:]bb:dd.f, hex digits, function 0..7 */
+	size_t n = strlen(s);
+	if (n != 7 && n != 12)
+		return false;
+	const char *form = n == 12 ? "xxxx:xx:xx.o" : "xx:xx.o";
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i], f = form[i];
+		if ((f == 'x' && !isxdigit((unsigned char)c)) || (f == 'o' && (c < '0' || c > '7')) ||
+		    (f != 'x' && f != 'o' && c != f))
+			return false;
+	}
+	return true;
+}
+
 struct parse_state {
 	struct dp_profile *p;
+	const char *port;
 	FILE *f;
 	char *err;
 	size_t errlen;
@@ -144,10 +179,28 @@ static int handler(void *user, const char *section, const char *name, const char
 
 	if (!name) /* a section header: nothing to check */
 		return 1;
-	int rc = dp_profile_expand(raw, v, sizeof(v));
+	bool named_port = false;
+	int rc = dp_profile_expand(raw, st->port, v, sizeof(v), &named_port);
+	if (rc == -EINVAL && strstr(raw, "${port}") && !(st->port && *st->port)) {
+		why = "${port} needs [dataplane] port (the NIC: an interface name or a PCI address)";
+		goto bad;
+	}
 	if (rc < 0) {
 		why = rc == -EINVAL ? "unset ${VAR} without a default, or an unterminated ${" : "value too long";
 		goto bad;
+	}
+	if (named_port && !p->port_used) {
+		/* what ${port} stood for: the expansion of "${port...}" alone */
+		const char *at = strstr(raw, "${port");
+		const char *end = at ? strchr(at, '}') : NULL;
+		char one[128];
+		if (end && (size_t)(end - at + 1) < sizeof(one)) {
+			memcpy(one, at, (size_t)(end - at + 1));
+			one[end - at + 1] = 0;
+			if (dp_profile_expand(one, st->port, p->port, sizeof(p->port), NULL) < 0)
+				p->port[0] = 0;
+		}
+		p->port_used = true;
 	}
 #define IS(s, k) (!strcmp(section, s) && !strcmp(name, k))
 	if (IS("eal", "args")) {
@@ -280,11 +333,11 @@ static char *read_line(char *str, int num, void *stream)
 	return r;
 }
 
-int dp_profile_load(struct dp_profile *p, const char *path, char *err, size_t errlen)
+int dp_profile_load(struct dp_profile *p, const char *path, const char *port, char *err, size_t errlen)
 {
 	dp_profile_default(p);
 	snprintf(p->path, sizeof(p->path), "%s", path);
-	struct parse_state st = {.p = p, .err = err, .errlen = errlen};
+	struct parse_state st = {.p = p, .port = port, .err = err, .errlen = errlen};
 	FILE *f = fopen(path, "r");
 	if (!f) {
 		int e = errno;
@@ -315,6 +368,30 @@ int dp_profile_load(struct dp_profile *p, const char *path, char *err, size_t er
 
 static bool readable(const char *path) { return access(path, R_OK) == 0; }
 
+/* This program lies under the build tree (meson's build root): run from
+ * the build, not installed. */
+static bool in_build_tree(void)
+{
+	char exe[PATH_MAX], root[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0 || !FG_BUILD_ROOT[0] || !realpath(FG_BUILD_ROOT, root))
+		return false;
+	exe[n] = 0;
+	size_t l = strlen(root);
+	return !strncmp(exe, root, l) && exe[l] == '/';
+}
+
+unsigned dp_profile_dirs(const char *dirs[DP_PROFILE_DIRS])
+{
+	const char *env = getenv("FG_DRIVERS_CONFIG");
+	unsigned n = 0;
+	if (env && *env)
+		dirs[n++] = env;
+	dirs[n++] = FG_DRIVERS_ETC_DIR;
+	dirs[n++] = in_build_tree() ? FG_DRIVERS_SRC_DIR : FG_DRIVERS_DATA_DIR;
+	return n;
+}
+
 int dp_profile_find(const char *name, char *out, size_t outlen)
 {
 	size_t n = strlen(name);
@@ -324,10 +401,9 @@ int dp_profile_find(const char *name, char *out, size_t outlen)
 		snprintf(out, outlen, "%s", name);
 		return 0;
 	}
-	const char *dirs[3] = {getenv("FG_DRIVERS_CONFIG"), "/etc/fanogate/drivers-config", FG_DRIVERS_SRC_DIR};
-	for (unsigned i = 0; i < 3; i++) {
-		if (!dirs[i] || !*dirs[i])
-			continue;
+	const char *dirs[DP_PROFILE_DIRS];
+	unsigned nd = dp_profile_dirs(dirs);
+	for (unsigned i = 0; i < nd; i++) {
 		snprintf(out, outlen, "%s/%s.ini", dirs[i], name);
 		if (readable(out))
 			return 0;

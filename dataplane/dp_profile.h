@@ -3,10 +3,15 @@
  * devargs or PCI addresses), queue and descriptor counts, RSS, MTU, the
  * dataplane's own addresses and poll-loop knobs. Parsed with libinih.
  *
+ * Values may name the NIC as ${port}: [dataplane] port of the configuration
+ * (an interface name or a PCI address), given by the caller; ${port:-x}
+ * gives x when the configuration names none. Other ${VAR} / ${VAR:-default}
+ * come from the environment.
+ *
  * Who may call: the thread running dp_init (before any lcore starts), tests.
- * Pure: reads one file and the environment (for ${VAR} / ${VAR:-default}
- * expansion in values), no logging; errors come back in a message buffer.
- * docs/dataplane.md documents every key. */
+ * Pure: reads one file and the environment, no logging; errors come back in
+ * a message buffer. dp_profile_find also reads /proc/self/exe (is this a
+ * program in the build tree?). docs/dataplane.md documents every key. */
 #ifndef DP_PROFILE_H
 #define DP_PROFILE_H
 
@@ -23,6 +28,10 @@ enum dp_huge { DP_HUGE_AUTO = 0, DP_HUGE_ON, DP_HUGE_OFF };
 
 struct dp_profile {
 	char path[256];
+	/* ${port}: whether a value named it, and what it stood for there
+	 * ([dataplane] port, or the profile's ${port:-default}) */
+	bool port_used;
+	char port[64];
 	/* [eal] */
 	char eal_args[DP_PROFILE_STR]; /* extra EAL arguments, split on blanks */
 	enum dp_huge hugepages;        /* auto: --in-memory when a hugetlbfs mount has enough free pages */
@@ -81,18 +90,36 @@ int dp_lcores_default(char *buf, size_t cap, long ncpu, unsigned n);
  * Pure but for the callback. */
 int dp_vdev_tune(const char *vdev, bool (*iface_virtual)(const char *iface), char *out, size_t cap);
 
-/* Parse a file over the defaults. Returns 0, or -errno / -EINVAL with a
- * human message "file:line: reason" in err[0..errlen). */
-FG_MUST_CHECK int dp_profile_load(struct dp_profile *p, const char *path, char *err, size_t errlen);
+/* Parse a file over the defaults, ${port} standing for port (NULL or ""
+ * when the configuration names none). Returns 0, or -errno / -EINVAL with a
+ * human message "file:line: reason" in err[0..errlen); a ${port} with no
+ * port and no default is refused naming [dataplane] port. */
+FG_MUST_CHECK int dp_profile_load(struct dp_profile *p, const char *path, const char *port, char *err,
+				  size_t errlen);
+
+/* The directories a profile name is looked up in, in order, into dirs[]
+ * (at most DP_PROFILE_DIRS; empty ones left out): $FG_DRIVERS_CONFIG, the
+ * operator's SYSCONFDIR/fanogate/drivers-config, then the packaged
+ * profiles: DATADIR/fanogate/drivers-config for an installed program, the
+ * source tree's drivers-config for one run from the build tree (never the
+ * source tree for an installed one). Returns the count. */
+#define DP_PROFILE_DIRS 3
+unsigned dp_profile_dirs(const char *dirs[DP_PROFILE_DIRS]);
 
 /* Resolve a profile name ("af_xdp") or path ("./x.ini") to a readable file:
  * a value holding '/' or ending in ".ini" is a path; a name is looked up as
- * <dir>/<name>.ini in $FG_DRIVERS_CONFIG, /etc/fanogate/drivers-config and
- * the source tree's drivers-config. Returns 0 and writes out, or -ENOENT. */
+ * <dir>/<name>.ini in dp_profile_dirs. Returns 0 and writes out, or -ENOENT. */
 FG_MUST_CHECK int dp_profile_find(const char *name, char *out, size_t outlen);
 
-/* Expand ${VAR} and ${VAR:-default} from the environment. Returns 0 or
- * -ENAMETOOLONG / -EINVAL (unterminated, or VAR unset with no default). */
-FG_MUST_CHECK int dp_profile_expand(const char *in, char *out, size_t outlen);
+/* Expand ${port} (from port; NULL or "" = unset) and ${VAR} from the
+ * environment, each with an optional :-default. *port_used (may be NULL)
+ * is set when ${port} occurred. Returns 0 or -ENAMETOOLONG / -EINVAL
+ * (unterminated, or unset with no default). */
+FG_MUST_CHECK int dp_profile_expand(const char *in, const char *port, char *out, size_t outlen, bool *port_used);
+
+/* True when s reads as a PCI address (domain:bus:device.function, the
+ * domain optional), the way a pci line names a NIC; else it is taken as a
+ * network interface name. Pure. */
+bool dp_port_is_pci(const char *s);
 
 #endif

@@ -207,7 +207,7 @@ echo "   >>> \$line"
 EOF
 chmod 700 "$RUN/alert.sh"
 LAYER_PORTS=4300
-write_config() { # dataplane profile path (may be empty)
+write_config() { # drivers-config profile name (empty: af_xdp, unused without the dataplane)
 	cat >"$RUN/fanogate.ini" <<EOF
 ; written by scripts/demo.sh
 [model]
@@ -234,7 +234,9 @@ default = $FLEET_IP:5000
 ; the consumer ACKs like the fleet's transport (fanofleet --consumer-acks fleet)
 ack_window = fleet
 [dataplane]
+; a shipped profile by name, driving the host side of the demo veth
 profile = ${1:-af_xdp}
+port = $VH
 lcores = 1
 $(fg_ini_daemon "$RUN" "$HOST_IP:0" 127.0.0.1:0 tokens)
 [audit]
@@ -242,25 +244,10 @@ alert_command = $RUN/alert.sh
 alert_min_interval_ms = 0
 EOF
 }
-write_profile() { # kind
-	local vdev
-	case $1 in
-	af_xdp) vdev="net_af_xdp0,iface=$VH,start_queue=0,queue_count=1" ;;
-	af_packet) vdev="net_af_packet0,iface=$VH,qpairs=1" ;;
-	esac
-	cat >"$RUN/dp-$1.ini" <<EOF
-; written by scripts/demo.sh: $1 on the host side of the demo veth
-[eal]
-hugepages = $HUGE
-log_level = *:error
-[port]
-vdev = $vdev
-mtu = 1500
-[net]
-ip4 = $DP_IP
-arp_reply = true
-EOF
-}
+# The shipped profiles read the dataplane's address and the hugepage choice
+# from the environment (drivers-config/af_xdp.ini); the NIC is [dataplane]
+# port above.
+export FG_DP_IP4=$DP_IP FG_DP_IP6= FG_HUGEPAGES=$HUGE
 
 # ---- 5. fanogate -----------------------------------------------------------
 start_gate() { # extra args...
@@ -285,8 +272,7 @@ say "starting fanogate"
 MODE=none
 if [ "${FG_DEMO_NO_DATAPLANE:-0}" != 1 ] && ldd "$GATE" 2>/dev/null | grep librte_eal >/dev/null; then
 	for kind in ${FG_DEMO_PROFILES:-af_xdp af_packet}; do
-		write_profile $kind
-		write_config "$RUN/dp-$kind.ini"
+		write_config $kind
 		rm -f "$RUN/audit.log"
 		note "trying the DPDK dataplane over $kind on $VH (hugepages $HUGE)"
 		if start_gate; then

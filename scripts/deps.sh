@@ -24,6 +24,10 @@ PKGS=(
   # [cluster]: the etcd v3 JSON gateway client (libcurl) and a real etcd
   # cluster in tests/cluster
   libcurl4-openssl-dev etcd-server etcd-client
+  # the Debian packages (debian/) and their test (tests/install/package_deb.sh):
+  # dpkg-buildpackage, debhelper with its meson support, lintian, the unit's
+  # systemd-analyze verify, man to find the installed pages
+  debhelper dpkg-dev fakeroot lintian man-db systemd
 )
 
 missing=()

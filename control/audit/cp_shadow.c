@@ -84,10 +84,26 @@ static void slog(struct cp_shadow *sh, const char *fmt, ...)
 		fprintf(stderr, "fanogate audit: %s\n", msg);
 }
 
+static void slog_warn(struct cp_shadow *sh, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void slog_warn(struct cp_shadow *sh, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (sh->hooks.log_warn)
+		sh->hooks.log_warn(sh->hooks.arg, msg);
+	else
+		slog(sh, "%s", msg);
+}
+
+/* The alert runner reports only what went wrong with a page (the command
+ * failed, timed out, could not start): a warning. */
 static void alert_log(void *arg, const char *msg)
 {
 	struct cp_shadow *sh = arg;
-	slog(sh, "%s", msg);
+	slog_warn(sh, "%s", msg);
 }
 
 static void lines_changed(struct cp_shadow *sh, const struct fg_line_change *chg, uint64_t seq)
@@ -471,6 +487,7 @@ static int handle_verdict(struct cp_shadow *sh, struct fg_shadow_verdict *v, uin
 	uint64_t last = CP_SHADOW_NO_SEQ;
 	int rc = append(sh, FG_AREC_VERDICT, &p, &last);
 	bool recorded = rc == 0;
+	uint64_t verdict_seq = last;
 	if (!recorded && v->v.kind != FG_VERDICT_DIVERGENT)
 		return rc;
 	struct fg_line_change chg[FG_LINES];
@@ -484,6 +501,15 @@ static int handle_verdict(struct cp_shadow *sh, struct fg_shadow_verdict *v, uin
 		if (record_change(sh, &chg[i], "audit", &s) == 0)
 			last = s;
 		lines_changed(sh, &chg[i], s);
+	}
+	if (v->v.kind == FG_VERDICT_DIVERGENT) {
+		char rec[48] = "NOT recorded: the audit log failed";
+		if (recorded)
+			snprintf(rec, sizeof(rec), "audit record seq %" PRIu64, verdict_seq);
+		slog_warn(sh, "divergence: token %u layer %u lines 0x%02x epoch %u: jumped fingerprint %016" PRIx64
+			  " != canonical %016" PRIx64 "%s; %s",
+			  v->v.token_seq, v->v.dst_layer, v->v.lines, epoch, v->v.fp_jump, v->v.fp_canon,
+			  v->v.shape_mismatch ? ", shapes differ" : "", rec);
 	}
 	if (v->v.kind == FG_VERDICT_DIVERGENT) {
 		struct cp_alert_event ev;

@@ -71,6 +71,7 @@ struct cp_shadow_hooks {
 	void (*on_failed)(void *arg, int err);        /* the log failed closed */
 	void (*on_lines_changed)(void *arg, const struct fg_line_change *chg, uint64_t seq);
 	void (*log)(void *arg, const char *msg);      /* NULL = stderr */
+	void (*log_warn)(void *arg, const char *msg); /* divergences, alerts' failures; NULL = log */
 	void (*log_err)(void *arg, const char *msg);  /* errors (damage, fail closed); NULL = log */
 	void *arg;
 };

@@ -330,8 +330,10 @@ static void on_line(struct cp_cluster *c, const struct cl_in *m)
 	int r = line_apply(c, m->line, ev, m->uid, origin, why);
 	if (r == 1) {
 		c->st.lines_applied++;
-		cp_info("cluster: line %u %s: %s -> %s from node %s (%s, uid %u: %s)", m->line,
-			fg_fano_line_name(m->line), base_name(base), m->state, m->node, m->event, (unsigned)m->uid, m->why);
+		char who[32];
+		cp_log(cp_log_change_level(base, target), "cluster: line %u %s: %s -> %s from node %s (%s, by %s: %s)",
+		       m->line, fg_fano_line_name(m->line), base_name(base), m->state, m->node, m->event,
+		       cp_log_actor(m->uid, who, sizeof(who)), m->why);
 	} else if (r < 0) {
 		cp_err("cluster: line %u: applying %s from node %s failed: %s", m->line, m->state, m->node, strerror(-r));
 	}

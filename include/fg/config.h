@@ -168,6 +168,7 @@ struct fg_config {
 	uint32_t reasm_timeout_ms;/* default 250 */
 	/* [dataplane] */
 	char dp_profile[FG_PATH_MAX]; /* drivers-config profile, default "af_xdp" */
+	char dp_port[64];             /* the NIC the profile drives (its ${port}): interface or PCI address; "" = the profile's default */
 	uint32_t lcores;              /* poll lcores, default 1 */
 	uint32_t answer_spin_us;      /* control plane polls the lanes this long for an owed answer, default 50 */
 	/* [dataplane] neighbours = IP=MAC, ...: fixed IP -> MAC entries that

@@ -1,5 +1,6 @@
 /* test_profile.c - unit tests for dataplane/dp_profile.c: every shipped
- * drivers-config profile parses, ${VAR} expansion, profile lookup by name,
+ * drivers-config profile parses, ${port} and ${VAR} expansion, profile
+ * lookup by name (the source tree only for a program in the build tree),
  * and a refusal naming the line for every kind of bad value. */
 #include <errno.h>
 #include <setjmp.h>
@@ -75,11 +76,12 @@ static void test_shipped_profiles(void **st)
 	setenv("FG_LCORES", "2", 1);
 	setenv("FG_PCAP_IN", "/tmp/in.pcap", 1);
 	setenv("FG_PCAP_OUT", "/tmp/out.pcap", 1);
-	unsetenv("FG_IFACE");
 	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		struct dp_profile p;
+		/* the pci examples name no device of their own: they need a port */
+		const char *port = strstr(names[i], "example") ? "0000:05:00.0" : NULL;
 		assert_int_equal(dp_profile_find(names[i], path, sizeof(path)), 0);
-		int rc = dp_profile_load(&p, path, err, sizeof(err));
+		int rc = dp_profile_load(&p, path, port, err, sizeof(err));
 		if (rc)
 			fail_msg("%s: %s", names[i], err);
 		assert_true(p.n_vdev + p.n_pci >= 1);
@@ -87,26 +89,102 @@ static void test_shipped_profiles(void **st)
 	}
 	struct dp_profile p;
 	assert_int_equal(dp_profile_find("af_packet", path, sizeof(path)), 0);
-	assert_int_equal(dp_profile_load(&p, path, err, sizeof(err)), 0);
-	assert_non_null(strstr(p.vdev[0], "iface=fgveth0")); /* the ${FG_IFACE:-fgveth0} default */
-	assert_non_null(strstr(p.vdev[0], "qpairs=2"));     /* ${FG_LCORES} */
+	assert_int_equal(dp_profile_load(&p, path, NULL, err, sizeof(err)), 0);
+	assert_non_null(strstr(p.vdev[0], "iface=fgveth0,")); /* the ${port:-fgveth0} default */
+	assert_non_null(strstr(p.vdev[0], "qpairs=2"));      /* ${FG_LCORES} */
+	assert_true(p.port_used);
+	assert_string_equal(p.port, "fgveth0");
 	assert_int_equal(dp_profile_find("no_such_profile", path, sizeof(path)), -ENOENT);
 	assert_int_equal(dp_profile_find("/nonexistent/x.ini", path, sizeof(path)), -ENOENT);
+}
+
+/* [dataplane] port fills ${port}: the interface of af_xdp and af_packet,
+ * the PCI address of the pci examples (which have no default and refuse to
+ * load without one, naming the key); a profile without ${port} says so. */
+static void test_port(void **st)
+{
+	(void)st;
+	char dir[512], path[600], err[512];
+	struct dp_profile p;
+	snprintf(dir, sizeof(dir), "%s/drivers-config", root());
+	setenv("FG_DRIVERS_CONFIG", dir, 1);
+	setenv("FG_LCORES", "1", 1);
+
+	assert_int_equal(dp_profile_find("af_xdp", path, sizeof(path)), 0);
+	assert_int_equal(dp_profile_load(&p, path, "ens5f1", err, sizeof(err)), 0);
+	assert_non_null(strstr(p.vdev[0], "iface=ens5f1,"));
+	assert_true(p.port_used);
+	assert_string_equal(p.port, "ens5f1");
+	assert_int_equal(dp_profile_load(&p, path, "", err, sizeof(err)), 0); /* "" = none: the default */
+	assert_string_equal(p.port, "fgveth0");
+
+	assert_int_equal(dp_profile_find("mlx5.example", path, sizeof(path)), 0);
+	assert_int_equal(dp_profile_load(&p, path, "0000:3b:00.1", err, sizeof(err)), 0);
+	assert_int_equal(p.n_pci, 1);
+	assert_string_equal(p.pci[0], "0000:3b:00.1,rxq_cqe_comp_en=1,mprq_en=1");
+	assert_string_equal(p.port, "0000:3b:00.1");
+	assert_int_equal(dp_profile_load(&p, path, NULL, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "[dataplane] port"));
+	assert_non_null(strstr(err, "[port] pci"));
+
+	assert_int_equal(dp_profile_find("ring", path, sizeof(path)), 0);
+	assert_int_equal(dp_profile_load(&p, path, "eth1", err, sizeof(err)), 0);
+	assert_false(p.port_used); /* dp_init refuses a port such a profile ignores */
+
+	assert_true(dp_port_is_pci("0000:05:00.0"));
+	assert_true(dp_port_is_pci("05:00.7"));
+	assert_true(dp_port_is_pci("abcd:ef:1f.3"));
+	assert_false(dp_port_is_pci("05:00.8"));
+	assert_false(dp_port_is_pci("eth0"));
+	assert_false(dp_port_is_pci("0000:05:00"));
+	assert_false(dp_port_is_pci("0000-05:00.0"));
+	assert_false(dp_port_is_pci(""));
+}
+
+/* The packaged profiles come from the source tree only for a program run
+ * from the build tree (this test is one): an installed one reads
+ * DATADIR/fanogate/drivers-config (dp_profile.h). */
+static void test_dirs(void **st)
+{
+	(void)st;
+	const char *dirs[DP_PROFILE_DIRS];
+	unsetenv("FG_DRIVERS_CONFIG");
+	unsigned n = dp_profile_dirs(dirs);
+	assert_int_equal(n, 2);
+	assert_non_null(strstr(dirs[0], "fanogate/drivers-config"));
+	char src[512];
+	snprintf(src, sizeof(src), "%s/drivers-config", root());
+	assert_string_equal(dirs[1], src);
+	setenv("FG_DRIVERS_CONFIG", "/x", 1);
+	assert_int_equal(dp_profile_dirs(dirs), 3);
+	assert_string_equal(dirs[0], "/x");
+	unsetenv("FG_DRIVERS_CONFIG");
 }
 
 static void test_expand(void **st)
 {
 	(void)st;
 	char out[64];
+	bool used = false;
 	setenv("FGT_A", "alpha", 1);
 	unsetenv("FGT_B");
-	assert_int_equal(dp_profile_expand("x=${FGT_A},y=${FGT_B:-beta}$z", out, sizeof(out)), 0);
+	assert_int_equal(dp_profile_expand("x=${FGT_A},y=${FGT_B:-beta}$z", NULL, out, sizeof(out), &used), 0);
 	assert_string_equal(out, "x=alpha,y=beta$z");
-	assert_int_equal(dp_profile_expand("${FGT_B}", out, sizeof(out)), -EINVAL);
-	assert_int_equal(dp_profile_expand("${FGT_A", out, sizeof(out)), -EINVAL);
-	assert_int_equal(dp_profile_expand("${FGT_A}${FGT_A}", out, 10), -ENAMETOOLONG);
-	assert_int_equal(dp_profile_expand("${FGT_B:-}", out, sizeof(out)), 0);
+	assert_false(used);
+	assert_int_equal(dp_profile_expand("${FGT_B}", NULL, out, sizeof(out), NULL), -EINVAL);
+	assert_int_equal(dp_profile_expand("${FGT_A", NULL, out, sizeof(out), NULL), -EINVAL);
+	assert_int_equal(dp_profile_expand("${FGT_A}${FGT_A}", NULL, out, 10, NULL), -ENAMETOOLONG);
+	assert_int_equal(dp_profile_expand("${FGT_B:-}", NULL, out, sizeof(out), NULL), 0);
 	assert_string_equal(out, "");
+	/* ${port} comes from the caller, never the environment */
+	setenv("port", "from-env", 1);
+	assert_int_equal(dp_profile_expand("iface=${port}", "eth2", out, sizeof(out), &used), 0);
+	assert_string_equal(out, "iface=eth2");
+	assert_true(used);
+	assert_int_equal(dp_profile_expand("iface=${port}", NULL, out, sizeof(out), NULL), -EINVAL);
+	assert_int_equal(dp_profile_expand("iface=${port:-veth9}", "", out, sizeof(out), NULL), 0);
+	assert_string_equal(out, "iface=veth9");
+	unsetenv("port");
 }
 
 static int load_text(const char *text, struct dp_profile *p, char *err, size_t errlen)
@@ -117,7 +195,7 @@ static int load_text(const char *text, struct dp_profile *p, char *err, size_t e
 	FILE *f = fdopen(fd, "w");
 	fputs(text, f);
 	fclose(f);
-	int rc = dp_profile_load(p, path, err, errlen);
+	int rc = dp_profile_load(p, path, NULL, err, errlen);
 	unlink(path);
 	return rc;
 }
@@ -198,6 +276,8 @@ int main(void)
 		cmocka_unit_test(test_shipped_profiles),
 		cmocka_unit_test(test_lcores_default),
 		cmocka_unit_test(test_expand),
+		cmocka_unit_test(test_port),
+		cmocka_unit_test(test_dirs),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_vdev_tune),
 	};
