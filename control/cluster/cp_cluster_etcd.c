@@ -468,7 +468,7 @@ static void problem(struct cl_etcd *t, const char *what)
 {
 	if (strncmp(t->problem, what, sizeof(t->problem) - 1) == 0)
 		return;
-	snprintf(t->problem, sizeof(t->problem), "%s", what);
+	snprintf(t->problem, sizeof(t->problem), "%.*s", (int)sizeof(t->problem) - 1, what); /* a longer reason is cut */
 	cp_err("cluster: etcd %s: %s", t->cc->endpoint[t->cur], what);
 }
 
