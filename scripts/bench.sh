@@ -118,7 +118,7 @@ rm -f "$OUT"/path-* "$OUT"/cdf-* "$OUT"/relay.* "$OUT"/core.json "$OUT"/jump.* "
 GATE=$BUILD/control/daemon/fanogate
 FLEET=$BUILD/tools/fleet/fanofleet
 CORE=$BUILD/bench/core/bench_core
-KRX=$BUILD/bench/dp/kudp_rx # helper E's kernel receiver (same reassembler, ACK table and slot work)
+KRX=$BUILD/bench/dp/kudp_rx # bench/dp's kernel receiver (same reassembler, ACK table and slot work)
 [ -x "$KRX" ] || KRX=
 if [ ! -x "$FLEET" ] || [ ! -x "$GATE" ]; then
 	echo "bench: build first (ninja -C ${BUILD#"$ROOT"/}): need fanogate and fanofleet" >&2

@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/hostile/flood.sh [BUILD] - issue 14's speed goal: under each flood
+# bench/hostile/flood.sh [BUILD] - the speed goal: under each flood
 # (fragment 0, ACK, garbage, canonical digests, conflicts) the fleet
 # emulator keeps at least 50% of its no-flood seed rate. The same run as the
 # test hostile_flood_fleet (tests/hostile/run_flood_fleet.sh), with the rate

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# rss.sh - bench/ws: memory per idle TLS connection (issue 15 item 5).
+# rss.sh - bench/ws: memory per idle TLS connection.
 # fanogate --no-dataplane on loopback; a Python client (ssl + a real
 # WebSocket upgrade on /flow with the bearer token, then silence) opens
 # connections in steps (0, 100, 500, 1000 by default) and the daemon's

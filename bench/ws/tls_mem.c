@@ -1,6 +1,6 @@
 /* tls_mem.c - bench/ws: OpenSSL's own heap per idle server TLS connection
- * (issue 15 item 5: "at most 8 KiB of RSS per idle TLS connection beyond
- * OpenSSL's own"), so rss.sh can say how much of fanogate's figure is
+ * (the goal: at most 8 KiB of RSS per idle TLS connection beyond
+ * OpenSSL's own), so rss.sh can say how much of fanogate's figure is
  * OpenSSL's.
  *
  * Builds a server SSL_CTX the way control/cp_tls.c does (TLS 1.2-1.3, the

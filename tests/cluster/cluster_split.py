@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """cluster_split.py - [cluster] with the fleet's own emulator split across
-two fanogate nodes, each running its DPDK dataplane (issue 17, "the fleet
-emulator split across them"). Main thread; run by meson (suite cluster).
+two fanogate nodes, each running its DPDK dataplane (the fleet
+emulator split across them). Main thread; run by meson (suite cluster).
 
 Topology (everything in the test's private network namespace,
 fgtest.wait.private_net, unless said):

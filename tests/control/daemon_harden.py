@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """daemon_harden.py - the running daemon is confined (control/cp_harden.c).
-Owner: helper L (issue 8 item 6: helper B). Needs root (exit 77 otherwise).
+Needs root (exit 77 otherwise).
 
 1. fanogate --no-dataplane with an alert command, once ready: every thread
    in /proc/PID/task (io_uring's workers aside: they run no user code) shows

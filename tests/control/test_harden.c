@@ -1,4 +1,4 @@
-/* test_harden.c - control/cp_harden.c without the daemon. Owner: helper L.
+/* test_harden.c - control/cp_harden.c without the daemon.
  *
  * - a ring restricted to {NOP} completes NOP and refuses TIMEOUT and READ
  *   with -EACCES, refuses an SQE flag outside the allowed set, and refuses

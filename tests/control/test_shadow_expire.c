@@ -1,5 +1,5 @@
 /* test_shadow_expire.c - the cost and the correctness of shadow expiry
- * (core/shadow.c, fg_shadow_expire). Owner: helper L.
+ * (core/shadow.c, fg_shadow_expire).
  *
  * Cost is measured as work, not time: struct fg_shadow counts every entry
  * fg_shadow_expire looks at (expire_visits). Expiring N entries in batches

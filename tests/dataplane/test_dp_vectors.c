@@ -293,7 +293,7 @@ static void test_all_vectors(void **state)
 	send_dgram(&w, 1, ip_s3, 5002, 9999, b, n);
 	send_dgram(&w, 1, ip_bad, 5002, 4242, b, n);
 	uint8_t pkt[256];
-	/* a spoofed loopback source, and a datagram to the subnet's broadcast (issue 14 item 8) */
+	/* a spoofed loopback source, and a datagram to the subnet's broadcast */
 	uint8_t lo[16] = {127, 0, 0, 1}, bcast[16] = {10, 99, 0, 255};
 	send_dgram(&w, 1, lo, 5002, 4242, b, n);
 	uint32_t bcl = tu_udp_pkt(pkt, 4, ip_s3, 5002, bcast, 4242, b, 8, -1);

@@ -319,7 +319,7 @@ static void test_requests_and_answers(void **st)
 	assert_int_equal(dp_pkt_parse(na, n - 8, &r), DP_PKT_NOT_UDP);
 }
 
-/* Addresses (issue 14 item 8): only one host may send, only we may be sent to. */
+/* Addresses: only one host may send, only we may be sent to. */
 static enum dp_addr_verdict addr_of(int fam, const char *src, const char *dst, const uint8_t *own4, const uint8_t *own6)
 {
 	struct dp_pkt pk;

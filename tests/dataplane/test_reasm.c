@@ -521,7 +521,7 @@ static void test_superseded_attempt_not_acked(void **st)
 
 /* A multi-fragment frame refused no_slot at fragment 0 (another key's open
  * slot holds its index) is answered no_slot and never ACKed; once that slot
- * is freed the sender's resend is placed and ACKed (issue 14, 6b). */
+ * is freed the sender's resend is placed and ACKed. */
 static void test_no_slot_not_acked(void **st)
 {
 	(void)st;

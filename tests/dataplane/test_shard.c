@@ -350,7 +350,7 @@ static void test_resolve_ack_and_resend(void **st)
 	dp_shard_tick(&lc, now + 11 * MS);
 	assert_int_equal(C(FG_C_DELIVERY_RESENT), 1);
 	assert_int_equal(sent_to(mark, &consumer), 2);
-	/* an ACK from another address retires nothing (issue 14) */
+	/* an ACK from another address retires nothing */
 	struct dp_peer other = sender(0);
 	consumer_ack(&other, now + 12 * MS);
 	assert_int_equal(C(FG_C_DELIVERY_ACKED), 0);

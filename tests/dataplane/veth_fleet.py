@@ -295,7 +295,7 @@ def check_phase(a):
     eq('outcome conflict', o['conflict'], exp['conflicts'])
     # a poisoned slot was resolved first (conflicts hit resolved slots), so it is counted there;
     # a slot whose only attempt was aborted (a lost fragment's reassembly timed out before
-    # any line was whole) is freed and reopened by the resend (issue 14 item 6a)
+    # any line was whole) is freed and reopened by the resend
     eq('slots_opened', r['slots_opened'], r['slots_resolved'] + r['slots_expired'] + r.get('slots_abandoned', 0))
     if o['late'] < exp['late']:
         fail('outcome late %d < %d late duplicates sent' % (o['late'], exp['late']))

@@ -1,7 +1,7 @@
 #!/bin/bash
 # run_delivery.sh SCENARIO FANOGATE_DP FANOFLEET FANORELAY - reliable
 # resolved-seed delivery over UDP (dataplane/dp_dlv.h) under faults on the
-# delivery path (owner: dataplane helper; same topology as run_faults.sh):
+# delivery path (same topology as run_faults.sh):
 #
 #   [namespace fgdr-n$$]                                  [root namespace]
 #   fanofleet stations --> fanorelay #1 (clean) --veth---> fanogate-dp
@@ -26,7 +26,7 @@
 #             once 128 are held) with 100 tokens in flight (100 seeds per
 #             layer stream), clean path: no delivered seed may be given up,
 #             the seeds beyond base+63 wait (delivery_window_wait) instead
-#             of burning resends (issue 13)
+#             of burning resends
 #   fleet_default  fleet_window at the default [consumers] ack_window
 #             (auto): the consumer must be recognised as the fleet's
 #             (delivery_window_fleet_seen) and nothing it got given up

@@ -57,7 +57,7 @@ loss1)    R1="--loss 0.01" ;;
 loss5)    R1="--loss 0.05" ;;
 loss10)   R1="--loss 0.10"; STRICT=0 ;;
 loss20)   R1="--loss 0.20"; STRICT=0 ;;
-# issue 13: the shipped default deadline against the fleet's resend schedule
+# the shipped default deadline against the fleet's resend schedule
 # (fanofleet's default: a 200 ms check timer + 200 ms age test, 5 resends,
 # attempts ~400 ms apart, the last up to ~2 s after the first): no slot may
 # expire while its sender is still resending, so every expired slot is

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""test_reasm_exhaust.py - the driver of test_reasm_exhaust.sh (issue 8:
-reassembly contexts exhausted). Runs inside the test's network namespace
+"""test_reasm_exhaust.py - the driver of test_reasm_exhaust.sh (reassembly
+contexts exhausted). Runs inside the test's network namespace
 with kernel UDP sockets, against the daemon fanogate whose DPDK dataplane
 (af_packet) owns the other end of the veth pair. It reads the dataplane's
 counters from the EAL telemetry socket (/fanogate/counters: the boundary

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_reasm_exhaust.sh FANOGATE FANOCTL - issue 8, overload: reassembly
+# test_reasm_exhaust.sh FANOGATE FANOCTL - overload: reassembly
 # contexts exhausted, end to end. The daemon fanogate with its DPDK
 # dataplane on af_packet over a veth pair, [udp] reasm_contexts = 64,
 # reasm_timeout_ms = 500; two sources in a network namespace:

@@ -108,7 +108,7 @@ static void test_other_session_unproven(void **state)
 	struct frags f;
 	make_frame(&f, 0xAF62, 77, 50, 1);
 	send_all(a, 1, &f, 0);
-	ack(a, 2, 0xAF62, 77, 1, 0);          /* session 2 never sent it */
+	ack(a, 2, 0xAF62, 77, 1, 0);          /* stream 2 never sent it */
 	ack(a, 1, 0xAF63, 77, 1, 0);          /* another stream */
 	ack(a, 1, 0xAF62, 77, 1, 0);          /* the real one */
 	const struct rl_ack_stats *s = rl_ack_stats(a);

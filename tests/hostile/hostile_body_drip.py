@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""hostile_body_drip.py - issue 14 item 8 ("minimum body rate"): an
+"""hostile_body_drip.py - the minimum body rate: an
 authenticated client dripping a request body byte by byte cannot hold a
 connection for the whole idle timeout.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""hostile_canonical_role.py - issue 14 item 3a over TLS: a canonical report
+"""hostile_canonical_role.py - canonical reports over TLS: a canonical report
 is a verdict (and, when it disagrees, a demotion and a page), so only the
 coordinator may send one.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""hostile_disk_full.py - issue 14 item 7: answers say what is true when the
+"""hostile_disk_full.py - a full disk: answers say what is true when the
 audit cannot write, and the counters count it.
 
 The daemon (--no-dataplane) runs in a private mount namespace whose audit

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""hostile_epoch_storm.py - issue 14 item 3b: conflicting duplicate pairs at
+"""hostile_epoch_storm.py - an epoch storm: conflicting duplicate pairs at
 5 pairs/s must not advance the model epoch (and flush every shard) 5 times
 a second.
 

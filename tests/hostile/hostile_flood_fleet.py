@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """hostile_flood_fleet.py - the phases and verdicts of run_flood_fleet.sh
-(issue 14, "Done when"), run by it with the daemon up. Main thread.
+(the floods at the fleet's datagram rates), run by it with the daemon up. Main thread.
 
 Environment (set by run_flood_fleet.sh): FG_NS (the fleet's namespace),
 FG_NET (10.93.X.), FG_TMP, FG_METRICS_PORT, FG_FLEET (fanofleet),

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""hostile_metrics_lockout.py - issue 14 item 5 (metrics port): idle TCP
+"""hostile_metrics_lockout.py - lockout of the metrics port: idle TCP
 connections cannot lock a scraper out of /metrics.
 
 The daemon (--no-dataplane) listens for metrics on 127.0.0.1. An attacker

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""hostile_operator_dir.py - issue 14 item 8: a member of [operator] group
+"""hostile_operator_dir.py - the operator directory: a member of [operator] group
 reaches the operator socket.
 
 The socket lives in a run directory under a world-searchable base, with

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""hostile_slow_consumer_close.py - issue 14 item 8: the slow-consumer 1008
+"""hostile_slow_consumer_close.py - the slow-consumer 1008
 close is not lost when the consumer reads again after the 2 s linger.
 
 A /flow subscriber (raw TLS, small receive buffer) stops reading; a sender

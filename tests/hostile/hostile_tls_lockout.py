@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""hostile_tls_lockout.py - issue 14 item 5 (TLS port): idle TCP connections
+"""hostile_tls_lockout.py - lockout of the TLS port: idle TCP connections
 from unauthenticated clients cannot lock legitimate clients out.
 
 The daemon (--no-dataplane, the default model's 28 layers, [tls]

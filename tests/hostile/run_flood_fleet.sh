@@ -1,5 +1,5 @@
 #!/bin/bash
-# run_flood_fleet.sh FANOGATE FANOFLEET - issue 14, "Done when": under each
+# run_flood_fleet.sh FANOGATE FANOFLEET - under each
 # flood (fragment 0, ACK, garbage, canonical digests, conflicts) the fleet
 # emulator loses no seed it would otherwise have got (and, judged only with
 # FG_FLOOD_RATE_BAR=1 as bench/hostile/flood.sh runs it, keeps at least 50%

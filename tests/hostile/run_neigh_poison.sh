@@ -1,5 +1,5 @@
 #!/bin/bash
-# run_neigh_poison.sh FANOGATE_DP FANOFLEET FANORELAY - issue 14 item 4:
+# run_neigh_poison.sh FANOGATE_DP FANOFLEET FANORELAY -
 # neighbour poisoning. No gratuitous ARP, ARP request or UDP datagram from
 # another MAC claiming the consumer's IP may redirect seed deliveries.
 #

@@ -1,5 +1,5 @@
 #!/bin/bash
-# run_no_slot_ack.sh FANOGATE_DP - issue 14 item 6b: a frame refused no_slot
+# run_no_slot_ack.sh FANOGATE_DP - a frame refused no_slot
 # is not ACKed as received; its status says no_slot instead, so a sender
 # that resends only unACKed frames resends it.
 #

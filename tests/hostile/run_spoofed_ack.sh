@@ -1,5 +1,5 @@
 #!/bin/bash
-# run_spoofed_ack.sh FANOGATE_DP FANOFLEET FANORELAY - issue 14 item 2:
+# run_spoofed_ack.sh FANOGATE_DP FANOFLEET FANORELAY -
 # consumer ACKs count only from that layer's configured consumer address
 # and port, and the work one ACK datagram costs is bounded.
 #

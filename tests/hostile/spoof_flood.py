@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """spoof_flood.py KIND DST_IP SRC_IP SRC_PORT COUNT SECONDS RATE TOKEN_BASE -
-the flooder of hostile_flood_fleet.py (issue 14, "Done when": the floods at
-the issue's datagram rates). Run inside the fleet's namespace; main thread.
+the flooder of hostile_flood_fleet.py (the floods at the
+fleet's datagram rates). Run inside the fleet's namespace; main thread.
 
 Through a raw socket (IP_HDRINCL) it sends, from the forged SRC_IP:SRC_PORT
 to DST_IP:4242 (the fragmented profile), COUNT units of KIND paced at RATE

@@ -1,4 +1,4 @@
-/* test_hostile_audit.c - issue 14 item 1: audit recovery never deletes what
+/* test_hostile_audit.c - audit recovery never deletes what
  * it cannot prove torn (control/audit/cp_audit_log.c, cp_audit_head.c,
  * cp_shadow.c).
  *

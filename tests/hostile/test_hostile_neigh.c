@@ -1,4 +1,4 @@
-/* test_hostile_neigh.c - issue 14 item 4 (neighbour poisoning): the rule
+/* test_hostile_neigh.c - neighbour poisoning: the rule
  * dataplane/dp_neigh_rule.c applies to every ARP/NDP offer. A known
  * neighbour (the consumer) is never changed by a gratuitous ARP, an ARP
  * request or an unsolicited reply from another MAC; an address outside

@@ -1,4 +1,4 @@
-/* test_hostile_shadow.c - issue 14 item 3c: the shadow audit's
+/* test_hostile_shadow.c - the shadow audit's
  * pending-comparison table (core/shadow.c) is shared fairly by source.
  *
  * 1. 40 real seeds wait for their canonical reports; 5,000 canonical

@@ -1,4 +1,4 @@
-/* test_hostile_slot.c - issue 14 item 6 (first part): a slot whose only
+/* test_hostile_slot.c - a slot whose only
  * attempt was aborted is freed (core/slot.c fg_slot_abort).
  *
  * A fragment-0-only group begins a fragment attempt (fg_slot_begin opens

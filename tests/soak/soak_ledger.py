@@ -1,4 +1,4 @@
-"""soak_ledger.py - the soak test (issue 8 item 5, issue 4): one fanogate
+"""soak_ledger.py - the soak test: one fanogate
 --no-dataplane under a bounded mixed load for SOAK_SECONDS (default 60),
 then the ledger is closed from the daemon's own counters (fanoctl stats
 --json and /metrics) against what the clients saw:

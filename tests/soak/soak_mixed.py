@@ -1,4 +1,4 @@
-"""soak_mixed.py - the mixed soak (issue 8 item 5): one fanogate WITH its
+"""soak_mixed.py - the mixed soak: one fanogate WITH its
 DPDK dataplane (af_packet on a veth pair into a network namespace) under a
 bounded mixed load for SOAK_SECONDS (default 60), then the ledger is closed
 per ingress from the daemon's own counters (/metrics, fanoctl stats --json,
@@ -569,7 +569,7 @@ def ledger(d, led, uled, m, st, dpc, slots, pools0, pools1, tmp, r1rc, r2rc, los
     # the first fragment of a seed frame opens its slot (the dataplane places
     # fragments in the slot): each round of bad datagrams leaves one slot
     # opened by a group that never completes; when its reassembly times out
-    # the slot is freed at once (abandoned, issue 14 item 6a) instead of
+    # the slot is freed at once (abandoned) instead of
     # expiring. Abandoned slots also come from the fleet's own lost fragments
     # (freed, then reopened by the resend), so between max(0, incomplete -
     # abandoned) and all of the incomplete groups' slots may have expired.
