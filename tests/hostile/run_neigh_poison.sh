@@ -1,6 +1,6 @@
 #!/bin/bash
-# run_neigh_poison.sh FANOGATE_DP FANOFLEET FANORELAY -
-# neighbour poisoning. No gratuitous ARP, ARP request or UDP datagram from
+# run_neigh_poison.sh FANOGATE_DP FANOFLEET FANORELAY - neighbour
+# poisoning. No gratuitous ARP, ARP request or UDP datagram from
 # another MAC claiming the consumer's IP may redirect seed deliveries.
 #
 # The topology of run_spoofed_ack.sh (fanofleet + relays in a namespace,

@@ -1,6 +1,6 @@
 #!/bin/bash
-# run_spoofed_ack.sh FANOGATE_DP FANOFLEET FANORELAY -
-# consumer ACKs count only from that layer's configured consumer address
+# run_spoofed_ack.sh FANOGATE_DP FANOFLEET FANORELAY - consumer
+# ACKs count only from that layer's configured consumer address
 # and port, and the work one ACK datagram costs is bounded.
 #
 # The topology of tests/faults/run_delivery.sh (fanofleet + relays in a
