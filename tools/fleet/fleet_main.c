@@ -50,7 +50,8 @@ static void usage(FILE *f)
 "                        uniform in LO..HI (300-670 each: 0.9-2 ms a layer)\n"
 "  --net-delay-us N      one-way delay of every hop (0)\n"
 "  --relay-us N|LO-HI    the coordinator's relay, fixed or uniform (100-200)\n"
-"  --relay-samples FILE  draw it from measured hops instead (ns, one a line:\n"
+"  --relay-samples FILE  draw it from measured hops instead (ns, the last field\n"
+"                        of each line:\n"
 "                        fanofleet --relay-bench --samples FILE)\n"
 "faults:\n"
 "  --corrupt-at T        token index whose contribution gets one flipped low bit\n"
@@ -239,7 +240,7 @@ static int parse_range_us(const char *s, uint32_t *lo, uint32_t *hi)
 	return 0;
 }
 
-/* Measured relay hops, ns, one a line (the first field of each). */
+/* Measured relay hops, ns, one a line (the last field of each). */
 static int read_relay_samples(const char *path, struct fl_run_opts *o)
 {
 	FILE *f = fopen(path, "r");
@@ -249,9 +250,13 @@ static int read_relay_samples(const char *path, struct fl_run_opts *o)
 	size_t n = 0, cap = 0;
 	char line[128];
 	while (fgets(line, sizeof line, f)) {
+		/* the last field ("coordinator-https relay NS" or a bare NS) */
+		line[strcspn(line, "\r\n")] = 0;
+		char *last = strrchr(line, ' ');
+		last = last ? last + 1 : line;
 		char *end;
-		unsigned long long x = strtoull(line, &end, 10);
-		if (end == line)
+		unsigned long long x = strtoull(last, &end, 10);
+		if (end == last || *end)
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 1024;
