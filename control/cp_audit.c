@@ -69,21 +69,21 @@ static void sh_durable(void *arg, uint64_t seq)
 
 /* ---- the engine's audit sink (arg = the runner) --------------------------- */
 
-static void ev_resolved(void *arg, const struct fg_seed_view *v, uint32_t epoch)
+static void ev_resolved(void *arg, const struct fg_seed_view *v, uint32_t epoch, const struct fg_seed_times *t)
 {
 	struct cp_audit *a = arg;
 	a->st.resolved++;
 	uint64_t seq;
-	if (a->sh && cp_shadow_on_resolved(a->sh, v, epoch, cp_now_ns(), &seq) < 0)
+	if (a->sh && cp_shadow_on_resolved_at(a->sh, v, t, epoch, cp_now_ns(), &seq) < 0)
 		a->st.refused++;
 }
 
-static void ev_canonical(void *arg, const struct fg_canon *c, uint32_t epoch)
+static void ev_canonical(void *arg, const struct fg_canon *c, uint32_t epoch, uint64_t arrived_ns)
 {
 	struct cp_audit *a = arg;
 	a->st.canonical++;
 	uint64_t seq;
-	if (a->sh && cp_shadow_on_canonical(a->sh, c, epoch, cp_now_ns(), &seq) < 0)
+	if (a->sh && cp_shadow_on_canonical_at(a->sh, c, arrived_ns, epoch, cp_now_ns(), &seq) < 0)
 		a->st.refused++;
 }
 

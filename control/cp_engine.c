@@ -115,10 +115,10 @@ int cp_engine_line_event(struct cp_engine *e, unsigned line, enum fg_line_event 
 	return r;
 }
 
-static void emit_canonical(struct cp_engine *e, const struct fg_canon *cn)
+static void emit_canonical(struct cp_engine *e, const struct fg_canon *cn, uint64_t arrived_ns)
 {
 	if (e->audit)
-		e->audit->canonical(e->audit_arg, cn, e->epoch);
+		e->audit->canonical(e->audit_arg, cn, e->epoch, arrived_ns);
 }
 
 /* A refusal by the epoch guard: one log line per second at most (the
@@ -175,6 +175,11 @@ static void on_resolved(struct cp_engine *e, const struct fg_seed_view *v, const
 		fg_span_hist_add(&e->st.resolution[t->ingress], t->open_ns, t->resolved_ns);
 	if (t->udp_sent)
 		fg_lat_hist_add(&e->st.delivery[CP_CONSUMER_UDP], t->last_ns, t->resolved_ns);
+	/* For the audit's lead (fg/lead.h): resolved when the resolving
+	 * contribution was taken; delivered when the UDP consumer's copy went
+	 * to TX, else when it was handed to the TLS consumers below. */
+	struct fg_seed_times at = {.resolved_ns = t->last_ns, .delivered_ns = t->udp_sent ? t->resolved_ns : 0,
+				   .ingress = t->ingress < FG_INGRESS__COUNT ? (uint8_t)t->ingress : FG_AUDIT_UNKNOWN};
 	if (!v->body && v->body_len) {
 		/* The lcore's pool was empty: the facts came without the body
 		 * (boundary.h). Nothing to cache or hand a TLS consumer (the
@@ -182,17 +187,20 @@ static void on_resolved(struct cp_engine *e, const struct fg_seed_view *v, const
 		 * by fingerprint. */
 		e->st.resolved_no_body++;
 		if (e->audit)
-			e->audit->resolved(e->audit_arg, v, e->epoch);
+			e->audit->resolved(e->audit_arg, v, e->epoch, &at);
 		return;
 	}
 	const struct cp_ending *en = ending_put(e, v->dst_layer, v->token_seq, FG_SLOT_RESOLVED, v);
 	if (en && e->ops.resolved) {
 		e->ops.resolved(e->arg, v->dst_layer, v->token_seq, en->frame, en->len);
 		/* pushed to the WebSocket subscribers, handed to the waiting GETs */
-		fg_lat_hist_add(&e->st.delivery[CP_CONSUMER_TLS], t->last_ns, cp_now_ns());
+		uint64_t now = cp_now_ns();
+		fg_lat_hist_add(&e->st.delivery[CP_CONSUMER_TLS], t->last_ns, now);
+		if (!at.delivered_ns)
+			at.delivered_ns = now;
 	}
 	if (e->audit)
-		e->audit->resolved(e->audit_arg, v, e->epoch);
+		e->audit->resolved(e->audit_arg, v, e->epoch, &at);
 }
 
 static void on_ended(struct cp_engine *e, uint16_t layer, uint32_t token_seq, enum fg_slot_state st)
@@ -361,7 +369,7 @@ static int local_submit(struct cp_engine *e, const struct fg_frame *f, int32_t b
 		struct fg_canon cn = res.canon;
 		if (cn.kind == FG_CANON_FULL && !cn.digest)
 			cn.digest = fg_fingerprint(cn.body, cn.body_len);
-		emit_canonical(e, &cn);
+		emit_canonical(e, &cn, t0);
 	}
 	return 0;
 }
@@ -470,7 +478,7 @@ static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, int32_t b
 			e->st.canonical++;
 			if (cn.kind == FG_CANON_FULL && !cn.digest)
 				cn.digest = fg_fingerprint(cn.body, cn.body_len);
-			emit_canonical(e, &cn);
+			emit_canonical(e, &cn, rq->t_ns);
 		}
 	}
 	return 0;
@@ -606,7 +614,7 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const union fg_bm
 			e->st.bad_lane_msgs++;
 			break;
 		}
-		emit_canonical(e, &cn);
+		emit_canonical(e, &cn, c->t_ns);
 		break;
 	}
 	case FG_BM_CONFLICT:

@@ -44,6 +44,7 @@
 #include "fg/ingest.h"
 #include "fg/lat_hist.h"
 #include "fg/line.h"
+#include "fg/shadow.h"
 #include "fg/slot.h"
 #include "fg/wire.h"
 
@@ -70,10 +71,12 @@ struct cp_engine_ops {
  * harnesses) records no verdicts and demotes no line on a conflict.
  * Pointers are valid during the call. */
 struct cp_engine_audit_ops {
-	/* A slot resolved: v has the seed's body. */
-	void (*resolved)(void *arg, const struct fg_seed_view *v, uint32_t epoch);
-	/* A canonical report arrived (digest filled in for full reports). */
-	void (*canonical)(void *arg, const struct fg_canon *c, uint32_t epoch);
+	/* A slot resolved: v has the seed's body; t when it resolved and was
+	 * delivered, and the resolving contribution's ingress (the lead). */
+	void (*resolved)(void *arg, const struct fg_seed_view *v, uint32_t epoch, const struct fg_seed_times *t);
+	/* A canonical report arrived at arrived_ns (CLOCK_MONOTONIC; digest
+	 * filled in for full reports). */
+	void (*canonical)(void *arg, const struct fg_canon *c, uint32_t epoch, uint64_t arrived_ns);
 	/* A conflicting duplicate poisoned a slot: the audit records it and
 	 * demotes the line. */
 	void (*conflict)(void *arg, uint16_t layer, uint32_t token_seq, unsigned line, uint32_t epoch);

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,6 +212,53 @@ static void hist_series(struct sbuf *b, const char *name, const char *label, con
 	sb_printf(b, "fanogate_%s_count{%s=\"%s\"} %llu\n", name, label, value, (unsigned long long)count);
 }
 
+/* One series of a lead histogram (fg/lead.h) labelled by line and ingress. */
+static void lead_series(struct sbuf *b, const char *name, const char *labels, const struct fg_lead_hist *h)
+{
+	uint64_t cum = 0;
+	for (unsigned i = 0; i < FG_LEAD_BUCKETS; i++) {
+		cum += h->bucket[i];
+		if (i < FG_LEAD_BUCKETS - 1)
+			sb_printf(b, "fanogate_%s_bucket{%s,le=\"%g\"} %llu\n", name, labels, fg_lead_hist_le_us[i] * 1e-6,
+				  (unsigned long long)cum);
+		else
+			sb_printf(b, "fanogate_%s_bucket{%s,le=\"+Inf\"} %llu\n", name, labels, (unsigned long long)cum);
+	}
+	sb_printf(b, "fanogate_%s_sum{%s} %.9f\n", name, labels, (double)h->sum_ns * 1e-9);
+	sb_printf(b, "fanogate_%s_count{%s} %llu\n", name, labels, (unsigned long long)h->count);
+}
+
+/* The lead of compared seeds over the canonical chain (cp_shadow_lead), per
+ * line and ingress: four histogram families, every series always present. */
+static void render_leads(struct sbuf *b, const struct cp_shadow *sh)
+{
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} fams[] = {
+		{"line_lead_seconds", "compared seeds ahead of the canonical chain: its report's arrival - the seed's "
+		 "resolution, by line and ingress of the resolving contribution", offsetof(struct cp_shadow_lead, ahead)},
+		{"line_lag_seconds", "compared seeds behind the canonical chain (or level): the seed's resolution - "
+		 "its report's arrival", offsetof(struct cp_shadow_lead, behind)},
+		{"line_delivery_lead_seconds", "as line_lead_seconds from the seed's delivery to the next worker",
+		 offsetof(struct cp_shadow_lead, deliver_ahead)},
+		{"line_delivery_lag_seconds", "as line_lag_seconds from the seed's delivery to the next worker",
+		 offsetof(struct cp_shadow_lead, deliver_behind)},
+	};
+	char lb[64], labels[96];
+	for (size_t f = 0; f < FG_ARRAY_LEN(fams); f++) {
+		fam(b, fams[f].name, "histogram", fams[f].help);
+		for (unsigned i = 0; i < FG_LINES; i++)
+			for (unsigned g = 0; g < CP_SHADOW_INGRESSES; g++) {
+				snprintf(labels, sizeof(labels), "%s,ingress=\"%s\"", line_labels(i, lb, sizeof(lb)),
+					 fg_audit_ingress_name(g));
+				const struct cp_shadow_lead *L = cp_shadow_lead(sh, i, g);
+				lead_series(b, fams[f].name, labels,
+					    (const struct fg_lead_hist *)(const void *)((const char *)L + fams[f].off));
+			}
+	}
+}
+
 /* The engine's hops (cp_engine.h, enum cp_hop), jump delivery by consumer
  * and slot resolution by ingress, each one Prometheus histogram. */
 static void render_hops(struct sbuf *b, const struct cp_engine *e)
@@ -277,6 +325,19 @@ static void render_lines(struct sbuf *b, const struct cp_engine *e)
 	for (unsigned i = 0; i < FG_LINES; i++)
 		sb_printf(b, "fanogate_line_conflicts_total{%s} %llu\n", line_labels(i, lb, sizeof(lb)),
 			  (unsigned long long)ls->line[i].conflicts);
+	fam(b, "line_window_leads", "gauge", "compared seeds with a lead in the line's current window");
+	for (unsigned i = 0; i < FG_LINES; i++)
+		sb_printf(b, "fanogate_line_window_leads{%s} %u\n", line_labels(i, lb, sizeof(lb)), ls->line[i].lead.n);
+	fam(b, "line_window_ahead_ratio", "gauge",
+	    "share of the line's current window's compared seeds that were ahead of the canonical chain");
+	for (unsigned i = 0; i < FG_LINES; i++)
+		sb_printf(b, "fanogate_line_window_ahead_ratio{%s} %.4f\n", line_labels(i, lb, sizeof(lb)),
+			  fg_lead_window_share_ahead(&ls->line[i].lead));
+	fam(b, "line_promotions_held_total", "counter",
+	    "windows that were clean but held in shadow for their lead ([lines] promote_min_ahead, promote_min_lead_us)");
+	for (unsigned i = 0; i < FG_LINES; i++)
+		sb_printf(b, "fanogate_line_promotions_held_total{%s} %llu\n", line_labels(i, lb, sizeof(lb)),
+			  (unsigned long long)ls->line[i].holds);
 	fam(b, "point_down", "gauge", "1 while the Fano point has no live peer (its lines are degraded)");
 	for (unsigned p = 1; p <= FG_POINTS; p++)
 		sb_printf(b, "fanogate_point_down{point=\"%u\"} %d\n", p, (ls->points_down >> (p - 1)) & 1);
@@ -284,6 +345,10 @@ static void render_lines(struct sbuf *b, const struct cp_engine *e)
 	fam(b, "lines_promote_window_seconds", "gauge", "[lines] promote_ms: minimum age of a window before promotion");
 	sb_printf(b, "fanogate_lines_promote_window_seconds %.3f\n", (double)ls->policy.promote_ns / 1e9);
 	gauge(b, "lines_auto_promote_default", "[lines] auto_promote as configured (1 = on)", ls->policy.auto_promote);
+	fam(b, "lines_promote_min_ahead_ratio", "gauge", "[lines] promote_min_ahead: share of a window's seeds ahead (0: off)");
+	sb_printf(b, "fanogate_lines_promote_min_ahead_ratio %.4f\n", ls->policy.min_ahead);
+	fam(b, "lines_promote_min_lead_seconds", "gauge", "[lines] promote_min_lead_us: a window's median lead (0: off)");
+	sb_printf(b, "fanogate_lines_promote_min_lead_seconds %.6f\n", (double)ls->policy.min_lead_us * 1e-6);
 }
 
 static void render_peers(struct sbuf *b, const struct cp_server *srv)
@@ -408,6 +473,9 @@ static void render_audit(struct sbuf *b, const struct cp_audit *a)
 	counter(b, "audit_rotations_total", "log file rotations", st.log.rotations);
 	gauge(b, "audit_backlog_bytes", "bytes appended and not yet written", st.log.backlog_bytes);
 	gauge(b, "audit_file_bytes", "durable bytes in the current log file", st.log.file_bytes);
+	counter(b, "audit_promotions_held_total", "clean windows held in shadow for their lead (recorded once each)",
+		st.promotions_held);
+	render_leads(b, sh);
 	counter(b, "alerts_raised_total", "alerts raised", st.alert.raised);
 	counter(b, "alerts_spawned_total", "alert commands started", st.alert.spawned);
 	counter(b, "alerts_suppressed_total", "alerts dropped by the rate limit or the running cap", st.alert.suppressed);

@@ -111,14 +111,32 @@ static json_t *err_reply(const char *reason)
 }
 
 /* ---- commands ------------------------------------------------------------- */
+/* A percentile of the window's leads in us, null when it has none. */
+static json_t *lead_us(const struct fg_lead_window *w, double q)
+{
+	int64_t v = fg_lead_window_pct(w, q);
+	return v == FG_LEAD_NONE ? json_null() : json_integer((json_int_t)(v / 1000));
+}
+
 static json_t *line_json(const struct fg_lines *ls, unsigned i)
 {
 	const struct fg_line *ln = &ls->line[i];
-	return json_pack("{s:i,s:s,s:s,s:s,s:b,s:I,s:I,s:I,s:I}", "line", (int)i, "name", fg_fano_line_name(i), "state",
-			 fg_line_state_name(fg_line_effective(ls, i)), "base", fg_line_state_name(ln->base),
-			 "auto_promote", ln->auto_promote, "clean", (json_int_t)ln->clean, "verdicts",
-			 (json_int_t)ln->verdicts, "divergences", (json_int_t)ln->divergences, "conflicts",
-			 (json_int_t)ln->conflicts);
+	json_t *j = json_pack("{s:i,s:s,s:s,s:s,s:b,s:I,s:I,s:I,s:I}", "line", (int)i, "name", fg_fano_line_name(i),
+			      "state", fg_line_state_name(fg_line_effective(ls, i)), "base", fg_line_state_name(ln->base),
+			      "auto_promote", ln->auto_promote, "clean", (json_int_t)ln->clean, "verdicts",
+			      (json_int_t)ln->verdicts, "divergences", (json_int_t)ln->divergences, "conflicts",
+			      (json_int_t)ln->conflicts);
+	/* The value of a jump over the current window (docs/lines.md): how far
+	 * ahead of the canonical chain its compared seeds resolved. */
+	json_object_set_new(j, "leads", json_integer((json_int_t)ln->lead.n));
+	json_object_set_new(j, "ahead", json_real(fg_lead_window_share_ahead(&ln->lead)));
+	json_object_set_new(j, "lead_p50_us", lead_us(&ln->lead, 50));
+	json_object_set_new(j, "lead_p99_us", lead_us(&ln->lead, 99));
+	char why[128];
+	fg_line_promotion(ls, i, cp_now_ns(), why, sizeof(why));
+	if (why[0])
+		json_object_set_new(j, "promotion", json_string(why));
+	return j;
 }
 
 static json_t *cmd_lines(struct cp_opsrv *o)
@@ -127,9 +145,10 @@ static json_t *cmd_lines(struct cp_opsrv *o)
 	for (unsigned i = 0; i < FG_LINES; i++)
 		json_array_append_new(arr, line_json(&o->engine->lines, i));
 	const struct fg_line_policy *p = &o->engine->lines.policy;
-	return json_pack("{s:b,s:o,s:I,s:{s:b,s:I,s:I}}", "ok", 1, "lines", arr, "model_epoch",
+	return json_pack("{s:b,s:o,s:I,s:{s:b,s:I,s:I,s:f,s:I}}", "ok", 1, "lines", arr, "model_epoch",
 			 (json_int_t)o->engine->epoch, "policy", "auto_promote", p->auto_promote, "promote_count",
-			 (json_int_t)p->promote_count, "promote_ms", (json_int_t)(p->promote_ns / 1000000u));
+			 (json_int_t)p->promote_count, "promote_ms", (json_int_t)(p->promote_ns / 1000000u),
+			 "promote_min_ahead", p->min_ahead, "promote_min_lead_us", (json_int_t)p->min_lead_us);
 }
 
 static json_t *cmd_status(struct cp_opsrv *o)

@@ -55,6 +55,8 @@ static const struct kfield fields[] = {
 	KF("[lines] promote_count", policy.promote_count, K_LIVE),
 	KF("[lines] promote_ms", policy.promote_ns, K_LIVE),
 	KF("[lines] shadow_sample", shadow_sample, K_RESTART),
+	KF("[lines] promote_min_ahead", policy.min_ahead, K_LIVE),
+	KF("[lines] promote_min_lead_us", policy.min_lead_us, K_LIVE),
 	KF("[udp] port", udp_port, K_RESTART),
 	KF("[udp] raw_port", udp_raw_port, K_RESTART),
 	KF("[udp] mtu", mtu, K_RESTART),
@@ -200,6 +202,10 @@ static void describe(const struct fg_config *a, const struct fg_config *b, struc
 	if (a->policy.promote_ns != b->policy.promote_ns)
 		change(res, "[lines] promote_ms: %llu -> %llu", (unsigned long long)(a->policy.promote_ns / 1000000u),
 		       (unsigned long long)(b->policy.promote_ns / 1000000u));
+	if (a->policy.min_ahead != b->policy.min_ahead)
+		change(res, "[lines] promote_min_ahead: %g -> %g", a->policy.min_ahead, b->policy.min_ahead);
+	if (a->policy.min_lead_us != b->policy.min_lead_us)
+		change(res, "[lines] promote_min_lead_us: %u -> %u", a->policy.min_lead_us, b->policy.min_lead_us);
 	if (a->max_connections != b->max_connections)
 		change(res, "[tls] max_connections: %u -> %u", a->max_connections, b->max_connections);
 	if (a->ws_max_message != b->ws_max_message)

@@ -89,7 +89,16 @@ unsigned fg_audit_type_version(unsigned type)
 {
 	if (type < FG_AREC_GENESIS || type >= FG_AREC__END)
 		return 0;
-	return type == FG_AREC_LINE ? 2u : 1u;
+	return type == FG_AREC_LINE || type == FG_AREC_VERDICT ? 2u : 1u;
+}
+
+const char *fg_audit_ingress_name(unsigned ingress)
+{
+	switch (ingress) {
+	case FG_AUDIT_INGRESS_UDP: return "udp";
+	case FG_AUDIT_INGRESS_TLS: return "tls";
+	default: return "unknown";
+	}
 }
 
 const char *fg_audit_line_source_name(unsigned src)
@@ -325,6 +334,11 @@ static void encode_payload(struct wbuf *w, unsigned type, unsigned version, cons
 		w_u32(w, v->diff.first_index);
 		w_u64(w, f64_bits(v->diff.max_abs));
 		w_u64(w, v->diff.max_ulp);
+		if (version >= 2) {
+			w_u8(w, v->ingress);
+			w_u64(w, (uint64_t)v->lead_ns);
+			w_u64(w, (uint64_t)v->lead_deliver_ns);
+		}
 		break;
 	}
 	case FG_AREC_LINE:
@@ -442,6 +456,22 @@ static bool decode_payload(struct rbuf *r, unsigned type, unsigned version, unio
 		v->diff.first_index = r_u32(r);
 		v->diff.max_abs = bits_f64(r_u64(r));
 		v->diff.max_ulp = r_u64(r);
+		if (version >= 2) {
+			v->ingress = r_u8(r);
+			v->lead_ns = (int64_t)r_u64(r);
+			v->lead_deliver_ns = (int64_t)r_u64(r);
+			/* A known ingress or none; no lead without a canonical report;
+			 * a seed is delivered after it resolved. */
+			if ((v->ingress > FG_AUDIT_INGRESS_TLS && v->ingress != FG_AUDIT_UNKNOWN) ||
+			    (v->kind == FG_VERDICT_UNMATCHED &&
+			     (v->lead_ns != FG_AUDIT_NO_LEAD || v->lead_deliver_ns != FG_AUDIT_NO_LEAD)) ||
+			    (v->lead_ns == FG_AUDIT_NO_LEAD && v->lead_deliver_ns != FG_AUDIT_NO_LEAD) ||
+			    (v->lead_deliver_ns != FG_AUDIT_NO_LEAD && v->lead_deliver_ns > v->lead_ns))
+				return false;
+		} else {
+			v->ingress = FG_AUDIT_UNKNOWN;
+			v->lead_ns = v->lead_deliver_ns = FG_AUDIT_NO_LEAD;
+		}
 		if (v->kind > FG_VERDICT_UNMATCHED || v->lines > 0x7F || v->sampled > 1 || v->has_diff > 1 ||
 		    v->shape_mismatch > 1 || v->diff.count > v->diff.n_elems ||
 		    v->diff.nan_count > v->diff.count)

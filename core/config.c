@@ -113,6 +113,10 @@ static const struct ckey config_keys[] = {
 	 KT_MS_NS, OFF(policy.promote_ns), 0, 0, 86400000},
 	{{"lines", "shadow_sample", "fraction", "0.01", "0..1", "fraction of active-line seeds still audited against the canonical chain"},
 	 KT_FRAC, OFF(shadow_sample), 0, 0, 1},
+	{{"lines", "promote_min_ahead", "fraction", "0", "0..1", "and this share of the window's compared seeds ahead of the canonical chain (lead > 0); 0 = off: a clean window behind the chain stays in shadow"},
+	 KT_FRAC, OFF(policy.min_ahead), 0, 0, 1},
+	{{"lines", "promote_min_lead_us", "uint", "0", "0..10000000", "and the window's median lead over the canonical chain at least this; 0 = off"},
+	 KT_U32, OFF(policy.min_lead_us), 0, 0, 10000000},
 
 	{{"udp", "port", "uint", "4242", "1..65535", "UDP port of the fragmented profile"},
 	 KT_U16, OFF(udp_port), 0, 1, 65535},

@@ -138,6 +138,8 @@ static void window_reset(struct fg_line *l, uint64_t now_ns)
 {
 	l->clean = 0;
 	l->window_start_ns = now_ns;
+	fg_lead_window_reset(&l->lead);
+	l->held = false;
 }
 
 static bool window_ready(const struct fg_lines *ls, const struct fg_line *l, uint64_t now_ns)
@@ -145,6 +147,59 @@ static bool window_ready(const struct fg_lines *ls, const struct fg_line *l, uin
 	uint64_t elapsed = now_ns >= l->window_start_ns ? now_ns - l->window_start_ns : 0;
 
 	return l->auto_promote && l->clean >= ls->policy.promote_count && elapsed >= ls->policy.promote_ns;
+}
+
+/* Whether the window's leads pass the policy (line.h, "the window is
+ * ahead"); when not, why into out. A window with no lead on record is
+ * not ahead: nothing shows the jump was ever first. */
+static bool window_ahead(const struct fg_lines *ls, const struct fg_line *l, char *out, size_t cap)
+{
+	const struct fg_line_policy *p = &ls->policy;
+	if (p->min_ahead > 0 && (l->lead.n == 0 || fg_lead_window_share_ahead(&l->lead) < p->min_ahead)) {
+		snprintf(out, cap, "clean, not ahead: %.0f%% of %u seeds ahead, needs %.0f%%",
+			 100.0 * fg_lead_window_share_ahead(&l->lead), l->lead.n, 100.0 * p->min_ahead);
+		return false;
+	}
+	if (p->min_lead_us > 0) {
+		int64_t med = fg_lead_window_pct(&l->lead, 50);
+		if (med == FG_LEAD_NONE || med < (int64_t)p->min_lead_us * 1000) {
+			if (med == FG_LEAD_NONE)
+				snprintf(out, cap, "clean, lead too small: no lead measured, needs %u us", p->min_lead_us);
+			else
+				snprintf(out, cap, "clean, lead too small: median %lld us, needs %u us",
+					 (long long)(med / 1000), p->min_lead_us);
+			return false;
+		}
+	}
+	return true;
+}
+
+void fg_line_note_lead(struct fg_lines *ls, unsigned line, int64_t lead_ns)
+{
+	if (line < FG_LINES)
+		fg_lead_window_add(&ls->line[line].lead, lead_ns);
+}
+
+void fg_line_promotion(const struct fg_lines *ls, unsigned line, uint64_t now_ns, char *out, size_t len)
+{
+	if (!len)
+		return;
+	out[0] = '\0';
+	if (line >= FG_LINES || ls->line[line].base != FG_LINE_SHADOW)
+		return;
+	const struct fg_line *l = &ls->line[line];
+	uint64_t elapsed = now_ns >= l->window_start_ns ? now_ns - l->window_start_ns : 0;
+	if (!l->auto_promote)
+		snprintf(out, len, "auto-promote off");
+	else if (line_degraded(ls, line))
+		snprintf(out, len, "degraded");
+	else if (l->clean < ls->policy.promote_count)
+		snprintf(out, len, "window: %u of %u clean verdicts", l->clean, ls->policy.promote_count);
+	else if (elapsed < ls->policy.promote_ns)
+		snprintf(out, len, "window: %llu of %llu ms", (unsigned long long)(elapsed / 1000000u),
+			 (unsigned long long)(ls->policy.promote_ns / 1000000u));
+	else if (window_ahead(ls, l, out, len))
+		snprintf(out, len, "promotes at the next clean verdict");
 }
 
 static void default_why(char *out, size_t cap, enum fg_line_event ev, const struct fg_line *l,
@@ -166,8 +221,12 @@ static void default_why(char *out, size_t cap, enum fg_line_event ev, const stru
 	case FG_LEV_CLEAN: {
 		uint64_t elapsed = now_ns >= l->window_start_ns ? now_ns - l->window_start_ns : 0;
 
-		snprintf(out, cap, "promoted: %u clean verdicts in %llu ms", l->clean,
-			 (unsigned long long)(elapsed / 1000000u));
+		int k = snprintf(out, cap, "promoted: %u clean verdicts in %llu ms", l->clean,
+				 (unsigned long long)(elapsed / 1000000u));
+		if (l->lead.n && k > 0 && (size_t)k < cap)
+			snprintf(out + k, cap - (size_t)k, ", %.0f%% of %u seeds ahead, median lead %lld us",
+				 100.0 * fg_lead_window_share_ahead(&l->lead), l->lead.n,
+				 (long long)(fg_lead_window_pct(&l->lead, 50) / 1000));
 		break;
 	}
 	case FG_LEV_DIVERGENCE:
@@ -220,6 +279,27 @@ int fg_line_apply(struct fg_lines *ls, unsigned line, enum fg_line_event ev, uin
 		/* A window measured while a point is down says nothing about the
 		 * line with all its peers: no promotion while degraded. */
 		if (window_ready(ls, l, now_ns) && !line_degraded(ls, line)) {
+			/* Correct but never first: trusting it gains nothing. Said
+			 * once per window; the window keeps counting. */
+			char held[128];
+			if (!window_ahead(ls, l, held, sizeof(held))) {
+				if (l->held)
+					break;
+				l->held = true;
+				l->holds++;
+				if (chg) {
+					memset(chg, 0, sizeof(*chg));
+					chg->line = line;
+					chg->from = chg->to = eff_from;
+					chg->base_from = chg->base_to = base_from;
+					chg->event = ev;
+					chg->uid = uid;
+					chg->pid = pid;
+					chg->auto_promote = l->auto_promote;
+					(void)fg_text_copy(chg->why, sizeof(chg->why), held);
+				}
+				return FG_LINE_HELD;
+			}
 			default_why(why_default, sizeof(why_default), ev, l, now_ns);
 			to = FG_LINE_ACTIVE;
 		}

@@ -10,6 +10,8 @@
 
 #include "fg/shadow.h"
 
+_Static_assert(FG_LEAD_NONE == FG_AUDIT_NO_LEAD, "one value for an unknown lead in the core and the record");
+
 enum entry_state { E_EMPTY = 0, E_SEED, E_CANON };
 
 struct entry {
@@ -20,7 +22,7 @@ struct entry {
 	uint8_t kind;      /* CANON: enum fg_canon_kind */
 	uint8_t has_body;
 	uint8_t src;       /* CANON: source class (invariant 6) */
-	uint8_t pad;
+	uint8_t ingress;   /* SEED: fg_seed_times.ingress */
 	uint16_t layer;
 	uint32_t token_seq;
 	uint32_t start_pos, seq_len;
@@ -28,6 +30,8 @@ struct entry {
 	uint32_t prev, next; /* deadline list links (fg/shadow.h invariant 5) */
 	uint64_t deadline_ns;
 	uint64_t fp;
+	uint64_t t_a;      /* SEED: resolved_ns; CANON: arrived_ns (0: unknown) */
+	uint64_t t_b;      /* SEED: delivered_ns (0: not delivered) */
 	uint8_t body[];    /* body_max bytes */
 };
 
@@ -220,6 +224,8 @@ struct half {
 	uint32_t start_pos, seq_len, body_len;
 	const uint8_t *body; /* NULL when not available */
 	uint64_t fp;
+	uint64_t t_a, t_b;   /* as struct entry */
+	uint8_t ingress;
 };
 
 /* Build the verdict from the seed half and the canonical half. */
@@ -237,6 +243,14 @@ static void judge(struct fg_shadow *sh, const struct half *seed, uint8_t lines, 
 	v->fp_jump = seed->fp;
 	v->fp_canon = canon->fp;
 	v->diff.first_index = UINT32_MAX;
+	v->ingress = seed->ingress;
+	v->lead_ns = fg_lead_of(canon->t_a, seed->t_a);
+	v->lead_deliver_ns = fg_lead_of(canon->t_a, seed->t_b);
+	/* The record's rules (fg/audit.h): no delivery lead without a
+	 * resolution lead; a delivery never before its resolution (two
+	 * readings of one clock on two threads may disagree by a hair). */
+	if (v->lead_ns == FG_LEAD_NONE || (v->lead_deliver_ns != FG_LEAD_NONE && v->lead_deliver_ns > v->lead_ns))
+		v->lead_deliver_ns = v->lead_ns == FG_LEAD_NONE ? FG_LEAD_NONE : v->lead_ns;
 	out->shadow_lines = shadow_lines;
 	bool same = seed->fp == canon->fp;
 	if (seed->start_pos != canon->start_pos || seed->seq_len != canon->seq_len ||
@@ -259,6 +273,13 @@ static void judge(struct fg_shadow *sh, const struct half *seed, uint8_t lines, 
 int fg_shadow_seed(struct fg_shadow *sh, const struct fg_seed_view *v, const struct fg_lines *ls,
 		   uint64_t now_ns, struct fg_shadow_verdict *out)
 {
+	return fg_shadow_seed_at(sh, v, NULL, ls, now_ns, out);
+}
+
+int fg_shadow_seed_at(struct fg_shadow *sh, const struct fg_seed_view *v, const struct fg_seed_times *t,
+		      const struct fg_lines *ls, uint64_t now_ns, struct fg_shadow_verdict *out)
+{
+	const struct fg_seed_times at = t ? *t : (struct fg_seed_times){.resolved_ns = now_ns, .ingress = FG_AUDIT_UNKNOWN};
 	/* v->body NULL with a length: the body did not reach us (the lane's
 	 * pool was empty, boundary.h): judged by fingerprint and shape alone. */
 	if (!v || (v->body_len & 3u) || v->lines == 0 || v->lines > 0x7F)
@@ -275,9 +296,11 @@ int fg_shadow_seed(struct fg_shadow *sh, const struct fg_seed_view *v, const str
 	}
 	if (sampled)
 		sh->sampled_in++;
-	struct half seed = { v->start_pos, v->seq_len, v->body_len, v->body, v->fingerprint };
+	struct half seed = { v->start_pos, v->seq_len, v->body_len, v->body, v->fingerprint,
+			     at.resolved_ns, at.delivered_ns, at.ingress };
 	if (waiting_canon) {
-		struct half canon = { e->start_pos, e->seq_len, e->body_len, e->has_body ? e->body : NULL, e->fp };
+		struct half canon = { e->start_pos, e->seq_len, e->body_len, e->has_body ? e->body : NULL, e->fp,
+				      e->t_a, 0, FG_AUDIT_UNKNOWN };
 		judge(sh, &seed, v->lines, smask, sampled, &canon, (enum fg_canon_kind)e->kind, v->token_seq,
 		      v->dst_layer, out);
 		release(sh, e);
@@ -302,6 +325,9 @@ int fg_shadow_seed(struct fg_shadow *sh, const struct fg_seed_view *v, const str
 	e->seq_len = v->seq_len;
 	e->body_len = v->body_len;
 	e->fp = v->fingerprint;
+	e->t_a = at.resolved_ns;
+	e->t_b = at.delivered_ns;
+	e->ingress = at.ingress;
 	e->deadline_ns = now_ns + sh->cfg.expiry_ns;
 	e->has_body = v->body && v->body_len <= sh->cfg.body_max;
 	if (e->has_body && v->body_len)
@@ -325,6 +351,12 @@ int fg_shadow_canon(struct fg_shadow *sh, const struct fg_canon *c, uint64_t now
 int fg_shadow_canon_from(struct fg_shadow *sh, const struct fg_canon *c, unsigned src, uint64_t now_ns,
 			 struct fg_shadow_verdict *out)
 {
+	return fg_shadow_canon_at(sh, c, src, now_ns, now_ns, out);
+}
+
+int fg_shadow_canon_at(struct fg_shadow *sh, const struct fg_canon *c, unsigned src, uint64_t arrived_ns,
+		       uint64_t now_ns, struct fg_shadow_verdict *out)
+{
 	if (src >= FG_SHADOW_SOURCES)
 		return -EINVAL;
 	/* FULL with body NULL and a length: the body did not reach us, the
@@ -339,7 +371,8 @@ int fg_shadow_canon_from(struct fg_shadow *sh, const struct fg_canon *c, unsigne
 			       * (the lcore or the engine, once), else hash it here */
 			      c->kind == FG_CANON_FULL && !c->digest && (c->body || !c->body_len)
 				  ? fg_fingerprint(c->body, c->body_len)
-				  : c->digest };
+				  : c->digest,
+			      arrived_ns, 0, FG_AUDIT_UNKNOWN };
 	/* Invariant 4: a canonical half takes another key's entry only from
 	 * its own source or from a source holding more (never a waiting seed). */
 	struct entry *e = entry_at(sh, index_of(sh, c->token_seq, c->dst_layer));
@@ -355,7 +388,8 @@ int fg_shadow_canon_from(struct fg_shadow *sh, const struct fg_canon *c, unsigne
 	bool mine;
 	e = claim(sh, c->token_seq, c->dst_layer, &mine);
 	if (mine && e->state == E_SEED) {
-		struct half seed = { e->start_pos, e->seq_len, e->body_len, e->has_body ? e->body : NULL, e->fp };
+		struct half seed = { e->start_pos, e->seq_len, e->body_len, e->has_body ? e->body : NULL, e->fp,
+				     e->t_a, e->t_b, e->ingress };
 		judge(sh, &seed, e->lines, e->shadow_lines, e->sampled, &canon, c->kind, c->token_seq,
 		      c->dst_layer, out);
 		release(sh, e);
@@ -379,6 +413,9 @@ int fg_shadow_canon_from(struct fg_shadow *sh, const struct fg_canon *c, unsigne
 	e->seq_len = c->seq_len;
 	e->body_len = c->kind == FG_CANON_FULL ? c->body_len : 0;
 	e->fp = canon.fp;
+	e->t_a = arrived_ns;
+	e->t_b = 0;
+	e->ingress = FG_AUDIT_UNKNOWN;
 	e->deadline_ns = now_ns + sh->cfg.expiry_ns;
 	e->has_body = c->kind == FG_CANON_FULL && c->body && c->body_len <= sh->cfg.body_max;
 	if (e->has_body && c->body_len)
@@ -410,6 +447,8 @@ int fg_shadow_expire(struct fg_shadow *sh, uint64_t now_ns, struct fg_shadow_ver
 			o->v.sampled = e->sampled;
 			o->v.fp_jump = e->fp;
 			o->v.diff.first_index = UINT32_MAX;
+			o->v.ingress = e->ingress;
+			o->v.lead_ns = o->v.lead_deliver_ns = FG_LEAD_NONE;
 			o->shadow_lines = e->shadow_lines;
 			o->seed_side = true;
 		}
@@ -462,10 +501,13 @@ int fg_shadow_apply(struct fg_lines *ls, const struct fg_shadow_verdict *v, uint
 	for (unsigned i = 0; i < FG_LINES; i++) {
 		if (!(v->v.lines & (1u << i)))
 			continue;
+		if (ev == FG_LEV_CLEAN)
+			fg_line_note_lead(ls, i, v->v.lead_ns);
 		int rc = fg_line_apply(ls, i, ev, now_ns, FG_UID_AUDIT, 0, ev == FG_LEV_CLEAN ? NULL : why, &chg[n]);
 		if (rc < 0)
 			return rc;
-		n += rc;
+		if (rc > 0)
+			n++;
 	}
 	return n;
 }

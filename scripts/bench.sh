@@ -22,10 +22,25 @@
 # titled with the commit, date, mode and machine), OUT/table.txt and the raw
 # samples. No timing is asserted anywhere; no picture is committed.
 #
+# With --critical-path (bench/critical) it measures the per-token critical
+# path instead: fanofleet --critical-path with stage compute times (a, g, d
+# per layer, 0.9-2 ms a layer: the seed's 90-200 ms scaled down) and a
+# one-way network delay per hop, the same tokens through the coordinator
+# (its relay hop, measured first with --relay-bench) and by Pair X jumps
+# through fanogate with the fleet's gate, at each loss (UDP path only) and
+# each delay; then once with the lines in shadow (the gate never passes:
+# the jump saves nothing). Output: OUT/table.txt, OUT/critical.json,
+# OUT/critical.png (default OUT: BUILD/bench-critical).
+#
 # Usage: scripts/bench.sh [--smoke] [--tokens N] [--out DIR] [--build-dir DIR] [--answer-spin-us N]
 #                         [--fleet-cpus LIST] [--eal-lcores MAP] [--local-cpus LIST]
 #                         [--af-xdp-busy-budget N] [--idle-wake on|off] [--idle-wake-after-us N]
 #                         [--rounds N] [--warmup-tokens N]
+#   --critical-path   the critical-path bench (above) instead of the jump paths
+#   --delays "D..."   its one-way delays per hop, us (default "100 1000")
+#   --losses "L..."   its injected loss per UDP fragment (default "0 0.05 0.2")
+#   --no-dpdk    even as root: no namespace, no hugepages, no DPDK dataplane;
+#                the TLS paths on loopback only
 #   --smoke      CI: a few tokens per path; checks that every output exists
 #   --tokens N   tokens per path (default 300 = 8100 seeds; smoke 4)
 #   --out DIR    output directory (default BUILD/bench-jump)
@@ -72,10 +87,15 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # cannot collide with anything else on the box.
 [ "$(id -u)" -eq 0 ] || fg_private_net "$@"
 BUILD=${FG_BUILD_DIR:-build}
+CRIT=0 DELAYS="100 1000" LOSSES="0 0.05 0.2" NO_DPDK=0
 SMOKE=0 TOKENS= OUT= ANSWER_SPIN= FLEET_CPUS= EAL_LCORES= LOCAL_CPUS= XDP_BUSY_BUDGET= IDLE_WAKE=on IDLE_WAKE_AFTER= ROUNDS=1 WARMUP=20
 while [ $# -gt 0 ]; do
 	case $1 in
 	--smoke) SMOKE=1 ;;
+	--critical-path) CRIT=1 ;;
+	--no-dpdk) NO_DPDK=1 ;;
+	--delays) DELAYS=$2; shift ;;
+	--losses) LOSSES=$2; shift ;;
 	--tokens) TOKENS=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	--build-dir) BUILD=$2; shift ;;
@@ -104,16 +124,20 @@ case $WARMUP in '' | *[!0-9]*) echo "bench: --warmup-tokens takes a whole number
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 NCPU=$(nproc)
 [ -n "$FLEET_CPUS" ] || { [ "$NCPU" -ge 2 ] && FLEET_CPUS="0-$((NCPU - 2))" || FLEET_CPUS=all; }
+for d in $DELAYS; do case $d in *[!0-9]*) echo "bench: --delays takes whole microseconds, not '$d'" >&2; exit 2 ;; esac; done
+for l in $LOSSES; do case $l in 0|0.[0-9]*) ;; *) echo "bench: --losses takes fractions 0..0.9, not '$l'" >&2; exit 2 ;; esac; done
 [ -n "$TOKENS" ] || { [ $SMOKE -eq 1 ] && TOKENS=4 || TOKENS=300; }
+[ $CRIT -eq 1 ] && [ $SMOKE -eq 1 ] && [ "$TOKENS" -lt 2 ] && TOKENS=2
 [ $SMOKE -eq 1 ] && WARMUP=1
 if [ "$ROUNDS" -gt 1 ] && [ "$WARMUP" -ge "$TOKENS" ]; then
 	echo "bench: --warmup-tokens ($WARMUP) must be below --tokens ($TOKENS): nothing would be left to measure" >&2
 	exit 2
 fi
-[ -n "$OUT" ] || OUT=$BUILD/bench-jump
+if [ -z "$OUT" ]; then [ $CRIT -eq 1 ] && OUT=$BUILD/bench-critical || OUT=$BUILD/bench-jump; fi
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-rm -f "$OUT"/path-* "$OUT"/cdf-* "$OUT"/relay.* "$OUT"/core.json "$OUT"/jump.* "$OUT"/table.txt
+rm -f "$OUT"/path-* "$OUT"/cdf-* "$OUT"/relay.* "$OUT"/core.json "$OUT"/jump.* "$OUT"/table.txt "$OUT"/crit-* \
+	"$OUT"/critical.*
 
 GATE=$BUILD/control/daemon/fanogate
 FLEET=$BUILD/tools/fleet/fanofleet
@@ -127,7 +151,7 @@ fi
 
 NS=fgfl-bench VH=fgfl-bd0 VN=fgfl-bd1 CH=fgfl-bc0 CN=fgfl-bc1
 FLEET_IP=10.214.0.2 DP_IP=10.214.0.3 HOST_IP=10.214.1.1 FLEET_CIP=10.214.1.2
-ROOTED=0; [ "$(id -u)" -eq 0 ] && ROOTED=1
+ROOTED=0; [ "$(id -u)" -eq 0 ] && [ $NO_DPDK -eq 0 ] && ROOTED=1
 T=$(mktemp -d /tmp/fgfl-bench.XXXXXX)
 GATE_PID= LOCAL_PID= KPID= HUGE_ORIG= HUGE_MOUNT= DP_GATE=()
 cleanup() {
@@ -154,8 +178,9 @@ skip() { echo "$2" >"$OUT/path-$1.skip"; say "$1: skipped: $2"; }
 
 # ---- metadata ---------------------------------------------------------------
 /usr/bin/python3 - "$OUT/meta.json" "$ROOT" "$TOKENS" "$SMOKE" "$FLEET_CPUS" "$EAL_LCORES" "$LOCAL_CPUS" \
-	"$ROUNDS" "$WARMUP" "$IDLE_WAKE" "$IDLE_WAKE_AFTER" <<'PY'
+	"$ROUNDS" "$WARMUP" "$IDLE_WAKE" "$IDLE_WAKE_AFTER" "$CRIT" "$DELAYS" "$LOSSES" <<'PY'
 import json, os, platform, subprocess, sys, time
+crit = sys.argv[12] == "1"
 out, root, tokens, smoke = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
 placement = {"fleet_cpus": sys.argv[5] or None, "eal_lcores": sys.argv[6] or None, "local_cpus": sys.argv[7] or None}
 def sh(*a):
@@ -168,14 +193,18 @@ json.dump({"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit":
            "kernel": platform.release(), "cpu": cpu, "cpus": os.cpu_count(), "tokens_per_path": tokens,
            "layers": 28, "hidden": 1536, "window": 1, "mode": "chain", "smoke": smoke, "placement": placement,
            "rounds": int(sys.argv[8]), "warmup_tokens": int(sys.argv[9]) if int(sys.argv[8]) > 1 else 0,
-           "idle_wake": sys.argv[10], "idle_wake_after_us": sys.argv[11] or None},
+           "idle_wake": sys.argv[10], "idle_wake_after_us": sys.argv[11] or None,
+           **({"bench": "critical", "mode": "critical path, window 1", "delays_us": sys.argv[13].split(),
+               "losses": sys.argv[14].split(), "stage_us": "300-670 each"} if crit else {})},
           open(out, "w"), indent=2)
 PY
 
 # ---- TLS material, config ----------------------------------------------------
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=fanogate.bench \
 	-addext "subjectAltName=DNS:fanogate.bench,IP:127.0.0.1,IP:$HOST_IP" -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null
-(umask 077; printf '%s bench\n' "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$T/tokens")
+# the critical path's fleet also plays the coordinator (its canonical reports)
+(umask 077; printf '%s %s\n' "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
+	"$([ $CRIT -eq 1 ] && echo coordinator || echo bench)" >"$T/tokens")
 if [ $ROOTED -eq 1 ]; then TLS_IP=$HOST_IP; else TLS_IP=127.0.0.1; fi
 # the TLS and metrics listeners on port 0: fanogate reports the ports it
 # bound (start_gate sets TLS_PORT and TLSARGS)
@@ -296,6 +325,104 @@ if [ $ROOTED -eq 1 ]; then
 			stop_gate
 		done
 	fi
+fi
+
+# ---- the critical path (--critical-path) ------------------------------------------
+if [ $CRIT -eq 1 ]; then
+	# crit_run NAME ARGS...: one fanofleet --critical-path run of TOKENS tokens
+	crit_run() {
+		local name=$1; shift
+		say "$name: fanofleet --critical-path, $TOKENS tokens"
+		if "${INNS[@]}" "$FLEET" --tokens "$TOKENS" --window 1 --quiet --json "$OUT/crit-$name.json" \
+			--relay-samples "$OUT/relay.samples" --max-missing 100000000 "$@" >"$OUT/crit-$name.log" 2>&1; then
+			grep -E '^  critical path' "$OUT/crit-$name.log" | sed 's/^ */   /' || true
+		else
+			echo "   fanofleet exit $? (see $OUT/crit-$name.log):"; tail -4 "$OUT/crit-$name.log" | sed 's/^/   /'
+		fi
+	}
+	# the coordinator's relay hop, measured (HTTPS keep-alive on loopback)
+	HOPS=$((TOKENS * 27)); [ $HOPS -gt 5000 ] && HOPS=5000
+	say "relay: DOWN -> coordinator -> ATTN over HTTPS keep-alive (loopback), $HOPS hops"
+	"$FLEET" --relay-bench --cert "$T/cert.pem" --key "$T/key.pem" --hops "$HOPS" --warmup $((HOPS / 10 + 1)) \
+		--samples "$OUT/relay.samples" >"$OUT/relay.txt" 2>&1 || { cat "$OUT/relay.txt"; echo "bench: relay failed" >&2; exit 1; }
+	if [ $MODE != none ]; then
+		say "fanogate up with the DPDK dataplane over $MODE: the contributions over UDP, seeds to the consumer"
+		CPATH=(--udp "$DP_IP:4242" --consumer "$FLEET_IP:5000" --mix udp=1)
+		PATHNAME="UDP -> DPDK dataplane ($MODE)"
+	else
+		write_config "" no
+		start_gate --no-dataplane || { echo "bench: fanogate did not start"; tail "$T/fanogate.log"; exit 1; }
+		say "fanogate up with --no-dataplane: the contributions over wss (no loss injection there)"
+		CPATH=("${TLSARGS[@]}" --mix wss=1 --wss-conns 1)
+		PATHNAME="wss -> fanogate --no-dataplane"
+	fi
+	/usr/bin/python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); m["path"] = sys.argv[2]
+json.dump(m, open(sys.argv[1], "w"), indent=2)' "$OUT/meta.json" "$PATHNAME"
+	BASE=1000000
+	for D in $DELAYS; do
+		crit_run "canonical-d$D" --critical-path canonical --net-delay-us "$D" --token-base $BASE "${CPATH[@]}"
+		BASE=$((BASE + TOKENS + 100))
+		for L in $LOSSES; do
+			if [ $MODE = none ] && [ "$L" != 0 ]; then
+				echo "loss is injected on the UDP path only (no dataplane in this run)" >"$OUT/crit-jump-d$D-l$L.skip"
+				continue
+			fi
+			crit_run "jump-d$D-l$L" --critical-path jump --net-delay-us "$D" --loss "$L" --token-base $BASE "${CPATH[@]}"
+			BASE=$((BASE + TOKENS + 100))
+		done
+	done
+	# When the jump saves nothing: the lines in shadow, the fleet's gate never passes.
+	D0=${DELAYS%% *}
+	for l in 1 3 5; do
+		FANOCTL_SOCKET=$GD/op.sock "$BUILD/tools/fanoctl" lines shadow "$l" --why "bench: shadow" >/dev/null ||
+			echo "bench: fanoctl lines shadow $l failed" >&2
+	done
+	crit_run "shadow-d$D0" --critical-path jump --net-delay-us "$D0" --token-base $BASE "${CPATH[@]}"
+	stop_gate
+	say "report"
+	/usr/bin/python3 "$ROOT/bench/critical/report.py" "$OUT"
+	if [ $SMOKE -eq 1 ]; then
+		missing=()
+		for f in critical.json critical.png table.txt relay.samples; do [ -s "$OUT/$f" ] || missing+=("$f"); done
+		for D in $DELAYS; do
+			[ -s "$OUT/crit-canonical-d$D.json" ] || missing+=("crit-canonical-d$D.json")
+			for L in $LOSSES; do
+				[ -s "$OUT/crit-jump-d$D-l$L.json" ] || [ -s "$OUT/crit-jump-d$D-l$L.skip" ] || missing+=("crit-jump-d$D-l$L.json")
+			done
+		done
+		[ -s "$OUT/crit-shadow-d$D0.json" ] || missing+=("crit-shadow-d$D0.json")
+		if [ ${#missing[@]} -gt 0 ]; then echo "bench smoke: MISSING ${missing[*]}" >&2; exit 1; fi
+		# every run: every token's chain ended, every seed bit-exact (none
+		# wrong, none missing: the smoke injects no loss); the shadow run saved
+		# nothing; the plot is stamped with commit, date and mode
+		/usr/bin/python3 - "$OUT" <<'PY' || exit 1
+import glob, json, os, sys
+out = sys.argv[1]
+bad = []
+for f in sorted(glob.glob(os.path.join(out, "crit-*.json"))):
+    j = json.load(open(f))
+    cp = j.get("critical_path", {})
+    n = os.path.basename(f)
+    if len(cp.get("tokens", [])) != j.get("tokens_requested"):
+        bad.append("%s: %d of %s tokens finished" % (n, len(cp.get("tokens", [])), j.get("tokens_requested")))
+    if j.get("wrong") or j.get("missing") or j.get("bit_exact") != j.get("slots"):
+        bad.append("%s: seeds bit-exact %s of %s, wrong %s, missing %s" % (n, j.get("bit_exact"), j.get("slots"),
+                                                                          j.get("wrong"), j.get("missing")))
+    if n.startswith("crit-shadow") and cp.get("layers_in_time"):
+        bad.append("%s: %d layers in time with the lines in shadow" % (n, cp["layers_in_time"]))
+    if n.startswith("crit-canonical") and cp.get("layers_in_time"):
+        bad.append("%s: the canonical run took a jump" % n)
+m, c = (json.load(open(os.path.join(out, x))) for x in ("meta.json", "critical.json"))
+st = c.get("plot", {}).get("stamp", "")
+if not (str(m["commit"] or "unknown") in st and m["date"][:10] in st and m["mode"] in st):
+    bad.append("the plot's title lacks the commit, date or mode")
+for b in bad:
+    print("bench smoke: " + b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+		echo "bench smoke: all outputs present in $OUT, every seed bit-exact"
+	fi
+	exit 0
 fi
 
 # ---- 1. DPDK UDP ------------------------------------------------------------------

@@ -227,6 +227,15 @@ static int print_json(FILE *o, const struct fg_audit_rec *r)
 		json_object_set_new(j, "canonical",
 				    json_string(v->canon_kind == 0 ? "full" : v->canon_kind == 1 ? "digest" : "none"));
 		json_object_set_new(j, "shape_mismatch", json_boolean(v->shape_mismatch));
+		if (r->version >= 2) {
+			/* the lead over the canonical chain (docs/audit.md): ns, null when unknown */
+			json_object_set_new(j, "ingress", json_string(fg_audit_ingress_name(v->ingress)));
+			json_object_set_new(j, "lead_ns", v->lead_ns == FG_AUDIT_NO_LEAD ? json_null()
+											: json_integer((json_int_t)v->lead_ns));
+			json_object_set_new(j, "lead_deliver_ns", v->lead_deliver_ns == FG_AUDIT_NO_LEAD
+									  ? json_null()
+									  : json_integer((json_int_t)v->lead_deliver_ns));
+		}
 		if (v->has_diff) {
 			json_t *d = json_object();
 			json_object_set_new(d, "elements", json_integer(v->diff.n_elems));
@@ -336,6 +345,13 @@ static void print_human(FILE *o, const struct fg_audit_rec *r)
 		if (v->has_diff && v->diff.count)
 			fprintf(o, " diff %u/%u max_abs %.9g max_ulp %" PRIu64 " nan %u", v->diff.count, v->diff.n_elems,
 				v->diff.max_abs, v->diff.max_ulp, v->diff.nan_count);
+		/* version 2: how far ahead of the chain (+) or behind it (-) */
+		if (r->version >= 2 && v->lead_ns != FG_AUDIT_NO_LEAD) {
+			fprintf(o, " lead %+.3f ms", (double)v->lead_ns / 1e6);
+			if (v->lead_deliver_ns != FG_AUDIT_NO_LEAD)
+				fprintf(o, " (delivered %+.3f ms)", (double)v->lead_deliver_ns / 1e6);
+			fprintf(o, " via %s", fg_audit_ingress_name(v->ingress));
+		}
 		break;
 	}
 	case FG_AREC_LINE:

@@ -51,6 +51,7 @@ struct cp_shadow {
 	struct fg_audit_line_entry start[FG_LINES]; /* what this daemon started with */
 	uint64_t start_seq;      /* its START record, CP_SHADOW_NO_SEQ when none was written */
 	struct cp_shadow_stats st;
+	struct cp_shadow_lead lead[FG_LINES][CP_SHADOW_INGRESSES];
 };
 
 /* Peer authentication failures come from outside (a scanner can make
@@ -481,6 +482,14 @@ static int handle_verdict(struct cp_shadow *sh, struct fg_shadow_verdict *v, uin
 	}
 	default: sh->st.verdicts_unmatched++; break;
 	}
+	if (v->v.kind != FG_VERDICT_UNMATCHED && v->v.ingress < CP_SHADOW_INGRESSES)
+		for (unsigned i = 0; i < FG_LINES; i++) {
+			if (!(v->v.lines & (1u << i)))
+				continue;
+			struct cp_shadow_lead *L = &sh->lead[i][v->v.ingress];
+			fg_lead_hist_record(&L->ahead, &L->behind, v->v.lead_ns);
+			fg_lead_hist_record(&L->deliver_ahead, &L->deliver_behind, v->v.lead_deliver_ns);
+		}
 	union fg_audit_payload p;
 	memset(&p, 0, sizeof(p));
 	p.verdict = v->v;
@@ -498,8 +507,19 @@ static int handle_verdict(struct cp_shadow *sh, struct fg_shadow_verdict *v, uin
 		n = fg_shadow_apply(sh->lines, v, now_ns, chg);
 	for (int i = 0; i < n; i++) {
 		uint64_t s = CP_SHADOW_NO_SEQ;
+		/* A hold (fg/line.h FG_LINE_HELD): the window would have promoted
+		 * the line but for its lead. On record once per window; nothing
+		 * changed, so nothing to publish. */
+		bool held = chg[i].event == FG_LEV_CLEAN && chg[i].from == chg[i].to &&
+			    chg[i].base_from == chg[i].base_to;
 		if (record_change(sh, &chg[i], "audit", &s) == 0)
 			last = s;
+		if (held) {
+			sh->st.promotions_held++;
+			slog(sh, "line %u %s: promotion held: %s", chg[i].line, fg_fano_line_name(chg[i].line),
+			     chg[i].why);
+			continue;
+		}
 		lines_changed(sh, &chg[i], s);
 	}
 	if (v->v.kind == FG_VERDICT_DIVERGENT) {
@@ -543,11 +563,17 @@ static int handle_verdict(struct cp_shadow *sh, struct fg_shadow_verdict *v, uin
 int cp_shadow_on_resolved(struct cp_shadow *sh, const struct fg_seed_view *v, uint32_t epoch, uint64_t now_ns,
 			  uint64_t *seq)
 {
+	return cp_shadow_on_resolved_at(sh, v, NULL, epoch, now_ns, seq);
+}
+
+int cp_shadow_on_resolved_at(struct cp_shadow *sh, const struct fg_seed_view *v, const struct fg_seed_times *t,
+			     uint32_t epoch, uint64_t now_ns, uint64_t *seq)
+{
 	/* Once failed, comparisons still run: every verdict is counted, its
 	 * record fails (append_failed counts it), a divergence still demotes
 	 * and alerts, a clean verdict promotes nothing (handle_verdict). */
 	struct fg_shadow_verdict out;
-	int rc = fg_shadow_seed(&sh->core, v, sh->lines, now_ns, &out);
+	int rc = fg_shadow_seed_at(&sh->core, v, t, sh->lines, now_ns, &out);
 	if (rc <= 0)
 		return rc == 0 && sh->failed ? -EIO : rc;
 	return handle_verdict(sh, &out, epoch, now_ns, seq);
@@ -555,6 +581,12 @@ int cp_shadow_on_resolved(struct cp_shadow *sh, const struct fg_seed_view *v, ui
 
 int cp_shadow_on_canonical(struct cp_shadow *sh, const struct fg_canon *c, uint32_t epoch, uint64_t now_ns,
 			   uint64_t *seq)
+{
+	return cp_shadow_on_canonical_at(sh, c, now_ns, epoch, now_ns, seq);
+}
+
+int cp_shadow_on_canonical_at(struct cp_shadow *sh, const struct fg_canon *c, uint64_t arrived_ns, uint32_t epoch,
+			      uint64_t now_ns, uint64_t *seq)
 {
 	/* Failed: compared all the same (cp_shadow_on_resolved). */
 	/* A report whose seed will not be compared (all its lines active and the
@@ -568,7 +600,7 @@ int cp_shadow_on_canonical(struct cp_shadow *sh, const struct fg_canon *c, uint3
 		return sh->failed ? -EIO : 0;
 	}
 	struct fg_shadow_verdict out;
-	int rc = fg_shadow_canon(&sh->core, c, now_ns, &out);
+	int rc = fg_shadow_canon_at(&sh->core, c, 0, arrived_ns, now_ns, &out);
 	if (rc <= 0)
 		return rc == 0 && sh->failed ? -EIO : rc;
 	return handle_verdict(sh, &out, epoch, now_ns, seq);
@@ -852,6 +884,12 @@ void cp_shadow_stats(const struct cp_shadow *sh, struct cp_shadow_stats *out)
 	out->canon_refused_share = sh->core.canon_refused_share;
 	cp_audit_log_stats(sh->log, &out->log);
 	cp_alert_stats(sh->alert, &out->alert);
+}
+
+const struct cp_shadow_lead *cp_shadow_lead(const struct cp_shadow *sh, unsigned line, unsigned ingress)
+{
+	static const struct cp_shadow_lead none;
+	return line < FG_LINES && ingress < CP_SHADOW_INGRESSES ? &sh->lead[line][ingress] : &none;
 }
 
 struct cp_audit_log *cp_shadow_log(struct cp_shadow *sh) { return sh->log; }

@@ -111,11 +111,19 @@ int cp_shadow_process(struct cp_shadow *sh, uint64_t now_ns);
  * timeouts. Returns 0 or -errno as the on_* calls. */
 int cp_shadow_tick(struct cp_shadow *sh, uint64_t now_ns);
 
-/* now_ns is CLOCK_MONOTONIC (the slot engine's clock). epoch: model epoch. */
+/* now_ns is CLOCK_MONOTONIC (the slot engine's clock). epoch: model epoch.
+ * The seed counts as resolved (and undelivered) and the report as arrived
+ * at now_ns; the _at forms take those times from the engine, for the lead
+ * (fg/lead.h): t NULL as cp_shadow_on_resolved. */
 FG_MUST_CHECK int cp_shadow_on_resolved(struct cp_shadow *sh, const struct fg_seed_view *v, uint32_t epoch,
 					uint64_t now_ns, uint64_t *seq);
+FG_MUST_CHECK int cp_shadow_on_resolved_at(struct cp_shadow *sh, const struct fg_seed_view *v,
+					   const struct fg_seed_times *t, uint32_t epoch, uint64_t now_ns,
+					   uint64_t *seq);
 FG_MUST_CHECK int cp_shadow_on_canonical(struct cp_shadow *sh, const struct fg_canon *c, uint32_t epoch,
 					 uint64_t now_ns, uint64_t *seq);
+FG_MUST_CHECK int cp_shadow_on_canonical_at(struct cp_shadow *sh, const struct fg_canon *c, uint64_t arrived_ns,
+					    uint32_t epoch, uint64_t now_ns, uint64_t *seq);
 FG_MUST_CHECK int cp_shadow_on_conflict(struct cp_shadow *sh, uint32_t token_seq, uint16_t dst_layer,
 					uint8_t line, uint32_t epoch, uint64_t now_ns, uint64_t *seq);
 /* The same, src naming the sender ("udp 10.0.0.2:4000", "tls"; NULL: not
@@ -181,6 +189,7 @@ struct cp_shadow_stats {
 	uint64_t peer_auth_suppressed; /* not recorded: more than one per 100 ms */
 	uint64_t storms;            /* epoch storms that demoted and alerted (holds begun) */
 	uint64_t clean_held;        /* clean verdicts that promoted nothing: a storm held the lines */
+	uint64_t promotions_held;   /* windows held back for their lead ([lines] promote_min_ahead / _lead_us) */
 	uint64_t append_failed;     /* records not taken, plus those lost_at_failure */
 	uint64_t lost_at_failure;   /* appended but never durable: the log failed under them */
 	bool damaged;               /* started failed closed on a damaged log */
@@ -189,6 +198,17 @@ struct cp_shadow_stats {
 	struct cp_alert_stats alert;
 };
 void cp_shadow_stats(const struct cp_shadow *sh, struct cp_shadow_stats *out);
+
+/* The leads of clean and divergent verdicts (fg/lead.h), per line of the
+ * verdict's mask and ingress of the resolving contribution (verdicts whose
+ * ingress is unknown are left out): from the seed's resolution and from
+ * its delivery, ahead (lead > 0) and behind apart. For /metrics. */
+#define CP_SHADOW_INGRESSES 2u /* FG_AUDIT_INGRESS_UDP, _TLS */
+struct cp_shadow_lead {
+	struct fg_lead_hist ahead, behind;                 /* from the resolution */
+	struct fg_lead_hist deliver_ahead, deliver_behind; /* from the delivery */
+};
+const struct cp_shadow_lead *cp_shadow_lead(const struct cp_shadow *sh, unsigned line, unsigned ingress);
 
 /* For tests and tools. */
 struct cp_audit_log *cp_shadow_log(struct cp_shadow *sh);

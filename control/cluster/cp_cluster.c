@@ -695,16 +695,16 @@ static void on_lines_changed(void *arg, const struct fg_line_change *chg)
 
 /* The engine's audit sink, interposed: every event goes on to the audit;
  * a local epoch advance also goes to etcd (compare-and-swap). */
-static void sink_resolved(void *arg, const struct fg_seed_view *v, uint32_t epoch)
+static void sink_resolved(void *arg, const struct fg_seed_view *v, uint32_t epoch, const struct fg_seed_times *t)
 {
 	struct cp_cluster *c = arg;
-	c->inner->resolved(c->inner_arg, v, epoch);
+	c->inner->resolved(c->inner_arg, v, epoch, t);
 }
 
-static void sink_canonical(void *arg, const struct fg_canon *cn, uint32_t epoch)
+static void sink_canonical(void *arg, const struct fg_canon *cn, uint32_t epoch, uint64_t arrived_ns)
 {
 	struct cp_cluster *c = arg;
-	c->inner->canonical(c->inner_arg, cn, epoch);
+	c->inner->canonical(c->inner_arg, cn, epoch, arrived_ns);
 }
 
 static void sink_conflict(void *arg, uint16_t layer, uint32_t token_seq, unsigned line, uint32_t epoch)

@@ -95,7 +95,8 @@ enum fg_audit_type {
 const char *fg_audit_type_name(unsigned type);
 /* The payload version the encoder writes for type (the highest a reader
  * accepts); 0 for an unknown type. LINE is 2 (adds the base states and the
- * auto-promote flag), every other type 1. */
+ * auto-promote flag), VERDICT is 2 (adds the lead over the canonical chain
+ * and the ingress), every other type 1. */
 unsigned fg_audit_type_version(unsigned type);
 
 enum fg_verdict_kind {
@@ -115,6 +116,13 @@ struct fg_diff {
 	uint64_t max_ulp;     /* largest ULP distance over differing non-NaN elements */
 };
 
+/* The ingress of a verdict's resolving contribution (VERDICT version 2;
+ * the same numbers as enum fg_ingress, fg/boundary.h). */
+#define FG_AUDIT_INGRESS_UDP 0u
+#define FG_AUDIT_INGRESS_TLS 1u
+/* "udp", "tls", "unknown". */
+const char *fg_audit_ingress_name(unsigned ingress);
+
 struct fg_audit_verdict {
 	uint32_t token_seq;
 	uint16_t dst_layer;
@@ -127,7 +135,16 @@ struct fg_audit_verdict {
 	uint32_t epoch;
 	uint64_t fp_jump, fp_canon;
 	struct fg_diff diff;
+	/* version 2: the lead over the canonical chain (fg/lead.h): the
+	 * canonical report's arrival minus the seed's resolution, and minus its
+	 * delivery to the next worker, ns on the daemon's monotonic clock,
+	 * negative when the chain was first; FG_AUDIT_NO_LEAD when unknown (an
+	 * unmatched verdict, no delivery, and every version 1 record) */
+	uint8_t ingress;         /* FG_AUDIT_INGRESS_*, FG_AUDIT_UNKNOWN */
+	int64_t lead_ns;
+	int64_t lead_deliver_ns; /* <= lead_ns when both are known */
 };
+#define FG_AUDIT_NO_LEAD INT64_MIN
 
 struct fg_audit_line {
 	uint8_t line, from, to, event; /* effective states (enum fg_line_state), enum fg_line_event */

@@ -27,7 +27,12 @@
  *   clean verdict    SHADOW               ACTIVE      when auto_promote (per line)
  *                                                     && ++clean >= promote_count
  *                                                     && now - window_start >= promote_ns
- *                                                     && not degraded; else counts only
+ *                                                     && not degraded
+ *                                                     && the window is ahead (below);
+ *                                                     else counts only
+ *   clean verdict    SHADOW               SHADOW      held: every condition but the
+ *                                                     last holds; returns 2 (once per
+ *                                                     window, the caller audits it)
  *   clean verdict    DISABLED, ACTIVE     (same)      counts only
  *   divergence       ACTIVE               SHADOW      window reset
  *   divergence       SHADOW               SHADOW      window reset, returns 0
@@ -36,6 +41,12 @@
  *   point down/up    (base kept)          overlay     fg_lines_point; DEGRADED shows
  *                                                     only over SHADOW/ACTIVE
  *   op_auto_promote  (any, kept)          (same)      fg_line_auto_promote: the flag only
+ *
+ * "The window is ahead" (the value of a jump, fg/lead.h): the share of the
+ * window's leads that were > 0 is at least policy.min_ahead, and the
+ * window's median lead is at least policy.min_lead_us; each test is off at
+ * 0 (the default). Leads enter the window through fg_line_note_lead; a
+ * window reset empties it.
  *
  * Operator events (op_*) carry the operator's uid/pid from SO_PEERCRED and
  * the reason typed at the CLI; audit events carry FG_UID_AUDIT. When why is
@@ -49,10 +60,12 @@
 #define FG_LINE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fg/common.h"
 #include "fg/fano.h"
+#include "fg/lead.h"
 
 enum fg_line_state { FG_LINE_DISABLED = 0, FG_LINE_SHADOW, FG_LINE_ACTIVE, FG_LINE_DEGRADED };
 const char *fg_line_state_name(enum fg_line_state s);
@@ -79,6 +92,8 @@ struct fg_line_policy {
 	bool auto_promote;      /* operator allowed shadow -> active by window */
 	uint32_t promote_count; /* clean verdicts in the window */
 	uint64_t promote_ns;    /* and at least this long since the window opened */
+	double min_ahead;       /* and this share of the window's leads > 0 (0..1; 0 = off) */
+	uint32_t min_lead_us;   /* and the window's median lead at least this (0 = off) */
 };
 
 struct fg_line {
@@ -87,6 +102,9 @@ struct fg_line {
 	uint32_t clean;           /* clean verdicts since window start */
 	uint64_t window_start_ns;
 	uint64_t verdicts, divergences, conflicts;
+	struct fg_lead_window lead; /* leads of the window's compared seeds */
+	bool held;                /* the window was held back for its lead (recorded once) */
+	uint64_t holds;           /* windows held back for their lead */
 };
 
 struct fg_lines {
@@ -125,11 +143,28 @@ bool fg_line_is_shadow(const struct fg_lines *ls, unsigned line);
 
 /* Apply an event (table above). Returns 1 and fills *chg when the base or
  * the effective state changed, 0 when nothing changed (counters and the
- * window may still move), -EALREADY for op_enable on an enabled line,
- * -EINVAL for a bad line/event (point events go through fg_lines_point).
- * why may be NULL; it is copied (truncated to 127 bytes). chg may be NULL. */
+ * window may still move), FG_LINE_HELD and fills *chg (states unchanged,
+ * event clean, why the hold: "clean, not ahead: 12% of 64 seeds ahead,
+ * needs 50%") the first time in a window that a clean verdict would have
+ * promoted the line but for its lead, -EALREADY for op_enable on an
+ * enabled line, -EINVAL for a bad line/event (point events go through
+ * fg_lines_point). why may be NULL; it is copied (truncated to 127 bytes).
+ * chg may be NULL. */
+#define FG_LINE_HELD 2
 FG_MUST_CHECK int fg_line_apply(struct fg_lines *ls, unsigned line, enum fg_line_event ev, uint64_t now_ns,
 				uint32_t uid, int32_t pid, const char *why, struct fg_line_change *chg);
+/* Record the lead of a compared seed on the line into its window (before
+ * the verdict's fg_line_apply). FG_LEAD_NONE and a bad line: nothing. */
+void fg_line_note_lead(struct fg_lines *ls, unsigned line, int64_t lead_ns);
+
+/* What stands between a line and its promotion, for operators (`fanoctl
+ * lines`), into out[0..len): "" for a line that is not in shadow, else
+ * e.g. "auto-promote off", "window: 12 of 64 clean verdicts",
+ * "window: 3000 of 10000 ms", "degraded", "clean, not ahead: 12% of 64
+ * seeds ahead, needs 50%", "clean, lead too small: median 120 us, needs
+ * 500 us", or "promotes at the next clean verdict". */
+void fg_line_promotion(const struct fg_lines *ls, unsigned line, uint64_t now_ns, char *out, size_t len);
+
 /* Set auto-promotion for one line, unrecorded (a hold that is undone, not
  * a decision: [cluster] while etcd is away). */
 void fg_line_set_auto_promote(struct fg_lines *ls, unsigned line, bool on);

@@ -16,6 +16,11 @@
  * (fg_shadow_canon, from the fleet). The first half waits in the table with
  * a deadline; the second half produces the verdict and frees the entry.
  *
+ * Lead (fg/lead.h): each half keeps its times (the seed: resolved and
+ * delivered; the report: arrived), so the verdict says how far ahead of
+ * the canonical chain the seed was, whichever half came first:
+ * v.lead_ns = arrived - resolved, v.lead_deliver_ns = arrived - delivered.
+ *
  * Invariants (per entry):
  *  1. state EMPTY: nothing else is meaningful.
  *  2. state SEED: the resolved seed's fingerprint, shape and lines are kept;
@@ -65,6 +70,7 @@
 
 #include "fg/audit.h"
 #include "fg/common.h"
+#include "fg/lead.h"
 #include "fg/line.h"
 #include "fg/slot.h"
 #include "fg/wire.h"
@@ -99,6 +105,14 @@ struct fg_shadow {
 
 #define FG_SHADOW_NIL UINT32_MAX
 
+/* When a resolved seed's facts were taken (CLOCK_MONOTONIC ns, the clock of
+ * the canonical arrival times; 0 = unknown). */
+struct fg_seed_times {
+	uint64_t resolved_ns;  /* the contribution that resolved the slot was taken */
+	uint64_t delivered_ns; /* the seed was handed to the next worker's consumer; 0 = not delivered */
+	uint8_t ingress;       /* FG_AUDIT_INGRESS_* of the resolving contribution, FG_AUDIT_UNKNOWN */
+};
+
 /* One comparison's outcome; the glue audits it (struct fg_audit_verdict). */
 struct fg_shadow_verdict {
 	struct fg_audit_verdict v; /* epoch is left 0: the caller knows the model epoch */
@@ -131,6 +145,10 @@ bool fg_shadow_wants(const struct fg_shadow *sh, const struct fg_lines *ls, uint
  * sampled, -EINVAL on a bad view. */
 FG_MUST_CHECK int fg_shadow_seed(struct fg_shadow *sh, const struct fg_seed_view *v, const struct fg_lines *ls,
 				 uint64_t now_ns, struct fg_shadow_verdict *out);
+/* The same with the seed's times (t NULL: resolved at now_ns, delivery and
+ * ingress unknown, as fg_shadow_seed). */
+FG_MUST_CHECK int fg_shadow_seed_at(struct fg_shadow *sh, const struct fg_seed_view *v, const struct fg_seed_times *t,
+				    const struct fg_lines *ls, uint64_t now_ns, struct fg_shadow_verdict *out);
 
 /* True when a resolved seed for the key waits for its canonical report. */
 bool fg_shadow_has_seed(const struct fg_shadow *sh, uint32_t token_seq, uint16_t layer);
@@ -147,6 +165,9 @@ FG_MUST_CHECK int fg_shadow_canon(struct fg_shadow *sh, const struct fg_canon *c
  * A report refused by invariant 4 returns 0 and is counted. */
 FG_MUST_CHECK int fg_shadow_canon_from(struct fg_shadow *sh, const struct fg_canon *c, unsigned src, uint64_t now_ns,
 				       struct fg_shadow_verdict *out);
+/* The same with the report's arrival time (fg_shadow_canon_from: now_ns). */
+FG_MUST_CHECK int fg_shadow_canon_at(struct fg_shadow *sh, const struct fg_canon *c, unsigned src, uint64_t arrived_ns,
+				     uint64_t now_ns, struct fg_shadow_verdict *out);
 
 /* Expire halves older than expiry_ns. Writes up to max UNMATCHED verdicts
  * (only for seeds that had a line in shadow; lone sampled seeds and lone
@@ -159,8 +180,11 @@ int fg_shadow_expire(struct fg_shadow *sh, uint64_t now_ns, struct fg_shadow_ver
 uint32_t fg_shadow_flush(struct fg_shadow *sh);
 
 /* Feed a verdict to the line state machine: FG_LEV_CLEAN or
- * FG_LEV_DIVERGENCE on each line of v->v.lines (UNMATCHED changes nothing).
- * Writes the transitions into chg[0..7) and returns how many, or -EINVAL. */
+ * FG_LEV_DIVERGENCE on each line of v->v.lines (UNMATCHED changes nothing);
+ * a clean verdict's lead goes into each line's window first
+ * (fg_line_note_lead). Writes the transitions, and the holds
+ * (FG_LINE_HELD: states unchanged, fg/line.h), into chg[0..7) and returns
+ * how many, or -EINVAL. */
 FG_MUST_CHECK int fg_shadow_apply(struct fg_lines *ls, const struct fg_shadow_verdict *v, uint64_t now_ns,
 				  struct fg_line_change chg[FG_LINES]);
 

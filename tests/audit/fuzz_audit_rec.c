@@ -9,7 +9,7 @@
  * the config's state on a reset.
  * Build: clang-14 -fsanitize=fuzzer,address,undefined -Iinclude
  *        tests/audit/fuzz_audit_rec.c core/audit_rec.c core/audit_lines.c
- *        core/line.c core/fano.c core/text.c -lxxhash -lcrypto */
+ *        core/lead.c core/line.c core/fano.c core/text.c -lxxhash -lcrypto */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

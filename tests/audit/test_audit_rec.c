@@ -312,6 +312,106 @@ static void test_start_lines_reload_records(void **state)
 	assert_int_equal(fg_audit_encode_version(&ch, FG_AREC_START, 2, 9, &p, b, sizeof(b)), -FG_AR_VERSION);
 }
 
+/* VERDICT version 2: the lead over the canonical chain and the ingress.
+ * Round trip of known and unknown leads, every prefix, a reader of version
+ * 1 refusing it loudly (bad_version: what a reader without version 2 sees,
+ * played by lowering the highest version it knows), version 1 read as
+ * "no lead" and written back byte for byte, every field out of range. */
+static void test_verdict_lead(void **state)
+{
+	(void)state;
+	assert_int_equal(fg_audit_type_version(FG_AREC_VERDICT), 2);
+	assert_string_equal(fg_audit_ingress_name(FG_AUDIT_INGRESS_UDP), "udp");
+	assert_string_equal(fg_audit_ingress_name(FG_AUDIT_INGRESS_TLS), "tls");
+	assert_string_equal(fg_audit_ingress_name(FG_AUDIT_UNKNOWN), "unknown");
+	struct fg_audit_chain ch;
+	uint8_t b[FG_AUDIT_REC_MAX], v1[FG_AUDIT_REC_MAX];
+	struct fg_audit_rec r;
+	union fg_audit_payload p;
+	static const int64_t leads[][2] = {
+		{2000000, 1990000},                  /* 2 ms ahead of the chain, delivered 10 us later */
+		{-350000, -420000},                  /* the chain first */
+		{0, 0},
+		{INT64_MAX, INT64_MIN + 1},
+		{123456789, FG_AUDIT_NO_LEAD},       /* resolved, never delivered */
+		{FG_AUDIT_NO_LEAD, FG_AUDIT_NO_LEAD}, /* times unknown */
+	};
+	for (size_t i = 0; i < FG_ARRAY_LEN(leads); i++) {
+		payload_of(FG_AREC_VERDICT, 1, &p);
+		p.verdict.ingress = i % 2 ? FG_AUDIT_INGRESS_TLS : FG_AUDIT_INGRESS_UDP;
+		p.verdict.lead_ns = leads[i][0];
+		p.verdict.lead_deliver_ns = leads[i][1];
+		fg_audit_chain_init(&ch);
+		ssize_t k = fg_audit_encode(&ch, FG_AREC_VERDICT, 3, &p, b, sizeof(b));
+		assert_true(k > 0);
+		assert_int_equal(fg_audit_decode(b, (size_t)k, &r), k);
+		assert_int_equal(r.version, 2);
+		assert_int_equal(r.p.verdict.ingress, p.verdict.ingress);
+		assert_true(r.p.verdict.lead_ns == leads[i][0]);
+		assert_true(r.p.verdict.lead_deliver_ns == leads[i][1]);
+		assert_int_equal(r.p.verdict.token_seq, p.verdict.token_seq);
+		for (ssize_t n = 0; n < k; n++)
+			assert_int_equal(fg_audit_decode(b, (size_t)n, &r), -FG_AR_TRUNCATED);
+	}
+	/* 17 bytes more than version 1: ingress u8, two i64 */
+	payload_of(FG_AREC_VERDICT, 1, &p);
+	fg_audit_chain_init(&ch);
+	ssize_t k2 = fg_audit_encode(&ch, FG_AREC_VERDICT, 3, &p, b, sizeof(b));
+	fg_audit_chain_init(&ch);
+	ssize_t k1 = fg_audit_encode_version(&ch, FG_AREC_VERDICT, 1, 3, &p, v1, sizeof(v1));
+	assert_int_equal(k2 - k1, 17);
+	/* an old reader: it knows VERDICT up to version 1, so version 2 is one
+	 * above its highest: the same check refuses it by name */
+	uint8_t c[FG_AUDIT_REC_MAX];
+	memcpy(c, b, (size_t)k2);
+	fg_put_le16(c + 6, 3);
+	refix(c);
+	assert_int_equal(fg_audit_decode(c, (size_t)k2, &r), -FG_AR_VERSION);
+	/* version 2's payload labelled version 1, and the other way round: bad_payload */
+	fg_put_le16(c + 6, 1);
+	refix(c);
+	assert_int_equal(fg_audit_decode(c, (size_t)k2, &r), -FG_AR_PAYLOAD);
+	memcpy(c, v1, (size_t)k1);
+	fg_put_le16(c + 6, 2);
+	refix(c);
+	assert_int_equal(fg_audit_decode(c, (size_t)k1, &r), -FG_AR_PAYLOAD);
+	/* version 1 reads as "no lead, ingress unknown", and is written back as it was */
+	assert_int_equal(fg_audit_decode(v1, (size_t)k1, &r), k1);
+	assert_int_equal(r.version, 1);
+	assert_int_equal(r.p.verdict.ingress, FG_AUDIT_UNKNOWN);
+	assert_true(r.p.verdict.lead_ns == FG_AUDIT_NO_LEAD && r.p.verdict.lead_deliver_ns == FG_AUDIT_NO_LEAD);
+	uint8_t again[FG_AUDIT_REC_MAX];
+	fg_audit_chain_init(&ch);
+	assert_int_equal(fg_audit_encode_version(&ch, FG_AREC_VERDICT, r.version, 3, &r.p, again, sizeof(again)), k1);
+	assert_memory_equal(again, v1, (size_t)k1);
+	assert_int_equal(fg_audit_encode_version(&ch, FG_AREC_VERDICT, 3, 3, &p, b, sizeof(b)), -FG_AR_VERSION);
+
+#define BAD(mutate)                                                                       \
+	do {                                                                              \
+		payload_of(FG_AREC_VERDICT, 1, &p);                                       \
+		mutate;                                                                   \
+		fg_audit_chain_init(&ch);                                                 \
+		ssize_t k_ = fg_audit_encode(&ch, FG_AREC_VERDICT, 1, &p, b, sizeof(b));  \
+		assert_true(k_ > 0);                                                      \
+		assert_int_equal(fg_audit_decode(b, (size_t)k_, &r), -FG_AR_PAYLOAD);     \
+	} while (0)
+	BAD(p.verdict.ingress = 2);
+	BAD(p.verdict.ingress = 0xFE);
+	BAD((p.verdict.kind = FG_VERDICT_UNMATCHED, p.verdict.lead_ns = 5, p.verdict.lead_deliver_ns = 4));
+	BAD((p.verdict.kind = FG_VERDICT_UNMATCHED, p.verdict.lead_ns = FG_AUDIT_NO_LEAD, p.verdict.lead_deliver_ns = 0));
+	BAD((p.verdict.lead_ns = FG_AUDIT_NO_LEAD, p.verdict.lead_deliver_ns = 7)); /* delivered, never resolved */
+	BAD((p.verdict.lead_ns = 1000, p.verdict.lead_deliver_ns = 1001));           /* delivered before resolved */
+#undef BAD
+	/* an unmatched verdict without a lead is fine */
+	payload_of(FG_AREC_VERDICT, 1, &p);
+	p.verdict.kind = FG_VERDICT_UNMATCHED;
+	p.verdict.ingress = FG_AUDIT_UNKNOWN;
+	p.verdict.lead_ns = p.verdict.lead_deliver_ns = FG_AUDIT_NO_LEAD;
+	fg_audit_chain_init(&ch);
+	ssize_t k = fg_audit_encode(&ch, FG_AREC_VERDICT, 1, &p, b, sizeof(b));
+	assert_int_equal(fg_audit_decode(b, (size_t)k, &r), k);
+}
+
 static void test_malformed_records(void **state)
 {
 	(void)state;
@@ -333,7 +433,7 @@ static void test_malformed_records(void **state)
 	assert_int_equal(fg_audit_decode(b, sizeof(b), &r), -FG_AR_LENGTH);
 
 	memcpy(b, r1, n1);
-	b[6] = 2; /* version */
+	b[6] = 3; /* version: one above VERDICT's */
 	refix(b);
 	assert_int_equal(fg_audit_decode(b, n1, &r), -FG_AR_VERSION);
 	memcpy(b, r1, n1);
@@ -342,6 +442,7 @@ static void test_malformed_records(void **state)
 	assert_int_equal(fg_audit_decode(b, n1, &r), -FG_AR_TYPE);
 	memcpy(b, r1, n1);
 	fg_put_le16(b + 4, FG_AREC_CONFLICT); /* verdict payload is too long for a conflict */
+	fg_put_le16(b + 6, 1);                /* (conflict has version 1 only) */
 	refix(b);
 	assert_int_equal(fg_audit_decode(b, n1, &r), -FG_AR_PAYLOAD);
 	memcpy(b, r1, n1);
@@ -592,6 +693,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip_every_type),
 		cmocka_unit_test(test_strings_truncated_and_checked),
+		cmocka_unit_test(test_verdict_lead),
 		cmocka_unit_test(test_malformed_records),
 		cmocka_unit_test(test_start_lines_reload_records),
 		cmocka_unit_test(test_tampering),

@@ -208,6 +208,74 @@ static void test_verdict_both_orders(void **state)
 /* A seed or FULL report whose body did not reach the control plane (the
  * lcore's dp2cp pool was empty, boundary.h): body NULL, body_len set. The
  * verdict rests on the fingerprint and the shape; no element diff. */
+/* The lead (fg/lead.h): whichever half comes first, the verdict carries the
+ * report's arrival minus the seed's resolution and delivery, and the
+ * resolving contribution's ingress; an unmatched seed has none; without a
+ * delivery only the resolution lead; a delivery stamped before the
+ * resolution is read as the resolution (never a record the reader refuses). */
+static void test_lead_both_orders(void **state)
+{
+	(void)state;
+	struct fix *f = fix_new(0.0, FG_LINE_SHADOW);
+	struct fg_shadow_verdict v;
+	struct fg_seed_view sv = view(f->body, 1, 2);
+	struct fg_canon c = canon_full(f->body, 1, 2);
+	/* seed first: resolved at 1 ms, delivered at 1.5 ms; the report at 3 ms */
+	struct fg_seed_times t = { .resolved_ns = 1000000, .delivered_ns = 1500000, .ingress = FG_AUDIT_INGRESS_UDP };
+	assert_int_equal(fg_shadow_seed_at(&f->sh, &sv, &t, &f->lines, 1600000, &v), 0);
+	assert_int_equal(fg_shadow_canon_at(&f->sh, &c, 0, 3000000, 3100000, &v), 1);
+	assert_int_equal(v.v.kind, FG_VERDICT_CLEAN);
+	assert_true(v.v.lead_ns == 2000000);
+	assert_true(v.v.lead_deliver_ns == 1500000);
+	assert_int_equal(v.v.ingress, FG_AUDIT_INGRESS_UDP);
+	/* the report first (at 1 ms): the chain was first by 3 ms */
+	sv = view(f->body, 2, 2);
+	c = canon_full(f->body, 2, 2);
+	assert_int_equal(fg_shadow_canon_at(&f->sh, &c, 0, 1000000, 1000000, &v), 0);
+	t = (struct fg_seed_times){ .resolved_ns = 4000000, .delivered_ns = 4500000, .ingress = FG_AUDIT_INGRESS_TLS };
+	assert_int_equal(fg_shadow_seed_at(&f->sh, &sv, &t, &f->lines, 4600000, &v), 1);
+	assert_true(v.v.lead_ns == -3000000);
+	assert_true(v.v.lead_deliver_ns == -3500000);
+	assert_int_equal(v.v.ingress, FG_AUDIT_INGRESS_TLS);
+	/* not delivered (no consumer): the resolution lead only */
+	sv = view(f->body, 3, 2);
+	c = canon_full(f->body, 3, 2);
+	t = (struct fg_seed_times){ .resolved_ns = 5000000, .ingress = FG_AUDIT_INGRESS_UDP };
+	assert_int_equal(fg_shadow_seed_at(&f->sh, &sv, &t, &f->lines, 5000000, &v), 0);
+	assert_int_equal(fg_shadow_canon_at(&f->sh, &c, 0, 5000100, 5000100, &v), 1);
+	assert_true(v.v.lead_ns == 100 && v.v.lead_deliver_ns == FG_LEAD_NONE);
+	/* a delivery read before the resolution (two threads' clocks) */
+	sv = view(f->body, 4, 2);
+	c = canon_full(f->body, 4, 2);
+	t = (struct fg_seed_times){ .resolved_ns = 6000000, .delivered_ns = 5999000, .ingress = FG_AUDIT_INGRESS_UDP };
+	assert_int_equal(fg_shadow_seed_at(&f->sh, &sv, &t, &f->lines, 6000000, &v), 0);
+	assert_int_equal(fg_shadow_canon_at(&f->sh, &c, 0, 7000000, 7000000, &v), 1);
+	assert_true(v.v.lead_ns == 1000000 && v.v.lead_deliver_ns == 1000000);
+	/* the old entry points: resolved / arrived when called */
+	sv = view(f->body, 5, 2);
+	c = canon_full(f->body, 5, 2);
+	assert_int_equal(fg_shadow_seed(&f->sh, &sv, &f->lines, 8000000, &v), 0);
+	assert_int_equal(fg_shadow_canon(&f->sh, &c, 8250000, &v), 1);
+	assert_true(v.v.lead_ns == 250000 && v.v.lead_deliver_ns == FG_LEAD_NONE);
+	assert_int_equal(v.v.ingress, FG_AUDIT_UNKNOWN);
+	/* a seed that never meets its report: no lead */
+	sv = view(f->body, 6, 2);
+	assert_int_equal(fg_shadow_seed_at(&f->sh, &sv, &t, &f->lines, 9000000, &v), 0);
+	struct fg_shadow_verdict out[4];
+	assert_int_equal(fg_shadow_expire(&f->sh, 9000000 + 6 * SEC, out, 4), 1);
+	assert_int_equal(out[0].v.kind, FG_VERDICT_UNMATCHED);
+	assert_true(out[0].v.lead_ns == FG_LEAD_NONE && out[0].v.lead_deliver_ns == FG_LEAD_NONE);
+	/* a clean verdict's lead lands in each of its lines' windows */
+	struct fg_line_change chg[FG_LINES];
+	struct fg_shadow_verdict cv = v;
+	cv.v.kind = FG_VERDICT_CLEAN;
+	cv.v.lead_ns = 2000000;
+	assert_int_equal(fg_shadow_apply(&f->lines, &cv, 10 * SEC, chg), 0);
+	for (unsigned l = 0; l < FG_LINES; l++)
+		assert_int_equal(f->lines.line[l].lead.n, (0x2Au >> l) & 1u);
+	fix_free(f);
+}
+
 static void test_halves_without_body(void **state)
 {
 	(void)state;
@@ -715,6 +783,81 @@ static void test_glue_unsampled_reports(void **state)
 	rm_tmpdir();
 }
 
+/* The glue: the verdict record carries the lead (version 2), /metrics'
+ * histograms count it per line and ingress, and [lines] promote_min_ahead
+ * holds a clean window that is behind the chain in shadow with one LINE
+ * record (states unchanged, the reason), not one per verdict; without it
+ * the same window promotes. */
+static void test_glue_lead_and_hold(void **state)
+{
+	(void)state;
+	struct glue g;
+	struct cp_shadow *sh = glue_start(&g, 0.0);
+	g.lines.policy.min_ahead = 0.5;
+	uint8_t body[HIDDEN * 4] = { 0 };
+	uint64_t seq = 0, t0 = 10 * SEC;
+	/* three slots: the report 1 ms before the seed each time (behind) */
+	for (uint32_t k = 0; k < 3; k++) {
+		uint64_t now = t0 + k * SEC;
+		struct fg_canon c = canon_full(body, 10 + k, 2);
+		assert_int_equal(cp_shadow_on_canonical_at(sh, &c, now, 0, now, &seq), 0);
+		struct fg_seed_view sv = view(body, 10 + k, 2);
+		struct fg_seed_times t = { .resolved_ns = now + 1000000, .delivered_ns = now + 1100000,
+					   .ingress = FG_AUDIT_INGRESS_UDP };
+		assert_int_equal(cp_shadow_on_resolved_at(sh, &sv, &t, 0, now + 1200000, &seq), 1);
+	}
+	for (unsigned l = 1; l < FG_LINES; l += 2) {
+		assert_int_equal(g.lines.line[l].base, FG_LINE_SHADOW);
+		assert_int_equal(g.lines.line[l].holds, 1);
+		const struct cp_shadow_lead *L = cp_shadow_lead(sh, l, FG_AUDIT_INGRESS_UDP);
+		assert_int_equal(L->behind.count, 3);
+		assert_int_equal(L->ahead.count, 0);
+		assert_int_equal(L->deliver_behind.count, 3);
+		assert_int_equal(L->behind.sum_ns, 3000000);
+		assert_int_equal(cp_shadow_lead(sh, l, FG_AUDIT_INGRESS_TLS)->behind.count, 0);
+	}
+	assert_int_equal(cp_shadow_lead(sh, 0, FG_AUDIT_INGRESS_UDP)->behind.count, 0);
+	assert_int_equal(g.hs.changes, 0); /* a hold publishes nothing */
+	struct cp_shadow_stats st;
+	cp_shadow_stats(sh, &st);
+	assert_int_equal(st.promotions_held, 3); /* one per line, once */
+	assert_int_equal(st.promotions, 0);
+	drain(sh);
+	size_t n;
+	uint8_t *buf = audit_bytes(&n);
+	size_t off = 0;
+	struct fg_audit_rec r;
+	unsigned verdicts = 0, holds = 0;
+	while (next_rec(buf, n, &off, &r)) {
+		if (r.type == FG_AREC_VERDICT) {
+			verdicts++;
+			assert_int_equal(r.version, 2);
+			assert_true(r.p.verdict.lead_ns == -1000000);
+			assert_true(r.p.verdict.lead_deliver_ns == -1100000);
+			assert_int_equal(r.p.verdict.ingress, FG_AUDIT_INGRESS_UDP);
+		} else if (r.type == FG_AREC_LINE) {
+			holds++;
+			assert_int_equal(r.p.line.event, FG_LEV_CLEAN);
+			assert_int_equal(r.p.line.from, FG_LINE_SHADOW);
+			assert_int_equal(r.p.line.to, FG_LINE_SHADOW);
+			assert_string_equal(r.p.line.why, "clean, not ahead: 0% of 2 seeds ahead, needs 50%");
+		}
+	}
+	free(buf);
+	assert_int_equal(verdicts, 3);
+	assert_int_equal(holds, 3);
+	/* the policy off (a reload): the next clean verdict promotes */
+	g.lines.policy.min_ahead = 0;
+	struct fg_canon c = canon_full(body, 20, 2);
+	assert_int_equal(cp_shadow_on_canonical_at(sh, &c, t0 + 5 * SEC, 0, t0 + 5 * SEC, &seq), 0);
+	struct fg_seed_view sv = view(body, 20, 2);
+	assert_int_equal(cp_shadow_on_resolved(sh, &sv, 0, t0 + 5 * SEC, &seq), 1);
+	assert_int_equal(g.lines.line[1].base, FG_LINE_ACTIVE);
+	assert_int_equal(g.hs.changes, 3);
+	cp_shadow_free(sh);
+	rm_tmpdir();
+}
+
 static void test_glue_peer_auth_storm(void **state)
 {
 	(void)state;
@@ -764,6 +907,8 @@ int main(void)
 		cmocka_unit_test(test_glue_fail_closed),
 		cmocka_unit_test(test_glue_unsampled_reports),
 		cmocka_unit_test(test_glue_peer_auth_storm),
+		cmocka_unit_test(test_lead_both_orders),
+		cmocka_unit_test(test_glue_lead_and_hold),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -79,12 +79,15 @@ static struct {
 	float body[HIDDEN];
 	struct fg_canon canon;
 	float canon_body[HIDDEN];
+	struct fg_seed_times t; /* the last seed's times */
+	uint64_t arrived_ns;    /* the last report's arrival */
 } au;
-static void au_resolved(void *arg, const struct fg_seed_view *v, uint32_t epoch)
+static void au_resolved(void *arg, const struct fg_seed_view *v, uint32_t epoch, const struct fg_seed_times *t)
 {
 	(void)arg;
 	(void)epoch;
 	au.resolved++;
+	au.t = *t;
 	au.fp = v->fingerprint;
 	au.lines = v->lines;
 	assert_int_equal(v->body_len, sizeof(au.body));
@@ -92,11 +95,12 @@ static void au_resolved(void *arg, const struct fg_seed_view *v, uint32_t epoch)
 	if (v->body)
 		memcpy(au.body, v->body, sizeof(au.body));
 }
-static void au_canonical(void *arg, const struct fg_canon *c, uint32_t epoch)
+static void au_canonical(void *arg, const struct fg_canon *c, uint32_t epoch, uint64_t arrived_ns)
 {
 	(void)arg;
 	(void)epoch;
 	au.canonical++;
+	au.arrived_ns = arrived_ns;
 	au.canon = *c;
 	if (c->kind == FG_CANON_FULL) {
 		assert_int_equal(c->body_len, sizeof(au.canon_body));
@@ -355,7 +359,9 @@ static void test_lanes(void **state)
 	const uint64_t fp_given = 0x0123456789abcdefull; /* not the body's hash: proves no re-hash */
 	o = (union fg_bmsg){.resolved = {.kind = FG_BM_RESOLVED, .lines = 0x15, .layer = 3, .token_seq = 1001,
 					 .start_pos = 0, .seq_len = 1, .fingerprint = fp_given,
-					 .body = {.buf = bi, .len = sizeof(x)}}};
+					 .udp_sent = 1, .ingress = FG_INGRESS_UDP,
+					 .body = {.buf = bi, .len = sizeof(x)},
+					 .t_ns = 5000, .t_last_ns = 4000, .t_open_ns = 1000}};
 	cp_push(&b, &lanes[lane], &o);
 	o = (union fg_bmsg){.expired = {.kind = FG_BM_EXPIRED, .layer = 1, .token_seq = 5}};
 	cp_push(&b, &lanes[lane], &o);
@@ -379,6 +385,11 @@ static void test_lanes(void **state)
 	assert_true(au.fp == fp_given);
 	assert_int_equal(au.lines, 0x15);
 	assert_memory_equal(au.body, x, sizeof(x));
+	/* and its times, for the lead: resolved when the resolving contribution
+	 * was taken, delivered when the UDP consumer's copy went to TX */
+	assert_int_equal(au.t.resolved_ns, 4000);
+	assert_int_equal(au.t.delivered_ns, 5000);
+	assert_int_equal(au.t.ingress, FG_INGRESS_UDP);
 
 	/* a FULL canonical report from UDP: fingerprint computed on the lcore,
 	 * passed on as the digest; its body by reference */
@@ -387,11 +398,12 @@ static void test_lanes(void **state)
 	memcpy(fg_pool_buf(&lanes[lane].dp2cp, cbi), x, sizeof(x));
 	o = (union fg_bmsg){.canonical = {.kind = FG_BM_CANONICAL, .canon_kind = FG_CANON_FULL, .layer = 3,
 					  .token_seq = 1001, .seq_len = 1, .fingerprint = fp_given,
-					  .body = {.buf = cbi, .len = sizeof(x)}}};
+					  .body = {.buf = cbi, .len = sizeof(x)}, .t_ns = 7000}};
 	uint32_t free_before = fg_ring_count(lanes[lane].dp2cp.free);
 	cp_push(&b, &lanes[lane], &o);
 	run_for(5ull * 1000 * 1000);
 	assert_int_equal(au.canonical, 1);
+	assert_int_equal(au.arrived_ns, 7000); /* the lcore's arrival time */
 	assert_int_equal(au.canon.kind, FG_CANON_FULL);
 	assert_true(au.canon.digest == fp_given);
 	assert_int_equal(au.canon.token_seq, 1001);

@@ -377,6 +377,138 @@ static void test_degraded_overlay(void **state)
 	assert_int_equal(fg_line_effective(&ls, 1), FG_LINE_ACTIVE);
 }
 
+/* Promotion on value: a clean window that is not ahead of the canonical
+ * chain stays in shadow; the hold is reported once per window (2 =
+ * FG_LINE_HELD, states unchanged, the reason), the window keeps counting
+ * and promotes once it is ahead; a reset empties it. */
+static void test_promotion_held_by_lead(void **state)
+{
+	(void)state;
+	struct fg_lines ls;
+	struct fg_line_change chg;
+	struct fg_line_policy pol = pol_auto;
+	pol.min_ahead = 0.5;
+	init_all(&ls, FG_LINE_SHADOW, &pol);
+	uint64_t t = 2000 * MS; /* the window (100 ms) is old enough */
+	const int64_t ahead = 2 * (int64_t)MS, behind = -(int64_t)MS;
+	char why[128];
+	fg_line_promotion(&ls, 1, t, why, sizeof(why));
+	assert_string_equal(why, "window: 0 of 3 clean verdicts");
+	fg_line_note_lead(&ls, 1, ahead);
+	assert_int_equal(fg_line_apply(&ls, 1, FG_LEV_CLEAN, t, FG_UID_AUDIT, 0, NULL, &chg), 0);
+	fg_line_note_lead(&ls, 1, behind);
+	assert_int_equal(fg_line_apply(&ls, 1, FG_LEV_CLEAN, t, FG_UID_AUDIT, 0, NULL, &chg), 0);
+	fg_line_note_lead(&ls, 1, behind);
+	memset(&chg, 0xAA, sizeof(chg));
+	assert_int_equal(fg_line_apply(&ls, 1, FG_LEV_CLEAN, t, FG_UID_AUDIT, 0, NULL, &chg), FG_LINE_HELD);
+	assert_int_equal(chg.line, 1);
+	assert_int_equal(chg.from, FG_LINE_SHADOW);
+	assert_int_equal(chg.to, FG_LINE_SHADOW);
+	assert_int_equal(chg.base_from, FG_LINE_SHADOW);
+	assert_int_equal(chg.base_to, FG_LINE_SHADOW);
+	assert_int_equal(chg.event, FG_LEV_CLEAN);
+	assert_int_equal(chg.uid, FG_UID_AUDIT);
+	assert_string_equal(chg.why, "clean, not ahead: 33% of 3 seeds ahead, needs 50%");
+	assert_int_equal(ls.line[1].base, FG_LINE_SHADOW);
+	assert_int_equal(ls.line[1].holds, 1);
+	fg_line_promotion(&ls, 1, t, why, sizeof(why));
+	assert_string_equal(why, "clean, not ahead: 33% of 3 seeds ahead, needs 50%");
+	/* once per window: a fourth clean verdict behind the chain says nothing */
+	fg_line_note_lead(&ls, 1, behind);
+	assert_int_equal(fg_line_apply(&ls, 1, FG_LEV_CLEAN, t, FG_UID_AUDIT, 0, NULL, &chg), 0);
+	assert_int_equal(ls.line[1].holds, 1);
+	/* 2 of 5, then 3 of 6 ahead: promoted, and the reason says by how much */
+	fg_line_note_lead(&ls, 1, ahead);
+	assert_int_equal(fg_line_apply(&ls, 1, FG_LEV_CLEAN, t, FG_UID_AUDIT, 0, NULL, &chg), 0);
+	fg_line_note_lead(&ls, 1, ahead);
+	assert_int_equal(fg_line_apply(&ls, 1, FG_LEV_CLEAN, t, FG_UID_AUDIT, 0, NULL, &chg), 1);
+	assert_int_equal(chg.to, FG_LINE_ACTIVE);
+	assert_non_null(strstr(chg.why, "promoted: 6 clean verdicts in 1000 ms, 50% of 6 seeds ahead, median lead "));
+	fg_line_promotion(&ls, 1, t, why, sizeof(why));
+	assert_string_equal(why, ""); /* not in shadow */
+
+	/* a divergence resets the window: its leads and its hold go */
+	assert_int_equal(fg_line_apply(&ls, 1, FG_LEV_DIVERGENCE, t, FG_UID_AUDIT, 0, NULL, &chg), 1);
+	assert_int_equal(ls.line[1].lead.n, 0);
+	assert_false(ls.line[1].held);
+	/* a window without any lead on record is not ahead */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(fg_line_apply(&ls, 1, FG_LEV_CLEAN, t + 200 * MS, FG_UID_AUDIT, 0, NULL, &chg),
+				 i < 2 ? 0 : FG_LINE_HELD);
+	assert_string_equal(chg.why, "clean, not ahead: 0% of 0 seeds ahead, needs 50%");
+	assert_int_equal(ls.line[1].holds, 2);
+
+	/* without the policy the same window promotes (the default: off) */
+	init_all(&ls, FG_LINE_SHADOW, &pol_auto);
+	for (int i = 0; i < 3; i++) {
+		fg_line_note_lead(&ls, 3, behind);
+		assert_int_equal(fg_line_apply(&ls, 3, FG_LEV_CLEAN, t, FG_UID_AUDIT, 0, NULL, &chg), i < 2 ? 0 : 1);
+	}
+	assert_int_equal(ls.line[3].base, FG_LINE_ACTIVE);
+	/* a policy change takes effect at the next verdict (reload) */
+	init_all(&ls, FG_LINE_SHADOW, &pol);
+	for (int i = 0; i < 3; i++) {
+		fg_line_note_lead(&ls, 5, behind);
+		assert_true(fg_line_apply(&ls, 5, FG_LEV_CLEAN, t, FG_UID_AUDIT, 0, NULL, &chg) >= 0);
+	}
+	assert_int_equal(ls.line[5].base, FG_LINE_SHADOW);
+	ls.policy.min_ahead = 0;
+	assert_int_equal(fg_line_apply(&ls, 5, FG_LEV_CLEAN, t, FG_UID_AUDIT, 0, NULL, &chg), 1);
+	/* a hold without chg still counts */
+	init_all(&ls, FG_LINE_SHADOW, &pol);
+	for (int i = 0; i < 3; i++)
+		assert_true(fg_line_apply(&ls, 0, FG_LEV_CLEAN, t, FG_UID_AUDIT, 0, NULL, NULL) >= 0);
+	assert_int_equal(ls.line[0].holds, 1);
+}
+
+/* promote_min_lead_us: the window's median lead must reach it. */
+static void test_promotion_held_by_median(void **state)
+{
+	(void)state;
+	struct fg_lines ls;
+	struct fg_line_change chg;
+	struct fg_line_policy pol = pol_auto;
+	pol.min_lead_us = 500;
+	init_all(&ls, FG_LINE_SHADOW, &pol);
+	uint64_t t = 2000 * MS;
+	char why[128];
+	for (int i = 0; i < 3; i++) {
+		fg_line_note_lead(&ls, 2, 120 * 1000); /* 120 us ahead: ahead, but by too little */
+		int rc = fg_line_apply(&ls, 2, FG_LEV_CLEAN, t, FG_UID_AUDIT, 0, NULL, &chg);
+		assert_int_equal(rc, i < 2 ? 0 : FG_LINE_HELD);
+	}
+	assert_non_null(strstr(chg.why, "clean, lead too small: median 1"));
+	assert_non_null(strstr(chg.why, " us, needs 500 us"));
+	fg_line_promotion(&ls, 2, t, why, sizeof(why));
+	assert_string_equal(why, chg.why);
+	/* more leads of 2 ms move the median past 500 us */
+	for (int i = 0; i < 4; i++) {
+		fg_line_note_lead(&ls, 2, 2000 * 1000);
+		assert_true(fg_line_apply(&ls, 2, FG_LEV_CLEAN, t, FG_UID_AUDIT, 0, NULL, &chg) >= 0);
+	}
+	assert_int_equal(ls.line[2].base, FG_LINE_ACTIVE);
+	/* no lead measured at all */
+	init_all(&ls, FG_LINE_SHADOW, &pol);
+	for (int i = 0; i < 3; i++)
+		assert_true(fg_line_apply(&ls, 4, FG_LEV_CLEAN, t, FG_UID_AUDIT, 0, NULL, &chg) >= 0);
+	assert_string_equal(chg.why, "clean, lead too small: no lead measured, needs 500 us");
+	/* what operators read before the window is due */
+	init_all(&ls, FG_LINE_SHADOW, &pol);
+	for (int i = 0; i < 3; i++)
+		assert_true(fg_line_apply(&ls, 6, FG_LEV_CLEAN, 1010 * MS, FG_UID_AUDIT, 0, NULL, &chg) >= 0);
+	fg_line_promotion(&ls, 6, 1010 * MS, why, sizeof(why));
+	assert_string_equal(why, "window: 10 of 100 ms");
+	ls.line[6].auto_promote = false;
+	fg_line_promotion(&ls, 6, 1010 * MS, why, sizeof(why));
+	assert_string_equal(why, "auto-promote off");
+	pol.min_lead_us = 0;
+	init_all(&ls, FG_LINE_SHADOW, &pol);
+	for (int i = 0; i < 3; i++)
+		assert_true(fg_line_apply(&ls, 6, FG_LEV_CLEAN, 1000 * MS, FG_UID_AUDIT, 0, NULL, &chg) >= 0);
+	fg_line_promotion(&ls, 6, 1200 * MS, why, sizeof(why));
+	assert_string_equal(why, "promotes at the next clean verdict");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -391,6 +523,8 @@ int main(void)
 		cmocka_unit_test(test_divergence_and_conflict_demote),
 		cmocka_unit_test(test_operator_shadow_resets_window),
 		cmocka_unit_test(test_degraded_overlay),
+		cmocka_unit_test(test_promotion_held_by_lead),
+		cmocka_unit_test(test_promotion_held_by_median),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -269,6 +269,33 @@ struct fl_fake_opts {
  * counters on exit. Returns 0 or a process exit code. */
 int fl_fake_run(const struct fl_fake_opts *o);
 
+/* ---- fleet_sched.c: timed events of the run engine ---------------------- */
+
+/* One event: what it is belongs to the run engine (kind, a, b); buf is a
+ * copy of a frame to send, owned by the event (the popper frees it). */
+struct fl_event {
+	uint64_t due_ns;
+	uint64_t order;  /* push order: ties keep it (set by fl_sched_push) */
+	unsigned kind;
+	uint64_t a, b;
+	uint8_t *buf;
+	uint32_t len;
+};
+struct fl_sched {
+	struct fl_event *heap;
+	size_t n, cap;
+	uint64_t next_order;
+};
+/* Queue ev (frame[0..len) copied when given). Returns 0 or -ENOMEM. */
+FG_MUST_CHECK int fl_sched_push(struct fl_sched *s, const struct fl_event *ev, const uint8_t *frame, uint32_t len);
+/* The earliest due time, UINT64_MAX when empty. */
+uint64_t fl_sched_next(const struct fl_sched *s);
+/* Take the earliest event due at or before now into *out (the caller frees
+ * out->buf); false when none is due. */
+bool fl_sched_pop(struct fl_sched *s, uint64_t now, struct fl_event *out);
+/* Drop every event and the heap. */
+void fl_sched_free(struct fl_sched *s);
+
 /* ---- fleet_relay.c: the canonical chain's coordinator hop (bench) ------- */
 struct fl_relay_opts {
 	uint32_t hidden;

@@ -34,6 +34,25 @@ static void usage(FILE *f)
 "  --window N            tokens in flight (8)\n"
 "  --canonical digest|full|none   canonical reports of the coordinator (digest)\n"
 "  --canonical-via udp|wss|https  their ingress (wss, else https, else udp)\n"
+"  --canon-delay-us N    send each slot's canonical report N us after its\n"
+"                        contributions; negative: the report first, the\n"
+"                        contributions -N us later (the appliance's lead)\n"
+"critical path (bench/critical):\n"
+"  --critical-path jump|canonical   stations compute for their stage times and\n"
+"                        every hop takes --net-delay-us; jump: the next layer\n"
+"                        starts on the jumped seed when the fleet's gate passed\n"
+"                        (a status with bitset 0x7f, not shadow) and it is\n"
+"                        first, else on the coordinator's relay; canonical:\n"
+"                        always the relay. Per token: wall time, the canonical\n"
+"                        chain's time, the saving, layers in time (--json)\n"
+"  --stage-a-us N|LO-HI, --stage-g-us N|LO-HI, --stage-d-us N|LO-HI\n"
+"                        ATTN, GATE-UP and DOWN compute per layer, fixed or\n"
+"                        uniform in LO..HI (300-670 each: 0.9-2 ms a layer)\n"
+"  --net-delay-us N      one-way delay of every hop (0)\n"
+"  --relay-us N|LO-HI    the coordinator's relay, fixed or uniform (100-200)\n"
+"  --relay-samples FILE  draw it from measured hops instead (ns, the last field\n"
+"                        of each line:\n"
+"                        fanofleet --relay-bench --samples FILE)\n"
 "faults:\n"
 "  --corrupt-at T        token index whose contribution gets one flipped low bit\n"
 "  --corrupt-line N      Fano line of that contribution: 1 (x), 3 (attn), 5 (ffn) (3)\n"
@@ -200,6 +219,67 @@ static int ingress_of(const char *s)
 	return -1;
 }
 
+/* N or LO-HI microseconds (0..10 s). */
+static int parse_range_us(const char *s, uint32_t *lo, uint32_t *hi)
+{
+	char *end;
+	errno = 0;
+	unsigned long a = strtoul(s, &end, 10), b = a;
+	if (end == s || errno)
+		return -EINVAL;
+	if (*end == '-') {
+		const char *p = end + 1;
+		b = strtoul(p, &end, 10);
+		if (end == p || errno)
+			return -EINVAL;
+	}
+	if (*end || a > b || b > 10000000ul)
+		return -EINVAL;
+	*lo = (uint32_t)a;
+	*hi = (uint32_t)b;
+	return 0;
+}
+
+/* Measured relay hops, ns, one a line (the last field of each). */
+static int read_relay_samples(const char *path, struct fl_run_opts *o)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	uint64_t *v = NULL;
+	size_t n = 0, cap = 0;
+	char line[128];
+	while (fgets(line, sizeof line, f)) {
+		/* the last field ("coordinator-https relay NS" or a bare NS) */
+		line[strcspn(line, "\r\n")] = 0;
+		char *last = strrchr(line, ' ');
+		last = last ? last + 1 : line;
+		char *end;
+		unsigned long long x = strtoull(last, &end, 10);
+		if (end == last || *end)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			uint64_t *nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				free(v);
+				fclose(f);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		v[n++] = x;
+	}
+	fclose(f);
+	if (!n) {
+		free(v);
+		return -ENODATA;
+	}
+	o->relay_ns = v;
+	o->n_relay = n;
+	return 0;
+}
+
 static char *read_token(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -223,7 +303,8 @@ enum {
 	O_CERT, O_KEY, O_TOKEN, O_TOKEN_FILE, O_WSS_CONNS, O_HTTPS_CONNS, O_NO_SUB, O_SLOT_TO, O_DURATION,
 	O_MAX_MISSING, O_JSON, O_SAMPLES, O_QUIET, O_FAKE, O_LISTEN, O_FAKE_DROP, O_NO_ACK, O_RELAY, O_HOPS,
 	O_WARMUP, O_HELP, O_VERSION, O_STATION, O_PULL, O_LINGER, O_CACKS, O_ADDRESS, O_LAYER_PORTS, O_CHECK_MS,
-	O_RESENDS, O_UDP_NODE,
+	O_RESENDS, O_UDP_NODE, O_CANON_DELAY, O_CRIT, O_STAGE_A, O_STAGE_G, O_STAGE_D, O_NET_DELAY, O_RELAY_US,
+	O_RELAY_SAMPLES,
 };
 
 static const struct option longopts[] = {
@@ -242,7 +323,10 @@ static const struct option longopts[] = {
 	{ "no-subscribe", 0, 0, O_NO_SUB }, { "slot-timeout-ms", 1, 0, O_SLOT_TO },
 	{ "linger-ms", 1, 0, O_LINGER }, { "consumer-acks", 1, 0, O_CACKS }, { "address", 1, 0, O_ADDRESS },
 	{ "udp-layer-ports", 1, 0, O_LAYER_PORTS }, { "check-ms", 1, 0, O_CHECK_MS }, { "resends", 1, 0, O_RESENDS },
-	{ "udp-node", 1, 0, O_UDP_NODE },
+	{ "udp-node", 1, 0, O_UDP_NODE }, { "canon-delay-us", 1, 0, O_CANON_DELAY },
+	{ "critical-path", 1, 0, O_CRIT }, { "stage-a-us", 1, 0, O_STAGE_A }, { "stage-g-us", 1, 0, O_STAGE_G },
+	{ "stage-d-us", 1, 0, O_STAGE_D }, { "net-delay-us", 1, 0, O_NET_DELAY }, { "relay-us", 1, 0, O_RELAY_US },
+	{ "relay-samples", 1, 0, O_RELAY_SAMPLES },
 	{ "duration", 1, 0, O_DURATION }, { "max-missing", 1, 0, O_MAX_MISSING }, { "json", 1, 0, O_JSON },
 	{ "samples", 1, 0, O_SAMPLES }, { "quiet", 0, 0, O_QUIET }, { "fake-receiver", 0, 0, O_FAKE },
 	{ "listen", 1, 0, O_LISTEN }, { "fake-drop", 1, 0, O_FAKE_DROP }, { "no-ack", 0, 0, O_NO_ACK },
@@ -273,7 +357,7 @@ int main(int argc, char **argv)
 	fl_run_opts_default(&o);
 	struct fl_fake_opts fk = { .listen = "127.0.0.1:14242", .consumer = NULL, .mtu = 1472 };
 	struct fl_relay_opts rl = { .hops = 2000, .warmup = 200 };
-	bool fake = false, relay = false;
+	bool fake = false, relay = false, stage_set[3] = { false, false, false }, relay_set = false;
 	const char *consumer_str = NULL, *tls_str = NULL, *token_file = NULL;
 	int c;
 	double v;
@@ -353,6 +437,30 @@ int main(int argc, char **argv)
 		case O_LAYER_PORTS: if (!num(optarg, 1, 65535, &v)) return bad(name, optarg); o.udp_layer_ports = (uint16_t)v; break;
 		case O_CHECK_MS: if (!num(optarg, 0, 60000, &v)) return bad(name, optarg); o.udp.check_ms = (uint32_t)v; break;
 		case O_UDP_NODE: if (parse_udp_node(optarg, &o) < 0) return bad(name, optarg); break;
+		case O_CANON_DELAY: if (!num(optarg, -1e7, 1e7, &v)) return bad(name, optarg); o.canon_delay_us = (int64_t)v; break;
+		case O_CRIT:
+			if (!strcmp(optarg, "jump")) o.crit = FL_CRIT_JUMP;
+			else if (!strcmp(optarg, "canonical")) o.crit = FL_CRIT_CANONICAL;
+			else return bad(name, optarg);
+			break;
+		case O_STAGE_A: case O_STAGE_G: case O_STAGE_D: {
+			unsigned k = c == O_STAGE_A ? 0 : c == O_STAGE_G ? 1 : 2;
+			if (parse_range_us(optarg, &o.stage_lo_us[k], &o.stage_hi_us[k]) < 0)
+				return bad(name, optarg);
+			stage_set[k] = true;
+			break;
+		}
+		case O_NET_DELAY: if (!num(optarg, 0, 1e7, &v)) return bad(name, optarg); o.net_delay_us = (uint32_t)v; break;
+		case O_RELAY_US: if (parse_range_us(optarg, &o.relay_lo_us, &o.relay_hi_us) < 0) return bad(name, optarg); relay_set = true; break;
+		case O_RELAY_SAMPLES: {
+			int r = read_relay_samples(optarg, &o);
+			if (r < 0) {
+				fprintf(stderr, "fanofleet: --relay-samples %s: %s\n", optarg,
+					r == -ENODATA ? "no sample in it" : strerror(-r));
+				return 3;
+			}
+			break;
+		}
 		case O_RESENDS: if (!num(optarg, 0, 255, &v)) return bad(name, optarg); o.udp.max_resends = (uint32_t)v; break;
 		case O_TLS: tls_str = optarg; break;
 		case O_SNI: o.tls.sni = optarg; break;
@@ -433,6 +541,27 @@ int main(int argc, char **argv)
 			return 3;
 		}
 	}
+	if (o.crit) {
+		/* the seed's 90-200 ms a layer, scaled down 100 times for run time */
+		for (unsigned k = 0; k < 3; k++)
+			if (!stage_set[k]) {
+				o.stage_lo_us[k] = 300;
+				o.stage_hi_us[k] = 670;
+			}
+		if (!relay_set && !o.n_relay) {
+			o.relay_lo_us = 100;
+			o.relay_hi_us = 200;
+		}
+		if (o.canon_delay_us) {
+			fprintf(stderr, "fanofleet: --canon-delay-us and --critical-path do not go together (the critical path times the reports)\n");
+			return 3;
+		}
+		if (o.tokens > 1000000) {
+			fprintf(stderr, "fanofleet: --critical-path keeps every token's figures: at most 1000000 tokens\n");
+			return 3;
+		}
+		o.mode = FL_MODE_CHAIN;
+	}
 	if (!o.have_udp && !o.have_tls) {
 		fprintf(stderr, "fanofleet: give --udp HOST:PORT and/or --tls HOST:PORT (see --help)\n");
 		return 3;
@@ -440,5 +569,6 @@ int main(int argc, char **argv)
 	int rc = fl_run(&o);
 	if (token_file)
 		free((char *)o.tls.token);
+	free((void *)o.relay_ns);
 	return rc;
 }

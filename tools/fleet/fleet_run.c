@@ -23,6 +23,21 @@
  * burst mode all slots of a token are sent at once. `window` tokens are in
  * flight at a time.
  *
+ * Timing (fleet_sched.c). --canon-delay-us holds each slot's canonical
+ * report back (or, negative, its contributions), so the appliance sees the
+ * chain a known time behind (or ahead of) the jump. The critical path
+ * (--critical-path, bench/critical): per layer the stations compute for
+ * their stage times, x_l leaves at the layer's start, attn_l after a,
+ * ffn_l after a + g + d, each a one-way delay from the appliance; the
+ * coordinator gets ffn_l one delay later, relays for a relay time and the
+ * next ATTN station has the canonical input one more delay later (its
+ * canonical report leaves at the relay's end). The next layer starts on the
+ * first input the fleet trusts: the jumped seed, one delay after it reached
+ * the consumer, only when a status for the slot said bitset 0x7f and not
+ * shadow (the fleet's gate, wire.md 5), else the canonical input. A token's
+ * wall time runs from its start to its last layer's input; a layer's
+ * saving is the canonical input's time minus the time it started.
+ *
  * Checks. For each slot the engine knows the canonical x_d and the
  * contributions it actually sent. A resolved seed must equal the reduction
  * of what was sent, bit for bit ("wrong" otherwise). For the one slot with
@@ -74,6 +89,11 @@ struct slot {
 	bool opened, corrupted, resolved, timed_out, dropped;
 	uint8_t deliveries;
 	uint64_t t_open, t_last_sent, t_last_begin; /* fl_udp_sent_fn's two clocks */
+	/* critical path: the layer's start, the canonical input's time, when
+	 * the seed came, when the gate passed (0: not yet), advanced: the next
+	 * layer started */
+	uint64_t t_in, t_canon, t_seed, t_gate;
+	bool advanced, jumped;
 };
 
 struct token {
@@ -84,7 +104,18 @@ struct token {
 	float *ffn;
 	struct slot *slots; /* index d - 1 */
 	unsigned done, next;
+	uint64_t t_start;   /* critical path: the token's first layer began */
 };
+
+/* Critical path, per token (tokens in order of issue). */
+struct crit_tok {
+	uint64_t wall_ns;     /* start -> the last layer's input */
+	uint64_t compute_ns;  /* sum of its stage times */
+	uint64_t saving_ns;   /* sum of its layers' savings over the canonical input */
+	uint32_t in_time;     /* layers whose input came by jump */
+};
+
+enum ev_kind { EV_SEND = 1, EV_ADVANCE };
 
 struct name_count {
 	char name[32];
@@ -129,6 +160,9 @@ struct engine {
 	uint8_t *fbuf; /* frame encode buffer */
 	float *tmp;
 	uint64_t t0;
+	struct fl_sched sched;  /* delayed sends, critical-path events */
+	struct crit_tok *crit;  /* o->tokens entries (critical path) */
+	uint64_t crit_layers, crit_in_time, crit_done;
 };
 
 static volatile sig_atomic_t g_stop, g_drain;
@@ -219,9 +253,15 @@ static void on_sent(void *ctx, uint64_t tag, uint64_t t_begin, uint64_t now)
 	}
 }
 
+static void gate_seen(struct engine *e, uint32_t token_seq, unsigned d, uint64_t now);
+
 static void on_status(void *ctx, const struct fg_status *st, enum fl_ingress via)
 {
 	struct engine *e = ctx;
+	/* the fleet's gate (wire.md 5): skip the canonical hop only on a full
+	 * bitset, not in shadow, resolved, nothing awaited */
+	if (st->bitset == 0x7F && (st->facts & FG_FACT_RESOLVED) && !(st->facts & (FG_FACT_SHADOW | FG_FACT_AWAITING)))
+		gate_seen(e, st->token_seq, st->dst_layer, fl_now_ns());
 	e->statuses[via]++;
 	count_name(e, st->outcome < FG_O__COUNT ? fg_outcome_name(st->outcome) : "unknown_outcome");
 	if (st->facts & FG_FACT_SHADOW)
@@ -267,6 +307,11 @@ static void on_response(void *ctx, uint64_t tag, int status, const char *body, s
 	count_name(e, oc ? oc : err ? err : (status >= 200 && status < 300) ? "ok_no_outcome" : "http_error");
 	if (err && *err)
 		note_error(e, "HTTPS error %s (status %d)", err, status);
+	json_t *bs = json_object_get(j, "bitset");
+	if (json_is_integer(bs) && json_integer_value(bs) == 0x7F && json_is_true(json_object_get(j, "fully_resolved")) &&
+	    !json_is_true(json_object_get(j, "shadow_mode")) && !json_is_true(json_object_get(j, "awaiting_resolution")))
+		gate_seen(e, (uint32_t)json_integer_value(json_object_get(j, "token_seq")),
+			  (unsigned)json_integer_value(json_object_get(j, "dst_layer")), now);
 	if (json_is_true(json_object_get(j, "shadow_mode")))
 		e->facts_shadow++;
 	if (json_is_true(json_object_get(j, "fully_resolved")))
@@ -352,6 +397,7 @@ static void check_resolved(struct engine *e, const struct fg_resolved *r, enum f
 	}
 	if (first) {
 		s->resolved = true;
+		s->t_seed = now;
 		e->resolved++;
 		e->resolved_cls[s->cls]++;
 		if (s->to_send == 0 && !s->timed_out) {
@@ -489,6 +535,36 @@ static uint32_t visible_index(struct engine *e, const struct token *t, unsigned 
 	return e->o->corrupt_index;
 }
 
+/* Send a frame now, or at due (a copy waits in the schedule). */
+static int dispatch(struct engine *e, unsigned ing, unsigned role, unsigned d, const uint8_t *buf, uint32_t len,
+		    uint64_t tag, uint64_t now, bool canon, uint64_t due)
+{
+	if (due <= now)
+		return send_frame(e, ing, role, d, buf, len, tag, now, canon);
+	struct fl_event ev = { .due_ns = due, .kind = EV_SEND, .a = tag,
+			       .b = ing | (canon ? 0x100u : 0u) | ((uint64_t)role << 16) | ((uint64_t)d << 24) };
+	return fl_sched_push(&e->sched, &ev, buf, len);
+}
+
+/* A uniform draw in [lo, hi] us as ns, fixed by (seed, token, layer, k). */
+static uint64_t draw_ns(const struct engine *e, uint64_t idx, unsigned d, unsigned k, uint32_t lo, uint32_t hi)
+{
+	if (hi <= lo)
+		return (uint64_t)lo * 1000u;
+	uint64_t h = fl_mix64(e->o->seed * 0x2545F4914F6CDD1Dull ^ (idx << 20) ^ ((uint64_t)d << 4) ^ k);
+	return (uint64_t)lo * 1000u + h % ((uint64_t)(hi - lo) * 1000u + 1);
+}
+
+/* The coordinator's relay for (token, layer): a measured hop drawn from
+ * relay_ns[], else uniform in [relay_lo_us, relay_hi_us]. */
+static uint64_t relay_draw_ns(const struct engine *e, uint64_t idx, unsigned d)
+{
+	const struct fl_run_opts *o = e->o;
+	if (o->n_relay)
+		return o->relay_ns[fl_mix64(o->seed ^ 0x5EEDull ^ (idx << 20) ^ d) % o->n_relay];
+	return draw_ns(e, idx, d, 7, o->relay_lo_us, o->relay_hi_us);
+}
+
 static void send_slot(struct engine *e, struct token *t, unsigned d, uint64_t now)
 {
 	const struct fl_run_opts *o = e->o;
@@ -502,6 +578,29 @@ static void send_slot(struct engine *e, struct token *t, unsigned d, uint64_t no
 	const float *body[FL_ROLES] = { vec(t->x, d - 1, H), vec(t->attn, d - 1, H), vec(t->ffn, d - 1, H) };
 	for (unsigned r = 0; r < FL_ROLES; r++)
 		s->ing[r] = (uint8_t)ingress_for(e, t->idx, d, r);
+	/* When each contribution and the report reach the appliance (the file's
+	 * head comment, "Timing"). */
+	uint64_t due[FL_ROLES] = { now, now, now }, canon_due = now;
+	if (o->crit) {
+		uint64_t net = (uint64_t)o->net_delay_us * 1000u, st[FL_ROLES];
+		for (unsigned k = 0; k < FL_ROLES; k++)
+			st[k] = draw_ns(e, t->idx, d, k, o->stage_lo_us[k], o->stage_hi_us[k]);
+		due[0] = now + net;                          /* x_l: the layer's input itself */
+		due[1] = now + st[0] + net;                  /* attn_l after a */
+		due[2] = now + st[0] + st[1] + st[2] + net;  /* ffn_l after a + g + d */
+		s->t_in = now;
+		s->t_canon = due[2] + relay_draw_ns(e, t->idx, d) + net;
+		canon_due = s->t_canon;                      /* the coordinator reports as it relays */
+		e->crit[t->idx].compute_ns += st[0] + st[1] + st[2];
+		struct fl_event ev = { .due_ns = s->t_canon, .kind = EV_ADVANCE, .a = t->idx, .b = d };
+		if (fl_sched_push(&e->sched, &ev, NULL, 0) < 0)
+			note_error(e, "out of memory for events");
+	} else if (o->canon_delay_us > 0) {
+		canon_due = now + (uint64_t)o->canon_delay_us * 1000u;
+	} else if (o->canon_delay_us < 0) {
+		for (unsigned k = 0; k < FL_ROLES; k++)
+			due[k] = now + (uint64_t)(-o->canon_delay_us) * 1000u;
+	}
 	s->cls = (s->ing[0] == s->ing[1] && s->ing[1] == s->ing[2]) ? s->ing[0] : FL_CLS_MIXED;
 	e->slots_cls[s->cls]++;
 	/* A per-slot order: arrival order must not matter to the appliance. */
@@ -540,7 +639,8 @@ static void send_slot(struct engine *e, struct token *t, unsigned d, uint64_t no
 		ssize_t n = fg_seed_encode(&e->bands, &sd, e->fbuf, FG_HDR_LEN + FG_SEED_PREFIX_LEN + H * 4u);
 		if (n > 0 && o->fleet_addr) /* the fleet's dispatcher: dst_layer & 0x0F in the stream */
 			fg_put_be16(e->fbuf, (uint16_t)(e->bands.seed_base + (d & 0x0Fu)));
-		int rc = n < 0 ? (int)n : send_frame(e, s->ing[r], r, d, e->fbuf, (uint32_t)n, tag_of(t->idx, d, r), now, false);
+		int rc = n < 0 ? (int)n
+			       : dispatch(e, s->ing[r], r, d, e->fbuf, (uint32_t)n, tag_of(t->idx, d, r), now, false, due[r]);
 		if (rc < 0) {
 			/* Never sent: the slot cannot resolve; it will time out. */
 			e->send_errors++;
@@ -581,7 +681,8 @@ static void send_slot(struct engine *e, struct token *t, unsigned d, uint64_t no
 	ssize_t n = fg_canon_encode(&e->bands, &c, e->fbuf, FG_HDR_LEN + FG_SEED_PREFIX_LEN + H * 4u);
 	if (n > 0 && o->fleet_addr)
 		fg_put_be16(e->fbuf, (uint16_t)(e->bands.canonical_base + (d & 0x0Fu)));
-	if (n < 0 || send_frame(e, (unsigned)via, ROLE_CANON, d, e->fbuf, (uint32_t)n, tag_of(t->idx, d, ROLE_CANON), now, true) < 0) {
+	if (n < 0 || dispatch(e, (unsigned)via, ROLE_CANON, d, e->fbuf, (uint32_t)n, tag_of(t->idx, d, ROLE_CANON), now,
+			      true, canon_due) < 0) {
 		e->send_errors++;
 		note_error(e, "sending a canonical report over %s failed", fl_ingress_name((unsigned)via));
 	} else {
@@ -595,9 +696,19 @@ static void token_retire(struct engine *e, struct token *t)
 	e->retired++;
 }
 
+static void crit_jump(struct engine *e, struct token *t, unsigned d);
+
 static void slot_done(struct engine *e, struct token *t, unsigned d)
 {
 	t->done++;
+	if (e->o->crit) {
+		/* the next layer starts on a timed event (crit_layer), not here */
+		if (t->slots[d - 1].resolved)
+			crit_jump(e, t, d);
+		if (t->done == e->n_slots && t->next > e->n_slots)
+			token_retire(e, t);
+		return;
+	}
 	if (e->o->mode == FL_MODE_CHAIN && d == t->next && d < e->n_slots) {
 		t->next = d + 1;
 		send_slot(e, t, d + 1, fl_now_ns());
@@ -614,6 +725,7 @@ static void token_start(struct engine *e, uint64_t now)
 	t->live = true;
 	t->idx = e->issued++;
 	t->done = 0;
+	t->t_start = now;
 	memset(t->slots, 0, e->n_slots * sizeof *t->slots);
 	fl_model_gen(o->seed, t->idx, 0, FL_KIND_X0, H, t->x);
 	for (unsigned l = 0; l + 1 < o->layers; l++) {
@@ -621,12 +733,99 @@ static void token_start(struct engine *e, uint64_t now)
 		fl_model_gen(o->seed, t->idx, l, FL_KIND_FFN, H, vec(t->ffn, l, H));
 		fl_model_chain(vec(t->x, l, H), vec(t->attn, l, H), vec(t->ffn, l, H), H, vec(t->x, l + 1, H));
 	}
-	if (o->mode == FL_MODE_CHAIN) {
+	if (o->mode == FL_MODE_CHAIN || o->crit) {
 		t->next = 1;
 		send_slot(e, t, 1, now);
 	} else {
 		for (unsigned d = 1; d <= e->n_slots; d++)
 			send_slot(e, t, d, now);
+	}
+}
+
+/* ---- the critical path ------------------------------------------------- */
+
+/* The gate passed for (token_seq, d) at now. */
+static void gate_seen(struct engine *e, uint32_t token_seq, unsigned d, uint64_t now)
+{
+	struct token *t = token_of(e, (uint64_t)(uint32_t)(token_seq - e->o->token_base));
+	if (!t || d == 0 || d > e->n_slots)
+		return;
+	struct slot *s = &t->slots[d - 1];
+	if (!s->t_gate)
+		s->t_gate = now;
+	if (s->resolved)
+		crit_jump(e, t, d);
+}
+
+/* Slot d's seed came and its gate passed: the next worker may start on it
+ * one delay after both, when that is before the canonical input. */
+static void crit_jump(struct engine *e, struct token *t, unsigned d)
+{
+	const struct fl_run_opts *o = e->o;
+	struct slot *s = &t->slots[d - 1];
+	if (o->crit != FL_CRIT_JUMP || s->advanced || !s->t_seed || !s->t_gate || !s->t_canon)
+		return;
+	uint64_t usable = (s->t_seed > s->t_gate ? s->t_seed : s->t_gate) + (uint64_t)o->net_delay_us * 1000u;
+	if (usable >= s->t_canon)
+		return; /* the canonical input is first: its event is already queued */
+	struct fl_event ev = { .due_ns = usable, .kind = EV_ADVANCE, .a = t->idx, .b = d | (1u << 16) };
+	if (fl_sched_push(&e->sched, &ev, NULL, 0) < 0)
+		note_error(e, "out of memory for events");
+}
+
+/* Layer d's input reached the next worker at `at` (jump or canonical). */
+static void crit_advance(struct engine *e, uint64_t idx, unsigned d, bool jump, uint64_t at)
+{
+	struct token *t = token_of(e, idx);
+	if (!t || d == 0 || d > e->n_slots)
+		return;
+	struct slot *s = &t->slots[d - 1];
+	if (s->advanced)
+		return;
+	s->advanced = true;
+	s->jumped = jump;
+	struct crit_tok *ct = &e->crit[idx];
+	e->crit_layers++;
+	if (jump) {
+		e->crit_in_time++;
+		ct->in_time++;
+	}
+	ct->saving_ns += s->t_canon > at ? s->t_canon - at : 0;
+	if (d < e->n_slots) {
+		t->next = d + 1;
+		send_slot(e, t, d + 1, at);
+		return;
+	}
+	t->next = d + 1;
+	ct->wall_ns = at - t->t_start;
+	e->crit_done++;
+	if (t->done == e->n_slots)
+		token_retire(e, t);
+}
+
+/* Fire every event due: delayed sends and critical-path inputs. */
+static void fire_events(struct engine *e)
+{
+	struct fl_event ev;
+	while (fl_sched_pop(&e->sched, fl_now_ns(), &ev)) {
+		if (ev.kind == EV_SEND) {
+			unsigned ing = (unsigned)(ev.b & 0xFFu), role = (unsigned)((ev.b >> 16) & 0xFFu);
+			unsigned d = (unsigned)(ev.b >> 24);
+			bool canon = ev.b & 0x100u;
+			if (send_frame(e, ing, role, d, ev.buf, ev.len, ev.a, fl_now_ns(), canon) < 0) {
+				e->send_errors++;
+				note_error(e, "sending a %s over %s failed", canon ? "canonical report" : "contribution",
+					   fl_ingress_name(ing));
+				struct token *t = token_of(e, ev.a >> 16);
+				if (!canon && t && d >= 1 && d <= e->n_slots && !t->slots[d - 1].dropped) {
+					t->slots[d - 1].dropped = true;
+					e->dropped++;
+				}
+			}
+		} else if (ev.kind == EV_ADVANCE) {
+			crit_advance(e, ev.a, (unsigned)(ev.b & 0xFFFFu), (ev.b >> 16) & 1u, ev.due_ns);
+		}
+		free(ev.buf);
 	}
 }
 
@@ -801,6 +1000,74 @@ static json_t *lat_json(struct fl_lat *l)
 			 "mean_us", l->n ? us(l->sum / l->n) : 0.0);
 }
 
+/* Per-token figures of the tokens whose chain ended, into a sample set. */
+static void crit_lat(const struct engine *e, int what, struct fl_lat *l)
+{
+	for (uint64_t i = 0; i < e->issued && i < e->o->tokens; i++) {
+		const struct crit_tok *c = &e->crit[i];
+		if (!c->wall_ns)
+			continue;
+		uint64_t v = what == 0 ? c->wall_ns : what == 1 ? c->wall_ns + c->saving_ns : c->saving_ns;
+		if (fl_lat_add(l, v) < 0)
+			return;
+	}
+}
+
+static void crit_summary(struct engine *e)
+{
+	const struct fl_run_opts *o = e->o;
+	struct fl_lat w = { 0 }, c = { 0 }, sv = { 0 };
+	crit_lat(e, 0, &w);
+	crit_lat(e, 1, &c);
+	crit_lat(e, 2, &sv);
+	double slots = (double)e->n_slots;
+	printf("  critical path (%s): %llu tokens, net delay %u us per hop; per token p50 wall %.0f us, canonical "
+	       "chain %.0f us, saving %.0f us (%.1f us per layer); layers in time %llu of %llu (%.1f%%)\n",
+	       o->crit == FL_CRIT_JUMP ? "jump with the fleet's gate" : "canonical chain only",
+	       (unsigned long long)e->crit_done, o->net_delay_us, us(fl_lat_pct(&w, 50)), us(fl_lat_pct(&c, 50)),
+	       us(fl_lat_pct(&sv, 50)), us(fl_lat_pct(&sv, 50)) / slots, (unsigned long long)e->crit_in_time,
+	       (unsigned long long)e->crit_layers,
+	       e->crit_layers ? 100.0 * (double)e->crit_in_time / (double)e->crit_layers : 0.0);
+	fl_lat_free(&w);
+	fl_lat_free(&c);
+	fl_lat_free(&sv);
+}
+
+static json_t *crit_json(struct engine *e)
+{
+	const struct fl_run_opts *o = e->o;
+	json_t *j = json_object(), *toks = json_array();
+	json_object_set_new(j, "mode", json_string(o->crit == FL_CRIT_JUMP ? "jump" : "canonical"));
+	json_object_set_new(j, "net_delay_us", json_integer(o->net_delay_us));
+	static const char *const stage[FL_ROLES] = { "a", "g", "d" };
+	json_t *st = json_object();
+	for (unsigned k = 0; k < FL_ROLES; k++)
+		json_object_set_new(st, stage[k], json_pack("[I,I]", (json_int_t)o->stage_lo_us[k],
+							   (json_int_t)o->stage_hi_us[k]));
+	json_object_set_new(j, "stage_us", st);
+	json_object_set_new(j, "relay", o->n_relay ? json_pack("{s:s,s:I}", "from", "samples", "samples",
+							    (json_int_t)o->n_relay)
+						   : json_pack("{s:s,s:[I,I]}", "from", "uniform", "us",
+							       (json_int_t)o->relay_lo_us, (json_int_t)o->relay_hi_us));
+	json_object_set_new(j, "layers", json_integer((json_int_t)e->crit_layers));
+	json_object_set_new(j, "layers_in_time", json_integer((json_int_t)e->crit_in_time));
+	json_object_set_new(j, "layers_per_token", json_integer(e->n_slots));
+	for (uint64_t i = 0; i < e->issued && i < o->tokens; i++) {
+		const struct crit_tok *c = &e->crit[i];
+		if (!c->wall_ns)
+			continue;
+		/* wall: this run; canonical: the same token through the coordinator
+		 * (its wall plus what each layer saved) */
+		json_array_append_new(toks, json_pack("{s:I,s:I,s:I,s:I,s:I,s:i}", "token", (json_int_t)i, "wall_ns",
+						      (json_int_t)c->wall_ns, "canonical_ns",
+						      (json_int_t)(c->wall_ns + c->saving_ns), "saving_ns",
+						      (json_int_t)c->saving_ns, "compute_ns", (json_int_t)c->compute_ns,
+						      "in_time", (int)c->in_time));
+	}
+	json_object_set_new(j, "tokens", toks);
+	return j;
+}
+
 static void summary(struct engine *e, uint64_t now, int rc)
 {
 	const struct fl_run_opts *o = e->o;
@@ -868,6 +1135,8 @@ static void summary(struct engine *e, uint64_t now, int rc)
 		       (unsigned long long)u.dropped_cwnd, (unsigned long long)u.send_failed,
 		       (unsigned long long)u.bad_datagrams);
 	}
+	if (o->crit)
+		crit_summary(e);
 	if (e->corrupt_desc[0])
 		printf("  injected corruption: %s -> %s\n", e->corrupt_desc,
 		       e->divergence_seen ? "seen in the resolved seed" : "NOT seen");
@@ -939,11 +1208,25 @@ static void summary(struct engine *e, uint64_t now, int rc)
 	json_object_set_new(j, "contributions", json_pack("{s:I,s:I,s:I}", "udp", (json_int_t)e->contributions[0],
 							  "wss", (json_int_t)e->contributions[1], "https",
 							  (json_int_t)e->contributions[2]));
+	if (o->crit)
+		json_object_set_new(j, "critical_path", crit_json(e));
 	json_object_set_new(j, "result", json_string(rc == 0 ? "pass" : "fail"));
 	json_object_set_new(j, "exit_code", json_integer(rc));
 	if (json_dump_file(j, o->json_path, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
 		fprintf(stderr, "fleet: cannot write %s\n", o->json_path);
 	json_decref(j);
+}
+
+/* Whether a TLS connection still has output to write. */
+static bool output_waits(const struct engine *e)
+{
+	for (uint32_t i = 0; i < e->n_wss; i++)
+		if (!fl_conn_is_dead(e->wss[i]) && (fl_conn_events(e->wss[i]) & POLLOUT))
+			return true;
+	for (uint32_t i = 0; i < e->n_https; i++)
+		if (!fl_conn_is_dead(e->https[i]) && (fl_conn_events(e->https[i]) & POLLOUT))
+			return true;
+	return false;
 }
 
 /* ---- the loop ---------------------------------------------------------- */
@@ -967,6 +1250,8 @@ int fl_run(const struct fl_run_opts *o)
 	e->fbuf = malloc(FG_HDR_LEN + FG_SEED_PREFIX_LEN + (size_t)H * 4u);
 	e->tmp = malloc((size_t)H * 4u * 4u);
 	if (!e->tok || !e->fbuf || !e->tmp)
+		goto out;
+	if (o->crit && !(e->crit = calloc(o->tokens, sizeof *e->crit)))
 		goto out;
 	for (uint32_t w = 0; w < o->window; w++) {
 		struct token *t = &e->tok[w];
@@ -1013,10 +1298,18 @@ int fl_run(const struct fl_run_opts *o)
 			}
 			token_start(e, now);
 		}
-		if (e->retired == o->tokens || (g_drain && e->retired == e->issued))
-			break;
+		fire_events(e);
+		now = fl_now_ns();
 		for (uint32_t i = 0; i < e->n_wss; i++)
 			fl_ws_flush(e->wss[i], now);
+		/* the run ends once the delayed sends are out too (a report held
+		 * back past its slot's seed), written to the sockets */
+		if ((e->retired == o->tokens || (g_drain && e->retired == e->issued)) && e->sched.n == 0 &&
+		    !output_waits(e))
+			break;
+		uint64_t due = fl_sched_next(&e->sched);
+		if (due != UINT64_MAX)
+			wait = due > now ? (due - now < wait ? due - now : wait) : 0;
 		if (o->have_udp)
 			for (unsigned r = 0; r < e->n_udp; r++) {
 				uint64_t n = fl_udp_sender_tick(e->udp[r], now);
@@ -1151,5 +1444,7 @@ out:
 	free(e->tok);
 	free(e->fbuf);
 	free(e->tmp);
+	free(e->crit);
+	fl_sched_free(&e->sched);
 	return rc;
 }

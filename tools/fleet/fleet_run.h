@@ -10,6 +10,7 @@
 enum fl_assign { FL_ASSIGN_LAYER, FL_ASSIGN_SLOT, FL_ASSIGN_STATION };
 enum fl_mode { FL_MODE_CHAIN, FL_MODE_BURST };
 enum fl_canon_mode { FL_CANON_DIGEST, FL_CANON_FULL, FL_CANON_NONE };
+enum fl_crit { FL_CRIT_OFF = 0, FL_CRIT_JUMP, FL_CRIT_CANONICAL };
 
 struct fl_run_opts {
 	/* model */
@@ -79,6 +80,25 @@ struct fl_run_opts {
 	const char *json_path;
 	const char *samples_path;
 	bool quiet;
+	/* Timing of the canonical reports: != 0, each slot's report is sent
+	 * this long after its contributions; < 0, the report goes first and
+	 * the contributions |canon_delay_us| later (the shadow audit's lead,
+	 * docs/lines.md). Not with crit. */
+	int64_t canon_delay_us;
+	/* The critical path (bench/critical): each layer's stations compute
+	 * for their stage times (a, g, d: drawn per token and layer, uniform in
+	 * [lo, hi] us), every hop takes net_delay_us one way, the coordinator's
+	 * relay takes a relay time (drawn from relay_ns[] when given, else
+	 * uniform in [relay_lo_us, relay_hi_us]). FL_CRIT_JUMP: the next layer
+	 * starts on the first trusted input: the jumped seed when the fleet's
+	 * gate passed (a status with bitset 0x7f, not shadow), else the
+	 * coordinator's relay; FL_CRIT_CANONICAL: always the relay. */
+	enum fl_crit crit;
+	uint32_t stage_lo_us[FL_ROLES], stage_hi_us[FL_ROLES]; /* a, g, d */
+	uint32_t net_delay_us;
+	uint32_t relay_lo_us, relay_hi_us;
+	const uint64_t *relay_ns; /* measured relay hops (fanofleet --relay-bench --samples) */
+	size_t n_relay;
 };
 
 #define FL_LINGER_QUIET_MS 400ull
