@@ -19,7 +19,7 @@
  * Logs: stderr, one line per event at a syslog priority, DPDK's lines
  * included (cp_log.h: the journal's "<P>" prefix under systemd, else
  * timestamped). fanogate never forks: --foreground is accepted for
- * compatibility and is the only mode (systemd runs it as Type=notify). */
+ * compatibility and is the only mode (systemd runs it as Type=notify: readiness through cp_ready.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -67,6 +67,7 @@ struct daemon {
 	struct cp_metrics metrics;
 	struct fg_boundary boundary;
 	struct cp_claim claim; /* the operator socket's lock, the listeners (cp_claim.h) */
+	struct cp_ready ready; /* sd_notify and --ready-fd (cp_ready.h) */
 	bool dataplane;
 	int sigfd; /* -1 until opened */
 	struct cp_poll sigpoll;
@@ -294,7 +295,7 @@ int main(int argc, char **argv)
 
 	char why[512] = "";
 	/* Readiness channels (control/cp_ready.h): opened before the filter. */
-	int rr = cp_ready_open(ready_fd);
+	int rr = cp_ready_open(&d.ready, ready_fd);
 	if (rr < 0) {
 		cp_err("readiness: --ready-fd %d / NOTIFY_SOCKET: %s", ready_fd, strerror(-rr));
 		return 1;
@@ -428,12 +429,12 @@ int main(int argc, char **argv)
 		 d.server.port, d.dataplane ? "dataplane" : "local", d.cfg.layers, d.cfg.hidden,
 		 (unsigned long long)(d.cfg.slot_deadline_ns / 1000000ull));
 	cp_info("%s", status);
-	if ((r = cp_ready_done(status, d.server.port, d.metrics.port)) < 0)
+	if ((r = cp_ready_done(&d.ready, status, d.server.port, d.metrics.port)) < 0)
 		cp_warn("readiness: %s (--ready-fd / NOTIFY_SOCKET)", strerror(-r));
 	r = cp_loop_run(&d.loop);
 	if (r < 0)
 		cp_err("event loop failed: %s", strerror(-r));
-	cp_ready_stopping();
+	cp_ready_stopping(&d.ready);
 	cp_info("stopped: %llu connections served, %llu frames, %llu seeds resolved, %llu expired",
 		(unsigned long long)d.server.st.accepted, (unsigned long long)d.engine.st.frames,
 		(unsigned long long)d.engine.st.resolved, (unsigned long long)d.engine.st.expired);
