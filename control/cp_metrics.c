@@ -547,7 +547,7 @@ static void render_process(struct sbuf *b)
 static void render_warnings(struct sbuf *b, const struct cp_metrics *m)
 {
 	const struct cp_status_src src = {.cfg = m->cfg, .engine = m->engine, .srv = m->srv, .b = m->b,
-					  .metrics_port = m->port};
+					  .metrics_port = m->port, .reload = m->reload ? &m->reload->st : NULL};
 	uint32_t w = cp_status_warnings(&src, NULL);
 	fam(b, "warning", "gauge", "1 while the warning `fanoctl status` names holds (cp_status.h)");
 	for (unsigned k = 0; k < CP_WARN__COUNT; k++)
@@ -637,14 +637,15 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	if (cl)
 		sb_printf(&b, "%s", cl);
 	free(cl);
+	const struct cp_reload_stats rst = m->reload ? m->reload->st : (struct cp_reload_stats){0};
 	fam(&b, "config_reloads_total", "counter", "configuration reloads (fanoctl config reload, SIGHUP) by result");
 	sb_printf(&b, "fanogate_config_reloads_total{result=\"applied\"} %llu\n",
-		  (unsigned long long)cp_reload_stats.applied);
+		  (unsigned long long)rst.applied);
 	sb_printf(&b, "fanogate_config_reloads_total{result=\"unchanged\"} %llu\n",
-		  (unsigned long long)cp_reload_stats.unchanged);
+		  (unsigned long long)rst.unchanged);
 	sb_printf(&b, "fanogate_config_reloads_total{result=\"refused\"} %llu\n",
-		  (unsigned long long)cp_reload_stats.refused);
-	gauge(&b, "config_last_reload_success", "1 unless the last reload was refused", !cp_reload_stats.last_refused);
+		  (unsigned long long)rst.refused);
+	gauge(&b, "config_last_reload_success", "1 unless the last reload was refused", !rst.last_refused);
 	render_warnings(&b, m);
 	render_dataplane(&b, m->b);
 	render_process(&b);

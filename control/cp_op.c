@@ -155,7 +155,7 @@ static json_t *cmd_status(struct cp_opsrv *o)
 {
 	const struct cp_status_src src = {.cfg = o->cfg, .config_path = o->config_path, .engine = o->engine,
 					  .srv = o->srv, .b = o->b, .metrics_port = o->metrics_port,
-					  .started_ns = o->started_ns};
+					  .started_ns = o->started_ns, .reload = o->reload ? &o->reload->st : NULL};
 	return cp_status_json(&src);
 }
 
@@ -391,10 +391,12 @@ static json_t *cmd_cluster(struct cp_opsrv *o)
 
 static json_t *cmd_reload(struct cp_opconn *c)
 {
+	if (!c->o->reload)
+		return err_reply("no_config_file");
 	struct cp_reload_result *res = malloc(sizeof(*res));
 	if (!res)
 		return err_reply("no_memory");
-	int r = cp_reload_run(c->uid, c->pid, "fanoctl", res);
+	int r = cp_reload_run(c->o->reload, c->uid, c->pid, "fanoctl", res);
 	json_t *rep, *ch = json_array();
 	for (unsigned i = 0; i < res->n_changes; i++)
 		json_array_append_new(ch, json_string(res->changes[i]));

@@ -33,6 +33,8 @@
 /* CP_OP_REQ_MAX (bytes of a request with its '\n') is the parser's. */
 
 
+struct cp_reload;
+
 struct cp_opsrv {
 	struct cp_loop *loop;
 	const struct fg_config *cfg;
@@ -50,6 +52,9 @@ struct cp_opsrv {
 	 * bound /metrics port (0: off). */
 	const char *config_path;
 	uint16_t metrics_port;
+	/* The daemon's configuration reload (`fanoctl config reload`, the
+	 * reload warning), set with the two above; NULL: no reload. */
+	struct cp_reload *reload;
 };
 
 /* One daemon per operator socket: create the socket's directory (0750)

@@ -68,6 +68,7 @@ struct daemon {
 	struct fg_boundary boundary;
 	struct cp_claim claim; /* the operator socket's lock, the listeners (cp_claim.h) */
 	struct cp_ready ready; /* sd_notify and --ready-fd (cp_ready.h) */
+	struct cp_reload reload; /* fanoctl config reload, SIGHUP (cp_reload.h) */
 	bool dataplane;
 	int sigfd; /* -1 until opened */
 	struct cp_poll sigpoll;
@@ -393,7 +394,9 @@ int main(int argc, char **argv)
 	}
 	d.op.config_path = config_path; /* fanoctl status */
 	d.op.metrics_port = d.metrics.port;
-	r = cp_reload_start(&d.loop, config_path, profile, &d.cfg, &d.engine, &d.server, why, sizeof(why));
+	d.op.reload = &d.reload;
+	d.metrics.reload = &d.reload;
+	r = cp_reload_start(&d.reload, &d.loop, config_path, profile, &d.cfg, &d.engine, &d.server, why, sizeof(why));
 	if (r < 0) {
 		cp_err("config reload: %s", why);
 		goto out_metrics;
