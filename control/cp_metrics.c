@@ -563,7 +563,8 @@ static void render_warnings(struct sbuf *b, const struct cp_metrics *m)
 /* Every entry of the control plane's registry (cp_counters.h), in its order. */
 static void render_registry(struct sbuf *b, const struct cp_metrics *m)
 {
-	const struct cp_counter_src src = {.srv = m->srv, .engine = m->engine, .loop = m->loop, .b = m->b};
+	const struct cp_counter_src src = {.srv = m->srv, .engine = m->engine, .loop = m->loop, .b = m->b,
+					   .op_fds = m->op_fds};
 	for (unsigned i = 0; i < cp_counter_count; i++) {
 		const struct cp_counter_def *d = &cp_counter_defs[i];
 		uint64_t v = cp_counter_value(d, &src);

@@ -23,6 +23,7 @@
 #include "fg/config.h"
 
 struct cp_reload;
+struct cp_harden_stats;
 
 struct cp_metrics {
 	struct cp_loop *loop;
@@ -37,6 +38,8 @@ struct cp_metrics {
 	/* The daemon's configuration reload, for its counters; set by the
 	 * daemon after cp_metrics_start. NULL: none (its counters read 0). */
 	const struct cp_reload *reload;
+	/* The operator socket's refused fds, set with reload; NULL: read 0. */
+	const struct cp_harden_stats *op_fds;
 };
 
 /* Start accepting on listen_fd, the listener on [metrics] listen that

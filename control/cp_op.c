@@ -329,7 +329,8 @@ json_t *cp_op_stats(const struct cp_opsrv *o)
 		return NULL;
 	json_object_set_new(j, "ok", json_true());
 	/* every plain counter of the control plane's registry (cp_counters.h) */
-	const struct cp_counter_src src = {.srv = o->srv, .engine = o->engine, .loop = o->loop, .b = o->b};
+	const struct cp_counter_src src = {.srv = o->srv, .engine = o->engine, .loop = o->loop, .b = o->b,
+					   .op_fds = &o->fd_st};
 	for (unsigned i = 0; i < cp_counter_count; i++) {
 		const struct cp_counter_def *d = &cp_counter_defs[i];
 		json_t *sec = stats_section(j, d->section);
@@ -475,7 +476,7 @@ static void opc_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t
 	(void)l; (void)flags;
 	struct cp_opconn *c = cp_container_of(op, struct cp_opconn, recv_op);
 	c->recv_armed = false;
-	if ((res = cp_harden_recv_check(&c->rx, res)) == -EBADMSG && !c->sc.dead) {
+	if ((res = cp_harden_recv_check(&c->rx, res, &c->o->fd_st)) == -EBADMSG && !c->sc.dead) {
 		opc_reply(c, err_reply(CP_HARDEN_FD_REASON));
 		return;
 	}

@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "cp_engine.h"
+#include "cp_harden.h"
 #include "cp_loop.h"
 #include "cp_op_parse.h"
 #include "cp_server.h"
@@ -47,6 +48,7 @@ struct cp_opsrv {
 	gid_t group;
 	uint64_t started_ns;
 	uint64_t served, refused;
+	struct cp_harden_stats fd_st; /* requests refused for carrying fds (cp_harden_recv_check) */
 	/* For `fanoctl status`, set by the daemon once they are known (after
 	 * cp_op_start): the --config file (NULL: the embedded default) and the
 	 * bound /metrics port (0: off). */

@@ -69,6 +69,7 @@ struct daemon {
 	struct cp_claim claim; /* the operator socket's lock, the listeners (cp_claim.h) */
 	struct cp_ready ready; /* sd_notify and --ready-fd (cp_ready.h) */
 	struct cp_reload reload; /* fanoctl config reload, SIGHUP (cp_reload.h) */
+	struct cp_harden harden; /* privileges, seccomp, the refused-call watch (cp_harden.h) */
 	bool dataplane;
 	int sigfd; /* -1 until opened */
 	struct cp_poll sigpoll;
@@ -277,7 +278,8 @@ int main(int argc, char **argv)
 			return 1;
 		int r = load_config(c, check_path);
 		char cwhy[1024];
-		if (r == 0 && (r = cp_harden_prepare(c, cwhy, sizeof(cwhy))) < 0)
+		struct cp_harden h;
+		if (r == 0 && (r = cp_harden_prepare(&h, c, cwhy, sizeof(cwhy))) < 0)
 			cp_err("config %s: %s", check_path, cwhy); /* [daemon] user/group must exist here */
 		/* What a start checks of the files and directories it names. */
 		if (r == 0 && (r = cp_check_files(c, CP_CHECK_ALL, cwhy, sizeof(cwhy))) < 0)
@@ -302,7 +304,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* The run-as user of [daemon]: an unknown name stops here. */
-	if (cp_harden_prepare(&d.cfg, why, sizeof(why)) < 0) {
+	if (cp_harden_prepare(&d.harden, &d.cfg, why, sizeof(why)) < 0) {
 		cp_err("%s", why);
 		return 1;
 	}
@@ -396,6 +398,7 @@ int main(int argc, char **argv)
 	d.op.metrics_port = d.metrics.port;
 	d.op.reload = &d.reload;
 	d.metrics.reload = &d.reload;
+	d.metrics.op_fds = &d.op.fd_st;
 	r = cp_reload_start(&d.reload, &d.loop, config_path, profile, &d.cfg, &d.engine, &d.server, why, sizeof(why));
 	if (r < 0) {
 		cp_err("config reload: %s", why);
@@ -419,11 +422,11 @@ int main(int argc, char **argv)
 #endif
 	/* Every thread (the lcores too) drops its privileges; then the
 	 * seccomp filter. Nothing privileged may happen after this line. */
-	if ((r = cp_harden_apply(&d.cfg, why, sizeof(why))) < 0) {
+	if ((r = cp_harden_apply(&d.harden, &d.cfg, why, sizeof(why))) < 0) {
 		cp_err("hardening: %s", why);
 		goto out_metrics;
 	}
-	if (d.cfg.seccomp == FG_SECCOMP_ON && (r = cp_harden_watch(&d.loop)) < 0) {
+	if (d.cfg.seccomp == FG_SECCOMP_ON && (r = cp_harden_watch(&d.harden, &d.loop)) < 0) {
 		cp_err("hardening: seccomp watch: %s", strerror(-r));
 		goto out_metrics;
 	}
@@ -465,6 +468,6 @@ out_dp:
 	if (d.sigfd >= 0)
 		close(d.sigfd);
 	cp_claim_release(&d.claim); /* the operator socket's lock goes with the process */
-	cp_harden_report();
+	cp_harden_report(&d.harden);
 	return r < 0 ? 1 : 0;
 }
