@@ -175,6 +175,6 @@ FG_MUST_CHECK int cp_loop_send(struct cp_loop *l, struct cp_op *op, int fd, cons
 FG_MUST_CHECK int cp_loop_cancel(struct cp_loop *l, struct cp_op *op, struct cp_op *target);
 
 /* A shared callback that ignores its completion (cancel requests). */
-extern struct cp_op cp_op_ignore;
+extern struct cp_op cp_op_ignore; /* never written: one sentinel for every loop */
 
 #endif
