@@ -102,6 +102,25 @@ static void unauth_del(struct cp_server *s, struct cp_conn *c)
 	c->on_unauth = false;
 }
 
+void cp_conn_set_role(struct cp_conn *c, const char *role)
+{
+	c->role = role;
+	struct cp_server *s = c->srv;
+	if (!c->point && s->engine)
+		c->point = (uint8_t)cp_engine_point_attach(s->engine, role, c->peer);
+}
+
+/* c is closing: its point loses a peer (not marked down while the server
+ * stops). */
+static void conn_point_detach(struct cp_conn *c)
+{
+	struct cp_server *s = c->srv;
+	unsigned p = c->point;
+	c->point = 0;
+	if (p && s->engine)
+		cp_engine_point_detach(s->engine, p, s->stopping, c->peer);
+}
+
 void cp_conn_authenticated(struct cp_conn *c)
 {
 	if (c->authed || c->dead)
@@ -198,7 +217,7 @@ void cp_conn_close(struct cp_conn *c, const char *why)
 	c->dead = true;
 	cp_debug("conn %s: closed: %s", c->peer, why);
 	conn_unadmit(c);
-	cp_points_detach(c);
+	conn_point_detach(c);
 	struct cp_server *s = c->srv;
 	if (c->state == CP_CONN_WS)
 		cp_conn_list_del(&s->ws_list, c);

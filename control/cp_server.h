@@ -130,7 +130,7 @@ struct cp_conn {
 	char peer[CP_PEER_MAX];
 	struct cp_tls_conn tls;
 	const char *role; /* after authentication */
-	uint8_t point;    /* Fano point counted for this connection (cp_points.c), 0 = none */
+	uint8_t point;    /* Fano point counted for this connection (cp_engine_point_attach), 0 = none */
 	uint8_t *in;
 	size_t in_len, in_cap, in_max;
 	uint8_t *pout; /* plaintext staged for one SSL_write per flush (fewer TLS records) */
@@ -192,7 +192,6 @@ struct cp_server {
 	bool watch_dirty;          /* ws_list or wait_list changed: publish the watched layers (batch end) */
 	bool stopping;
 	uint64_t started_ns;
-	uint32_t point_peers[8]; /* live authenticated connections per Fano point 1..7 (cp_points.c) */
 	struct cp_server_stats st;
 	/* Plaintext of one TLS record, read here when a connection has no
 	 * buffered input; only what the protocol leaves unconsumed is copied
@@ -242,6 +241,10 @@ void cp_conn_close(struct cp_conn *c, const char *why);
  * (bounded by a linger deadline). */
 void cp_conn_close_after_flush(struct cp_conn *c, const char *why);
 void cp_conn_set_deadline(struct cp_conn *c, enum cp_deadline_kind k, uint64_t ns_from_now);
+/* The peer authenticated as role (static storage or the TLS context's;
+ * NULL: none): kept in c->role, and counted once for the Fano point the
+ * role serves (cp_engine_point_attach). */
+void cp_conn_set_role(struct cp_conn *c, const char *role);
 /* The peer authenticated (bearer token or verified client certificate):
  * it leaves the unauthenticated count and list (admission). Idempotent. */
 void cp_conn_authenticated(struct cp_conn *c);

@@ -2,7 +2,7 @@
  * router (control/cp_http.c, D1) on top of the request parser
  * (control/proto/cp_http_parse.c), driven without sockets or TLS: the
  * connection API it calls (cp_conn_put/flush/close/unblock/deadline/lists,
- * cp_engine_submit(_at)/lookup/count_malformed, cp_tls_token_ok, cp_points_attach,
+ * cp_engine_submit(_at)/lookup/count_malformed, cp_tls_token_ok, cp_conn_set_role,
  * cp_ws_start/on_data, logging, the clock) is stubbed here, mirroring cp_conn.c's semantics where they
  * matter (cp_conn_unblock re-runs pipelined input, the wait list).
  *
@@ -110,11 +110,12 @@ bool cp_tls_token_ok(const struct cp_tls *t, const char *token, size_t len, cons
 	return false;
 }
 
-/* Fano point liveness (cp_points.c): only that it is told about this
- * connection once authenticated. */
-void cp_points_attach(struct cp_conn *c)
+/* The role (and its Fano point, cp_engine_point_attach): only that it is
+ * told about this connection once authenticated. */
+void cp_conn_set_role(struct cp_conn *c, const char *role)
 {
 	FUZZ_CHECK(c == &conn && !c->dead);
+	c->role = role;
 }
 
 /* ---- stubs: the connection ---- */
