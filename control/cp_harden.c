@@ -799,21 +799,6 @@ int cp_harden_watch(struct cp_harden *h, struct cp_loop *l)
 
 /* ---- io_uring restrictions ----------------------------------------------------- */
 
-const uint8_t cp_harden_loop_ops[] = {
-	IORING_OP_ACCEPT,       /* cp_loop_accept */
-	IORING_OP_ASYNC_CANCEL, /* cp_loop_cancel */
-	IORING_OP_NOP,          /* cp_conn.c */
-	IORING_OP_POLL_ADD,     /* cp_loop_poll */
-	IORING_OP_POLL_REMOVE,  /* cp_loop_poll */
-	IORING_OP_READ,         /* cp_loop_read (the lanes' wake-up eventfd, cp_engine.c) */
-	IORING_OP_RECV,         /* cp_loop_recv */
-	IORING_OP_RECVMSG,      /* cp_harden_recv (operator socket) */
-	IORING_OP_SEND,         /* cp_loop_send */
-	IORING_OP_SENDMSG,      /* cp_conn.c */
-	IORING_OP_TIMEOUT,      /* cp_timer_start */
-};
-const unsigned cp_harden_loop_ops_n = FG_ARRAY_LEN(cp_harden_loop_ops);
-
 int cp_harden_ring(struct io_uring *ring, const uint8_t *ops, unsigned n, uint8_t sqe_flags)
 {
 	struct io_uring_restriction res[IORING_OP_LAST + 1];

@@ -21,8 +21,8 @@
  *  3. The io_uring rings: a ring created with IORING_SETUP_R_DISABLED is
  *     limited to a list of opcodes (and no SQE flags beyond sqe_flags, no
  *     register opcodes) and then enabled; anything else completes with
- *     -EACCES. cp_loop_init does it for the loop's ring with
- *     cp_harden_loop_ops (a new opcode in the loop must be added there).
+ *     -EACCES. cp_loop_init does it for the loop's ring through
+ *     cp_harden_ring, with the loop's own list (cp_loop_opcodes).
  *  4. File descriptors passed over the operator socket (SCM_RIGHTS): the
  *     operator's recv is a recvmsg with room for control messages; every fd
  *     received is closed, the request is refused (CP_HARDEN_FD_REASON) and
@@ -120,13 +120,9 @@ extern _Atomic long cp_harden_sys_last;
 
 /* Restrict a ring created with IORING_SETUP_R_DISABLED to ops[0..n) and the
  * SQE flags in sqe_flags, then enable it. 0 or -errno (-EBADFD: the ring was
- * not created disabled). */
+ * not created disabled). A cp_loop_restrict_fn (cp_loop_init). */
 FG_MUST_CHECK int cp_harden_ring(struct io_uring *ring, const uint8_t *ops, unsigned n, uint8_t sqe_flags);
 
-/* The opcodes the control-plane loop uses (cp_loop.c, cp_conn.c, and the
- * operator's recvmsg). */
-extern const uint8_t cp_harden_loop_ops[];
-extern const unsigned cp_harden_loop_ops_n;
 
 /* Per-connection storage of the operator's recvmsg. */
 struct cp_harden_rx {

@@ -353,7 +353,7 @@ int main(int argc, char **argv)
 	if (!no_dp)
 		cp_info("built without DPDK: running as with --no-dataplane");
 #endif
-	r = cp_loop_init(&d.loop, 1024);
+	r = cp_loop_init(&d.loop, 1024, cp_harden_ring);
 	if (r < 0) {
 		cp_err("io_uring setup failed: %s", strerror(-r));
 		goto out_dp;

@@ -117,11 +117,13 @@ static void test_loop_ring(void **state)
 {
 	(void)state;
 	struct cp_loop l;
-	assert_int_equal(cp_loop_init(&l, 8), 0);
+	assert_int_equal(cp_loop_init(&l, 8, cp_harden_ring), 0);
 	/* the loop's opcodes are all allowed, and nothing else is */
 	bool allowed[IORING_OP_LAST] = { false };
-	for (unsigned i = 0; i < cp_harden_loop_ops_n; i++)
-		allowed[cp_harden_loop_ops[i]] = true;
+	unsigned n_ops;
+	const uint8_t *ops = cp_loop_opcodes(&n_ops);
+	for (unsigned i = 0; i < n_ops; i++)
+		allowed[ops[i]] = true;
 	assert_true(allowed[IORING_OP_RECV] && allowed[IORING_OP_RECVMSG] && allowed[IORING_OP_TIMEOUT]);
 	/* READ is allowed: the lanes' wake-up eventfd (cp_engine.c) */
 	assert_true(allowed[IORING_OP_READ]);
@@ -171,7 +173,7 @@ static void test_recv_refuses_fds(void **state)
 {
 	(void)state;
 	struct cp_loop l;
-	assert_int_equal(cp_loop_init(&l, 8), 0);
+	assert_int_equal(cp_loop_init(&l, 8, cp_harden_ring), 0);
 	int sp[2];
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
 	struct rx_case c;
