@@ -597,22 +597,6 @@ static const struct cp_small_srv_ops op_srv_ops = {
 	.on_stop = op_on_stop,
 };
 
-static int mkdir_parent(const char *path, char *why, size_t why_len)
-{
-	char dir[FG_PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return 0;
-	*slash = '\0';
-	if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
-		int e = errno;
-		snprintf(why, why_len, "[operator] socket: cannot create %s: %s", dir, strerror(e));
-		return -e;
-	}
-	return 0;
-}
-
 /* [operator] group must be able to reach the socket: its directory needs
  * search permission for the group (issue 14 item 8: /run/fanogate, made
  * 0750 root:root by the daemon or by systemd's RuntimeDirectory, kept the
@@ -658,22 +642,6 @@ static int op_dir_reach(const char *path, gid_t group, char *why, size_t why_len
 	return 0;
 }
 
-int cp_op_lock(const struct fg_config *cfg, int *fd_out, char *why, size_t why_len)
-{
-	const char *path = cfg->op_socket;
-	char lock[FG_PATH_MAX + 8], what[FG_PATH_MAX + 24];
-	if (!path[0] || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-		snprintf(why, why_len, "[operator] socket: empty or too long path");
-		return -EINVAL;
-	}
-	int r = mkdir_parent(path, why, why_len);
-	if (r < 0)
-		return r;
-	snprintf(lock, sizeof(lock), "%s.lock", path);
-	snprintf(what, sizeof(what), "operator socket %s", path);
-	return cp_claim_lock(lock, what, 1, fd_out, why, why_len);
-}
-
 int cp_op_start(struct cp_opsrv *o, struct cp_loop *l, const struct fg_config *cfg, struct cp_engine *e,
 		struct cp_server *srv, const struct fg_boundary *b, char *why, size_t why_len)
 {
@@ -701,14 +669,14 @@ int cp_op_start(struct cp_opsrv *o, struct cp_loop *l, const struct fg_config *c
 		o->group = gr.gr_gid;
 		o->have_group = true;
 	}
-	int r = mkdir_parent(path, why, why_len);
+	int r = cp_claim_op_dir(path, why, why_len);
 	if (r == 0 && o->have_group)
 		r = op_dir_reach(path, o->group, why, why_len);
 	if (r < 0)
 		return r;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	/* A stale socket from a previous run: only a socket is removed, and
-	 * only under the lock of cp_op_lock (main.c took it), so never the
+	 * only under the lock of cp_claim_take (main.c took it), so never the
 	 * socket of a daemon that still runs. */
 	struct stat st;
 	if (lstat(path, &st) == 0) {

@@ -59,14 +59,9 @@ struct cp_opsrv {
 	struct cp_reload *reload;
 };
 
-/* One daemon per operator socket: create the socket's directory (0750)
- * and take the flock on "<socket>.lock" beside it (cp_claim_lock: the
- * file holds the pid), returned in *fd_out and kept open for the life of
- * the process. 0, -EBUSY with why naming the socket and the holder's pid, or
- * -errno. main.c's thread, before cp_op_start. */
-FG_MUST_CHECK int cp_op_lock(const struct fg_config *cfg, int *fd_out, char *why, size_t why_len);
-/* Bind and listen (unlinking a stale socket first: call it holding
- * cp_op_lock); start accepting. Returns 0 or -errno with a reason. */
+/* Bind and listen (unlinking a stale socket first: call it holding the
+ * socket's lock, cp_claim_take); start accepting. Returns 0 or -errno with
+ * a reason. */
 FG_MUST_CHECK int cp_op_start(struct cp_opsrv *o, struct cp_loop *l, const struct fg_config *cfg,
 			      struct cp_engine *e, struct cp_server *srv, const struct fg_boundary *b, char *why,
 			      size_t why_len);
