@@ -19,7 +19,8 @@
  * Logs: stderr, one line per event at a syslog priority, DPDK's lines
  * included (cp_log.h: the journal's "<P>" prefix under systemd, else
  * timestamped). fanogate never forks: --foreground is accepted for
- * compatibility and is the only mode (systemd runs it as Type=notify: readiness through cp_ready.h). */
+ * compatibility and is the only mode (systemd runs it as Type=notify:
+ * readiness through cp_ready.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
