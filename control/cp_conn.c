@@ -72,7 +72,7 @@ struct cp_conn *cp_conn_by_cookie(struct cp_server *s, uint64_t cookie)
 	if (idx >= s->max_conns)
 		return NULL;
 	struct cp_conn *c = s->table[idx];
-	return c && c->gen == gen && !c->dead ? c : NULL;
+	return c && c->gen == gen && !cp_conn_is_dead(c) ? c : NULL;
 }
 
 void cp_conn_set_deadline(struct cp_conn *c, enum cp_deadline_kind k, uint64_t ns_from_now)
@@ -119,7 +119,7 @@ static void conn_point_detach(struct cp_conn *c)
 
 void cp_conn_authenticated(struct cp_conn *c)
 {
-	if (c->authed || c->dead)
+	if (c->authed || cp_conn_is_dead(c))
 		return;
 	c->authed = true;
 	cp_admit_authenticate(&c->srv->admit, &c->src);
@@ -151,7 +151,7 @@ void cp_conn_body_deadline(struct cp_conn *c, uint64_t len)
 /* ---- freeing -------------------------------------------------------------- */
 void cp_conn_maybe_free(struct cp_conn *c)
 {
-	if (!c->dead || c->recv_armed || c->send_armed || c->busy || c->free_queued)
+	if (c->life != CP_LIFE_DEAD || c->rx != CP_RX_NONE || c->send_armed || c->busy)
 		return;
 	/* Invariant 1: free from a completion of our own, never from a caller's
 	 * stack (a push loop or an engine callback may still hold c). */
@@ -162,7 +162,7 @@ void cp_conn_maybe_free(struct cp_conn *c)
 		return;
 	}
 	io_uring_prep_nop(sqe);
-	c->free_queued = true;
+	c->life = CP_LIFE_FREEING;
 }
 
 static void conn_free_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
@@ -208,9 +208,9 @@ static void conn_free_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 
 void cp_conn_close(struct cp_conn *c, const char *why)
 {
-	if (c->dead)
+	if (cp_conn_is_dead(c))
 		return;
-	c->dead = true;
+	c->life = CP_LIFE_DEAD;
 	cp_debug("conn %s: closed: %s", c->peer, why);
 	conn_unadmit(c);
 	conn_point_detach(c);
@@ -222,7 +222,7 @@ void cp_conn_close(struct cp_conn *c, const char *why)
 	/* shutdown() completes a pending recv with 0 and fails a pending send;
 	 * the explicit cancel covers sockets where it would not. */
 	shutdown(c->fd, SHUT_RDWR);
-	if (c->recv_armed && cp_loop_cancel(s->loop, &cp_op_ignore, &c->recv_op) < 0)
+	if (c->rx != CP_RX_NONE && cp_loop_cancel(s->loop, &cp_op_ignore, &c->recv_op) < 0)
 		cp_err("conn %s: cannot cancel its recv", c->peer);
 	if (c->send_armed && cp_loop_cancel(s->loop, &cp_op_ignore, &c->send_op) < 0)
 		cp_err("conn %s: cannot cancel its send", c->peer);
@@ -236,9 +236,9 @@ void cp_conn_close(struct cp_conn *c, const char *why)
  * client still sending a refused oversize body). */
 static void conn_linger(struct cp_conn *c)
 {
-	if (c->lingering || c->dead)
+	if (c->life >= CP_LIFE_LINGERING)
 		return;
-	c->lingering = true;
+	c->life = CP_LIFE_LINGERING;
 	shutdown(c->fd, SHUT_WR);
 	cp_conn_set_deadline(c, CP_DL_LINGER, CP_LINGER_NS);
 	conn_recv_update(c);
@@ -246,14 +246,14 @@ static void conn_linger(struct cp_conn *c)
 
 void cp_conn_close_after_flush(struct cp_conn *c, const char *why)
 {
-	if (c->dead || c->closing)
+	if (cp_conn_is_closing(c))
 		return;
-	c->closing = true;
+	c->life = CP_LIFE_CLOSING;
 	cp_debug("conn %s: closing: %s", c->peer, why);
 	cp_conn_flush(c); /* staged plaintext goes before close_notify */
 	cp_tls_close_notify(&c->tls);
 	cp_conn_flush(c);
-	if (c->dead)
+	if (cp_conn_is_dead(c))
 		return;
 	/* The linger's 2 s start once our last bytes (a 1008 close frame
 	 * behind a slow consumer's full queue) are on the wire: until then the
@@ -268,7 +268,7 @@ void cp_conn_close_after_flush(struct cp_conn *c, const char *why)
 /* ---- sending -------------------------------------------------------------- */
 void cp_conn_flush_later(struct cp_conn *c)
 {
-	if (c->dirty || c->dead)
+	if (c->dirty || cp_conn_is_dead(c))
 		return;
 	c->dirty = true;
 	c->dnext = c->srv->dirty;
@@ -341,7 +341,7 @@ static int conn_sink(void *arg, const uint8_t *p, size_t n)
 
 int cp_conn_put(struct cp_conn *c, const void *buf, size_t len)
 {
-	if (c->dead)
+	if (cp_conn_is_dead(c))
 		return -EPIPE;
 	if (c->pout_cap - c->pout_len < len) {
 		size_t cap = c->pout_cap ? c->pout_cap : 4096;
@@ -360,7 +360,7 @@ int cp_conn_put(struct cp_conn *c, const void *buf, size_t len)
 
 static void conn_kick_send(struct cp_conn *c)
 {
-	if (c->send_armed || c->dead || !c->sq_head)
+	if (c->send_armed || cp_conn_is_dead(c) || !c->sq_head)
 		return;
 	unsigned n = 0;
 	for (struct cp_chunk *k = c->sq_head; k && n < CP_IOV_MAX; k = k->next, n++) {
@@ -382,7 +382,7 @@ static void conn_kick_send(struct cp_conn *c)
 
 void cp_conn_flush(struct cp_conn *c)
 {
-	if (c->dead)
+	if (cp_conn_is_dead(c))
 		return;
 	if (c->pout_len) {
 		int r = cp_tls_write(&c->tls, c->pout, c->pout_len);
@@ -406,7 +406,7 @@ static void conn_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 	(void)l; (void)flags;
 	struct cp_conn *c = cp_container_of(op, struct cp_conn, send_op);
 	c->send_armed = false;
-	if (c->dead) {
+	if (cp_conn_is_dead(c)) {
 		cp_conn_maybe_free(c);
 		return;
 	}
@@ -436,7 +436,7 @@ static void conn_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 	}
 	if (c->sq_head) {
 		conn_kick_send(c);
-	} else if (c->closing) {
+	} else if (cp_conn_is_closing(c)) {
 		conn_linger(c);
 		return;
 	}
@@ -466,7 +466,8 @@ static bool conn_blocked_reading(const struct cp_conn *c)
 
 static bool conn_wants_recv(const struct cp_conn *c)
 {
-	return !c->dead && !c->read_paused && !conn_blocked_reading(c) && (!c->closing || c->lingering);
+	return (c->life == CP_LIFE_OPEN || c->life == CP_LIFE_LINGERING) && !c->read_paused &&
+	       !conn_blocked_reading(c);
 }
 
 /* Invariant 2: arm a receive when the connection wants input and none is in
@@ -475,44 +476,44 @@ static bool conn_wants_recv(const struct cp_conn *c)
 static void conn_recv_update(struct cp_conn *c)
 {
 	struct cp_loop *l = c->srv->loop;
-	if (c->dead)
+	if (cp_conn_is_dead(c))
 		return;
 	if (!conn_wants_recv(c)) {
-		if (c->recv_armed && c->recv_multishot && !c->recv_cancel) {
+		if (c->rx == CP_RX_MULTI) {
 			if (cp_loop_cancel(l, &cp_op_ignore, &c->recv_op) < 0) {
 				cp_conn_close(c, "recv: ring full");
 				return;
 			}
-			c->recv_cancel = true;
+			c->rx = CP_RX_CANCEL;
 		}
 		return;
 	}
-	if (c->recv_armed)
+	if (c->rx != CP_RX_NONE)
 		return; /* one in flight, or a cancelled one: its last completion re-arms */
 	c->recv_op.fn = conn_recv_done;
 	int r;
+	enum cp_conn_rx rx;
 	if (l->rbuf_ok) {
 		r = cp_loop_recv_multishot(l, &c->recv_op, c->fd);
-		c->recv_multishot = true;
+		rx = CP_RX_MULTI;
 	} else {
 		if (!c->rbuf && !(c->rbuf = malloc(CP_RBUF_LEN))) {
 			cp_conn_close(c, "recv: out of memory");
 			return;
 		}
 		r = cp_loop_recv(l, &c->recv_op, c->fd, c->rbuf, CP_RBUF_LEN);
-		c->recv_multishot = false;
+		rx = CP_RX_ONE;
 	}
 	if (r < 0) {
 		cp_conn_close(c, "recv: ring full");
 		return;
 	}
-	c->recv_armed = true;
-	c->recv_cancel = false;
+	c->rx = rx;
 }
 
 void cp_conn_unblock(struct cp_conn *c)
 {
-	if (!c->proto_blocked || c->dead)
+	if (!c->proto_blocked || cp_conn_is_dead(c))
 		return;
 	c->proto_blocked = false;
 	/* Called from inside conn_process (local engine: synchronous outcome):
@@ -587,7 +588,7 @@ static void conn_process(struct cp_conn *c)
 	if (c->in_process)
 		return;
 	c->in_process = true;
-	while (!c->dead && !c->closing) {
+	while (!cp_conn_is_closing(c)) {
 		if (c->proto_blocked)
 			break;
 		if (c->sq_bytes + c->pout_len > s->cfg->send_queue_max / 2) {
@@ -681,13 +682,13 @@ static void conn_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 {
 	struct cp_conn *c = cp_container_of(op, struct cp_conn, recv_op);
 	uint16_t bid = 0;
-	uint8_t *data = c->recv_multishot ? cp_loop_rbuf_of(l, flags, &bid) : c->rbuf;
-	bool ring_buf = c->recv_multishot && data;
-	if (!(flags & IORING_CQE_F_MORE)) {
-		c->recv_armed = false;
-		c->recv_cancel = false;
-	}
-	if (c->dead) {
+	/* ONE, MULTI or CANCEL: this completion's receive */
+	bool multishot = c->rx == CP_RX_MULTI || c->rx == CP_RX_CANCEL;
+	uint8_t *data = multishot ? cp_loop_rbuf_of(l, flags, &bid) : c->rbuf;
+	bool ring_buf = multishot && data;
+	if (!(flags & IORING_CQE_F_MORE))
+		c->rx = CP_RX_NONE;
+	if (cp_conn_is_dead(c)) {
 		if (ring_buf)
 			cp_loop_rbuf_put(l, bid);
 		cp_conn_maybe_free(c);
@@ -696,11 +697,11 @@ static void conn_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 	if (res <= 0 || !data) {
 		if (ring_buf)
 			cp_loop_rbuf_put(l, bid);
-		if (res == -ENOBUFS && c->recv_multishot) {
+		if (res == -ENOBUFS && multishot) {
 			l->rbuf_empty++; /* every ring buffer was in use: re-arm */
 		} else if (res == -ECANCELED) {
 			/* our cancel (the connection stopped reading) */
-		} else if (res == -EINVAL && c->recv_multishot && l->rbuf_ok) {
+		} else if (res == -EINVAL && multishot && l->rbuf_ok) {
 			cp_loop_rbuf_disable(l, "the kernel refuses multishot receive (6.0+)");
 			cp_warn("tls: receive mode: per-connection recv (%s)", l->rbuf_why);
 		} else {
@@ -711,12 +712,12 @@ static void conn_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 		return;
 	}
 	c->active = true;
-	if (c->closing) {
+	if (cp_conn_is_closing(c)) {
 		/* Input after we decided to close is discarded (bounded). */
 		if (ring_buf)
 			cp_loop_rbuf_put(l, bid);
 		c->lingered += (size_t)res;
-		if (c->lingering && c->lingered > CP_LINGER_BYTES)
+		if (c->life == CP_LIFE_LINGERING && c->lingered > CP_LINGER_BYTES)
 			cp_conn_close(c, "linger limit");
 		else
 			conn_recv_update(c); /* conn_linger re-arms once the output is out */
@@ -815,7 +816,7 @@ static void conn_trim(struct cp_conn *c)
 void cp_conn_tick(struct cp_conn *c, uint64_t now)
 {
 	struct cp_server *s = c->srv;
-	if (c->dead) {
+	if (cp_conn_is_dead(c)) {
 		cp_conn_maybe_free(c);
 		return;
 	}

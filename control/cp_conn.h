@@ -1,7 +1,11 @@
 /* cp_conn.h - one TLS connection of the listener (cp_server.h): its
  * socket I/O (recv -> TLS -> plaintext, plaintext -> TLS -> bounded send
  * queue -> sendmsg), its deadlines, its admission bookkeeping and closing,
- * and the protocol it speaks (cp_http.c, then cp_ws.c after an upgrade):
+ * and the protocol it speaks (cp_http.c, then cp_ws.c after an upgrade).
+ *
+ * A connection has three state machines, each one enum of struct cp_conn.
+ *
+ * 1. What the bytes are (state, enum cp_conn_state):
  *
  *   accept --> TLS handshake --> HTTP (keep-alive, one request at a time)
  *                  |                |  \--GET /flow upgrade--> WS
@@ -17,6 +21,46 @@
  *   WS          close frame exchanged          closing
  *   WS          send queue over the bound on a push   closing 1008
  *   any         idle / head timeout            closing or closed
+ *
+ *   "closing" and "closed" are the lifecycle's (2.); state keeps the
+ *   protocol while the connection closes (a WebSocket still sends its
+ *   close frame, leaves the subscriber list).
+ *
+ * 2. Its lifecycle (life, enum cp_conn_life); it only moves forward:
+ *
+ *   OPEN --close_after_flush--> CLOSING --queue sent--> LINGERING
+ *     |                            |                        |
+ *     +-------- cp_conn_close -----+------------------------+
+ *                                  v
+ *                                 DEAD --nothing in flight, no caller--> FREEING --NOP--> freed
+ *
+ *   life       event                                     next / action
+ *   OPEN       cp_conn_close_after_flush                 CLOSING: flush, close_notify, FLUSH deadline
+ *   CLOSING    send queue empty                          LINGERING: shutdown(WR), LINGER deadline
+ *   CLOSING    input                                     CLOSING: discarded, counted in lingered
+ *   LINGERING  input beyond CP_LINGER_BYTES, peer EOF    DEAD
+ *   OPEN..LING cp_conn_close (error, timeout, eviction)  DEAD: shutdown(RDWR), cancel recv/send,
+ *                                                        table slot and admission given back
+ *   DEAD       no recv/send in flight and busy == 0      FREEING: a NOP queued (invariant 1)
+ *   FREEING    the NOP completes                         freed
+ *
+ * 3. Its receive (rx, enum cp_conn_rx; invariant 2):
+ *
+ *   rx         event                                     next
+ *   NONE       wants input, the loop's buffer ring on    MULTI: multishot recv armed
+ *   NONE       wants input, no buffer ring               ONE: recv into rbuf armed
+ *   ONE        its completion                            NONE (re-armed if it still wants input)
+ *   MULTI      a completion with IORING_CQE_F_MORE       MULTI
+ *   MULTI      stops wanting input (paused, blocked,     CANCEL: a cancel queued
+ *              closing before the linger)
+ *   MULTI      the last completion (no F_MORE)           NONE (re-armed if it wants input)
+ *   CANCEL     a completion with F_MORE                  CANCEL (its data still taken)
+ *   CANCEL     the last completion                       NONE
+ *
+ *   A connection wants input while it is OPEN or LINGERING, its reading is
+ *   not paused (invariant 3) and its protocol is not blocked waiting for an
+ *   outcome or a seed (a short outcome wait keeps reading into the TLS
+ *   stash).
  *
  * Invariants:
  *  1. A connection is freed only from a completion of its own free op (a NOP
@@ -71,7 +115,12 @@ struct cp_chunk {
 	uint8_t data[];
 };
 
+/* The protocol (state machine 1 above). */
 enum cp_conn_state { CP_CONN_TLS, CP_CONN_HTTP, CP_CONN_WS };
+/* The lifecycle (state machine 2); ordered: it only moves forward. */
+enum cp_conn_life { CP_LIFE_OPEN, CP_LIFE_CLOSING, CP_LIFE_LINGERING, CP_LIFE_DEAD, CP_LIFE_FREEING };
+/* The receive in flight (state machine 3). */
+enum cp_conn_rx { CP_RX_NONE, CP_RX_ONE, CP_RX_MULTI, CP_RX_CANCEL };
 
 /* HEAD: TLS handshake + request head (handshake_timeout_ms); IDLE: no
  * traffic; LINGER: output sent, waiting for the peer's close; WAIT: a GET
@@ -117,13 +166,17 @@ struct cp_conn {
 	uint32_t idx, gen;
 	int fd;
 	enum cp_conn_state state;
-	bool dead, closing, lingering, read_paused, proto_blocked, free_queued, in_process, dirty;
+	enum cp_conn_life life;
+	enum cp_conn_rx rx;
 	size_t lingered; /* bytes discarded while closing */
-	bool recv_armed, send_armed;
-	bool recv_multishot; /* the armed receive draws from the loop's buffer ring */
-	bool recv_cancel;    /* a cancel of the multishot receive is in flight */
-	bool active;         /* traffic since the last housekeeping tick */
-	int busy;
+	/* Facts beside the three states, each independent of the others: */
+	bool read_paused;   /* the send queue is over half its bound (invariant 3) */
+	bool proto_blocked; /* the protocol waits for an outcome or a seed (cp_conn_unblock) */
+	bool send_armed;    /* a sendmsg is in flight */
+	bool in_process;    /* conn_process is on the stack (re-entrancy) */
+	bool dirty;         /* on the server's flush list (cp_conn_flush_later) */
+	bool active;        /* traffic since the last housekeeping tick */
+	int busy;           /* callers on the stack holding c (invariant 1) */
 	struct cp_op recv_op, send_op, free_op;
 	enum cp_deadline_kind dl_kind;
 	uint64_t deadline_ns;
@@ -153,6 +206,11 @@ struct cp_conn {
 	struct cp_conn *uprev, *unext;
 	uint8_t *rbuf; /* [CP_RBUF_LEN], fallback receive mode only */
 };
+
+/* Closed (DEAD or FREEING): nothing more is read, written or answered. */
+static inline bool cp_conn_is_dead(const struct cp_conn *c) { return c->life >= CP_LIFE_DEAD; }
+/* Closing or closed: no more requests are taken. */
+static inline bool cp_conn_is_closing(const struct cp_conn *c) { return c->life >= CP_LIFE_CLOSING; }
 
 /* ---- the connection, for the server ------------------------------------ */
 /* A connection for the accepted fd (owned from this call, closed on

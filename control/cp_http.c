@@ -595,7 +595,7 @@ void cp_http_fini(struct cp_conn *c)
 void cp_http_on_data(struct cp_conn *c)
 {
 	struct cp_server *s = c->srv;
-	while (!c->dead && !c->closing && !c->proto_blocked && c->state == CP_CONN_HTTP) {
+	while (!cp_conn_is_closing(c) && !c->proto_blocked && c->state == CP_CONN_HTTP) {
 		if (c->http.phase == CP_H_HEAD) {
 			if (!c->in_len)
 				return;

@@ -356,7 +356,7 @@ static void render_peers(struct sbuf *b, const struct cp_server *srv)
 	static const char *const states[] = {"tls", "http", "websocket"};
 	uint64_t n[3] = {0}, queued = 0;
 	for (const struct cp_conn *c = srv->all; c; c = c->next) {
-		if (c->dead)
+		if (cp_conn_is_dead(c))
 			continue;
 		if ((unsigned)c->state < 3)
 			n[c->state]++;

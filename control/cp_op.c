@@ -248,7 +248,7 @@ static json_t *cmd_peers(struct cp_opsrv *o)
 	json_t *arr = json_array();
 	static const char *const states[] = {"tls", "http", "websocket"};
 	for (struct cp_conn *c = o->srv->all; c; c = c->next) {
-		if (c->dead)
+		if (cp_conn_is_dead(c))
 			continue;
 		json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:I}", "peer", c->peer, "state", states[c->state],
 						     "role", c->role ? c->role : "-", "cn",

@@ -285,7 +285,7 @@ void cp_server_stop(struct cp_server *s)
 		s->listen_fd = -1;
 	}
 	for (struct cp_conn *c = s->all; c; c = c->next) {
-		if (c->dead)
+		if (cp_conn_is_dead(c))
 			continue;
 		if (c->state == CP_CONN_WS)
 			cp_ws_close(c, CP_WS_CLOSE_GOING_AWAY, "server shutting down");
