@@ -15,10 +15,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "audit/cp_audit_head.h"
-#include "cp_op.h"
 
 /* "pid 1234 (fanogate)", or "" when pid is 0. */
 static void holder_text(pid_t pid, char *out, size_t len)
@@ -330,11 +330,45 @@ int cp_claim_listen(const struct fg_addr *a, const char *what, int backlog, uint
 
 /* ---- the daemon's resources ----------------------------------------------- */
 
+int cp_claim_op_dir(const char *path, char *why, size_t why_len)
+{
+	char dir[FG_PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
+		int e = errno;
+		snprintf(why, why_len, "[operator] socket: cannot create %s: %s", dir, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+/* One daemon per operator socket: create the socket's directory and take
+ * the flock on "<socket>.lock" beside it (the file holds the pid). */
+static int op_lock(const struct fg_config *cfg, int *fd_out, char *why, size_t why_len)
+{
+	const char *path = cfg->op_socket;
+	char lock[FG_PATH_MAX + 8], what[FG_PATH_MAX + 24];
+	if (!path[0] || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		snprintf(why, why_len, "[operator] socket: empty or too long path");
+		return -EINVAL;
+	}
+	int r = cp_claim_op_dir(path, why, why_len);
+	if (r < 0)
+		return r;
+	snprintf(lock, sizeof(lock), "%s.lock", path);
+	snprintf(what, sizeof(what), "operator socket %s", path);
+	return cp_claim_lock(lock, what, 1, fd_out, why, why_len);
+}
+
 int cp_claim_take(struct cp_claim *c, const struct fg_config *cfg, char *why, size_t why_len)
 {
 	c->op_lock_fd = c->tls_fd = c->metrics_fd = -1;
 	c->tls_port = c->metrics_port = 0;
-	int r = cp_op_lock(cfg, &c->op_lock_fd, why, why_len);
+	int r = op_lock(cfg, &c->op_lock_fd, why, why_len);
 	if (r < 0)
 		goto fail;
 	/* The audit log's own lock, probed: the log itself takes it when it

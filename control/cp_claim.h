@@ -44,6 +44,9 @@ struct cp_claim {
  * in why naming the resource (and its holder when another process has it);
  * on failure nothing stays claimed. c is caller-owned. */
 FG_MUST_CHECK int cp_claim_take(struct cp_claim *c, const struct fg_config *cfg, char *why, size_t why_len);
+/* Create the directory of the operator socket path (0750) unless it
+ * exists. 0, or -errno with why naming it. */
+FG_MUST_CHECK int cp_claim_op_dir(const char *path, char *why, size_t why_len);
 /* Close what was not handed over; the operator socket's lock goes only with
  * the process (call it at exit, or after a failed start). */
 void cp_claim_release(struct cp_claim *c);

@@ -1,12 +1,11 @@
-/* cp_conn.c - the TLS listener, the connection table and each connection's
- * socket I/O: recv -> TLS -> plaintext, plaintext -> TLS -> bounded send
- * queue -> sendmsg, deadlines, and closing (see cp_server.h for the state
- * machine and invariants). Admission at accept (per-source limits, the
- * reserve for authenticated peers, eviction of the oldest unauthenticated
- * connection) follows cp_admit.h. Loop thread only. */
+/* cp_conn.c - one TLS connection's socket I/O: recv -> TLS -> plaintext,
+ * plaintext -> TLS -> bounded send queue -> sendmsg, deadlines, its
+ * admission bookkeeping and closing (see cp_conn.h for the state machine
+ * and invariants). The listener, the accept and the housekeeping tick are
+ * cp_server.c's. Loop thread only. */
+#include "cp_conn.h"
 #include "cp_server.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -16,9 +15,7 @@
 #include <unistd.h>
 
 #include "cp_log.h"
-#include "cp_points.h"
 
-#define CP_HOUSE_NS (100ull * 1000 * 1000)
 #define CP_LINGER_NS (2ull * 1000 * 1000 * 1000)
 #define CP_LINGER_BYTES (4u << 20)
 #define CP_IN_INITIAL 4096u
@@ -38,7 +35,6 @@ static void conn_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 static void conn_free_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
 static void conn_recv_update(struct cp_conn *c);
 static void conn_process(struct cp_conn *c);
-static void server_accept_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags);
 static void chunk_put(struct cp_server *s, struct cp_chunk *k);
 
 /* ---- lists ---------------------------------------------------------------- */
@@ -76,7 +72,7 @@ struct cp_conn *cp_conn_by_cookie(struct cp_server *s, uint64_t cookie)
 	if (idx >= s->max_conns)
 		return NULL;
 	struct cp_conn *c = s->table[idx];
-	return c && c->gen == gen && !c->dead ? c : NULL;
+	return c && c->gen == gen && !cp_conn_is_dead(c) ? c : NULL;
 }
 
 void cp_conn_set_deadline(struct cp_conn *c, enum cp_deadline_kind k, uint64_t ns_from_now)
@@ -102,9 +98,28 @@ static void unauth_del(struct cp_server *s, struct cp_conn *c)
 	c->on_unauth = false;
 }
 
+void cp_conn_set_role(struct cp_conn *c, const char *role)
+{
+	c->role = role;
+	struct cp_server *s = c->srv;
+	if (!c->point && s->engine)
+		c->point = (uint8_t)cp_engine_point_attach(s->engine, role, c->peer);
+}
+
+/* c is closing: its point loses a peer (not marked down while the server
+ * stops). */
+static void conn_point_detach(struct cp_conn *c)
+{
+	struct cp_server *s = c->srv;
+	unsigned p = c->point;
+	c->point = 0;
+	if (p && s->engine)
+		cp_engine_point_detach(s->engine, p, s->stopping, c->peer);
+}
+
 void cp_conn_authenticated(struct cp_conn *c)
 {
-	if (c->authed || c->dead)
+	if (c->authed || cp_conn_is_dead(c))
 		return;
 	c->authed = true;
 	cp_admit_authenticate(&c->srv->admit, &c->src);
@@ -134,9 +149,9 @@ void cp_conn_body_deadline(struct cp_conn *c, uint64_t len)
 }
 
 /* ---- freeing -------------------------------------------------------------- */
-static void conn_maybe_free(struct cp_conn *c)
+void cp_conn_maybe_free(struct cp_conn *c)
 {
-	if (!c->dead || c->recv_armed || c->send_armed || c->busy || c->free_queued)
+	if (c->life != CP_LIFE_DEAD || c->rx != CP_RX_NONE || c->send_armed || c->busy)
 		return;
 	/* Invariant 1: free from a completion of our own, never from a caller's
 	 * stack (a push loop or an engine callback may still hold c). */
@@ -147,7 +162,7 @@ static void conn_maybe_free(struct cp_conn *c)
 		return;
 	}
 	io_uring_prep_nop(sqe);
-	c->free_queued = true;
+	c->life = CP_LIFE_FREEING;
 }
 
 static void conn_free_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
@@ -193,12 +208,12 @@ static void conn_free_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 
 void cp_conn_close(struct cp_conn *c, const char *why)
 {
-	if (c->dead)
+	if (cp_conn_is_dead(c))
 		return;
-	c->dead = true;
+	c->life = CP_LIFE_DEAD;
 	cp_debug("conn %s: closed: %s", c->peer, why);
 	conn_unadmit(c);
-	cp_points_detach(c);
+	conn_point_detach(c);
 	struct cp_server *s = c->srv;
 	if (c->state == CP_CONN_WS)
 		cp_conn_list_del(&s->ws_list, c);
@@ -207,11 +222,11 @@ void cp_conn_close(struct cp_conn *c, const char *why)
 	/* shutdown() completes a pending recv with 0 and fails a pending send;
 	 * the explicit cancel covers sockets where it would not. */
 	shutdown(c->fd, SHUT_RDWR);
-	if (c->recv_armed && cp_loop_cancel(s->loop, &cp_op_ignore, &c->recv_op) < 0)
+	if (c->rx != CP_RX_NONE && cp_loop_cancel(s->loop, &cp_op_ignore, &c->recv_op) < 0)
 		cp_err("conn %s: cannot cancel its recv", c->peer);
 	if (c->send_armed && cp_loop_cancel(s->loop, &cp_op_ignore, &c->send_op) < 0)
 		cp_err("conn %s: cannot cancel its send", c->peer);
-	conn_maybe_free(c);
+	cp_conn_maybe_free(c);
 }
 
 /* Everything we had to say is on the wire: half-close and keep reading
@@ -221,9 +236,9 @@ void cp_conn_close(struct cp_conn *c, const char *why)
  * client still sending a refused oversize body). */
 static void conn_linger(struct cp_conn *c)
 {
-	if (c->lingering || c->dead)
+	if (c->life >= CP_LIFE_LINGERING)
 		return;
-	c->lingering = true;
+	c->life = CP_LIFE_LINGERING;
 	shutdown(c->fd, SHUT_WR);
 	cp_conn_set_deadline(c, CP_DL_LINGER, CP_LINGER_NS);
 	conn_recv_update(c);
@@ -231,20 +246,20 @@ static void conn_linger(struct cp_conn *c)
 
 void cp_conn_close_after_flush(struct cp_conn *c, const char *why)
 {
-	if (c->dead || c->closing)
+	if (cp_conn_is_closing(c))
 		return;
-	c->closing = true;
+	c->life = CP_LIFE_CLOSING;
 	cp_debug("conn %s: closing: %s", c->peer, why);
 	cp_conn_flush(c); /* staged plaintext goes before close_notify */
 	cp_tls_close_notify(&c->tls);
 	cp_conn_flush(c);
-	if (c->dead)
+	if (cp_conn_is_dead(c))
 		return;
 	/* The linger's 2 s start once our last bytes (a 1008 close frame
 	 * behind a slow consumer's full queue) are on the wire: until then the
 	 * connection lives while the peer consumes, up to idle_timeout_ms
-	 * without progress (issue 14 item 8: the close was lost when the
-	 * consumer read again after 2 s). */
+	 * without progress (a consumer that reads again after 2 s still gets
+	 * the close). */
 	cp_conn_set_deadline(c, CP_DL_FLUSH, (uint64_t)c->srv->cfg->idle_timeout_ms * 1000000ull);
 	if (!c->sq_head && !c->send_armed)
 		conn_linger(c);
@@ -253,53 +268,11 @@ void cp_conn_close_after_flush(struct cp_conn *c, const char *why)
 /* ---- sending -------------------------------------------------------------- */
 void cp_conn_flush_later(struct cp_conn *c)
 {
-	if (c->dirty || c->dead)
+	if (c->dirty || cp_conn_is_dead(c))
 		return;
 	c->dirty = true;
 	c->dnext = c->srv->dirty;
 	c->srv->dirty = c;
-}
-
-/* Tell the lcores which layers' resolved seeds we hand on ourselves
- * (boundary.h, struct fg_watch): those wake us, the rest wait for a tick. */
-static void server_watch_publish(struct cp_server *s)
-{
-	uint64_t mask[FG_WATCH_WORDS] = {0};
-	s->watch_dirty = false;
-	if (!s->engine)
-		return;
-	for (const struct cp_conn *c = s->ws_list; c; c = c->lnext)
-		for (unsigned i = 0; i < FG_WATCH_WORDS && i < CP_FLOW_LAYERS_MAX / 64; i++)
-			mask[i] |= c->ws.sub.layers[i];
-	for (const struct cp_conn *c = s->wait_list; c; c = c->lnext)
-		if (c->http.wait_layer < FG_WATCH_WORDS * 64)
-			mask[c->http.wait_layer / 64] |= 1ull << (c->http.wait_layer % 64);
-	cp_engine_watch(s->engine, mask);
-}
-
-static void server_batch_end(struct cp_loop *l, void *arg)
-{
-	struct cp_server *s = arg;
-	bool more;
-	do {
-		if (s->watch_dirty)
-			server_watch_publish(s);
-		/* An lcore owes a peer its answer: take it (and the seeds it
-		 * resolved) before the flush, so they leave with this batch's
-		 * other output in one flush instead of in the next one. */
-		more = s->engine && cp_engine_spin(s->engine);
-		while (s->dirty) {
-			struct cp_conn *c = s->dirty;
-			s->dirty = c->dnext;
-			c->dirty = false;
-			c->dnext = NULL;
-			cp_conn_flush(c);
-		}
-		/* answers still owed after a whole budget: what this flush
-		 * queued goes out now, while we spin again */
-		if (more && cp_loop_submit(l) < 0)
-			break; /* the loop's own submit reports it */
-	} while (more);
 }
 
 bool cp_conn_has_room(const struct cp_conn *c, size_t len)
@@ -368,7 +341,7 @@ static int conn_sink(void *arg, const uint8_t *p, size_t n)
 
 int cp_conn_put(struct cp_conn *c, const void *buf, size_t len)
 {
-	if (c->dead)
+	if (cp_conn_is_dead(c))
 		return -EPIPE;
 	if (c->pout_cap - c->pout_len < len) {
 		size_t cap = c->pout_cap ? c->pout_cap : 4096;
@@ -387,7 +360,7 @@ int cp_conn_put(struct cp_conn *c, const void *buf, size_t len)
 
 static void conn_kick_send(struct cp_conn *c)
 {
-	if (c->send_armed || c->dead || !c->sq_head)
+	if (c->send_armed || cp_conn_is_dead(c) || !c->sq_head)
 		return;
 	unsigned n = 0;
 	for (struct cp_chunk *k = c->sq_head; k && n < CP_IOV_MAX; k = k->next, n++) {
@@ -409,7 +382,7 @@ static void conn_kick_send(struct cp_conn *c)
 
 void cp_conn_flush(struct cp_conn *c)
 {
-	if (c->dead)
+	if (cp_conn_is_dead(c))
 		return;
 	if (c->pout_len) {
 		int r = cp_tls_write(&c->tls, c->pout, c->pout_len);
@@ -433,8 +406,8 @@ static void conn_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 	(void)l; (void)flags;
 	struct cp_conn *c = cp_container_of(op, struct cp_conn, send_op);
 	c->send_armed = false;
-	if (c->dead) {
-		conn_maybe_free(c);
+	if (cp_conn_is_dead(c)) {
+		cp_conn_maybe_free(c);
 		return;
 	}
 	if (res < 0) {
@@ -463,7 +436,7 @@ static void conn_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 	}
 	if (c->sq_head) {
 		conn_kick_send(c);
-	} else if (c->closing) {
+	} else if (cp_conn_is_closing(c)) {
 		conn_linger(c);
 		return;
 	}
@@ -474,7 +447,7 @@ static void conn_send_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 		conn_process(c);
 		c->busy--;
 		conn_recv_update(c);
-		conn_maybe_free(c);
+		cp_conn_maybe_free(c);
 	}
 }
 
@@ -493,7 +466,8 @@ static bool conn_blocked_reading(const struct cp_conn *c)
 
 static bool conn_wants_recv(const struct cp_conn *c)
 {
-	return !c->dead && !c->read_paused && !conn_blocked_reading(c) && (!c->closing || c->lingering);
+	return (c->life == CP_LIFE_OPEN || c->life == CP_LIFE_LINGERING) && !c->read_paused &&
+	       !conn_blocked_reading(c);
 }
 
 /* Invariant 2: arm a receive when the connection wants input and none is in
@@ -502,44 +476,44 @@ static bool conn_wants_recv(const struct cp_conn *c)
 static void conn_recv_update(struct cp_conn *c)
 {
 	struct cp_loop *l = c->srv->loop;
-	if (c->dead)
+	if (cp_conn_is_dead(c))
 		return;
 	if (!conn_wants_recv(c)) {
-		if (c->recv_armed && c->recv_multishot && !c->recv_cancel) {
+		if (c->rx == CP_RX_MULTI) {
 			if (cp_loop_cancel(l, &cp_op_ignore, &c->recv_op) < 0) {
 				cp_conn_close(c, "recv: ring full");
 				return;
 			}
-			c->recv_cancel = true;
+			c->rx = CP_RX_CANCEL;
 		}
 		return;
 	}
-	if (c->recv_armed)
+	if (c->rx != CP_RX_NONE)
 		return; /* one in flight, or a cancelled one: its last completion re-arms */
 	c->recv_op.fn = conn_recv_done;
 	int r;
+	enum cp_conn_rx rx;
 	if (l->rbuf_ok) {
 		r = cp_loop_recv_multishot(l, &c->recv_op, c->fd);
-		c->recv_multishot = true;
+		rx = CP_RX_MULTI;
 	} else {
 		if (!c->rbuf && !(c->rbuf = malloc(CP_RBUF_LEN))) {
 			cp_conn_close(c, "recv: out of memory");
 			return;
 		}
 		r = cp_loop_recv(l, &c->recv_op, c->fd, c->rbuf, CP_RBUF_LEN);
-		c->recv_multishot = false;
+		rx = CP_RX_ONE;
 	}
 	if (r < 0) {
 		cp_conn_close(c, "recv: ring full");
 		return;
 	}
-	c->recv_armed = true;
-	c->recv_cancel = false;
+	c->rx = rx;
 }
 
 void cp_conn_unblock(struct cp_conn *c)
 {
-	if (!c->proto_blocked || c->dead)
+	if (!c->proto_blocked || cp_conn_is_dead(c))
 		return;
 	c->proto_blocked = false;
 	/* Called from inside conn_process (local engine: synchronous outcome):
@@ -564,7 +538,7 @@ void cp_conn_unblock(struct cp_conn *c)
 	conn_process(c);
 	c->busy--;
 	conn_recv_update(c);
-	conn_maybe_free(c);
+	cp_conn_maybe_free(c);
 }
 
 static int conn_in_reserve(struct cp_conn *c)
@@ -614,7 +588,7 @@ static void conn_process(struct cp_conn *c)
 	if (c->in_process)
 		return;
 	c->in_process = true;
-	while (!c->dead && !c->closing) {
+	while (!cp_conn_is_closing(c)) {
 		if (c->proto_blocked)
 			break;
 		if (c->sq_bytes + c->pout_len > s->cfg->send_queue_max / 2) {
@@ -708,26 +682,26 @@ static void conn_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 {
 	struct cp_conn *c = cp_container_of(op, struct cp_conn, recv_op);
 	uint16_t bid = 0;
-	uint8_t *data = c->recv_multishot ? cp_loop_rbuf_of(l, flags, &bid) : c->rbuf;
-	bool ring_buf = c->recv_multishot && data;
-	if (!(flags & IORING_CQE_F_MORE)) {
-		c->recv_armed = false;
-		c->recv_cancel = false;
-	}
-	if (c->dead) {
+	/* ONE, MULTI or CANCEL: this completion's receive */
+	bool multishot = c->rx == CP_RX_MULTI || c->rx == CP_RX_CANCEL;
+	uint8_t *data = multishot ? cp_loop_rbuf_of(l, flags, &bid) : c->rbuf;
+	bool ring_buf = multishot && data;
+	if (!(flags & IORING_CQE_F_MORE))
+		c->rx = CP_RX_NONE;
+	if (cp_conn_is_dead(c)) {
 		if (ring_buf)
 			cp_loop_rbuf_put(l, bid);
-		conn_maybe_free(c);
+		cp_conn_maybe_free(c);
 		return;
 	}
 	if (res <= 0 || !data) {
 		if (ring_buf)
 			cp_loop_rbuf_put(l, bid);
-		if (res == -ENOBUFS && c->recv_multishot) {
+		if (res == -ENOBUFS && multishot) {
 			l->rbuf_empty++; /* every ring buffer was in use: re-arm */
 		} else if (res == -ECANCELED) {
 			/* our cancel (the connection stopped reading) */
-		} else if (res == -EINVAL && c->recv_multishot && l->rbuf_ok) {
+		} else if (res == -EINVAL && multishot && l->rbuf_ok) {
 			cp_loop_rbuf_disable(l, "the kernel refuses multishot receive (6.0+)");
 			cp_warn("tls: receive mode: per-connection recv (%s)", l->rbuf_why);
 		} else {
@@ -738,12 +712,12 @@ static void conn_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 		return;
 	}
 	c->active = true;
-	if (c->closing) {
+	if (cp_conn_is_closing(c)) {
 		/* Input after we decided to close is discarded (bounded). */
 		if (ring_buf)
 			cp_loop_rbuf_put(l, bid);
 		c->lingered += (size_t)res;
-		if (c->lingering && c->lingered > CP_LINGER_BYTES)
+		if (c->life == CP_LIFE_LINGERING && c->lingered > CP_LINGER_BYTES)
 			cp_conn_close(c, "linger limit");
 		else
 			conn_recv_update(c); /* conn_linger re-arms once the output is out */
@@ -762,11 +736,11 @@ static void conn_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_
 	if (fr < 0)
 		cp_conn_close(c, "out of memory");
 	conn_recv_update(c);
-	conn_maybe_free(c);
+	cp_conn_maybe_free(c);
 }
 
-/* ---- accepting -------------------------------------------------------------- */
-static void conn_new(struct cp_server *s, int fd, const struct cp_admit_src *src, const char *host, uint16_t port)
+/* ---- a new connection -------------------------------------------------------- */
+void cp_conn_new(struct cp_server *s, int fd, const struct cp_admit_src *src, const char *host, uint16_t port)
 {
 	uint32_t idx = 0;
 	while (idx < s->max_conns && s->table[idx])
@@ -777,10 +751,9 @@ static void conn_new(struct cp_server *s, int fd, const struct cp_admit_src *src
 		s->st.refused_max++;
 		return;
 	}
-	static uint32_t gen;
 	c->srv = s;
 	c->idx = idx;
-	c->gen = ++gen;
+	c->gen = ++s->next_gen;
 	c->fd = fd;
 	c->state = CP_CONN_TLS;
 	c->in_max = (size_t)s->hlim.max_header_bytes + s->hlim.max_request_line + s->hlim.max_body;
@@ -823,97 +796,6 @@ static void conn_new(struct cp_server *s, int fd, const struct cp_admit_src *src
 	conn_recv_update(c);
 }
 
-/* The peer's address as an admission source and as text for the logs. */
-static void conn_source(int fd, struct cp_admit_src *src, char *host, size_t host_len, uint16_t *port)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	memset(src, 0, sizeof(*src));
-	snprintf(host, host_len, "?");
-	*port = 0;
-	if (getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
-		return;
-	if (ss.ss_family == AF_INET) {
-		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-		src->family = 4;
-		memcpy(src->addr, &a->sin_addr, 4);
-		inet_ntop(AF_INET, &a->sin_addr, host, (socklen_t)host_len);
-		*port = ntohs(a->sin_port);
-	} else if (ss.ss_family == AF_INET6) {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-		if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) { /* one source, whichever family it came by */
-			src->family = 4;
-			memcpy(src->addr, &a->sin6_addr.s6_addr[12], 4);
-		} else {
-			src->family = 6;
-			memcpy(src->addr, &a->sin6_addr, 16);
-		}
-		inet_ntop(AF_INET6, &a->sin6_addr, host, (socklen_t)host_len);
-		*port = ntohs(a->sin6_port);
-	}
-}
-
-/* Admission of an accepted fd (cp_admit.h): refuse it, or evict the oldest
- * unauthenticated connection first, or take it. Refusals and evictions are
- * counted by reason (cp_admit) and logged once per 1000 of each. */
-static void conn_admit(struct cp_server *s, int fd)
-{
-	struct cp_admit_src src;
-	char host[INET6_ADDRSTRLEN + 1];
-	uint16_t port;
-	conn_source(fd, &src, host, sizeof(host), &port);
-	double share = s->cfg->auth_reserve;
-	struct cp_admit_limits lim = {
-		.max_conns = s->max_conns,
-		.reserve = (uint32_t)((double)s->max_conns * (share < 0 ? 0 : share > 1 ? 1 : share)),
-		.unauth_per_source = s->cfg->unauth_per_source,
-	};
-	enum cp_admit_reason why = CP_ADMIT_R_FULL;
-	enum cp_admit_verdict v = cp_admit_decide(&s->admit, &src, &lim, &why);
-	if (v != CP_ADMIT_TAKE && s->admit.st[why] % 1000 == 1)
-		cp_warn("admission: %s %s (%s; %llu so far; %u open, %u unauthenticated, max_connections %u, "
-			"unauth_per_source %u)", v == CP_ADMIT_REFUSE ? "refusing" : "evicting the oldest "
-			"unauthenticated connection for", host, cp_admit_reason_name(why),
-			(unsigned long long)s->admit.st[why], s->admit.n_open, s->admit.n_unauth, s->max_conns,
-			lim.unauth_per_source);
-	if (v == CP_ADMIT_REFUSE) {
-		/* Accept and close, so the backlog does not hold peers in limbo. */
-		close(fd);
-		if (why == CP_ADMIT_R_FULL)
-			s->st.refused_max++;
-		return;
-	}
-	if (v == CP_ADMIT_TAKE_EVICT && s->unauth_head)
-		cp_conn_close(s->unauth_head, cp_admit_reason_name(why));
-	conn_new(s, fd, &src, host, port);
-}
-
-static void server_accept_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags)
-{
-	struct cp_server *s = cp_container_of(op, struct cp_server, accept_op);
-	bool more = (flags & IORING_CQE_F_MORE) != 0;
-	if (!more)
-		s->accept_armed = false;
-	if (res >= 0) {
-		if (s->stopping)
-			close(res);
-		else
-			conn_admit(s, res);
-	} else if (res == -EINVAL && l->multishot_accept_ok) {
-		cp_info("kernel refuses multishot accept: using single-shot accept");
-		l->multishot_accept_ok = false;
-	} else if (res != -ECANCELED) {
-		cp_warn("accept failed: %s", strerror(-res));
-		if (res == -EMFILE || res == -ENFILE || res == -ENOMEM)
-			return; /* housekeeping re-arms in 100 ms */
-	}
-	/* Always accepting: admission decides (refuse, evict, take). */
-	if (!s->accept_armed && !s->stopping) {
-		if (cp_loop_accept(l, &s->accept_op, s->listen_fd) == 0)
-			s->accept_armed = true;
-	}
-}
-
 /* ---- housekeeping ------------------------------------------------------------ */
 /* A connection that saw no input for a whole tick (100 ms) gives its idle
  * buffers back: OpenSSL's record buffers (~34 KiB once used) and an empty
@@ -931,206 +813,52 @@ static void conn_trim(struct cp_conn *c)
 	}
 }
 
-static void server_house(struct cp_loop *l, struct cp_timer *t)
+void cp_conn_tick(struct cp_conn *c, uint64_t now)
 {
-	struct cp_server *s = cp_container_of(t, struct cp_server, house);
-	uint64_t now = cp_now_ns();
-	for (struct cp_conn *c = s->all, *n; c; c = n) {
-		n = c->next;
-		if (c->dead) {
-			conn_maybe_free(c);
-			continue;
-		}
-		if (!c->active)
-			conn_trim(c);
-		c->active = false;
-		if (!c->deadline_ns || now < c->deadline_ns)
-			continue;
-		enum cp_deadline_kind k = c->dl_kind;
-		cp_conn_set_deadline(c, CP_DL_NONE, 0);
-		switch (k) {
-		case CP_DL_HEAD:
-			s->st.handshake_timeouts++;
-			cp_info("conn %s: %s not complete within %u ms: closing", c->peer,
-				c->state == CP_CONN_TLS ? "TLS handshake" : "request head", s->cfg->handshake_timeout_ms);
-			if (c->state == CP_CONN_TLS)
-				cp_conn_close(c, "handshake timeout");
-			else
-				cp_http_on_timeout(c);
-			break;
-		case CP_DL_IDLE:
-			s->st.idle_timeouts++;
-			if (c->state == CP_CONN_WS)
-				cp_ws_close(c, CP_WS_CLOSE_GOING_AWAY, "idle timeout");
-			else
-				cp_conn_close_after_flush(c, "idle timeout");
-			break;
-		case CP_DL_WAIT:
-			cp_http_on_timeout(c);
-			break;
-		case CP_DL_BODY:
-			s->st.body_timeouts++;
-			cp_info("conn %s: request body of %llu bytes slower than %u bytes/s: 408", c->peer,
-				(unsigned long long)c->http.body_len, s->cfg->body_min_rate);
-			cp_http_error(c, 408, "body_timeout", false);
-			break;
-		case CP_DL_FLUSH:
-			cp_conn_close(c, "output not consumed before the idle timeout");
-			break;
-		case CP_DL_LINGER:
-		default:
-			cp_conn_close(c, "linger timeout");
-			break;
-		}
+	struct cp_server *s = c->srv;
+	if (cp_conn_is_dead(c)) {
+		cp_conn_maybe_free(c);
+		return;
 	}
-	if (!s->accept_armed && !s->stopping && s->listen_fd >= 0) {
-		if (cp_loop_accept(l, &s->accept_op, s->listen_fd) == 0)
-			s->accept_armed = true;
-	}
-	if (cp_timer_start(l, &s->house, CP_HOUSE_NS, server_house) < 0)
-		cp_err("server: cannot re-arm the housekeeping timer");
-}
-
-/* ---- engine events ------------------------------------------------------------ */
-void cp_server_on_done(void *arg, uint64_t cookie, const struct cp_engine_result *r)
-{
-	struct cp_server *s = arg;
-	struct cp_conn *c = cp_conn_by_cookie(s, cookie);
-	if (!c)
-		return; /* the peer left before its answer */
-	c->busy++;
-	if (c->state == CP_CONN_WS)
-		cp_ws_on_done(c, r);
-	else
-		cp_http_on_done(c, r);
-	c->busy--;
-	conn_maybe_free(c);
-}
-
-void cp_server_on_resolved(void *arg, uint16_t layer, uint32_t token_seq, const uint8_t *frame, size_t len)
-{
-	struct cp_server *s = arg;
-	for (struct cp_conn *c = s->ws_list, *n; c; c = n) {
-		n = c->lnext;
-		if (cp_flow_query_has_layer(&c->ws.sub, layer)) {
-			c->busy++;
-			cp_ws_push(c, layer, frame, len);
-			c->busy--;
-			conn_maybe_free(c);
-		}
-	}
-	for (struct cp_conn *c = s->wait_list, *n; c; c = n) {
-		n = c->lnext;
-		if (c->http.wait_layer == layer && c->http.wait_token == token_seq) {
-			c->busy++;
-			cp_http_on_seed(c, FG_SLOT_RESOLVED, frame, len);
-			c->busy--;
-			conn_maybe_free(c);
-		}
-	}
-}
-
-void cp_server_on_ended(void *arg, uint16_t layer, uint32_t token_seq, enum fg_slot_state st)
-{
-	struct cp_server *s = arg;
-	for (struct cp_conn *c = s->wait_list, *n; c; c = n) {
-		n = c->lnext;
-		if (c->http.wait_layer == layer && c->http.wait_token == token_seq) {
-			c->busy++;
-			cp_http_on_seed(c, st, NULL, 0);
-			c->busy--;
-			conn_maybe_free(c);
-		}
-	}
-}
-
-/* ---- server lifecycle ----------------------------------------------------------- */
-int cp_server_start(struct cp_server *s, struct cp_loop *l, const struct fg_config *cfg, struct cp_engine *engine,
-		    struct cp_audit *audit, int listen_fd, uint16_t port, char *why, size_t why_len)
-{
-	memset(s, 0, sizeof(*s));
-	s->loop = l;
-	s->cfg = cfg;
-	s->engine = engine;
-	s->audit = audit;
-	s->listen_fd = -1;
-	s->started_ns = cp_now_ns();
-	cp_http_limits_default(&s->hlim);
-	/* A body is one frame (POST) and is bounded like a WebSocket message. */
-	s->hlim.max_body = cfg->ws_max_message;
-	int fd = listen_fd;
-	int r = cp_tls_init(&s->tls, cfg, why, why_len);
-	if (r < 0) {
-		close(fd);
-		return r;
-	}
-	if (!s->tls.n_tokens && !s->tls.mtls)
-		cp_warn("no bearer tokens and no client CA: /flow and POST refuse everyone (401)");
-	s->max_conns = cfg->max_connections ? cfg->max_connections : 1;
-	s->table = calloc(s->max_conns, sizeof(*s->table));
-	if (!s->table || cp_admit_init(&s->admit, s->max_conns) < 0) {
-		free(s->table);
-		cp_tls_fini(&s->tls);
-		close(fd);
-		snprintf(why, why_len, "out of memory");
-		return -ENOMEM;
-	}
-	s->port = port;
-	s->listen_fd = fd;
-	s->accept_op.fn = server_accept_done;
-	if ((r = cp_loop_accept(l, &s->accept_op, fd)) < 0 ||
-	    (r = cp_timer_start(l, &s->house, CP_HOUSE_NS, server_house)) < 0) {
-		snprintf(why, why_len, "io_uring: %s", strerror(-r));
-		close(fd);
-		cp_admit_fini(&s->admit);
-		free(s->table);
-		cp_tls_fini(&s->tls);
-		return r;
-	}
-	s->accept_armed = true;
-	if (l->rbuf_ok)
-		cp_info("tls: receive mode: multishot recv from a shared buffer ring (%u x %u KiB)", CP_LOOP_RBUFS,
-			CP_LOOP_RBUF_LEN / 1024);
-	else
-		cp_info("tls: receive mode: per-connection recv (%s)", l->rbuf_why ? l->rbuf_why : "buffer ring off");
-	l->batch_end = server_batch_end;
-	l->batch_arg = s;
-	return 0;
-}
-
-void cp_server_stop(struct cp_server *s)
-{
-	s->stopping = true;
-	if (s->listen_fd >= 0) {
-		if (s->accept_armed && cp_loop_cancel(s->loop, &cp_op_ignore, &s->accept_op) < 0)
-			cp_err("server: cannot cancel accept");
-		close(s->listen_fd);
-		s->listen_fd = -1;
-	}
-	for (struct cp_conn *c = s->all; c; c = c->next) {
-		if (c->dead)
-			continue;
-		if (c->state == CP_CONN_WS)
-			cp_ws_close(c, CP_WS_CLOSE_GOING_AWAY, "server shutting down");
+	if (!c->active)
+		conn_trim(c);
+	c->active = false;
+	if (!c->deadline_ns || now < c->deadline_ns)
+		return;
+	enum cp_deadline_kind k = c->dl_kind;
+	cp_conn_set_deadline(c, CP_DL_NONE, 0);
+	switch (k) {
+	case CP_DL_HEAD:
+		s->st.handshake_timeouts++;
+		cp_info("conn %s: %s not complete within %u ms: closing", c->peer,
+			c->state == CP_CONN_TLS ? "TLS handshake" : "request head", s->cfg->handshake_timeout_ms);
+		if (c->state == CP_CONN_TLS)
+			cp_conn_close(c, "handshake timeout");
 		else
-			cp_conn_close_after_flush(c, "server shutting down");
+			cp_http_on_timeout(c);
+		break;
+	case CP_DL_IDLE:
+		s->st.idle_timeouts++;
+		if (c->state == CP_CONN_WS)
+			cp_ws_close(c, CP_WS_CLOSE_GOING_AWAY, "idle timeout");
+		else
+			cp_conn_close_after_flush(c, "idle timeout");
+		break;
+	case CP_DL_WAIT:
+		cp_http_on_timeout(c);
+		break;
+	case CP_DL_BODY:
+		s->st.body_timeouts++;
+		cp_info("conn %s: request body of %llu bytes slower than %u bytes/s: 408", c->peer,
+			(unsigned long long)c->http.body_len, s->cfg->body_min_rate);
+		cp_http_error(c, 408, "body_timeout", false);
+		break;
+	case CP_DL_FLUSH:
+		cp_conn_close(c, "output not consumed before the idle timeout");
+		break;
+	case CP_DL_LINGER:
+	default:
+		cp_conn_close(c, "linger timeout");
+		break;
 	}
-}
-
-bool cp_server_drained(const struct cp_server *s) { return s->n_conns == 0; }
-
-void cp_server_fini(struct cp_server *s)
-{
-	/* Connections still alive here had no completion in time; their fds go
-	 * with the process. */
-	free(s->table);
-	s->table = NULL;
-	for (struct cp_chunk *k = s->chunk_free, *n; k; k = n) {
-		n = k->next;
-		free(k);
-	}
-	s->chunk_free = NULL;
-	s->n_chunk_free = 0;
-	cp_admit_fini(&s->admit);
-	cp_tls_fini(&s->tls);
 }

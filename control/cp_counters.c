@@ -36,13 +36,11 @@ static uint64_t seccomp_refused(const struct cp_counter_src *s)
 }
 static uint64_t op_fd_requests_refused(const struct cp_counter_src *s)
 {
-	(void)s;
-	return cp_harden_st.fd_requests_refused;
+	return s->op_fds ? s->op_fds->fd_requests_refused : 0;
 }
 static uint64_t op_fds_closed(const struct cp_counter_src *s)
 {
-	(void)s;
-	return cp_harden_st.fds_closed;
+	return s->op_fds ? s->op_fds->fds_closed : 0;
 }
 /* Open slots freed by epoch changes: the local table's, or every lcore's. */
 static uint64_t slots_flushed(const struct cp_counter_src *s)

@@ -27,6 +27,7 @@ struct cp_server;
 struct cp_engine;
 struct cp_loop;
 struct fg_boundary;
+struct cp_harden_stats;
 
 /* What the values are read from; any pointer may be NULL (its counters
  * read 0). b: the boundary, for counters the lcores add to (lanes mode). */
@@ -35,6 +36,7 @@ struct cp_counter_src {
 	const struct cp_engine *engine;
 	const struct cp_loop *loop;
 	const struct fg_boundary *b;
+	const struct cp_harden_stats *op_fds; /* the operator socket's refused fds (cp_harden.h) */
 };
 
 struct cp_counter_def {

@@ -2,7 +2,6 @@
  * dataplane lanes, slot endings cache, line table (see cp_engine.h).
  * Loop thread only. */
 #include "cp_engine.h"
-#include "cp_points.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -146,6 +145,63 @@ void cp_engine_line_changed(struct cp_engine *e, const struct fg_line_change *ch
 {
 	if (e->audit)
 		e->audit->line_changed(e->audit_arg, chg, origin);
+}
+
+/* ---- Fano points: cp_points.h decides, the engine applies ------------------ */
+
+/* Mark Fano point p (1..7) down or up in the line table: the lines through
+ * it degrade or come back; each change is logged, emitted to the audit as a
+ * line change (origin "peers") and the facts republished. who: the peer
+ * that caused it ("udp: ..." for UDP sources). */
+static void point_set(struct cp_engine *e, unsigned p, bool down, const char *who)
+{
+	struct fg_line_change chg[3];
+	int n = fg_lines_point(&e->lines, p, down, cp_now_ns(), chg);
+	bool udp = who && !strncmp(who, "udp:", 4);
+	const char *src = udp ? "UDP sources" : "TLS peers";
+	cp_info("point e%u %s: %s (%s)", p, down ? "down" : "up",
+		down ? (udp ? "no live TLS peer or UDP source" : "its last TLS peer disconnected")
+		     : (udp ? "a UDP source sent again" : "a TLS peer is back"),
+		who ? who : "-");
+	for (int i = 0; i < n; i++) {
+		snprintf(chg[i].why, sizeof(chg[i].why), "point e%u %s (%s)", p, down ? "down" : "up", src);
+		cp_info("line %u %s: %s -> %s (point e%u %s)", chg[i].line, fg_fano_line_name(chg[i].line),
+			fg_line_state_name(chg[i].from), fg_line_state_name(chg[i].to), p, down ? "down" : "up");
+		cp_engine_line_changed(e, &chg[i], "peers");
+	}
+	if (n > 0)
+		cp_engine_publish(e);
+}
+
+void cp_engine_point_set(struct cp_engine *e, unsigned p, bool down, const char *who)
+{
+	if (p >= 1 && p <= FG_POINTS && !(e->lines.points_down & (1u << (p - 1))) == down)
+		point_set(e, p, down, who);
+}
+
+unsigned cp_engine_point_attach(struct cp_engine *e, const char *role, const char *who)
+{
+	unsigned p = cp_point_of_role(role);
+	if (!p)
+		return 0;
+	if (cp_points_tls_attach(&e->points, p) && (e->lines.points_down & (1u << (p - 1))))
+		point_set(e, p, false, who);
+	return p;
+}
+
+void cp_engine_point_detach(struct cp_engine *e, unsigned p, bool quiet, const char *who)
+{
+	if (cp_points_tls_detach(&e->points, p) && !quiet)
+		point_set(e, p, true, who);
+}
+
+/* [points]: the UDP sources the lcores heard (lanes mode). */
+static void points_udp_tick(struct cp_engine *e, uint64_t now)
+{
+	struct cp_point_change chg[FG_POINTS];
+	unsigned n = cp_points_udp_tick(&e->points, e->b->point_seen_ns, now, e->lines.points_down, chg);
+	for (unsigned i = 0; i < n; i++)
+		point_set(e, chg[i].point, chg[i].down, chg[i].who);
 }
 
 /* A slot resolved (either mode): v holds the facts and the body (the local
@@ -891,7 +947,7 @@ static void engine_tick(struct cp_loop *l, struct cp_timer *t)
 			lanes_service(e);
 		uint64_t now = cp_now_ns();
 		lanes_sweep(e, now);
-		(void)cp_points_udp_tick(e, now); /* [points]: UDP sources heard by the lcores */
+		points_udp_tick(e, now);
 	} else
 		local_expire(e);
 	if (cp_timer_start(l, &e->tick, e->tick_ns, engine_tick) < 0)
@@ -911,6 +967,7 @@ int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_confi
 	e->arg = arg;
 	fg_lines_init(&e->lines, cfg->line_initial, &cfg->policy, cp_now_ns());
 	cp_epoch_guard_init(&e->guard, cfg);
+	cp_points_init(&e->points, cfg, b != NULL); /* UDP reaches the points only through the lanes */
 	e->n_endings = CP_ENGINE_ENDINGS;
 	e->endings = calloc(e->n_endings, sizeof(*e->endings));
 	if (!e->endings)

@@ -6,7 +6,7 @@
  *     frames are ingested synchronously (fg_ingest_frame) and open slots
  *     expire on a timer;
  *   - lanes (dataplane running): each frame is copied into a cp2dp buffer and
- *     sent to the lcore that owns its shard (fg_shard_of) as FG_BM_FRAME with a
+ *     sent to the lcore that owns its shard (fg_shard_of) as FG_BM_CONTRIB with a
  *     req_id; the lcores wake the loop through the boundary's eventfd when a
  *     dp->cp ring goes from empty to non-empty (boundary.h, struct fg_wake),
  *     and the engine, woken by that io_uring read, drains every dp->cp ring:
@@ -38,6 +38,7 @@
 
 #include "cp_epoch_guard.h"
 #include "cp_loop.h"
+#include "cp_points.h"
 #include "fg/boundary.h"
 #include "fg/common.h"
 #include "fg/config.h"
@@ -92,7 +93,7 @@ struct cp_engine_audit_ops {
 	/* The model epoch moved from -> to (already published and flushed). */
 	void (*epoch_changed)(void *arg, uint32_t from, uint32_t to, const char *why);
 	/* The line table changed outside the audit (a Fano point went down or
-	 * up, cp_points.c): recorded as a line change from origin. */
+	 * up, cp_engine_point_*): recorded as a line change from origin. */
 	void (*line_changed)(void *arg, const struct fg_line_change *chg, const char *origin);
 };
 
@@ -176,7 +177,7 @@ struct cp_engine_stats {
 	/* RESOLVED / FULL CANONICAL that came without their body (the lcore's
 	 * dp2cp pool was empty, boundary.h): audited by fingerprint, no frame */
 	uint64_t resolved_no_body, canon_no_body;
-	/* issue 14 item 3 (cp_epoch_guard.h): UDP canonical reports from a source
+	/* cp_epoch_guard.h: UDP canonical reports from a source
 	 * outside [shadow] canonical_sources (not audited); conflicts that did not
 	 * move the epoch because their sender is not attributed to the line, or
 	 * because of the rate limit (a storm); storms begun */
@@ -213,6 +214,7 @@ struct cp_engine {
 	 * audit log; every shard's open slots are flushed when it moves. */
 	uint32_t epoch;
 	struct cp_epoch_guard guard; /* who may move it, how often (cp_epoch_guard.h) */
+	struct cp_points points;     /* Fano point liveness, applied to lines (cp_points.h) */
 	uint64_t guard_warn_ns;      /* next log line about refused sources allowed (one per second) */
 	uint64_t guard_warn_skipped; /* refusals not logged since the last line */
 	bool lanes_mode;
@@ -304,9 +306,27 @@ enum fg_slot_state cp_engine_lookup(const struct cp_engine *e, uint16_t layer, u
 FG_MUST_CHECK int cp_engine_line_event(struct cp_engine *e, unsigned line, enum fg_line_event ev, uint32_t uid,
 				       int32_t pid, const char *why);
 
-/* Emit a change of e->lines made outside the audit (cp_points.c) to the
- * audit sink, origin naming the cause ("peers"). Does not publish. */
+/* Emit a change of e->lines made outside the audit (a point down or up)
+ * to the audit sink, origin naming the cause ("peers"). Does not publish. */
 void cp_engine_line_changed(struct cp_engine *e, const struct fg_line_change *chg, const char *origin);
+
+/* Fano points (e->points, cp_points.h): an authenticated TLS connection
+ * whose role serves a point is counted for it; a point with no live peer
+ * (TLS or, lanes mode, a mapped UDP source) is marked down in the line
+ * table (its lines degrade), and up again when one comes back. Each change
+ * is logged, audited as a line change (origin "peers") and published.
+ *
+ * An authenticated connection with role (who: its peer name) opened:
+ * returns the point it is counted for (1..7; the caller keeps it for
+ * cp_engine_point_detach), or 0 when the role serves none. */
+unsigned cp_engine_point_attach(struct cp_engine *e, const char *role, const char *who);
+/* A connection counted for point p (from cp_engine_point_attach) closed.
+ * quiet: the server is stopping; uncount without marking the point down. */
+void cp_engine_point_detach(struct cp_engine *e, unsigned p, bool quiet, const char *who);
+/* Mark point p (1..7) down or up for a cause outside the engine ([cluster]:
+ * the only node that saw it alive is gone), as a local change. Nothing
+ * when p already is so. */
+void cp_engine_point_set(struct cp_engine *e, unsigned p, bool down, const char *who);
 /* Move the model epoch forward to `to` as a conflict here would (publish,
  * flush every shard, audit through the audit sink's epoch_changed with why); nothing
  * when `to` is not ahead. For [cluster]: another node's advance. */

@@ -30,8 +30,6 @@
 
 #include "cp_log.h"
 
-struct cp_harden_stats cp_harden_st;
-
 /* ---- privileges: one thread ------------------------------------------------ */
 
 /* What one thread does to itself (drop_self). Async-signal-safe: system
@@ -42,9 +40,6 @@ struct drop_plan {
 };
 
 enum drop_stage { DS_CAPGET = 1, DS_SECUREBITS, DS_BOUNDING, DS_AMBIENT, DS_NNP, DS_CAPSET, DS_VERIFY, DS_TIMEOUT };
-/* Set by cp_harden_apply when [cluster] is on: socket and connect are
- * allowed without spawn (the cluster thread's etcd connections). */
-static bool cp_harden_net_out;
 
 static const char *const drop_stage_name[] = {
 	[DS_CAPGET] = "capget", [DS_SECUREBITS] = "PR_SET_SECUREBITS", [DS_BOUNDING] = "PR_CAPBSET_DROP",
@@ -140,7 +135,11 @@ static int drop_self(const struct drop_plan *p, int *stage)
  * that thread. Threads are listed from /proc/self/task until a listing shows
  * none not yet done (a thread created meanwhile by a thread not yet done
  * shows up in the next listing; one created by a thread already done
- * inherits its credentials). */
+ * inherits its credentials).
+ *
+ * Process-wide on purpose: the signal handler has no argument to find it
+ * by. Only all_threads writes it, from the loop thread, before each signal
+ * it sends (plan) and the handler answers through the atomics. */
 static struct {
 	struct drop_plan plan;
 	_Atomic int done; /* 0 while the signalled thread works, then 1 */
@@ -212,12 +211,16 @@ static void task_name(const char *tid, char *out, size_t cap)
  * Returns the number of threads done, or -errno with the reason in why. */
 static int all_threads(const struct drop_plan *plan, char *why, size_t why_len)
 {
-	static pid_t done[MAX_TASKS];
 	unsigned n_done = 0;
 	int stage = 0, r = drop_self(plan, &stage);
 	if (r < 0) {
 		snprintf(why, why_len, "%s: %s", drop_stage_name[stage], strerror(-r));
 		return r;
+	}
+	pid_t *done = calloc(MAX_TASKS, sizeof(*done));
+	if (!done) {
+		snprintf(why, why_len, "out of memory listing threads");
+		return -ENOMEM;
 	}
 	bc.plan = *plan;
 	struct sigaction sa, old;
@@ -228,6 +231,7 @@ static int all_threads(const struct drop_plan *plan, char *why, size_t why_len)
 	if (sigaction(harden_signo(), &sa, &old) < 0) {
 		r = -errno;
 		snprintf(why, why_len, "sigaction: %s", strerror(-r));
+		free(done);
 		return r;
 	}
 	pid_t self = gettid(), pid = getpid();
@@ -294,20 +298,15 @@ static int all_threads(const struct drop_plan *plan, char *why, size_t why_len)
 	 * of a real-time signal): leave it ignored. */
 	(void)old;
 	signal(harden_signo(), SIG_IGN);
+	free(done);
 	return r < 0 ? r : (int)n_done + 1;
 }
 
 /* ---- the run-as user ------------------------------------------------------------ */
 
-static struct {
-	bool set;
-	uid_t uid;
-	gid_t gid;
-} ids;
-
-int cp_harden_prepare(const struct fg_config *cfg, char *why, size_t why_len)
+int cp_harden_prepare(struct cp_harden *h, const struct fg_config *cfg, char *why, size_t why_len)
 {
-	ids.set = false;
+	memset(h, 0, sizeof(*h));
 	if (!cfg->run_user[0])
 		return 0;
 	char buf[4096];
@@ -317,8 +316,8 @@ int cp_harden_prepare(const struct fg_config *cfg, char *why, size_t why_len)
 		snprintf(why, why_len, "[daemon] user %s: %s", cfg->run_user, r ? strerror(r) : "no such user");
 		return r ? -r : -ENOENT;
 	}
-	ids.uid = pw.pw_uid;
-	ids.gid = pw.pw_gid;
+	h->uid = pw.pw_uid;
+	h->gid = pw.pw_gid;
 	if (cfg->run_group[0]) {
 		struct group gr, *grp = NULL;
 		r = getgrnam_r(cfg->run_group, &gr, buf, sizeof(buf), &grp);
@@ -326,9 +325,9 @@ int cp_harden_prepare(const struct fg_config *cfg, char *why, size_t why_len)
 			snprintf(why, why_len, "[daemon] group %s: %s", cfg->run_group, r ? strerror(r) : "no such group");
 			return r ? -r : -ENOENT;
 		}
-		ids.gid = gr.gr_gid;
+		h->gid = gr.gr_gid;
 	}
-	ids.set = true;
+	h->ids_set = true;
 	return 0;
 }
 
@@ -337,7 +336,7 @@ int cp_harden_prepare(const struct fg_config *cfg, char *why, size_t why_len)
  * files to the run-as user, so rotation can create and rename files. A
  * directory anybody may write to (say /tmp) is left alone (and so are files
  * that are not regular). Returns how many were changed or -errno. */
-static int chown_state(const char *audit_path, char *why, size_t why_len)
+static int chown_state(const struct cp_harden *h, const char *audit_path, char *why, size_t why_len)
 {
 	char dir[FG_PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s", audit_path);
@@ -361,7 +360,7 @@ static int chown_state(const char *audit_path, char *why, size_t why_len)
 	struct stat st;
 	int n = 0, r = 0;
 	if (fstat(dfd, &st) == 0 && !(st.st_mode & S_IWOTH)) {
-		if (fchown(dfd, ids.uid, ids.gid) < 0) {
+		if (fchown(dfd, h->uid, h->gid) < 0) {
 			r = -errno;
 			snprintf(why, why_len, "chown %s: %s", dir, strerror(-r));
 		}
@@ -382,7 +381,7 @@ static int chown_state(const char *audit_path, char *why, size_t why_len)
 			    !strcmp(e->d_name, "tls-selfsigned.pem") || !strcmp(e->d_name, "tls-selfsigned.key");
 		if (!ours || fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
 			continue;
-		if (fchownat(dfd, e->d_name, ids.uid, ids.gid, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (fchownat(dfd, e->d_name, h->uid, h->gid, AT_SYMLINK_NOFOLLOW) < 0) {
 			r = -errno;
 			snprintf(why, why_len, "chown %s/%s: %s", dir, e->d_name, strerror(-r));
 		}
@@ -399,7 +398,7 @@ static int chown_state(const char *audit_path, char *why, size_t why_len)
 /* Expected state of every thread after cp_harden_apply, checked in
  * /proc/self/task/<tid>/status. Returns how many threads were checked or
  * -EPERM with the first difference in why. */
-static int verify_threads(bool bounding, bool seccomp, char *why, size_t why_len)
+static int verify_threads(const struct cp_harden *h, bool bounding, bool seccomp, char *why, size_t why_len)
 {
 	DIR *d = opendir("/proc/self/task");
 	if (!d) {
@@ -436,11 +435,11 @@ static int verify_threads(bool bounding, bool seccomp, char *why, size_t why_len
 			} else if (sscanf(line, "Seccomp: %llu", &v) == 1) {
 				bad = seccomp && v != 2 ? "no seccomp filter" : NULL;
 			} else if (sscanf(line, "Uid: %u %u %u %u", &u[0], &u[1], &u[2], &u[3]) == 4) {
-				bad = ids.set && (u[0] != ids.uid || u[1] != ids.uid || u[2] != ids.uid || u[3] != ids.uid)
+				bad = h->ids_set && (u[0] != h->uid || u[1] != h->uid || u[2] != h->uid || u[3] != h->uid)
 					      ? "another uid"
 					      : NULL;
 			} else if (sscanf(line, "Gid: %u %u %u %u", &u[0], &u[1], &u[2], &u[3]) == 4) {
-				bad = ids.set && (u[0] != ids.gid || u[1] != ids.gid || u[2] != ids.gid || u[3] != ids.gid)
+				bad = h->ids_set && (u[0] != h->gid || u[1] != h->gid || u[2] != h->gid || u[3] != h->gid)
 					      ? "another gid"
 					      : NULL;
 			}
@@ -463,7 +462,7 @@ static int verify_threads(bool bounding, bool seccomp, char *why, size_t why_len
 	return r < 0 ? r : n;
 }
 
-int cp_harden_apply(const struct fg_config *cfg, char *why, size_t why_len)
+int cp_harden_apply(struct cp_harden *h, const struct fg_config *cfg, char *why, size_t why_len)
 {
 	uint64_t eff = 0, prm = 0; /* written on success only (gcc -O3 warns otherwise) */
 	int r = caps_get(&eff, &prm);
@@ -472,25 +471,27 @@ int cp_harden_apply(const struct fg_config *cfg, char *why, size_t why_len)
 		return r;
 	}
 	bool setpcap = (eff >> CAP_SETPCAP) & 1;
-	bool spawn = cfg->alert_command[0] != '\0';
+	unsigned extra = cfg->alert_command[0] ? CP_HARDEN_SPAWN : 0u;
+	bool spawn = extra & CP_HARDEN_SPAWN;
 	/* [cluster]: the cluster thread opens its own etcd connections */
-	cp_harden_net_out = cfg->cluster.node[0] != '\0';
+	if (cfg->cluster.node[0])
+		extra |= CP_HARDEN_NET_OUT;
 	int n_chown = 0;
-	if (ids.set && (n_chown = chown_state(cfg->audit_path, why, why_len)) < 0)
+	if (h->ids_set && (n_chown = chown_state(h, cfg->audit_path, why, why_len)) < 0)
 		return n_chown;
 	/* 1. every thread: securebits, bounding set, ambient, no_new_privs;
 	 *    keep only what the uid change below needs. */
-	struct drop_plan p = { .keep = ids.set ? (1ull << CAP_SETUID) | (1ull << CAP_SETGID) : 0, .lock = true };
+	struct drop_plan p = { .keep = h->ids_set ? (1ull << CAP_SETUID) | (1ull << CAP_SETGID) : 0, .lock = true };
 	int n = all_threads(&p, why, why_len);
 	if (n < 0)
 		return n;
-	if (ids.set) {
+	if (h->ids_set) {
 		/* 2. glibc runs these in every thread (its setxid broadcast). */
-		if (setgroups(1, &ids.gid) < 0 || setresgid(ids.gid, ids.gid, ids.gid) < 0 ||
-		    setresuid(ids.uid, ids.uid, ids.uid) < 0) {
+		if (setgroups(1, &h->gid) < 0 || setresgid(h->gid, h->gid, h->gid) < 0 ||
+		    setresuid(h->uid, h->uid, h->uid) < 0) {
 			r = -errno;
-			snprintf(why, why_len, "cannot become %s (uid %u gid %u): %s", cfg->run_user, (unsigned)ids.uid,
-				 (unsigned)ids.gid, strerror(-r));
+			snprintf(why, why_len, "cannot become %s (uid %u gid %u): %s", cfg->run_user, (unsigned)h->uid,
+				 (unsigned)h->gid, strerror(-r));
 			return r;
 		}
 		/* 3. and now nothing at all (NO_SETUID_FIXUP kept them). */
@@ -507,17 +508,17 @@ int cp_harden_apply(const struct fg_config *cfg, char *why, size_t why_len)
 	if (mode == FG_SECCOMP_ON)
 		mode = FG_SECCOMP_LOG;
 #endif
-	if (filter && (r = cp_harden_seccomp(mode, spawn, why, why_len)) < 0)
+	if (filter && (r = cp_harden_seccomp(mode, extra, why, why_len)) < 0)
 		return r;
-	int checked = verify_threads(setpcap, filter, why, why_len);
+	int checked = verify_threads(h, setpcap, filter, why, why_len);
 	if (checked < 0)
 		return checked;
 	static const char *const mode_name[] = {[FG_SECCOMP_OFF] = "off", [FG_SECCOMP_ON] = "on (EPERM)",
 					   [FG_SECCOMP_KILL] = "kill", [FG_SECCOMP_LOG] = "log"};
 	char user[160];
-	if (ids.set)
+	if (h->ids_set)
 		snprintf(user, sizeof(user), "user %s uid %u gid %u (%d state files given)", cfg->run_user,
-			 (unsigned)ids.uid, (unsigned)ids.gid, n_chown);
+			 (unsigned)h->uid, (unsigned)h->gid, n_chown);
 	else
 		snprintf(user, sizeof(user), "uid %u", (unsigned)getuid());
 	snprintf(why, why_len,
@@ -603,9 +604,10 @@ static int sc_number(uint32_t arch, const char *name)
 	return nr < 0 ? -1 : nr;
 }
 
-bool cp_harden_syscall_allowed(long nr, bool spawn)
+bool cp_harden_syscall_allowed(long nr, unsigned extra)
 {
-	if (cp_harden_net_out && (nr == __NR_socket || nr == __NR_connect))
+	bool spawn = extra & CP_HARDEN_SPAWN;
+	if ((extra & CP_HARDEN_NET_OUT) && (nr == __NR_socket || nr == __NR_connect))
 		return true;
 	if (nr == __NR_clone) /* threads always; processes only with spawn (cp_harden_filter_new) */
 		return true;
@@ -615,9 +617,10 @@ bool cp_harden_syscall_allowed(long nr, bool spawn)
 	return false;
 }
 
-int cp_harden_filter_new(enum fg_seccomp_mode mode, bool spawn, uint32_t arch, scmp_filter_ctx *out,
+int cp_harden_filter_new(enum fg_seccomp_mode mode, unsigned extra, uint32_t arch, scmp_filter_ctx *out,
 			 unsigned *n_rules)
 {
+	bool spawn = extra & CP_HARDEN_SPAWN, net_out = extra & CP_HARDEN_NET_OUT;
 	uint32_t deny;
 	switch (mode) {
 	case FG_SECCOMP_ON: deny = SCMP_ACT_TRAP; break; /* on_sigsys: EPERM + count */
@@ -666,7 +669,7 @@ int cp_harden_filter_new(enum fg_seccomp_mode mode, bool spawn, uint32_t arch, s
 		n++;
 	}
 	for (size_t i = 0; i < FG_ARRAY_LEN(allow_list); i++) {
-		bool net = cp_harden_net_out && (!strcmp(allow_list[i].name, "socket") || !strcmp(allow_list[i].name, "connect"));
+		bool net = net_out && (!strcmp(allow_list[i].name, "socket") || !strcmp(allow_list[i].name, "connect"));
 		if (allow_list[i].when == SPAWN && !spawn && !net)
 			continue;
 		if ((nr = sc_number(arch, allow_list[i].name)) < 0)
@@ -685,6 +688,9 @@ fail:
 	return r < 0 ? r : -EINVAL;
 }
 
+/* Written by the SIGSYS handler, which runs in whichever thread made the
+ * refused call and has no argument to find an object by: process-wide and
+ * atomic (cp_harden.h). */
 _Atomic uint64_t cp_harden_sys_refused;
 _Atomic long cp_harden_sys_last = -1;
 /* Which numbers were refused (bit n = system call n), for the log. */
@@ -710,10 +716,10 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
 #endif
 }
 
-int cp_harden_seccomp(enum fg_seccomp_mode mode, bool spawn, char *why, size_t why_len)
+int cp_harden_seccomp(enum fg_seccomp_mode mode, unsigned extra, char *why, size_t why_len)
 {
 	scmp_filter_ctx ctx;
-	int r = cp_harden_filter_new(mode, spawn, SCMP_ARCH_NATIVE, &ctx, NULL);
+	int r = cp_harden_filter_new(mode, extra, SCMP_ARCH_NATIVE, &ctx, NULL);
 	if (r < 0) {
 		snprintf(why, why_len, "seccomp filter: %s", r == -EOPNOTSUPP || r == -EINVAL
 								 ? "none for this architecture (set [daemon] seccomp = off)"
@@ -745,11 +751,6 @@ int cp_harden_seccomp(enum fg_seccomp_mode mode, bool spawn, char *why, size_t w
 	return 0;
 }
 
-static struct {
-	struct cp_timer t;
-	uint64_t seen;
-} watch;
-
 /* "41 49 321": the refused system call numbers seen so far. */
 static void refused_numbers(char *out, size_t cap)
 {
@@ -765,52 +766,38 @@ static void refused_numbers(char *out, size_t cap)
 
 static void watch_tick(struct cp_loop *l, struct cp_timer *t)
 {
+	struct cp_harden *h = cp_container_of(t, struct cp_harden, watch);
 	uint64_t n = atomic_load(&cp_harden_sys_refused);
-	if (n != watch.seen) {
+	if (n != h->seen) {
 		char nrs[256];
 		refused_numbers(nrs, sizeof(nrs));
 		cp_warn("seccomp: %llu system calls refused with EPERM (%llu in all; numbers %s): a call the daemon needs "
 			"is missing from the list in control/cp_harden.c (docs/hardening.md)",
-			(unsigned long long)(n - watch.seen), (unsigned long long)n, nrs);
-		watch.seen = n;
+			(unsigned long long)(n - h->seen), (unsigned long long)n, nrs);
+		h->seen = n;
 	}
 	if (cp_timer_start(l, t, 1000ull * 1000 * 1000, watch_tick) < 0)
 		cp_warn("seccomp: cannot re-arm the refused-call watch");
 }
 
-void cp_harden_report(void)
+void cp_harden_report(const struct cp_harden *h)
 {
 	uint64_t n = atomic_load(&cp_harden_sys_refused);
 	if (n) {
 		char nrs[256];
 		refused_numbers(nrs, sizeof(nrs));
 		cp_warn("seccomp: %llu system calls refused with EPERM in this run (numbers %s), %llu after the last look",
-			(unsigned long long)n, nrs, (unsigned long long)(n - watch.seen));
+			(unsigned long long)n, nrs, (unsigned long long)(n - h->seen));
 	}
 }
 
-int cp_harden_watch(struct cp_loop *l)
+int cp_harden_watch(struct cp_harden *h, struct cp_loop *l)
 {
-	watch.seen = atomic_load(&cp_harden_sys_refused);
-	return cp_timer_start(l, &watch.t, 1000ull * 1000 * 1000, watch_tick);
+	h->seen = atomic_load(&cp_harden_sys_refused);
+	return cp_timer_start(l, &h->watch, 1000ull * 1000 * 1000, watch_tick);
 }
 
 /* ---- io_uring restrictions ----------------------------------------------------- */
-
-const uint8_t cp_harden_loop_ops[] = {
-	IORING_OP_ACCEPT,       /* cp_loop_accept */
-	IORING_OP_ASYNC_CANCEL, /* cp_loop_cancel */
-	IORING_OP_NOP,          /* cp_conn.c */
-	IORING_OP_POLL_ADD,     /* cp_loop_poll */
-	IORING_OP_POLL_REMOVE,  /* cp_loop_poll */
-	IORING_OP_READ,         /* cp_loop_read (the lanes' wake-up eventfd, cp_engine.c) */
-	IORING_OP_RECV,         /* cp_loop_recv */
-	IORING_OP_RECVMSG,      /* cp_harden_recv (operator socket) */
-	IORING_OP_SEND,         /* cp_loop_send */
-	IORING_OP_SENDMSG,      /* cp_conn.c */
-	IORING_OP_TIMEOUT,      /* cp_timer_start */
-};
-const unsigned cp_harden_loop_ops_n = FG_ARRAY_LEN(cp_harden_loop_ops);
 
 int cp_harden_ring(struct io_uring *ring, const uint8_t *ops, unsigned n, uint8_t sqe_flags)
 {
@@ -855,10 +842,10 @@ int cp_harden_recv(struct cp_loop *l, struct cp_op *op, struct cp_harden_rx *rx,
 	return 0;
 }
 
-int cp_harden_recv_check(struct cp_harden_rx *rx, int res)
+int cp_harden_recv_check(struct cp_harden_rx *rx, int res, struct cp_harden_stats *st)
 {
 	bool refuse = (rx->msg.msg_flags & MSG_CTRUNC) != 0;
-	uint64_t closed0 = cp_harden_st.fds_closed;
+	uint64_t closed0 = st->fds_closed;
 	size_t clen = rx->msg.msg_controllen;
 	if (clen > sizeof(rx->ctl.buf))
 		clen = sizeof(rx->ctl.buf);
@@ -876,7 +863,7 @@ int cp_harden_recv_check(struct cp_harden_rx *rx, int res)
 				int fd;
 				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
 				if (fd >= 0 && close(fd) == 0)
-					cp_harden_st.fds_closed++;
+					st->fds_closed++;
 			}
 		}
 		off += CMSG_ALIGN(cm->cmsg_len);
@@ -884,9 +871,9 @@ int cp_harden_recv_check(struct cp_harden_rx *rx, int res)
 	memset(rx->ctl.buf, 0, sizeof(rx->ctl.buf));
 	if (!refuse)
 		return res;
-	cp_harden_st.fd_requests_refused++;
+	st->fd_requests_refused++;
 	cp_warn("operator: request carrying control data refused (%s), %llu fds closed",
 		(rx->msg.msg_flags & MSG_CTRUNC) ? "truncated" : "SCM_RIGHTS",
-		(unsigned long long)(cp_harden_st.fds_closed - closed0));
+		(unsigned long long)(st->fds_closed - closed0));
 	return -EBADMSG;
 }

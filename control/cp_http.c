@@ -136,15 +136,13 @@ static int http_auth(struct cp_conn *c, const struct cp_http_req *req)
 	const char *reason = NULL;
 	if (r == 0) {
 		if (cp_tls_token_ok(&s->tls, tok.p, tok.len, &role)) {
-			c->role = role;
-			cp_points_attach(c);
+			cp_conn_set_role(c, role);
 			cp_conn_authenticated(c);
 			return 0;
 		}
 		reason = "bad_token";
 	} else if (r == -CP_HTTP_R_AUTH_MISSING && c->tls.peer_verified) {
-		c->role = c->tls.cert_role;
-		cp_points_attach(c);
+		cp_conn_set_role(c, c->tls.cert_role);
 		cp_conn_authenticated(c);
 		return 0;
 	} else {
@@ -597,7 +595,7 @@ void cp_http_fini(struct cp_conn *c)
 void cp_http_on_data(struct cp_conn *c)
 {
 	struct cp_server *s = c->srv;
-	while (!c->dead && !c->closing && !c->proto_blocked && c->state == CP_CONN_HTTP) {
+	while (!cp_conn_is_closing(c) && !c->proto_blocked && c->state == CP_CONN_HTTP) {
 		if (c->http.phase == CP_H_HEAD) {
 			if (!c->in_len)
 				return;

@@ -1,7 +1,6 @@
 /* cp_loop.c - the io_uring event loop of the control plane (see cp_loop.h).
  * Loop thread only. */
 #include "cp_loop.h"
-#include "cp_harden.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -16,6 +15,26 @@ static void op_ignore_fn(struct cp_loop *l, struct cp_op *op, int res, uint32_t 
 	(void)l; (void)op; (void)res; (void)flags;
 }
 struct cp_op cp_op_ignore = {.fn = op_ignore_fn};
+
+static const uint8_t loop_opcodes[] = {
+	IORING_OP_ACCEPT,       /* cp_loop_accept */
+	IORING_OP_ASYNC_CANCEL, /* cp_loop_cancel */
+	IORING_OP_NOP,          /* cp_conn.c */
+	IORING_OP_POLL_ADD,     /* cp_loop_poll */
+	IORING_OP_POLL_REMOVE,  /* cp_loop_poll */
+	IORING_OP_READ,         /* cp_loop_read (the lanes' wake-up eventfd, cp_engine.c) */
+	IORING_OP_RECV,         /* cp_loop_recv */
+	IORING_OP_RECVMSG,      /* cp_harden_recv (operator socket) */
+	IORING_OP_SEND,         /* cp_loop_send */
+	IORING_OP_SENDMSG,      /* cp_conn.c */
+	IORING_OP_TIMEOUT,      /* cp_timer_start */
+};
+
+const uint8_t *cp_loop_opcodes(unsigned *n)
+{
+	*n = (unsigned)(sizeof(loop_opcodes) / sizeof(loop_opcodes[0]));
+	return loop_opcodes;
+}
 
 uint64_t cp_now_ns(void)
 {
@@ -103,21 +122,23 @@ void cp_loop_rbuf_disable(struct cp_loop *l, const char *why)
 	l->rbuf_why = why;
 }
 
-int cp_loop_init(struct cp_loop *l, unsigned entries)
+int cp_loop_init(struct cp_loop *l, unsigned entries, cp_loop_restrict_fn restrict_ring)
 {
 	memset(l, 0, sizeof(*l));
 	struct io_uring_params p;
 	memset(&p, 0, sizeof(p));
+	/* restricted to loop_opcodes, then enabled */
+	unsigned disabled = restrict_ring ? IORING_SETUP_R_DISABLED : 0u;
 	/* A single thread submits and reaps: let the kernel skip the IPIs
 	 * (6.x kernels); fall back to plain setup on older ones. */
 	p.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER;
-	p.flags |= IORING_SETUP_R_DISABLED; /* restricted to cp_harden_loop_ops, then enabled */
+	p.flags |= disabled;
 	p.cq_entries = entries * 4;
 	p.flags |= IORING_SETUP_CQSIZE;
 	int r = io_uring_queue_init_params(entries, &l->ring, &p);
 	if (r == -EINVAL) {
 		memset(&p, 0, sizeof(p));
-		p.flags = IORING_SETUP_R_DISABLED;
+		p.flags = disabled;
 		r = io_uring_queue_init_params(entries, &l->ring, &p);
 	}
 	if (r < 0)
@@ -131,7 +152,9 @@ int cp_loop_init(struct cp_loop *l, unsigned entries)
 	else
 		rbuf_ring_setup(l);
 	/* IOSQE_BUFFER_SELECT: the multishot receive draws from the ring. */
-	r = cp_harden_ring(&l->ring, cp_harden_loop_ops, cp_harden_loop_ops_n, IOSQE_BUFFER_SELECT);
+	unsigned n_ops;
+	const uint8_t *ops = cp_loop_opcodes(&n_ops);
+	r = restrict_ring ? restrict_ring(&l->ring, ops, n_ops, IOSQE_BUFFER_SELECT) : 0;
 	if (r < 0) {
 		rbuf_ring_free(l);
 		io_uring_queue_exit(&l->ring);

@@ -83,12 +83,25 @@ struct cp_loop {
 	void *batch_arg;
 };
 
+/* Restrict a ring created with IORING_SETUP_R_DISABLED to the opcodes
+ * ops[0..n) and the SQE flags sqe_flags, then enable it. 0 or -errno. The
+ * daemon passes cp_harden_ring (cp_harden.h). */
+typedef int (*cp_loop_restrict_fn)(struct io_uring *ring, const uint8_t *ops, unsigned n, uint8_t sqe_flags);
+
+/* The opcodes the loop and its users issue (cp_loop.c, cp_conn.c, the
+ * operator's recvmsg, the engine's eventfd read): what cp_loop_init
+ * restricts its ring to. A new opcode in the loop must be added here, or
+ * it completes with -EACCES. Static storage; *n gets the count. */
+const uint8_t *cp_loop_opcodes(unsigned *n);
+
 /* Set up a ring of `entries` SQEs and, when the kernel takes it, the
  * receive buffer ring (registered before the ring is restricted: a
- * restricted ring refuses every register opcode). Returns 0 or -errno (a
- * refused buffer ring is not an error: see l->rbuf_ring). The environment
- * variable FANOGATE_RECV=single skips the ring (per-connection receives). */
-FG_MUST_CHECK int cp_loop_init(struct cp_loop *l, unsigned entries);
+ * restricted ring refuses every register opcode), then, with restrict_ring,
+ * restrict the ring to cp_loop_opcodes before anything is submitted (NULL:
+ * an unrestricted ring). Returns 0 or -errno (a refused buffer ring is not
+ * an error: see l->rbuf_ring). The environment variable
+ * FANOGATE_RECV=single skips the buffer ring (per-connection receives). */
+FG_MUST_CHECK int cp_loop_init(struct cp_loop *l, unsigned entries, cp_loop_restrict_fn restrict_ring);
 void cp_loop_fini(struct cp_loop *l);
 
 /* A fresh SQE with user_data = op; submits the pending batch when the SQ is
@@ -175,6 +188,6 @@ FG_MUST_CHECK int cp_loop_send(struct cp_loop *l, struct cp_op *op, int fd, cons
 FG_MUST_CHECK int cp_loop_cancel(struct cp_loop *l, struct cp_op *op, struct cp_op *target);
 
 /* A shared callback that ignores its completion (cancel requests). */
-extern struct cp_op cp_op_ignore;
+extern struct cp_op cp_op_ignore; /* never written: one sentinel for every loop */
 
 #endif

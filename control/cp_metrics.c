@@ -356,7 +356,7 @@ static void render_peers(struct sbuf *b, const struct cp_server *srv)
 	static const char *const states[] = {"tls", "http", "websocket"};
 	uint64_t n[3] = {0}, queued = 0;
 	for (const struct cp_conn *c = srv->all; c; c = c->next) {
-		if (c->dead)
+		if (cp_conn_is_dead(c))
 			continue;
 		if ((unsigned)c->state < 3)
 			n[c->state]++;
@@ -547,7 +547,7 @@ static void render_process(struct sbuf *b)
 static void render_warnings(struct sbuf *b, const struct cp_metrics *m)
 {
 	const struct cp_status_src src = {.cfg = m->cfg, .engine = m->engine, .srv = m->srv, .b = m->b,
-					  .metrics_port = m->port};
+					  .metrics_port = m->port, .reload = m->reload ? &m->reload->st : NULL};
 	uint32_t w = cp_status_warnings(&src, NULL);
 	fam(b, "warning", "gauge", "1 while the warning `fanoctl status` names holds (cp_status.h)");
 	for (unsigned k = 0; k < CP_WARN__COUNT; k++)
@@ -563,7 +563,8 @@ static void render_warnings(struct sbuf *b, const struct cp_metrics *m)
 /* Every entry of the control plane's registry (cp_counters.h), in its order. */
 static void render_registry(struct sbuf *b, const struct cp_metrics *m)
 {
-	const struct cp_counter_src src = {.srv = m->srv, .engine = m->engine, .loop = m->loop, .b = m->b};
+	const struct cp_counter_src src = {.srv = m->srv, .engine = m->engine, .loop = m->loop, .b = m->b,
+					   .op_fds = m->op_fds};
 	for (unsigned i = 0; i < cp_counter_count; i++) {
 		const struct cp_counter_def *d = &cp_counter_defs[i];
 		uint64_t v = cp_counter_value(d, &src);
@@ -637,14 +638,15 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	if (cl)
 		sb_printf(&b, "%s", cl);
 	free(cl);
+	const struct cp_reload_stats rst = m->reload ? m->reload->st : (struct cp_reload_stats){0};
 	fam(&b, "config_reloads_total", "counter", "configuration reloads (fanoctl config reload, SIGHUP) by result");
 	sb_printf(&b, "fanogate_config_reloads_total{result=\"applied\"} %llu\n",
-		  (unsigned long long)cp_reload_stats.applied);
+		  (unsigned long long)rst.applied);
 	sb_printf(&b, "fanogate_config_reloads_total{result=\"unchanged\"} %llu\n",
-		  (unsigned long long)cp_reload_stats.unchanged);
+		  (unsigned long long)rst.unchanged);
 	sb_printf(&b, "fanogate_config_reloads_total{result=\"refused\"} %llu\n",
-		  (unsigned long long)cp_reload_stats.refused);
-	gauge(&b, "config_last_reload_success", "1 unless the last reload was refused", !cp_reload_stats.last_refused);
+		  (unsigned long long)rst.refused);
+	gauge(&b, "config_last_reload_success", "1 unless the last reload was refused", !rst.last_refused);
 	render_warnings(&b, m);
 	render_dataplane(&b, m->b);
 	render_process(&b);

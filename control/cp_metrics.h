@@ -22,6 +22,9 @@
 #include "fg/boundary.h"
 #include "fg/config.h"
 
+struct cp_reload;
+struct cp_harden_stats;
+
 struct cp_metrics {
 	struct cp_loop *loop;
 	const struct fg_config *cfg;
@@ -32,6 +35,11 @@ struct cp_metrics {
 	bool stopping;          /* cp_metrics_stop was called (main.c reads it) */
 	uint16_t port;
 	uint64_t scrapes;
+	/* The daemon's configuration reload, for its counters; set by the
+	 * daemon after cp_metrics_start. NULL: none (its counters read 0). */
+	const struct cp_reload *reload;
+	/* The operator socket's refused fds, set with reload; NULL: read 0. */
+	const struct cp_harden_stats *op_fds;
 };
 
 /* Start accepting on listen_fd, the listener on [metrics] listen that

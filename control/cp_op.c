@@ -155,7 +155,7 @@ static json_t *cmd_status(struct cp_opsrv *o)
 {
 	const struct cp_status_src src = {.cfg = o->cfg, .config_path = o->config_path, .engine = o->engine,
 					  .srv = o->srv, .b = o->b, .metrics_port = o->metrics_port,
-					  .started_ns = o->started_ns};
+					  .started_ns = o->started_ns, .reload = o->reload ? &o->reload->st : NULL};
 	return cp_status_json(&src);
 }
 
@@ -248,7 +248,7 @@ static json_t *cmd_peers(struct cp_opsrv *o)
 	json_t *arr = json_array();
 	static const char *const states[] = {"tls", "http", "websocket"};
 	for (struct cp_conn *c = o->srv->all; c; c = c->next) {
-		if (c->dead)
+		if (cp_conn_is_dead(c))
 			continue;
 		json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:I}", "peer", c->peer, "state", states[c->state],
 						     "role", c->role ? c->role : "-", "cn",
@@ -329,7 +329,8 @@ json_t *cp_op_stats(const struct cp_opsrv *o)
 		return NULL;
 	json_object_set_new(j, "ok", json_true());
 	/* every plain counter of the control plane's registry (cp_counters.h) */
-	const struct cp_counter_src src = {.srv = o->srv, .engine = o->engine, .loop = o->loop, .b = o->b};
+	const struct cp_counter_src src = {.srv = o->srv, .engine = o->engine, .loop = o->loop, .b = o->b,
+					   .op_fds = &o->fd_st};
 	for (unsigned i = 0; i < cp_counter_count; i++) {
 		const struct cp_counter_def *d = &cp_counter_defs[i];
 		json_t *sec = stats_section(j, d->section);
@@ -391,10 +392,12 @@ static json_t *cmd_cluster(struct cp_opsrv *o)
 
 static json_t *cmd_reload(struct cp_opconn *c)
 {
+	if (!c->o->reload)
+		return err_reply("no_config_file");
 	struct cp_reload_result *res = malloc(sizeof(*res));
 	if (!res)
 		return err_reply("no_memory");
-	int r = cp_reload_run(c->uid, c->pid, "fanoctl", res);
+	int r = cp_reload_run(c->o->reload, c->uid, c->pid, "fanoctl", res);
 	json_t *rep, *ch = json_array();
 	for (unsigned i = 0; i < res->n_changes; i++)
 		json_array_append_new(ch, json_string(res->changes[i]));
@@ -473,7 +476,7 @@ static void opc_recv_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t
 	(void)l; (void)flags;
 	struct cp_opconn *c = cp_container_of(op, struct cp_opconn, recv_op);
 	c->recv_armed = false;
-	if ((res = cp_harden_recv_check(&c->rx, res)) == -EBADMSG && !c->sc.dead) {
+	if ((res = cp_harden_recv_check(&c->rx, res, &c->o->fd_st)) == -EBADMSG && !c->sc.dead) {
 		opc_reply(c, err_reply(CP_HARDEN_FD_REASON));
 		return;
 	}
@@ -594,22 +597,6 @@ static const struct cp_small_srv_ops op_srv_ops = {
 	.on_stop = op_on_stop,
 };
 
-static int mkdir_parent(const char *path, char *why, size_t why_len)
-{
-	char dir[FG_PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return 0;
-	*slash = '\0';
-	if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
-		int e = errno;
-		snprintf(why, why_len, "[operator] socket: cannot create %s: %s", dir, strerror(e));
-		return -e;
-	}
-	return 0;
-}
-
 /* [operator] group must be able to reach the socket: its directory needs
  * search permission for the group (issue 14 item 8: /run/fanogate, made
  * 0750 root:root by the daemon or by systemd's RuntimeDirectory, kept the
@@ -655,22 +642,6 @@ static int op_dir_reach(const char *path, gid_t group, char *why, size_t why_len
 	return 0;
 }
 
-int cp_op_lock(const struct fg_config *cfg, int *fd_out, char *why, size_t why_len)
-{
-	const char *path = cfg->op_socket;
-	char lock[FG_PATH_MAX + 8], what[FG_PATH_MAX + 24];
-	if (!path[0] || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-		snprintf(why, why_len, "[operator] socket: empty or too long path");
-		return -EINVAL;
-	}
-	int r = mkdir_parent(path, why, why_len);
-	if (r < 0)
-		return r;
-	snprintf(lock, sizeof(lock), "%s.lock", path);
-	snprintf(what, sizeof(what), "operator socket %s", path);
-	return cp_claim_lock(lock, what, 1, fd_out, why, why_len);
-}
-
 int cp_op_start(struct cp_opsrv *o, struct cp_loop *l, const struct fg_config *cfg, struct cp_engine *e,
 		struct cp_server *srv, const struct fg_boundary *b, char *why, size_t why_len)
 {
@@ -698,14 +669,14 @@ int cp_op_start(struct cp_opsrv *o, struct cp_loop *l, const struct fg_config *c
 		o->group = gr.gr_gid;
 		o->have_group = true;
 	}
-	int r = mkdir_parent(path, why, why_len);
+	int r = cp_claim_op_dir(path, why, why_len);
 	if (r == 0 && o->have_group)
 		r = op_dir_reach(path, o->group, why, why_len);
 	if (r < 0)
 		return r;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	/* A stale socket from a previous run: only a socket is removed, and
-	 * only under the lock of cp_op_lock (main.c took it), so never the
+	 * only under the lock of cp_claim_take (main.c took it), so never the
 	 * socket of a daemon that still runs. */
 	struct stat st;
 	if (lstat(path, &st) == 0) {

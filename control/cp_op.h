@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "cp_engine.h"
+#include "cp_harden.h"
 #include "cp_loop.h"
 #include "cp_op_parse.h"
 #include "cp_server.h"
@@ -32,6 +33,8 @@
 #define CP_OP_CONNS_MAX 16u
 /* CP_OP_REQ_MAX (bytes of a request with its '\n') is the parser's. */
 
+
+struct cp_reload;
 
 struct cp_opsrv {
 	struct cp_loop *loop;
@@ -45,21 +48,20 @@ struct cp_opsrv {
 	gid_t group;
 	uint64_t started_ns;
 	uint64_t served, refused;
+	struct cp_harden_stats fd_st; /* requests refused for carrying fds (cp_harden_recv_check) */
 	/* For `fanoctl status`, set by the daemon once they are known (after
 	 * cp_op_start): the --config file (NULL: the embedded default) and the
 	 * bound /metrics port (0: off). */
 	const char *config_path;
 	uint16_t metrics_port;
+	/* The daemon's configuration reload (`fanoctl config reload`, the
+	 * reload warning), set with the two above; NULL: no reload. */
+	struct cp_reload *reload;
 };
 
-/* One daemon per operator socket: create the socket's directory (0750)
- * and take the flock on "<socket>.lock" beside it (cp_claim_lock: the
- * file holds the pid), returned in *fd_out and kept open for the life of
- * the process. 0, -EBUSY with why naming the socket and the holder's pid, or
- * -errno. main.c's thread, before cp_op_start. */
-FG_MUST_CHECK int cp_op_lock(const struct fg_config *cfg, int *fd_out, char *why, size_t why_len);
-/* Bind and listen (unlinking a stale socket first: call it holding
- * cp_op_lock); start accepting. Returns 0 or -errno with a reason. */
+/* Bind and listen (unlinking a stale socket first: call it holding the
+ * socket's lock, cp_claim_take); start accepting. Returns 0 or -errno with
+ * a reason. */
 FG_MUST_CHECK int cp_op_start(struct cp_opsrv *o, struct cp_loop *l, const struct fg_config *cfg,
 			      struct cp_engine *e, struct cp_server *srv, const struct fg_boundary *b, char *why,
 			      size_t why_len);

@@ -1,16 +1,11 @@
 /* cp_points.c - Fano point liveness from TLS peers' roles and mapped UDP
- * sources (see cp_points.h). Loop thread only. */
+ * sources (see cp_points.h). Decides only: no I/O, no logging. Loop thread
+ * only. */
 #include "cp_points.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-
-#include "cp_engine.h"
-#include "cp_log.h"
-#include "cp_server.h"
-#include "fg/fano.h"
 
 static const struct {
 	const char *role;
@@ -33,155 +28,89 @@ unsigned cp_point_of_role(const char *role)
 	return 0;
 }
 
-/* Mark Fano point p (1..7) down or up in the engine's line table: the lines
- * through it degrade or come back; each change is logged, emitted to the
- * audit as a line change (origin "peers") and the facts republished.
- * who: the peer that caused it ("udp: ..." for UDP sources). */
-static void point_set(struct cp_engine *e, unsigned p, bool down, const char *who)
+void cp_points_init(struct cp_points *pt, const struct fg_config *cfg, bool udp)
 {
-	struct fg_line_change chg[3];
-	int n = fg_lines_point(&e->lines, p, down, cp_now_ns(), chg);
-	bool udp = who && !strncmp(who, "udp:", 4);
-	const char *src = udp ? "UDP sources" : "TLS peers";
-	cp_info("point e%u %s: %s (%s)", p, down ? "down" : "up",
-		down ? (udp ? "no live TLS peer or UDP source" : "its last TLS peer disconnected")
-		     : (udp ? "a UDP source sent again" : "a TLS peer is back"),
-		who ? who : "-");
-	for (int i = 0; i < n; i++) {
-		snprintf(chg[i].why, sizeof(chg[i].why), "point e%u %s (%s)", p, down ? "down" : "up", src);
-		cp_info("line %u %s: %s -> %s (point e%u %s)", chg[i].line, fg_fano_line_name(chg[i].line),
-			fg_line_state_name(chg[i].from), fg_line_state_name(chg[i].to), p, down ? "down" : "up");
-		cp_engine_line_changed(e, &chg[i], "peers");
-	}
-	if (n > 0)
-		cp_engine_publish(e);
-}
-
-/* UDP side. One daemon has one engine; the state follows the engine it was
- * built for (tests may make several in turn). */
-static struct {
-	const struct cp_engine *e;
-	const uint32_t *tls;   /* the server's point_peers, once a TLS peer attached */
-	uint8_t mapped;        /* bit p-1: point p has [points] prefixes (snapshot) */
-	uint8_t udp_live;      /* bit p-1: heard within peer_timeout_ms at the last tick */
-	uint64_t timeout_ns;
-	uint64_t next_ns;
-} U;
-
-static void udp_state_for(const struct cp_engine *e)
-{
-	if (U.e == e)
-		return;
-	memset(&U, 0, sizeof(U));
-	U.e = e;
-	/* without the dataplane no UDP arrives: mapped points are judged by TLS only */
+	memset(pt, 0, sizeof(*pt));
 	for (unsigned p = 1; p <= FG_POINTS; p++)
-		if (e->cfg && e->lanes_mode && e->b && e->cfg->n_point_prefix[p - 1])
-			U.mapped |= (uint8_t)(1u << (p - 1));
-	U.udp_live = U.mapped; /* mapped points start live (dp_init seeds last-seen) */
-	U.timeout_ns = e->cfg ? (uint64_t)e->cfg->peer_timeout_ms * 1000000ull : 0;
-	if (!U.timeout_ns)
-		U.timeout_ns = 3000ull * 1000000ull;
+		if (udp && cfg->n_point_prefix[p - 1])
+			pt->mapped |= (uint8_t)(1u << (p - 1));
+	pt->udp_live = pt->mapped; /* mapped points start live (dp_init seeds last-seen) */
+	pt->timeout_ns = (uint64_t)cfg->peer_timeout_ms * 1000000ull;
+	if (!pt->timeout_ns)
+		pt->timeout_ns = 3000ull * 1000000ull;
 }
 
-static bool udp_is_live(unsigned p)
+static bool udp_is_live(const struct cp_points *pt, unsigned p)
 {
-	return (U.udp_live >> (p - 1)) & 1u;
+	return (pt->udp_live >> (p - 1)) & 1u;
 }
 
-static uint32_t tls_count(unsigned p)
+uint8_t cp_points_udp_live(const struct cp_points *pt)
 {
-	return U.tls ? U.tls[p] : 0;
+	return pt->udp_live;
 }
 
-uint8_t cp_points_udp_live(void)
+uint8_t cp_points_udp_mapped(const struct cp_points *pt)
 {
-	return U.udp_live;
+	return pt->mapped;
 }
 
-uint8_t cp_points_live(void)
+uint8_t cp_points_live(const struct cp_points *pt)
 {
-	uint8_t m = U.udp_live;
+	uint8_t m = pt->udp_live;
 	for (unsigned p = 1; p <= FG_POINTS; p++)
-		if (tls_count(p))
+		if (pt->tls[p])
 			m |= (uint8_t)(1u << (p - 1));
 	return m;
 }
 
-void cp_points_set(struct cp_engine *e, unsigned p, bool down, const char *who)
+bool cp_points_tls_attach(struct cp_points *pt, unsigned p)
 {
-	if (p >= 1 && p <= FG_POINTS && !(e->lines.points_down & (1u << (p - 1))) == down)
-		point_set(e, p, down, who);
+	return p >= 1 && p <= FG_POINTS && pt->tls[p]++ == 0;
 }
 
-uint8_t cp_points_udp_mapped(void)
+bool cp_points_tls_detach(struct cp_points *pt, unsigned p)
 {
-	return U.mapped;
+	if (p < 1 || p > FG_POINTS || !pt->tls[p] || --pt->tls[p] != 0)
+		return false;
+	/* a mapped point whose UDP sources are live stays up */
+	return !udp_is_live(pt, p);
 }
 
-unsigned cp_points_udp_tick(struct cp_engine *e, uint64_t now)
+unsigned cp_points_udp_tick(struct cp_points *pt, const _Atomic uint64_t seen_ns[FG_POINTS + 1], uint64_t now,
+			    uint8_t points_down, struct cp_point_change out[FG_POINTS])
 {
-	udp_state_for(e);
-	if (!U.mapped || !e->b || now < U.next_ns)
+	if (!pt->mapped || !seen_ns || now < pt->next_ns)
 		return 0;
-	U.next_ns = now + 50ull * 1000000ull;
-	unsigned changed = 0;
+	pt->next_ns = now + 50ull * 1000000ull;
+	unsigned n = 0;
 	for (unsigned p = 1; p <= FG_POINTS; p++) {
 		uint8_t bit = (uint8_t)(1u << (p - 1));
-		if (!(U.mapped & bit))
+		if (!(pt->mapped & bit))
 			continue;
-		uint64_t seen = atomic_load_explicit(&e->b->point_seen_ns[p], memory_order_relaxed);
+		uint64_t seen = atomic_load_explicit(&seen_ns[p], memory_order_relaxed);
 		/* seen may be a hair ahead of now (another core's clock read): live */
-		bool live = seen >= now || now - seen <= U.timeout_ns;
-		if (live == udp_is_live(p))
+		bool live = seen >= now || now - seen <= pt->timeout_ns;
+		if (live == udp_is_live(pt, p))
 			continue;
-		char who[96];
 		if (live) {
-			U.udp_live |= bit;
-			snprintf(who, sizeof(who), "udp: a [points] e%u source sent again", p);
-			if (e->lines.points_down & bit) {
-				point_set(e, p, false, who);
-				changed++;
+			pt->udp_live |= bit;
+			if (points_down & bit) {
+				out[n].point = (uint8_t)p;
+				out[n].down = false;
+				snprintf(out[n].who, sizeof(out[n].who), "udp: a [points] e%u source sent again", p);
+				n++;
 			}
 		} else {
-			U.udp_live &= (uint8_t)~bit;
-			snprintf(who, sizeof(who), "udp: no datagram from [points] e%u for %llu ms", p,
-				 (unsigned long long)((now - seen) / 1000000ull));
-			if (!tls_count(p) && !(e->lines.points_down & bit)) {
-				point_set(e, p, true, who);
-				changed++;
+			pt->udp_live &= (uint8_t)~bit;
+			if (!pt->tls[p] && !(points_down & bit)) {
+				out[n].point = (uint8_t)p;
+				out[n].down = true;
+				snprintf(out[n].who, sizeof(out[n].who), "udp: no datagram from [points] e%u for %llu ms",
+					 p, (unsigned long long)((now - seen) / 1000000ull));
+				n++;
 			}
 		}
 	}
-	return changed;
-}
-
-void cp_points_attach(struct cp_conn *c)
-{
-	struct cp_server *s = c->srv;
-	if (c->point)
-		return;
-	unsigned p = cp_point_of_role(c->role);
-	if (!p || !s->engine)
-		return;
-	c->point = (uint8_t)p;
-	udp_state_for(s->engine);
-	U.tls = s->point_peers;
-	if (s->point_peers[p]++ == 0 && (s->engine->lines.points_down & (1u << (p - 1))))
-		point_set(s->engine, p, false, c->peer);
-}
-
-void cp_points_detach(struct cp_conn *c)
-{
-	struct cp_server *s = c->srv;
-	unsigned p = c->point;
-	if (!p)
-		return;
-	c->point = 0;
-	if (s->point_peers[p] && --s->point_peers[p] == 0 && !s->stopping && s->engine) {
-		udp_state_for(s->engine);
-		/* a mapped point whose UDP sources are live stays up */
-		if (!udp_is_live(p))
-			point_set(s->engine, p, true, c->peer);
-	}
+	return n;
 }

@@ -5,9 +5,8 @@
  * file role or the mTLS CN's role, see cp_point_of_role), how many live
  * connections each point has; which mapped points have heard a UDP datagram
  * within [points] peer_timeout_ms (the lcores store last-seen times in the
- * boundary, b->point_seen_ns); and marking a point down (fg_lines_point, the
- * lines through it degrade; emitted to the audit as line changes through
- * cp_engine_line_changed) when it has neither, and up again when either comes back.
+ * boundary, b->point_seen_ns); and deciding when a point goes down (it has
+ * neither) or up (either comes back).
  *
  *   live(p) = TLS connections of p's role > 0
  *             OR (p has [points] prefixes AND a datagram from them came
@@ -17,17 +16,48 @@
  * nothing configured and no role-bearing TLS peer nothing ever degrades.
  * Mapped points start live (the dataplane seeds last-seen with its start
  * time). Roles that name no point (fleet, consumer, ...) count for nothing.
- * The [points] mapping is read once, at the first tick (the dataplane keeps
+ * The [points] mapping is read once, by cp_points_init (the dataplane keeps
  * its own copy): changing it takes a restart.
+ *
+ * This file only decides; the engine (cp_engine.h), which owns a struct
+ * cp_points and the line table, applies each decision to the lines
+ * (fg_lines_point), audits and publishes it. Nothing here calls out.
  *
  * Who may call: the loop thread only. */
 #ifndef CP_POINTS_H
 #define CP_POINTS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-struct cp_conn;
+#include "fg/config.h"
+#include "fg/fano.h"
+
+/* One engine's point liveness. Invariants:
+ *  1. mapped and udp_live have bits only for points 1..7 (bit p-1);
+ *     udp_live is a subset of mapped.
+ *  2. tls[p] is the number of open authenticated connections whose role
+ *     serves point p (cp_points_tls_attach minus cp_points_tls_detach). */
+struct cp_points {
+	uint32_t tls[FG_POINTS + 1]; /* [0] unused */
+	uint8_t mapped;              /* bit p-1: point p has [points] prefixes (UDP judged) */
+	uint8_t udp_live;            /* bit p-1: heard within peer_timeout_ms at the last tick */
+	uint64_t timeout_ns;
+	uint64_t next_ns; /* the next UDP look, at most every 50 ms */
+};
+
+/* A point's state to change, decided by cp_points_udp_tick. */
+struct cp_point_change {
+	uint8_t point; /* 1..7 */
+	bool down;
+	char who[96]; /* "udp: ..." */
+};
+
+/* Set up pt from cfg's [points]. udp: UDP arrives (lanes mode, a
+ * dataplane with its boundary); without it mapped points are judged by TLS
+ * only. */
+void cp_points_init(struct cp_points *pt, const struct fg_config *cfg, bool udp);
 
 /* The Fano point (1..7) a role serves, 0 for none. Case-insensitive:
  * "embed" e1, "attn" e2, "gate-up" (or gate_up, gateup) e3, "down" e4,
@@ -35,29 +65,28 @@ struct cp_conn;
  * "e1".."e7". */
 unsigned cp_point_of_role(const char *role);
 
-/* c just authenticated (c->role set): count it for its point, once per
- * connection; a point that was down comes back up. */
-void cp_points_attach(struct cp_conn *c);
-/* c is closing: uncount it; the point goes down when it was the last one
- * (not while the server is stopping). */
-void cp_points_detach(struct cp_conn *c);
+/* An authenticated connection of point p (1..7) opened: count it. Returns
+ * true when it is p's first one (the caller brings p up if it was down). */
+bool cp_points_tls_attach(struct cp_points *pt, unsigned p);
+/* A connection counted for p closed: uncount it. Returns true when it was
+ * p's last one and no UDP source keeps p live (p goes down). */
+bool cp_points_tls_detach(struct cp_points *pt, unsigned p);
 
-struct cp_engine;
-/* UDP liveness, from the engine's tick (lanes mode only: without the
- * dataplane no UDP arrives). Compares each mapped point's last-seen time in
- * e->b with now_ns at most every 50 ms and marks points down/up as above.
- * Returns how many points changed state. */
-unsigned cp_points_udp_tick(struct cp_engine *e, uint64_t now_ns);
+/* UDP liveness, from the engine's tick: at most every 50 ms, compares each
+ * mapped point's last-seen time (seen_ns[p], written by the lcores) with
+ * now_ns. points_down: the line table's (bit p-1: p is down now). Writes to
+ * out the points to change (a mapped point that heard again while down
+ * comes up; one that fell silent with no TLS peer while up goes down) and
+ * returns how many (at most FG_POINTS). */
+unsigned cp_points_udp_tick(struct cp_points *pt, const _Atomic uint64_t seen_ns[FG_POINTS + 1], uint64_t now_ns,
+			    uint8_t points_down, struct cp_point_change out[FG_POINTS]);
+
 /* Points (bit p-1) with [points] prefixes and a datagram within the
  * timeout, as of the last tick; and the points with prefixes. */
-uint8_t cp_points_udp_live(void);
-uint8_t cp_points_udp_mapped(void);
+uint8_t cp_points_udp_live(const struct cp_points *pt);
+uint8_t cp_points_udp_mapped(const struct cp_points *pt);
 /* Points (bit p-1) this node sees alive: a TLS peer of the point's role,
  * or (mapped points) a UDP source within the timeout. */
-uint8_t cp_points_live(void);
-/* Mark point p (1..7) down or up for a cause outside this file ([cluster]:
- * the only node that saw it alive is gone): as a local change (lines
- * degrade or come back, audited with origin "peers", facts republished). */
-void cp_points_set(struct cp_engine *e, unsigned p, bool down, const char *who);
+uint8_t cp_points_live(const struct cp_points *pt);
 
 #endif

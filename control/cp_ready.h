@@ -25,22 +25,32 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "fg/common.h"
 
+/* The two channels; caller-owned (struct daemon), filled by cp_ready_open. */
+struct cp_ready {
+	int sock; /* the notify socket's datagram socket, -1 when none */
+	struct sockaddr_un addr;
+	socklen_t addr_len;
+	int ready_fd; /* -1 when none, or once written */
+};
+
 /* Take NOTIFY_SOCKET (and unset it, so the alert command does not inherit
- * it) and open the datagram socket for it; remember ready_fd (-1: none).
- * 0, or -errno (a bad NOTIFY_SOCKET: -EINVAL; the daemon stops). */
-FG_MUST_CHECK int cp_ready_open(int ready_fd);
+ * it) and open the datagram socket for it into *rd; remember ready_fd (-1:
+ * none). 0, or -errno (a bad NOTIFY_SOCKET: -EINVAL; the daemon stops). */
+FG_MUST_CHECK int cp_ready_open(struct cp_ready *rd, int ready_fd);
 
 /* Ready: READY=1 with status (one line, the same as the log's) to the
  * notify socket, and the ports to the ready fd (closed after). 0 or -errno
  * (the first failure; both are tried). */
-FG_MUST_CHECK int cp_ready_done(const char *status, uint16_t tls_port, uint16_t metrics_port);
+FG_MUST_CHECK int cp_ready_done(struct cp_ready *rd, const char *status, uint16_t tls_port, uint16_t metrics_port);
 
 /* STOPPING=1 to the notify socket, if any; closes it. Errors are ignored
  * (the daemon is stopping either way). */
-void cp_ready_stopping(void);
+void cp_ready_stopping(struct cp_ready *rd);
 
 /* The text cp_ready_done writes to the ready fd, for tests: returns the
  * length written to out (NUL-terminated), or -ENOSPC. */

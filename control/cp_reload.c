@@ -23,8 +23,6 @@
 #include "fg/text.h"
 
 
-struct cp_reload_stats cp_reload_stats;
-
 /* How a key may change while the daemon runs. */
 enum kclass {
 	K_RESTART, /* a copy lives elsewhere (dataplane, audit, TLS context, sockets) */
@@ -169,16 +167,6 @@ unsigned cp_reload_diff(const struct fg_config *a, const struct fg_config *b, ch
 }
 
 /* ---- run ------------------------------------------------------------------- */
-static struct {
-	struct cp_loop *loop;
-	const char *path, *dp_profile;
-	struct fg_config *live;
-	struct cp_engine *e;
-	struct cp_server *srv;
-	int sigfd;
-	struct cp_poll sigpoll;
-	bool started;
-} g = {.sigfd = -1};
 
 static void change(struct cp_reload_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void change(struct cp_reload_result *res, const char *fmt, ...)
@@ -229,19 +217,20 @@ static void describe(const struct fg_config *a, const struct fg_config *b, struc
 /* The reload, recorded once (a RELOAD record): applied, unchanged or
  * refused, by whom, through what, with the changes or the reason. Returns 1
  * (recorded, *seq), 0 (no audit running), or -EIO/-ENOBUFS. */
-static int audit(enum fg_audit_reload_result result, uint32_t uid, int32_t pid, const char *origin, const char *error,
-		 const char *what, uint64_t *seq)
+static int audit(const struct cp_reload *g, enum fg_audit_reload_result result, uint32_t uid, int32_t pid,
+		 const char *origin, const char *error, const char *what, uint64_t *seq)
 {
 	*seq = CP_AUDIT_NO_SEQ;
-	if (!g.srv || !cp_audit_is_running(g.srv->audit))
+	if (!g->srv || !cp_audit_is_running(g->srv->audit))
 		return 0;
-	return cp_audit_reload(g.srv->audit, result, uid, pid, origin, error, what, seq);
+	return cp_audit_reload(g->srv->audit, result, uid, pid, origin, error, what, seq);
 }
 
 /* A changed [lines] auto_promote, line by line: each line whose flag moves
  * gets its LINE record (op_auto_promote) and its new flag; lines that
  * already have it get nothing. *seq: the last record. */
-static void auto_promote_all(bool on, uint32_t uid, int32_t pid, const char *origin, uint64_t *seq)
+static void auto_promote_all(const struct cp_reload *g, bool on, uint32_t uid, int32_t pid, const char *origin,
+			     uint64_t *seq)
 {
 	char org[48], why[96];
 	snprintf(org, sizeof(org), "config reload (%s)", origin);
@@ -249,9 +238,9 @@ static void auto_promote_all(bool on, uint32_t uid, int32_t pid, const char *ori
 		 (int)pid);
 	for (unsigned i = 0; i < FG_LINES; i++) {
 		uint64_t s;
-		int r = cp_audit_is_running(g.srv->audit)
-				? cp_audit_auto_promote(g.srv->audit, i, on, uid, pid, org, why, &s)
-				: (fg_line_set_auto_promote(&g.e->lines, i, on), 0);
+		int r = cp_audit_is_running(g->srv->audit)
+				? cp_audit_auto_promote(g->srv->audit, i, on, uid, pid, org, why, &s)
+				: (fg_line_set_auto_promote(&g->e->lines, i, on), 0);
 		if (r == 1)
 			*seq = s;
 		else if (r < 0)
@@ -277,19 +266,19 @@ static int grow_table(struct cp_server *s, uint32_t n)
 
 /* Apply the live keys of b over the live configuration. Nothing yields in
  * between: every reader (all on this thread) sees the old or the new set. */
-static void apply(const struct fg_config *b)
+static void apply(const struct cp_reload *g, const struct fg_config *b)
 {
-	struct fg_config *a = g.live;
-	struct fg_lines *ls = &g.e->lines;
+	struct fg_config *a = g->live;
+	struct fg_lines *ls = &g->e->lines;
 	/* each line's auto-promote flag: auto_promote_all, audited */
 	a->policy = b->policy;
 	ls->policy = b->policy;
 	a->max_connections = b->max_connections;
 	a->ws_max_message = b->ws_max_message;
-	g.srv->hlim.max_body = b->ws_max_message;
+	g->srv->hlim.max_body = b->ws_max_message;
 	/* HTTP connections already open may now take the larger body too. */
-	size_t in_max = (size_t)g.srv->hlim.max_header_bytes + g.srv->hlim.max_request_line + g.srv->hlim.max_body;
-	for (struct cp_conn *c = g.srv->all; c; c = c->next)
+	size_t in_max = (size_t)g->srv->hlim.max_header_bytes + g->srv->hlim.max_request_line + g->srv->hlim.max_body;
+	for (struct cp_conn *c = g->srv->all; c; c = c->next)
 		if (c->state != CP_CONN_WS && c->in_max < in_max)
 			c->in_max = in_max;
 	a->handshake_timeout_ms = b->handshake_timeout_ms;
@@ -299,7 +288,7 @@ static void apply(const struct fg_config *b)
 	a->unauth_per_source_auto = b->unauth_per_source_auto;
 	a->auth_reserve = b->auth_reserve;
 	a->body_min_rate = b->body_min_rate; /* bodies started later */
-	cp_engine_publish(g.e);
+	cp_engine_publish(g->e);
 }
 
 /* snprintf whose truncation is intended (reasons and records are bounded). */
@@ -312,39 +301,39 @@ static void textf(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int refuse(struct cp_reload_result *res, int status, const char *error)
+static int refuse(struct cp_reload *g, struct cp_reload_result *res, int status, const char *error)
 {
 	res->status = status;
 	res->error = error;
-	cp_reload_stats.refused++;
-	cp_reload_stats.last_refused = true;
+	g->st.refused++;
+	g->st.last_refused = true;
 	return status;
 }
 
-int cp_reload_run(uint32_t uid, int32_t pid, const char *origin, struct cp_reload_result *res)
+int cp_reload_run(struct cp_reload *g, uint32_t uid, int32_t pid, const char *origin, struct cp_reload_result *res)
 {
 	memset(res, 0, sizeof(*res));
 	res->seq = CP_AUDIT_NO_SEQ;
-	if (!g.started || !g.path) {
+	if (!g->started || !g->path) {
 		textf(res->detail, sizeof(res->detail),
 			 "the daemon runs on the embedded default configuration (no --config): nothing to reload");
 		cp_warn("config reload by uid %u pid %d (%s) refused: %s", (unsigned)uid, (int)pid, origin, res->detail);
-		if (audit(FG_RELOAD_REFUSED, uid, pid, origin, "no_config_file", res->detail, &res->seq) < 0)
+		if (audit(g, FG_RELOAD_REFUSED, uid, pid, origin, "no_config_file", res->detail, &res->seq) < 0)
 			res->seq = CP_AUDIT_NO_SEQ;
-		return refuse(res, -ENOENT, "no_config_file");
+		return refuse(g, res, -ENOENT, "no_config_file");
 	}
 	struct fg_config *nc = malloc(sizeof(*nc));
 	if (!nc)
-		return refuse(res, -ENOMEM, "no_memory");
+		return refuse(g, res, -ENOMEM, "no_memory");
 	struct fg_config_error err;
 	memset(&err, 0, sizeof(err));
-	int r = fg_config_load(nc, g.path, &err);
-	if (r == 0 && g.dp_profile) /* --dp-profile overrides the file, as at start-up */
-		snprintf(nc->dp_profile, sizeof(nc->dp_profile), "%s", g.dp_profile);
+	int r = fg_config_load(nc, g->path, &err);
+	if (r == 0 && g->dp_profile) /* --dp-profile overrides the file, as at start-up */
+		snprintf(nc->dp_profile, sizeof(nc->dp_profile), "%s", g->dp_profile);
 	const char *error = NULL;
 	char what[FG_AUDIT_TEXT_MAX]; /* the RELOAD record's text */
 	if (r < 0) {
-		const char *file = err.file[0] ? err.file : g.path;
+		const char *file = err.file[0] ? err.file : g->path;
 		if (err.line > 0)
 			textf(res->detail, sizeof(res->detail), "%s:%d: %s", file, err.line, err.reason);
 		else
@@ -358,29 +347,29 @@ int cp_reload_run(uint32_t uid, int32_t pid, const char *origin, struct cp_reloa
 	} else {
 		char keys[400];
 		bool live_only;
-		unsigned n = cp_reload_diff(g.live, nc, keys, sizeof(keys), &live_only);
+		unsigned n = cp_reload_diff(g->live, nc, keys, sizeof(keys), &live_only);
 		if (!live_only) {
 			textf(res->detail, sizeof(res->detail), "changed keys need a restart: %s", keys);
 			error = "needs_restart";
 		} else if (n == 0) {
 			free(nc);
-			cp_reload_stats.unchanged++;
-			cp_reload_stats.last_refused = false;
-			cp_info("config reload by uid %u pid %d (%s): %s unchanged", (unsigned)uid, (int)pid, origin, g.path);
-			textf(what, sizeof(what), "%s unchanged", g.path);
-			if (audit(FG_RELOAD_UNCHANGED, uid, pid, origin, "", what, &res->seq) < 0)
+			g->st.unchanged++;
+			g->st.last_refused = false;
+			cp_info("config reload by uid %u pid %d (%s): %s unchanged", (unsigned)uid, (int)pid, origin, g->path);
+			textf(what, sizeof(what), "%s unchanged", g->path);
+			if (audit(g, FG_RELOAD_UNCHANGED, uid, pid, origin, "", what, &res->seq) < 0)
 				res->seq = CP_AUDIT_NO_SEQ; /* nothing changed: nothing to refuse */
 			return res->status = 0;
 		} else {
-			describe(g.live, nc, res);
+			describe(g->live, nc, res);
 		}
 	}
 	if (error) {
 		free(nc);
-		if (audit(FG_RELOAD_REFUSED, uid, pid, origin, error, res->detail, &res->seq) < 0)
+		if (audit(g, FG_RELOAD_REFUSED, uid, pid, origin, error, res->detail, &res->seq) < 0)
 			res->seq = CP_AUDIT_NO_SEQ; /* the refusal stands; it is logged below */
 		cp_warn("config reload by uid %u pid %d (%s) refused: %s", (unsigned)uid, (int)pid, origin, res->detail);
-		return refuse(res, -EINVAL, error);
+		return refuse(g, res, -EINVAL, error);
 	}
 	/* Audit first: an applied change is always on record. */
 	size_t n = 0;
@@ -389,28 +378,28 @@ int cp_reload_run(uint32_t uid, int32_t pid, const char *origin, struct cp_reloa
 		int w = snprintf(what + n, sizeof(what) - n, "%s%s", i ? "; " : "", res->changes[i]);
 		n += w > 0 ? (size_t)w : 0;
 	}
-	r = audit(FG_RELOAD_APPLIED, uid, pid, origin, "", what, &res->seq);
+	r = audit(g, FG_RELOAD_APPLIED, uid, pid, origin, "", what, &res->seq);
 	if (r < 0) {
 		free(nc);
 		res->n_changes = 0;
 		textf(res->detail, sizeof(res->detail), "the audit log refused the record (%s): nothing applied",
 			 strerror(-r));
 		cp_warn("config reload by uid %u pid %d (%s) refused: %s", (unsigned)uid, (int)pid, origin, res->detail);
-		return refuse(res, r, r == -ENOBUFS ? "audit_busy" : "audit_failed");
+		return refuse(g, res, r, r == -ENOBUFS ? "audit_busy" : "audit_failed");
 	}
-	if (grow_table(g.srv, nc->max_connections) < 0) {
+	if (grow_table(g->srv, nc->max_connections) < 0) {
 		free(nc);
 		res->n_changes = 0;
 		textf(res->detail, sizeof(res->detail), "out of memory growing the connection table: nothing applied");
-		return refuse(res, -ENOMEM, "no_memory");
+		return refuse(g, res, -ENOMEM, "no_memory");
 	}
-	bool auto_moved = g.live->policy.auto_promote != nc->policy.auto_promote;
-	apply(nc);
+	bool auto_moved = g->live->policy.auto_promote != nc->policy.auto_promote;
+	apply(g, nc);
 	if (auto_moved)
-		auto_promote_all(nc->policy.auto_promote, uid, pid, origin, &res->seq);
+		auto_promote_all(g, nc->policy.auto_promote, uid, pid, origin, &res->seq);
 	free(nc);
-	cp_reload_stats.applied++;
-	cp_reload_stats.last_refused = false;
+	g->st.applied++;
+	g->st.last_refused = false;
 	for (unsigned i = 0; i < res->n_changes; i++)
 		cp_info("config reload by uid %u pid %d (%s): %s", (unsigned)uid, (int)pid, origin, res->changes[i]);
 	return res->status = 1;
@@ -419,59 +408,62 @@ int cp_reload_run(uint32_t uid, int32_t pid, const char *origin, struct cp_reloa
 /* ---- SIGHUP ---------------------------------------------------------------- */
 static void on_sighup(struct cp_loop *l, struct cp_poll *p, int revents)
 {
-	(void)l; (void)p;
+	(void)l;
+	struct cp_reload *g = cp_container_of(p, struct cp_reload, sigpoll);
 	if (revents < 0) {
 		cp_err("SIGHUP signalfd poll failed: %s", strerror(-revents));
 		return;
 	}
 	struct signalfd_siginfo si;
-	while (read(g.sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+	while (read(g->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		struct cp_reload_result *res = malloc(sizeof(*res));
 		if (!res) {
 			cp_err("SIGHUP: out of memory: configuration not reloaded");
 			continue;
 		}
-		(void)cp_reload_run(si.ssi_uid, (int32_t)si.ssi_pid, "SIGHUP", res);
+		(void)cp_reload_run(g, si.ssi_uid, (int32_t)si.ssi_pid, "SIGHUP", res);
 		free(res);
 	}
 }
 
-int cp_reload_start(struct cp_loop *l, const char *path, const char *dp_profile, struct fg_config *live,
-		    struct cp_engine *e, struct cp_server *srv, char *why, size_t why_len)
+int cp_reload_start(struct cp_reload *g, struct cp_loop *l, const char *path, const char *dp_profile,
+		    struct fg_config *live, struct cp_engine *e, struct cp_server *srv, char *why, size_t why_len)
 {
-	g.loop = l;
-	g.path = path;
-	g.dp_profile = dp_profile;
-	g.live = live;
-	g.e = e;
-	g.srv = srv;
+	memset(g, 0, sizeof(*g));
+	g->sigfd = -1;
+	g->loop = l;
+	g->path = path;
+	g->dp_profile = dp_profile;
+	g->live = live;
+	g->e = e;
+	g->srv = srv;
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGHUP);
 	/* main blocks it before any thread starts; this covers this thread when
 	 * it did not. */
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	g.sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (g.sigfd < 0) {
+	g->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (g->sigfd < 0) {
 		int r = -errno;
 		snprintf(why, why_len, "SIGHUP signalfd: %s", strerror(-r));
 		return r;
 	}
-	int r = cp_poll_start(l, &g.sigpoll, g.sigfd, POLLIN, on_sighup);
+	int r = cp_poll_start(l, &g->sigpoll, g->sigfd, POLLIN, on_sighup);
 	if (r < 0) {
 		snprintf(why, why_len, "SIGHUP poll: %s", strerror(-r));
-		close(g.sigfd);
-		g.sigfd = -1;
+		close(g->sigfd);
+		g->sigfd = -1;
 		return r;
 	}
-	g.started = true;
+	g->started = true;
 	return 0;
 }
 
-void cp_reload_stop(void)
+void cp_reload_stop(struct cp_reload *g)
 {
-	if (g.sigfd >= 0 && g.started) {
-		cp_poll_stop(g.loop, &g.sigpoll);
-		g.started = false;
+	if (g->sigfd >= 0 && g->started) {
+		cp_poll_stop(g->loop, &g->sigpoll);
+		g->started = false;
 	}
 }

@@ -42,7 +42,21 @@ struct cp_reload_stats {
 	uint64_t applied, unchanged, refused;
 	bool last_refused;
 };
-extern struct cp_reload_stats cp_reload_stats;
+
+/* One daemon's reload: what it re-reads, what it applies to, its SIGHUP
+ * signalfd and its counters. Caller-owned storage (struct daemon); written
+ * by cp_reload_start, read by the operator socket and /metrics (st). */
+struct cp_reload {
+	struct cp_loop *loop;
+	const char *path, *dp_profile;
+	struct fg_config *live;
+	struct cp_engine *e;
+	struct cp_server *srv;
+	int sigfd;
+	struct cp_poll sigpoll;
+	bool started;
+	struct cp_reload_stats st;
+};
 
 #define CP_RELOAD_CHANGES_MAX 16u
 #define CP_RELOAD_CHANGE_LEN 96u
@@ -57,22 +71,23 @@ struct cp_reload_result {
 	uint64_t seq;          /* last audit record written, CP_AUDIT_NO_SEQ when none */
 };
 
-/* Remember what a reload needs and watch SIGHUP (the caller has blocked it
+/* Fill *g with what a reload needs and watch SIGHUP (the caller has blocked it
  * in every thread before any thread started: the signal is read from a
  * signalfd polled by the loop). path: the --config file, NULL when the
  * daemon runs on the embedded default (a reload is then refused);
  * dp_profile: the --dp-profile override, NULL when none. live is the
  * configuration every module points at; the engine and server are the ones
  * running on it. Returns 0 or -errno with a reason. */
-FG_MUST_CHECK int cp_reload_start(struct cp_loop *l, const char *path, const char *dp_profile,
+FG_MUST_CHECK int cp_reload_start(struct cp_reload *g, struct cp_loop *l, const char *path, const char *dp_profile,
 				  struct fg_config *live, struct cp_engine *e, struct cp_server *srv, char *why,
 				  size_t why_len);
 /* Stop watching SIGHUP. */
-void cp_reload_stop(void);
+void cp_reload_stop(struct cp_reload *g);
 
-/* Reload now on behalf of uid/pid (origin: "fanoctl", "SIGHUP"). Fills *res;
+/* Reload g's file now on behalf of uid/pid (origin: "fanoctl", "SIGHUP").
+ * A g not started (or on the embedded default) refuses: no_config_file. Fills *res;
  * returns res->status. */
-int cp_reload_run(uint32_t uid, int32_t pid, const char *origin, struct cp_reload_result *res);
+int cp_reload_run(struct cp_reload *g, uint32_t uid, int32_t pid, const char *origin, struct cp_reload_result *res);
 
 /* Compare two configurations key by key (key-table order). Returns the
  * number of keys that differ; *live_only is true when every one of them can

@@ -161,7 +161,7 @@ uint32_t cp_status_warnings(const struct cp_status_src *s, char (*text)[CP_STATU
 				k += (size_t)snprintf(pts + k, sizeof(pts) - k, "%se%u", k ? "," : "", p);
 		WARN(CP_WARN_POINTS_DOWN, "point(s) %s have no live peer: their lines are degraded", pts);
 	}
-	if (cp_reload_stats.last_refused)
+	if (s->reload && s->reload->last_refused)
 		WARN(CP_WARN_RELOAD_REFUSED, "the last configuration reload was refused: %s is not what runs",
 		     s->config_path ? s->config_path : "the file");
 #undef WARN

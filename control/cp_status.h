@@ -50,6 +50,8 @@ enum cp_warning {
 };
 const char *cp_warning_name(enum cp_warning w);
 
+struct cp_reload_stats;
+
 /* What the summary reads. All pointers are borrowed and loop-owned. */
 struct cp_status_src {
 	const struct fg_config *cfg;
@@ -59,6 +61,7 @@ struct cp_status_src {
 	const struct fg_boundary *b; /* NULL: no dataplane (local mode) */
 	uint16_t metrics_port;     /* the bound /metrics port; 0: off */
 	uint64_t started_ns;       /* CLOCK_MONOTONIC of the start (uptime) */
+	const struct cp_reload_stats *reload; /* the config reload's counters; NULL: none */
 };
 
 /* The TLS certificate's notAfter as Unix seconds in *out. Returns 0, or

@@ -153,7 +153,10 @@ void cp_tls_fini(struct cp_tls *t)
 /* ---- the connection's BIOs ------------------------------------------------- */
 /* cp_bio_in: BIO_read takes from the stash, then the window; nothing there
  * is "retry" (want read), never EOF. cp_bio_out: BIO_write goes to the
- * sink, or appends to c->out. Both carry the cp_tls_conn as their data. */
+ * sink, or appends to c->out. Both carry the cp_tls_conn as their data.
+ * The two method tables are process-wide, written once (bio_methods, loop
+ * thread) and only read after: OpenSSL hands out BIO type indexes per
+ * process (at most 127 of them), so one pair serves every context. */
 static BIO_METHOD *bio_in_method, *bio_out_method;
 
 static int bio_create(BIO *b)

@@ -77,7 +77,7 @@ static int ws_put(struct cp_conn *c, uint8_t opcode, const void *payload, size_t
 
 void cp_ws_close(struct cp_conn *c, uint16_t code, const char *reason)
 {
-	if (c->dead)
+	if (cp_conn_is_dead(c))
 		return;
 	if (!c->ws.close_sent) {
 		uint8_t f[CP_WS_SERVER_HDR_MAX + CP_WS_CONTROL_MAX];
@@ -167,7 +167,7 @@ static void ws_message(struct cp_conn *c, const uint8_t *data, size_t len)
 		return;
 	}
 	size_t off = 0;
-	for (int i = 0; i < n && !c->dead && !c->ws.close_sent; i++) {
+	for (int i = 0; i < n && !cp_conn_is_dead(c) && !c->ws.close_sent; i++) {
 		struct fg_frame f;
 		ssize_t r = fg_frame_decode(data + off, len - off, FG_TRANSPORT_MESSAGE, &f);
 		if (r <= 0)
@@ -197,7 +197,7 @@ static void ws_message(struct cp_conn *c, const uint8_t *data, size_t len)
 void cp_ws_on_data(struct cp_conn *c)
 {
 	size_t off = 0;
-	while (off < c->in_len && !c->dead && !c->closing) {
+	while (off < c->in_len && !cp_conn_is_closing(c)) {
 		struct cp_ws_event ev;
 		ssize_t r = cp_ws_rx_feed(&c->ws.rx, c->in + off, c->in_len - off, &ev);
 		if (r < 0) {
@@ -230,14 +230,14 @@ void cp_ws_on_data(struct cp_conn *c)
 		off = c->in_len;
 	memmove(c->in, c->in + off, c->in_len - off);
 	c->in_len -= off;
-	if (!c->dead && !c->closing)
+	if (!cp_conn_is_closing(c))
 		ws_idle(c);
 }
 
 void cp_ws_push(struct cp_conn *c, uint16_t layer, const uint8_t *frame, size_t len)
 {
 	(void)layer;
-	if (c->dead || c->closing || c->ws.close_sent)
+	if (cp_conn_is_closing(c) || c->ws.close_sent)
 		return;
 	if (!cp_conn_has_room(c, len + CP_WS_SERVER_HDR_MAX)) {
 		c->srv->st.slow_consumer_drops++;

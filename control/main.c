@@ -19,7 +19,8 @@
  * Logs: stderr, one line per event at a syslog priority, DPDK's lines
  * included (cp_log.h: the journal's "<P>" prefix under systemd, else
  * timestamped). fanogate never forks: --foreground is accepted for
- * compatibility and is the only mode (systemd runs it as Type=notify). */
+ * compatibility and is the only mode (systemd runs it as Type=notify:
+ * readiness through cp_ready.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -67,6 +68,9 @@ struct daemon {
 	struct cp_metrics metrics;
 	struct fg_boundary boundary;
 	struct cp_claim claim; /* the operator socket's lock, the listeners (cp_claim.h) */
+	struct cp_ready ready; /* sd_notify and --ready-fd (cp_ready.h) */
+	struct cp_reload reload; /* fanoctl config reload, SIGHUP (cp_reload.h) */
+	struct cp_harden harden; /* privileges, seccomp, the refused-call watch (cp_harden.h) */
 	bool dataplane;
 	int sigfd; /* -1 until opened */
 	struct cp_poll sigpoll;
@@ -275,7 +279,8 @@ int main(int argc, char **argv)
 			return 1;
 		int r = load_config(c, check_path);
 		char cwhy[1024];
-		if (r == 0 && (r = cp_harden_prepare(c, cwhy, sizeof(cwhy))) < 0)
+		struct cp_harden h;
+		if (r == 0 && (r = cp_harden_prepare(&h, c, cwhy, sizeof(cwhy))) < 0)
 			cp_err("config %s: %s", check_path, cwhy); /* [daemon] user/group must exist here */
 		/* What a start checks of the files and directories it names. */
 		if (r == 0 && (r = cp_check_files(c, CP_CHECK_ALL, cwhy, sizeof(cwhy))) < 0)
@@ -294,13 +299,13 @@ int main(int argc, char **argv)
 
 	char why[512] = "";
 	/* Readiness channels (control/cp_ready.h): opened before the filter. */
-	int rr = cp_ready_open(ready_fd);
+	int rr = cp_ready_open(&d.ready, ready_fd);
 	if (rr < 0) {
 		cp_err("readiness: --ready-fd %d / NOTIFY_SOCKET: %s", ready_fd, strerror(-rr));
 		return 1;
 	}
 	/* The run-as user of [daemon]: an unknown name stops here. */
-	if (cp_harden_prepare(&d.cfg, why, sizeof(why)) < 0) {
+	if (cp_harden_prepare(&d.harden, &d.cfg, why, sizeof(why)) < 0) {
 		cp_err("%s", why);
 		return 1;
 	}
@@ -349,7 +354,7 @@ int main(int argc, char **argv)
 	if (!no_dp)
 		cp_info("built without DPDK: running as with --no-dataplane");
 #endif
-	r = cp_loop_init(&d.loop, 1024);
+	r = cp_loop_init(&d.loop, 1024, cp_harden_ring);
 	if (r < 0) {
 		cp_err("io_uring setup failed: %s", strerror(-r));
 		goto out_dp;
@@ -392,7 +397,10 @@ int main(int argc, char **argv)
 	}
 	d.op.config_path = config_path; /* fanoctl status */
 	d.op.metrics_port = d.metrics.port;
-	r = cp_reload_start(&d.loop, config_path, profile, &d.cfg, &d.engine, &d.server, why, sizeof(why));
+	d.op.reload = &d.reload;
+	d.metrics.reload = &d.reload;
+	d.metrics.op_fds = &d.op.fd_st;
+	r = cp_reload_start(&d.reload, &d.loop, config_path, profile, &d.cfg, &d.engine, &d.server, why, sizeof(why));
 	if (r < 0) {
 		cp_err("config reload: %s", why);
 		goto out_metrics;
@@ -415,11 +423,11 @@ int main(int argc, char **argv)
 #endif
 	/* Every thread (the lcores too) drops its privileges; then the
 	 * seccomp filter. Nothing privileged may happen after this line. */
-	if ((r = cp_harden_apply(&d.cfg, why, sizeof(why))) < 0) {
+	if ((r = cp_harden_apply(&d.harden, &d.cfg, why, sizeof(why))) < 0) {
 		cp_err("hardening: %s", why);
 		goto out_metrics;
 	}
-	if (d.cfg.seccomp == FG_SECCOMP_ON && (r = cp_harden_watch(&d.loop)) < 0) {
+	if (d.cfg.seccomp == FG_SECCOMP_ON && (r = cp_harden_watch(&d.harden, &d.loop)) < 0) {
 		cp_err("hardening: seccomp watch: %s", strerror(-r));
 		goto out_metrics;
 	}
@@ -428,12 +436,12 @@ int main(int argc, char **argv)
 		 d.server.port, d.dataplane ? "dataplane" : "local", d.cfg.layers, d.cfg.hidden,
 		 (unsigned long long)(d.cfg.slot_deadline_ns / 1000000ull));
 	cp_info("%s", status);
-	if ((r = cp_ready_done(status, d.server.port, d.metrics.port)) < 0)
+	if ((r = cp_ready_done(&d.ready, status, d.server.port, d.metrics.port)) < 0)
 		cp_warn("readiness: %s (--ready-fd / NOTIFY_SOCKET)", strerror(-r));
 	r = cp_loop_run(&d.loop);
 	if (r < 0)
 		cp_err("event loop failed: %s", strerror(-r));
-	cp_ready_stopping();
+	cp_ready_stopping(&d.ready);
 	cp_info("stopped: %llu connections served, %llu frames, %llu seeds resolved, %llu expired",
 		(unsigned long long)d.server.st.accepted, (unsigned long long)d.engine.st.frames,
 		(unsigned long long)d.engine.st.resolved, (unsigned long long)d.engine.st.expired);
@@ -461,6 +469,6 @@ out_dp:
 	if (d.sigfd >= 0)
 		close(d.sigfd);
 	cp_claim_release(&d.claim); /* the operator socket's lock goes with the process */
-	cp_harden_report();
+	cp_harden_report(&d.harden);
 	return r < 0 ? 1 : 0;
 }

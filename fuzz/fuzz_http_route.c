@@ -2,7 +2,7 @@
  * router (control/cp_http.c, D1) on top of the request parser
  * (control/proto/cp_http_parse.c), driven without sockets or TLS: the
  * connection API it calls (cp_conn_put/flush/close/unblock/deadline/lists,
- * cp_engine_submit(_at)/lookup/count_malformed, cp_tls_token_ok, cp_points_attach,
+ * cp_engine_submit(_at)/lookup/count_malformed, cp_tls_token_ok, cp_conn_set_role,
  * cp_ws_start/on_data, logging, the clock) is stubbed here, mirroring cp_conn.c's semantics where they
  * matter (cp_conn_unblock re-runs pipelined input, the wait list).
  *
@@ -110,11 +110,12 @@ bool cp_tls_token_ok(const struct cp_tls *t, const char *token, size_t len, cons
 	return false;
 }
 
-/* Fano point liveness (cp_points.c): only that it is told about this
- * connection once authenticated. */
-void cp_points_attach(struct cp_conn *c)
+/* The role (and its Fano point, cp_engine_point_attach): only that it is
+ * told about this connection once authenticated. */
+void cp_conn_set_role(struct cp_conn *c, const char *role)
 {
-	FUZZ_CHECK(c == &conn && !c->dead);
+	FUZZ_CHECK(c == &conn && !cp_conn_is_dead(c));
+	c->role = role;
 }
 
 /* ---- stubs: the connection ---- */
@@ -128,7 +129,7 @@ int cp_conn_put(struct cp_conn *c, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	FUZZ_CHECK(c == &conn);
-	FUZZ_CHECK(!h.closed && !c->dead); /* nothing after close */
+	FUZZ_CHECK(!h.closed && !cp_conn_is_dead(c)); /* nothing after close */
 	FUZZ_CHECK(len > 0);
 	if (h.fail_put) {
 		/* the caller must close: the half-written response is abandoned */
@@ -171,7 +172,7 @@ void cp_conn_flush(struct cp_conn *c)
 void cp_conn_close(struct cp_conn *c, const char *why)
 {
 	(void)why;
-	c->dead = true;
+	c->life = CP_LIFE_DEAD;
 	h.closed = true;
 	cp_conn_list_del(&srv.wait_list, c);
 }
@@ -179,7 +180,8 @@ void cp_conn_close_after_flush(struct cp_conn *c, const char *why)
 {
 	(void)why;
 	FUZZ_CHECK(!h.in_body);
-	c->closing = true;
+	if (c->life < CP_LIFE_CLOSING)
+		c->life = CP_LIFE_CLOSING;
 	h.closed = true;
 	cp_conn_list_del(&srv.wait_list, c);
 }
@@ -198,7 +200,7 @@ void cp_conn_body_deadline(struct cp_conn *c, uint64_t len)
 void cp_conn_unblock(struct cp_conn *c)
 {
 	/* as cp_conn.c: re-run pipelined input unless inside conn_process */
-	if (!c->proto_blocked || c->dead)
+	if (!c->proto_blocked || cp_conn_is_dead(c))
 		return;
 	c->proto_blocked = false;
 	if (c->in_process)
@@ -324,7 +326,7 @@ struct cp_conn *cp_conn_by_cookie(struct cp_server *s, uint64_t cookie)
 static void process(void)
 {
 	struct cp_conn *c = &conn;
-	if (c->dead || c->closing)
+	if (cp_conn_is_closing(c))
 		return;
 	c->in_process = true;
 	if (c->state == CP_CONN_WS)
@@ -338,11 +340,11 @@ static void check_conn(void)
 {
 	const struct cp_conn *c = &conn;
 	FUZZ_CHECK(c->in_len <= c->in_cap);
-	if (c->state == CP_CONN_HTTP && !c->dead && !c->closing && c->http.phase == CP_H_WAIT_SEED)
+	if (c->state == CP_CONN_HTTP && !cp_conn_is_closing(c) && c->http.phase == CP_H_WAIT_SEED)
 		FUZZ_CHECK(c->on_list && c->proto_blocked);
 	/* a connection that stays open and reads heads is not blocked (one that
 	 * is closing may be: a 504 no_outcome closes while the outcome wait is on) */
-	if (c->state == CP_CONN_HTTP && !c->dead && !c->closing && c->http.phase == CP_H_HEAD)
+	if (c->state == CP_CONN_HTTP && !cp_conn_is_closing(c) && c->http.phase == CP_H_HEAD)
 		FUZZ_CHECK(!c->proto_blocked);
 }
 
@@ -382,7 +384,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	snprintf(conn.peer, sizeof(conn.peer), "fuzz");
 	cp_conn_set_deadline(&conn, CP_DL_HEAD, 5000000000ull);
 
-	while (p < end && !conn.dead && !conn.closing) {
+	while (p < end && !cp_conn_is_closing(&conn)) {
 		uint8_t op = *p++ % 5;
 		if (op == 0) {
 			if (p == end)
@@ -403,7 +405,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (h.pending) {
 				h.pending = false;
 				struct cp_conn *c = cp_conn_by_cookie(&srv, h.pending_cookie);
-				if (c && !c->dead)
+				if (c && !cp_conn_is_dead(c))
 					cp_http_on_done(c, &r);
 			}
 		} else if (op == 2) {

@@ -26,6 +26,13 @@
 #define ENV_MAX 32u
 #define ENV_LEN CP_ALERT_VALUE_MAX
 
+/* One alert's environment, built before each spawn. */
+struct envb {
+	char buf[ENV_MAX][ENV_LEN];
+	char *ptr[ENV_MAX + 1];
+	unsigned n;
+};
+
 struct child {
 	pid_t pid; /* 0 = free */
 	int pidfd;
@@ -50,6 +57,7 @@ struct cp_alert {
 	} kind[MAX_KINDS];
 	unsigned n_kinds;
 	struct cp_alert_stats st;
+	struct envb env; /* the next child's environment (16 KiB: kept off the stack) */
 };
 
 static struct kind *kind_of(struct cp_alert *a, const char *event)
@@ -120,12 +128,6 @@ int cp_alert_new(struct cp_alert **out, const struct cp_alert_cfg *cfg)
 int cp_alert_fd(const struct cp_alert *a) { return a->ep; }
 
 void cp_alert_stats(const struct cp_alert *a, struct cp_alert_stats *out) { *out = a->st; }
-
-struct envb {
-	char buf[ENV_MAX][ENV_LEN];
-	char *ptr[ENV_MAX + 1];
-	unsigned n;
-};
 
 static void env_add(struct envb *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void env_add(struct envb *e, const char *fmt, ...)
@@ -307,8 +309,7 @@ int cp_alert_raise(struct cp_alert *a, const struct cp_alert_event *ev, uint64_t
 		k->pending_suppressed++;
 		return 0;
 	}
-	static struct envb env; /* one thread; keeps 16 KiB off the stack */
-	build_env(&env, a, ev, k->pending_suppressed);
+	build_env(&a->env, a, ev, k->pending_suppressed);
 
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -330,7 +331,7 @@ int cp_alert_raise(struct cp_alert *a, const struct cp_alert_event *ev, uint64_t
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
 	char *argv[] = { "sh", "-c", a->command, NULL };
 	pid_t pid;
-	int rc = posix_spawn(&pid, "/bin/sh", &fa, &at, argv, env.ptr);
+	int rc = posix_spawn(&pid, "/bin/sh", &fa, &at, argv, a->env.ptr);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	if (rc != 0) {

@@ -53,7 +53,7 @@
  *  1. A line is never ACTIVE here unless state == UP (or the cluster is off).
  *  2. held & ~(lines whose base is SHADOW) == 0 while state != UP.
  *  3. cluster_down holds only points no live node (this one included) sees
- *     alive; each such point was marked down through cp_points_set.
+ *     alive; each such point was marked down through cp_engine_point_set.
  *
  * Loop thread only. */
 #include "cp_cluster.h"
@@ -68,7 +68,6 @@
 #include "cp_engine.h"
 #include "cp_audit.h"
 #include "cp_log.h"
-#include "cp_points.h"
 #include "cp_shadow.h"
 #include "fg/fano.h"
 
@@ -246,7 +245,7 @@ static void points_orphaned(struct cp_cluster *c, const struct cl_node *n)
 		c->cluster_down |= (uint8_t)(1u << (p - 1));
 		c->st.points_degraded++;
 		c->applying++;
-		cp_points_set(c->e, p, true, who);
+		cp_engine_point_set(c->e, p, true, who);
 		c->applying--;
 	}
 }
@@ -260,7 +259,7 @@ static void points_revived(struct cp_cluster *c)
 			continue;
 		c->cluster_down &= (uint8_t)~(1u << (p - 1));
 		c->applying++;
-		cp_points_set(c->e, p, false, "cluster: a node sees it alive again");
+		cp_engine_point_set(c->e, p, false, "cluster: a node sees it alive again");
 		c->applying--;
 	}
 }
@@ -767,7 +766,8 @@ static void on_tick(struct cp_loop *l, struct cp_timer *t)
 	struct cp_cluster *c = cp_container_of(t, struct cp_cluster, tick);
 	if (c->stopping)
 		return;
-	uint8_t alive = cp_points_live(), judged = (uint8_t)(c->local_judged | alive | cp_points_udp_mapped());
+	const struct cp_points *pt = &c->e->points;
+	uint8_t alive = cp_points_live(pt), judged = (uint8_t)(c->local_judged | alive | cp_points_udp_mapped(pt));
 	if (alive != c->local_alive || judged != c->local_judged) {
 		c->local_alive = alive;
 		c->local_judged = judged;
@@ -809,8 +809,8 @@ int cp_cluster_new(struct cp_cluster **out, struct cp_loop *l, const struct fg_c
 		snprintf(why, why_len, "out of memory");
 		return -ENOMEM;
 	}
-	c->local_alive = cp_points_live();
-	c->local_judged = (uint8_t)(c->local_alive | cp_points_udp_mapped());
+	c->local_alive = cp_points_live(&c->e->points);
+	c->local_judged = (uint8_t)(c->local_alive | cp_points_udp_mapped(&c->e->points));
 	int evfd;
 	int r = cl_etcd_start(&c->t, cfg, &evfd, why, why_len);
 	if (r < 0) {

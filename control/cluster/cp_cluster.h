@@ -15,7 +15,7 @@
  * shadow audit, a model epoch advance is also sent to etcd), registers as
  * the audit's line-change listener (cp_audit_on_lines_changed: operator
  * commands, promotions, demotions), and reads this node's live points
- * (cp_points_live) on a 50 ms housekeeping tick.
+ * (cp_points_live of the engine's points) on a 50 ms housekeeping tick.
  *
  * Who calls: main.c (new/free); cp_op.c (fanoctl cluster) and cp_metrics.c
  * (/metrics) through the server's handle (struct cp_server.cluster). All on

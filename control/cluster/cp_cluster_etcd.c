@@ -2376,6 +2376,8 @@ static void *thread_main(void *arg)
 
 int cl_etcd_start(struct cl_etcd **out, const struct fg_config *cfg, int *evfd, char *why, size_t why_len)
 {
+	/* libcurl's global state is the process's: initialised once (loop
+	 * thread, before the first transport thread exists), never undone. */
 	static bool global_ok;
 	if (!global_ok) {
 		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "cp_engine.h"
+#include "cp_harden.h"
 #include "cp_loop.h"
 
 #define HIDDEN 4u
@@ -137,7 +138,7 @@ static int setup(void **state)
 	cfg.max_seq_len = 1;
 	cfg.slot_capacity = 64;
 	cfg.slot_deadline_ns = 30ull * 1000 * 1000;
-	return cp_loop_init(&L, 64);
+	return cp_loop_init(&L, 64, cp_harden_ring);
 }
 
 static int teardown(void **state)

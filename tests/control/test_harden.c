@@ -117,11 +117,13 @@ static void test_loop_ring(void **state)
 {
 	(void)state;
 	struct cp_loop l;
-	assert_int_equal(cp_loop_init(&l, 8), 0);
+	assert_int_equal(cp_loop_init(&l, 8, cp_harden_ring), 0);
 	/* the loop's opcodes are all allowed, and nothing else is */
 	bool allowed[IORING_OP_LAST] = { false };
-	for (unsigned i = 0; i < cp_harden_loop_ops_n; i++)
-		allowed[cp_harden_loop_ops[i]] = true;
+	unsigned n_ops;
+	const uint8_t *ops = cp_loop_opcodes(&n_ops);
+	for (unsigned i = 0; i < n_ops; i++)
+		allowed[ops[i]] = true;
 	assert_true(allowed[IORING_OP_RECV] && allowed[IORING_OP_RECVMSG] && allowed[IORING_OP_TIMEOUT]);
 	/* READ is allowed: the lanes' wake-up eventfd (cp_engine.c) */
 	assert_true(allowed[IORING_OP_READ]);
@@ -144,6 +146,7 @@ struct rx_case {
 	struct cp_op op;
 	int res;
 	char buf[64];
+	struct cp_harden_stats st;
 	struct cp_harden_rx rx; /* last: holds a struct cmsghdr (flexible array; clang) */
 };
 
@@ -151,7 +154,7 @@ static void rx_done(struct cp_loop *l, struct cp_op *op, int res, uint32_t flags
 {
 	(void)flags;
 	struct rx_case *c = cp_container_of(op, struct rx_case, op);
-	c->res = cp_harden_recv_check(&c->rx, res);
+	c->res = cp_harden_recv_check(&c->rx, res, &c->st);
 	cp_loop_stop(l);
 }
 
@@ -170,7 +173,7 @@ static void test_recv_refuses_fds(void **state)
 {
 	(void)state;
 	struct cp_loop l;
-	assert_int_equal(cp_loop_init(&l, 8), 0);
+	assert_int_equal(cp_loop_init(&l, 8, cp_harden_ring), 0);
 	int sp[2];
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
 	struct rx_case c;
@@ -181,7 +184,7 @@ static void test_recv_refuses_fds(void **state)
 
 	int pfd[2];
 	assert_int_equal(pipe2(pfd, O_CLOEXEC | O_NONBLOCK), 0);
-	uint64_t closed0 = cp_harden_st.fds_closed, refused0 = cp_harden_st.fd_requests_refused;
+	uint64_t closed0 = c.st.fds_closed, refused0 = c.st.fd_requests_refused;
 	union {
 		struct cmsghdr a;
 		char b[CMSG_SPACE(sizeof(int))];
@@ -197,8 +200,8 @@ static void test_recv_refuses_fds(void **state)
 	assert_int_equal(sendmsg(sp[0], &m, 0), 2);
 	close(pfd[1]);
 	assert_int_equal(recv_through_loop(&l, sp[1], &c), -EBADMSG);
-	assert_int_equal(cp_harden_st.fds_closed - closed0, 1);
-	assert_int_equal(cp_harden_st.fd_requests_refused - refused0, 1);
+	assert_int_equal(c.st.fds_closed - closed0, 1);
+	assert_int_equal(c.st.fd_requests_refused - refused0, 1);
 	char b;
 	assert_int_equal(read(pfd[0], &b, 1), 0); /* every write end is closed: EOF */
 	close(pfd[0]);
@@ -322,7 +325,8 @@ static int child_apply(enum fg_seccomp_mode mode, bool user)
 		snprintf(cfg->run_group, sizeof(cfg->run_group), "nogroup");
 	}
 	char why[512];
-	if (cp_harden_prepare(cfg, why, sizeof(why)) != 0)
+	struct cp_harden hd;
+	if (cp_harden_prepare(&hd, cfg, why, sizeof(why)) != 0)
 		return 5;
 	memset(&th, 0, sizeof(th));
 	if (pipe2(th.pipe, O_CLOEXEC) < 0)
@@ -331,7 +335,7 @@ static int child_apply(enum fg_seccomp_mode mode, bool user)
 	if (pthread_create(&a, NULL, spinner, NULL) || pthread_create(&b, NULL, reader, NULL))
 		return 7;
 	uint64_t refused0 = atomic_load(&cp_harden_sys_refused);
-	if (cp_harden_apply(cfg, why, sizeof(why)) != 0) {
+	if (cp_harden_apply(&hd, cfg, why, sizeof(why)) != 0) {
 		fprintf(stderr, "cp_harden_apply: %s\n", why);
 		return 10;
 	}
@@ -440,7 +444,7 @@ static int child_filter(enum fg_seccomp_mode mode, bool spawn)
 		return 8;
 	unlink(logf);
 	char why[256];
-	if (cp_harden_seccomp(mode, spawn, why, sizeof(why)) != 0)
+	if (cp_harden_seccomp(mode, spawn ? CP_HARDEN_SPAWN : 0u, why, sizeof(why)) != 0)
 		return 3;
 	errno = 0;
 	long r = syscall(SYS_mount, "none", "/nonexistent", "tmpfs", 0, NULL);
@@ -465,7 +469,8 @@ static int child_filter(enum fg_seccomp_mode mode, bool spawn)
 	if (errno != EPERM || atomic_load(&cp_harden_sys_refused) != 2)
 		return 7;
 	/* the exit report names both numbers */
-	cp_harden_report();
+	struct cp_harden h = {.seen = 0};
+	cp_harden_report(&h);
 	char buf[1024], want[64];
 	ssize_t n = pread(lfd, buf, sizeof(buf) - 1, 0);
 	buf[n > 0 ? n : 0] = '\0';
@@ -503,7 +508,7 @@ static int child_spawn(bool spawn, const char *flag)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return 2;
 	char why[256];
-	if (cp_harden_seccomp(FG_SECCOMP_ON, spawn, why, sizeof(why)) != 0)
+	if (cp_harden_seccomp(FG_SECCOMP_ON, spawn ? CP_HARDEN_SPAWN : 0u, why, sizeof(why)) != 0)
 		return 3;
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "env | grep ^FG_ | sort > %s.tmp && mv %s.tmp %s; exit 7", flag, flag, flag);
@@ -559,17 +564,17 @@ static void test_filter_list(void **state)
 	(void)state;
 	scmp_filter_ctx ctx;
 	unsigned n = 0, ns = 0, na = 0;
-	assert_int_equal(cp_harden_filter_new(FG_SECCOMP_OFF, false, SCMP_ARCH_NATIVE, &ctx, &n), -EINVAL);
-	assert_int_equal(cp_harden_filter_new(FG_SECCOMP_ON, false, SCMP_ARCH_NATIVE, &ctx, &n), 0);
+	assert_int_equal(cp_harden_filter_new(FG_SECCOMP_OFF, 0u, SCMP_ARCH_NATIVE, &ctx, &n), -EINVAL);
+	assert_int_equal(cp_harden_filter_new(FG_SECCOMP_ON, 0u, SCMP_ARCH_NATIVE, &ctx, &n), 0);
 	seccomp_release(ctx);
-	assert_int_equal(cp_harden_filter_new(FG_SECCOMP_ON, true, SCMP_ARCH_NATIVE, &ctx, &ns), 0);
+	assert_int_equal(cp_harden_filter_new(FG_SECCOMP_ON, CP_HARDEN_SPAWN, SCMP_ARCH_NATIVE, &ctx, &ns), 0);
 	seccomp_release(ctx);
 	assert_true(n > 20 && ns > n);
 	/* arm64: the same list resolves there too (libseccomp's own table);
 	 * the legacy calls arm64 lacks (open, poll, epoll_wait, access,
 	 * rename, unlink, ...) are left out, the *at and p* forms glibc calls
 	 * there are in */
-	assert_int_equal(cp_harden_filter_new(FG_SECCOMP_ON, false, SCMP_ARCH_AARCH64, &ctx, &na), 0);
+	assert_int_equal(cp_harden_filter_new(FG_SECCOMP_ON, 0u, SCMP_ARCH_AARCH64, &ctx, &na), 0);
 	seccomp_release(ctx);
 	assert_true(na > 20 && na < n);
 	static const char *const arm64_need[] = { "openat", "ppoll", "epoll_pwait", "faccessat", "renameat",
@@ -582,7 +587,7 @@ static void test_filter_list(void **state)
 				     SYS_fdatasync, SYS_mmap, SYS_munmap, SYS_madvise, SYS_clock_gettime, SYS_exit_group,
 				     SYS_rt_sigreturn };
 	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
-		assert_true(cp_harden_syscall_allowed(need[i], false));
+		assert_true(cp_harden_syscall_allowed(need[i], 0u));
 	/* what nobody inside the daemon may do, alert command or not */
 	static const long never[] = {
 #ifndef __SANITIZE_ADDRESS__ /* LeakSanitizer needs ptrace at exit: allowed in ASan builds */
@@ -596,15 +601,20 @@ static void test_filter_list(void **state)
 				      SYS_open_by_handle_at, SYS_reboot, SYS_swapon, SYS_personality, SYS_seccomp,
 				      SYS_memfd_create, SYS_execveat };
 	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
-		assert_false(cp_harden_syscall_allowed(never[i], false));
-		assert_false(cp_harden_syscall_allowed(never[i], true));
+		assert_false(cp_harden_syscall_allowed(never[i], 0u));
+		assert_false(cp_harden_syscall_allowed(never[i], CP_HARDEN_SPAWN));
 	}
 	/* clone3 is not (ENOSYS: glibc falls back to clone, whose flags the
 	 * filter checks) */
-	assert_false(cp_harden_syscall_allowed(SYS_clone3, true));
+	assert_false(cp_harden_syscall_allowed(SYS_clone3, CP_HARDEN_SPAWN));
 	/* exec only for the alert command */
-	assert_false(cp_harden_syscall_allowed(SYS_execve, false));
-	assert_true(cp_harden_syscall_allowed(SYS_execve, true));
+	assert_false(cp_harden_syscall_allowed(SYS_execve, 0u));
+	assert_true(cp_harden_syscall_allowed(SYS_execve, CP_HARDEN_SPAWN));
+	/* socket and connect only for the alert command or [cluster] */
+	assert_false(cp_harden_syscall_allowed(SYS_connect, 0u));
+	assert_true(cp_harden_syscall_allowed(SYS_connect, CP_HARDEN_NET_OUT));
+	assert_true(cp_harden_syscall_allowed(SYS_socket, CP_HARDEN_NET_OUT));
+	assert_false(cp_harden_syscall_allowed(SYS_execve, CP_HARDEN_NET_OUT));
 }
 
 static void test_config_keys(void **state)
@@ -632,13 +642,14 @@ static void test_config_keys(void **state)
 	assert_int_equal(fg_config_parse(&c, "[daemon]\nuser = -x\n", "t", &err), -EINVAL);
 	/* names are looked up by the daemon */
 	char why[256];
+	struct cp_harden h;
 	assert_int_equal(fg_config_parse(&c, "[daemon]\nuser = fanogate-no-such-user\n", "t", &err), 0);
-	assert_int_equal(cp_harden_prepare(&c, why, sizeof(why)), -ENOENT);
+	assert_int_equal(cp_harden_prepare(&h, &c, why, sizeof(why)), -ENOENT);
 	assert_non_null(strstr(why, "no such user"));
 	assert_int_equal(fg_config_parse(&c, "[daemon]\nuser = root\ngroup = fanogate-no-such-group\n", "t", &err), 0);
-	assert_int_equal(cp_harden_prepare(&c, why, sizeof(why)), -ENOENT);
+	assert_int_equal(cp_harden_prepare(&h, &c, why, sizeof(why)), -ENOENT);
 	assert_int_equal(fg_config_parse(&c, "", "t", &err), 0);
-	assert_int_equal(cp_harden_prepare(&c, why, sizeof(why)), 0);
+	assert_int_equal(cp_harden_prepare(&h, &c, why, sizeof(why)), 0);
 }
 
 int main(void)

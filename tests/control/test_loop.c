@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "cp_harden.h"
 #include "cp_loop.h"
 
 static struct cp_loop L;
@@ -26,7 +27,7 @@ static int fired;
 static int setup(void **state)
 {
 	(void)state;
-	int r = cp_loop_init(&L, 64);
+	int r = cp_loop_init(&L, 64, cp_harden_ring);
 	if (r == -ENOSYS || r == -EPERM) {
 		print_message("io_uring unavailable (%d): skipping\n", r);
 		return -1;
