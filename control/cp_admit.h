@@ -1,6 +1,6 @@
 /* cp_admit.h - admission of the TLS listener's connections by source
- * address (issue 14 item 5, "lockout": about 1,000 idle TCP connections from
- * one unauthenticated client made every legitimate /healthz fail).
+ * address (the lockout it prevents: about 1,000 idle TCP connections from one
+ * unauthenticated client made every legitimate /healthz fail).
  *
  * Owns: a hash table of the sources that have connections open (per source:
  * connections open, and how many of them are not yet authenticated), the

@@ -1,5 +1,5 @@
 /* cp_epoch_guard.h - who the control plane believes about fleet-wide
- * events: canonical reports and model epoch advances (issue 14 item 3).
+ * events: canonical reports and model epoch advances.
  *
  * Owns three rules, each a pure decision (no I/O, no logging: the caller,
  * control/cp_engine.c, logs and audits with the source this file names):

@@ -59,7 +59,7 @@ static void http_reset(struct cp_conn *c)
 		cp_conn_set_deadline(c, CP_DL_HEAD, (uint64_t)cfg->handshake_timeout_ms * 1000000ull);
 	} else {
 		/* A peer that never authenticated (a /healthz client) may idle
-		 * only as long as a handshake may take (admission, issue 14). */
+		 * only as long as a handshake may take (admission, docs/hardening.md). */
 		uint32_t ms = c->authed ? cfg->idle_timeout_ms : cfg->handshake_timeout_ms;
 		cp_conn_set_deadline(c, CP_DL_IDLE, (uint64_t)ms * 1000000ull);
 	}
@@ -542,7 +542,7 @@ static void http_route(struct cp_conn *c, const struct cp_http_req *req)
 		c->http.route = str_eq(path, "/canonical") ? CP_RT_CANON_POST : CP_RT_SEED_POST;
 		if (c->http.route == CP_RT_CANON_POST && !cp_epoch_guard_role_may_report(c->role)) {
 			/* Only the coordinator's reports reach the shadow audit
-			 * (issue 14 item 3: a report is a verdict, a demotion, a page). */
+			 * (a report is a verdict, a demotion, a page). */
 			c->srv->st.canon_refused_role++;
 			cp_info("conn %s: canonical report refused: role %s is not %s", c->peer, c->role ? c->role : "-",
 				CP_ROLE_COORDINATOR);

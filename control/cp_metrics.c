@@ -37,7 +37,7 @@
 #define CP_M_CONNS_MAX 16u
 /* Per source address; past CP_M_CONNS_MAX the oldest connection is closed
  * for the newest (cp_small_srv_admit): idle connections cannot lock out a
- * scraper (issue 14). */
+ * scraper. */
 #define CP_M_CONNS_PER_SOURCE 4u
 #define CP_M_REQ_MAX 8192u
 #define CP_M_TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
@@ -611,7 +611,7 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 			  cp_admit_reason_name((enum cp_admit_reason)i), (unsigned long long)m->srv->admit.st[i]);
 	render_peers(&b, m->srv);
 	render_udp_peers(&b, e);
-	fam(&b, "canonical_refused_total", "counter", "canonical reports refused by their source (issue 14)");
+	fam(&b, "canonical_refused_total", "counter", "canonical reports refused by their source (docs/hardening.md)");
 	sb_printf(&b, "fanogate_canonical_refused_total{reason=\"source\"} %llu\n",
 		  (unsigned long long)e->st.canon_refused_source);
 	sb_printf(&b, "fanogate_canonical_refused_total{reason=\"role\"} %llu\n",

@@ -598,8 +598,8 @@ static const struct cp_small_srv_ops op_srv_ops = {
 };
 
 /* [operator] group must be able to reach the socket: its directory needs
- * search permission for the group (issue 14 item 8: /run/fanogate, made
- * 0750 root:root by the daemon or by systemd's RuntimeDirectory, kept the
+ * search permission for the group (/run/fanogate, made 0750 root:root
+ * by the daemon or by systemd's RuntimeDirectory, kept the
  * group out). A directory the daemon's uid owns and nobody else may write
  * (its own runtime directory) is given to the group with g+x added; any
  * other directory (a shared /tmp, someone else's) is left alone, with a

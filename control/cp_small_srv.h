@@ -74,7 +74,7 @@ void cp_small_srv_stop(struct cp_small_srv *s);
  * timeout_ns from now. */
 void cp_small_srv_link(struct cp_small_srv *s, struct cp_small_conn *c, uint64_t timeout_ns);
 
-/* Lockout defence (issue 14: 16 idle connections made every scrape fail).
+/* Lockout defence (16 idle connections would make every scrape fail).
  * Before linking a new connection c on fd: refuse it (returns false; the
  * caller frees c and closes fd; refused_per_source counted) when its source
  * address already has per_source_max connections open; otherwise, when

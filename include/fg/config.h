@@ -122,7 +122,7 @@ struct fg_config {
 	enum fg_line_state line_initial[FG_LINES]; /* default shadow for every line */
 	struct fg_line_policy policy;             /* auto_promote off, 64 clean, 10 s */
 	double shadow_sample;                     /* fraction of active-line seeds audited, default 0.01 */
-	/* [shadow] (issue 14 item 3; control/cp_epoch_guard.h) */
+	/* [shadow] (control/cp_epoch_guard.h) */
 	struct fg_prefix canon_src[FG_CANON_SRC_MAX]; /* canonical_sources: UDP sources whose canonical
 						       * reports are believed; none (default): UDP reports refused */
 	unsigned n_canon_src;

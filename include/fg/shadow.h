@@ -30,8 +30,8 @@
  *     that fits body_max is kept (has_body).
  *  4. index = (token_seq * n_layers + dst_layer) mod capacity; a new key
  *     whose index holds another key evicts it (counted in `evicted`),
- *     except that a canonical half (issue 14 item 3c: the pending table is
- *     shared fairly by source) never evicts a waiting seed half
+ *     except that a canonical half (the pending table is shared fairly by
+ *     source) never evicts a waiting seed half
  *     (`canon_refused_seed`), nor a canonical half of another source that
  *     holds no more than its quota, capacity / FG_SHADOW_SHARE entries
  *     (`canon_refused_share`): a flood can push out only its own halves

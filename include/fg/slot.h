@@ -110,7 +110,7 @@ struct fg_slots {
 				* Ledger: opened = in_use + resolved + expired + flushed
 				* + abandoned + slots poisoned while OPEN */
 	uint64_t abandoned;    /* open slots freed by fg_slot_abort: no line whole and
-				* no attempt left (a fragment-0-only group, issue 14 item 6) */
+				* no attempt left (a fragment-0-only group) */
 };
 
 /* Initialise a table in mem[0..len). Returns 0, -EINVAL (bad cfg) or
