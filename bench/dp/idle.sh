@@ -1,9 +1,8 @@
 #!/bin/bash
 # bench/dp/idle.sh BUILD_DIR [OUT_DIR] - what an idle poll lcore costs on
 # the production driver (af_xdp on a veth, the kernel in the path) per
-# [poll] setting, and what each setting costs in latency. Issue 15 item 2:
-# "an idle appliance must not hold a whole core, with a stated latency
-# cost".
+# [poll] setting, and what each setting costs in latency. The goal:
+# an idle appliance must not hold a whole core, at a stated latency cost.
 #
 # Topology (names fgid*, removed on exit): ns fgid-l (dp_load, CPU 0)
 # --veth-- root: fanogate-dp, af_xdp, poll lcore on CPU 1.

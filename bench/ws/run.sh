@@ -3,7 +3,7 @@
 # fanogate against a Node `ws` TLS server doing the same 10-byte header
 # decode + one status reply per frame (ws_bench_server.js), in the same run,
 # with the same core budget: each server pinned to CPU 0 (taskset), the one
-# load generator (ws_bench_client.js) pinned to CPU 1. Sizes: 1 KiB (hidden
+# load generator (LOADGEN below) pinned to CPU 1. Sizes: 1 KiB (hidden
 # 252 -> 1026-byte frames) and 6 KiB (hidden 1536 -> 6162 bytes, Pair X).
 # Prints a markdown table and the raw JSON lines; nothing is asserted.
 # Usage: bench/ws/run.sh [fanogate-binary]
