@@ -13,10 +13,13 @@ OUTDIR holds:
 Writes OUTDIR/critical.json, OUTDIR/table.txt, OUTDIR/critical.dat and
 OUTDIR/critical.png (bench/critical/critical.gp; its title says the commit,
 date, mode and machine, which critical.json's "plot" repeats).
-Per run: per-token wall time (p10/p50/p90), the same tokens' canonical chain
-(the run's own tokens through the coordinator), the saving per token and per
-layer, the share of layers whose input came in time by jump; every seed's
-bits (bit_exact, wrong, missing). Standard library only."""
+Per run (the model: bench/critical/RESULTS.md, tools/fleet/fleet_crit.h):
+per-token wall time (p10/p50/p90), the same tokens through the chain alone,
+the saving per token and per layer (negative: a cost, the table says so),
+the share of layers whose gate passed (the hop skipped, the next layer on
+the jumped seed), and of those whose seed was at the next worker before the
+chain's input ("in time", whatever the gate made of it); every seed's bits
+(bit_exact, wrong, missing). Standard library only."""
 import glob
 import json
 import os
@@ -53,6 +56,14 @@ def gp_quote(text):
     return text.replace("'", "''")
 
 
+def share(part, whole):
+    return part / whole if whole else None
+
+
+def mean_us(total_ns, n):
+    return total_ns / n / 1e3 if n else None
+
+
 def one(path):
     j = json.load(open(path))
     cp = j.get("critical_path", {})
@@ -60,15 +71,23 @@ def one(path):
     wall = [t["wall_ns"] for t in toks]
     canon = [t["canonical_ns"] for t in toks]
     save = [t["saving_ns"] for t in toks]
-    per_layer = max(1, cp.get("layers_per_token", 1))
     layers = cp.get("layers", 0)
+    jumped = cp.get("layers_jumped", 0)
     return {
         "tokens": len(toks), "layers": layers, "layers_in_time": cp.get("layers_in_time", 0),
-        "in_time_share": (cp.get("layers_in_time", 0) / layers) if layers else None,
+        "layers_gate_passed": cp.get("layers_gate_passed", 0), "layers_jumped": jumped,
+        "layers_decided_at_timeout": cp.get("layers_decided_at_timeout", 0),
+        "layers_late_decision": cp.get("layers_late_decision", 0), "layers_stalled": cp.get("layers_stalled", 0),
+        "in_time_share": share(cp.get("layers_in_time", 0), layers),
+        "gate_share": share(cp.get("layers_gate_passed", 0), layers),
         "wall_ms": {q: ms(pct(wall, q)) for q in (10, 50, 90)},
         "canonical_ms": {q: ms(pct(canon, q)) for q in (10, 50, 90)},
         "saving_ms": {q: ms(pct(save, q)) for q in (10, 50, 90)},
-        "saving_per_layer_us": None if not save else pct(save, 50) / per_layer / 1e3,
+        # per layer: the mean over every layer of every token, and over the
+        # layers started on the jumped seed and on the relay apart
+        "saving_per_layer_us": mean_us(sum(save), layers) if save else None,
+        "saving_per_jumped_layer_us": mean_us(cp.get("saving_jumped_ns", 0), jumped),
+        "saving_per_relayed_layer_us": mean_us(cp.get("saving_relayed_ns", 0), layers - jumped),
         "compute_ms_p50": ms(pct([t["compute_ns"] for t in toks], 50)),
         "seeds": {"slots": j.get("slots"), "bit_exact": j.get("bit_exact"), "wrong": j.get("wrong"),
                   "missing": j.get("missing")},
@@ -85,16 +104,32 @@ def main():
     for f in sorted(glob.glob(os.path.join(out, "crit-*.skip"))):
         skips[os.path.basename(f)[5:-5]] = open(f).read().strip()
     delays = sorted({int(m.group(1)) for n in runs for m in [re.match(r"jump-d(\d+)-l", n)] if m})
-    rows = ["%-22s %6s %9s %9s %9s %9s %11s %8s %s" % ("run", "tokens", "wall p50", "canon p50", "save p50",
-                                                        "save/lay", "in time", "seeds", "bits")]
+    def signed(v, unit):
+        # a negative saving is a cost: say so, not only with a sign
+        return "-" if v is None else ("%+.2f%s" % (v, unit)) + (" cost" if v < 0 else "")
+
+    rows = ["%-20s %6s %9s %9s %15s %16s %7s %7s %s" % ("run", "tokens", "run p50", "chain p50", "saving p50/tok",
+                                                         "saving/layer", "gate", "in time", "seeds, bits")]
     for name, r in sorted(runs.items()):
         s = r["seeds"]
-        rows.append("%-22s %6d %7.2fms %7.2fms %7.2fms %7.1fus %10.1f%% %8s %s" % (
-            name, r["tokens"], r["wall_ms"][50] or 0, r["canonical_ms"][50] or 0, r["saving_ms"][50] or 0,
-            r["saving_per_layer_us"] or 0, 100 * (r["in_time_share"] or 0), s["slots"],
-            "exact %s, wrong %s, missing %s" % (s["bit_exact"], s["wrong"], s["missing"])))
+        rows.append("%-20s %6d %7.2fms %7.2fms %15s %16s %6.1f%% %6.1f%% %s: exact %s, wrong %s, missing %s" % (
+            name, r["tokens"], r["wall_ms"][50] or 0, r["canonical_ms"][50] or 0, signed(r["saving_ms"][50], "ms"),
+            signed(r["saving_per_layer_us"], "us"), 100 * (r["gate_share"] or 0), 100 * (r["in_time_share"] or 0),
+            s["slots"], s["bit_exact"], s["wrong"], s["missing"]))
     for name, why in skips.items():
-        rows.append("%-22s skipped: %s" % (name, why))
+        rows.append("%-20s skipped: %s" % (name, why))
+    rows.append("")
+    for name, r in sorted(runs.items()):
+        if r["mode"] == "jump":
+            rows.append("%-20s per layer: jumped %d, mean %s; relayed %d, mean %s; decided at the slot timeout %d, "
+                        "gate after the seed %d, stalled %d" % (
+                            name, r["layers_jumped"], signed(r["saving_per_jumped_layer_us"], "us"),
+                            r["layers"] - r["layers_jumped"], signed(r["saving_per_relayed_layer_us"], "us"),
+                            r["layers_decided_at_timeout"], r["layers_late_decision"], r["layers_stalled"]))
+    rows.append("run p50: this run's wall time per token; chain p50: the same tokens through the chain alone; "
+                "saving = chain - run, a cost when negative;")
+    rows.append("gate: layers whose status passed the fleet's gate (hop skipped, next layer on the jumped seed); "
+                "in time: layers whose seed was at the next worker before the chain's input")
     relay = os.path.join(out, "relay.samples")
     if os.path.exists(relay):
         v = [int(x.split()[-1]) for x in open(relay) if x.strip()]
@@ -112,8 +147,9 @@ def main():
                 if not m:
                     continue
                 w, c = r["wall_ms"], r["canonical_ms"]
-                f.write("%g %s %s %s %s %s %s %s\n" % (float(m.group(1)) * 100, w[50], w[10], w[90], c[50], c[10],
-                                                         c[90], 100 * (r["in_time_share"] or 0)))
+                f.write("%g %s %s %s %s %s %s %s %s\n" % (float(m.group(1)) * 100, w[50], w[10], w[90], c[50], c[10],
+                                                            c[90], 100 * (r["in_time_share"] or 0),
+                                                            100 * (r["gate_share"] or 0)))
             f.write("\n\n")
     res = {"meta": meta, "runs": runs, "skipped": skips,
            "plot": {"file": "critical.png", "stamp": stamp(meta)}}

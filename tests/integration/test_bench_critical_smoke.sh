@@ -2,10 +2,11 @@
 # test_bench_critical_smoke.sh - scripts/bench.sh --critical-path --smoke:
 # the relay hop is measured, every critical-path run (the canonical chain,
 # Pair X jumps at each delay, the lines in shadow) finishes every token with
-# every seed bit-exact, the shadow run takes no jump, and the table, JSON and
-# stamped PNG appear. No timing is asserted. --no-dpdk: loopback only, no
-# namespace and no hugepages (the DPDK path is the full run's, on a quiet
-# machine: bench/RESULTS.md gives the command).
+# every seed bit-exact, the shadow run's gate never passes and none of its
+# tokens saves time, the canonical runs take no jump, and the table, JSON
+# and stamped PNG appear. No timing is asserted. --no-dpdk: loopback only,
+# no namespace and no hugepages (the DPDK path is the full run's, on a quiet
+# machine: bench/critical/RESULTS.md gives the command).
 # Env: FG_BUILD_DIR (set by meson).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

@@ -25,18 +25,32 @@
  *
  * Timing (fleet_sched.c). --canon-delay-us holds each slot's canonical
  * report back (or, negative, its contributions), so the appliance sees the
- * chain a known time behind (or ahead of) the jump. The critical path
- * (--critical-path, bench/critical): per layer the stations compute for
- * their stage times, x_l leaves at the layer's start, attn_l after a,
- * ffn_l after a + g + d, each a one-way delay from the appliance; the
- * coordinator gets ffn_l one delay later, relays for a relay time and the
- * next ATTN station has the canonical input one more delay later (its
- * canonical report leaves at the relay's end). The next layer starts on the
- * first input the fleet trusts: the jumped seed, one delay after it reached
- * the consumer, only when a status for the slot said bitset 0x7f and not
- * shadow (the fleet's gate, wire.md 5), else the canonical input. A token's
- * wall time runs from its start to its last layer's input; a layer's
- * saving is the canonical input's time minus the time it started.
+ * chain a known time behind (or ahead of) the jump.
+ *
+ * The critical path (--critical-path, bench/critical; the rule is
+ * fleet_crit.h's). Per layer the stations compute for their stage times:
+ * x_l leaves at the layer's start, attn_l after a, ffn_l (the layer's last
+ * contribution) after a + g + d, each reaching the appliance and the
+ * coordinator one delay later (t_ffn for ffn_l). With the chain alone the
+ * coordinator relays for a relay time and the next ATTN station has the
+ * canonical input one more delay later: t_canon = t_ffn + relay + delay
+ * (the coordinator's canonical report for the audit reaches the appliance
+ * then, whatever the gate decides). With jumps (FL_CRIT_JUMP) the gate
+ * decision is taken when the status fanogate really sent for the layer's
+ * last contribution arrives here (over UDP, WSS or HTTPS, at its real
+ * arrival time): bitset 0x7f, fully resolved, not shadow, nothing awaited.
+ * Passed: the hop is skipped and the next layer starts on the jumped seed,
+ * one delay after it reached the consumer, however late (nothing to fall
+ * back on). Not passed: the coordinator relays once it knows it must, at
+ * max(t_canon, decision + relay + delay). No status for that contribution
+ * by the slot timeout: the dispatcher decides to relay then. The next
+ * layer's start is an event at that time (fire_events), and its
+ * contributions' times count from it. A token's wall time runs from its
+ * start to its last layer's input; a layer's saving is t_canon minus the
+ * time the next layer started: negative (a cost) when the jumped seed came
+ * after the canonical input would have, or the relay waited for the
+ * decision. A token through the chain alone takes its wall time plus its
+ * layers' savings.
  *
  * Checks. For each slot the engine knows the canonical x_d and the
  * contributions it actually sent. A resolved seed must equal the reduction
@@ -89,11 +103,14 @@ struct slot {
 	bool opened, corrupted, resolved, timed_out, dropped;
 	uint8_t deliveries;
 	uint64_t t_open, t_last_sent, t_last_begin; /* fl_udp_sent_fn's two clocks */
-	/* critical path: the layer's start, the canonical input's time, when
-	 * the seed came, when the gate passed (0: not yet), advanced: the next
-	 * layer started */
-	uint64_t t_in, t_canon, t_seed, t_gate;
-	bool advanced, jumped;
+	/* critical path (fleet_crit.h): the layer's start and its rule's facts
+	 * (t_seed there: crit.t_seed); the line of the contribution sent last,
+	 * whose status the gate reads; queued: the next layer's start is an
+	 * event; advanced: it fired */
+	uint64_t t_in, t_canon;
+	struct fl_crit_layer crit;
+	uint8_t last_line;
+	bool queued, advanced, jumped, stalled;
 };
 
 struct token {
@@ -111,8 +128,10 @@ struct token {
 struct crit_tok {
 	uint64_t wall_ns;     /* start -> the last layer's input */
 	uint64_t compute_ns;  /* sum of its stage times */
-	uint64_t saving_ns;   /* sum of its layers' savings over the canonical input */
-	uint32_t in_time;     /* layers whose input came by jump */
+	int64_t saving_ns;    /* sum of its layers' savings (t_canon - start of the next layer); < 0: a cost */
+	uint32_t in_time;     /* layers whose seed was at the next worker before t_canon */
+	uint32_t gate;        /* layers whose gate passed */
+	uint32_t jumped;      /* layers whose next layer started on the jumped seed */
 };
 
 enum ev_kind { EV_SEND = 1, EV_ADVANCE };
@@ -162,7 +181,11 @@ struct engine {
 	uint64_t t0;
 	struct fl_sched sched;  /* delayed sends, critical-path events */
 	struct crit_tok *crit;  /* o->tokens entries (critical path) */
-	uint64_t crit_layers, crit_in_time, crit_done;
+	uint64_t crit_layers, crit_in_time, crit_gate, crit_jumped, crit_done;
+	uint64_t crit_no_status;     /* decided at the slot timeout: no status for the last contribution */
+	uint64_t crit_late_decision; /* gate passed after the seed was at the next worker */
+	uint64_t crit_stalled;       /* gate passed, no seed by the slot timeout */
+	int64_t crit_save_jumped, crit_save_relayed; /* sums of the layers' savings, ns */
 };
 
 static volatile sig_atomic_t g_stop, g_drain;
@@ -253,15 +276,17 @@ static void on_sent(void *ctx, uint64_t tag, uint64_t t_begin, uint64_t now)
 	}
 }
 
-static void gate_seen(struct engine *e, uint32_t token_seq, unsigned d, uint64_t now);
+static void crit_status(struct engine *e, uint32_t token_seq, unsigned d, int line, bool pass, uint64_t now);
+static void crit_try(struct engine *e, struct token *t, unsigned d);
 
 static void on_status(void *ctx, const struct fg_status *st, enum fl_ingress via)
 {
 	struct engine *e = ctx;
 	/* the fleet's gate (wire.md 5): skip the canonical hop only on a full
 	 * bitset, not in shadow, resolved, nothing awaited */
-	if (st->bitset == 0x7F && (st->facts & FG_FACT_RESOLVED) && !(st->facts & (FG_FACT_SHADOW | FG_FACT_AWAITING)))
-		gate_seen(e, st->token_seq, st->dst_layer, fl_now_ns());
+	bool pass = st->bitset == 0x7F && (st->facts & FG_FACT_RESOLVED) &&
+		    !(st->facts & (FG_FACT_SHADOW | FG_FACT_AWAITING));
+	crit_status(e, st->token_seq, st->dst_layer, st->line, pass, fl_now_ns());
 	e->statuses[via]++;
 	count_name(e, st->outcome < FG_O__COUNT ? fg_outcome_name(st->outcome) : "unknown_outcome");
 	if (st->facts & FG_FACT_SHADOW)
@@ -307,11 +332,14 @@ static void on_response(void *ctx, uint64_t tag, int status, const char *body, s
 	count_name(e, oc ? oc : err ? err : (status >= 200 && status < 300) ? "ok_no_outcome" : "http_error");
 	if (err && *err)
 		note_error(e, "HTTPS error %s (status %d)", err, status);
-	json_t *bs = json_object_get(j, "bitset");
-	if (json_is_integer(bs) && json_integer_value(bs) == 0x7F && json_is_true(json_object_get(j, "fully_resolved")) &&
-	    !json_is_true(json_object_get(j, "shadow_mode")) && !json_is_true(json_object_get(j, "awaiting_resolution")))
-		gate_seen(e, (uint32_t)json_integer_value(json_object_get(j, "token_seq")),
-			  (unsigned)json_integer_value(json_object_get(j, "dst_layer")), now);
+	json_t *bs = json_object_get(j, "bitset"), *ln = json_object_get(j, "line");
+	bool pass = json_is_integer(bs) && json_integer_value(bs) == 0x7F &&
+		    json_is_true(json_object_get(j, "fully_resolved")) && !json_is_true(json_object_get(j, "shadow_mode")) &&
+		    !json_is_true(json_object_get(j, "awaiting_resolution"));
+	if (json_is_integer(json_object_get(j, "token_seq")) && json_is_integer(json_object_get(j, "dst_layer")))
+		crit_status(e, (uint32_t)json_integer_value(json_object_get(j, "token_seq")),
+			    (unsigned)json_integer_value(json_object_get(j, "dst_layer")),
+			    json_is_integer(ln) ? (int)json_integer_value(ln) : -1, pass, now);
 	if (json_is_true(json_object_get(j, "shadow_mode")))
 		e->facts_shadow++;
 	if (json_is_true(json_object_get(j, "fully_resolved")))
@@ -397,7 +425,7 @@ static void check_resolved(struct engine *e, const struct fg_resolved *r, enum f
 	}
 	if (first) {
 		s->resolved = true;
-		s->t_seed = now;
+		s->crit.t_seed = now;
 		e->resolved++;
 		e->resolved_cls[s->cls]++;
 		if (s->to_send == 0 && !s->timed_out) {
@@ -589,12 +617,14 @@ static void send_slot(struct engine *e, struct token *t, unsigned d, uint64_t no
 		due[1] = now + st[0] + net;                  /* attn_l after a */
 		due[2] = now + st[0] + st[1] + st[2] + net;  /* ffn_l after a + g + d */
 		s->t_in = now;
-		s->t_canon = due[2] + relay_draw_ns(e, t->idx, d) + net;
+		s->crit = (struct fl_crit_layer){ .t_ffn = due[2], .relay_ns = relay_draw_ns(e, t->idx, d),
+						  .net_ns = net };
+		s->t_canon = fl_crit_canon_ns(&s->crit);
 		canon_due = s->t_canon;                      /* the coordinator reports as it relays */
 		e->crit[t->idx].compute_ns += st[0] + st[1] + st[2];
-		struct fl_event ev = { .due_ns = s->t_canon, .kind = EV_ADVANCE, .a = t->idx, .b = d };
-		if (fl_sched_push(&e->sched, &ev, NULL, 0) < 0)
-			note_error(e, "out of memory for events");
+		/* the chain alone: the next layer starts on the relay, no gate */
+		if (o->crit == FL_CRIT_CANONICAL)
+			crit_try(e, t, d);
 	} else if (o->canon_delay_us > 0) {
 		canon_due = now + (uint64_t)o->canon_delay_us * 1000u;
 	} else if (o->canon_delay_us < 0) {
@@ -613,6 +643,13 @@ static void send_slot(struct engine *e, struct token *t, unsigned d, uint64_t no
 		order[i] = order[j];
 		order[j] = x;
 	}
+	/* the contribution that leaves last (a tie: the later in the order),
+	 * whose status the fleet's gate reads */
+	unsigned last = order[0];
+	for (unsigned k = 1; k < FL_ROLES; k++)
+		if (due[order[k]] >= due[last])
+			last = order[k];
+	s->last_line = role_line[last];
 	for (unsigned k = 0; k < FL_ROLES; k++) {
 		unsigned r = order[k];
 		const float *b = body[r];
@@ -696,15 +733,17 @@ static void token_retire(struct engine *e, struct token *t)
 	e->retired++;
 }
 
-static void crit_jump(struct engine *e, struct token *t, unsigned d);
-
 static void slot_done(struct engine *e, struct token *t, unsigned d)
 {
 	t->done++;
 	if (e->o->crit) {
-		/* the next layer starts on a timed event (crit_layer), not here */
-		if (t->slots[d - 1].resolved)
-			crit_jump(e, t, d);
+		/* the next layer starts on a timed event (crit_try), not here */
+		struct slot *s = &t->slots[d - 1];
+		if (s->timed_out) {
+			s->crit.seed_gone = true;
+			s->crit.t_gone = fl_now_ns();
+		}
+		crit_try(e, t, d);
 		if (t->done == e->n_slots && t->next > e->n_slots)
 			token_retire(e, t);
 		return;
@@ -744,31 +783,39 @@ static void token_start(struct engine *e, uint64_t now)
 
 /* ---- the critical path ------------------------------------------------- */
 
-/* The gate passed for (token_seq, d) at now. */
-static void gate_seen(struct engine *e, uint32_t token_seq, unsigned d, uint64_t now)
+/* The status fanogate sent for a contribution to (token_seq, d) of `line`
+ * (-1: none named) arrived at now: when it answers the layer's last
+ * contribution it is the gate decision (the first such status only). */
+static void crit_status(struct engine *e, uint32_t token_seq, unsigned d, int line, bool pass, uint64_t now)
 {
+	if (e->o->crit != FL_CRIT_JUMP)
+		return;
 	struct token *t = token_of(e, (uint64_t)(uint32_t)(token_seq - e->o->token_base));
 	if (!t || d == 0 || d > e->n_slots)
 		return;
 	struct slot *s = &t->slots[d - 1];
-	if (!s->t_gate)
-		s->t_gate = now;
-	if (s->resolved)
-		crit_jump(e, t, d);
+	if (!s->opened || s->crit.decided || line != (int)s->last_line)
+		return;
+	s->crit.decided = true;
+	s->crit.gate = pass;
+	s->crit.t_decision = now;
+	crit_try(e, t, d);
 }
 
-/* Slot d's seed came and its gate passed: the next worker may start on it
- * one delay after both, when that is before the canonical input. */
-static void crit_jump(struct engine *e, struct token *t, unsigned d)
+/* Once layer d's facts fix the next layer's start (fleet_crit.h), queue it
+ * as an event at that time. Called on every new fact: the decision, the
+ * seed, the slot's timeout. */
+static void crit_try(struct engine *e, struct token *t, unsigned d)
 {
-	const struct fl_run_opts *o = e->o;
 	struct slot *s = &t->slots[d - 1];
-	if (o->crit != FL_CRIT_JUMP || s->advanced || !s->t_seed || !s->t_gate || !s->t_canon)
+	struct fl_crit_start st;
+	if (s->queued || fl_crit_start(e->o->crit, &s->crit, &st) < 0)
 		return;
-	uint64_t usable = (s->t_seed > s->t_gate ? s->t_seed : s->t_gate) + (uint64_t)o->net_delay_us * 1000u;
-	if (usable >= s->t_canon)
-		return; /* the canonical input is first: its event is already queued */
-	struct fl_event ev = { .due_ns = usable, .kind = EV_ADVANCE, .a = t->idx, .b = d | (1u << 16) };
+	s->queued = true;
+	s->stalled = st.stalled;
+	if (st.late_decision)
+		e->crit_late_decision++;
+	struct fl_event ev = { .due_ns = st.at, .kind = EV_ADVANCE, .a = t->idx, .b = d | (st.jump ? 1u << 16 : 0u) };
 	if (fl_sched_push(&e->sched, &ev, NULL, 0) < 0)
 		note_error(e, "out of memory for events");
 }
@@ -785,12 +832,28 @@ static void crit_advance(struct engine *e, uint64_t idx, unsigned d, bool jump, 
 	s->advanced = true;
 	s->jumped = jump;
 	struct crit_tok *ct = &e->crit[idx];
+	int64_t saving = (int64_t)s->t_canon - (int64_t)at; /* < 0: a cost */
 	e->crit_layers++;
+	ct->saving_ns += saving;
 	if (jump) {
+		e->crit_jumped++;
+		ct->jumped++;
+		e->crit_save_jumped += saving;
+	} else {
+		e->crit_save_relayed += saving;
+	}
+	if (s->crit.decided && s->crit.gate) {
+		e->crit_gate++;
+		ct->gate++;
+	}
+	if (s->stalled)
+		e->crit_stalled++;
+	/* in time: the seed was at the next worker before the chain's input,
+	 * whatever the gate made of it */
+	if (s->crit.t_seed && s->crit.t_seed + s->crit.net_ns < s->t_canon) {
 		e->crit_in_time++;
 		ct->in_time++;
 	}
-	ct->saving_ns += s->t_canon > at ? s->t_canon - at : 0;
 	if (d < e->n_slots) {
 		t->next = d + 1;
 		send_slot(e, t, d + 1, at);
@@ -840,6 +903,15 @@ static void check_timeouts(struct engine *e, uint64_t now)
 			struct slot *s = &t->slots[d - 1];
 			/* t_open may be later than now: a slot opened by chain
 			 * progress earlier in this very scan. */
+			if (e->o->crit == FL_CRIT_JUMP && s->opened && !s->crit.decided && now > s->t_open &&
+			    now - s->t_open > to) {
+				/* no status for the last contribution: the
+				 * dispatcher's deadline, it relays */
+				s->crit.decided = true;
+				s->crit.t_decision = now;
+				e->crit_no_status++;
+				crit_try(e, t, d);
+			}
 			if (s->opened && !s->resolved && !s->timed_out && now > s->t_open && now - s->t_open > to) {
 				s->timed_out = true;
 				e->missing++;
@@ -1000,37 +1072,61 @@ static json_t *lat_json(struct fl_lat *l)
 			 "mean_us", l->n ? us(l->sum / l->n) : 0.0);
 }
 
-/* Per-token figures of the tokens whose chain ended, into a sample set. */
-static void crit_lat(const struct engine *e, int what, struct fl_lat *l)
+static int cmp_i64(const void *a, const void *b)
 {
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* One per-token figure of the tokens whose chain ended (what: 0 the run's
+ * wall time, 1 the chain alone, 2 the saving), its percentile q (nearest
+ * rank); 0 when no token ended. */
+static int64_t crit_pct(const struct engine *e, int what, double q)
+{
+	size_t n = 0;
+	int64_t *v = malloc((e->o->tokens ? e->o->tokens : 1) * sizeof *v);
+	if (!v)
+		return 0;
 	for (uint64_t i = 0; i < e->issued && i < e->o->tokens; i++) {
 		const struct crit_tok *c = &e->crit[i];
 		if (!c->wall_ns)
 			continue;
-		uint64_t v = what == 0 ? c->wall_ns : what == 1 ? c->wall_ns + c->saving_ns : c->saving_ns;
-		if (fl_lat_add(l, v) < 0)
-			return;
+		v[n++] = what == 0 ? (int64_t)c->wall_ns : what == 1 ? (int64_t)c->wall_ns + c->saving_ns : c->saving_ns;
 	}
+	int64_t r = 0;
+	if (n) {
+		qsort(v, n, sizeof *v, cmp_i64);
+		size_t k = (size_t)(q / 100.0 * (double)n);
+		if ((double)k < q / 100.0 * (double)n)
+			k++;
+		r = v[(k ? k : 1) - 1];
+	}
+	free(v);
+	return r;
 }
+
+static double share(uint64_t part, uint64_t whole) { return whole ? 100.0 * (double)part / (double)whole : 0.0; }
+
+static double mean_us(int64_t sum, uint64_t n) { return n ? (double)sum / (double)n / 1000.0 : 0.0; }
 
 static void crit_summary(struct engine *e)
 {
 	const struct fl_run_opts *o = e->o;
-	struct fl_lat w = { 0 }, c = { 0 }, sv = { 0 };
-	crit_lat(e, 0, &w);
-	crit_lat(e, 1, &c);
-	crit_lat(e, 2, &sv);
-	double slots = (double)e->n_slots;
-	printf("  critical path (%s): %llu tokens, net delay %u us per hop; per token p50 wall %.0f us, canonical "
-	       "chain %.0f us, saving %.0f us (%.1f us per layer); layers in time %llu of %llu (%.1f%%)\n",
+	double save = (double)crit_pct(e, 2, 50) / 1000.0;
+	printf("  critical path (%s): %llu tokens, net delay %u us per hop; per token p50: this run %.0f us, the chain "
+	       "alone %.0f us, saving %.0f us (%.1f us per layer%s)\n",
 	       o->crit == FL_CRIT_JUMP ? "jump with the fleet's gate" : "canonical chain only",
-	       (unsigned long long)e->crit_done, o->net_delay_us, us(fl_lat_pct(&w, 50)), us(fl_lat_pct(&c, 50)),
-	       us(fl_lat_pct(&sv, 50)), us(fl_lat_pct(&sv, 50)) / slots, (unsigned long long)e->crit_in_time,
-	       (unsigned long long)e->crit_layers,
-	       e->crit_layers ? 100.0 * (double)e->crit_in_time / (double)e->crit_layers : 0.0);
-	fl_lat_free(&w);
-	fl_lat_free(&c);
-	fl_lat_free(&sv);
+	       (unsigned long long)e->crit_done, o->net_delay_us, (double)crit_pct(e, 0, 50) / 1000.0,
+	       (double)crit_pct(e, 1, 50) / 1000.0, save, save / (double)e->n_slots, save < 0 ? ": a cost" : "");
+	uint64_t relayed = e->crit_layers - e->crit_jumped;
+	printf("  critical path layers: %llu; gate passed %llu (%.1f%%), started on the jumped seed %llu, seed in time "
+	       "%llu (%.1f%%); mean saving %.1f us per jumped layer, %.1f us per relayed one; decided at the slot "
+	       "timeout %llu, decision after the seed %llu, stalled %llu\n",
+	       (unsigned long long)e->crit_layers, (unsigned long long)e->crit_gate, share(e->crit_gate, e->crit_layers),
+	       (unsigned long long)e->crit_jumped, (unsigned long long)e->crit_in_time,
+	       share(e->crit_in_time, e->crit_layers), mean_us(e->crit_save_jumped, e->crit_jumped),
+	       mean_us(e->crit_save_relayed, relayed), (unsigned long long)e->crit_no_status,
+	       (unsigned long long)e->crit_late_decision, (unsigned long long)e->crit_stalled);
 }
 
 static json_t *crit_json(struct engine *e)
@@ -1050,19 +1146,28 @@ static json_t *crit_json(struct engine *e)
 						   : json_pack("{s:s,s:[I,I]}", "from", "uniform", "us",
 							       (json_int_t)o->relay_lo_us, (json_int_t)o->relay_hi_us));
 	json_object_set_new(j, "layers", json_integer((json_int_t)e->crit_layers));
-	json_object_set_new(j, "layers_in_time", json_integer((json_int_t)e->crit_in_time));
 	json_object_set_new(j, "layers_per_token", json_integer(e->n_slots));
+	json_object_set_new(j, "layers_gate_passed", json_integer((json_int_t)e->crit_gate));
+	json_object_set_new(j, "layers_jumped", json_integer((json_int_t)e->crit_jumped));
+	json_object_set_new(j, "layers_in_time", json_integer((json_int_t)e->crit_in_time));
+	json_object_set_new(j, "layers_decided_at_timeout", json_integer((json_int_t)e->crit_no_status));
+	json_object_set_new(j, "layers_late_decision", json_integer((json_int_t)e->crit_late_decision));
+	json_object_set_new(j, "layers_stalled", json_integer((json_int_t)e->crit_stalled));
+	json_object_set_new(j, "saving_jumped_ns", json_integer((json_int_t)e->crit_save_jumped));
+	json_object_set_new(j, "saving_relayed_ns", json_integer((json_int_t)e->crit_save_relayed));
 	for (uint64_t i = 0; i < e->issued && i < o->tokens; i++) {
 		const struct crit_tok *c = &e->crit[i];
 		if (!c->wall_ns)
 			continue;
-		/* wall: this run; canonical: the same token through the coordinator
-		 * (its wall plus what each layer saved) */
-		json_array_append_new(toks, json_pack("{s:I,s:I,s:I,s:I,s:I,s:i}", "token", (json_int_t)i, "wall_ns",
-						      (json_int_t)c->wall_ns, "canonical_ns",
-						      (json_int_t)(c->wall_ns + c->saving_ns), "saving_ns",
-						      (json_int_t)c->saving_ns, "compute_ns", (json_int_t)c->compute_ns,
-						      "in_time", (int)c->in_time));
+		/* wall: this run; canonical: the same token through the chain
+		 * alone (its wall plus what each layer saved; a cost subtracts) */
+		json_t *x = json_pack("{s:I,s:I,s:I,s:I,s:I}", "token", (json_int_t)i, "wall_ns", (json_int_t)c->wall_ns,
+				      "canonical_ns", (json_int_t)c->wall_ns + (json_int_t)c->saving_ns, "saving_ns",
+				      (json_int_t)c->saving_ns, "compute_ns", (json_int_t)c->compute_ns);
+		json_object_set_new(x, "in_time", json_integer(c->in_time));
+		json_object_set_new(x, "gate_passed", json_integer(c->gate));
+		json_object_set_new(x, "jumped", json_integer(c->jumped));
+		json_array_append_new(toks, x);
 	}
 	json_object_set_new(j, "tokens", toks);
 	return j;

@@ -4,13 +4,13 @@
 #define FLEET_RUN_H
 
 #include "fleet.h"
+#include "fleet_crit.h"
 
 #define FL_UDP_NODES 3u /* --udp-node targets besides --udp */
 
 enum fl_assign { FL_ASSIGN_LAYER, FL_ASSIGN_SLOT, FL_ASSIGN_STATION };
 enum fl_mode { FL_MODE_CHAIN, FL_MODE_BURST };
 enum fl_canon_mode { FL_CANON_DIGEST, FL_CANON_FULL, FL_CANON_NONE };
-enum fl_crit { FL_CRIT_OFF = 0, FL_CRIT_JUMP, FL_CRIT_CANONICAL };
 
 struct fl_run_opts {
 	/* model */
@@ -89,10 +89,11 @@ struct fl_run_opts {
 	 * for their stage times (a, g, d: drawn per token and layer, uniform in
 	 * [lo, hi] us), every hop takes net_delay_us one way, the coordinator's
 	 * relay takes a relay time (drawn from relay_ns[] when given, else
-	 * uniform in [relay_lo_us, relay_hi_us]). FL_CRIT_JUMP: the next layer
-	 * starts on the first trusted input: the jumped seed when the fleet's
-	 * gate passed (a status with bitset 0x7f, not shadow), else the
-	 * coordinator's relay; FL_CRIT_CANONICAL: always the relay. */
+	 * uniform in [relay_lo_us, relay_hi_us]). FL_CRIT_JUMP: the fleet's
+	 * gate decides each layer on the status fanogate sent for its last
+	 * contribution: passed, the next layer starts on the jumped seed,
+	 * however late; not passed, on the relay, never before the decision
+	 * (fleet_crit.h); FL_CRIT_CANONICAL: always the relay, no gate. */
 	enum fl_crit crit;
 	uint32_t stage_lo_us[FL_ROLES], stage_hi_us[FL_ROLES]; /* a, g, d */
 	uint32_t net_delay_us;
