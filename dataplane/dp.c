@@ -553,10 +553,6 @@ static int lcore_setup(struct dp_state *g, unsigned i, unsigned lcore_id)
 		DP_LOG(ERR, "delivery table %u: %s ([consumers] pending_max %u)", i, strerror(-rc), dcfg.capacity);
 		return rc;
 	}
-	snprintf(name, sizeof(name), "fgdp_scratch%u", i);
-	lc->scratch = rte_malloc(name, g->frame_max, 64);
-	if (!lc->scratch)
-		return -ENOMEM;
 	snprintf(name, sizeof(name), "fgdp_inbox%u", i);
 	lc->inbox = rte_ring_create(name, g->prof.handoff_ring, (int)rte_socket_id(), RING_F_SC_DEQ);
 	if (!lc->inbox) {
@@ -591,7 +587,6 @@ static void free_all(struct dp_state *g)
 			rte_free(lc->reasm_mem);
 			rte_free(lc->ack_mem);
 			rte_free(lc->dlv_mem);
-			rte_free(lc->scratch);
 			rte_free(lc);
 			g->lc[i] = NULL;
 		}

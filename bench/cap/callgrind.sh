@@ -66,11 +66,13 @@ GEN_ROLE=client
 [ "$MODE" = zero-copy ] && GEN_ROLE=server # fanogate-dp the zero-copy client (profile.sh)
 . "$HERE/profile.sh"
 cap_dp_profile "$OUT/memif.ini" "$MODE" "$MEMIF_ARGS" off
-rm -f "$OUT/ready" "$OUT/callgrind.out"
+rm -f "$OUT/ready" "$OUT/callgrind.out" "$OUT/gen.json" "$OUT/dp.json" # a reused OUT_DIR
+# --idle-seconds 30: under valgrind on a loaded machine the lcore can pause
+# for more than cap_gen's default of 1 s, which would count the window lost
 start_gen() {
 	"$B/bench/cap/cap_gen" -l 0 --no-huge -m 256 --no-shconf --file-prefix "fgcapcg$$" --no-pci --log-level '*:warning' \
 		--vdev="net_memif0,role=$GEN_ROLE,$MEMIF_ARGS" -- --hidden 1536 --seeds "$SEEDS" --window 32 --warmup 64 \
-		--max-seconds 300 --link-timeout 300 --peer-exit-wait 60 --json "$OUT/gen.json" 2> "$OUT/gen.log" &
+		--idle-seconds 30 --max-seconds 300 --link-timeout 300 --peer-exit-wait 60 --json "$OUT/gen.json" 2> "$OUT/gen.log" &
 	GPID=$!
 }
 wait_for() { # wait_for PID FILE: up to 120 s, until FILE exists or PID exited
