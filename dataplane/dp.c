@@ -384,7 +384,11 @@ static int port_setup(struct dp_state *g)
 			return rc;
 		}
 	}
-	g->guard_bursts = strcmp(info.driver_name, "net_memif") == 0;
+	bool unchecked;
+	g->guard_bursts = dp_burst_guard_needed(info.driver_name, &unchecked);
+	if (unchecked)
+		DP_LOG(NOTICE, "port %u (%s): burst guard kept on: DPDK %s is newer than the releases checked for "
+		       "unmapping under a running burst (dataplane/dp_burst_guard.h)", pid, info.driver_name, rte_version());
 	g->driver = info.driver_name;
 	DP_LOG(INFO, "port %u (%s): %u rx / %u tx queues, %u/%u descriptors, rss %s", pid, info.driver_name,
 	       g->n_rxq, g->n_txq, rxd, txd, conf.rxmode.mq_mode == RTE_ETH_MQ_RX_RSS ? "on" : "off");
