@@ -193,7 +193,7 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 	const struct fg_config *cfg = lc->env->cfg;
 	unsigned n_sh = lc->env->n;
 	uint64_t others = 0; /* bit i: lcore i owns a covered seq */
-	const struct fg_addr *confirmed = NULL; /* the consumer this frame already confirmed */
+	const struct fg_addr *confirmed = NULL; /* the consumer (address) this frame already confirmed */
 	for (int k = 0; k < n; k++) {
 		/* The fleet ACKs everything it receives, our status frames
 		 * included, and re-ACKs all it holds every 50 ms: an entry of any
@@ -266,7 +266,10 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 		 * many layers, mostly of one consumer) */
 		if (retired && lc->env->io->neigh_hint) {
 			const struct fg_addr *c = consumer_of(lc, layer);
-			if (c && c != confirmed) {
+			/* by address: every layer without its own consumer holds a
+			 * copy of the default (config.c) */
+			if (c && !(confirmed && c->family == confirmed->family &&
+				   !memcmp(c->addr, confirmed->addr, sizeof(c->addr)))) {
 				lc->env->io->neigh_hint(lc, c->family == AF_INET6 ? 6 : 4, c->addr, DP_NEIGH_CONFIRMED);
 				confirmed = c;
 			}
