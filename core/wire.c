@@ -595,6 +595,20 @@ ssize_t fg_resolved_encode(const struct fg_bands *b, const struct fg_resolved *r
 			       r->body_len, buf, cap);
 }
 
+ssize_t fg_resolved_head_encode(const struct fg_bands *b, const struct fg_resolved *r, uint8_t *buf, size_t cap)
+{
+	int32_t stream = band_stream(b, b->resolved_base, r->dst_layer);
+
+	if (stream < 0 || !body_encodable(r->seq_len, r->body, r->body_len))
+		return -FG_R_UNENCODABLE;
+	if (cap < FG_RESOLVED_HEAD_LEN)
+		return -FG_R_NOSPACE;
+	put_hdr(buf, (uint16_t)stream, r->token_seq, FG_FLAG_FIN, FG_SEED_PREFIX_LEN + r->body_len);
+	fg_put_le32(buf + FG_HDR_LEN, r->start_pos);
+	fg_put_le32(buf + FG_HDR_LEN + 4, r->seq_len);
+	return FG_RESOLVED_HEAD_LEN;
+}
+
 ssize_t fg_resolved_decode(const struct fg_frame *f, uint16_t dst_layer, const struct fg_seed_limits *lim,
 			   struct fg_resolved *out)
 {

@@ -384,7 +384,11 @@ static int port_setup(struct dp_state *g)
 			return rc;
 		}
 	}
-	g->guard_bursts = strcmp(info.driver_name, "net_memif") == 0;
+	bool unchecked;
+	g->guard_bursts = dp_burst_guard_needed(info.driver_name, &unchecked);
+	if (unchecked)
+		DP_LOG(NOTICE, "port %u (%s): burst guard kept on: DPDK %s is newer than the releases checked for "
+		       "unmapping under a running burst (dataplane/dp_burst_guard.h)", pid, info.driver_name, rte_version());
 	g->driver = info.driver_name;
 	DP_LOG(INFO, "port %u (%s): %u rx / %u tx queues, %u/%u descriptors, rss %s", pid, info.driver_name,
 	       g->n_rxq, g->n_txq, rxd, txd, conf.rxmode.mq_mode == RTE_ETH_MQ_RX_RSS ? "on" : "off");
@@ -553,10 +557,6 @@ static int lcore_setup(struct dp_state *g, unsigned i, unsigned lcore_id)
 		DP_LOG(ERR, "delivery table %u: %s ([consumers] pending_max %u)", i, strerror(-rc), dcfg.capacity);
 		return rc;
 	}
-	snprintf(name, sizeof(name), "fgdp_scratch%u", i);
-	lc->scratch = rte_malloc(name, g->frame_max, 64);
-	if (!lc->scratch)
-		return -ENOMEM;
 	snprintf(name, sizeof(name), "fgdp_inbox%u", i);
 	lc->inbox = rte_ring_create(name, g->prof.handoff_ring, (int)rte_socket_id(), RING_F_SC_DEQ);
 	if (!lc->inbox) {
@@ -591,7 +591,6 @@ static void free_all(struct dp_state *g)
 			rte_free(lc->reasm_mem);
 			rte_free(lc->ack_mem);
 			rte_free(lc->dlv_mem);
-			rte_free(lc->scratch);
 			rte_free(lc);
 			g->lc[i] = NULL;
 		}

@@ -50,18 +50,8 @@ void dp_burst_guard_quiesce(void)
 /* The interposed munmap: the executable's definition comes before libc's
  * for every shared object (the PMDs are loaded with dlopen and call munmap
  * through the PLT); glibc's own internal unmaps (malloc) do not come here.
- * Sanitizer builds keep their runtime's interceptor instead (no guard). */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define DP_GUARD_INTERPOSE 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define DP_GUARD_INTERPOSE 0
-#endif
-#endif
-#ifndef DP_GUARD_INTERPOSE
-#define DP_GUARD_INTERPOSE 1
-#endif
-
+ * Sanitizer builds keep their runtime's interceptor instead (no guard:
+ * DP_GUARD_INTERPOSE, dp_burst_guard.h). */
 #if DP_GUARD_INTERPOSE
 int munmap(void *addr, size_t len)
 {

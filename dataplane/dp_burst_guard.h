@@ -19,7 +19,19 @@
  * Any other caller, or no guarded port, goes straight to the system call.
  *
  * Cost on the lcore: two stores and a fence per burst, on guarded ports
- * only (net_memif; dp.c decides). */
+ * only (net_memif; dp.c decides, dp_burst_guard_needed).
+ *
+ * Which DPDK releases need it (RTE_VERSION): net_memif has unmapped this
+ * way since it came (19.08). 22.11, the release fanogate is built and
+ * tested with, does (tests/dataplane/test_burst_guard.c reproduces it),
+ * and so does the newest upstream source read when this was written
+ * (memif_free_regions in the rte_atomic_* code of 24.03 and later):
+ * disconnect clears ETH_MEMIF_FLAG_CONNECTED, which only a burst that
+ * starts later reads, and unmaps at once. DP_BURST_GUARD_CHECKED is the
+ * newest release known to need it; a newer DPDK keeps the guard (its cost
+ * is small, a crash is not) and dp.c says so at start, so that whoever
+ * builds on it checks that release's memif_disconnect and moves the mark
+ * (or ends the guard at the release that waits for running bursts). */
 #ifndef DP_BURST_GUARD_H
 #define DP_BURST_GUARD_H
 
@@ -27,8 +39,43 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <rte_version.h>
+
 #include "dp_io.h" /* DP_MAX_LCORES */
 #include "fg/counters.h"
+
+#define DP_BURST_GUARD_FIRST RTE_VERSION_NUM(19, 8, 0, 0)   /* net_memif's first release */
+#define DP_BURST_GUARD_CHECKED RTE_VERSION_NUM(24, 3, 0, 0) /* the newest release read that needs it */
+
+/* Whether a port of PMD `driver` (rte_eth_dev_info.driver_name) needs the
+ * guard with the DPDK this is built on. *unchecked: this DPDK is newer than
+ * the releases checked (the guard stays on). */
+static inline bool dp_burst_guard_needed(const char *driver, bool *unchecked)
+{
+	*unchecked = false;
+	if (!driver || __builtin_strcmp(driver, "net_memif") != 0)
+		return false;
+#if RTE_VERSION < DP_BURST_GUARD_FIRST
+	return false;
+#else
+	*unchecked = RTE_VERSION > DP_BURST_GUARD_CHECKED;
+	return true;
+#endif
+}
+
+/* Whether munmap is interposed in this build (not under a sanitizer,
+ * whose runtime keeps its own interceptor: then the guard only marks
+ * bursts, and nothing waits). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define DP_GUARD_INTERPOSE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define DP_GUARD_INTERPOSE 0
+#endif
+#endif
+#ifndef DP_GUARD_INTERPOSE
+#define DP_GUARD_INTERPOSE 1
+#endif
 
 #define DP_GUARD_MAX DP_MAX_LCORES /* one guard per poll lcore */
 

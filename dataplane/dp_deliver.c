@@ -27,9 +27,23 @@ static const struct fg_addr *consumer_of(const struct dp_lcore *lc, uint16_t lay
 	return NULL;
 }
 
-/* Send an encoded resolved-seed frame to its layer's consumer, in the
- * fragmented profile (fragments of env->chunk bytes, one frame id). */
-static bool dlv_send(struct dp_lcore *lc, const struct fg_addr *c, const uint8_t *frame, uint32_t len)
+/* The frame head (wire.md 3.3: header and prefix) of the seed v into
+ * head[FG_RESOLVED_HEAD_LEN]. false: not encodable (never for a slot's
+ * seed of a configured layer). */
+static bool seed_head(const struct dp_lcore *lc, const struct fg_seed_view *v, uint8_t *head)
+{
+	const struct fg_resolved r = {.token_seq = v->token_seq, .dst_layer = v->dst_layer, .start_pos = v->start_pos,
+				      .seq_len = v->seq_len, .body = v->body, .body_len = v->body_len};
+	return fg_resolved_head_encode(&lc->env->cfg->bands, &r, head, FG_RESOLVED_HEAD_LEN) == FG_RESOLVED_HEAD_LEN;
+}
+
+/* Send the resolved-seed frame head[0..FG_RESOLVED_HEAD_LEN) + body to its
+ * layer's consumer, in the fragmented profile (fragments of env->chunk
+ * bytes, one frame id). The frame is never assembled: each datagram
+ * gathers its fragment header, the part of the head it covers (fragment 0)
+ * and its part of the body straight from the slot into the packet. */
+static bool dlv_send(struct dp_lcore *lc, const struct fg_addr *c, const uint8_t *head, const uint8_t *body,
+		     uint32_t body_len)
 {
 	struct dp_peer to = {.family = c->family == AF_INET6 ? 6 : 4, .port = c->port};
 	struct dp_route rt;
@@ -38,19 +52,27 @@ static bool dlv_send(struct dp_lcore *lc, const struct fg_addr *c, const uint8_t
 		dp_lc_xcount(lc, DP_X_NO_SRC_ADDR);
 		return false;
 	}
-	uint32_t C = lc->env->chunk;
+	const uint32_t hl = FG_RESOLVED_HEAD_LEN, len = hl + body_len, C = lc->env->chunk;
 	uint32_t total = fg_frag_count(len, C);
 	if (!total)
 		return false;
 	uint16_t fid = lc->frame_id++;
 	bool ok = true;
-	for (uint32_t i = 0; i < total; i++) {
-		uint8_t h[4];
-		fg_put_be16(h, fid);
+	uint8_t h[FG_FRAG_HDR_LEN + FG_RESOLVED_HEAD_LEN];
+	_Static_assert(sizeof(h) <= DP_DGRAM_HEAD_MAX, "a fragment header and the frame head fit io->dgram's head");
+	fg_put_be16(h, fid);
+	h[3] = (uint8_t)total;
+	for (uint32_t i = 0, off = 0; i < total; i++, off += C) {
+		uint32_t end = len - off < C ? len : off + C;
+		uint32_t hn = FG_FRAG_HDR_LEN, from = off;
 		h[2] = (uint8_t)i;
-		h[3] = (uint8_t)total;
-		uint32_t off = i * C, n = len - off < C ? len - off : C;
-		ok &= lc->env->io->dgram(lc, &rt, &to, h, frame + off, n);
+		if (off < hl) { /* the part of the head this fragment covers */
+			uint32_t k = (end < hl ? end : hl) - off;
+			memcpy(h + FG_FRAG_HDR_LEN, head + off, k);
+			hn += k;
+			from = hl;
+		}
+		ok &= lc->env->io->dgram(lc, &rt, &to, h, hn, body + (from - hl), end > from ? end - from : 0);
 	}
 	return ok;
 }
@@ -123,16 +145,14 @@ void dp_deliver_timer(struct dp_lcore *lc, uint64_t now)
 			dlv_give_up(lc, DP_X_DLV_GIVEUP_RECLAIMED);
 			continue;
 		}
-		struct fg_resolved r = {.token_seq = v.token_seq, .dst_layer = v.dst_layer, .start_pos = v.start_pos,
-					.seq_len = v.seq_len, .body = v.body, .body_len = v.body_len};
-		ssize_t len = fg_resolved_encode(&lc->env->cfg->bands, &r, lc->scratch, lc->env->frame_max);
-		if (len < 0) {
+		uint8_t head[FG_RESOLVED_HEAD_LEN];
+		if (!seed_head(lc, &v, head)) {
 			dp_dlv_drop(&lc->dlv, i);
 			dlv_give_up(lc, DP_X_DLV_GIVEUP_RECLAIMED);
 			continue;
 		}
 		neigh_hint(lc, e->layer, DP_NEIGH_UNANSWERED); /* before the route the resend takes */
-		(void)dlv_send(lc, c, lc->scratch, (uint32_t)len);
+		(void)dlv_send(lc, c, head, v.body, v.body_len);
 		dp_dlv_rearm(&lc->dlv, i, now);
 		dp_lc_count(lc, FG_C_DELIVERY_RESENT, 1);
 	}
@@ -145,15 +165,12 @@ static unsigned dlv_owner(const struct dp_lcore *lc, uint16_t layer, uint32_t se
 	return n > 1 ? fg_shard_of(seq, layer, lc->env->cfg->layers, n) : 0;
 }
 
-/* Whether src is the configured consumer of the resolved-band stream's
- * layer (address and port): only it may retire that layer's deliveries
- * (issue 14: a spoofed ACK from any allowed source cancelled them). */
-static bool ack_from_consumer(const struct dp_lcore *lc, uint16_t stream, const struct dp_peer *src)
+/* Whether src is the configured consumer of layer (address and port): only
+ * it may retire that layer's deliveries (a spoofed ACK from any allowed
+ * source cancelled them). The caller has taken layer from a stream of the
+ * resolved band (the bands do not overlap: config.c refuses it). */
+static bool ack_from_consumer(const struct dp_lcore *lc, uint16_t layer, const struct dp_peer *src)
 {
-	enum fg_band band;
-	uint16_t layer;
-	if (fg_stream_classify(&lc->env->cfg->bands, stream, &band, &layer) < 0 || band != FG_BAND_RESOLVED)
-		return false;
 	const struct fg_addr *c = consumer_of(lc, layer);
 	if (!c || c->port != src->port || (c->family == AF_INET6 ? 6 : 4) != src->family)
 		return false;
@@ -176,6 +193,7 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 	const struct fg_config *cfg = lc->env->cfg;
 	unsigned n_sh = lc->env->n;
 	uint64_t others = 0; /* bit i: lcore i owns a covered seq */
+	const struct fg_addr *confirmed = NULL; /* the consumer (address) this frame already confirmed */
 	for (int k = 0; k < n; k++) {
 		/* The fleet ACKs everything it receives, our status frames
 		 * included, and re-ACKs all it holds every 50 ms: an entry of any
@@ -186,7 +204,7 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 			dp_lc_xcount(lc, DP_X_DLV_ACK_FOREIGN);
 			continue;
 		}
-		if (src && !ack_from_consumer(lc, e[k].stream_id, src)) {
+		if (src && !ack_from_consumer(lc, layer, src)) {
 			dp_lc_xcount(lc, DP_X_ACK_FOREIGN);
 			continue;
 		}
@@ -222,11 +240,9 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 		if (misses >= DP_DLV_ACK_MISS_MAX)
 			continue;
 		unsigned retired = 0;
-		for (unsigned bit = 0; bit < 64; bit++) {
-			uint32_t word = bit < 32 ? e[k].bitmap_lo : e[k].bitmap_hi;
-			if (!(word & (1u << (bit & 31))))
-				continue;
-			uint32_t seq = e[k].base_seq + bit;
+		/* the named sequences, lowest first, one step per set bit */
+		for (uint64_t left = bits; left; left &= left - 1) {
+			uint32_t seq = e[k].base_seq + (uint32_t)__builtin_ctzll(left);
 			unsigned owner = dlv_owner(lc, layer, seq);
 			if (owner != lc->idx) {
 				others |= 1ull << owner;
@@ -245,8 +261,19 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 				}
 			}
 		}
-		if (retired) /* our deliveries reach the consumer: its neighbour entry holds */
-			neigh_hint(lc, layer, DP_NEIGH_CONFIRMED);
+		/* our deliveries reach the consumer: its neighbour entry holds
+		 * (once per frame and consumer: the entries of one frame name
+		 * many layers, mostly of one consumer) */
+		if (retired && lc->env->io->neigh_hint) {
+			const struct fg_addr *c = consumer_of(lc, layer);
+			/* by address: every layer without its own consumer holds a
+			 * copy of the default (config.c) */
+			if (c && !(confirmed && c->family == confirmed->family &&
+				   !memcmp(c->addr, confirmed->addr, sizeof(c->addr)))) {
+				lc->env->io->neigh_hint(lc, c->family == AF_INET6 ? 6 : 4, c->addr, DP_NEIGH_CONFIRMED);
+				confirmed = c;
+			}
+		}
 	}
 	if (misses >= DP_DLV_ACK_MISS_MAX)
 		dp_xcount(lc->xk, DP_X_ACK_BUDGET, 1);
@@ -282,18 +309,13 @@ void dp_deliver_seed(struct dp_lcore *lc, uint32_t slot, uint64_t now)
 	const struct fg_addr *c = consumer_of(lc, v.dst_layer);
 	bool sent = false;
 	if (c) {
-		/* The UDP consumer needs the frame (wire.md 3.3): encoded into the
-		 * lcore's scratch, fragmented into mbufs. Counted as sent once
-		 * tracked: it ends ACKed or given up. */
-		struct fg_resolved r = {.token_seq = v.token_seq,
-					.dst_layer = v.dst_layer,
-					.start_pos = v.start_pos,
-					.seq_len = v.seq_len,
-					.body = v.body,
-					.body_len = v.body_len};
-		ssize_t n = fg_resolved_encode(&lc->env->cfg->bands, &r, lc->scratch, lc->env->frame_max);
-		if (n > 0) {
-			(void)dlv_send(lc, c, lc->scratch, (uint32_t)n);
+		/* The UDP consumer needs the frame (wire.md 3.3): its head
+		 * encoded here, the body copied from the slot straight into the
+		 * packets. Counted as sent once tracked: it ends ACKed or given
+		 * up. */
+		uint8_t head[FG_RESOLVED_HEAD_LEN];
+		if (seed_head(lc, &v, head)) {
+			(void)dlv_send(lc, c, head, v.body, v.body_len);
 			dp_lc_count(lc, FG_C_SEEDS_SENT, 1);
 			dlv_track(lc, &v, slot, now);
 			sent = true;

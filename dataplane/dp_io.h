@@ -60,6 +60,7 @@ struct dp_lcore;
 #define DP_NEIGH 64u
 #define DP_XFER_HDR 128u /* bytes in front of a frame in an xfer buffer */
 #define DP_MAX_LCORES 64u
+#define DP_DGRAM_HEAD_MAX 64u /* io->dgram's head: a fragment header and a frame's head */
 
 /* A whole frame's header, decoded once on the lcore that first sees the
  * frame whole, and its stream classified once under the address binding it
@@ -120,11 +121,14 @@ static inline struct dp_xfer *dp_xfer_of(void *data) { return (struct dp_xfer *)
  * that owns lc; pointers are borrowed for the call. */
 struct dp_io {
 	/* Send one UDP datagram from our fragmented-profile port to `to`,
-	 * its payload hdr4 (4 bytes, or NULL for none) then data[0..len); rt
-	 * is the L2 route back (a kernel socket ignores it). Returns false
-	 * when it could not be queued (the implementation counts why). */
-	bool (*dgram)(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *hdr4,
-		      const uint8_t *data, uint32_t len);
+	 * its payload head[0..head_len) then data[0..len), gathered into the
+	 * packet (a fragment header and a frame's head in front of a body
+	 * read where it lies, the slot: no copy before the packet's);
+	 * head_len at most DP_DGRAM_HEAD_MAX (0: head unread). rt is the L2
+	 * route back (a kernel socket ignores it). Returns false when it
+	 * could not be queued (the implementation counts why). */
+	bool (*dgram)(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *head,
+		      uint32_t head_len, const uint8_t *data, uint32_t len);
 	/* Fill *rt to reach addr (family 4 or 6; a configured consumer).
 	 * false when no route is known yet. */
 	bool (*route)(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt);
@@ -195,7 +199,6 @@ struct dp_lcore {
 	int wait_fd;            /* [poll] idle_wake: its RX queue's socket to wait on (dp_idle.h); -1 none */
 	uint64_t inbox_kick;    /* DPDK only: bit per owner lcore handed a frame since the last dp_inbox_kick */
 	uint64_t abandoned_seen;/* slots.abandoned already added to DP_X_SLOTS_ABANDONED */
-	uint8_t *scratch;       /* frame_max bytes */
 	struct dp_neigh neigh[DP_NEIGH];
 	bool has_local4, has_local6;
 	uint8_t local4[16], local6[16]; /* last local address seen per family */

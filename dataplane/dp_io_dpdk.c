@@ -18,10 +18,10 @@
 #include "dp_shard.h"
 #include "dp_tx.h"
 
-static bool io_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *hdr4,
-		     const uint8_t *data, uint32_t len)
+static bool io_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *head,
+		     uint32_t head_len, const uint8_t *data, uint32_t len)
 {
-	return dp_tx_dgram(lc, rt, to->family, rt->local, to->addr, to->port, hdr4, data, len);
+	return dp_tx_dgram(lc, rt, to->family, rt->local, to->addr, to->port, head, head_len, data, len);
 }
 
 static bool io_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt)

@@ -13,15 +13,14 @@
 
 void dp_reply_status(struct dp_lcore *lc, const struct dp_xfer *from, const struct fg_status *st)
 {
-	uint8_t buf[FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN];
-	ssize_t n = fg_status_encode(st, buf, sizeof(buf));
+	uint8_t buf[FG_FRAG_HDR_LEN + FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN];
+	ssize_t n = fg_status_encode(st, buf + FG_FRAG_HDR_LEN, sizeof(buf) - FG_FRAG_HDR_LEN);
 	if (n < 0)
 		return;
-	uint8_t h[4];
-	fg_put_be16(h, lc->frame_id++);
-	h[2] = 0;
-	h[3] = 1;
-	if (lc->env->io->dgram(lc, &from->route, &from->peer, h, buf, (uint32_t)n))
+	fg_put_be16(buf, lc->frame_id++);
+	buf[2] = 0;
+	buf[3] = 1;
+	if (lc->env->io->dgram(lc, &from->route, &from->peer, NULL, 0, buf, FG_FRAG_HDR_LEN + (uint32_t)n))
 		dp_lc_count(lc, FG_C_STATUS_SENT, 1);
 }
 
@@ -40,7 +39,7 @@ static void ack_send_peer(struct dp_lcore *lc, struct dp_ack_peer *pp)
 	uint32_t off = 0;
 	for (int i = 0; i < k; i++) {
 		/* fg_ack_build wrote fragment header + ACK frame: the whole UDP payload */
-		if (lc->env->io->dgram(lc, &pp->route, &pp->peer, NULL, buf + off, lens[i]))
+		if (lc->env->io->dgram(lc, &pp->route, &pp->peer, NULL, 0, buf + off, lens[i]))
 			dp_lc_count(lc, FG_C_ACKS_SENT, 1);
 		off += lens[i];
 	}

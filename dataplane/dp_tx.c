@@ -141,12 +141,13 @@ void dp_tx_stash_release(struct dp_lcore *lc)
 	__atomic_store_n(&lc->n_stash, 0, __ATOMIC_RELAXED);
 }
 
-/* One UDP datagram whose payload is hdr4 (4 bytes, optional) + data. */
+/* One UDP datagram whose payload is head + data. */
 bool dp_tx_dgram(struct dp_lcore *lc, const struct dp_route *rt, int family, const uint8_t *src_ip,
-		     const uint8_t *dst_ip, uint16_t dst_port, const uint8_t *hdr4, const uint8_t *data, uint32_t len)
+		 const uint8_t *dst_ip, uint16_t dst_port, const uint8_t *head, uint32_t head_len,
+		 const uint8_t *data, uint32_t len)
 {
 	uint32_t hl = dp_pkt_hdr_len(rt, family);
-	uint32_t plen = (hdr4 ? 4u : 0u) + len;
+	uint32_t plen = head_len + len;
 	struct rte_mbuf *m = tx_mbuf(lc);
 	if (!m) {
 		dp_lc_xcount(lc, DP_X_TX_NOMBUF);
@@ -159,33 +160,10 @@ bool dp_tx_dgram(struct dp_lcore *lc, const struct dp_route *rt, int family, con
 		return false;
 	}
 	uint8_t *u = p + hl;
-	if (hdr4) {
-		memcpy(u, hdr4, 4);
-		u += 4;
-	}
-	memcpy(u, data, len);
+	if (head_len)
+		memcpy(u, head, head_len);
+	memcpy(u + head_len, data, len);
 	dp_pkt_build_udp(p, rt, family, src_ip, dp_g.cfg.udp_port, dst_ip, dst_port, plen, lc->ip_id++);
 	dp_tx_queue(lc, m);
 	return true;
-}
-
-/* A frame in the fragmented profile (split at C) to one destination. */
-bool dp_tx_frame(struct dp_lcore *lc, const struct dp_route *rt, int family, const uint8_t *src_ip,
-		     const uint8_t *dst_ip, uint16_t dst_port, const uint8_t *frame, uint32_t len)
-{
-	uint32_t C = dp_g.chunk;
-	uint32_t total = fg_frag_count(len, C);
-	if (!total)
-		return false;
-	uint16_t fid = lc->frame_id++;
-	bool ok = true;
-	for (uint32_t i = 0; i < total; i++) {
-		uint8_t h[4];
-		fg_put_be16(h, fid);
-		h[2] = (uint8_t)i;
-		h[3] = (uint8_t)total;
-		uint32_t off = i * C, n = RTE_MIN(C, len - off);
-		ok &= dp_tx_dgram(lc, rt, family, src_ip, dst_ip, dst_port, h, frame + off, n);
-	}
-	return ok;
 }

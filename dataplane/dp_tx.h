@@ -29,13 +29,11 @@ void dp_tx_drop(struct dp_lcore *lc);
  * drop_tx_full. */
 void dp_tx_queue(struct dp_lcore *lc, struct rte_mbuf *m);
 /* Queue one UDP datagram from our data port to dst_ip:dst_port whose
- * payload is hdr4 (4 bytes, or NULL for none) then data[0..len). Returns
- * false (counted tx_nombuf) when no mbuf was free. Pointers are borrowed. */
+ * payload is head[0..head_len) then data[0..len), both copied straight
+ * into the mbuf. Returns false (counted tx_nombuf) when no mbuf was free.
+ * Pointers are borrowed. */
 bool dp_tx_dgram(struct dp_lcore *lc, const struct dp_route *rt, int family, const uint8_t *src_ip,
-		 const uint8_t *dst_ip, uint16_t dst_port, const uint8_t *hdr4, const uint8_t *data, uint32_t len);
-/* Queue a whole frame in the fragmented profile (fragments of dp_g.chunk
- * bytes, one frame id). Returns false when any fragment could not be built. */
-bool dp_tx_frame(struct dp_lcore *lc, const struct dp_route *rt, int family, const uint8_t *src_ip,
-		 const uint8_t *dst_ip, uint16_t dst_port, const uint8_t *frame, uint32_t len);
+		 const uint8_t *dst_ip, uint16_t dst_port, const uint8_t *head, uint32_t head_len,
+		 const uint8_t *data, uint32_t len);
 
 #endif

@@ -78,6 +78,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (known && band == FG_BAND_RESOLVED) {
 			ssize_t e = fg_resolved_encode(&b, &r, out, sizeof(out));
 			FUZZ_CHECK(e == fl && !memcmp(out, data, (size_t)fl));
+			/* the head a gathering sender encodes is the frame's first 18 bytes */
+			uint8_t head[FG_RESOLVED_HEAD_LEN];
+			FUZZ_CHECK(fg_resolved_head_encode(&b, &r, head, sizeof(head)) == FG_RESOLVED_HEAD_LEN);
+			FUZZ_CHECK(!memcmp(head, data, FG_RESOLVED_HEAD_LEN));
 		}
 	}
 

@@ -22,6 +22,12 @@
 #   FG_CAP_MEMIF_MODE=copy (default; fanogate-dp the memif server) or
 #     zero-copy (fanogate-dp the zero-copy client, cap_gen the server;
 #     see run.sh)
+#   FG_CAP_LCORES=2: two poll lcores, two memif queue pairs; cap_gen puts
+#     each flow on queue (source port mod 2), as RSS would: the workers of
+#     lines 1 and 5 (ports 5001, 5003) on queue 1, line 3's (5002) and the
+#     consumer's ACKs (7000) on queue 0, so every slot's contributions come
+#     to both lcores and the frames for the other lcore's shard are handed
+#     over whole
 # Output: OUT_DIR/callgrind.out, OUT_DIR/ir.json and a table on stdout.
 # Takes about a minute (valgrind runs the dataplane ~50x slower).
 set -u
@@ -33,6 +39,16 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 command -v valgrind >/dev/null || { echo "callgrind.sh: SKIP: no valgrind"; exit 77; }
 [ -x "$B/bench/cap/cap_gen" ] || { echo "callgrind.sh: SKIP: cap_gen not built"; exit 77; }
 MODE=${FG_CAP_MEMIF_MODE:-copy}
+LCORES=${FG_CAP_LCORES:-1}
+case $LCORES in 1 | 2) ;; *) echo "callgrind.sh: FG_CAP_LCORES=$LCORES: 1 or 2"; exit 2 ;; esac
+# Two lcores under valgrind share its one lock, both spinning: fair
+# scheduling (else one starves the other for seconds) and timeouts long
+# enough that nothing expires while a thread waits its turn; these change
+# no count of the work itself (no slot or group expires in either run)
+DEADLINE=2500 REASM="" VG_SCHED=""
+if [ "$LCORES" = 2 ]; then
+	DEADLINE=60000 REASM="reasm_timeout_ms = 20000" VG_SCHED=--fair-sched=yes
+fi
 case $MODE in copy | zero-copy) ;; *) echo "callgrind.sh: FG_CAP_MEMIF_MODE=$MODE: copy or zero-copy"; exit 2 ;; esac
 VPID="" GPID=""
 cleanup() {
@@ -48,10 +64,11 @@ layers = 28
 default = 1,3,5
 [slots]
 capacity = 8192
-deadline_ms = 2500
+deadline_ms = $DEADLINE
 [udp]
 port = 4242
 mtu = 1472
+$REASM
 ${FG_CAP_STATUS_ACCEPTED:+status_accepted = $FG_CAP_STATUS_ACCEPTED}
 [consumers]
 default = 198.18.0.2:7000
@@ -59,18 +76,21 @@ default = 198.18.0.2:7000
 # instruction counts are not those of resends
 resend_ms = 5000
 [dataplane]
-lcores = 1
+lcores = $LCORES
 EOC
 MEMIF_ARGS="id=0,socket=$OUT/memif.sock,bsize=2048,rsize=11"
 GEN_ROLE=client
 [ "$MODE" = zero-copy ] && GEN_ROLE=server # fanogate-dp the zero-copy client (profile.sh)
 . "$HERE/profile.sh"
 cap_dp_profile "$OUT/memif.ini" "$MODE" "$MEMIF_ARGS" off
-rm -f "$OUT/ready" "$OUT/callgrind.out"
+rm -f "$OUT/ready" "$OUT/callgrind.out" "$OUT/gen.json" "$OUT/dp.json" # a reused OUT_DIR
+# --idle-seconds 30: under valgrind on a loaded machine the lcore can pause
+# for more than cap_gen's default of 1 s, which would count the window lost
 start_gen() {
 	"$B/bench/cap/cap_gen" -l 0 --no-huge -m 256 --no-shconf --file-prefix "fgcapcg$$" --no-pci --log-level '*:warning' \
 		--vdev="net_memif0,role=$GEN_ROLE,$MEMIF_ARGS" -- --hidden 1536 --seeds "$SEEDS" --window 32 --warmup 64 \
-		--max-seconds 300 --link-timeout 300 --peer-exit-wait 60 --json "$OUT/gen.json" 2> "$OUT/gen.log" &
+		--queues "$LCORES" \
+		--idle-seconds 30 --max-seconds 300 --link-timeout 300 --peer-exit-wait 60 --json "$OUT/gen.json" 2> "$OUT/gen.log" &
 	GPID=$!
 }
 wait_for() { # wait_for PID FILE: up to 120 s, until FILE exists or PID exited
@@ -88,7 +108,7 @@ if [ "$MODE" = zero-copy ]; then
 	done
 	grep -q " @$OUT/memif.sock\$" /proc/net/unix || { echo "cap_gen is not listening:"; tail -5 "$OUT/gen.log"; exit 1; }
 fi
-valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.out" "$B/dataplane/fanogate-dp" \
+valgrind --tool=callgrind $VG_SCHED --callgrind-out-file="$OUT/callgrind.out" "$B/dataplane/fanogate-dp" \
 	--config "$OUT/fg.ini" --profile "$OUT/memif.ini" --duration 600 --report "$OUT/dp.json" \
 	--ready-file "$OUT/ready" > "$OUT/dp.log" 2>&1 &
 VPID=$!

@@ -70,6 +70,7 @@ struct opts {
 	uint32_t rx_stall_us, rx_stall_every_ms; /* a consumer that stops reading now and then */
 	double max_seconds, link_timeout, idle_seconds, peer_exit_wait;
 	uint32_t token_base;
+	uint16_t queues; /* memif queue pairs; a flow's queue is its source port mod queues */
 	uint8_t dp_ip[4], ip[4];
 	uint16_t port, cport, wport;
 	const char *json, *label;
@@ -77,7 +78,7 @@ struct opts {
 
 static struct opts o = {.hidden = 1536, .seeds = 200000, .window = 256, .layers = 28, .sets = 8, .mtu = 1472,
 			.warmup = 256, .max_seconds = 60, .link_timeout = 20, .idle_seconds = 1, .token_base = 1, .port = 4242,
-			.cport = 7000, .wport = 5001, .label = "memif"};
+			.cport = 7000, .wport = 5001, .queues = 1, .label = "memif"};
 
 struct stats {
 	uint64_t frags_tx, seeds_sent, resolved, wrong, dup, lost;
@@ -176,11 +177,16 @@ static void rx_poll(void);
  * keep flowing or it would drop them). Bounded by --max-seconds overall. */
 static uint64_t g_deadline_ns = UINT64_MAX; /* --max-seconds from the start of the run */
 
-static void tx_all(struct rte_mbuf **m, unsigned n)
+/* --queues: memif has no RSS, so the generator spreads flows like a NIC's
+ * RSS would, by a hash of the 5-tuple; the flows differ only in their
+ * source port (workers wport + line, the consumer cport). */
+static uint16_t queue_of(uint16_t sport) { return (uint16_t)(sport % o.queues); }
+
+static void tx_all(uint16_t q, struct rte_mbuf **m, unsigned n)
 {
 	unsigned sent = 0;
 	while (sent < n) {
-		uint16_t k = rte_eth_tx_burst(g_port, 0, m + sent, (uint16_t)(n - sent));
+		uint16_t k = rte_eth_tx_burst(g_port, q, m + sent, (uint16_t)(n - sent));
 		sent += k;
 		if (sent < n) {
 			g_st.tx_full++;
@@ -219,7 +225,7 @@ static void ack_flush(void)
 	}
 	g_nack = 0;
 	g_st.acks_tx += (uint64_t)nd;
-	tx_all(m, (unsigned)nd);
+	tx_all(queue_of(o.cport), m, (unsigned)nd);
 }
 
 /* ACK (stream, token) like the fleet's receiver: one entry per stream covers
@@ -308,6 +314,8 @@ static void on_arp(const uint8_t *a, uint32_t n)
 	}
 }
 
+static void rx_queue(uint16_t q, struct rte_mbuf **m);
+
 static void rx_poll(void)
 {
 	struct rte_mbuf *m[BURST];
@@ -335,7 +343,15 @@ static void rx_poll(void)
 				return;
 		}
 	}
-	uint16_t n = rte_eth_rx_burst(g_port, 0, m, BURST);
+	for (uint16_t q = 0; q < o.queues; q++)
+		rx_queue(q, m);
+	ack_flush();
+}
+
+/* One RX burst of queue q (rx_poll's work). */
+static void rx_queue(uint16_t q, struct rte_mbuf **m)
+{
+	uint16_t n = rte_eth_rx_burst(g_port, q, m, BURST);
 	for (uint16_t i = 0; i < n; i++) {
 		const uint8_t *p = rte_pktmbuf_mtod(m[i], const uint8_t *);
 		uint32_t len = rte_pktmbuf_data_len(m[i]);
@@ -367,7 +383,6 @@ static void rx_poll(void)
 	}
 	if (n)
 		rte_pktmbuf_free_bulk(m, n);
-	ack_flush();
 }
 
 /* The three contributions of one slot, as fragment groups. */
@@ -402,7 +417,12 @@ static void send_slot(uint32_t token)
 	g_st.frags_tx += n;
 	g_st.seeds_sent++;
 	g_inflight++;
-	tx_all(m, n);
+	if (o.queues == 1) {
+		tx_all(0, m, n);
+	} else {
+		for (unsigned l = 0; l < LINES; l++) /* each worker's flow on its queue */
+			tx_all(queue_of((uint16_t)(o.wport + l)), m + l * g_nfrag, g_nfrag);
+	}
 }
 
 static int port_setup(void)
@@ -421,11 +441,12 @@ static int port_setup(void)
 	}
 	struct rte_eth_conf conf;
 	memset(&conf, 0, sizeof(conf));
-	int rc = rte_eth_dev_configure(g_port, 1, 1, &conf);
-	if (!rc)
-		rc = rte_eth_rx_queue_setup(g_port, 0, 1024, (unsigned)rte_eth_dev_socket_id(g_port), NULL, g_pool);
-	if (!rc)
-		rc = rte_eth_tx_queue_setup(g_port, 0, 1024, (unsigned)rte_eth_dev_socket_id(g_port), NULL);
+	int rc = rte_eth_dev_configure(g_port, o.queues, o.queues, &conf);
+	for (uint16_t q = 0; q < o.queues && !rc; q++) {
+		rc = rte_eth_rx_queue_setup(g_port, q, 1024, (unsigned)rte_eth_dev_socket_id(g_port), NULL, g_pool);
+		if (!rc)
+			rc = rte_eth_tx_queue_setup(g_port, q, 1024, (unsigned)rte_eth_dev_socket_id(g_port), NULL);
+	}
 	if (!rc)
 		rc = rte_eth_dev_start(g_port);
 	if (!rc)
@@ -469,7 +490,7 @@ static int port_setup(void)
 		memcpy(a + 24, o.dp_ip, 4);
 		m->data_len = m->pkt_len = 60;
 		memset(a + 28, 0, 60 - 42);
-		tx_all(&m, 1);
+		tx_all(0, &m, 1);
 		uint64_t t1 = mono_ns();
 		while (!g_have_dp_mac && mono_ns() - t1 < 100000000ull)
 			rx_poll();
@@ -604,6 +625,8 @@ static void usage(void)
 		"usage: cap_gen EAL-ARGS -- [--hidden N] [--seeds N] [--warmup N] [--window N] [--layers N]\n"
 		"               [--sets N] [--mtu N] [--max-seconds S] [--dp-ip A] [--ip A] [--port P]\n"
 		"               [--cport P] [--wport P] [--token-base T] [--label S] [--json FILE]\n"
+		"               [--queues N]  (memif queue pairs, 1..8; a flow's queue is its source\n"
+		"                                  port mod N, as RSS would spread them)\n"
 		"               [--gap-us N]   (latency mode: one seed at a time, N us apart)\n"
 		"               [--rx-stall-us N --rx-stall-every-ms M]  (read nothing for N us every M ms;\n"
 		"                                  M = 0: once, when the measured phase starts)\n"
@@ -631,7 +654,7 @@ int main(int argc, char **argv)
 		{"json", 1, 0, 'j'},   {"label", 1, 0, 'l'},       {"warmup", 1, 0, 'u'}, {"token-base", 1, 0, 't'},
 		{"gap-us", 1, 0, 'g'}, {"idle-seconds", 1, 0, 'I'}, {"link-timeout", 1, 0, 'K'},
 		{"peer-exit-wait", 1, 0, 'P'}, {"rx-stall-us", 1, 0, 'r'}, {"rx-stall-every-ms", 1, 0, 'e'},
-		{0, 0, 0, 0}};
+		{"queues", 1, 0, 'Q'}, {0, 0, 0, 0}};
 	int ch;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -658,12 +681,13 @@ int main(int argc, char **argv)
 		case 'P': o.peer_exit_wait = atof(optarg); break;
 		case 'r': o.rx_stall_us = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'e': o.rx_stall_every_ms = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'Q': o.queues = (uint16_t)atoi(optarg); break;
 		default: usage(); return 2;
 		}
 	}
 	if (!o.hidden || !o.seeds || !o.window || !o.layers || o.layers > 32 || !o.sets || o.mtu < 64 ||
 	    o.mtu > 1500 || o.max_seconds <= 0 || o.idle_seconds <= 0 || o.link_timeout <= 0 ||
-	    o.peer_exit_wait < 0) {
+	    o.peer_exit_wait < 0 || !o.queues || o.queues > 8) {
 		usage();
 		return 2;
 	}

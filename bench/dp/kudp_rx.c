@@ -83,12 +83,12 @@ static void tx_flush(struct kio *k)
 	k->n_tx = 0;
 }
 
-static bool io_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *hdr4,
-		     const uint8_t *data, uint32_t len)
+static bool io_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *head,
+		     uint32_t head_len, const uint8_t *data, uint32_t len)
 {
 	(void)rt; /* the kernel routes */
 	struct kio *k = lc->io_arg;
-	uint32_t h = hdr4 ? 4u : 0u;
+	uint32_t h = head_len;
 	if (to->family != 4 || h + len > DGRAM_MAX) {
 		k->tx_refused++; /* this receiver binds IPv4 only */
 		return false;
@@ -96,8 +96,8 @@ static bool io_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struc
 	if (k->n_tx == TXQ)
 		tx_flush(k);
 	unsigned i = k->n_tx++;
-	if (hdr4)
-		memcpy(k->tx[i], hdr4, 4);
+	if (h)
+		memcpy(k->tx[i], head, h);
 	memcpy(k->tx[i] + h, data, len);
 	k->to[i] = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons(to->port)};
 	memcpy(&k->to[i].sin_addr, to->addr, 4);
@@ -230,8 +230,7 @@ static int shard_init(struct dp_shard_env *env)
 	kio.xfer_size = DP_XFER_HDR + env->frame_max;
 	kio.xfer_mem = alloc64((size_t)kio.n_xfer * kio.xfer_size);
 	kio.xfer_free = calloc(kio.n_xfer, sizeof(void *));
-	lc.scratch = alloc64(env->frame_max);
-	if (!kio.xfer_mem || !kio.xfer_free || !lc.scratch)
+	if (!kio.xfer_mem || !kio.xfer_free)
 		return -ENOMEM;
 	for (unsigned i = 0; i < kio.n_xfer; i++)
 		kio.xfer_free[kio.n_free++] = kio.xfer_mem + (size_t)i * kio.xfer_size;

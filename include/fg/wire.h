@@ -298,6 +298,15 @@ struct fg_resolved {
  * both return the payload length / bytes written like the seed codec. */
 FG_MUST_CHECK ssize_t fg_resolved_encode(const struct fg_bands *b, const struct fg_resolved *r,
 					 uint8_t *buf, size_t cap);
+/* The head of the same frame: its header and prefix, FG_RESOLVED_HEAD_LEN
+ * (18) bytes into buf, for a sender that gathers the body from where it
+ * lies (the dataplane copies it from the slot straight into its packets).
+ * r->body is checked as by fg_resolved_encode but not read; the frame is
+ * buf[0..18) followed by r->body[0..r->body_len). Returns 18, or
+ * -FG_R_UNENCODABLE / -FG_R_NOSPACE like fg_resolved_encode. */
+#define FG_RESOLVED_HEAD_LEN (FG_HDR_LEN + FG_SEED_PREFIX_LEN)
+FG_MUST_CHECK ssize_t fg_resolved_head_encode(const struct fg_bands *b, const struct fg_resolved *r,
+					      uint8_t *buf, size_t cap);
 FG_MUST_CHECK ssize_t fg_resolved_decode(const struct fg_frame *f, uint16_t dst_layer,
 					 const struct fg_seed_limits *lim, struct fg_resolved *out);
 

@@ -642,12 +642,47 @@ static void test_orientation_readings(void **state)
 	}
 }
 
+/* The shadow and degraded facts against their definition, line by line:
+ * every packing of the 7 line states (4^7), every expected set, the
+ * contributing line cycling through 0..6 and none. */
+static void test_status_line_facts_all_states(void **state)
+{
+	(void)state;
+	for (uint32_t packed = 0; packed < (1u << 14); packed++) {
+		struct fg_ingest_ctx ctx = {.lines = (fg_linefacts)packed | (fg_linefacts)7 << 16};
+		for (uint32_t expected = 0; expected < 128; expected++) {
+			unsigned line = (packed + expected) % (FG_LINES + 1); /* FG_LINES: no line */
+			struct fg_seed seed = {.token_seq = 1, .dst_layer = 2, .line = (uint8_t)line};
+			struct fg_slot_result r = {.outcome = FG_O_ACCEPTED, .state = FG_SLOT_OPEN,
+						   .expected = (uint8_t)expected};
+			struct fg_status st;
+			fg_status_from_result(&ctx, &seed, &r, 0, &st);
+			uint8_t want = 0, mask = (uint8_t)expected;
+			if (line < FG_LINES)
+				mask |= (uint8_t)(1u << line);
+			for (unsigned i = 0; i < FG_LINES; i++) {
+				if (!(mask & (1u << i)))
+					continue;
+				enum fg_line_state ls = (enum fg_line_state)((packed >> (2 * i)) & 3u);
+				if (ls != FG_LINE_ACTIVE)
+					want |= FG_FACT_SHADOW;
+				if (ls == FG_LINE_DEGRADED)
+					want |= FG_FACT_DEGRADED;
+			}
+			if ((st.facts & (FG_FACT_SHADOW | FG_FACT_DEGRADED)) != want)
+				fail_msg("states 0x%04x expected 0x%02x line %u: facts 0x%02x, want 0x%02x", packed, expected,
+					 line, st.facts, want);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_s01_resolves_alone),
 		cmocka_unit_test(test_malformed_vectors),
 		cmocka_unit_test(test_pair_x_status_facts),
+		cmocka_unit_test(test_status_line_facts_all_states),
 		cmocka_unit_test(test_conflict_and_epoch),
 		cmocka_unit_test(test_classify_once_same_answer),
 		cmocka_unit_test(test_linefacts_pack),

@@ -1321,6 +1321,47 @@ static void test_resolved_roundtrip(void **state)
 	assert_int_equal(fg_resolved_encode(&b, &r, buf, sizeof(buf)), -FG_R_UNENCODABLE);
 }
 
+/* The head (header + prefix) is exactly the first 18 bytes of the whole
+ * encoding, for every shape; it refuses what the whole encoder refuses and
+ * never writes past cap. */
+static void test_resolved_head(void **state)
+{
+	(void)state;
+	struct fg_bands b;
+	uint8_t body[6 * 4], whole[128], head[FG_RESOLVED_HEAD_LEN + 4];
+	fg_bands_default(&b);
+	for (unsigned i = 0; i < sizeof(body); i++)
+		body[i] = (uint8_t)(i * 7 + 1);
+	const struct fg_resolved rs[] = {
+		{0, 0, 0, 1, body, 4},
+		{0xFFFFFFFF, 31, 0xDEADBEEF, 3, body, 12},
+		{1001, 7, 5, 2, body, 24},
+	};
+	for (unsigned k = 0; k < FG_ARRAY_LEN(rs); k++) {
+		ssize_t n = fg_resolved_encode(&b, &rs[k], whole, sizeof(whole));
+		assert_true(n > 0);
+		memset(head, 0xA5, sizeof(head));
+		assert_int_equal(fg_resolved_head_encode(&b, &rs[k], head, FG_RESOLVED_HEAD_LEN), FG_RESOLVED_HEAD_LEN);
+		assert_memory_equal(head, whole, FG_RESOLVED_HEAD_LEN);
+		assert_int_equal(head[FG_RESOLVED_HEAD_LEN], 0xA5); /* nothing past the head */
+		assert_memory_equal(whole + FG_RESOLVED_HEAD_LEN, rs[k].body, rs[k].body_len);
+		assert_int_equal((size_t)n, FG_RESOLVED_HEAD_LEN + rs[k].body_len);
+		assert_int_equal(fg_resolved_head_encode(&b, &rs[k], head, FG_RESOLVED_HEAD_LEN - 1), -FG_R_NOSPACE);
+	}
+	struct fg_resolved r = rs[1];
+	r.dst_layer = 32;
+	assert_int_equal(fg_resolved_head_encode(&b, &r, head, sizeof(head)), -FG_R_UNENCODABLE);
+	r = rs[1];
+	r.seq_len = 0;
+	assert_int_equal(fg_resolved_head_encode(&b, &r, head, sizeof(head)), -FG_R_UNENCODABLE);
+	r = rs[1];
+	r.body_len = 8; /* not seq_len rows */
+	assert_int_equal(fg_resolved_head_encode(&b, &r, head, sizeof(head)), -FG_R_UNENCODABLE);
+	r = rs[1];
+	r.body = NULL;
+	assert_int_equal(fg_resolved_head_encode(&b, &r, head, sizeof(head)), -FG_R_UNENCODABLE);
+}
+
 static void test_status_roundtrip(void **state)
 {
 	(void)state;
@@ -1563,6 +1604,7 @@ int main(void)
 		cmocka_unit_test(test_seed_limits),
 		cmocka_unit_test(test_canon_roundtrip),
 		cmocka_unit_test(test_resolved_roundtrip),
+		cmocka_unit_test(test_resolved_head),
 		cmocka_unit_test(test_classify_bound_layer),
 		cmocka_unit_test(test_seed_orientation_modes),
 		cmocka_unit_test(test_status_roundtrip),

@@ -52,19 +52,20 @@ static struct {
 	unsigned nfree;
 } io;
 
-static bool f_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *hdr4,
-		    const uint8_t *data, uint32_t len)
+static bool f_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *head,
+		    uint32_t head_len, const uint8_t *data, uint32_t len)
 {
 	(void)lc;
 	(void)rt;
 	assert_true(io.n < 256);
+	assert_true(head_len <= DP_DGRAM_HEAD_MAX);
 	struct sent *s = &io.s[io.n++];
 	s->to = *to;
-	s->len = (hdr4 ? 4 : 0) + len;
+	s->len = head_len + len;
 	assert_true(s->len <= sizeof(s->b));
-	if (hdr4)
-		memcpy(s->b, hdr4, 4);
-	memcpy(s->b + (hdr4 ? 4 : 0), data, len);
+	if (head_len)
+		memcpy(s->b, head, head_len);
+	memcpy(s->b + head_len, data, len);
 	return true;
 }
 
@@ -171,7 +172,6 @@ static int setup(void **st)
 	struct fg_lines ls;
 	fg_lines_init(&ls, cfg.line_initial, &cfg.policy, 0);
 	lc.ictx.lines = fg_linefacts_pack(&ls, 0);
-	lc.scratch = zalloc(env.frame_max);
 	struct fg_slots_cfg sc;
 	fg_config_slots(&cfg, 1, &sc);
 	size_t sz = fg_slots_mem_size(&sc);
@@ -199,7 +199,6 @@ static int setup(void **st)
 static int teardown(void **st)
 {
 	(void)st;
-	free(lc.scratch);
 	free(lc.slots_mem);
 	free(lc.reasm_mem);
 	free(lc.ack_mem);
@@ -367,6 +366,39 @@ static void test_resolve_ack_and_resend(void **st)
 	assert_int_equal(io.nfree, 8); /* every xfer buffer back */
 }
 
+/* The frame is never assembled on the lcore: each datagram gathers its
+ * part of the head and of the slot's body. Resent at chunk sizes that cut
+ * the 18-byte head (10 bytes: fragment 1 holds its end and the body's
+ * start) and at one that ends exactly on it (18: fragment 0 is the head
+ * alone), the consumer still reassembles the same frame bit for bit. */
+static void test_resend_split_head(void **st)
+{
+	(void)st;
+	uint64_t now = 2 * MS;
+	resolve_one(now);
+	static uint8_t first[8192], again[8192];
+	unsigned nd;
+	uint32_t len = consumer_frame(0, first, sizeof(first), &nd);
+	assert_int_equal(len, FG_RESOLVED_HEAD_LEN + H * 4);
+	static const uint32_t chunks[] = {10, 18};
+	uint32_t saved = env.chunk;
+	for (unsigned k = 0; k < FG_ARRAY_LEN(chunks); k++) {
+		io.n = 0; /* only this resend's datagrams */
+		env.chunk = chunks[k];
+		dp_shard_tick(&lc, now + (k + 1) * 11 * MS);
+		env.chunk = saved;
+		uint32_t want = fg_frag_count(len, chunks[k]);
+		assert_int_equal(sent_to(0, &consumer), want);
+		memset(again, 0, sizeof(again));
+		env.chunk = chunks[k];
+		assert_int_equal(consumer_frame(0, again, sizeof(again), &nd), len);
+		env.chunk = saved;
+		assert_int_equal(nd, want);
+		assert_memory_equal(again, first, len);
+	}
+	assert_int_equal(C(FG_C_DELIVERY_RESENT), 2);
+}
+
 static void test_given_up_without_ack(void **st)
 {
 	(void)st;
@@ -521,6 +553,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_given_up_without_ack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resolve_ack_and_resend, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resend_split_head, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_window_exact_consumer_not_fleet, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_window_stale_and_ahead_bases_ignored, setup, teardown),
 	};
