@@ -477,8 +477,285 @@ static void down_claims_set(struct cl_etcd *t, struct cl_peer *m, json_t *arr)
 	claims_report(t);
 }
 
+/* One kv being read (a range's or a watch event's), as kv_to_in takes it
+ * apart: the key, what it names, etcd's metadata and, for a put, the
+ * envelope. */
+struct kv_read {
+	const char *key;  /* the whole key (NUL-terminated) */
+	struct cl_key k;
+	bool self;        /* nodes/, points/, beats/ or down/ in this node's name */
+	bool snapshot;    /* part of a snapshot, not a watch event */
+	int64_t crev, ver, lease, rev; /* create_revision, version, lease, mod_revision */
+	struct cl_env e;  /* a put's envelope, once authentic */
+	bool mine;        /* written under this node's current lease */
+};
+
+static bool kind_is_leased(enum cl_key_kind k)
+{
+	return k == CL_KEY_NODE || k == CL_KEY_POINTS || k == CL_KEY_BEAT || k == CL_KEY_DOWN;
+}
+
+/* A delete: a lease's end (its nodes/ delete reports it), or this node's
+ * claim gone, or a line or the epoch deleted by someone else. */
+static void kv_deleted(struct cl_etcd *t, const struct kv_read *r, struct cl_in *m)
+{
+	switch (r->k.kind) {
+	case CL_KEY_NODE:
+		if (r->self) {
+			if (t->kw.created)
+				t->kw.broken = true; /* our claim went: claim again (reconnect) */
+			return;
+		}
+		if (!peer_find(t, r->k.node))
+			return;
+		(void)peer_note(t, r->k.node, 0, 0);
+		m->kind = CL_IN_NODE;
+		snprintf(m->node, sizeof(m->node), "%s", r->k.node);
+		cl_queue_push_in(&t->q, m);
+		return;
+	case CL_KEY_DOWN: {
+		struct cl_peer *p = peer_find(t, r->k.node);
+		if (p)
+			down_claims_set(t, p, NULL);
+		return;
+	}
+	case CL_KEY_LINE:
+	case CL_KEY_EPOCH:
+		/* fanogate never deletes these: someone with etcd access did */
+		refuse(t, RF_UNBOUND, r->key, "deleted, not by fanogate (a later re-creation is refused here)");
+		return;
+	default:
+		return; /* points/, beats/: a lease's end, which its nodes/ delete reports */
+	}
+}
+
+/* A put's checks as far as the key and the envelope tell (docs/cluster.md
+ * "Authenticated values" 1 to 3): the value is an envelope whose MAC
+ * verifies, it sits at the version it was written for, and a key on a
+ * lease is on the lease of the node it names (a lease-less key on none).
+ * val (cap bytes) receives the decoded value r->e points into. false:
+ * refused (counted). */
+static bool kv_authentic(struct cl_etcd *t, json_t *kv, struct kv_read *r, char *val, size_t cap)
+{
+	const char *vb = json_string_value(json_object_get(kv, "value"));
+	int vl = vb ? cl_b64_dec(vb, val, cap) : -EINVAL;
+	if (vl < 0) {
+		refuse(t, RF_UNAUTH, r->key, "value too long or not base64");
+		return false;
+	}
+	const char *why;
+	if (cl_env_parse(val, (size_t)vl, &r->e, &why) < 0) {
+		refuse(t, RF_UNAUTH, r->key, why);
+		return false;
+	}
+	if (!cl_env_verify(t->mk, r->key, &r->e)) {
+		refuse(t, RF_UNAUTH, r->key, "bad_mac");
+		return false;
+	}
+	if (!cl_env_bound(&r->e, r->crev, r->ver)) {
+		refuse(t, RF_REPLAY, r->key, "not at the version it was written for");
+		return false;
+	}
+	char w[160];
+	if (kind_is_leased(r->k.kind)) {
+		if (!r->lease) {
+			refuse(t, RF_UNBOUND, r->key, "lease-less");
+			return false;
+		}
+		if (strcmp(r->e.node, r->k.node) != 0 || r->e.lease != r->lease) {
+			snprintf(w, sizeof(w), "written by node %s on lease %" PRId64 ", not its own", r->e.node,
+				 r->e.lease);
+			refuse(t, RF_UNBOUND, r->key, w);
+			return false;
+		}
+	} else if (r->lease) {
+		refuse(t, RF_UNBOUND, r->key, "on a lease (fanogate writes it on none)");
+		return false;
+	}
+	r->mine = r->e.lease == t->lease_id && strcmp(r->e.node, t->cc->node) == 0;
+	return true;
+}
+
+/* A line's or the epoch's writer (docs/cluster.md "Authenticated values"
+ * 3 and 4): this node (its lease), a live node on the lease it names, or,
+ * in a snapshot, a node no longer live; and a live writer's values for one
+ * key carry rising seqs. false: refused (counted). */
+static bool writer_is_bound(struct cl_etcd *t, const struct kv_read *r)
+{
+	const struct cl_env *e = &r->e;
+	struct cl_peer *byname = peer_find(t, e->node), *bylease = peer_by_lease(t, e->lease);
+	bool bound = r->mine || (byname && byname->lease == e->lease);
+	/* in a snapshot a writer no longer live (no node by that name or on
+	 * that lease, this node's own earlier lease included) is history */
+	bool historic = r->snapshot && !byname && !bylease && e->lease != t->lease_id;
+	if (!bound && !historic) {
+		char w[160];
+		snprintf(w, sizeof(w), "names node %s on lease %" PRId64 ", which is not that node's live lease", e->node,
+			 e->lease);
+		refuse(t, RF_UNBOUND, r->key, w);
+		return false;
+	}
+	/* a live writer's values for one key carry rising seqs: one no
+	 * newer than the last seen is an earlier value put back (after
+	 * a delete its version binding alone cannot tell) */
+	unsigned idx = r->k.kind == CL_KEY_LINE ? r->k.line : FG_LINES;
+	if (!r->mine && byname && byname->lease == e->lease) {
+		if (!r->snapshot && e->seq <= byname->kseq[idx]) {
+			refuse(t, RF_REPLAY, r->key, "no newer than that node's last value for it");
+			return false;
+		}
+		byname->kseq[idx] = e->seq;
+	}
+	return true;
+}
+
+/* The epoch: one up from the last (in a snapshot, not below it). */
+static void apply_epoch(struct cl_etcd *t, const struct kv_read *r, json_t *j, struct cl_in *m)
+{
+	uint64_t to, from = 0; /* from: read only when has_from */
+	char w[160];
+	bool has_from = json_object_get(j, "from") != NULL;
+	if (!juint(j, "to", UINT32_MAX, &to) || (has_from && !juint(j, "from", UINT32_MAX, &from)) ||
+	    !jstr(j, "why", m->why, sizeof(m->why))) {
+		refuse(t, RF_MALFORMED, r->key, "epoch payload");
+		return;
+	}
+	if (has_from ? to != from + 1 : r->e.ver != 1) {
+		refuse(t, RF_EPOCH, r->key, has_from ? "not one up from the value it names" : "no from, not a creation");
+		return;
+	}
+	bool echo = r->mine && to <= t->epoch_val; /* this node's own write, applied when it won */
+	if (!r->snapshot && t->epoch_have && !echo && (!has_from || from != t->epoch_val)) {
+		snprintf(w, sizeof(w), "%" PRIu64 " after %u: the epoch only moves one up", to, t->epoch_val);
+		refuse(t, RF_EPOCH, r->key, w);
+		return;
+	}
+	if (r->snapshot && t->epoch_have && to < t->epoch_val) {
+		snprintf(w, sizeof(w), "%" PRIu64 " after %u: backwards", to, t->epoch_val);
+		refuse(t, RF_EPOCH, r->key, w);
+		return;
+	}
+	if (!t->epoch_have || to > t->epoch_val)
+		t->epoch_val = (uint32_t)to;
+	t->epoch_have = true;
+	m->kind = CL_IN_EPOCH;
+	m->epoch = (uint32_t)to;
+	m->mine = r->mine;
+	snprintf(m->node, sizeof(m->node), "%s", r->e.node);
+	cl_queue_push_in(&t->q, m);
+}
+
+static void apply_line(struct cl_etcd *t, const struct kv_read *r, json_t *j, struct cl_in *m)
+{
+	uint64_t a;
+	if (!jstr(j, "state", m->state, sizeof(m->state)) || !jstr(j, "event", m->event, sizeof(m->event)) ||
+	    !juint(j, "uid", UINT32_MAX, &a) || !jstr(j, "why", m->why, sizeof(m->why)) ||
+	    (strcmp(m->state, "disabled") && strcmp(m->state, "shadow") && strcmp(m->state, "active"))) {
+		refuse(t, RF_MALFORMED, r->key, "line payload");
+		return;
+	}
+	m->kind = CL_IN_LINE;
+	m->line = r->k.line;
+	m->uid = (uint32_t)a;
+	m->mine = r->mine;
+	snprintf(m->node, sizeof(m->node), "%s", r->e.node);
+	cl_queue_push_in(&t->q, m);
+}
+
+static void apply_node(struct cl_etcd *t, const struct kv_read *r, json_t *j, struct cl_in *m)
+{
+	uint64_t b;
+	if (!jstr(j, "layers", m->layers, sizeof(m->layers)) || !juint(j, "beat_ms", 600000, &b)) {
+		refuse(t, RF_MALFORMED, r->key, "node payload");
+		return;
+	}
+	if (r->self && r->lease != t->lease_id)
+		return; /* this node's name on an earlier lease of its own: going */
+	if (!r->self && !peer_note(t, r->k.node, r->lease, (uint32_t)b)) {
+		char w[160];
+		snprintf(w, sizeof(w), "%u nodes tracked already ([cluster] nodes_max)", t->peers_max + 1);
+		refuse(t, RF_FULL, r->key, w);
+		return;
+	}
+	m->kind = CL_IN_NODE;
+	m->lease_id = r->lease;
+	snprintf(m->node, sizeof(m->node), "%s", r->k.node);
+	cl_queue_push_in(&t->q, m);
+}
+
+static void apply_points(struct cl_etcd *t, const struct kv_read *r, json_t *j, struct cl_in *m)
+{
+	uint64_t a, b;
+	struct cl_peer *p = r->self ? NULL : peer_find(t, r->k.node);
+	if (!r->self && (!p || p->lease != r->lease)) {
+		refuse(t, RF_UNBOUND, r->key, "no live node on its lease");
+		return;
+	}
+	if (r->self && r->lease != t->lease_id)
+		return; /* this node's earlier lease: its nodes/ says the rest */
+	if (!juint(j, "alive", 127, &a) || !juint(j, "judged", 127, &b)) {
+		refuse(t, RF_MALFORMED, r->key, "points payload");
+		return;
+	}
+	m->kind = CL_IN_POINTS;
+	m->alive = (uint8_t)a;
+	m->judged = (uint8_t)b;
+	m->lease_id = r->lease;
+	snprintf(m->node, sizeof(m->node), "%s", r->k.node);
+	cl_queue_push_in(&t->q, m);
+}
+
+static void apply_beat(struct cl_etcd *t, const struct kv_read *r, json_t *j)
+{
+	uint64_t a;
+	if (!juint(j, "ms", UINT64_MAX >> 1, &a)) {
+		refuse(t, RF_MALFORMED, r->key, "beat payload");
+		return;
+	}
+	if (r->self) {
+		if (r->lease == t->lease_id && !r->snapshot)
+			beat_seen(t, r->k.node, a);
+		return;
+	}
+	struct cl_peer *p = peer_find(t, r->k.node);
+	if (!p || p->lease != r->lease) {
+		refuse(t, RF_UNBOUND, r->key, "no live node on its lease");
+		return;
+	}
+	if (r->rev <= p->beat_rev)
+		return; /* delivered again (a restarted watch): no news */
+	if (r->e.seq <= p->beat_seq) {
+		refuse(t, RF_REPLAY, r->key, "a beat no newer than the last one");
+		return;
+	}
+	p->beat_seq = r->e.seq;
+	p->beat_rev = r->rev;
+	if (!r->snapshot)
+		beat_seen(t, r->k.node, a);
+}
+
+static void apply_down(struct cl_etcd *t, const struct kv_read *r, json_t *j)
+{
+	if (r->self)
+		return;
+	struct cl_peer *p = peer_find(t, r->k.node);
+	json_t *arr = json_object_get(j, "down");
+	if (!p || p->lease != r->lease) {
+		refuse(t, RF_UNBOUND, r->key, "no live node on its lease");
+		return;
+	}
+	if (!json_is_array(arr)) {
+		refuse(t, RF_MALFORMED, r->key, "down payload");
+		return;
+	}
+	down_claims_set(t, p, arr);
+}
+
 /* One kv (from a range or a watch event) -> a fact for the loop, when it is
- * authentic and bound (the file's first comment). */
+ * authentic and bound (docs/cluster.md "Authenticated values", in its
+ * order: 1 to 3 in kv_authentic, 3 and 4 for a line or the epoch in
+ * writer_is_bound, 4 for a beat in apply_beat, 5 in apply_epoch, 6 as each
+ * apply_* parses its payload). */
 static void kv_to_in(struct cl_etcd *t, json_t *kv, bool deleted, bool snapshot)
 {
 	char key[CL_KEY_RAW_MAX + 4], val[CL_VALUE_MAX + 4];
@@ -489,259 +766,50 @@ static void kv_to_in(struct cl_etcd *t, json_t *kv, bool deleted, bool snapshot)
 		stat_add(t, &t->st.foreign_keys, 1);
 		return;
 	}
-	struct cl_key k;
-	if (cl_key_parse(key + t->prefix_len, (size_t)kl - t->prefix_len, &k) == CL_KEY_FOREIGN) {
+	struct kv_read r = {.key = key, .snapshot = snapshot};
+	if (cl_key_parse(key + t->prefix_len, (size_t)kl - t->prefix_len, &r.k) == CL_KEY_FOREIGN) {
 		stat_add(t, &t->st.foreign_keys, 1);
 		return; /* not ours (another tool under the prefix, or not canonical): ignored */
 	}
-	bool self = (k.kind == CL_KEY_NODE || k.kind == CL_KEY_POINTS || k.kind == CL_KEY_BEAT ||
-		     k.kind == CL_KEY_DOWN) && strcmp(k.node, t->cc->node) == 0;
-	int64_t crev = cl_jint(kv, "create_revision"), ver = cl_jint(kv, "version"), klease = cl_jint(kv, "lease");
-	int64_t rev = cl_jint(kv, "mod_revision");
-	struct kstate *ks = k.kind == CL_KEY_LINE ? &t->ks_line[k.line] : k.kind == CL_KEY_EPOCH ? &t->ks_epoch : NULL;
-	if (self)
-		ks = k.kind == CL_KEY_NODE ? &t->ks_node : k.kind == CL_KEY_POINTS ? &t->ks_points
-			: k.kind == CL_KEY_BEAT ? &t->ks_beat : &t->ks_down;
+	r.self = kind_is_leased(r.k.kind) && strcmp(r.k.node, t->cc->node) == 0;
+	r.crev = cl_jint(kv, "create_revision");
+	r.ver = cl_jint(kv, "version");
+	r.lease = cl_jint(kv, "lease");
+	r.rev = cl_jint(kv, "mod_revision");
+	struct kstate *ks = r.k.kind == CL_KEY_LINE ? &t->ks_line[r.k.line] : r.k.kind == CL_KEY_EPOCH ? &t->ks_epoch : NULL;
+	if (r.self)
+		ks = r.k.kind == CL_KEY_NODE ? &t->ks_node : r.k.kind == CL_KEY_POINTS ? &t->ks_points
+			: r.k.kind == CL_KEY_BEAT ? &t->ks_beat : &t->ks_down;
 	if (ks)
-		ks_set(ks, deleted ? 0 : crev, deleted ? 0 : ver, rev);
+		ks_set(ks, deleted ? 0 : r.crev, deleted ? 0 : r.ver, r.rev);
 	struct cl_in m;
 	memset(&m, 0, sizeof(m));
 	m.snapshot = snapshot;
 	m.deleted = deleted;
-	m.revision = rev;
+	m.revision = r.rev;
 	if (deleted) {
-		switch (k.kind) {
-		case CL_KEY_NODE:
-			if (self) {
-				if (t->kw.created)
-					t->kw.broken = true; /* our claim went: claim again (reconnect) */
-				return;
-			}
-			if (!peer_find(t, k.node))
-				return;
-			(void)peer_note(t, k.node, 0, 0);
-			m.kind = CL_IN_NODE;
-			snprintf(m.node, sizeof(m.node), "%s", k.node);
-			cl_queue_push_in(&t->q, &m);
-			return;
-		case CL_KEY_DOWN: {
-			struct cl_peer *p = peer_find(t, k.node);
-			if (p)
-				down_claims_set(t, p, NULL);
-			return;
-		}
-		case CL_KEY_LINE:
-		case CL_KEY_EPOCH:
-			/* fanogate never deletes these: someone with etcd access did */
-			refuse(t, RF_UNBOUND, key, "deleted, not by fanogate (a later re-creation is refused here)");
-			return;
-		default:
-			return; /* points/, beats/: a lease's end, which its nodes/ delete reports */
-		}
-	}
-	const char *vb = json_string_value(json_object_get(kv, "value"));
-	int vl = vb ? cl_b64_dec(vb, val, sizeof(val)) : -EINVAL;
-	if (vl < 0) {
-		refuse(t, RF_UNAUTH, key, "value too long or not base64");
+		kv_deleted(t, &r, &m);
 		return;
 	}
-	struct cl_env e;
-	const char *why;
-	if (cl_env_parse(val, (size_t)vl, &e, &why) < 0) {
-		refuse(t, RF_UNAUTH, key, why);
+	if (!kv_authentic(t, kv, &r, val, sizeof(val)))
 		return;
-	}
-	if (!cl_env_verify(t->mk, key, &e)) {
-		refuse(t, RF_UNAUTH, key, "bad_mac");
-		return;
-	}
-	if (!cl_env_bound(&e, crev, ver)) {
-		refuse(t, RF_REPLAY, key, "not at the version it was written for");
-		return;
-	}
-	char w[160];
-	bool leased = k.kind == CL_KEY_NODE || k.kind == CL_KEY_POINTS || k.kind == CL_KEY_BEAT || k.kind == CL_KEY_DOWN;
-	if (leased) {
-		if (!klease) {
-			refuse(t, RF_UNBOUND, key, "lease-less");
-			return;
-		}
-		if (strcmp(e.node, k.node) != 0 || e.lease != klease) {
-			snprintf(w, sizeof(w), "written by node %s on lease %" PRId64 ", not its own", e.node, e.lease);
-			refuse(t, RF_UNBOUND, key, w);
-			return;
-		}
-	} else if (klease) {
-		refuse(t, RF_UNBOUND, key, "on a lease (fanogate writes it on none)");
-		return;
-	}
-	json_t *j = payload_json(&e);
+	json_t *j = payload_json(&r.e);
 	if (!j) {
 		refuse(t, RF_MALFORMED, key, "payload is not a JSON object");
 		return;
 	}
-	/* the writer of a line or the epoch: this node (its lease), a live node
-	 * on the lease it names, or, in a snapshot, a node no longer live */
-	bool mine = e.lease == t->lease_id && strcmp(e.node, t->cc->node) == 0;
-	if (k.kind == CL_KEY_LINE || k.kind == CL_KEY_EPOCH) {
-		struct cl_peer *byname = peer_find(t, e.node), *bylease = peer_by_lease(t, e.lease);
-		bool bound = mine || (byname && byname->lease == e.lease);
-		/* in a snapshot a writer no longer live (no node by that name or on
-		 * that lease, this node's own earlier lease included) is history */
-		bool historic = snapshot && !byname && !bylease && e.lease != t->lease_id;
-		if (!bound && !historic) {
-			snprintf(w, sizeof(w), "names node %s on lease %" PRId64 ", which is not that node's live lease",
-				 e.node, e.lease);
-			refuse(t, RF_UNBOUND, key, w);
-			json_decref(j);
-			return;
-		}
-		/* a live writer's values for one key carry rising seqs: one no
-		 * newer than the last seen is an earlier value put back (after
-		 * a delete its version binding alone cannot tell) */
-		unsigned idx = k.kind == CL_KEY_LINE ? k.line : FG_LINES;
-		if (!mine && byname && byname->lease == e.lease) {
-			if (!snapshot && e.seq <= byname->kseq[idx]) {
-				refuse(t, RF_REPLAY, key, "no newer than that node's last value for it");
-				json_decref(j);
-				return;
-			}
-			byname->kseq[idx] = e.seq;
-		}
+	if ((r.k.kind == CL_KEY_LINE || r.k.kind == CL_KEY_EPOCH) && !writer_is_bound(t, &r)) {
+		json_decref(j);
+		return;
 	}
-	uint64_t a, b;
-	switch (k.kind) {
-	case CL_KEY_EPOCH: {
-		uint64_t to, from;
-		bool has_from = json_object_get(j, "from") != NULL;
-		if (!juint(j, "to", UINT32_MAX, &to) || (has_from && !juint(j, "from", UINT32_MAX, &from)) ||
-		    !jstr(j, "why", m.why, sizeof(m.why))) {
-			refuse(t, RF_MALFORMED, key, "epoch payload");
-			break;
-		}
-		if (has_from ? to != from + 1 : e.ver != 1) {
-			refuse(t, RF_EPOCH, key, has_from ? "not one up from the value it names" : "no from, not a creation");
-			break;
-		}
-		bool echo = mine && to <= t->epoch_val; /* this node's own write, applied when it won */
-		if (!snapshot && t->epoch_have && !echo && (!has_from || from != t->epoch_val)) {
-			snprintf(w, sizeof(w), "%" PRIu64 " after %u: the epoch only moves one up", to, t->epoch_val);
-			refuse(t, RF_EPOCH, key, w);
-			break;
-		}
-		if (snapshot && t->epoch_have && to < t->epoch_val) {
-			snprintf(w, sizeof(w), "%" PRIu64 " after %u: backwards", to, t->epoch_val);
-			refuse(t, RF_EPOCH, key, w);
-			break;
-		}
-		if (!t->epoch_have || to > t->epoch_val)
-			t->epoch_val = (uint32_t)to;
-		t->epoch_have = true;
-		m.kind = CL_IN_EPOCH;
-		m.epoch = (uint32_t)to;
-		m.mine = mine;
-		snprintf(m.node, sizeof(m.node), "%s", e.node);
-		cl_queue_push_in(&t->q, &m);
-		break;
-	}
-	case CL_KEY_LINE: {
-		if (!jstr(j, "state", m.state, sizeof(m.state)) || !jstr(j, "event", m.event, sizeof(m.event)) ||
-		    !juint(j, "uid", UINT32_MAX, &a) || !jstr(j, "why", m.why, sizeof(m.why)) ||
-		    (strcmp(m.state, "disabled") && strcmp(m.state, "shadow") && strcmp(m.state, "active"))) {
-			refuse(t, RF_MALFORMED, key, "line payload");
-			break;
-		}
-		m.kind = CL_IN_LINE;
-		m.line = k.line;
-		m.uid = (uint32_t)a;
-		m.mine = mine;
-		snprintf(m.node, sizeof(m.node), "%s", e.node);
-		cl_queue_push_in(&t->q, &m);
-		break;
-	}
-	case CL_KEY_NODE: {
-		if (!jstr(j, "layers", m.layers, sizeof(m.layers)) || !juint(j, "beat_ms", 600000, &b)) {
-			refuse(t, RF_MALFORMED, key, "node payload");
-			break;
-		}
-		if (self && klease != t->lease_id)
-			break; /* this node's name on an earlier lease of its own: going */
-		if (!self && !peer_note(t, k.node, klease, (uint32_t)b)) {
-			snprintf(w, sizeof(w), "%u nodes tracked already ([cluster] nodes_max)", t->peers_max + 1);
-			refuse(t, RF_FULL, key, w);
-			break;
-		}
-		m.kind = CL_IN_NODE;
-		m.lease_id = klease;
-		snprintf(m.node, sizeof(m.node), "%s", k.node);
-		cl_queue_push_in(&t->q, &m);
-		break;
-	}
-	case CL_KEY_POINTS: {
-		struct cl_peer *p = self ? NULL : peer_find(t, k.node);
-		if (!self && (!p || p->lease != klease)) {
-			refuse(t, RF_UNBOUND, key, "no live node on its lease");
-			break;
-		}
-		if (self && klease != t->lease_id)
-			break; /* this node's earlier lease: its nodes/ says the rest */
-		if (!juint(j, "alive", 127, &a) || !juint(j, "judged", 127, &b)) {
-			refuse(t, RF_MALFORMED, key, "points payload");
-			break;
-		}
-		m.kind = CL_IN_POINTS;
-		m.alive = (uint8_t)a;
-		m.judged = (uint8_t)b;
-		m.lease_id = klease;
-		snprintf(m.node, sizeof(m.node), "%s", k.node);
-		cl_queue_push_in(&t->q, &m);
-		break;
-	}
-	case CL_KEY_BEAT: {
-		if (!juint(j, "ms", UINT64_MAX >> 1, &a)) {
-			refuse(t, RF_MALFORMED, key, "beat payload");
-			break;
-		}
-		if (self) {
-			if (klease == t->lease_id && !snapshot)
-				beat_seen(t, k.node, a);
-			break;
-		}
-		struct cl_peer *p = peer_find(t, k.node);
-		if (!p || p->lease != klease) {
-			refuse(t, RF_UNBOUND, key, "no live node on its lease");
-			break;
-		}
-		if (rev <= p->beat_rev)
-			break; /* delivered again (a restarted watch): no news */
-		if (e.seq <= p->beat_seq) {
-			refuse(t, RF_REPLAY, key, "a beat no newer than the last one");
-			break;
-		}
-		p->beat_seq = e.seq;
-		p->beat_rev = rev;
-		if (!snapshot)
-			beat_seen(t, k.node, a);
-		break;
-	}
-	case CL_KEY_DOWN: {
-		if (self)
-			break;
-		struct cl_peer *p = peer_find(t, k.node);
-		json_t *arr = json_object_get(j, "down");
-		if (!p || p->lease != klease) {
-			refuse(t, RF_UNBOUND, key, "no live node on its lease");
-			break;
-		}
-		if (!json_is_array(arr)) {
-			refuse(t, RF_MALFORMED, key, "down payload");
-			break;
-		}
-		down_claims_set(t, p, arr);
-		break;
-	}
-	case CL_KEY_FOREIGN:
-		break;
+	switch (r.k.kind) {
+	case CL_KEY_EPOCH: apply_epoch(t, &r, j, &m); break;
+	case CL_KEY_LINE: apply_line(t, &r, j, &m); break;
+	case CL_KEY_NODE: apply_node(t, &r, j, &m); break;
+	case CL_KEY_POINTS: apply_points(t, &r, j, &m); break;
+	case CL_KEY_BEAT: apply_beat(t, &r, j); break;
+	case CL_KEY_DOWN: apply_down(t, &r, j); break;
+	case CL_KEY_FOREIGN: break;
 	}
 	json_decref(j);
 }
