@@ -547,7 +547,8 @@ static void render_process(struct sbuf *b)
 static void render_warnings(struct sbuf *b, const struct cp_metrics *m)
 {
 	const struct cp_status_src src = {.cfg = m->cfg, .engine = m->engine, .srv = m->srv, .b = m->b,
-					  .metrics_port = m->port, .reload = m->reload ? &m->reload->st : NULL};
+					  .metrics_port = m->port, .reload = m->reload ? &m->reload->st : NULL,
+					  .cluster = m->cluster};
 	uint32_t w = cp_status_warnings(&src, NULL);
 	fam(b, "warning", "gauge", "1 while the warning `fanoctl status` names holds (cp_status.h)");
 	for (unsigned k = 0; k < CP_WARN__COUNT; k++)
@@ -634,7 +635,7 @@ ssize_t cp_metrics_render(const struct cp_metrics *m, char **out)
 	render_slots(&b, m);
 	render_lines(&b, e);
 	render_audit(&b, m->srv->audit);
-	char *cl = cp_cluster_metrics_text(m->srv->cluster); /* [cluster] only */
+	char *cl = cp_cluster_metrics_text(m->cluster); /* [cluster] only */
 	if (cl)
 		sb_printf(&b, "%s", cl);
 	free(cl);

@@ -22,6 +22,7 @@
 #include "fg/boundary.h"
 #include "fg/config.h"
 
+struct cp_cluster;
 struct cp_reload;
 struct cp_harden_stats;
 
@@ -40,6 +41,9 @@ struct cp_metrics {
 	const struct cp_reload *reload;
 	/* The operator socket's refused fds, set with reload; NULL: read 0. */
 	const struct cp_harden_stats *op_fds;
+	/* [cluster] (control/cluster/cp_cluster.h), set by the daemon once it
+	 * runs; NULL: off (no cluster lines). */
+	const struct cp_cluster *cluster;
 };
 
 /* Start accepting on listen_fd, the listener on [metrics] listen that

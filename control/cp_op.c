@@ -155,7 +155,8 @@ static json_t *cmd_status(struct cp_opsrv *o)
 {
 	const struct cp_status_src src = {.cfg = o->cfg, .config_path = o->config_path, .engine = o->engine,
 					  .srv = o->srv, .b = o->b, .metrics_port = o->metrics_port,
-					  .started_ns = o->started_ns, .reload = o->reload ? &o->reload->st : NULL};
+					  .started_ns = o->started_ns, .reload = o->reload ? &o->reload->st : NULL,
+					  .cluster = o->cluster};
 	return cp_status_json(&src);
 }
 
@@ -382,7 +383,7 @@ json_t *cp_op_stats(const struct cp_opsrv *o)
 /* fanoctl cluster: [cluster]'s view of the fleet (control/cluster/). */
 static json_t *cmd_cluster(struct cp_opsrv *o)
 {
-	json_t *cl = cp_cluster_json(o->srv->cluster);
+	json_t *cl = cp_cluster_json(o->cluster);
 	if (!cl)
 		return json_pack("{s:b,s:s,s:s}", "ok", 0, "error", "cluster_off", "detail",
 				 "[cluster] node is not set: this appliance is on its own");

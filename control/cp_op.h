@@ -34,6 +34,7 @@
 /* CP_OP_REQ_MAX (bytes of a request with its '\n') is the parser's. */
 
 
+struct cp_cluster;
 struct cp_reload;
 
 struct cp_opsrv {
@@ -57,6 +58,9 @@ struct cp_opsrv {
 	/* The daemon's configuration reload (`fanoctl config reload`, the
 	 * reload warning), set with the two above; NULL: no reload. */
 	struct cp_reload *reload;
+	/* [cluster] (control/cluster/cp_cluster.h) for `fanoctl cluster` and
+	 * `fanoctl status`, set by the daemon once it runs; NULL: off. */
+	const struct cp_cluster *cluster;
 };
 
 /* Bind and listen (unlinking a stale socket first: call it holding the

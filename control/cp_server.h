@@ -40,7 +40,6 @@ struct cp_server {
 	struct cp_tls tls;
 	struct cp_engine *engine;
 	struct cp_audit *audit; /* the running shadow audit (cp_audit.h), for the parts the server carries */
-	struct cp_cluster *cluster; /* [cluster] (control/cluster/cp_cluster.h), NULL when off */
 	struct cp_http_limits hlim;
 	int listen_fd;
 	uint16_t port;

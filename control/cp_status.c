@@ -92,9 +92,9 @@ static uint64_t unix_now(void)
 
 /* The cluster's etcd state ("up", "lost", "waiting", "duplicate"), or NULL
  * without [cluster]. */
-static const char *etcd_state(const struct cp_server *srv, char *buf, size_t len)
+static const char *etcd_state(const struct cp_cluster *c, char *buf, size_t len)
 {
-	json_t *cl = cp_cluster_json(srv->cluster);
+	json_t *cl = cp_cluster_json(c);
 	if (!cl)
 		return NULL;
 	const char *s = json_string_value(json_object_get(cl, "etcd"));
@@ -130,7 +130,7 @@ uint32_t cp_status_warnings(const struct cp_status_src *s, char (*text)[CP_STATU
 						  "faster than [shadow] epoch_min_interval_ms)");
 	}
 	char es[16];
-	const char *etcd = srv ? etcd_state(srv, es, sizeof(es)) : NULL;
+	const char *etcd = etcd_state(s->cluster, es, sizeof(es));
 	if (etcd && strcmp(etcd, "up") != 0)
 		WARN(CP_WARN_ETCD_LOST, "[cluster] etcd is %s: every line is held in shadow", etcd);
 	int64_t na;
@@ -229,9 +229,9 @@ static json_t *audit_json(const struct cp_status_src *s)
 	return j;
 }
 
-static json_t *cluster_json(const struct cp_server *srv)
+static json_t *cluster_json(const struct cp_cluster *c)
 {
-	json_t *cl = cp_cluster_json(srv->cluster);
+	json_t *cl = cp_cluster_json(c);
 	if (!cl)
 		return json_pack("{s:b}", "enabled", 0);
 	unsigned live = 0, n = 0;
@@ -273,7 +273,7 @@ json_t *cp_status_json(const struct cp_status_src *s)
 			      e->lanes_mode ? "dataplane" : "local", "config",
 			      s->config_path ? s->config_path : "embedded default", "dataplane", dataplane_json(s->b),
 			      "metrics", metrics, "operator_socket", s->cfg->op_socket, "tls", tls_json(s), "audit",
-			      audit_json(s), "cluster", cluster_json(s->srv), "model_epoch", (json_int_t)e->epoch, "lines",
+			      audit_json(s), "cluster", cluster_json(s->cluster), "model_epoch", (json_int_t)e->epoch, "lines",
 			      states, "frames_tls", (json_int_t)e->st.frames, "seeds_resolved", (json_int_t)e->st.resolved,
 			      "slots_expired", (json_int_t)e->st.expired, "tls_port", (json_int_t)s->srv->port);
 	if (!j)

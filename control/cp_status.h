@@ -50,6 +50,7 @@ enum cp_warning {
 };
 const char *cp_warning_name(enum cp_warning w);
 
+struct cp_cluster;
 struct cp_reload_stats;
 
 /* What the summary reads. All pointers are borrowed and loop-owned. */
@@ -62,6 +63,7 @@ struct cp_status_src {
 	uint16_t metrics_port;     /* the bound /metrics port; 0: off */
 	uint64_t started_ns;       /* CLOCK_MONOTONIC of the start (uptime) */
 	const struct cp_reload_stats *reload; /* the config reload's counters; NULL: none */
+	const struct cp_cluster *cluster; /* [cluster] (control/cluster/cp_cluster.h); NULL: off */
 };
 
 /* The TLS certificate's notAfter as Unix seconds in *out. Returns 0, or

@@ -71,6 +71,7 @@ struct daemon {
 	struct cp_ready ready; /* sd_notify and --ready-fd (cp_ready.h) */
 	struct cp_reload reload; /* fanoctl config reload, SIGHUP (cp_reload.h) */
 	struct cp_harden harden; /* privileges, seccomp, the refused-call watch (cp_harden.h) */
+	struct cp_cluster *cluster; /* [cluster] (control/cluster/cp_cluster.h); NULL when off */
 	bool dataplane;
 	int sigfd; /* -1 until opened */
 	struct cp_poll sigpoll;
@@ -405,11 +406,13 @@ int main(int argc, char **argv)
 		cp_err("config reload: %s", why);
 		goto out_metrics;
 	}
-	r = cp_cluster_new(&d.server.cluster, &d.loop, &d.cfg, &d.engine, &d.audit, why, sizeof(why));
+	r = cp_cluster_new(&d.cluster, &d.loop, &d.cfg, &d.engine, &d.audit, why, sizeof(why));
 	if (r < 0) {
 		cp_err("cluster: %s", why);
 		goto out_metrics;
 	}
+	d.op.cluster = d.cluster; /* fanoctl cluster, fanoctl status */
+	d.metrics.cluster = d.cluster;
 	r = signals_open(&d);
 	if (r < 0) {
 		cp_err("signals: %s", strerror(-r));
@@ -446,8 +449,10 @@ int main(int argc, char **argv)
 		(unsigned long long)d.server.st.accepted, (unsigned long long)d.engine.st.frames,
 		(unsigned long long)d.engine.st.resolved, (unsigned long long)d.engine.st.expired);
 out_metrics:
-	cp_cluster_free(d.server.cluster); /* before the audit: it gives the engine its sink back */
-	d.server.cluster = NULL;
+	d.op.cluster = NULL;
+	d.metrics.cluster = NULL;
+	cp_cluster_free(d.cluster); /* before the audit: it gives the engine its sink back */
+	d.cluster = NULL;
 	if (!d.metrics.stopping)
 		cp_metrics_stop(&d.metrics);
 out_op:

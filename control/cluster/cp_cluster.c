@@ -64,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cl_detect.h"
 #include "cp_cluster_etcd.h"
 #include "cp_engine.h"
 #include "cp_audit.h"
@@ -430,7 +431,7 @@ static void on_peer_lease(struct cp_cluster *c, const struct cl_in *m)
 		if (m->granted > 0)
 			snprintf(how, sizeof(how),
 				 "its lease %" PRId64 " not refreshed for more than %u s: %" PRId64 " s of %" PRId64 " s left",
-				 m->lease_id, cl_etcd_stale_s(&c->cfg->cluster), m->ttl, m->granted);
+				 m->lease_id, cl_lease_stale_s(&c->cfg->cluster), m->ttl, m->granted);
 		else
 			snprintf(how, sizeof(how), "its lease %" PRId64 " is gone from etcd", m->lease_id);
 		c->st.nodes_stale++;
@@ -465,7 +466,7 @@ static void on_peer_beat(struct cp_cluster *c, const struct cl_in *m)
 		snprintf(how, sizeof(how),
 			 "no heartbeat for %" PRId64 " ms (bound %u ms, proven by this node's own later beat); its lease %" PRId64
 			 " still holds, its expiry is the final word",
-			 m->gap_ms, cl_etcd_beat_down_ms(&c->cfg->cluster), m->lease_id);
+			 m->gap_ms, cl_beat_down_ms(&c->cfg->cluster), m->lease_id);
 		if (n->live)
 			node_gone(c, n, how);
 		else
@@ -900,7 +901,7 @@ json_t *cp_cluster_json(const struct cp_cluster *c)
 			 "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
 			 "node", c->cfg->cluster.node, "etcd", state_names[c->state], "endpoint", ep, "lease",
 			 (json_int_t)c->lease_id, "lease_ttl_s", (json_int_t)c->lease_ttl, "stale_after_s",
-			 (int)cl_etcd_stale_s(&c->cfg->cluster), "revision",
+			 (int)cl_lease_stale_s(&c->cfg->cluster), "revision",
 			 (json_int_t)es.revision, "epoch_known", c->etcd_epoch_known, "model_epoch",
 			 (json_int_t)c->e->epoch, "epoch_by", c->epoch_by, "etcd_epoch", (json_int_t)c->etcd_epoch,
 			 "prefix", c->cfg->cluster.prefix, "nodes", nodes, "lines", lines, "points_degraded_by_cluster",
@@ -917,8 +918,8 @@ json_t *cp_cluster_json(const struct cp_cluster *c)
 			 (json_int_t)es.reconnects);
 	if (!j)
 		return NULL;
-	json_object_set_new(j, "beat_ms", json_integer(cl_etcd_beat_down_ms(&c->cfg->cluster) ? c->cfg->cluster.beat_ms : 0));
-	json_object_set_new(j, "beat_down_ms", json_integer(cl_etcd_beat_down_ms(&c->cfg->cluster)));
+	json_object_set_new(j, "beat_ms", json_integer(cl_beat_down_ms(&c->cfg->cluster) ? c->cfg->cluster.beat_ms : 0));
+	json_object_set_new(j, "beat_down_ms", json_integer(cl_beat_down_ms(&c->cfg->cluster)));
 	json_t *ctr = json_object_get(j, "counters");
 	json_object_set_new(ctr, "nodes_beat_down", json_integer((json_int_t)c->st.nodes_beat_down));
 	json_object_set_new(ctr, "nodes_beat_resumed", json_integer((json_int_t)c->st.nodes_beat_resumed));

@@ -17,9 +17,10 @@
  * commands, promotions, demotions), and reads this node's live points
  * (cp_points_live of the engine's points) on a 50 ms housekeeping tick.
  *
- * Who calls: main.c (new/free); cp_op.c (fanoctl cluster) and cp_metrics.c
- * (/metrics) through the server's handle (struct cp_server.cluster). All on
- * the loop thread. */
+ * Who calls: main.c (new/free; the daemon holds the object); cp_op.c
+ * (fanoctl cluster, fanoctl status), cp_metrics.c (/metrics) and
+ * cp_status.c (the status and its warnings) read it through the handle the
+ * daemon gives them. All on the loop thread. */
 #ifndef CP_CLUSTER_H
 #define CP_CLUSTER_H
 

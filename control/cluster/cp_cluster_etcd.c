@@ -1,5 +1,5 @@
-/* cp_cluster_etcd.c - the cluster thread: etcd v3 over its JSON gateway with
- * libcurl (see cp_cluster_etcd.h for the contract).
+/* cp_cluster_etcd.c - the cluster thread: this node's membership in the
+ * fleet's etcd (see cp_cluster_etcd.h for the contract).
  *
  * Why a thread and not curl's multi socket API driven from the io_uring
  * loop: the watches are long-lived streaming responses and every other
@@ -8,10 +8,13 @@
  * range, watch) and a slow or dead etcd member can only ever stall this
  * thread, never the loop that serves TLS and the operator. The thread talks
  * to the loop only through two mutex-guarded rings of fixed-size facts and
- * an eventfd (the loop's cp_poll), the same shape as the dataplane
- * boundary. libcurl runs one multi handle here: the two watch transfers,
- * the heartbeat and at most one request at a time share it, so the watches
- * keep streaming while a request waits.
+ * an eventfd (cl_queue.h, the loop's cp_poll), the same shape as the
+ * dataplane boundary. Every byte to etcd goes through the transport
+ * (cl_http.h): the two watch streams, the heartbeat and at most one request
+ * at a time share its multi handle, so the watches keep streaming while a
+ * request waits. The transport hands back what is this file's through the
+ * hooks it is given (on_idle: the heartbeat's timers; on_done: the beat's
+ * end; on_event: a watch event); it never calls into this file by name.
  *
  * Trust: etcd is storage, not an authority (docs/cluster.md "Authenticated
  * values"). Every value this thread writes is an envelope (cl_value.h)
@@ -44,7 +47,7 @@
  *   5. watch the prefix's keys (but the heartbeats) from the snapshot's
  *      revision + 1, and the heartbeats of this node's beat window
  * Then: queued changes as they come, a keepalive every keepalive_ms, and,
- * with a staleness bound (cl_etcd_stale_s), a lease probe of every peer in
+ * with a staleness bound (cl_lease_stale_s), a lease probe of every peer in
  * the beat window as often (/v3/lease/timetolive: a read). A lease whose
  * remaining TTL says it was not refreshed for more than the bound is
  * reported stale (CL_IN_PEER_LEASE) before etcd expires it; a refresh after
@@ -55,44 +58,38 @@
  * down and restarts at step 0 on the next endpoint; CL_IN_DOWN is reported
  * once every endpoint refused the connection in a row, or nothing succeeded
  * for lost_after_ms. An etcd refusal of the user, the password, the token
- * or a permission, and a TLS failure, is logged once per change of reason
- * with etcd's own words.
+ * or a permission, and a TLS failure, is logged by the transport once per
+ * change of reason with etcd's own words.
  *
  * Thread: the cluster thread, except the functions the header marks. */
 #include "cp_cluster_etcd.h"
 
-#include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "cl_detect.h"
+#include "cl_http.h"
+#include "cl_secret.h"
 #include "cl_value.h"
 #include "cp_log.h"
+#include "cp_loop.h"
 
-#define CL_REPLY_MAX (8u << 20) /* an answer bigger than this is not read (a page is halved) */
 #define CL_PAGE_KEYS 64         /* the snapshot's page size (keys) */
 #define CL_PAGE_KV_BYTES 4096u  /* what one of our kvs takes in a range answer at most (a value of
 				 * CL_VALUE_MAX in base64, its key, the JSON around): a page longer
 				 * than this per key holds a value fanogate did not write */
-#define CL_KEY_RAW_MAX 512      /* a key under the prefix longer than this is foreign */
 
-struct buf {
-	char *p;
-	size_t len, cap;
-	size_t max;    /* the longest answer read (0: CL_REPLY_MAX) */
-	bool overflow; /* the answer passed max: not read */
-};
+static uint64_t now_ms(void)
+{
+	return cp_now_ns() / 1000000u;
+}
 
 /* A key this node writes: its (create_revision, version) as last seen, so
  * the next write can compare-and-swap on it and bind its value to it. */
@@ -130,48 +127,28 @@ struct cl_peer {
 	} claim[CL_BEAT_WINDOW];
 };
 
-struct cl_watch {
-	CURL *h;
-	struct buf b;
-	bool created, broken;
-	int64_t revision;        /* the last revision it delivered */
-	char range[2][CL_KEY_RAW_MAX + 80]; /* key, range_end (base64) */
-};
-
 struct cl_etcd {
 	const struct fg_config *cfg;
 	const struct fg_cluster_cfg *cc;
 	pthread_t thread;
 	bool started;
-	atomic_bool stop;
-	int evfd;
-	CURLM *multi;
-	/* queues (lock) */
-	pthread_mutex_t lock;
-	pthread_cond_t in_space;
-	struct cl_out out[CL_QUEUE_MAX];
-	unsigned out_head, out_n;
-	struct cl_in in[CL_QUEUE_MAX];
-	unsigned in_head, in_n;
+	atomic_bool stop;        /* the thread ends (set by cl_etcd_stop; also read by the transport) */
+	struct cl_queue q;       /* the facts to and from the loop */
+	struct cl_http http;     /* the transport: requests, watches, the beat's transfer */
+	pthread_mutex_t lock;    /* st and endpoint_now (the loop reads them) */
 	struct cl_etcd_stats st;
 	char endpoint_now[64];
 	/* thread-only */
 	struct cl_mac_key *mk;
-	char password[256];
-	char token[256];         /* etcd auth token ("" without [cluster] user) */
-	char problem[200];       /* the last etcd refusal logged ("" after a success) */
 	uint64_t refuse_log_ms;  /* when a refused value was last logged */
 	uint64_t refuse_quiet;   /* refused values not logged since */
-	unsigned cur;            /* endpoint index */
 	int64_t lease_id;
 	int64_t revision;        /* last revision applied (snapshot or the keys' watch) */
-	uint64_t last_ok;        /* mono_ms of the last request that succeeded */
 	uint64_t seq;            /* this node's write counter (every envelope) */
 	struct cl_watch kw;      /* the prefix's keys but the heartbeats */
 	struct cl_watch bw;      /* the heartbeats of the beat window */
 	bool window_dirty;       /* the window's range changed: restart bw */
 	bool in_snapshot;        /* reading a snapshot: claims reported at its end */
-	char prefix_b64[128], end_b64[128];
 	size_t prefix_len;
 	/* the keys this node writes */
 	struct kstate ks_line[FG_LINES], ks_epoch, ks_node, ks_points, ks_beat, ks_down;
@@ -180,16 +157,16 @@ struct cl_etcd {
 	/* the other live nodes, from their nodes/ keys (snapshot and watch) */
 	struct cl_peer *peer;
 	unsigned n_peers, peers_max;
-	uint32_t stale_s;        /* cl_etcd_stale_s; 0: no probes */
+	uint32_t stale_s;        /* cl_lease_stale_s; 0: no probes */
 	bool probe_failing;      /* the last probe failed (logged once per run of failures) */
 	bool down_dirty;         /* this node's down/ record must be rewritten */
 	/* this node's heartbeat: a CAS of beats/<node> on the lease every
 	 * beat_ms, its own transfer in the multi (never queued behind a request) */
-	uint32_t beat_down_ms;   /* cl_etcd_beat_down_ms; 0: no heartbeat */
+	uint32_t beat_down_ms;   /* cl_beat_down_ms; 0: no heartbeat */
 	bool beating;            /* joined on the lease we hold (name claimed): beats go out, also while
 				  * reconnecting (a beat needs the lease, not the watch) */
 	CURL *beat_h;            /* the beat in flight, or NULL */
-	struct buf beat_buf;
+	struct cl_buf beat_buf;
 	int64_t beat_ver;        /* the version the beat in flight writes */
 	uint64_t beat_next_ms, beat_sent_ms;
 	uint64_t beat_proven_ms; /* send time of this node's latest beat seen back through the watch */
@@ -197,180 +174,19 @@ struct cl_etcd {
 	bool beat_failing;       /* the last beat failed (logged once per run of failures) */
 };
 
-uint32_t cl_etcd_stale_s(const struct fg_cluster_cfg *cc)
-{
-	uint64_t ka = cc->keepalive_ms ? cc->keepalive_ms : cc->lease_ttl_s * 1000u / 3u;
-	uint64_t s = cc->stale_after_s ? cc->stale_after_s : (ka + cc->timeout_ms + 999u) / 1000u;
-	return s < cc->lease_ttl_s ? (uint32_t)s : 0;
-}
-
-uint32_t cl_etcd_beat_down_ms(const struct fg_cluster_cfg *cc)
-{
-	if (!cc->beat_ms)
-		return 0;
-	return cc->beat_down_ms ? cc->beat_down_ms : 3u * cc->beat_ms + 50u;
-}
-
-void cl_beat_window(unsigned n, unsigned self, unsigned *lo, unsigned *hi)
-{
-	if (n <= CL_BEAT_WINDOW) {
-		*lo = 0;
-		*hi = n ? n - 1 : 0;
-		return;
-	}
-	unsigned l = self >= CL_BEAT_WINDOW / 2 ? self - CL_BEAT_WINDOW / 2 : 0;
-	if (l > n - CL_BEAT_WINDOW)
-		l = n - CL_BEAT_WINDOW;
-	*lo = l;
-	*hi = l + CL_BEAT_WINDOW - 1;
-}
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-int cl_secret_read(const char *path, uint8_t *buf, size_t cap, char *why, size_t why_len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		int e = errno;
-		snprintf(why, why_len, "%s: %s", path, strerror(e));
-		return -e;
-	}
-	struct stat st;
-	int r = 0;
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
-		snprintf(why, why_len, "%s: %s", path, strerror(-r));
-	} else if (!S_ISREG(st.st_mode)) {
-		r = -EINVAL;
-		snprintf(why, why_len, "%s: not a regular file", path);
-	} else if (st.st_mode & 077) {
-		r = -EACCES;
-		snprintf(why, why_len, "%s: group- or world-accessible (mode %04o): chmod 600 it", path,
-			 (unsigned)(st.st_mode & 07777));
-	} else if ((size_t)st.st_size > cap + 2) {
-		r = -EFBIG;
-		snprintf(why, why_len, "%s: longer than %zu bytes", path, cap);
-	}
-	size_t got = 0;
-	while (r == 0) {
-		ssize_t n = read(fd, buf + got, cap - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = -errno;
-			snprintf(why, why_len, "%s: %s", path, strerror(-r));
-		}
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-		if (got == cap) {
-			char extra[3];
-			ssize_t m = read(fd, extra, sizeof(extra));
-			if (m > 1 || (m == 1 && extra[0] != '\n')) {
-				r = -EFBIG;
-				snprintf(why, why_len, "%s: longer than %zu bytes", path, cap);
-			}
-			break;
-		}
-	}
-	close(fd);
-	if (r < 0) {
-		OPENSSL_cleanse(buf, cap);
-		return r;
-	}
-	if (got && buf[got - 1] == '\n')
-		got--;
-	if (got && buf[got - 1] == '\r')
-		got--;
-	return (int)got;
-}
-
-/* ---- queues ---------------------------------------------------------- */
+/* ---- the loop's side: queues, counters ---------------------------------- */
 
 int cl_etcd_push_out(struct cl_etcd *t, const struct cl_out *m)
 {
-	pthread_mutex_lock(&t->lock);
-	if (t->out_n == CL_QUEUE_MAX) {
-		t->st.out_dropped++;
-		pthread_mutex_unlock(&t->lock);
-		return -ENOBUFS;
-	}
-	t->out[(t->out_head + t->out_n++) % CL_QUEUE_MAX] = *m;
-	pthread_mutex_unlock(&t->lock);
-	curl_multi_wakeup(t->multi);
-	return 0;
-}
-
-static bool out_peek(struct cl_etcd *t, struct cl_out *m)
-{
-	pthread_mutex_lock(&t->lock);
-	bool have = t->out_n > 0;
-	if (have)
-		*m = t->out[t->out_head];
-	pthread_mutex_unlock(&t->lock);
-	return have;
-}
-
-static void out_drop_head(struct cl_etcd *t)
-{
-	pthread_mutex_lock(&t->lock);
-	if (t->out_n) {
-		t->out_head = (t->out_head + 1) % CL_QUEUE_MAX;
-		t->out_n--;
-	}
-	pthread_mutex_unlock(&t->lock);
-}
-
-/* Waits for room: the loop always drains, and a full ring means the loop
- * is behind, so the thread (never the loop) waits. */
-static void in_push(struct cl_etcd *t, const struct cl_in *m)
-{
-	pthread_mutex_lock(&t->lock);
-	while (t->in_n == CL_QUEUE_MAX && !atomic_load(&t->stop))
-		pthread_cond_wait(&t->in_space, &t->lock);
-	if (t->in_n == CL_QUEUE_MAX) {
-		pthread_mutex_unlock(&t->lock);
-		return;
-	}
-	bool edge = t->in_n == 0;
-	t->in[(t->in_head + t->in_n++) % CL_QUEUE_MAX] = *m;
-	pthread_mutex_unlock(&t->lock);
-	if (edge) {
-		uint64_t one = 1;
-		if (write(t->evfd, &one, sizeof(one)) < 0) {
-			/* EAGAIN: the counter is already non-zero, the loop will wake */
-		}
-	}
+	int r = cl_queue_push_out(&t->q, m);
+	if (r == 0)
+		cl_http_wakeup(&t->http);
+	return r;
 }
 
 unsigned cl_etcd_pop_in(struct cl_etcd *t, struct cl_in *out, unsigned max)
 {
-	uint64_t v;
-	if (read(t->evfd, &v, sizeof(v)) < 0) {
-		/* EAGAIN: nothing signalled; drain anyway */
-	}
-	pthread_mutex_lock(&t->lock);
-	unsigned n = 0;
-	while (n < max && t->in_n) {
-		out[n++] = t->in[t->in_head];
-		t->in_head = (t->in_head + 1) % CL_QUEUE_MAX;
-		t->in_n--;
-	}
-	bool more = t->in_n > 0;
-	pthread_cond_signal(&t->in_space);
-	pthread_mutex_unlock(&t->lock);
-	if (more) {
-		uint64_t one = 1;
-		if (write(t->evfd, &one, sizeof(one)) < 0) {
-			/* already signalled */
-		}
-	}
-	return n;
+	return cl_queue_pop_in(&t->q, out, max);
 }
 
 void cl_etcd_stats(struct cl_etcd *t, struct cl_etcd_stats *out)
@@ -378,6 +194,8 @@ void cl_etcd_stats(struct cl_etcd *t, struct cl_etcd_stats *out)
 	pthread_mutex_lock(&t->lock);
 	*out = t->st;
 	pthread_mutex_unlock(&t->lock);
+	cl_http_stats(&t->http, &out->requests, &out->request_failures, &out->auth_failures);
+	out->out_dropped = cl_queue_out_dropped(&t->q);
 }
 
 void cl_etcd_endpoint(struct cl_etcd *t, char *buf, size_t len)
@@ -394,48 +212,7 @@ static void stat_add(struct cl_etcd *t, uint64_t *field, uint64_t n)
 	pthread_mutex_unlock(&t->lock);
 }
 
-/* ---- base64 (etcd's JSON gateway carries keys and values as base64) ---- */
-
-static int b64_enc(const void *in, size_t n, char *out, size_t cap)
-{
-	if (4 * ((n + 2) / 3) + 1 > cap)
-		return -ENOSPC;
-	EVP_EncodeBlock((unsigned char *)out, in, (int)n);
-	return 0;
-}
-
-/* Decode into out (NUL-terminated after the bytes); the byte count, or
- * -EINVAL when not base64 or too long for cap. */
-static int b64_dec(const char *in, char *out, size_t cap)
-{
-	size_t n = strlen(in);
-	if (n % 4 || (n / 4) * 3 + 1 > cap)
-		return -EINVAL;
-	int r = EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)in, (int)n);
-	if (r < 0)
-		return -EINVAL;
-	if (n && in[n - 1] == '=')
-		r--;
-	if (n > 1 && in[n - 2] == '=')
-		r--;
-	out[r] = '\0';
-	return r;
-}
-
-static json_t *jb64n(const void *s, size_t n)
-{
-	char b[4 * (CL_VALUE_MAX / 3 + 1) + 8];
-	if (b64_enc(s, n, b, sizeof(b)) < 0)
-		return json_string("");
-	return json_string(b);
-}
-
-static json_t *jb64(const char *s)
-{
-	return jb64n(s, strlen(s));
-}
-
-/* ---- refusals, etcd's reasons ------------------------------------------- */
+/* ---- refusals ------------------------------------------------------------ */
 
 enum refusal { RF_UNAUTH, RF_UNBOUND, RF_REPLAY, RF_EPOCH, RF_MALFORMED, RF_FULL };
 
@@ -447,7 +224,7 @@ static void refuse(struct cl_etcd *t, enum refusal r, const char *key, const cha
 			   &t->st.refused_epoch, &t->st.refused_malformed, &t->st.refused_nodes_full};
 	static const char *const name[] = {"unauthenticated", "unbound", "replayed", "epoch", "malformed", "nodes_full"};
 	stat_add(t, ctr[r], 1);
-	uint64_t now = mono_ms();
+	uint64_t now = now_ms();
 	if (t->refuse_log_ms && now - t->refuse_log_ms < 1000) {
 		t->refuse_quiet++;
 		return;
@@ -460,319 +237,6 @@ static void refuse(struct cl_etcd *t, enum refusal r, const char *key, const cha
 	else
 		cp_warn("cluster: etcd key %.200s refused (%s: %s): not applied", key, name[r], why);
 	t->refuse_quiet = 0;
-}
-
-/* A failure etcd or TLS gave a reason for: logged when the reason is new
- * (once per change of state, not per retry). */
-static void problem(struct cl_etcd *t, const char *what)
-{
-	if (strncmp(t->problem, what, sizeof(t->problem) - 1) == 0)
-		return;
-	snprintf(t->problem, sizeof(t->problem), "%.*s", (int)sizeof(t->problem) - 1, what); /* a longer reason is cut */
-	cp_err("cluster: etcd %s: %s", t->cc->endpoint[t->cur], what);
-}
-
-static void problem_cleared(struct cl_etcd *t)
-{
-	if (!t->problem[0])
-		return;
-	cp_info("cluster: etcd %s answers again (was: %s)", t->cc->endpoint[t->cur], t->problem);
-	t->problem[0] = '\0';
-}
-
-/* ---- HTTP ------------------------------------------------------------ */
-
-static size_t buf_write(char *ptr, size_t size, size_t nmemb, void *arg)
-{
-	struct buf *b = arg;
-	size_t n = size * nmemb;
-	size_t max = b->max ? b->max : CL_REPLY_MAX;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = (b->len + n + 1) * 2;
-		if (b->len + n + 1 > max) {
-			b->overflow = true;
-			return 0; /* an answer this big is not read: fail the transfer */
-		}
-		if (cap > max)
-			cap = max;
-		char *p = realloc(b->p, cap);
-		if (!p)
-			return 0;
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, ptr, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-	return n;
-}
-
-/* Each transfer owns its header list (the token may change while a watch
- * streams): freed with the handle. */
-static void easy_free(CURL *h)
-{
-	if (!h)
-		return;
-	struct curl_slist *hd = NULL;
-	curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&hd);
-	curl_easy_cleanup(h);
-	curl_slist_free_all(hd);
-}
-
-static CURL *easy_new(struct cl_etcd *t, const char *path, const char *body, struct buf *b, long timeout_ms,
-		      bool with_token)
-{
-	char url[128], auth[300];
-	CURL *h = curl_easy_init();
-	if (!h)
-		return NULL;
-	struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/json");
-	if (hd && with_token && t->token[0]) {
-		snprintf(auth, sizeof(auth), "Authorization: %s", t->token);
-		struct curl_slist *n = curl_slist_append(hd, auth);
-		if (!n) {
-			curl_slist_free_all(hd);
-			hd = NULL;
-		} else {
-			hd = n;
-		}
-	}
-	if (!hd) {
-		curl_easy_cleanup(h);
-		return NULL;
-	}
-	curl_easy_setopt(h, CURLOPT_PRIVATE, (char *)hd);
-	snprintf(url, sizeof(url), "%s%s", t->cc->endpoint[t->cur], path);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_COPYPOSTFIELDS, body);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, buf_write);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)t->cc->timeout_ms);
-	if (timeout_ms)
-		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, t->cc->tls ? "https" : "http");
-	if (t->cc->tls) {
-		if (t->cc->ca[0])
-			curl_easy_setopt(h, CURLOPT_CAINFO, t->cc->ca);
-		if (t->cc->cert[0]) {
-			curl_easy_setopt(h, CURLOPT_SSLCERT, t->cc->cert);
-			curl_easy_setopt(h, CURLOPT_SSLKEY, t->cc->key);
-		}
-	}
-	return h;
-}
-
-static void watch_feed(struct cl_etcd *t, struct cl_watch *w);
-static void beat_tick(struct cl_etcd *t);
-static void beat_done(struct cl_etcd *t, CURLcode code);
-
-/* Reap finished transfers; a watch ending is recorded as broken. Returns
- * true when `req` finished (*code set). */
-static bool reap(struct cl_etcd *t, CURL *req, CURLcode *code)
-{
-	bool done = false;
-	CURLMsg *m;
-	int left;
-	while ((m = curl_multi_info_read(t->multi, &left))) {
-		if (m->msg != CURLMSG_DONE)
-			continue;
-		if (m->easy_handle == t->kw.h) {
-			t->kw.broken = true;
-		} else if (m->easy_handle == t->bw.h) {
-			t->bw.broken = true;
-		} else if (t->beat_h && m->easy_handle == t->beat_h) {
-			beat_done(t, m->data.result);
-		} else if (m->easy_handle == req) {
-			*code = m->data.result;
-			done = true;
-		}
-	}
-	return done;
-}
-
-/* Run the multi for up to wait_ms (woken early by curl_multi_wakeup or
- * socket activity); feeds the watches. */
-static void pump(struct cl_etcd *t, int wait_ms)
-{
-	int running;
-	curl_multi_perform(t->multi, &running);
-	watch_feed(t, &t->kw);
-	watch_feed(t, &t->bw);
-	beat_tick(t);
-	curl_multi_poll(t->multi, NULL, 0, wait_ms, NULL);
-	curl_multi_perform(t->multi, &running);
-	watch_feed(t, &t->kw);
-	watch_feed(t, &t->bw);
-	beat_tick(t);
-}
-
-/* etcd's reason in an error answer ({"error": ..., "message": ...}). */
-static void etcd_reason(const struct buf *b, long status, char *out, size_t cap)
-{
-	json_error_t je;
-	json_t *j = b->p ? json_loadb(b->p, b->len, 0, &je) : NULL;
-	const char *msg = json_string_value(json_object_get(j, "message"));
-	if (!msg)
-		msg = json_string_value(json_object_get(j, "error"));
-	snprintf(out, cap, "HTTP %ld: %.150s", status, msg ? msg : (b->p ? b->p : ""));
-	json_decref(j);
-}
-
-static bool is_tls_error(CURLcode c)
-{
-	return c == CURLE_SSL_CONNECT_ERROR || c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CERTPROBLEM ||
-	       c == CURLE_SSL_CIPHER || c == CURLE_SSL_CACERT_BADFILE || c == CURLE_SSL_ISSUER_ERROR ||
-	       c == CURLE_SSL_CRL_BADFILE || c == CURLE_SSL_ENGINE_INITFAILED || c == CURLE_SSL_PINNEDPUBKEYNOTMATCH ||
-	       c == CURLE_SSL_INVALIDCERTSTATUS || c == CURLE_SSL_SHUTDOWN_FAILED || c == CURLE_SSL_CLIENTCERT;
-}
-
-static int authenticate(struct cl_etcd *t);
-
-/* One request on the current endpoint, the watches streaming meanwhile.
- * 0 with *out (caller json_decref), or -EIO / -ETIMEDOUT / -ECONNREFUSED /
- * -EPROTO / -EACCES (etcd refused the token, the user or a permission) /
- * -EMSGSIZE (the answer is larger than CL_REPLY_MAX). With [cluster] user,
- * a token etcd no longer knows (a member restarted, the token expired) is
- * renewed once and the request tried again. */
-static int req_once(struct cl_etcd *t, const char *path, const char *text, json_t **out, bool *token_refused,
-		    uint32_t timeout_ms, size_t max)
-{
-	struct buf b = {.max = max};
-	bool with_token = strcmp(path, "/v3/auth/authenticate") != 0;
-	CURL *h = easy_new(t, path, text, &b, (long)timeout_ms, with_token);
-	if (!h)
-		return -ENOMEM;
-	stat_add(t, &t->st.requests, 1);
-	curl_multi_add_handle(t->multi, h);
-	CURLcode code = CURLE_OK;
-	int running;
-	curl_multi_perform(t->multi, &running);
-	while (!reap(t, h, &code)) {
-		if (atomic_load(&t->stop)) {
-			code = CURLE_ABORTED_BY_CALLBACK;
-			break;
-		}
-		pump(t, 50);
-	}
-	long status = 0;
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_multi_remove_handle(t->multi, h);
-	easy_free(h);
-	int r = 0;
-	char why[200];
-	if (code != CURLE_OK) {
-		cp_debug("cluster: %s%s: %s", t->cc->endpoint[t->cur], path, curl_easy_strerror(code));
-		if (b.overflow) {
-			r = -EMSGSIZE;
-		} else if (is_tls_error(code)) {
-			snprintf(why, sizeof(why), "TLS: %s", curl_easy_strerror(code));
-			problem(t, why);
-			r = -EIO;
-		} else {
-			r = code == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : code == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO;
-		}
-	} else if (status != 200) {
-		etcd_reason(&b, status, why, sizeof(why));
-		cp_debug("cluster: %s%s: %s", t->cc->endpoint[t->cur], path, why);
-		r = -EPROTO;
-		if (status == 401 && with_token && t->cc->user[0]) {
-			*token_refused = true; /* renewed by the caller */
-			r = -EACCES;
-		} else if (status == 401 || status == 403 || strstr(why, "authentication failed") ||
-			   strstr(why, "user name is empty") || strstr(why, "permission denied")) {
-			char w[240];
-			snprintf(w, sizeof(w), "refused %s: %s", path, why);
-			problem(t, w);
-			stat_add(t, &t->st.auth_failures, 1);
-			r = -EACCES;
-		}
-	} else {
-		json_error_t je;
-		*out = json_loadb(b.p ? b.p : "", b.len, 0, &je);
-		if (!*out)
-			r = -EPROTO;
-	}
-	if (r < 0)
-		stat_add(t, &t->st.request_failures, 1);
-	else
-		t->last_ok = mono_ms();
-	free(b.p);
-	return r;
-}
-
-static int req_tmo(struct cl_etcd *t, const char *path, json_t *body, json_t **out, uint32_t timeout_ms, size_t max)
-{
-	char *text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	if (!text)
-		return -ENOMEM;
-	bool refused = false;
-	int r = req_once(t, path, text, out, &refused, timeout_ms, max);
-	if (refused && authenticate(t) == 0) {
-		refused = false;
-		r = req_once(t, path, text, out, &refused, timeout_ms, max);
-	}
-	if (refused) {
-		problem(t, "the renewed auth token was refused too");
-		stat_add(t, &t->st.auth_failures, 1);
-	}
-	free(text);
-	return r;
-}
-
-static int req(struct cl_etcd *t, const char *path, json_t *body, json_t **out)
-{
-	return req_tmo(t, path, body, out, t->cc->timeout_ms, 0);
-}
-
-static int64_t jint(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	if (json_is_string(v)) {
-		uint64_t x;
-		const char *s = json_string_value(v);
-		if (s[0] == '-')
-			return strtoll(s, NULL, 10);
-		return cl_dec_parse(s, strlen(s), INT64_MAX, &x) ? (int64_t)x : 0;
-	}
-	if (json_is_integer(v))
-		return json_integer_value(v);
-	return 0;
-}
-
-/* /v3/auth/authenticate as [cluster] user: the token every later request
- * carries. 0, or -EACCES with etcd's reason logged (once per reason). */
-static int authenticate(struct cl_etcd *t)
-{
-	if (!t->cc->user[0])
-		return 0;
-	t->token[0] = '\0';
-	json_t *out;
-	bool unused = false;
-	json_t *body = json_pack("{s:s, s:s}", "name", t->cc->user, "password", t->password);
-	char *text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	if (!text)
-		return -ENOMEM;
-	/* etcd checks the password with bcrypt and through Raft: slower
-	 * than any other request, and rare (a connection, a dead token) */
-	uint32_t tmo = t->cc->timeout_ms < 750 ? 3000 : 4 * t->cc->timeout_ms;
-	int r = req_once(t, "/v3/auth/authenticate", text, &out, &unused, tmo, 0);
-	OPENSSL_cleanse(text, strlen(text));
-	free(text);
-	if (r < 0)
-		return r;
-	const char *tok = json_string_value(json_object_get(out, "token"));
-	if (tok && strlen(tok) < sizeof(t->token))
-		snprintf(t->token, sizeof(t->token), "%s", tok);
-	json_decref(out);
-	if (!t->token[0]) {
-		problem(t, "authenticate: no token in etcd's answer (is auth enabled on this member?)");
-		return -EPROTO;
-	}
-	return 0;
 }
 
 /* ---- keys ------------------------------------------------------------ */
@@ -813,7 +277,7 @@ static void peer_emit(struct cl_etcd *t, struct cl_peer *p, bool down, int64_t g
 	p->reported_down = down;
 	struct cl_in m = {.kind = CL_IN_PEER_BEAT, .lease_id = p->lease, .stale = down, .gap_ms = gap_ms};
 	snprintf(m.node, sizeof(m.node), "%s", p->name);
-	in_push(t, &m);
+	cl_queue_push_in(&t->q, &m);
 }
 
 /* Does a live node's down/ record name p on its lease? */
@@ -866,7 +330,7 @@ static void window_update(struct cl_etcd *t)
 		self++;
 	cl_beat_window(n, self, &lo, &hi);
 	unsigned watched = 0;
-	uint64_t now = mono_ms();
+	uint64_t now = now_ms();
 	for (unsigned i = 0; i < t->n_peers; i++) {
 		struct cl_peer *p = &t->peer[i];
 		bool in = strcmp(p->name, names[lo]) >= 0 && strcmp(p->name, names[hi]) <= 0;
@@ -889,8 +353,8 @@ static void window_update(struct cl_etcd *t)
 	pthread_mutex_unlock(&t->lock);
 	/* [beats/<lo>, beats/<hi> "\0"): exactly the window's keys */
 	char r0[sizeof(t->bw.range[0])], r1[sizeof(t->bw.range[1])];
-	if (ll < 0 || hl < 0 || (size_t)hl + 1 > sizeof(hi_key) || b64_enc(lo_key, (size_t)ll, r0, sizeof(r0)) < 0 ||
-	    b64_enc(hi_key, (size_t)hl + 1, r1, sizeof(r1)) < 0)
+	if (ll < 0 || hl < 0 || (size_t)hl + 1 > sizeof(hi_key) || cl_b64_enc(lo_key, (size_t)ll, r0, sizeof(r0)) < 0 ||
+	    cl_b64_enc(hi_key, (size_t)hl + 1, r1, sizeof(r1)) < 0)
 		return;
 	if (strcmp(r0, t->bw.range[0]) != 0 || strcmp(r1, t->bw.range[1]) != 0) {
 		memcpy(t->bw.range[0], r0, sizeof(r0));
@@ -927,7 +391,7 @@ static bool peer_note(struct cl_etcd *t, const char *name, int64_t lease, uint32
 	/* its silence counts from now: a node that died while this one was
 	 * away (or before it started) is reported down by the same rule */
 	p->beat_ms = beat_ms;
-	p->bv = (struct cl_beat_view){.state = CL_BEAT_UNPROVEN, .last_ms = mono_ms()};
+	p->bv = (struct cl_beat_view){.state = CL_BEAT_UNPROVEN, .last_ms = now_ms()};
 	p->beat_seq = 0;
 	memset(p->kseq, 0, sizeof(p->kseq));
 	p->beat_rev = 0;
@@ -940,7 +404,7 @@ static bool peer_note(struct cl_etcd *t, const char *name, int64_t lease, uint32
 
 static void beat_seen(struct cl_etcd *t, const char *name, uint64_t ms)
 {
-	uint64_t now = mono_ms();
+	uint64_t now = now_ms();
 	if (strcmp(name, t->cc->node) == 0) {
 		/* our own beat back: every event before it has come too */
 		if (ms)
@@ -1013,401 +477,341 @@ static void down_claims_set(struct cl_etcd *t, struct cl_peer *m, json_t *arr)
 	claims_report(t);
 }
 
+/* One kv being read (a range's or a watch event's), as kv_to_in takes it
+ * apart: the key, what it names, etcd's metadata and, for a put, the
+ * envelope. */
+struct kv_read {
+	const char *key;  /* the whole key (NUL-terminated) */
+	struct cl_key k;
+	bool self;        /* nodes/, points/, beats/ or down/ in this node's name */
+	bool snapshot;    /* part of a snapshot, not a watch event */
+	int64_t crev, ver, lease, rev; /* create_revision, version, lease, mod_revision */
+	struct cl_env e;  /* a put's envelope, once authentic */
+	bool mine;        /* written under this node's current lease */
+};
+
+static bool kind_is_leased(enum cl_key_kind k)
+{
+	return k == CL_KEY_NODE || k == CL_KEY_POINTS || k == CL_KEY_BEAT || k == CL_KEY_DOWN;
+}
+
+/* A delete: a lease's end (its nodes/ delete reports it), or this node's
+ * claim gone, or a line or the epoch deleted by someone else. */
+static void kv_deleted(struct cl_etcd *t, const struct kv_read *r, struct cl_in *m)
+{
+	switch (r->k.kind) {
+	case CL_KEY_NODE:
+		if (r->self) {
+			if (t->kw.created)
+				t->kw.broken = true; /* our claim went: claim again (reconnect) */
+			return;
+		}
+		if (!peer_find(t, r->k.node))
+			return;
+		(void)peer_note(t, r->k.node, 0, 0);
+		m->kind = CL_IN_NODE;
+		snprintf(m->node, sizeof(m->node), "%s", r->k.node);
+		cl_queue_push_in(&t->q, m);
+		return;
+	case CL_KEY_DOWN: {
+		struct cl_peer *p = peer_find(t, r->k.node);
+		if (p)
+			down_claims_set(t, p, NULL);
+		return;
+	}
+	case CL_KEY_LINE:
+	case CL_KEY_EPOCH:
+		/* fanogate never deletes these: someone with etcd access did */
+		refuse(t, RF_UNBOUND, r->key, "deleted, not by fanogate (a later re-creation is refused here)");
+		return;
+	default:
+		return; /* points/, beats/: a lease's end, which its nodes/ delete reports */
+	}
+}
+
+/* A put's checks as far as the key and the envelope tell (docs/cluster.md
+ * "Authenticated values" 1 to 3): the value is an envelope whose MAC
+ * verifies, it sits at the version it was written for, and a key on a
+ * lease is on the lease of the node it names (a lease-less key on none).
+ * val (cap bytes) receives the decoded value r->e points into. false:
+ * refused (counted). */
+static bool kv_authentic(struct cl_etcd *t, json_t *kv, struct kv_read *r, char *val, size_t cap)
+{
+	const char *vb = json_string_value(json_object_get(kv, "value"));
+	int vl = vb ? cl_b64_dec(vb, val, cap) : -EINVAL;
+	if (vl < 0) {
+		refuse(t, RF_UNAUTH, r->key, "value too long or not base64");
+		return false;
+	}
+	const char *why;
+	if (cl_env_parse(val, (size_t)vl, &r->e, &why) < 0) {
+		refuse(t, RF_UNAUTH, r->key, why);
+		return false;
+	}
+	if (!cl_env_verify(t->mk, r->key, &r->e)) {
+		refuse(t, RF_UNAUTH, r->key, "bad_mac");
+		return false;
+	}
+	if (!cl_env_bound(&r->e, r->crev, r->ver)) {
+		refuse(t, RF_REPLAY, r->key, "not at the version it was written for");
+		return false;
+	}
+	char w[160];
+	if (kind_is_leased(r->k.kind)) {
+		if (!r->lease) {
+			refuse(t, RF_UNBOUND, r->key, "lease-less");
+			return false;
+		}
+		if (strcmp(r->e.node, r->k.node) != 0 || r->e.lease != r->lease) {
+			snprintf(w, sizeof(w), "written by node %s on lease %" PRId64 ", not its own", r->e.node,
+				 r->e.lease);
+			refuse(t, RF_UNBOUND, r->key, w);
+			return false;
+		}
+	} else if (r->lease) {
+		refuse(t, RF_UNBOUND, r->key, "on a lease (fanogate writes it on none)");
+		return false;
+	}
+	r->mine = r->e.lease == t->lease_id && strcmp(r->e.node, t->cc->node) == 0;
+	return true;
+}
+
+/* A line's or the epoch's writer (docs/cluster.md "Authenticated values"
+ * 3 and 4): this node (its lease), a live node on the lease it names, or,
+ * in a snapshot, a node no longer live; and a live writer's values for one
+ * key carry rising seqs. false: refused (counted). */
+static bool writer_is_bound(struct cl_etcd *t, const struct kv_read *r)
+{
+	const struct cl_env *e = &r->e;
+	struct cl_peer *byname = peer_find(t, e->node), *bylease = peer_by_lease(t, e->lease);
+	bool bound = r->mine || (byname && byname->lease == e->lease);
+	/* in a snapshot a writer no longer live (no node by that name or on
+	 * that lease, this node's own earlier lease included) is history */
+	bool historic = r->snapshot && !byname && !bylease && e->lease != t->lease_id;
+	if (!bound && !historic) {
+		char w[160];
+		snprintf(w, sizeof(w), "names node %s on lease %" PRId64 ", which is not that node's live lease", e->node,
+			 e->lease);
+		refuse(t, RF_UNBOUND, r->key, w);
+		return false;
+	}
+	/* a live writer's values for one key carry rising seqs: one no
+	 * newer than the last seen is an earlier value put back (after
+	 * a delete its version binding alone cannot tell) */
+	unsigned idx = r->k.kind == CL_KEY_LINE ? r->k.line : FG_LINES;
+	if (!r->mine && byname && byname->lease == e->lease) {
+		if (!r->snapshot && e->seq <= byname->kseq[idx]) {
+			refuse(t, RF_REPLAY, r->key, "no newer than that node's last value for it");
+			return false;
+		}
+		byname->kseq[idx] = e->seq;
+	}
+	return true;
+}
+
+/* The epoch: one up from the last (in a snapshot, not below it). */
+static void apply_epoch(struct cl_etcd *t, const struct kv_read *r, json_t *j, struct cl_in *m)
+{
+	uint64_t to, from = 0; /* from: read only when has_from */
+	char w[160];
+	bool has_from = json_object_get(j, "from") != NULL;
+	if (!juint(j, "to", UINT32_MAX, &to) || (has_from && !juint(j, "from", UINT32_MAX, &from)) ||
+	    !jstr(j, "why", m->why, sizeof(m->why))) {
+		refuse(t, RF_MALFORMED, r->key, "epoch payload");
+		return;
+	}
+	if (has_from ? to != from + 1 : r->e.ver != 1) {
+		refuse(t, RF_EPOCH, r->key, has_from ? "not one up from the value it names" : "no from, not a creation");
+		return;
+	}
+	bool echo = r->mine && to <= t->epoch_val; /* this node's own write, applied when it won */
+	if (!r->snapshot && t->epoch_have && !echo && (!has_from || from != t->epoch_val)) {
+		snprintf(w, sizeof(w), "%" PRIu64 " after %u: the epoch only moves one up", to, t->epoch_val);
+		refuse(t, RF_EPOCH, r->key, w);
+		return;
+	}
+	if (r->snapshot && t->epoch_have && to < t->epoch_val) {
+		snprintf(w, sizeof(w), "%" PRIu64 " after %u: backwards", to, t->epoch_val);
+		refuse(t, RF_EPOCH, r->key, w);
+		return;
+	}
+	if (!t->epoch_have || to > t->epoch_val)
+		t->epoch_val = (uint32_t)to;
+	t->epoch_have = true;
+	m->kind = CL_IN_EPOCH;
+	m->epoch = (uint32_t)to;
+	m->mine = r->mine;
+	snprintf(m->node, sizeof(m->node), "%s", r->e.node);
+	cl_queue_push_in(&t->q, m);
+}
+
+static void apply_line(struct cl_etcd *t, const struct kv_read *r, json_t *j, struct cl_in *m)
+{
+	uint64_t a;
+	if (!jstr(j, "state", m->state, sizeof(m->state)) || !jstr(j, "event", m->event, sizeof(m->event)) ||
+	    !juint(j, "uid", UINT32_MAX, &a) || !jstr(j, "why", m->why, sizeof(m->why)) ||
+	    (strcmp(m->state, "disabled") && strcmp(m->state, "shadow") && strcmp(m->state, "active"))) {
+		refuse(t, RF_MALFORMED, r->key, "line payload");
+		return;
+	}
+	m->kind = CL_IN_LINE;
+	m->line = r->k.line;
+	m->uid = (uint32_t)a;
+	m->mine = r->mine;
+	snprintf(m->node, sizeof(m->node), "%s", r->e.node);
+	cl_queue_push_in(&t->q, m);
+}
+
+static void apply_node(struct cl_etcd *t, const struct kv_read *r, json_t *j, struct cl_in *m)
+{
+	uint64_t b;
+	if (!jstr(j, "layers", m->layers, sizeof(m->layers)) || !juint(j, "beat_ms", 600000, &b)) {
+		refuse(t, RF_MALFORMED, r->key, "node payload");
+		return;
+	}
+	if (r->self && r->lease != t->lease_id)
+		return; /* this node's name on an earlier lease of its own: going */
+	if (!r->self && !peer_note(t, r->k.node, r->lease, (uint32_t)b)) {
+		char w[160];
+		snprintf(w, sizeof(w), "%u nodes tracked already ([cluster] nodes_max)", t->peers_max + 1);
+		refuse(t, RF_FULL, r->key, w);
+		return;
+	}
+	m->kind = CL_IN_NODE;
+	m->lease_id = r->lease;
+	snprintf(m->node, sizeof(m->node), "%s", r->k.node);
+	cl_queue_push_in(&t->q, m);
+}
+
+static void apply_points(struct cl_etcd *t, const struct kv_read *r, json_t *j, struct cl_in *m)
+{
+	uint64_t a, b;
+	struct cl_peer *p = r->self ? NULL : peer_find(t, r->k.node);
+	if (!r->self && (!p || p->lease != r->lease)) {
+		refuse(t, RF_UNBOUND, r->key, "no live node on its lease");
+		return;
+	}
+	if (r->self && r->lease != t->lease_id)
+		return; /* this node's earlier lease: its nodes/ says the rest */
+	if (!juint(j, "alive", 127, &a) || !juint(j, "judged", 127, &b)) {
+		refuse(t, RF_MALFORMED, r->key, "points payload");
+		return;
+	}
+	m->kind = CL_IN_POINTS;
+	m->alive = (uint8_t)a;
+	m->judged = (uint8_t)b;
+	m->lease_id = r->lease;
+	snprintf(m->node, sizeof(m->node), "%s", r->k.node);
+	cl_queue_push_in(&t->q, m);
+}
+
+static void apply_beat(struct cl_etcd *t, const struct kv_read *r, json_t *j)
+{
+	uint64_t a;
+	if (!juint(j, "ms", UINT64_MAX >> 1, &a)) {
+		refuse(t, RF_MALFORMED, r->key, "beat payload");
+		return;
+	}
+	if (r->self) {
+		if (r->lease == t->lease_id && !r->snapshot)
+			beat_seen(t, r->k.node, a);
+		return;
+	}
+	struct cl_peer *p = peer_find(t, r->k.node);
+	if (!p || p->lease != r->lease) {
+		refuse(t, RF_UNBOUND, r->key, "no live node on its lease");
+		return;
+	}
+	if (r->rev <= p->beat_rev)
+		return; /* delivered again (a restarted watch): no news */
+	if (r->e.seq <= p->beat_seq) {
+		refuse(t, RF_REPLAY, r->key, "a beat no newer than the last one");
+		return;
+	}
+	p->beat_seq = r->e.seq;
+	p->beat_rev = r->rev;
+	if (!r->snapshot)
+		beat_seen(t, r->k.node, a);
+}
+
+static void apply_down(struct cl_etcd *t, const struct kv_read *r, json_t *j)
+{
+	if (r->self)
+		return;
+	struct cl_peer *p = peer_find(t, r->k.node);
+	json_t *arr = json_object_get(j, "down");
+	if (!p || p->lease != r->lease) {
+		refuse(t, RF_UNBOUND, r->key, "no live node on its lease");
+		return;
+	}
+	if (!json_is_array(arr)) {
+		refuse(t, RF_MALFORMED, r->key, "down payload");
+		return;
+	}
+	down_claims_set(t, p, arr);
+}
+
 /* One kv (from a range or a watch event) -> a fact for the loop, when it is
- * authentic and bound (the file's first comment). */
+ * authentic and bound (docs/cluster.md "Authenticated values", in its
+ * order: 1 to 3 in kv_authentic, 3 and 4 for a line or the epoch in
+ * writer_is_bound, 4 for a beat in apply_beat, 5 in apply_epoch, 6 as each
+ * apply_* parses its payload). */
 static void kv_to_in(struct cl_etcd *t, json_t *kv, bool deleted, bool snapshot)
 {
 	char key[CL_KEY_RAW_MAX + 4], val[CL_VALUE_MAX + 4];
 	const char *kb = json_string_value(json_object_get(kv, "key"));
-	int kl = kb ? b64_dec(kb, key, sizeof(key)) : -EINVAL;
+	int kl = kb ? cl_b64_dec(kb, key, sizeof(key)) : -EINVAL;
 	if (kl < 0 || (size_t)kl < t->prefix_len || memcmp(key, t->cc->prefix, t->prefix_len) != 0 ||
 	    memchr(key, '\0', (size_t)kl)) {
 		stat_add(t, &t->st.foreign_keys, 1);
 		return;
 	}
-	struct cl_key k;
-	if (cl_key_parse(key + t->prefix_len, (size_t)kl - t->prefix_len, &k) == CL_KEY_FOREIGN) {
+	struct kv_read r = {.key = key, .snapshot = snapshot};
+	if (cl_key_parse(key + t->prefix_len, (size_t)kl - t->prefix_len, &r.k) == CL_KEY_FOREIGN) {
 		stat_add(t, &t->st.foreign_keys, 1);
 		return; /* not ours (another tool under the prefix, or not canonical): ignored */
 	}
-	bool self = (k.kind == CL_KEY_NODE || k.kind == CL_KEY_POINTS || k.kind == CL_KEY_BEAT ||
-		     k.kind == CL_KEY_DOWN) && strcmp(k.node, t->cc->node) == 0;
-	int64_t crev = jint(kv, "create_revision"), ver = jint(kv, "version"), klease = jint(kv, "lease");
-	int64_t rev = jint(kv, "mod_revision");
-	struct kstate *ks = k.kind == CL_KEY_LINE ? &t->ks_line[k.line] : k.kind == CL_KEY_EPOCH ? &t->ks_epoch : NULL;
-	if (self)
-		ks = k.kind == CL_KEY_NODE ? &t->ks_node : k.kind == CL_KEY_POINTS ? &t->ks_points
-			: k.kind == CL_KEY_BEAT ? &t->ks_beat : &t->ks_down;
+	r.self = kind_is_leased(r.k.kind) && strcmp(r.k.node, t->cc->node) == 0;
+	r.crev = cl_jint(kv, "create_revision");
+	r.ver = cl_jint(kv, "version");
+	r.lease = cl_jint(kv, "lease");
+	r.rev = cl_jint(kv, "mod_revision");
+	struct kstate *ks = r.k.kind == CL_KEY_LINE ? &t->ks_line[r.k.line] : r.k.kind == CL_KEY_EPOCH ? &t->ks_epoch : NULL;
+	if (r.self)
+		ks = r.k.kind == CL_KEY_NODE ? &t->ks_node : r.k.kind == CL_KEY_POINTS ? &t->ks_points
+			: r.k.kind == CL_KEY_BEAT ? &t->ks_beat : &t->ks_down;
 	if (ks)
-		ks_set(ks, deleted ? 0 : crev, deleted ? 0 : ver, rev);
+		ks_set(ks, deleted ? 0 : r.crev, deleted ? 0 : r.ver, r.rev);
 	struct cl_in m;
 	memset(&m, 0, sizeof(m));
 	m.snapshot = snapshot;
 	m.deleted = deleted;
-	m.revision = rev;
+	m.revision = r.rev;
 	if (deleted) {
-		switch (k.kind) {
-		case CL_KEY_NODE:
-			if (self) {
-				if (t->kw.created)
-					t->kw.broken = true; /* our claim went: claim again (reconnect) */
-				return;
-			}
-			if (!peer_find(t, k.node))
-				return;
-			(void)peer_note(t, k.node, 0, 0);
-			m.kind = CL_IN_NODE;
-			snprintf(m.node, sizeof(m.node), "%s", k.node);
-			in_push(t, &m);
-			return;
-		case CL_KEY_DOWN: {
-			struct cl_peer *p = peer_find(t, k.node);
-			if (p)
-				down_claims_set(t, p, NULL);
-			return;
-		}
-		case CL_KEY_LINE:
-		case CL_KEY_EPOCH:
-			/* fanogate never deletes these: someone with etcd access did */
-			refuse(t, RF_UNBOUND, key, "deleted, not by fanogate (a later re-creation is refused here)");
-			return;
-		default:
-			return; /* points/, beats/: a lease's end, which its nodes/ delete reports */
-		}
-	}
-	const char *vb = json_string_value(json_object_get(kv, "value"));
-	int vl = vb ? b64_dec(vb, val, sizeof(val)) : -EINVAL;
-	if (vl < 0) {
-		refuse(t, RF_UNAUTH, key, "value too long or not base64");
+		kv_deleted(t, &r, &m);
 		return;
 	}
-	struct cl_env e;
-	const char *why;
-	if (cl_env_parse(val, (size_t)vl, &e, &why) < 0) {
-		refuse(t, RF_UNAUTH, key, why);
+	if (!kv_authentic(t, kv, &r, val, sizeof(val)))
 		return;
-	}
-	if (!cl_env_verify(t->mk, key, &e)) {
-		refuse(t, RF_UNAUTH, key, "bad_mac");
-		return;
-	}
-	if (!cl_env_bound(&e, crev, ver)) {
-		refuse(t, RF_REPLAY, key, "not at the version it was written for");
-		return;
-	}
-	char w[160];
-	bool leased = k.kind == CL_KEY_NODE || k.kind == CL_KEY_POINTS || k.kind == CL_KEY_BEAT || k.kind == CL_KEY_DOWN;
-	if (leased) {
-		if (!klease) {
-			refuse(t, RF_UNBOUND, key, "lease-less");
-			return;
-		}
-		if (strcmp(e.node, k.node) != 0 || e.lease != klease) {
-			snprintf(w, sizeof(w), "written by node %s on lease %" PRId64 ", not its own", e.node, e.lease);
-			refuse(t, RF_UNBOUND, key, w);
-			return;
-		}
-	} else if (klease) {
-		refuse(t, RF_UNBOUND, key, "on a lease (fanogate writes it on none)");
-		return;
-	}
-	json_t *j = payload_json(&e);
+	json_t *j = payload_json(&r.e);
 	if (!j) {
 		refuse(t, RF_MALFORMED, key, "payload is not a JSON object");
 		return;
 	}
-	/* the writer of a line or the epoch: this node (its lease), a live node
-	 * on the lease it names, or, in a snapshot, a node no longer live */
-	bool mine = e.lease == t->lease_id && strcmp(e.node, t->cc->node) == 0;
-	if (k.kind == CL_KEY_LINE || k.kind == CL_KEY_EPOCH) {
-		struct cl_peer *byname = peer_find(t, e.node), *bylease = peer_by_lease(t, e.lease);
-		bool bound = mine || (byname && byname->lease == e.lease);
-		/* in a snapshot a writer no longer live (no node by that name or on
-		 * that lease, this node's own earlier lease included) is history */
-		bool historic = snapshot && !byname && !bylease && e.lease != t->lease_id;
-		if (!bound && !historic) {
-			snprintf(w, sizeof(w), "names node %s on lease %" PRId64 ", which is not that node's live lease",
-				 e.node, e.lease);
-			refuse(t, RF_UNBOUND, key, w);
-			json_decref(j);
-			return;
-		}
-		/* a live writer's values for one key carry rising seqs: one no
-		 * newer than the last seen is an earlier value put back (after
-		 * a delete its version binding alone cannot tell) */
-		unsigned idx = k.kind == CL_KEY_LINE ? k.line : FG_LINES;
-		if (!mine && byname && byname->lease == e.lease) {
-			if (!snapshot && e.seq <= byname->kseq[idx]) {
-				refuse(t, RF_REPLAY, key, "no newer than that node's last value for it");
-				json_decref(j);
-				return;
-			}
-			byname->kseq[idx] = e.seq;
-		}
-	}
-	uint64_t a, b;
-	switch (k.kind) {
-	case CL_KEY_EPOCH: {
-		uint64_t to, from;
-		bool has_from = json_object_get(j, "from") != NULL;
-		if (!juint(j, "to", UINT32_MAX, &to) || (has_from && !juint(j, "from", UINT32_MAX, &from)) ||
-		    !jstr(j, "why", m.why, sizeof(m.why))) {
-			refuse(t, RF_MALFORMED, key, "epoch payload");
-			break;
-		}
-		if (has_from ? to != from + 1 : e.ver != 1) {
-			refuse(t, RF_EPOCH, key, has_from ? "not one up from the value it names" : "no from, not a creation");
-			break;
-		}
-		bool echo = mine && to <= t->epoch_val; /* this node's own write, applied when it won */
-		if (!snapshot && t->epoch_have && !echo && (!has_from || from != t->epoch_val)) {
-			snprintf(w, sizeof(w), "%" PRIu64 " after %u: the epoch only moves one up", to, t->epoch_val);
-			refuse(t, RF_EPOCH, key, w);
-			break;
-		}
-		if (snapshot && t->epoch_have && to < t->epoch_val) {
-			snprintf(w, sizeof(w), "%" PRIu64 " after %u: backwards", to, t->epoch_val);
-			refuse(t, RF_EPOCH, key, w);
-			break;
-		}
-		if (!t->epoch_have || to > t->epoch_val)
-			t->epoch_val = (uint32_t)to;
-		t->epoch_have = true;
-		m.kind = CL_IN_EPOCH;
-		m.epoch = (uint32_t)to;
-		m.mine = mine;
-		snprintf(m.node, sizeof(m.node), "%s", e.node);
-		in_push(t, &m);
-		break;
-	}
-	case CL_KEY_LINE: {
-		if (!jstr(j, "state", m.state, sizeof(m.state)) || !jstr(j, "event", m.event, sizeof(m.event)) ||
-		    !juint(j, "uid", UINT32_MAX, &a) || !jstr(j, "why", m.why, sizeof(m.why)) ||
-		    (strcmp(m.state, "disabled") && strcmp(m.state, "shadow") && strcmp(m.state, "active"))) {
-			refuse(t, RF_MALFORMED, key, "line payload");
-			break;
-		}
-		m.kind = CL_IN_LINE;
-		m.line = k.line;
-		m.uid = (uint32_t)a;
-		m.mine = mine;
-		snprintf(m.node, sizeof(m.node), "%s", e.node);
-		in_push(t, &m);
-		break;
-	}
-	case CL_KEY_NODE: {
-		if (!jstr(j, "layers", m.layers, sizeof(m.layers)) || !juint(j, "beat_ms", 600000, &b)) {
-			refuse(t, RF_MALFORMED, key, "node payload");
-			break;
-		}
-		if (self && klease != t->lease_id)
-			break; /* this node's name on an earlier lease of its own: going */
-		if (!self && !peer_note(t, k.node, klease, (uint32_t)b)) {
-			snprintf(w, sizeof(w), "%u nodes tracked already ([cluster] nodes_max)", t->peers_max + 1);
-			refuse(t, RF_FULL, key, w);
-			break;
-		}
-		m.kind = CL_IN_NODE;
-		m.lease_id = klease;
-		snprintf(m.node, sizeof(m.node), "%s", k.node);
-		in_push(t, &m);
-		break;
-	}
-	case CL_KEY_POINTS: {
-		struct cl_peer *p = self ? NULL : peer_find(t, k.node);
-		if (!self && (!p || p->lease != klease)) {
-			refuse(t, RF_UNBOUND, key, "no live node on its lease");
-			break;
-		}
-		if (self && klease != t->lease_id)
-			break; /* this node's earlier lease: its nodes/ says the rest */
-		if (!juint(j, "alive", 127, &a) || !juint(j, "judged", 127, &b)) {
-			refuse(t, RF_MALFORMED, key, "points payload");
-			break;
-		}
-		m.kind = CL_IN_POINTS;
-		m.alive = (uint8_t)a;
-		m.judged = (uint8_t)b;
-		m.lease_id = klease;
-		snprintf(m.node, sizeof(m.node), "%s", k.node);
-		in_push(t, &m);
-		break;
-	}
-	case CL_KEY_BEAT: {
-		if (!juint(j, "ms", UINT64_MAX >> 1, &a)) {
-			refuse(t, RF_MALFORMED, key, "beat payload");
-			break;
-		}
-		if (self) {
-			if (klease == t->lease_id && !snapshot)
-				beat_seen(t, k.node, a);
-			break;
-		}
-		struct cl_peer *p = peer_find(t, k.node);
-		if (!p || p->lease != klease) {
-			refuse(t, RF_UNBOUND, key, "no live node on its lease");
-			break;
-		}
-		if (rev <= p->beat_rev)
-			break; /* delivered again (a restarted watch): no news */
-		if (e.seq <= p->beat_seq) {
-			refuse(t, RF_REPLAY, key, "a beat no newer than the last one");
-			break;
-		}
-		p->beat_seq = e.seq;
-		p->beat_rev = rev;
-		if (!snapshot)
-			beat_seen(t, k.node, a);
-		break;
-	}
-	case CL_KEY_DOWN: {
-		if (self)
-			break;
-		struct cl_peer *p = peer_find(t, k.node);
-		json_t *arr = json_object_get(j, "down");
-		if (!p || p->lease != klease) {
-			refuse(t, RF_UNBOUND, key, "no live node on its lease");
-			break;
-		}
-		if (!json_is_array(arr)) {
-			refuse(t, RF_MALFORMED, key, "down payload");
-			break;
-		}
-		down_claims_set(t, p, arr);
-		break;
-	}
-	case CL_KEY_FOREIGN:
-		break;
-	}
-	json_decref(j);
-}
-
-/* ---- the watches -------------------------------------------------------- */
-
-static void watch_line(struct cl_etcd *t, struct cl_watch *w, const char *line, size_t n)
-{
-	json_error_t je;
-	json_t *j = json_loadb(line, n, 0, &je);
-	json_t *res = json_object_get(j, "result");
-	if (!json_is_object(res)) {
-		/* {"error": ...}: the stream is over */
-		const char *msg = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
-		if (msg) {
-			char why[200];
-			snprintf(why, sizeof(why), "watch ended: %.150s", msg);
-			problem(t, why);
-		}
-		w->broken = true;
+	if ((r.k.kind == CL_KEY_LINE || r.k.kind == CL_KEY_EPOCH) && !writer_is_bound(t, &r)) {
 		json_decref(j);
 		return;
 	}
-	if (json_is_true(json_object_get(res, "created")))
-		w->created = true;
-	if (json_is_true(json_object_get(res, "canceled")) || jint(res, "compact_revision")) {
-		const char *reason = json_string_value(json_object_get(res, "cancel_reason"));
-		if (reason && reason[0]) {
-			char why[200];
-			snprintf(why, sizeof(why), "watch refused: %.150s", reason);
-			problem(t, why);
-			if (strstr(reason, "user name") || strstr(reason, "permission") || strstr(reason, "token"))
-				stat_add(t, &t->st.auth_failures, 1);
-		}
-		w->created = false;
-		w->broken = true; /* compacted past us: resync with a range */
-		json_decref(j);
-		return;
-	}
-	json_t *evs = json_object_get(res, "events");
-	size_t i;
-	json_t *ev;
-	json_array_foreach(evs, i, ev) {
-		const char *type = json_string_value(json_object_get(ev, "type"));
-		json_t *kv = json_object_get(ev, "kv");
-		int64_t rev = jint(kv, "mod_revision");
-		if (rev <= w->revision)
-			continue; /* already delivered before a restart */
-		kv_to_in(t, kv, type && strcmp(type, "DELETE") == 0, false);
-		w->revision = rev;
-		if (w == &t->kw && rev > t->revision) {
-			t->revision = rev;
-			pthread_mutex_lock(&t->lock);
-			t->st.revision = rev;
-			pthread_mutex_unlock(&t->lock);
-		}
-		stat_add(t, &t->st.watch_events, 1);
+	switch (r.k.kind) {
+	case CL_KEY_EPOCH: apply_epoch(t, &r, j, &m); break;
+	case CL_KEY_LINE: apply_line(t, &r, j, &m); break;
+	case CL_KEY_NODE: apply_node(t, &r, j, &m); break;
+	case CL_KEY_POINTS: apply_points(t, &r, j, &m); break;
+	case CL_KEY_BEAT: apply_beat(t, &r, j); break;
+	case CL_KEY_DOWN: apply_down(t, &r, j); break;
+	case CL_KEY_FOREIGN: break;
 	}
 	json_decref(j);
-}
-
-static void watch_feed(struct cl_etcd *t, struct cl_watch *w)
-{
-	char *nl;
-	size_t used = 0;
-	if (!w->b.p)
-		return;
-	while ((nl = memchr(w->b.p + used, '\n', w->b.len - used))) {
-		size_t n = (size_t)(nl - (w->b.p + used));
-		if (n)
-			watch_line(t, w, w->b.p + used, n);
-		used += n + 1;
-	}
-	if (used) {
-		memmove(w->b.p, w->b.p + used, w->b.len - used);
-		w->b.len -= used;
-	}
-}
-
-static void watch_stop(struct cl_etcd *t, struct cl_watch *w)
-{
-	if (w->h) {
-		curl_multi_remove_handle(t->multi, w->h);
-		easy_free(w->h);
-		w->h = NULL;
-	}
-	w->b.len = 0;
-	w->b.overflow = false;
-	w->created = false;
-	w->broken = false;
-}
-
-/* Start w on its range from revision from, and wait (timeout_ms) for etcd
- * to say it is created. */
-static int watch_start(struct cl_etcd *t, struct cl_watch *w, int64_t from)
-{
-	char rev[32];
-	snprintf(rev, sizeof(rev), "%" PRId64, from);
-	json_t *cr = json_pack("{s:s, s:s, s:s}", "key", w->range[0], "range_end", w->range[1], "start_revision", rev);
-	json_t *body = json_pack("{s:o}", "create_request", cr);
-	char *text = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	if (!text)
-		return -ENOMEM;
-	watch_stop(t, w);
-	w->revision = from - 1;
-	w->h = easy_new(t, "/v3/watch", text, &w->b, 0, true);
-	free(text);
-	if (!w->h)
-		return -ENOMEM;
-	/* a stream: no overall timeout; a dead peer shows as a failed keepalive */
-	curl_multi_add_handle(t->multi, w->h);
-	uint64_t deadline = mono_ms() + t->cc->timeout_ms;
-	while (!w->created && !w->broken && mono_ms() < deadline && !atomic_load(&t->stop)) {
-		CURLcode c;
-		if (reap(t, NULL, &c))
-			break;
-		pump(t, 20);
-	}
-	if (!w->created) {
-		watch_stop(t, w);
-		return -EIO;
-	}
-	return 0;
-}
-
-static void watches_stop(struct cl_etcd *t)
-{
-	watch_stop(t, &t->kw);
-	watch_stop(t, &t->bw);
 }
 
 /* ---- writes -------------------------------------------------------------- */
@@ -1417,11 +821,11 @@ static int lease_keepalive(struct cl_etcd *t)
 	char id[32];
 	snprintf(id, sizeof(id), "%" PRId64, t->lease_id);
 	json_t *out;
-	int r = req(t, "/v3/lease/keepalive", json_pack("{s:s}", "ID", id), &out);
+	int r = cl_http_req(&t->http, "/v3/lease/keepalive", json_pack("{s:s}", "ID", id), &out);
 	if (r < 0)
 		return r;
 	json_t *res = json_object_get(out, "result");
-	int64_t ttl = jint(res, "TTL");
+	int64_t ttl = cl_jint(res, "TTL");
 	json_decref(out);
 	if (ttl <= 0) {
 		t->lease_id = 0; /* expired while we were away: a new one */
@@ -1430,18 +834,18 @@ static int lease_keepalive(struct cl_etcd *t)
 	}
 	stat_add(t, &t->st.keepalives, 1);
 	struct cl_in m = {.kind = CL_IN_LEASE, .lease_id = t->lease_id, .ttl = ttl};
-	in_push(t, &m);
+	cl_queue_push_in(&t->q, &m);
 	return 0;
 }
 
 static int lease_grant(struct cl_etcd *t)
 {
 	json_t *out;
-	int r = req(t, "/v3/lease/grant", json_pack("{s:i}", "TTL", (int)t->cc->lease_ttl_s), &out);
+	int r = cl_http_req(&t->http, "/v3/lease/grant", json_pack("{s:i}", "TTL", (int)t->cc->lease_ttl_s), &out);
 	if (r < 0)
 		return r;
-	t->lease_id = jint(out, "ID");
-	int64_t ttl = jint(out, "TTL");
+	t->lease_id = cl_jint(out, "ID");
+	int64_t ttl = cl_jint(out, "TTL");
 	json_decref(out);
 	if (!t->lease_id)
 		return -EPROTO;
@@ -1449,7 +853,7 @@ static int lease_grant(struct cl_etcd *t)
 	t->ks_node = t->ks_points = t->ks_beat = t->ks_down = (struct kstate){0};
 	stat_add(t, &t->st.leases_granted, 1);
 	struct cl_in m = {.kind = CL_IN_LEASE, .lease_id = t->lease_id, .ttl = ttl};
-	in_push(t, &m);
+	cl_queue_push_in(&t->q, &m);
 	return 0;
 }
 
@@ -1458,21 +862,21 @@ static json_t *cas_compare(const char *key, const struct kstate *ks)
 {
 	char n[32];
 	if (!ks->ver)
-		return json_pack("[{s:o, s:s, s:s, s:s}]", "key", jb64(key), "target", "CREATE", "result", "EQUAL",
+		return json_pack("[{s:o, s:s, s:s, s:s}]", "key", cl_jb64(key), "target", "CREATE", "result", "EQUAL",
 				 "create_revision", "0");
 	json_t *c = json_array();
 	snprintf(n, sizeof(n), "%" PRId64, ks->crev);
-	json_array_append_new(c, json_pack("{s:o, s:s, s:s, s:s}", "key", jb64(key), "target", "CREATE", "result",
+	json_array_append_new(c, json_pack("{s:o, s:s, s:s, s:s}", "key", cl_jb64(key), "target", "CREATE", "result",
 					   "EQUAL", "create_revision", n));
 	snprintf(n, sizeof(n), "%" PRId64, ks->ver);
-	json_array_append_new(c, json_pack("{s:o, s:s, s:s, s:s}", "key", jb64(key), "target", "VERSION", "result",
+	json_array_append_new(c, json_pack("{s:o, s:s, s:s, s:s}", "key", cl_jb64(key), "target", "VERSION", "result",
 					   "EQUAL", "version", n));
 	return c;
 }
 
 static json_t *put_op(const char *key, const char *val, size_t vl, int64_t lease)
 {
-	json_t *p = json_pack("{s:o, s:o}", "key", jb64(key), "value", jb64n(val, vl));
+	json_t *p = json_pack("{s:o, s:o}", "key", cl_jb64(key), "value", cl_jb64n(val, vl));
 	if (lease) {
 		char id[32];
 		snprintf(id, sizeof(id), "%" PRId64, lease);
@@ -1493,7 +897,7 @@ static json_t *cas_body(struct cl_etcd *t, const char *key, const struct kstate 
 	if (vl < 0)
 		return NULL;
 	return json_pack("{s:o, s:[{s:o}], s:[{s:{s:o}}]}", "compare", cas_compare(key, ks), "success", "requestPut",
-			 put_op(key, val, (size_t)vl, lease), "failure", "requestRange", "key", jb64(key));
+			 put_op(key, val, (size_t)vl, lease), "failure", "requestRange", "key", cl_jb64(key));
 }
 
 /* After a txn that wrote version ver (its compare held ks as it was): a
@@ -1502,7 +906,7 @@ static json_t *cas_body(struct cl_etcd *t, const char *key, const struct kstate 
  * the answer's revision: a watch event already newer is kept. */
 static void cas_after(json_t *out, struct kstate *ks, int64_t ver, bool won, json_t **found)
 {
-	int64_t rev = jint(json_object_get(out, "header"), "revision");
+	int64_t rev = cl_jint(json_object_get(out, "header"), "revision");
 	if (won) {
 		ks_set(ks, ver == 1 ? rev : ks->crev, ver, rev);
 		return;
@@ -1511,7 +915,7 @@ static void cas_after(json_t *out, struct kstate *ks, int64_t ver, bool won, jso
 								    "response_range"),
 						    "kvs"),
 				    0);
-	ks_set(ks, kv ? jint(kv, "create_revision") : 0, kv ? jint(kv, "version") : 0, rev);
+	ks_set(ks, kv ? cl_jint(kv, "create_revision") : 0, kv ? cl_jint(kv, "version") : 0, rev);
 	if (found)
 		*found = kv;
 }
@@ -1530,7 +934,7 @@ static int cas_put(struct cl_etcd *t, const char *key, struct kstate *ks, const 
 		json_t *body = cas_body(t, key, ks, payload, lease), *out;
 		if (!body)
 			return -EINVAL;
-		int r = req(t, "/v3/kv/txn", body, &out);
+		int r = cl_http_req(&t->http, "/v3/kv/txn", body, &out);
 		if (r < 0)
 			return r;
 		bool won = json_is_true(json_object_get(out, "succeeded"));
@@ -1562,8 +966,8 @@ static bool claim_is_live(struct cl_etcd *t, const char *key, json_t *kv, char *
 {
 	char val[CL_VALUE_MAX + 4];
 	const char *vb = json_string_value(json_object_get(kv, "value"));
-	int64_t lease = jint(kv, "lease");
-	int vl = vb ? b64_dec(vb, val, sizeof(val)) : -EINVAL;
+	int64_t lease = cl_jint(kv, "lease");
+	int vl = vb ? cl_b64_dec(vb, val, sizeof(val)) : -EINVAL;
 	struct cl_env e;
 	const char *pw;
 	if (!lease) {
@@ -1573,7 +977,7 @@ static bool claim_is_live(struct cl_etcd *t, const char *key, json_t *kv, char *
 	} else if (!cl_env_verify(t->mk, key, &e)) {
 		snprintf(why, why_len, "no valid MAC");
 	} else if (e.lease != lease || strcmp(e.node, t->cc->node) != 0 ||
-		   !cl_env_bound(&e, jint(kv, "create_revision"), jint(kv, "version"))) {
+		   !cl_env_bound(&e, cl_jint(kv, "create_revision"), cl_jint(kv, "version"))) {
 		snprintf(why, why_len, "not bound to lease %" PRId64, lease);
 	} else {
 		return true;
@@ -1599,7 +1003,7 @@ static int claim_node(struct cl_etcd *t, char *holder, size_t holder_len)
 		json_t *body = cas_body(t, key, &t->ks_node, payload, t->lease_id), *out, *kv = NULL;
 		if (!body)
 			return -EINVAL;
-		int r = req(t, "/v3/kv/txn", body, &out);
+		int r = cl_http_req(&t->http, "/v3/kv/txn", body, &out);
 		if (r < 0)
 			return r;
 		bool won = json_is_true(json_object_get(out, "succeeded"));
@@ -1612,7 +1016,7 @@ static int claim_node(struct cl_etcd *t, char *holder, size_t holder_len)
 			json_decref(out);
 			continue; /* deleted between compare and range: claim again */
 		}
-		int64_t lease = jint(kv, "lease");
+		int64_t lease = cl_jint(kv, "lease");
 		char why[80];
 		if (lease == t->lease_id || !claim_is_live(t, key, kv, why, sizeof(why))) {
 			if (lease != t->lease_id) {
@@ -1626,7 +1030,7 @@ static int claim_node(struct cl_etcd *t, char *holder, size_t holder_len)
 		}
 		char other[CL_VALUE_MAX + 4] = "";
 		const char *vb = json_string_value(json_object_get(kv, "value"));
-		if (vb && b64_dec(vb, other, sizeof(other)) < 0)
+		if (vb && cl_b64_dec(vb, other, sizeof(other)) < 0)
 			other[0] = '\0';
 		const char *nl = strchr(other, '\n');
 		snprintf(holder, holder_len, "lease %" PRId64 ", %.300s", lease, nl ? nl + 1 : other);
@@ -1641,18 +1045,18 @@ static int claim_node(struct cl_etcd *t, char *holder, size_t holder_len)
 static int epoch_read(struct cl_etcd *t, const char *key, int64_t *cur)
 {
 	json_t *out;
-	int r = req(t, "/v3/kv/range", json_pack("{s:o}", "key", jb64(key)), &out);
+	int r = cl_http_req(&t->http, "/v3/kv/range", json_pack("{s:o}", "key", cl_jb64(key)), &out);
 	if (r < 0)
 		return r;
 	json_t *kv = json_array_get(json_object_get(out, "kvs"), 0);
 	*cur = -1;
-	ks_set(&t->ks_epoch, kv ? jint(kv, "create_revision") : 0, kv ? jint(kv, "version") : 0,
-	       jint(json_object_get(out, "header"), "revision"));
+	ks_set(&t->ks_epoch, kv ? cl_jint(kv, "create_revision") : 0, kv ? cl_jint(kv, "version") : 0,
+	       cl_jint(json_object_get(out, "header"), "revision"));
 	char val[CL_VALUE_MAX + 4];
 	const char *vb = json_string_value(json_object_get(kv, "value"));
 	struct cl_env e;
 	const char *why;
-	int vl = vb ? b64_dec(vb, val, sizeof(val)) : -EINVAL;
+	int vl = vb ? cl_b64_dec(vb, val, sizeof(val)) : -EINVAL;
 	if (vl >= 0 && cl_env_parse(val, (size_t)vl, &e, &why) == 0 && cl_env_verify(t->mk, key, &e) &&
 	    cl_env_bound(&e, t->ks_epoch.crev, t->ks_epoch.ver)) {
 		json_t *j = payload_json(&e);
@@ -1698,7 +1102,7 @@ static int epoch_advance(struct cl_etcd *t, const struct cl_out *m)
 		json_t *body = cas_body(t, key, &t->ks_epoch, payload, 0), *out;
 		if (!body)
 			return -EINVAL;
-		int r = req(t, "/v3/kv/txn", body, &out);
+		int r = cl_http_req(&t->http, "/v3/kv/txn", body, &out);
 		if (r < 0)
 			return r;
 		bool won = json_is_true(json_object_get(out, "succeeded"));
@@ -1757,7 +1161,7 @@ static int down_put(struct cl_etcd *t)
 		if (!p->watched || p->bv.state != CL_BEAT_DOWN)
 			continue;
 		json_array_append_new(arr, json_pack("{s:s, s:I, s:I}", "node", p->name, "lease", (json_int_t)p->lease,
-						     "gap_ms", (json_int_t)(mono_ms() - p->bv.last_ms)));
+						     "gap_ms", (json_int_t)(now_ms() - p->bv.last_ms)));
 	}
 	json_t *v = json_pack("{s:o}", "down", arr);
 	char *s = json_dumps(v, JSON_COMPACT);
@@ -1802,13 +1206,13 @@ static int send_out(struct cl_etcd *t, const struct cl_out *m)
 static int drain_out(struct cl_etcd *t, struct cl_out *last_points)
 {
 	struct cl_out m;
-	while (out_peek(t, &m)) {
+	while (cl_queue_peek_out(&t->q, &m)) {
 		int r = send_out(t, &m);
 		if (r < 0)
 			return r;
 		if (m.kind == CL_OUT_POINTS)
 			*last_points = m;
-		out_drop_head(t);
+		cl_queue_drop_out(&t->q);
 	}
 	return 0;
 }
@@ -1825,7 +1229,7 @@ static int range_paged(struct cl_etcd *t, const char *start, size_t sl, const ch
 		       bool count_only, int64_t *count, unsigned *returned)
 {
 	char from[CL_KEY_RAW_MAX + 2], e64[4 * (CL_KEY_RAW_MAX / 3 + 2)];
-	if (sl > CL_KEY_RAW_MAX || el > CL_KEY_RAW_MAX || b64_enc(end, el, e64, sizeof(e64)) < 0)
+	if (sl > CL_KEY_RAW_MAX || el > CL_KEY_RAW_MAX || cl_b64_enc(end, el, e64, sizeof(e64)) < 0)
 		return -EINVAL;
 	memcpy(from, start, sl);
 	size_t fl = sl;
@@ -1834,7 +1238,7 @@ static int range_paged(struct cl_etcd *t, const char *start, size_t sl, const ch
 		char rv[32], lim[16];
 		snprintf(rv, sizeof(rv), "%" PRId64, *rev);
 		snprintf(lim, sizeof(lim), "%d", limit);
-		json_t *body = json_pack("{s:o, s:s}", "key", jb64n(from, fl), "range_end", e64);
+		json_t *body = json_pack("{s:o, s:s}", "key", cl_jb64n(from, fl), "range_end", e64);
 		if (*rev)
 			json_object_set_new(body, "revision", json_string(rv));
 		if (count_only)
@@ -1846,7 +1250,7 @@ static int range_paged(struct cl_etcd *t, const char *start, size_t sl, const ch
 		 * holding megabytes nobody of ours wrote is slow, not only long;
 		 * it gets more time than a request, and is halved when even
 		 * that is not enough */
-		int r = req_tmo(t, "/v3/kv/range", body, &out, 4 * t->cc->timeout_ms,
+		int r = cl_http_req_tmo(&t->http, "/v3/kv/range", body, &out, 4 * t->cc->timeout_ms,
 				count_only ? 0 : (size_t)limit * CL_PAGE_KV_BYTES + CL_PAGE_KV_BYTES);
 		if ((r == -EMSGSIZE || (r == -ETIMEDOUT && !count_only)) && limit > 1) {
 			limit /= 2;
@@ -1854,16 +1258,16 @@ static int range_paged(struct cl_etcd *t, const char *start, size_t sl, const ch
 		}
 		if (r == -EMSGSIZE) {
 			/* one key larger than we read: learn its name alone, skip it */
-			json_t *kb = json_pack("{s:o, s:s, s:s, s:b}", "key", jb64n(from, fl), "range_end", e64, "limit", "1",
+			json_t *kb = json_pack("{s:o, s:s, s:s, s:b}", "key", cl_jb64n(from, fl), "range_end", e64, "limit", "1",
 					       "keys_only", 1);
 			if (*rev)
 				json_object_set_new(kb, "revision", json_string(rv));
-			if ((r = req(t, "/v3/kv/range", kb, &out)) < 0)
+			if ((r = cl_http_req(&t->http, "/v3/kv/range", kb, &out)) < 0)
 				return r;
 			json_t *kv = json_array_get(json_object_get(out, "kvs"), 0);
 			char raw[CL_KEY_RAW_MAX + 4];
 			const char *k64 = json_string_value(json_object_get(kv, "key"));
-			int kl = k64 ? b64_dec(k64, raw, sizeof(raw)) : -EINVAL;
+			int kl = k64 ? cl_b64_dec(k64, raw, sizeof(raw)) : -EINVAL;
 			json_decref(out);
 			if (kl < 0 || (size_t)kl + 1 > CL_KEY_RAW_MAX)
 				return -EPROTO;
@@ -1878,9 +1282,9 @@ static int range_paged(struct cl_etcd *t, const char *start, size_t sl, const ch
 		if (r < 0)
 			return r;
 		if (!*rev)
-			*rev = jint(json_object_get(out, "header"), "revision");
+			*rev = cl_jint(json_object_get(out, "header"), "revision");
 		if (count_only) {
-			*count = jint(out, "count");
+			*count = cl_jint(out, "count");
 			json_decref(out);
 			return 0;
 		}
@@ -1891,7 +1295,7 @@ static int range_paged(struct cl_etcd *t, const char *start, size_t sl, const ch
 		json_array_foreach(kvs, i, kv) {
 			kv_to_in(t, kv, false, true);
 			const char *k64 = json_string_value(json_object_get(kv, "key"));
-			ll = k64 ? b64_dec(k64, last, sizeof(last)) : -EINVAL;
+			ll = k64 ? cl_b64_dec(k64, last, sizeof(last)) : -EINVAL;
 			(*returned)++;
 		}
 		bool more = json_is_true(json_object_get(out, "more"));
@@ -1921,8 +1325,8 @@ static int snapshot(struct cl_etcd *t)
 	if (r < 0)
 		return r;
 	struct cl_in up = {.kind = CL_IN_UP};
-	snprintf(up.why, sizeof(up.why), "%s", t->cc->endpoint[t->cur]);
-	in_push(t, &up);
+	snprintf(up.why, sizeof(up.why), "%s", cl_http_endpoint(&t->http));
+	cl_queue_push_in(&t->q, &up);
 	t->revision = rev;
 	pthread_mutex_lock(&t->lock);
 	t->st.revision = rev;
@@ -1970,49 +1374,8 @@ static int snapshot(struct cl_etcd *t)
 		cp_warn("cluster: %" PRIu64 " keys under %s are not fanogate's (outside its schema): ignored", foreign,
 			t->cc->prefix);
 	struct cl_in end = {.kind = CL_IN_SNAP_END, .revision = rev};
-	in_push(t, &end);
+	cl_queue_push_in(&t->q, &end);
 	return 0;
-}
-
-/* What one timetolive answer proves (see cp_cluster_etcd.h).
- *
- * etcd answers TTL = the remaining time truncated to whole seconds (r >= 1:
- * remaining in [r, r+1); 0: in (-1, 1); -1: no such lease) and grantedTTL
- * g. Within one raft term the remaining time only falls, 1 s a second,
- * except when the holder refreshes it (back to g, read g-1); a new leader
- * extends every lease past g (read g or more: no information either way,
- * ignored). So:
- *  - stale: g - 1 - r >= stale_s, or the lease is gone: no refresh for more
- *    than stale_s seconds (an extension only raises r: never a false stale);
- *  - refreshed since an earlier answer of the same term (r1 received at
- *    recv1): r2 >= 1 and r2 s + (sent2 - recv1) >= r1 + 1 s, since without
- *    a refresh the remaining time at the second answer is below
- *    r1 + 1 s - (sent2 - recv1). bound_ms keeps the tightest r1 + 1 s + recv1.
- * A stale node is reported back only on such a proof; so is a node after a
- * snapshot (the loop may hold it stale). */
-bool cl_lease_judge(struct cl_lease_view *v, int64_t ttl, int64_t granted, uint64_t term, uint64_t sent_ms,
-		    uint64_t recv_ms, uint32_t stale_s)
-{
-	if (ttl >= 0 && granted > 0 && ttl >= granted)
-		return false; /* extended by a new leader: says nothing */
-	bool known = ttl >= 0 && granted > 0;
-	bool stale = !known || granted - 1 - ttl >= (int64_t)stale_s;
-	bool refreshed = false;
-	if (known) {
-		if (term != v->term) {
-			v->term = term; /* answers of an earlier term may predate an extension */
-			v->bound_ms = UINT64_MAX;
-		}
-		refreshed = !stale && ttl >= 1 && v->bound_ms != UINT64_MAX && (uint64_t)ttl * 1000u + sent_ms >= v->bound_ms;
-		uint64_t bound = (uint64_t)(ttl + 1) * 1000u + recv_ms;
-		if (bound < v->bound_ms)
-			v->bound_ms = bound;
-	}
-	int next = stale ? CL_PEER_STALE : v->state == CL_PEER_FRESH || refreshed ? CL_PEER_FRESH : v->state;
-	if (next == v->state)
-		return false;
-	v->state = next;
-	return true;
 }
 
 /* One round of lease probes over the peers of the beat window (reads
@@ -2031,24 +1394,24 @@ static void probe_peers(struct cl_etcd *t)
 		snprintf(id, sizeof(id), "%" PRId64, lease);
 		json_t *out;
 		stat_add(t, &t->st.lease_probes, 1);
-		uint64_t sent = mono_ms();
-		int r = req(t, "/v3/lease/timetolive", json_pack("{s:s}", "ID", id), &out);
-		uint64_t recv = mono_ms();
+		uint64_t sent = now_ms();
+		int r = cl_http_req(&t->http, "/v3/lease/timetolive", json_pack("{s:s}", "ID", id), &out);
+		uint64_t recv = now_ms();
 		if (r < 0) {
 			stat_add(t, &t->st.lease_probe_failures, 1);
 			if (!t->probe_failing)
 				cp_warn("cluster: etcd %s: lease probe of node %s failed (%s): a lost node is seen only "
 					"when its lease expires until probes answer again",
-					t->cc->endpoint[t->cur], name, strerror(-r));
+					cl_http_endpoint(&t->http), name, strerror(-r));
 			t->probe_failing = true;
 			return;
 		}
 		if (t->probe_failing)
-			cp_info("cluster: etcd %s: lease probes answer again", t->cc->endpoint[t->cur]);
+			cp_info("cluster: etcd %s: lease probes answer again", cl_http_endpoint(&t->http));
 		t->probe_failing = false;
 		/* TTL 0 is left out of the JSON; -1 and no grantedTTL: no such lease */
-		int64_t ttl = jint(out, "TTL"), granted = jint(out, "grantedTTL");
-		uint64_t term = (uint64_t)jint(json_object_get(out, "header"), "raft_term");
+		int64_t ttl = cl_jint(out, "TTL"), granted = cl_jint(out, "grantedTTL");
+		uint64_t term = (uint64_t)cl_jint(json_object_get(out, "header"), "raft_term");
 		json_decref(out);
 		struct cl_peer *p = peer_find(t, name);
 		if (!p || p->lease != lease)
@@ -2059,7 +1422,7 @@ static void probe_peers(struct cl_etcd *t)
 		struct cl_in m = {.kind = CL_IN_PEER_LEASE, .lease_id = lease, .ttl = ttl, .granted = granted,
 				  .stale = stale};
 		snprintf(m.node, sizeof(m.node), "%s", name);
-		in_push(t, &m);
+		cl_queue_push_in(&t->q, &m);
 	}
 }
 
@@ -2069,8 +1432,7 @@ static void beat_abort(struct cl_etcd *t)
 {
 	if (!t->beat_h)
 		return;
-	curl_multi_remove_handle(t->multi, t->beat_h);
-	easy_free(t->beat_h);
+	cl_http_xfer_end(&t->http, t->beat_h);
 	t->beat_h = NULL;
 	t->beat_buf.len = 0;
 	t->beat_buf.overflow = false;
@@ -2080,11 +1442,9 @@ static void beat_abort(struct cl_etcd *t)
  * from etcd's answer when the compare lost). A failed one is counted and
  * logged once per run of failures; nothing else: the next one goes out on
  * time. */
-static void beat_done(struct cl_etcd *t, CURLcode code)
+static void beat_done(struct cl_etcd *t, const char *fail, long status)
 {
-	long status = 0;
-	curl_easy_getinfo(t->beat_h, CURLINFO_RESPONSE_CODE, &status);
-	bool ok = code == CURLE_OK && status == 200;
+	bool ok = !fail && status == 200;
 	json_error_t je;
 	json_t *out = ok && t->beat_buf.p ? json_loadb(t->beat_buf.p, t->beat_buf.len, 0, &je) : NULL;
 	bool won = json_is_true(json_object_get(out, "succeeded"));
@@ -2093,14 +1453,14 @@ static void beat_done(struct cl_etcd *t, CURLcode code)
 	json_decref(out);
 	if (ok && won) {
 		if (t->beat_failing)
-			cp_info("cluster: etcd %s: heartbeats go through again", t->cc->endpoint[t->cur]);
+			cp_info("cluster: etcd %s: heartbeats go through again", cl_http_endpoint(&t->http));
 		t->beat_failing = false;
 	} else {
 		stat_add(t, &t->st.beat_failures, 1);
 		if (!t->beat_failing)
 			cp_warn("cluster: etcd %s: a heartbeat failed (%s, HTTP %ld%s): the others may report this node "
 				"down until one goes through",
-				t->cc->endpoint[t->cur], code != CURLE_OK ? curl_easy_strerror(code) : "answered", status,
+				cl_http_endpoint(&t->http), fail ? fail : "answered", status,
 				ok ? ", its version moved: written again at the next" : "");
 		t->beat_failing = true;
 	}
@@ -2124,11 +1484,10 @@ static void beat_send(struct cl_etcd *t, uint64_t now)
 	/* a beat that hangs (a member partitioned away, no leader) must not hold
 	 * back the next one for a whole timeout_ms: two periods at most */
 	uint64_t tmo = 2ull * t->cc->beat_ms < t->cc->timeout_ms ? 2ull * t->cc->beat_ms : t->cc->timeout_ms;
-	t->beat_h = easy_new(t, "/v3/kv/txn", text, &t->beat_buf, (long)tmo, true);
+	t->beat_h = cl_http_xfer_start(&t->http, "/v3/kv/txn", text, &t->beat_buf, (long)tmo);
 	free(text);
 	if (!t->beat_h)
 		return;
-	curl_multi_add_handle(t->multi, t->beat_h);
 	t->beat_sent_ms = now;
 	t->beat_next_ms = now + t->cc->beat_ms;
 	stat_add(t, &t->st.beats_sent, 1);
@@ -2175,7 +1534,7 @@ static void beat_tick(struct cl_etcd *t)
 {
 	if (!t->beat_down_ms)
 		return;
-	uint64_t now = mono_ms();
+	uint64_t now = now_ms();
 	if (t->beating && !t->beat_h && t->lease_id) {
 		bool due = now >= t->beat_next_ms;
 		for (unsigned i = 0; !due && i < t->n_peers; i++) {
@@ -2189,14 +1548,51 @@ static void beat_tick(struct cl_etcd *t)
 	beat_judge(t, now);
 }
 
+/* ---- the transport's hooks ------------------------------------------------ */
+
+/* Every turn of the transport's wait: the heartbeat's timers. */
+static void on_idle(void *arg)
+{
+	beat_tick(arg);
+}
+
+/* A transfer of this file's ended: the beat is the only one. */
+static void on_done(void *arg, CURL *x, const char *fail, long status)
+{
+	struct cl_etcd *t = arg;
+	if (t->beat_h && x == t->beat_h)
+		beat_done(t, fail, status);
+}
+
+/* One watch event: a fact for the loop when it is authentic and bound. */
+static void on_event(void *arg, struct cl_watch *w, json_t *kv, bool deleted)
+{
+	struct cl_etcd *t = arg;
+	int64_t rev = cl_jint(kv, "mod_revision");
+	kv_to_in(t, kv, deleted, false);
+	if (w == &t->kw && rev > t->revision) {
+		t->revision = rev;
+		pthread_mutex_lock(&t->lock);
+		t->st.revision = rev;
+		pthread_mutex_unlock(&t->lock);
+	}
+	stat_add(t, &t->st.watch_events, 1);
+}
+
 /* ---- the thread ---------------------------------------------------------- */
+
+static void watches_stop(struct cl_etcd *t)
+{
+	cl_watch_stop(&t->http, &t->kw);
+	cl_watch_stop(&t->http, &t->bw);
+}
 
 static int watches_start(struct cl_etcd *t)
 {
-	int r = watch_start(t, &t->kw, t->revision + 1);
+	int r = cl_watch_start(&t->http, &t->kw, t->revision + 1);
 	if (r == 0 && t->beat_down_ms) {
 		int64_t from = t->bw.revision > t->revision ? t->bw.revision : t->revision;
-		r = watch_start(t, &t->bw, from + 1);
+		r = cl_watch_start(&t->http, &t->bw, from + 1);
 		t->window_dirty = false;
 	}
 	return r;
@@ -2207,7 +1603,7 @@ static int connect_once(struct cl_etcd *t, struct cl_out *last_points, char *hol
 {
 	int r;
 	*step = "authenticate";
-	if ((r = authenticate(t)) < 0)
+	if ((r = cl_http_authenticate(&t->http)) < 0)
 		return r;
 	*step = "lease";
 	if (t->lease_id && (r = lease_keepalive(t)) < 0 && r != -ENOENT)
@@ -2237,7 +1633,6 @@ static void *thread_main(void *arg)
 	bool up = false, down_reported = false;
 	unsigned fails = 0, refused = 0;
 	uint64_t next_ka = 0, next_probe = 0;
-	t->last_ok = mono_ms();
 	uint64_t ka_ms = t->cc->keepalive_ms ? t->cc->keepalive_ms : t->cc->lease_ttl_s * 1000u / 3u;
 	bool dup_reported = false;
 	char holder[400];
@@ -2246,7 +1641,7 @@ static void *thread_main(void *arg)
 	while (!atomic_load(&t->stop)) {
 		if (!up) {
 			pthread_mutex_lock(&t->lock);
-			snprintf(t->endpoint_now, sizeof(t->endpoint_now), "%s", t->cc->endpoint[t->cur]);
+			snprintf(t->endpoint_now, sizeof(t->endpoint_now), "%s", cl_http_endpoint(&t->http));
 			pthread_mutex_unlock(&t->lock);
 			holder[0] = '\0';
 			const char *step = "";
@@ -2258,13 +1653,13 @@ static void *thread_main(void *arg)
 				if (!dup_reported) {
 					struct cl_in m = {.kind = CL_IN_DUPLICATE};
 					snprintf(m.why, sizeof(m.why), "%.150s", holder);
-					in_push(t, &m);
+					cl_queue_push_in(&t->q, &m);
 					dup_reported = true;
 				}
 				stat_add(t, &t->st.duplicate_refusals, 1);
 				fails = 0;
 				refused = 0;
-				pump(t, 500);
+				cl_http_pump(&t->http, 500);
 				continue;
 			}
 			if (r == 0) {
@@ -2275,42 +1670,42 @@ static void *thread_main(void *arg)
 				fails = 0;
 				refused = 0;
 				down_reported = false;
-				next_ka = mono_ms() + ka_ms;
+				next_ka = now_ms() + ka_ms;
 				next_probe = 0;
 				t->beating = true;
 				t->beat_next_ms = 0; /* at once: the others see this node beating again */
-				problem_cleared(t);
+				cl_http_problem_cleared(&t->http);
 				cp_info("cluster: etcd %s: connected, watching %s from revision %" PRId64,
-					t->cc->endpoint[t->cur], t->cc->prefix, t->revision + 1);
+					cl_http_endpoint(&t->http), t->cc->prefix, t->revision + 1);
 				continue;
 			}
 			watches_stop(t);
-			if (r != -ECONNREFUSED && r != -EACCES && !t->problem[0])
-				cp_warn("cluster: etcd %s: cannot %s (%s); trying the next endpoint", t->cc->endpoint[t->cur],
+			if (r != -ECONNREFUSED && r != -EACCES && !cl_http_problem(&t->http)[0])
+				cp_warn("cluster: etcd %s: cannot %s (%s); trying the next endpoint", cl_http_endpoint(&t->http),
 					step, strerror(-r));
 			fails++;
 			refused = r == -ECONNREFUSED ? refused + 1 : 0;
-			t->cur = (t->cur + 1) % t->cc->n_endpoints;
+			cl_http_next_endpoint(&t->http);
 			/* Lost: every endpoint refused the connection in a row
 			 * (nothing listens: no reason to wait), or nothing
 			 * succeeded for a lease TTL (slow or leaderless: an
 			 * election after the leader's loss is shorter; and by
 			 * then the others have written this node off too). */
 			if (!down_reported && (refused >= t->cc->n_endpoints ||
-					       mono_ms() - t->last_ok >= t->cc->lost_after_ms)) {
+					       now_ms() - t->http.last_ok >= t->cc->lost_after_ms)) {
 				struct cl_in m = {.kind = CL_IN_DOWN};
 				snprintf(m.why, sizeof(m.why), "no etcd endpoint answered (%u tries, last: %s%s%.80s)", fails,
-					 strerror(-r), t->problem[0] ? "; " : "", t->problem);
-				in_push(t, &m);
+					 strerror(-r), cl_http_problem(&t->http)[0] ? "; " : "", cl_http_problem(&t->http));
+				cl_queue_push_in(&t->q, &m);
 				down_reported = true;
 			}
 			/* every endpoint failed: back off a little before the next
 			 * round; longer when etcd refused this node's credentials
 			 * (each try costs etcd a bcrypt: no storm of them) */
 			if (r == -EACCES)
-				pump(t, 2000);
+				cl_http_pump(&t->http, 2000);
 			else if (fails % t->cc->n_endpoints == 0)
-				pump(t, 100);
+				cl_http_pump(&t->http, 100);
 			continue;
 		}
 		int r = drain_out(t, &last_points);
@@ -2322,15 +1717,15 @@ static void *thread_main(void *arg)
 		}
 		if (r == 0 && t->window_dirty && t->beat_down_ms) {
 			int64_t from = t->bw.revision > t->revision ? t->bw.revision : t->revision;
-			r = watch_start(t, &t->bw, from + 1);
+			r = cl_watch_start(&t->http, &t->bw, from + 1);
 			t->window_dirty = false;
 		}
-		if (r == 0 && mono_ms() >= next_ka) {
+		if (r == 0 && now_ms() >= next_ka) {
 			r = lease_keepalive(t);
-			next_ka = mono_ms() + ka_ms;
+			next_ka = now_ms() + ka_ms;
 		}
-		if (r == 0 && t->stale_s && mono_ms() >= next_probe) {
-			next_probe = mono_ms() + ka_ms;
+		if (r == 0 && t->stale_s && now_ms() >= next_probe) {
+			next_probe = now_ms() + ka_ms;
 			probe_peers(t);
 		}
 		if (r == 0 && (t->kw.broken || t->bw.broken)) {
@@ -2338,25 +1733,23 @@ static void *thread_main(void *arg)
 			r = -EPIPE;
 		}
 		if (r < 0) {
-			cp_warn("cluster: etcd %s: %s; trying the next endpoint", t->cc->endpoint[t->cur],
+			cp_warn("cluster: etcd %s: %s; trying the next endpoint", cl_http_endpoint(&t->http),
 				r == -ENOENT ? "our lease expired" : r == -EPIPE ? "a watch ended" : strerror(-r));
 			watches_stop(t);
 			up = false;
 			/* beats go on while reconnecting (on the next endpoint): a
 			 * member going away must not silence this node for the
 			 * others; a lost lease stops them (lease_keepalive) */
-			t->cur = (t->cur + 1) % t->cc->n_endpoints;
+			cl_http_next_endpoint(&t->http);
 			continue;
 		}
-		uint64_t now = mono_ms(), next = t->stale_s && next_probe < next_ka ? next_probe : next_ka;
+		uint64_t now = now_ms(), next = t->stale_s && next_probe < next_ka ? next_probe : next_ka;
 		uint64_t nb = beat_next_due(t, now);
 		if (nb < next)
 			next = nb;
 		if (t->down_dirty || t->window_dirty)
 			next = now;
-		pump(t, next > now ? (int)(next - now < 100 ? next - now : 100) : 0);
-		CURLcode unused;
-		(void)reap(t, NULL, &unused); /* a watch ending is noticed at once, not at the next request */
+		cl_http_pump(&t->http, next > now ? (int)(next - now < 100 ? next - now : 100) : 0);
 	}
 	t->beating = false;
 	beat_abort(t);
@@ -2365,8 +1758,8 @@ static void *thread_main(void *arg)
 		char id[32];
 		json_t *out;
 		snprintf(id, sizeof(id), "%" PRId64, t->lease_id);
-		atomic_store(&t->stop, false); /* req() checks it; one last request */
-		if (req(t, "/v3/lease/revoke", json_pack("{s:s}", "ID", id), &out) == 0)
+		atomic_store(&t->stop, false); /* the transport checks it; one last request */
+		if (cl_http_req(&t->http, "/v3/lease/revoke", json_pack("{s:s}", "ID", id), &out) == 0)
 			json_decref(out);
 		atomic_store(&t->stop, true);
 	}
@@ -2376,16 +1769,6 @@ static void *thread_main(void *arg)
 
 int cl_etcd_start(struct cl_etcd **out, const struct fg_config *cfg, int *evfd, char *why, size_t why_len)
 {
-	/* libcurl's global state is the process's: initialised once (loop
-	 * thread, before the first transport thread exists), never undone. */
-	static bool global_ok;
-	if (!global_ok) {
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-			snprintf(why, why_len, "curl_global_init failed");
-			return -EIO;
-		}
-		global_ok = true;
-	}
 	struct cl_etcd *t = calloc(1, sizeof(*t));
 	if (!t) {
 		snprintf(why, why_len, "out of memory");
@@ -2393,13 +1776,12 @@ int cl_etcd_start(struct cl_etcd **out, const struct fg_config *cfg, int *evfd, 
 	}
 	t->cfg = cfg;
 	t->cc = &cfg->cluster;
-	t->evfd = -1;
-	t->stale_s = cl_etcd_stale_s(t->cc);
-	t->beat_down_ms = cl_etcd_beat_down_ms(t->cc);
+	t->q.evfd = -1;
+	t->stale_s = cl_lease_stale_s(t->cc);
+	t->beat_down_ms = cl_beat_down_ms(t->cc);
 	t->prefix_len = strlen(t->cc->prefix);
 	pthread_mutex_init(&t->lock, NULL);
-	pthread_cond_init(&t->in_space, NULL);
-	/* the fleet key and the etcd password: files only this user reads */
+	/* the fleet key: a file only this user reads */
 	uint8_t key[CL_FLEET_KEY_MAX];
 	char w[FG_PATH_MAX + 200];
 	int kl = cl_secret_read(t->cc->key_file, key, sizeof(key), w, sizeof(w));
@@ -2417,22 +1799,15 @@ int cl_etcd_start(struct cl_etcd **out, const struct fg_config *cfg, int *evfd, 
 		cl_etcd_stop(t);
 		return r;
 	}
-	if (t->cc->user[0]) {
-		int pl = cl_secret_read(t->cc->password_file, (uint8_t *)t->password, sizeof(t->password) - 1, w, sizeof(w));
-		if (pl < 0) {
-			snprintf(why, why_len, "[cluster] password_file %s", w);
-			cl_etcd_stop(t);
-			return pl;
-		}
-		t->password[pl] = '\0';
-		char *nl = strchr(t->password, '\n');
-		if (nl)
-			*nl = '\0'; /* the first line */
+	/* the transport, with the etcd password (also a file only this user reads) */
+	const struct cl_http_hooks hooks = {.idle = on_idle, .done = on_done, .event = on_event, .arg = t};
+	if ((r = cl_http_init(&t->http, t->cc, &hooks, &t->stop, why, why_len)) < 0) {
+		cl_etcd_stop(t);
+		return r;
 	}
 	t->peers_max = t->cc->nodes_max > 1 ? t->cc->nodes_max - 1 : 1;
 	t->peer = calloc(t->peers_max, sizeof(*t->peer));
-	t->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	t->multi = curl_multi_init();
+	r = cl_queue_init(&t->q);
 	/* the keys' watch: [prefix "c", prefix end): every key of the schema
 	 * but beats/ (which sorts before "c"), whose window bw watches */
 	char kstart[72], end[72];
@@ -2440,11 +1815,9 @@ int cl_etcd_start(struct cl_etcd **out, const struct fg_config *cfg, int *evfd, 
 	memcpy(end, t->cc->prefix, pl + 1);
 	end[pl - 1]++; /* '/' + 1: every key under the prefix */
 	snprintf(kstart, sizeof(kstart), "%sc", t->cc->prefix);
-	if (!t->peer || t->evfd < 0 || !t->multi || b64_enc(t->cc->prefix, pl, t->prefix_b64, sizeof(t->prefix_b64)) < 0 ||
-	    b64_enc(end, pl, t->end_b64, sizeof(t->end_b64)) < 0 ||
-	    b64_enc(kstart, strlen(kstart), t->kw.range[0], sizeof(t->kw.range[0])) < 0 ||
-	    b64_enc(end, pl, t->kw.range[1], sizeof(t->kw.range[1])) < 0) {
-		snprintf(why, why_len, "cannot set up the etcd client (eventfd/curl)");
+	if (!t->peer || r < 0 || cl_b64_enc(kstart, strlen(kstart), t->kw.range[0], sizeof(t->kw.range[0])) < 0 ||
+	    cl_b64_enc(end, pl, t->kw.range[1], sizeof(t->kw.range[1])) < 0) {
+		snprintf(why, why_len, "cannot set up the etcd client (eventfd)");
 		cl_etcd_stop(t);
 		return -ENOMEM;
 	}
@@ -2461,7 +1834,7 @@ int cl_etcd_start(struct cl_etcd **out, const struct fg_config *cfg, int *evfd, 
 	}
 	pthread_setname_np(t->thread, "fg-cluster");
 	t->started = true;
-	*evfd = t->evfd;
+	*evfd = t->q.evfd;
 	*out = t;
 	return 0;
 }
@@ -2471,25 +1844,16 @@ void cl_etcd_stop(struct cl_etcd *t)
 	if (!t)
 		return;
 	if (t->started) {
-		pthread_mutex_lock(&t->lock);
 		atomic_store(&t->stop, true);
-		pthread_cond_broadcast(&t->in_space);
-		pthread_mutex_unlock(&t->lock);
-		curl_multi_wakeup(t->multi);
+		cl_queue_stop(&t->q);
+		cl_http_wakeup(&t->http);
 		pthread_join(t->thread, NULL);
 	}
-	if (t->multi)
-		curl_multi_cleanup(t->multi);
-	free(t->kw.b.p);
-	free(t->bw.b.p);
+	cl_http_fini(&t->http);
 	free(t->beat_buf.p);
 	free(t->peer);
 	cl_mac_key_free(t->mk);
-	OPENSSL_cleanse(t->password, sizeof(t->password));
-	OPENSSL_cleanse(t->token, sizeof(t->token));
-	if (t->evfd >= 0)
-		close(t->evfd);
-	pthread_cond_destroy(&t->in_space);
+	cl_queue_fini(&t->q);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 }

@@ -85,9 +85,9 @@ struct fg_cluster_cfg {
 	uint32_t timeout_ms;                  /* one etcd request, default 1000 */
 	uint32_t keepalive_ms;                /* lease renewal period; 0: lease_ttl_s * 1000 / 3 */
 	uint32_t lost_after_ms;               /* no success this long: etcd lost, default 3000 */
-	uint32_t stale_after_s;               /* a peer's lease unrefreshed this long: lost; 0 auto (cl_etcd_stale_s) */
+	uint32_t stale_after_s;               /* a peer's lease unrefreshed this long: lost; 0 auto (cl_lease_stale_s) */
 	uint32_t beat_ms;                     /* heartbeat period (beats/<node>), default 200; 0: off */
-	uint32_t beat_down_ms;                /* no beat of a peer this long: down; 0 auto (cl_etcd_beat_down_ms) */
+	uint32_t beat_down_ms;                /* no beat of a peer this long: down; 0 auto (cl_beat_down_ms) */
 	char key_file[FG_PATH_MAX];           /* the fleet's HMAC key (read at start, 0600 or stricter) */
 	char user[64];                        /* etcd user (etcd auth); empty: none */
 	char password_file[FG_PATH_MAX];      /* its password (first line), with user */

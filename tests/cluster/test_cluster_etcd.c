@@ -1,5 +1,6 @@
-/* test_cluster_etcd.c - the cluster thread and its queues
- * (control/cluster/cp_cluster_etcd.c) without etcd.
+/* test_cluster_etcd.c - the cluster thread, its transport and its queues
+ * (control/cluster/cp_cluster_etcd.c, cl_http.c, cl_queue.c) without etcd,
+ * and the failure detector's rules (cl_detect.c).
  *
  * What it pins: the loop -> thread queue is bounded (CL_QUEUE_MAX, then
  * -ENOBUFS, counted) and keeps what it holds while etcd is unreachable; the
@@ -10,9 +11,9 @@
  * thread of this test (the answers etcd 3.4 gives, shaped by hand); what a
  * lease probe's answers prove (cl_lease_judge: stale, a refresh proven, a
  * new leader's extension that is no refresh) and the staleness bound a
- * configuration gives (cl_etcd_stale_s); when a peer's heartbeats count as
+ * configuration gives (cl_lease_stale_s); when a peer's heartbeats count as
  * stopped (cl_beat_down: only once this node's own later beat came back)
- * and the bound a configuration gives (cl_etcd_beat_down_ms).
+ * and the bound a configuration gives (cl_beat_down_ms).
  * Runs on the test's main thread plus the cluster thread and the fake. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,6 +34,7 @@
 #include <openssl/evp.h>
 
 #include "cl_value.h"
+#include "cl_detect.h"
 #include "cp_cluster_etcd.h"
 #include "fg/config.h"
 
@@ -367,7 +369,7 @@ static void test_stale_bound(void **state)
 		{"lease_ttl_s = 10\nstale_after_s = 5\n", 5},      /* 3333 + 1000 ms <= 5 s */
 		{"lease_ttl_s = 3\nstale_after_s = 3\n", 0},        /* not shorter than the lease: off */
 	};
-	check_bounds(cases, sizeof(cases) / sizeof(cases[0]), cl_etcd_stale_s);
+	check_bounds(cases, sizeof(cases) / sizeof(cases[0]), cl_lease_stale_s);
 }
 
 static void test_beat_down(void **state)
@@ -429,7 +431,7 @@ static void test_beat_down(void **state)
 		{"beat_ms = 200\nbeat_down_ms = 400\n", 400},
 		{"beat_ms = 0\nbeat_down_ms = 400\n", 0}, /* off */
 	};
-	check_bounds(cases, sizeof(cases) / sizeof(cases[0]), cl_etcd_beat_down_ms);
+	check_bounds(cases, sizeof(cases) / sizeof(cases[0]), cl_beat_down_ms);
 }
 
 int main(void)

@@ -1,6 +1,6 @@
 /* test_cluster_value.c - the cluster's key schema and authenticated values
- * (control/cluster/cl_value.c), the secret files (cl_secret_read) and the
- * beat window (cl_beat_window).
+ * (control/cluster/cl_value.c), the secret files (cl_secret.c) and the
+ * beat window (cl_beat_window, cl_detect.c).
  *
  * What it pins: canonical decimal only ("05", " 5", "+5", "" refused); keys
  * parsed strictly (lines/03, lines/7, a name with '/' are foreign); an
@@ -23,7 +23,8 @@
 #include <cmocka.h>
 
 #include "cl_value.h"
-#include "cp_cluster_etcd.h"
+#include "cl_detect.h"
+#include "cl_secret.h"
 
 static void test_decimal(void **state)
 {

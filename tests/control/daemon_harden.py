@@ -58,6 +58,23 @@ def status_fields(path):
     return out
 
 
+def stat_present(path, timeout=10):
+    """os.stat(path) once the file exists (None after timeout): the audit
+    log is briefly absent while it rotates (renamed to audit.log.N, then
+    created anew), and a stat in that window means nothing."""
+    def once():
+        try:
+            return os.stat(path)
+        except FileNotFoundError:
+            return None
+    return until(once, timeout)
+
+
+def owned_by(path, uid):
+    st = stat_present(path)
+    return st is not None and st.st_uid == uid
+
+
 def op_request(sock_path, payload, fds=()):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(10)
@@ -201,7 +218,7 @@ def part_user(fanoctl):
             check_threads(pid, "user", uid=pw.pw_uid, gid=pw.pw_gid)
             check(f"user {TEST_USER} uid {pw.pw_uid} gid {pw.pw_gid}" in d.log(), "the log names the user")
             for p in (d.dir, f"{d.dir}/audit.log"):
-                check(os.stat(p).st_uid == pw.pw_uid, f"{p} belongs to {TEST_USER}")
+                check(owned_by(p, pw.pw_uid), f"{p} belongs to {TEST_USER}")
             rep = op_request(f"{d.dir}/fanoctl.sock", b'{"cmd":"status"}\n')
             check(rep and rep.get("ok") is True, "the operator socket answers root")
             divergence_runs_alert(d, alerts, "user")
@@ -209,7 +226,7 @@ def part_user(fanoctl):
             for tok in range(20, 30):
                 resolve(d, tok, REF)
             check(until(lambda: os.path.exists(f"{d.dir}/audit.log.1"), 10), "the audit log rotated (rotate_bytes 1K)")
-            check(os.stat(f"{d.dir}/audit.log").st_uid == pw.pw_uid, "the new audit file was made by the user")
+            check(owned_by(f"{d.dir}/audit.log", pw.pw_uid), "the new audit file was made by the user")
             no_refusals(d, "user")
             check_threads(pid, "user, at the end", uid=pw.pw_uid, gid=pw.pw_gid)
             if fanoctl:
