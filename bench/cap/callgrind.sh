@@ -41,13 +41,15 @@ command -v valgrind >/dev/null || { echo "callgrind.sh: SKIP: no valgrind"; exit
 MODE=${FG_CAP_MEMIF_MODE:-copy}
 LCORES=${FG_CAP_LCORES:-1}
 case $LCORES in 1 | 2) ;; *) echo "callgrind.sh: FG_CAP_LCORES=$LCORES: 1 or 2"; exit 2 ;; esac
-# Two lcores under valgrind share its one lock, both spinning: fair
-# scheduling (else one starves the other for seconds) and timeouts long
-# enough that nothing expires while a thread waits its turn; these change
-# no count of the work itself (no slot or group expires in either run)
-DEADLINE=2500 REASM="" VG_SCHED=""
+# Every thread under valgrind shares its one lock, and a poll lcore never
+# stops spinning: fair scheduling always, or the spinning lcore starves
+# the EAL's interrupt thread (which accepts the memif connection) for
+# minutes on a busy machine. Two lcores also need timeouts long enough
+# that nothing expires while a thread waits its turn. Neither changes a
+# count of the work itself (no slot or group expires in either run).
+DEADLINE=2500 REASM="" VG_SCHED=--fair-sched=yes
 if [ "$LCORES" = 2 ]; then
-	DEADLINE=60000 REASM="reasm_timeout_ms = 20000" VG_SCHED=--fair-sched=yes
+	DEADLINE=60000 REASM="reasm_timeout_ms = 20000"
 fi
 case $MODE in copy | zero-copy) ;; *) echo "callgrind.sh: FG_CAP_MEMIF_MODE=$MODE: copy or zero-copy"; exit 2 ;; esac
 VPID="" GPID=""
@@ -93,9 +95,9 @@ start_gen() {
 		--idle-seconds 30 --max-seconds 300 --link-timeout 300 --peer-exit-wait 60 --json "$OUT/gen.json" 2> "$OUT/gen.log" &
 	GPID=$!
 }
-wait_for() { # wait_for PID FILE: up to 120 s, until FILE exists or PID exited
-	i=0
-	while [ ! -e "$2" ] && kill -0 "$1" 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+wait_for() { # wait_for PID FILE: until FILE exists or PID exited, at most 600 s
+	t_end=$(($(date +%s) + 600))
+	while [ ! -e "$2" ] && kill -0 "$1" 2>/dev/null && [ "$(date +%s)" -lt $t_end ]; do sleep 0.1; done
 	[ -e "$2" ]
 }
 if [ "$MODE" = zero-copy ]; then
