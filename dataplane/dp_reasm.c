@@ -1,6 +1,6 @@
 /* dp_reasm.c - UDP fragmented-profile reassembly (see dp_reasm.h).
  *
- * Owner: the lcore that owns the table; pure C (no DPDK, no logging). */
+ * Used by the lcore that owns the table only; pure C (no DPDK, no logging). */
 #include "dp_reasm.h"
 
 #include <errno.h>
@@ -337,7 +337,7 @@ static bool begin_direct(struct dp_reasm *r, struct dp_ra_ctx *c, const struct f
 	judge(c, out, res.outcome, 0);
 	/* Not placed (another key's open slot holds the index): answered
 	 * no_slot, never ACKed, so a sender that only resends unACKed frames
-	 * tries again (issue 14, 6b). */
+	 * tries again. */
 	if (res.outcome == FG_O_NO_SLOT)
 		c->bad = true;
 	*judged = true;

@@ -71,7 +71,7 @@ static bool rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, struct dp_pkt *pk
 	case DP_PKT_UDP:
 		break;
 	}
-	/* one host, sending to us (issue 14 item 8; docs/dataplane.md "Addresses") */
+	/* one host, sending to us (docs/dataplane.md "Addresses") */
 	switch (dp_pkt_addr_check(pk, dp_g.prof.has_ip4 ? dp_g.prof.ip4 : NULL, dp_g.prof.has_ip6 ? dp_g.prof.ip6 : NULL)) {
 	case DP_ADDR_OK:
 		break;
@@ -104,7 +104,7 @@ static bool rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, struct dp_pkt *pk
 		}
 	}
 	memcpy(pk->route.our_mac, dp_g.mac.addr_bytes, 6);
-	/* no neighbour learning from UDP (issue 14 item 4): replies go back to
+	/* no neighbour learning from UDP (a spoofed source would move it): replies go back to
 	 * pk->route.mac; deliveries use ARP/NDP-learnt or static neighbours */
 	if (dp_g.have_points)
 		points_seen(lc, pk->src.family, pk->src.addr, now);

@@ -190,7 +190,7 @@ static unsigned frame_owner(const struct dp_lcore *lc, const struct dp_frame *d)
 
 /* Whether a frame the ingest saw may be ACKed as received: not when its
  * seed found no slot (no_slot: it was not placed; the status says so and a
- * sender that resends only unACKed frames must resend it; issue 14). */
+ * sender that resends only unACKed frames must resend it). */
 static bool ack_placed(int rc, const struct fg_ingest_result *r)
 {
 	return !(rc >= 0 && r->band == FG_BAND_SEED && r->status.outcome == FG_O_NO_SLOT);
@@ -320,8 +320,7 @@ static void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o, cons
 		break;
 	}
 	/* Most fragments (4 of a hidden-1536 contribution's 5) only land:
-	 * nothing to answer, so the sender's xfer header is not built for them
-	 * (~17 instructions per fragment, callgrind). */
+	 * nothing to answer, so the sender's xfer header is not built for them. */
 	if (!(o->events & (DP_RA_EV_OUTCOME | DP_RA_EV_FRAME | DP_RA_EV_COMPLETE)))
 		return;
 	struct dp_xfer from = {.peer = *dg->src, .route = *dg->route, .ack = true,

@@ -105,8 +105,7 @@ void dp_tx_queue(struct dp_lcore *lc, struct rte_mbuf *m)
  * lines and first data line prefetched for writing when taken: a freed
  * mbuf was last touched by whoever sent it (on a zero-copy memif port, the
  * peer's core), and building a datagram into it stalled on those lines
- * (dp_pkt_build_udp and dp_tx_dgram were 16% of the lcore in bench/cap's
- * zero-copy profile). Refilled by half a stash at a time, so the ones
+ * (bench/cap's zero-copy profile shows where). Refilled by half a stash at a time, so the ones
  * used next were asked for at least 4 datagrams earlier. */
 static struct rte_mbuf *tx_mbuf(struct dp_lcore *lc)
 {

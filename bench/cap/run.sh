@@ -48,9 +48,9 @@
 #             against the same cap_gen (BUILD_DIR's); labels of the old
 #             runs end in "-old", and the report adds new/old per pair.
 #             Pairs back to back see the same moment of the machine; on this
-#             VM an A/A (--ab with the same build) still gave 0.99-1.07
-#             (zero-copy only) and 0.84-1.20 (both modes) (RESULTS.md,
-#             session 13), so read a difference inside that as none
+#             VM an A/A (--ab with the same build) still spreads
+#             several percent (RESULTS.md gives the measured spread), so
+#             read a difference inside it as none
 #   --tx-hold-ms N: [port] tx_hold_ms = N in fanogate-dp's profile (the
 #             longest RX pause while its TX queue refuses packets; 0 = no
 #             pause, drop at once; default: the key is not written, so the

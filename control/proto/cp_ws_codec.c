@@ -130,9 +130,8 @@ ssize_t cp_ws_hdr_parse_client(const uint8_t *b, size_t len, struct cp_ws_hdr *h
  * 32 bytes per step as one vector (GCC vector extension; memcpy keeps the
  * loads legal at any alignment). target_clones adds an AVX2 build picked at
  * load time (ifunc), one load, xor and store per step instead of two of
- * each, and the key widened without a byte loop: bench/ws/icount.sh counted
- * 522 -> 245 instructions per 1 KiB message, 2807 -> 1247 per 6 KiB
- * (bench/ws/RESULTS.md). Not under clang or TSan (as core/reduce.c:
+ * each, and the key widened without a byte loop (bench/ws/icount.sh counts
+ * it; bench/ws/RESULTS.md). Not under clang or TSan (as core/reduce.c:
  * the ifunc resolver runs before the TSan runtime is up). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(FG_NO_TARGET_CLONES) && \
 	!defined(__SANITIZE_THREAD__)
