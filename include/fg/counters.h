@@ -48,7 +48,7 @@ enum dp_xcounter {
 	DP_X_HANDOFF_OUT,    /* whole frames handed to the lcore owning their shard */
 	DP_X_HANDOFF_IN,     /* whole frames received from other lcores */
 	DP_X_ACK_RX,         /* ACK frames received (the fleet ACKing our sends) */
-	DP_X_LANE_FRAMES,    /* FG_BM_FRAME messages processed */
+	DP_X_LANE_FRAMES,    /* FG_BM_CONTRIB messages processed */
 	DP_X_LANE_FLUSH,     /* FG_BM_FLUSH messages processed */
 	DP_X_NEIGH_MISS,     /* TX to an address whose MAC was unknown (gateway or broadcast used) */
 	DP_X_NO_CONSUMER,    /* resolved seeds with no consumer configured for the layer */
