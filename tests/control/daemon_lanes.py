@@ -2,7 +2,7 @@
 """daemon_lanes.py - the daemon in lanes mode: the DPDK dataplane owns the slot
 shards (drivers-config ring profile: no NIC, --no-huge when hugepages are
 missing) and every TLS frame crosses include/fg/boundary.h lanes to its
-owner lcore and back (FG_BM_FRAME -> FG_BM_OUTCOME; RESOLVED, CONFLICT and
+owner lcore and back (FG_BM_CONTRIB -> FG_BM_OUTCOME; RESOLVED, CONFLICT and
 EXPIRED messages become pushes and GET answers). Same answers as local mode:
 JSON acks, WebSocket statuses, the resolved seed bit-exact, expiry.
 Skips (77) when the daemon was built without DPDK or the EAL cannot start."""

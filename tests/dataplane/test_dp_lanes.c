@@ -1,6 +1,6 @@
 /* test_dp_lanes.c - the boundary as the daemon uses it: dp_init on a
  * net_ring port (no traffic), dp_start with 2 poll lcores, then frames over
- * the cp -> dp lanes to the shard owner (FG_BM_FRAME), their FG_BM_OUTCOME
+ * the cp -> dp lanes to the shard owner (FG_BM_CONTRIB), their FG_BM_OUTCOME
  * and FG_BM_RESOLVED answers (resolved frame bytes checked), a malformed
  * frame's reason, FG_BM_FLUSH of an open slot, every lane buffer returned,
  * and dp_stop's report. One EAL per process: one test function.
