@@ -146,10 +146,10 @@ fi
 # Hugepages, as the product runs: auto (used when a 2 MiB hugetlbfs is
 # mounted with enough free pages, else --no-huge; the table says per run).
 # With --no-huge every slot access also walks 4 KiB page tables: at 8,192
-# slots (200 MB) that cost about a third of the lcore (2026-12-03,
-# RESULTS.md). zero-copy works with hugepages since fanogate-dp starts its
-# port after its last allocation (before, the slots allocated after the
-# memif connection raced the PMD closing the memseg file).
+# slots (200 MB) that costs a large share of the lcore (RESULTS.md).
+# zero-copy works with hugepages because fanogate-dp starts its port after
+# its last allocation (slots allocated after the memif connection would
+# race the PMD closing the memseg file).
 export FG_HUGEPAGES=${FG_HUGEPAGES:-auto}
 OUT=${OUT:-$(mktemp -d /tmp/fgcap-XXXXXX)}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
