@@ -31,7 +31,8 @@
  * fleet_crit.h's). Per layer the stations compute for their stage times:
  * x_l leaves at the layer's start, attn_l after a, ffn_l (the layer's last
  * contribution) after a + g + d, each reaching the appliance and the
- * coordinator one delay later (t_ffn for ffn_l). With the chain alone the
+ * coordinator one delay later (t_ffn for ffn_l: when it really left, see
+ * crit_sent). With the chain alone the
  * coordinator relays for a relay time and the next ATTN station has the
  * canonical input one more delay later: t_canon = t_ffn + relay + delay
  * (the coordinator's canonical report for the audit reaches the appliance
@@ -67,6 +68,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 
 #include <jansson.h>
@@ -866,6 +868,26 @@ static void crit_advance(struct engine *e, uint64_t idx, unsigned d, bool jump, 
 		token_retire(e, t);
 }
 
+/* The layer's last contribution really leaves now, a little after its
+ * modelled time (this loop wakes late by the host's timer slack and
+ * scheduling). Both sides of the comparison count from this instant: the
+ * chain's relay starts when ffn_l reaches the coordinator, and the jumped
+ * seed's latency runs from when it reached the appliance. Else the chain
+ * alone, which is all model, would gain the loop's lateness on every layer. */
+static void crit_sent(struct engine *e, uint64_t idx, unsigned d, unsigned role, uint64_t now)
+{
+	if (e->o->crit != FL_CRIT_JUMP)
+		return;
+	struct token *t = token_of(e, idx);
+	if (!t || d < 1 || d > e->n_slots)
+		return;
+	struct slot *s = &t->slots[d - 1];
+	if (!s->opened || role_line[role] != s->last_line || now <= s->crit.t_ffn)
+		return;
+	s->crit.t_ffn = now;
+	s->t_canon = fl_crit_canon_ns(&s->crit);
+}
+
 /* Fire every event due: delayed sends and critical-path inputs. */
 static void fire_events(struct engine *e)
 {
@@ -875,7 +897,10 @@ static void fire_events(struct engine *e)
 			unsigned ing = (unsigned)(ev.b & 0xFFu), role = (unsigned)((ev.b >> 16) & 0xFFu);
 			unsigned d = (unsigned)(ev.b >> 24);
 			bool canon = ev.b & 0x100u;
-			if (send_frame(e, ing, role, d, ev.buf, ev.len, ev.a, fl_now_ns(), canon) < 0) {
+			uint64_t sent_at = fl_now_ns();
+			if (!canon)
+				crit_sent(e, ev.a >> 16, d, role, sent_at);
+			if (send_frame(e, ing, role, d, ev.buf, ev.len, ev.a, sent_at, canon) < 0) {
 				e->send_errors++;
 				note_error(e, "sending a %s over %s failed", canon ? "canonical report" : "contribution",
 					   fl_ingress_name(ing));
@@ -934,6 +959,11 @@ static int setup(struct engine *e)
 	struct fl_conn_cb cb = { .on_frame = on_frame, .on_sent = on_sent, .on_response = on_response, .ctx = e };
 	for (unsigned l = 0; l < 256; l++)
 		e->wss_of_layer[l] = -1;
+	/* The critical path's sends are timed events: wake for them without
+	 * the default 50 us of timer slack (best effort: a refusal only makes
+	 * them later, and crit_sent counts from when they really leave). */
+	if (o->crit)
+		(void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 	if (o->have_udp) {
 		unsigned groups = o->fleet_addr ? (o->layers + 15u) / 16u : 1;
 		if (groups > FL_UDP_GROUPS)
