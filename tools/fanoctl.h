@@ -1,5 +1,5 @@
 /* fanoctl.h - what the fanoctl command files share: the command table entry,
- * the exit codes, and small helpers (tools/fanoctl.c).
+ * the exit codes, and small helpers (tools/fanoctl_util.c).
  *
  * Who may call: the fanoctl process only (single-threaded).
  *
