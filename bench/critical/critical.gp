@@ -17,7 +17,9 @@ set terminal pngcairo size 1200,900 font ",10" noenhanced
 set output out
 set title "Critical path per token: the canonical chain through the coordinator vs Pair X jumps with the fleet's gate (p50, bars p10-p90)\n".stamp
 set xlabel "injected loss per UDP fragment (%)"
-set ylabel "wall time per token (ms)"
+set ylabel "wall time per token (ms, log scale)"
+# log: a run with loss can be 50x its chain, and both must stay readable
+set logscale y
 set grid xtics ytics
 if (!exists("xmax")) xmax = 21
 set xrange [-1:xmax]

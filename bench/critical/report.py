@@ -158,7 +158,7 @@ def main():
     png = os.path.join(out, "critical.png")
     if delays:
         losses = [float(m.group(1)) * 100 for n in runs for m in [re.match(r"jump-d\d+-l([0-9.]+)$", n)] if m]
-        xmax = max([20.0] + losses) + 1
+        xmax = (max(losses) if losses else 20.0) * 1.1 + 1
         rc = subprocess.call(["gnuplot", "-e", "out='%s'; data='%s'; delays='%s'; xmax=%g; stamp='%s'" % (
             gp_quote(png), gp_quote(dat), " ".join(str(d) for d in delays), xmax, gp_quote(stamp(meta))),
             os.path.join(here, "critical.gp")])
