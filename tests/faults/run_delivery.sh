@@ -71,13 +71,17 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 TOKENS=${FG_FAULTS_TOKENS:-60}
 R2="" RESENDS=5 PENDING=4096 CACK=() ACKWIN=""
+# the consumer stays until its socket was quiet this long: 7 resend
+# intervals where deliveries are lost (0.2^7 for a seed still resent at
+# loss20), so it never leaves while a resend is on its way
+LINGER_QUIET_MS=400
 case $SCEN in
-loss5)  R2="--up-loss 0.05" ;;
-loss20) R2="--loss 0.20 --dup 0.05 --reorder 0.05 --reorder-gap 2"; RESENDS=20 ;;
+loss5)  R2="--up-loss 0.05"; LINGER_QUIET_MS=1400 ;;
+loss20) R2="--loss 0.20 --dup 0.05 --reorder 0.05 --reorder-gap 2"; RESENDS=20; LINGER_QUIET_MS=1400 ;;
 silent) CACK=(--no-consumer-ack); PENDING=32 ;;
 fleet_window) CACK=(--consumer-acks fleet); ACKWIN=fleet; TOKENS=${FG_FAULTS_TOKENS:-100} ;;
 fleet_default) CACK=(--consumer-acks fleet); ACKWIN=""; TOKENS=${FG_FAULTS_TOKENS:-100} ;;
-bases)  CACK=(--consumer-acks fleet); ACKWIN=""; R2="--up-loss 0.05" ;;
+bases)  CACK=(--consumer-acks fleet); ACKWIN=""; R2="--up-loss 0.05"; LINGER_QUIET_MS=1400 ;;
 *) echo "run_delivery.sh: unknown scenario $SCEN"; exit 2 ;;
 esac
 

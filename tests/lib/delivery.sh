@@ -160,7 +160,10 @@ fg_dlv_require() {
 
 # fg_dlv_fleet FLEET WINDOW [FLEET_ARGS...]: the measured run: $TOKENS
 # tokens (token_seq from 1000), WINDOW in flight, the consumer lingering
-# through the last resends ((RESENDS + 1) x 200 ms resend_ms + 500 ms);
+# through the last resends ((RESENDS + 1) x 200 ms resend_ms + 500 ms, or
+# until quiet for LINGER_QUIET_MS, default 400: on a lossy path set it
+# longer than the resends the path can lose in a row, or the consumer
+# leaves while a seed is still resent to it);
 # figures in $TMP/fleet.json; FRC is fanofleet's exit status.
 fg_dlv_fleet() {
 	local fleet=$1 window=$2
@@ -168,6 +171,7 @@ fg_dlv_fleet() {
 	ip netns exec "$NS" "$fleet" "$@" --udp 127.0.0.1:14000 --consumer 127.0.0.1:17001 --mix udp=1 --layers 8 \
 		--hidden 512 --tokens "$TOKENS" --window "$window" --seed $((ID % 1000 + 1)) --token-base 1000 \
 		--canonical none --slot-timeout-ms 5000 --max-missing 1000000 --duration 100 --quiet \
-		--json "$TMP/fleet.json" --linger-ms $(( (RESENDS + 1) * 200 + 500 )) > "$TMP/fleet.log" 2>&1
+		--json "$TMP/fleet.json" --linger-ms $(( (RESENDS + 1) * 200 + 500 )) \
+		--linger-quiet-ms "${LINGER_QUIET_MS:-400}" > "$TMP/fleet.log" 2>&1
 	FRC=$?
 }

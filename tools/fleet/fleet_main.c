@@ -98,8 +98,11 @@ static void usage(FILE *f)
 "run:\n"
 "  --slot-timeout-ms N   a slot without a resolved seed by then is missing (3500)\n"
 "  --linger-ms N         after the last token, keep ACKing resolved seeds on the UDP\n"
-"                        consumer up to N ms, until it is quiet for 400 ms (the\n"
-"                        appliance resends seeds whose ACK it missed) (2000; 0 off)\n"
+"                        consumer up to N ms, until it is quiet for --linger-quiet-ms\n"
+"                        (the appliance resends seeds whose ACK it missed) (2000; 0 off)\n"
+"  --linger-quiet-ms N   how long a quiet consumer socket ends the linger: longer than\n"
+"                        the appliance's resend interval times the transmissions a\n"
+"                        lossy path can lose in a row (400)\n"
 "  --duration S          hard time limit (none)\n"
 "  --max-missing N       missing seeds tolerated before exit 2 (0)\n"
 "  --json FILE           write the results as JSON\n"
@@ -304,7 +307,7 @@ enum {
 	O_DROP_CWND, O_UDP, O_UDP_BIND, O_MTU, O_RTO, O_CONSUMER, O_NO_CACK, O_TLS, O_SNI, O_CA, O_INSECURE,
 	O_CERT, O_KEY, O_TOKEN, O_TOKEN_FILE, O_WSS_CONNS, O_HTTPS_CONNS, O_NO_SUB, O_SLOT_TO, O_DURATION,
 	O_MAX_MISSING, O_JSON, O_SAMPLES, O_QUIET, O_FAKE, O_LISTEN, O_FAKE_DROP, O_NO_ACK, O_RELAY, O_HOPS,
-	O_WARMUP, O_HELP, O_VERSION, O_STATION, O_PULL, O_LINGER, O_CACKS, O_ADDRESS, O_LAYER_PORTS, O_CHECK_MS,
+	O_WARMUP, O_HELP, O_VERSION, O_STATION, O_PULL, O_LINGER, O_LINGER_QUIET, O_CACKS, O_ADDRESS, O_LAYER_PORTS, O_CHECK_MS,
 	O_RESENDS, O_UDP_NODE, O_CANON_DELAY, O_CRIT, O_STAGE_A, O_STAGE_G, O_STAGE_D, O_NET_DELAY, O_RELAY_US,
 	O_RELAY_SAMPLES,
 };
@@ -323,7 +326,7 @@ static const struct option longopts[] = {
 	{ "key", 1, 0, O_KEY }, { "token", 1, 0, O_TOKEN }, { "token-file", 1, 0, O_TOKEN_FILE },
 	{ "wss-conns", 1, 0, O_WSS_CONNS }, { "https-conns", 1, 0, O_HTTPS_CONNS },
 	{ "no-subscribe", 0, 0, O_NO_SUB }, { "slot-timeout-ms", 1, 0, O_SLOT_TO },
-	{ "linger-ms", 1, 0, O_LINGER }, { "consumer-acks", 1, 0, O_CACKS }, { "address", 1, 0, O_ADDRESS },
+	{ "linger-ms", 1, 0, O_LINGER }, { "linger-quiet-ms", 1, 0, O_LINGER_QUIET }, { "consumer-acks", 1, 0, O_CACKS }, { "address", 1, 0, O_ADDRESS },
 	{ "udp-layer-ports", 1, 0, O_LAYER_PORTS }, { "check-ms", 1, 0, O_CHECK_MS }, { "resends", 1, 0, O_RESENDS },
 	{ "udp-node", 1, 0, O_UDP_NODE }, { "canon-delay-us", 1, 0, O_CANON_DELAY },
 	{ "critical-path", 1, 0, O_CRIT }, { "stage-a-us", 1, 0, O_STAGE_A }, { "stage-g-us", 1, 0, O_STAGE_G },
@@ -478,6 +481,7 @@ int main(int argc, char **argv)
 		case O_PULL: if (!num(optarg, 0, 64, &v)) return bad(name, optarg); o.pull_conns = (uint32_t)v; break;
 		case O_SLOT_TO: if (!num(optarg, 1, 600000, &v)) return bad(name, optarg); o.slot_timeout_ms = (uint32_t)v; break;
 		case O_LINGER: if (!num(optarg, 0, 600000, &v)) return bad(name, optarg); o.linger_ms = (uint32_t)v; break;
+		case O_LINGER_QUIET: if (!num(optarg, 1, 600000, &v)) return bad(name, optarg); o.linger_quiet_ms = (uint32_t)v; break;
 		case O_DURATION: if (!num(optarg, 0, 86400, &v)) return bad(name, optarg); o.duration_s = (uint32_t)v; fk.duration_s = o.duration_s; break;
 		case O_MAX_MISSING: if (!num(optarg, 0, 1e12, &v)) return bad(name, optarg); o.max_missing = (uint64_t)v; break;
 		case O_JSON: o.json_path = optarg; break;

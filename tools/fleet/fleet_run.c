@@ -219,6 +219,7 @@ void fl_run_opts_default(struct fl_run_opts *o)
 				       .max_resends = 5, .rng = 1 };
 	o->consumer_ack = FL_CACK_EACH;
 	o->linger_ms = 2000;
+	o->linger_quiet_ms = FL_LINGER_QUIET_MS;
 	o->tls.timeout_ms = 5000;
 	o->wss_conns = 2;
 	o->https_conns = 4;
@@ -1526,16 +1527,18 @@ int fl_run(const struct fl_run_opts *o)
 	/* Linger: a real consumer outlives the last seed; the appliance resends
 	 * a seed whose ACK was lost, and only an ACK ends that. */
 	if (!g_stop && o->linger_ms && e->cons) {
-		/* Up to linger_ms, ending early once FL_LINGER_QUIET_MS pass without a
+		/* Up to linger_ms, ending early once linger_quiet_ms pass without a
 		 * datagram: longer than the appliance's resend interval (200 ms), so a
-		 * quiet consumer socket means nothing is waiting for our ACK. */
+		 * quiet consumer socket means nothing is waiting for our ACK (on a
+		 * lossy path, longer than the resends it can lose in a row). */
 		uint64_t t = fl_now_ns(), until = t + (uint64_t)o->linger_ms * 1000000ull;
-		uint64_t quiet_end = t + FL_LINGER_QUIET_MS * 1000000ull;
+		uint64_t quiet_ns = (uint64_t)(o->linger_quiet_ms ? o->linger_quiet_ms : FL_LINGER_QUIET_MS) * 1000000ull;
+		uint64_t quiet_end = t + quiet_ns;
 		while (!g_stop && (t = fl_now_ns()) < until && t < quiet_end) {
 			struct pollfd p = { .fd = fl_udp_consumer_fd(e->cons), .events = POLLIN };
 			if (poll(&p, 1, 10) > 0) {
 				fl_udp_consumer_input(e->cons, fl_now_ns());
-				quiet_end = fl_now_ns() + FL_LINGER_QUIET_MS * 1000000ull;
+				quiet_end = fl_now_ns() + quiet_ns;
 			}
 		}
 	}

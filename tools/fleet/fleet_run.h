@@ -74,7 +74,8 @@ struct fl_run_opts {
 	uint32_t linger_ms;      /* after the last token, keep serving the UDP consumer (ACKing the
 				  * appliance's resends of seeds whose ACK was lost or that arrived
 				  * by another path first) up to this long, until the socket has
-				  * been quiet for FL_LINGER_QUIET_MS; default 2000, 0 = off */
+				  * been quiet for linger_quiet_ms; default 2000, 0 = off */
+	uint32_t linger_quiet_ms; /* default FL_LINGER_QUIET_MS */
 	uint32_t duration_s;     /* hard cap, 0 = none */
 	uint64_t max_missing;
 	const char *json_path;
