@@ -182,20 +182,7 @@ int fg_batch_decode(const uint8_t *buf, size_t len, struct fg_frame *out, size_t
 
 ssize_t fg_frag_decode(const uint8_t *dgram, size_t len, struct fg_frag *out)
 {
-	if (len < FG_FRAG_HDR_LEN)
-		return -FG_R_FRAG_SHORT;
-	if (dgram[3] == 0)
-		return -FG_R_FRAG_TOTAL_ZERO;
-	if (dgram[2] >= dgram[3])
-		return -FG_R_FRAG_INDEX_RANGE;
-	if (len == FG_FRAG_HDR_LEN || len - FG_FRAG_HDR_LEN > UINT32_MAX)
-		return -FG_R_FRAG_CHUNK_SIZE;
-	out->frame_id = fg_be16(dgram);
-	out->index = dgram[2];
-	out->total = dgram[3];
-	out->chunk = dgram + FG_FRAG_HDR_LEN;
-	out->chunk_len = (uint32_t)(len - FG_FRAG_HDR_LEN);
-	return (ssize_t)len;
+	return fg_frag_decode_fast(dgram, len, out);
 }
 
 ssize_t fg_frag_encode(const struct fg_frag *f, uint8_t *buf, size_t cap)

@@ -162,6 +162,24 @@ struct dp_shard_env {
 	uint64_t ack_interval_ns;
 };
 
+/* A flow the receive side has checked (dp_rx.c): an untagged IPv4/UDP
+ * source whose every verdict (addresses, port demux, allowlist) passed,
+ * remembered so that its next datagrams are recognised by their header
+ * fields instead of parsed and checked again (until another flow of the
+ * same index takes the entry). */
+#define DP_RX_FLOWS 16u /* direct-mapped by source and ports */
+struct dp_rx_flow {
+	uint64_t mac_type;  /* frame bytes 6..13: source MAC and EtherType */
+	uint64_t addrs;     /* IPv4 source and destination, as on the wire */
+	uint32_t ports;     /* UDP source and destination ports, as on the wire */
+	bool fragmented, layer_bound; /* the datagram's demux (struct dp_dgram) */
+	uint16_t bound_layer;
+	bool used;          /* false: empty */
+	uint8_t points;     /* the points whose prefixes hold the source, bit p-1 for point p */
+	struct dp_peer src;
+	struct dp_route route;
+};
+
 struct dp_lcore {
 	unsigned idx;       /* shard index */
 	unsigned lcore_id;
@@ -202,6 +220,7 @@ struct dp_lcore {
 	struct dp_neigh neigh[DP_NEIGH];
 	bool has_local4, has_local6;
 	uint8_t local4[16], local6[16]; /* last local address seen per family */
+	struct dp_rx_flow rx_flow[DP_RX_FLOWS]; /* DPDK only (dp_rx.c) */
 } __attribute__((aligned(64))); /* a cache line: per-lcore state never shares one */
 
 /* Per-lcore counting (single writer: the lcore that owns lc). */

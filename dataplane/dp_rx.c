@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <rte_ethdev.h>
+#include <rte_mbuf.h>
 #include <rte_prefetch.h>
 
 #include "dp_burst_guard.h"
@@ -20,21 +21,33 @@
 #include "dp_rx.h"
 #include "dp_shard.h"
 
-static void points_seen(struct dp_lcore *lc, int family, const uint8_t *addr, uint64_t now)
+/* The points whose prefixes hold addr, a bit per point (bit p-1). */
+static uint8_t points_of(int family, const uint8_t *addr)
 {
 	int fam = family == 6 ? AF_INET6 : AF_INET;
+	uint8_t mask = 0;
 	for (unsigned p = 1; p <= FG_POINTS; p++) {
 		unsigned np = dp_g.cfg.n_point_prefix[p - 1];
-		if (!np || now - lc->point_store_ns[p] < 1000000ull)
-			continue;
 		for (unsigned j = 0; j < np; j++) {
 			if (fg_prefix_match(&dp_g.cfg.point_prefix[p - 1][j], fam, addr)) {
-				atomic_store_explicit(&dp_g.b->point_seen_ns[p], now, memory_order_relaxed);
-				lc->point_store_ns[p] = now;
-				dp_lc_xcount(lc, DP_X_POINT_SEEN);
+				mask |= (uint8_t)(1u << (p - 1));
 				break;
 			}
 		}
+	}
+	return mask;
+}
+
+/* A datagram from a source of the points in mask passed the checks:
+ * each point's liveness stored, at most once a millisecond per lcore. */
+static void points_seen(struct dp_lcore *lc, uint8_t mask, uint64_t now)
+{
+	for (unsigned p = 1; p <= FG_POINTS; p++) {
+		if (!(mask & (1u << (p - 1))) || now - lc->point_store_ns[p] < 1000000ull)
+			continue;
+		atomic_store_explicit(&dp_g.b->point_seen_ns[p], now, memory_order_relaxed);
+		lc->point_store_ns[p] = now;
+		dp_lc_xcount(lc, DP_X_POINT_SEEN);
 	}
 }
 
@@ -107,7 +120,7 @@ static bool rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, struct dp_pkt *pk
 	/* no neighbour learning from UDP (a spoofed source would move it): replies go back to
 	 * pk->route.mac; deliveries use ARP/NDP-learnt or static neighbours */
 	if (dp_g.have_points)
-		points_seen(lc, pk->src.family, pk->src.addr, now);
+		points_seen(lc, points_of(pk->src.family, pk->src.addr), now);
 	if (pk->src.family == 4 && !lc->has_local4) {
 		lc->has_local4 = true;
 		memcpy(lc->local4, pk->dst, 16);
@@ -125,20 +138,131 @@ static bool rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, struct dp_pkt *pk
 	return true;
 }
 
+/* The offsets of an untagged IPv4 (20-byte header) UDP datagram. */
+#define RX_IP4 DP_ETH_HLEN		/* version/IHL */
+#define RX_UDP (DP_ETH_HLEN + 20u)	/* UDP header */
+#define RX_PAYLOAD (RX_UDP + 8u)	/* UDP payload */
+
+static inline uint64_t rx_ld64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static inline uint32_t rx_ld32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* Whether p[0..len) is an untagged IPv4/UDP datagram with a 20-byte
+ * header, not an IP fragment, with consistent lengths: the form whose
+ * verdicts in rx_packet depend only on its flow's key (struct rx_key). */
+static inline bool rx_form(const uint8_t *p, uint32_t len)
+{
+	if (len < RX_PAYLOAD)
+		return false;
+	uint32_t tot = fg_be16(p + RX_IP4 + 2), ulen = fg_be16(p + RX_UDP + 4);
+	/* two words against a pattern (constants once compiled, in either
+	 * byte order): EtherType 0x0800 and version/IHL 0x45; no MF flag or
+	 * fragment offset, protocol 17 (the TTL masked out) */
+	static const uint8_t want0[4] = {0x08, 0x00, 0x45, 0}, mask0[4] = {0xFF, 0xFF, 0xFF, 0};
+	static const uint8_t want1[4] = {0, 0, 0, 17}, mask1[4] = {0x3F, 0xFF, 0, 0xFF};
+	uint32_t d = ((rx_ld32(p + 12) & rx_ld32(mask0)) ^ rx_ld32(want0)) |
+		     ((rx_ld32(p + RX_IP4 + 6) & rx_ld32(mask1)) ^ rx_ld32(want1));
+	/* 28 <= tot <= len - 14 and 8 <= ulen <= tot - 20, as unsigned ranges */
+	return !d && tot - 28u <= len - RX_PAYLOAD && ulen - 8u <= tot - 28u;
+}
+
+/* A flow's key: the fields every check of rx_packet reads for a datagram
+ * of rx_form (the parse, the address verdict, the port demux, the
+ * allowlist, the reply route): the source MAC and EtherType, the IP
+ * addresses and the UDP ports, as on the wire. */
+struct rx_key {
+	uint64_t mac_type, addrs;
+	uint32_t ports;
+};
+
+static inline struct rx_key rx_key_of(const uint8_t *p)
+{
+	return (struct rx_key){.mac_type = rx_ld64(p + 6), .addrs = rx_ld64(p + RX_IP4 + 12), .ports = rx_ld32(p + RX_UDP)};
+}
+
+static inline bool rx_key_eq(const struct rx_key *a, uint64_t mac_type, uint64_t addrs, uint32_t ports)
+{
+	return !((a->mac_type ^ mac_type) | (a->addrs ^ addrs) | (uint64_t)(a->ports ^ ports));
+}
+
+static inline unsigned rx_flow_index(const struct rx_key *k)
+{
+	uint64_t h = (k->addrs ^ ((uint64_t)k->ports << 13)) * 0x9E3779B97F4A7C15ull;
+	return (unsigned)(h >> 60) & (DP_RX_FLOWS - 1u);
+}
+
+/* Remember the flow of an accepted datagram dg of rx_form (key k, its
+ * source and route in pk): the flow's next datagrams skip rx_packet
+ * until another flow takes its entry. Every verdict rx_packet gave is a
+ * function of the key and of what is fixed while the dataplane runs (the
+ * allowlist, the ports, our addresses and MAC); point liveness is kept
+ * by the entry's points. */
+static void rx_flow_learn(struct dp_lcore *lc, const struct rx_key *k, const struct dp_pkt *pk,
+			  const struct dp_dgram *dg)
+{
+	struct dp_rx_flow *e = &lc->rx_flow[rx_flow_index(k)];
+	e->mac_type = k->mac_type;
+	e->addrs = k->addrs;
+	e->ports = k->ports;
+	e->fragmented = dg->fragmented;
+	e->layer_bound = dg->layer_bound;
+	e->bound_layer = dg->bound_layer;
+	e->src = pk->src;
+	e->route = pk->route;
+	e->points = dp_g.have_points ? points_of(pk->src.family, pk->src.addr) : 0;
+	e->used = true;
+}
+
+/* The burst's mbufs back to their pool. In the common case (all of one
+ * pool, direct, one segment, referenced once: what a PMD's RX burst
+ * gives) one rte_mempool_put_bulk, as a NIC's fast-free TX offload does
+ * (a single segment's next is NULL by the mbuf contract, so its second
+ * line is not read); else rte_pktmbuf_free_bulk, which handles every
+ * case mbuf by mbuf. */
+static inline void rx_free(struct rte_mbuf **pkts, uint16_t n)
+{
+	struct rte_mempool *mp = pkts[0]->pool;
+	for (uint16_t i = 0; i < n; i++) {
+		const struct rte_mbuf *m = pkts[i];
+		if (m->pool != mp || m->nb_segs != 1 || !RTE_MBUF_DIRECT(m) || rte_mbuf_refcnt_read(m) != 1) {
+			rte_pktmbuf_free_bulk(pkts, n);
+			return;
+		}
+	}
+	rte_mempool_put_bulk(mp, (void **)pkts, n);
+}
+
 /* The work of a non-empty burst, in two passes (VPP's vector spirit):
  * every packet decoded first (its first line fetched 3 packets ahead),
  * then the burst's datagrams to the shard together (dp_shard_burst: their
  * fragment headers read, reassembly records found and the slot lines they
- * land in prefetched, then placed in arrival order). Not inlined: the poll
- * loop calls it only when the PMD returned packets, so
+ * land in prefetched, then placed in arrival order). A datagram of
+ * rx_form whose flow is the one before it, or a flow rx_packet accepted
+ * before (lc->rx_flow, rx_flow_learn), takes that flow's verdicts, source
+ * and route; the others go through rx_packet. Not inlined: the
+ * poll loop calls it only when the PMD returned packets, so
  * bench/cap/callgrind.sh counts the lcore's work per seed as this call's
  * cost (and empty polls never reach it). */
 static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte_mbuf **pkts, uint16_t n, uint64_t now)
 {
 	struct dp_pkt pk[DP_BURST];
 	struct dp_dgram dg[DP_BURST];
-	unsigned nd = 0;
+	struct rx_key learn[DP_BURST]; /* the flows rx_packet accepted: pk[i], dg[learn_dg[i]] */
+	uint8_t learn_dg[DP_BURST];
+	unsigned nd = 0, np = 0;
 	uint64_t bytes = 0;
+	struct rx_key last = {0}; /* the flow of dg[last_dg], when last_dg < DP_BURST */
+	unsigned last_dg = DP_BURST;
 	/* DPDK l3fwd's PREFETCH_OFFSET: on a zero-copy memif port (and a NIC)
 	 * a packet's first line was last written by another agent */
 	for (uint16_t i = 0; i < n && i < 3; i++)
@@ -146,16 +270,55 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 	for (uint16_t i = 0; i < n; i++) {
 		if (i + 3 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 3], void *));
-		bytes += pkts[i]->pkt_len;
-		if (rx_packet(lc, pkts[i], &pk[nd], &dg[nd], now))
+		struct rte_mbuf *m = pkts[i];
+		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+		bytes += m->pkt_len;
+		bool form = m->nb_segs == 1 && rx_form(p, rte_pktmbuf_data_len(m));
+		if (form) {
+			struct rx_key k = rx_key_of(p);
+			const struct dp_rx_flow *e = &lc->rx_flow[rx_flow_index(&k)];
+			if (last_dg < DP_BURST && rx_key_eq(&last, k.mac_type, k.addrs, k.ports)) {
+				dg[nd] = dg[last_dg];
+			} else if (e->used && rx_key_eq(&k, e->mac_type, e->addrs, e->ports)) {
+				if (e->points)
+					points_seen(lc, e->points, now);
+				dg[nd] = (struct dp_dgram){.src = &e->src,
+							   .route = &e->route,
+							   .fragmented = e->fragmented,
+							   .layer_bound = e->layer_bound,
+							   .bound_layer = e->bound_layer};
+				last = k;
+				last_dg = nd;
+			} else {
+				goto full;
+			}
+			dg[nd].payload = p + RX_PAYLOAD;
+			dg[nd].len = (uint32_t)fg_be16(p + RX_UDP + 4) - 8u;
 			nd++;
+			continue;
+		}
+	full:
+		if (rx_packet(lc, m, &pk[np], &dg[nd], now)) {
+			learn_dg[np] = 0xFF;
+			if (form) {
+				last = learn[np] = rx_key_of(p);
+				last_dg = nd;
+				learn_dg[np] = (uint8_t)nd;
+			}
+			np++;
+			nd++;
+		}
 	}
 	dp_lc_count(lc, FG_C_RX_PKTS, n);
 	dp_lc_count(lc, FG_C_RX_BYTES, bytes);
 	if (nd)
 		dp_shard_burst(lc, dg, nd, now);
+	/* learnt after the burst, whose datagrams point into the entries */
+	for (unsigned i = 0; i < np; i++)
+		if (learn_dg[i] != 0xFF)
+			rx_flow_learn(lc, &learn[i], &pk[i], &dg[learn_dg[i]]);
 	/* every mbuf was only read: this burst's owner frees them all */
-	rte_pktmbuf_free_bulk(pkts, n);
+	rx_free(pkts, n);
 }
 
 unsigned dp_rx_burst(struct dp_lcore *lc, uint64_t now)

@@ -379,77 +379,83 @@ static void dgram_one(struct dp_lcore *lc, const struct dp_dgram *dg, const stru
 	whole(lc, f->chunk, f->chunk_len, dg, true, now);
 }
 
+/* The ingest context's address binding for datagram dg ([udp] layer_ports:
+ * it carries the address's layer, and a hand-off copies it). Set before
+ * every path that reads it; a chunk that only lands does not. */
+static inline void bind_layer(struct dp_lcore *lc, const struct dp_dgram *dg)
+{
+	lc->ictx.layer_bound = dg->layer_bound;
+	lc->ictx.bound_layer = dg->layer_bound ? dg->bound_layer : 0;
+}
+
 void dp_shard_burst(struct dp_lcore *lc, const struct dp_dgram *dg, unsigned n, uint64_t now)
 {
 	struct fg_frag f[DP_BURST];
 	struct dp_ra_hint hint[DP_BURST];
 	uint32_t hash[DP_BURST];
 	int8_t rc[DP_BURST]; /* 1: a fragment of a multi-fragment frame; else dgram_one (0, or the codec's reason) */
-	uint8_t run[DP_BURST];     /* runs of one peer's datagrams, numbered */
-	uint8_t follows[DP_BURST]; /* the fragment of the same frame before it, or 0xFF */
+	uint8_t follows[DP_BURST]; /* the fragment of the same frame just before it, or 0xFF */
 	const struct dp_peer *prev = NULL;
 	uint32_t ph = 0, nfrag = 0, taken = 0;
-	uint8_t nrun = 0;
+	unsigned last = DP_BURST; /* the fragment before, while it is of the same peer */
 	if (n > DP_BURST)
 		n = DP_BURST;
-	/* 1. Fragment headers, and each distinct peer hashed once (a burst
-	 *    holds a few senders' runs of fragments). */
+	/* 1. Fragment headers (each distinct peer hashed once: a burst holds
+	 *    a few senders' runs of fragments), each frame's reassembly
+	 *    record, and the slot line each fragment lands in prefetched, so
+	 *    the misses of the whole burst overlap. A fragment of the frame of
+	 *    the fragment just before it (same peer, same frame id) follows
+	 *    it: no lookup of its own. */
 	for (unsigned i = 0; i < n; i++) {
 		rc[i] = 0;
 		if (!dg[i].fragmented)
 			continue;
-		ssize_t k = fg_frag_decode(dg[i].payload, dg[i].len, &f[i]);
+		ssize_t k = fg_frag_decode_fast(dg[i].payload, dg[i].len, &f[i]);
 		if (k < 0) {
 			rc[i] = (int8_t)(k < -127 ? -127 : k);
 			continue;
 		}
 		if (f[i].total == 1)
 			continue;
-		if (!prev || !dp_peer_eq(prev, dg[i].src)) {
+		/* one flow's datagrams share their source (dp_rx.c) */
+		if (prev != dg[i].src && (!prev || !dp_peer_eq(prev, dg[i].src))) {
 			prev = dg[i].src;
 			ph = dp_peer_hash(prev, 0);
-			nrun++;
+			last = DP_BURST;
 		}
 		hash[i] = ph;
-		run[i] = nrun;
 		rc[i] = 1;
 		nfrag++;
-	}
-	/* 2. Each frame's reassembly record, and the slot line each fragment
-	 *    lands in prefetched, so the misses of the whole burst overlap. A
-	 *    fragment of the frame of the fragment before it (same peer, same
-	 *    frame id) follows it: no lookup of its own. */
-	unsigned last = DP_BURST;
-	for (unsigned i = 0; i < n; i++) {
-		if (rc[i] != 1)
-			continue;
-		if (last < DP_BURST && run[last] == run[i] && f[last].frame_id == f[i].frame_id)
+		if (last < DP_BURST && f[last].frame_id == f[i].frame_id) {
+			follows[i] = (uint8_t)last;
 			hint[i] = hint[last];
-		else
-			dp_reasm_find(&lc->reasm, dg[i].src, hash[i], f[i].frame_id, &hint[i]);
+		} else {
+			follows[i] = 0xFF;
+			dp_reasm_find(&lc->reasm, dg[i].src, ph, f[i].frame_id, &hint[i]);
+		}
 		dp_reasm_prefetch(&lc->reasm, &hint[i], f[i].index);
-		follows[i] = last < DP_BURST && run[last] == run[i] && f[last].frame_id == f[i].frame_id ? (uint8_t)last : 0xFF;
 		last = i;
 	}
-	/* 3. Placed, in arrival order. */
+	/* 2. Placed, in arrival order. */
 	for (unsigned i = 0; i < n; i++) {
-		/* [udp] layer_ports: the ingest context carries the address's
-		 * layer for this datagram (and a hand-off copies it) */
-		lc->ictx.layer_bound = dg[i].layer_bound;
-		lc->ictx.bound_layer = dg[i].layer_bound ? dg[i].bound_layer : 0;
 		if (rc[i] == 1) {
 			if (follows[i] != 0xFF) /* start from the context its frame's fragment used */
 				hint[i] = hint[follows[i]];
 			struct dp_reasm_out out;
 			if (dp_reasm_land(&lc->reasm, &hint[i], &f[i], now, &out)) {
 				taken++; /* the common case: a chunk into its slot */
-				if (out.events)
+				if (out.events) {
+					bind_layer(lc, &dg[i]);
 					fragment_out(lc, &out, &dg[i], now);
+				}
 			} else {
+				bind_layer(lc, &dg[i]);
 				taken += fragment(lc, &f[i], &dg[i], hash[i], &hint[i], now);
 			}
-		} else
+		} else {
+			bind_layer(lc, &dg[i]);
 			dgram_one(lc, &dg[i], &f[i], rc[i], now);
+		}
 	}
 	if (nfrag) {
 		dp_lc_count(lc, FG_C_FRAGS, nfrag);
@@ -459,10 +465,7 @@ void dp_shard_burst(struct dp_lcore *lc, const struct dp_dgram *dg, unsigned n, 
 
 void dp_shard_dgram(struct dp_lcore *lc, const struct dp_dgram *dg, uint64_t now)
 {
-	/* [udp] layer_ports: the ingest context carries the address's layer
-	 * for this datagram (and a hand-off copies it) */
-	lc->ictx.layer_bound = dg->layer_bound;
-	lc->ictx.bound_layer = dg->layer_bound ? dg->bound_layer : 0;
+	bind_layer(lc, dg);
 	if (!dg->fragmented) {
 		dp_lc_xcount(lc, DP_X_RAW_DGRAMS);
 		whole(lc, dg->payload, dg->len, dg, false, now);
