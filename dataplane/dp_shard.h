@@ -25,9 +25,9 @@ struct dp_dgram {
  * direct placement, ingest or hand-off, status, ACK bookkeeping). */
 void dp_shard_dgram(struct dp_lcore *lc, const struct dp_dgram *dg, uint64_t now);
 /* Receive: a burst of n (<= DP_BURST) datagrams, as dp_shard_dgram would
- * take them one by one, in three passes: fragment headers decoded (each
+ * take them one by one, in two passes: fragment headers decoded (each
  * distinct peer hashed once), reassembly records found and the slot lines
- * they land in prefetched, then placed in arrival order. */
+ * they land in prefetched; then placed in arrival order. */
 void dp_shard_burst(struct dp_lcore *lc, const struct dp_dgram *dg, unsigned n, uint64_t now);
 /* Receive: a frame another shard handed to this one (io->handoff); x is
  * ours now and goes back through io->xfer_put. */
