@@ -46,7 +46,7 @@ HOUSEKEEPING = [("dp_shard_tick", "timers")]
 # per-stage rows: (label, functions whose inclusive work cost is the row);
 # a function's clones (.isra, .constprop, .part, .avx2 ...) count as it
 STAGES = [
-    ("rx: parse, checks, demux (dp_rx_work self)", ["dp_rx_work"], "self"),
+    ("rx: known flows, checks, demux, mbufs freed (dp_rx_work self)", ["dp_rx_work"], "self"),
     ("  dp_pkt_parse + dp_pkt_addr_check", ["dp_pkt_parse", "dp_pkt_addr_check"], "incl"),
     ("shard burst (dp_shard_burst)", ["dp_shard_burst"], "incl"),
     ("  its own passes (self)", ["dp_shard_burst"], "self"),
@@ -62,7 +62,7 @@ STAGES = [
     ("ACK flush (dp_shard_ack_flush)", ["dp_shard_ack_flush"], "incl"),
     ("TX datagrams built (dp_tx_dgram)", ["dp_tx_dgram"], "incl"),
     ("TX flush, PMD left out (dp_tx_flush)", ["dp_tx_flush"], "incl-pmd"),
-    ("RX mbufs freed (rte_pktmbuf_free_bulk)", ["rte_pktmbuf_free_bulk"], "incl"),
+    ("RX mbufs freed, any not plain (rte_pktmbuf_free_bulk)", ["rte_pktmbuf_free_bulk"], "incl"),
 ]
 FLOOR = [
     ("copies (memcpy/memmove)", re.compile(r"^(__)?mem(cpy|move)")),
