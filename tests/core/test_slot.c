@@ -1,7 +1,10 @@
 /* test_slot.c - the slot engine (core/slot.c) and the bit-exact reduction
- * (core/reduce.c): conformance vectors R01/R02 in every arrival order, the
- * Pair X default at hidden 1536 against a scalar reference, fragments,
- * superseded attempts, duplicates, conflicts, expiry on a fake clock, late
+ * (core/reduce.c): conformance vectors R01/R02 in every arrival order,
+ * every reduction kernel, line count and sign combination bit for bit
+ * against a scalar reference (NaN payloads and signs, infinities,
+ * denormals, signed zeros, odd lengths and misalignments), the Pair X
+ * default at hidden 1536 against a scalar reference, fragments, superseded
+ * attempts, duplicates, conflicts, expiry on a fake clock, late
  * answers, epoch flushes (the key reopens), slot reuse, capacity
  * exhaustion, shape and line refusals.
  *
@@ -63,15 +66,32 @@ static float rand_normal(void)
 	return (float)((double)(int64_t)(rng() >> 11) / (double)(1ull << 52)) - 1.0f;
 }
 
+/* One addition and one subtraction, each its own call: written inline as
+ * neg ? r - c : r + c, clang -O3 makes it r + (neg ? -c : c), the same
+ * number but not the same NaN (x86 returns a NaN operand of a subtraction
+ * unchanged), and the reference would no longer be the scalar loop. */
+static __attribute__((noinline)) float ref_add(float a, float b) { return a + b; }
+static __attribute__((noinline)) float ref_sub(float a, float b) { return a - b; }
+
 /* Scalar reference of wire.md section 4, written the obvious way. */
 static void ref_reduce(float *out, const float *const *c, const uint8_t *neg, unsigned n, size_t nf)
 {
 	for (size_t i = 0; i < nf; i++) {
 		volatile float r = neg[0] ? -c[0][i] : c[0][i];
 		for (unsigned k = 1; k < n; k++)
-			r = neg[k] ? r - c[k][i] : r + c[k][i];
+			r = neg[k] ? ref_sub(r, c[k][i]) : ref_add(r, c[k][i]);
 		out[i] = r;
 	}
+}
+
+/* The signs of a rule as bits (line k in bit k), for failure messages. */
+static unsigned neg_bits(const uint8_t *neg, unsigned n)
+{
+	unsigned b = 0;
+
+	for (unsigned k = 0; k < n; k++)
+		b |= (neg[k] & 1u) << k;
+	return b;
 }
 
 struct table {
@@ -248,19 +268,68 @@ static void test_vector_r02(void **state)
 
 /* ---- the reduction alone ------------------------------------------------ */
 
+/* Did an addition of element i meet two NaN operands (an input NaN, or the
+ * default NaN of inf - inf, meeting another)? IEEE 754 leaves the payload
+ * of that result to the implementation and gcc may commute an addition, so
+ * there only NaN-ness is a contract. */
+static bool two_nans_met(const float *const *c, const uint8_t *neg, unsigned n, size_t i)
+{
+	volatile float r = neg[0] ? -c[0][i] : c[0][i];
+	bool met = false;
+
+	for (unsigned k = 1; k < n; k++) {
+		met = met || (isnan(r) && isnan(c[k][i]));
+		r = neg[k] ? r - c[k][i] : r + c[k][i];
+	}
+	return met;
+}
+
+/* fg_reduce against the reference for one input: every element bit for bit
+ * (NaN-ness only where two NaNs met), nothing written before out or past
+ * n_floats (out must have FG_GUARD floats of slack on each side, filled
+ * with 0xEE bytes). Adds to the counts; fails with where it went wrong. */
+enum { FG_GUARD = 16 };
+struct reduce_counts {
+	size_t exact, nan_exact, multi_nan;
+};
+static void reduce_check(float *out, float *ref, const float *const *c, const uint8_t *neg, unsigned n, size_t nf,
+			 struct reduce_counts *cnt)
+{
+	fg_reduce(out, c, neg, n, nf);
+	ref_reduce(ref, c, neg, n, nf);
+	for (size_t i = 0; i < nf; i++) {
+		if (two_nans_met(c, neg, n, i)) {
+			if (!isnan(out[i]) || !isnan(ref[i]))
+				fail_msg("n %u signs %x len %zu i %zu: %08x, reference %08x (two NaNs met)", n,
+					 neg_bits(neg, n), nf, i, f_bits(out[i]), f_bits(ref[i]));
+			cnt->multi_nan++;
+			continue;
+		}
+		if (f_bits(out[i]) != f_bits(ref[i]))
+			fail_msg("n %u signs %x len %zu i %zu: %08x != reference %08x", n, neg_bits(neg, n), nf, i,
+				 f_bits(out[i]), f_bits(ref[i]));
+		cnt->exact++;
+		cnt->nan_exact += isnan(out[i]) ? 1u : 0u;
+	}
+	for (size_t g = 1; g <= FG_GUARD; g++) {
+		if (f_bits(out[-(ptrdiff_t)g]) != 0xEEEEEEEEu || f_bits(out[nf + g - 1]) != 0xEEEEEEEEu)
+			fail_msg("n %u signs %x len %zu: written outside out[0..len)", n, neg_bits(neg, n), nf);
+	}
+}
+
 static void test_reduce_matches_scalar(void **state)
 {
 	enum { MAXF = 5000 };
-	float *c[FG_LINES], *out = malloc(MAXF * 4), *ref = malloc(MAXF * 4);
+	float *c[FG_LINES], *buf = malloc((MAXF + 2 * FG_GUARD) * 4), *ref = malloc(MAXF * 4);
+	float *out = buf + FG_GUARD;
 	uint8_t neg[FG_LINES];
+	struct reduce_counts cnt = { 0 };
 	(void)state;
 
 	for (unsigned k = 0; k < FG_LINES; k++) {
 		c[k] = malloc(MAXF * 4);
 		assert_non_null(c[k]);
 	}
-	size_t checked = 0, nan_exact = 0, multi_nan = 0;
-
 	for (unsigned round = 0; round < 1000; round++) {
 		unsigned n = 1 + (unsigned)(rng() % FG_LINES);
 		size_t nf = 1 + (size_t)(rng() % MAXF);
@@ -269,41 +338,121 @@ static void test_reduce_matches_scalar(void **state)
 			for (size_t i = 0; i < nf; i++)
 				c[k][i] = rand_special();
 		}
-		memset(out, 0xEE, MAXF * 4);
-		fg_reduce(out, (const float *const *)c, neg, n, nf);
-		ref_reduce(ref, (const float *const *)c, neg, n, nf);
-		for (size_t i = 0; i < nf; i++) {
-			/* Did any addition see two NaN operands (an input NaN, or
-			 * the default NaN of inf - inf, meeting another)? */
-			unsigned nans = 0;
-			volatile float r = neg[0] ? -c[0][i] : c[0][i];
-			for (unsigned k = 1; k < n; k++) {
-				nans += isnan(r) && isnan(c[k][i]) ? 1u : 0u;
-				r = neg[k] ? r - c[k][i] : r + c[k][i];
-			}
-			if (nans >= 1) {
-				/* Two NaN operands: IEEE 754 leaves the payload of the
-				 * result to the implementation and gcc may commute an
-				 * addition, so only NaN-ness is a contract. */
-				assert_true(isnan(out[i]) && isnan(ref[i]));
-				multi_nan++;
-			} else {
-				if (f_bits(out[i]) != f_bits(ref[i]))
-					fail_msg("round %u n %u i %zu: %08x != %08x", round, n, i, f_bits(out[i]),
-						 f_bits(ref[i]));
-				checked++;
-				nan_exact += isnan(out[i]) ? 1u : 0u;
-			}
-		}
-		/* nothing written past n_floats */
-		if (nf < MAXF)
-			assert_int_equal(f_bits(out[nf]), 0xEEEEEEEEu);
+		memset(buf, 0xEE, (MAXF + 2 * FG_GUARD) * 4);
+		reduce_check(out, ref, (const float *const *)c, neg, n, nf, &cnt);
 	}
 	/* the specials really were exercised */
-	assert_true(checked > 100000 && nan_exact > 1000 && multi_nan > 100);
+	assert_true(cnt.exact > 100000 && cnt.nan_exact > 1000 && cnt.multi_nan > 100);
 	for (unsigned k = 0; k < FG_LINES; k++)
 		free(c[k]);
-	free(out);
+	free(buf);
+	free(ref);
+}
+
+/* Random lines: specials everywhere, or (lone) one special per element on
+ * a random line (where[i]) and ordinary values on the others. */
+static void fill_lines(float *const *c, unsigned *where, unsigned n, size_t nf, bool lone)
+{
+	for (size_t i = 0; i < nf; i++) {
+		where[i] = (unsigned)(rng() % n);
+		for (unsigned k = 0; k < n; k++)
+			c[k][i] = !lone || k == where[i] ? rand_special() : rand_normal();
+	}
+}
+
+/* Input with one special per element, on line where[i]: a lone NaN comes
+ * out as itself, quieted by the first addition (n > 1), with its sign
+ * flipped when it is the first line's and that line is negated (x86
+ * returns the NaN operand; a subtraction does not flip it). Counts the lone
+ * NaNs of the first line in lone[0], of the others in lone[1]. */
+static void lone_nans(const float *out, const float *const *c, const unsigned *where, const uint8_t *neg,
+		      unsigned n, size_t nf, size_t lone[2])
+{
+	for (size_t i = 0; i < nf; i++) {
+		uint32_t in = f_bits(c[where[i]][i]);
+
+		if (!isnan(c[where[i]][i]))
+			continue;
+#if defined(__x86_64__) || defined(__i386__)
+		uint32_t want = (n > 1 ? in | 0x00400000u : in) ^ (where[i] == 0 && neg[0] ? 0x80000000u : 0u);
+		if (f_bits(out[i]) != want)
+			fail_msg("n %u signs %x len %zu i %zu: lone NaN %08x on line %u gave %08x, not %08x", n,
+				 neg_bits(neg, n), nf, i, in, where[i], f_bits(out[i]), want);
+#endif
+		lone[where[i] == 0 ? 0 : 1]++;
+	}
+}
+
+/* Every kernel fg_reduce has (one per line count and add/subtract choice,
+ * each with both signs of the first line, the blocked loop for longer
+ * rules), every n from 1 to FG_LINES with every sign combination, at
+ * lengths around the vector width, the unrolled step and the block (1, 7,
+ * 8, 9, ... 1535, 1536, 2049, 4100), with out and the lines at different
+ * misalignments. Two inputs each:
+ *   - specials everywhere (NaNs of both signs with payloads, infinities,
+ *     denormals, signed zeros, any bit pattern);
+ *   - one special per element on one line, ordinary values on the others,
+ *     so that every element is compared bit for bit: a lone NaN on the first
+ *     line must come out as that NaN, quieted, with its sign flipped when the
+ *     first line is negated (x86 returns the NaN operand; folding -a + b into
+ *     b - a would keep the sign), and a lone NaN elsewhere as itself. */
+static void test_reduce_every_kernel(void **state)
+{
+	static const size_t lens[] = { 1, 2, 7, 8, 9, 15, 16, 17, 31, 63, 64, 65, 127, 128, 129,
+				       1535, 1536, 2047, 2048, 2049, 4100 };
+	enum { MAXF = 4100, PAD = 4 };
+	float *c[FG_LINES], *buf = malloc((MAXF + PAD + 2 * FG_GUARD) * 4), *ref = malloc(MAXF * 4);
+	float *mem[FG_LINES];
+	unsigned *where = malloc(MAXF * sizeof(unsigned));
+	uint8_t neg[FG_LINES];
+	struct reduce_counts all = { 0 };
+	size_t lone[2] = { 0, 0 }, runs = 0;
+	(void)state;
+
+	assert_non_null(buf);
+	assert_non_null(ref);
+	assert_non_null(where);
+	for (unsigned k = 0; k < FG_LINES; k++) {
+		mem[k] = malloc((MAXF + PAD) * 4);
+		assert_non_null(mem[k]);
+	}
+	for (unsigned n = 1; n <= FG_LINES; n++) {
+		for (unsigned signs = 0; signs < 1u << n; signs++) {
+			for (unsigned k = 0; k < n; k++)
+				neg[k] = (uint8_t)(signs >> k & 1u);
+			for (size_t li = 0; li < FG_ARRAY_LEN(lens); li++) {
+				size_t nf = lens[li];
+				unsigned shift = (unsigned)(li + signs) % PAD;
+				float *out = buf + FG_GUARD + shift;
+
+				for (unsigned k = 0; k < n; k++)
+					c[k] = mem[k] + (shift + k) % PAD;
+				for (unsigned input = 0; input < 2; input++) {
+					struct reduce_counts cnt = { 0 };
+
+					fill_lines(c, where, n, nf, input == 1);
+					memset(buf, 0xEE, (MAXF + PAD + 2 * FG_GUARD) * 4);
+					reduce_check(out, ref, (const float *const *)c, neg, n, nf, &cnt);
+					runs++;
+					all.exact += cnt.exact;
+					all.nan_exact += cnt.nan_exact;
+					all.multi_nan += cnt.multi_nan;
+					if (input == 0)
+						continue;
+					assert_int_equal(cnt.exact, nf);
+					lone_nans(out, (const float *const *)c, where, neg, n, nf, lone);
+				}
+			}
+		}
+	}
+	/* 254 sign combinations x 21 lengths x 2 inputs, and the specials were hit */
+	assert_int_equal(runs, 254u * FG_ARRAY_LEN(lens) * 2u);
+	assert_true(all.exact > 1000000 && all.nan_exact > 100000 && all.multi_nan > 10000);
+	assert_true(lone[0] > 10000 && lone[1] > 10000);
+	for (unsigned k = 0; k < FG_LINES; k++)
+		free(mem[k]);
+	free(where);
+	free(buf);
 	free(ref);
 }
 
@@ -1229,6 +1378,7 @@ int main(void)
 		cmocka_unit_test(test_vector_r01),
 		cmocka_unit_test(test_vector_r02),
 		cmocka_unit_test(test_reduce_matches_scalar),
+		cmocka_unit_test(test_reduce_every_kernel),
 		cmocka_unit_test(test_reduce_order_is_canonical),
 		cmocka_unit_test(test_pair_x_every_order),
 		cmocka_unit_test(test_fragments_random_order_with_dupes),
