@@ -125,9 +125,12 @@ static struct rte_mbuf *tx_mbuf(struct dp_lcore *lc)
 			rte_prefetch0_write(m + RTE_CACHE_LINE_SIZE);
 			rte_prefetch0_write(m + off);
 		}
-		/* newest at the bottom: the stash is used from its top */
-		memmove(lc->tx_stash + k, lc->tx_stash, lc->n_stash * sizeof(lc->tx_stash[0]));
-		memcpy(lc->tx_stash, fresh, k * sizeof(fresh[0]));
+		/* newest at the bottom: the stash is used from its top (a few
+		 * pointers: moved one by one, not through memmove) */
+		for (unsigned i = lc->n_stash; i--;)
+			lc->tx_stash[i + k] = lc->tx_stash[i];
+		for (unsigned i = 0; i < k; i++)
+			lc->tx_stash[i] = fresh[i];
 		__atomic_store_n(&lc->n_stash, lc->n_stash + k, __ATOMIC_RELAXED); /* telemetry reads it */
 	}
 	if (!lc->n_stash) /* fewer than a refill's worth left in the pool */
