@@ -180,6 +180,16 @@ struct dp_rx_flow {
 	struct dp_route route;
 };
 
+/* A datagram header template of the lcore's TX side (dp_tx.c): the key
+ * (the route and the destination) and the template built for it. */
+#define DP_TX_TMPLS 8u
+struct dp_tx_tmpl {
+	struct dp_route rt;
+	struct dp_peer to;
+	bool used;
+	struct dp_pkt_tmpl t;
+};
+
 struct dp_lcore {
 	unsigned idx;       /* shard index */
 	unsigned lcore_id;
@@ -209,6 +219,7 @@ struct dp_lcore {
 	uint64_t tx_nohold_until;/* DPDK only: a hold ran out; until then refused packets are dropped */
 	struct rte_mbuf *tx_stash[DP_TX_STASH]; /* DPDK only: raw mbufs, prefetched, for the next datagrams */
 	unsigned n_stash;        /* written by the lcore only, read by telemetry (relaxed atomics) */
+	struct dp_tx_tmpl tx_tmpl[DP_TX_TMPLS]; /* DPDK only: header templates (dp_tx.c) */
 	uint16_t frame_id, ip_id;
 	uint64_t next_ack_ns, next_timer_ns;
 	bool ack_now;

@@ -18,12 +18,6 @@
 #include "dp_shard.h"
 #include "dp_tx.h"
 
-static bool io_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *head,
-		     uint32_t head_len, const uint8_t *data, uint32_t len)
-{
-	return dp_tx_dgram(lc, rt, to->family, rt->local, to->addr, to->port, head, head_len, data, len);
-}
-
 static bool io_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt)
 {
 	return dp_neigh_route(lc, family, addr, rt);
@@ -82,7 +76,7 @@ static bool io_report_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_b
 }
 
 const struct dp_io dp_io_dpdk = {
-	.dgram = io_dgram,
+	.dgram = dp_tx_dgram,
 	.route = io_route,
 	.xfer_get = io_xfer_get,
 	.xfer_put = io_xfer_put,

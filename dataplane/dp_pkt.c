@@ -245,6 +245,39 @@ uint32_t dp_pkt_build_udp(uint8_t *buf, const struct dp_route *rt, int family, c
 	return (uint32_t)(udp - buf) + ulen;
 }
 
+void dp_pkt_tmpl_init(struct dp_pkt_tmpl *t, const struct dp_route *rt, int family, const uint8_t *src_ip,
+		      uint16_t src_port, const uint8_t *dst_ip, uint16_t dst_port)
+{
+	memset(t, 0, sizeof(*t));
+	t->family = family == 6 ? 6 : 4;
+	t->hl = (uint8_t)dp_pkt_hdr_len(rt, t->family);
+	t->l3 = (uint8_t)(t->hl - 8 - (t->family == 6 ? 40 : 20));
+	/* the reference build with every per-datagram field zero: ip_id 0,
+	 * an empty payload; those fields (and the checksums) are then cleared */
+	(void)dp_pkt_build_udp(t->hdr, rt, t->family, src_ip, src_port, dst_ip, dst_port, 0, 0);
+	uint8_t *ip = t->hdr + t->l3, *udp = t->hdr + t->hl - 8;
+	udp[4] = udp[5] = udp[6] = udp[7] = 0;
+	if (t->family == 4) {
+		ip[2] = ip[3] = ip[4] = ip[5] = ip[10] = ip[11] = 0;
+		for (unsigned i = 0; i < 20; i += 2)
+			t->sum += fg_be16(ip + i);
+	} else {
+		ip[4] = ip[5] = 0;
+		for (unsigned i = 8; i < 40; i += 2)
+			t->sum += fg_be16(ip + i);
+		t->sum += IPPROTO_UDP_ + src_port + dst_port;
+	}
+}
+
+uint16_t dp_pkt_tmpl_udp6_csum(const uint8_t *buf, const struct dp_pkt_tmpl *t, uint32_t ulen)
+{
+	/* the pseudo-header's length and the UDP header's (the same), the
+	 * payload; the UDP header's checksum field is zero */
+	uint32_t sum = csum_add(t->sum + 2 * ulen, buf + t->hl, ulen - 8);
+	uint16_t c = csum_fold(sum);
+	return c ? c : 0xFFFF;
+}
+
 uint32_t dp_pkt_build_arp_reply(uint8_t *buf, const struct dp_pkt *req, const uint8_t our_mac[6],
 				const uint8_t our_ip[4])
 {

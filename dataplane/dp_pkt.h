@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "fg/common.h"
+#include "fg/wire.h"
 #include "dp_reasm.h"
 
 #define DP_ETH_HLEN 14u
@@ -97,6 +98,79 @@ uint32_t dp_pkt_hdr_len(const struct dp_route *rt, int family);
 uint32_t dp_pkt_build_udp(uint8_t *buf, const struct dp_route *rt, int family, const uint8_t *src_ip,
 			  uint16_t src_port, const uint8_t *dst_ip, uint16_t dst_port, uint32_t payload_len,
 			  uint16_t ip_id);
+
+/* A prebuilt Ethernet/(VLAN)/IP/UDP header shared by every datagram from
+ * one source to one destination over one route: dp_pkt_tmpl_init builds
+ * it once, dp_pkt_tmpl_put writes it in front of each payload with
+ * fixed-size copies and patches only what differs per datagram (the
+ * lengths, the IPv4 id, the checksums: the IPv4 header checksum from the
+ * template's partial sum, the IPv6 UDP checksum from the pseudo-header's
+ * partial sum and the payload). The frames are byte for byte those of
+ * dp_pkt_build_udp with the same arguments. */
+#define DP_PKT_HDR_MAX 66u /* Ethernet + VLAN + IPv6 + UDP */
+struct dp_pkt_tmpl {
+	uint8_t hdr[DP_PKT_HDR_MAX]; /* lengths, id and checksums zero */
+	uint8_t hl;                  /* header bytes (dp_pkt_hdr_len) */
+	uint8_t l3;                  /* offset of the IP header */
+	uint8_t family;              /* 4 or 6 */
+	uint32_t sum;                /* IPv4: ones' complement sum of the IP header's 16-bit words
+				      * (big-endian values, not folded); IPv6: of the pseudo-header's
+				      * addresses and next header and of the UDP ports */
+};
+
+/* Build t for datagrams as dp_pkt_build_udp(buf, rt, family, src_ip,
+ * src_port, dst_ip, dst_port, ...) writes them. Pointers are read only
+ * during the call. */
+void dp_pkt_tmpl_init(struct dp_pkt_tmpl *t, const struct dp_route *rt, int family, const uint8_t *src_ip,
+		      uint16_t src_port, const uint8_t *dst_ip, uint16_t dst_port);
+
+/* The IPv6 UDP checksum of a datagram written from t whose UDP length is
+ * ulen and whose payload (ulen - 8 bytes) is at buf + t->hl. */
+uint16_t dp_pkt_tmpl_udp6_csum(const uint8_t *buf, const struct dp_pkt_tmpl *t, uint32_t ulen);
+
+/* Copy n (32..96) bytes with fixed-size 32-byte copies (overlapping). */
+static inline void dp_pkt_copy32s(uint8_t *dst, const uint8_t *src, uint32_t n)
+{
+	__builtin_memcpy(dst, src, 32);
+	if (n > 64)
+		__builtin_memcpy(dst + 32, src + 32, 32);
+	__builtin_memcpy(dst + n - 32, src + n - 32, 32);
+}
+
+/* fg_put_be16 as one store. */
+static inline void dp_pkt_put_be16(uint8_t *p, uint16_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap16(v);
+#endif
+	__builtin_memcpy(p, &v, 2);
+}
+
+/* Write t's headers at buf[0..t->hl) for a UDP payload of payload_len
+ * bytes and IPv4 id ip_id (unused over IPv6). Over IPv4 the payload may
+ * be written before or after; over IPv6 it must already be at buf + t->hl
+ * (the UDP checksum covers it). Returns the frame length. */
+static inline uint32_t dp_pkt_tmpl_put(uint8_t *buf, const struct dp_pkt_tmpl *t, uint32_t payload_len,
+				       uint16_t ip_id)
+{
+	uint32_t ulen = 8 + payload_len;
+	uint8_t *ip = buf + t->l3, *udp = buf + t->hl - 8;
+	dp_pkt_copy32s(buf, t->hdr, t->hl);
+	dp_pkt_put_be16(udp + 4, (uint16_t)ulen);
+	if (t->family == 4) {
+		uint32_t tot = (uint16_t)(20 + ulen);
+		uint32_t s = t->sum + tot + ip_id;
+		s = (s & 0xFFFFu) + (s >> 16);
+		s = (s & 0xFFFFu) + (s >> 16);
+		dp_pkt_put_be16(ip + 2, (uint16_t)tot);
+		dp_pkt_put_be16(ip + 4, ip_id);
+		dp_pkt_put_be16(ip + 10, (uint16_t)~s);
+	} else {
+		dp_pkt_put_be16(ip + 4, (uint16_t)ulen);
+		dp_pkt_put_be16(udp + 6, dp_pkt_tmpl_udp6_csum(buf, t, ulen));
+	}
+	return t->hl + payload_len;
+}
 
 /* Build an ARP reply to a request parsed into req, answering for our_ip with
  * our_mac. Returns the frame length (42 or 46 with VLAN; padded to 60). */

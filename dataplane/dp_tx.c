@@ -2,6 +2,11 @@
  * (lc->tx, flushed once per loop iteration and when full), and building
  * UDP datagrams (one, or a frame split into fragments at C) into mbufs.
  *
+ * A datagram's Ethernet/IP/UDP header is written from a template built
+ * once per (route, destination) and kept in a small per-lcore cache
+ * (dp_pkt.h, struct dp_pkt_tmpl): a copy and a few patched fields per
+ * datagram, the same bytes as building it field by field.
+ *
  * TX back-pressure lives here too (dp_tx_held, dp_tx_send): the poll loop
  * asks whether RX pauses and hands the buffer over once per iteration.
  *
@@ -120,9 +125,12 @@ static struct rte_mbuf *tx_mbuf(struct dp_lcore *lc)
 			rte_prefetch0_write(m + RTE_CACHE_LINE_SIZE);
 			rte_prefetch0_write(m + off);
 		}
-		/* newest at the bottom: the stash is used from its top */
-		memmove(lc->tx_stash + k, lc->tx_stash, lc->n_stash * sizeof(lc->tx_stash[0]));
-		memcpy(lc->tx_stash, fresh, k * sizeof(fresh[0]));
+		/* newest at the bottom: the stash is used from its top (a few
+		 * pointers: moved one by one, not through memmove) */
+		for (unsigned i = lc->n_stash; i--;)
+			lc->tx_stash[i + k] = lc->tx_stash[i];
+		for (unsigned i = 0; i < k; i++)
+			lc->tx_stash[i] = fresh[i];
 		__atomic_store_n(&lc->n_stash, lc->n_stash + k, __ATOMIC_RELAXED); /* telemetry reads it */
 	}
 	if (!lc->n_stash) /* fewer than a refill's worth left in the pool */
@@ -140,29 +148,84 @@ void dp_tx_stash_release(struct dp_lcore *lc)
 	__atomic_store_n(&lc->n_stash, 0, __ATOMIC_RELAXED);
 }
 
-/* One UDP datagram whose payload is head + data. */
-bool dp_tx_dgram(struct dp_lcore *lc, const struct dp_route *rt, int family, const uint8_t *src_ip,
-		 const uint8_t *dst_ip, uint16_t dst_port, const uint8_t *head, uint32_t head_len,
-		 const uint8_t *data, uint32_t len)
+/* Whether e was built for route rt and destination to: the route's
+ * bytes up to its local address's end (no padding among them) and the
+ * destination's family, address and port, compared a word at a time. */
+static inline uint64_t load64(const void *p)
 {
-	uint32_t hl = dp_pkt_hdr_len(rt, family);
-	uint32_t plen = head_len + len;
+	uint64_t w;
+	memcpy(&w, p, 8);
+	return w;
+}
+
+static inline bool tmpl_is(const struct dp_tx_tmpl *e, const struct dp_route *rt, const struct dp_peer *to)
+{
+	_Static_assert(offsetof(struct dp_route, local) + 16 == 31 && offsetof(struct dp_route, local) == 15,
+		       "dp_route's key bytes are [0, 31) without padding");
+	_Static_assert(offsetof(struct dp_peer, addr) == 1, "dp_peer's family and address are [0, 17)");
+	const uint8_t *a = (const uint8_t *)&e->rt, *b = (const uint8_t *)rt;
+	const uint8_t *x = (const uint8_t *)&e->to, *y = (const uint8_t *)to;
+	uint64_t d = (load64(a) ^ load64(b)) | (load64(a + 8) ^ load64(b + 8)) | (load64(a + 16) ^ load64(b + 16)) |
+		     (load64(a + 23) ^ load64(b + 23)) | (load64(x) ^ load64(y)) | (load64(x + 9) ^ load64(y + 9));
+	return e->used && !d && e->to.port == to->port;
+}
+
+/* The header template for datagrams over rt to `to` from our data port
+ * (rt->local): a small direct-mapped cache per lcore, so that the
+ * Ethernet/IP/UDP header is built once per (route, destination) and not
+ * once per datagram. A changed route (a neighbour's new MAC, another
+ * local address) is another key: the entry is rebuilt. */
+static const struct dp_pkt_tmpl *tx_tmpl(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to)
+{
+	uint32_t a;
+	memcpy(&a, to->addr, 4);
+	struct dp_tx_tmpl *e = &lc->tx_tmpl[((a ^ to->port) * 0x9E3779B1u) >> (32 - 3)];
+	_Static_assert(DP_TX_TMPLS == 1u << 3, "the index takes 3 bits");
+	if (!tmpl_is(e, rt, to)) {
+		dp_pkt_tmpl_init(&e->t, rt, to->family, rt->local, dp_g.cfg.udp_port, to->addr, to->port);
+		e->rt = *rt;
+		e->to = *to;
+		e->used = true;
+	}
+	return &e->t;
+}
+
+/* One UDP datagram whose payload is head + data, its header from t. */
+static inline bool tx_dgram(struct dp_lcore *lc, const struct dp_pkt_tmpl *t, const uint8_t *head, uint32_t head_len,
+			    const uint8_t *data, uint32_t len)
+{
+	uint32_t plen = head_len + len, total = t->hl + plen;
 	struct rte_mbuf *m = tx_mbuf(lc);
 	if (!m) {
 		dp_lc_xcount(lc, DP_X_TX_NOMBUF);
 		return false;
 	}
-	uint8_t *p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(hl + plen));
-	if (!p) {
+	/* rte_pktmbuf_append on an empty mbuf */
+	if (unlikely(total > rte_pktmbuf_tailroom(m))) {
 		rte_pktmbuf_free(m);
 		dp_lc_xcount(lc, DP_X_TX_NOMBUF);
 		return false;
 	}
-	uint8_t *u = p + hl;
-	if (head_len)
+	m->data_len = (uint16_t)total;
+	m->pkt_len = total;
+	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+	uint8_t *u = p + t->hl;
+	if (head_len == FG_FRAG_HDR_LEN) /* the common head: a fragment header alone */
+		memcpy(u, head, FG_FRAG_HDR_LEN);
+	else if (head_len)
 		memcpy(u, head, head_len);
 	memcpy(u + head_len, data, len);
-	dp_pkt_build_udp(p, rt, family, src_ip, dp_g.cfg.udp_port, dst_ip, dst_port, plen, lc->ip_id++);
-	dp_tx_queue(lc, m);
+	(void)dp_pkt_tmpl_put(p, t, plen, lc->ip_id++);
+	if (unlikely(lc->n_tx == DP_TX_MAX)) {
+		dp_tx_queue(lc, m);
+		return true;
+	}
+	lc->tx[lc->n_tx++] = m;
 	return true;
+}
+
+bool dp_tx_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *head,
+		 uint32_t head_len, const uint8_t *data, uint32_t len)
+{
+	return tx_dgram(lc, tx_tmpl(lc, rt, to), head, head_len, data, len);
 }

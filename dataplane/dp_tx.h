@@ -28,12 +28,12 @@ void dp_tx_drop(struct dp_lcore *lc);
  * buffer stays full (the device took nothing), m is freed and counted as
  * drop_tx_full. */
 void dp_tx_queue(struct dp_lcore *lc, struct rte_mbuf *m);
-/* Queue one UDP datagram from our data port to dst_ip:dst_port whose
- * payload is head[0..head_len) then data[0..len), both copied straight
- * into the mbuf. Returns false (counted tx_nombuf) when no mbuf was free.
- * Pointers are borrowed. */
-bool dp_tx_dgram(struct dp_lcore *lc, const struct dp_route *rt, int family, const uint8_t *src_ip,
-		 const uint8_t *dst_ip, uint16_t dst_port, const uint8_t *head, uint32_t head_len,
-		 const uint8_t *data, uint32_t len);
-
+/* Queue one UDP datagram from our data port (source address rt->local)
+ * to `to` over route rt, whose payload is head[0..head_len) then
+ * data[0..len), both copied straight into the mbuf behind a header
+ * written from the lcore's template for (rt, to). The io->dgram of
+ * dp_io_dpdk (dp_io.h). Returns false (counted tx_nombuf) when no mbuf was
+ * free. Pointers are borrowed. */
+bool dp_tx_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *head,
+		 uint32_t head_len, const uint8_t *data, uint32_t len);
 #endif
