@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "fg/common.h"
 #include "fg/wire.h"
@@ -85,6 +86,70 @@ enum dp_addr_verdict {
 	DP_ADDR_NOT_OURS,   /* counted drop_not_ours */
 };
 enum dp_addr_verdict dp_pkt_addr_check(const struct dp_pkt *pk, const uint8_t *own4, const uint8_t *own6);
+
+/* The common form, recognised without a parse (dataplane/dp_rx.c's known
+ * flows): an untagged IPv4 frame with a 20-byte header, not an IP
+ * fragment, carrying UDP, its lengths consistent (28 <= IP total length
+ * <= len - 14, 8 <= UDP length <= IP total length - 20). Exactly such a
+ * frame dp_pkt_parse takes as DP_PKT_UDP with its payload at
+ * DP_UDP4_PAYLOAD, UDP length - 8 bytes long, and every verdict the
+ * receive path gives it (the parse, the address checks, the port demux,
+ * the allowlist, the reply route) reads only the fields of its flow key
+ * (struct dp_flow_key). fuzz_dp_pkt checks the first against dp_pkt_parse. */
+#define DP_UDP4_IP DP_ETH_HLEN              /* version/IHL */
+#define DP_UDP4_UDP (DP_ETH_HLEN + 20u)     /* the UDP header */
+#define DP_UDP4_PAYLOAD (DP_UDP4_UDP + 8u)  /* the UDP payload */
+
+static inline uint64_t dp_pkt_ld64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static inline uint32_t dp_pkt_ld32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static inline bool dp_pkt_udp4_form(const uint8_t *p, uint32_t len)
+{
+	if (len < DP_UDP4_PAYLOAD)
+		return false;
+	uint32_t tot = (uint32_t)(p[DP_UDP4_IP + 2] << 8 | p[DP_UDP4_IP + 3]);
+	uint32_t ulen = (uint32_t)(p[DP_UDP4_UDP + 4] << 8 | p[DP_UDP4_UDP + 5]);
+	/* two words against a pattern (constants once compiled, in either
+	 * byte order): EtherType 0x0800 and version/IHL 0x45; no MF flag or
+	 * fragment offset, protocol 17 (the TTL masked out) */
+	static const uint8_t want0[4] = {0x08, 0x00, 0x45, 0}, mask0[4] = {0xFF, 0xFF, 0xFF, 0};
+	static const uint8_t want1[4] = {0, 0, 0, 17}, mask1[4] = {0x3F, 0xFF, 0, 0xFF};
+	uint32_t d = ((dp_pkt_ld32(p + 12) & dp_pkt_ld32(mask0)) ^ dp_pkt_ld32(want0)) |
+		     ((dp_pkt_ld32(p + DP_UDP4_IP + 6) & dp_pkt_ld32(mask1)) ^ dp_pkt_ld32(want1));
+	/* the two length ranges, as unsigned differences */
+	return !d && tot - 28u <= len - DP_UDP4_PAYLOAD && ulen - 8u <= tot - 28u;
+}
+
+/* A frame of that form's flow key, as on the wire: the source MAC and
+ * EtherType (frame bytes 6..13), the IP source and destination, the UDP
+ * source and destination ports. */
+struct dp_flow_key {
+	uint64_t mac_type, addrs;
+	uint32_t ports;
+};
+
+static inline struct dp_flow_key dp_flow_key_of(const uint8_t *p)
+{
+	return (struct dp_flow_key){.mac_type = dp_pkt_ld64(p + 6),
+				    .addrs = dp_pkt_ld64(p + DP_UDP4_IP + 12),
+				    .ports = dp_pkt_ld32(p + DP_UDP4_UDP)};
+}
+
+static inline bool dp_flow_key_eq(const struct dp_flow_key *a, uint64_t mac_type, uint64_t addrs, uint32_t ports)
+{
+	return !((a->mac_type ^ mac_type) | (a->addrs ^ addrs) | (uint64_t)(a->ports ^ ports));
+}
 
 /* Bytes of Ethernet + (VLAN) + IP + UDP headers for a route and family. */
 uint32_t dp_pkt_hdr_len(const struct dp_route *rt, int family);

@@ -138,76 +138,20 @@ static bool rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, struct dp_pkt *pk
 	return true;
 }
 
-/* The offsets of an untagged IPv4 (20-byte header) UDP datagram. */
-#define RX_IP4 DP_ETH_HLEN		/* version/IHL */
-#define RX_UDP (DP_ETH_HLEN + 20u)	/* UDP header */
-#define RX_PAYLOAD (RX_UDP + 8u)	/* UDP payload */
-
-static inline uint64_t rx_ld64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
-static inline uint32_t rx_ld32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-/* Whether p[0..len) is an untagged IPv4/UDP datagram with a 20-byte
- * header, not an IP fragment, with consistent lengths: the form whose
- * verdicts in rx_packet depend only on its flow's key (struct rx_key). */
-static inline bool rx_form(const uint8_t *p, uint32_t len)
-{
-	if (len < RX_PAYLOAD)
-		return false;
-	uint32_t tot = fg_be16(p + RX_IP4 + 2), ulen = fg_be16(p + RX_UDP + 4);
-	/* two words against a pattern (constants once compiled, in either
-	 * byte order): EtherType 0x0800 and version/IHL 0x45; no MF flag or
-	 * fragment offset, protocol 17 (the TTL masked out) */
-	static const uint8_t want0[4] = {0x08, 0x00, 0x45, 0}, mask0[4] = {0xFF, 0xFF, 0xFF, 0};
-	static const uint8_t want1[4] = {0, 0, 0, 17}, mask1[4] = {0x3F, 0xFF, 0, 0xFF};
-	uint32_t d = ((rx_ld32(p + 12) & rx_ld32(mask0)) ^ rx_ld32(want0)) |
-		     ((rx_ld32(p + RX_IP4 + 6) & rx_ld32(mask1)) ^ rx_ld32(want1));
-	/* 28 <= tot <= len - 14 and 8 <= ulen <= tot - 20, as unsigned ranges */
-	return !d && tot - 28u <= len - RX_PAYLOAD && ulen - 8u <= tot - 28u;
-}
-
-/* A flow's key: the fields every check of rx_packet reads for a datagram
- * of rx_form (the parse, the address verdict, the port demux, the
- * allowlist, the reply route): the source MAC and EtherType, the IP
- * addresses and the UDP ports, as on the wire. */
-struct rx_key {
-	uint64_t mac_type, addrs;
-	uint32_t ports;
-};
-
-static inline struct rx_key rx_key_of(const uint8_t *p)
-{
-	return (struct rx_key){.mac_type = rx_ld64(p + 6), .addrs = rx_ld64(p + RX_IP4 + 12), .ports = rx_ld32(p + RX_UDP)};
-}
-
-static inline bool rx_key_eq(const struct rx_key *a, uint64_t mac_type, uint64_t addrs, uint32_t ports)
-{
-	return !((a->mac_type ^ mac_type) | (a->addrs ^ addrs) | (uint64_t)(a->ports ^ ports));
-}
-
-static inline unsigned rx_flow_index(const struct rx_key *k)
+/* The flow table's entry for a key: a hash of its addresses and ports. */
+static inline unsigned rx_flow_index(const struct dp_flow_key *k)
 {
 	uint64_t h = (k->addrs ^ ((uint64_t)k->ports << 13)) * 0x9E3779B97F4A7C15ull;
 	return (unsigned)(h >> 60) & (DP_RX_FLOWS - 1u);
 }
 
-/* Remember the flow of an accepted datagram dg of rx_form (key k, its
+/* Remember the flow of an accepted datagram dg of dp_pkt_udp4_form (key k, its
  * source and route in pk): the flow's next datagrams skip rx_packet
  * until another flow takes its entry. Every verdict rx_packet gave is a
  * function of the key and of what is fixed while the dataplane runs (the
  * allowlist, the ports, our addresses and MAC); point liveness is kept
  * by the entry's points. */
-static void rx_flow_learn(struct dp_lcore *lc, const struct rx_key *k, const struct dp_pkt *pk,
+static void rx_flow_learn(struct dp_lcore *lc, const struct dp_flow_key *k, const struct dp_pkt *pk,
 			  const struct dp_dgram *dg)
 {
 	struct dp_rx_flow *e = &lc->rx_flow[rx_flow_index(k)];
@@ -247,7 +191,7 @@ static inline void rx_free(struct rte_mbuf **pkts, uint16_t n)
  * then the burst's datagrams to the shard together (dp_shard_burst: their
  * fragment headers read, reassembly records found and the slot lines they
  * land in prefetched, then placed in arrival order). A datagram of
- * rx_form whose flow is the one before it, or a flow rx_packet accepted
+ * dp_pkt_udp4_form whose flow is the one before it, or a flow rx_packet accepted
  * before (lc->rx_flow, rx_flow_learn), takes that flow's verdicts, source
  * and route; the others go through rx_packet. Not inlined: the
  * poll loop calls it only when the PMD returned packets, so
@@ -257,11 +201,11 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 {
 	struct dp_pkt pk[DP_BURST];
 	struct dp_dgram dg[DP_BURST];
-	struct rx_key learn[DP_BURST]; /* the flows rx_packet accepted: pk[i], dg[learn_dg[i]] */
+	struct dp_flow_key learn[DP_BURST]; /* the flows rx_packet accepted: pk[i], dg[learn_dg[i]] */
 	uint8_t learn_dg[DP_BURST];
 	unsigned nd = 0, np = 0;
 	uint64_t bytes = 0;
-	struct rx_key last = {0}; /* the flow of dg[last_dg], when last_dg < DP_BURST */
+	struct dp_flow_key last = {0}; /* the flow of dg[last_dg], when last_dg < DP_BURST */
 	unsigned last_dg = DP_BURST;
 	/* DPDK l3fwd's PREFETCH_OFFSET: on a zero-copy memif port (and a NIC)
 	 * a packet's first line was last written by another agent */
@@ -273,13 +217,13 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 		struct rte_mbuf *m = pkts[i];
 		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
 		bytes += m->pkt_len;
-		bool form = m->nb_segs == 1 && rx_form(p, rte_pktmbuf_data_len(m));
+		bool form = m->nb_segs == 1 && dp_pkt_udp4_form(p, rte_pktmbuf_data_len(m));
 		if (form) {
-			struct rx_key k = rx_key_of(p);
+			struct dp_flow_key k = dp_flow_key_of(p);
 			const struct dp_rx_flow *e = &lc->rx_flow[rx_flow_index(&k)];
-			if (last_dg < DP_BURST && rx_key_eq(&last, k.mac_type, k.addrs, k.ports)) {
+			if (last_dg < DP_BURST && dp_flow_key_eq(&last, k.mac_type, k.addrs, k.ports)) {
 				dg[nd] = dg[last_dg];
-			} else if (e->used && rx_key_eq(&k, e->mac_type, e->addrs, e->ports)) {
+			} else if (e->used && dp_flow_key_eq(&k, e->mac_type, e->addrs, e->ports)) {
 				if (e->points)
 					points_seen(lc, e->points, now);
 				dg[nd] = (struct dp_dgram){.src = &e->src,
@@ -292,8 +236,8 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 			} else {
 				goto full;
 			}
-			dg[nd].payload = p + RX_PAYLOAD;
-			dg[nd].len = (uint32_t)fg_be16(p + RX_UDP + 4) - 8u;
+			dg[nd].payload = p + DP_UDP4_PAYLOAD;
+			dg[nd].len = (uint32_t)fg_be16(p + DP_UDP4_UDP + 4) - 8u;
 			nd++;
 			continue;
 		}
@@ -301,7 +245,7 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 		if (rx_packet(lc, m, &pk[np], &dg[nd], now)) {
 			learn_dg[np] = 0xFF;
 			if (form) {
-				last = learn[np] = rx_key_of(p);
+				last = learn[np] = dp_flow_key_of(p);
 				last_dg = nd;
 				learn_dg[np] = (uint8_t)nd;
 			}

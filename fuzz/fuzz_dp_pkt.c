@@ -20,7 +20,9 @@
  *     to the requester's, is at least 60 bytes and keeps the VLAN tag;
  *  5. a neighbour advertisement built for a parsed solicitation has the
  *     documented length, our address as source and target, hop limit 255,
- *     a verifying ICMPv6 checksum, and does not parse as a solicitation. */
+ *     a verifying ICMPv6 checksum, and does not parse as a solicitation;
+ *  6. dp_pkt_udp4_form says yes exactly when the parse gives an untagged
+ *     IPv4 UDP verdict with the payload after a 20-byte header. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +66,10 @@ static void parse_only(const uint8_t *d, size_t n)
 		FUZZ_CHECK(!memcmp(pk.route.local, pk.dst, 16));
 		FUZZ_CHECK(!memcmp(pk.route.mac, f + 6, 6));
 	}
+	/* 6: the common form is exactly an untagged IPv4 UDP verdict with the
+	 *    payload after a 20-byte header (dp_rx.c's known flows rely on it) */
+	FUZZ_CHECK(dp_pkt_udp4_form(f, (uint32_t)n) ==
+		   (k == DP_PKT_UDP && pk.src.family == 4 && pk.payload == f + DP_UDP4_PAYLOAD));
 	if (k == DP_PKT_ARP) {
 		uint8_t reply[64];
 		static const uint8_t mac[6] = { 2, 0, 0, 0, 0, 1 }, ip[4] = { 10, 0, 0, 1 };

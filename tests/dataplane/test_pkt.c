@@ -2,7 +2,8 @@
  * trips (IPv4, IPv6, 802.1Q, QinQ), checksums that verify (UDP over IPv6;
  * none over IPv4), every prefix of
  * a valid packet (truncation never reads past the end), inconsistent
- * lengths, IP fragments, other protocols, ARP parse and reply. */
+ * lengths, IP fragments, other protocols, ARP parse and reply, the
+ * common form recognised without a parse (dp_pkt_udp4_form). */
 #include <arpa/inet.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -176,6 +177,58 @@ static void test_fragments_and_protocols(void **st)
 	memcpy(c, buf, n);
 	c[12] = 0x88, c[13] = 0xcc; /* LLDP */
 	assert_int_equal(dp_pkt_parse(c, n, &pk), DP_PKT_NOT_UDP);
+}
+
+/* dp_pkt_udp4_form (the receive path's known flows) says yes exactly when
+ * dp_pkt_parse gives an untagged IPv4 UDP verdict with the payload after a
+ * 20-byte header: every value of every header byte, every truncation, and
+ * VLAN, QinQ and IPv6 frames; and the flow key holds what the parse read. */
+static bool form_agrees(const uint8_t *c, uint32_t n)
+{
+	struct dp_pkt pk;
+	bool parsed = dp_pkt_parse(c, n, &pk) == DP_PKT_UDP && pk.src.family == 4 && pk.payload == c + DP_UDP4_PAYLOAD;
+	bool form = dp_pkt_udp4_form(c, n);
+	if (form != parsed)
+		return false;
+	if (form) {
+		struct dp_flow_key k = dp_flow_key_of(c);
+		uint8_t kb[8];
+		memcpy(kb, &k.mac_type, 8);
+		if (memcmp(kb, pk.route.mac, 6) || pk.payload_len != (uint32_t)fg_be16(c + DP_UDP4_UDP + 4) - 8u)
+			return false;
+		memcpy(kb, &k.addrs, 8);
+		if (memcmp(kb, pk.src.addr, 4) || memcmp(kb + 4, pk.dst, 4))
+			return false;
+		memcpy(kb, &k.ports, 4);
+		if (fg_be16(kb) != pk.src.port || fg_be16(kb + 2) != pk.dst_port)
+			return false;
+	}
+	return true;
+}
+
+static void test_udp4_form(void **st)
+{
+	(void)st;
+	uint8_t buf[2048], c[2048];
+	uint32_t n = build(buf, 4, false, 100);
+	assert_true(dp_pkt_udp4_form(buf, n));
+	assert_true(form_agrees(buf, n));
+	for (uint32_t i = 0; i < DP_UDP4_PAYLOAD; i++)
+		for (unsigned v = 0; v < 256; v++) {
+			memcpy(c, buf, n);
+			c[i] = (uint8_t)v;
+			if (!form_agrees(c, n))
+				fail_msg("byte %u = 0x%02x: dp_pkt_udp4_form and dp_pkt_parse disagree", i, v);
+		}
+	for (uint32_t len = 0; len <= n; len++)
+		if (!form_agrees(buf, len))
+			fail_msg("truncated to %u: dp_pkt_udp4_form and dp_pkt_parse disagree", len);
+	n = build(buf, 4, true, 100); /* 802.1Q */
+	assert_false(dp_pkt_udp4_form(buf, n));
+	assert_true(form_agrees(buf, n));
+	n = build(buf, 6, false, 100);
+	assert_false(dp_pkt_udp4_form(buf, n));
+	assert_true(form_agrees(buf, n));
 }
 
 static void test_arp(void **st)
@@ -375,6 +428,7 @@ int main(void)
 		cmocka_unit_test(test_qinq),
 		cmocka_unit_test(test_inconsistent_lengths),
 		cmocka_unit_test(test_fragments_and_protocols),
+		cmocka_unit_test(test_udp4_form),
 		cmocka_unit_test(test_arp),
 		cmocka_unit_test(test_ndp),
 		cmocka_unit_test(test_requests_and_answers),
