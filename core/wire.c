@@ -101,10 +101,7 @@ static void put_hdr(uint8_t *buf, uint16_t stream, uint32_t seq, uint8_t flags, 
 
 static void put_ack_entry(uint8_t *buf, const struct fg_ack_entry *e)
 {
-	fg_put_be16(buf, e->stream_id);
-	fg_put_be32(buf + 2, e->base_seq);
-	fg_put_be32(buf + 6, e->bitmap_hi);
-	fg_put_be32(buf + 10, e->bitmap_lo);
+	fg_ack_entry_put(buf, e->stream_id, e->base_seq, e->bitmap_hi, e->bitmap_lo);
 }
 
 static void get_ack_entry(const uint8_t *buf, struct fg_ack_entry *e)
@@ -266,7 +263,7 @@ int fg_ack_frame_decode(const struct fg_frame *f, struct fg_ack_entry *out, size
 int fg_ack_build(const struct fg_ack_entry *e, size_t n, uint32_t mtu, uint16_t frame_id, uint8_t *buf,
 		 size_t cap, uint32_t *lens, size_t max_dgrams)
 {
-	const uint32_t overhead = FG_FRAG_HDR_LEN + FG_HDR_LEN;
+	const uint32_t overhead = FG_ACK_DGRAM_HEAD_LEN;
 
 	if (mtu < overhead + FG_ACK_ENTRY_LEN)
 		return -FG_R_UNENCODABLE;
@@ -285,10 +282,7 @@ int fg_ack_build(const struct fg_ack_entry *e, size_t n, uint32_t mtu, uint16_t 
 	uint8_t *p = buf;
 	for (size_t d = 0, i = 0; d < dgrams; d++) {
 		size_t k = n - i < per ? n - i : per;
-		fg_put_be16(p, (uint16_t)(frame_id + d));
-		p[2] = 0; /* frag_index */
-		p[3] = 1; /* frag_total: ACKs are never fragmented */
-		put_hdr(p + FG_FRAG_HDR_LEN, FG_STREAM_ACK, 0, FG_FLAG_ACK, (uint32_t)(k * FG_ACK_ENTRY_LEN));
+		fg_ack_dgram_head_put(p, (uint16_t)(frame_id + d), (uint32_t)k);
 		uint8_t *q = p + overhead;
 		for (size_t j = 0; j < k; j++, i++, q += FG_ACK_ENTRY_LEN)
 			put_ack_entry(q, &e[i]);

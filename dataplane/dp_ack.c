@@ -78,23 +78,27 @@ bool dp_ack_note(struct dp_ack *a, struct dp_ack_peer *pp, uint16_t stream, uint
 	return pp->n >= DP_ACK_PEND;
 }
 
-static bool pend_less(const struct dp_ack_pend *x, const struct dp_ack_pend *y)
-{
-	return x->stream != y->stream ? x->stream < y->stream : x->seq < y->seq;
-}
+/* The order of entries: by stream, then sequence. */
+static inline uint64_t pend_key(const struct dp_ack_pend *p) { return (uint64_t)p->stream << 32 | p->seq; }
 
-unsigned dp_ack_take(struct dp_ack_peer *pp, struct fg_ack_entry *out, unsigned max)
+/* Insertion sort: at most DP_ACK_PEND elements, usually already in order. */
+static void pend_sort(struct dp_ack_peer *pp)
 {
-	/* Insertion sort: at most DP_ACK_PEND elements, usually already in order. */
 	for (unsigned i = 1; i < pp->n; i++) {
 		struct dp_ack_pend v = pp->pend[i];
+		uint64_t kv = pend_key(&v);
 		unsigned j = i;
-		while (j > 0 && pend_less(&v, &pp->pend[j - 1])) {
+		while (j > 0 && kv < pend_key(&pp->pend[j - 1])) {
 			pp->pend[j] = pp->pend[j - 1];
 			j--;
 		}
 		pp->pend[j] = v;
 	}
+}
+
+unsigned dp_ack_take(struct dp_ack_peer *pp, struct fg_ack_entry *out, unsigned max)
+{
+	pend_sort(pp);
 	unsigned k = 0;
 	for (unsigned i = 0; i < pp->n;) {
 		if (k == max)
@@ -114,6 +118,50 @@ unsigned dp_ack_take(struct dp_ack_peer *pp, struct fg_ack_entry *out, unsigned 
 	}
 	pp->n = 0;
 	return k;
+}
+
+/* dp_ack_encode when the entries may need several datagrams: through an
+ * entry array and fg_ack_build's splitting. Not inlined: keeps the array
+ * off the common path's stack frame. */
+static __attribute__((noinline)) int encode_split(struct dp_ack_peer *pp, uint32_t mtu, uint16_t frame_id,
+						  uint8_t *buf, size_t cap, uint32_t *lens, size_t max_dgrams)
+{
+	struct fg_ack_entry e[DP_ACK_PEND];
+	unsigned k = dp_ack_take(pp, e, DP_ACK_PEND);
+	return fg_ack_build(e, k, mtu, frame_id, buf, cap, lens, max_dgrams);
+}
+
+int dp_ack_encode(struct dp_ack_peer *pp, uint32_t mtu, uint16_t frame_id, uint8_t *buf, size_t cap,
+		  uint32_t *lens, size_t max_dgrams)
+{
+	unsigned n = pp->n;
+	if (!n)
+		return 0;
+	/* n pairs make at most n entries: if n fit one datagram, the entries do */
+	uint32_t most = FG_ACK_DGRAM_HEAD_LEN + n * FG_ACK_ENTRY_LEN;
+	if (mtu < most || cap < most || !max_dgrams)
+		return encode_split(pp, mtu, frame_id, buf, cap, lens, max_dgrams);
+	pend_sort(pp);
+	/* dp_ack_take's packing: an entry starts at the lowest pair left and
+	 * takes the pairs of its stream within base .. base + 63 */
+	uint8_t *q = buf + FG_ACK_DGRAM_HEAD_LEN;
+	const struct dp_ack_pend *p = pp->pend, *end = p + n;
+	while (p < end) {
+		uint16_t stream = p->stream;
+		uint32_t base = p->seq;
+		uint64_t bits = 0;
+		do {
+			bits |= 1ull << (p->seq - base);
+			p++;
+		} while (p < end && p->stream == stream && p->seq - base < 64u);
+		fg_ack_entry_put(q, stream, base, (uint32_t)(bits >> 32), (uint32_t)bits);
+		q += FG_ACK_ENTRY_LEN;
+	}
+	uint32_t len = (uint32_t)(q - buf);
+	fg_ack_dgram_head_put(buf, frame_id, (len - FG_ACK_DGRAM_HEAD_LEN) / FG_ACK_ENTRY_LEN);
+	lens[0] = len;
+	pp->n = 0;
+	return 1;
 }
 
 void dp_ack_dirty_reset(struct dp_ack *a)

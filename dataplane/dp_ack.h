@@ -3,8 +3,9 @@
  * Owns: the table of UDP peers seen by one lcore (set-associative, bounded),
  * each with the (stream_id, sequence) pairs of frames fully received since
  * its last ACK, and the packing of those pairs into 14-byte ACK entries
- * (base_seq + 64-bit bitmap). The caller turns entries into datagrams with
- * fg_ack_build and sends them every ack_interval_ms and on resolution.
+ * (base_seq + 64-bit bitmap) written straight into ACK datagrams
+ * (dp_ack_encode), which the caller sends every ack_interval_ms and on
+ * resolution.
  *
  * Who may call: the owning lcore only. No allocation after init. */
 #ifndef DP_ACK_H
@@ -67,6 +68,26 @@ bool dp_ack_note(struct dp_ack *a, struct dp_ack_peer *pp, uint16_t stream, uint
  * entry count (<= max; max >= DP_ACK_PEND always suffices). Does not touch
  * the dirty list (see dp_ack_dirty_reset). */
 unsigned dp_ack_take(struct dp_ack_peer *pp, struct fg_ack_entry *out, unsigned max);
+
+/* Datagrams and bytes that dp_ack_encode may write for one peer at any mtu
+ * fg_ack_build accepts: each datagram carries at least one entry, and
+ * there are never more entries than pending pairs. */
+#define DP_ACK_DGRAMS_MAX DP_ACK_PEND
+#define DP_ACK_BUF_MAX (DP_ACK_PEND * (FG_ACK_DGRAM_HEAD_LEN + FG_ACK_ENTRY_LEN))
+
+/* Write pp's pending pairs as ACK datagrams (fragment header + ACK frame)
+ * back to back into buf[0..cap), their lengths into lens[0..max_dgrams),
+ * and clear them: byte for byte what fg_ack_build writes for dp_ack_take's
+ * entries, the datagrams taking frame ids frame_id, frame_id + 1, ...
+ * When every entry fits one datagram (always at the default MTU: 64
+ * entries need 910 bytes) the entries are encoded from the sorted pairs
+ * in place, with no entry array and no splitting. Returns the datagram
+ * count (0: nothing pending) or fg_ack_build's error (-FG_R_NOSPACE,
+ * -FG_R_UNENCODABLE), the pairs then dropped as dp_ack_take drops them.
+ * buf and lens are the caller's; DP_ACK_BUF_MAX and DP_ACK_DGRAMS_MAX
+ * always suffice. Does not touch the dirty list. */
+FG_MUST_CHECK int dp_ack_encode(struct dp_ack_peer *pp, uint32_t mtu, uint16_t frame_id, uint8_t *buf, size_t cap,
+				uint32_t *lens, size_t max_dgrams);
 
 /* After taking every dirty peer: empty the dirty list. */
 void dp_ack_dirty_reset(struct dp_ack *a);

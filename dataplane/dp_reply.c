@@ -26,19 +26,17 @@ void dp_reply_status(struct dp_lcore *lc, const struct dp_xfer *from, const stru
 
 static void ack_send_peer(struct dp_lcore *lc, struct dp_ack_peer *pp)
 {
-	struct fg_ack_entry e[DP_ACK_PEND];
-	unsigned n = dp_ack_take(pp, e, DP_ACK_PEND);
-	if (!n)
-		return;
-	uint8_t buf[8192];
-	uint32_t lens[16];
-	int k = fg_ack_build(e, n, lc->env->cfg->mtu, lc->frame_id, buf, sizeof(buf), lens, 16);
+	uint8_t buf[DP_ACK_BUF_MAX];
+	uint32_t lens[DP_ACK_DGRAMS_MAX];
+	/* sized for any mtu the config admits: only an mtu below one entry
+	 * (which the config refuses) could fail here */
+	int k = dp_ack_encode(pp, lc->env->cfg->mtu, lc->frame_id, buf, sizeof(buf), lens, DP_ACK_DGRAMS_MAX);
 	if (k <= 0)
 		return;
 	lc->frame_id = (uint16_t)(lc->frame_id + k);
 	uint32_t off = 0;
 	for (int i = 0; i < k; i++) {
-		/* fg_ack_build wrote fragment header + ACK frame: the whole UDP payload */
+		/* dp_ack_encode wrote fragment header + ACK frame: the whole UDP payload */
 		if (lc->env->io->dgram(lc, &pp->route, &pp->peer, NULL, 0, buf + off, lens[i]))
 			dp_lc_count(lc, FG_C_ACKS_SENT, 1);
 		off += lens[i];

@@ -411,4 +411,49 @@ static inline void fg_put_le16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1]
 static inline void fg_put_le32(uint8_t *p, uint32_t v) { fg_put_le16(p, (uint16_t)v); fg_put_le16(p + 2, (uint16_t)(v >> 16)); }
 static inline void fg_put_le64(uint8_t *p, uint64_t v) { fg_put_le32(p, (uint32_t)v); fg_put_le32(p + 4, (uint32_t)(v >> 32)); }
 
+/* Unchecked writers of the ACK datagram (wire.md 2.1), for encoders that
+ * have sized and validated already: fg_ack_build and the dataplane's
+ * direct encoder from a peer's pending list (dp_ack_encode). Each field is
+ * one byte-swapped word store (fg_put_be* write byte by byte). */
+#define FG_ACK_DGRAM_HEAD_LEN (FG_FRAG_HDR_LEN + FG_HDR_LEN)
+static inline void fg_ack_store16(uint8_t *p, uint16_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap16(v);
+#endif
+	__builtin_memcpy(p, &v, 2);
+}
+static inline void fg_ack_store32(uint8_t *p, uint32_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap32(v);
+#endif
+	__builtin_memcpy(p, &v, 4);
+}
+static inline void fg_ack_store64(uint8_t *p, uint64_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	__builtin_memcpy(p, &v, 8);
+}
+/* The 14 bytes in front of an ACK datagram's n entries: the fragment header
+ * (frame_id, index 0, total 1: ACKs are never fragmented) and the ACK
+ * frame's header (0xFFFF, sequence 0, flags 0x80, length 14 n; n * 14 <=
+ * FG_LEN_MAX). */
+static inline void fg_ack_dgram_head_put(uint8_t *buf, uint16_t frame_id, uint32_t n)
+{
+	static const uint8_t mid[8] = {0, 1, FG_STREAM_ACK >> 8, FG_STREAM_ACK & 0xFF, 0, 0, 0, 0};
+	fg_ack_store16(buf, frame_id);
+	__builtin_memcpy(buf + 2, mid, 8); /* index, total, stream_id, sequence */
+	fg_ack_store32(buf + 10, (uint32_t)FG_FLAG_ACK << 24 | n * FG_ACK_ENTRY_LEN); /* flags, u24 length */
+}
+/* One 14-byte entry: stream_id, base_seq, bitmap_hi, bitmap_lo. */
+static inline void fg_ack_entry_put(uint8_t *buf, uint16_t stream, uint32_t base, uint32_t hi, uint32_t lo)
+{
+	fg_ack_store16(buf, stream);
+	fg_ack_store32(buf + 2, base);
+	fg_ack_store64(buf + 6, (uint64_t)hi << 32 | lo);
+}
+
 #endif

@@ -1,7 +1,8 @@
 /* test_ack.c - unit tests for dataplane/dp_ack.c: packing received frames
  * into 14-byte ACK entries (the A01 vector byte for byte), coverage exactly
  * equal to what was noted, several streams and windows, duplicates, the
- * per-peer bound, set-associative eviction, and MTU-bounded datagrams. */
+ * per-peer bound, set-associative eviction, MTU-bounded datagrams, and the
+ * direct encoder (dp_ack_encode) against dp_ack_take + fg_ack_build. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -166,6 +167,132 @@ static void test_build_within_mtu(void **st)
 	free(mem);
 }
 
+static uint64_t rnd_state = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return (uint32_t)(rnd_state >> 16);
+}
+
+/* A random pending list of 1..DP_ACK_PEND pairs: up to 4 streams, sequences
+ * packed into a few 64-wide windows or spread, near the u32 wrap or not,
+ * duplicates, in order, reversed or shuffled. */
+static void random_pending(struct dp_ack_peer *pp)
+{
+	static const uint16_t streams[] = {0xAF60, 0xAF61, 0xAF7B, 0x0000, 0xFFFF};
+	unsigned n = 1 + rnd() % DP_ACK_PEND;
+	unsigned ns = 1 + rnd() % 4, s0 = rnd() % 5;
+	uint32_t origin = rnd() % 3 == 0 ? 0xFFFFFFFFu - rnd() % 200 : rnd();
+	uint32_t spread = (uint32_t[]){8, 64, 70, 200, 100000}[rnd() % 5];
+	pp->n = 0;
+	for (unsigned i = 0; i < n; i++) {
+		pp->pend[i].stream = streams[(s0 + rnd() % ns) % 5];
+		pp->pend[i].seq = rnd() % 4 == 0 && i ? pp->pend[rnd() % i].seq : origin + rnd() % spread;
+		pp->n++;
+	}
+	switch (rnd() % 3) {
+	case 0: /* in order: what a peer's frames usually are */
+		for (unsigned i = 1; i < n; i++)
+			for (unsigned j = i; j > 0 && ((uint64_t)pp->pend[j].stream << 32 | pp->pend[j].seq) <
+							((uint64_t)pp->pend[j - 1].stream << 32 | pp->pend[j - 1].seq); j--) {
+				struct dp_ack_pend t = pp->pend[j];
+				pp->pend[j] = pp->pend[j - 1];
+				pp->pend[j - 1] = t;
+			}
+		break;
+	case 1: /* reversed */
+		for (unsigned i = 0; i < n / 2; i++) {
+			struct dp_ack_pend t = pp->pend[i];
+			pp->pend[i] = pp->pend[n - 1 - i];
+			pp->pend[n - 1 - i] = t;
+		}
+		break;
+	default: /* as drawn */
+		break;
+	}
+}
+
+/* dp_ack_encode writes what dp_ack_take + fg_ack_build write, byte for
+ * byte, datagram for datagram, for random pending lists at MTUs where
+ * everything fits one datagram (its own encoder), where it just fits, and
+ * where it must split (fg_ack_build's path), and with buffers too small. */
+static void test_encode_matches_build(void **st)
+{
+	(void)st;
+	static const uint32_t mtus[] = {1472, 9000, 64, 100, 28, 27, 14 + 14 * 10, 14 + 14 * 64, 14 + 14 * 64 - 1};
+	static struct dp_ack_peer want_pp, got_pp;
+	unsigned one_dgram = 0, split = 0;
+	for (unsigned round = 0; round < 20000; round++) {
+		random_pending(&want_pp);
+		got_pp = want_pp;
+		uint32_t mtu = mtus[round % FG_ARRAY_LEN(mtus)];
+		uint16_t fid = (uint16_t)rnd();
+		size_t cap = round % 97 == 0 ? rnd() % 200 : DP_ACK_BUF_MAX;
+		size_t max_d = round % 89 == 0 ? rnd() % 3 : DP_ACK_DGRAMS_MAX;
+		uint8_t want[DP_ACK_BUF_MAX], got[DP_ACK_BUF_MAX];
+		uint32_t wlens[DP_ACK_DGRAMS_MAX], glens[DP_ACK_DGRAMS_MAX];
+		memset(want, 0xA5, sizeof(want));
+		memset(got, 0xA5, sizeof(got));
+		struct fg_ack_entry e[DP_ACK_PEND];
+		unsigned ne = dp_ack_take(&want_pp, e, DP_ACK_PEND);
+		int wk = fg_ack_build(e, ne, mtu, fid, want, cap, wlens, max_d);
+		int gk = dp_ack_encode(&got_pp, mtu, fid, got, cap, glens, max_d);
+		assert_int_equal(gk, wk);
+		assert_int_equal(got_pp.n, 0);
+		if (wk <= 0)
+			continue;
+		size_t total = 0;
+		for (int i = 0; i < wk; i++) {
+			assert_int_equal(glens[i], wlens[i]);
+			total += wlens[i];
+		}
+		assert_memory_equal(got, want, total);
+		if (wk == 1)
+			one_dgram++;
+		else
+			split++;
+	}
+	/* both paths were compared many times */
+	assert_true(one_dgram > 5000 && split > 1000);
+}
+
+/* Nothing pending: no datagram, nothing written. */
+static void test_encode_empty(void **st)
+{
+	(void)st;
+	struct dp_ack_peer pp = {0};
+	uint8_t buf[DP_ACK_BUF_MAX] = {0};
+	uint32_t lens[DP_ACK_DGRAMS_MAX] = {0};
+	assert_int_equal(dp_ack_encode(&pp, 1472, 1, buf, sizeof(buf), lens, DP_ACK_DGRAMS_MAX), 0);
+	assert_int_equal(buf[0] | buf[3], 0);
+}
+
+/* The buffer sizes dp_reply.c uses always suffice: the worst case, 64
+ * pairs that make 64 entries at the smallest MTU the config admits (64)
+ * and at one entry per datagram. */
+static void test_encode_worst_case_fits(void **st)
+{
+	(void)st;
+	static const uint32_t mtus[] = {64, FG_ACK_DGRAM_HEAD_LEN + FG_ACK_ENTRY_LEN};
+	for (unsigned m = 0; m < FG_ARRAY_LEN(mtus); m++) {
+		struct dp_ack_peer pp = {0};
+		for (unsigned i = 0; i < DP_ACK_PEND; i++)
+			pp.pend[pp.n++] = (struct dp_ack_pend){.stream = (uint16_t)i, .seq = i * 1000};
+		uint8_t buf[DP_ACK_BUF_MAX];
+		uint32_t lens[DP_ACK_DGRAMS_MAX];
+		int k = dp_ack_encode(&pp, mtus[m], 1, buf, sizeof(buf), lens, DP_ACK_DGRAMS_MAX);
+		assert_true(k > 16);
+		unsigned entries = 0;
+		for (int i = 0; i < k; i++) {
+			assert_true(lens[i] <= mtus[m]);
+			entries += (lens[i] - FG_ACK_DGRAM_HEAD_LEN) / FG_ACK_ENTRY_LEN;
+		}
+		assert_int_equal(entries, DP_ACK_PEND);
+	}
+}
+
 static void test_init_refuses(void **st)
 {
 	(void)st;
@@ -183,6 +310,9 @@ int main(void)
 		cmocka_unit_test(test_streams_and_windows),
 		cmocka_unit_test(test_bound_and_eviction),
 		cmocka_unit_test(test_build_within_mtu),
+		cmocka_unit_test(test_encode_matches_build),
+		cmocka_unit_test(test_encode_empty),
+		cmocka_unit_test(test_encode_worst_case_fits),
 		cmocka_unit_test(test_init_refuses),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
