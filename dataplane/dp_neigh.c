@@ -42,17 +42,38 @@
  * stop at the first empty slot. */
 #define DP_NEIGH_PROBES 4u
 
-static bool neigh_is(const struct dp_neigh *n, int family, const uint8_t *addr)
+/* Is n the entry of addr (4 or 16 bytes by family)? Word compares: the
+ * lookup runs for every delivery, and a libc memcmp call of a length known
+ * only at run time costs more than the compare itself. */
+static inline bool neigh_is(const struct dp_neigh *n, int family, const uint8_t *addr)
 {
-	return n->family == family && !memcmp(n->addr, addr, family == 6 ? 16 : 4);
+	if (n->family != family)
+		return false;
+	if (family == 4) {
+		uint32_t x, y;
+		memcpy(&x, n->addr, 4);
+		memcpy(&y, addr, 4);
+		return x == y;
+	}
+	uint64_t x0, x1, y0, y1;
+	memcpy(&x0, n->addr, 8);
+	memcpy(&x1, n->addr + 8, 8);
+	memcpy(&y0, addr, 8);
+	memcpy(&y1, addr + 8, 8);
+	return ((x0 ^ y0) | (x1 ^ y1)) == 0;
 }
 
 /* The slot holding addr; else the first empty one of its probe run (to
- * learn into); else the run's first slot (busy with another address). */
+ * learn into); else the run's first slot (busy with another address). The
+ * hash is dp_peer_hash of (family, addr, port 0), an IPv4 address in the
+ * first 4 bytes and zeros after it. */
 static struct dp_neigh *neigh_slot(struct dp_lcore *lc, int family, const uint8_t *addr)
 {
 	struct dp_peer p = {.family = (uint8_t)family};
-	memcpy(p.addr, addr, family == 6 ? 16 : 4);
+	if (family == 6)
+		memcpy(p.addr, addr, 16);
+	else
+		memcpy(p.addr, addr, 4);
 	unsigned h = dp_peer_hash(&p, 0);
 	for (unsigned i = 0; i < DP_NEIGH_PROBES; i++) {
 		struct dp_neigh *n = &lc->neigh[(h + i) & (DP_NEIGH - 1)];
@@ -122,21 +143,29 @@ static void neigh_ask(struct dp_lcore *lc, struct dp_neigh *n, uint64_t now, boo
 	dp_lc_xcount(lc, DP_X_NEIGH_REQUESTS);
 }
 
-/* The [dataplane] neighbours entry for addr, as a table entry, or false. */
-static bool neigh_static(int family, const uint8_t *addr, struct dp_neigh *out)
+/* The [dataplane] neighbours entry for addr, or NULL. */
+static const struct fg_static_neigh *static_find(int family, const uint8_t *addr)
 {
 	for (unsigned i = 0; i < dp_g.cfg.n_static_neigh; i++) {
 		const struct fg_static_neigh *s = &dp_g.cfg.static_neigh[i];
-		if (s->family == family && !memcmp(s->addr, addr, family == 6 ? 16 : 4)) {
-			memset(out, 0, sizeof(*out));
-			out->family = s->family;
-			out->is_static = true;
-			memcpy(out->addr, s->addr, 16);
-			memcpy(out->mac, s->mac, 6);
-			return true;
-		}
+		if (s->family == family && !memcmp(s->addr, addr, family == 6 ? 16 : 4))
+			return s;
 	}
-	return false;
+	return NULL;
+}
+
+/* The [dataplane] neighbours entry for addr, as a table entry, or false. */
+static bool neigh_static(int family, const uint8_t *addr, struct dp_neigh *out)
+{
+	const struct fg_static_neigh *s = static_find(family, addr);
+	if (!s)
+		return false;
+	memset(out, 0, sizeof(*out));
+	out->family = s->family;
+	out->is_static = true;
+	memcpy(out->addr, s->addr, 16);
+	memcpy(out->mac, s->mac, 6);
+	return true;
 }
 
 void dp_neigh_offer(struct dp_lcore *lc, int family, const uint8_t *addr, const uint8_t *mac)
@@ -181,9 +210,9 @@ bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct
 	if (family == 4 ? !lc->has_local4 : !lc->has_local6)
 		return false;
 	memcpy(rt->local, family == 4 ? lc->local4 : lc->local6, 16);
-	struct dp_neigh st;
-	if (neigh_static(family, addr, &st)) {
-		memcpy(rt->mac, st.mac, 6);
+	const struct fg_static_neigh *s = dp_g.cfg.n_static_neigh ? static_find(family, addr) : NULL;
+	if (s) {
+		memcpy(rt->mac, s->mac, 6);
 		return true;
 	}
 	struct dp_neigh *n = neigh_slot(lc, family, addr);
@@ -212,8 +241,7 @@ bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct
 
 void dp_neigh_hint(struct dp_lcore *lc, int family, const uint8_t *addr, enum dp_neigh_hint hint)
 {
-	struct dp_neigh st;
-	if (neigh_static(family, addr, &st))
+	if (dp_g.cfg.n_static_neigh && static_find(family, addr))
 		return;
 	struct dp_neigh *n = neigh_slot(lc, family, addr);
 	if (!neigh_is(n, family, addr))
