@@ -64,20 +64,6 @@ struct dp_ack_peer *dp_ack_peer_get(struct dp_ack *a, const struct dp_peer *p, c
 	return victim;
 }
 
-bool dp_ack_note(struct dp_ack *a, struct dp_ack_peer *pp, uint16_t stream, uint32_t seq)
-{
-	if (pp->n >= DP_ACK_PEND)
-		return true; /* the caller ignored the previous "full": refuse, keep the bound */
-	pp->pend[pp->n].stream = stream;
-	pp->pend[pp->n].seq = seq;
-	pp->n++;
-	if (!pp->dirty) {
-		pp->dirty = true;
-		a->dirty[a->n_dirty++] = (uint32_t)(pp - a->p);
-	}
-	return pp->n >= DP_ACK_PEND;
-}
-
 /* The order of entries: by stream, then sequence. */
 static inline uint64_t pend_key(const struct dp_ack_pend *p) { return (uint64_t)p->stream << 32 | p->seq; }
 

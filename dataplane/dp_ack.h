@@ -60,8 +60,21 @@ struct dp_ack_peer *dp_ack_peer_get(struct dp_ack *a, const struct dp_peer *p, c
 				    uint64_t now_ns, bool *is_new);
 
 /* Record that frame (stream, seq) from pp was fully received. Returns true
- * when pp's list is now full: take its entries before noting more. */
-bool dp_ack_note(struct dp_ack *a, struct dp_ack_peer *pp, uint16_t stream, uint32_t seq);
+ * when pp's list is now full: take its entries before noting more. Inline:
+ * it runs for every frame received. */
+static inline bool dp_ack_note(struct dp_ack *a, struct dp_ack_peer *pp, uint16_t stream, uint32_t seq)
+{
+	if (pp->n >= DP_ACK_PEND)
+		return true; /* the caller ignored the previous "full": refuse, keep the bound */
+	pp->pend[pp->n].stream = stream;
+	pp->pend[pp->n].seq = seq;
+	pp->n++;
+	if (!pp->dirty) {
+		pp->dirty = true;
+		a->dirty[a->n_dirty++] = (uint32_t)(pp - a->p);
+	}
+	return pp->n >= DP_ACK_PEND;
+}
 
 /* Pack pp's pending pairs into entries (sorted by stream then sequence;
  * each entry covers base_seq .. base_seq + 63), clear them, and return the
