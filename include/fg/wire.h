@@ -143,7 +143,7 @@ struct fg_frag {
  * dgram. Returns the datagram length. */
 FG_MUST_CHECK ssize_t fg_frag_decode(const uint8_t *dgram, size_t len, struct fg_frag *out);
 /* fg_frag_decode, inlined for a per-packet loop (same checks, same
- * reasons); defined below, after fg_be16. */
+ * reasons); defined below, after the byte-order helpers. */
 static inline ssize_t fg_frag_decode_fast(const uint8_t *dgram, size_t len, struct fg_frag *out);
 FG_MUST_CHECK ssize_t fg_frag_encode(const struct fg_frag *f, uint8_t *buf, size_t cap);
 /* Check a decoded fragment's chunk against the chunk size C of its profile:
@@ -376,23 +376,6 @@ uint64_t fg_fingerprint(const void *body, size_t len);
 /* Little-endian / big-endian helpers used by every codec. */
 static inline uint16_t fg_be16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
 
-static inline ssize_t fg_frag_decode_fast(const uint8_t *dgram, size_t len, struct fg_frag *out)
-{
-	if (len < FG_FRAG_HDR_LEN)
-		return -FG_R_FRAG_SHORT;
-	if (dgram[3] == 0)
-		return -FG_R_FRAG_TOTAL_ZERO;
-	if (dgram[2] >= dgram[3])
-		return -FG_R_FRAG_INDEX_RANGE;
-	if (len == FG_FRAG_HDR_LEN || len - FG_FRAG_HDR_LEN > UINT32_MAX)
-		return -FG_R_FRAG_CHUNK_SIZE;
-	out->frame_id = fg_be16(dgram);
-	out->index = dgram[2];
-	out->total = dgram[3];
-	out->chunk = dgram + FG_FRAG_HDR_LEN;
-	out->chunk_len = (uint32_t)(len - FG_FRAG_HDR_LEN);
-	return (ssize_t)len;
-}
 static inline uint32_t fg_be24(const uint8_t *p) { return ((uint32_t)p[0] << 16) | ((uint32_t)p[1] << 8) | p[2]; }
 static inline uint32_t fg_be32(const uint8_t *p)
 {
@@ -410,6 +393,24 @@ static inline void fg_put_be32(uint8_t *p, uint32_t v) { fg_put_be16(p, (uint16_
 static inline void fg_put_le16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static inline void fg_put_le32(uint8_t *p, uint32_t v) { fg_put_le16(p, (uint16_t)v); fg_put_le16(p + 2, (uint16_t)(v >> 16)); }
 static inline void fg_put_le64(uint8_t *p, uint64_t v) { fg_put_le32(p, (uint32_t)v); fg_put_le32(p + 4, (uint32_t)(v >> 32)); }
+
+static inline ssize_t fg_frag_decode_fast(const uint8_t *dgram, size_t len, struct fg_frag *out)
+{
+	if (len < FG_FRAG_HDR_LEN)
+		return -FG_R_FRAG_SHORT;
+	if (dgram[3] == 0)
+		return -FG_R_FRAG_TOTAL_ZERO;
+	if (dgram[2] >= dgram[3])
+		return -FG_R_FRAG_INDEX_RANGE;
+	if (len == FG_FRAG_HDR_LEN || len - FG_FRAG_HDR_LEN > UINT32_MAX)
+		return -FG_R_FRAG_CHUNK_SIZE;
+	out->frame_id = fg_be16(dgram);
+	out->index = dgram[2];
+	out->total = dgram[3];
+	out->chunk = dgram + FG_FRAG_HDR_LEN;
+	out->chunk_len = (uint32_t)(len - FG_FRAG_HDR_LEN);
+	return (ssize_t)len;
+}
 
 /* Unchecked writers of the ACK datagram (wire.md 2.1), for encoders that
  * have sized and validated already: fg_ack_build and the dataplane's
