@@ -1,8 +1,10 @@
-/* dp_rx.c - an lcore's receive side: the RX burst, L2-L4 parse
- * (dp_pkt_parse), ARP/NDP (solicitations, advertisements) to dp_neigh.c, the UDP port demux (fragmented
- * profile on [udp] port, raw profile on raw_port), the source allowlist,
- * point liveness, and the hand-over of each datagram to the shard work
- * (dp_shard_dgram, dp_shard.c).
+/* dp_rx.c - an lcore's receive side: the RX burst, the known flows (a
+ * datagram of a flow already accepted recognised by its header fields),
+ * L2-L4 parse (dp_pkt_parse) for the others, ARP/NDP (solicitations,
+ * advertisements) to dp_neigh.c, the UDP port demux (fragmented profile on
+ * [udp] port, raw profile on raw_port), the source allowlist, point
+ * liveness, the hand-over of the burst's datagrams to the shard work
+ * (dp_shard_burst, dp_shard.c) and the burst's mbufs freed.
  *
  * Point liveness ([points]): every datagram that passed the allowlist
  * stores `now` into b->point_seen_ns[p] for each point p whose prefixes hold
@@ -145,9 +147,9 @@ static inline unsigned rx_flow_index(const struct dp_flow_key *k)
 	return (unsigned)(h >> 60) & (DP_RX_FLOWS - 1u);
 }
 
-/* Remember the flow of an accepted datagram dg of dp_pkt_udp4_form (key k, its
- * source and route in pk): the flow's next datagrams skip rx_packet
- * until another flow takes its entry. Every verdict rx_packet gave is a
+/* Remember the flow of an accepted datagram dg of dp_pkt_udp4_form (key
+ * k, its source and route in pk): the flow's next datagrams skip
+ * rx_packet until another flow takes its entry. Every verdict rx_packet gave is a
  * function of the key and of what is fixed while the dataplane runs (the
  * allowlist, the ports, our addresses and MAC); point liveness is kept
  * by the entry's points. */
@@ -191,10 +193,10 @@ static inline void rx_free(struct rte_mbuf **pkts, uint16_t n)
  * then the burst's datagrams to the shard together (dp_shard_burst: their
  * fragment headers read, reassembly records found and the slot lines they
  * land in prefetched, then placed in arrival order). A datagram of
- * dp_pkt_udp4_form whose flow is the one before it, or a flow rx_packet accepted
- * before (lc->rx_flow, rx_flow_learn), takes that flow's verdicts, source
- * and route; the others go through rx_packet. Not inlined: the
- * poll loop calls it only when the PMD returned packets, so
+ * dp_pkt_udp4_form whose flow is the one before it, or a flow rx_packet
+ * accepted before (lc->rx_flow, rx_flow_learn), takes that flow's
+ * verdicts, source and route; the others go through rx_packet. Not
+ * inlined: the poll loop calls it only when the PMD returned packets, so
  * bench/cap/callgrind.sh counts the lcore's work per seed as this call's
  * cost (and empty polls never reach it). */
 static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte_mbuf **pkts, uint16_t n, uint64_t now)
