@@ -118,8 +118,7 @@ static inline bool dp_pkt_udp4_form(const uint8_t *p, uint32_t len)
 {
 	if (len < DP_UDP4_PAYLOAD)
 		return false;
-	uint32_t tot = (uint32_t)(p[DP_UDP4_IP + 2] << 8 | p[DP_UDP4_IP + 3]);
-	uint32_t ulen = (uint32_t)(p[DP_UDP4_UDP + 4] << 8 | p[DP_UDP4_UDP + 5]);
+	uint32_t tot = fg_be16(p + DP_UDP4_IP + 2), ulen = fg_be16(p + DP_UDP4_UDP + 4);
 	/* two words against a pattern (constants once compiled, in either
 	 * byte order): EtherType 0x0800 and version/IHL 0x45; no MF flag or
 	 * fragment offset, protocol 17 (the TTL masked out) */
@@ -202,15 +201,6 @@ static inline void dp_pkt_copy32s(uint8_t *dst, const uint8_t *src, uint32_t n)
 	__builtin_memcpy(dst + n - 32, src + n - 32, 32);
 }
 
-/* fg_put_be16 as one store. */
-static inline void dp_pkt_put_be16(uint8_t *p, uint16_t v)
-{
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	v = __builtin_bswap16(v);
-#endif
-	__builtin_memcpy(p, &v, 2);
-}
-
 /* Write t's headers at buf[0..t->hl) for a UDP payload of payload_len
  * bytes and IPv4 id ip_id (unused over IPv6). Over IPv4 the payload may
  * be written before or after; over IPv6 it must already be at buf + t->hl
@@ -221,18 +211,18 @@ static inline uint32_t dp_pkt_tmpl_put(uint8_t *buf, const struct dp_pkt_tmpl *t
 	uint32_t ulen = 8 + payload_len;
 	uint8_t *ip = buf + t->l3, *udp = buf + t->hl - 8;
 	dp_pkt_copy32s(buf, t->hdr, t->hl);
-	dp_pkt_put_be16(udp + 4, (uint16_t)ulen);
+	fg_put_be16(udp + 4, (uint16_t)ulen);
 	if (t->family == 4) {
 		uint32_t tot = (uint16_t)(20 + ulen);
 		uint32_t s = t->sum + tot + ip_id;
 		s = (s & 0xFFFFu) + (s >> 16);
 		s = (s & 0xFFFFu) + (s >> 16);
-		dp_pkt_put_be16(ip + 2, (uint16_t)tot);
-		dp_pkt_put_be16(ip + 4, ip_id);
-		dp_pkt_put_be16(ip + 10, (uint16_t)~s);
+		fg_put_be16(ip + 2, (uint16_t)tot);
+		fg_put_be16(ip + 4, ip_id);
+		fg_put_be16(ip + 10, (uint16_t)~s);
 	} else {
-		dp_pkt_put_be16(ip + 4, (uint16_t)ulen);
-		dp_pkt_put_be16(udp + 6, dp_pkt_tmpl_udp6_csum(buf, t, ulen));
+		fg_put_be16(ip + 4, (uint16_t)ulen);
+		fg_put_be16(udp + 6, dp_pkt_tmpl_udp6_csum(buf, t, ulen));
 	}
 	return t->hl + payload_len;
 }

@@ -151,13 +151,6 @@ void dp_tx_stash_release(struct dp_lcore *lc)
 /* Whether e was built for route rt and destination to: the route's
  * bytes up to its local address's end (no padding among them) and the
  * destination's family, address and port, compared a word at a time. */
-static inline uint64_t load64(const void *p)
-{
-	uint64_t w;
-	memcpy(&w, p, 8);
-	return w;
-}
-
 static inline bool tmpl_is(const struct dp_tx_tmpl *e, const struct dp_route *rt, const struct dp_peer *to)
 {
 	_Static_assert(offsetof(struct dp_route, local) + 16 == 31 && offsetof(struct dp_route, local) == 15,
@@ -165,8 +158,9 @@ static inline bool tmpl_is(const struct dp_tx_tmpl *e, const struct dp_route *rt
 	_Static_assert(offsetof(struct dp_peer, addr) == 1, "dp_peer's family and address are [0, 17)");
 	const uint8_t *a = (const uint8_t *)&e->rt, *b = (const uint8_t *)rt;
 	const uint8_t *x = (const uint8_t *)&e->to, *y = (const uint8_t *)to;
-	uint64_t d = (load64(a) ^ load64(b)) | (load64(a + 8) ^ load64(b + 8)) | (load64(a + 16) ^ load64(b + 16)) |
-		     (load64(a + 23) ^ load64(b + 23)) | (load64(x) ^ load64(y)) | (load64(x + 9) ^ load64(y + 9));
+	uint64_t d = (dp_pkt_ld64(a) ^ dp_pkt_ld64(b)) | (dp_pkt_ld64(a + 8) ^ dp_pkt_ld64(b + 8)) |
+		     (dp_pkt_ld64(a + 16) ^ dp_pkt_ld64(b + 16)) | (dp_pkt_ld64(a + 23) ^ dp_pkt_ld64(b + 23)) |
+		     (dp_pkt_ld64(x) ^ dp_pkt_ld64(y)) | (dp_pkt_ld64(x + 9) ^ dp_pkt_ld64(y + 9));
 	return e->used && !d && e->to.port == to->port;
 }
 

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "fg/common.h"
@@ -387,7 +388,16 @@ static inline uint32_t fg_le32(const uint8_t *p)
 	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 static inline uint64_t fg_le64(const uint8_t *p) { return (uint64_t)fg_le32(p) | ((uint64_t)fg_le32(p + 4) << 32); }
-static inline void fg_put_be16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+/* one store of the swapped word: the byte-at-a-time form is not always
+ * merged by the compiler (the dataplane's header templates patch fields
+ * with it per datagram) */
+static inline void fg_put_be16(uint8_t *p, uint16_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap16(v);
+#endif
+	memcpy(p, &v, 2);
+}
 static inline void fg_put_be24(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 16); p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)v; }
 static inline void fg_put_be32(uint8_t *p, uint32_t v) { fg_put_be16(p, (uint16_t)(v >> 16)); fg_put_be16(p + 2, (uint16_t)v); }
 static inline void fg_put_le16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
