@@ -162,22 +162,30 @@ struct dp_shard_env {
 	uint64_t ack_interval_ns;
 };
 
+/* What the receive side decided about a datagram's flow (its source, the
+ * route back, the port demux): the same for every datagram of the flow,
+ * so a datagram carries it by reference (struct dp_dgram, dp_shard.h). */
+struct dp_flow {
+	struct dp_peer src;
+	struct dp_route route;  /* the L2 route back (all zero behind a kernel socket) */
+	uint32_t hash;          /* dp_peer_hash(&src, 0) */
+	bool fragmented;        /* the fragmented profile ([udp] port, a layer port); false: the raw profile */
+	bool layer_bound;       /* it arrived on [udp] layer_ports + bound_layer (ingest.h) */
+	uint16_t bound_layer;
+};
+
 /* A flow the receive side has checked (dp_rx.c): an untagged IPv4/UDP
  * source whose every verdict (addresses, port demux, allowlist) passed,
  * remembered so that its next datagrams are recognised by their header
- * fields instead of parsed and checked again (until another flow of the
- * same index takes the entry). */
-#define DP_RX_FLOWS 16u /* direct-mapped by source and ports */
+ * fields (its pattern, dp_pkt.h) instead of parsed and checked again
+ * (until another flow takes the entry). Two places per flow: the entries
+ * at two indexes of a hash of the addresses and ports. */
+#define DP_RX_FLOWS 16u
 struct dp_rx_flow {
-	uint64_t mac_type;  /* frame bytes 6..13: source MAC and EtherType */
-	uint64_t addrs;     /* IPv4 source and destination, as on the wire */
-	uint32_t ports;     /* UDP source and destination ports, as on the wire */
-	bool fragmented, layer_bound; /* the datagram's demux (struct dp_dgram) */
-	uint16_t bound_layer;
+	struct dp_flow_pat pat;
 	bool used;          /* false: empty */
 	uint8_t points;     /* the points whose prefixes hold the source, bit p-1 for point p */
-	struct dp_peer src;
-	struct dp_route route;
+	struct dp_flow fl;
 };
 
 /* A datagram header template of the lcore's TX side (dp_tx.c): the key
@@ -232,6 +240,7 @@ struct dp_lcore {
 	bool has_local4, has_local6;
 	uint8_t local4[16], local6[16]; /* last local address seen per family */
 	struct dp_rx_flow rx_flow[DP_RX_FLOWS]; /* DPDK only (dp_rx.c) */
+	uint8_t rx_flow_turn; /* which of two taken places a new flow takes next */
 } __attribute__((aligned(64))); /* a cache line: per-lcore state never shares one */
 
 /* Per-lcore counting (single writer: the lcore that owns lc). */

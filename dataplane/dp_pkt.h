@@ -95,7 +95,9 @@ enum dp_addr_verdict dp_pkt_addr_check(const struct dp_pkt *pk, const uint8_t *o
  * DP_UDP4_PAYLOAD, UDP length - 8 bytes long, and every verdict the
  * receive path gives it (the parse, the address checks, the port demux,
  * the allowlist, the reply route) reads only the fields of its flow key
- * (struct dp_flow_key). fuzz_dp_pkt checks the first against dp_pkt_parse. */
+ * (the source MAC and EtherType, frame bytes 6..13; the IP source and
+ * destination; the UDP source and destination ports). fuzz_dp_pkt checks
+ * the first against dp_pkt_parse. */
 #define DP_UDP4_IP DP_ETH_HLEN              /* version/IHL */
 #define DP_UDP4_UDP (DP_ETH_HLEN + 20u)     /* the UDP header */
 #define DP_UDP4_PAYLOAD (DP_UDP4_UDP + 8u)  /* the UDP payload */
@@ -114,40 +116,66 @@ static inline uint32_t dp_pkt_ld32(const uint8_t *p)
 	return v;
 }
 
-static inline bool dp_pkt_udp4_form(const uint8_t *p, uint32_t len)
+/* The form's two length ranges (28 <= IP total length <= len - 14, 8 <=
+ * UDP length <= IP total length - 20), as unsigned differences. */
+static inline bool dp_pkt_udp4_lens(const uint8_t *p, uint32_t len)
 {
 	if (len < DP_UDP4_PAYLOAD)
 		return false;
 	uint32_t tot = fg_be16(p + DP_UDP4_IP + 2), ulen = fg_be16(p + DP_UDP4_UDP + 4);
+	return tot - 28u <= len - DP_UDP4_PAYLOAD && ulen - 8u <= tot - 28u;
+}
+
+static inline bool dp_pkt_udp4_form(const uint8_t *p, uint32_t len)
+{
+	if (!dp_pkt_udp4_lens(p, len))
+		return false;
 	/* two words against a pattern (constants once compiled, in either
 	 * byte order): EtherType 0x0800 and version/IHL 0x45; no MF flag or
 	 * fragment offset, protocol 17 (the TTL masked out) */
 	static const uint8_t want0[4] = {0x08, 0x00, 0x45, 0}, mask0[4] = {0xFF, 0xFF, 0xFF, 0};
 	static const uint8_t want1[4] = {0, 0, 0, 17}, mask1[4] = {0x3F, 0xFF, 0, 0xFF};
-	uint32_t d = ((dp_pkt_ld32(p + 12) & dp_pkt_ld32(mask0)) ^ dp_pkt_ld32(want0)) |
-		     ((dp_pkt_ld32(p + DP_UDP4_IP + 6) & dp_pkt_ld32(mask1)) ^ dp_pkt_ld32(want1));
-	/* the two length ranges, as unsigned differences */
-	return !d && tot - 28u <= len - DP_UDP4_PAYLOAD && ulen - 8u <= tot - 28u;
+	return !(((dp_pkt_ld32(p + 12) & dp_pkt_ld32(mask0)) ^ dp_pkt_ld32(want0)) |
+		 ((dp_pkt_ld32(p + DP_UDP4_IP + 6) & dp_pkt_ld32(mask1)) ^ dp_pkt_ld32(want1)));
 }
 
-/* A frame of that form's flow key, as on the wire: the source MAC and
- * EtherType (frame bytes 6..13), the IP source and destination, the UDP
- * source and destination ports. */
-struct dp_flow_key {
-	uint64_t mac_type, addrs;
-	uint32_t ports;
+/* A flow of that form, as a pattern over frame bytes 6..37 (four words):
+ * the source MAC and EtherType, the IP header's version/IHL, flags and
+ * fragment offset (but DF), protocol and addresses, the UDP ports; the
+ * TOS, the lengths, the id, the TTL and the checksum masked out. Taken
+ * from a frame of the form (dp_flow_pat_of), it holds the form's fixed
+ * fields and the flow key (source MAC + EtherType, IP addresses, UDP
+ * ports), so a frame matches it (dp_pkt_udp4_lens and dp_flow_pat_eq)
+ * exactly when it is of dp_pkt_udp4_form and has that key: one test
+ * where the form and the key took two (test_pkt checks every byte). */
+#define DP_FLOW_OFF 6u
+struct dp_flow_pat {
+	uint64_t w[4];
 };
 
-static inline struct dp_flow_key dp_flow_key_of(const uint8_t *p)
+static inline uint64_t dp_flow_mask(unsigned i)
 {
-	return (struct dp_flow_key){.mac_type = dp_pkt_ld64(p + 6),
-				    .addrs = dp_pkt_ld64(p + DP_UDP4_IP + 12),
-				    .ports = dp_pkt_ld32(p + DP_UDP4_UDP)};
+	static const uint8_t m[32] = {
+		0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, /* 6..13: source MAC, EtherType */
+		0xFF, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3F, 0xFF, /* 14..21: ver/IHL, flags/offset */
+		0x00, 0xFF, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, /* 22..29: protocol, source */
+		0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, /* 30..37: destination, ports */
+	};
+	return dp_pkt_ld64(m + 8 * i);
 }
 
-static inline bool dp_flow_key_eq(const struct dp_flow_key *a, uint64_t mac_type, uint64_t addrs, uint32_t ports)
+static inline void dp_flow_pat_of(const uint8_t *p, struct dp_flow_pat *pat)
 {
-	return !((a->mac_type ^ mac_type) | (a->addrs ^ addrs) | (uint64_t)(a->ports ^ ports));
+	for (unsigned i = 0; i < 4; i++)
+		pat->w[i] = dp_pkt_ld64(p + DP_FLOW_OFF + 8 * i) & dp_flow_mask(i);
+}
+
+static inline bool dp_flow_pat_eq(const uint8_t *p, const struct dp_flow_pat *pat)
+{
+	return !((dp_pkt_ld64(p + DP_FLOW_OFF) ^ pat->w[0]) |
+		 ((dp_pkt_ld64(p + DP_FLOW_OFF + 8) ^ pat->w[1]) & dp_flow_mask(1)) |
+		 ((dp_pkt_ld64(p + DP_FLOW_OFF + 16) ^ pat->w[2]) & dp_flow_mask(2)) |
+		 (dp_pkt_ld64(p + DP_FLOW_OFF + 24) ^ pat->w[3]));
 }
 
 /* Bytes of Ethernet + (VLAN) + IP + UDP headers for a route and family. */

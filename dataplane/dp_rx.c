@@ -54,9 +54,10 @@ static void points_seen(struct dp_lcore *lc, uint8_t mask, uint64_t now)
 }
 
 /* Decode one packet: L2-L4 into *pk, ARP and NDP answered at once, the
- * checks; a UDP datagram for the shard is written to *dg (pointing into
- * *pk) and true returned. */
-static bool rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, struct dp_pkt *pk, struct dp_dgram *dg, uint64_t now)
+ * checks; a UDP datagram for the shard gets its flow's facts in *fl and is
+ * written to *dg (pointing into *pk and *fl), and true returned. */
+static bool rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, struct dp_pkt *pk, struct dp_flow *fl, struct dp_dgram *dg,
+		      uint64_t now)
 {
 	if (m->nb_segs > 1) {
 		dp_lc_xcount(lc, DP_X_MULTISEG);
@@ -130,62 +131,68 @@ static bool rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, struct dp_pkt *pk
 		lc->has_local6 = true;
 		memcpy(lc->local6, pk->dst, 16);
 	}
-	*dg = (struct dp_dgram){.src = &pk->src,
-				.route = &pk->route,
-				.payload = pk->payload,
-				.len = pk->payload_len,
-				.fragmented = frag,
-				.layer_bound = bound,
-				.bound_layer = bound ? (uint16_t)lp_off : 0};
+	*fl = (struct dp_flow){.src = pk->src,
+			       .route = pk->route,
+			       .hash = dp_peer_hash(&pk->src, 0),
+			       .fragmented = frag,
+			       .layer_bound = bound,
+			       .bound_layer = bound ? (uint16_t)lp_off : 0};
+	*dg = (struct dp_dgram){.fl = fl, .payload = pk->payload, .len = pk->payload_len};
 	return true;
 }
 
-/* The flow table's entry for a key: a hash of its addresses and ports. */
-static inline unsigned rx_flow_index(const struct dp_flow_key *k)
+/* The flow table's two places for a frame of dp_pkt_udp4_form: two
+ * indexes of a hash of its addresses and ports (so two flows rarely evict
+ * each other burst after burst, as they would in one place). */
+static inline struct dp_rx_flow *rx_flow_at(struct dp_lcore *lc, const uint8_t *p, struct dp_rx_flow **other)
 {
-	uint64_t h = (k->addrs ^ ((uint64_t)k->ports << 13)) * 0x9E3779B97F4A7C15ull;
-	return (unsigned)(h >> 60) & (DP_RX_FLOWS - 1u);
+	uint64_t h = (dp_pkt_ld64(p + DP_UDP4_IP + 12) ^ ((uint64_t)dp_pkt_ld32(p + DP_UDP4_UDP) << 13)) *
+		     0x9E3779B97F4A7C15ull;
+	*other = &lc->rx_flow[(h >> 56) & (DP_RX_FLOWS - 1u)];
+	return &lc->rx_flow[h >> 60];
 }
 
-/* Remember the flow of an accepted datagram dg of dp_pkt_udp4_form (key
- * k, its source and route in pk): the flow's next datagrams skip
- * rx_packet until another flow takes its entry. Every verdict rx_packet gave is a
- * function of the key and of what is fixed while the dataplane runs (the
- * allowlist, the ports, our addresses and MAC); point liveness is kept
- * by the entry's points. */
-static void rx_flow_learn(struct dp_lcore *lc, const struct dp_flow_key *k, const struct dp_pkt *pk,
-			  const struct dp_dgram *dg)
+/* The entry of the flow frame p (of dp_pkt_udp4_form) belongs to, or NULL. */
+static inline const struct dp_rx_flow *rx_flow_find(struct dp_lcore *lc, const uint8_t *p)
 {
-	struct dp_rx_flow *e = &lc->rx_flow[rx_flow_index(k)];
-	e->mac_type = k->mac_type;
-	e->addrs = k->addrs;
-	e->ports = k->ports;
-	e->fragmented = dg->fragmented;
-	e->layer_bound = dg->layer_bound;
-	e->bound_layer = dg->bound_layer;
-	e->src = pk->src;
-	e->route = pk->route;
+	struct dp_rx_flow *o, *e = rx_flow_at(lc, p, &o);
+	if (e->used && dp_flow_pat_eq(p, &e->pat))
+		return e;
+	if (o->used && dp_flow_pat_eq(p, &o->pat))
+		return o;
+	return NULL;
+}
+
+/* Remember the flow of an accepted datagram of dp_pkt_udp4_form (frame p,
+ * its flow's facts fl, its source address in pk): the flow's next
+ * datagrams skip rx_packet while it keeps its entry. Every verdict
+ * rx_packet gave is a function of the pattern's fields and of what is
+ * fixed while the dataplane runs (the allowlist, the ports, our addresses
+ * and MAC); point liveness is kept by the entry's points. The first of its
+ * two places that is free or already its own, else the one not taken
+ * last time. */
+static void rx_flow_learn(struct dp_lcore *lc, const uint8_t *p, const struct dp_pkt *pk, const struct dp_flow *fl)
+{
+	struct dp_flow_pat pat;
+	dp_flow_pat_of(p, &pat);
+	struct dp_rx_flow *o, *e = rx_flow_at(lc, p, &o);
+	if (e->used && memcmp(&e->pat, &pat, sizeof(pat))) {
+		if (!o->used || !memcmp(&o->pat, &pat, sizeof(pat)))
+			e = o;
+		else if ((lc->rx_flow_turn ^= 1u))
+			e = o;
+	}
+	e->pat = pat;
+	e->fl = *fl;
 	e->points = dp_g.have_points ? points_of(pk->src.family, pk->src.addr) : 0;
 	e->used = true;
 }
 
-/* The burst's mbufs back to their pool. In the common case (all of one
- * pool, direct, one segment, referenced once: what a PMD's RX burst
- * gives) one rte_mempool_put_bulk, as a NIC's fast-free TX offload does
- * (a single segment's next is NULL by the mbuf contract, so its second
- * line is not read); else rte_pktmbuf_free_bulk, which handles every
- * case mbuf by mbuf. */
-static inline void rx_free(struct rte_mbuf **pkts, uint16_t n)
+/* Whether an mbuf is what a PMD's RX burst gives: of pool mp, direct, one
+ * segment, referenced once. */
+static inline bool rx_plain(const struct rte_mbuf *m, const struct rte_mempool *mp)
 {
-	struct rte_mempool *mp = pkts[0]->pool;
-	for (uint16_t i = 0; i < n; i++) {
-		const struct rte_mbuf *m = pkts[i];
-		if (m->pool != mp || m->nb_segs != 1 || !RTE_MBUF_DIRECT(m) || rte_mbuf_refcnt_read(m) != 1) {
-			rte_pktmbuf_free_bulk(pkts, n);
-			return;
-		}
-	}
-	rte_mempool_put_bulk(mp, (void **)pkts, n);
+	return m->pool == mp && m->nb_segs == 1 && RTE_MBUF_DIRECT(m) && rte_mbuf_refcnt_read(m) == 1;
 }
 
 /* The work of a non-empty burst, in two passes (VPP's vector spirit):
@@ -193,22 +200,28 @@ static inline void rx_free(struct rte_mbuf **pkts, uint16_t n)
  * then the burst's datagrams to the shard together (dp_shard_burst: their
  * fragment headers read, reassembly records found and the slot lines they
  * land in prefetched, then placed in arrival order). A datagram of
- * dp_pkt_udp4_form whose flow is the one before it, or a flow rx_packet
- * accepted before (lc->rx_flow, rx_flow_learn), takes that flow's
- * verdicts, source and route; the others go through rx_packet. Not
+ * dp_pkt_udp4_form whose frame matches the pattern of the flow before it,
+ * or of a flow rx_packet accepted before (lc->rx_flow, rx_flow_learn),
+ * takes that flow's facts; the others go through rx_packet. The mbufs go
+ * back to their pool together: one rte_mempool_put_bulk when all are plain
+ * (as a NIC's fast-free TX offload does; a single segment's next is NULL
+ * by the mbuf contract, so its second line is not read), else
+ * rte_pktmbuf_free_bulk, which handles every case mbuf by mbuf. Not
  * inlined: the poll loop calls it only when the PMD returned packets, so
  * bench/cap/callgrind.sh counts the lcore's work per seed as this call's
  * cost (and empty polls never reach it). */
 static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte_mbuf **pkts, uint16_t n, uint64_t now)
 {
 	struct dp_pkt pk[DP_BURST];
+	struct dp_flow fl[DP_BURST]; /* the flows rx_packet accepted: of pk[i] */
 	struct dp_dgram dg[DP_BURST];
-	struct dp_flow_key learn[DP_BURST]; /* the flows rx_packet accepted: pk[i], dg[learn_dg[i]] */
-	uint8_t learn_dg[DP_BURST];
+	const uint8_t *learn[DP_BURST]; /* the frame of pk[i] when it is of the form, else NULL */
 	unsigned nd = 0, np = 0;
 	uint64_t bytes = 0;
-	struct dp_flow_key last = {0}; /* the flow of dg[last_dg], when last_dg < DP_BURST */
-	unsigned last_dg = DP_BURST;
+	struct rte_mempool *mp = pkts[0]->pool;
+	bool plain = true;
+	struct dp_flow_pat last = {{0}}; /* the pattern of lastf, when lastf is set */
+	const struct dp_flow *lastf = NULL;
 	/* DPDK l3fwd's PREFETCH_OFFSET: on a zero-copy memif port (and a NIC)
 	 * a packet's first line was last written by another agent */
 	for (uint16_t i = 0; i < n && i < 3; i++)
@@ -219,37 +232,31 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 		struct rte_mbuf *m = pkts[i];
 		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
 		bytes += m->pkt_len;
-		bool form = m->nb_segs == 1 && dp_pkt_udp4_form(p, rte_pktmbuf_data_len(m));
-		if (form) {
-			struct dp_flow_key k = dp_flow_key_of(p);
-			const struct dp_rx_flow *e = &lc->rx_flow[rx_flow_index(&k)];
-			if (last_dg < DP_BURST && dp_flow_key_eq(&last, k.mac_type, k.addrs, k.ports)) {
-				dg[nd] = dg[last_dg];
-			} else if (e->used && dp_flow_key_eq(&k, e->mac_type, e->addrs, e->ports)) {
+		plain &= rx_plain(m, mp);
+		bool lens = m->nb_segs == 1 && dp_pkt_udp4_lens(p, rte_pktmbuf_data_len(m));
+		if (lens) {
+			const struct dp_flow *f = lastf;
+			if (!f || !dp_flow_pat_eq(p, &last)) {
+				const struct dp_rx_flow *e = rx_flow_find(lc, p);
+				if (!e)
+					goto full;
 				if (e->points)
 					points_seen(lc, e->points, now);
-				dg[nd] = (struct dp_dgram){.src = &e->src,
-							   .route = &e->route,
-							   .fragmented = e->fragmented,
-							   .layer_bound = e->layer_bound,
-							   .bound_layer = e->bound_layer};
-				last = k;
-				last_dg = nd;
-			} else {
-				goto full;
+				f = lastf = &e->fl;
+				last = e->pat;
 			}
-			dg[nd].payload = p + DP_UDP4_PAYLOAD;
-			dg[nd].len = (uint32_t)fg_be16(p + DP_UDP4_UDP + 4) - 8u;
-			nd++;
+			dg[nd++] = (struct dp_dgram){.fl = f,
+						     .payload = p + DP_UDP4_PAYLOAD,
+						     .len = (uint32_t)fg_be16(p + DP_UDP4_UDP + 4) - 8u};
 			continue;
 		}
 	full:
-		if (rx_packet(lc, m, &pk[np], &dg[nd], now)) {
-			learn_dg[np] = 0xFF;
-			if (form) {
-				last = learn[np] = dp_flow_key_of(p);
-				last_dg = nd;
-				learn_dg[np] = (uint8_t)nd;
+		if (rx_packet(lc, m, &pk[np], &fl[np], &dg[nd], now)) {
+			learn[np] = NULL;
+			if (lens && dp_pkt_udp4_form(p, rte_pktmbuf_data_len(m))) {
+				learn[np] = p;
+				dp_flow_pat_of(p, &last);
+				lastf = &fl[np];
 			}
 			np++;
 			nd++;
@@ -261,10 +268,13 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 		dp_shard_burst(lc, dg, nd, now);
 	/* learnt after the burst, whose datagrams point into the entries */
 	for (unsigned i = 0; i < np; i++)
-		if (learn_dg[i] != 0xFF)
-			rx_flow_learn(lc, &learn[i], &pk[i], &dg[learn_dg[i]]);
+		if (learn[i])
+			rx_flow_learn(lc, learn[i], &pk[i], &fl[i]);
 	/* every mbuf was only read: this burst's owner frees them all */
-	rx_free(pkts, n);
+	if (plain)
+		rte_mempool_put_bulk(mp, (void **)pkts, n);
+	else
+		rte_pktmbuf_free_bulk(pkts, n);
 }
 
 unsigned dp_rx_burst(struct dp_lcore *lc, uint64_t now)

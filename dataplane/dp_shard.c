@@ -239,7 +239,7 @@ static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64
 static void whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const struct dp_dgram *dg, bool ackable,
 		  uint64_t now)
 {
-	struct dp_xfer from = {.peer = *dg->src, .route = *dg->route, .len = len, .ack = ackable,
+	struct dp_xfer from = {.peer = dg->fl->src, .route = dg->fl->route, .len = len, .ack = ackable,
 			       .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer,
 			       .decoded = true};
 	const struct dp_frame *d = &from.fr;
@@ -268,7 +268,7 @@ static void whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const
 	dp_lc_count(lc, FG_C_FRAMES, 1);
 	if (dp_frame_is_ack(d)) {
 		dp_lc_xcount(lc, DP_X_ACK_RX);
-		dp_deliver_on_ack(lc, d, frame, len, dg->src);
+		dp_deliver_on_ack(lc, d, frame, len, &dg->fl->src);
 		return;
 	}
 	struct fg_ingest_result r;
@@ -278,15 +278,15 @@ static void whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const
 }
 
 /* One fragment of a multi-fragment frame: reassembly or direct placement.
- * hash: dp_peer_hash(dg->src, 0); hint: its reassembly lookup
+ * hint: its reassembly lookup
  * (dp_reasm_find), or NULL. */
 static void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o, const struct dp_dgram *dg, uint64_t now);
 
-static bool fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct dp_dgram *dg, uint32_t hash,
-		     struct dp_ra_hint *hint, uint64_t now)
+static bool fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct dp_dgram *dg, struct dp_ra_hint *hint,
+		     uint64_t now)
 {
 	struct dp_reasm_out out;
-	if (dp_reasm_push_hinted(&lc->reasm, dg->src, hash, hint, f, &lc->ictx, now, &out) < 0)
+	if (dp_reasm_push_hinted(&lc->reasm, &dg->fl->src, dg->fl->hash, hint, f, &lc->ictx, now, &out) < 0)
 		return false; /* never: push reports through out->disp */
 	if (out.disp != DP_RA_TAKEN || out.events)
 		fragment_out(lc, &out, dg, now);
@@ -323,7 +323,7 @@ static void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o, cons
 	 * nothing to answer, so the sender's xfer header is not built for them. */
 	if (!(o->events & (DP_RA_EV_OUTCOME | DP_RA_EV_FRAME | DP_RA_EV_COMPLETE)))
 		return;
-	struct dp_xfer from = {.peer = *dg->src, .route = *dg->route, .ack = true,
+	struct dp_xfer from = {.peer = dg->fl->src, .route = dg->fl->route, .ack = true,
 			       .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer};
 	if (o->events & DP_RA_EV_OUTCOME) {
 		struct fg_status st;
@@ -364,7 +364,7 @@ static void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o, cons
 static void dgram_one(struct dp_lcore *lc, const struct dp_dgram *dg, const struct fg_frag *f, ssize_t rc,
 		      uint64_t now)
 {
-	if (!dg->fragmented) {
+	if (!dg->fl->fragmented) {
 		dp_lc_xcount(lc, DP_X_RAW_DGRAMS);
 		whole(lc, dg->payload, dg->len, dg, false, now);
 		return;
@@ -384,31 +384,30 @@ static void dgram_one(struct dp_lcore *lc, const struct dp_dgram *dg, const stru
  * every path that reads it; a chunk that only lands does not. */
 static inline void bind_layer(struct dp_lcore *lc, const struct dp_dgram *dg)
 {
-	lc->ictx.layer_bound = dg->layer_bound;
-	lc->ictx.bound_layer = dg->layer_bound ? dg->bound_layer : 0;
+	lc->ictx.layer_bound = dg->fl->layer_bound;
+	lc->ictx.bound_layer = dg->fl->layer_bound ? dg->fl->bound_layer : 0;
 }
 
 void dp_shard_burst(struct dp_lcore *lc, const struct dp_dgram *dg, unsigned n, uint64_t now)
 {
 	struct fg_frag f[DP_BURST];
 	struct dp_ra_hint hint[DP_BURST];
-	uint32_t hash[DP_BURST];
 	int8_t rc[DP_BURST]; /* 1: a fragment of a multi-fragment frame; else dgram_one (0, or the codec's reason) */
 	uint8_t follows[DP_BURST]; /* the fragment of the same frame just before it, or 0xFF */
-	const struct dp_peer *prev = NULL;
-	uint32_t ph = 0, nfrag = 0, taken = 0;
-	unsigned last = DP_BURST; /* the fragment before, while it is of the same peer */
+	const struct dp_flow *prev = NULL; /* the flow of fragment `last` */
+	uint32_t nfrag = 0, taken = 0;
+	unsigned last = DP_BURST, head = DP_BURST; /* the fragment before; the first of its frame's run */
 	if (n > DP_BURST)
 		n = DP_BURST;
-	/* 1. Fragment headers (each distinct peer hashed once: a burst holds
-	 *    a few senders' runs of fragments), each frame's reassembly
-	 *    record, and the slot line each fragment lands in prefetched, so
-	 *    the misses of the whole burst overlap. A fragment of the frame of
-	 *    the fragment just before it (same peer, same frame id) follows
-	 *    it: no lookup of its own. */
+	/* 1. Fragment headers, each frame's reassembly record (the peer's
+	 *    hash kept by its flow), and the slot line each fragment lands in
+	 *    prefetched, so the misses of the whole burst overlap. A fragment
+	 *    of the frame of the fragment just before it (same flow, same
+	 *    frame id) follows it: no lookup of its own. */
 	for (unsigned i = 0; i < n; i++) {
+		const struct dp_flow *fl = dg[i].fl;
 		rc[i] = 0;
-		if (!dg[i].fragmented)
+		if (!fl->fragmented)
 			continue;
 		ssize_t k = fg_frag_decode_fast(dg[i].payload, dg[i].len, &f[i]);
 		if (k < 0) {
@@ -417,23 +416,17 @@ void dp_shard_burst(struct dp_lcore *lc, const struct dp_dgram *dg, unsigned n, 
 		}
 		if (f[i].total == 1)
 			continue;
-		/* one flow's datagrams share their source (dp_rx.c) */
-		if (prev != dg[i].src && (!prev || !dp_peer_eq(prev, dg[i].src))) {
-			prev = dg[i].src;
-			ph = dp_peer_hash(prev, 0);
-			last = DP_BURST;
-		}
-		hash[i] = ph;
 		rc[i] = 1;
 		nfrag++;
-		if (last < DP_BURST && f[last].frame_id == f[i].frame_id) {
+		if (fl == prev && f[last].frame_id == f[i].frame_id) {
 			follows[i] = (uint8_t)last;
-			hint[i] = hint[last];
 		} else {
 			follows[i] = 0xFF;
-			dp_reasm_find(&lc->reasm, dg[i].src, ph, f[i].frame_id, &hint[i]);
+			head = i;
+			dp_reasm_find(&lc->reasm, &fl->src, fl->hash, f[i].frame_id, &hint[i]);
 		}
-		dp_reasm_prefetch(&lc->reasm, &hint[i], f[i].index);
+		dp_reasm_prefetch(&lc->reasm, &hint[head], f[i].index);
+		prev = fl;
 		last = i;
 	}
 	/* 2. Placed, in arrival order. */
@@ -450,7 +443,7 @@ void dp_shard_burst(struct dp_lcore *lc, const struct dp_dgram *dg, unsigned n, 
 				}
 			} else {
 				bind_layer(lc, &dg[i]);
-				taken += fragment(lc, &f[i], &dg[i], hash[i], &hint[i], now);
+				taken += fragment(lc, &f[i], &dg[i], &hint[i], now);
 			}
 		} else {
 			bind_layer(lc, &dg[i]);
@@ -466,7 +459,7 @@ void dp_shard_burst(struct dp_lcore *lc, const struct dp_dgram *dg, unsigned n, 
 void dp_shard_dgram(struct dp_lcore *lc, const struct dp_dgram *dg, uint64_t now)
 {
 	bind_layer(lc, dg);
-	if (!dg->fragmented) {
+	if (!dg->fl->fragmented) {
 		dp_lc_xcount(lc, DP_X_RAW_DGRAMS);
 		whole(lc, dg->payload, dg->len, dg, false, now);
 		return;
@@ -484,7 +477,7 @@ void dp_shard_dgram(struct dp_lcore *lc, const struct dp_dgram *dg, uint64_t now
 		whole(lc, f.chunk, f.chunk_len, dg, true, now);
 		return;
 	}
-	if (fragment(lc, &f, dg, dp_peer_hash(dg->src, 0), NULL, now))
+	if (fragment(lc, &f, dg, NULL, now))
 		dp_lc_xcount(lc, DP_X_FRAG_TAKEN);
 }
 

@@ -8,18 +8,19 @@
 #include "dp_io.h"
 
 /* One UDP datagram for us, as the driver received it (after its own L2-L4
- * parse, port demux and source allowlist). */
+ * parse, port demux and source allowlist): its flow by reference (the
+ * datagrams of one flow share it), its payload borrowed for the call. */
 struct dp_dgram {
-	/* by reference (borrowed for the call), not copied: the copy was ~12
-	 * instructions per datagram (callgrind, bench/cap/callgrind.sh) */
-	const struct dp_peer *src;
-	const struct dp_route *route; /* the L2 route back (all zero behind a kernel socket) */
-	const uint8_t *payload; /* the UDP payload, borrowed for the call */
+	const struct dp_flow *fl;
+	const uint8_t *payload;
 	uint32_t len;
-	bool fragmented;        /* the fragmented profile ([udp] port, a layer port); false: the raw profile */
-	bool layer_bound;       /* it arrived on [udp] layer_ports + bound_layer (ingest.h) */
-	uint16_t bound_layer;
 };
+
+/* A flow's facts for a source and route (unbound: no [udp] layer_ports). */
+static inline struct dp_flow dp_flow_of(const struct dp_peer *src, const struct dp_route *route, bool fragmented)
+{
+	return (struct dp_flow){.src = *src, .route = *route, .hash = dp_peer_hash(src, 0), .fragmented = fragmented};
+}
 
 /* Receive: one datagram into the shard (fragment decode, reassembly or
  * direct placement, ingest or hand-off, status, ACK bookkeeping). */

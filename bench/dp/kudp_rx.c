@@ -345,11 +345,8 @@ int main(int argc, char **argv)
 			fg_count(lc.k, FG_C_RX_BYTES, mm[i].msg_len);
 			struct dp_peer src = {.family = 4, .port = ntohs(from[i].sin_port)};
 			memcpy(src.addr, &from[i].sin_addr, 4);
-			struct dp_dgram dg = {.src = &src,
-					      .route = &no_route, /* the kernel routes */
-					      .payload = bufs[i],
-					      .len = mm[i].msg_len,
-					      .fragmented = true};
+			const struct dp_flow fl = dp_flow_of(&src, &no_route, true); /* the kernel routes */
+			struct dp_dgram dg = {.fl = &fl, .payload = bufs[i], .len = mm[i].msg_len};
 			dp_shard_dgram(&lc, &dg, now);
 		}
 		dp_shard_tick(&lc, now);

@@ -406,20 +406,23 @@ static inline void fg_put_le64(uint8_t *p, uint64_t v) { fg_put_le32(p, (uint32_
 
 static inline ssize_t fg_frag_decode_fast(const uint8_t *dgram, size_t len, struct fg_frag *out)
 {
+	/* the common case in one test: a chunk after the header, and
+	 * index < total (so total > 0); the reasons in their order else */
+	if (__builtin_expect(len > FG_FRAG_HDR_LEN && len - FG_FRAG_HDR_LEN <= UINT32_MAX && dgram[2] < dgram[3], 1)) {
+		out->frame_id = fg_be16(dgram);
+		out->index = dgram[2];
+		out->total = dgram[3];
+		out->chunk = dgram + FG_FRAG_HDR_LEN;
+		out->chunk_len = (uint32_t)(len - FG_FRAG_HDR_LEN);
+		return (ssize_t)len;
+	}
 	if (len < FG_FRAG_HDR_LEN)
 		return -FG_R_FRAG_SHORT;
 	if (dgram[3] == 0)
 		return -FG_R_FRAG_TOTAL_ZERO;
 	if (dgram[2] >= dgram[3])
 		return -FG_R_FRAG_INDEX_RANGE;
-	if (len == FG_FRAG_HDR_LEN || len - FG_FRAG_HDR_LEN > UINT32_MAX)
-		return -FG_R_FRAG_CHUNK_SIZE;
-	out->frame_id = fg_be16(dgram);
-	out->index = dgram[2];
-	out->total = dgram[3];
-	out->chunk = dgram + FG_FRAG_HDR_LEN;
-	out->chunk_len = (uint32_t)(len - FG_FRAG_HDR_LEN);
-	return (ssize_t)len;
+	return -FG_R_FRAG_CHUNK_SIZE; /* no chunk, or more than 4 GiB */
 }
 
 /* Unchecked writers of the ACK datagram (wire.md 2.1), for encoders that

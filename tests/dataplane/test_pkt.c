@@ -182,8 +182,11 @@ static void test_fragments_and_protocols(void **st)
 /* dp_pkt_udp4_form (the receive path's known flows) says yes exactly when
  * dp_pkt_parse gives an untagged IPv4 UDP verdict with the payload after a
  * 20-byte header: every value of every header byte, every truncation, and
- * VLAN, QinQ and IPv6 frames; and the flow key holds what the parse read. */
-static bool form_agrees(const uint8_t *c, uint32_t n)
+ * VLAN, QinQ and IPv6 frames; and the flow key (frame bytes 6..13, 26..37)
+ * holds what the parse read. A flow's pattern, taken from frame `orig`,
+ * matches (dp_pkt_udp4_lens and dp_flow_pat_eq) exactly when the frame is
+ * of the form and has orig's flow key. */
+static bool form_agrees(const uint8_t *c, uint32_t n, const uint8_t *orig)
 {
 	struct dp_pkt pk;
 	bool parsed = dp_pkt_parse(c, n, &pk) == DP_PKT_UDP && pk.src.family == 4 && pk.payload == c + DP_UDP4_PAYLOAD;
@@ -191,44 +194,53 @@ static bool form_agrees(const uint8_t *c, uint32_t n)
 	if (form != parsed)
 		return false;
 	if (form) {
-		struct dp_flow_key k = dp_flow_key_of(c);
-		uint8_t kb[8];
-		memcpy(kb, &k.mac_type, 8);
-		if (memcmp(kb, pk.route.mac, 6) || pk.payload_len != (uint32_t)fg_be16(c + DP_UDP4_UDP + 4) - 8u)
+		if (memcmp(c + 6, pk.route.mac, 6) || pk.payload_len != (uint32_t)fg_be16(c + DP_UDP4_UDP + 4) - 8u)
 			return false;
-		memcpy(kb, &k.addrs, 8);
-		if (memcmp(kb, pk.src.addr, 4) || memcmp(kb + 4, pk.dst, 4))
+		if (memcmp(c + 26, pk.src.addr, 4) || memcmp(c + 30, pk.dst, 4))
 			return false;
-		memcpy(kb, &k.ports, 4);
-		if (fg_be16(kb) != pk.src.port || fg_be16(kb + 2) != pk.dst_port)
+		if (fg_be16(c + 34) != pk.src.port || fg_be16(c + 36) != pk.dst_port)
 			return false;
 	}
-	return true;
+	struct dp_flow_pat pat;
+	dp_flow_pat_of(orig, &pat);
+	bool key = form && !memcmp(c + 6, orig + 6, 8) && !memcmp(c + 26, orig + 26, 12);
+	return (dp_pkt_udp4_lens(c, n) && dp_flow_pat_eq(c, &pat)) == key;
 }
 
 static void test_udp4_form(void **st)
 {
 	(void)st;
-	uint8_t buf[2048], c[2048];
+	uint8_t buf[2048], c[2048], o[2048];
 	uint32_t n = build(buf, 4, false, 100);
 	assert_true(dp_pkt_udp4_form(buf, n));
-	assert_true(form_agrees(buf, n));
+	assert_true(form_agrees(buf, n, buf));
 	for (uint32_t i = 0; i < DP_UDP4_PAYLOAD; i++)
 		for (unsigned v = 0; v < 256; v++) {
 			memcpy(c, buf, n);
 			c[i] = (uint8_t)v;
-			if (!form_agrees(c, n))
-				fail_msg("byte %u = 0x%02x: dp_pkt_udp4_form and dp_pkt_parse disagree", i, v);
+			if (!form_agrees(c, n, buf))
+				fail_msg("byte %u = 0x%02x: dp_pkt_udp4_form, dp_pkt_parse or the pattern disagree", i, v);
+			/* a pattern taken from the changed frame, when it is of the form */
+			if (dp_pkt_udp4_form(c, n) && !form_agrees(buf, n, c))
+				fail_msg("pattern of byte %u = 0x%02x: the pattern disagrees", i, v);
 		}
+	/* the TOS, id, DF, TTL and lengths of the flow's frames vary */
+	memcpy(o, buf, n);
+	o[15] = 0xB8, o[18] = 0x12, o[19] = 0x34, o[20] = 0x40, o[22] = 3;
+	assert_true(dp_pkt_udp4_form(o, n));
+	assert_true(form_agrees(o, n, buf));
+	struct dp_flow_pat pat;
+	dp_flow_pat_of(buf, &pat);
+	assert_true(dp_pkt_udp4_lens(o, n) && dp_flow_pat_eq(o, &pat));
 	for (uint32_t len = 0; len <= n; len++)
-		if (!form_agrees(buf, len))
-			fail_msg("truncated to %u: dp_pkt_udp4_form and dp_pkt_parse disagree", len);
+		if (!form_agrees(buf, len, buf))
+			fail_msg("truncated to %u: dp_pkt_udp4_form, dp_pkt_parse or the pattern disagree", len);
 	n = build(buf, 4, true, 100); /* 802.1Q */
 	assert_false(dp_pkt_udp4_form(buf, n));
-	assert_true(form_agrees(buf, n));
+	assert_true(form_agrees(buf, n, o));
 	n = build(buf, 6, false, 100);
 	assert_false(dp_pkt_udp4_form(buf, n));
-	assert_true(form_agrees(buf, n));
+	assert_true(form_agrees(buf, n, o));
 }
 
 static void test_arp(void **st)

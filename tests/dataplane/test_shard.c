@@ -221,7 +221,8 @@ static void send_frame(const struct dp_peer *from, uint16_t fid, const uint8_t *
 		dg[2] = (uint8_t)i;
 		dg[3] = (uint8_t)total;
 		memcpy(dg + 4, frame + off, n);
-		struct dp_dgram d = {.src = from, .route = &no_route, .payload = dg, .len = n + 4, .fragmented = true};
+		const struct dp_flow fl = dp_flow_of(from, &no_route, true);
+		struct dp_dgram d = {.fl = &fl, .payload = dg, .len = n + 4};
 		dp_shard_dgram(&lc, &d, now);
 	}
 }
@@ -270,7 +271,8 @@ static void consumer_ack(const struct dp_peer *as, uint64_t now)
 	uint8_t buf[256];
 	uint32_t lens[2];
 	assert_int_equal(fg_ack_build(&e, 1, cfg.mtu, 77, buf, sizeof(buf), lens, 2), 1);
-	struct dp_dgram d = {.src = as, .route = &no_route, .payload = buf, .len = lens[0], .fragmented = true};
+	const struct dp_flow fl = dp_flow_of(as, &no_route, true);
+	struct dp_dgram d = {.fl = &fl, .payload = buf, .len = lens[0]};
 	dp_shard_dgram(&lc, &d, now);
 }
 
@@ -300,7 +302,8 @@ static void resolve_one(uint64_t now)
 				dg[2] = (uint8_t)i;
 				dg[3] = (uint8_t)total;
 				memcpy(dg + 4, fr + off, m);
-				struct dp_dgram d = {.src = &p, .route = &no_route, .payload = dg, .len = m + 4, .fragmented = true};
+				const struct dp_flow fl = dp_flow_of(&p, &no_route, true);
+				struct dp_dgram d = {.fl = &fl, .payload = dg, .len = m + 4};
 				dp_shard_dgram(&lc, &d, now);
 			}
 		} else {
@@ -442,7 +445,8 @@ static void consumer_entry(uint32_t base, uint64_t bits, uint64_t now)
 	uint8_t buf[256];
 	uint32_t lens[2];
 	assert_int_equal(fg_ack_build(&e, 1, cfg.mtu, 77, buf, sizeof(buf), lens, 2), 1);
-	struct dp_dgram d = {.src = &consumer, .route = &no_route, .payload = buf, .len = lens[0], .fragmented = true};
+	const struct dp_flow fl = dp_flow_of(&consumer, &no_route, true);
+	struct dp_dgram d = {.fl = &fl, .payload = buf, .len = lens[0]};
 	dp_shard_dgram(&lc, &d, now);
 }
 
@@ -528,7 +532,8 @@ static void test_malformed_counted(void **st)
 	/* a whole frame (frag_total 1) with a 5-byte header, then one whose
 	 * header says more payload than the datagram holds */
 	uint8_t dg[64] = {0, 1, 0, 1, 0xAF, 0x62, 0, 0, 0};
-	struct dp_dgram d = {.src = &p, .route = &no_route, .payload = dg, .len = 9, .fragmented = true};
+	const struct dp_flow fl = dp_flow_of(&p, &no_route, true);
+	struct dp_dgram d = {.fl = &fl, .payload = dg, .len = 9};
 	dp_shard_dgram(&lc, &d, MS);
 	assert_int_equal(C(FG_C_DROP_MALFORMED), 1);
 	uint8_t fr[32] = {0};
