@@ -4,7 +4,7 @@
  * advertisements) to dp_neigh.c, the UDP port demux (fragmented profile on
  * [udp] port, raw profile on raw_port), the source allowlist, point
  * liveness, the hand-over of the burst's datagrams to the shard work
- * (dp_shard_burst, dp_shard.c) and the burst's mbufs freed.
+ * (dp_shard_add, dp_shard_run: dp_shard.c) and the burst's mbufs freed.
  *
  * Point liveness ([points]): every datagram that passed the allowlist
  * stores `now` into b->point_seen_ns[p] for each point p whose prefixes hold
@@ -12,6 +12,7 @@
  *
  * Who may call: the lcore that owns `lc` (its poll loop, dp_lcore.c). Every
  * received mbuf is only read here; dp_rx_burst frees the whole burst. */
+#include <stddef.h>
 #include <string.h>
 
 #include <rte_ethdev.h>
@@ -54,10 +55,9 @@ static void points_seen(struct dp_lcore *lc, uint8_t mask, uint64_t now)
 }
 
 /* Decode one packet: L2-L4 into *pk, ARP and NDP answered at once, the
- * checks; a UDP datagram for the shard gets its flow's facts in *fl and is
- * written to *dg (pointing into *pk and *fl), and true returned. */
-static bool rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, struct dp_pkt *pk, struct dp_flow *fl, struct dp_dgram *dg,
-		      uint64_t now)
+ * checks; for a UDP datagram for the shard its flow's facts go to *fl and
+ * true is returned (its payload: pk->payload, pk->payload_len). */
+static bool rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, struct dp_pkt *pk, struct dp_flow *fl, uint64_t now)
 {
 	if (m->nb_segs > 1) {
 		dp_lc_xcount(lc, DP_X_MULTISEG);
@@ -137,7 +137,6 @@ static bool rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, struct dp_pkt *pk
 			       .fragmented = frag,
 			       .layer_bound = bound,
 			       .bound_layer = bound ? (uint16_t)lp_off : 0};
-	*dg = (struct dp_dgram){.fl = fl, .payload = pk->payload, .len = pk->payload_len};
 	return true;
 }
 
@@ -188,40 +187,58 @@ static void rx_flow_learn(struct dp_lcore *lc, const uint8_t *p, const struct dp
 	e->used = true;
 }
 
+/* An mbuf's reference count and segment count in one load: the 16-bit
+ * words at +2 and +4 of its rearm_data word (x86 is little-endian), 1 and
+ * 1 for the plain mbuf a PMD's RX burst gives. */
+_Static_assert(offsetof(struct rte_mbuf, refcnt) == offsetof(struct rte_mbuf, rearm_data) + 2 &&
+		       offsetof(struct rte_mbuf, nb_segs) == offsetof(struct rte_mbuf, rearm_data) + 4 &&
+		       __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "rte_mbuf's rearm_data layout");
+#define RX_ONE_REF_ONE_SEG 0x0000000100010000ull
+static inline uint64_t rx_refs_segs(const struct rte_mbuf *m)
+{
+	uint64_t w;
+	memcpy(&w, &m->rearm_data, 8);
+	return w & 0x0000FFFFFFFF0000ull;
+}
+
 /* Whether an mbuf is what a PMD's RX burst gives: of pool mp, direct, one
  * segment, referenced once. */
 static inline bool rx_plain(const struct rte_mbuf *m, const struct rte_mempool *mp)
 {
-	return m->pool == mp && m->nb_segs == 1 && RTE_MBUF_DIRECT(m) && rte_mbuf_refcnt_read(m) == 1;
+	return rx_refs_segs(m) == RX_ONE_REF_ONE_SEG && RTE_MBUF_DIRECT(m) && m->pool == mp;
 }
 
 /* The work of a non-empty burst, in two passes (VPP's vector spirit):
- * every packet decoded first (its first line fetched 3 packets ahead),
- * then the burst's datagrams to the shard together (dp_shard_burst: their
- * fragment headers read, reassembly records found and the slot lines they
- * land in prefetched, then placed in arrival order). A datagram of
- * dp_pkt_udp4_form whose frame matches the pattern of the flow before it,
- * or of a flow rx_packet accepted before (lc->rx_flow, rx_flow_learn),
- * takes that flow's facts; the others go through rx_packet. The mbufs go
- * back to their pool together: one rte_mempool_put_bulk when all are plain
- * (as a NIC's fast-free TX offload does; a single segment's next is NULL
- * by the mbuf contract, so its second line is not read), else
- * rte_pktmbuf_free_bulk, which handles every case mbuf by mbuf. Not
- * inlined: the poll loop calls it only when the PMD returned packets, so
- * bench/cap/callgrind.sh counts the lcore's work per seed as this call's
- * cost (and empty polls never reach it). */
+ * every packet decoded and its datagram added to the shard's burst
+ * (dp_shard_add: its fragment header read, its reassembly record found
+ * and the slot line it lands in prefetched; a packet's first line is
+ * fetched 3 packets ahead), then the datagrams placed in arrival order
+ * (dp_shard_run). A datagram of dp_pkt_udp4_form whose frame matches the
+ * pattern of the flow before it, or of a flow rx_packet accepted before
+ * (lc->rx_flow, rx_flow_learn), takes that flow's facts; the others go
+ * through rx_packet. The mbufs go back to their pool together: one
+ * rte_mempool_put_bulk when all are plain (as a NIC's fast-free TX
+ * offload does; a single segment's next is NULL by the mbuf contract, so
+ * its second line is not read), else rte_pktmbuf_free_bulk, which handles
+ * every case mbuf by mbuf. Not inlined: the poll loop calls it only when
+ * the PMD returned packets, so bench/cap/callgrind.sh counts the lcore's
+ * work per seed as this call's cost (and empty polls never reach it). */
 static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte_mbuf **pkts, uint16_t n, uint64_t now)
 {
+	struct dp_shard_burst b;
 	struct dp_pkt pk[DP_BURST];
 	struct dp_flow fl[DP_BURST]; /* the flows rx_packet accepted: of pk[i] */
-	struct dp_dgram dg[DP_BURST];
 	const uint8_t *learn[DP_BURST]; /* the frame of pk[i] when it is of the form, else NULL */
-	unsigned nd = 0, np = 0;
+	unsigned np = 0;
 	uint64_t bytes = 0;
 	struct rte_mempool *mp = pkts[0]->pool;
 	bool plain = true;
 	struct dp_flow_pat last = {{0}}; /* the pattern of lastf, when lastf is set */
 	const struct dp_flow *lastf = NULL;
+	dp_shard_burst_init(&b);
+	if (n > DP_BURST)
+		n = DP_BURST;
 	/* DPDK l3fwd's PREFETCH_OFFSET: on a zero-copy memif port (and a NIC)
 	 * a packet's first line was last written by another agent */
 	for (uint16_t i = 0; i < n && i < 3; i++)
@@ -245,27 +262,25 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 				f = lastf = &e->fl;
 				last = e->pat;
 			}
-			dg[nd++] = (struct dp_dgram){.fl = f,
-						     .payload = p + DP_UDP4_PAYLOAD,
-						     .len = (uint32_t)fg_be16(p + DP_UDP4_UDP + 4) - 8u};
+			dp_shard_add(lc, &b, f, p + DP_UDP4_PAYLOAD, (uint32_t)fg_be16(p + DP_UDP4_UDP + 4) - 8u);
 			continue;
 		}
 	full:
-		if (rx_packet(lc, m, &pk[np], &fl[np], &dg[nd], now)) {
+		if (rx_packet(lc, m, &pk[np], &fl[np], now)) {
 			learn[np] = NULL;
 			if (lens && dp_pkt_udp4_form(p, rte_pktmbuf_data_len(m))) {
 				learn[np] = p;
 				dp_flow_pat_of(p, &last);
 				lastf = &fl[np];
 			}
+			dp_shard_add(lc, &b, &fl[np], pk[np].payload, pk[np].payload_len);
 			np++;
-			nd++;
 		}
 	}
 	dp_lc_count(lc, FG_C_RX_PKTS, n);
 	dp_lc_count(lc, FG_C_RX_BYTES, bytes);
-	if (nd)
-		dp_shard_burst(lc, dg, nd, now);
+	if (b.n)
+		dp_shard_run(lc, &b, now);
 	/* learnt after the burst, whose datagrams point into the entries */
 	for (unsigned i = 0; i < np; i++)
 		if (learn[i])

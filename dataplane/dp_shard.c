@@ -388,54 +388,16 @@ static inline void bind_layer(struct dp_lcore *lc, const struct dp_dgram *dg)
 	lc->ictx.bound_layer = dg->fl->layer_bound ? dg->fl->bound_layer : 0;
 }
 
-void dp_shard_burst(struct dp_lcore *lc, const struct dp_dgram *dg, unsigned n, uint64_t now)
+void dp_shard_run(struct dp_lcore *lc, struct dp_shard_burst *b, uint64_t now)
 {
-	struct fg_frag f[DP_BURST];
-	struct dp_ra_hint hint[DP_BURST];
-	int8_t rc[DP_BURST]; /* 1: a fragment of a multi-fragment frame; else dgram_one (0, or the codec's reason) */
-	uint8_t follows[DP_BURST]; /* the fragment of the same frame just before it, or 0xFF */
-	const struct dp_flow *prev = NULL; /* the flow of fragment `last` */
-	uint32_t nfrag = 0, taken = 0;
-	unsigned last = DP_BURST, head = DP_BURST; /* the fragment before; the first of its frame's run */
-	if (n > DP_BURST)
-		n = DP_BURST;
-	/* 1. Fragment headers, each frame's reassembly record (the peer's
-	 *    hash kept by its flow), and the slot line each fragment lands in
-	 *    prefetched, so the misses of the whole burst overlap. A fragment
-	 *    of the frame of the fragment just before it (same flow, same
-	 *    frame id) follows it: no lookup of its own. */
-	for (unsigned i = 0; i < n; i++) {
-		const struct dp_flow *fl = dg[i].fl;
-		rc[i] = 0;
-		if (!fl->fragmented)
-			continue;
-		ssize_t k = fg_frag_decode_fast(dg[i].payload, dg[i].len, &f[i]);
-		if (k < 0) {
-			rc[i] = (int8_t)(k < -127 ? -127 : k);
-			continue;
-		}
-		if (f[i].total == 1)
-			continue;
-		rc[i] = 1;
-		nfrag++;
-		if (fl == prev && f[last].frame_id == f[i].frame_id) {
-			follows[i] = (uint8_t)last;
-		} else {
-			follows[i] = 0xFF;
-			head = i;
-			dp_reasm_find(&lc->reasm, &fl->src, fl->hash, f[i].frame_id, &hint[i]);
-		}
-		dp_reasm_prefetch(&lc->reasm, &hint[head], f[i].index);
-		prev = fl;
-		last = i;
-	}
-	/* 2. Placed, in arrival order. */
-	for (unsigned i = 0; i < n; i++) {
-		if (rc[i] == 1) {
-			if (follows[i] != 0xFF) /* start from the context its frame's fragment used */
-				hint[i] = hint[follows[i]];
+	const struct dp_dgram *dg = b->dg;
+	uint32_t taken = 0;
+	for (unsigned i = 0; i < b->n; i++) {
+		if (b->rc[i] == 1) {
+			if (b->follows[i] != 0xFF) /* start from the context its frame's fragment used */
+				b->hint[i] = b->hint[b->follows[i]];
 			struct dp_reasm_out out;
-			if (dp_reasm_land(&lc->reasm, &hint[i], &f[i], now, &out)) {
+			if (dp_reasm_land(&lc->reasm, &b->hint[i], &b->f[i], now, &out)) {
 				taken++; /* the common case: a chunk into its slot */
 				if (out.events) {
 					bind_layer(lc, &dg[i]);
@@ -443,15 +405,15 @@ void dp_shard_burst(struct dp_lcore *lc, const struct dp_dgram *dg, unsigned n, 
 				}
 			} else {
 				bind_layer(lc, &dg[i]);
-				taken += fragment(lc, &f[i], &dg[i], &hint[i], now);
+				taken += fragment(lc, &b->f[i], &dg[i], &b->hint[i], now);
 			}
 		} else {
 			bind_layer(lc, &dg[i]);
-			dgram_one(lc, &dg[i], &f[i], rc[i], now);
+			dgram_one(lc, &dg[i], &b->f[i], b->rc[i], now);
 		}
 	}
-	if (nfrag) {
-		dp_lc_count(lc, FG_C_FRAGS, nfrag);
+	if (b->nfrag) {
+		dp_lc_count(lc, FG_C_FRAGS, b->nfrag);
 		dp_xcount(lc->xk, DP_X_FRAG_TAKEN, taken);
 	}
 }

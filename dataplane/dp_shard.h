@@ -25,11 +25,65 @@ static inline struct dp_flow dp_flow_of(const struct dp_peer *src, const struct 
 /* Receive: one datagram into the shard (fragment decode, reassembly or
  * direct placement, ingest or hand-off, status, ACK bookkeeping). */
 void dp_shard_dgram(struct dp_lcore *lc, const struct dp_dgram *dg, uint64_t now);
-/* Receive: a burst of n (<= DP_BURST) datagrams, as dp_shard_dgram would
- * take them one by one, in two passes: fragment headers decoded (each
- * distinct peer hashed once), reassembly records found and the slot lines
- * they land in prefetched; then placed in arrival order. */
-void dp_shard_burst(struct dp_lcore *lc, const struct dp_dgram *dg, unsigned n, uint64_t now);
+/* Receive: a burst of datagrams, as dp_shard_dgram would take them one by
+ * one, in two passes. The driver adds each datagram as it decodes it
+ * (dp_shard_add: its fragment header decoded, its frame's reassembly
+ * record found by the hash its flow keeps, the slot line it lands in
+ * prefetched, so the misses of the whole burst overlap); dp_shard_run
+ * then places them in arrival order. A fragment of the frame of the
+ * fragment just before it (same flow, same frame id) follows it: no lookup
+ * of its own. The flows and payloads stay the driver's until the run. */
+struct dp_shard_burst {
+	struct dp_dgram dg[DP_BURST];
+	struct fg_frag f[DP_BURST];
+	struct dp_ra_hint hint[DP_BURST];
+	int8_t rc[DP_BURST];       /* 1: a fragment of a multi-fragment frame; else dgram_one (0, or the codec's reason) */
+	uint8_t follows[DP_BURST]; /* the fragment of the same frame just before it, or 0xFF */
+	const struct dp_flow *prev; /* the flow of fragment `last` */
+	unsigned n, last, head;    /* datagrams; the fragment before; the first of its frame's run */
+	uint32_t nfrag;
+};
+
+static inline void dp_shard_burst_init(struct dp_shard_burst *b)
+{
+	b->n = 0;
+	b->prev = NULL;
+	b->last = b->head = DP_BURST;
+	b->nfrag = 0;
+}
+
+/* One datagram into burst b (at most DP_BURST). */
+static inline void dp_shard_add(struct dp_lcore *lc, struct dp_shard_burst *b, const struct dp_flow *fl,
+				const uint8_t *payload, uint32_t len)
+{
+	unsigned i = b->n++;
+	b->dg[i] = (struct dp_dgram){.fl = fl, .payload = payload, .len = len};
+	b->rc[i] = 0;
+	if (!fl->fragmented)
+		return;
+	struct fg_frag *f = &b->f[i];
+	ssize_t k = fg_frag_decode_fast(payload, len, f);
+	if (k < 0) {
+		b->rc[i] = (int8_t)(k < -127 ? -127 : k);
+		return;
+	}
+	if (f->total == 1)
+		return;
+	b->rc[i] = 1;
+	b->nfrag++;
+	if (fl == b->prev && b->f[b->last].frame_id == f->frame_id) {
+		b->follows[i] = (uint8_t)b->last;
+	} else {
+		b->follows[i] = 0xFF;
+		b->head = i;
+		dp_reasm_find(&lc->reasm, &fl->src, fl->hash, f->frame_id, &b->hint[i]);
+	}
+	dp_reasm_prefetch(&lc->reasm, &b->hint[b->head], f->index);
+	b->prev = fl;
+	b->last = i;
+}
+
+void dp_shard_run(struct dp_lcore *lc, struct dp_shard_burst *b, uint64_t now);
 /* Receive: a frame another shard handed to this one (io->handoff); x is
  * ours now and goes back through io->xfer_put. */
 void dp_shard_handed(struct dp_lcore *lc, struct dp_xfer *x, uint64_t now);

@@ -46,10 +46,11 @@ HOUSEKEEPING = [("dp_shard_tick", "timers")]
 # per-stage rows: (label, functions whose inclusive work cost is the row);
 # a function's clones (.isra, .constprop, .part, .avx2 ...) count as it
 STAGES = [
-    ("rx: known flows, checks, demux, mbufs freed (dp_rx_work self)", ["dp_rx_work"], "self"),
+    ("rx: known flows, fragment headers, lookups, mbufs freed (dp_rx_work self)", ["dp_rx_work"], "self"),
     ("  dp_pkt_parse + dp_pkt_addr_check", ["dp_pkt_parse", "dp_pkt_addr_check"], "incl"),
-    ("shard burst (dp_shard_burst)", ["dp_shard_burst"], "incl"),
-    ("  its own passes (self)", ["dp_shard_burst"], "self"),
+    ("  reassembly lookups (dp_reasm_find, dp_reasm_prefetch)", ["dp_reasm_find", "dp_reasm_prefetch"], "incl"),
+    ("placement in arrival order (dp_shard_run)", ["dp_shard_run"], "incl"),
+    ("  its own loop (self)", ["dp_shard_run"], "self"),
     ("  chunks into slots (dp_reasm_land)", ["dp_reasm_land"], "incl"),
     ("  other fragments (reassembly: push)", ["push"], "incl"),
     ("  slot placement (fg_slot_land)", ["fg_slot_land"], "incl"),
