@@ -237,6 +237,19 @@ static inline uint32_t dp_pkt_tmpl_put(uint8_t *buf, const struct dp_pkt_tmpl *t
 				       uint16_t ip_id)
 {
 	uint32_t ulen = 8 + payload_len;
+	if (t->hl == DP_UDP4_PAYLOAD) { /* untagged IPv4 (the only such length): fixed offsets and sizes */
+		uint32_t tot = (uint16_t)(20 + ulen);
+		uint32_t s = t->sum + tot + ip_id;
+		s = (s & 0xFFFFu) + (s >> 16);
+		s = (s & 0xFFFFu) + (s >> 16);
+		__builtin_memcpy(buf, t->hdr, 32);
+		__builtin_memcpy(buf + DP_UDP4_PAYLOAD - 16, t->hdr + DP_UDP4_PAYLOAD - 16, 16);
+		fg_put_be16(buf + DP_UDP4_IP + 2, (uint16_t)tot);
+		fg_put_be16(buf + DP_UDP4_IP + 4, ip_id);
+		fg_put_be16(buf + DP_UDP4_IP + 10, (uint16_t)~s);
+		fg_put_be16(buf + DP_UDP4_UDP + 4, (uint16_t)ulen);
+		return DP_UDP4_PAYLOAD + payload_len;
+	}
 	uint8_t *ip = buf + t->l3, *udp = buf + t->hl - 8;
 	dp_pkt_copy32s(buf, t->hdr, t->hl);
 	fg_put_be16(udp + 4, (uint16_t)ulen);
