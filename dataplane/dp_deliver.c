@@ -57,22 +57,18 @@ static bool dlv_send(struct dp_lcore *lc, const struct fg_addr *c, const uint8_t
 	if (!total)
 		return false;
 	uint16_t fid = lc->frame_id++;
+	if (lc->env->io->frags)
+		return lc->env->io->frags(lc, &rt, &to, fid, head, hl, body, body_len, C);
 	bool ok = true;
 	uint8_t h[FG_FRAG_HDR_LEN + FG_RESOLVED_HEAD_LEN];
 	_Static_assert(sizeof(h) <= DP_DGRAM_HEAD_MAX, "a fragment header and the frame head fit io->dgram's head");
 	fg_put_be16(h, fid);
 	h[3] = (uint8_t)total;
 	for (uint32_t i = 0, off = 0; i < total; i++, off += C) {
-		uint32_t end = len - off < C ? len : off + C;
-		uint32_t hn = FG_FRAG_HDR_LEN, from = off;
+		const struct dp_frag_part fp = dp_frag_part(off, hl, body_len, C);
 		h[2] = (uint8_t)i;
-		if (off < hl) { /* the part of the head this fragment covers */
-			uint32_t k = (end < hl ? end : hl) - off;
-			memcpy(h + FG_FRAG_HDR_LEN, head + off, k);
-			hn += k;
-			from = hl;
-		}
-		ok &= lc->env->io->dgram(lc, &rt, &to, h, hn, body + (from - hl), end > from ? end - from : 0);
+		memcpy(h + FG_FRAG_HDR_LEN, head + fp.head_off, fp.head_n);
+		ok &= lc->env->io->dgram(lc, &rt, &to, h, FG_FRAG_HDR_LEN + fp.head_n, body + fp.body_off, fp.body_n);
 	}
 	return ok;
 }

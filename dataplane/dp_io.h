@@ -9,7 +9,8 @@
  *             (and, with several shards, each handed-off frame to
  *             dp_shard_handed);
  *   send      the shard sends UDP datagrams through io->dgram (status
- *             frames, ACKs, the fragments of a resolved seed) to a peer,
+ *             frames, ACKs) and the fragments of a resolved seed through
+ *             io->frags (or io->dgram each, where it is NULL) to a peer,
  *             via a route (io->route for a configured consumer);
  *   time      the driver passes its clock (CLOCK_MONOTONIC ns) to every
  *             call and calls dp_shard_tick once per loop iteration: the
@@ -151,6 +152,14 @@ struct dp_io {
 	 * ACK. NULL when the implementation has no neighbour table (a kernel
 	 * socket). */
 	void (*neigh_hint)(struct dp_lcore *lc, int family, const uint8_t *addr, enum dp_neigh_hint hint);
+	/* Send the frame head[0..head_len) + body[0..body_len) to `to` in
+	 * the fragmented profile, fragments of chunk bytes under frame id fid:
+	 * the datagrams dgram would send for each fragment in turn (its
+	 * fragment header, its part of the head, its part of the body), the
+	 * route and destination looked at once. false when one could not be
+	 * queued. NULL: the caller sends each fragment through dgram. */
+	bool (*frags)(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, uint16_t fid,
+		      const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len, uint32_t chunk);
 };
 
 /* What every shard reads, written before the shards run. */
@@ -225,8 +234,9 @@ struct dp_lcore {
 	unsigned n_tx;
 	uint64_t tx_held_ns;     /* DPDK only: when the packets waiting in tx[] began to wait */
 	uint64_t tx_nohold_until;/* DPDK only: a hold ran out; until then refused packets are dropped */
-	struct rte_mbuf *tx_stash[DP_TX_STASH]; /* DPDK only: raw mbufs, prefetched, for the next datagrams */
+	struct rte_mbuf *tx_stash[DP_TX_STASH]; /* DPDK only: a ring of raw mbufs, prefetched, for the next datagrams */
 	unsigned n_stash;        /* written by the lcore only, read by telemetry (relaxed atomics) */
+	unsigned stash_head;     /* DPDK only: tx_stash's oldest (used next) */
 	struct dp_tx_tmpl tx_tmpl[DP_TX_TMPLS]; /* DPDK only: header templates (dp_tx.c) */
 	uint16_t frame_id, ip_id;
 	uint64_t next_ack_ns, next_timer_ns;

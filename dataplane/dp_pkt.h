@@ -268,6 +268,29 @@ static inline uint32_t dp_pkt_tmpl_put(uint8_t *buf, const struct dp_pkt_tmpl *t
 	return t->hl + payload_len;
 }
 
+/* A frame head[0..head_len) + body[0..body_len) sent in the fragmented
+ * profile, chunk bytes a fragment (wire.md 1.2), without being assembled:
+ * fragment i (0 <= i < fg_frag_count(head_len + body_len, chunk)) carries
+ * the frame's bytes from off = i * chunk on, head[head_off..+head_n) then
+ * body[body_off..+body_n) (head_n 0 once past the head). */
+struct dp_frag_part {
+	uint32_t head_off, head_n, body_off, body_n;
+};
+
+static inline struct dp_frag_part dp_frag_part(uint32_t off, uint32_t head_len, uint32_t body_len, uint32_t chunk)
+{
+	uint32_t len = head_len + body_len;
+	uint32_t n = len - off < chunk ? len - off : chunk;
+	struct dp_frag_part p = {.head_off = 0, .head_n = 0, .body_off = off - head_len, .body_n = n};
+	if (off < head_len) {
+		p.head_off = off;
+		p.head_n = head_len - off < n ? head_len - off : n;
+		p.body_off = 0;
+		p.body_n = n - p.head_n;
+	}
+	return p;
+}
+
 /* Build an ARP reply to a request parsed into req, answering for our_ip with
  * our_mac. Returns the frame length (42 or 46 with VLAN; padded to 60). */
 uint32_t dp_pkt_build_arp_reply(uint8_t *buf, const struct dp_pkt *req, const uint8_t our_mac[6],

@@ -110,41 +110,45 @@ void dp_tx_queue(struct dp_lcore *lc, struct rte_mbuf *m)
  * lines and first data line prefetched for writing when taken: a freed
  * mbuf was last touched by whoever sent it (on a zero-copy memif port, the
  * peer's core), and building a datagram into it stalled on those lines
- * (bench/cap's zero-copy profile shows where). Refilled by half a stash at a time, so the ones
- * used next were asked for at least 4 datagrams earlier. */
-static struct rte_mbuf *tx_mbuf(struct dp_lcore *lc)
+ * (bench/cap's zero-copy profile shows where). The stash is a ring used
+ * oldest first (lc->stash_head) and refilled by half a ring at a time
+ * behind its newest, so the ones used next were asked for at least 4
+ * datagrams earlier. */
+static inline struct rte_mbuf *tx_mbuf(struct dp_lcore *lc)
 {
-	struct rte_mbuf *fresh[DP_TX_STASH];
-	unsigned k = DP_TX_STASH - lc->n_stash;
-	if (lc->n_stash <= DP_TX_STASH / 2 && rte_mempool_get_bulk(dp_g.mbufs, (void **)fresh, k) == 0) {
-		uint32_t off = (uint32_t)sizeof(struct rte_mbuf) + rte_pktmbuf_priv_size(dp_g.mbufs) +
-			       RTE_PKTMBUF_HEADROOM;
-		for (unsigned i = 0; i < k; i++) {
-			uint8_t *m = (uint8_t *)fresh[i];
-			rte_prefetch0_write(m);
-			rte_prefetch0_write(m + RTE_CACHE_LINE_SIZE);
-			rte_prefetch0_write(m + off);
+	_Static_assert((DP_TX_STASH & (DP_TX_STASH - 1)) == 0, "the stash ring's index is masked");
+	unsigned n = lc->n_stash;
+	if (unlikely(n <= DP_TX_STASH / 2)) {
+		struct rte_mbuf *fresh[DP_TX_STASH];
+		unsigned k = DP_TX_STASH - n;
+		if (rte_mempool_get_bulk(dp_g.mbufs, (void **)fresh, k) == 0) {
+			uint32_t off = (uint32_t)sizeof(struct rte_mbuf) + rte_pktmbuf_priv_size(dp_g.mbufs) +
+				       RTE_PKTMBUF_HEADROOM;
+			unsigned at = lc->stash_head + n;
+			for (unsigned i = 0; i < k; i++) {
+				uint8_t *m = (uint8_t *)fresh[i];
+				rte_prefetch0_write(m);
+				rte_prefetch0_write(m + RTE_CACHE_LINE_SIZE);
+				rte_prefetch0_write(m + off);
+				lc->tx_stash[(at + i) & (DP_TX_STASH - 1)] = fresh[i];
+			}
+			n += k;
+		} else if (!n) { /* fewer than a refill's worth left in the pool */
+			return rte_pktmbuf_alloc(dp_g.mbufs);
 		}
-		/* newest at the bottom: the stash is used from its top (a few
-		 * pointers: moved one by one, not through memmove) */
-		for (unsigned i = lc->n_stash; i--;)
-			lc->tx_stash[i + k] = lc->tx_stash[i];
-		for (unsigned i = 0; i < k; i++)
-			lc->tx_stash[i] = fresh[i];
-		__atomic_store_n(&lc->n_stash, lc->n_stash + k, __ATOMIC_RELAXED); /* telemetry reads it */
 	}
-	if (!lc->n_stash) /* fewer than a refill's worth left in the pool */
-		return rte_pktmbuf_alloc(dp_g.mbufs);
-	struct rte_mbuf *m = lc->tx_stash[lc->n_stash - 1];
-	__atomic_store_n(&lc->n_stash, lc->n_stash - 1, __ATOMIC_RELAXED);
+	struct rte_mbuf *m = lc->tx_stash[lc->stash_head];
+	lc->stash_head = (lc->stash_head + 1) & (DP_TX_STASH - 1);
+	__atomic_store_n(&lc->n_stash, n - 1, __ATOMIC_RELAXED); /* telemetry reads it */
 	rte_pktmbuf_reset(m);
 	return m;
 }
 
 void dp_tx_stash_release(struct dp_lcore *lc)
 {
-	if (lc->n_stash)
-		rte_mempool_put_bulk(dp_g.mbufs, (void **)lc->tx_stash, lc->n_stash);
+	for (unsigned i = 0; i < lc->n_stash; i++)
+		rte_mempool_put(dp_g.mbufs, lc->tx_stash[(lc->stash_head + i) & (DP_TX_STASH - 1)]);
+	lc->stash_head = 0;
 	__atomic_store_n(&lc->n_stash, 0, __ATOMIC_RELAXED);
 }
 
@@ -184,24 +188,43 @@ static const struct dp_pkt_tmpl *tx_tmpl(struct dp_lcore *lc, const struct dp_ro
 	return &e->t;
 }
 
-/* One UDP datagram whose payload is head + data, its header from t. */
-static inline bool tx_dgram(struct dp_lcore *lc, const struct dp_pkt_tmpl *t, const uint8_t *head, uint32_t head_len,
-			    const uint8_t *data, uint32_t len)
+/* An mbuf for a datagram of total frame bytes (header included), its
+ * lengths set, or NULL (counted tx_nombuf). */
+static inline struct rte_mbuf *tx_mbuf_for(struct dp_lcore *lc, uint32_t total)
 {
-	uint32_t plen = head_len + len, total = t->hl + plen;
 	struct rte_mbuf *m = tx_mbuf(lc);
-	if (!m) {
+	if (unlikely(!m)) {
 		dp_lc_xcount(lc, DP_X_TX_NOMBUF);
-		return false;
+		return NULL;
 	}
 	/* rte_pktmbuf_append on an empty mbuf */
 	if (unlikely(total > rte_pktmbuf_tailroom(m))) {
 		rte_pktmbuf_free(m);
 		dp_lc_xcount(lc, DP_X_TX_NOMBUF);
-		return false;
+		return NULL;
 	}
 	m->data_len = (uint16_t)total;
 	m->pkt_len = total;
+	return m;
+}
+
+static inline void tx_put(struct dp_lcore *lc, struct rte_mbuf *m)
+{
+	if (unlikely(lc->n_tx == DP_TX_MAX)) {
+		dp_tx_queue(lc, m);
+		return;
+	}
+	lc->tx[lc->n_tx++] = m;
+}
+
+/* One UDP datagram whose payload is head + data, its header from t. */
+static inline bool tx_dgram(struct dp_lcore *lc, const struct dp_pkt_tmpl *t, const uint8_t *head, uint32_t head_len,
+			    const uint8_t *data, uint32_t len)
+{
+	uint32_t plen = head_len + len;
+	struct rte_mbuf *m = tx_mbuf_for(lc, t->hl + plen);
+	if (!m)
+		return false;
 	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
 	uint8_t *u = p + t->hl;
 	if (head_len == FG_FRAG_HDR_LEN) /* the common head: a fragment header alone */
@@ -210,11 +233,7 @@ static inline bool tx_dgram(struct dp_lcore *lc, const struct dp_pkt_tmpl *t, co
 		memcpy(u, head, head_len);
 	memcpy(u + head_len, data, len);
 	(void)dp_pkt_tmpl_put(p, t, plen, lc->ip_id++);
-	if (unlikely(lc->n_tx == DP_TX_MAX)) {
-		dp_tx_queue(lc, m);
-		return true;
-	}
-	lc->tx[lc->n_tx++] = m;
+	tx_put(lc, m);
 	return true;
 }
 
@@ -222,4 +241,48 @@ bool dp_tx_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp
 		 uint32_t head_len, const uint8_t *data, uint32_t len)
 {
 	return tx_dgram(lc, tx_tmpl(lc, rt, to), head, head_len, data, len);
+}
+
+bool dp_tx_frags(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, uint16_t fid,
+		 const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len, uint32_t chunk)
+{
+	const uint32_t len = head_len + body_len, total = fg_frag_count(len, chunk);
+	if (!total)
+		return false;
+	const struct dp_pkt_tmpl *t = tx_tmpl(lc, rt, to);
+	const uint32_t hl = t->hl;
+	/* the fragment header (wire.md 1.2: frame id, index, count) as one
+	 * word whose index byte is added per fragment */
+	uint8_t fh[FG_FRAG_HDR_LEN];
+	fg_put_be16(fh, fid);
+	fh[2] = 0;
+	fh[3] = (uint8_t)total;
+	uint32_t fw = dp_pkt_ld32(fh);
+	bool ok = true;
+	for (uint32_t i = 0, off = 0; i < total; i++, off += chunk) {
+		const struct dp_frag_part fp = dp_frag_part(off, head_len, body_len, chunk);
+		const uint32_t n = fp.head_n + fp.body_n;
+		struct rte_mbuf *m = tx_mbuf_for(lc, hl + FG_FRAG_HDR_LEN + n);
+		if (!m) {
+			ok = false;
+			continue;
+		}
+		uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *), *u = p + hl + FG_FRAG_HDR_LEN;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		uint32_t w = fw | (uint32_t)i << 16; /* the index: the word's byte 2 */
+#else
+		uint32_t w = fw | (uint32_t)i << 8;
+#endif
+		memcpy(p + hl, &w, 4);
+		if (likely(!fp.head_n)) { /* past the head: n bytes of the body */
+			memcpy(u, body + fp.body_off, n);
+		} else { /* the part of the head this fragment covers, then of the body */
+			memcpy(u, head + fp.head_off, fp.head_n);
+			if (fp.body_n)
+				memcpy(u + fp.head_n, body + fp.body_off, fp.body_n);
+		}
+		(void)dp_pkt_tmpl_put(p, t, FG_FRAG_HDR_LEN + n, lc->ip_id++);
+		tx_put(lc, m);
+	}
+	return ok;
 }

@@ -6,7 +6,9 @@
  * 0xFFFF among them), payload lengths of both parities up to the largest
  * UDP payload, and random addresses, ports and MACs; the template writes
  * nothing beyond the headers, so an IPv4 payload may be written before or
- * after it. */
+ * after it. And dp_frag_part: the parts of a frame's head and body each
+ * fragment gathers are, in fragment order, the frame, chunk bytes a
+ * fragment but the last, in fg_frag_count fragments (at most FG_FRAG_MAX). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -138,6 +140,46 @@ static void test_v4_vlan_random(void **s) { (void)s; random_headers(4, true); }
 static void test_v6_random(void **s) { (void)s; random_headers(6, false); }
 static void test_v6_vlan_random(void **s) { (void)s; random_headers(6, true); }
 
+/* Every fragment's parts of head and body, laid end to end, against the
+ * frame assembled, for heads of 0..40 bytes, bodies of 0..300 and chunks
+ * of 1..64 bytes. */
+static void test_frag_parts(void **state)
+{
+	(void)state;
+	uint8_t head[40], body[300], frame[340], got[340];
+	for (unsigned i = 0; i < sizeof(head); i++)
+		head[i] = (uint8_t)(i + 1);
+	for (unsigned i = 0; i < sizeof(body); i++)
+		body[i] = (uint8_t)(0x80 | i);
+	for (uint32_t hl = 0; hl <= sizeof(head); hl += 3) {
+		for (uint32_t bl = 0; bl <= sizeof(body); bl += 7) {
+			memcpy(frame, head, hl);
+			memcpy(frame + hl, body, bl);
+			for (uint32_t c = 1; c <= 64; c++) {
+				uint32_t total = fg_frag_count(hl + bl, c), at = 0, want = (hl + bl + c - 1) / c;
+				assert_int_equal(total, want <= FG_FRAG_MAX ? want : 0);
+				if (!total)
+					continue;
+				memset(got, 0, sizeof(got));
+				for (uint32_t i = 0; i < total; i++) {
+					struct dp_frag_part p = dp_frag_part(i * c, hl, bl, c);
+					uint32_t n = p.head_n + p.body_n;
+					assert_int_equal(at, i * c);
+					assert_int_equal(n, i + 1 < total ? c : hl + bl - at);
+					assert_true(p.head_off + p.head_n <= hl && p.body_off + p.body_n <= bl);
+					assert_true(!p.head_n || !p.body_n || p.head_off + p.head_n == hl);
+					assert_true(!p.body_n || p.body_off || at + p.head_n == hl);
+					memcpy(got + at, head + p.head_off, p.head_n);
+					memcpy(got + at + p.head_n, body + p.body_off, p.body_n);
+					at += n;
+				}
+				assert_int_equal(at, hl + bl);
+				assert_memory_equal(got, frame, at);
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -148,6 +190,7 @@ int main(void)
 		cmocka_unit_test(test_v4_vlan_random),
 		cmocka_unit_test(test_v6_random),
 		cmocka_unit_test(test_v6_vlan_random),
+		cmocka_unit_test(test_frag_parts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
