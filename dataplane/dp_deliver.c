@@ -47,7 +47,7 @@ static bool dlv_send(struct dp_lcore *lc, const struct fg_addr *c, const uint8_t
 {
 	struct dp_peer to = {.family = c->family == AF_INET6 ? 6 : 4, .port = c->port};
 	struct dp_route rt;
-	memcpy(to.addr, c->addr, to.family == 6 ? 16 : 4);
+	memcpy(to.addr, c->addr, sizeof(to.addr)); /* IPv4: c->addr's first 4 bytes, then zeros (fg_addr_parse) */
 	if (!lc->env->io->route(lc, to.family, to.addr, &rt)) {
 		dp_lc_xcount(lc, DP_X_NO_SRC_ADDR);
 		return false;
@@ -170,7 +170,9 @@ static bool ack_from_consumer(const struct dp_lcore *lc, uint16_t layer, const s
 	const struct fg_addr *c = consumer_of(lc, layer);
 	if (!c || c->port != src->port || (c->family == AF_INET6 ? 6 : 4) != src->family)
 		return false;
-	return memcmp(c->addr, src->addr, src->family == 6 ? 16 : 4) == 0;
+	if (src->family == 4) /* a word, not a memcmp call */
+		return dp_pkt_ld32(c->addr) == dp_pkt_ld32(src->addr);
+	return memcmp(c->addr, src->addr, 16) == 0;
 }
 
 /* A consumer's ACK frame (whole, frame[0..len)) from src: see dp_deliver.h. */

@@ -102,16 +102,23 @@ static void list_append(struct dp_dlv *d, uint32_t i)
 	d->tail = i;
 }
 
-/* Take entry i out entirely (index, due list) and free it. */
-static void entry_release(struct dp_dlv *d, uint32_t i)
+/* Take entry i, which index bucket b holds, out entirely (index, due
+ * list) and free it. */
+static void entry_release_at(struct dp_dlv *d, uint32_t i, uint32_t b)
 {
 	struct dp_dlv_entry *x = &d->e[i];
-	index_remove(d, find_bucket(d, x->stream, x->token_seq));
+	index_remove(d, b);
 	list_unlink(d, i);
 	x->used = false;
 	x->next = d->free_head;
 	d->free_head = i;
 	d->n--;
+}
+
+/* The same, its bucket looked up. */
+static void entry_release(struct dp_dlv *d, uint32_t i)
+{
+	entry_release_at(d, i, find_bucket(d, d->e[i].stream, d->e[i].token_seq));
 }
 
 enum dp_dlv_track_result dp_dlv_track(struct dp_dlv *d, uint16_t stream, uint32_t token_seq, uint16_t layer,
@@ -153,10 +160,10 @@ enum dp_dlv_track_result dp_dlv_track(struct dp_dlv *d, uint16_t stream, uint32_
 
 bool dp_dlv_ack(struct dp_dlv *d, uint16_t stream, uint32_t token_seq)
 {
-	uint32_t i = d->idx[find_bucket(d, stream, token_seq)];
+	uint32_t b = find_bucket(d, stream, token_seq), i = d->idx[b];
 	if (i == DP_DLV_NONE)
 		return false;
-	entry_release(d, i);
+	entry_release_at(d, i, b);
 	return true;
 }
 
