@@ -31,15 +31,16 @@ int dp_ack_init(struct dp_ack *a, void *mem, size_t len, uint32_t peers)
 	return 0;
 }
 
-struct dp_ack_peer *dp_ack_peer_get(struct dp_ack *a, const struct dp_peer *p, const struct dp_route *rt,
-				    uint64_t now, bool *is_new)
+struct dp_ack_peer *dp_ack_peer_get(struct dp_ack *a, const struct dp_peer *p, uint32_t hash,
+				    const struct dp_route *rt, uint64_t now, bool *is_new)
 {
-	struct dp_ack_peer *set = &a->p[(size_t)(dp_peer_hash(p, 0) & (a->n_sets - 1)) * DP_ACK_WAYS];
+	struct dp_ack_peer *set = &a->p[(size_t)(hash & (a->n_sets - 1)) * DP_ACK_WAYS];
 	struct dp_ack_peer *victim = NULL;
 	*is_new = false;
 	for (unsigned w = 0; w < DP_ACK_WAYS; w++) {
 		struct dp_ack_peer *e = &set[w];
-		if (e->used && dp_peer_eq(&e->peer, p)) {
+		/* the kept hash first: a whole address compared only on its match */
+		if (e->used && e->hash == hash && dp_peer_eq(&e->peer, p)) {
 			e->route = *rt;
 			e->last_ns = now;
 			return e;
@@ -57,6 +58,7 @@ struct dp_ack_peer *dp_ack_peer_get(struct dp_ack *a, const struct dp_peer *p, c
 		a->evicted++;
 	memset(victim, 0, offsetof(struct dp_ack_peer, pend));
 	victim->used = true;
+	victim->hash = hash;
 	victim->peer = *p;
 	victim->route = *rt;
 	victim->last_ns = now;

@@ -34,6 +34,7 @@ struct dp_ack_peer {
 	bool used;
 	bool dirty;        /* on the dirty list */
 	uint16_t n;        /* pending pairs */
+	uint32_t hash;     /* dp_peer_hash(&peer, 0) */
 	uint64_t last_ns;  /* last frame seen from this peer */
 	uint64_t peer_msg_ns; /* last FG_BM_PEER about it (caller's field) */
 	struct dp_ack_pend pend[DP_ACK_PEND];
@@ -52,12 +53,13 @@ size_t dp_ack_mem_size(uint32_t peers);
 /* 0, -EINVAL or -ENOSPC. mem 64-byte aligned. */
 FG_MUST_CHECK int dp_ack_init(struct dp_ack *a, void *mem, size_t len, uint32_t peers);
 
-/* Find or insert a peer (refreshing its route and last_ns). A new peer takes
+/* Find or insert a peer (refreshing its route and last_ns); hash is
+ * dp_peer_hash(p, 0), which the caller usually has already. A new peer takes
  * a free way, else the least recently seen way with nothing pending. NULL
  * when every way of the set has pending pairs: flush, then retry. *is_new is
  * set when the entry was (re)created. */
-struct dp_ack_peer *dp_ack_peer_get(struct dp_ack *a, const struct dp_peer *p, const struct dp_route *rt,
-				    uint64_t now_ns, bool *is_new);
+struct dp_ack_peer *dp_ack_peer_get(struct dp_ack *a, const struct dp_peer *p, uint32_t hash,
+				    const struct dp_route *rt, uint64_t now_ns, bool *is_new);
 
 /* Record that frame (stream, seq) from pp was fully received. Returns true
  * when pp's list is now full: take its entries before noting more. Inline:

@@ -11,16 +11,16 @@
 
 #include "dp_reply.h"
 
-void dp_reply_status(struct dp_lcore *lc, const struct dp_xfer *from, const struct fg_status *st)
+void dp_reply_status(struct dp_lcore *lc, const struct dp_peer *peer, const struct dp_route *route,
+		     const struct fg_status *st)
 {
 	uint8_t buf[FG_FRAG_HDR_LEN + FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN];
 	ssize_t n = fg_status_encode(st, buf + FG_FRAG_HDR_LEN, sizeof(buf) - FG_FRAG_HDR_LEN);
 	if (n < 0)
 		return;
-	fg_put_be16(buf, lc->frame_id++);
-	buf[2] = 0;
-	buf[3] = 1;
-	if (lc->env->io->dgram(lc, &from->route, &from->peer, NULL, 0, buf, FG_FRAG_HDR_LEN + (uint32_t)n))
+	/* fragment header: frame id, index 0, total 1 */
+	fg_ack_store32(buf, (uint32_t)lc->frame_id++ << 16 | 1u);
+	if (lc->env->io->dgram(lc, route, peer, NULL, 0, buf, FG_FRAG_HDR_LEN + (uint32_t)n))
 		dp_lc_count(lc, FG_C_STATUS_SENT, 1);
 }
 
@@ -53,26 +53,31 @@ void dp_reply_ack_flush(struct dp_lcore *lc)
 	dp_ack_dirty_reset(&lc->ack);
 }
 
-void dp_reply_ack_note(struct dp_lcore *lc, const struct dp_xfer *from, uint16_t stream, uint32_t seq, uint64_t now)
+void dp_reply_ack_note_peer(struct dp_lcore *lc, const struct dp_peer *peer, uint32_t hash,
+			    const struct dp_route *route, uint16_t stream, uint32_t seq, uint64_t now)
 {
 	bool is_new;
-	struct dp_ack_peer *pp = dp_ack_peer_get(&lc->ack, &from->peer, &from->route, now, &is_new);
-	if (!pp) {
+	struct dp_ack_peer *pp = dp_ack_peer_get(&lc->ack, peer, hash, route, now, &is_new);
+	if (__builtin_expect(!pp, 0)) {
 		dp_lc_xcount(lc, DP_X_ACK_FULL);
 		dp_reply_ack_flush(lc);
-		pp = dp_ack_peer_get(&lc->ack, &from->peer, &from->route, now, &is_new);
+		pp = dp_ack_peer_get(&lc->ack, peer, hash, route, now, &is_new);
 		if (!pp)
 			return;
 	}
 	if (is_new || now - pp->peer_msg_ns > 1000000000ull) {
 		/* Tell the control plane a source is alive (peers, degraded lines), at most once a second. */
-		union fg_bmsg m = {.peer = {.kind = FG_BM_PEER, .family = from->peer.family,
-					    .port = from->peer.port, .t_ns = now}};
-		memcpy(m.peer.addr, from->peer.addr, 16);
+		union fg_bmsg m = {.peer = {.kind = FG_BM_PEER, .family = peer->family, .port = peer->port, .t_ns = now}};
+		memcpy(m.peer.addr, peer->addr, 16);
 		pp->peer_msg_ns = now;
 		lc->env->io->report(lc, &m);
 		dp_lc_xcount(lc, DP_X_PEERS_NEW);
 	}
 	if (dp_ack_note(&lc->ack, pp, stream, seq))
 		ack_send_peer(lc, pp);
+}
+
+void dp_reply_ack_note(struct dp_lcore *lc, const struct dp_xfer *from, uint16_t stream, uint32_t seq, uint64_t now)
+{
+	dp_reply_ack_note_peer(lc, &from->peer, dp_peer_hash(&from->peer, 0), &from->route, stream, seq, now);
 }

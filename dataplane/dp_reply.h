@@ -5,12 +5,17 @@
 
 #include "dp_io.h"
 
-/* Send status st to the sender of `from` (a single-fragment frame). */
-void dp_reply_status(struct dp_lcore *lc, const struct dp_xfer *from, const struct fg_status *st);
+/* Send status st to peer over route (a single-fragment frame). */
+void dp_reply_status(struct dp_lcore *lc, const struct dp_peer *peer, const struct dp_route *route,
+		     const struct fg_status *st);
 /* Send every pending ACK of every peer touched since the last flush. */
 void dp_reply_ack_flush(struct dp_lcore *lc);
 /* Note that (stream, seq) from `from`'s peer was received whole; sends at
  * once when that peer's entry is full. */
 void dp_reply_ack_note(struct dp_lcore *lc, const struct dp_xfer *from, uint16_t stream, uint32_t seq, uint64_t now);
+/* The same for a peer whose hash (dp_peer_hash(peer, 0)) the caller has
+ * already: a known flow's (dp_flow.hash). */
+void dp_reply_ack_note_peer(struct dp_lcore *lc, const struct dp_peer *peer, uint32_t hash,
+			    const struct dp_route *route, uint16_t stream, uint32_t seq, uint64_t now);
 
 #endif

@@ -46,56 +46,72 @@ static struct fg_bm_src bm_src(const struct dp_xfer *from)
 	return s;
 }
 
+/* peer and route: the sender to answer (NULL: a frame from the control
+ * plane, not answered). st: its status, or NULL to build it here, only
+ * when it is sent. */
 static void on_outcome(struct dp_lcore *lc, const struct fg_seed *seed, const struct fg_slot_result *res,
-		       const struct fg_status *st, const struct dp_xfer *from, uint64_t now)
+		       const struct fg_status *st, const struct dp_peer *peer, const struct dp_route *route,
+		       uint64_t now)
 {
 	enum fg_outcome o = res->outcome;
 	dp_lc_outcome(lc, o);
-	switch (o) {
-	case FG_O_ACCEPTED:
-	case FG_O_RESOLVED:
+	if (__builtin_expect(o == FG_O_ACCEPTED || o == FG_O_RESOLVED, 1)) {
 		dp_lc_count(lc, FG_C_CONTRIB_ACCEPTED, 1);
 		if (seed && seed->line < FG_LINES)
 			atomic_store_explicit(&lc->k->per_line[seed->line],
 					      atomic_load_explicit(&lc->k->per_line[seed->line], memory_order_relaxed) + 1,
 					      memory_order_relaxed);
-		break;
-	case FG_O_DUPLICATE:
-		dp_lc_count(lc, FG_C_DROP_DUPLICATE, 1);
-		break;
-	case FG_O_CONFLICT: {
-		dp_lc_count(lc, FG_C_DROP_CONFLICT, 1);
-		union fg_bmsg m = {.conflict = {.kind = FG_BM_CONFLICT,
-						.line = seed ? seed->line : FG_LINE_NONE,
-						.layer = seed ? seed->dst_layer : 0,
-						.token_seq = seed ? seed->token_seq : 0,
-						.epoch = res->epoch,
-						.t_ns = now,
-						.src = bm_src(from)}};
-		lc->env->io->report(lc, &m);
-		break;
-	}
-	case FG_O_LATE:
-		dp_lc_count(lc, FG_C_DROP_LATE, 1);
-		break;
-	case FG_O_EXPIRED:
-		dp_lc_count(lc, FG_C_DROP_EXPIRED, 1);
-		break;
-	case FG_O_NO_SLOT:
-		dp_lc_count(lc, FG_C_DROP_NO_SLOT, 1);
-		break;
-	case FG_O_STALE:
-		dp_lc_count(lc, FG_C_DROP_STALE, 1);
-		break;
-	default:
-		break; /* poisoned, shape_mismatch, unexpected_line, line_disabled, bad_range: outcome[] only */
+	} else {
+		switch (o) {
+		case FG_O_DUPLICATE:
+			dp_lc_count(lc, FG_C_DROP_DUPLICATE, 1);
+			break;
+		case FG_O_CONFLICT: {
+			dp_lc_count(lc, FG_C_DROP_CONFLICT, 1);
+			union fg_bmsg m = {.conflict = {.kind = FG_BM_CONFLICT,
+							.line = seed ? seed->line : FG_LINE_NONE,
+							.layer = seed ? seed->dst_layer : 0,
+							.token_seq = seed ? seed->token_seq : 0,
+							.epoch = res->epoch,
+							.t_ns = now,
+							.src = {.family = 0}}};
+			if (peer) {
+				memcpy(m.conflict.src.addr, peer->addr, sizeof(m.conflict.src.addr));
+				m.conflict.src.port = peer->port;
+				m.conflict.src.family = peer->family;
+			}
+			lc->env->io->report(lc, &m);
+			break;
+		}
+		case FG_O_LATE:
+			dp_lc_count(lc, FG_C_DROP_LATE, 1);
+			break;
+		case FG_O_EXPIRED:
+			dp_lc_count(lc, FG_C_DROP_EXPIRED, 1);
+			break;
+		case FG_O_NO_SLOT:
+			dp_lc_count(lc, FG_C_DROP_NO_SLOT, 1);
+			break;
+		case FG_O_STALE:
+			dp_lc_count(lc, FG_C_DROP_STALE, 1);
+			break;
+		default:
+			break; /* poisoned, shape_mismatch, unexpected_line, line_disabled, bad_range: outcome[] only */
+		}
 	}
 	/* An "accepted" status (the slot awaits other lines) is not actionable:
 	 * the dispatcher skips the canonical hop only on fully_resolved, and
 	 * arrival is already proven by the transport ACK; status_accepted =
 	 * false leaves it out (wire.md 5: over UDP a status is optional). */
-	if (from && lc->env->cfg->send_status && (o != FG_O_ACCEPTED || lc->env->cfg->status_accepted))
-		dp_reply_status(lc, from, st);
+	const struct fg_config *cfg = lc->env->cfg;
+	if (peer && cfg->send_status && (o != FG_O_ACCEPTED || cfg->status_accepted)) {
+		struct fg_status built;
+		if (!st) {
+			fg_status_from_result(&lc->ictx, seed, res, 0, &built);
+			st = &built;
+		}
+		dp_reply_status(lc, peer, route, st);
+	}
 	if (o == FG_O_RESOLVED) {
 		dp_lc_count(lc, FG_C_SEEDS_RESOLVED, 1);
 		dp_deliver_seed(lc, res->slot, now);
@@ -148,7 +164,7 @@ static int shard_decoded(struct dp_lcore *lc, const uint8_t *frame, uint32_t len
 			if (r->band == FG_BAND_SEED) {
 				dp_lc_outcome(lc, FG_O_MALFORMED);
 				if (from && lc->env->cfg->send_status)
-					dp_reply_status(lc, from, &r->status);
+					dp_reply_status(lc, &from->peer, &from->route, &r->status);
 			}
 		}
 		return rc;
@@ -158,11 +174,11 @@ static int shard_decoded(struct dp_lcore *lc, const uint8_t *frame, uint32_t len
 		if (from) {
 			canonical_report(lc, &r->canon, from, now);
 			if (lc->env->cfg->send_status)
-				dp_reply_status(lc, from, &r->status);
+				dp_reply_status(lc, &from->peer, &from->route, &r->status);
 		}
 		return 0;
 	}
-	on_outcome(lc, &r->seed, &r->slot, &r->status, from, now);
+	on_outcome(lc, &r->seed, &r->slot, &r->status, from ? &from->peer : NULL, from ? &from->route : NULL, now);
 	return 0;
 }
 
@@ -294,56 +310,56 @@ static bool fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct 
 }
 
 /* What reassembly said about one fragment, acted on (counters, outcome,
- * status, the whole frame, the ACK note). */
-/* What reassembly said about one fragment, acted on (counters, outcome,
- * status, the whole frame, the ACK note). */
+ * status, the whole frame, the ACK note). The sender is the flow's: its
+ * peer, route and hash are read from it where they are needed; an xfer
+ * header is built only for a whole frame handed on. */
 static void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o, const struct dp_dgram *dg, uint64_t now)
 {
-	switch (o->disp) {
-	case DP_RA_TAKEN:
-		break;
-	case DP_RA_DUP:
-		dp_lc_xcount(lc, DP_X_FRAG_DUP);
-		break;
-	case DP_RA_OVERFLOW:
-		dp_lc_count(lc, FG_C_DROP_REASM_OVERFLOW, 1);
-		break;
-	case DP_RA_NOBUF:
-		dp_lc_xcount(lc, DP_X_FRAG_NOBUF);
-		break;
-	case DP_RA_MALFORMED:
-		dp_lc_xcount(lc, DP_X_FRAG_MALFORMED);
-		dp_lc_malformed(lc, o->reason);
-		break;
-	case DP_RA_DISCARDED:
-		dp_lc_xcount(lc, DP_X_FRAG_DISCARDED);
-		break;
+	if (o->disp != DP_RA_TAKEN) {
+		switch (o->disp) {
+		case DP_RA_TAKEN:
+			break;
+		case DP_RA_DUP:
+			dp_lc_xcount(lc, DP_X_FRAG_DUP);
+			break;
+		case DP_RA_OVERFLOW:
+			dp_lc_count(lc, FG_C_DROP_REASM_OVERFLOW, 1);
+			break;
+		case DP_RA_NOBUF:
+			dp_lc_xcount(lc, DP_X_FRAG_NOBUF);
+			break;
+		case DP_RA_MALFORMED:
+			dp_lc_xcount(lc, DP_X_FRAG_MALFORMED);
+			dp_lc_malformed(lc, o->reason);
+			break;
+		case DP_RA_DISCARDED:
+			dp_lc_xcount(lc, DP_X_FRAG_DISCARDED);
+			break;
+		}
 	}
 	/* Most fragments (4 of a hidden-1536 contribution's 5) only land:
-	 * nothing to answer, so the sender's xfer header is not built for them. */
+	 * nothing to answer. */
 	if (!(o->events & (DP_RA_EV_OUTCOME | DP_RA_EV_FRAME | DP_RA_EV_COMPLETE)))
 		return;
-	struct dp_xfer from = {.peer = dg->fl->src, .route = dg->fl->route, .ack = true,
-			       .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer};
+	const struct dp_flow *fl = dg->fl;
 	if (o->events & DP_RA_EV_OUTCOME) {
-		struct fg_status st;
 		if (o->res.outcome == FG_O_MALFORMED) {
+			struct fg_status st;
 			dp_lc_malformed(lc, o->reason);
 			dp_lc_outcome(lc, FG_O_MALFORMED);
 			fg_status_from_result(&lc->ictx, NULL, NULL, o->reason, &st);
 			st.token_seq = o->seed.token_seq;
 			st.dst_layer = o->seed.dst_layer;
 			if (lc->env->cfg->send_status)
-				dp_reply_status(lc, &from, &st);
+				dp_reply_status(lc, &fl->src, &fl->route, &st);
 		} else {
-			fg_status_from_result(&lc->ictx, &o->seed, &o->res, 0, &st);
-			on_outcome(lc, &o->seed, &o->res, &st, &from, now);
+			on_outcome(lc, &o->seed, &o->res, NULL, &fl->src, &fl->route, now);
 		}
 	}
 	if (o->events & DP_RA_EV_FRAME) {
 		struct dp_xfer *x = dp_xfer_of(o->buf);
-		*x = from;
-		x->len = o->len;
+		*x = (struct dp_xfer){.peer = fl->src, .route = fl->route, .len = o->len, .ack = true,
+				      .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer};
 		/* fragment 0's decode, unless this fragment came under another
 		 * address binding ([udp] layer_ports): then judged again under it */
 		uint32_t binding = lc->ictx.layer_bound ? (uint32_t)lc->ictx.bound_layer + 1u : 0u;
@@ -355,7 +371,7 @@ static void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o, cons
 		on_xfer(lc, x, true, now); /* counts the frame and ACKs it */
 	} else if (o->events & DP_RA_EV_COMPLETE) {
 		dp_lc_count(lc, FG_C_FRAMES, 1);
-		dp_reply_ack_note(lc, &from, o->stream_id, o->sequence, now);
+		dp_reply_ack_note_peer(lc, &fl->src, fl->hash, &fl->route, o->stream_id, o->sequence, now);
 	}
 }
 

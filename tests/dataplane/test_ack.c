@@ -38,7 +38,7 @@ static struct dp_ack_peer *new_peer(struct dp_ack *a, uint16_t port)
 	struct dp_peer p = peer(port);
 	struct dp_route rt = {0};
 	bool nw;
-	struct dp_ack_peer *pp = dp_ack_peer_get(a, &p, &rt, 0, &nw);
+	struct dp_ack_peer *pp = dp_ack_peer_get(a, &p, dp_peer_hash(&p, 0), &rt, 0, &nw);
 	assert_non_null(pp);
 	assert_true(nw);
 	return pp;
@@ -113,24 +113,24 @@ static void test_bound_and_eviction(void **st)
 	struct dp_ack_peer *pp[DP_ACK_WAYS];
 	for (unsigned i = 0; i < DP_ACK_WAYS; i++) {
 		struct dp_peer p = peer((uint16_t)(100 + i));
-		pp[i] = dp_ack_peer_get(a, &p, &rt, i, &nw);
+		pp[i] = dp_ack_peer_get(a, &p, dp_peer_hash(&p, 0), &rt, i, &nw);
 		assert_non_null(pp[i]);
 		assert_true(nw);
 		(void)dp_ack_note(a, pp[i], 1, i);
 	}
 	/* every way has pending pairs: a new peer must wait for a flush */
 	struct dp_peer q = peer(999);
-	assert_null(dp_ack_peer_get(a, &q, &rt, 100, &nw));
+	assert_null(dp_ack_peer_get(a, &q, dp_peer_hash(&q, 0), &rt, 100, &nw));
 	/* a known peer is still found */
 	struct dp_peer p3 = peer(103);
-	assert_ptr_equal(dp_ack_peer_get(a, &p3, &rt, 101, &nw), pp[3]);
+	assert_ptr_equal(dp_ack_peer_get(a, &p3, dp_peer_hash(&p3, 0), &rt, 101, &nw), pp[3]);
 	assert_false(nw);
 	struct fg_ack_entry e[DP_ACK_PEND];
 	for (unsigned i = 0; i < DP_ACK_WAYS; i++)
 		(void)dp_ack_take(pp[i], e, DP_ACK_PEND);
 	dp_ack_dirty_reset(a);
 	/* now the least recently seen way is evicted: peer 100 (seen at 0) */
-	struct dp_ack_peer *nq = dp_ack_peer_get(a, &q, &rt, 102, &nw);
+	struct dp_ack_peer *nq = dp_ack_peer_get(a, &q, dp_peer_hash(&q, 0), &rt, 102, &nw);
 	assert_ptr_equal(nq, pp[0]);
 	assert_true(nw);
 	assert_int_equal(a->evicted, 1);
