@@ -74,7 +74,8 @@ static uint8_t line_facts(fg_linefacts lf, unsigned line, uint8_t expected)
 	return facts;
 }
 
-uint8_t fg_status_bitset(uint8_t landed, uint8_t expected, enum fg_slot_state state)
+/* fg_status_bitset, inlined into status_build. */
+static inline uint8_t status_bitset(uint8_t landed, uint8_t expected, enum fg_slot_state state)
 {
 	uint8_t full = FG_FANO_FULL_MASK;
 
@@ -91,44 +92,90 @@ uint8_t fg_status_bitset(uint8_t landed, uint8_t expected, enum fg_slot_state st
 	return b == full ? (uint8_t)(full & ~expected) : b;
 }
 
+uint8_t fg_status_bitset(uint8_t landed, uint8_t expected, enum fg_slot_state state)
+{
+	return status_bitset(landed, expected, state);
+}
+
+/* The status of fg_status_from_result, inlined into its two users: every
+ * fact computed into a local first (a store through a byte field would
+ * force the inputs to be read again), fg_status_frame writing them
+ * straight into the frame. */
+static inline __attribute__((always_inline)) struct fg_status status_build(const struct fg_ingest_ctx *ctx,
+									     const struct fg_seed *seed,
+									     const struct fg_slot_result *r,
+									     int reason)
+{
+	fg_linefacts lf = ctx ? ctx->lines : 0;
+	uint32_t epoch = fg_linefacts_epoch(lf);
+	uint32_t token_seq = 0, bytes = 0;
+	uint16_t dst_layer = 0;
+	uint8_t line = FG_LINE_NONE, sign = 0, line_state = 0;
+	uint8_t landed = 0, bitset = 0, expected = 0, facts = 0;
+	uint64_t fingerprint = 0;
+
+	if (seed) {
+		token_seq = seed->token_seq;
+		dst_layer = seed->dst_layer;
+		line = seed->line;
+		sign = seed->orientation;
+		bytes = seed->body_len;
+		if (line < FG_LINES)
+			line_state = (uint8_t)fg_linefacts_state(lf, line);
+	}
+	if (r) {
+		enum fg_slot_state state = (enum fg_slot_state)r->state;
+		landed = r->landed;
+		expected = r->expected;
+		bitset = status_bitset(landed, expected, state);
+		if (r->epoch > epoch)
+			epoch = r->epoch;
+		if (outcome_is_ack(r->outcome))
+			facts |= FG_FACT_ACK;
+		facts |= seed ? line_facts(lf, line, expected) : FG_FACT_SHADOW;
+		if (state == FG_SLOT_RESOLVED) {
+			facts |= FG_FACT_RESOLVED;
+			fingerprint = r->fingerprint;
+		} else if (state == FG_SLOT_OPEN) {
+			facts |= FG_FACT_AWAITING;
+		}
+	}
+	return (struct fg_status){.token_seq = token_seq,
+				  .dst_layer = dst_layer,
+				  .outcome = (uint8_t)(r ? r->outcome : FG_O_MALFORMED),
+				  .line = line,
+				  .sign = sign,
+				  .bitset = bitset,
+				  .expected = expected,
+				  .landed = landed,
+				  .facts = facts,
+				  .line_state = line_state,
+				  .reason = (uint16_t)(reason < 0 ? -reason : reason),
+				  .bytes = bytes,
+				  .model_epoch = epoch,
+				  .fingerprint = fingerprint};
+}
+
 void fg_status_from_result(const struct fg_ingest_ctx *ctx, const struct fg_seed *seed,
 			   const struct fg_slot_result *r, int reason, struct fg_status *st)
 {
-	fg_linefacts lf = ctx ? ctx->lines : 0;
+	*st = status_build(ctx, seed, r, reason);
+}
 
-	memset(st, 0, sizeof(*st));
-	st->line = FG_LINE_NONE;
-	st->outcome = (uint8_t)(r ? r->outcome : FG_O_MALFORMED);
-	st->reason = (uint16_t)(reason < 0 ? -reason : reason);
-	st->model_epoch = fg_linefacts_epoch(lf);
-	if (seed) {
-		st->token_seq = seed->token_seq;
-		st->dst_layer = seed->dst_layer;
-		st->line = seed->line;
-		st->sign = seed->orientation;
-		st->bytes = seed->body_len;
-		if (seed->line < FG_LINES)
-			st->line_state = (uint8_t)fg_linefacts_state(lf, seed->line);
-	}
-	if (!r)
-		return;
-	st->landed = r->landed;
-	st->bitset = fg_status_bitset(r->landed, r->expected, (enum fg_slot_state)r->state);
-	st->expected = r->expected;
-	if (r->epoch > st->model_epoch)
-		st->model_epoch = r->epoch;
-	if (outcome_is_ack(r->outcome))
-		st->facts |= FG_FACT_ACK;
-	if (seed)
-		st->facts |= line_facts(lf, seed->line, r->expected);
-	else
-		st->facts |= FG_FACT_SHADOW;
-	if (r->state == FG_SLOT_RESOLVED) {
-		st->facts |= FG_FACT_RESOLVED;
-		st->fingerprint = r->fingerprint;
-	} else if (r->state == FG_SLOT_OPEN) {
-		st->facts |= FG_FACT_AWAITING;
-	}
+ssize_t fg_status_frame(const struct fg_ingest_ctx *ctx, const struct fg_seed *seed,
+			const struct fg_slot_result *r, uint8_t *buf, size_t cap)
+{
+	const struct fg_status s = status_build(ctx, seed, r, 0);
+	/* fg_status_encode's range rules, for the fields that come from the
+	 * arguments as they are (the others are in range by construction:
+	 * bitset, facts, line_state, reason 0) */
+	if (s.outcome >= FG_O__COUNT || (uint8_t)(s.line + 1u) > FG_LINES || s.sign > 1 ||
+	    ((s.expected | s.landed) & 0x80))
+		return -FG_R_UNENCODABLE;
+	if (cap < FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN)
+		return -FG_R_NOSPACE;
+	fg_status_write(buf, &s);
+	return FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN;
 }
 
 /* Status for a frame that never reached a slot (bad stream, bad payload). */

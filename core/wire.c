@@ -626,28 +626,11 @@ static bool status_fields_ok(const struct fg_status *s)
 
 ssize_t fg_status_encode(const struct fg_status *s, uint8_t *buf, size_t cap)
 {
-	uint8_t *p = buf + FG_HDR_LEN;
-
 	if (!status_fields_ok(s))
 		return -FG_R_UNENCODABLE;
 	if (cap < FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN)
 		return -FG_R_NOSPACE;
-	put_hdr(buf, FG_STREAM_STATUS, s->token_seq, 0, FG_STATUS_PAYLOAD_LEN);
-	p[0] = FG_STATUS_VERSION;
-	p[1] = s->outcome;
-	p[2] = s->line;
-	p[3] = s->sign;
-	fg_put_le16(p + 4, s->dst_layer);
-	p[6] = s->bitset;
-	p[7] = s->expected;
-	p[8] = s->facts;
-	p[9] = s->line_state;
-	fg_put_le16(p + 10, s->reason);
-	fg_put_le32(p + 12, s->bytes);
-	fg_put_le32(p + 16, s->model_epoch);
-	fg_put_le64(p + 20, s->fingerprint);
-	p[28] = s->landed;
-	p[29] = p[30] = p[31] = 0;
+	fg_status_write(buf, s);
 	return FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN;
 }
 

@@ -24,6 +24,19 @@ void dp_reply_status(struct dp_lcore *lc, const struct dp_peer *peer, const stru
 		dp_lc_count(lc, FG_C_STATUS_SENT, 1);
 }
 
+void dp_reply_status_of(struct dp_lcore *lc, const struct dp_peer *peer, const struct dp_route *route,
+			const struct fg_seed *seed, const struct fg_slot_result *res)
+{
+	uint8_t buf[FG_FRAG_HDR_LEN + FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN];
+	ssize_t n = fg_status_frame(&lc->ictx, seed, res, buf + FG_FRAG_HDR_LEN, sizeof(buf) - FG_FRAG_HDR_LEN);
+	if (n < 0)
+		return;
+	/* fragment header: frame id, index 0, total 1 */
+	fg_ack_store32(buf, (uint32_t)lc->frame_id++ << 16 | 1u);
+	if (lc->env->io->dgram(lc, route, peer, NULL, 0, buf, FG_FRAG_HDR_LEN + (uint32_t)n))
+		dp_lc_count(lc, FG_C_STATUS_SENT, 1);
+}
+
 static void ack_send_peer(struct dp_lcore *lc, struct dp_ack_peer *pp)
 {
 	uint8_t buf[DP_ACK_BUF_MAX];

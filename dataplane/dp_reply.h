@@ -8,6 +8,11 @@
 /* Send status st to peer over route (a single-fragment frame). */
 void dp_reply_status(struct dp_lcore *lc, const struct dp_peer *peer, const struct dp_route *route,
 		     const struct fg_status *st);
+/* The same for the status of a placed contribution (fg_status_from_result
+ * (ictx, seed, res, 0)), written straight into the datagram
+ * (fg_status_frame). */
+void dp_reply_status_of(struct dp_lcore *lc, const struct dp_peer *peer, const struct dp_route *route,
+			const struct fg_seed *seed, const struct fg_slot_result *res);
 /* Send every pending ACK of every peer touched since the last flush. */
 void dp_reply_ack_flush(struct dp_lcore *lc);
 /* Note that (stream, seq) from `from`'s peer was received whole; sends at

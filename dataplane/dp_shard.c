@@ -47,8 +47,8 @@ static struct fg_bm_src bm_src(const struct dp_xfer *from)
 }
 
 /* peer and route: the sender to answer (NULL: a frame from the control
- * plane, not answered). st: its status, or NULL to build it here, only
- * when it is sent. */
+ * plane, not answered). st: its status, or NULL to build it only when
+ * it is sent (straight into the datagram: dp_reply_status_of). */
 static void on_outcome(struct dp_lcore *lc, const struct fg_seed *seed, const struct fg_slot_result *res,
 		       const struct fg_status *st, const struct dp_peer *peer, const struct dp_route *route,
 		       uint64_t now)
@@ -105,12 +105,10 @@ static void on_outcome(struct dp_lcore *lc, const struct fg_seed *seed, const st
 	 * false leaves it out (wire.md 5: over UDP a status is optional). */
 	const struct fg_config *cfg = lc->env->cfg;
 	if (peer && cfg->send_status && (o != FG_O_ACCEPTED || cfg->status_accepted)) {
-		struct fg_status built;
-		if (!st) {
-			fg_status_from_result(&lc->ictx, seed, res, 0, &built);
-			st = &built;
-		}
-		dp_reply_status(lc, peer, route, st);
+		if (st)
+			dp_reply_status(lc, peer, route, st);
+		else
+			dp_reply_status_of(lc, peer, route, seed, res);
 	}
 	if (o == FG_O_RESOLVED) {
 		dp_lc_count(lc, FG_C_SEEDS_RESOLVED, 1);

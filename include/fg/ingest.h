@@ -109,5 +109,12 @@ uint8_t fg_status_bitset(uint8_t landed, uint8_t expected, enum fg_slot_state st
  * arguments; any thread. */
 void fg_status_from_result(const struct fg_ingest_ctx *ctx, const struct fg_seed *seed,
 			   const struct fg_slot_result *r, int reason, struct fg_status *st);
+/* Byte for byte what fg_status_encode writes (and refuses) for
+ * fg_status_from_result(ctx, seed, r, 0): the status frame of a placed
+ * contribution written straight into buf, its fields never stored apart.
+ * Returns FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN, -FG_R_UNENCODABLE or
+ * -FG_R_NOSPACE. Reads only its arguments; any thread. */
+FG_MUST_CHECK ssize_t fg_status_frame(const struct fg_ingest_ctx *ctx, const struct fg_seed *seed,
+				      const struct fg_slot_result *r, uint8_t *buf, size_t cap);
 
 #endif

@@ -404,6 +404,32 @@ static inline void fg_put_le16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1]
 static inline void fg_put_le32(uint8_t *p, uint32_t v) { fg_put_le16(p, (uint16_t)v); fg_put_le16(p + 2, (uint16_t)(v >> 16)); }
 static inline void fg_put_le64(uint8_t *p, uint64_t v) { fg_put_le32(p, (uint32_t)v); fg_put_le32(p + 4, (uint32_t)(v >> 32)); }
 
+/* The status frame's fixed layout (header and payload: FG_HDR_LEN +
+ * FG_STATUS_PAYLOAD_LEN bytes at buf), unchecked: for the encoders that
+ * have validated s (fg_status_encode, fg_status_frame in ingest.h). */
+static inline void fg_status_write(uint8_t *buf, const struct fg_status *s)
+{
+	uint8_t *p = buf + FG_HDR_LEN;
+	fg_put_be16(buf, FG_STREAM_STATUS);
+	fg_put_be32(buf + 2, s->token_seq);
+	fg_put_be32(buf + 6, FG_STATUS_PAYLOAD_LEN); /* flags 0, u24 length */
+	p[0] = FG_STATUS_VERSION;
+	p[1] = s->outcome;
+	p[2] = s->line;
+	p[3] = s->sign;
+	fg_put_le16(p + 4, s->dst_layer);
+	p[6] = s->bitset;
+	p[7] = s->expected;
+	p[8] = s->facts;
+	p[9] = s->line_state;
+	fg_put_le16(p + 10, s->reason);
+	fg_put_le32(p + 12, s->bytes);
+	fg_put_le32(p + 16, s->model_epoch);
+	fg_put_le64(p + 20, s->fingerprint);
+	p[28] = s->landed;
+	p[29] = p[30] = p[31] = 0;
+}
+
 static inline ssize_t fg_frag_decode_fast(const uint8_t *dgram, size_t len, struct fg_frag *out)
 {
 	/* the common case in one test: a chunk after the header, and

@@ -676,6 +676,63 @@ static void test_status_line_facts_all_states(void **state)
 	}
 }
 
+/* fg_status_frame writes what fg_status_encode writes for
+ * fg_status_from_result's status, and refuses what it refuses: every
+ * outcome (and one past), every slot state, lines 0..7 and 0xFF, signs
+ * 0..2, expected/landed sets with and without bit 7, line states and
+ * epochs on either side of the result's, a resolved fingerprint; and a
+ * buffer one byte short. */
+static void test_status_frame_as_encode(void **state)
+{
+	(void)state;
+	static const uint8_t lines[] = {0, 3, 6, 7, FG_LINE_NONE};
+	static const uint8_t masks[] = {0x00, 0x2a, 0x7f, 0x15, 0x80, 0xaa};
+	unsigned n = 0, refused = 0;
+	for (unsigned o = 0; o <= FG_O__COUNT; o++)
+		for (unsigned st = 0; st <= FG_SLOT_POISONED + 1; st++)
+			for (unsigned li = 0; li < sizeof(lines); li++)
+				for (unsigned sign = 0; sign < 3; sign++)
+					for (unsigned e = 0; e < sizeof(masks); e++)
+						for (unsigned l = 0; l < sizeof(masks); l++) {
+							uint32_t k = (o * 7 + st * 5 + li * 3 + sign + e * 11 + l * 13);
+							fg_linefacts lf = (fg_linefacts)((k * 0x9E37u) & 0x3fffu) |
+									  (fg_linefacts)(10 + k % 3) << 16;
+							struct fg_ingest_ctx ctx = {.lines = lf};
+							struct fg_seed seed = {.token_seq = 0x01020304u + k,
+									       .dst_layer = (uint16_t)(k * 31),
+									       .line = lines[li],
+									       .orientation = (uint8_t)sign,
+									       .body_len = 6144 + k};
+							struct fg_slot_result r = {.outcome = (enum fg_outcome)o,
+										   .slot = k,
+										   .landed = masks[l],
+										   .expected = masks[e],
+										   .state = (uint8_t)st,
+										   .epoch = 9 + k % 4,
+										   .fingerprint = 0x1122334455667788ull * (k + 1),
+										   .bytes = 6144};
+							struct fg_status s;
+							fg_status_from_result(&ctx, &seed, &r, 0, &s);
+							uint8_t want[FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN + 1];
+							uint8_t got[sizeof(want)];
+							memset(want, 0xA5, sizeof(want));
+							memset(got, 0x5A, sizeof(got));
+							ssize_t wn = fg_status_encode(&s, want, sizeof(want));
+							ssize_t gn = fg_status_frame(&ctx, &seed, &r, got, sizeof(got));
+							assert_int_equal(gn, wn);
+							if (wn > 0)
+								assert_memory_equal(got, want, (size_t)wn);
+							else
+								refused++;
+							assert_int_equal(fg_status_frame(&ctx, &seed, &r, got,
+											 FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN - 1),
+									 fg_status_encode(&s, want, FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN - 1));
+							n++;
+						}
+	/* both sides of every rule were taken */
+	assert_true(refused > 0 && refused < n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -683,6 +740,7 @@ int main(void)
 		cmocka_unit_test(test_malformed_vectors),
 		cmocka_unit_test(test_pair_x_status_facts),
 		cmocka_unit_test(test_status_line_facts_all_states),
+		cmocka_unit_test(test_status_frame_as_encode),
 		cmocka_unit_test(test_conflict_and_epoch),
 		cmocka_unit_test(test_classify_once_same_answer),
 		cmocka_unit_test(test_linefacts_pack),
