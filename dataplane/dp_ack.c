@@ -69,9 +69,13 @@ struct dp_ack_peer *dp_ack_peer_get(struct dp_ack *a, const struct dp_peer *p, u
 /* The order of entries: by stream, then sequence. */
 static inline uint64_t pend_key(const struct dp_ack_pend *p) { return (uint64_t)p->stream << 32 | p->seq; }
 
-/* Insertion sort: at most DP_ACK_PEND elements, usually already in order. */
+/* Insertion sort: at most DP_ACK_PEND elements; nothing to do unless
+ * dp_ack_note saw a pair out of order. */
 static void pend_sort(struct dp_ack_peer *pp)
 {
+	if (!pp->unsorted)
+		return;
+	pp->unsorted = false;
 	for (unsigned i = 1; i < pp->n; i++) {
 		struct dp_ack_pend v = pp->pend[i];
 		uint64_t kv = pend_key(&v);

@@ -33,6 +33,7 @@ struct dp_ack_peer {
 	struct dp_route route;
 	bool used;
 	bool dirty;        /* on the dirty list */
+	bool unsorted;     /* a pending pair below the one before it: sort before packing */
 	uint16_t n;        /* pending pairs */
 	uint32_t hash;     /* dp_peer_hash(&peer, 0) */
 	uint64_t last_ns;  /* last frame seen from this peer */
@@ -68,6 +69,13 @@ static inline bool dp_ack_note(struct dp_ack *a, struct dp_ack_peer *pp, uint16_
 {
 	if (pp->n >= DP_ACK_PEND)
 		return true; /* the caller ignored the previous "full": refuse, keep the bound */
+	/* pairs usually come in order (a sender's sequences rise): packing
+	 * sorts only when one did not */
+	if (pp->n) {
+		const struct dp_ack_pend *last = &pp->pend[pp->n - 1];
+		if (stream < last->stream || (stream == last->stream && seq < last->seq))
+			pp->unsorted = true;
+	}
 	pp->pend[pp->n].stream = stream;
 	pp->pend[pp->n].seq = seq;
 	pp->n++;

@@ -66,6 +66,18 @@ void dp_reply_ack_flush(struct dp_lcore *lc)
 	dp_ack_dirty_reset(&lc->ack);
 }
 
+/* Tell the control plane a source is alive (peers, degraded lines), at
+ * most once a second. Apart: its message stays off the note's frame. */
+static __attribute__((noinline, cold)) void peer_alive(struct dp_lcore *lc, struct dp_ack_peer *pp,
+							 const struct dp_peer *peer, uint64_t now)
+{
+	union fg_bmsg m = {.peer = {.kind = FG_BM_PEER, .family = peer->family, .port = peer->port, .t_ns = now}};
+	memcpy(m.peer.addr, peer->addr, 16);
+	pp->peer_msg_ns = now;
+	lc->env->io->report(lc, &m);
+	dp_lc_xcount(lc, DP_X_PEERS_NEW);
+}
+
 void dp_reply_ack_note_peer(struct dp_lcore *lc, const struct dp_peer *peer, uint32_t hash,
 			    const struct dp_route *route, uint16_t stream, uint32_t seq, uint64_t now)
 {
@@ -78,14 +90,8 @@ void dp_reply_ack_note_peer(struct dp_lcore *lc, const struct dp_peer *peer, uin
 		if (!pp)
 			return;
 	}
-	if (is_new || now - pp->peer_msg_ns > 1000000000ull) {
-		/* Tell the control plane a source is alive (peers, degraded lines), at most once a second. */
-		union fg_bmsg m = {.peer = {.kind = FG_BM_PEER, .family = peer->family, .port = peer->port, .t_ns = now}};
-		memcpy(m.peer.addr, peer->addr, 16);
-		pp->peer_msg_ns = now;
-		lc->env->io->report(lc, &m);
-		dp_lc_xcount(lc, DP_X_PEERS_NEW);
-	}
+	if (is_new || now - pp->peer_msg_ns > 1000000000ull)
+		peer_alive(lc, pp, peer, now);
 	if (dp_ack_note(&lc->ack, pp, stream, seq))
 		ack_send_peer(lc, pp);
 }

@@ -182,36 +182,45 @@ static uint32_t rnd(void)
 static void random_pending(struct dp_ack_peer *pp)
 {
 	static const uint16_t streams[] = {0xAF60, 0xAF61, 0xAF7B, 0x0000, 0xFFFF};
+	struct dp_ack_pend d[DP_ACK_PEND];
 	unsigned n = 1 + rnd() % DP_ACK_PEND;
 	unsigned ns = 1 + rnd() % 4, s0 = rnd() % 5;
 	uint32_t origin = rnd() % 3 == 0 ? 0xFFFFFFFFu - rnd() % 200 : rnd();
 	uint32_t spread = (uint32_t[]){8, 64, 70, 200, 100000}[rnd() % 5];
-	pp->n = 0;
 	for (unsigned i = 0; i < n; i++) {
-		pp->pend[i].stream = streams[(s0 + rnd() % ns) % 5];
-		pp->pend[i].seq = rnd() % 4 == 0 && i ? pp->pend[rnd() % i].seq : origin + rnd() % spread;
-		pp->n++;
+		d[i].stream = streams[(s0 + rnd() % ns) % 5];
+		d[i].seq = rnd() % 4 == 0 && i ? d[rnd() % i].seq : origin + rnd() % spread;
 	}
 	switch (rnd() % 3) {
 	case 0: /* in order: what a peer's frames usually are */
 		for (unsigned i = 1; i < n; i++)
-			for (unsigned j = i; j > 0 && ((uint64_t)pp->pend[j].stream << 32 | pp->pend[j].seq) <
-							((uint64_t)pp->pend[j - 1].stream << 32 | pp->pend[j - 1].seq); j--) {
-				struct dp_ack_pend t = pp->pend[j];
-				pp->pend[j] = pp->pend[j - 1];
-				pp->pend[j - 1] = t;
+			for (unsigned j = i;
+			     j > 0 && ((uint64_t)d[j].stream << 32 | d[j].seq) < ((uint64_t)d[j - 1].stream << 32 | d[j - 1].seq);
+			     j--) {
+				struct dp_ack_pend t = d[j];
+				d[j] = d[j - 1];
+				d[j - 1] = t;
 			}
 		break;
 	case 1: /* reversed */
 		for (unsigned i = 0; i < n / 2; i++) {
-			struct dp_ack_pend t = pp->pend[i];
-			pp->pend[i] = pp->pend[n - 1 - i];
-			pp->pend[n - 1 - i] = t;
+			struct dp_ack_pend t = d[i];
+			d[i] = d[n - 1 - i];
+			d[n - 1 - i] = t;
 		}
 		break;
 	default: /* as drawn */
 		break;
 	}
+	/* noted as the dataplane notes them (dp_ack_note keeps the order fact) */
+	uint32_t dirty[1];
+	struct dp_ack a = {.p = pp, .dirty = dirty, .n_sets = 1};
+	pp->n = 0;
+	pp->dirty = false;
+	pp->unsorted = false;
+	for (unsigned i = 0; i < n; i++)
+		(void)dp_ack_note(&a, pp, d[i].stream, d[i].seq);
+	assert_int_equal(pp->n, n);
 }
 
 /* dp_ack_encode writes what dp_ack_take + fg_ack_build write, byte for
@@ -237,6 +246,11 @@ static void test_encode_matches_build(void **st)
 		memset(got, 0xA5, sizeof(got));
 		struct fg_ack_entry e[DP_ACK_PEND];
 		unsigned ne = dp_ack_take(&want_pp, e, DP_ACK_PEND);
+		/* the entries come sorted by stream, then base, whatever the
+		 * order the pairs were noted in */
+		for (unsigned i = 1; i < ne; i++)
+			assert_true(((uint64_t)e[i - 1].stream_id << 32 | e[i - 1].base_seq) <
+				    ((uint64_t)e[i].stream_id << 32 | e[i].base_seq));
 		int wk = fg_ack_build(e, ne, mtu, fid, want, cap, wlens, max_d);
 		int gk = dp_ack_encode(&got_pp, mtu, fid, got, cap, glens, max_d);
 		assert_int_equal(gk, wk);
