@@ -2,8 +2,8 @@
  * status to answer with.
  *
  * Who may call: the thread that owns the slot table (slot.h's single-writer
- * contract); fg_status_from_result and fg_linefacts_pack read only their
- * arguments and may be called from any thread.
+ * contract); fg_status_from_result, fg_status_frame and fg_linefacts_pack
+ * read only their arguments and may be called from any thread.
  *
  * The status facts, and why they are computed this way (wire.md section 5:
  * the dispatcher skips the canonical hop only when
