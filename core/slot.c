@@ -64,7 +64,11 @@
  *     landed[pos(l)] == body_len.
  *  3. prev/next are meaningful only while state == OPEN.
  *  4. gen changes on every open, so a fg_slot_ref taken for an earlier
- *     occupant never matches again (its fragments become STALE). */
+ *     occupant never matches again (its fragments become STALE).
+ *  5. attempt[p] only grows (begin, put, abort, fg_slot_whole and every
+ *     close out of OPEN bump it), so attempt[p] == ref->attempt holds exactly while the
+ *     reference's slot is OPEN, for its key, and the attempt is current
+ *     (fg_slot_ref_live). */
 struct fg_slot {
 	uint32_t token_seq;
 	uint16_t layer;
@@ -267,11 +271,17 @@ static void fifo_remove(struct fg_slots *s, uint32_t i)
 	sl->prev = sl->next = NIL;
 }
 
-/* Leave OPEN for a terminal state; keeps invariant 5 of slot.h. */
+/* Leave OPEN for a terminal state; keeps invariant 5 of slot.h. Every
+ * position's attempt moves on, so no reference taken while the slot was
+ * OPEN is live again (invariant 5 of the header). */
 static void slot_close(struct fg_slots *s, uint32_t i, enum fg_slot_state st)
 {
+	struct fg_slot *sl = slot_at(s, i);
+
 	fifo_remove(s, i);
-	slot_at(s, i)->state = (uint8_t)st;
+	for (unsigned p = 0; p < sl->n; p++)
+		sl->attempt[p]++;
+	sl->state = (uint8_t)st;
 	s->in_use--;
 }
 
@@ -542,6 +552,7 @@ int fg_slot_begin(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_n
 	ref->pos = (uint8_t)pos;
 	ref->body_len = sl->body_len;
 	ref->buf = slot_buf(s, i, pos);
+	ref->cur = &sl->attempt[pos];
 	result_slot(s, i, FG_O_PARTIAL, res);
 	return 0;
 }
@@ -620,6 +631,29 @@ enum fg_outcome fg_slot_land(struct fg_slots *s, const struct fg_slot_ref *ref, 
 		result_init(s, NULL, res);
 		res->outcome = FG_O_BAD_RANGE;
 	}
+	return res->outcome;
+}
+
+enum fg_outcome fg_slot_whole(struct fg_slots *s, const struct fg_slot_ref *ref, struct fg_slot_result *res)
+{
+	struct fg_slot *sl;
+	unsigned pos = ref->pos;
+
+	if (ref->slot >= s->cfg.capacity || pos >= (sl = slot_at(s, ref->slot))->n ||
+	    sl->attempt[pos] != ref->attempt || sl->state != FG_SLOT_OPEN) {
+		/* Not live: fg_slot_place names the outcome and places nothing. */
+		if (fg_slot_place(s, ref, 0, ref->buf, 0, 0, res) < 0) {
+			result_init(s, NULL, res);
+			res->outcome = FG_O_STALE;
+		}
+		return res->outcome;
+	}
+	sl->landed[pos] = sl->body_len;
+	sl->attempt[pos]++; /* the attempt is over: a second call is STALE */
+	sl->pending &= (uint8_t)~(1u << pos);
+	result_init(s, NULL, res);
+	res->bytes = sl->body_len;
+	line_complete(s, ref->slot, slot_line_at(s, sl, pos), res);
 	return res->outcome;
 }
 

@@ -29,7 +29,11 @@ struct dp_ra_ctx {
 	uint32_t last_len;
 	uint32_t frame_len; /* 0 until fragment 0 */
 	uint64_t bits[4];
+	/* SLOT: the attempt's reference (ref.buf is where body byte 0 lands),
+	 * the body bytes not yet placed, the last fragment's chunk length */
 	struct fg_slot_ref ref;
+	uint32_t missing;
+	uint32_t tail;
 	struct dp_peer peer;
 	uint16_t stream_id;
 	uint32_t sequence;
@@ -281,6 +285,24 @@ static void refuse(struct dp_reasm *r, struct dp_ra_ctx *c, struct dp_reasm_out 
 	judge(c, out, o, reason);
 }
 
+/* Body bytes [off, off+len) of a SLOT context into its line buffer. The
+ * context counts what is missing: its fragments tile the frame, each index
+ * once, so every body byte is placed exactly once per attempt. The range
+ * is checked anyway; a reference no longer live (or a range that does not
+ * fit) goes to fg_slot_land, which names the outcome without placing. */
+static inline enum fg_outcome ctx_land(struct dp_reasm *r, struct dp_ra_ctx *c, uint32_t off, const uint8_t *src,
+				       uint32_t len, uint64_t now, struct fg_slot_result *res)
+{
+	if (__builtin_expect(fg_slot_ref_live(&c->ref) && len <= c->missing && off + len <= c->ref.body_len, 1)) {
+		memcpy(c->ref.buf + off, src, len);
+		c->missing -= len;
+		if (c->missing)
+			return FG_O_PARTIAL;
+		return fg_slot_whole(r->cfg.slots, &c->ref, res);
+	}
+	return fg_slot_land(r->cfg.slots, &c->ref, off, src, len, now, res);
+}
+
 /* Place frame bytes [foff, foff+len) of a SLOT context into the slot. Returns
  * false when the attempt ended (the context was judged). */
 static bool slot_place(struct dp_reasm *r, struct dp_ra_ctx *c, uint32_t foff, const uint8_t *src, uint32_t len,
@@ -294,7 +316,7 @@ static bool slot_place(struct dp_reasm *r, struct dp_ra_ctx *c, uint32_t foff, c
 		len -= skip;
 		foff = SEED_HDR;
 	}
-	enum fg_outcome o = fg_slot_land(r->cfg.slots, &c->ref, foff - SEED_HDR, src, len, now, &out->res);
+	enum fg_outcome o = ctx_land(r, c, foff - SEED_HDR, src, len, now, &out->res);
 	switch (o) {
 	case FG_O_PARTIAL:
 		return true;
@@ -424,6 +446,8 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 	}
 	if (direct) {
 		c->state = RA_SLOT;
+		c->missing = c->ref.body_len;
+		c->tail = flen - (c->total - 1u) * r->cfg.chunk;
 		uint8_t *held = c->buf;
 		if (slot_place(r, c, 0, chunk, len, now, out)) {
 			/* Drain the fragments that arrived before fragment 0. */
@@ -580,23 +604,23 @@ bool dp_reasm_land(struct dp_reasm *r, const struct dp_ra_hint *hint, const stru
 	unsigned i = f->index;
 	uint32_t C = r->cfg.chunk;
 	/* A SLOT context has seen fragment 0 (bit 0), so i >= 1 here and the
-	 * chunk lies past the frame's header and seed prefix: i * C >= 64. */
-	if (c->use != hint->use || c->state != RA_SLOT || f->total != c->total || i >= c->total || bit_test(c, i))
+	 * chunk lies past the frame's header and seed prefix: i * C >= 64.
+	 * f->total == c->total and index < total (fg_frag_decode) keep i in
+	 * the bits; the chunk is C, or the tail fixed at fragment 0. */
+	uint64_t w = c->bits[(i >> 6) & 3], m = 1ull << (i & 63);
+	if (c->use != hint->use || c->state != RA_SLOT || f->total != c->total || i >= c->total || (w & m) ||
+	    f->chunk_len != (i + 1u == c->total ? c->tail : C))
 		return false;
-	bool last = i + 1u == c->total;
-	if (last ? f->chunk_len != c->frame_len - (c->total - 1u) * C : f->chunk_len != C)
-		return false;
-	bit_set(c, i);
-	c->nrecv++;
-	if (last) {
-		c->has_last = true;
-		c->last_len = f->chunk_len;
-	}
 	out->disp = DP_RA_TAKEN;
 	out->events = 0;
 	out->reason = 0;
-	enum fg_outcome o = fg_slot_land(r->cfg.slots, &c->ref, i * C - SEED_HDR, f->chunk, f->chunk_len, now, &out->res);
-	if (o != FG_O_PARTIAL) {
+	enum fg_outcome o = ctx_land(r, c, i * C - SEED_HDR, f->chunk, f->chunk_len, now, &out->res);
+	c->bits[(i >> 6) & 3] = w | m;
+	c->nrecv++;
+	if (__builtin_expect(o == FG_O_PARTIAL, 1)) {
+		if (c->nrecv != c->total)
+			return true;
+	} else {
 		if (o == FG_O_ACCEPTED || o == FG_O_RESOLVED) {
 			out->events |= DP_RA_EV_OUTCOME;
 		} else {
@@ -608,6 +632,7 @@ bool dp_reasm_land(struct dp_reasm *r, const struct dp_ra_hint *hint, const stru
 		out->sequence = c->sequence;
 		out->seed = c->seed;
 	}
+	/* has_last and last_len are read only before fragment 0 (HOLD) */
 	if (c->nrecv == c->total && !c->bad) {
 		out->events |= DP_RA_EV_COMPLETE;
 		out->stream_id = c->stream_id;

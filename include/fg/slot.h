@@ -166,6 +166,10 @@ struct fg_slot_ref {
 	 * For prefetching the destination ahead of fg_slot_land only; the
 	 * engine writes there only while the reference is current. */
 	uint8_t *buf;
+	/* The slot's current attempt counter for this position: the reference
+	 * is current (its slot OPEN for the same key, its attempt not
+	 * superseded or aborted) exactly while *cur == attempt. */
+	const uint32_t *cur;
 };
 /* begin: seed->body may be NULL (body_len = the expected length). Returns 0
  * (outcome FG_O_PARTIAL and *ref written when an attempt started; any other
@@ -183,6 +187,21 @@ FG_MUST_CHECK int fg_slot_place(struct fg_slots *s, const struct fg_slot_ref *re
  * Owner thread only. */
 FG_MUST_CHECK enum fg_outcome fg_slot_land(struct fg_slots *s, const struct fg_slot_ref *ref, uint32_t off,
 					   const void *src, uint32_t len, uint64_t now_ns, struct fg_slot_result *res);
+/* The caller's own placement (the reassembler's hot path): while
+ * fg_slot_ref_live(ref) holds, the caller may copy body bytes straight into
+ * ref->buf, each byte of [0, body_len) exactly once (it counts them itself;
+ * the engine's per-line count is not kept on this path), then report the
+ * line whole with fg_slot_whole. A reference that is no longer live goes to
+ * fg_slot_land, which names the outcome (STALE, EXPIRED, POISONED) and
+ * places nothing. Mixing this path with fg_slot_place/fg_slot_land on one
+ * attempt is not allowed. */
+static inline bool fg_slot_ref_live(const struct fg_slot_ref *ref) { return *ref->cur == ref->attempt; }
+/* Every body byte of ref's live attempt is in ref->buf: the line is whole
+ * and the attempt over (ref is no longer live). Returns ACCEPTED or RESOLVED with *res filled as fg_slot_land's, or
+ * the outcome fg_slot_place names (nothing changes) when ref is not
+ * live. Owner thread only. */
+FG_MUST_CHECK enum fg_outcome fg_slot_whole(struct fg_slots *s, const struct fg_slot_ref *ref,
+					    struct fg_slot_result *res);
 /* The reassembler gave up on an attempt: its bytes no longer count. When
  * that was the slot's only attempt (no line whole, no other attempt
  * begun and not finished) the slot is freed at once (FREE, counted in

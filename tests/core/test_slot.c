@@ -1372,6 +1372,102 @@ static void test_names(void **state)
 	assert_string_equal(fg_slot_state_name((enum fg_slot_state)9), "unknown");
 }
 
+/* The caller's own placement (fg_slot_ref_live, ref->buf, fg_slot_whole):
+ * a reference is live from its begin until anything ends its attempt (a
+ * newer begin, a whole put, an abort, expiry, a conflict, a flush, the
+ * slot resolving), and never again, not even when the index is reopened
+ * for another key; fg_slot_whole of a live attempt completes the line
+ * bit for bit, of a dead one names the outcome and changes nothing. */
+static void test_caller_placement_liveness(void **state)
+{
+	enum { H = 32 };
+	const uint8_t lines[2] = { 2, 0 };
+	struct fg_slots_cfg cfg;
+	struct table t;
+	float a[H], b[H], ref[H];
+	uint32_t body_len = sizeof(a);
+	struct fg_slot_ref r1, r2, r3;
+	struct fg_slot_result r;
+	struct fg_slot_expired ex[4];
+	struct fg_seed_view v;
+	(void)state;
+
+	for (unsigned i = 0; i < H; i++) {
+		a[i] = rand_special();
+		b[i] = rand_special();
+	}
+	cfg_default(&cfg, 1, H, 1, 1, lines, 2);
+	cfg.deadline_ns = 1000;
+	table_new(&t, &cfg, 0x5A);
+	struct fg_seed h2 = mkseed(7, 0, 2, 1, 0, 1, NULL, body_len);
+	struct fg_seed h0 = mkseed(7, 0, 0, 0, 0, 1, NULL, body_len);
+	/* superseded by a newer begin: dead; the new one lands in two halves */
+	assert_int_equal(fg_slot_begin(&t.s, &h2, 0, &r1, &r), 0);
+	assert_true(fg_slot_ref_live(&r1));
+	memcpy(r1.buf, b, body_len / 2);
+	assert_int_equal(fg_slot_begin(&t.s, &h2, 1, &r2, &r), 0);
+	assert_false(fg_slot_ref_live(&r1));
+	assert_true(fg_slot_ref_live(&r2));
+	assert_int_equal(fg_slot_whole(&t.s, &r1, &r), FG_O_STALE);
+	assert_int_equal(t.s.resolved, 0);
+	memcpy(r2.buf + body_len / 2, (uint8_t *)a + body_len / 2, body_len / 2);
+	memcpy(r2.buf, a, body_len / 2);
+	assert_int_equal(fg_slot_whole(&t.s, &r2, &r), FG_O_ACCEPTED);
+	assert_int_equal(r.landed, 1u << 2);
+	assert_int_equal(r.bytes, body_len);
+	assert_false(fg_slot_ref_live(&r2)); /* the line is whole: no attempt left */
+	/* the other line, placed by the caller, resolves bit for bit */
+	assert_int_equal(fg_slot_begin(&t.s, &h0, 2, &r3, &r), 0);
+	memcpy(r3.buf, b, body_len);
+	assert_int_equal(fg_slot_whole(&t.s, &r3, &r), FG_O_RESOLVED);
+	assert_false(fg_slot_ref_live(&r3));
+	assert_int_equal(fg_slot_whole(&t.s, &r3, &r), FG_O_STALE);
+	assert_int_equal(t.s.resolved, 1);
+	const float *c[2] = { a, b };
+	const uint8_t neg[2] = { 1, 0 };
+	ref_reduce(ref, c, neg, 2, H);
+	assert_int_equal(fg_slot_seed(&t.s, 0, &v), 0);
+	assert_memory_equal(v.body, ref, body_len);
+	/* another key reclaims the index: no earlier reference lives again */
+	struct fg_seed k8 = mkseed(8, 0, 2, 0, 0, 1, NULL, body_len);
+	assert_int_equal(fg_slot_begin(&t.s, &k8, 3, &r1, &r), 0);
+	assert_true(fg_slot_ref_live(&r1));
+	assert_false(fg_slot_ref_live(&r2));
+	assert_false(fg_slot_ref_live(&r3));
+	/* expiry ends the attempt; fg_slot_whole names it */
+	assert_int_equal(fg_slots_expire(&t.s, 1003, ex, 4), 1);
+	assert_false(fg_slot_ref_live(&r1));
+	assert_int_equal(fg_slot_whole(&t.s, &r1, &r), FG_O_EXPIRED);
+	assert_int_equal(t.s.resolved, 1);
+	/* a whole put of the line ends the attempt */
+	struct fg_seed k9 = mkseed(9, 0, 2, 0, 0, 1, NULL, body_len);
+	assert_int_equal(fg_slot_begin(&t.s, &k9, 2000, &r1, &r), 0);
+	struct fg_seed w9 = mkseed(9, 0, 2, 0, 0, 1, a, body_len);
+	assert_int_equal(put(&t.s, &w9, 2001, &r), FG_O_ACCEPTED);
+	assert_false(fg_slot_ref_live(&r1));
+	assert_int_equal(fg_slot_whole(&t.s, &r1, &r), FG_O_STALE);
+	/* a conflict poisons the slot: the other line's attempt is dead */
+	assert_int_equal(fg_slot_begin(&t.s, &(struct fg_seed){ .token_seq = 9, .line = 0, .seq_len = 1,
+					 .body_len = body_len }, 2002, &r2, &r), 0);
+	assert_true(fg_slot_ref_live(&r2));
+	struct fg_seed c9 = mkseed(9, 0, 2, 0, 0, 1, b, body_len);
+	assert_int_equal(put(&t.s, &c9, 2003, &r), FG_O_CONFLICT);
+	assert_false(fg_slot_ref_live(&r2));
+	assert_int_equal(fg_slot_whole(&t.s, &r2, &r), FG_O_POISONED);
+	/* abort and flush end attempts too */
+	struct fg_seed k10 = mkseed(10, 0, 0, 0, 0, 1, NULL, body_len);
+	assert_int_equal(fg_slot_begin(&t.s, &k10, 3000, &r1, &r), 0);
+	fg_slot_abort(&t.s, &r1);
+	assert_false(fg_slot_ref_live(&r1));
+	assert_int_equal(fg_slot_begin(&t.s, &k10, 3001, &r1, &r), 0);
+	assert_true(fg_slot_ref_live(&r1));
+	assert_int_equal(fg_slots_flush(&t.s), 1);
+	assert_false(fg_slot_ref_live(&r1));
+	assert_int_equal(fg_slot_whole(&t.s, &r1, &r), FG_O_STALE);
+	assert_int_equal(t.s.resolved, 1);
+	table_free(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1384,6 +1480,7 @@ int main(void)
 		cmocka_unit_test(test_fragments_random_order_with_dupes),
 		cmocka_unit_test(test_fragments_superseded_and_abort),
 		cmocka_unit_test(test_put_supersedes_fragments),
+		cmocka_unit_test(test_caller_placement_liveness),
 		cmocka_unit_test(test_duplicate_and_conflict),
 		cmocka_unit_test(test_expiry_fake_clock),
 		cmocka_unit_test(test_flush_reopens_in_new_epoch),
