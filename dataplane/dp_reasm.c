@@ -595,32 +595,16 @@ complete:
 	return 0;
 }
 
-bool dp_reasm_land(struct dp_reasm *r, const struct dp_ra_hint *hint, const struct fg_frag *f, uint64_t now,
-		   struct dp_reasm_out *out)
+/* dp_reasm_land past its checks, for the chunk that completes the body
+ * and for a reference no longer live. */
+static __attribute__((noinline)) bool land_end(struct dp_reasm *r, uint32_t ci, unsigned i, const struct fg_frag *f,
+					       uint64_t now, struct dp_reasm_out *out)
 {
-	if (hint->ctx >= r->cfg.contexts)
-		return false;
-	struct dp_ra_ctx *c = &r->ctx[hint->ctx];
-	unsigned i = f->index;
-	uint32_t C = r->cfg.chunk;
-	/* A SLOT context has seen fragment 0 (bit 0), so i >= 1 here and the
-	 * chunk lies past the frame's header and seed prefix: i * C >= 64.
-	 * f->total == c->total and index < total (fg_frag_decode) keep i in
-	 * the bits; the chunk is C, or the tail fixed at fragment 0. */
-	uint64_t w = c->bits[(i >> 6) & 3], m = 1ull << (i & 63);
-	if (c->use != hint->use || c->state != RA_SLOT || f->total != c->total || i >= c->total || (w & m) ||
-	    f->chunk_len != (i + 1u == c->total ? c->tail : C))
-		return false;
-	out->disp = DP_RA_TAKEN;
-	out->events = 0;
-	out->reason = 0;
-	enum fg_outcome o = ctx_land(r, c, i * C - SEED_HDR, f->chunk, f->chunk_len, now, &out->res);
-	c->bits[(i >> 6) & 3] = w | m;
+	struct dp_ra_ctx *c = &r->ctx[ci];
+	enum fg_outcome o = ctx_land(r, c, i * r->cfg.chunk - SEED_HDR, f->chunk, f->chunk_len, now, &out->res);
+	bit_set(c, i);
 	c->nrecv++;
-	if (__builtin_expect(o == FG_O_PARTIAL, 1)) {
-		if (c->nrecv != c->total)
-			return true;
-	} else {
+	if (o != FG_O_PARTIAL) {
 		if (o == FG_O_ACCEPTED || o == FG_O_RESOLVED) {
 			out->events |= DP_RA_EV_OUTCOME;
 		} else {
@@ -637,9 +621,43 @@ bool dp_reasm_land(struct dp_reasm *r, const struct dp_ra_hint *hint, const stru
 		out->events |= DP_RA_EV_COMPLETE;
 		out->stream_id = c->stream_id;
 		out->sequence = c->sequence;
-		ctx_done(r, hint->ctx, now);
+		ctx_done(r, ci, now);
 	}
 	return true;
+}
+
+bool dp_reasm_land(struct dp_reasm *r, const struct dp_ra_hint *hint, const struct fg_frag *f, uint64_t now,
+		   struct dp_reasm_out *out)
+{
+	if (hint->ctx >= r->cfg.contexts)
+		return false;
+	struct dp_ra_ctx *c = &r->ctx[hint->ctx];
+	unsigned i = f->index;
+	uint32_t C = r->cfg.chunk;
+	/* A SLOT context has seen fragment 0 (bit 0), so i >= 1 here and the
+	 * chunk lies past the frame's header and seed prefix: i * C >= 64.
+	 * f->total == c->total and index < total (fg_frag_decode) keep i in
+	 * the bits; the chunk is C, or the tail fixed at fragment 0. */
+	uint64_t *w = &c->bits[(i >> 6) & 3], m = 1ull << (i & 63);
+	uint32_t len = f->chunk_len;
+	if (c->use != hint->use || c->state != RA_SLOT || f->total != c->total || i >= c->total || (*w & m) ||
+	    len != (i + 1u == c->total ? c->tail : C))
+		return false;
+	out->disp = DP_RA_TAKEN;
+	out->events = 0;
+	out->reason = 0;
+	/* Every fragment carries body bytes and each lands once, so while
+	 * bytes stay missing after this chunk, fragments do too: nothing
+	 * completes, no outcome. */
+	uint32_t off = i * C - SEED_HDR;
+	if (__builtin_expect(fg_slot_ref_live(&c->ref) && len < c->missing && off + len <= c->ref.body_len, 1)) {
+		c->missing -= len;
+		*w |= m;
+		c->nrecv++;
+		memcpy(c->ref.buf + off, f->chunk, len);
+		return true;
+	}
+	return land_end(r, hint->ctx, i, f, now, out);
 }
 
 int dp_reasm_push_hinted(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, struct dp_ra_hint *hint,

@@ -7,7 +7,9 @@
  * FG_O_DUP_PENDING -> whole frame -> fg_slot_put (duplicate and conflict),
  * timeouts aborting the slot attempt, context overflow and tombstone
  * recycling, disabled lines, malformed prefixes, the U02..U04 vectors in
- * every arrival order, and that every buffer taken is returned. */
+ * every arrival order, a slot flushed or expired under a frame in flight,
+ * the burst path (find, land, push_hinted) giving the same answers, and that
+ * every buffer taken is returned. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -162,6 +164,12 @@ static struct env *env_seed(uint32_t token, uint16_t layer, uint8_t line, float 
 	return e;
 }
 
+/* When set, push() takes the burst path: dp_reasm_find, then
+ * dp_reasm_land, then dp_reasm_push_hinted when land declines; `landed`
+ * counts the fragments land took. */
+static bool via_land;
+static unsigned landed;
+
 /* Push fragment idx of frame[0..len) under frame_id. */
 static struct dp_reasm_out push(struct env *e, const struct dp_peer *p, uint16_t fid, const uint8_t *frame,
 			       uint32_t len, unsigned idx, uint64_t now)
@@ -173,6 +181,17 @@ static struct dp_reasm_out push(struct env *e, const struct dp_peer *p, uint16_t
 	f.chunk = frame + idx * CHUNK;
 	f.chunk_len = (len - idx * CHUNK) < CHUNK ? len - idx * CHUNK : CHUNK;
 	struct dp_reasm_out out;
+	if (via_land) {
+		uint32_t hash = dp_peer_hash(p, 0);
+		struct dp_ra_hint h;
+		dp_reasm_find(&e->r, p, hash, fid, &h);
+		if (dp_reasm_land(&e->r, &h, &f, now, &out)) {
+			landed++;
+			return out;
+		}
+		assert_int_equal(dp_reasm_push_hinted(&e->r, p, hash, &h, &f, &e->ictx, now, &out), 0);
+		return out;
+	}
 	assert_int_equal(dp_reasm_push(&e->r, p, &f, &e->ictx, now, &out), 0);
 	return out;
 }
@@ -519,6 +538,60 @@ static void test_superseded_attempt_not_acked(void **st)
 	env_free(e);
 }
 
+/* The slot ends under a frame in flight: a flush (model epoch change)
+ * makes its next fragment STALE, judged and never ACKed; an expiry makes it
+ * EXPIRED, judged, ACKed once complete (it was received). Either way the
+ * key's next frame is placed and accepted. */
+static void test_slot_ends_mid_frame(void **st)
+{
+	(void)st;
+	struct dp_peer p = peer_of(14);
+	struct env *e = env_seed(31, 1, 3, 2.0f, 1.0f);
+	push_taken(e, &p, 70, e->fr, e->len, 0, 3, 0);
+	assert_int_equal(fg_slots_flush(&e->slots), 1);
+	struct dp_reasm_out o = push(e, &p, 70, e->fr, e->len, 3, 10);
+	expect_outcome(&o, FG_O_STALE);
+	assert_false(o.events & DP_RA_EV_COMPLETE);
+	o = push(e, &p, 70, e->fr, e->len, 4, 11);
+	assert_int_equal(o.disp, DP_RA_DISCARDED);
+	assert_int_equal(o.events, 0);
+	push_accepted(e, &p, 71, e->fr, e->len, 0, 20);
+
+	struct env *x = env_seed(32, 2, 1, 5.0f, 1.0f);
+	push_taken(x, &p, 80, x->fr, x->len, 0, 2, 0);
+	push_taken(x, &p, 80, x->fr, x->len, 3, 4, 0);
+	struct fg_slot_expired ex[4];
+	assert_int_equal(fg_slots_expire(&x->slots, 1000000000ull, ex, 4), 1);
+	o = push(x, &p, 80, x->fr, x->len, 2, 1000000001ull);
+	expect_outcome(&o, FG_O_EXPIRED);
+	assert_false(o.events & DP_RA_EV_COMPLETE);
+	o = push(x, &p, 80, x->fr, x->len, 4, 1000000002ull);
+	assert_int_equal(o.disp, DP_RA_DISCARDED);
+	assert_int_equal(o.events, DP_RA_EV_COMPLETE);
+	env_free(e);
+	env_free(x);
+}
+
+/* The burst path (dp_reasm_find, dp_reasm_land, dp_reasm_push_hinted)
+ * gives the same outcomes, ACKs and bytes as dp_reasm_push: every arrival
+ * order, superseded attempts, timeouts, slots that end mid-frame, and
+ * land takes the chunks of a placing context. */
+static void test_burst_path(void **st)
+{
+	via_land = true;
+	landed = 0;
+	test_arrival_orders(st);
+	/* every chunk after its fragment 0, three lines an order: 4 + 0 + 2 */
+	assert_int_equal(landed, 3 * (4 + 0 + 2));
+	test_superseded_attempt_not_acked(st);
+	test_timeout_aborts_attempt(st);
+	test_duplicate_fragment(st);
+	unsigned before = landed;
+	test_slot_ends_mid_frame(st);
+	assert_true(landed > before);
+	via_land = false;
+}
+
 /* A multi-fragment frame refused no_slot at fragment 0 (another key's open
  * slot holds its index) is answered no_slot and never ACKed; once that slot
  * is freed the sender's resend is placed and ACKed. */
@@ -717,6 +790,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_arrival_orders),
 		cmocka_unit_test(test_duplicate_fragment),
+		cmocka_unit_test(test_slot_ends_mid_frame),
+		cmocka_unit_test(test_burst_path),
 		cmocka_unit_test(test_validation),
 		cmocka_unit_test(test_remote_shard_buffer),
 		cmocka_unit_test(test_dup_pending),
