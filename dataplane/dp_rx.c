@@ -236,9 +236,7 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 	bool plain = true;
 	struct dp_flow_pat last = {{0}}; /* the pattern of lastf, when lastf is set */
 	const struct dp_flow *lastf = NULL;
-	dp_shard_burst_init(&b);
-	if (n > DP_BURST)
-		n = DP_BURST;
+	dp_shard_burst_init(&b); /* n <= DP_BURST: dp_rx_burst asks the PMD for no more */
 	/* DPDK l3fwd's PREFETCH_OFFSET: on a zero-copy memif port (and a NIC)
 	 * a packet's first line was last written by another agent */
 	for (uint16_t i = 0; i < n && i < 3; i++)
