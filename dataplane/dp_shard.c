@@ -35,13 +35,13 @@
 #include "dp_shard.h"
 
 /* The source a control-plane message names (attribution: cp_epoch_guard.h). */
-static struct fg_bm_src bm_src(const struct dp_xfer *from)
+static struct fg_bm_src bm_src(const struct dp_peer *peer)
 {
 	struct fg_bm_src s = {.family = 0};
-	if (from) {
-		memcpy(s.addr, from->peer.addr, sizeof(s.addr));
-		s.port = from->peer.port;
-		s.family = from->peer.family;
+	if (peer) {
+		memcpy(s.addr, peer->addr, sizeof(s.addr));
+		s.port = peer->port;
+		s.family = peer->family;
 	}
 	return s;
 }
@@ -74,12 +74,7 @@ static void on_outcome(struct dp_lcore *lc, const struct fg_seed *seed, const st
 							.token_seq = seed ? seed->token_seq : 0,
 							.epoch = res->epoch,
 							.t_ns = now,
-							.src = {.family = 0}}};
-			if (peer) {
-				memcpy(m.conflict.src.addr, peer->addr, sizeof(m.conflict.src.addr));
-				m.conflict.src.port = peer->port;
-				m.conflict.src.family = peer->family;
-			}
+							.src = bm_src(peer)}};
 			lc->env->io->report(lc, &m);
 			break;
 		}
@@ -131,7 +126,7 @@ static void canonical_report(struct dp_lcore *lc, const struct fg_canon *c, cons
 					 .fingerprint = c->digest,
 					 .body = {.buf = FG_BUF_NONE},
 					 .t_ns = now,
-					 .src = bm_src(from)}};
+					 .src = bm_src(from ? &from->peer : NULL)}};
 	if (c->kind != FG_CANON_FULL) {
 		lc->env->io->report(lc, &m);
 		return;
