@@ -7,7 +7,7 @@
 #include <string.h>
 
 #define NIL UINT32_MAX
-#define SEED_HDR (FG_HDR_LEN + FG_SEED_PREFIX_LEN) /* frame bytes before the body */
+#define SEED_HDR DP_RA_SEED_HDR
 
 enum ra_state { RA_FREE = 0, RA_HOLD, RA_SLOT, RA_BUFFER, RA_DISCARD, RA_DONE };
 
@@ -150,24 +150,15 @@ static uint32_t hash_find(const struct dp_reasm *r, const struct dp_peer *p, uin
 void dp_reasm_find(const struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, uint16_t frame_id,
 		   struct dp_ra_hint *hint)
 {
-	hint->ctx = hash_find(r, peer, hash, frame_id);
-	hint->use = hint->ctx == NIL ? 0 : r->ctx[hint->ctx].use;
-}
-
-void dp_reasm_prefetch(const struct dp_reasm *r, const struct dp_ra_hint *hint, unsigned index)
-{
-	if (hint->ctx >= r->cfg.contexts)
+	uint32_t i = hash_find(r, peer, hash, frame_id);
+	*hint = (struct dp_ra_hint){.ctx = i};
+	if (i == NIL)
 		return;
-	const struct dp_ra_ctx *c = &r->ctx[hint->ctx];
-	if (c->state != RA_SLOT || c->use != hint->use)
-		return;
-	/* body byte of frame offset index * C; fragment 0 never lands here
-	 * (it is the one that began the attempt) */
-	size_t foff = (size_t)index * r->cfg.chunk;
-	if (foff >= SEED_HDR && foff - SEED_HDR < c->ref.body_len) {
-		const uint8_t *d = c->ref.buf + (foff - SEED_HDR);
-		__builtin_prefetch(d, 1, 3);
-		__builtin_prefetch(d + 64, 1, 3);
+	const struct dp_ra_ctx *c = &r->ctx[i];
+	hint->use = c->use;
+	if (c->state == RA_SLOT) {
+		hint->body_len = c->ref.body_len;
+		hint->body = c->ref.buf;
 	}
 }
 
@@ -595,9 +586,9 @@ complete:
 	return 0;
 }
 
-/* dp_reasm_land past its checks, for the chunk that completes the body
- * and for a reference no longer live. */
-static __attribute__((noinline)) bool land_end(struct dp_reasm *r, uint32_t ci, unsigned i, const struct fg_frag *f,
+/* dp_reasm_land_run past its checks, for the chunk that completes the
+ * body and for a reference no longer live. */
+static __attribute__((noinline)) void land_end(struct dp_reasm *r, uint32_t ci, unsigned i, const struct fg_frag *f,
 					       uint64_t now, struct dp_reasm_out *out)
 {
 	struct dp_ra_ctx *c = &r->ctx[ci];
@@ -623,41 +614,56 @@ static __attribute__((noinline)) bool land_end(struct dp_reasm *r, uint32_t ci, 
 		out->sequence = c->sequence;
 		ctx_done(r, ci, now);
 	}
-	return true;
 }
 
-bool dp_reasm_land(struct dp_reasm *r, const struct dp_ra_hint *hint, const struct fg_frag *f, uint64_t now,
-		   struct dp_reasm_out *out)
+/* Whether fragment f of the frame of SLOT context c may land on the
+ * fast path: its frame's count, its bit not set, its chunk C or the tail
+ * fixed at fragment 0. A SLOT context has seen fragment 0 (bit 0), so
+ * f->index >= 1 and the chunk lies past the frame's header and seed
+ * prefix: index * C >= 64. fg_frag_decode keeps index < f->total, so
+ * f->total == c->total keeps it in the bits. */
+static inline bool run_fits(const struct dp_ra_ctx *c, const struct fg_frag *f, uint32_t C)
+{
+	unsigned i = f->index;
+	return f->total == c->total && !bit_test(c, i) && f->chunk_len == (i + 1u == c->total ? c->tail : C);
+}
+
+unsigned dp_reasm_land_run(struct dp_reasm *r, const struct dp_ra_hint *hint, const struct fg_frag *f, unsigned n,
+			   uint64_t now, struct dp_reasm_out *out)
 {
 	if (hint->ctx >= r->cfg.contexts)
-		return false;
+		return 0;
 	struct dp_ra_ctx *c = &r->ctx[hint->ctx];
-	unsigned i = f->index;
 	uint32_t C = r->cfg.chunk;
-	/* A SLOT context has seen fragment 0 (bit 0), so i >= 1 here and the
-	 * chunk lies past the frame's header and seed prefix: i * C >= 64.
-	 * f->total == c->total and index < total (fg_frag_decode) keep i in
-	 * the bits; the chunk is C, or the tail fixed at fragment 0. */
-	uint64_t *w = &c->bits[(i >> 6) & 3], m = 1ull << (i & 63);
-	uint32_t len = f->chunk_len;
-	if (c->use != hint->use || c->state != RA_SLOT || f->total != c->total || i >= c->total || (*w & m) ||
-	    len != (i + 1u == c->total ? c->tail : C))
-		return false;
+	if (c->use != hint->use || c->state != RA_SLOT || !run_fits(c, f, C))
+		return 0;
 	out->disp = DP_RA_TAKEN;
 	out->events = 0;
 	out->reason = 0;
-	/* Every fragment carries body bytes and each lands once, so while
-	 * bytes stay missing after this chunk, fragments do too: nothing
-	 * completes, no outcome. */
-	uint32_t off = i * C - SEED_HDR;
-	if (__builtin_expect(fg_slot_ref_live(&c->ref) && len < c->missing && off + len <= c->ref.body_len, 1)) {
-		c->missing -= len;
-		*w |= m;
-		c->nrecv++;
-		memcpy(c->ref.buf + off, f->chunk, len);
-		return true;
+	/* Nothing but these chunks touches the context or the slot during the
+	 * run: an attempt proved current once stays so; one that is not ends
+	 * the run at its first chunk (land_end names the outcome). */
+	if (!fg_slot_ref_live(&c->ref)) {
+		land_end(r, hint->ctx, f->index, f, now, out);
+		return 1;
 	}
-	return land_end(r, hint->ctx, i, f, now, out);
+	for (unsigned k = 0;;) {
+		/* Every fragment carries body bytes and each lands once, so while
+		 * bytes stay missing after this chunk, fragments do too: nothing
+		 * completes, no outcome. */
+		unsigned i = f[k].index;
+		uint32_t len = f[k].chunk_len, off = i * C - SEED_HDR;
+		if (__builtin_expect(len >= c->missing || off + len > c->ref.body_len, 0)) {
+			land_end(r, hint->ctx, i, &f[k], now, out);
+			return k + 1;
+		}
+		c->missing -= len;
+		bit_set(c, i);
+		c->nrecv++;
+		memcpy(c->ref.buf + off, f[k].chunk, len);
+		if (++k == n || !run_fits(c, &f[k], C))
+			return k;
+	}
 }
 
 int dp_reasm_push_hinted(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, struct dp_ra_hint *hint,

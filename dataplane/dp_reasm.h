@@ -143,27 +143,47 @@ FG_MUST_CHECK int dp_reasm_push(struct dp_reasm *r, const struct dp_peer *peer, 
  * hash = dp_peer_hash(peer, 0). */
 #define DP_RA_HINT_NONE UINT32_MAX
 struct dp_ra_hint {
-	uint32_t ctx; /* context index, or DP_RA_HINT_NONE */
-	uint32_t use; /* its use count at the lookup */
+	uint32_t ctx;      /* context index, or DP_RA_HINT_NONE */
+	uint32_t use;      /* its use count at the lookup */
+	uint32_t body_len; /* a context placing into a slot at the lookup: its body length, else 0 */
+	uint8_t *body;     /* ... and where body byte 0 lands */
 };
+/* Frame bytes before a seed's body: the frame header and the seed prefix. */
+#define DP_RA_SEED_HDR (FG_HDR_LEN + FG_SEED_PREFIX_LEN)
 void dp_reasm_find(const struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, uint16_t frame_id,
 		   struct dp_ra_hint *hint);
-/* Prefetch where fragment `index` of the hinted context lands: its slot
- * line buffer (a context placing into a slot), else nothing. */
-void dp_reasm_prefetch(const struct dp_reasm *r, const struct dp_ra_hint *hint, unsigned index);
+/* Prefetch where fragment `index` of the hinted frame lands: its first two
+ * lines in the slot, when the context placed into one at the lookup (a
+ * hint gone stale since prefetches slot memory nobody writes: harmless).
+ * Fragment 0 (whose offset wraps) and bytes past the body fetch nothing. */
+static inline void dp_reasm_prefetch(const struct dp_reasm *r, const struct dp_ra_hint *hint, unsigned index)
+{
+	uint32_t off = index * r->cfg.chunk - DP_RA_SEED_HDR;
+	if (off < hint->body_len) {
+		__builtin_prefetch(hint->body + off, 1, 3);
+		__builtin_prefetch(hint->body + off + 64, 1, 3);
+	}
+}
 /* dp_reasm_push with the peer's hash and a hint from dp_reasm_find (or
  * NULL: look up). */
 FG_MUST_CHECK int dp_reasm_push_hinted(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash,
 				       struct dp_ra_hint *hint, const struct fg_frag *frag,
 				       const struct fg_ingest_ctx *ctx, uint64_t now_ns, struct dp_reasm_out *out);
 
-/* The common case of the burst path in one call: fragment f (index >= 1,
- * neither a repeat nor malformed) of the frame of a current hint whose
- * context places straight into a slot. Returns true with *out filled as
- * dp_reasm_push_hinted would have; false when anything else holds (then
- * nothing changed: push it). */
-FG_MUST_CHECK bool dp_reasm_land(struct dp_reasm *r, const struct dp_ra_hint *hint, const struct fg_frag *f,
-				 uint64_t now_ns, struct dp_reasm_out *out);
+/* The common case of the burst path: a run of fragments f[0..n) of the
+ * frame of a current hint whose context places straight into a slot (each
+ * of index >= 1, neither a repeat nor malformed), in arrival order, with
+ * nothing else between them. The context's state and the slot attempt
+ * are checked once for the run, each fragment's index, bit and length on
+ * its own. Returns how many of them it took, in order; a fragment it does
+ * not take changes nothing (push it). Stops after the chunk that
+ * completes the body or meets an attempt no longer current: *out is then
+ * that fragment's, as dp_reasm_push_hinted would have filled it (its
+ * events: the outcome, every fragment in); for a run that only landed,
+ * out->disp == DP_RA_TAKEN and out->events == 0. *out is meaningful only
+ * for a result > 0. */
+FG_MUST_CHECK unsigned dp_reasm_land_run(struct dp_reasm *r, const struct dp_ra_hint *hint, const struct fg_frag *f,
+					 unsigned n, uint64_t now_ns, struct dp_reasm_out *out);
 
 /* Free contexts whose lifetime ended (oldest first, at most max); aborts the
  * slot attempt of a timed-out SLOT context. Returns how many INCOMPLETE

@@ -401,25 +401,36 @@ void dp_shard_run(struct dp_lcore *lc, struct dp_shard_burst *b, uint64_t now)
 {
 	const struct dp_dgram *dg = b->dg;
 	uint32_t taken = 0;
-	for (unsigned i = 0; i < b->n; i++) {
-		if (b->rc[i] == 1) {
-			if (b->follows[i] != 0xFF) /* start from the context its frame's fragment used */
-				b->hint[i] = b->hint[b->follows[i]];
+	for (unsigned i = 0; i < b->n;) {
+		if (b->rc[i] != 1) {
+			bind_layer(lc, &dg[i]);
+			dgram_one(lc, &dg[i], &b->f[i], b->rc[i], now);
+			i++;
+			continue;
+		}
+		/* the run [i, e): fragments of one frame, one after another; it
+		 * starts from the context its frame's fragment before it used */
+		struct dp_ra_hint h = b->hint[b->follows[i] == 0xFF ? i : b->follows[i]];
+		unsigned e = i + 1;
+		while (e < b->n && b->rc[e] == 1 && b->follows[e] == e - 1)
+			e++;
+		while (i < e) {
 			struct dp_reasm_out out;
-			if (dp_reasm_land(&lc->reasm, &b->hint[i], &b->f[i], now, &out)) {
-				taken++; /* the common case: a chunk into its slot */
+			unsigned k = dp_reasm_land_run(&lc->reasm, &h, &b->f[i], e - i, now, &out);
+			if (k) { /* the common case: chunks into their slot */
+				taken += k;
+				i += k;
 				if (out.events) {
-					bind_layer(lc, &dg[i]);
-					fragment_out(lc, &out, &dg[i], now);
+					bind_layer(lc, &dg[i - 1]);
+					fragment_out(lc, &out, &dg[i - 1], now);
 				}
 			} else {
 				bind_layer(lc, &dg[i]);
-				taken += fragment(lc, &b->f[i], &dg[i], &b->hint[i], now);
+				taken += fragment(lc, &b->f[i], &dg[i], &h, now);
+				i++;
 			}
-		} else {
-			bind_layer(lc, &dg[i]);
-			dgram_one(lc, &dg[i], &b->f[i], b->rc[i], now);
 		}
+		b->hint[e - 1] = h; /* for a fragment of this frame later in the burst */
 	}
 	if (b->nfrag) {
 		dp_lc_count(lc, FG_C_FRAGS, b->nfrag);

@@ -36,12 +36,13 @@ void dp_shard_dgram(struct dp_lcore *lc, const struct dp_dgram *dg, uint64_t now
 struct dp_shard_burst {
 	struct dp_dgram dg[DP_BURST];
 	struct fg_frag f[DP_BURST];
-	struct dp_ra_hint hint[DP_BURST];
+	struct dp_ra_hint hint[DP_BURST]; /* of the first fragment of each run of a frame */
 	int8_t rc[DP_BURST];       /* 1: a fragment of a multi-fragment frame; else dgram_one (0, or the codec's reason) */
 	uint8_t follows[DP_BURST]; /* the fragment of the same frame just before it, or 0xFF */
 	const struct dp_flow *prev; /* the flow of fragment `last` */
 	unsigned n, last, head;    /* datagrams; the fragment before; the first of its frame's run */
 	uint32_t nfrag;
+	uint16_t prev_fid;         /* the frame id of fragment `last` */
 };
 
 static inline void dp_shard_burst_init(struct dp_shard_burst *b)
@@ -71,15 +72,16 @@ static inline void dp_shard_add(struct dp_lcore *lc, struct dp_shard_burst *b, c
 		return;
 	b->rc[i] = 1;
 	b->nfrag++;
-	if (fl == b->prev && b->f[b->last].frame_id == f->frame_id) {
+	if (fl == b->prev && b->prev_fid == f->frame_id) {
 		b->follows[i] = (uint8_t)b->last;
 	} else {
 		b->follows[i] = 0xFF;
 		b->head = i;
 		dp_reasm_find(&lc->reasm, &fl->src, fl->hash, f->frame_id, &b->hint[i]);
+		b->prev = fl;
+		b->prev_fid = f->frame_id;
 	}
 	dp_reasm_prefetch(&lc->reasm, &b->hint[b->head], f->index);
-	b->prev = fl;
 	b->last = i;
 }
 

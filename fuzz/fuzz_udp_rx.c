@@ -1,8 +1,9 @@
 /* fuzz_udp_rx.c - libFuzzer target for the dataplane's UDP receive path
  * after L2/L3 parsing: fg_frag_decode -> (frag_total 1: whole frame) or
  * the burst path's reassembly (dataplane/dp_reasm.c, pure C: dp_reasm_find,
- * dp_reasm_prefetch, dp_reasm_land or dp_reasm_push_hinted; dp_reasm_push
- * for every fourth frame id) -> slot placement in place (fg_slot_begin,
+ * dp_reasm_prefetch, dp_reasm_land_run over a run of a frame's consecutive
+ * fragments or dp_reasm_push_hinted; dp_reasm_push for every fourth frame
+ * id) -> slot placement in place (fg_slot_begin,
  * fg_slot_land/place) or a reassembled buffer -> fg_ingest_frame, into
  * real fg_slots tables (core/slot.c), with a fake clock, reassembly and slot
  * expiry. It mirrors dp_rx.c/dp_shard.c's rx_packet/dp_shard_fragment/dp_shard_whole/on_xfer
@@ -59,6 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FRAME_CAP (FG_HDR_LEN + FG_SEED_PREFIX_LEN + MAX_SEQ * HIDDEN * 4 + 64)
 #define BODY_CAP (MAX_SEQ * HIDDEN * 4)
 #define MAX_BUFS 3u
+#define RUN_MAX 6u /* fragments of one frame placed as a run */
 
 static struct fg_slots_cfg scfg;
 static void *smem[2];
@@ -201,6 +203,11 @@ struct rx {
 	unsigned hint_peer;
 	uint16_t hint_fid;
 	bool have_hint;
+	/* the run of the burst path: fragments of one frame, one after
+	 * another, their bytes kept until dp_shard_run would place them */
+	unsigned run_n, run_peer;
+	struct fg_frag run_f[RUN_MAX];
+	uint8_t run_bytes[RUN_MAX][FRAME_CAP];
 };
 
 static void outcome_seen(struct rx *x, unsigned table, const struct fg_seed *sd, const struct fg_slot_result *r,
@@ -246,32 +253,73 @@ static void whole(struct rx *x, const uint8_t *frame, uint32_t len)
 	outcome_seen(x, owner, &r.seed, &r.slot, r.seed.body, true);
 }
 
+static struct dp_peer peer_of(unsigned peer_i)
+{
+	return (struct dp_peer){ .family = 4, .addr = { 10, 0, 0, (uint8_t)(1 + peer_i) }, .port = (uint16_t)(4000 + peer_i) };
+}
+
+static void frag_out(struct rx *x, unsigned peer_i, const struct fg_frag *f, const struct dp_reasm_out *o);
+
+/* dp_shard_run's placement of the run: dp_reasm_land_run takes what it
+ * can; a fragment it does not take is pushed with the run's hint. */
+static void run_flush(struct rx *x)
+{
+	struct dp_peer peer = peer_of(x->run_peer);
+	uint32_t h = dp_peer_hash(&peer, 0);
+	for (unsigned i = 0; i < x->run_n;) {
+		struct dp_reasm_out out;
+		unsigned k = dp_reasm_land_run(&x->ra, &x->hint, &x->run_f[i], x->run_n - i, x->now, &out);
+		FUZZ_CHECK(k <= x->run_n - i);
+		if (k) {
+			struct dp_reasm_out landed = { .disp = DP_RA_TAKEN };
+			for (unsigned j = i; j + 1 < i + k; j++)
+				frag_out(x, x->run_peer, &x->run_f[j], &landed);
+			FUZZ_CHECK(out.disp == DP_RA_TAKEN);
+			frag_out(x, x->run_peer, &x->run_f[i + k - 1], &out);
+			i += k;
+		} else {
+			FUZZ_CHECK(dp_reasm_push_hinted(&x->ra, &peer, h, &x->hint, &x->run_f[i], &x->ictx, x->now, &out) == 0);
+			frag_out(x, x->run_peer, &x->run_f[i], &out);
+			i++;
+		}
+	}
+	x->run_n = 0;
+}
+
 static void fragment(struct rx *x, unsigned peer_i, const struct dp_peer *peer, const struct fg_frag *f)
 {
-	struct dp_reasm_out out;
-	const struct cframe *c = peer_i < N_CPEERS ? &cf[peer_i][f->frame_id % N_FIDS] : NULL;
 	/* dp_shard_burst's path: a fragment of the frame of the fragment
 	 * before starts from that one's hint, any other is looked up; its
-	 * destination prefetched; the fast path (dp_reasm_land) or the full one.
-	 * Every fourth frame id takes dp_reasm_push alone, as single datagrams
-	 * (dp_shard_dgram) do. */
+	 * destination prefetched; consecutive fragments of one frame placed
+	 * as a run (run_flush). Every fourth frame id takes dp_reasm_push
+	 * alone, as single datagrams (dp_shard_dgram) do. */
+	if (x->run_n && (x->run_peer != peer_i || x->run_f[0].frame_id != f->frame_id || x->run_n == RUN_MAX))
+		run_flush(x);
 	if (f->frame_id % 4 == 3) {
+		struct dp_reasm_out out;
 		FUZZ_CHECK(dp_reasm_push(&x->ra, peer, f, &x->ictx, x->now, &out) == 0);
-	} else {
-		uint32_t h = dp_peer_hash(peer, 0);
-		struct dp_ra_hint hint;
-		if (x->have_hint && x->hint_peer == peer_i && x->hint_fid == f->frame_id)
-			hint = x->hint;
-		else
-			dp_reasm_find(&x->ra, peer, h, f->frame_id, &hint);
-		dp_reasm_prefetch(&x->ra, &hint, f->index);
-		if (!dp_reasm_land(&x->ra, &hint, f, x->now, &out))
-			FUZZ_CHECK(dp_reasm_push_hinted(&x->ra, peer, h, &hint, f, &x->ictx, x->now, &out) == 0);
-		x->hint = hint;
-		x->hint_peer = peer_i;
-		x->hint_fid = f->frame_id;
-		x->have_hint = true;
+		frag_out(x, peer_i, f, &out);
+		return;
 	}
+	if (!(x->have_hint && x->hint_peer == peer_i && x->hint_fid == f->frame_id))
+		dp_reasm_find(&x->ra, peer, dp_peer_hash(peer, 0), f->frame_id, &x->hint);
+	x->hint_peer = peer_i;
+	x->hint_fid = f->frame_id;
+	x->have_hint = true;
+	dp_reasm_prefetch(&x->ra, &x->hint, f->index);
+	FUZZ_CHECK(f->chunk_len <= FRAME_CAP);
+	memcpy(x->run_bytes[x->run_n], f->chunk, f->chunk_len);
+	x->run_f[x->run_n] = *f;
+	x->run_f[x->run_n].chunk = x->run_bytes[x->run_n];
+	x->run_peer = peer_i;
+	x->run_n++;
+}
+
+/* What reassembly said about fragment f of peer_i, checked. */
+static void frag_out(struct rx *x, unsigned peer_i, const struct fg_frag *f, const struct dp_reasm_out *o)
+{
+	const struct cframe *c = peer_i < N_CPEERS ? &cf[peer_i][f->frame_id % N_FIDS] : NULL;
+	struct dp_reasm_out out = *o;
 	FUZZ_CHECK((unsigned)out.disp <= DP_RA_DISCARDED);
 	FUZZ_CHECK(!(out.events & ~(DP_RA_EV_OUTCOME | DP_RA_EV_FRAME | DP_RA_EV_COMPLETE)));
 	x->disp[out.disp]++;
@@ -309,12 +357,13 @@ static void fragment(struct rx *x, unsigned peer_i, const struct dp_peer *peer, 
 
 static void datagram(struct rx *x, unsigned peer_i, const uint8_t *d, size_t len)
 {
-	struct dp_peer peer = { .family = 4, .addr = { 10, 0, 0, (uint8_t)(1 + peer_i) }, .port = (uint16_t)(4000 + peer_i) };
+	struct dp_peer peer = peer_of(peer_i);
 	struct fg_frag f;
 	if (fg_frag_decode(d, len, &f) < 0)
 		return;
 	FUZZ_CHECK(f.total >= 1 && f.index < f.total && f.chunk_len >= 1);
 	if (f.total == 1) {
+		run_flush(x); /* arrival order */
 		whole(x, f.chunk, f.chunk_len);
 		return;
 	}
@@ -524,6 +573,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else {
 			if (end - p < 2)
 				break;
+			run_flush(&x); /* a burst ends before time moves */
 			x.now += (uint64_t)p[0] * 64;
 			uint64_t before = x.ra.timeouts;
 			uint32_t n = dp_reasm_expire(&x.ra, x.now, 1 + p[1] % 8);
@@ -538,6 +588,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 		}
 	}
+	run_flush(&x);
 	FUZZ_CHECK(x.ra.timeouts == x.timeouts);
 	dp_reasm_fini(&x.ra);
 	FUZZ_CHECK(dp_reasm_live(&x.ra) == 0);

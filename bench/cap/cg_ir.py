@@ -48,10 +48,10 @@ HOUSEKEEPING = [("dp_shard_tick", "timers")]
 STAGES = [
     ("rx: known flows, fragment headers, lookups, mbufs freed (dp_rx_work self)", ["dp_rx_work"], "self"),
     ("  dp_pkt_parse + dp_pkt_addr_check", ["dp_pkt_parse", "dp_pkt_addr_check"], "incl"),
-    ("  reassembly lookups (dp_reasm_find, dp_reasm_prefetch)", ["dp_reasm_find", "dp_reasm_prefetch"], "incl"),
+    ("  reassembly lookups (dp_reasm_find; the prefetches are inline)", ["dp_reasm_find", "dp_reasm_prefetch"], "incl"),
     ("placement in arrival order (dp_shard_run)", ["dp_shard_run"], "incl"),
     ("  its own loop (self)", ["dp_shard_run"], "self"),
-    ("  chunks into slots (dp_reasm_land)", ["dp_reasm_land"], "incl"),
+    ("  chunks into slots, a run at a time (dp_reasm_land_run)", ["dp_reasm_land_run"], "incl"),
     ("  other fragments (reassembly: push)", ["push"], "incl"),
     ("  a line's last chunk (land_end: fg_slot_whole, fg_slot_land)", ["land_end"], "incl"),
     ("  fg_slot_begin", ["fg_slot_begin"], "incl"),

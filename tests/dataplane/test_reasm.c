@@ -165,8 +165,8 @@ static struct env *env_seed(uint32_t token, uint16_t layer, uint8_t line, float 
 }
 
 /* When set, push() takes the burst path: dp_reasm_find, then
- * dp_reasm_land, then dp_reasm_push_hinted when land declines; `landed`
- * counts the fragments land took. */
+ * dp_reasm_land_run (a run of one), then dp_reasm_push_hinted when it
+ * declines; `landed` counts the fragments it took. */
 static bool via_land;
 static unsigned landed;
 
@@ -185,7 +185,7 @@ static struct dp_reasm_out push(struct env *e, const struct dp_peer *p, uint16_t
 		uint32_t hash = dp_peer_hash(p, 0);
 		struct dp_ra_hint h;
 		dp_reasm_find(&e->r, p, hash, fid, &h);
-		if (dp_reasm_land(&e->r, &h, &f, now, &out)) {
+		if (dp_reasm_land_run(&e->r, &h, &f, 1, now, &out) == 1) {
 			landed++;
 			return out;
 		}
@@ -572,7 +572,7 @@ static void test_slot_ends_mid_frame(void **st)
 	env_free(x);
 }
 
-/* The burst path (dp_reasm_find, dp_reasm_land, dp_reasm_push_hinted)
+/* The burst path (dp_reasm_find, dp_reasm_land_run, dp_reasm_push_hinted)
  * gives the same outcomes, ACKs and bytes as dp_reasm_push: every arrival
  * order, superseded attempts, timeouts, slots that end mid-frame, and
  * land takes the chunks of a placing context. */
@@ -590,6 +590,107 @@ static void test_burst_path(void **st)
 	test_slot_ends_mid_frame(st);
 	assert_true(landed > before);
 	via_land = false;
+}
+
+/* Fragment idx of frame[0..len) under frame_id fid, as fg_frag_decode gives it. */
+static struct fg_frag frag_of(const uint8_t *frame, uint32_t len, uint16_t fid, unsigned idx)
+{
+	struct fg_frag f = {.frame_id = fid, .index = (uint8_t)idx, .total = (uint8_t)fg_frag_count(len, CHUNK)};
+	f.chunk = frame + idx * CHUNK;
+	f.chunk_len = (len - idx * CHUNK) < CHUNK ? len - idx * CHUNK : CHUNK;
+	return f;
+}
+
+/* dp_reasm_land_run takes a frame's fragments as one run: it stops before
+ * a fragment it does not take (a repeat, another count for the frame, a
+ * wrong length) with nothing changed, and after the chunk that completes
+ * the line, whose outcome and ACK it reports; the three lines resolve
+ * bit-exactly, as pushed one by one. A run on an attempt no longer
+ * current ends at its first chunk, judged STALE, never ACKed. */
+static void test_land_run(void **st)
+{
+	(void)st;
+	struct env *e = env_new(16, 1, 0, 4096);
+	uint8_t fr[3][4096];
+	uint32_t len[3];
+	len[0] = make_seed(e, fr[0], 42, 2, 1, 0, 0.1f, 1e-3f);
+	len[1] = make_seed(e, fr[1], 42, 2, 3, 1, 1e8f, 3.0f);
+	len[2] = make_seed(e, fr[2], 42, 2, 5, 0, -1e8f, 7.0f);
+	struct dp_peer p = peer_of(5100);
+	uint32_t hash = dp_peer_hash(&p, 0);
+	struct dp_reasm_out out;
+	struct dp_ra_hint h;
+	uint32_t slot = 0;
+	for (unsigned line = 0; line < 3; line++) {
+		uint16_t fid = (uint16_t)(200 + line);
+		const uint8_t *b = fr[line];
+		uint32_t n = len[line];
+		/* no context yet: fragment 0 is not the run's to take */
+		struct fg_frag f0 = frag_of(b, n, fid, 0);
+		dp_reasm_find(&e->r, &p, hash, fid, &h);
+		assert_int_equal(h.body_len, 0);
+		assert_int_equal(dp_reasm_land_run(&e->r, &h, &f0, 1, 10, &out), 0);
+		assert_int_equal(dp_reasm_push_hinted(&e->r, &p, hash, &h, &f0, &e->ictx, 10, &out), 0);
+		assert_int_equal(out.disp, DP_RA_TAKEN);
+		/* the context places into its slot now: the hint names the body */
+		dp_reasm_find(&e->r, &p, hash, fid, &h);
+		assert_int_equal(h.body_len, HIDDEN * 4);
+		struct fg_frag run[5] = {frag_of(b, n, fid, 1), frag_of(b, n, fid, 2), frag_of(b, n, fid, 2),
+					 frag_of(b, n, fid, 3), frag_of(b, n, fid, 4)};
+		assert_int_equal(dp_reasm_land_run(&e->r, &h, run, 5, 11, &out), 2);
+		assert_int_equal(out.disp, DP_RA_TAKEN);
+		assert_int_equal(out.events, 0);
+		/* the repeat: not taken, pushed: a duplicate */
+		assert_int_equal(dp_reasm_land_run(&e->r, &h, &run[2], 3, 12, &out), 0);
+		assert_int_equal(dp_reasm_push_hinted(&e->r, &p, hash, &h, &run[2], &e->ictx, 12, &out), 0);
+		assert_int_equal(out.disp, DP_RA_DUP);
+		/* another count for the frame, a short middle chunk: not taken */
+		struct fg_frag bad = run[3];
+		bad.total++;
+		assert_int_equal(dp_reasm_land_run(&e->r, &h, &bad, 1, 13, &out), 0);
+		bad = run[3];
+		bad.chunk_len--;
+		assert_int_equal(dp_reasm_land_run(&e->r, &h, &bad, 1, 13, &out), 0);
+		/* the rest in one run: the last chunk completes the line */
+		assert_int_equal(dp_reasm_land_run(&e->r, &h, &run[3], 2, 14, &out), 2);
+		assert_int_equal(out.disp, DP_RA_TAKEN);
+		assert_true(out.events & DP_RA_EV_COMPLETE);
+		expect_outcome(&out, line < 2 ? FG_O_ACCEPTED : FG_O_RESOLVED);
+		assert_int_equal(out.sequence, 42);
+		slot = out.res.slot;
+		/* the frame is done: its hint places nothing more */
+		assert_int_equal(dp_reasm_land_run(&e->r, &h, &run[3], 2, 15, &out), 0);
+	}
+	struct fg_seed_view v;
+	assert_int_equal(fg_slot_seed(&e->slots, slot, &v), 0);
+	float x[HIDDEN], a[HIDDEN], f[HIDDEN], want[HIDDEN];
+	fill(x, 0.1f, 1e-3f);
+	fill(a, 1e8f, 3.0f);
+	fill(f, -1e8f, 7.0f);
+	reference(want, x, a, f, 0, 1, 0);
+	assert_int_equal(v.body_len, sizeof(want));
+	assert_memory_equal(v.body, want, sizeof(want));
+	env_free(e);
+
+	/* the slot flushed under a frame in flight: the run stops at its first
+	 * chunk, STALE, and the frame is never ACKed */
+	e = env_seed(31, 1, 3, 2.0f, 1.0f);
+	struct fg_frag f0 = frag_of(e->fr, e->len, 70, 0);
+	assert_int_equal(dp_reasm_push(&e->r, &p, &f0, &e->ictx, 0, &out), 0);
+	assert_int_equal(fg_slots_flush(&e->slots), 1);
+	struct fg_frag run[4] = {frag_of(e->fr, e->len, 70, 1), frag_of(e->fr, e->len, 70, 2),
+				 frag_of(e->fr, e->len, 70, 3), frag_of(e->fr, e->len, 70, 4)};
+	dp_reasm_find(&e->r, &p, hash, 70, &h);
+	assert_int_equal(dp_reasm_land_run(&e->r, &h, run, 4, 10, &out), 1);
+	expect_outcome(&out, FG_O_STALE);
+	assert_false(out.events & DP_RA_EV_COMPLETE);
+	assert_int_equal(dp_reasm_land_run(&e->r, &h, &run[1], 3, 11, &out), 0);
+	for (unsigned k = 1; k < 4; k++) {
+		assert_int_equal(dp_reasm_push_hinted(&e->r, &p, hash, &h, &run[k], &e->ictx, 12, &out), 0);
+		assert_int_equal(out.disp, DP_RA_DISCARDED);
+		assert_int_equal(out.events, 0);
+	}
+	env_free(e);
 }
 
 /* A multi-fragment frame refused no_slot at fragment 0 (another key's open
@@ -792,6 +893,7 @@ int main(void)
 		cmocka_unit_test(test_duplicate_fragment),
 		cmocka_unit_test(test_slot_ends_mid_frame),
 		cmocka_unit_test(test_burst_path),
+		cmocka_unit_test(test_land_run),
 		cmocka_unit_test(test_validation),
 		cmocka_unit_test(test_remote_shard_buffer),
 		cmocka_unit_test(test_dup_pending),
