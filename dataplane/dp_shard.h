@@ -34,7 +34,7 @@ void dp_shard_dgram(struct dp_lcore *lc, const struct dp_dgram *dg, uint64_t now
  * fragment just before it (same flow, same frame id) follows it: no lookup
  * of its own. The flows and payloads stay the driver's until the run. */
 struct dp_shard_burst {
-	struct dp_dgram dg[DP_BURST];
+	struct dp_dgram dg[DP_BURST]; /* a fragment of a multi-fragment frame: its flow only */
 	struct fg_frag f[DP_BURST];
 	struct dp_ra_hint hint[DP_BURST]; /* of the first fragment of each run of a frame */
 	int8_t rc[DP_BURST];       /* 1: a fragment of a multi-fragment frame; else dgram_one (0, or the codec's reason) */
@@ -53,36 +53,40 @@ static inline void dp_shard_burst_init(struct dp_shard_burst *b)
 	b->nfrag = 0;
 }
 
-/* One datagram into burst b (at most DP_BURST). */
+/* One datagram into burst b (at most DP_BURST). A fragment of a
+ * multi-fragment frame keeps its decoded header and its flow (the
+ * placement reads nothing else of it); any other datagram all of it. */
 static inline void dp_shard_add(struct dp_lcore *lc, struct dp_shard_burst *b, const struct dp_flow *fl,
 				const uint8_t *payload, uint32_t len)
 {
 	unsigned i = b->n++;
-	b->dg[i] = (struct dp_dgram){.fl = fl, .payload = payload, .len = len};
-	b->rc[i] = 0;
-	if (!fl->fragmented)
-		return;
-	struct fg_frag *f = &b->f[i];
-	ssize_t k = fg_frag_decode_fast(payload, len, f);
-	if (k < 0) {
-		b->rc[i] = (int8_t)(k < -127 ? -127 : k);
-		return;
+	b->dg[i].fl = fl;
+	int8_t rc = 0;
+	if (fl->fragmented) {
+		struct fg_frag *f = &b->f[i];
+		ssize_t k = fg_frag_decode_fast(payload, len, f);
+		if (k >= 0 && f->total != 1) {
+			b->rc[i] = 1;
+			b->nfrag++;
+			if (fl == b->prev && b->prev_fid == f->frame_id) {
+				b->follows[i] = (uint8_t)b->last;
+			} else {
+				b->follows[i] = 0xFF;
+				b->head = i;
+				dp_reasm_find(&lc->reasm, &fl->src, fl->hash, f->frame_id, &b->hint[i]);
+				b->prev = fl;
+				b->prev_fid = f->frame_id;
+			}
+			dp_reasm_prefetch(&lc->reasm, &b->hint[b->head], f->index);
+			b->last = i;
+			return;
+		}
+		if (k < 0)
+			rc = (int8_t)(k < -127 ? -127 : k);
 	}
-	if (f->total == 1)
-		return;
-	b->rc[i] = 1;
-	b->nfrag++;
-	if (fl == b->prev && b->prev_fid == f->frame_id) {
-		b->follows[i] = (uint8_t)b->last;
-	} else {
-		b->follows[i] = 0xFF;
-		b->head = i;
-		dp_reasm_find(&lc->reasm, &fl->src, fl->hash, f->frame_id, &b->hint[i]);
-		b->prev = fl;
-		b->prev_fid = f->frame_id;
-	}
-	dp_reasm_prefetch(&lc->reasm, &b->hint[b->head], f->index);
-	b->last = i;
+	b->rc[i] = rc;
+	b->dg[i].payload = payload;
+	b->dg[i].len = len;
 }
 
 void dp_shard_run(struct dp_lcore *lc, struct dp_shard_burst *b, uint64_t now);
