@@ -159,6 +159,9 @@ void dp_reasm_find(const struct dp_reasm *r, const struct dp_peer *peer, uint32_
 	if (c->state == RA_SLOT) {
 		hint->body_len = c->ref.body_len;
 		hint->body = c->ref.buf;
+	} else if (c->state == RA_BUFFER) { /* frame byte x at buf + x, as the prefetch reckons */
+		hint->body_len = c->frame_len - SEED_HDR;
+		hint->body = c->buf + SEED_HDR;
 	}
 }
 
@@ -628,6 +631,39 @@ static inline bool run_fits(const struct dp_ra_ctx *c, const struct fg_frag *f, 
 	return f->total == c->total && !bit_test(c, i) && f->chunk_len == (i + 1u == c->total ? c->tail : C);
 }
 
+/* The fast path of a BUFFER context: each chunk copied to its frame
+ * offset in the buffer; the last one to come hands the whole frame out
+ * (EV_FRAME, with fragment 0's header and class) and the context is done. */
+static unsigned buffer_run(struct dp_reasm *r, uint32_t ci, const struct fg_frag *f, unsigned n, uint64_t now,
+			   struct dp_reasm_out *out)
+{
+	struct dp_ra_ctx *c = &r->ctx[ci];
+	uint32_t C = r->cfg.chunk, tail = c->frame_len - (c->total - 1u) * C;
+	unsigned k = 0;
+	while (k < n) {
+		unsigned i = f[k].index;
+		if (f[k].total != c->total || bit_test(c, i) || f[k].chunk_len != (i + 1u == c->total ? tail : C))
+			break;
+		memcpy(c->buf + (size_t)i * C, f[k].chunk, f[k].chunk_len);
+		bit_set(c, i);
+		k++;
+		if (++c->nrecv == c->total && !c->bad) {
+			out->events = DP_RA_EV_COMPLETE | DP_RA_EV_FRAME;
+			out->stream_id = c->stream_id;
+			out->sequence = c->sequence;
+			out->buf = c->buf;
+			out->len = c->frame_len;
+			out->hdr = c->hdr;
+			out->cls = c->cls;
+			out->binding = c->binding;
+			c->buf = NULL;
+			ctx_done(r, ci, now);
+			break;
+		}
+	}
+	return k;
+}
+
 unsigned dp_reasm_land_run(struct dp_reasm *r, const struct dp_ra_hint *hint, const struct fg_frag *f, unsigned n,
 			   uint64_t now, struct dp_reasm_out *out)
 {
@@ -635,11 +671,15 @@ unsigned dp_reasm_land_run(struct dp_reasm *r, const struct dp_ra_hint *hint, co
 		return 0;
 	struct dp_ra_ctx *c = &r->ctx[hint->ctx];
 	uint32_t C = r->cfg.chunk;
-	if (c->use != hint->use || c->state != RA_SLOT || !run_fits(c, f, C))
+	if (c->use != hint->use)
 		return 0;
 	out->disp = DP_RA_TAKEN;
 	out->events = 0;
 	out->reason = 0;
+	if (c->state == RA_BUFFER)
+		return buffer_run(r, hint->ctx, f, n, now, out);
+	if (c->state != RA_SLOT || !run_fits(c, f, C))
+		return 0;
 	/* Nothing but these chunks touches the context or the slot during the
 	 * run: an attempt proved current once stays so; one that is not ends
 	 * the run at its first chunk (land_end names the outcome). */

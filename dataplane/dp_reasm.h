@@ -145,16 +145,17 @@ FG_MUST_CHECK int dp_reasm_push(struct dp_reasm *r, const struct dp_peer *peer, 
 struct dp_ra_hint {
 	uint32_t ctx;      /* context index, or DP_RA_HINT_NONE */
 	uint32_t use;      /* its use count at the lookup */
-	uint32_t body_len; /* a context placing into a slot at the lookup: its body length, else 0 */
-	uint8_t *body;     /* ... and where body byte 0 lands */
+	uint32_t body_len; /* a context placing into a slot at the lookup: its body length; one */
+	uint8_t *body;     /* assembling a buffer: its frame's length past the seed header; else 0. */
+			   /* Where body byte 0 (frame byte DP_RA_SEED_HDR) lands */
 };
 /* Frame bytes before a seed's body: the frame header and the seed prefix. */
 #define DP_RA_SEED_HDR (FG_HDR_LEN + FG_SEED_PREFIX_LEN)
 void dp_reasm_find(const struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, uint16_t frame_id,
 		   struct dp_ra_hint *hint);
 /* Prefetch where fragment `index` of the hinted frame lands: its first two
- * lines in the slot, when the context placed into one at the lookup (a
- * hint gone stale since prefetches slot memory nobody writes: harmless).
+ * lines in the slot or the frame buffer the context had at the lookup (a
+ * hint gone stale since prefetches memory nobody writes: harmless).
  * Fragment 0 (whose offset wraps) and bytes past the body fetch nothing. */
 static inline void dp_reasm_prefetch(const struct dp_reasm *r, const struct dp_ra_hint *hint, unsigned index)
 {
@@ -171,15 +172,16 @@ FG_MUST_CHECK int dp_reasm_push_hinted(struct dp_reasm *r, const struct dp_peer 
 				       const struct fg_ingest_ctx *ctx, uint64_t now_ns, struct dp_reasm_out *out);
 
 /* The common case of the burst path: a run of fragments f[0..n) of the
- * frame of a current hint whose context places straight into a slot (each
- * of index >= 1, neither a repeat nor malformed), in arrival order, with
- * nothing else between them. The context's state and the slot attempt
- * are checked once for the run, each fragment's index, bit and length on
- * its own. Returns how many of them it took, in order; a fragment it does
- * not take changes nothing (push it). Stops after the chunk that
- * completes the body or meets an attempt no longer current: *out is then
- * that fragment's, as dp_reasm_push_hinted would have filled it (its
- * events: the outcome, every fragment in); for a run that only landed,
+ * frame of a current hint whose context places straight into a slot, or
+ * assembles the frame in a buffer (each of index >= 1, neither a repeat
+ * nor malformed), in arrival order, with nothing else between them. The
+ * context's state (and the slot attempt) are checked once for the run,
+ * each fragment's bit and length on its own. Returns how many of them it
+ * took, in order; a fragment it does not take changes nothing (push it).
+ * Stops after the chunk that completes the body or the frame, or meets an
+ * attempt no longer current: *out is then that fragment's, as
+ * dp_reasm_push_hinted would have filled it (its events: the outcome,
+ * every fragment in, the whole frame); for a run that only landed,
  * out->disp == DP_RA_TAKEN and out->events == 0. *out is meaningful only
  * for a result > 0. */
 FG_MUST_CHECK unsigned dp_reasm_land_run(struct dp_reasm *r, const struct dp_ra_hint *hint, const struct fg_frag *f,

@@ -589,6 +589,11 @@ static void test_burst_path(void **st)
 	unsigned before = landed;
 	test_slot_ends_mid_frame(st);
 	assert_true(landed > before);
+	/* frames assembled in a buffer: after fragment 0, 4 1 3 land */
+	before = landed;
+	test_remote_shard_buffer(st);
+	assert_int_equal(landed, before + 3);
+	test_dup_pending(st);
 	via_land = false;
 }
 
@@ -605,8 +610,10 @@ static struct fg_frag frag_of(const uint8_t *frame, uint32_t len, uint16_t fid, 
  * a fragment it does not take (a repeat, another count for the frame, a
  * wrong length) with nothing changed, and after the chunk that completes
  * the line, whose outcome and ACK it reports; the three lines resolve
- * bit-exactly, as pushed one by one. A run on an attempt no longer
- * current ends at its first chunk, judged STALE, never ACKed. */
+ * bit-exactly, as pushed one by one. A frame assembled in a buffer takes
+ * the same runs and is handed out whole, byte for byte. A run on an
+ * attempt no longer current ends at its first chunk, judged STALE, never
+ * ACKed. */
 static void test_land_run(void **st)
 {
 	(void)st;
@@ -670,6 +677,37 @@ static void test_land_run(void **st)
 	reference(want, x, a, f, 0, 1, 0);
 	assert_int_equal(v.body_len, sizeof(want));
 	assert_memory_equal(v.body, want, sizeof(want));
+	env_free(e);
+
+	/* a frame of the other shard, assembled in a buffer: the same runs,
+	 * the last chunk hands the whole frame out */
+	e = env_new(16, 2, 0, 4096);
+	uint32_t token = 0;
+	while (fg_shard_of(token, 1, LAYERS, 2) != 1)
+		token++;
+	uint8_t fb[4096];
+	uint32_t lb = make_seed(e, fb, token, 1, 3, 0, 2.0f, 0.25f);
+	struct fg_frag b0 = frag_of(fb, lb, 90, 0);
+	assert_int_equal(dp_reasm_push(&e->r, &p, &b0, &e->ictx, 0, &out), 0);
+	assert_int_equal(out.events, 0);
+	dp_reasm_find(&e->r, &p, hash, 90, &h);
+	assert_int_equal(h.body_len, lb - DP_RA_SEED_HDR);
+	struct fg_frag brun[5] = {frag_of(fb, lb, 90, 1), frag_of(fb, lb, 90, 2), frag_of(fb, lb, 90, 2),
+				  frag_of(fb, lb, 90, 3), frag_of(fb, lb, 90, 4)};
+	assert_int_equal(dp_reasm_land_run(&e->r, &h, brun, 5, 1, &out), 2);
+	assert_int_equal(out.events, 0);
+	assert_int_equal(dp_reasm_land_run(&e->r, &h, &brun[2], 3, 2, &out), 0);
+	struct fg_frag bad = brun[4];
+	bad.chunk_len--; /* the last chunk disagrees with the header's length */
+	assert_int_equal(dp_reasm_land_run(&e->r, &h, &bad, 1, 2, &out), 0);
+	assert_int_equal(dp_reasm_land_run(&e->r, &h, &brun[3], 2, 3, &out), 2);
+	assert_int_equal(out.disp, DP_RA_TAKEN);
+	assert_int_equal(out.events, DP_RA_EV_FRAME | DP_RA_EV_COMPLETE);
+	assert_int_equal(out.len, lb);
+	assert_memory_equal(out.buf, fb, lb);
+	assert_int_equal(out.sequence, token);
+	buf_put(e, out.buf); /* the caller owns it now */
+	assert_int_equal(dp_reasm_land_run(&e->r, &h, &brun[4], 1, 4, &out), 0);
 	env_free(e);
 
 	/* the slot flushed under a frame in flight: the run stops at its first
