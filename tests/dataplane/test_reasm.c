@@ -267,6 +267,22 @@ static void fill(float *v, float base, float step)
 		v[k] = base + (float)k * step;
 }
 
+/* Slot `slot` resolved the three lines resolve_with_orders sends (1 +,
+ * 3 -, 5 +): bit for bit the reduction in rule order, start_pos 3. */
+static void expect_three_lines(struct env *e, uint32_t slot)
+{
+	struct fg_seed_view v;
+	assert_int_equal(fg_slot_seed(&e->slots, slot, &v), 0);
+	float x[HIDDEN], a[HIDDEN], f[HIDDEN], want[HIDDEN];
+	fill(x, 0.1f, 1e-3f);
+	fill(a, 1e8f, 3.0f);
+	fill(f, -1e8f, 7.0f);
+	reference(want, x, a, f, 0, 1, 0);
+	assert_int_equal(v.body_len, sizeof(want));
+	assert_memory_equal(v.body, want, sizeof(want));
+	assert_int_equal(v.start_pos, 3);
+}
+
 /* Three lines, each fragmented into 5 pieces; `perm` orders fragments. */
 static void resolve_with_orders(const unsigned *order)
 {
@@ -307,16 +323,7 @@ static void resolve_with_orders(const unsigned *order)
 	}
 	assert_int_equal(completes, 3);
 	assert_int_equal(resolved, 1);
-	struct fg_seed_view v;
-	assert_int_equal(fg_slot_seed(&e->slots, slot, &v), 0);
-	float x[HIDDEN], a[HIDDEN], f[HIDDEN], want[HIDDEN];
-	fill(x, 0.1f, 1e-3f);
-	fill(a, 1e8f, 3.0f);
-	fill(f, -1e8f, 7.0f);
-	reference(want, x, a, f, 0, 1, 0);
-	assert_int_equal(v.body_len, sizeof(want));
-	assert_memory_equal(v.body, want, sizeof(want));
-	assert_int_equal(v.start_pos, 3);
+	expect_three_lines(e, slot);
 	/* a duplicate of a finished frame is absorbed by its tombstone */
 	struct dp_reasm_out o = push(e, &p, 100, fr[0], len[0], 2, 2000);
 	assert_int_equal(o.disp, DP_RA_DUP);
@@ -668,15 +675,7 @@ static void test_land_run(void **st)
 		/* the frame is done: its hint places nothing more */
 		assert_int_equal(dp_reasm_land_run(&e->r, &h, &run[3], 2, 15, &out), 0);
 	}
-	struct fg_seed_view v;
-	assert_int_equal(fg_slot_seed(&e->slots, slot, &v), 0);
-	float x[HIDDEN], a[HIDDEN], f[HIDDEN], want[HIDDEN];
-	fill(x, 0.1f, 1e-3f);
-	fill(a, 1e8f, 3.0f);
-	fill(f, -1e8f, 7.0f);
-	reference(want, x, a, f, 0, 1, 0);
-	assert_int_equal(v.body_len, sizeof(want));
-	assert_memory_equal(v.body, want, sizeof(want));
+	expect_three_lines(e, slot);
 	env_free(e);
 
 	/* a frame of the other shard, assembled in a buffer: the same runs,
