@@ -212,20 +212,6 @@ static void status_canonical(struct fg_slots *s, const struct fg_ingest_ctx *ctx
 	out->status.bytes = out->canon.body_len;
 }
 
-void fg_ingest_classify(const struct fg_ingest_ctx *ctx, uint16_t stream_id, struct fg_ingest_class *c)
-{
-	int32_t bound = ctx->layer_bound ? (int32_t)ctx->bound_layer : FG_LAYER_UNBOUND;
-
-	c->band = (enum fg_band)0;
-	c->layer = 0;
-	c->rc = fg_stream_classify_at(ctx->bands, stream_id, bound, &c->band, &c->layer);
-	if (c->rc < 0) {
-		c->band = (enum fg_band)0;
-		/* the address's layer: what the sender sent it for (0 when unbound) */
-		c->layer = ctx->layer_bound ? ctx->bound_layer : 0;
-	}
-}
-
 int fg_ingest_frame(struct fg_slots *s, const struct fg_ingest_ctx *ctx, const struct fg_frame *f, uint64_t now_ns,
 		    struct fg_ingest_result *out)
 {

@@ -305,61 +305,13 @@ void fg_bands_default(struct fg_bands *b)
 
 int fg_stream_classify(const struct fg_bands *b, uint16_t stream_id, enum fg_band *band, uint16_t *layer)
 {
-	static const enum fg_band kinds[3] = { FG_BAND_SEED, FG_BAND_CANONICAL, FG_BAND_RESOLVED };
-	const uint16_t bases[3] = { b->seed_base, b->canonical_base, b->resolved_base };
-
-	/* The transport streams win over any band that a configuration might
-	 * have stretched over them. */
-	if (stream_id == FG_STREAM_ACK || stream_id == FG_STREAM_STATUS) {
-		*band = stream_id == FG_STREAM_ACK ? FG_BAND_ACK : FG_BAND_STATUS;
-		*layer = 0;
-		return 0;
-	}
-	if (b->layer_bits > 16)
-		return -FG_R_UNKNOWN_STREAM;
-	uint32_t width = 1u << b->layer_bits;
-	for (unsigned i = 0; i < 3; i++) {
-		uint32_t off = (uint32_t)stream_id - bases[i];
-		if (stream_id < bases[i] || off >= width)
-			continue;
-		if (off >= b->n_layers)
-			return -FG_R_UNKNOWN_LAYER;
-		*band = kinds[i];
-		*layer = (uint16_t)off;
-		return 0;
-	}
-	return -FG_R_UNKNOWN_STREAM;
+	return fg_stream_classify_n(b, stream_id, b->n_layers, band, layer);
 }
 
 int fg_stream_classify_at(const struct fg_bands *b, uint16_t stream_id, int32_t bound, enum fg_band *band,
 			  uint16_t *layer)
 {
-	enum fg_band bd;
-	uint16_t off;
-
-	if (bound < 0)
-		return fg_stream_classify(b, stream_id, band, layer);
-	/* The offset is checked against the band's width, not n_layers: the
-	 * masked form of layer 17 is offset 1 whatever the model's size. */
-	struct fg_bands wide = *b;
-	wide.n_layers = b->layer_bits > 16 ? 0 : (uint16_t)(1u << b->layer_bits);
-	int r = fg_stream_classify(&wide, stream_id, &bd, &off);
-	if (r < 0)
-		return r;
-	if (bd == FG_BAND_SEED || bd == FG_BAND_CANONICAL) {
-		if ((uint32_t)bound >= b->n_layers)
-			return -FG_R_UNKNOWN_LAYER;
-		/* wire.md 3: the stream's low 4 bits must equal layer & 0x0F; an
-		 * offset that names a different whole layer is refused too. */
-		if (off != (uint32_t)bound && off != ((uint32_t)bound & FG_LAYER_NIBBLE))
-			return -FG_R_LAYER_MISMATCH;
-		off = (uint16_t)bound;
-	} else if (bd == FG_BAND_RESOLVED && off >= b->n_layers) {
-		return -FG_R_UNKNOWN_LAYER;
-	}
-	*band = bd;
-	*layer = off;
-	return 0;
+	return fg_stream_classify_at_i(b, stream_id, bound, band, layer);
 }
 
 /* The stream id of layer on a band base, or -1 when it does not exist. */

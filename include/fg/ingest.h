@@ -88,7 +88,19 @@ struct fg_ingest_class {
 };
 /* Classify stream_id under ctx's binding into *c. Reads only its
  * arguments (ctx->bands must be set); any thread. */
-void fg_ingest_classify(const struct fg_ingest_ctx *ctx, uint16_t stream_id, struct fg_ingest_class *c);
+static inline void fg_ingest_classify(const struct fg_ingest_ctx *ctx, uint16_t stream_id, struct fg_ingest_class *c)
+{
+	int32_t bound = ctx->layer_bound ? (int32_t)ctx->bound_layer : FG_LAYER_UNBOUND;
+
+	c->band = (enum fg_band)0;
+	c->layer = 0;
+	c->rc = fg_stream_classify_at_i(ctx->bands, stream_id, bound, &c->band, &c->layer);
+	if (c->rc < 0) {
+		c->band = (enum fg_band)0;
+		/* the address's layer: what the sender sent it for (0 when unbound) */
+		c->layer = ctx->layer_bound ? ctx->bound_layer : 0;
+	}
+}
 /* fg_ingest_frame for a frame whose stream c classified
  * (fg_ingest_classify, same ctx binding): the stream is not classified
  * again. Same returns, same result; fg_ingest_frame is classify + this.

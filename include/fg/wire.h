@@ -220,6 +220,70 @@ FG_MUST_CHECK int fg_stream_classify(const struct fg_bands *b, uint16_t stream_i
 FG_MUST_CHECK int fg_stream_classify_at(const struct fg_bands *b, uint16_t stream_id, int32_t bound,
 					enum fg_band *band, uint16_t *layer);
 
+/* The two above, inline, for the dataplane's hot path (every frame's first
+ * fragment is classified): fg_stream_classify_n classifies with the band
+ * offset bounded by n_layers (b->n_layers, or the band's width for a bound
+ * address), fg_stream_classify_at_i is fg_stream_classify_at. */
+static inline int fg_stream_classify_n(const struct fg_bands *b, uint16_t stream_id, uint16_t n_layers,
+				       enum fg_band *band, uint16_t *layer)
+{
+	/* The transport streams win over any band that a configuration might
+	 * have stretched over them. */
+	if (stream_id == FG_STREAM_ACK || stream_id == FG_STREAM_STATUS) {
+		*band = stream_id == FG_STREAM_ACK ? FG_BAND_ACK : FG_BAND_STATUS;
+		*layer = 0;
+		return 0;
+	}
+	if (b->layer_bits > 16)
+		return -FG_R_UNKNOWN_STREAM;
+	/* an id below a base wraps to an offset past any width */
+	uint32_t width = 1u << b->layer_bits, off;
+	enum fg_band k;
+	if ((off = (uint32_t)stream_id - b->seed_base) < width)
+		k = FG_BAND_SEED;
+	else if ((off = (uint32_t)stream_id - b->canonical_base) < width)
+		k = FG_BAND_CANONICAL;
+	else if ((off = (uint32_t)stream_id - b->resolved_base) < width)
+		k = FG_BAND_RESOLVED;
+	else
+		return -FG_R_UNKNOWN_STREAM;
+	if (off >= n_layers)
+		return -FG_R_UNKNOWN_LAYER;
+	*band = k;
+	*layer = (uint16_t)off;
+	return 0;
+}
+
+static inline int fg_stream_classify_at_i(const struct fg_bands *b, uint16_t stream_id, int32_t bound,
+					enum fg_band *band, uint16_t *layer)
+{
+	enum fg_band bd;
+	uint16_t off;
+
+	if (bound < 0)
+		return fg_stream_classify_n(b, stream_id, b->n_layers, band, layer);
+	/* The offset is checked against the band's width, not n_layers: the
+	 * masked form of layer 17 is offset 1 whatever the model's size. */
+	int r = fg_stream_classify_n(b, stream_id, b->layer_bits > 16 ? 0 : (uint16_t)(1u << b->layer_bits), &bd,
+				     &off);
+	if (r < 0)
+		return r;
+	if (bd == FG_BAND_SEED || bd == FG_BAND_CANONICAL) {
+		if ((uint32_t)bound >= b->n_layers)
+			return -FG_R_UNKNOWN_LAYER;
+		/* wire.md 3: the stream's low 4 bits must equal layer & 0x0F; an
+		 * offset that names a different whole layer is refused too. */
+		if (off != (uint32_t)bound && off != ((uint32_t)bound & FG_LAYER_NIBBLE))
+			return -FG_R_LAYER_MISMATCH;
+		off = (uint16_t)bound;
+	} else if (bd == FG_BAND_RESOLVED && off >= b->n_layers) {
+		return -FG_R_UNKNOWN_LAYER;
+	}
+	*band = bd;
+	*layer = off;
+	return 0;
+}
+
 /* ---- 3.1 Residual-seed contribution ------------------------------------ */
 
 struct fg_seed {
