@@ -365,13 +365,16 @@ static bool begin_direct(struct dp_reasm *r, struct dp_ra_ctx *c, const struct f
 static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_t *chunk, uint32_t len,
 			   const struct fg_ingest_ctx *ictx, uint64_t now, struct dp_reasm_out *out)
 {
-	struct fg_hdr h;
-	if (fg_hdr_decode(chunk, len, FG_TRANSPORT_STREAM, &h) < 0) {
+	/* decoded in place: c->hdr is read only in BUFFER, c->seed only once
+	 * fragment 0 was taken (SLOT, DISCARD of a seed) */
+	struct fg_hdr *hp = &c->hdr;
+	if (fg_hdr_decode(chunk, len, FG_TRANSPORT_STREAM, hp) < 0) {
 		c->state = RA_DISCARD; /* unreachable with chunk >= 64; keeps the group inert */
 		c->bad = true;
 		out->reason = FG_R_SHORT_HEADER;
 		return;
 	}
+	const struct fg_hdr h = *hp;
 	uint32_t flen = FG_HDR_LEN + h.length;
 	uint32_t need = (flen + r->cfg.chunk - 1) / r->cfg.chunk;
 	if (need != c->total || (c->has_last && c->last_len != flen - (c->total - 1u) * r->cfg.chunk)) {
@@ -397,7 +400,6 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 	/* Classified once: a buffered frame carries this to the whole-frame
 	 * ingest (dp_reasm_out.hdr, .cls), which does not decode it again. */
 	fg_ingest_classify(ictx, h.stream_id, &c->cls);
-	c->hdr = h;
 	c->binding = ictx->layer_bound ? (uint32_t)ictx->bound_layer + 1u : 0u;
 	int cr = c->cls.rc;
 	enum fg_band band = c->cls.band;
@@ -414,26 +416,25 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 	}
 	bool direct = false;
 	if (cr == 0 && band == FG_BAND_SEED) {
-		struct fg_seed s;
-		ssize_t rc = fg_seed_decode_prefix(&h, chunk + FG_HDR_LEN, len - FG_HDR_LEN, layer, ictx->limits, &s);
+		/* decoded in place (body NULL) */
+		struct fg_seed *s = &c->seed;
+		ssize_t rc = fg_seed_decode_prefix(hp, chunk + FG_HDR_LEN, len - FG_HDR_LEN, layer, ictx->limits, s);
 		if (rc < 0) {
 			refuse(r, c, out, FG_O_MALFORMED, (int)-rc, h.sequence, layer);
 			return;
 		}
-		s.body = NULL;
-		c->seed = s;
-		out->seed = s;
-		if (fg_linefacts_state(ictx->lines, s.line) == FG_LINE_DISABLED) {
+		out->seed = *s;
+		if (fg_linefacts_state(ictx->lines, s->line) == FG_LINE_DISABLED) {
 			ctx_drop_buf(r, c);
 			memset(&out->res, 0, sizeof(out->res));
-			out->res.bytes = s.body_len;
+			out->res.bytes = s->body_len;
 			judge(c, out, FG_O_LINE_DISABLED, 0);
 			return;
 		}
 		if (r->cfg.slots &&
-		    fg_shard_of(s.token_seq, s.dst_layer, r->cfg.n_layers, r->cfg.n_shards) == r->cfg.shard_self) {
+		    fg_shard_of(s->token_seq, s->dst_layer, r->cfg.n_layers, r->cfg.n_shards) == r->cfg.shard_self) {
 			bool judged;
-			direct = begin_direct(r, c, &s, now, out, &judged);
+			direct = begin_direct(r, c, s, now, out, &judged);
 			if (judged)
 				return;
 		}
