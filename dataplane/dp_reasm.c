@@ -198,12 +198,20 @@ static bool same_addr(const struct dp_peer *a, const struct dp_peer *b)
 static uint32_t ctx_alloc(struct dp_reasm *r, const struct dp_peer *p, uint32_t hash, const struct fg_frag *f,
 			  uint64_t now)
 {
-	if (r->free_head == NIL && r->done_head != NIL) {
-		/* Full: recycle the oldest tombstone before refusing a new group. */
-		ctx_free(r, r->done_head, false);
+	uint32_t i = r->free_head;
+	struct dp_ra_ctx *c;
+	if (i != NIL) {
+		c = &r->ctx[i];
+		r->free_head = c->next;
+	} else if (r->done_head != NIL) {
+		/* Full: the oldest tombstone is taken again (it holds no buffer
+		 * and no slot attempt) before a new group is refused. */
+		i = r->done_head;
+		c = &r->ctx[i];
+		hash_remove(r, i);
+		list_unlink(r, i);
 		r->recycled++;
-	}
-	if (r->free_head == NIL && r->act_head != NIL && !same_addr(&r->ctx[r->act_head].peer, p)) {
+	} else if (r->act_head != NIL && !same_addr(&r->ctx[r->act_head].peer, p)) {
 		/* Full of incomplete groups: the oldest gives way to a group from
 		 * another source, so one flooding address only ever refuses itself
 		 * (it holds the oldest groups). The evicted group ends as if timed
@@ -212,20 +220,30 @@ static uint32_t ctx_alloc(struct dp_reasm *r, const struct dp_peer *p, uint32_t 
 		ctx_free(r, r->act_head, true);
 		r->evicted++;
 		r->evict_unreported++;
-	}
-	if (r->free_head == NIL)
+		i = r->free_head;
+		c = &r->ctx[i];
+		r->free_head = c->next;
+	} else {
 		return NIL;
-	uint32_t i = r->free_head;
-	struct dp_ra_ctx *c = &r->ctx[i];
-	r->free_head = c->next;
-	uint32_t use = c->use + 1;
-	memset(c, 0, offsetof(struct dp_ra_ctx, hdr)); /* the rest is written before it is read */
-	c->use = use;
+	}
+	/* What a new group reads before it writes: its counts and bits, the
+	 * frame length and stream facts (0 until fragment 0), no buffer. The
+	 * rest is written before it is read (ref, missing and tail in SLOT,
+	 * hdr, cls and binding in BUFFER, seed once fragment 0 is taken). */
+	c->use++;
 	c->hash = hash;
 	c->peer = *p;
 	c->frame_id = f->frame_id;
 	c->state = RA_HOLD;
 	c->total = f->total;
+	c->nrecv = 0;
+	c->has_last = false;
+	c->bad = false;
+	c->frame_len = 0;
+	memset(c->bits, 0, sizeof(c->bits));
+	c->stream_id = 0;
+	c->sequence = 0;
+	c->buf = NULL;
 	c->t_ns = now;
 	uint32_t b = bucket_of(r, hash, f->frame_id);
 	c->hnext = r->bucket[b];
