@@ -462,6 +462,15 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 		c->missing = c->ref.body_len;
 		c->tail = flen - (c->total - 1u) * r->cfg.chunk;
 		uint8_t *held = c->buf;
+		uint32_t blen = len - SEED_HDR;
+		if (!held && len > SEED_HDR && blen < c->missing) {
+			/* Fragment 0 alone so far: its body bytes land at body
+			 * offset 0 of the attempt just begun (live), and bytes stay
+			 * missing: slot_place's common case, without its checks. */
+			memcpy(c->ref.buf, chunk + SEED_HDR, blen);
+			c->missing -= blen;
+			return;
+		}
 		if (slot_place(r, c, 0, chunk, len, now, out)) {
 			/* Drain the fragments that arrived before fragment 0. */
 			for (unsigned i = 1; held && i < c->total; i++) {
