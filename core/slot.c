@@ -387,8 +387,8 @@ static void slot_open(struct fg_slots *s, uint32_t i, const struct fg_seed *seed
  * index is free or its occupant is finished (RESOLVED, EXPIRED, POISONED).
  * Returns NIL with res->outcome = NO_SLOT when a live open slot of another
  * key holds the index. */
-static uint32_t slot_claim(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_ns,
-			   struct fg_slot_result *res)
+static inline __attribute__((always_inline)) uint32_t slot_claim(struct fg_slots *s, const struct fg_seed *seed,
+									uint64_t now_ns, struct fg_slot_result *res)
 {
 	uint32_t i = slot_index(s, seed->token_seq, seed->dst_layer);
 	struct fg_slot *sl = slot_at(s, i);
@@ -406,8 +406,8 @@ static uint32_t slot_claim(struct fg_slots *s, const struct fg_seed *seed, uint6
 }
 
 /* Checks every contribution to an existing slot must pass. */
-static bool slot_admit(const struct fg_slots *s, uint32_t i, const struct fg_seed *seed,
-		       struct fg_slot_result *res)
+static inline __attribute__((always_inline)) bool slot_admit(const struct fg_slots *s, uint32_t i,
+								    const struct fg_seed *seed, struct fg_slot_result *res)
 {
 	const struct fg_slot *sl = slot_at(s, i);
 
