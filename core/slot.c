@@ -527,12 +527,28 @@ int fg_slot_begin(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_n
 
 	if (!s || !seed || !ref || !res)
 		return -EINVAL;
-	result_init(s, seed, res);
-	if (!seed_admit(s, seed, false, res))
+	/* A refusal before a slot is named starts from result_init; past
+	 * that, result_slot writes every field but bytes. */
+	if (!seed_is_sane(s, seed, false)) {
+		result_init(s, seed, res);
+		res->outcome = FG_O_MALFORMED;
 		return 0;
+	}
+	uint8_t expected = s->cfg.rules[seed->dst_layer].mask;
+	if (!(expected & (1u << seed->line))) {
+		result_init(s, seed, res);
+		res->expected = expected;
+		res->outcome = FG_O_UNEXPECTED_LINE;
+		return 0;
+	}
 	i = slot_claim(s, seed, now_ns, res);
-	if (i == NIL)
+	if (i == NIL) {
+		result_init(s, seed, res);
+		res->expected = expected;
+		res->outcome = FG_O_NO_SLOT;
 		return 0;
+	}
+	res->bytes = seed->body_len;
 	if (!slot_admit(s, i, seed, res))
 		return 0;
 	sl = slot_at(s, i);
