@@ -80,13 +80,7 @@ uint64_t fg_fingerprint(const void *body, size_t len)
 
 ssize_t fg_hdr_decode(const uint8_t *buf, size_t len, enum fg_transport t, struct fg_hdr *out)
 {
-	if (len < FG_HDR_LEN)
-		return t == FG_TRANSPORT_STREAM ? -FG_R_INCOMPLETE : -FG_R_SHORT_HEADER;
-	out->stream_id = fg_be16(buf);
-	out->sequence = fg_be32(buf + 2);
-	out->flags = buf[6];
-	out->length = fg_be24(buf + 7);
-	return FG_HDR_LEN;
+	return fg_hdr_decode_i(buf, len, t, out);
 }
 
 /* Unchecked writers for callers that have sized and validated already
@@ -327,49 +321,11 @@ static int32_t band_stream(const struct fg_bands *b, uint16_t base, uint16_t lay
 
 /* ---- 3.1 .. 3.3 seed-shaped payloads ------------------------------------- */
 
-/* The body rules shared by seeds, full canonical reports and resolved
- * seeds (wire.md 3.1), in the order the reasons are reported:
- * empty, over the limit, not whole rows, not seq_len rows. */
-static int body_check(uint32_t seq_len, uint64_t body_len, const struct fg_seed_limits *lim)
-{
-	uint64_t row = (uint64_t)lim->hidden * 4u;
-
-	if (seq_len == 0)
-		return -FG_R_SEED_EMPTY;
-	if (seq_len > lim->max_seq_len)
-		return -FG_R_SEED_TOO_LARGE;
-	if (row == 0 || body_len % row)
-		return -FG_R_SEED_BODY_ROWS;
-	if (body_len != (uint64_t)seq_len * row)
-		return -FG_R_SEED_BODY_LENGTH;
-	return 0;
-}
-
-/* flags = (line << 4) | orientation; 0x80 makes line >= 8, also refused.
- * Returns the orientation (0 add, 1 subtract) read in mode m, or -reason. */
-static int seed_flags_check(uint8_t flags, uint8_t m)
-{
-	uint8_t o = flags & 0x0F;
-
-	if ((flags >> 4) >= FG_LINES)
-		return -FG_R_SEED_LINE;
-	if (m == FG_ORIENT_SIGNED) {
-		if (o == 0x01)
-			return 0;
-		if (o == 0x0F)
-			return 1;
-		return -FG_R_SEED_ORIENTATION;
-	}
-	if (o > 1)
-		return -FG_R_SEED_ORIENTATION;
-	return o;
-}
-
 ssize_t fg_seed_decode(const struct fg_frame *f, uint16_t dst_layer, const struct fg_seed_limits *lim,
 		       struct fg_seed *out)
 {
 	uint32_t len = f->hdr.length;
-	int r = seed_flags_check(f->hdr.flags, lim->orientation);
+	int r = fg_seed_flags_check(f->hdr.flags, lim->orientation);
 	uint8_t orient = (uint8_t)r;
 
 	if (r < 0)
@@ -377,7 +333,7 @@ ssize_t fg_seed_decode(const struct fg_frame *f, uint16_t dst_layer, const struc
 	if (len < FG_SEED_PREFIX_LEN)
 		return -FG_R_SEED_PREFIX;
 	uint32_t seq_len = fg_le32(f->payload + 4);
-	r = body_check(seq_len, len - FG_SEED_PREFIX_LEN, lim);
+	r = fg_seed_body_check(seq_len, len - FG_SEED_PREFIX_LEN, lim);
 	if (r < 0)
 		return r;
 	out->token_seq = f->hdr.sequence;
@@ -394,29 +350,10 @@ ssize_t fg_seed_decode(const struct fg_frame *f, uint16_t dst_layer, const struc
 ssize_t fg_seed_decode_prefix(const struct fg_hdr *h, const uint8_t *prefix, size_t len, uint16_t dst_layer,
 			      const struct fg_seed_limits *lim, struct fg_seed *out)
 {
-	int r = seed_flags_check(h->flags, lim->orientation);
-	uint8_t orient = (uint8_t)r;
-
-	if (r < 0)
-		return r;
-	if (h->length < FG_SEED_PREFIX_LEN || len < FG_SEED_PREFIX_LEN)
-		return -FG_R_SEED_PREFIX;
-	uint32_t seq_len = fg_le32(prefix + 4);
-	r = body_check(seq_len, h->length - FG_SEED_PREFIX_LEN, lim);
-	if (r < 0)
-		return r;
-	out->token_seq = h->sequence;
-	out->dst_layer = dst_layer;
-	out->line = h->flags >> 4;
-	out->orientation = orient;
-	out->start_pos = fg_le32(prefix);
-	out->seq_len = seq_len;
-	out->body = NULL;
-	out->body_len = h->length - FG_SEED_PREFIX_LEN;
-	return FG_HDR_LEN + FG_SEED_PREFIX_LEN;
+	return fg_seed_decode_prefix_i(h, prefix, len, dst_layer, lim, out);
 }
 
-/* Encoder side of body_check: without `hidden` the encoder can only insist
+/* Encoder side of fg_seed_body_check: without `hidden` the encoder can only insist
  * on a non-empty whole number of seq_len equal rows of f32. */
 static bool body_encodable(uint32_t seq_len, const uint8_t *body, uint32_t body_len)
 {
@@ -477,7 +414,7 @@ ssize_t fg_canon_decode(const struct fg_frame *f, uint16_t dst_layer, const stru
 		if (seq_len > lim->max_seq_len)
 			return -FG_R_SEED_TOO_LARGE;
 	} else {
-		r = body_check(seq_len, len - FG_SEED_PREFIX_LEN, lim);
+		r = fg_seed_body_check(seq_len, len - FG_SEED_PREFIX_LEN, lim);
 		if (r < 0)
 			return r;
 	}
@@ -552,7 +489,7 @@ ssize_t fg_resolved_decode(const struct fg_frame *f, uint16_t dst_layer, const s
 	if (len < FG_SEED_PREFIX_LEN)
 		return -FG_R_SEED_PREFIX;
 	uint32_t seq_len = fg_le32(f->payload + 4);
-	int r = body_check(seq_len, len - FG_SEED_PREFIX_LEN, lim);
+	int r = fg_seed_body_check(seq_len, len - FG_SEED_PREFIX_LEN, lim);
 	if (r < 0)
 		return r;
 	out->token_seq = f->hdr.sequence;

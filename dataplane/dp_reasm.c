@@ -386,7 +386,7 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 	/* decoded in place: c->hdr is read only in BUFFER, c->seed only once
 	 * fragment 0 was taken (SLOT, DISCARD of a seed) */
 	struct fg_hdr *hp = &c->hdr;
-	if (fg_hdr_decode(chunk, len, FG_TRANSPORT_STREAM, hp) < 0) {
+	if (fg_hdr_decode_i(chunk, len, FG_TRANSPORT_STREAM, hp) < 0) {
 		c->state = RA_DISCARD; /* unreachable with chunk >= 64; keeps the group inert */
 		c->bad = true;
 		out->reason = FG_R_SHORT_HEADER;
@@ -436,7 +436,7 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 	if (cr == 0 && band == FG_BAND_SEED) {
 		/* decoded in place (body NULL) */
 		struct fg_seed *s = &c->seed;
-		ssize_t rc = fg_seed_decode_prefix(hp, chunk + FG_HDR_LEN, len - FG_HDR_LEN, layer, ictx->limits, s);
+		ssize_t rc = fg_seed_decode_prefix_i(hp, chunk + FG_HDR_LEN, len - FG_HDR_LEN, layer, ictx->limits, s);
 		if (rc < 0) {
 			refuse(r, c, out, FG_O_MALFORMED, (int)-rc, h.sequence, layer);
 			return;

@@ -29,6 +29,7 @@
 #include <sys/types.h>
 
 #include "fg/common.h"
+#include "fg/fano.h"
 
 #define FG_HDR_LEN 10u
 #define FG_LEN_MAX 0xFFFFFFu
@@ -467,6 +468,81 @@ static inline void fg_put_be32(uint8_t *p, uint32_t v) { fg_put_be16(p, (uint16_
 static inline void fg_put_le16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static inline void fg_put_le32(uint8_t *p, uint32_t v) { fg_put_le16(p, (uint16_t)v); fg_put_le16(p + 2, (uint16_t)(v >> 16)); }
 static inline void fg_put_le64(uint8_t *p, uint64_t v) { fg_put_le32(p, (uint32_t)v); fg_put_le32(p + 4, (uint32_t)(v >> 32)); }
+
+/* fg_hdr_decode and fg_seed_decode_prefix, inline, for the dataplane's
+ * first fragments; the seed body rules (fg_seed_body_check) and the flags
+ * check (fg_seed_flags_check) shared with the other seed decoders. */
+static inline ssize_t fg_hdr_decode_i(const uint8_t *buf, size_t len, enum fg_transport t, struct fg_hdr *out)
+{
+	if (len < FG_HDR_LEN)
+		return t == FG_TRANSPORT_STREAM ? -FG_R_INCOMPLETE : -FG_R_SHORT_HEADER;
+	out->stream_id = fg_be16(buf);
+	out->sequence = fg_be32(buf + 2);
+	out->flags = buf[6];
+	out->length = fg_be24(buf + 7);
+	return FG_HDR_LEN;
+}
+/* The body rules shared by seeds, full canonical reports and resolved
+ * seeds (wire.md 3.1), in the order the reasons are reported:
+ * empty, over the limit, not whole rows, not seq_len rows. */
+static inline int fg_seed_body_check(uint32_t seq_len, uint64_t body_len, const struct fg_seed_limits *lim)
+{
+	uint64_t row = (uint64_t)lim->hidden * 4u;
+
+	if (seq_len == 0)
+		return -FG_R_SEED_EMPTY;
+	if (seq_len > lim->max_seq_len)
+		return -FG_R_SEED_TOO_LARGE;
+	if (row == 0 || body_len % row)
+		return -FG_R_SEED_BODY_ROWS;
+	if (body_len != (uint64_t)seq_len * row)
+		return -FG_R_SEED_BODY_LENGTH;
+	return 0;
+}
+/* flags = (line << 4) | orientation; 0x80 makes line >= 8, also refused.
+ * Returns the orientation (0 add, 1 subtract) read in mode m, or -reason. */
+static inline int fg_seed_flags_check(uint8_t flags, uint8_t m)
+{
+	uint8_t o = flags & 0x0F;
+
+	if ((flags >> 4) >= FG_LINES)
+		return -FG_R_SEED_LINE;
+	if (m == FG_ORIENT_SIGNED) {
+		if (o == 0x01)
+			return 0;
+		if (o == 0x0F)
+			return 1;
+		return -FG_R_SEED_ORIENTATION;
+	}
+	if (o > 1)
+		return -FG_R_SEED_ORIENTATION;
+	return o;
+}
+static inline ssize_t fg_seed_decode_prefix_i(const struct fg_hdr *h, const uint8_t *prefix, size_t len,
+					      uint16_t dst_layer, const struct fg_seed_limits *lim,
+					      struct fg_seed *out)
+{
+	int r = fg_seed_flags_check(h->flags, lim->orientation);
+	uint8_t orient = (uint8_t)r;
+
+	if (r < 0)
+		return r;
+	if (h->length < FG_SEED_PREFIX_LEN || len < FG_SEED_PREFIX_LEN)
+		return -FG_R_SEED_PREFIX;
+	uint32_t seq_len = fg_le32(prefix + 4);
+	r = fg_seed_body_check(seq_len, h->length - FG_SEED_PREFIX_LEN, lim);
+	if (r < 0)
+		return r;
+	out->token_seq = h->sequence;
+	out->dst_layer = dst_layer;
+	out->line = h->flags >> 4;
+	out->orientation = orient;
+	out->start_pos = fg_le32(prefix);
+	out->seq_len = seq_len;
+	out->body = NULL;
+	out->body_len = h->length - FG_SEED_PREFIX_LEN;
+	return FG_HDR_LEN + FG_SEED_PREFIX_LEN;
+}
 
 /* The status frame's fixed layout (header and payload: FG_HDR_LEN +
  * FG_STATUS_PAYLOAD_LEN bytes at buf), unchecked: for the encoders that
