@@ -252,14 +252,32 @@ static uint32_t ctx_alloc(struct dp_reasm *r, const struct dp_peer *p, uint32_t 
 	return i;
 }
 
-static void ctx_done(struct dp_reasm *r, uint32_t i, uint64_t now)
+/* An active group is complete: from the active list to the done list's
+ * tail (a tombstone until its lifetime ends). */
+static inline void ctx_done(struct dp_reasm *r, uint32_t i, uint64_t now)
 {
 	struct dp_ra_ctx *c = &r->ctx[i];
 	ctx_drop_buf(r, c);
-	list_unlink(r, i);
+	if (c->prev != NIL)
+		r->ctx[c->prev].next = c->next;
+	else
+		r->act_head = c->next;
+	if (c->next != NIL)
+		r->ctx[c->next].prev = c->prev;
+	else
+		r->act_tail = c->prev;
+	r->n_active--;
 	c->state = RA_DONE;
 	c->t_ns = now;
-	list_append(r, i, true);
+	c->on_done = true;
+	c->next = NIL;
+	c->prev = r->done_tail;
+	if (r->done_tail != NIL)
+		r->ctx[r->done_tail].next = i;
+	else
+		r->done_head = i;
+	r->done_tail = i;
+	r->n_done++;
 }
 
 /* ---- placement ----------------------------------------------------------- */
