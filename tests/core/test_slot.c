@@ -155,6 +155,28 @@ static void begin_answered(struct fg_slots *s, struct fg_seed sd, uint64_t now, 
 	assert_int_equal(r.outcome, want);
 }
 
+/* A refusal (the table unchanged) answers a fragment attempt
+ * (fg_slot_begin) as it answers the whole contribution (fg_slot_put):
+ * every field of the result, whatever the result held before. */
+static void begin_refused_as_put(struct fg_slots *s, struct fg_seed sd, uint64_t now, enum fg_outcome want)
+{
+	struct fg_slot_result p, b;
+	struct fg_slot_ref rf;
+	assert_int_equal(fg_slot_put(s, &sd, now, &p), 0);
+	assert_int_equal(p.outcome, want);
+	sd.body = NULL;
+	memset(&b, 0xA5, sizeof(b));
+	assert_int_equal(fg_slot_begin(s, &sd, now, &rf, &b), 0);
+	assert_int_equal(b.outcome, want);
+	assert_int_equal(b.slot, p.slot);
+	assert_int_equal(b.landed, p.landed);
+	assert_int_equal(b.expected, p.expected);
+	assert_int_equal(b.state, p.state);
+	assert_int_equal(b.epoch, p.epoch);
+	assert_int_equal(b.fingerprint, p.fingerprint);
+	assert_int_equal(b.bytes, p.bytes);
+}
+
 /* Decode the back-to-back seed frames of a "reduce" vector. */
 static unsigned vector_seeds(const char *id, uint8_t *buf, size_t cap, struct fg_seed *seeds, unsigned max)
 {
@@ -1041,7 +1063,7 @@ static void test_capacity_exhaustion(void **state)
 		struct fg_seed sd = mkseed(k, 0, 3, 0, 0, 1, intruder, sizeof(intruder));
 		assert_int_equal(put(&t.s, &sd, 1, &r), FG_O_NO_SLOT);
 		assert_int_equal(r.slot, UINT32_MAX);
-		begin_answered(&t.s, sd, 1, FG_O_NO_SLOT);
+		begin_refused_as_put(&t.s, sd, 1, FG_O_NO_SLOT);
 	}
 	assert_int_equal(t.s.in_use, CAP);
 	assert_int_equal(t.s.opened, CAP);
@@ -1078,6 +1100,7 @@ static void test_shape_and_line_refusals(void **state)
 	assert_int_equal(put(&t.s, &u, 0, &r), FG_O_UNEXPECTED_LINE);
 	assert_int_equal(r.slot, UINT32_MAX);
 	assert_int_equal(r.expected, (1u << 1) | (1u << 3) | (1u << 5));
+	begin_refused_as_put(&t.s, u, 0, FG_O_UNEXPECTED_LINE);
 	assert_int_equal(fg_slot_lookup(&t.s, 1, 0, &info), -ENOENT);
 	assert_int_equal(t.s.opened, 0);
 	/* shape mismatch: seq_len and start_pos must agree */
@@ -1089,11 +1112,14 @@ static void test_shape_and_line_refusals(void **state)
 	s3 = mkseed(1, 0, 3, 0, 8, 1, a, H * 4);
 	assert_int_equal(put(&t.s, &s3, 0, &r), FG_O_SHAPE_MISMATCH);
 	begin_answered(&t.s, s3, 0, FG_O_SHAPE_MISMATCH);
+	begin_refused_as_put(&t.s, s3, 0, FG_O_SHAPE_MISMATCH);
 	/* malformed: what the codec should have refused never touches a slot */
 	struct fg_seed m = mkseed(1, 0, 3, 0, 7, 1, a, H * 4 - 4);
 	assert_int_equal(put(&t.s, &m, 0, &r), FG_O_MALFORMED);
+	begin_refused_as_put(&t.s, m, 0, FG_O_MALFORMED);
 	m = mkseed(1, 4, 3, 0, 7, 1, a, H * 4); /* layer out of range */
 	assert_int_equal(put(&t.s, &m, 0, &r), FG_O_MALFORMED);
+	begin_refused_as_put(&t.s, m, 0, FG_O_MALFORMED);
 	m = mkseed(1, 0, 7, 0, 7, 1, a, H * 4);
 	assert_int_equal(put(&t.s, &m, 0, &r), FG_O_MALFORMED);
 	m = mkseed(1, 0, 3, 2, 7, 1, a, H * 4);
