@@ -514,6 +514,27 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 	c->state = RA_BUFFER;
 }
 
+/* Every fragment of context i is in (and it is not bad): ACK it, hand a
+ * buffered frame out with fragment 0's header and class, and the context
+ * is done. */
+static void ctx_complete(struct dp_reasm *r, uint32_t i, uint64_t now, struct dp_reasm_out *out)
+{
+	struct dp_ra_ctx *c = &r->ctx[i];
+	out->events |= DP_RA_EV_COMPLETE;
+	out->stream_id = c->stream_id;
+	out->sequence = c->sequence;
+	if (c->state == RA_BUFFER) {
+		out->events |= DP_RA_EV_FRAME;
+		out->buf = c->buf;
+		out->len = c->frame_len;
+		out->hdr = c->hdr;
+		out->cls = c->cls;
+		out->binding = c->binding;
+		c->buf = NULL;
+	}
+	ctx_done(r, i, now);
+}
+
 static int push(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, struct dp_ra_hint *hint,
 		const struct fg_frag *f, const struct fg_ingest_ctx *ictx, uint64_t now, struct dp_reasm_out *out)
 {
@@ -617,21 +638,8 @@ static int push(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, s
 	if ((out->events & DP_RA_EV_OUTCOME) && f->index != 0)
 		out->seed = c->seed; /* the status needs fragment 0's prefix facts */
 complete:
-	if (c->nrecv == c->total && !c->bad && c->state != RA_HOLD) {
-		out->events |= DP_RA_EV_COMPLETE;
-		out->stream_id = c->stream_id;
-		out->sequence = c->sequence;
-		if (c->state == RA_BUFFER) {
-			out->events |= DP_RA_EV_FRAME;
-			out->buf = c->buf;
-			out->len = c->frame_len;
-			out->hdr = c->hdr;
-			out->cls = c->cls;
-			out->binding = c->binding;
-			c->buf = NULL;
-		}
-		ctx_done(r, i, now);
-	}
+	if (c->nrecv == c->total && !c->bad && c->state != RA_HOLD)
+		ctx_complete(r, i, now, out);
 	return 0;
 }
 
@@ -694,16 +702,7 @@ static unsigned buffer_run(struct dp_reasm *r, uint32_t ci, const struct fg_frag
 		bit_set(c, i);
 		k++;
 		if (++c->nrecv == c->total && !c->bad) {
-			out->events = DP_RA_EV_COMPLETE | DP_RA_EV_FRAME;
-			out->stream_id = c->stream_id;
-			out->sequence = c->sequence;
-			out->buf = c->buf;
-			out->len = c->frame_len;
-			out->hdr = c->hdr;
-			out->cls = c->cls;
-			out->binding = c->binding;
-			c->buf = NULL;
-			ctx_done(r, ci, now);
+			ctx_complete(r, ci, now, out);
 			break;
 		}
 	}
