@@ -172,8 +172,11 @@ static inline bool tmpl_is(const struct dp_tx_tmpl *e, const struct dp_route *rt
  * (rt->local): a small direct-mapped cache per lcore, so that the
  * Ethernet/IP/UDP header is built once per (route, destination) and not
  * once per datagram. A changed route (a neighbour's new MAC, another
- * local address) is another key: the entry is rebuilt. */
-static const struct dp_pkt_tmpl *tx_tmpl(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to)
+ * local address) is another key: the entry is rebuilt. Forced inline:
+ * GCC otherwise makes a call of it or of tx_mbuf_for once both senders
+ * use them, and every datagram pays for that call. */
+static inline __attribute__((always_inline)) const struct dp_pkt_tmpl *
+tx_tmpl(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to)
 {
 	uint32_t a;
 	memcpy(&a, to->addr, 4);
@@ -243,46 +246,58 @@ bool dp_tx_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp
 	return tx_dgram(lc, tx_tmpl(lc, rt, to), head, head_len, data, len);
 }
 
+/* One fragment's datagram: its header from t, its fragment header word
+ * w, then src[0..n) (and src2[0..n2), the body after the head's last
+ * bytes). */
+static inline bool tx_frag(struct dp_lcore *lc, const struct dp_pkt_tmpl *t, uint32_t w, const uint8_t *src,
+			   uint32_t n, const uint8_t *src2, uint32_t n2)
+{
+	const uint32_t plen = FG_FRAG_HDR_LEN + n + n2;
+	struct rte_mbuf *m = tx_mbuf_for(lc, t->hl + plen);
+	if (!m)
+		return false;
+	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *), *u = p + t->hl + FG_FRAG_HDR_LEN;
+	memcpy(u - FG_FRAG_HDR_LEN, &w, 4);
+	memcpy(u, src, n);
+	if (n2)
+		memcpy(u + n, src2, n2);
+	(void)dp_pkt_tmpl_put(p, t, plen, lc->ip_id++);
+	tx_put(lc, m);
+	return true;
+}
+
 bool dp_tx_frags(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, uint16_t fid,
 		 const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len, uint32_t chunk)
 {
 	const uint32_t len = head_len + body_len, total = fg_frag_count(len, chunk);
 	if (!total)
 		return false;
-	const struct dp_pkt_tmpl *t = tx_tmpl(lc, rt, to);
-	const uint32_t hl = t->hl;
+	/* a copy the body copies cannot alias: its fields stay in registers */
+	const struct dp_pkt_tmpl t = *tx_tmpl(lc, rt, to);
 	/* the fragment header (wire.md 1.2: frame id, index, count) as one
 	 * word whose index byte is added per fragment */
 	uint8_t fh[FG_FRAG_HDR_LEN];
 	fg_put_be16(fh, fid);
 	fh[2] = 0;
 	fh[3] = (uint8_t)total;
-	uint32_t fw = dp_pkt_ld32(fh);
-	bool ok = true;
-	for (uint32_t i = 0, off = 0; i < total; i++, off += chunk) {
-		const struct dp_frag_part fp = dp_frag_part(off, head_len, body_len, chunk);
-		const uint32_t n = fp.head_n + fp.body_n;
-		struct rte_mbuf *m = tx_mbuf_for(lc, hl + FG_FRAG_HDR_LEN + n);
-		if (!m) {
-			ok = false;
-			continue;
-		}
-		uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *), *u = p + hl + FG_FRAG_HDR_LEN;
+	const uint32_t fw = dp_pkt_ld32(fh);
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		uint32_t w = fw | (uint32_t)i << 16; /* the index: the word's byte 2 */
+	const unsigned ix = 16; /* the index: the word's byte 2 */
 #else
-		uint32_t w = fw | (uint32_t)i << 8;
+	const unsigned ix = 8;
 #endif
-		memcpy(p + hl, &w, 4);
-		if (likely(!fp.head_n)) { /* past the head: n bytes of the body */
-			memcpy(u, body + fp.body_off, n);
-		} else { /* the part of the head this fragment covers, then of the body */
-			memcpy(u, head + fp.head_off, fp.head_n);
-			if (fp.body_n)
-				memcpy(u + fp.head_n, body + fp.body_off, fp.body_n);
-		}
-		(void)dp_pkt_tmpl_put(p, t, FG_FRAG_HDR_LEN + n, lc->ip_id++);
-		tx_put(lc, m);
+	bool ok = true;
+	uint32_t i = 0, off = 0;
+	/* the fragments that carry part of the head */
+	for (; i < total && off < head_len; i++, off += chunk) {
+		const struct dp_frag_part fp = dp_frag_part(off, head_len, body_len, chunk);
+		ok &= tx_frag(lc, &t, fw | i << ix, head + fp.head_off, fp.head_n, body + fp.body_off, fp.body_n);
+	}
+	/* then the body's, chunk bytes each but the last */
+	const uint8_t *src = body + (off - head_len);
+	for (; i < total; i++, off += chunk, src += chunk) {
+		const uint32_t n = len - off < chunk ? len - off : chunk;
+		ok &= tx_frag(lc, &t, fw | i << ix, src, n, NULL, 0);
 	}
 	return ok;
 }
