@@ -248,15 +248,22 @@ static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64
 static void whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const struct dp_dgram *dg, bool ackable,
 		  uint64_t now)
 {
-	struct dp_xfer from = {.peer = dg->fl->src, .route = dg->fl->route, .len = len, .ack = ackable,
-			       .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer,
-			       .decoded = true};
-	const struct dp_frame *d = &from.fr;
-	if (dp_frame_decode(&lc->ictx, frame, len, &from.fr) < 0 || FG_HDR_LEN + (uint64_t)d->hdr.length != len) {
+	struct dp_frame fr;
+	if (dp_frame_decode(&lc->ictx, frame, len, &fr) < 0 || FG_HDR_LEN + (uint64_t)fr.hdr.length != len) {
 		dp_lc_malformed(lc, len < FG_HDR_LEN ? FG_R_SHORT_HEADER : FG_R_TRUNCATED_FRAME);
 		return;
 	}
-	unsigned owner = frame_owner(lc, d);
+	unsigned owner = frame_owner(lc, &fr);
+	if (owner == lc->idx && dp_frame_is_ack(&fr)) { /* a consumer's ACK: the facts below are not needed */
+		dp_lc_count(lc, FG_C_FRAMES, 1);
+		dp_lc_xcount(lc, DP_X_ACK_RX);
+		dp_deliver_on_ack(lc, &fr, frame, len, &dg->fl->src);
+		return;
+	}
+	struct dp_xfer from = {.peer = dg->fl->src, .route = dg->fl->route, .len = len, .ack = ackable,
+			       .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer,
+			       .decoded = true, .fr = fr};
+	const struct dp_frame *d = &from.fr;
 	if (owner != lc->idx) {
 		struct dp_xfer *x = len <= lc->env->frame_max ? lc->env->io->xfer_get(lc) : NULL;
 		if (!x) {
@@ -275,11 +282,6 @@ static void whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const
 		return;
 	}
 	dp_lc_count(lc, FG_C_FRAMES, 1);
-	if (dp_frame_is_ack(d)) {
-		dp_lc_xcount(lc, DP_X_ACK_RX);
-		dp_deliver_on_ack(lc, d, frame, len, &dg->fl->src);
-		return;
-	}
 	struct fg_ingest_result r;
 	int rc = shard_decoded(lc, frame, len, d, &from, &r, now);
 	if (ackable && ack_placed(rc, &r))
