@@ -39,8 +39,7 @@ struct dp_ack_peer *dp_ack_peer_get(struct dp_ack *a, const struct dp_peer *p, u
 	*is_new = false;
 	for (unsigned w = 0; w < DP_ACK_WAYS; w++) {
 		struct dp_ack_peer *e = &set[w];
-		/* the kept hash first: a whole address compared only on its match */
-		if (e->used && e->hash == hash && dp_peer_eq(&e->peer, p)) {
+		if (e->used && dp_ack_peer_is(e, p, hash)) {
 			e->route = *rt;
 			e->last_ns = now;
 			return e;

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "fg/common.h"
 #include "fg/wire.h"
@@ -61,6 +62,30 @@ FG_MUST_CHECK int dp_ack_init(struct dp_ack *a, void *mem, size_t len, uint32_t 
  * set when the entry was (re)created. */
 struct dp_ack_peer *dp_ack_peer_get(struct dp_ack *a, const struct dp_peer *p, uint32_t hash,
 				    const struct dp_route *rt, uint64_t now_ns, bool *is_new);
+
+/* Whether entry e is peer p (hash dp_peer_hash(p, 0)): the hash, then
+ * the address (two words), family and port. */
+static inline bool dp_ack_peer_is(const struct dp_ack_peer *e, const struct dp_peer *p, uint32_t hash)
+{
+	uint64_t a0, b0, a1, b1;
+	memcpy(&a0, e->peer.addr, 8);
+	memcpy(&b0, p->addr, 8);
+	memcpy(&a1, e->peer.addr + 8, 8);
+	memcpy(&b1, p->addr + 8, 8);
+	return e->hash == hash && !((a0 ^ b0) | (a1 ^ b1)) && e->peer.family == p->family && e->peer.port == p->port;
+}
+
+/* The entry of peer p (hash dp_peer_hash(p, 0)) if it has one, else
+ * NULL: dp_ack_peer_get's hit, inline, without its route and time
+ * refresh. */
+static inline struct dp_ack_peer *dp_ack_peer_find(struct dp_ack *a, const struct dp_peer *p, uint32_t hash)
+{
+	struct dp_ack_peer *e = &a->p[(size_t)(hash & (a->n_sets - 1)) * DP_ACK_WAYS];
+	for (unsigned w = 0; w < DP_ACK_WAYS; w++, e++)
+		if (e->used && dp_ack_peer_is(e, p, hash))
+			return e;
+	return NULL;
+}
 
 /* Record that frame (stream, seq) from pp was fully received. Returns true
  * when pp's list is now full: take its entries before noting more. Inline:

@@ -78,8 +78,11 @@ static __attribute__((noinline, cold)) void peer_alive(struct dp_lcore *lc, stru
 	dp_lc_xcount(lc, DP_X_PEERS_NEW);
 }
 
-void dp_reply_ack_note_peer(struct dp_lcore *lc, const struct dp_peer *peer, uint32_t hash,
-			    const struct dp_route *route, uint16_t stream, uint32_t seq, uint64_t now)
+/* dp_reply_ack_note_peer for a peer new to the table, or due a word to
+ * the control plane. */
+static __attribute__((noinline)) void ack_note_lookup(struct dp_lcore *lc, const struct dp_peer *peer, uint32_t hash,
+						      const struct dp_route *route, uint16_t stream, uint32_t seq,
+						      uint64_t now)
 {
 	bool is_new;
 	struct dp_ack_peer *pp = dp_ack_peer_get(&lc->ack, peer, hash, route, now, &is_new);
@@ -92,6 +95,21 @@ void dp_reply_ack_note_peer(struct dp_lcore *lc, const struct dp_peer *peer, uin
 	}
 	if (is_new || now - pp->peer_msg_ns > 1000000000ull)
 		peer_alive(lc, pp, peer, now);
+	if (dp_ack_note(&lc->ack, pp, stream, seq))
+		ack_send_peer(lc, pp);
+}
+
+void dp_reply_ack_note_peer(struct dp_lcore *lc, const struct dp_peer *peer, uint32_t hash,
+			    const struct dp_route *route, uint16_t stream, uint32_t seq, uint64_t now)
+{
+	/* a known sender: its entry found inline, the call a leaf */
+	struct dp_ack_peer *pp = dp_ack_peer_find(&lc->ack, peer, hash);
+	if (__builtin_expect(!pp || now - pp->peer_msg_ns > 1000000000ull, 0)) {
+		ack_note_lookup(lc, peer, hash, route, stream, seq, now);
+		return;
+	}
+	pp->route = *route;
+	pp->last_ns = now;
 	if (dp_ack_note(&lc->ack, pp, stream, seq))
 		ack_send_peer(lc, pp);
 }

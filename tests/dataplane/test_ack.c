@@ -1,8 +1,9 @@
 /* test_ack.c - unit tests for dataplane/dp_ack.c: packing received frames
  * into 14-byte ACK entries (the A01 vector byte for byte), coverage exactly
  * equal to what was noted, several streams and windows, duplicates, the
- * per-peer bound, set-associative eviction, MTU-bounded datagrams, and the
- * direct encoder (dp_ack_encode) against dp_ack_take + fg_ack_build. */
+ * per-peer bound, set-associative eviction, the inline peer lookup,
+ * MTU-bounded datagrams, and the direct encoder (dp_ack_encode) against
+ * dp_ack_take + fg_ack_build. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -140,6 +141,52 @@ static void test_bound_and_eviction(void **st)
 	assert_true(dp_ack_note(a, nq, 7, 5000));
 	assert_true(dp_ack_note(a, nq, 7, 5001));
 	assert_int_equal(nq->n, DP_ACK_PEND);
+	free(mem);
+}
+
+/* dp_ack_peer_find (the ACK note's inline lookup) finds exactly the
+ * entries dp_ack_peer_get made: the same peer in any way of its set, no
+ * peer that differs in family, any address byte or port, even under
+ * the same hash, and not a peer whose entry was given to another. */
+static void test_peer_find(void **st)
+{
+	(void)st;
+	void *mem;
+	struct dp_ack *a = ack_new(8, &mem); /* one set: every peer collides */
+	struct dp_route rt = {0};
+	bool nw;
+	struct dp_peer p[DP_ACK_WAYS];
+	for (unsigned i = 0; i < DP_ACK_WAYS; i++) {
+		p[i] = peer((uint16_t)(200 + i));
+		p[i].addr[15] = (uint8_t)i;
+		assert_null(dp_ack_peer_find(a, &p[i], dp_peer_hash(&p[i], 0)));
+		struct dp_ack_peer *pp = dp_ack_peer_get(a, &p[i], dp_peer_hash(&p[i], 0), &rt, i, &nw);
+		assert_non_null(pp);
+		assert_ptr_equal(dp_ack_peer_find(a, &p[i], dp_peer_hash(&p[i], 0)), pp);
+	}
+	for (unsigned i = 0; i < DP_ACK_WAYS; i++)
+		assert_ptr_equal(dp_ack_peer_find(a, &p[i], dp_peer_hash(&p[i], 0)), &a->p[i]);
+	/* one field off, under the entry's own hash: never that entry */
+	const uint32_t h = dp_peer_hash(&p[2], 0);
+	for (unsigned b = 0; b < 16; b++) {
+		struct dp_peer q = p[2];
+		q.addr[b] ^= 0x40;
+		assert_null(dp_ack_peer_find(a, &q, h));
+	}
+	struct dp_peer q = p[2];
+	q.family = 6;
+	assert_null(dp_ack_peer_find(a, &q, h));
+	q = p[2];
+	q.port++;
+	assert_null(dp_ack_peer_find(a, &q, h));
+	/* the right peer under another hash is another key */
+	assert_null(dp_ack_peer_find(a, &p[2], h ^ 1u));
+	/* p[0]'s way goes to a new peer: p[0] is no longer found */
+	struct dp_peer n = peer(999);
+	assert_ptr_equal(dp_ack_peer_get(a, &n, dp_peer_hash(&n, 0), &rt, 100, &nw), &a->p[0]);
+	assert_true(nw);
+	assert_null(dp_ack_peer_find(a, &p[0], dp_peer_hash(&p[0], 0)));
+	assert_ptr_equal(dp_ack_peer_find(a, &n, dp_peer_hash(&n, 0)), &a->p[0]);
 	free(mem);
 }
 
@@ -323,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_a01),
 		cmocka_unit_test(test_streams_and_windows),
 		cmocka_unit_test(test_bound_and_eviction),
+		cmocka_unit_test(test_peer_find),
 		cmocka_unit_test(test_build_within_mtu),
 		cmocka_unit_test(test_encode_matches_build),
 		cmocka_unit_test(test_encode_empty),
