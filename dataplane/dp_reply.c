@@ -58,12 +58,15 @@ static void ack_send_peer(struct dp_lcore *lc, struct dp_ack_peer *pp)
 
 void dp_reply_ack_flush(struct dp_lcore *lc)
 {
-	for (uint32_t i = 0; i < lc->ack.n_dirty; i++) {
-		struct dp_ack_peer *pp = &lc->ack.p[lc->ack.dirty[i]];
+	struct dp_ack *a = &lc->ack;
+	/* the dirty list emptied as it is walked (dp_ack_dirty_reset's work) */
+	for (uint32_t i = 0; i < a->n_dirty; i++) {
+		struct dp_ack_peer *pp = &a->p[a->dirty[i]];
+		pp->dirty = false;
 		if (pp->n)
 			ack_send_peer(lc, pp);
 	}
-	dp_ack_dirty_reset(&lc->ack);
+	a->n_dirty = 0;
 }
 
 /* Tell the control plane a source is alive (peers, degraded lines), at
