@@ -5,7 +5,9 @@
  *     first one's out of order: a status per contribution, the seed resolved and
  *     sent to the consumer in the fragmented profile, bit for bit
  *     ((x + attn) + ffn), reported to the control plane with its body;
- *   - the tick flushes one ACK per sender naming its frames;
+ *   - the tick flushes one ACK per sender naming its frames; senders
+ *     taking turns: each told to the control plane once a second, ACKed
+ *     its own frames over its latest route;
  *   - reliable delivery: resent every resend_ms, an ACK from another
  *     address retires nothing, the consumer's ACK retires it (no resend
  *     after), and with no ACK the seed is given up after `resends`;
@@ -38,6 +40,7 @@
 
 struct sent {
 	struct dp_peer to;
+	struct dp_route rt;
 	uint32_t len;
 	uint8_t b[2048];
 };
@@ -56,11 +59,11 @@ static bool f_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct
 		    uint32_t head_len, const uint8_t *data, uint32_t len)
 {
 	(void)lc;
-	(void)rt;
 	assert_true(io.n < 256);
 	assert_true(head_len <= DP_DGRAM_HEAD_MAX);
 	struct sent *s = &io.s[io.n++];
 	s->to = *to;
+	s->rt = *rt;
 	s->len = head_len + len;
 	assert_true(s->len <= sizeof(s->b));
 	if (head_len)
@@ -552,9 +555,78 @@ static void test_malformed_counted(void **st)
 	assert_int_equal(io.n, 0);
 }
 
+/* ---- ACK notes from senders taking turns ---------------------------------- */
+
+/* The ACK entries of datagram i (one entry per stream here). */
+static int acks_of(unsigned i, struct fg_ack_entry *e, size_t max)
+{
+	struct fg_frag fr;
+	struct fg_frame f;
+	assert_true(fg_frag_decode(io.s[i].b, io.s[i].len, &fr) >= 0);
+	assert_int_equal(fr.total, 1);
+	assert_int_equal(fg_frame_decode(fr.chunk, fr.chunk_len, FG_TRANSPORT_MESSAGE, &f), (ssize_t)fr.chunk_len);
+	return fg_ack_frame_decode(&f, e, max);
+}
+
+/* Three senders' frames noted in turn (dp_reply_ack_note_peer, as a
+ * fragment run completing does): each sender is told the control plane
+ * once when first seen and again only after a second, its route is the
+ * one of its latest frame, and the flush sends each exactly its own
+ * frames, one ACK datagram each. */
+static void test_ack_notes_interleaved(void **st)
+{
+	(void)st;
+	struct dp_peer p[3];
+	struct dp_route rt[3];
+	for (unsigned k = 0; k < 3; k++) {
+		p[k] = sender(k);
+		rt[k] = (struct dp_route){.mac = {2, 0, 0, 0, 0, (uint8_t)k}, .local = {10, 0, 0, 100}};
+	}
+	uint64_t now = 5 * MS;
+	for (uint32_t s = 0; s < 10; s++)
+		for (unsigned k = 0; k < 3; k++)
+			dp_reply_ack_note_peer(&lc, &p[k], dp_peer_hash(&p[k], 0), &rt[k], (uint16_t)(40 + k),
+					       100 * k + s, now + s);
+	assert_int_equal(io.reports[FG_BM_PEER], 3);
+	assert_int_equal(X(DP_X_PEERS_NEW), 3);
+	assert_int_equal(lc.ack.n_dirty, 3);
+	/* within the second: sender 2's next frame comes over a new route */
+	rt[2].mac[0] = 7;
+	dp_reply_ack_note_peer(&lc, &p[2], dp_peer_hash(&p[2], 0), &rt[2], 42, 210, now + 20);
+	assert_int_equal(io.reports[FG_BM_PEER], 3);
+	/* a second on: sender 1 is told again on its next frame, with its new route */
+	rt[1].mac[0] = 6;
+	dp_reply_ack_note_peer(&lc, &p[1], dp_peer_hash(&p[1], 0), &rt[1], 41, 110, now + 1001 * MS);
+	assert_int_equal(io.reports[FG_BM_PEER], 4);
+	unsigned mark = io.n;
+	dp_reply_ack_flush(&lc);
+	assert_int_equal(io.n - mark, 3);
+	assert_int_equal(C(FG_C_ACKS_SENT), 3);
+	assert_int_equal(lc.ack.n_dirty, 0);
+	for (unsigned k = 0; k < 3; k++) {
+		unsigned at = io.n;
+		for (unsigned i = mark; i < io.n; i++)
+			if (dp_peer_eq(&io.s[i].to, &p[k]))
+				at = i;
+		assert_true(at < io.n);
+		assert_int_equal(sent_to(mark, &p[k]), 1);
+		assert_memory_equal(&io.s[at].rt, &rt[k], sizeof(rt[k]));
+		struct fg_ack_entry e[4];
+		assert_int_equal(acks_of(at, e, 4), 1);
+		assert_int_equal(e[0].stream_id, 40 + k);
+		assert_int_equal(e[0].base_seq, 100 * k);
+		assert_int_equal(e[0].bitmap_hi, 0);
+		assert_int_equal(e[0].bitmap_lo, k == 0 ? 0x3FFu : 0x7FFu); /* 1 and 2: one more */
+	}
+	/* nothing pending: the next flush sends nothing */
+	dp_reply_ack_flush(&lc);
+	assert_int_equal(C(FG_C_ACKS_SENT), 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_ack_notes_interleaved, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_given_up_without_ack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resolve_ack_and_resend, setup, teardown),
