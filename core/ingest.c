@@ -50,6 +50,17 @@ static bool outcome_is_ack(enum fg_outcome o)
 	return o == FG_O_ACCEPTED || o == FG_O_RESOLVED || o == FG_O_DUPLICATE;
 }
 
+/* Bit i of a 7-line mask moved to bit 2i: line_facts' index of the
+ * packed states. */
+#define SPREAD2(m) (((m) & 1u) | ((m) & 2u) << 1 | ((m) & 4u) << 2 | ((m) & 8u) << 3)
+#define SPREAD7(m) (uint16_t)(SPREAD2(m) | ((m) & 16u) << 4 | ((m) & 32u) << 5 | ((m) & 64u) << 6)
+#define SPREAD_8(b) SPREAD7(b), SPREAD7(b + 1), SPREAD7(b + 2), SPREAD7(b + 3), SPREAD7(b + 4), SPREAD7(b + 5), \
+		    SPREAD7(b + 6), SPREAD7(b + 7)
+static const uint16_t line_spread[128] = {SPREAD_8(0),  SPREAD_8(8),  SPREAD_8(16), SPREAD_8(24),
+					  SPREAD_8(32), SPREAD_8(40), SPREAD_8(48), SPREAD_8(56),
+					  SPREAD_8(64), SPREAD_8(72), SPREAD_8(80), SPREAD_8(88),
+					  SPREAD_8(96), SPREAD_8(104), SPREAD_8(112), SPREAD_8(120)};
+
 /* Shadow and degraded facts for a line and the lines of its slot's rule,
  * by word operations on the packed states (2 bits per line, line i at bit
  * 2i; ACTIVE = 2, DEGRADED = 3): a status is built for every contribution,
@@ -60,10 +71,8 @@ static uint8_t line_facts(fg_linefacts lf, unsigned line, uint8_t expected)
 
 	if (line < FG_LINES)
 		m |= 1u << line;
-	/* spread bit i of the line mask to bit 2i (the low bit of line i's state) */
-	m = (m | (m << 4)) & 0x0F0Fu;
-	m = (m | (m << 2)) & 0x3333u;
-	m = (m | (m << 1)) & 0x5555u;
+	/* bit i of the line mask at bit 2i (the low bit of line i's state) */
+	m = line_spread[m];
 	uint32_t lo = (uint32_t)lf & 0x1555u, hi = (uint32_t)(lf >> 1) & 0x1555u;
 	uint32_t active = hi & ~lo, degraded = hi & lo;
 	uint8_t facts = 0;
