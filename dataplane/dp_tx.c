@@ -164,7 +164,8 @@ static inline bool tmpl_is(const struct dp_tx_tmpl *e, const struct dp_route *rt
 	const uint8_t *x = (const uint8_t *)&e->to, *y = (const uint8_t *)to;
 	uint64_t d = (dp_pkt_ld64(a) ^ dp_pkt_ld64(b)) | (dp_pkt_ld64(a + 8) ^ dp_pkt_ld64(b + 8)) |
 		     (dp_pkt_ld64(a + 16) ^ dp_pkt_ld64(b + 16)) | (dp_pkt_ld64(a + 23) ^ dp_pkt_ld64(b + 23)) |
-		     (dp_pkt_ld64(x) ^ dp_pkt_ld64(y)) | (dp_pkt_ld64(x + 9) ^ dp_pkt_ld64(y + 9));
+		     (dp_pkt_ld64(x) ^ dp_pkt_ld64(y)) | (dp_pkt_ld64(x + 8) ^ dp_pkt_ld64(y + 8)) |
+		     (dp_pkt_ld64(x + 9) ^ dp_pkt_ld64(y + 9));
 	return e->used && !d && e->to.port == to->port;
 }
 

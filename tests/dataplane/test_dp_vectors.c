@@ -26,7 +26,7 @@ static const char *g_dp;
 static int g_lcores = 1;
 static char g_dir[64];
 
-static uint8_t ip_dp[16], ip_s1[16], ip_s3[16], ip_s4[16], ip_bad[16], ip6_dp[16], ip6_s2[16];
+static uint8_t ip_dp[16], ip_s1[16], ip_s3[16], ip_s4[16], ip_bad[16], ip6_dp[16], ip6_s2[16], ip6_twin[16];
 
 struct sent {
 	uint16_t stream;
@@ -88,6 +88,7 @@ struct out {
 	uint32_t lens[8];
 	unsigned status;
 	struct fg_status st[32];
+	uint8_t st_dst[32][16]; /* each status's IP destination */
 	unsigned acks;
 	struct sent acked[128];
 	unsigned n_acked;
@@ -123,6 +124,7 @@ static void on_out(const uint8_t *p, uint32_t len, void *arg)
 	} else if (fr.hdr.stream_id == FG_STREAM_STATUS) {
 		assert_true(o->status < 32);
 		assert_true(fg_status_decode(&fr, &o->st[o->status]) > 0);
+		memcpy(o->st_dst[o->status], pk.dst, 16);
 		o->status++;
 	} else if (fr.hdr.stream_id == FG_STREAM_ACK) {
 		struct fg_ack_entry e[64];
@@ -168,7 +170,7 @@ static json_t *run_dp(unsigned hidden, const char *rules, struct out *o)
 		 "[model]\nhidden = %u\nlayers = 32\nmax_seq_len = 4\n"
 		 "[rules]\ndefault = 1,3,5\nlayer.1 = 1\nlayer.27 = 6\n%s"
 		 "[slots]\ncapacity = 256\ndeadline_ms = 5000\n"
-		 "[udp]\nport = 4242\nraw_port = 4243\nmtu = 1472\nallow = 10.99.0.0/24,fd99::/64\n"
+		 "[udp]\nport = 4242\nraw_port = 4243\nmtu = 1472\nallow = 10.99.0.0/24,fd99::/48\n"
 		 /* no consumer can ACK a pcap: one transmission per seed, then given up */
 		 "[consumers]\ndefault = 10.99.0.2:7000\nresends = 0\n"
 		 "[dataplane]\nlcores = %d\n",
@@ -444,6 +446,36 @@ static void test_r01(void **state)
 	json_decref(r);
 }
 
+/* Two IPv6 senders whose addresses differ in byte 7 only, from one port
+ * (the header templates of dp_tx.c are indexed by the first four bytes
+ * and the port: the two share a place): each status goes to its own
+ * sender. */
+static void test_v6_twins(void **state)
+{
+	(void)state;
+	struct world w;
+	uint8_t b[256];
+	struct out o;
+	open_inputs(&w);
+	assert_int_equal(vec("R01", b), 66);
+	send_frag1(&w, 0, 6, ip6_s2, 5003, b, 22, -1);
+	send_frag1(&w, 0, 6, ip6_twin, 5003, b + 22, 22, -1);
+	send_frag1(&w, 0, 4, ip_s4, 5004, b + 44, 22, -1);
+	close_inputs(&w);
+	json_t *r = run_dp(1, "layer.3 = 0,1,2\n", &o);
+	check_identities(r, w.pkts);
+	assert_int_equal(o.resolved, 1);
+	assert_int_equal(o.status, 3);
+	unsigned to_s2 = 0, to_twin = 0;
+	for (unsigned i = 0; i < o.status; i++) {
+		to_s2 += !memcmp(o.st_dst[i], ip6_s2, 16);
+		to_twin += !memcmp(o.st_dst[i], ip6_twin, 16);
+	}
+	assert_int_equal(to_s2, 1);
+	assert_int_equal(to_twin, 1);
+	json_decref(r);
+}
+
 /* [udp] status_accepted = false: R01's two "accepted" contributions get no
  * status, the resolving one gets its "resolved" status; all three ACKed. */
 static void test_r01_status_events_only(void **state)
@@ -501,6 +533,7 @@ int main(int argc, char **argv)
 	inet_pton(AF_INET, "192.168.7.7", ip_bad);
 	inet_pton(AF_INET6, "fd99::1", ip6_dp);
 	inet_pton(AF_INET6, "fd99::2", ip6_s2);
+	inet_pton(AF_INET6, "fd99:0:0:1::2", ip6_twin); /* ip6_s2 but for address byte 7 */
 	snprintf(g_dir, sizeof(g_dir), "/tmp/fgdp-vec-XXXXXX");
 	if (!mkdtemp(g_dir)) {
 		perror("mkdtemp");
@@ -509,6 +542,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_all_vectors),
 		cmocka_unit_test(test_r01),
+		cmocka_unit_test(test_v6_twins),
 		cmocka_unit_test(test_r01_status_events_only),
 		cmocka_unit_test(test_r02),
 	};
