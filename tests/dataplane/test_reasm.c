@@ -267,6 +267,14 @@ static void fill(float *v, float base, float step)
 		v[k] = base + (float)k * step;
 }
 
+/* The three seed frames of (token 42, layer 2): lines 1 +, 3 -, 5 +. */
+static void make_three_lines(struct env *e, uint8_t fr[3][4096], uint32_t len[3])
+{
+	len[0] = make_seed(e, fr[0], 42, 2, 1, 0, 0.1f, 1e-3f);
+	len[1] = make_seed(e, fr[1], 42, 2, 3, 1, 1e8f, 3.0f);
+	len[2] = make_seed(e, fr[2], 42, 2, 5, 0, -1e8f, 7.0f);
+}
+
 /* Slot `slot` resolved the three lines resolve_with_orders sends (1 +,
  * 3 -, 5 +): bit for bit the reduction in rule order, start_pos 3. */
 static void expect_three_lines(struct env *e, uint32_t slot)
@@ -289,9 +297,7 @@ static void resolve_with_orders(const unsigned *order)
 	struct env *e = env_new(16, 1, 0, 4096);
 	uint8_t fr[3][4096];
 	uint32_t len[3];
-	len[0] = make_seed(e, fr[0], 42, 2, 1, 0, 0.1f, 1e-3f);
-	len[1] = make_seed(e, fr[1], 42, 2, 3, 1, 1e8f, 3.0f);
-	len[2] = make_seed(e, fr[2], 42, 2, 5, 0, -1e8f, 7.0f);
+	make_three_lines(e, fr, len);
 	assert_int_equal(fg_frag_count(len[0], CHUNK), 5);
 	struct dp_peer p = peer_of(5000);
 	int resolved = 0, completes = 0;
@@ -627,9 +633,7 @@ static void test_land_run(void **st)
 	struct env *e = env_new(16, 1, 0, 4096);
 	uint8_t fr[3][4096];
 	uint32_t len[3];
-	len[0] = make_seed(e, fr[0], 42, 2, 1, 0, 0.1f, 1e-3f);
-	len[1] = make_seed(e, fr[1], 42, 2, 3, 1, 1e8f, 3.0f);
-	len[2] = make_seed(e, fr[2], 42, 2, 5, 0, -1e8f, 7.0f);
+	make_three_lines(e, fr, len);
 	struct dp_peer p = peer_of(5100);
 	uint32_t hash = dp_peer_hash(&p, 0);
 	struct dp_reasm_out out;
