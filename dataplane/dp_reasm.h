@@ -142,12 +142,16 @@ FG_MUST_CHECK int dp_reasm_push(struct dp_reasm *r, const struct dp_peer *peer, 
  * so the next fragment of the same frame in the burst starts from it.
  * hash = dp_peer_hash(peer, 0). */
 #define DP_RA_HINT_NONE UINT32_MAX
+/* body_len and body are dp_reasm_find's, for the prefetch: where frame
+ * byte DP_RA_SEED_HDR lands and how many bytes follow it (a context
+ * placing into a slot: its body; one assembling a frame buffer: the rest
+ * of the frame; else 0 bytes). dp_reasm_push_hinted writes ctx and use
+ * back, not these. */
 struct dp_ra_hint {
 	uint32_t ctx;      /* context index, or DP_RA_HINT_NONE */
 	uint32_t use;      /* its use count at the lookup */
-	uint32_t body_len; /* a context placing into a slot at the lookup: its body length; one */
-	uint8_t *body;     /* assembling a buffer: its frame's length past the seed header; else 0. */
-			   /* Where body byte 0 (frame byte DP_RA_SEED_HDR) lands */
+	uint32_t body_len;
+	uint8_t *body;
 };
 /* Frame bytes before a seed's body: the frame header and the seed prefix. */
 #define DP_RA_SEED_HDR (FG_HDR_LEN + FG_SEED_PREFIX_LEN)

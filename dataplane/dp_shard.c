@@ -419,7 +419,9 @@ void dp_shard_run(struct dp_lcore *lc, struct dp_shard_burst *b, uint64_t now)
 		while (i < e) {
 			struct dp_reasm_out out;
 			/* a frame's first fragment to come has no record to land in */
-			unsigned k = h.ctx == DP_RA_HINT_NONE ? 0 : dp_reasm_land_run(&lc->reasm, &h, &b->f[i], e - i, now, &out);
+			unsigned k = h.ctx == DP_RA_HINT_NONE
+					     ? 0
+					     : dp_reasm_land_run(&lc->reasm, &h, &b->f[i], e - i, now, &out);
 			if (k) { /* the common case: chunks into their slot */
 				taken += k;
 				i += k;

@@ -36,7 +36,7 @@ void dp_shard_dgram(struct dp_lcore *lc, const struct dp_dgram *dg, uint64_t now
 struct dp_shard_burst {
 	struct dp_dgram dg[DP_BURST]; /* a fragment of a multi-fragment frame: its flow only */
 	struct fg_frag f[DP_BURST];
-	struct dp_ra_hint hint[DP_BURST]; /* of the first fragment of each run of a frame */
+	struct dp_ra_hint hint[DP_BURST]; /* a frame's first fragment here: its lookup; a run's last: where it ended */
 	int8_t rc[DP_BURST];       /* 1: a fragment of a multi-fragment frame; else dgram_one (0, or the codec's reason) */
 	uint8_t follows[DP_BURST]; /* the fragment of the same frame just before it, or 0xFF */
 	const struct dp_flow *prev; /* the flow of fragment `last` */
