@@ -518,46 +518,37 @@ int fg_slot_put(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_ns,
 	return 0;
 }
 
-int fg_slot_begin(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_ns, struct fg_slot_ref *ref,
-		  struct fg_slot_result *res)
+/* fg_slot_begin past the checks of the seed's own fields (seed_is_sane):
+ * the rule, the claim, the slot's state and the line. full: *res written
+ * for PARTIAL too (fg_slot_begin); else only for the other outcomes. */
+static inline __attribute__((always_inline)) enum fg_outcome begin_sane(struct fg_slots *s, const struct fg_seed *seed,
+									 uint64_t now_ns, struct fg_slot_ref *ref,
+									 struct fg_slot_result *res, bool full)
 {
-	uint32_t i;
-	struct fg_slot *sl;
-	unsigned pos;
-
-	if (!s || !seed || !ref || !res)
-		return -EINVAL;
-	/* A refusal before a slot is named starts from result_init; past
-	 * that, result_slot writes every field but bytes. */
-	if (!seed_is_sane(s, seed, false)) {
-		result_init(s, seed, res);
-		res->outcome = FG_O_MALFORMED;
-		return 0;
-	}
 	uint8_t expected = s->cfg.rules[seed->dst_layer].mask;
 	if (!(expected & (1u << seed->line))) {
 		result_init(s, seed, res);
 		res->expected = expected;
 		res->outcome = FG_O_UNEXPECTED_LINE;
-		return 0;
+		return FG_O_UNEXPECTED_LINE;
 	}
-	i = slot_claim(s, seed, now_ns, res);
+	uint32_t i = slot_claim(s, seed, now_ns, res);
 	if (i == NIL) {
 		result_init(s, seed, res);
 		res->expected = expected;
 		res->outcome = FG_O_NO_SLOT;
-		return 0;
+		return FG_O_NO_SLOT;
 	}
 	res->bytes = seed->body_len;
 	if (!slot_admit(s, i, seed, res))
-		return 0;
-	sl = slot_at(s, i);
+		return res->outcome;
+	struct fg_slot *sl = slot_at(s, i);
 	if (sl->complete & (1u << seed->line)) {
 		/* Duplicate or conflict: only the whole body can tell. */
 		result_slot(s, i, FG_O_DUP_PENDING, res);
-		return 0;
+		return FG_O_DUP_PENDING;
 	}
-	pos = rule_pos(&s->cfg.rules[sl->layer], seed->line);
+	unsigned pos = rule_pos(&s->cfg.rules[sl->layer], seed->line);
 	sl->attempt[pos]++;
 	sl->pending |= (uint8_t)(1u << pos);
 	sl->landed[pos] = 0;
@@ -569,8 +560,39 @@ int fg_slot_begin(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_n
 	ref->body_len = sl->body_len;
 	ref->buf = slot_buf(s, i, pos);
 	ref->cur = &sl->attempt[pos];
-	result_slot(s, i, FG_O_PARTIAL, res);
+	if (full)
+		result_slot(s, i, FG_O_PARTIAL, res);
+	return FG_O_PARTIAL;
+}
+
+int fg_slot_begin(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_ns, struct fg_slot_ref *ref,
+		  struct fg_slot_result *res)
+{
+	if (!s || !seed || !ref || !res)
+		return -EINVAL;
+	/* A refusal before a slot is named starts from result_init; past
+	 * that, result_slot writes every field but bytes. */
+	if (!seed_is_sane(s, seed, false)) {
+		result_init(s, seed, res);
+		res->outcome = FG_O_MALFORMED;
+		return 0;
+	}
+	(void)begin_sane(s, seed, now_ns, ref, res, true);
 	return 0;
+}
+
+enum fg_outcome fg_slot_begin_decoded(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_ns,
+				      struct fg_slot_ref *ref, struct fg_slot_result *res)
+{
+	/* The codec made every check of seed_is_sane but the layer's range
+	 * against this table (the caller vouches for the limits agreeing:
+	 * fg_slots_fit_limits). */
+	if (seed->dst_layer >= s->cfg.n_layers) {
+		result_init(s, seed, res);
+		res->outcome = FG_O_MALFORMED;
+		return FG_O_MALFORMED;
+	}
+	return begin_sane(s, seed, now_ns, ref, res, false);
 }
 
 /* Line index of rule position pos for slot i. */

@@ -365,32 +365,39 @@ static bool slot_place(struct dp_reasm *r, struct dp_ra_ctx *c, uint32_t foff, c
 	}
 }
 
-/* Fragment 0 of a seed this shard owns: begin the slot attempt. Returns
- * true when its chunks go straight into the slot; false with the context
- * judged (refused) or, for FG_O_DUP_PENDING, to be buffered whole. */
-static bool begin_direct(struct dp_reasm *r, struct dp_ra_ctx *c, const struct fg_seed *s, uint64_t now,
-			 struct dp_reasm_out *out, bool *judged)
+/* Fragment 0 of a seed this shard owns, decoded under lim: begin the slot
+ * attempt. Returns true when its chunks go straight into the slot; false
+ * with the context judged (refused) or, for FG_O_DUP_PENDING, to be
+ * buffered whole. The codec's checks are not made again when the limits
+ * are the table's (fg_slot_begin_decoded); else fg_slot_begin makes them. */
+static bool begin_direct(struct dp_reasm *r, struct dp_ra_ctx *c, const struct fg_seed *s,
+			 const struct fg_seed_limits *lim, uint64_t now, struct dp_reasm_out *out, bool *judged)
 {
-	struct fg_slot_result res;
+	struct fg_slots *slots = r->cfg.slots;
+	enum fg_outcome o;
 	*judged = false;
-	if (fg_slot_begin(r->cfg.slots, s, now, &c->ref, &res) < 0) {
-		ctx_drop_buf(r, c);
-		memset(&out->res, 0, sizeof(out->res));
-		judge(c, out, FG_O_MALFORMED, FG_R_UNENCODABLE);
-		*judged = true;
-		return false;
+	if (__builtin_expect(fg_slots_fit_limits(slots, lim), 1)) {
+		o = fg_slot_begin_decoded(slots, s, now, &c->ref, &out->res);
+	} else {
+		if (fg_slot_begin(slots, s, now, &c->ref, &out->res) < 0) {
+			ctx_drop_buf(r, c);
+			memset(&out->res, 0, sizeof(out->res));
+			judge(c, out, FG_O_MALFORMED, FG_R_UNENCODABLE);
+			*judged = true;
+			return false;
+		}
+		o = out->res.outcome;
 	}
-	if (res.outcome == FG_O_PARTIAL || res.outcome == FG_O_ACCEPTED)
+	if (o == FG_O_PARTIAL)
 		return true;
-	if (res.outcome == FG_O_DUP_PENDING)
+	if (o == FG_O_DUP_PENDING)
 		return false; /* whole frame to fg_slot_put (duplicate or conflict) */
 	ctx_drop_buf(r, c);
-	out->res = res;
-	judge(c, out, res.outcome, 0);
+	judge(c, out, o, 0);
 	/* Not placed (another key's open slot holds the index): answered
 	 * no_slot, never ACKed, so a sender that only resends unACKed frames
 	 * tries again. */
-	if (res.outcome == FG_O_NO_SLOT)
+	if (o == FG_O_NO_SLOT)
 		c->bad = true;
 	*judged = true;
 	return false;
@@ -470,7 +477,7 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 		if (r->cfg.slots &&
 		    fg_shard_of(s->token_seq, s->dst_layer, r->cfg.n_layers, r->cfg.n_shards) == r->cfg.shard_self) {
 			bool judged;
-			direct = begin_direct(r, c, s, now, out, &judged);
+			direct = begin_direct(r, c, s, ictx->limits, now, out, &judged);
 			if (judged)
 				return;
 		}
@@ -559,17 +566,28 @@ static int push(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, s
 		i = hint->ctx; /* neither freed nor taken again since the lookup */
 	else
 		i = hash_find(r, peer, hash, f->frame_id);
+	bool fresh = false;
 	if (i == NIL) {
 		i = ctx_alloc(r, peer, hash, f, now);
 		if (i == NIL) {
 			out->disp = DP_RA_OVERFLOW;
 			return 0;
 		}
+		fresh = true;
 	}
 	struct dp_ra_ctx *c = &r->ctx[i];
 	if (hint) {
 		hint->ctx = i;
 		hint->use = c->use;
+	}
+	if (fresh && f->index == 0) {
+		/* A new group's first fragment (the common order): its context
+		 * holds nothing to check it against, and with total >= 2 it
+		 * completes nothing. */
+		c->bits[0] = 1;
+		c->nrecv = 1;
+		first_fragment(r, c, f->chunk, f->chunk_len, ictx, now, out);
+		return 0;
 	}
 	if (c->state == RA_DONE) {
 		out->disp = DP_RA_DUP;

@@ -178,6 +178,24 @@ struct fg_slot_ref {
  * NULL arguments or ref->slot out of range. Owner thread only. */
 FG_MUST_CHECK int fg_slot_begin(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_ns,
 				struct fg_slot_ref *ref, struct fg_slot_result *res);
+/* fg_slot_begin for a caller that decoded the seed itself
+ * (fg_seed_decode_prefix or fg_seed_decode under limits lim for which
+ * fg_slots_fit_limits(s, lim) holds): the codec's checks (line,
+ * orientation, seq_len range, body_len == seq_len * hidden * 4) are not
+ * made again; the layer's range, the rule, the claim and the slot's state
+ * are. Same effects and outcomes as fg_slot_begin; returns the outcome,
+ * *ref written only with FG_O_PARTIAL, *res meaningful only with any
+ * other outcome (then as fg_slot_begin fills it). s, seed, ref and res non-NULL. Owner
+ * thread only. */
+FG_MUST_CHECK enum fg_outcome fg_slot_begin_decoded(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_ns,
+						    struct fg_slot_ref *ref, struct fg_slot_result *res);
+/* Whether a seed the codec accepted under lim is one this table can hold
+ * (same hidden, max_seq_len no larger): then fg_slot_begin_decoded may
+ * take it. Reads only its arguments. */
+static inline bool fg_slots_fit_limits(const struct fg_slots *s, const struct fg_seed_limits *lim)
+{
+	return lim->hidden == s->cfg.hidden && lim->max_seq_len <= s->cfg.max_seq_len;
+}
 FG_MUST_CHECK int fg_slot_place(struct fg_slots *s, const struct fg_slot_ref *ref, uint32_t off,
 				const void *src, uint32_t len, uint64_t now_ns, struct fg_slot_result *res);
 /* fg_slot_place for the reassembler's hot path: the same checks and

@@ -6,7 +6,8 @@
  * default at hidden 1536 against a scalar reference, fragments, superseded
  * attempts, duplicates, conflicts, expiry on a fake clock, late
  * answers, epoch flushes (the key reopens), slot reuse, capacity
- * exhaustion, shape and line refusals.
+ * exhaustion, shape and line refusals, and a fragment attempt begun for
+ * a decoded seed (fg_slot_begin_decoded) answered as fg_slot_begin.
  *
  * Reads tests/data/vectors.txt through FG_TEST_DATA. Single-threaded. */
 #include <errno.h>
@@ -175,6 +176,46 @@ static void begin_refused_as_put(struct fg_slots *s, struct fg_seed sd, uint64_t
 	assert_int_equal(b.epoch, p.epoch);
 	assert_int_equal(b.fingerprint, p.fingerprint);
 	assert_int_equal(b.bytes, p.bytes);
+}
+
+/* sd begun on t1 by fg_slot_begin and on t2 (the same history) by
+ * fg_slot_begin_decoded: the same outcome want, the same result for a
+ * refusal, the same reference for an attempt. */
+static void begin_both(struct fg_slots *t1, struct fg_slots *t2, struct fg_seed sd, uint64_t now,
+		       enum fg_outcome want)
+{
+	struct fg_slot_result a, b;
+	struct fg_slot_ref ra, rb;
+	sd.body = NULL;
+	memset(&b, 0xA5, sizeof(b));
+	assert_int_equal(fg_slot_begin(t1, &sd, now, &ra, &a), 0);
+	assert_int_equal(a.outcome, want);
+	assert_int_equal(fg_slot_begin_decoded(t2, &sd, now, &rb, &b), want);
+	if (want == FG_O_PARTIAL) {
+		assert_int_equal(ra.slot, rb.slot);
+		assert_int_equal(ra.gen, rb.gen);
+		assert_int_equal(ra.attempt, rb.attempt);
+		assert_int_equal(ra.pos, rb.pos);
+		assert_int_equal(ra.body_len, rb.body_len);
+		assert_true(fg_slot_ref_live(&ra) && fg_slot_ref_live(&rb));
+		return;
+	}
+	assert_int_equal(b.outcome, want);
+	assert_int_equal(b.slot, a.slot);
+	assert_int_equal(b.landed, a.landed);
+	assert_int_equal(b.expected, a.expected);
+	assert_int_equal(b.state, a.state);
+	assert_int_equal(b.epoch, a.epoch);
+	assert_int_equal(b.fingerprint, a.fingerprint);
+	assert_int_equal(b.bytes, a.bytes);
+}
+
+/* The same whole contribution into both tables. */
+static void put_both(struct fg_slots *t1, struct fg_slots *t2, const struct fg_seed *sd, uint64_t now,
+		     enum fg_outcome want)
+{
+	assert_int_equal(put(t1, sd, now, NULL), want);
+	assert_int_equal(put(t2, sd, now, NULL), want);
 }
 
 /* Decode the back-to-back seed frames of a "reduce" vector. */
@@ -1082,6 +1123,87 @@ static void test_capacity_exhaustion(void **state)
 	table_free(&t);
 }
 
+/* fg_slot_begin_decoded (a caller that decoded the seed under limits
+ * that fit the table) answers every refusal the slot engine makes as
+ * fg_slot_begin does; what it does not check again, the codec refuses
+ * under those limits (each of fg_slot_begin's malformed cases), and
+ * limits that do not fit the table are told apart. */
+static void test_begin_decoded_as_begin(void **state)
+{
+	enum { H = 4 };
+	const uint8_t lines[3] = { 1, 3, 5 };
+	struct fg_slots_cfg cfg;
+	struct table t1, t2;
+	float a[2 * H] = { 1, 2, 3, 4, 5, 6, 7, 8 }, b[H] = { 9, 9, 9, 9 };
+	struct fg_slot_expired ex[4];
+	(void)state;
+
+	cfg_default(&cfg, 8, H, 2, 4, lines, 3);
+	table_new(&t1, &cfg, 0);
+	table_new(&t2, &cfg, 0x5A);
+	struct fg_seed_limits lim = { .hidden = H, .max_seq_len = 2 };
+	assert_true(fg_slots_fit_limits(&t1.s, &lim));
+	lim.max_seq_len = 1; /* a stricter codec: fits */
+	assert_true(fg_slots_fit_limits(&t1.s, &lim));
+	lim.max_seq_len = 3;
+	assert_false(fg_slots_fit_limits(&t1.s, &lim));
+	lim = (struct fg_seed_limits){ .hidden = 2 * H, .max_seq_len = 1 };
+	assert_false(fg_slots_fit_limits(&t1.s, &lim));
+	lim = (struct fg_seed_limits){ .hidden = H, .max_seq_len = 2 };
+
+	/* the engine's refusals, state by state; index (tok * 4 + layer) % 8 */
+	begin_both(&t1.s, &t2.s, mkseed(1, 4, 1, 0, 7, 1, a, H * 4), 0, FG_O_MALFORMED); /* layer */
+	begin_both(&t1.s, &t2.s, mkseed(1, 0, 0, 0, 7, 1, a, H * 4), 0, FG_O_UNEXPECTED_LINE);
+	struct fg_seed s1 = mkseed(1, 0, 1, 0, 7, 1, a, H * 4);
+	put_both(&t1.s, &t2.s, &s1, 0, FG_O_ACCEPTED);
+	begin_both(&t1.s, &t2.s, s1, 1, FG_O_DUP_PENDING);
+	begin_both(&t1.s, &t2.s, mkseed(1, 0, 3, 0, 7, 2, a, 2 * H * 4), 1, FG_O_SHAPE_MISMATCH);
+	begin_both(&t1.s, &t2.s, mkseed(1, 0, 3, 0, 8, 1, a, H * 4), 1, FG_O_SHAPE_MISMATCH);
+	begin_both(&t1.s, &t2.s, mkseed(3, 0, 1, 0, 7, 1, a, H * 4), 1, FG_O_NO_SLOT); /* 12 % 8 == 4 */
+	struct fg_seed p1 = mkseed(1, 1, 1, 0, 0, 1, a, H * 4), p2 = mkseed(1, 1, 1, 0, 0, 1, b, H * 4);
+	put_both(&t1.s, &t2.s, &p1, 1, FG_O_ACCEPTED);
+	put_both(&t1.s, &t2.s, &p2, 1, FG_O_CONFLICT);
+	begin_both(&t1.s, &t2.s, mkseed(1, 1, 3, 0, 0, 1, a, H * 4), 1, FG_O_POISONED);
+	struct fg_seed t2s = mkseed(2, 0, 1, 0, 0, 1, a, H * 4); /* 8 % 8 == 0 */
+	put_both(&t1.s, &t2.s, &t2s, 2, FG_O_ACCEPTED);
+	/* an attempt: the same reference; then a second one supersedes it */
+	begin_both(&t1.s, &t2.s, mkseed(1, 0, 3, 1, 7, 1, a, H * 4), 3, FG_O_PARTIAL);
+	begin_both(&t1.s, &t2.s, mkseed(1, 0, 3, 0, 7, 1, a, H * 4), 3, FG_O_PARTIAL);
+	assert_int_equal(fg_slots_expire(&t1.s, 5000, ex, 4), 2); /* the poisoned one is closed */
+	assert_int_equal(fg_slots_expire(&t2.s, 5000, ex, 4), 2);
+	begin_both(&t1.s, &t2.s, mkseed(2, 0, 3, 0, 0, 1, a, H * 4), 5000, FG_O_EXPIRED);
+	assert_int_equal(t1.s.opened, t2.s.opened);
+	assert_int_equal(t1.s.in_use, t2.s.in_use);
+
+	/* what fg_slot_begin refuses as malformed and fg_slot_begin_decoded
+	 * does not look at, the codec refuses under limits that fit */
+	struct {
+		uint8_t flags;
+		uint32_t seq_len, body_len;
+		int reason;
+	} bad[] = {
+		{ 7u << 4, 1, H * 4, FG_R_SEED_LINE },
+		{ 1u << 4 | 2u, 1, H * 4, FG_R_SEED_ORIENTATION },
+		{ 1u << 4, 0, 0, FG_R_SEED_EMPTY },
+		{ 1u << 4, 3, 3 * H * 4, FG_R_SEED_TOO_LARGE },
+		{ 1u << 4, 1, H * 4 - 4, FG_R_SEED_BODY_ROWS },
+		{ 1u << 4, 2, H * 4, FG_R_SEED_BODY_LENGTH },
+	};
+	for (unsigned k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		struct fg_hdr h = { .stream_id = 0, .sequence = 9, .flags = bad[k].flags,
+				    .length = FG_SEED_PREFIX_LEN + bad[k].body_len };
+		uint8_t prefix[FG_SEED_PREFIX_LEN] = { 0 };
+		memcpy(prefix + 4, &bad[k].seq_len, 4); /* little-endian hosts */
+		struct fg_seed sd;
+		assert_int_equal(fg_seed_decode_prefix(&h, prefix, sizeof(prefix), 0, &lim, &sd), -bad[k].reason);
+		struct fg_seed raw = mkseed(9, 0, bad[k].flags >> 4, bad[k].flags & 15u, 0, bad[k].seq_len, NULL,
+					    bad[k].body_len);
+		begin_answered(&t1.s, raw, 5000, FG_O_MALFORMED);
+	}
+	table_free(&t1);
+	table_free(&t2);
+}
+
 static void test_shape_and_line_refusals(void **state)
 {
 	enum { H = 4 };
@@ -1513,6 +1635,7 @@ int main(void)
 		cmocka_unit_test(test_reuse_no_stale_data),
 		cmocka_unit_test(test_capacity_exhaustion),
 		cmocka_unit_test(test_shape_and_line_refusals),
+		cmocka_unit_test(test_begin_decoded_as_begin),
 		cmocka_unit_test(test_random_ops_against_model),
 		cmocka_unit_test(test_init_and_rules),
 		cmocka_unit_test(test_names),

@@ -8,8 +8,9 @@
  * timeouts aborting the slot attempt, context overflow and tombstone
  * recycling, disabled lines, malformed prefixes, the U02..U04 vectors in
  * every arrival order, a slot flushed or expired under a frame in flight,
- * the burst path (find, land, push_hinted) giving the same answers, and that
- * every buffer taken is returned. */
+ * the burst path (find, land, push_hinted) giving the same answers, a seed
+ * decoded under ingest limits the slot table does not fit refused by the
+ * table, and that every buffer taken is returned. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -871,6 +872,57 @@ static void test_too_large(void **st)
 	env_free(e);
 }
 
+/* A seed the codec accepts under the ingest limits but the slot table
+ * cannot hold (limits that do not fit the table: a larger max_seq_len, a
+ * different hidden) is refused by the slot engine's own checks, judged
+ * malformed at fragment 0, nothing placed and its later fragments
+ * absorbed; under limits that fit, the codec refuses it first. Either
+ * way the table opens no slot. */
+static void seed_refused_at_first(struct env *e, uint32_t hidden, uint32_t seq_len, int want_reason)
+{
+	static float body[2 * HIDDEN];
+	for (unsigned k = 0; k < 2 * HIDDEN; k++)
+		body[k] = (float)k;
+	struct fg_seed s = {.token_seq = 5, .dst_layer = 0, .line = 1, .start_pos = 0, .seq_len = seq_len,
+			    .body = (const uint8_t *)body, .body_len = seq_len * hidden * 4u};
+	uint8_t fr[4096];
+	ssize_t n = fg_seed_encode(&e->bands, &s, fr, sizeof(fr));
+	assert_true(n > 0);
+	struct dp_peer p = peer_of(40);
+	struct dp_reasm_out o = push(e, &p, 3, fr, (uint32_t)n, 0, 0);
+	expect_outcome(&o, FG_O_MALFORMED);
+	assert_int_equal(o.reason, want_reason);
+	o = push(e, &p, 3, fr, (uint32_t)n, 1, 0);
+	assert_int_equal(o.disp, DP_RA_DISCARDED);
+	assert_int_equal(e->slots.opened, 0);
+}
+
+static void test_limits_not_the_tables(void **st)
+{
+	(void)st;
+	for (unsigned v = 0; v < 2; v++) {
+		via_land = v;
+		/* the codec's limits are the table's: the codec refuses seq_len 2 */
+		struct env *e = env_new(16, 1, 0, 4096);
+		assert_true(fg_slots_fit_limits(&e->slots, &e->lim));
+		seed_refused_at_first(e, HIDDEN, 2, FG_R_SEED_TOO_LARGE);
+		env_free(e);
+		/* a codec allowing 2 rows in front of a table of 1 */
+		e = env_new(16, 1, 0, 4096);
+		e->lim.max_seq_len = 2;
+		assert_false(fg_slots_fit_limits(&e->slots, &e->lim));
+		seed_refused_at_first(e, HIDDEN, 2, 0);
+		env_free(e);
+		/* a codec of another hidden size */
+		e = env_new(16, 1, 0, 4096);
+		e->lim.hidden = HIDDEN / 2;
+		assert_false(fg_slots_fit_limits(&e->slots, &e->lim));
+		seed_refused_at_first(e, HIDDEN / 2, 1, 0);
+		env_free(e);
+	}
+	via_land = false;
+}
+
 /* ---- U02..U04: the 3082-byte frame at C = 1468, every arrival order ---- */
 
 static void test_vectors_u02_u04(void **st)
@@ -946,6 +998,7 @@ int main(void)
 		cmocka_unit_test(test_line_disabled_and_bad_prefix),
 		cmocka_unit_test(test_layer_not_served),
 		cmocka_unit_test(test_too_large),
+		cmocka_unit_test(test_limits_not_the_tables),
 		cmocka_unit_test(test_vectors_u02_u04),
 		cmocka_unit_test(test_init_refuses),
 	};
