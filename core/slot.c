@@ -674,11 +674,7 @@ enum fg_outcome fg_slot_land(struct fg_slots *s, const struct fg_slot_ref *ref, 
 
 enum fg_outcome fg_slot_whole(struct fg_slots *s, const struct fg_slot_ref *ref, struct fg_slot_result *res)
 {
-	struct fg_slot *sl;
-	unsigned pos = ref->pos;
-
-	if (ref->slot >= s->cfg.capacity || pos >= (sl = slot_at(s, ref->slot))->n ||
-	    sl->attempt[pos] != ref->attempt || sl->state != FG_SLOT_OPEN) {
+	if (!fg_slot_ref_live(ref)) {
 		/* Not live: fg_slot_place names the outcome and places nothing. */
 		if (fg_slot_place(s, ref, 0, ref->buf, 0, 0, res) < 0) {
 			result_init(s, NULL, res);
@@ -686,13 +682,33 @@ enum fg_outcome fg_slot_whole(struct fg_slots *s, const struct fg_slot_ref *ref,
 		}
 		return res->outcome;
 	}
+	/* Live (invariant 5): the slot is OPEN for the reference's key and
+	 * ref->pos < n. The line is whole, the attempt over (a second call is
+	 * STALE), and the slot resolves when it was the last line expected;
+	 * the result is written once, from what is known here. */
+	uint32_t i = ref->slot;
+	struct fg_slot *sl = slot_at(s, i);
+	unsigned pos = ref->pos;
 	sl->landed[pos] = sl->body_len;
-	sl->attempt[pos]++; /* the attempt is over: a second call is STALE */
+	sl->attempt[pos]++;
 	sl->pending &= (uint8_t)~(1u << pos);
-	result_init(s, NULL, res);
-	res->bytes = sl->body_len;
-	line_complete(s, ref->slot, slot_line_at(s, sl, pos), res);
-	return res->outcome;
+	sl->complete |= (uint8_t)(1u << slot_line_at(s, sl, pos));
+	enum fg_outcome o = FG_O_ACCEPTED;
+	uint64_t fp = 0;
+	if (sl->complete == sl->expected) {
+		slot_resolve(s, i);
+		o = FG_O_RESOLVED;
+		fp = sl->fingerprint;
+	}
+	*res = (struct fg_slot_result){.outcome = o,
+				       .slot = i,
+				       .landed = sl->complete,
+				       .expected = sl->expected,
+				       .state = sl->state,
+				       .epoch = s->epoch,
+				       .fingerprint = fp,
+				       .bytes = sl->body_len};
+	return o;
 }
 
 void fg_slot_abort(struct fg_slots *s, const struct fg_slot_ref *ref)

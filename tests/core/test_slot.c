@@ -7,7 +7,8 @@
  * attempts, duplicates, conflicts, expiry on a fake clock, late
  * answers, epoch flushes (the key reopens), slot reuse, capacity
  * exhaustion, shape and line refusals, and a fragment attempt begun for
- * a decoded seed (fg_slot_begin_decoded) answered as fg_slot_begin.
+ * a decoded seed (fg_slot_begin_decoded) answered as fg_slot_begin, and
+ * fg_slot_whole's result record as fg_slot_place's.
  *
  * Reads tests/data/vectors.txt through FG_TEST_DATA. Single-threaded. */
 #include <errno.h>
@@ -1520,6 +1521,71 @@ static void test_names(void **state)
 	assert_string_equal(fg_slot_state_name((enum fg_slot_state)9), "unknown");
 }
 
+/* fg_slot_whole writes the result fg_slot_place writes for the chunk
+ * that makes a line whole, every field, whatever the record held before
+ * (ACCEPTED, then RESOLVED with the fingerprint); the two tables end with
+ * the same seed and the same counts. */
+static void test_whole_result_as_place(void **state)
+{
+	enum { H = 8 };
+	const uint8_t lines[3] = { 4, 1, 6 };
+	struct fg_slots_cfg cfg;
+	struct table t1, t2;
+	float body[3][H];
+	const uint32_t bl = sizeof(body[0]);
+	struct fg_seed_view v1, v2;
+	uint32_t slot = 0;
+	(void)state;
+
+	for (unsigned l = 0; l < 3; l++)
+		for (unsigned i = 0; i < H; i++)
+			body[l][i] = rand_special();
+	cfg_default(&cfg, 4, H, 1, 2, lines, 3);
+	table_new(&t1, &cfg, 0);
+	table_new(&t2, &cfg, 0x33);
+	t1.s.epoch = t2.s.epoch = 5;
+	for (unsigned l = 0; l < 3; l++) {
+		struct fg_seed sd = mkseed(21, 1, lines[l], l & 1, 4, 1, NULL, bl);
+		struct fg_slot_ref a, b;
+		struct fg_slot_result ra, rb;
+		assert_int_equal(fg_slot_begin(&t1.s, &sd, l, &a, &ra), 0);
+		assert_int_equal(fg_slot_begin(&t2.s, &sd, l, &b, &rb), 0);
+		assert_int_equal(fg_slot_place(&t1.s, &a, 0, body[l], bl, l, &ra), 0);
+		memcpy(b.buf, body[l], bl);
+		memset(&rb, 0xA5, sizeof(rb));
+		enum fg_outcome want = l == 2 ? FG_O_RESOLVED : FG_O_ACCEPTED;
+		assert_int_equal(ra.outcome, want);
+		assert_int_equal(fg_slot_whole(&t2.s, &b, &rb), want);
+		assert_int_equal(rb.outcome, ra.outcome);
+		assert_int_equal(rb.slot, ra.slot);
+		assert_int_equal(rb.landed, ra.landed);
+		assert_int_equal(rb.expected, ra.expected);
+		assert_int_equal(rb.state, ra.state);
+		assert_int_equal(rb.epoch, ra.epoch);
+		assert_int_equal(rb.fingerprint, ra.fingerprint);
+		assert_int_equal(rb.bytes, ra.bytes);
+		assert_int_equal(fg_slot_whole(&t2.s, &b, &rb), FG_O_STALE); /* the attempt is over */
+		slot = ra.slot;
+	}
+	assert_int_equal(fg_slot_seed(&t1.s, slot, &v1), 0);
+	assert_int_equal(fg_slot_seed(&t2.s, slot, &v2), 0);
+	assert_int_equal(v1.fingerprint, v2.fingerprint);
+	assert_memory_equal(v1.body, v2.body, bl);
+	struct fg_slot_info i1, i2;
+	assert_int_equal(fg_slot_lookup(&t1.s, 21, 1, &i1), 0);
+	assert_int_equal(fg_slot_lookup(&t2.s, 21, 1, &i2), 0);
+	assert_int_equal(i1.state, FG_SLOT_RESOLVED);
+	assert_int_equal(i2.state, FG_SLOT_RESOLVED);
+	assert_int_equal(i1.fingerprint, i2.fingerprint);
+	assert_memory_equal(i1.line_fp, i2.line_fp, sizeof(i1.line_fp));
+	assert_int_equal(t1.s.resolved, 1);
+	assert_int_equal(t2.s.resolved, 1);
+	assert_int_equal(t1.s.in_use, 0);
+	assert_int_equal(t2.s.in_use, 0);
+	table_free(&t1);
+	table_free(&t2);
+}
+
 /* The caller's own placement (fg_slot_ref_live, ref->buf, fg_slot_whole):
  * a reference is live from its begin until anything ends its attempt (a
  * newer begin, a whole put, an abort, expiry, a conflict, a flush, the
@@ -1636,6 +1702,7 @@ int main(void)
 		cmocka_unit_test(test_capacity_exhaustion),
 		cmocka_unit_test(test_shape_and_line_refusals),
 		cmocka_unit_test(test_begin_decoded_as_begin),
+		cmocka_unit_test(test_whole_result_as_place),
 		cmocka_unit_test(test_random_ops_against_model),
 		cmocka_unit_test(test_init_and_rules),
 		cmocka_unit_test(test_names),
