@@ -1,13 +1,18 @@
 /* fuzz_slot_frag.c - libFuzzer target for the slot engine's fragment path
- * (fg_slot_begin / fg_slot_place or fg_slot_land / fg_slot_abort,
- * core/slot.c) mixed with
+ * (fg_slot_begin or fg_slot_begin_decoded / fg_slot_place, fg_slot_land or
+ * the caller's own copies and fg_slot_whole / fg_slot_abort, core/slot.c)
+ * mixed with
  * whole puts and expiry, as a hostile UDP reassembler order would drive it.
  *
  * The harness keeps the engine's contract (slot.h): every byte range of an
  * attempt is placed at most once; within that, the input chooses the keys,
  * lines, signs, shapes, chunk sizes, placement order, supersedes, aborts,
  * duplicates and the clock. Ops, one byte each plus arguments:
- *   0 begin  tok layer line sign|shape seq_len chunk body...
+ *   0 begin  tok layer line sign|shape|decoded|own seq_len chunk body...
+ *            (decoded: fg_slot_begin_decoded, the seed being one the codec
+ *            accepts under the table's limits; own: the attempt's chunks
+ *            are copied to ref.buf while the reference is live, the line
+ *            reported whole with fg_slot_whole)
  *   1 place  attempt chunk (chunk's top bit: fg_slot_land, else fg_slot_place)
  *   2 abort  attempt
  *   3 put    tok layer line sign|shape seq_len body...
@@ -40,6 +45,7 @@ struct attempt {
 	struct fg_slot_ref ref;
 	struct fg_seed seed; /* body points into the input */
 	uint32_t chunk, placed; /* chunk size; bit i = chunk i placed */
+	bool own;               /* the caller's own placement (fg_slot_whole) */
 };
 
 struct done {
@@ -158,6 +164,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			sd.seq_len = 1 + p[4] % MAX_SEQ;
 			sd.body_len = sd.seq_len * HIDDEN * 4;
 			uint32_t chunk = op == 0 ? 1 + p[5] % sd.body_len : 0;
+			bool decoded = op == 0 && (p[3] & 4), own = op == 0 && (p[3] & 8);
 			p += op == 0 ? 6 : 5;
 			if ((size_t)(end - p) < sd.body_len)
 				break;
@@ -170,14 +177,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				continue;
 			}
 			struct fg_slot_ref ref;
-			FUZZ_CHECK(fg_slot_begin(&s, &sd, now, &ref, &r) == 0);
+			if (decoded) {
+				struct fg_seed_limits lim = { .hidden = HIDDEN, .max_seq_len = MAX_SEQ };
+				FUZZ_CHECK(fg_slots_fit_limits(&s, &lim));
+				enum fg_outcome o = fg_slot_begin_decoded(&s, &sd, now, &ref, &r);
+				FUZZ_CHECK((unsigned)o < FG_O__COUNT);
+				if (o != FG_O_PARTIAL)
+					FUZZ_CHECK(r.outcome == o);
+				r.outcome = o;
+			} else {
+				FUZZ_CHECK(fg_slot_begin(&s, &sd, now, &ref, &r) == 0);
+			}
 			FUZZ_CHECK((unsigned)r.outcome < FG_O__COUNT);
+			FUZZ_CHECK(r.outcome != FG_O_MALFORMED); /* every seed here is well formed */
 			if (r.outcome != FG_O_PARTIAL)
 				continue;
 			FUZZ_CHECK(ref.body_len == sd.body_len);
 			struct attempt *a = &at[sd.token_seq % FG_ARRAY_LEN(at)];
 			sd.body = body;
-			*a = (struct attempt){ true, ref, sd, chunk, 0 };
+			*a = (struct attempt){ true, ref, sd, chunk, 0, own };
 		} else if (op == 1) {
 			if (end - p < 2)
 				break;
@@ -198,6 +216,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			a->placed |= 1u << k;
 			uint32_t off = k * a->chunk;
 			uint32_t len = a->seed.body_len - off < a->chunk ? a->seed.body_len - off : a->chunk;
+			if (a->own) {
+				/* the reassembler's own placement: copies while the
+				 * reference is live, the line whole once every chunk is
+				 * in; a dead reference gets its outcome from fg_slot_whole */
+				bool live = fg_slot_ref_live(&a->ref);
+				if (live)
+					memcpy(a->ref.buf + off, a->seed.body + off, len);
+				if (live && free_n > 1)
+					continue;
+				enum fg_outcome o = fg_slot_whole(&s, &a->ref, &r);
+				FUZZ_CHECK(r.outcome == o);
+				FUZZ_CHECK(live == (o == FG_O_ACCEPTED || o == FG_O_RESOLVED));
+				FUZZ_CHECK(!fg_slot_ref_live(&a->ref));
+				after(&s, &a->seed, &r);
+				a->live = false;
+				continue;
+			}
 			/* the reassembler's fast path (fg_slot_land) or the full one,
 			 * by the pick's top bit: the same contract, the same outcomes */
 			if (p[-1] & 0x80) {
