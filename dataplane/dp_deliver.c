@@ -41,14 +41,15 @@ static bool seed_head(const struct dp_lcore *lc, const struct fg_seed_view *v, u
  * layer's consumer, in the fragmented profile (fragments of env->chunk
  * bytes, one frame id). The frame is never assembled: each datagram
  * gathers its fragment header, the part of the head it covers (fragment 0)
- * and its part of the body straight from the slot into the packet. */
+ * and its part of the body straight from the slot into the packet. now:
+ * the caller's loop clock, for the route's neighbour entry (io->route). */
 static bool dlv_send(struct dp_lcore *lc, const struct fg_addr *c, const uint8_t *head, const uint8_t *body,
-		     uint32_t body_len)
+		     uint32_t body_len, uint64_t now)
 {
 	struct dp_peer to = {.family = c->family == AF_INET6 ? 6 : 4, .port = c->port};
 	struct dp_route rt;
 	memcpy(to.addr, c->addr, sizeof(to.addr)); /* IPv4: c->addr's first 4 bytes, then zeros (fg_addr_parse) */
-	if (!lc->env->io->route(lc, to.family, to.addr, &rt)) {
+	if (!lc->env->io->route(lc, to.family, to.addr, &rt, now)) {
 		dp_lc_xcount(lc, DP_X_NO_SRC_ADDR);
 		return false;
 	}
@@ -75,11 +76,11 @@ static bool dlv_send(struct dp_lcore *lc, const struct fg_addr *c, const uint8_t
 
 /* Tell the neighbour table what layer's deliveries say about its consumer
  * (dp_neigh.c asks for it again when they go unanswered). */
-static void neigh_hint(struct dp_lcore *lc, uint16_t layer, enum dp_neigh_hint hint)
+static void neigh_hint(struct dp_lcore *lc, uint16_t layer, enum dp_neigh_hint hint, uint64_t now)
 {
 	const struct fg_addr *c = lc->env->io->neigh_hint ? consumer_of(lc, layer) : NULL;
 	if (c)
-		lc->env->io->neigh_hint(lc, c->family == AF_INET6 ? 6 : 4, c->addr, hint);
+		lc->env->io->neigh_hint(lc, c->family == AF_INET6 ? 6 : 4, c->addr, hint, now);
 }
 
 static void dlv_give_up(struct dp_lcore *lc, enum dp_xcounter why)
@@ -123,7 +124,7 @@ void dp_deliver_timer(struct dp_lcore *lc, uint64_t now)
 			 * ACK this one yet. Unanswered too: a consumer that moved
 			 * receives nothing, so its window never moves either. */
 			dp_lc_xcount(lc, DP_X_DLV_WINDOW_WAIT);
-			neigh_hint(lc, e->layer, DP_NEIGH_UNANSWERED);
+			neigh_hint(lc, e->layer, DP_NEIGH_UNANSWERED, now);
 			continue;
 		}
 		if (step == DP_DLV_STEP_EXHAUSTED) {
@@ -147,8 +148,8 @@ void dp_deliver_timer(struct dp_lcore *lc, uint64_t now)
 			dlv_give_up(lc, DP_X_DLV_GIVEUP_RECLAIMED);
 			continue;
 		}
-		neigh_hint(lc, e->layer, DP_NEIGH_UNANSWERED); /* before the route the resend takes */
-		(void)dlv_send(lc, c, head, v.body, v.body_len);
+		neigh_hint(lc, e->layer, DP_NEIGH_UNANSWERED, now); /* before the route the resend takes */
+		(void)dlv_send(lc, c, head, v.body, v.body_len, now);
 		dp_dlv_rearm(&lc->dlv, i, now);
 		dp_lc_count(lc, FG_C_DELIVERY_RESENT, 1);
 	}
@@ -177,7 +178,7 @@ static bool ack_from_consumer(const struct dp_lcore *lc, uint16_t layer, const s
 
 /* A consumer's ACK frame (whole, frame[0..len)) from src: see dp_deliver.h. */
 void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint8_t *frame, uint32_t len,
-		       const struct dp_peer *src)
+		       const struct dp_peer *src, uint64_t now)
 {
 	bool forward = src != NULL;
 	unsigned misses = 0;
@@ -268,7 +269,8 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 			 * copy of the default (config.c) */
 			if (c && !(confirmed && c->family == confirmed->family &&
 				   !memcmp(c->addr, confirmed->addr, sizeof(c->addr)))) {
-				lc->env->io->neigh_hint(lc, c->family == AF_INET6 ? 6 : 4, c->addr, DP_NEIGH_CONFIRMED);
+				lc->env->io->neigh_hint(lc, c->family == AF_INET6 ? 6 : 4, c->addr, DP_NEIGH_CONFIRMED,
+							now);
 				confirmed = c;
 			}
 		}
@@ -313,7 +315,7 @@ void dp_deliver_seed(struct dp_lcore *lc, uint32_t slot, uint64_t now)
 		 * up. */
 		uint8_t head[FG_RESOLVED_HEAD_LEN];
 		if (seed_head(lc, &v, head)) {
-			(void)dlv_send(lc, c, head, v.body, v.body_len);
+			(void)dlv_send(lc, c, head, v.body, v.body_len, now);
 			dp_lc_count(lc, FG_C_SEEDS_SENT, 1);
 			dlv_track(lc, &v, slot, now);
 			sent = true;

@@ -17,8 +17,9 @@ void dp_deliver_timer(struct dp_lcore *lc, uint64_t now);
  * ignored); copy the frame to every other lcore owning a covered seq. src
  * NULL: a copy from the lcore that received (and checked) it, not
  * forwarded again. Work is bounded: at most DP_DLV_ACK_MISS_MAX seqs that
- * match nothing pending per frame (then ack_budget). */
+ * match nothing pending per frame (then ack_budget). now: the caller's loop
+ * clock (the consumer's neighbour entry is confirmed at it). */
 void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint8_t *frame, uint32_t len,
-		       const struct dp_peer *src);
+		       const struct dp_peer *src, uint64_t now);
 
 #endif

@@ -131,8 +131,10 @@ struct dp_io {
 	bool (*dgram)(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *head,
 		      uint32_t head_len, const uint8_t *data, uint32_t len);
 	/* Fill *rt to reach addr (family 4 or 6; a configured consumer).
-	 * false when no route is known yet. */
-	bool (*route)(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt);
+	 * false when no route is known yet. now: the caller's clock (the
+	 * loop's, see "time" above), which the neighbour table ages its entry
+	 * by. */
+	bool (*route)(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt, uint64_t now);
 	/* An xfer buffer (DP_XFER_HDR + env->frame_max bytes), or NULL. */
 	struct dp_xfer *(*xfer_get)(struct dp_lcore *lc);
 	void (*xfer_put)(struct dp_lcore *lc, struct dp_xfer *x);
@@ -149,9 +151,10 @@ struct dp_io {
 			    uint32_t len);
 	/* What the deliveries to consumer addr (family 4 or 6) say about its
 	 * neighbour entry (enum dp_neigh_hint): ACKed, or due again without an
-	 * ACK. NULL when the implementation has no neighbour table (a kernel
-	 * socket). */
-	void (*neigh_hint)(struct dp_lcore *lc, int family, const uint8_t *addr, enum dp_neigh_hint hint);
+	 * ACK, at the caller's clock now (as for route). NULL when the
+	 * implementation has no neighbour table (a kernel socket). */
+	void (*neigh_hint)(struct dp_lcore *lc, int family, const uint8_t *addr, enum dp_neigh_hint hint,
+			   uint64_t now);
 	/* Send the frame head[0..head_len) + body[0..body_len) to `to` in
 	 * the fragmented profile, fragments of chunk bytes under frame id fid:
 	 * the datagrams dgram would send for each fragment in turn (its

@@ -18,14 +18,15 @@
 #include "dp_shard.h"
 #include "dp_tx.h"
 
-static bool io_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt)
+static bool io_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt, uint64_t now)
 {
-	return dp_neigh_route(lc, family, addr, rt);
+	return dp_neigh_route(lc, family, addr, rt, now);
 }
 
-static void io_neigh_hint(struct dp_lcore *lc, int family, const uint8_t *addr, enum dp_neigh_hint hint)
+static void io_neigh_hint(struct dp_lcore *lc, int family, const uint8_t *addr, enum dp_neigh_hint hint,
+			  uint64_t now)
 {
-	dp_neigh_hint(lc, family, addr, hint);
+	dp_neigh_hint(lc, family, addr, hint, now);
 }
 
 static struct dp_xfer *io_xfer_get(struct dp_lcore *lc)

@@ -106,6 +106,15 @@ static bool neigh_admitted(int family, const uint8_t *addr)
 static uint64_t answer_ns(void) { return (uint64_t)dp_g.cfg.neigh_answer_ms * 1000000ull; }
 static uint64_t reachable_ns(void) { return (uint64_t)dp_g.cfg.neigh_reachable_ms * 1000000ull; }
 
+/* How long before now t was, 0 when t is later. Routes and hints age an
+ * entry by their caller's clock (the loop's `now`, read once per loop
+ * iteration), while learning and answers stamp it with a fresh read: an
+ * entry confirmed during the current iteration is newer than that `now`,
+ * and counts as just confirmed, not as one from the far past. The ages
+ * so read are at most one loop iteration short, against timeouts of
+ * [dataplane] neighbour_answer_ms and neighbour_reachable_ms. */
+static inline uint64_t since(uint64_t now, uint64_t t) { return now > t ? now - t : 0; }
+
 /* Our address of a family to ask from: the profile's, else the last one a
  * sender used; NULL when none is known yet. */
 static const uint8_t *our_ip(const struct dp_lcore *lc, int family)
@@ -121,7 +130,7 @@ static const uint8_t *our_ip(const struct dp_lcore *lc, int family)
  * then backs the next such request off). */
 static void neigh_ask(struct dp_lcore *lc, struct dp_neigh *n, uint64_t now, bool probe)
 {
-	if (n->asked_ns && now - n->asked_ns < answer_ns())
+	if (n->asked_ns && since(now, n->asked_ns) < answer_ns())
 		return;
 	const uint8_t *src = our_ip(lc, n->family);
 	if (!src)
@@ -203,7 +212,7 @@ void dp_neigh_offer(struct dp_lcore *lc, int family, const uint8_t *addr, const 
 }
 
 /* Route to an address we did not just hear from (the consumer). */
-bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt)
+bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt, uint64_t now)
 {
 	memset(rt, 0, sizeof(*rt));
 	memcpy(rt->our_mac, dp_g.mac.addr_bytes, 6);
@@ -216,10 +225,9 @@ bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct
 		return true;
 	}
 	struct dp_neigh *n = neigh_slot(lc, family, addr);
-	uint64_t now = dp_clock_ns();
 	if (neigh_is(n, family, addr) && !n->incomplete) {
 		memcpy(rt->mac, n->mac, 6);
-		if (now - n->confirmed_ns >= reachable_ns())
+		if (since(now, n->confirmed_ns) >= reachable_ns())
 			neigh_ask(lc, n, now, false); /* aged: keep using it, and ask */
 		return true;
 	}
@@ -239,23 +247,23 @@ bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct
 	return true;
 }
 
-void dp_neigh_hint(struct dp_lcore *lc, int family, const uint8_t *addr, enum dp_neigh_hint hint)
+void dp_neigh_hint(struct dp_lcore *lc, int family, const uint8_t *addr, enum dp_neigh_hint hint, uint64_t now)
 {
 	if (dp_g.cfg.n_static_neigh && static_find(family, addr))
 		return;
 	struct dp_neigh *n = neigh_slot(lc, family, addr);
 	if (!neigh_is(n, family, addr))
 		return; /* the next route asks at first use */
-	uint64_t now = dp_clock_ns();
 	if (hint == DP_NEIGH_CONFIRMED) {
 		if (!n->incomplete) {
-			n->confirmed_ns = now;
+			if (now > n->confirmed_ns) /* never back in time (see since) */
+				n->confirmed_ns = now;
 			n->gap_ns = 0;
 		}
 		return;
 	}
 	uint64_t gap = n->gap_ns ? n->gap_ns : answer_ns();
-	if (n->incomplete || now - n->confirmed_ns >= gap)
+	if (n->incomplete || since(now, n->confirmed_ns) >= gap)
 		neigh_ask(lc, n, now, true);
 }
 

@@ -18,13 +18,14 @@ void dp_neigh_offer(struct dp_lcore *lc, int family, const uint8_t *addr, const 
 /* Fill *rt to reach addr from the last local address seen in that family.
  * Returns false when no local address of that family is known yet. At
  * first use of an address, and when its entry was not confirmed for
- * [dataplane] neighbour_reachable_ms, a request for it is sent. */
-bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt);
+ * [dataplane] neighbour_reachable_ms, a request for it is sent. now: the
+ * caller's loop clock (at most one loop iteration old; see dp_neigh.c). */
+bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt, uint64_t now);
 /* What deliveries to consumer addr say (dp_io.h neigh_hint): ACKed
  * (confirmed), or due again without an ACK (asked for again once it was
  * not confirmed for neighbour_answer_ms, backing off while answers keep
- * naming the same MAC). */
-void dp_neigh_hint(struct dp_lcore *lc, int family, const uint8_t *addr, enum dp_neigh_hint hint);
+ * naming the same MAC). now: as for dp_neigh_route. */
+void dp_neigh_hint(struct dp_lcore *lc, int family, const uint8_t *addr, enum dp_neigh_hint hint, uint64_t now);
 /* A parsed ARP packet: answer a request for our IPv4 address (when the
  * profile says so), take a reply to a request of ours, offer the sender
  * to the table. pk is borrowed. */

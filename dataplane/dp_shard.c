@@ -221,7 +221,7 @@ static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64
 	x->decoded = true;
 	if (dp_frame_is_ack(&x->fr)) {
 		dp_lc_xcount(lc, DP_X_ACK_RX); /* a consumer ACKing resolved seeds */
-		dp_deliver_on_ack(lc, &x->fr, frame, x->len, &x->peer);
+		dp_deliver_on_ack(lc, &x->fr, frame, x->len, &x->peer, now);
 		lc->env->io->xfer_put(lc, x);
 		return;
 	}
@@ -257,7 +257,7 @@ static void whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const
 	if (owner == lc->idx && dp_frame_is_ack(&fr)) { /* a consumer's ACK: the facts below are not needed */
 		dp_lc_count(lc, FG_C_FRAMES, 1);
 		dp_lc_xcount(lc, DP_X_ACK_RX);
-		dp_deliver_on_ack(lc, &fr, frame, len, &dg->fl->src);
+		dp_deliver_on_ack(lc, &fr, frame, len, &dg->fl->src, now);
 		return;
 	}
 	struct dp_xfer from = {.peer = dg->fl->src, .route = dg->fl->route, .len = len, .ack = ackable,
@@ -535,7 +535,7 @@ void dp_shard_handed(struct dp_lcore *lc, struct dp_xfer *x, uint64_t now)
 	if (!x->decoded && dp_frame_decode(&lc->ictx, fr, x->len, &x->fr) < 0) {
 		dp_lc_malformed(lc, FG_R_SHORT_HEADER);
 	} else if (dp_frame_is_ack(&x->fr)) {
-		dp_deliver_on_ack(lc, &x->fr, fr, x->len, NULL); /* a copy from the lcore that received (and checked) it */
+		dp_deliver_on_ack(lc, &x->fr, fr, x->len, NULL, now); /* a copy from the lcore that received (and checked) it */
 	} else {
 		int rc = shard_decoded(lc, fr, x->len, &x->fr, x, &r, now);
 		/* handed off unACKed: ACK here once placed */

@@ -107,10 +107,11 @@ static bool io_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struc
 	return true;
 }
 
-static bool io_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt)
+static bool io_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt, uint64_t now)
 {
 	(void)lc;
 	(void)addr;
+	(void)now;
 	memset(rt, 0, sizeof(*rt)); /* the kernel routes */
 	return family == 4;
 }

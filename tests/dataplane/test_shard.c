@@ -72,10 +72,11 @@ static bool f_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct
 	return true;
 }
 
-static bool f_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt)
+static bool f_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt, uint64_t now)
 {
 	(void)lc;
 	(void)addr;
+	(void)now;
 	memset(rt, 0, sizeof(*rt));
 	return family == 4;
 }
