@@ -59,7 +59,7 @@ static bool dlv_send(struct dp_lcore *lc, const struct fg_addr *c, const uint8_t
 		return false;
 	uint16_t fid = lc->frame_id++;
 	if (lc->env->io->frags)
-		return lc->env->io->frags(lc, &rt, &to, fid, head, hl, body, body_len, C);
+		return lc->env->io->frags(lc, &rt, &to, fid, total, head, hl, body, body_len, C);
 	bool ok = true;
 	uint8_t h[FG_FRAG_HDR_LEN + FG_RESOLVED_HEAD_LEN];
 	_Static_assert(sizeof(h) <= DP_DGRAM_HEAD_MAX, "a fragment header and the frame head fit io->dgram's head");

@@ -156,13 +156,16 @@ struct dp_io {
 	void (*neigh_hint)(struct dp_lcore *lc, int family, const uint8_t *addr, enum dp_neigh_hint hint,
 			   uint64_t now);
 	/* Send the frame head[0..head_len) + body[0..body_len) to `to` in
-	 * the fragmented profile, fragments of chunk bytes under frame id fid:
-	 * the datagrams dgram would send for each fragment in turn (its
-	 * fragment header, its part of the head, its part of the body), the
-	 * route and destination looked at once. false when one could not be
-	 * queued. NULL: the caller sends each fragment through dgram. */
+	 * the fragmented profile, its total fragments (fg_frag_count(head_len
+	 * + body_len, chunk), which the caller has counted: not 0) of chunk
+	 * bytes under frame id fid: the datagrams dgram would send for each
+	 * fragment in turn (its fragment header, its part of the head, its
+	 * part of the body), the route and destination looked at once. false
+	 * when one could not be queued. NULL: the caller sends each fragment
+	 * through dgram. */
 	bool (*frags)(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, uint16_t fid,
-		      const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len, uint32_t chunk);
+		      uint32_t total, const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len,
+		      uint32_t chunk);
 };
 
 /* What every shard reads, written before the shards run. */

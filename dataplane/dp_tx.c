@@ -268,9 +268,10 @@ static inline bool tx_frag(struct dp_lcore *lc, const struct dp_pkt_tmpl *t, uin
 }
 
 bool dp_tx_frags(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, uint16_t fid,
-		 const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len, uint32_t chunk)
+		 uint32_t total, const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len,
+		 uint32_t chunk)
 {
-	const uint32_t len = head_len + body_len, total = fg_frag_count(len, chunk);
+	const uint32_t len = head_len + body_len;
 	if (!total)
 		return false;
 	/* a copy the body copies cannot alias: its fields stay in registers */

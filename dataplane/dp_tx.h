@@ -37,13 +37,14 @@ void dp_tx_queue(struct dp_lcore *lc, struct rte_mbuf *m);
 bool dp_tx_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *head,
 		 uint32_t head_len, const uint8_t *data, uint32_t len);
 /* Queue the frame head[0..head_len) + body[0..body_len) to `to` over rt
- * in the fragmented profile: fg_frag_count(head_len + body_len, chunk)
- * datagrams under frame id fid, each its fragment header, then its part
- * of the frame gathered from head and body: the datagrams dp_tx_dgram
- * would queue for each fragment in turn, with the header template looked
- * up once. The io->frags of dp_io_dpdk (dp_io.h). false when the frame
- * has no fragments or a datagram found no mbuf (counted tx_nombuf; the
- * others are queued). Pointers are borrowed. */
+ * in the fragmented profile: total (fg_frag_count(head_len + body_len,
+ * chunk), counted by the caller) datagrams under frame id fid, each its
+ * fragment header, then its part of the frame gathered from head and
+ * body: the datagrams dp_tx_dgram would queue for each fragment in turn,
+ * with the header template looked up once. The io->frags of dp_io_dpdk
+ * (dp_io.h). false when total is 0 or a datagram found no mbuf (counted
+ * tx_nombuf; the others are queued). Pointers are borrowed. */
 bool dp_tx_frags(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, uint16_t fid,
-		 const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len, uint32_t chunk);
+		 uint32_t total, const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len,
+		 uint32_t chunk);
 #endif
