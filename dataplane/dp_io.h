@@ -213,6 +213,19 @@ struct dp_tx_tmpl {
 	struct dp_pkt_tmpl t;
 };
 
+/* The route dp_neigh_route last found to a neighbour it knew and did not
+ * need to ask for (dp_neigh.c): the next route to the same address is
+ * this copy while the lcore's neighbour table is unchanged (gen is
+ * dp_lcore.neigh_gen) and the entry still fresh (the caller's clock before
+ * fresh_until). */
+struct dp_route_memo {
+	uint8_t family;       /* 0: none */
+	uint8_t addr[16];
+	uint32_t gen;
+	uint64_t fresh_until;
+	struct dp_route rt;
+};
+
 struct dp_lcore {
 	unsigned idx;       /* shard index */
 	unsigned lcore_id;
@@ -253,6 +266,8 @@ struct dp_lcore {
 	uint64_t inbox_kick;    /* DPDK only: bit per owner lcore handed a frame since the last dp_inbox_kick */
 	uint64_t abandoned_seen;/* slots.abandoned already added to DP_X_SLOTS_ABANDONED */
 	struct dp_neigh neigh[DP_NEIGH];
+	uint32_t neigh_gen;      /* DPDK only: counts changes of neigh[]'s addresses and MACs (dp_neigh.c) */
+	struct dp_route_memo route_memo; /* DPDK only (dp_neigh.c) */
 	bool has_local4, has_local6;
 	uint8_t local4[16], local6[16]; /* last local address seen per family */
 	struct dp_rx_flow rx_flow[DP_RX_FLOWS]; /* DPDK only (dp_rx.c) */

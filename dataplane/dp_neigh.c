@@ -209,11 +209,47 @@ void dp_neigh_offer(struct dp_lcore *lc, int family, const uint8_t *addr, const 
 	memcpy(n->addr, addr, family == 6 ? 16 : 4);
 	memcpy(n->mac, mac, 6);
 	n->confirmed_ns = dp_clock_ns();
+	lc->neigh_gen++;
 }
 
-/* Route to an address we did not just hear from (the consumer). */
+/* Whether lc->route_memo is the route to addr at now (see dp_io.h). */
+static inline bool memo_is(const struct dp_lcore *lc, int family, const uint8_t *addr, uint64_t now)
+{
+	const struct dp_route_memo *r = &lc->route_memo;
+	if (r->family != family || r->gen != lc->neigh_gen || now >= r->fresh_until)
+		return false;
+	if (family == 4)
+		return dp_pkt_ld32(r->addr) == dp_pkt_ld32(addr);
+	return !((dp_pkt_ld64(r->addr) ^ dp_pkt_ld64(addr)) | (dp_pkt_ld64(r->addr + 8) ^ dp_pkt_ld64(addr + 8)));
+}
+
+static inline void memo_put(struct dp_lcore *lc, int family, const uint8_t *addr, uint64_t fresh_until,
+			    const struct dp_route *rt)
+{
+	struct dp_route_memo *r = &lc->route_memo;
+	r->family = (uint8_t)family;
+	memset(r->addr, 0, 16);
+	memcpy(r->addr, addr, family == 6 ? 16 : 4);
+	r->gen = lc->neigh_gen;
+	r->fresh_until = fresh_until;
+	r->rt = *rt;
+}
+
+/* Route to an address we did not just hear from (the consumer). A route
+ * found for a known entry that needs no request (or a static one) is
+ * remembered (lc->route_memo): every delivery to the consumer asks for
+ * its route, and until the table changes (any address or MAC written:
+ * lc->neigh_gen) or the entry ages (confirmed_ns + neighbour_reachable_ms,
+ * a later confirmation only extending it), the lookup below would find the
+ * same. The local address is part of it: set once per family, never
+ * changed (dp_rx.c, dp.c); the static neighbours do not change while
+ * the lcores run. */
 bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_route *rt, uint64_t now)
 {
+	if (memo_is(lc, family, addr, now)) {
+		*rt = lc->route_memo.rt;
+		return true;
+	}
 	memset(rt, 0, sizeof(*rt));
 	memcpy(rt->our_mac, dp_g.mac.addr_bytes, 6);
 	if (family == 4 ? !lc->has_local4 : !lc->has_local6)
@@ -222,6 +258,7 @@ bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct
 	const struct fg_static_neigh *s = dp_g.cfg.n_static_neigh ? static_find(family, addr) : NULL;
 	if (s) {
 		memcpy(rt->mac, s->mac, 6);
+		memo_put(lc, family, addr, UINT64_MAX, rt);
 		return true;
 	}
 	struct dp_neigh *n = neigh_slot(lc, family, addr);
@@ -229,6 +266,8 @@ bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct
 		memcpy(rt->mac, n->mac, 6);
 		if (since(now, n->confirmed_ns) >= reachable_ns())
 			neigh_ask(lc, n, now, false); /* aged: keep using it, and ask */
+		else
+			memo_put(lc, family, addr, n->confirmed_ns + reachable_ns(), rt);
 		return true;
 	}
 	dp_lc_xcount(lc, DP_X_NEIGH_MISS);
@@ -241,6 +280,7 @@ bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct
 		n->family = (uint8_t)family;
 		n->incomplete = true;
 		memcpy(n->addr, addr, family == 6 ? 16 : 4);
+		lc->neigh_gen++;
 	}
 	if (neigh_is(n, family, addr))
 		neigh_ask(lc, n, now, false);
@@ -314,6 +354,7 @@ static void neigh_answer(struct dp_lcore *lc, int family, const uint8_t *addr, c
 	}
 	n->confirmed_ns = now;
 	n->asked_ns = 0; /* one answer per request: a second one is unsolicited */
+	lc->neigh_gen++;
 	n->probing = false;
 	dp_lc_xcount(lc, DP_X_NEIGH_ANSWERS);
 }
