@@ -217,12 +217,14 @@ struct dp_tx_tmpl {
  * need to ask for (dp_neigh.c): the next route to the same address is
  * this copy while the lcore's neighbour table is unchanged (gen is
  * dp_lcore.neigh_gen) and the entry still fresh (the caller's clock before
- * fresh_until). */
+ * fresh_until); and while the table is unchanged, n is the address's
+ * entry (NULL: a static neighbour) for dp_neigh_hint. */
 struct dp_route_memo {
 	uint8_t family;       /* 0: none */
 	uint8_t addr[16];
 	uint32_t gen;
 	uint64_t fresh_until;
+	struct dp_neigh *n;
 	struct dp_route rt;
 };
 

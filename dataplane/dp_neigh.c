@@ -212,19 +212,27 @@ void dp_neigh_offer(struct dp_lcore *lc, int family, const uint8_t *addr, const 
 	lc->neigh_gen++;
 }
 
-/* Whether lc->route_memo is the route to addr at now (see dp_io.h). */
-static inline bool memo_is(const struct dp_lcore *lc, int family, const uint8_t *addr, uint64_t now)
+/* Whether lc->route_memo is about addr, the table unchanged since (see
+ * dp_io.h): its entry is then route_memo.n. */
+static inline bool memo_of(const struct dp_lcore *lc, int family, const uint8_t *addr)
 {
 	const struct dp_route_memo *r = &lc->route_memo;
-	if (r->family != family || r->gen != lc->neigh_gen || now >= r->fresh_until)
+	if (r->family != family || r->gen != lc->neigh_gen)
 		return false;
 	if (family == 4)
 		return dp_pkt_ld32(r->addr) == dp_pkt_ld32(addr);
 	return !((dp_pkt_ld64(r->addr) ^ dp_pkt_ld64(addr)) | (dp_pkt_ld64(r->addr + 8) ^ dp_pkt_ld64(addr + 8)));
 }
 
-static inline void memo_put(struct dp_lcore *lc, int family, const uint8_t *addr, uint64_t fresh_until,
-			    const struct dp_route *rt)
+/* ... and its route the one to addr at now. */
+static inline bool memo_is(const struct dp_lcore *lc, int family, const uint8_t *addr, uint64_t now)
+{
+	return now < lc->route_memo.fresh_until && memo_of(lc, family, addr);
+}
+
+/* n: addr's entry, NULL for a static neighbour (fresh_until UINT64_MAX). */
+static inline void memo_put(struct dp_lcore *lc, int family, const uint8_t *addr, struct dp_neigh *n,
+			    uint64_t fresh_until, const struct dp_route *rt)
 {
 	struct dp_route_memo *r = &lc->route_memo;
 	r->family = (uint8_t)family;
@@ -232,6 +240,7 @@ static inline void memo_put(struct dp_lcore *lc, int family, const uint8_t *addr
 	memcpy(r->addr, addr, family == 6 ? 16 : 4);
 	r->gen = lc->neigh_gen;
 	r->fresh_until = fresh_until;
+	r->n = n;
 	r->rt = *rt;
 }
 
@@ -258,7 +267,7 @@ bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct
 	const struct fg_static_neigh *s = dp_g.cfg.n_static_neigh ? static_find(family, addr) : NULL;
 	if (s) {
 		memcpy(rt->mac, s->mac, 6);
-		memo_put(lc, family, addr, UINT64_MAX, rt);
+		memo_put(lc, family, addr, NULL, UINT64_MAX, rt);
 		return true;
 	}
 	struct dp_neigh *n = neigh_slot(lc, family, addr);
@@ -267,7 +276,7 @@ bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct
 		if (since(now, n->confirmed_ns) >= reachable_ns())
 			neigh_ask(lc, n, now, false); /* aged: keep using it, and ask */
 		else
-			memo_put(lc, family, addr, n->confirmed_ns + reachable_ns(), rt);
+			memo_put(lc, family, addr, n, n->confirmed_ns + reachable_ns(), rt);
 		return true;
 	}
 	dp_lc_xcount(lc, DP_X_NEIGH_MISS);
@@ -287,13 +296,22 @@ bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct
 	return true;
 }
 
+/* The consumer's entry comes from the route memo when that is about it
+ * (the deliveries that led to this hint asked for its route). */
 void dp_neigh_hint(struct dp_lcore *lc, int family, const uint8_t *addr, enum dp_neigh_hint hint, uint64_t now)
 {
-	if (dp_g.cfg.n_static_neigh && static_find(family, addr))
-		return;
-	struct dp_neigh *n = neigh_slot(lc, family, addr);
-	if (!neigh_is(n, family, addr))
-		return; /* the next route asks at first use */
+	struct dp_neigh *n;
+	if (memo_of(lc, family, addr)) {
+		n = lc->route_memo.n;
+		if (!n)
+			return; /* static */
+	} else {
+		if (dp_g.cfg.n_static_neigh && static_find(family, addr))
+			return;
+		n = neigh_slot(lc, family, addr);
+		if (!neigh_is(n, family, addr))
+			return; /* the next route asks at first use */
+	}
 	if (hint == DP_NEIGH_CONFIRMED) {
 		if (!n->incomplete) {
 			if (now > n->confirmed_ns) /* never back in time (see since) */
