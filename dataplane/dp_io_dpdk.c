@@ -86,6 +86,7 @@ const struct dp_io dp_io_dpdk = {
 	.report_body = io_report_body,
 	.neigh_hint = io_neigh_hint,
 	.frags = dp_tx_frags,
+	.status_of = dp_tx_status_of,
 };
 
 unsigned dp_inbox_poll(struct dp_lcore *lc, uint64_t now)

@@ -27,6 +27,14 @@ void dp_reply_status(struct dp_lcore *lc, const struct dp_peer *peer, const stru
 void dp_reply_status_of(struct dp_lcore *lc, const struct dp_peer *peer, const struct dp_route *route,
 			const struct fg_seed *seed, const struct fg_slot_result *res)
 {
+	if (lc->env->io->status_of) { /* straight into the packet */
+		int r = lc->env->io->status_of(lc, route, peer, seed, res, lc->frame_id);
+		if (r >= 0)
+			lc->frame_id++;
+		if (r > 0)
+			dp_lc_count(lc, FG_C_STATUS_SENT, 1);
+		return;
+	}
 	uint8_t buf[FG_FRAG_HDR_LEN + FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN];
 	ssize_t n = fg_status_frame(&lc->ictx, seed, res, buf + FG_FRAG_HDR_LEN, sizeof(buf) - FG_FRAG_HDR_LEN);
 	if (n < 0)

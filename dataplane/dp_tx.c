@@ -1,6 +1,7 @@
 /* dp_tx.c - an lcore's transmit side: the TX buffer of struct dp_lcore
  * (lc->tx, flushed once per loop iteration and when full), and building
- * UDP datagrams (one, or a frame split into fragments at C) into mbufs.
+ * UDP datagrams (one, a frame split into fragments at C, or a status
+ * frame encoded in place) into mbufs.
  *
  * A datagram's Ethernet/IP/UDP header is written from a template built
  * once per (route, destination) and kept in a small per-lcore cache
@@ -105,6 +106,9 @@ void dp_tx_queue(struct dp_lcore *lc, struct rte_mbuf *m)
 	lc->tx[lc->n_tx++] = m;
 }
 
+/* A datagram's mbuf taken and not sent: back to the pool. */
+static __attribute__((noinline, cold)) void tx_unused(struct rte_mbuf *m) { rte_pktmbuf_free(m); }
+
 /* The next TX mbuf, reset like rte_pktmbuf_alloc's. The lcore keeps up to
  * DP_TX_STASH raw mbufs taken from the pool ahead of use, their header
  * lines and first data line prefetched for writing when taken: a freed
@@ -114,7 +118,7 @@ void dp_tx_queue(struct dp_lcore *lc, struct rte_mbuf *m)
  * oldest first (lc->stash_head) and refilled by half a ring at a time
  * behind its newest, so the ones used next were asked for at least 4
  * datagrams earlier. */
-static inline struct rte_mbuf *tx_mbuf(struct dp_lcore *lc)
+static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf(struct dp_lcore *lc)
 {
 	_Static_assert((DP_TX_STASH & (DP_TX_STASH - 1)) == 0, "the stash ring's index is masked");
 	unsigned n = lc->n_stash;
@@ -193,8 +197,8 @@ tx_tmpl(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to
 }
 
 /* An mbuf for a datagram of total frame bytes (header included), its
- * lengths set, or NULL (counted tx_nombuf). */
-static inline struct rte_mbuf *tx_mbuf_for(struct dp_lcore *lc, uint32_t total)
+ * lengths set, or NULL (counted tx_nombuf). Forced inline, as tx_tmpl. */
+static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf_for(struct dp_lcore *lc, uint32_t total)
 {
 	struct rte_mbuf *m = tx_mbuf(lc);
 	if (unlikely(!m)) {
@@ -245,6 +249,29 @@ bool dp_tx_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp
 		 uint32_t head_len, const uint8_t *data, uint32_t len)
 {
 	return tx_dgram(lc, tx_tmpl(lc, rt, to), head, head_len, data, len);
+}
+
+int dp_tx_status_of(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to,
+		    const struct fg_seed *seed, const struct fg_slot_result *res, uint16_t fid)
+{
+	enum { PLEN = FG_FRAG_HDR_LEN + FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN };
+	const struct dp_pkt_tmpl *t = tx_tmpl(lc, rt, to);
+	struct rte_mbuf *m = tx_mbuf_for(lc, t->hl + PLEN);
+	uint8_t spare[PLEN]; /* no mbuf: encoded all the same, to tell the caller whether fid is used */
+	uint8_t *p = m ? rte_pktmbuf_mtod(m, uint8_t *) : NULL, *u = m ? p + t->hl : spare;
+	ssize_t n = fg_status_frame(&lc->ictx, seed, res, u + FG_FRAG_HDR_LEN, PLEN - FG_FRAG_HDR_LEN);
+	if (unlikely(n != PLEN - FG_FRAG_HDR_LEN)) { /* the only lengths: that, or an error */
+		if (m)
+			tx_unused(m);
+		return -1;
+	}
+	if (!m)
+		return 0;
+	/* fragment header: frame id, index 0, total 1 */
+	fg_ack_store32(u, (uint32_t)fid << 16 | 1u);
+	(void)dp_pkt_tmpl_put(p, t, PLEN, lc->ip_id++);
+	tx_put(lc, m);
+	return 1;
 }
 
 /* One fragment's datagram: its header from t, its fragment header word
