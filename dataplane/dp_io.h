@@ -174,6 +174,14 @@ struct dp_io {
 	 * not used). NULL: the caller encodes it and sends it through dgram. */
 	int (*status_of)(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to,
 			 const struct fg_seed *seed, const struct fg_slot_result *res, uint16_t fid);
+	/* Send pp's pending pairs, which fit one ACK datagram at mtu
+	 * (FG_ACK_DGRAM_HEAD_LEN + pp->n * FG_ACK_ENTRY_LEN <= mtu, pp->n >
+	 * 0), as that datagram (dp_ack_encode's, frame id fid) to pp's peer
+	 * over pp's route, as dgram would send it, encoded straight into the
+	 * packet; the pairs are taken either way. Returns 1 (queued) or 0
+	 * (not queued: the implementation counts why). NULL: the caller
+	 * encodes into a buffer and sends through dgram. */
+	int (*ack_one)(struct dp_lcore *lc, struct dp_ack_peer *pp, uint32_t mtu, uint16_t fid);
 };
 
 /* What every shard reads, written before the shards run. */

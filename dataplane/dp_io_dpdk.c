@@ -87,6 +87,7 @@ const struct dp_io dp_io_dpdk = {
 	.neigh_hint = io_neigh_hint,
 	.frags = dp_tx_frags,
 	.status_of = dp_tx_status_of,
+	.ack_one = dp_tx_ack_one,
 };
 
 unsigned dp_inbox_poll(struct dp_lcore *lc, uint64_t now)

@@ -45,7 +45,8 @@ void dp_reply_status_of(struct dp_lcore *lc, const struct dp_peer *peer, const s
 		dp_lc_count(lc, FG_C_STATUS_SENT, 1);
 }
 
-static void ack_send_peer(struct dp_lcore *lc, struct dp_ack_peer *pp)
+/* Not inlined: keeps the buffer off ack_send_peer's stack frame. */
+static __attribute__((noinline)) void ack_send_buf(struct dp_lcore *lc, struct dp_ack_peer *pp)
 {
 	uint8_t buf[DP_ACK_BUF_MAX];
 	uint32_t lens[DP_ACK_DGRAMS_MAX];
@@ -62,6 +63,19 @@ static void ack_send_peer(struct dp_lcore *lc, struct dp_ack_peer *pp)
 			dp_lc_count(lc, FG_C_ACKS_SENT, 1);
 		off += lens[i];
 	}
+}
+
+static void ack_send_peer(struct dp_lcore *lc, struct dp_ack_peer *pp)
+{
+	const struct dp_io *io = lc->env->io;
+	const uint32_t mtu = lc->env->cfg->mtu;
+	/* one datagram (always at the default MTU): straight into the packet */
+	if (io->ack_one && pp->n && FG_ACK_DGRAM_HEAD_LEN + pp->n * FG_ACK_ENTRY_LEN <= mtu) {
+		if (io->ack_one(lc, pp, mtu, lc->frame_id++))
+			dp_lc_count(lc, FG_C_ACKS_SENT, 1);
+		return;
+	}
+	ack_send_buf(lc, pp);
 }
 
 void dp_reply_ack_flush(struct dp_lcore *lc)

@@ -274,6 +274,39 @@ int dp_tx_status_of(struct dp_lcore *lc, const struct dp_route *rt, const struct
 	return 1;
 }
 
+/* ACK pairs that found no mbuf: taken all the same (dp_ack_encode clears
+ * them), as when the datagram could not be queued. */
+static __attribute__((noinline, cold)) void ack_unsent(struct dp_ack_peer *pp, uint32_t mtu, uint16_t fid)
+{
+	uint8_t buf[DP_ACK_BUF_MAX];
+	uint32_t len;
+	if (dp_ack_encode(pp, mtu, fid, buf, sizeof(buf), &len, 1) != 1)
+		return; /* not when they fit one datagram (the caller's condition) */
+}
+
+int dp_tx_ack_one(struct dp_lcore *lc, struct dp_ack_peer *pp, uint32_t mtu, uint16_t fid)
+{
+	const uint32_t most = FG_ACK_DGRAM_HEAD_LEN + pp->n * FG_ACK_ENTRY_LEN;
+	const struct dp_pkt_tmpl *t = tx_tmpl(lc, &pp->route, &pp->peer);
+	struct rte_mbuf *m = tx_mbuf_for(lc, t->hl + most);
+	if (unlikely(!m)) {
+		ack_unsent(pp, mtu, fid);
+		return 0;
+	}
+	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+	uint32_t len;
+	/* most bytes of room at an mtu they fit: always one datagram */
+	if (unlikely(dp_ack_encode(pp, mtu, fid, p + t->hl, most, &len, 1) != 1)) {
+		tx_unused(m);
+		return 0;
+	}
+	m->data_len = (uint16_t)(t->hl + len);
+	m->pkt_len = t->hl + len;
+	(void)dp_pkt_tmpl_put(p, t, len, lc->ip_id++);
+	tx_put(lc, m);
+	return 1;
+}
+
 /* One fragment's datagram: its header from t, its fragment header word
  * w, then src[0..n) (and src2[0..n2), the body after the head's last
  * bytes). */

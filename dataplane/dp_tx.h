@@ -55,4 +55,11 @@ bool dp_tx_frags(struct dp_lcore *lc, const struct dp_route *rt, const struct dp
  * 1 queued, 0 no mbuf (counted tx_nombuf), -1 not encodable. */
 int dp_tx_status_of(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to,
 		    const struct fg_seed *seed, const struct fg_slot_result *res, uint16_t fid);
+/* Queue pp's pending pairs, which fit one ACK datagram at mtu, as that
+ * datagram (dp_ack_encode, frame id fid) to pp->peer over pp->route,
+ * encoded straight into the mbuf behind the header from the template:
+ * the datagram dp_tx_dgram would queue for it encoded into a buffer. The
+ * pairs are taken even when no mbuf was free (0, counted tx_nombuf); 1:
+ * queued. The io->ack_one of dp_io_dpdk (dp_io.h). */
+int dp_tx_ack_one(struct dp_lcore *lc, struct dp_ack_peer *pp, uint32_t mtu, uint16_t fid);
 #endif
