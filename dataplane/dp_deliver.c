@@ -49,12 +49,21 @@ static bool dlv_send(struct dp_lcore *lc, const struct fg_addr *c, const uint8_t
 	struct dp_peer to = {.family = c->family == AF_INET6 ? 6 : 4, .port = c->port};
 	struct dp_route rt;
 	memcpy(to.addr, c->addr, sizeof(to.addr)); /* IPv4: c->addr's first 4 bytes, then zeros (fg_addr_parse) */
+	const uint32_t hl = FG_RESOLVED_HEAD_LEN, len = hl + body_len, C = lc->env->chunk;
+	const uint32_t total = fg_frag_count(len, C);
+	if (lc->env->io->consumer_frags && total) { /* the route and its template at once */
+		int r = lc->env->io->consumer_frags(lc, &to, now, lc->frame_id, total, head, hl, body, body_len, C);
+		if (r < 0) {
+			dp_lc_xcount(lc, DP_X_NO_SRC_ADDR);
+			return false;
+		}
+		lc->frame_id++;
+		return r > 0;
+	}
 	if (!lc->env->io->route(lc, to.family, to.addr, &rt, now)) {
 		dp_lc_xcount(lc, DP_X_NO_SRC_ADDR);
 		return false;
 	}
-	const uint32_t hl = FG_RESOLVED_HEAD_LEN, len = hl + body_len, C = lc->env->chunk;
-	uint32_t total = fg_frag_count(len, C);
 	if (!total)
 		return false;
 	uint16_t fid = lc->frame_id++;

@@ -11,7 +11,11 @@
  *   send      the shard sends UDP datagrams through io->dgram (status
  *             frames, ACKs) and the fragments of a resolved seed through
  *             io->frags (or io->dgram each, where it is NULL) to a peer,
- *             via a route (io->route for a configured consumer);
+ *             via a route (io->route for a configured consumer); where
+ *             the I/O has them, a placed contribution's status and an
+ *             ACK datagram are encoded straight into the packet
+ *             (io->status_of, io->ack_one) and a consumer is routed and
+ *             sent to in one call (io->consumer_frags);
  *   time      the driver passes its clock (CLOCK_MONOTONIC ns) to every
  *             call and calls dp_shard_tick once per loop iteration: the
  *             shard runs its timers (resends, reassembly and slot expiry)
@@ -182,6 +186,15 @@ struct dp_io {
 	 * (not queued: the implementation counts why). NULL: the caller
 	 * encodes into a buffer and sends through dgram. */
 	int (*ack_one)(struct dp_lcore *lc, struct dp_ack_peer *pp, uint32_t mtu, uint16_t fid);
+	/* route then frags in one call, for a configured consumer `to`: its
+	 * route as route finds it at now, then the frame's total (not 0)
+	 * fragments under frame id fid as frags sends them, the header
+	 * template kept with the route while neither changes. -1: no route
+	 * (nothing sent, fid not used); else as frags (1 queued, 0 not all).
+	 * NULL: the caller calls route, then frags or dgram. */
+	int (*consumer_frags)(struct dp_lcore *lc, const struct dp_peer *to, uint64_t now, uint16_t fid,
+			      uint32_t total, const uint8_t *head, uint32_t head_len, const uint8_t *body,
+			      uint32_t body_len, uint32_t chunk);
 };
 
 /* What every shard reads, written before the shards run. */
@@ -219,13 +232,16 @@ struct dp_rx_flow {
 	struct dp_flow fl;
 };
 
+
 /* A datagram header template of the lcore's TX side (dp_tx.c): the key
- * (the route and the destination) and the template built for it. */
+ * (the route and the destination) and the template built for it; stamp
+ * tells one build from another (dp_lcore.tx_stamp when built). */
 #define DP_TX_TMPLS 8u
 struct dp_tx_tmpl {
 	struct dp_route rt;
 	struct dp_peer to;
 	bool used;
+	uint64_t stamp;
 	struct dp_pkt_tmpl t;
 };
 
@@ -234,13 +250,18 @@ struct dp_tx_tmpl {
  * this copy while the lcore's neighbour table is unchanged (gen is
  * dp_lcore.neigh_gen) and the entry still fresh (the caller's clock before
  * fresh_until); and while the table is unchanged, n is the address's
- * entry (NULL: a static neighbour) for dp_neigh_hint. */
+ * entry (NULL: a static neighbour) for dp_neigh_hint. tx: the header
+ * template (dp_tx.c) of datagrams over rt to the address at port, while
+ * that entry is not rebuilt (tx->stamp is tx_stamp); NULL: none yet. */
 struct dp_route_memo {
 	uint8_t family;       /* 0: none */
 	uint8_t addr[16];
+	uint16_t port;
 	uint32_t gen;
 	uint64_t fresh_until;
 	struct dp_neigh *n;
+	const struct dp_tx_tmpl *tx;
+	uint64_t tx_stamp;
 	struct dp_route rt;
 };
 
@@ -275,6 +296,7 @@ struct dp_lcore {
 	unsigned n_stash;        /* written by the lcore only, read by telemetry (relaxed atomics) */
 	unsigned stash_head;     /* DPDK only: tx_stash's oldest (used next) */
 	struct dp_tx_tmpl tx_tmpl[DP_TX_TMPLS]; /* DPDK only: header templates (dp_tx.c) */
+	uint64_t tx_stamp;       /* DPDK only: templates built so far */
 	uint16_t frame_id, ip_id;
 	uint64_t next_ack_ns, next_timer_ns;
 	bool ack_now;

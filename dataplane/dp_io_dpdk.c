@@ -88,6 +88,7 @@ const struct dp_io dp_io_dpdk = {
 	.frags = dp_tx_frags,
 	.status_of = dp_tx_status_of,
 	.ack_one = dp_tx_ack_one,
+	.consumer_frags = dp_tx_consumer_frags,
 };
 
 unsigned dp_inbox_poll(struct dp_lcore *lc, uint64_t now)

@@ -212,22 +212,14 @@ void dp_neigh_offer(struct dp_lcore *lc, int family, const uint8_t *addr, const 
 	lc->neigh_gen++;
 }
 
-/* Whether lc->route_memo is about addr, the table unchanged since (see
- * dp_io.h): its entry is then route_memo.n. */
 static inline bool memo_of(const struct dp_lcore *lc, int family, const uint8_t *addr)
 {
-	const struct dp_route_memo *r = &lc->route_memo;
-	if (r->family != family || r->gen != lc->neigh_gen)
-		return false;
-	if (family == 4)
-		return dp_pkt_ld32(r->addr) == dp_pkt_ld32(addr);
-	return !((dp_pkt_ld64(r->addr) ^ dp_pkt_ld64(addr)) | (dp_pkt_ld64(r->addr + 8) ^ dp_pkt_ld64(addr + 8)));
+	return dp_neigh_memo_of(lc, family, addr);
 }
 
-/* ... and its route the one to addr at now. */
 static inline bool memo_is(const struct dp_lcore *lc, int family, const uint8_t *addr, uint64_t now)
 {
-	return now < lc->route_memo.fresh_until && memo_of(lc, family, addr);
+	return now < lc->route_memo.fresh_until && dp_neigh_memo_of(lc, family, addr);
 }
 
 /* n: addr's entry, NULL for a static neighbour (fresh_until UINT64_MAX). */
@@ -241,6 +233,7 @@ static inline void memo_put(struct dp_lcore *lc, int family, const uint8_t *addr
 	r->gen = lc->neigh_gen;
 	r->fresh_until = fresh_until;
 	r->n = n;
+	r->tx = NULL; /* its template: the next consumer_frags's (dp_tx.c) */
 	r->rt = *rt;
 }
 

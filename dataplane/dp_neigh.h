@@ -26,6 +26,24 @@ bool dp_neigh_route(struct dp_lcore *lc, int family, const uint8_t *addr, struct
  * not confirmed for neighbour_answer_ms, backing off while answers keep
  * naming the same MAC). now: as for dp_neigh_route. */
 void dp_neigh_hint(struct dp_lcore *lc, int family, const uint8_t *addr, enum dp_neigh_hint hint, uint64_t now);
+/* Whether lc->route_memo (dp_io.h) is about addr (family 4 or 6), the
+ * table unchanged since it was taken. */
+static inline bool dp_neigh_memo_of(const struct dp_lcore *lc, int family, const uint8_t *addr)
+{
+	const struct dp_route_memo *r = &lc->route_memo;
+	if (r->family != family || r->gen != lc->neigh_gen)
+		return false;
+	if (family == 4)
+		return dp_pkt_ld32(r->addr) == dp_pkt_ld32(addr);
+	return !((dp_pkt_ld64(r->addr) ^ dp_pkt_ld64(addr)) | (dp_pkt_ld64(r->addr + 8) ^ dp_pkt_ld64(addr + 8)));
+}
+/* lc->route_memo when its route is the one dp_neigh_route(lc, family,
+ * addr, ., now) would fill in, without a request or a count; else NULL. */
+static inline struct dp_route_memo *dp_neigh_memo(struct dp_lcore *lc, int family, const uint8_t *addr,
+						  uint64_t now)
+{
+	return now < lc->route_memo.fresh_until && dp_neigh_memo_of(lc, family, addr) ? &lc->route_memo : NULL;
+}
 /* A parsed ARP packet: answer a request for our IPv4 address (when the
  * profile says so), take a reply to a request of ours, offer the sender
  * to the table. pk is borrowed. */

@@ -22,6 +22,7 @@
 #include <rte_prefetch.h>
 
 #include "dp_burst_guard.h"
+#include "dp_neigh.h"
 #include "dp_tx.h"
 
 unsigned dp_tx_flush(struct dp_lcore *lc)
@@ -180,8 +181,8 @@ static inline bool tmpl_is(const struct dp_tx_tmpl *e, const struct dp_route *rt
  * local address) is another key: the entry is rebuilt. Forced inline:
  * GCC otherwise makes a call of it or of tx_mbuf_for once both senders
  * use them, and every datagram pays for that call. */
-static inline __attribute__((always_inline)) const struct dp_pkt_tmpl *
-tx_tmpl(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to)
+static inline __attribute__((always_inline)) const struct dp_tx_tmpl *
+tx_tmpl_entry(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to)
 {
 	uint32_t a;
 	memcpy(&a, to->addr, 4);
@@ -192,8 +193,15 @@ tx_tmpl(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to
 		e->rt = *rt;
 		e->to = *to;
 		e->used = true;
+		e->stamp = ++lc->tx_stamp; /* a holder of the old build sees the change (dp_tx_consumer_frags) */
 	}
-	return &e->t;
+	return e;
+}
+
+static inline __attribute__((always_inline)) const struct dp_pkt_tmpl *
+tx_tmpl(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to)
+{
+	return &tx_tmpl_entry(lc, rt, to)->t;
 }
 
 /* An mbuf for a datagram of total frame bytes (header included), its
@@ -309,9 +317,11 @@ int dp_tx_ack_one(struct dp_lcore *lc, struct dp_ack_peer *pp, uint32_t mtu, uin
 
 /* One fragment's datagram: its header from t, its fragment header word
  * w, then src[0..n) (and src2[0..n2), the body after the head's last
- * bytes). */
-static inline bool tx_frag(struct dp_lcore *lc, const struct dp_pkt_tmpl *t, uint32_t w, const uint8_t *src,
-			   uint32_t n, const uint8_t *src2, uint32_t n2)
+ * bytes). Forced inline, as tx_tmpl: dp_tx_frags and
+ * dp_tx_consumer_frags each have the loop. */
+static inline __attribute__((always_inline)) bool tx_frag(struct dp_lcore *lc, const struct dp_pkt_tmpl *t,
+							  uint32_t w, const uint8_t *src, uint32_t n,
+							  const uint8_t *src2, uint32_t n2)
 {
 	const uint32_t plen = FG_FRAG_HDR_LEN + n + n2;
 	struct rte_mbuf *m = tx_mbuf_for(lc, t->hl + plen);
@@ -327,15 +337,17 @@ static inline bool tx_frag(struct dp_lcore *lc, const struct dp_pkt_tmpl *t, uin
 	return true;
 }
 
-bool dp_tx_frags(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, uint16_t fid,
-		 uint32_t total, const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len,
-		 uint32_t chunk)
+/* dp_tx_frags with the header template tp. */
+static inline __attribute__((always_inline)) bool frags_t(struct dp_lcore *lc, const struct dp_pkt_tmpl *tp,
+							  uint16_t fid, uint32_t total, const uint8_t *head,
+							  uint32_t head_len, const uint8_t *body, uint32_t body_len,
+							  uint32_t chunk)
 {
 	const uint32_t len = head_len + body_len;
 	if (!total)
 		return false;
 	/* a copy the body copies cannot alias: its fields stay in registers */
-	const struct dp_pkt_tmpl t = *tx_tmpl(lc, rt, to);
+	const struct dp_pkt_tmpl t = *tp;
 	/* the fragment header (wire.md 1.2: frame id, index, count) as one
 	 * word whose index byte is added per fragment */
 	uint8_t fh[FG_FRAG_HDR_LEN];
@@ -362,4 +374,39 @@ bool dp_tx_frags(struct dp_lcore *lc, const struct dp_route *rt, const struct dp
 		ok &= tx_frag(lc, &t, fw | i << ix, src, n, NULL, 0);
 	}
 	return ok;
+}
+
+bool dp_tx_frags(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, uint16_t fid,
+		 uint32_t total, const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len,
+		 uint32_t chunk)
+{
+	return frags_t(lc, tx_tmpl(lc, rt, to), fid, total, head, head_len, body, body_len, chunk);
+}
+
+/* The route memo (dp_neigh.h) holds the consumer's template while both
+ * stand: the memo still the route to `to` at now (no table change, the
+ * entry fresh) for the same port, and the template entry not rebuilt
+ * since. Then neither the route nor the template is looked up. */
+int dp_tx_consumer_frags(struct dp_lcore *lc, const struct dp_peer *to, uint64_t now, uint16_t fid, uint32_t total,
+			 const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len,
+			 uint32_t chunk)
+{
+	struct dp_route_memo *mm = dp_neigh_memo(lc, to->family, to->addr, now);
+	const struct dp_pkt_tmpl *t;
+	if (likely(mm && mm->tx && mm->port == to->port && mm->tx->stamp == mm->tx_stamp)) {
+		t = &mm->tx->t;
+	} else {
+		struct dp_route rt;
+		if (!dp_neigh_route(lc, to->family, to->addr, &rt, now))
+			return -1;
+		const struct dp_tx_tmpl *e = tx_tmpl_entry(lc, &rt, to);
+		t = &e->t;
+		mm = dp_neigh_memo(lc, to->family, to->addr, now); /* rt is its route */
+		if (mm) {
+			mm->tx = e;
+			mm->tx_stamp = e->stamp;
+			mm->port = to->port;
+		}
+	}
+	return frags_t(lc, t, fid, total, head, head_len, body, body_len, chunk);
 }

@@ -62,4 +62,13 @@ int dp_tx_status_of(struct dp_lcore *lc, const struct dp_route *rt, const struct
  * pairs are taken even when no mbuf was free (0, counted tx_nombuf); 1:
  * queued. The io->ack_one of dp_io_dpdk (dp_io.h). */
 int dp_tx_ack_one(struct dp_lcore *lc, struct dp_ack_peer *pp, uint32_t mtu, uint16_t fid);
+/* dp_neigh_route for consumer `to` at now, then dp_tx_frags over that
+ * route: the route and its header template held in the route memo
+ * (dp_io.h struct dp_route_memo) while both stand, so a delivery to the
+ * same consumer looks neither up again. -1: no route (dp_neigh_route's
+ * false; nothing queued); else dp_tx_frags's answer. The
+ * io->consumer_frags of dp_io_dpdk (dp_io.h). */
+int dp_tx_consumer_frags(struct dp_lcore *lc, const struct dp_peer *to, uint64_t now, uint16_t fid, uint32_t total,
+			 const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len,
+			 uint32_t chunk);
 #endif
