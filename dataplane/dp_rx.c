@@ -227,6 +227,7 @@ static inline bool rx_plain(const struct rte_mbuf *m, const struct rte_mempool *
 static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte_mbuf **pkts, uint16_t n, uint64_t now)
 {
 	struct dp_shard_burst b;
+	struct dp_shard_adder a;
 	struct dp_pkt pk[DP_BURST];
 	struct dp_flow fl[DP_BURST]; /* the flows rx_packet accepted: of pk[i] */
 	const uint8_t *learn[DP_BURST]; /* the frame of pk[i] when it is of the form, else NULL */
@@ -236,7 +237,7 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 	bool plain = true;
 	struct dp_flow_pat last = {{0}}; /* the pattern of lastf, when lastf is set */
 	const struct dp_flow *lastf = NULL;
-	dp_shard_burst_init(&b); /* n <= DP_BURST: dp_rx_burst asks the PMD for no more */
+	dp_shard_add_begin(&a, lc, &b); /* n <= DP_BURST: dp_rx_burst asks the PMD for no more */
 	/* DPDK l3fwd's PREFETCH_OFFSET: on a zero-copy memif port (and a NIC)
 	 * a packet's first line was last written by another agent */
 	for (uint16_t i = 0; i < n && i < 3; i++)
@@ -249,8 +250,11 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 		bytes += m->pkt_len;
 		plain &= rx_plain(m, mp);
 		bool lens = m->nb_segs == 1 && dp_pkt_udp4_lens(p, rte_pktmbuf_data_len(m));
+		const struct dp_flow *f;
+		const uint8_t *payload;
+		uint32_t len;
 		if (lens) {
-			const struct dp_flow *f = lastf;
+			f = lastf;
 			if (!f || !dp_flow_pat_eq(p, &last)) {
 				const struct dp_rx_flow *e = rx_flow_find(lc, p);
 				if (!e)
@@ -260,23 +264,29 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 				f = lastf = &e->fl;
 				last = e->pat;
 			}
-			dp_shard_add(lc, &b, f, p + DP_UDP4_PAYLOAD, (uint32_t)fg_be16(p + DP_UDP4_UDP + 4) - 8u);
-			continue;
+			payload = p + DP_UDP4_PAYLOAD;
+			len = (uint32_t)fg_be16(p + DP_UDP4_UDP + 4) - 8u;
+			goto add;
 		}
 	full:
-		if (rx_packet(lc, m, &pk[np], &fl[np], now)) {
-			learn[np] = NULL;
-			if (lens && dp_pkt_udp4_form(p, rte_pktmbuf_data_len(m))) {
-				learn[np] = p;
-				dp_flow_pat_of(p, &last);
-				lastf = &fl[np];
-			}
-			dp_shard_add(lc, &b, &fl[np], pk[np].payload, pk[np].payload_len);
-			np++;
+		if (!rx_packet(lc, m, &pk[np], &fl[np], now))
+			continue;
+		learn[np] = NULL;
+		if (lens && dp_pkt_udp4_form(p, rte_pktmbuf_data_len(m))) {
+			learn[np] = p;
+			dp_flow_pat_of(p, &last);
+			lastf = &fl[np];
 		}
+		f = &fl[np];
+		payload = pk[np].payload;
+		len = pk[np].payload_len;
+		np++;
+	add:
+		dp_shard_add(lc, &a, f, payload, len);
 	}
 	dp_lc_count(lc, FG_C_RX_PKTS, n);
 	dp_lc_count(lc, FG_C_RX_BYTES, bytes);
+	dp_shard_add_end(&a);
 	if (b.n)
 		dp_shard_run(lc, &b, now);
 	/* learnt after the burst, whose datagrams point into the entries */

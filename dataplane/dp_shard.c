@@ -288,19 +288,18 @@ static void whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const
 		dp_reply_ack_note(lc, &from, d->hdr.stream_id, d->hdr.sequence, now);
 }
 
-/* One fragment of a multi-fragment frame: reassembly or direct placement.
- * hint: its reassembly lookup
- * (dp_reasm_find), or NULL. */
-static void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o, const struct dp_dgram *dg, uint64_t now);
+/* One fragment of a multi-fragment frame of flow fl: reassembly or
+ * direct placement. hint: its reassembly lookup (dp_reasm_find), or NULL. */
+static void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o, const struct dp_flow *fl, uint64_t now);
 
-static bool fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct dp_dgram *dg, struct dp_ra_hint *hint,
+static bool fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct dp_flow *fl, struct dp_ra_hint *hint,
 		     uint64_t now)
 {
 	struct dp_reasm_out out;
-	if (dp_reasm_push_hinted(&lc->reasm, &dg->fl->src, dg->fl->hash, hint, f, &lc->ictx, now, &out) < 0)
+	if (dp_reasm_push_hinted(&lc->reasm, &fl->src, fl->hash, hint, f, &lc->ictx, now, &out) < 0)
 		return false; /* never: push reports through out->disp */
 	if (out.disp != DP_RA_TAKEN || out.events)
-		fragment_out(lc, &out, dg, now);
+		fragment_out(lc, &out, fl, now);
 	return out.disp == DP_RA_TAKEN;
 }
 
@@ -308,7 +307,7 @@ static bool fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct 
  * status, the whole frame, the ACK note). The sender is the flow's: its
  * peer, route and hash are read from it where they are needed; an xfer
  * header is built only for a whole frame handed on. */
-static void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o, const struct dp_dgram *dg, uint64_t now)
+static void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o, const struct dp_flow *fl, uint64_t now)
 {
 	if (o->disp != DP_RA_TAKEN) {
 		switch (o->disp) {
@@ -336,7 +335,6 @@ static void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o, cons
 	 * nothing to answer. */
 	if (!(o->events & (DP_RA_EV_OUTCOME | DP_RA_EV_FRAME | DP_RA_EV_COMPLETE)))
 		return;
-	const struct dp_flow *fl = dg->fl;
 	if (o->events & DP_RA_EV_OUTCOME) {
 		if (o->res.outcome == FG_O_MALFORMED) {
 			struct fg_status st;
@@ -370,14 +368,16 @@ static void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o, cons
 	}
 }
 
-/* A datagram the burst path does not place itself (raw profile, one
- * fragment, a fragment header the codec refuses): one at a time. */
-static void dgram_one(struct dp_lcore *lc, const struct dp_dgram *dg, const struct fg_frag *f, ssize_t rc,
+/* A datagram of flow fl the burst path does not place itself (raw
+ * profile: its payload in f->chunk, f->chunk_len; one fragment: f; a
+ * fragment header the codec refuses: its reason rc < 0): one at a time. */
+static void dgram_one(struct dp_lcore *lc, const struct dp_flow *fl, const struct fg_frag *f, ssize_t rc,
 		      uint64_t now)
 {
-	if (!dg->fl->fragmented) {
+	if (!fl->fragmented) {
+		const struct dp_dgram dg = {.fl = fl, .payload = f->chunk, .len = f->chunk_len};
 		dp_lc_xcount(lc, DP_X_RAW_DGRAMS);
-		whole(lc, dg->payload, dg->len, dg, false, now);
+		whole(lc, dg.payload, dg.len, &dg, false, now);
 		return;
 	}
 	if (rc < 0) {
@@ -387,55 +387,55 @@ static void dgram_one(struct dp_lcore *lc, const struct dp_dgram *dg, const stru
 	}
 	dp_lc_count(lc, FG_C_FRAGS, 1);
 	dp_lc_xcount(lc, DP_X_FRAG_SINGLE);
-	whole(lc, f->chunk, f->chunk_len, dg, true, now);
+	const struct dp_dgram dg = {.fl = fl, .payload = f->chunk, .len = f->chunk_len};
+	whole(lc, f->chunk, f->chunk_len, &dg, true, now);
 }
 
-/* The ingest context's address binding for datagram dg ([udp] layer_ports:
- * it carries the address's layer, and a hand-off copies it). Set before
- * every path that reads it; a chunk that only lands does not. */
-static inline void bind_layer(struct dp_lcore *lc, const struct dp_dgram *dg)
+/* The ingest context's address binding for a datagram of flow fl ([udp]
+ * layer_ports: it carries the address's layer, and a hand-off copies it).
+ * Set before every path that reads it; a chunk that only lands does not. */
+static inline void bind_layer(struct dp_lcore *lc, const struct dp_flow *fl)
 {
-	lc->ictx.layer_bound = dg->fl->layer_bound;
-	lc->ictx.bound_layer = dg->fl->layer_bound ? dg->fl->bound_layer : 0;
+	lc->ictx.layer_bound = fl->layer_bound;
+	lc->ictx.bound_layer = fl->layer_bound ? fl->bound_layer : 0;
 }
 
 void dp_shard_run(struct dp_lcore *lc, struct dp_shard_burst *b, uint64_t now)
 {
-	const struct dp_dgram *dg = b->dg;
+	const struct fg_frag *f = b->f;
 	uint32_t taken = 0;
-	for (unsigned i = 0; i < b->n;) {
-		if (b->rc[i] != 1) {
-			bind_layer(lc, &dg[i]);
-			dgram_one(lc, &dg[i], &b->f[i], b->rc[i], now);
-			i++;
+	struct dp_ra_hint h = {.ctx = DP_RA_HINT_NONE};
+	for (const struct dp_shard_item *it = b->it, *end = b->it + b->n; it < end; it++) {
+		const struct dp_flow *fl = it->fl;
+		unsigned i = it->at, e = it[1].at;
+		if (it->rc != 1) {
+			bind_layer(lc, fl);
+			dgram_one(lc, fl, &f[i], it->rc, now);
 			continue;
 		}
 		/* the run [i, e): fragments of one frame, one after another; it
-		 * starts from the context its frame's fragment before it used */
-		struct dp_ra_hint h = b->hint[b->follows[i] == 0xFF ? i : b->follows[i]];
-		unsigned e = i + 1;
-		while (e < b->n && b->rc[e] == 1 && b->follows[e] == e - 1)
-			e++;
+		 * starts from its lookup, or where the run of its frame before
+		 * it ended */
+		if (!it->cont)
+			h = it->hint;
 		while (i < e) {
 			struct dp_reasm_out out;
 			/* a frame's first fragment to come has no record to land in */
-			unsigned k = h.ctx == DP_RA_HINT_NONE
-					     ? 0
-					     : dp_reasm_land_run(&lc->reasm, &h, &b->f[i], e - i, now, &out);
+			unsigned k = h.ctx == DP_RA_HINT_NONE ? 0
+							      : dp_reasm_land_run(&lc->reasm, &h, &f[i], e - i, now, &out);
 			if (k) { /* the common case: chunks into their slot */
 				taken += k;
 				i += k;
 				if (out.events) {
-					bind_layer(lc, &dg[i - 1]);
-					fragment_out(lc, &out, &dg[i - 1], now);
+					bind_layer(lc, fl);
+					fragment_out(lc, &out, fl, now);
 				}
 			} else {
-				bind_layer(lc, &dg[i]);
-				taken += fragment(lc, &b->f[i], &dg[i], &h, now);
+				bind_layer(lc, fl);
+				taken += fragment(lc, &f[i], fl, &h, now);
 				i++;
 			}
 		}
-		b->hint[e - 1] = h; /* for a fragment of this frame later in the burst */
 	}
 	if (b->nfrag) {
 		dp_lc_count(lc, FG_C_FRAGS, b->nfrag);
@@ -445,7 +445,7 @@ void dp_shard_run(struct dp_lcore *lc, struct dp_shard_burst *b, uint64_t now)
 
 void dp_shard_dgram(struct dp_lcore *lc, const struct dp_dgram *dg, uint64_t now)
 {
-	bind_layer(lc, dg);
+	bind_layer(lc, dg->fl);
 	if (!dg->fl->fragmented) {
 		dp_lc_xcount(lc, DP_X_RAW_DGRAMS);
 		whole(lc, dg->payload, dg->len, dg, false, now);
@@ -464,7 +464,7 @@ void dp_shard_dgram(struct dp_lcore *lc, const struct dp_dgram *dg, uint64_t now
 		whole(lc, f.chunk, f.chunk_len, dg, true, now);
 		return;
 	}
-	if (fragment(lc, &f, dg, NULL, now))
+	if (fragment(lc, &f, dg->fl, NULL, now))
 		dp_lc_xcount(lc, DP_X_FRAG_TAKEN);
 }
 

@@ -5,6 +5,9 @@
 #ifndef DP_SHARD_H
 #define DP_SHARD_H
 
+#include <stddef.h>
+#include <string.h>
+
 #include "dp_io.h"
 
 /* One UDP datagram for us, as the driver received it (after its own L2-L4
@@ -30,63 +33,127 @@ void dp_shard_dgram(struct dp_lcore *lc, const struct dp_dgram *dg, uint64_t now
  * (dp_shard_add: its fragment header decoded, its frame's reassembly
  * record found by the hash its flow keeps, the slot line it lands in
  * prefetched, so the misses of the whole burst overlap); dp_shard_run
- * then places them in arrival order. A fragment of the frame of the
- * fragment just before it (same flow, same frame id) follows it: no lookup
- * of its own. The flows and payloads stay the driver's until the run. */
+ * then places them in arrival order. The burst is a list of items, each
+ * a run of fragments of one frame (one flow, one frame id) that arrived
+ * one after another, or one datagram the run does not place itself (raw
+ * profile, one fragment, a fragment header the codec refuses). A run of
+ * the frame of the run before it (only such datagrams between them)
+ * continues it: no lookup of its own. The flows and payloads stay the
+ * driver's until the run.
+ *
+ * Invariants:
+ *  1. it[k].at < it[k + 1].at, it[n].at == nf: item k holds f[it[k].at,
+ *     it[k + 1].at) (one element for a datagram).
+ *  2. A run's f[] are fragments of multi-fragment frames as
+ *     fg_frag_decode gives them; a datagram's f[] element is its decoded
+ *     single fragment, or (raw profile) chunk and chunk_len are its
+ *     payload; a refused fragment header leaves it unset (rc < 0).
+ *  3. nfrag == the fragments of the runs. */
+struct dp_shard_item {
+	const struct dp_flow *fl;
+	struct dp_ra_hint hint; /* a run's lookup (dp_reasm_find), unless it continues the run before */
+	uint8_t at;             /* its first element of f[] */
+	int8_t rc;              /* a datagram: 0, or the codec's reason; a run: 1 */
+	bool cont;              /* a run that continues the run before it (same frame) */
+};
 struct dp_shard_burst {
-	struct dp_dgram dg[DP_BURST]; /* a fragment of a multi-fragment frame: its flow only */
 	struct fg_frag f[DP_BURST];
-	struct dp_ra_hint hint[DP_BURST]; /* a frame's first fragment here: its lookup; a run's last: where it ended */
-	int8_t rc[DP_BURST];       /* 1: a fragment of a multi-fragment frame; else dgram_one (0, or the codec's reason) */
-	uint8_t follows[DP_BURST]; /* the fragment of the same frame just before it, or 0xFF */
-	const struct dp_flow *prev; /* the flow of fragment `last` */
-	unsigned n, last, head;    /* datagrams; the fragment before; the first of its frame's run */
-	uint32_t nfrag;
-	uint16_t prev_fid;         /* the frame id of fragment `last` */
+	struct dp_shard_item it[DP_BURST + 1]; /* it[n].at: nf */
+	unsigned n, nfrag;
 };
 
-static inline void dp_shard_burst_init(struct dp_shard_burst *b)
+/* The state of a burst being added to, kept by the driver's loop in its
+ * locals (dp_shard_add is inline and the adder never leaves the loop's
+ * function, so its fields live in registers across dp_reasm_find), and
+ * the burst written once by dp_shard_add_end. */
+struct dp_shard_adder {
+	struct dp_shard_burst *b;
+	const struct dp_flow *prev; /* the flow of the last run, or NULL */
+	uint8_t *body;              /* the last run's lookup, for the prefetch (dp_reasm_prefetch) */
+	uint32_t body_len, chunk;
+	uint32_t key;               /* the last run's frame id, | 0x10000 once a datagram followed it */
+	unsigned nf, n, nfrag;
+};
+
+static inline void dp_shard_add_begin(struct dp_shard_adder *a, const struct dp_lcore *lc, struct dp_shard_burst *b)
 {
-	b->n = 0;
-	b->prev = NULL;
-	b->last = b->head = DP_BURST;
-	b->nfrag = 0;
+	*a = (struct dp_shard_adder){.b = b, .chunk = lc->reasm.cfg.chunk, .key = 0x10000};
 }
 
-/* One datagram into burst b (at most DP_BURST). A fragment of a
- * multi-fragment frame keeps its decoded header and its flow (the
- * placement reads nothing else of it); any other datagram all of it. */
-static inline void dp_shard_add(struct dp_lcore *lc, struct dp_shard_burst *b, const struct dp_flow *fl,
+/* A new item, item n, starting at element nf. */
+static inline struct dp_shard_item *dp_shard_item_new(struct dp_shard_adder *a, const struct dp_flow *fl, int8_t rc)
+{
+	struct dp_shard_item *it = &a->b->it[a->n++];
+	it->fl = fl;
+	it->at = (uint8_t)a->nf;
+	it->rc = rc;
+	it->cont = false;
+	return it;
+}
+
+/* One datagram (payload[0..len), of flow fl) into the burst (at most
+ * DP_BURST). A fragment of a multi-fragment frame keeps its decoded header
+ * only: a fragment of the frame of the run open before it joins that run
+ * (no lookup, nothing stored but the fragment), any other starts a run. */
+static inline void dp_shard_add(struct dp_lcore *lc, struct dp_shard_adder *a, const struct dp_flow *fl,
 				const uint8_t *payload, uint32_t len)
 {
-	unsigned i = b->n++;
-	b->dg[i].fl = fl;
+	struct fg_frag *f = &a->b->f[a->nf];
 	int8_t rc = 0;
 	if (fl->fragmented) {
-		struct fg_frag *f = &b->f[i];
-		ssize_t k = fg_frag_decode_fast(payload, len, f);
-		if (k >= 0 && f->total != 1) {
-			b->rc[i] = 1;
-			b->nfrag++;
-			if (fl == b->prev && b->prev_fid == f->frame_id) {
-				b->follows[i] = (uint8_t)b->last;
-			} else {
-				b->follows[i] = 0xFF;
-				b->head = i;
-				dp_reasm_find(&lc->reasm, &fl->src, fl->hash, f->frame_id, &b->hint[i]);
-				b->prev = fl;
-				b->prev_fid = f->frame_id;
+		/* fg_frag_decode_fast's common case, for 2 <= total: index and
+		 * total stored as they are, with the frame id, in one word */
+		if (__builtin_expect(len > FG_FRAG_HDR_LEN && payload[2] < payload[3] && payload[3] != 1, 1)) {
+			uint32_t w;
+			memcpy(&w, payload, 4);
+			uint16_t fid = (uint16_t)(w << 8 | (w >> 8 & 0xFF));
+			w = (w & 0xFFFF0000u) | fid;
+			_Static_assert(offsetof(struct fg_frag, frame_id) == 0 && offsetof(struct fg_frag, index) == 2 &&
+					       offsetof(struct fg_frag, total) == 3 && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+				       "fg_frag's header word");
+			memcpy(f, &w, 4);
+			f->chunk = payload + FG_FRAG_HDR_LEN;
+			f->chunk_len = len - FG_FRAG_HDR_LEN;
+			a->nfrag++;
+			if (__builtin_expect(fl != a->prev || fid != a->key, 0)) {
+				struct dp_shard_item *it = dp_shard_item_new(a, fl, 1);
+				if (fl == a->prev && fid == (uint16_t)a->key) {
+					it->cont = true; /* a datagram between: the same frame's hint goes on */
+				} else {
+					dp_reasm_find(&lc->reasm, &fl->src, fl->hash, fid, &it->hint);
+					a->body = it->hint.body;
+					a->body_len = it->hint.body_len;
+					a->prev = fl;
+				}
+				a->key = fid;
 			}
-			dp_reasm_prefetch(&lc->reasm, &b->hint[b->head], f->index);
-			b->last = i;
+			a->nf++;
+			uint32_t off = (w >> 16 & 0xFF) * a->chunk - DP_RA_SEED_HDR; /* dp_reasm_prefetch */
+			if (off < a->body_len) {
+				__builtin_prefetch(a->body + off, 1, 3);
+				__builtin_prefetch(a->body + off + 64, 1, 3);
+			}
 			return;
 		}
+		ssize_t k = fg_frag_decode_fast(payload, len, f);
 		if (k < 0)
 			rc = (int8_t)(k < -127 ? -127 : k);
+		/* k >= 0 here: one fragment (total 1), a datagram of its own */
+	} else {
+		f->chunk = payload;
+		f->chunk_len = len;
 	}
-	b->rc[i] = rc;
-	b->dg[i].payload = payload;
-	b->dg[i].len = len;
+	dp_shard_item_new(a, fl, rc);
+	a->key |= 0x10000;
+	a->nf++;
+}
+
+/* The burst's counts written once its datagrams are all added. */
+static inline void dp_shard_add_end(struct dp_shard_adder *a)
+{
+	a->b->it[a->n].at = (uint8_t)a->nf;
+	a->b->n = a->n;
+	a->b->nfrag = a->nfrag;
 }
 
 void dp_shard_run(struct dp_lcore *lc, struct dp_shard_burst *b, uint64_t now);
