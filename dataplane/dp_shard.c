@@ -431,8 +431,10 @@ void dp_shard_run(struct dp_lcore *lc, struct dp_shard_burst *b, uint64_t now)
 					fragment_out(lc, &out, fl, now);
 				}
 			} else {
+				struct fg_frag g = f[i];
+				g.frame_id = it->fid;
 				bind_layer(lc, fl);
-				taken += fragment(lc, &f[i], fl, &h, now);
+				taken += fragment(lc, &g, fl, &h, now);
 				i++;
 			}
 		}

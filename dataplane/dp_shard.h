@@ -45,7 +45,8 @@ void dp_shard_dgram(struct dp_lcore *lc, const struct dp_dgram *dg, uint64_t now
  *  1. it[k].at < it[k + 1].at, it[n].at == nf: item k holds f[it[k].at,
  *     it[k + 1].at) (one element for a datagram).
  *  2. A run's f[] are fragments of multi-fragment frames as
- *     fg_frag_decode gives them; a datagram's f[] element is its decoded
+ *     fg_frag_decode gives them but frame_id, which holds the wire's two
+ *     bytes (the run's fid is its frame id); a datagram's f[] element is its decoded
  *     single fragment, or (raw profile) chunk and chunk_len are its
  *     payload; a refused fragment header leaves it unset (rc < 0).
  *  3. nfrag == the fragments of the runs. */
@@ -55,6 +56,7 @@ struct dp_shard_item {
 	uint8_t at;             /* its first element of f[] */
 	int8_t rc;              /* a datagram: 0, or the codec's reason; a run: 1 */
 	bool cont;              /* a run that continues the run before it (same frame) */
+	uint16_t fid;           /* a run's frame id */
 };
 struct dp_shard_burst {
 	struct fg_frag f[DP_BURST];
@@ -71,8 +73,8 @@ struct dp_shard_adder {
 	const struct dp_flow *prev; /* the flow of the last run, or NULL */
 	uint8_t *body;              /* the last run's lookup, for the prefetch (dp_reasm_prefetch) */
 	uint32_t body_len, chunk;
-	uint32_t key;               /* the last run's frame id, | 0x10000 once a datagram followed it */
-	unsigned nf, n, nfrag;
+	uint32_t key;               /* the last run's frame id as the wire has it, | 0x10000 once a datagram followed it */
+	unsigned nf, n, ndgram;
 };
 
 static inline void dp_shard_add_begin(struct dp_shard_adder *a, const struct dp_lcore *lc, struct dp_shard_burst *b)
@@ -101,31 +103,31 @@ static inline void dp_shard_add(struct dp_lcore *lc, struct dp_shard_adder *a, c
 	struct fg_frag *f = &a->b->f[a->nf];
 	int8_t rc = 0;
 	if (fl->fragmented) {
-		/* fg_frag_decode_fast's common case, for 2 <= total: index and
-		 * total stored as they are, with the frame id, in one word */
+		/* fg_frag_decode_fast's common case, for 2 <= total: the
+		 * fragment header's word stored as it is (frame id, index,
+		 * total: fg_frag's first word but the frame id's byte order) */
 		if (__builtin_expect(len > FG_FRAG_HDR_LEN && payload[2] < payload[3] && payload[3] != 1, 1)) {
 			uint32_t w;
 			memcpy(&w, payload, 4);
-			uint16_t fid = (uint16_t)(w << 8 | (w >> 8 & 0xFF));
-			w = (w & 0xFFFF0000u) | fid;
 			_Static_assert(offsetof(struct fg_frag, frame_id) == 0 && offsetof(struct fg_frag, index) == 2 &&
 					       offsetof(struct fg_frag, total) == 3 && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 				       "fg_frag's header word");
 			memcpy(f, &w, 4);
 			f->chunk = payload + FG_FRAG_HDR_LEN;
 			f->chunk_len = len - FG_FRAG_HDR_LEN;
-			a->nfrag++;
-			if (__builtin_expect(fl != a->prev || fid != a->key, 0)) {
+			uint16_t wfid = (uint16_t)w;
+			if (__builtin_expect(fl != a->prev || wfid != a->key, 0)) {
 				struct dp_shard_item *it = dp_shard_item_new(a, fl, 1);
-				if (fl == a->prev && fid == (uint16_t)a->key) {
+				it->fid = fg_be16(payload);
+				if (fl == a->prev && wfid == (uint16_t)a->key) {
 					it->cont = true; /* a datagram between: the same frame's hint goes on */
 				} else {
-					dp_reasm_find(&lc->reasm, &fl->src, fl->hash, fid, &it->hint);
+					dp_reasm_find(&lc->reasm, &fl->src, fl->hash, it->fid, &it->hint);
 					a->body = it->hint.body;
 					a->body_len = it->hint.body_len;
 					a->prev = fl;
 				}
-				a->key = fid;
+				a->key = wfid;
 			}
 			a->nf++;
 			uint32_t off = (w >> 16 & 0xFF) * a->chunk - DP_RA_SEED_HDR; /* dp_reasm_prefetch */
@@ -146,6 +148,7 @@ static inline void dp_shard_add(struct dp_lcore *lc, struct dp_shard_adder *a, c
 	dp_shard_item_new(a, fl, rc);
 	a->key |= 0x10000;
 	a->nf++;
+	a->ndgram++;
 }
 
 /* The burst's counts written once its datagrams are all added. */
@@ -153,7 +156,7 @@ static inline void dp_shard_add_end(struct dp_shard_adder *a)
 {
 	a->b->it[a->n].at = (uint8_t)a->nf;
 	a->b->n = a->n;
-	a->b->nfrag = a->nfrag;
+	a->b->nfrag = a->nf - a->ndgram;
 }
 
 void dp_shard_run(struct dp_lcore *lc, struct dp_shard_burst *b, uint64_t now);
