@@ -241,10 +241,16 @@ static inline uint64_t rx_refs_segs(const struct rte_mbuf *m)
 }
 
 /* Whether an mbuf is what a PMD's RX burst gives: of pool mp, direct, one
- * segment, referenced once. */
-static inline bool rx_plain(const struct rte_mbuf *m, const struct rte_mempool *mp)
+ * segment, referenced once. Sets *one_seg: whether it has one segment
+ * (read from the same word when it is plain). */
+static inline bool rx_plain(const struct rte_mbuf *m, const struct rte_mempool *mp, bool *one_seg)
 {
-	return rx_refs_segs(m) == RX_ONE_REF_ONE_SEG && RTE_MBUF_DIRECT(m) && m->pool == mp;
+	if (rx_refs_segs(m) == RX_ONE_REF_ONE_SEG) {
+		*one_seg = true;
+		return RTE_MBUF_DIRECT(m) && m->pool == mp;
+	}
+	*one_seg = m->nb_segs == 1;
+	return false;
 }
 
 /* The work of a non-empty burst, in two passes (VPP's vector spirit):
@@ -286,8 +292,9 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 		struct rte_mbuf *m = pkts[i];
 		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
 		bytes += m->pkt_len;
-		plain &= rx_plain(m, mp);
-		bool lens = m->nb_segs == 1 && dp_pkt_udp4_lens(p, rte_pktmbuf_data_len(m));
+		bool one_seg;
+		plain &= rx_plain(m, mp, &one_seg);
+		bool lens = one_seg && dp_pkt_udp4_lens(p, rte_pktmbuf_data_len(m));
 		const struct dp_flow *f;
 		const uint8_t *payload;
 		uint32_t len;
