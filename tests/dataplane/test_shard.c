@@ -16,7 +16,12 @@
  *   - the consumer's window at the default ack_window (auto): a fleet
  *     consumer is recognised, a stale and a far-ahead base are ignored and
  *     counted while the pending delivery is resent; an exact consumer is
- *     never read the fleet's way. */
+ *     never read the fleet's way;
+ *   - the burst path (dp_shard_add, dp_shard_run) places a burst of
+ *     interleaved frames, a refused fragment header inside a frame's run,
+ *     a duplicate, a raw datagram, a frame whose fragments come out of
+ *     order and a consumer ACK exactly as dp_shard_dgram does one by one:
+ *     every counter, every datagram sent, every report. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -625,10 +630,157 @@ static void test_ack_notes_interleaved(void **st)
 	assert_int_equal(C(FG_C_ACKS_SENT), 3);
 }
 
+/* ---- the burst path against one datagram at a time ------------------------ */
+
+#define BURST_N 10u
+static uint8_t bdg[BURST_N][2048];
+static struct dp_flow bfl[5]; /* senders 0-2, the consumer, a raw-profile sender */
+
+/* The burst of test_burst_as_one_by_one: its datagrams in arrival order,
+ * written into bdg (flow index in fi[], length in len[]). */
+static void burst_build(unsigned *fi, uint32_t *len)
+{
+	static float x[H], a[H], f[H];
+	for (unsigned i = 0; i < H; i++) {
+		x[i] = 2.0f + (float)i;
+		a[i] = 0.5f - 1e-3f * (float)i;
+		f[i] = 1e3f / (float)(i + 1);
+	}
+	const float *bodies[3] = {x, a, f};
+	const uint8_t lines[3] = {1, 3, 5};
+	static uint8_t fr[3][8192];
+	uint32_t n[3];
+	for (unsigned k = 0; k < 3; k++) {
+		struct dp_peer p = sender(k);
+		bfl[k] = dp_flow_of(&p, &no_route, true);
+		n[k] = contribution(lines[k], bodies[k], fr[k], sizeof(fr[k]));
+		assert_int_equal(fg_frag_count(n[k], env.chunk), 2);
+	}
+	bfl[3] = dp_flow_of(&consumer, &no_route, true);
+	struct dp_peer raw = sender(4);
+	bfl[4] = dp_flow_of(&raw, &no_route, false);
+	/* sender, fragment index (0xFF: a refused header; 0xFE: raw; 0xFD: the consumer's ACK) */
+	static const uint8_t plan[BURST_N][2] = {{0, 0}, {1, 0}, {1, 0xFF}, {1, 1},   {0, 1},
+						 {0, 1}, {4, 0xFE}, {2, 1}, {2, 0}, {3, 0xFD}};
+	for (unsigned d = 0; d < BURST_N; d++) {
+		unsigned k = plan[d][0], i = plan[d][1];
+		uint8_t *dg = bdg[d];
+		fi[d] = k;
+		if (i == 0xFF) { /* frag_total 0 */
+			fg_put_be16(dg, (uint16_t)(10 + k));
+			dg[2] = 0;
+			dg[3] = 0;
+			len[d] = 8;
+		} else if (i == 0xFE) { /* a raw frame whose header says more than it holds */
+			memset(dg, 0, 20);
+			fg_put_be16(dg, 0xAF62);
+			dg[9] = 100;
+			len[d] = 20;
+		} else if (i == 0xFD) {
+			struct fg_ack_entry e = {.stream_id = (uint16_t)(cfg.bands.resolved_base + 2), .base_seq = 7,
+						 .bitmap_lo = 1};
+			uint32_t lens[2];
+			assert_int_equal(fg_ack_build(&e, 1, cfg.mtu, 77, dg, sizeof(bdg[d]), lens, 2), 1);
+			len[d] = lens[0];
+		} else {
+			uint32_t off = i * env.chunk, m = n[k] - off < env.chunk ? n[k] - off : env.chunk;
+			fg_put_be16(dg, (uint16_t)(10 + k));
+			dg[2] = (uint8_t)i;
+			dg[3] = 2;
+			memcpy(dg + 4, fr[k] + off, m);
+			len[d] = m + 4;
+		}
+	}
+}
+
+static struct {
+	struct fg_dp_counters k;
+	struct dp_xcounters xk;
+	unsigned n, reports[16];
+	struct sent s[256];
+} one;
+
+/* Every counter, datagram sent and report the same as `one`'s. */
+static void burst_same_as_one(void)
+{
+	for (unsigned c = 0; c < FG_C__COUNT; c++)
+		assert_int_equal(atomic_load(&one.k.c[c]), C((enum fg_dp_counter)c));
+	for (unsigned c = 0; c < DP_X__COUNT; c++)
+		assert_int_equal(atomic_load(&one.xk.x[c]), X((enum dp_xcounter)c));
+	for (unsigned o = 0; o < FG_O__COUNT; o++)
+		assert_int_equal(atomic_load(&one.xk.outcome[o]), atomic_load(&XK.outcome[o]));
+	assert_memory_equal(one.reports, io.reports, sizeof(one.reports));
+	assert_int_equal(one.n, io.n);
+	for (unsigned i = 0; i < io.n; i++) {
+		assert_true(dp_peer_eq(&one.s[i].to, &io.s[i].to));
+		assert_int_equal(one.s[i].len, io.s[i].len);
+		assert_memory_equal(one.s[i].b, io.s[i].b, io.s[i].len);
+	}
+}
+
+/* One burst: two senders' frames interleaved (runs of one fragment, a
+ * lookup each), a refused fragment header between the two fragments of
+ * sender 1's frame (its second fragment's run continues the first's), a
+ * duplicate joining its frame's run, a raw datagram, sender 2's fragments
+ * out of order (the seed resolves and goes to the consumer), the
+ * consumer's ACK. Placed by dp_shard_run, it gives what the same
+ * datagrams give one by one through dp_shard_dgram. */
+static void test_burst_as_one_by_one(void **st)
+{
+	unsigned fi[BURST_N];
+	uint32_t len[BURST_N];
+	burst_build(fi, len);
+	for (unsigned d = 0; d < BURST_N; d++) {
+		struct dp_dgram g = {.fl = &bfl[fi[d]], .payload = bdg[d], .len = len[d]};
+		dp_shard_dgram(&lc, &g, MS);
+	}
+	dp_shard_tick(&lc, 60 * MS);
+	assert_int_equal(C(FG_C_SEEDS_RESOLVED), 1);
+	assert_int_equal(C(FG_C_SEEDS_SENT), 1);
+	assert_int_equal(C(FG_C_FRAGS), 8); /* 7 of two-fragment frames, the ACK */
+	assert_int_equal(X(DP_X_FRAG_TAKEN), 6);
+	assert_int_equal(X(DP_X_FRAG_DUP), 1);
+	assert_int_equal(X(DP_X_RAW_DGRAMS), 1);
+	assert_int_equal(X(DP_X_PKT_MALFORMED), 1);
+	assert_int_equal(C(FG_C_DROP_MALFORMED), 2); /* the refused header, the raw frame */
+	assert_int_equal(X(DP_X_ACK_RX), 1);
+	assert_int_equal(C(FG_C_ACKS_SENT), 3);
+	memcpy(&one.k, &K, sizeof(K));
+	memcpy(&one.xk, &XK, sizeof(XK));
+	one.n = io.n;
+	memcpy(one.reports, io.reports, sizeof(one.reports));
+	memcpy(one.s, io.s, sizeof(one.s));
+
+	teardown(st);
+	setup(st);
+	burst_build(fi, len);
+	struct dp_shard_burst b;
+	struct dp_shard_adder a;
+	dp_shard_add_begin(&a, &lc, &b);
+	for (unsigned d = 0; d < BURST_N; d++)
+		dp_shard_add(&lc, &a, &bfl[fi[d]], bdg[d], len[d]);
+	dp_shard_add_end(&a);
+	/* items: s0 | s1 | refused | s1 (continues) | s0 s0 | raw | s2 s2 | ACK */
+	static const uint8_t at[] = {0, 1, 2, 3, 4, 6, 7, 9, 10};
+	static const int8_t rc[] = {1, 1, -FG_R_FRAG_TOTAL_ZERO, 1, 1, 0, 1, 0};
+	assert_int_equal(b.n, 8);
+	assert_int_equal(b.nfrag, 7);
+	for (unsigned k = 0; k <= b.n; k++)
+		assert_int_equal(b.it[k].at, at[k]);
+	for (unsigned k = 0; k < b.n; k++) {
+		assert_int_equal(b.it[k].rc, rc[k]);
+		assert_int_equal(b.it[k].cont, k == 3);
+	}
+	dp_shard_run(&lc, &b, MS);
+	dp_shard_tick(&lc, 60 * MS);
+	burst_same_as_one();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_ack_notes_interleaved, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_burst_as_one_by_one, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_given_up_without_ack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resolve_ack_and_resend, setup, teardown),
