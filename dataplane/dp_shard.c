@@ -393,7 +393,7 @@ static void dgram_one(struct dp_lcore *lc, const struct dp_flow *fl, const struc
 
 /* The ingest context's address binding for a datagram of flow fl ([udp]
  * layer_ports: it carries the address's layer, and a hand-off copies it).
- * Set before every path that reads it; a chunk that only lands does not. */
+ * Set before every path that reads it (dp_shard_run: once per item). */
 static inline void bind_layer(struct dp_lcore *lc, const struct dp_flow *fl)
 {
 	lc->ictx.layer_bound = fl->layer_bound;
@@ -408,8 +408,9 @@ void dp_shard_run(struct dp_lcore *lc, struct dp_shard_burst *b, uint64_t now)
 	for (const struct dp_shard_item *it = b->it, *end = b->it + b->n; it < end; it++) {
 		const struct dp_flow *fl = it->fl;
 		unsigned i = it->at, e = it[1].at;
+		/* nothing the placement of an item calls binds another flow */
+		bind_layer(lc, fl);
 		if (it->rc != 1) {
-			bind_layer(lc, fl);
 			dgram_one(lc, fl, &f[i], it->rc, now);
 			continue;
 		}
@@ -426,14 +427,11 @@ void dp_shard_run(struct dp_lcore *lc, struct dp_shard_burst *b, uint64_t now)
 			if (k) { /* the common case: chunks into their slot */
 				taken += k;
 				i += k;
-				if (out.events) {
-					bind_layer(lc, fl);
+				if (out.events)
 					fragment_out(lc, &out, fl, now);
-				}
 			} else {
 				struct fg_frag g = f[i];
 				g.frame_id = it->fid;
-				bind_layer(lc, fl);
 				taken += fragment(lc, &g, fl, &h, now);
 				i++;
 			}
