@@ -265,9 +265,11 @@ static inline bool rx_plain(const struct rte_mbuf *m, const struct rte_mempool *
  * rte_mempool_put_bulk when all are plain (as a NIC's fast-free TX
  * offload does; a single segment's next is NULL by the mbuf contract, so
  * its second line is not read), else rte_pktmbuf_free_bulk, which handles
- * every case mbuf by mbuf. Not inlined: the poll loop calls it only when
+ * every case mbuf by mbuf. pkts has room for RX_PREFETCH_AHEAD entries
+ * past the burst, written here. Not inlined: the poll loop calls it only when
  * the PMD returned packets, so bench/cap/callgrind.sh counts the lcore's
  * work per seed as this call's cost (and empty polls never reach it). */
+#define RX_PREFETCH_AHEAD 3u
 static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte_mbuf **pkts, uint16_t n, uint64_t now)
 {
 	struct dp_shard_burst b;
@@ -283,12 +285,15 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 	const struct dp_flow *lastf = NULL;
 	dp_shard_add_begin(&a, lc, &b); /* n <= DP_BURST: dp_rx_burst asks the PMD for no more */
 	/* DPDK l3fwd's PREFETCH_OFFSET: on a zero-copy memif port (and a NIC)
-	 * a packet's first line was last written by another agent */
-	for (uint16_t i = 0; i < n && i < 3; i++)
-		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
+	 * a packet's first line was last written by another agent; the
+	 * last packet stands in for the 3 past the burst (the loop does not
+	 * test for the end) */
+	for (uint16_t i = 0; i < RX_PREFETCH_AHEAD; i++) {
+		pkts[n + i] = pkts[n - 1];
+		rte_prefetch0(rte_pktmbuf_mtod(pkts[i < n ? i : n - 1], void *));
+	}
 	for (uint16_t i = 0; i < n; i++) {
-		if (i + 3 < n)
-			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 3], void *));
+		rte_prefetch0(rte_pktmbuf_mtod(pkts[i + RX_PREFETCH_AHEAD], void *));
 		struct rte_mbuf *m = pkts[i];
 		const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
 		bytes += m->pkt_len;
@@ -349,7 +354,7 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 
 unsigned dp_rx_burst(struct dp_lcore *lc, uint64_t now)
 {
-	struct rte_mbuf *pkts[DP_BURST];
+	struct rte_mbuf *pkts[DP_BURST + RX_PREFETCH_AHEAD]; /* dp_rx_work's prefetch reads past the burst */
 	if (lc->rxq < 0)
 		return 0;
 	uint16_t n;
