@@ -204,8 +204,11 @@ struct rx {
 	uint16_t hint_fid;
 	bool have_hint;
 	/* the run of the burst path: fragments of one frame, one after
-	 * another, their bytes kept until dp_shard_run would place them */
+	 * another, their bytes kept until dp_shard_run would place them; as
+	 * dp_shard_add keeps them, each fragment's frame id in the wire's
+	 * byte order, the run's in run_fid */
 	unsigned run_n, run_peer;
+	uint16_t run_fid;
 	struct fg_frag run_f[RUN_MAX];
 	uint8_t run_bytes[RUN_MAX][FRAME_CAP];
 };
@@ -260,8 +263,17 @@ static struct dp_peer peer_of(unsigned peer_i)
 
 static void frag_out(struct rx *x, unsigned peer_i, const struct fg_frag *f, const struct dp_reasm_out *o);
 
+/* Fragment i of the run with its frame id in host order. */
+static struct fg_frag run_frag(const struct rx *x, unsigned i)
+{
+	struct fg_frag f = x->run_f[i];
+	f.frame_id = x->run_fid;
+	return f;
+}
+
 /* dp_shard_run's placement of the run: dp_reasm_land_run takes what it
- * can; a fragment it does not take is pushed with the run's hint. */
+ * can (from the fragments as dp_shard_add stored them); a fragment it
+ * does not take is pushed with the run's hint and frame id. */
 static void run_flush(struct rx *x)
 {
 	struct dp_peer peer = peer_of(x->run_peer);
@@ -272,14 +284,18 @@ static void run_flush(struct rx *x)
 		FUZZ_CHECK(k <= x->run_n - i);
 		if (k) {
 			struct dp_reasm_out landed = { .disp = DP_RA_TAKEN };
-			for (unsigned j = i; j + 1 < i + k; j++)
-				frag_out(x, x->run_peer, &x->run_f[j], &landed);
+			for (unsigned j = i; j + 1 < i + k; j++) {
+				struct fg_frag g = run_frag(x, j);
+				frag_out(x, x->run_peer, &g, &landed);
+			}
 			FUZZ_CHECK(out.disp == DP_RA_TAKEN);
-			frag_out(x, x->run_peer, &x->run_f[i + k - 1], &out);
+			struct fg_frag g = run_frag(x, i + k - 1);
+			frag_out(x, x->run_peer, &g, &out);
 			i += k;
 		} else {
-			FUZZ_CHECK(dp_reasm_push_hinted(&x->ra, &peer, h, &x->hint, &x->run_f[i], &x->ictx, x->now, &out) == 0);
-			frag_out(x, x->run_peer, &x->run_f[i], &out);
+			struct fg_frag g = run_frag(x, i);
+			FUZZ_CHECK(dp_reasm_push_hinted(&x->ra, &peer, h, &x->hint, &g, &x->ictx, x->now, &out) == 0);
+			frag_out(x, x->run_peer, &g, &out);
 			i++;
 		}
 	}
@@ -293,7 +309,7 @@ static void fragment(struct rx *x, unsigned peer_i, const struct dp_peer *peer, 
 	 * destination prefetched; consecutive fragments of one frame placed
 	 * as a run (run_flush). Every fourth frame id takes dp_reasm_push
 	 * alone, as single datagrams (dp_shard_dgram) do. */
-	if (x->run_n && (x->run_peer != peer_i || x->run_f[0].frame_id != f->frame_id || x->run_n == RUN_MAX))
+	if (x->run_n && (x->run_peer != peer_i || x->run_fid != f->frame_id || x->run_n == RUN_MAX))
 		run_flush(x);
 	if (f->frame_id % 4 == 3) {
 		struct dp_reasm_out out;
@@ -310,8 +326,10 @@ static void fragment(struct rx *x, unsigned peer_i, const struct dp_peer *peer, 
 	FUZZ_CHECK(f->chunk_len <= FRAME_CAP);
 	memcpy(x->run_bytes[x->run_n], f->chunk, f->chunk_len);
 	x->run_f[x->run_n] = *f;
+	x->run_f[x->run_n].frame_id = __builtin_bswap16(f->frame_id);
 	x->run_f[x->run_n].chunk = x->run_bytes[x->run_n];
 	x->run_peer = peer_i;
+	x->run_fid = f->frame_id;
 	x->run_n++;
 }
 
