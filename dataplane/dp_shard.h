@@ -42,13 +42,13 @@ void dp_shard_dgram(struct dp_lcore *lc, const struct dp_dgram *dg, uint64_t now
  * driver's until the run.
  *
  * Invariants:
- *  1. it[k].at < it[k + 1].at, it[n].at == nf: item k holds f[it[k].at,
- *     it[k + 1].at) (one element for a datagram).
+ *  1. it[k].at < it[k + 1].at; it[n].at == the elements of f[] in use;
+ *     item k holds f[it[k].at, it[k + 1].at) (one element for a datagram).
  *  2. A run's f[] are fragments of multi-fragment frames as
  *     fg_frag_decode gives them but frame_id, which holds the wire's two
- *     bytes (the run's fid is its frame id); a datagram's f[] element is its decoded
- *     single fragment, or (raw profile) chunk and chunk_len are its
- *     payload; a refused fragment header leaves it unset (rc < 0).
+ *     bytes (the run's fid is its frame id); a datagram's f[] element is
+ *     its decoded single fragment, or (raw profile) chunk and chunk_len
+ *     are its payload; a refused fragment header leaves it unset (rc < 0).
  *  3. nfrag == the fragments of the runs. */
 struct dp_shard_item {
 	const struct dp_flow *fl;
@@ -60,7 +60,7 @@ struct dp_shard_item {
 };
 struct dp_shard_burst {
 	struct fg_frag f[DP_BURST];
-	struct dp_shard_item it[DP_BURST + 1]; /* it[n].at: nf */
+	struct dp_shard_item it[DP_BURST + 1]; /* it[n].at: the elements of f[] in use */
 	unsigned n, nfrag;
 };
 
@@ -74,20 +74,21 @@ struct dp_shard_adder {
 	uint8_t *body;              /* the last run's lookup, for the prefetch (dp_reasm_prefetch) */
 	uint32_t body_len, chunk;
 	uint32_t key;               /* the last run's frame id as the wire has it, | 0x10000 once a datagram followed it */
-	unsigned nf, n, ndgram;
+	struct fg_frag *f;          /* the next element of b->f */
+	unsigned n, ndgram;
 };
 
 static inline void dp_shard_add_begin(struct dp_shard_adder *a, const struct dp_lcore *lc, struct dp_shard_burst *b)
 {
-	*a = (struct dp_shard_adder){.b = b, .chunk = lc->reasm.cfg.chunk, .key = 0x10000};
+	*a = (struct dp_shard_adder){.b = b, .f = b->f, .chunk = lc->reasm.cfg.chunk, .key = 0x10000};
 }
 
-/* A new item, item n, starting at element nf. */
+/* A new item, item n, starting at element a->f. */
 static inline struct dp_shard_item *dp_shard_item_new(struct dp_shard_adder *a, const struct dp_flow *fl, int8_t rc)
 {
 	struct dp_shard_item *it = &a->b->it[a->n++];
 	it->fl = fl;
-	it->at = (uint8_t)a->nf;
+	it->at = (uint8_t)(a->f - a->b->f);
 	it->rc = rc;
 	it->cont = false;
 	return it;
@@ -100,7 +101,7 @@ static inline struct dp_shard_item *dp_shard_item_new(struct dp_shard_adder *a, 
 static inline void dp_shard_add(struct dp_lcore *lc, struct dp_shard_adder *a, const struct dp_flow *fl,
 				const uint8_t *payload, uint32_t len)
 {
-	struct fg_frag *f = &a->b->f[a->nf];
+	struct fg_frag *f = a->f;
 	int8_t rc = 0;
 	if (fl->fragmented) {
 		/* fg_frag_decode_fast's common case, for 2 <= total: the
@@ -129,7 +130,7 @@ static inline void dp_shard_add(struct dp_lcore *lc, struct dp_shard_adder *a, c
 				}
 				a->key = wfid;
 			}
-			a->nf++;
+			a->f++;
 			uint32_t off = (w >> 16 & 0xFF) * a->chunk - DP_RA_SEED_HDR; /* dp_reasm_prefetch */
 			if (off < a->body_len) {
 				__builtin_prefetch(a->body + off, 1, 3);
@@ -147,16 +148,17 @@ static inline void dp_shard_add(struct dp_lcore *lc, struct dp_shard_adder *a, c
 	}
 	dp_shard_item_new(a, fl, rc);
 	a->key |= 0x10000;
-	a->nf++;
+	a->f++;
 	a->ndgram++;
 }
 
 /* The burst's counts written once its datagrams are all added. */
 static inline void dp_shard_add_end(struct dp_shard_adder *a)
 {
-	a->b->it[a->n].at = (uint8_t)a->nf;
+	unsigned nf = (unsigned)(a->f - a->b->f);
+	a->b->it[a->n].at = (uint8_t)nf;
 	a->b->n = a->n;
-	a->b->nfrag = a->nf - a->ndgram;
+	a->b->nfrag = nf - a->ndgram;
 }
 
 void dp_shard_run(struct dp_lcore *lc, struct dp_shard_burst *b, uint64_t now);
