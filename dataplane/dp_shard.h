@@ -78,6 +78,8 @@ struct dp_shard_adder {
 	unsigned n, ndgram;
 };
 
+/* Start an empty burst b (the caller's), added to through a (the caller's
+ * local, passed to nothing but dp_shard_add and dp_shard_add_end). */
 static inline void dp_shard_add_begin(struct dp_shard_adder *a, const struct dp_lcore *lc, struct dp_shard_burst *b)
 {
 	*a = (struct dp_shard_adder){.b = b, .f = b->f, .chunk = lc->reasm.cfg.chunk, .key = 0x10000};
@@ -152,7 +154,8 @@ static inline void dp_shard_add(struct dp_lcore *lc, struct dp_shard_adder *a, c
 	a->ndgram++;
 }
 
-/* The burst's counts written once its datagrams are all added. */
+/* The burst's counts written once its datagrams are all added; b is then
+ * ready for dp_shard_run. */
 static inline void dp_shard_add_end(struct dp_shard_adder *a)
 {
 	unsigned nf = (unsigned)(a->f - a->b->f);
