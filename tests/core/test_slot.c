@@ -157,6 +157,19 @@ static void begin_answered(struct fg_slots *s, struct fg_seed sd, uint64_t now, 
 	assert_int_equal(r.outcome, want);
 }
 
+/* Two slot results the same in every field a caller reads. */
+static void assert_result_eq(const struct fg_slot_result *b, const struct fg_slot_result *a)
+{
+	assert_int_equal(b->outcome, a->outcome);
+	assert_int_equal(b->slot, a->slot);
+	assert_int_equal(b->landed, a->landed);
+	assert_int_equal(b->expected, a->expected);
+	assert_int_equal(b->state, a->state);
+	assert_int_equal(b->epoch, a->epoch);
+	assert_int_equal(b->fingerprint, a->fingerprint);
+	assert_int_equal(b->bytes, a->bytes);
+}
+
 /* A refusal (the table unchanged) answers a fragment attempt
  * (fg_slot_begin) as it answers the whole contribution (fg_slot_put):
  * every field of the result, whatever the result held before. */
@@ -170,13 +183,7 @@ static void begin_refused_as_put(struct fg_slots *s, struct fg_seed sd, uint64_t
 	memset(&b, 0xA5, sizeof(b));
 	assert_int_equal(fg_slot_begin(s, &sd, now, &rf, &b), 0);
 	assert_int_equal(b.outcome, want);
-	assert_int_equal(b.slot, p.slot);
-	assert_int_equal(b.landed, p.landed);
-	assert_int_equal(b.expected, p.expected);
-	assert_int_equal(b.state, p.state);
-	assert_int_equal(b.epoch, p.epoch);
-	assert_int_equal(b.fingerprint, p.fingerprint);
-	assert_int_equal(b.bytes, p.bytes);
+	assert_result_eq(&b, &p);
 }
 
 /* sd begun on t1 by fg_slot_begin and on t2 (the same history) by
@@ -202,13 +209,7 @@ static void begin_both(struct fg_slots *t1, struct fg_slots *t2, struct fg_seed 
 		return;
 	}
 	assert_int_equal(b.outcome, want);
-	assert_int_equal(b.slot, a.slot);
-	assert_int_equal(b.landed, a.landed);
-	assert_int_equal(b.expected, a.expected);
-	assert_int_equal(b.state, a.state);
-	assert_int_equal(b.epoch, a.epoch);
-	assert_int_equal(b.fingerprint, a.fingerprint);
-	assert_int_equal(b.bytes, a.bytes);
+	assert_result_eq(&b, &a);
 }
 
 /* The same whole contribution into both tables. */
@@ -1556,14 +1557,7 @@ static void test_whole_result_as_place(void **state)
 		enum fg_outcome want = l == 2 ? FG_O_RESOLVED : FG_O_ACCEPTED;
 		assert_int_equal(ra.outcome, want);
 		assert_int_equal(fg_slot_whole(&t2.s, &b, &rb), want);
-		assert_int_equal(rb.outcome, ra.outcome);
-		assert_int_equal(rb.slot, ra.slot);
-		assert_int_equal(rb.landed, ra.landed);
-		assert_int_equal(rb.expected, ra.expected);
-		assert_int_equal(rb.state, ra.state);
-		assert_int_equal(rb.epoch, ra.epoch);
-		assert_int_equal(rb.fingerprint, ra.fingerprint);
-		assert_int_equal(rb.bytes, ra.bytes);
+		assert_result_eq(&rb, &ra);
 		assert_int_equal(fg_slot_whole(&t2.s, &b, &rb), FG_O_STALE); /* the attempt is over */
 		slot = ra.slot;
 	}
