@@ -288,6 +288,7 @@ int fg_ingest_classified(struct fg_slots *s, const struct fg_ingest_ctx *ctx, co
 		if (crc < 0)
 			return crc;
 	}
-	fg_status_from_result(ctx, &out->seed, &out->slot, 0, &out->status);
+	if (!ctx->status_later)
+		fg_status_from_result(ctx, &out->seed, &out->slot, 0, &out->status);
 	return 0;
 }

@@ -148,7 +148,12 @@ static int shard_decoded(struct dp_lcore *lc, const uint8_t *frame, uint32_t len
 		return -r->reason;
 	}
 	const struct fg_frame f = {.hdr = d->hdr, .payload = frame + FG_HDR_LEN};
+	/* a UDP sender's status for a decoded seed is written straight into
+	 * its datagram from the seed and slot result (on_outcome, st NULL);
+	 * the control plane's frames take the ingest's (dp_lane_poll) */
+	lc->ictx.status_later = from != NULL;
 	int rc = fg_ingest_classified(&lc->slots, &lc->ictx, &f, &d->cls, now, r);
+	lc->ictx.status_later = false;
 	if (rc < 0) {
 		if (rc == -FG_R_UNKNOWN_STREAM || rc == -FG_R_UNKNOWN_LAYER) {
 			dp_lc_count(lc, FG_C_DROP_UNKNOWN_STREAM, 1);
@@ -171,7 +176,8 @@ static int shard_decoded(struct dp_lcore *lc, const uint8_t *frame, uint32_t len
 		}
 		return 0;
 	}
-	on_outcome(lc, &r->seed, &r->slot, &r->status, from ? &from->peer : NULL, from ? &from->route : NULL, now);
+	on_outcome(lc, &r->seed, &r->slot, from ? NULL : &r->status, from ? &from->peer : NULL,
+		   from ? &from->route : NULL, now);
 	return 0;
 }
 
@@ -202,7 +208,7 @@ static unsigned frame_owner(const struct dp_lcore *lc, const struct dp_frame *d)
  * sender that resends only unACKed frames must resend it). */
 static bool ack_placed(int rc, const struct fg_ingest_result *r)
 {
-	return !(rc >= 0 && r->band == FG_BAND_SEED && r->status.outcome == FG_O_NO_SLOT);
+	return !(rc >= 0 && r->band == FG_BAND_SEED && r->slot.outcome == FG_O_NO_SLOT);
 }
 
 /* A whole frame in an xfer buffer x (owned by the caller of this function,

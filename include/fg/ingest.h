@@ -47,6 +47,11 @@ struct fg_ingest_ctx {
 	 * FG_R_LAYER_NOT_SERVED (another node of the fleet serves it). NULL:
 	 * every layer (one appliance, or layers = all). */
 	const uint8_t *serves;
+	/* The caller writes a decoded seed's status itself, from the seed and
+	 * the slot result (fg_status_frame: the same bytes): for such a seed
+	 * fg_ingest_classified leaves fg_ingest_result.status zeroed. Every
+	 * other status (malformed, canonical, refused streams) is filled. */
+	bool status_later;
 };
 
 /* Does ctx's node serve destination layer `layer`? Any thread. */

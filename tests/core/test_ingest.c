@@ -733,6 +733,47 @@ static void test_status_frame_as_encode(void **state)
 	assert_true(refused > 0 && refused < n);
 }
 
+/* With status_later a decoded seed's status is the caller's: the result
+ * holds it zeroed, and fg_status_frame from the result's seed and slot
+ * writes the bytes the ingest's own status encodes to. A refusal's status
+ * is filled either way. */
+static void test_status_later(void **state)
+{
+	(void)state;
+	struct fixture a, b;
+	fixture_init(&a, SMALL_H, FG_LINE_ACTIVE);
+	fixture_init(&b, SMALL_H, FG_LINE_ACTIVE);
+	b.ctx.status_later = true;
+	const uint8_t lines[3] = {1, 3, 5};
+	for (unsigned i = 0; i < 4; i++) { /* accepted, accepted, resolved, duplicate */
+		struct fg_ingest_result ra, rb;
+		uint8_t line = lines[i < 3 ? i : 0];
+		assert_int_equal(ingest_seed(&a, 7, 2, line, 0, small, SMALL_H, 10, &ra), 0);
+		assert_int_equal(ingest_seed(&b, 7, 2, line, 0, small, SMALL_H, 10, &rb), 0);
+		assert_int_equal(rb.slot.outcome, ra.slot.outcome);
+		struct fg_status zero;
+		memset(&zero, 0, sizeof(zero));
+		assert_memory_equal(&rb.status, &zero, sizeof(zero));
+		uint8_t want[FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN], got[sizeof(want)];
+		assert_int_equal(fg_status_encode(&ra.status, want, sizeof(want)), (ssize_t)sizeof(want));
+		assert_int_equal(fg_status_frame(&b.ctx, &rb.seed, &rb.slot, got, sizeof(got)), (ssize_t)sizeof(got));
+		assert_memory_equal(got, want, sizeof(want));
+	}
+	/* a refusal (a line the rule does not expect): filled */
+	struct fg_ingest_result rb;
+	assert_int_equal(ingest_seed(&b, 8, 1, 3, 0, small, SMALL_H, 10, &rb), 0);
+	assert_int_equal(rb.slot.outcome, FG_O_UNEXPECTED_LINE);
+	struct fg_ingest_result rm;
+	uint8_t bad[64];
+	size_t n = encode_seed(&b.bands, 9, 2, 1, 0, small, SMALL_H, bad, sizeof(bad));
+	bad[6] = 0x70; /* flags: line 7, which is invalid */
+	assert_true(ingest_bytes(&b, bad, n, 10, &rm) < 0);
+	assert_int_equal(rm.status.outcome, FG_O_MALFORMED);
+	assert_int_not_equal(rm.status.reason, 0);
+	fixture_fini(&a);
+	fixture_fini(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -741,6 +782,7 @@ int main(void)
 		cmocka_unit_test(test_pair_x_status_facts),
 		cmocka_unit_test(test_status_line_facts_all_states),
 		cmocka_unit_test(test_status_frame_as_encode),
+		cmocka_unit_test(test_status_later),
 		cmocka_unit_test(test_conflict_and_epoch),
 		cmocka_unit_test(test_classify_once_same_answer),
 		cmocka_unit_test(test_linefacts_pack),
