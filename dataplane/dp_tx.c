@@ -356,8 +356,9 @@ static inline __attribute__((always_inline)) bool tx_frag(struct dp_lcore *lc, c
 }
 
 /* A slot's body as an external mbuf buffer (rte_pktmbuf_attach_extbuf):
- * its shared info counts the mbufs attached to it, plus one while
- * frags_ref attaches them. The count leaves 0 only with a pin of the slot
+ * its shared info counts the mbufs attached to it (frags_ref counts a
+ * delivery's before it attaches the first, and takes back those that
+ * found no mbuf). The count leaves 0 only with a pin of the slot
  * (fg_slot_pin) and returns to 0 with its unpin, in tx_ref_free (DPDK's
  * free callback) or in frags_ref. Every mbuf attached here is freed on
  * the owning lcore: the PMD frees what it sent in rte_eth_tx_burst
