@@ -28,7 +28,9 @@
  *
  * Transition table (event, state -> outcome, new state):
  *   put, FREE or other key not OPEN  -> ACCEPTED/RESOLVED, OPEN/RESOLVED
+ *     (not pinned)
  *   put, other key OPEN              -> NO_SLOT, unchanged
+ *   put/begin, index pinned, not key -> NO_SLOT, unchanged (fg_slot_pin)
  *   put, OPEN, line not whole        -> ACCEPTED/RESOLVED
  *   put, OPEN, line whole, same body -> DUPLICATE, OPEN
  *   put, OPEN, line whole, other     -> CONFLICT, POISONED
@@ -68,7 +70,11 @@
  *  5. attempt[p] only grows (begin, put, abort, fg_slot_whole and every
  *     close out of OPEN bump it), so attempt[p] == ref->attempt holds exactly while the
  *     reference's slot is OPEN, for its key, and the attempt is current
- *     (fg_slot_ref_live). */
+ *     (fg_slot_ref_live).
+ *  6. pins > 0 only while the slot is RESOLVED or POISONED (fg_slot_pin
+ *     takes a RESOLVED slot; nothing but a reclaim leaves either state,
+ *     and slot_claim refuses that while pinned): its result buffer is
+ *     not written. */
 struct fg_slot {
 	uint32_t token_seq;
 	uint16_t layer;
@@ -76,6 +82,7 @@ struct fg_slot {
 	uint8_t complete;  /* whole lines, bit = line index */
 	uint8_t expected;  /* rule mask at open */
 	uint8_t n;         /* rule length at open */
+	uint16_t pins;     /* fg_slot_pin holders: while not 0 the slot is never (re)opened */
 	uint32_t start_pos, seq_len, body_len;
 	uint32_t gen;
 	uint32_t prev, next; /* open FIFO */
@@ -88,6 +95,7 @@ struct fg_slot {
 };
 
 #define HDR_SIZE ((sizeof(struct fg_slot) + FG_CACHE_LINE - 1) & ~(size_t)(FG_CACHE_LINE - 1))
+_Static_assert(sizeof(struct fg_slot) <= 2 * FG_CACHE_LINE, "a slot header is two cache lines (pins sits in padding)");
 
 static const char *const outcome_names[FG_O__COUNT] = {
 	[FG_O_ACCEPTED] = "accepted",
@@ -384,9 +392,9 @@ static void slot_open(struct fg_slots *s, uint32_t i, const struct fg_seed *seed
 }
 
 /* The slot for seed's key: the existing one, or a newly opened one when the
- * index is free or its occupant is finished (RESOLVED, EXPIRED, POISONED).
- * Returns NIL with res->outcome = NO_SLOT when a live open slot of another
- * key holds the index. */
+ * index is free or its occupant is finished (RESOLVED, EXPIRED, POISONED)
+ * and not pinned. Returns NIL with res->outcome = NO_SLOT when a live open
+ * slot of another key, or a pinned one, holds the index. */
 static inline __attribute__((always_inline)) uint32_t slot_claim(struct fg_slots *s, const struct fg_seed *seed,
 									uint64_t now_ns, struct fg_slot_result *res)
 {
@@ -395,7 +403,9 @@ static inline __attribute__((always_inline)) uint32_t slot_claim(struct fg_slots
 
 	if (sl->state != FG_SLOT_FREE && sl->token_seq == seed->token_seq && sl->layer == seed->dst_layer)
 		return i;
-	if (sl->state == FG_SLOT_OPEN) {
+	/* A pinned slot's body is still read by someone (fg_slot_pin): it is
+	 * held like a live one until unpinned. */
+	if (sl->state == FG_SLOT_OPEN || sl->pins) {
 		res->outcome = FG_O_NO_SLOT;
 		return NIL;
 	}
@@ -732,6 +742,37 @@ void fg_slot_abort(struct fg_slots *s, const struct fg_slot_ref *ref)
 		memset(sl->landed, 0, sizeof(sl->landed));
 		s->abandoned++;
 	}
+}
+
+int fg_slot_pin(struct fg_slots *s, uint32_t slot)
+{
+	struct fg_slot *sl;
+
+	if (!s || slot >= s->cfg.capacity)
+		return -ENOENT;
+	sl = slot_at(s, slot);
+	if (sl->state != FG_SLOT_RESOLVED)
+		return -ENOENT;
+	if (sl->pins == UINT16_MAX)
+		return -EOVERFLOW;
+	sl->pins++;
+	return 0;
+}
+
+void fg_slot_unpin(struct fg_slots *s, uint32_t slot)
+{
+	struct fg_slot *sl;
+
+	if (!s || slot >= s->cfg.capacity)
+		return;
+	sl = slot_at(s, slot);
+	if (sl->pins)
+		sl->pins--;
+}
+
+bool fg_slot_is_pinned(const struct fg_slots *s, uint32_t slot)
+{
+	return s && slot < s->cfg.capacity && slot_at(s, slot)->pins != 0;
 }
 
 int fg_slot_seed(const struct fg_slots *s, uint32_t slot, struct fg_seed_view *out)

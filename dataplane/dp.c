@@ -18,17 +18,21 @@
 
 #include <rte_eal.h>
 #include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
 #include <rte_malloc.h>
+#include <rte_memory.h>
 #include <rte_pdump.h>
 
 #include "dp_burst_guard.h"
 #include "dp_idle_fd.h"
 #include "dp_internal.h"
+#include "dp_tx.h"
 
 #define DP_LOG(level, fmt, ...) RTE_LOG(level, USER1, "dataplane: " fmt "\n", ##__VA_ARGS__)
 
@@ -161,7 +165,8 @@ static uint64_t read_u64_file(const char *path)
 static uint64_t memory_needed(const struct dp_state *g, uint32_t n_mbufs, uint32_t n_xfer)
 {
 	struct dp_reasm_cfg rc = {.contexts = g->cfg.reasm_contexts, .chunk = g->chunk, .frame_max = g->frame_max};
-	uint64_t per_lcore = fg_slots_mem_size(&g->scfg) + dp_reasm_mem_size(&rc) + dp_ack_mem_size(g->prof.ack_peers) +
+	uint64_t per_lcore = fg_slots_mem_size(&g->scfg) + dp_tx_ref_mem_size(g->scfg.capacity) +
+			     dp_reasm_mem_size(&rc) + dp_ack_mem_size(g->prof.ack_peers) +
 			     dp_dlv_mem_size(g->cfg.delivery_pending_max ? g->cfg.delivery_pending_max : 1) +
 			     sizeof(struct dp_lcore) + g->frame_max + 65536;
 	uint64_t lanes = 2ull * fg_ring_mem_size(g->prof.lane_ring, sizeof(union fg_bmsg)) +
@@ -292,6 +297,54 @@ static void drain_unbound_af_packet(struct dp_state *g, uint16_t pid, const char
 			       "to the interface", pid, driver, (unsigned long long)n);
 }
 
+/* Whether the port can send a resolved seed by reference (dp_tx.h): a
+ * header mbuf chained to one attached to the slot's body. It must take
+ * multi-segment TX (RTE_ETH_TX_OFFLOAD_MULTI_SEGS), read each segment
+ * where it lies into one frame (a NIC's DMA gather; the copy of memif,
+ * af_packet, af_xdp, pcap) and free the mbufs from its TX queue, on the
+ * lcore that sends (dp_tx.c: the slot's unpin runs there). Two that offer
+ * multi-segment TX do not: net_ring hands the mbufs themselves to its
+ * receiver, which frees them on its own thread and sees the chain; a
+ * zero-copy memif client hands every segment to the peer as a descriptor
+ * into the first memseg list (22.11), whatever memory it is in, and the
+ * peer receives a chain. */
+static bool tx_by_ref_fits(const struct rte_eth_dev_info *info)
+{
+	if (!(info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS))
+		return false;
+	if (strcmp(info->driver_name, "net_ring") == 0)
+		return false;
+	if (strcmp(info->driver_name, "net_memif") == 0) {
+		const struct rte_devargs *da = info->device ? rte_dev_devargs(info->device) : NULL;
+		if (da && da->args && strstr(da->args, "zero-copy=yes"))
+			return false;
+	}
+	return true;
+}
+
+/* IOVA of mem[0..len) minus its address when the range is IOVA-contiguous
+ * (always with IOVA as VA; checked page by page with IOVA as PA), in *delta.
+ * false: the NIC could not be told one address for a body: copy. */
+static bool iova_contig(const void *mem, size_t len, uint64_t *delta)
+{
+	rte_iova_t base = rte_malloc_virt2iova(mem);
+	if (base == RTE_BAD_IOVA)
+		return false;
+	if (rte_eal_iova_mode() != RTE_IOVA_VA) {
+		const struct rte_memseg_list *msl = rte_mem_virt2memseg_list(mem);
+		if (!msl || !msl->page_sz)
+			return false;
+		uintptr_t a = (uintptr_t)mem, end = a + len;
+		for (uintptr_t pg = RTE_ALIGN_FLOOR(a, msl->page_sz); pg < end; pg += msl->page_sz) {
+			uintptr_t at = pg < a ? a : pg;
+			if (rte_mem_virt2iova((const void *)at) != base + (at - a))
+				return false;
+		}
+	}
+	*delta = (uint64_t)base - (uint64_t)(uintptr_t)mem;
+	return true;
+}
+
 static int port_setup(struct dp_state *g)
 {
 	struct rte_eth_dev_info info;
@@ -337,6 +390,9 @@ static int port_setup(struct dp_state *g)
 		DP_LOG(NOTICE, "port %u (%s): %u RX queues without device RSS; the driver spreads flows itself "
 			       "(af_packet: PACKET_FANOUT_HASH)", pid, info.driver_name, g->n_rxq);
 	}
+	g->tx_by_ref = tx_by_ref_fits(&info);
+	if (g->tx_by_ref)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	rc = rte_eth_dev_configure(pid, g->n_rxq, g->n_txq, &conf);
 	if (rc < 0) {
 		DP_LOG(ERR, "port %u (%s): configure %u rx / %u tx queues: %s", pid, info.driver_name, g->n_rxq,
@@ -390,8 +446,9 @@ static int port_setup(struct dp_state *g)
 		DP_LOG(NOTICE, "port %u (%s): burst guard kept on: DPDK %s is newer than the releases checked for "
 		       "unmapping under a running burst (dataplane/dp_burst_guard.h)", pid, info.driver_name, rte_version());
 	g->driver = info.driver_name;
-	DP_LOG(INFO, "port %u (%s): %u rx / %u tx queues, %u/%u descriptors, rss %s", pid, info.driver_name,
-	       g->n_rxq, g->n_txq, rxd, txd, conf.rxmode.mq_mode == RTE_ETH_MQ_RX_RSS ? "on" : "off");
+	DP_LOG(INFO, "port %u (%s): %u rx / %u tx queues, %u/%u descriptors, rss %s, deliveries %s", pid,
+	       info.driver_name, g->n_rxq, g->n_txq, rxd, txd, conf.rxmode.mq_mode == RTE_ETH_MQ_RX_RSS ? "on" : "off",
+	       g->tx_by_ref ? "by reference (multi-segment TX)" : "copied");
 	return 0;
 }
 
@@ -512,6 +569,16 @@ static int lcore_setup(struct dp_state *g, unsigned i, unsigned lcore_id)
 		DP_LOG(ERR, "slot shard %u: %s", i, strerror(-rc));
 		return rc;
 	}
+	uint64_t iova_delta;
+	if (g->tx_by_ref && iova_contig(lc->slots_mem, sz, &iova_delta)) {
+		snprintf(name, sizeof(name), "fgdp_txref%u", i);
+		lc->tx_ref_mem = rte_malloc(name, dp_tx_ref_mem_size(g->scfg.capacity), 64);
+		if (!lc->tx_ref_mem)
+			return -ENOMEM;
+		dp_tx_ref_init(lc, lc->tx_ref_mem, iova_delta);
+	} else if (g->tx_by_ref) {
+		DP_LOG(NOTICE, "slot shard %u: its memory is not IOVA-contiguous; its deliveries are copied", i);
+	}
 	struct dp_reasm_cfg rcfg = {
 		.contexts = g->cfg.reasm_contexts,
 		.chunk = g->chunk,
@@ -588,6 +655,7 @@ static void free_all(struct dp_state *g)
 				rte_ring_free(lc->inbox);
 			}
 			rte_free(lc->slots_mem);
+			rte_free(lc->tx_ref_mem); /* after the port's close: no mbuf refers to a slot any more */
 			rte_free(lc->reasm_mem);
 			rte_free(lc->ack_mem);
 			rte_free(lc->dlv_mem);

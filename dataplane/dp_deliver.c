@@ -41,10 +41,12 @@ static bool seed_head(const struct dp_lcore *lc, const struct fg_seed_view *v, u
  * layer's consumer, in the fragmented profile (fragments of env->chunk
  * bytes, one frame id). The frame is never assembled: each datagram
  * gathers its fragment header, the part of the head it covers (fragment 0)
- * and its part of the body straight from the slot into the packet. now:
- * the caller's loop clock, for the route's neighbour entry (io->route). */
+ * and its part of the body straight from the slot into the packet, or,
+ * where io->consumer_frags can (a port with multi-segment TX), refers to
+ * the body in slot `slot` without copying it. now: the caller's loop
+ * clock, for the route's neighbour entry (io->route). */
 static bool dlv_send(struct dp_lcore *lc, const struct fg_addr *c, const uint8_t *head, const uint8_t *body,
-		     uint32_t body_len, uint64_t now)
+		     uint32_t body_len, uint32_t slot, uint64_t now)
 {
 	struct dp_peer to = {.family = c->family == AF_INET6 ? 6 : 4, .port = c->port};
 	struct dp_route rt;
@@ -52,7 +54,8 @@ static bool dlv_send(struct dp_lcore *lc, const struct fg_addr *c, const uint8_t
 	const uint32_t hl = FG_RESOLVED_HEAD_LEN, len = hl + body_len, C = lc->env->chunk;
 	const uint32_t total = fg_frag_count(len, C);
 	if (lc->env->io->consumer_frags && total) { /* the route and its template at once */
-		int r = lc->env->io->consumer_frags(lc, &to, now, lc->frame_id, total, head, hl, body, body_len, C);
+		int r = lc->env->io->consumer_frags(lc, &to, now, lc->frame_id, total, head, hl, body, body_len, C,
+						    slot);
 		if (r < 0) {
 			dp_lc_xcount(lc, DP_X_NO_SRC_ADDR);
 			return false;
@@ -158,7 +161,7 @@ void dp_deliver_timer(struct dp_lcore *lc, uint64_t now)
 			continue;
 		}
 		neigh_hint(lc, e->layer, DP_NEIGH_UNANSWERED, now); /* before the route the resend takes */
-		(void)dlv_send(lc, c, head, v.body, v.body_len, now);
+		(void)dlv_send(lc, c, head, v.body, v.body_len, e->slot, now);
 		dp_dlv_rearm(&lc->dlv, i, now);
 		dp_lc_count(lc, FG_C_DELIVERY_RESENT, 1);
 	}
@@ -320,11 +323,11 @@ void dp_deliver_seed(struct dp_lcore *lc, uint32_t slot, uint64_t now)
 	if (c) {
 		/* The UDP consumer needs the frame (wire.md 3.3): its head
 		 * encoded here, the body copied from the slot straight into the
-		 * packets. Counted as sent once tracked: it ends ACKed or given
-		 * up. */
+		 * packets or sent by reference (dlv_send). Counted as sent once
+		 * tracked: it ends ACKed or given up. */
 		uint8_t head[FG_RESOLVED_HEAD_LEN];
 		if (seed_head(lc, &v, head)) {
-			(void)dlv_send(lc, c, head, v.body, v.body_len, now);
+			(void)dlv_send(lc, c, head, v.body, v.body_len, slot, now);
 			dp_lc_count(lc, FG_C_SEEDS_SENT, 1);
 			dlv_track(lc, &v, slot, now);
 			sent = true;

@@ -18,9 +18,10 @@
  * caller), or by being superseded by a new delivery of the same key. So
  *   tracked == acked + dropped + evicted + superseded + n (pending).
  * A consumer that never ACKs therefore holds at most `capacity` entries for
- * at most (retries + 1) * retry_ns each: no slot is pinned (the slot table
- * reclaims slots as usual; a resend finds out and gives up) and no memory
- * grows after init.
+ * at most (retries + 1) * retry_ns each: a pending delivery pins no slot
+ * (the slot table reclaims slots as usual; a resend finds out and gives
+ * up; only the packets of a send by reference pin theirs while the device
+ * holds them, dp_tx.h) and no memory grows after init.
  *
  * The consumer's window (wire.md 2.1): the fleet's receiving transport ACKs
  * at most base..base+63 per stream, base = the lowest sequence it still

@@ -46,6 +46,7 @@ struct dp_state {
 	bool own_prefix;             /* --file-prefix fgdp<pid>: runtime dir removed at stop */
 	uint32_t mbufs_out_started;
 	bool guard_bursts;           /* the port's PMD unmaps under a burst (dp_burst_guard.h) */
+	bool tx_by_ref;              /* multi-segment TX on: deliveries sent by reference (dp_tx.h) */
 	int rxq_fd[DP_MAX_LCORES];   /* [poll] idle_wake: the socket RX queue q receives on, -1 unknown (dp_idle.h) */
 	bool have_report;
 	struct dp_report report;

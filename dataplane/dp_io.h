@@ -51,6 +51,7 @@
 struct rte_ring;
 struct rte_mbuf;
 struct dp_lcore;
+struct dp_tx_ref;
 
 #define DP_BURST 32u
 #define DP_TX_MAX 128u
@@ -189,12 +190,16 @@ struct dp_io {
 	/* route then frags in one call, for a configured consumer `to`: its
 	 * route as route finds it at now, then the frame's total (not 0)
 	 * fragments under frame id fid as frags sends them, the header
-	 * template kept with the route while neither changes. -1: no route
-	 * (nothing sent, fid not used); else as frags (1 queued, 0 not all).
-	 * NULL: the caller calls route, then frags or dgram. */
+	 * template kept with the route while neither changes. body is the
+	 * resolved seed of lc->slots' slot `slot` (fg_slot_seed's view): an
+	 * implementation may send it by reference (the packets read the slot
+	 * after the call, which pins it until they are freed: fg_slot_pin);
+	 * DP_DLV_NONE: body is not a slot's, copied. -1: no route (nothing
+	 * sent, fid not used); else as frags (1 queued, 0 not all). NULL: the
+	 * caller calls route, then frags or dgram. */
 	int (*consumer_frags)(struct dp_lcore *lc, const struct dp_peer *to, uint64_t now, uint16_t fid,
 			      uint32_t total, const uint8_t *head, uint32_t head_len, const uint8_t *body,
-			      uint32_t body_len, uint32_t chunk);
+			      uint32_t body_len, uint32_t chunk, uint32_t slot);
 };
 
 /* What every shard reads, written before the shards run. */
@@ -296,6 +301,10 @@ struct dp_lcore {
 	unsigned n_stash;        /* written by the lcore only, read by telemetry (relaxed atomics) */
 	unsigned stash_head;     /* DPDK only: tx_stash's oldest (used next) */
 	struct dp_tx_tmpl tx_tmpl[DP_TX_TMPLS]; /* DPDK only: header templates (dp_tx.c) */
+	struct dp_tx_ref *tx_ref; /* DPDK only: [slots capacity] a slot's body as an external mbuf buffer
+				   * (dp_tx.c); NULL: deliveries are copied into the packets */
+	void *tx_ref_mem;
+	uint64_t tx_ref_iova;     /* DPDK only: IOVA of slots_mem minus its address (IOVA-contiguous) */
 	uint64_t tx_stamp;       /* DPDK only: templates built so far */
 	uint16_t frame_id, ip_id;
 	uint64_t next_ack_ns, next_timer_ns;

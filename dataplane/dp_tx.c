@@ -1,7 +1,9 @@
 /* dp_tx.c - an lcore's transmit side: the TX buffer of struct dp_lcore
  * (lc->tx, flushed once per loop iteration and when full), and building
  * UDP datagrams (one, a frame split into fragments at C, or a status
- * frame encoded in place) into mbufs.
+ * frame encoded in place) into mbufs; a resolved seed's fragments by
+ * reference to its slot where the port takes multi-segment TX (struct
+ * dp_tx_ref, frags_ref).
  *
  * A datagram's Ethernet/IP/UDP header is written from a template built
  * once per (route, destination) and kept in a small per-lcore cache
@@ -19,6 +21,7 @@
 #include <string.h>
 
 #include <rte_ethdev.h>
+#include <rte_mbuf.h>
 #include <rte_prefetch.h>
 
 #include "dp_burst_guard.h"
@@ -110,7 +113,8 @@ void dp_tx_queue(struct dp_lcore *lc, struct rte_mbuf *m)
 /* A datagram's mbuf taken and not sent: back to the pool. */
 static __attribute__((noinline, cold)) void tx_unused(struct rte_mbuf *m) { rte_pktmbuf_free(m); }
 
-/* The next TX mbuf, reset like rte_pktmbuf_alloc's. The lcore keeps up to
+/* The next TX mbuf, raw (tx_mbuf resets it like rte_pktmbuf_alloc's;
+ * NULL when the pool is empty). The lcore keeps up to
  * DP_TX_STASH raw mbufs taken from the pool ahead of use, their header
  * lines and first data line prefetched for writing when taken: a freed
  * mbuf was last touched by whoever sent it (on a zero-copy memif port, the
@@ -119,7 +123,7 @@ static __attribute__((noinline, cold)) void tx_unused(struct rte_mbuf *m) { rte_
  * oldest first (lc->stash_head) and refilled by half a ring at a time
  * behind its newest, so the ones used next were asked for at least 4
  * datagrams earlier. */
-static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf(struct dp_lcore *lc)
+static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf_stash(struct dp_lcore *lc)
 {
 	_Static_assert((DP_TX_STASH & (DP_TX_STASH - 1)) == 0, "the stash ring's index is masked");
 	unsigned n = lc->n_stash;
@@ -145,7 +149,21 @@ static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf(struct dp_
 	struct rte_mbuf *m = lc->tx_stash[lc->stash_head];
 	lc->stash_head = (lc->stash_head + 1) & (DP_TX_STASH - 1);
 	__atomic_store_n(&lc->n_stash, n - 1, __ATOMIC_RELAXED); /* telemetry reads it */
-	rte_pktmbuf_reset(m);
+	return m;
+}
+
+/* The next TX mbuf as the pool holds it (rte_mbuf_raw_alloc's: refcnt 1,
+ * one segment, no next; nothing else set), or NULL. */
+static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf_raw(struct dp_lcore *lc)
+{
+	return tx_mbuf_stash(lc);
+}
+
+static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf(struct dp_lcore *lc)
+{
+	struct rte_mbuf *m = tx_mbuf_stash(lc);
+	if (likely(m))
+		rte_pktmbuf_reset(m);
 	return m;
 }
 
@@ -337,6 +355,82 @@ static inline __attribute__((always_inline)) bool tx_frag(struct dp_lcore *lc, c
 	return true;
 }
 
+/* A slot's body as an external mbuf buffer (rte_pktmbuf_attach_extbuf):
+ * its shared info counts the mbufs attached to it (frags_ref counts a
+ * delivery's before it attaches the first, and takes back those that
+ * found no mbuf). The count leaves 0 only with a pin of the slot
+ * (fg_slot_pin) and returns to 0 with its unpin, in tx_ref_free (DPDK's
+ * free callback) or in frags_ref. Every mbuf attached here is freed on
+ * the owning lcore: the PMD frees what it sent in rte_eth_tx_burst
+ * (dp_tx_flush), dp_tx_drop what waited; at shutdown the port's stop and
+ * close free what the device still held, on the main thread after the
+ * lcores returned and before the slots' memory is freed (dp_stop). So the
+ * callback writes the slot table single-threaded, as every other call. */
+struct dp_tx_ref {
+	struct rte_mbuf_ext_shared_info sh;
+	struct dp_lcore *lc;
+	uint32_t slot;
+};
+
+static void tx_ref_free(void *addr, void *opaque)
+{
+	struct dp_tx_ref *r = opaque;
+	(void)addr;
+	fg_slot_unpin(&r->lc->slots, r->slot);
+}
+
+size_t dp_tx_ref_mem_size(uint32_t capacity) { return ((size_t)capacity * sizeof(struct dp_tx_ref) + 63) & ~(size_t)63; }
+
+void dp_tx_ref_init(struct dp_lcore *lc, void *mem, uint64_t iova_delta)
+{
+	struct dp_tx_ref *r = mem;
+	for (uint32_t i = 0; i < lc->slots.cfg.capacity; i++)
+		r[i] = (struct dp_tx_ref){.sh = {.free_cb = tx_ref_free, .fcb_opaque = &r[i], .refcnt = 0},
+					  .lc = lc,
+					  .slot = i};
+	lc->tx_ref = r;
+	lc->tx_ref_iova = iova_delta;
+}
+
+/* One fragment's datagram by reference: the header mbuf (its header from
+ * t, its fragment header word w, then src[0..n), the frame head's part)
+ * chained to an mbuf attached to body[0..body_n) of r's slot, for which
+ * the caller counted a reference in r->sh. Both mbufs or none (counted
+ * tx_nombuf). The body's mbuf is raw from the pool and only what a
+ * further segment is read by is written (a PMD reads the offload fields
+ * of the first). */
+static inline __attribute__((always_inline)) bool tx_frag_ref(struct dp_lcore *lc, const struct dp_pkt_tmpl *t,
+							      uint32_t w, const uint8_t *src, uint32_t n,
+							      const uint8_t *body, uint32_t body_n,
+							      struct dp_tx_ref *r)
+{
+	const uint32_t hlen = FG_FRAG_HDR_LEN + n;
+	struct rte_mbuf *m = tx_mbuf_for(lc, t->hl + hlen);
+	if (!m)
+		return false;
+	struct rte_mbuf *seg = tx_mbuf_raw(lc);
+	if (unlikely(!seg)) {
+		tx_unused(m);
+		dp_lc_xcount(lc, DP_X_TX_NOMBUF);
+		return false;
+	}
+	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *), *u = p + t->hl + FG_FRAG_HDR_LEN;
+	memcpy(u - FG_FRAG_HDR_LEN, &w, 4);
+	if (n)
+		memcpy(u, src, n);
+	rte_pktmbuf_attach_extbuf(seg, (void *)(uintptr_t)body, (rte_iova_t)((uintptr_t)body + lc->tx_ref_iova),
+				  (uint16_t)body_n, &r->sh);
+	seg->ol_flags = RTE_MBUF_F_EXTERNAL; /* a raw mbuf's flags are the last user's */
+	seg->data_len = (uint16_t)body_n;
+	seg->pkt_len = body_n;
+	m->next = seg;
+	m->nb_segs = 2;
+	m->pkt_len = t->hl + hlen + body_n;
+	(void)dp_pkt_tmpl_put(p, t, hlen + body_n, lc->ip_id++);
+	tx_put(lc, m);
+	return true;
+}
+
 /* dp_tx_frags with the header template tp. */
 static inline __attribute__((always_inline)) bool frags_t(struct dp_lcore *lc, const struct dp_pkt_tmpl *tp,
 							  uint16_t fid, uint32_t total, const uint8_t *head,
@@ -376,6 +470,54 @@ static inline __attribute__((always_inline)) bool frags_t(struct dp_lcore *lc, c
 	return ok;
 }
 
+/* frags_t by reference to slot's body (dp_tx_consumer_frags). Every
+ * fragment that carries body bytes (all but those within the head) is
+ * counted in r->sh before the first is queued: a flush inside the loop (a
+ * full TX buffer) may free every fragment attached so far, and the slot
+ * must stay pinned for the next ones; what could not be attached (no
+ * mbuf) is taken back at the end. A slot that cannot be pinned (not
+ * RESOLVED) is copied. */
+static bool frags_ref(struct dp_lcore *lc, const struct dp_pkt_tmpl *tp, uint16_t fid, uint32_t total,
+		      const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len, uint32_t chunk,
+		      uint32_t slot)
+{
+	struct dp_tx_ref *r = &lc->tx_ref[slot];
+	const uint32_t nseg = total - head_len / chunk; /* fragment i has body bytes iff (i + 1) * chunk > head_len */
+	if (!rte_mbuf_ext_refcnt_read(&r->sh)) {
+		if (fg_slot_pin(&lc->slots, slot) < 0)
+			return frags_t(lc, tp, fid, total, head, head_len, body, body_len, chunk);
+		rte_mbuf_ext_refcnt_set(&r->sh, (uint16_t)nseg);
+	} else {
+		(void)rte_mbuf_ext_refcnt_update(&r->sh, (int16_t)nseg);
+	}
+	const struct dp_pkt_tmpl t = *tp;
+	uint8_t fh[FG_FRAG_HDR_LEN];
+	fg_put_be16(fh, fid);
+	fh[2] = 0;
+	fh[3] = (uint8_t)total;
+	const uint32_t fw = dp_pkt_ld32(fh);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const unsigned ix = 16;
+#else
+	const unsigned ix = 8;
+#endif
+	uint32_t attached = 0;
+	bool ok = true;
+	for (uint32_t i = 0, off = 0; i < total; i++, off += chunk) {
+		const struct dp_frag_part fp = dp_frag_part(off, head_len, body_len, chunk);
+		if (fp.body_n)
+			attached += tx_frag_ref(lc, &t, fw | i << ix, head + fp.head_off, fp.head_n,
+						body + fp.body_off, fp.body_n, r);
+		else
+			ok &= tx_frag(lc, &t, fw | i << ix, head + fp.head_off, fp.head_n, NULL, 0);
+	}
+	if (likely(attached == nseg))
+		return ok;
+	if (rte_mbuf_ext_refcnt_update(&r->sh, (int16_t)-(int32_t)(nseg - attached)) == 0)
+		fg_slot_unpin(&lc->slots, slot); /* every fragment attached already sent and freed, or none */
+	return false;
+}
+
 bool dp_tx_frags(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, uint16_t fid,
 		 uint32_t total, const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len,
 		 uint32_t chunk)
@@ -389,7 +531,7 @@ bool dp_tx_frags(struct dp_lcore *lc, const struct dp_route *rt, const struct dp
  * since. Then neither the route nor the template is looked up. */
 int dp_tx_consumer_frags(struct dp_lcore *lc, const struct dp_peer *to, uint64_t now, uint16_t fid, uint32_t total,
 			 const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len,
-			 uint32_t chunk)
+			 uint32_t chunk, uint32_t slot)
 {
 	struct dp_route_memo *mm = dp_neigh_memo(lc, to->family, to->addr, now);
 	const struct dp_pkt_tmpl *t;
@@ -408,5 +550,9 @@ int dp_tx_consumer_frags(struct dp_lcore *lc, const struct dp_peer *to, uint64_t
 			mm->port = to->port;
 		}
 	}
+	/* by reference over IPv4 only: an IPv6 UDP checksum sums the payload,
+	 * which the header mbuf would have to read anyway */
+	if (lc->tx_ref && slot != DP_DLV_NONE && t->family == 4 && total && body_len)
+		return frags_ref(lc, t, fid, total, head, head_len, body, body_len, chunk, slot);
 	return frags_t(lc, t, fid, total, head, head_len, body, body_len, chunk);
 }

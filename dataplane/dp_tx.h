@@ -65,10 +65,24 @@ int dp_tx_ack_one(struct dp_lcore *lc, struct dp_ack_peer *pp, uint32_t mtu, uin
 /* dp_neigh_route for consumer `to` at now, then dp_tx_frags over that
  * route: the route and its header template held in the route memo
  * (dp_io.h struct dp_route_memo) while both stand, so a delivery to the
- * same consumer looks neither up again. -1: no route (dp_neigh_route's
+ * same consumer looks neither up again. With lc->tx_ref (the port takes
+ * multi-segment TX) and slot not DP_DLV_NONE, over IPv4, the body goes by
+ * reference: each fragment is a header mbuf (Ethernet/IP/UDP, fragment
+ * header, fragment 0's part of head) chained to an mbuf attached to its
+ * part of the body where it lies, in slot `slot` of lc->slots, which stays
+ * pinned (fg_slot_pin) until the last such mbuf is freed; the datagrams
+ * are byte for byte those of the copy. -1: no route (dp_neigh_route's
  * false; nothing queued); else dp_tx_frags's answer. The
  * io->consumer_frags of dp_io_dpdk (dp_io.h). */
 int dp_tx_consumer_frags(struct dp_lcore *lc, const struct dp_peer *to, uint64_t now, uint16_t fid, uint32_t total,
 			 const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len,
-			 uint32_t chunk);
+			 uint32_t chunk, uint32_t slot);
+/* Bytes for the slot references of a table of capacity slots. */
+size_t dp_tx_ref_mem_size(uint32_t capacity);
+/* Lay lc's slot references out in mem (dp_tx_ref_mem_size(lc->slots
+ * capacity) bytes, 64-byte aligned, owned by the caller, freed only after
+ * every mbuf the lcore sent is: after the port's close) and turn sending
+ * by reference on: lc->tx_ref = mem. iova_delta: IOVA of lc->slots_mem
+ * minus its address, which must be IOVA-contiguous. Before the lcore runs. */
+void dp_tx_ref_init(struct dp_lcore *lc, void *mem, uint64_t iova_delta);
 #endif

@@ -18,6 +18,14 @@
  * expired or poisoned occupant is reclaimed, its buffers are not read again
  * (every line's landed count is reset, so no stale byte is ever used).
  *
+ * Pins: a resolved slot whose body someone still reads in place (the
+ * dataplane's TX mbufs attached to it, sent by reference) is pinned
+ * (fg_slot_pin) until that reader lets go (fg_slot_unpin). While pinned its
+ * body memory is never written: the slot is not reclaimed for another key
+ * and not reopened (the claim answers FG_O_NO_SLOT, as for a live open
+ * slot), whatever happens meanwhile (a flush, a conflict that poisons it).
+ * The pin holder bounds how long that lasts.
+ *
  * Concurrency contract: SINGLE WRITER PER TABLE. One table is one shard; it is
  * mutated and read only by the thread that owns it. Several threads scale by
  * owning several tables (fg_shard_of picks the table for a key) and handing
@@ -67,7 +75,7 @@ enum fg_outcome {
 	FG_O_LATE,           /* "late": slot already resolved; not re-added */
 	FG_O_EXPIRED,        /* "expired": slot expired; not re-added */
 	FG_O_POISONED,       /* "poisoned": slot poisoned by an earlier conflict */
-	FG_O_NO_SLOT,        /* "no_slot": table index held by another live slot */
+	FG_O_NO_SLOT,        /* "no_slot": table index held by another live (or pinned) slot */
 	FG_O_SHAPE_MISMATCH, /* "shape_mismatch": start_pos/seq_len disagree with the slot */
 	FG_O_UNEXPECTED_LINE,/* "unexpected_line": the layer's rule does not expect this line */
 	FG_O_STALE,          /* "stale": fragment of a superseded attempt */
@@ -240,6 +248,19 @@ struct fg_seed_view {
 	uint64_t opened_ns; /* when the slot opened: its first contribution's now_ns */
 };
 FG_MUST_CHECK int fg_slot_seed(const struct fg_slots *s, uint32_t slot, struct fg_seed_view *out);
+
+/* Pin slot `slot`, which must be RESOLVED: until as many fg_slot_unpin
+ * calls, its body (fg_slot_seed's view) is not written and the slot is not
+ * reclaimed for another key or reopened: a contribution that would claim
+ * its index gets FG_O_NO_SLOT. Pins count (up to UINT16_MAX). Returns 0,
+ * -ENOENT (slot out of range or not RESOLVED) or -EOVERFLOW. Owner thread
+ * only. */
+FG_MUST_CHECK int fg_slot_pin(struct fg_slots *s, uint32_t slot);
+/* Drop one pin of slot `slot` (in any state: a pinned slot may have been
+ * poisoned since); no-op when it holds none. Owner thread only. */
+void fg_slot_unpin(struct fg_slots *s, uint32_t slot);
+/* Whether slot `slot` holds a pin. */
+bool fg_slot_is_pinned(const struct fg_slots *s, uint32_t slot);
 
 /* Expire open slots whose deadline has passed, oldest first; writes up to max
  * of them to out and returns how many expired (call again while it returns max). */

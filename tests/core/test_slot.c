@@ -1010,6 +1010,136 @@ static void test_flush_reopens_in_new_epoch(void **state)
 	table_free(&t);
 }
 
+/* ---- pins --------------------------------------------------------------- */
+
+/* A pinned resolved slot (its body read in place, by reference) is neither
+ * reclaimed by another key nor written while any pin stays; the key's own
+ * late contribution is answered as usual; the last unpin lets the next key
+ * reclaim it. Pins are taken on RESOLVED slots only. */
+static void test_pin_holds_resolved_slot(void **state)
+{
+	enum { H = 16, CAP = 4 };
+	const uint8_t lines[2] = { 1, 3 };
+	struct fg_slots_cfg cfg;
+	struct table t;
+	float a[H], b[H], x[H], body[H];
+	struct fg_slot_result r;
+	struct fg_seed_view v;
+	(void)state;
+
+	for (unsigned i = 0; i < H; i++) {
+		a[i] = rand_normal();
+		b[i] = rand_normal();
+		x[i] = rand_normal();
+	}
+	cfg_default(&cfg, CAP, H, 1, 1, lines, 2);
+	table_new(&t, &cfg, 0x5A);
+	struct fg_seed k0a = mkseed(0, 0, 1, 0, 0, 1, a, sizeof(a));
+	struct fg_seed k0b = mkseed(0, 0, 3, 0, 0, 1, b, sizeof(b));
+	/* not resolved yet: FREE and OPEN slots take no pin */
+	assert_int_equal(fg_slot_pin(&t.s, 0), -ENOENT);
+	assert_int_equal(put(&t.s, &k0a, 1, &r), FG_O_ACCEPTED);
+	assert_int_equal(fg_slot_pin(&t.s, r.slot), -ENOENT);
+	assert_int_equal(put(&t.s, &k0b, 2, &r), FG_O_RESOLVED);
+	uint32_t slot = r.slot;
+	assert_int_equal(fg_slot_pin(&t.s, CAP), -ENOENT);
+	assert_false(fg_slot_is_pinned(&t.s, slot));
+	assert_int_equal(fg_slot_pin(&t.s, slot), 0);
+	assert_int_equal(fg_slot_pin(&t.s, slot), 0); /* a count: two holders */
+	assert_true(fg_slot_is_pinned(&t.s, slot));
+	assert_int_equal(fg_slot_seed(&t.s, slot, &v), 0);
+	memcpy(body, v.body, sizeof(body));
+	const uint8_t *at = v.body;
+	uint64_t reclaimed = t.s.reclaimed, opened = t.s.opened;
+
+	/* key CAP maps to the same index: refused while pinned, by put and by
+	 * begin alike, and nothing of the slot changes */
+	struct fg_seed k4 = mkseed(CAP, 0, 1, 0, 0, 1, x, sizeof(x));
+	assert_int_equal(put(&t.s, &k4, 3, &r), FG_O_NO_SLOT);
+	assert_int_equal(r.slot, UINT32_MAX);
+	begin_refused_as_put(&t.s, k4, 3, FG_O_NO_SLOT);
+	/* the key's own duplicate is late, as without a pin */
+	assert_int_equal(put(&t.s, &k0b, 4, &r), FG_O_LATE);
+	fg_slot_unpin(&t.s, slot); /* one holder left */
+	assert_int_equal(put(&t.s, &k4, 5, &r), FG_O_NO_SLOT);
+	assert_int_equal(t.s.reclaimed, reclaimed);
+	assert_int_equal(t.s.opened, opened);
+	assert_int_equal(fg_slot_seed(&t.s, slot, &v), 0);
+	assert_ptr_equal(v.body, at);
+	assert_memory_equal(v.body, body, sizeof(body));
+
+	/* the last unpin: the next key reclaims the index */
+	fg_slot_unpin(&t.s, slot);
+	assert_false(fg_slot_is_pinned(&t.s, slot));
+	fg_slot_unpin(&t.s, slot); /* none held: no-op */
+	assert_int_equal(put(&t.s, &k4, 6, &r), FG_O_ACCEPTED);
+	assert_int_equal(r.slot, slot);
+	assert_int_equal(t.s.reclaimed, reclaimed + 1);
+	assert_int_equal(fg_slot_seed(&t.s, slot, &v), -ENOENT);
+	table_free(&t);
+}
+
+/* A pin outlasts a flush (model epoch change) and a conflict that poisons
+ * the pinned slot: the body stays as it was and no other key takes the
+ * index until the unpin; a slot the flush freed is open to any key and
+ * takes no pin. */
+static void test_pin_through_flush_and_poison(void **state)
+{
+	enum { H = 16, CAP = 4 };
+	const uint8_t lines[2] = { 1, 3 };
+	struct fg_slots_cfg cfg;
+	struct table t;
+	float a[H], b[H], x[H], body[H];
+	struct fg_slot_result r;
+	struct fg_seed_view v;
+	(void)state;
+
+	for (unsigned i = 0; i < H; i++) {
+		a[i] = rand_normal();
+		b[i] = rand_normal();
+		x[i] = rand_normal();
+	}
+	cfg_default(&cfg, CAP, H, 1, 1, lines, 2);
+	table_new(&t, &cfg, 0x33);
+	struct fg_seed k0a = mkseed(0, 0, 1, 0, 0, 1, a, sizeof(a));
+	struct fg_seed k0b = mkseed(0, 0, 3, 0, 0, 1, b, sizeof(b));
+	struct fg_seed k1a = mkseed(1, 0, 1, 0, 0, 1, a, sizeof(a));
+	assert_int_equal(put(&t.s, &k0a, 1, &r), FG_O_ACCEPTED);
+	assert_int_equal(put(&t.s, &k0b, 2, &r), FG_O_RESOLVED);
+	uint32_t slot = r.slot;
+	assert_int_equal(put(&t.s, &k1a, 3, &r), FG_O_ACCEPTED);
+	uint32_t open_slot = r.slot;
+	assert_int_equal(fg_slot_pin(&t.s, slot), 0);
+	assert_int_equal(fg_slot_seed(&t.s, slot, &v), 0);
+	memcpy(body, v.body, sizeof(body));
+	const uint8_t *at = v.body;
+
+	t.s.epoch++;
+	assert_int_equal(fg_slots_flush(&t.s), 1); /* key 1's open slot only */
+	/* the flushed slot: free, no pin, open to another key */
+	assert_int_equal(fg_slot_pin(&t.s, open_slot), -ENOENT);
+	struct fg_seed k5 = mkseed(1 + CAP, 0, 1, 0, 0, 1, x, sizeof(x));
+	assert_int_equal(put(&t.s, &k5, 4, &r), FG_O_ACCEPTED);
+	assert_int_equal(r.slot, open_slot);
+	/* the pinned one: still resolved, still refusing another key */
+	struct fg_seed k4 = mkseed(CAP, 0, 1, 0, 0, 1, x, sizeof(x));
+	assert_int_equal(put(&t.s, &k4, 5, &r), FG_O_NO_SLOT);
+	/* a conflict poisons it; the pin holds, the body is unchanged */
+	struct fg_seed k0x = mkseed(0, 0, 3, 0, 0, 1, x, sizeof(x));
+	assert_int_equal(put(&t.s, &k0x, 6, &r), FG_O_CONFLICT);
+	assert_int_equal(r.state, FG_SLOT_POISONED);
+	assert_true(fg_slot_is_pinned(&t.s, slot));
+	assert_int_equal(fg_slot_pin(&t.s, slot), -ENOENT); /* poisoned: no new pin */
+	assert_int_equal(put(&t.s, &k4, 7, &r), FG_O_NO_SLOT);
+	assert_memory_equal(at, body, sizeof(body));
+	uint64_t reclaimed = t.s.reclaimed;
+	fg_slot_unpin(&t.s, slot);
+	assert_int_equal(put(&t.s, &k4, 8, &r), FG_O_ACCEPTED);
+	assert_int_equal(r.slot, slot);
+	assert_int_equal(t.s.reclaimed, reclaimed + 1);
+	table_free(&t);
+}
+
 /* ---- reuse, capacity, shape, lines ------------------------------------- */
 
 static void test_reuse_no_stale_data(void **state)
@@ -1688,6 +1818,8 @@ int main(void)
 		cmocka_unit_test(test_fragments_random_order_with_dupes),
 		cmocka_unit_test(test_fragments_superseded_and_abort),
 		cmocka_unit_test(test_put_supersedes_fragments),
+		cmocka_unit_test(test_pin_holds_resolved_slot),
+		cmocka_unit_test(test_pin_through_flush_and_poison),
 		cmocka_unit_test(test_caller_placement_liveness),
 		cmocka_unit_test(test_duplicate_and_conflict),
 		cmocka_unit_test(test_expiry_fake_clock),
