@@ -18,6 +18,7 @@
 
 #include <rte_eal.h>
 #include <rte_cycles.h>
+#include <rte_bus.h>
 #include <rte_dev.h>
 #include <rte_devargs.h>
 #include <rte_errno.h>
@@ -297,21 +298,33 @@ static void drain_unbound_af_packet(struct dp_state *g, uint16_t pid, const char
 			       "to the interface", pid, driver, (unsigned long long)n);
 }
 
-/* Whether the port can send a resolved seed by reference (dp_tx.h): a
- * header mbuf chained to one attached to the slot's body. It must take
+/* Whether the port sends a resolved seed by reference (dp_tx.h): a header
+ * mbuf chained to one attached to the slot's body. It must take
  * multi-segment TX (RTE_ETH_TX_OFFLOAD_MULTI_SEGS), read each segment
- * where it lies into one frame (a NIC's DMA gather; the copy of memif,
- * af_packet, af_xdp, pcap) and free the mbufs from its TX queue, on the
- * lcore that sends (dp_tx.c: the slot's unpin runs there). Two that offer
- * multi-segment TX do not: net_ring hands the mbufs themselves to its
- * receiver, which frees them on its own thread and sees the chain; a
+ * where it lies into one frame and free the mbufs from its TX queue, on
+ * the lcore that sends (dp_tx.c: the slot's unpin runs there). Two that
+ * offer multi-segment TX do not: net_ring hands the mbufs themselves to
+ * its receiver, which frees them on its own thread and sees the chain; a
  * zero-copy memif client hands every segment to the peer as a descriptor
  * into the first memseg list (22.11), whatever memory it is in, and the
- * peer receives a chain. */
-static bool tx_by_ref_fits(const struct rte_eth_dev_info *info)
+ * peer receives a chain.
+ * [port] delivery_by_ref = auto (the default) takes it on a hardware (PCI)
+ * device only, whose DMA gathers the segments: a virtual device (memif,
+ * af_packet, pcap, tap) copies every packet in its driver anyway, and
+ * there a chain costs the driver more than the lcore's copy saves
+ * (bench/cap/RESULTS.md). on: wherever it fits (tests, a driver measured to gain); off:
+ * always copied. *why says what decided, for the log. */
+static bool tx_by_ref_fits(const struct rte_eth_dev_info *info, enum dp_by_ref mode, const char **why)
 {
-	if (!(info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS))
+	*why = "copied";
+	if (mode == DP_BY_REF_OFF) {
+		*why = "copied ([port] delivery_by_ref = off)";
 		return false;
+	}
+	if (!(info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)) {
+		*why = "copied (no multi-segment TX)";
+		return false;
+	}
 	if (strcmp(info->driver_name, "net_ring") == 0)
 		return false;
 	if (strcmp(info->driver_name, "net_memif") == 0) {
@@ -319,6 +332,14 @@ static bool tx_by_ref_fits(const struct rte_eth_dev_info *info)
 		if (da && da->args && strstr(da->args, "zero-copy=yes"))
 			return false;
 	}
+	if (mode == DP_BY_REF_AUTO) {
+		const struct rte_bus *bus = info->device ? rte_dev_bus(info->device) : NULL;
+		if (!bus || strcmp(rte_bus_name(bus), "pci") != 0) {
+			*why = "copied (a virtual device copies in its driver; [port] delivery_by_ref = on to override)";
+			return false;
+		}
+	}
+	*why = "by reference (multi-segment TX)";
 	return true;
 }
 
@@ -390,7 +411,8 @@ static int port_setup(struct dp_state *g)
 		DP_LOG(NOTICE, "port %u (%s): %u RX queues without device RSS; the driver spreads flows itself "
 			       "(af_packet: PACKET_FANOUT_HASH)", pid, info.driver_name, g->n_rxq);
 	}
-	g->tx_by_ref = tx_by_ref_fits(&info);
+	const char *by_ref_why;
+	g->tx_by_ref = tx_by_ref_fits(&info, g->prof.delivery_by_ref, &by_ref_why);
 	if (g->tx_by_ref)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	rc = rte_eth_dev_configure(pid, g->n_rxq, g->n_txq, &conf);
@@ -448,7 +470,10 @@ static int port_setup(struct dp_state *g)
 	g->driver = info.driver_name;
 	DP_LOG(INFO, "port %u (%s): %u rx / %u tx queues, %u/%u descriptors, rss %s, deliveries %s", pid,
 	       info.driver_name, g->n_rxq, g->n_txq, rxd, txd, conf.rxmode.mq_mode == RTE_ETH_MQ_RX_RSS ? "on" : "off",
-	       g->tx_by_ref ? "by reference (multi-segment TX)" : "copied");
+	       by_ref_why);
+	if (g->tx_by_ref) /* said at notice level: tests and operators read it */
+		DP_LOG(NOTICE, "port %u (%s): deliveries by reference: resolved seeds sent from their slots", pid,
+		       info.driver_name);
 	return 0;
 }
 

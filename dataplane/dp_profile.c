@@ -260,6 +260,13 @@ static int handler(void *user, const char *section, const char *name, const char
 	} else if (IS("port", "mbufs")) {
 		if (!parse_u32(v, 0, 1u << 24, &p->mbufs) || (p->mbufs && p->mbufs < 1024))
 			why = "expected 0 (computed) or 1024..16777216";
+	} else if (IS("port", "delivery_by_ref")) {
+		if (!strcmp(v, "auto"))
+			p->delivery_by_ref = DP_BY_REF_AUTO;
+		else if (parse_bool(v, &b))
+			p->delivery_by_ref = b ? DP_BY_REF_ON : DP_BY_REF_OFF;
+		else
+			why = "expected auto, on or off";
 	} else if (IS("port", "tx_hold_ms")) {
 		if (!parse_u32(v, 0, 1000, &p->tx_hold_ms))
 			why = "expected 0..1000";

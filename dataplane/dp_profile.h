@@ -25,6 +25,9 @@
 #define DP_PROFILE_STR 512
 
 enum dp_huge { DP_HUGE_AUTO = 0, DP_HUGE_ON, DP_HUGE_OFF };
+/* [port] delivery_by_ref: auto = by reference on a hardware (PCI) device
+ * only; on = wherever the device takes it; off = always copied */
+enum dp_by_ref { DP_BY_REF_AUTO = 0, DP_BY_REF_ON, DP_BY_REF_OFF };
 
 struct dp_profile {
 	char path[256];
@@ -51,6 +54,7 @@ struct dp_profile {
 	uint32_t mtu;                  /* L3 MTU set on the port; 0 = leave the device's */
 	bool promiscuous;              /* default false */
 	uint32_t mbufs;                /* 0 = computed */
+	enum dp_by_ref delivery_by_ref; /* a resolved seed's body sent from its slot (dp_tx.h); default auto */
 	uint32_t tx_hold_ms;           /* TX back-pressure: longest RX pause for a TX queue that refuses packets (default 50; 0 = none, drop at once) */
 	/* [net] */
 	bool has_ip4, has_ip6, has_gateway;

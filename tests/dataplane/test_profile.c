@@ -213,6 +213,7 @@ static void test_refusals(void **st)
 		{"[port]\nvdev = net_null0\nmtu = 100\n", "576"},
 		{"[port]\nvdev = net_null0\ntx_hold_ms = 1001\n", "0..1000"},
 		{"[port]\nvdev = net_null0\ntx_hold_ms = 5ms\n", ":3: [port] tx_hold_ms"},
+		{"[port]\nvdev = net_null0\ndelivery_by_ref = sometimes\n", ":3: [port] delivery_by_ref"},
 		{"[port]\nvdev = net_null0\n[net]\nip4 = 10.0.0.300\n", ":4:"},
 		{"[port]\nvdev = net_null0\n[net]\nip6 = fd00:::1:::\n", "IPv6"},
 		{"[port]\nvdev = net_null0\n[net]\ngateway_mac = 02:00:00:00:00\n", "aa:bb"},
@@ -257,6 +258,13 @@ static void test_refusals(void **st)
 	assert_int_equal(p.tx_hold_ms, 0);
 	assert_int_equal(load_text("[port]\nvdev = net_null0\ntx_hold_ms = 1000\n", &p, err, sizeof(err)), 0);
 	assert_int_equal(p.tx_hold_ms, 1000);
+	assert_int_equal(p.delivery_by_ref, DP_BY_REF_AUTO); /* the default */
+	assert_int_equal(load_text("[port]\nvdev = net_null0\ndelivery_by_ref = on\n", &p, err, sizeof(err)), 0);
+	assert_int_equal(p.delivery_by_ref, DP_BY_REF_ON);
+	assert_int_equal(load_text("[port]\nvdev = net_null0\ndelivery_by_ref = off\n", &p, err, sizeof(err)), 0);
+	assert_int_equal(p.delivery_by_ref, DP_BY_REF_OFF);
+	assert_int_equal(load_text("[port]\nvdev = net_null0\ndelivery_by_ref = auto\n", &p, err, sizeof(err)), 0);
+	assert_int_equal(p.delivery_by_ref, DP_BY_REF_AUTO);
 	assert_int_equal(load_text("[port]\nvdev = net_null0\n[poll]\nidle_sleep_us = 200\nidle_backoff = on\nidle_polls = 1000\n",
 				   &p, err, sizeof(err)),
 			 0);

@@ -90,6 +90,13 @@ fg_dlv_dp_start() {
 	fg_dlv_env
 	fg_dp_start DPPID "$1" --config "$TMP/fanogate.ini" --profile "$FG_ROOT/drivers-config/af_packet.ini" \
 		--duration "${2:-150}" --report "$TMP/dp.json"
+	# FG_DELIVERY_BY_REF=on (af_packet.ini's [port] delivery_by_ref): the
+	# run must really send by reference, or it proves nothing about it
+	if [ "${FG_DELIVERY_BY_REF:-}" = on ] && ! grep -q "deliveries by reference" "$TMP/dp.log"; then
+		tail -20 "$TMP/dp.log"
+		echo "FAIL: FG_DELIVERY_BY_REF=on but the dataplane copies its deliveries"
+		exit 1
+	fi
 }
 
 # fg_dlv_relays RELAY "R1_ARGS" "R2_ARGS": the two relays (fault options
