@@ -106,6 +106,7 @@ struct dp_xfer {
 	uint16_t bound_layer;
 	bool decoded;         /* fr holds the frame's decode (a hand-off); false: the owner decodes (an ACK copy) */
 	struct dp_frame fr;
+	uint32_t hash;        /* dp_peer_hash(&peer, 0), as the receiving lcore's flow has it: the ACK note's */
 };
 _Static_assert(sizeof(struct dp_xfer) <= DP_XFER_HDR, "the xfer header fits in front of the frame");
 /* CLOCK_MONOTONIC in ns (vDSO, no syscall): the loop's `now`, and the

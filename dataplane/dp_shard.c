@@ -268,7 +268,7 @@ static void whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const
 	}
 	struct dp_xfer from = {.peer = dg->fl->src, .route = dg->fl->route, .len = len, .ack = ackable,
 			       .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer,
-			       .decoded = true, .fr = fr};
+			       .decoded = true, .fr = fr, .hash = dg->fl->hash};
 	const struct dp_frame *d = &from.fr;
 	if (owner != lc->idx) {
 		struct dp_xfer *x = len <= lc->env->frame_max ? lc->env->io->xfer_get(lc) : NULL;
@@ -358,7 +358,8 @@ static void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o, cons
 	if (o->events & DP_RA_EV_FRAME) {
 		struct dp_xfer *x = dp_xfer_of(o->buf);
 		*x = (struct dp_xfer){.peer = fl->src, .route = fl->route, .len = o->len, .ack = true,
-				      .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer};
+				      .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer,
+				      .hash = fl->hash};
 		/* fragment 0's decode, unless this fragment came under another
 		 * address binding ([udp] layer_ports): then judged again under it */
 		uint32_t binding = lc->ictx.layer_bound ? (uint32_t)lc->ictx.bound_layer + 1u : 0u;
