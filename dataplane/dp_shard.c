@@ -370,6 +370,11 @@ static void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o, cons
 			x->fr.hdr = o->hdr;
 			x->fr.cls = o->cls;
 			x->decoded = true;
+			/* and a seed's prefix (its owner does not decode it again) */
+			if (o->cls.rc == 0 && o->cls.band == FG_BAND_SEED) {
+				x->seed = o->seed;
+				x->seeded = true;
+			}
 		}
 		on_xfer(lc, x, true, now); /* counts the frame and ACKs it */
 	} else if (o->events & DP_RA_EV_COMPLETE) {
@@ -551,10 +556,16 @@ static bool handed_seed(struct dp_lcore *lc, const struct dp_xfer *x, const uint
 	if (d->cls.rc != 0 || d->cls.band != FG_BAND_SEED || FG_HDR_LEN + (uint64_t)d->hdr.length != x->len ||
 	    !fg_ingest_serves(ictx, d->cls.layer) || !fg_slots_fit_limits(slots, ictx->limits))
 		return false;
-	const struct fg_frame f = {.hdr = d->hdr, .payload = frame + FG_HDR_LEN};
 	struct fg_seed seed;
-	if (fg_seed_decode(&f, d->cls.layer, ictx->limits, &seed) < 0 ||
-	    fg_linefacts_state(ictx->lines, seed.line) == FG_LINE_DISABLED)
+	if (x->seeded) { /* the receiving lcore decoded its prefix */
+		seed = x->seed;
+		seed.body = frame + FG_HDR_LEN + FG_SEED_PREFIX_LEN;
+	} else {
+		const struct fg_frame f = {.hdr = d->hdr, .payload = frame + FG_HDR_LEN};
+		if (fg_seed_decode(&f, d->cls.layer, ictx->limits, &seed) < 0)
+			return false;
+	}
+	if (fg_linefacts_state(ictx->lines, seed.line) == FG_LINE_DISABLED)
 		return false;
 	/* the table's epoch never runs behind the published one (as ingest) */
 	if ((int32_t)(fg_linefacts_epoch(ictx->lines) - slots->epoch) > 0)

@@ -806,8 +806,9 @@ static uint32_t handed_frame(unsigned k, uint8_t *buf, size_t cap, struct dp_pee
 }
 
 /* frame[0..len) from `from` as another lcore hands it over (dp_shard.c's
- * fragment_out: reassembled, decoded, to be ACKed by its owner). */
-static void hand(const struct dp_peer *from, const uint8_t *frame, uint32_t len, uint64_t now)
+ * fragment_out: reassembled, decoded, to be ACKed by its owner); seeded:
+ * with the seed prefix its fragment 0 decoded. */
+static void hand(const struct dp_peer *from, const uint8_t *frame, uint32_t len, bool seeded, uint64_t now)
 {
 	struct dp_xfer *x = f_xget(&lc);
 	assert_non_null(x);
@@ -815,11 +816,17 @@ static void hand(const struct dp_peer *from, const uint8_t *frame, uint32_t len,
 			      .hash = dp_peer_hash(from, 0)};
 	memcpy(dp_xfer_data(x), frame, len);
 	assert_int_equal(dp_frame_decode(&lc.ictx, dp_xfer_data(x), len, &x->fr), 0);
+	if (seeded) {
+		assert_true(fg_seed_decode_prefix(&x->fr.hdr, frame + FG_HDR_LEN, len - FG_HDR_LEN, x->fr.cls.layer,
+						  &lim, &x->seed) > 0);
+		x->seeded = true;
+	}
 	dp_shard_handed(&lc, x, now);
 }
 
-/* Handed over, a seed's contributions are placed as the owner's own
- * fragment path places them: resolved, late, duplicate, conflict give
+/* Handed over, with the seed prefix the receiving lcore decoded or
+ * without, a seed's contributions are placed as the owner's own fragment
+ * path places them: resolved, late, duplicate, conflict give
  * every status byte, ACK, delivery and report that the same frames give
  * arriving in fragments; every outcome and drop counter the same. A frame
  * handed whole whose header disagrees with its length is still counted
@@ -847,7 +854,7 @@ static void test_handed_as_owned(void **st)
 	setup(st);
 	for (unsigned k = 0; k < HANDED_N; k++) {
 		uint32_t n = handed_frame(k, fr, sizeof(fr), &p);
-		hand(&p, fr, n, MS + k);
+		hand(&p, fr, n, k % 2 == 1, MS + k); /* with and without the prefix decoded */
 	}
 	dp_shard_tick(&lc, 60 * MS);
 	assert_int_equal(X(DP_X_HANDOFF_IN), HANDED_N);
@@ -876,7 +883,7 @@ static void test_handed_as_owned(void **st)
 	unsigned mark = io.n;
 	uint64_t bad = C(FG_C_DROP_MALFORMED);
 	fr[9] = (uint8_t)(fr[9] - 1);
-	hand(&p, fr, n, 70 * MS);
+	hand(&p, fr, n, false, 70 * MS);
 	assert_int_equal(C(FG_C_DROP_MALFORMED), bad + 1);
 	dp_shard_tick(&lc, 200 * MS);
 	/* no status; ACKed as received, as a malformed frame reassembled on
