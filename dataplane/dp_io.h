@@ -106,7 +106,11 @@ struct dp_xfer {
 	bool layer_bound;     /* it arrived on [udp] layer_ports + bound_layer (ingest.h) */
 	uint16_t bound_layer;
 	bool decoded;         /* fr holds the frame's decode (a hand-off); false: the owner decodes (an ACK copy) */
+	bool seeded;          /* decoded, a seed (fr.cls.rc 0, band SEED) and seed holds its header and prefix
+			       * as fg_seed_decode under the lcores' limits gives them, body NULL */
 	struct dp_frame fr;
+	uint32_t hash;        /* dp_peer_hash(&peer, 0), as the receiving lcore's flow has it: the ACK note's */
+	struct fg_seed seed;
 };
 _Static_assert(sizeof(struct dp_xfer) <= DP_XFER_HDR, "the xfer header fits in front of the frame");
 /* CLOCK_MONOTONIC in ns (vDSO, no syscall): the loop's `now`, and the

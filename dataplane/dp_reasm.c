@@ -522,8 +522,8 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 }
 
 /* Every fragment of context i is in (and it is not bad): ACK it, hand a
- * buffered frame out with fragment 0's header and class, and the context
- * is done. */
+ * buffered frame out with fragment 0's header and class (and a seed's
+ * decoded prefix), and the context is done. */
 static void ctx_complete(struct dp_reasm *r, uint32_t i, uint64_t now, struct dp_reasm_out *out)
 {
 	struct dp_ra_ctx *c = &r->ctx[i];
@@ -537,6 +537,9 @@ static void ctx_complete(struct dp_reasm *r, uint32_t i, uint64_t now, struct dp
 		out->hdr = c->hdr;
 		out->cls = c->cls;
 		out->binding = c->binding;
+		/* a seed's prefix was decoded at fragment 0 (first_fragment) */
+		if (c->cls.rc == 0 && c->cls.band == FG_BAND_SEED)
+			out->seed = c->seed;
 		c->buf = NULL;
 	}
 	ctx_done(r, i, now);

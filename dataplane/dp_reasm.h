@@ -101,7 +101,7 @@ struct dp_reasm_out {
 	struct fg_hdr hdr;
 	struct fg_ingest_class cls;
 	uint32_t binding;
-	struct fg_seed seed;   /* OUTCOME: decoded header and prefix (body NULL) */
+	struct fg_seed seed;   /* OUTCOME; FRAME of a seed (cls.rc 0, band SEED): decoded header and prefix (body NULL) */
 	struct fg_slot_result res; /* OUTCOME */
 };
 

@@ -141,5 +141,7 @@ void dp_reply_ack_note_peer(struct dp_lcore *lc, const struct dp_peer *peer, uin
 
 void dp_reply_ack_note(struct dp_lcore *lc, const struct dp_xfer *from, uint16_t stream, uint32_t seq, uint64_t now)
 {
-	dp_reply_ack_note_peer(lc, &from->peer, dp_peer_hash(&from->peer, 0), &from->route, stream, seq, now);
+	/* the hash the receiving lcore's flow computed: a handed frame's peer
+	 * is not hashed again on its owner */
+	dp_reply_ack_note_peer(lc, &from->peer, from->hash, &from->route, stream, seq, now);
 }

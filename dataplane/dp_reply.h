@@ -17,7 +17,8 @@ void dp_reply_status_of(struct dp_lcore *lc, const struct dp_peer *peer, const s
 /* Send every pending ACK of every peer touched since the last flush. */
 void dp_reply_ack_flush(struct dp_lcore *lc);
 /* Note that (stream, seq) from `from`'s peer was received whole; sends at
- * once when that peer's entry is full. */
+ * once when that peer's entry is full. from->hash is its peer's
+ * dp_peer_hash (set by the lcore that received it). */
 void dp_reply_ack_note(struct dp_lcore *lc, const struct dp_xfer *from, uint16_t stream, uint32_t seq, uint64_t now);
 /* The same for a peer whose hash (dp_peer_hash(peer, 0)) the caller has
  * already: a known flow's (dp_flow.hash). */

@@ -20,6 +20,9 @@
  * at its fragment 0 (dp_reasm: placed straight into the slot, or buffered
  * and handed out with that decode, dp_reasm_out.hdr/.cls; decoded again
  * only when its last fragment came under another [udp] layer_ports binding).
+ * The owner places a handed seed as its fragment path places its own
+ * (handed_seed: slot begin, the body copied in, slot whole), not through
+ * the whole-frame ingest.
  *
  * No DPDK here: the I/O goes through lc->env->io (dp_io.h), so the kernel
  * receiver bench/dp/kudp_rx.c runs this same code.
@@ -268,7 +271,7 @@ static void whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const
 	}
 	struct dp_xfer from = {.peer = dg->fl->src, .route = dg->fl->route, .len = len, .ack = ackable,
 			       .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer,
-			       .decoded = true, .fr = fr};
+			       .decoded = true, .fr = fr, .hash = dg->fl->hash};
 	const struct dp_frame *d = &from.fr;
 	if (owner != lc->idx) {
 		struct dp_xfer *x = len <= lc->env->frame_max ? lc->env->io->xfer_get(lc) : NULL;
@@ -358,7 +361,8 @@ static void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o, cons
 	if (o->events & DP_RA_EV_FRAME) {
 		struct dp_xfer *x = dp_xfer_of(o->buf);
 		*x = (struct dp_xfer){.peer = fl->src, .route = fl->route, .len = o->len, .ack = true,
-				      .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer};
+				      .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer,
+				      .hash = fl->hash};
 		/* fragment 0's decode, unless this fragment came under another
 		 * address binding ([udp] layer_ports): then judged again under it */
 		uint32_t binding = lc->ictx.layer_bound ? (uint32_t)lc->ictx.bound_layer + 1u : 0u;
@@ -366,6 +370,11 @@ static void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o, cons
 			x->fr.hdr = o->hdr;
 			x->fr.cls = o->cls;
 			x->decoded = true;
+			/* and a seed's prefix (its owner does not decode it again) */
+			if (o->cls.rc == 0 && o->cls.band == FG_BAND_SEED) {
+				x->seed = o->seed;
+				x->seeded = true;
+			}
 		}
 		on_xfer(lc, x, true, now); /* counts the frame and ACKs it */
 	} else if (o->events & DP_RA_EV_COMPLETE) {
@@ -529,6 +538,65 @@ void dp_shard_tick(struct dp_lcore *lc, uint64_t now)
 	}
 }
 
+/* A handed frame that is a seed of this shard, placed as the fragment
+ * path places a contribution of its own (dp_reasm: fg_slot_begin_decoded,
+ * the body copied into the slot buffer, fg_slot_whole; a line already
+ * whole to fg_slot_put, which tells duplicate from conflict), not through
+ * the whole-frame ingest: the frame's decode came with it. Its outcome,
+ * status (written straight into the datagram) and ACK note as
+ * shard_decoded and dp_shard_handed give them. Returns false, with nothing
+ * done, for any frame that is not this case (not a seed, truncated, a
+ * layer not served, a seed the codec refuses, a disabled line, limits the
+ * table does not fit): the whole-frame ingest names it. */
+static bool handed_seed(struct dp_lcore *lc, const struct dp_xfer *x, const uint8_t *frame, uint64_t now)
+{
+	const struct dp_frame *d = &x->fr;
+	struct fg_ingest_ctx *ictx = &lc->ictx;
+	struct fg_slots *slots = &lc->slots;
+	if (d->cls.rc != 0 || d->cls.band != FG_BAND_SEED || FG_HDR_LEN + (uint64_t)d->hdr.length != x->len ||
+	    !fg_ingest_serves(ictx, d->cls.layer) || !fg_slots_fit_limits(slots, ictx->limits))
+		return false;
+	struct fg_seed seed;
+	if (x->seeded) { /* the receiving lcore decoded its prefix */
+		seed = x->seed;
+		seed.body = frame + FG_HDR_LEN + FG_SEED_PREFIX_LEN;
+	} else {
+		const struct fg_frame f = {.hdr = d->hdr, .payload = frame + FG_HDR_LEN};
+		if (fg_seed_decode(&f, d->cls.layer, ictx->limits, &seed) < 0)
+			return false;
+	}
+	if (fg_linefacts_state(ictx->lines, seed.line) == FG_LINE_DISABLED)
+		return false;
+	/* the table's epoch never runs behind the published one (as ingest) */
+	if ((int32_t)(fg_linefacts_epoch(ictx->lines) - slots->epoch) > 0)
+		slots->epoch = fg_linefacts_epoch(ictx->lines);
+	struct fg_slot_ref ref;
+	struct fg_slot_result res;
+	enum fg_outcome o = fg_slot_begin_decoded(slots, &seed, now, &ref, &res);
+	if (__builtin_expect(o == FG_O_PARTIAL, 1)) {
+		/* the slot's body length is the seed's: its shape (slot_admit)
+		 * under the table's hidden (fg_slots_fit_limits); fg_slot_land
+		 * checks the range should it not be */
+		if (__builtin_expect(ref.body_len == seed.body_len, 1)) {
+			memcpy(ref.buf, seed.body, seed.body_len);
+			o = fg_slot_whole(slots, &ref, &res);
+		} else {
+			o = fg_slot_land(slots, &ref, 0, seed.body, seed.body_len, now, &res);
+		}
+		(void)o; /* res names it */
+	} else if (o == FG_O_DUP_PENDING) {
+		/* the line is already whole: the whole body tells duplicate
+		 * (late) from conflict */
+		if (fg_slot_put(slots, &seed, now, &res) < 0)
+			return false; /* never: every argument is set */
+	}
+	on_outcome(lc, &seed, &res, NULL, &x->peer, &x->route, now);
+	/* handed off unACKed: ACKed here once placed (ack_placed) */
+	if (x->ack && res.outcome != FG_O_NO_SLOT)
+		dp_reply_ack_note(lc, x, d->hdr.stream_id, d->hdr.sequence, now);
+	return true;
+}
+
 void dp_shard_handed(struct dp_lcore *lc, struct dp_xfer *x, uint64_t now)
 {
 	struct fg_ingest_result r;
@@ -542,7 +610,7 @@ void dp_shard_handed(struct dp_lcore *lc, struct dp_xfer *x, uint64_t now)
 		dp_lc_malformed(lc, FG_R_SHORT_HEADER);
 	} else if (dp_frame_is_ack(&x->fr)) {
 		dp_deliver_on_ack(lc, &x->fr, fr, x->len, NULL, now); /* a copy from the lcore that received (and checked) it */
-	} else {
+	} else if (!handed_seed(lc, x, fr, now)) {
 		int rc = shard_decoded(lc, fr, x->len, &x->fr, x, &r, now);
 		/* handed off unACKed: ACK here once placed */
 		if (x->ack && ack_placed(rc, &r))

@@ -21,7 +21,10 @@
  *     interleaved frames, a refused fragment header inside a frame's run,
  *     a duplicate, a raw datagram, a frame whose fragments come out of
  *     order and a consumer ACK exactly as dp_shard_dgram does one by one:
- *     every counter, every datagram sent, every report. */
+ *     every counter, every datagram sent, every report;
+ *   - frames another lcore handed over (dp_shard_handed) are placed,
+ *     answered, ACKed and delivered exactly as the same frames arriving in
+ *     fragments on their owner. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -776,12 +779,127 @@ static void test_burst_as_one_by_one(void **st)
 	burst_same_as_one();
 }
 
+
+/* ---- frames handed over by another lcore --------------------------------- */
+
+/* The contributions of test_handed_as_owned, in order: token 7 lines 1, 3,
+ * 5 (resolved), token 7 line 3 again (late), token 9 line 1, again
+ * (duplicate), with another body (conflict). */
+#define HANDED_N 7u
+static uint32_t handed_frame(unsigned k, uint8_t *buf, size_t cap, struct dp_peer *from)
+{
+	static float b[3][H];
+	for (unsigned i = 0; i < H; i++) {
+		b[0][i] = 1.0f + (float)i * 0.25f;
+		b[1][i] = 1e-3f * (float)(i % 17) - 0.5f;
+		b[2][i] = 3.0e7f / (float)(i + 1);
+	}
+	static const uint8_t line[HANDED_N] = {1, 3, 5, 3, 1, 1, 1};
+	static const uint8_t body[HANDED_N] = {0, 1, 2, 1, 0, 0, 2};
+	static const uint32_t token[HANDED_N] = {7, 7, 7, 7, 9, 9, 9};
+	struct fg_seed sd = {.token_seq = token[k], .dst_layer = 2, .line = line[k], .start_pos = 0, .seq_len = 1,
+			     .body = (const uint8_t *)b[body[k]], .body_len = H * 4};
+	ssize_t n = fg_seed_encode(&cfg.bands, &sd, buf, cap);
+	assert_true(n > 0);
+	*from = sender(line[k] / 2u);
+	return (uint32_t)n;
+}
+
+/* frame[0..len) from `from` as another lcore hands it over (dp_shard.c's
+ * fragment_out: reassembled, decoded, to be ACKed by its owner); seeded:
+ * with the seed prefix its fragment 0 decoded. */
+static void hand(const struct dp_peer *from, const uint8_t *frame, uint32_t len, bool seeded, uint64_t now)
+{
+	struct dp_xfer *x = f_xget(&lc);
+	assert_non_null(x);
+	*x = (struct dp_xfer){.peer = *from, .route = no_route, .len = len, .ack = true, .decoded = true,
+			      .hash = dp_peer_hash(from, 0)};
+	memcpy(dp_xfer_data(x), frame, len);
+	assert_int_equal(dp_frame_decode(&lc.ictx, dp_xfer_data(x), len, &x->fr), 0);
+	if (seeded) {
+		assert_true(fg_seed_decode_prefix(&x->fr.hdr, frame + FG_HDR_LEN, len - FG_HDR_LEN, x->fr.cls.layer,
+						  &lim, &x->seed) > 0);
+		x->seeded = true;
+	}
+	dp_shard_handed(&lc, x, now);
+}
+
+/* Handed over, with the seed prefix the receiving lcore decoded or
+ * without, a seed's contributions are placed as the owner's own fragment
+ * path places them: resolved, late, duplicate, conflict give
+ * every status byte, ACK, delivery and report that the same frames give
+ * arriving in fragments; every outcome and drop counter the same. A frame
+ * handed whole whose header disagrees with its length is still counted
+ * malformed (the whole-frame ingest's case), unanswered but ACKed. */
+static void test_handed_as_owned(void **st)
+{
+	uint8_t fr[8192];
+	struct dp_peer p;
+	for (unsigned k = 0; k < HANDED_N; k++) {
+		uint32_t n = handed_frame(k, fr, sizeof(fr), &p);
+		send_frame(&p, (uint16_t)(10 + k), fr, n, MS + k);
+	}
+	dp_shard_tick(&lc, 60 * MS);
+	assert_int_equal(C(FG_C_SEEDS_RESOLVED), 1);
+	assert_int_equal(C(FG_C_DROP_DUPLICATE), 1);
+	assert_int_equal(C(FG_C_DROP_CONFLICT), 1);
+	assert_int_equal(C(FG_C_DROP_LATE), 1);
+	memcpy(&one.k, &K, sizeof(K));
+	memcpy(&one.xk, &XK, sizeof(XK));
+	one.n = io.n;
+	memcpy(one.reports, io.reports, sizeof(one.reports));
+	memcpy(one.s, io.s, sizeof(one.s));
+
+	teardown(st);
+	setup(st);
+	for (unsigned k = 0; k < HANDED_N; k++) {
+		uint32_t n = handed_frame(k, fr, sizeof(fr), &p);
+		hand(&p, fr, n, k % 2 == 1, MS + k); /* with and without the prefix decoded */
+	}
+	dp_shard_tick(&lc, 60 * MS);
+	assert_int_equal(X(DP_X_HANDOFF_IN), HANDED_N);
+	assert_int_equal(io.nfree, 8); /* every xfer given back */
+	/* the receiving lcore counted the fragments and frames */
+	static const enum fg_dp_counter theirs[] = {FG_C_FRAGS, FG_C_FRAMES};
+	for (unsigned c = 0; c < FG_C__COUNT; c++) {
+		bool skip = false;
+		for (unsigned t = 0; t < sizeof(theirs) / sizeof(theirs[0]); t++)
+			skip |= c == theirs[t];
+		if (!skip)
+			assert_int_equal(atomic_load(&one.k.c[c]), C((enum fg_dp_counter)c));
+	}
+	for (unsigned o = 0; o < FG_O__COUNT; o++)
+		assert_int_equal(atomic_load(&one.xk.outcome[o]), atomic_load(&XK.outcome[o]));
+	assert_memory_equal(one.reports, io.reports, sizeof(one.reports));
+	assert_int_equal(one.n, io.n);
+	for (unsigned i = 0; i < io.n; i++) {
+		assert_true(dp_peer_eq(&one.s[i].to, &io.s[i].to));
+		assert_int_equal(one.s[i].len, io.s[i].len);
+		assert_memory_equal(one.s[i].b, io.s[i].b, io.s[i].len);
+	}
+
+	/* a header that says one byte less than the frame handed */
+	uint32_t n = handed_frame(4, fr, sizeof(fr), &p);
+	unsigned mark = io.n;
+	uint64_t bad = C(FG_C_DROP_MALFORMED);
+	fr[9] = (uint8_t)(fr[9] - 1);
+	hand(&p, fr, n, false, 70 * MS);
+	assert_int_equal(C(FG_C_DROP_MALFORMED), bad + 1);
+	dp_shard_tick(&lc, 200 * MS);
+	/* no status; ACKed as received, as a malformed frame reassembled on
+	 * its owner is (a resend would be refused the same way) */
+	assert_int_equal(sent_to(mark, &p), 1);
+	struct fg_ack_entry e[2];
+	assert_int_equal(acks_of(io.n - 1, e, 2), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_ack_notes_interleaved, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_burst_as_one_by_one, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_given_up_without_ack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_handed_as_owned, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resolve_ack_and_resend, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resend_split_head, setup, teardown),
