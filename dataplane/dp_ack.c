@@ -68,12 +68,9 @@ struct dp_ack_peer *dp_ack_peer_get(struct dp_ack *a, const struct dp_peer *p, u
 /* The order of entries: by stream, then sequence. */
 static inline uint64_t pend_key(const struct dp_ack_pend *p) { return (uint64_t)p->stream << 32 | p->seq; }
 
-/* Insertion sort: at most DP_ACK_PEND elements; nothing to do unless
- * dp_ack_note saw a pair out of order. */
-static void pend_sort(struct dp_ack_peer *pp)
+/* Insertion sort: at most DP_ACK_PEND elements. */
+void dp_ack_sort(struct dp_ack_peer *pp)
 {
-	if (!pp->unsorted)
-		return;
 	pp->unsorted = false;
 	for (unsigned i = 1; i < pp->n; i++) {
 		struct dp_ack_pend v = pp->pend[i];
@@ -89,7 +86,8 @@ static void pend_sort(struct dp_ack_peer *pp)
 
 unsigned dp_ack_take(struct dp_ack_peer *pp, struct fg_ack_entry *out, unsigned max)
 {
-	pend_sort(pp);
+	if (pp->unsorted)
+		dp_ack_sort(pp);
 	unsigned k = 0;
 	for (unsigned i = 0; i < pp->n;) {
 		if (k == max)
@@ -132,26 +130,7 @@ int dp_ack_encode(struct dp_ack_peer *pp, uint32_t mtu, uint16_t frame_id, uint8
 	uint32_t most = FG_ACK_DGRAM_HEAD_LEN + n * FG_ACK_ENTRY_LEN;
 	if (mtu < most || cap < most || !max_dgrams)
 		return encode_split(pp, mtu, frame_id, buf, cap, lens, max_dgrams);
-	pend_sort(pp);
-	/* dp_ack_take's packing: an entry starts at the lowest pair left and
-	 * takes the pairs of its stream within base .. base + 63 */
-	uint8_t *q = buf + FG_ACK_DGRAM_HEAD_LEN;
-	const struct dp_ack_pend *p = pp->pend, *end = p + n;
-	while (p < end) {
-		uint16_t stream = p->stream;
-		uint32_t base = p->seq;
-		uint64_t bits = 0;
-		do {
-			bits |= 1ull << (p->seq - base);
-			p++;
-		} while (p < end && p->stream == stream && p->seq - base < 64u);
-		fg_ack_entry_put(q, stream, base, (uint32_t)(bits >> 32), (uint32_t)bits);
-		q += FG_ACK_ENTRY_LEN;
-	}
-	uint32_t len = (uint32_t)(q - buf);
-	fg_ack_dgram_head_put(buf, frame_id, (len - FG_ACK_DGRAM_HEAD_LEN) / FG_ACK_ENTRY_LEN);
-	lens[0] = len;
-	pp->n = 0;
+	lens[0] = dp_ack_encode_one(pp, frame_id, buf);
 	return 1;
 }
 

@@ -123,6 +123,41 @@ unsigned dp_ack_take(struct dp_ack_peer *pp, struct fg_ack_entry *out, unsigned 
 #define DP_ACK_DGRAMS_MAX DP_ACK_PEND
 #define DP_ACK_BUF_MAX (DP_ACK_PEND * (FG_ACK_DGRAM_HEAD_LEN + FG_ACK_ENTRY_LEN))
 
+/* Sort pp's pending pairs by stream, then sequence (dp_ack_note saw a pair
+ * out of order: pp->unsorted). */
+void dp_ack_sort(struct dp_ack_peer *pp);
+
+/* dp_ack_encode when every entry fits one datagram (pp->n > 0 and
+ * FG_ACK_DGRAM_HEAD_LEN + pp->n * FG_ACK_ENTRY_LEN <= the mtu and the room
+ * at buf: n pairs make at most n entries): that datagram, frame id
+ * frame_id, into buf, the entries encoded from the sorted pairs in place;
+ * the pairs cleared. Returns its length. Inline: the sender writes it
+ * straight into the packet. */
+static inline uint32_t dp_ack_encode_one(struct dp_ack_peer *pp, uint16_t frame_id, uint8_t *buf)
+{
+	if (pp->unsorted)
+		dp_ack_sort(pp);
+	/* dp_ack_take's packing: an entry starts at the lowest pair left and
+	 * takes the pairs of its stream within base .. base + 63 */
+	uint8_t *q = buf + FG_ACK_DGRAM_HEAD_LEN;
+	const struct dp_ack_pend *p = pp->pend, *end = p + pp->n;
+	do {
+		uint16_t stream = p->stream;
+		uint32_t base = p->seq;
+		uint64_t bits = 0;
+		do {
+			bits |= 1ull << (p->seq - base);
+			p++;
+		} while (p < end && p->stream == stream && p->seq - base < 64u);
+		fg_ack_entry_put(q, stream, base, (uint32_t)(bits >> 32), (uint32_t)bits);
+		q += FG_ACK_ENTRY_LEN;
+	} while (p < end);
+	uint32_t len = (uint32_t)(q - buf);
+	fg_ack_dgram_head_put(buf, frame_id, (len - FG_ACK_DGRAM_HEAD_LEN) / FG_ACK_ENTRY_LEN);
+	pp->n = 0;
+	return len;
+}
+
 /* Write pp's pending pairs as ACK datagrams (fragment header + ACK frame)
  * back to back into buf[0..cap), their lengths into lens[0..max_dgrams),
  * and clear them: byte for byte what fg_ack_build writes for dp_ack_take's

@@ -53,27 +53,28 @@ bool dp_cwin_is_fleet(const struct dp_cwin *w, uint8_t mode, uint16_t stream)
  * remember it in place of that entry, or of the oldest one. */
 static bool fleet_signature(struct dp_cwin_stream *s, uint32_t base, uint64_t bits)
 {
-	unsigned k = 0, oldest = 0;
-	for (; k < DP_CWIN_RECENT; k++) {
-		if (s->recent[k].used && s->recent[k].base == base)
-			break;
-		if (!s->recent[k].used || (s->recent[oldest].used && s->recent[k].age < s->recent[oldest].age))
-			oldest = k;
-	}
+	/* the bases held are distinct: at most one matches */
+	unsigned n = s->n_recent, k = 0;
+	while (k < n && s->r_base[k] != base)
+		k++;
 	bool hit = false;
-	if (k == DP_CWIN_RECENT) {
-		k = oldest;
-	} else {
+	if (k < n) {
 		/* at least two earlier bits: a consumer that packs what it
 		 * received since its last ACK repeats a one-bit entry's base
 		 * when that sequence comes again with others */
-		uint64_t was = s->recent[k].bits;
+		uint64_t was = s->r_bits[k];
 		hit = (bits & was) == was && bits != was && (was & (was - 1));
+	} else if (n < DP_CWIN_RECENT) {
+		s->n_recent = (uint8_t)(n + 1); /* a free one */
+	} else {
+		k = 0; /* the oldest (ages are distinct) */
+		for (unsigned j = 1; j < DP_CWIN_RECENT; j++)
+			if (s->r_age[j] < s->r_age[k])
+				k = j;
 	}
-	s->recent[k].used = true;
-	s->recent[k].base = base;
-	s->recent[k].bits = bits;
-	s->recent[k].age = ++s->clock;
+	s->r_base[k] = base;
+	s->r_bits[k] = bits;
+	s->r_age[k] = ++s->clock;
 	return hit;
 }
 

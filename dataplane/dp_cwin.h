@@ -70,13 +70,13 @@ struct dp_cwin_stream {
 	uint8_t hits;       /* fleet signatures seen (AUTO) */
 	bool has_sent, has_base;
 	uint32_t sent_hi;   /* highest sequence this lcore sent on the stream */
-	uint32_t clock;     /* orders recent[] */
-	struct {
-		bool used;
-		uint32_t age;
-		uint32_t base;
-		uint64_t bits;
-	} recent[DP_CWIN_RECENT]; /* the latest entries of distinct bases (not judged ahead) */
+	uint8_t n_recent;   /* recent entries held: [0, n_recent) */
+	uint32_t clock;     /* orders the recent entries (r_age) */
+	/* the latest entries of distinct bases (not judged ahead), one array
+	 * per field: the search compares bases only */
+	uint32_t r_base[DP_CWIN_RECENT];
+	uint32_t r_age[DP_CWIN_RECENT];
+	uint64_t r_bits[DP_CWIN_RECENT];
 	bool has_seen;
 	uint32_t seen_base; /* the previous entry's base, whatever its verdict */
 	uint32_t base;      /* the window's base: the latest base taken */

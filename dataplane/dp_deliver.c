@@ -313,6 +313,28 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 	}
 }
 
+/* The FG_BM_RESOLVED message of seed v into *m, every byte of it (the
+ * padding zero: the lane carries the same bytes wherever m lies). The
+ * body is report_body's or report_commit's to fill. */
+static inline void resolved_msg(struct dp_lcore *lc, const struct fg_seed_view *v, bool sent, uint64_t now,
+				union fg_bmsg *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->resolved.kind = FG_BM_RESOLVED;
+	m->resolved.lines = v->lines;
+	m->resolved.layer = v->dst_layer;
+	m->resolved.token_seq = v->token_seq;
+	m->resolved.start_pos = v->start_pos;
+	m->resolved.seq_len = v->seq_len;
+	m->resolved.epoch = lc->slots.epoch;
+	m->resolved.udp_sent = sent;
+	m->resolved.ingress = lc->from_lane ? FG_INGRESS_TLS : FG_INGRESS_UDP;
+	m->resolved.fingerprint = v->fingerprint;
+	m->resolved.t_ns = dp_clock_ns(); /* resolved now, not at the loop's start */
+	m->resolved.t_last_ns = now;
+	m->resolved.t_open_ns = v->opened_ns;
+}
+
 void dp_deliver_seed(struct dp_lcore *lc, uint32_t slot, uint64_t now)
 {
 	struct fg_seed_view v;
@@ -335,20 +357,19 @@ void dp_deliver_seed(struct dp_lcore *lc, uint32_t slot, uint64_t now)
 	} else {
 		dp_lc_xcount(lc, DP_X_NO_CONSUMER);
 	}
-	/* The control plane gets facts and the body, not a frame (boundary.h). */
-	union fg_bmsg m = {.resolved = {.kind = FG_BM_RESOLVED,
-					.lines = v.lines,
-					.layer = v.dst_layer,
-					.token_seq = v.token_seq,
-					.start_pos = v.start_pos,
-					.seq_len = v.seq_len,
-					.epoch = lc->slots.epoch,
-					.udp_sent = sent,
-					.ingress = lc->from_lane ? FG_INGRESS_TLS : FG_INGRESS_UDP,
-					.fingerprint = v.fingerprint,
-					.t_ns = dp_clock_ns(), /* resolved now, not at the loop's start */
-					.t_last_ns = now,
-					.t_open_ns = v.opened_ns}};
-	(void)lc->env->io->report_body(lc, &m, &m.resolved.body, v.body, v.body_len);
+	/* The control plane gets facts and the body, not a frame (boundary.h):
+	 * written in place in the lane when the I/O reserves (report_reserve) */
+	const struct dp_io *io = lc->env->io;
+	if (io->report_reserve) {
+		union fg_bmsg *m = io->report_reserve(lc);
+		if (m) {
+			resolved_msg(lc, &v, sent, now, m);
+			io->report_commit(lc, m, &m->resolved.body, v.body, v.body_len);
+		}
+	} else {
+		union fg_bmsg m;
+		resolved_msg(lc, &v, sent, now, &m);
+		(void)io->report_body(lc, &m, &m.resolved.body, v.body, v.body_len);
+	}
 	lc->ack_now = true; /* ACK on resolution */
 }

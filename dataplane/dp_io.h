@@ -204,6 +204,15 @@ struct dp_io {
 	int (*consumer_frags)(struct dp_lcore *lc, const struct dp_peer *to, uint64_t now, uint16_t fid,
 			      uint32_t total, const uint8_t *head, uint32_t head_len, const uint8_t *body,
 			      uint32_t body_len, uint32_t chunk, uint32_t slot);
+	/* report_body in two steps, the message written in place (no copy
+	 * of it): report_reserve returns the element the message is written
+	 * into (every byte of it), or NULL (not sent, counted as report_body
+	 * counts a full lane); report_commit then does report_body's work on
+	 * it (body, sending). NULL: the caller builds the message and calls
+	 * report_body. */
+	union fg_bmsg *(*report_reserve)(struct dp_lcore *lc);
+	void (*report_commit)(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, const uint8_t *src,
+			      uint32_t len);
 };
 
 /* What every shard reads, written before the shards run. */

@@ -89,6 +89,8 @@ const struct dp_io dp_io_dpdk = {
 	.status_of = dp_tx_status_of,
 	.ack_one = dp_tx_ack_one,
 	.consumer_frags = dp_tx_consumer_frags,
+	.report_reserve = dp_lane_reserve,
+	.report_commit = dp_lane_commit_body,
 };
 
 unsigned dp_inbox_poll(struct dp_lcore *lc, uint64_t now)

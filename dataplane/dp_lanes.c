@@ -75,6 +75,32 @@ bool dp_lane_send_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body 
 	return true;
 }
 
+union fg_bmsg *dp_lane_reserve(struct dp_lcore *lc)
+{
+	union fg_bmsg *m = fg_ring_reserve(lc->lane->to_cp);
+	if (!m)
+		dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
+	return m;
+}
+
+void dp_lane_commit_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, const uint8_t *src,
+			 uint32_t len)
+{
+	struct fg_lane *ln = lc->lane;
+	/* m is to_cp's reserved element and we are the ring's only producer:
+	 * the commit publishes it, so the buffer is never ours to put back
+	 * (dp_lane_send_body's order: room first, then the buffer). */
+	uint32_t bi = len <= ln->dp2cp.size ? fg_pool_get(&ln->dp2cp) : FG_BUF_NONE;
+	body->buf = bi;
+	body->len = len;
+	if (bi != FG_BUF_NONE)
+		memcpy(fg_pool_buf(&ln->dp2cp, bi), src, len);
+	else
+		dp_lc_count(lc, FG_C_LANE_NO_BODY, 1); /* the facts cross alone, as in dp_lane_send_body */
+	note_sent(lc, m);
+	fg_ring_commit(ln->to_cp);
+}
+
 /* Deferred messages fill a quarter of the ring or of the pool: wake the
  * control plane anyway rather than wait for its tick. */
 static bool lane_filling(const struct fg_lane *ln)

@@ -16,6 +16,17 @@ void dp_lane_send(struct dp_lcore *lc, const union fg_bmsg *m);
  * (counted drop_lane_full) only when the ring is full. */
 bool dp_lane_send_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, const uint8_t *src,
 		       uint32_t len);
+/* dp_lane_send_body in two steps, the message written in place in the
+ * ring (no copy of it): dp_lane_reserve returns to_cp's next element to
+ * fill, or NULL when the ring is full (counted drop_lane_full);
+ * dp_lane_commit_body then copies src[0..len) into a dp2cp buffer (or
+ * none, as dp_lane_send_body), points *body (a field of m) at it and
+ * publishes m. Every byte of m is the caller's to write (the element
+ * holds an older message) before the commit, which must follow the
+ * reserve with no other message pushed in between. */
+union fg_bmsg *dp_lane_reserve(struct dp_lcore *lc);
+void dp_lane_commit_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, const uint8_t *src,
+			 uint32_t len);
 /* Once per loop iteration: when this iteration pushed to to_cp and the
  * control plane sleeps, write the boundary's eventfd (struct fg_wake). */
 void dp_lane_wake(struct dp_lcore *lc);

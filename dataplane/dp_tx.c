@@ -320,12 +320,9 @@ int dp_tx_ack_one(struct dp_lcore *lc, struct dp_ack_peer *pp, uint32_t mtu, uin
 		return 0;
 	}
 	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
-	uint32_t len;
-	/* most bytes of room at an mtu they fit: always one datagram */
-	if (unlikely(dp_ack_encode(pp, mtu, fid, p + t->hl, most, &len, 1) != 1)) {
-		tx_unused(m);
-		return 0;
-	}
+	/* most bytes of room at an mtu they fit (the caller's promise): one
+	 * datagram, encoded in place */
+	const uint32_t len = dp_ack_encode_one(pp, fid, p + t->hl);
 	m->data_len = (uint16_t)(t->hl + len);
 	m->pkt_len = t->hl + len;
 	(void)dp_pkt_tmpl_put(p, t, len, lc->ip_id++);

@@ -36,6 +36,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "fg/common.h"
@@ -58,10 +59,19 @@ size_t fg_pool_mem_size(uint32_t n, uint32_t size);
 /* Lay a pool out in mem and fill the free list with every index. Call before
  * the threads start. Returns 0 or -EINVAL. */
 FG_MUST_CHECK int fg_pool_init(struct fg_pool *p, void *mem, uint32_t n, uint32_t size);
+/* fg_ring_pop of the free list, its elements read as the uint32_t
+ * indices they are (fg_pool_init lays them out so), not copied by size. */
 static inline uint32_t fg_pool_get(struct fg_pool *p)
 {
+	struct fg_ring *r = p->free;
+	uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+	if (h == t)
+		return FG_BUF_NONE;
 	uint32_t i;
-	return fg_ring_pop(p->free, &i) ? i : FG_BUF_NONE;
+	memcpy(&i, r->data + (size_t)(t & r->mask) * sizeof(uint32_t), sizeof(i));
+	atomic_store_explicit(&r->tail, t + 1, memory_order_release);
+	return i;
 }
 static inline void fg_pool_put(struct fg_pool *p, uint32_t i) { (void)fg_ring_push(p->free, &i); }
 static inline uint8_t *fg_pool_buf(const struct fg_pool *p, uint32_t i) { return p->bufs + (size_t)i * p->size; }

@@ -7,7 +7,10 @@
  * Memory ordering: the producer writes the element, then publishes `head`
  * with a release store; the consumer reads `head` with an acquire load, so it
  * sees the element's bytes; symmetric for `tail`, so the producer never
- * overwrites an element the consumer is still copying out. */
+ * overwrites an element the consumer is still copying out. A reservation
+ * (fg_ring_reserve, then fg_ring_commit) is a push whose element the
+ * producer writes in place: the consumer sees it only from the commit's
+ * release store. */
 #ifndef FG_RING_H
 #define FG_RING_H
 
@@ -56,6 +59,26 @@ static inline bool fg_ring_push(struct fg_ring *r, const void *elt)
 	memcpy(r->data + (size_t)(h & r->mask) * r->elt_size, elt, r->elt_size);
 	atomic_store_explicit(&r->head, h + 1, memory_order_release);
 	return true;
+}
+
+/* Producer only: the element at head, to be written in place and then
+ * published by fg_ring_commit; NULL when full (the caller counts and
+ * decides). Until the commit the consumer does not see it, and a second
+ * reserve returns the same element. */
+static inline void *fg_ring_reserve(struct fg_ring *r)
+{
+	uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+	uint32_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
+	if (h - t > r->mask)
+		return NULL;
+	return r->data + (size_t)(h & r->mask) * r->elt_size;
+}
+
+/* Producer only, after fg_ring_reserve returned an element: publish it. */
+static inline void fg_ring_commit(struct fg_ring *r)
+{
+	uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+	atomic_store_explicit(&r->head, h + 1, memory_order_release);
 }
 
 /* Consumer only. False when empty. */

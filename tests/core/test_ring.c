@@ -2,7 +2,7 @@
  * buffer pool built on it (include/fg/boundary.h, core/boundary.c).
  *
  * Single-thread semantics (init refusals, empty, full, FIFO order, 32-bit
- * index wrap), then one producer and one consumer thread exchanging 1e6
+ * index wrap, reservations written in place), then one producer and one consumer thread exchanging 1e6
  * messages through a small ring, checking order and every byte. */
 #include <errno.h>
 #include <pthread.h>
@@ -104,6 +104,49 @@ static void test_ring_index_wrap(void **state)
 	free(r);
 }
 
+/* A reservation is a push written in place: invisible until its commit,
+ * refused when full, FIFO with plain pushes, across the index wrap. */
+static void test_ring_reserve_commit(void **state)
+{
+	(void)state;
+	enum { COUNT = 4 };
+	struct fg_ring *r = ring_new(COUNT, sizeof(uint64_t));
+	atomic_store(&r->head, UINT32_MAX - 2);
+	atomic_store(&r->tail, UINT32_MAX - 2);
+	uint64_t v, *p = fg_ring_reserve(r);
+	assert_non_null(p);
+	*p = 7;
+	assert_int_equal(fg_ring_count(r), 0); /* not published yet */
+	assert_false(fg_ring_pop(r, &v));
+	assert_ptr_equal(fg_ring_reserve(r), p); /* the same element until committed */
+	fg_ring_commit(r);
+	assert_int_equal(fg_ring_count(r), 1);
+	assert_true(fg_ring_push(r, &(uint64_t){8}));
+	p = fg_ring_reserve(r);
+	assert_non_null(p);
+	*p = 9;
+	fg_ring_commit(r);
+	assert_true(fg_ring_push(r, &(uint64_t){10}));
+	assert_null(fg_ring_reserve(r)); /* full: COUNT queued */
+	assert_int_equal(fg_ring_count(r), COUNT);
+	for (uint64_t want = 7; want <= 10; want++) {
+		assert_true(fg_ring_pop(r, &v));
+		assert_int_equal(v, want);
+	}
+	assert_false(fg_ring_pop(r, &v));
+	/* every slot of the array, many times round */
+	for (uint64_t i = 0; i < 3 * COUNT; i++) {
+		p = fg_ring_reserve(r);
+		assert_non_null(p);
+		*p = 100 + i;
+		fg_ring_commit(r);
+		assert_true(fg_ring_pop(r, &v));
+		assert_int_equal(v, 100 + i);
+	}
+	assert_true(atomic_load(&r->head) < 100); /* it did wrap */
+	free(r);
+}
+
 /* ---- two threads ------------------------------------------------------- */
 
 #define MSGS 1000000u
@@ -115,6 +158,7 @@ struct msg {
 
 static void msg_fill(struct msg *m, uint64_t seq)
 {
+	memset(m, 0, sizeof(*m)); /* the padding too: the consumer compares every byte */
 	m->seq = seq;
 	for (unsigned i = 0; i < 5; i++)
 		m->words[i] = (uint32_t)(seq * 2654435761u) ^ (i * 0x9E3779B9u);
@@ -128,6 +172,20 @@ static void *producer(void *arg)
 		msg_fill(&m, s);
 		while (!fg_ring_push(r, &m))
 			sched_yield(); /* the machine may have fewer free cores than threads */
+	}
+	return NULL;
+}
+
+/* The same messages written in place (reserve, fill, commit). */
+static void *producer_reserve(void *arg)
+{
+	struct fg_ring *r = arg;
+	for (uint64_t s = 0; s < MSGS; s++) {
+		struct msg *m;
+		while (!(m = fg_ring_reserve(r)))
+			sched_yield();
+		msg_fill(m, s);
+		fg_ring_commit(r);
 	}
 	return NULL;
 }
@@ -158,15 +216,14 @@ static void *consumer(void *arg)
 	return NULL;
 }
 
-static void test_ring_two_threads(void **state)
+static void two_threads(void *(*produce)(void *))
 {
-	(void)state;
 	struct fg_ring *r = ring_new(64, sizeof(struct msg));
 	struct consumer_result res = { 0 };
 	void *carg[2] = { r, &res };
 	pthread_t p, c;
 	assert_int_equal(pthread_create(&c, NULL, consumer, carg), 0);
-	assert_int_equal(pthread_create(&p, NULL, producer, r), 0);
+	assert_int_equal(pthread_create(&p, NULL, produce, r), 0);
 	assert_int_equal(pthread_join(p, NULL), 0);
 	assert_int_equal(pthread_join(c, NULL), 0);
 	assert_int_equal(res.received, MSGS);
@@ -174,6 +231,18 @@ static void test_ring_two_threads(void **state)
 	assert_int_equal(res.bad_content, 0);
 	assert_int_equal(fg_ring_count(r), 0);
 	free(r);
+}
+
+static void test_ring_two_threads(void **state)
+{
+	(void)state;
+	two_threads(producer);
+}
+
+static void test_ring_two_threads_reserve(void **state)
+{
+	(void)state;
+	two_threads(producer_reserve);
 }
 
 /* ---- pool ---------------------------------------------------------------- */
@@ -324,7 +393,9 @@ int main(void)
 		cmocka_unit_test(test_ring_init_refusals),
 		cmocka_unit_test(test_ring_full_empty_order),
 		cmocka_unit_test(test_ring_index_wrap),
+		cmocka_unit_test(test_ring_reserve_commit),
 		cmocka_unit_test(test_ring_two_threads),
+		cmocka_unit_test(test_ring_two_threads_reserve),
 		cmocka_unit_test(test_pool_get_put),
 		cmocka_unit_test(test_pool_two_threads),
 		cmocka_unit_test(test_counter_names),
