@@ -199,8 +199,18 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 		return; /* truncated (fg_frame_decode's check; the header is decoded once, by the caller) */
 	const struct fg_frame f = {.hdr = d->hdr, .payload = frame + FG_HDR_LEN};
 	int n = fg_ack_frame_decode(&f, e, FG_ARRAY_LEN(e));
-	if (n <= 0)
+	if (n < 0) { /* not an ACK frame's header, or a length not a multiple of 14 */
+		dp_lc_malformed(lc, n);
 		return;
+	}
+	/* An ACK datagram within the MTU holds at most 104 entries (wire.md
+	 * 2.1); a reassembled frame claiming more than e holds is not one. */
+	if ((unsigned)n > FG_ARRAY_LEN(e)) {
+		dp_lc_malformed(lc, FG_R_ACK_LENGTH);
+		return;
+	}
+	if (n == 0)
+		return; /* valid, and means nothing */
 	const struct fg_config *cfg = lc->env->cfg;
 	unsigned n_sh = lc->env->n;
 	uint64_t others = 0; /* bit i: lcore i owns a covered seq */

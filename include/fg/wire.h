@@ -61,7 +61,7 @@ enum fg_reason {
 	FG_R_FRAG_TOTAL_CHANGED,  /* "frag_total_changed": inside one reassembly group */
 	FG_R_FRAG_CHUNK_SIZE,     /* "frag_chunk_size": chunk empty, too big, or not C bytes before the last */
 	FG_R_ACK_HEADER,          /* "ack_header": ACK frame not (0xFFFF, seq 0, flags 0x80) */
-	FG_R_ACK_LENGTH,          /* "ack_length": ACK payload not a multiple of 14 */
+	FG_R_ACK_LENGTH,          /* "ack_length": ACK payload not a multiple of 14, or (dataplane) more entries than 128 */
 	FG_R_UNKNOWN_STREAM,      /* "unknown_stream" */
 	FG_R_UNKNOWN_LAYER,       /* "unknown_layer": band offset >= configured layers */
 	FG_R_SEED_PREFIX,         /* "seed_prefix": payload shorter than the 8-byte prefix */

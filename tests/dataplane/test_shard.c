@@ -565,6 +565,51 @@ static void test_malformed_counted(void **st)
 	assert_int_equal(io.n, 0);
 }
 
+/* A consumer's ACK frame that is not one: a payload not a multiple of 14
+ * bytes (a whole datagram), and 200 entries reassembled from fragments
+ * (an ACK datagram within the MTU holds at most 104; the lcore reads at
+ * most 128). Each is counted as ack_length and retires nothing; the
+ * consumer's real ACK afterwards still does. */
+static void test_consumer_ack_malformed(void **st)
+{
+	(void)st;
+	uint64_t now = 2 * MS;
+	resolve_one(now);
+	static uint8_t fr[FG_HDR_LEN + 200 * FG_ACK_ENTRY_LEN];
+	uint8_t dg[64];
+	const struct dp_flow fl = dp_flow_of(&consumer, &no_route, true);
+	/* 13 bytes of payload, one datagram */
+	struct fg_hdr h = {.stream_id = FG_STREAM_ACK, .sequence = 0, .flags = FG_FLAG_ACK, .length = 13};
+	assert_true(fg_hdr_encode(&h, dg + 4, sizeof(dg) - 4) == FG_HDR_LEN);
+	memset(dg + 4 + FG_HDR_LEN, 0, 13);
+	fg_put_be16(dg, 900);
+	dg[2] = 0;
+	dg[3] = 1;
+	struct dp_dgram d = {.fl = &fl, .payload = dg, .len = 4 + FG_HDR_LEN + 13};
+	dp_shard_dgram(&lc, &d, now + MS);
+	assert_int_equal(C(FG_C_DROP_MALFORMED), 1);
+	assert_int_equal(K.malformed[FG_R_ACK_LENGTH], 1);
+	/* 200 entries, each naming the resolved seed (stream resolved_base
+	 * + 2, seq 7), in fragments */
+	h.length = 200 * FG_ACK_ENTRY_LEN;
+	assert_true(fg_hdr_encode(&h, fr, sizeof(fr)) == FG_HDR_LEN);
+	for (unsigned i = 0; i < 200; i++) {
+		struct fg_ack_entry e = {.stream_id = (uint16_t)(cfg.bands.resolved_base + 2), .base_seq = 7, .bitmap_lo = 1};
+		assert_true(fg_ack_entry_encode(&e, fr + FG_HDR_LEN + i * FG_ACK_ENTRY_LEN, FG_ACK_ENTRY_LEN) ==
+			    FG_ACK_ENTRY_LEN);
+	}
+	assert_true(fg_frag_count(sizeof(fr), env.chunk) > 1);
+	send_frame(&consumer, 901, fr, sizeof(fr), now + 2 * MS);
+	assert_int_equal(C(FG_C_DROP_MALFORMED), 2);
+	assert_int_equal(K.malformed[FG_R_ACK_LENGTH], 2);
+	assert_int_equal(C(FG_C_DELIVERY_ACKED), 0);
+	assert_int_equal(lc.dlv.n, 1);
+	consumer_ack(&consumer, now + 3 * MS);
+	assert_int_equal(C(FG_C_DELIVERY_ACKED), 1);
+	assert_int_equal(lc.dlv.n, 0);
+	assert_int_equal(C(FG_C_DROP_MALFORMED), 2);
+}
+
 /* ---- ACK notes from senders taking turns ---------------------------------- */
 
 /* The ACK entries of datagram i (one entry per stream here). */
@@ -901,6 +946,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_given_up_without_ack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_handed_as_owned, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_counted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_consumer_ack_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resolve_ack_and_resend, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resend_split_head, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_window_exact_consumer_not_fleet, setup, teardown),
