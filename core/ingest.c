@@ -2,8 +2,9 @@
  * status to answer with.
  *
  * Who may call: the thread that owns the slot table (slot.h's single-writer
- * contract); fg_status_from_result, fg_status_frame and fg_linefacts_pack
- * read only their arguments and may be called from any thread.
+ * contract); fg_status_from_result, fg_status_frame, fg_status_frame_of and
+ * fg_linefacts_pack read only their arguments and may be called from any
+ * thread.
  *
  * The status facts, and why they are computed this way (wire.md section 5:
  * the dispatcher skips the canonical hop only when
@@ -31,6 +32,7 @@
  *                       to the control plane's published epoch (linefacts):
  *                       the later of the two, so a conflict seen here shows
  *                       at once, before the control plane has heard of it. */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
@@ -185,6 +187,18 @@ ssize_t fg_status_frame(const struct fg_ingest_ctx *ctx, const struct fg_seed *s
 		return -FG_R_NOSPACE;
 	fg_status_write(buf, &s);
 	return FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN;
+}
+
+void fg_status_frame_of(const struct fg_ingest_ctx *ctx, const struct fg_seed *seed, const struct fg_slot_result *r,
+			uint8_t *buf)
+{
+	/* nonnull (ingest.h): status_build's NULL cases fold away */
+	const struct fg_status s = status_build(ctx, seed, r, 0);
+	/* in range by construction (a decoded seed, an engine result): what
+	 * fg_status_frame checks, asserted */
+	assert(s.outcome < FG_O__COUNT && (uint8_t)(s.line + 1u) <= FG_LINES && s.sign <= 1 &&
+	       !((s.expected | s.landed) & 0x80));
+	fg_status_write(buf, &s);
 }
 
 /* Status for a frame that never reached a slot (bad stream, bad payload). */

@@ -175,12 +175,12 @@ struct dp_io {
 	bool (*frags)(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, uint16_t fid,
 		      uint32_t total, const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len,
 		      uint32_t chunk);
-	/* Send the status frame of a placed contribution (fg_status_frame
-	 * (&lc->ictx, seed, res)) to `to` as a single-fragment datagram of
-	 * frame id fid, as dgram would send it, written straight into the
-	 * packet. Returns 1 (queued), 0 (encodable but not queued: the
-	 * implementation counts why) or -1 (not encodable: nothing sent, fid
-	 * not used). NULL: the caller encodes it and sends it through dgram. */
+	/* Send the status frame of a placed contribution (fg_status_frame_of
+	 * (&lc->ictx, seed, res): never refused) to `to` as a single-fragment
+	 * datagram of frame id fid, as dgram would send it, written straight
+	 * into the packet. Returns 1 (queued) or 0 (not queued: the
+	 * implementation counts why); fid is used either way. NULL: the
+	 * caller encodes it and sends it through dgram. */
 	int (*status_of)(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to,
 			 const struct fg_seed *seed, const struct fg_slot_result *res, uint16_t fid);
 	/* Send pp's pending pairs, which fit one ACK datagram at mtu

@@ -48,10 +48,12 @@ struct dp_ra_ctx {
 	struct fg_seed seed; /* SLOT/DISCARD of a seed: header and prefix facts, body NULL */
 };
 
+/* Caller memory: the contexts, the hash buckets, the ring of tombstones. */
 size_t dp_reasm_mem_size(const struct dp_reasm_cfg *cfg)
 {
 	return dp_align64((size_t)cfg->contexts * sizeof(struct dp_ra_ctx)) +
-	       dp_align64((size_t)dp_pow2_at_least(cfg->contexts * 2) * sizeof(uint32_t));
+	       dp_align64((size_t)dp_pow2_at_least(cfg->contexts * 2) * sizeof(uint32_t)) +
+	       dp_align64((size_t)dp_pow2_at_least(cfg->contexts) * sizeof(uint32_t));
 }
 
 int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_reasm_cfg *cfg)
@@ -67,13 +69,15 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 	r->ctx = mem;
 	r->n_buckets = dp_pow2_at_least(cfg->contexts * 2);
 	r->bucket = (uint32_t *)((uint8_t *)mem + dp_align64((size_t)cfg->contexts * sizeof(struct dp_ra_ctx)));
+	r->done = (uint32_t *)((uint8_t *)r->bucket + dp_align64((size_t)r->n_buckets * sizeof(uint32_t)));
+	r->done_mask = dp_pow2_at_least(cfg->contexts) - 1;
 	memset(r->ctx, 0, (size_t)cfg->contexts * sizeof(struct dp_ra_ctx));
 	for (uint32_t i = 0; i < r->n_buckets; i++)
 		r->bucket[i] = NIL;
 	for (uint32_t i = 0; i < cfg->contexts; i++)
 		r->ctx[i].next = i + 1 < cfg->contexts ? i + 1 : NIL;
 	r->free_head = 0;
-	r->act_head = r->act_tail = r->done_head = r->done_tail = NIL;
+	r->act_head = r->act_tail = NIL;
 	return 0;
 }
 
@@ -87,42 +91,49 @@ static uint32_t bucket_of(const struct dp_reasm *r, uint32_t hash, uint16_t fram
 	return (hash + frame_id) & (r->n_buckets - 1);
 }
 
-static void list_unlink(struct dp_reasm *r, uint32_t i)
+/* The active list (creation order): taken out anywhere (completion),
+ * appended at its tail. */
+static inline void active_unlink(struct dp_reasm *r, uint32_t i)
 {
 	struct dp_ra_ctx *c = &r->ctx[i];
-	uint32_t *head = c->on_done ? &r->done_head : &r->act_head;
-	uint32_t *tail = c->on_done ? &r->done_tail : &r->act_tail;
 	if (c->prev != NIL)
 		r->ctx[c->prev].next = c->next;
 	else
-		*head = c->next;
+		r->act_head = c->next;
 	if (c->next != NIL)
 		r->ctx[c->next].prev = c->prev;
 	else
-		*tail = c->prev;
-	if (c->on_done)
-		r->n_done--;
-	else
-		r->n_active--;
+		r->act_tail = c->prev;
+	r->n_active--;
 }
 
-static void list_append(struct dp_reasm *r, uint32_t i, bool done)
+static void active_append(struct dp_reasm *r, uint32_t i)
 {
 	struct dp_ra_ctx *c = &r->ctx[i];
-	uint32_t *head = done ? &r->done_head : &r->act_head;
-	uint32_t *tail = done ? &r->done_tail : &r->act_tail;
-	c->on_done = done;
+	c->on_done = false;
 	c->next = NIL;
-	c->prev = *tail;
-	if (*tail != NIL)
-		r->ctx[*tail].next = i;
+	c->prev = r->act_tail;
+	if (r->act_tail != NIL)
+		r->ctx[r->act_tail].next = i;
 	else
-		*head = i;
-	*tail = i;
-	if (done)
-		r->n_done++;
-	else
-		r->n_active++;
+		r->act_head = i;
+	r->act_tail = i;
+	r->n_active++;
+}
+
+/* The tombstones (completion order, so lifetime order): a ring of
+ * context indices, only ever taken from its head (expiry, recycling,
+ * shutdown), so no links are written in the contexts. */
+static inline uint32_t done_first(const struct dp_reasm *r) { return r->done[r->done_rd & r->done_mask]; }
+static inline void done_pop(struct dp_reasm *r)
+{
+	r->done_rd++;
+	r->n_done--;
+}
+static inline void done_push(struct dp_reasm *r, uint32_t i)
+{
+	r->done[(r->done_rd + r->n_done) & r->done_mask] = i;
+	r->n_done++;
 }
 
 static void hash_remove(struct dp_reasm *r, uint32_t i)
@@ -182,7 +193,10 @@ static void ctx_free(struct dp_reasm *r, uint32_t i, bool abort_slot)
 		fg_slot_abort(r->cfg.slots, &c->ref);
 	ctx_drop_buf(r, c);
 	hash_remove(r, i);
-	list_unlink(r, i);
+	if (c->on_done)
+		done_pop(r); /* a tombstone is freed at the ring's head only */
+	else
+		active_unlink(r, i);
 	c->state = RA_FREE;
 	c->next = r->free_head;
 	r->free_head = i;
@@ -203,13 +217,13 @@ static uint32_t ctx_alloc(struct dp_reasm *r, const struct dp_peer *p, uint32_t 
 	if (i != NIL) {
 		c = &r->ctx[i];
 		r->free_head = c->next;
-	} else if (r->done_head != NIL) {
+	} else if (r->n_done) {
 		/* Full: the oldest tombstone is taken again (it holds no buffer
 		 * and no slot attempt) before a new group is refused. */
-		i = r->done_head;
+		i = done_first(r);
 		c = &r->ctx[i];
 		hash_remove(r, i);
-		list_unlink(r, i);
+		done_pop(r);
 		r->recycled++;
 	} else if (r->act_head != NIL && !same_addr(&r->ctx[r->act_head].peer, p)) {
 		/* Full of incomplete groups: the oldest gives way to a group from
@@ -248,36 +262,21 @@ static uint32_t ctx_alloc(struct dp_reasm *r, const struct dp_peer *p, uint32_t 
 	uint32_t b = bucket_of(r, hash, f->frame_id);
 	c->hnext = r->bucket[b];
 	r->bucket[b] = i;
-	list_append(r, i, false);
+	active_append(r, i);
 	return i;
 }
 
-/* An active group is complete: from the active list to the done list's
- * tail (a tombstone until its lifetime ends). */
+/* An active group is complete: from the active list to the tombstones'
+ * ring (a tombstone until its lifetime ends). */
 static inline void ctx_done(struct dp_reasm *r, uint32_t i, uint64_t now)
 {
 	struct dp_ra_ctx *c = &r->ctx[i];
 	ctx_drop_buf(r, c);
-	if (c->prev != NIL)
-		r->ctx[c->prev].next = c->next;
-	else
-		r->act_head = c->next;
-	if (c->next != NIL)
-		r->ctx[c->next].prev = c->prev;
-	else
-		r->act_tail = c->prev;
-	r->n_active--;
+	active_unlink(r, i);
 	c->state = RA_DONE;
 	c->t_ns = now;
 	c->on_done = true;
-	c->next = NIL;
-	c->prev = r->done_tail;
-	if (r->done_tail != NIL)
-		r->ctx[r->done_tail].next = i;
-	else
-		r->done_head = i;
-	r->done_tail = i;
-	r->n_done++;
+	done_push(r, i);
 }
 
 /* ---- placement ----------------------------------------------------------- */
@@ -794,8 +793,8 @@ uint32_t dp_reasm_expire(struct dp_reasm *r, uint64_t now, uint32_t max)
 		ctx_free(r, r->act_head, true);
 		seen++;
 	}
-	while (r->done_head != NIL && seen < max && r->ctx[r->done_head].t_ns + r->cfg.timeout_ns <= now) {
-		ctx_free(r, r->done_head, false);
+	while (r->n_done && seen < max && r->ctx[done_first(r)].t_ns + r->cfg.timeout_ns <= now) {
+		ctx_free(r, done_first(r), false);
 		seen++;
 	}
 	n += r->evict_unreported;
@@ -808,6 +807,6 @@ void dp_reasm_fini(struct dp_reasm *r)
 {
 	while (r->act_head != NIL)
 		ctx_free(r, r->act_head, true);
-	while (r->done_head != NIL)
-		ctx_free(r, r->done_head, false);
+	while (r->n_done)
+		ctx_free(r, done_first(r), false);
 }

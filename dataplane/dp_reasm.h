@@ -31,8 +31,9 @@
  *     DONE --timeout, or recycled when the table is full--> freed
  *
  * Invariants:
- *  1. A context is on exactly one list: active (HOLD/SLOT/BUFFER/DISCARD,
- *     creation order = deadline order) or done (completion order).
+ *  1. A context is on exactly one list: the active list (HOLD/SLOT/BUFFER/
+ *     DISCARD, creation order = deadline order) or the ring of tombstones
+ *     (DONE, completion order), which is only ever taken from its head.
  *  2. buf != NULL only in HOLD and BUFFER (and transiently while SLOT
  *     drains held fragments); every buffer obtained is returned exactly once,
  *     either by the table or by the caller that received EV_FRAME.
@@ -112,7 +113,10 @@ struct dp_reasm {
 	uint32_t *bucket;        /* [n_buckets] */
 	uint32_t n_buckets;
 	uint32_t free_head;
-	uint32_t act_head, act_tail, done_head, done_tail;
+	uint32_t act_head, act_tail;
+	/* tombstones: done[(done_rd + k) & done_mask], k < n_done, oldest first */
+	uint32_t *done;
+	uint32_t done_mask, done_rd;
 	uint32_t n_active, n_done;
 	/* monotonic */
 	uint64_t timeouts, recycled;

@@ -27,21 +27,19 @@ void dp_reply_status(struct dp_lcore *lc, const struct dp_peer *peer, const stru
 void dp_reply_status_of(struct dp_lcore *lc, const struct dp_peer *peer, const struct dp_route *route,
 			const struct fg_seed *seed, const struct fg_slot_result *res)
 {
-	if (lc->env->io->status_of) { /* straight into the packet */
-		int r = lc->env->io->status_of(lc, route, peer, seed, res, lc->frame_id);
-		if (r >= 0)
-			lc->frame_id++;
-		if (r > 0)
+	/* never refused (fg_status_frame_of): the frame id is used either way */
+	uint16_t fid = lc->frame_id++;
+	__typeof__(lc->env->io->status_of) status_of = lc->env->io->status_of;
+	if (status_of) { /* straight into the packet */
+		if (status_of(lc, route, peer, seed, res, fid) > 0)
 			dp_lc_count(lc, FG_C_STATUS_SENT, 1);
 		return;
 	}
 	uint8_t buf[FG_FRAG_HDR_LEN + FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN];
-	ssize_t n = fg_status_frame(&lc->ictx, seed, res, buf + FG_FRAG_HDR_LEN, sizeof(buf) - FG_FRAG_HDR_LEN);
-	if (n < 0)
-		return;
+	fg_status_frame_of(&lc->ictx, seed, res, buf + FG_FRAG_HDR_LEN);
 	/* fragment header: frame id, index 0, total 1 */
-	fg_ack_store32(buf, (uint32_t)lc->frame_id++ << 16 | 1u);
-	if (lc->env->io->dgram(lc, route, peer, NULL, 0, buf, FG_FRAG_HDR_LEN + (uint32_t)n))
+	fg_ack_store32(buf, (uint32_t)fid << 16 | 1u);
+	if (lc->env->io->dgram(lc, route, peer, NULL, 0, buf, sizeof(buf)))
 		dp_lc_count(lc, FG_C_STATUS_SENT, 1);
 }
 

@@ -10,8 +10,9 @@ void dp_reply_status(struct dp_lcore *lc, const struct dp_peer *peer, const stru
 		     const struct fg_status *st);
 /* The same for the status of a placed contribution (fg_status_from_result
  * (ictx, seed, res, 0)), written straight into the datagram
- * (fg_status_frame): into the packet itself through io->status_of, else
- * into a buffer io->dgram sends. */
+ * (fg_status_frame_of: seed decoded, res the slot engine's): into the
+ * packet itself through io->status_of, else into a buffer io->dgram
+ * sends. */
 void dp_reply_status_of(struct dp_lcore *lc, const struct dp_peer *peer, const struct dp_route *route,
 			const struct fg_seed *seed, const struct fg_slot_result *res);
 /* Send every pending ACK of every peer touched since the last flush. */

@@ -283,16 +283,10 @@ int dp_tx_status_of(struct dp_lcore *lc, const struct dp_route *rt, const struct
 	enum { PLEN = FG_FRAG_HDR_LEN + FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN };
 	const struct dp_pkt_tmpl *t = tx_tmpl(lc, rt, to);
 	struct rte_mbuf *m = tx_mbuf_for(lc, t->hl + PLEN);
-	uint8_t spare[PLEN]; /* no mbuf: encoded all the same, to tell the caller whether fid is used */
-	uint8_t *p = m ? rte_pktmbuf_mtod(m, uint8_t *) : NULL, *u = m ? p + t->hl : spare;
-	ssize_t n = fg_status_frame(&lc->ictx, seed, res, u + FG_FRAG_HDR_LEN, PLEN - FG_FRAG_HDR_LEN);
-	if (unlikely(n != PLEN - FG_FRAG_HDR_LEN)) { /* the only lengths: that, or an error */
-		if (m)
-			tx_unused(m);
-		return -1;
-	}
 	if (!m)
 		return 0;
+	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *), *u = p + t->hl;
+	fg_status_frame_of(&lc->ictx, seed, res, u + FG_FRAG_HDR_LEN);
 	/* fragment header: frame id, index 0, total 1 */
 	fg_ack_store32(u, (uint32_t)fid << 16 | 1u);
 	(void)dp_pkt_tmpl_put(p, t, PLEN, lc->ip_id++);

@@ -47,12 +47,12 @@ bool dp_tx_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp
 bool dp_tx_frags(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, uint16_t fid,
 		 uint32_t total, const uint8_t *head, uint32_t head_len, const uint8_t *body, uint32_t body_len,
 		 uint32_t chunk);
-/* Queue the status frame of a placed contribution (fg_status_frame
+/* Queue the status frame of a placed contribution (fg_status_frame_of
  * (&lc->ictx, seed, res)) to `to` over rt as a single-fragment datagram
  * of frame id fid, encoded straight into the mbuf behind the header from
  * the template: the datagram dp_tx_dgram would queue for the frame
  * encoded into a buffer. The io->status_of of dp_io_dpdk (dp_io.h):
- * 1 queued, 0 no mbuf (counted tx_nombuf), -1 not encodable. */
+ * 1 queued, 0 no mbuf (counted tx_nombuf). */
 int dp_tx_status_of(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to,
 		    const struct fg_seed *seed, const struct fg_slot_result *res, uint16_t fid);
 /* Queue pp's pending pairs, which fit one ACK datagram at mtu, as that

@@ -133,5 +133,14 @@ void fg_status_from_result(const struct fg_ingest_ctx *ctx, const struct fg_seed
  * -FG_R_NOSPACE. Reads only its arguments; any thread. */
 FG_MUST_CHECK ssize_t fg_status_frame(const struct fg_ingest_ctx *ctx, const struct fg_seed *seed,
 				      const struct fg_slot_result *r, uint8_t *buf, size_t cap);
+/* fg_status_frame's bytes for a status it never refuses: seed decoded by
+ * the codec (fg_seed_decode, fg_seed_decode_prefix, or the refusals'
+ * facts: line FG_LINE_NONE, sign 0) and r written by the slot engine, so
+ * every field is in range by construction (asserted in debug builds, not
+ * checked). Writes FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN bytes at buf. The
+ * dataplane's status of a placed contribution. Reads only its arguments;
+ * any thread. */
+void fg_status_frame_of(const struct fg_ingest_ctx *ctx, const struct fg_seed *seed, const struct fg_slot_result *r,
+			uint8_t *buf) __attribute__((nonnull));
 
 #endif

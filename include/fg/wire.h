@@ -546,10 +546,34 @@ static inline ssize_t fg_seed_decode_prefix_i(const struct fg_hdr *h, const uint
 
 /* The status frame's fixed layout (header and payload: FG_HDR_LEN +
  * FG_STATUS_PAYLOAD_LEN bytes at buf), unchecked: for the encoders that
- * have validated s (fg_status_encode, fg_status_frame in ingest.h). */
+ * have validated s (fg_status_encode, fg_status_frame in ingest.h) or
+ * built it in range (fg_status_frame_of). On a little-endian host each
+ * multi-byte field is one store (the put helpers write byte by byte). */
 static inline void fg_status_write(uint8_t *buf, const struct fg_status *s)
 {
 	uint8_t *p = buf + FG_HDR_LEN;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const uint16_t stream = __builtin_bswap16(FG_STREAM_STATUS);
+	const uint32_t seq = __builtin_bswap32(s->token_seq), len = __builtin_bswap32(FG_STATUS_PAYLOAD_LEN);
+	const uint32_t landed = s->landed; /* with the 3 reserved bytes */
+	__builtin_memcpy(buf, &stream, 2);
+	__builtin_memcpy(buf + 2, &seq, 4);
+	__builtin_memcpy(buf + 6, &len, 4); /* flags 0, u24 length */
+	p[0] = FG_STATUS_VERSION;
+	p[1] = s->outcome;
+	p[2] = s->line;
+	p[3] = s->sign;
+	__builtin_memcpy(p + 4, &s->dst_layer, 2);
+	p[6] = s->bitset;
+	p[7] = s->expected;
+	p[8] = s->facts;
+	p[9] = s->line_state;
+	__builtin_memcpy(p + 10, &s->reason, 2);
+	__builtin_memcpy(p + 12, &s->bytes, 4);
+	__builtin_memcpy(p + 16, &s->model_epoch, 4);
+	__builtin_memcpy(p + 20, &s->fingerprint, 8);
+	__builtin_memcpy(p + 28, &landed, 4);
+#else
 	fg_put_be16(buf, FG_STREAM_STATUS);
 	fg_put_be32(buf + 2, s->token_seq);
 	fg_put_be32(buf + 6, FG_STATUS_PAYLOAD_LEN); /* flags 0, u24 length */
@@ -568,6 +592,7 @@ static inline void fg_status_write(uint8_t *buf, const struct fg_status *s)
 	fg_put_le64(p + 20, s->fingerprint);
 	p[28] = s->landed;
 	p[29] = p[30] = p[31] = 0;
+#endif
 }
 
 static inline ssize_t fg_frag_decode_fast(const uint8_t *dgram, size_t len, struct fg_frag *out)

@@ -733,6 +733,70 @@ static void test_status_frame_as_encode(void **state)
 	assert_true(refused > 0 && refused < n);
 }
 
+/* fg_status_frame_of writes fg_status_frame's 38 bytes for every status
+ * that fg_status_frame does not refuse (a decoded seed, an engine result):
+ * random line facts, seeds (every line and none, either sign) and results
+ * (every outcome and slot state, any 7-line masks, epochs, fingerprints),
+ * and not a byte outside them. Every byte of the frame takes more than one
+ * value over the run, so a wrong byte anywhere is seen. */
+static uint64_t xs64(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static void test_status_frame_of_as_frame(void **state)
+{
+	(void)state;
+	enum { LEN = FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN };
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+	uint8_t first[LEN];
+	bool varied[LEN] = {false};
+	for (unsigned n = 0; n < 200000; n++) {
+		uint64_t a = xs64(&x), b = xs64(&x), c = xs64(&x);
+		unsigned line = (unsigned)(a % (FG_LINES + 1));
+		struct fg_ingest_ctx ctx = {.lines = (fg_linefacts)(b & 0x3fffu) | (fg_linefacts)(uint32_t)(b >> 20) << 16};
+		struct fg_seed seed = {.token_seq = (uint32_t)(a >> 8),
+				       .dst_layer = (uint16_t)(b >> 48),
+				       .line = line == FG_LINES ? FG_LINE_NONE : (uint8_t)line,
+				       .orientation = (uint8_t)(a >> 40 & 1),
+				       .body_len = (uint32_t)(c >> 32)};
+		struct fg_slot_result r = {.outcome = (enum fg_outcome)((a >> 41) % FG_O__COUNT),
+					   .slot = (uint32_t)c,
+					   .landed = (uint8_t)(a >> 50 & FG_FANO_FULL_MASK),
+					   .expected = (uint8_t)(a >> 57 & FG_FANO_FULL_MASK),
+					   .state = (uint8_t)((b >> 14) % (FG_SLOT_POISONED + 1)),
+					   .epoch = (uint32_t)(c >> 16) >> (a & 31),
+					   .fingerprint = xs64(&x),
+					   .bytes = (uint32_t)(c >> 32)};
+		uint8_t want[LEN + 2], got[LEN + 2];
+		memset(want, 0xA5, sizeof(want));
+		memset(got, 0xA5, sizeof(got));
+		assert_int_equal(fg_status_frame(&ctx, &seed, &r, want + 1, LEN), LEN);
+		fg_status_frame_of(&ctx, &seed, &r, got + 1);
+		if (memcmp(got, want, sizeof(want)))
+			fail_msg("status %u (line %u outcome %u state %u): fg_status_frame_of differs", n, seed.line,
+				 r.outcome, r.state);
+		for (unsigned i = 0; i < LEN; i++) {
+			if (n == 0)
+				first[i] = got[1 + i];
+			else if (got[1 + i] != first[i])
+				varied[i] = true;
+		}
+	}
+	/* the constant bytes: stream id, flags, length, version, reason (0 for a
+	 * placed contribution), reserved */
+	static const uint8_t fixed[] = {0, 1, 6, 7, 8, 9, FG_HDR_LEN, FG_HDR_LEN + 10, FG_HDR_LEN + 11,
+					FG_HDR_LEN + 29, FG_HDR_LEN + 30, FG_HDR_LEN + 31};
+	for (unsigned i = 0; i < LEN; i++) {
+		bool is_fixed = memchr(fixed, (int)i, sizeof(fixed)) != NULL;
+		if (varied[i] == is_fixed)
+			fail_msg("frame byte %u %s", i, is_fixed ? "varied" : "never varied: the test misses it");
+	}
+}
+
 /* With status_later a decoded seed's status is the caller's, whatever the
  * slot answered: the result holds it zeroed, and fg_status_frame from the
  * result's seed and slot writes the bytes the ingest's own status encodes
@@ -786,6 +850,7 @@ int main(void)
 		cmocka_unit_test(test_pair_x_status_facts),
 		cmocka_unit_test(test_status_line_facts_all_states),
 		cmocka_unit_test(test_status_frame_as_encode),
+		cmocka_unit_test(test_status_frame_of_as_frame),
 		cmocka_unit_test(test_status_later),
 		cmocka_unit_test(test_conflict_and_epoch),
 		cmocka_unit_test(test_classify_once_same_answer),

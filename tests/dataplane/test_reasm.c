@@ -779,6 +779,55 @@ static void test_overflow_and_recycling(void **st)
 	env_free(e);
 }
 
+/* Tombstones live in completion order through many more groups than
+ * the table holds (the ring of tombstones wraps): each new group past
+ * the table's size takes the oldest tombstone, the newest ones still
+ * absorb their late fragments as duplicates, and expiry frees them
+ * oldest first. */
+static void test_tombstones_oldest_first(void **st)
+{
+	(void)st;
+	struct env *e = env_new(3, 1, 0, 4096);
+	uint8_t fr[4096];
+	struct dp_peer p = peer_of(9);
+	const uint64_t ms = 1000000; /* the table's timeout */
+	uint32_t len = 0;
+	for (unsigned g = 0; g < 11; g++) {
+		len = make_seed(e, fr, 100 + g, 0, 1, 0, 1.0f, 1.0f);
+		unsigned total = fg_frag_count(len, CHUNK);
+		struct dp_reasm_out o = {0};
+		for (unsigned k = 0; k < total; k++) {
+			o = push(e, &p, (uint16_t)(10 + g), fr, len, k, g * ms);
+			assert_int_equal(o.disp, DP_RA_TAKEN);
+		}
+		assert_true(o.events & DP_RA_EV_COMPLETE);
+		assert_int_equal(e->r.recycled, g >= 3 ? g - 2 : 0);
+		assert_int_equal(e->r.n_done, g < 3 ? g + 1 : 3);
+		assert_int_equal(dp_reasm_live(&e->r), g < 3 ? g + 1 : 3);
+	}
+	/* groups 8, 9, 10 are the tombstones */
+	for (unsigned g = 8; g < 11; g++)
+		assert_int_equal(push(e, &p, (uint16_t)(10 + g), fr, len, 1, 10 * ms).disp, DP_RA_DUP);
+	assert_int_equal(e->r.recycled, 8);
+	/* group 8's lifetime ended (completed at 8 ms), group 9's not */
+	assert_int_equal(dp_reasm_expire(&e->r, 9 * ms, 100), 0);
+	assert_int_equal(e->r.n_done, 2);
+	/* its late fragment now opens a group again (held); 9 and 10 still absorb */
+	assert_int_equal(push(e, &p, 18, fr, len, 1, 9 * ms).disp, DP_RA_TAKEN);
+	assert_int_equal(e->r.n_active, 1);
+	assert_int_equal(push(e, &p, 19, fr, len, 1, 9 * ms).disp, DP_RA_DUP);
+	assert_int_equal(push(e, &p, 20, fr, len, 1, 9 * ms).disp, DP_RA_DUP);
+	/* at 10 ms the held group (incomplete: counted) and 9's tombstone
+	 * end, 10's stays; at 11 ms it ends too */
+	assert_int_equal(dp_reasm_expire(&e->r, 10 * ms, 100), 1);
+	assert_int_equal(e->r.n_active, 0);
+	assert_int_equal(e->r.n_done, 1);
+	assert_int_equal(push(e, &p, 20, fr, len, 1, 10 * ms).disp, DP_RA_DUP);
+	assert_int_equal(dp_reasm_expire(&e->r, 11 * ms, 100), 0);
+	assert_int_equal(dp_reasm_live(&e->r), 0);
+	env_free(e);
+}
+
 /* A table full of one address's incomplete groups: that address is refused,
  * another address's new group evicts the oldest (reported as a timeout, its
  * slot attempt aborted) and completes. */
@@ -994,6 +1043,7 @@ int main(void)
 		cmocka_unit_test(test_superseded_attempt_not_acked),
 		cmocka_unit_test(test_no_slot_not_acked),
 		cmocka_unit_test(test_overflow_and_recycling),
+		cmocka_unit_test(test_tombstones_oldest_first),
 		cmocka_unit_test(test_full_table_evicts_for_other_source),
 		cmocka_unit_test(test_line_disabled_and_bad_prefix),
 		cmocka_unit_test(test_layer_not_served),
