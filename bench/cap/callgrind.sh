@@ -20,7 +20,8 @@
 # Usage: bench/cap/callgrind.sh BUILD_DIR [SEEDS] [OUT_DIR]
 #   FG_CAP_STATUS_ACCEPTED=false: [udp] status_accepted = false
 #   FG_CAP_DELIVERY_BY_REF=on: [port] delivery_by_ref = on (memif sends
-#     resolved seeds by reference; auto copies on a virtual device)
+#     resolved seeds by reference; unset, the key is not written and the
+#     default, auto, copies on a virtual device)
 #   FG_CAP_MEMIF_MODE=copy (default; fanogate-dp the memif server) or
 #     zero-copy (fanogate-dp the zero-copy client, cap_gen the server;
 #     see run.sh)

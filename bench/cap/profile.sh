@@ -30,7 +30,7 @@ vdev = net_memif0,role=$_role,$3$_zc
 rx_desc = 1024
 tx_desc = 1024
 rss = off
-delivery_by_ref = ${FG_CAP_DELIVERY_BY_REF:-auto}
+${FG_CAP_DELIVERY_BY_REF:+delivery_by_ref = $FG_CAP_DELIVERY_BY_REF}
 $_port
 [net]
 ip4 = 198.18.0.1
