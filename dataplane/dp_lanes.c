@@ -49,6 +49,22 @@ void dp_lane_send(struct dp_lcore *lc, const union fg_bmsg *m)
 	note_sent(lc, m);
 }
 
+/* A message's body into a dp2cp buffer, named in *body. No buffer: the
+ * facts still cross, the body does not (the ring holds lane_ring
+ * messages, the pool lane_bufs bodies; boundary.h, "a message without its
+ * body"). */
+static inline void lane_body(struct dp_lcore *lc, struct fg_bm_body *body, const uint8_t *src, uint32_t len)
+{
+	struct fg_lane *ln = lc->lane;
+	uint32_t bi = len <= ln->dp2cp.size ? fg_pool_get(&ln->dp2cp) : FG_BUF_NONE;
+	body->buf = bi;
+	body->len = len;
+	if (bi != FG_BUF_NONE)
+		memcpy(fg_pool_buf(&ln->dp2cp, bi), src, len);
+	else
+		dp_lc_count(lc, FG_C_LANE_NO_BODY, 1);
+}
+
 bool dp_lane_send_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, const uint8_t *src,
 		       uint32_t len)
 {
@@ -60,16 +76,7 @@ bool dp_lane_send_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body 
 		dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
 		return false;
 	}
-	uint32_t bi = len <= ln->dp2cp.size ? fg_pool_get(&ln->dp2cp) : FG_BUF_NONE;
-	body->buf = bi;
-	body->len = len;
-	if (bi != FG_BUF_NONE)
-		memcpy(fg_pool_buf(&ln->dp2cp, bi), src, len);
-	else
-		/* No buffer: the facts still cross, the body does not (the ring
-		 * holds lane_ring messages, the pool lane_bufs bodies; boundary.h,
-		 * "a message without its body"). */
-		dp_lc_count(lc, FG_C_LANE_NO_BODY, 1);
+	lane_body(lc, body, src, len);
 	(void)fg_ring_push(ln->to_cp, m); /* room checked above */
 	note_sent(lc, m);
 	return true;
@@ -90,13 +97,7 @@ void dp_lane_commit_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_bod
 	/* m is to_cp's reserved element and we are the ring's only producer:
 	 * the commit publishes it, so the buffer is never ours to put back
 	 * (dp_lane_send_body's order: room first, then the buffer). */
-	uint32_t bi = len <= ln->dp2cp.size ? fg_pool_get(&ln->dp2cp) : FG_BUF_NONE;
-	body->buf = bi;
-	body->len = len;
-	if (bi != FG_BUF_NONE)
-		memcpy(fg_pool_buf(&ln->dp2cp, bi), src, len);
-	else
-		dp_lc_count(lc, FG_C_LANE_NO_BODY, 1); /* the facts cross alone, as in dp_lane_send_body */
+	lane_body(lc, body, src, len);
 	note_sent(lc, m);
 	fg_ring_commit(ln->to_cp);
 }

@@ -422,6 +422,23 @@ static inline __attribute__((always_inline)) bool tx_frag_ref(struct dp_lcore *l
 	return true;
 }
 
+/* The fragment header (wire.md 1.2: frame id, index, count) as one word
+ * in memory order, index 0; fragment i's word is frag_word | i << FRAG_IX
+ * (the index is the word's byte 2). */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define FRAG_IX 16
+#else
+#define FRAG_IX 8
+#endif
+static inline uint32_t frag_word(uint16_t fid, uint32_t total)
+{
+	uint8_t fh[FG_FRAG_HDR_LEN];
+	fg_put_be16(fh, fid);
+	fh[2] = 0;
+	fh[3] = (uint8_t)total;
+	return dp_pkt_ld32(fh);
+}
+
 /* dp_tx_frags with the header template tp. */
 static inline __attribute__((always_inline)) bool frags_t(struct dp_lcore *lc, const struct dp_pkt_tmpl *tp,
 							  uint16_t fid, uint32_t total, const uint8_t *head,
@@ -433,30 +450,19 @@ static inline __attribute__((always_inline)) bool frags_t(struct dp_lcore *lc, c
 		return false;
 	/* a copy the body copies cannot alias: its fields stay in registers */
 	const struct dp_pkt_tmpl t = *tp;
-	/* the fragment header (wire.md 1.2: frame id, index, count) as one
-	 * word whose index byte is added per fragment */
-	uint8_t fh[FG_FRAG_HDR_LEN];
-	fg_put_be16(fh, fid);
-	fh[2] = 0;
-	fh[3] = (uint8_t)total;
-	const uint32_t fw = dp_pkt_ld32(fh);
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	const unsigned ix = 16; /* the index: the word's byte 2 */
-#else
-	const unsigned ix = 8;
-#endif
+	const uint32_t fw = frag_word(fid, total);
 	bool ok = true;
 	uint32_t i = 0, off = 0;
 	/* the fragments that carry part of the head */
 	for (; i < total && off < head_len; i++, off += chunk) {
 		const struct dp_frag_part fp = dp_frag_part(off, head_len, body_len, chunk);
-		ok &= tx_frag(lc, &t, fw | i << ix, head + fp.head_off, fp.head_n, body + fp.body_off, fp.body_n);
+		ok &= tx_frag(lc, &t, fw | i << FRAG_IX, head + fp.head_off, fp.head_n, body + fp.body_off, fp.body_n);
 	}
 	/* then the body's, chunk bytes each but the last */
 	const uint8_t *src = body + (off - head_len);
 	for (; i < total; i++, off += chunk, src += chunk) {
 		const uint32_t n = len - off < chunk ? len - off : chunk;
-		ok &= tx_frag(lc, &t, fw | i << ix, src, n, NULL, 0);
+		ok &= tx_frag(lc, &t, fw | i << FRAG_IX, src, n, NULL, 0);
 	}
 	return ok;
 }
@@ -482,25 +488,16 @@ static bool frags_ref(struct dp_lcore *lc, const struct dp_pkt_tmpl *tp, uint16_
 		(void)rte_mbuf_ext_refcnt_update(&r->sh, (int16_t)nseg);
 	}
 	const struct dp_pkt_tmpl t = *tp;
-	uint8_t fh[FG_FRAG_HDR_LEN];
-	fg_put_be16(fh, fid);
-	fh[2] = 0;
-	fh[3] = (uint8_t)total;
-	const uint32_t fw = dp_pkt_ld32(fh);
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	const unsigned ix = 16;
-#else
-	const unsigned ix = 8;
-#endif
+	const uint32_t fw = frag_word(fid, total);
 	uint32_t attached = 0;
 	bool ok = true;
 	for (uint32_t i = 0, off = 0; i < total; i++, off += chunk) {
 		const struct dp_frag_part fp = dp_frag_part(off, head_len, body_len, chunk);
 		if (fp.body_n)
-			attached += tx_frag_ref(lc, &t, fw | i << ix, head + fp.head_off, fp.head_n,
+			attached += tx_frag_ref(lc, &t, fw | i << FRAG_IX, head + fp.head_off, fp.head_n,
 						body + fp.body_off, fp.body_n, r);
 		else
-			ok &= tx_frag(lc, &t, fw | i << ix, head + fp.head_off, fp.head_n, NULL, 0);
+			ok &= tx_frag(lc, &t, fw | i << FRAG_IX, head + fp.head_off, fp.head_n, NULL, 0);
 	}
 	if (likely(attached == nseg))
 		return ok;
