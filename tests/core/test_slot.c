@@ -1012,14 +1012,28 @@ static void test_flush_reopens_in_new_epoch(void **state)
 
 /* ---- pins --------------------------------------------------------------- */
 
+/* The pin tests' table: PIN_CAP slots of PIN_H floats, lines 1 and 3 for
+ * the layer, and three random bodies a, b, x. */
+enum { PIN_H = 16, PIN_CAP = 4 };
+static void pin_table(struct table *t, struct fg_slots_cfg *cfg, uint8_t tag, float *a, float *b, float *x)
+{
+	static const uint8_t lines[2] = { 1, 3 };
+	for (unsigned i = 0; i < PIN_H; i++) {
+		a[i] = rand_normal();
+		b[i] = rand_normal();
+		x[i] = rand_normal();
+	}
+	cfg_default(cfg, PIN_CAP, PIN_H, 1, 1, lines, 2);
+	table_new(t, cfg, tag);
+}
+
 /* A pinned resolved slot (its body read in place, by reference) is neither
  * reclaimed by another key nor written while any pin stays; the key's own
  * late contribution is answered as usual; the last unpin lets the next key
  * reclaim it. Pins are taken on RESOLVED slots only. */
 static void test_pin_holds_resolved_slot(void **state)
 {
-	enum { H = 16, CAP = 4 };
-	const uint8_t lines[2] = { 1, 3 };
+	enum { H = PIN_H, CAP = PIN_CAP };
 	struct fg_slots_cfg cfg;
 	struct table t;
 	float a[H], b[H], x[H], body[H];
@@ -1027,13 +1041,7 @@ static void test_pin_holds_resolved_slot(void **state)
 	struct fg_seed_view v;
 	(void)state;
 
-	for (unsigned i = 0; i < H; i++) {
-		a[i] = rand_normal();
-		b[i] = rand_normal();
-		x[i] = rand_normal();
-	}
-	cfg_default(&cfg, CAP, H, 1, 1, lines, 2);
-	table_new(&t, &cfg, 0x5A);
+	pin_table(&t, &cfg, 0x5A, a, b, x);
 	struct fg_seed k0a = mkseed(0, 0, 1, 0, 0, 1, a, sizeof(a));
 	struct fg_seed k0b = mkseed(0, 0, 3, 0, 0, 1, b, sizeof(b));
 	/* not resolved yet: FREE and OPEN slots take no pin */
@@ -1085,8 +1093,7 @@ static void test_pin_holds_resolved_slot(void **state)
  * takes no pin. */
 static void test_pin_through_flush_and_poison(void **state)
 {
-	enum { H = 16, CAP = 4 };
-	const uint8_t lines[2] = { 1, 3 };
+	enum { H = PIN_H, CAP = PIN_CAP };
 	struct fg_slots_cfg cfg;
 	struct table t;
 	float a[H], b[H], x[H], body[H];
@@ -1094,13 +1101,7 @@ static void test_pin_through_flush_and_poison(void **state)
 	struct fg_seed_view v;
 	(void)state;
 
-	for (unsigned i = 0; i < H; i++) {
-		a[i] = rand_normal();
-		b[i] = rand_normal();
-		x[i] = rand_normal();
-	}
-	cfg_default(&cfg, CAP, H, 1, 1, lines, 2);
-	table_new(&t, &cfg, 0x33);
+	pin_table(&t, &cfg, 0x33, a, b, x);
 	struct fg_seed k0a = mkseed(0, 0, 1, 0, 0, 1, a, sizeof(a));
 	struct fg_seed k0b = mkseed(0, 0, 3, 0, 0, 1, b, sizeof(b));
 	struct fg_seed k1a = mkseed(1, 0, 1, 0, 0, 1, a, sizeof(a));

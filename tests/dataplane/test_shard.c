@@ -748,12 +748,31 @@ static struct {
 	struct sent s[256];
 } one;
 
-/* Every counter, datagram sent and report the same as `one`'s. */
-static void burst_same_as_one(void)
+/* The first run's counters, datagrams and reports kept in `one`; the
+ * lcore set up afresh for the second. */
+static void keep_as_one(void **st)
 {
-	for (unsigned c = 0; c < FG_C__COUNT; c++)
-		assert_int_equal(atomic_load(&one.k.c[c]), C((enum fg_dp_counter)c));
-	for (unsigned c = 0; c < DP_X__COUNT; c++)
+	memcpy(&one.k, &K, sizeof(K));
+	memcpy(&one.xk, &XK, sizeof(XK));
+	one.n = io.n;
+	memcpy(one.reports, io.reports, sizeof(one.reports));
+	memcpy(one.s, io.s, sizeof(one.s));
+	teardown(st);
+	setup(st);
+}
+
+/* Every counter but skip[0..n_skip), every outcome, report and datagram
+ * sent the same as `one`'s; the lcore-local extra counters too when xk. */
+static void same_as_one_but(const enum fg_dp_counter *skip, size_t n_skip, bool xk)
+{
+	for (unsigned c = 0; c < FG_C__COUNT; c++) {
+		bool skipped = false;
+		for (size_t t = 0; t < n_skip; t++)
+			skipped |= c == skip[t];
+		if (!skipped)
+			assert_int_equal(atomic_load(&one.k.c[c]), C((enum fg_dp_counter)c));
+	}
+	for (unsigned c = 0; xk && c < DP_X__COUNT; c++)
 		assert_int_equal(atomic_load(&one.xk.x[c]), X((enum dp_xcounter)c));
 	for (unsigned o = 0; o < FG_O__COUNT; o++)
 		assert_int_equal(atomic_load(&one.xk.outcome[o]), atomic_load(&XK.outcome[o]));
@@ -765,6 +784,9 @@ static void burst_same_as_one(void)
 		assert_memory_equal(one.s[i].b, io.s[i].b, io.s[i].len);
 	}
 }
+
+/* Every counter, datagram sent and report the same as `one`'s. */
+static void burst_same_as_one(void) { same_as_one_but(NULL, 0, true); }
 
 /* One burst: two senders' frames interleaved (runs of one fragment, a
  * lookup each), a refused fragment header between the two fragments of
@@ -793,14 +815,7 @@ static void test_burst_as_one_by_one(void **st)
 	assert_int_equal(C(FG_C_DROP_MALFORMED), 2); /* the refused header, the raw frame */
 	assert_int_equal(X(DP_X_ACK_RX), 1);
 	assert_int_equal(C(FG_C_ACKS_SENT), 3);
-	memcpy(&one.k, &K, sizeof(K));
-	memcpy(&one.xk, &XK, sizeof(XK));
-	one.n = io.n;
-	memcpy(one.reports, io.reports, sizeof(one.reports));
-	memcpy(one.s, io.s, sizeof(one.s));
-
-	teardown(st);
-	setup(st);
+	keep_as_one(st);
 	burst_build(fi, len);
 	struct dp_shard_burst b;
 	struct dp_shard_adder a;
@@ -889,14 +904,7 @@ static void test_handed_as_owned(void **st)
 	assert_int_equal(C(FG_C_DROP_DUPLICATE), 1);
 	assert_int_equal(C(FG_C_DROP_CONFLICT), 1);
 	assert_int_equal(C(FG_C_DROP_LATE), 1);
-	memcpy(&one.k, &K, sizeof(K));
-	memcpy(&one.xk, &XK, sizeof(XK));
-	one.n = io.n;
-	memcpy(one.reports, io.reports, sizeof(one.reports));
-	memcpy(one.s, io.s, sizeof(one.s));
-
-	teardown(st);
-	setup(st);
+	keep_as_one(st);
 	for (unsigned k = 0; k < HANDED_N; k++) {
 		uint32_t n = handed_frame(k, fr, sizeof(fr), &p);
 		hand(&p, fr, n, k % 2 == 1, MS + k); /* with and without the prefix decoded */
@@ -906,22 +914,7 @@ static void test_handed_as_owned(void **st)
 	assert_int_equal(io.nfree, 8); /* every xfer given back */
 	/* the receiving lcore counted the fragments and frames */
 	static const enum fg_dp_counter theirs[] = {FG_C_FRAGS, FG_C_FRAMES};
-	for (unsigned c = 0; c < FG_C__COUNT; c++) {
-		bool skip = false;
-		for (unsigned t = 0; t < sizeof(theirs) / sizeof(theirs[0]); t++)
-			skip |= c == theirs[t];
-		if (!skip)
-			assert_int_equal(atomic_load(&one.k.c[c]), C((enum fg_dp_counter)c));
-	}
-	for (unsigned o = 0; o < FG_O__COUNT; o++)
-		assert_int_equal(atomic_load(&one.xk.outcome[o]), atomic_load(&XK.outcome[o]));
-	assert_memory_equal(one.reports, io.reports, sizeof(one.reports));
-	assert_int_equal(one.n, io.n);
-	for (unsigned i = 0; i < io.n; i++) {
-		assert_true(dp_peer_eq(&one.s[i].to, &io.s[i].to));
-		assert_int_equal(one.s[i].len, io.s[i].len);
-		assert_memory_equal(one.s[i].b, io.s[i].b, io.s[i].len);
-	}
+	same_as_one_but(theirs, FG_ARRAY_LEN(theirs), false);
 
 	/* a header that says one byte less than the frame handed */
 	uint32_t n = handed_frame(4, fr, sizeof(fr), &p);
