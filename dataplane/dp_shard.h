@@ -133,10 +133,14 @@ static inline void dp_shard_add(struct dp_lcore *lc, struct dp_shard_adder *a, c
 				a->key = wfid;
 			}
 			a->f++;
-			uint32_t off = (w >> 16 & 0xFF) * a->chunk - DP_RA_SEED_HDR; /* dp_reasm_prefetch */
-			if (off < a->body_len) {
-				__builtin_prefetch(a->body + off, 1, 3);
-				__builtin_prefetch(a->body + off + 64, 1, 3);
+			/* dp_reasm_prefetch; nothing to fetch while the run's frame
+			 * has no record that lands (its fragment 0 in this burst) */
+			if (__builtin_expect(a->body_len != 0, 0)) {
+				uint32_t off = (w >> 16 & 0xFF) * a->chunk - DP_RA_SEED_HDR;
+				if (off < a->body_len) {
+					__builtin_prefetch(a->body + off, 1, 3);
+					__builtin_prefetch(a->body + off + 64, 1, 3);
+				}
 			}
 			return;
 		}
