@@ -143,57 +143,11 @@ static bool rx_packet(struct dp_lcore *lc, struct rte_mbuf *m, struct dp_pkt *pk
 	return true;
 }
 
-/* The flow table's two places for a frame of dp_pkt_udp4_form: two
- * indexes of a hash of its addresses and ports (so two flows rarely evict
- * each other burst after burst, as they would in one place). */
-static inline struct dp_rx_flow *rx_flow_at(struct dp_lcore *lc, const uint8_t *p, struct dp_rx_flow **other)
-{
-	uint64_t h = (dp_pkt_ld64(p + DP_UDP4_IP + 12) ^ ((uint64_t)dp_pkt_ld32(p + DP_UDP4_UDP) << 13)) *
-		     0x9E3779B97F4A7C15ull;
-	*other = &lc->rx_flow[(h >> 56) & (DP_RX_FLOWS - 1u)];
-	return &lc->rx_flow[h >> 60];
-}
-
-/* The entry of the flow frame p (of dp_pkt_udp4_form) belongs to, or NULL. */
-static inline const struct dp_rx_flow *rx_flow_find(struct dp_lcore *lc, const uint8_t *p)
-{
-	struct dp_rx_flow *o, *e = rx_flow_at(lc, p, &o);
-	if (e->used && dp_flow_pat_eq(p, &e->pat))
-		return e;
-	if (o->used && dp_flow_pat_eq(p, &o->pat))
-		return o;
-	return NULL;
-}
-
-/* Remember the flow of an accepted datagram of dp_pkt_udp4_form (frame p,
- * its flow's facts fl, its source address in pk): the flow's next
- * datagrams skip rx_packet while it keeps its entry. Every verdict
- * rx_packet gave is a function of the pattern's fields and of what is
- * fixed while the dataplane runs (the allowlist, the ports, our addresses
- * and MAC); point liveness is kept by the entry's points. The first of its
- * two places that is free or already its own, else the one not taken
- * last time. */
-static void rx_flow_learn(struct dp_lcore *lc, const uint8_t *p, const struct dp_pkt *pk, const struct dp_flow *fl)
-{
-	struct dp_flow_pat pat;
-	dp_flow_pat_of(p, &pat);
-	struct dp_rx_flow *o, *e = rx_flow_at(lc, p, &o);
-	if (e->used && memcmp(&e->pat, &pat, sizeof(pat))) {
-		if (!o->used || !memcmp(&o->pat, &pat, sizeof(pat)))
-			e = o;
-		else if ((lc->rx_flow_turn ^= 1u))
-			e = o;
-	}
-	e->pat = pat;
-	e->fl = *fl;
-	e->points = dp_g.have_points ? points_of(pk->src.family, pk->src.addr) : 0;
-	e->used = true;
-}
-
-/* The pattern of the flow of the datagram before (dp_flow_pat), held in
- * two vectors where the target has them: a frame tested against it in
- * two loads, two XORs, two masks and one test (dp_flow_pat_eq's
- * meaning, which test_pkt checks byte by byte). */
+/* A flow's pattern (dp_flow_pat: the flow before in the receive loop, an
+ * entry of the flow table), held in two vectors where the target has
+ * them: a frame tested against it in two loads, two XORs, two masks and
+ * one test (dp_flow_pat_eq's meaning, which test_pkt checks byte by
+ * byte). */
 #ifdef __SSE4_1__
 struct rx_pat {
 	__m128i lo, hi; /* words 0-1, 2-3 */
@@ -224,6 +178,53 @@ static inline bool rx_pat_eq(const uint8_t *p, struct rx_pat pt)
 	return dp_flow_pat_eq(p, &pt.pat);
 }
 #endif
+
+/* The flow table's two places for a frame of dp_pkt_udp4_form: two
+ * indexes of a hash of its addresses and ports (so two flows rarely evict
+ * each other burst after burst, as they would in one place). */
+static inline struct dp_rx_flow *rx_flow_at(struct dp_lcore *lc, const uint8_t *p, struct dp_rx_flow **other)
+{
+	uint64_t h = (dp_pkt_ld64(p + DP_UDP4_IP + 12) ^ ((uint64_t)dp_pkt_ld32(p + DP_UDP4_UDP) << 13)) *
+		     0x9E3779B97F4A7C15ull;
+	*other = &lc->rx_flow[(h >> 56) & (DP_RX_FLOWS - 1u)];
+	return &lc->rx_flow[h >> 60];
+}
+
+/* The entry of the flow frame p (of dp_pkt_udp4_form) belongs to, or NULL. */
+static inline const struct dp_rx_flow *rx_flow_find(struct dp_lcore *lc, const uint8_t *p)
+{
+	struct dp_rx_flow *o, *e = rx_flow_at(lc, p, &o);
+	if (e->used && rx_pat_eq(p, rx_pat_of(&e->pat)))
+		return e;
+	if (o->used && rx_pat_eq(p, rx_pat_of(&o->pat)))
+		return o;
+	return NULL;
+}
+
+/* Remember the flow of an accepted datagram of dp_pkt_udp4_form (frame p,
+ * its flow's facts fl, its source address in pk): the flow's next
+ * datagrams skip rx_packet while it keeps its entry. Every verdict
+ * rx_packet gave is a function of the pattern's fields and of what is
+ * fixed while the dataplane runs (the allowlist, the ports, our addresses
+ * and MAC); point liveness is kept by the entry's points. The first of its
+ * two places that is free or already its own, else the one not taken
+ * last time. */
+static void rx_flow_learn(struct dp_lcore *lc, const uint8_t *p, const struct dp_pkt *pk, const struct dp_flow *fl)
+{
+	struct dp_flow_pat pat;
+	dp_flow_pat_of(p, &pat);
+	struct dp_rx_flow *o, *e = rx_flow_at(lc, p, &o);
+	if (e->used && memcmp(&e->pat, &pat, sizeof(pat))) {
+		if (!o->used || !memcmp(&o->pat, &pat, sizeof(pat)))
+			e = o;
+		else if ((lc->rx_flow_turn ^= 1u))
+			e = o;
+	}
+	e->pat = pat;
+	e->fl = *fl;
+	e->points = dp_g.have_points ? points_of(pk->src.family, pk->src.addr) : 0;
+	e->used = true;
+}
 
 /* An mbuf's reference count and segment count in one load: the 16-bit
  * words at +2 and +4 of its rearm_data word (x86 is little-endian), 1 and
