@@ -32,7 +32,9 @@ void dp_shard_dgram(struct dp_lcore *lc, const struct dp_dgram *dg, uint64_t now
  * one, in two passes. The driver adds each datagram as it decodes it
  * (dp_shard_add: its fragment header decoded, its frame's reassembly
  * record found by the hash its flow keeps, the slot line it lands in
- * prefetched, so the misses of the whole burst overlap); dp_shard_run
+ * prefetched, so the misses of the whole burst overlap; a run from its
+ * frame's fragment 0 is looked up once, when that fragment is pushed,
+ * as it has no record yet in the common order); dp_shard_run
  * then places them in arrival order. The burst is a list of items, each
  * a run of fragments of one frame (one flow, one frame id) that arrived
  * one after another, or one datagram the run does not place itself (raw
@@ -52,7 +54,8 @@ void dp_shard_dgram(struct dp_lcore *lc, const struct dp_dgram *dg, uint64_t now
  *  3. nfrag == the fragments of the runs. */
 struct dp_shard_item {
 	const struct dp_flow *fl;
-	struct dp_ra_hint hint; /* a run's lookup (dp_reasm_find), unless it continues the run before */
+	struct dp_ra_hint hint; /* a run's lookup (dp_reasm_find), unless it continues the run before;
+				 * none for a run from fragment 0 (push looks it up) */
 	uint8_t at;             /* its first element of f[] */
 	int8_t rc;              /* a datagram: 0, or the codec's reason; a run: 1 */
 	bool cont;              /* a run that continues the run before it (same frame) */
@@ -125,7 +128,12 @@ static inline void dp_shard_add(struct dp_lcore *lc, struct dp_shard_adder *a, c
 				if (fl == a->prev && wfid == (uint16_t)a->key) {
 					it->cont = true; /* a datagram between: the same frame's hint goes on */
 				} else {
-					dp_reasm_find(&lc->reasm, &fl->src, fl->hash, it->fid, &it->hint);
+					/* a run from fragment 0 (the common order) is
+					 * looked up once, when that fragment is pushed */
+					if (w & 0xFF0000u)
+						dp_reasm_find(&lc->reasm, &fl->src, fl->hash, it->fid, &it->hint);
+					else
+						it->hint = (struct dp_ra_hint){.ctx = DP_RA_HINT_NONE};
 					a->body = it->hint.body;
 					a->body_len = it->hint.body_len;
 					a->prev = fl;
