@@ -839,6 +839,70 @@ static void test_burst_as_one_by_one(void **st)
 	burst_same_as_one();
 }
 
+/* A run that starts with its frame's fragment 0 is not looked up in the
+ * locate pass: the push of that fragment finds its record. Burst 1:
+ * sender 0's fragment 1 (its record holds it). Burst 2: sender 0's
+ * fragment 0 (the record exists), sender 1's frame. Burst 3: sender 1's
+ * frame again (its record is done: duplicates, ACKed again), sender 2's
+ * frame (the seed resolves). Burst by burst, they give what they give one
+ * by one. */
+static void test_burst_from_fragment0_with_record(void **st)
+{
+	static float x[H], a[H], f[H];
+	for (unsigned i = 0; i < H; i++) {
+		x[i] = 1.5f + (float)i;
+		a[i] = 0.25f - 1e-3f * (float)i;
+		f[i] = 2e3f / (float)(i + 1);
+	}
+	const float *bodies[3] = {x, a, f};
+	const uint8_t lines[3] = {1, 3, 5};
+	static uint8_t fr[3][8192], dg[8][2048];
+	uint32_t n[3], len[8];
+	struct dp_flow fl[3];
+	for (unsigned k = 0; k < 3; k++) {
+		struct dp_peer p = sender(k);
+		fl[k] = dp_flow_of(&p, &no_route, true);
+		n[k] = contribution(lines[k], bodies[k], fr[k], sizeof(fr[k]));
+		assert_int_equal(fg_frag_count(n[k], env.chunk), 2);
+	}
+	/* burst, sender, fragment index */
+	static const uint8_t plan[8][3] = {{0, 0, 1}, {1, 0, 0}, {1, 1, 0}, {1, 1, 1},
+					   {2, 1, 0}, {2, 1, 1}, {2, 2, 0}, {2, 2, 1}};
+	for (unsigned d = 0; d < 8; d++) {
+		unsigned k = plan[d][1], i = plan[d][2];
+		uint32_t off = i * env.chunk, m = n[k] - off < env.chunk ? n[k] - off : env.chunk;
+		fg_put_be16(dg[d], (uint16_t)(20 + k));
+		dg[d][2] = (uint8_t)i;
+		dg[d][3] = 2;
+		memcpy(dg[d] + 4, fr[k] + off, m);
+		len[d] = m + 4;
+	}
+	for (unsigned d = 0; d < 8; d++) {
+		struct dp_dgram g = {.fl = &fl[plan[d][1]], .payload = dg[d], .len = len[d]};
+		dp_shard_dgram(&lc, &g, MS);
+	}
+	dp_shard_tick(&lc, 60 * MS);
+	assert_int_equal(C(FG_C_SEEDS_RESOLVED), 1);
+	assert_int_equal(C(FG_C_FRAGS), 8);
+	assert_int_equal(X(DP_X_FRAG_TAKEN), 6);
+	assert_int_equal(X(DP_X_FRAG_DUP), 2);
+	keep_as_one(st);
+	for (unsigned bn = 0, d = 0; bn < 3; bn++) {
+		struct dp_shard_burst b;
+		struct dp_shard_adder ad;
+		dp_shard_add_begin(&ad, &lc, &b);
+		for (; d < 8 && plan[d][0] == bn; d++)
+			dp_shard_add(&lc, &ad, &fl[plan[d][1]], dg[d], len[d]);
+		dp_shard_add_end(&ad);
+		/* every run of bursts 2 and 3 starts at fragment 0: no lookup */
+		for (unsigned k = 0; bn && k < b.n; k++)
+			assert_int_equal(b.it[k].hint.ctx, DP_RA_HINT_NONE);
+		dp_shard_run(&lc, &b, MS);
+	}
+	dp_shard_tick(&lc, 60 * MS);
+	burst_same_as_one();
+}
+
 
 /* ---- frames handed over by another lcore --------------------------------- */
 
@@ -936,6 +1000,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_ack_notes_interleaved, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_burst_as_one_by_one, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_burst_from_fragment0_with_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_given_up_without_ack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_handed_as_owned, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_counted, setup, teardown),
