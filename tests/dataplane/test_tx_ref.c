@@ -15,7 +15,14 @@
  *               once the last fragment is freed the slot is unpinned and
  *               the same contribution reclaims it;
  *   dropped     fragments dropped from the TX buffer (dp_tx_drop) unpin
- *               the slot as well; every mbuf goes back to its pool.
+ *               the slot as well; every mbuf goes back to its pool;
+ *   exhausted   the pool runs dry during a delivery: with 3 mbufs left
+ *               the first fragment goes (header and body mbufs), each of
+ *               the other 4 finds a header but no body mbuf, gives the
+ *               header back and is counted (tx_nombuf); the slot stays
+ *               pinned for the one fragment out and is let go when it is
+ *               freed; with none left nothing is queued and nothing
+ *               stays pinned; no mbuf is lost either way.
  * The lcore is driven by the test's thread (no poll loop): it is the
  * lcore that owns lc, as the dataplane's own would be.
  *
@@ -295,6 +302,63 @@ static void test_dropped(void **state)
 	dp_tx_drop(lc);
 }
 
+/* Take every mbuf of the pool but `leave` (the lcore's stash emptied
+ * first); returns how many were taken into held. */
+static unsigned drain_pool(struct rte_mbuf **held, unsigned leave)
+{
+	dp_tx_stash_release(lc);
+	unsigned avail = rte_mempool_avail_count(dp_g.mbufs);
+	assert_true(avail >= leave);
+	unsigned n = avail - leave;
+	assert_int_equal(rte_mempool_get_bulk(dp_g.mbufs, (void **)held, n), 0);
+	assert_int_equal(rte_mempool_avail_count(dp_g.mbufs), leave);
+	return n;
+}
+
+static void test_exhausted(void **state)
+{
+	(void)state;
+	static struct rte_mbuf *held[POOL_N];
+	static uint8_t out[8][2048];
+	uint32_t len[8];
+	static uint8_t before[BODY];
+	memcpy(before, body, BODY);
+	dp_tx_ref_init(lc, lc->tx_ref_mem, 0);
+	const unsigned total = frag_total();
+
+	/* 3 mbufs: fragment 0's two, then a header for each of the others */
+	unsigned n = drain_pool(held, 3);
+	uint64_t nombuf = xk->x[DP_X_TX_NOMBUF];
+	assert_int_equal(send_seed(slot), 0);
+	assert_int_equal(lc->n_tx, 1);
+	assert_int_equal(lc->tx[0]->nb_segs, 2);
+	assert_int_equal(xk->x[DP_X_TX_NOMBUF] - nombuf, total - 1);
+	assert_int_equal(rte_mempool_avail_count(dp_g.mbufs), 1); /* the header given back */
+	assert_true(fg_slot_is_pinned(&lc->slots, slot));
+	/* the one fragment sent and freed: the slot is let go */
+	while (lc->n_tx)
+		(void)dp_tx_flush(lc);
+	assert_int_equal(take_sent(out, len, 8), 1);
+	assert_false(fg_slot_is_pinned(&lc->slots, slot));
+	rte_mempool_put_bulk(dp_g.mbufs, (void **)held, n);
+
+	/* none: nothing queued, nothing pinned, each fragment counted */
+	n = drain_pool(held, 0);
+	nombuf = xk->x[DP_X_TX_NOMBUF];
+	assert_int_equal(send_seed(slot), 0);
+	assert_int_equal(lc->n_tx, 0);
+	assert_int_equal(xk->x[DP_X_TX_NOMBUF] - nombuf, total);
+	assert_false(fg_slot_is_pinned(&lc->slots, slot));
+	rte_mempool_put_bulk(dp_g.mbufs, (void **)held, n);
+	assert_memory_equal(body, before, BODY);
+	/* and with mbufs again, the whole seed goes by reference */
+	assert_int_equal(send_seed(slot), 1);
+	assert_int_equal(lc->n_tx, total);
+	assert_true(fg_slot_is_pinned(&lc->slots, slot));
+	dp_tx_drop(lc);
+	assert_false(fg_slot_is_pinned(&lc->slots, slot));
+}
+
 int main(void)
 {
 	if (geteuid() != 0) {
@@ -304,6 +368,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_identical),
 		cmocka_unit_test(test_held),
+		cmocka_unit_test(test_exhausted),
 		cmocka_unit_test(test_dropped),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
