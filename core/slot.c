@@ -238,6 +238,10 @@ int fg_slots_init(struct fg_slots *s, void *mem, size_t len, const struct fg_slo
 	s->slot_stride = cfg_stride(cfg);
 	s->mem = mem;
 	s->fifo_head = s->fifo_tail = NIL;
+	memset(s->rule_pos, FG_LINES, sizeof(s->rule_pos));
+	for (unsigned l = 0; l < cfg->n_layers; l++)
+		for (unsigned p = 0; p < cfg->rules[l].n; p++)
+			s->rule_pos[l][cfg->rules[l].order[p]] = (uint8_t)p;
 	/* Only headers are initialised: buffers are never read before their
 	 * bytes are placed (landed counters gate every read). */
 	for (uint32_t i = 0; i < cfg->capacity; i++) {
@@ -304,13 +308,11 @@ static inline uint32_t slot_index(const struct fg_slots *s, uint32_t token_seq, 
 	return (uint32_t)(k % s->cfg.capacity);
 }
 
-/* Position of line in the rule order; the caller checked it is expected. */
-static unsigned rule_pos(const struct fg_rule *r, unsigned line)
+/* Position of line in the rule order of layer; the caller checked that
+ * the layer is in range and the line expected. */
+static inline unsigned rule_pos(const struct fg_slots *s, uint16_t layer, unsigned line)
 {
-	for (unsigned p = 0; p < r->n; p++)
-		if (r->order[p] == line)
-			return p;
-	return FG_LINES;
+	return s->rule_pos[layer][line];
 }
 
 static void result_init(const struct fg_slots *s, const struct fg_seed *seed, struct fg_slot_result *res)
@@ -504,7 +506,7 @@ int fg_slot_put(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_ns,
 	if (!slot_admit(s, i, seed, res))
 		return 0;
 	sl = slot_at(s, i);
-	pos = rule_pos(&s->cfg.rules[sl->layer], seed->line);
+	pos = rule_pos(s, sl->layer, seed->line);
 	buf = slot_buf(s, i, pos);
 	if (sl->complete & (1u << seed->line)) {
 		/* memcmp, not two hashes: exact, and cheaper than hashing both. */
@@ -558,7 +560,7 @@ static inline __attribute__((always_inline)) enum fg_outcome begin_sane(struct f
 		result_slot(s, i, FG_O_DUP_PENDING, res);
 		return FG_O_DUP_PENDING;
 	}
-	unsigned pos = rule_pos(&s->cfg.rules[sl->layer], seed->line);
+	unsigned pos = rule_pos(s, sl->layer, seed->line);
 	sl->attempt[pos]++;
 	sl->pending |= (uint8_t)(1u << pos);
 	sl->landed[pos] = 0;

@@ -119,6 +119,11 @@ struct fg_slots {
 				* + abandoned + slots poisoned while OPEN */
 	uint64_t abandoned;    /* open slots freed by fg_slot_abort: no line whole and
 				* no attempt left (a fragment-0-only group) */
+	/* rule_pos[layer][line]: the line's position in the layer's rule
+	 * order (cfg.rules[layer].order[rule_pos[layer][line]] == line) for
+	 * an expected line, FG_LINES for any other; filled by fg_slots_init
+	 * from cfg.rules, so placing a line never searches its rule. */
+	uint8_t rule_pos[FG_MAX_LAYERS][FG_LINES];
 };
 
 /* Initialise a table in mem[0..len). Returns 0, -EINVAL (bad cfg) or

@@ -8,7 +8,8 @@
  * answers, epoch flushes (the key reopens), slot reuse, capacity
  * exhaustion, shape and line refusals, and a fragment attempt begun for
  * a decoded seed (fg_slot_begin_decoded) answered as fg_slot_begin, and
- * fg_slot_whole's result record as fg_slot_place's.
+ * fg_slot_whole's result record as fg_slot_place's, and each layer's
+ * rule positions.
  *
  * Reads tests/data/vectors.txt through FG_TEST_DATA. Single-threaded. */
 #include <errno.h>
@@ -1633,6 +1634,87 @@ static void test_init_and_rules(void **state)
 	free(mem);
 }
 
+/* Each layer's own rule places a line at its position in that rule's
+ * order (the table filled at init, never a search): fragment attempts and
+ * whole bodies land at the position, resolution reads them in the rule's
+ * order, and the layers keep apart. */
+static void test_rule_positions_per_layer(void **state)
+{
+	const uint8_t r0[3] = { 5, 1, 3 }, r1[2] = { 3, 0 }, r2[7] = { 6, 5, 4, 3, 2, 1, 0 };
+	const uint8_t *rules[3] = { r0, r1, r2 };
+	const unsigned nr[3] = { 3, 2, 7 };
+	struct fg_slots_cfg cfg;
+	struct table t;
+	(void)state;
+
+	cfg_default(&cfg, 16, 4, 1, 3, r0, 3);
+	assert_int_equal(fg_rule_make(&cfg.rules[1], r1, 2), 0);
+	assert_int_equal(fg_rule_make(&cfg.rules[2], r2, 7), 0);
+	table_new(&t, &cfg, 0xA5);
+	for (uint16_t l = 0; l < 3; l++) {
+		for (unsigned line = 0; line < FG_LINES; line++) {
+			unsigned want = FG_LINES;
+			for (unsigned p = 0; p < nr[l]; p++)
+				if (rules[l][p] == line)
+					want = p;
+			assert_int_equal(t.s.rule_pos[l][line], want);
+		}
+	}
+	/* the body of line order[p] is the p-th term of the reduction:
+	 * distinct magnitudes make any other order round differently */
+	const float term[FG_LINES] = { 1e8f, 3.0f, -1e8f, 0.5f, 7.25f, 1.0f, -2.0f };
+	for (uint16_t l = 0; l < 3; l++) {
+		float bodies[FG_LINES][4];
+		const float *c[FG_LINES];
+		uint8_t neg[FG_LINES] = { 0 };
+		for (unsigned p = 0; p < nr[l]; p++) {
+			unsigned line = rules[l][p];
+			for (unsigned k = 0; k < 4; k++)
+				bodies[p][k] = term[(p + k) % FG_LINES] * (float)(line + 1);
+			neg[p] = (uint8_t)(line & 1);
+			c[p] = bodies[p];
+			struct fg_seed sd = mkseed(40, l, (uint8_t)line, neg[p], 0, 1, bodies[p], sizeof(bodies[p]));
+			if (p % 2 == 0) { /* a fragment attempt, then the bytes */
+				struct fg_slot_ref rf;
+				struct fg_slot_result r;
+				struct fg_seed h = sd;
+				h.body = NULL;
+				assert_int_equal(fg_slot_begin(&t.s, &h, 1, &rf, &r), 0);
+				assert_int_equal(r.outcome, FG_O_PARTIAL);
+				assert_int_equal(rf.pos, p);
+				assert_int_equal(fg_slot_place(&t.s, &rf, 0, bodies[p], sizeof(bodies[p]), 1, &r), 0);
+				assert_int_equal(r.outcome, p + 1 == nr[l] ? FG_O_RESOLVED : FG_O_ACCEPTED);
+			} else {
+				assert_int_equal(put(&t.s, &sd, 1, NULL), p + 1 == nr[l] ? FG_O_RESOLVED : FG_O_ACCEPTED);
+			}
+		}
+		float want[4];
+		ref_reduce(want, c, neg, nr[l], 4);
+		struct fg_slot_info info;
+		assert_int_equal(fg_slot_lookup(&t.s, 40, l, &info), 0);
+		assert_int_equal(info.state, FG_SLOT_RESOLVED);
+		uint32_t slot = UINT32_MAX;
+		for (uint32_t i = 0; i < cfg.capacity; i++) {
+			struct fg_seed_view v;
+			if (fg_slot_seed(&t.s, i, &v) == 0 && v.token_seq == 40 && v.dst_layer == l)
+				slot = i;
+		}
+		assert_true(slot != UINT32_MAX);
+		struct fg_seed_view v;
+		assert_int_equal(fg_slot_seed(&t.s, slot, &v), 0);
+		assert_memory_equal(v.body, want, sizeof(want));
+		/* a line its rule does not expect is refused, by this layer's rule */
+		for (unsigned line = 0; line < FG_LINES; line++) {
+			if (t.s.rule_pos[l][line] != FG_LINES)
+				continue;
+			struct fg_seed sd = mkseed(41, l, (uint8_t)line, 0, 0, 1, bodies[0], sizeof(bodies[0]));
+			assert_int_equal(put(&t.s, &sd, 1, NULL), FG_O_UNEXPECTED_LINE);
+			begin_answered(&t.s, sd, 1, FG_O_UNEXPECTED_LINE);
+		}
+	}
+	table_free(&t);
+}
+
 static void test_names(void **state)
 {
 	(void)state;
@@ -1832,6 +1914,7 @@ int main(void)
 		cmocka_unit_test(test_whole_result_as_place),
 		cmocka_unit_test(test_random_ops_against_model),
 		cmocka_unit_test(test_init_and_rules),
+		cmocka_unit_test(test_rule_positions_per_layer),
 		cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
