@@ -620,6 +620,65 @@ static struct fg_frag frag_of(const uint8_t *frame, uint32_t len, uint16_t fid, 
 	return f;
 }
 
+/* A hint that found no context goes stale once the frame is given one
+ * (here by dp_reasm_push, as a datagram between the lookup and the push
+ * does): the push with that hint finds the frame's group, never gives it
+ * a second context; another frame's stale hint still makes its group. */
+static void test_hint_without_context(void **st)
+{
+	(void)st;
+	struct env *e = env_new(16, 1, 0, 4096);
+	uint8_t fr[3][4096];
+	uint32_t len[3];
+	make_three_lines(e, fr, len);
+	struct dp_peer p = peer_of(5300), q = peer_of(5301);
+	uint32_t hash = dp_peer_hash(&p, 0), qhash = dp_peer_hash(&q, 0);
+	struct dp_reasm_out out;
+	struct dp_ra_hint h, hq;
+	/* both lookups before any push, as the burst path makes them */
+	dp_reasm_find(&e->r, &p, hash, 300, &h);
+	dp_reasm_find(&e->r, &q, qhash, 301, &hq);
+	assert_int_equal(h.ctx, DP_RA_HINT_NONE);
+	struct fg_frag f0 = frag_of(fr[0], len[0], 300, 0), f1 = frag_of(fr[0], len[0], 300, 1);
+	assert_int_equal(dp_reasm_push(&e->r, &p, &f0, &e->ictx, 10, &out), 0);
+	assert_int_equal(out.disp, DP_RA_TAKEN);
+	assert_int_equal(dp_reasm_live(&e->r), 1);
+	/* the stale hint: fragment 0 again is a duplicate of the same group,
+	 * fragment 1 lands in it */
+	struct dp_ra_hint stale = h;
+	assert_int_equal(dp_reasm_push_hinted(&e->r, &p, hash, &stale, &f0, &e->ictx, 11, &out), 0);
+	assert_int_equal(out.disp, DP_RA_DUP);
+	assert_int_equal(dp_reasm_live(&e->r), 1);
+	stale = h;
+	assert_int_equal(dp_reasm_push_hinted(&e->r, &p, hash, &stale, &f1, &e->ictx, 11, &out), 0);
+	assert_int_equal(out.disp, DP_RA_TAKEN);
+	assert_int_equal(dp_reasm_live(&e->r), 1);
+	/* q's hint is as stale: its frame still has none, a group is made */
+	struct fg_frag g0 = frag_of(fr[1], len[1], 301, 0);
+	assert_int_equal(dp_reasm_push_hinted(&e->r, &q, qhash, &hq, &g0, &e->ictx, 12, &out), 0);
+	assert_int_equal(out.disp, DP_RA_TAKEN);
+	assert_int_equal(dp_reasm_live(&e->r), 2);
+	/* a fresh lookup with nothing taken since: the push makes the group */
+	struct fg_frag k0 = frag_of(fr[2], len[2], 302, 0);
+	dp_reasm_find(&e->r, &p, hash, 302, &h);
+	assert_int_equal(dp_reasm_push_hinted(&e->r, &p, hash, &h, &k0, &e->ictx, 13, &out), 0);
+	assert_int_equal(out.disp, DP_RA_TAKEN);
+	assert_int_equal(dp_reasm_live(&e->r), 3);
+	/* and every fragment of the three frames completes each group once */
+	for (unsigned line = 0; line < 3; line++) {
+		uint16_t fid = (uint16_t)(300 + line);
+		const struct dp_peer *pp = line == 1 ? &q : &p;
+		for (unsigned i = line == 0 ? 2 : 1; i < fg_frag_count(len[line], CHUNK); i++) {
+			struct fg_frag f = frag_of(fr[line], len[line], fid, i);
+			assert_int_equal(dp_reasm_push(&e->r, pp, &f, &e->ictx, 14, &out), 0);
+			assert_int_equal(out.disp, DP_RA_TAKEN);
+		}
+		assert_true(out.events & DP_RA_EV_COMPLETE);
+		expect_outcome(&out, line < 2 ? FG_O_ACCEPTED : FG_O_RESOLVED);
+	}
+	env_free(e);
+}
+
 /* dp_reasm_land_run takes a frame's fragments as one run: it stops before
  * a fragment it does not take (a repeat, another count for the frame, a
  * wrong length) with nothing changed, and after the chunk that completes
@@ -1051,6 +1110,7 @@ int main(void)
 		cmocka_unit_test(test_limits_not_the_tables),
 		cmocka_unit_test(test_vectors_u02_u04),
 		cmocka_unit_test(test_init_refuses),
+		cmocka_unit_test(test_hint_without_context),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
