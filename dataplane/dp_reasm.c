@@ -403,20 +403,20 @@ static bool begin_direct(struct dp_reasm *r, struct dp_ra_ctx *c, const struct f
 }
 
 /* Fragment 0 arrived: read the header (and the seed prefix) and choose the
- * context's path. chunk holds frame bytes [0, len). */
+ * context's path. chunk holds frame bytes [0, len). The header and the
+ * class are kept in the context only for BUFFER (handed out with the
+ * frame); a seed's prefix is decoded in place (c->seed: read by every
+ * later outcome) and copied to out->seed only with an outcome. */
 static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_t *chunk, uint32_t len,
 			   const struct fg_ingest_ctx *ictx, uint64_t now, struct dp_reasm_out *out)
 {
-	/* decoded in place: c->hdr is read only in BUFFER, c->seed only once
-	 * fragment 0 was taken (SLOT, DISCARD of a seed) */
-	struct fg_hdr *hp = &c->hdr;
-	if (fg_hdr_decode_i(chunk, len, FG_TRANSPORT_STREAM, hp) < 0) {
+	struct fg_hdr h;
+	if (fg_hdr_decode_i(chunk, len, FG_TRANSPORT_STREAM, &h) < 0) {
 		c->state = RA_DISCARD; /* unreachable with chunk >= 64; keeps the group inert */
 		c->bad = true;
 		out->reason = FG_R_SHORT_HEADER;
 		return;
 	}
-	const struct fg_hdr h = *hp;
 	uint32_t flen = FG_HDR_LEN + h.length;
 	uint32_t need = (flen + r->cfg.chunk - 1) / r->cfg.chunk;
 	if (need != c->total || (c->has_last && c->last_len != flen - (c->total - 1u) * r->cfg.chunk)) {
@@ -441,11 +441,11 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 	}
 	/* Classified once: a buffered frame carries this to the whole-frame
 	 * ingest (dp_reasm_out.hdr, .cls), which does not decode it again. */
-	fg_ingest_classify(ictx, h.stream_id, &c->cls);
-	c->binding = ictx->layer_bound ? (uint32_t)ictx->bound_layer + 1u : 0u;
-	int cr = c->cls.rc;
-	enum fg_band band = c->cls.band;
-	uint16_t layer = cr == 0 ? c->cls.layer : 0;
+	struct fg_ingest_class cls;
+	fg_ingest_classify(ictx, h.stream_id, &cls);
+	int cr = cls.rc;
+	enum fg_band band = cls.band;
+	uint16_t layer = cr == 0 ? cls.layer : 0;
 	if (cr == -FG_R_LAYER_MISMATCH) {
 		/* on a layer port, a stream naming another layer: refused by name */
 		refuse(r, c, out, FG_O_MALFORMED, FG_R_LAYER_MISMATCH, h.sequence, ictx->bound_layer);
@@ -460,25 +460,28 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 	if (cr == 0 && band == FG_BAND_SEED) {
 		/* decoded in place (body NULL) */
 		struct fg_seed *s = &c->seed;
-		ssize_t rc = fg_seed_decode_prefix_i(hp, chunk + FG_HDR_LEN, len - FG_HDR_LEN, layer, ictx->limits, s);
+		ssize_t rc = fg_seed_decode_prefix_i(&h, chunk + FG_HDR_LEN, len - FG_HDR_LEN, layer, ictx->limits, s);
 		if (rc < 0) {
 			refuse(r, c, out, FG_O_MALFORMED, (int)-rc, h.sequence, layer);
 			return;
 		}
-		out->seed = *s;
 		if (fg_linefacts_state(ictx->lines, s->line) == FG_LINE_DISABLED) {
 			ctx_drop_buf(r, c);
 			memset(&out->res, 0, sizeof(out->res));
 			out->res.bytes = s->body_len;
 			judge(c, out, FG_O_LINE_DISABLED, 0);
+			out->seed = *s;
 			return;
 		}
 		if (r->cfg.slots &&
-		    fg_shard_of(s->token_seq, s->dst_layer, r->cfg.n_layers, r->cfg.n_shards) == r->cfg.shard_self) {
+		    (r->cfg.n_shards == 1 ||
+		     fg_shard_of(s->token_seq, s->dst_layer, r->cfg.n_layers, r->cfg.n_shards) == r->cfg.shard_self)) {
 			bool judged;
 			direct = begin_direct(r, c, s, ictx->limits, now, out, &judged);
-			if (judged)
+			if (judged) {
+				out->seed = *s;
 				return;
+			}
 		}
 	}
 	if (direct) {
@@ -504,6 +507,8 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 			}
 		}
 		ctx_drop_buf(r, c);
+		if (out->events & DP_RA_EV_OUTCOME)
+			out->seed = c->seed;
 		return;
 	}
 	/* BUFFER: held fragments are already at their frame offsets. */
@@ -518,6 +523,9 @@ static void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c, const uint8_
 	}
 	memcpy(c->buf, chunk, len);
 	c->state = RA_BUFFER;
+	c->hdr = h;
+	c->cls = cls;
+	c->binding = ictx->layer_bound ? (uint32_t)ictx->bound_layer + 1u : 0u;
 }
 
 /* Every fragment of context i is in (and it is not bad): ACK it, hand a
