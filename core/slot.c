@@ -141,19 +141,21 @@ int fg_rule_make(struct fg_rule *r, const uint8_t *lines, unsigned n)
 
 	if (!r || !lines || n == 0 || n > FG_LINES)
 		return -EINVAL;
+	memset(tmp.pos, FG_LINES, sizeof(tmp.pos));
 	for (unsigned i = 0; i < n; i++) {
 		if (lines[i] >= FG_LINES || (tmp.mask & (1u << lines[i])))
 			return -EINVAL;
 		tmp.order[i] = lines[i];
 		tmp.mask |= (uint8_t)(1u << lines[i]);
+		tmp.pos[lines[i]] = (uint8_t)i;
 	}
 	tmp.n = (uint8_t)n;
 	*r = tmp;
 	return 0;
 }
 
-/* A rule is usable when n is 1..7, order holds n distinct lines and mask
- * says exactly which. */
+/* A rule is usable when n is 1..7, order holds n distinct lines, mask
+ * says exactly which and pos where each is (FG_LINES for the others). */
 static bool rule_is_valid(const struct fg_rule *r)
 {
 	uint8_t m = 0;
@@ -161,10 +163,13 @@ static bool rule_is_valid(const struct fg_rule *r)
 	if (r->n == 0 || r->n > FG_LINES)
 		return false;
 	for (unsigned i = 0; i < r->n; i++) {
-		if (r->order[i] >= FG_LINES || (m & (1u << r->order[i])))
+		if (r->order[i] >= FG_LINES || (m & (1u << r->order[i])) || r->pos[r->order[i]] != i)
 			return false;
 		m |= (uint8_t)(1u << r->order[i]);
 	}
+	for (unsigned l = 0; l < FG_LINES; l++)
+		if (!(m & (1u << l)) && r->pos[l] != FG_LINES)
+			return false;
 	return m == r->mask;
 }
 
@@ -238,10 +243,6 @@ int fg_slots_init(struct fg_slots *s, void *mem, size_t len, const struct fg_slo
 	s->slot_stride = cfg_stride(cfg);
 	s->mem = mem;
 	s->fifo_head = s->fifo_tail = NIL;
-	memset(s->rule_pos, FG_LINES, sizeof(s->rule_pos));
-	for (unsigned l = 0; l < cfg->n_layers; l++)
-		for (unsigned p = 0; p < cfg->rules[l].n; p++)
-			s->rule_pos[l][cfg->rules[l].order[p]] = (uint8_t)p;
 	/* Only headers are initialised: buffers are never read before their
 	 * bytes are placed (landed counters gate every read). */
 	for (uint32_t i = 0; i < cfg->capacity; i++) {
@@ -308,11 +309,12 @@ static inline uint32_t slot_index(const struct fg_slots *s, uint32_t token_seq, 
 	return (uint32_t)(k % s->cfg.capacity);
 }
 
-/* Position of line in the rule order of layer; the caller checked that
- * the layer is in range and the line expected. */
+/* Position of line in the rule order of layer, or FG_LINES when the rule
+ * does not expect it; the caller checked the layer and the line are in
+ * range. */
 static inline unsigned rule_pos(const struct fg_slots *s, uint16_t layer, unsigned line)
 {
-	return s->rule_pos[layer][line];
+	return s->cfg.rules[layer].pos[line];
 }
 
 static void result_init(const struct fg_slots *s, const struct fg_seed *seed, struct fg_slot_result *res)
@@ -537,30 +539,32 @@ static inline __attribute__((always_inline)) enum fg_outcome begin_sane(struct f
 									 uint64_t now_ns, struct fg_slot_ref *ref,
 									 struct fg_slot_result *res, bool full)
 {
-	uint8_t expected = s->cfg.rules[seed->dst_layer].mask;
-	if (!(expected & (1u << seed->line))) {
+	/* the line's position in the layer's rule: FG_LINES when not expected */
+	unsigned pos = rule_pos(s, seed->dst_layer, seed->line);
+	if (pos == FG_LINES) {
 		result_init(s, seed, res);
-		res->expected = expected;
+		res->expected = s->cfg.rules[seed->dst_layer].mask;
 		res->outcome = FG_O_UNEXPECTED_LINE;
 		return FG_O_UNEXPECTED_LINE;
 	}
 	uint32_t i = slot_claim(s, seed, now_ns, res);
 	if (i == NIL) {
 		result_init(s, seed, res);
-		res->expected = expected;
+		res->expected = s->cfg.rules[seed->dst_layer].mask;
 		res->outcome = FG_O_NO_SLOT;
 		return FG_O_NO_SLOT;
 	}
-	res->bytes = seed->body_len;
-	if (!slot_admit(s, i, seed, res))
+	if (!slot_admit(s, i, seed, res)) {
+		res->bytes = seed->body_len;
 		return res->outcome;
+	}
 	struct fg_slot *sl = slot_at(s, i);
 	if (sl->complete & (1u << seed->line)) {
 		/* Duplicate or conflict: only the whole body can tell. */
 		result_slot(s, i, FG_O_DUP_PENDING, res);
+		res->bytes = seed->body_len;
 		return FG_O_DUP_PENDING;
 	}
-	unsigned pos = rule_pos(s, sl->layer, seed->line);
 	sl->attempt[pos]++;
 	sl->pending |= (uint8_t)(1u << pos);
 	sl->landed[pos] = 0;
@@ -572,8 +576,10 @@ static inline __attribute__((always_inline)) enum fg_outcome begin_sane(struct f
 	ref->body_len = sl->body_len;
 	ref->buf = slot_buf(s, i, pos);
 	ref->cur = &sl->attempt[pos];
-	if (full)
+	if (full) {
 		result_slot(s, i, FG_O_PARTIAL, res);
+		res->bytes = seed->body_len;
+	}
 	return FG_O_PARTIAL;
 }
 
@@ -598,7 +604,7 @@ enum fg_outcome fg_slot_begin_decoded(struct fg_slots *s, const struct fg_seed *
 {
 	/* The codec made every check of seed_is_sane but the layer's range
 	 * against this table (the caller vouches for the limits agreeing:
-	 * fg_slots_fit_limits). */
+	 * fg_slots_fit_limits): the line is in range. */
 	if (seed->dst_layer >= s->cfg.n_layers) {
 		result_init(s, seed, res);
 		res->outcome = FG_O_MALFORMED;

@@ -56,11 +56,15 @@
 
 #define FG_MAX_LAYERS 256u
 
-/* A per-layer resolution rule: the lines expected and the canonical order. */
+/* A per-layer resolution rule: the lines expected and the canonical order.
+ * Made by fg_rule_make; fg_slots_init refuses a rule whose fields
+ * disagree. */
 struct fg_rule {
 	uint8_t n;                /* 1..7 lines */
 	uint8_t order[FG_LINES];  /* line indices in reduction order */
 	uint8_t mask;             /* bit i set when line i is expected */
+	uint8_t pos[FG_LINES];    /* line i's index in order, FG_LINES when not expected:
+				   * placing a line never searches the order */
 };
 /* Fill a rule from an ordered list; returns 0 or -EINVAL (dup/out of range). */
 FG_MUST_CHECK int fg_rule_make(struct fg_rule *r, const uint8_t *lines, unsigned n);
@@ -119,11 +123,6 @@ struct fg_slots {
 				* + abandoned + slots poisoned while OPEN */
 	uint64_t abandoned;    /* open slots freed by fg_slot_abort: no line whole and
 				* no attempt left (a fragment-0-only group) */
-	/* rule_pos[layer][line]: the line's position in the layer's rule
-	 * order (cfg.rules[layer].order[rule_pos[layer][line]] == line) for
-	 * an expected line, FG_LINES for any other; filled by fg_slots_init
-	 * from cfg.rules, so placing a line never searches its rule. */
-	uint8_t rule_pos[FG_MAX_LAYERS][FG_LINES];
 };
 
 /* Initialise a table in mem[0..len). Returns 0, -EINVAL (bad cfg) or

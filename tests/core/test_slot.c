@@ -1601,6 +1601,8 @@ static void test_init_and_rules(void **state)
 	assert_int_equal(rule.n, 3);
 	assert_int_equal(rule.order[0], 5);
 	assert_int_equal(rule.mask, (1u << 1) | (1u << 3) | (1u << 5));
+	assert_memory_equal(rule.pos, ((const uint8_t[FG_LINES]){ FG_LINES, 1, FG_LINES, 2, FG_LINES, 0, FG_LINES }),
+			    FG_LINES);
 	assert_int_equal(fg_rule_make(&rule, dup, 2), -EINVAL);
 	assert_int_equal(fg_rule_make(&rule, bad, 1), -EINVAL);
 	assert_int_equal(fg_rule_make(&rule, ok, 0), -EINVAL);
@@ -1625,6 +1627,12 @@ static void test_init_and_rules(void **state)
 	assert_int_equal(fg_slots_init(&s, mem, len, &b), -EINVAL);
 	b = cfg;
 	b.rules[1].mask = 0; /* inconsistent rule */
+	assert_int_equal(fg_slots_init(&s, mem, len, &b), -EINVAL);
+	b = cfg;
+	b.rules[1].pos[3] = 0; /* a position that is not the line's */
+	assert_int_equal(fg_slots_init(&s, mem, len, &b), -EINVAL);
+	b = cfg;
+	b.rules[1].pos[0] = 1; /* a position for a line not expected */
 	assert_int_equal(fg_slots_init(&s, mem, len, &b), -EINVAL);
 	b = cfg;
 	b.hidden = 1u << 22; /* body larger than a frame can carry */
@@ -1657,7 +1665,7 @@ static void test_rule_positions_per_layer(void **state)
 			for (unsigned p = 0; p < nr[l]; p++)
 				if (rules[l][p] == line)
 					want = p;
-			assert_int_equal(t.s.rule_pos[l][line], want);
+			assert_int_equal(t.s.cfg.rules[l].pos[line], want);
 		}
 	}
 	/* the body of line order[p] is the p-th term of the reduction:
@@ -1705,7 +1713,7 @@ static void test_rule_positions_per_layer(void **state)
 		assert_memory_equal(v.body, want, sizeof(want));
 		/* a line its rule does not expect is refused, by this layer's rule */
 		for (unsigned line = 0; line < FG_LINES; line++) {
-			if (t.s.rule_pos[l][line] != FG_LINES)
+			if (t.s.cfg.rules[l].pos[line] != FG_LINES)
 				continue;
 			struct fg_seed sd = mkseed(41, l, (uint8_t)line, 0, 0, 1, bodies[0], sizeof(bodies[0]));
 			assert_int_equal(put(&t.s, &sd, 1, NULL), FG_O_UNEXPECTED_LINE);
