@@ -563,17 +563,21 @@ static int push(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, s
 	out->events = 0;
 	out->reason = 0;
 	uint32_t C = r->cfg.chunk;
-	/* Chunk sizes: every fragment but the last is exactly C, the last 1..C. */
-	if (f->total < 2 || f->index >= f->total) {
-		out->disp = DP_RA_MALFORMED;
-		out->reason = f->total ? FG_R_FRAG_INDEX_RANGE : FG_R_FRAG_TOTAL_ZERO;
-		return 0;
-	}
 	bool last = f->index + 1u == f->total;
-	if ((!last && f->chunk_len != C) || (last && (f->chunk_len == 0 || f->chunk_len > C))) {
-		out->disp = DP_RA_MALFORMED;
-		out->reason = FG_R_FRAG_CHUNK_SIZE;
-		return 0;
+	/* A fragment before the last of a count >= 2 carrying exactly C (every
+	 * fragment 0) passes both checks below at once. */
+	if (__builtin_expect(!(f->index + 1u < f->total && f->chunk_len == C), 0)) {
+		/* Chunk sizes: every fragment but the last is exactly C, the last 1..C. */
+		if (f->total < 2 || f->index >= f->total) {
+			out->disp = DP_RA_MALFORMED;
+			out->reason = f->total ? FG_R_FRAG_INDEX_RANGE : FG_R_FRAG_TOTAL_ZERO;
+			return 0;
+		}
+		if ((!last && f->chunk_len != C) || (last && (f->chunk_len == 0 || f->chunk_len > C))) {
+			out->disp = DP_RA_MALFORMED;
+			out->reason = FG_R_FRAG_CHUNK_SIZE;
+			return 0;
+		}
 	}
 	uint32_t i;
 	if (hint && hint->ctx < r->cfg.contexts && r->ctx[hint->ctx].use == hint->use)

@@ -476,10 +476,12 @@ static inline ssize_t fg_hdr_decode_i(const uint8_t *buf, size_t len, enum fg_tr
 {
 	if (len < FG_HDR_LEN)
 		return t == FG_TRANSPORT_STREAM ? -FG_R_INCOMPLETE : -FG_R_SHORT_HEADER;
+	/* flags and the u24 length are one big-endian word at byte 6 */
+	uint32_t fl = fg_be32(buf + 6);
 	out->stream_id = fg_be16(buf);
 	out->sequence = fg_be32(buf + 2);
-	out->flags = buf[6];
-	out->length = fg_be24(buf + 7);
+	out->flags = (uint8_t)(fl >> 24);
+	out->length = fl & 0xFFFFFFu;
 	return FG_HDR_LEN;
 }
 /* The body rules shared by seeds, full canonical reports and resolved
@@ -489,6 +491,12 @@ static inline int fg_seed_body_check(uint32_t seq_len, uint64_t body_len, const 
 {
 	uint64_t row = (uint64_t)lim->hidden * 4u;
 
+	/* the common case passes every rule below at once (a body of
+	 * seq_len rows is whole rows) */
+	if (__builtin_expect(seq_len != 0 && seq_len <= lim->max_seq_len && row != 0 &&
+				     body_len == (uint64_t)seq_len * row,
+			     1))
+		return 0;
 	if (seq_len == 0)
 		return -FG_R_SEED_EMPTY;
 	if (seq_len > lim->max_seq_len)
