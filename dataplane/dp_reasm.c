@@ -422,8 +422,10 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 		return;
 	}
 	uint32_t flen = FG_HDR_LEN + h.length;
-	uint32_t need = (flen + r->cfg.chunk - 1) / r->cfg.chunk;
-	if (need != c->total || (c->has_last && c->last_len != flen - (c->total - 1u) * r->cfg.chunk)) {
+	/* the frame needs exactly total fragments: its last one, of
+	 * flen - before bytes, carries 1..C */
+	uint32_t before = (c->total - 1u) * r->cfg.chunk;
+	if (flen <= before || flen - before > r->cfg.chunk || (c->has_last && c->last_len != flen - before)) {
 		/* The header disagrees with the fragmentation: the group is malformed. */
 		ctx_drop_buf(r, c);
 		c->state = RA_DISCARD;
@@ -491,7 +493,7 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 	if (direct) {
 		c->state = RA_SLOT;
 		c->missing = c->ref.body_len;
-		c->tail = flen - (c->total - 1u) * r->cfg.chunk;
+		c->tail = flen - before;
 		uint8_t *held = c->buf;
 		uint32_t blen = len - SEED_HDR;
 		if (!held && len > SEED_HDR && blen < c->missing) {
