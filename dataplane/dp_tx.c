@@ -306,7 +306,7 @@ int dp_tx_status_of(struct dp_lcore *lc, const struct dp_route *rt, const struct
 	if (!m)
 		return 0;
 	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *), *u = p + t->hl;
-	fg_status_frame_of(&lc->ictx, seed, res, u + FG_FRAG_HDR_LEN);
+	fg_status_frame_put(&lc->ictx, seed, res, u + FG_FRAG_HDR_LEN);
 	/* fragment header: frame id, index 0, total 1 */
 	fg_ack_store32(u, (uint32_t)fid << 16 | 1u);
 	(void)dp_pkt_tmpl_put(p, t, PLEN, lc->ip_id++);
