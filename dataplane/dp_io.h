@@ -55,7 +55,7 @@ struct dp_tx_ref;
 
 #define DP_BURST 32u
 #define DP_TX_MAX 128u
-#define DP_TX_STASH 8u /* TX mbufs taken from the pool ahead of use (dp_tx.c) */
+#define DP_TX_STASH 16u /* TX mbufs taken from the pool ahead of use (dp_tx.c) */
 /* TX back-pressure (dp_lcore.c): packets the TX queue refused wait in the
  * lcore's TX buffer and RX pauses, for at most [port] tx_hold_ms (50);
  * then they are dropped (drop_tx_full) and RX resumes, and for

@@ -113,16 +113,17 @@ void dp_tx_queue(struct dp_lcore *lc, struct rte_mbuf *m)
 /* A datagram's mbuf taken and not sent: back to the pool. */
 static __attribute__((noinline, cold)) void tx_unused(struct rte_mbuf *m) { rte_pktmbuf_free(m); }
 
-/* The next TX mbuf, raw (tx_mbuf resets it like rte_pktmbuf_alloc's;
- * NULL when the pool is empty). The lcore keeps up to
+/* The next TX mbuf, raw (tx_mbuf_init sets what rte_pktmbuf_alloc's
+ * reset would; NULL when the pool is empty). The lcore keeps up to
  * DP_TX_STASH raw mbufs taken from the pool ahead of use, their header
  * lines and first data line prefetched for writing when taken: a freed
  * mbuf was last touched by whoever sent it (on a zero-copy memif port, the
  * peer's core), and building a datagram into it stalled on those lines
  * (bench/cap's zero-copy profile shows where). The stash is a ring used
  * oldest first (lc->stash_head) and refilled by half a ring at a time
- * behind its newest, so the ones used next were asked for at least 4
- * datagrams earlier. */
+ * behind its newest (one pool call per DP_TX_STASH / 2 datagrams), so the
+ * ones used next were asked for at least DP_TX_STASH / 2 datagrams
+ * earlier. */
 static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf_stash(struct dp_lcore *lc)
 {
 	_Static_assert((DP_TX_STASH & (DP_TX_STASH - 1)) == 0, "the stash ring's index is masked");
