@@ -178,9 +178,9 @@ struct dp_io {
 	/* Send the status frame of a placed contribution (fg_status_frame_of
 	 * (&lc->ictx, seed, res): never refused) to `to` as a single-fragment
 	 * datagram of frame id fid, as dgram would send it, written straight
-	 * into the packet. Returns 1 (queued) or 0 (not queued: the
-	 * implementation counts why); fid is used either way. NULL: the
-	 * caller encodes it and sends it through dgram. */
+	 * into the packet. Returns 1 (queued, counted status_sent) or 0 (not
+	 * queued: the implementation counts why); fid is used either way.
+	 * NULL: the caller encodes it and sends it through dgram. */
 	int (*status_of)(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to,
 			 const struct fg_seed *seed, const struct fg_slot_result *res, uint16_t fid);
 	/* Send pp's pending pairs, which fit one ACK datagram at mtu

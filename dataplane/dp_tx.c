@@ -312,6 +312,7 @@ int dp_tx_status_of(struct dp_lcore *lc, const struct dp_route *rt, const struct
 	fg_ack_store32(u, (uint32_t)fid << 16 | 1u);
 	(void)dp_pkt_tmpl_put(p, t, PLEN, lc->ip_id++);
 	tx_put(lc, m);
+	dp_lc_count(lc, FG_C_STATUS_SENT, 1);
 	return 1;
 }
 
