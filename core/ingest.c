@@ -47,136 +47,32 @@ fg_linefacts fg_linefacts_pack(const struct fg_lines *ls, uint32_t epoch)
 	return f;
 }
 
-static bool outcome_is_ack(enum fg_outcome o)
-{
-	return o == FG_O_ACCEPTED || o == FG_O_RESOLVED || o == FG_O_DUPLICATE;
-}
-
-/* Bit i of a 7-line mask moved to bit 2i: line_facts' index of the
- * packed states. */
+/* Bit i of a 7-line mask moved to bit 2i: fg_status_line_facts_'s
+ * index of the packed states (ingest.h). */
 #define SPREAD2(m) (((m) & 1u) | ((m) & 2u) << 1 | ((m) & 4u) << 2 | ((m) & 8u) << 3)
 #define SPREAD7(m) (uint16_t)(SPREAD2(m) | ((m) & 16u) << 4 | ((m) & 32u) << 5 | ((m) & 64u) << 6)
 #define SPREAD_8(b) SPREAD7(b), SPREAD7(b + 1), SPREAD7(b + 2), SPREAD7(b + 3), SPREAD7(b + 4), SPREAD7(b + 5), \
 		    SPREAD7(b + 6), SPREAD7(b + 7)
-static const uint16_t line_spread[128] = {SPREAD_8(0),  SPREAD_8(8),  SPREAD_8(16), SPREAD_8(24),
+const uint16_t fg_line_spread[128] = {SPREAD_8(0),  SPREAD_8(8),  SPREAD_8(16), SPREAD_8(24),
 					  SPREAD_8(32), SPREAD_8(40), SPREAD_8(48), SPREAD_8(56),
 					  SPREAD_8(64), SPREAD_8(72), SPREAD_8(80), SPREAD_8(88),
 					  SPREAD_8(96), SPREAD_8(104), SPREAD_8(112), SPREAD_8(120)};
 
-/* Shadow and degraded facts for a line and the lines of its slot's rule,
- * by word operations on the packed states (2 bits per line, line i at bit
- * 2i; ACTIVE = 2, DEGRADED = 3): a status is built for every contribution,
- * and the per-line loop this replaced was a third of that. */
-static uint8_t line_facts(fg_linefacts lf, unsigned line, uint8_t expected)
-{
-	uint32_t m = expected & FG_FANO_FULL_MASK;
-
-	if (line < FG_LINES)
-		m |= 1u << line;
-	/* bit i of the line mask at bit 2i (the low bit of line i's state) */
-	m = line_spread[m];
-	uint32_t lo = (uint32_t)lf & 0x1555u, hi = (uint32_t)(lf >> 1) & 0x1555u;
-	uint32_t active = hi & ~lo, degraded = hi & lo;
-	uint8_t facts = 0;
-	if (m & ~active)
-		facts |= FG_FACT_SHADOW;
-	if (m & degraded)
-		facts |= FG_FACT_DEGRADED;
-	return facts;
-}
-
-/* fg_status_bitset, inlined into status_build. */
-static inline uint8_t status_bitset(uint8_t landed, uint8_t expected, enum fg_slot_state state)
-{
-	uint8_t full = FG_FANO_FULL_MASK;
-
-	if (!(expected & full))
-		return 0;
-	if (state == FG_SLOT_RESOLVED)
-		return full;
-	if (state == FG_SLOT_POISONED)
-		return (uint8_t)(~expected & full);
-	/* Open or gone: an expected line is satisfied once it landed. The
-	 * slot resolves the moment the last one lands, so this is never
-	 * FG_FANO_FULL_MASK here; say so rather than trust it. */
-	uint8_t b = (uint8_t)((landed | ~expected) & full);
-	return b == full ? (uint8_t)(full & ~expected) : b;
-}
-
 uint8_t fg_status_bitset(uint8_t landed, uint8_t expected, enum fg_slot_state state)
 {
-	return status_bitset(landed, expected, state);
-}
-
-/* The status of fg_status_from_result, inlined into its two users: every
- * fact computed into a local first (a store through a byte field would
- * force the inputs to be read again), fg_status_frame writing them
- * straight into the frame. */
-static inline __attribute__((always_inline)) struct fg_status status_build(const struct fg_ingest_ctx *ctx,
-									     const struct fg_seed *seed,
-									     const struct fg_slot_result *r,
-									     int reason)
-{
-	fg_linefacts lf = ctx ? ctx->lines : 0;
-	uint32_t epoch = fg_linefacts_epoch(lf);
-	uint32_t token_seq = 0, bytes = 0;
-	uint16_t dst_layer = 0;
-	uint8_t line = FG_LINE_NONE, sign = 0, line_state = 0;
-	uint8_t landed = 0, bitset = 0, expected = 0, facts = 0;
-	uint64_t fingerprint = 0;
-
-	if (seed) {
-		token_seq = seed->token_seq;
-		dst_layer = seed->dst_layer;
-		line = seed->line;
-		sign = seed->orientation;
-		bytes = seed->body_len;
-		if (line < FG_LINES)
-			line_state = (uint8_t)fg_linefacts_state(lf, line);
-	}
-	if (r) {
-		enum fg_slot_state state = (enum fg_slot_state)r->state;
-		landed = r->landed;
-		expected = r->expected;
-		bitset = status_bitset(landed, expected, state);
-		if (r->epoch > epoch)
-			epoch = r->epoch;
-		if (outcome_is_ack(r->outcome))
-			facts |= FG_FACT_ACK;
-		facts |= seed ? line_facts(lf, line, expected) : FG_FACT_SHADOW;
-		if (state == FG_SLOT_RESOLVED) {
-			facts |= FG_FACT_RESOLVED;
-			fingerprint = r->fingerprint;
-		} else if (state == FG_SLOT_OPEN) {
-			facts |= FG_FACT_AWAITING;
-		}
-	}
-	return (struct fg_status){.token_seq = token_seq,
-				  .dst_layer = dst_layer,
-				  .outcome = (uint8_t)(r ? r->outcome : FG_O_MALFORMED),
-				  .line = line,
-				  .sign = sign,
-				  .bitset = bitset,
-				  .expected = expected,
-				  .landed = landed,
-				  .facts = facts,
-				  .line_state = line_state,
-				  .reason = (uint16_t)(reason < 0 ? -reason : reason),
-				  .bytes = bytes,
-				  .model_epoch = epoch,
-				  .fingerprint = fingerprint};
+	return fg_status_bitset_(landed, expected, state);
 }
 
 void fg_status_from_result(const struct fg_ingest_ctx *ctx, const struct fg_seed *seed,
 			   const struct fg_slot_result *r, int reason, struct fg_status *st)
 {
-	*st = status_build(ctx, seed, r, reason);
+	*st = fg_status_build_(ctx, seed, r, reason);
 }
 
 ssize_t fg_status_frame(const struct fg_ingest_ctx *ctx, const struct fg_seed *seed,
 			const struct fg_slot_result *r, uint8_t *buf, size_t cap)
 {
-	const struct fg_status s = status_build(ctx, seed, r, 0);
+	const struct fg_status s = fg_status_build_(ctx, seed, r, 0);
 	/* fg_status_encode's range rules, for the fields that come from the
 	 * arguments as they are (the others are in range by construction:
 	 * bitset, facts, line_state, reason 0) */
@@ -192,13 +88,7 @@ ssize_t fg_status_frame(const struct fg_ingest_ctx *ctx, const struct fg_seed *s
 void fg_status_frame_of(const struct fg_ingest_ctx *ctx, const struct fg_seed *seed, const struct fg_slot_result *r,
 			uint8_t *buf)
 {
-	/* nonnull (ingest.h): status_build's NULL cases fold away */
-	const struct fg_status s = status_build(ctx, seed, r, 0);
-	/* in range by construction (a decoded seed, an engine result): what
-	 * fg_status_frame checks, asserted */
-	assert(s.outcome < FG_O__COUNT && (uint8_t)(s.line + 1u) <= FG_LINES && s.sign <= 1 &&
-	       !((s.expected | s.landed) & 0x80));
-	fg_status_write(buf, &s);
+	fg_status_frame_put(ctx, seed, r, buf);
 }
 
 /* Status for a frame that never reached a slot (bad stream, bad payload). */

@@ -55,7 +55,7 @@ struct dp_tx_ref;
 
 #define DP_BURST 32u
 #define DP_TX_MAX 128u
-#define DP_TX_STASH 8u /* TX mbufs taken from the pool ahead of use (dp_tx.c) */
+#define DP_TX_STASH 16u /* TX mbufs taken from the pool ahead of use (dp_tx.c) */
 /* TX back-pressure (dp_lcore.c): packets the TX queue refused wait in the
  * lcore's TX buffer and RX pauses, for at most [port] tx_hold_ms (50);
  * then they are dropped (drop_tx_full) and RX resumes, and for
@@ -178,9 +178,9 @@ struct dp_io {
 	/* Send the status frame of a placed contribution (fg_status_frame_of
 	 * (&lc->ictx, seed, res): never refused) to `to` as a single-fragment
 	 * datagram of frame id fid, as dgram would send it, written straight
-	 * into the packet. Returns 1 (queued) or 0 (not queued: the
-	 * implementation counts why); fid is used either way. NULL: the
-	 * caller encodes it and sends it through dgram. */
+	 * into the packet. Returns 1 (queued, counted status_sent) or 0 (not
+	 * queued: the implementation counts why); fid is used either way.
+	 * NULL: the caller encodes it and sends it through dgram. */
 	int (*status_of)(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to,
 			 const struct fg_seed *seed, const struct fg_slot_result *res, uint16_t fid);
 	/* Send pp's pending pairs, which fit one ACK datagram at mtu

@@ -24,23 +24,32 @@ void dp_reply_status(struct dp_lcore *lc, const struct dp_peer *peer, const stru
 		dp_lc_count(lc, FG_C_STATUS_SENT, 1);
 }
 
-void dp_reply_status_of(struct dp_lcore *lc, const struct dp_peer *peer, const struct dp_route *route,
-			const struct fg_seed *seed, const struct fg_slot_result *res)
+/* dp_reply_status_of without io->status_of: encoded into a buffer, sent
+ * through io->dgram. Not inlined: keeps the buffer and the saved
+ * registers off the straight path's (a tail call). */
+static __attribute__((noinline)) void status_of_buf(struct dp_lcore *lc, const struct dp_peer *peer,
+						    const struct dp_route *route, const struct fg_seed *seed,
+						    const struct fg_slot_result *res, uint16_t fid)
 {
-	/* never refused (fg_status_frame_of): the frame id is used either way */
-	uint16_t fid = lc->frame_id++;
-	__typeof__(lc->env->io->status_of) status_of = lc->env->io->status_of;
-	if (status_of) { /* straight into the packet */
-		if (status_of(lc, route, peer, seed, res, fid) > 0)
-			dp_lc_count(lc, FG_C_STATUS_SENT, 1);
-		return;
-	}
 	uint8_t buf[FG_FRAG_HDR_LEN + FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN];
 	fg_status_frame_of(&lc->ictx, seed, res, buf + FG_FRAG_HDR_LEN);
 	/* fragment header: frame id, index 0, total 1 */
 	fg_ack_store32(buf, (uint32_t)fid << 16 | 1u);
 	if (lc->env->io->dgram(lc, route, peer, NULL, 0, buf, sizeof(buf)))
 		dp_lc_count(lc, FG_C_STATUS_SENT, 1);
+}
+
+void dp_reply_status_of(struct dp_lcore *lc, const struct dp_peer *peer, const struct dp_route *route,
+			const struct fg_seed *seed, const struct fg_slot_result *res)
+{
+	/* never refused (fg_status_frame_of): the frame id is used either way */
+	uint16_t fid = lc->frame_id++;
+	__typeof__(lc->env->io->status_of) status_of = lc->env->io->status_of;
+	if (status_of) { /* straight into the packet, counted there */
+		(void)status_of(lc, route, peer, seed, res, fid);
+		return;
+	}
+	status_of_buf(lc, peer, route, seed, res, fid);
 }
 
 /* Not inlined: keeps the buffer off ack_send_peer's stack frame. */

@@ -113,16 +113,17 @@ void dp_tx_queue(struct dp_lcore *lc, struct rte_mbuf *m)
 /* A datagram's mbuf taken and not sent: back to the pool. */
 static __attribute__((noinline, cold)) void tx_unused(struct rte_mbuf *m) { rte_pktmbuf_free(m); }
 
-/* The next TX mbuf, raw (tx_mbuf resets it like rte_pktmbuf_alloc's;
- * NULL when the pool is empty). The lcore keeps up to
+/* The next TX mbuf, raw (tx_mbuf_init sets what rte_pktmbuf_alloc's
+ * reset would; NULL when the pool is empty). The lcore keeps up to
  * DP_TX_STASH raw mbufs taken from the pool ahead of use, their header
  * lines and first data line prefetched for writing when taken: a freed
  * mbuf was last touched by whoever sent it (on a zero-copy memif port, the
  * peer's core), and building a datagram into it stalled on those lines
  * (bench/cap's zero-copy profile shows where). The stash is a ring used
  * oldest first (lc->stash_head) and refilled by half a ring at a time
- * behind its newest, so the ones used next were asked for at least 4
- * datagrams earlier. */
+ * behind its newest (one pool call per DP_TX_STASH / 2 datagrams), so the
+ * ones used next were asked for at least DP_TX_STASH / 2 datagrams
+ * earlier. */
 static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf_stash(struct dp_lcore *lc)
 {
 	_Static_assert((DP_TX_STASH & (DP_TX_STASH - 1)) == 0, "the stash ring's index is masked");
@@ -153,18 +154,39 @@ static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf_stash(stru
 }
 
 /* The next TX mbuf as the pool holds it (rte_mbuf_raw_alloc's: refcnt 1,
- * one segment, no next; nothing else set), or NULL. */
+ * one segment, no next, direct; nothing else set), or NULL. */
 static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf_raw(struct dp_lcore *lc)
 {
 	return tx_mbuf_stash(lc);
 }
 
-static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf(struct dp_lcore *lc)
+/* A raw mbuf made what rte_pktmbuf_reset then rte_pktmbuf_append(m,
+ * total) make it, a word at a time: the rearm_data word (data_off the
+ * headroom, refcnt 1, one segment, port invalid) from a constant, the
+ * flags 0 (a raw mbuf is direct: reset keeps only RTE_MBUF_F_EXTERNAL),
+ * packet type 0 and pkt_len in one store, data_len and vlan_tci 0 in
+ * another. The caller checked that total fits behind the headroom. */
+_Static_assert(offsetof(struct rte_mbuf, data_off) == offsetof(struct rte_mbuf, rearm_data) &&
+		       offsetof(struct rte_mbuf, refcnt) == offsetof(struct rte_mbuf, rearm_data) + 2 &&
+		       offsetof(struct rte_mbuf, nb_segs) == offsetof(struct rte_mbuf, rearm_data) + 4 &&
+		       offsetof(struct rte_mbuf, port) == offsetof(struct rte_mbuf, rearm_data) + 6 &&
+		       offsetof(struct rte_mbuf, pkt_len) == offsetof(struct rte_mbuf, packet_type) + 4 &&
+		       offsetof(struct rte_mbuf, vlan_tci) == offsetof(struct rte_mbuf, data_len) + 2 &&
+		       __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "rte_mbuf's rearm_data and RX descriptor layout");
+#define TX_REARM                                                                                         \
+	((uint64_t)RTE_MBUF_PORT_INVALID << 48 | 1ull << 32 | 1ull << 16 | (uint64_t)RTE_PKTMBUF_HEADROOM)
+static inline __attribute__((always_inline)) void tx_mbuf_init(struct rte_mbuf *m, uint32_t total)
 {
-	struct rte_mbuf *m = tx_mbuf_stash(lc);
-	if (likely(m))
-		rte_pktmbuf_reset(m);
-	return m;
+	const uint64_t rearm = TX_REARM, type_len = (uint64_t)total << 32;
+	const uint32_t dlen = (uint16_t)total;
+	memcpy(&m->rearm_data, &rearm, 8);
+	m->ol_flags = 0;
+	memcpy(&m->packet_type, &type_len, 8);
+	memcpy(&m->data_len, &dlen, 4);
+	m->vlan_tci_outer = 0;
+	m->next = NULL;
+	m->tx_offload = 0;
 }
 
 void dp_tx_stash_release(struct dp_lcore *lc)
@@ -226,19 +248,18 @@ tx_tmpl(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to
  * lengths set, or NULL (counted tx_nombuf). Forced inline, as tx_tmpl. */
 static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf_for(struct dp_lcore *lc, uint32_t total)
 {
-	struct rte_mbuf *m = tx_mbuf(lc);
+	struct rte_mbuf *m = tx_mbuf_raw(lc);
 	if (unlikely(!m)) {
 		dp_lc_xcount(lc, DP_X_TX_NOMBUF);
 		return NULL;
 	}
-	/* rte_pktmbuf_append on an empty mbuf */
-	if (unlikely(total > rte_pktmbuf_tailroom(m))) {
-		rte_pktmbuf_free(m);
+	/* rte_pktmbuf_append's room check on an empty mbuf */
+	if (unlikely((uint64_t)total + RTE_PKTMBUF_HEADROOM > m->buf_len)) {
+		tx_unused(m);
 		dp_lc_xcount(lc, DP_X_TX_NOMBUF);
 		return NULL;
 	}
-	m->data_len = (uint16_t)total;
-	m->pkt_len = total;
+	tx_mbuf_init(m, total);
 	return m;
 }
 
@@ -286,11 +307,12 @@ int dp_tx_status_of(struct dp_lcore *lc, const struct dp_route *rt, const struct
 	if (!m)
 		return 0;
 	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *), *u = p + t->hl;
-	fg_status_frame_of(&lc->ictx, seed, res, u + FG_FRAG_HDR_LEN);
+	fg_status_frame_put(&lc->ictx, seed, res, u + FG_FRAG_HDR_LEN);
 	/* fragment header: frame id, index 0, total 1 */
 	fg_ack_store32(u, (uint32_t)fid << 16 | 1u);
 	(void)dp_pkt_tmpl_put(p, t, PLEN, lc->ip_id++);
 	tx_put(lc, m);
+	dp_lc_count(lc, FG_C_STATUS_SENT, 1);
 	return 1;
 }
 

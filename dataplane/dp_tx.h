@@ -52,9 +52,9 @@ bool dp_tx_frags(struct dp_lcore *lc, const struct dp_route *rt, const struct dp
  * of frame id fid, encoded straight into the mbuf behind the header from
  * the template: the datagram dp_tx_dgram would queue for the frame
  * encoded into a buffer. The io->status_of of dp_io_dpdk (dp_io.h):
- * 1 queued, 0 no mbuf (counted tx_nombuf). */
+ * 1 queued (counted status_sent), 0 no mbuf (counted tx_nombuf). */
 int dp_tx_status_of(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to,
-		    const struct fg_seed *seed, const struct fg_slot_result *res, uint16_t fid);
+		    const struct fg_seed *seed, const struct fg_slot_result *res, uint16_t fid) __attribute__((nonnull));
 /* Queue pp's pending pairs, which fit one ACK datagram at mtu, as that
  * datagram (dp_ack_encode, frame id fid) to pp->peer over pp->route,
  * encoded straight into the mbuf behind the header from the template:

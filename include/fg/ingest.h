@@ -10,6 +10,7 @@
 #ifndef FG_INGEST_H
 #define FG_INGEST_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -142,5 +143,128 @@ FG_MUST_CHECK ssize_t fg_status_frame(const struct fg_ingest_ctx *ctx, const str
  * any thread. */
 void fg_status_frame_of(const struct fg_ingest_ctx *ctx, const struct fg_seed *seed, const struct fg_slot_result *r,
 			uint8_t *buf) __attribute__((nonnull));
+
+/* The parts of fg_status_from_result and fg_status_frame_of that their
+ * callers inline (names ending in _ are not for other callers). */
+extern const uint16_t fg_line_spread[128];
+
+static inline bool fg_status_outcome_is_ack_(enum fg_outcome o)
+{
+	return o == FG_O_ACCEPTED || o == FG_O_RESOLVED || o == FG_O_DUPLICATE;
+}
+
+/* Shadow and degraded facts for a line and the lines of its slot's rule,
+ * by word operations on the packed states (2 bits per line, line i at bit
+ * 2i; ACTIVE = 2, DEGRADED = 3): a status is built for every contribution,
+ * and the per-line loop this replaced was a third of that. */
+static inline uint8_t fg_status_line_facts_(fg_linefacts lf, unsigned line, uint8_t expected)
+{
+	uint32_t m = expected & FG_FANO_FULL_MASK;
+
+	if (line < FG_LINES)
+		m |= 1u << line;
+	/* bit i of the line mask at bit 2i (the low bit of line i's state) */
+	m = fg_line_spread[m];
+	uint32_t lo = (uint32_t)lf & 0x1555u, hi = (uint32_t)(lf >> 1) & 0x1555u;
+	uint32_t active = hi & ~lo, degraded = hi & lo;
+	uint8_t facts = 0;
+	if (m & ~active)
+		facts |= FG_FACT_SHADOW;
+	if (m & degraded)
+		facts |= FG_FACT_DEGRADED;
+	return facts;
+}
+
+/* fg_status_bitset, inlined into fg_status_build_. */
+static inline uint8_t fg_status_bitset_(uint8_t landed, uint8_t expected, enum fg_slot_state state)
+{
+	uint8_t full = FG_FANO_FULL_MASK;
+
+	if (!(expected & full))
+		return 0;
+	if (state == FG_SLOT_RESOLVED)
+		return full;
+	if (state == FG_SLOT_POISONED)
+		return (uint8_t)(~expected & full);
+	/* Open or gone: an expected line is satisfied once it landed. The
+	 * slot resolves the moment the last one lands, so this is never
+	 * FG_FANO_FULL_MASK here; say so rather than trust it. */
+	uint8_t b = (uint8_t)((landed | ~expected) & full);
+	return b == full ? (uint8_t)(full & ~expected) : b;
+}
+
+/* The status of fg_status_from_result, inlined into its users: every
+ * fact computed into a local first (a store through a byte field would
+ * force the inputs to be read again), fg_status_frame and
+ * fg_status_frame_put writing them straight into the frame. */
+static inline __attribute__((always_inline)) struct fg_status fg_status_build_(const struct fg_ingest_ctx *ctx,
+									       const struct fg_seed *seed,
+									       const struct fg_slot_result *r,
+									       int reason)
+{
+	fg_linefacts lf = ctx ? ctx->lines : 0;
+	uint32_t epoch = fg_linefacts_epoch(lf);
+	uint32_t token_seq = 0, bytes = 0;
+	uint16_t dst_layer = 0;
+	uint8_t line = FG_LINE_NONE, sign = 0, line_state = 0;
+	uint8_t landed = 0, bitset = 0, expected = 0, facts = 0;
+	uint64_t fingerprint = 0;
+
+	if (seed) {
+		token_seq = seed->token_seq;
+		dst_layer = seed->dst_layer;
+		line = seed->line;
+		sign = seed->orientation;
+		bytes = seed->body_len;
+		if (line < FG_LINES)
+			line_state = (uint8_t)fg_linefacts_state(lf, line);
+	}
+	if (r) {
+		enum fg_slot_state state = (enum fg_slot_state)r->state;
+		landed = r->landed;
+		expected = r->expected;
+		bitset = fg_status_bitset_(landed, expected, state);
+		if (r->epoch > epoch)
+			epoch = r->epoch;
+		if (fg_status_outcome_is_ack_(r->outcome))
+			facts |= FG_FACT_ACK;
+		facts |= seed ? fg_status_line_facts_(lf, line, expected) : FG_FACT_SHADOW;
+		if (state == FG_SLOT_RESOLVED) {
+			facts |= FG_FACT_RESOLVED;
+			fingerprint = r->fingerprint;
+		} else if (state == FG_SLOT_OPEN) {
+			facts |= FG_FACT_AWAITING;
+		}
+	}
+	return (struct fg_status){.token_seq = token_seq,
+				  .dst_layer = dst_layer,
+				  .outcome = (uint8_t)(r ? r->outcome : FG_O_MALFORMED),
+				  .line = line,
+				  .sign = sign,
+				  .bitset = bitset,
+				  .expected = expected,
+				  .landed = landed,
+				  .facts = facts,
+				  .line_state = line_state,
+				  .reason = (uint16_t)(reason < 0 ? -reason : reason),
+				  .bytes = bytes,
+				  .model_epoch = epoch,
+				  .fingerprint = fingerprint};
+}
+
+/* fg_status_frame_of, inlined: for the dataplane, which writes a status
+ * per placed contribution straight into its datagram (dp_tx.c). */
+static inline __attribute__((always_inline)) void fg_status_frame_put(const struct fg_ingest_ctx *ctx,
+									 const struct fg_seed *seed,
+									 const struct fg_slot_result *r, uint8_t *buf)
+{
+	/* nonnull: fg_status_build_'s NULL cases fold away */
+	const struct fg_status s = fg_status_build_(ctx, seed, r, 0);
+	/* in range by construction (a decoded seed, an engine result): what
+	 * fg_status_frame checks, asserted */
+	assert(s.outcome < FG_O__COUNT && (uint8_t)(s.line + 1u) <= FG_LINES && s.sign <= 1 &&
+	       !((s.expected | s.landed) & 0x80));
+	fg_status_write(buf, &s);
+}
 
 #endif

@@ -22,7 +22,12 @@
  *               header back and is counted (tx_nombuf); the slot stays
  *               pinned for the one fragment out and is let go when it is
  *               freed; with none left nothing is queued and nothing
- *               stays pinned; no mbuf is lost either way.
+ *               stays pinned; no mbuf is lost either way;
+ *   fields      every field of a TX mbuf that rte_pktmbuf_reset and
+ *               rte_pktmbuf_append set is what they would set, whatever
+ *               the mbuf's last user left in it (every pool mbuf is
+ *               scribbled over first; dp_tx.c writes them a word at a
+ *               time).
  * The lcore is driven by the test's thread (no poll loop): it is the
  * lcore that owns lc, as the dataplane's own would be.
  *
@@ -359,6 +364,69 @@ static void test_exhausted(void **state)
 	assert_false(fg_slot_is_pinned(&lc->slots, slot));
 }
 
+/* Scribble over every field rte_pktmbuf_reset sets in every mbuf of the
+ * pool but those a raw mbuf's contract fixes (refcnt 1, one segment, no
+ * next, direct), as a last user (an RX burst, another sender) may leave
+ * them. */
+static void scribble_pool(void)
+{
+	static struct rte_mbuf *all[POOL_N];
+	dp_tx_stash_release(lc);
+	unsigned n = rte_mempool_avail_count(dp_g.mbufs);
+	assert_int_equal(n, POOL_N);
+	assert_int_equal(rte_mempool_get_bulk(dp_g.mbufs, (void **)all, n), 0);
+	for (unsigned i = 0; i < n; i++) {
+		struct rte_mbuf *m = all[i];
+		m->data_off = 7;
+		m->port = 3;
+		m->ol_flags = RTE_MBUF_F_RX_IP_CKSUM_BAD | RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_TX_IPV4;
+		m->packet_type = 0xdeadbeefu;
+		m->pkt_len = 999;
+		m->data_len = 999;
+		m->vlan_tci = 0x1234;
+		m->vlan_tci_outer = 0x5678;
+		m->tx_offload = ~0ull;
+	}
+	rte_mempool_put_bulk(dp_g.mbufs, (void *const *)all, n);
+}
+
+/* m as rte_pktmbuf_alloc then rte_pktmbuf_append of its length would
+ * have left it, field by field. */
+static void assert_fresh(const struct rte_mbuf *m)
+{
+	assert_int_equal(m->data_off, RTE_PKTMBUF_HEADROOM);
+	assert_int_equal(rte_mbuf_refcnt_read(m), 1);
+	assert_int_equal(m->nb_segs, 1);
+	assert_int_equal(m->port, RTE_MBUF_PORT_INVALID);
+	assert_int_equal(m->ol_flags, 0);
+	assert_int_equal(m->packet_type, 0);
+	assert_int_equal(m->pkt_len, m->data_len);
+	assert_true(m->data_len > 0);
+	assert_int_equal(m->vlan_tci, 0);
+	assert_int_equal(m->vlan_tci_outer, 0);
+	assert_null(m->next);
+	assert_int_equal(m->tx_offload, 0);
+}
+
+static void test_fields(void **state)
+{
+	(void)state;
+	static const uint8_t data[100] = {1, 2, 3};
+	struct dp_route rt = {.mac = {2, 0, 0, 0, 0, 2}, .our_mac = {2, 0, 0, 0, 0, 1}};
+	memcpy(rt.local, (uint8_t[]){198, 18, 0, 1}, 4);
+	lc->tx_ref = NULL;
+	scribble_pool();
+	assert_true(dp_tx_dgram(lc, &rt, &to, NULL, 0, data, sizeof(data)));
+	assert_int_equal(send_seed(slot), 1);
+	const unsigned total = frag_total();
+	assert_int_equal(lc->n_tx, 1 + total);
+	assert_int_equal(lc->tx[0]->pkt_len, DP_UDP4_PAYLOAD + sizeof(data));
+	for (unsigned i = 0; i < lc->n_tx; i++)
+		assert_fresh(lc->tx[i]);
+	assert_int_equal(lc->tx[1]->pkt_len, DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN + CHUNK);
+	dp_tx_drop(lc);
+}
+
 int main(void)
 {
 	if (geteuid() != 0) {
@@ -370,6 +438,7 @@ int main(void)
 		cmocka_unit_test(test_held),
 		cmocka_unit_test(test_exhausted),
 		cmocka_unit_test(test_dropped),
+		cmocka_unit_test(test_fields),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

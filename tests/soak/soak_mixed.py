@@ -689,10 +689,10 @@ def ledger(d, led, uled, m, st, dpc, slots, pools0, pools1, tmp, r1rc, r2rc, los
     # telemetry /fanogate/pools: after the load and past reasm_timeout_ms every
     # mbuf but those the RX rings held at start is back, and every frame buffer
     # (mbuf_in_use leaves out the few TX mbufs each lcore takes ahead, which
-    # it reports as mbuf_stashed: at most 8 per lcore)
+    # it reports as mbuf_stashed: at most 16 per lcore)
     pl = dpc.get("pools") or {}
     ck(bool(pl) and pl.get("mbuf_in_use") == pl.get("mbuf_in_use_at_start") and pl.get("xfer_in_use") == 0 and
-       pl.get("mbuf_stashed", 0) <= 8 * int(dpc.get("lcores", 1)),
+       pl.get("mbuf_stashed", 0) <= 16 * int(dpc.get("lcores", 1)),
        "dataplane pools returned: mbufs in use %s = at start %s (of %s; %s taken ahead for TX), frame buffers in "
        "use %s (of %s)" % (pl.get("mbuf_in_use"), pl.get("mbuf_in_use_at_start"), pl.get("mbuf_size"),
                            pl.get("mbuf_stashed"), pl.get("xfer_in_use"), pl.get("xfer_size")))
