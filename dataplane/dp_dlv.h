@@ -61,6 +61,10 @@
  * 104-entry frame names 6,656 seqs). A consumer ACKs what it received, so
  * misses are duplicates: 128 is generous. */
 #define DP_DLV_ACK_MISS_MAX 128u
+/* Entries one consumer ACK frame may hold: an ACK datagram within the MTU
+ * holds at most 104 (wire.md 2.1); a reassembled frame claiming more is
+ * refused as ack_length. */
+#define DP_DLV_ACK_ENTRIES_MAX 128u
 #define DP_DLV_WINDOWS 256u
 #define DP_DLV_WINDOW_SPAN 64u /* sequences a consumer's ACK entry covers: base..base+63 */
 
