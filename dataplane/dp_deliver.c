@@ -286,21 +286,33 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 		if (misses >= DP_DLV_ACK_MISS_MAX)
 			continue;
 		const unsigned was = acked;
-		/* the named sequences, lowest first, one step per set bit */
-		for (uint64_t left = bits; left; left &= left - 1) {
-			uint32_t seq = base + (uint32_t)__builtin_ctzll(left);
-			unsigned owner = dlv_owner(lc, layer, seq);
-			if (owner != lc->idx) {
-				others |= 1ull << owner;
-				continue;
-			}
-			if (dp_dlv_ack(&lc->dlv, stream, seq)) {
+		if (n_sh == 1 && !(bits & (bits - 1))) { /* one sequence (or none), this lcore's */
+			if (!bits)
+				;
+			else if (dp_dlv_ack(&lc->dlv, stream, base + (uint32_t)__builtin_ctzll(bits)))
 				acked++;
-			} else if (++misses >= DP_DLV_ACK_MISS_MAX) {
-				/* A frame of mostly nothing: stop looking up here
-				 * (a real consumer's next ACK or our resend settles
-				 * the rest); later entries only update windows. */
-				break;
+			else
+				misses++;
+		} else if (n_sh == 1) { /* every sequence is this lcore's */
+			acked += dp_dlv_ack_bits(&lc->dlv, stream, base, bits, &misses, DP_DLV_ACK_MISS_MAX);
+		} else {
+			/* the named sequences, lowest first, one step per set bit */
+			for (uint64_t left = bits; left; left &= left - 1) {
+				uint32_t seq = base + (uint32_t)__builtin_ctzll(left);
+				unsigned owner = dlv_owner(lc, layer, seq);
+				if (owner != lc->idx) {
+					others |= 1ull << owner;
+					continue;
+				}
+				if (dp_dlv_ack(&lc->dlv, stream, seq)) {
+					acked++;
+				} else if (++misses >= DP_DLV_ACK_MISS_MAX) {
+					/* A frame of mostly nothing: stop looking up
+					 * here (a real consumer's next ACK or our
+					 * resend settles the rest); later entries only
+					 * update windows. */
+					break;
+				}
 			}
 		}
 		/* our deliveries reach the consumer: its neighbour entry holds */

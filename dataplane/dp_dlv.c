@@ -170,6 +170,25 @@ bool dp_dlv_ack(struct dp_dlv *d, uint16_t stream, uint32_t token_seq)
 	return true;
 }
 
+unsigned dp_dlv_ack_bits(struct dp_dlv *d, uint16_t stream, uint32_t base, uint64_t bits, unsigned *misses,
+			 unsigned max_misses)
+{
+	unsigned acked = 0, m = *misses;
+	/* the named sequences, lowest first, one step per set bit */
+	for (uint64_t left = bits; left && m < max_misses; left &= left - 1) {
+		const uint32_t seq = base + (uint32_t)__builtin_ctzll(left);
+		const uint32_t b = find_bucket(d, stream, seq), i = d->idx[b];
+		if (i == DP_DLV_NONE) {
+			m++;
+			continue;
+		}
+		entry_release_at(d, i, b);
+		acked++;
+	}
+	*misses = m;
+	return acked;
+}
+
 uint32_t dp_dlv_due(const struct dp_dlv *d, uint64_t now_ns)
 {
 	return d->head != DP_DLV_NONE && d->e[d->head].due_ns <= now_ns ? d->head : DP_DLV_NONE;

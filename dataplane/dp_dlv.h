@@ -128,6 +128,14 @@ enum dp_dlv_track_result dp_dlv_track(struct dp_dlv *d, uint16_t stream, uint32_
  * a duplicate delivery, a late ACK after a give-up): idempotent. */
 bool dp_dlv_ack(struct dp_dlv *d, uint16_t stream, uint32_t token_seq);
 
+/* An ACK entry's sequences of stream: bit k of bits names base + k
+ * (modulo 2^32). Each is ACKed as dp_dlv_ack does, lowest first, until
+ * *misses (sequences that matched nothing pending, counted on) reaches
+ * max_misses; the rest are not looked up. Returns how many were pending
+ * (now ACKed). */
+unsigned dp_dlv_ack_bits(struct dp_dlv *d, uint16_t stream, uint32_t base, uint64_t bits, unsigned *misses,
+			 unsigned max_misses);
+
 /* The entry due first when its time has come (due_ns <= now_ns), else
  * DP_DLV_NONE. The caller then calls dp_dlv_rearm (it resent it) or
  * dp_dlv_drop (it gave up). */
