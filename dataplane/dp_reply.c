@@ -81,7 +81,7 @@ void dp_reply_ack_flush(struct dp_lcore *lc)
 	struct dp_ack *a = &lc->ack;
 	/* the dirty list emptied as it is walked (dp_ack_dirty_reset's work) */
 	for (uint32_t i = 0; i < a->n_dirty; i++) {
-		struct dp_ack_peer *pp = &a->p[a->dirty[i]];
+		struct dp_ack_peer *pp = a->dirty[i];
 		pp->dirty = false;
 		if (pp->n)
 			ack_send_peer(lc, pp);
