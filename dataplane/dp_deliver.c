@@ -178,13 +178,15 @@ static unsigned dlv_owner(const struct dp_lcore *lc, uint16_t layer, uint32_t se
  * only it may retire that layer's deliveries (a spoofed ACK from any
  * allowed source cancelled them). The caller has taken the layer from a
  * stream of the resolved band (the bands do not overlap: config.c refuses
- * it). */
-static bool ack_from_consumer(const struct fg_addr *c, const struct dp_peer *src)
+ * it) and src's fields into port, family and w (its first address word)
+ * once per frame. */
+static inline bool ack_from_consumer(const struct fg_addr *c, const struct dp_peer *src, uint16_t port,
+				     uint8_t family, uint32_t w)
 {
-	if (!c || c->port != src->port || (c->family == AF_INET6 ? 6 : 4) != src->family)
+	if (!c || c->port != port || (c->family == AF_INET6 ? 6 : 4) != family)
 		return false;
-	if (src->family == 4) /* a word, not a memcmp call */
-		return dp_pkt_ld32(c->addr) == dp_pkt_ld32(src->addr);
+	if (family == 4) /* a word, not a memcmp call */
+		return dp_pkt_ld32(c->addr) == w;
 	return memcmp(c->addr, src->addr, 16) == 0;
 }
 
@@ -233,8 +235,13 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 	const uint8_t mode = cfg->consumer_ack_window;
 	unsigned misses = 0, acked = 0;
 	uint64_t others = 0; /* bit i: lcore i owns a covered seq */
-	const struct fg_addr *confirm = NULL; /* checked against src: the consumer to confirm once */
-	const struct fg_addr *confirmed = NULL; /* no src: the consumer (address) this frame already confirmed */
+	/* with src: the first consumer that passed the check and ACKed a
+	 * delivery (each has src's address: confirmed once, after the loop);
+	 * without: the consumer (address) this frame last confirmed */
+	const struct fg_addr *confirmed = NULL;
+	const uint16_t src_port = src ? src->port : 0;
+	const uint8_t src_family = src ? src->family : 0;
+	const uint32_t src_w = src ? dp_pkt_ld32(src->addr) : 0;
 	const uint8_t *p = f.payload;
 	for (int k = 0; k < n; k++, p += FG_ACK_ENTRY_LEN) {
 		/* the entry (wire.md 2.1): stream, base, bitmap_hi, bitmap_lo */
@@ -251,7 +258,7 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 			continue;
 		}
 		const struct fg_addr *c = consumer_of(lc, layer);
-		if (src && !ack_from_consumer(c, src)) {
+		if (src && !ack_from_consumer(c, src, src_port, src_family, src_w)) {
 			dp_lc_xcount(lc, DP_X_ACK_FOREIGN);
 			continue;
 		}
@@ -285,16 +292,14 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 			others |= (n_sh >= 64 ? ~0ull : (1ull << n_sh) - 1) & ~(1ull << lc->idx);
 		if (misses >= DP_DLV_ACK_MISS_MAX)
 			continue;
-		const unsigned was = acked;
+		unsigned got = 0;
 		if (n_sh == 1 && !(bits & (bits - 1))) { /* one sequence (or none), this lcore's */
-			if (!bits)
-				;
-			else if (dp_dlv_ack(&lc->dlv, stream, base + (uint32_t)__builtin_ctzll(bits)))
-				acked++;
+			if (bits && dp_dlv_ack(&lc->dlv, stream, base + (uint32_t)__builtin_ctzll(bits)))
+				got = 1;
 			else
-				misses++;
+				misses += bits != 0;
 		} else if (n_sh == 1) { /* every sequence is this lcore's */
-			acked += dp_dlv_ack_bits(&lc->dlv, stream, base, bits, &misses, DP_DLV_ACK_MISS_MAX);
+			got = dp_dlv_ack_bits(&lc->dlv, stream, base, bits, &misses, DP_DLV_ACK_MISS_MAX);
 		} else {
 			/* the named sequences, lowest first, one step per set bit */
 			for (uint64_t left = bits; left; left &= left - 1) {
@@ -305,7 +310,7 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 					continue;
 				}
 				if (dp_dlv_ack(&lc->dlv, stream, seq)) {
-					acked++;
+					got++;
 				} else if (++misses >= DP_DLV_ACK_MISS_MAX) {
 					/* A frame of mostly nothing: stop looking up
 					 * here (a real consumer's next ACK or our
@@ -316,10 +321,11 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 			}
 		}
 		/* our deliveries reach the consumer: its neighbour entry holds */
-		if (acked != was) {
+		if (got) {
+			acked += got;
 			if (src) { /* every consumer that passed the check has src's address */
-				if (!confirm)
-					confirm = c;
+				if (!confirmed)
+					confirmed = c;
 			} else if (lc->env->io->neigh_hint) {
 				confirm_consumer(lc, c, &confirmed, now);
 			}
@@ -332,8 +338,9 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 		if (misses >= DP_DLV_ACK_MISS_MAX)
 			dp_xcount(lc->xk, DP_X_ACK_BUDGET, 1);
 	}
-	if (confirm && lc->env->io->neigh_hint)
-		lc->env->io->neigh_hint(lc, confirm->family == AF_INET6 ? 6 : 4, confirm->addr, DP_NEIGH_CONFIRMED, now);
+	if (src && confirmed && lc->env->io->neigh_hint)
+		lc->env->io->neigh_hint(lc, confirmed->family == AF_INET6 ? 6 : 4, confirmed->addr, DP_NEIGH_CONFIRMED,
+					now);
 	if (!src || !others)
 		return;
 	for (unsigned o = 0; o < lc->env->n; o++) {
