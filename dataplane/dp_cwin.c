@@ -13,36 +13,12 @@ void dp_cwin_stream_new(struct dp_cwin_stream *s, uint8_t mode, uint16_t stream)
 	s->fleet = mode == FG_ACKWIN_FLEET;
 }
 
-/* dp_cwin_sent of a stream new to its entry: the first sequence sent.
- * Apart: the common case touches a stream the entry holds, with no call. */
-static __attribute__((noinline, cold)) bool sent_new(struct dp_cwin_stream *s, uint8_t mode, uint16_t stream,
-						     uint32_t seq)
+/* dp_cwin_sent of a stream new to its entry: see dp_cwin.h. */
+bool dp_cwin_sent_new(struct dp_cwin_stream *s, uint8_t mode, uint16_t stream, uint32_t seq)
 {
 	dp_cwin_stream_new(s, mode, stream);
 	s->has_sent = true;
 	s->sent_hi = seq;
-	return false;
-}
-
-bool dp_cwin_sent(struct dp_cwin *w, uint8_t mode, uint16_t stream, uint32_t seq)
-{
-	struct dp_cwin_stream *s = &w->s[stream & (DP_CWIN_STREAMS - 1)];
-	if (__builtin_expect(!s->used || s->stream != stream, 0))
-		return sent_new(s, mode, stream, seq);
-	if (!s->has_sent) {
-		s->has_sent = true;
-		s->sent_hi = seq;
-		return false;
-	}
-	if ((s->has_base && dp_cwin_dist(seq, s->base) < -(int32_t)DP_CWIN_RESTART) ||
-	    dp_cwin_dist(seq, s->sent_hi) < -(int32_t)DP_CWIN_RESTART_SENT) {
-		/* a new run of the stream: what the window said was about the old one */
-		s->has_base = false;
-		s->sent_hi = seq;
-		return true;
-	}
-	if (dp_cwin_dist(seq, s->sent_hi) > 0)
-		s->sent_hi = seq;
 	return false;
 }
 

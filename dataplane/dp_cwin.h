@@ -1,6 +1,7 @@
 /* dp_cwin.h - how one lcore reads its consumers' ACK bases (dp_cwin.c,
- * and dp_cwin_ack inline below: it runs for every entry of every consumer
- * ACK frame): pure C, no DPDK, no I/O, no state shared between lcores.
+ * and dp_cwin_ack and dp_cwin_sent inline below: they run for every entry
+ * of every consumer ACK frame and every delivery): pure C, no DPDK, no
+ * I/O, no state shared between lcores.
  *
  * The fleet's receiving transport ACKs at most base..base+63 per stream,
  * base = the lowest sequence it still holds, and trims only once 128 are
@@ -100,10 +101,6 @@ enum dp_cwin_verdict {
 	DP_CWIN_AHEAD,    /* beyond anything this lcore sent on the stream: ignored */
 };
 
-/* This lcore sent seq on stream for the first time (a new delivery, not a
- * resend). True when that restarts the stream (see above): the caller
- * forgets the window it placed deliveries against. */
-bool dp_cwin_sent(struct dp_cwin *w, uint8_t mode, uint16_t stream, uint32_t seq);
 /* What else an ACK entry told (dp_cwin_ack). */
 struct dp_cwin_note {
 	bool seen_fleet; /* this entry made AUTO read the stream the fleet's way (once per stream) */
@@ -121,6 +118,8 @@ bool dp_cwin_is_fleet(const struct dp_cwin *w, uint8_t mode, uint16_t stream);
  * the most recent entry). */
 void dp_cwin_stream_new(struct dp_cwin_stream *s, uint8_t mode, uint16_t stream);
 bool dp_cwin_recent_again(struct dp_cwin_stream *s, unsigned k, uint32_t base, uint64_t bits);
+/* dp_cwin_sent of a stream new to its entry (out of line, rare). */
+bool dp_cwin_sent_new(struct dp_cwin_stream *s, uint8_t mode, uint16_t stream, uint32_t seq);
 
 /* Sequence arithmetic modulo 2^32: a - b as a signed distance. */
 static inline int32_t dp_cwin_dist(uint32_t a, uint32_t b) { return (int32_t)(a - b); }
@@ -132,6 +131,31 @@ static inline struct dp_cwin_stream *dp_cwin_stream_of(struct dp_cwin *w, uint8_
 	if (__builtin_expect(!s->used || s->stream != stream, 0))
 		dp_cwin_stream_new(s, mode, stream);
 	return s;
+}
+
+/* This lcore sent seq on stream for the first time (a new delivery, not a
+ * resend). True when that restarts the stream (see above): the caller
+ * forgets the window it placed deliveries against. */
+static inline bool dp_cwin_sent(struct dp_cwin *w, uint8_t mode, uint16_t stream, uint32_t seq)
+{
+	struct dp_cwin_stream *s = &w->s[stream & (DP_CWIN_STREAMS - 1)];
+	if (__builtin_expect(!s->used || s->stream != stream, 0))
+		return dp_cwin_sent_new(s, mode, stream, seq);
+	if (!s->has_sent) {
+		s->has_sent = true;
+		s->sent_hi = seq;
+		return false;
+	}
+	if ((s->has_base && dp_cwin_dist(seq, s->base) < -(int32_t)DP_CWIN_RESTART) ||
+	    dp_cwin_dist(seq, s->sent_hi) < -(int32_t)DP_CWIN_RESTART_SENT) {
+		/* a new run of the stream: what the window said was about the old one */
+		s->has_base = false;
+		s->sent_hi = seq;
+		return true;
+	}
+	if (dp_cwin_dist(seq, s->sent_hi) > 0)
+		s->sent_hi = seq;
+	return false;
 }
 
 /* Which recent bases equal base: bit i for r_base[i], the four compared
