@@ -142,13 +142,11 @@ static inline uint32_t dp_ack_encode_one(struct dp_ack_peer *pp, uint16_t frame_
 	uint8_t *q = buf + FG_ACK_DGRAM_HEAD_LEN;
 	const struct dp_ack_pend *p = pp->pend, *end = p + pp->n;
 	do {
-		uint16_t stream = p->stream;
-		uint32_t base = p->seq;
-		uint64_t bits = 0;
-		do {
+		const uint16_t stream = p->stream;
+		const uint32_t base = p->seq;
+		uint64_t bits = 1; /* base itself */
+		while (++p < end && p->stream == stream && p->seq - base < 64u)
 			bits |= 1ull << (p->seq - base);
-			p++;
-		} while (p < end && p->stream == stream && p->seq - base < 64u);
 		fg_ack_entry_put(q, stream, base, (uint32_t)(bits >> 32), (uint32_t)bits);
 		q += FG_ACK_ENTRY_LEN;
 	} while (p < end);
