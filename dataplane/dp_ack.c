@@ -13,7 +13,7 @@ static uint32_t sets_for(uint32_t peers)
 size_t dp_ack_mem_size(uint32_t peers)
 {
 	size_t n = (size_t)sets_for(peers) * DP_ACK_WAYS;
-	return dp_align64(n * sizeof(struct dp_ack_peer)) + dp_align64(n * sizeof(uint32_t));
+	return dp_align64(n * sizeof(struct dp_ack_peer)) + dp_align64(n * sizeof(struct dp_ack_peer *));
 }
 
 int dp_ack_init(struct dp_ack *a, void *mem, size_t len, uint32_t peers)
@@ -26,7 +26,7 @@ int dp_ack_init(struct dp_ack *a, void *mem, size_t len, uint32_t peers)
 	a->n_sets = sets_for(peers);
 	size_t n = (size_t)a->n_sets * DP_ACK_WAYS;
 	a->p = mem;
-	a->dirty = (uint32_t *)((uint8_t *)mem + dp_align64(n * sizeof(struct dp_ack_peer)));
+	a->dirty = (struct dp_ack_peer **)((uint8_t *)mem + dp_align64(n * sizeof(struct dp_ack_peer)));
 	memset(a->p, 0, n * sizeof(struct dp_ack_peer));
 	return 0;
 }
@@ -137,6 +137,6 @@ int dp_ack_encode(struct dp_ack_peer *pp, uint32_t mtu, uint16_t frame_id, uint8
 void dp_ack_dirty_reset(struct dp_ack *a)
 {
 	for (uint32_t i = 0; i < a->n_dirty; i++)
-		a->p[a->dirty[i]].dirty = false;
+		a->dirty[i]->dirty = false;
 	a->n_dirty = 0;
 }

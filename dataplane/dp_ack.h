@@ -44,7 +44,7 @@ struct dp_ack_peer {
 
 struct dp_ack {
 	struct dp_ack_peer *p;  /* [n_sets * DP_ACK_WAYS] */
-	uint32_t *dirty;        /* indices of peers with n > 0 */
+	struct dp_ack_peer **dirty; /* the peers noted since the last flush (their `dirty` set) */
 	uint32_t n_sets, n_dirty;
 	uint64_t evicted;
 };
@@ -92,23 +92,23 @@ static inline struct dp_ack_peer *dp_ack_peer_find(struct dp_ack *a, const struc
  * it runs for every frame received. */
 static inline bool dp_ack_note(struct dp_ack *a, struct dp_ack_peer *pp, uint16_t stream, uint32_t seq)
 {
-	if (pp->n >= DP_ACK_PEND)
+	const unsigned n = pp->n;
+	if (n >= DP_ACK_PEND)
 		return true; /* the caller ignored the previous "full": refuse, keep the bound */
 	/* pairs usually come in order (a sender's sequences rise): packing
 	 * sorts only when one did not */
-	if (pp->n) {
-		const struct dp_ack_pend *last = &pp->pend[pp->n - 1];
+	if (n) {
+		const struct dp_ack_pend *last = &pp->pend[n - 1];
 		if (stream < last->stream || (stream == last->stream && seq < last->seq))
 			pp->unsorted = true;
 	}
-	pp->pend[pp->n].stream = stream;
-	pp->pend[pp->n].seq = seq;
-	pp->n++;
+	pp->pend[n] = (struct dp_ack_pend){.stream = stream, .seq = seq};
+	pp->n = (uint16_t)(n + 1);
 	if (!pp->dirty) {
 		pp->dirty = true;
-		a->dirty[a->n_dirty++] = (uint32_t)(pp - a->p);
+		a->dirty[a->n_dirty++] = pp;
 	}
-	return pp->n >= DP_ACK_PEND;
+	return n + 1 >= DP_ACK_PEND;
 }
 
 /* Pack pp's pending pairs into entries (sorted by stream then sequence;
@@ -142,13 +142,11 @@ static inline uint32_t dp_ack_encode_one(struct dp_ack_peer *pp, uint16_t frame_
 	uint8_t *q = buf + FG_ACK_DGRAM_HEAD_LEN;
 	const struct dp_ack_pend *p = pp->pend, *end = p + pp->n;
 	do {
-		uint16_t stream = p->stream;
-		uint32_t base = p->seq;
-		uint64_t bits = 0;
-		do {
+		const uint16_t stream = p->stream;
+		const uint32_t base = p->seq;
+		uint64_t bits = 1; /* base itself */
+		while (++p < end && p->stream == stream && p->seq - base < 64u)
 			bits |= 1ull << (p->seq - base);
-			p++;
-		} while (p < end && p->stream == stream && p->seq - base < 64u);
 		fg_ack_entry_put(q, stream, base, (uint32_t)(bits >> 32), (uint32_t)bits);
 		q += FG_ACK_ENTRY_LEN;
 	} while (p < end);

@@ -174,58 +174,91 @@ static unsigned dlv_owner(const struct dp_lcore *lc, uint16_t layer, uint32_t se
 	return n > 1 ? fg_shard_of(seq, layer, lc->env->cfg->layers, n) : 0;
 }
 
-/* Whether src is the configured consumer of layer (address and port): only
- * it may retire that layer's deliveries (a spoofed ACK from any allowed
- * source cancelled them). The caller has taken layer from a stream of the
- * resolved band (the bands do not overlap: config.c refuses it). */
-static bool ack_from_consumer(const struct dp_lcore *lc, uint16_t layer, const struct dp_peer *src)
+/* Whether src is the configured consumer c of a layer (address and port):
+ * only it may retire that layer's deliveries (a spoofed ACK from any
+ * allowed source cancelled them). The caller has taken the layer from a
+ * stream of the resolved band (the bands do not overlap: config.c refuses
+ * it) and src's fields into port, family and w (its first address word)
+ * once per frame. */
+static inline bool ack_from_consumer(const struct fg_addr *c, const struct dp_peer *src, uint16_t port,
+				     uint8_t family, uint32_t w)
 {
-	const struct fg_addr *c = consumer_of(lc, layer);
-	if (!c || c->port != src->port || (c->family == AF_INET6 ? 6 : 4) != src->family)
+	if (!c || c->port != port || (c->family == AF_INET6 ? 6 : 4) != family)
 		return false;
-	if (src->family == 4) /* a word, not a memcmp call */
-		return dp_pkt_ld32(c->addr) == dp_pkt_ld32(src->addr);
+	if (family == 4) /* a word, not a memcmp call */
+		return dp_pkt_ld32(c->addr) == w;
 	return memcmp(c->addr, src->addr, 16) == 0;
+}
+
+/* Tell the neighbour table the consumer c answers (our deliveries reach
+ * it), unless *confirmed, the consumer this frame already confirmed, has
+ * its address: every layer without its own consumer holds a copy of the
+ * default (config.c). For a frame copied from another lcore, whose
+ * entries were not checked against a source here. */
+static void confirm_consumer(struct dp_lcore *lc, const struct fg_addr *c, const struct fg_addr **confirmed,
+			     uint64_t now)
+{
+	if (c && !(*confirmed && c->family == (*confirmed)->family &&
+		   !memcmp(c->addr, (*confirmed)->addr, sizeof(c->addr)))) {
+		lc->env->io->neigh_hint(lc, c->family == AF_INET6 ? 6 : 4, c->addr, DP_NEIGH_CONFIRMED, now);
+		*confirmed = c;
+	}
 }
 
 /* A consumer's ACK frame (whole, frame[0..len)) from src: see dp_deliver.h. */
 void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint8_t *frame, uint32_t len,
 		       const struct dp_peer *src, uint64_t now)
 {
-	bool forward = src != NULL;
-	unsigned misses = 0;
-	struct fg_ack_entry e[128];
 	if (FG_HDR_LEN + (uint64_t)d->hdr.length > len)
 		return; /* truncated (fg_frame_decode's check; the header is decoded once, by the caller) */
 	const struct fg_frame f = {.hdr = d->hdr, .payload = frame + FG_HDR_LEN};
-	int n = fg_ack_frame_decode(&f, e, FG_ARRAY_LEN(e));
+	/* the codec's checks of the header and the length; the entries are
+	 * read in place below, one at a time, not copied out first */
+	int n = fg_ack_frame_decode(&f, NULL, 0);
 	if (n < 0) { /* not an ACK frame's header, or a length not a multiple of 14 */
 		dp_lc_malformed(lc, n);
 		return;
 	}
 	/* An ACK datagram within the MTU holds at most 104 entries (wire.md
-	 * 2.1); a reassembled frame claiming more than e holds is not one. */
-	if ((unsigned)n > FG_ARRAY_LEN(e)) {
+	 * 2.1); a reassembled frame claiming more than 128 is not one. */
+	if ((unsigned)n > DP_DLV_ACK_ENTRIES_MAX) {
 		dp_lc_malformed(lc, FG_R_ACK_LENGTH);
 		return;
 	}
 	if (n == 0)
 		return; /* valid, and means nothing */
 	const struct fg_config *cfg = lc->env->cfg;
-	unsigned n_sh = lc->env->n;
+	const unsigned n_sh = lc->env->n, layers = cfg->layers < (1u << cfg->bands.layer_bits)
+							   ? cfg->layers
+							   : (1u << cfg->bands.layer_bits);
+	const uint16_t rbase = cfg->bands.resolved_base;
+	const uint8_t mode = cfg->consumer_ack_window;
+	unsigned misses = 0, acked = 0;
 	uint64_t others = 0; /* bit i: lcore i owns a covered seq */
-	const struct fg_addr *confirmed = NULL; /* the consumer (address) this frame already confirmed */
-	for (int k = 0; k < n; k++) {
+	/* with src: the first consumer that passed the check and ACKed a
+	 * delivery (each has src's address: confirmed once, after the loop);
+	 * without: the consumer (address) this frame last confirmed */
+	const struct fg_addr *confirmed = NULL;
+	const uint16_t src_port = src ? src->port : 0;
+	const uint8_t src_family = src ? src->family : 0;
+	const uint32_t src_w = src ? dp_pkt_ld32(src->addr) : 0;
+	const uint8_t *p = f.payload;
+	for (int k = 0; k < n; k++, p += FG_ACK_ENTRY_LEN) {
+		/* the entry (wire.md 2.1): stream, base, bitmap_hi, bitmap_lo */
+		const uint16_t stream = fg_be16(p);
+		const uint32_t base = fg_be32(p + 2);
+		const uint64_t bits = (uint64_t)fg_be32(p + 6) << 32 | fg_be32(p + 10);
 		/* The fleet ACKs everything it receives, our status frames
 		 * included, and re-ACKs all it holds every 50 ms: an entry of any
 		 * stream but a configured layer's resolved-seed stream costs one
 		 * compare (wire.md 2.1). */
-		uint16_t layer = (uint16_t)(e[k].stream_id - cfg->bands.resolved_base);
-		if (layer >= cfg->layers || layer >= (1u << cfg->bands.layer_bits)) {
+		const uint16_t layer = (uint16_t)(stream - rbase);
+		if (layer >= layers) {
 			dp_lc_xcount(lc, DP_X_DLV_ACK_FOREIGN);
 			continue;
 		}
-		if (src && !ack_from_consumer(lc, layer, src)) {
+		const struct fg_addr *c = consumer_of(lc, layer);
+		if (src && !ack_from_consumer(c, src, src_port, src_family, src_w)) {
 			dp_lc_xcount(lc, DP_X_ACK_FOREIGN);
 			continue;
 		}
@@ -239,10 +272,9 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 		 * them. Exact entries say nothing beyond their bits. One
 		 * judgement per entry, also once the miss budget is spent. */
 		struct dp_cwin_note note;
-		uint64_t bits = (uint64_t)e[k].bitmap_hi << 32 | e[k].bitmap_lo;
-		switch (dp_cwin_ack(&lc->cwin, cfg->consumer_ack_window, e[k].stream_id, e[k].base_seq, bits, &note)) {
+		switch (dp_cwin_ack(&lc->cwin, mode, stream, base, bits, &note)) {
 		case DP_CWIN_MOVED:
-			(void)dp_dlv_window(&lc->dlv, e[k].stream_id, e[k].base_seq);
+			(void)dp_dlv_window(&lc->dlv, stream, base);
 			break;
 		case DP_CWIN_STALE:
 			dp_lc_xcount(lc, DP_X_DLV_BASE_STALE);
@@ -260,46 +292,56 @@ void dp_deliver_on_ack(struct dp_lcore *lc, const struct dp_frame *d, const uint
 			others |= (n_sh >= 64 ? ~0ull : (1ull << n_sh) - 1) & ~(1ull << lc->idx);
 		if (misses >= DP_DLV_ACK_MISS_MAX)
 			continue;
-		unsigned retired = 0;
-		/* the named sequences, lowest first, one step per set bit */
-		for (uint64_t left = bits; left; left &= left - 1) {
-			uint32_t seq = e[k].base_seq + (uint32_t)__builtin_ctzll(left);
-			unsigned owner = dlv_owner(lc, layer, seq);
-			if (owner != lc->idx) {
-				others |= 1ull << owner;
-				continue;
-			}
-			if (dp_dlv_ack(&lc->dlv, e[k].stream_id, seq)) {
-				dp_lc_count(lc, FG_C_DELIVERY_ACKED, 1);
-				retired++;
-			} else {
-				dp_lc_count(lc, FG_C_DELIVERY_ACK_UNMATCHED, 1);
-				if (++misses >= DP_DLV_ACK_MISS_MAX) {
-					/* A frame of mostly nothing: stop looking up here
-					 * (a real consumer's next ACK or our resend settles
-					 * the rest); later entries only update windows. */
+		unsigned got = 0;
+		if (n_sh == 1 && !(bits & (bits - 1))) { /* one sequence (or none), this lcore's */
+			if (bits && dp_dlv_ack(&lc->dlv, stream, base + (uint32_t)__builtin_ctzll(bits)))
+				got = 1;
+			else
+				misses += bits != 0;
+		} else if (n_sh == 1) { /* every sequence is this lcore's */
+			got = dp_dlv_ack_bits(&lc->dlv, stream, base, bits, &misses, DP_DLV_ACK_MISS_MAX);
+		} else {
+			/* the named sequences, lowest first, one step per set bit */
+			for (uint64_t left = bits; left; left &= left - 1) {
+				uint32_t seq = base + (uint32_t)__builtin_ctzll(left);
+				unsigned owner = dlv_owner(lc, layer, seq);
+				if (owner != lc->idx) {
+					others |= 1ull << owner;
+					continue;
+				}
+				if (dp_dlv_ack(&lc->dlv, stream, seq)) {
+					got++;
+				} else if (++misses >= DP_DLV_ACK_MISS_MAX) {
+					/* A frame of mostly nothing: stop looking up
+					 * here (a real consumer's next ACK or our
+					 * resend settles the rest); later entries only
+					 * update windows. */
 					break;
 				}
 			}
 		}
-		/* our deliveries reach the consumer: its neighbour entry holds
-		 * (once per frame and consumer: the entries of one frame name
-		 * many layers, mostly of one consumer) */
-		if (retired && lc->env->io->neigh_hint) {
-			const struct fg_addr *c = consumer_of(lc, layer);
-			/* by address: every layer without its own consumer holds a
-			 * copy of the default (config.c) */
-			if (c && !(confirmed && c->family == confirmed->family &&
-				   !memcmp(c->addr, confirmed->addr, sizeof(c->addr)))) {
-				lc->env->io->neigh_hint(lc, c->family == AF_INET6 ? 6 : 4, c->addr, DP_NEIGH_CONFIRMED,
-							now);
-				confirmed = c;
+		/* our deliveries reach the consumer: its neighbour entry holds */
+		if (got) {
+			acked += got;
+			if (src) { /* every consumer that passed the check has src's address */
+				if (!confirmed)
+					confirmed = c;
+			} else if (lc->env->io->neigh_hint) {
+				confirm_consumer(lc, c, &confirmed, now);
 			}
 		}
 	}
-	if (misses >= DP_DLV_ACK_MISS_MAX)
-		dp_xcount(lc->xk, DP_X_ACK_BUDGET, 1);
-	if (!forward || !others)
+	if (acked)
+		dp_lc_count(lc, FG_C_DELIVERY_ACKED, acked);
+	if (misses) {
+		dp_lc_count(lc, FG_C_DELIVERY_ACK_UNMATCHED, misses);
+		if (misses >= DP_DLV_ACK_MISS_MAX)
+			dp_xcount(lc->xk, DP_X_ACK_BUDGET, 1);
+	}
+	if (src && confirmed && lc->env->io->neigh_hint)
+		lc->env->io->neigh_hint(lc, confirmed->family == AF_INET6 ? 6 : 4, confirmed->addr, DP_NEIGH_CONFIRMED,
+					now);
+	if (!src || !others)
 		return;
 	for (unsigned o = 0; o < lc->env->n; o++) {
 		if (!(others & (1ull << o)))

@@ -39,9 +39,12 @@ int dp_dlv_init(struct dp_dlv *d, void *mem, size_t len, const struct dp_dlv_cfg
 	return 0;
 }
 
-static uint32_t key_hash(uint16_t stream, uint32_t seq)
+/* A key's hash: one multiply by 2^64 / phi (Fibonacci hashing), its high
+ * half. The keys of a stream are consecutive sequences, which it spreads
+ * evenly; the index takes its low bits (the product's bits 32 and up). */
+static inline uint32_t key_hash(uint16_t stream, uint32_t seq)
 {
-	return dp_key_hash((uint64_t)stream << 32 | seq);
+	return (uint32_t)((((uint64_t)stream << 32 | seq) * 0x9E3779B97F4A7C15ull) >> 32);
 }
 
 /* Bucket holding key, or the empty bucket where it would go. */
@@ -58,7 +61,7 @@ static uint32_t find_bucket(const struct dp_dlv *d, uint16_t stream, uint32_t se
 
 /* Remove bucket b's entry from the index (backward-shift deletion keeps
  * every probe chain unbroken without tombstones). */
-static void index_remove(struct dp_dlv *d, uint32_t b)
+static inline __attribute__((always_inline)) void index_remove(struct dp_dlv *d, uint32_t b)
 {
 	uint32_t hole = b;
 	for (uint32_t j = (b + 1) & d->mask;; j = (j + 1) & d->mask) {
@@ -104,7 +107,7 @@ static void list_append(struct dp_dlv *d, uint32_t i)
 
 /* Take entry i, which index bucket b holds, out entirely (index, due
  * list) and free it. */
-static void entry_release_at(struct dp_dlv *d, uint32_t i, uint32_t b)
+static inline __attribute__((always_inline)) void entry_release_at(struct dp_dlv *d, uint32_t i, uint32_t b)
 {
 	struct dp_dlv_entry *x = &d->e[i];
 	index_remove(d, b);
@@ -165,6 +168,25 @@ bool dp_dlv_ack(struct dp_dlv *d, uint16_t stream, uint32_t token_seq)
 		return false;
 	entry_release_at(d, i, b);
 	return true;
+}
+
+unsigned dp_dlv_ack_bits(struct dp_dlv *d, uint16_t stream, uint32_t base, uint64_t bits, unsigned *misses,
+			 unsigned max_misses)
+{
+	unsigned acked = 0, m = *misses;
+	/* the named sequences, lowest first, one step per set bit */
+	for (uint64_t left = bits; left && m < max_misses; left &= left - 1) {
+		const uint32_t seq = base + (uint32_t)__builtin_ctzll(left);
+		const uint32_t b = find_bucket(d, stream, seq), i = d->idx[b];
+		if (i == DP_DLV_NONE) {
+			m++;
+			continue;
+		}
+		entry_release_at(d, i, b);
+		acked++;
+	}
+	*misses = m;
+	return acked;
 }
 
 uint32_t dp_dlv_due(const struct dp_dlv *d, uint64_t now_ns)

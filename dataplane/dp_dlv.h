@@ -61,6 +61,10 @@
  * 104-entry frame names 6,656 seqs). A consumer ACKs what it received, so
  * misses are duplicates: 128 is generous. */
 #define DP_DLV_ACK_MISS_MAX 128u
+/* Entries one consumer ACK frame may hold: an ACK datagram within the MTU
+ * holds at most 104 (wire.md 2.1); a reassembled frame claiming more is
+ * refused as ack_length. */
+#define DP_DLV_ACK_ENTRIES_MAX 128u
 #define DP_DLV_WINDOWS 256u
 #define DP_DLV_WINDOW_SPAN 64u /* sequences a consumer's ACK entry covers: base..base+63 */
 
@@ -123,6 +127,14 @@ enum dp_dlv_track_result dp_dlv_track(struct dp_dlv *d, uint16_t stream, uint32_
  * pending; false for an ACK of nothing pending (a duplicate ACK, an ACK of
  * a duplicate delivery, a late ACK after a give-up): idempotent. */
 bool dp_dlv_ack(struct dp_dlv *d, uint16_t stream, uint32_t token_seq);
+
+/* An ACK entry's sequences of stream: bit k of bits names base + k
+ * (modulo 2^32). Each is ACKed as dp_dlv_ack does, lowest first, until
+ * *misses (sequences that matched nothing pending, counted on) reaches
+ * max_misses; the rest are not looked up. Returns how many were pending
+ * (now ACKed). */
+unsigned dp_dlv_ack_bits(struct dp_dlv *d, uint16_t stream, uint32_t base, uint64_t bits, unsigned *misses,
+			 unsigned max_misses);
 
 /* The entry due first when its time has come (due_ns <= now_ns), else
  * DP_DLV_NONE. The caller then calls dp_dlv_rearm (it resent it) or

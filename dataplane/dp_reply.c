@@ -88,14 +88,29 @@ static void ack_send_peer(struct dp_lcore *lc, struct dp_ack_peer *pp)
 void dp_reply_ack_flush(struct dp_lcore *lc)
 {
 	struct dp_ack *a = &lc->ack;
+	struct dp_ack_peer *const *dirty = a->dirty;
+	const uint32_t n_dirty = a->n_dirty;
+	__typeof__(lc->env->io->ack_one) ack_one = lc->env->io->ack_one;
+	const uint32_t mtu = lc->env->cfg->mtu;
+	/* the pairs whose entries surely fit one datagram (n pairs make at
+	 * most n entries): ack_send_peer's test, once per flush */
+	const uint32_t one_max = mtu >= FG_ACK_DGRAM_HEAD_LEN ? (mtu - FG_ACK_DGRAM_HEAD_LEN) / FG_ACK_ENTRY_LEN : 0;
+	uint64_t sent = 0;
 	/* the dirty list emptied as it is walked (dp_ack_dirty_reset's work) */
-	for (uint32_t i = 0; i < a->n_dirty; i++) {
-		struct dp_ack_peer *pp = &a->p[a->dirty[i]];
+	for (uint32_t i = 0; i < n_dirty; i++) {
+		struct dp_ack_peer *pp = dirty[i];
 		pp->dirty = false;
-		if (pp->n)
-			ack_send_peer(lc, pp);
+		const unsigned n = pp->n;
+		if (!n)
+			continue;
+		if (ack_one && n <= one_max) /* straight into the packet */
+			sent += ack_one(lc, pp, mtu, lc->frame_id++) != 0;
+		else
+			ack_send_buf(lc, pp);
 	}
 	a->n_dirty = 0;
+	if (sent)
+		dp_lc_count(lc, FG_C_ACKS_SENT, sent);
 }
 
 /* Tell the control plane a source is alive (peers, degraded lines), at

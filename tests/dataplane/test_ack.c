@@ -260,7 +260,7 @@ static void random_pending(struct dp_ack_peer *pp)
 		break;
 	}
 	/* noted as the dataplane notes them (dp_ack_note keeps the order fact) */
-	uint32_t dirty[1];
+	struct dp_ack_peer *dirty[1];
 	struct dp_ack a = {.p = pp, .dirty = dirty, .n_sets = 1};
 	pp->n = 0;
 	pp->dirty = false;

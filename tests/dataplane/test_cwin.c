@@ -139,10 +139,45 @@ static void test_restart_and_nothing_sent(void **st)
 	assert_int_equal(ack(FG_ACKWIN_FLEET, 0xFFFFFFF0u, 1), DP_CWIN_STALE);
 }
 
+/* The signature is looked for against the stream's 4 latest distinct
+ * bases: a base named again counts as latest, and the least recent one
+ * falls out when a fifth comes. */
+static void test_auto_recent_bases_least_recent_out(void **st)
+{
+	(void)st;
+	memset(&w, 0, sizeof(w));
+	for (uint32_t s = 0; s < 100; s++)
+		(void)dp_cwin_sent(&w, FG_ACKWIN_AUTO, S, s);
+	/* 10 named again between 20..40 and 50: still held when 50 comes */
+	assert_int_equal(ack(FG_ACKWIN_AUTO, 10, 0x3), DP_CWIN_NONE);
+	assert_int_equal(ack(FG_ACKWIN_AUTO, 20, 0x1), DP_CWIN_NONE);
+	assert_int_equal(ack(FG_ACKWIN_AUTO, 30, 0x1), DP_CWIN_NONE);
+	assert_int_equal(ack(FG_ACKWIN_AUTO, 40, 0x1), DP_CWIN_NONE);
+	assert_int_equal(ack(FG_ACKWIN_AUTO, 10, 0x7), DP_CWIN_NONE); /* one signature */
+	assert_int_equal(ack(FG_ACKWIN_AUTO, 50, 0x1), DP_CWIN_NONE); /* 20 out */
+	assert_int_equal(ack(FG_ACKWIN_AUTO, 10, 0xF), DP_CWIN_MOVED); /* two */
+	assert_true(note.seen_fleet);
+	/* 10 not named again: out when 50 comes, so 10 again is news */
+	memset(&w, 0, sizeof(w));
+	for (uint32_t s = 0; s < 100; s++)
+		(void)dp_cwin_sent(&w, FG_ACKWIN_AUTO, S, s);
+	assert_int_equal(ack(FG_ACKWIN_AUTO, 10, 0x3), DP_CWIN_NONE);
+	for (uint32_t b = 20; b <= 50; b += 10)
+		assert_int_equal(ack(FG_ACKWIN_AUTO, b, 0x1), DP_CWIN_NONE);
+	assert_int_equal(ack(FG_ACKWIN_AUTO, 10, 0x7), DP_CWIN_NONE); /* no signature: 10 was out */
+	assert_int_equal(ack(FG_ACKWIN_AUTO, 10, 0xF), DP_CWIN_NONE); /* one */
+	assert_false(dp_cwin_is_fleet(&w, FG_ACKWIN_AUTO, S));
+	/* 20 went out for 10: 30, 40, 50 and 10 held, every one found again */
+	assert_int_equal(ack(FG_ACKWIN_AUTO, 20, 0x3), DP_CWIN_NONE);  /* 30 out */
+	assert_int_equal(ack(FG_ACKWIN_AUTO, 30, 0x3), DP_CWIN_NONE);  /* 40 out, no signature */
+	assert_int_equal(ack(FG_ACKWIN_AUTO, 10, 0x1F), DP_CWIN_MOVED); /* two */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_auto_needs_the_signature_twice),
+		cmocka_unit_test(test_auto_recent_bases_least_recent_out),
 		cmocka_unit_test(test_exact_never_takes_a_base),
 		cmocka_unit_test(test_fleet_reads_at_once),
 		cmocka_unit_test(test_restart_and_nothing_sent),

@@ -343,11 +343,54 @@ static void test_fleet_consumer_window(void **st)
 	free(mem);
 }
 
+/* An ACK entry's bitmap at once (dp_dlv_ack_bits): each named sequence
+ * ACKed as dp_dlv_ack would, lowest first, across the u32 wrap; misses
+ * counted on from the caller's count, and once it reaches the bound the
+ * rest are not looked up (they stay pending). */
+static void test_ack_bits(void **st)
+{
+	(void)st;
+	void *mem;
+	struct dp_dlv *d = dlv_new(64, 5, &mem);
+	const uint16_t S = 0xAFA3;
+	for (uint32_t q = 100; q < 106; q += 2)
+		assert_int_equal(dp_dlv_track(d, S, q, 3, q, q, 0, NULL), DP_DLV_NEW);
+	assert_int_equal(dp_dlv_track(d, 0xAFA4, 101, 4, 1, 1, 0, NULL), DP_DLV_NEW); /* another stream */
+	unsigned misses = 5;
+	/* 100..105 and 163: 100, 102, 104 pending */
+	assert_int_equal(dp_dlv_ack_bits(d, S, 100, 0x3Full | 1ull << 63, &misses, 128), 3);
+	assert_int_equal(misses, 5 + 4);
+	assert_int_equal(d->n, 1);
+	/* again: nothing pending, every bit a miss */
+	assert_int_equal(dp_dlv_ack_bits(d, S, 100, 0x3Full, &misses, 128), 0);
+	assert_int_equal(misses, 9 + 6);
+	/* the bound: 196 and 197 miss, reaching it; 200 is not looked up */
+	assert_int_equal(dp_dlv_track(d, S, 200, 3, 200, 200, 0, NULL), DP_DLV_NEW);
+	misses = 126;
+	assert_int_equal(dp_dlv_ack_bits(d, S, 196, 0x13ull, &misses, 128), 0);
+	assert_int_equal(misses, 128);
+	assert_int_equal(dp_dlv_ack_bits(d, S, 200, 0x1ull, &misses, 128), 0); /* spent: none looked up */
+	assert_int_equal(d->n, 2);
+	misses = 0;
+	assert_int_equal(dp_dlv_ack_bits(d, S, 196, 0x13ull, &misses, 128), 1);
+	assert_int_equal(misses, 2);
+	/* across the wrap: 0xFFFFFFFF and 0 in one entry */
+	assert_int_equal(dp_dlv_track(d, S, 0xFFFFFFFFu, 3, 1, 1, 0, NULL), DP_DLV_NEW);
+	assert_int_equal(dp_dlv_track(d, S, 0, 3, 2, 2, 0, NULL), DP_DLV_NEW);
+	misses = 0;
+	assert_int_equal(dp_dlv_ack_bits(d, S, 0xFFFFFFFEu, 0x6ull, &misses, 128), 2);
+	assert_int_equal(misses, 0);
+	assert_int_equal(d->n, 1);
+	assert_true(dp_dlv_ack(d, 0xAFA4, 101));
+	free(mem);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_cfg),
 		cmocka_unit_test(test_ack_idempotent),
+		cmocka_unit_test(test_ack_bits),
 		cmocka_unit_test(test_schedule),
 		cmocka_unit_test(test_due_order_and_evict),
 		cmocka_unit_test(test_superseded),
