@@ -407,8 +407,8 @@ static bool begin_direct(struct dp_reasm *r, struct dp_ra_ctx *c, const struct f
  * class are kept in the context only for BUFFER (handed out with the
  * frame); a seed's prefix is decoded in place (c->seed: read by every
  * later outcome) and copied to out->seed only with an outcome. Forced
- * inline into push: the call and a second prologue were a measured share
- * of a fragment 0's instructions (callgrind, bench/cap). */
+ * inline into push: every contribution's fragment 0 comes this way, and
+ * a call would give it a second prologue and epilogue. */
 static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c,
 								  const uint8_t *chunk, uint32_t len,
 								  const struct fg_ingest_ctx *ictx, uint64_t now,
