@@ -32,7 +32,6 @@
  *                       to the control plane's published epoch (linefacts):
  *                       the later of the two, so a conflict seen here shows
  *                       at once, before the control plane has heard of it. */
-#include <assert.h>
 #include <errno.h>
 #include <string.h>
 

@@ -13,15 +13,6 @@ void dp_cwin_stream_new(struct dp_cwin_stream *s, uint8_t mode, uint16_t stream)
 	s->fleet = mode == FG_ACKWIN_FLEET;
 }
 
-/* dp_cwin_sent of a stream new to its entry: see dp_cwin.h. */
-bool dp_cwin_sent_new(struct dp_cwin_stream *s, uint8_t mode, uint16_t stream, uint32_t seq)
-{
-	dp_cwin_stream_new(s, mode, stream);
-	s->has_sent = true;
-	s->sent_hi = seq;
-	return false;
-}
-
 bool dp_cwin_is_fleet(const struct dp_cwin *w, uint8_t mode, uint16_t stream)
 {
 	const struct dp_cwin_stream *s = &w->s[stream & (DP_CWIN_STREAMS - 1)];

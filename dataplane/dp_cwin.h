@@ -118,8 +118,6 @@ bool dp_cwin_is_fleet(const struct dp_cwin *w, uint8_t mode, uint16_t stream);
  * the most recent entry). */
 void dp_cwin_stream_new(struct dp_cwin_stream *s, uint8_t mode, uint16_t stream);
 bool dp_cwin_recent_again(struct dp_cwin_stream *s, unsigned k, uint32_t base, uint64_t bits);
-/* dp_cwin_sent of a stream new to its entry (out of line, rare). */
-bool dp_cwin_sent_new(struct dp_cwin_stream *s, uint8_t mode, uint16_t stream, uint32_t seq);
 
 /* Sequence arithmetic modulo 2^32: a - b as a signed distance. */
 static inline int32_t dp_cwin_dist(uint32_t a, uint32_t b) { return (int32_t)(a - b); }
@@ -138,9 +136,7 @@ static inline struct dp_cwin_stream *dp_cwin_stream_of(struct dp_cwin *w, uint8_
  * forgets the window it placed deliveries against. */
 static inline bool dp_cwin_sent(struct dp_cwin *w, uint8_t mode, uint16_t stream, uint32_t seq)
 {
-	struct dp_cwin_stream *s = &w->s[stream & (DP_CWIN_STREAMS - 1)];
-	if (__builtin_expect(!s->used || s->stream != stream, 0))
-		return dp_cwin_sent_new(s, mode, stream, seq);
+	struct dp_cwin_stream *s = dp_cwin_stream_of(w, mode, stream);
 	if (!s->has_sent) {
 		s->has_sent = true;
 		s->sent_hi = seq;

@@ -72,17 +72,32 @@ static __attribute__((noinline)) void ack_send_buf(struct dp_lcore *lc, struct d
 	}
 }
 
+/* The pairs whose entries surely fit one ACK datagram at mtu (n pairs
+ * make at most n entries): those go straight into the packet. */
+static inline uint32_t ack_one_max(uint32_t mtu)
+{
+	return mtu >= FG_ACK_DGRAM_HEAD_LEN ? (mtu - FG_ACK_DGRAM_HEAD_LEN) / FG_ACK_ENTRY_LEN : 0;
+}
+
+/* pp's pending pairs sent (pp->n > 0): straight into the packet through
+ * ack_one when they fit one datagram (always at the default MTU), else
+ * encoded into a buffer (ack_send_buf, which counts what it sends).
+ * Returns 1 when ack_one queued the datagram (the caller counts it). */
+static inline __attribute__((always_inline)) unsigned ack_send(struct dp_lcore *lc, struct dp_ack_peer *pp,
+							       __typeof__(lc->env->io->ack_one) ack_one,
+							       uint32_t mtu, uint32_t one_max)
+{
+	if (ack_one && pp->n <= one_max)
+		return ack_one(lc, pp, mtu, lc->frame_id++) != 0;
+	ack_send_buf(lc, pp);
+	return 0;
+}
+
 static void ack_send_peer(struct dp_lcore *lc, struct dp_ack_peer *pp)
 {
-	const struct dp_io *io = lc->env->io;
 	const uint32_t mtu = lc->env->cfg->mtu;
-	/* one datagram (always at the default MTU): straight into the packet */
-	if (io->ack_one && pp->n && FG_ACK_DGRAM_HEAD_LEN + pp->n * FG_ACK_ENTRY_LEN <= mtu) {
-		if (io->ack_one(lc, pp, mtu, lc->frame_id++))
-			dp_lc_count(lc, FG_C_ACKS_SENT, 1);
-		return;
-	}
-	ack_send_buf(lc, pp);
+	if (pp->n && ack_send(lc, pp, lc->env->io->ack_one, mtu, ack_one_max(mtu)))
+		dp_lc_count(lc, FG_C_ACKS_SENT, 1);
 }
 
 void dp_reply_ack_flush(struct dp_lcore *lc)
@@ -91,22 +106,14 @@ void dp_reply_ack_flush(struct dp_lcore *lc)
 	struct dp_ack_peer *const *dirty = a->dirty;
 	const uint32_t n_dirty = a->n_dirty;
 	__typeof__(lc->env->io->ack_one) ack_one = lc->env->io->ack_one;
-	const uint32_t mtu = lc->env->cfg->mtu;
-	/* the pairs whose entries surely fit one datagram (n pairs make at
-	 * most n entries): ack_send_peer's test, once per flush */
-	const uint32_t one_max = mtu >= FG_ACK_DGRAM_HEAD_LEN ? (mtu - FG_ACK_DGRAM_HEAD_LEN) / FG_ACK_ENTRY_LEN : 0;
+	const uint32_t mtu = lc->env->cfg->mtu, one_max = ack_one_max(mtu); /* once per flush */
 	uint64_t sent = 0;
 	/* the dirty list emptied as it is walked (dp_ack_dirty_reset's work) */
 	for (uint32_t i = 0; i < n_dirty; i++) {
 		struct dp_ack_peer *pp = dirty[i];
 		pp->dirty = false;
-		const unsigned n = pp->n;
-		if (!n)
-			continue;
-		if (ack_one && n <= one_max) /* straight into the packet */
-			sent += ack_one(lc, pp, mtu, lc->frame_id++) != 0;
-		else
-			ack_send_buf(lc, pp);
+		if (pp->n)
+			sent += ack_send(lc, pp, ack_one, mtu, one_max);
 	}
 	a->n_dirty = 0;
 	if (sent)
