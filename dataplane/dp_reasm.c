@@ -209,8 +209,14 @@ static bool same_addr(const struct dp_peer *a, const struct dp_peer *b)
 	return a->family == b->family && !memcmp(a->addr, b->addr, sizeof(a->addr));
 }
 
-static uint32_t ctx_alloc(struct dp_reasm *r, const struct dp_peer *p, uint32_t hash, const struct fg_frag *f,
-			  uint64_t now)
+/* A new context for frame frame_id of peer p (hash: dp_peer_hash(p, 0)),
+ * fragment f its first: its index, or NIL when every context is taken by
+ * an incomplete group of p's address. Forced inline into push: every
+ * frame's first fragment comes this way, and a call would give it a
+ * second prologue and epilogue. */
+static inline __attribute__((always_inline)) uint32_t ctx_alloc(struct dp_reasm *r, const struct dp_peer *p,
+								   uint32_t hash, uint16_t frame_id,
+								   const struct fg_frag *f, uint64_t now)
 {
 	uint32_t i = r->free_head;
 	struct dp_ra_ctx *c;
@@ -247,7 +253,7 @@ static uint32_t ctx_alloc(struct dp_reasm *r, const struct dp_peer *p, uint32_t 
 	c->use++;
 	c->hash = hash;
 	c->peer = *p;
-	c->frame_id = f->frame_id;
+	c->frame_id = frame_id;
 	c->state = RA_HOLD;
 	c->total = f->total;
 	c->nrecv = 0;
@@ -259,7 +265,7 @@ static uint32_t ctx_alloc(struct dp_reasm *r, const struct dp_peer *p, uint32_t 
 	c->sequence = 0;
 	c->buf = NULL;
 	c->t_ns = now;
-	uint32_t b = bucket_of(r, hash, f->frame_id);
+	uint32_t b = bucket_of(r, hash, frame_id);
 	c->hnext = r->bucket[b];
 	r->bucket[b] = i;
 	active_append(r, i);
@@ -558,8 +564,14 @@ static void ctx_complete(struct dp_reasm *r, uint32_t i, uint64_t now, struct dp
 	ctx_done(r, i, now);
 }
 
-static int push(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, struct dp_ra_hint *hint,
-		const struct fg_frag *f, const struct fg_ingest_ctx *ictx, uint64_t now, struct dp_reasm_out *out)
+/* One fragment f of frame frame_id (f->frame_id is not read): the work of
+ * dp_reasm_push. Forced inline: dp_reasm_push_run carries the context it
+ * leaves in hint straight into the run after it (push_one serves the
+ * other callers). */
+static inline __attribute__((always_inline)) void push(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash,
+							struct dp_ra_hint *hint, const struct fg_frag *f,
+							uint16_t frame_id, const struct fg_ingest_ctx *ictx,
+							uint64_t now, struct dp_reasm_out *out)
 {
 	out->disp = DP_RA_TAKEN;
 	out->events = 0;
@@ -573,25 +585,25 @@ static int push(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, s
 		if (f->total < 2 || f->index >= f->total) {
 			out->disp = DP_RA_MALFORMED;
 			out->reason = f->total ? FG_R_FRAG_INDEX_RANGE : FG_R_FRAG_TOTAL_ZERO;
-			return 0;
+			return;
 		}
 		if ((!last && f->chunk_len != C) || (last && (f->chunk_len == 0 || f->chunk_len > C))) {
 			out->disp = DP_RA_MALFORMED;
 			out->reason = FG_R_FRAG_CHUNK_SIZE;
-			return 0;
+			return;
 		}
 	}
 	uint32_t i;
 	if (hint && hint->ctx < r->cfg.contexts && r->ctx[hint->ctx].use == hint->use)
 		i = hint->ctx; /* neither freed nor taken again since the lookup */
 	else
-		i = hash_find(r, peer, hash, f->frame_id);
+		i = hash_find(r, peer, hash, frame_id);
 	bool fresh = false;
 	if (i == NIL) {
-		i = ctx_alloc(r, peer, hash, f, now);
+		i = ctx_alloc(r, peer, hash, frame_id, f, now);
 		if (i == NIL) {
 			out->disp = DP_RA_OVERFLOW;
-			return 0;
+			return;
 		}
 		fresh = true;
 	}
@@ -607,25 +619,25 @@ static int push(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, s
 		c->bits[0] = 1;
 		c->nrecv = 1;
 		first_fragment(r, c, f->chunk, f->chunk_len, ictx, now, out);
-		return 0;
+		return;
 	}
 	if (c->state == RA_DONE) {
 		out->disp = DP_RA_DUP;
-		return 0;
+		return;
 	}
 	if (f->total != c->total) {
 		out->disp = DP_RA_MALFORMED;
 		out->reason = FG_R_FRAG_TOTAL_CHANGED;
-		return 0;
+		return;
 	}
 	if (bit_test(c, f->index)) {
 		out->disp = DP_RA_DUP;
-		return 0;
+		return;
 	}
 	if (last && c->frame_len && f->chunk_len != c->frame_len - (c->total - 1u) * C) {
 		out->disp = DP_RA_MALFORMED;
 		out->reason = FG_R_FRAG_CHUNK_SIZE;
-		return 0;
+		return;
 	}
 	if (c->state == RA_DISCARD) {
 		bit_set(c, f->index);
@@ -640,14 +652,14 @@ static int push(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, s
 			c->buf = r->cfg.bufs.get(r->cfg.bufs.arg);
 			if (!c->buf) {
 				out->disp = DP_RA_NOBUF;
-				return 0;
+				return;
 			}
 		}
 		if ((size_t)f->index * C + f->chunk_len > r->cfg.frame_max) {
 			/* Cannot fit whatever the header says: the frame is too large. */
 			out->disp = DP_RA_MALFORMED;
 			out->reason = FG_R_SEED_TOO_LARGE;
-			return 0;
+			return;
 		}
 		memcpy(c->buf + (size_t)f->index * C, f->chunk, f->chunk_len);
 	}
@@ -678,7 +690,6 @@ static int push(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, s
 complete:
 	if (c->nrecv == c->total && !c->bad && c->state != RA_HOLD)
 		ctx_complete(r, i, now, out);
-	return 0;
 }
 
 /* dp_reasm_land_run past its checks, for the chunk that completes the
@@ -747,27 +758,26 @@ static unsigned buffer_run(struct dp_reasm *r, uint32_t ci, const struct fg_frag
 	return k;
 }
 
-unsigned dp_reasm_land_run(struct dp_reasm *r, const struct dp_ra_hint *hint, const struct fg_frag *f, unsigned n,
-			   uint64_t now, struct dp_reasm_out *out)
+/* The run f[0..n) of context ci past the hint's checks (dp_reasm_land_run
+ * after them; dp_reasm_push_run after its first fragment). live: the
+ * context's slot attempt is known current (fragment 0 began it in this
+ * call and landed with no outcome), so its liveness is not read again.
+ * out->disp, events and reason are set (TAKEN, 0, 0). */
+static inline __attribute__((always_inline)) unsigned run_on(struct dp_reasm *r, uint32_t ci, const struct fg_frag *f,
+							      unsigned n, bool live, uint64_t now,
+							      struct dp_reasm_out *out)
 {
-	if (hint->ctx >= r->cfg.contexts)
-		return 0;
-	struct dp_ra_ctx *c = &r->ctx[hint->ctx];
+	struct dp_ra_ctx *c = &r->ctx[ci];
 	uint32_t C = r->cfg.chunk;
-	if (c->use != hint->use)
-		return 0;
-	out->disp = DP_RA_TAKEN;
-	out->events = 0;
-	out->reason = 0;
 	if (c->state == RA_BUFFER)
-		return buffer_run(r, hint->ctx, f, n, now, out);
+		return buffer_run(r, ci, f, n, now, out);
 	if (c->state != RA_SLOT || !run_fits(c, f, C))
 		return 0;
 	/* Nothing but these chunks touches the context or the slot during the
 	 * run: an attempt proved current once stays so; one that is not ends
 	 * the run at its first chunk (land_end names the outcome). */
-	if (!fg_slot_ref_live(&c->ref)) {
-		land_end(r, hint->ctx, f->index, f, now, out);
+	if (!live && !fg_slot_ref_live(&c->ref)) {
+		land_end(r, ci, f->index, f, now, out);
 		return 1;
 	}
 	for (unsigned k = 0;;) {
@@ -777,7 +787,7 @@ unsigned dp_reasm_land_run(struct dp_reasm *r, const struct dp_ra_hint *hint, co
 		unsigned i = f[k].index;
 		uint32_t len = f[k].chunk_len, off = i * C - SEED_HDR;
 		if (__builtin_expect(len >= c->missing || off + len > c->ref.body_len, 0)) {
-			land_end(r, hint->ctx, i, &f[k], now, out);
+			land_end(r, ci, i, &f[k], now, out);
 			return k + 1;
 		}
 		c->missing -= len;
@@ -789,17 +799,52 @@ unsigned dp_reasm_land_run(struct dp_reasm *r, const struct dp_ra_hint *hint, co
 	}
 }
 
+unsigned dp_reasm_land_run(struct dp_reasm *r, const struct dp_ra_hint *hint, const struct fg_frag *f, unsigned n,
+			   uint64_t now, struct dp_reasm_out *out)
+{
+	if (hint->ctx >= r->cfg.contexts || r->ctx[hint->ctx].use != hint->use)
+		return 0;
+	out->disp = DP_RA_TAKEN;
+	out->events = 0;
+	out->reason = 0;
+	return run_on(r, hint->ctx, f, n, false, now, out);
+}
+
+unsigned dp_reasm_push_run(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, struct dp_ra_hint *hint,
+			   const struct fg_frag *f, uint16_t frame_id, unsigned n, const struct fg_ingest_ctx *ictx,
+			   uint64_t now, struct dp_reasm_out *out)
+{
+	push(r, peer, hash, hint, f, frame_id, ictx, now, out);
+	/* Taken with nothing to answer: the context push used (in hint) takes
+	 * the rest as dp_reasm_land_run would. A SLOT context after fragment
+	 * 0 taken began its attempt in this push (the state is set only
+	 * there, and a fragment 0 seen before is a repeat); no outcome means
+	 * every chunk placed since left it current. */
+	if (n < 2 || out->disp != DP_RA_TAKEN || out->events)
+		return 1;
+	return 1 + run_on(r, hint->ctx, f + 1, n - 1, f->index == 0, now, out);
+}
+
+static __attribute__((noinline)) void push_one(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash,
+					       struct dp_ra_hint *hint, const struct fg_frag *f,
+					       const struct fg_ingest_ctx *ictx, uint64_t now, struct dp_reasm_out *out)
+{
+	push(r, peer, hash, hint, f, f->frame_id, ictx, now, out);
+}
+
 int dp_reasm_push_hinted(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash, struct dp_ra_hint *hint,
 			 const struct fg_frag *f, const struct fg_ingest_ctx *ictx, uint64_t now,
 			 struct dp_reasm_out *out)
 {
-	return push(r, peer, hash, hint, f, ictx, now, out);
+	push_one(r, peer, hash, hint, f, ictx, now, out);
+	return 0;
 }
 
 int dp_reasm_push(struct dp_reasm *r, const struct dp_peer *peer, const struct fg_frag *f,
 		  const struct fg_ingest_ctx *ictx, uint64_t now, struct dp_reasm_out *out)
 {
-	return push(r, peer, dp_peer_hash(peer, 0), NULL, f, ictx, now, out);
+	push_one(r, peer, dp_peer_hash(peer, 0), NULL, f, ictx, now, out);
+	return 0;
 }
 
 uint32_t dp_reasm_expire(struct dp_reasm *r, uint64_t now, uint32_t max)

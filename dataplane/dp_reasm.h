@@ -194,6 +194,23 @@ FG_MUST_CHECK int dp_reasm_push_hinted(struct dp_reasm *r, const struct dp_peer 
  * for a result > 0. */
 FG_MUST_CHECK unsigned dp_reasm_land_run(struct dp_reasm *r, const struct dp_ra_hint *hint, const struct fg_frag *f,
 					 unsigned n, uint64_t now_ns, struct dp_reasm_out *out);
+/* A run f[0..n) (n >= 1; fragments of frame frame_id as the burst keeps
+ * them: f->frame_id is not read) whose first fragment dp_reasm_land_run
+ * did not take (its frame's first fragment to come, in the common order
+ * fragment 0, or one it refused): f[0] pushed as dp_reasm_push_hinted
+ * would push it (hint: a current hint or DP_RA_HINT_NONE, written back),
+ * and when it is taken with nothing to answer, the fragments after it
+ * taken in the same call as dp_reasm_land_run would take them from the
+ * context push used (fragment 0 of a seed: the record made and the slot
+ * attempt begun are used without a second lookup or liveness test).
+ * Returns how many of f[] it consumed, >= 1: f[0] was taken unless
+ * out->disp != DP_RA_TAKEN (then it returns 1); every one after it was.
+ * *out is the last one's, as dp_reasm_land_run and
+ * dp_reasm_push_hinted fill it; the ones before it only landed. */
+FG_MUST_CHECK unsigned dp_reasm_push_run(struct dp_reasm *r, const struct dp_peer *peer, uint32_t hash,
+					 struct dp_ra_hint *hint, const struct fg_frag *f, uint16_t frame_id,
+					 unsigned n, const struct fg_ingest_ctx *ictx, uint64_t now_ns,
+					 struct dp_reasm_out *out);
 
 /* Free contexts whose lifetime ended (oldest first, at most max); aborts the
  * slot attempt of a timed-out SLOT context. Returns how many INCOMPLETE

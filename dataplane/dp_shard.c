@@ -436,20 +436,22 @@ void dp_shard_run(struct dp_lcore *lc, struct dp_shard_burst *b, uint64_t now)
 			h = it->hint;
 		while (i < e) {
 			struct dp_reasm_out out;
-			/* a frame's first fragment to come has no record to land in */
+			/* the common case: chunks into their slot; a fragment it
+			 * does not take (a frame's first fragment to come) is
+			 * pushed, and the run goes on from its record in the same
+			 * call */
 			unsigned k = h.ctx == DP_RA_HINT_NONE ? 0
 							      : dp_reasm_land_run(&lc->reasm, &h, &f[i], e - i, now, &out);
-			if (k) { /* the common case: chunks into their slot */
+			if (k) {
 				taken += k;
-				i += k;
-				if (out.events)
-					fragment_out(lc, &out, fl, now);
 			} else {
-				struct fg_frag g = f[i];
-				g.frame_id = it->fid;
-				taken += fragment(lc, &g, fl, &h, now);
-				i++;
+				k = dp_reasm_push_run(&lc->reasm, &fl->src, fl->hash, &h, &f[i], it->fid, e - i,
+						      &lc->ictx, now, &out);
+				taken += k - (out.disp != DP_RA_TAKEN);
 			}
+			i += k;
+			if (out.disp != DP_RA_TAKEN || out.events)
+				fragment_out(lc, &out, fl, now);
 		}
 	}
 	if (b->nfrag) {

@@ -2,8 +2,9 @@
  * after L2/L3 parsing: fg_frag_decode -> (frag_total 1: whole frame) or
  * the burst path's reassembly (dataplane/dp_reasm.c, pure C: dp_reasm_find,
  * dp_reasm_prefetch, dp_reasm_land_run over a run of a frame's consecutive
- * fragments or dp_reasm_push_hinted; dp_reasm_push for every fourth frame
- * id) -> slot placement in place (fg_slot_begin,
+ * fragments, dp_reasm_push_run for a fragment it does not take and the
+ * run after it, or dp_reasm_push_hinted; dp_reasm_push for every fourth
+ * frame id) -> slot placement in place (fg_slot_begin,
  * fg_slot_land/place) or a reassembled buffer -> fg_ingest_frame, into
  * real fg_slots tables (core/slot.c), with a fake clock, reassembly and slot
  * expiry. It mirrors dp_rx.c/dp_shard.c's rx_packet/dp_shard_fragment/dp_shard_whole/on_xfer
@@ -273,7 +274,10 @@ static struct fg_frag run_frag(const struct rx *x, unsigned i)
 
 /* dp_shard_run's placement of the run: dp_reasm_land_run takes what it
  * can (from the fragments as dp_shard_add stored them); a fragment it
- * does not take is pushed with the run's hint and frame id. */
+ * does not take is pushed with the run's hint and frame id, and
+ * dp_reasm_push_run goes on with the run from its context (a frame id
+ * of 2 mod 4 pushes it alone, dp_reasm_push_hinted). The fragments before
+ * the last one a call consumed only landed. */
 static void run_flush(struct rx *x)
 {
 	struct dp_peer peer = peer_of(x->run_peer);
@@ -283,21 +287,25 @@ static void run_flush(struct rx *x)
 		unsigned k = dp_reasm_land_run(&x->ra, &x->hint, &x->run_f[i], x->run_n - i, x->now, &out);
 		FUZZ_CHECK(k <= x->run_n - i);
 		if (k) {
-			struct dp_reasm_out landed = { .disp = DP_RA_TAKEN };
-			for (unsigned j = i; j + 1 < i + k; j++) {
-				struct fg_frag g = run_frag(x, j);
-				frag_out(x, x->run_peer, &g, &landed);
-			}
 			FUZZ_CHECK(out.disp == DP_RA_TAKEN);
-			struct fg_frag g = run_frag(x, i + k - 1);
-			frag_out(x, x->run_peer, &g, &out);
-			i += k;
-		} else {
+		} else if (x->run_fid % 4 == 2) {
 			struct fg_frag g = run_frag(x, i);
 			FUZZ_CHECK(dp_reasm_push_hinted(&x->ra, &peer, h, &x->hint, &g, &x->ictx, x->now, &out) == 0);
-			frag_out(x, x->run_peer, &g, &out);
-			i++;
+			k = 1;
+		} else {
+			k = dp_reasm_push_run(&x->ra, &peer, h, &x->hint, &x->run_f[i], x->run_fid, x->run_n - i,
+					      &x->ictx, x->now, &out);
+			FUZZ_CHECK(k >= 1 && k <= x->run_n - i);
+			FUZZ_CHECK(k == 1 || out.disp == DP_RA_TAKEN);
 		}
+		struct dp_reasm_out landed = { .disp = DP_RA_TAKEN };
+		for (unsigned j = i; j + 1 < i + k; j++) {
+			struct fg_frag g = run_frag(x, j);
+			frag_out(x, x->run_peer, &g, &landed);
+		}
+		struct fg_frag g = run_frag(x, i + k - 1);
+		frag_out(x, x->run_peer, &g, &out);
+		i += k;
 	}
 	x->run_n = 0;
 }

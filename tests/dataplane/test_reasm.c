@@ -8,9 +8,9 @@
  * timeouts aborting the slot attempt, context overflow and tombstone
  * recycling, disabled lines, malformed prefixes, the U02..U04 vectors in
  * every arrival order, a slot flushed or expired under a frame in flight,
- * the burst path (find, land, push_hinted) giving the same answers, a seed
- * decoded under ingest limits the slot table does not fit refused by the
- * table, and that every buffer taken is returned. */
+ * the burst path (find, land, push_hinted, push_run) giving the same
+ * answers, a seed decoded under ingest limits the slot table does not fit
+ * refused by the table, and that every buffer taken is returned. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -794,6 +794,164 @@ static void test_land_run(void **st)
 	env_free(e);
 }
 
+/* What one fragment's placement said, to compare two placements. */
+struct said {
+	enum dp_ra_disp disp;
+	unsigned events;
+	enum fg_outcome outcome; /* with EV_OUTCOME */
+	uint32_t sequence;       /* with EV_COMPLETE */
+	uint32_t slot;           /* with EV_OUTCOME */
+	uint32_t len;            /* with EV_FRAME: the frame, compared byte for byte */
+	uint8_t frame[4096];
+};
+
+static void said_of(struct env *e, const struct dp_reasm_out *o, struct said *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->disp = o->disp;
+	w->events = o->events;
+	if (o->events & DP_RA_EV_OUTCOME) {
+		w->outcome = o->res.outcome;
+		w->slot = o->res.slot;
+	}
+	if (o->events & DP_RA_EV_COMPLETE)
+		w->sequence = o->sequence;
+	if (o->events & DP_RA_EV_FRAME) {
+		w->len = o->len;
+		memcpy(w->frame, o->buf, o->len);
+		buf_put(e, o->buf);
+	}
+}
+
+/* The arrivals of test_push_run: runs of one frame each (frame `fr` of
+ * three, frame id 400 + fr, fragment indexes). */
+struct arrival {
+	unsigned fr, n;
+	uint8_t idx[6];
+};
+
+/* Place the runs as dp_shard_run does (a run from fragment 0 not looked
+ * up; dp_reasm_land_run, else dp_reasm_push_run, whose fragments before
+ * the last it consumed only landed), with the frame ids as the burst
+ * keeps them (the wire's byte order: not read); *took counts what
+ * dp_reasm_push_run consumed past its first fragment. */
+static void place_runs(struct env *e, const struct dp_peer *p, uint8_t fr[3][4096], const uint32_t len[3],
+		       const struct arrival *a, unsigned na, struct said *w, unsigned *took)
+{
+	uint32_t hash = dp_peer_hash(p, 0);
+	*took = 0;
+	for (unsigned r = 0; r < na; r++) {
+		uint16_t fid = (uint16_t)(400 + a[r].fr);
+		struct fg_frag f[6];
+		for (unsigned k = 0; k < a[r].n; k++) {
+			f[k] = frag_of(fr[a[r].fr], len[a[r].fr], fid, a[r].idx[k]);
+			f[k].frame_id = __builtin_bswap16(fid);
+		}
+		struct dp_ra_hint h = {.ctx = DP_RA_HINT_NONE};
+		if (a[r].idx[0] != 0)
+			dp_reasm_find(&e->r, p, hash, fid, &h);
+		for (unsigned i = 0; i < a[r].n;) {
+			struct dp_reasm_out out;
+			unsigned k = h.ctx == DP_RA_HINT_NONE ? 0 : dp_reasm_land_run(&e->r, &h, &f[i], a[r].n - i, 10, &out);
+			if (!k) {
+				k = dp_reasm_push_run(&e->r, p, hash, &h, &f[i], fid, a[r].n - i, &e->ictx, 10, &out);
+				assert_true(k >= 1 && k <= a[r].n - i);
+				*took += k - 1;
+			}
+			for (unsigned j = 0; j + 1 < k; j++, w++)
+				said_of(e, &(struct dp_reasm_out){.disp = DP_RA_TAKEN}, w);
+			said_of(e, &out, w++);
+			i += k;
+		}
+	}
+}
+
+/* The same arrivals one fragment at a time (dp_reasm_push). */
+static void place_one_by_one(struct env *e, const struct dp_peer *p, uint8_t fr[3][4096], const uint32_t len[3],
+			     const struct arrival *a, unsigned na, struct said *w)
+{
+	for (unsigned r = 0; r < na; r++)
+		for (unsigned k = 0; k < a[r].n; k++, w++) {
+			struct dp_reasm_out out;
+			struct fg_frag f = frag_of(fr[a[r].fr], len[a[r].fr], (uint16_t)(400 + a[r].fr), a[r].idx[k]);
+			assert_int_equal(dp_reasm_push(&e->r, p, &f, &e->ictx, 10, &out), 0);
+			said_of(e, &out, w);
+		}
+}
+
+/* dp_reasm_push_run places a frame's first fragment and the run after it
+ * in one call, as dp_reasm_push gives them one by one: every disposition,
+ * outcome and ACK, the slot's bytes and the contexts in use. The runs: a
+ * whole frame (one call takes all five); a frame whose run holds a repeat
+ * (the call stops before it, the repeat is a duplicate, the rest lands);
+ * a frame whose fragment 3 came first (held; fragment 0 drains it and
+ * the run goes on, the seed resolves); a frame of an unexpected line
+ * (fragment 0 judged: the call takes it alone, the rest is discarded and
+ * ACKed); fragment 0 again for a finished frame (a duplicate, alone); and
+ * on a two-shard table a frame assembled in a buffer, handed out whole. */
+static void test_push_run(void **st)
+{
+	(void)st;
+	static const struct arrival arr[] = {
+		{0, 5, {0, 1, 2, 3, 4}}, {1, 6, {0, 1, 1, 2, 3, 4}}, {2, 1, {3}}, {2, 4, {0, 1, 2, 4}},
+		{0, 2, {0, 1}},
+	};
+	static const struct arrival unexpected[] = {{0, 5, {0, 1, 2, 3, 4}}};
+	static struct said one[32], run[32];
+	uint8_t fr[3][4096];
+	uint32_t len[3];
+	struct dp_peer p = peer_of(5400);
+	unsigned took, nw = 5 + 6 + 1 + 4 + 2;
+	for (unsigned pass = 0; pass < 3; pass++) {
+		/* 0: the seed's three lines; 1: a line the rule does not expect;
+		 * 2: another shard's frame, in a buffer */
+		struct env *a = env_new(16, pass == 2 ? 2 : 1, 0, 4096), *b = env_new(16, pass == 2 ? 2 : 1, 0, 4096);
+		const struct arrival *ar = pass == 1 ? unexpected : arr;
+		unsigned na = pass == 1 ? 1 : 5, n = pass == 1 ? 5 : nw;
+		if (pass == 0) {
+			make_three_lines(a, fr, len);
+		} else {
+			uint32_t token = 0;
+			while (pass == 2 && fg_shard_of(token, 1, LAYERS, 2) != 1)
+				token++;
+			for (unsigned l = 0; l < 3; l++)
+				len[l] = make_seed(a, fr[l], token, 1, pass == 1 ? 2 : (uint8_t)(1 + 2 * l), 0, 1.0f + l, 0.5f);
+		}
+		place_one_by_one(a, &p, fr, len, ar, na, one);
+		place_runs(b, &p, fr, len, ar, na, run, &took);
+		for (unsigned k = 0; k < n; k++) {
+			assert_int_equal(run[k].disp, one[k].disp);
+			assert_int_equal(run[k].events, one[k].events);
+			assert_int_equal(run[k].outcome, one[k].outcome);
+			assert_int_equal(run[k].sequence, one[k].sequence);
+			assert_int_equal(run[k].slot, one[k].slot);
+			assert_int_equal(run[k].len, one[k].len);
+			assert_memory_equal(run[k].frame, one[k].frame, run[k].len);
+		}
+		assert_int_equal(dp_reasm_live(&b->r), dp_reasm_live(&a->r));
+		assert_int_equal(b->slots.opened, a->slots.opened);
+		if (pass == 0) {
+			/* 4 after the first fragment of the whole frame, 1 before
+			 * the repeat, 3 after the held fragment's fragment 0 */
+			assert_int_equal(took, 4 + 1 + 3);
+			assert_int_equal(one[15].outcome, FG_O_RESOLVED);
+			expect_three_lines(a, one[15].slot);
+			expect_three_lines(b, run[15].slot);
+		} else if (pass == 1) {
+			assert_int_equal(took, 0);
+			assert_int_equal(one[0].outcome, FG_O_UNEXPECTED_LINE);
+			assert_int_equal(one[4].disp, DP_RA_DISCARDED);
+			assert_true(one[4].events & DP_RA_EV_COMPLETE);
+		} else {
+			assert_int_equal(took, 4 + 1 + 3);
+			assert_true(run[4].events & DP_RA_EV_FRAME);
+			assert_int_equal(b->slots.opened, 0);
+		}
+		env_free(a);
+		env_free(b);
+	}
+}
+
 /* A multi-fragment frame refused no_slot at fragment 0 (another key's open
  * slot holds its index) is answered no_slot and never ACKed; once that slot
  * is freed the sender's resend is placed and ACKed. */
@@ -1095,6 +1253,7 @@ int main(void)
 		cmocka_unit_test(test_slot_ends_mid_frame),
 		cmocka_unit_test(test_burst_path),
 		cmocka_unit_test(test_land_run),
+		cmocka_unit_test(test_push_run),
 		cmocka_unit_test(test_validation),
 		cmocka_unit_test(test_remote_shard_buffer),
 		cmocka_unit_test(test_dup_pending),

@@ -21,7 +21,10 @@
  *     interleaved frames, a refused fragment header inside a frame's run,
  *     a duplicate, a raw datagram, a frame whose fragments come out of
  *     order and a consumer ACK exactly as dp_shard_dgram does one by one:
- *     every counter, every datagram sent, every report;
+ *     every counter, every datagram sent, every report; and so a burst
+ *     of five-fragment frames whose runs start at fragment 0 (placed with
+ *     it in one call), one with a repeat, one refused at fragment 0, one
+ *     with a fragment held before its fragment 0;
  *   - frames another lcore handed over (dp_shard_handed) are placed,
  *     answered, ACKed and delivered exactly as the same frames arriving in
  *     fragments on their owner. */
@@ -159,13 +162,12 @@ static void *zalloc(size_t sz)
 	return p;
 }
 
-static int setup(void **st)
+/* The shard of configuration ini, afresh (keep_as_one sets it up again). */
+static const char *setup_cur;
+static void setup_ini(const char *ini)
 {
-	(void)st;
-	static const char ini[] = "[model]\nhidden = 512\nlayers = 4\n[rules]\ndefault = 1,3,5\n"
-				  "[udp]\nmtu = 1472\nsend_status = true\n"
-				  "[consumers]\ndefault = 10.0.0.9:7000\nresend_ms = 10\nresends = 2\n";
 	struct fg_config_error err;
+	setup_cur = ini;
 	fg_config_default(&cfg);
 	assert_int_equal(fg_config_parse(&cfg, ini, "test", &err), 0);
 	memset(&io, 0, sizeof(io));
@@ -206,6 +208,25 @@ static int setup(void **st)
 	assert_int_equal(dp_dlv_init(&lc.dlv, lc.dlv_mem, sz, &dc), 0);
 	lc.next_ack_ns = 50 * MS;
 	lc.next_timer_ns = 1 * MS;
+}
+
+static int setup(void **st)
+{
+	(void)st;
+	setup_ini("[model]\nhidden = 512\nlayers = 4\n[rules]\ndefault = 1,3,5\n"
+		  "[udp]\nmtu = 1472\nsend_status = true\n"
+		  "[consumers]\ndefault = 10.0.0.9:7000\nresend_ms = 10\nresends = 2\n");
+	return 0;
+}
+
+/* The fleet's shape: hidden 1536, a contribution in five fragments. */
+#define H5 1536u
+static int setup_wide(void **st)
+{
+	(void)st;
+	setup_ini("[model]\nhidden = 1536\nlayers = 4\n[rules]\ndefault = 1,3,5\n"
+		  "[udp]\nmtu = 1472\nsend_status = true\n"
+		  "[consumers]\ndefault = 10.0.0.9:7000\nresend_ms = 10\nresends = 2\n");
 	return 0;
 }
 
@@ -758,7 +779,7 @@ static void keep_as_one(void **st)
 	memcpy(one.reports, io.reports, sizeof(one.reports));
 	memcpy(one.s, io.s, sizeof(one.s));
 	teardown(st);
-	setup(st);
+	setup_ini(setup_cur);
 }
 
 /* Every counter but skip[0..n_skip), every outcome, report and datagram
@@ -904,6 +925,75 @@ static void test_burst_from_fragment0_with_record(void **st)
 }
 
 
+/* A burst in the fleet's shape (contributions in five fragments, each
+ * frame's run from its fragment 0: one call places fragment 0 and the
+ * run after it): sender 0's whole frame; sender 1's with a repeat inside
+ * its run; sender 3's of a line the rule does not expect (fragment 0
+ * judged, a status, the rest discarded); sender 2's whose fragment 3
+ * comes first (held, then drained by fragment 0; the seed resolves and
+ * goes to the consumer). Placed by dp_shard_run, it gives what the same
+ * datagrams give one by one through dp_shard_dgram. */
+static void test_burst_runs_from_fragment0(void **st)
+{
+	static float body[4][H5];
+	static uint8_t fr[4][8192], dg[32][2048];
+	static const uint8_t lines[4] = {1, 3, 5, 2};
+	uint32_t n[4], len[32];
+	struct dp_flow fl[4];
+	for (unsigned k = 0; k < 4; k++) {
+		for (unsigned i = 0; i < H5; i++)
+			body[k][i] = (float)(k + 1) * 0.5f + (float)i * 1e-3f;
+		struct dp_peer p = sender(k);
+		fl[k] = dp_flow_of(&p, &no_route, true);
+		struct fg_seed sd = {.token_seq = 9, .dst_layer = 2, .line = lines[k], .seq_len = 1,
+				     .body = (const uint8_t *)body[k], .body_len = H5 * 4};
+		ssize_t m = fg_seed_encode(&cfg.bands, &sd, fr[k], sizeof(fr[k]));
+		assert_true(m > 0);
+		n[k] = (uint32_t)m;
+		assert_int_equal(fg_frag_count(n[k], env.chunk), 5);
+	}
+	/* sender, fragment index */
+	static const uint8_t plan[][2] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {1, 0}, {1, 1}, {1, 1},
+					  {1, 2}, {1, 3}, {1, 4}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {3, 4},
+					  {2, 3}, {2, 0}, {2, 1}, {2, 2}, {2, 4}};
+	const unsigned nd = sizeof(plan) / sizeof(plan[0]);
+	for (unsigned d = 0; d < nd; d++) {
+		unsigned k = plan[d][0], i = plan[d][1];
+		uint32_t off = i * env.chunk, m = n[k] - off < env.chunk ? n[k] - off : env.chunk;
+		fg_put_be16(dg[d], (uint16_t)(30 + k));
+		dg[d][2] = (uint8_t)i;
+		dg[d][3] = 5;
+		memcpy(dg[d] + 4, fr[k] + off, m);
+		len[d] = m + 4;
+	}
+	for (unsigned d = 0; d < nd; d++) {
+		struct dp_dgram g = {.fl = &fl[plan[d][0]], .payload = dg[d], .len = len[d]};
+		dp_shard_dgram(&lc, &g, MS);
+	}
+	dp_shard_tick(&lc, 60 * MS);
+	assert_int_equal(C(FG_C_SEEDS_RESOLVED), 1);
+	assert_int_equal(C(FG_C_SEEDS_SENT), 1);
+	assert_int_equal(C(FG_C_FRAGS), nd);
+	assert_int_equal(X(DP_X_FRAG_DUP), 1);
+	assert_int_equal(X(DP_X_FRAG_DISCARDED), 4);
+	assert_int_equal(X(DP_X_FRAG_TAKEN), nd - 1 - 4);
+	assert_int_equal(atomic_load(&XK.outcome[FG_O_UNEXPECTED_LINE]), 1);
+	keep_as_one(st);
+	struct dp_shard_burst b;
+	struct dp_shard_adder a;
+	dp_shard_add_begin(&a, &lc, &b);
+	for (unsigned d = 0; d < nd; d++)
+		dp_shard_add(&lc, &a, &fl[plan[d][0]], dg[d], len[d]);
+	dp_shard_add_end(&a);
+	/* a run a frame, the first three from fragment 0 (no lookup) */
+	assert_int_equal(b.n, 4);
+	for (unsigned k = 0; k < 3; k++)
+		assert_int_equal(b.it[k].hint.ctx, DP_RA_HINT_NONE);
+	dp_shard_run(&lc, &b, MS);
+	dp_shard_tick(&lc, 60 * MS);
+	burst_same_as_one();
+}
+
 /* ---- frames handed over by another lcore --------------------------------- */
 
 /* The contributions of test_handed_as_owned, in order: token 7 lines 1, 3,
@@ -1001,6 +1091,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ack_notes_interleaved, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_burst_as_one_by_one, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_burst_from_fragment0_with_record, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_burst_runs_from_fragment0, setup_wide, teardown),
 		cmocka_unit_test_setup_teardown(test_given_up_without_ack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_handed_as_owned, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_counted, setup, teardown),
