@@ -367,7 +367,11 @@ static bool seed_admit(const struct fg_slots *s, const struct fg_seed *seed, boo
 	return true;
 }
 
-static void slot_open(struct fg_slots *s, uint32_t i, const struct fg_seed *seed, uint64_t now_ns)
+/* Open slot i for seed's key. Forced inline into slot_claim: the first
+ * contribution of every seed opens its slot, and a call would spill the
+ * claim's state. */
+static inline __attribute__((always_inline)) void slot_open(struct fg_slots *s, uint32_t i, const struct fg_seed *seed,
+							     uint64_t now_ns)
 {
 	struct fg_slot *sl = slot_at(s, i);
 	const struct fg_rule *r = &s->cfg.rules[seed->dst_layer];

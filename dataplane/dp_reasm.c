@@ -374,9 +374,13 @@ static bool slot_place(struct dp_reasm *r, struct dp_ra_ctx *c, uint32_t foff, c
  * attempt. Returns true when its chunks go straight into the slot; false
  * with the context judged (refused) or, for FG_O_DUP_PENDING, to be
  * buffered whole. The codec's checks are not made again when the limits
- * are the table's (fg_slot_begin_decoded); else fg_slot_begin makes them. */
-static bool begin_direct(struct dp_reasm *r, struct dp_ra_ctx *c, const struct fg_seed *s,
-			 const struct fg_seed_limits *lim, uint64_t now, struct dp_reasm_out *out, bool *judged)
+ * are the table's (fg_slot_begin_decoded); else fg_slot_begin makes them.
+ * Forced inline into first_fragment: every seed's fragment 0 comes this
+ * way, and a call spills the outcome and the judgement to memory. */
+static inline __attribute__((always_inline)) bool begin_direct(struct dp_reasm *r, struct dp_ra_ctx *c,
+								const struct fg_seed *s,
+								const struct fg_seed_limits *lim, uint64_t now,
+								struct dp_reasm_out *out, bool *judged)
 {
 	struct fg_slots *slots = r->cfg.slots;
 	enum fg_outcome o;
