@@ -243,7 +243,28 @@ static inline uint64_t rx_refs_segs(const struct rte_mbuf *m)
 
 /* Whether an mbuf is what a PMD's RX burst gives: of pool mp, direct, one
  * segment, referenced once. Sets *one_seg: whether it has one segment
- * (read from the same word when it is plain). */
+ * (read from the same word when it is plain). Where the target has the
+ * vectors, the reference count, the segment count and the two flags
+ * that make an mbuf not direct (the 16 bytes from rearm_data: ol_flags
+ * follows it) are tested in one load, one mask and one compare. */
+#ifdef __SSE4_1__
+_Static_assert(offsetof(struct rte_mbuf, ol_flags) == offsetof(struct rte_mbuf, rearm_data) + 8,
+	       "rte_mbuf's ol_flags after rearm_data");
+static inline bool rx_plain(const struct rte_mbuf *m, const struct rte_mempool *mp, bool *one_seg)
+{
+	const __m128i mask = _mm_set_epi64x((long long)(RTE_MBUF_F_INDIRECT | RTE_MBUF_F_EXTERNAL),
+					    (long long)0x0000FFFFFFFF0000ull);
+	const __m128i want = _mm_set_epi64x(0, (long long)RX_ONE_REF_ONE_SEG);
+	__m128i d = _mm_xor_si128(_mm_and_si128(_mm_loadu_si128((const __m128i *)(const void *)&m->rearm_data), mask),
+				  want);
+	if (_mm_testz_si128(d, d)) {
+		*one_seg = true;
+		return m->pool == mp;
+	}
+	*one_seg = m->nb_segs == 1;
+	return false;
+}
+#else
 static inline bool rx_plain(const struct rte_mbuf *m, const struct rte_mempool *mp, bool *one_seg)
 {
 	if (rx_refs_segs(m) == RX_ONE_REF_ONE_SEG) {
@@ -253,6 +274,7 @@ static inline bool rx_plain(const struct rte_mbuf *m, const struct rte_mempool *
 	*one_seg = m->nb_segs == 1;
 	return false;
 }
+#endif
 
 /* The work of a non-empty burst, in two passes (VPP's vector spirit):
  * every packet decoded and its datagram added to the shard's burst

@@ -9,7 +9,9 @@
  *   shared        one mbuf the test also references (refcnt 2);
  *   chained       one packet of two segments;
  *   indirect      a clone (its own pool) of a mbuf the test keeps;
- * the last four return one by one (rte_pktmbuf_free_bulk). Checks, per
+ *   indirect, one pool  a clone of the burst's pool: referenced once, one
+ *                 segment, only its flags make it not plain;
+ * the last five return one by one (rte_pktmbuf_free_bulk). Checks, per
  * case: each pool's available count where it was (waited for, with a
  * deadline), the test's references left at 1, and the lcore counted the
  * packets. The frames are not for the dataplane (ethertype 0): nothing is
@@ -143,6 +145,19 @@ static void test_rx_mbufs(void **state)
 	assert_non_null(m[1]);
 	assert_true(RTE_MBUF_CLONED(m[1]));
 	assert_int_equal(rte_mbuf_refcnt_read(direct), 2);
+	burst(m, 2, POOL_N - 1, POOL_N);
+	assert_int_equal(rte_mbuf_refcnt_read(direct), 1);
+	rte_pktmbuf_free(direct);
+	assert_int_equal(rte_mempool_avail_count(pa), POOL_N);
+
+	/* indirect, of the burst's pool: only its flags tell it from a plain
+	 * mbuf (referenced once, one segment, pool pa) */
+	direct = frame(pa, FRAME);
+	m[0] = frame(pa, FRAME);
+	m[1] = rte_pktmbuf_clone(direct, pa);
+	assert_non_null(m[1]);
+	assert_true(RTE_MBUF_CLONED(m[1]));
+	assert_int_equal(rte_mbuf_refcnt_read(m[1]), 1);
 	burst(m, 2, POOL_N - 1, POOL_N);
 	assert_int_equal(rte_mbuf_refcnt_read(direct), 1);
 	rte_pktmbuf_free(direct);
