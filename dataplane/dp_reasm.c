@@ -740,9 +740,12 @@ static inline bool run_fits(const struct dp_ra_ctx *c, const struct fg_frag *f, 
 
 /* The fast path of a BUFFER context: each chunk copied to its frame
  * offset in the buffer; the last one to come hands the whole frame out
- * (EV_FRAME, with fragment 0's header and class) and the context is done. */
-static unsigned buffer_run(struct dp_reasm *r, uint32_t ci, const struct fg_frag *f, unsigned n, uint64_t now,
-			   struct dp_reasm_out *out)
+ * (EV_FRAME, with fragment 0's header and class) and the context is done.
+ * Forced inline into run_on: with two lcores, every frame of the other's
+ * shard comes this way, and a call would give it a second prologue. */
+static inline __attribute__((always_inline)) unsigned buffer_run(struct dp_reasm *r, uint32_t ci,
+								  const struct fg_frag *f, unsigned n, uint64_t now,
+								  struct dp_reasm_out *out)
 {
 	struct dp_ra_ctx *c = &r->ctx[ci];
 	uint32_t C = r->cfg.chunk, tail = c->frame_len - (c->total - 1u) * C;
