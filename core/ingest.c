@@ -2,9 +2,9 @@
  * status to answer with.
  *
  * Who may call: the thread that owns the slot table (slot.h's single-writer
- * contract); fg_status_from_result, fg_status_frame, fg_status_frame_of and
- * fg_linefacts_pack read only their arguments and may be called from any
- * thread.
+ * contract); fg_status_from_result, fg_status_frame, fg_status_frame_of,
+ * fg_status_prep_make and fg_linefacts_pack read only their arguments and
+ * may be called from any thread.
  *
  * The status facts, and why they are computed this way (wire.md section 5:
  * the dispatcher skips the canonical hop only when
@@ -88,6 +88,19 @@ void fg_status_frame_of(const struct fg_ingest_ctx *ctx, const struct fg_seed *s
 			uint8_t *buf)
 {
 	fg_status_frame_put(ctx, seed, r, buf);
+}
+
+void fg_status_prep_make(struct fg_status_prep *p, fg_linefacts lf)
+{
+	*p = (struct fg_status_prep){.key = lf | FG_STATUS_PREP_MADE, .epoch = fg_linefacts_epoch(lf)};
+	for (unsigned i = 0; i < FG_LINES; i++) {
+		enum fg_line_state st = fg_linefacts_state(lf, i);
+		p->state[i] = (uint8_t)st;
+		if (st != FG_LINE_ACTIVE)
+			p->inactive |= (uint8_t)(1u << i);
+		if (st == FG_LINE_DEGRADED)
+			p->degraded |= (uint8_t)(1u << i);
+	}
 }
 
 /* Status for a frame that never reached a slot (bad stream, bad payload). */

@@ -306,6 +306,7 @@ struct dp_lcore {
 	struct fg_dp_counters *k;
 	struct dp_xcounters *xk;
 	struct fg_ingest_ctx ictx;
+	struct fg_status_prep st_prep; /* DPDK only: the status facts of ictx.lines (dp_tx_status_of) */
 	struct rte_mbuf *tx[DP_TX_MAX]; /* DPDK only (dp_tx.c) */
 	unsigned n_tx;
 	uint64_t tx_held_ns;     /* DPDK only: when the packets waiting in tx[] began to wait */

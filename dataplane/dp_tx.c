@@ -307,7 +307,10 @@ int dp_tx_status_of(struct dp_lcore *lc, const struct dp_route *rt, const struct
 	if (!m)
 		return 0;
 	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *), *u = p + t->hl;
-	fg_status_frame_put(&lc->ictx, seed, res, u + FG_FRAG_HDR_LEN);
+	/* the line facts' part made once per published lf, not per status */
+	if (unlikely(!fg_status_prep_is(&lc->st_prep, lc->ictx.lines)))
+		fg_status_prep_make(&lc->st_prep, lc->ictx.lines);
+	fg_status_frame_prep(&lc->st_prep, seed, res, u + FG_FRAG_HDR_LEN);
 	/* fragment header: frame id, index 0, total 1 */
 	fg_ack_store32(u, (uint32_t)fid << 16 | 1u);
 	(void)dp_pkt_tmpl_put(p, t, PLEN, lc->ip_id++);

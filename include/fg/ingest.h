@@ -267,4 +267,79 @@ static inline __attribute__((always_inline)) void fg_status_frame_put(const stru
 	fg_status_write(buf, &s);
 }
 
+/* A status's facts that follow from the published line facts alone (the
+ * states of the lines, the epoch): made once for each lf a caller sees
+ * (fg_status_prep_make), then read by every status it builds under that
+ * lf (fg_status_frame_prep) instead of worked out from the packed states
+ * again. A caller keeps one and remakes it when ctx->lines changes. */
+#define FG_STATUS_PREP_MADE (1ull << 63) /* beyond every fact an lf packs */
+struct fg_status_prep {
+	fg_linefacts key; /* lf | FG_STATUS_PREP_MADE; 0 (all zero): made for none */
+	uint32_t epoch;   /* fg_linefacts_epoch(lf) */
+	uint8_t inactive; /* bit i: line i is not ACTIVE */
+	uint8_t degraded; /* bit i: line i is DEGRADED */
+	uint8_t state[8]; /* line i's state (i < FG_LINES); [7]: 0, the state of no line */
+};
+/* Make *p for lf. Reads only its arguments; any thread. */
+void fg_status_prep_make(struct fg_status_prep *p, fg_linefacts lf) __attribute__((nonnull));
+/* Whether *p was made for lf. */
+static inline bool fg_status_prep_is(const struct fg_status_prep *p, fg_linefacts lf)
+{
+	return p->key == (lf | FG_STATUS_PREP_MADE);
+}
+
+/* fg_status_frame_of's bytes (seed and r as it takes them), the line
+ * facts from p (made for ctx->lines): written a word at a time, every
+ * fact computed in registers. Inline: the dataplane writes a status per
+ * placed contribution straight into its datagram (dp_tx.c). */
+static inline __attribute__((always_inline)) void fg_status_frame_prep(const struct fg_status_prep *p,
+									  const struct fg_seed *seed,
+									  const struct fg_slot_result *r, uint8_t *buf)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const uint32_t full = FG_FANO_FULL_MASK;
+	const unsigned line = seed->line, li = line < FG_LINES ? line : 7u;
+	const enum fg_slot_state state = (enum fg_slot_state)r->state;
+	const uint32_t outcome = (uint32_t)r->outcome, landed = r->landed, expected = r->expected;
+	/* the contributing line and the rule's lines (no line: bit 7, masked off) */
+	const uint32_t m = (expected | 1u << li) & full;
+	uint32_t facts = fg_status_outcome_is_ack_(r->outcome) ? FG_FACT_ACK : 0u;
+	if (m & p->inactive)
+		facts |= FG_FACT_SHADOW;
+	if (m & p->degraded)
+		facts |= FG_FACT_DEGRADED;
+	if (state == FG_SLOT_RESOLVED)
+		facts |= FG_FACT_RESOLVED;
+	else if (state == FG_SLOT_OPEN)
+		facts |= FG_FACT_AWAITING;
+	const uint32_t bitset = fg_status_bitset_((uint8_t)landed, (uint8_t)expected, state);
+	const uint32_t epoch = r->epoch > p->epoch ? r->epoch : p->epoch;
+	const uint64_t fingerprint = state == FG_SLOT_RESOLVED ? r->fingerprint : 0;
+	assert(outcome < FG_O__COUNT && (uint8_t)(line + 1u) <= FG_LINES && seed->orientation <= 1 &&
+	       !((expected | landed) & 0x80));
+	/* fg_status_write's layout (wire.md 5): header, then version,
+	 * outcome, line, sign, dst_layer, bitset, expected | facts,
+	 * line_state, reason (0), bytes | epoch | fingerprint | landed and
+	 * the 3 reserved bytes */
+	const uint16_t stream = __builtin_bswap16(FG_STREAM_STATUS);
+	const uint32_t seq = __builtin_bswap32(seed->token_seq), len = __builtin_bswap32(FG_STATUS_PAYLOAD_LEN);
+	const uint64_t w0 = FG_STATUS_VERSION | outcome << 8 | (uint32_t)line << 16 |
+			    (uint32_t)seed->orientation << 24 | (uint64_t)seed->dst_layer << 32 |
+			    (uint64_t)bitset << 48 | (uint64_t)expected << 56;
+	const uint64_t w1 = facts | (uint32_t)p->state[li] << 8 | (uint64_t)seed->body_len << 32;
+	uint8_t *q = buf + FG_HDR_LEN;
+	__builtin_memcpy(buf, &stream, 2);
+	__builtin_memcpy(buf + 2, &seq, 4);
+	__builtin_memcpy(buf + 6, &len, 4);
+	__builtin_memcpy(q, &w0, 8);
+	__builtin_memcpy(q + 8, &w1, 8);
+	__builtin_memcpy(q + 16, &epoch, 4);
+	__builtin_memcpy(q + 20, &fingerprint, 8);
+	__builtin_memcpy(q + 28, &landed, 4);
+#else
+	struct fg_ingest_ctx ctx = {.lines = p->key & ~FG_STATUS_PREP_MADE};
+	fg_status_frame_put(&ctx, seed, r, buf);
+#endif
+}
+
 #endif

@@ -797,6 +797,61 @@ static void test_status_frame_of_as_frame(void **state)
 	}
 }
 
+/* fg_status_frame_prep writes fg_status_frame's bytes for every outcome,
+ * slot state, line (and no line) and every packed line state, its line
+ * facts from a prep made for ctx.lines; a prep made for one lf is found
+ * made for it and not for another. Each lf is tried with many statuses,
+ * as a caller keeps its prep across a burst. */
+static void test_status_frame_prep_as_frame(void **state)
+{
+	(void)state;
+	enum { LEN = FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN };
+	uint64_t x = 0x2545F4914F6CDD1Dull;
+	struct fg_status_prep prep;
+	memset(&prep, 0, sizeof(prep));
+	assert_false(fg_status_prep_is(&prep, 0)); /* all zero: made for none, not for lf 0 */
+	unsigned remade = 0;
+	fg_linefacts lf = 0;
+	for (unsigned n = 0; n < 200000; n++) {
+		uint64_t a = xs64(&x), b = xs64(&x), c = xs64(&x);
+		if (n % 64 == 0) { /* every line state of every line over the run, and epochs */
+			fg_linefacts next = (fg_linefacts)(b & 0x3fffu) | (fg_linefacts)(uint32_t)(c >> 20) << 16;
+			if (next != lf)
+				assert_false(fg_status_prep_is(&prep, next));
+			lf = next;
+		}
+		struct fg_ingest_ctx ctx = {.lines = lf};
+		if (!fg_status_prep_is(&prep, lf)) {
+			fg_status_prep_make(&prep, lf);
+			remade++;
+		}
+		assert_true(fg_status_prep_is(&prep, lf));
+		unsigned line = (unsigned)(a % (FG_LINES + 1));
+		struct fg_seed seed = {.token_seq = (uint32_t)(a >> 8),
+				       .dst_layer = (uint16_t)(b >> 48),
+				       .line = line == FG_LINES ? FG_LINE_NONE : (uint8_t)line,
+				       .orientation = (uint8_t)(a >> 40 & 1),
+				       .body_len = (uint32_t)(c >> 32)};
+		struct fg_slot_result r = {.outcome = (enum fg_outcome)((a >> 41) % FG_O__COUNT),
+					   .slot = (uint32_t)c,
+					   .landed = (uint8_t)(a >> 50 & FG_FANO_FULL_MASK),
+					   .expected = (uint8_t)(a >> 57 & FG_FANO_FULL_MASK),
+					   .state = (uint8_t)((b >> 14) % (FG_SLOT_POISONED + 1)),
+					   .epoch = (uint32_t)(c >> 16) >> (a & 31),
+					   .fingerprint = xs64(&x),
+					   .bytes = (uint32_t)(c >> 32)};
+		uint8_t want[LEN + 2], got[LEN + 2];
+		memset(want, 0xA5, sizeof(want));
+		memset(got, 0x5A, sizeof(got));
+		assert_int_equal(fg_status_frame(&ctx, &seed, &r, want + 1, LEN), LEN);
+		fg_status_frame_prep(&prep, &seed, &r, got + 1);
+		if (memcmp(got + 1, want + 1, LEN) || got[0] != 0x5A || got[LEN + 1] != 0x5A)
+			fail_msg("status %u (lf %llx line %u outcome %u state %u): fg_status_frame_prep differs", n,
+				 (unsigned long long)lf, seed.line, r.outcome, r.state);
+	}
+	assert_true(remade > 1000 && remade <= 200000 / 64 + 1);
+}
+
 /* With status_later a decoded seed's status is the caller's, whatever the
  * slot answered: the result holds it zeroed, and fg_status_frame from the
  * result's seed and slot writes the bytes the ingest's own status encodes
@@ -851,6 +906,7 @@ int main(void)
 		cmocka_unit_test(test_status_line_facts_all_states),
 		cmocka_unit_test(test_status_frame_as_encode),
 		cmocka_unit_test(test_status_frame_of_as_frame),
+		cmocka_unit_test(test_status_frame_prep_as_frame),
 		cmocka_unit_test(test_status_later),
 		cmocka_unit_test(test_conflict_and_epoch),
 		cmocka_unit_test(test_classify_once_same_answer),
