@@ -40,7 +40,7 @@ struct dp_ack_peer *dp_ack_peer_get(struct dp_ack *a, const struct dp_peer *p, u
 	for (unsigned w = 0; w < DP_ACK_WAYS; w++) {
 		struct dp_ack_peer *e = &set[w];
 		if (e->used && dp_ack_peer_is(e, p, hash)) {
-			e->route = *rt;
+			dp_ack_peer_route(e, rt);
 			e->last_ns = now;
 			return e;
 		}

@@ -15,6 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "fg/common.h"
 #include "fg/wire.h"
@@ -29,9 +32,11 @@ struct dp_ack_pend {
 	uint32_t seq;
 };
 
+struct dp_tx_tmpl; /* dp_io.h */
+
 struct dp_ack_peer {
 	struct dp_peer peer;
-	struct dp_route route;
+	struct dp_route route; /* the latest frame's (dp_ack_peer_route) */
 	bool used;
 	bool dirty;        /* on the dirty list */
 	bool unsorted;     /* a pending pair below the one before it: sort before packing */
@@ -39,6 +44,11 @@ struct dp_ack_peer {
 	uint32_t hash;     /* dp_peer_hash(&peer, 0) */
 	uint64_t last_ns;  /* last frame seen from this peer */
 	uint64_t peer_msg_ns; /* last FG_BM_PEER about it (caller's field) */
+	/* the sender's (dp_tx.c): the header template of ACKs to peer over
+	 * route while that entry stays the build stamped tx_stamp; NULL
+	 * (a new entry, another route): none */
+	const struct dp_tx_tmpl *tx;
+	uint64_t tx_stamp;
 	struct dp_ack_pend pend[DP_ACK_PEND];
 };
 
@@ -62,6 +72,34 @@ FG_MUST_CHECK int dp_ack_init(struct dp_ack *a, void *mem, size_t len, uint32_t 
  * set when the entry was (re)created. */
 struct dp_ack_peer *dp_ack_peer_get(struct dp_ack *a, const struct dp_peer *p, uint32_t hash,
 				    const struct dp_route *rt, uint64_t now_ns, bool *is_new);
+
+/* Whether routes a and b are the same: their 31 bytes, as two 16-byte
+ * vectors where the target has them, else a word at a time. */
+static inline bool dp_ack_route_is(const struct dp_route *a, const struct dp_route *b)
+{
+	_Static_assert(offsetof(struct dp_route, local) + 16 == 31, "dp_route's bytes are [0, 31) without padding");
+	const uint8_t *x = (const uint8_t *)a, *y = (const uint8_t *)b;
+#ifdef __SSE2__
+	__m128i e = _mm_and_si128(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)x), _mm_loadu_si128((const __m128i *)y)),
+				  _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(x + 15)),
+						 _mm_loadu_si128((const __m128i *)(y + 15))));
+	return _mm_movemask_epi8(e) == 0xFFFF;
+#else
+	uint64_t d = (dp_pkt_ld64(x) ^ dp_pkt_ld64(y)) | (dp_pkt_ld64(x + 8) ^ dp_pkt_ld64(y + 8)) |
+		     (dp_pkt_ld64(x + 16) ^ dp_pkt_ld64(y + 16)) | (dp_pkt_ld64(x + 23) ^ dp_pkt_ld64(y + 23));
+	return !d;
+#endif
+}
+
+/* The route back to e's peer is now rt: taken when it differs, which
+ * forgets the template built for the old one. */
+static inline void dp_ack_peer_route(struct dp_ack_peer *e, const struct dp_route *rt)
+{
+	if (__builtin_expect(!dp_ack_route_is(&e->route, rt), 0)) {
+		e->route = *rt;
+		e->tx = NULL;
+	}
+}
 
 /* Whether entry e is peer p (hash dp_peer_hash(p, 0)): the hash, then
  * the address (two words), family and port. */

@@ -162,7 +162,7 @@ void dp_reply_ack_note_peer(struct dp_lcore *lc, const struct dp_peer *peer, uin
 		ack_note_lookup(lc, peer, hash, route, stream, seq, now);
 		return;
 	}
-	pp->route = *route;
+	dp_ack_peer_route(pp, route);
 	pp->last_ns = now;
 	if (dp_ack_note(&lc->ack, pp, stream, seq))
 		ack_send_peer(lc, pp);

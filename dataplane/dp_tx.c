@@ -332,7 +332,15 @@ static __attribute__((noinline, cold)) void ack_unsent(struct dp_ack_peer *pp, u
 int dp_tx_ack_one(struct dp_lcore *lc, struct dp_ack_peer *pp, uint32_t mtu, uint16_t fid)
 {
 	const uint32_t most = FG_ACK_DGRAM_HEAD_LEN + pp->n * FG_ACK_ENTRY_LEN;
-	const struct dp_pkt_tmpl *t = tx_tmpl(lc, &pp->route, &pp->peer);
+	/* the template pp holds while its route and the entry's build stand
+	 * (dp_ack_peer_route forgets it on another route): not looked up */
+	const struct dp_tx_tmpl *e = pp->tx;
+	if (unlikely(!e || e->stamp != pp->tx_stamp)) {
+		e = tx_tmpl_entry(lc, &pp->route, &pp->peer);
+		pp->tx = e;
+		pp->tx_stamp = e->stamp;
+	}
+	const struct dp_pkt_tmpl *t = &e->t;
 	struct rte_mbuf *m = tx_mbuf_for(lc, t->hl + most);
 	if (unlikely(!m)) {
 		ack_unsent(pp, mtu, fid);

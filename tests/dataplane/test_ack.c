@@ -1,7 +1,8 @@
 /* test_ack.c - unit tests for dataplane/dp_ack.c: packing received frames
  * into 14-byte ACK entries (the A01 vector byte for byte), coverage exactly
  * equal to what was noted, several streams and windows, duplicates, the
- * per-peer bound, set-associative eviction, the inline peer lookup,
+ * per-peer bound, set-associative eviction, the inline peer lookup, a
+ * route change forgetting the sender's template,
  * MTU-bounded datagrams, and the direct encoder (dp_ack_encode) against
  * dp_ack_take + fg_ack_build. */
 #include <errno.h>
@@ -190,6 +191,56 @@ static void test_peer_find(void **st)
 	free(mem);
 }
 
+/* A peer's route: every byte of it counts (dp_ack_route_is), and a note
+ * under another route takes it and forgets the template the sender kept
+ * for the old one (pp->tx), through dp_ack_peer_route and dp_ack_peer_get
+ * alike; the same route keeps it. An evicted way's successor starts with
+ * none. */
+static void test_route_forgets_template(void **st)
+{
+	(void)st;
+	void *mem;
+	struct dp_ack *a = ack_new(8, &mem);
+	struct dp_route rt = {.mac = {2, 0, 0, 0, 0, 1}, .our_mac = {2, 0, 0, 0, 0, 2}, .local = {10, 0, 0, 1}};
+	struct dp_peer p = peer(300);
+	bool nw;
+	struct dp_ack_peer *pp = dp_ack_peer_get(a, &p, dp_peer_hash(&p, 0), &rt, 0, &nw);
+	assert_non_null(pp);
+	assert_null(pp->tx);
+	const struct dp_tx_tmpl *held = (const struct dp_tx_tmpl *)(uintptr_t)0x1000;
+	for (unsigned b = 0; b < offsetof(struct dp_route, local) + 16; b++) {
+		struct dp_route r2 = rt;
+		((uint8_t *)&r2)[b] ^= 0x10;
+		assert_false(dp_ack_route_is(&rt, &r2));
+		pp->tx = held;
+		dp_ack_peer_route(pp, &rt); /* the same route: kept */
+		assert_ptr_equal(pp->tx, held);
+		dp_ack_peer_route(pp, &r2); /* another: taken, the template forgotten */
+		assert_null(pp->tx);
+		assert_true(dp_ack_route_is(&pp->route, &r2));
+		pp->tx = held;
+		assert_ptr_equal(dp_ack_peer_get(a, &p, dp_peer_hash(&p, 0), &rt, 1, &nw), pp);
+		assert_false(nw);
+		assert_null(pp->tx);
+		assert_true(dp_ack_route_is(&pp->route, &rt));
+	}
+	pp->tx = held;
+	assert_ptr_equal(dp_ack_peer_get(a, &p, dp_peer_hash(&p, 0), &rt, 2, &nw), pp);
+	assert_ptr_equal(pp->tx, held);
+	/* fill the set; p's way (nothing pending, seen first) goes to a new peer */
+	for (unsigned i = 1; i < DP_ACK_WAYS; i++) {
+		struct dp_peer q = peer((uint16_t)(400 + i));
+		struct dp_ack_peer *e = dp_ack_peer_get(a, &q, dp_peer_hash(&q, 0), &rt, 10 + i, &nw);
+		assert_non_null(e);
+		(void)dp_ack_note(a, e, 1, 1);
+	}
+	struct dp_peer n = peer(999);
+	assert_ptr_equal(dp_ack_peer_get(a, &n, dp_peer_hash(&n, 0), &rt, 100, &nw), pp);
+	assert_true(nw);
+	assert_null(pp->tx);
+	free(mem);
+}
+
 static void test_build_within_mtu(void **st)
 {
 	(void)st;
@@ -371,6 +422,7 @@ int main(void)
 		cmocka_unit_test(test_streams_and_windows),
 		cmocka_unit_test(test_bound_and_eviction),
 		cmocka_unit_test(test_peer_find),
+		cmocka_unit_test(test_route_forgets_template),
 		cmocka_unit_test(test_build_within_mtu),
 		cmocka_unit_test(test_encode_matches_build),
 		cmocka_unit_test(test_encode_empty),
