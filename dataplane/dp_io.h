@@ -255,12 +255,22 @@ struct dp_rx_flow {
  * (the route and the destination) and the template built for it; stamp
  * tells one build from another (dp_lcore.tx_stamp when built). */
 #define DP_TX_TMPLS 8u
+#define DP_TX_ST_HEAD 56u /* Ethernet/IPv4/UDP, fragment header, frame header */
+enum dp_tx_st { DP_TX_ST_UNKNOWN = 0, DP_TX_ST_NONE, DP_TX_ST_READY };
 struct dp_tx_tmpl {
 	struct dp_route rt;
 	struct dp_peer to;
 	bool used;
 	uint64_t stamp;
 	struct dp_pkt_tmpl t;
+	/* A status datagram's first DP_TX_ST_HEAD bytes from t (dp_tx.c),
+	 * over untagged IPv4 (st READY; NONE: another header, UNKNOWN: not
+	 * made since the build): its lengths set, the IPv4 id and checksum,
+	 * the frame id and the sequence still to write; st_sum the IPv4
+	 * header's sum with the length and without the id. */
+	uint8_t st;
+	uint32_t st_sum;
+	uint8_t st_head[DP_TX_ST_HEAD];
 };
 
 /* The route dp_neigh_route last found to a neighbour it knew and did not

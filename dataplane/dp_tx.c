@@ -221,7 +221,7 @@ static inline bool tmpl_is(const struct dp_tx_tmpl *e, const struct dp_route *rt
  * local address) is another key: the entry is rebuilt. Forced inline:
  * GCC otherwise makes a call of it or of tx_mbuf_for once both senders
  * use them, and every datagram pays for that call. */
-static inline __attribute__((always_inline)) const struct dp_tx_tmpl *
+static inline __attribute__((always_inline)) struct dp_tx_tmpl *
 tx_tmpl_entry(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to)
 {
 	uint32_t a;
@@ -233,6 +233,7 @@ tx_tmpl_entry(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_pe
 		e->rt = *rt;
 		e->to = *to;
 		e->used = true;
+		e->st = DP_TX_ST_UNKNOWN;
 		e->stamp = ++lc->tx_stamp; /* a holder of the old build sees the change (dp_tx_consumer_frags) */
 	}
 	return e;
@@ -298,22 +299,64 @@ bool dp_tx_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp
 	return tx_dgram(lc, tx_tmpl(lc, rt, to), head, head_len, data, len);
 }
 
+enum { STATUS_PLEN = FG_FRAG_HDR_LEN + FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN };
+_Static_assert(DP_TX_ST_HEAD == DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN + FG_HDR_LEN, "a status head ends at its payload");
+
+/* e's status head (struct dp_tx_tmpl): the header dp_pkt_tmpl_put writes
+ * for a status (IPv4 id 0), fragment header 0/1 (frame id 0), the frame
+ * header (sequence 0). Apart: once per template build. */
+static __attribute__((noinline, cold)) void st_head_make(struct dp_tx_tmpl *e)
+{
+	if (e->t.hl != DP_UDP4_PAYLOAD) {
+		e->st = DP_TX_ST_NONE;
+		return;
+	}
+	uint8_t *h = e->st_head;
+	(void)dp_pkt_tmpl_put(h, &e->t, STATUS_PLEN, 0);
+	fg_ack_store32(h + DP_UDP4_PAYLOAD, 1u);
+	uint8_t *f = h + DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN;
+	fg_put_be16(f, FG_STREAM_STATUS);
+	fg_put_be32(f + 2, 0);
+	fg_put_be32(f + 6, FG_STATUS_PAYLOAD_LEN); /* flags 0, u24 length */
+	e->st_sum = e->t.sum + 20u + 8u + STATUS_PLEN;
+	e->st = DP_TX_ST_READY;
+}
+
 int dp_tx_status_of(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to,
 		    const struct fg_seed *seed, const struct fg_slot_result *res, uint16_t fid)
 {
-	enum { PLEN = FG_FRAG_HDR_LEN + FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN };
-	const struct dp_pkt_tmpl *t = tx_tmpl(lc, rt, to);
-	struct rte_mbuf *m = tx_mbuf_for(lc, t->hl + PLEN);
+	struct dp_tx_tmpl *e = tx_tmpl_entry(lc, rt, to);
+	if (unlikely(e->st == DP_TX_ST_UNKNOWN))
+		st_head_make(e);
+	struct rte_mbuf *m = tx_mbuf_for(lc, e->t.hl + STATUS_PLEN);
 	if (!m)
 		return 0;
-	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *), *u = p + t->hl;
+	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
 	/* the line facts' part made once per published lf, not per status */
 	if (unlikely(!fg_status_prep_is(&lc->st_prep, lc->ictx.lines)))
 		fg_status_prep_make(&lc->st_prep, lc->ictx.lines);
-	fg_status_frame_prep(&lc->st_prep, seed, res, u + FG_FRAG_HDR_LEN);
-	/* fragment header: frame id, index 0, total 1 */
-	fg_ack_store32(u, (uint32_t)fid << 16 | 1u);
-	(void)dp_pkt_tmpl_put(p, t, PLEN, lc->ip_id++);
+	const uint16_t ip_id = lc->ip_id++;
+	if (likely(e->st == DP_TX_ST_READY)) {
+		/* the prepared head, then what differs: the IPv4 id and checksum
+		 * (the head's sum and the id, as dp_pkt_tmpl_put sums them), the
+		 * frame id, the sequence */
+		uint32_t s = e->st_sum + ip_id;
+		s = (s & 0xFFFFu) + (s >> 16);
+		s = (s & 0xFFFFu) + (s >> 16);
+		memcpy(p, e->st_head, 32);
+		memcpy(p + DP_TX_ST_HEAD - 32, e->st_head + DP_TX_ST_HEAD - 32, 32);
+		fg_put_be16(p + DP_UDP4_IP + 4, ip_id);
+		fg_put_be16(p + DP_UDP4_IP + 10, (uint16_t)~s);
+		fg_put_be16(p + DP_UDP4_PAYLOAD, fid);
+		fg_put_be32(p + DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN + 2, seed->token_seq);
+		fg_status_payload_prep(&lc->st_prep, seed, res, p + DP_TX_ST_HEAD);
+	} else {
+		uint8_t *u = p + e->t.hl;
+		fg_status_frame_prep(&lc->st_prep, seed, res, u + FG_FRAG_HDR_LEN);
+		/* fragment header: frame id, index 0, total 1 */
+		fg_ack_store32(u, (uint32_t)fid << 16 | 1u);
+		(void)dp_pkt_tmpl_put(p, &e->t, STATUS_PLEN, ip_id);
+	}
 	tx_put(lc, m);
 	dp_lc_count(lc, FG_C_STATUS_SENT, 1);
 	return 1;

@@ -288,13 +288,15 @@ static inline bool fg_status_prep_is(const struct fg_status_prep *p, fg_linefact
 	return p->key == (lf | FG_STATUS_PREP_MADE);
 }
 
-/* fg_status_frame_of's bytes (seed and r as it takes them), the line
- * facts from p (made for ctx->lines): written a word at a time, every
- * fact computed in registers. Inline: the dataplane writes a status per
- * placed contribution straight into its datagram (dp_tx.c). */
-static inline __attribute__((always_inline)) void fg_status_frame_prep(const struct fg_status_prep *p,
-									  const struct fg_seed *seed,
-									  const struct fg_slot_result *r, uint8_t *buf)
+/* The payload (FG_STATUS_PAYLOAD_LEN bytes at q) of fg_status_frame_of's
+ * frame (seed and r as it takes them), the line facts from p (made for
+ * ctx->lines): written a word at a time, every fact computed in
+ * registers. Inline: the dataplane writes a status per placed
+ * contribution straight into its datagram (dp_tx.c), the frame header
+ * from a prepared copy. */
+static inline __attribute__((always_inline)) void fg_status_payload_prep(const struct fg_status_prep *p,
+									    const struct fg_seed *seed,
+									    const struct fg_slot_result *r, uint8_t *q)
 {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	const uint32_t full = FG_FANO_FULL_MASK;
@@ -317,29 +319,37 @@ static inline __attribute__((always_inline)) void fg_status_frame_prep(const str
 	const uint64_t fingerprint = state == FG_SLOT_RESOLVED ? r->fingerprint : 0;
 	assert(outcome < FG_O__COUNT && (uint8_t)(line + 1u) <= FG_LINES && seed->orientation <= 1 &&
 	       !((expected | landed) & 0x80));
-	/* fg_status_write's layout (wire.md 5): header, then version,
-	 * outcome, line, sign, dst_layer, bitset, expected | facts,
-	 * line_state, reason (0), bytes | epoch | fingerprint | landed and
-	 * the 3 reserved bytes */
-	const uint16_t stream = __builtin_bswap16(FG_STREAM_STATUS);
-	const uint32_t seq = __builtin_bswap32(seed->token_seq), len = __builtin_bswap32(FG_STATUS_PAYLOAD_LEN);
+	/* fg_status_write's layout (wire.md 5): version, outcome, line,
+	 * sign, dst_layer, bitset, expected | facts, line_state, reason (0),
+	 * bytes | epoch | fingerprint | landed and the 3 reserved bytes */
 	const uint64_t w0 = FG_STATUS_VERSION | outcome << 8 | (uint32_t)line << 16 |
 			    (uint32_t)seed->orientation << 24 | (uint64_t)seed->dst_layer << 32 |
 			    (uint64_t)bitset << 48 | (uint64_t)expected << 56;
 	const uint64_t w1 = facts | (uint32_t)p->state[li] << 8 | (uint64_t)seed->body_len << 32;
-	uint8_t *q = buf + FG_HDR_LEN;
-	__builtin_memcpy(buf, &stream, 2);
-	__builtin_memcpy(buf + 2, &seq, 4);
-	__builtin_memcpy(buf + 6, &len, 4);
 	__builtin_memcpy(q, &w0, 8);
 	__builtin_memcpy(q + 8, &w1, 8);
 	__builtin_memcpy(q + 16, &epoch, 4);
 	__builtin_memcpy(q + 20, &fingerprint, 8);
 	__builtin_memcpy(q + 28, &landed, 4);
 #else
+	uint8_t f[FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN];
 	struct fg_ingest_ctx ctx = {.lines = p->key & ~FG_STATUS_PREP_MADE};
-	fg_status_frame_put(&ctx, seed, r, buf);
+	fg_status_frame_put(&ctx, seed, r, f);
+	__builtin_memcpy(q, f + FG_HDR_LEN, FG_STATUS_PAYLOAD_LEN);
 #endif
+}
+
+/* fg_status_frame_of's bytes (FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN at
+ * buf), the line facts from p (made for ctx->lines): the frame header,
+ * then fg_status_payload_prep. */
+static inline __attribute__((always_inline)) void fg_status_frame_prep(const struct fg_status_prep *p,
+									  const struct fg_seed *seed,
+									  const struct fg_slot_result *r, uint8_t *buf)
+{
+	fg_put_be16(buf, FG_STREAM_STATUS);
+	fg_put_be32(buf + 2, seed->token_seq);
+	fg_put_be32(buf + 6, FG_STATUS_PAYLOAD_LEN); /* flags 0, u24 length */
+	fg_status_payload_prep(p, seed, r, buf + FG_HDR_LEN);
 }
 
 #endif

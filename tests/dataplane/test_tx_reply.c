@@ -1,0 +1,257 @@
+/* test_tx_reply.c - what a UDP sender hears back, as the lcore builds it
+ * into mbufs (dataplane/dp_tx.c: dp_tx_status_of, dp_tx_ack_one), byte
+ * for byte against the reference: the frame encoded into a buffer
+ * (fg_status_frame_of, dp_ack_encode) behind the header dp_pkt_build_udp
+ * writes with the same IPv4 id.
+ *   statuses   every outcome, slot state, line and line state, under
+ *              line facts that change now and then (the lcore's prepared
+ *              facts made again), over untagged IPv4 (the prepared status
+ *              head), 802.1Q and IPv6 (the template written per
+ *              datagram), IPv4 ids across the checksum's carries and the
+ *              wrap, and routes that rebuild the template entry between
+ *              statuses (its status head made again);
+ *   ACKs       an ACK peer's datagram from the template it holds; after
+ *              its route changes (dp_ack_peer_route) the next one goes
+ *              over the new route; after a status to the same peer over
+ *              another route rebuilt the template entry it held, the
+ *              next one still goes over the peer's own route.
+ * The lcore is driven by the test's thread (no poll loop), as in
+ * test_tx_ref.c, on a net_ring port over two rings the test owns.
+ *
+ * usage: test_tx_reply   (exit 77 when not root) */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <rte_eal.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "fg/config.h"
+#include "fg/ingest.h"
+#include "dp_ack.h"
+#include "dp_internal.h"
+#include "dp_tx.h"
+
+#define POOL_N 512u
+
+static struct rte_ring *txr, *rxr;
+static struct dp_lcore *lc;
+static struct fg_dp_counters *kc;
+static struct dp_xcounters *xk;
+
+static uint64_t xs64(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	char prefix[64];
+	snprintf(prefix, sizeof(prefix), "--file-prefix=fgtxreply%d", (int)getpid());
+	char *argv[] = {"test_tx_reply", "-l", "0", "--no-huge", "-m", "128", "--no-pci", "--no-shconf",
+			prefix, "--log-level", "*:error"};
+	if (rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])), argv) < 0)
+		return -1;
+	txr = rte_ring_create("txreply_tx", 64, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	rxr = rte_ring_create("txreply_rx", 64, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	assert_non_null(txr);
+	assert_non_null(rxr);
+	int port = rte_eth_from_rings("net_txreply", &rxr, 1, &txr, 1, SOCKET_ID_ANY);
+	assert_true(port >= 0);
+	dp_g.port = (uint16_t)port;
+	dp_g.mbufs = rte_pktmbuf_pool_create("txreply_pool", POOL_N, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+	assert_non_null(dp_g.mbufs);
+	fg_config_default(&dp_g.cfg);
+	lc = rte_zmalloc("txreply_lc", sizeof(*lc), 64);
+	kc = rte_zmalloc("txreply_k", sizeof(*kc), 64);
+	xk = rte_zmalloc("txreply_xk", sizeof(*xk), 64);
+	assert_non_null(lc);
+	assert_non_null(kc);
+	assert_non_null(xk);
+	lc->k = kc;
+	lc->xk = xk;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (!lc)
+		return -1;
+	dp_tx_drop(lc);
+	dp_tx_stash_release(lc);
+	assert_int_equal(rte_mempool_avail_count(dp_g.mbufs), POOL_N);
+	rte_free(lc);
+	rte_free(kc);
+	rte_free(xk);
+	rte_mempool_free(dp_g.mbufs);
+	rte_ring_free(txr);
+	rte_ring_free(rxr);
+	(void)rte_eal_cleanup();
+	return 0;
+}
+
+/* The reference datagram: payload pl[0..n) behind dp_pkt_build_udp's
+ * header for (rt, to) from the data port, IPv4 id ip_id. */
+static uint32_t ref_dgram(uint8_t *out, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *pl,
+			  uint32_t n, uint16_t ip_id)
+{
+	memcpy(out + dp_pkt_hdr_len(rt, to->family), pl, n);
+	return dp_pkt_build_udp(out, rt, to->family, rt->local, dp_g.cfg.udp_port, to->addr, to->port, n, ip_id);
+}
+
+/* The one datagram the lcore queued equals want[0..len); freed. */
+static void expect_queued(const uint8_t *want, uint32_t len, const char *what, unsigned n)
+{
+	assert_int_equal(lc->n_tx, 1);
+	struct rte_mbuf *m = lc->tx[0];
+	lc->n_tx = 0;
+	if (m->pkt_len != len || m->data_len != len || memcmp(rte_pktmbuf_mtod(m, const uint8_t *), want, len))
+		fail_msg("%s %u: the datagram differs from the reference (%u bytes, want %u)", what, n, m->pkt_len,
+			 len);
+	rte_pktmbuf_free(m);
+}
+
+static struct dp_route route4(uint8_t mac_last)
+{
+	struct dp_route rt = {.mac = {2, 0, 0, 0, 0, mac_last}, .our_mac = {2, 0, 0, 0, 0, 1}};
+	memcpy(rt.local, (uint8_t[]){198, 18, 0, 1}, 4);
+	return rt;
+}
+
+static void test_statuses(void **state)
+{
+	(void)state;
+	enum { PLEN = FG_FRAG_HDR_LEN + FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN };
+	const struct dp_peer to4 = {.family = 4, .addr = {198, 18, 0, 2}, .port = 5001};
+	struct dp_peer to6 = {.family = 6, .port = 5002};
+	to6.addr[0] = 0xfd, to6.addr[15] = 2;
+	struct dp_route rts[4] = {route4(2), route4(3), route4(2), route4(2)};
+	rts[2].has_vlan = true, rts[2].vlan_tci = 7;
+	rts[3].local[0] = 0xfd, rts[3].local[15] = 1;
+	const uint64_t sent0 = kc->c[FG_C_STATUS_SENT];
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+	fg_linefacts lf = 0;
+	unsigned head_path = 0;
+	for (unsigned n = 0; n < 40000; n++) {
+		uint64_t a = xs64(&x), b = xs64(&x), c = xs64(&x);
+		if (n % 97 == 0)
+			lf = (fg_linefacts)(b & 0x3fffu) | (fg_linefacts)(uint32_t)(c >> 20) << 16;
+		lc->ictx.lines = lf;
+		/* mostly the same untagged IPv4 route (a template kept), now and
+		 * then another MAC (the entry rebuilt), a VLAN or IPv6 */
+		unsigned k = (unsigned)(c % 16);
+		unsigned which = k < 10 ? 0 : k < 12 ? 1 : k < 14 ? 2 : 3;
+		const struct dp_route *rt = &rts[which];
+		const struct dp_peer *to = which == 3 ? &to6 : &to4;
+		head_path += which < 2;
+		unsigned line = (unsigned)(a % (FG_LINES + 1));
+		struct fg_seed seed = {.token_seq = (uint32_t)(a >> 8),
+				       .dst_layer = (uint16_t)(b >> 48),
+				       .line = line == FG_LINES ? FG_LINE_NONE : (uint8_t)line,
+				       .orientation = (uint8_t)(a >> 40 & 1),
+				       .body_len = (uint32_t)(c >> 32)};
+		struct fg_slot_result r = {.outcome = (enum fg_outcome)((a >> 41) % FG_O__COUNT),
+					   .slot = (uint32_t)c,
+					   .landed = (uint8_t)(a >> 50 & FG_FANO_FULL_MASK),
+					   .expected = (uint8_t)(a >> 57 & FG_FANO_FULL_MASK),
+					   .state = (uint8_t)((b >> 14) % (FG_SLOT_POISONED + 1)),
+					   .epoch = (uint32_t)(c >> 16) >> (a & 31),
+					   .fingerprint = xs64(&x),
+					   .bytes = (uint32_t)(c >> 32)};
+		/* every IPv4 id, the wrap included, over the run's first 65,536 */
+		const uint16_t ip_id = (uint16_t)(n * 40503u + (uint32_t)(b >> 32));
+		const uint16_t fid = (uint16_t)(b >> 16);
+		lc->ip_id = ip_id;
+		assert_int_equal(dp_tx_status_of(lc, rt, to, &seed, &r, fid), 1);
+		assert_int_equal(lc->ip_id, (uint16_t)(ip_id + 1));
+		uint8_t pl[PLEN], want[128];
+		fg_ack_store32(pl, (uint32_t)fid << 16 | 1u);
+		fg_status_frame_of(&lc->ictx, &seed, &r, pl + FG_FRAG_HDR_LEN);
+		expect_queued(want, ref_dgram(want, rt, to, pl, PLEN, ip_id), "status", n);
+	}
+	assert_true(head_path > 20000);
+	assert_int_equal(kc->c[FG_C_STATUS_SENT] - sent0, 40000);
+}
+
+/* An ACK of pairs (1, seq0), (1, seq0 + 1), (2, seq0) from pp over its
+ * route, frame id fid, IPv4 id ip_id, equals the reference over want_rt. */
+static void ack_over(struct dp_ack *a, struct dp_ack_peer *pp, uint32_t seq0, uint16_t fid, uint16_t ip_id,
+		     const struct dp_route *want_rt, unsigned n)
+{
+	(void)dp_ack_note(a, pp, 1, seq0);
+	(void)dp_ack_note(a, pp, 1, seq0 + 1);
+	(void)dp_ack_note(a, pp, 2, seq0);
+	struct dp_ack_peer copy = *pp;
+	uint8_t pl[DP_ACK_BUF_MAX], want[DP_ACK_BUF_MAX + 128];
+	uint32_t len;
+	assert_int_equal(dp_ack_encode(&copy, 1500, fid, pl, sizeof(pl), &len, 1), 1);
+	lc->ip_id = ip_id;
+	assert_int_equal(dp_tx_ack_one(lc, pp, 1500, fid), 1);
+	assert_int_equal(pp->n, 0);
+	expect_queued(want, ref_dgram(want, want_rt, &pp->peer, pl, len, ip_id), "ack", n);
+	dp_ack_dirty_reset(a);
+}
+
+static void test_acks(void **state)
+{
+	(void)state;
+	struct dp_ack a;
+	size_t sz = dp_ack_mem_size(8);
+	void *mem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+	assert_non_null(mem);
+	assert_int_equal(dp_ack_init(&a, mem, sz, 8), 0);
+	const struct dp_peer p = {.family = 4, .addr = {198, 18, 0, 3}, .port = 5003};
+	const struct dp_route r1 = route4(4), r2 = route4(5);
+	bool nw;
+	struct dp_ack_peer *pp = dp_ack_peer_get(&a, &p, dp_peer_hash(&p, 0), &r1, 1, &nw);
+	assert_non_null(pp);
+	/* the first ACK finds the template, the next ones hold it */
+	ack_over(&a, pp, 100, 7, 0xFFFF, &r1, 0);
+	const struct dp_tx_tmpl *held = pp->tx;
+	assert_non_null(held);
+	ack_over(&a, pp, 200, 8, 0x1234, &r1, 1);
+	assert_ptr_equal(pp->tx, held);
+	/* the peer's frames come over another route: the next ACK takes it */
+	dp_ack_peer_route(pp, &r2);
+	ack_over(&a, pp, 300, 9, 0x8000, &r2, 2);
+	/* a status to the same peer over r1 rebuilds the template entry pp
+	 * holds (same destination, same cache index): pp's next ACK is still
+	 * over r2 */
+	assert_non_null(pp->tx);
+	struct fg_seed seed = {.token_seq = 5, .line = 1, .body_len = 4};
+	struct fg_slot_result r = {.outcome = FG_O_ACCEPTED, .expected = 0x2a, .landed = 0x2, .state = FG_SLOT_OPEN};
+	assert_int_equal(dp_tx_status_of(lc, &r1, &p, &seed, &r, 3), 1);
+	assert_int_equal(lc->n_tx, 1);
+	rte_pktmbuf_free(lc->tx[0]);
+	lc->n_tx = 0;
+	ack_over(&a, pp, 400, 10, 0x0001, &r2, 3);
+	free(mem);
+}
+
+int main(void)
+{
+	if (geteuid() != 0) {
+		printf("SKIP: the DPDK EAL needs root here\n");
+		return 77;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_statuses),
+		cmocka_unit_test(test_acks),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
