@@ -270,7 +270,7 @@ static inline __attribute__((always_inline)) void fg_status_frame_put(const stru
 /* A status's facts that follow from the published line facts alone (the
  * states of the lines, the epoch): made once for each lf a caller sees
  * (fg_status_prep_make), then read by every status it builds under that
- * lf (fg_status_frame_prep) instead of worked out from the packed states
+ * lf (fg_status_payload_prep) instead of worked out from the packed states
  * again. A caller keeps one and remakes it when ctx->lines changes. */
 #define FG_STATUS_PREP_MADE (1ull << 63) /* beyond every fact an lf packs */
 struct fg_status_prep {
