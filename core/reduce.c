@@ -42,9 +42,21 @@
  * further line added into it, so every contribution byte is read from
  * memory once. n = 3 with up to FG_REDUCE_BLOCK floats is one block.
  *
+ * fg_reduce_to: the same reduction, its result also stored to a few
+ * destinations given as spans of the body (the dataplane's delivery
+ * packets and lane buffer), from the registers the result is in: the body
+ * is cut into segments at the spans' edges, each segment reduced by the
+ * kernels above with one or two further stores per vector (the _to
+ * kernels, the same expressions). A span edge within a float (a span
+ * offset not a multiple of 4), a span whose destination is not 4-byte
+ * aligned relative to its offset, or a third span over one segment gets
+ * those bytes from the result buffer after the reduction (a few bytes at
+ * the edges; the whole span in the last two cases).
+ *
  * target_clones builds an AVX-512, an AVX2 and a baseline (SSE2) version
  * and picks one at load time (ifunc); each is the same C, so each has the
  * same per-element semantics. The tails are that same expression too. */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -161,6 +173,219 @@ FG_INLINE void acc_block(float *restrict o, const float *restrict c, unsigned ne
 	else
 		for (size_t i = 0; i < n; i++)
 			o[i] = o[i] - c[i];
+}
+
+/* The _to kernels: the expressions above, the result also stored to d1
+ * (nd >= 1) and d2 (nd == 2); nd is a constant where they are inlined. */
+#define FG_PUT(o, d1, d2, nd, i, v)                                                                            \
+	do {                                                                                                   \
+		const float v_ = (v);                                                                          \
+		(o)[i] = v_;                                                                                   \
+		if ((nd) > 0)                                                                                  \
+			(d1)[i] = v_;                                                                          \
+		if ((nd) > 1)                                                                                  \
+			(d2)[i] = v_;                                                                          \
+	} while (0)
+
+#define FG_REDUCE_PAIR_TO(NAME, OP1)                                                                           \
+	FG_INLINE void NAME(float *restrict o, float *restrict d1, float *restrict d2, const unsigned nd,     \
+			    const float *restrict a, const float *restrict b, uint32_t m, size_t n)            \
+	{                                                                                                      \
+		size_t i = 0;                                                                                  \
+		for (; i + FG_REDUCE_UNROLL <= n; i += FG_REDUCE_UNROLL)                                       \
+			for (size_t j = 0; j < FG_REDUCE_UNROLL; j++)                                          \
+				FG_PUT(o, d1, d2, nd, i + j, sign_xor(a[i + j], m) OP1 b[i + j]);              \
+		for (; i < n; i++)                                                                             \
+			FG_PUT(o, d1, d2, nd, i, sign_xor(a[i], m) OP1 b[i]);                                  \
+	}
+
+#define FG_REDUCE_TRIPLE_TO(NAME, OP1, OP2)                                                                    \
+	FG_INLINE void NAME(float *restrict o, float *restrict d1, float *restrict d2, const unsigned nd,     \
+			    const float *restrict a, const float *restrict b, const float *restrict c,         \
+			    uint32_t m, size_t n)                                                              \
+	{                                                                                                      \
+		size_t i = 0;                                                                                  \
+		for (; i + FG_REDUCE_UNROLL <= n; i += FG_REDUCE_UNROLL)                                       \
+			for (size_t j = 0; j < FG_REDUCE_UNROLL; j++)                                          \
+				FG_PUT(o, d1, d2, nd, i + j,                                                   \
+				       (sign_xor(a[i + j], m) OP1 b[i + j]) OP2 c[i + j]);                     \
+		for (; i < n; i++)                                                                             \
+			FG_PUT(o, d1, d2, nd, i, (sign_xor(a[i], m) OP1 b[i]) OP2 c[i]);                       \
+	}
+
+FG_REDUCE_PAIR_TO(pair_add_to, +)
+FG_REDUCE_PAIR_TO(pair_sub_to, -)
+FG_REDUCE_TRIPLE_TO(triple_add_add_to, +, +)
+FG_REDUCE_TRIPLE_TO(triple_add_sub_to, +, -)
+FG_REDUCE_TRIPLE_TO(triple_sub_add_to, -, +)
+FG_REDUCE_TRIPLE_TO(triple_sub_sub_to, -, -)
+
+FG_INLINE void single_to(float *restrict o, float *restrict d1, float *restrict d2, const unsigned nd,
+			 const float *restrict a, uint32_t m, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + FG_REDUCE_UNROLL <= n; i += FG_REDUCE_UNROLL)
+		for (size_t j = 0; j < FG_REDUCE_UNROLL; j++)
+			FG_PUT(o, d1, d2, nd, i + j, sign_xor(a[i + j], m));
+	for (; i < n; i++)
+		FG_PUT(o, d1, d2, nd, i, sign_xor(a[i], m));
+}
+
+FG_INLINE void triple_to(float *restrict o, float *restrict d1, float *restrict d2, const unsigned nd,
+			 const float *restrict a, const float *restrict b, const float *restrict c, uint32_t m,
+			 unsigned s1, unsigned s2, size_t n)
+{
+	switch (s1 | s2 << 1) {
+	case 0:
+		triple_add_add_to(o, d1, d2, nd, a, b, c, m, n);
+		break;
+	case 1:
+		triple_sub_add_to(o, d1, d2, nd, a, b, c, m, n);
+		break;
+	case 2:
+		triple_add_sub_to(o, d1, d2, nd, a, b, c, m, n);
+		break;
+	default:
+		triple_sub_sub_to(o, d1, d2, nd, a, b, c, m, n);
+		break;
+	}
+}
+
+FG_INLINE void acc_block_to(float *restrict o, float *restrict d1, float *restrict d2, const unsigned nd,
+			    const float *restrict c, unsigned neg, size_t n)
+{
+	if (!neg)
+		for (size_t i = 0; i < n; i++)
+			FG_PUT(o, d1, d2, nd, i, o[i] + c[i]);
+	else
+		for (size_t i = 0; i < n; i++)
+			FG_PUT(o, d1, d2, nd, i, o[i] - c[i]);
+}
+
+/* Elements [x, x + len) of the reduction into out + x and, nd of them,
+ * d1 and d2 (element x at d1[0]): fg_reduce's passes over that range, the
+ * last one storing to the destinations too. */
+FG_INLINE void seg_reduce(float *out, float *d1, float *d2, const unsigned nd, const float *const *c,
+			  const uint8_t *neg, unsigned n, uint32_t m, size_t x, size_t len)
+{
+	float *o = out + x;
+
+	switch (n) {
+	case 1:
+		single_to(o, d1, d2, nd, c[0] + x, m, len);
+		return;
+	case 2:
+		if (!(neg[1] & 1u))
+			pair_add_to(o, d1, d2, nd, c[0] + x, c[1] + x, m, len);
+		else
+			pair_sub_to(o, d1, d2, nd, c[0] + x, c[1] + x, m, len);
+		return;
+	default:
+		break;
+	}
+	for (size_t base = 0; base < len; base += FG_REDUCE_BLOCK) {
+		size_t l = len - base < FG_REDUCE_BLOCK ? len - base : FG_REDUCE_BLOCK;
+		size_t e = x + base;
+		/* with nd below 2 the unused pointers are never written */
+		float *e1 = nd > 0 ? d1 + base : o + base, *e2 = nd > 1 ? d2 + base : o + base;
+
+		if (n == 3) {
+			triple_to(o + base, e1, e2, nd, c[0] + e, c[1] + e, c[2] + e, m, neg[1] & 1u, neg[2] & 1u, l);
+			continue;
+		}
+		triple(o + base, c[0] + e, c[1] + e, c[2] + e, m, neg[1] & 1u, neg[2] & 1u, l);
+		for (unsigned k = 3; k + 1 < n; k++)
+			acc_block(o + base, c[k] + e, neg[k] & 1u, l);
+		acc_block_to(o + base, e1, e2, nd, c[n - 1] + e, neg[n - 1] & 1u, l);
+	}
+}
+
+FG_CLONES
+void fg_reduce_to(float *out, const float *const *c, const uint8_t *neg, unsigned n, size_t n_floats,
+		  const struct fg_span *sp, unsigned n_sp)
+{
+	if (n == 0 || n_floats == 0)
+		return;
+	if (n_sp > FG_SPANS_MAX)
+		n_sp = FG_SPANS_MAX;
+	const size_t bytes = n_floats * sizeof(float);
+	/* each span's whole floats [a, b) when its destination takes float
+	 * stores (aligned as the body is); done: written by the kernels */
+	size_t a[FG_SPANS_MAX], b[FG_SPANS_MAX], cut[2 * FG_SPANS_MAX + 2];
+	bool fast[FG_SPANS_MAX], done[FG_SPANS_MAX];
+	unsigned nc = 0;
+
+	cut[nc++] = 0;
+	cut[nc++] = n_floats;
+	for (unsigned k = 0; k < n_sp; k++) {
+		size_t off = sp[k].off, end = off + sp[k].len;
+
+		if (end > bytes)
+			end = bytes;
+		a[k] = (off + 3) / 4;
+		b[k] = end / 4;
+		fast[k] = off < end && a[k] < b[k] && ((uintptr_t)sp[k].dst + (4 * a[k] - off)) % _Alignof(float) == 0;
+		done[k] = fast[k];
+		if (fast[k]) {
+			cut[nc++] = a[k];
+			cut[nc++] = b[k];
+		}
+	}
+	for (unsigned i = 1; i < nc; i++) /* insertion sort: a few cuts */
+		for (unsigned j = i; j > 0 && cut[j - 1] > cut[j]; j--) {
+			size_t t = cut[j];
+			cut[j] = cut[j - 1];
+			cut[j - 1] = t;
+		}
+	uint32_t m = sign_mask(neg[0]);
+
+	for (unsigned i = 0; i + 1 < nc; i++) {
+		size_t x = cut[i], len = cut[i + 1] - x;
+		float *d[2];
+		unsigned nd = 0;
+
+		if (!len)
+			continue;
+		for (unsigned k = 0; k < n_sp; k++) {
+			if (!fast[k] || a[k] > x || b[k] < x + len)
+				continue;
+			if (nd == 2) {
+				done[k] = false; /* a third destination here: copied below */
+				continue;
+			}
+			d[nd++] = (float *)(void *)(sp[k].dst + (4 * x - sp[k].off));
+		}
+		switch (nd) {
+		case 0:
+			seg_reduce(out, out, out, 0, c, neg, n, m, x, len);
+			break;
+		case 1:
+			seg_reduce(out, d[0], out, 1, c, neg, n, m, x, len);
+			break;
+		default:
+			seg_reduce(out, d[0], d[1], 2, c, neg, n, m, x, len);
+			break;
+		}
+	}
+	/* the bytes the kernels did not store, from the result */
+	const uint8_t *r = (const uint8_t *)out;
+	for (unsigned k = 0; k < n_sp; k++) {
+		size_t off = sp[k].off, end = off + sp[k].len;
+
+		if (off >= bytes)
+			continue;
+		if (end > bytes)
+			end = bytes;
+		if (!done[k]) {
+			memcpy(sp[k].dst, r + off, end - off);
+			continue;
+		}
+		if (4 * a[k] > off)
+			memcpy(sp[k].dst, r + off, 4 * a[k] - off);
+		if (end > 4 * b[k])
+			memcpy(sp[k].dst + (4 * b[k] - off), r + 4 * b[k], end - 4 * b[k]);
+	}
 }
 
 FG_CLONES

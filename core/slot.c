@@ -444,8 +444,9 @@ static inline __attribute__((always_inline)) bool slot_admit(const struct fg_slo
 	return true;
 }
 
-/* Reduce the whole lines in canonical order and fingerprint the result. */
-static void slot_resolve(struct fg_slots *s, uint32_t i)
+/* Reduce the whole lines in canonical order into the result buffer (and
+ * the n_sp spans sp, fg_reduce_to) and fingerprint the result. */
+static void slot_resolve(struct fg_slots *s, uint32_t i, const struct fg_span *sp, unsigned n_sp)
 {
 	struct fg_slot *sl = slot_at(s, i);
 	const float *c[FG_LINES];
@@ -453,7 +454,10 @@ static void slot_resolve(struct fg_slots *s, uint32_t i)
 
 	for (unsigned p = 0; p < sl->n; p++)
 		c[p] = (const float *)(const void *)slot_buf(s, i, p);
-	fg_reduce((float *)(void *)out, c, sl->sign, sl->n, sl->body_len / sizeof(float));
+	if (n_sp)
+		fg_reduce_to((float *)(void *)out, c, sl->sign, sl->n, sl->body_len / sizeof(float), sp, n_sp);
+	else
+		fg_reduce((float *)(void *)out, c, sl->sign, sl->n, sl->body_len / sizeof(float));
 	/* XXH3-64 seed 0, i.e. fg_fingerprint; called directly so the slot
 	 * engine does not depend on the codec's translation unit. */
 	sl->fingerprint = XXH3_64bits(out, sl->body_len);
@@ -468,7 +472,7 @@ static void line_complete(struct fg_slots *s, uint32_t i, unsigned line, struct 
 
 	sl->complete |= (uint8_t)(1u << line);
 	if (sl->complete == sl->expected) {
-		slot_resolve(s, i);
+		slot_resolve(s, i, NULL, 0);
 		result_slot(s, i, FG_O_RESOLVED, res);
 	} else {
 		result_slot(s, i, FG_O_ACCEPTED, res);
@@ -694,7 +698,21 @@ enum fg_outcome fg_slot_land(struct fg_slots *s, const struct fg_slot_ref *ref, 
 	return res->outcome;
 }
 
+bool fg_slot_ref_resolves(const struct fg_slots *s, const struct fg_slot_ref *ref)
+{
+	if (!fg_slot_ref_live(ref))
+		return false;
+	const struct fg_slot *sl = slot_at(s, ref->slot);
+	return (sl->complete | 1u << slot_line_at(s, sl, ref->pos)) == sl->expected;
+}
+
 enum fg_outcome fg_slot_whole(struct fg_slots *s, const struct fg_slot_ref *ref, struct fg_slot_result *res)
+{
+	return fg_slot_whole_to(s, ref, res, NULL, 0);
+}
+
+enum fg_outcome fg_slot_whole_to(struct fg_slots *s, const struct fg_slot_ref *ref, struct fg_slot_result *res,
+				 const struct fg_span *sp, unsigned n_sp)
 {
 	if (!fg_slot_ref_live(ref)) {
 		/* Not live: fg_slot_place names the outcome and places nothing. */
@@ -718,7 +736,7 @@ enum fg_outcome fg_slot_whole(struct fg_slots *s, const struct fg_slot_ref *ref,
 	enum fg_outcome o = FG_O_ACCEPTED;
 	uint64_t fp = 0;
 	if (sl->complete == sl->expected) {
-		slot_resolve(s, i);
+		slot_resolve(s, i, sp, n_sp);
 		o = FG_O_RESOLVED;
 		fp = sl->fingerprint;
 	}

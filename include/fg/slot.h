@@ -56,6 +56,15 @@
 
 #define FG_MAX_LAYERS 256u
 
+/* Where a resolved body's bytes also go: body bytes [off, off + len) to
+ * dst[0..len) (a delivery packet's part of the body, a lane buffer). The
+ * caller owns dst. */
+struct fg_span {
+	uint8_t *dst;
+	uint32_t off, len;
+};
+#define FG_SPANS_MAX 16u
+
 /* A per-layer resolution rule: the lines expected and the canonical order.
  * Made by fg_rule_make; fg_slots_init refuses a rule whose fields
  * disagree. */
@@ -232,6 +241,18 @@ static inline bool fg_slot_ref_live(const struct fg_slot_ref *ref) { return *ref
  * live. Owner thread only. */
 FG_MUST_CHECK enum fg_outcome fg_slot_whole(struct fg_slots *s, const struct fg_slot_ref *ref,
 					    struct fg_slot_result *res);
+/* fg_slot_whole that, when it resolves the slot, also writes the
+ * resolved body to the n_sp spans sp (fg_reduce_to); the slot's result
+ * buffer holds it as with fg_slot_whole, bit for bit. The spans are not
+ * touched when the slot does not resolve (ACCEPTED, or ref not live).
+ * Owner thread only. */
+FG_MUST_CHECK enum fg_outcome fg_slot_whole_to(struct fg_slots *s, const struct fg_slot_ref *ref,
+					       struct fg_slot_result *res, const struct fg_span *sp,
+					       unsigned n_sp);
+/* Whether fg_slot_whole(s, ref, ...) now would resolve ref's slot: ref is
+ * live and its line is the only expected one not yet whole. Reads only.
+ * Owner thread only. */
+bool fg_slot_ref_resolves(const struct fg_slots *s, const struct fg_slot_ref *ref);
 /* The reassembler gave up on an attempt: its bytes no longer count. When
  * that was the slot's only attempt (no line whole, no other attempt
  * begun and not finished) the slot is freed at once (FREE, counted in
@@ -311,5 +332,14 @@ static inline uint32_t fg_shard_of(uint32_t token_seq, uint16_t layer, uint16_t 
  * when an addition meets two NaN operands only NaN-ness is promised (IEEE
  * 754 leaves that payload to the implementation). Any thread. */
 void fg_reduce(float *out, const float *const *c, const uint8_t *neg, unsigned n, size_t n_floats);
+/* fg_reduce, its result also written to each span: body bytes
+ * [off, off + len) of out (clipped to the body) to dst[0..len), the same
+ * bytes. Stored from the reduction's registers where the span's
+ * destination allows (see core/reduce.c); the rest copied from out
+ * afterwards. Spans must not overlap out, the lines or each other's
+ * destinations; up to FG_SPANS_MAX are used. out is bit-identical to
+ * fg_reduce's. Any thread. */
+void fg_reduce_to(float *out, const float *const *c, const uint8_t *neg, unsigned n, size_t n_floats,
+		  const struct fg_span *sp, unsigned n_sp);
 
 #endif
