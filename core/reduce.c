@@ -47,11 +47,13 @@
  * packets and lane buffer), from the registers the result is in: the body
  * is cut into segments at the spans' edges, each segment reduced by the
  * kernels above with one or two further stores per vector (the _to
- * kernels, the same expressions). A span edge within a float (a span
- * offset not a multiple of 4), a span whose destination is not 4-byte
- * aligned relative to its offset, or a third span over one segment gets
- * those bytes from the result buffer after the reduction (a few bytes at
- * the edges; the whole span in the last two cases).
+ * kernels, the same expressions): up to two spans over the whole body
+ * (a lane buffer) and the others one after another in offset order (a
+ * delivery's fragments). A span edge within a float (a span offset not a
+ * multiple of 4) gets those bytes from the result buffer after the
+ * reduction; so does every byte of a span the kernels cannot store (its
+ * destination not 4-byte aligned relative to its offset, a third span
+ * over one segment, a span out of order).
  *
  * target_clones builds an AVX-512, an AVX2 and a baseline (SSE2) version
  * and picks one at load time (ifunc); each is the same C, so each has the
@@ -301,6 +303,29 @@ FG_INLINE void seg_reduce(float *out, float *d1, float *d2, const unsigned nd, c
 	}
 }
 
+/* seg_reduce of [x, x + len) with the destinations: all[0..n_all) (the
+ * whole body's, element 0 at all[i][0]) and t (element x's place), when
+ * not NULL; at most two in all. A function of its own (each clone's):
+ * inlined at every segment of fg_reduce_to, the kernels ran out of
+ * registers and reloaded their pointers from the stack. */
+FG_CLONES __attribute__((noinline)) static void seg_to(float *out, float *const *all, unsigned n_all, float *t, const float *const *c,
+		      const uint8_t *neg, unsigned n, uint32_t m, size_t x, size_t len)
+{
+	if (!len)
+		return;
+	switch (n_all + (t != NULL)) {
+	case 0:
+		seg_reduce(out, out, out, 0, c, neg, n, m, x, len);
+		break;
+	case 1:
+		seg_reduce(out, t ? t : all[0] + x, out, 1, c, neg, n, m, x, len);
+		break;
+	default:
+		seg_reduce(out, all[0] + x, t ? t : all[1] + x, 2, c, neg, n, m, x, len);
+		break;
+	}
+}
+
 FG_CLONES
 void fg_reduce_to(float *out, const float *const *c, const uint8_t *neg, unsigned n, size_t n_floats,
 		  const struct fg_span *sp, unsigned n_sp)
@@ -310,14 +335,25 @@ void fg_reduce_to(float *out, const float *const *c, const uint8_t *neg, unsigne
 	if (n_sp > FG_SPANS_MAX)
 		n_sp = FG_SPANS_MAX;
 	const size_t bytes = n_floats * sizeof(float);
-	/* each span's whole floats [a, b) when its destination takes float
-	 * stores (aligned as the body is); done: written by the kernels */
-	size_t a[FG_SPANS_MAX], b[FG_SPANS_MAX], cut[2 * FG_SPANS_MAX + 2];
-	bool fast[FG_SPANS_MAX], done[FG_SPANS_MAX];
-	unsigned nc = 0;
+	if (n_sp == 1 && sp->off == 0 && sp->len >= bytes && (uintptr_t)sp->dst % _Alignof(float) == 0) {
+		/* one destination over the whole body (a lane buffer) */
+		float *d = (float *)(void *)sp->dst;
+		seg_to(out, &d, 1, NULL, c, neg, n, sign_mask(neg[0]), 0, n_floats);
+		return;
+	}
+	/* The kernels' destinations: up to two spans over the whole body
+	 * (all), stored everywhere, and the others (tiles) one at a time, in
+	 * offset order, over their whole floats [a, b). A span that fits
+	 * neither (a third whole one, one out of order or overlapping the
+	 * tile before it, one with no whole float or a destination not
+	 * aligned as the body) is copied from out after the reduction
+	 * (copy), as are a tile's bytes at its edges within a float. */
+	float *all[2] = {NULL, NULL};
+	unsigned n_all = 0, n_tile = 0;
+	unsigned tile[FG_SPANS_MAX];
+	uint32_t copy = 0;
+	size_t a[FG_SPANS_MAX], b[FG_SPANS_MAX], last_b = 0;
 
-	cut[nc++] = 0;
-	cut[nc++] = n_floats;
 	for (unsigned k = 0; k < n_sp; k++) {
 		size_t off = sp[k].off, end = off + sp[k].len;
 
@@ -325,59 +361,46 @@ void fg_reduce_to(float *out, const float *const *c, const uint8_t *neg, unsigne
 			end = bytes;
 		a[k] = (off + 3) / 4;
 		b[k] = end / 4;
-		fast[k] = off < end && a[k] < b[k] && ((uintptr_t)sp[k].dst + (4 * a[k] - off)) % _Alignof(float) == 0;
-		done[k] = fast[k];
-		if (fast[k]) {
-			cut[nc++] = a[k];
-			cut[nc++] = b[k];
+		if (off >= end)
+			continue; /* nothing of the body */
+		if (a[k] >= b[k] || ((uintptr_t)sp[k].dst + (4 * a[k] - off)) % _Alignof(float) != 0) {
+			copy |= 1u << k;
+		} else if (off == 0 && end == bytes && n_all < 2) {
+			all[n_all++] = (float *)(void *)sp[k].dst;
+		} else if (n_tile && a[k] < last_b) {
+			copy |= 1u << k;
+		} else {
+			tile[n_tile++] = k;
+			last_b = b[k];
 		}
 	}
-	for (unsigned i = 1; i < nc; i++) /* insertion sort: a few cuts */
-		for (unsigned j = i; j > 0 && cut[j - 1] > cut[j]; j--) {
-			size_t t = cut[j];
-			cut[j] = cut[j - 1];
-			cut[j - 1] = t;
-		}
 	uint32_t m = sign_mask(neg[0]);
+	size_t x = 0;
 
-	for (unsigned i = 0; i + 1 < nc; i++) {
-		size_t x = cut[i], len = cut[i + 1] - x;
-		float *d[2];
-		unsigned nd = 0;
+	for (unsigned t = 0; t < n_tile; t++) {
+		unsigned k = tile[t];
 
-		if (!len)
-			continue;
-		for (unsigned k = 0; k < n_sp; k++) {
-			if (!fast[k] || a[k] > x || b[k] < x + len)
-				continue;
-			if (nd == 2) {
-				done[k] = false; /* a third destination here: copied below */
-				continue;
-			}
-			d[nd++] = (float *)(void *)(sp[k].dst + (4 * x - sp[k].off));
+		seg_to(out, all, n_all, NULL, c, neg, n, m, x, a[k] - x);
+		if (n_all < 2) {
+			float *t_dst = (float *)(void *)(sp[k].dst + (4 * a[k] - sp[k].off));
+			seg_to(out, all, n_all, t_dst, c, neg, n, m, a[k], b[k] - a[k]);
+		} else {
+			seg_to(out, all, n_all, NULL, c, neg, n, m, a[k], b[k] - a[k]);
+			copy |= 1u << k;
 		}
-		switch (nd) {
-		case 0:
-			seg_reduce(out, out, out, 0, c, neg, n, m, x, len);
-			break;
-		case 1:
-			seg_reduce(out, d[0], out, 1, c, neg, n, m, x, len);
-			break;
-		default:
-			seg_reduce(out, d[0], d[1], 2, c, neg, n, m, x, len);
-			break;
-		}
+		x = b[k];
 	}
+	seg_to(out, all, n_all, NULL, c, neg, n, m, x, n_floats - x);
 	/* the bytes the kernels did not store, from the result */
 	const uint8_t *r = (const uint8_t *)out;
 	for (unsigned k = 0; k < n_sp; k++) {
 		size_t off = sp[k].off, end = off + sp[k].len;
 
-		if (off >= bytes)
-			continue;
 		if (end > bytes)
 			end = bytes;
-		if (!done[k]) {
+		if (off >= end)
+			continue;
+		if (copy & (1u << k)) {
 			memcpy(sp[k].dst, r + off, end - off);
 			continue;
 		}

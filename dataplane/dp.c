@@ -33,6 +33,7 @@
 #include "dp_burst_guard.h"
 #include "dp_idle_fd.h"
 #include "dp_internal.h"
+#include "dp_shard.h"
 #include "dp_tx.h"
 
 #define DP_LOG(level, fmt, ...) RTE_LOG(level, USER1, "dataplane: " fmt "\n", ##__VA_ARGS__)
@@ -614,6 +615,8 @@ static int lcore_setup(struct dp_state *g, unsigned i, unsigned lcore_id)
 		.n_shards = g->n,
 		.n_layers = g->cfg.layers,
 		.bufs = {.get = xfer_get, .put = xfer_put, .arg = g->xfer},
+		.sink = dp_shard_sink,
+		.sink_arg = lc,
 	};
 	sz = dp_reasm_mem_size(&rcfg);
 	snprintf(name, sizeof(name), "fgdp_reasm%u", i);

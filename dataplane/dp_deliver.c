@@ -412,11 +412,18 @@ void dp_deliver_seed(struct dp_lcore *lc, uint32_t slot, uint64_t now)
 	/* The control plane gets facts and the body, not a frame (boundary.h):
 	 * written in place in the lane when the I/O reserves (report_reserve) */
 	const struct dp_io *io = lc->env->io;
+	/* the body already in the lane's buffer when the resolution wrote it
+	 * there (io->sink, prepared for this slot with no resolution since) */
+	const bool sunk = lc->sink_slot == slot + 1 && lc->sink_resolved == lc->slots.resolved && lc->sink_has_buf;
+	lc->sink_slot = 0;
 	if (io->report_reserve) {
 		union fg_bmsg *m = io->report_reserve(lc);
 		if (m) {
 			resolved_msg(lc, &v, sent, now, m);
-			io->report_commit(lc, m, &m->resolved.body, v.body, v.body_len);
+			if (sunk)
+				io->report_commit_sunk(lc, m, &m->resolved.body, v.body_len);
+			else
+				io->report_commit(lc, m, &m->resolved.body, v.body, v.body_len);
 		}
 	} else {
 		union fg_bmsg m;

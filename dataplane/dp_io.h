@@ -213,6 +213,17 @@ struct dp_io {
 	union fg_bmsg *(*report_reserve)(struct dp_lcore *lc);
 	void (*report_commit)(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, const uint8_t *src,
 			      uint32_t len);
+	/* Prepare where the resolved body of lc->slots' slot `slot`, about to
+	 * resolve (body_len bytes), goes besides the slot: up to FG_SPANS_MAX
+	 * spans to sp (the lane message's dp2cp buffer, held by lc: sink_buf);
+	 * returns how many (0: nothing prepared, dp_deliver_seed copies as
+	 * without). slot DP_RA_SINK_DROP: the slot did not resolve; what was
+	 * prepared is dropped (a held buffer is kept for the next). NULL:
+	 * nothing is prepared. */
+	unsigned (*sink)(struct dp_lcore *lc, uint32_t slot, uint32_t body_len, struct fg_span *sp);
+	/* report_commit for a message whose body is already in the buffer
+	 * sink prepared (lc->sink_has_buf): no copy; the buffer goes with m. */
+	void (*report_commit_sunk)(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, uint32_t len);
 };
 
 /* What every shard reads, written before the shards run. */
@@ -333,6 +344,15 @@ struct dp_lcore {
 	uint16_t frame_id, ip_id;
 	uint64_t next_ack_ns, next_timer_ns;
 	bool ack_now;
+	/* A resolution's destinations prepared before it (io->sink): sink_slot
+	 * is the slot + 1 they were prepared for (0: none) and sink_resolved
+	 * slots.resolved once it resolved (dp_deliver_seed uses them only
+	 * then: no other resolution came between); sink_buf the dp2cp buffer
+	 * held for the lane message's body while sink_has_buf (kept for the
+	 * next resolution when not sent). */
+	uint32_t sink_slot, sink_buf;
+	uint64_t sink_resolved;
+	bool sink_has_buf;
 	bool lane_sent;         /* pushed to lane->to_cp since the last dp_lane_wake */
 	bool lane_urgent;       /* ... and one of them is urgent (boundary.h) */
 	int wait_fd;            /* [poll] idle_wake: its RX queue's socket to wait on (dp_idle.h); -1 none */

@@ -76,6 +76,21 @@ static bool io_report_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_b
 	return dp_lane_send_body(lc, m, body, src, len);
 }
 
+/* io->sink: the lane's buffer; the slot it is for noted for
+ * dp_deliver_seed. */
+static unsigned io_sink(struct dp_lcore *lc, uint32_t slot, uint32_t body_len, struct fg_span *sp)
+{
+	lc->sink_slot = 0;
+	if (slot == DP_RA_SINK_DROP)
+		return 0;
+	unsigned n = dp_lane_sink(lc, body_len, sp);
+	if (n) {
+		lc->sink_slot = slot + 1;
+		lc->sink_resolved = lc->slots.resolved + 1;
+	}
+	return n;
+}
+
 const struct dp_io dp_io_dpdk = {
 	.dgram = dp_tx_dgram,
 	.route = io_route,
@@ -91,6 +106,8 @@ const struct dp_io dp_io_dpdk = {
 	.consumer_frags = dp_tx_consumer_frags,
 	.report_reserve = dp_lane_reserve,
 	.report_commit = dp_lane_commit_body,
+	.sink = io_sink,
+	.report_commit_sunk = dp_lane_commit_sunk,
 };
 
 unsigned dp_inbox_poll(struct dp_lcore *lc, uint64_t now)

@@ -69,7 +69,16 @@ struct dp_reasm_cfg {
 	uint32_t shard_self, n_shards; /* fg_shard_of(..., n_shards) == shard_self: local */
 	uint16_t n_layers;
 	struct dp_buf_ops bufs;
+	/* Where the body of a slot about to resolve goes besides the slot
+	 * (the chunk completing a line on the fast path, land_end): called
+	 * with the slot and the body's length before the resolution, it
+	 * writes up to FG_SPANS_MAX spans to sp and returns how many; called
+	 * again with slot DP_RA_SINK_DROP when the slot did not resolve after
+	 * all. NULL: the body stays in the slot alone. */
+	unsigned (*sink)(void *arg, uint32_t slot, uint32_t body_len, struct fg_span *sp);
+	void *sink_arg;
 };
+#define DP_RA_SINK_DROP UINT32_MAX
 
 /* What happened to one fragment (exactly one per push). */
 enum dp_ra_disp {

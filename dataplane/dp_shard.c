@@ -540,6 +540,12 @@ void dp_shard_tick(struct dp_lcore *lc, uint64_t now)
 	}
 }
 
+unsigned dp_shard_sink(void *arg, uint32_t slot, uint32_t body_len, struct fg_span *sp)
+{
+	struct dp_lcore *lc = arg;
+	return lc->env->io->sink ? lc->env->io->sink(lc, slot, body_len, sp) : 0;
+}
+
 /* A handed frame that is a seed of this shard, placed as the fragment
  * path places a contribution of its own (dp_reasm: fg_slot_begin_decoded,
  * the body copied into the slot buffer, fg_slot_whole; a line already
@@ -581,7 +587,13 @@ static bool handed_seed(struct dp_lcore *lc, const struct dp_xfer *x, const uint
 		 * checks the range should it not be */
 		if (__builtin_expect(ref.body_len == seed.body_len, 1)) {
 			memcpy(ref.buf, seed.body, seed.body_len);
-			o = fg_slot_whole(slots, &ref, &res);
+			/* the last line: the resolution writes the body where it
+			 * goes as well (as the fragment path's, dp_shard_sink) */
+			struct fg_span sp[FG_SPANS_MAX];
+			unsigned n = fg_slot_ref_resolves(slots, &ref) ? dp_shard_sink(lc, ref.slot, ref.body_len, sp) : 0;
+			o = fg_slot_whole_to(slots, &ref, &res, sp, n);
+			if (n && o != FG_O_RESOLVED)
+				(void)dp_shard_sink(lc, DP_RA_SINK_DROP, 0, NULL);
 		} else {
 			o = fg_slot_land(slots, &ref, 0, seed.body, seed.body_len, now, &res);
 		}

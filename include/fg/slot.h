@@ -335,9 +335,11 @@ void fg_reduce(float *out, const float *const *c, const uint8_t *neg, unsigned n
 /* fg_reduce, its result also written to each span: body bytes
  * [off, off + len) of out (clipped to the body) to dst[0..len), the same
  * bytes. Stored from the reduction's registers where the span's
- * destination allows (see core/reduce.c); the rest copied from out
- * afterwards. Spans must not overlap out, the lines or each other's
- * destinations; up to FG_SPANS_MAX are used. out is bit-identical to
+ * destination allows (core/reduce.c: up to two spans over the whole body,
+ * the others in offset order, not overlapping one another); the rest
+ * copied from out afterwards. Spans must not overlap out, the lines or
+ * each other's destinations; up to FG_SPANS_MAX are used. out is
+ * bit-identical to
  * fg_reduce's. Any thread. */
 void fg_reduce_to(float *out, const float *const *c, const uint8_t *neg, unsigned n, size_t n_floats,
 		  const struct fg_span *sp, unsigned n_sp);

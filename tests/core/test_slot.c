@@ -1904,14 +1904,15 @@ static void test_caller_placement_liveness(void **state)
  * then chunk bytes each), at random chunk sizes (odd ones put the float
  * edges inside a float and misalign the destinations), random
  * destination misalignments, bodies shorter than one chunk and spanning
- * several, every rule length; sometimes a third span over the same bytes
- * (copied, not stored by the kernels) or a span past the body. */
+ * several, every rule length; sometimes a second span over the whole
+ * body, a third span over some of the same bytes (copied, not stored by
+ * the kernels) or a span past the body. */
 static void test_reduce_to_spans(void **state)
 {
 	enum { MAXF = 3000, GUARD = 32, HEAD = 18 };
 	float *c[FG_LINES], *out1 = malloc(MAXF * 4), *out2 = malloc(MAXF * 4);
 	uint8_t neg[FG_LINES];
-	size_t dst_cap = (size_t)MAXF * 4 * 3 + (2 * FG_SPANS_MAX + 4) * (GUARD + 8);
+	size_t dst_cap = (size_t)MAXF * 4 * 4 + (2 * FG_SPANS_MAX + 4) * (GUARD + 8);
 	uint8_t *dst = malloc(dst_cap);
 	unsigned fast_rounds = 0;
 	(void)state;
@@ -1944,6 +1945,11 @@ static void test_reduce_to_spans(void **state)
 		at += rng() % 4;
 		sp[n_sp++] = (struct fg_span){.dst = dst + at, .off = 0, .len = bytes};
 		at += bytes + GUARD;
+		if (rng() % 6 == 0) { /* a second one: the fragments then copied */
+			at = (at + 3) & ~(size_t)3;
+			sp[n_sp++] = (struct fg_span){.dst = dst + at, .off = 0, .len = bytes};
+			at += bytes + GUARD;
+		}
 		/* the delivery fragments' parts of the body */
 		for (uint32_t off = 0, i = 0; off < bytes && n_sp < FG_SPANS_MAX - 2; i++) {
 			uint32_t room = i == 0 ? chunk - HEAD : chunk;

@@ -27,7 +27,10 @@
  *     with a fragment held before its fragment 0;
  *   - frames another lcore handed over (dp_shard_handed) are placed,
  *     answered, ACKed and delivered exactly as the same frames arriving in
- *     fragments on their owner. */
+ *     fragments on their owner;
+ *   - with io->sink, the resolution writes the lane message's body (the
+ *     slot's bytes exactly), and an empty pool, a full ring and a ring
+ *     that fills before the commit lose nothing and leak no buffer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -133,7 +136,7 @@ static bool f_report_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_bo
 }
 
 static const struct dp_io fake = {f_dgram, f_route, f_xget, f_xput, f_handoff, f_report, f_report_body, NULL, NULL, NULL, NULL,
-				  NULL, NULL, NULL};
+				  NULL, NULL, NULL, NULL, NULL};
 
 static void *rget(void *arg)
 {
@@ -1085,6 +1088,282 @@ static void test_handed_as_owned(void **st)
 	assert_int_equal(acks_of(io.n - 1, e, 2), 1);
 }
 
+/* ---- the resolution writes the lane message's body (io->sink) ------------ */
+
+/* A lane as dp_lanes.c keeps it, recorded: a ring of LN_RING messages
+ * (reserve, then commit) and a pool of LN_BUFS body buffers; io->sink
+ * takes a buffer only when the ring has room, keeps it held by the lcore
+ * (lc->sink_buf) until a sunk commit sends it, and notes the slot it was
+ * prepared for (dp_io_dpdk.c's io_sink, dp_lane_sink). */
+enum { LN_RING = 4, LN_BUFS = 3 };
+static struct {
+	union fg_bmsg ring[LN_RING];
+	unsigned n;          /* messages committed, not drained */
+	bool busy[LN_BUFS];  /* buffers out of the pool */
+	uint8_t buf[LN_BUFS][H * 4] __attribute__((aligned(64))); /* as a pool's */
+	unsigned sunk, copied, no_body, full, reserves;
+	bool fill_after_sink; /* the ring is full by the time of the commit */
+} ln;
+
+static uint32_t ln_get(void)
+{
+	for (uint32_t i = 0; i < LN_BUFS; i++)
+		if (!ln.busy[i]) {
+			ln.busy[i] = true;
+			return i;
+		}
+	return FG_BUF_NONE;
+}
+
+static unsigned ln_free(void)
+{
+	unsigned k = 0;
+	for (unsigned i = 0; i < LN_BUFS; i++)
+		k += !ln.busy[i];
+	return k;
+}
+
+static union fg_bmsg *s_reserve(struct dp_lcore *l)
+{
+	(void)l;
+	ln.reserves++;
+	if (ln.n == LN_RING) {
+		ln.full++;
+		return NULL;
+	}
+	return &ln.ring[ln.n];
+}
+
+static void s_commit(struct dp_lcore *l, union fg_bmsg *m, struct fg_bm_body *body, const uint8_t *src, uint32_t len)
+{
+	(void)l;
+	body->buf = len <= sizeof(ln.buf[0]) ? ln_get() : FG_BUF_NONE;
+	body->len = len;
+	if (body->buf != FG_BUF_NONE)
+		memcpy(ln.buf[body->buf], src, len);
+	else
+		ln.no_body++;
+	assert_ptr_equal(m, &ln.ring[ln.n]);
+	ln.n++;
+	ln.copied++;
+}
+
+static unsigned s_sink(struct dp_lcore *l, uint32_t slot, uint32_t body_len, struct fg_span *sp)
+{
+	l->sink_slot = 0;
+	if (slot == DP_RA_SINK_DROP || body_len > sizeof(ln.buf[0]))
+		return 0;
+	if (!l->sink_has_buf) {
+		if (ln.n == LN_RING)
+			return 0;
+		uint32_t bi = ln_get();
+		if (bi == FG_BUF_NONE)
+			return 0;
+		l->sink_buf = bi;
+		l->sink_has_buf = true;
+	}
+	*sp = (struct fg_span){.dst = ln.buf[l->sink_buf], .off = 0, .len = body_len};
+	l->sink_slot = slot + 1;
+	l->sink_resolved = l->slots.resolved + 1;
+	if (ln.fill_after_sink)
+		ln.n = LN_RING;
+	return 1;
+}
+
+static void s_commit_sunk(struct dp_lcore *l, union fg_bmsg *m, struct fg_bm_body *body, uint32_t len)
+{
+	assert_true(l->sink_has_buf);
+	body->buf = l->sink_buf;
+	body->len = len;
+	l->sink_has_buf = false;
+	assert_ptr_equal(m, &ln.ring[ln.n]);
+	ln.n++;
+	ln.sunk++;
+}
+
+static const struct dp_io sinking = {.dgram = f_dgram, .route = f_route, .xfer_get = f_xget, .xfer_put = f_xput,
+				     .handoff = f_handoff, .report = f_report, .report_body = f_report_body,
+				     .report_reserve = s_reserve, .report_commit = s_commit, .sink = s_sink,
+				     .report_commit_sunk = s_commit_sunk};
+
+/* The resolved body of token t (layer 2) in its slot's result buffer. */
+static const uint8_t *slot_body(uint32_t t)
+{
+	for (uint32_t i = 0; i < lc.slots.cfg.capacity; i++) {
+		struct fg_seed_view v;
+		if (fg_slot_seed(&lc.slots, i, &v) == 0 && v.token_seq == t && v.dst_layer == 2) {
+			assert_int_equal(v.body_len, H * 4);
+			return v.body;
+		}
+	}
+	fail_msg("token %u not resolved", t);
+	return NULL;
+}
+
+/* The control plane's drain: every RESOLVED message's body is the slot's
+ * result buffer's, byte for byte (when it has one), and its buffer goes
+ * back to the pool. Returns how many messages. */
+static unsigned ln_drain(void)
+{
+	unsigned k = ln.n;
+	for (unsigned i = 0; i < ln.n; i++) {
+		const struct fg_bm_resolved *r = &ln.ring[i].resolved;
+		assert_int_equal(r->kind, FG_BM_RESOLVED);
+		assert_int_equal(r->body.len, H * 4);
+		if (r->body.buf == FG_BUF_NONE)
+			continue;
+		assert_memory_equal(ln.buf[r->body.buf], slot_body(r->token_seq), H * 4);
+		ln.busy[r->body.buf] = false;
+	}
+	ln.n = 0;
+	return k;
+}
+
+/* Token t's three contributions in one burst (dp_shard_add, dp_shard_run):
+ * each frame's fragment 1 lands behind its fragment 0, the last one's
+ * through land_end, which completes the slot. Odd tokens get values that
+ * make NaNs and denormals meet. */
+static void burst_seed(uint32_t t, uint64_t now)
+{
+	static uint8_t dg[6][2048];
+	static struct dp_flow fls[3];
+	uint32_t lens[6];
+	unsigned nd = 0;
+	for (unsigned k = 0; k < 3; k++) {
+		static float body[H];
+		uint8_t fr[8192];
+		for (unsigned i = 0; i < H; i++)
+			body[i] = (float)(t * 3 + k) + (float)i * 0.37f - (t % 2 && i % 7 == 0 ? 1e-39f : 0.0f);
+		struct fg_seed sd = {.token_seq = t, .dst_layer = 2, .line = (uint8_t)(1 + 2 * k), .start_pos = 0,
+				     .seq_len = 1, .body = (const uint8_t *)body, .body_len = H * 4};
+		ssize_t n = fg_seed_encode(&cfg.bands, &sd, fr, sizeof(fr));
+		assert_true(n > 0);
+		struct dp_peer p = sender(k);
+		fls[k] = dp_flow_of(&p, &no_route, true);
+		uint32_t total = fg_frag_count((uint32_t)n, env.chunk);
+		assert_int_equal(total, 2);
+		for (uint32_t i = 0; i < total; i++, nd++) {
+			uint32_t off = i * env.chunk, m = (uint32_t)n - off < env.chunk ? (uint32_t)n - off : env.chunk;
+			fg_put_be16(dg[nd], (uint16_t)(t * 4 + k));
+			dg[nd][2] = (uint8_t)i;
+			dg[nd][3] = (uint8_t)total;
+			memcpy(dg[nd] + 4, fr + off, m);
+			lens[nd] = m + 4;
+		}
+	}
+	struct dp_shard_burst b;
+	struct dp_shard_adder a;
+	dp_shard_add_begin(&a, &lc, &b);
+	for (unsigned d = 0; d < nd; d++)
+		dp_shard_add(&lc, &a, &fls[d / 2], dg[d], lens[d]);
+	dp_shard_add_end(&a);
+	dp_shard_run(&lc, &b, now);
+}
+
+/* The seed the consumer got (since io record `from`) is the slot's. */
+static void consumer_got_slot(unsigned from, uint32_t t)
+{
+	uint8_t got[8192];
+	unsigned nd;
+	uint32_t len = consumer_frame(from, got, sizeof(got), &nd);
+	assert_int_equal(nd, 2);
+	assert_int_equal(len, FG_RESOLVED_HEAD_LEN + H * 4);
+	assert_memory_equal(got + FG_RESOLVED_HEAD_LEN, slot_body(t), H * 4);
+}
+
+/* With io->sink, the resolution writes the lane message's body itself:
+ * the body the control plane gets is the slot's result buffer's byte for
+ * byte (and what the consumer got), with no copy on delivery (sunk).
+ * Exhaustion loses nothing: with the pool empty the message goes without
+ * its body (as without a sink); with the ring full nothing is taken and
+ * the message is counted as not sent (drop_lane_full's place); a ring
+ * that fills between the sink and the commit leaves the buffer held by
+ * the lcore, used by the next resolution. Every buffer is back in the
+ * pool at the end. A handed frame that resolves its slot sinks the same
+ * way, and a resend after a sunk delivery carries the slot's bytes. */
+static void test_sink_lane(void **st)
+{
+	(void)st;
+	memset(&ln, 0, sizeof(ln));
+	env.io = &sinking;
+	lc.reasm.cfg.sink = dp_shard_sink; /* as dp.c sets it up */
+	lc.reasm.cfg.sink_arg = &lc;
+	/* 1. the common case */
+	burst_seed(21, MS);
+	assert_int_equal(C(FG_C_SEEDS_RESOLVED), 1);
+	assert_int_equal(ln.sunk, 1);
+	assert_int_equal(ln.copied, 0);
+	consumer_got_slot(0, 21);
+	assert_int_equal(ln_drain(), 1);
+	assert_int_equal(ln_free(), LN_BUFS);
+	assert_false(lc.sink_has_buf);
+	/* a resend carries the slot's bytes */
+	unsigned mark = io.n;
+	dp_shard_tick(&lc, MS + (uint64_t)cfg.delivery_resend_ms * MS + 1);
+	assert_true(sent_to(mark, &consumer) == 2);
+	consumer_got_slot(mark, 21);
+
+	/* 2. no buffer free: the message goes without its body, copied path */
+	for (unsigned i = 0; i < LN_BUFS; i++)
+		ln.busy[i] = true;
+	burst_seed(22, 2 * MS);
+	assert_int_equal(C(FG_C_SEEDS_RESOLVED), 2);
+	assert_int_equal(ln.sunk, 1);
+	assert_int_equal(ln.copied, 1);
+	assert_int_equal(ln.no_body, 1);
+	assert_int_equal(ln_drain(), 1);
+	for (unsigned i = 0; i < LN_BUFS; i++)
+		ln.busy[i] = false;
+
+	/* 3. the ring full: nothing taken, the message not sent */
+	ln.n = LN_RING;
+	for (unsigned i = 0; i < LN_RING; i++)
+		ln.ring[i].resolved = (struct fg_bm_resolved){.kind = FG_BM_RESOLVED, .token_seq = 21,
+							      .body = {.buf = FG_BUF_NONE, .len = H * 4}};
+	burst_seed(23, 3 * MS);
+	assert_int_equal(C(FG_C_SEEDS_RESOLVED), 3);
+	assert_int_equal(ln.full, 1);
+	assert_int_equal(ln.sunk + ln.copied, 2);
+	assert_int_equal(ln_free(), LN_BUFS);
+	assert_false(lc.sink_has_buf);
+	ln.n = 0;
+
+	/* 4. the ring fills between the sink and the commit: the buffer stays
+	 * held, the next resolution sends it */
+	ln.fill_after_sink = true;
+	burst_seed(24, 4 * MS);
+	ln.fill_after_sink = false;
+	assert_int_equal(ln.full, 2);
+	assert_true(lc.sink_has_buf);
+	assert_int_equal(ln_free(), LN_BUFS - 1);
+	ln.n = 0;
+	burst_seed(25, 5 * MS);
+	assert_int_equal(ln.sunk, 2);
+	assert_false(lc.sink_has_buf);
+	assert_int_equal(ln_drain(), 1);
+	assert_int_equal(ln_free(), LN_BUFS);
+
+	/* 5. a handed frame resolving its slot */
+	uint8_t fr[8192];
+	static float hb[H];
+	for (unsigned k = 0; k < 3; k++) {
+		for (unsigned i = 0; i < H; i++)
+			hb[i] = (float)(k + 1) * 0.75f - (float)i;
+		struct fg_seed sd = {.token_seq = 26, .dst_layer = 2, .line = (uint8_t)(1 + 2 * k), .start_pos = 0,
+				     .seq_len = 1, .body = (const uint8_t *)hb, .body_len = H * 4};
+		ssize_t n = fg_seed_encode(&cfg.bands, &sd, fr, sizeof(fr));
+		assert_true(n > 0);
+		struct dp_peer p = sender(k);
+		hand(&p, fr, (uint32_t)n, k == 1, 6 * MS);
+	}
+	assert_int_equal(C(FG_C_SEEDS_RESOLVED), 6);
+	assert_int_equal(ln.sunk, 3);
+	assert_int_equal(ln_drain(), 1);
+	assert_int_equal(ln_free(), LN_BUFS);
+	assert_int_equal(lc.sink_slot, 0);
+	env.io = &fake;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1097,6 +1376,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_malformed_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_consumer_ack_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resolve_ack_and_resend, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sink_lane, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resend_split_head, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_window_exact_consumer_not_fleet, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_window_stale_and_ahead_bases_ignored, setup, teardown),
