@@ -306,8 +306,8 @@ FG_INLINE void seg_reduce(float *out, float *d1, float *d2, const unsigned nd, c
 /* seg_reduce of [x, x + len) with the destinations: all[0..n_all) (the
  * whole body's, element 0 at all[i][0]) and t (element x's place), when
  * not NULL; at most two in all. A function of its own (each clone's):
- * inlined at every segment of fg_reduce_to, the kernels ran out of
- * registers and reloaded their pointers from the stack. */
+ * inlined at every segment of fg_reduce_to, the kernels run out of
+ * registers there and reload their pointers from the stack per vector. */
 FG_CLONES __attribute__((noinline)) static void seg_to(float *out, float *const *all, unsigned n_all, float *t, const float *const *c,
 		      const uint8_t *neg, unsigned n, uint32_t m, size_t x, size_t len)
 {
@@ -337,8 +337,7 @@ void fg_reduce_to(float *out, const float *const *c, const uint8_t *neg, unsigne
 	const size_t bytes = n_floats * sizeof(float);
 	if (n_sp == 1 && sp->off == 0 && sp->len >= bytes && (uintptr_t)sp->dst % _Alignof(float) == 0) {
 		/* one destination over the whole body (a lane buffer) */
-		float *d = (float *)(void *)sp->dst;
-		seg_to(out, &d, 1, NULL, c, neg, n, sign_mask(neg[0]), 0, n_floats);
+		seg_reduce(out, (float *)(void *)sp->dst, out, 1, c, neg, n, sign_mask(neg[0]), 0, n_floats);
 		return;
 	}
 	/* The kernels' destinations: up to two spans over the whole body
