@@ -234,12 +234,6 @@ _Static_assert(offsetof(struct rte_mbuf, refcnt) == offsetof(struct rte_mbuf, re
 		       __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "rte_mbuf's rearm_data layout");
 #define RX_ONE_REF_ONE_SEG 0x0000000100010000ull
-static inline uint64_t rx_refs_segs(const struct rte_mbuf *m)
-{
-	uint64_t w;
-	memcpy(&w, &m->rearm_data, 8);
-	return w & 0x0000FFFFFFFF0000ull;
-}
 
 /* Whether an mbuf is what a PMD's RX burst gives: of pool mp, direct, one
  * segment, referenced once. Sets *one_seg: whether it has one segment
@@ -265,6 +259,13 @@ static inline bool rx_plain(const struct rte_mbuf *m, const struct rte_mempool *
 	return false;
 }
 #else
+static inline uint64_t rx_refs_segs(const struct rte_mbuf *m)
+{
+	uint64_t w;
+	memcpy(&w, &m->rearm_data, 8);
+	return w & 0x0000FFFFFFFF0000ull;
+}
+
 static inline bool rx_plain(const struct rte_mbuf *m, const struct rte_mempool *mp, bool *one_seg)
 {
 	if (rx_refs_segs(m) == RX_ONE_REF_ONE_SEG) {
