@@ -243,9 +243,9 @@ FG_MUST_CHECK enum fg_outcome fg_slot_whole(struct fg_slots *s, const struct fg_
 					    struct fg_slot_result *res);
 /* fg_slot_whole that, when it resolves the slot, also writes the
  * resolved body to the n_sp spans sp (fg_reduce_to); the slot's result
- * buffer holds it as with fg_slot_whole, bit for bit. The spans are not
- * touched when the slot does not resolve (ACCEPTED, or ref not live).
- * Owner thread only. */
+ * buffer holds it as with fg_slot_whole (fg_reduce_to's contract). The
+ * spans are not touched when the slot does not resolve (ACCEPTED, or ref
+ * not live). Owner thread only. */
 FG_MUST_CHECK enum fg_outcome fg_slot_whole_to(struct fg_slots *s, const struct fg_slot_ref *ref,
 					       struct fg_slot_result *res, const struct fg_span *sp,
 					       unsigned n_sp);
@@ -339,8 +339,8 @@ void fg_reduce(float *out, const float *const *c, const uint8_t *neg, unsigned n
  * the others in offset order, not overlapping one another); the rest
  * copied from out afterwards. Spans must not overlap out, the lines or
  * each other's destinations; up to FG_SPANS_MAX are used. out is
- * bit-identical to
- * fg_reduce's. Any thread. */
+ * fg_reduce's, bit for bit, under fg_reduce's contract (where an addition
+ * meets two NaN operands, NaN-ness only). Any thread. */
 void fg_reduce_to(float *out, const float *const *c, const uint8_t *neg, unsigned n, size_t n_floats,
 		  const struct fg_span *sp, unsigned n_sp);
 
