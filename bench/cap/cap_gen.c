@@ -21,7 +21,10 @@
  *     seed (wire.md 2.1: stream 0xAFA0+L, base_seq + bitmap, merged per
  *     stream like the fleet's receiver) so fanogate's reliable delivery sees
  *     its ACKs and never resends;
- *   - the workers' side counts fanogate's ACK and status frames.
+ *   - the workers' side counts fanogate's ACK and status frames;
+ *   - it answers ARP requests for its address, as the consumer's host
+ *     would (a poll lcore that never sees the consumer's own packets asks
+ *     for its MAC: with two lcores, the one its ACKs do not reach).
  * Bodies: --sets sets of three random bodies with mixed magnitudes (the
  * reduction order matters), set = token % sets, each with its reference
  * ((x - attn) + ffn) computed here in the canonical order.
@@ -83,7 +86,7 @@ static struct opts o = {.hidden = 1536, .seeds = 200000, .window = 256, .layers 
 struct stats {
 	uint64_t frags_tx, seeds_sent, resolved, wrong, dup, lost;
 	uint64_t rx_pkts, rx_seed_frags, rx_acks, rx_status, rx_arp, rx_other, rx_orphan;
-	uint64_t acks_tx, tx_full, rx_stalls;
+	uint64_t acks_tx, tx_full, rx_stalls, arp_replies;
 };
 
 struct rs_state { /* one resolved seed being received */
@@ -305,13 +308,56 @@ static void on_seed_frag(const uint8_t *d, uint32_t n)
 		seed_done(s);
 }
 
-static void on_arp(const uint8_t *a, uint32_t n)
+/* An ARP request for our address answered after the burst (rx_poll), as
+ * the consumer's host would: on queue q, to the sender's MAC and IPv4. */
+static struct {
+	bool pending;
+	uint16_t q;
+	uint8_t mac[6], ip[4];
+} g_arp_reply;
+
+static void on_arp(uint16_t q, const uint8_t *a, uint32_t n)
 {
 	g_st.rx_arp++;
-	if (n >= 28 && fg_be16(a + 6) == 2 && !memcmp(a + 14, o.dp_ip, 4)) {
+	if (n < 28 || fg_be16(a) != 1 || fg_be16(a + 2) != 0x0800 || a[4] != 6 || a[5] != 4)
+		return;
+	if (fg_be16(a + 6) == 2 && !memcmp(a + 14, o.dp_ip, 4)) {
 		memcpy(g_dp_mac.addr_bytes, a + 8, 6);
 		g_have_dp_mac = true;
+	} else if (fg_be16(a + 6) == 1 && !memcmp(a + 24, o.ip, 4)) {
+		g_arp_reply.pending = true;
+		g_arp_reply.q = q;
+		memcpy(g_arp_reply.mac, a + 8, 6);
+		memcpy(g_arp_reply.ip, a + 14, 4);
 	}
+}
+
+static void arp_reply_send(void)
+{
+	if (!g_arp_reply.pending)
+		return;
+	g_arp_reply.pending = false;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(g_pool);
+	if (!m)
+		return; /* the requester asks again */
+	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+	memcpy(p, g_arp_reply.mac, 6);
+	memcpy(p + 6, g_mac.addr_bytes, 6);
+	fg_put_be16(p + 12, 0x0806);
+	uint8_t *a = p + 14;
+	fg_put_be16(a, 1);
+	fg_put_be16(a + 2, 0x0800);
+	a[4] = 6;
+	a[5] = 4;
+	fg_put_be16(a + 6, 2);
+	memcpy(a + 8, g_mac.addr_bytes, 6);
+	memcpy(a + 14, o.ip, 4);
+	memcpy(a + 18, g_arp_reply.mac, 6);
+	memcpy(a + 24, g_arp_reply.ip, 4);
+	memset(a + 28, 0, 60 - 42);
+	m->data_len = m->pkt_len = 60;
+	g_st.arp_replies++;
+	tx_all(g_arp_reply.q, &m, 1);
 }
 
 static void rx_queue(uint16_t q, struct rte_mbuf **m);
@@ -345,6 +391,7 @@ static void rx_poll(void)
 	}
 	for (uint16_t q = 0; q < o.queues; q++)
 		rx_queue(q, m);
+	arp_reply_send();
 	ack_flush();
 }
 
@@ -357,7 +404,7 @@ static void rx_queue(uint16_t q, struct rte_mbuf **m)
 		uint32_t len = rte_pktmbuf_data_len(m[i]);
 		g_st.rx_pkts++;
 		if (len >= 14 && fg_be16(p + 12) == 0x0806) {
-			on_arp(p + 14, len - 14);
+			on_arp(q, p + 14, len - 14);
 		} else if (len >= 42 && fg_be16(p + 12) == 0x0800 && p[23] == 17) {
 			uint32_t ihl = (uint32_t)(p[14] & 15) * 4;
 			const uint8_t *udp = p + 14 + ihl;
@@ -746,7 +793,7 @@ int main(int argc, char **argv)
 		"\"seeds\":%u,\"warmup\":%u,\"warmup_lost\":%llu,\"resolved\":%llu,\"wrong\":%llu,\"lost\":%llu,"
 		"\"dup\":%llu,\"frags_sent\":%llu,\"seconds\":%.6f,\"frags_per_s\":%.0f,\"seeds_per_s\":%.0f,"
 		"\"contrib_bytes_per_s\":%.0f,\"tsc_hz\":%.0f,\"rx\":{\"pkts\":%llu,\"seed_frags\":%llu,\"acks\":%llu,"
-		"\"status\":%llu,\"arp\":%llu,\"other\":%llu,\"orphan\":%llu},\"acks_sent\":%llu,"
+		"\"status\":%llu,\"arp\":%llu,\"other\":%llu,\"orphan\":%llu},\"acks_sent\":%llu,\"arp_replies\":%llu,"
 		"\"gen_cpu_s\":%.6f,\"gen_tx_full\":%llu,\"gen_rx_stalls\":%llu,\"gap_us\":%u,\"lat_p50_us\":%.2f,\"lat_p99_us\":%.2f,"
 		"\"lat_max_us\":%.2f}\n",
 		o.label, o.hidden, LINES, g_chunk, g_nfrag, o.window, o.seeds, o.warmup, (unsigned long long)warm_lost,
@@ -757,7 +804,7 @@ int main(int argc, char **argv)
 		(unsigned long long)(g_st.rx_acks - s0.rx_acks), (unsigned long long)(g_st.rx_status - s0.rx_status),
 		(unsigned long long)(g_st.rx_arp - s0.rx_arp), (unsigned long long)(g_st.rx_other - s0.rx_other),
 		(unsigned long long)(g_st.rx_orphan - s0.rx_orphan), (unsigned long long)(g_st.acks_tx - s0.acks_tx),
-		cpu1 - cpu0, (unsigned long long)(g_st.tx_full - s0.tx_full), (unsigned long long)g_st.rx_stalls, o.gap_us, PCT_US(0.5), PCT_US(0.99),
+		(unsigned long long)g_st.arp_replies, cpu1 - cpu0, (unsigned long long)(g_st.tx_full - s0.tx_full), (unsigned long long)g_st.rx_stalls, o.gap_us, PCT_US(0.5), PCT_US(0.99),
 		g_nlat ? (double)g_lat[g_nlat - 1] / cyc_per_ns / 1e3 : 0.0);
 	if (out != stdout && (fclose(out) != 0 || rename(tmp_json, o.json) != 0)) {
 		perror(o.json);
