@@ -308,6 +308,27 @@ static void on_seed_frag(const uint8_t *d, uint32_t n)
 		seed_done(s);
 }
 
+/* An Ethernet ARP frame (60 bytes, padded) into p: operation op (1
+ * request, 2 reply) from our MAC and address, to dst_mac (the Ethernet
+ * destination) about target MAC tha and IPv4 tpa. */
+static void arp_frame(uint8_t *p, const uint8_t *dst_mac, uint16_t op, const uint8_t *tha, const uint8_t *tpa)
+{
+	memcpy(p, dst_mac, 6);
+	memcpy(p + 6, g_mac.addr_bytes, 6);
+	fg_put_be16(p + 12, 0x0806);
+	uint8_t *a = p + 14;
+	fg_put_be16(a, 1);
+	fg_put_be16(a + 2, 0x0800);
+	a[4] = 6;
+	a[5] = 4;
+	fg_put_be16(a + 6, op);
+	memcpy(a + 8, g_mac.addr_bytes, 6);
+	memcpy(a + 14, o.ip, 4);
+	memcpy(a + 18, tha, 6);
+	memcpy(a + 24, tpa, 4);
+	memset(a + 28, 0, 60 - 42);
+}
+
 /* An ARP request for our address answered after the burst (rx_poll), as
  * the consumer's host would: on queue q, to the sender's MAC and IPv4. */
 static struct {
@@ -340,21 +361,7 @@ static void arp_reply_send(void)
 	struct rte_mbuf *m = rte_pktmbuf_alloc(g_pool);
 	if (!m)
 		return; /* the requester asks again */
-	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
-	memcpy(p, g_arp_reply.mac, 6);
-	memcpy(p + 6, g_mac.addr_bytes, 6);
-	fg_put_be16(p + 12, 0x0806);
-	uint8_t *a = p + 14;
-	fg_put_be16(a, 1);
-	fg_put_be16(a + 2, 0x0800);
-	a[4] = 6;
-	a[5] = 4;
-	fg_put_be16(a + 6, 2);
-	memcpy(a + 8, g_mac.addr_bytes, 6);
-	memcpy(a + 14, o.ip, 4);
-	memcpy(a + 18, g_arp_reply.mac, 6);
-	memcpy(a + 24, g_arp_reply.ip, 4);
-	memset(a + 28, 0, 60 - 42);
+	arp_frame(rte_pktmbuf_mtod(m, uint8_t *), g_arp_reply.mac, 2, g_arp_reply.mac, g_arp_reply.ip);
 	m->data_len = m->pkt_len = 60;
 	g_st.arp_replies++;
 	tx_all(g_arp_reply.q, &m, 1);
@@ -521,22 +528,9 @@ static int port_setup(void)
 		struct rte_mbuf *m = rte_pktmbuf_alloc(g_pool);
 		if (!m)
 			return -ENOMEM;
-		uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
-		memset(p, 0xFF, 6);
-		memcpy(p + 6, g_mac.addr_bytes, 6);
-		fg_put_be16(p + 12, 0x0806);
-		uint8_t *a = p + 14;
-		fg_put_be16(a, 1);
-		fg_put_be16(a + 2, 0x0800);
-		a[4] = 6;
-		a[5] = 4;
-		fg_put_be16(a + 6, 1);
-		memcpy(a + 8, g_mac.addr_bytes, 6);
-		memcpy(a + 14, o.ip, 4);
-		memset(a + 18, 0, 6);
-		memcpy(a + 24, o.dp_ip, 4);
+		static const uint8_t bcast[6] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}, none[6];
+		arp_frame(rte_pktmbuf_mtod(m, uint8_t *), bcast, 1, none, o.dp_ip);
 		m->data_len = m->pkt_len = 60;
-		memset(a + 28, 0, 60 - 42);
 		tx_all(0, &m, 1);
 		uint64_t t1 = mono_ns();
 		while (!g_have_dp_mac && mono_ns() - t1 < 100000000ull)
