@@ -21,7 +21,7 @@
 #include "fg/slot.h"
 #include "fg/wire.h"
 
-#include "../lib/fg_test_status.h"  /* fg_test_status_equal */
+#include "../lib/fg_test_status.h"  /* fg_test_status_equal, fg_test_status_draw */
 #include "../lib/fg_test_vectors.h" /* fg_test_vector_bytes */
 
 /* A table for the vectors: hidden 4, 32 layers, layer 1 expects line 1
@@ -739,14 +739,6 @@ static void test_status_frame_as_encode(void **state)
  * (every outcome and slot state, any 7-line masks, epochs, fingerprints),
  * and not a byte outside them. Every byte of the frame takes more than one
  * value over the run, so a wrong byte anywhere is seen. */
-static uint64_t xs64(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
-
 static void test_status_frame_of_as_frame(void **state)
 {
 	(void)state;
@@ -755,22 +747,11 @@ static void test_status_frame_of_as_frame(void **state)
 	uint8_t first[LEN];
 	bool varied[LEN] = {false};
 	for (unsigned n = 0; n < 200000; n++) {
-		uint64_t a = xs64(&x), b = xs64(&x), c = xs64(&x);
-		unsigned line = (unsigned)(a % (FG_LINES + 1));
+		uint64_t a = fg_test_xorshift64(&x), b = fg_test_xorshift64(&x), c = fg_test_xorshift64(&x);
 		struct fg_ingest_ctx ctx = {.lines = (fg_linefacts)(b & 0x3fffu) | (fg_linefacts)(uint32_t)(b >> 20) << 16};
-		struct fg_seed seed = {.token_seq = (uint32_t)(a >> 8),
-				       .dst_layer = (uint16_t)(b >> 48),
-				       .line = line == FG_LINES ? FG_LINE_NONE : (uint8_t)line,
-				       .orientation = (uint8_t)(a >> 40 & 1),
-				       .body_len = (uint32_t)(c >> 32)};
-		struct fg_slot_result r = {.outcome = (enum fg_outcome)((a >> 41) % FG_O__COUNT),
-					   .slot = (uint32_t)c,
-					   .landed = (uint8_t)(a >> 50 & FG_FANO_FULL_MASK),
-					   .expected = (uint8_t)(a >> 57 & FG_FANO_FULL_MASK),
-					   .state = (uint8_t)((b >> 14) % (FG_SLOT_POISONED + 1)),
-					   .epoch = (uint32_t)(c >> 16) >> (a & 31),
-					   .fingerprint = xs64(&x),
-					   .bytes = (uint32_t)(c >> 32)};
+		struct fg_seed seed;
+		struct fg_slot_result r;
+		fg_test_status_draw(&x, a, b, c, &seed, &r);
 		uint8_t want[LEN + 2], got[LEN + 2];
 		memset(want, 0xA5, sizeof(want));
 		memset(got, 0xA5, sizeof(got));
@@ -813,7 +794,7 @@ static void test_status_frame_prep_as_frame(void **state)
 	unsigned remade = 0;
 	fg_linefacts lf = 0;
 	for (unsigned n = 0; n < 200000; n++) {
-		uint64_t a = xs64(&x), b = xs64(&x), c = xs64(&x);
+		uint64_t a = fg_test_xorshift64(&x), b = fg_test_xorshift64(&x), c = fg_test_xorshift64(&x);
 		if (n % 64 == 0) { /* every line state of every line over the run, and epochs */
 			fg_linefacts next = (fg_linefacts)(b & 0x3fffu) | (fg_linefacts)(uint32_t)(c >> 20) << 16;
 			if (next != lf)
@@ -826,20 +807,9 @@ static void test_status_frame_prep_as_frame(void **state)
 			remade++;
 		}
 		assert_true(fg_status_prep_is(&prep, lf));
-		unsigned line = (unsigned)(a % (FG_LINES + 1));
-		struct fg_seed seed = {.token_seq = (uint32_t)(a >> 8),
-				       .dst_layer = (uint16_t)(b >> 48),
-				       .line = line == FG_LINES ? FG_LINE_NONE : (uint8_t)line,
-				       .orientation = (uint8_t)(a >> 40 & 1),
-				       .body_len = (uint32_t)(c >> 32)};
-		struct fg_slot_result r = {.outcome = (enum fg_outcome)((a >> 41) % FG_O__COUNT),
-					   .slot = (uint32_t)c,
-					   .landed = (uint8_t)(a >> 50 & FG_FANO_FULL_MASK),
-					   .expected = (uint8_t)(a >> 57 & FG_FANO_FULL_MASK),
-					   .state = (uint8_t)((b >> 14) % (FG_SLOT_POISONED + 1)),
-					   .epoch = (uint32_t)(c >> 16) >> (a & 31),
-					   .fingerprint = xs64(&x),
-					   .bytes = (uint32_t)(c >> 32)};
+		struct fg_seed seed;
+		struct fg_slot_result r;
+		fg_test_status_draw(&x, a, b, c, &seed, &r);
 		uint8_t want[LEN + 2], got[LEN + 2];
 		memset(want, 0xA5, sizeof(want));
 		memset(got, 0x5A, sizeof(got));

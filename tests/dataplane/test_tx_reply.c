@@ -42,6 +42,8 @@
 #include "dp_internal.h"
 #include "dp_tx.h"
 
+#include "../lib/fg_test_status.h" /* fg_test_status_draw */
+
 #define POOL_N 512u
 
 static struct rte_ring *txr, *rxr;
@@ -49,13 +51,6 @@ static struct dp_lcore *lc;
 static struct fg_dp_counters *kc;
 static struct dp_xcounters *xk;
 
-static uint64_t xs64(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
 
 static int setup(void **state)
 {
@@ -148,7 +143,7 @@ static void test_statuses(void **state)
 	fg_linefacts lf = 0;
 	unsigned head_path = 0;
 	for (unsigned n = 0; n < 40000; n++) {
-		uint64_t a = xs64(&x), b = xs64(&x), c = xs64(&x);
+		uint64_t a = fg_test_xorshift64(&x), b = fg_test_xorshift64(&x), c = fg_test_xorshift64(&x);
 		if (n % 97 == 0)
 			lf = (fg_linefacts)(b & 0x3fffu) | (fg_linefacts)(uint32_t)(c >> 20) << 16;
 		lc->ictx.lines = lf;
@@ -159,20 +154,9 @@ static void test_statuses(void **state)
 		const struct dp_route *rt = &rts[which];
 		const struct dp_peer *to = which == 3 ? &to6 : &to4;
 		head_path += which < 2;
-		unsigned line = (unsigned)(a % (FG_LINES + 1));
-		struct fg_seed seed = {.token_seq = (uint32_t)(a >> 8),
-				       .dst_layer = (uint16_t)(b >> 48),
-				       .line = line == FG_LINES ? FG_LINE_NONE : (uint8_t)line,
-				       .orientation = (uint8_t)(a >> 40 & 1),
-				       .body_len = (uint32_t)(c >> 32)};
-		struct fg_slot_result r = {.outcome = (enum fg_outcome)((a >> 41) % FG_O__COUNT),
-					   .slot = (uint32_t)c,
-					   .landed = (uint8_t)(a >> 50 & FG_FANO_FULL_MASK),
-					   .expected = (uint8_t)(a >> 57 & FG_FANO_FULL_MASK),
-					   .state = (uint8_t)((b >> 14) % (FG_SLOT_POISONED + 1)),
-					   .epoch = (uint32_t)(c >> 16) >> (a & 31),
-					   .fingerprint = xs64(&x),
-					   .bytes = (uint32_t)(c >> 32)};
+		struct fg_seed seed;
+		struct fg_slot_result r;
+		fg_test_status_draw(&x, a, b, c, &seed, &r);
 		/* every IPv4 id, the wrap included, over the run's first 65,536 */
 		const uint16_t ip_id = (uint16_t)(n * 40503u + (uint32_t)(b >> 32));
 		const uint16_t fid = (uint16_t)(b >> 16);
