@@ -422,6 +422,68 @@ static inline __attribute__((always_inline)) bool tx_frag(struct dp_lcore *lc, c
 	return true;
 }
 
+/* The fragments of a frame over untagged IPv4 share every header byte
+ * but the IPv4 id and checksum, and the last one's lengths:
+ * the header is written once for a full chunk's datagram (hdr[0..
+ * DP_UDP4_PAYLOAD), t's header with its lengths; n the fragment's data
+ * bytes, tot the IPv4 total length, sum the IPv4 header's sum without the
+ * id, folded to 16 bits), and each fragment copies it and patches the id
+ * and the checksum (the last one, shorter, its lengths too). */
+struct tx_frag4 {
+	uint8_t hdr[DP_UDP4_PAYLOAD];
+	uint32_t n, tot, sum;
+};
+
+static inline uint32_t tx_fold(uint32_t s) { return (s & 0xFFFFu) + (s >> 16); }
+
+static inline __attribute__((always_inline)) void tx_frag4_make(struct tx_frag4 *h, const struct dp_pkt_tmpl *t,
+								 uint32_t n)
+{
+	const uint32_t tot = (uint16_t)(20u + 8u + FG_FRAG_HDR_LEN + n);
+	__builtin_memcpy(h->hdr, t->hdr, 32); /* its id and checksum zero */
+	__builtin_memcpy(h->hdr + DP_UDP4_PAYLOAD - 16, t->hdr + DP_UDP4_PAYLOAD - 16, 16);
+	fg_put_be16(h->hdr + DP_UDP4_IP + 2, (uint16_t)tot);
+	fg_put_be16(h->hdr + DP_UDP4_UDP + 4, (uint16_t)(tot - 20u));
+	h->n = n;
+	h->tot = tot;
+	h->sum = tx_fold(tx_fold(t->sum + tot));
+}
+
+/* tx_frag for a fragment of n + n2 <= h->n bytes over untagged IPv4,
+ * IPv4 id ip_id: the same datagram. The checksum is the ones' complement
+ * sum dp_pkt_tmpl_put folds, summed in another order (a fragment shorter
+ * than h's: h's total length taken out, its own put in); every order
+ * folds to the same 16 bits (a nonzero sum's fold is the one value in
+ * 1..0xFFFF congruent to it modulo 0xFFFF). */
+static inline __attribute__((always_inline)) bool tx_frag4(struct dp_lcore *lc, const struct tx_frag4 *h,
+							   uint32_t w, const uint8_t *src, uint32_t n,
+							   const uint8_t *src2, uint32_t n2, uint16_t ip_id)
+{
+	_Static_assert(DP_UDP4_PAYLOAD >= 32 && DP_UDP4_PAYLOAD <= 48, "the header in two fixed-size copies");
+	struct rte_mbuf *m = tx_mbuf_for(lc, DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN + n + n2);
+	if (!m)
+		return false;
+	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+	__builtin_memcpy(p, h->hdr, 32);
+	__builtin_memcpy(p + DP_UDP4_PAYLOAD - 16, h->hdr + DP_UDP4_PAYLOAD - 16, 16);
+	uint32_t s = h->sum + ip_id;
+	if (unlikely(n + n2 != h->n)) {
+		const uint32_t tot = 20u + 8u + FG_FRAG_HDR_LEN + n + n2;
+		fg_put_be16(p + DP_UDP4_IP + 2, (uint16_t)tot);
+		fg_put_be16(p + DP_UDP4_UDP + 4, (uint16_t)(tot - 20u));
+		s = tx_fold(s + (0xFFFFu - h->tot) + tot);
+	}
+	s = tx_fold(s);
+	fg_put_be16(p + DP_UDP4_IP + 4, ip_id);
+	fg_put_be16(p + DP_UDP4_IP + 10, (uint16_t)~s);
+	memcpy(p + DP_UDP4_PAYLOAD, &w, 4);
+	memcpy(p + DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN, src, n);
+	if (n2)
+		memcpy(p + DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN + n, src2, n2);
+	tx_put(lc, m);
+	return true;
+}
+
 /* A slot's body as an external mbuf buffer (rte_pktmbuf_attach_extbuf):
  * its shared info counts the mbufs attached to it (frags_ref counts a
  * delivery's before it attaches the first, and takes back those that
@@ -529,6 +591,28 @@ static inline __attribute__((always_inline)) bool frags_t(struct dp_lcore *lc, c
 	const uint32_t fw = frag_word(fid, total);
 	bool ok = true;
 	uint32_t i = 0, off = 0;
+	if (t.hl == DP_UDP4_PAYLOAD) { /* over untagged IPv4: every fragment from one header */
+		struct tx_frag4 h;
+		tx_frag4_make(&h, &t, chunk);
+		uint16_t ip_id = lc->ip_id;
+		bool sent;
+		for (; i < total && off < head_len; i++, off += chunk) {
+			const struct dp_frag_part fp = dp_frag_part(off, head_len, body_len, chunk);
+			sent = tx_frag4(lc, &h, fw | i << FRAG_IX, head + fp.head_off, fp.head_n, body + fp.body_off,
+					fp.body_n, ip_id);
+			ip_id = (uint16_t)(ip_id + sent); /* an id per datagram queued, as tx_frag */
+			ok &= sent;
+		}
+		const uint8_t *src = body + (off - head_len);
+		for (; i < total; i++, off += chunk, src += chunk) {
+			const uint32_t n = len - off < chunk ? len - off : chunk;
+			sent = tx_frag4(lc, &h, fw | i << FRAG_IX, src, n, NULL, 0, ip_id);
+			ip_id = (uint16_t)(ip_id + sent);
+			ok &= sent;
+		}
+		lc->ip_id = ip_id;
+		return ok;
+	}
 	/* the fragments that carry part of the head */
 	for (; i < total && off < head_len; i++, off += chunk) {
 		const struct dp_frag_part fp = dp_frag_part(off, head_len, body_len, chunk);

@@ -1,8 +1,9 @@
 /* test_tx_reply.c - what a UDP sender hears back, as the lcore builds it
- * into mbufs (dataplane/dp_tx.c: dp_tx_status_of, dp_tx_ack_one), byte
- * for byte against the reference: the frame encoded into a buffer
- * (fg_status_frame_of, dp_ack_encode) behind the header dp_pkt_build_udp
- * writes with the same IPv4 id.
+ * into mbufs (dataplane/dp_tx.c: dp_tx_status_of, dp_tx_ack_one), and a
+ * frame's fragments (dp_tx_frags), byte for byte against the reference:
+ * the frame encoded into a buffer (fg_status_frame_of, dp_ack_encode) or
+ * a fragment's part of it behind the header dp_pkt_build_udp writes with
+ * the same IPv4 id.
  *   statuses   every outcome, slot state, line and line state, under
  *              line facts that change now and then (the lcore's prepared
  *              facts made again), over untagged IPv4 (the prepared status
@@ -14,7 +15,11 @@
  *              its route changes (dp_ack_peer_route) the next one goes
  *              over the new route; after a status to the same peer over
  *              another route rebuilt the template entry it held, the
- *              next one still goes over the peer's own route.
+ *              next one still goes over the peer's own route;
+ *   fragments  a frame sent in the fragmented profile (dp_tx_frags), each
+ *              datagram against its fragment behind the reference header,
+ *              over the three headers, with ids across the carries and
+ *              the wrap.
  * The lcore is driven by the test's thread (no poll loop), as in
  * test_tx_ref.c, on a net_ring port over two rings the test owns.
  *
@@ -227,6 +232,69 @@ static void test_acks(void **state)
 	free(mem);
 }
 
+/* A frame head + body sent in the fragmented profile (dp_tx_frags):
+ * each datagram the lcore queued equals the reference, the fragment
+ * header (frame id, index, count) and its part of the frame behind
+ * dp_pkt_build_udp's header, IPv4 ids one a datagram from lc->ip_id on.
+ * Frames of one fragment to 12, their last fragment full or short, the
+ * head within the first fragment or across several, over untagged IPv4
+ * (the body's fragments from one prepared header), 802.1Q and IPv6,
+ * IPv4 ids across the checksum's carries and the wrap. */
+static void test_frags(void **state)
+{
+	(void)state;
+	const struct dp_peer to4 = {.family = 4, .addr = {198, 18, 0, 4}, .port = 7000};
+	struct dp_peer to6 = {.family = 6, .port = 7001};
+	to6.addr[0] = 0xfd, to6.addr[15] = 4;
+	struct dp_route rts[3] = {route4(6), route4(6), route4(6)};
+	rts[1].has_vlan = true, rts[1].vlan_tci = 9;
+	rts[2].local[0] = 0xfd, rts[2].local[15] = 1;
+	static uint8_t frame[12 * 1472];
+	uint64_t x = 0xD1B54A32D192ED03ull;
+	for (size_t i = 0; i < sizeof(frame); i++)
+		frame[i] = (uint8_t)fg_test_xorshift64(&x);
+	unsigned short_last = 0, full_last = 0;
+	for (unsigned n = 0; n < 3000; n++) {
+		uint64_t a = fg_test_xorshift64(&x), b = fg_test_xorshift64(&x);
+		const unsigned which = n % 4 == 3 ? 1u + (unsigned)(a >> 60) % 2u : 0u;
+		const struct dp_route *rt = &rts[which];
+		const struct dp_peer *to = which == 2 ? &to6 : &to4;
+		const uint32_t chunk = (uint32_t)(64 + (a >> 8) % 1409); /* 64..1472 */
+		uint32_t total = 1 + (uint32_t)((a >> 24) % 12);
+		/* a last fragment of 1..chunk bytes, every third one full */
+		const uint32_t last = n % 3 == 0 ? chunk : 1 + (uint32_t)((a >> 36) % chunk);
+		const uint32_t len = (total - 1) * chunk + last;
+		const uint32_t head_len = (uint32_t)((b >> 40) % (len < 2 * chunk ? len + 1 : 2 * chunk));
+		const uint16_t ip_id = (uint16_t)(n * 40503u + (uint32_t)b);
+		const uint16_t fid = (uint16_t)(b >> 16);
+		assert_int_equal(fg_frag_count(len, chunk), total);
+		short_last += last < chunk;
+		full_last += last == chunk && total > 1;
+		lc->ip_id = ip_id;
+		assert_true(dp_tx_frags(lc, rt, to, fid, total, frame, head_len, frame + head_len, len - head_len, chunk));
+		assert_int_equal(lc->n_tx, total);
+		assert_int_equal(lc->ip_id, (uint16_t)(ip_id + total));
+		for (uint32_t i = 0; i < total; i++) {
+			const uint32_t off = i * chunk, k = len - off < chunk ? len - off : chunk;
+			uint8_t pl[FG_FRAG_HDR_LEN + 1472], want[1600];
+			fg_put_be16(pl, fid);
+			pl[2] = (uint8_t)i;
+			pl[3] = (uint8_t)total;
+			memcpy(pl + FG_FRAG_HDR_LEN, frame + off, k);
+			const uint32_t wlen = ref_dgram(want, rt, to, pl, FG_FRAG_HDR_LEN + k, (uint16_t)(ip_id + i));
+			struct rte_mbuf *m = lc->tx[i];
+			if (m->pkt_len != wlen || m->data_len != wlen ||
+			    memcmp(rte_pktmbuf_mtod(m, const uint8_t *), want, wlen))
+				fail_msg("frame %u fragment %u/%u: the datagram differs from the reference (%u bytes, "
+					 "want %u)",
+					 n, i, total, m->pkt_len, wlen);
+			rte_pktmbuf_free(m);
+		}
+		lc->n_tx = 0;
+	}
+	assert_true(short_last > 1000 && full_last > 300);
+}
+
 int main(void)
 {
 	if (geteuid() != 0) {
@@ -236,6 +304,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_statuses),
 		cmocka_unit_test(test_acks),
+		cmocka_unit_test(test_frags),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
