@@ -101,6 +101,9 @@ void fg_status_prep_make(struct fg_status_prep *p, fg_linefacts lf)
 		if (st == FG_LINE_DEGRADED)
 			p->degraded |= (uint8_t)(1u << i);
 	}
+	for (unsigned m = 0; m <= FG_FANO_FULL_MASK; m++)
+		p->line_facts[m] = (uint8_t)((m & p->inactive ? FG_FACT_SHADOW : 0u) |
+					     (m & p->degraded ? FG_FACT_DEGRADED : 0u));
 }
 
 /* Status for a frame that never reached a slot (bad stream, bad payload). */

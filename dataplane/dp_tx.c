@@ -299,6 +299,12 @@ bool dp_tx_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp
 	return tx_dgram(lc, tx_tmpl(lc, rt, to), head, head_len, data, len);
 }
 
+/* A ones' complement sum folded once: the sum of x's two 16-bit halves.
+ * A nonzero sum within 16 bits after its folds is the one value in
+ * 1..0xFFFF congruent to it modulo 0xFFFF, whatever order it was summed
+ * and folded in. */
+static inline uint32_t tx_fold(uint32_t x) { return (x & 0xFFFFu) + (x >> 16); }
+
 enum { STATUS_PLEN = FG_FRAG_HDR_LEN + FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN };
 _Static_assert(DP_TX_ST_HEAD == DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN + FG_HDR_LEN, "a status head ends at its payload");
 
@@ -318,7 +324,9 @@ static __attribute__((noinline, cold)) void st_head_make(struct dp_tx_tmpl *e)
 	fg_put_be16(f, FG_STREAM_STATUS);
 	fg_put_be32(f + 2, 0);
 	fg_put_be32(f + 6, FG_STATUS_PAYLOAD_LEN); /* flags 0, u24 length */
-	e->st_sum = e->t.sum + 20u + 8u + STATUS_PLEN;
+	/* folded: one more fold after adding an id keeps it within 16 bits */
+	const uint32_t s = e->t.sum + 20u + 8u + STATUS_PLEN;
+	e->st_sum = tx_fold(tx_fold(s));
 	e->st = DP_TX_ST_READY;
 }
 
@@ -340,9 +348,7 @@ int dp_tx_status_of(struct dp_lcore *lc, const struct dp_route *rt, const struct
 		/* the prepared head, then what differs: the IPv4 id and checksum
 		 * (the head's sum and the id, as dp_pkt_tmpl_put sums them), the
 		 * frame id, the sequence */
-		uint32_t s = e->st_sum + ip_id;
-		s = (s & 0xFFFFu) + (s >> 16);
-		s = (s & 0xFFFFu) + (s >> 16);
+		const uint32_t s = tx_fold(e->st_sum + ip_id);
 		memcpy(p, e->st_head, 32);
 		memcpy(p + DP_TX_ST_HEAD - 32, e->st_head + DP_TX_ST_HEAD - 32, 32);
 		fg_put_be16(p + DP_UDP4_IP + 4, ip_id);
@@ -433,8 +439,6 @@ struct tx_frag4 {
 	uint8_t hdr[DP_UDP4_PAYLOAD];
 	uint32_t n, tot, sum;
 };
-
-static inline uint32_t tx_fold(uint32_t s) { return (s & 0xFFFFu) + (s >> 16); }
 
 static inline __attribute__((always_inline)) void tx_frag4_make(struct tx_frag4 *h, const struct dp_pkt_tmpl *t,
 								 uint32_t n)

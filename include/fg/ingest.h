@@ -279,6 +279,9 @@ struct fg_status_prep {
 	uint8_t inactive; /* bit i: line i is not ACTIVE */
 	uint8_t degraded; /* bit i: line i is DEGRADED */
 	uint8_t state[8]; /* line i's state (i < FG_LINES); [7]: 0, the state of no line */
+	/* [m] for a mask m of lines: FG_FACT_SHADOW when one of them is not
+	 * ACTIVE, FG_FACT_DEGRADED when one is DEGRADED */
+	uint8_t line_facts[FG_FANO_FULL_MASK + 1];
 };
 /* Make *p for lf. Reads only its arguments; any thread. */
 void fg_status_prep_make(struct fg_status_prep *p, fg_linefacts lf) __attribute__((nonnull));
@@ -303,17 +306,17 @@ static inline __attribute__((always_inline)) void fg_status_payload_prep(const s
 	const unsigned line = seed->line, li = line < FG_LINES ? line : 7u;
 	const enum fg_slot_state state = (enum fg_slot_state)r->state;
 	const uint32_t outcome = (uint32_t)r->outcome, landed = r->landed, expected = r->expected;
-	/* the contributing line and the rule's lines (no line: bit 7, masked off) */
+	/* the contributing line and the rule's lines (no line: bit 7, masked
+	 * off): their facts from p; the outcome's (fg_status_outcome_is_ack_)
+	 * and the state's (RESOLVED, or AWAITING for an open slot) from
+	 * constant bit tables, byte i of the state's for state i */
 	const uint32_t m = (expected | 1u << li) & full;
-	uint32_t facts = fg_status_outcome_is_ack_(r->outcome) ? FG_FACT_ACK : 0u;
-	if (m & p->inactive)
-		facts |= FG_FACT_SHADOW;
-	if (m & p->degraded)
-		facts |= FG_FACT_DEGRADED;
-	if (state == FG_SLOT_RESOLVED)
-		facts |= FG_FACT_RESOLVED;
-	else if (state == FG_SLOT_OPEN)
-		facts |= FG_FACT_AWAITING;
+	_Static_assert(FG_FACT_ACK == 1u && FG_O__COUNT <= 32 && FG_SLOT_POISONED < 8, "the facts' tables");
+	const uint32_t ack_outcomes = 1u << FG_O_ACCEPTED | 1u << FG_O_RESOLVED | 1u << FG_O_DUPLICATE;
+	const uint64_t state_facts = (uint64_t)FG_FACT_RESOLVED << (8 * FG_SLOT_RESOLVED) |
+				     (uint64_t)FG_FACT_AWAITING << (8 * FG_SLOT_OPEN);
+	const uint32_t facts = p->line_facts[m] | ((ack_outcomes >> (outcome & 31u)) & FG_FACT_ACK) |
+			       (uint32_t)(state_facts >> (8u * ((unsigned)state & 7u)) & 0xFFu);
 	const uint32_t bitset = fg_status_bitset_((uint8_t)landed, (uint8_t)expected, state);
 	const uint32_t epoch = r->epoch > p->epoch ? r->epoch : p->epoch;
 	const uint64_t fingerprint = state == FG_SLOT_RESOLVED ? r->fingerprint : 0;
@@ -322,9 +325,17 @@ static inline __attribute__((always_inline)) void fg_status_payload_prep(const s
 	/* fg_status_write's layout (wire.md 5): version, outcome, line,
 	 * sign, dst_layer, bitset, expected | facts, line_state, reason (0),
 	 * bytes | epoch | fingerprint | landed and the 3 reserved bytes */
-	const uint64_t w0 = FG_STATUS_VERSION | outcome << 8 | (uint32_t)line << 16 |
-			    (uint32_t)seed->orientation << 24 | (uint64_t)seed->dst_layer << 32 |
-			    (uint64_t)bitset << 48 | (uint64_t)expected << 56;
+	/* dst_layer, line and orientation lie in that order in one word of
+	 * the seed: rotated by 16, they are the frame's line, sign and
+	 * dst_layer bytes */
+	_Static_assert(offsetof(struct fg_seed, line) == offsetof(struct fg_seed, dst_layer) + 2 &&
+			       offsetof(struct fg_seed, orientation) == offsetof(struct fg_seed, dst_layer) + 3,
+		       "fg_seed's dst_layer, line, orientation");
+	uint32_t lso;
+	__builtin_memcpy(&lso, &seed->dst_layer, 4);
+	lso = lso >> 16 | lso << 16;
+	const uint64_t w0 = FG_STATUS_VERSION | outcome << 8 | (uint64_t)lso << 16 | (uint64_t)bitset << 48 |
+			    (uint64_t)expected << 56;
 	const uint64_t w1 = facts | (uint32_t)p->state[li] << 8 | (uint64_t)seed->body_len << 32;
 	__builtin_memcpy(q, &w0, 8);
 	__builtin_memcpy(q + 8, &w1, 8);
