@@ -181,23 +181,32 @@ static inline bool rx_pat_eq(const uint8_t *p, struct rx_pat pt)
 
 /* The flow table's two places for a frame of dp_pkt_udp4_form: two
  * indexes of a hash of its addresses and ports (so two flows rarely evict
- * each other burst after burst, as they would in one place). */
-static inline struct dp_rx_flow *rx_flow_at(struct dp_lcore *lc, const uint8_t *p, struct dp_rx_flow **other)
+ * each other burst after burst, as they would in one place), the first
+ * (rx_flow_at) from the hash's top 4 bits, the other (rx_flow_other)
+ * from the 4 below. */
+static inline uint64_t rx_flow_hash(const uint8_t *p)
 {
-	uint64_t h = (dp_pkt_ld64(p + DP_UDP4_IP + 12) ^ ((uint64_t)dp_pkt_ld32(p + DP_UDP4_UDP) << 13)) *
-		     0x9E3779B97F4A7C15ull;
-	*other = &lc->rx_flow[(h >> 56) & (DP_RX_FLOWS - 1u)];
+	return (dp_pkt_ld64(p + DP_UDP4_IP + 12) ^ ((uint64_t)dp_pkt_ld32(p + DP_UDP4_UDP) << 13)) * 0x9E3779B97F4A7C15ull;
+}
+static inline struct dp_rx_flow *rx_flow_at(struct dp_lcore *lc, uint64_t h)
+{
 	return &lc->rx_flow[h >> 60];
+}
+static inline struct dp_rx_flow *rx_flow_other(struct dp_lcore *lc, uint64_t h)
+{
+	return &lc->rx_flow[(h >> 56) & (DP_RX_FLOWS - 1u)];
 }
 
 /* The entry of the flow frame p (of dp_pkt_udp4_form) belongs to, or NULL. */
 static inline const struct dp_rx_flow *rx_flow_find(struct dp_lcore *lc, const uint8_t *p)
 {
-	struct dp_rx_flow *o, *e = rx_flow_at(lc, p, &o);
+	uint64_t h = rx_flow_hash(p);
+	const struct dp_rx_flow *e = rx_flow_at(lc, h);
 	if (e->used && rx_pat_eq(p, rx_pat_of(&e->pat)))
 		return e;
-	if (o->used && rx_pat_eq(p, rx_pat_of(&o->pat)))
-		return o;
+	e = rx_flow_other(lc, h);
+	if (e->used && rx_pat_eq(p, rx_pat_of(&e->pat)))
+		return e;
 	return NULL;
 }
 
@@ -213,7 +222,8 @@ static void rx_flow_learn(struct dp_lcore *lc, const uint8_t *p, const struct dp
 {
 	struct dp_flow_pat pat;
 	dp_flow_pat_of(p, &pat);
-	struct dp_rx_flow *o, *e = rx_flow_at(lc, p, &o);
+	uint64_t h = rx_flow_hash(p);
+	struct dp_rx_flow *o = rx_flow_other(lc, h), *e = rx_flow_at(lc, h);
 	if (e->used && memcmp(&e->pat, &pat, sizeof(pat))) {
 		if (!o->used || !memcmp(&o->pat, &pat, sizeof(pat)))
 			e = o;
@@ -407,9 +417,10 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 		const struct dp_flow *f;
 		const uint8_t *payload;
 		uint32_t len;
-		if (p) {
-			f = lastf;
-			if (!f || !rx_pat_eq(p, last)) {
+		if (__builtin_expect(p != NULL, 1)) {
+			if (__builtin_expect(lastf != NULL && rx_pat_eq(p, last), 1)) {
+				f = lastf;
+			} else {
 				const struct dp_rx_flow *e = rx_flow_find(lc, p);
 				if (!e)
 					goto full;
