@@ -403,8 +403,10 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 		for (unsigned k = i; k < i + 4; k++)
 			fp[k] = rx_check(pkts[k], fp[k], mp, &plain, &flen[k], &bytes);
 	}
-	bytes += (uint64_t)_mm_extract_epi32(bytes4, 0) + (uint64_t)_mm_extract_epi32(bytes4, 1) +
-		 (uint64_t)_mm_extract_epi32(bytes4, 2) + (uint64_t)_mm_extract_epi32(bytes4, 3);
+	/* at most DP_BURST lengths of at most 65535: the sum fits one 32-bit lane */
+	bytes4 = _mm_add_epi32(bytes4, _mm_shuffle_epi32(bytes4, _MM_SHUFFLE(1, 0, 3, 2)));
+	bytes4 = _mm_add_epi32(bytes4, _mm_shuffle_epi32(bytes4, _MM_SHUFFLE(2, 3, 0, 1)));
+	bytes += (uint32_t)_mm_cvtsi128_si32(bytes4);
 #endif
 	for (; i < n; i++) {
 		fp[i + RX_AHEAD] = rte_pktmbuf_mtod(pkts[i + RX_AHEAD], const uint8_t *);
