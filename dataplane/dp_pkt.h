@@ -17,6 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE4_1__
+#include <smmintrin.h>
+#endif
 
 #include "fg/common.h"
 #include "fg/wire.h"
@@ -125,6 +128,41 @@ static inline bool dp_pkt_udp4_lens(const uint8_t *p, uint32_t len)
 	uint32_t tot = fg_be16(p + DP_UDP4_IP + 2), ulen = fg_be16(p + DP_UDP4_UDP + 4);
 	return tot - 28u <= len - DP_UDP4_PAYLOAD && ulen - 8u <= tot - 28u;
 }
+
+#ifdef __SSE4_1__
+/* dp_pkt_udp4_lens of four frames p[0..4) at once, their lengths len in
+ * the 32-bit lanes, each at least DP_UDP4_PAYLOAD (the caller's check:
+ * each frame's bytes up to the UDP payload are read). True when all four
+ * are in the form's ranges; then *plen holds their UDP payload lengths
+ * (UDP length - 8), a lane each. In 32-bit lanes of 16-bit values (no
+ * lane overflows) the ranges are len - 14 - tot >= 0, tot - 20 - ulen >=
+ * 0 and ulen - 8 >= 0 (tot >= 28 and len >= 42 follow): three
+ * subtractions and one test of the sign bits. */
+static inline bool dp_pkt_udp4_lens4(const uint8_t *const *p, __m128i len, __m128i *plen)
+{
+	/* the IP total lengths (words 0-3) and UDP lengths (words 4-7) as
+	 * the wire has them, then each byte-swapped into a 32-bit lane */
+	__m128i w = _mm_setzero_si128();
+	uint16_t v;
+#define DP_LENS4_W(k)                                  \
+	memcpy(&v, p[k] + DP_UDP4_IP + 2, 2);           \
+	w = _mm_insert_epi16(w, v, k);                  \
+	memcpy(&v, p[k] + DP_UDP4_UDP + 4, 2);          \
+	w = _mm_insert_epi16(w, v, (k) + 4)
+	DP_LENS4_W(0);
+	DP_LENS4_W(1);
+	DP_LENS4_W(2);
+	DP_LENS4_W(3);
+#undef DP_LENS4_W
+	__m128i tot = _mm_shuffle_epi8(w, _mm_setr_epi8(1, 0, -1, -1, 3, 2, -1, -1, 5, 4, -1, -1, 7, 6, -1, -1));
+	__m128i ulen = _mm_shuffle_epi8(w, _mm_setr_epi8(9, 8, -1, -1, 11, 10, -1, -1, 13, 12, -1, -1, 15, 14, -1, -1));
+	__m128i x = _mm_sub_epi32(_mm_sub_epi32(len, tot), _mm_set1_epi32(DP_ETH_HLEN));
+	__m128i y = _mm_sub_epi32(_mm_sub_epi32(tot, ulen), _mm_set1_epi32(20));
+	__m128i z = _mm_sub_epi32(ulen, _mm_set1_epi32(8));
+	*plen = z;
+	return !_mm_movemask_ps(_mm_castsi128_ps(_mm_or_si128(_mm_or_si128(x, y), z)));
+}
+#endif
 
 static inline bool dp_pkt_udp4_form(const uint8_t *p, uint32_t len)
 {

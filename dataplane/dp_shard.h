@@ -76,16 +76,21 @@ struct dp_shard_adder {
 	const struct dp_flow *prev; /* the flow of the last run, or NULL */
 	uint8_t *body;              /* the last run's lookup, for the prefetch (dp_reasm_prefetch) */
 	uint32_t body_len, chunk;
-	uint32_t key;               /* the last run's frame id as the wire has it, | 0x10000 once a datagram followed it */
+	uint32_t key;               /* the last run's frame id as the wire has it, | DP_ADD_AFTER once a
+				     * datagram followed it, | DP_ADD_FETCH while its lookup has a
+				     * record to prefetch (a->body_len != 0) */
 	struct fg_frag *f;          /* the next element of b->f */
 	unsigned n, ndgram;
 };
+
+#define DP_ADD_AFTER 0x10000u
+#define DP_ADD_FETCH 0x20000u
 
 /* Start an empty burst b (the caller's), added to through a (the caller's
  * local, passed to nothing but dp_shard_add and dp_shard_add_end). */
 static inline void dp_shard_add_begin(struct dp_shard_adder *a, const struct dp_lcore *lc, struct dp_shard_burst *b)
 {
-	*a = (struct dp_shard_adder){.b = b, .f = b->f, .chunk = lc->reasm.cfg.chunk, .key = 0x10000};
+	*a = (struct dp_shard_adder){.b = b, .f = b->f, .chunk = lc->reasm.cfg.chunk, .key = DP_ADD_AFTER};
 }
 
 /* A new item, item n, starting at element a->f. */
@@ -99,10 +104,53 @@ static inline struct dp_shard_item *dp_shard_item_new(struct dp_shard_adder *a, 
 	return it;
 }
 
+/* A fragment (header word w, as the wire has it; at a->f) that does not simply
+ * continue the open run (dp_shard_add): it starts a run (its lookup, a
+ * new item), continues the run open before the datagrams since, or
+ * continues a run whose frame has a record; then the slot line it lands
+ * in prefetched (dp_reasm_prefetch; nothing to fetch while the run's frame
+ * has no record that lands: its fragment 0 in this burst). */
+static inline void dp_shard_add_run(struct dp_lcore *lc, struct dp_shard_adder *a, const struct dp_flow *fl,
+				    uint32_t w, const uint8_t *payload)
+{
+	uint16_t wfid = (uint16_t)w;
+	if (fl != a->prev || wfid != (uint16_t)a->key || (a->key & DP_ADD_AFTER)) {
+		struct dp_shard_item *it = dp_shard_item_new(a, fl, 1);
+		it->fid = fg_be16(payload);
+		if (fl == a->prev && wfid == (uint16_t)a->key) {
+			it->cont = true; /* a datagram between: the same frame's hint goes on */
+			a->key &= ~DP_ADD_AFTER;
+		} else {
+			/* a run from fragment 0 (the common order) is looked up
+			 * once, when that fragment is pushed */
+			if (w & 0xFF0000u) {
+				dp_reasm_find(&lc->reasm, &fl->src, fl->hash, it->fid, &it->hint);
+				a->body = it->hint.body;
+				a->body_len = it->hint.body_len;
+			} else {
+				it->hint = (struct dp_ra_hint){.ctx = DP_RA_HINT_NONE};
+				a->body = NULL;
+				a->body_len = 0;
+			}
+			a->prev = fl;
+			a->key = wfid | (a->body_len ? DP_ADD_FETCH : 0);
+		}
+	}
+	if (a->key & DP_ADD_FETCH) {
+		uint32_t off = (w >> 16 & 0xFF) * a->chunk - DP_RA_SEED_HDR;
+		if (off < a->body_len) {
+			__builtin_prefetch(a->body + off, 1, 3);
+			__builtin_prefetch(a->body + off + 64, 1, 3);
+		}
+	}
+}
+
 /* One datagram (payload[0..len), of flow fl) into the burst (at most
  * DP_BURST). A fragment of a multi-fragment frame keeps its decoded header
  * only: a fragment of the frame of the run open before it joins that run
- * (no lookup, nothing stored but the fragment), any other starts a run. */
+ * (no lookup, nothing stored but the fragment), any other starts a run.
+ * The common case, a fragment of the open run with nothing to prefetch,
+ * is one test of the flow and one of a->key. */
 static inline void dp_shard_add(struct dp_lcore *lc, struct dp_shard_adder *a, const struct dp_flow *fl,
 				const uint8_t *payload, uint32_t len)
 {
@@ -121,35 +169,9 @@ static inline void dp_shard_add(struct dp_lcore *lc, struct dp_shard_adder *a, c
 			memcpy(f, &w, 4);
 			f->chunk = payload + FG_FRAG_HDR_LEN;
 			f->chunk_len = len - FG_FRAG_HDR_LEN;
-			uint16_t wfid = (uint16_t)w;
-			if (__builtin_expect(fl != a->prev || wfid != a->key, 0)) {
-				struct dp_shard_item *it = dp_shard_item_new(a, fl, 1);
-				it->fid = fg_be16(payload);
-				if (fl == a->prev && wfid == (uint16_t)a->key) {
-					it->cont = true; /* a datagram between: the same frame's hint goes on */
-				} else {
-					/* a run from fragment 0 (the common order) is
-					 * looked up once, when that fragment is pushed */
-					if (w & 0xFF0000u)
-						dp_reasm_find(&lc->reasm, &fl->src, fl->hash, it->fid, &it->hint);
-					else
-						it->hint = (struct dp_ra_hint){.ctx = DP_RA_HINT_NONE};
-					a->body = it->hint.body;
-					a->body_len = it->hint.body_len;
-					a->prev = fl;
-				}
-				a->key = wfid;
-			}
+			if (__builtin_expect(fl != a->prev || (w & 0xFFFFu) != a->key, 0))
+				dp_shard_add_run(lc, a, fl, w, payload);
 			a->f++;
-			/* dp_reasm_prefetch; nothing to fetch while the run's frame
-			 * has no record that lands (its fragment 0 in this burst) */
-			if (__builtin_expect(a->body_len != 0, 0)) {
-				uint32_t off = (w >> 16 & 0xFF) * a->chunk - DP_RA_SEED_HDR;
-				if (off < a->body_len) {
-					__builtin_prefetch(a->body + off, 1, 3);
-					__builtin_prefetch(a->body + off + 64, 1, 3);
-				}
-			}
 			return;
 		}
 		ssize_t k = fg_frag_decode_fast(payload, len, f);
@@ -161,7 +183,7 @@ static inline void dp_shard_add(struct dp_lcore *lc, struct dp_shard_adder *a, c
 		f->chunk_len = len;
 	}
 	dp_shard_item_new(a, fl, rc);
-	a->key |= 0x10000;
+	a->key |= DP_ADD_AFTER;
 	a->f++;
 	a->ndgram++;
 }

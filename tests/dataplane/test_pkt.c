@@ -3,7 +3,8 @@
  * none over IPv4), every prefix of
  * a valid packet (truncation never reads past the end), inconsistent
  * lengths, IP fragments, other protocols, ARP parse and reply, the
- * common form recognised without a parse (dp_pkt_udp4_form). */
+ * common form recognised without a parse (dp_pkt_udp4_form), and its
+ * lengths tested four frames at once (dp_pkt_udp4_lens4). */
 #include <arpa/inet.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 
 #include "dp_pkt.h"
 #include "dp_test_util.h" /* tu_arp_request */
+#include "../lib/fg_test_rng.h" /* fg_test_xorshift64 */
 #include "fg/wire.h"
 
 static uint8_t a4[16], b4[16], a6[16], b6[16];
@@ -243,6 +245,80 @@ static void test_udp4_form(void **st)
 	assert_true(form_agrees(buf, n, o));
 }
 
+#ifdef __SSE4_1__
+/* One lane of dp_pkt_udp4_lens4: frame f with IP total length tot and UDP
+ * length ulen, frame length len (>= DP_UDP4_PAYLOAD). */
+struct lens_lane {
+	uint32_t len, tot, ulen;
+};
+
+/* dp_pkt_udp4_lens4 on four lanes agrees with dp_pkt_udp4_lens on each:
+ * true exactly when all four are, and then each lane's payload length is
+ * the UDP length - 8. */
+static void lens4_agrees(const struct lens_lane *l)
+{
+	uint8_t f[4][64];
+	const uint8_t *p[4];
+	bool all = true;
+	for (unsigned k = 0; k < 4; k++) {
+		memset(f[k], 0xA5, sizeof(f[k]));
+		fg_put_be16(f[k] + DP_UDP4_IP + 2, (uint16_t)l[k].tot);
+		fg_put_be16(f[k] + DP_UDP4_UDP + 4, (uint16_t)l[k].ulen);
+		p[k] = f[k];
+		all &= dp_pkt_udp4_lens(f[k], l[k].len);
+	}
+	__m128i plen;
+	bool got = dp_pkt_udp4_lens4(p, _mm_setr_epi32((int)l[0].len, (int)l[1].len, (int)l[2].len, (int)l[3].len), &plen);
+	if (got != all)
+		fail_msg("lens4 %d, lens %d: len/tot/ulen %u/%u/%u %u/%u/%u %u/%u/%u %u/%u/%u", got, all, l[0].len, l[0].tot,
+			 l[0].ulen, l[1].len, l[1].tot, l[1].ulen, l[2].len, l[2].tot, l[2].ulen, l[3].len, l[3].tot, l[3].ulen);
+	if (got) {
+		uint32_t out[4];
+		_mm_storeu_si128((__m128i *)(void *)out, plen);
+		for (unsigned k = 0; k < 4; k++)
+			assert_int_equal(out[k], l[k].ulen - 8u);
+	}
+}
+
+static void test_udp4_lens4(void **st)
+{
+	(void)st;
+	/* every lane alone through the edges of each range, the others of the form */
+	static const uint32_t v[] = {0,  1,  7,  8,  9,  12, 19, 20, 21,   27,   28,   29,    41,    42,
+				     43, 60, 99, 100, 101, 1500, 1514, 32767, 32768, 65513, 65521, 65534, 65535};
+	const unsigned nv = sizeof(v) / sizeof(v[0]);
+	const struct lens_lane ok = {.len = 100, .tot = 86, .ulen = 66};
+	for (unsigned k = 0; k < 4; k++)
+		for (unsigned a = 0; a < nv; a++)
+			for (unsigned b = 0; b < nv; b++)
+				for (unsigned c = 0; c < nv; c++) {
+					if (v[a] < DP_UDP4_PAYLOAD)
+						continue;
+					struct lens_lane l[4] = {ok, ok, ok, ok};
+					l[k] = (struct lens_lane){.len = v[a], .tot = v[b], .ulen = v[c]};
+					lens4_agrees(l);
+				}
+	/* four lanes at random, near the form's ranges half of the time */
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+	for (unsigned i = 0; i < 200000; i++) {
+		struct lens_lane l[4];
+		for (unsigned k = 0; k < 4; k++) {
+			uint64_t r = fg_test_xorshift64(&x);
+			l[k].len = DP_UDP4_PAYLOAD + (uint32_t)(r % (65536 - DP_UDP4_PAYLOAD));
+			if (r >> 63) {
+				l[k].tot = l[k].len - DP_ETH_HLEN - (uint32_t)((r >> 20) % 4) + 1u;
+				l[k].ulen = (uint32_t)((l[k].tot - 20u - ((r >> 30) % 4) + 1u) & 0xFFFFu);
+				l[k].tot &= 0xFFFFu;
+			} else {
+				l[k].tot = (uint32_t)(r >> 16) & 0xFFFFu;
+				l[k].ulen = (uint32_t)(r >> 32) & 0xFFFFu;
+			}
+		}
+		lens4_agrees(l);
+	}
+}
+#endif
+
 static void test_arp(void **st)
 {
 	(void)st;
@@ -441,6 +517,9 @@ int main(void)
 		cmocka_unit_test(test_inconsistent_lengths),
 		cmocka_unit_test(test_fragments_and_protocols),
 		cmocka_unit_test(test_udp4_form),
+#ifdef __SSE4_1__
+		cmocka_unit_test(test_udp4_lens4),
+#endif
 		cmocka_unit_test(test_arp),
 		cmocka_unit_test(test_ndp),
 		cmocka_unit_test(test_requests_and_answers),

@@ -11,11 +11,15 @@
  *   indirect      a clone (its own pool) of a mbuf the test keeps;
  *   indirect, one pool  a clone of the burst's pool: referenced once, one
  *                 segment, only its flags make it not plain;
- * the last five return one by one (rte_pktmbuf_free_bulk). Checks, per
- * case: each pool's available count where it was (waited for, with a
- * deadline), the test's references left at 1, and the lcore counted the
- * packets. The frames are not for the dataplane (ethertype 0): nothing is
- * sent, so this test is the ring's only producer (its TX count stays 0).
+ * the last five return one by one (rte_pktmbuf_free_bulk). Then the same
+ * cases four at a time (dp_rx.c rx_check4): bursts of eight whose frames
+ * carry the lengths of the common form (dp_pkt_udp4_lens), so that a quad
+ * is taken whole unless one of its mbufs is not plain; the odd mbuf in
+ * the second quad. Checks, per case: each pool's available count where it
+ * was (waited for, with a deadline), the test's references left at 1, and
+ * the lcore counted the packets; at the end, their bytes. The frames are
+ * not for the dataplane (ethertype 0): nothing is sent, so this test is
+ * the ring's only producer (its TX count stays 0).
  *
  * usage: test_rx_mbufs   (exit 77 when not root) */
 #include <setjmp.h>
@@ -45,7 +49,7 @@ static struct fg_config cfg;
 static struct fg_boundary b;
 static struct rte_mempool *pa, *pb;
 static struct rte_ring *rx;
-static uint64_t rx_seen;
+static uint64_t rx_seen, rx_bytes;
 
 static struct rte_mbuf *frame(struct rte_mempool *p, uint16_t len)
 {
@@ -54,6 +58,17 @@ static struct rte_mbuf *frame(struct rte_mempool *p, uint16_t len)
 	char *d = rte_pktmbuf_append(m, len);
 	assert_non_null(d);
 	memset(d, 0, len); /* ethertype 0: not for the dataplane */
+	return m;
+}
+
+/* A frame of len bytes (>= 42) with the lengths of the common form: IP
+ * total length len - 14, UDP length len - 34 (ethertype still 0). */
+static struct rte_mbuf *form(struct rte_mempool *p, uint16_t len)
+{
+	struct rte_mbuf *m = frame(p, len);
+	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
+	d[16] = (uint8_t)((len - 14) >> 8), d[17] = (uint8_t)(len - 14);
+	d[38] = (uint8_t)((len - 34) >> 8), d[39] = (uint8_t)(len - 34);
 	return m;
 }
 
@@ -68,6 +83,8 @@ static uint64_t now_ms(void)
  * the lcore counted them and pools a and b hold want_a and want_b again. */
 static void burst(struct rte_mbuf **m, unsigned n, unsigned want_a, unsigned want_b)
 {
+	for (unsigned i = 0; i < n; i++)
+		rx_bytes += rte_pktmbuf_pkt_len(m[i]);
 	assert_int_equal(rte_ring_enqueue_bulk(rx, (void **)m, n, NULL), n);
 	rx_seen += n;
 	struct dp_report r;
@@ -163,10 +180,48 @@ static void test_rx_mbufs(void **state)
 	rte_pktmbuf_free(direct);
 	assert_int_equal(rte_mempool_avail_count(pa), POOL_N);
 
+	/* four at a time: plain, one pool (two whole quads) */
+	for (unsigned i = 0; i < 8; i++)
+		m[i] = form(pa, FRAME);
+	burst(m, 8, POOL_N, POOL_N);
+
+	/* four at a time, the odd mbuf of another pool */
+	for (unsigned i = 0; i < 8; i++)
+		m[i] = form(pa, FRAME);
+	rte_pktmbuf_free(m[5]);
+	m[5] = form(pb, FRAME);
+	burst(m, 8, POOL_N, POOL_N);
+
+	/* four at a time, shared */
+	kept = form(pa, FRAME);
+	rte_mbuf_refcnt_update(kept, 1);
+	for (unsigned i = 0; i < 8; i++)
+		m[i] = i == 5 ? kept : form(pa, FRAME);
+	burst(m, 8, POOL_N - 1, POOL_N);
+	assert_int_equal(rte_mbuf_refcnt_read(kept), 1);
+	rte_pktmbuf_free(kept);
+
+	/* four at a time, chained */
+	for (unsigned i = 0; i < 8; i++)
+		m[i] = form(pa, FRAME);
+	assert_int_equal(rte_pktmbuf_chain(m[5], frame(pa, 10)), 0);
+	burst(m, 8, POOL_N, POOL_N);
+
+	/* four at a time, indirect of the burst's pool */
+	direct = form(pa, FRAME);
+	for (unsigned i = 0; i < 8; i++)
+		m[i] = i == 5 ? rte_pktmbuf_clone(direct, pa) : form(pa, FRAME);
+	assert_non_null(m[5]);
+	burst(m, 8, POOL_N - 1, POOL_N);
+	assert_int_equal(rte_mbuf_refcnt_read(direct), 1);
+	rte_pktmbuf_free(direct);
+	assert_int_equal(rte_mempool_avail_count(pa), POOL_N);
+
 	dp_stop();
 	struct dp_report r;
 	assert_int_equal(dp_report_get(&r), 0);
 	assert_int_equal(r.c[FG_C_RX_PKTS], rx_seen);
+	assert_int_equal(r.c[FG_C_RX_BYTES], rx_bytes);
 	assert_int_equal(r.mbuf_pool_avail, r.mbuf_pool_size);
 }
 
