@@ -333,7 +333,9 @@ static inline enum fg_outcome ctx_land(struct dp_reasm *r, struct dp_ra_ctx *c, 
 		c->missing -= len;
 		if (c->missing)
 			return FG_O_PARTIAL;
-		return fg_slot_whole(r->cfg.slots, &c->ref, res);
+		/* the line is whole: when it resolves the slot, the resolution
+		 * writes the body where it goes as well (the sink's spans) */
+		return fg_slot_whole_sink(r->cfg.slots, &c->ref, res, r->cfg.sink, r->cfg.sink_arg);
 	}
 	return fg_slot_land(r->cfg.slots, &c->ref, off, src, len, now, res);
 }
@@ -703,21 +705,7 @@ static __attribute__((noinline)) void land_end(struct dp_reasm *r, uint32_t ci, 
 {
 	struct dp_ra_ctx *c = &r->ctx[ci];
 	const uint32_t off = i * r->cfg.chunk - SEED_HDR;
-	enum fg_outcome o;
-	if (r->cfg.sink && fg_slot_ref_live(&c->ref) && f->chunk_len == c->missing &&
-	    off + f->chunk_len <= c->ref.body_len && fg_slot_ref_resolves(r->cfg.slots, &c->ref)) {
-		/* the chunk completes the last line: the resolution writes the
-		 * body where it goes as well (the sink's spans) */
-		struct fg_span sp[FG_SPANS_MAX];
-		unsigned n = r->cfg.sink(r->cfg.sink_arg, c->ref.slot, c->ref.body_len, sp);
-		memcpy(c->ref.buf + off, f->chunk, f->chunk_len);
-		c->missing = 0;
-		o = fg_slot_whole_to(r->cfg.slots, &c->ref, &out->res, sp, n);
-		if (n && o != FG_O_RESOLVED)
-			(void)r->cfg.sink(r->cfg.sink_arg, DP_RA_SINK_DROP, 0, NULL);
-	} else {
-		o = ctx_land(r, c, off, f->chunk, f->chunk_len, now, &out->res);
-	}
+	enum fg_outcome o = ctx_land(r, c, off, f->chunk, f->chunk_len, now, &out->res);
 	bit_set(c, i);
 	c->nrecv++;
 	if (o != FG_O_PARTIAL) {

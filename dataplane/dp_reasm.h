@@ -70,14 +70,15 @@ struct dp_reasm_cfg {
 	uint16_t n_layers;
 	struct dp_buf_ops bufs;
 	/* Where the body of a slot about to resolve goes besides the slot
-	 * (the chunk completing a line on the fast path, land_end): called
-	 * with the slot and the body's length before the resolution, it
-	 * writes up to FG_SPANS_MAX spans to sp and returns how many; called
-	 * again with slot DP_RA_SINK_DROP when the slot did not resolve after
-	 * all. NULL: the body stays in the slot alone. */
-	unsigned (*sink)(void *arg, uint32_t slot, uint32_t body_len, struct fg_span *sp);
+	 * (a chunk completing the slot's last line, fg_slot_whole_sink):
+	 * called with the slot and the body's length once the slot is known
+	 * to resolve, it writes up to FG_SPANS_MAX spans to sp and returns
+	 * how many. NULL: the body stays in the slot alone. */
+	fg_span_fn *sink;
 	void *sink_arg;
 };
+/* A sink's slot argument that names no slot: what a sink prepared is
+ * dropped (dp_io.h); the table never passes it. */
 #define DP_RA_SINK_DROP UINT32_MAX
 
 /* What happened to one fragment (exactly one per push). */

@@ -589,11 +589,7 @@ static bool handed_seed(struct dp_lcore *lc, const struct dp_xfer *x, const uint
 			memcpy(ref.buf, seed.body, seed.body_len);
 			/* the last line: the resolution writes the body where it
 			 * goes as well (as the fragment path's, dp_shard_sink) */
-			struct fg_span sp[FG_SPANS_MAX];
-			unsigned n = fg_slot_ref_resolves(slots, &ref) ? dp_shard_sink(lc, ref.slot, ref.body_len, sp) : 0;
-			o = fg_slot_whole_to(slots, &ref, &res, sp, n);
-			if (n && o != FG_O_RESOLVED)
-				(void)dp_shard_sink(lc, DP_RA_SINK_DROP, 0, NULL);
+			o = fg_slot_whole_sink(slots, &ref, &res, dp_shard_sink, lc);
 		} else {
 			o = fg_slot_land(slots, &ref, 0, seed.body, seed.body_len, now, &res);
 		}
