@@ -699,9 +699,12 @@ complete:
 }
 
 /* dp_reasm_land_run past its checks, for the chunk that completes the
- * body and for a reference no longer live. */
-static __attribute__((noinline)) void land_end(struct dp_reasm *r, uint32_t ci, unsigned i, const struct fg_frag *f,
-					       uint64_t now, struct dp_reasm_out *out)
+ * body and for a reference no longer live. Forced inline into run_on:
+ * every contribution's last chunk comes this way, and a call would give
+ * it a second prologue and epilogue. */
+static inline __attribute__((always_inline)) void land_end(struct dp_reasm *r, uint32_t ci, unsigned i,
+							    const struct fg_frag *f, uint64_t now,
+							    struct dp_reasm_out *out)
 {
 	struct dp_ra_ctx *c = &r->ctx[ci];
 	const uint32_t off = i * r->cfg.chunk - SEED_HDR;
