@@ -66,6 +66,7 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 		return -ENOSPC;
 	memset(r, 0, sizeof(*r));
 	r->cfg = *cfg;
+	r->copy = dp_ra_copy_pick(2);
 	r->ctx = mem;
 	r->n_buckets = dp_pow2_at_least(cfg->contexts * 2);
 	r->bucket = (uint32_t *)((uint8_t *)mem + dp_align64((size_t)cfg->contexts * sizeof(struct dp_ra_ctx)));
@@ -79,6 +80,62 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 	r->free_head = 0;
 	r->act_head = r->act_tail = NIL;
 	return 0;
+}
+
+/* ---- chunk copies ------------------------------------------------------- */
+
+/* dst[0..len) = src[0..len) in W-byte moves: eight a round, then one at
+ * a time, the last one ending at byte len (it may rewrite bytes the one
+ * before wrote, with the same values); under W bytes, memcpy. */
+#define RA_COPY_FN(name, isa, W)                                                                          \
+	__attribute__((target(isa))) static void name(uint8_t *restrict dst, const uint8_t *restrict src, \
+						    uint32_t len)                                         \
+	{                                                                                                 \
+		typedef uint8_t vec __attribute__((vector_size(W)));                                      \
+		vec v0, v1, v2, v3, v4, v5, v6, v7;                                                       \
+		if (len < (W)) {                                                                          \
+			memcpy(dst, src, len);                                                            \
+			return;                                                                           \
+		}                                                                                         \
+		uint32_t k = 0;                                                                           \
+		for (; k + 8 * (W) <= len; k += 8 * (W)) {                                                \
+			memcpy(&v0, src + k, (W));                                                        \
+			memcpy(&v1, src + k + (W), (W));                                                  \
+			memcpy(&v2, src + k + 2 * (W), (W));                                              \
+			memcpy(&v3, src + k + 3 * (W), (W));                                              \
+			memcpy(&v4, src + k + 4 * (W), (W));                                              \
+			memcpy(&v5, src + k + 5 * (W), (W));                                              \
+			memcpy(&v6, src + k + 6 * (W), (W));                                              \
+			memcpy(&v7, src + k + 7 * (W), (W));                                              \
+			memcpy(dst + k, &v0, (W));                                                        \
+			memcpy(dst + k + (W), &v1, (W));                                                  \
+			memcpy(dst + k + 2 * (W), &v2, (W));                                              \
+			memcpy(dst + k + 3 * (W), &v3, (W));                                              \
+			memcpy(dst + k + 4 * (W), &v4, (W));                                              \
+			memcpy(dst + k + 5 * (W), &v5, (W));                                              \
+			memcpy(dst + k + 6 * (W), &v6, (W));                                              \
+			memcpy(dst + k + 7 * (W), &v7, (W));                                              \
+		}                                                                                         \
+		for (; k + (W) < len; k += (W)) {                                                         \
+			memcpy(&v0, src + k, (W));                                                        \
+			memcpy(dst + k, &v0, (W));                                                        \
+		}                                                                                         \
+		memcpy(&v0, src + len - (W), (W));                                                        \
+		memcpy(dst + len - (W), &v0, (W));                                                        \
+	}
+RA_COPY_FN(copy_avx512, "avx512f", 64)
+RA_COPY_FN(copy_avx2, "avx2", 32)
+
+static void copy_libc(uint8_t *restrict dst, const uint8_t *restrict src, uint32_t len) { memcpy(dst, src, len); }
+
+dp_ra_copy_fn *dp_ra_copy_pick(unsigned max_level)
+{
+	__builtin_cpu_init();
+	if (max_level >= 2 && __builtin_cpu_supports("avx512f"))
+		return copy_avx512;
+	if (max_level >= 1 && __builtin_cpu_supports("avx2"))
+		return copy_avx2;
+	return copy_libc;
 }
 
 /* ---- lists and hash ---------------------------------------------------- */
@@ -329,7 +386,7 @@ static inline enum fg_outcome ctx_land(struct dp_reasm *r, struct dp_ra_ctx *c, 
 				       uint32_t len, uint64_t now, struct fg_slot_result *res)
 {
 	if (__builtin_expect(fg_slot_ref_live(&c->ref) && len <= c->missing && off + len <= c->ref.body_len, 1)) {
-		memcpy(c->ref.buf + off, src, len);
+		r->copy(c->ref.buf + off, src, len);
 		c->missing -= len;
 		if (c->missing)
 			return FG_O_PARTIAL;
@@ -512,7 +569,7 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 			/* Fragment 0 alone so far: its body bytes land at body
 			 * offset 0 of the attempt just begun (live), and bytes stay
 			 * missing: slot_place's common case, without its checks. */
-			memcpy(c->ref.buf, chunk + SEED_HDR, blen);
+			r->copy(c->ref.buf, chunk + SEED_HDR, blen);
 			c->missing -= blen;
 			return;
 		}
@@ -806,7 +863,7 @@ static inline __attribute__((always_inline)) unsigned run_on(struct dp_reasm *r,
 		c->missing -= len;
 		bit_set(c, i);
 		c->nrecv++;
-		memcpy(c->ref.buf + off, f[k].chunk, len);
+		r->copy(c->ref.buf + off, f[k].chunk, len);
 		if (++k == n || !run_fits(c, &f[k], C))
 			return k;
 	}

@@ -116,9 +116,21 @@ struct dp_reasm_out {
 	struct fg_slot_result res; /* OUTCOME */
 };
 
+/* The copy a table places chunks with: dst[0..len) = src[0..len), the
+ * two not overlapping. */
+typedef void dp_ra_copy_fn(uint8_t *restrict dst, const uint8_t *restrict src, uint32_t len);
+/* The widest copy this CPU runs among those up to level max_level (2:
+ * 64-byte AVX-512 moves, 1: 32-byte AVX2 moves, 0: memcpy); a table takes
+ * the widest (dp_reasm_init). A chunk is a fragment's payload (up to a
+ * jumbo MTU): a loop of four wide moves a round, its last partial round
+ * one wide move ending at the chunk's last byte, is about half of
+ * memcpy's instructions for it, and needs no call into libc. Any thread. */
+dp_ra_copy_fn *dp_ra_copy_pick(unsigned max_level);
+
 struct dp_ra_ctx;
 struct dp_reasm {
 	struct dp_reasm_cfg cfg;
+	dp_ra_copy_fn *copy;     /* dp_ra_copy_pick(2) */
 	struct dp_ra_ctx *ctx;   /* [contexts] */
 	uint32_t *bucket;        /* [n_buckets] */
 	uint32_t n_buckets;
