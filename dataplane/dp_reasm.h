@@ -121,10 +121,10 @@ struct dp_reasm_out {
 typedef void dp_ra_copy_fn(uint8_t *restrict dst, const uint8_t *restrict src, uint32_t len);
 /* The widest copy this CPU runs among those up to level max_level (2:
  * 64-byte AVX-512 moves, 1: 32-byte AVX2 moves, 0: memcpy); a table takes
- * the widest (dp_reasm_init). A chunk is a fragment's payload (up to a
- * jumbo MTU): a loop of four wide moves a round, its last partial round
- * one wide move ending at the chunk's last byte, is about half of
- * memcpy's instructions for it, and needs no call into libc. Any thread. */
+ * the widest (dp_reasm_init) for the chunks it places into a slot. A
+ * chunk is a fragment's payload, a few wide moves: eight a round, the
+ * rest one at a time, the last one ending at the chunk's last byte,
+ * without memcpy's size classes or a call into libc. Any thread. */
 dp_ra_copy_fn *dp_ra_copy_pick(unsigned max_level);
 
 struct dp_ra_ctx;
