@@ -84,9 +84,10 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 
 /* ---- chunk copies ------------------------------------------------------- */
 
-/* dst[0..len) = src[0..len) in W-byte moves: eight a round, then one at
- * a time, the last one ending at byte len (it may rewrite bytes the one
- * before wrote, with the same values); under W bytes, memcpy. */
+/* dst[0..len) = src[0..len) in W-byte moves: eight a round, then four,
+ * two and one as the rest needs, the last one ending at byte len (it may
+ * rewrite bytes the one before wrote, with the same values); under W
+ * bytes, memcpy. */
 #define RA_COPY_FN(name, isa, W)                                                                          \
 	__attribute__((target(isa))) static void name(uint8_t *restrict dst, const uint8_t *restrict src, \
 						    uint32_t len)                                         \
@@ -116,7 +117,25 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 			memcpy(dst + k + 6 * (W), &v6, (W));                                              \
 			memcpy(dst + k + 7 * (W), &v7, (W));                                              \
 		}                                                                                         \
-		for (; k + (W) < len; k += (W)) {                                                         \
+		if (k + 4 * (W) <= len) {                                                                 \
+			memcpy(&v0, src + k, (W));                                                        \
+			memcpy(&v1, src + k + (W), (W));                                                  \
+			memcpy(&v2, src + k + 2 * (W), (W));                                              \
+			memcpy(&v3, src + k + 3 * (W), (W));                                              \
+			memcpy(dst + k, &v0, (W));                                                        \
+			memcpy(dst + k + (W), &v1, (W));                                                  \
+			memcpy(dst + k + 2 * (W), &v2, (W));                                              \
+			memcpy(dst + k + 3 * (W), &v3, (W));                                              \
+			k += 4 * (W);                                                                     \
+		}                                                                                         \
+		if (k + 2 * (W) <= len) {                                                                 \
+			memcpy(&v0, src + k, (W));                                                        \
+			memcpy(&v1, src + k + (W), (W));                                                  \
+			memcpy(dst + k, &v0, (W));                                                        \
+			memcpy(dst + k + (W), &v1, (W));                                                  \
+			k += 2 * (W);                                                                     \
+		}                                                                                         \
+		if (k + (W) < len) {                                                                      \
 			memcpy(&v0, src + k, (W));                                                        \
 			memcpy(dst + k, &v0, (W));                                                        \
 		}                                                                                         \

@@ -123,8 +123,8 @@ typedef void dp_ra_copy_fn(uint8_t *restrict dst, const uint8_t *restrict src, u
  * 64-byte AVX-512 moves, 1: 32-byte AVX2 moves, 0: memcpy); a table takes
  * the widest (dp_reasm_init) for the chunks it places into a slot. A
  * chunk is a fragment's payload, a few wide moves: eight a round, the
- * rest one at a time, the last one ending at the chunk's last byte,
- * without memcpy's size classes or a call into libc. Any thread. */
+ * rest in four, two and one, the last one ending at the chunk's last
+ * byte, without memcpy's size classes or a call into libc. Any thread. */
 dp_ra_copy_fn *dp_ra_copy_pick(unsigned max_level);
 
 struct dp_ra_ctx;
