@@ -349,8 +349,10 @@ static inline __attribute__((always_inline)) uint32_t ctx_alloc(struct dp_reasm 
 }
 
 /* An active group is complete: from the active list to the tombstones'
- * ring (a tombstone until its lifetime ends). */
-static inline void ctx_done(struct dp_reasm *r, uint32_t i, uint64_t now)
+ * ring (a tombstone until its lifetime ends). Forced inline: every
+ * contribution's last chunk ends its group, and a call would spill the
+ * run's state around it. */
+static inline __attribute__((always_inline)) void ctx_done(struct dp_reasm *r, uint32_t i, uint64_t now)
 {
 	struct dp_ra_ctx *c = &r->ctx[i];
 	ctx_drop_buf(r, c);
