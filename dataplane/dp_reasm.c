@@ -617,7 +617,7 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 			return;
 		}
 	}
-	memcpy(c->buf, chunk, len);
+	r->copy(c->buf, chunk, len);
 	c->state = RA_BUFFER;
 	c->hdr = h;
 	c->cls = cls;
@@ -745,7 +745,7 @@ static inline __attribute__((always_inline)) void push(struct dp_reasm *r, const
 			out->reason = FG_R_SEED_TOO_LARGE;
 			return;
 		}
-		memcpy(c->buf + (size_t)f->index * C, f->chunk, f->chunk_len);
+		r->copy(c->buf + (size_t)f->index * C, f->chunk, f->chunk_len);
 	}
 	bit_set(c, f->index);
 	c->nrecv++;
@@ -764,7 +764,7 @@ static inline __attribute__((always_inline)) void push(struct dp_reasm *r, const
 		(void)slot_place(r, c, (uint32_t)f->index * C, f->chunk, f->chunk_len, now, out);
 		break;
 	case RA_BUFFER:
-		memcpy(c->buf + (size_t)f->index * C, f->chunk, f->chunk_len);
+		r->copy(c->buf + (size_t)f->index * C, f->chunk, f->chunk_len);
 		break;
 	default:
 		break;
@@ -838,7 +838,7 @@ static inline __attribute__((always_inline)) unsigned buffer_run(struct dp_reasm
 		unsigned i = f[k].index;
 		if (f[k].total != c->total || bit_test(c, i) || f[k].chunk_len != (i + 1u == c->total ? tail : C))
 			break;
-		memcpy(c->buf + (size_t)i * C, f[k].chunk, f[k].chunk_len);
+		r->copy(c->buf + (size_t)i * C, f[k].chunk, f[k].chunk_len);
 		bit_set(c, i);
 		k++;
 		if (++c->nrecv == c->total && !c->bad) {

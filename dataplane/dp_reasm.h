@@ -121,7 +121,7 @@ struct dp_reasm_out {
 typedef void dp_ra_copy_fn(uint8_t *restrict dst, const uint8_t *restrict src, uint32_t len);
 /* The widest copy this CPU runs among those up to level max_level (2:
  * 64-byte AVX-512 moves, 1: 32-byte AVX2 moves, 0: memcpy); a table takes
- * the widest (dp_reasm_init) for the chunks it places into a slot. A
+ * the widest (dp_reasm_init) for every chunk it places or buffers. A
  * chunk is a fragment's payload, a few wide moves: eight a round, the
  * rest in four, two and one, the last one ending at the chunk's last
  * byte, without memcpy's size classes or a call into libc. Any thread. */
@@ -130,7 +130,7 @@ dp_ra_copy_fn *dp_ra_copy_pick(unsigned max_level);
 struct dp_ra_ctx;
 struct dp_reasm {
 	struct dp_reasm_cfg cfg;
-	dp_ra_copy_fn *copy;     /* dp_ra_copy_pick(2) */
+	dp_ra_copy_fn *copy;     /* dp_ra_copy_pick(2); the owner lcore may copy with it too */
 	struct dp_ra_ctx *ctx;   /* [contexts] */
 	uint32_t *bucket;        /* [n_buckets] */
 	uint32_t n_buckets;

@@ -594,7 +594,7 @@ static bool handed_seed(struct dp_lcore *lc, const struct dp_xfer *x, const uint
 		 * under the table's hidden (fg_slots_fit_limits); fg_slot_land
 		 * checks the range should it not be */
 		if (__builtin_expect(ref.body_len == seed.body_len, 1)) {
-			memcpy(ref.buf, seed.body, seed.body_len);
+			lc->reasm.copy(ref.buf, seed.body, seed.body_len); /* as reassembly places chunks */
 			/* the last line: the resolution writes the body where it
 			 * goes as well (as the fragment path's, dp_shard_sink) */
 			o = fg_slot_whole_sink(slots, &ref, &res, dp_shard_sink, lc);
