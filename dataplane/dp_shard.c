@@ -320,9 +320,9 @@ static bool fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct 
 /* What reassembly said about one fragment, acted on (counters, outcome,
  * status, the whole frame, the ACK note). The sender is the flow's: its
  * peer, route and hash are read from it where they are needed; an xfer
- * header is built only for a whole frame handed on. Forced inline into
- * dp_shard_run: every contribution's last chunk comes this way, and a
- * call would give it a second prologue and epilogue. */
+ * header is built only for a whole frame handed on. Forced inline:
+ * dp_shard_run acts on every contribution's last chunk here, and a call
+ * would give it a second prologue and epilogue. */
 static inline __attribute__((always_inline)) void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o,
 								 const struct dp_flow *fl, uint64_t now)
 {
