@@ -66,6 +66,7 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 		return -ENOSPC;
 	memset(r, 0, sizeof(*r));
 	r->cfg = *cfg;
+	r->copy = dp_ra_copy_pick(2);
 	r->ctx = mem;
 	r->n_buckets = dp_pow2_at_least(cfg->contexts * 2);
 	r->bucket = (uint32_t *)((uint8_t *)mem + dp_align64((size_t)cfg->contexts * sizeof(struct dp_ra_ctx)));
@@ -79,6 +80,81 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 	r->free_head = 0;
 	r->act_head = r->act_tail = NIL;
 	return 0;
+}
+
+/* ---- chunk copies ------------------------------------------------------- */
+
+/* dst[0..len) = src[0..len) in W-byte moves: eight a round, then four,
+ * two and one as the rest needs, the last one ending at byte len (it may
+ * rewrite bytes the one before wrote, with the same values); under W
+ * bytes, memcpy. */
+#define RA_COPY_FN(name, isa, W)                                                                          \
+	__attribute__((target(isa))) static void name(uint8_t *restrict dst, const uint8_t *restrict src, \
+						    uint32_t len)                                         \
+	{                                                                                                 \
+		typedef uint8_t vec __attribute__((vector_size(W)));                                      \
+		vec v0, v1, v2, v3, v4, v5, v6, v7;                                                       \
+		if (len < (W)) {                                                                          \
+			memcpy(dst, src, len);                                                            \
+			return;                                                                           \
+		}                                                                                         \
+		uint32_t k = 0;                                                                           \
+		for (; k + 8 * (W) <= len; k += 8 * (W)) {                                                \
+			memcpy(&v0, src + k, (W));                                                        \
+			memcpy(&v1, src + k + (W), (W));                                                  \
+			memcpy(&v2, src + k + 2 * (W), (W));                                              \
+			memcpy(&v3, src + k + 3 * (W), (W));                                              \
+			memcpy(&v4, src + k + 4 * (W), (W));                                              \
+			memcpy(&v5, src + k + 5 * (W), (W));                                              \
+			memcpy(&v6, src + k + 6 * (W), (W));                                              \
+			memcpy(&v7, src + k + 7 * (W), (W));                                              \
+			memcpy(dst + k, &v0, (W));                                                        \
+			memcpy(dst + k + (W), &v1, (W));                                                  \
+			memcpy(dst + k + 2 * (W), &v2, (W));                                              \
+			memcpy(dst + k + 3 * (W), &v3, (W));                                              \
+			memcpy(dst + k + 4 * (W), &v4, (W));                                              \
+			memcpy(dst + k + 5 * (W), &v5, (W));                                              \
+			memcpy(dst + k + 6 * (W), &v6, (W));                                              \
+			memcpy(dst + k + 7 * (W), &v7, (W));                                              \
+		}                                                                                         \
+		if (k + 4 * (W) <= len) {                                                                 \
+			memcpy(&v0, src + k, (W));                                                        \
+			memcpy(&v1, src + k + (W), (W));                                                  \
+			memcpy(&v2, src + k + 2 * (W), (W));                                              \
+			memcpy(&v3, src + k + 3 * (W), (W));                                              \
+			memcpy(dst + k, &v0, (W));                                                        \
+			memcpy(dst + k + (W), &v1, (W));                                                  \
+			memcpy(dst + k + 2 * (W), &v2, (W));                                              \
+			memcpy(dst + k + 3 * (W), &v3, (W));                                              \
+			k += 4 * (W);                                                                     \
+		}                                                                                         \
+		if (k + 2 * (W) <= len) {                                                                 \
+			memcpy(&v0, src + k, (W));                                                        \
+			memcpy(&v1, src + k + (W), (W));                                                  \
+			memcpy(dst + k, &v0, (W));                                                        \
+			memcpy(dst + k + (W), &v1, (W));                                                  \
+			k += 2 * (W);                                                                     \
+		}                                                                                         \
+		if (k + (W) < len) {                                                                      \
+			memcpy(&v0, src + k, (W));                                                        \
+			memcpy(dst + k, &v0, (W));                                                        \
+		}                                                                                         \
+		memcpy(&v0, src + len - (W), (W));                                                        \
+		memcpy(dst + len - (W), &v0, (W));                                                        \
+	}
+RA_COPY_FN(copy_avx512, "avx512f", 64)
+RA_COPY_FN(copy_avx2, "avx2", 32)
+
+static void copy_libc(uint8_t *restrict dst, const uint8_t *restrict src, uint32_t len) { memcpy(dst, src, len); }
+
+dp_ra_copy_fn *dp_ra_copy_pick(unsigned max_level)
+{
+	__builtin_cpu_init();
+	if (max_level >= 2 && __builtin_cpu_supports("avx512f"))
+		return copy_avx512;
+	if (max_level >= 1 && __builtin_cpu_supports("avx2"))
+		return copy_avx2;
+	return copy_libc;
 }
 
 /* ---- lists and hash ---------------------------------------------------- */
@@ -273,8 +349,10 @@ static inline __attribute__((always_inline)) uint32_t ctx_alloc(struct dp_reasm 
 }
 
 /* An active group is complete: from the active list to the tombstones'
- * ring (a tombstone until its lifetime ends). */
-static inline void ctx_done(struct dp_reasm *r, uint32_t i, uint64_t now)
+ * ring (a tombstone until its lifetime ends). Forced inline: every
+ * contribution's last chunk ends its group, and a call would spill the
+ * run's state around it. */
+static inline __attribute__((always_inline)) void ctx_done(struct dp_reasm *r, uint32_t i, uint64_t now)
 {
 	struct dp_ra_ctx *c = &r->ctx[i];
 	ctx_drop_buf(r, c);
@@ -329,11 +407,13 @@ static inline enum fg_outcome ctx_land(struct dp_reasm *r, struct dp_ra_ctx *c, 
 				       uint32_t len, uint64_t now, struct fg_slot_result *res)
 {
 	if (__builtin_expect(fg_slot_ref_live(&c->ref) && len <= c->missing && off + len <= c->ref.body_len, 1)) {
-		memcpy(c->ref.buf + off, src, len);
+		r->copy(c->ref.buf + off, src, len);
 		c->missing -= len;
 		if (c->missing)
 			return FG_O_PARTIAL;
-		return fg_slot_whole(r->cfg.slots, &c->ref, res);
+		/* the line is whole: when it resolves the slot, the resolution
+		 * writes the body where it goes as well (the sink's spans) */
+		return fg_slot_whole_sink(r->cfg.slots, &c->ref, res, r->cfg.sink, r->cfg.sink_arg);
 	}
 	return fg_slot_land(r->cfg.slots, &c->ref, off, src, len, now, res);
 }
@@ -510,7 +590,7 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 			/* Fragment 0 alone so far: its body bytes land at body
 			 * offset 0 of the attempt just begun (live), and bytes stay
 			 * missing: slot_place's common case, without its checks. */
-			memcpy(c->ref.buf, chunk + SEED_HDR, blen);
+			r->copy(c->ref.buf, chunk + SEED_HDR, blen);
 			c->missing -= blen;
 			return;
 		}
@@ -537,7 +617,7 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 			return;
 		}
 	}
-	memcpy(c->buf, chunk, len);
+	r->copy(c->buf, chunk, len);
 	c->state = RA_BUFFER;
 	c->hdr = h;
 	c->cls = cls;
@@ -665,7 +745,7 @@ static inline __attribute__((always_inline)) void push(struct dp_reasm *r, const
 			out->reason = FG_R_SEED_TOO_LARGE;
 			return;
 		}
-		memcpy(c->buf + (size_t)f->index * C, f->chunk, f->chunk_len);
+		r->copy(c->buf + (size_t)f->index * C, f->chunk, f->chunk_len);
 	}
 	bit_set(c, f->index);
 	c->nrecv++;
@@ -684,7 +764,7 @@ static inline __attribute__((always_inline)) void push(struct dp_reasm *r, const
 		(void)slot_place(r, c, (uint32_t)f->index * C, f->chunk, f->chunk_len, now, out);
 		break;
 	case RA_BUFFER:
-		memcpy(c->buf + (size_t)f->index * C, f->chunk, f->chunk_len);
+		r->copy(c->buf + (size_t)f->index * C, f->chunk, f->chunk_len);
 		break;
 	default:
 		break;
@@ -697,27 +777,16 @@ complete:
 }
 
 /* dp_reasm_land_run past its checks, for the chunk that completes the
- * body and for a reference no longer live. */
-static __attribute__((noinline)) void land_end(struct dp_reasm *r, uint32_t ci, unsigned i, const struct fg_frag *f,
-					       uint64_t now, struct dp_reasm_out *out)
+ * body and for a reference no longer live. Forced inline into run_on:
+ * every contribution's last chunk comes this way, and a call would give
+ * it a second prologue and epilogue. */
+static inline __attribute__((always_inline)) void land_end(struct dp_reasm *r, uint32_t ci, unsigned i,
+							    const struct fg_frag *f, uint64_t now,
+							    struct dp_reasm_out *out)
 {
 	struct dp_ra_ctx *c = &r->ctx[ci];
 	const uint32_t off = i * r->cfg.chunk - SEED_HDR;
-	enum fg_outcome o;
-	if (r->cfg.sink && fg_slot_ref_live(&c->ref) && f->chunk_len == c->missing &&
-	    off + f->chunk_len <= c->ref.body_len && fg_slot_ref_resolves(r->cfg.slots, &c->ref)) {
-		/* the chunk completes the last line: the resolution writes the
-		 * body where it goes as well (the sink's spans) */
-		struct fg_span sp[FG_SPANS_MAX];
-		unsigned n = r->cfg.sink(r->cfg.sink_arg, c->ref.slot, c->ref.body_len, sp);
-		memcpy(c->ref.buf + off, f->chunk, f->chunk_len);
-		c->missing = 0;
-		o = fg_slot_whole_to(r->cfg.slots, &c->ref, &out->res, sp, n);
-		if (n && o != FG_O_RESOLVED)
-			(void)r->cfg.sink(r->cfg.sink_arg, DP_RA_SINK_DROP, 0, NULL);
-	} else {
-		o = ctx_land(r, c, off, f->chunk, f->chunk_len, now, &out->res);
-	}
+	enum fg_outcome o = ctx_land(r, c, off, f->chunk, f->chunk_len, now, &out->res);
 	bit_set(c, i);
 	c->nrecv++;
 	if (o != FG_O_PARTIAL) {
@@ -769,7 +838,7 @@ static inline __attribute__((always_inline)) unsigned buffer_run(struct dp_reasm
 		unsigned i = f[k].index;
 		if (f[k].total != c->total || bit_test(c, i) || f[k].chunk_len != (i + 1u == c->total ? tail : C))
 			break;
-		memcpy(c->buf + (size_t)i * C, f[k].chunk, f[k].chunk_len);
+		r->copy(c->buf + (size_t)i * C, f[k].chunk, f[k].chunk_len);
 		bit_set(c, i);
 		k++;
 		if (++c->nrecv == c->total && !c->bad) {
@@ -815,7 +884,7 @@ static inline __attribute__((always_inline)) unsigned run_on(struct dp_reasm *r,
 		c->missing -= len;
 		bit_set(c, i);
 		c->nrecv++;
-		memcpy(c->ref.buf + off, f[k].chunk, len);
+		r->copy(c->ref.buf + off, f[k].chunk, len);
 		if (++k == n || !run_fits(c, &f[k], C))
 			return k;
 	}

@@ -70,14 +70,15 @@ struct dp_reasm_cfg {
 	uint16_t n_layers;
 	struct dp_buf_ops bufs;
 	/* Where the body of a slot about to resolve goes besides the slot
-	 * (the chunk completing a line on the fast path, land_end): called
-	 * with the slot and the body's length before the resolution, it
-	 * writes up to FG_SPANS_MAX spans to sp and returns how many; called
-	 * again with slot DP_RA_SINK_DROP when the slot did not resolve after
-	 * all. NULL: the body stays in the slot alone. */
-	unsigned (*sink)(void *arg, uint32_t slot, uint32_t body_len, struct fg_span *sp);
+	 * (a chunk completing the slot's last line, fg_slot_whole_sink):
+	 * called with the slot and the body's length once the slot is known
+	 * to resolve, it writes up to FG_SPANS_MAX spans to sp and returns
+	 * how many. NULL: the body stays in the slot alone. */
+	fg_span_fn *sink;
 	void *sink_arg;
 };
+/* A sink's slot argument that names no slot: what a sink prepared is
+ * dropped (dp_io.h); the table never passes it. */
 #define DP_RA_SINK_DROP UINT32_MAX
 
 /* What happened to one fragment (exactly one per push). */
@@ -115,9 +116,21 @@ struct dp_reasm_out {
 	struct fg_slot_result res; /* OUTCOME */
 };
 
+/* The copy a table places chunks with: dst[0..len) = src[0..len), the
+ * two not overlapping. */
+typedef void dp_ra_copy_fn(uint8_t *restrict dst, const uint8_t *restrict src, uint32_t len);
+/* The widest copy this CPU runs among those up to level max_level (2:
+ * 64-byte AVX-512 moves, 1: 32-byte AVX2 moves, 0: memcpy); a table takes
+ * the widest (dp_reasm_init) for every chunk it places or buffers. A
+ * chunk is a fragment's payload, a few wide moves: eight a round, the
+ * rest in four, two and one, the last one ending at the chunk's last
+ * byte, without memcpy's size classes or a call into libc. Any thread. */
+dp_ra_copy_fn *dp_ra_copy_pick(unsigned max_level);
+
 struct dp_ra_ctx;
 struct dp_reasm {
 	struct dp_reasm_cfg cfg;
+	dp_ra_copy_fn *copy;     /* dp_ra_copy_pick(2); the owner lcore may copy with it too */
 	struct dp_ra_ctx *ctx;   /* [contexts] */
 	uint32_t *bucket;        /* [n_buckets] */
 	uint32_t n_buckets;

@@ -51,10 +51,14 @@ static struct fg_bm_src bm_src(const struct dp_peer *peer)
 
 /* peer and route: the sender to answer (NULL: a frame from the control
  * plane, not answered). st: its status, or NULL to build it only when
- * it is sent (straight into the datagram: dp_reply_status_of). */
-static void on_outcome(struct dp_lcore *lc, const struct fg_seed *seed, const struct fg_slot_result *res,
-		       const struct fg_status *st, const struct dp_peer *peer, const struct dp_route *route,
-		       uint64_t now)
+ * it is sent (straight into the datagram: dp_reply_status_of). Forced
+ * inline: every contribution's outcome comes this way, and inlined into
+ * the fragment path the outcome record is read where the reassembler
+ * wrote it, with no call and no spill of the burst's state around it. */
+static inline __attribute__((always_inline)) void on_outcome(struct dp_lcore *lc, const struct fg_seed *seed,
+							       const struct fg_slot_result *res, const struct fg_status *st,
+							       const struct dp_peer *peer, const struct dp_route *route,
+							       uint64_t now)
 {
 	enum fg_outcome o = res->outcome;
 	dp_lc_outcome(lc, o);
@@ -299,7 +303,8 @@ static void whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const
 
 /* One fragment of a multi-fragment frame of flow fl: reassembly or
  * direct placement. hint: its reassembly lookup (dp_reasm_find), or NULL. */
-static void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o, const struct dp_flow *fl, uint64_t now);
+static inline __attribute__((always_inline)) void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o,
+								 const struct dp_flow *fl, uint64_t now);
 
 static bool fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct dp_flow *fl, struct dp_ra_hint *hint,
 		     uint64_t now)
@@ -315,8 +320,11 @@ static bool fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct 
 /* What reassembly said about one fragment, acted on (counters, outcome,
  * status, the whole frame, the ACK note). The sender is the flow's: its
  * peer, route and hash are read from it where they are needed; an xfer
- * header is built only for a whole frame handed on. */
-static void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o, const struct dp_flow *fl, uint64_t now)
+ * header is built only for a whole frame handed on. Forced inline:
+ * dp_shard_run acts on every contribution's last chunk here, and a call
+ * would give it a second prologue and epilogue. */
+static inline __attribute__((always_inline)) void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o,
+								 const struct dp_flow *fl, uint64_t now)
 {
 	if (o->disp != DP_RA_TAKEN) {
 		switch (o->disp) {
@@ -586,14 +594,10 @@ static bool handed_seed(struct dp_lcore *lc, const struct dp_xfer *x, const uint
 		 * under the table's hidden (fg_slots_fit_limits); fg_slot_land
 		 * checks the range should it not be */
 		if (__builtin_expect(ref.body_len == seed.body_len, 1)) {
-			memcpy(ref.buf, seed.body, seed.body_len);
+			lc->reasm.copy(ref.buf, seed.body, seed.body_len); /* as reassembly places chunks */
 			/* the last line: the resolution writes the body where it
 			 * goes as well (as the fragment path's, dp_shard_sink) */
-			struct fg_span sp[FG_SPANS_MAX];
-			unsigned n = fg_slot_ref_resolves(slots, &ref) ? dp_shard_sink(lc, ref.slot, ref.body_len, sp) : 0;
-			o = fg_slot_whole_to(slots, &ref, &res, sp, n);
-			if (n && o != FG_O_RESOLVED)
-				(void)dp_shard_sink(lc, DP_RA_SINK_DROP, 0, NULL);
+			o = fg_slot_whole_sink(slots, &ref, &res, dp_shard_sink, lc);
 		} else {
 			o = fg_slot_land(slots, &ref, 0, seed.body, seed.body_len, now, &res);
 		}

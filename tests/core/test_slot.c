@@ -2082,6 +2082,90 @@ static void test_whole_to_spans(void **state)
 	}
 }
 
+/* fg_slot_whole_sink asks its sink for spans only when the line resolves
+ * the slot: never for a line that leaves it open (ACCEPTED), for a
+ * reference no longer live (STALE) or for an expired slot; once, with the
+ * slot's index and body length, for the last line, whose resolved body
+ * (as fg_slot_whole makes it in a twin table) then lands in the spans. */
+struct sink_probe {
+	unsigned calls;
+	uint32_t slot, body_len;
+	uint8_t *dst;
+};
+
+static unsigned probe_sink(void *arg, uint32_t slot, uint32_t body_len, struct fg_span *sp)
+{
+	struct sink_probe *p = arg;
+	p->calls++;
+	p->slot = slot;
+	p->body_len = body_len;
+	sp[0] = (struct fg_span){ p->dst, 0, body_len };
+	sp[1] = (struct fg_span){ p->dst + body_len + 1, 8, 16 };
+	return 2;
+}
+
+static void test_whole_sink(void **state)
+{
+	enum { H = 64, SEQ = 2 };
+	static const uint8_t lines[3] = { 3, 1, 5 };
+	uint32_t bl = H * SEQ * 4;
+	struct fg_slots_cfg cfg;
+	struct table t1, t2;
+	float body[3][H * SEQ];
+	uint8_t dst[H * SEQ * 4 + 32];
+	struct sink_probe p = { .dst = dst };
+	(void)state;
+
+	cfg_default(&cfg, 4, H, SEQ, 1, lines, 3);
+	table_new(&t1, &cfg, 0);
+	table_new(&t2, &cfg, 0x22);
+	memset(dst, 0xEE, sizeof(dst));
+	for (unsigned l = 0; l < 3; l++)
+		for (unsigned i = 0; i < H * SEQ; i++)
+			body[l][i] = rand_normal();
+	struct fg_slot_ref a, b;
+	struct fg_slot_result ra, rb;
+	uint32_t slot = UINT32_MAX;
+	for (unsigned l = 0; l < 3; l++) {
+		struct fg_seed sd = mkseed(7, 0, lines[l], (uint8_t)(l == 1), 0, SEQ, NULL, bl);
+		assert_int_equal(fg_slot_begin(&t1.s, &sd, l, &a, &ra), 0);
+		assert_int_equal(fg_slot_begin(&t2.s, &sd, l, &b, &rb), 0);
+		memcpy(a.buf, body[l], bl);
+		memcpy(b.buf, body[l], bl);
+		enum fg_outcome o1 = fg_slot_whole_sink(&t1.s, &a, &ra, probe_sink, &p);
+		assert_int_equal(o1, fg_slot_whole(&t2.s, &b, &rb));
+		assert_result_eq(&ra, &rb);
+		assert_int_equal(o1, l == 2 ? FG_O_RESOLVED : FG_O_ACCEPTED);
+		assert_int_equal(p.calls, l == 2 ? 1u : 0u);
+		/* the attempt is over: STALE, and no sink asked */
+		assert_int_equal(fg_slot_whole_sink(&t1.s, &a, &ra, probe_sink, &p), FG_O_STALE);
+		assert_int_equal(p.calls, l == 2 ? 1u : 0u);
+		slot = rb.slot;
+	}
+	assert_int_equal(p.slot, slot);
+	assert_int_equal(p.body_len, bl);
+	struct fg_seed_view v1, v2;
+	assert_int_equal(fg_slot_seed(&t1.s, slot, &v1), 0);
+	assert_int_equal(fg_slot_seed(&t2.s, slot, &v2), 0);
+	assert_int_equal(v1.fingerprint, v2.fingerprint);
+	assert_memory_equal(v1.body, v2.body, bl);
+	assert_memory_equal(dst, v2.body, bl);
+	assert_int_equal(dst[bl], 0xEE);
+	assert_memory_equal(dst + bl + 1, v2.body + 8, 16);
+	assert_int_equal(dst[bl + 17], 0xEE);
+
+	/* an expired slot: EXPIRED, and no sink asked */
+	struct fg_slot_expired ex[2];
+	struct fg_seed sd = mkseed(8, 0, lines[0], 0, 0, SEQ, NULL, bl);
+	assert_int_equal(fg_slot_begin(&t1.s, &sd, 10, &a, &ra), 0);
+	memcpy(a.buf, body[0], bl);
+	assert_int_equal(fg_slots_expire(&t1.s, 10 + cfg.deadline_ns, ex, 2), 1);
+	assert_int_equal(fg_slot_whole_sink(&t1.s, &a, &ra, probe_sink, &p), FG_O_EXPIRED);
+	assert_int_equal(p.calls, 1u);
+	table_free(&t1);
+	table_free(&t2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2107,6 +2191,7 @@ int main(void)
 		cmocka_unit_test(test_whole_result_as_place),
 		cmocka_unit_test(test_reduce_to_spans),
 		cmocka_unit_test(test_whole_to_spans),
+		cmocka_unit_test(test_whole_sink),
 		cmocka_unit_test(test_random_ops_against_model),
 		cmocka_unit_test(test_init_and_rules),
 		cmocka_unit_test(test_rule_positions_per_layer),

@@ -10,7 +10,8 @@
  * every arrival order, a slot flushed or expired under a frame in flight,
  * the burst path (find, land, push_hinted, push_run) giving the same
  * answers, a seed decoded under ingest limits the slot table does not fit
- * refused by the table, and that every buffer taken is returned. */
+ * refused by the table, that every buffer taken is returned, and the
+ * chunk copies (dp_ra_copy_pick) at every length and alignment. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1225,6 +1226,45 @@ static void test_vectors_u02_u04(void **st)
 	}
 }
 
+/* dp_ra_copy_pick: every copy this CPU runs (memcpy, AVX2, AVX-512)
+ * writes exactly dst[0..len) with src's bytes, for every length from 0
+ * past several rounds of its widest moves (and a jumbo chunk), every
+ * alignment of source and destination; the bytes around are untouched. */
+static void test_chunk_copy(void **st)
+{
+	enum { MAX = 9000, PAD = 80 };
+	static uint8_t src[MAX + PAD], dst[MAX + 2 * PAD];
+	(void)st;
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 131u + 7u);
+	dp_ra_copy_fn *seen[3] = { NULL, NULL, NULL };
+	for (unsigned level = 0; level < 3; level++) {
+		dp_ra_copy_fn *copy = dp_ra_copy_pick(level);
+		assert_non_null(copy);
+		seen[level] = copy;
+		for (uint32_t len = 0; len <= MAX; len += len < 1100 ? 1 : 397) {
+			for (unsigned so = 0; so < 3; so++) {
+				for (unsigned d0 = 0; d0 < 3; d0++) {
+					unsigned doff = PAD + d0 * 7;
+					memset(dst, 0xEE, doff + len + PAD);
+					copy(dst + doff, src + so * 5, len);
+					assert_memory_equal(dst + doff, src + so * 5, len);
+					for (unsigned g = 0; g < doff; g++)
+						assert_int_equal(dst[g], 0xEE);
+					for (unsigned g = 0; g < PAD; g++)
+						assert_int_equal(dst[doff + len + g], 0xEE);
+				}
+			}
+		}
+	}
+	/* the wide copies were the ones tested where the CPU runs them */
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2"))
+		assert_ptr_not_equal(seen[1], seen[0]);
+	if (__builtin_cpu_supports("avx512f"))
+		assert_ptr_not_equal(seen[2], seen[1]);
+}
+
 static void test_init_refuses(void **st)
 {
 	(void)st;
@@ -1269,6 +1309,7 @@ int main(void)
 		cmocka_unit_test(test_limits_not_the_tables),
 		cmocka_unit_test(test_vectors_u02_u04),
 		cmocka_unit_test(test_init_refuses),
+		cmocka_unit_test(test_chunk_copy),
 		cmocka_unit_test(test_hint_without_context),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
