@@ -53,10 +53,9 @@ STAGES = [
     ("  its own loop (self)", ["dp_shard_run"], "self"),
     ("  fragment 0 and the run after it (dp_reasm_push_run)", ["dp_reasm_push_run"], "incl"),
     ("  a run that does not start at fragment 0 (dp_reasm_land_run)", ["dp_reasm_land_run"], "incl"),
-    ("  a line's last chunk (land_end: fg_slot_whole, fg_slot_land)", ["land_end"], "incl"),
+    ("  a line made whole (fg_slot_whole_sink, fg_slot_whole: the resolution)", ["fg_slot_whole_sink", "fg_slot_whole"], "incl"),
     ("  fg_slot_begin, fg_slot_begin_decoded", ["fg_slot_begin", "fg_slot_begin_decoded"], "incl"),
     ("  whole frames (consumer ACKs: whole)", ["whole"], "incl"),
-    ("outcomes (on_outcome)", ["on_outcome"], "incl"),
     ("  delivery (dp_deliver_seed)", ["dp_deliver_seed"], "incl"),
     ("  statuses (dp_reply_status, dp_reply_status_of)", ["dp_reply_status", "dp_reply_status_of"], "incl"),
     ("ACK notes (dp_reply_ack_note, dp_reply_ack_note_peer)", ["dp_reply_ack_note", "dp_reply_ack_note_peer"], "incl"),
@@ -67,7 +66,8 @@ STAGES = [
     ("RX mbufs freed, any not plain (rte_pktmbuf_free_bulk)", ["rte_pktmbuf_free_bulk"], "incl"),
 ]
 FLOOR = [
-    ("copies (memcpy/memmove)", re.compile(r"^(__)?mem(cpy|move)")),
+    # the reassembly's own chunk copy (dp_ra_copy_pick) is a copy like memcpy
+    ("copies (memcpy/memmove, the chunk copy)", re.compile(r"^((__)?mem(cpy|move)|copy_(avx512|avx2|libc)$)")),
     ("reduction (fg_reduce)", re.compile(r"^fg_reduce")),
     ("fingerprint (XXH3)", re.compile(r"^XXH3_64bits")),
 ]
