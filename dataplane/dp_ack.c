@@ -68,19 +68,40 @@ struct dp_ack_peer *dp_ack_peer_get(struct dp_ack *a, const struct dp_peer *p, u
 /* The order of entries: by stream, then sequence. */
 static inline uint64_t pend_key(const struct dp_ack_pend *p) { return (uint64_t)p->stream << 32 | p->seq; }
 
-/* Insertion sort: at most DP_ACK_PEND elements. */
+/* Two sorted runs (one pair below the one before it: pp->turn, not
+ * pp->tangled) merged, the first run from a copy; else an insertion sort
+ * (at most DP_ACK_PEND elements). */
 void dp_ack_sort(struct dp_ack_peer *pp)
 {
+	const bool runs = !pp->tangled;
 	pp->unsorted = false;
-	for (unsigned i = 1; i < pp->n; i++) {
-		struct dp_ack_pend v = pp->pend[i];
+	pp->tangled = false;
+	const unsigned n = pp->n, t = pp->turn;
+	struct dp_ack_pend *e = pp->pend;
+	if (runs && t && t < n) {
+		/* e[0..t) and e[t..n) each sorted (a sender's streams in
+		 * rotation wrapping around, or frames of one peer that came
+		 * through two lcores): the merge writes at k <= j, behind what
+		 * it has yet to read of the second run */
+		struct dp_ack_pend a[DP_ACK_PEND];
+		for (unsigned i = 0; i < t; i++)
+			a[i] = e[i];
+		unsigned i = 0, j = t, k = 0;
+		while (i < t && j < n)
+			e[k++] = pend_key(&e[j]) < pend_key(&a[i]) ? e[j++] : a[i++];
+		while (i < t)
+			e[k++] = a[i++];
+		return;
+	}
+	for (unsigned i = 1; i < n; i++) {
+		struct dp_ack_pend v = e[i];
 		uint64_t kv = pend_key(&v);
 		unsigned j = i;
-		while (j > 0 && kv < pend_key(&pp->pend[j - 1])) {
-			pp->pend[j] = pp->pend[j - 1];
+		while (j > 0 && kv < pend_key(&e[j - 1])) {
+			e[j] = e[j - 1];
 			j--;
 		}
-		pp->pend[j] = v;
+		e[j] = v;
 	}
 }
 

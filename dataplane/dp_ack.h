@@ -40,6 +40,8 @@ struct dp_ack_peer {
 	bool used;
 	bool dirty;        /* on the dirty list */
 	bool unsorted;     /* a pending pair below the one before it: sort before packing */
+	bool tangled;      /* ... and more than one such pair */
+	uint16_t turn;     /* while unsorted and not tangled: that pair's index */
 	uint16_t n;        /* pending pairs */
 	uint32_t hash;     /* dp_peer_hash(&peer, 0) */
 	uint64_t last_ns;  /* last frame seen from this peer */
@@ -137,8 +139,12 @@ static inline bool dp_ack_note(struct dp_ack *a, struct dp_ack_peer *pp, uint16_
 	 * sorts only when one did not */
 	if (n) {
 		const struct dp_ack_pend *last = &pp->pend[n - 1];
-		if (stream < last->stream || (stream == last->stream && seq < last->seq))
+		if (stream < last->stream || (stream == last->stream && seq < last->seq)) {
+			if (pp->unsorted)
+				pp->tangled = true;
 			pp->unsorted = true;
+			pp->turn = (uint16_t)n;
+		}
 	}
 	pp->pend[n] = (struct dp_ack_pend){.stream = stream, .seq = seq};
 	pp->n = (uint16_t)(n + 1);
@@ -162,7 +168,8 @@ unsigned dp_ack_take(struct dp_ack_peer *pp, struct fg_ack_entry *out, unsigned 
 #define DP_ACK_BUF_MAX (DP_ACK_PEND * (FG_ACK_DGRAM_HEAD_LEN + FG_ACK_ENTRY_LEN))
 
 /* Sort pp's pending pairs by stream, then sequence (dp_ack_note saw a pair
- * out of order: pp->unsorted). */
+ * out of order: pp->unsorted): a merge when they are two sorted runs (one
+ * pair out of order, pp->turn), else an insertion sort. */
 void dp_ack_sort(struct dp_ack_peer *pp);
 
 /* dp_ack_encode when every entry fits one datagram (pp->n > 0 and

@@ -330,6 +330,7 @@ struct dp_lcore {
 	struct fg_status_prep st_prep; /* DPDK only: the status facts of ictx.lines (dp_tx_status_of) */
 	struct rte_mbuf *tx[DP_TX_MAX]; /* DPDK only (dp_tx.c) */
 	unsigned n_tx;
+	uint64_t tx_bytes;       /* DPDK only: the bytes of the packets in tx[] (their pkt_len, summed as queued) */
 	uint64_t tx_held_ns;     /* DPDK only: when the packets waiting in tx[] began to wait */
 	uint64_t tx_nohold_until;/* DPDK only: a hold ran out; until then refused packets are dropped */
 	struct rte_mbuf *tx_stash[DP_TX_STASH]; /* DPDK only: a ring of raw mbufs, prefetched, for the next datagrams */

@@ -42,9 +42,15 @@ unsigned dp_tx_flush(struct dp_lcore *lc)
 		dp_burst_leave(lc->idx);
 	if (!sent)
 		return lc->n_tx;
-	uint64_t bytes = 0;
-	for (unsigned i = 0; i < sent; i++)
-		bytes += lc->tx[i]->pkt_len;
+	/* the bytes summed as the packets were queued; the sent ones' own
+	 * only when the queue took part of the buffer */
+	uint64_t bytes = lc->tx_bytes;
+	if (unlikely(sent < lc->n_tx)) {
+		bytes = 0;
+		for (unsigned i = 0; i < sent; i++)
+			bytes += lc->tx[i]->pkt_len;
+	}
+	lc->tx_bytes -= bytes;
 	dp_lc_count(lc, FG_C_TX_PKTS, sent);
 	dp_lc_count(lc, FG_C_TX_BYTES, bytes);
 	/* what the queue did not take waits, in order, for the next flush */
@@ -97,6 +103,7 @@ void dp_tx_drop(struct dp_lcore *lc)
 	rte_pktmbuf_free_bulk(lc->tx, lc->n_tx);
 	dp_lc_count(lc, FG_C_DROP_TX_FULL, lc->n_tx);
 	lc->n_tx = 0;
+	lc->tx_bytes = 0;
 }
 
 void dp_tx_queue(struct dp_lcore *lc, struct rte_mbuf *m)
@@ -108,6 +115,7 @@ void dp_tx_queue(struct dp_lcore *lc, struct rte_mbuf *m)
 		return;
 	}
 	lc->tx[lc->n_tx++] = m;
+	lc->tx_bytes += m->pkt_len;
 }
 
 /* A datagram's mbuf taken and not sent: back to the pool. */
@@ -271,6 +279,7 @@ static inline void tx_put(struct dp_lcore *lc, struct rte_mbuf *m)
 		return;
 	}
 	lc->tx[lc->n_tx++] = m;
+	lc->tx_bytes += m->pkt_len;
 }
 
 /* One UDP datagram whose payload is head + data, its header from t. */

@@ -3,7 +3,8 @@
  * equal to what was noted, several streams and windows, duplicates, the
  * per-peer bound, set-associative eviction, the inline peer lookup, a
  * route change forgetting the sender's template,
- * MTU-bounded datagrams, and the direct encoder (dp_ack_encode) against
+ * MTU-bounded datagrams, the sort of two sorted runs (a merge) against
+ * the test's own, and the direct encoder (dp_ack_encode) against
  * dp_ack_take + fg_ack_build. */
 #include <errno.h>
 #include <setjmp.h>
@@ -370,6 +371,97 @@ static void test_encode_matches_build(void **st)
 	assert_true(one_dgram > 5000 && split > 1000);
 }
 
+/* Pending lists that are two sorted runs (dp_ack_sort's merge): a
+ * sender's 28 streams in rotation, each frame's sequence one more, the
+ * list starting anywhere in the rotation (turned around), or split into
+ * two subsequences one after the other (the frames of one peer through two
+ * lcores), duplicates now and then; and such lists with two pairs
+ * swapped (more than one pair out of order, the insertion sort). Sorted
+ * they are the test's own sort of the pairs, pair for pair, and the
+ * datagram dp_ack_encode writes is what dp_ack_take + fg_ack_build write. */
+static void test_sort_runs(void **st)
+{
+	(void)st;
+	static struct dp_ack_peer want_pp, got_pp;
+	struct dp_ack_peer *dirty[1];
+	struct dp_ack a = {.p = &want_pp, .dirty = dirty, .n_sets = 1};
+	unsigned merged = 0;
+	for (unsigned round = 0; round < 20000; round++) {
+		const unsigned n = 2 + rnd() % (DP_ACK_PEND - 1), kind = round % 3;
+		const uint32_t seq0 = round % 5 == 0 ? 0xFFFFFFFFu - rnd() % 40 : rnd();
+		const unsigned step = 1 + rnd() % 3, s0 = rnd() % 28;
+		struct dp_ack_pend d[DP_ACK_PEND];
+		for (unsigned i = 0; i < n; i++) {
+			const unsigned k = rnd() % 8 == 0 && i ? i - 1 : i; /* a duplicate now and then */
+			d[i] = (struct dp_ack_pend){.stream = (uint16_t)(0xAF60 + (s0 + k * step) % 28),
+						    .seq = seq0 + k * step};
+		}
+		for (unsigned i = 1; i < n; i++) /* the reference: sorted by (stream, seq) */
+			for (unsigned j = i; j > 0 && ((uint64_t)d[j].stream << 32 | d[j].seq) <
+							  ((uint64_t)d[j - 1].stream << 32 | d[j - 1].seq);
+			     j--) {
+				struct dp_ack_pend t = d[j];
+				d[j] = d[j - 1];
+				d[j - 1] = t;
+			}
+		struct dp_ack_pend l[DP_ACK_PEND];
+		if (kind == 0) { /* turned around at r */
+			const unsigned r = rnd() % n;
+			for (unsigned i = 0; i < n; i++)
+				l[i] = d[(i + r) % n];
+		} else { /* two subsequences, each in order, one after the other */
+			unsigned m = 0;
+			uint64_t first = 0;
+			for (unsigned i = 0; i < n; i++)
+				if (rnd() % 2) {
+					l[m++] = d[i];
+					first |= 1ull << i;
+				}
+			for (unsigned i = 0; i < n; i++)
+				if (!(first >> i & 1))
+					l[m++] = d[i];
+			if (kind == 2) { /* two pairs swapped */
+				unsigned i = rnd() % n, j = rnd() % n;
+				struct dp_ack_pend t = l[i];
+				l[i] = l[j];
+				l[j] = t;
+			}
+		}
+		want_pp.n = 0;
+		want_pp.dirty = false;
+		want_pp.unsorted = want_pp.tangled = false;
+		a.n_dirty = 0;
+		for (unsigned i = 0; i < n; i++)
+			(void)dp_ack_note(&a, &want_pp, l[i].stream, l[i].seq);
+		got_pp = want_pp;
+		merged += want_pp.unsorted && !want_pp.tangled;
+		struct dp_ack_peer sorted = want_pp;
+		dp_ack_sort(&sorted);
+		assert_false(sorted.unsorted);
+		assert_false(sorted.tangled);
+		for (unsigned i = 0; i < n; i++) {
+			assert_int_equal(sorted.pend[i].stream, d[i].stream);
+			assert_int_equal(sorted.pend[i].seq, d[i].seq);
+		}
+		struct fg_ack_entry e[DP_ACK_PEND];
+		unsigned ne = dp_ack_take(&want_pp, e, DP_ACK_PEND);
+		uint8_t want[DP_ACK_BUF_MAX], got[DP_ACK_BUF_MAX];
+		uint32_t wlens[DP_ACK_DGRAMS_MAX], glens[DP_ACK_DGRAMS_MAX];
+		memset(want, 0xA5, sizeof(want));
+		memset(got, 0xA5, sizeof(got));
+		const uint16_t fid = (uint16_t)rnd();
+		int wk = fg_ack_build(e, ne, 1472, fid, want, sizeof(want), wlens, DP_ACK_DGRAMS_MAX);
+		int gk = dp_ack_encode(&got_pp, 1472, fid, got, sizeof(got), glens, DP_ACK_DGRAMS_MAX);
+		assert_int_equal(wk, 1);
+		assert_int_equal(gk, 1);
+		assert_int_equal(glens[0], wlens[0]);
+		assert_memory_equal(got, want, wlens[0]);
+		assert_int_equal(got_pp.n, 0);
+		assert_false(got_pp.unsorted);
+	}
+	assert_true(merged > 8000);
+}
+
 /* Nothing pending: no datagram, nothing written. */
 static void test_encode_empty(void **st)
 {
@@ -425,6 +517,7 @@ int main(void)
 		cmocka_unit_test(test_route_forgets_template),
 		cmocka_unit_test(test_build_within_mtu),
 		cmocka_unit_test(test_encode_matches_build),
+		cmocka_unit_test(test_sort_runs),
 		cmocka_unit_test(test_encode_empty),
 		cmocka_unit_test(test_encode_worst_case_fits),
 		cmocka_unit_test(test_init_refuses),

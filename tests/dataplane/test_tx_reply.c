@@ -19,7 +19,10 @@
  *   fragments  a frame sent in the fragmented profile (dp_tx_frags), each
  *              datagram against its fragment behind the reference header,
  *              over the three headers, with ids across the carries and
- *              the wrap.
+ *              the wrap;
+ *   TX bytes   counted for what the device took: a whole flush, the
+ *              part a full TX ring took (the rest when it goes), not a
+ *              dropped datagram.
  * The lcore is driven by the test's thread (no poll loop), as in
  * test_tx_ref.c, on a net_ring port over two rings the test owns.
  *
@@ -295,6 +298,68 @@ static void test_frags(void **state)
 	assert_true(short_last > 1000 && full_last > 300);
 }
 
+/* The ring's datagrams taken off (the device's sends), freed. */
+static unsigned drain_txr(void)
+{
+	void *m[64];
+	unsigned k = rte_ring_dequeue_burst(txr, m, 64, NULL);
+	for (unsigned i = 0; i < k; i++)
+		rte_pktmbuf_free(m[i]);
+	return k;
+}
+
+/* TX bytes count what the device took: all of a flush, the part a full
+ * TX ring took of a larger one (the rest counted when it goes), nothing
+ * of what was dropped. */
+static void test_tx_bytes(void **state)
+{
+	(void)state;
+	const struct dp_peer to = {.family = 4, .addr = {198, 18, 0, 4}, .port = 7000};
+	const struct dp_route rt = route4(6);
+	static uint8_t data[1400];
+	/* the other tests took their datagrams out of tx[] by hand, unsent */
+	lc->tx_bytes = 0;
+	struct rte_eth_conf conf;
+	memset(&conf, 0, sizeof(conf));
+	assert_int_equal(rte_eth_dev_configure(dp_g.port, 1, 1, &conf), 0);
+	assert_int_equal(rte_eth_rx_queue_setup(dp_g.port, 0, 64, SOCKET_ID_ANY, NULL, dp_g.mbufs), 0);
+	assert_int_equal(rte_eth_tx_queue_setup(dp_g.port, 0, 64, SOCKET_ID_ANY, NULL), 0);
+	assert_int_equal(rte_eth_dev_start(dp_g.port), 0);
+	const uint64_t pkts0 = kc->c[FG_C_TX_PKTS], bytes0 = kc->c[FG_C_TX_BYTES];
+	/* 100 datagrams, more than the ring holds (63) */
+	uint64_t sum = 0, first = 0;
+	for (unsigned i = 0; i < 100; i++)
+		assert_true(dp_tx_dgram(lc, &rt, &to, NULL, 0, data, 1 + i * 13));
+	assert_int_equal(lc->n_tx, 100);
+	for (unsigned i = 0; i < 100; i++)
+		sum += lc->tx[i]->pkt_len;
+	(void)dp_tx_flush(lc);
+	const unsigned sent = 100 - lc->n_tx;
+	assert_true(sent > 0 && sent < 100);
+	assert_int_equal(drain_txr(), sent);
+	for (unsigned i = 0; i < sent; i++)
+		first += 42 + 1 + i * 13; /* Ethernet, IPv4, UDP: 42 bytes */
+	assert_int_equal(kc->c[FG_C_TX_PKTS] - pkts0, sent);
+	assert_int_equal(kc->c[FG_C_TX_BYTES] - bytes0, first);
+	while (lc->n_tx) {
+		(void)dp_tx_flush(lc);
+		(void)drain_txr();
+	}
+	assert_int_equal(kc->c[FG_C_TX_PKTS] - pkts0, 100);
+	assert_int_equal(kc->c[FG_C_TX_BYTES] - bytes0, sum);
+	/* dropped datagrams are not counted sent; the next flush counts its own */
+	for (unsigned i = 0; i < 5; i++)
+		assert_true(dp_tx_dgram(lc, &rt, &to, NULL, 0, data, 1000));
+	dp_tx_drop(lc);
+	for (unsigned i = 0; i < 3; i++)
+		assert_true(dp_tx_dgram(lc, &rt, &to, NULL, 0, data, 10));
+	assert_int_equal(dp_tx_flush(lc), 0);
+	assert_int_equal(drain_txr(), 3);
+	assert_int_equal(kc->c[FG_C_TX_PKTS] - pkts0, 103);
+	assert_int_equal(kc->c[FG_C_TX_BYTES] - bytes0, sum + 3 * (42 + 10));
+	assert_int_equal(rte_eth_dev_stop(dp_g.port), 0);
+}
+
 int main(void)
 {
 	if (geteuid() != 0) {
@@ -305,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_statuses),
 		cmocka_unit_test(test_acks),
 		cmocka_unit_test(test_frags),
+		cmocka_unit_test(test_tx_bytes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
