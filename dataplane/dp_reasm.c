@@ -811,15 +811,25 @@ static inline __attribute__((always_inline)) void land_end(struct dp_reasm *r, u
 }
 
 /* Whether fragment f of the frame of SLOT context c may land on the
- * fast path: its frame's count, its bit not set, its chunk C or the tail
- * fixed at fragment 0. A SLOT context has seen fragment 0 (bit 0), so
- * f->index >= 1 and the chunk lies past the frame's header and seed
- * prefix: index * C >= 64. fg_frag_decode keeps index < f->total, so
- * f->total == c->total keeps it in the bits. */
-static inline bool run_fits(const struct dp_ra_ctx *c, const struct fg_frag *f, uint32_t C)
+ * fast path, and if so its bit set: its frame's count, its chunk C (or,
+ * the last fragment, the tail fixed at fragment 0), its bit not set. A
+ * SLOT context has seen fragment 0 (bit 0), so f->index >= 1 and the
+ * chunk lies past the frame's header and seed prefix: index * C >= 64.
+ * fg_frag_decode keeps index < f->total, so f->total == c->total keeps
+ * it in the bits. The bit is set here, where its word is at hand: a
+ * fragment that fits is taken (placed, or land_end, which sets it too). */
+static inline bool run_take(struct dp_ra_ctx *c, const struct fg_frag *f, uint32_t C)
 {
 	unsigned i = f->index;
-	return f->total == c->total && !bit_test(c, i) && f->chunk_len == (i + 1u == c->total ? c->tail : C);
+	if (f->total != c->total)
+		return false;
+	if (f->chunk_len != (i + 1u == c->total ? c->tail : C))
+		return false;
+	uint64_t *w = &c->bits[i >> 6], m = 1ull << (i & 63);
+	if (*w & m)
+		return false;
+	*w |= m;
+	return true;
 }
 
 /* The fast path of a BUFFER context: each chunk copied to its frame
@@ -862,31 +872,33 @@ static inline __attribute__((always_inline)) unsigned run_on(struct dp_reasm *r,
 	uint32_t C = r->cfg.chunk;
 	if (c->state == RA_BUFFER)
 		return buffer_run(r, ci, f, n, now, out);
-	if (c->state != RA_SLOT || !run_fits(c, f, C))
+	if (c->state != RA_SLOT || !run_take(c, f, C))
 		return 0;
 	/* Nothing but these chunks touches the context or the slot during the
 	 * run: an attempt proved current once stays so; one that is not ends
-	 * the run at its first chunk (land_end names the outcome). */
-	if (!live && !fg_slot_ref_live(&c->ref)) {
+	 * the run at its first chunk (land_end names the outcome). The frame's
+	 * body is the attempt's (fragment 0 began it for this frame's seed,
+	 * whose body length the slot's shape fixes), so a chunk run_take lets
+	 * through lies inside it; should they differ, each chunk goes to
+	 * land_end, whose copy checks its range. */
+	if ((!live && !fg_slot_ref_live(&c->ref)) || __builtin_expect(c->frame_len - SEED_HDR != c->ref.body_len, 0)) {
 		land_end(r, ci, f->index, f, now, out);
 		return 1;
 	}
-	for (unsigned k = 0;;) {
+	for (const struct fg_frag *p = f, *end = f + n;;) {
 		/* Every fragment carries body bytes and each lands once, so while
 		 * bytes stay missing after this chunk, fragments do too: nothing
 		 * completes, no outcome. */
-		unsigned i = f[k].index;
-		uint32_t len = f[k].chunk_len, off = i * C - SEED_HDR;
-		if (__builtin_expect(len >= c->missing || off + len > c->ref.body_len, 0)) {
-			land_end(r, ci, i, &f[k], now, out);
-			return k + 1;
+		uint32_t len = p->chunk_len;
+		if (__builtin_expect(len >= c->missing, 0)) {
+			land_end(r, ci, p->index, p, now, out);
+			return (unsigned)(p - f) + 1;
 		}
 		c->missing -= len;
-		bit_set(c, i);
 		c->nrecv++;
-		r->copy(c->ref.buf + off, f[k].chunk, len);
-		if (++k == n || !run_fits(c, &f[k], C))
-			return k;
+		r->copy(c->ref.buf + (p->index * C - SEED_HDR), p->chunk, len);
+		if (++p == end || !run_take(c, p, C))
+			return (unsigned)(p - f);
 	}
 }
 
