@@ -30,7 +30,8 @@ struct dp_ra_ctx {
 	uint32_t frame_len; /* 0 until fragment 0 */
 	uint64_t bits[4];
 	/* SLOT: the attempt's reference (ref.buf is where body byte 0 lands),
-	 * the body bytes not yet placed, the last fragment's chunk length */
+	 * the body bytes not yet placed; SLOT and BUFFER: the last fragment's
+	 * chunk length */
 	struct fg_slot_ref ref;
 	uint32_t missing;
 	uint32_t tail;
@@ -324,8 +325,9 @@ static inline __attribute__((always_inline)) uint32_t ctx_alloc(struct dp_reasm 
 	}
 	/* What a new group reads before it writes: its counts and bits, the
 	 * frame length and stream facts (0 until fragment 0), no buffer. The
-	 * rest is written before it is read (ref, missing and tail in SLOT,
-	 * hdr, cls and binding in BUFFER, seed once fragment 0 is taken). */
+	 * rest is written before it is read (ref and missing in SLOT, tail
+	 * in SLOT and BUFFER, hdr, cls and binding in BUFFER, seed once
+	 * fragment 0 is taken). */
 	c->use++;
 	c->hash = hash;
 	c->peer = *p;
@@ -525,6 +527,7 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 		return;
 	}
 	c->frame_len = flen;
+	c->tail = flen - before;
 	c->stream_id = h.stream_id;
 	c->sequence = h.sequence;
 	out->stream_id = h.stream_id;
@@ -583,7 +586,6 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 	if (direct) {
 		c->state = RA_SLOT;
 		c->missing = c->ref.body_len;
-		c->tail = flen - before;
 		uint8_t *held = c->buf;
 		uint32_t blen = len - SEED_HDR;
 		if (!held && len > SEED_HDR && blen < c->missing) {
@@ -810,14 +812,15 @@ static inline __attribute__((always_inline)) void land_end(struct dp_reasm *r, u
 	}
 }
 
-/* Whether fragment f of the frame of SLOT context c may land on the
- * fast path, and if so its bit set: its frame's count, its chunk C (or,
- * the last fragment, the tail fixed at fragment 0), its bit not set. A
- * SLOT context has seen fragment 0 (bit 0), so f->index >= 1 and the
- * chunk lies past the frame's header and seed prefix: index * C >= 64.
+/* Whether fragment f of the frame of SLOT or BUFFER context c may land
+ * on the fast path, and if so its bit set: its frame's count, its chunk C
+ * (or, the last fragment, the tail fixed at fragment 0), its bit not set.
+ * Such a context has seen fragment 0 (bit 0), so f->index >= 1: in SLOT
+ * the chunk lies past the frame's header and seed prefix, index * C >= 64.
  * fg_frag_decode keeps index < f->total, so f->total == c->total keeps
  * it in the bits. The bit is set here, where its word is at hand: a
- * fragment that fits is taken (placed, or land_end, which sets it too). */
+ * fragment that fits is taken (copied, or given to land_end, which sets
+ * it too). */
 static inline bool run_take(struct dp_ra_ctx *c, const struct fg_frag *f, uint32_t C)
 {
 	unsigned i = f->index;
@@ -842,14 +845,10 @@ static inline __attribute__((always_inline)) unsigned buffer_run(struct dp_reasm
 								  struct dp_reasm_out *out)
 {
 	struct dp_ra_ctx *c = &r->ctx[ci];
-	uint32_t C = r->cfg.chunk, tail = c->frame_len - (c->total - 1u) * C;
+	uint32_t C = r->cfg.chunk;
 	unsigned k = 0;
-	while (k < n) {
-		unsigned i = f[k].index;
-		if (f[k].total != c->total || bit_test(c, i) || f[k].chunk_len != (i + 1u == c->total ? tail : C))
-			break;
-		r->copy(c->buf + (size_t)i * C, f[k].chunk, f[k].chunk_len);
-		bit_set(c, i);
+	while (k < n && run_take(c, &f[k], C)) {
+		r->copy(c->buf + (size_t)f[k].index * C, f[k].chunk, f[k].chunk_len);
 		k++;
 		if (++c->nrecv == c->total && !c->bad) {
 			ctx_complete(r, ci, now, out);
