@@ -778,19 +778,15 @@ complete:
 		ctx_complete(r, i, now, out);
 }
 
-/* dp_reasm_land_run past its checks, for the chunk that completes the
- * body and for a reference no longer live. Forced inline into run_on:
- * every contribution's last chunk comes this way, and a call would give
- * it a second prologue and epilogue. */
-static inline __attribute__((always_inline)) void land_end(struct dp_reasm *r, uint32_t ci, unsigned i,
-							    const struct fg_frag *f, uint64_t now,
-							    struct dp_reasm_out *out)
+/* A chunk of a run landed with outcome o (the slot's, or PARTIAL) and its
+ * fragment counted: the outcome answered and, every fragment in, the
+ * context done. Forced inline into run_on: every contribution's last
+ * chunk comes this way, and a call would give it a second prologue and
+ * epilogue. */
+static inline __attribute__((always_inline)) void run_landed(struct dp_reasm *r, uint32_t ci, enum fg_outcome o,
+							      uint64_t now, struct dp_reasm_out *out)
 {
 	struct dp_ra_ctx *c = &r->ctx[ci];
-	const uint32_t off = i * r->cfg.chunk - SEED_HDR;
-	enum fg_outcome o = ctx_land(r, c, off, f->chunk, f->chunk_len, now, &out->res);
-	bit_set(c, i);
-	c->nrecv++;
 	if (o != FG_O_PARTIAL) {
 		if (o == FG_O_ACCEPTED || o == FG_O_RESOLVED) {
 			out->events |= DP_RA_EV_OUTCOME;
@@ -812,6 +808,20 @@ static inline __attribute__((always_inline)) void land_end(struct dp_reasm *r, u
 	}
 }
 
+/* dp_reasm_land_run past its checks, for a chunk run_take took (its bit
+ * set) that the run does not place itself: a reference no longer live, a
+ * chunk longer than the bytes missing, a frame whose body is not the
+ * attempt's. ctx_land checks the range and names the outcome. */
+static inline __attribute__((always_inline)) void land_end(struct dp_reasm *r, uint32_t ci, const struct fg_frag *f,
+							    uint64_t now, struct dp_reasm_out *out)
+{
+	struct dp_ra_ctx *c = &r->ctx[ci];
+	const uint32_t off = f->index * r->cfg.chunk - SEED_HDR;
+	enum fg_outcome o = ctx_land(r, c, off, f->chunk, f->chunk_len, now, &out->res);
+	c->nrecv++;
+	run_landed(r, ci, o, now, out);
+}
+
 /* Whether fragment f of the frame of SLOT or BUFFER context c may land
  * on the fast path, and if so its bit set: its frame's count, its chunk C
  * (or, the last fragment, the tail fixed at fragment 0), its bit not set.
@@ -819,8 +829,7 @@ static inline __attribute__((always_inline)) void land_end(struct dp_reasm *r, u
  * the chunk lies past the frame's header and seed prefix, index * C >= 64.
  * fg_frag_decode keeps index < f->total, so f->total == c->total keeps
  * it in the bits. The bit is set here, where its word is at hand: a
- * fragment that fits is taken (copied, or given to land_end, which sets
- * it too). */
+ * fragment that fits is taken (copied, or given to land_end). */
 static inline bool run_take(struct dp_ra_ctx *c, const struct fg_frag *f, uint32_t C)
 {
 	unsigned i = f->index;
@@ -881,7 +890,7 @@ static inline __attribute__((always_inline)) unsigned run_on(struct dp_reasm *r,
 	 * through lies inside it; should they differ, each chunk goes to
 	 * land_end, whose copy checks its range. */
 	if ((!live && !fg_slot_ref_live(&c->ref)) || __builtin_expect(c->frame_len - SEED_HDR != c->ref.body_len, 0)) {
-		land_end(r, ci, f->index, f, now, out);
+		land_end(r, ci, f, now, out);
 		return 1;
 	}
 	for (const struct fg_frag *p = f, *end = f + n;;) {
@@ -890,7 +899,21 @@ static inline __attribute__((always_inline)) unsigned run_on(struct dp_reasm *r,
 		 * completes, no outcome. */
 		uint32_t len = p->chunk_len;
 		if (__builtin_expect(len >= c->missing, 0)) {
-			land_end(r, ci, p->index, p, now, out);
+			if (len == c->missing) {
+				/* the body's last bytes, on an attempt known current and
+				 * within its range: the line is whole (when it resolves
+				 * the slot, the resolution writes the body where it goes
+				 * as well: the sink's spans) */
+				r->copy(c->ref.buf + (p->index * C - SEED_HDR), p->chunk, len);
+				c->missing = 0;
+				c->nrecv++;
+				run_landed(r, ci,
+					   fg_slot_whole_sink(r->cfg.slots, &c->ref, &out->res, r->cfg.sink,
+							      r->cfg.sink_arg),
+					   now, out);
+			} else {
+				land_end(r, ci, p, now, out);
+			}
 			return (unsigned)(p - f) + 1;
 		}
 		c->missing -= len;
