@@ -30,7 +30,8 @@ struct dp_ra_ctx {
 	uint32_t frame_len; /* 0 until fragment 0 */
 	uint64_t bits[4];
 	/* SLOT: the attempt's reference (ref.buf is where body byte 0 lands),
-	 * the body bytes not yet placed, the last fragment's chunk length */
+	 * the body bytes not yet placed; SLOT and BUFFER: the last fragment's
+	 * chunk length */
 	struct fg_slot_ref ref;
 	uint32_t missing;
 	uint32_t tail;
@@ -324,8 +325,9 @@ static inline __attribute__((always_inline)) uint32_t ctx_alloc(struct dp_reasm 
 	}
 	/* What a new group reads before it writes: its counts and bits, the
 	 * frame length and stream facts (0 until fragment 0), no buffer. The
-	 * rest is written before it is read (ref, missing and tail in SLOT,
-	 * hdr, cls and binding in BUFFER, seed once fragment 0 is taken). */
+	 * rest is written before it is read (ref and missing in SLOT, tail
+	 * in SLOT and BUFFER, hdr, cls and binding in BUFFER, seed once
+	 * fragment 0 is taken). */
 	c->use++;
 	c->hash = hash;
 	c->peer = *p;
@@ -525,6 +527,7 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 		return;
 	}
 	c->frame_len = flen;
+	c->tail = flen - before;
 	c->stream_id = h.stream_id;
 	c->sequence = h.sequence;
 	out->stream_id = h.stream_id;
@@ -583,7 +586,6 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 	if (direct) {
 		c->state = RA_SLOT;
 		c->missing = c->ref.body_len;
-		c->tail = flen - before;
 		uint8_t *held = c->buf;
 		uint32_t blen = len - SEED_HDR;
 		if (!held && len > SEED_HDR && blen < c->missing) {
@@ -626,8 +628,11 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 
 /* Every fragment of context i is in (and it is not bad): ACK it, hand a
  * buffered frame out with fragment 0's header and class (and a seed's
- * decoded prefix), and the context is done. */
-static void ctx_complete(struct dp_reasm *r, uint32_t i, uint64_t now, struct dp_reasm_out *out)
+ * decoded prefix), and the context is done. Forced inline: with two
+ * lcores, every frame of the other's shard ends here (buffer_run), and a
+ * call would give it a second prologue and epilogue. */
+static inline __attribute__((always_inline)) void ctx_complete(struct dp_reasm *r, uint32_t i, uint64_t now,
+								struct dp_reasm_out *out)
 {
 	struct dp_ra_ctx *c = &r->ctx[i];
 	out->events |= DP_RA_EV_COMPLETE;
@@ -776,19 +781,15 @@ complete:
 		ctx_complete(r, i, now, out);
 }
 
-/* dp_reasm_land_run past its checks, for the chunk that completes the
- * body and for a reference no longer live. Forced inline into run_on:
- * every contribution's last chunk comes this way, and a call would give
- * it a second prologue and epilogue. */
-static inline __attribute__((always_inline)) void land_end(struct dp_reasm *r, uint32_t ci, unsigned i,
-							    const struct fg_frag *f, uint64_t now,
-							    struct dp_reasm_out *out)
+/* A chunk of a run landed with outcome o (the slot's, or PARTIAL) and its
+ * fragment counted: the outcome answered and, every fragment in, the
+ * context done. Forced inline into run_on: every contribution's last
+ * chunk comes this way, and a call would give it a second prologue and
+ * epilogue. */
+static inline __attribute__((always_inline)) void run_landed(struct dp_reasm *r, uint32_t ci, enum fg_outcome o,
+							      uint64_t now, struct dp_reasm_out *out)
 {
 	struct dp_ra_ctx *c = &r->ctx[ci];
-	const uint32_t off = i * r->cfg.chunk - SEED_HDR;
-	enum fg_outcome o = ctx_land(r, c, off, f->chunk, f->chunk_len, now, &out->res);
-	bit_set(c, i);
-	c->nrecv++;
 	if (o != FG_O_PARTIAL) {
 		if (o == FG_O_ACCEPTED || o == FG_O_RESOLVED) {
 			out->events |= DP_RA_EV_OUTCOME;
@@ -810,16 +811,40 @@ static inline __attribute__((always_inline)) void land_end(struct dp_reasm *r, u
 	}
 }
 
-/* Whether fragment f of the frame of SLOT context c may land on the
- * fast path: its frame's count, its bit not set, its chunk C or the tail
- * fixed at fragment 0. A SLOT context has seen fragment 0 (bit 0), so
- * f->index >= 1 and the chunk lies past the frame's header and seed
- * prefix: index * C >= 64. fg_frag_decode keeps index < f->total, so
- * f->total == c->total keeps it in the bits. */
-static inline bool run_fits(const struct dp_ra_ctx *c, const struct fg_frag *f, uint32_t C)
+/* dp_reasm_land_run past its checks, for a chunk run_take took (its bit
+ * set) that the run does not place itself: a reference no longer live, a
+ * chunk longer than the bytes missing, a frame whose body is not the
+ * attempt's. ctx_land checks the range and names the outcome. */
+static inline __attribute__((always_inline)) void land_end(struct dp_reasm *r, uint32_t ci, const struct fg_frag *f,
+							    uint64_t now, struct dp_reasm_out *out)
+{
+	struct dp_ra_ctx *c = &r->ctx[ci];
+	const uint32_t off = f->index * r->cfg.chunk - SEED_HDR;
+	enum fg_outcome o = ctx_land(r, c, off, f->chunk, f->chunk_len, now, &out->res);
+	c->nrecv++;
+	run_landed(r, ci, o, now, out);
+}
+
+/* Whether fragment f of the frame of SLOT or BUFFER context c may land
+ * on the fast path, and if so its bit set: its frame's count, its chunk C
+ * (or, the last fragment, the tail fixed at fragment 0), its bit not set.
+ * Such a context has seen fragment 0 (bit 0), so f->index >= 1: in SLOT
+ * the chunk lies past the frame's header and seed prefix, index * C >= 64.
+ * fg_frag_decode keeps index < f->total, so f->total == c->total keeps
+ * it in the bits. The bit is set here, where its word is at hand: a
+ * fragment that fits is taken (copied, or given to land_end). */
+static inline bool run_take(struct dp_ra_ctx *c, const struct fg_frag *f, uint32_t C)
 {
 	unsigned i = f->index;
-	return f->total == c->total && !bit_test(c, i) && f->chunk_len == (i + 1u == c->total ? c->tail : C);
+	if (f->total != c->total)
+		return false;
+	if (f->chunk_len != (i + 1u == c->total ? c->tail : C))
+		return false;
+	uint64_t *w = &c->bits[i >> 6], m = 1ull << (i & 63);
+	if (*w & m)
+		return false;
+	*w |= m;
+	return true;
 }
 
 /* The fast path of a BUFFER context: each chunk copied to its frame
@@ -832,14 +857,10 @@ static inline __attribute__((always_inline)) unsigned buffer_run(struct dp_reasm
 								  struct dp_reasm_out *out)
 {
 	struct dp_ra_ctx *c = &r->ctx[ci];
-	uint32_t C = r->cfg.chunk, tail = c->frame_len - (c->total - 1u) * C;
+	uint32_t C = r->cfg.chunk;
 	unsigned k = 0;
-	while (k < n) {
-		unsigned i = f[k].index;
-		if (f[k].total != c->total || bit_test(c, i) || f[k].chunk_len != (i + 1u == c->total ? tail : C))
-			break;
-		r->copy(c->buf + (size_t)i * C, f[k].chunk, f[k].chunk_len);
-		bit_set(c, i);
+	while (k < n && run_take(c, &f[k], C)) {
+		r->copy(c->buf + (size_t)f[k].index * C, f[k].chunk, f[k].chunk_len);
 		k++;
 		if (++c->nrecv == c->total && !c->bad) {
 			ctx_complete(r, ci, now, out);
@@ -862,31 +883,47 @@ static inline __attribute__((always_inline)) unsigned run_on(struct dp_reasm *r,
 	uint32_t C = r->cfg.chunk;
 	if (c->state == RA_BUFFER)
 		return buffer_run(r, ci, f, n, now, out);
-	if (c->state != RA_SLOT || !run_fits(c, f, C))
+	if (c->state != RA_SLOT || !run_take(c, f, C))
 		return 0;
 	/* Nothing but these chunks touches the context or the slot during the
 	 * run: an attempt proved current once stays so; one that is not ends
-	 * the run at its first chunk (land_end names the outcome). */
-	if (!live && !fg_slot_ref_live(&c->ref)) {
-		land_end(r, ci, f->index, f, now, out);
+	 * the run at its first chunk (land_end names the outcome). The frame's
+	 * body is the attempt's (fragment 0 began it for this frame's seed,
+	 * whose body length the slot's shape fixes), so a chunk run_take lets
+	 * through lies inside it; should they differ, each chunk goes to
+	 * land_end, whose copy checks its range. */
+	if ((!live && !fg_slot_ref_live(&c->ref)) || __builtin_expect(c->frame_len - SEED_HDR != c->ref.body_len, 0)) {
+		land_end(r, ci, f, now, out);
 		return 1;
 	}
-	for (unsigned k = 0;;) {
+	for (const struct fg_frag *p = f, *end = f + n;;) {
 		/* Every fragment carries body bytes and each lands once, so while
 		 * bytes stay missing after this chunk, fragments do too: nothing
 		 * completes, no outcome. */
-		unsigned i = f[k].index;
-		uint32_t len = f[k].chunk_len, off = i * C - SEED_HDR;
-		if (__builtin_expect(len >= c->missing || off + len > c->ref.body_len, 0)) {
-			land_end(r, ci, i, &f[k], now, out);
-			return k + 1;
+		uint32_t len = p->chunk_len;
+		if (__builtin_expect(len >= c->missing, 0)) {
+			if (len == c->missing) {
+				/* the body's last bytes, on an attempt known current and
+				 * within its range: the line is whole (when it resolves
+				 * the slot, the resolution writes the body where it goes
+				 * as well: the sink's spans) */
+				r->copy(c->ref.buf + (p->index * C - SEED_HDR), p->chunk, len);
+				c->missing = 0;
+				c->nrecv++;
+				run_landed(r, ci,
+					   fg_slot_whole_sink(r->cfg.slots, &c->ref, &out->res, r->cfg.sink,
+							      r->cfg.sink_arg),
+					   now, out);
+			} else {
+				land_end(r, ci, p, now, out);
+			}
+			return (unsigned)(p - f) + 1;
 		}
 		c->missing -= len;
-		bit_set(c, i);
 		c->nrecv++;
-		r->copy(c->ref.buf + off, f[k].chunk, len);
-		if (++k == n || !run_fits(c, &f[k], C))
-			return k;
+		r->copy(c->ref.buf + (p->index * C - SEED_HDR), p->chunk, len);
+		if (++p == end || !run_take(c, p, C))
+			return (unsigned)(p - f);
 	}
 }
 

@@ -730,6 +730,18 @@ static void test_land_run(void **st)
 		bad = run[3];
 		bad.chunk_len--;
 		assert_int_equal(dp_reasm_land_run(&e->r, &h, &bad, 1, 13, &out), 0);
+		/* a middle chunk of the tail's length, a last chunk longer or
+		 * shorter than the tail: not taken either */
+		assert_true(run[4].chunk_len < run[3].chunk_len);
+		bad = run[3];
+		bad.chunk_len = run[4].chunk_len;
+		assert_int_equal(dp_reasm_land_run(&e->r, &h, &bad, 1, 13, &out), 0);
+		bad = run[4];
+		bad.chunk_len = run[3].chunk_len;
+		assert_int_equal(dp_reasm_land_run(&e->r, &h, &bad, 1, 13, &out), 0);
+		bad = run[4];
+		bad.chunk_len--;
+		assert_int_equal(dp_reasm_land_run(&e->r, &h, &bad, 1, 13, &out), 0);
 		/* the rest in one run: the last chunk completes the line */
 		assert_int_equal(dp_reasm_land_run(&e->r, &h, &run[3], 2, 14, &out), 2);
 		assert_int_equal(out.disp, DP_RA_TAKEN);
