@@ -698,24 +698,14 @@ enum fg_outcome fg_slot_land(struct fg_slots *s, const struct fg_slot_ref *ref, 
 	return res->outcome;
 }
 
-bool fg_slot_ref_resolves(const struct fg_slots *s, const struct fg_slot_ref *ref)
-{
-	if (!fg_slot_ref_live(ref))
-		return false;
-	const struct fg_slot *sl = slot_at(s, ref->slot);
-	return (sl->complete | 1u << slot_line_at(s, sl, ref->pos)) == sl->expected;
-}
-
-/* The line of ref is whole: fg_slot_whole and its two variants. When the
- * slot resolves, its body also goes to the spans sp[0..n_sp), or, with a
- * sink, to the spans the sink names then (asked only once the slot is
- * known to resolve). Forced inline into each: the variant's arguments are
- * constants there. */
+/* The line of ref is whole: fg_slot_whole and fg_slot_whole_sink. When
+ * the slot resolves and there is a sink, its body also goes to the spans
+ * the sink names then (asked only once the slot is known to resolve).
+ * Forced inline into each: the variant's arguments are constants there. */
 static inline __attribute__((always_inline)) enum fg_outcome slot_whole(struct fg_slots *s,
 									 const struct fg_slot_ref *ref,
-									 struct fg_slot_result *res,
-									 const struct fg_span *sp, unsigned n_sp,
-									 fg_span_fn *sink, void *arg)
+									 struct fg_slot_result *res, fg_span_fn *sink,
+									 void *arg)
 {
 	if (!fg_slot_ref_live(ref)) {
 		/* Not live: fg_slot_place names the outcome and places nothing. */
@@ -739,11 +729,8 @@ static inline __attribute__((always_inline)) enum fg_outcome slot_whole(struct f
 	enum fg_outcome o = FG_O_ACCEPTED;
 	uint64_t fp = 0;
 	if (sl->complete == sl->expected) {
-		struct fg_span own[FG_SPANS_MAX];
-		if (sink) {
-			n_sp = sink(arg, i, sl->body_len, own);
-			sp = own;
-		}
+		struct fg_span sp[FG_SPANS_MAX];
+		unsigned n_sp = sink ? sink(arg, i, sl->body_len, sp) : 0;
 		slot_resolve(s, i, sp, n_sp);
 		o = FG_O_RESOLVED;
 		fp = sl->fingerprint;
@@ -761,19 +748,13 @@ static inline __attribute__((always_inline)) enum fg_outcome slot_whole(struct f
 
 enum fg_outcome fg_slot_whole(struct fg_slots *s, const struct fg_slot_ref *ref, struct fg_slot_result *res)
 {
-	return slot_whole(s, ref, res, NULL, 0, NULL, NULL);
-}
-
-enum fg_outcome fg_slot_whole_to(struct fg_slots *s, const struct fg_slot_ref *ref, struct fg_slot_result *res,
-				 const struct fg_span *sp, unsigned n_sp)
-{
-	return slot_whole(s, ref, res, sp, n_sp, NULL, NULL);
+	return slot_whole(s, ref, res, NULL, NULL);
 }
 
 enum fg_outcome fg_slot_whole_sink(struct fg_slots *s, const struct fg_slot_ref *ref, struct fg_slot_result *res,
 				   fg_span_fn *sink, void *arg)
 {
-	return slot_whole(s, ref, res, NULL, 0, sink, arg);
+	return slot_whole(s, ref, res, sink, arg);
 }
 
 void fg_slot_abort(struct fg_slots *s, const struct fg_slot_ref *ref)

@@ -217,9 +217,8 @@ struct dp_io {
 	 * resolve (body_len bytes), goes besides the slot: up to FG_SPANS_MAX
 	 * spans to sp (the lane message's dp2cp buffer, held by lc: sink_buf);
 	 * returns how many (0: nothing prepared, dp_deliver_seed copies as
-	 * without). slot DP_RA_SINK_DROP: the slot did not resolve; what was
-	 * prepared is dropped (a held buffer is kept for the next). NULL:
-	 * nothing is prepared. */
+	 * without). Asked only for a slot known to resolve
+	 * (fg_slot_whole_sink). NULL: nothing is prepared. */
 	unsigned (*sink)(struct dp_lcore *lc, uint32_t slot, uint32_t body_len, struct fg_span *sp);
 	/* report_commit for a message whose body is already in the buffer
 	 * sink prepared (lc->sink_has_buf): no copy; the buffer goes with m. */

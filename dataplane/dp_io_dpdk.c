@@ -81,8 +81,6 @@ static bool io_report_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_b
 static unsigned io_sink(struct dp_lcore *lc, uint32_t slot, uint32_t body_len, struct fg_span *sp)
 {
 	lc->sink_slot = 0;
-	if (slot == DP_RA_SINK_DROP)
-		return 0;
 	unsigned n = dp_lane_sink(lc, body_len, sp);
 	if (n) {
 		lc->sink_slot = slot + 1;

@@ -77,9 +77,6 @@ struct dp_reasm_cfg {
 	fg_span_fn *sink;
 	void *sink_arg;
 };
-/* A sink's slot argument that names no slot: what a sink prepared is
- * dropped (dp_io.h); the table never passes it. */
-#define DP_RA_SINK_DROP UINT32_MAX
 
 /* What happened to one fragment (exactly one per push). */
 enum dp_ra_disp {

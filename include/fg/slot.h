@@ -241,29 +241,18 @@ static inline bool fg_slot_ref_live(const struct fg_slot_ref *ref) { return *ref
  * live. Owner thread only. */
 FG_MUST_CHECK enum fg_outcome fg_slot_whole(struct fg_slots *s, const struct fg_slot_ref *ref,
 					    struct fg_slot_result *res);
-/* fg_slot_whole that, when it resolves the slot, also writes the
- * resolved body to the n_sp spans sp (fg_reduce_to); the slot's result
- * buffer holds it as with fg_slot_whole (fg_reduce_to's contract). The
- * spans are not touched when the slot does not resolve (ACCEPTED, or ref
- * not live). Owner thread only. */
-FG_MUST_CHECK enum fg_outcome fg_slot_whole_to(struct fg_slots *s, const struct fg_slot_ref *ref,
-					       struct fg_slot_result *res, const struct fg_span *sp,
-					       unsigned n_sp);
 /* Where the body of a slot about to resolve goes besides the slot: called
  * with the slot's index and its body's length, writes up to FG_SPANS_MAX
  * spans to sp and returns how many (0: none). */
 typedef unsigned fg_span_fn(void *arg, uint32_t slot, uint32_t body_len, struct fg_span *sp);
 /* fg_slot_whole that, when (and only when) it resolves the slot, first
  * asks sink (when not NULL) for the spans the resolved body also goes to,
- * then writes it there as fg_slot_whole_to does. A sink is never called
- * for a line that does not resolve its slot (ACCEPTED, or ref not live).
- * Owner thread only. */
+ * then writes it there from the reduction's registers (fg_reduce_to); the
+ * slot's result buffer holds it as with fg_slot_whole. A sink is never
+ * called for a line that does not resolve its slot (ACCEPTED, or ref not
+ * live). Owner thread only. */
 FG_MUST_CHECK enum fg_outcome fg_slot_whole_sink(struct fg_slots *s, const struct fg_slot_ref *ref,
 						 struct fg_slot_result *res, fg_span_fn *sink, void *arg);
-/* Whether fg_slot_whole(s, ref, ...) now would resolve ref's slot: ref is
- * live and its line is the only expected one not yet whole. Reads only.
- * Owner thread only. */
-bool fg_slot_ref_resolves(const struct fg_slots *s, const struct fg_slot_ref *ref);
 /* The reassembler gave up on an attempt: its bytes no longer count. When
  * that was the slot's only attempt (no line whole, no other attempt
  * begun and not finished) the slot is freed at once (FREE, counted in

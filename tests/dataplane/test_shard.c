@@ -1151,7 +1151,7 @@ static void s_commit(struct dp_lcore *l, union fg_bmsg *m, struct fg_bm_body *bo
 static unsigned s_sink(struct dp_lcore *l, uint32_t slot, uint32_t body_len, struct fg_span *sp)
 {
 	l->sink_slot = 0;
-	if (slot == DP_RA_SINK_DROP || body_len > sizeof(ln.buf[0]))
+	if (body_len > sizeof(ln.buf[0]))
 		return 0;
 	if (!l->sink_has_buf) {
 		if (ln.n == LN_RING)
