@@ -912,7 +912,7 @@ json_t *cp_cluster_json(const struct cp_cluster *c)
 			 (json_int_t)c->st.nodes_stale, "nodes_back", (json_int_t)c->st.nodes_back, "lease_probes",
 			 (json_int_t)es.lease_probes, "lease_probe_failures", (json_int_t)es.lease_probe_failures, "holds",
 			 (json_int_t)c->st.holds, "bad_values", (json_int_t)(c->st.bad_values + es.refused_malformed), "sends_refused",
-			 (json_int_t)c->st.sends_refused, "duplicate_refusals", (json_int_t)c->st.duplicates, "requests", (json_int_t)es.requests, "request_failures",
+			 (json_int_t)c->st.sends_refused, "duplicate_refusals", (json_int_t)c->st.duplicates, "name_claims_refused", (json_int_t)es.duplicate_refusals, "requests", (json_int_t)es.requests, "request_failures",
 			 (json_int_t)es.request_failures, "watch_events", (json_int_t)es.watch_events, "cas_won",
 			 (json_int_t)es.cas_won, "cas_lost", (json_int_t)es.cas_lost, "reconnects",
 			 (json_int_t)es.reconnects);

@@ -1035,6 +1035,10 @@ static int claim_node(struct cl_etcd *t, char *holder, size_t holder_len)
 		const char *nl = strchr(other, '\n');
 		snprintf(holder, holder_len, "lease %" PRId64 ", %.300s", lease, nl ? nl + 1 : other);
 		json_decref(out);
+		/* the key is the live holder's, not ours: the next claim
+		 * compares on "absent" again, not on the holder's version
+		 * (which would let it write over the live node's name) */
+		t->ks_node = (struct kstate){0};
 		return -EEXIST;
 	}
 	return -EAGAIN;

@@ -556,7 +556,16 @@ def scenario(etcd, a, b):
         cd, cb = cluster(dup), cluster(b)
         check(cd["counters"]["duplicate_refusals"] >= 1, f"duplicate counted: {cd['counters']}")
         check(all(x["local"] != "active" for x in cd["lines"]), "the duplicate holds every line in shadow")
+        # it asks again (500 ms apart) and is refused again: the live
+        # node's name is not written over by a later claim
+        within(lambda: cluster(dup)["counters"]["name_claims_refused"] >= 3, 5.0, "the duplicate claimed again")
+        cd = cluster(dup)
+        check(cd["etcd"] == "duplicate", f"the duplicate still refused after its retries: {cd['etcd']}")
+        check(all(x["local"] != "active" for x in cd["lines"]), "the duplicate still holds every line in shadow")
+        cb = cluster(b)
         check(cb["etcd"] == "up" and line_state(b, 1) == "active", f"B untouched: {cb['etcd']}")
+        held = [n["lease"] for n in cluster(a)["nodes"] if n["node"] == "b"]
+        check(held == [cb["lease"]], f"A sees b on B's lease {cb['lease']}, not the duplicate's: {held}")
         live = sorted(n["node"] for n in cluster(a)["nodes"] if n["live"])
         check(live == ["a", "b"], f"A still sees exactly a and b live: {live}")
         check("cluster_duplicate_node" not in (open(f"{ALERTS}/b").read() if os.path.exists(f"{ALERTS}/b") else ""),
