@@ -590,54 +590,66 @@ static inline uint32_t frag_word(uint16_t fid, uint32_t total)
 	return dp_pkt_ld32(fh);
 }
 
+/* One fragment of frags_loop: over untagged IPv4 (v4, a constant there)
+ * from h with the IPv4 id *ip_id (advanced when it was queued), else
+ * through tx_frag with t. */
+static inline __attribute__((always_inline)) bool frag_one(struct dp_lcore *lc, const struct dp_pkt_tmpl *t,
+							   const struct tx_frag4 *h, bool v4, uint16_t *ip_id,
+							   uint32_t w, const uint8_t *src, uint32_t n,
+							   const uint8_t *src2, uint32_t n2)
+{
+	if (!v4)
+		return tx_frag(lc, t, w, src, n, src2, n2);
+	const bool sent = tx_frag4(lc, h, w, src, n, src2, n2, *ip_id);
+	*ip_id = (uint16_t)(*ip_id + sent); /* an id per datagram queued, as tx_frag */
+	return sent;
+}
+
+/* frags_t's loops, v4 a constant: over untagged IPv4 every fragment from
+ * one header made per frame (tx_frag4_make), the IPv4 id in a register. */
+static inline __attribute__((always_inline)) bool frags_loop(struct dp_lcore *lc, const struct dp_pkt_tmpl *t,
+							     bool v4, uint32_t fw, uint32_t total,
+							     const uint8_t *head, uint32_t head_len,
+							     const uint8_t *body, uint32_t body_len, uint32_t chunk)
+{
+	const uint32_t len = head_len + body_len;
+	struct tx_frag4 h;
+	if (v4)
+		tx_frag4_make(&h, t, chunk);
+	uint16_t ip_id = lc->ip_id;
+	bool ok = true;
+	uint32_t i = 0, off = 0;
+	/* the fragments that carry part of the head */
+	for (; i < total && off < head_len; i++, off += chunk) {
+		const struct dp_frag_part fp = dp_frag_part(off, head_len, body_len, chunk);
+		ok &= frag_one(lc, t, &h, v4, &ip_id, fw | i << FRAG_IX, head + fp.head_off, fp.head_n,
+			       body + fp.body_off, fp.body_n);
+	}
+	/* then the body's, chunk bytes each but the last */
+	const uint8_t *src = body + (off - head_len);
+	for (; i < total; i++, off += chunk, src += chunk) {
+		const uint32_t n = len - off < chunk ? len - off : chunk;
+		ok &= frag_one(lc, t, &h, v4, &ip_id, fw | i << FRAG_IX, src, n, NULL, 0);
+	}
+	if (v4)
+		lc->ip_id = ip_id;
+	return ok;
+}
+
 /* dp_tx_frags with the header template tp. */
 static inline __attribute__((always_inline)) bool frags_t(struct dp_lcore *lc, const struct dp_pkt_tmpl *tp,
 							  uint16_t fid, uint32_t total, const uint8_t *head,
 							  uint32_t head_len, const uint8_t *body, uint32_t body_len,
 							  uint32_t chunk)
 {
-	const uint32_t len = head_len + body_len;
 	if (!total)
 		return false;
 	/* a copy the body copies cannot alias: its fields stay in registers */
 	const struct dp_pkt_tmpl t = *tp;
 	const uint32_t fw = frag_word(fid, total);
-	bool ok = true;
-	uint32_t i = 0, off = 0;
-	if (t.hl == DP_UDP4_PAYLOAD) { /* over untagged IPv4: every fragment from one header */
-		struct tx_frag4 h;
-		tx_frag4_make(&h, &t, chunk);
-		uint16_t ip_id = lc->ip_id;
-		bool sent;
-		for (; i < total && off < head_len; i++, off += chunk) {
-			const struct dp_frag_part fp = dp_frag_part(off, head_len, body_len, chunk);
-			sent = tx_frag4(lc, &h, fw | i << FRAG_IX, head + fp.head_off, fp.head_n, body + fp.body_off,
-					fp.body_n, ip_id);
-			ip_id = (uint16_t)(ip_id + sent); /* an id per datagram queued, as tx_frag */
-			ok &= sent;
-		}
-		const uint8_t *src = body + (off - head_len);
-		for (; i < total; i++, off += chunk, src += chunk) {
-			const uint32_t n = len - off < chunk ? len - off : chunk;
-			sent = tx_frag4(lc, &h, fw | i << FRAG_IX, src, n, NULL, 0, ip_id);
-			ip_id = (uint16_t)(ip_id + sent);
-			ok &= sent;
-		}
-		lc->ip_id = ip_id;
-		return ok;
-	}
-	/* the fragments that carry part of the head */
-	for (; i < total && off < head_len; i++, off += chunk) {
-		const struct dp_frag_part fp = dp_frag_part(off, head_len, body_len, chunk);
-		ok &= tx_frag(lc, &t, fw | i << FRAG_IX, head + fp.head_off, fp.head_n, body + fp.body_off, fp.body_n);
-	}
-	/* then the body's, chunk bytes each but the last */
-	const uint8_t *src = body + (off - head_len);
-	for (; i < total; i++, off += chunk, src += chunk) {
-		const uint32_t n = len - off < chunk ? len - off : chunk;
-		ok &= tx_frag(lc, &t, fw | i << FRAG_IX, src, n, NULL, 0);
-	}
-	return ok;
+	if (t.hl == DP_UDP4_PAYLOAD)
+		return frags_loop(lc, &t, true, fw, total, head, head_len, body, body_len, chunk);
+	return frags_loop(lc, &t, false, fw, total, head, head_len, body, body_len, chunk);
 }
 
 /* frags_t by reference to slot's body (dp_tx_consumer_frags). Every
