@@ -445,8 +445,9 @@ static inline __attribute__((always_inline)) bool slot_admit(const struct fg_slo
 }
 
 /* Reduce the whole lines in canonical order into the result buffer (and
- * the n_sp spans sp, fg_reduce_to) and fingerprint the result. */
-static void slot_resolve(struct fg_slots *s, uint32_t i, const struct fg_span *sp, unsigned n_sp)
+ * into dst, when not NULL: fg_reduce_to where it is float-aligned, a copy
+ * of the result where not) and fingerprint the result. */
+static void slot_resolve(struct fg_slots *s, uint32_t i, void *dst)
 {
 	struct fg_slot *sl = slot_at(s, i);
 	const float *c[FG_LINES];
@@ -454,10 +455,13 @@ static void slot_resolve(struct fg_slots *s, uint32_t i, const struct fg_span *s
 
 	for (unsigned p = 0; p < sl->n; p++)
 		c[p] = (const float *)(const void *)slot_buf(s, i, p);
-	if (n_sp)
-		fg_reduce_to((float *)(void *)out, c, sl->sign, sl->n, sl->body_len / sizeof(float), sp, n_sp);
-	else
+	if (dst && (uintptr_t)dst % _Alignof(float) == 0) {
+		fg_reduce_to((float *)(void *)out, dst, c, sl->sign, sl->n, sl->body_len / sizeof(float));
+	} else {
 		fg_reduce((float *)(void *)out, c, sl->sign, sl->n, sl->body_len / sizeof(float));
+		if (dst)
+			memcpy(dst, out, sl->body_len);
+	}
 	/* XXH3-64 seed 0, i.e. fg_fingerprint; called directly so the slot
 	 * engine does not depend on the codec's translation unit. */
 	sl->fingerprint = XXH3_64bits(out, sl->body_len);
@@ -472,7 +476,7 @@ static void line_complete(struct fg_slots *s, uint32_t i, unsigned line, struct 
 
 	sl->complete |= (uint8_t)(1u << line);
 	if (sl->complete == sl->expected) {
-		slot_resolve(s, i, NULL, 0);
+		slot_resolve(s, i, NULL);
 		result_slot(s, i, FG_O_RESOLVED, res);
 	} else {
 		result_slot(s, i, FG_O_ACCEPTED, res);
@@ -699,12 +703,12 @@ enum fg_outcome fg_slot_land(struct fg_slots *s, const struct fg_slot_ref *ref, 
 }
 
 /* The line of ref is whole: fg_slot_whole and fg_slot_whole_sink. When
- * the slot resolves and there is a sink, its body also goes to the spans
- * the sink names then (asked only once the slot is known to resolve).
+ * the slot resolves and there is a sink, its body also goes to the buffer
+ * the sink gives then (asked only once the slot is known to resolve).
  * Forced inline into each: the variant's arguments are constants there. */
 static inline __attribute__((always_inline)) enum fg_outcome slot_whole(struct fg_slots *s,
 									 const struct fg_slot_ref *ref,
-									 struct fg_slot_result *res, fg_span_fn *sink,
+									 struct fg_slot_result *res, fg_sink_fn *sink,
 									 void *arg)
 {
 	if (!fg_slot_ref_live(ref)) {
@@ -729,9 +733,7 @@ static inline __attribute__((always_inline)) enum fg_outcome slot_whole(struct f
 	enum fg_outcome o = FG_O_ACCEPTED;
 	uint64_t fp = 0;
 	if (sl->complete == sl->expected) {
-		struct fg_span sp[FG_SPANS_MAX];
-		unsigned n_sp = sink ? sink(arg, i, sl->body_len, sp) : 0;
-		slot_resolve(s, i, sp, n_sp);
+		slot_resolve(s, i, sink ? sink(arg, i, sl->body_len) : NULL);
 		o = FG_O_RESOLVED;
 		fp = sl->fingerprint;
 	}
@@ -752,7 +754,7 @@ enum fg_outcome fg_slot_whole(struct fg_slots *s, const struct fg_slot_ref *ref,
 }
 
 enum fg_outcome fg_slot_whole_sink(struct fg_slots *s, const struct fg_slot_ref *ref, struct fg_slot_result *res,
-				   fg_span_fn *sink, void *arg)
+				   fg_sink_fn *sink, void *arg)
 {
 	return slot_whole(s, ref, res, sink, arg);
 }

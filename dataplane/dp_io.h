@@ -214,12 +214,12 @@ struct dp_io {
 	void (*report_commit)(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, const uint8_t *src,
 			      uint32_t len);
 	/* Prepare where the resolved body of lc->slots' slot `slot`, about to
-	 * resolve (body_len bytes), goes besides the slot: up to FG_SPANS_MAX
-	 * spans to sp (the lane message's dp2cp buffer, held by lc: sink_buf);
-	 * returns how many (0: nothing prepared, dp_deliver_seed copies as
-	 * without). Asked only for a slot known to resolve
-	 * (fg_slot_whole_sink). NULL: nothing is prepared. */
-	unsigned (*sink)(struct dp_lcore *lc, uint32_t slot, uint32_t body_len, struct fg_span *sp);
+	 * resolve (body_len bytes), goes besides the slot: returns the buffer
+	 * (the lane message's dp2cp buffer, held by lc: sink_buf), or NULL
+	 * (nothing prepared, dp_deliver_seed copies as without). Asked only
+	 * for a slot known to resolve (fg_slot_whole_sink). NULL: nothing is
+	 * prepared. */
+	void *(*sink)(struct dp_lcore *lc, uint32_t slot, uint32_t body_len);
 	/* report_commit for a message whose body is already in the buffer
 	 * sink prepared (lc->sink_has_buf): no copy; the buffer goes with m. */
 	void (*report_commit_sunk)(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, uint32_t len);

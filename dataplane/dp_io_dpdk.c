@@ -78,15 +78,15 @@ static bool io_report_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_b
 
 /* io->sink: the lane's buffer; the slot it is for noted for
  * dp_deliver_seed. */
-static unsigned io_sink(struct dp_lcore *lc, uint32_t slot, uint32_t body_len, struct fg_span *sp)
+static void *io_sink(struct dp_lcore *lc, uint32_t slot, uint32_t body_len)
 {
 	lc->sink_slot = 0;
-	unsigned n = dp_lane_sink(lc, body_len, sp);
-	if (n) {
+	void *dst = dp_lane_sink(lc, body_len);
+	if (dst) {
 		lc->sink_slot = slot + 1;
 		lc->sink_resolved = lc->slots.resolved + 1;
 	}
-	return n;
+	return dst;
 }
 
 const struct dp_io dp_io_dpdk = {

@@ -102,25 +102,24 @@ void dp_lane_commit_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_bod
 	fg_ring_commit(ln->to_cp);
 }
 
-unsigned dp_lane_sink(struct dp_lcore *lc, uint32_t len, struct fg_span *sp)
+void *dp_lane_sink(struct dp_lcore *lc, uint32_t len)
 {
 	struct fg_lane *ln = lc->lane;
 	if (len > ln->dp2cp.size)
-		return 0;
+		return NULL;
 	if (!lc->sink_has_buf) {
 		/* room first, then the buffer (dp_lane_send_body): should the
 		 * ring fill before the commit all the same, the buffer stays
 		 * held for the next resolution, never put back by this thread */
 		if (fg_ring_count(ln->to_cp) > ln->to_cp->mask)
-			return 0;
+			return NULL;
 		uint32_t bi = fg_pool_get(&ln->dp2cp);
 		if (bi == FG_BUF_NONE)
-			return 0;
+			return NULL;
 		lc->sink_buf = bi;
 		lc->sink_has_buf = true;
 	}
-	*sp = (struct fg_span){.dst = fg_pool_buf(&ln->dp2cp, lc->sink_buf), .off = 0, .len = len};
-	return 1;
+	return fg_pool_buf(&ln->dp2cp, lc->sink_buf);
 }
 
 void dp_lane_commit_sunk(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, uint32_t len)

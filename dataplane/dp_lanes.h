@@ -30,10 +30,9 @@ void dp_lane_commit_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_bod
 /* The lane's destination for a resolution (io->sink): a dp2cp buffer for
  * a body of len bytes, held by lc (sink_buf, sink_has_buf), taken only
  * when to_cp has room now (as dp_lane_send_body's order), or the one
- * already held. Writes its span to *sp and returns 1, or 0 (no room, no
- * buffer free, len larger than a buffer: the message goes as without,
- * counted then). */
-unsigned dp_lane_sink(struct dp_lcore *lc, uint32_t len, struct fg_span *sp);
+ * already held. Returns it, or NULL (no room, no buffer free, len larger
+ * than a buffer: the message goes as without, counted then). */
+void *dp_lane_sink(struct dp_lcore *lc, uint32_t len);
 /* dp_lane_commit_body for m whose body is in the held buffer (after
  * dp_lane_sink): the buffer goes with m, nothing is copied. */
 void dp_lane_commit_sunk(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, uint32_t len);

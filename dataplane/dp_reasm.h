@@ -72,9 +72,9 @@ struct dp_reasm_cfg {
 	/* Where the body of a slot about to resolve goes besides the slot
 	 * (a chunk completing the slot's last line, fg_slot_whole_sink):
 	 * called with the slot and the body's length once the slot is known
-	 * to resolve, it writes up to FG_SPANS_MAX spans to sp and returns
-	 * how many. NULL: the body stays in the slot alone. */
-	fg_span_fn *sink;
+	 * to resolve, it returns a buffer for the whole body or NULL.
+	 * NULL: the body stays in the slot alone. */
+	fg_sink_fn *sink;
 	void *sink_arg;
 };
 

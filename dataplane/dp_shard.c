@@ -548,10 +548,10 @@ void dp_shard_tick(struct dp_lcore *lc, uint64_t now)
 	}
 }
 
-unsigned dp_shard_sink(void *arg, uint32_t slot, uint32_t body_len, struct fg_span *sp)
+void *dp_shard_sink(void *arg, uint32_t slot, uint32_t body_len)
 {
 	struct dp_lcore *lc = arg;
-	return lc->env->io->sink ? lc->env->io->sink(lc, slot, body_len, sp) : 0;
+	return lc->env->io->sink ? lc->env->io->sink(lc, slot, body_len) : NULL;
 }
 
 /* A handed frame that is a seed of this shard, placed as the fragment

@@ -203,8 +203,8 @@ void dp_shard_run(struct dp_lcore *lc, struct dp_shard_burst *b, uint64_t now);
  * ours now and goes back through io->xfer_put. */
 void dp_shard_handed(struct dp_lcore *lc, struct dp_xfer *x, uint64_t now);
 /* The reassembler's sink (struct dp_reasm_cfg, arg the lcore): lc's
- * io->sink, or no span without one. */
-unsigned dp_shard_sink(void *arg, uint32_t slot, uint32_t body_len, struct fg_span *sp);
+ * io->sink, or NULL without one. */
+void *dp_shard_sink(void *arg, uint32_t slot, uint32_t body_len);
 /* Time: once per loop iteration. About once a millisecond the
  * housekeeping (delivery resends, reassembly and slot expiry, expiries
  * reported); ACKs flushed on resolution or every ack_interval. */

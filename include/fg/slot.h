@@ -56,15 +56,6 @@
 
 #define FG_MAX_LAYERS 256u
 
-/* Where a resolved body's bytes also go: body bytes [off, off + len) to
- * dst[0..len) (a delivery packet's part of the body, a lane buffer). The
- * caller owns dst. */
-struct fg_span {
-	uint8_t *dst;
-	uint32_t off, len;
-};
-#define FG_SPANS_MAX 16u
-
 /* A per-layer resolution rule: the lines expected and the canonical order.
  * Made by fg_rule_make; fg_slots_init refuses a rule whose fields
  * disagree. */
@@ -242,17 +233,17 @@ static inline bool fg_slot_ref_live(const struct fg_slot_ref *ref) { return *ref
 FG_MUST_CHECK enum fg_outcome fg_slot_whole(struct fg_slots *s, const struct fg_slot_ref *ref,
 					    struct fg_slot_result *res);
 /* Where the body of a slot about to resolve goes besides the slot: called
- * with the slot's index and its body's length, writes up to FG_SPANS_MAX
- * spans to sp and returns how many (0: none). */
-typedef unsigned fg_span_fn(void *arg, uint32_t slot, uint32_t body_len, struct fg_span *sp);
+ * with the slot's index and its body's length, returns the caller's
+ * buffer of at least body_len bytes for the whole body, or NULL (none). */
+typedef void *fg_sink_fn(void *arg, uint32_t slot, uint32_t body_len);
 /* fg_slot_whole that, when (and only when) it resolves the slot, first
- * asks sink (when not NULL) for the spans the resolved body also goes to,
+ * asks sink (when not NULL) for a buffer the resolved body also goes to,
  * then writes it there from the reduction's registers (fg_reduce_to); the
  * slot's result buffer holds it as with fg_slot_whole. A sink is never
  * called for a line that does not resolve its slot (ACCEPTED, or ref not
  * live). Owner thread only. */
 FG_MUST_CHECK enum fg_outcome fg_slot_whole_sink(struct fg_slots *s, const struct fg_slot_ref *ref,
-						 struct fg_slot_result *res, fg_span_fn *sink, void *arg);
+						 struct fg_slot_result *res, fg_sink_fn *sink, void *arg);
 /* The reassembler gave up on an attempt: its bytes no longer count. When
  * that was the slot's only attempt (no line whole, no other attempt
  * begun and not finished) the slot is freed at once (FREE, counted in
@@ -332,16 +323,9 @@ static inline uint32_t fg_shard_of(uint32_t token_seq, uint16_t layer, uint16_t 
  * when an addition meets two NaN operands only NaN-ness is promised (IEEE
  * 754 leaves that payload to the implementation). Any thread. */
 void fg_reduce(float *out, const float *const *c, const uint8_t *neg, unsigned n, size_t n_floats);
-/* fg_reduce, its result also written to each span: body bytes
- * [off, off + len) of out (clipped to the body) to dst[0..len), the same
- * bytes. Stored from the reduction's registers where the span's
- * destination allows (core/reduce.c: up to two spans over the whole body,
- * the others in offset order, not overlapping one another); the rest
- * copied from out afterwards. Spans must not overlap out, the lines or
- * each other's destinations; up to FG_SPANS_MAX are used. out is
- * fg_reduce's, bit for bit, under fg_reduce's contract (where an addition
- * meets two NaN operands, NaN-ness only). Any thread. */
-void fg_reduce_to(float *out, const float *const *c, const uint8_t *neg, unsigned n, size_t n_floats,
-		  const struct fg_span *sp, unsigned n_sp);
+/* fg_reduce, its result also written to dst (n_floats floats, stored from
+ * the reduction's registers: the same bits as out). dst must not overlap
+ * out or the lines. Any thread. */
+void fg_reduce_to(float *out, float *dst, const float *const *c, const uint8_t *neg, unsigned n, size_t n_floats);
 
 #endif

@@ -1897,24 +1897,17 @@ static void test_caller_placement_liveness(void **state)
 	table_free(&t);
 }
 
-/* fg_reduce_to: the result buffer bit for bit fg_reduce's, and every span's
- * destination the result's bytes exactly, nothing written around it. The
- * spans are what the dataplane gives: one lane span over the whole body
- * and the delivery fragments' parts (fragment 0 after an 18-byte head,
- * then chunk bytes each), at random chunk sizes (odd ones put the float
- * edges inside a float and misalign the destinations), random
- * destination misalignments, bodies shorter than one chunk and spanning
- * several, every rule length; sometimes a second span over the whole
- * body, a third span over some of the same bytes (copied, not stored by
- * the kernels) or a span past the body. */
-static void test_reduce_to_spans(void **state)
+/* fg_reduce_to: the result buffer bit for bit fg_reduce's, and the second
+ * destination the result's bytes exactly, nothing written around it:
+ * every rule length, random lengths (short ones and several blocks),
+ * ordinary and special values, the destination at random 4-byte aligned
+ * places. */
+static void test_reduce_to(void **state)
 {
-	enum { MAXF = 3000, GUARD = 32, HEAD = 18 };
+	enum { MAXF = 5000, GUARD = 64 };
 	float *c[FG_LINES], *out1 = malloc(MAXF * 4), *out2 = malloc(MAXF * 4);
 	uint8_t neg[FG_LINES];
-	size_t dst_cap = (size_t)MAXF * 4 * 4 + (2 * FG_SPANS_MAX + 4) * (GUARD + 8);
-	uint8_t *dst = malloc(dst_cap);
-	unsigned fast_rounds = 0;
+	uint8_t *dst = malloc((size_t)MAXF * 4 + 3 * GUARD);
 	(void)state;
 
 	assert_non_null(out1);
@@ -1928,73 +1921,28 @@ static void test_reduce_to_spans(void **state)
 	for (unsigned round = 0; round < 700; round++) {
 		unsigned n = ns[round % 7];
 		size_t nf = 1 + (size_t)(rng() % (round % 3 ? MAXF : 200));
-		uint32_t bytes = (uint32_t)nf * 4;
-		uint32_t chunk = 24 + (uint32_t)(rng() % 1500);
-		if (round % 4 == 0)
-			chunk &= ~3u; /* the common case: chunk a multiple of 4 */
+		size_t at = GUARD + 4 * (rng() % (GUARD / 4));
 		for (unsigned k = 0; k < n; k++) {
 			neg[k] = (uint8_t)(rng() & 1);
 			for (size_t i = 0; i < nf; i++)
 				c[k][i] = round % 2 ? rand_normal() : rand_special();
 		}
-		struct fg_span sp[FG_SPANS_MAX];
-		unsigned n_sp = 0;
-		size_t at = GUARD;
-		memset(dst, 0xEE, dst_cap);
-		/* the lane span: the whole body, aligned or not */
-		at += rng() % 4;
-		sp[n_sp++] = (struct fg_span){.dst = dst + at, .off = 0, .len = bytes};
-		at += bytes + GUARD;
-		if (rng() % 6 == 0) { /* a second one: the fragments then copied */
-			at = (at + 3) & ~(size_t)3;
-			sp[n_sp++] = (struct fg_span){.dst = dst + at, .off = 0, .len = bytes};
-			at += bytes + GUARD;
-		}
-		/* the delivery fragments' parts of the body */
-		for (uint32_t off = 0, i = 0; off < bytes && n_sp < FG_SPANS_MAX - 2; i++) {
-			uint32_t room = i == 0 ? chunk - HEAD : chunk;
-			uint32_t len = bytes - off < room ? bytes - off : room;
-			/* as in a packet: the part starts where the body lies in it */
-			at += (i == 0 ? HEAD : 0) + (rng() % 8 == 0 ? rng() % 4 : 0);
-			sp[n_sp++] = (struct fg_span){.dst = dst + at, .off = off, .len = len};
-			at += len + GUARD;
-			off += len;
-		}
-		if (rng() % 4 == 0) { /* a third destination over some bytes */
-			uint32_t off = (uint32_t)(rng() % bytes), len = 1 + (uint32_t)(rng() % (bytes - off));
-			sp[n_sp++] = (struct fg_span){.dst = dst + at, .off = off, .len = len};
-			at += len + GUARD;
-		}
-		if (rng() % 8 == 0) { /* past the body: clipped */
-			sp[n_sp++] = (struct fg_span){.dst = dst + at, .off = bytes > 8 ? bytes - 8 : 0, .len = 64};
-			at += 64 + GUARD;
-		}
-		assert_true(at <= dst_cap);
+		memset(dst, 0xEE, (size_t)MAXF * 4 + 3 * GUARD);
 		fg_reduce(out1, (const float *const *)c, neg, n, nf);
-		fg_reduce_to(out2, (const float *const *)c, neg, n, nf, sp, n_sp);
+		fg_reduce_to(out2, (float *)(void *)(dst + at), (const float *const *)c, neg, n, nf);
 		for (size_t i = 0; i < nf; i++)
 			if (f_bits(out1[i]) != f_bits(out2[i]) && !two_nans_met((const float *const *)c, neg, n, i))
 				fail_msg("round %u n %u len %zu i %zu: %08x != fg_reduce's %08x", round, n, nf, i,
 					 f_bits(out2[i]), f_bits(out1[i]));
-		/* every span's bytes are the result buffer's, the guards untouched */
-		size_t prev_end = 0;
-		for (unsigned k = 0; k < n_sp; k++) {
-			uint32_t end = sp[k].off + sp[k].len > bytes ? bytes : sp[k].off + sp[k].len;
-			size_t d = (size_t)(sp[k].dst - dst);
-			if (memcmp(sp[k].dst, (const uint8_t *)out2 + sp[k].off, end - sp[k].off) != 0)
-				fail_msg("round %u n %u len %zu chunk %u: span %u [%u, %u) differs", round, n, nf, chunk, k,
-					 sp[k].off, end);
-			for (size_t g = prev_end; g < d; g++)
-				if (dst[g] != 0xEE)
-					fail_msg("round %u: byte %zu before span %u written", round, g, k);
-			prev_end = d + (end - sp[k].off);
-		}
-		for (size_t g = prev_end; g < at; g++)
+		if (memcmp(dst + at, out2, nf * 4) != 0)
+			fail_msg("round %u n %u len %zu: the destination differs from the result", round, n, nf);
+		for (size_t g = 0; g < at; g++)
 			if (dst[g] != 0xEE)
-				fail_msg("round %u: byte %zu after the spans written", round, g);
-		fast_rounds += chunk % 4 == 0;
+				fail_msg("round %u: byte %zu before the destination written", round, g);
+		for (size_t g = at + nf * 4; g < (size_t)MAXF * 4 + 3 * GUARD; g++)
+			if (dst[g] != 0xEE)
+				fail_msg("round %u: byte %zu after the destination written", round, g);
 	}
-	assert_true(fast_rounds > 100);
 	for (unsigned k = 0; k < FG_LINES; k++)
 		free(c[k]);
 	free(out1);
@@ -2002,42 +1950,44 @@ static void test_reduce_to_spans(void **state)
 	free(dst);
 }
 
-/* A sink of test_whole_to_spans: the spans it was given, and how often
- * it was asked. */
-struct spans_sink {
-	const struct fg_span *sp;
-	unsigned n, asked;
+/* A sink of test_whole_to_lane: the buffer it gives, and how often it was
+ * asked. */
+struct lane_sink {
+	uint8_t *dst;
+	unsigned asked;
 };
-static unsigned spans_sink(void *arg, uint32_t slot, uint32_t body_len, struct fg_span *sp)
+static void *lane_sink(void *arg, uint32_t slot, uint32_t body_len)
 {
-	struct spans_sink *k = arg;
+	struct lane_sink *k = arg;
 	(void)slot;
 	(void)body_len;
 	k->asked++;
-	memcpy(sp, k->sp, k->n * sizeof(*sp));
-	return k->n;
+	return k->dst;
 }
 
-/* fg_slot_whole_sink with several spans: the sink is asked once, by the
- * last line only; the spans are written when the slot resolves, with
- * exactly the body fg_slot_seed serves (and that fg_slot_whole makes in a
- * twin table), and not touched by a line that does not resolve it. Rules of 1, 2, 3 and 7 lines. Ordinary values:
- * where two NaNs meet only NaN-ness is promised (fg_reduce), and the
- * twin table's fingerprint would then say nothing. */
-static void test_whole_to_spans(void **state)
+/* fg_slot_whole_sink with a buffer: the sink is asked once, by the last
+ * line only; the buffer is written when the slot resolves, with exactly
+ * the body fg_slot_seed serves (and that fg_slot_whole makes in a twin
+ * table), and not touched by a line that does not resolve it. Rules of 1,
+ * 2, 3 and 7 lines, the buffer float-aligned (stored by the reduction) and
+ * not (copied after it). Ordinary values: where two NaNs meet only
+ * NaN-ness is promised (fg_reduce), and the twin table's fingerprint would
+ * then say nothing. */
+static void test_whole_to_lane(void **state)
 {
 	enum { H = 100, SEQ = 3 };
 	static const uint8_t rules[4][8] = { { 1, 5 }, { 2, 3, 1 }, { 3, 1, 3, 5 }, { 7, 0, 1, 2, 3, 4, 5, 6 } };
 	(void)state;
 
-	for (unsigned ri = 0; ri < 4; ri++) {
+	for (unsigned v = 0; v < 8; v++) {
+		unsigned ri = v % 4, skew = v < 4 ? 4 : 1;
 		unsigned n = rules[ri][0];
 		const uint8_t *lines = &rules[ri][1];
 		struct fg_slots_cfg cfg;
 		struct table t1, t2;
 		uint32_t bl = H * SEQ * 4;
 		float body[FG_LINES][H * SEQ];
-		uint8_t lane[H * SEQ * 4 + 8], frag[3][600];
+		_Alignas(16) uint8_t lane[H * SEQ * 4 + 8];
 		cfg_default(&cfg, 4, H, SEQ, 2, lines, n);
 		table_new(&t1, &cfg, 0);
 		table_new(&t2, &cfg, 0x11);
@@ -2045,15 +1995,10 @@ static void test_whole_to_spans(void **state)
 			for (unsigned i = 0; i < H * SEQ; i++)
 				body[l][i] = rand_normal();
 		memset(lane, 0xEE, sizeof(lane));
-		memset(frag, 0xEE, sizeof(frag));
-		/* 1200 body bytes: fragments of 382, 400, 400, 18 bytes would be
-		 * the packets'; here three spans of the first 1182 and the lane */
-		struct fg_span sp[4] = { { lane + 2, 0, bl }, { frag[0] + 1, 0, 382 }, { frag[1], 382, 400 },
-					 { frag[2] + 3, 782, 400 } };
-		struct spans_sink k = {.sp = sp, .n = 4};
+		struct lane_sink k = {.dst = lane + skew};
 		uint32_t slot = UINT32_MAX;
 		for (unsigned l = 0; l < n; l++) {
-			struct fg_seed sd = mkseed(40 + ri, 1, lines[l], (uint8_t)(l & 1), 0, SEQ, NULL, bl);
+			struct fg_seed sd = mkseed(40 + v, 1, lines[l], (uint8_t)(l & 1), 0, SEQ, NULL, bl);
 			struct fg_slot_ref a, b;
 			struct fg_slot_result ra, rb;
 			assert_int_equal(fg_slot_begin(&t1.s, &sd, l, &a, &ra), 0);
@@ -2061,18 +2006,15 @@ static void test_whole_to_spans(void **state)
 			memcpy(a.buf, body[l], bl);
 			memcpy(b.buf, body[l], bl);
 			bool last = l + 1 == n;
-			enum fg_outcome o1 = fg_slot_whole_sink(&t1.s, &a, &ra, spans_sink, &k);
+			enum fg_outcome o1 = fg_slot_whole_sink(&t1.s, &a, &ra, lane_sink, &k);
 			enum fg_outcome o2 = fg_slot_whole(&t2.s, &b, &rb);
 			assert_int_equal(o1, last ? FG_O_RESOLVED : FG_O_ACCEPTED);
 			assert_int_equal(k.asked, last ? 1u : 0u);
 			assert_int_equal(o1, o2);
 			assert_result_eq(&ra, &rb);
-			if (!last) {
+			if (!last)
 				for (size_t i = 0; i < sizeof(lane); i++)
 					assert_int_equal(lane[i], 0xEE);
-				for (size_t i = 0; i < sizeof(frag); i++)
-					assert_int_equal(((uint8_t *)frag)[i], 0xEE);
-			}
 			slot = ra.slot;
 		}
 		struct fg_seed_view v1, v2;
@@ -2080,43 +2022,34 @@ static void test_whole_to_spans(void **state)
 		assert_int_equal(fg_slot_seed(&t2.s, slot, &v2), 0);
 		assert_int_equal(v1.fingerprint, v2.fingerprint);
 		assert_memory_equal(v1.body, v2.body, bl);
-		assert_memory_equal(lane + 2, v1.body, bl);
-		assert_memory_equal(frag[0] + 1, v1.body, 382);
-		assert_memory_equal(frag[1], v1.body + 382, 400);
-		assert_memory_equal(frag[2] + 3, v1.body + 782, 400);
-		assert_int_equal(lane[0], 0xEE);
-		assert_int_equal(lane[1], 0xEE);
-		assert_int_equal(lane[bl + 2], 0xEE);
-		assert_int_equal(frag[0][0], 0xEE);
-		assert_int_equal(frag[0][383], 0xEE);
-		assert_int_equal(frag[1][400], 0xEE);
-		assert_int_equal(frag[2][2], 0xEE);
-		assert_int_equal(frag[2][403], 0xEE);
+		assert_memory_equal(lane + skew, v1.body, bl);
+		for (size_t i = 0; i < skew; i++)
+			assert_int_equal(lane[i], 0xEE);
+		for (size_t i = skew + bl; i < sizeof(lane); i++)
+			assert_int_equal(lane[i], 0xEE);
 		table_free(&t1);
 		table_free(&t2);
 	}
 }
 
-/* fg_slot_whole_sink asks its sink for spans only when the line resolves
- * the slot: never for a line that leaves it open (ACCEPTED), for a
- * reference no longer live (STALE) or for an expired slot; once, with the
- * slot's index and body length, for the last line, whose resolved body
- * (as fg_slot_whole makes it in a twin table) then lands in the spans. */
+/* fg_slot_whole_sink asks its sink for a buffer only when the line
+ * resolves the slot: never for a line that leaves it open (ACCEPTED), for
+ * a reference no longer live (STALE) or for an expired slot; once, with
+ * the slot's index and body length, for the last line, whose resolved body
+ * (as fg_slot_whole makes it in a twin table) then lands in the buffer. */
 struct sink_probe {
 	unsigned calls;
 	uint32_t slot, body_len;
 	uint8_t *dst;
 };
 
-static unsigned probe_sink(void *arg, uint32_t slot, uint32_t body_len, struct fg_span *sp)
+static void *probe_sink(void *arg, uint32_t slot, uint32_t body_len)
 {
 	struct sink_probe *p = arg;
 	p->calls++;
 	p->slot = slot;
 	p->body_len = body_len;
-	sp[0] = (struct fg_span){ p->dst, 0, body_len };
-	sp[1] = (struct fg_span){ p->dst + body_len + 1, 8, 16 };
-	return 2;
+	return p->dst;
 }
 
 static void test_whole_sink(void **state)
@@ -2127,7 +2060,7 @@ static void test_whole_sink(void **state)
 	struct fg_slots_cfg cfg;
 	struct table t1, t2;
 	float body[3][H * SEQ];
-	uint8_t dst[H * SEQ * 4 + 32];
+	_Alignas(16) uint8_t dst[H * SEQ * 4 + 32];
 	struct sink_probe p = { .dst = dst };
 	(void)state;
 
@@ -2165,9 +2098,8 @@ static void test_whole_sink(void **state)
 	assert_int_equal(v1.fingerprint, v2.fingerprint);
 	assert_memory_equal(v1.body, v2.body, bl);
 	assert_memory_equal(dst, v2.body, bl);
-	assert_int_equal(dst[bl], 0xEE);
-	assert_memory_equal(dst + bl + 1, v2.body + 8, 16);
-	assert_int_equal(dst[bl + 17], 0xEE);
+	for (size_t i = bl; i < sizeof(dst); i++)
+		assert_int_equal(dst[i], 0xEE);
 
 	/* an expired slot: EXPIRED, and no sink asked */
 	struct fg_slot_expired ex[2];
@@ -2204,8 +2136,8 @@ int main(void)
 		cmocka_unit_test(test_shape_and_line_refusals),
 		cmocka_unit_test(test_begin_decoded_as_begin),
 		cmocka_unit_test(test_whole_result_as_place),
-		cmocka_unit_test(test_reduce_to_spans),
-		cmocka_unit_test(test_whole_to_spans),
+		cmocka_unit_test(test_reduce_to),
+		cmocka_unit_test(test_whole_to_lane),
 		cmocka_unit_test(test_whole_sink),
 		cmocka_unit_test(test_random_ops_against_model),
 		cmocka_unit_test(test_init_and_rules),

@@ -1148,26 +1148,25 @@ static void s_commit(struct dp_lcore *l, union fg_bmsg *m, struct fg_bm_body *bo
 	ln.copied++;
 }
 
-static unsigned s_sink(struct dp_lcore *l, uint32_t slot, uint32_t body_len, struct fg_span *sp)
+static void *s_sink(struct dp_lcore *l, uint32_t slot, uint32_t body_len)
 {
 	l->sink_slot = 0;
 	if (body_len > sizeof(ln.buf[0]))
-		return 0;
+		return NULL;
 	if (!l->sink_has_buf) {
 		if (ln.n == LN_RING)
-			return 0;
+			return NULL;
 		uint32_t bi = ln_get();
 		if (bi == FG_BUF_NONE)
-			return 0;
+			return NULL;
 		l->sink_buf = bi;
 		l->sink_has_buf = true;
 	}
-	*sp = (struct fg_span){.dst = ln.buf[l->sink_buf], .off = 0, .len = body_len};
 	l->sink_slot = slot + 1;
 	l->sink_resolved = l->slots.resolved + 1;
 	if (ln.fill_after_sink)
 		ln.n = LN_RING;
-	return 1;
+	return ln.buf[l->sink_buf];
 }
 
 static void s_commit_sunk(struct dp_lcore *l, union fg_bmsg *m, struct fg_bm_body *body, uint32_t len)
