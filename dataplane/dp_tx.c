@@ -203,7 +203,8 @@ static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf_raw(struct
  * headroom, refcnt 1, one segment, port invalid) from a constant, the
  * flags 0 (a raw mbuf is direct: reset keeps only RTE_MBUF_F_EXTERNAL),
  * packet type 0 and pkt_len in one store, data_len and vlan_tci 0 in
- * another. The caller checked that total fits behind the headroom. */
+ * another; next is NULL already (a raw mbuf's, as its one segment). The
+ * caller checked that total fits behind the headroom. */
 _Static_assert(offsetof(struct rte_mbuf, data_off) == offsetof(struct rte_mbuf, rearm_data) &&
 		       offsetof(struct rte_mbuf, refcnt) == offsetof(struct rte_mbuf, rearm_data) + 2 &&
 		       offsetof(struct rte_mbuf, nb_segs) == offsetof(struct rte_mbuf, rearm_data) + 4 &&
@@ -223,7 +224,6 @@ static inline __attribute__((always_inline)) void tx_mbuf_init(struct rte_mbuf *
 	memcpy(&m->packet_type, &type_len, 8);
 	memcpy(&m->data_len, &dlen, 4);
 	m->vlan_tci_outer = 0;
-	m->next = NULL;
 	m->tx_offload = 0;
 }
 
@@ -283,8 +283,31 @@ tx_tmpl(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to
 	return &tx_tmpl_entry(lc, rt, to)->t;
 }
 
-/* An mbuf for a datagram of total frame bytes (header included), its
- * lengths set, or NULL (counted tx_nombuf). Forced inline, as tx_tmpl. */
+/* The bytes a TX mbuf holds behind its headroom: every mbuf of the pool
+ * has its data room (rte_pktmbuf_init; a detached external buffer gives
+ * it back), so a datagram within it needs no check of its own mbuf. */
+static uint32_t tx_room(void)
+{
+	const uint32_t room = rte_pktmbuf_data_room_size(dp_g.mbufs);
+	return room > RTE_PKTMBUF_HEADROOM ? room - RTE_PKTMBUF_HEADROOM : 0;
+}
+
+/* An mbuf for a datagram of total <= tx_room() frame bytes (header
+ * included), its lengths set, or NULL (counted tx_nombuf). Forced
+ * inline, as tx_tmpl. */
+static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf_fit(struct dp_lcore *lc, uint32_t total)
+{
+	struct rte_mbuf *m = tx_mbuf_raw(lc);
+	if (unlikely(!m)) {
+		dp_lc_xcount(lc, DP_X_TX_NOMBUF);
+		return NULL;
+	}
+	tx_mbuf_init(m, total);
+	return m;
+}
+
+/* The same for any total: NULL (counted tx_nombuf) also when it does not
+ * fit the mbuf. */
 static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf_for(struct dp_lcore *lc, uint32_t total)
 {
 	struct rte_mbuf *m = tx_mbuf_raw(lc);
@@ -349,10 +372,12 @@ _Static_assert(DP_TX_ST_HEAD == DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN + FG_HDR_LEN, 
 
 /* e's status head (struct dp_tx_tmpl): the header dp_pkt_tmpl_put writes
  * for a status (IPv4 id 0), fragment header 0/1 (frame id 0), the frame
- * header (sequence 0). Apart: once per template build. */
+ * header (sequence 0). Made only over untagged IPv4 and when the datagram
+ * fits every TX mbuf (tx_room: a status with a prepared head takes its
+ * mbuf unchecked). Apart: once per template build. */
 static __attribute__((noinline, cold)) void st_head_make(struct dp_tx_tmpl *e)
 {
-	if (e->t.hl != DP_UDP4_PAYLOAD) {
+	if (e->t.hl != DP_UDP4_PAYLOAD || DP_UDP4_PAYLOAD + STATUS_PLEN > tx_room()) {
 		e->st = DP_TX_ST_NONE;
 		return;
 	}
@@ -369,39 +394,62 @@ static __attribute__((noinline, cold)) void st_head_make(struct dp_tx_tmpl *e)
 	e->st = DP_TX_ST_READY;
 }
 
+/* The line facts' part of lc's statuses (lc->st_prep), made once per
+ * published lf, not per status. */
+static inline void status_prep(struct dp_lcore *lc)
+{
+	if (unlikely(!fg_status_prep_is(&lc->st_prep, lc->ictx.lines)))
+		fg_status_prep_make(&lc->st_prep, lc->ictx.lines);
+}
+
+/* dp_tx_status_of over a template without a prepared head (st NONE):
+ * the frame encoded in place behind dp_pkt_tmpl_put's header. Apart: the
+ * straight path keeps neither its code nor its registers. */
+static __attribute__((noinline)) int status_plain(struct dp_lcore *lc, const struct dp_tx_tmpl *e,
+						  const struct fg_seed *seed, const struct fg_slot_result *res,
+						  uint16_t fid)
+{
+	struct rte_mbuf *m = tx_mbuf_for(lc, e->t.hl + STATUS_PLEN);
+	if (!m)
+		return 0;
+	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *), *u = p + e->t.hl;
+	status_prep(lc);
+	fg_status_frame_prep(&lc->st_prep, seed, res, u + FG_FRAG_HDR_LEN);
+	/* fragment header: frame id, index 0, total 1 */
+	fg_ack_store32(u, (uint32_t)fid << 16 | 1u);
+	(void)dp_pkt_tmpl_put(p, &e->t, STATUS_PLEN, lc->ip_id++);
+	tx_put(lc, m);
+	dp_lc_count(lc, FG_C_STATUS_SENT, 1);
+	return 1;
+}
+
 int dp_tx_status_of(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to,
 		    const struct fg_seed *seed, const struct fg_slot_result *res, uint16_t fid)
 {
 	struct dp_tx_tmpl *e = tx_tmpl_entry(lc, rt, to);
-	if (unlikely(e->st == DP_TX_ST_UNKNOWN))
-		st_head_make(e);
-	struct rte_mbuf *m = tx_mbuf_for(lc, e->t.hl + STATUS_PLEN);
+	if (unlikely(e->st != DP_TX_ST_READY)) {
+		if (e->st == DP_TX_ST_UNKNOWN)
+			st_head_make(e);
+		if (e->st != DP_TX_ST_READY)
+			return status_plain(lc, e, seed, res, fid);
+	}
+	struct rte_mbuf *m = tx_mbuf_fit(lc, DP_UDP4_PAYLOAD + STATUS_PLEN);
 	if (!m)
 		return 0;
 	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
-	/* the line facts' part made once per published lf, not per status */
-	if (unlikely(!fg_status_prep_is(&lc->st_prep, lc->ictx.lines)))
-		fg_status_prep_make(&lc->st_prep, lc->ictx.lines);
+	status_prep(lc);
+	/* the prepared head, then what differs: the IPv4 id and checksum (the
+	 * head's sum and the id, as dp_pkt_tmpl_put sums them), the frame id,
+	 * the sequence */
 	const uint16_t ip_id = lc->ip_id++;
-	if (likely(e->st == DP_TX_ST_READY)) {
-		/* the prepared head, then what differs: the IPv4 id and checksum
-		 * (the head's sum and the id, as dp_pkt_tmpl_put sums them), the
-		 * frame id, the sequence */
-		const uint32_t s = tx_fold(e->st_sum + ip_id);
-		memcpy(p, e->st_head, 32);
-		memcpy(p + DP_TX_ST_HEAD - 32, e->st_head + DP_TX_ST_HEAD - 32, 32);
-		fg_put_be16(p + DP_UDP4_IP + 4, ip_id);
-		fg_put_be16(p + DP_UDP4_IP + 10, (uint16_t)~s);
-		fg_put_be16(p + DP_UDP4_PAYLOAD, fid);
-		fg_put_be32(p + DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN + 2, seed->token_seq);
-		fg_status_payload_prep(&lc->st_prep, seed, res, p + DP_TX_ST_HEAD);
-	} else {
-		uint8_t *u = p + e->t.hl;
-		fg_status_frame_prep(&lc->st_prep, seed, res, u + FG_FRAG_HDR_LEN);
-		/* fragment header: frame id, index 0, total 1 */
-		fg_ack_store32(u, (uint32_t)fid << 16 | 1u);
-		(void)dp_pkt_tmpl_put(p, &e->t, STATUS_PLEN, ip_id);
-	}
+	const uint32_t s = tx_fold(e->st_sum + ip_id);
+	memcpy(p, e->st_head, 32);
+	memcpy(p + DP_TX_ST_HEAD - 32, e->st_head + DP_TX_ST_HEAD - 32, 32);
+	fg_put_be16(p + DP_UDP4_IP + 4, ip_id);
+	fg_put_be16(p + DP_UDP4_IP + 10, (uint16_t)~s);
+	fg_put_be16(p + DP_UDP4_PAYLOAD, fid);
+	fg_put_be32(p + DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN + 2, seed->token_seq);
+	fg_status_payload_prep(&lc->st_prep, seed, res, p + DP_TX_ST_HEAD);
 	tx_put(lc, m);
 	dp_lc_count(lc, FG_C_STATUS_SENT, 1);
 	return 1;
