@@ -188,6 +188,8 @@ static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf_stash(stru
 	struct rte_mbuf *m = lc->tx_stash[lc->stash_head];
 	lc->stash_head = (lc->stash_head + 1) & (DP_TX_STASH - 1);
 	__atomic_store_n(&lc->n_stash, n - 1, __ATOMIC_RELAXED); /* telemetry reads it */
+	if (!m) /* never: the stash holds mbufs (the caller tests the fallback's NULL only) */
+		__builtin_unreachable();
 	return m;
 }
 
@@ -325,14 +327,15 @@ static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf_for(struct
 	return m;
 }
 
-static inline void tx_put(struct dp_lcore *lc, struct rte_mbuf *m)
+/* Queue m, its pkt_len len (known to the builder: not read back). */
+static inline void tx_put(struct dp_lcore *lc, struct rte_mbuf *m, uint32_t len)
 {
 	if (unlikely(lc->n_tx == DP_TX_MAX)) {
 		dp_tx_queue(lc, m);
 		return;
 	}
 	lc->tx[lc->n_tx++] = m;
-	lc->tx_bytes += m->pkt_len;
+	lc->tx_bytes += len;
 }
 
 /* One UDP datagram whose payload is head + data, its header from t. */
@@ -351,7 +354,7 @@ static inline bool tx_dgram(struct dp_lcore *lc, const struct dp_pkt_tmpl *t, co
 		memcpy(u, head, head_len);
 	memcpy(u + head_len, data, len);
 	(void)dp_pkt_tmpl_put(p, t, plen, lc->ip_id++);
-	tx_put(lc, m);
+	tx_put(lc, m, t->hl + plen);
 	return true;
 }
 
@@ -418,7 +421,7 @@ static __attribute__((noinline)) int status_plain(struct dp_lcore *lc, const str
 	/* fragment header: frame id, index 0, total 1 */
 	fg_ack_store32(u, (uint32_t)fid << 16 | 1u);
 	(void)dp_pkt_tmpl_put(p, &e->t, STATUS_PLEN, lc->ip_id++);
-	tx_put(lc, m);
+	tx_put(lc, m, e->t.hl + STATUS_PLEN);
 	dp_lc_count(lc, FG_C_STATUS_SENT, 1);
 	return 1;
 }
@@ -450,7 +453,7 @@ int dp_tx_status_of(struct dp_lcore *lc, const struct dp_route *rt, const struct
 	fg_put_be16(p + DP_UDP4_PAYLOAD, fid);
 	fg_put_be32(p + DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN + 2, seed->token_seq);
 	fg_status_payload_prep(&lc->st_prep, seed, res, p + DP_TX_ST_HEAD);
-	tx_put(lc, m);
+	tx_put(lc, m, DP_UDP4_PAYLOAD + STATUS_PLEN);
 	dp_lc_count(lc, FG_C_STATUS_SENT, 1);
 	return 1;
 }
@@ -489,7 +492,7 @@ int dp_tx_ack_one(struct dp_lcore *lc, struct dp_ack_peer *pp, uint32_t mtu, uin
 	m->data_len = (uint16_t)(t->hl + len);
 	m->pkt_len = t->hl + len;
 	(void)dp_pkt_tmpl_put(p, t, len, lc->ip_id++);
-	tx_put(lc, m);
+	tx_put(lc, m, t->hl + len);
 	return 1;
 }
 
@@ -511,7 +514,7 @@ static inline __attribute__((always_inline)) bool tx_frag(struct dp_lcore *lc, c
 	if (n2)
 		memcpy(u + n, src2, n2);
 	(void)dp_pkt_tmpl_put(p, t, plen, lc->ip_id++);
-	tx_put(lc, m);
+	tx_put(lc, m, t->hl + plen);
 	return true;
 }
 
@@ -571,7 +574,7 @@ static inline __attribute__((always_inline)) bool tx_frag4(struct dp_lcore *lc, 
 	memcpy(p + DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN, src, n);
 	if (n2)
 		memcpy(p + DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN + n, src2, n2);
-	tx_put(lc, m);
+	tx_put(lc, m, DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN + n + n2);
 	return true;
 }
 
@@ -647,7 +650,7 @@ static inline __attribute__((always_inline)) bool tx_frag_ref(struct dp_lcore *l
 	m->nb_segs = 2;
 	m->pkt_len = t->hl + hlen + body_n;
 	(void)dp_pkt_tmpl_put(p, t, hlen + body_n, lc->ip_id++);
-	tx_put(lc, m);
+	tx_put(lc, m, t->hl + hlen + body_n);
 	return true;
 }
 
