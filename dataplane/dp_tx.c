@@ -129,13 +129,13 @@ static __attribute__((noinline, cold)) void tx_unused(struct rte_mbuf *m) { rte_
  * peer's core), and building a datagram into it stalled on those lines
  * (bench/cap's zero-copy profile shows where). The stash is a ring used
  * oldest first (lc->stash_head) and refilled by half a ring at a time
- * behind its newest (one pool call per DP_TX_STASH / 2 datagrams), so the
+ * behind its newest (one refill per DP_TX_STASH / 2 datagrams), so the
  * ones used next were asked for at least DP_TX_STASH / 2 datagrams
  * earlier. A refill takes the mbufs straight from the top of the lcore's
  * pool cache when it holds enough, as rte_mempool_generic_get would, the
- * newest first (the cache's get statistics of a stats build are not
- * counted for them), in the one loop that prefetches them; else from the
- * pool (tx_stash_fill). tx_stash_put: obj as the stash's entry i (mod
+ * newest first (a stats or debug build of the mempool library neither
+ * counts these gets nor checks their cookies), in the one loop that
+ * prefetches them; else from the pool (tx_stash_fill). tx_stash_put: obj as the stash's entry i (mod
  * DP_TX_STASH), its lines prefetched (off: its first data byte). */
 static inline __attribute__((always_inline)) void tx_stash_put(struct dp_lcore *lc, unsigned i, void *obj,
 								 uint32_t off)
