@@ -129,35 +129,67 @@ static __attribute__((noinline, cold)) void tx_unused(struct rte_mbuf *m) { rte_
  * peer's core), and building a datagram into it stalled on those lines
  * (bench/cap's zero-copy profile shows where). The stash is a ring used
  * oldest first (lc->stash_head) and refilled by half a ring at a time
- * behind its newest (one pool call per DP_TX_STASH / 2 datagrams), so the
+ * behind its newest (one refill per DP_TX_STASH / 2 datagrams), so the
  * ones used next were asked for at least DP_TX_STASH / 2 datagrams
- * earlier. */
+ * earlier. A refill takes the mbufs straight from the top of the lcore's
+ * pool cache when it holds enough, as rte_mempool_generic_get would, the
+ * newest first (a stats or debug build of the mempool library neither
+ * counts these gets nor checks their cookies), in the one loop that
+ * prefetches them; else from the pool (tx_stash_fill). tx_stash_put: obj as the stash's entry i (mod
+ * DP_TX_STASH), its lines prefetched (off: its first data byte). */
+static inline __attribute__((always_inline)) void tx_stash_put(struct dp_lcore *lc, unsigned i, void *obj,
+								 uint32_t off)
+{
+	uint8_t *m = obj;
+	rte_prefetch0_write(m);
+	rte_prefetch0_write(m + RTE_CACHE_LINE_SIZE);
+	rte_prefetch0_write(m + off);
+	lc->tx_stash[i & (DP_TX_STASH - 1)] = obj;
+}
+
+/* tx_mbuf_stash's refill when the lcore's pool cache holds too few: from
+ * the pool itself (rte_mempool_get_bulk). Returns the count then held (n
+ * when the pool had too few). */
+static __attribute__((noinline)) unsigned tx_stash_fill(struct dp_lcore *lc, unsigned n, uint32_t off)
+{
+	void *fresh[DP_TX_STASH];
+	const unsigned k = DP_TX_STASH - n;
+	if (rte_mempool_get_bulk(dp_g.mbufs, fresh, k) != 0)
+		return n;
+	for (unsigned i = 0; i < k; i++)
+		tx_stash_put(lc, lc->stash_head + n + i, fresh[i], off);
+	return DP_TX_STASH;
+}
+
 static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf_stash(struct dp_lcore *lc)
 {
 	_Static_assert((DP_TX_STASH & (DP_TX_STASH - 1)) == 0, "the stash ring's index is masked");
 	unsigned n = lc->n_stash;
 	if (unlikely(n <= DP_TX_STASH / 2)) {
-		struct rte_mbuf *fresh[DP_TX_STASH];
-		unsigned k = DP_TX_STASH - n;
-		if (rte_mempool_get_bulk(dp_g.mbufs, (void **)fresh, k) == 0) {
-			uint32_t off = (uint32_t)sizeof(struct rte_mbuf) + rte_pktmbuf_priv_size(dp_g.mbufs) +
-				       RTE_PKTMBUF_HEADROOM;
-			unsigned at = lc->stash_head + n;
-			for (unsigned i = 0; i < k; i++) {
-				uint8_t *m = (uint8_t *)fresh[i];
-				rte_prefetch0_write(m);
-				rte_prefetch0_write(m + RTE_CACHE_LINE_SIZE);
-				rte_prefetch0_write(m + off);
-				lc->tx_stash[(at + i) & (DP_TX_STASH - 1)] = fresh[i];
-			}
-			n += k;
-		} else if (!n) { /* fewer than a refill's worth left in the pool */
-			return rte_pktmbuf_alloc(dp_g.mbufs);
+		struct rte_mempool *mp = dp_g.mbufs;
+		struct rte_mempool_cache *c = rte_mempool_default_cache(mp, rte_lcore_id());
+		const unsigned k = DP_TX_STASH - n;
+		const uint32_t off = (uint32_t)sizeof(struct rte_mbuf) + rte_pktmbuf_priv_size(mp) +
+				     RTE_PKTMBUF_HEADROOM;
+		if (likely(c && c->len >= k)) {
+			/* rte_mempool_generic_get's hit: the cache's newest first */
+			void **top = &c->objs[c->len];
+			c->len -= k;
+			const unsigned at = lc->stash_head + n;
+			for (unsigned i = 0; i < k; i++)
+				tx_stash_put(lc, at + i, top[-1 - (int)i], off);
+			n = DP_TX_STASH;
+		} else {
+			n = tx_stash_fill(lc, n, off);
+			if (unlikely(!n)) /* fewer than a refill's worth left in the pool */
+				return rte_pktmbuf_alloc(mp);
 		}
 	}
 	struct rte_mbuf *m = lc->tx_stash[lc->stash_head];
 	lc->stash_head = (lc->stash_head + 1) & (DP_TX_STASH - 1);
 	__atomic_store_n(&lc->n_stash, n - 1, __ATOMIC_RELAXED); /* telemetry reads it */
+	if (!m) /* never: the stash holds mbufs (the caller tests the fallback's NULL only) */
+		__builtin_unreachable();
 	return m;
 }
 
@@ -173,7 +205,8 @@ static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf_raw(struct
  * headroom, refcnt 1, one segment, port invalid) from a constant, the
  * flags 0 (a raw mbuf is direct: reset keeps only RTE_MBUF_F_EXTERNAL),
  * packet type 0 and pkt_len in one store, data_len and vlan_tci 0 in
- * another. The caller checked that total fits behind the headroom. */
+ * another; next is NULL already (a raw mbuf's, as its one segment). The
+ * caller checked that total fits behind the headroom. */
 _Static_assert(offsetof(struct rte_mbuf, data_off) == offsetof(struct rte_mbuf, rearm_data) &&
 		       offsetof(struct rte_mbuf, refcnt) == offsetof(struct rte_mbuf, rearm_data) + 2 &&
 		       offsetof(struct rte_mbuf, nb_segs) == offsetof(struct rte_mbuf, rearm_data) + 4 &&
@@ -193,7 +226,6 @@ static inline __attribute__((always_inline)) void tx_mbuf_init(struct rte_mbuf *
 	memcpy(&m->packet_type, &type_len, 8);
 	memcpy(&m->data_len, &dlen, 4);
 	m->vlan_tci_outer = 0;
-	m->next = NULL;
 	m->tx_offload = 0;
 }
 
@@ -253,8 +285,31 @@ tx_tmpl(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to
 	return &tx_tmpl_entry(lc, rt, to)->t;
 }
 
-/* An mbuf for a datagram of total frame bytes (header included), its
- * lengths set, or NULL (counted tx_nombuf). Forced inline, as tx_tmpl. */
+/* The bytes a TX mbuf holds behind its headroom: every mbuf of the pool
+ * has its data room (rte_pktmbuf_init; a detached external buffer gives
+ * it back), so a datagram within it needs no check of its own mbuf. */
+static uint32_t tx_room(void)
+{
+	const uint32_t room = rte_pktmbuf_data_room_size(dp_g.mbufs);
+	return room > RTE_PKTMBUF_HEADROOM ? room - RTE_PKTMBUF_HEADROOM : 0;
+}
+
+/* An mbuf for a datagram of total <= tx_room() frame bytes (header
+ * included), its lengths set, or NULL (counted tx_nombuf). Forced
+ * inline, as tx_tmpl. */
+static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf_fit(struct dp_lcore *lc, uint32_t total)
+{
+	struct rte_mbuf *m = tx_mbuf_raw(lc);
+	if (unlikely(!m)) {
+		dp_lc_xcount(lc, DP_X_TX_NOMBUF);
+		return NULL;
+	}
+	tx_mbuf_init(m, total);
+	return m;
+}
+
+/* The same for any total: NULL (counted tx_nombuf) also when it does not
+ * fit the mbuf. */
 static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf_for(struct dp_lcore *lc, uint32_t total)
 {
 	struct rte_mbuf *m = tx_mbuf_raw(lc);
@@ -272,14 +327,15 @@ static inline __attribute__((always_inline)) struct rte_mbuf *tx_mbuf_for(struct
 	return m;
 }
 
-static inline void tx_put(struct dp_lcore *lc, struct rte_mbuf *m)
+/* Queue m, its pkt_len len (known to the builder: not read back). */
+static inline void tx_put(struct dp_lcore *lc, struct rte_mbuf *m, uint32_t len)
 {
 	if (unlikely(lc->n_tx == DP_TX_MAX)) {
 		dp_tx_queue(lc, m);
 		return;
 	}
 	lc->tx[lc->n_tx++] = m;
-	lc->tx_bytes += m->pkt_len;
+	lc->tx_bytes += len;
 }
 
 /* One UDP datagram whose payload is head + data, its header from t. */
@@ -298,7 +354,7 @@ static inline bool tx_dgram(struct dp_lcore *lc, const struct dp_pkt_tmpl *t, co
 		memcpy(u, head, head_len);
 	memcpy(u + head_len, data, len);
 	(void)dp_pkt_tmpl_put(p, t, plen, lc->ip_id++);
-	tx_put(lc, m);
+	tx_put(lc, m, t->hl + plen);
 	return true;
 }
 
@@ -319,10 +375,12 @@ _Static_assert(DP_TX_ST_HEAD == DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN + FG_HDR_LEN, 
 
 /* e's status head (struct dp_tx_tmpl): the header dp_pkt_tmpl_put writes
  * for a status (IPv4 id 0), fragment header 0/1 (frame id 0), the frame
- * header (sequence 0). Apart: once per template build. */
+ * header (sequence 0). Made only over untagged IPv4 and when the datagram
+ * fits every TX mbuf (tx_room: a status with a prepared head takes its
+ * mbuf unchecked). Apart: once per template build. */
 static __attribute__((noinline, cold)) void st_head_make(struct dp_tx_tmpl *e)
 {
-	if (e->t.hl != DP_UDP4_PAYLOAD) {
+	if (e->t.hl != DP_UDP4_PAYLOAD || DP_UDP4_PAYLOAD + STATUS_PLEN > tx_room()) {
 		e->st = DP_TX_ST_NONE;
 		return;
 	}
@@ -339,40 +397,63 @@ static __attribute__((noinline, cold)) void st_head_make(struct dp_tx_tmpl *e)
 	e->st = DP_TX_ST_READY;
 }
 
+/* The line facts' part of lc's statuses (lc->st_prep), made once per
+ * published lf, not per status. */
+static inline void status_prep(struct dp_lcore *lc)
+{
+	if (unlikely(!fg_status_prep_is(&lc->st_prep, lc->ictx.lines)))
+		fg_status_prep_make(&lc->st_prep, lc->ictx.lines);
+}
+
+/* dp_tx_status_of over a template without a prepared head (st NONE):
+ * the frame encoded in place behind dp_pkt_tmpl_put's header. Apart: the
+ * straight path keeps neither its code nor its registers. */
+static __attribute__((noinline)) int status_plain(struct dp_lcore *lc, const struct dp_tx_tmpl *e,
+						  const struct fg_seed *seed, const struct fg_slot_result *res,
+						  uint16_t fid)
+{
+	struct rte_mbuf *m = tx_mbuf_for(lc, e->t.hl + STATUS_PLEN);
+	if (!m)
+		return 0;
+	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *), *u = p + e->t.hl;
+	status_prep(lc);
+	fg_status_frame_prep(&lc->st_prep, seed, res, u + FG_FRAG_HDR_LEN);
+	/* fragment header: frame id, index 0, total 1 */
+	fg_ack_store32(u, (uint32_t)fid << 16 | 1u);
+	(void)dp_pkt_tmpl_put(p, &e->t, STATUS_PLEN, lc->ip_id++);
+	tx_put(lc, m, e->t.hl + STATUS_PLEN);
+	dp_lc_count(lc, FG_C_STATUS_SENT, 1);
+	return 1;
+}
+
 int dp_tx_status_of(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to,
 		    const struct fg_seed *seed, const struct fg_slot_result *res, uint16_t fid)
 {
 	struct dp_tx_tmpl *e = tx_tmpl_entry(lc, rt, to);
-	if (unlikely(e->st == DP_TX_ST_UNKNOWN))
-		st_head_make(e);
-	struct rte_mbuf *m = tx_mbuf_for(lc, e->t.hl + STATUS_PLEN);
+	if (unlikely(e->st != DP_TX_ST_READY)) {
+		if (e->st == DP_TX_ST_UNKNOWN)
+			st_head_make(e);
+		if (e->st != DP_TX_ST_READY)
+			return status_plain(lc, e, seed, res, fid);
+	}
+	struct rte_mbuf *m = tx_mbuf_fit(lc, DP_UDP4_PAYLOAD + STATUS_PLEN);
 	if (!m)
 		return 0;
 	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
-	/* the line facts' part made once per published lf, not per status */
-	if (unlikely(!fg_status_prep_is(&lc->st_prep, lc->ictx.lines)))
-		fg_status_prep_make(&lc->st_prep, lc->ictx.lines);
+	status_prep(lc);
+	/* the prepared head, then what differs: the IPv4 id and checksum (the
+	 * head's sum and the id, as dp_pkt_tmpl_put sums them), the frame id,
+	 * the sequence */
 	const uint16_t ip_id = lc->ip_id++;
-	if (likely(e->st == DP_TX_ST_READY)) {
-		/* the prepared head, then what differs: the IPv4 id and checksum
-		 * (the head's sum and the id, as dp_pkt_tmpl_put sums them), the
-		 * frame id, the sequence */
-		const uint32_t s = tx_fold(e->st_sum + ip_id);
-		memcpy(p, e->st_head, 32);
-		memcpy(p + DP_TX_ST_HEAD - 32, e->st_head + DP_TX_ST_HEAD - 32, 32);
-		fg_put_be16(p + DP_UDP4_IP + 4, ip_id);
-		fg_put_be16(p + DP_UDP4_IP + 10, (uint16_t)~s);
-		fg_put_be16(p + DP_UDP4_PAYLOAD, fid);
-		fg_put_be32(p + DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN + 2, seed->token_seq);
-		fg_status_payload_prep(&lc->st_prep, seed, res, p + DP_TX_ST_HEAD);
-	} else {
-		uint8_t *u = p + e->t.hl;
-		fg_status_frame_prep(&lc->st_prep, seed, res, u + FG_FRAG_HDR_LEN);
-		/* fragment header: frame id, index 0, total 1 */
-		fg_ack_store32(u, (uint32_t)fid << 16 | 1u);
-		(void)dp_pkt_tmpl_put(p, &e->t, STATUS_PLEN, ip_id);
-	}
-	tx_put(lc, m);
+	const uint32_t s = tx_fold(e->st_sum + ip_id);
+	memcpy(p, e->st_head, 32);
+	memcpy(p + DP_TX_ST_HEAD - 32, e->st_head + DP_TX_ST_HEAD - 32, 32);
+	fg_put_be16(p + DP_UDP4_IP + 4, ip_id);
+	fg_put_be16(p + DP_UDP4_IP + 10, (uint16_t)~s);
+	fg_put_be16(p + DP_UDP4_PAYLOAD, fid);
+	fg_put_be32(p + DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN + 2, seed->token_seq);
+	fg_status_payload_prep(&lc->st_prep, seed, res, p + DP_TX_ST_HEAD);
+	tx_put(lc, m, DP_UDP4_PAYLOAD + STATUS_PLEN);
 	dp_lc_count(lc, FG_C_STATUS_SENT, 1);
 	return 1;
 }
@@ -411,7 +492,7 @@ int dp_tx_ack_one(struct dp_lcore *lc, struct dp_ack_peer *pp, uint32_t mtu, uin
 	m->data_len = (uint16_t)(t->hl + len);
 	m->pkt_len = t->hl + len;
 	(void)dp_pkt_tmpl_put(p, t, len, lc->ip_id++);
-	tx_put(lc, m);
+	tx_put(lc, m, t->hl + len);
 	return 1;
 }
 
@@ -433,7 +514,7 @@ static inline __attribute__((always_inline)) bool tx_frag(struct dp_lcore *lc, c
 	if (n2)
 		memcpy(u + n, src2, n2);
 	(void)dp_pkt_tmpl_put(p, t, plen, lc->ip_id++);
-	tx_put(lc, m);
+	tx_put(lc, m, t->hl + plen);
 	return true;
 }
 
@@ -493,7 +574,7 @@ static inline __attribute__((always_inline)) bool tx_frag4(struct dp_lcore *lc, 
 	memcpy(p + DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN, src, n);
 	if (n2)
 		memcpy(p + DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN + n, src2, n2);
-	tx_put(lc, m);
+	tx_put(lc, m, DP_UDP4_PAYLOAD + FG_FRAG_HDR_LEN + n + n2);
 	return true;
 }
 
@@ -569,7 +650,7 @@ static inline __attribute__((always_inline)) bool tx_frag_ref(struct dp_lcore *l
 	m->nb_segs = 2;
 	m->pkt_len = t->hl + hlen + body_n;
 	(void)dp_pkt_tmpl_put(p, t, hlen + body_n, lc->ip_id++);
-	tx_put(lc, m);
+	tx_put(lc, m, t->hl + hlen + body_n);
 	return true;
 }
 

@@ -22,7 +22,10 @@
  *              the wrap;
  *   TX bytes   counted for what the device took: a whole flush, the
  *              part a full TX ring took (the rest when it goes), not a
- *              dropped datagram.
+ *              dropped datagram;
+ *   mbufs      the stash refilled from the top of the lcore's pool
+ *              cache in rte_mempool_get_bulk's order; a status that
+ *              does not fit the pool's mbufs refused, counted.
  * The lcore is driven by the test's thread (no poll loop), as in
  * test_tx_ref.c, on a net_ring port over two rings the test owns.
  *
@@ -360,6 +363,70 @@ static void test_tx_bytes(void **state)
 	assert_int_equal(rte_eth_dev_stop(dp_g.port), 0);
 }
 
+/* Where a datagram's mbuf comes from. The stash refills from the top of
+ * the lcore's pool cache when it holds enough: the mbufs
+ * rte_mempool_get_bulk returns, in its order (the ones put back last go
+ * first). A status over untagged IPv4 whose datagram does not fit the
+ * pool's mbufs is refused (tx_nombuf, no IPv4 id used), never written
+ * past its buffer; a datagram that fits them still goes. */
+static void test_mbuf_sources(void **state)
+{
+	(void)state;
+	struct rte_mempool *pool0 = dp_g.mbufs;
+	const struct dp_peer to = {.family = 4, .addr = {198, 18, 0, 5}, .port = 5005};
+	const struct dp_route rt = route4(7), rt_small = route4(8);
+	uint64_t x = 0x2545F4914F6CDD1Dull;
+	struct fg_seed seed;
+	struct fg_slot_result r;
+	fg_test_status_draw(&x, fg_test_xorshift64(&x), fg_test_xorshift64(&x), fg_test_xorshift64(&x), &seed, &r);
+	assert_int_equal(lc->n_tx, 0);
+	dp_tx_stash_release(lc);
+	/* 16 mbufs of a pool with a cache put back on top of it, in order */
+	struct rte_mempool *cached =
+		rte_pktmbuf_pool_create("txreply_cached", 256, 32, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+	assert_non_null(cached);
+	void *put[DP_TX_STASH];
+	assert_int_equal(rte_mempool_get_bulk(cached, put, DP_TX_STASH), 0);
+	rte_mempool_put_bulk(cached, put, DP_TX_STASH);
+	dp_g.mbufs = cached;
+	for (unsigned i = 0; i < DP_TX_STASH; i++)
+		assert_int_equal(dp_tx_status_of(lc, &rt, &to, &seed, &r, (uint16_t)i), 1);
+	assert_int_equal(lc->n_tx, DP_TX_STASH);
+	for (unsigned i = 0; i < DP_TX_STASH; i++) {
+		assert_ptr_equal(lc->tx[i], put[DP_TX_STASH - 1 - i]);
+		rte_pktmbuf_free(lc->tx[i]);
+	}
+	lc->n_tx = 0;
+	lc->tx_bytes = 0;
+	dp_tx_stash_release(lc);
+	assert_int_equal(rte_mempool_avail_count(cached), 256);
+	/* mbufs with 64 bytes behind the headroom: a status over untagged
+	 * IPv4 (42 + 46 bytes) does not fit, a 52-byte datagram does */
+	struct rte_mempool *small =
+		rte_pktmbuf_pool_create("txreply_small", 64, 0, 0, RTE_PKTMBUF_HEADROOM + 64, SOCKET_ID_ANY);
+	assert_non_null(small);
+	dp_g.mbufs = small;
+	const uint64_t nombuf = xk->x[DP_X_TX_NOMBUF], sent = kc->c[FG_C_STATUS_SENT];
+	lc->ip_id = 100;
+	assert_int_equal(dp_tx_status_of(lc, &rt_small, &to, &seed, &r, 1), 0);
+	assert_int_equal(lc->n_tx, 0);
+	assert_int_equal(lc->ip_id, 100);
+	assert_int_equal(xk->x[DP_X_TX_NOMBUF], nombuf + 1);
+	assert_int_equal(kc->c[FG_C_STATUS_SENT], sent);
+	static const uint8_t d[10];
+	assert_true(dp_tx_dgram(lc, &rt_small, &to, NULL, 0, d, sizeof(d)));
+	assert_int_equal(lc->n_tx, 1);
+	assert_int_equal(lc->tx[0]->pkt_len, 42 + sizeof(d));
+	rte_pktmbuf_free(lc->tx[0]);
+	lc->n_tx = 0;
+	lc->tx_bytes = 0;
+	dp_tx_stash_release(lc);
+	assert_int_equal(rte_mempool_avail_count(small), 64);
+	dp_g.mbufs = pool0;
+	rte_mempool_free(cached);
+	rte_mempool_free(small);
+}
+
 int main(void)
 {
 	if (geteuid() != 0) {
@@ -371,6 +438,7 @@ int main(void)
 		cmocka_unit_test(test_acks),
 		cmocka_unit_test(test_frags),
 		cmocka_unit_test(test_tx_bytes),
+		cmocka_unit_test(test_mbuf_sources),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
