@@ -954,8 +954,20 @@ static inline __attribute__((always_inline)) unsigned run_on(struct dp_reasm *r,
 			c->missing = 0;
 			/* when the line resolves the slot, the resolution writes
 			 * the body where it goes as well (the sink's spans) */
-			run_landed(r, ci, fg_slot_whole_sink(r->cfg.slots, &c->ref, &out->res, r->cfg.sink, r->cfg.sink_arg),
-				   now, out);
+			enum fg_outcome o =
+				fg_slot_whole_sink(r->cfg.slots, &c->ref, &out->res, r->cfg.sink, r->cfg.sink_arg);
+			if (__builtin_expect(o > FG_O_RESOLVED, 0)) {
+				run_landed(r, ci, o, now, out);
+				return k;
+			}
+			/* Accepted or resolved (the attempt is current), and the
+			 * group complete: the last fragment in order is its last
+			 * one in, and a SLOT group is never bad. */
+			out->events = DP_RA_EV_OUTCOME | DP_RA_EV_COMPLETE;
+			out->stream_id = c->stream_id;
+			out->sequence = c->sequence;
+			out->seed = c->seed;
+			ctx_done(r, ci, now);
 			return k;
 		}
 		if (len != C)
