@@ -883,18 +883,20 @@ static inline __attribute__((always_inline)) unsigned buffer_run(struct dp_reasm
 	return k;
 }
 
-/* The fragments [lo, lo + k) of SLOT context c, taken in order on the
- * fast path: their bits set and counted, next_key the one after them. */
-static inline void run_commit(struct dp_ra_ctx *c, unsigned lo, unsigned k, uint16_t key)
+/* Fragments taken in order on the fast path of SLOT context c, up to
+ * the one before next_key key: the fragments in are exactly 0 .. key's
+ * index - 1 (at least 2: fragment 0 and one after it), their bits and
+ * count written at once. */
+static inline void run_commit(struct dp_ra_ctx *c, uint16_t key)
 {
-	unsigned hi = lo + k;
-	if (__builtin_expect(lo >> 6 == (hi - 1) >> 6, 1)) {
-		c->bits[lo >> 6] |= (~0ull >> (64 - k)) << (lo & 63);
+	unsigned hi = key & 0xFFu;
+	if (__builtin_expect(hi <= 64, 1)) {
+		c->bits[0] = ~0ull >> (64 - hi);
 	} else {
-		for (unsigned i = lo; i < hi; i++)
-			bit_set(c, i);
+		for (unsigned w = 0; w < 4; w++)
+			c->bits[w] = hi >= 64 * (w + 1) ? ~0ull : hi > 64 * w ? ~0ull >> (64 - (hi - 64 * w)) : 0;
 	}
-	c->nrecv = (uint8_t)(c->nrecv + k);
+	c->nrecv = (uint8_t)hi;
 	c->next_key = key;
 }
 
@@ -941,16 +943,16 @@ static inline __attribute__((always_inline)) unsigned run_on(struct dp_reasm *r,
 	 * Fragments tile the body, so the last in order completes it: the
 	 * line is whole. */
 	const unsigned last = (unsigned)(key >> 8) - 1u;
-	const struct fg_frag *p = f, *end = f + n;
+	unsigned k = 0;
 	for (;;) {
+		const struct fg_frag *p = &f[k];
 		unsigned i = key & 0xFFu;
 		uint32_t len = p->chunk_len;
 		if (__builtin_expect(i == last, 0)) {
 			if (len != c->tail)
 				break;
 			r->copy(c->ref.buf + (i * C - SEED_HDR), p->chunk, len);
-			unsigned k = (unsigned)(p - f) + 1;
-			run_commit(c, f->index, k, (uint16_t)(key + 1u));
+			run_commit(c, (uint16_t)(key + 1u));
 			c->missing = 0;
 			/* when the line resolves the slot, the resolution writes
 			 * the body where it goes as well (the sink's spans) */
@@ -958,7 +960,7 @@ static inline __attribute__((always_inline)) unsigned run_on(struct dp_reasm *r,
 				fg_slot_whole_sink(r->cfg.slots, &c->ref, &out->res, r->cfg.sink, r->cfg.sink_arg);
 			if (__builtin_expect(o > FG_O_RESOLVED, 0)) {
 				run_landed(r, ci, o, now, out);
-				return k;
+				return k + 1;
 			}
 			/* Accepted or resolved (the attempt is current), and the
 			 * group complete: the last fragment in order is its last
@@ -968,18 +970,17 @@ static inline __attribute__((always_inline)) unsigned run_on(struct dp_reasm *r,
 			out->sequence = c->sequence;
 			out->seed = c->seed;
 			ctx_done(r, ci, now);
-			return k;
+			return k + 1;
 		}
 		if (len != C)
 			break;
 		r->copy(c->ref.buf + (i * C - SEED_HDR), p->chunk, C);
 		key++;
-		if (++p == end || frag_key(p) != key)
+		if (++k == n || frag_key(&f[k]) != key)
 			break;
 	}
-	unsigned k = (unsigned)(p - f);
 	if (k) {
-		run_commit(c, f->index, k, key);
+		run_commit(c, key);
 		c->missing -= k * C;
 	}
 	return k;
