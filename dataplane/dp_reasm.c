@@ -58,7 +58,7 @@ struct dp_ra_ctx {
 size_t dp_reasm_mem_size(const struct dp_reasm_cfg *cfg)
 {
 	return dp_align64((size_t)cfg->contexts * sizeof(struct dp_ra_ctx)) +
-	       dp_align64((size_t)dp_pow2_at_least(cfg->contexts * 2) * sizeof(uint32_t)) +
+	       dp_align64((size_t)dp_pow2_at_least(cfg->contexts * 4) * sizeof(uint32_t)) +
 	       dp_align64((size_t)dp_pow2_at_least(cfg->contexts) * sizeof(uint32_t));
 }
 
@@ -74,7 +74,7 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 	r->cfg = *cfg;
 	r->copy = dp_ra_copy_pick(2);
 	r->ctx = mem;
-	r->n_buckets = dp_pow2_at_least(cfg->contexts * 2);
+	r->n_buckets = dp_pow2_at_least(cfg->contexts * 4);
 	r->bucket = (uint32_t *)((uint8_t *)mem + dp_align64((size_t)cfg->contexts * sizeof(struct dp_ra_ctx)));
 	r->done = (uint32_t *)((uint8_t *)r->bucket + dp_align64((size_t)r->n_buckets * sizeof(uint32_t)));
 	r->done_mask = dp_pow2_at_least(cfg->contexts) - 1;
@@ -166,8 +166,10 @@ dp_ra_copy_fn *dp_ra_copy_pick(unsigned max_level)
 /* ---- lists and hash ---------------------------------------------------- */
 
 /* A peer's frames sit in consecutive buckets from its hash: frame ids of
- * one sender never collide within 2 * contexts, and the peer is hashed
- * once per burst, not per fragment. */
+ * one sender never collide within 4 * contexts, and the peer is hashed
+ * once per burst, not per fragment. Four buckets a context: a full table
+ * (tombstones recycled) keeps a quarter of them taken, so a new frame's
+ * lookup and a recycled tombstone's unlink mostly meet a chain of one. */
 static uint32_t bucket_of(const struct dp_reasm *r, uint32_t hash, uint16_t frame_id)
 {
 	return (hash + frame_id) & (r->n_buckets - 1);
