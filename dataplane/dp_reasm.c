@@ -28,10 +28,10 @@ struct dp_ra_ctx {
 	uint32_t use;       /* bumped when the context is taken and when it is freed (hints) */
 	uint32_t last_len;
 	uint32_t frame_len; /* 0 until fragment 0 */
-	/* index | total << 8 of the fragment that comes next in order while
-	 * the fragments in are exactly 0 .. nrecv - 1, taken in that order
-	 * (nrecv | total << 8), else 0: a SLOT context's run takes such
-	 * fragments on its fast path (run_on) */
+	/* HOLD and SLOT: index | total << 8 of the fragment that comes next
+	 * in order while the fragments in are exactly 0 .. nrecv - 1, taken
+	 * in that order (nrecv | total << 8), else 0: a SLOT context's run
+	 * takes such fragments on its fast path (run_on) */
 	uint16_t next_key;
 	uint64_t bits[4];
 	/* SLOT: the attempt's reference (ref.buf is where body byte 0 lands),
