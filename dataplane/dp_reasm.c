@@ -28,6 +28,11 @@ struct dp_ra_ctx {
 	uint32_t use;       /* bumped when the context is taken and when it is freed (hints) */
 	uint32_t last_len;
 	uint32_t frame_len; /* 0 until fragment 0 */
+	/* HOLD and SLOT: index | total << 8 of the fragment that comes next
+	 * in order while the fragments in are exactly 0 .. nrecv - 1, taken
+	 * in that order (nrecv | total << 8), else 0: a SLOT context's run
+	 * takes such fragments on its fast path (run_on) */
+	uint16_t next_key;
 	uint64_t bits[4];
 	/* SLOT: the attempt's reference (ref.buf is where body byte 0 lands),
 	 * the body bytes not yet placed; SLOT and BUFFER: the last fragment's
@@ -53,7 +58,7 @@ struct dp_ra_ctx {
 size_t dp_reasm_mem_size(const struct dp_reasm_cfg *cfg)
 {
 	return dp_align64((size_t)cfg->contexts * sizeof(struct dp_ra_ctx)) +
-	       dp_align64((size_t)dp_pow2_at_least(cfg->contexts * 2) * sizeof(uint32_t)) +
+	       dp_align64((size_t)dp_pow2_at_least(cfg->contexts * 4) * sizeof(uint32_t)) +
 	       dp_align64((size_t)dp_pow2_at_least(cfg->contexts) * sizeof(uint32_t));
 }
 
@@ -69,7 +74,7 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 	r->cfg = *cfg;
 	r->copy = dp_ra_copy_pick(2);
 	r->ctx = mem;
-	r->n_buckets = dp_pow2_at_least(cfg->contexts * 2);
+	r->n_buckets = dp_pow2_at_least(cfg->contexts * 4);
 	r->bucket = (uint32_t *)((uint8_t *)mem + dp_align64((size_t)cfg->contexts * sizeof(struct dp_ra_ctx)));
 	r->done = (uint32_t *)((uint8_t *)r->bucket + dp_align64((size_t)r->n_buckets * sizeof(uint32_t)));
 	r->done_mask = dp_pow2_at_least(cfg->contexts) - 1;
@@ -161,8 +166,10 @@ dp_ra_copy_fn *dp_ra_copy_pick(unsigned max_level)
 /* ---- lists and hash ---------------------------------------------------- */
 
 /* A peer's frames sit in consecutive buckets from its hash: frame ids of
- * one sender never collide within 2 * contexts, and the peer is hashed
- * once per burst, not per fragment. */
+ * one sender never collide within 4 * contexts, and the peer is hashed
+ * once per burst, not per fragment. Four buckets a context: a full table
+ * (tombstones recycled) keeps a quarter of them taken, so a new frame's
+ * lookup and a recycled tombstone's unlink mostly meet a chain of one. */
 static uint32_t bucket_of(const struct dp_reasm *r, uint32_t hash, uint16_t frame_id)
 {
 	return (hash + frame_id) & (r->n_buckets - 1);
@@ -335,6 +342,7 @@ static inline __attribute__((always_inline)) uint32_t ctx_alloc(struct dp_reasm 
 	c->state = RA_HOLD;
 	c->total = f->total;
 	c->nrecv = 0;
+	c->next_key = (uint16_t)(f->total << 8);
 	c->has_last = false;
 	c->bad = false;
 	c->frame_len = 0;
@@ -369,6 +377,19 @@ static inline __attribute__((always_inline)) void ctx_done(struct dp_reasm *r, u
 
 static bool bit_test(const struct dp_ra_ctx *c, unsigned i) { return (c->bits[i >> 6] >> (i & 63)) & 1u; }
 static void bit_set(struct dp_ra_ctx *c, unsigned i) { c->bits[i >> 6] |= 1ull << (i & 63); }
+
+/* A fragment's index and count as one word, index | total << 8: compared
+ * with a context's next_key, one test tells the fragment that comes next
+ * in order of the same frame's count. */
+static inline uint16_t frag_key(const struct fg_frag *f) { return (uint16_t)(f->index | f->total << 8); }
+
+/* Fragment f of context c's count is in (its bit set, counted): the
+ * order goes on when it was the one next in order, else it is broken
+ * for good. */
+static inline void key_note(struct dp_ra_ctx *c, const struct fg_frag *f)
+{
+	c->next_key = c->next_key == frag_key(f) ? (uint16_t)(c->next_key + 1u) : 0;
+}
 
 static uint32_t frag_len(const struct dp_reasm *r, const struct dp_ra_ctx *c, unsigned i)
 {
@@ -586,6 +607,12 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 	if (direct) {
 		c->state = RA_SLOT;
 		c->missing = c->ref.body_len;
+		/* The fast path places a chunk by its index alone: only in a
+		 * frame whose body is the attempt's (fragment 0 began it for
+		 * this seed, whose body length the slot's shape fixes); should
+		 * they differ, every chunk goes through ctx_land's range check. */
+		if (__builtin_expect(flen - SEED_HDR != c->ref.body_len, 0))
+			c->next_key = 0;
 		uint8_t *held = c->buf;
 		uint32_t blen = len - SEED_HDR;
 		if (!held && len > SEED_HDR && blen < c->missing) {
@@ -707,6 +734,7 @@ static inline __attribute__((always_inline)) void push(struct dp_reasm *r, const
 		 * completes nothing. */
 		c->bits[0] = 1;
 		c->nrecv = 1;
+		c->next_key++;
 		first_fragment(r, c, f->chunk, f->chunk_len, ictx, now, out);
 		return;
 	}
@@ -754,6 +782,7 @@ static inline __attribute__((always_inline)) void push(struct dp_reasm *r, const
 	}
 	bit_set(c, f->index);
 	c->nrecv++;
+	key_note(c, f);
 	if (last) {
 		c->has_last = true;
 		c->last_len = f->chunk_len;
@@ -811,28 +840,14 @@ static inline __attribute__((always_inline)) void run_landed(struct dp_reasm *r,
 	}
 }
 
-/* dp_reasm_land_run past its checks, for a chunk run_take took (its bit
- * set) that the run does not place itself: a reference no longer live, a
- * chunk longer than the bytes missing, a frame whose body is not the
- * attempt's. ctx_land checks the range and names the outcome. */
-static inline __attribute__((always_inline)) void land_end(struct dp_reasm *r, uint32_t ci, const struct fg_frag *f,
-							    uint64_t now, struct dp_reasm_out *out)
-{
-	struct dp_ra_ctx *c = &r->ctx[ci];
-	const uint32_t off = f->index * r->cfg.chunk - SEED_HDR;
-	enum fg_outcome o = ctx_land(r, c, off, f->chunk, f->chunk_len, now, &out->res);
-	c->nrecv++;
-	run_landed(r, ci, o, now, out);
-}
-
 /* Whether fragment f of the frame of SLOT or BUFFER context c may land
- * on the fast path, and if so its bit set: its frame's count, its chunk C
- * (or, the last fragment, the tail fixed at fragment 0), its bit not set.
+ * in a run, and if so its bit set: its frame's count, its chunk C (or,
+ * the last fragment, the tail fixed at fragment 0), its bit not set.
  * Such a context has seen fragment 0 (bit 0), so f->index >= 1: in SLOT
  * the chunk lies past the frame's header and seed prefix, index * C >= 64.
  * fg_frag_decode keeps index < f->total, so f->total == c->total keeps
  * it in the bits. The bit is set here, where its word is at hand: a
- * fragment that fits is taken (copied, or given to land_end). */
+ * fragment that fits is taken (copied, or given to ctx_land). */
 static inline bool run_take(struct dp_ra_ctx *c, const struct fg_frag *f, uint32_t C)
 {
 	unsigned i = f->index;
@@ -870,6 +885,23 @@ static inline __attribute__((always_inline)) unsigned buffer_run(struct dp_reasm
 	return k;
 }
 
+/* Fragments taken in order on the fast path of SLOT context c, up to
+ * the one before next_key key: the fragments in are exactly 0 .. key's
+ * index - 1 (at least 2: fragment 0 and one after it), their bits and
+ * count written at once. */
+static inline void run_commit(struct dp_ra_ctx *c, uint16_t key)
+{
+	unsigned hi = key & 0xFFu;
+	if (__builtin_expect(hi <= 64, 1)) {
+		c->bits[0] = ~0ull >> (64 - hi);
+	} else {
+		for (unsigned w = 0; w < 4; w++)
+			c->bits[w] = hi >= 64 * (w + 1) ? ~0ull : hi > 64 * w ? ~0ull >> (64 - (hi - 64 * w)) : 0;
+	}
+	c->nrecv = (uint8_t)hi;
+	c->next_key = key;
+}
+
 /* The run f[0..n) of context ci past the hint's checks (dp_reasm_land_run
  * after them; dp_reasm_push_run after its first fragment). live: the
  * context's slot attempt is known current (fragment 0 began it in this
@@ -880,51 +912,80 @@ static inline __attribute__((always_inline)) unsigned run_on(struct dp_reasm *r,
 							      struct dp_reasm_out *out)
 {
 	struct dp_ra_ctx *c = &r->ctx[ci];
-	uint32_t C = r->cfg.chunk;
+	const uint32_t C = r->cfg.chunk;
 	if (c->state == RA_BUFFER)
 		return buffer_run(r, ci, f, n, now, out);
-	if (c->state != RA_SLOT || !run_take(c, f, C))
+	if (c->state != RA_SLOT)
 		return 0;
+	uint16_t key = c->next_key;
 	/* Nothing but these chunks touches the context or the slot during the
-	 * run: an attempt proved current once stays so; one that is not ends
-	 * the run at its first chunk (land_end names the outcome). The frame's
-	 * body is the attempt's (fragment 0 began it for this frame's seed,
-	 * whose body length the slot's shape fixes), so a chunk run_take lets
-	 * through lies inside it; should they differ, each chunk goes to
-	 * land_end, whose copy checks its range. */
-	if ((!live && !fg_slot_ref_live(&c->ref)) || __builtin_expect(c->frame_len - SEED_HDR != c->ref.body_len, 0)) {
-		land_end(r, ci, f, now, out);
-		return 1;
-	}
-	for (const struct fg_frag *p = f, *end = f + n;;) {
-		/* Every fragment carries body bytes and each lands once, so while
-		 * bytes stay missing after this chunk, fragments do too: nothing
-		 * completes, no outcome. */
-		uint32_t len = p->chunk_len;
-		if (__builtin_expect(len >= c->missing, 0)) {
-			if (len == c->missing) {
-				/* the body's last bytes, on an attempt known current and
-				 * within its range: the line is whole (when it resolves
-				 * the slot, the resolution writes the body where it goes
-				 * as well: the sink's spans) */
-				r->copy(c->ref.buf + (p->index * C - SEED_HDR), p->chunk, len);
-				c->missing = 0;
-				c->nrecv++;
-				run_landed(r, ci,
-					   fg_slot_whole_sink(r->cfg.slots, &c->ref, &out->res, r->cfg.sink,
-							      r->cfg.sink_arg),
-					   now, out);
-			} else {
-				land_end(r, ci, p, now, out);
+	 * run: an attempt proved current once stays so. One that is not, or
+	 * a chunk out of order: each chunk through ctx_land, which checks its
+	 * range and names the outcome (an attempt no longer current ends the
+	 * run at its first chunk). */
+	if (__builtin_expect(frag_key(f) != key || (!live && !fg_slot_ref_live(&c->ref)), 0)) {
+		unsigned k = 0;
+		while (k < n && run_take(c, &f[k], C)) {
+			c->next_key = 0;
+			enum fg_outcome o = ctx_land(r, c, f[k].index * C - SEED_HDR, f[k].chunk, f[k].chunk_len, now,
+						     &out->res);
+			c->nrecv++;
+			k++;
+			if (o != FG_O_PARTIAL || c->nrecv == c->total) {
+				run_landed(r, ci, o, now, out);
+				break;
 			}
-			return (unsigned)(p - f) + 1;
 		}
-		c->missing -= len;
-		c->nrecv++;
-		r->copy(c->ref.buf + (p->index * C - SEED_HDR), p->chunk, len);
-		if (++p == end || !run_take(c, p, C))
-			return (unsigned)(p - f);
+		return k;
 	}
+	/* The fast path: each fragment the next in order (its bit is not
+	 * set) of the frame's count, so it lies past fragment 0 (index * C
+	 * >= 64 > SEED_HDR) and, its chunk C or the last one's tail, inside
+	 * the body (next_key is not 0: the frame's body is the attempt's).
+	 * Fragments tile the body, so the last in order completes it: the
+	 * line is whole. */
+	const unsigned last = (unsigned)(key >> 8) - 1u;
+	unsigned k = 0;
+	for (;;) {
+		const struct fg_frag *p = &f[k];
+		unsigned i = key & 0xFFu;
+		uint32_t len = p->chunk_len;
+		if (__builtin_expect(i == last, 0)) {
+			if (len != c->tail)
+				break;
+			r->copy(c->ref.buf + (i * C - SEED_HDR), p->chunk, len);
+			run_commit(c, (uint16_t)(key + 1u));
+			c->missing = 0;
+			/* when the line resolves the slot, the resolution writes
+			 * the body where it goes as well (the sink's spans) */
+			enum fg_outcome o =
+				fg_slot_whole_sink(r->cfg.slots, &c->ref, &out->res, r->cfg.sink, r->cfg.sink_arg);
+			if (__builtin_expect(o > FG_O_RESOLVED, 0)) {
+				run_landed(r, ci, o, now, out);
+				return k + 1;
+			}
+			/* Accepted or resolved (the attempt is current), and the
+			 * group complete: the last fragment in order is its last
+			 * one in, and a SLOT group is never bad. */
+			out->events = DP_RA_EV_OUTCOME | DP_RA_EV_COMPLETE;
+			out->stream_id = c->stream_id;
+			out->sequence = c->sequence;
+			out->seed = c->seed;
+			ctx_done(r, ci, now);
+			return k + 1;
+		}
+		if (len != C)
+			break;
+		r->copy(c->ref.buf + (i * C - SEED_HDR), p->chunk, C);
+		key++;
+		if (++k == n || frag_key(&f[k]) != key)
+			break;
+	}
+	if (k) {
+		run_commit(c, key);
+		c->missing -= k * C;
+	}
+	return k;
 }
 
 unsigned dp_reasm_land_run(struct dp_reasm *r, const struct dp_ra_hint *hint, const struct fg_frag *f, unsigned n,

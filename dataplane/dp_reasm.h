@@ -38,6 +38,9 @@
  *     drains held fragments); every buffer obtained is returned exactly once,
  *     either by the table or by the caller that received EV_FRAME.
  *  3. nrecv == popcount(bits) <= total.
+ *  4. In HOLD and SLOT, next_key (dp_reasm.c) is nrecv | total << 8 while
+ *     the fragments in are exactly 0 .. nrecv - 1, and 0 once one came out
+ *     of that order (no other state reads it).
  */
 #ifndef DP_REASM_H
 #define DP_REASM_H
@@ -203,8 +206,11 @@ FG_MUST_CHECK int dp_reasm_push_hinted(struct dp_reasm *r, const struct dp_peer 
  * assembles the frame in a buffer (each of index >= 1, neither a repeat
  * nor malformed), in arrival order, with nothing else between them. The
  * context's state (and the slot attempt) are checked once for the run,
- * each fragment's bit and length on its own. Returns how many of them it
- * took, in order; a fragment it does not take changes nothing (push it).
+ * each fragment's length on its own, and its bit or, in a slot while the
+ * frame's fragments came in order, that it is the next in order of the
+ * frame's count (the run's bits then written once). Returns how many of
+ * them it took, in order; a fragment it does not take changes nothing
+ * (push it).
  * Stops after the chunk that completes the body or the frame, or meets an
  * attempt no longer current: *out is then that fragment's, as
  * dp_reasm_push_hinted would have filled it (its events: the outcome,

@@ -49,26 +49,43 @@ static struct fg_bm_src bm_src(const struct dp_peer *peer)
 	return s;
 }
 
+/* A burst's counts of the common outcomes and frames, added to the
+ * counters once at its end (dp_shard_run) rather than one by one. */
+struct shard_tally {
+	uint32_t ok[2]; /* outcomes FG_O_ACCEPTED, FG_O_RESOLVED */
+	uint32_t frames;
+};
+
 /* peer and route: the sender to answer (NULL: a frame from the control
  * plane, not answered). st: its status, or NULL to build it only when
- * it is sent (straight into the datagram: dp_reply_status_of). Forced
- * inline: every contribution's outcome comes this way, and inlined into
- * the fragment path the outcome record is read where the reassembler
- * wrote it, with no call and no spill of the burst's state around it. */
-static inline __attribute__((always_inline)) void on_outcome(struct dp_lcore *lc, const struct fg_seed *seed,
-							       const struct fg_slot_result *res, const struct fg_status *st,
-							       const struct dp_peer *peer, const struct dp_route *route,
-							       uint64_t now)
+ * it is sent (straight into the datagram: dp_reply_status_of). t: the
+ * burst's tally (accepted and resolved counted there), or NULL (counted
+ * here). Forced inline: every contribution's outcome comes this way,
+ * and inlined into the fragment path the outcome record is read where
+ * the reassembler wrote it, with no call and no spill of the burst's
+ * state around it. */
+static inline __attribute__((always_inline)) void on_outcome_t(struct dp_lcore *lc, const struct fg_seed *seed,
+								 const struct fg_slot_result *res,
+								 const struct fg_status *st, const struct dp_peer *peer,
+								 const struct dp_route *route, uint64_t now,
+								 struct shard_tally *t)
 {
 	enum fg_outcome o = res->outcome;
-	dp_lc_outcome(lc, o);
 	if (__builtin_expect(o == FG_O_ACCEPTED || o == FG_O_RESOLVED, 1)) {
-		dp_lc_count(lc, FG_C_CONTRIB_ACCEPTED, 1);
+		if (t) {
+			t->ok[o]++;
+		} else {
+			dp_lc_outcome(lc, o);
+			dp_lc_count(lc, FG_C_CONTRIB_ACCEPTED, 1);
+			if (o == FG_O_RESOLVED)
+				dp_lc_count(lc, FG_C_SEEDS_RESOLVED, 1);
+		}
 		if (seed && seed->line < FG_LINES)
 			atomic_store_explicit(&lc->k->per_line[seed->line],
 					      atomic_load_explicit(&lc->k->per_line[seed->line], memory_order_relaxed) + 1,
 					      memory_order_relaxed);
 	} else {
+		dp_lc_outcome(lc, o);
 		switch (o) {
 		case FG_O_DUPLICATE:
 			dp_lc_count(lc, FG_C_DROP_DUPLICATE, 1);
@@ -112,10 +129,28 @@ static inline __attribute__((always_inline)) void on_outcome(struct dp_lcore *lc
 		else
 			dp_reply_status_of(lc, peer, route, seed, res);
 	}
-	if (o == FG_O_RESOLVED) {
-		dp_lc_count(lc, FG_C_SEEDS_RESOLVED, 1);
+	if (o == FG_O_RESOLVED)
 		dp_deliver_seed(lc, res->slot, now);
-	}
+}
+
+static inline __attribute__((always_inline)) void on_outcome(struct dp_lcore *lc, const struct fg_seed *seed,
+							       const struct fg_slot_result *res, const struct fg_status *st,
+							       const struct dp_peer *peer, const struct dp_route *route,
+							       uint64_t now)
+{
+	on_outcome_t(lc, seed, res, st, peer, route, now, NULL);
+}
+
+/* The tally t of a burst added to the counters. */
+static void shard_tally_add(struct dp_lcore *lc, const struct shard_tally *t)
+{
+	for (unsigned o = FG_O_ACCEPTED; o <= FG_O_RESOLVED; o++)
+		atomic_store_explicit(&lc->xk->outcome[o],
+				      atomic_load_explicit(&lc->xk->outcome[o], memory_order_relaxed) + t->ok[o],
+				      memory_order_relaxed);
+	dp_lc_count(lc, FG_C_CONTRIB_ACCEPTED, (uint64_t)t->ok[FG_O_ACCEPTED] + t->ok[FG_O_RESOLVED]);
+	dp_lc_count(lc, FG_C_SEEDS_RESOLVED, t->ok[FG_O_RESOLVED]);
+	dp_lc_count(lc, FG_C_FRAMES, t->frames);
 }
 
 /* A canonical report received over UDP, to the shadow audit: its facts and
@@ -304,7 +339,8 @@ static void whole(struct dp_lcore *lc, const uint8_t *frame, uint32_t len, const
 /* One fragment of a multi-fragment frame of flow fl: reassembly or
  * direct placement. hint: its reassembly lookup (dp_reasm_find), or NULL. */
 static inline __attribute__((always_inline)) void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o,
-								 const struct dp_flow *fl, uint64_t now);
+								 const struct dp_flow *fl, uint64_t now,
+								 struct shard_tally *t);
 
 static bool fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct dp_flow *fl, struct dp_ra_hint *hint,
 		     uint64_t now)
@@ -313,7 +349,7 @@ static bool fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct 
 	if (dp_reasm_push_hinted(&lc->reasm, &fl->src, fl->hash, hint, f, &lc->ictx, now, &out) < 0)
 		return false; /* never: push reports through out->disp */
 	if (out.disp != DP_RA_TAKEN || out.events)
-		fragment_out(lc, &out, fl, now);
+		fragment_out(lc, &out, fl, now, NULL);
 	return out.disp == DP_RA_TAKEN;
 }
 
@@ -324,7 +360,8 @@ static bool fragment(struct dp_lcore *lc, const struct fg_frag *f, const struct 
  * dp_shard_run acts on every contribution's last chunk here, and a call
  * would give it a second prologue and epilogue. */
 static inline __attribute__((always_inline)) void fragment_out(struct dp_lcore *lc, const struct dp_reasm_out *o,
-								 const struct dp_flow *fl, uint64_t now)
+								 const struct dp_flow *fl, uint64_t now,
+								 struct shard_tally *t)
 {
 	if (o->disp != DP_RA_TAKEN) {
 		switch (o->disp) {
@@ -363,7 +400,7 @@ static inline __attribute__((always_inline)) void fragment_out(struct dp_lcore *
 			if (lc->env->cfg->send_status)
 				dp_reply_status(lc, &fl->src, &fl->route, &st);
 		} else {
-			on_outcome(lc, &o->seed, &o->res, NULL, &fl->src, &fl->route, now);
+			on_outcome_t(lc, &o->seed, &o->res, NULL, &fl->src, &fl->route, now, t);
 		}
 	}
 	if (o->events & DP_RA_EV_FRAME) {
@@ -386,7 +423,10 @@ static inline __attribute__((always_inline)) void fragment_out(struct dp_lcore *
 		}
 		on_xfer(lc, x, true, now); /* counts the frame and ACKs it */
 	} else if (o->events & DP_RA_EV_COMPLETE) {
-		dp_lc_count(lc, FG_C_FRAMES, 1);
+		if (t)
+			t->frames++;
+		else
+			dp_lc_count(lc, FG_C_FRAMES, 1);
 		dp_reply_ack_note_peer(lc, &fl->src, fl->hash, &fl->route, o->stream_id, o->sequence, now);
 	}
 }
@@ -427,6 +467,7 @@ void dp_shard_run(struct dp_lcore *lc, struct dp_shard_burst *b, uint64_t now)
 {
 	const struct fg_frag *f = b->f;
 	uint32_t taken = 0;
+	struct shard_tally t = {{0, 0}, 0};
 	struct dp_ra_hint h = {.ctx = DP_RA_HINT_NONE};
 	for (const struct dp_shard_item *it = b->it, *end = b->it + b->n; it < end; it++) {
 		const struct dp_flow *fl = it->fl;
@@ -459,9 +500,11 @@ void dp_shard_run(struct dp_lcore *lc, struct dp_shard_burst *b, uint64_t now)
 			}
 			i += k;
 			if (out.disp != DP_RA_TAKEN || out.events)
-				fragment_out(lc, &out, fl, now);
+				fragment_out(lc, &out, fl, now, &t);
 		}
 	}
+	if (t.frames | t.ok[FG_O_ACCEPTED] | t.ok[FG_O_RESOLVED])
+		shard_tally_add(lc, &t);
 	if (b->nfrag) {
 		dp_lc_count(lc, FG_C_FRAGS, b->nfrag);
 		dp_xcount(lc->xk, DP_X_FRAG_TAKEN, taken);

@@ -1297,6 +1297,106 @@ static void test_init_refuses(void **st)
 	assert_int_equal(dp_reasm_init(&r, mem, sizeof(mem), &rc), 0);
 }
 
+/* A frame of 81 fragments (a seq_len-20 seed, one line expected) placed
+ * by runs whose fragments come in order: its first 40 with fragment 0
+ * (dp_reasm_push_run), the next 30 (dp_reasm_land_run, the fragment bits
+ * past their first word), then repeats from either word are duplicates
+ * that change nothing, and the last 11 complete the frame: the line is
+ * whole, the slot resolves to the body sent. Then the same frame under
+ * another key with fragment 70 first (held), fragment 0 draining it and
+ * the fragments after 0 out of order from there: the same body. */
+static void test_run_many_fragments(void **st)
+{
+	(void)st;
+	enum { SEQ = 20, FLOATS = SEQ * HIDDEN };
+	struct env *e = env_alloc(8192);
+	e->lim.max_seq_len = SEQ;
+	struct fg_slots_cfg sc;
+	memset(&sc, 0, sizeof(sc));
+	sc.capacity = 8;
+	sc.hidden = HIDDEN;
+	sc.max_seq_len = SEQ;
+	sc.n_layers = LAYERS;
+	sc.deadline_ns = 1000000000ull;
+	const uint8_t order[1] = {1};
+	for (unsigned l = 0; l < LAYERS; l++)
+		assert_int_equal(fg_rule_make(&sc.rules[l], order, 1), 0);
+	size_t sz = fg_slots_mem_size(&sc);
+	e->slots_mem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+	assert_int_equal(fg_slots_init(&e->slots, e->slots_mem, sz, &sc), 0);
+	e->ictx.lines = facts_all(1 /* shadow */);
+	struct dp_reasm_cfg rc = {.contexts = 8, .chunk = CHUNK, .frame_max = 8192, .timeout_ns = 1000000,
+				  .slots = &e->slots, .n_shards = 1, .n_layers = LAYERS};
+	env_reasm_init(e, &rc);
+	static float body[FLOATS];
+	for (unsigned k = 0; k < FLOATS; k++)
+		body[k] = 0.25f * (float)k - 7.0f;
+	static uint8_t fr[8192];
+	struct dp_peer p = peer_of(6100);
+	uint32_t hash = dp_peer_hash(&p, 0);
+	for (unsigned pass = 0; pass < 2; pass++) {
+		struct fg_seed s = {.token_seq = 70 + pass, .dst_layer = 1, .line = 1, .start_pos = 0, .seq_len = SEQ,
+				    .body = (const uint8_t *)body, .body_len = sizeof(body)};
+		ssize_t len = fg_seed_encode(&e->bands, &s, fr, sizeof(fr));
+		assert_true(len > 0);
+		assert_int_equal(fg_frag_count((uint32_t)len, CHUNK), 81);
+		uint16_t fid = (uint16_t)(900 + pass);
+		struct fg_frag f[81];
+		for (unsigned k = 0; k < 81; k++) {
+			f[k] = frag_of(fr, (uint32_t)len, fid, k);
+			f[k].frame_id = __builtin_bswap16(fid);
+		}
+		struct dp_reasm_out out;
+		struct dp_ra_hint h = {.ctx = DP_RA_HINT_NONE};
+		if (pass == 0) {
+			assert_int_equal(dp_reasm_push_run(&e->r, &p, hash, &h, f, fid, 40, &e->ictx, 10, &out), 40);
+			assert_int_equal(out.disp, DP_RA_TAKEN);
+			assert_int_equal(out.events, 0);
+			assert_int_equal(dp_reasm_land_run(&e->r, &h, &f[40], 30, 10, &out), 30);
+			assert_int_equal(out.events, 0);
+			const unsigned again[] = {65, 3, 63, 0, 69};
+			for (unsigned k = 0; k < 5; k++) {
+				assert_int_equal(dp_reasm_land_run(&e->r, &h, &f[again[k]], 1, 10, &out), 0);
+				assert_int_equal(dp_reasm_push_hinted(&e->r, &p, hash, &h, &f[again[k]], &e->ictx, 10, &out),
+						 0);
+				assert_int_equal(out.disp, DP_RA_DUP);
+			}
+			assert_int_equal(dp_reasm_land_run(&e->r, &h, &f[70], 11, 10, &out), 11);
+		} else {
+			/* 70 first (held), then 0 and every other one from 80
+			 * down to 1 */
+			assert_int_equal(dp_reasm_push_run(&e->r, &p, hash, &h, &f[70], fid, 1, &e->ictx, 10, &out), 1);
+			assert_int_equal(out.disp, DP_RA_TAKEN);
+			struct fg_frag g[81];
+			g[0] = f[0];
+			unsigned n = 1;
+			for (unsigned k = 80; k >= 1; k--)
+				if (k != 70)
+					g[n++] = f[k];
+			assert_int_equal(n, 80);
+			unsigned i = 0;
+			while (i < n) {
+				unsigned k = dp_reasm_land_run(&e->r, &h, &g[i], n - i, 10, &out);
+				if (!k)
+					k = dp_reasm_push_run(&e->r, &p, hash, &h, &g[i], fid, n - i, &e->ictx, 10, &out);
+				assert_int_equal(out.disp, DP_RA_TAKEN);
+				i += k;
+				assert_true(i == n || !out.events);
+			}
+		}
+		expect_outcome(&out, FG_O_RESOLVED);
+		assert_true(out.events & DP_RA_EV_COMPLETE);
+		struct fg_seed_view v;
+		assert_int_equal(fg_slot_seed(&e->slots, out.res.slot, &v), 0);
+		assert_int_equal(v.body_len, sizeof(body));
+		assert_memory_equal(v.body, body, sizeof(body));
+		/* a repeat after completion: the tombstone's */
+		assert_int_equal(dp_reasm_push_hinted(&e->r, &p, hash, &h, &f[66], &e->ictx, 10, &out), 0);
+		assert_int_equal(out.disp, DP_RA_DUP);
+	}
+	env_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1306,6 +1406,7 @@ int main(void)
 		cmocka_unit_test(test_burst_path),
 		cmocka_unit_test(test_land_run),
 		cmocka_unit_test(test_push_run),
+		cmocka_unit_test(test_run_many_fragments),
 		cmocka_unit_test(test_validation),
 		cmocka_unit_test(test_remote_shard_buffer),
 		cmocka_unit_test(test_dup_pending),
