@@ -41,6 +41,11 @@ struct dp_ra_ctx {
 	uint64_t t_ns;
 	uint32_t prev, next;
 	uint8_t *buf;
+	/* BUFFER: whether the frame is a chunk list (dp_ra_chunks at buf +
+	 * frame_max) instead of assembled in buf, and the received buffers
+	 * the list holds */
+	bool keep;
+	uint8_t nkept;
 	/* BUFFER: fragment 0's header and its stream's class under the binding
 	 * it came with (bound_layer + 1, 0 = unbound), handed out with the frame */
 	struct fg_hdr hdr;
@@ -61,13 +66,15 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 {
 	if (!cfg->contexts || cfg->contexts > (1u << 24) || cfg->chunk < 64 || !cfg->frame_max ||
 	    cfg->frame_max > FG_FRAG_MAX * cfg->chunk || !cfg->bufs.get || !cfg->bufs.put ||
-	    !cfg->n_shards || cfg->shard_self >= cfg->n_shards || ((uintptr_t)mem & 63))
+	    !cfg->n_shards || cfg->shard_self >= cfg->n_shards || ((uintptr_t)mem & 63) ||
+	    (cfg->keep_max && !cfg->bufs.drop))
 		return -EINVAL;
 	if (len < dp_reasm_mem_size(cfg))
 		return -ENOSPC;
 	memset(r, 0, sizeof(*r));
 	r->cfg = *cfg;
 	r->copy = dp_ra_copy_pick(2);
+	r->keep.avail = cfg->keep_max;
 	r->ctx = mem;
 	r->n_buckets = dp_pow2_at_least(cfg->contexts * 2);
 	r->bucket = (uint32_t *)((uint8_t *)mem + dp_align64((size_t)cfg->contexts * sizeof(struct dp_ra_ctx)));
@@ -261,6 +268,17 @@ static void ctx_drop_buf(struct dp_reasm *r, struct dp_ra_ctx *c)
 	}
 }
 
+/* A BUFFER context that lists its chunks ends without handing its frame
+ * out: the received buffers it kept are given back. */
+static void keep_drop(struct dp_reasm *r, struct dp_ra_ctx *c)
+{
+	if (c->nkept) {
+		r->cfg.bufs.drop(r->cfg.bufs.arg, dp_ra_list(c->buf, r->cfg.frame_max)->m, c->nkept);
+		r->keep.avail += c->nkept;
+	}
+	c->nkept = 0;
+}
+
 /* Return a context to the free list; releases its buffer and aborts a slot
  * attempt still in progress (timeouts, shutdown). */
 static void ctx_free(struct dp_reasm *r, uint32_t i, bool abort_slot)
@@ -268,6 +286,8 @@ static void ctx_free(struct dp_reasm *r, uint32_t i, bool abort_slot)
 	struct dp_ra_ctx *c = &r->ctx[i];
 	if (c->state == RA_SLOT && abort_slot && r->cfg.slots)
 		fg_slot_abort(r->cfg.slots, &c->ref);
+	if (c->state == RA_BUFFER && c->keep)
+		keep_drop(r, c);
 	ctx_drop_buf(r, c);
 	hash_remove(r, i);
 	if (c->on_done)
@@ -494,6 +514,41 @@ static inline __attribute__((always_inline)) bool begin_direct(struct dp_reasm *
 	return false;
 }
 
+/* Fragment f of a BUFFER context that lists its chunks: its received
+ * buffer kept when the caller named it (f is an element of the burst,
+ * dp_reasm_keep_begin) and fewer than keep_max are kept; else the chunk
+ * copied to its frame offset. Its list entry written either way. */
+static inline void keep_chunk(struct dp_reasm *r, struct dp_ra_ctx *c, const struct fg_frag *f)
+{
+	struct dp_ra_list *l = dp_ra_list(c->buf, r->cfg.frame_max);
+	uintptr_t d = (uintptr_t)f - (uintptr_t)r->keep.f;
+	if (d < r->keep.size && r->keep.avail) {
+		/* a fragment is taken once: its buffer is kept once */
+		uint32_t e = (uint32_t)(d / sizeof(*f));
+		l->m[c->nkept++] = r->keep.pkts[e];
+		l->p[f->index] = f->chunk;
+		r->keep.mask |= 1u << e;
+		r->keep.avail--;
+		return;
+	}
+	uint8_t *dst = c->buf + (size_t)f->index * r->cfg.chunk;
+	r->copy(dst, f->chunk, f->chunk_len);
+	l->p[f->index] = dst;
+}
+
+/* Whether a frame whose fragment 0 (chunk) makes its context BUFFER lists
+ * its chunks: a seed (cls rc 0, band SEED; s its prefix) of another
+ * shard, of at most DP_RA_KEEP_FRAGS fragments, nothing held before
+ * fragment 0, and fragment 0 the start of a run of the burst whose
+ * buffers the caller named. */
+static inline bool keep_frame(const struct dp_reasm *r, const struct dp_ra_ctx *c, const uint8_t *chunk,
+			      const struct fg_ingest_class *cls, const struct fg_seed *s)
+{
+	return r->keep.size && !c->buf && c->total <= DP_RA_KEEP_FRAGS && r->keep.f0 && r->keep.f0->chunk == chunk &&
+	       cls->rc == 0 && cls->band == FG_BAND_SEED && r->cfg.n_shards > 1 &&
+	       fg_shard_of(s->token_seq, s->dst_layer, r->cfg.n_layers, r->cfg.n_shards) != r->cfg.shard_self;
+}
+
 /* Fragment 0 arrived: read the header (and the seed prefix) and choose the
  * context's path. chunk holds frame bytes [0, len). The header and the
  * class are kept in the context only for BUFFER (handed out with the
@@ -610,6 +665,7 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 		return;
 	}
 	/* BUFFER: held fragments are already at their frame offsets. */
+	bool keep = keep_frame(r, c, chunk, &cls, &c->seed);
 	if (!c->buf) {
 		c->buf = r->cfg.bufs.get(r->cfg.bufs.arg);
 		if (!c->buf) {
@@ -619,7 +675,12 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 			return;
 		}
 	}
-	r->copy(c->buf, chunk, len);
+	c->keep = keep;
+	c->nkept = 0;
+	if (keep)
+		keep_chunk(r, c, r->keep.f0);
+	else
+		r->copy(c->buf, chunk, len);
 	c->state = RA_BUFFER;
 	c->hdr = h;
 	c->cls = cls;
@@ -642,6 +703,11 @@ static inline __attribute__((always_inline)) void ctx_complete(struct dp_reasm *
 		out->events |= DP_RA_EV_FRAME;
 		out->buf = c->buf;
 		out->len = c->frame_len;
+		out->nchunk = 0;
+		if (c->keep) {
+			out->nchunk = c->total;
+			dp_ra_list(c->buf, r->cfg.frame_max)->nkept = c->nkept;
+		}
 		out->hdr = c->hdr;
 		out->cls = c->cls;
 		out->binding = c->binding;
@@ -769,7 +835,10 @@ static inline __attribute__((always_inline)) void push(struct dp_reasm *r, const
 		(void)slot_place(r, c, (uint32_t)f->index * C, f->chunk, f->chunk_len, now, out);
 		break;
 	case RA_BUFFER:
-		r->copy(c->buf + (size_t)f->index * C, f->chunk, f->chunk_len);
+		if (c->keep)
+			keep_chunk(r, c, f);
+		else
+			r->copy(c->buf + (size_t)f->index * C, f->chunk, f->chunk_len);
 		break;
 	default:
 		break;
@@ -860,7 +929,10 @@ static inline __attribute__((always_inline)) unsigned buffer_run(struct dp_reasm
 	uint32_t C = r->cfg.chunk;
 	unsigned k = 0;
 	while (k < n && run_take(c, &f[k], C)) {
-		r->copy(c->buf + (size_t)f[k].index * C, f[k].chunk, f[k].chunk_len);
+		if (c->keep)
+			keep_chunk(r, c, &f[k]);
+		else
+			r->copy(c->buf + (size_t)f[k].index * C, f[k].chunk, f[k].chunk_len);
 		k++;
 		if (++c->nrecv == c->total && !c->bad) {
 			ctx_complete(r, ci, now, out);
@@ -942,6 +1014,7 @@ unsigned dp_reasm_push_run(struct dp_reasm *r, const struct dp_peer *peer, uint3
 			   const struct fg_frag *f, uint16_t frame_id, unsigned n, const struct fg_ingest_ctx *ictx,
 			   uint64_t now, struct dp_reasm_out *out)
 {
+	r->keep.f0 = f; /* fragment 0 of a frame that lists its chunks keeps its buffer */
 	push(r, peer, hash, hint, f, frame_id, ictx, now, out);
 	/* Taken with nothing to answer: the context push used (in hint) takes
 	 * the rest as dp_reasm_land_run would. A SLOT context after fragment
@@ -1000,4 +1073,15 @@ void dp_reasm_fini(struct dp_reasm *r)
 		ctx_free(r, r->act_head, true);
 	while (r->n_done)
 		ctx_free(r, done_first(r), false);
+}
+
+void dp_ra_list_flatten(uint8_t *buf, uint32_t frame_max, unsigned nchunk, uint32_t len, uint32_t C,
+			dp_ra_copy_fn *copy)
+{
+	const struct dp_ra_list *l = dp_ra_list(buf, frame_max);
+	for (unsigned i = 0; i < nchunk; i++) {
+		uint8_t *dst = buf + (size_t)i * C;
+		if (l->p[i] != dst) /* else copied there already */
+			copy(dst, l->p[i], i + 1u < nchunk ? C : len - (nchunk - 1u) * C);
+	}
 }

@@ -136,7 +136,7 @@ static bool f_report_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_bo
 }
 
 static const struct dp_io fake = {f_dgram, f_route, f_xget, f_xput, f_handoff, f_report, f_report_body, NULL, NULL, NULL, NULL,
-				  NULL, NULL, NULL, NULL, NULL};
+				  NULL, NULL, NULL, NULL, NULL, NULL};
 
 static void *rget(void *arg)
 {
