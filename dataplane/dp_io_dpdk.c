@@ -47,7 +47,15 @@ static void io_xfer_put(struct dp_lcore *lc, struct dp_xfer *x)
  * lcore's cache (dp_lcore_main found it). */
 static void io_kept_put(struct dp_lcore *lc, unsigned src, void *const *m, unsigned n)
 {
-	rte_mempool_generic_put(dp_g.mbufs, m, n, lc->mbuf_cache);
+	struct rte_mempool_cache *c = lc->mbuf_cache;
+	if (c && c->len + n <= c->flushthresh) {
+		/* rte_mempool_generic_put's common case, a few pointers */
+		for (unsigned i = 0; i < n; i++)
+			c->objs[c->len + i] = m[i];
+		c->len += n;
+	} else {
+		rte_mempool_generic_put(dp_g.mbufs, m, n, c);
+	}
 	dp_reasm_kept_back(&dp_g.lc[src]->reasm, n);
 }
 

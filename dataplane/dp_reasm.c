@@ -74,6 +74,7 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 	memset(r, 0, sizeof(*r));
 	r->cfg = *cfg;
 	r->copy = dp_ra_copy_pick(2);
+	r->gather = dp_ra_gather_pick(2);
 	r->keep.avail = cfg->keep_max;
 	r->ctx = mem;
 	r->n_buckets = dp_pow2_at_least(cfg->contexts * 2);
@@ -95,10 +96,11 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 /* dst[0..len) = src[0..len) in W-byte moves: eight a round, then four,
  * two and one as the rest needs, the last one ending at byte len (it may
  * rewrite bytes the one before wrote, with the same values); under W
- * bytes, memcpy. */
+ * bytes, memcpy. name##_in is the copy inlined, name its function, and
+ * name##_gather the dp_ra_gather_fn of it. */
 #define RA_COPY_FN(name, isa, W)                                                                          \
-	__attribute__((target(isa))) static void name(uint8_t *restrict dst, const uint8_t *restrict src, \
-						    uint32_t len)                                         \
+	__attribute__((target(isa), always_inline)) static inline void name##_in(                          \
+		uint8_t *restrict dst, const uint8_t *restrict src, uint32_t len)                         \
 	{                                                                                                 \
 		typedef uint8_t vec __attribute__((vector_size(W)));                                      \
 		vec v0, v1, v2, v3, v4, v5, v6, v7;                                                       \
@@ -149,11 +151,45 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 		}                                                                                         \
 		memcpy(&v0, src + len - (W), (W));                                                        \
 		memcpy(dst + len - (W), &v0, (W));                                                        \
+	}                                                                                                 \
+	__attribute__((target(isa))) static void name(uint8_t *restrict dst, const uint8_t *restrict src, \
+						    uint32_t len)                                         \
+	{                                                                                                 \
+		name##_in(dst, src, len);                                                                 \
+	}                                                                                                 \
+	__attribute__((target(isa))) static void name##_gather(uint8_t *restrict dst,                     \
+							       const uint8_t *const *p, unsigned n,       \
+							       uint32_t C, uint32_t skip, uint32_t last)  \
+	{                                                                                                 \
+		name##_in(dst, p[0] + skip, C - skip);                                                    \
+		dst += C - skip;                                                                          \
+		for (unsigned i = 1; i + 1u < n; i++, dst += C)                                           \
+			name##_in(dst, p[i], C);                                                          \
+		name##_in(dst, p[n - 1], last);                                                           \
 	}
 RA_COPY_FN(copy_avx512, "avx512f", 64)
 RA_COPY_FN(copy_avx2, "avx2", 32)
 
 static void copy_libc(uint8_t *restrict dst, const uint8_t *restrict src, uint32_t len) { memcpy(dst, src, len); }
+static void copy_libc_gather(uint8_t *restrict dst, const uint8_t *const *p, unsigned n, uint32_t C, uint32_t skip,
+			     uint32_t last)
+{
+	memcpy(dst, p[0] + skip, C - skip);
+	dst += C - skip;
+	for (unsigned i = 1; i + 1u < n; i++, dst += C)
+		memcpy(dst, p[i], C);
+	memcpy(dst, p[n - 1], last);
+}
+
+dp_ra_gather_fn *dp_ra_gather_pick(unsigned max_level)
+{
+	__builtin_cpu_init();
+	if (max_level >= 2 && __builtin_cpu_supports("avx512f"))
+		return copy_avx512_gather;
+	if (max_level >= 1 && __builtin_cpu_supports("avx2"))
+		return copy_avx2_gather;
+	return copy_libc_gather;
+}
 
 dp_ra_copy_fn *dp_ra_copy_pick(unsigned max_level)
 {

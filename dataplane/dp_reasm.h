@@ -155,6 +155,12 @@ typedef void dp_ra_copy_fn(uint8_t *restrict dst, const uint8_t *restrict src, u
  * rest in four, two and one, the last one ending at the chunk's last
  * byte, without memcpy's size classes or a call into libc. Any thread. */
 dp_ra_copy_fn *dp_ra_copy_pick(unsigned max_level);
+/* The chunks p[0..n) (n >= 2) end to end into dst, each copied as the
+ * copy of the same level copies it, in one call: p[0] from byte skip
+ * (C - skip bytes), p[1..n-1) C bytes each, p[n-1] last bytes. */
+typedef void dp_ra_gather_fn(uint8_t *restrict dst, const uint8_t *const *p, unsigned n, uint32_t C, uint32_t skip,
+			     uint32_t last);
+dp_ra_gather_fn *dp_ra_gather_pick(unsigned max_level);
 
 /* The received buffers of the burst being placed, named by the caller
  * around its run (dp_reasm_keep_begin, dp_reasm_keep_end): fragment f[e]
@@ -177,6 +183,7 @@ struct dp_ra_ctx;
 struct dp_reasm {
 	struct dp_reasm_cfg cfg;
 	dp_ra_copy_fn *copy;     /* dp_ra_copy_pick(2); the owner lcore may copy with it too */
+	dp_ra_gather_fn *gather; /* dp_ra_gather_pick(2): a chunk list's body, on the owner lcore */
 	struct dp_ra_ctx *ctx;   /* [contexts] */
 	uint32_t *bucket;        /* [n_buckets] */
 	uint32_t n_buckets;

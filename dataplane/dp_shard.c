@@ -252,7 +252,7 @@ static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64
 	uint8_t *frame = dp_xfer_data(x);
 	dp_lc_count(lc, FG_C_FRAMES, 1);
 	/* a chunk list goes to its owner as it is; read here, it is made whole */
-	if (x->nchunk && (!x->decoded || frame_owner(lc, &x->fr) == lc->idx))
+	if (__builtin_expect(x->nchunk && !x->decoded, 0))
 		xfer_flatten(lc, x);
 	if (!x->decoded && dp_frame_decode(&lc->ictx, frame, x->len, &x->fr) < 0) {
 		dp_lc_malformed(lc, FG_R_SHORT_HEADER);
@@ -261,6 +261,8 @@ static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64
 	}
 	x->decoded = true;
 	if (dp_frame_is_ack(&x->fr)) {
+		if (x->nchunk)
+			xfer_flatten(lc, x);
 		dp_lc_xcount(lc, DP_X_ACK_RX); /* a consumer ACKing resolved seeds */
 		dp_deliver_on_ack(lc, &x->fr, frame, x->len, &x->peer, now);
 		lc->env->io->xfer_put(lc, x);
@@ -277,6 +279,8 @@ static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64
 		dp_lc_xcount(lc, DP_X_HANDOFF_OUT);
 		return;
 	}
+	if (x->nchunk)
+		xfer_flatten(lc, x);
 	struct fg_ingest_result r;
 	int rc = shard_decoded(lc, frame, x->len, &x->fr, x, &r, now);
 	if (ackable && ack_placed(rc, &r))
@@ -589,14 +593,8 @@ unsigned dp_shard_sink(void *arg, uint32_t slot, uint32_t body_len, struct fg_sp
 static void handed_chunks(struct dp_lcore *lc, struct dp_xfer *x, uint8_t *dst)
 {
 	const struct dp_ra_list *l = dp_ra_list(dp_xfer_data(x), lc->env->frame_max);
-	dp_ra_copy_fn *copy = lc->reasm.copy;
 	const uint32_t C = lc->env->chunk;
-	const unsigned n = x->nchunk;
-	copy(dst, l->p[0] + DP_RA_SEED_HDR, C - DP_RA_SEED_HDR);
-	dst += C - DP_RA_SEED_HDR;
-	for (unsigned i = 1; i + 1u < n; i++, dst += C)
-		copy(dst, l->p[i], C);
-	copy(dst, l->p[n - 1], x->len - (n - 1u) * C);
+	lc->reasm.gather(dst, l->p, x->nchunk, C, DP_RA_SEED_HDR, x->len - (x->nchunk - 1u) * C);
 }
 
 /* A handed frame that is a seed of this shard, placed as the fragment
