@@ -552,19 +552,19 @@ static inline __attribute__((always_inline)) bool begin_direct(struct dp_reasm *
 
 /* Fragment f of a BUFFER context that lists its chunks: its received
  * buffer kept when the caller named it (f is an element of the burst,
- * dp_reasm_keep_begin) and fewer than keep_max are kept; else the chunk
+ * dp_reasm_keep_begin, while keep_max leaves room for the burst's); else the chunk
  * copied to its frame offset. Its list entry written either way. */
 static inline void keep_chunk(struct dp_reasm *r, struct dp_ra_ctx *c, const struct fg_frag *f)
 {
 	struct dp_ra_list *l = dp_ra_list(c->buf, r->cfg.frame_max);
 	uintptr_t d = (uintptr_t)f - (uintptr_t)r->keep.f;
-	if (d < r->keep.size && r->keep.avail) {
-		/* a fragment is taken once: its buffer is kept once */
+	if (d < r->keep.size) {
+		/* a fragment is taken once: its buffer is kept once (and counted
+		 * out of avail with the burst's, dp_reasm_keep_end) */
 		uint32_t e = (uint32_t)(d / sizeof(*f));
 		l->m[c->nkept++] = r->keep.pkts[e];
 		l->p[f->index] = f->chunk;
 		r->keep.mask |= 1u << e;
-		r->keep.avail--;
 		return;
 	}
 	uint8_t *dst = c->buf + (size_t)f->index * r->cfg.chunk;

@@ -172,7 +172,8 @@ struct dp_ra_keep {
 	uint32_t mask;
 	void *const *pkts;
 	const struct fg_frag *f0; /* the fragment a run starts with (dp_reasm_push_run) */
-	uint32_t avail;           /* buffers it may keep yet (keep_max less those out) */
+	uint32_t avail;           /* buffers it may keep yet (keep_max less those out): a burst's
+				   * are named only while a whole burst fits (size 0 else) */
 	uint32_t back_seen;       /* back when avail was last brought up to date */
 	/* given back by their receivers (dp_reasm_kept_back), on a line of its
 	 * own: other lcores write it */
@@ -209,7 +210,7 @@ static inline void dp_reasm_keep_begin(struct dp_reasm *r, const struct fg_frag 
 	r->keep.avail += b - r->keep.back_seen;
 	r->keep.back_seen = b;
 	r->keep.f = f;
-	r->keep.size = n * (uint32_t)sizeof(*f);
+	r->keep.size = r->keep.avail >= n ? n * (uint32_t)sizeof(*f) : 0;
 	r->keep.mask = 0;
 	r->keep.pkts = pkts;
 }
@@ -219,6 +220,7 @@ static inline uint32_t dp_reasm_keep_end(struct dp_reasm *r)
 {
 	r->keep.size = 0;
 	r->keep.f0 = NULL;
+	r->keep.avail -= (uint32_t)__builtin_popcount(r->keep.mask);
 	return r->keep.mask;
 }
 /* n buffers the table kept, handed out with a frame, given back (by the

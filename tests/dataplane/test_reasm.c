@@ -1411,17 +1411,25 @@ static void test_keep_chunks(void **st)
 	assert_int_equal(keep_run(e, &p, 2, &b, 0, &o), 0x3);
 	const bool no2[5] = {true, true, false, true, true};
 	expect_listed(e, &o, pkt, no2);
-	/* keep_max: 3 kept (their receiver has not given them back yet), the
-	 * rest copied; once given back, kept again */
+	/* keep_max 7: a burst's buffers are kept while room for all of them
+	 * is left: the first frame's 5, then (2 left, the receiver has not
+	 * given any back) none of the second's, assembled as before; once
+	 * given back, kept again */
 	env_free(e);
-	e = env_keep(16, 3);
+	e = env_keep(16, 7);
 	keep_burst_of(e, &b, pkt, 3, 0, 5);
-	assert_int_equal(keep_run(e, &p, 3, &b, 0, &o), 0x7);
-	const bool first3[5] = {true, true, true, false, false};
-	expect_listed(e, &o, pkt, first3);
-	keep_burst_of(e, &b, pkt, 4, 0, 5);
-	assert_int_equal(keep_run(e, &p, 4, &b, 0, &o), 0x7);
-	expect_listed(e, &o, pkt, first3);
+	assert_int_equal(keep_run(e, &p, 3, &b, 0, &o), 0x1F);
+	struct dp_reasm_out o2;
+	struct keep_pkt pkt2[5];
+	keep_burst_of(e, &b, pkt2, 4, 0, 5);
+	assert_int_equal(keep_run(e, &p, 4, &b, 0, &o2), 0);
+	assert_int_equal(o2.nchunk, 0);
+	assert_memory_equal(o2.buf, e->fr, e->len);
+	buf_put(e, o2.buf);
+	expect_listed(e, &o, pkt, all);
+	keep_burst_of(e, &b, pkt, 11, 0, 5);
+	assert_int_equal(keep_run(e, &p, 11, &b, 0, &o), 0x1F);
+	expect_listed(e, &o, pkt, all);
 	/* a frame begun outside a named burst is assembled as before */
 	keep_burst_of(e, &b, pkt, 5, 0, 5);
 	for (unsigned k = 0; k < 5; k++)
