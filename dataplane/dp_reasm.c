@@ -37,15 +37,15 @@ struct dp_ra_ctx {
 	uint32_t tail;
 	struct dp_peer peer;
 	uint16_t stream_id;
+	/* BUFFER: whether the frame is a chunk list (dp_ra_list at buf +
+	 * frame_max) instead of assembled in buf, and the received buffers
+	 * the list holds (in the two bytes before sequence) */
+	bool keep;
+	uint8_t nkept;
 	uint32_t sequence;
 	uint64_t t_ns;
 	uint32_t prev, next;
 	uint8_t *buf;
-	/* BUFFER: whether the frame is a chunk list (dp_ra_chunks at buf +
-	 * frame_max) instead of assembled in buf, and the received buffers
-	 * the list holds */
-	bool keep;
-	uint8_t nkept;
 	/* BUFFER: fragment 0's header and its stream's class under the binding
 	 * it came with (bound_layer + 1, 0 = unbound), handed out with the frame */
 	struct fg_hdr hdr;
@@ -572,6 +572,13 @@ static inline void keep_chunk(struct dp_reasm *r, struct dp_ra_ctx *c, const str
 	l->p[f->index] = dst;
 }
 
+/* keep_chunk out of line: the paths that are not a run (fragment 0, a
+ * fragment pushed alone) stay as small as without keeping. */
+static __attribute__((noinline)) void keep_one(struct dp_reasm *r, struct dp_ra_ctx *c, const struct fg_frag *f)
+{
+	keep_chunk(r, c, f);
+}
+
 /* Whether a frame whose fragment 0 (chunk) makes its context BUFFER lists
  * its chunks: a seed (cls rc 0, band SEED; s its prefix) of another
  * shard, of at most DP_RA_KEEP_FRAGS fragments, nothing held before
@@ -714,7 +721,7 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 	c->keep = keep;
 	c->nkept = 0;
 	if (keep)
-		keep_chunk(r, c, r->keep.f0);
+		keep_one(r, c, r->keep.f0);
 	else
 		r->copy(c->buf, chunk, len);
 	c->state = RA_BUFFER;
@@ -872,7 +879,7 @@ static inline __attribute__((always_inline)) void push(struct dp_reasm *r, const
 		break;
 	case RA_BUFFER:
 		if (c->keep)
-			keep_chunk(r, c, f);
+			keep_one(r, c, f);
 		else
 			r->copy(c->buf + (size_t)f->index * C, f->chunk, f->chunk_len);
 		break;
@@ -952,6 +959,26 @@ static inline bool run_take(struct dp_ra_ctx *c, const struct fg_frag *f, uint32
 	return true;
 }
 
+/* buffer_run of a context that lists its chunks (keep_chunk for each),
+ * out of line: the runs of the other contexts are compiled as without
+ * keeping. */
+static __attribute__((noinline)) unsigned keep_run(struct dp_reasm *r, uint32_t ci, const struct fg_frag *f,
+						    unsigned n, uint64_t now, struct dp_reasm_out *out)
+{
+	struct dp_ra_ctx *c = &r->ctx[ci];
+	uint32_t C = r->cfg.chunk;
+	unsigned k = 0;
+	while (k < n && run_take(c, &f[k], C)) {
+		keep_chunk(r, c, &f[k]);
+		k++;
+		if (++c->nrecv == c->total && !c->bad) {
+			ctx_complete(r, ci, now, out);
+			break;
+		}
+	}
+	return k;
+}
+
 /* The fast path of a BUFFER context: each chunk copied to its frame
  * offset in the buffer; the last one to come hands the whole frame out
  * (EV_FRAME, with fragment 0's header and class) and the context is done.
@@ -964,11 +991,10 @@ static inline __attribute__((always_inline)) unsigned buffer_run(struct dp_reasm
 	struct dp_ra_ctx *c = &r->ctx[ci];
 	uint32_t C = r->cfg.chunk;
 	unsigned k = 0;
+	if (c->keep)
+		return keep_run(r, ci, f, n, now, out);
 	while (k < n && run_take(c, &f[k], C)) {
-		if (c->keep)
-			keep_chunk(r, c, &f[k]);
-		else
-			r->copy(c->buf + (size_t)f[k].index * C, f[k].chunk, f[k].chunk_len);
+		r->copy(c->buf + (size_t)f[k].index * C, f[k].chunk, f[k].chunk_len);
 		k++;
 		if (++c->nrecv == c->total && !c->bad) {
 			ctx_complete(r, ci, now, out);

@@ -64,9 +64,10 @@ static struct {
 	unsigned n;
 	unsigned reports[16];
 	unsigned bodies;
-	uint8_t xmem[8][DP_XFER_HDR + 8192] __attribute__((aligned(64)));
+	uint8_t xmem[8][DP_XFER_HDR + 8192 + DP_RA_KEEP_LIST] __attribute__((aligned(64)));
 	void *xfree[8];
 	unsigned nfree;
+	unsigned kept_back; /* received buffers of chunk lists given back (f_kept_put) */
 } io;
 
 static bool f_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *head,
@@ -117,6 +118,20 @@ static bool f_handoff(struct dp_lcore *lc, unsigned owner, struct dp_xfer *x)
 	return false;
 }
 
+/* A chunk list's received buffers (struct keep_tok here) given back: each
+ * once, to the lcore that received them (0). */
+struct keep_tok {
+	unsigned given;
+};
+static void f_kept_put(struct dp_lcore *lc, unsigned src, void *const *m, unsigned n)
+{
+	(void)lc;
+	assert_int_equal(src, 0);
+	for (unsigned i = 0; i < n; i++)
+		((struct keep_tok *)m[i])->given++;
+	io.kept_back += n;
+}
+
 static void f_report(struct dp_lcore *lc, const union fg_bmsg *m)
 {
 	(void)lc;
@@ -136,7 +151,7 @@ static bool f_report_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_bo
 }
 
 static const struct dp_io fake = {f_dgram, f_route, f_xget, f_xput, f_handoff, f_report, f_report_body, NULL, NULL, NULL, NULL,
-				  NULL, NULL, NULL, NULL, NULL, NULL};
+				  NULL, NULL, NULL, NULL, NULL, f_kept_put};
 
 static void *rget(void *arg)
 {
@@ -1041,6 +1056,43 @@ static void hand(const struct dp_peer *from, const uint8_t *frame, uint32_t len,
 	dp_shard_handed(&lc, x, now);
 }
 
+/* hand()'s frame as a chunk list (dp_reasm.h): each fragment's chunk in
+ * its own received buffer (keep_tok) at an odd offset, the frame's bytes
+ * in the xfer buffer not written (their place overwritten), so the body
+ * can only come from the chunks; every buffer given back once. */
+static void hand_chunks(const struct dp_peer *from, const uint8_t *frame, uint32_t len, bool seeded, uint64_t now)
+{
+	static uint8_t pkt[DP_RA_KEEP_FRAGS][2048];
+	static struct keep_tok tok[DP_RA_KEEP_FRAGS];
+	struct dp_xfer *x = f_xget(&lc);
+	assert_non_null(x);
+	uint32_t C = env.chunk, total = fg_frag_count(len, C);
+	assert_true(total >= 2 && total <= DP_RA_KEEP_FRAGS && C + 5 <= sizeof(pkt[0]));
+	*x = (struct dp_xfer){.peer = *from, .route = no_route, .len = len, .ack = true, .decoded = true,
+			      .hash = dp_peer_hash(from, 0), .nchunk = (uint8_t)total, .src = 0};
+	assert_int_equal(dp_frame_decode(&lc.ictx, frame, len, &x->fr), 0);
+	if (seeded) {
+		assert_true(fg_seed_decode_prefix(&x->fr.hdr, frame + FG_HDR_LEN, len - FG_HDR_LEN, x->fr.cls.layer,
+						  &lim, &x->seed) > 0);
+		x->seeded = true;
+	}
+	struct dp_ra_list *l = dp_ra_list(dp_xfer_data(x), env.frame_max);
+	for (uint32_t i = 0; i < total; i++) {
+		uint32_t n = i + 1 < total ? C : len - i * C;
+		memcpy(pkt[i] + 5, frame + i * C, n);
+		l->p[i] = pkt[i] + 5;
+		l->m[i] = &tok[i];
+		tok[i].given = 0;
+	}
+	l->nkept = total;
+	memset(dp_xfer_data(x), 0xEE, len);
+	unsigned back = io.kept_back;
+	dp_shard_handed(&lc, x, now);
+	assert_int_equal(io.kept_back, back + total);
+	for (uint32_t i = 0; i < total; i++)
+		assert_int_equal(tok[i].given, 1);
+}
+
 /* Handed over, with the seed prefix the receiving lcore decoded or
  * without, a seed's contributions are placed as the owner's own fragment
  * path places them: resolved, late, duplicate, conflict give
@@ -1072,6 +1124,22 @@ static void test_handed_as_owned(void **st)
 	/* the receiving lcore counted the fragments and frames */
 	static const enum fg_dp_counter theirs[] = {FG_C_FRAGS, FG_C_FRAMES};
 	same_as_one_but(theirs, FG_ARRAY_LEN(theirs), false);
+	/* the same handed as chunk lists (a seed's prefix decoded: placed
+	 * from the chunks; without: made whole first) */
+	keep_as_one(st);
+	for (unsigned k = 0; k < HANDED_N; k++) {
+		uint32_t n = handed_frame(k, fr, sizeof(fr), &p);
+		hand(&p, fr, n, k % 2 == 1, MS + k);
+	}
+	dp_shard_tick(&lc, 60 * MS);
+	keep_as_one(st);
+	for (unsigned k = 0; k < HANDED_N; k++) {
+		uint32_t n = handed_frame(k, fr, sizeof(fr), &p);
+		hand_chunks(&p, fr, n, k % 2 == 1, MS + k);
+	}
+	dp_shard_tick(&lc, 60 * MS);
+	assert_int_equal(io.nfree, 8);
+	same_as_one_but(NULL, 0, true);
 
 	/* a header that says one byte less than the frame handed */
 	uint32_t n = handed_frame(4, fr, sizeof(fr), &p);
