@@ -966,16 +966,40 @@ static __attribute__((noinline)) unsigned keep_run(struct dp_reasm *r, uint32_t 
 						    unsigned n, uint64_t now, struct dp_reasm_out *out)
 {
 	struct dp_ra_ctx *c = &r->ctx[ci];
-	uint32_t C = r->cfg.chunk;
-	unsigned k = 0;
+	const uint32_t C = r->cfg.chunk;
+	struct dp_ra_list *l = dp_ra_list(c->buf, r->cfg.frame_max);
+	/* a run's fragments are consecutive elements of one burst: named
+	 * all, or none (keep_chunk's test, made once); the counts in locals,
+	 * written back once */
+	uintptr_t d = (uintptr_t)f - (uintptr_t)r->keep.f;
+	const bool named = d < r->keep.size;
+	const uint32_t e0 = named ? (uint32_t)(d / sizeof(*f)) : 0;
+	void *const *pkts = r->keep.pkts;
+	uint32_t mask = 0;
+	unsigned nkept = c->nkept, nrecv = c->nrecv, k = 0;
+	bool whole = false;
 	while (k < n && run_take(c, &f[k], C)) {
-		keep_chunk(r, c, &f[k]);
+		const struct fg_frag *g = &f[k];
+		if (named) {
+			l->m[nkept++] = pkts[e0 + k];
+			l->p[g->index] = g->chunk;
+			mask |= 1u << (e0 + k);
+		} else {
+			uint8_t *dst = c->buf + (size_t)g->index * C;
+			r->copy(dst, g->chunk, g->chunk_len);
+			l->p[g->index] = dst;
+		}
 		k++;
-		if (++c->nrecv == c->total && !c->bad) {
-			ctx_complete(r, ci, now, out);
+		if (++nrecv == c->total && !c->bad) {
+			whole = true;
 			break;
 		}
 	}
+	c->nkept = (uint8_t)nkept;
+	c->nrecv = (uint8_t)nrecv;
+	r->keep.mask |= mask;
+	if (whole)
+		ctx_complete(r, ci, now, out);
 	return k;
 }
 
