@@ -656,7 +656,8 @@ static int lcore_setup(struct dp_state *g, unsigned i, unsigned lcore_id)
 		.shard_self = i,
 		.n_shards = g->n,
 		.n_layers = g->cfg.layers,
-		.bufs = {.get = xfer_get, .put = xfer_put, .arg = g->xfer, .drop = kept_drop},
+		.bufs = {.get = xfer_get, .put = xfer_put, .arg = g->xfer},
+		.keep_drop = kept_drop,
 		.sink = dp_shard_sink,
 		.sink_arg = lc,
 	};

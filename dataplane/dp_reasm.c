@@ -67,7 +67,7 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 	if (!cfg->contexts || cfg->contexts > (1u << 24) || cfg->chunk < 64 || !cfg->frame_max ||
 	    cfg->frame_max > FG_FRAG_MAX * cfg->chunk || !cfg->bufs.get || !cfg->bufs.put ||
 	    !cfg->n_shards || cfg->shard_self >= cfg->n_shards || ((uintptr_t)mem & 63) ||
-	    (cfg->keep_max && !cfg->bufs.drop))
+	    (cfg->keep_max && !cfg->keep_drop))
 		return -EINVAL;
 	if (len < dp_reasm_mem_size(cfg))
 		return -ENOSPC;
@@ -309,7 +309,7 @@ static void ctx_drop_buf(struct dp_reasm *r, struct dp_ra_ctx *c)
 static void keep_drop(struct dp_reasm *r, struct dp_ra_ctx *c)
 {
 	if (c->nkept) {
-		r->cfg.bufs.drop(r->cfg.bufs.arg, dp_ra_list(c->buf, r->cfg.frame_max)->m, c->nkept);
+		r->cfg.keep_drop(r->cfg.bufs.arg, dp_ra_list(c->buf, r->cfg.frame_max)->m, c->nkept);
 		r->keep.avail += c->nkept;
 	}
 	c->nkept = 0;

@@ -60,9 +60,6 @@ struct dp_buf_ops {
 	void *(*get)(void *arg);         /* NULL when none is free */
 	void (*put)(void *arg, void *buf);
 	void *arg;
-	/* Received buffers the table kept (dp_ra_keep), given back: a context
-	 * that ends without handing its frame out. Needed with keep_max. */
-	void (*drop)(void *arg, void *const *m, unsigned n);
 };
 
 /* A frame of a seed another shard owns may be handed out as the list of
@@ -103,9 +100,12 @@ struct dp_reasm_cfg {
 	void *sink_arg;
 	/* Received buffers kept at once (by contexts, and handed out not yet
 	 * given back: dp_reasm_kept_back); 0: every chunk is copied. With it,
-	 * frame buffers hold frame_max + DP_RA_KEEP_LIST bytes and bufs.drop
+	 * frame buffers hold frame_max + DP_RA_KEEP_LIST bytes and keep_drop
 	 * is set. */
 	uint32_t keep_max;
+	/* Received buffers the table kept, given back by it (a context that
+	 * ends without handing its frame out); arg is bufs.arg. */
+	void (*keep_drop)(void *arg, void *const *m, unsigned n);
 };
 
 /* What happened to one fragment (exactly one per push). */

@@ -1305,8 +1305,9 @@ static struct env *env_keep(uint32_t contexts, uint32_t keep_max)
 	struct env *e = env_alloc(4096);
 	e->ictx.lines = facts_all(1 /* shadow */);
 	struct dp_reasm_cfg rc = {.contexts = contexts, .chunk = CHUNK, .frame_max = 4096, .timeout_ns = 1000000,
-				  .n_shards = 2, .shard_self = 0, .n_layers = LAYERS, .keep_max = keep_max};
-	rc.bufs = (struct dp_buf_ops){.get = buf_get, .put = buf_put, .drop = keep_drop, .arg = e};
+				  .n_shards = 2, .shard_self = 0, .n_layers = LAYERS, .keep_max = keep_max,
+				  .keep_drop = keep_drop};
+	rc.bufs = (struct dp_buf_ops){.get = buf_get, .put = buf_put, .arg = e};
 	size_t sz = dp_reasm_mem_size(&rc);
 	e->rmem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
 	assert_int_equal(dp_reasm_init(&e->r, e->rmem, sz, &rc), 0);
