@@ -38,6 +38,11 @@
  *     drains held fragments); every buffer obtained is returned exactly once,
  *     either by the table or by the caller that received EV_FRAME.
  *  3. nrecv == popcount(bits) <= total.
+ *  4. A received buffer the table keeps (keep_max, a BUFFER context that
+ *     lists its chunks) is given back exactly once: by the table
+ *     (keep_drop) when its context ends without handing the frame out
+ *     (expiry, eviction, shutdown), else by whoever received the frame
+ *     (EV_FRAME with nchunk), who counts it back (dp_reasm_kept_back).
  */
 #ifndef DP_REASM_H
 #define DP_REASM_H

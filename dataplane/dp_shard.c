@@ -10,7 +10,13 @@
  * shard (fg_shard_of) is its own, chunks go straight into the slot buffer;
  * otherwise the whole frame is assembled in an xfer buffer and that buffer
  * (not a copy) is handed to the owner (io->handoff: on DPDK, the owner's
- * MP/SC rte_ring).
+ * MP/SC rte_ring). A seed's frame of at most DP_RA_KEEP_FRAGS fragments
+ * goes as a chunk list instead (dp_reasm.h: the xfer buffer lists the
+ * received mbufs its chunks lie in, kept, not copied; x->nchunk): the
+ * owner copies the body from the chunks into its slot (handed_seed) and
+ * gives the mbufs back; any path that reads such a frame whole makes it
+ * whole first (xfer_flatten), and every path that ends it gives the mbufs
+ * back (xfer_release).
  *
  * Decode once: a frame's header is decoded and its stream classified once
  * on the lcore, into a struct dp_frame that ownership, the consumer-ACK
