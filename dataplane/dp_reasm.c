@@ -579,21 +579,22 @@ static __attribute__((noinline)) void keep_one(struct dp_reasm *r, struct dp_ra_
 	keep_chunk(r, c, f);
 }
 
-/* Whether a frame whose fragment 0 (chunk) makes its context BUFFER lists
+/* Whether a frame whose fragment 0 (f0) makes its context BUFFER lists
  * its chunks: a seed (cls rc 0, band SEED; s its prefix) of another
  * shard, of at most DP_RA_KEEP_FRAGS fragments, nothing held before
- * fragment 0, and fragment 0 the start of a run of the burst whose
- * buffers the caller named. */
-static inline bool keep_frame(const struct dp_reasm *r, const struct dp_ra_ctx *c, const uint8_t *chunk,
+ * fragment 0, and fragment 0 an element of the burst whose buffers the
+ * caller named. */
+static inline bool keep_frame(const struct dp_reasm *r, const struct dp_ra_ctx *c, const struct fg_frag *f0,
 			      const struct fg_ingest_class *cls, const struct fg_seed *s)
 {
-	return r->keep.size && !c->buf && c->total <= DP_RA_KEEP_FRAGS && r->keep.f0 && r->keep.f0->chunk == chunk &&
+	return (uintptr_t)f0 - (uintptr_t)r->keep.f < r->keep.size && !c->buf && c->total <= DP_RA_KEEP_FRAGS &&
 	       cls->rc == 0 && cls->band == FG_BAND_SEED && r->cfg.n_shards > 1 &&
 	       fg_shard_of(s->token_seq, s->dst_layer, r->cfg.n_layers, r->cfg.n_shards) != r->cfg.shard_self;
 }
 
 /* Fragment 0 arrived: read the header (and the seed prefix) and choose the
- * context's path. chunk holds frame bytes [0, len). The header and the
+ * context's path. chunk holds frame bytes [0, len) (fragment f0's, whose
+ * received buffer a frame that lists its chunks keeps). The header and the
  * class are kept in the context only for BUFFER (handed out with the
  * frame); a seed's prefix is decoded in place (c->seed: read by every
  * later outcome) and copied to out->seed only with an outcome. Forced
@@ -601,6 +602,7 @@ static inline bool keep_frame(const struct dp_reasm *r, const struct dp_ra_ctx *
  * a call would give it a second prologue and epilogue. */
 static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c,
 								  const uint8_t *chunk, uint32_t len,
+								  const struct fg_frag *f0,
 								  const struct fg_ingest_ctx *ictx, uint64_t now,
 								  struct dp_reasm_out *out)
 {
@@ -708,7 +710,7 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 		return;
 	}
 	/* BUFFER: held fragments are already at their frame offsets. */
-	bool keep = keep_frame(r, c, chunk, &cls, &c->seed);
+	bool keep = keep_frame(r, c, f0, &cls, &c->seed);
 	if (!c->buf) {
 		c->buf = r->cfg.bufs.get(r->cfg.bufs.arg);
 		if (!c->buf) {
@@ -721,7 +723,7 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 	c->keep = keep;
 	c->nkept = 0;
 	if (keep)
-		keep_one(r, c, r->keep.f0);
+		keep_one(r, c, f0);
 	else
 		r->copy(c->buf, chunk, len);
 	c->state = RA_BUFFER;
@@ -816,7 +818,7 @@ static inline __attribute__((always_inline)) void push(struct dp_reasm *r, const
 		 * completes nothing. */
 		c->bits[0] = 1;
 		c->nrecv = 1;
-		first_fragment(r, c, f->chunk, f->chunk_len, ictx, now, out);
+		first_fragment(r, c, f->chunk, f->chunk_len, f, ictx, now, out);
 		return;
 	}
 	if (c->state == RA_DONE) {
@@ -870,7 +872,7 @@ static inline __attribute__((always_inline)) void push(struct dp_reasm *r, const
 	switch (c->state) {
 	case RA_HOLD:
 		if (f->index == 0)
-			first_fragment(r, c, f->chunk, f->chunk_len, ictx, now, out);
+			first_fragment(r, c, f->chunk, f->chunk_len, f, ictx, now, out);
 		break;
 	case RA_SLOT:
 		out->stream_id = c->stream_id;
@@ -1100,7 +1102,6 @@ unsigned dp_reasm_push_run(struct dp_reasm *r, const struct dp_peer *peer, uint3
 			   const struct fg_frag *f, uint16_t frame_id, unsigned n, const struct fg_ingest_ctx *ictx,
 			   uint64_t now, struct dp_reasm_out *out)
 {
-	r->keep.f0 = f; /* fragment 0 of a frame that lists its chunks keeps its buffer */
 	push(r, peer, hash, hint, f, frame_id, ictx, now, out);
 	/* Taken with nothing to answer: the context push used (in hint) takes
 	 * the rest as dp_reasm_land_run would. A SLOT context after fragment

@@ -176,7 +176,6 @@ struct dp_ra_keep {
 	uint32_t size;            /* bytes of f[] named; 0: none (outside a burst) */
 	uint32_t mask;
 	void *const *pkts;
-	const struct fg_frag *f0; /* the fragment a run starts with (dp_reasm_push_run) */
 	uint32_t avail;           /* buffers it may keep yet (keep_max less those out): a burst's
 				   * are named only while a whole burst fits (size 0 else) */
 	uint32_t back_seen;       /* back when avail was last brought up to date */
@@ -224,7 +223,6 @@ static inline void dp_reasm_keep_begin(struct dp_reasm *r, const struct fg_frag 
 static inline uint32_t dp_reasm_keep_end(struct dp_reasm *r)
 {
 	r->keep.size = 0;
-	r->keep.f0 = NULL;
 	r->keep.avail -= (uint32_t)__builtin_popcount(r->keep.mask);
 	return r->keep.mask;
 }
