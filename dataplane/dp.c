@@ -33,6 +33,7 @@
 #include "dp_burst_guard.h"
 #include "dp_idle_fd.h"
 #include "dp_internal.h"
+#include "dp_neigh.h"
 #include "dp_shard.h"
 #include "dp_tx.h"
 
@@ -175,7 +176,7 @@ static uint64_t memory_needed(const struct dp_state *g, uint32_t n_mbufs, uint32
 			 2ull * fg_pool_mem_size(g->prof.lane_bufs, g->frame_max);
 	uint64_t rings = (uint64_t)g->prof.handoff_ring * 8 + 4096;
 	return (uint64_t)g->n * (per_lcore + lanes + rings) + (uint64_t)n_mbufs * (RTE_MBUF_DEFAULT_BUF_SIZE + 256) +
-	       (uint64_t)n_xfer * (g->frame_max + DP_XFER_HDR + 64);
+	       (uint64_t)n_xfer * (g->frame_max + DP_XFER_HDR + DP_RA_KEEP_LIST + 64);
 }
 
 static int build_eal_args(struct dp_state *g, struct argv_buf *a, uint64_t need_bytes)
@@ -538,6 +539,47 @@ static void *xfer_get(void *arg)
 
 static void xfer_put(void *arg, void *buf) { rte_mempool_put(arg, dp_xfer_of(buf)); }
 
+/* Received mbufs a reassembly table kept (plain, of dp_g.mbufs: dp_rx.c)
+ * given back by the table itself. */
+static void kept_drop(void *arg, void *const *m, unsigned n)
+{
+	(void)arg;
+	rte_mempool_put_bulk(dp_g.mbufs, m, n);
+}
+
+/* Received mbufs each lcore's reassembly may keep at once (a frame of a
+ * seed another lcore owns, handed over as its fragments' mbufs instead of
+ * a copy: dp_reasm.h): with several lcores, DP_KEEP_MAX each, which the
+ * default pool has room for besides; with [port] mbufs set, a quarter of
+ * that pool shared out, at most DP_KEEP_MAX each. */
+#define DP_KEEP_MAX 2048u
+static uint32_t keep_max_of(const struct dp_state *g)
+{
+	if (g->n < 2)
+		return 0;
+	if (!g->prof.mbufs)
+		return DP_KEEP_MAX;
+	return RTE_MIN(DP_KEEP_MAX, g->prof.mbufs / (4u * g->n));
+}
+
+/* Whether the port's received mbufs may outlive their burst (kept by
+ * reassembly): not a zero-copy memif client's or an AF_XDP socket's,
+ * whose buffers are the rings' shared memory. */
+static bool rx_may_keep(const struct dp_state *g)
+{
+	struct rte_eth_dev_info info;
+	if (rte_eth_dev_info_get(g->port, &info) != 0)
+		return false;
+	if (strcmp(info.driver_name, "net_af_xdp") == 0)
+		return false;
+	if (strcmp(info.driver_name, "net_memif") == 0) {
+		const struct rte_devargs *da = info.device ? rte_dev_devargs(info.device) : NULL;
+		if (da && da->args && strstr(da->args, "zero-copy=yes"))
+			return false;
+	}
+	return true;
+}
+
 static int lane_setup(struct dp_state *g, unsigned i, struct fg_lane *lane)
 {
 	size_t ring = fg_ring_mem_size(g->prof.lane_ring, sizeof(union fg_bmsg));
@@ -615,9 +657,12 @@ static int lcore_setup(struct dp_state *g, unsigned i, unsigned lcore_id)
 		.n_shards = g->n,
 		.n_layers = g->cfg.layers,
 		.bufs = {.get = xfer_get, .put = xfer_put, .arg = g->xfer},
+		.keep_drop = kept_drop,
 		.sink = dp_shard_sink,
 		.sink_arg = lc,
 	};
+	lc->rx_keep = keep_max_of(g) && rx_may_keep(g);
+	rcfg.keep_max = lc->rx_keep ? keep_max_of(g) : 0;
 	sz = dp_reasm_mem_size(&rcfg);
 	snprintf(name, sizeof(name), "fgdp_reasm%u", i);
 	lc->reasm_mem = rte_malloc(name, sz, 64);
@@ -678,8 +723,13 @@ static void free_all(struct dp_state *g)
 				dp_reasm_fini(&lc->reasm);
 			if (lc->inbox) {
 				void *e;
-				while (rte_ring_dequeue(lc->inbox, &e) == 0)
+				while (rte_ring_dequeue(lc->inbox, &e) == 0) {
+					struct dp_xfer *x = e;
+					const struct dp_ra_list *l = dp_ra_list(dp_xfer_data(x), g->frame_max);
+					for (unsigned j = 0; x->len != DP_XFER_NEIGH && x->nchunk && j < l->nkept; j++)
+						rte_mempool_put(g->mbufs, l->m[j]); /* a chunk list's kept mbufs */
 					rte_mempool_put(g->xfer, e);
+				}
 				rte_ring_free(lc->inbox);
 			}
 			rte_free(lc->slots_mem);
@@ -865,7 +915,9 @@ int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_bou
 
 	uint32_t n_mbufs = g->prof.mbufs;
 	if (!n_mbufs)
-		n_mbufs = (uint32_t)(g->n * (g->prof.rx_desc + g->prof.tx_desc + DP_TX_MAX + 2 * DP_BURST + 512) + 2048);
+		n_mbufs = (uint32_t)(g->n * (g->prof.rx_desc + g->prof.tx_desc + DP_TX_MAX + 2 * DP_BURST + 512 +
+					     keep_max_of(g)) +
+				     2048);
 	uint32_t n_xfer = g->n * (cfg->reasm_contexts + g->prof.handoff_ring) + 1024;
 
 	struct argv_buf a = {.n = 0};
@@ -892,7 +944,8 @@ int dp_init(const struct fg_config *cfg, const char *profile_path, struct fg_bou
 		goto fail;
 	}
 	g->mbufs = rte_pktmbuf_pool_create("fgdp_mbuf", n_mbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
-	g->xfer = rte_mempool_create("fgdp_xfer", n_xfer, DP_XFER_HDR + g->frame_max, 64, 0, NULL, NULL, NULL, NULL,
+	/* a frame buffer: the xfer header, the frame, a chunk list (dp_reasm.h) */
+	g->xfer = rte_mempool_create("fgdp_xfer", n_xfer, DP_XFER_HDR + g->frame_max + DP_RA_KEEP_LIST, 64, 0, NULL, NULL, NULL, NULL,
 				     (int)rte_socket_id(), 0);
 	if (!g->mbufs || !g->xfer) {
 		DP_LOG(ERR, "mempools (%u mbufs, %u frame buffers of %u bytes): %s", n_mbufs, n_xfer, g->frame_max,

@@ -50,6 +50,7 @@
 
 struct rte_ring;
 struct rte_mbuf;
+struct rte_mempool_cache;
 struct dp_lcore;
 struct dp_tx_ref;
 
@@ -108,6 +109,9 @@ struct dp_xfer {
 	bool decoded;         /* fr holds the frame's decode (a hand-off); false: the owner decodes (an ACK copy) */
 	bool seeded;          /* decoded, a seed (fr.cls.rc 0, band SEED) and seed holds its header and prefix
 			       * as fg_seed_decode under the lcores' limits gives them, body NULL */
+	uint8_t nchunk;       /* 0: the frame is in the data; else a chunk list of nchunk fragments
+			       * (dp_reasm_out.nchunk, dp_ra_chunks at data + env->frame_max) */
+	uint8_t src;          /* the lcore that received it, whose table kept the list's buffers */
 	struct dp_frame fr;
 	uint32_t hash;        /* dp_peer_hash(&peer, 0), as the receiving lcore's flow has it: the ACK note's */
 	struct fg_seed seed;
@@ -223,6 +227,11 @@ struct dp_io {
 	/* report_commit for a message whose body is already in the buffer
 	 * sink prepared (lc->sink_has_buf): no copy; the buffer goes with m. */
 	void (*report_commit_sunk)(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_body *body, uint32_t len);
+	/* Received buffers m[0..n) that lcore src's reassembly kept for a
+	 * chunk list (dp_xfer.nchunk), given back once read (freed, and
+	 * counted back to src's table: dp_reasm_kept_back). Needed where
+	 * tables keep buffers (dp_reasm_cfg.keep_max). */
+	void (*kept_put)(struct dp_lcore *lc, unsigned src, void *const *m, unsigned n);
 };
 
 /* What every shard reads, written before the shards run. */
@@ -365,6 +374,8 @@ struct dp_lcore {
 	uint8_t local4[16], local6[16]; /* last local address seen per family */
 	struct dp_rx_flow rx_flow[DP_RX_FLOWS]; /* DPDK only (dp_rx.c) */
 	uint8_t rx_flow_turn; /* which of two taken places a new flow takes next */
+	bool rx_keep;         /* DPDK only: reasm may keep this lcore's received mbufs (dp_rx.c) */
+	struct rte_mempool_cache *mbuf_cache; /* DPDK only: this lcore's cache of the mbuf pool (kept_put) */
 } __attribute__((aligned(64))); /* a cache line: per-lcore state never shares one */
 
 /* Per-lcore counting (single writer: the lcore that owns lc). */

@@ -42,6 +42,29 @@ static void io_xfer_put(struct dp_lcore *lc, struct dp_xfer *x)
 	rte_mempool_put(dp_g.xfer, x);
 }
 
+/* io->kept_put: plain mbufs of dp_g.mbufs (only those are kept, dp_rx.c),
+ * back to their pool as the receive burst returns them, through the
+ * lcore's cache (dp_lcore_main found it). */
+static __attribute__((noinline)) void kept_put_flush(struct dp_lcore *lc, void *const *m, unsigned n)
+{
+	rte_mempool_generic_put(dp_g.mbufs, m, n, lc->mbuf_cache);
+}
+
+static void io_kept_put(struct dp_lcore *lc, unsigned src, void *const *m, unsigned n)
+{
+	struct rte_mempool_cache *c = lc->mbuf_cache;
+	if (__builtin_expect(c && c->len + n <= c->flushthresh, 1)) {
+		/* rte_mempool_generic_put's common case, a few pointers */
+		void **to = &c->objs[c->len];
+		c->len += n;
+		for (unsigned i = 0; i < n; i++)
+			to[i] = m[i];
+	} else {
+		kept_put_flush(lc, m, n);
+	}
+	dp_reasm_kept_back(&dp_g.lc[src]->reasm, n);
+}
+
 static bool io_handoff(struct dp_lcore *lc, unsigned owner, struct dp_xfer *x)
 {
 	if (owner >= dp_g.n || rte_ring_mp_enqueue(dp_g.lc[owner]->inbox, x) != 0)
@@ -106,6 +129,7 @@ const struct dp_io dp_io_dpdk = {
 	.report_commit = dp_lane_commit_body,
 	.sink = io_sink,
 	.report_commit_sunk = dp_lane_commit_sunk,
+	.kept_put = io_kept_put,
 };
 
 unsigned dp_inbox_poll(struct dp_lcore *lc, uint64_t now)

@@ -42,6 +42,11 @@ struct dp_ra_ctx {
 	uint32_t tail;
 	struct dp_peer peer;
 	uint16_t stream_id;
+	/* BUFFER: whether the frame is a chunk list (dp_ra_list at buf +
+	 * frame_max) instead of assembled in buf, and the received buffers
+	 * the list holds (in the two bytes before sequence) */
+	bool keep;
+	uint8_t nkept;
 	uint32_t sequence;
 	uint64_t t_ns;
 	uint32_t prev, next;
@@ -66,13 +71,16 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 {
 	if (!cfg->contexts || cfg->contexts > (1u << 24) || cfg->chunk < 64 || !cfg->frame_max ||
 	    cfg->frame_max > FG_FRAG_MAX * cfg->chunk || !cfg->bufs.get || !cfg->bufs.put ||
-	    !cfg->n_shards || cfg->shard_self >= cfg->n_shards || ((uintptr_t)mem & 63))
+	    !cfg->n_shards || cfg->shard_self >= cfg->n_shards || ((uintptr_t)mem & 63) ||
+	    (cfg->keep_max && !cfg->keep_drop))
 		return -EINVAL;
 	if (len < dp_reasm_mem_size(cfg))
 		return -ENOSPC;
 	memset(r, 0, sizeof(*r));
 	r->cfg = *cfg;
 	r->copy = dp_ra_copy_pick(2);
+	r->gather = dp_ra_gather_pick(2);
+	r->keep.avail = cfg->keep_max;
 	r->ctx = mem;
 	r->n_buckets = dp_pow2_at_least(cfg->contexts * 4);
 	r->bucket = (uint32_t *)((uint8_t *)mem + dp_align64((size_t)cfg->contexts * sizeof(struct dp_ra_ctx)));
@@ -93,10 +101,11 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 /* dst[0..len) = src[0..len) in W-byte moves: eight a round, then four,
  * two and one as the rest needs, the last one ending at byte len (it may
  * rewrite bytes the one before wrote, with the same values); under W
- * bytes, memcpy. */
+ * bytes, memcpy. name##_in is the copy inlined, name its function, and
+ * name##_gather the dp_ra_gather_fn of it. */
 #define RA_COPY_FN(name, isa, W)                                                                          \
-	__attribute__((target(isa))) static void name(uint8_t *restrict dst, const uint8_t *restrict src, \
-						    uint32_t len)                                         \
+	__attribute__((target(isa), always_inline)) static inline void name##_in(                          \
+		uint8_t *restrict dst, const uint8_t *restrict src, uint32_t len)                         \
 	{                                                                                                 \
 		typedef uint8_t vec __attribute__((vector_size(W)));                                      \
 		vec v0, v1, v2, v3, v4, v5, v6, v7;                                                       \
@@ -147,11 +156,45 @@ int dp_reasm_init(struct dp_reasm *r, void *mem, size_t len, const struct dp_rea
 		}                                                                                         \
 		memcpy(&v0, src + len - (W), (W));                                                        \
 		memcpy(dst + len - (W), &v0, (W));                                                        \
+	}                                                                                                 \
+	__attribute__((target(isa))) static void name(uint8_t *restrict dst, const uint8_t *restrict src, \
+						    uint32_t len)                                         \
+	{                                                                                                 \
+		name##_in(dst, src, len);                                                                 \
+	}                                                                                                 \
+	__attribute__((target(isa))) static void name##_gather(uint8_t *restrict dst,                     \
+							       const uint8_t *const *p, unsigned n,       \
+							       uint32_t C, uint32_t skip, uint32_t last)  \
+	{                                                                                                 \
+		name##_in(dst, p[0] + skip, C - skip);                                                    \
+		dst += C - skip;                                                                          \
+		for (unsigned i = 1; i + 1u < n; i++, dst += C)                                           \
+			name##_in(dst, p[i], C);                                                          \
+		name##_in(dst, p[n - 1], last);                                                           \
 	}
 RA_COPY_FN(copy_avx512, "avx512f", 64)
 RA_COPY_FN(copy_avx2, "avx2", 32)
 
 static void copy_libc(uint8_t *restrict dst, const uint8_t *restrict src, uint32_t len) { memcpy(dst, src, len); }
+static void copy_libc_gather(uint8_t *restrict dst, const uint8_t *const *p, unsigned n, uint32_t C, uint32_t skip,
+			     uint32_t last)
+{
+	memcpy(dst, p[0] + skip, C - skip);
+	dst += C - skip;
+	for (unsigned i = 1; i + 1u < n; i++, dst += C)
+		memcpy(dst, p[i], C);
+	memcpy(dst, p[n - 1], last);
+}
+
+dp_ra_gather_fn *dp_ra_gather_pick(unsigned max_level)
+{
+	__builtin_cpu_init();
+	if (max_level >= 2 && __builtin_cpu_supports("avx512f"))
+		return copy_avx512_gather;
+	if (max_level >= 1 && __builtin_cpu_supports("avx2"))
+		return copy_avx2_gather;
+	return copy_libc_gather;
+}
 
 dp_ra_copy_fn *dp_ra_copy_pick(unsigned max_level)
 {
@@ -268,6 +311,17 @@ static void ctx_drop_buf(struct dp_reasm *r, struct dp_ra_ctx *c)
 	}
 }
 
+/* A BUFFER context that lists its chunks ends without handing its frame
+ * out: the received buffers it kept are given back. */
+static void keep_drop(struct dp_reasm *r, struct dp_ra_ctx *c)
+{
+	if (c->nkept) {
+		r->cfg.keep_drop(r->cfg.bufs.arg, dp_ra_list(c->buf, r->cfg.frame_max)->m, c->nkept);
+		r->keep.avail += c->nkept;
+	}
+	c->nkept = 0;
+}
+
 /* Return a context to the free list; releases its buffer and aborts a slot
  * attempt still in progress (timeouts, shutdown). */
 static void ctx_free(struct dp_reasm *r, uint32_t i, bool abort_slot)
@@ -275,6 +329,8 @@ static void ctx_free(struct dp_reasm *r, uint32_t i, bool abort_slot)
 	struct dp_ra_ctx *c = &r->ctx[i];
 	if (c->state == RA_SLOT && abort_slot && r->cfg.slots)
 		fg_slot_abort(r->cfg.slots, &c->ref);
+	if (c->state == RA_BUFFER && c->keep)
+		keep_drop(r, c);
 	ctx_drop_buf(r, c);
 	hash_remove(r, i);
 	if (c->on_done)
@@ -515,8 +571,51 @@ static inline __attribute__((always_inline)) bool begin_direct(struct dp_reasm *
 	return false;
 }
 
+/* Fragment f of a BUFFER context that lists its chunks: its received
+ * buffer kept when the caller named it (f is an element of the burst,
+ * dp_reasm_keep_begin, while keep_max leaves room for the burst's); else the chunk
+ * copied to its frame offset. Its list entry written either way. */
+static inline void keep_chunk(struct dp_reasm *r, struct dp_ra_ctx *c, const struct fg_frag *f)
+{
+	struct dp_ra_list *l = dp_ra_list(c->buf, r->cfg.frame_max);
+	uintptr_t d = (uintptr_t)f - (uintptr_t)r->keep.f;
+	if (d < r->keep.size) {
+		/* a fragment is taken once: its buffer is kept once (and counted
+		 * out of avail with the burst's, dp_reasm_keep_end) */
+		uint32_t e = (uint32_t)(d / sizeof(*f));
+		l->m[c->nkept++] = r->keep.pkts[e];
+		l->p[f->index] = f->chunk;
+		r->keep.mask |= 1u << e;
+		return;
+	}
+	uint8_t *dst = c->buf + (size_t)f->index * r->cfg.chunk;
+	r->copy(dst, f->chunk, f->chunk_len);
+	l->p[f->index] = dst;
+}
+
+/* keep_chunk out of line: the paths that are not a run (fragment 0, a
+ * fragment pushed alone) stay as small as without keeping. */
+static __attribute__((noinline)) void keep_one(struct dp_reasm *r, struct dp_ra_ctx *c, const struct fg_frag *f)
+{
+	keep_chunk(r, c, f);
+}
+
+/* Whether a frame whose fragment 0 (f0) makes its context BUFFER lists
+ * its chunks: a seed (cls rc 0, band SEED; s its prefix) of another
+ * shard, of at most DP_RA_KEEP_FRAGS fragments, nothing held before
+ * fragment 0, and fragment 0 an element of the burst whose buffers the
+ * caller named. */
+static inline bool keep_frame(const struct dp_reasm *r, const struct dp_ra_ctx *c, const struct fg_frag *f0,
+			      const struct fg_ingest_class *cls, const struct fg_seed *s)
+{
+	return (uintptr_t)f0 - (uintptr_t)r->keep.f < r->keep.size && !c->buf && c->total <= DP_RA_KEEP_FRAGS &&
+	       cls->rc == 0 && cls->band == FG_BAND_SEED && r->cfg.n_shards > 1 &&
+	       fg_shard_of(s->token_seq, s->dst_layer, r->cfg.n_layers, r->cfg.n_shards) != r->cfg.shard_self;
+}
+
 /* Fragment 0 arrived: read the header (and the seed prefix) and choose the
- * context's path. chunk holds frame bytes [0, len). The header and the
+ * context's path. chunk holds frame bytes [0, len) (fragment f0's, whose
+ * received buffer a frame that lists its chunks keeps). The header and the
  * class are kept in the context only for BUFFER (handed out with the
  * frame); a seed's prefix is decoded in place (c->seed: read by every
  * later outcome) and copied to out->seed only with an outcome. Forced
@@ -524,6 +623,7 @@ static inline __attribute__((always_inline)) bool begin_direct(struct dp_reasm *
  * a call would give it a second prologue and epilogue. */
 static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm *r, struct dp_ra_ctx *c,
 								  const uint8_t *chunk, uint32_t len,
+								  const struct fg_frag *f0,
 								  const struct fg_ingest_ctx *ictx, uint64_t now,
 								  struct dp_reasm_out *out)
 {
@@ -637,6 +737,7 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 		return;
 	}
 	/* BUFFER: held fragments are already at their frame offsets. */
+	bool keep = keep_frame(r, c, f0, &cls, &c->seed);
 	if (!c->buf) {
 		c->buf = r->cfg.bufs.get(r->cfg.bufs.arg);
 		if (!c->buf) {
@@ -646,7 +747,12 @@ static inline __attribute__((always_inline)) void first_fragment(struct dp_reasm
 			return;
 		}
 	}
-	r->copy(c->buf, chunk, len);
+	c->keep = keep;
+	c->nkept = 0;
+	if (keep)
+		keep_one(r, c, f0);
+	else
+		r->copy(c->buf, chunk, len);
 	c->state = RA_BUFFER;
 	c->hdr = h;
 	c->cls = cls;
@@ -669,6 +775,11 @@ static inline __attribute__((always_inline)) void ctx_complete(struct dp_reasm *
 		out->events |= DP_RA_EV_FRAME;
 		out->buf = c->buf;
 		out->len = c->frame_len;
+		out->nchunk = 0;
+		if (c->keep) {
+			out->nchunk = c->total;
+			dp_ra_list(c->buf, r->cfg.frame_max)->nkept = c->nkept;
+		}
 		out->hdr = c->hdr;
 		out->cls = c->cls;
 		out->binding = c->binding;
@@ -735,7 +846,7 @@ static inline __attribute__((always_inline)) void push(struct dp_reasm *r, const
 		c->bits[0] = 1;
 		c->nrecv = 1;
 		c->next_key++;
-		first_fragment(r, c, f->chunk, f->chunk_len, ictx, now, out);
+		first_fragment(r, c, f->chunk, f->chunk_len, f, ictx, now, out);
 		return;
 	}
 	if (c->state == RA_DONE) {
@@ -790,7 +901,7 @@ static inline __attribute__((always_inline)) void push(struct dp_reasm *r, const
 	switch (c->state) {
 	case RA_HOLD:
 		if (f->index == 0)
-			first_fragment(r, c, f->chunk, f->chunk_len, ictx, now, out);
+			first_fragment(r, c, f->chunk, f->chunk_len, f, ictx, now, out);
 		break;
 	case RA_SLOT:
 		out->stream_id = c->stream_id;
@@ -798,7 +909,10 @@ static inline __attribute__((always_inline)) void push(struct dp_reasm *r, const
 		(void)slot_place(r, c, (uint32_t)f->index * C, f->chunk, f->chunk_len, now, out);
 		break;
 	case RA_BUFFER:
-		r->copy(c->buf + (size_t)f->index * C, f->chunk, f->chunk_len);
+		if (c->keep)
+			keep_one(r, c, f);
+		else
+			r->copy(c->buf + (size_t)f->index * C, f->chunk, f->chunk_len);
 		break;
 	default:
 		break;
@@ -862,6 +976,50 @@ static inline bool run_take(struct dp_ra_ctx *c, const struct fg_frag *f, uint32
 	return true;
 }
 
+/* buffer_run of a context that lists its chunks (keep_chunk for each),
+ * out of line: the runs of the other contexts are compiled as without
+ * keeping. */
+static __attribute__((noinline)) unsigned keep_run(struct dp_reasm *r, uint32_t ci, const struct fg_frag *f,
+						    unsigned n, uint64_t now, struct dp_reasm_out *out)
+{
+	struct dp_ra_ctx *c = &r->ctx[ci];
+	const uint32_t C = r->cfg.chunk;
+	struct dp_ra_list *l = dp_ra_list(c->buf, r->cfg.frame_max);
+	/* a run's fragments are consecutive elements of one burst: named
+	 * all, or none (keep_chunk's test, made once); the counts in locals,
+	 * written back once */
+	uintptr_t d = (uintptr_t)f - (uintptr_t)r->keep.f;
+	const bool named = d < r->keep.size;
+	const uint32_t e0 = named ? (uint32_t)(d / sizeof(*f)) : 0;
+	void *const *pkts = r->keep.pkts;
+	uint32_t mask = 0;
+	unsigned nkept = c->nkept, nrecv = c->nrecv, k = 0;
+	bool whole = false;
+	while (k < n && run_take(c, &f[k], C)) {
+		const struct fg_frag *g = &f[k];
+		if (named) {
+			l->m[nkept++] = pkts[e0 + k];
+			l->p[g->index] = g->chunk;
+			mask |= 1u << (e0 + k);
+		} else {
+			uint8_t *dst = c->buf + (size_t)g->index * C;
+			r->copy(dst, g->chunk, g->chunk_len);
+			l->p[g->index] = dst;
+		}
+		k++;
+		if (++nrecv == c->total && !c->bad) {
+			whole = true;
+			break;
+		}
+	}
+	c->nkept = (uint8_t)nkept;
+	c->nrecv = (uint8_t)nrecv;
+	r->keep.mask |= mask;
+	if (whole)
+		ctx_complete(r, ci, now, out);
+	return k;
+}
+
 /* The fast path of a BUFFER context: each chunk copied to its frame
  * offset in the buffer; the last one to come hands the whole frame out
  * (EV_FRAME, with fragment 0's header and class) and the context is done.
@@ -874,6 +1032,8 @@ static inline __attribute__((always_inline)) unsigned buffer_run(struct dp_reasm
 	struct dp_ra_ctx *c = &r->ctx[ci];
 	uint32_t C = r->cfg.chunk;
 	unsigned k = 0;
+	if (c->keep)
+		return keep_run(r, ci, f, n, now, out);
 	while (k < n && run_take(c, &f[k], C)) {
 		r->copy(c->buf + (size_t)f[k].index * C, f[k].chunk, f[k].chunk_len);
 		k++;
@@ -1061,4 +1221,15 @@ void dp_reasm_fini(struct dp_reasm *r)
 		ctx_free(r, r->act_head, true);
 	while (r->n_done)
 		ctx_free(r, done_first(r), false);
+}
+
+void dp_ra_list_flatten(uint8_t *buf, uint32_t frame_max, unsigned nchunk, uint32_t len, uint32_t C,
+			dp_ra_copy_fn *copy)
+{
+	const struct dp_ra_list *l = dp_ra_list(buf, frame_max);
+	for (unsigned i = 0; i < nchunk; i++) {
+		uint8_t *dst = buf + (size_t)i * C;
+		if (l->p[i] != dst) /* else copied there already */
+			copy(dst, l->p[i], i + 1u < nchunk ? C : len - (nchunk - 1u) * C);
+	}
 }

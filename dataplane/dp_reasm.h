@@ -41,10 +41,16 @@
  *  4. In HOLD and SLOT, next_key (dp_reasm.c) is nrecv | total << 8 while
  *     the fragments in are exactly 0 .. nrecv - 1, and 0 once one came out
  *     of that order (no other state reads it).
+ *  5. A received buffer the table keeps (keep_max, a BUFFER context that
+ *     lists its chunks) is given back exactly once: by the table
+ *     (keep_drop) when its context ends without handing the frame out
+ *     (expiry, eviction, shutdown), else by whoever received the frame
+ *     (EV_FRAME with nchunk), who counts it back (dp_reasm_kept_back).
  */
 #ifndef DP_REASM_H
 #define DP_REASM_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,12 +62,33 @@
 #include "dp_index.h"
 
 
-/* Where frame buffers come from (each buffer holds frame_max bytes). */
+/* Where frame buffers come from (each buffer holds frame_max bytes, and
+ * DP_RA_KEEP_LIST more when the table keeps received buffers). */
 struct dp_buf_ops {
 	void *(*get)(void *arg);         /* NULL when none is free */
 	void (*put)(void *arg, void *buf);
 	void *arg;
 };
+
+/* A frame of a seed another shard owns may be handed out as the list of
+ * its fragments' chunks instead of a copy: the received buffers the
+ * chunks lie in are kept (the caller names them per burst, dp_ra_keep)
+ * and go out with the frame, in a list at buf + frame_max. A chunk whose
+ * buffer could not be kept (none named, or keep_max reached) is copied to
+ * its frame offset in buf, and listed there. Frames of at most
+ * DP_RA_KEEP_FRAGS fragments only. */
+#define DP_RA_KEEP_FRAGS 16u
+struct dp_ra_list {
+	const uint8_t *p[DP_RA_KEEP_FRAGS]; /* fragment i's chunk (C bytes; the last one's, the rest) */
+	void *m[DP_RA_KEEP_FRAGS];          /* the received buffers kept, m[0..nkept) */
+	uint32_t nkept;
+};
+#define DP_RA_KEEP_LIST ((sizeof(struct dp_ra_list) + 63u) & ~(size_t)63u)
+/* The chunk list of frame buffer buf of a table with frame_max. */
+static inline struct dp_ra_list *dp_ra_list(void *buf, uint32_t frame_max)
+{
+	return (struct dp_ra_list *)(void *)((uint8_t *)buf + frame_max);
+}
 
 struct dp_reasm_cfg {
 	uint32_t contexts;   /* live contexts, >= 1 */
@@ -79,6 +106,14 @@ struct dp_reasm_cfg {
 	 * NULL: the body stays in the slot alone. */
 	fg_sink_fn *sink;
 	void *sink_arg;
+	/* Received buffers kept at once (by contexts, and handed out not yet
+	 * given back: dp_reasm_kept_back); 0: every chunk is copied. With it,
+	 * frame buffers hold frame_max + DP_RA_KEEP_LIST bytes and keep_drop
+	 * is set. */
+	uint32_t keep_max;
+	/* Received buffers the table kept, given back by it (a context that
+	 * ends without handing its frame out); arg is bufs.arg. */
+	void (*keep_drop)(void *arg, void *const *m, unsigned n);
 };
 
 /* What happened to one fragment (exactly one per push). */
@@ -106,6 +141,8 @@ struct dp_reasm_out {
 	uint32_t sequence;
 	void *buf;             /* FRAME */
 	uint32_t len;
+	uint8_t nchunk;        /* FRAME: 0, the frame is in buf[0..len); else its nchunk fragments' chunks
+				* are listed at dp_ra_list(buf, frame_max) (kept buffers go with it) */
 	/* FRAME: the frame's header and its stream's class, decoded once at
 	 * fragment 0 under the binding `binding` (bound layer + 1, 0 = unbound):
 	 * the whole-frame ingest uses them when its binding is the same */
@@ -126,11 +163,35 @@ typedef void dp_ra_copy_fn(uint8_t *restrict dst, const uint8_t *restrict src, u
  * rest in four, two and one, the last one ending at the chunk's last
  * byte, without memcpy's size classes or a call into libc. Any thread. */
 dp_ra_copy_fn *dp_ra_copy_pick(unsigned max_level);
+/* The chunks p[0..n) (n >= 2) end to end into dst, each copied as the
+ * copy of the same level copies it, in one call: p[0] from byte skip
+ * (C - skip bytes), p[1..n-1) C bytes each, p[n-1] last bytes. */
+typedef void dp_ra_gather_fn(uint8_t *restrict dst, const uint8_t *const *p, unsigned n, uint32_t C, uint32_t skip,
+			     uint32_t last);
+dp_ra_gather_fn *dp_ra_gather_pick(unsigned max_level);
+
+/* The received buffers of the burst being placed, named by the caller
+ * around its run (dp_reasm_keep_begin, dp_reasm_keep_end): fragment f[e]
+ * of the burst lies in buffer pkts[e]; bit e of mask set when the table
+ * kept it (the caller does not give it back). */
+struct dp_ra_keep {
+	const struct fg_frag *f;  /* the burst's fragments */
+	uint32_t size;            /* bytes of f[] named; 0: none (outside a burst) */
+	uint32_t mask;
+	void *const *pkts;
+	uint32_t avail;           /* buffers it may keep yet (keep_max less those out): a burst's
+				   * are named only while a whole burst fits (size 0 else) */
+	uint32_t back_seen;       /* back when avail was last brought up to date */
+	/* given back by their receivers (dp_reasm_kept_back), on a line of its
+	 * own: other lcores write it */
+	_Atomic uint32_t back __attribute__((aligned(64)));
+};
 
 struct dp_ra_ctx;
 struct dp_reasm {
 	struct dp_reasm_cfg cfg;
 	dp_ra_copy_fn *copy;     /* dp_ra_copy_pick(2); the owner lcore may copy with it too */
+	dp_ra_gather_fn *gather; /* dp_ra_gather_pick(2): a chunk list's body, on the owner lcore */
 	struct dp_ra_ctx *ctx;   /* [contexts] */
 	uint32_t *bucket;        /* [n_buckets] */
 	uint32_t n_buckets;
@@ -144,7 +205,42 @@ struct dp_reasm {
 	uint64_t timeouts, recycled;
 	uint64_t evicted;          /* incomplete groups evicted for another source's group */
 	uint32_t evict_unreported; /* evictions not yet returned by dp_reasm_expire */
+	struct dp_ra_keep keep;
 };
+
+/* Name the received buffers of the burst f[0..n) (n <= 32) before its
+ * run: f[e] lies in pkts[e] (see struct dp_ra_keep); only with
+ * cfg.keep_max. */
+static inline void dp_reasm_keep_begin(struct dp_reasm *r, const struct fg_frag *f, uint32_t n, void *const *pkts)
+{
+	uint32_t b = atomic_load_explicit(&r->keep.back, memory_order_relaxed);
+	r->keep.avail += b - r->keep.back_seen;
+	r->keep.back_seen = b;
+	r->keep.f = f;
+	r->keep.size = r->keep.avail >= n ? n * (uint32_t)sizeof(*f) : 0;
+	r->keep.mask = 0;
+	r->keep.pkts = pkts;
+}
+/* After the run: which of the burst's buffers the table kept (bit e:
+ * pkts[e]). */
+static inline uint32_t dp_reasm_keep_end(struct dp_reasm *r)
+{
+	r->keep.size = 0;
+	r->keep.avail -= (uint32_t)__builtin_popcount(r->keep.mask);
+	return r->keep.mask;
+}
+/* n buffers the table kept, handed out with a frame, given back (by the
+ * thread that received the frame; any thread). */
+static inline void dp_reasm_kept_back(struct dp_reasm *r, uint32_t n)
+{
+	atomic_fetch_add_explicit(&r->keep.back, n, memory_order_relaxed);
+}
+/* The frame of a chunk list (dp_reasm_out.nchunk chunks, frame length
+ * len, chunk C) made whole in buf: every chunk not yet at its frame
+ * offset copied there with copy. Its kept buffers are not read after
+ * (the list's m[0..nkept), for the caller to give back). */
+void dp_ra_list_flatten(uint8_t *buf, uint32_t frame_max, unsigned nchunk, uint32_t len, uint32_t C,
+			dp_ra_copy_fn *copy);
 
 /* Bytes of caller memory for a table (64-byte aligned). */
 size_t dp_reasm_mem_size(const struct dp_reasm_cfg *cfg);

@@ -376,6 +376,7 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 	const uint8_t *fp[DP_BURST + RX_AHEAD]; /* packet i's frame; after the checks NULL unless they held */
 	uint32_t flen[DP_BURST];                /* then its UDP payload length */
 	unsigned np = 0;
+	uint32_t dropped = 0; /* bit i: packet i refused before the burst (rx_packet) */
 	uint64_t bytes = 0;
 	struct rte_mempool *mp = pkts[0]->pool;
 	bool plain = true;
@@ -436,8 +437,10 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 			goto add;
 		}
 	full:
-		if (!rx_packet(lc, pkts[i], &pk[np], &fl[np], now))
+		if (!rx_packet(lc, pkts[i], &pk[np], &fl[np], now)) {
+			dropped |= 1u << i;
 			continue;
+		}
 		learn[np] = NULL;
 		if (p && dp_pkt_udp4_form(p, rte_pktmbuf_data_len(pkts[i]))) {
 			struct dp_flow_pat pat;
@@ -456,13 +459,33 @@ static __attribute__((noinline)) void dp_rx_work(struct dp_lcore *lc, struct rte
 	dp_lc_count(lc, FG_C_RX_PKTS, n);
 	dp_lc_count(lc, FG_C_RX_BYTES, bytes);
 	dp_shard_add_end(&a);
-	if (b.n)
+	/* With several lcores, reassembly may keep the mbufs of a frame
+	 * another lcore owns (dp_reasm.h, handed over as its chunks): plain
+	 * mbufs of the pool, of a burst whose every packet is a datagram of
+	 * the burst (datagram e is packet e) only. The ones it kept (bit k of
+	 * kept: packet k) are not freed here. */
+	_Static_assert(DP_BURST <= 32, "a burst's packets in the bits of a word");
+	uint32_t kept = 0;
+	if (lc->rx_keep && plain && mp == dp_g.mbufs && !dropped && b.n) {
+		dp_reasm_keep_begin(&lc->reasm, b.f, n, (void *const *)pkts);
 		dp_shard_run(lc, &b, now);
+		kept = dp_reasm_keep_end(&lc->reasm);
+	} else if (b.n) {
+		dp_shard_run(lc, &b, now);
+	}
 	/* learnt after the burst, whose datagrams point into the entries */
 	for (unsigned k = 0; k < np; k++)
 		if (learn[k])
 			rx_flow_learn(lc, learn[k], &pk[k], &fl[k]);
-	/* every mbuf was only read: this burst's owner frees them all */
+	/* every mbuf was only read: this burst's owner frees them all (but
+	 * those reassembly kept: the others moved to the front, in place, as
+	 * packet k moves to an index <= k) */
+	if (kept) {
+		unsigned k = 0;
+		for (uint32_t left = ~kept & (n == 32 ? ~0u : (1u << n) - 1u); left; left &= left - 1u)
+			pkts[k++] = pkts[__builtin_ctz(left)];
+		n = (uint16_t)k;
+	}
 	if (plain)
 		rte_mempool_put_bulk(mp, (void **)pkts, n);
 	else

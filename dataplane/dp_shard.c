@@ -10,7 +10,13 @@
  * shard (fg_shard_of) is its own, chunks go straight into the slot buffer;
  * otherwise the whole frame is assembled in an xfer buffer and that buffer
  * (not a copy) is handed to the owner (io->handoff: on DPDK, the owner's
- * MP/SC rte_ring).
+ * MP/SC rte_ring). A seed's frame of at most DP_RA_KEEP_FRAGS fragments
+ * goes as a chunk list instead (dp_reasm.h: the xfer buffer lists the
+ * received mbufs its chunks lie in, kept, not copied; x->nchunk): the
+ * owner copies the body from the chunks into its slot (handed_seed) and
+ * gives the mbufs back; any path that reads such a frame whole makes it
+ * whole first (xfer_flatten), and every path that ends it gives the mbufs
+ * back (xfer_release).
  *
  * Decode once: a frame's header is decoded and its stream classified once
  * on the lcore, into a struct dp_frame that ownership, the consumer-ACK
@@ -253,6 +259,31 @@ static bool ack_placed(int rc, const struct fg_ingest_result *r)
 	return !(rc >= 0 && r->band == FG_BAND_SEED && r->slot.outcome == FG_O_NO_SLOT);
 }
 
+/* An xfer buffer given back, with the received buffers its chunk list
+ * kept (x->nchunk): read by now. */
+static void xfer_release(struct dp_lcore *lc, struct dp_xfer *x)
+{
+	if (x->nchunk) {
+		const struct dp_ra_list *l = dp_ra_list(dp_xfer_data(x), lc->env->frame_max);
+		if (l->nkept)
+			lc->env->io->kept_put(lc, x->src, l->m, l->nkept);
+		x->nchunk = 0;
+	}
+	lc->env->io->xfer_put(lc, x);
+}
+
+/* The frame of a chunk list made whole in x's data (every path but the
+ * placement of a handed seed reads a frame whole), its kept buffers given
+ * back. */
+static void xfer_flatten(struct dp_lcore *lc, struct dp_xfer *x)
+{
+	dp_ra_list_flatten(dp_xfer_data(x), lc->env->frame_max, x->nchunk, x->len, lc->env->chunk, lc->reasm.copy);
+	struct dp_ra_list *l = dp_ra_list(dp_xfer_data(x), lc->env->frame_max);
+	if (l->nkept)
+		lc->env->io->kept_put(lc, x->src, l->m, l->nkept);
+	x->nchunk = 0;
+}
+
 /* A whole frame in an xfer buffer x (owned by the caller of this function,
  * which gives it up here: processed and returned, or handed to the owner
  * with its decode). x->decoded: x->fr already holds the decode (fragment
@@ -261,6 +292,9 @@ static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64
 {
 	uint8_t *frame = dp_xfer_data(x);
 	dp_lc_count(lc, FG_C_FRAMES, 1);
+	/* a chunk list goes to its owner as it is; read here, it is made whole */
+	if (__builtin_expect(x->nchunk && !x->decoded, 0))
+		xfer_flatten(lc, x);
 	if (!x->decoded && dp_frame_decode(&lc->ictx, frame, x->len, &x->fr) < 0) {
 		dp_lc_malformed(lc, FG_R_SHORT_HEADER);
 		lc->env->io->xfer_put(lc, x);
@@ -268,6 +302,8 @@ static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64
 	}
 	x->decoded = true;
 	if (dp_frame_is_ack(&x->fr)) {
+		if (x->nchunk)
+			xfer_flatten(lc, x);
 		dp_lc_xcount(lc, DP_X_ACK_RX); /* a consumer ACKing resolved seeds */
 		dp_deliver_on_ack(lc, &x->fr, frame, x->len, &x->peer, now);
 		lc->env->io->xfer_put(lc, x);
@@ -278,12 +314,14 @@ static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64
 		x->ack = ackable; /* the owner ACKs once it knows the frame was placed */
 		if (!lc->env->io->handoff(lc, owner, x)) {
 			dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
-			lc->env->io->xfer_put(lc, x);
+			xfer_release(lc, x);
 			return; /* not ACKed: the sender resends */
 		}
 		dp_lc_xcount(lc, DP_X_HANDOFF_OUT);
 		return;
 	}
+	if (x->nchunk)
+		xfer_flatten(lc, x);
 	struct fg_ingest_result r;
 	int rc = shard_decoded(lc, frame, x->len, &x->fr, x, &r, now);
 	if (ackable && ack_placed(rc, &r))
@@ -407,7 +445,7 @@ static inline __attribute__((always_inline)) void fragment_out(struct dp_lcore *
 		struct dp_xfer *x = dp_xfer_of(o->buf);
 		*x = (struct dp_xfer){.peer = fl->src, .route = fl->route, .len = o->len, .ack = true,
 				      .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer,
-				      .hash = fl->hash};
+				      .hash = fl->hash, .nchunk = o->nchunk, .src = (uint8_t)lc->idx};
 		/* fragment 0's decode, unless this fragment came under another
 		 * address binding ([udp] layer_ports): then judged again under it */
 		uint32_t binding = lc->ictx.layer_bound ? (uint32_t)lc->ictx.bound_layer + 1u : 0u;
@@ -597,6 +635,17 @@ void *dp_shard_sink(void *arg, uint32_t slot, uint32_t body_len)
 	return lc->env->io->sink ? lc->env->io->sink(lc, slot, body_len) : NULL;
 }
 
+/* The body of handed seed x (a chunk list, x->nchunk >= 2) copied from
+ * its chunks to dst (its slot's buffer, the seed's body length): fragment
+ * 0's past the frame header and seed prefix, each other whole, as the
+ * fragment path places them. */
+static void handed_chunks(struct dp_lcore *lc, struct dp_xfer *x, uint8_t *dst)
+{
+	const struct dp_ra_list *l = dp_ra_list(dp_xfer_data(x), lc->env->frame_max);
+	const uint32_t C = lc->env->chunk;
+	lc->reasm.gather(dst, l->p, x->nchunk, C, DP_RA_SEED_HDR, x->len - (x->nchunk - 1u) * C);
+}
+
 /* A handed frame that is a seed of this shard, placed as the fragment
  * path places a contribution of its own (dp_reasm: fg_slot_begin_decoded,
  * the body copied into the slot buffer, fg_slot_whole; a line already
@@ -607,7 +656,7 @@ void *dp_shard_sink(void *arg, uint32_t slot, uint32_t body_len)
  * done, for any frame that is not this case (not a seed, truncated, a
  * layer not served, a seed the codec refuses, a disabled line, limits the
  * table does not fit): the whole-frame ingest names it. */
-static bool handed_seed(struct dp_lcore *lc, const struct dp_xfer *x, const uint8_t *frame, uint64_t now)
+static bool handed_seed(struct dp_lcore *lc, struct dp_xfer *x, const uint8_t *frame, uint64_t now)
 {
 	const struct dp_frame *d = &x->fr;
 	struct fg_ingest_ctx *ictx = &lc->ictx;
@@ -637,17 +686,24 @@ static bool handed_seed(struct dp_lcore *lc, const struct dp_xfer *x, const uint
 		 * under the table's hidden (fg_slots_fit_limits); fg_slot_land
 		 * checks the range should it not be */
 		if (__builtin_expect(ref.body_len == seed.body_len, 1)) {
-			lc->reasm.copy(ref.buf, seed.body, seed.body_len); /* as reassembly places chunks */
+			if (x->nchunk)
+				handed_chunks(lc, x, ref.buf); /* from the received buffers */
+			else
+				lc->reasm.copy(ref.buf, seed.body, seed.body_len); /* as reassembly places chunks */
 			/* the last line: the resolution writes the body where it
 			 * goes as well (as the fragment path's, dp_shard_sink) */
 			o = fg_slot_whole_sink(slots, &ref, &res, dp_shard_sink, lc);
 		} else {
+			if (x->nchunk)
+				xfer_flatten(lc, x); /* seed.body is whole now */
 			o = fg_slot_land(slots, &ref, 0, seed.body, seed.body_len, now, &res);
 		}
 		(void)o; /* res names it */
 	} else if (o == FG_O_DUP_PENDING) {
 		/* the line is already whole: the whole body tells duplicate
 		 * (late) from conflict */
+		if (x->nchunk)
+			xfer_flatten(lc, x);
 		if (fg_slot_put(slots, &seed, now, &res) < 0)
 			return false; /* never: every argument is set */
 	}
@@ -665,6 +721,10 @@ void dp_shard_handed(struct dp_lcore *lc, struct dp_xfer *x, uint64_t now)
 	lc->ictx.layer_bound = x->layer_bound; /* the receiving lcore's address binding */
 	lc->ictx.bound_layer = x->bound_layer;
 	const uint8_t *fr = dp_xfer_data(x);
+	/* a chunk list is placed from its chunks only as a decoded seed
+	 * (handed_seed); any other reading takes the frame whole */
+	if (x->nchunk && !x->seeded)
+		xfer_flatten(lc, x);
 	/* a handed-off frame comes with its decode; an ACK copy normally too
 	 * (dp_deliver.c) */
 	if (!x->decoded && dp_frame_decode(&lc->ictx, fr, x->len, &x->fr) < 0) {
@@ -672,10 +732,12 @@ void dp_shard_handed(struct dp_lcore *lc, struct dp_xfer *x, uint64_t now)
 	} else if (dp_frame_is_ack(&x->fr)) {
 		dp_deliver_on_ack(lc, &x->fr, fr, x->len, NULL, now); /* a copy from the lcore that received (and checked) it */
 	} else if (!handed_seed(lc, x, fr, now)) {
+		if (x->nchunk)
+			xfer_flatten(lc, x);
 		int rc = shard_decoded(lc, fr, x->len, &x->fr, x, &r, now);
 		/* handed off unACKed: ACK here once placed */
 		if (x->ack && ack_placed(rc, &r))
 			dp_reply_ack_note(lc, x, x->fr.hdr.stream_id, x->fr.hdr.sequence, now);
 	}
-	lc->env->io->xfer_put(lc, x);
+	xfer_release(lc, x);
 }

@@ -67,7 +67,7 @@ STAGES = [
 ]
 FLOOR = [
     # the reassembly's own chunk copy (dp_ra_copy_pick) is a copy like memcpy
-    ("copies (memcpy/memmove, the chunk copy)", re.compile(r"^((__)?mem(cpy|move)|copy_(avx512|avx2|libc)$)")),
+    ("copies (memcpy/memmove, the chunk copy and gather)", re.compile(r"^((__)?mem(cpy|move)|copy_(avx512|avx2|libc)(_gather)?$)")),
     ("reduction (fg_reduce)", re.compile(r"^fg_reduce")),
     ("fingerprint (XXH3)", re.compile(r"^XXH3_64bits")),
 ]

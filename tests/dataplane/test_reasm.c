@@ -10,8 +10,11 @@
  * every arrival order, a slot flushed or expired under a frame in flight,
  * the burst path (find, land, push_hinted, push_run) giving the same
  * answers, a seed decoded under ingest limits the slot table does not fit
- * refused by the table, that every buffer taken is returned, and the
- * chunk copies (dp_ra_copy_pick) at every length and alignment. */
+ * refused by the table, that every buffer taken is returned, the
+ * chunk copies (dp_ra_copy_pick) at every length and alignment, and a
+ * frame of another shard listed as its received buffers (keep_max): kept
+ * up to the bound, copied past it, each kept buffer given back once on
+ * every ending (handed out, expired, evicted, shutdown). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -46,13 +49,14 @@ struct env {
 	uint32_t frame_max;
 	uint8_t fr[4096]; /* the seed frame env_seed made, len bytes */
 	uint32_t len;
+	int dropped; /* received buffers the table gave back (keep_drop) */
 };
 
 static void *buf_get(void *arg)
 {
 	struct env *e = arg;
 	e->bufs_out++;
-	return malloc(e->frame_max);
+	return malloc(e->frame_max + DP_RA_KEEP_LIST);
 }
 
 static void buf_put(void *arg, void *b)
@@ -60,6 +64,22 @@ static void buf_put(void *arg, void *b)
 	struct env *e = arg;
 	e->bufs_out--;
 	free(b);
+}
+
+/* Received buffers (the test's tokens, struct keep_pkt) given back: each
+ * exactly once. */
+struct keep_pkt {
+	int given_back;
+};
+static void keep_drop(void *arg, void *const *m, unsigned n)
+{
+	struct env *e = arg;
+	for (unsigned i = 0; i < n; i++) {
+		struct keep_pkt *k = m[i];
+		assert_int_equal(k->given_back, 0);
+		k->given_back = 1;
+		e->dropped++;
+	}
 }
 
 static fg_linefacts facts_all(unsigned state)
@@ -1277,6 +1297,184 @@ static void test_chunk_copy(void **st)
 		assert_ptr_not_equal(seen[2], seen[1]);
 }
 
+/* A table of 2 shards (this one 0) keeping up to keep_max received
+ * buffers, `contexts` contexts, with a frame of a seed shard 1 owns in
+ * e->fr (5 fragments). */
+static struct env *env_keep(uint32_t contexts, uint32_t keep_max)
+{
+	struct env *e = env_alloc(4096);
+	e->ictx.lines = facts_all(1 /* shadow */);
+	struct dp_reasm_cfg rc = {.contexts = contexts, .chunk = CHUNK, .frame_max = 4096, .timeout_ns = 1000000,
+				  .n_shards = 2, .shard_self = 0, .n_layers = LAYERS, .keep_max = keep_max,
+				  .keep_drop = keep_drop};
+	rc.bufs = (struct dp_buf_ops){.get = buf_get, .put = buf_put, .arg = e};
+	size_t sz = dp_reasm_mem_size(&rc);
+	e->rmem = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+	assert_int_equal(dp_reasm_init(&e->r, e->rmem, sz, &rc), 0);
+	uint32_t token = 0;
+	while (fg_shard_of(token, 1, LAYERS, 2) != 1)
+		token++;
+	e->len = make_seed(e, e->fr, token, 1, 3, 0, 2.0f, 0.25f);
+	assert_int_equal(fg_frag_count(e->len, CHUNK), 5);
+	return e;
+}
+
+/* A burst as a driver names it: fragments first .. end - 1 of e->fr under
+ * fid, each in received buffer pkt[k] (pkts[] the burst's, by position). */
+struct keep_burst {
+	struct fg_frag f[8];
+	void *pkts[8];
+	unsigned n;
+};
+static void keep_burst_of(struct env *e, struct keep_burst *b, struct keep_pkt *pkt, uint16_t fid, unsigned first,
+			  unsigned end)
+{
+	b->n = end - first;
+	for (unsigned k = 0; k < b->n; k++) {
+		unsigned idx = first + k;
+		b->f[k] = (struct fg_frag){.frame_id = fid, .index = (uint8_t)idx, .total = 5,
+					   .chunk = e->fr + idx * CHUNK,
+					   .chunk_len = e->len - idx * CHUNK < CHUNK ? e->len - idx * CHUNK : CHUNK};
+		b->pkts[k] = &pkt[idx];
+		pkt[idx].given_back = 0;
+	}
+}
+
+/* The burst b of frame fid from p placed as dp_shard_run places a run
+ * (its buffers named): which buffers the table kept (bit k: b->pkts[k]);
+ * *out the run's. */
+static uint32_t keep_run(struct env *e, const struct dp_peer *p, uint16_t fid, struct keep_burst *b, uint64_t now,
+			 struct dp_reasm_out *out)
+{
+	dp_reasm_keep_begin(&e->r, b->f, b->n, b->pkts);
+	struct dp_ra_hint h;
+	dp_reasm_find(&e->r, p, dp_peer_hash(p, 0), fid, &h);
+	unsigned k = h.ctx == DP_RA_HINT_NONE ? 0 : dp_reasm_land_run(&e->r, &h, b->f, b->n, now, out);
+	if (!k)
+		k = dp_reasm_push_run(&e->r, p, dp_peer_hash(p, 0), &h, b->f, fid, b->n, &e->ictx, now, out);
+	assert_int_equal(k, b->n);
+	return dp_reasm_keep_end(&e->r);
+}
+
+/* out hands e->fr out as a chunk list: kept[i] says whether fragment i's
+ * entry is its received buffer pkt[i] (else copied into the buffer); the
+ * frame made whole is e->fr, the kept buffers given back by the receiver. */
+static void expect_listed(struct env *e, const struct dp_reasm_out *o, struct keep_pkt *pkt, const bool *kept)
+{
+	assert_int_equal(o->events, DP_RA_EV_FRAME | DP_RA_EV_COMPLETE);
+	assert_int_equal(o->len, e->len);
+	assert_int_equal(o->nchunk, 5);
+	const struct dp_ra_list *l = dp_ra_list(o->buf, 4096);
+	unsigned nk = 0;
+	for (unsigned i = 0; i < 5; i++) {
+		if (kept[i]) {
+			assert_ptr_equal(l->m[nk], &pkt[i]); /* in the order kept */
+			assert_ptr_equal(l->p[i], e->fr + i * CHUNK);
+			nk++;
+		} else {
+			assert_ptr_equal(l->p[i], (uint8_t *)o->buf + i * CHUNK);
+		}
+	}
+	assert_int_equal(l->nkept, nk);
+	dp_ra_list_flatten(o->buf, 4096, o->nchunk, o->len, CHUNK, e->r.copy);
+	assert_memory_equal(o->buf, e->fr, e->len);
+	for (unsigned i = 0; i < nk; i++) {
+		struct keep_pkt *k = l->m[i];
+		assert_int_equal(k->given_back, 0);
+		k->given_back = 1;
+	}
+	dp_reasm_kept_back(&e->r, nk);
+	buf_put(e, o->buf);
+}
+
+static void test_keep_chunks(void **st)
+{
+	(void)st;
+	struct keep_pkt pkt[5];
+	struct keep_burst b;
+	struct dp_reasm_out o;
+	struct dp_peer p = peer_of(7100);
+	const bool all[5] = {true, true, true, true, true};
+	/* the whole frame in one burst: every buffer kept, their entries in
+	 * the burst cleared, the frame listed */
+	struct env *e = env_keep(16, 64);
+	keep_burst_of(e, &b, pkt, 1, 0, 5);
+	assert_int_equal(keep_run(e, &p, 1, &b, 0, &o), 0x1F);
+	expect_listed(e, &o, pkt, all);
+	/* in two bursts, the second one after a fragment pushed alone (no
+	 * buffer named): that one copied */
+	keep_burst_of(e, &b, pkt, 2, 0, 2);
+	assert_int_equal(keep_run(e, &p, 2, &b, 0, &o), 0x3);
+	assert_int_equal(o.events, 0);
+	o = push(e, &p, 2, e->fr, e->len, 2, 0);
+	assert_int_equal(o.events, 0);
+	keep_burst_of(e, &b, pkt, 2, 3, 5);
+	assert_int_equal(keep_run(e, &p, 2, &b, 0, &o), 0x3);
+	const bool no2[5] = {true, true, false, true, true};
+	expect_listed(e, &o, pkt, no2);
+	/* keep_max 7: a burst's buffers are kept while room for all of them
+	 * is left: the first frame's 5, then (2 left, the receiver has not
+	 * given any back) none of the second's, assembled as before; once
+	 * given back, kept again */
+	env_free(e);
+	e = env_keep(16, 7);
+	keep_burst_of(e, &b, pkt, 3, 0, 5);
+	assert_int_equal(keep_run(e, &p, 3, &b, 0, &o), 0x1F);
+	struct dp_reasm_out o2;
+	struct keep_pkt pkt2[5];
+	keep_burst_of(e, &b, pkt2, 4, 0, 5);
+	assert_int_equal(keep_run(e, &p, 4, &b, 0, &o2), 0);
+	assert_int_equal(o2.nchunk, 0);
+	assert_memory_equal(o2.buf, e->fr, e->len);
+	buf_put(e, o2.buf);
+	expect_listed(e, &o, pkt, all);
+	keep_burst_of(e, &b, pkt, 11, 0, 5);
+	assert_int_equal(keep_run(e, &p, 11, &b, 0, &o), 0x1F);
+	expect_listed(e, &o, pkt, all);
+	/* a frame begun outside a named burst is assembled as before */
+	keep_burst_of(e, &b, pkt, 5, 0, 5);
+	for (unsigned k = 0; k < 5; k++)
+		o = push(e, &p, 5, e->fr, e->len, k, 0);
+	assert_int_equal(o.nchunk, 0);
+	assert_memory_equal(o.buf, e->fr, e->len);
+	buf_put(e, o.buf);
+	assert_int_equal(e->dropped, 0);
+	env_free(e);
+	/* every ending of an incomplete frame gives its kept buffers back
+	 * once: expiry, eviction (a full table, a frame of another source),
+	 * shutdown */
+	e = env_keep(1, 64);
+	keep_burst_of(e, &b, pkt, 6, 0, 3);
+	assert_int_equal(keep_run(e, &p, 6, &b, 0, &o), 0x7);
+	assert_int_equal(dp_reasm_expire(&e->r, 2000000, 16), 1);
+	assert_int_equal(e->dropped, 3);
+	for (unsigned k = 0; k < 3; k++)
+		assert_int_equal(pkt[k].given_back, 1);
+	keep_burst_of(e, &b, pkt, 7, 0, 2);
+	assert_int_equal(keep_run(e, &p, 7, &b, 0, &o), 0x3);
+	struct dp_peer q = peer_of(7101);
+	q.addr[3] = 8;
+	assert_int_equal(push(e, &q, 8, e->fr, e->len, 1, 0).disp, DP_RA_TAKEN); /* evicts frame 7 */
+	assert_int_equal(e->dropped, 5);
+	assert_int_equal(dp_reasm_expire(&e->r, 2000000, 16), 2); /* the eviction and frame 8 */
+	keep_burst_of(e, &b, pkt, 9, 0, 4);
+	assert_int_equal(keep_run(e, &p, 9, &b, 0, &o), 0xF);
+	dp_reasm_fini(&e->r);
+	assert_int_equal(e->dropped, 9);
+	for (unsigned k = 0; k < 4; k++)
+		assert_int_equal(pkt[k].given_back, 1);
+	assert_int_equal(e->r.keep.avail, 64); /* none left out */
+	env_free(e);
+	/* a seed of this shard goes straight into its slot: nothing kept */
+	e = env_new(16, 2, 0, 4096);
+	assert_int_equal(fg_shard_of(7, 2, LAYERS, 2), 0);
+	e->len = make_seed(e, e->fr, 7, 2, 3, 0, 2.0f, 0.25f);
+	keep_burst_of(e, &b, pkt, 10, 0, 5);
+	assert_int_equal(keep_run(e, &p, 10, &b, 0, &o), 0);
+	expect_outcome(&o, FG_O_ACCEPTED);
+	env_free(e);
+}
+
 static void test_init_refuses(void **st)
 {
 	(void)st;
@@ -1422,6 +1620,7 @@ int main(void)
 		cmocka_unit_test(test_limits_not_the_tables),
 		cmocka_unit_test(test_vectors_u02_u04),
 		cmocka_unit_test(test_init_refuses),
+		cmocka_unit_test(test_keep_chunks),
 		cmocka_unit_test(test_chunk_copy),
 		cmocka_unit_test(test_hint_without_context),
 	};

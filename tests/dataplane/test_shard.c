@@ -27,7 +27,10 @@
  *     with a fragment held before its fragment 0;
  *   - frames another lcore handed over (dp_shard_handed) are placed,
  *     answered, ACKed and delivered exactly as the same frames arriving in
- *     fragments on their owner;
+ *     fragments on their owner, handed whole or as chunk lists (the
+ *     received buffers reassembly kept, dp_reasm.h);
+ *   - a chunk list's buffers are each given back once whatever ends it:
+ *     the owner's inbox full, the owner placing it, reassembly timing out;
  *   - with io->sink, the resolution writes the lane message's body (the
  *     slot's bytes exactly), and an empty pool, a full ring and a ring
  *     that fills before the commit lose nothing and leak no buffer. */
@@ -64,9 +67,12 @@ static struct {
 	unsigned n;
 	unsigned reports[16];
 	unsigned bodies;
-	uint8_t xmem[8][DP_XFER_HDR + 8192] __attribute__((aligned(64)));
+	uint8_t xmem[8][DP_XFER_HDR + 8192 + DP_RA_KEEP_LIST] __attribute__((aligned(64)));
 	void *xfree[8];
 	unsigned nfree;
+	unsigned kept_back; /* received buffers of chunk lists given back (f_kept_put) */
+	int handoff;        /* 0: no hand-off expected; 1: refused (a full inbox); 2: taken, to handed */
+	struct dp_xfer *handed;
 } io;
 
 static bool f_dgram(struct dp_lcore *lc, const struct dp_route *rt, const struct dp_peer *to, const uint8_t *head,
@@ -111,10 +117,27 @@ static void f_xput(struct dp_lcore *lc, struct dp_xfer *x)
 static bool f_handoff(struct dp_lcore *lc, unsigned owner, struct dp_xfer *x)
 {
 	(void)lc;
-	(void)owner;
-	(void)x;
-	fail_msg("one shard: no hand-off");
-	return false;
+	if (!io.handoff)
+		fail_msg("one shard: no hand-off");
+	assert_int_equal(owner, 1);
+	if (io.handoff == 1)
+		return false;
+	io.handed = x;
+	return true;
+}
+
+/* A chunk list's received buffers (struct keep_tok here) given back: each
+ * once, to the lcore that received them (0). */
+struct keep_tok {
+	unsigned given;
+};
+static void f_kept_put(struct dp_lcore *lc, unsigned src, void *const *m, unsigned n)
+{
+	assert_int_equal(src, 0);
+	for (unsigned i = 0; i < n; i++)
+		((struct keep_tok *)m[i])->given++;
+	io.kept_back += n;
+	dp_reasm_kept_back(&lc->reasm, n); /* src's table: the one lcore here */
 }
 
 static void f_report(struct dp_lcore *lc, const union fg_bmsg *m)
@@ -136,7 +159,7 @@ static bool f_report_body(struct dp_lcore *lc, union fg_bmsg *m, struct fg_bm_bo
 }
 
 static const struct dp_io fake = {f_dgram, f_route, f_xget, f_xput, f_handoff, f_report, f_report_body, NULL, NULL, NULL, NULL,
-				  NULL, NULL, NULL, NULL, NULL};
+				  NULL, NULL, NULL, NULL, NULL, f_kept_put};
 
 static void *rget(void *arg)
 {
@@ -1041,6 +1064,140 @@ static void hand(const struct dp_peer *from, const uint8_t *frame, uint32_t len,
 	dp_shard_handed(&lc, x, now);
 }
 
+/* hand()'s frame as a chunk list (dp_reasm.h): each fragment's chunk in
+ * its own received buffer (keep_tok) at an odd offset, the frame's bytes
+ * in the xfer buffer not written (their place overwritten), so the body
+ * can only come from the chunks; every buffer given back once. */
+static void hand_chunks(const struct dp_peer *from, const uint8_t *frame, uint32_t len, bool seeded, uint64_t now)
+{
+	static uint8_t pkt[DP_RA_KEEP_FRAGS][2048];
+	static struct keep_tok tok[DP_RA_KEEP_FRAGS];
+	struct dp_xfer *x = f_xget(&lc);
+	assert_non_null(x);
+	uint32_t C = env.chunk, total = fg_frag_count(len, C);
+	assert_true(total >= 2 && total <= DP_RA_KEEP_FRAGS && C + 5 <= sizeof(pkt[0]));
+	*x = (struct dp_xfer){.peer = *from, .route = no_route, .len = len, .ack = true, .decoded = true,
+			      .hash = dp_peer_hash(from, 0), .nchunk = (uint8_t)total, .src = 0};
+	assert_int_equal(dp_frame_decode(&lc.ictx, frame, len, &x->fr), 0);
+	if (seeded) {
+		assert_true(fg_seed_decode_prefix(&x->fr.hdr, frame + FG_HDR_LEN, len - FG_HDR_LEN, x->fr.cls.layer,
+						  &lim, &x->seed) > 0);
+		x->seeded = true;
+	}
+	struct dp_ra_list *l = dp_ra_list(dp_xfer_data(x), env.frame_max);
+	for (uint32_t i = 0; i < total; i++) {
+		uint32_t n = i + 1 < total ? C : len - i * C;
+		memcpy(pkt[i] + 5, frame + i * C, n);
+		l->p[i] = pkt[i] + 5;
+		l->m[i] = &tok[i];
+		tok[i].given = 0;
+	}
+	l->nkept = total;
+	memset(dp_xfer_data(x), 0xEE, len);
+	unsigned back = io.kept_back;
+	dp_shard_handed(&lc, x, now);
+	assert_int_equal(io.kept_back, back + total);
+	for (uint32_t i = 0; i < total; i++)
+		assert_int_equal(tok[i].given, 1);
+}
+
+/* Received buffers given back by the table itself (dp_reasm_cfg.keep_drop). */
+static void f_keep_drop(void *arg, void *const *m, unsigned n)
+{
+	(void)arg;
+	for (unsigned i = 0; i < n; i++)
+		((struct keep_tok *)m[i])->given++;
+}
+
+/* Shard 0 of two, its reassembly keeping received buffers: a seed of
+ * shard 1 in two fragments, received in bursts whose buffers are named
+ * (as dp_rx.c names them), goes out as a chunk list. Every ending gives
+ * each kept buffer back exactly once: the owner's inbox full (refused:
+ * dropped lane_full, not ACKed), taken and placed by the owner, the frame
+ * incomplete until its reassembly times out. */
+static void test_keep_handoff(void **st)
+{
+	(void)st;
+	env.n = 2;
+	dp_reasm_fini(&lc.reasm);
+	struct dp_reasm_cfg rc = {.contexts = 4, .chunk = env.chunk, .frame_max = env.frame_max,
+				  .timeout_ns = 100 * MS, .slots = &lc.slots, .shard_self = 0, .n_shards = 2,
+				  .n_layers = cfg.layers, .bufs = {.get = rget, .put = rput, .arg = &lc},
+				  .keep_max = 64, .keep_drop = f_keep_drop};
+	assert_int_equal(dp_reasm_init(&lc.reasm, lc.reasm_mem, dp_reasm_mem_size(&rc), &rc), 0);
+	static float body[H];
+	for (unsigned i = 0; i < H; i++)
+		body[i] = 0.5f + (float)i;
+	assert_int_equal(fg_shard_of(7, 1, cfg.layers, 2), 1);
+	struct fg_seed sd = {.token_seq = 7, .dst_layer = 1, .line = 1, .seq_len = 1,
+			     .body = (const uint8_t *)body, .body_len = H * 4};
+	uint8_t fr[4096];
+	ssize_t len = fg_seed_encode(&cfg.bands, &sd, fr, sizeof(fr));
+	assert_true(len > 0);
+	uint32_t ck = env.chunk;
+	assert_int_equal(fg_frag_count((uint32_t)len, ck), 2);
+	struct dp_peer from = sender(0);
+	const struct dp_flow fl = dp_flow_of(&from, &no_route, true);
+	static uint8_t dg[2][2048];
+	static struct keep_tok tok[2];
+	for (unsigned round = 0; round < 3; round++) {
+		/* the datagrams of frame 40 + round: fragment 0, then 1 (not in round 2) */
+		uint32_t dl[2];
+		void *pkts[2] = {&tok[0], &tok[1]};
+		for (unsigned i = 0; i < 2; i++) {
+			uint32_t n = i == 0 ? ck : (uint32_t)len - ck;
+			dg[i][0] = 0, dg[i][1] = (uint8_t)(40 + round), dg[i][2] = (uint8_t)i, dg[i][3] = 2;
+			memcpy(dg[i] + FG_FRAG_HDR_LEN, fr + i * ck, n);
+			dl[i] = FG_FRAG_HDR_LEN + n;
+			tok[i].given = 0;
+		}
+		unsigned nd = round == 2 ? 1 : 2;
+		io.handoff = round == 0 ? 1 : 2;
+		io.handed = NULL;
+		struct dp_shard_burst b;
+		struct dp_shard_adder a;
+		dp_shard_add_begin(&a, &lc, &b);
+		for (unsigned i = 0; i < nd; i++)
+			dp_shard_add(&lc, &a, &fl, dg[i], dl[i]);
+		dp_shard_add_end(&a);
+		dp_reasm_keep_begin(&lc.reasm, b.f, nd, pkts);
+		dp_shard_run(&lc, &b, MS);
+		assert_int_equal(dp_reasm_keep_end(&lc.reasm), (1u << nd) - 1u);
+		if (round == 0) {
+			/* refused: both given back by the receiving lcore, the frame dropped */
+			assert_int_equal(C(FG_C_DROP_LANE_FULL), 1);
+			assert_null(io.handed);
+		} else if (round == 1) {
+			/* taken: a chunk list whose chunks are the datagrams'; placed by
+			 * its owner (here, the same table), given back there */
+			struct dp_xfer *x = io.handed;
+			assert_non_null(x);
+			assert_int_equal(x->nchunk, 2);
+			assert_true(x->seeded);
+			const struct dp_ra_list *l = dp_ra_list(dp_xfer_data(x), env.frame_max);
+			assert_int_equal(l->nkept, 2);
+			assert_ptr_equal(l->p[0], dg[0] + FG_FRAG_HDR_LEN);
+			assert_ptr_equal(l->p[1], dg[1] + FG_FRAG_HDR_LEN);
+			assert_int_equal(tok[0].given + tok[1].given, 0);
+			uint64_t acc = C(FG_C_CONTRIB_ACCEPTED);
+			dp_shard_handed(&lc, x, MS);
+			assert_int_equal(C(FG_C_CONTRIB_ACCEPTED), acc + 1);
+		} else {
+			/* fragment 0 only: kept until its reassembly times out */
+			assert_int_equal(tok[0].given, 0);
+			dp_shard_tick(&lc, 300 * MS);
+			assert_int_equal(C(FG_C_REASM_TIMEOUT), 1);
+		}
+		for (unsigned i = 0; i < nd; i++)
+			assert_int_equal(tok[i].given, 1);
+		assert_int_equal(io.nfree, 8); /* every xfer given back */
+	}
+	/* all given back: the table may keep as many as at first */
+	dp_reasm_keep_begin(&lc.reasm, NULL, 0, NULL);
+	assert_int_equal(dp_reasm_keep_end(&lc.reasm), 0);
+	assert_int_equal(lc.reasm.keep.avail, 64);
+}
+
 /* Handed over, with the seed prefix the receiving lcore decoded or
  * without, a seed's contributions are placed as the owner's own fragment
  * path places them: resolved, late, duplicate, conflict give
@@ -1072,6 +1229,22 @@ static void test_handed_as_owned(void **st)
 	/* the receiving lcore counted the fragments and frames */
 	static const enum fg_dp_counter theirs[] = {FG_C_FRAGS, FG_C_FRAMES};
 	same_as_one_but(theirs, FG_ARRAY_LEN(theirs), false);
+	/* the same handed as chunk lists (a seed's prefix decoded: placed
+	 * from the chunks; without: made whole first) */
+	keep_as_one(st);
+	for (unsigned k = 0; k < HANDED_N; k++) {
+		uint32_t n = handed_frame(k, fr, sizeof(fr), &p);
+		hand(&p, fr, n, k % 2 == 1, MS + k);
+	}
+	dp_shard_tick(&lc, 60 * MS);
+	keep_as_one(st);
+	for (unsigned k = 0; k < HANDED_N; k++) {
+		uint32_t n = handed_frame(k, fr, sizeof(fr), &p);
+		hand_chunks(&p, fr, n, k % 2 == 1, MS + k);
+	}
+	dp_shard_tick(&lc, 60 * MS);
+	assert_int_equal(io.nfree, 8);
+	same_as_one_but(NULL, 0, true);
 
 	/* a header that says one byte less than the frame handed */
 	uint32_t n = handed_frame(4, fr, sizeof(fr), &p);
@@ -1371,6 +1544,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_burst_from_fragment0_with_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_burst_runs_from_fragment0, setup_wide, teardown),
 		cmocka_unit_test_setup_teardown(test_given_up_without_ack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keep_handoff, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_handed_as_owned, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_consumer_ack_malformed, setup, teardown),
