@@ -172,8 +172,10 @@ static inline __attribute__((always_inline)) void fg_slot__start(const struct fg
  * key's index free (or holding a finished, unpinned slot of another key:
  * reclaimed) or holding this key's OPEN slot of the seed's shape with the
  * line not whole. Those start the attempt here (FG_O_PARTIAL, *ref
- * written, *res not); anything else is fg_slot_begin_decoded's. Owner
- * thread only. */
+ * written, *res not); anything else is fg_slot_begin_decoded's. Forced
+ * inline: every contribution's fragment 0 comes this way, and a call
+ * from the placement would spill its state around it. Owner thread
+ * only. */
 FG_MUST_CHECK static inline __attribute__((always_inline)) enum fg_outcome
 fg_slot_begin_fast(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_ns, struct fg_slot_ref *ref,
 		   struct fg_slot_result *res)
@@ -211,13 +213,15 @@ fg_slot_begin_fast(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_
  * common case inline: ref live and its line not the last one the slot
  * expects (ACCEPTED, *res filled, sink not called). Anything else
  * (the line resolves the slot, ref not live) is fg_slot_whole_sink's.
- * Owner thread only. */
+ * Forced inline: every contribution's last chunk comes this way. Owner
+ * thread only. */
 FG_MUST_CHECK static inline __attribute__((always_inline)) enum fg_outcome
 fg_slot_whole_fast(struct fg_slots *s, const struct fg_slot_ref *ref, struct fg_slot_result *res, fg_sink_fn *sink,
 		   void *arg)
 {
 	if (__builtin_expect(fg_slot_ref_live(ref), 1)) {
-		/* Live (invariant 5): the slot is OPEN for the reference's key,
+		/* Live (invariant 5): the slot is OPEN for the reference's key
+		 * (not reopened since begin, so ref->body_len is its body_len),
 		 * ref->pos < n and ref->line is the rule's line at pos. */
 		struct fg_slot *sl = fg_slot__at(s, ref->slot);
 		uint8_t complete = (uint8_t)(sl->complete | (1u << ref->line));
