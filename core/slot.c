@@ -56,45 +56,13 @@
 #include <xxhash.h>
 #endif
 
-#include "fg/slot.h"
+/* The slot header (struct fg_slot, its invariants) and the steps the
+ * inline fast paths share with this file (open, start an attempt). */
+#include "fg/slot_inline.h"
 
-#define NIL UINT32_MAX
+#define NIL FG_SLOT__NIL
+#define HDR_SIZE FG_SLOT__HDR_SIZE
 
-/* Slot header. Invariants (slot.h lists the per-state ones):
- *  1. landed[p] <= body_len for every position p < n.
- *  2. bit l of `complete` is set iff line l is expected and
- *     landed[pos(l)] == body_len.
- *  3. prev/next are meaningful only while state == OPEN.
- *  4. gen changes on every open, so a fg_slot_ref taken for an earlier
- *     occupant never matches again (its fragments become STALE).
- *  5. attempt[p] only grows (begin, put, abort, fg_slot_whole and every
- *     close out of OPEN bump it), so attempt[p] == ref->attempt holds exactly while the
- *     reference's slot is OPEN, for its key, and the attempt is current
- *     (fg_slot_ref_live).
- *  6. pins > 0 only while the slot is RESOLVED or POISONED (fg_slot_pin
- *     takes a RESOLVED slot; nothing but a reclaim leaves either state,
- *     and slot_claim refuses that while pinned): its result buffer is
- *     not written. */
-struct fg_slot {
-	uint32_t token_seq;
-	uint16_t layer;
-	uint8_t state;     /* enum fg_slot_state */
-	uint8_t complete;  /* whole lines, bit = line index */
-	uint8_t expected;  /* rule mask at open */
-	uint8_t n;         /* rule length at open */
-	uint16_t pins;     /* fg_slot_pin holders: while not 0 the slot is never (re)opened */
-	uint32_t start_pos, seq_len, body_len;
-	uint32_t gen;
-	uint32_t prev, next; /* open FIFO */
-	uint64_t opened_ns, deadline_ns;
-	uint64_t fingerprint;
-	uint32_t landed[FG_LINES];  /* bytes placed, by rule position */
-	uint32_t attempt[FG_LINES]; /* current attempt, by rule position */
-	uint8_t sign[FG_LINES];     /* orientation of the current attempt / whole body */
-	uint8_t pending;            /* rule positions with a fragment attempt begun, not yet whole or aborted */
-};
-
-#define HDR_SIZE ((sizeof(struct fg_slot) + FG_CACHE_LINE - 1) & ~(size_t)(FG_CACHE_LINE - 1))
 _Static_assert(sizeof(struct fg_slot) <= 2 * FG_CACHE_LINE, "a slot header is two cache lines (pins sits in padding)");
 
 static const char *const outcome_names[FG_O__COUNT] = {
@@ -220,15 +188,9 @@ size_t fg_slots_mem_size(const struct fg_slots_cfg *cfg)
 	return cfg_stride(cfg) * cfg->capacity;
 }
 
-static inline struct fg_slot *slot_at(const struct fg_slots *s, uint32_t i)
-{
-	return (struct fg_slot *)(void *)(s->mem + (size_t)i * s->slot_stride);
-}
+static inline struct fg_slot *slot_at(const struct fg_slots *s, uint32_t i) { return fg_slot__at(s, i); }
 
-static inline uint8_t *slot_buf(const struct fg_slots *s, uint32_t i, unsigned pos)
-{
-	return s->mem + (size_t)i * s->slot_stride + HDR_SIZE + (size_t)pos * s->body_max;
-}
+static inline uint8_t *slot_buf(const struct fg_slots *s, uint32_t i, unsigned pos) { return fg_slot__buf(s, i, pos); }
 
 int fg_slots_init(struct fg_slots *s, void *mem, size_t len, const struct fg_slots_cfg *cfg)
 {
@@ -256,20 +218,7 @@ int fg_slots_init(struct fg_slots *s, void *mem, size_t len, const struct fg_slo
 
 /* ---- open FIFO (doubly linked through slot indices) ------------------ */
 
-static void fifo_push(struct fg_slots *s, uint32_t i)
-{
-	struct fg_slot *sl = slot_at(s, i);
-
-	sl->next = NIL;
-	sl->prev = s->fifo_tail;
-	if (s->fifo_tail != NIL)
-		slot_at(s, s->fifo_tail)->next = i;
-	else
-		s->fifo_head = i;
-	s->fifo_tail = i;
-}
-
-static void fifo_remove(struct fg_slots *s, uint32_t i)
+static inline void fifo_remove(struct fg_slots *s, uint32_t i)
 {
 	struct fg_slot *sl = slot_at(s, i);
 
@@ -286,13 +235,15 @@ static void fifo_remove(struct fg_slots *s, uint32_t i)
 
 /* Leave OPEN for a terminal state; keeps invariant 5 of slot.h. Every
  * position's attempt moves on, so no reference taken while the slot was
- * OPEN is live again (invariant 5 of the header). */
-static void slot_close(struct fg_slots *s, uint32_t i, enum fg_slot_state st)
+ * OPEN is live again (invariant 5 of the header); positions past the
+ * rule's n are bumped too (no reference names them), in a few stores
+ * instead of a loop. Forced inline: every resolution closes its slot. */
+static inline __attribute__((always_inline)) void slot_close(struct fg_slots *s, uint32_t i, enum fg_slot_state st)
 {
 	struct fg_slot *sl = slot_at(s, i);
 
 	fifo_remove(s, i);
-	for (unsigned p = 0; p < sl->n; p++)
+	for (unsigned p = 0; p < FG_LINES; p++)
 		sl->attempt[p]++;
 	sl->state = (uint8_t)st;
 	s->in_use--;
@@ -302,11 +253,7 @@ static void slot_close(struct fg_slots *s, uint32_t i, enum fg_slot_state st)
 
 static inline uint32_t slot_index(const struct fg_slots *s, uint32_t token_seq, uint16_t layer)
 {
-	uint64_t k = (uint64_t)token_seq * s->cfg.n_layers + layer;
-
-	if (s->cfg.n_shards > 1)
-		k /= s->cfg.n_shards;
-	return (uint32_t)(k % s->cfg.capacity);
+	return fg_slot__index(s, token_seq, layer);
 }
 
 /* Position of line in the rule order of layer, or FG_LINES when the rule
@@ -367,38 +314,6 @@ static bool seed_admit(const struct fg_slots *s, const struct fg_seed *seed, boo
 	return true;
 }
 
-/* Open slot i for seed's key. Forced inline into slot_claim: the first
- * contribution of every seed opens its slot, and a call would spill the
- * claim's state. */
-static inline __attribute__((always_inline)) void slot_open(struct fg_slots *s, uint32_t i, const struct fg_seed *seed,
-							     uint64_t now_ns)
-{
-	struct fg_slot *sl = slot_at(s, i);
-	const struct fg_rule *r = &s->cfg.rules[seed->dst_layer];
-
-	sl->token_seq = seed->token_seq;
-	sl->layer = seed->dst_layer;
-	sl->state = FG_SLOT_OPEN;
-	sl->complete = 0;
-	sl->expected = r->mask;
-	sl->n = r->n;
-	sl->start_pos = seed->start_pos;
-	sl->seq_len = seed->seq_len;
-	sl->body_len = seed->body_len;
-	sl->gen++;
-	sl->opened_ns = now_ns;
-	sl->deadline_ns = now_ns + s->cfg.deadline_ns < now_ns ? UINT64_MAX : now_ns + s->cfg.deadline_ns;
-	sl->fingerprint = 0;
-	/* Resetting every landed counter is what makes reuse safe: no byte of
-	 * the previous occupant is read before this occupant overwrote it. */
-	memset(sl->landed, 0, sizeof(sl->landed));
-	memset(sl->sign, 0, sizeof(sl->sign));
-	sl->pending = 0;
-	fifo_push(s, i);
-	s->opened++;
-	s->in_use++;
-}
-
 /* The slot for seed's key: the existing one, or a newly opened one when the
  * index is free or its occupant is finished (RESOLVED, EXPIRED, POISONED)
  * and not pinned. Returns NIL with res->outcome = NO_SLOT when a live open
@@ -409,7 +324,7 @@ static inline __attribute__((always_inline)) uint32_t slot_claim(struct fg_slots
 	uint32_t i = slot_index(s, seed->token_seq, seed->dst_layer);
 	struct fg_slot *sl = slot_at(s, i);
 
-	if (sl->state != FG_SLOT_FREE && sl->token_seq == seed->token_seq && sl->layer == seed->dst_layer)
+	if (fg_slot__holds(sl, seed))
 		return i;
 	/* A pinned slot's body is still read by someone (fg_slot_pin): it is
 	 * held like a live one until unpinned. */
@@ -419,7 +334,7 @@ static inline __attribute__((always_inline)) uint32_t slot_claim(struct fg_slots
 	}
 	if (sl->state != FG_SLOT_FREE)
 		s->reclaimed++;
-	slot_open(s, i, seed, now_ns);
+	fg_slot__open(s, i, seed, now_ns);
 	return i;
 }
 
@@ -577,17 +492,7 @@ static inline __attribute__((always_inline)) enum fg_outcome begin_sane(struct f
 		res->bytes = seed->body_len;
 		return FG_O_DUP_PENDING;
 	}
-	sl->attempt[pos]++;
-	sl->pending |= (uint8_t)(1u << pos);
-	sl->landed[pos] = 0;
-	sl->sign[pos] = seed->orientation;
-	ref->slot = i;
-	ref->gen = sl->gen;
-	ref->attempt = sl->attempt[pos];
-	ref->pos = (uint8_t)pos;
-	ref->body_len = sl->body_len;
-	ref->buf = slot_buf(s, i, pos);
-	ref->cur = &sl->attempt[pos];
+	fg_slot__start(s, sl, i, pos, seed->line, seed->orientation, ref);
 	if (full) {
 		result_slot(s, i, FG_O_PARTIAL, res);
 		res->bytes = seed->body_len;

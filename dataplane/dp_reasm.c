@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "fg/slot_inline.h"
+
 #define NIL UINT32_MAX
 #define SEED_HDR DP_RA_SEED_HDR
 
@@ -490,9 +492,10 @@ static inline enum fg_outcome ctx_land(struct dp_reasm *r, struct dp_ra_ctx *c, 
 		c->missing -= len;
 		if (c->missing)
 			return FG_O_PARTIAL;
-		/* the line is whole: when it resolves the slot, the resolution
-		 * writes the body where it goes as well (the sink's spans) */
-		return fg_slot_whole_sink(r->cfg.slots, &c->ref, res, r->cfg.sink, r->cfg.sink_arg);
+		/* the line is whole (inline unless it resolves the slot): when it
+		 * resolves the slot, the resolution writes the body where it goes
+		 * as well (the sink's spans) */
+		return fg_slot_whole_fast(r->cfg.slots, &c->ref, res, r->cfg.sink, r->cfg.sink_arg);
 	}
 	return fg_slot_land(r->cfg.slots, &c->ref, off, src, len, now, res);
 }
@@ -533,9 +536,10 @@ static bool slot_place(struct dp_reasm *r, struct dp_ra_ctx *c, uint32_t foff, c
  * attempt. Returns true when its chunks go straight into the slot; false
  * with the context judged (refused) or, for FG_O_DUP_PENDING, to be
  * buffered whole. The codec's checks are not made again when the limits
- * are the table's (fg_slot_begin_decoded); else fg_slot_begin makes them.
- * Forced inline into first_fragment: every seed's fragment 0 comes this
- * way, and a call spills the outcome and the judgement to memory. */
+ * are the table's (fg_slot_begin_fast: a key's first line or the next
+ * one inline, the rest fg_slot_begin_decoded's); else fg_slot_begin makes
+ * them. Forced inline into first_fragment: every seed's fragment 0 comes
+ * this way, and a call spills the outcome and the judgement to memory. */
 static inline __attribute__((always_inline)) bool begin_direct(struct dp_reasm *r, struct dp_ra_ctx *c,
 								const struct fg_seed *s,
 								const struct fg_seed_limits *lim, uint64_t now,
@@ -545,7 +549,7 @@ static inline __attribute__((always_inline)) bool begin_direct(struct dp_reasm *
 	enum fg_outcome o;
 	*judged = false;
 	if (__builtin_expect(fg_slots_fit_limits(slots, lim), 1)) {
-		o = fg_slot_begin_decoded(slots, s, now, &c->ref, &out->res);
+		o = fg_slot_begin_fast(slots, s, now, &c->ref, &out->res);
 	} else {
 		if (fg_slot_begin(slots, s, now, &c->ref, &out->res) < 0) {
 			ctx_drop_buf(r, c);
@@ -1116,10 +1120,11 @@ static inline __attribute__((always_inline)) unsigned run_on(struct dp_reasm *r,
 			r->copy(c->ref.buf + (i * C - SEED_HDR), p->chunk, len);
 			run_commit(c, (uint16_t)(key + 1u));
 			c->missing = 0;
-			/* when the line resolves the slot, the resolution writes
-			 * the body where it goes as well (the sink's spans) */
+			/* inline unless the line resolves the slot; then the
+			 * resolution writes the body where it goes as well (the
+			 * sink's spans) */
 			enum fg_outcome o =
-				fg_slot_whole_sink(r->cfg.slots, &c->ref, &out->res, r->cfg.sink, r->cfg.sink_arg);
+				fg_slot_whole_fast(r->cfg.slots, &c->ref, &out->res, r->cfg.sink, r->cfg.sink_arg);
 			if (__builtin_expect(o > FG_O_RESOLVED, 0)) {
 				run_landed(r, ci, o, now, out);
 				return k + 1;

@@ -1,6 +1,7 @@
 /* fuzz_slot_frag.c - libFuzzer target for the slot engine's fragment path
  * (fg_slot_begin or fg_slot_begin_decoded / fg_slot_place, fg_slot_land or
- * the caller's own copies and fg_slot_whole / fg_slot_abort, core/slot.c)
+ * the caller's own copies and fg_slot_whole / fg_slot_abort, core/slot.c,
+ * and the inline fast paths of fg/slot_inline.h)
  * mixed with
  * whole puts and expiry, as a hostile UDP reassembler order would drive it.
  *
@@ -8,11 +9,14 @@
  * attempt is placed at most once; within that, the input chooses the keys,
  * lines, signs, shapes, chunk sizes, placement order, supersedes, aborts,
  * duplicates and the clock. Ops, one byte each plus arguments:
- *   0 begin  tok layer line sign|shape|decoded|own seq_len chunk body...
+ *   0 begin  tok layer line sign|shape|decoded|own|fast seq_len chunk body...
  *            (decoded: fg_slot_begin_decoded, the seed being one the codec
  *            accepts under the table's limits; own: the attempt's chunks
  *            are copied to ref.buf while the reference is live, the line
- *            reported whole with fg_slot_whole)
+ *            reported whole with fg_slot_whole; fast: the inline fast
+ *            paths the dataplane runs instead, fg_slot_begin_fast for a
+ *            decoded begin and fg_slot_whole_fast with a sink for an own
+ *            attempt's last chunk)
  *   1 place  attempt chunk (chunk's top bit: fg_slot_land, else fg_slot_place)
  *   2 abort  attempt
  *   3 put    tok layer line sign|shape seq_len body...
@@ -23,12 +27,15 @@
  *     returns 0 with an outcome in range;
  *  3. a resolved body is, bit for bit, the scalar reduction in rule order of
  *     the contributions completed for that key (NaN matches any NaN);
- *  4. open slots never exceed the capacity. */
+ *  4. open slots never exceed the capacity;
+ *  5. a sink asked for a buffer (fg_slot_whole_fast) gets the resolved
+ *     body, bit for bit, and is asked only when the slot resolves. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fg/slot.h"
+#include "fg/slot_inline.h"
 #include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -46,7 +53,21 @@ struct attempt {
 	struct fg_seed seed; /* body points into the input */
 	uint32_t chunk, placed; /* chunk size; bit i = chunk i placed */
 	bool own;               /* the caller's own placement (fg_slot_whole) */
+	bool fast;              /* ... through fg_slot_whole_fast */
 };
+
+/* The sink of fg_slot_whole_fast: one buffer, and how often it was asked. */
+static uint8_t sink_buf[MAX_SEQ * HIDDEN * 4];
+static unsigned sink_calls;
+
+static void *sink(void *arg, uint32_t slot, uint32_t body_len)
+{
+	(void)arg;
+	(void)slot;
+	FUZZ_CHECK(body_len <= sizeof(sink_buf));
+	sink_calls++;
+	return sink_buf;
+}
 
 struct done {
 	uint32_t token_seq;
@@ -164,7 +185,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			sd.seq_len = 1 + p[4] % MAX_SEQ;
 			sd.body_len = sd.seq_len * HIDDEN * 4;
 			uint32_t chunk = op == 0 ? 1 + p[5] % sd.body_len : 0;
-			bool decoded = op == 0 && (p[3] & 4), own = op == 0 && (p[3] & 8);
+			bool decoded = op == 0 && (p[3] & 4), own = op == 0 && (p[3] & 8), fast = op == 0 && (p[3] & 16);
 			p += op == 0 ? 6 : 5;
 			if ((size_t)(end - p) < sd.body_len)
 				break;
@@ -180,7 +201,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (decoded) {
 				struct fg_seed_limits lim = { .hidden = HIDDEN, .max_seq_len = MAX_SEQ };
 				FUZZ_CHECK(fg_slots_fit_limits(&s, &lim));
-				enum fg_outcome o = fg_slot_begin_decoded(&s, &sd, now, &ref, &r);
+				enum fg_outcome o = fast ? fg_slot_begin_fast(&s, &sd, now, &ref, &r)
+							 : fg_slot_begin_decoded(&s, &sd, now, &ref, &r);
 				FUZZ_CHECK((unsigned)o < FG_O__COUNT);
 				if (o != FG_O_PARTIAL)
 					FUZZ_CHECK(r.outcome == o);
@@ -195,7 +217,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(ref.body_len == sd.body_len);
 			struct attempt *a = &at[sd.token_seq % FG_ARRAY_LEN(at)];
 			sd.body = body;
-			*a = (struct attempt){ true, ref, sd, chunk, 0, own };
+			*a = (struct attempt){ true, ref, sd, chunk, 0, own, fast };
 		} else if (op == 1) {
 			if (end - p < 2)
 				break;
@@ -225,8 +247,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					memcpy(a->ref.buf + off, a->seed.body + off, len);
 				if (live && free_n > 1)
 					continue;
-				enum fg_outcome o = fg_slot_whole(&s, &a->ref, &r);
+				unsigned calls = sink_calls;
+				enum fg_outcome o = a->fast ? fg_slot_whole_fast(&s, &a->ref, &r, sink, NULL)
+							    : fg_slot_whole(&s, &a->ref, &r);
 				FUZZ_CHECK(r.outcome == o);
+				FUZZ_CHECK(sink_calls == calls + (a->fast && o == FG_O_RESOLVED));
+				if (a->fast && o == FG_O_RESOLVED) {
+					struct fg_seed_view v;
+					FUZZ_CHECK(fg_slot_seed(&s, r.slot, &v) == 0);
+					FUZZ_CHECK(!memcmp(sink_buf, v.body, v.body_len));
+				}
 				FUZZ_CHECK(live == (o == FG_O_ACCEPTED || o == FG_O_RESOLVED));
 				FUZZ_CHECK(!fg_slot_ref_live(&a->ref));
 				after(&s, &a->seed, &r);

@@ -173,6 +173,7 @@ struct fg_slot_ref {
 	uint32_t gen;     /* slot generation at begin */
 	uint32_t attempt; /* line attempt at begin */
 	uint8_t pos;      /* buffer position (index in rule order) */
+	uint8_t line;     /* the attempt's line (the rule's line at pos) */
 	uint32_t body_len;
 	/* The line buffer's first byte: body byte `off` lands at buf + off.
 	 * For prefetching the destination ahead of fg_slot_land only; the
@@ -198,7 +199,8 @@ FG_MUST_CHECK int fg_slot_begin(struct fg_slots *s, const struct fg_seed *seed, 
  * are. Same effects and outcomes as fg_slot_begin; returns the outcome,
  * *ref written only with FG_O_PARTIAL, *res meaningful only with any
  * other outcome (then as fg_slot_begin fills it). s, seed, ref and res non-NULL. Owner
- * thread only. */
+ * thread only. fg_slot_begin_fast (fg/slot_inline.h) is this function with
+ * its common cases inline. */
 FG_MUST_CHECK enum fg_outcome fg_slot_begin_decoded(struct fg_slots *s, const struct fg_seed *seed, uint64_t now_ns,
 						    struct fg_slot_ref *ref, struct fg_slot_result *res);
 /* Whether a seed the codec accepted under lim is one this table can hold
@@ -241,7 +243,8 @@ typedef void *fg_sink_fn(void *arg, uint32_t slot, uint32_t body_len);
  * then writes it there from the reduction's registers (fg_reduce_to); the
  * slot's result buffer holds it as with fg_slot_whole. A sink is never
  * called for a line that does not resolve its slot (ACCEPTED, or ref not
- * live). Owner thread only. */
+ * live). Owner thread only. fg_slot_whole_fast (fg/slot_inline.h) is this
+ * function with the line that does not resolve its slot inline. */
 FG_MUST_CHECK enum fg_outcome fg_slot_whole_sink(struct fg_slots *s, const struct fg_slot_ref *ref,
 						 struct fg_slot_result *res, fg_sink_fn *sink, void *arg);
 /* The reassembler gave up on an attempt: its bytes no longer count. When

@@ -8,8 +8,9 @@
  * answers, epoch flushes (the key reopens), slot reuse, capacity
  * exhaustion, shape and line refusals, and a fragment attempt begun for
  * a decoded seed (fg_slot_begin_decoded) answered as fg_slot_begin, and
- * fg_slot_whole's result record as fg_slot_place's, and each layer's
- * rule positions.
+ * fg_slot_whole's result record as fg_slot_place's, the inline fast paths
+ * (fg_slot_begin_fast, fg_slot_whole_fast) against the functions they stand
+ * for on one random history, and each layer's rule positions.
  *
  * Reads tests/data/vectors.txt through FG_TEST_DATA. Single-threaded. */
 #include <errno.h>
@@ -26,6 +27,7 @@
 #include <xxhash.h>
 
 #include "fg/slot.h"
+#include "fg/slot_inline.h"
 #include "fg/wire.h"
 
 #include "../lib/fg_test_rng.h" /* fg_test_rng */
@@ -2113,6 +2115,172 @@ static void test_whole_sink(void **state)
 	table_free(&t2);
 }
 
+/* Two references the same in every field. */
+static void assert_ref_eq(const struct fg_slot_ref *b, const struct fg_slot_ref *a)
+{
+	assert_int_equal(b->slot, a->slot);
+	assert_int_equal(b->gen, a->gen);
+	assert_int_equal(b->attempt, a->attempt);
+	assert_int_equal(b->pos, a->pos);
+	assert_int_equal(b->line, a->line);
+	assert_int_equal(b->body_len, a->body_len);
+}
+
+/* The inline fast paths (slot_inline.h, what the dataplane's placement
+ * runs) do what the functions they stand for do: one random history on
+ * two tables, t1 driven by fg_slot_begin_decoded and fg_slot_whole_sink,
+ * t2 by fg_slot_begin_fast and fg_slot_whole_fast, with fresh and joined
+ * keys, reclaimed indices (capacity 4 for 12 keys of 2 layers), held
+ * ones (NO_SLOT), pins, unexpected lines, shape mismatches, duplicates
+ * (DUP_PENDING), superseded and aborted attempts, whole puts, conflicts,
+ * expiry and flushes. Every outcome, result, reference, counter, sink
+ * call and resolved body agrees; each fast case is seen. */
+struct fast_att {
+	bool live;
+	struct fg_slot_ref r1, r2;
+	uint8_t body[2 * 4 * 4];
+	uint32_t len;
+};
+
+static void test_fast_paths_as_functions(void **state)
+{
+	enum { H = 4, SEQ = 2, CAP = 4, N_ATT = 8 };
+	static const uint8_t lines[3] = { 5, 1, 3 };
+	struct fg_slots_cfg cfg;
+	struct table t1, t2;
+	struct fast_att at[N_ATT];
+	_Alignas(16) uint8_t d1[SEQ * H * 4], d2[SEQ * H * 4];
+	struct sink_probe p1 = { .dst = d1 }, p2 = { .dst = d2 };
+	unsigned joins = 0, opens = 0, reclaims = 0, accepted = 0, resolved = 0, slow = 0;
+	(void)state;
+
+	cfg_default(&cfg, CAP, H, SEQ, 2, lines, 3);
+	table_new(&t1, &cfg, 0);
+	table_new(&t2, &cfg, 0x3C);
+	memset(at, 0, sizeof(at));
+	uint64_t now = 1;
+	for (unsigned step = 0; step < 60000; step++) {
+		uint64_t r = rng();
+		unsigned op = (unsigned)(r % 16);
+		r >>= 4;
+		if (op < 6) {
+			/* begin: any line (unexpected ones too), a shape now and then off */
+			uint8_t line = (r & 7) == 7 ? (uint8_t)((r >> 3) % FG_LINES) : lines[(r >> 3) % 3];
+			uint32_t seq = (r >> 6) % 8 == 0 ? 1 : SEQ, start = (r >> 9) % 8 == 0 ? 1 : 0;
+			/* mostly two keys, so that slots resolve; now and then others */
+			uint32_t tok = (uint32_t)((r >> 12) % 4 ? (r >> 20) % 2 : (r >> 20) % 6);
+			struct fg_seed sd = mkseed(tok, (uint16_t)((r >> 15) & 1), line,
+						   (uint8_t)((r >> 16) & 1), start, seq, NULL, seq * H * 4);
+			struct fast_att *a = &at[(r >> 17) % N_ATT];
+			struct fg_slot_info info;
+			bool held = fg_slot_lookup(&t2.s, sd.token_seq, sd.dst_layer, &info) == 0;
+			uint64_t reclaimed = t2.s.reclaimed;
+			struct fg_slot_result ra, rb;
+			struct fg_slot_ref x1, x2;
+			memset(&rb, 0xA5, sizeof(rb));
+			enum fg_outcome o1 = fg_slot_begin_decoded(&t1.s, &sd, now, &x1, &ra);
+			enum fg_outcome o2 = fg_slot_begin_fast(&t2.s, &sd, now, &x2, &rb);
+			assert_int_equal(o1, o2);
+			if (o1 != FG_O_PARTIAL) {
+				assert_result_eq(&rb, &ra);
+				slow++;
+				continue;
+			}
+			assert_ref_eq(&x2, &x1);
+			assert_true(fg_slot_ref_live(&x1) && fg_slot_ref_live(&x2));
+			assert_int_equal(x2.line, line);
+			if (held)
+				joins++;
+			else if (t2.s.reclaimed != reclaimed)
+				reclaims++;
+			else
+				opens++;
+			*a = (struct fast_att){ .live = true, .r1 = x1, .r2 = x2, .len = sd.body_len };
+			for (uint32_t i = 0; i < a->len; i++)
+				a->body[i] = (uint8_t)rng();
+		} else if (op < 10) {
+			/* the line whole: its bytes copied while live */
+			struct fast_att *a = &at[r % N_ATT];
+			if (!a->live)
+				continue;
+			a->live = false;
+			bool live = fg_slot_ref_live(&a->r2);
+			assert_int_equal(live, fg_slot_ref_live(&a->r1));
+			if (live) {
+				memcpy(a->r1.buf, a->body, a->len);
+				memcpy(a->r2.buf, a->body, a->len);
+			}
+			struct fg_slot_result ra, rb;
+			unsigned c1 = p1.calls;
+			enum fg_outcome o1 = fg_slot_whole_sink(&t1.s, &a->r1, &ra, probe_sink, &p1);
+			enum fg_outcome o2 = fg_slot_whole_fast(&t2.s, &a->r2, &rb, probe_sink, &p2);
+			assert_int_equal(o1, o2);
+			assert_result_eq(&rb, &ra);
+			assert_int_equal(p1.calls, p2.calls);
+			assert_false(fg_slot_ref_live(&a->r2));
+			accepted += o1 == FG_O_ACCEPTED;
+			if (o1 == FG_O_RESOLVED) {
+				resolved++;
+				assert_int_equal(p1.calls, c1 + 1);
+				struct fg_seed_view v1, v2;
+				assert_int_equal(fg_slot_seed(&t1.s, ra.slot, &v1), 0);
+				assert_int_equal(fg_slot_seed(&t2.s, rb.slot, &v2), 0);
+				assert_int_equal(v1.fingerprint, v2.fingerprint);
+				assert_memory_equal(v1.body, v2.body, v1.body_len);
+				assert_memory_equal(d1, d2, v1.body_len);
+				/* a resolved seed is now and then held by a reader */
+				if (r & 0x100) {
+					assert_int_equal(fg_slot_pin(&t1.s, ra.slot), 0);
+					assert_int_equal(fg_slot_pin(&t2.s, rb.slot), 0);
+				}
+			}
+		} else if (op == 10) {
+			struct fast_att *a = &at[r % N_ATT];
+			if (a->live) {
+				fg_slot_abort(&t1.s, &a->r1);
+				fg_slot_abort(&t2.s, &a->r2);
+				a->live = false;
+			}
+		} else if (op == 11) {
+			/* a whole put: a line, a duplicate or a conflict */
+			float b[SEQ * H];
+			for (unsigned i = 0; i < SEQ * H; i++)
+				b[i] = (float)((r >> 8) % 3);
+			struct fg_seed sd = mkseed((uint32_t)(r % 6), (uint16_t)((r >> 3) & 1), lines[(r >> 4) % 3], 0, 0,
+						   SEQ, b, sizeof(b));
+			struct fg_slot_result ra, rb;
+			assert_int_equal(fg_slot_put(&t1.s, &sd, now, &ra), 0);
+			assert_int_equal(fg_slot_put(&t2.s, &sd, now, &rb), 0);
+			assert_result_eq(&rb, &ra);
+		} else if (op == 12) {
+			uint32_t slot = (uint32_t)(r % CAP);
+			fg_slot_unpin(&t1.s, slot);
+			fg_slot_unpin(&t2.s, slot);
+		} else if (op == 13 && (r & 0xF) == 0) {
+			assert_int_equal(fg_slots_flush(&t1.s), fg_slots_flush(&t2.s));
+		} else {
+			struct fg_slot_expired e1[CAP], e2[CAP];
+			now += r % 32;
+			int n1 = fg_slots_expire(&t1.s, now, e1, CAP), n2 = fg_slots_expire(&t2.s, now, e2, CAP);
+			assert_int_equal(n1, n2);
+			assert_memory_equal(e1, e2, (size_t)n1 * sizeof(e1[0]));
+		}
+		assert_int_equal(t1.s.opened, t2.s.opened);
+		assert_int_equal(t1.s.in_use, t2.s.in_use);
+		assert_int_equal(t1.s.resolved, t2.s.resolved);
+		assert_int_equal(t1.s.reclaimed, t2.s.reclaimed);
+		assert_int_equal(t1.s.abandoned, t2.s.abandoned);
+		assert_int_equal(t1.s.expired, t2.s.expired);
+		assert_int_equal(t1.s.poisoned, t2.s.poisoned);
+		assert_int_equal(t1.s.fifo_head, t2.s.fifo_head);
+		assert_int_equal(t1.s.fifo_tail, t2.s.fifo_tail);
+	}
+	/* each fast case taken, and the slow ones too */
+	assert_true(joins > 100 && opens > 100 && reclaims > 100 && accepted > 100 && resolved > 100 && slow > 100);
+	table_free(&t1);
+	table_free(&t2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2139,6 +2307,7 @@ int main(void)
 		cmocka_unit_test(test_reduce_to),
 		cmocka_unit_test(test_whole_to_lane),
 		cmocka_unit_test(test_whole_sink),
+		cmocka_unit_test(test_fast_paths_as_functions),
 		cmocka_unit_test(test_random_ops_against_model),
 		cmocka_unit_test(test_init_and_rules),
 		cmocka_unit_test(test_rule_positions_per_layer),
