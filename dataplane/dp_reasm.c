@@ -494,7 +494,7 @@ static inline enum fg_outcome ctx_land(struct dp_reasm *r, struct dp_ra_ctx *c, 
 			return FG_O_PARTIAL;
 		/* the line is whole (inline unless it resolves the slot): when it
 		 * resolves the slot, the resolution writes the body where it goes
-		 * as well (the sink's spans) */
+		 * as well (the sink's buffer) */
 		return fg_slot_whole_fast(r->cfg.slots, &c->ref, res, r->cfg.sink, r->cfg.sink_arg);
 	}
 	return fg_slot_land(r->cfg.slots, &c->ref, off, src, len, now, res);
@@ -1122,7 +1122,7 @@ static inline __attribute__((always_inline)) unsigned run_on(struct dp_reasm *r,
 			c->missing = 0;
 			/* inline unless the line resolves the slot; then the
 			 * resolution writes the body where it goes as well (the
-			 * sink's spans) */
+			 * sink's buffer) */
 			enum fg_outcome o =
 				fg_slot_whole_fast(r->cfg.slots, &c->ref, &out->res, r->cfg.sink, r->cfg.sink_arg);
 			if (__builtin_expect(o > FG_O_RESOLVED, 0)) {
