@@ -450,10 +450,20 @@ static inline __attribute__((always_inline)) void fragment_out(struct dp_lcore *
 		}
 	}
 	if (o->events & DP_RA_EV_FRAME) {
+		/* its header written field by field (fr and seed only with the
+		 * decoded and seeded that name them), not cleared first */
 		struct dp_xfer *x = dp_xfer_of(o->buf);
-		*x = (struct dp_xfer){.peer = fl->src, .route = fl->route, .len = o->len, .ack = true,
-				      .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer,
-				      .hash = fl->hash, .nchunk = o->nchunk, .src = (uint8_t)lc->idx};
+		x->peer = fl->src;
+		x->route = fl->route;
+		x->len = o->len;
+		x->ack = true;
+		x->layer_bound = lc->ictx.layer_bound;
+		x->bound_layer = lc->ictx.bound_layer;
+		x->decoded = false;
+		x->seeded = false;
+		x->nchunk = o->nchunk;
+		x->src = (uint8_t)lc->idx;
+		x->hash = fl->hash;
 		/* fragment 0's decode, unless this fragment came under another
 		 * address binding ([udp] layer_ports): then judged again under it */
 		uint32_t binding = lc->ictx.layer_bound ? (uint32_t)lc->ictx.bound_layer + 1u : 0u;
