@@ -982,43 +982,68 @@ static inline bool run_take(struct dp_ra_ctx *c, const struct fg_frag *f, uint32
 
 /* buffer_run of a context that lists its chunks (keep_chunk for each),
  * out of line: the runs of the other contexts are compiled as without
- * keeping. */
+ * keeping. Such a frame has at most DP_RA_KEEP_FRAGS fragments: its
+ * bits are bits[0]'s, held in a local with the counts and written back
+ * once. A run's fragments are consecutive elements of one burst: named
+ * all, or none (keep_chunk's test, made once); named, the k it takes
+ * are the burst's elements e0 .. e0 + k - 1, their buffers kept in that
+ * order. */
 static __attribute__((noinline)) unsigned keep_run(struct dp_reasm *r, uint32_t ci, const struct fg_frag *f,
 						    unsigned n, uint64_t now, struct dp_reasm_out *out)
 {
 	struct dp_ra_ctx *c = &r->ctx[ci];
-	const uint32_t C = r->cfg.chunk;
+	const uint32_t C = r->cfg.chunk, tail = c->tail;
+	const unsigned total = c->total;
 	struct dp_ra_list *l = dp_ra_list(c->buf, r->cfg.frame_max);
-	/* a run's fragments are consecutive elements of one burst: named
-	 * all, or none (keep_chunk's test, made once); the counts in locals,
-	 * written back once */
-	uintptr_t d = (uintptr_t)f - (uintptr_t)r->keep.f;
-	const bool named = d < r->keep.size;
-	const uint32_t e0 = named ? (uint32_t)(d / sizeof(*f)) : 0;
-	void *const *pkts = r->keep.pkts;
-	uint32_t mask = 0;
-	unsigned nkept = c->nkept, nrecv = c->nrecv, k = 0;
+	const uintptr_t d = (uintptr_t)f - (uintptr_t)r->keep.f;
+	uint64_t bits = c->bits[0];
+	unsigned nrecv = c->nrecv, k = 0;
 	bool whole = false;
-	while (k < n && run_take(c, &f[k], C)) {
-		const struct fg_frag *g = &f[k];
-		if (named) {
-			l->m[nkept++] = pkts[e0 + k];
-			l->p[g->index] = g->chunk;
-			mask |= 1u << (e0 + k);
-		} else {
-			uint8_t *dst = c->buf + (size_t)g->index * C;
-			r->copy(dst, g->chunk, g->chunk_len);
-			l->p[g->index] = dst;
+	if (d < r->keep.size) {
+		const uint32_t e0 = (uint32_t)(d / sizeof(*f));
+		void *const *pk = r->keep.pkts + e0;
+		void **m = &l->m[c->nkept];
+		for (; k < n; k++) {
+			const struct fg_frag *g = &f[k];
+			const unsigned i = g->index; /* < g->total: with the count checked, < 16 */
+			if (g->total != total)
+				break;
+			const uint64_t b = 1ull << (i & 63);
+			if (g->chunk_len != (i + 1u == total ? tail : C) || (bits & b))
+				break;
+			bits |= b;
+			m[k] = pk[k];
+			l->p[i] = g->chunk;
+			if (++nrecv == total && !c->bad) {
+				whole = true;
+				k++;
+				break;
+			}
 		}
-		k++;
-		if (++nrecv == c->total && !c->bad) {
-			whole = true;
-			break;
+		c->nkept = (uint8_t)(c->nkept + k);
+		r->keep.mask |= (uint32_t)(((1ull << k) - 1u) << e0);
+	} else {
+		for (; k < n; k++) {
+			const struct fg_frag *g = &f[k];
+			const unsigned i = g->index;
+			if (g->total != total)
+				break;
+			const uint64_t b = 1ull << (i & 63);
+			if (g->chunk_len != (i + 1u == total ? tail : C) || (bits & b))
+				break;
+			bits |= b;
+			uint8_t *dst = c->buf + (size_t)i * C;
+			r->copy(dst, g->chunk, g->chunk_len);
+			l->p[i] = dst;
+			if (++nrecv == total && !c->bad) {
+				whole = true;
+				k++;
+				break;
+			}
 		}
 	}
-	c->nkept = (uint8_t)nkept;
+	c->bits[0] = bits;
 	c->nrecv = (uint8_t)nrecv;
-	r->keep.mask |= mask;
 	if (whole)
 		ctx_complete(r, ci, now, out);
 	return k;

@@ -284,6 +284,19 @@ static void xfer_flatten(struct dp_lcore *lc, struct dp_xfer *x)
 	x->nchunk = 0;
 }
 
+/* x, a whole frame, handed to its owner (!= lc->idx), which ACKs it
+ * once placed (x->ack); refused (the owner's inbox is full), dropped
+ * lane_full and given back, not ACKed: the sender resends. */
+static inline void handoff_one(struct dp_lcore *lc, unsigned owner, struct dp_xfer *x)
+{
+	if (!lc->env->io->handoff(lc, owner, x)) {
+		dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
+		xfer_release(lc, x);
+		return;
+	}
+	dp_lc_xcount(lc, DP_X_HANDOFF_OUT);
+}
+
 /* A whole frame in an xfer buffer x (owned by the caller of this function,
  * which gives it up here: processed and returned, or handed to the owner
  * with its decode). x->decoded: x->fr already holds the decode (fragment
@@ -312,12 +325,7 @@ static void on_xfer(struct dp_lcore *lc, struct dp_xfer *x, bool ackable, uint64
 	unsigned owner = frame_owner(lc, &x->fr);
 	if (owner != lc->idx) {
 		x->ack = ackable; /* the owner ACKs once it knows the frame was placed */
-		if (!lc->env->io->handoff(lc, owner, x)) {
-			dp_lc_count(lc, FG_C_DROP_LANE_FULL, 1);
-			xfer_release(lc, x);
-			return; /* not ACKed: the sender resends */
-		}
-		dp_lc_xcount(lc, DP_X_HANDOFF_OUT);
+		handoff_one(lc, owner, x);
 		return;
 	}
 	if (x->nchunk)
@@ -442,10 +450,20 @@ static inline __attribute__((always_inline)) void fragment_out(struct dp_lcore *
 		}
 	}
 	if (o->events & DP_RA_EV_FRAME) {
+		/* its header written field by field (fr and seed only with the
+		 * decoded and seeded that name them), not cleared first */
 		struct dp_xfer *x = dp_xfer_of(o->buf);
-		*x = (struct dp_xfer){.peer = fl->src, .route = fl->route, .len = o->len, .ack = true,
-				      .layer_bound = lc->ictx.layer_bound, .bound_layer = lc->ictx.bound_layer,
-				      .hash = fl->hash, .nchunk = o->nchunk, .src = (uint8_t)lc->idx};
+		x->peer = fl->src;
+		x->route = fl->route;
+		x->len = o->len;
+		x->ack = true;
+		x->layer_bound = lc->ictx.layer_bound;
+		x->bound_layer = lc->ictx.bound_layer;
+		x->decoded = false;
+		x->seeded = false;
+		x->nchunk = o->nchunk;
+		x->src = (uint8_t)lc->idx;
+		x->hash = fl->hash;
 		/* fragment 0's decode, unless this fragment came under another
 		 * address binding ([udp] layer_ports): then judged again under it */
 		uint32_t binding = lc->ictx.layer_bound ? (uint32_t)lc->ictx.bound_layer + 1u : 0u;
@@ -457,6 +475,18 @@ static inline __attribute__((always_inline)) void fragment_out(struct dp_lcore *
 			if (o->cls.rc == 0 && o->cls.band == FG_BAND_SEED) {
 				x->seed = o->seed;
 				x->seeded = true;
+				/* another shard's (a chunk list always is): on_xfer's
+				 * hand-off, its tests known to pass (decoded, not an
+				 * ACK), the frame counted with the burst's */
+				const unsigned owner = frame_owner(lc, &x->fr);
+				if (owner != lc->idx) {
+					if (t)
+						t->frames++;
+					else
+						dp_lc_count(lc, FG_C_FRAMES, 1);
+					handoff_one(lc, owner, x);
+					return;
+				}
 			}
 		}
 		on_xfer(lc, x, true, now); /* counts the frame and ACKs it */

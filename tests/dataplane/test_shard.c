@@ -1161,8 +1161,12 @@ static void test_keep_handoff(void **st)
 			dp_shard_add(&lc, &a, &fl, dg[i], dl[i]);
 		dp_shard_add_end(&a);
 		dp_reasm_keep_begin(&lc.reasm, b.f, nd, pkts);
+		const uint64_t frames = C(FG_C_FRAMES), out = X(DP_X_HANDOFF_OUT);
 		dp_shard_run(&lc, &b, MS);
 		assert_int_equal(dp_reasm_keep_end(&lc.reasm), (1u << nd) - 1u);
+		/* a whole frame counted once, handed out only when taken */
+		assert_int_equal(C(FG_C_FRAMES) - frames, round < 2 ? 1 : 0);
+		assert_int_equal(X(DP_X_HANDOFF_OUT) - out, round == 1 ? 1 : 0);
 		if (round == 0) {
 			/* refused: both given back by the receiving lcore, the frame dropped */
 			assert_int_equal(C(FG_C_DROP_LANE_FULL), 1);
