@@ -188,24 +188,28 @@ static void copy_libc_gather(uint8_t *restrict dst, const uint8_t *const *p, uns
 	memcpy(dst, p[n - 1], last);
 }
 
-dp_ra_gather_fn *dp_ra_gather_pick(unsigned max_level)
+/* The widest level of moves this CPU has, at most max_level (2: AVX-512,
+ * 1: AVX2, 0: memcpy). */
+static unsigned copy_level(unsigned max_level)
 {
 	__builtin_cpu_init();
 	if (max_level >= 2 && __builtin_cpu_supports("avx512f"))
-		return copy_avx512_gather;
+		return 2;
 	if (max_level >= 1 && __builtin_cpu_supports("avx2"))
-		return copy_avx2_gather;
-	return copy_libc_gather;
+		return 1;
+	return 0;
 }
 
 dp_ra_copy_fn *dp_ra_copy_pick(unsigned max_level)
 {
-	__builtin_cpu_init();
-	if (max_level >= 2 && __builtin_cpu_supports("avx512f"))
-		return copy_avx512;
-	if (max_level >= 1 && __builtin_cpu_supports("avx2"))
-		return copy_avx2;
-	return copy_libc;
+	static dp_ra_copy_fn *const by_level[] = {copy_libc, copy_avx2, copy_avx512};
+	return by_level[copy_level(max_level)];
+}
+
+dp_ra_gather_fn *dp_ra_gather_pick(unsigned max_level)
+{
+	static dp_ra_gather_fn *const by_level[] = {copy_libc_gather, copy_avx2_gather, copy_avx512_gather};
+	return by_level[copy_level(max_level)];
 }
 
 /* ---- lists and hash ---------------------------------------------------- */
