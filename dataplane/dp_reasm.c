@@ -984,6 +984,22 @@ static inline bool run_take(struct dp_ra_ctx *c, const struct fg_frag *f, uint32
 	return true;
 }
 
+/* keep_run's test of fragment g (run_take's, the bits in a local): of
+ * the frame's count, its chunk C (or the last one's tail), its bit not
+ * set; if so its bit set. */
+static inline __attribute__((always_inline)) bool keep_take(const struct fg_frag *g, unsigned total, uint32_t tail,
+							     uint32_t C, uint64_t *bits)
+{
+	const unsigned i = g->index; /* < g->total: with the count checked, < 16 */
+	if (g->total != total)
+		return false;
+	const uint64_t b = 1ull << (i & 63);
+	if (g->chunk_len != (i + 1u == total ? tail : C) || (*bits & b))
+		return false;
+	*bits |= b;
+	return true;
+}
+
 /* buffer_run of a context that lists its chunks (keep_chunk for each),
  * out of line: the runs of the other contexts are compiled as without
  * keeping. Such a frame has at most DP_RA_KEEP_FRAGS fragments: its
@@ -1009,15 +1025,10 @@ static __attribute__((noinline)) unsigned keep_run(struct dp_reasm *r, uint32_t 
 		void **m = &l->m[c->nkept];
 		for (; k < n; k++) {
 			const struct fg_frag *g = &f[k];
-			const unsigned i = g->index; /* < g->total: with the count checked, < 16 */
-			if (g->total != total)
+			if (!keep_take(g, total, tail, C, &bits))
 				break;
-			const uint64_t b = 1ull << (i & 63);
-			if (g->chunk_len != (i + 1u == total ? tail : C) || (bits & b))
-				break;
-			bits |= b;
 			m[k] = pk[k];
-			l->p[i] = g->chunk;
+			l->p[g->index] = g->chunk;
 			if (++nrecv == total && !c->bad) {
 				whole = true;
 				k++;
@@ -1029,16 +1040,11 @@ static __attribute__((noinline)) unsigned keep_run(struct dp_reasm *r, uint32_t 
 	} else {
 		for (; k < n; k++) {
 			const struct fg_frag *g = &f[k];
-			const unsigned i = g->index;
-			if (g->total != total)
+			if (!keep_take(g, total, tail, C, &bits))
 				break;
-			const uint64_t b = 1ull << (i & 63);
-			if (g->chunk_len != (i + 1u == total ? tail : C) || (bits & b))
-				break;
-			bits |= b;
-			uint8_t *dst = c->buf + (size_t)i * C;
+			uint8_t *dst = c->buf + (size_t)g->index * C;
 			r->copy(dst, g->chunk, g->chunk_len);
-			l->p[i] = dst;
+			l->p[g->index] = dst;
 			if (++nrecv == total && !c->bad) {
 				whole = true;
 				k++;
