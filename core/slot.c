@@ -630,11 +630,7 @@ static inline __attribute__((always_inline)) enum fg_outcome slot_whole(struct f
 	 * the result is written once, from what is known here. */
 	uint32_t i = ref->slot;
 	struct fg_slot *sl = slot_at(s, i);
-	unsigned pos = ref->pos;
-	sl->landed[pos] = sl->body_len;
-	sl->attempt[pos]++;
-	sl->pending &= (uint8_t)~(1u << pos);
-	sl->complete |= (uint8_t)(1u << slot_line_at(s, sl, pos));
+	fg_slot__mark_whole(sl, ref->pos, (uint8_t)(sl->complete | (1u << slot_line_at(s, sl, ref->pos))));
 	enum fg_outcome o = FG_O_ACCEPTED;
 	uint64_t fp = 0;
 	if (sl->complete == sl->expected) {

@@ -167,6 +167,19 @@ static inline __attribute__((always_inline)) void fg_slot__start(const struct fg
 				    .cur = &sl->attempt[pos]};
 }
 
+/* The live attempt at rule position pos of OPEN slot sl made whole and
+ * over: its line's bit in complete (the slot's whole lines with it), its
+ * body_len bytes landed, the attempt counter moved (a second call is
+ * STALE). */
+static inline __attribute__((always_inline)) void fg_slot__mark_whole(struct fg_slot *sl, unsigned pos,
+								      uint8_t complete)
+{
+	sl->landed[pos] = sl->body_len;
+	sl->attempt[pos]++;
+	sl->pending &= (uint8_t)~(1u << pos);
+	sl->complete = complete;
+}
+
 /* fg_slot_begin_decoded (same arguments, contract, effects and outcomes),
  * its common cases inline: the line expected by the layer's rule, and the
  * key's index free (or holding a finished, unpinned slot of another key:
@@ -226,11 +239,7 @@ fg_slot_whole_fast(struct fg_slots *s, const struct fg_slot_ref *ref, struct fg_
 		struct fg_slot *sl = fg_slot__at(s, ref->slot);
 		uint8_t complete = (uint8_t)(sl->complete | (1u << ref->line));
 		if (__builtin_expect(complete != sl->expected, 1)) {
-			unsigned pos = ref->pos;
-			sl->landed[pos] = ref->body_len;
-			sl->attempt[pos]++;
-			sl->pending &= (uint8_t)~(1u << pos);
-			sl->complete = complete;
+			fg_slot__mark_whole(sl, ref->pos, complete);
 			*res = (struct fg_slot_result){.outcome = FG_O_ACCEPTED,
 						       .slot = ref->slot,
 						       .landed = complete,
