@@ -21,15 +21,36 @@ PY=/usr/bin/python3
 DIR=$(mktemp -d /tmp/fg-e2e-audit.XXXXXX)
 GPID=
 FPID=
+WPID=
 cleanup() {
+	[ -n "$WPID" ] && kill -TERM "$WPID" 2>/dev/null && wait "$WPID" 2>/dev/null || true
 	[ -n "$FPID" ] && kill -KILL "$FPID" 2>/dev/null || true
 	[ -n "$GPID" ] && kill -KILL "$GPID" 2>/dev/null && wait "$GPID" 2>/dev/null || true
 	rm -rf "$DIR"
 }
 trap cleanup EXIT
+trap 'exit 1' TERM
 fail() { echo "FAIL: $*"; echo "--- daemon log:"; tail -20 "$DIR/gate.log" || true; exit 1; }
 
-. "$(dirname "$0")/../lib/netns.sh" # fg_daemon_start, fg_wait_until, fg_selfsigned, fg_ini_daemon
+. "$(dirname "$0")/../lib/netns.sh" # fg_daemon_start, fg_wait_until, fg_selfsigned, fg_ini_daemon, wait_exit
+# Each step says when it starts (the log of a test that fails or times out
+# shows where it stood); the pids of what runs go to $DIR/pids.
+stage() { echo "[${SECONDS}s] $*"; echo "$*" >"$DIR/stage"; }
+pids() { echo "$GPID $FPID" >"$DIR/pids"; }
+# The test's own deadline, before meson's (300 s): say which step hangs and
+# what the daemon and the fleet are doing, then end the test.
+(
+	trap 'kill "$s" 2>/dev/null; exit 0' TERM
+	sleep "${E2E_DEADLINE_S:-270}" </dev/null >/dev/null 2>&1 & # a deadline, not a wait for readiness
+	s=$!
+	wait "$s"
+	echo "DEADLINE: ${E2E_DEADLINE_S:-270} s in step: $(cat "$DIR/stage" 2>/dev/null)"
+	for p in $(cat "$DIR/pids" 2>/dev/null); do alive "$p" && proc_dump "$p"; done
+	echo "--- daemon log:"
+	tail -30 "$DIR/gate.log" 2>/dev/null
+	kill -TERM $$
+) &
+WPID=$!
 fg_selfsigned "$DIR"
 TOKEN=e2e-audit-token-0123456789
 echo "$TOKEN coordinator" >"$DIR/tokens"
@@ -57,21 +78,28 @@ start_gate() {
 		fail "fanogate exited at start or was not ready within 120 s"
 	}
 	GPID=$FG_PID
+	pids
 }
 stop_gate() {
 	kill -TERM "$GPID"
+	wait_exit "$GPID" 60 || fail "fanogate did not exit within 60 s of SIGTERM"
 	wait "$GPID" || fail "fanogate exit status $?"
 	GPID=
 }
 
+stage "start"
 start_gate
+stage "force line 1 active"
 "$CTL" --socket "$DIR/op.sock" lines active 1 --why "e2e: force" >/dev/null || fail "fanoctl lines active 1"
-timeout 120 "$FLEET" --tokens 40 --mix https=1 --tls 127.0.0.1:$FG_TLS_PORT --insecure --token "$TOKEN" \
+stage "fleet: 40 tokens, one corrupted"
+timeout -k 10 120 "$FLEET" --tokens 40 --mix https=1 --tls 127.0.0.1:$FG_TLS_PORT --insecure --token "$TOKEN" \
 	--canonical full --corrupt-at 30 --corrupt-line 3 --corrupt-layer 14 --corrupt-index 7 >"$DIR/fleet.log" 2>&1 ||
 	{ cat "$DIR/fleet.log"; fail "fanofleet"; }
 grep -q "result: PASS" "$DIR/fleet.log" || { cat "$DIR/fleet.log"; fail "fleet result"; }
 fg_wait_until 5 test -f "$DIR/alert.divergence" || true # checked below
+stage "stop"
 stop_gate
+stage "check the log"
 
 "$CTL" audit verify "$DIR/audit.log" >"$DIR/verify.txt" || { cat "$DIR/verify.txt"; fail "verify"; }
 "$CTL" audit tail --json -n 100000 "$DIR/audit.log" >"$DIR/all.json"
@@ -92,27 +120,37 @@ done
 
 # SIGKILL in the middle of traffic, restart, verify; a clean restart appends
 # its START record and nothing else.
+stage "restart, fleet: 400 tokens"
 start_gate
-timeout 120 "$FLEET" --tokens 400 --mix https=1 --tls 127.0.0.1:$FG_TLS_PORT --insecure --token "$TOKEN" \
+timeout -k 10 120 "$FLEET" --tokens 400 --mix https=1 --tls 127.0.0.1:$FG_TLS_PORT --insecure --token "$TOKEN" \
 	--canonical full >"$DIR/fleet2.log" 2>&1 &
 FPID=$!
+pids
 # in the middle of traffic: once the log grew by 16 KiB of verdicts
 size0=$(stat -c %s "$DIR/audit.log")
 grew() { [ "$(stat -c %s "$DIR/audit.log")" -gt $((size0 + 16384)) ]; }
 fg_wait_until 60 grew || fail "the second run wrote no verdicts within 60 s"
+stage "SIGKILL in the middle"
 kill -KILL "$GPID"
 wait "$GPID" 2>/dev/null || true
 GPID=
 kill -TERM "$FPID" 2>/dev/null || true
+wait_exit "$FPID" 30 || fail "the fleet did not exit within 30 s of SIGTERM"
 wait "$FPID" 2>/dev/null || true
+FPID=
+stage "restart after SIGKILL"
 start_gate
+stage "stop after SIGKILL"
 stop_gate
+stage "verify after SIGKILL"
 "$CTL" audit verify "$DIR/audit.log" >"$DIR/verify2.txt" || { cat "$DIR/verify2.txt"; fail "verify after SIGKILL"; }
 grep -q 'line 1 (1,4,5) starts shadow' "$DIR/gate.log" || fail "line 1 did not start from its recorded (shadow) state"
 "$CTL" audit tail --json -n 1 "$DIR/audit.log" | grep -q '"type":"start"' || fail "the restart wrote no START record"
 n1=$("$CTL" audit tail --json -n 100000 "$DIR/audit.log" | wc -l)
+stage "clean restart"
 start_gate
 stop_gate
+stage "verify after the clean restart"
 n2=$("$CTL" audit tail --json -n 100000 "$DIR/audit.log" | wc -l)
 [ "$n2" = "$((n1 + 1))" ] || fail "a clean restart appended $((n2 - n1)) records, not 1"
 "$CTL" audit tail --json -n 1 "$DIR/audit.log" | grep -q '"type":"start"' || fail "the clean restart's record is not START"

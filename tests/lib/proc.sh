@@ -14,6 +14,36 @@ stop_pid() {
 	wait "$1" 2>/dev/null
 }
 
+# proc_dump PID: what a process that does not exit is doing, on stdout
+# (the test's log): each thread's name, state and kernel wait channel, and
+# every thread's stack when gdb is installed.
+proc_dump() {
+	local t
+	echo "--- process $1: $(tr '\0' ' ' </proc/$1/cmdline 2>/dev/null)"
+	for t in /proc/$1/task/*; do
+		[ -d "$t" ] || continue
+		echo "  thread ${t##*/} $(cat $t/comm 2>/dev/null) state=$(awk '{print $3}' $t/stat 2>/dev/null) wchan=$(cat $t/wchan 2>/dev/null)"
+	done
+	command -v gdb >/dev/null &&
+		timeout 60 gdb -p "$1" -batch -nx -ex 'thread apply all bt' 2>&1 | grep -E '^(Thread|#)' | head -200
+	return 0
+}
+
+# wait_exit PID SECS: wait (polling) up to SECS for PID to exit; when it
+# has not, print proc_dump and return 124 (PID is left running).
+wait_exit() {
+	local n=$(($2 * 20))
+	while alive "$1"; do
+		if [ $n -le 0 ]; then
+			proc_dump "$1"
+			return 124
+		fi
+		n=$((n - 1))
+		sleep 0.05 # the poll interval, not a wait for readiness
+	done
+	return 0
+}
+
 # dp_env_failure LOG: true when a daemon that did not start says why in a
 # way that means "this machine cannot run the dataplane here" (a skip), not
 # a bug (a failure). The log always shows the EAL command line, so "EAL"
