@@ -39,6 +39,8 @@
  * io->handoff. */
 #include <string.h>
 
+#include "fg/slot_inline.h"
+
 #include "dp_deliver.h"
 #include "dp_reply.h"
 #include "dp_shard.h"
@@ -677,8 +679,8 @@ static void handed_chunks(struct dp_lcore *lc, struct dp_xfer *x, uint8_t *dst)
 }
 
 /* A handed frame that is a seed of this shard, placed as the fragment
- * path places a contribution of its own (dp_reasm: fg_slot_begin_decoded,
- * the body copied into the slot buffer, fg_slot_whole; a line already
+ * path places a contribution of its own (dp_reasm: fg_slot_begin_fast,
+ * the body copied into the slot buffer, fg_slot_whole_fast; a line already
  * whole to fg_slot_put, which tells duplicate from conflict), not through
  * the whole-frame ingest: the frame's decode came with it. Its outcome,
  * status (written straight into the datagram) and ACK note as
@@ -710,7 +712,7 @@ static bool handed_seed(struct dp_lcore *lc, struct dp_xfer *x, const uint8_t *f
 		slots->epoch = fg_linefacts_epoch(ictx->lines);
 	struct fg_slot_ref ref;
 	struct fg_slot_result res;
-	enum fg_outcome o = fg_slot_begin_decoded(slots, &seed, now, &ref, &res);
+	enum fg_outcome o = fg_slot_begin_fast(slots, &seed, now, &ref, &res);
 	if (__builtin_expect(o == FG_O_PARTIAL, 1)) {
 		/* the slot's body length is the seed's: its shape (slot_admit)
 		 * under the table's hidden (fg_slots_fit_limits); fg_slot_land
@@ -722,7 +724,7 @@ static bool handed_seed(struct dp_lcore *lc, struct dp_xfer *x, const uint8_t *f
 				lc->reasm.copy(ref.buf, seed.body, seed.body_len); /* as reassembly places chunks */
 			/* the last line: the resolution writes the body where it
 			 * goes as well (as the fragment path's, dp_shard_sink) */
-			o = fg_slot_whole_sink(slots, &ref, &res, dp_shard_sink, lc);
+			o = fg_slot_whole_fast(slots, &ref, &res, dp_shard_sink, lc);
 		} else {
 			if (x->nchunk)
 				xfer_flatten(lc, x); /* seed.body is whole now */
