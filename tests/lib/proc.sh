@@ -16,9 +16,10 @@ stop_pid() {
 
 # proc_dump PID: what a process that does not exit is doing, on stdout
 # (the test's log): each thread's name, state and kernel wait channel, and
-# every thread's stack when gdb is installed.
+# every thread's stack when gdb is installed; then the same for each of
+# its children (a `timeout` wrapper's command).
 proc_dump() {
-	local t
+	local t c
 	echo "--- process $1: $(tr '\0' ' ' </proc/$1/cmdline 2>/dev/null)"
 	for t in /proc/$1/task/*; do
 		[ -d "$t" ] || continue
@@ -26,6 +27,7 @@ proc_dump() {
 	done
 	command -v gdb >/dev/null &&
 		timeout 60 gdb -p "$1" -batch -nx -ex 'thread apply all bt' 2>&1 | grep -E '^(Thread|#)' | head -200
+	for c in $(pgrep -P "$1" 2>/dev/null); do proc_dump "$c"; done
 	return 0
 }
 
