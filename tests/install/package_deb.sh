@@ -23,6 +23,7 @@
 # dpkg-buildpackage's ..) instead of building them.
 set -uo pipefail
 ROOT=$1
+. "$ROOT/tests/lib/proc.sh" # wait_exit
 SKIP=77
 say() { echo "package_deb: $*"; }
 skip() { echo "SKIP: $*"; exit $SKIP; }
@@ -205,8 +206,12 @@ if [ $rc -eq 0 ]; then
 		bad "the daemon did not switch to [daemon] user = fanogate"
 fi
 kill -TERM $pid 2>/dev/null
-wait $pid; rc=$?
-pid=
+if wait_exit $pid 60; then # bounded: a daemon that does not stop shows its stacks
+	wait $pid; rc=$?
+	pid=
+else
+	rc=124
+fi
 [ $rc -eq 0 ] && ok "SIGTERM: the daemon stopped, exit 0" || { tail -5 "$T/daemon.log"; bad "the daemon exited $rc"; }
 wait $listener
 grep -q "STOPPING=1" "$T/notify.log" && ok "it sent STOPPING=1" || bad "no STOPPING=1: $(cat "$T/notify.log")"
