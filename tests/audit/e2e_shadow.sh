@@ -21,9 +21,7 @@ PY=/usr/bin/python3
 DIR=$(mktemp -d /tmp/fg-e2e-audit.XXXXXX)
 GPID=
 FPID=
-WPID=
 cleanup() {
-	[ -n "$WPID" ] && kill -TERM "$WPID" 2>/dev/null && wait "$WPID" 2>/dev/null || true
 	[ -n "$FPID" ] && kill -KILL "$FPID" 2>/dev/null || true
 	[ -n "$GPID" ] && kill -KILL "$GPID" 2>/dev/null && wait "$GPID" 2>/dev/null || true
 	rm -rf "$DIR"
@@ -39,18 +37,17 @@ stage() { echo "[${SECONDS}s] $*"; echo "$*" >"$DIR/stage"; }
 pids() { echo "$GPID $FPID" >"$DIR/pids"; }
 # The test's own deadline, before meson's (300 s): say which step hangs and
 # what the daemon and the fleet are doing, then end the test.
+# It waits for the test's end (tail --pid), bounded by the deadline.
 (
-	trap 'kill "$s" 2>/dev/null; exit 0' TERM
-	sleep "${E2E_DEADLINE_S:-270}" </dev/null >/dev/null 2>&1 & # a deadline, not a wait for readiness
-	s=$!
-	wait "$s"
+	if timeout "${E2E_DEADLINE_S:-270}" tail -s 0.2 --pid=$$ -f /dev/null </dev/null >/dev/null 2>&1; then
+		exit 0
+	fi
 	echo "DEADLINE: ${E2E_DEADLINE_S:-270} s in step: $(cat "$DIR/stage" 2>/dev/null)"
 	for p in $(cat "$DIR/pids" 2>/dev/null); do alive "$p" && proc_dump "$p"; done
 	echo "--- daemon log:"
 	tail -30 "$DIR/gate.log" 2>/dev/null
 	kill -TERM $$
 ) &
-WPID=$!
 fg_selfsigned "$DIR"
 TOKEN=e2e-audit-token-0123456789
 echo "$TOKEN coordinator" >"$DIR/tokens"
