@@ -18,18 +18,22 @@
 #  - fanofleet: no wrong seed, ever (it checks every resolved seed bit for
 #    bit against the reduction of what it sent);
 #  - both relays: no unproven ACK, no queue overflow, no send failure;
-#  - scenarios with ACK-path faults only on relay #1 and a loss rate at which
-#    six attempts per frame cannot all fail in practice: no missing seed;
-#    otherwise every missing seed is accounted for: missing <= frames the
-#    fleet gave up on + resolved-seed datagrams relay #2 dropped + slots
-#    fanogate expired (counted, with the reason "expired");
+#  - strict scenarios (faults on relay #1 at a loss rate the fleet's six
+#    attempts per frame nearly always survive): a seed is missing or a slot
+#    expired only for a frame the fleet gave up, and it gave up no more
+#    frames than relay #1's random loss explains (tests/lib/fgtest/
+#    giveup.py: more happen by chance with probability < 1e-6; none
+#    without loss); at 5% loss a run of 4,200 frames gives one up in
+#    about 3.5% of runs. Otherwise every missing seed is accounted for:
+#    missing <= frames the fleet gave up on + resolved-seed datagrams relay
+#    #2 dropped + slots fanogate expired (counted, with the reason "expired");
 #  - fanogate-dp: exits 0, resolved at least as many slots as the fleet saw
 #    resolved, never answered a frame as malformed.
 # Scenarios daemon_*: the daemon fanogate (control plane + the same DPDK
 # dataplane) instead of fanogate-dp, with its TLS listener on a second veth
 # pair; the fleet also subscribes to resolved seeds over wss:// (/flow
 # ?layers=all), so a seed whose UDP delivery relay #2 dropped must still
-# arrive, over the WebSocket push: no missing seed allowed.
+# arrive, over the WebSocket push (judged strictly, as above).
 # One JSON line with the figures goes to stdout (prefixed "RESULT ") and is
 # appended to $FG_FAULTS_RESULTS when set.
 #
@@ -45,8 +49,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 # ---- scenarios -----------------------------------------------------------
 # R1: relay #1 faults (both directions unless --up-/--down-), R2: relay #2,
-# STRICT=1: no missing seed allowed. Model: 8 layers x hidden 512 (frames of
-# two fragments), chain mode, window 8.
+# STRICT=1: no missing seed but for a frame the fleet gave up by chance.
+# Model: 8 layers x hidden 512 (frames of two fragments), chain mode,
+# window 8.
 TOKENS=${FG_FAULTS_TOKENS:-150}
 SLOT_TO=5000 # ms the fleet waits for a resolved seed before counting it missing
 DEADLINE=3000 # fanogate's [slots] deadline_ms
@@ -150,6 +155,7 @@ fg_dlv_stop
 
 PYTHONPATH="$HERE/../lib" $PY - "$SCEN" "$STRICT" "$FRC" "$DPRC" "$TMP" "$R1" "$R2" "${FG_FAULTS_RESULTS:-}" "$DAEMON" "$DEADLINE" "$LCORES" <<'PY'
 import re, sys, time
+from fgtest import giveup
 from fgtest.dlv import Run
 scen, strict, frc, dprc, tmp, r1args, r2args, out, daemon, deadline, lcores = sys.argv[1:12]
 daemon = daemon == "1"
@@ -169,11 +175,25 @@ if r1.get("acks", {}).get("ack_proven", 0) == 0:
     fails.append("relay1 checked no ACK at all")
 missing = fleet.get("missing", -1)
 delivery_lost = r2.get("up", {}).get("lost", 0)
-if strict and missing != 0:
-    fails.append(f"{missing} missing seeds at {scen}")
 # expired with a reason: fanogate's report (fanogate-dp) or the "expired"
 # status frames the fleet received (the daemon writes no report)
 expired = max(dp.get("slots_expired", 0), (fleet.get("outcomes") or {}).get("expired", 0))
+# strict: a seed may be missing only for a contribution its sender gave up
+# after six attempts, no slot expired but for such a frame, and no more
+# give-ups than relay #1's random loss explains (fgtest.giveup: more than
+# `allowed` happen by chance with probability < 1e-6; 0 without loss)
+fault = [r1.get(d, {}).get("fault", {}) for d in ("up", "down")]
+if any(f.get("burst", 0) > 1 for f in fault):
+    fails.append("the give-up model assumes independent losses, relay #1 has bursts")
+allowed, mean = giveup.allowed(frames, frames + resends, fragments, *(f.get("loss", 0.0) for f in fault))
+if strict:
+    if gave_up > allowed:
+        fails.append(f"the fleet gave up {gave_up} frames at {scen}; relay #1's loss explains at most {allowed} "
+                     f"(mean {mean:.3g})")
+    if missing > gave_up:
+        fails.append(f"{missing} missing seeds at {scen} but the fleet gave up only {gave_up} frames")
+    if expired > gave_up:
+        fails.append(f"{expired} slots expired at {scen} but the fleet gave up only {gave_up} frames")
 if missing > gave_up + delivery_lost + expired:
     fails.append(f"{missing} missing seeds but only {gave_up} frames given up + {delivery_lost} deliveries "
                  f"dropped + {expired} slots expired")
@@ -198,6 +218,7 @@ res = {
     "slots": fleet.get("slots"), "resolved": fleet.get("resolved"), "bit_exact": fleet.get("bit_exact"),
     "wrong": fleet.get("wrong"), "missing": missing, "late": fleet.get("late"),
     "frames": frames, "fragments": fragments, "resends": resends, "gave_up": gave_up,
+    "gave_up_allowed": allowed, "gave_up_mean": round(mean, 4),
     "acked_frames": acked, "seconds": round(fleet.get("seconds", 0), 2),
     "r1_up_lost": r1.get("up", {}).get("lost"), "r1_down_lost": r1.get("down", {}).get("lost"),
     "r1_dup": r1.get("up", {}).get("dup", 0) + r1.get("down", {}).get("dup", 0),
