@@ -682,6 +682,11 @@ def scenario(etcd, a, b):
             os.kill(a3.proc.pid, signal.SIGCONT)
         print(f"6c. A stopped: B reported it lost after {t * 1000:.0f} ms; continued")
         within(lambda: a_live(b), 5.0, "B sees A again after SIGCONT")
+        # a sleep or timed wait the stop interrupted resumed through
+        # restart_syscall: the seccomp filter must let it (else EPERM)
+        check(metric(a3, "fanogate_seccomp_refused_total") == 0,
+              f"A's seccomp filter refused no call across the stop "
+              f"({metric(a3, 'fanogate_seccomp_refused_total')})")
         cb = cluster(b)
         if [n["lease"] for n in cb["nodes"] if n["node"] == "a"] == [lease]:
             check(cb["counters"]["nodes_back"] == back0 + 1,
