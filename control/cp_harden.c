@@ -569,8 +569,9 @@ static const struct sc allow_list[] = {
 	SC(setsockopt, DAEMON), SC(getsockname, DAEMON), SC(getpeername, DAEMON), SC(ioctl, SPAWN),
 	/* signals, threads, exit */
 	SC(rt_sigaction, DAEMON), SC(rt_sigprocmask, DAEMON), SC(rt_sigreturn, DAEMON), SC(sigaltstack, DAEMON),
-	/* a sleep, poll or timed futex wait interrupted by a stop (SIGSTOP and
-	 * SIGCONT, a debugger attaching) resumes through restart_syscall */
+	/* a sleep, poll or timed futex wait interrupted without a handler
+	 * running (SIGSTOP and SIGCONT, a debugger attaching, io_uring task
+	 * work signalled to the thread) resumes through restart_syscall */
 	SC(restart_syscall, DAEMON),
 	SC(tgkill, DAEMON), SC(set_robust_list, DAEMON), SC(rseq, DAEMON),
 	SC(exit, DAEMON), SC(exit_group, DAEMON), SC(sched_getaffinity, DAEMON), SC(sched_setaffinity, DAEMON),
