@@ -78,6 +78,7 @@ jget() { $PY -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "
 # down again after peer_timeout_ms, sooner than a loaded box runs fanoctl)
 fg_bg BGPID peer ${NET}3 3.0 1000 > "$TMP/e2_first.json"
 wait_states 3 "shadow shadow shadow active shadow shadow shadow" || fail "before the outage: a line is not in its state"
+wait_exit $BGPID 30 || { fail "the e2 peer (3 s) did not end"; kill -KILL $BGPID; }
 wait $BGPID; BGPID=""
 out=$(cat "$TMP/e2_first.json")
 echo "e2 peer: $out"
@@ -102,6 +103,7 @@ wait_states 3 "shadow shadow shadow active shadow shadow shadow" || fail "e2 bac
 out=$(peer ${NET}2 0.6 4000)
 echo "station after recovery: $out"
 [ "$(jget "$out" status)" -gt 0 ] && [ "$(jget "$out" degraded)" = 0 ] || fail "status frames on line 3 after recovery still say degraded ($out)"
+wait_exit $BGPID 30 || { fail "the e2 peer (4 s) did not end"; kill -KILL $BGPID; }
 wait $BGPID; BGPID=""
 
 "${CTL[@]}" stats --json > "$TMP/stats.json" 2>/dev/null

@@ -31,7 +31,7 @@ GATE=${2:-${FANOGATE:-${B:+$B/control/daemon/fanogate}}}
 if [ -z "$FLEET" ] || [ ! -x "$FLEET" ]; then
 	echo "SKIP: fanofleet binary not found (arg 1, FANOFLEET or FG_BUILD_DIR)"; exit 77
 fi
-. "$(dirname "$0")/../lib/netns.sh" # fg_private_net, fg_daemon_start, fg_wait_until, fg_selfsigned, fg_ini_daemon
+. "$(dirname "$0")/../lib/netns.sh" # fg_private_net, fg_daemon_start, fg_wait_until, fg_selfsigned, fg_ini_daemon, wait_exit
 fg_private_net "$@" # fixed loopback ports below, in a namespace of this run's own
 T=$(mktemp -d /tmp/fgfl-selfcheck.XXXXXX)
 pids=()
@@ -55,7 +55,13 @@ start_fake() { # listen consumer log [extra...]
 	pids+=($!)
 	fg_wait_until 10 grep -q "fake: receiving" "$log" 2>/dev/null
 }
-stop_fake() { kill -INT "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+# SIGINT ends a fake receiver; one that has not ended 10 s later is shown
+# (proc_dump) and killed, so a hang fails here, named, not at meson's timeout
+stop_fake() {
+	kill -INT "$1" 2>/dev/null
+	wait_exit "$1" 10 || { bad "fake receiver $1 did not end on SIGINT"; kill -KILL "$1" 2>/dev/null; }
+	wait "$1" 2>/dev/null
+}
 
 # ---- 1. encoder vs decoders, loss and duplication ----------------------
 L=15001 C=15002 # in this run's own namespace (fg_private_net)
@@ -113,6 +119,9 @@ fl=$!
 pids+=("$fl")
 fg_wait_until 10 grep -q "^fleet: " "$T/fleet3b.log" # its first progress line: under way
 kill -USR1 "$fl"
+# drained: the tokens issued end within the slot timeout (the run's own
+# bound is --duration 60)
+wait_exit "$fl" 60 || { bad "split run: fanofleet did not end 60 s after SIGUSR1"; kill -KILL "$fl"; }
 wait "$fl"
 rc=$?
 stop_fake "$fakeA"
