@@ -166,6 +166,13 @@ trap 'exit 130' INT TERM
 
 : > "$OUT/runs.jsonl"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/load.txt"
+# auto without a hugetlbfs falls back to --no-huge: say so before the runs
+# (the product's figures are with hugepages; this script changes nothing
+# on the host)
+if [ "$FG_HUGEPAGES" = auto ] && ! grep -q ' hugetlbfs ' /proc/mounts; then
+	echo "hugepages: no hugetlbfs mounted, so every run uses --no-huge; for the figures as the product runs:" \
+		"mount -t hugetlbfs nodev /dev/hugepages and reserve pages (echo 256 > /proc/sys/vm/nr_hugepages)"
+fi
 if [ $SMOKE = 0 ]; then
 	echo "copy baseline on CPU 1 (cap_memcpy):"
 	taskset -c 1 "$MEMCPY" 1.0 1468 | tee "$OUT/memcpy.json"
