@@ -85,6 +85,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/tests/lib/netns.sh" # stop_pid, fg_veth, fg_daemon_start, fg_wait_until, fg_private_net, fg_ini_daemon
+. "$ROOT/tests/lib/huge.sh"  # fg_huge_reserve, fg_huge_release
 # Without root everything runs on loopback: in a network namespace of this
 # run's own (a user namespace), so the kernel UDP path's fixed ports below
 # cannot collide with anything else on the box.
@@ -156,7 +157,7 @@ NS=fgfl-bench VH=fgfl-bd0 VN=fgfl-bd1 CH=fgfl-bc0 CN=fgfl-bc1
 FLEET_IP=10.214.0.2 DP_IP=10.214.0.3 HOST_IP=10.214.1.1 FLEET_CIP=10.214.1.2
 ROOTED=0; [ "$(id -u)" -eq 0 ] && [ $NO_DPDK -eq 0 ] && ROOTED=1
 T=$(mktemp -d /tmp/fgfl-bench.XXXXXX)
-GATE_PID= LOCAL_PID= KPID= HUGE_ORIG= HUGE_MOUNT= DP_GATE=()
+GATE_PID= LOCAL_PID= KPID= DP_GATE=()
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
@@ -165,8 +166,7 @@ cleanup() {
 		ip netns del "$NS" 2>/dev/null || true
 		ip link del "$VH" 2>/dev/null || true
 		ip link del "$CH" 2>/dev/null || true
-		[ -n "$HUGE_MOUNT" ] && umount "$HUGE_MOUNT" 2>/dev/null || true
-		[ -n "$HUGE_ORIG" ] && echo "$HUGE_ORIG" >/proc/sys/vm/nr_hugepages 2>/dev/null || true
+		fg_huge_release || echo "bench: LEFT BEHIND: $HUGE_ADDED hugepages" >&2
 		if ip netns list | grep -qw "$NS" || ip link show "$VH" >/dev/null 2>&1; then
 			echo "bench: LEFT BEHIND: namespace or veth" >&2; [ $rc -eq 0 ] && rc=3
 		fi
@@ -290,18 +290,7 @@ if [ $ROOTED -eq 1 ]; then
 	fg_veth "$CH" "$CN" "$NS"
 	ip addr add "$HOST_IP/24" dev "$CH"
 	ip -n "$NS" addr add "$FLEET_IP/24" dev "$VN"; ip -n "$NS" addr add "$FLEET_CIP/24" dev "$CN"
-	HUGE=off
-	if [ -w /proc/sys/vm/nr_hugepages ]; then
-		HUGE_ORIG=$(cat /proc/sys/vm/nr_hugepages)
-		echo $((HUGE_ORIG + 512)) >/proc/sys/vm/nr_hugepages 2>/dev/null || true
-		if [ $(($(cat /proc/sys/vm/nr_hugepages) - HUGE_ORIG)) -ge 512 ]; then
-			if ! grep -q hugetlbfs /proc/mounts; then
-				HUGE_MOUNT=$T/huge; mkdir -p "$HUGE_MOUNT"; mount -t hugetlbfs nodev "$HUGE_MOUNT" || HUGE_MOUNT=
-			fi
-			grep -q hugetlbfs /proc/mounts && HUGE=on
-		fi
-		[ $HUGE = on ] || echo "$HUGE_ORIG" >/proc/sys/vm/nr_hugepages
-	fi
+	fg_huge_reserve 512 "$T/huge" || true
 	if ldd "$GATE" 2>/dev/null | grep librte_eal >/dev/null; then
 		for kind in af_xdp af_packet; do
 			case $kind in

@@ -67,6 +67,7 @@ cluster_demo() {
 }
 [ "$CLUSTER" -eq 0 ] || cluster_demo
 . "$ROOT/tests/lib/netns.sh" # stop_pid, fg_veth, fg_daemon_start, fg_wait_until, fg_ini_daemon
+. "$ROOT/tests/lib/huge.sh"  # fg_huge_reserve, fg_huge_release
 
 [ -n "$TOKENS" ] || { [ $SHORT -eq 1 ] && TOKENS=40 || TOKENS=600; }
 
@@ -85,7 +86,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-RUN= GATE_PID= FLEET_PID= HUGE_ORIG= HUGE_MOUNT= CLEANED=0
+RUN= GATE_PID= FLEET_PID= CLEANED=0
 cleanup() {
 	local rc=$?
 	[ $CLEANED -eq 1 ] && return
@@ -97,8 +98,8 @@ cleanup() {
 	ip netns del "$NS" 2>/dev/null || true
 	ip link del "$VH" 2>/dev/null || true
 	ip link del "$CH" 2>/dev/null || true
-	[ -n "$HUGE_MOUNT" ] && umount "$HUGE_MOUNT" 2>/dev/null || true
-	[ -n "$HUGE_ORIG" ] && echo "$HUGE_ORIG" >/proc/sys/vm/nr_hugepages 2>/dev/null || true
+	local huge_left=$HUGE_ADDED
+	fg_huge_release && huge_left=0
 	# Leftover check: a demo that leaves things behind fails.
 	local left=()
 	[ -n "$GATE_PID" ] && kill -0 "$GATE_PID" 2>/dev/null && left+=("fanogate pid $GATE_PID")
@@ -113,9 +114,7 @@ cleanup() {
 	ip netns list 2>/dev/null | grep -qw "$NS" && left+=("namespace $NS")
 	ip link show "$VH" >/dev/null 2>&1 && left+=("veth $VH")
 	ip link show "$CH" >/dev/null 2>&1 && left+=("veth $CH")
-	if [ -n "$HUGE_ORIG" ] && [ "$(cat /proc/sys/vm/nr_hugepages)" != "$HUGE_ORIG" ]; then
-		left+=("hugepages ($(cat /proc/sys/vm/nr_hugepages), was $HUGE_ORIG)")
-	fi
+	[ "$huge_left" -gt 0 ] && left+=("$huge_left hugepages (the pool holds $(cat "$FG_HP"))")
 	if [ ${#left[@]} -gt 0 ]; then
 		echo "demo: LEFT BEHIND: ${left[*]}" >&2
 		[ $rc -eq 0 ] && rc=3
@@ -149,26 +148,12 @@ chmod 700 "$RUN"
 
 # ---- 2. hugepages --------------------------------------------------------
 say "hugepages"
-HUGE=off
-if [ -w /proc/sys/vm/nr_hugepages ]; then
-	HUGE_ORIG=$(cat /proc/sys/vm/nr_hugepages)
-	echo $((HUGE_ORIG + HUGE_WANT)) >/proc/sys/vm/nr_hugepages 2>/dev/null || true
-	got=$(($(cat /proc/sys/vm/nr_hugepages) - HUGE_ORIG))
-	if [ "$got" -ge $HUGE_WANT ]; then
-		if ! grep -q hugetlbfs /proc/mounts; then
-			HUGE_MOUNT=$RUN/huge; mkdir -p "$HUGE_MOUNT"
-			mount -t hugetlbfs nodev "$HUGE_MOUNT" || HUGE_MOUNT=
-		fi
-		if grep -q hugetlbfs /proc/mounts; then
-			HUGE=on; note "reserved $got x 2 MiB hugepages (restored to $HUGE_ORIG on exit)"
-		fi
-	fi
-	if [ $HUGE = off ]; then
-		echo "$HUGE_ORIG" >/proc/sys/vm/nr_hugepages 2>/dev/null || true
-		note "could not reserve $HUGE_WANT hugepages (got $got): the dataplane runs with --no-huge"
-	fi
+if fg_huge_reserve $HUGE_WANT "$RUN/huge"; then
+	note "reserved $HUGE_WANT x 2 MiB hugepages (given back on exit)"
+elif [ -w "$FG_HP" ]; then
+	note "could not reserve $HUGE_WANT hugepages: the dataplane runs with --no-huge"
 else
-	note "/proc/sys/vm/nr_hugepages not writable: the dataplane runs with --no-huge"
+	note "$FG_HP not writable: the dataplane runs with --no-huge"
 fi
 
 # ---- 3. namespace, veth ---------------------------------------------------

@@ -21,6 +21,7 @@ SLOTS=${2:-3000}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$ROOT/tests/lib/netns.sh" # fg_wait_until, fg_ready_files
+. "$ROOT/tests/lib/huge.sh"  # fg_huge_reserve, fg_huge_release
 B=$(cd "$B" && pwd)
 DP=$B/dataplane/fanogate-dp
 LOAD=$B/bench/dp/dp_load
@@ -37,8 +38,6 @@ OUT=${FG_BENCH_OUT:-$(mktemp -d /tmp/fgdp-bench-XXXXXX)}
 mkdir -p "$OUT"
 RES=$OUT/results.jsonl
 : > "$RES"
-HP=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-HP_ADDED=0
 DPPID=""
 KPID=""
 cleanup() {
@@ -47,11 +46,7 @@ cleanup() {
 	ip netns del $T-bl 2>/dev/null
 	ip netns del $T-bk 2>/dev/null
 	ip link del ${T}b0a 2>/dev/null
-	if [ "$HP_ADDED" -gt 0 ]; then
-		t=$(( $(cat $HP) - HP_ADDED )); [ $t -lt 0 ] && t=0
-		# retried while the dataplane's pages are being released
-		fg_wait_until 2 eval "echo $t > $HP 2>/dev/null; [ \"\$(cat $HP)\" -le $t ]"
-	fi
+	fg_huge_release
 }
 trap cleanup EXIT INT TERM
 
@@ -95,8 +90,7 @@ ip -n $T-bk link set lo up
 ip -n $T-bk addr add 10.97.1.1/24 dev ${T}b1a
 ip -n $T-bk link set ${T}b1a up
 
-before=$(cat $HP); echo $((before + 400)) > $HP 2>/dev/null; HP_ADDED=$(( $(cat $HP) - before ))
-HUGE=off; [ $HP_ADDED -ge 380 ] && HUGE=on
+fg_huge_reserve 400
 mkdir -p "$OUT/huge"
 
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r)"

@@ -16,6 +16,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 PY=/usr/bin/python3
 
 . "$HERE/../lib/netns.sh"
+. "$HERE/../lib/huge.sh"
 fg_need_root "namespaces, veth, AF_PACKET"
 fg_need_cmd ip "$PY"
 
@@ -23,18 +24,9 @@ fg_init fgdp-veth
 NS=fgdp-t$ID
 VA=fgdp${ID}a   # dataplane side (root namespace)
 VB=fgdp${ID}b   # fleet side (in $NS)
-HP=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-HP_ADDED=0
-
-hp_at_most() { [ "$(cat $HP)" -le "$1" ]; }
 fg_cleanup_extra() {
 	fg_stop DPPID
-	[ "$HP_ADDED" -gt 0 ] || return 0
-	# give back exactly what this test added (others may hold hugepages
-	# too); retried while the dataplane's pages are being released
-	target=$(( $(cat $HP) - HP_ADDED ))
-	[ $target -lt 0 ] && target=0
-	fg_wait_until 2 eval "echo $target > $HP 2>/dev/null; hp_at_most $target"
+	fg_huge_release
 }
 
 fg_netns "$NS"
@@ -47,14 +39,7 @@ ip -n "$NS" -6 addr add fd98::2/64 dev "$VB" nodad
 
 # Hugepages when they can be reserved: 2 MiB pages, a private hugetlbfs in a
 # private mount namespace, --in-memory. Otherwise --no-huge.
-HUGE=off
-if [ -w $HP ] && [ "${FG_TEST_NO_HUGE:-}" = "" ]; then
-	before=$(cat $HP)
-	echo $((before + 320)) > $HP 2>/dev/null
-	HP_ADDED=$(( $(cat $HP) - before ))
-	[ $HP_ADDED -lt 0 ] && HP_ADDED=0
-	[ $HP_ADDED -ge 300 ] && HUGE=on
-fi
+[ "${FG_TEST_NO_HUGE:-}" = "" ] && fg_huge_reserve 320
 
 cat > "$TMP/fanogate.ini" <<EOC
 $(fg_ini_model 1536 28 4096)
