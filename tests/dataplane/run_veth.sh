@@ -5,7 +5,7 @@
 #
 # Everything it creates is named fgdp* and removed on exit (trap): the
 # namespace, the veth pair, the private hugetlbfs mount (in a private mount
-# namespace), and the hugepage reservation is restored to its old value.
+# namespace), and the hugepages it added are given back (tests/lib/huge.sh).
 # Exit 77 with a reason when not root or when namespaces/veth are missing.
 set -u
 DRIVER=${1:-af_packet}
