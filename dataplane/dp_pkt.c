@@ -310,6 +310,38 @@ uint32_t dp_pkt_build_arp_reply(uint8_t *buf, const struct dp_pkt *req, const ui
 	return n;
 }
 
+/* An ICMPv6 neighbour discovery message (RFC 4861: solicitation 135,
+ * advertisement 136) at ip: its IPv6 header from src to dst (hop limit
+ * 255), then type, the flags word, target and one link-layer address
+ * option (opt: 1 source, 2 target) holding mac, and the checksum over the
+ * pseudo-header. Returns the message's end. */
+static uint8_t *nd_put(uint8_t *ip, const uint8_t src[16], const uint8_t dst[16], uint8_t type, uint32_t flags,
+		       const uint8_t target[16], uint8_t opt, const uint8_t mac[6])
+{
+	const uint32_t icmp_len = 32; /* header 8 + target 16 + link-layer option 8 */
+	ip[0] = 0x60;
+	ip[1] = ip[2] = ip[3] = 0;
+	fg_put_be16(ip + 4, icmp_len);
+	ip[6] = 58;
+	ip[7] = 255;
+	memcpy(ip + 8, src, 16);
+	memcpy(ip + 24, dst, 16);
+	uint8_t *ic = ip + 40;
+	ic[0] = type;
+	ic[1] = 0;
+	ic[2] = ic[3] = 0;
+	fg_put_be32(ic + 4, flags);
+	memcpy(ic + 8, target, 16);
+	ic[24] = opt;
+	ic[25] = 1;
+	memcpy(ic + 26, mac, 6);
+	uint32_t sum = csum_add(0, ip + 8, 32);
+	sum += icmp_len + 58;
+	sum = csum_add(sum, ic, icmp_len);
+	fg_put_be16(ic + 2, csum_fold(sum));
+	return ic + icmp_len;
+}
+
 uint32_t dp_pkt_build_ndp_na(uint8_t *buf, const struct dp_pkt *ns, const uint8_t our_mac[6],
 			     const uint8_t our_ip[16])
 {
@@ -332,30 +364,10 @@ uint32_t dp_pkt_build_ndp_na(uint8_t *buf, const struct dp_pkt *ns, const uint8_
 		p += 4;
 	}
 	fg_put_be16(p, DP_ETHERTYPE_IPV6);
-	p += 2;
-	uint8_t *ip = p;
-	const uint32_t icmp_len = 32; /* header 8 + target 16 + target link-layer option 8 */
-	ip[0] = 0x60;
-	ip[1] = ip[2] = ip[3] = 0;
-	fg_put_be16(ip + 4, icmp_len);
-	ip[6] = 58;
-	ip[7] = 255;
-	memcpy(ip + 8, our_ip, 16);
-	memcpy(ip + 24, dst, 16);
-	uint8_t *ic = ip + 40;
-	ic[0] = 136;
-	ic[1] = 0;
-	ic[2] = ic[3] = 0;
-	fg_put_be32(ic + 4, dad ? 0x20000000u : 0x60000000u); /* S (unless DAD) and O */
-	memcpy(ic + 8, our_ip, 16);
-	ic[24] = 2; /* target link-layer address */
-	ic[25] = 1;
-	memcpy(ic + 26, our_mac, 6);
-	uint32_t sum = csum_add(0, ip + 8, 32);
-	sum += icmp_len + 58;
-	sum = csum_add(sum, ic, icmp_len);
-	fg_put_be16(ic + 2, csum_fold(sum));
-	return (uint32_t)(ic + icmp_len - buf);
+	/* flags S (unless DAD) and O; our address as the target, our MAC in a
+	 * target link-layer address option */
+	const uint8_t *end = nd_put(p + 2, our_ip, dst, 136, dad ? 0x20000000u : 0x60000000u, our_ip, 2, our_mac);
+	return (uint32_t)(end - buf);
 }
 
 uint32_t dp_pkt_build_arp_request(uint8_t *buf, const uint8_t our_mac[6], const uint8_t our_ip[4],
@@ -390,29 +402,9 @@ uint32_t dp_pkt_build_ndp_ns(uint8_t *buf, const uint8_t our_mac[6], const uint8
 	memcpy(p + 2, snm + 12, 4);
 	memcpy(p + 6, our_mac, 6);
 	fg_put_be16(p + 12, DP_ETHERTYPE_IPV6);
-	uint8_t *ip = p + 14;
-	const uint32_t icmp_len = 32; /* header 8 + target 16 + source link-layer option 8 */
-	ip[0] = 0x60;
-	ip[1] = ip[2] = ip[3] = 0;
-	fg_put_be16(ip + 4, icmp_len);
-	ip[6] = 58;
-	ip[7] = 255;
-	memcpy(ip + 8, our_ip, 16);
-	memcpy(ip + 24, snm, 16);
-	uint8_t *ic = ip + 40;
-	ic[0] = 135;
-	ic[1] = 0;
-	ic[2] = ic[3] = 0;
-	memset(ic + 4, 0, 4);
-	memcpy(ic + 8, target, 16);
-	ic[24] = 1; /* source link-layer address */
-	ic[25] = 1;
-	memcpy(ic + 26, our_mac, 6);
-	uint32_t sum = csum_add(0, ip + 8, 32);
-	sum += icmp_len + 58;
-	sum = csum_add(sum, ic, icmp_len);
-	fg_put_be16(ic + 2, csum_fold(sum));
-	return (uint32_t)(ic + icmp_len - buf);
+	/* no flags; our MAC in a source link-layer address option */
+	const uint8_t *end = nd_put(p + 14, our_ip, snm, 135, 0, target, 1, our_mac);
+	return (uint32_t)(end - buf);
 }
 
 /* Unspecified, loopback, multicast, broadcast or reserved: never one host. */
