@@ -36,7 +36,7 @@ uint32_t fg_audit_file_highest_rotated(const char *path)
 	return n;
 }
 
-static int pread_full(int fd, uint8_t *buf, size_t n, uint64_t off)
+int fg_audit_file_pread(int fd, uint8_t *buf, size_t n, uint64_t off)
 {
 	size_t got = 0;
 	while (got < n) {
@@ -76,7 +76,7 @@ int fg_audit_file_scan_visit(int fd, const struct fg_audit_chain *from, struct f
 	for (;;) {
 		uint64_t pos = first ? 0 : s.good_bytes;
 		size_t want = size - pos < SCAN_CHUNK ? (size_t)(size - pos) : SCAN_CHUNK;
-		io = pread_full(fd, buf, want, pos);
+		io = fg_audit_file_pread(fd, buf, want, pos);
 		if (io < 0)
 			break;
 		rc = first ? fg_audit_verify_visit(buf, want, from, &s, visit, arg)

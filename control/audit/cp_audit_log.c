@@ -107,23 +107,6 @@ static uint64_t now_realtime_ns(void)
 
 #define SCAN_CHUNK (4u << 20)
 
-
-static int pread_full(int fd, uint8_t *buf, size_t n, uint64_t off)
-{
-	size_t got = 0;
-	while (got < n) {
-		ssize_t r = pread(fd, buf + got, n - got, (off_t)(off + got));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -EIO; /* the file shrank under us */
-		got += (size_t)r;
-	}
-	return 0;
-}
-
 static int write_sync(int fd, const uint8_t *buf, size_t n, uint64_t off)
 {
 	size_t done = 0;
@@ -634,7 +617,7 @@ static int valid_record_after(int fd, uint64_t from, uint64_t len, uint64_t *at,
 	uint8_t *buf = malloc(n);
 	if (!buf)
 		return -ENOMEM;
-	int rc = pread_full(fd, buf, n, from);
+	int rc = fg_audit_file_pread(fd, buf, n, from);
 	if (rc < 0) {
 		free(buf);
 		return rc;
@@ -667,7 +650,7 @@ static int move_aside(struct cp_audit_log *l, uint64_t off, uint64_t len, char *
 	int rc = buf ? 0 : -ENOMEM;
 	for (uint64_t pos = off; rc == 0 && pos < len;) {
 		size_t want = len - pos < SCAN_CHUNK ? (size_t)(len - pos) : SCAN_CHUNK;
-		rc = pread_full(l->fd, buf, want, pos);
+		rc = fg_audit_file_pread(l->fd, buf, want, pos);
 		if (rc == 0) {
 			size_t done = 0;
 			while (rc == 0 && done < want) {

@@ -30,6 +30,11 @@ FG_MUST_CHECK int fg_audit_file_scan(int fd, const struct fg_audit_chain *from, 
 FG_MUST_CHECK int fg_audit_file_scan_visit(int fd, const struct fg_audit_chain *from, struct fg_audit_scan *out,
 					   uint64_t *file_len, uint64_t limit, fg_audit_visit_fn visit, void *arg);
 
+/* Read exactly n bytes of fd at off into buf (pread, again after EINTR
+ * and after a short read). Returns 0, -errno, or -EIO when the file ends
+ * first (it shrank under the reader). */
+FG_MUST_CHECK int fg_audit_file_pread(int fd, uint8_t *buf, size_t n, uint64_t off);
+
 /* Path of rotated file n: "<path>.<n>" into out. Returns 0 or -ENAMETOOLONG. */
 FG_MUST_CHECK int fg_audit_file_rotated_name(const char *path, uint32_t n, char *out, size_t cap);
 /* Highest N such that path.N exists (0 when none). */
