@@ -25,6 +25,10 @@
 #   FG_CAP_MEMIF_MODE=copy (default; fanogate-dp the memif server) or
 #     zero-copy (fanogate-dp the zero-copy client, cap_gen the server;
 #     see run.sh)
+#   FG_CAP_INSTR=1: instruction positions in the profile as well
+#     (--dump-instr=yes; the counts are the same), for
+#     `cg_ir.py OUT/callgrind.out OUT/dp.json --paths N`: each hot
+#     function's cost a call beside the instructions of it that ran
 #   FG_CAP_LCORES=2: two poll lcores, two memif queue pairs; cap_gen puts
 #     each flow on queue (source port mod 2), as RSS would: the workers of
 #     lines 1 and 5 (ports 5001, 5003) on queue 1, line 3's (5002) and the
@@ -113,7 +117,9 @@ if [ "$MODE" = zero-copy ]; then
 	done
 	grep -q " @$OUT/memif.sock\$" /proc/net/unix || { echo "cap_gen is not listening:"; tail -5 "$OUT/gen.log"; exit 1; }
 fi
-valgrind --tool=callgrind $VG_SCHED --callgrind-out-file="$OUT/callgrind.out" "$B/dataplane/fanogate-dp" \
+VG_INSTR=""
+[ "${FG_CAP_INSTR:-0}" = 1 ] && VG_INSTR=--dump-instr=yes
+valgrind --tool=callgrind $VG_SCHED $VG_INSTR --callgrind-out-file="$OUT/callgrind.out" "$B/dataplane/fanogate-dp" \
 	--config "$OUT/fg.ini" --profile "$OUT/memif.ini" --duration 600 --report "$OUT/dp.json" \
 	--ready-file "$OUT/ready" > "$OUT/dp.log" 2>&1 &
 VPID=$!

@@ -25,9 +25,17 @@ iteration (clock, line facts, the checks: the same with or without work),
 and the housekeeping timer (dp_shard_tick -> timers, once a millisecond:
 delivery resends, reassembly and slot expiry), printed on its own.
 
-Usage: cg_ir.py CALLGRIND_OUT DP_REPORT_JSON [--json OUT] [--top N]
+Usage: cg_ir.py CALLGRIND_OUT DP_REPORT_JSON [--json OUT] [--top N] [--paths N]
   --top N: also the N functions with the most self cost under the counted
            calls, per seed
+  --paths N: the N functions with the most self cost under the counted
+           calls, each with its calls, its self cost a call and the
+           number of its instructions that ran at all: a call that costs
+           no more than the instructions its function ran has no loop
+           that turned twice on average (straight-line work; the count
+           follows the events, not the code's shape). The PMD's functions
+           are left out, as from the count. Needs a profile
+           with instruction positions (callgrind.sh with FG_CAP_INSTR=1)
 """
 import json
 import re
@@ -84,6 +92,9 @@ def is_pmd(ob):
 def parse(path):
     names = {"ob": {}, "fl": {}, "fn": {}}
     self_cost = defaultdict(int)  # (ob, fn) -> Ir
+    ran = defaultdict(set)  # (ob, fn) -> addresses of its instructions with a cost (instr positions only)
+    instr = False  # the profile's positions start with instr (--dump-instr=yes)
+    addr = 0
     calls = defaultdict(lambda: [0, 0])  # ((ob, fn), (cob, cfn)) -> [count, inclusive Ir]
     ob = fn = None
     cob = cfn = None
@@ -108,7 +119,12 @@ def parse(path):
                 parts = line.split()
                 if len(parts) < 2:
                     continue
-                ir = int(parts[1])
+                # one event (Ir) after the positions; an instr position is
+                # absolute, relative (+N, -N) or the same as before (*)
+                ir = int(parts[-1])
+                if instr:
+                    t = parts[0]
+                    addr = addr if t == "*" else addr + int(t, 0) if t[0] in "+-" else int(t, 0)
                 if pending_call is not None:
                     k = (((ob, fn), (cob or ob, cfn)))
                     calls[k][0] += pending_call
@@ -117,6 +133,11 @@ def parse(path):
                     cob = None
                 else:
                     self_cost[(ob, fn)] += ir
+                    if instr and ir:
+                        ran[(ob, fn)].add(addr)
+                continue
+            if line.startswith("positions:"):
+                instr = line.split()[1:2] == ["instr"]
                 continue
             key, _, val = line.partition("=")
             if key == "ob":
@@ -132,14 +153,14 @@ def parse(path):
                 pending_call = int(val.split()[0])
             elif key in ("fl", "fi", "fe", "cfi", "cfl"):
                 name("fl", val)
-    return self_cost, calls
+    return self_cost, calls, ran
 
 
 def main():
     if len(sys.argv) < 3:
         print(__doc__)
         return 2
-    self_cost, calls = parse(sys.argv[1])
+    self_cost, calls, ran = parse(sys.argv[1])
     rep = json.load(open(sys.argv[2]))
     c = rep["counters"]
     seeds, rx, tx = c["seeds_resolved"], c["rx_pkts"], c["tx_pkts"]
@@ -284,6 +305,28 @@ def main():
         print("%-40s %10s %10s" % ("function (work share)", "self/seed", "incl/seed"))
         for sc, ic, f in rows[:top]:
             print("%-40s %10.0f %10.0f" % (f[1][:40], sc / seeds, ic / seeds))
+    if "--paths" in sys.argv:
+        if not ran:
+            print("cg_ir: --paths needs instruction positions (callgrind.sh with FG_CAP_INSTR=1)")
+            return 2
+        top = int(sys.argv[sys.argv.index("--paths") + 1])
+        rows = []
+        for f in funcs:
+            if not ran.get(f) or is_pmd(f[0]):
+                continue
+            # its work share from callers outside the PMD (what the PMD
+            # calls is left out of the count, as the PMD is)
+            n = sum(k for _, k, _ in in_calls.get(f, []))
+            w = sum(k * (1.0 if (base_name(g[1]), base_name(f[1])) in root_edges else weight.get(g, 0.0))
+                    for g, k, _ in in_calls.get(f, []) if g != f and not is_pmd(g[0])) / n if n else 0.0
+            if w <= 0:
+                continue
+            rows.append((self_cost.get(f, 0) * w, n, f))
+        rows.sort(reverse=True)
+        print("%-40s %10s %8s %10s %8s" % ("function (work share)", "self/seed", "calls", "self/call", "ran"))
+        for sc, n, f in rows[:top]:
+            per_call = self_cost.get(f, 0) / n if n else 0.0
+            print("%-40s %10.0f %8d %10.1f %8d" % (f[1][:40], sc / seeds, n, per_call, len(ran[f])))
     return 0
 
 
