@@ -343,6 +343,21 @@ bool fg_shadow_has_seed(const struct fg_shadow *sh, uint32_t token_seq, uint16_t
 	return e->state == E_SEED && e->token_seq == token_seq && e->layer == layer;
 }
 
+unsigned fg_shadow_source_class(uint64_t key, uint8_t family, const uint8_t *addr)
+{
+	uint8_t b[17];
+	size_t n;
+	if (family == 4)
+		n = 4;
+	else if (family == 6)
+		n = 16;
+	else
+		return 0;
+	b[0] = family;
+	memcpy(b + 1, addr, n);
+	return 1u + (unsigned)(XXH3_64bits_withSeed(b, 1 + n, key) % (FG_SHADOW_SOURCES - 1u));
+}
+
 int fg_shadow_canon(struct fg_shadow *sh, const struct fg_canon *c, uint64_t now_ns, struct fg_shadow_verdict *out)
 {
 	return fg_shadow_canon_from(sh, c, 0, now_ns, out);

@@ -160,8 +160,15 @@ bool fg_shadow_has_seed(const struct fg_shadow *sh, uint32_t token_seq, uint16_t
  * waits, -EINVAL on a bad report. */
 FG_MUST_CHECK int fg_shadow_canon(struct fg_shadow *sh, const struct fg_canon *c, uint64_t now_ns,
 				  struct fg_shadow_verdict *out);
+/* The source class of a sender of canonical reports, 1 .. FG_SHADOW_SOURCES
+ * - 1, from its address (family 4: addr[0..4); 6: addr[0..16)) under a
+ * secret key the caller draws once: the coordinator and any other sender
+ * share a class, and so a quota, only by a collision of the keyed hash,
+ * which no sender can aim at without the key. 0 (unnamed) for any other
+ * family. */
+unsigned fg_shadow_source_class(uint64_t key, uint8_t family, const uint8_t *addr);
 /* The same for a report from source class src (< FG_SHADOW_SOURCES; the
- * caller maps its senders onto classes). fg_shadow_canon is src 0.
+ * caller maps its senders onto classes, fg_shadow_source_class). fg_shadow_canon is src 0.
  * A report refused by invariant 4 returns 0 and is counted. */
 FG_MUST_CHECK int fg_shadow_canon_from(struct fg_shadow *sh, const struct fg_canon *c, unsigned src, uint64_t now_ns,
 				       struct fg_shadow_verdict *out);

@@ -8,10 +8,12 @@
  *    reports must still find its seed and give a clean verdict.
  * 2. (fg_shadow_canon_from) one source's flood cannot push out another
  *    source's waiting canonical halves; a source can replace its own.
+ * 3. (fg_shadow_source_class) the daemon's classes of senders.
  * Pure core, single thread. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -169,10 +171,45 @@ static void test_share_by_source(void **state)
 }
 #endif
 
+/* fg_shadow_source_class: a sender's class from its address under a key,
+ * 1 .. FG_SHADOW_SOURCES - 1, every class reached; the key and the family
+ * change it; the bytes past the family's length are not read. */
+static void test_source_class(void **state)
+{
+	(void)state;
+	const uint64_t k1 = 0x0123456789abcdefull, k2 = 0xfedcba9876543210ull;
+	uint8_t a[16] = {10, 0, 0, 1};
+	assert_int_equal(fg_shadow_source_class(k1, 0, a), 0);
+	assert_int_equal(fg_shadow_source_class(k1, 5, a), 0);
+	bool seen[FG_SHADOW_SOURCES] = {false};
+	unsigned differ_key = 0, differ_family = 0;
+	for (unsigned i = 0; i < 2000; i++) {
+		uint8_t v4[16] = {10, 0, (uint8_t)(i >> 8), (uint8_t)i};
+		unsigned c = fg_shadow_source_class(k1, 4, v4);
+		assert_true(c >= 1 && c < FG_SHADOW_SOURCES);
+		seen[c] = true;
+		assert_int_equal(fg_shadow_source_class(k1, 4, v4), c); /* a function of its inputs */
+		memset(v4 + 4, 0xAB, 12);
+		assert_int_equal(fg_shadow_source_class(k1, 4, v4), c); /* IPv4: 4 bytes read */
+		if (i < 100) {
+			differ_key += fg_shadow_source_class(k2, 4, v4) != c;
+			differ_family += fg_shadow_source_class(k1, 6, v4) != c;
+		}
+	}
+	for (unsigned c = 1; c < FG_SHADOW_SOURCES; c++)
+		assert_true(seen[c]);
+	assert_false(seen[0]);
+	/* about 62 in 63 differ; a key or family that changed nothing would
+	 * leave all 100 equal */
+	assert_true(differ_key > 80);
+	assert_true(differ_family > 80);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flood_keeps_waiting_seeds),
+		cmocka_unit_test(test_source_class),
 #ifdef FG_SHADOW_SOURCES
 		cmocka_unit_test(test_share_by_source),
 #endif
