@@ -78,12 +78,12 @@ static void ev_resolved(void *arg, const struct fg_seed_view *v, uint32_t epoch,
 		a->st.refused++;
 }
 
-static void ev_canonical(void *arg, const struct fg_canon *c, uint32_t epoch, uint64_t arrived_ns)
+static void ev_canonical(void *arg, const struct fg_canon *c, uint32_t epoch, uint64_t arrived_ns, unsigned src)
 {
 	struct cp_audit *a = arg;
 	a->st.canonical++;
 	uint64_t seq;
-	if (a->sh && cp_shadow_on_canonical_at(a->sh, c, arrived_ns, epoch, cp_now_ns(), &seq) < 0)
+	if (a->sh && cp_shadow_on_canonical_at(a->sh, c, src, arrived_ns, epoch, cp_now_ns(), &seq) < 0)
 		a->st.refused++;
 }
 

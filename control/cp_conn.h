@@ -94,6 +94,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 #include <sys/socket.h>
 
@@ -228,6 +229,16 @@ void cp_conn_maybe_free(struct cp_conn *c);
 
 /* ---- connection API for cp_http.c and cp_ws.c ---------------------------- */
 static inline uint64_t cp_conn_cookie(const struct cp_conn *c) { return ((uint64_t)c->gen << 32) | c->idx; }
+/* The peer's address as the engine names a sender (cp_engine_submit_from):
+ * family and address as admission took them, an IPv4-mapped peer as IPv4. */
+static inline struct fg_bm_src cp_conn_source(const struct cp_conn *c)
+{
+	struct fg_bm_src s;
+	memset(&s, 0, sizeof(s));
+	s.family = c->src.family;
+	memcpy(s.addr, c->src.addr, sizeof(s.addr));
+	return s;
+}
 struct cp_conn *cp_conn_by_cookie(struct cp_server *s, uint64_t cookie);
 
 /* Stage plaintext for the next flush (not yet encrypted nor queued). */

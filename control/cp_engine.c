@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "cp_log.h"
@@ -114,10 +115,14 @@ int cp_engine_line_event(struct cp_engine *e, unsigned line, enum fg_line_event 
 	return r;
 }
 
-static void emit_canonical(struct cp_engine *e, const struct fg_canon *cn, uint64_t arrived_ns)
+/* A canonical report from the sender at from (NULL: not known) to the
+ * audit, with its source class. */
+static void emit_canonical(struct cp_engine *e, const struct fg_canon *cn, uint64_t arrived_ns,
+			   const struct fg_bm_src *from)
 {
 	if (e->audit)
-		e->audit->canonical(e->audit_arg, cn, e->epoch, arrived_ns);
+		e->audit->canonical(e->audit_arg, cn, e->epoch, arrived_ns,
+				    from ? fg_shadow_source_class(e->src_key, from->family, from->addr) : 0);
 }
 
 /* A refusal by the epoch guard: one log line per second at most (the
@@ -384,7 +389,8 @@ const char *cp_engine_hop_name(enum cp_hop h)
 
 /* ---- local mode ----------------------------------------------------------- */
 
-static int local_submit(struct cp_engine *e, const struct fg_frame *f, int32_t bound, uint64_t cookie)
+static int local_submit(struct cp_engine *e, const struct fg_frame *f, int32_t bound, const struct fg_bm_src *from,
+			uint64_t cookie)
 {
 	struct fg_ingest_ctx ctx = {.bands = &e->bands, .limits = &e->limits, .lines = cp_engine_linefacts(e),
 				    .layer_bound = bound >= 0, .bound_layer = bound >= 0 ? (uint16_t)bound : 0,
@@ -425,7 +431,7 @@ static int local_submit(struct cp_engine *e, const struct fg_frame *f, int32_t b
 		struct fg_canon cn = res.canon;
 		if (cn.kind == FG_CANON_FULL && !cn.digest)
 			cn.digest = fg_fingerprint(cn.body, cn.body_len);
-		emit_canonical(e, &cn, t0);
+		emit_canonical(e, &cn, t0, from);
 	}
 	return 0;
 }
@@ -455,7 +461,8 @@ static void lcore_kick(struct cp_engine *e, struct fg_lane *ln)
 		cp_err("engine: eventfd write to wake an lcore: %s", strerror(errno));
 }
 
-static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, int32_t bound, uint64_t cookie)
+static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, int32_t bound, const struct fg_bm_src *from,
+			uint64_t cookie)
 {
 	enum fg_band band = FG_BAND_STATUS;
 	uint16_t layer = 0;
@@ -534,7 +541,7 @@ static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, int32_t b
 			e->st.canonical++;
 			if (cn.kind == FG_CANON_FULL && !cn.digest)
 				cn.digest = fg_fingerprint(cn.body, cn.body_len);
-			emit_canonical(e, &cn, rq->t_ns);
+			emit_canonical(e, &cn, rq->t_ns, from);
 		}
 	}
 	return 0;
@@ -670,7 +677,7 @@ static void lanes_msg(struct cp_engine *e, struct fg_lane *ln, const union fg_bm
 			e->st.bad_lane_msgs++;
 			break;
 		}
-		emit_canonical(e, &cn, c->t_ns);
+		emit_canonical(e, &cn, c->t_ns, &c->src);
 		break;
 	}
 	case FG_BM_CONFLICT:
@@ -931,8 +938,14 @@ int cp_engine_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t coo
 
 int cp_engine_submit_at(struct cp_engine *e, const struct fg_frame *f, int32_t bound, uint64_t cookie)
 {
+	return cp_engine_submit_from(e, f, bound, NULL, cookie);
+}
+
+int cp_engine_submit_from(struct cp_engine *e, const struct fg_frame *f, int32_t bound, const struct fg_bm_src *from,
+			  uint64_t cookie)
+{
 	e->st.frames++;
-	return e->lanes_mode ? lanes_submit(e, f, bound, cookie) : local_submit(e, f, bound, cookie);
+	return e->lanes_mode ? lanes_submit(e, f, bound, from, cookie) : local_submit(e, f, bound, from, cookie);
 }
 
 static void engine_tick(struct cp_loop *l, struct cp_timer *t)
@@ -968,6 +981,13 @@ int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_confi
 	fg_lines_init(&e->lines, cfg->line_initial, &cfg->policy, cp_now_ns());
 	cp_epoch_guard_init(&e->guard, cfg);
 	cp_points_init(&e->points, cfg, b != NULL); /* UDP reaches the points only through the lanes */
+	if (getrandom(&e->src_key, sizeof(e->src_key), GRND_NONBLOCK) != (ssize_t)sizeof(e->src_key)) {
+		/* no entropy yet (early boot): a time-derived key still keeps the
+		 * classes unpredictable to a sender */
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		e->src_key = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)e;
+	}
 	e->n_endings = CP_ENGINE_ENDINGS;
 	e->endings = calloc(e->n_endings, sizeof(*e->endings));
 	if (!e->endings)

@@ -76,8 +76,10 @@ struct cp_engine_audit_ops {
 	 * delivered, and the resolving contribution's ingress (the lead). */
 	void (*resolved)(void *arg, const struct fg_seed_view *v, uint32_t epoch, const struct fg_seed_times *t);
 	/* A canonical report arrived at arrived_ns (CLOCK_MONOTONIC; digest
-	 * filled in for full reports). */
-	void (*canonical)(void *arg, const struct fg_canon *c, uint32_t epoch, uint64_t arrived_ns);
+	 * filled in for full reports) from source class src (its sender's
+	 * address, fg_shadow_source_class under the engine's key; 0 when the
+	 * sender is not known). */
+	void (*canonical)(void *arg, const struct fg_canon *c, uint32_t epoch, uint64_t arrived_ns, unsigned src);
 	/* A conflicting duplicate poisoned a slot: the audit records it and
 	 * demotes the line. */
 	void (*conflict)(void *arg, uint16_t layer, uint32_t token_seq, unsigned line, uint32_t epoch);
@@ -217,6 +219,7 @@ struct cp_engine {
 	struct cp_points points;     /* Fano point liveness, applied to lines (cp_points.h) */
 	uint64_t guard_warn_ns;      /* next log line about refused sources allowed (one per second) */
 	uint64_t guard_warn_skipped; /* refusals not logged since the last line */
+	uint64_t src_key;            /* fg_shadow_source_class's key, drawn at init */
 	bool lanes_mode;
 	/* local mode */
 	struct fg_slots slots;
@@ -274,6 +277,13 @@ FG_MUST_CHECK int cp_engine_submit(struct cp_engine *e, const struct fg_frame *f
  * stream's layer nibble must agree (fg_stream_classify_at; else the done
  * callback reports layer_mismatch). */
 FG_MUST_CHECK int cp_engine_submit_at(struct cp_engine *e, const struct fg_frame *f, int32_t bound, uint64_t cookie);
+/* The same from a sender at from (family 4 or 6 and its address; the
+ * port is not read): a canonical report counts against its source's
+ * share of the shadow audit's pending table (fg_shadow_source_class), so
+ * one sender's flood cannot push out another's waiting reports. The
+ * other forms: the sender is not known (class 0). */
+FG_MUST_CHECK int cp_engine_submit_from(struct cp_engine *e, const struct fg_frame *f, int32_t bound,
+					const struct fg_bm_src *from, uint64_t cookie);
 
 /* Lanes mode: poll the lanes for up to [dataplane] answer_spin_us while
  * requests wait for their OUTCOME, instead of sleeping until an lcore wakes

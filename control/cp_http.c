@@ -318,7 +318,8 @@ static void http_post_body(struct cp_conn *c)
 	}
 	c->http.phase = CP_H_WAIT_OUTCOME;
 	c->proto_blocked = true;
-	int r = cp_engine_submit_at(s->engine, &f[0], c->http.bound_layer, cp_conn_cookie(c));
+	const struct fg_bm_src from = cp_conn_source(c);
+	int r = cp_engine_submit_from(s->engine, &f[0], c->http.bound_layer, &from, cp_conn_cookie(c));
 	if (r < 0) {
 		c->proto_blocked = false;
 		c->http.phase = CP_H_BODY;

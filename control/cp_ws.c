@@ -167,6 +167,7 @@ static void ws_message(struct cp_conn *c, const uint8_t *data, size_t len)
 		return;
 	}
 	size_t off = 0;
+	const struct fg_bm_src from = cp_conn_source(c);
 	for (int i = 0; i < n && !cp_conn_is_dead(c) && !c->ws.close_sent; i++) {
 		struct fg_frame f;
 		ssize_t r = fg_frame_decode(data + off, len - off, FG_TRANSPORT_MESSAGE, &f);
@@ -187,7 +188,7 @@ static void ws_message(struct cp_conn *c, const uint8_t *data, size_t len)
 			cp_ws_close(c, CP_WS_CLOSE_POLICY, "canonical reports need the coordinator role");
 			return;
 		}
-		int e = cp_engine_submit_at(s->engine, &f, ws_bound(c), cp_conn_cookie(c));
+		int e = cp_engine_submit_from(s->engine, &f, ws_bound(c), &from, cp_conn_cookie(c));
 		if (e < 0)
 			ws_refused(c, data + off, (size_t)r, FG_O_NO_SLOT, 0);
 		off += (size_t)r;

@@ -582,11 +582,11 @@ int cp_shadow_on_resolved_at(struct cp_shadow *sh, const struct fg_seed_view *v,
 int cp_shadow_on_canonical(struct cp_shadow *sh, const struct fg_canon *c, uint32_t epoch, uint64_t now_ns,
 			   uint64_t *seq)
 {
-	return cp_shadow_on_canonical_at(sh, c, now_ns, epoch, now_ns, seq);
+	return cp_shadow_on_canonical_at(sh, c, 0, now_ns, epoch, now_ns, seq);
 }
 
-int cp_shadow_on_canonical_at(struct cp_shadow *sh, const struct fg_canon *c, uint64_t arrived_ns, uint32_t epoch,
-			      uint64_t now_ns, uint64_t *seq)
+int cp_shadow_on_canonical_at(struct cp_shadow *sh, const struct fg_canon *c, unsigned src, uint64_t arrived_ns,
+			      uint32_t epoch, uint64_t now_ns, uint64_t *seq)
 {
 	/* Failed: compared all the same (cp_shadow_on_resolved). */
 	/* A report whose seed will not be compared (all its lines active and the
@@ -600,7 +600,7 @@ int cp_shadow_on_canonical_at(struct cp_shadow *sh, const struct fg_canon *c, ui
 		return sh->failed ? -EIO : 0;
 	}
 	struct fg_shadow_verdict out;
-	int rc = fg_shadow_canon_at(&sh->core, c, 0, arrived_ns, now_ns, &out);
+	int rc = fg_shadow_canon_at(&sh->core, c, src, arrived_ns, now_ns, &out);
 	if (rc <= 0)
 		return rc == 0 && sh->failed ? -EIO : rc;
 	return handle_verdict(sh, &out, epoch, now_ns, seq);

@@ -114,7 +114,9 @@ int cp_shadow_tick(struct cp_shadow *sh, uint64_t now_ns);
 /* now_ns is CLOCK_MONOTONIC (the slot engine's clock). epoch: model epoch.
  * The seed counts as resolved (and undelivered) and the report as arrived
  * at now_ns; the _at forms take those times from the engine, for the lead
- * (fg/lead.h): t NULL as cp_shadow_on_resolved. */
+ * (fg/lead.h): t NULL as cp_shadow_on_resolved. src: the report's source
+ * class (fg_shadow_source_class; 0 unnamed, as cp_shadow_on_canonical),
+ * whose quota of the pending table it counts against. */
 FG_MUST_CHECK int cp_shadow_on_resolved(struct cp_shadow *sh, const struct fg_seed_view *v, uint32_t epoch,
 					uint64_t now_ns, uint64_t *seq);
 FG_MUST_CHECK int cp_shadow_on_resolved_at(struct cp_shadow *sh, const struct fg_seed_view *v,
@@ -122,8 +124,8 @@ FG_MUST_CHECK int cp_shadow_on_resolved_at(struct cp_shadow *sh, const struct fg
 					   uint64_t *seq);
 FG_MUST_CHECK int cp_shadow_on_canonical(struct cp_shadow *sh, const struct fg_canon *c, uint32_t epoch,
 					 uint64_t now_ns, uint64_t *seq);
-FG_MUST_CHECK int cp_shadow_on_canonical_at(struct cp_shadow *sh, const struct fg_canon *c, uint64_t arrived_ns,
-					    uint32_t epoch, uint64_t now_ns, uint64_t *seq);
+FG_MUST_CHECK int cp_shadow_on_canonical_at(struct cp_shadow *sh, const struct fg_canon *c, unsigned src,
+					    uint64_t arrived_ns, uint32_t epoch, uint64_t now_ns, uint64_t *seq);
 FG_MUST_CHECK int cp_shadow_on_conflict(struct cp_shadow *sh, uint32_t token_seq, uint16_t dst_layer,
 					uint8_t line, uint32_t epoch, uint64_t now_ns, uint64_t *seq);
 /* The same, src naming the sender ("udp 10.0.0.2:4000", "tls"; NULL: not

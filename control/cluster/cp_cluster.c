@@ -701,10 +701,10 @@ static void sink_resolved(void *arg, const struct fg_seed_view *v, uint32_t epoc
 	c->inner->resolved(c->inner_arg, v, epoch, t);
 }
 
-static void sink_canonical(void *arg, const struct fg_canon *cn, uint32_t epoch, uint64_t arrived_ns)
+static void sink_canonical(void *arg, const struct fg_canon *cn, uint32_t epoch, uint64_t arrived_ns, unsigned src)
 {
 	struct cp_cluster *c = arg;
-	c->inner->canonical(c->inner_arg, cn, epoch, arrived_ns);
+	c->inner->canonical(c->inner_arg, cn, epoch, arrived_ns, src);
 }
 
 static void sink_conflict(void *arg, uint16_t layer, uint32_t token_seq, unsigned line, uint32_t epoch)

@@ -800,7 +800,7 @@ static void test_glue_lead_and_hold(void **state)
 	for (uint32_t k = 0; k < 3; k++) {
 		uint64_t now = t0 + k * SEC;
 		struct fg_canon c = canon_full(body, 10 + k, 2);
-		assert_int_equal(cp_shadow_on_canonical_at(sh, &c, now, 0, now, &seq), 0);
+		assert_int_equal(cp_shadow_on_canonical_at(sh, &c, 1 + k, now, 0, now, &seq), 0);
 		struct fg_seed_view sv = view(body, 10 + k, 2);
 		struct fg_seed_times t = { .resolved_ns = now + 1000000, .delivered_ns = now + 1100000,
 					   .ingress = FG_AUDIT_INGRESS_UDP };
@@ -849,7 +849,7 @@ static void test_glue_lead_and_hold(void **state)
 	/* the policy off (a reload): the next clean verdict promotes */
 	g.lines.policy.min_ahead = 0;
 	struct fg_canon c = canon_full(body, 20, 2);
-	assert_int_equal(cp_shadow_on_canonical_at(sh, &c, t0 + 5 * SEC, 0, t0 + 5 * SEC, &seq), 0);
+	assert_int_equal(cp_shadow_on_canonical_at(sh, &c, 0, t0 + 5 * SEC, 0, t0 + 5 * SEC, &seq), 0);
 	struct fg_seed_view sv = view(body, 20, 2);
 	assert_int_equal(cp_shadow_on_resolved(sh, &sv, 0, t0 + 5 * SEC, &seq), 1);
 	assert_int_equal(g.lines.line[1].base, FG_LINE_ACTIVE);

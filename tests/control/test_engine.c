@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -74,6 +75,7 @@ static const struct cp_engine_ops ops = {.done = on_done, .resolved = on_resolve
 /* What the engine hands the shadow audit (lanes mode: the lcore's facts). */
 static struct {
 	int resolved, canonical;
+	unsigned src; /* the last canonical report's source class */
 	bool body_null; /* the last seed came without its body (v->body NULL) */
 	uint64_t fp;
 	uint8_t lines;
@@ -96,11 +98,12 @@ static void au_resolved(void *arg, const struct fg_seed_view *v, uint32_t epoch,
 	if (v->body)
 		memcpy(au.body, v->body, sizeof(au.body));
 }
-static void au_canonical(void *arg, const struct fg_canon *c, uint32_t epoch, uint64_t arrived_ns)
+static void au_canonical(void *arg, const struct fg_canon *c, uint32_t epoch, uint64_t arrived_ns, unsigned src)
 {
 	(void)arg;
 	(void)epoch;
 	au.canonical++;
+	au.src = src;
 	au.arrived_ns = arrived_ns;
 	au.canon = *c;
 	if (c->kind == FG_CANON_FULL) {
@@ -261,6 +264,31 @@ static void test_local(void **state)
 	assert_int_equal(ev.layer, 3);
 	assert_int_equal(ev.token, 20);
 	assert_int_equal(cp_engine_lookup(&e, 3, 20, &fr, &fl), FG_SLOT_EXPIRED);
+
+	/* canonical digests: the sender's address names the report's source
+	 * class under the engine's key (two senders, two classes here);
+	 * without a sender, class 0 */
+	cp_engine_set_audit(&e, &audit_ops, NULL);
+	memset(&au, 0, sizeof(au));
+	const struct fg_canon cd = {.token_seq = 30, .dst_layer = 2, .kind = FG_CANON_DIGEST, .seq_len = 1,
+				    .digest = 0x1234};
+	ssize_t cn = fg_canon_encode(&cfg.bands, &cd, buf, sizeof(buf));
+	assert_true(cn > 0);
+	struct fg_frame cf;
+	assert_int_equal(fg_frame_decode(buf, (size_t)cn, FG_TRANSPORT_MESSAGE, &cf), cn);
+	struct fg_bm_src from = {.family = 4, .addr = {10, 0, 0, 1}};
+	assert_int_equal(cp_engine_submit_from(&e, &cf, FG_LAYER_UNBOUND, &from, 18), 0);
+	assert_int_equal(au.canonical, 1);
+	assert_true(au.canon.digest == 0x1234);
+	const unsigned c1 = fg_shadow_source_class(e.src_key, 4, from.addr);
+	assert_true(c1 >= 1 && c1 < FG_SHADOW_SOURCES);
+	assert_int_equal(au.src, c1);
+	from.addr[3] = 2;
+	assert_int_equal(cp_engine_submit_from(&e, &cf, FG_LAYER_UNBOUND, &from, 19), 0);
+	assert_int_equal(au.src, fg_shadow_source_class(e.src_key, 4, from.addr));
+	assert_int_equal(cp_engine_submit(&e, &cf, 20), 0);
+	assert_int_equal(au.canonical, 3);
+	assert_int_equal(au.src, 0);
 	cp_engine_fini(&e);
 	run_for(10ull * 1000 * 1000); /* let the stopped tick complete */
 }
@@ -404,6 +432,7 @@ static void test_lanes(void **state)
 	cp_push(&b, &lanes[lane], &o);
 	run_for(5ull * 1000 * 1000);
 	assert_int_equal(au.canonical, 1);
+	assert_int_equal(au.src, 0); /* no sender named in the message */
 	assert_int_equal(au.arrived_ns, 7000); /* the lcore's arrival time */
 	assert_int_equal(au.canon.kind, FG_CANON_FULL);
 	assert_true(au.canon.digest == fp_given);
@@ -416,6 +445,26 @@ static void test_lanes(void **state)
 	run_for(5ull * 1000 * 1000);
 	assert_int_equal(au.canonical, 1);
 	assert_int_equal(e.st.bad_lane_msgs, 1);
+	/* a digest from a UDP sender inside [shadow] canonical_sources: its
+	 * address names its source class */
+	cfg.canon_src[0] = (struct fg_prefix){.family = AF_INET, .addr = {10, 9, 0, 0}, .len = 16};
+	cfg.n_canon_src = 1;
+	o = (union fg_bmsg){.canonical = {.kind = FG_BM_CANONICAL, .canon_kind = FG_CANON_DIGEST, .layer = 3,
+					  .token_seq = 1001, .seq_len = 1, .fingerprint = fp_given,
+					  .body = {.buf = FG_BUF_NONE}, .t_ns = 7500,
+					  .src = {.family = 4, .addr = {10, 9, 0, 7}, .port = 9000}}};
+	cp_push(&b, &lanes[lane], &o);
+	run_for(5ull * 1000 * 1000);
+	assert_int_equal(au.canonical, 2);
+	assert_int_equal(au.src, fg_shadow_source_class(e.src_key, 4, o.canonical.src.addr));
+	assert_int_not_equal(au.src, 0);
+	/* the same sender outside them: refused before the audit */
+	o.canonical.src.addr[1] = 8;
+	cp_push(&b, &lanes[lane], &o);
+	run_for(5ull * 1000 * 1000);
+	assert_int_equal(au.canonical, 2);
+	assert_int_equal(e.st.canon_refused_source, 1);
+	cfg.n_canon_src = 0;
 	assert_int_equal(ev.ended, 1);
 	assert_int_equal(fg_ring_count(lanes[lane].dp2cp.free), before + 1); /* released */
 	const uint8_t *fr;
@@ -442,7 +491,7 @@ static void test_lanes(void **state)
 	assert_int_equal(au.resolved, 2);
 	assert_true(au.body_null);
 	assert_true(au.fp == (fp_given ^ 1));
-	assert_int_equal(au.canonical, 2);
+	assert_int_equal(au.canonical, 3);
 	assert_true(au.canon.digest == (fp_given ^ 1));
 	assert_int_equal(au.canon.body_len, sizeof(x));
 	assert_int_equal(e.st.resolved_no_body, 1);
