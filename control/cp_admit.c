@@ -6,8 +6,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
+
+#include "cp_key.h"
 
 static const char *const reason_names[CP_ADMIT_R__COUNT] = {
 	[CP_ADMIT_R_PER_SOURCE] = "per_source",
@@ -81,13 +81,7 @@ static int table_alloc(struct cp_admit *a, uint32_t cap)
 int cp_admit_init(struct cp_admit *a, uint32_t max_conns)
 {
 	memset(a, 0, sizeof(*a));
-	if (getrandom(&a->key, sizeof(a->key), GRND_NONBLOCK) != (ssize_t)sizeof(a->key)) {
-		/* No entropy yet (early boot): a time-derived secret still keeps
-		 * the home slots unpredictable enough for a bounded table. */
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		a->key = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)a;
-	}
+	a->key = cp_key_draw(a);
 	return table_alloc(a, cap_for(max_conns));
 }
 

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
+#include "cp_key.h"
 #include "cp_log.h"
 #include "cp_mem.h"
 
@@ -981,13 +981,7 @@ int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_confi
 	fg_lines_init(&e->lines, cfg->line_initial, &cfg->policy, cp_now_ns());
 	cp_epoch_guard_init(&e->guard, cfg);
 	cp_points_init(&e->points, cfg, b != NULL); /* UDP reaches the points only through the lanes */
-	if (getrandom(&e->src_key, sizeof(e->src_key), GRND_NONBLOCK) != (ssize_t)sizeof(e->src_key)) {
-		/* no entropy yet (early boot): a time-derived key still keeps the
-		 * classes unpredictable to a sender */
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		e->src_key = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)e;
-	}
+	e->src_key = cp_key_draw(e);
 	e->n_endings = CP_ENGINE_ENDINGS;
 	e->endings = calloc(e->n_endings, sizeof(*e->endings));
 	if (!e->endings)
