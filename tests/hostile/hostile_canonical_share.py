@@ -38,8 +38,8 @@ import sys
 import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fgtest.harness import (OUTCOMES, STATUS_STREAM, TOKEN, Daemon, canonical, check, fail, metric,  # noqa: E402
-                            metrics_text, parse_frames, parse_status, reduce_pair_x, seed)
+from fgtest.harness import (LANES_SKIP, OUTCOMES, STATUS_STREAM, TOKEN, canonical, check, fail, metric,  # noqa: E402
+                            metrics_text, mode_daemon, parse_frames, parse_status, reduce_pair_x, seed)
 from fgtest.flow import CANON_BASE, frame  # noqa: E402
 from fgtest.wait import until_async, within  # noqa: E402
 
@@ -126,12 +126,8 @@ def run(mode, flood_source):
     ring dataplane on 2 lcores ("lanes": the seeds resolve on the lcores,
     the reports over TLS are audited as the engine hands them on); None
     where the dataplane cannot start here."""
-    kw = dict(deadline_ms=30000, capacity=256)
-    if mode == "local":
-        with Daemon(extra=EXTRA, **kw) as d:
-            return steps(d, flood_source)
-    with Daemon(dp_profile="ring", expect_start=False, extra="[dataplane]\nlcores = 2\n" + EXTRA, **kw) as d:
-        if not d.lanes_up("lanes mode not available here (no DPDK or the EAL refused): local mode only"):
+    with mode_daemon(mode, EXTRA, deadline_ms=30000, capacity=256) as d:
+        if mode == "lanes" and not d.lanes_up(LANES_SKIP):
             return None
         return steps(d, flood_source)
 

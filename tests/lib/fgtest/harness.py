@@ -252,15 +252,27 @@ def etcd_or_skip():
         skip("etcd/etcdctl not installed (Debian etcd-server, etcd-client; scripts/deps.sh)")
 
 
+def mode_daemon(mode, extra="", **kw):
+    """A Daemon(extra=extra, **kw) without a dataplane (mode "local"), or
+    running the ring dataplane on 2 lcores ("lanes"; started with
+    expect_start=False: check lanes_up() inside the with)."""
+    if mode == "local":
+        return Daemon(extra=extra, **kw)
+    return Daemon(dp_profile="ring", expect_start=False, extra="[dataplane]\nlcores = 2\n" + extra, **kw)
+
+
+LANES_SKIP = "lanes mode not available here (no DPDK or the EAL refused): local mode only"
+
+
 def local_then_lanes(scenario, extra="", **kw):
     """scenario(d, "local") on a Daemon(extra=extra, **kw) without a
     dataplane, then scenario(d, "lanes") on one running the ring dataplane
     on 2 lcores; the second is left out, and said why, where the dataplane
     cannot start here."""
-    with Daemon(extra=extra, **kw) as d:
+    with mode_daemon("local", extra, **kw) as d:
         scenario(d, "local")
-    with Daemon(dp_profile="ring", expect_start=False, extra="[dataplane]\nlcores = 2\n" + extra, **kw) as d:
-        if not d.lanes_up("lanes mode not available here (no DPDK or the EAL refused): local mode only"):
+    with mode_daemon("lanes", extra, **kw) as d:
+        if not d.lanes_up(LANES_SKIP):
             return
         scenario(d, "lanes")
 
