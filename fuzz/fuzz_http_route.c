@@ -2,7 +2,7 @@
  * router (control/cp_http.c, D1) on top of the request parser
  * (control/proto/cp_http_parse.c), driven without sockets or TLS: the
  * connection API it calls (cp_conn_put/flush/close/unblock/deadline/lists,
- * cp_engine_submit(_at)/lookup/count_malformed, cp_tls_token_ok, cp_conn_set_role,
+ * cp_engine_submit(_at, _from)/lookup/count_malformed, cp_tls_token_ok, cp_conn_set_role,
  * cp_ws_start/on_data, logging, the clock) is stubbed here, mirroring cp_conn.c's semantics where they
  * matter (cp_conn_unblock re-runs pipelined input, the wait list).
  *
@@ -278,7 +278,16 @@ int cp_engine_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t coo
 
 int cp_engine_submit_at(struct cp_engine *e, const struct fg_frame *f, int32_t bound, uint64_t cookie)
 {
+	return cp_engine_submit_from(e, f, bound, NULL, cookie);
+}
+
+int cp_engine_submit_from(struct cp_engine *e, const struct fg_frame *f, int32_t bound, const struct fg_bm_src *from,
+			  uint64_t cookie)
+{
 	FUZZ_CHECK(e == &eng && f != NULL);
+	/* the router names the connection's peer as admission took it */
+	FUZZ_CHECK(from != NULL && from->family == conn.src.family &&
+		   !memcmp(from->addr, conn.src.addr, sizeof(from->addr)));
 	/* a /layers/<L>/ path binds a layer the router has range-checked */
 	FUZZ_CHECK(bound == FG_LAYER_UNBOUND || (bound >= 0 && bound < (int32_t)cfg.layers));
 	FUZZ_CHECK(f->payload >= conn.in && f->payload + f->hdr.length <= conn.in + conn.in_len);
@@ -377,6 +386,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	conn.srv = &srv;
 	conn.idx = 3;
 	conn.gen = 7;
+	conn.src = (struct cp_admit_src){.family = 4, .addr = {192, 0, 2, 7}};
 	conn.state = CP_CONN_HTTP;
 	conn.in = inbuf;
 	conn.in_cap = conn.in_max = IN_CAP;
