@@ -933,12 +933,7 @@ void cp_engine_count_malformed(struct cp_engine *e, int reason)
 
 int cp_engine_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t cookie)
 {
-	return cp_engine_submit_at(e, f, FG_LAYER_UNBOUND, cookie);
-}
-
-int cp_engine_submit_at(struct cp_engine *e, const struct fg_frame *f, int32_t bound, uint64_t cookie)
-{
-	return cp_engine_submit_from(e, f, bound, NULL, cookie);
+	return cp_engine_submit_from(e, f, FG_LAYER_UNBOUND, NULL, cookie);
 }
 
 int cp_engine_submit_from(struct cp_engine *e, const struct fg_frame *f, int32_t bound, const struct fg_bm_src *from,

@@ -271,17 +271,17 @@ void cp_engine_fini(struct cp_engine *e);
  * lane buffer, -EBUSY when too many requests are outstanding; on an error
  * done is not called (the caller answers "no_slot"). */
 FG_MUST_CHECK int cp_engine_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t cookie);
-/* The same for a frame that arrived on an address naming its destination
- * layer (a /layers/<L>/ path, a WebSocket /flow?layer=<L>): bound is L, or
- * FG_LAYER_UNBOUND (= cp_engine_submit). The slot's layer is L and the
- * stream's layer nibble must agree (fg_stream_classify_at; else the done
- * callback reports layer_mismatch). */
-FG_MUST_CHECK int cp_engine_submit_at(struct cp_engine *e, const struct fg_frame *f, int32_t bound, uint64_t cookie);
-/* The same from a sender at from (family 4 or 6 and its address; the
- * port is not read): a canonical report counts against its source's
- * share of the shadow audit's pending table (fg_shadow_source_class), so
- * one sender's flood cannot push out another's waiting reports. The
- * other forms: the sender is not known (class 0). */
+/* The same for a frame from a sender at from, on an address that may name
+ * its destination layer.
+ * - bound: the layer a /layers/<L>/ path or a WebSocket /flow?layer=<L>
+ *   names, or FG_LAYER_UNBOUND (as cp_engine_submit). The slot's layer is
+ *   L and the stream's layer nibble must agree (fg_stream_classify_at;
+ *   else the done callback reports layer_mismatch).
+ * - from: family 4 or 6 and the address (the port is not read), or NULL
+ *   (not known, as cp_engine_submit): a canonical report counts against
+ *   its source's share of the shadow audit's pending table
+ *   (fg_shadow_source_class; NULL: class 0), so one sender's flood cannot
+ *   push out another's waiting reports. */
 FG_MUST_CHECK int cp_engine_submit_from(struct cp_engine *e, const struct fg_frame *f, int32_t bound,
 					const struct fg_bm_src *from, uint64_t cookie);
 

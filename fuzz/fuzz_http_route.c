@@ -2,7 +2,7 @@
  * router (control/cp_http.c, D1) on top of the request parser
  * (control/proto/cp_http_parse.c), driven without sockets or TLS: the
  * connection API it calls (cp_conn_put/flush/close/unblock/deadline/lists,
- * cp_engine_submit(_at, _from)/lookup/count_malformed, cp_tls_token_ok, cp_conn_set_role,
+ * cp_engine_submit(_from)/lookup/count_malformed, cp_tls_token_ok, cp_conn_set_role,
  * cp_ws_start/on_data, logging, the clock) is stubbed here, mirroring cp_conn.c's semantics where they
  * matter (cp_conn_unblock re-runs pipelined input, the wait list).
  *
@@ -273,12 +273,7 @@ static struct cp_engine_result result_of(const uint8_t a[3])
 }
 int cp_engine_submit(struct cp_engine *e, const struct fg_frame *f, uint64_t cookie)
 {
-	return cp_engine_submit_at(e, f, FG_LAYER_UNBOUND, cookie);
-}
-
-int cp_engine_submit_at(struct cp_engine *e, const struct fg_frame *f, int32_t bound, uint64_t cookie)
-{
-	return cp_engine_submit_from(e, f, bound, NULL, cookie);
+	return cp_engine_submit_from(e, f, FG_LAYER_UNBOUND, NULL, cookie);
 }
 
 int cp_engine_submit_from(struct cp_engine *e, const struct fg_frame *f, int32_t bound, const struct fg_bm_src *from,
