@@ -7,8 +7,8 @@ start) and the table shares itself fairly by class (fg/shadow.h
 invariant 4: a class within its quota, capacity / 8, is never evicted by
 another class).
 
-The daemon (--no-dataplane, [slots] capacity 256: a pending table of
-256 entries, a quota of 32) audits every seed (shadow_sample = 1). Both
+The daemon ([slots] capacity 256: a pending table of 256 entries, a
+quota of 32) audits every seed (shadow_sample = 1). Both
 senders hold the coordinator token, so both are believed.
   1. The coordinator (wss from 127.0.0.1) reports the true reduction of
      24 slots (tokens 100..107, layers 1..3) before any seed arrives: 24
@@ -17,9 +17,10 @@ senders hold the coordinator token, so both are believed.
      digests for other keys (tokens 10,000..11,999, layers 1..3), which
      land on every index the 24 wait at, about 31 times each.
   3. The 24 slots resolve (Pair X seeds, wss from 127.0.0.1).
-Checks: all 24 are judged clean; the flood's reports that met the
-coordinator's were refused (canonical_table_refused{reason="share"} > 0)
-and none of the coordinator's was evicted.
+Checks: all 24 are judged clean (none of the coordinator's reports was
+pushed out); the flood's reports that met them were refused
+(canonical_table_refused{reason="share"} > 0); no frame was refused for
+want of room.
 Control (the test can fail): the same flood sent from the coordinator's
 own address (one class) pushes the 24 reports out: fewer than 24 clean
 verdicts (every one is lost here).
