@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cp_epoch_guard.h"
 #include "cp_log.h"
 
 #define CP_LINGER_NS (2ull * 1000 * 1000 * 1000)
@@ -101,6 +102,7 @@ static void unauth_del(struct cp_server *s, struct cp_conn *c)
 void cp_conn_set_role(struct cp_conn *c, const char *role)
 {
 	c->role = role;
+	c->lines = cp_epoch_guard_role_lines(role);
 	struct cp_server *s = c->srv;
 	if (!c->point && s->engine)
 		c->point = (uint8_t)cp_engine_point_attach(s->engine, role, c->peer);

@@ -185,6 +185,7 @@ struct cp_conn {
 	struct cp_tls_conn tls;
 	const char *role; /* after authentication */
 	uint8_t point;    /* Fano point counted for this connection (cp_engine_point_attach), 0 = none */
+	uint8_t lines;    /* with role: the lines it speaks for (cp_epoch_guard_role_lines) */
 	uint8_t *in;
 	size_t in_len, in_cap, in_max;
 	uint8_t *pout; /* plaintext staged for one SSL_write per flush (fewer TLS records) */
@@ -229,14 +230,16 @@ void cp_conn_maybe_free(struct cp_conn *c);
 
 /* ---- connection API for cp_http.c and cp_ws.c ---------------------------- */
 static inline uint64_t cp_conn_cookie(const struct cp_conn *c) { return ((uint64_t)c->gen << 32) | c->idx; }
-/* The peer's address as the engine names a sender (cp_engine_submit_from):
- * family and address as admission took them, an IPv4-mapped peer as IPv4. */
+/* The peer as the engine names a sender (cp_engine_submit_from): family
+ * and address as admission took them (an IPv4-mapped peer as IPv4), and
+ * the lines its role speaks for (every line before or without a role). */
 static inline struct fg_bm_src cp_conn_source(const struct cp_conn *c)
 {
 	struct fg_bm_src s;
 	memset(&s, 0, sizeof(s));
 	s.family = c->src.family;
 	memcpy(s.addr, c->src.addr, sizeof(s.addr));
+	s.lines = c->role ? c->lines : (uint8_t)((1u << FG_LINES) - 1);
 	return s;
 }
 struct cp_conn *cp_conn_by_cookie(struct cp_server *s, uint64_t cookie);

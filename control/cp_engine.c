@@ -320,8 +320,10 @@ static void on_conflict(struct cp_engine *e, uint16_t layer, uint32_t token_seq,
 	if (v == CP_EPOCH_HELD_UNMAPPED) {
 		/* Not attributed to the line: no demotion, no page, no flush. */
 		e->st.conflicts_unmapped++;
-		guard_warn(e, "conflicting duplicate ignored: sender not mapped to the line's points ([points])", who,
-			   layer, token_seq);
+		guard_warn(e, src->family ? "conflicting duplicate ignored: sender not mapped to the line's points ([points])"
+					  : "conflicting duplicate ignored: the TLS sender's role names a point not on "
+					    "the line",
+			   who, layer, token_seq);
 		return;
 	}
 	/* The shadow audit demotes the line and records why (and who). */
@@ -408,7 +410,9 @@ static int local_submit(struct cp_engine *e, const struct fg_frame *f, int32_t b
 	/* A conflict is judged first, so its own answer carries the epoch the
 	 * guard's decision left (moved by one, or not at all). */
 	if (r >= 0 && res.band == FG_BAND_SEED && res.slot.outcome == FG_O_CONFLICT) {
-		struct fg_bm_src tls = {.family = 0}; /* over TLS (local mode has no UDP) */
+		/* over TLS (local mode has no UDP), speaking for the lines its
+		 * role names (not known: every line) */
+		struct fg_bm_src tls = {.family = 0, .lines = from ? from->lines : (uint8_t)((1u << FG_LINES) - 1)};
 		on_conflict(e, res.seed.dst_layer, res.seed.token_seq, res.seed.line, &tls);
 		stamp_epoch(e, &out.status);
 	}
@@ -510,6 +514,7 @@ static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, int32_t b
 				       .req_id = id,
 				       .frame = {.buf = bi, .len = (uint32_t)len},
 				       .layer_bound = bound >= 0,
+				       .sender_lines = from ? from->lines : (uint8_t)((1u << FG_LINES) - 1),
 				       .t_ns = cp_now_ns()}};
 	if (!fg_ring_push(ln->to_dp, &m)) {
 		/* Cannot happen (checked above); keep the buffer for nobody rather

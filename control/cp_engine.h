@@ -281,7 +281,10 @@ FG_MUST_CHECK int cp_engine_submit(struct cp_engine *e, const struct fg_frame *f
  *   (not known, as cp_engine_submit): a canonical report counts against
  *   its source's share of the shadow audit's pending table
  *   (fg_shadow_source_class; NULL: class 0), so one sender's flood cannot
- *   push out another's waiting reports. */
+ *   push out another's waiting reports; from->lines are the lines its
+ *   role speaks for (cp_conn_source): a conflicting duplicate it sends
+ *   on another line moves nothing (cp_epoch_guard.h rule 2; NULL: every
+ *   line). */
 FG_MUST_CHECK int cp_engine_submit_from(struct cp_engine *e, const struct fg_frame *f, int32_t bound,
 					const struct fg_bm_src *from, uint64_t cookie);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "cp_points.h"
 #include "fg/fano.h"
 
 void cp_epoch_guard_init(struct cp_epoch_guard *g, const struct fg_config *cfg)
@@ -36,10 +37,16 @@ bool cp_epoch_guard_canon_source_ok(const struct fg_config *cfg, const struct fg
 	return in_any(cfg->canon_src, cfg->n_canon_src, src);
 }
 
+uint8_t cp_epoch_guard_role_lines(const char *role)
+{
+	unsigned p = cp_point_of_role(role);
+	return p ? fg_fano_lines_through(p) : (uint8_t)((1u << FG_LINES) - 1);
+}
+
 bool cp_epoch_guard_is_mapped(const struct fg_config *cfg, const struct fg_bm_src *src, unsigned line)
 {
 	if (src->family == 0)
-		return true;
+		return line < FG_LINES && (src->lines >> line & 1u);
 	const uint8_t *pts = fg_fano_line(line);
 	if (!pts)
 		return false;

@@ -11,10 +11,13 @@
  *     before the frame reaches the engine;
  *  2. a conflicting duplicate advances the model epoch only when its
  *     sender is attributed to the conflicting line: a UDP source inside the
- *     [points] prefixes of one of the line's three points, or a frame that
- *     came over TLS (family 0: the listener authenticated it). Anything
- *     else is "unmapped": counted and logged, no epoch advance, no line
- *     change, no page;
+ *     [points] prefixes of one of the line's three points, or a TLS peer
+ *     (family 0) whose role speaks for the line (cp_epoch_guard_role_lines:
+ *     a role naming a Fano point speaks for the three lines through it,
+ *     any other role, the fleet's default one and the coordinator's
+ *     included, for every line: they relay every line). Anything else is
+ *     "unmapped": counted and logged, no epoch advance, no line change, no
+ *     page;
  *  3. attributed advances are rate-limited to one per
  *     [shadow] epoch_min_interval_ms. A conflict inside the interval is a
  *     storm: the first one of a storm says so (storm_began: the caller
@@ -70,7 +73,14 @@ static inline bool cp_epoch_guard_role_may_report(const char *role)
 	return role && !strcmp(role, CP_ROLE_COORDINATOR);
 }
 
-/* Rule 2: is src attributed to line (0..6)? family 0 (TLS) always is. */
+/* Rule 2 over TLS: the lines (bit l: line l) a peer authenticated with
+ * role speaks for: a role naming a Fano point (cp_point_of_role) the
+ * three lines through it; any other role (the coordinator, the default
+ * `fleet`, NULL: no authentication configured) every line. */
+uint8_t cp_epoch_guard_role_lines(const char *role);
+
+/* Rule 2: is src attributed to line (0..6)? family 0 (TLS): when line is
+ * in src->lines. */
 bool cp_epoch_guard_is_mapped(const struct fg_config *cfg, const struct fg_bm_src *src, unsigned line);
 
 /* Rules 2 and 3 for one conflict at now_ns. *storm_began is set true only

@@ -332,6 +332,7 @@ struct dp_lcore {
 	struct rte_ring *inbox;  /* DPDK only: MP/SC dp_xfer pointers from other lcores */
 	struct fg_lane *lane;
 	bool from_lane;          /* the frame being ingested is a lane CONTRIB (TLS), not a datagram */
+	uint8_t lane_lines;      /* then: its fg_bm_contrib.sender_lines (a conflict names them) */
 	struct fg_dp_counters *k;
 	struct dp_xcounters *xk;
 	struct fg_ingest_ctx ictx;

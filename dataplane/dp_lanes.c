@@ -189,9 +189,11 @@ unsigned dp_lane_poll(struct dp_lcore *lc, uint64_t now)
 		bool valid = c->frame.buf < lc->lane->cp2dp.n && c->frame.len <= lc->lane->cp2dp.size;
 		if (valid) {
 			lc->from_lane = true; /* a seed it resolves says so (fg_bm_resolved.ingress) */
+			lc->lane_lines = c->sender_lines;
 			(void)dp_shard_frame(lc, fg_pool_buf(&lc->lane->cp2dp, c->frame.buf), c->frame.len, NULL, &r,
 					     now);
 			lc->from_lane = false;
+			lc->lane_lines = 0;
 			fg_pool_put(&lc->lane->cp2dp, c->frame.buf);
 		} else {
 			memset(&r, 0, sizeof(r));

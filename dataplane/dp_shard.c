@@ -45,11 +45,14 @@
 #include "dp_reply.h"
 #include "dp_shard.h"
 
-/* The source a control-plane message names (attribution: cp_epoch_guard.h). */
-static struct fg_bm_src bm_src(const struct dp_peer *peer)
+/* The source a control-plane message names (attribution: cp_epoch_guard.h):
+ * the datagram's peer, or (NULL) the lane frame being ingested, with the
+ * lines its TLS sender speaks for. */
+static struct fg_bm_src bm_src(const struct dp_lcore *lc, const struct dp_peer *peer)
 {
-	struct fg_bm_src s = {.family = 0};
+	struct fg_bm_src s = {.family = 0, .lines = lc->lane_lines};
 	if (peer) {
+		s.lines = 0;
 		memcpy(s.addr, peer->addr, sizeof(s.addr));
 		s.port = peer->port;
 		s.family = peer->family;
@@ -106,7 +109,7 @@ static inline __attribute__((always_inline)) void on_outcome_t(struct dp_lcore *
 							.token_seq = seed ? seed->token_seq : 0,
 							.epoch = res->epoch,
 							.t_ns = now,
-							.src = bm_src(peer)}};
+							.src = bm_src(lc, peer)}};
 			lc->env->io->report(lc, &m);
 			break;
 		}
@@ -176,7 +179,7 @@ static void canonical_report(struct dp_lcore *lc, const struct fg_canon *c, cons
 					 .fingerprint = c->digest,
 					 .body = {.buf = FG_BUF_NONE},
 					 .t_ns = now,
-					 .src = bm_src(from ? &from->peer : NULL)}};
+					 .src = bm_src(lc, from ? &from->peer : NULL)}};
 	if (c->kind != FG_CANON_FULL) {
 		lc->env->io->report(lc, &m);
 		return;

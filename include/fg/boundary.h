@@ -134,7 +134,9 @@ struct fg_bm_src {
 	uint8_t addr[16];       /* IPv4 in the first 4 bytes */
 	uint16_t port;          /* UDP source port */
 	uint8_t family;         /* 4, 6, or 0 */
-	uint8_t pad[5];
+	uint8_t lines;          /* family 0: the lines (bit l: line l) its TLS sender's role speaks for
+				 * (fg_bm_contrib.sender_lines, echoed); unused for a datagram */
+	uint8_t pad[4];
 };
 
 struct fg_bm_contrib {      /* FG_BM_CONTRIB */
@@ -146,7 +148,9 @@ struct fg_bm_contrib {      /* FG_BM_CONTRIB */
 	struct fg_bm_body frame;/* the whole frame (10-byte header + payload), pool cp2dp */
 	uint8_t layer_bound;    /* 1: it came on an address naming `layer` (/layers/<L>/, /flow?layer=<L>):
 				 * ingested with that layer bound (ingest.h, wire.md 3); 0: `layer` is the stream's */
-	uint8_t pad[3];
+	uint8_t sender_lines;   /* the lines its sender's role speaks for (cp_epoch_guard.h rule 2): a
+				 * conflict it causes says so in fg_bm_conflict.src.lines */
+	uint8_t pad[2];
 	uint64_t t_ns;          /* CLOCK_MONOTONIC ns, sent */
 };
 
@@ -204,7 +208,7 @@ struct fg_bm_conflict {     /* FG_BM_CONFLICT */
 	uint32_t pad;
 	uint64_t t_ns;
 	struct fg_bm_src src;   /* who sent the conflicting duplicate: a UDP source, or family 0 (a frame the
-				 * control plane handed over: TLS) */
+				 * control plane handed over: TLS; src.lines: its sender_lines) */
 };
 
 struct fg_bm_expired {      /* FG_BM_EXPIRED */

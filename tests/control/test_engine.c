@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "cp_engine.h"
+#include "cp_epoch_guard.h"
 #include "cp_harden.h"
 #include "cp_loop.h"
 
@@ -168,6 +169,14 @@ static int submit(struct cp_engine *e, const uint8_t *buf, size_t len, uint64_t 
 	return cp_engine_submit(e, &f, cookie);
 }
 
+static int submit_from(struct cp_engine *e, const uint8_t *buf, size_t len, const struct fg_bm_src *from,
+		       uint64_t cookie)
+{
+	struct fg_frame f;
+	assert_int_equal(fg_frame_decode(buf, len, FG_TRANSPORT_MESSAGE, &f), (ssize_t)len);
+	return cp_engine_submit_from(e, &f, FG_LAYER_UNBOUND, from, cookie);
+}
+
 static void stop_cb(struct cp_loop *l, struct cp_timer *t)
 {
 	(void)t;
@@ -243,6 +252,36 @@ static void test_local(void **state)
 	assert_true(e.epoch > epoch);
 	assert_int_equal(fg_linefacts_epoch(cp_engine_linefacts(&e)), e.epoch);
 	assert_int_equal(cp_engine_lookup(&e, 1, 9, &fr, &fl), FG_SLOT_POISONED);
+
+	/* A TLS sender speaks for the lines its role names (cp_epoch_guard.h
+	 * rule 2): a role of point e2 for lines 0 (1,2,3), 3 (2,4,6) and
+	 * 4 (2,5,7). Its conflict on line 5 poisons the slot and moves
+	 * nothing else; on line 3 it is attributed (held by the rate here:
+	 * the conflict above advanced the epoch a moment ago). */
+	assert_int_equal(cp_epoch_guard_role_lines(NULL), 0x7f);
+	assert_int_equal(cp_epoch_guard_role_lines(CP_ROLE_COORDINATOR), 0x7f);
+	assert_int_equal(cp_epoch_guard_role_lines("e2"), 0x19);
+	assert_int_equal(cp_epoch_guard_role_lines("fleet"), 0x7f);
+	assert_int_equal(cp_epoch_guard_role_lines("E7"), 0x34); /* lines 2 (1,7,6), 4 (2,5,7), 5 (3,4,7) */
+	const struct fg_bm_src e2 = {.family = 4, .addr = {10, 0, 0, 2}, .lines = 0x19};
+	const uint64_t unmapped0 = e.st.conflicts_unmapped, judged0 = e.guard.advanced + e.guard.held_rate;
+	epoch = e.epoch;
+	n = mk_seed(buf, sizeof(buf), 1, 10, 5, 0, x);
+	assert_int_equal(submit_from(&e, buf, n, &e2, 21), 0);
+	n = mk_seed(buf, sizeof(buf), 1, 10, 5, 0, a);
+	assert_int_equal(submit_from(&e, buf, n, &e2, 22), 0);
+	assert_int_equal(ev.r.status.outcome, FG_O_CONFLICT);
+	assert_int_equal(cp_engine_lookup(&e, 1, 10, &fr, &fl), FG_SLOT_POISONED);
+	assert_int_equal(e.st.conflicts_unmapped, unmapped0 + 1);
+	assert_int_equal(e.guard.advanced + e.guard.held_rate, judged0);
+	assert_int_equal(e.epoch, epoch);
+	n = mk_seed(buf, sizeof(buf), 1, 11, 3, 0, x);
+	assert_int_equal(submit_from(&e, buf, n, &e2, 23), 0);
+	n = mk_seed(buf, sizeof(buf), 1, 11, 3, 0, a);
+	assert_int_equal(submit_from(&e, buf, n, &e2, 24), 0);
+	assert_int_equal(ev.r.status.outcome, FG_O_CONFLICT);
+	assert_int_equal(e.st.conflicts_unmapped, unmapped0 + 1);
+	assert_int_equal(e.guard.advanced + e.guard.held_rate, judged0 + 1);
 
 	/* malformed: answered with the codec's reason */
 	uint8_t junk[12] = {0xAF, 0x61, 0, 0, 0, 1, 0x10, 0, 0, 2, 0, 0};
@@ -373,6 +412,7 @@ static void test_lanes(void **state)
 	assert_int_equal(m.contrib.token_seq, 1001);
 	assert_int_equal(m.contrib.layer, 3);
 	assert_int_equal(m.contrib.band, FG_BAND_SEED);
+	assert_int_equal(m.contrib.sender_lines, 0x7f); /* sender not known: every line */
 	assert_memory_equal(fg_pool_buf(&lanes[lane].cp2dp, m.contrib.frame.buf), buf, n);
 	assert_int_not_equal(m.contrib.req_id, 0);
 

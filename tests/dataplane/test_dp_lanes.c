@@ -3,7 +3,7 @@
  * the cp -> dp lanes to the shard owner (FG_BM_CONTRIB), their FG_BM_OUTCOME
  * and FG_BM_RESOLVED answers (resolved frame bytes checked), a malformed
  * frame's reason, FG_BM_FLUSH of an open slot, every lane buffer returned,
- * and dp_stop's report. One EAL per process: one test function.
+ * a conflict naming its TLS sender's lines, and dp_stop's report. One EAL per process: one test function.
  *
  * usage: test_dp_lanes   (exit 77 when not root) */
 #include <setjmp.h>
@@ -32,14 +32,21 @@
 static struct fg_config cfg;
 static struct fg_boundary b;
 
-static void push_frame(unsigned lane, const uint8_t *frame, uint32_t len, uint32_t req)
+/* A frame from a TLS sender speaking for the lines in sender_lines. */
+static void push_frame_from(unsigned lane, const uint8_t *frame, uint32_t len, uint32_t req, uint8_t sender_lines)
 {
 	struct fg_lane *l = &b.lanes[lane];
 	uint32_t bi = fg_pool_get(&l->cp2dp);
 	assert_int_not_equal(bi, FG_BUF_NONE);
 	memcpy(fg_pool_buf(&l->cp2dp, bi), frame, len);
-	union fg_bmsg m = {.contrib = {.kind = FG_BM_CONTRIB, .frame = {.buf = bi, .len = len}, .req_id = req}};
+	union fg_bmsg m = {.contrib = {.kind = FG_BM_CONTRIB, .frame = {.buf = bi, .len = len}, .req_id = req,
+				       .sender_lines = sender_lines}};
 	assert_true(fg_ring_push(l->to_dp, &m));
+}
+
+static void push_frame(unsigned lane, const uint8_t *frame, uint32_t len, uint32_t req)
+{
+	push_frame_from(lane, frame, len, req, 0x7f);
 }
 
 /* Wait for a message of `type` (and req_id when non-zero) on any lane. */
@@ -289,6 +296,28 @@ static void test_lanes(void **state)
 	assert_int_equal(r.c[FG_C_DROP_LANE_FULL], lane_full0);
 	for (uint32_t k = 0; k < n_held; k++)
 		fg_pool_put(pool, held[k]);
+	/* A conflicting duplicate over a lane: its FG_BM_CONFLICT names the
+	 * sender as TLS (family 0) with the lines the CONTRIB said it speaks
+	 * for (lines 0, 3, 4: a role of point e2), so the control plane can
+	 * judge the attribution (cp_epoch_guard.h rule 2). */
+	n = tu_vector("S01", f, sizeof(f));
+	fg_put_be16(f, 0xAF60);
+	fg_put_be32(f + 2, 700);
+	unsigned o700 = fg_shard_of(700, 0, cfg.layers, 2);
+	push_frame_from(o700, f, (uint32_t)n, 20, 0x19);
+	assert_true(wait_msg(FG_BM_OUTCOME, 20, &m, &lane));
+	assert_int_equal(m.outcome.status.outcome, FG_O_ACCEPTED);
+	f[18] ^= 1; /* other bytes for the same slot and line */
+	push_frame_from(o700, f, (uint32_t)n, 21, 0x19);
+	assert_true(wait_msg(FG_BM_CONFLICT, 0, &m, &lane));
+	assert_int_equal(lane, o700);
+	assert_int_equal(m.conflict.token_seq, 700);
+	assert_int_equal(m.conflict.layer, 0);
+	assert_int_equal(m.conflict.line, 1);
+	assert_int_equal(m.conflict.src.family, 0);
+	assert_int_equal(m.conflict.src.lines, 0x19);
+	assert_true(wait_msg(FG_BM_OUTCOME, 21, &m, &lane));
+	assert_int_equal(m.outcome.status.outcome, FG_O_CONFLICT);
 	/* the three deliveries came back round the ring port and were refused
 	 * (sent from our own address): no mbuf is left in flight at dp_stop */
 	for (int t = 0; t < 2000; t++) {
@@ -306,9 +335,10 @@ static void test_lanes(void **state)
 	assert_int_equal(dp_report_get(&r), 0);
 	assert_int_equal(r.outcome[FG_O_RESOLVED], 5);
 	assert_int_equal(r.outcome[FG_O_LATE], 1);
-	assert_int_equal(r.outcome[FG_O_ACCEPTED], 1);
+	assert_int_equal(r.outcome[FG_O_ACCEPTED], 2);
+	assert_int_equal(r.outcome[FG_O_CONFLICT], 1);
 	assert_int_equal(r.outcome[FG_O_MALFORMED], 1);
-	assert_int_equal(r.slots_opened, 6);
+	assert_int_equal(r.slots_opened, 7);
 	assert_int_equal(r.slots_resolved, 5);
 	assert_int_equal(r.slots_expired, 0); /* the open one was flushed (FG_C_SLOTS_FLUSHED), not expired */
 	assert_int_equal(r.c[FG_C_SLOTS_FLUSHED], 1);
