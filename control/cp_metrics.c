@@ -779,7 +779,8 @@ static void m_on_accept(struct cp_small_srv *s, int fd)
 {
 	struct cp_metrics *m = cp_container_of(s, struct cp_metrics, ls);
 	struct cp_mconn *c = s->stopping ? NULL : calloc(1, sizeof(*c));
-	if (c && !cp_small_srv_admit(s, fd, &c->sc, CP_M_CONNS_MAX, CP_M_CONNS_PER_SOURCE)) {
+	if (c && !cp_small_srv_admit(s, fd, &c->sc, CP_M_CONNS_MAX, CP_M_CONNS_PER_SOURCE,
+						m->cfg->ipv6_source_prefix)) {
 		free(c);
 		c = NULL;
 	}

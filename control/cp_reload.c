@@ -93,6 +93,7 @@ static const struct kfield fields[] = {
 	KF("[tls] send_queue_max", send_queue_max, K_LIVE),
 	KF("[tls] unauth_per_source", unauth_per_source, K_LIVE),
 	KF("[tls] unauth_per_source", unauth_per_source_auto, K_LIVE),
+	KF("[tls] ipv6_source_prefix", ipv6_source_prefix, K_LIVE),
 	KF("[tls] auth_reserve", auth_reserve, K_LIVE),
 	KF("[tls] body_min_rate", body_min_rate, K_LIVE),
 	KF("[audit] path", audit_path, K_RESTART),
@@ -208,6 +209,8 @@ static void describe(const struct fg_config *a, const struct fg_config *b, struc
 		change(res, "[tls] unauth_per_source: %u%s -> %u%s", a->unauth_per_source,
 		       a->unauth_per_source_auto ? " (auto)" : "", b->unauth_per_source,
 		       b->unauth_per_source_auto ? " (auto)" : "");
+	if (a->ipv6_source_prefix != b->ipv6_source_prefix)
+		change(res, "[tls] ipv6_source_prefix: %u -> %u", a->ipv6_source_prefix, b->ipv6_source_prefix);
 	if (a->auth_reserve != b->auth_reserve)
 		change(res, "[tls] auth_reserve: %g -> %g", a->auth_reserve, b->auth_reserve);
 	if (a->body_min_rate != b->body_min_rate)
@@ -286,6 +289,7 @@ static void apply(const struct cp_reload *g, const struct fg_config *b)
 	a->send_queue_max = b->send_queue_max;
 	a->unauth_per_source = b->unauth_per_source; /* the next accept's admission */
 	a->unauth_per_source_auto = b->unauth_per_source_auto;
+	a->ipv6_source_prefix = b->ipv6_source_prefix; /* connections accepted later */
 	a->auth_reserve = b->auth_reserve;
 	a->body_min_rate = b->body_min_rate; /* bodies started later */
 	cp_engine_publish(g->e);

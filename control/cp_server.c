@@ -60,8 +60,10 @@ static void server_batch_end(struct cp_loop *l, void *arg)
 }
 
 /* ---- accepting -------------------------------------------------------------- */
-/* The peer's address as an admission source and as text for the logs. */
-static void conn_source(int fd, struct cp_admit_src *src, char *host, size_t host_len, uint16_t *port)
+/* The peer's address as an admission source (an IPv6 peer by its first
+ * v6_bits: one host's /64 is one source) and, whole, as text for the logs. */
+static void conn_source(int fd, unsigned v6_bits, struct cp_admit_src *src, char *host, size_t host_len,
+			uint16_t *port)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
@@ -87,6 +89,8 @@ static void conn_source(int fd, struct cp_admit_src *src, char *host, size_t hos
 		}
 		inet_ntop(AF_INET6, &a->sin6_addr, host, (socklen_t)host_len);
 		*port = ntohs(a->sin6_port);
+		if (src->family == 6)
+			fg_addr_cut(src->addr, v6_bits);
 	}
 }
 
@@ -98,7 +102,7 @@ static void conn_admit(struct cp_server *s, int fd)
 	struct cp_admit_src src;
 	char host[INET6_ADDRSTRLEN + 1];
 	uint16_t port;
-	conn_source(fd, &src, host, sizeof(host), &port);
+	conn_source(fd, s->cfg->ipv6_source_prefix, &src, host, sizeof(host), &port);
 	double share = s->cfg->auth_reserve;
 	struct cp_admit_limits lim = {
 		.max_conns = s->max_conns,

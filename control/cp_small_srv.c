@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cp_log.h"
+#include "fg/config.h"
 
 void cp_small_srv_init(struct cp_small_srv *s, struct cp_loop *l, const struct cp_small_srv_ops *ops)
 {
@@ -103,7 +104,7 @@ void cp_small_srv_unlink(struct cp_small_srv *s, struct cp_small_conn *c)
 }
 
 bool cp_small_srv_admit(struct cp_small_srv *s, int fd, struct cp_small_conn *c, unsigned max_conns,
-			unsigned per_source_max)
+			unsigned per_source_max, unsigned v6_bits)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
@@ -116,6 +117,7 @@ bool cp_small_srv_admit(struct cp_small_srv *s, int fd, struct cp_small_conn *c,
 		} else if (ss.ss_family == AF_INET6) {
 			c->src_family = 6;
 			memcpy(c->src, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+			fg_addr_cut(c->src, v6_bits);
 		}
 	}
 	unsigned same = 0;

@@ -77,12 +77,13 @@ void cp_small_srv_link(struct cp_small_srv *s, struct cp_small_conn *c, uint64_t
 /* Lockout defence (16 idle connections would make every scrape fail).
  * Before linking a new connection c on fd: refuse it (returns false; the
  * caller frees c and closes fd; refused_per_source counted) when its source
- * address already has per_source_max connections open; otherwise, when
+ * address (an IPv6 one by its first v6_bits) already has per_source_max
+ * connections open; otherwise, when
  * max_conns are open, close the OLDEST connection (ops->on_deadline; the
  * newest always gets in, so idle connections cannot keep a scraper out;
  * evicted counted). Records the source in c. Returns true: link c. */
 FG_MUST_CHECK bool cp_small_srv_admit(struct cp_small_srv *s, int fd, struct cp_small_conn *c, unsigned max_conns,
-				      unsigned per_source_max);
+				      unsigned per_source_max, unsigned v6_bits);
 
 /* Take c off the list (before the service frees it). */
 void cp_small_srv_unlink(struct cp_small_srv *s, struct cp_small_conn *c);

@@ -218,6 +218,8 @@ static const struct ckey config_keys[] = {
 	 KT_BYTES32, OFF(send_queue_max), 0, 4 * KIB, GIB},
 	{{"tls", "unauth_per_source", "uint", "auto", "auto, or 0 (no limit) .. 1000000", "connections one source address may hold open before they authenticate; more are refused; auto: 2 * (layers + 4), at least 16 (a coordinator's WebSocket per layer and 4 HTTPS keep-alives, twice)"},
 	 KT_U32_AUTO, OFF(unauth_per_source), OFF(unauth_per_source_auto), 0, 1000000},
+	{{"tls", "ipv6_source_prefix", "uint", "64", "32..128", "leading bits of an IPv6 peer's address that name its source (admission's per-source count, canonical source classes): 64, one host's subnet, so that a host cannot multiply its share with the addresses of its /64; 128: each address"},
+	 KT_U32, OFF(ipv6_source_prefix), 0, 32, 128},
 	{{"tls", "auth_reserve", "fraction", "0.25", "0..1", "share of max_connections kept for authenticated connections: unauthenticated ones never hold more (at least one), the oldest is closed for a newcomer"},
 	 KT_FRAC, OFF(auth_reserve), 0, 0, 1},
 	{{"tls", "body_min_rate", "bytes", "64K", "1..1G (bytes per second)", "a request body must arrive within handshake_timeout_ms + its length at this rate, else 408"},
@@ -375,6 +377,7 @@ void fg_config_default(struct fg_config *c)
 	c->send_queue_max = 4u << 20;
 	c->unauth_per_source_auto = true;
 	c->unauth_per_source = fg_config_unauth_auto(c->layers);
+	c->ipv6_source_prefix = 64;
 	c->auth_reserve = 0.25;
 	c->body_min_rate = 64u << 10;
 	snprintf(c->audit_path, sizeof(c->audit_path), "/var/lib/fanogate/audit.log");
@@ -474,6 +477,16 @@ bool fg_prefix_match(const struct fg_prefix *p, int family, const uint8_t *addr)
 			return false;
 	}
 	return true;
+}
+
+void fg_addr_cut(uint8_t addr[16], unsigned bits)
+{
+	if (bits >= 128)
+		return;
+	unsigned byte = bits / 8, rest = bits % 8;
+	if (rest)
+		addr[byte++] &= (uint8_t)(0xFFu << (8 - rest));
+	memset(addr + byte, 0, 16 - byte);
 }
 
 int fg_prefix_parse(const char *s, struct fg_prefix *out)

@@ -46,6 +46,9 @@ struct fg_prefix {
 };
 /* True when addr (4 or 16 bytes per family) lies inside p. */
 bool fg_prefix_match(const struct fg_prefix *p, int family, const uint8_t *addr);
+/* Zero every bit of the 16-byte address addr after its first bits (the
+ * prefix an IPv6 peer is counted by: [tls] ipv6_source_prefix). */
+void fg_addr_cut(uint8_t addr[16], unsigned bits);
 /* Parse "10.0.0.0/8", "fd00::/8", or a bare address (full length). Host
  * bits beyond the prefix must be zero (10.0.0.1/8 is refused as a likely
  * typo). 0 or -EINVAL; *out written only on success. */
@@ -200,6 +203,7 @@ struct fg_config {
 	uint32_t send_queue_max;      /* bytes per connection, default 4 MiB */
 	uint32_t unauth_per_source;   /* unauthenticated connections per source address in force; 0 = no limit */
 	bool unauth_per_source_auto;  /* "auto" (the default): unauth_per_source = fg_config_unauth_auto(layers) */
+	uint32_t ipv6_source_prefix;  /* leading bits of an IPv6 peer's address that name its source, default 64 */
 	double auth_reserve;          /* fraction of max_connections only authenticated ones may hold, default 0.25 */
 	uint32_t body_min_rate;       /* bytes/s a request body must keep up, default 64 KiB */
 	/* [audit] */

@@ -578,6 +578,26 @@ static void test_prefix(void **state)
 		assert_int_equal(p.len, 0x33); /* untouched */
 	}
 	assert_int_equal(fg_prefix_parse(NULL, &p), -EINVAL);
+
+	/* fg_addr_cut: the prefix an IPv6 peer is counted by */
+	static const struct {
+		const char *addr, *cut;
+		unsigned bits;
+	} cuts[] = {
+		{"2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::", 64},
+		{"2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2:aaaa:bbbb:cccc:dddd", 128},
+		{"2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2:a000::", 68},
+		{"2001:db8:1:ffff:aaaa::1", "2001:db8:1:fff0::", 60},
+		{"2001:db8:ffff::1", "2001:db8::", 32},
+	};
+	for (size_t i = 0; i < FG_ARRAY_LEN(cuts); i++) {
+		uint8_t a[16], want[16];
+		assert_int_equal(inet_pton(AF_INET6, cuts[i].addr, a), 1);
+		assert_int_equal(inet_pton(AF_INET6, cuts[i].cut, want), 1);
+		fg_addr_cut(a, cuts[i].bits);
+		if (memcmp(a, want, 16))
+			fail_msg("%s cut to /%u is not %s", cuts[i].addr, cuts[i].bits, cuts[i].cut);
+	}
 }
 
 static void test_addr(void **state)

@@ -89,7 +89,7 @@ class Daemon:
 
     def __init__(self, mtls=False, require_cert=False, tokens_mode=0o600, extra="", hidden=8, layers=4,
                  deadline_ms=400, send_queue_max="4M", handshake_ms=3000, idle_ms=20000, max_conns=64,
-                 expect_start=True, dp_profile=None, capacity=4096):
+                 expect_start=True, dp_profile=None, capacity=4096, listen="127.0.0.1:0"):
         self.dir = tempfile.mkdtemp(prefix="fg-d1-")
         # port 0: the daemon reports what it bound (set by __enter__)
         self.port = None
@@ -110,7 +110,7 @@ max_seq_len = 4
 capacity = {capacity}
 deadline_ms = {deadline_ms}
 [tls]
-listen = 127.0.0.1:0
+listen = {listen}
 cert = {self.dir}/server.pem
 key = {self.dir}/server.key
 tokens_file = {tok}

@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""hostile_tls_v6_prefix.py - an IPv6 host owns its /64: counted per
+address, one host could open unauth_per_source idle connections from each
+of 2^64 addresses and the per-source limit would hold nothing back.
+
+In a private network namespace, fd00:64::/64 (the attacker's subnet) and
+fd00:65::/64 (a client's) are local on lo (AnyIP routes, non-local bind
+on). The daemon ([tls] listen [::]:0, unauth_per_source 4,
+max_connections 256, the default ipv6_source_prefix 64) runs there.
+  1. The attacker opens one idle TCP connection (no TLS) from each of 40
+     addresses of its /64.
+     Checks: at most 4 stay open (tls_unauthenticated_connections), the
+     other 36 are refused per_source (fanogate_tls_admission_total); a
+     client from fd00:65::1 is answered GET /healthz 200 while they are
+     open.
+  2. Control (the test can fail): the same on a daemon with
+     ipv6_source_prefix = 128 (each address its own source, as before this
+     key): all 40 stay open, none refused per_source.
+Readiness: the daemon's ready fd; every connect is counted (kept or
+refused) before the checks read the counters."""
+import os
+import re
+import socket
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.harness import Daemon, check, metric, metrics_text, skip  # noqa: E402
+from fgtest.wait import private_net, within  # noqa: E402
+
+ATTACKER = "fd00:64::"
+CLIENT = "fd00:65::1"
+ADDRS = 40
+PER_SOURCE = 4
+
+
+def setup_net():
+    private_net()
+    for cmd in (["ip", "-6", "route", "add", "local", "fd00:64::/64", "dev", "lo"],
+                ["ip", "-6", "route", "add", "local", "fd00:65::/64", "dev", "lo"],
+                ["sysctl", "-qw", "net.ipv6.ip_nonlocal_bind=1"]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            skip("cannot set up the IPv6 subnets: %s: %s" % (" ".join(cmd), r.stderr.strip()))
+
+
+def connect_from(src, port):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.bind((src, 0))
+    s.connect(("::1", port))
+    return s
+
+
+def healthz_from(d, src):
+    s = connect_from(src, d.port)
+    t = d.ssl_ctx().wrap_socket(s, server_hostname="localhost")
+    t.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+    head = t.recv(64)
+    t.close()
+    m = re.match(rb"HTTP/1\.1 (\d+)", head)
+    return int(m.group(1)) if m else 0
+
+
+def counts(d):
+    m = metrics_text(d)
+    return (metric(m, "fanogate_tls_unauthenticated_connections"),
+            metric(m, 'fanogate_tls_admission_total{reason="per_source"}'))
+
+
+def run(prefix):
+    d = Daemon(listen="[::]:0", max_conns=256, idle_ms=60000, handshake_ms=60000)
+    with open(d.cfg) as f:
+        text = f.read()
+    keys = "max_connections = 256\nunauth_per_source = %d\nipv6_source_prefix = %d\n" % (PER_SOURCE, prefix)
+    check("max_connections = 256\n" in text, "the harness's [tls] section takes the admission keys")
+    text = text.replace("max_connections = 256\n", keys)
+    with open(d.cfg, "w") as f:
+        f.write(text)
+    held = []
+    with d:
+        base_open, base_refused = counts(d)
+        for i in range(ADDRS):
+            held.append(connect_from("%s%x" % (ATTACKER, 0x100 + i), d.port))
+        within(lambda: sum(counts(d)) - base_open - base_refused >= ADDRS, 10,
+               "the daemon counted every connection (kept or refused)")
+        unauth, refused = counts(d)
+        status = healthz_from(d, CLIENT)
+        for s in held:
+            s.close()
+    return unauth - base_open, refused - base_refused, status
+
+
+def main():
+    if os.geteuid() != 0:
+        skip("needs root for the namespace's routes and sysctl")
+    setup_net()
+    kept, refused, status = run(64)
+    print(f"/64: {ADDRS} addresses of one /64: {kept} kept, {refused} refused per_source; "
+          f"a client of another /64: /healthz {status}", flush=True)
+    check(kept <= PER_SOURCE, f"one /64 holds at most unauth_per_source ({PER_SOURCE}) connections: {kept}")
+    check(refused >= ADDRS - PER_SOURCE, f"the rest were refused per_source: {refused}")
+    check(status == 200, f"a client of another /64 is answered while they are open: {status}")
+    kept, refused, status = run(128)
+    print(f"/128 (control): {kept} kept, {refused} refused per_source", flush=True)
+    check(kept == ADDRS and refused == 0, f"control: counted per address, all {ADDRS} stay open: {kept}, {refused}")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
