@@ -858,6 +858,9 @@ void cp_conn_tick(struct cp_conn *c, uint64_t now)
 	case CP_DL_FLUSH:
 		cp_conn_close(c, "output not consumed before the idle timeout");
 		break;
+	case CP_DL_MESSAGE:
+		cp_ws_on_message_timeout(c);
+		break;
 	case CP_DL_LINGER:
 	default:
 		cp_conn_close(c, "linger timeout");

@@ -128,7 +128,16 @@ enum cp_conn_rx { CP_RX_NONE, CP_RX_ONE, CP_RX_MULTI, CP_RX_CANCEL };
  * waiting for its seed; BODY: a request body slower than [tls]
  * body_min_rate (408); FLUSH: closing, output still queued (re-armed while
  * the peer consumes it, so a paused reader still gets the close). */
-enum cp_deadline_kind { CP_DL_NONE, CP_DL_HEAD, CP_DL_IDLE, CP_DL_LINGER, CP_DL_WAIT, CP_DL_BODY, CP_DL_FLUSH };
+enum cp_deadline_kind {
+	CP_DL_NONE,
+	CP_DL_HEAD,
+	CP_DL_IDLE,
+	CP_DL_LINGER,
+	CP_DL_WAIT,
+	CP_DL_BODY,
+	CP_DL_FLUSH,
+	CP_DL_MESSAGE, /* a WebSocket message unfinished for too long (cp_ws.c) */
+};
 
 enum cp_http_phase { CP_H_HEAD, CP_H_BODY, CP_H_WAIT_OUTCOME, CP_H_WAIT_SEED };
 
@@ -158,6 +167,7 @@ struct cp_ws_state {
 	uint8_t *out;  /* status frames of one message, sent as one WS message each */
 	size_t out_len, out_cap;
 	uint64_t msgs_in, frames_in, msgs_out;
+	uint64_t msg_t0; /* when the unfinished message's first bytes were read; 0: none */
 };
 
 struct cp_server;
@@ -296,5 +306,7 @@ void cp_ws_push(struct cp_conn *c, uint16_t layer, const uint8_t *frame, size_t 
 void cp_ws_fini(struct cp_conn *c);
 /* Send a close frame with code/reason and close after flush. */
 void cp_ws_close(struct cp_conn *c, uint16_t code, const char *reason);
+/* The unfinished message's deadline (CP_DL_MESSAGE) passed. */
+void cp_ws_on_message_timeout(struct cp_conn *c);
 
 #endif

@@ -18,7 +18,7 @@
 	static uint64_t loop_##f(const struct cp_counter_src *s) { return s->loop ? s->loop->st.f : 0; }
 
 SRV(accepted) SRV(closed) SRV(refused_max) SRV(tls_failed) SRV(handshake_timeouts) SRV(idle_timeouts)
-SRV(body_timeouts) SRV(http_requests) SRV(http_errors) SRV(auth_failures) SRV(ws_sessions) SRV(ws_msgs_in)
+SRV(body_timeouts) SRV(ws_message_timeouts) SRV(http_requests) SRV(http_errors) SRV(auth_failures) SRV(ws_sessions) SRV(ws_msgs_in)
 SRV(ws_frames_in) SRV(ws_msgs_out) SRV(slow_consumer_drops) SRV(seeds_pushed)
 ENG(frames) ENG(resolved) ENG(expired) ENG(poisoned) ENG(canonical) ENG(conflicts_unmapped) ENG(epoch_held_rate)
 ENG(epoch_storms) ENG(epoch_changes) ENG(lane_full) ENG(pool_empty) ENG(req_table_full) ENG(too_big)
@@ -74,6 +74,8 @@ const struct cp_counter_def cp_counter_defs[] = {
 	C("tls_idle_timeouts_total", "tls", "idle_timeouts", srv_idle_timeouts, "connections closed idle"),
 	C("tls_body_timeouts_total", "tls", "body_timeouts", srv_body_timeouts,
 	  "request bodies slower than [tls] body_min_rate (answered 408)"),
+	C("tls_ws_message_timeouts_total", "tls", "ws_message_timeouts", srv_ws_message_timeouts,
+	  "WebSocket messages slower than [tls] body_min_rate (closed 1008)"),
 	C("http_requests_total", "tls", "http_requests", srv_http_requests, "HTTP requests routed"),
 	C("http_errors_total", "tls", "http_errors", srv_http_errors, "HTTP answers with status >= 400"),
 	C("auth_failures_total", "tls", "auth_failures", srv_auth_failures, "authentication refusals"),

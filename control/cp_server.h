@@ -31,6 +31,7 @@ struct cp_server_stats {
 	uint64_t http_requests, http_errors, ws_sessions, ws_msgs_in, ws_frames_in, ws_msgs_out;
 	uint64_t slow_consumer_drops, auth_failures, seeds_pushed;
 	uint64_t body_timeouts; /* request bodies slower than [tls] body_min_rate (408) */
+	uint64_t ws_message_timeouts; /* WebSocket messages slower than [tls] body_min_rate (close 1008) */
 	uint64_t canon_refused_role; /* canonical reports from a peer without the coordinator role (cp_epoch_guard.h) */
 };
 

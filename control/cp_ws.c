@@ -29,9 +29,45 @@
 
 #define CP_WS_READ_MAX (256u * 1024u)
 
-static void ws_idle(struct cp_conn *c)
+/* The session's deadline. Between messages: the idle timeout. While a
+ * message (or control frame) is unfinished: it must keep up [tls]
+ * body_min_rate after a grace of handshake_timeout_ms from its first bytes,
+ * as a request body must (cp_conn_body_deadline), else cp_conn_tick closes
+ * the session (1008): a message dripped frame by frame cannot hold the
+ * connection and its message buffer for as long as traffic keeps coming. */
+static void ws_deadline(struct cp_conn *c)
 {
-	cp_conn_set_deadline(c, CP_DL_IDLE, (uint64_t)c->srv->cfg->idle_timeout_ms * 1000000ull);
+	const struct fg_config *cfg = c->srv->cfg;
+	uint64_t part = cp_ws_rx_partial(&c->ws.rx);
+	if (!part) {
+		c->ws.msg_t0 = 0;
+		cp_conn_set_deadline(c, CP_DL_IDLE, (uint64_t)cfg->idle_timeout_ms * 1000000ull);
+		return;
+	}
+	uint64_t now = cp_now_ns();
+	if (!c->ws.msg_t0)
+		c->ws.msg_t0 = now;
+	uint64_t rate = cfg->body_min_rate ? cfg->body_min_rate : 1;
+	/* part <= 2 * ws_max_message (64 MiB at most): no overflow in ns. */
+	uint64_t due = c->ws.msg_t0 + (uint64_t)cfg->handshake_timeout_ms * 1000000ull + part * 1000000000ull / rate;
+	cp_conn_set_deadline(c, CP_DL_MESSAGE, due > now ? due - now : 1);
+}
+
+void cp_ws_on_message_timeout(struct cp_conn *c)
+{
+	struct cp_server *s = c->srv;
+	if (c->read_paused) {
+		/* We stopped reading (cp_conn.h invariant 3: the peer is slow to
+		 * take its answers, and its send queue bounds that): the wait is
+		 * ours, not the message's. Its clock starts again. */
+		c->ws.msg_t0 = 0;
+		ws_deadline(c);
+		return;
+	}
+	s->st.ws_message_timeouts++;
+	cp_info("conn %s: WebSocket message of %llu bytes so far slower than %u bytes/s: closing", c->peer,
+		(unsigned long long)cp_ws_rx_partial(&c->ws.rx), s->cfg->body_min_rate);
+	cp_ws_close(c, CP_WS_CLOSE_POLICY, "message too slow");
 }
 
 void cp_ws_start(struct cp_conn *c, const struct cp_flow_query *q)
@@ -47,7 +83,7 @@ void cp_ws_start(struct cp_conn *c, const struct cp_flow_query *q)
 	c->in_max = CP_WS_READ_MAX;
 	cp_conn_list_add(&s->ws_list, c);
 	s->st.ws_sessions++;
-	ws_idle(c);
+	ws_deadline(c);
 	cp_info("conn %s: /flow session role=%s layers=%u status=%d bound_layer=%d", c->peer, c->role ? c->role : "-",
 		q->n_layers, q->status, q->layer_bound ? (int)q->bound_layer : -1);
 }
@@ -232,7 +268,7 @@ void cp_ws_on_data(struct cp_conn *c)
 	memmove(c->in, c->in + off, c->in_len - off);
 	c->in_len -= off;
 	if (!cp_conn_is_closing(c))
-		ws_idle(c);
+		ws_deadline(c);
 }
 
 void cp_ws_push(struct cp_conn *c, uint16_t layer, const uint8_t *frame, size_t len)
@@ -255,7 +291,7 @@ void cp_ws_push(struct cp_conn *c, uint16_t layer, const uint8_t *frame, size_t 
 	c->srv->st.ws_msgs_out++;
 	c->srv->st.seeds_pushed++;
 	/* Pushes are traffic: a pure subscriber is not idle while seeds flow. */
-	ws_idle(c);
+	ws_deadline(c);
 	if (!c->in_process)
 		cp_conn_flush_later(c);
 }

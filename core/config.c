@@ -222,7 +222,7 @@ static const struct ckey config_keys[] = {
 	 KT_U32, OFF(ipv6_source_prefix), 0, 32, 128},
 	{{"tls", "auth_reserve", "fraction", "0.25", "0..1", "share of max_connections kept for authenticated connections: unauthenticated ones never hold more (at least one), the oldest is closed for a newcomer"},
 	 KT_FRAC, OFF(auth_reserve), 0, 0, 1},
-	{{"tls", "body_min_rate", "bytes", "64K", "1..1G (bytes per second)", "a request body must arrive within handshake_timeout_ms + its length at this rate, else 408"},
+	{{"tls", "body_min_rate", "bytes", "64K", "1..1G (bytes per second)", "a request body must arrive within handshake_timeout_ms + its length at this rate, else 408; a WebSocket message, from its first bytes, within handshake_timeout_ms + its bytes so far at this rate, else close 1008"},
 	 KT_BYTES32, OFF(body_min_rate), 0, 1, GIB},
 
 	{{"audit", "path", "string", "/var/lib/fanogate/audit.log", "path", "append-only, hash-chained audit log"},

@@ -124,8 +124,14 @@ static void run(const struct cp_ws_rx_cfg *cfg, const uint8_t *p, size_t n, size
 			pos += (size_t)r;
 			if (ev.kind == CP_WS_EV_NONE) {
 				FUZZ_CHECK(pos == piece);
+				/* bytes were taken and nothing completed: something is open */
+				FUZZ_CHECK(cp_ws_rx_partial(&rx) > 0);
 				continue;
 			}
+			/* a whole message leaves nothing open (the session's deadline
+			 * goes back to idle: cp_ws.c ws_deadline) */
+			if (ev.kind == CP_WS_EV_MESSAGE)
+				FUZZ_CHECK(cp_ws_rx_partial(&rx) == 0);
 			check_event(cfg, &ev);
 			if (t->n < MAX_EV) {
 				t->ev[t->n].kind = (uint8_t)ev.kind;

@@ -280,6 +280,16 @@ void cp_ws_rx_init(struct cp_ws_rx *rx, const struct cp_ws_rx_cfg *cfg)
 	rx->state = RX_HEADER;
 }
 
+uint64_t cp_ws_rx_partial(const struct cp_ws_rx *rx)
+{
+	uint64_t n = rx->in_message ? rx->msg_len : 0;
+	if (rx->state == RX_PAYLOAD)
+		n += 2 + rx->got; /* the frame's header: 2 bytes at least */
+	else if (rx->state == RX_HEADER)
+		n += rx->hdr_have;
+	return n == 0 && rx->in_message ? 1 : n; /* an open message after an empty fragment */
+}
+
 void cp_ws_rx_fini(struct cp_ws_rx *rx)
 {
 	free(rx->msg);

@@ -210,6 +210,12 @@ void cp_ws_rx_fini(struct cp_ws_rx *rx);
 FG_MUST_CHECK ssize_t cp_ws_rx_feed(struct cp_ws_rx *rx, const uint8_t *buf, size_t len,
 				    struct cp_ws_event *ev);
 
+/* Bytes of the unfinished message (or control frame) received so far,
+ * at least 1: the completed fragments' payload, the current frame's
+ * payload and its header (counted as 2 bytes once complete); 0 between
+ * frames with no message open. */
+uint64_t cp_ws_rx_partial(const struct cp_ws_rx *rx);
+
 /* Encode a server frame header (FIN set, unmasked) for a payload of len
  * bytes into out[0..cap). Returns its length (2, 4 or 10), -CP_WS_R_NOSPACE,
  * or -CP_WS_R_UNENCODABLE (bad opcode, control payload > 125, len >= 2^63). */

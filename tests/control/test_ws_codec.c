@@ -418,6 +418,39 @@ static void test_fragmented_with_controls(void **state)
 	assert_int_equal(r.n, 7);
 }
 
+/* cp_ws_rx_partial, fed one byte at a time: 0 exactly at the end of a
+ * message or of a control frame between messages, above 0 inside one. */
+static void test_partial(void **state)
+{
+	(void)state;
+	static uint8_t b[256];
+	size_t o = 0, ends[3];
+	o += mk(b + o, 0x02, true, 0, "AB", 2); /* BINARY, !FIN */
+	o += mk(b + o, 0x89, true, 0, "p", 1);  /* PING inside the message */
+	o += mk(b + o, 0x80, true, 0, "C", 1);  /* CONT, FIN */
+	ends[0] = o;
+	o += mk(b + o, 0x89, true, 0, "q", 1);  /* PING between messages */
+	ends[1] = o;
+	o += mk(b + o, 0x82, true, 0, "xyz", 3);
+	ends[2] = o;
+	o += mk(b + o, 0x02, true, 0, "", 0);   /* an empty first fragment */
+	struct cp_ws_rx rx;
+	cp_ws_rx_init(&rx, &cfg_bin);
+	assert_int_equal(cp_ws_rx_partial(&rx), 0);
+	for (size_t i = 0; i < o; i++) {
+		struct cp_ws_event ev;
+		assert_int_equal(cp_ws_rx_feed(&rx, b + i, 1, &ev), 1);
+		uint64_t p = cp_ws_rx_partial(&rx);
+		bool end = i + 1 == ends[0] || i + 1 == ends[1] || i + 1 == ends[2];
+		if (end)
+			assert_int_equal(p, 0);
+		else
+			assert_true(p > 0);
+	}
+	assert_true(cp_ws_rx_partial(&rx) > 0); /* the empty fragment left a message open */
+	cp_ws_rx_fini(&rx);
+}
+
 static void test_sequence_errors(void **state)
 {
 	static uint8_t b[256];
@@ -1083,6 +1116,7 @@ int main(void)
 		cmocka_unit_test(test_bad_headers),
 		cmocka_unit_test(test_good_headers_prefixes),
 		cmocka_unit_test(test_fragmented_with_controls),
+		cmocka_unit_test(test_partial),
 		cmocka_unit_test(test_sequence_errors),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_buffer_shrinks),

@@ -12,7 +12,14 @@ idle timeout (the check allows 10 s on a loaded machine; before the fix
 nothing came for the whole 30 s idle timeout), and count it in
 fanogate_tls_body_timeouts_total. A body sent at an ordinary pace on the
 same daemon (two halves 0.2 s apart) is still taken.
-The drip stops by itself (at the answer, or after 15 s)."""
+The same rule bounds a WebSocket message (wss /flow, the same token): a
+message must keep up body_min_rate after handshake_timeout_ms from its
+first bytes. Dripped (a) byte by byte inside one frame, or (b) as one-byte
+fragments that never end the message (each frame is traffic, so the idle
+timeout never came), the session is closed 1008 well before the idle
+timeout and counted in fanogate_tls_ws_message_timeouts_total (2); a
+message in two fragments 0.2 s apart on another session is answered.
+Each drip stops by itself (at the answer, or after 15 s)."""
 import json
 import os
 import re
@@ -24,6 +31,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "control"))
 from daemon_harness import TOKEN, Daemon, check, fail, http_read_response, seed  # noqa: E402
+from fgtest.ws import close_code, ws_frame  # noqa: E402
 
 IDLE_MS = 30000
 
@@ -97,6 +105,54 @@ def main():
         check(True, "the connection is closed after the 408")
         s.close()
         check(metric(d, "tls_body_timeouts_total") == 1, "counted in fanogate_tls_body_timeouts_total")
+
+        # WebSocket: a message in two fragments at an ordinary pace is answered
+        s, head_, rest = d.ws_raw("/flow?status=1")
+        check(b" 101 " in head_, "wss /flow upgraded (%r)" % head_[:40])
+        s.sendall(ws_frame(0x02, body[:25]))
+        time.sleep(0.2)  # the pace of an ordinary client, not a readiness wait
+        s.sendall(ws_frame(0x80, body[25:]))
+        s.settimeout(10)
+        got = rest
+        while len(got) < 2:
+            got += s.recv(65536)
+        check(got[0] == 0x82 and close_code(got) is None, "a message in two fragments 0.2 s apart is answered")
+        s.close()
+        framed = ws_frame(0x82, body)
+        drips = {"bytes of one frame": [framed[:6]] + [framed[i:i + 1] for i in range(6, len(framed))],
+                 "one-byte fragments": ([ws_frame(0x02, body[:1])] +
+                                        [ws_frame(0x00, body[i:i + 1]) for i in range(1, len(body))])}
+        for what, pieces in drips.items():
+            s, head_, _ = d.ws_raw("/flow?status=1")
+            check(b" 101 " in head_, "wss /flow upgraded")
+            s.setblocking(False)
+            t0 = time.monotonic()
+            sent, answer = 0, b""
+            while time.monotonic() - t0 < 15 and sent < len(pieces):
+                r, _, _ = select.select([s], [], [], 0.3)
+                if r:
+                    try:
+                        c = s.recv(65536)
+                    except ssl.SSLWantReadError:
+                        continue
+                    except OSError:
+                        break
+                    answer += c
+                    if not c or close_code(answer) is not None:
+                        break
+                    continue
+                try:
+                    s.sendall(pieces[sent])
+                except (OSError, ssl.SSLWantWriteError):
+                    break
+                sent += 1
+            took = time.monotonic() - t0
+            s.close()
+            check(close_code(answer) == 1008,
+                  "WebSocket message dripped as %s: closed 1008 after %.1f s (%d of %d pieces; close code %s)"
+                  % (what, took, sent, len(pieces), close_code(answer)))
+            check(took < 10 and took < IDLE_MS / 1000, "well before the idle timeout (%.1f s)" % took)
+        check(metric(d, "tls_ws_message_timeouts_total") == 2, "counted in fanogate_tls_ws_message_timeouts_total")
 
 
 if __name__ == "__main__":
