@@ -49,6 +49,36 @@ def metric(d, name):
     return int(v.group(1))
 
 
+def drip(s, pieces, answered):
+    """Send pieces on TLS socket s one per 0.3 s until answered(what the
+    daemon sent so far) is true, the daemon closes, all are sent, or 15 s
+    passed. Returns (what the daemon sent, pieces sent, seconds); s is left
+    blocking."""
+    t0 = time.monotonic()
+    sent, answer = 0, b""
+    s.setblocking(False)
+    while time.monotonic() - t0 < 15 and sent < len(pieces):
+        r, _, _ = select.select([s], [], [], 0.3)
+        if r:
+            try:
+                c = s.recv(65536)
+            except ssl.SSLWantReadError:
+                continue  # TLS records without data (session tickets)
+            except OSError:
+                break
+            answer += c
+            if not c or answered(answer):
+                break
+            continue
+        try:
+            s.sendall(pieces[sent])
+        except (OSError, ssl.SSLWantWriteError):
+            break
+        sent += 1
+    s.setblocking(True)
+    return answer, sent, time.monotonic() - t0
+
+
 def main():
     with Daemon(handshake_ms=1000, idle_ms=IDLE_MS) as d:
         body = seed(0, 5, 1, [1.0] * d.hidden)
@@ -64,26 +94,7 @@ def main():
 
         s = d.tls_socket()
         s.sendall(head(len(body)))
-        t0 = time.monotonic()
-        sent, answer = 0, b""
-        s.setblocking(False)
-        while time.monotonic() - t0 < 15 and sent < len(body):
-            r, _, _ = select.select([s], [], [], 0.3)
-            if r:
-                try:
-                    answer = s.recv(65536)
-                except ssl.SSLWantReadError:
-                    continue  # TLS records without data (session tickets)
-                except OSError:
-                    break
-                break
-            try:
-                s.sendall(body[sent:sent + 1])
-            except OSError:
-                break
-            sent += 1
-        took = time.monotonic() - t0
-        s.setblocking(True)
+        answer, sent, took = drip(s, [body[i:i + 1] for i in range(len(body))], lambda a: len(a) > 0)
         if not answer:
             s.settimeout(1)
             try:
@@ -125,28 +136,7 @@ def main():
         for what, pieces in drips.items():
             s, head_, _ = d.ws_raw("/flow?status=1")
             check(b" 101 " in head_, "wss /flow upgraded")
-            s.setblocking(False)
-            t0 = time.monotonic()
-            sent, answer = 0, b""
-            while time.monotonic() - t0 < 15 and sent < len(pieces):
-                r, _, _ = select.select([s], [], [], 0.3)
-                if r:
-                    try:
-                        c = s.recv(65536)
-                    except ssl.SSLWantReadError:
-                        continue
-                    except OSError:
-                        break
-                    answer += c
-                    if not c or close_code(answer) is not None:
-                        break
-                    continue
-                try:
-                    s.sendall(pieces[sent])
-                except (OSError, ssl.SSLWantWriteError):
-                    break
-                sent += 1
-            took = time.monotonic() - t0
+            answer, sent, took = drip(s, pieces, lambda a: close_code(a) is not None)
             s.close()
             check(close_code(answer) == 1008,
                   "WebSocket message dripped as %s: closed 1008 after %.1f s (%d of %d pieces; close code %s)"
