@@ -120,9 +120,14 @@ int cp_engine_line_event(struct cp_engine *e, unsigned line, enum fg_line_event 
 static void emit_canonical(struct cp_engine *e, const struct fg_canon *cn, uint64_t arrived_ns,
 			   const struct fg_bm_src *from)
 {
-	if (e->audit)
-		e->audit->canonical(e->audit_arg, cn, e->epoch, arrived_ns,
-				    from ? fg_shadow_source_class(e->src_key, from->family, from->addr) : 0);
+	if (!e->audit)
+		return;
+	uint32_t hashed = e->senders.hashed;
+	unsigned src = from ? fg_shadow_sender_class(&e->senders, from->family, from->addr) : 0;
+	if (hashed == 0 && e->senders.hashed)
+		cp_warn("engine: more than %u senders of canonical reports since the start: later ones share the "
+			"audit's quotas by a keyed hash", FG_SHADOW_SOURCES - 1u);
+	e->audit->canonical(e->audit_arg, cn, e->epoch, arrived_ns, src);
 }
 
 /* A refusal by the epoch guard: one log line per second at most (the
@@ -981,7 +986,7 @@ int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_confi
 	fg_lines_init(&e->lines, cfg->line_initial, &cfg->policy, cp_now_ns());
 	cp_epoch_guard_init(&e->guard, cfg);
 	cp_points_init(&e->points, cfg, b != NULL); /* UDP reaches the points only through the lanes */
-	e->src_key = cp_key_draw(e);
+	e->senders.key = cp_key_draw(e);
 	e->n_endings = CP_ENGINE_ENDINGS;
 	e->endings = calloc(e->n_endings, sizeof(*e->endings));
 	if (!e->endings)

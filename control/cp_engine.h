@@ -77,8 +77,8 @@ struct cp_engine_audit_ops {
 	void (*resolved)(void *arg, const struct fg_seed_view *v, uint32_t epoch, const struct fg_seed_times *t);
 	/* A canonical report arrived at arrived_ns (CLOCK_MONOTONIC; digest
 	 * filled in for full reports) from source class src (its sender's
-	 * address, fg_shadow_source_class under the engine's key; 0 when the
-	 * sender is not known). */
+	 * address: fg_shadow_sender_class, a class of its own for each of the
+	 * first 63 senders; 0 when the sender is not known). */
 	void (*canonical)(void *arg, const struct fg_canon *c, uint32_t epoch, uint64_t arrived_ns, unsigned src);
 	/* A conflicting duplicate poisoned a slot: the audit records it and
 	 * demotes the line. */
@@ -219,7 +219,7 @@ struct cp_engine {
 	struct cp_points points;     /* Fano point liveness, applied to lines (cp_points.h) */
 	uint64_t guard_warn_ns;      /* next log line about refused sources allowed (one per second) */
 	uint64_t guard_warn_skipped; /* refusals not logged since the last line */
-	uint64_t src_key;            /* fg_shadow_source_class's key, drawn at init */
+	struct fg_shadow_senders senders; /* canonical senders' classes (its key drawn at init) */
 	bool lanes_mode;
 	/* local mode */
 	struct fg_slots slots;
@@ -280,7 +280,7 @@ FG_MUST_CHECK int cp_engine_submit(struct cp_engine *e, const struct fg_frame *f
  * - from: family 4 or 6 and the address (the port is not read), or NULL
  *   (not known, as cp_engine_submit): a canonical report counts against
  *   its source's share of the shadow audit's pending table
- *   (fg_shadow_source_class; NULL: class 0), so one sender's flood cannot
+ *   (fg_shadow_sender_class; NULL: class 0), so one sender's flood cannot
  *   push out another's waiting reports; from->lines are the lines its
  *   role speaks for (cp_conn_source): a conflicting duplicate it sends
  *   on another line moves nothing (cp_epoch_guard.h rule 2; NULL: every

@@ -358,6 +358,25 @@ unsigned fg_shadow_source_class(uint64_t key, uint8_t family, const uint8_t *add
 	return 1u + (unsigned)(XXH3_64bits_withSeed(b, 1 + n, key) % (FG_SHADOW_SOURCES - 1u));
 }
 
+unsigned fg_shadow_sender_class(struct fg_shadow_senders *ss, uint8_t family, const uint8_t *addr)
+{
+	size_t n = family == 4 ? 4 : family == 6 ? 16 : 0;
+	if (!n)
+		return 0;
+	/* Linear: at most 63 entries of 17 bytes, once per canonical report. */
+	for (uint32_t i = 0; i < ss->n; i++)
+		if (ss->s[i].family == family && memcmp(ss->s[i].addr, addr, n) == 0)
+			return i + 1;
+	if (ss->n < FG_SHADOW_SOURCES - 1u) {
+		ss->s[ss->n].family = family;
+		memset(ss->s[ss->n].addr, 0, sizeof(ss->s[ss->n].addr));
+		memcpy(ss->s[ss->n].addr, addr, n);
+		return ++ss->n;
+	}
+	ss->hashed++;
+	return fg_shadow_source_class(ss->key, family, addr);
+}
+
 int fg_shadow_canon(struct fg_shadow *sh, const struct fg_canon *c, uint64_t now_ns, struct fg_shadow_verdict *out)
 {
 	return fg_shadow_canon_from(sh, c, 0, now_ns, out);

@@ -167,8 +167,25 @@ FG_MUST_CHECK int fg_shadow_canon(struct fg_shadow *sh, const struct fg_canon *c
  * which no sender can aim at without the key. 0 (unnamed) for any other
  * family. */
 unsigned fg_shadow_source_class(uint64_t key, uint8_t family, const uint8_t *addr);
+/* Senders of canonical reports, each given a class of its own as it first
+ * reports: the first FG_SHADOW_SOURCES - 1 distinct senders never share a
+ * class; a sender after those gets fg_shadow_source_class's keyed hash.
+ * Caller-owned, zeroed, then key set (drawn once); one writer. */
+struct fg_shadow_senders {
+	uint64_t key;
+	uint32_t n;               /* classes given: senders 1..n */
+	uint32_t hashed;          /* reports classed by the keyed hash (the table was full) */
+	struct {
+		uint8_t family;
+		uint8_t addr[16];
+	} s[FG_SHADOW_SOURCES - 1];
+};
+/* The class of the sender at (family, addr): its own (registered on its
+ * first report while there is room), else the keyed hash; 0 (unnamed) for
+ * a family other than 4 and 6. */
+unsigned fg_shadow_sender_class(struct fg_shadow_senders *ss, uint8_t family, const uint8_t *addr);
 /* The same for a report from source class src (< FG_SHADOW_SOURCES; the
- * caller maps its senders onto classes, fg_shadow_source_class). fg_shadow_canon is src 0.
+ * caller maps its senders onto classes, fg_shadow_sender_class). fg_shadow_canon is src 0.
  * A report refused by invariant 4 returns 0 and is counted. */
 FG_MUST_CHECK int fg_shadow_canon_from(struct fg_shadow *sh, const struct fg_canon *c, unsigned src, uint64_t now_ns,
 				       struct fg_shadow_verdict *out);

@@ -205,11 +205,42 @@ static void test_source_class(void **state)
 	assert_true(differ_family > 80);
 }
 
+/* fg_shadow_sender_class: the first 63 distinct senders each get a class
+ * of their own, whatever the key would have hashed them to; a sender keeps
+ * its class; after the 63rd, the keyed hash (counted). */
+static void test_sender_class(void **state)
+{
+	(void)state;
+	static struct fg_shadow_senders ss;
+	memset(&ss, 0, sizeof(ss));
+	ss.key = 0x0123456789abcdefull;
+	uint8_t a[16] = {10, 0, 0, 1};
+	assert_int_equal(fg_shadow_sender_class(&ss, 0, a), 0);
+	assert_int_equal(ss.n, 0);
+	bool seen[FG_SHADOW_SOURCES] = {false};
+	for (unsigned i = 0; i < FG_SHADOW_SOURCES - 1; i++) {
+		/* alternate families: the same 4 leading bytes as IPv4 and IPv6 are two senders */
+		uint8_t v[16] = {10, 0, 0, (uint8_t)(i / 2)};
+		unsigned c = fg_shadow_sender_class(&ss, i % 2 ? 6 : 4, v);
+		assert_int_equal(c, i + 1);
+		assert_false(seen[c]);
+		seen[c] = true;
+	}
+	uint8_t first[16] = {10, 0, 0, 0};
+	assert_int_equal(fg_shadow_sender_class(&ss, 4, first), 1);
+	assert_int_equal(ss.hashed, 0);
+	uint8_t late[16] = {192, 0, 2, 9};
+	assert_int_equal(fg_shadow_sender_class(&ss, 4, late), fg_shadow_source_class(ss.key, 4, late));
+	assert_int_equal(ss.hashed, 1);
+	assert_int_equal(ss.n, FG_SHADOW_SOURCES - 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flood_keeps_waiting_seeds),
 		cmocka_unit_test(test_source_class),
+		cmocka_unit_test(test_sender_class),
 #ifdef FG_SHADOW_SOURCES
 		cmocka_unit_test(test_share_by_source),
 #endif
