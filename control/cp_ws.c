@@ -58,10 +58,12 @@ void cp_ws_on_message_timeout(struct cp_conn *c)
 	struct cp_server *s = c->srv;
 	if (c->read_paused) {
 		/* We stopped reading (cp_conn.h invariant 3: the peer is slow to
-		 * take its answers, and its send queue bounds that): the wait is
-		 * ours, not the message's. Its clock starts again. */
+		 * take its answers): the wait is ours, not the message's. The
+		 * idle timeout rules until we read again (it moves only while the
+		 * peer takes our output, as for any session); the message's clock
+		 * starts again with the next bytes we read. */
 		c->ws.msg_t0 = 0;
-		ws_deadline(c);
+		cp_conn_set_deadline(c, CP_DL_IDLE, (uint64_t)s->cfg->idle_timeout_ms * 1000000ull);
 		return;
 	}
 	s->st.ws_message_timeouts++;
