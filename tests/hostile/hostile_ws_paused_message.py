@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""hostile_ws_paused_message.py - the WebSocket message deadline
+(docs/config.md [tls] body_min_rate) counts only the time the daemon reads:
+while it has stopped reading a session (its answers queued over half of
+send_queue_max: the peer does not read them), an unfinished message is not
+the peer's fault, and the idle timeout rules instead, so such a session
+is neither closed 1008 for the daemon's own wait nor kept open for ever.
+
+The daemon: handshake_timeout_ms 1000 (the message grace), idle_timeout_ms
+4000, send_queue_max 64K. A wss /flow?status=1 client with a 4 KiB receive
+buffer opens a fragmented message (its first fragment: one seed), then
+sends 40,000 pings inside it (allowed between fragments, RFC 6455 5.4) and
+reads nothing: the pongs fill the daemon's queue and it stops reading.
+  1. The client holds still 2.5 s (past the 1 s grace: that pause is the
+     attack's shape, not a wait for readiness), then reads every pong and
+     sends the last fragment: its seed is answered (a status frame), no
+     close came, fanogate_tls_ws_message_timeouts_total stays 0.
+  2. A second client does the same and never reads: the session ends by
+     the idle timeout (fanogate_tls_idle_timeouts_total moves within 15 s),
+     not by the message rule (still 0).
+Without the pause rule step 1 was closed 1008 "message too slow" after
+about 1 s. Every load stops by itself."""
+import os
+import re
+import select
+import ssl
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from fgtest.harness import Daemon, check, metric, metrics_text, seed  # noqa: E402
+from fgtest.wait import within  # noqa: E402
+from fgtest.ws import close_code, ws_frame  # noqa: E402
+
+PINGS = 40000  # 5 MB of pongs: more than the kernel buffers a socket (tcp_wmem max 4 MB)
+PING = ws_frame(0x89, b"p" * 125)
+HOLD_S = 2.5
+
+
+def frames(buf):
+    """Split a server byte stream (unmasked frames) into [(b0, payload)]
+    and the bytes of an unfinished frame."""
+    out, i = [], 0
+    while i + 2 <= len(buf):
+        n, off = buf[i + 1] & 0x7F, 2
+        if n == 126:
+            if i + 4 > len(buf):
+                break
+            n, off = struct.unpack(">H", buf[i + 2:i + 4])[0], 4
+        elif n == 127:
+            if i + 10 > len(buf):
+                break
+            n, off = struct.unpack(">Q", buf[i + 2:i + 10])[0], 10
+        if i + off + n > len(buf):
+            break
+        out.append((buf[i], buf[i + off:i + off + n]))
+        i += off + n
+    return out, buf[i:]
+
+
+def open_paused(d, body):
+    s, head, rest = d.ws_raw("/flow?status=1", rcvbuf=4096)
+    check(b" 101 " in head, "wss /flow upgraded")
+    s.sendall(ws_frame(0x02, body))  # first fragment: a whole seed frame, FIN clear
+    s.settimeout(30)
+    s.sendall(PING * PINGS)
+    return s, rest
+
+
+def main():
+    d = Daemon(handshake_ms=1000, idle_ms=4000, send_queue_max="64K")
+    with d:
+        body = seed(0, 5, 1, [1.0] * d.hidden)
+        last = seed(0, 6, 1, [2.0] * d.hidden)
+        s, buf = open_paused(d, body)
+        time.sleep(HOLD_S)  # the attack's shape: not reading (not a wait for readiness)
+        s.setblocking(False)
+        pongs, sent_last, status, closed = 0, False, None, None
+        end = time.monotonic() + 20
+        while time.monotonic() < end and status is None and closed is None:
+            if pongs >= PINGS and not sent_last:
+                s.setblocking(True)
+                s.sendall(ws_frame(0x80, last))
+                s.setblocking(False)
+                sent_last = True
+            r, _, _ = select.select([s], [], [], 0.5)
+            if not r:
+                continue
+            try:
+                c = s.recv(65536)
+            except ssl.SSLWantReadError:
+                continue
+            if not c:
+                closed = "eof"
+                break
+            got, buf = frames(buf + c)
+            for b0, payload in got:
+                if b0 == 0x8A:
+                    pongs += 1
+                elif b0 == 0x88:
+                    closed = close_code(bytes([b0, len(payload)]) + payload)
+                elif b0 == 0x82 and sent_last:
+                    status = payload
+        s.close()
+        check(closed is None, f"the paused session was not closed (close: {closed}, {pongs} of {PINGS} pongs read)")
+        check(pongs == PINGS and status is not None,
+              f"every pong came and the message, finished after the pause, was answered ({pongs} pongs)")
+        check(metric(metrics_text(d), "fanogate_tls_ws_message_timeouts_total") == 0,
+              "no session closed by the message rule")
+
+        idle0 = metric(metrics_text(d), "fanogate_tls_idle_timeouts_total")
+        s2, _ = open_paused(d, body)
+        within(lambda: metric(metrics_text(d), "fanogate_tls_idle_timeouts_total") > idle0, 15,
+               "a paused session that never reads ends by the idle timeout")
+        check(metric(metrics_text(d), "fanogate_tls_ws_message_timeouts_total") == 0,
+              "not by the message rule")
+        s2.close()
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
