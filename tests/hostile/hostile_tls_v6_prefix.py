@@ -15,9 +15,12 @@ max_connections 256, the default ipv6_source_prefix 64) runs there.
      open.
   2. Control (the test can fail): the same on a daemon with
      ipv6_source_prefix = 128 (each address its own source, as before this
-     key): all 40 stay open, none refused per_source.
+     key): all 40 stay open, none refused per_source. Then the key is
+     reloaded live to 64 (fanoctl config reload): 10 more addresses of the
+     /64 are counted by it (4 kept, 6 refused) while the 40 stay open.
 Readiness: the daemon's ready fd; every connect is counted (kept or
 refused) before the checks read the counters."""
+import json
 import os
 import re
 import socket
@@ -25,7 +28,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fgtest.harness import Daemon, check, metric, metrics_text, skip  # noqa: E402
+from fgtest.harness import Daemon, check, fanoctl_or_skip, metric, metrics_text, skip  # noqa: E402
 from fgtest.wait import private_net, within  # noqa: E402
 
 ATTACKER = "fd00:64::"
@@ -68,7 +71,22 @@ def counts(d):
             metric(m, 'fanogate_tls_admission_total{reason="per_source"}'))
 
 
-def run(prefix):
+def reload_prefix(d, prefix):
+    """[tls] ipv6_source_prefix changed in the file, applied with fanoctl
+    config reload (a live key): returns the reload's change lines."""
+    with open(d.cfg) as f:
+        text = f.read()
+    text = re.sub(r"^ipv6_source_prefix = \d+$", f"ipv6_source_prefix = {prefix}", text, flags=re.M)
+    with open(d.cfg, "w") as f:
+        f.write(text)
+    p = subprocess.run([fanoctl_or_skip(), "--socket", f"{d.dir}/fanoctl.sock", "config", "reload", "--json"],
+                       capture_output=True, text=True, timeout=20)
+    j = json.loads(p.stdout) if p.stdout.strip() else {}
+    check(p.returncode == 0, f"fanoctl config reload: {p.stdout.strip()} {p.stderr.strip()}")
+    return j.get("changes", [])
+
+
+def run(prefix, reload_to=None):
     d = Daemon(listen="[::]:0", max_conns=256, idle_ms=60000, handshake_ms=60000)
     with open(d.cfg) as f:
         text = f.read()
@@ -86,6 +104,20 @@ def run(prefix):
                "the daemon counted every connection (kept or refused)")
         unauth, refused = counts(d)
         status = healthz_from(d, CLIENT)
+        if reload_to is not None:
+            changes = reload_prefix(d, reload_to)
+            check(any(f"ipv6_source_prefix: {prefix} -> {reload_to}" in c for c in changes),
+                  f"the reload names the change: {changes}")
+            # connections accepted from now on count by the new prefix
+            open1, refused1 = counts(d)
+            more = [connect_from("%s%x" % (ATTACKER, 0x200 + i), d.port) for i in range(10)]
+            within(lambda: sum(counts(d)) - open1 - refused1 >= 10, 10, "the daemon counted the 10 new connections")
+            k, r = counts(d)
+            print(f"after the reload to /{reload_to}: 10 more addresses of the /64: {k - open1} kept, "
+                  f"{r - refused1} refused per_source", flush=True)
+            check(k - open1 == PER_SOURCE and r - refused1 == 10 - PER_SOURCE,
+                  f"after the reload, new connections count by the /{reload_to}")
+            held += more
         for s in held:
             s.close()
     return unauth - base_open, refused - base_refused, status
@@ -101,7 +133,7 @@ def main():
     check(kept <= PER_SOURCE, f"one /64 holds at most unauth_per_source ({PER_SOURCE}) connections: {kept}")
     check(refused >= ADDRS - PER_SOURCE, f"the rest were refused per_source: {refused}")
     check(status == 200, f"a client of another /64 is answered while they are open: {status}")
-    kept, refused, status = run(128)
+    kept, refused, status = run(128, reload_to=64)
     print(f"/128 (control): {kept} kept, {refused} refused per_source", flush=True)
     check(kept == ADDRS and refused == 0, f"control: counted per address, all {ADDRS} stay open: {kept}, {refused}")
     print("ok")
