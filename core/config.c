@@ -218,7 +218,7 @@ static const struct ckey config_keys[] = {
 	 KT_BYTES32, OFF(send_queue_max), 0, 4 * KIB, GIB},
 	{{"tls", "unauth_per_source", "uint", "auto", "auto, or 0 (no limit) .. 1000000", "connections one source address may hold open before they authenticate; more are refused; auto: 2 * (layers + 4), at least 16 (a coordinator's WebSocket per layer and 4 HTTPS keep-alives, twice)"},
 	 KT_U32_AUTO, OFF(unauth_per_source), OFF(unauth_per_source_auto), 0, 1000000},
-	{{"tls", "ipv6_source_prefix", "uint", "64", "32..128", "leading bits of an IPv6 peer's address that name its source (admission's per-source count, canonical source classes): 64, one host's subnet, so that a host cannot multiply its share with the addresses of its /64; 128: each address"},
+	{{"tls", "ipv6_source_prefix", "uint", "64", "32..128", "leading bits of an IPv6 peer's address that name its source (the per-source admission counts of the TLS listener and the metrics endpoint, canonical source classes): 64, one host's subnet, so that a host cannot multiply its share with the addresses of its /64; 128: each address"},
 	 KT_U32, OFF(ipv6_source_prefix), 0, 32, 128},
 	{{"tls", "auth_reserve", "fraction", "0.25", "0..1", "share of max_connections kept for authenticated connections: unauthenticated ones never hold more (at least one), the oldest is closed for a newcomer"},
 	 KT_FRAC, OFF(auth_reserve), 0, 0, 1},
