@@ -115,9 +115,15 @@ bool cp_small_srv_admit(struct cp_small_srv *s, int fd, struct cp_small_conn *c,
 			c->src_family = 4;
 			memcpy(c->src, &((struct sockaddr_in *)&ss)->sin_addr, 4);
 		} else if (ss.ss_family == AF_INET6) {
-			c->src_family = 6;
-			memcpy(c->src, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
-			fg_addr_cut(c->src, v6_bits);
+			const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+			if (IN6_IS_ADDR_V4MAPPED(a)) { /* an IPv4 peer of a dual-stack listener: its IPv4 address */
+				c->src_family = 4;
+				memcpy(c->src, &a->s6_addr[12], 4);
+			} else {
+				c->src_family = 6;
+				memcpy(c->src, a, 16);
+				fg_addr_cut(c->src, v6_bits);
+			}
 		}
 	}
 	unsigned same = 0;

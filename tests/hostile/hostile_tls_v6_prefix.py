@@ -18,6 +18,10 @@ max_connections 256, the default ipv6_source_prefix 64) runs there.
      key): all 40 stay open, none refused per_source. Then the key is
      reloaded live to 64 (fanoctl config reload): 10 more addresses of the
      /64 are counted by it (4 kept, 6 refused) while the 40 stay open.
+  3. The metrics endpoint on a dual-stack listener ([::]:0, 4 per
+     source): 5 idle connections from 5 IPv4 addresses all stay (IPv4-
+     mapped peers count by their IPv4 address), then 6 from one /64: 2
+     refused.
 Readiness: the daemon's ready fd; every connect is counted (kept or
 refused) before the checks read the counters."""
 import json
@@ -123,6 +127,37 @@ def run(prefix, reload_to=None):
     return unauth - base_open, refused - base_refused, status
 
 
+def run_metrics():
+    """The metrics endpoint on a dual-stack listener ([::]:0): IPv4 peers
+    (IPv4-mapped addresses) count by their IPv4 address, IPv6 peers by
+    their /64. Its per-source limit is 4. Returns the refusals after 5
+    idle connections from 5 IPv4 addresses and then 6 from one /64."""
+    d = Daemon()
+    with open(d.cfg) as f:
+        text = f.read()
+    check("[metrics]\nlisten = 127.0.0.1:0\n" in text, "the harness's [metrics] listen can be changed")
+    with open(d.cfg, "w") as f:
+        f.write(text.replace("[metrics]\nlisten = 127.0.0.1:0\n", "[metrics]\nlisten = [::]:0\n"))
+    with d:
+        held = []
+        for i in range(5):
+            s = socket.create_connection(("127.0.0.1", d.metrics_port), timeout=5,
+                                         source_address=("127.0.0.%d" % (2 + i), 0))
+            held.append(s)
+        for i in range(6):
+            s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+            s.settimeout(5)
+            s.bind(("%s%x" % (ATTACKER, 0x300 + i), 0))
+            s.connect(("::1", d.metrics_port))
+            held.append(s)
+        # this scrape's connection is accepted after every one above (one
+        # listener, in order): its answer counts them all
+        refused = metric(metrics_text(d), "fanogate_metrics_refused_per_source_total")
+        for s in held:
+            s.close()
+    return refused
+
+
 def main():
     if os.geteuid() != 0:
         skip("needs root for the namespace's routes and sysctl")
@@ -136,6 +171,10 @@ def main():
     kept, refused, status = run(128, reload_to=64)
     print(f"/128 (control): {kept} kept, {refused} refused per_source", flush=True)
     check(kept == ADDRS and refused == 0, f"control: counted per address, all {ADDRS} stay open: {kept}, {refused}")
+    refused = run_metrics()
+    print(f"metrics on [::]: 5 IPv4 peers and 6 of one /64: {refused} refused per source", flush=True)
+    check(refused == 2, f"metrics: IPv4 peers of a dual-stack listener count apart, one /64 as one: {refused} "
+          "refused (want 2: the /64's 5th and 6th)")
     print("ok")
 
 
