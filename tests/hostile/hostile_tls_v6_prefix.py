@@ -32,7 +32,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fgtest.harness import Daemon, check, fanoctl_or_skip, metric, metrics_text, skip  # noqa: E402
+from fgtest.harness import Daemon, check, fail, fanoctl_or_skip, metric, metrics_text, skip  # noqa: E402
 from fgtest.wait import private_net, within  # noqa: E402
 
 ATTACKER = "fd00:64::"
@@ -152,7 +152,12 @@ def run_metrics():
             held.append(s)
         # this scrape's connection is accepted after every one above (one
         # listener, in order): its answer counts them all
-        refused = metric(metrics_text(d), "fanogate_metrics_refused_per_source_total")
+        try:
+            text = metrics_text(d)
+        except OSError as e:
+            fail(f"metrics: a scrape from 127.0.0.1 after 5 IPv4 peers was refused ({e}): "
+                 "IPv4-mapped peers counted as one source")
+        refused = metric(text, "fanogate_metrics_refused_per_source_total")
         for s in held:
             s.close()
     return refused
