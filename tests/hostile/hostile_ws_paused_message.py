@@ -9,8 +9,9 @@ is neither closed 1008 for the daemon's own wait nor kept open for ever.
 The daemon: handshake_timeout_ms 1000 (the message grace), idle_timeout_ms
 4000, send_queue_max 64K. A wss /flow?status=1 client with a 4 KiB receive
 buffer opens a fragmented message (its first fragment: one seed), then
-sends 40,000 pings inside it (allowed between fragments, RFC 6455 5.4) and
-reads nothing: the pongs fill the daemon's queue and it stops reading.
+sends pings inside it (allowed between fragments, RFC 6455 5.4; 41,283
+here: 1 MB of pongs more than tcp_wmem lets the kernel buffer) and reads
+nothing: the pongs fill the daemon's queue and it stops reading.
   1. The client holds still 2.5 s (past the 1 s grace: that pause is the
      attack's shape, not a wait for readiness), then reads every pong and
      sends the last fragment: its seed is answered (a status frame), no
@@ -29,11 +30,21 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fgtest.harness import Daemon, check, metric, metrics_text, seed  # noqa: E402
+from fgtest.harness import Daemon, check, metric, metrics_text, seed, skip  # noqa: E402
 from fgtest.wait import within  # noqa: E402
 from fgtest.ws import close_code, ws_frame  # noqa: E402
 
-PINGS = 40000  # 5 MB of pongs: more than the kernel buffers a socket (tcp_wmem max 4 MB)
+
+
+def sysctl_max(name):
+    """The largest buffer (bytes) net.ipv4.NAME allows a socket."""
+    with open(f"/proc/sys/net/ipv4/{name}") as f:
+        return int(f.read().split()[2])
+
+
+# More pongs than the kernel will buffer for the daemon's socket (tcp_wmem's
+# largest, 4 MB here: 41,283 pings), so that the rest queue in the daemon
+PINGS = (sysctl_max("tcp_wmem") + (1 << 20)) // 127 + 1
 PING = ws_frame(0x89, b"p" * 125)
 HOLD_S = 2.5
 
@@ -69,6 +80,8 @@ def open_paused(d, body):
 
 
 def main():
+    if PINGS * len(PING) > sysctl_max("tcp_rmem") * 3 // 4:
+        skip(f"net.ipv4.tcp_rmem's largest buffer cannot hold the {PINGS} pings the daemon leaves unread")
     d = Daemon(handshake_ms=1000, idle_ms=4000, send_queue_max="64K")
     with d:
         body = seed(0, 5, 1, [1.0] * d.hidden)
