@@ -249,7 +249,7 @@ static inline struct fg_bm_src cp_conn_source(const struct cp_conn *c)
 	memset(&s, 0, sizeof(s));
 	s.family = c->src.family;
 	memcpy(s.addr, c->src.addr, sizeof(s.addr));
-	s.lines = c->role ? c->lines : (uint8_t)((1u << FG_LINES) - 1);
+	s.lines = c->role ? c->lines : (uint8_t)FG_FANO_FULL_MASK;
 	return s;
 }
 struct cp_conn *cp_conn_by_cookie(struct cp_server *s, uint64_t cookie);

@@ -417,7 +417,7 @@ static int local_submit(struct cp_engine *e, const struct fg_frame *f, int32_t b
 	if (r >= 0 && res.band == FG_BAND_SEED && res.slot.outcome == FG_O_CONFLICT) {
 		/* over TLS (local mode has no UDP), speaking for the lines its
 		 * role names (not known: every line) */
-		struct fg_bm_src tls = {.family = 0, .lines = from ? from->lines : (uint8_t)((1u << FG_LINES) - 1)};
+		struct fg_bm_src tls = {.family = 0, .lines = from ? from->lines : (uint8_t)FG_FANO_FULL_MASK};
 		on_conflict(e, res.seed.dst_layer, res.seed.token_seq, res.seed.line, &tls);
 		stamp_epoch(e, &out.status);
 	}
@@ -519,7 +519,7 @@ static int lanes_submit(struct cp_engine *e, const struct fg_frame *f, int32_t b
 				       .req_id = id,
 				       .frame = {.buf = bi, .len = (uint32_t)len},
 				       .layer_bound = bound >= 0,
-				       .sender_lines = from ? from->lines : (uint8_t)((1u << FG_LINES) - 1),
+				       .sender_lines = from ? from->lines : (uint8_t)FG_FANO_FULL_MASK,
 				       .t_ns = cp_now_ns()}};
 	if (!fg_ring_push(ln->to_dp, &m)) {
 		/* Cannot happen (checked above); keep the buffer for nobody rather

@@ -40,7 +40,7 @@ bool cp_epoch_guard_canon_source_ok(const struct fg_config *cfg, const struct fg
 uint8_t cp_epoch_guard_role_lines(const char *role)
 {
 	unsigned p = cp_point_of_role(role);
-	return p ? fg_fano_lines_through(p) : (uint8_t)((1u << FG_LINES) - 1);
+	return p ? fg_fano_lines_through(p) : (uint8_t)FG_FANO_FULL_MASK;
 }
 
 bool cp_epoch_guard_is_mapped(const struct fg_config *cfg, const struct fg_bm_src *src, unsigned line)

@@ -50,9 +50,8 @@
  * lines its TLS sender speaks for. */
 static struct fg_bm_src bm_src(const struct dp_lcore *lc, const struct dp_peer *peer)
 {
-	struct fg_bm_src s = {.family = 0, .lines = lc->lane_lines};
+	struct fg_bm_src s = {.family = 0, .lines = peer ? 0 : lc->lane_lines};
 	if (peer) {
-		s.lines = 0;
 		memcpy(s.addr, peer->addr, sizeof(s.addr));
 		s.port = peer->port;
 		s.family = peer->family;
