@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <netinet/in.h>
+
 #include "cp_key.h"
+#include "fg/config.h"
 
 static const char *const reason_names[CP_ADMIT_R__COUNT] = {
 	[CP_ADMIT_R_PER_SOURCE] = "per_source",
@@ -76,6 +79,25 @@ static int table_alloc(struct cp_admit *a, uint32_t cap)
 			a->tab[find_slot(a, &old[i].src)] = old[i];
 	free(old);
 	return 0;
+}
+
+void cp_admit_source_of(const struct sockaddr_storage *ss, unsigned v6_bits, struct cp_admit_src *src)
+{
+	memset(src, 0, sizeof(*src));
+	if (ss->ss_family == AF_INET) {
+		src->family = 4;
+		memcpy(src->addr, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(a)) {
+			src->family = 4;
+			memcpy(src->addr, &a->s6_addr[12], 4);
+		} else {
+			src->family = 6;
+			memcpy(src->addr, a, 16);
+			fg_addr_cut(src->addr, v6_bits);
+		}
+	}
 }
 
 int cp_admit_init(struct cp_admit *a, uint32_t max_conns)

@@ -40,6 +40,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "fg/common.h"
 
@@ -49,6 +50,13 @@ struct cp_admit_src {
 	uint8_t family;
 	uint8_t addr[16];
 };
+
+/* The source an accepted peer counts as (ss from getpeername): an IPv4
+ * peer as itself, an IPv4-mapped IPv6 peer as its IPv4 address (one
+ * source, whichever family it came by), any other IPv6 peer by its first
+ * v6_bits ([tls] ipv6_source_prefix: one host's /64 is one source); family
+ * 0 for anything else. */
+void cp_admit_source_of(const struct sockaddr_storage *ss, unsigned v6_bits, struct cp_admit_src *src);
 
 /* Named reasons of every refusal and eviction (fanogate_tls_admission_total
  * {reason=...}, fanoctl stats tls.admission). */

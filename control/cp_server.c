@@ -60,8 +60,8 @@ static void server_batch_end(struct cp_loop *l, void *arg)
 }
 
 /* ---- accepting -------------------------------------------------------------- */
-/* The peer's address as an admission source (an IPv6 peer by its first
- * v6_bits: one host's /64 is one source) and, whole, as text for the logs. */
+/* The peer's address as an admission source (cp_admit_source_of) and,
+ * whole, as text for the logs. */
 static void conn_source(int fd, unsigned v6_bits, struct cp_admit_src *src, char *host, size_t host_len,
 			uint16_t *port)
 {
@@ -72,25 +72,15 @@ static void conn_source(int fd, unsigned v6_bits, struct cp_admit_src *src, char
 	*port = 0;
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
 		return;
+	cp_admit_source_of(&ss, v6_bits, src);
 	if (ss.ss_family == AF_INET) {
 		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-		src->family = 4;
-		memcpy(src->addr, &a->sin_addr, 4);
 		inet_ntop(AF_INET, &a->sin_addr, host, (socklen_t)host_len);
 		*port = ntohs(a->sin_port);
 	} else if (ss.ss_family == AF_INET6) {
 		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-		if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) { /* one source, whichever family it came by */
-			src->family = 4;
-			memcpy(src->addr, &a->sin6_addr.s6_addr[12], 4);
-		} else {
-			src->family = 6;
-			memcpy(src->addr, &a->sin6_addr, 16);
-		}
 		inet_ntop(AF_INET6, &a->sin6_addr, host, (socklen_t)host_len);
 		*port = ntohs(a->sin6_port);
-		if (src->family == 6)
-			fg_addr_cut(src->addr, v6_bits);
 	}
 }
 

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "cp_log.h"
-#include "fg/config.h"
 
 void cp_small_srv_init(struct cp_small_srv *s, struct cp_loop *l, const struct cp_small_srv_ops *ops)
 {
@@ -108,35 +107,20 @@ bool cp_small_srv_admit(struct cp_small_srv *s, int fd, struct cp_small_conn *c,
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	c->src_family = 0;
-	memset(c->src, 0, sizeof(c->src));
-	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
-		if (ss.ss_family == AF_INET) {
-			c->src_family = 4;
-			memcpy(c->src, &((struct sockaddr_in *)&ss)->sin_addr, 4);
-		} else if (ss.ss_family == AF_INET6) {
-			const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
-			if (IN6_IS_ADDR_V4MAPPED(a)) { /* an IPv4 peer of a dual-stack listener: its IPv4 address */
-				c->src_family = 4;
-				memcpy(c->src, &a->s6_addr[12], 4);
-			} else {
-				c->src_family = 6;
-				memcpy(c->src, a, 16);
-				fg_addr_cut(c->src, v6_bits);
-			}
-		}
-	}
+	memset(&c->src, 0, sizeof(c->src));
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+		cp_admit_source_of(&ss, v6_bits, &c->src);
 	unsigned same = 0;
 	struct cp_small_conn *oldest = NULL;
 	for (struct cp_small_conn *o = s->conns; o; o = o->next) {
 		if (o->dead)
 			continue;
-		if (c->src_family && o->src_family == c->src_family && !memcmp(o->src, c->src, sizeof(c->src)))
+		if (c->src.family && o->src.family == c->src.family && !memcmp(o->src.addr, c->src.addr, sizeof(c->src.addr)))
 			same++;
 		if (!oldest || o->deadline_ns <= oldest->deadline_ns)
 			oldest = o;
 	}
-	if (c->src_family && per_source_max && same >= per_source_max) {
+	if (c->src.family && per_source_max && same >= per_source_max) {
 		s->refused_per_source++;
 		return false;
 	}

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cp_admit.h"
 #include "cp_loop.h"
 #include "fg/common.h"
 
@@ -27,8 +28,8 @@ struct cp_small_conn {
 	struct cp_small_conn *next;
 	uint64_t deadline_ns; /* on_deadline once cp_now_ns() reaches it */
 	bool dead;            /* closing: no deadline, no stop callback any more */
-	uint8_t src_family;   /* 4, 6, or 0 (not an IP peer: no per-source limit) */
-	uint8_t src[16];      /* the peer's address (cp_small_srv_admit) */
+	struct cp_admit_src src; /* the source it counts as (cp_small_srv_admit); family 0: not an IP
+				  * peer, no per-source limit */
 };
 
 struct cp_small_srv;
