@@ -7,11 +7,16 @@ the peer's fault, and the idle timeout rules instead, so such a session
 is neither closed 1008 for the daemon's own wait nor kept open for ever.
 
 The daemon: handshake_timeout_ms 1000 (the message grace), idle_timeout_ms
-4000, send_queue_max 64K. A wss /flow?status=1 client with a 4 KiB receive
-buffer opens a fragmented message (its first fragment: one seed), then
-sends pings inside it (allowed between fragments, RFC 6455 5.4; 41,283
-here: 1 MB of pongs more than tcp_wmem lets the kernel buffer) and reads
-nothing: the pongs fill the daemon's queue and it stops reading.
+4000, send_queue_max 64K. A wss /flow?status=1 client opens a fragmented
+message (its first fragment: one seed), then sends pings inside it
+(allowed between fragments, RFC 6455 5.4; 41,283 here: 1 MB of pongs more
+than tcp_wmem lets the kernel buffer) and reads nothing: the pongs fill the
+daemon's queue and it stops reading. The client keeps the kernel's default
+receive buffer: behind a tiny one (4 KiB) the daemon's kernel saw a window
+(2,036 bytes) smaller than its segment (2,048) and sent only on its
+backed-off zero-window probes, so the reading in step 1 could stall, the
+daemon's 2.9 MB unsent in the kernel, past the idle timeout (2 runs in 7
+under ASan, ss -tin).
   1. The client holds still 2.5 s (past the 1 s grace: that pause is the
      attack's shape, not a wait for readiness), then reads every pong and
      sends the last fragment: its seed is answered (a status frame), no
@@ -71,7 +76,7 @@ def frames(buf):
 
 
 def open_paused(d, body):
-    s, head, rest = d.ws_raw("/flow?status=1", rcvbuf=4096)
+    s, head, rest = d.ws_raw("/flow?status=1")
     check(b" 101 " in head, "wss /flow upgraded")
     s.sendall(ws_frame(0x02, body))  # first fragment: a whole seed frame, FIN clear
     s.settimeout(30)
@@ -89,6 +94,7 @@ def main():
         s, buf = open_paused(d, body)
         time.sleep(HOLD_S)  # the attack's shape: not reading (not a wait for readiness)
         s.setblocking(False)
+        t_read = time.monotonic()
         pongs, sent_last, status, closed = 0, False, None, None
         end = time.monotonic() + 20
         while time.monotonic() < end and status is None and closed is None:
@@ -118,7 +124,8 @@ def main():
         s.close()
         check(closed is None, f"the paused session was not closed (close: {closed}, {pongs} of {PINGS} pongs read)")
         check(pongs == PINGS and status is not None,
-              f"every pong came and the message, finished after the pause, was answered ({pongs} pongs)")
+              f"every pong came and the message, finished after the pause, was answered "
+              f"({pongs} pongs read in {time.monotonic() - t_read:.2f} s)")
         check(metric(metrics_text(d), "fanogate_tls_ws_message_timeouts_total") == 0,
               "no session closed by the message rule")
 
