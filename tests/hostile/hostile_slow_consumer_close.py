@@ -15,6 +15,7 @@ batches)."""
 import asyncio
 import os
 import re
+import socket
 import sys
 import time
 import urllib.request
@@ -55,6 +56,10 @@ async def run(d):
     # The attack: stay paused past the daemon's linger before reading again.
     time.sleep(LINGER_S + 1.0)  # the test's subject: paused past the linger, not a readiness wait
     check(time.monotonic() - dropped_at > LINGER_S, "subscriber paused past the 2 s linger after the drop")
+    # Read with a normal receive window: behind the 4 KiB one the daemon's
+    # kernel can see a window smaller than its segment and send only on its
+    # backed-off zero-window probes (TCP, not the daemon, would be tested).
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
     data, e = fgws.read_to_end(s)
     if e:
         print("# read ended: %r" % (e,), flush=True)
