@@ -27,17 +27,15 @@ under ASan, ss -tin).
 Without the pause rule step 1 was closed 1008 "message too slow" after
 about 1 s. Every load stops by itself."""
 import os
-import re
 import select
 import ssl
-import struct
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from fgtest.harness import Daemon, check, metric, metrics_text, seed, skip  # noqa: E402
 from fgtest.wait import within  # noqa: E402
-from fgtest.ws import close_code, ws_frame  # noqa: E402
+from fgtest.ws import close_code, server_frames, ws_frame  # noqa: E402
 
 
 
@@ -52,27 +50,6 @@ def sysctl_max(name):
 PINGS = (sysctl_max("tcp_wmem") + (1 << 20)) // 127 + 1
 PING = ws_frame(0x89, b"p" * 125)
 HOLD_S = 2.5
-
-
-def frames(buf):
-    """Split a server byte stream (unmasked frames) into [(b0, payload)]
-    and the bytes of an unfinished frame."""
-    out, i = [], 0
-    while i + 2 <= len(buf):
-        n, off = buf[i + 1] & 0x7F, 2
-        if n == 126:
-            if i + 4 > len(buf):
-                break
-            n, off = struct.unpack(">H", buf[i + 2:i + 4])[0], 4
-        elif n == 127:
-            if i + 10 > len(buf):
-                break
-            n, off = struct.unpack(">Q", buf[i + 2:i + 10])[0], 10
-        if i + off + n > len(buf):
-            break
-        out.append((buf[i], buf[i + off:i + off + n]))
-        i += off + n
-    return out, buf[i:]
 
 
 def open_paused(d, body):
@@ -113,7 +90,7 @@ def main():
             if not c:
                 closed = "eof"
                 break
-            got, buf = frames(buf + c)
+            got, buf = server_frames(buf + c)
             for b0, payload in got:
                 if b0 == 0x8A:
                     pongs += 1

@@ -1,8 +1,9 @@
 """fgtest.ws - WebSocket client frames (RFC 6455) for the tests that speak
 to the daemon's wss:// ingress byte by byte or write fuzz seeds.
 Callers: tests/control/ws_raw_client.py, gen_fuzz_seeds.py, conn_chaos.py,
-daemon_ws.py, tests/hostile/hostile_slow_consumer_close.py, fgtest.harness;
-any thread."""
+daemon_ws.py, tests/hostile/hostile_slow_consumer_close.py,
+hostile_ws_paused_message.py, hostile_disk_full.py, fgtest.harness; any
+thread."""
 import socket
 import ssl
 import struct
@@ -54,6 +55,46 @@ def close_code(data):
             return struct.unpack(">H", data[i + off:i + off + 2])[0]
         i += off + ln
     return None
+
+
+def _frame_at(buf, i):
+    """The unmasked server frame at buf[i:]: (b0, payload, its end), or
+    None while it is unfinished."""
+    if i + 2 > len(buf):
+        return None
+    n, off = buf[i + 1] & 0x7F, 2
+    if n == 126:
+        if i + 4 > len(buf):
+            return None
+        n, off = struct.unpack(">H", buf[i + 2:i + 4])[0], 4
+    elif n == 127:
+        if i + 10 > len(buf):
+            return None
+        n, off = struct.unpack(">Q", buf[i + 2:i + 10])[0], 10
+    if i + off + n > len(buf):
+        return None
+    return buf[i], buf[i + off:i + off + n], i + off + n
+
+
+def server_frames(buf):
+    """Split a server byte stream (unmasked frames) into [(b0, payload)]
+    and the bytes of an unfinished frame."""
+    out, i = [], 0
+    while (f := _frame_at(buf, i)) is not None:
+        out.append(f[:2])
+        i = f[2]
+    return out, buf[i:]
+
+
+def read_message(s, buf=b""):
+    """The first whole server frame on socket s, buf holding bytes already
+    read: (b0, payload, the bytes after it); EOFError if s closes first."""
+    while (f := _frame_at(buf, 0)) is None:
+        c = s.recv(65536)
+        if not c:
+            raise EOFError("connection closed before a whole frame")
+        buf += c
+    return f[0], f[1], buf[f[2]:]
 
 
 def ws_frame(b0, payload=b"", mask=True, form=None, length=None, key=MASK):
