@@ -4,11 +4,13 @@
 Packets (Ethernet/IPv4/UDP unless said):
  1. vector S01 (seed, layer 1, token 42, line 1) in a fragment header, port 4242
  2. vector A02 (ACK frame, one entry = A01), port 4242 -> sender
- 3. a status frame (token 42, layer 1, outcome resolved, shadow_mode), port 4242
+ 3. a status frame (token 42, layer 1, outcome resolved, shadow_mode, the
+    audit failed), port 4242
  4. vector U03 (a continuation fragment), port 4242
  5. vector C02 (canonical digest) as a raw-profile datagram on port 4300
  6..: a TCP stream: HTTP upgrade to WebSocket on port 8080, then one masked
     binary message holding vector S02 (seed, layer 27, line 6, sign -).
+ 12. packet 3's status with the audit off instead of failed.
 Only the standard library; the bytes come from tests/data/vectors.txt."""
 import os, struct, sys
 
@@ -60,9 +62,12 @@ def main():
     v = vectors(os.path.join(data, 'vectors.txt'))
     out = sys.argv[1]
     # status version 2: bitset 0x7f (every line satisfied), expected 0x02, landed 0x02
-    status = struct.pack('!HIB', 0xFFFE, 42, 0) + (32).to_bytes(3, 'big')
-    status += struct.pack('<BBBBHBBBBHIIQBBBB', 2, 1, 1, 0, 1, 0x7F, 0x02, 0x01 | 0x02 | 0x04, 1, 0, 16, 3,
-                          0x5e2de06ec4043aa2, 0x02, 0, 0, 0)
+    # facts: ack, shadow_mode, fully_resolved and audit_failed (bit 5) or audit_off (bit 6)
+    def status_frame(audit):
+        s = struct.pack('!HIB', 0xFFFE, 42, 0) + (32).to_bytes(3, 'big')
+        return s + struct.pack('<BBBBHBBBBHIIQBBBB', 2, 1, 1, 0, 1, 0x7F, 0x02, 0x01 | 0x02 | 0x04 | audit, 1, 0,
+                               16, 3, 0x5e2de06ec4043aa2, 0x02, 0, 0, 0)
+    status = status_frame(0x20)
     pkts = [
         udp(40000, 4242, struct.pack('!HBB', 5, 0, 1) + v['S01']),
         udp(4242, 40000, v['A02'], src=B, dst=A),
@@ -87,6 +92,7 @@ def main():
         tcp(50000, 8080, 0x18, req),
         tcp(8080, 50000, 0x18, resp, src=B, dst=A),
         tcp(50000, 8080, 0x18, wsf),
+        udp(4242, 40000, struct.pack('!HBB', 7, 0, 1) + status_frame(0x40), src=B, dst=A),
     ]
     with open(out, 'wb') as fo:
         fo.write(struct.pack('<IHHiIII', 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))

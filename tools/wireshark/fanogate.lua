@@ -52,6 +52,7 @@ local f = {
 	st_shadow = ProtoField.bool("aeonflow.status.shadow_mode", "shadow_mode"),
 	st_resolved = ProtoField.bool("aeonflow.status.fully_resolved", "fully_resolved"),
 	st_awaiting = ProtoField.bool("aeonflow.status.awaiting_resolution", "awaiting_resolution"),
+	st_audit = ProtoField.string("aeonflow.status.audit", "audit (recording, failed, off)"),
 	st_lstate = ProtoField.string("aeonflow.status.line_state", "Line state"),
 	st_epoch = ProtoField.uint32("aeonflow.status.epoch", "Model epoch", base.DEC),
 	st_fp = ProtoField.uint64("aeonflow.status.fingerprint", "Fingerprint", base.HEX),
@@ -154,6 +155,7 @@ local function frame(tvb, off, tree, pinfo)
 		t:add(f.st_shadow, bit.band(facts, 2) ~= 0)
 		t:add(f.st_resolved, bit.band(facts, 4) ~= 0)
 		t:add(f.st_awaiting, bit.band(facts, 8) ~= 0)
+		t:add(f.st_audit, bit.band(facts, 0x20) ~= 0 and "failed" or bit.band(facts, 0x40) ~= 0 and "off" or "recording")
 		t:add(f.st_lstate, LSTATES[tvb(pl + 9, 1):uint()] or "?")
 		t:add_le(f.st_epoch, tvb(pl + 16, 4))
 		t:add_le(f.st_fp, tvb(pl + 20, 8))
