@@ -36,9 +36,11 @@ static void sh_log_err(void *arg, const char *msg)
 
 static void sh_failed(void *arg, int err)
 {
-	(void)arg;
+	struct cp_audit *a = arg;
 	cp_err("audit: the log failed closed (%s): active lines demoted, nothing waits for durability any more",
 	       strerror(err < 0 ? -err : err));
+	if (a->engine)
+		cp_engine_audit_fact(a->engine, FG_AUDIT_FAILED);
 }
 
 static void sh_lines_changed(void *arg, const struct fg_line_change *chg, uint64_t seq)
@@ -210,8 +212,8 @@ int cp_audit_start(struct cp_audit *a, struct cp_loop *l, const struct fg_config
 		return r;
 	}
 	/* The lines now hold what the log says (or the config, or shadow): the
-	 * dataplane reads them from here on. */
-	cp_engine_publish(e);
+	 * dataplane reads them, and whether the log records, from here on. */
+	cp_engine_audit_fact(e, cp_shadow_failed(a->sh) ? FG_AUDIT_FAILED : FG_AUDIT_RECORDING);
 	int fds[2];
 	cp_shadow_fds(a->sh, fds);
 	for (int i = 0; i < 2; i++) {
@@ -238,8 +240,10 @@ int cp_audit_start(struct cp_audit *a, struct cp_loop *l, const struct fg_config
 void cp_audit_stop(struct cp_audit *a)
 {
 	a->stopping = true;
-	if (a->engine)
+	if (a->engine) {
 		cp_engine_set_audit(a->engine, NULL, NULL);
+		cp_engine_audit_fact(a->engine, FG_AUDIT_OFF);
+	}
 	if (a->sh)
 		cp_shadow_free(a->sh);
 	a->sh = NULL;

@@ -25,7 +25,10 @@ static void lanes_service(struct cp_engine *e);
 static void lanes_flush_push(struct cp_engine *e);
 static void count_malformed(struct cp_engine *e, int reason);
 
-fg_linefacts cp_engine_linefacts(const struct cp_engine *e) { return fg_linefacts_pack(&e->lines, e->epoch); }
+fg_linefacts cp_engine_linefacts(const struct cp_engine *e)
+{
+	return fg_linefacts_with_audit(fg_linefacts_pack(&e->lines, e->epoch), e->audit_fact);
+}
 
 void cp_engine_publish(struct cp_engine *e)
 {
@@ -149,6 +152,12 @@ void cp_engine_set_audit(struct cp_engine *e, const struct cp_engine_audit_ops *
 {
 	e->audit = ops;
 	e->audit_arg = arg;
+}
+
+void cp_engine_audit_fact(struct cp_engine *e, enum fg_audit_fact a)
+{
+	e->audit_fact = a;
+	cp_engine_publish(e);
 }
 
 void cp_engine_line_changed(struct cp_engine *e, const struct fg_line_change *chg, const char *origin)
@@ -984,6 +993,7 @@ int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const struct fg_confi
 	e->ops = *ops;
 	e->arg = arg;
 	fg_lines_init(&e->lines, cfg->line_initial, &cfg->policy, cp_now_ns());
+	e->audit_fact = FG_AUDIT_OFF;
 	cp_epoch_guard_init(&e->guard, cfg);
 	cp_points_init(&e->points, cfg, b != NULL); /* UDP reaches the points only through the lanes */
 	e->senders.key = cp_key_draw(e);

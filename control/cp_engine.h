@@ -215,6 +215,9 @@ struct cp_engine {
 	 * outcome (either mode), published in the line facts, recorded in the
 	 * audit log; every shard's open slots are flushed when it moves. */
 	uint32_t epoch;
+	/* The shadow audit's state, published with the lines (every status
+	 * carries it): FG_AUDIT_OFF until cp_audit_start says otherwise. */
+	enum fg_audit_fact audit_fact;
 	struct cp_epoch_guard guard; /* who may move it, how often (cp_epoch_guard.h) */
 	struct cp_points points;     /* Fano point liveness, applied to lines (cp_points.h) */
 	uint64_t guard_warn_ns;      /* next log line about refused sources allowed (one per second) */
@@ -260,6 +263,9 @@ FG_MUST_CHECK int cp_engine_init(struct cp_engine *e, struct cp_loop *l, const s
 /* Register (ops != NULL) or remove (NULL) the audit sink; ops must outlive
  * the registration. */
 void cp_engine_set_audit(struct cp_engine *e, const struct cp_engine_audit_ops *ops, void *arg);
+/* The audit's state every status says (recording, failed closed, off):
+ * set and published. */
+void cp_engine_audit_fact(struct cp_engine *e, enum fg_audit_fact a);
 /* Stop the tick (the timer callback does not re-arm) and free everything. */
 void cp_engine_fini(struct cp_engine *e);
 

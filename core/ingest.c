@@ -27,6 +27,9 @@
  *   fully_resolved      the slot is RESOLVED after this call.
  *   awaiting_resolution the slot is OPEN after this call.
  *   degraded            the contributing line or an expected line is DEGRADED.
+ *   audit_failed/_off   the shadow audit's state as published (bits 48..49
+ *                       of the line facts), on every status: its log failed
+ *                       closed / no audit runs. The JSON ack's "audit".
  *   fingerprint         the resolved seed's XXH3-64 when fully_resolved.
  *   model_epoch         the table's epoch, which fg_ingest_frame first raises
  *                       to the control plane's published epoch (linefacts):
@@ -101,9 +104,10 @@ void fg_status_prep_make(struct fg_status_prep *p, fg_linefacts lf)
 		if (st == FG_LINE_DEGRADED)
 			p->degraded |= (uint8_t)(1u << i);
 	}
+	const uint8_t audit = fg_linefacts_audit_facts(lf);
 	for (unsigned m = 0; m <= FG_FANO_FULL_MASK; m++)
 		p->line_facts[m] = (uint8_t)((m & p->inactive ? FG_FACT_SHADOW : 0u) |
-					     (m & p->degraded ? FG_FACT_DEGRADED : 0u));
+					     (m & p->degraded ? FG_FACT_DEGRADED : 0u) | audit);
 }
 
 /* Status for a frame that never reached a slot (bad stream, bad payload). */

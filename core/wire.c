@@ -503,13 +503,15 @@ ssize_t fg_resolved_decode(const struct fg_frame *f, uint16_t dst_layer, const s
 
 /* ---- 5. status frame ----------------------------------------------------- */
 
-#define STATUS_FACTS_ALL (FG_FACT_ACK | FG_FACT_SHADOW | FG_FACT_RESOLVED | FG_FACT_AWAITING | FG_FACT_DEGRADED)
+#define STATUS_FACTS_AUDIT (FG_FACT_AUDIT_FAILED | FG_FACT_AUDIT_OFF)
+#define STATUS_FACTS_ALL                                                                                \
+	(FG_FACT_ACK | FG_FACT_SHADOW | FG_FACT_RESOLVED | FG_FACT_AWAITING | FG_FACT_DEGRADED | STATUS_FACTS_AUDIT)
 
 static bool status_fields_ok(const struct fg_status *s)
 {
 	return s->outcome < FG_O__COUNT && (s->line < FG_LINES || s->line == FG_LINE_NONE) && s->sign <= 1 &&
 	       !(s->bitset & 0x80) && !(s->expected & 0x80) && !(s->landed & 0x80) &&
-	       !(s->facts & ~STATUS_FACTS_ALL) &&
+	       !(s->facts & ~STATUS_FACTS_ALL) && (s->facts & STATUS_FACTS_AUDIT) != STATUS_FACTS_AUDIT &&
 	       s->line_state <= FG_LINE_DEGRADED && s->reason < FG_R__COUNT;
 }
 
@@ -521,6 +523,11 @@ ssize_t fg_status_encode(const struct fg_status *s, uint8_t *buf, size_t cap)
 		return -FG_R_NOSPACE;
 	fg_status_write(buf, s);
 	return FG_HDR_LEN + FG_STATUS_PAYLOAD_LEN;
+}
+
+const char *fg_status_audit_name(uint8_t facts)
+{
+	return facts & FG_FACT_AUDIT_FAILED ? "failed" : facts & FG_FACT_AUDIT_OFF ? "off" : "recording";
 }
 
 ssize_t fg_status_decode(const struct fg_frame *f, struct fg_status *out)

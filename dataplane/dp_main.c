@@ -157,7 +157,7 @@ int main(int argc, char **argv)
 	static struct fg_boundary b;
 	struct fg_lines lines;
 	fg_lines_init(&lines, cfg.line_initial, &cfg.policy, mono_ns());
-	atomic_store(&b.linefacts, fg_linefacts_pack(&lines, 0));
+	atomic_store(&b.linefacts, fg_linefacts_with_audit(fg_linefacts_pack(&lines, 0), FG_AUDIT_OFF));
 	int rc = dp_init(&cfg, profile, &b);
 	if (rc < 0) {
 		fprintf(stderr, "fanogate-dp: dataplane init failed: %s\n", strerror(-rc));

@@ -386,6 +386,7 @@ static int frame_out(struct dec *d, const struct fg_frame *f, unsigned idx, json
 			json_object_set_new(jo, "fully_resolved", json_boolean(resolved));
 			json_object_set_new(jo, "awaiting_resolution", json_boolean(awaiting));
 			json_object_set_new(jo, "degraded", json_boolean(degraded));
+			json_object_set_new(jo, "audit", json_string(fg_status_audit_name(st.facts)));
 			json_object_set_new(jo, "line_state", json_string(fg_line_state_name((enum fg_line_state)st.line_state)));
 			json_object_set_new(jo, "reason", json_string(st.reason ? fg_reason_name(st.reason) : ""));
 			json_object_set_new(jo, "bytes", json_integer(st.bytes));
@@ -396,8 +397,9 @@ static int frame_out(struct dec *d, const struct fg_frame *f, unsigned idx, json
 			       st.dst_layer, fg_outcome_name((enum fg_outcome)st.outcome), line, st.sign ? "-" : "+",
 			       fg_line_state_name((enum fg_line_state)st.line_state));
 			printf("  bitset=0x%02x expected=0x%02x landed=0x%02x ack=%d shadow_mode=%d fully_resolved=%d "
-			       "awaiting_resolution=%d degraded=%d\n",
-			       st.bitset, st.expected, st.landed, !!(st.facts & FG_FACT_ACK), shadow, resolved, awaiting, degraded);
+			       "awaiting_resolution=%d degraded=%d audit=%s\n",
+			       st.bitset, st.expected, st.landed, !!(st.facts & FG_FACT_ACK), shadow, resolved, awaiting, degraded,
+			       fg_status_audit_name(st.facts));
 			printf("  reason=%s bytes=%u model_epoch=%u fingerprint=%s\n",
 			       st.reason ? fg_reason_name(st.reason) : "-", st.bytes, st.model_epoch, t);
 		}

@@ -23,14 +23,33 @@
  * with one atomic 64-bit store (boundary.h):
  *   bits  0..13  effective state of line i in bits 2i..2i+1 (enum fg_line_state)
  *   bits 16..47  model epoch
+ *   bits 48..49  the shadow audit's state (enum fg_audit_fact), which every
+ *                status carries (FG_FACT_AUDIT_FAILED, FG_FACT_AUDIT_OFF)
  */
 typedef uint64_t fg_linefacts;
+enum fg_audit_fact { FG_AUDIT_RECORDING = 0, FG_AUDIT_FAILED = 1, FG_AUDIT_OFF = 2 };
+#define FG_LINEFACTS_AUDIT_SHIFT 48
 static inline enum fg_line_state fg_linefacts_state(fg_linefacts f, unsigned line)
 {
 	return (enum fg_line_state)((f >> (2 * line)) & 3u);
 }
 static inline uint32_t fg_linefacts_epoch(fg_linefacts f) { return (uint32_t)(f >> 16); }
+/* The lines' states and the epoch (the audit's bits 0: recording). */
 fg_linefacts fg_linefacts_pack(const struct fg_lines *ls, uint32_t epoch);
+/* f with the audit's state a. */
+static inline fg_linefacts fg_linefacts_with_audit(fg_linefacts f, enum fg_audit_fact a)
+{
+	return (f & ~((fg_linefacts)3 << FG_LINEFACTS_AUDIT_SHIFT)) | (fg_linefacts)(a & 3u) << FG_LINEFACTS_AUDIT_SHIFT;
+}
+/* The status facts the audit's state in f gives: FG_FACT_AUDIT_FAILED,
+ * FG_FACT_AUDIT_OFF or none (bits 48, 49 of f to bits 5, 6). */
+static inline uint8_t fg_linefacts_audit_facts(fg_linefacts f)
+{
+	_Static_assert(FG_FACT_AUDIT_FAILED == 1u << 5 && FG_FACT_AUDIT_OFF == 1u << 6 &&
+			       FG_AUDIT_FAILED == 1 && FG_AUDIT_OFF == 2,
+		       "the audit's bits of an lf are its status facts, shifted");
+	return (uint8_t)((f >> (FG_LINEFACTS_AUDIT_SHIFT - 5)) & (FG_FACT_AUDIT_FAILED | FG_FACT_AUDIT_OFF));
+}
 
 struct fg_ingest_ctx {
 	const struct fg_bands *bands;
@@ -207,7 +226,7 @@ static inline __attribute__((always_inline)) struct fg_status fg_status_build_(c
 	uint32_t token_seq = 0, bytes = 0;
 	uint16_t dst_layer = 0;
 	uint8_t line = FG_LINE_NONE, sign = 0, line_state = 0;
-	uint8_t landed = 0, bitset = 0, expected = 0, facts = 0;
+	uint8_t landed = 0, bitset = 0, expected = 0, facts = fg_linefacts_audit_facts(lf);
 	uint64_t fingerprint = 0;
 
 	if (seed) {
@@ -280,7 +299,8 @@ struct fg_status_prep {
 	uint8_t degraded; /* bit i: line i is DEGRADED */
 	uint8_t state[8]; /* line i's state (i < FG_LINES); [7]: 0, the state of no line */
 	/* [m] for a mask m of lines: FG_FACT_SHADOW when one of them is not
-	 * ACTIVE, FG_FACT_DEGRADED when one is DEGRADED */
+	 * ACTIVE, FG_FACT_DEGRADED when one is DEGRADED, and the audit's
+	 * facts (fg_linefacts_audit_facts) for every m */
 	uint8_t line_facts[FG_FANO_FULL_MASK + 1];
 };
 /* Make *p for lf. Reads only its arguments; any thread. */

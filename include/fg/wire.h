@@ -394,7 +394,11 @@ FG_MUST_CHECK ssize_t fg_resolved_decode(const struct fg_frame *f, uint16_t dst_
  *              exactly when the slot is fully resolved (what the fleet acts on)
  *   7  u8  expected: lines the rule expects
  *   8  u8  facts: bit0 ack, bit1 shadow_mode, bit2 fully_resolved,
- *              bit3 awaiting_resolution, bit4 degraded
+ *              bit3 awaiting_resolution, bit4 degraded, bit5 audit_failed
+ *              (the shadow audit's log failed closed: no verdict this
+ *              frame feeds can be recorded), bit6 audit_off (no shadow
+ *              audit runs); neither: the audit is recording (the JSON
+ *              ack's "audit"); never both
  *   9  u8  line_state (enum fg_line_state of `line`)
  *   10 u16 reason (enum fg_reason for malformed, else 0)
  *   12 u32 bytes (contribution body bytes)
@@ -409,6 +413,8 @@ FG_MUST_CHECK ssize_t fg_resolved_decode(const struct fg_frame *f, uint16_t dst_
 #define FG_FACT_RESOLVED 0x04u
 #define FG_FACT_AWAITING 0x08u
 #define FG_FACT_DEGRADED 0x10u
+#define FG_FACT_AUDIT_FAILED 0x20u
+#define FG_FACT_AUDIT_OFF 0x40u
 struct fg_status {
 	uint32_t token_seq;
 	uint16_t dst_layer;
@@ -425,15 +431,18 @@ struct fg_status {
 	uint32_t model_epoch;
 	uint64_t fingerprint;
 };
-/* Writes the whole frame (10 + 28 bytes). Refuses (-FG_R_UNENCODABLE) any
+/* Writes the whole frame (10 + 32 bytes). Refuses (-FG_R_UNENCODABLE) any
  * field outside its range: outcome >= FG_O__COUNT, line not 0..6/0xFF,
- * sign > 1, bit 7 in bitset/expected/landed, unknown fact bits, line_state > 3,
- * reason >= FG_R__COUNT. */
+ * sign > 1, bit 7 in bitset/expected/landed, unknown fact bits (or both
+ * audit facts), line_state > 3, reason >= FG_R__COUNT. */
 FG_MUST_CHECK ssize_t fg_status_encode(const struct fg_status *s, uint8_t *buf, size_t cap);
-/* Returns 28 (the payload length), or -FG_R_UNKNOWN_STREAM (not 0xFFFE),
+/* Returns 32 (the payload length), or -FG_R_UNKNOWN_STREAM (not 0xFFFE),
  * -FG_R_BAD_FLAGS (flags != 0), -FG_R_STATUS_LENGTH, -FG_R_STATUS_VERSION,
  * -FG_R_STATUS_FIELD (the encoder's range rules). */
 FG_MUST_CHECK ssize_t fg_status_decode(const struct fg_frame *f, struct fg_status *out);
+/* What a status's facts say of the shadow audit, as the JSON ack's
+ * "audit": "failed", "off" or "recording". */
+const char *fg_status_audit_name(uint8_t facts);
 
 /* ---- Fingerprint --------------------------------------------------------- */
 /* XXH3-64, seed 0, over body bytes exactly as on the wire. */

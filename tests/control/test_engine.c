@@ -398,6 +398,15 @@ static void test_lanes(void **state)
 	/* the engine drained the (empty) rings and announced its sleep */
 	assert_int_equal(atomic_load(&b.wake.waiting), 1);
 	assert_int_equal(atomic_load(&b.linefacts), cp_engine_linefacts(&e));
+	/* the audit's state rides the published facts: off until the audit
+	 * says it records, then failed when its log fails closed */
+	assert_int_equal(fg_linefacts_audit_facts(atomic_load(&b.linefacts)), FG_FACT_AUDIT_OFF);
+	cp_engine_audit_fact(&e, FG_AUDIT_RECORDING);
+	assert_int_equal(fg_linefacts_audit_facts(atomic_load(&b.linefacts)), 0);
+	cp_engine_audit_fact(&e, FG_AUDIT_FAILED);
+	assert_int_equal(fg_linefacts_audit_facts(atomic_load(&b.linefacts)), FG_FACT_AUDIT_FAILED);
+	assert_int_equal(fg_linefacts_state(atomic_load(&b.linefacts), 0), fg_line_effective(&e.lines, 0));
+	cp_engine_audit_fact(&e, FG_AUDIT_RECORDING);
 
 	const float x[HIDDEN] = {1, 2, 3, 4};
 	uint8_t buf[128];

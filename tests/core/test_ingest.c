@@ -644,12 +644,17 @@ static void test_orientation_readings(void **state)
 
 /* The shadow and degraded facts against their definition, line by line:
  * every packing of the 7 line states (4^7), every expected set, the
- * contributing line cycling through 0..6 and none. */
+ * contributing line cycling through 0..6 and none; and the audit's facts
+ * (recording, failed, off in turn) on every status. */
 static void test_status_line_facts_all_states(void **state)
 {
 	(void)state;
+	static const uint8_t audit_facts[3] = {[FG_AUDIT_RECORDING] = 0, [FG_AUDIT_FAILED] = FG_FACT_AUDIT_FAILED,
+					       [FG_AUDIT_OFF] = FG_FACT_AUDIT_OFF};
 	for (uint32_t packed = 0; packed < (1u << 14); packed++) {
-		struct fg_ingest_ctx ctx = {.lines = (fg_linefacts)packed | (fg_linefacts)7 << 16};
+		enum fg_audit_fact audit = (enum fg_audit_fact)(packed % 3);
+		struct fg_ingest_ctx ctx = {
+			.lines = fg_linefacts_with_audit((fg_linefacts)packed | (fg_linefacts)7 << 16, audit)};
 		for (uint32_t expected = 0; expected < 128; expected++) {
 			unsigned line = (packed + expected) % (FG_LINES + 1); /* FG_LINES: no line */
 			struct fg_seed seed = {.token_seq = 1, .dst_layer = 2, .line = (uint8_t)line};
@@ -669,9 +674,11 @@ static void test_status_line_facts_all_states(void **state)
 				if (ls == FG_LINE_DEGRADED)
 					want |= FG_FACT_DEGRADED;
 			}
-			if ((st.facts & (FG_FACT_SHADOW | FG_FACT_DEGRADED)) != want)
-				fail_msg("states 0x%04x expected 0x%02x line %u: facts 0x%02x, want 0x%02x", packed, expected,
-					 line, st.facts, want);
+			want |= audit_facts[audit];
+			if ((st.facts & (FG_FACT_SHADOW | FG_FACT_DEGRADED | FG_FACT_AUDIT_FAILED | FG_FACT_AUDIT_OFF)) !=
+			    want)
+				fail_msg("states 0x%04x audit %u expected 0x%02x line %u: facts 0x%02x, want 0x%02x", packed,
+					 audit, expected, line, st.facts, want);
 		}
 	}
 }
@@ -695,8 +702,10 @@ static void test_status_frame_as_encode(void **state)
 					for (unsigned e = 0; e < sizeof(masks); e++)
 						for (unsigned l = 0; l < sizeof(masks); l++) {
 							uint32_t k = (o * 7 + st * 5 + li * 3 + sign + e * 11 + l * 13);
-							fg_linefacts lf = (fg_linefacts)((k * 0x9E37u) & 0x3fffu) |
-									  (fg_linefacts)(10 + k % 3) << 16;
+							fg_linefacts lf = fg_linefacts_with_audit(
+								(fg_linefacts)((k * 0x9E37u) & 0x3fffu) |
+									(fg_linefacts)(10 + k % 3) << 16,
+								(enum fg_audit_fact)(k / 3 % 3));
 							struct fg_ingest_ctx ctx = {.lines = lf};
 							struct fg_seed seed = {.token_seq = 0x01020304u + k,
 									       .dst_layer = (uint16_t)(k * 31),
@@ -748,7 +757,9 @@ static void test_status_frame_of_as_frame(void **state)
 	bool varied[LEN] = {false};
 	for (unsigned n = 0; n < 200000; n++) {
 		uint64_t a = fg_test_xorshift64(&x), b = fg_test_xorshift64(&x), c = fg_test_xorshift64(&x);
-		struct fg_ingest_ctx ctx = {.lines = (fg_linefacts)(b & 0x3fffu) | (fg_linefacts)(uint32_t)(b >> 20) << 16};
+		struct fg_ingest_ctx ctx = {.lines = fg_linefacts_with_audit(
+						    (fg_linefacts)(b & 0x3fffu) | (fg_linefacts)(uint32_t)(b >> 20) << 16,
+						    (enum fg_audit_fact)(c % 3))};
 		struct fg_seed seed;
 		struct fg_slot_result r;
 		fg_test_status_draw(&x, a, b, c, &seed, &r);
@@ -779,7 +790,7 @@ static void test_status_frame_of_as_frame(void **state)
 }
 
 /* fg_status_frame_prep writes fg_status_frame's bytes for every outcome,
- * slot state, line (and no line) and every packed line state, its line
+ * slot state, line (and no line), every packed line state and audit state, its line
  * facts from a prep made for ctx.lines; a prep made for one lf is found
  * made for it and not for another. Each lf is tried with many statuses,
  * as a caller keeps its prep across a burst. */
@@ -796,7 +807,9 @@ static void test_status_frame_prep_as_frame(void **state)
 	for (unsigned n = 0; n < 200000; n++) {
 		uint64_t a = fg_test_xorshift64(&x), b = fg_test_xorshift64(&x), c = fg_test_xorshift64(&x);
 		if (n % 64 == 0) { /* every line state of every line over the run, and epochs */
-			fg_linefacts next = (fg_linefacts)(b & 0x3fffu) | (fg_linefacts)(uint32_t)(c >> 20) << 16;
+			fg_linefacts next = fg_linefacts_with_audit(
+				(fg_linefacts)(b & 0x3fffu) | (fg_linefacts)(uint32_t)(c >> 20) << 16,
+				(enum fg_audit_fact)(a % 3));
 			if (next != lf)
 				assert_false(fg_status_prep_is(&prep, next));
 			lf = next;

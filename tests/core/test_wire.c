@@ -1394,12 +1394,13 @@ static void test_status_roundtrip(void **state)
 	line_none.line = 0xFF;
 	assert_int_equal(fg_status_encode(&line_none, buf, sizeof(buf)), 42);
 	/* encoder refusals: s with one field out of its range, each */
-	struct fg_status over[9];
+	struct fg_status over[10];
 	for (size_t k = 0; k < FG_ARRAY_LEN(over); k++)
 		over[k] = s;
 	over[0].line = 7;
 	over[1].sign = 2;
-	over[2].facts = 0x20;
+	over[2].facts = 0x80;
+	over[9].facts = FG_FACT_AUDIT_FAILED | FG_FACT_AUDIT_OFF; /* never both */
 	over[3].line_state = 4;
 	over[4].reason = FG_R__COUNT;
 	over[5].bitset = 0x80;
@@ -1437,6 +1438,26 @@ static void test_status_roundtrip(void **state)
 	assert_int_equal(fg_status_decode(&f, &d), -FG_R_STATUS_FIELD);
 	buf[19] = 3;
 	assert_int_equal(fg_status_decode(&f, &d), 32);
+	assert_string_equal(fg_status_audit_name(d.facts), "recording");
+	/* the audit's facts: each alone at bit 5 / 6 of byte 8, both refused */
+	static const struct {
+		uint8_t facts;
+		const char *name;
+	} audit[] = {{FG_FACT_AUDIT_FAILED, "failed"}, {FG_FACT_AUDIT_OFF, "off"}};
+	for (size_t k = 0; k < FG_ARRAY_LEN(audit); k++) {
+		struct fg_status a = s;
+		a.facts = (uint8_t)(s.facts | audit[k].facts);
+		assert_int_equal(fg_status_encode(&a, buf, sizeof(buf)), 42);
+		assert_int_equal(buf[18], 0x1F | audit[k].facts);
+		assert_int_equal(fg_frame_decode(buf, 42, FG_TRANSPORT_MESSAGE, &f), 42);
+		assert_int_equal(fg_status_decode(&f, &d), 32);
+		fg_test_status_equal(&d, &a);
+		assert_string_equal(fg_status_audit_name(d.facts), audit[k].name);
+	}
+	buf[18] = 0x1F | FG_FACT_AUDIT_FAILED | FG_FACT_AUDIT_OFF;
+	assert_int_equal(fg_status_decode(&f, &d), -FG_R_STATUS_FIELD);
+	buf[18] = 0x9F; /* bit 7: no such fact */
+	assert_int_equal(fg_status_decode(&f, &d), -FG_R_STATUS_FIELD);
 }
 
 static void test_bands(void **state)

@@ -156,7 +156,8 @@ static void test_statuses(void **state)
 	for (unsigned n = 0; n < 40000; n++) {
 		uint64_t a = fg_test_xorshift64(&x), b = fg_test_xorshift64(&x), c = fg_test_xorshift64(&x);
 		if (n % 97 == 0)
-			lf = (fg_linefacts)(b & 0x3fffu) | (fg_linefacts)(uint32_t)(c >> 20) << 16;
+			lf = fg_linefacts_with_audit((fg_linefacts)(b & 0x3fffu) | (fg_linefacts)(uint32_t)(c >> 20) << 16,
+						     (enum fg_audit_fact)(a % 3));
 		lc->ictx.lines = lf;
 		/* mostly the same untagged IPv4 route (a template kept), now and
 		 * then another MAC (the entry rebuilt), a VLAN or IPv6 */
