@@ -37,23 +37,9 @@ def read_to_end(s):
 def close_code(data):
     """The code of the first WebSocket close frame in a server-to-client
     byte stream (unmasked frames), or None (none, or cut short)."""
-    i = 0
-    while i + 2 <= len(data):
-        b1, b2 = data[i], data[i + 1]
-        ln, off = b2 & 0x7F, 2
-        if ln == 126:
-            if i + 4 > len(data):
-                return None
-            ln, off = struct.unpack(">H", data[i + 2:i + 4])[0], 4
-        elif ln == 127:
-            if i + 10 > len(data):
-                return None
-            ln, off = struct.unpack(">Q", data[i + 2:i + 10])[0], 10
-        if b1 == 0x88:
-            if i + off + 2 > len(data):
-                return None
-            return struct.unpack(">H", data[i + off:i + off + 2])[0]
-        i += off + ln
+    for b0, payload in server_frames(data)[0]:
+        if b0 == 0x88:
+            return struct.unpack(">H", payload[:2])[0] if len(payload) >= 2 else None
     return None
 
 
