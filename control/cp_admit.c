@@ -127,6 +127,11 @@ uint32_t cp_admit_unauth_of(const struct cp_admit *a, const struct cp_admit_src 
 	return e->open ? e->unauth : 0;
 }
 
+bool cp_admit_evict_first(const struct cp_admit *a, const struct cp_admit_src *src)
+{
+	return cp_admit_unauth_of(a, src) >= 2;
+}
+
 enum cp_admit_verdict cp_admit_decide(struct cp_admit *a, const struct cp_admit_src *src,
 				      const struct cp_admit_limits *lim, enum cp_admit_reason *why)
 {

@@ -12,9 +12,9 @@
  * random secret drawn at init, so a client choosing source addresses cannot
  * aim its collisions.
  *
- * Not here: the connections themselves. cp_conn.c (the accept path) asks
- * cp_admit_decide, closes the connection it says to evict (the oldest
- * unauthenticated one, from its own list), then counts the newcomer in with
+ * Not here: the connections themselves. cp_server.c (the accept path) asks
+ * cp_admit_decide, closes the connection it says to evict (chosen from its
+ * own list of unauthenticated ones, cp_admit_evict_first), then counts the newcomer in with
  * cp_admit_enter; it reports authentication (cp_admit_authenticate) and
  * every close (cp_admit_leave).
  *
@@ -23,12 +23,14 @@
  * unauth_per_source):
  *   1. S already has unauth_per_source unauthenticated connections open:
  *      refused (reason per_source).
- *   2. unauthenticated connections hold max_connections - reserve: the
- *      oldest unauthenticated connection is closed to make room (evicted
- *      unauth_share). The reserve is kept for authenticated peers.
- *   3. max_connections are open: the oldest unauthenticated one is closed
- *      (evicted full); when every open connection is authenticated, the
- *      newcomer is refused (full). An authenticated connection is never
+ *   2. unauthenticated connections hold max_connections - reserve: an
+ *      unauthenticated connection is closed to make room (evicted
+ *      unauth_share; which one: cp_admit_evict_first, the oldest of a
+ *      source holding two or more, else the oldest). The reserve is kept
+ *      for authenticated peers.
+ *   3. max_connections are open: an unauthenticated one is closed (evicted
+ *      full, chosen as in 2); when every open connection is authenticated,
+ *      the newcomer is refused (full). An authenticated connection is never
  *      closed for a newcomer.
  *   4. otherwise admitted.
  * A connection without an IP source (family 0) skips rule 1.
@@ -124,6 +126,18 @@ void cp_admit_authenticate(struct cp_admit *a, const struct cp_admit_src *src);
 void cp_admit_leave(struct cp_admit *a, const struct cp_admit_src *src, bool authed);
 /* Unauthenticated connections open from src (0 for an unknown source). */
 uint32_t cp_admit_unauth_of(const struct cp_admit *a, const struct cp_admit_src *src);
+
+/* Which unauthenticated connection an eviction closes (rules 2 and 3): the
+ * caller walks its connections oldest first, at most CP_ADMIT_EVICT_LOOK
+ * of them, and closes the first whose source cp_admit_evict_first says
+ * holds two or more unauthenticated connections; when none of them does,
+ * the oldest. A client with one handshake in flight is passed over while a
+ * source spread over many connections has one to give: an attacker
+ * churning connections from a few addresses evicts its own, and must hold
+ * every source down to one connection (max_connections - reserve
+ * addresses, 768 at the defaults) to reach a lone client's. */
+#define CP_ADMIT_EVICT_LOOK 64u
+bool cp_admit_evict_first(const struct cp_admit *a, const struct cp_admit_src *src);
 
 /* "per_source", "full", "evicted_unauth_share", "evicted_full". */
 const char *cp_admit_reason_name(enum cp_admit_reason r);

@@ -84,9 +84,22 @@ static void conn_source(int fd, unsigned v6_bits, struct cp_admit_src *src, char
 	}
 }
 
-/* Admission of an accepted fd (cp_admit.h): refuse it, or evict the oldest
- * unauthenticated connection first, or take it. Refusals and evictions are
- * counted by reason (cp_admit) and logged once per 1000 of each. */
+/* The unauthenticated connection an eviction closes (cp_admit.h,
+ * cp_admit_evict_first): among the CP_ADMIT_EVICT_LOOK oldest, the oldest
+ * whose source holds two or more; else the oldest. */
+static struct cp_conn *evict_victim(struct cp_server *s)
+{
+	unsigned n = 0;
+	for (struct cp_conn *c = s->unauth_head; c && n < CP_ADMIT_EVICT_LOOK; c = c->unext, n++)
+		if (cp_admit_evict_first(&s->admit, &c->src))
+			return c;
+	return s->unauth_head;
+}
+
+/* Admission of an accepted fd (cp_admit.h): refuse it, or evict an
+ * unauthenticated connection first (evict_victim), or take it. Refusals and
+ * evictions are counted by reason (cp_admit) and logged once per 1000 of
+ * each. */
 static void conn_admit(struct cp_server *s, int fd)
 {
 	struct cp_admit_src src;
@@ -103,7 +116,7 @@ static void conn_admit(struct cp_server *s, int fd)
 	enum cp_admit_verdict v = cp_admit_decide(&s->admit, &src, &lim, &why);
 	if (v != CP_ADMIT_TAKE && s->admit.st[why] % 1000 == 1)
 		cp_warn("admission: %s %s (%s; %llu so far; %u open, %u unauthenticated, max_connections %u, "
-			"unauth_per_source %u)", v == CP_ADMIT_REFUSE ? "refusing" : "evicting the oldest "
+			"unauth_per_source %u)", v == CP_ADMIT_REFUSE ? "refusing" : "evicting an "
 			"unauthenticated connection for", host, cp_admit_reason_name(why),
 			(unsigned long long)s->admit.st[why], s->admit.n_open, s->admit.n_unauth, s->max_conns,
 			lim.unauth_per_source);
@@ -115,7 +128,7 @@ static void conn_admit(struct cp_server *s, int fd)
 		return;
 	}
 	if (v == CP_ADMIT_TAKE_EVICT && s->unauth_head)
-		cp_conn_close(s->unauth_head, cp_admit_reason_name(why));
+		cp_conn_close(evict_victim(s), cp_admit_reason_name(why));
 	cp_conn_new(s, fd, &src, host, port);
 }
 

@@ -69,6 +69,33 @@ static void test_per_source(void **state)
 	cp_admit_fini(&a);
 }
 
+/* Which connection an eviction may take first: one of a source holding two
+ * or more unauthenticated connections; a source's lone one (or an
+ * authenticated source's, or an unknown source's) is passed over. */
+static void test_evict_first(void **state)
+{
+	(void)state;
+	struct cp_admit a;
+	assert_int_equal(cp_admit_init(&a, 64), 0);
+	struct cp_admit_src lone = v4(10, 0, 0, 1), many = v4(10, 0, 0, 2), gone = v4(10, 0, 0, 3);
+	assert_int_equal(cp_admit_enter(&a, &lone), 0);
+	assert_false(cp_admit_evict_first(&a, &lone));
+	assert_int_equal(cp_admit_enter(&a, &many), 0);
+	assert_false(cp_admit_evict_first(&a, &many));
+	assert_int_equal(cp_admit_enter(&a, &many), 0);
+	assert_true(cp_admit_evict_first(&a, &many));
+	assert_false(cp_admit_evict_first(&a, &lone));
+	assert_false(cp_admit_evict_first(&a, &gone));
+	/* authenticated connections do not count: two open, one unauthenticated */
+	cp_admit_authenticate(&a, &many);
+	assert_false(cp_admit_evict_first(&a, &many));
+	assert_int_equal(cp_admit_enter(&a, &many), 0);
+	assert_true(cp_admit_evict_first(&a, &many));
+	cp_admit_leave(&a, &many, false);
+	assert_false(cp_admit_evict_first(&a, &many));
+	cp_admit_fini(&a);
+}
+
 static void test_reserve_and_full(void **state)
 {
 	(void)state;
@@ -188,6 +215,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_per_source),
+		cmocka_unit_test(test_evict_first),
 		cmocka_unit_test(test_reserve_and_full),
 		cmocka_unit_test(test_many_sources),
 		cmocka_unit_test(test_table_full),

@@ -17,8 +17,8 @@ unauth_per_source auto = 2 * (28 + 4) = 64) listens on 127.0.0.1.
    with the bearer token), 100 sources 127.0.0.10..109 open 16 idle
    connections each (1,600 > max_connections). The authenticated connection
    is never evicted (a second POST on it is answered), new /healthz clients
-   still get in (the oldest unauthenticated connection is evicted for them:
-   reason evicted_unauth_share), and the unauthenticated connections never
+   still get in (an unauthenticated connection of the flood is evicted for
+   them: reason evicted_unauth_share), and the unauthenticated connections never
    hold more than max_connections minus the auth_reserve share (768).
 3. A socket that never starts TLS is closed at handshake_timeout_ms.
 Every load stops by itself; readiness comes from the daemon's ready fd."""
