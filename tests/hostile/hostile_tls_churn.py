@@ -72,6 +72,7 @@ def main():
         except (OSError, ConnectionError) as e:
             tls, st = client, repr(e)
         check(st == 200, f"the client's handshake, begun after the flood, completes and /healthz is answered ({st})")
+        until(lambda: sum(1 for s in attack if closed_by_peer(s)) >= want, 5)
         gone = sum(1 for s in attack if closed_by_peer(s))
         check(gone == want, f"the {want} connections evicted were the attacker's ({gone} of its {len(attack)} closed)")
         tls.close()
