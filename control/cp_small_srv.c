@@ -102,6 +102,20 @@ void cp_small_srv_unlink(struct cp_small_srv *s, struct cp_small_conn *c)
 		}
 }
 
+static bool same_source(const struct cp_admit_src *a, const struct cp_admit_src *b)
+{
+	return a->family && a->family == b->family && !memcmp(a->addr, b->addr, sizeof(a->addr));
+}
+
+/* Whether another live connection of s comes from o's source. */
+static bool source_shared(const struct cp_small_srv *s, const struct cp_small_conn *o)
+{
+	for (const struct cp_small_conn *p = s->conns; p; p = p->next)
+		if (p != o && !p->dead && same_source(&p->src, &o->src))
+			return true;
+	return false;
+}
+
 bool cp_small_srv_admit(struct cp_small_srv *s, int fd, struct cp_small_conn *c, unsigned max_conns,
 			unsigned per_source_max, unsigned v6_bits)
 {
@@ -111,14 +125,20 @@ bool cp_small_srv_admit(struct cp_small_srv *s, int fd, struct cp_small_conn *c,
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
 		cp_admit_source_of(&ss, v6_bits, &c->src);
 	unsigned same = 0;
-	struct cp_small_conn *oldest = NULL;
+	/* The one an eviction closes: the oldest connection of a source that
+	 * holds two or more, else the oldest (as the TLS listener chooses,
+	 * cp_admit.h cp_admit_evict_first: a lone scraper is passed over while
+	 * a source spread over several connections has one to give). */
+	struct cp_small_conn *oldest = NULL, *oldest_shared = NULL;
 	for (struct cp_small_conn *o = s->conns; o; o = o->next) {
 		if (o->dead)
 			continue;
-		if (c->src.family && o->src.family == c->src.family && !memcmp(o->src.addr, c->src.addr, sizeof(c->src.addr)))
+		if (same_source(&o->src, &c->src))
 			same++;
 		if (!oldest || o->deadline_ns <= oldest->deadline_ns)
 			oldest = o;
+		if ((!oldest_shared || o->deadline_ns <= oldest_shared->deadline_ns) && source_shared(s, o))
+			oldest_shared = o;
 	}
 	if (c->src.family && per_source_max && same >= per_source_max) {
 		s->refused_per_source++;
@@ -126,7 +146,8 @@ bool cp_small_srv_admit(struct cp_small_srv *s, int fd, struct cp_small_conn *c,
 	}
 	if (max_conns && s->n_conns >= max_conns && oldest) {
 		s->evicted++;
-		s->ops->on_deadline(s, oldest); /* closes it (it may stay listed, dead, until its ops end) */
+		/* closes it (it may stay listed, dead, until its ops end) */
+		s->ops->on_deadline(s, oldest_shared ? oldest_shared : oldest);
 	}
 	return true;
 }

@@ -56,7 +56,7 @@ struct cp_small_srv {
 	struct cp_small_conn *conns;
 	unsigned n_conns;
 	uint64_t refused_per_source; /* cp_small_srv_admit: the source had per_source_max open */
-	uint64_t evicted;            /* cp_small_srv_admit: the oldest closed to make room */
+	uint64_t evicted;            /* cp_small_srv_admit: one closed to make room */
 };
 
 /* Set up s (not listening: fd -1). ops is static; l outlives s. */
@@ -80,9 +80,11 @@ void cp_small_srv_link(struct cp_small_srv *s, struct cp_small_conn *c, uint64_t
  * caller frees c and closes fd; refused_per_source counted) when its source
  * address (an IPv6 one by its first v6_bits) already has per_source_max
  * connections open; otherwise, when
- * max_conns are open, close the OLDEST connection (ops->on_deadline; the
- * newest always gets in, so idle connections cannot keep a scraper out;
- * evicted counted). Records the source in c. Returns true: link c. */
+ * max_conns are open, close the oldest connection of a source that holds
+ * two or more, else the oldest (ops->on_deadline; the newest always gets
+ * in, so idle connections cannot keep a scraper out, and a lone scraper's
+ * connection is passed over while a source spread over several has one to
+ * give; evicted counted). Records the source in c. Returns true: link c. */
 FG_MUST_CHECK bool cp_small_srv_admit(struct cp_small_srv *s, int fd, struct cp_small_conn *c, unsigned max_conns,
 				      unsigned per_source_max, unsigned v6_bits);
 

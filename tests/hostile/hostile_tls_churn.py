@@ -23,7 +23,7 @@ import socket
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from fgtest.harness import Daemon, check, http, metrics  # noqa: E402
+from fgtest.harness import Daemon, check, closed_by_peer, http, metrics  # noqa: E402
 from fgtest.wait import until  # noqa: E402
 
 MAX_CONNS, RESERVE, PER_SOURCE = 64, 16, 16
@@ -44,17 +44,6 @@ def unauth(d):
 
 def evicted(d):
     return metrics(d).get('fanogate_tls_admission_total{reason="evicted_unauth_share"}', 0)
-
-
-def closed_by_peer(s):
-    """Whether the daemon closed s (EOF or reset), without waiting."""
-    s.setblocking(False)
-    try:
-        return s.recv(1) == b""
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
 
 
 def main():

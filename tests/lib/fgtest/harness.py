@@ -311,6 +311,17 @@ def audit_records(fanoctl, log):
 
 # ---- HTTP over TLS (raw, so malformed requests can be sent) ------------------
 
+def closed_by_peer(s):
+    """Whether the daemon closed s (EOF or reset), without waiting."""
+    s.setblocking(False)
+    try:
+        return s.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
 def http_read_response(s, head=False, buf=b""):
     """Read one response: (status, headers dict lower-case, body bytes, rest).
     head: the response to a HEAD request (Content-Length but no body);
