@@ -133,9 +133,10 @@ uint32_t cp_admit_unauth_of(const struct cp_admit *a, const struct cp_admit_src 
  * holds two or more unauthenticated connections; when none of them does,
  * the oldest. A client with one handshake in flight is passed over while a
  * source spread over many connections has one to give: an attacker
- * churning connections from a few addresses evicts its own, and must hold
- * every source down to one connection (max_connections - reserve
- * addresses, 768 at the defaults) to reach a lone client's. */
+ * churning connections from a few addresses evicts its own. To reach a
+ * lone client's, it must fill the places of the walk from the client's
+ * on with connections of sources holding one each (CP_ADMIT_EVICT_LOOK
+ * addresses). The bound keeps an eviction's cost at 64 lookups. */
 #define CP_ADMIT_EVICT_LOOK 64u
 bool cp_admit_evict_first(const struct cp_admit *a, const struct cp_admit_src *src);
 
