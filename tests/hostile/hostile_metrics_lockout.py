@@ -55,6 +55,14 @@ def idle(port, src):
     return s
 
 
+def val(text, name):
+    """The value of fanogate_NAME in a scrape's text."""
+    m = re.search(r"^fanogate_" + name + r" (\d+)$", text, re.M)
+    if not m:
+        fail(f"{name} missing")
+    return int(m.group(1))
+
+
 def main():
     with Daemon() as d:
         first = scrape(d.metrics_port)
@@ -69,14 +77,8 @@ def main():
             last = scrape(d.metrics_port)
             ok += last.startswith("HTTP/1.1 200")
         check(ok == 5, f"5 of 5 scrapes answered while 50 idle connections are held ({ok})")
-
-        def val(name):
-            m = re.search(r"^fanogate_" + name + r" (\d+)$", last, re.M)
-            if not m:
-                fail(f"{name} missing")
-            return int(m.group(1))
-        check(val("metrics_refused_per_source_total") >= 16, "connections past 4 from one source refused")
-        check(val("metrics_evicted_total") > 0, "older connections closed for newer ones")
+        check(val(last, "metrics_refused_per_source_total") >= 16, "connections past 4 from one source refused")
+        check(val(last, "metrics_evicted_total") > 0, "older connections closed for newer ones")
         for s in held:
             s.close()
 
@@ -90,7 +92,7 @@ def main():
         last = scrape(d.metrics_port, scraper)
         check(last.startswith("HTTP/1.1 200"),
               f"a scraper's connection opened before 16 from 4 sources is answered ({last[:40]!r})")
-        check(val("metrics_evicted_total") == 1, "one connection evicted for the 17th")
+        check(val(last, "metrics_evicted_total") == 1, "one connection evicted for the 17th")
         check(sum(1 for s in held if closed_by_peer(s)) == 1, "the one evicted was an attacker's")
         for s in held:
             s.close()

@@ -309,8 +309,6 @@ def audit_records(fanoctl, log):
     return [json.loads(x) for x in p.stdout.splitlines() if x.strip().startswith("{")]
 
 
-# ---- HTTP over TLS (raw, so malformed requests can be sent) ------------------
-
 def closed_by_peer(s):
     """Whether the daemon closed s (EOF or reset), without waiting."""
     s.setblocking(False)
@@ -321,6 +319,8 @@ def closed_by_peer(s):
     except OSError:
         return True
 
+
+# ---- HTTP over TLS (raw, so malformed requests can be sent) ------------------
 
 def http_read_response(s, head=False, buf=b""):
     """Read one response: (status, headers dict lower-case, body bytes, rest).
